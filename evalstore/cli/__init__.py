@@ -1,0 +1,37 @@
+"""The `evalstore` command line: a root Typer app with one sub-app per noun."""
+
+from __future__ import annotations
+
+import typer
+
+from evalstore.cli import db, qrels, runs
+from evalstore.cli._context import CliState
+from evalstore.cli._errors import ErrorMappingGroup
+from evalstore.config import DATABASE_URL_ENV, default_database_url
+
+app = typer.Typer(
+    name="evalstore",
+    cls=ErrorMappingGroup,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # database URLs may hold passwords
+    help="Store runs and qrels, evaluate them, compare systems and build judging pools.\n\n"
+    "Exit codes: 0 success, 1 error (message on stderr), 2 usage error.",
+)
+app.add_typer(db.app, name="db")
+app.add_typer(qrels.app, name="qrels")
+app.add_typer(runs.app, name="runs")
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    database_url: str | None = typer.Option(
+        None, "--database-url", envvar=DATABASE_URL_ENV, show_envvar=True,
+        help="SQLAlchemy URL (default: a SQLite file in ~/.evalstore or $EVALSTORE_HOME).",
+    ),
+) -> None:
+    ctx.obj = CliState(database_url or default_database_url())
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,60 @@
+"""Rendering: results to stdout (rich table, JSON or CSV); diagnostics to stderr."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def warn(message: str) -> None:
+    """A diagnostic on stderr, printed verbatim (no markup, no wrapping)."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def info(message: str) -> None:
+    sys.stderr.write(f"{message}\n")
+
+
+def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFormat, title: str | None = None) -> None:
+    """Print ``rows`` (dicts; extra keys appear in JSON only) in the chosen format."""
+    if fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(list(rows), indent=2, default=str) + "\n")
+        return
+    if fmt is OutputFormat.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+        return
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(row.get(c)) for c in columns))
+    stdout.print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)

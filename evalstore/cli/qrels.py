@@ -1,0 +1,85 @@
+"""`evalstore qrels`: import, list, show, export and delete relevance judgments."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.cli._progress import row_progress
+from evalstore.cli.runs import InputFormat
+from evalstore.io.writers import write_qrels
+from evalstore.services import store
+
+app = typer.Typer(help="Import and manage relevance judgments (qrels).", no_args_is_help=True)
+
+LIST_COLUMNS = ["name", "rows", "topics", "created_at", "description"]
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet."),
+    name: str = typer.Option(..., "--name", help="Name of the qrels in the store."),
+    description: str | None = typer.Option(None, "--description"),
+    replace: bool = typer.Option(False, "--replace", help="Replace qrels of this name with other content."),
+    fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
+) -> None:
+    """Validate a qrels file and store it (all or nothing)."""
+    engine = state(ctx).engine()
+    with row_progress(f"storing {path.name}") as progress:
+        result = store.import_qrels(
+            engine, path, name=name, description=description, replace=replace,
+            fmt=fmt.value if fmt else None, progress=progress,
+        )
+    for message in result.warnings:
+        warn(message)
+    s = result.summary
+    if result.created:
+        info(f"imported qrels '{s.name}': {s.rows} judgments, {s.topics} topics")
+    else:
+        info(f"qrels '{s.name}' are already imported with this content ({s.rows} judgments); nothing stored")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """List the imported qrels."""
+    rows = [s.as_dict() for s in store.list_qrels(state(ctx).engine())]
+    render(rows, LIST_COLUMNS, fmt, title="qrels")
+
+
+@app.command()
+def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """Show one qrels set."""
+    row = store.show_qrels(state(ctx).engine(), name).as_dict()
+    if fmt is OutputFormat.table:
+        render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
+    else:
+        render([row], list(row), fmt)
+
+
+@app.command()
+def delete(ctx: typer.Context, name: str) -> None:
+    """Delete a qrels set and every evaluation against it."""
+    summary = store.delete_qrels(state(ctx).engine(), name)
+    info(f"deleted qrels '{summary.name}' ({summary.rows} judgments)")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    name: str,
+    output: Path | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+    fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
+) -> None:
+    """Write qrels back out in their original order (TREC by default)."""
+    _, table = store.qrels_rows(state(ctx).engine(), name)
+    if output is None:
+        write_qrels(table, sys.stdout.buffer, fmt.value)
+        sys.stdout.flush()
+    else:
+        with output.open("wb") as handle:
+            write_qrels(table, handle, fmt.value)

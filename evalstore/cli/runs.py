@@ -1,0 +1,107 @@
+"""`evalstore runs`: register, list, show, export and delete system runs."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.cli._progress import row_progress
+from evalstore.io.writers import write_run
+from evalstore.services import store
+
+app = typer.Typer(help="Register and manage system runs.", no_args_is_help=True)
+
+LIST_COLUMNS = ["name", "system", "tag", "rows", "topics", "created_at"]
+
+
+class InputFormat(StrEnum):
+    trec = "trec"
+    csv = "csv"
+    tsv = "tsv"
+    parquet = "parquet"
+
+
+def parse_meta(values: list[str]) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"'{item}' is not KEY=VALUE", param_hint="--meta")
+        meta[key] = value
+    return meta
+
+
+@app.command()
+def register(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="TREC run (qid Q0 docno rank score tag; .gz too), CSV, TSV or Parquet."),
+    name: str = typer.Option(..., "--name", help="Name of the run in the store."),
+    system: str | None = typer.Option(None, "--system", help="The system that produced the run."),
+    meta: list[str] = typer.Option([], "--meta", help="Metadata KEY=VALUE (repeatable)."),
+    description: str | None = typer.Option(None, "--description"),
+    replace: bool = typer.Option(False, "--replace", help="Replace a run of this name with other content."),
+    fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
+) -> None:
+    """Validate a run file and store it (all or nothing)."""
+    metadata = parse_meta(meta)
+    engine = state(ctx).engine()
+    with row_progress(f"storing {path.name}") as progress:
+        result = store.register_run(
+            engine, path, name=name, system=system, metadata=metadata, description=description,
+            replace=replace, fmt=fmt.value if fmt else None, progress=progress,
+        )
+    for message in result.warnings:
+        warn(message)
+    s = result.summary
+    if result.created:
+        info(f"registered run '{s.name}': {s.rows} rows, {s.topics} topics")
+    else:
+        info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """List the registered runs."""
+    rows = [s.as_dict() for s in store.list_runs(state(ctx).engine())]
+    render(rows, LIST_COLUMNS, fmt, title="runs")
+
+
+@app.command()
+def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """Show one run."""
+    summary = store.show_run(state(ctx).engine(), name)
+    row = summary.as_dict()
+    if fmt is OutputFormat.table:
+        render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
+    else:
+        render([row], list(row), fmt)
+
+
+@app.command()
+def delete(ctx: typer.Context, name: str) -> None:
+    """Delete a run and everything computed from it."""
+    summary = store.delete_run(state(ctx).engine(), name)
+    info(f"deleted run '{summary.name}' ({summary.rows} rows)")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    name: str,
+    output: Path | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+    fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
+) -> None:
+    """Write a run back out, rows in their original order (TREC by default)."""
+    summary, table = store.run_rows(state(ctx).engine(), name)
+    tag = summary.details.get("tag") or summary.name
+    if output is None:
+        write_run(table, sys.stdout.buffer, fmt.value, tag=tag)
+        sys.stdout.flush()
+    else:
+        with output.open("wb") as handle:
+            write_run(table, handle, fmt.value, tag=tag)

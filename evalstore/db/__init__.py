@@ -1,0 +1,1 @@
+"""Persistence: models, engine, unit of work, repositories."""

@@ -1,0 +1,129 @@
+"""Engines, the Alembic configuration, and the schema check every command runs first."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+
+from evalstore.errors import SchemaOutOfDateError
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def migrations_dir() -> Path:
+    """The shipped migrations (wheel: ``evalstore/_migrations``; checkout: ``migrations/``)."""
+    shipped = _PACKAGE_DIR / "_migrations"
+    return shipped if shipped.is_dir() else _PACKAGE_DIR.parent / "migrations"
+
+
+def is_sqlite(engine_or_url: Engine | str) -> bool:
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    return url.get_backend_name() == "sqlite"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with the settings evalstore relies on (SQLite: WAL, foreign keys, busy timeout)."""
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 60})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        # pysqlite opens transactions lazily and never for DDL/SELECT; take control so that
+        # BEGIN is emitted by SQLAlchemy and every unit of work is one real transaction.
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred transaction that reads
+    # and then writes can fail with SQLITE_BUSY_SNAPSHOT under WAL, which busy_timeout cannot wait out.
+    immediate = connection.get_execution_options().get("sqlite_immediate", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine to open write transactions with (on SQLite they start with BEGIN IMMEDIATE)."""
+    return engine.execution_options(sqlite_immediate=True) if is_sqlite(engine) else engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    # WAL + NORMAL is durable against application crashes; only a power loss may drop the
+    # last commits, never corrupt the file.
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA busy_timeout = 60000")
+    cursor.execute("PRAGMA cache_size = -262144")
+    cursor.execute("PRAGMA temp_store = MEMORY")
+    cursor.close()
+
+
+def alembic_config(url: str) -> Any:
+    """An Alembic Config built in code, so upgrades work from an installed package."""
+    from alembic.config import Config  # alembic is slow to import; only db commands need it
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+@cache
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    heads = script.get_heads()
+    if len(heads) != 1:
+        raise RuntimeError(f"migrations have {len(heads)} heads; merge them into one")
+    return heads[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def verify_schema(engine: Engine) -> None:
+    """Raise SchemaOutOfDateError unless the database is at the head revision."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    where = engine.url.render_as_string(hide_password=True)
+    if current is None:
+        raise SchemaOutOfDateError(
+            f"The database {where} has no evalstore schema. Run 'evalstore db upgrade' to create it."
+        )
+    raise SchemaOutOfDateError(
+        f"The database {where} is at schema revision {current}, but this evalstore needs {head}. "
+        "Take a backup, then run 'evalstore db upgrade'."
+    )
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)

@@ -1,0 +1,222 @@
+"""SQLAlchemy 2 typed models. Tables only: no queries, no behaviour.
+
+The schema is created and changed only by Alembic migrations (``migrations/``); every
+constraint and index is named (batch migrations on SQLite cannot drop what they cannot name).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "pk": "pk_%(table_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+}
+
+Double = Float(precision=53)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class QrelsSet(Base):
+    """A named set of relevance judgments."""
+
+    __tablename__ = "qrels_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    row_count: Mapped[int] = mapped_column(Integer)
+    topic_count: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Judgment(Base):
+    """One (topic, doc) judgment. Negative relevance is trec_eval's "pooled but unjudged"."""
+
+    __tablename__ = "judgments"
+    __table_args__ = (
+        UniqueConstraint("qrels_id", "topic", "doc"),
+        {"sqlite_with_rowid": False},
+    )
+
+    qrels_id: Mapped[int] = mapped_column(
+        ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    topic: Mapped[str] = mapped_column(String(200))
+    doc: Mapped[str] = mapped_column(String(400))
+    relevance: Mapped[int] = mapped_column(SmallInteger)
+    # TREC's second qrels column: usually 0; the judgment group under `-R qrels_jg`.
+    iteration: Mapped[str] = mapped_column(String(50), default="0")
+    assessor: Mapped[str | None] = mapped_column(String(200))
+
+
+class Run(Base):
+    """A registered system run: a ranked list of documents per topic."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    system: Mapped[str | None] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    tag: Mapped[str | None] = mapped_column(String(200))
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    row_count: Mapped[int] = mapped_column(Integer)
+    topic_count: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RunRow(Base):
+    """One ranked row of a run, in file order. ``rank`` is kept as given and never used to rank:
+    evaluation orders by score descending, then docno descending (trec_eval)."""
+
+    __tablename__ = "run_rows"
+    # Bulk loads decide this table's shape (7M rows per run is normal):
+    # - no unique index on (run_id, topic, doc): ingestion refuses duplicates before storing;
+    # - no foreign key to runs: its per-row trigger makes COPY 3x slower; the service deletes a
+    #   run's rows in the same transaction as the run;
+    # - PostgreSQL: LIST-partitioned by run_id, one partition per run (run_rows_p<id>), with no
+    #   index at all: COPY into a fresh partition runs at ~1M rows/s, a run is read by scanning its
+    #   own partition, and deleting a run is DROP TABLE. The primary key below exists on SQLite
+    #   (WITHOUT ROWID, clustered by run) and for the ORM; migration 0001 says so.
+    __table_args__ = ({"sqlite_with_rowid": False, "postgresql_partition_by": "LIST (run_id)"},)
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    topic: Mapped[str] = mapped_column(String(200))
+    doc: Mapped[str] = mapped_column(String(400))
+    score: Mapped[float] = mapped_column(Double)
+    rank: Mapped[int] = mapped_column(Integer)
+
+
+class Evaluation(Base):
+    """An evaluation job and the header of its results: one per (run, qrels, measures, options)."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        UniqueConstraint("run_id", "qrels_id", "options_hash"),
+        Index("ix_evaluations_state_lease", "state", "lease_expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    measures: Mapped[str] = mapped_column(Text)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    options_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(20), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    error: Mapped[str | None] = mapped_column(Text)
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    evalstore_version: Mapped[str | None] = mapped_column(String(50))
+    run_hash: Mapped[str | None] = mapped_column(String(64))
+    qrels_hash: Mapped[str | None] = mapped_column(String(64))
+    mlflow_state: Mapped[str] = mapped_column(String(20), default="pending")
+    mlflow_run_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class QueryResult(Base):
+    """A measure's value on one query of one evaluation (text_value for relstring-like measures)."""
+
+    __tablename__ = "query_results"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    query_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+    text_value: Mapped[str | None] = mapped_column(Text)
+
+
+class AggregateResult(Base):
+    """A measure's summary over the queries of one evaluation (trec_eval's ``all`` line)."""
+
+    __tablename__ = "aggregate_results"
+
+    evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+    text_value: Mapped[str | None] = mapped_column(Text)
+    query_count: Mapped[int] = mapped_column(Integer)
+
+
+class Pool(Base):
+    """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
+
+    __tablename__ = "pools"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    strategy: Mapped[str] = mapped_column(String(50))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PoolEntry(Base):
+    """A (topic, doc) in a pool, with its contributing runs, best rank and judging order."""
+
+    __tablename__ = "pool_entries"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    contributors: Mapped[list[str]] = mapped_column(JSON, default=list)
+    best_rank: Mapped[int] = mapped_column(Integer)
+    judge_order: Mapped[int | None] = mapped_column(Integer)
+
+
+class PoolJudgment(Base):
+    """One assessor's label for a pooled document (several assessors per pool)."""
+
+    __tablename__ = "pool_judgments"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
+    relevance: Mapped[int] = mapped_column(SmallInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,50 @@
+"""The exceptions evalstore raises, in one small tree.
+
+    EvalstoreError                    every error a user can act on (CLI exit code 1)
+    ├── InputFormatError              a file or frame is malformed; carries path and line
+    ├── NotFoundError                 a named run, qrels set, job... does not exist
+    ├── ConflictError                 a name is taken by other content (use --replace)
+    ├── SchemaOutOfDateError          the database needs `evalstore db upgrade`
+    ├── InvalidParameterError         a measure name or parameter is not allowed (also a ValueError)
+    └── EvaluationError               an evaluation cannot be computed (e.g. no shared topics)
+
+Messages say what is wrong, then what to do. The CLI maps the tree to exit codes in one
+place (`evalstore.cli._errors`).
+"""
+
+from __future__ import annotations
+
+
+class EvalstoreError(Exception):
+    """Base class of every error evalstore reports to a user."""
+
+
+class InputFormatError(EvalstoreError):
+    """A run, qrels or table file is malformed. ``str()`` is ``path:line: what is wrong``."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {problem}")
+
+
+class NotFoundError(EvalstoreError):
+    """A named object does not exist in the store."""
+
+
+class ConflictError(EvalstoreError):
+    """The name is already used by different content."""
+
+
+class SchemaOutOfDateError(EvalstoreError):
+    """The database schema is missing or older than this version of evalstore."""
+
+
+class InvalidParameterError(EvalstoreError, ValueError):
+    """A measure name or a parameter value is not allowed."""
+
+
+class EvaluationError(EvalstoreError):
+    """An evaluation cannot be computed from the given inputs."""

@@ -1,0 +1,516 @@
+"""Strict readers for runs and qrels: TREC text (plain or .gz), CSV/TSV with a header, Parquet.
+
+Every reader returns a pyarrow Table with fixed column names and types:
+
+    run:   topic (string), doc (string), rank (int64), score (float64)   [+ tag on TREC input]
+    qrels: topic (string), iteration (string), doc (string), relevance (int64)
+
+Design: the whole file is parsed at once by pyarrow's multi-threaded CSV reader into columnar
+arrays (no per-line Python objects), and validated with vectorised checks. Only when something is
+wrong do we re-read the file line by line (:func:`_first_trec_error`) to report the exact
+``path:line``. The fast path and the precise path implement the same rules, and a property test
+checks that they agree. Files that trec_eval accepts but we refuse in strict mode (extra columns
+after the run tag) are read by the precise path when ``strict=False`` (``evalstore trec-eval``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from evalstore.errors import InputFormatError
+from evalstore.io._hashing import has_repeated_pair
+
+Kind = Literal["run", "qrels"]
+FORMATS = ("trec", "csv", "tsv", "parquet")
+
+RUN_LAYOUT = "qid Q0 docno rank score tag"
+QRELS_LAYOUT = "qid iter docno rel"
+_TREC_NAMES = {
+    "run": ["topic", "q0", "doc", "rank", "score", "tag"],
+    "qrels": ["topic", "iteration", "doc", "relevance"],
+}
+# Accepted header names for CSV/TSV/Parquet input, canonical name first.
+_COLUMN_ALIASES = {
+    "topic": ("topic", "query_id", "qid", "query"),
+    "doc": ("doc", "doc_id", "docno", "docid"),
+    "score": ("score", "sim"),
+    "rank": ("rank",),
+    "relevance": ("relevance", "rel", "label", "judgment"),
+    "iteration": ("iteration", "iter"),
+    "tag": ("tag", "run_id", "runid"),
+}
+
+RUN_SCHEMA = pa.schema(
+    [("topic", pa.string()), ("doc", pa.string()), ("rank", pa.int64()), ("score", pa.float64())]
+)
+QRELS_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("iteration", pa.string()),
+        ("doc", pa.string()),
+        ("relevance", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A validated run or qrels file."""
+
+    table: pa.Table
+    content_hash: str  # sha256 of the decompressed bytes (TREC) or of the file (tables)
+    tag: str | None  # TREC run tag of the last line, as trec_eval reports it
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def topic_count(self) -> int:
+        return int(pc.count_distinct(self.table["topic"]).as_py()) if self.table.num_rows else 0
+
+
+def detect_format(path: Path, explicit: str | None = None) -> str:
+    """The input format from ``explicit`` or the file name; TREC text is the default."""
+    if explicit is not None:
+        if explicit not in FORMATS:
+            raise InputFormatError(
+                str(path), None, f"unknown format '{explicit}'; use one of {', '.join(FORMATS)}"
+            )
+        return explicit
+    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
+    last = suffixes[-1].lstrip(".") if suffixes else ""
+    if last in ("parquet", "pq"):
+        return "parquet"
+    if last == "csv":
+        return "csv"
+    if last == "tsv":
+        return "tsv"
+    if last in ("xlsx", "xls", "json", "jsonl", "zip", "feather", "arrow", "pkl"):
+        raise InputFormatError(
+            str(path),
+            None,
+            f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet "
+            "(or name the format with --format)",
+        )
+    return "trec"
+
+
+def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True) -> ParsedFile:
+    """Read and validate a run file. ``strict=False`` accepts trec_eval's leniencies."""
+    return _read(Path(path), "run", fmt, strict)
+
+
+def read_qrels(path: str | Path, *, fmt: str | None = None) -> ParsedFile:
+    """Read and validate a qrels file (conflicting duplicate judgments are refused)."""
+    return _read(Path(path), "qrels", fmt, True)
+
+
+def _read(path: Path, kind: Kind, fmt: str | None, strict: bool) -> ParsedFile:
+    if not path.is_file():
+        raise InputFormatError(str(path), None, "no such file; check the path")
+    resolved = detect_format(path, fmt)
+    if resolved == "trec":
+        data = _read_bytes(path)
+        return _parse_trec(str(path), data, kind, strict)
+    return _parse_table(path, resolved, kind)
+
+
+def _read_bytes(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        data = handle.read()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise InputFormatError(
+                str(path), None, f"the file looks gzip-compressed but cannot be read ({exc})"
+            ) from None
+    return data
+
+
+# --------------------------------------------------------------------------- TREC text
+
+_COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
+_WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
+
+
+def _parse_trec(path: str, data: bytes, kind: Kind, strict: bool) -> ParsedFile:
+    content_hash = hashlib.sha256(data).hexdigest()
+    if not data.strip():
+        raise InputFormatError(path, None, _empty_message(kind))
+    table = _fast_trec_table(data, kind)
+    if table is None or not _fast_checks_pass(table, kind):
+        # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
+        error, table = _first_trec_error(path, data, kind, strict)
+        if error is not None:
+            raise error
+        assert table is not None
+    return _finish(table, kind, content_hash, path)
+
+
+def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
+    """Parse well-formed TREC text with pyarrow; None when the precise path must take over.
+
+    First try the file as it is, with one delimiter (no pre-scan: scanning 300 MB for
+    irregularities costs more than parsing it). If that fails, normalise (drop '#' comment
+    lines, fold runs of white space into one tab) and try once more.
+    """
+    first_line = data[: data.find(b"\n")] if b"\n" in data[:65536] else data[:65536]
+    delimiter = b"\t" if b"\t" in first_line else b" "
+    other = b" " if delimiter == b"\t" else b"\t"
+    if other not in data:
+        table = _pyarrow_trec(data, kind, delimiter.decode())
+        if table is not None and not _has_comment_rows(table):
+            return table
+    # trec_eval 10.0: lines starting with '#' are comments ('#' inside a docno is not); fields
+    # are separated by any run of white space.
+    data = _COMMENT_LINES.sub(b"", data)
+    data = _WHITESPACE_RUNS.sub(b"\t", data).replace(b"\n\t", b"\n").replace(b"\t\n", b"\n")
+    data = data.removeprefix(b"\t").removesuffix(b"\t")
+    table = _pyarrow_trec(data, kind, "\t")
+    return None if table is None or _has_comment_rows(table) else table
+
+
+def _has_comment_rows(table: pa.Table) -> bool:
+    # A comment line that happens to have the right number of fields and types would parse.
+    return table.num_rows > 0 and bool(pc.any(pc.starts_with(table["topic"], "#")).as_py())
+
+
+def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
+    names = _TREC_NAMES[kind]
+    # The run tag is one value repeated: dictionary-encoded it costs almost nothing. Q0 is unused.
+    types = (
+        {"topic": pa.string(), "doc": pa.string(), "rank": pa.int64(),
+         "score": pa.float64(), "tag": pa.dictionary(pa.int32(), pa.string())}
+        if kind == "run"
+        else {"topic": pa.string(), "iteration": pa.string(), "doc": pa.string(),
+              "relevance": pa.int64()}
+    )
+    try:
+        return pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, quote_char=False, escape_char=False, double_quote=False
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, include_columns=list(types), null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def _fast_checks_pass(table: pa.Table, kind: Kind) -> bool:
+    if table.num_rows == 0:
+        return False
+    if kind == "run":
+        score = table["score"].to_numpy()
+        if not np.isfinite(score).all():
+            return False
+    return not _has_duplicate_pairs(table, kind)
+
+
+def _has_duplicate_pairs(table: pa.Table, kind: Kind) -> bool:
+    """Whether a (topic, doc) pair occurs twice (qrels: with different relevance only)."""
+    if kind == "run":
+        # a hash match is a candidate only: the precise path confirms it (or finds a collision)
+        return has_repeated_pair(table["topic"], table["doc"])
+    counts = table.select(["topic", "doc", "relevance"]).group_by(["topic", "doc"]).aggregate(
+        [("relevance", "min"), ("relevance", "max")]
+    )
+    if counts.num_rows == table.num_rows:
+        return False
+    return bool(pc.any(pc.not_equal(counts["relevance_min"], counts["relevance_max"])).as_py())
+
+
+def _first_trec_error(
+    path: str, data: bytes, kind: Kind, strict: bool
+) -> tuple[InputFormatError | None, pa.Table | None]:
+    """Read line by line; return the first error with its line, or the table if there is none.
+
+    This is the reference implementation of the format rules; the fast path must agree with it.
+    """
+    ncols = 6 if kind == "run" else 4
+    layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
+    seen: dict[tuple[str, str], tuple[int, int]] = {}
+    columns: dict[str, list[object]] = {name: [] for name in _TREC_NAMES[kind]}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return InputFormatError(
+                path, number,
+                f"bytes that are not UTF-8 at column {exc.start + 1}; convert the file to UTF-8 "
+                "(e.g. iconv -f latin1 -t utf-8)",
+            ), None
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != ncols and (strict or len(fields) < ncols):
+            return InputFormatError(
+                path, number, f"expected {ncols} columns ({layout}), found {len(fields)}"
+            ), None
+        topic, doc = fields[0], fields[2]
+        if kind == "run":
+            rank_text, score_text = fields[3], fields[4]
+            score = _parse_float(score_text)
+            if score is None:
+                return InputFormatError(path, number, f"score '{score_text}' is not a number"), None
+            if not math.isfinite(score):
+                return InputFormatError(
+                    path, number, f"score '{score_text}' is not a finite number; scores must be finite"
+                ), None
+            rank = _parse_int(rank_text)
+            if rank is None:
+                if strict:
+                    return InputFormatError(
+                        path, number, f"rank '{rank_text}' is not an integer"
+                    ), None
+                rank = 0  # trec_eval never reads the rank column
+            key = (topic, doc)
+            if key in seen:
+                return InputFormatError(
+                    path, number,
+                    f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "
+                    "trec_eval refuses duplicate documents, so remove one of them",
+                ), None
+            seen[key] = (number, 0)
+            row = (topic, fields[1], doc, rank, score, fields[5])
+        else:
+            rel_text = fields[3]
+            relevance = _parse_int(rel_text)
+            if relevance is None:
+                return InputFormatError(
+                    path, number, f"relevance '{rel_text}' is not an integer"
+                ), None
+            key = (topic, doc)
+            if key in seen and seen[key][1] != relevance:
+                first_line, first_rel = seen[key]
+                return InputFormatError(
+                    path, number,
+                    f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
+                    f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
+                ), None
+            seen.setdefault(key, (number, relevance))
+            row = (topic, fields[1], doc, relevance)
+        for name, value in zip(_TREC_NAMES[kind], row, strict=True):
+            columns[name].append(value)
+    if not seen:
+        return InputFormatError(path, None, _empty_message(kind)), None
+    types = {"rank": pa.int64(), "score": pa.float64(), "relevance": pa.int64()}
+    return None, pa.table(
+        {name: pa.array(values, type=types.get(name, pa.string())) for name, values in columns.items()}
+    )
+
+
+_INT_PATTERN = re.compile(r"[+-]?\d+\Z")
+
+
+def _parse_int(text: str) -> int | None:
+    # Same grammar as pyarrow's int64 conversion: optional sign and decimal digits.
+    if not _INT_PATTERN.match(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def _parse_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _empty_message(kind: Kind) -> str:
+    layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
+    return f"the file has no {kind} lines; expected lines of the form '{layout}'"
+
+
+def _finish(table: pa.Table, kind: Kind, content_hash: str, path: str) -> ParsedFile:
+    if kind == "run":
+        tags = table["tag"]
+        tag = str(tags[-1].as_py()) if len(tags) else None
+        warnings: tuple[str, ...] = ()
+        if len(_distinct_values(tags)) > 1:
+            warnings = (
+                f"{path}: the run tag is not the same on every line; using '{tag}' from the last "
+                "line, as trec_eval does",
+            )
+        return ParsedFile(table.select(["topic", "doc", "rank", "score"]), content_hash, tag, warnings)
+    return _dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, path)
+
+
+def _distinct_values(column: pa.ChunkedArray) -> set[object]:
+    values: set[object] = set()
+    for chunk in column.chunks:
+        unique = chunk.unique()
+        if pa.types.is_dictionary(unique.type):
+            unique = unique.dictionary.take(unique.indices)
+        values.update(unique.to_pylist())
+    return values
+
+
+def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
+    """Identical repeated judgments are kept once (conflicting ones were refused already)."""
+    keys = table.select(["topic", "doc"])
+    first = keys.append_column("row", pa.array(np.arange(table.num_rows))).group_by(
+        ["topic", "doc"], use_threads=False
+    ).aggregate([("row", "min")])
+    if first.num_rows == table.num_rows:
+        return ParsedFile(table, content_hash, None)
+    keep = np.sort(first["row_min"].to_numpy())
+    dropped = table.num_rows - len(keep)
+    return ParsedFile(
+        table.take(pa.array(keep)),
+        content_hash,
+        None,
+        (f"{path}: {dropped} repeated identical judgments were kept once",),
+    )
+
+
+# --------------------------------------------------------------------------- CSV/TSV/Parquet
+
+
+def _parse_table(path: Path, fmt: str, kind: Kind) -> ParsedFile:
+    raw = _read_bytes(path)
+    content_hash = hashlib.sha256(raw).hexdigest()
+    if not raw.strip():
+        raise InputFormatError(str(path), None, _empty_message(kind))
+    try:
+        if fmt == "parquet":
+            table = pq.read_table(io.BytesIO(raw))
+        else:
+            table = pacsv.read_csv(
+                io.BytesIO(raw),
+                parse_options=pacsv.ParseOptions(delimiter="," if fmt == "csv" else "\t"),
+                convert_options=pacsv.ConvertOptions(strings_can_be_null=False),
+            )
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputFormatError(
+            str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()
+        ) from None
+    header_offset = 0 if fmt == "parquet" else 2  # 1-based line of row 0, after the header
+    table = _select_columns(path, table, kind)
+    table = _coerce_columns(path, table, kind, header_offset)
+    if table.num_rows == 0:
+        raise InputFormatError(str(path), None, _empty_message(kind))
+    _check_duplicates(path, table, kind, header_offset)
+    if kind == "run":
+        return ParsedFile(table.select(["topic", "doc", "rank", "score"]), content_hash, None)
+    return _dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, str(path))
+
+
+def _select_columns(path: Path, table: pa.Table, kind: Kind) -> pa.Table:
+    required = ["topic", "doc", "score"] if kind == "run" else ["topic", "doc", "relevance"]
+    optional = ["rank"] if kind == "run" else ["iteration"]
+    lowered = {name.lower(): name for name in table.column_names}
+    chosen: dict[str, pa.ChunkedArray] = {}
+    for canonical in required + optional:
+        source = next((lowered[a] for a in _COLUMN_ALIASES[canonical] if a in lowered), None)
+        if source is None:
+            if canonical in optional:
+                continue
+            wanted = " or ".join(_COLUMN_ALIASES[canonical])
+            raise InputFormatError(
+                str(path), None,
+                f"no '{canonical}' column (looked for {wanted}); found {', '.join(table.column_names)}",
+            )
+        chosen[canonical] = table[source]
+    return pa.table(chosen)
+
+
+def _row_location(offset: int, row: int) -> int | None:
+    return None if offset == 0 else row + offset
+
+
+def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.Table:
+    columns: dict[str, pa.ChunkedArray] = {}
+    for name in ("topic", "doc", "iteration"):
+        if name in table.column_names:
+            columns[name] = pc.cast(table[name], pa.string())
+    n = table.num_rows
+    if kind == "run":
+        columns["score"] = _numeric(path, table["score"], pa.float64(), "score", "a number", offset)
+        score = columns["score"].to_numpy()
+        bad = np.flatnonzero(~np.isfinite(score))
+        if len(bad):
+            raise _located(path, offset, int(bad[0]),
+                           f"score '{score[bad[0]]}' is not a finite number; scores must be finite")
+        if "rank" in table.column_names:
+            columns["rank"] = _numeric(path, table["rank"], pa.int64(), "rank", "an integer", offset)
+        else:
+            columns["rank"] = pa.chunked_array([np.zeros(n, dtype=np.int64)])
+    else:
+        columns["relevance"] = _numeric(
+            path, table["relevance"], pa.int64(), "relevance", "an integer", offset
+        )
+        if "iteration" not in columns:
+            columns["iteration"] = pa.chunked_array([pa.array(["0"] * n, pa.string())])
+    return pa.table(columns)
+
+
+def _numeric(
+    path: Path, column: pa.ChunkedArray, target: pa.DataType, label: str, what: str, offset: int
+) -> pa.ChunkedArray:
+    nulls = np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))
+    if len(nulls):
+        raise _located(path, offset, int(nulls[0]), f"{label} is missing; every row needs {what}")
+    try:
+        return pc.cast(column, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    values = column.to_pylist()
+    for row, value in enumerate(values):
+        try:
+            pc.cast(pa.array([value]), target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise _located(path, offset, row, f"{label} '{value}' is not {what}") from None
+    raise _located(path, offset, 0, f"{label} column is not {what}")
+
+
+def _located(path: Path, offset: int, row: int, problem: str) -> InputFormatError:
+    line = _row_location(offset, row)
+    if line is None:
+        return InputFormatError(str(path), None, f"row {row + 1}: {problem}")
+    return InputFormatError(str(path), line, problem)
+
+
+def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int) -> None:
+    if not _has_duplicate_pairs(table, kind):
+        return
+    # Rare path: locate the first offending row.
+    topics = table["topic"].to_pylist()
+    docs = table["doc"].to_pylist()
+    rels = table["relevance"].to_pylist() if kind == "qrels" else None
+    first: dict[tuple[str, str], int] = {}
+    for row, key in enumerate(zip(topics, docs, strict=True)):
+        if key not in first:
+            first[key] = row
+            continue
+        where = _row_location(offset, first[key])
+        earlier = f"line {where}" if where is not None else f"row {first[key] + 1}"
+        if rels is None:
+            raise _located(
+                path, offset, row,
+                f"docno '{key[1]}' appears twice in topic '{key[0]}' (first at {earlier}); "
+                "trec_eval refuses duplicate documents, so remove one of them",
+            )
+        if rels[row] != rels[first[key]]:
+            raise _located(
+                path, offset, row,
+                f"conflicting judgments for docno '{key[1]}' in topic '{key[0]}': relevance "
+                f"{rels[row]} here, {rels[first[key]]} at {earlier}; keep one of them",
+            )

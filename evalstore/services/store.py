@@ -1,0 +1,204 @@
+"""Registering, listing, exporting and deleting runs and qrels."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import QrelsSet, Run
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError
+from evalstore.io.formats import ParsedFile, read_qrels, read_run
+
+log = logging.getLogger("evalstore")
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What `list` and `show` report for a run or a qrels set."""
+
+    kind: str
+    name: str
+    rows: int
+    topics: int
+    content_hash: str
+    created_at: datetime
+    details: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rows": self.rows,
+            "topics": self.topics,
+            "created_at": self.created_at.isoformat(),
+            "content_hash": self.content_hash,
+            **self.details,
+        }
+
+
+@dataclass(frozen=True)
+class Registered:
+    summary: Summary
+    created: bool  # False when the same content was already stored
+    warnings: tuple[str, ...] = ()
+
+
+def _run_summary(run: Run) -> Summary:
+    return Summary(
+        "run", run.name, run.row_count, run.topic_count, run.content_hash, run.created_at,
+        {"system": run.system, "tag": run.tag, "description": run.description,
+         "metadata": dict(run.metadata_ or {}), "source": run.source},
+    )
+
+
+def _qrels_summary(qrels: QrelsSet) -> Summary:
+    return Summary(
+        "qrels", qrels.name, qrels.row_count, qrels.topic_count, qrels.content_hash, qrels.created_at,
+        {"description": qrels.description, "source": qrels.source},
+    )
+
+
+def register_run(
+    engine: Engine,
+    path: str | Path,
+    *,
+    name: str,
+    system: str | None = None,
+    metadata: dict[str, str] | None = None,
+    description: str | None = None,
+    replace: bool = False,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+) -> Registered:
+    """Validate a run file and store it whole, in one transaction, or not at all."""
+    parsed = read_run(path, fmt=fmt)
+
+    def store() -> Registered:
+        with unit_of_work(engine) as session:
+            existing = repo.find_run(session, name)
+            if existing is not None and existing.content_hash == parsed.content_hash:
+                return Registered(_run_summary(existing), False, parsed.warnings)
+            if existing is not None and not replace:
+                raise ConflictError(
+                    f"A run named '{name}' already exists with different content "
+                    f"(registered {existing.created_at:%Y-%m-%d %H:%M}). "
+                    "Pass --replace to replace it, or choose another --name."
+                )
+            if existing is not None:
+                repo.delete_run(session, existing)
+            run = Run(
+                name=name, system=system, description=description, metadata_=dict(metadata or {}),
+                tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.table.num_rows,
+                topic_count=parsed.topic_count, source=str(path),
+            )
+            session.add(run)
+            session.flush()
+            repo.insert_run_rows(session, run.id, parsed.table, progress)
+            return Registered(_run_summary(run), True, parsed.warnings)
+
+    return _retry_on_name_race(store)
+
+
+def import_qrels(
+    engine: Engine,
+    path: str | Path,
+    *,
+    name: str,
+    description: str | None = None,
+    replace: bool = False,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+) -> Registered:
+    """Validate a qrels file and store it whole, in one transaction, or not at all."""
+    parsed: ParsedFile = read_qrels(path, fmt=fmt)
+
+    def store() -> Registered:
+        with unit_of_work(engine) as session:
+            existing = repo.find_qrels(session, name)
+            if existing is not None and existing.content_hash == parsed.content_hash:
+                return Registered(_qrels_summary(existing), False, parsed.warnings)
+            if existing is not None and not replace:
+                raise ConflictError(
+                    f"Qrels named '{name}' already exist with different content "
+                    f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
+                    "Pass --replace to replace them, or choose another --name."
+                )
+            if existing is not None:
+                repo.delete_qrels(session, existing)
+            qrels = QrelsSet(
+                name=name, description=description, content_hash=parsed.content_hash,
+                row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=str(path),
+            )
+            session.add(qrels)
+            session.flush()
+            repo.insert_judgments(session, qrels.id, parsed.table, progress)
+            return Registered(_qrels_summary(qrels), True, parsed.warnings)
+
+    return _retry_on_name_race(store)
+
+
+def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:
+    """Two processes registering one name at once: the loser sees the winner's row and decides
+    again (same content: report it; other content: conflict). Nothing partial is ever visible."""
+    try:
+        return store()
+    except IntegrityError:
+        return store()
+
+
+def list_runs(engine: Engine) -> list[Summary]:
+    with read_only(engine) as session:
+        return [_run_summary(run) for run in repo.list_runs(session)]
+
+
+def show_run(engine: Engine, name: str) -> Summary:
+    with read_only(engine) as session:
+        return _run_summary(repo.get_run(session, name))
+
+
+def delete_run(engine: Engine, name: str) -> Summary:
+    with unit_of_work(engine) as session:
+        run = repo.get_run(session, name)
+        summary = _run_summary(run)
+        repo.delete_run(session, run)
+        return summary
+
+
+def run_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
+    with read_only(engine) as session:
+        run = repo.get_run(session, name)
+        return _run_summary(run), repo.run_table(session, run)
+
+
+def list_qrels(engine: Engine) -> list[Summary]:
+    with read_only(engine) as session:
+        return [_qrels_summary(q) for q in repo.list_qrels(session)]
+
+
+def show_qrels(engine: Engine, name: str) -> Summary:
+    with read_only(engine) as session:
+        return _qrels_summary(repo.get_qrels(session, name))
+
+
+def delete_qrels(engine: Engine, name: str) -> Summary:
+    with unit_of_work(engine) as session:
+        qrels = repo.get_qrels(session, name)
+        summary = _qrels_summary(qrels)
+        repo.delete_qrels(session, qrels)
+        return summary
+
+
+def qrels_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, name)
+        return _qrels_summary(qrels), repo.qrels_table(session, qrels)

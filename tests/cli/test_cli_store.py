@@ -1,0 +1,125 @@
+"""The CLI as a user types it: exit codes, exact messages on stderr, results on stdout."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from tests.conftest import shared_path
+
+
+@pytest.fixture
+def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+
+    def invoke(*args: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, ["--database-url", url, *args])
+
+    return invoke
+
+
+def test_command_on_a_database_without_schema_says_to_upgrade(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("runs", "list")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: The database sqlite:///{tmp_path / 'cli.db'} has no evalstore schema. "
+        "Run 'evalstore db upgrade' to create it.\n"
+    )
+
+
+def test_register_list_show_export_delete(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("db", "upgrade").exit_code == 0
+    source = shared_path("trec_eval_test", "results.test")
+    result = cli("runs", "register", str(source), "--name", "std", "--system", "smart", "--meta", "k1=0.9")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == "registered run 'std': 1500 rows, 3 topics\n"
+    again = cli("runs", "register", str(source), "--name", "std")
+    assert again.exit_code == 0
+    assert again.stderr == "run 'std' is already registered with this content (1500 rows); nothing stored\n"
+
+    listed = json.loads(cli("runs", "list", "--format", "json").stdout)
+    assert [(r["name"], r["rows"], r["topics"], r["tag"]) for r in listed] == [("std", 1500, 3, "STANDARD")]
+    assert {"name", "rows", "topics", "created_at"} <= set(listed[0])
+    rows = list(csv.DictReader(io.StringIO(cli("runs", "list", "--format", "csv").stdout)))
+    assert rows[0]["name"] == "std" and rows[0]["rows"] == "1500"
+    shown = json.loads(cli("runs", "show", "std", "--format", "json").stdout)[0]
+    assert shown["metadata"] == {"k1": "0.9"} and shown["system"] == "smart"
+    assert "std" in cli("runs", "list").stdout  # the rich table
+
+    out = tmp_path / "std.run"
+    assert cli("runs", "export", "std", "-o", str(out)).exit_code == 0
+    first = out.read_text().splitlines()[0]
+    assert first == "301 Q0 FR940202-2-00150 104 2.129133 STANDARD"
+    assert cli("runs", "export", "std").stdout.splitlines()[0] == first
+
+    deleted = cli("runs", "delete", "std")
+    assert deleted.exit_code == 0 and deleted.stderr == "deleted run 'std' (1500 rows)\n"
+    missing = cli("runs", "show", "std")
+    assert missing.exit_code == 1
+    assert missing.stderr == "Error: No run named 'std'. See 'evalstore runs list' for the registered runs.\n"
+
+
+def test_bad_run_file_exit_1_with_path_and_line_and_nothing_stored(cli, write) -> None:  # type: ignore[no-untyped-def]
+    cli("db", "upgrade")
+    path = write("bad.run", "1 Q0 d1 1 2.5 t\n1 Q0 d2 2 NaN t\n")
+    result = cli("runs", "register", str(path), "--name", "bad")
+    assert result.exit_code == 1
+    assert result.stderr == f"{path}:2: score 'NaN' is not a finite number; scores must be finite\n"
+    assert json.loads(cli("runs", "list", "--format", "json").stdout) == []
+
+
+def test_name_conflict_and_replace(cli, write) -> None:  # type: ignore[no-untyped-def]
+    cli("db", "upgrade")
+    cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r")
+    other = write("b.run", "1 Q0 d2 1 2.5 t\n")
+    result = cli("runs", "register", str(other), "--name", "r")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: A run named 'r' already exists with different content (registered ")
+    assert result.stderr.endswith("Pass --replace to replace it, or choose another --name.\n")
+    assert cli("runs", "register", str(other), "--name", "r", "--replace").exit_code == 0
+
+
+def test_bad_meta_is_a_usage_error(cli, write) -> None:  # type: ignore[no-untyped-def]
+    cli("db", "upgrade")
+    result = cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r", "--meta", "novalue")
+    assert result.exit_code == 2
+    assert "'novalue' is not KEY=VALUE" in result.stderr
+
+
+def test_qrels_import_list_show_delete(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("db", "upgrade")
+    source = shared_path("dl-hard", "dl_hard-passage.qrels")
+    result = cli("qrels", "import", str(source), "--name", "dlhard", "--description", "DL-HARD passage")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == "imported qrels 'dlhard': 4256 judgments, 50 topics\n"
+    listed = json.loads(cli("qrels", "list", "--format", "json").stdout)
+    assert [(q["name"], q["rows"], q["topics"]) for q in listed] == [("dlhard", 4256, 50)]
+    assert cli("qrels", "export", "dlhard").stdout.splitlines()[-1] == "1056416 Q0 8739207 0"
+    assert cli("qrels", "delete", "dlhard").exit_code == 0
+    assert cli("qrels", "show", "dlhard").stderr == (
+        "Error: No qrels named 'dlhard'. See 'evalstore qrels list' for the imported qrels.\n"
+    )
+
+
+def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
+    cli("db", "upgrade")
+    path = write("q.txt", "1 0 d1 1\n1 0 d1 0\n")
+    result = cli("qrels", "import", str(path), "--name", "q")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"{path}:2: conflicting judgments for docno 'd1' in topic '1': relevance 0 here, 1 at line 1; "
+        "keep one of them\n"
+    )
+
+
+def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("db", "current").stdout == "current: none\nhead: 0001\n"
+    cli("db", "upgrade")
+    assert cli("db", "current").stdout == "current: 0001\nhead: 0001\n"

@@ -1,0 +1,141 @@
+"""Registering runs and qrels: all or nothing, idempotent, round-trippable, safe under concurrency."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from evalstore.db import repositories
+from evalstore.db.engine import make_engine
+from evalstore.db.models import Judgment, QrelsSet, Run, RunRow
+from evalstore.db.session import read_only
+from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.io.formats import read_qrels, read_run
+from evalstore.io.writers import write_run
+from evalstore.services import store
+from tests.conftest import shared_path
+
+RUN = "1 Q0 d1 1 2.5 bm25\n1 Q0 d2 2 1.5 bm25\n2 Q0 d1 1 0.5 bm25\n"
+
+
+def counts(engine: Engine) -> tuple[int, int, int, int]:
+    with read_only(engine) as session:
+        return tuple(  # type: ignore[return-value]
+            session.scalar(select(func.count()).select_from(model)) or 0
+            for model in (Run, RunRow, QrelsSet, Judgment)
+        )
+
+
+def test_register_show_list_delete(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    result = store.register_run(engine, write("a.run", RUN), name="bm25", system="anserini",
+                                metadata={"k1": "0.9"})
+    assert result.created
+    summary = store.show_run(engine, "bm25")
+    assert (summary.rows, summary.topics, summary.details["tag"]) == (3, 2, "bm25")
+    assert summary.details["metadata"] == {"k1": "0.9"} and summary.details["system"] == "anserini"
+    assert [s.name for s in store.list_runs(engine)] == ["bm25"]
+    store.delete_run(engine, "bm25")
+    assert counts(engine) == (0, 0, 0, 0)
+    with pytest.raises(NotFoundError, match="No run named 'bm25'"):
+        store.show_run(engine, "bm25")
+
+
+def test_same_content_again_stores_nothing(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    path = write("a.run", RUN)
+    store.register_run(engine, path, name="bm25")
+    again = store.register_run(engine, path, name="bm25")
+    assert not again.created
+    assert counts(engine)[:2] == (1, 3)
+
+
+def test_other_content_same_name_needs_replace(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    store.register_run(engine, write("a.run", RUN), name="bm25")
+    other = write("b.run", "1 Q0 d9 1 9.0 x\n")
+    with pytest.raises(ConflictError, match=r"A run named 'bm25' already exists with different content .* "
+                       r"Pass --replace to replace it, or choose another --name\."):
+        store.register_run(engine, other, name="bm25")
+    assert counts(engine)[:2] == (1, 3)
+    store.register_run(engine, other, name="bm25", replace=True)
+    assert counts(engine)[:2] == (1, 1)
+
+
+def test_bad_file_leaves_database_unchanged(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    store.register_run(engine, write("a.run", RUN), name="bm25")
+    before = counts(engine)
+    with pytest.raises(InputFormatError):
+        store.register_run(engine, write("bad.run", RUN + "3 Q0 d1 1 oops t\n"), name="bad")
+    with pytest.raises(InputFormatError):
+        store.import_qrels(engine, write("bad.qrels", "1 0 d1 1\n1 0 d1 0\n"), name="bad")
+    assert counts(engine) == before
+
+
+def test_failure_during_insert_rolls_back_everything(engine: Engine, write, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    real = repositories._bulk_insert
+
+    def fail_after_rows(session, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real(session, *args, **kwargs)
+        session.flush()
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(repositories, "_bulk_insert", fail_after_rows)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.register_run(engine, write("a.run", RUN), name="bm25")
+    assert counts(engine) == (0, 0, 0, 0)
+
+
+def test_run_round_trip_through_export(engine: Engine, tmp_path: Path) -> None:
+    source = shared_path("robust03", "runs", "input.UIUC03Rd1.gz")
+    store.register_run(engine, source, name="uiuc")
+    summary, table = store.run_rows(engine, "uiuc")
+    original = read_run(source).table
+    assert table.equals(original)
+    exported = tmp_path / "out.run"
+    with exported.open("wb") as handle:
+        write_run(table, handle, "trec", tag=summary.details["tag"])
+    assert read_run(exported).table.equals(original)
+
+
+def test_qrels_import_and_round_trip(engine: Engine) -> None:
+    source = shared_path("trec_eval_test", "qrels.rel_level")
+    result = store.import_qrels(engine, source, name="rel_level", description="graded")
+    assert (result.summary.rows, result.summary.topics) == (3681, 3)
+    _, table = store.qrels_rows(engine, "rel_level")
+    assert table.equals(read_qrels(source).table)
+    with pytest.raises(ConflictError):
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="rel_level")
+
+
+def _register_in_child(url: str, path: str, name: str, queue) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(url)
+    try:
+        result = store.register_run(engine, path, name=name)
+        queue.put(("created" if result.created else "existing", result.summary.rows))
+    except ConflictError:
+        queue.put(("conflict", 0))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("same_content", [True, False])
+def test_concurrent_registration_never_leaves_a_partial_run(
+    engine: Engine, database_url: str, same_content: bool
+) -> None:
+    path_a = str(shared_path("robust03", "runs", "input.humR03dc.gz"))
+    path_b = path_a if same_content else str(shared_path("robust03", "runs", "input.NLPR03vb10.gz"))
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [context.Process(target=_register_in_child, args=(database_url, p, "race", queue))
+                for p in (path_a, path_b)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+        assert child.exitcode == 0
+    outcomes = sorted(queue.get(timeout=5)[0] for _ in children)
+    assert outcomes == (["created", "existing"] if same_content else ["conflict", "created"])
+    with read_only(engine) as session:
+        run = repositories.get_run(session, "race")
+        assert repositories.count_run_rows(session, run) == run.row_count

@@ -1,0 +1,71 @@
+"""The fast (pyarrow) reader and the precise line-by-line reader must agree on every input:
+same table when the file is good, same `path:line` message when it is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalstore.errors import InputFormatError
+from evalstore.io import formats
+
+TOKEN = st.sampled_from(["1", "2", "10", "d1", "d2", "d#3", "Q0", "0", "-1", "2.5", "1e3", "nan", "x", "#"])
+SEP = st.sampled_from([" ", "\t", "  ", " \t"])
+END = st.sampled_from(["\n", "\r\n", " \n", "\n\n"])
+
+
+@st.composite
+def trec_text(draw: st.DrawFn, ncols: int) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["good", "good", "good", "tokens", "comment"]))
+        if kind == "comment":
+            lines.append("# " + " ".join(draw(st.lists(TOKEN, max_size=6))))
+            continue
+        if kind == "good":
+            fields = [draw(st.sampled_from(["1", "2"])), "Q0" if ncols == 6 else "0",
+                      draw(st.sampled_from(["d1", "d2", "d3", "d#4"]))]
+            fields += ([str(draw(st.integers(0, 3))), draw(st.sampled_from(["1.5", "-2", "0.25", "3"])), "t"]
+                       if ncols == 6 else [str(draw(st.integers(-1, 3)))])
+        else:
+            fields = draw(st.lists(TOKEN, min_size=ncols - 1, max_size=ncols + 1))
+        lead = draw(st.sampled_from(["", "", " "]))
+        lines.append(lead + "".join(f + draw(SEP) for f in fields[:-1]) + fields[-1] + draw(END).rstrip("\n"))
+    return "\n".join(lines).encode() + draw(st.sampled_from([b"", b"\n"]))
+
+
+def outcome(call, path: Path) -> tuple[str, object]:  # type: ignore[no-untyped-def]
+    try:
+        parsed = call(path)
+    except InputFormatError as exc:
+        return "error", str(exc)
+    return "ok", parsed.table.to_pydict()
+
+
+def reference(path: Path, data: bytes, kind: formats.Kind) -> tuple[str, object]:
+    if not data.strip():
+        return "error", str(InputFormatError(str(path), None, formats._empty_message(kind)))
+    error, table = formats._first_trec_error(str(path), data, kind, True)
+    if error is not None:
+        return "error", str(error)
+    assert isinstance(table, pa.Table)
+    return "ok", formats._finish(table, kind, "", str(path)).table.to_pydict()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=trec_text(6))
+def test_run_readers_agree(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "r.run"
+    path.write_bytes(data)
+    assert outcome(formats.read_run, path) == reference(path, data, "run")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=trec_text(4))
+def test_qrels_readers_agree(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "q.qrels"
+    path.write_bytes(data)
+    assert outcome(formats.read_qrels, path) == reference(path, data, "qrels")
