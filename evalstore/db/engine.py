@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,9 @@ def alembic_config(url: str) -> Any:
     """An Alembic Config built in code, so upgrades work from an installed package."""
     from alembic.config import Config  # alembic is slow to import; only db commands need it
 
-    config = Config()
+    # Pass the stream at call time: Config's default is sys.stdout as it was when alembic was
+    # first imported (a closed test-runner stream, in a test session). Diagnostics go to stderr.
+    config = Config(stdout=sys.stderr)
     config.set_main_option("script_location", str(migrations_dir()))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config

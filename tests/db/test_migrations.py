@@ -25,16 +25,18 @@ def _check(engine) -> None:  # type: ignore[no-untyped-def]
 
 def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
     engine = make_engine(database_url)
-    upgrade(engine)
-    assert current_revision(engine) == head_revision()
-    _check(engine)
-    assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
-    downgrade(engine, "base")
-    assert current_revision(engine) is None
-    assert set(inspect(engine).get_table_names()) == {"alembic_version"}
-    upgrade(engine)
-    _check(engine)
-    engine.dispose()
+    try:
+        upgrade(engine)
+        assert current_revision(engine) == head_revision()
+        _check(engine)
+        assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
+        downgrade(engine, "base")
+        assert current_revision(engine) is None
+        assert set(inspect(engine).get_table_names()) == {"alembic_version"}
+        upgrade(engine)
+        _check(engine)
+    finally:
+        engine.dispose()
 
 
 def test_single_head() -> None:
