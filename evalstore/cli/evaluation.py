@@ -1,0 +1,68 @@
+"""`evalstore trec-eval` (a drop-in for trec_eval) and `evalstore measures`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._output import OutputFormat, render, warn
+from evalstore.errors import InvalidParameterError
+
+
+def trec_eval(
+    qrels: Path = typer.Argument(..., help="Qrels file (qid iter docno rel)."),
+    run: Path = typer.Argument(..., help="Run file (qid Q0 docno rank score tag)."),
+    per_query: bool = typer.Option(False, "-q", help="Print per-topic values as well as the summary."),
+    complete: bool = typer.Option(False, "-c", help="Average over all qrels topics (a missing topic scores 0)."),
+    no_summary: bool = typer.Option(False, "-n", help="Do not print the summary ('all') lines."),
+    judged_only: bool = typer.Option(False, "-J", help="Score only judged documents (drop unjudged ones)."),
+    relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
+    max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=0),
+    measure: list[str] = typer.Option([], "-m", help="Measure or group, trec_eval style: P.5,10 ndcg_cut.10 all_trec."),
+    collection_size: int = typer.Option(0, "-N", help="Number of documents in the collection (for utility)."),
+    rel_format: str = typer.Option("qrels", "-R", help="Qrels format; only 'qrels' is supported."),
+) -> None:
+    """Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output."""
+    from evalstore.trec_eval import run_trec_eval
+
+    if rel_format != "qrels":
+        raise InvalidParameterError(f"-R {rel_format} is not supported yet; only -R qrels is.")
+    run_trec_eval(
+        str(qrels), str(run), measures=measure, per_query=per_query, complete=complete,
+        no_summary=no_summary, judged_only=judged_only, relevance_level=relevance_level,
+        max_docs=max_docs, collection_size=collection_size, out=sys.stdout, warn=warn,
+    )
+
+
+def measures(
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    trec: bool = typer.Option(False, "--trec", help="List trec_eval's measure names and what they map to."),
+) -> None:
+    """Every measure: canonical name, aliases, parameters, definition, reference."""
+    from evalstore.metrics import list_measures
+    from evalstore.metrics._registry import TREC_FAMILIES
+
+    if trec:
+        rows = [{"trec_eval": name, "evalstore": spec.family, "parameters": spec.param or ""}
+                for name, spec in TREC_FAMILIES.items()]
+        render(rows, ["trec_eval", "evalstore", "parameters"], fmt, title="trec_eval measures")
+        return
+    rows = []
+    for family in list_measures():
+        params = ", ".join(
+            f"{name}={_show(p.default)}" + (f" ({p.doc})" if p.doc else "") for name, p in family.params.items()
+        )
+        rows.append({
+            "name": family.name, "aliases": ", ".join(family.aliases), "parameters": params,
+            "summary": family.summary, "definition": " ".join(family.description.split()),
+            "reference": family.reference,
+        })
+    render(rows, ["name", "aliases", "parameters", "summary", "definition", "reference"], fmt, title="measures")
+
+
+def _show(value: object) -> str:
+    from evalstore.metrics._registry import _REQUIRED
+
+    return "required" if value is _REQUIRED else ("default" if value is None else str(value))

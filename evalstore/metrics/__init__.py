@@ -1,0 +1,181 @@
+"""Measures: the registry, the one-sort preparation and the vectorised kernels.
+
+Entry points: :func:`parse_measure`, :func:`list_measures`, :func:`compute`, :func:`evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.metrics import ranking as _ranking  # noqa: F401  (registers the families)
+from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
+from evalstore.metrics._registry import (
+    REGISTRY,
+    TREC_GROUPS,
+    Family,
+    Measure,
+    mlflow_key,
+    parse,
+)
+from evalstore.metrics.ranking import MIN_GEO_MEAN
+
+__all__ = [
+    "EvaluationResult", "Measure", "PrepareOptions", "Ranking", "compute", "evaluate", "list_measures",
+    "mlflow_key", "parse_measure", "prepare", "resolve_measures", "summarise",
+]
+
+DEFAULT_MEASURES = ("AP", "nDCG@10", "P@10", "R@1000", "RR", "Rprec", "Bpref", "nDCG", "Judged@10")
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """A measure from any accepted spelling (canonical, ir_measures-style or trec_eval)."""
+    return text if isinstance(text, Measure) else parse(text)
+
+
+def list_measures() -> list[Family]:
+    return [REGISTRY[name] for name in sorted(REGISTRY, key=str.lower)]
+
+
+def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
+    """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) expand."""
+    from evalstore.trec_eval import expand_trec_spec
+
+    resolved: list[Measure] = []
+    for name in names:
+        if isinstance(name, str) and name in TREC_GROUPS:
+            for _, measure in expand_trec_spec(name):
+                if measure is not None and measure not in resolved:
+                    resolved.append(measure)
+            continue
+        measure = parse_measure(name)
+        if measure not in resolved:
+            resolved.append(measure)
+    return resolved
+
+
+def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 1,
+            collection_size: int = 0) -> dict[Measure, np.ndarray]:
+    """Per-topic values of each measure, as arrays aligned with ``rk.topics``."""
+    values: dict[Measure, np.ndarray] = {}
+    for measure in measures:
+        kwargs = measure.kwargs(relevance_level)
+        if measure.family == "Utility":
+            kwargs["collection_size"] = kwargs.get("collection_size") or collection_size
+        values[measure] = measure.spec.kernel(rk, **kwargs)
+    return values
+
+
+def summarise(measure: Measure, per_topic: np.ndarray) -> float | None:
+    """The ``all`` value: mean, sum or geometric mean (floored at 1e-5) over topics."""
+    how = measure.spec.summary
+    if how == "none":
+        return None
+    if len(per_topic) == 0:
+        return 0.0
+    if how == "sum":
+        return float(per_topic.sum())
+    if how == "gmean":
+        return float(np.exp(np.log(np.maximum(per_topic, MIN_GEO_MEAN)).mean()))
+    return float(per_topic.mean())
+
+
+@dataclass
+class EvaluationResult:
+    """Per-query values (long format) and aggregates of one run against one qrels set."""
+
+    per_query: pd.DataFrame  # columns query_id, measure, value (value_text for string measures)
+    aggregates: dict[str, float | None]
+    topics: list[str]
+    missing_topics: list[str] = field(default_factory=list)
+    dropped_run_topics: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate(
+    qrels: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table,
+    run: str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | pa.Table,
+    measures: Iterable[str | Measure] = DEFAULT_MEASURES,
+    *,
+    per_query: bool = True,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+    missing_topics: str = "zero",
+) -> EvaluationResult:
+    """Evaluate a run against qrels.
+
+    ``qrels`` and ``run`` may be file paths (TREC, CSV, TSV, Parquet), pandas DataFrames with
+    columns query_id/doc_id/relevance (qrels) and query_id/doc_id/score (run), or dicts
+    ``{query_id: {doc_id: value}}``. Ranking follows trec_eval: score descending, then doc_id
+    descending. ``missing_topics``: "zero" (a qrels topic absent from the run scores 0, as
+    trec_eval -c and ir_measures) or "skip" (averaged over the topics the run has).
+    """
+    if missing_topics not in ("zero", "skip"):
+        raise InvalidParameterError(
+            f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
+        )
+    qrels_table = _as_table(qrels, "qrels")
+    run_table = _as_table(run, "run")
+    options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
+    rk = prepare(qrels_table, run_table, options)
+    if rk.n == 0:
+        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    wanted = resolve_measures(measures)
+    values = compute(rk, wanted, relevance_level=relevance_level)
+    aggregates = {str(m): summarise(m, v) for m, v in values.items()}
+    frames = []
+    if per_query:
+        for measure, array in values.items():
+            is_text = measure.spec.value_type == "str"
+            frames.append(pd.DataFrame({
+                "query_id": rk.topics, "measure": str(measure),
+                "value": np.full(rk.n, np.nan) if is_text else array.astype(np.float64),
+                "value_text": array if is_text else None,
+            }))
+    per_query_frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["query_id", "measure", "value", "value_text"])
+    return EvaluationResult(
+        per_query=per_query_frame, aggregates=aggregates, topics=rk.topics,
+        missing_topics=rk.missing_topics, dropped_run_topics=rk.dropped_run_topics,
+        options={"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
+                 "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
+    )
+
+
+def _as_table(source: Any, kind: str) -> pa.Table:
+    from evalstore.io.formats import read_qrels, read_run
+
+    if isinstance(source, (str, Path)):
+        parsed = read_qrels(source) if kind == "qrels" else read_run(source)
+        return parsed.table
+    if isinstance(source, pa.Table):
+        return source
+    if isinstance(source, Mapping):
+        rows = [(str(q), str(d), v) for q, docs in source.items() for d, v in docs.items()]
+        value = "relevance" if kind == "qrels" else "score"
+        source = pd.DataFrame(rows, columns=["query_id", "doc_id", value])
+    if isinstance(source, pd.DataFrame):
+        columns = {c.lower(): c for c in source.columns}
+        def pick(*names: str) -> str:
+            for n in names:
+                if n in columns:
+                    return columns[n]
+            raise InvalidParameterError(f"The {kind} frame needs a column named one of {', '.join(names)}.")
+        topic = source[pick("query_id", "qid", "topic")].astype(str)
+        doc = source[pick("doc_id", "docno", "doc")].astype(str)
+        if kind == "qrels":
+            rel = source[pick("relevance", "rel", "label")].astype("int64")
+            return pa.table({"topic": pa.array(topic.tolist(), pa.string()), "doc": pa.array(doc.tolist(), pa.string()),
+                             "relevance": pa.array(rel.to_numpy())})
+        score = source[pick("score", "sim")].astype("float64")
+        return pa.table({"topic": pa.array(topic.tolist(), pa.string()), "doc": pa.array(doc.tolist(), pa.string()),
+                         "score": pa.array(score.to_numpy())})
+    raise InvalidParameterError(f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or dict.")

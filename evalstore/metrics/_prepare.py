@@ -1,0 +1,173 @@
+"""One trec_eval-order sort of a run against its qrels, as matrices shared by every measure.
+
+:class:`Ranking` holds, for every evaluated topic at once, the relevance of each retrieved
+document in trec_eval order: score descending, ties broken by docno descending (trec_eval
+``form_res_rels.c``, ``comp_sim_docno``); the run's rank column is never used. Documents not in
+the qrels get :data:`NONPOOL`; qrels entries with negative relevance ("pooled but unjudged") get
+:data:`UNJUDGED`; positions past a topic's last retrieved document hold :data:`PAD`.
+
+Kernels read ``Ranking.rel`` (shape ``(n_topics, depth)``) and the per-topic judgment counts;
+they never sort and never loop over topics in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+NONPOOL = -1
+UNJUDGED = -2
+PAD = -3
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    """How a run is turned into rankings (trec_eval flags in brackets)."""
+
+    max_docs: int | None = None  # keep only the top N per topic after sorting [-M]
+    judged_only: bool = False  # drop unjudged documents before scoring [-J]
+    complete: bool = False  # evaluate every qrels topic; missing ones as empty rankings [-c]
+
+
+@dataclass
+class Ranking:
+    topics: list[str]  # evaluated topics, in byte order (trec_eval's order)
+    rel: np.ndarray  # (n, depth) int32: relevance level, NONPOOL, UNJUDGED or PAD
+    num_ret: np.ndarray  # (n,) int64
+    rel_levels: np.ndarray  # (n, levels) int64: judged docs (relevance >= 0) per level
+    max_level: int  # highest relevance level in the qrels (over all topics)
+    missing_topics: list[str]  # qrels topics with no retrieved document
+    dropped_run_topics: list[str]  # run topics absent from the qrels (never evaluated)
+    runid: str | None = None
+    _cache: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def n(self) -> int:
+        return len(self.topics)
+
+    @property
+    def depth(self) -> int:
+        return int(self.rel.shape[1])
+
+    def cached(self, key: object, compute):  # type: ignore[no-untyped-def]
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    @property
+    def valid(self) -> np.ndarray:
+        return self.cached("valid", lambda: self.rel != PAD)
+
+    @property
+    def ranks(self) -> np.ndarray:
+        """1-based ranks as float64, shape (depth,)."""
+        return self.cached("ranks", lambda: np.arange(1, self.depth + 1, dtype=np.float64))
+
+    @property
+    def log2_discount(self) -> np.ndarray:
+        """1 / log2(rank + 1), shape (depth,)."""
+        return self.cached("log2", lambda: 1.0 / np.log2(self.ranks + 1.0))
+
+    def is_rel(self, level: int) -> np.ndarray:
+        """Retrieved and judged at least ``level`` (trec_eval ``rel >= relevance_level``)."""
+        return self.cached(("is_rel", level), lambda: self.valid & (self.rel >= level))
+
+    def cum_rel(self, level: int) -> np.ndarray:
+        """Relevant documents in the top i+1, shape (n, depth) int64."""
+        return self.cached(("cum", level), lambda: np.cumsum(self.is_rel(level), axis=1, dtype=np.int64))
+
+    def num_rel(self, level: int) -> np.ndarray:
+        """Judged documents at or above ``level`` in the qrels, retrieved or not."""
+        start = min(max(level, 0), self.rel_levels.shape[1])
+        return self.cached(("num_rel", level), lambda: self.rel_levels[:, start:].sum(axis=1))
+
+    def num_rel_ret(self, level: int) -> np.ndarray:
+        return self.at(self.cum_rel(level), 0 * self.num_ret + self.depth)
+
+    def at(self, cumulative: np.ndarray, k: np.ndarray | int) -> np.ndarray:
+        """cumulative[:, k-1] per topic (0 where k <= 0); past the depth the last column."""
+        if self.depth == 0:
+            return np.zeros(self.n, dtype=cumulative.dtype)
+        k = np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,))
+        column = np.clip(k, 1, self.depth) - 1
+        values = cumulative[np.arange(self.n), column]
+        return np.where(k > 0, values, 0)
+
+
+def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
+            runid: str | None = None) -> Ranking:
+    """Sort ``run`` (topic, doc, score) once and look up its judgments in ``qrels``
+    (topic, doc, relevance)."""
+    qrels_topics = pc.unique(qrels["topic"]).sort()
+    run_code = pc.index_in(run["topic"], value_set=qrels_topics).to_numpy(zero_copy_only=False)
+    in_qrels = ~np.isnan(run_code) if run_code.dtype.kind == "f" else run_code >= 0
+    run_code = np.where(in_qrels, np.nan_to_num(run_code, nan=-1), -1).astype(np.int64)
+    dropped = sorted(set(pc.unique(run["topic"].filter(pa.array(~in_qrels))).to_pylist())) if not in_qrels.all() else []
+
+    present = np.zeros(len(qrels_topics), dtype=bool)
+    present[run_code[run_code >= 0]] = True
+    all_topics = qrels_topics.to_pylist()
+    missing = [t for t, p in zip(all_topics, present, strict=True) if not p]
+    evaluated = np.ones(len(all_topics), dtype=bool) if options.complete else present
+    # code in qrels order -> row in the evaluated matrix
+    row_of = np.full(len(all_topics), -1, dtype=np.int64)
+    row_of[evaluated] = np.arange(int(evaluated.sum()))
+    topics = [t for t, e in zip(all_topics, evaluated, strict=True) if e]
+    n = len(topics)
+
+    keep = run_code >= 0
+    table = pa.table({
+        "row": pa.array(np.where(keep, row_of[np.maximum(run_code, 0)], -1)),
+        "topic": run["topic"], "doc": run["doc"], "score": run["score"],
+    }).filter(pa.array(keep))
+    order = pc.sort_indices(
+        table, sort_keys=[("row", "ascending"), ("score", "descending"), ("doc", "descending")]
+    )
+    table = table.take(order)
+    rows = table["row"].to_numpy()
+
+    rel = _lookup_relevance(table, qrels)
+    if options.judged_only:
+        judged = rel >= 0
+        rows, rel = rows[judged], rel[judged]
+    counts = np.bincount(rows, minlength=n) if n else np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if n else counts
+    position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    if options.max_docs is not None:
+        within = position < options.max_docs
+        rows, rel, position = rows[within], rel[within], position[within]
+        counts = np.minimum(counts, options.max_docs)
+    depth = int(counts.max()) if n and len(counts) else 0
+    matrix = np.full((n, depth), PAD, dtype=np.int32)
+    matrix[rows, position] = rel
+
+    rel_levels, max_level = _relevance_levels(qrels, qrels_topics, row_of, n)
+    return Ranking(topics=topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
+                   max_level=max_level, missing_topics=missing, dropped_run_topics=dropped, runid=runid)
+
+
+def _lookup_relevance(table: pa.Table, qrels: pa.Table) -> np.ndarray:
+    """Relevance per sorted run row: the qrels level, NONPOOL, or UNJUDGED (negative level)."""
+    indexed = pa.table({"topic": table["topic"], "doc": table["doc"],
+                        "i": pa.array(np.arange(table.num_rows))})
+    judged = qrels.select(["topic", "doc", "relevance"])
+    matched = indexed.join(judged, keys=["topic", "doc"], join_type="inner")
+    rel = np.full(table.num_rows, NONPOOL, dtype=np.int32)
+    levels = matched["relevance"].to_numpy().astype(np.int32)
+    rel[matched["i"].to_numpy()] = np.where(levels < 0, UNJUDGED, levels)
+    return rel
+
+
+def _relevance_levels(qrels: pa.Table, topics: pa.Array, row_of: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    relevance = qrels["relevance"].to_numpy()
+    code = pc.index_in(qrels["topic"], value_set=topics).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = row_of[code]
+    judged = (relevance >= 0) & (rows >= 0)
+    max_level = int(relevance.max()) if len(relevance) else 0
+    levels = max(max_level, 0) + 1
+    flat = rows[judged] * levels + relevance[judged]
+    counts = np.bincount(flat, minlength=n * levels).reshape(n, levels) if n else np.zeros((0, levels), np.int64)
+    return counts.astype(np.int64), max_level

@@ -1,0 +1,349 @@
+"""The one registry of measures: families, their parameters, canonical names and aliases.
+
+A *family* (``P``, ``AP``, ``nDCG``...) is one vectorised kernel plus a parameter schema. A
+*measure* is a family with parameter values; its canonical name is ``Family(k=v,...)@cutoff``
+with default values left out (``P@10``, ``P(rel=2)@5``, ``AP``, ``nDCG(gain=exp)@10``). That
+string is what the database stores and what MLflow logs (after :func:`mlflow_key`).
+
+Accepted spellings of the same measure: the canonical name, ir_measures-style aliases (``map``
+for ``AP``, ``R@1000``, ``RR``, ``NDCG@10``...) and trec_eval's names (``P_10``, ``map_cut_10``,
+``ndcg_cut_10``, ``recip_rank``, ``iprec_at_recall_0.10``...). Measure names are parsed with a
+grammar (:data:`_GRAMMAR`), never by splitting on separators.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evalstore.errors import InvalidParameterError
+
+Kernel = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A measure parameter: its type, default and allowed range."""
+
+    kind: type
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] | None = None
+    doc: str = ""
+
+    def check(self, family: str, name: str, value: Any) -> Any:
+        if value is None and self.default is None:
+            return None
+        if self.kind is tuple:
+            items = value if isinstance(value, (tuple, list)) else (value,)
+            try:
+                return tuple(float(v) for v in items)
+            except (TypeError, ValueError):
+                raise InvalidParameterError(
+                    f"The '{name}' parameter of {family} must be a list of numbers. Got {value!r} instead."
+                ) from None
+        if self.kind is dict:
+            if not isinstance(value, dict):
+                raise InvalidParameterError(
+                    f"The '{name}' parameter of {family} must be a mapping level=gain. Got {value!r} instead."
+                )
+            # stored as sorted pairs so that a Measure stays hashable
+            return tuple(sorted((int(k), float(v)) for k, v in value.items()))
+        try:
+            if self.kind is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            converted = self.kind(value)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {family} must be {self._describe()}. Got {value!r} instead."
+            ) from None
+        if self.choices is not None and converted not in self.choices:
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {family} must be {self._describe()}. Got {value!r} instead."
+            )
+        if (self.low is not None and converted < self.low) or (self.high is not None and converted > self.high):
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {family} must be {self._describe()}. Got {value!r} instead."
+            )
+        return converted
+
+    def _describe(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        what = {int: "an int", float: "a number", str: "a string"}.get(self.kind, self.kind.__name__)
+        low = "-inf" if self.low is None else _fmt(self.low)
+        high = "inf" if self.high is None else _fmt(self.high)
+        if self.low is None and self.high is None:
+            return what
+        return f"{what} in the range [{low}, {high}]"
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    kernel: Kernel
+    params: dict[str, Param]
+    summary: str = "mean"  # mean | sum | gmean | none
+    value_type: str = "float"  # float | int | str
+    uses_rel: bool = True  # honours the relevance level (trec_eval -l)
+    description: str = ""
+    reference: str = ""
+    aliases: tuple[str, ...] = ()
+    trec_name: str | None = None
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A family with its parameter values (defaults omitted): hashable, ordered, printable."""
+
+    family: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def spec(self) -> Family:
+        return REGISTRY[self.family]
+
+    def param(self, name: str) -> Any:
+        return dict(self.params).get(name, self.spec.params[name].default)
+
+    def kwargs(self, rel_default: int = 1) -> dict[str, Any]:
+        """Keyword arguments for the kernel; ``rel`` falls back to the evaluation's level."""
+        values = {name: p.default for name, p in self.spec.params.items()}
+        values.update(dict(self.params))
+        for name, param in self.spec.params.items():
+            if param.kind is dict and values[name] is not None:
+                values[name] = dict(values[name])
+        if "rel" in values and values["rel"] is None:
+            values["rel"] = rel_default
+        return values
+
+    def __str__(self) -> str:
+        params = dict(self.params)
+        cutoff = params.pop("cutoff", None)
+        inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(params.items()))
+        text = self.family + (f"({inner})" if inner else "")
+        return text + (f"@{_fmt(cutoff)}" if cutoff is not None else "")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
+        return "{" + ",".join(f"{k}:{_fmt(v)}" for k, v in value) + "}"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_fmt(v) for v in value) + ")"
+    if isinstance(value, float):
+        return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+REGISTRY: dict[str, Family] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def register(family: Family) -> Family:
+    if family.name in REGISTRY:
+        raise RuntimeError(f"measure family {family.name} registered twice")
+    REGISTRY[family.name] = family
+    for alias in (family.name, *family.aliases):
+        _ALIASES[alias.lower()] = family.name
+    return family
+
+
+def family(name: str, *, params: dict[str, Param] | None = None, **kwargs: Any) -> Callable[[Kernel], Kernel]:
+    """Decorator: register ``kernel`` as the measure family ``name``."""
+
+    def wrap(kernel: Kernel) -> Kernel:
+        register(Family(name=name, kernel=kernel, params=params or {},
+                        description=(kernel.__doc__ or "").strip(), **kwargs))
+        return kernel
+
+    return wrap
+
+
+_GRAMMAR = re.compile(r"^\s*(?P<name>[A-Za-z_][\w\-]*)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<cutoff>[0-9.]+))?\s*$")
+
+
+def make(family_name: str, **params: Any) -> Measure:
+    """A measure from a family name and parameters, validated; defaults are dropped."""
+    canonical = _ALIASES.get(family_name.lower())
+    if canonical is None:
+        raise unknown_measure(family_name)
+    spec = REGISTRY[canonical]
+    checked: dict[str, Any] = {}
+    for name, value in params.items():
+        if name not in spec.params:
+            allowed = ", ".join(spec.params) or "none"
+            raise InvalidParameterError(
+                f"{canonical} has no parameter '{name}'. Its parameters: {allowed}."
+            )
+        value = spec.params[name].check(canonical, name, value)
+        if value != spec.params[name].default:
+            checked[name] = value
+    missing = [n for n, p in spec.params.items() if p.default is _REQUIRED and n not in checked]
+    if missing:
+        raise InvalidParameterError(f"{canonical} needs a value for '{missing[0]}' (e.g. {canonical}@10).")
+    return Measure(canonical, tuple(sorted(checked.items())))
+
+
+_REQUIRED = object()
+
+
+def parse(text: str) -> Measure:
+    """Parse a canonical or alias name: ``nDCG@10``, ``P(rel=2)@5``, ``AP``, ``map``, ``P_10``..."""
+    trec = parse_trec_output_name(text)
+    if trec is not None:
+        return trec
+    match = _GRAMMAR.match(text)
+    if not match:
+        raise InvalidParameterError(
+            f"Cannot parse measure '{text}'; write it as Name, Name@cutoff or Name(param=value,...)@cutoff."
+        )
+    params: dict[str, Any] = {}
+    if match["params"]:
+        params.update(_parse_params(text, match["params"]))
+    if match["cutoff"] is not None:
+        cutoff = float(match["cutoff"])
+        params["cutoff"] = int(cutoff) if cutoff.is_integer() else cutoff
+    return make(match["name"], **params)
+
+
+def _parse_params(text: str, inner: str) -> dict[str, Any]:
+    try:
+        call = ast.parse(f"f({inner})", mode="eval").body
+    except SyntaxError:
+        raise InvalidParameterError(
+            f"Cannot parse the parameters of '{text}'; write them as name=value, separated by commas."
+        ) from None
+    assert isinstance(call, ast.Call)
+    if call.args:
+        raise InvalidParameterError(f"Cannot parse '{text}': parameters need names (name=value).")
+    values: dict[str, Any] = {}
+    for keyword in call.keywords:
+        node = keyword.value
+        if isinstance(node, ast.Name):
+            values[str(keyword.arg)] = node.id  # bare words: gain=exp
+        else:
+            try:
+                values[str(keyword.arg)] = ast.literal_eval(node)
+            except ValueError:
+                raise InvalidParameterError(f"Cannot read the value of '{keyword.arg}' in '{text}'.") from None
+    return values
+
+
+def unknown_measure(name: str) -> InvalidParameterError:
+    known = sorted({*REGISTRY, *TREC_FAMILIES})
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or difflib.get_close_matches(
+        name.lower(), [k.lower() for k in known], n=1, cutoff=0.6
+    )
+    hint = f" Did you mean '{_restore_case(close[0], known)}'?" if close else ""
+    return InvalidParameterError(
+        f"Unknown measure '{name}'.{hint} Run 'evalstore measures' for the list."
+    )
+
+
+def _restore_case(lowered: str, known: list[str]) -> str:
+    return next((k for k in known if k.lower() == lowered.lower()), lowered)
+
+
+# --------------------------------------------------------------------------- trec_eval names
+# trec_eval family -> (our family, how its command-line parameters map to ours)
+
+
+@dataclass(frozen=True)
+class TrecFamily:
+    family: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    param: str | None = None  # name of the multi-valued parameter (cutoffs)
+    kind: str = "none"  # none | long | double | pairs | raw
+    defaults: tuple[Any, ...] = ()
+    per_query_only: bool = False
+
+
+_P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+TREC_FAMILIES: dict[str, TrecFamily] = {
+    "runid": TrecFamily("runid"),
+    "num_q": TrecFamily("num_q"),
+    "num_ret": TrecFamily("NumRet"),
+    "num_rel": TrecFamily("NumRel"),
+    "num_rel_ret": TrecFamily("NumRelRet"),
+    "map": TrecFamily("AP"),
+    "gm_map": TrecFamily("GMAP"),
+    "Rprec": TrecFamily("Rprec"),
+    "bpref": TrecFamily("Bpref"),
+    "recip_rank": TrecFamily("RR"),
+    "iprec_at_recall": TrecFamily("IPrec", param="recall", kind="double",
+                                  defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)),
+    "P": TrecFamily("P", param="cutoff", kind="long", defaults=_P_CUTS),
+    "relstring": TrecFamily("RelString", param="cutoff", kind="raw", defaults=(10,), per_query_only=True),
+    "recall": TrecFamily("R", param="cutoff", kind="long", defaults=_P_CUTS),
+    "infAP": TrecFamily("infAP"),
+    "gm_bpref": TrecFamily("GM_Bpref"),
+    "Rprec_mult": TrecFamily("RprecMult", param="x", kind="double",
+                             defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
+    "utility": TrecFamily("Utility", param="coefficients", kind="raw", defaults=((1.0, -1.0, 0.0, 0.0),)),
+    "11pt_avg": TrecFamily("IPrecAvg", param="recalls", kind="raw",
+                           defaults=((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),)),
+    "binG": TrecFamily("binG"),
+    "G": TrecFamily("G", param="gains", kind="pairs"),
+    "dcg": TrecFamily("DCG", param="gains", kind="pairs"),
+    "ideal_dcg": TrecFamily("IDCG", param="gains", kind="pairs"),
+    "ndcg": TrecFamily("nDCG", param="gains", kind="pairs"),
+    "ndcg_rel": TrecFamily("nDCG_rel", param="gains", kind="pairs"),
+    "Rndcg": TrecFamily("RnDCG", param="gains", kind="pairs"),
+    "ndcg_cut": TrecFamily("nDCG", param="cutoff", kind="long", defaults=_P_CUTS),
+    "map_cut": TrecFamily("AP", param="cutoff", kind="long", defaults=_P_CUTS),
+    "relative_P": TrecFamily("RelP", param="cutoff", kind="long", defaults=_P_CUTS),
+    "success": TrecFamily("Success", param="cutoff", kind="long", defaults=(1, 5, 10)),
+    "set_P": TrecFamily("SetP"),
+    "set_relative_P": TrecFamily("SetRelP"),
+    "set_recall": TrecFamily("SetR"),
+    "set_map": TrecFamily("SetAP"),
+    "set_F": TrecFamily("SetF", param="x", kind="raw", defaults=(1.0,)),
+    "num_nonrel_judged_ret": TrecFamily("NumNonRelJudgedRet"),
+    "rbp": TrecFamily("RBP", param="p", kind="pairs"),
+    "rbp_resid": TrecFamily("RBP_resid", param="p", kind="pairs"),
+    "unj": TrecFamily("Unj", param="cutoff", kind="long", defaults=(5, 10, 20)),
+}
+# trec_eval's measure order (v10.0): measures print in this order whatever the command line says.
+TREC_ORDER = list(TREC_FAMILIES)
+TREC_GROUPS = {
+    "official": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                 "recip_rank", "iprec_at_recall", "P"],
+    "set": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+            "set_relative_P", "set_map", "set_F"],
+}
+TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "ideal_dcg")]
+
+_TREC_OUTPUT = re.compile(
+    r"^(?P<root>P|recall|ndcg_cut|map_cut|relative_P|success|unj|iprec_at_recall|Rprec_mult)_(?P<value>[0-9.]+)$"
+)
+
+
+def parse_trec_output_name(text: str) -> Measure | None:
+    """trec_eval's printed names with a cutoff (``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``)
+    and its plain root names (``map``, ``recip_rank``, ``ndcg``)."""
+    match = _TREC_OUTPUT.match(text.strip())
+    if match:
+        trec = TREC_FAMILIES[match["root"]]
+        raw = float(match["value"])
+        value = int(raw) if trec.kind == "long" else raw
+        return make(trec.family, **{str(trec.param): value})
+    root = TREC_FAMILIES.get(text.strip())
+    if root is not None and root.family in REGISTRY and root.param in (None, "gains", "p") and not root.defaults:
+        return make(root.family, **root.fixed)
+    return None
+
+
+def mlflow_key(measure: Measure | str) -> str:
+    """The canonical name made MLflow-safe (alphanumerics, _ - . space / only)."""
+    text = str(measure)
+    text = text.replace("@", "_at_").replace("(", "_").replace(")", "").replace("=", "-")
+    text = text.replace(",", "_").replace("{", "").replace("}", "").replace(":", "-")
+    return re.sub(r"[^\w\-. /]", "_", text)

@@ -1,0 +1,590 @@
+"""Ranking measures: one kernel per family, vectorised over all topics of a :class:`Ranking`.
+
+Every kernel returns a float64 array of shape ``(n_topics,)`` (``RelString`` returns strings).
+Definitions follow trec_eval 10.0 exactly where trec_eval has the measure (the file named in
+each docstring); the rest cite their source. ``rel`` is the relevance level: a document judged
+at least ``rel`` is relevant (trec_eval ``-l``; default: the evaluation's level, 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking
+from evalstore.metrics._registry import _REQUIRED, Param, family
+
+REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)")
+CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
+OPTIONAL_CUTOFF = Param(int, None, low=1, doc="rank cutoff k (default: the whole ranking)")
+GAINS = Param(dict, None, doc="gain per relevance level, e.g. {1:3,2:9}; others keep gain = level")
+MIN_GEO_MEAN = 1e-5  # trec_eval's floor before taking logs for gm_map/gm_bpref
+
+
+def _column(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
+    """matrix[:, k-1] per row (0 where k <= 0); past the last column, the last column."""
+    n, width = matrix.shape
+    k = np.broadcast_to(np.asarray(k, dtype=np.int64), (n,))
+    if width == 0:
+        return np.zeros(n)
+    values = matrix[np.arange(n), np.clip(k, 1, width) - 1]
+    return np.where(k > 0, values, 0.0)
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
+    return np.divide(num, den, out=np.zeros_like(num), where=den != 0)
+
+
+# --------------------------------------------------------------------------- counts
+
+
+@family("NumRet", summary="sum", value_type="int", uses_rel=False, trec_name="num_ret",
+        aliases=("num_ret",))
+def num_ret(rk: Ranking) -> np.ndarray:
+    """Number of documents retrieved (after -M / -J)."""
+    return rk.num_ret.astype(np.float64)
+
+
+@family("NumRel", params={"rel": REL}, summary="sum", value_type="int", trec_name="num_rel",
+        aliases=("num_rel",))
+def num_rel(rk: Ranking, rel: int) -> np.ndarray:
+    """Number of relevant documents in the qrels, retrieved or not."""
+    return rk.num_rel(rel).astype(np.float64)
+
+
+@family("NumRelRet", params={"rel": REL}, summary="sum", value_type="int", trec_name="num_rel_ret",
+        aliases=("num_rel_ret",))
+def num_rel_ret(rk: Ranking, rel: int) -> np.ndarray:
+    """Number of relevant documents retrieved."""
+    return rk.num_rel_ret(rel).astype(np.float64)
+
+
+@family("NumNonRelJudgedRet", params={"rel": REL}, summary="sum", value_type="int",
+        trec_name="num_nonrel_judged_ret", aliases=("num_nonrel_judged_ret",))
+def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
+    """Number of retrieved documents judged non-relevant (0 <= level < rel)."""
+    return (rk.valid & (rk.rel >= 0) & (rk.rel < rel)).sum(axis=1).astype(np.float64)
+
+
+# --------------------------------------------------------------------------- precision family
+
+
+@family("P", params={"rel": REL, "cutoff": CUTOFF}, trec_name="P", aliases=("precision",),
+        reference="trec_eval m_P.c")
+def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
+    """Precision at k: relevant in the top k divided by k (a short ranking counts as non-relevant
+    to k)."""
+    return rk.at(rk.cum_rel(rel), cutoff) / cutoff
+
+
+@family("R", params={"rel": REL, "cutoff": CUTOFF}, trec_name="recall", aliases=("recall",),
+        reference="trec_eval m_recall.c")
+def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
+    """Recall at k: relevant in the top k divided by the number of relevant documents."""
+    return _safe_div(rk.at(rk.cum_rel(rel), cutoff), rk.num_rel(rel))
+
+
+@family("Success", params={"rel": REL, "cutoff": CUTOFF}, trec_name="success", aliases=("success",),
+        reference="trec_eval m_success.c")
+def success(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
+    """1 if a relevant document is in the top k, else 0."""
+    return (rk.at(rk.cum_rel(rel), cutoff) > 0).astype(np.float64)
+
+
+@family("RelP", params={"rel": REL, "cutoff": CUTOFF}, trec_name="relative_P", aliases=("relative_P",),
+        reference="trec_eval m_rel_P.c")
+def relative_precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
+    """Relevant in the top k divided by min(k, R): precision up to R, recall after."""
+    return _safe_div(rk.at(rk.cum_rel(rel), cutoff), np.minimum(cutoff, rk.num_rel(rel)))
+
+
+@family("Rprec", params={"rel": REL}, trec_name="Rprec", aliases=("R-prec", "BEP", "RPrec"),
+        reference="trec_eval m_Rprec.c")
+def r_precision(rk: Ranking, rel: int) -> np.ndarray:
+    """Precision after R documents (R = number of relevant): the break-even point where precision
+    equals recall (BEP)."""
+    num = rk.num_rel(rel)
+    return _safe_div(rk.at(rk.cum_rel(rel), np.minimum(num, rk.num_ret)), num)
+
+
+@family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)}, trec_name="Rprec_mult",
+        aliases=("Rprec_mult",), reference="trec_eval m_Rprec_mult.c")
+def r_precision_multiple(rk: Ranking, rel: int, x: float) -> np.ndarray:
+    """Precision at x times R documents (trec_eval rounds x*R+0.9 down)."""
+    k = np.floor(x * rk.num_rel(rel) + 0.9).astype(np.int64)
+    return _safe_div(rk.at(rk.cum_rel(rel), k), k)
+
+
+@family("F", params={"rel": REL, "cutoff": CUTOFF, "beta": Param(float, 1.0, low=0.0)},
+        aliases=("Fbeta", "F1"), reference="van Rijsbergen 1979; F-beta of P@k and R@k")
+def f_beta(rk: Ranking, rel: int, cutoff: int, beta: float) -> np.ndarray:
+    """F-beta at k: (1+b^2) P@k R@k / (b^2 P@k + R@k); 0 when nothing relevant is in the top k."""
+    p = precision(rk, rel, cutoff)
+    r = recall(rk, rel, cutoff)
+    b2 = beta * beta
+    return _safe_div((1 + b2) * p * r, b2 * p + r)
+
+
+# --------------------------------------------------------------------------- average precision
+
+
+def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
+    return rk.cached(("prec_at_rel", rel), lambda: np.where(
+        rk.is_rel(rel), rk.cum_rel(rel) / rk.ranks, 0.0))
+
+
+@family("AP", params={"rel": REL, "cutoff": OPTIONAL_CUTOFF}, trec_name="map",
+        aliases=("map", "MAP", "map_cut"), reference="trec_eval m_map.c, m_map_cut.c")
+def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
+    """Average precision: sum of precision at each relevant retrieved document (within the top k
+    for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
+    contributions = _precision_at_relevant(rk, rel)
+    if cutoff is not None:
+        contributions = contributions[:, :cutoff]
+    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+
+
+@family("GMAP", params={"rel": REL}, summary="gmean", trec_name="gm_map", aliases=("gm_map",),
+        reference="trec_eval m_gm_map.c")
+def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
+    """Per topic the AP; summarised by the geometric mean, each AP floored at 1e-5."""
+    return average_precision(rk, rel, None)
+
+
+@family("RR", params={"rel": REL}, trec_name="recip_rank", aliases=("recip_rank", "MRR"),
+        reference="trec_eval m_recip_rank.c")
+def reciprocal_rank(rk: Ranking, rel: int) -> np.ndarray:
+    """1 / rank of the first relevant document; 0 if none is retrieved."""
+    hits = rk.is_rel(rel)
+    if rk.depth == 0:
+        return np.zeros(rk.n)
+    first = hits.argmax(axis=1)
+    return np.where(hits.any(axis=1), 1.0 / (first + 1.0), 0.0)
+
+
+def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...]) -> np.ndarray:
+    """(n, points): max precision at or after the rank where round(x*R) relevant docs are seen."""
+    cum = rk.cum_rel(rel)
+    precision_at = np.where(rk.valid, cum / rk.ranks, 0.0) if rk.depth else np.zeros((rk.n, 0))
+    interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(
+        precision_at[:, ::-1], axis=1)[:, ::-1])
+    num = rk.num_rel(rel)
+    found = rk.num_rel_ret(rel)
+    out = np.zeros((rk.n, len(recall_points)))
+    for j, x in enumerate(recall_points):
+        # trec_eval 10.0 converts a recall point to a count with lround(x * R) (half away from 0)
+        count = np.floor(x * num + 0.5).astype(np.int64)
+        reachable = (count <= found) & (found > 0)
+        target = np.maximum(count, 1)
+        if rk.depth:
+            position = (cum >= target[:, None]).argmax(axis=1)
+            values = interpolated[np.arange(rk.n), position]
+            out[:, j] = np.where(reachable, values, 0.0)
+    return out
+
+
+@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
+        trec_name="iprec_at_recall", aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c")
+def interpolated_precision(rk: Ranking, rel: int, recall: float) -> np.ndarray:
+    """Interpolated precision at a recall level: max precision at any rank with recall >= the
+    level (the standard recall-precision graph)."""
+    return _interpolated_precision(rk, rel, (recall,))[:, 0]
+
+
+@family("IPrecAvg", params={"rel": REL, "recalls": Param(tuple, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
+                                                                  0.8, 0.9, 1.0))},
+        trec_name="11pt_avg", aliases=("11pt_avg", "11ptAvg"), reference="trec_eval m_11pt_avg.c")
+def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, ...]) -> np.ndarray:
+    """Interpolated precision averaged over recall levels (the 11 standard points by default):
+    precision at standard recall levels, averaged per topic."""
+    return _interpolated_precision(rk, rel, tuple(recalls)).mean(axis=1)
+
+
+@family("PAtR", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
+        aliases=("PrecAtRecall",), reference="Manning et al., Introduction to IR, 8.4")
+def precision_at_recall(rk: Ranking, rel: int, recall: float) -> np.ndarray:
+    """Non-interpolated precision at the rank where recall first reaches the level (0 if never)."""
+    cum = rk.cum_rel(rel)
+    need = np.maximum(np.ceil(recall * rk.num_rel(rel) - 1e-12), 1).astype(np.int64)
+    reached = (rk.num_rel_ret(rel) >= need) & (rk.num_rel(rel) > 0)
+    if rk.depth == 0:
+        return np.zeros(rk.n)
+    position = (cum >= need[:, None]).argmax(axis=1)
+    return np.where(reached, need / (position + 1.0), 0.0)
+
+
+# --------------------------------------------------------------------------- incomplete judgments
+
+
+def _judged_counts(rk: Ranking, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Judged relevant, judged non-relevant and pooled-unjudged masks (retrieved only)."""
+    judged = rk.valid & (rk.rel >= 0)
+    nonrel = judged & (rk.rel < rel)
+    return judged & ~nonrel, nonrel, rk.rel == UNJUDGED
+
+
+@family("Bpref", params={"rel": REL}, trec_name="bpref", aliases=("bpref",), reference="trec_eval m_bpref.c")
+def bpref(rk: Ranking, rel: int) -> np.ndarray:
+    """Binary preference (Buckley & Voorhees, SIGIR 2004): per judged relevant document, 1 minus the
+    judged non-relevant ranked above it (capped at R) over min(N, R), N = judged non-relevant in
+    the qrels; unjudged documents are skipped."""
+    relevant, nonrel, _ = _judged_counts(rk, rel)
+    before = np.cumsum(nonrel, axis=1) - nonrel
+    r = rk.num_rel(rel)[:, None]
+    n_nonrel = rk.rel_levels[:, : max(rel, 0)].sum(axis=1)[:, None]
+    penalty = _safe_div(np.minimum(before, r), np.broadcast_to(np.minimum(n_nonrel, r), before.shape))
+    contributions = np.where(relevant, np.where(before > 0, 1.0 - penalty, 1.0), 0.0)
+    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+
+
+@family("GM_Bpref", params={"rel": REL}, summary="gmean", trec_name="gm_bpref", aliases=("gm_bpref",),
+        reference="trec_eval m_gm_bpref.c")
+def geometric_bpref(rk: Ranking, rel: int) -> np.ndarray:
+    """Per topic the bpref; summarised by the geometric mean (floor 1e-5)."""
+    return bpref(rk, rel)
+
+
+@family("infAP", params={"rel": REL}, trec_name="infAP", aliases=("infap",), reference="trec_eval m_infap.c")
+def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
+    """Inferred AP (Yilmaz & Aslam, CIKM 2006) over a sampled pool: qrels entries with negative
+    relevance are pooled-but-unjudged."""
+    relevant, nonrel, unjudged = _judged_counts(rk, rel)
+    rel_before = np.cumsum(relevant, axis=1) - relevant
+    nonrel_before = np.cumsum(nonrel, axis=1) - nonrel
+    unj_before = np.cumsum(unjudged, axis=1) - unjudged
+    j = np.arange(rk.depth, dtype=np.float64)[None, :]
+    eps = 1e-5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        later = 1.0 / (j + 1) + (j / (j + 1)) * ((rel_before + nonrel_before + unj_before) / j) * (
+            (rel_before + eps) / (rel_before + nonrel_before + 2 * eps))
+    contributions = np.where(relevant, np.where(j == 0, 1.0, later), 0.0)
+    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+
+
+@family("Unj", params={"cutoff": CUTOFF}, uses_rel=False, trec_name="unj", aliases=("unj",),
+        higher_is_better=False, reference="trec_eval m_unjudged.c")
+def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
+    """Fraction of the top k not judged (not in the qrels, or pooled-unjudged); k is the denominator."""
+    missing = np.cumsum(rk.valid & (rk.rel < 0), axis=1)
+    return rk.at(missing, cutoff) / cutoff
+
+
+@family("Judged", params={"cutoff": CUTOFF}, uses_rel=False, aliases=("judged",),
+        reference="Sakai 2007; ir_measures Judged@k")
+def judged(rk: Ranking, cutoff: int) -> np.ndarray:
+    """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment."""
+    judged_cum = np.cumsum(rk.valid & (rk.rel >= 0), axis=1)
+    return _safe_div(rk.at(judged_cum, cutoff), np.minimum(cutoff, rk.num_ret))
+
+
+@family("RelString", params={"cutoff": Param(int, 10, low=0)}, summary="none", value_type="str",
+        uses_rel=False, trec_name="relstring", aliases=("relstring",), reference="trec_eval m_relstring.c")
+def relevance_string(rk: Ranking, cutoff: int) -> np.ndarray:
+    """The first k relevance values as characters: 0-9, '>' above 9, '-' not in the pool,
+    '.' pooled but unjudged."""
+    top = rk.rel[:, :cutoff]
+    chars = np.where(top > 9, ord(">"), np.where(top >= 0, ord("0") + top, np.where(
+        top == NONPOOL, ord("-"), np.where(top == UNJUDGED, ord("."), 0))))
+    return np.array(["".join(chr(c) for c in row if c) for row in chars.tolist()], dtype=object)
+
+
+# --------------------------------------------------------------------------- set measures
+
+
+@family("SetP", params={"rel": REL}, trec_name="set_P", aliases=("set_P",), reference="trec_eval m_set_P.c")
+def set_precision(rk: Ranking, rel: int) -> np.ndarray:
+    """Relevant retrieved / retrieved."""
+    return _safe_div(rk.num_rel_ret(rel), rk.num_ret)
+
+
+@family("SetR", params={"rel": REL}, trec_name="set_recall", aliases=("set_recall",),
+        reference="trec_eval m_set_recall.c")
+def set_recall(rk: Ranking, rel: int) -> np.ndarray:
+    """Relevant retrieved / relevant."""
+    return _safe_div(rk.num_rel_ret(rel), rk.num_rel(rel))
+
+
+@family("SetRelP", params={"rel": REL}, trec_name="set_relative_P", aliases=("set_relative_P",),
+        reference="trec_eval m_set_rel_P.c")
+def set_relative_precision(rk: Ranking, rel: int) -> np.ndarray:
+    """Relevant retrieved / min(retrieved, relevant)."""
+    return _safe_div(rk.num_rel_ret(rel), np.minimum(rk.num_ret, rk.num_rel(rel)))
+
+
+@family("SetAP", params={"rel": REL}, trec_name="set_map", aliases=("set_map",), reference="trec_eval m_set_map.c")
+def set_map(rk: Ranking, rel: int) -> np.ndarray:
+    """Relevant retrieved squared / (retrieved x relevant)."""
+    found = rk.num_rel_ret(rel).astype(np.float64)
+    return _safe_div(found * found, rk.num_ret * rk.num_rel(rel).astype(np.float64))
+
+
+@family("SetF", params={"rel": REL, "x": Param(float, 1.0, low=0.0)}, trec_name="set_F", aliases=("set_F",),
+        reference="trec_eval m_set_F.c")
+def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
+    """(x+1) P R / (x P + R) over the retrieved set (x weighs recall against precision; x=1 is F1)."""
+    p = set_precision(rk, rel)
+    r = set_recall(rk, rel)
+    return np.where(rk.num_rel_ret(rel) > 0, _safe_div((x + 1.0) * p * r, x * p + r), 0.0)
+
+
+@family("Utility", params={"rel": REL, "coefficients": Param(tuple, (1.0, -1.0, 0.0, 0.0)),
+                           "collection_size": Param(int, 0, low=0)},
+        trec_name="utility", aliases=("utility",), reference="trec_eval m_utility.c")
+def utility(rk: Ranking, rel: int, coefficients: tuple[float, ...], collection_size: int) -> np.ndarray:
+    """a*rel_ret + b*nonrel_ret + c*rel_not_ret + d*nonrel_not_ret (d needs the collection size)."""
+    if len(coefficients) != 4:
+        from evalstore.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"Utility needs 4 coefficients (a,b,c,d). Got {len(coefficients)}.")
+    a, b, c, d = coefficients
+    found = rk.num_rel_ret(rel).astype(np.float64)
+    ret = rk.num_ret.astype(np.float64)
+    num = rk.num_rel(rel).astype(np.float64)
+    return a * found + b * (ret - found) + c * (num - found) + d * (collection_size + found - ret - num)
+
+
+# --------------------------------------------------------------------------- graded gain measures
+
+
+def _gain_table(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    """Gain per code for codes -3..max_level (index code+3): level itself unless overridden."""
+    levels = np.arange(-3, rk.max_level + 1)
+    table = np.where(levels >= 0, levels, 0).astype(np.float64)
+    for level, gain in (gains or {}).items():
+        if -2 <= level <= rk.max_level:
+            table[level + 3] = gain
+    table[0] = 0.0  # PAD
+    return table
+
+
+def _result_gains(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    table = _gain_table(rk, gains)
+    return np.where(rk.valid, table[rk.rel + 3], 0.0)
+
+
+def _ideal_gains(rk: Ranking, gains: dict[int, float] | None, transform=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """(n, M): each topic's judged documents ordered by gain descending, positive gains only."""
+    n_levels = rk.rel_levels.shape[1]
+    table = _gain_table(rk, gains)[3 : 3 + n_levels]
+    if transform is not None:
+        table = transform(table)
+    order = np.argsort(-table, kind="stable")
+    positive = [lvl for lvl in order if table[lvl] > 0]
+    counts = rk.rel_levels[:, positive] if positive else np.zeros((rk.n, 0), dtype=np.int64)
+    length = int(counts.sum(axis=1).max()) if rk.n and counts.size else 0
+    ideal = np.zeros((rk.n, length))
+    if length == 0:
+        return ideal
+    bounds = np.cumsum(counts, axis=1)
+    position = np.arange(length)[None, :]
+    level_index = (position[:, :, None] >= bounds[:, None, :]).sum(axis=2)  # (n, M)
+    in_list = level_index < len(positive)
+    values = table[np.asarray(positive)][np.minimum(level_index, len(positive) - 1)]
+    ideal[:] = np.where(in_list, values, 0.0)
+    return ideal
+
+
+def _discount(length: int, discount: str, base: float) -> np.ndarray:
+    ranks = np.arange(1, length + 1, dtype=np.float64)
+    if discount == "jk":
+        # Jarvelin & Kekalainen (TOIS 2002): no discount before rank b, then 1/log_b(rank)
+        return np.where(ranks < base, 1.0, np.log(base) / np.log(np.maximum(ranks, base)))
+    return 1.0 / np.log2(ranks + 1.0)
+
+
+def _dcg(gains: np.ndarray, discount: str, base: float, cutoff: int | None) -> np.ndarray:
+    if cutoff is not None:
+        gains = gains[:, :cutoff]
+    return gains @ _discount(gains.shape[1], discount, base)
+
+
+NDCG_PARAMS = {
+    "cutoff": OPTIONAL_CUTOFF, "gains": GAINS,
+    "gain": Param(str, "linear", choices=("linear", "exp"), doc="linear: the level; exp: 2^level - 1 (Burges)"),
+    "discount": Param(str, "log2", choices=("log2", "jk"), doc="log2(rank+1), or Jarvelin-Kekalainen log_b(rank)"),
+    "base": Param(float, 2.0, low=1.000001, doc="log base b of the jk discount"),
+}
+
+
+def _exp_gain(table: np.ndarray) -> np.ndarray:
+    return np.where(table > 0, np.power(2.0, table) - 1.0, table)
+
+
+@family("nDCG", params=NDCG_PARAMS, uses_rel=False, trec_name="ndcg",
+        aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005")
+def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
+         base: float) -> np.ndarray:
+    """Normalised DCG (Jarvelin & Kekalainen, TOIS 2002). DCG sums gain/log2(rank+1) over the
+    ranking (top k for nDCG@k); the ideal DCG orders all judged documents of the topic by gain
+    (positive gains only), truncated at the same k. Default gain is the relevance level (trec_eval);
+    gain=exp uses 2^level - 1; discount=jk uses 1/log_b(rank) from rank b on."""
+    transform = _exp_gain if gain == "exp" else None
+    table_gains = _result_gains(rk, gains)
+    if transform is not None:
+        table_gains = np.where(rk.valid, _exp_gain(table_gains), 0.0)
+    dcg = _dcg(table_gains, discount, base, cutoff)
+    idcg = _dcg(_ideal_gains(rk, gains, transform), discount, base, cutoff)
+    return _safe_div(dcg, idcg) * (idcg > 0)
+
+
+@family("DCG", params={"gains": GAINS}, uses_rel=False, trec_name="dcg", aliases=("dcg",),
+        reference="trec_eval m_ndcg.c")
+def dcg(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    """Discounted cumulative gain over the whole ranking (trec_eval gains)."""
+    return _dcg(_result_gains(rk, gains), "log2", 2.0, None)
+
+
+@family("IDCG", params={"gains": GAINS}, uses_rel=False, trec_name="ideal_dcg", aliases=("ideal_dcg",),
+        reference="trec_eval m_ndcg.c")
+def ideal_dcg(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    """DCG of the ideal ranking of all judged documents."""
+    return _dcg(_ideal_gains(rk, gains), "log2", 2.0, None)
+
+
+def _cumulative_dcg(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Result gains, cumulative DCG of results and of the ideal, padded to a common length."""
+    result = _result_gains(rk, gains)
+    ideal = _ideal_gains(rk, gains)
+    length = max(result.shape[1], ideal.shape[1])
+    result = np.pad(result, ((0, 0), (0, length - result.shape[1])))
+    ideal = np.pad(ideal, ((0, 0), (0, length - ideal.shape[1])))
+    disc = _discount(length, "log2", 2.0)
+    return result, np.cumsum(result * disc, axis=1), ideal, np.cumsum(ideal * disc, axis=1)
+
+
+@family("nDCG_rel", params={"gains": GAINS}, uses_rel=False, trec_name="ndcg_rel", aliases=("ndcg_rel",),
+        reference="trec_eval m_ndcg_rel.c")
+def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
+    positive gain, and at the end of the ranking for each relevant document not retrieved."""
+    result, cum_dcg, ideal, cum_idcg = _cumulative_dcg(rk, gains)
+    n_ideal = (ideal > 0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        at_relevant = np.where(result > 0, cum_dcg / cum_idcg, 0.0).sum(axis=1)
+        found = (result > 0).sum(axis=1)
+        last = np.maximum(rk.num_ret, n_ideal)
+        end = _column(cum_dcg, last) / _column(cum_idcg, last)
+        total = at_relevant + (n_ideal - found) * end
+    return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
+
+
+@family("RnDCG", params={"rel": REL, "gains": GAINS}, trec_name="Rndcg", aliases=("Rndcg",),
+        reference="trec_eval m_Rndcg.c")
+def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
+    """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
+    _, cum_dcg, ideal, cum_idcg = _cumulative_dcg(rk, gains)
+    n_ideal = (ideal > 0).sum(axis=1)
+    if ideal.shape[1] == 0:
+        return np.zeros(rk.n)
+    # boundaries b (1..M): the ideal gain at position b differs from position b-1
+    shifted = np.pad(ideal, ((0, 0), (0, 1)))
+    change = np.zeros_like(shifted, dtype=bool)
+    change[:, 1:] = shifted[:, 1:] != shifted[:, :-1]
+    b = np.arange(shifted.shape[1])[None, :]
+    change &= (b >= 1) & (b <= n_ideal[:, None])
+    full_cum_dcg = np.pad(cum_dcg, ((0, 0), (0, 1)), mode="edge")
+    full_cum_idcg = np.pad(cum_idcg, ((0, 0), (0, 1)), mode="edge")
+    upto = np.minimum(b, rk.num_ret[:, None])  # results DCG over the first min(b, retrieved)
+    rows = np.arange(rk.n)[:, None]
+    dcg_at = np.where(upto > 0, full_cum_dcg[rows, np.maximum(upto - 1, 0)], 0.0)
+    idcg_at = np.where(b > 0, full_cum_idcg[rows, np.maximum(b - 1, 0)], 0.0)
+    use = change & (idcg_at > 0)
+    total = np.where(use, _safe_div(dcg_at, idcg_at), 0.0).sum(axis=1)
+    count = use.sum(axis=1)
+    # trec_eval adds the end of a ranking longer than the ideal list by more than one document
+    extra = rk.num_ret > n_ideal + 1
+    idcg_end = _column(cum_idcg, n_ideal)
+    dcg_end = _column(cum_dcg, rk.num_ret)
+    total = total + np.where(extra & (idcg_end > 0), _safe_div(dcg_end, idcg_end), 0.0)
+    count = count + (extra & (idcg_end > 0))
+    return np.where(rk.num_rel(rel) > 0, _safe_div(total, count), 0.0)
+
+
+@family("G", params={"gains": GAINS}, uses_rel=False, trec_name="G", reference="trec_eval m_G.c")
+def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
+    """Normalised gain G (experimental, trec_eval): gain(doc) / log2(2 + ideal_cost(i) - gain so far)."""
+    result = _result_gains(rk, gains)
+    ideal = _ideal_gains(rk, gains)
+    length = result.shape[1]
+    ideal_here = np.pad(ideal, ((0, 0), (0, max(0, length - ideal.shape[1]))))[:, :length]
+    cost = np.cumsum(np.maximum(ideal_here, 1.0), axis=1)
+    gained = np.cumsum(result, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(result != 0, result / np.log2(2.0 + cost - gained), 0.0)
+    return _safe_div(terms.sum(axis=1), ideal.sum(axis=1))
+
+
+@family("binG", params={"rel": REL}, trec_name="binG", reference="trec_eval m_binG.c")
+def binary_g(rk: Ranking, rel: int) -> np.ndarray:
+    """Binary G (experimental, trec_eval): mean over relevant documents of 1/log2(2 + non-relevant
+    ranked above)."""
+    hits = rk.is_rel(rel)
+    nonrel_before = np.arange(rk.depth)[None, :] - (rk.cum_rel(rel) - 1)
+    terms = np.where(hits, 1.0 / np.log2(2.0 + nonrel_before), 0.0)
+    return _safe_div(terms.sum(axis=1), rk.num_rel(rel))
+
+
+@family("ERR", params={"cutoff": OPTIONAL_CUTOFF, "max_grade": Param(int, None, low=1)}, uses_rel=False,
+        reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009")
+def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int | None) -> np.ndarray:
+    """Expected reciprocal rank (cascade model): sum over ranks r of R_r/r * prod_{i<r}(1-R_i), with
+    R = (2^grade - 1) / 2^max_grade (max_grade: the highest level in the qrels unless given)."""
+    top = max_grade or max(rk.max_level, 1)
+    grades = np.where(rk.valid & (rk.rel > 0), rk.rel, 0)
+    if cutoff is not None:
+        grades = grades[:, :cutoff]
+    stop = (np.power(2.0, grades) - 1.0) / 2.0**top
+    reach = np.cumprod(1.0 - stop, axis=1)
+    reach = np.concatenate([np.ones((rk.n, 1)), reach[:, :-1]], axis=1)
+    return (stop * reach / np.arange(1, grades.shape[1] + 1)).sum(axis=1)
+
+
+# --------------------------------------------------------------------------- rank-biased precision
+
+
+RBP_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval default 0.9)")
+
+
+@family("RBP", params={"p": RBP_P, "gains": GAINS}, uses_rel=False, trec_name="rbp", aliases=("rbp",),
+        reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c")
+def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None) -> np.ndarray:
+    """(1-p) sum gain_i p^(i-1); per topic, gains outside [0,1] are min-max normalised."""
+    table = _gain_table(rk, gains)
+    levels_present = (rk.rel_levels > 0)
+    # per topic: the gains of levels 0..(highest level judged in the topic), plus given levels
+    n_levels = rk.rel_levels.shape[1]
+    top_level = np.where(levels_present.any(axis=1), n_levels - 1 - levels_present[:, ::-1].argmax(axis=1), -1)
+    in_list = np.arange(n_levels)[None, :] <= top_level[:, None]
+    for level in (gains or {}):
+        if 0 <= level < n_levels:
+            in_list[:, level] = True
+    level_gains = np.broadcast_to(table[3 : 3 + n_levels], in_list.shape)
+    low = np.minimum(0.0, np.where(in_list, level_gains, np.inf).min(axis=1))
+    high = np.maximum(0.0, np.where(in_list, level_gains, -np.inf).max(axis=1))
+    rescale = (low < 0) | (high > 1)
+    raw = table[rk.rel + 3]
+    listed = np.zeros_like(rk.valid)
+    judged = rk.rel >= 0
+    listed[judged] = np.take_along_axis(in_list, np.clip(rk.rel, 0, n_levels - 1), axis=1)[judged]
+    for level in (gains or {}):
+        if level in (NONPOOL, UNJUDGED):
+            listed |= rk.rel == level
+    span = np.where(high - low > 0, high - low, 1.0)[:, None]
+    value = np.where(rescale[:, None], (raw - low[:, None]) / span, raw)
+    g = np.where(rk.valid & listed, value, 0.0)
+    weights = np.power(p, np.arange(rk.depth, dtype=np.float64))
+    return (1.0 - p) * (g @ weights)
+
+
+@family("RBP_resid", params={"p": RBP_P}, uses_rel=False, trec_name="rbp_resid", aliases=("rbp_resid",),
+        higher_is_better=False, reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c")
+def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
+    """The largest possible rise of RBP if every retrieved unjudged document (and everything past
+    the ranking) were fully relevant: p^n + (1-p) sum over unjudged p^(i-1); 0 with none unjudged."""
+    unj = rk.valid & (rk.rel < 0)
+    weights = np.power(p, np.arange(rk.depth, dtype=np.float64))
+    tail = np.power(p, rk.num_ret.astype(np.float64))
+    return np.where(unj.any(axis=1), tail + (1.0 - p) * (unj @ weights), 0.0)
+
+

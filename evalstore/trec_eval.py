@@ -1,0 +1,173 @@
+"""``evalstore trec-eval``: a drop-in for trec_eval 10.0's command line and output.
+
+Output lines are ``%-22s\\t%s\\t%s`` (measure, topic or ``all``, value), values with 4 decimals,
+counts as integers, in trec_eval's measure order whatever the order of ``-m`` flags. One
+deliberate difference: without ``-c``, a qrels topic missing from the run is skipped with a
+warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+
+
+from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.metrics import compute, summarise
+from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.metrics._registry import TREC_FAMILIES, TREC_GROUPS, TREC_ORDER, Measure, make, unknown_measure
+
+SUMMARY_ONLY = {"runid", "num_q", "gm_map", "gm_bpref"}
+
+
+@dataclass(frozen=True)
+class TrecRequest:
+    root: str
+    raw: str | None  # parameter text after the first '.', as typed
+
+
+def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
+    """``-m`` values in trec_eval order; a later spec for a measure replaces an earlier one."""
+    chosen: dict[str, TrecRequest] = {}
+    for spec in specs:
+        root, dot, raw = spec.partition(".")
+        if root in TREC_GROUPS:
+            for name in TREC_GROUPS[root]:
+                chosen.setdefault(name, TrecRequest(name, None))
+            continue
+        if root not in TREC_FAMILIES:
+            raise _unknown_trec(root)
+        chosen[root] = TrecRequest(root, raw if dot else None)
+    return [chosen[name] for name in TREC_ORDER if name in chosen]
+
+
+def _unknown_trec(root: str) -> InvalidParameterError:
+    error = unknown_measure(root)
+    return InvalidParameterError(str(error).replace("evalstore measures", "evalstore measures --trec"))
+
+
+def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
+    """(printed name, measure) pairs; runid and num_q have no measure."""
+    root, raw = request.root, request.raw
+    trec = TREC_FAMILIES[root]
+    if trec.family in ("runid", "num_q"):
+        return [(root, None)]
+    try:
+        return _expand(root, raw, trec)
+    except (ValueError, IndexError):
+        raise InvalidParameterError(
+            f"Cannot read the parameters '{raw}' of trec_eval measure '{root}'; "
+            f"run 'evalstore measures' for its parameters."
+        ) from None
+
+
+def _expand(root: str, raw: str | None, trec: Any) -> list[tuple[str, Measure | None]]:
+    if trec.kind == "none":
+        return [(root, make(trec.family, **trec.fixed))]
+    if trec.kind == "long":
+        values = sorted({int(float(v)) for v in raw.split(",")}) if raw else list(trec.defaults)
+        for v in values:
+            if v <= 0:
+                raise InvalidParameterError(f"Cutoffs of {root} must be positive integers. Got {v}.")
+        return [(f"{root}_{v}", make(trec.family, **{trec.param: v})) for v in values]
+    if trec.kind == "double":
+        values = sorted({float(v) for v in raw.split(",")}) if raw else list(trec.defaults)
+        return [(f"{root}_{v:.2f}", make(trec.family, **{trec.param: v})) for v in values]
+    name = f"{root}_{raw}" if raw else root
+    if trec.kind == "pairs":
+        params: dict[str, Any] = {}
+        if raw:
+            gains: dict[int, float] = {}
+            for item in raw.split(","):
+                key, _, value = item.partition("=")
+                if key == "p":
+                    params["p"] = float(value)
+                elif _is_int(key):
+                    gains[int(key)] = float(value)
+            if gains and "gains" in trec.param:
+                params["gains"] = gains
+        return [(name, make(trec.family, **params))]
+    # raw: one value or a list of values, as typed
+    if root == "relstring":
+        return [(name, make(trec.family, cutoff=int(float(raw)) if raw else 10))]
+    if root == "set_F":
+        return [(name, make(trec.family, x=float(raw.split(",")[0]) if raw else 1.0))]
+    values = tuple(float(v) for v in raw.split(",")) if raw else trec.defaults[0]
+    return [(name, make(trec.family, **{trec.param: values}))]
+
+
+def _is_int(text: str) -> bool:
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isdigit()
+
+
+def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:
+    """All (printed name, measure) pairs of one ``-m`` value or group."""
+    return [pair for request in parse_trec_specs([spec]) for pair in expand(request)]
+
+
+def run_trec_eval(
+    qrels_path: str,
+    run_path: str,
+    *,
+    measures: list[str],
+    per_query: bool,
+    complete: bool,
+    no_summary: bool,
+    judged_only: bool,
+    relevance_level: int,
+    max_docs: int | None,
+    collection_size: int,
+    out: TextIO,
+    warn: Any,
+) -> None:
+    from evalstore.io.formats import read_qrels, read_run
+
+    requests = parse_trec_specs(measures or ["official"])
+    rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
+    qrels = read_qrels(qrels_path)
+    run = read_run(run_path, strict=False)
+    options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
+    rk = prepare(qrels.table, run.table, options, runid=run.tag)
+    for topic in rk.missing_topics if not complete else []:
+        warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
+    if rk.n == 0:
+        raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
+    measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
+    values = compute(rk, measures_needed, relevance_level=relevance_level, collection_size=collection_size)
+
+    lines: list[str] = []
+    if per_query:
+        for t, topic in enumerate(rk.topics):
+            for root, name, measure in rows:
+                if root in SUMMARY_ONLY or measure is None:
+                    continue
+                lines.append(_line(name, topic, _format(measure, values[measure][t])))
+    if not no_summary:
+        for root, name, measure in rows:
+            if root == "runid":
+                lines.append(_line(name, "all", rk.runid or "unknown"))
+            elif root == "num_q":
+                lines.append(_line(name, "all", str(rk.n)))
+            elif measure is not None and measure.spec.summary != "none":
+                lines.append(_line(name, "all", _format(measure, summarise(measure, values[measure]))))
+    out.write("".join(lines))
+
+
+def _line(name: str, topic: str, value: str) -> str:
+    return f"{name:<22s}\t{topic}\t{value}\n"
+
+
+def _format(measure: Measure, value: Any) -> str:
+    kind = measure.spec.value_type
+    if kind == "str":
+        return f"'{value}'"
+    if kind == "int":
+        return str(int(round(float(value))))
+    return f"{float(value):6.4f}"
+
+
+__all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]
+

@@ -1,0 +1,57 @@
+"""`evalstore trec-eval` reproduces trec_eval 10.0's own test suite byte for byte.
+
+Expected outputs and the commands that produce them: ../shared/data/trec_eval_test/PROVENANCE.md
+(usnistgov/trec_eval tag v10.0, Makefile target quicktest).
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from tests.conftest import shared_path
+
+CASES = {
+    "out.test": ["qrels.test", "results.test"],
+    "out.test.with-comments": ["qrels.test.with-comments", "results.test"],
+    "out.comment.test": ["qrels.comment.test", "results.comment.test"],
+    "out.test.a": ["-m", "all_trec", "qrels.test", "results.test"],
+    "out.test.aq": ["-m", "all_trec", "-q", "qrels.test", "results.test"],
+    "out.test.aqc": ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"],
+    "out.test.aqcM": ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
+    "out.test.aql": ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"],
+    "out.test.meas_params": [
+        "-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
+        "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
+        "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20", "qrels.test", "results.test",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_output_is_byte_identical(case: str) -> None:
+    expected_file = "out.test" if case == "out.test.with-comments" else case
+    expected = shared_path("trec_eval_test", expected_file).read_text()
+    *options, qrels, run = CASES[case]
+    args = [*options, str(shared_path("trec_eval_test", qrels)), str(shared_path("trec_eval_test", run))]
+    result = CliRunner().invoke(app, ["trec-eval", *args])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+
+
+def test_missing_topic_without_c_is_skipped_with_a_warning() -> None:
+    result = CliRunner().invoke(app, ["trec-eval", "-m", "map", str(shared_path("trec_eval_test", "qrels.test")),
+                                      str(shared_path("trec_eval_test", "results.trunc"))])
+    assert result.exit_code == 0
+    assert result.stderr == "warning: qrels topic 302 has no results in the run; skipped (pass -c to score it as 0)\n"
+    # the mean of topics 301 and 303 only (their APs, 0.0324 and 0.2723, are in out.test.aqc)
+    assert result.stdout == "map                   \tall\t0.1523\n"
+
+
+def test_unknown_measure_suggests_the_closest() -> None:
+    result = CliRunner().invoke(app, ["trec-eval", "-m", "ndcg_cutt.10", "a", "b"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: Unknown measure 'ndcg_cutt'. Did you mean 'ndcg_cut'? Run 'evalstore measures --trec' for the list.\n"
+    )
