@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-
-
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, prepare

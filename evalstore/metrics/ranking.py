@@ -419,27 +419,34 @@ def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: 
     ranking (top k for nDCG@k); the ideal DCG orders all judged documents of the topic by gain
     (positive gains only), truncated at the same k. Default gain is the relevance level (trec_eval);
     gain=exp uses 2^level - 1; discount=jk uses 1/log_b(rank) from rank b on."""
+    result, ideal = _gains_and_ideal(rk, gains, gain)
+    discounted = _dcg(result, discount, base, cutoff)
+    best = _dcg(ideal, discount, base, cutoff)
+    return _safe_div(discounted, best) * (best > 0)
+
+
+def _gains_and_ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> tuple[np.ndarray, np.ndarray]:
     transform = _exp_gain if gain == "exp" else None
-    table_gains = _result_gains(rk, gains)
+    result = _result_gains(rk, gains)
     if transform is not None:
-        table_gains = np.where(rk.valid, _exp_gain(table_gains), 0.0)
-    dcg = _dcg(table_gains, discount, base, cutoff)
-    idcg = _dcg(_ideal_gains(rk, gains, transform), discount, base, cutoff)
-    return _safe_div(dcg, idcg) * (idcg > 0)
+        result = np.where(rk.valid, _exp_gain(result), 0.0)
+    return result, _ideal_gains(rk, gains, transform)
 
 
-@family("DCG", params={"gains": GAINS}, uses_rel=False, trec_name="dcg", aliases=("dcg",),
+@family("DCG", params=NDCG_PARAMS, uses_rel=False, trec_name="dcg", aliases=("dcg",),
         reference="trec_eval m_ndcg.c")
-def dcg(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
-    """Discounted cumulative gain over the whole ranking (trec_eval gains)."""
-    return _dcg(_result_gains(rk, gains), "log2", 2.0, None)
+def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
+        base: float) -> np.ndarray:
+    """Discounted cumulative gain of the ranking (same gains and discounts as nDCG)."""
+    return _dcg(_gains_and_ideal(rk, gains, gain)[0], discount, base, cutoff)
 
 
-@family("IDCG", params={"gains": GAINS}, uses_rel=False, trec_name="ideal_dcg", aliases=("ideal_dcg",),
+@family("IDCG", params=NDCG_PARAMS, uses_rel=False, trec_name="ideal_dcg", aliases=("ideal_dcg",),
         reference="trec_eval m_ndcg.c")
-def ideal_dcg(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
-    """DCG of the ideal ranking of all judged documents."""
-    return _dcg(_ideal_gains(rk, gains), "log2", 2.0, None)
+def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
+              base: float) -> np.ndarray:
+    """DCG of the ideal ranking of all judged documents of the topic."""
+    return _dcg(_gains_and_ideal(rk, gains, gain)[1], discount, base, cutoff)
 
 
 def _cumulative_dcg(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

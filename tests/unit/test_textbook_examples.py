@@ -1,0 +1,72 @@
+"""The classic worked examples of the textbook definitions (values as printed in the issue)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalstore import metrics
+
+
+def ranked(grades: list[int], *, judged: list[int] | None = None, total_relevant: int | None = None):  # type: ignore[no-untyped-def]
+    """A one-topic run whose i-th document has grades[i]; qrels hold those grades, extra judged
+    grades, and enough unretrieved relevant documents to reach total_relevant."""
+    run = {"q": {f"d{i:03d}": float(100 - i) for i in range(len(grades))}}
+    qrels = {"q": {f"d{i:03d}": g for i, g in enumerate(grades)}}
+    for j, g in enumerate(judged or []):
+        qrels["q"][f"x{j:03d}"] = g
+    if total_relevant is not None:
+        missing = total_relevant - sum(1 for g in grades if g > 0)
+        for j in range(missing):
+            qrels["q"][f"u{j:03d}"] = 1
+    return qrels, run
+
+
+def value(qrels, run, measure: str) -> float:  # type: ignore[no-untyped-def]
+    return metrics.evaluate(qrels, run, [measure], per_query=False).aggregates[str(metrics.parse_measure(measure))]
+
+
+def at_ranks(relevant_ranks: list[int], depth: int) -> list[int]:
+    return [1 if r in relevant_ranks else 0 for r in range(1, depth + 1)]
+
+
+def test_ap_and_rprec_relevant_at_1_3_9_10_of_4() -> None:
+    qrels, run = ranked(at_ranks([1, 3, 9, 10], 10), total_relevant=4)
+    assert value(qrels, run, "AP") == pytest.approx(0.6)
+    assert value(qrels, run, "Rprec") == pytest.approx(0.5)
+
+
+def test_ap_and_rprec_relevant_at_2_5_6_7() -> None:
+    qrels, run = ranked(at_ranks([2, 5, 6, 7], 10), total_relevant=4)
+    assert round(value(qrels, run, "AP"), 2) == 0.49
+    assert value(qrels, run, "Rprec") == pytest.approx(0.25)
+
+
+def test_ap_relevant_at_1_3_6_9_10_of_5() -> None:
+    qrels, run = ranked(at_ranks([1, 3, 6, 9, 10], 10), total_relevant=5)
+    assert round(value(qrels, run, "AP"), 2) == 0.62
+
+
+def test_mrr_first_relevant_at_3_2_1() -> None:
+    run = {f"q{n}": {f"d{i}": float(10 - i) for i in range(5)} for n in range(3)}
+    qrels = {"q0": {"d2": 1}, "q1": {"d1": 1}, "q2": {"d0": 1}}
+    assert round(value(qrels, run, "RR"), 2) == 0.61
+
+
+def test_jarvelin_kekalainen_dcg_of_2_1_0_2_0() -> None:
+    qrels, run = ranked([2, 1, 0, 2, 0])
+    assert value(qrels, run, "DCG(discount=jk)@5") == pytest.approx(4.0)
+    assert round(value(qrels, run, "nDCG(discount=jk)@5"), 2) == 0.86
+
+
+def test_exponential_gain_ndcg_with_seven_judged() -> None:
+    qrels, run = ranked([5, 3, 2, 1, 2], judged=[4, 0])
+    assert round(value(qrels, run, "DCG(gain=exp)@5"), 2) == 38.51
+    assert round(value(qrels, run, "IDCG(gain=exp)@5"), 2) == 46.42
+    assert round(value(qrels, run, "nDCG(gain=exp)@5"), 4) == 0.8296
+
+
+def test_jk_ndcg_of_4_1_4_2_1_and_its_ascending_order() -> None:
+    qrels, run = ranked([4, 1, 4, 2, 1])
+    assert round(value(qrels, run, "nDCG(discount=jk)@5"), 4) == 0.8785
+    qrels, run = ranked([1, 1, 2, 4, 4])
+    assert round(value(qrels, run, "nDCG(discount=jk)@5"), 4) == 0.6853
