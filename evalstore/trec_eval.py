@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import pyarrow as pa
+
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, prepare
@@ -129,6 +131,8 @@ def run_trec_eval(
     run = read_run(run_path, strict=False)
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
     rk = prepare(qrels.table, run.table, options, runid=run.tag)
+    del run  # the ranking holds what the measures need; free the run's columns
+    pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
     for topic in rk.missing_topics if not complete else []:
         warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
     if rk.n == 0:

@@ -121,8 +121,7 @@ def _read(path: Path, kind: Kind, fmt: str | None, strict: bool) -> ParsedFile:
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
     if resolved == "trec":
-        data = _read_bytes(path)
-        return _parse_trec(str(path), data, kind, strict)
+        return _parse_trec_file(path, kind, strict)
     return _parse_table(path, resolved, kind)
 
 
@@ -150,13 +149,28 @@ def _parse_trec(path: str, data: bytes, kind: Kind, strict: bool) -> ParsedFile:
     if not data.strip():
         raise InputFormatError(path, None, _empty_message(kind))
     table = _fast_trec_table(data, kind)
-    if table is None or not _fast_checks_pass(table, kind):
-        # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-        error, table = _first_trec_error(path, data, kind, strict)
-        if error is not None:
-            raise error
-        assert table is not None
+    if table is not None and _fast_checks_pass(table, kind):
+        return _finish(table, kind, content_hash, path)
+    # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
+    error, table = _first_trec_error(path, data, kind, strict)
+    if error is not None:
+        raise error
+    assert table is not None
     return _finish(table, kind, content_hash, path)
+
+
+def _parse_trec_file(path: Path, kind: Kind, strict: bool) -> ParsedFile:
+    """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
+    data = _read_bytes(path)
+    content_hash = hashlib.sha256(data).hexdigest()
+    if not data.strip():
+        raise InputFormatError(str(path), None, _empty_message(kind))
+    table = _fast_trec_table(data, kind)
+    del data
+    if table is not None and _fast_checks_pass(table, kind):
+        return _finish(table, kind, content_hash, str(path))
+    del table
+    return _parse_trec(str(path), _read_bytes(path), kind, strict)
 
 
 def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:

@@ -122,14 +122,20 @@ def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOpt
     table = pa.table({
         "row": pa.array(np.where(keep, row_of[np.maximum(run_code, 0)], -1)),
         "topic": run["topic"], "doc": run["doc"], "score": run["score"],
-    }).filter(pa.array(keep))
+    })
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+    # Judgments are looked up on the unsorted rows; the sort order is then applied to small integer
+    # arrays only, never to the string columns (a 7M-row run would need another ~300 MB).
+    rel_unsorted = _lookup_relevance(table, qrels)
     order = pc.sort_indices(
         table, sort_keys=[("row", "ascending"), ("score", "descending"), ("doc", "descending")]
-    )
-    table = table.take(order)
-    rows = table["row"].to_numpy()
+    ).to_numpy()
+    rows = table["row"].to_numpy()[order]
+    del table
+    rel = rel_unsorted[order]
+    del rel_unsorted, order
 
-    rel = _lookup_relevance(table, qrels)
     if options.judged_only:
         judged = rel >= 0
         rows, rel = rows[judged], rel[judged]

@@ -449,15 +449,13 @@ def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, g
     return _dcg(_gains_and_ideal(rk, gains, gain)[1], discount, base, cutoff)
 
 
-def _cumulative_dcg(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Result gains, cumulative DCG of results and of the ideal, padded to a common length."""
+def _cumulative(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Result gains (n, depth), cumulative DCG of the results (n, depth) and of the ideal (n, M)."""
     result = _result_gains(rk, gains)
     ideal = _ideal_gains(rk, gains)
-    length = max(result.shape[1], ideal.shape[1])
-    result = np.pad(result, ((0, 0), (0, length - result.shape[1])))
-    ideal = np.pad(ideal, ((0, 0), (0, length - ideal.shape[1])))
-    disc = _discount(length, "log2", 2.0)
-    return result, np.cumsum(result * disc, axis=1), ideal, np.cumsum(ideal * disc, axis=1)
+    cum_dcg = np.cumsum(result * _discount(result.shape[1], "log2", 2.0), axis=1)
+    cum_idcg = np.cumsum(ideal * _discount(ideal.shape[1], "log2", 2.0), axis=1)
+    return result, cum_dcg, cum_idcg
 
 
 @family("nDCG_rel", params={"gains": GAINS}, uses_rel=False, trec_name="ndcg_rel", aliases=("ndcg_rel",),
@@ -465,14 +463,18 @@ def _cumulative_dcg(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.nda
 def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
     positive gain, and at the end of the ranking for each relevant document not retrieved."""
-    result, cum_dcg, ideal, cum_idcg = _cumulative_dcg(rk, gains)
-    n_ideal = (ideal > 0).sum(axis=1)
+    result, cum_dcg, cum_idcg = _cumulative(rk, gains)
+    n_ideal = (_ideal_gains(rk, gains) > 0).sum(axis=1)
+    positive = result > 0
+    # the ideal DCG at position i stops growing once the ideal list (n_ideal documents) ends
+    ideal_at = np.take_along_axis(
+        np.pad(cum_idcg, ((0, 0), (0, 1))),
+        np.minimum(np.arange(rk.depth)[None, :], np.maximum(n_ideal - 1, 0)[:, None]), axis=1,
+    ) if rk.depth else np.zeros((rk.n, 0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        at_relevant = np.where(result > 0, cum_dcg / cum_idcg, 0.0).sum(axis=1)
-        found = (result > 0).sum(axis=1)
-        last = np.maximum(rk.num_ret, n_ideal)
-        end = _column(cum_dcg, last) / _column(cum_idcg, last)
-        total = at_relevant + (n_ideal - found) * end
+        at_relevant = np.where(positive, cum_dcg / ideal_at, 0.0).sum(axis=1)
+        end = _column(cum_dcg, rk.num_ret) / _column(cum_idcg, n_ideal)
+        total = at_relevant + (n_ideal - positive.sum(axis=1)) * end
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
@@ -480,32 +482,40 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
         reference="trec_eval m_Rndcg.c")
 def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
-    _, cum_dcg, ideal, cum_idcg = _cumulative_dcg(rk, gains)
+    _, cum_dcg, cum_idcg = _cumulative(rk, gains)
+    ideal = _ideal_gains(rk, gains)
     n_ideal = (ideal > 0).sum(axis=1)
     if ideal.shape[1] == 0:
         return np.zeros(rk.n)
-    # boundaries b (1..M): the ideal gain at position b differs from position b-1
-    shifted = np.pad(ideal, ((0, 0), (0, 1)))
-    change = np.zeros_like(shifted, dtype=bool)
-    change[:, 1:] = shifted[:, 1:] != shifted[:, :-1]
-    b = np.arange(shifted.shape[1])[None, :]
+    # boundaries b in 1..n_ideal where the ideal gain at position b differs from position b-1
+    # (position n_ideal is past the list: gain 0). Only the ideal's width is materialised.
+    padded = np.pad(ideal, ((0, 0), (1, 1)))[:, 1:]  # padded[:, b] = ideal gain at position b
+    b = np.arange(padded.shape[1])[None, :]
+    change = np.zeros(padded.shape, dtype=bool)
+    change[:, 1:] = padded[:, 1:] != padded[:, :-1]
     change &= (b >= 1) & (b <= n_ideal[:, None])
-    full_cum_dcg = np.pad(cum_dcg, ((0, 0), (0, 1)), mode="edge")
-    full_cum_idcg = np.pad(cum_idcg, ((0, 0), (0, 1)), mode="edge")
-    upto = np.minimum(b, rk.num_ret[:, None])  # results DCG over the first min(b, retrieved)
-    rows = np.arange(rk.n)[:, None]
-    dcg_at = np.where(upto > 0, full_cum_dcg[rows, np.maximum(upto - 1, 0)], 0.0)
-    idcg_at = np.where(b > 0, full_cum_idcg[rows, np.maximum(b - 1, 0)], 0.0)
+    dcg_at = _gather(cum_dcg, np.minimum(b, rk.num_ret[:, None]))  # DCG of the first min(b, retrieved)
+    idcg_at = _gather(cum_idcg, b)
     use = change & (idcg_at > 0)
     total = np.where(use, _safe_div(dcg_at, idcg_at), 0.0).sum(axis=1)
     count = use.sum(axis=1)
     # trec_eval adds the end of a ranking longer than the ideal list by more than one document
     extra = rk.num_ret > n_ideal + 1
     idcg_end = _column(cum_idcg, n_ideal)
-    dcg_end = _column(cum_dcg, rk.num_ret)
-    total = total + np.where(extra & (idcg_end > 0), _safe_div(dcg_end, idcg_end), 0.0)
-    count = count + (extra & (idcg_end > 0))
+    extra &= idcg_end > 0
+    total = total + np.where(extra, _safe_div(_column(cum_dcg, rk.num_ret), idcg_end), 0.0)
+    count = count + extra
     return np.where(rk.num_rel(rel) > 0, _safe_div(total, count), 0.0)
+
+
+def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """cumulative[row, k-1] for a (n, w) matrix of k (0 where k <= 0; past the end, the last value)."""
+    n, width = cumulative.shape
+    if width == 0:
+        return np.zeros(k.shape)
+    k = np.broadcast_to(k, (n, k.shape[1]))
+    values = np.take_along_axis(cumulative, np.clip(k, 1, width) - 1, axis=1)
+    return np.where(k > 0, values, 0.0)
 
 
 @family("G", params={"gains": GAINS}, uses_rel=False, trec_name="G", reference="trec_eval m_G.c")
