@@ -12,14 +12,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, prepare
 from evalstore.metrics._registry import TREC_FAMILIES, TREC_GROUPS, TREC_ORDER, Measure, make, unknown_measure
 
-SUMMARY_ONLY = {"runid", "num_q", "gm_map", "gm_bpref"}
+SUMMARY_ONLY = {  # printed on the 'all' line only
+   "runid", "num_q", "gm_map", "gm_bpref"}
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,63 @@ def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:
     return [pair for request in parse_trec_specs([spec]) for pair in expand(request)]
 
 
+# -R qrels_jg: a measure computed against each judgment group's qrels, averaged over the groups.
+JG_FAMILIES = {"map_avgjg": ("AP", "none", ()), "P_avgjg": ("P", "long", (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
+               "Rprec_mult_avgjg": ("RprecMult", "double", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0))}
+JG_ORDER = ["runid", "num_q", *JG_FAMILIES]
+
+
+def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
+    chosen: dict[str, str | None] = {}
+    for spec in specs or ["qrels_jg"]:
+        root, dot, raw = spec.partition(".")
+        if root == "qrels_jg":
+            for name in JG_ORDER:
+                chosen.setdefault(name, None)
+            continue
+        if root not in JG_ORDER:
+            raise InvalidParameterError(
+                f"Measure '{root}' is not available with -R qrels_jg; use map_avgjg, P_avgjg or Rprec_mult_avgjg."
+            )
+        chosen[root] = raw if dot else None
+    rows: list[tuple[str, str, Measure | None]] = []
+    for root in JG_ORDER:
+        if root not in chosen:
+            continue
+        if root in ("runid", "num_q"):
+            rows.append((root, root, None))
+            continue
+        family_name, kind, defaults = JG_FAMILIES[root]
+        raw = chosen[root]
+        if kind == "none":
+            rows.append((root, root, make(family_name)))
+        elif kind == "long":
+            for v in sorted({int(float(x)) for x in raw.split(",")}) if raw else defaults:
+                rows.append((root, f"{root}_{v}", make(family_name, cutoff=v)))
+        else:
+            for v in sorted({float(x) for x in raw.split(",")}) if raw else defaults:
+                rows.append((root, f"{root}_{v:.2f}", make(family_name, x=v)))
+    return rows
+
+
+def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options: PrepareOptions,
+               relevance_level: int) -> tuple[list[str], dict[Measure, np.ndarray]]:
+    """Per topic, each measure averaged over the judgment groups that judged the topic."""
+    sums: dict[str, dict[Measure, float]] = {}
+    counts: dict[str, int] = {}
+    for group in sorted(set(qrels["iteration"].to_pylist())):
+        part = qrels.filter(pc.equal(qrels["iteration"], group))
+        rk = prepare(part, run, options)
+        values = compute(rk, measures, relevance_level=relevance_level)
+        for t, topic in enumerate(rk.topics):
+            counts[topic] = counts.get(topic, 0) + 1
+            bucket = sums.setdefault(topic, dict.fromkeys(measures, 0.0))
+            for measure in measures:
+                bucket[measure] += float(values[measure][t])
+    topics = sorted(sums)
+    return topics, {m: np.array([sums[t][m] / counts[t] for t in topics]) for m in measures}
+
+
 def run_trec_eval(
     qrels_path: str,
     run_path: str,
@@ -120,29 +180,40 @@ def run_trec_eval(
     relevance_level: int,
     max_docs: int | None,
     collection_size: int,
+    judgment_groups: bool = False,
     out: TextIO,
     warn: Any,
 ) -> None:
     from evalstore.io.formats import read_qrels, read_run
 
-    requests = parse_trec_specs(measures or ["official"])
-    rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-    qrels = read_qrels(qrels_path)
-    run = read_run(run_path, strict=False)
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
-    rk = prepare(qrels.table, run.table, options, runid=run.tag)
-    del run  # the ranking holds what the measures need; free the run's columns
-    pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
-    for topic in rk.missing_topics if not complete else []:
-        warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
-    if rk.n == 0:
+    if judgment_groups:
+        rows = _expand_jg(measures)
+        qrels = read_qrels(qrels_path, judgment_groups=True)
+        run = read_run(run_path, strict=False, content_hash=False)
+        measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
+        topics, values = _jg_values(qrels.table, run.table, measures_needed, options, relevance_level)
+        runid = run.tag
+    else:
+        requests = parse_trec_specs(measures or ["official"])
+        rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
+        qrels = read_qrels(qrels_path)
+        run = read_run(run_path, strict=False, content_hash=False)
+        runid = run.tag
+        rk = prepare(qrels.table, run.table, options, runid=run.tag)
+        del run  # the ranking holds what the measures need; free the run's columns
+        pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
+        for topic in rk.missing_topics if not complete else []:
+            warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
+        measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
+        values = compute(rk, measures_needed, relevance_level=relevance_level, collection_size=collection_size)
+        topics = rk.topics
+    if not topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
-    measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
-    values = compute(rk, measures_needed, relevance_level=relevance_level, collection_size=collection_size)
 
     lines: list[str] = []
     if per_query:
-        for t, topic in enumerate(rk.topics):
+        for t, topic in enumerate(topics):
             for root, name, measure in rows:
                 if root in SUMMARY_ONLY or measure is None:
                     continue
@@ -150,9 +221,9 @@ def run_trec_eval(
     if not no_summary:
         for root, name, measure in rows:
             if root == "runid":
-                lines.append(_line(name, "all", rk.runid or "unknown"))
+                lines.append(_line(name, "all", runid or "unknown"))
             elif root == "num_q":
-                lines.append(_line(name, "all", str(rk.n)))
+                lines.append(_line(name, "all", str(len(topics))))
             elif measure is not None and measure.spec.summary != "none":
                 lines.append(_line(name, "all", _format(measure, summarise(measure, values[measure]))))
     out.write("".join(lines))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer
-from sqlalchemy import Engine
 
-from evalstore.db.engine import make_engine, verify_schema
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 @dataclass
@@ -16,6 +17,8 @@ class CliState:
     _engine: Engine | None = field(default=None, repr=False)
 
     def engine(self, *, check_schema: bool = True) -> Engine:
+        from evalstore.db.engine import make_engine, verify_schema
+
         if self._engine is None:
             self._engine = make_engine(self.database_url)
         if check_schema:

@@ -6,7 +6,6 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import info
-from evalstore.db import engine as db_engine
 
 app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 
@@ -14,6 +13,8 @@ app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_ar
 @app.command()
 def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Target revision.")) -> None:
     """Create the schema or upgrade it to the latest revision (Alembic)."""
+    from evalstore.db import engine as db_engine
+
     engine = state(ctx).engine(check_schema=False)
     db_engine.upgrade(engine, revision)
     info(f"database {engine.url.render_as_string(hide_password=True)} is at revision "
@@ -23,6 +24,8 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
 @app.command()
 def downgrade(ctx: typer.Context, revision: str = typer.Argument(..., help="Target revision, e.g. base.")) -> None:
     """Downgrade the schema to an older revision (data in dropped tables is lost)."""
+    from evalstore.db import engine as db_engine
+
     engine = state(ctx).engine(check_schema=False)
     db_engine.downgrade(engine, revision)
     info(f"database is at revision {db_engine.current_revision(engine) or 'base'}")
@@ -31,6 +34,8 @@ def downgrade(ctx: typer.Context, revision: str = typer.Argument(..., help="Targ
 @app.command()
 def current(ctx: typer.Context) -> None:
     """Print the schema revision of the database and the one this evalstore needs."""
+    from evalstore.db import engine as db_engine
+
     engine = state(ctx).engine(check_schema=False)
     typer.echo(f"current: {db_engine.current_revision(engine) or 'none'}")
     typer.echo(f"head: {db_engine.head_revision()}")

@@ -22,17 +22,18 @@ def trec_eval(
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=0),
     measure: list[str] = typer.Option([], "-m", help="Measure or group, trec_eval style: P.5,10 ndcg_cut.10 all_trec."),
     collection_size: int = typer.Option(0, "-N", help="Number of documents in the collection (for utility)."),
-    rel_format: str = typer.Option("qrels", "-R", help="Qrels format; only 'qrels' is supported."),
+    rel_format: str = typer.Option("qrels", "-R", help="Qrels format: qrels, or qrels_jg (judgment groups)."),
 ) -> None:
     """Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output."""
     from evalstore.trec_eval import run_trec_eval
 
-    if rel_format != "qrels":
-        raise InvalidParameterError(f"-R {rel_format} is not supported yet; only -R qrels is.")
+    if rel_format not in ("qrels", "qrels_jg"):
+        raise InvalidParameterError(f"-R {rel_format} is not supported; use -R qrels or -R qrels_jg.")
     run_trec_eval(
         str(qrels), str(run), measures=measure, per_query=per_query, complete=complete,
         no_summary=no_summary, judged_only=judged_only, relevance_level=relevance_level,
-        max_docs=max_docs, collection_size=collection_size, out=sys.stdout, warn=warn,
+        max_docs=max_docs, collection_size=collection_size, judgment_groups=rel_format == "qrels_jg",
+        out=sys.stdout, warn=warn,
     )
 
 

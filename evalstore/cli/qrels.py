@@ -11,8 +11,21 @@ from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render, warn
 from evalstore.cli._progress import row_progress
 from evalstore.cli.runs import InputFormat
-from evalstore.io.writers import write_qrels
-from evalstore.services import store
+
+
+def _writer():  # type: ignore[no-untyped-def]
+    from evalstore.io.writers import write_qrels
+
+    return write_qrels
+
+
+def _store():  # type: ignore[no-untyped-def]
+    """The service module, imported on first use: it pulls in SQLAlchemy, which commands that do
+    not touch the database (trec-eval, measures) should not pay for at start-up."""
+    from evalstore.services import store
+
+    return store
+
 
 app = typer.Typer(help="Import and manage relevance judgments (qrels).", no_args_is_help=True)
 
@@ -31,7 +44,7 @@ def import_(
     """Validate a qrels file and store it (all or nothing)."""
     engine = state(ctx).engine()
     with row_progress(f"storing {path.name}") as progress:
-        result = store.import_qrels(
+        result = _store().import_qrels(
             engine, path, name=name, description=description, replace=replace,
             fmt=fmt.value if fmt else None, progress=progress,
         )
@@ -47,14 +60,14 @@ def import_(
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the imported qrels."""
-    rows = [s.as_dict() for s in store.list_qrels(state(ctx).engine())]
+    rows = [s.as_dict() for s in _store().list_qrels(state(ctx).engine())]
     render(rows, LIST_COLUMNS, fmt, title="qrels")
 
 
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one qrels set."""
-    row = store.show_qrels(state(ctx).engine(), name).as_dict()
+    row = _store().show_qrels(state(ctx).engine(), name).as_dict()
     if fmt is OutputFormat.table:
         render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
     else:
@@ -64,7 +77,7 @@ def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputF
 @app.command()
 def delete(ctx: typer.Context, name: str) -> None:
     """Delete a qrels set and every evaluation against it."""
-    summary = store.delete_qrels(state(ctx).engine(), name)
+    summary = _store().delete_qrels(state(ctx).engine(), name)
     info(f"deleted qrels '{summary.name}' ({summary.rows} judgments)")
 
 
@@ -76,10 +89,10 @@ def export(
     fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
 ) -> None:
     """Write qrels back out in their original order (TREC by default)."""
-    _, table = store.qrels_rows(state(ctx).engine(), name)
+    _, table = _store().qrels_rows(state(ctx).engine(), name)
     if output is None:
-        write_qrels(table, sys.stdout.buffer, fmt.value)
+        _writer()(table, sys.stdout.buffer, fmt.value)
         sys.stdout.flush()
     else:
         with output.open("wb") as handle:
-            write_qrels(table, handle, fmt.value)
+            _writer()(table, handle, fmt.value)

@@ -11,8 +11,21 @@ import typer
 from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render, warn
 from evalstore.cli._progress import row_progress
-from evalstore.io.writers import write_run
-from evalstore.services import store
+
+
+def _writer():  # type: ignore[no-untyped-def]
+    from evalstore.io.writers import write_run
+
+    return write_run
+
+
+def _store():  # type: ignore[no-untyped-def]
+    """The service module, imported on first use: it pulls in SQLAlchemy, which commands that do
+    not touch the database (trec-eval, measures) should not pay for at start-up."""
+    from evalstore.services import store
+
+    return store
+
 
 app = typer.Typer(help="Register and manage system runs.", no_args_is_help=True)
 
@@ -51,7 +64,7 @@ def register(
     metadata = parse_meta(meta)
     engine = state(ctx).engine()
     with row_progress(f"storing {path.name}") as progress:
-        result = store.register_run(
+        result = _store().register_run(
             engine, path, name=name, system=system, metadata=metadata, description=description,
             replace=replace, fmt=fmt.value if fmt else None, progress=progress,
         )
@@ -67,14 +80,14 @@ def register(
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the registered runs."""
-    rows = [s.as_dict() for s in store.list_runs(state(ctx).engine())]
+    rows = [s.as_dict() for s in _store().list_runs(state(ctx).engine())]
     render(rows, LIST_COLUMNS, fmt, title="runs")
 
 
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one run."""
-    summary = store.show_run(state(ctx).engine(), name)
+    summary = _store().show_run(state(ctx).engine(), name)
     row = summary.as_dict()
     if fmt is OutputFormat.table:
         render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
@@ -85,7 +98,7 @@ def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputF
 @app.command()
 def delete(ctx: typer.Context, name: str) -> None:
     """Delete a run and everything computed from it."""
-    summary = store.delete_run(state(ctx).engine(), name)
+    summary = _store().delete_run(state(ctx).engine(), name)
     info(f"deleted run '{summary.name}' ({summary.rows} rows)")
 
 
@@ -97,11 +110,11 @@ def export(
     fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
 ) -> None:
     """Write a run back out, rows in their original order (TREC by default)."""
-    summary, table = store.run_rows(state(ctx).engine(), name)
+    summary, table = _store().run_rows(state(ctx).engine(), name)
     tag = summary.details.get("tag") or summary.name
     if output is None:
-        write_run(table, sys.stdout.buffer, fmt.value, tag=tag)
+        _writer()(table, sys.stdout.buffer, fmt.value, tag=tag)
         sys.stdout.flush()
     else:
         with output.open("wb") as handle:
-            write_run(table, handle, fmt.value, tag=tag)
+            _writer()(table, handle, fmt.value, tag=tag)

@@ -106,22 +106,50 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
     return "trec"
 
 
-def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True) -> ParsedFile:
-    """Read and validate a run file. ``strict=False`` accepts trec_eval's leniencies."""
-    return _read(Path(path), "run", fmt, strict)
+def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True,
+             content_hash: bool = True) -> ParsedFile:
+    """Read and validate a run file. ``strict=False`` accepts trec_eval's leniencies;
+    ``content_hash=False`` skips hashing the bytes (for one-off evaluation, nothing stored)."""
+    return _read(Path(path), "run", fmt, strict, content_hash)
 
 
-def read_qrels(path: str | Path, *, fmt: str | None = None) -> ParsedFile:
-    """Read and validate a qrels file (conflicting duplicate judgments are refused)."""
+def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False) -> ParsedFile:
+    """Read and validate a qrels file (conflicting duplicate judgments are refused).
+
+    With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
+    the same document may then be judged once per group.
+    """
+    if judgment_groups:
+        return _read_qrels_jg(Path(path))
     return _read(Path(path), "qrels", fmt, True)
 
 
-def _read(path: Path, kind: Kind, fmt: str | None, strict: bool) -> ParsedFile:
+def _read_qrels_jg(path: Path) -> ParsedFile:
+    """Each judgment group is validated as a qrels file of its own; the groups are then stacked."""
+    if not path.is_file():
+        raise InputFormatError(str(path), None, "no such file; check the path")
+    data = _read_bytes(path)
+    whole = _fast_trec_table(data, "qrels")
+    if whole is None:
+        error, whole = _first_trec_error(str(path), data, "qrels", True, keyed_by_group=True)
+        if error is not None:
+            raise error
+    assert whole is not None
+    for group in _distinct_values(whole["iteration"]):
+        part = whole.filter(pc.equal(whole["iteration"], group))
+        if _has_duplicate_pairs(part, "qrels"):
+            error, _ = _first_trec_error(str(path), data, "qrels", True, keyed_by_group=True)
+            if error is not None:
+                raise error
+    return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), hashlib.sha256(data).hexdigest(), None)
+
+
+def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True) -> ParsedFile:
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
     if resolved == "trec":
-        return _parse_trec_file(path, kind, strict)
+        return _parse_trec_file(path, kind, strict, content_hash)
     return _parse_table(path, resolved, kind)
 
 
@@ -159,10 +187,10 @@ def _parse_trec(path: str, data: bytes, kind: Kind, strict: bool) -> ParsedFile:
     return _finish(table, kind, content_hash, path)
 
 
-def _parse_trec_file(path: Path, kind: Kind, strict: bool) -> ParsedFile:
+def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
-    content_hash = hashlib.sha256(data).hexdigest()
+    content_hash = hashlib.sha256(data).hexdigest() if hash_content else ""
     if not data.strip():
         raise InputFormatError(str(path), None, _empty_message(kind))
     table = _fast_trec_table(data, kind)
@@ -251,7 +279,7 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind) -> bool:
 
 
 def _first_trec_error(
-    path: str, data: bytes, kind: Kind, strict: bool
+    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False
 ) -> tuple[InputFormatError | None, pa.Table | None]:
     """Read line by line; return the first error with its line, or the table if there is none.
 
@@ -259,7 +287,7 @@ def _first_trec_error(
     """
     ncols = 6 if kind == "run" else 4
     layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
-    seen: dict[tuple[str, str], tuple[int, int]] = {}
+    seen: dict[tuple[str, str], tuple[int, int]] = {}  # (topic, doc) -> (line, relevance)
     columns: dict[str, list[object]] = {name: [] for name in _TREC_NAMES[kind]}
     for number, raw in enumerate(data.split(b"\n"), start=1):
         try:
@@ -310,7 +338,7 @@ def _first_trec_error(
                 return InputFormatError(
                     path, number, f"relevance '{rel_text}' is not an integer"
                 ), None
-            key = (topic, doc)
+            key = (topic, doc) if not keyed_by_group else (topic, f"{fields[1]}\0{doc}")
             if key in seen and seen[key][1] != relevance:
                 first_line, first_rel = seen[key]
                 return InputFormatError(

@@ -5,13 +5,14 @@ Entry points: :func:`parse_measure`, :func:`list_measures`, :func:`compute`, :fu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
@@ -26,6 +27,9 @@ from evalstore.metrics._registry import (
     parse,
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "EvaluationResult", "Measure", "PrepareOptions", "Ranking", "compute", "evaluate", "list_measures",
@@ -62,15 +66,32 @@ def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
 
 
 def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 1,
-            collection_size: int = 0) -> dict[Measure, np.ndarray]:
-    """Per-topic values of each measure, as arrays aligned with ``rk.topics``."""
-    values: dict[Measure, np.ndarray] = {}
-    for measure in measures:
+            collection_size: int = 0, threads: int | None = None) -> dict[Measure, np.ndarray]:
+    """Per-topic values of each measure, as arrays aligned with ``rk.topics``.
+
+    Families run on ``threads`` threads (default: the CPU count, at most 4): numpy releases the GIL
+    inside its loops, so independent kernels overlap. The matrices every kernel shares are built
+    first, so threads do not race to build them twice.
+    """
+    def one(measure: Measure) -> np.ndarray:
         kwargs = measure.kwargs(relevance_level)
         if measure.family == "Utility":
             kwargs["collection_size"] = kwargs.get("collection_size") or collection_size
-        values[measure] = measure.spec.kernel(rk, **kwargs)
-    return values
+        return measure.spec.kernel(rk, **kwargs)
+
+    workers = threads if threads is not None else min(os.cpu_count() or 1, 4)
+    if workers <= 1 or len(measures) < 4:
+        return {measure: one(measure) for measure in measures}
+    for level in {m.kwargs(relevance_level).get("rel") for m in measures} - {None}:
+        rk.cum_rel(level)  # shared by most kernels: build once, before the threads start
+    # the heaviest families first, so the two threads finish together
+    order = sorted(measures, key=lambda m: m.family not in _HEAVY)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = dict(zip(order, pool.map(one, order), strict=True))
+    return {measure: results[measure] for measure in measures}
+
+
+_HEAVY = {"infAP", "G", "Bpref", "nDCG", "IPrec", "RnDCG", "nDCG_rel", "binG", "RBP"}
 
 
 def summarise(measure: Measure, per_topic: np.ndarray) -> float | None:
@@ -122,6 +143,8 @@ def evaluate(
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
         )
+    import pandas as pd
+
     qrels_table = _as_table(qrels, "qrels")
     run_table = _as_table(run, "run")
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
@@ -151,6 +174,8 @@ def evaluate(
 
 
 def _as_table(source: Any, kind: str) -> pa.Table:
+    import pandas as pd
+
     from evalstore.io.formats import read_qrels, read_run
 
     if isinstance(source, (str, Path)):

@@ -82,7 +82,7 @@ class Param:
         high = "inf" if self.high is None else _fmt(self.high)
         if self.low is None and self.high is None:
             return what
-        return f"{what} in the range [{low}, {high}]"
+        return f"{what} in the range [{low}, {high}" + (")" if self.high is None else "]")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ class Family:
     aliases: tuple[str, ...] = ()
     trec_name: str | None = None
     higher_is_better: bool = True
+    at: str = "cutoff"  # the parameter written after '@' (IPrec@0.1 sets recall)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Measure:
 
     def __str__(self) -> str:
         params = dict(self.params)
-        cutoff = params.pop("cutoff", None)
+        cutoff = params.pop(self.spec.at, None)
         inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(params.items()))
         text = self.family + (f"({inner})" if inner else "")
         return text + (f"@{_fmt(cutoff)}" if cutoff is not None else "")
@@ -210,7 +211,9 @@ def parse(text: str) -> Measure:
         params.update(_parse_params(text, match["params"]))
     if match["cutoff"] is not None:
         cutoff = float(match["cutoff"])
-        params["cutoff"] = int(cutoff) if cutoff.is_integer() else cutoff
+        canonical = _ALIASES.get(match["name"].lower())
+        at = REGISTRY[canonical].at if canonical else "cutoff"
+        params[at] = int(cutoff) if cutoff.is_integer() and at == "cutoff" else cutoff
     return make(match["name"], **params)
 
 

@@ -109,7 +109,7 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
 
 
 @family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)}, trec_name="Rprec_mult",
-        aliases=("Rprec_mult",), reference="trec_eval m_Rprec_mult.c")
+        aliases=("Rprec_mult",), reference="trec_eval m_Rprec_mult.c", at="x")
 def r_precision_multiple(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """Precision at x times R documents (trec_eval rounds x*R+0.9 down)."""
     k = np.floor(x * rk.num_rel(rel) + 0.9).astype(np.int64)
@@ -139,10 +139,12 @@ def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
 def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
     for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
-    contributions = _precision_at_relevant(rk, rel)
-    if cutoff is not None:
-        contributions = contributions[:, :cutoff]
-    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+    if cutoff is None:
+        total = rk.cached(("ap_sum", rel), lambda: _precision_at_relevant(rk, rel).sum(axis=1))
+    else:
+        running = rk.cached(("ap_cum", rel), lambda: np.cumsum(_precision_at_relevant(rk, rel), axis=1))
+        total = _column(running, cutoff)
+    return _safe_div(total, rk.num_rel(rel))
 
 
 @family("GMAP", params={"rel": REL}, summary="gmean", trec_name="gm_map", aliases=("gm_map",),
@@ -185,7 +187,8 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
 
 
 @family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
-        trec_name="iprec_at_recall", aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c")
+        trec_name="iprec_at_recall", aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c",
+        at="recall")
 def interpolated_precision(rk: Ranking, rel: int, recall: float) -> np.ndarray:
     """Interpolated precision at a recall level: max precision at any rank with recall >= the
     level (the standard recall-precision graph)."""
@@ -202,7 +205,7 @@ def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, 
 
 
 @family("PAtR", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
-        aliases=("PrecAtRecall",), reference="Manning et al., Introduction to IR, 8.4")
+        aliases=("PrecAtRecall",), reference="Manning et al., Introduction to IR, 8.4", at="recall")
 def precision_at_recall(rk: Ranking, rel: int, recall: float) -> np.ndarray:
     """Non-interpolated precision at the rank where recall first reaches the level (0 if never)."""
     cum = rk.cum_rel(rel)
@@ -229,6 +232,10 @@ def bpref(rk: Ranking, rel: int) -> np.ndarray:
     """Binary preference (Buckley & Voorhees, SIGIR 2004): per judged relevant document, 1 minus the
     judged non-relevant ranked above it (capped at R) over min(N, R), N = judged non-relevant in
     the qrels; unjudged documents are skipped."""
+    return rk.cached(("bpref", rel), lambda: _bpref(rk, rel))
+
+
+def _bpref(rk: Ranking, rel: int) -> np.ndarray:
     relevant, nonrel, _ = _judged_counts(rk, rel)
     before = np.cumsum(nonrel, axis=1) - nonrel
     r = rk.num_rel(rel)[:, None]
@@ -393,12 +400,6 @@ def _discount(length: int, discount: str, base: float) -> np.ndarray:
     return 1.0 / np.log2(ranks + 1.0)
 
 
-def _dcg(gains: np.ndarray, discount: str, base: float, cutoff: int | None) -> np.ndarray:
-    if cutoff is not None:
-        gains = gains[:, :cutoff]
-    return gains @ _discount(gains.shape[1], discount, base)
-
-
 NDCG_PARAMS = {
     "cutoff": OPTIONAL_CUTOFF, "gains": GAINS,
     "gain": Param(str, "linear", choices=("linear", "exp"), doc="linear: the level; exp: 2^level - 1 (Burges)"),
@@ -419,18 +420,42 @@ def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: 
     ranking (top k for nDCG@k); the ideal DCG orders all judged documents of the topic by gain
     (positive gains only), truncated at the same k. Default gain is the relevance level (trec_eval);
     gain=exp uses 2^level - 1; discount=jk uses 1/log_b(rank) from rank b on."""
-    result, ideal = _gains_and_ideal(rk, gains, gain)
-    discounted = _dcg(result, discount, base, cutoff)
-    best = _dcg(ideal, discount, base, cutoff)
+    discounted, best = _dcg_pair(rk, cutoff, gains, gain, discount, base)
     return _safe_div(discounted, best) * (best > 0)
 
 
 def _gains_and_ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> tuple[np.ndarray, np.ndarray]:
-    transform = _exp_gain if gain == "exp" else None
-    result = _result_gains(rk, gains)
-    if transform is not None:
-        result = np.where(rk.valid, _exp_gain(result), 0.0)
-    return result, _ideal_gains(rk, gains, transform)
+    key = ("gains", tuple(sorted((gains or {}).items())), gain)
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        transform = _exp_gain if gain == "exp" else None
+        result = _result_gains(rk, gains)
+        if transform is not None:
+            result = np.where(rk.valid, _exp_gain(result), 0.0)
+        return result, _ideal_gains(rk, gains, transform)
+
+    return rk.cached(key, build)
+
+
+def _cumulative_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
+                     base: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative DCG of the results (n, depth) and of the ideal (n, M): DCG@k is column k-1."""
+    key = ("cum_dcg", tuple(sorted((gains or {}).items())), gain, discount, base)
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        result, ideal = _gains_and_ideal(rk, gains, gain)
+        return (np.cumsum(result * _discount(result.shape[1], discount, base), axis=1),
+                np.cumsum(ideal * _discount(ideal.shape[1], discount, base), axis=1))
+
+    return rk.cached(key, build)
+
+
+def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
+              base: float) -> tuple[np.ndarray, np.ndarray]:
+    cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, gain, discount, base)
+    big = np.iinfo(np.int64).max
+    k = big if cutoff is None else cutoff
+    return _column(cum_dcg, k), _column(cum_idcg, k)
 
 
 @family("DCG", params=NDCG_PARAMS, uses_rel=False, trec_name="dcg", aliases=("dcg",),
@@ -438,7 +463,7 @@ def _gains_and_ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> 
 def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
         base: float) -> np.ndarray:
     """Discounted cumulative gain of the ranking (same gains and discounts as nDCG)."""
-    return _dcg(_gains_and_ideal(rk, gains, gain)[0], discount, base, cutoff)
+    return _dcg_pair(rk, cutoff, gains, gain, discount, base)[0]
 
 
 @family("IDCG", params=NDCG_PARAMS, uses_rel=False, trec_name="ideal_dcg", aliases=("ideal_dcg",),
@@ -446,15 +471,13 @@ def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: s
 def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
               base: float) -> np.ndarray:
     """DCG of the ideal ranking of all judged documents of the topic."""
-    return _dcg(_gains_and_ideal(rk, gains, gain)[1], discount, base, cutoff)
+    return _dcg_pair(rk, cutoff, gains, gain, discount, base)[1]
 
 
 def _cumulative(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Result gains (n, depth), cumulative DCG of the results (n, depth) and of the ideal (n, M)."""
-    result = _result_gains(rk, gains)
-    ideal = _ideal_gains(rk, gains)
-    cum_dcg = np.cumsum(result * _discount(result.shape[1], "log2", 2.0), axis=1)
-    cum_idcg = np.cumsum(ideal * _discount(ideal.shape[1], "log2", 2.0), axis=1)
+    result, _ = _gains_and_ideal(rk, gains, "linear")
+    cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, "linear", "log2", 2.0)
     return result, cum_dcg, cum_idcg
 
 
@@ -464,7 +487,7 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
     positive gain, and at the end of the ranking for each relevant document not retrieved."""
     result, cum_dcg, cum_idcg = _cumulative(rk, gains)
-    n_ideal = (_ideal_gains(rk, gains) > 0).sum(axis=1)
+    n_ideal = (_gains_and_ideal(rk, gains, "linear")[1] > 0).sum(axis=1)
     positive = result > 0
     # the ideal DCG at position i stops growing once the ideal list (n_ideal documents) ends
     ideal_at = np.take_along_axis(
@@ -483,7 +506,7 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
 def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
     _, cum_dcg, cum_idcg = _cumulative(rk, gains)
-    ideal = _ideal_gains(rk, gains)
+    ideal = _gains_and_ideal(rk, gains, "linear")[1]
     n_ideal = (ideal > 0).sum(axis=1)
     if ideal.shape[1] == 0:
         return np.zeros(rk.n)
@@ -521,8 +544,7 @@ def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
 @family("G", params={"gains": GAINS}, uses_rel=False, trec_name="G", reference="trec_eval m_G.c")
 def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """Normalised gain G (experimental, trec_eval): gain(doc) / log2(2 + ideal_cost(i) - gain so far)."""
-    result = _result_gains(rk, gains)
-    ideal = _ideal_gains(rk, gains)
+    result, ideal = _gains_and_ideal(rk, gains, "linear")
     length = result.shape[1]
     ideal_here = np.pad(ideal, ((0, 0), (0, max(0, length - ideal.shape[1]))))[:, :length]
     cost = np.cumsum(np.maximum(ideal_here, 1.0), axis=1)

@@ -26,12 +26,15 @@ CASES = {
         "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
         "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20", "qrels.test", "results.test",
     ],
+    "out.test.qrels_jg": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"],
+    "out.test.qrels_jg.comments": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"],
 }
+SAME_AS = {"out.test.with-comments": "out.test", "out.test.qrels_jg.comments": "out.test.qrels_jg"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_output_is_byte_identical(case: str) -> None:
-    expected_file = "out.test" if case == "out.test.with-comments" else case
+    expected_file = SAME_AS.get(case, case)
     expected = shared_path("trec_eval_test", expected_file).read_text()
     *options, qrels, run = CASES[case]
     args = [*options, str(shared_path("trec_eval_test", qrels)), str(shared_path("trec_eval_test", run))]

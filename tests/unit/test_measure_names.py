@@ -1,0 +1,101 @@
+"""One canonical name per measure; ir_measures and trec_eval spellings resolve to it; errors
+name the allowed range or the closest known measure."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from evalstore import metrics
+from evalstore.cli import app
+from evalstore.errors import InvalidParameterError
+from evalstore.metrics._registry import mlflow_key
+
+SPELLINGS = {
+    "nDCG@10": ["ndcg_cut_10", "NDCG@10", "ndcg_cut(cutoff=10)"],
+    "P@5": ["P_5", "precision@5", "P(cutoff=5)"],
+    "P(rel=2)@5": ["P(rel=2)@5", "precision(rel=2)@5"],
+    "AP": ["map", "MAP", "AP"],
+    "AP@100": ["map_cut_100", "AP@100"],
+    "RR": ["recip_rank", "MRR", "RR"],
+    "R@1000": ["recall_1000", "recall@1000"],
+    "IPrec@0.1": ["iprec_at_recall_0.10", "IPrec(recall=0.1)"],
+    "ERR@20": ["ERR@20"],
+    "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10"],
+    "Rprec": ["Rprec", "BEP", "R-prec"],
+}
+
+
+@pytest.mark.parametrize("canonical", list(SPELLINGS))
+def test_every_spelling_resolves_to_one_canonical_name(canonical: str) -> None:
+    for spelling in SPELLINGS[canonical]:
+        assert str(metrics.parse_measure(spelling)) == canonical
+    assert str(metrics.parse_measure(canonical)) == canonical
+
+
+@given(st.sampled_from(sorted(SPELLINGS)), st.sampled_from([1, 2, 3]))
+def test_canonical_names_round_trip(canonical: str, rel: int) -> None:
+    measure = metrics.parse_measure(canonical)
+    assert metrics.parse_measure(str(measure)) == measure
+
+
+def test_unknown_measure_did_you_mean() -> None:
+    with pytest.raises(InvalidParameterError, match=r"^Unknown measure 'nDGC'\. Did you mean 'nDCG'\?"):
+        metrics.parse_measure("nDGC@10")
+
+
+def test_bad_parameter_names_the_allowed_range() -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.parse_measure("P@0")
+    assert str(info.value) == "The 'cutoff' parameter of P must be an int in the range [1, inf). Got 0 instead."
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.parse_measure("RBP(p=1.5)")
+    assert str(info.value) == "The 'p' parameter of RBP must be a number in the range [0, 1]. Got 1.5 instead."
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.parse_measure("nDCG(gain=cubic)")
+    assert str(info.value) == "The 'gain' parameter of nDCG must be one of 'linear', 'exp'. Got 'cubic' instead."
+    with pytest.raises(InvalidParameterError, match=r"^P has no parameter 'k'"):
+        metrics.parse_measure("P(k=3)")
+
+
+def test_mlflow_keys_are_safe() -> None:
+    assert mlflow_key(metrics.parse_measure("P(rel=2)@5")) == "P_rel-2_at_5"
+    assert mlflow_key(metrics.parse_measure("nDCG@10")) == "nDCG_at_10"
+
+
+def test_measures_command_lists_every_family() -> None:
+    result = CliRunner().invoke(app, ["measures", "--format", "json"])
+    assert result.exit_code == 0
+    import json
+
+    names = {row["name"] for row in json.loads(result.stdout)}
+    assert {"AP", "P", "nDCG", "ERR", "Judged", "RBP", "infAP", "Bpref", "IPrec", "F", "Unj"} <= names
+    assert all(row["definition"] for row in json.loads(result.stdout))
+
+
+def test_evaluate_accepts_dicts_and_frames_alike() -> None:
+    qrels = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"x": 1}}
+    run = {"q1": {"a": 0.5, "b": 0.9, "c": 0.1}, "q2": {"y": 1.0}}
+    from_dicts = metrics.evaluate(qrels, run, ["AP", "nDCG@10", "P@2"])
+    frame_q = pd.DataFrame([(q, d, r) for q, ds in qrels.items() for d, r in ds.items()],
+                           columns=["query_id", "doc_id", "relevance"])
+    frame_r = pd.DataFrame([(q, d, s) for q, ds in run.items() for d, s in ds.items()],
+                           columns=["query_id", "doc_id", "score"])
+    from_frames = metrics.evaluate(frame_q, frame_r, ["AP", "nDCG@10", "P@2"])
+    assert from_dicts.aggregates == from_frames.aggregates
+    per_query = from_dicts.per_query.set_index(["query_id", "measure"])["value"]
+    assert per_query[("q1", "AP")] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert per_query[("q2", "AP")] == 0.0
+    # q1's top 2 are b (non-relevant, 0.9) then a (relevant); q2 retrieves nothing relevant
+    assert from_dicts.aggregates["P@2"] == pytest.approx((0.5 + 0.0) / 2)
+
+
+def test_missing_topics_policy() -> None:
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    run = {"q1": {"a": 1.0}}
+    assert metrics.evaluate(qrels, run, ["AP"], missing_topics="zero").aggregates["AP"] == 0.5
+    skipped = metrics.evaluate(qrels, run, ["AP"], missing_topics="skip")
+    assert skipped.aggregates["AP"] == 1.0 and skipped.missing_topics == ["q2"]
