@@ -102,9 +102,10 @@ def main() -> None:
             results["pytrec_eval all supported measures (7M rows)"] = {
                 "seconds": round(secs, 2), "load_seconds": round(loaded, 2), "peak_mb": round(peak)}
             print(f"pytrec_eval all measures: {secs:.2f} s (loading {loaded:.2f} s), peak {peak:.0f} MB", flush=True)
-        secs_e, _, out_e = timed([sys.executable, "-c", EVALSTORE_API, str(small / "qrels.txt"), str(small / "run.txt")])
+        small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
+        secs_e, _, out_e = timed([sys.executable, "-c", EVALSTORE_API, *small_files])
         inner_e = float(out_e.split()[0])
-        secs_r, _, out_r = timed([sys.executable, "-c", RANX, str(small / "qrels.txt"), str(small / "run.txt")])
+        secs_r, _, out_r = timed([sys.executable, "-c", RANX, *small_files])
         inner_r = float(out_r.split()[0])
         results["5 measures, 5000x1000, loading included"] = {
             "evalstore_seconds": round(inner_e, 2), "ranx_seconds_after_jit": round(inner_r, 2),
