@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from evalstore.cli import db, evaluation, qrels, runs
+from evalstore.cli import board, db, evaluation, qrels, runs
 from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
 from evalstore.config import DATABASE_URL_ENV, default_database_url
@@ -22,6 +22,8 @@ app.add_typer(qrels.app, name="qrels")
 app.add_typer(runs.app, name="runs")
 app.command("trec-eval")(evaluation.trec_eval)
 app.command("measures")(evaluation.measures)
+app.command("evaluate")(board.evaluate)
+app.command("leaderboard")(board.leaderboard)
 
 
 @app.callback()

@@ -13,6 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 stdout = Console(soft_wrap=True)
+if not stdout.is_terminal:
+    # piped or captured output: do not squeeze tables into 80 columns
+    stdout = Console(soft_wrap=True, width=200)
 stderr = Console(stderr=True, soft_wrap=True)
 
 

@@ -20,9 +20,11 @@ def unit_of_work(engine: Engine) -> Iterator[Session]:
 
 @contextmanager
 def read_only(engine: Engine) -> Iterator[Session]:
-    """A session for reads; it is rolled back at the end, so nothing it does can persist."""
+    """A session for reads; it is rolled back at the end, so nothing it does can persist.
+    Objects it loaded are detached first, so they stay readable after the block."""
     with Session(engine, expire_on_commit=False) as session:
         try:
             yield session
         finally:
+            session.expunge_all()
             session.rollback()

@@ -101,11 +101,13 @@ def summarise(measure: Measure, per_topic: np.ndarray) -> float | None:
         return None
     if len(per_topic) == 0:
         return 0.0
+    # topic by topic, left to right, as trec_eval accumulates (numpy's pairwise sum can round the
+    # 4th decimal differently; seen on robust03's SABIR03BASE)
     if how == "sum":
-        return float(per_topic.sum())
+        return float(np.cumsum(per_topic)[-1])
     if how == "gmean":
-        return float(np.exp(np.log(np.maximum(per_topic, MIN_GEO_MEAN)).mean()))
-    return float(per_topic.mean())
+        return float(np.exp(np.cumsum(np.log(np.maximum(per_topic, MIN_GEO_MEAN)))[-1] / len(per_topic)))
+    return float(np.cumsum(per_topic)[-1] / len(per_topic))
 
 
 @dataclass

@@ -30,6 +30,15 @@ def _column(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
     return np.where(k > 0, values, 0.0)
 
 
+def _sequential_sum(matrix: np.ndarray) -> np.ndarray:
+    """Row sums accumulated left to right, as trec_eval's loops add them. numpy's sum is pairwise,
+    which can differ in the last bit and then round differently at the 4th decimal (seen on
+    robust03's SABIR03BASE); cumsum is sequential."""
+    if matrix.shape[1] == 0:
+        return np.zeros(matrix.shape[0])
+    return np.cumsum(matrix, axis=1)[:, -1]
+
+
 def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     num = np.asarray(num, dtype=np.float64)
     den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
@@ -140,7 +149,7 @@ def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
     for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
     if cutoff is None:
-        total = rk.cached(("ap_sum", rel), lambda: _precision_at_relevant(rk, rel).sum(axis=1))
+        total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
     else:
         running = rk.cached(("ap_cum", rel), lambda: np.cumsum(_precision_at_relevant(rk, rel), axis=1))
         total = _column(running, cutoff)
@@ -201,7 +210,8 @@ def interpolated_precision(rk: Ranking, rel: int, recall: float) -> np.ndarray:
 def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, ...]) -> np.ndarray:
     """Interpolated precision averaged over recall levels (the 11 standard points by default):
     precision at standard recall levels, averaged per topic."""
-    return _interpolated_precision(rk, rel, tuple(recalls)).mean(axis=1)
+    points = _interpolated_precision(rk, rel, tuple(recalls))
+    return _sequential_sum(points[:, ::-1]) / len(recalls)  # trec_eval adds from the last point back
 
 
 @family("PAtR", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
@@ -242,7 +252,7 @@ def _bpref(rk: Ranking, rel: int) -> np.ndarray:
     n_nonrel = rk.rel_levels[:, : max(rel, 0)].sum(axis=1)[:, None]
     penalty = _safe_div(np.minimum(before, r), np.broadcast_to(np.minimum(n_nonrel, r), before.shape))
     contributions = np.where(relevant, np.where(before > 0, 1.0 - penalty, 1.0), 0.0)
-    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+    return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
 
 
 @family("GM_Bpref", params={"rel": REL}, summary="gmean", trec_name="gm_bpref", aliases=("gm_bpref",),
@@ -266,7 +276,7 @@ def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
         later = 1.0 / (j + 1) + (j / (j + 1)) * ((rel_before + nonrel_before + unj_before) / j) * (
             (rel_before + eps) / (rel_before + nonrel_before + 2 * eps))
     contributions = np.where(relevant, np.where(j == 0, 1.0, later), 0.0)
-    return _safe_div(contributions.sum(axis=1), rk.num_rel(rel))
+    return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
 
 
 @family("Unj", params={"cutoff": CUTOFF}, uses_rel=False, trec_name="unj", aliases=("unj",),
@@ -392,12 +402,13 @@ def _ideal_gains(rk: Ranking, gains: dict[int, float] | None, transform=None) ->
     return ideal
 
 
-def _discount(length: int, discount: str, base: float) -> np.ndarray:
-    ranks = np.arange(1, length + 1, dtype=np.float64)
+def _discounted(gains: np.ndarray, discount: str, base: float) -> np.ndarray:
+    """Each gain divided by its rank's discount: log2(rank+1) (trec_eval divides, so do we), or
+    Jarvelin & Kekalainen's (TOIS 2002): no discount before rank b, then log_b(rank)."""
+    ranks = np.arange(1, gains.shape[1] + 1, dtype=np.float64)
     if discount == "jk":
-        # Jarvelin & Kekalainen (TOIS 2002): no discount before rank b, then 1/log_b(rank)
-        return np.where(ranks < base, 1.0, np.log(base) / np.log(np.maximum(ranks, base)))
-    return 1.0 / np.log2(ranks + 1.0)
+        return gains / np.where(ranks < base, 1.0, np.log(np.maximum(ranks, base)) / np.log(base))
+    return gains / np.log2(ranks + 1.0)
 
 
 NDCG_PARAMS = {
@@ -444,8 +455,8 @@ def _cumulative_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, dis
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         result, ideal = _gains_and_ideal(rk, gains, gain)
-        return (np.cumsum(result * _discount(result.shape[1], discount, base), axis=1),
-                np.cumsum(ideal * _discount(ideal.shape[1], discount, base), axis=1))
+        return (np.cumsum(_discounted(result, discount, base), axis=1),
+                np.cumsum(_discounted(ideal, discount, base), axis=1))
 
     return rk.cached(key, build)
 
@@ -495,9 +506,9 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
         np.minimum(np.arange(rk.depth)[None, :], np.maximum(n_ideal - 1, 0)[:, None]), axis=1,
     ) if rk.depth else np.zeros((rk.n, 0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        at_relevant = np.where(positive, cum_dcg / ideal_at, 0.0).sum(axis=1)
-        end = _column(cum_dcg, rk.num_ret) / _column(cum_idcg, n_ideal)
-        total = at_relevant + (n_ideal - positive.sum(axis=1)) * end
+        at_relevant = _sequential_sum(np.where(positive, cum_dcg / ideal_at, 0.0))
+        unfound = (n_ideal - positive.sum(axis=1)).astype(np.float64)
+        total = at_relevant + unfound * _column(cum_dcg, rk.num_ret) / _column(cum_idcg, n_ideal)
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
@@ -520,7 +531,7 @@ def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     dcg_at = _gather(cum_dcg, np.minimum(b, rk.num_ret[:, None]))  # DCG of the first min(b, retrieved)
     idcg_at = _gather(cum_idcg, b)
     use = change & (idcg_at > 0)
-    total = np.where(use, _safe_div(dcg_at, idcg_at), 0.0).sum(axis=1)
+    total = _sequential_sum(np.where(use, _safe_div(dcg_at, idcg_at), 0.0))
     count = use.sum(axis=1)
     # trec_eval adds the end of a ranking longer than the ideal list by more than one document
     extra = rk.num_ret > n_ideal + 1
@@ -551,7 +562,7 @@ def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     gained = np.cumsum(result, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(result != 0, result / np.log2(2.0 + cost - gained), 0.0)
-    return _safe_div(terms.sum(axis=1), ideal.sum(axis=1))
+    return _safe_div(_sequential_sum(terms), _sequential_sum(ideal))
 
 
 @family("binG", params={"rel": REL}, trec_name="binG", reference="trec_eval m_binG.c")
@@ -561,7 +572,7 @@ def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     hits = rk.is_rel(rel)
     nonrel_before = np.arange(rk.depth)[None, :] - (rk.cum_rel(rel) - 1)
     terms = np.where(hits, 1.0 / np.log2(2.0 + nonrel_before), 0.0)
-    return _safe_div(terms.sum(axis=1), rk.num_rel(rel))
+    return _safe_div(_sequential_sum(terms), rk.num_rel(rel))
 
 
 @family("ERR", params={"cutoff": OPTIONAL_CUTOFF, "max_grade": Param(int, None, low=1)}, uses_rel=False,
@@ -612,8 +623,12 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None)
     span = np.where(high - low > 0, high - low, 1.0)[:, None]
     value = np.where(rescale[:, None], (raw - low[:, None]) / span, raw)
     g = np.where(rk.valid & listed, value, 0.0)
-    weights = np.power(p, np.arange(rk.depth, dtype=np.float64))
-    return (1.0 - p) * (g @ weights)
+    return (1.0 - p) * _sequential_sum(g * _persistence(p, rk.depth)[:-1])
+
+
+def _persistence(p: float, depth: int) -> np.ndarray:
+    """p^0 .. p^depth by repeated multiplication (trec_eval's cur_p *= p, not pow)."""
+    return np.cumprod(np.concatenate([[1.0], np.full(depth, p)]))
 
 
 @family("RBP_resid", params={"p": RBP_P}, uses_rel=False, trec_name="rbp_resid", aliases=("rbp_resid",),
@@ -622,8 +637,8 @@ def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     """The largest possible rise of RBP if every retrieved unjudged document (and everything past
     the ranking) were fully relevant: p^n + (1-p) sum over unjudged p^(i-1); 0 with none unjudged."""
     unj = rk.valid & (rk.rel < 0)
-    weights = np.power(p, np.arange(rk.depth, dtype=np.float64))
-    tail = np.power(p, rk.num_ret.astype(np.float64))
-    return np.where(unj.any(axis=1), tail + (1.0 - p) * (unj @ weights), 0.0)
+    weights = _persistence(p, rk.depth)
+    tail = weights[rk.num_ret]
+    return np.where(unj.any(axis=1), tail + (1.0 - p) * _sequential_sum(np.where(unj, weights[:-1], 0.0)), 0.0)
 
 

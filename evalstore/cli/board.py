@@ -1,0 +1,104 @@
+"""`evalstore evaluate` and `evalstore leaderboard`: evaluate stored runs and rank them."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import info, render, warn
+from evalstore.errors import InvalidParameterError
+
+
+class BoardFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def evaluate(
+    ctx: typer.Context,
+    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
+    run: list[str] = typer.Option([], "--run", help="Run name (repeatable)."),
+    all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
+    measures: str | None = typer.Option(
+        None, "--measures", help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
+        "nDCG(gain=exp)@10)."),
+    relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
+    max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
+    force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Evaluate now, in this process."),
+) -> None:
+    """Evaluate stored runs against stored qrels and keep per-query results and aggregates."""
+    from evalstore.services.evaluations import evaluate_runs
+
+    if bool(run) == all_runs:
+        raise InvalidParameterError("Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
+    if not wait:
+        raise InvalidParameterError("Queued evaluation (--no-wait) needs the worker, which is not available yet.")
+    names = None if all_runs else run
+    wanted = _split_measures(measures) if measures else None
+    for summary in evaluate_runs(state(ctx).engine(), qrels_name=qrels, run_names=names, measures=wanted,
+                                 relevance_level=relevance_level, max_docs=max_docs, force=force):
+        for topic in summary.missing_topics:
+            warn(f"run '{summary.run}' has no results for qrels topic {topic}; it scores 0 there")
+        verb = "reused stored" if summary.reused else "evaluated"
+        info(f"{verb} evaluation {summary.evaluation_id}: run '{summary.run}' on '{summary.qrels}', "
+             f"{summary.topics} topics")
+
+
+def _split_measures(text: str) -> list[str]:
+    """Split on commas outside parentheses: 'AP,P(rel=2)@5,nDCG(gain=exp,discount=jk)@10'."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return [p for p in parts if p]
+
+
+def leaderboard(
+    ctx: typer.Context,
+    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
+    measure: list[str] = typer.Option([], "--measure", help="Measure to show (repeatable; default AP, nDCG@10, "
+                                      "P@10, RR)."),
+    sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
+    fmt: BoardFormat = typer.Option(BoardFormat.table, "--format"),
+) -> None:
+    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10."""
+    from evalstore.services.evaluations import leaderboard as build
+
+    names, rows = build(state(ctx).engine(), qrels_name=qrels, measures=measure or None, sort=sort)
+    if fmt in (BoardFormat.json, BoardFormat.csv):
+        from evalstore.cli._output import OutputFormat
+
+        render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"],
+               OutputFormat(fmt.value), title=f"leaderboard: {qrels}")
+        return
+    header = ["#", "run", "topics", *[f"{n} [95% CI]" for n in names], "Judged@10"]
+    table_rows = []
+    for rank, row in enumerate(rows, start=1):
+        cells = {"#": str(rank), "run": row.run, "topics": str(row.topics),
+                 "Judged@10": "" if row.judged_at_10 is None else f"{row.judged_at_10:.2f}"}
+        for name in names:
+            mean, low, high = row.values.get(name, (float("nan"),) * 3)
+            cells[f"{name} [95% CI]"] = f"{mean:.4f} [{low:.4f}, {high:.4f}]"
+        table_rows.append(cells)
+    if fmt is BoardFormat.markdown:
+        sys.stdout.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
+        for cells in table_rows:
+            sys.stdout.write("| " + " | ".join(cells[h] for h in header) + " |\n")
+        return
+    from evalstore.cli._output import OutputFormat
+
+    render(table_rows, header, OutputFormat.table, title=f"leaderboard: {qrels} (sorted by {sort or names[0]})")
+    poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
+    if poorly:
+        warn(f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores are unreliable")

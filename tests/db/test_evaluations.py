@@ -1,0 +1,67 @@
+"""Stored evaluations: results read back equal `evalstore trec-eval -q`; same inputs are reused;
+the leaderboard ranks runs with confidence intervals."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, func, select
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from evalstore.db.models import QueryResult
+from evalstore.db.session import read_only
+from evalstore.errors import NotFoundError
+from evalstore.services import store
+from evalstore.services.evaluations import evaluate_runs, leaderboard
+from tests.conftest import shared_path
+
+
+@pytest.fixture
+def stored(engine: Engine) -> Engine:
+    store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
+    store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
+    return engine
+
+
+def test_stored_per_query_values_equal_trec_eval_q(stored: Engine) -> None:
+    [summary] = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["all_trec"])
+    assert not summary.reused and summary.topics == 3
+    expected = CliRunner().invoke(app, ["trec-eval", "-q", "-m", "map", "-m", "P.10", "-m", "ndcg_cut.10",
+                                        str(shared_path("trec_eval_test", "qrels.test")),
+                                        str(shared_path("trec_eval_test", "results.test"))]).stdout
+    wanted = {}
+    for line in expected.splitlines():
+        name, topic, value = (part.strip() for part in line.split("\t"))
+        if topic != "all":
+            wanted[({"map": "AP", "P_10": "P@10", "ndcg_cut_10": "nDCG@10"}[name], topic)] = value
+    with read_only(stored) as session:
+        rows = session.execute(select(QueryResult.measure, QueryResult.query_id, QueryResult.value)
+                               .where(QueryResult.measure.in_(["AP", "P@10", "nDCG@10"]))).all()
+    assert {(m, q): f"{v:6.4f}" for m, q, v in rows} == wanted
+
+
+def test_same_inputs_reuse_the_stored_result(stored: Engine) -> None:
+    first = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP", "P@10"])
+    again = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["map", "P_10"])
+    assert again[0].reused and again[0].evaluation_id == first[0].evaluation_id
+    forced = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP", "P@10"], force=True)
+    assert not forced[0].reused and forced[0].evaluation_id == first[0].evaluation_id
+    with read_only(stored) as session:
+        assert session.scalar(select(func.count()).select_from(QueryResult)) == 2 * 3
+
+
+def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    worse = write("worse.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n"
+                                       for t in (301, 302, 303) for i in range(5)))
+    store.register_run(stored, worse, name="worse")
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "Judged@10"])
+    names, rows = leaderboard(stored, qrels_name="test", measures=["AP"])
+    assert names == ["AP"] and [r.run for r in rows] == ["std", "worse"]
+    mean, low, high = rows[0].values["AP"]
+    assert mean == pytest.approx(0.1785, abs=5e-5) and low < mean < high
+    assert rows[1].values["AP"][0] == 0.0 and rows[1].judged_at_10 == 0.0
+
+
+def test_leaderboard_without_evaluations_says_what_to_run(stored: Engine) -> None:
+    with pytest.raises(NotFoundError, match=r"Run 'evalstore evaluate --qrels test --all-runs'\.$"):
+        leaderboard(stored, qrels_name="test")
