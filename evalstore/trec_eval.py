@@ -9,6 +9,7 @@ warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -184,7 +185,7 @@ def run_trec_eval(
     out: TextIO,
     warn: Any,
 ) -> None:
-    from evalstore.io.formats import read_qrels, read_run
+    from evalstore.io.formats import has_duplicate_docs, read_qrels, read_run
 
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
     if judgment_groups:
@@ -198,9 +199,14 @@ def run_trec_eval(
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
         qrels = read_qrels(qrels_path)
-        run = read_run(run_path, strict=False, content_hash=False)
+        run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
         runid = run.tag
-        rk = prepare(qrels.table, run.table, options, runid=run.tag)
+        # trec_eval refuses a docno twice in a topic: check on the second core while ranking
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            duplicates = pool.submit(has_duplicate_docs, run.table)
+            rk = prepare(qrels.table, run.table, options, runid=run.tag)
+            if duplicates.result():
+                read_run(run_path, strict=False, content_hash=False)  # raises path:line (or was a collision)
         del run  # the ranking holds what the measures need; free the run's columns
         pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
         for topic in rk.missing_topics if not complete else []:

@@ -18,10 +18,11 @@ _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def _finalise(h: np.ndarray) -> np.ndarray:
-    # splitmix64 finaliser: spreads every input bit over the whole word
-    h = h ^ (h >> np.uint64(30))
-    h = h * _MIX
-    h = h ^ (h >> np.uint64(27))
+    """splitmix64 finaliser, in place: spreads every input bit over the whole word."""
+    with np.errstate(over="ignore"):
+        h ^= h >> np.uint64(30)
+        h *= _MIX
+        h ^= h >> np.uint64(27)
     return h
 
 
@@ -41,26 +42,33 @@ def _string_hashes(array: pa.Array) -> np.ndarray:
     words = np.ndarray(shape=(len(raw) + 1,), dtype="<u8", buffer=padded, strides=(1,))
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
-    h = lengths.view(np.uint64) * _MULT
+    h = lengths.astype(np.uint64) * _MULT
     longest = int(lengths.max()) if n else 0
     with np.errstate(over="ignore"):
         for k in range(0, longest, 8):
             # Strings shorter than k+8 bytes get a masked (possibly empty) word: still a
             # deterministic function of the string, which is all equality needs.
             word = words[np.minimum(starts + k, len(raw))] & _BYTE_MASKS[np.clip(lengths - k, 0, 8)]
-            h = _finalise((h ^ word) * _MULT)
+            h ^= word
+            h *= _MULT
+            _finalise(h)
     return h
 
 
 def pair_hashes(topics: pa.ChunkedArray, docs: pa.ChunkedArray) -> np.ndarray:
     """One uint64 per row identifying the (topic, doc) pair (equal pairs, equal hashes)."""
+    keys = np.concatenate([_string_hashes(chunk) for chunk in docs.chunks] or [np.zeros(0, np.uint64)])
     topic_codes = pc.dictionary_encode(topics).combine_chunks().indices.to_numpy().astype(np.uint64)
-    doc_hashes = np.concatenate([_string_hashes(chunk) for chunk in docs.chunks] or [np.zeros(0, np.uint64)])
     with np.errstate(over="ignore"):
-        return _finalise(doc_hashes ^ ((topic_codes + np.uint64(1)) * _MIX))
+        topic_codes += np.uint64(1)
+        topic_codes *= _MIX
+        keys ^= topic_codes
+    del topic_codes
+    return _finalise(keys)
 
 
 def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray) -> bool:
     """True when two rows *may* share a (topic, doc) pair; confirm exactly before reporting."""
-    keys = np.sort(pair_hashes(topics, docs))
+    keys = pair_hashes(topics, docs)
+    keys.sort()
     return bool((keys[1:] == keys[:-1]).any())

@@ -107,10 +107,18 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
 
 
 def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True,
-             content_hash: bool = True) -> ParsedFile:
+             content_hash: bool = True, check_duplicates: bool = True) -> ParsedFile:
     """Read and validate a run file. ``strict=False`` accepts trec_eval's leniencies;
-    ``content_hash=False`` skips hashing the bytes (for one-off evaluation, nothing stored)."""
-    return _read(Path(path), "run", fmt, strict, content_hash)
+    ``content_hash=False`` skips hashing the bytes (for one-off evaluation, nothing stored);
+    ``check_duplicates=False`` leaves the duplicate-docno check to the caller
+    (:func:`has_duplicate_docs`), which may run it alongside other work."""
+    return _read(Path(path), "run", fmt, strict, content_hash, check_duplicates)
+
+
+def has_duplicate_docs(table: pa.Table) -> bool:
+    """Whether a (topic, doc) pair *may* repeat in a run table; re-read with check_duplicates=True
+    to get the exact error (a 64-bit hash collision then passes)."""
+    return has_repeated_pair(table["topic"], table["doc"])
 
 
 def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False) -> ParsedFile:
@@ -144,12 +152,13 @@ def _read_qrels_jg(path: Path) -> ParsedFile:
     return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), hashlib.sha256(data).hexdigest(), None)
 
 
-def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True) -> ParsedFile:
+def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True,
+          check_duplicates: bool = True) -> ParsedFile:
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
     if resolved == "trec":
-        return _parse_trec_file(path, kind, strict, content_hash)
+        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates)
     return _parse_table(path, resolved, kind)
 
 
@@ -187,7 +196,8 @@ def _parse_trec(path: str, data: bytes, kind: Kind, strict: bool) -> ParsedFile:
     return _finish(table, kind, content_hash, path)
 
 
-def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True) -> ParsedFile:
+def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True,
+                     check_duplicates: bool = True) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
     content_hash = hashlib.sha256(data).hexdigest() if hash_content else ""
@@ -195,7 +205,7 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         raise InputFormatError(str(path), None, _empty_message(kind))
     table = _fast_trec_table(data, kind)
     del data
-    if table is not None and _fast_checks_pass(table, kind):
+    if table is not None and _fast_checks_pass(table, kind, check_duplicates):
         return _finish(table, kind, content_hash, str(path))
     del table
     return _parse_trec(str(path), _read_bytes(path), kind, strict)
@@ -255,14 +265,14 @@ def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
         return None
 
 
-def _fast_checks_pass(table: pa.Table, kind: Kind) -> bool:
+def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True) -> bool:
     if table.num_rows == 0:
         return False
     if kind == "run":
         score = table["score"].to_numpy()
         if not np.isfinite(score).all():
             return False
-    return not _has_duplicate_pairs(table, kind)
+    return not (check_duplicates and _has_duplicate_pairs(table, kind))
 
 
 def _has_duplicate_pairs(table: pa.Table, kind: Kind) -> bool:
