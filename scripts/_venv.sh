@@ -14,7 +14,9 @@ stamp="$VENV/.evalstore-installed$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     echo "installing evalstore$EXTRAS into $VENV" >&2
     if "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check uv >/dev/null 2>&1; then
-        VIRTUAL_ENV="$VENV" "$VENV/bin/uv" pip install --quiet -e "$ROOT$EXTRAS" >&2
+        # --compile-bytecode: write .pyc at install time, so start-up does not recompile pandas &co
+        # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines)
+        VIRTUAL_ENV="$VENV" "$VENV/bin/uv" pip install --quiet --compile-bytecode -e "$ROOT$EXTRAS" >&2
     else
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT$EXTRAS" >&2
     fi

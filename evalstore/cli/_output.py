@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from rich.console import Console
 from rich.table import Table
@@ -51,6 +52,24 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFo
     for row in rows:
         table.add_row(*(_cell(row.get(c)) for c in columns))
     stdout.print(table)
+
+
+def render_record(row: dict[str, Any], fmt: OutputFormat, title: str) -> None:
+    """One object: a field/value table, or the object itself as JSON/CSV."""
+    if fmt is OutputFormat.table:
+        render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=title)
+    else:
+        render([row], list(row), fmt)
+
+
+def write_output(output: Path | None, write: Callable[[BinaryIO], None]) -> None:
+    """Call ``write`` with the file at ``output``, or with stdout when no file is given."""
+    if output is None:
+        write(sys.stdout.buffer)
+        sys.stdout.flush()
+        return
+    with output.open("wb") as handle:
+        write(handle)
 
 
 def _cell(value: Any) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from evalstore.cli._context import state
-from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
 from evalstore.cli._progress import row_progress
 from evalstore.cli.runs import InputFormat
 
@@ -67,11 +66,7 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one qrels set."""
-    row = _store().show_qrels(state(ctx).engine(), name).as_dict()
-    if fmt is OutputFormat.table:
-        render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
-    else:
-        render([row], list(row), fmt)
+    render_record(_store().show_qrels(state(ctx).engine(), name).as_dict(), fmt, title=name)
 
 
 @app.command()
@@ -90,9 +85,4 @@ def export(
 ) -> None:
     """Write qrels back out in their original order (TREC by default)."""
     _, table = _store().qrels_rows(state(ctx).engine(), name)
-    if output is None:
-        _writer()(table, sys.stdout.buffer, fmt.value)
-        sys.stdout.flush()
-    else:
-        with output.open("wb") as handle:
-            _writer()(table, handle, fmt.value)
+    write_output(output, lambda handle: _writer()(table, handle, fmt.value))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from evalstore.cli._context import state
-from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
 from evalstore.cli._progress import row_progress
 
 
@@ -87,12 +86,7 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one run."""
-    summary = _store().show_run(state(ctx).engine(), name)
-    row = summary.as_dict()
-    if fmt is OutputFormat.table:
-        render([{"field": k, "value": v} for k, v in row.items()], ["field", "value"], fmt, title=name)
-    else:
-        render([row], list(row), fmt)
+    render_record(_store().show_run(state(ctx).engine(), name).as_dict(), fmt, title=name)
 
 
 @app.command()
@@ -112,9 +106,4 @@ def export(
     """Write a run back out, rows in their original order (TREC by default)."""
     summary, table = _store().run_rows(state(ctx).engine(), name)
     tag = summary.details.get("tag") or summary.name
-    if output is None:
-        _writer()(table, sys.stdout.buffer, fmt.value, tag=tag)
-        sys.stdout.flush()
-    else:
-        with output.open("wb") as handle:
-            _writer()(table, handle, fmt.value, tag=tag)
+    write_output(output, lambda handle: _writer()(table, handle, fmt.value, tag=tag))
