@@ -181,21 +181,6 @@ _COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
 
 
-def _parse_trec(path: str, data: bytes, kind: Kind, strict: bool) -> ParsedFile:
-    content_hash = hashlib.sha256(data).hexdigest()
-    if not data.strip():
-        raise InputFormatError(path, None, _empty_message(kind))
-    table = _fast_trec_table(data, kind)
-    if table is not None and _fast_checks_pass(table, kind):
-        return _finish(table, kind, content_hash, path)
-    # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-    error, table = _first_trec_error(path, data, kind, strict)
-    if error is not None:
-        raise error
-    assert table is not None
-    return _finish(table, kind, content_hash, path)
-
-
 def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True,
                      check_duplicates: bool = True) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
@@ -208,7 +193,12 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
     if table is not None and _fast_checks_pass(table, kind, check_duplicates):
         return _finish(table, kind, content_hash, str(path))
     del table
-    return _parse_trec(str(path), _read_bytes(path), kind, strict)
+    # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
+    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict)
+    if error is not None:
+        raise error
+    assert table is not None
+    return _finish(table, kind, content_hash, str(path))
 
 
 def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalstore.errors import InvalidParameterError
 from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking
 from evalstore.metrics._registry import _REQUIRED, Param, family
 
@@ -351,8 +352,6 @@ def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
 def utility(rk: Ranking, rel: int, coefficients: tuple[float, ...], collection_size: int) -> np.ndarray:
     """a*rel_ret + b*nonrel_ret + c*rel_not_ret + d*nonrel_not_ret (d needs the collection size)."""
     if len(coefficients) != 4:
-        from evalstore.errors import InvalidParameterError
-
         raise InvalidParameterError(f"Utility needs 4 coefficients (a,b,c,d). Got {len(coefficients)}.")
     a, b, c, d = coefficients
     found = rk.num_rel_ret(rel).astype(np.float64)
