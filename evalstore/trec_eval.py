@@ -20,7 +20,15 @@ import pyarrow.compute as pc
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, prepare
-from evalstore.metrics._registry import TREC_FAMILIES, TREC_GROUPS, TREC_ORDER, Measure, make, unknown_measure
+from evalstore.metrics._registry import (
+    TREC_FAMILIES,
+    TREC_GROUPS,
+    TREC_ORDER,
+    Measure,
+    TrecFamily,
+    make,
+    unknown_measure,
+)
 
 SUMMARY_ONLY = {  # printed on the 'all' line only
    "runid", "num_q", "gm_map", "gm_bpref"}
@@ -67,9 +75,9 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
         ) from None
 
 
-def _expand(root: str, raw: str | None, trec: Any) -> list[tuple[str, Measure | None]]:
+def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Measure | None]]:
     if trec.kind == "none":
-        return [(root, make(trec.family, **trec.fixed))]
+        return [(root, make(trec.family))]
     if trec.kind == "long":
         values = sorted({int(float(v)) for v in raw.split(",")}) if raw else list(trec.defaults)
         for v in values:
@@ -113,8 +121,12 @@ def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:
 
 
 # -R qrels_jg: a measure computed against each judgment group's qrels, averaged over the groups.
-JG_FAMILIES = {"map_avgjg": ("AP", "none", ()), "P_avgjg": ("P", "long", (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
-               "Rprec_mult_avgjg": ("RprecMult", "double", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0))}
+JG_FAMILIES = {
+    "map_avgjg": TrecFamily("AP"),
+    "P_avgjg": TrecFamily("P", param="cutoff", kind="long", defaults=(5, 10, 15, 20, 30, 100, 200, 500, 1000)),
+    "Rprec_mult_avgjg": TrecFamily("RprecMult", param="x", kind="double",
+                                   defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
+}
 JG_ORDER = ["runid", "num_q", *JG_FAMILIES]
 
 
@@ -132,22 +144,11 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
             )
         chosen[root] = raw if dot else None
     rows: list[tuple[str, str, Measure | None]] = []
-    for root in JG_ORDER:
-        if root not in chosen:
-            continue
+    for root in (name for name in JG_ORDER if name in chosen):
         if root in ("runid", "num_q"):
             rows.append((root, root, None))
-            continue
-        family_name, kind, defaults = JG_FAMILIES[root]
-        raw = chosen[root]
-        if kind == "none":
-            rows.append((root, root, make(family_name)))
-        elif kind == "long":
-            for v in sorted({int(float(x)) for x in raw.split(",")}) if raw else defaults:
-                rows.append((root, f"{root}_{v}", make(family_name, cutoff=v)))
         else:
-            for v in sorted({float(x) for x in raw.split(",")}) if raw else defaults:
-                rows.append((root, f"{root}_{v:.2f}", make(family_name, x=v)))
+            rows.extend((root, name, measure) for name, measure in _expand(root, chosen[root], JG_FAMILIES[root]))
     return rows
 
 

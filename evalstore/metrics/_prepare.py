@@ -88,13 +88,18 @@ class Ranking:
         return self.at(self.cum_rel(level), 0 * self.num_ret + self.depth)
 
     def at(self, cumulative: np.ndarray, k: np.ndarray | int) -> np.ndarray:
-        """cumulative[:, k-1] per topic (0 where k <= 0); past the depth the last column."""
-        if self.depth == 0:
-            return np.zeros(self.n, dtype=cumulative.dtype)
-        k = np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,))
-        column = np.clip(k, 1, self.depth) - 1
-        values = cumulative[np.arange(self.n), column]
-        return np.where(k > 0, values, 0)
+        """cumulative[:, k-1] per topic (see :func:`column_at`)."""
+        return column_at(cumulative, k)
+
+
+def column_at(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
+    """matrix[:, k-1] per row (0 where k <= 0); past the last column, the last column."""
+    n, width = matrix.shape
+    k = np.broadcast_to(np.asarray(k, dtype=np.int64), (n,))
+    if width == 0:
+        return np.zeros(n)
+    values = matrix[np.arange(n), np.clip(k, 1, width) - 1]
+    return np.where(k > 0, values, 0)
 
 
 def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),

@@ -17,7 +17,7 @@ import ast
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -92,7 +92,6 @@ class Family:
     params: dict[str, Param]
     summary: str = "mean"  # mean | sum | gmean | none
     value_type: str = "float"  # float | int | str
-    uses_rel: bool = True  # honours the relevance level (trec_eval -l)
     description: str = ""
     reference: str = ""
     aliases: tuple[str, ...] = ()
@@ -262,11 +261,9 @@ def _restore_case(lowered: str, known: list[str]) -> str:
 @dataclass(frozen=True)
 class TrecFamily:
     family: str
-    fixed: dict[str, Any] = field(default_factory=dict)
     param: str | None = None  # name of the multi-valued parameter (cutoffs)
     kind: str = "none"  # none | long | double | pairs | raw
     defaults: tuple[Any, ...] = ()
-    per_query_only: bool = False
 
 
 _P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -284,7 +281,7 @@ TREC_FAMILIES: dict[str, TrecFamily] = {
     "iprec_at_recall": TrecFamily("IPrec", param="recall", kind="double",
                                   defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)),
     "P": TrecFamily("P", param="cutoff", kind="long", defaults=_P_CUTS),
-    "relstring": TrecFamily("RelString", param="cutoff", kind="raw", defaults=(10,), per_query_only=True),
+    "relstring": TrecFamily("RelString", param="cutoff", kind="raw", defaults=(10,)),
     "recall": TrecFamily("R", param="cutoff", kind="long", defaults=_P_CUTS),
     "infAP": TrecFamily("infAP"),
     "gm_bpref": TrecFamily("GM_Bpref"),
@@ -340,7 +337,7 @@ def parse_trec_output_name(text: str) -> Measure | None:
         return make(trec.family, **{str(trec.param): value})
     root = TREC_FAMILIES.get(text.strip())
     if root is not None and root.family in REGISTRY and root.param in (None, "gains", "p") and not root.defaults:
-        return make(root.family, **root.fixed)
+        return make(root.family)
     return None
 
 

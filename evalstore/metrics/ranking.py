@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking
+from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking, column_at
 from evalstore.metrics._registry import _REQUIRED, Param, family
 
 REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)")
@@ -19,16 +19,6 @@ CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
 OPTIONAL_CUTOFF = Param(int, None, low=1, doc="rank cutoff k (default: the whole ranking)")
 GAINS = Param(dict, None, doc="gain per relevance level, e.g. {1:3,2:9}; others keep gain = level")
 MIN_GEO_MEAN = 1e-5  # trec_eval's floor before taking logs for gm_map/gm_bpref
-
-
-def _column(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
-    """matrix[:, k-1] per row (0 where k <= 0); past the last column, the last column."""
-    n, width = matrix.shape
-    k = np.broadcast_to(np.asarray(k, dtype=np.int64), (n,))
-    if width == 0:
-        return np.zeros(n)
-    values = matrix[np.arange(n), np.clip(k, 1, width) - 1]
-    return np.where(k > 0, values, 0.0)
 
 
 def _sequential_sum(matrix: np.ndarray) -> np.ndarray:
@@ -49,7 +39,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
 # --------------------------------------------------------------------------- counts
 
 
-@family("NumRet", summary="sum", value_type="int", uses_rel=False, trec_name="num_ret",
+@family("NumRet", summary="sum", value_type="int", trec_name="num_ret",
         aliases=("num_ret",))
 def num_ret(rk: Ranking) -> np.ndarray:
     """Number of documents retrieved (after -M / -J)."""
@@ -153,7 +143,7 @@ def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
         total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
     else:
         running = rk.cached(("ap_cum", rel), lambda: np.cumsum(_precision_at_relevant(rk, rel), axis=1))
-        total = _column(running, cutoff)
+        total = column_at(running, cutoff)
     return _safe_div(total, rk.num_rel(rel))
 
 
@@ -280,7 +270,7 @@ def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
 
 
-@family("Unj", params={"cutoff": CUTOFF}, uses_rel=False, trec_name="unj", aliases=("unj",),
+@family("Unj", params={"cutoff": CUTOFF}, trec_name="unj", aliases=("unj",),
         higher_is_better=False, reference="trec_eval m_unjudged.c")
 def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     """Fraction of the top k not judged (not in the qrels, or pooled-unjudged); k is the denominator."""
@@ -288,7 +278,7 @@ def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     return rk.at(missing, cutoff) / cutoff
 
 
-@family("Judged", params={"cutoff": CUTOFF}, uses_rel=False, aliases=("judged",),
+@family("Judged", params={"cutoff": CUTOFF}, aliases=("judged",),
         reference="Sakai 2007; ir_measures Judged@k")
 def judged(rk: Ranking, cutoff: int) -> np.ndarray:
     """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment."""
@@ -297,7 +287,7 @@ def judged(rk: Ranking, cutoff: int) -> np.ndarray:
 
 
 @family("RelString", params={"cutoff": Param(int, 10, low=0)}, summary="none", value_type="str",
-        uses_rel=False, trec_name="relstring", aliases=("relstring",), reference="trec_eval m_relstring.c")
+        trec_name="relstring", aliases=("relstring",), reference="trec_eval m_relstring.c")
 def relevance_string(rk: Ranking, cutoff: int) -> np.ndarray:
     """The first k relevance values as characters: 0-9, '>' above 9, '-' not in the pool,
     '.' pooled but unjudged."""
@@ -422,7 +412,7 @@ def _exp_gain(table: np.ndarray) -> np.ndarray:
     return np.where(table > 0, np.power(2.0, table) - 1.0, table)
 
 
-@family("nDCG", params=NDCG_PARAMS, uses_rel=False, trec_name="ndcg",
+@family("nDCG", params=NDCG_PARAMS, trec_name="ndcg",
         aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005")
 def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
          base: float) -> np.ndarray:
@@ -465,10 +455,10 @@ def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, g
     cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, gain, discount, base)
     big = np.iinfo(np.int64).max
     k = big if cutoff is None else cutoff
-    return _column(cum_dcg, k), _column(cum_idcg, k)
+    return column_at(cum_dcg, k), column_at(cum_idcg, k)
 
 
-@family("DCG", params=NDCG_PARAMS, uses_rel=False, trec_name="dcg", aliases=("dcg",),
+@family("DCG", params=NDCG_PARAMS, trec_name="dcg", aliases=("dcg",),
         reference="trec_eval m_ndcg.c")
 def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
         base: float) -> np.ndarray:
@@ -476,7 +466,7 @@ def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: s
     return _dcg_pair(rk, cutoff, gains, gain, discount, base)[0]
 
 
-@family("IDCG", params=NDCG_PARAMS, uses_rel=False, trec_name="ideal_dcg", aliases=("ideal_dcg",),
+@family("IDCG", params=NDCG_PARAMS, trec_name="ideal_dcg", aliases=("ideal_dcg",),
         reference="trec_eval m_ndcg.c")
 def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
               base: float) -> np.ndarray:
@@ -491,7 +481,7 @@ def _cumulative(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray
     return result, cum_dcg, cum_idcg
 
 
-@family("nDCG_rel", params={"gains": GAINS}, uses_rel=False, trec_name="ndcg_rel", aliases=("ndcg_rel",),
+@family("nDCG_rel", params={"gains": GAINS}, trec_name="ndcg_rel", aliases=("ndcg_rel",),
         reference="trec_eval m_ndcg_rel.c")
 def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
@@ -507,7 +497,7 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         at_relevant = _sequential_sum(np.where(positive, cum_dcg / ideal_at, 0.0))
         unfound = (n_ideal - positive.sum(axis=1)).astype(np.float64)
-        total = at_relevant + unfound * _column(cum_dcg, rk.num_ret) / _column(cum_idcg, n_ideal)
+        total = at_relevant + unfound * column_at(cum_dcg, rk.num_ret) / column_at(cum_idcg, n_ideal)
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
@@ -534,9 +524,9 @@ def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     count = use.sum(axis=1)
     # trec_eval adds the end of a ranking longer than the ideal list by more than one document
     extra = rk.num_ret > n_ideal + 1
-    idcg_end = _column(cum_idcg, n_ideal)
+    idcg_end = column_at(cum_idcg, n_ideal)
     extra &= idcg_end > 0
-    total = total + np.where(extra, _safe_div(_column(cum_dcg, rk.num_ret), idcg_end), 0.0)
+    total = total + np.where(extra, _safe_div(column_at(cum_dcg, rk.num_ret), idcg_end), 0.0)
     count = count + extra
     return np.where(rk.num_rel(rel) > 0, _safe_div(total, count), 0.0)
 
@@ -551,7 +541,7 @@ def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(k > 0, values, 0.0)
 
 
-@family("G", params={"gains": GAINS}, uses_rel=False, trec_name="G", reference="trec_eval m_G.c")
+@family("G", params={"gains": GAINS}, trec_name="G", reference="trec_eval m_G.c")
 def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """Normalised gain G (experimental, trec_eval): gain(doc) / log2(2 + ideal_cost(i) - gain so far)."""
     result, ideal = _gains_and_ideal(rk, gains, "linear")
@@ -574,7 +564,7 @@ def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(_sequential_sum(terms), rk.num_rel(rel))
 
 
-@family("ERR", params={"cutoff": OPTIONAL_CUTOFF, "max_grade": Param(int, None, low=1)}, uses_rel=False,
+@family("ERR", params={"cutoff": OPTIONAL_CUTOFF, "max_grade": Param(int, None, low=1)},
         reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009")
 def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int | None) -> np.ndarray:
     """Expected reciprocal rank (cascade model): sum over ranks r of R_r/r * prod_{i<r}(1-R_i), with
@@ -595,7 +585,7 @@ def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int | N
 RBP_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval default 0.9)")
 
 
-@family("RBP", params={"p": RBP_P, "gains": GAINS}, uses_rel=False, trec_name="rbp", aliases=("rbp",),
+@family("RBP", params={"p": RBP_P, "gains": GAINS}, trec_name="rbp", aliases=("rbp",),
         reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c")
 def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None) -> np.ndarray:
     """(1-p) sum gain_i p^(i-1); per topic, gains outside [0,1] are min-max normalised."""
@@ -630,7 +620,7 @@ def _persistence(p: float, depth: int) -> np.ndarray:
     return np.cumprod(np.concatenate([[1.0], np.full(depth, p)]))
 
 
-@family("RBP_resid", params={"p": RBP_P}, uses_rel=False, trec_name="rbp_resid", aliases=("rbp_resid",),
+@family("RBP_resid", params={"p": RBP_P}, trec_name="rbp_resid", aliases=("rbp_resid",),
         higher_is_better=False, reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c")
 def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     """The largest possible rise of RBP if every retrieved unjudged document (and everything past

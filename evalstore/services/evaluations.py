@@ -195,5 +195,7 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
             f"Measure '{missing[0]}' was not computed for these runs. "
             f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]}'."
         )
-    rows.sort(key=lambda r: -r.values.get(sort_name, (-math.inf,))[0])
+    # best first: descending, or ascending for measures where lower is better (Unj, RBP_resid)
+    direction = -1.0 if resolve_measures([sort_name])[0].spec.higher_is_better else 1.0
+    rows.sort(key=lambda r: direction * r.values.get(sort_name, (-direction * math.inf,))[0])
     return names, rows

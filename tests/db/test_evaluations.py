@@ -65,3 +65,13 @@ def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> N
 def test_leaderboard_without_evaluations_says_what_to_run(stored: Engine) -> None:
     with pytest.raises(NotFoundError, match=r"Run 'evalstore evaluate --qrels test --all-runs'\.$"):
         leaderboard(stored, qrels_name="test")
+
+
+def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    unjudged = write("unjudged.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} u\n"
+                                             for t in (301, 302, 303) for i in range(10)))
+    store.register_run(stored, unjudged, name="unjudged")
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["Unj@10"])
+    _, rows = leaderboard(stored, qrels_name="test", measures=["Unj@10"])
+    assert [r.run for r in rows] == ["std", "unjudged"]
+    assert rows[0].values["Unj@10"][0] < rows[1].values["Unj@10"][0] == 1.0
