@@ -22,3 +22,35 @@ def default_database_url() -> str:
     home = data_home()
     home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{home / 'evalstore.db'}"
+
+
+MLFLOW_TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+MLFLOW_EXPERIMENT_ENV = "EVALSTORE_MLFLOW_EXPERIMENT"
+MLFLOW_ENABLED_ENV = "EVALSTORE_MLFLOW"
+
+
+def mlflow_tracking_uri() -> str:
+    """``$MLFLOW_TRACKING_URI``, else a SQLite file beside evalstore's own (a separate database:
+    MLflow 3 refuses the old ``./mlruns`` file store by default)."""
+    uri = os.environ.get(MLFLOW_TRACKING_URI_ENV)
+    if uri:
+        return uri
+    home = data_home()
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'mlflow.db'}"
+
+
+def mlflow_artifact_root() -> Path | None:
+    """Where artifacts go for the default local store (None: the tracking server decides)."""
+    return None if os.environ.get(MLFLOW_TRACKING_URI_ENV) else data_home() / "mlartifacts"
+
+
+def mlflow_experiment_name(qrels_name: str) -> str:
+    """One MLflow experiment per qrels set: ``$EVALSTORE_MLFLOW_EXPERIMENT`` with ``{qrels}``
+    replaced (default ``evalstore/{qrels}``)."""
+    return os.environ.get(MLFLOW_EXPERIMENT_ENV, "evalstore/{qrels}").replace("{qrels}", qrels_name)
+
+
+def mlflow_enabled() -> bool:
+    """``EVALSTORE_MLFLOW=off`` leaves results pending for a later ``evalstore mlflow sync``."""
+    return os.environ.get(MLFLOW_ENABLED_ENV, "on").lower() not in ("off", "0", "false", "no")

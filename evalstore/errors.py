@@ -6,7 +6,8 @@
     ├── ConflictError                 a name is taken by other content (use --replace)
     ├── SchemaOutOfDateError          the database needs `evalstore db upgrade`
     ├── InvalidParameterError         a measure name or parameter is not allowed (also a ValueError)
-    └── EvaluationError               an evaluation cannot be computed (e.g. no shared topics)
+    ├── EvaluationError               an evaluation cannot be computed (e.g. no shared topics)
+    └── TrackingError                 MLflow could not be reached or refused (results stay pending)
 
 Messages say what is wrong, then what to do. The CLI maps the tree to exit codes in one
 place (`evalstore.cli._errors`).
@@ -48,3 +49,7 @@ class InvalidParameterError(EvalstoreError, ValueError):
 
 class EvaluationError(EvalstoreError):
     """An evaluation cannot be computed from the given inputs."""
+
+
+class TrackingError(EvalstoreError):
+    """MLflow could not be reached or refused a request; the results stay pending for a sync."""

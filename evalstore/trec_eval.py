@@ -8,7 +8,7 @@ warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -218,22 +218,40 @@ def run_trec_eval(
     if not topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
 
+    out.write(render_lines(rows, topics, lambda m, t: values[m][t], lambda m: summarise(m, values[m]), runid,
+                           per_query=per_query, summary=not no_summary))
+
+
+def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
+                 value_at: Callable[[Measure, int], Any], summary_of: Callable[[Measure], Any],
+                 runid: str | None, *, per_query: bool, summary: bool) -> str:
+    """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines."""
     lines: list[str] = []
     if per_query:
         for t, topic in enumerate(topics):
             for root, name, measure in rows:
                 if root in SUMMARY_ONLY or measure is None:
                     continue
-                lines.append(_line(name, topic, _format(measure, values[measure][t])))
-    if not no_summary:
+                lines.append(_line(name, topic, _format(measure, value_at(measure, t))))
+    if summary:
         for root, name, measure in rows:
             if root == "runid":
                 lines.append(_line(name, "all", runid or "unknown"))
             elif root == "num_q":
                 lines.append(_line(name, "all", str(len(topics))))
             elif measure is not None and measure.spec.summary != "none":
-                lines.append(_line(name, "all", _format(measure, summarise(measure, values[measure]))))
-    out.write("".join(lines))
+                lines.append(_line(name, "all", _format(measure, summary_of(measure))))
+    return "".join(lines)
+
+
+def stored_rows(measures: Iterable[Measure]) -> list[tuple[str, str, Measure | None]]:
+    """Output rows for stored measures: trec_eval's name and order for those in ``all_trec``
+    (with runid and num_q), then the others under their canonical names."""
+    wanted = list(measures)
+    trec_rows = [(request.root, name, measure) for request in parse_trec_specs(["all_trec"])
+                 for name, measure in expand(request) if measure is None or measure in wanted]
+    covered = {measure for _, _, measure in trec_rows}
+    return trec_rows + [(str(m), str(m), m) for m in wanted if m not in covered]
 
 
 def _line(name: str, topic: str, value: str) -> str:

@@ -8,8 +8,8 @@ from enum import StrEnum
 import typer
 
 from evalstore.cli._context import state
-from evalstore.cli._output import info, render, warn
-from evalstore.errors import InvalidParameterError
+from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.errors import EvaluationError, InvalidParameterError
 
 
 class BoardFormat(StrEnum):
@@ -29,25 +29,44 @@ def evaluate(
         "nDCG(gain=exp)@10)."),
     relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
+    missing: str = typer.Option("zero", "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 "
+                                "(trec_eval -c), 'skip' leaves it out."),
     force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
-    wait: bool = typer.Option(True, "--wait/--no-wait", help="Evaluate now, in this process."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the results; with no worker running, compute them "
+                              "in this process."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
-    """Evaluate stored runs against stored qrels and keep per-query results and aggregates."""
-    from evalstore.services.evaluations import evaluate_runs
+    """Queue evaluations of stored runs against stored qrels (one job per run).
+
+    The same inputs and options are one job: a finished one is reused unless --force. Without
+    --wait the jobs wait for 'evalstore worker'."""
+    from evalstore.services import jobs
 
     if bool(run) == all_runs:
         raise InvalidParameterError("Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
-    if not wait:
-        raise InvalidParameterError("Queued evaluation (--no-wait) needs the worker, which is not available yet.")
-    names = None if all_runs else run
-    wanted = _split_measures(measures) if measures else None
-    for summary in evaluate_runs(state(ctx).engine(), qrels_name=qrels, run_names=names, measures=wanted,
-                                 relevance_level=relevance_level, max_docs=max_docs, force=force):
-        for topic in summary.missing_topics:
-            warn(f"run '{summary.run}' has no results for qrels topic {topic}; it scores 0 there")
-        verb = "reused stored" if summary.reused else "evaluated"
-        info(f"{verb} evaluation {summary.evaluation_id}: run '{summary.run}' on '{summary.qrels}', "
-             f"{summary.topics} topics")
+    engine = state(ctx).engine()
+    options = jobs.EvaluationOptions(
+        tuple(_split_measures(measures)) if measures else jobs.DEFAULT_MEASURE_SET, relevance_level, max_docs,
+        False, missing)
+    refs = jobs.enqueue(engine, qrels_name=qrels, run_names=None if all_runs else run, options=options,
+                        force=force, max_attempts=max_attempts)
+    for ref in refs:
+        info(f"job {ref.evaluation_id}: run '{ref.run}' on '{ref.qrels}': {ref.outcome}")
+    if wait:
+        from evalstore.cli._logging import configure_logging
+        from evalstore.config import mlflow_enabled
+        from evalstore.services.worker import work_on
+
+        configure_logging()
+        work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow_enabled())
+    views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
+    render([v.as_dict() for v in views], ["id", "run", "qrels", "state", "attempts", "mlflow_state", "error"], fmt,
+           title="evaluations")
+    failed = [v for v in views if v.state in ("failed", "cancelled")]
+    if wait and failed:
+        raise EvaluationError(f"{len(failed)} of {len(views)} evaluations did not finish: "
+                              + "; ".join(f"job {v.id} ({v.run}) {v.state}: {v.error}" for v in failed))
 
 
 def _split_measures(text: str) -> list[str]:
@@ -77,8 +96,6 @@ def leaderboard(
 
     names, rows = build(state(ctx).engine(), qrels_name=qrels, measures=measure or None, sort=sort)
     if fmt in (BoardFormat.json, BoardFormat.csv):
-        from evalstore.cli._output import OutputFormat
-
         render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"],
                OutputFormat(fmt.value), title=f"leaderboard: {qrels}")
         return
@@ -96,8 +113,6 @@ def leaderboard(
         for cells in table_rows:
             sys.stdout.write("| " + " | ".join(cells[h] for h in header) + " |\n")
         return
-    from evalstore.cli._output import OutputFormat
-
     render(table_rows, header, OutputFormat.table, title=f"leaderboard: {qrels} (sorted by {sort or names[0]})")
     poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
     if poorly:

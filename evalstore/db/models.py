@@ -127,6 +127,7 @@ class Evaluation(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "qrels_id", "options_hash"),
         Index("ix_evaluations_state_lease", "state", "lease_expires_at"),
+        Index("ix_evaluations_mlflow_state", "mlflow_state"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -145,11 +146,32 @@ class Evaluation(Base):
     evalstore_version: Mapped[str | None] = mapped_column(String(50))
     run_hash: Mapped[str | None] = mapped_column(String(64))
     qrels_hash: Mapped[str | None] = mapped_column(String(64))
+    # Bumped each time results are stored, so MLflow gets one run per stored result, never two.
+    results_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # MLflow logging is its own small job: pending -> logging (leased) -> logged, or back to
+    # pending with the error when MLflow fails; "none" before results exist.
     mlflow_state: Mapped[str] = mapped_column(String(20), default="pending")
     mlflow_run_id: Mapped[str | None] = mapped_column(String(64))
+    mlflow_error: Mapped[str | None] = mapped_column(Text)
+    mlflow_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    mlflow_lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Worker(Base):
+    """A worker process, so that `evaluate --wait` knows whether anyone will pick its jobs up."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(20), default="running")
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    jobs_done: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class QueryResult(Base):

@@ -1,31 +1,42 @@
 """Evaluating stored runs against stored qrels, keeping the results, and reading them back.
 
-One evaluation per (run, qrels, measure set, options): asking again for the same inputs returns
-the stored result unless ``force``. Per-query values and aggregates are written in one
-transaction together with the options that produced them and the content hashes of the inputs.
+Computing is a queued job (:mod:`evalstore.services.jobs`): :func:`run_job` is what a worker does
+with a claimed job. :func:`evaluate_runs` is the in-process path (queue, then do our own jobs).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 import math
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, insert, select
+import pyarrow as pa
+from sqlalchemy import Engine, select
 
-from evalstore import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import AggregateResult, Evaluation, QueryResult, Run
-from evalstore.db.session import read_only, unit_of_work
+from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, QueryResult, Run
+from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
-from evalstore.metrics import Measure, compute, resolve_measures, summarise
+from evalstore.metrics import Measure, compute, parse_measure, resolve_measures, summarise
 from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.services import jobs
+from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationOptions
 
-DEFAULT_MEASURE_SET = ("all_trec", "Judged@10", "ERR@20", "nDCG(gain=exp)@10")
+__all__ = ["DEFAULT_MEASURE_SET", "EvaluationOptions", "evaluate_runs", "leaderboard", "results", "run_job"]
+
+log = logging.getLogger("evalstore.worker")
+
+
+@dataclass
+class JobTimings:
+    """Seconds spent in each step of one job (the benchmark reports them)."""
+
+    load: float = 0.0
+    compute: float = 0.0
+    store: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -35,14 +46,66 @@ class EvaluationSummary:
     qrels: str
     reused: bool
     topics: int
-    missing_topics: tuple[str, ...]
+    missing_topics: tuple[str, ...] = ()
+    timings: JobTimings = field(default_factory=JobTimings)
 
 
-def _options(measures: list[Measure], relevance_level: int, max_docs: int | None, judged_only: bool) -> dict[str, Any]:
-    return {
-        "measures": [str(m) for m in measures], "relevance_level": relevance_level, "max_docs": max_docs,
-        "judged_only": judged_only, "missing_topics": "zero", "tie_rule": "score desc, docno desc",
-    }
+def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
+    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+    timings = JobTimings()
+    started = time.perf_counter()
+    with read_only(engine) as session:
+        run = session.get(Run, job.run_id)
+        qrels = session.get(QrelsSet, job.qrels_id)
+        if run is None or qrels is None:
+            raise NotFoundError(f"The run or qrels of job {job.evaluation_id} was deleted; nothing to evaluate.")
+        if (run.content_hash, qrels.content_hash) != (job.run_hash, job.qrels_hash):
+            raise EvaluationError(
+                f"Run '{run.name}' or qrels '{qrels.name}' was replaced after job {job.evaluation_id} was queued; "
+                f"ask again with 'evalstore evaluate --qrels {qrels.name} --run {run.name}'."
+            )
+        run_table, qrels_table = repo.run_table(session, run), repo.qrels_table(session, qrels)
+    timings.load = time.perf_counter() - started
+    options = job.options
+    measures = [parse_measure(name) for name in options["measures"]]
+    started = time.perf_counter()
+    rk = prepare(qrels_table, run_table, PrepareOptions(
+        max_docs=options["max_docs"], judged_only=options["judged_only"],
+        complete=options["missing_topics"] == "zero"), runid=run.tag)
+    del run_table
+    if rk.n == 0:
+        raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
+    values = compute(rk, measures, relevance_level=options["relevance_level"])
+    per_query, aggregates = _result_tables(rk.topics, values)
+    timings.compute = time.perf_counter() - started
+    started = time.perf_counter()
+    jobs.complete(engine, job, per_query, aggregates)
+    timings.store = time.perf_counter() - started
+    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics), timings)
+
+
+def _result_tables(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """The per-query rows (measure, query_id, value, text_value), built column-wise, and the aggregates."""
+    n = len(topics)
+    numeric = [m for m in values if m.spec.value_type != "str"]
+    textual = [m for m in values if m.spec.value_type == "str"]
+    topic_array = np.asarray(topics, dtype=object)
+    measure_col = np.repeat(np.asarray([str(m) for m in numeric + textual], dtype=object), n)
+    query_col = np.tile(topic_array, len(numeric) + len(textual))
+    numbers = np.concatenate([np.asarray(values[m], dtype=np.float64) for m in numeric]) if numeric else []
+    texts = [str(v) for m in textual for v in values[m]]
+    per_query = pa.table({
+        "measure": pa.array(measure_col, pa.string()),
+        "query_id": pa.array(query_col, pa.string()),
+        "value": pa.concat_arrays([pa.array(numbers, pa.float64()), pa.nulls(len(texts), pa.float64())]),
+        "text_value": pa.concat_arrays([pa.nulls(len(numbers), pa.string()), pa.array(texts, pa.string())]),
+    })
+    aggregates = []
+    for measure, per_topic in values.items():
+        summary = summarise(measure, per_topic)
+        if summary is not None:
+            aggregates.append({"measure": str(measure), "value": summary, "text_value": None, "query_count": n})
+    return per_query, aggregates
 
 
 def evaluate_runs(
@@ -54,78 +117,92 @@ def evaluate_runs(
     relevance_level: int = 1,
     max_docs: int | None = None,
     judged_only: bool = False,
+    missing_topics: str = "zero",
     force: bool = False,
 ) -> list[EvaluationSummary]:
-    """Evaluate each run (all runs when ``run_names`` is None) and store the results."""
-    wanted = resolve_measures(measures or DEFAULT_MEASURE_SET)
-    with read_only(engine) as session:
-        qrels = repo.get_qrels(session, qrels_name)
-        names = run_names if run_names is not None else [r.name for r in repo.list_runs(session)]
-        runs = [repo.get_run(session, name) for name in names]
-        qrels_table = repo.qrels_table(session, qrels)
-    if not runs:
-        raise NotFoundError("No runs to evaluate. Register one with 'evalstore runs register PATH --name NAME'.")
-    options = _options(wanted, relevance_level, max_docs, judged_only)
-    return [_evaluate_one(engine, run, qrels, qrels_table, wanted, options, force) for run in runs]
+    """Evaluate each run (all runs when ``run_names`` is None) in this process and store the results.
 
+    The jobs go through the queue like any other, so a stored result is reused, and a job a worker
+    is already running is waited for rather than computed twice.
+    """
+    from evalstore.services.worker import work_on
 
-def _evaluate_one(engine: Engine, run: Run, qrels: Any, qrels_table: Any, measures: list[Measure],
-                  options: dict[str, Any], force: bool) -> EvaluationSummary:
-    digest = hashlib.sha256(
-        json.dumps({**options, "run_hash": run.content_hash, "qrels_hash": qrels.content_hash},
-                   sort_keys=True).encode()
-    ).hexdigest()
+    options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
+                                missing_topics)
+    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force)
+    done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=False)
+    summaries = []
     with read_only(engine) as session:
-        existing = session.scalar(select(Evaluation).where(
-            Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.options_hash == digest))
-        if existing is not None and existing.state == "done" and not force:
-            return EvaluationSummary(existing.id, run.name, qrels.name, True,
-                                     _topic_count(session, existing.id), ())
-        run_table = repo.run_table(session, run)
-    rk = prepare(qrels_table, run_table, PrepareOptions(
-        max_docs=options["max_docs"], judged_only=options["judged_only"], complete=True), runid=run.tag)
-    if rk.n == 0:
-        raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
-    values = compute(rk, measures, relevance_level=options["relevance_level"])
-    now = datetime.now(UTC)
-    with unit_of_work(engine) as session:
-        evaluation = session.scalar(select(Evaluation).where(
-            Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.options_hash == digest))
-        if evaluation is None:
-            evaluation = Evaluation(run_id=run.id, qrels_id=qrels.id, options_hash=digest)
-            session.add(evaluation)
-        evaluation.measures = json.dumps(options["measures"])
-        evaluation.options = options
-        evaluation.state, evaluation.error = "done", None
-        evaluation.attempts = (evaluation.attempts or 0) + 1
-        evaluation.evalstore_version = __version__
-        evaluation.run_hash, evaluation.qrels_hash = run.content_hash, qrels.content_hash
-        evaluation.started_at = evaluation.started_at or now
-        evaluation.finished_at = now
-        session.flush()
-        session.execute(delete(QueryResult).where(QueryResult.evaluation_id == evaluation.id))
-        session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation.id))
-        rows: list[dict[str, Any]] = []
-        aggregates: list[dict[str, Any]] = []
-        for measure, per_topic in values.items():
-            name = str(measure)
-            text = measure.spec.value_type == "str"
-            for topic, value in zip(rk.topics, per_topic.tolist(), strict=True):
-                rows.append({"evaluation_id": evaluation.id, "measure": name, "query_id": topic,
-                             "value": None if text else float(value), "text_value": value if text else None})
-            summary = summarise(measure, per_topic)
-            if summary is not None:
-                aggregates.append({"evaluation_id": evaluation.id, "measure": name, "value": summary,
-                                   "text_value": None, "query_count": rk.n})
-        session.execute(insert(QueryResult), rows)
-        session.execute(insert(AggregateResult), aggregates)
-        return EvaluationSummary(evaluation.id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics))
+        for ref in refs:
+            if ref.evaluation_id in done:
+                summaries.append(done[ref.evaluation_id])
+                continue
+            job = session.get(Evaluation, ref.evaluation_id)
+            assert job is not None
+            if job.state != "done":
+                raise EvaluationError(f"Evaluation {job.id} of run '{ref.run}' {job.state}: {job.error}")
+            summaries.append(EvaluationSummary(job.id, ref.run, ref.qrels, True, _topic_count(session, job.id)))
+    return summaries
 
 
 def _topic_count(session: Any, evaluation_id: int) -> int:
     count = session.scalar(select(AggregateResult.query_count).where(
         AggregateResult.evaluation_id == evaluation_id).limit(1))
     return int(count or 0)
+
+
+@dataclass(frozen=True)
+class StoredResults:
+    """One stored evaluation read back: per-topic values and aggregates by canonical measure name."""
+
+    evaluation_id: int
+    run: str
+    run_tag: str | None
+    qrels: str
+    options: dict[str, Any]
+    topics: list[str]
+    measures: list[str]
+    per_query: dict[str, dict[str, float | str]]  # measure -> topic -> value
+    aggregates: dict[str, float]
+    header: dict[str, Any]  # hashes, versions and the run's metadata
+
+
+def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[str] | None = None,
+            evaluation_id: int | None = None) -> StoredResults:
+    """The newest finished evaluation of the run on the qrels (or ``evaluation_id``), read back."""
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, qrels_name)
+        run = repo.get_run(session, run_name)
+        statement = select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id,
+                                             Evaluation.state == "done")
+        if evaluation_id is not None:
+            statement = statement.where(Evaluation.id == evaluation_id)
+        evaluation = session.scalars(statement.order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())).first()
+        if evaluation is None:
+            raise NotFoundError(f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'. "
+                                f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'.")
+        stored = list(evaluation.options["measures"])
+        wanted = stored
+        if measures:
+            wanted = [str(m) for m in resolve_measures(measures)]
+            absent = [m for m in wanted if m not in stored]
+            if absent:
+                raise NotFoundError(
+                    f"Measure '{absent[0]}' is not in evaluation {evaluation.id}. Evaluate it with "
+                    f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'.")
+        per_query: dict[str, dict[str, float | str]] = {m: {} for m in wanted}
+        topics: dict[str, None] = {}
+        for measure, topic, value, text in repo.result_values(session, evaluation.id, wanted):
+            per_query[measure][topic] = text if value is None else value
+            topics[topic] = None
+        aggregates = {a.measure: a.value for a in repo.aggregate_values(session, evaluation.id)
+                      if a.measure in per_query and a.value is not None}
+        header = {"run_hash": evaluation.run_hash, "qrels_hash": evaluation.qrels_hash,
+                  "options_hash": evaluation.options_hash, "evalstore_version": evaluation.evalstore_version,
+                  "results_version": evaluation.results_version, "system": run.system,
+                  "run_metadata": dict(run.metadata_ or {})}
+        return StoredResults(evaluation.id, run.name, run.tag, qrels.name, dict(evaluation.options),
+                             sorted(topics), wanted, per_query, aggregates, header)
 
 
 @dataclass(frozen=True)

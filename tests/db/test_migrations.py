@@ -40,4 +40,4 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head() -> None:
-    assert head_revision() == "0001"
+    assert head_revision() == "0002"

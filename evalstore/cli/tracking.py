@@ -1,0 +1,40 @@
+"""`evalstore mlflow`: what MLflow has not received yet, and sending it."""
+
+from __future__ import annotations
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import info
+from evalstore.errors import TrackingError
+
+app = typer.Typer(help="Log stored results to MLflow ($MLFLOW_TRACKING_URI, default a local SQLite store).",
+                  no_args_is_help=True)
+
+
+@app.command("sync")
+def sync(ctx: typer.Context) -> None:
+    """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
+    from evalstore.cli._logging import configure_logging
+    from evalstore.config import mlflow_enabled, mlflow_tracking_uri
+    from evalstore.services.tracking import log_pending
+
+    configure_logging()
+    if not mlflow_enabled():
+        raise TrackingError("MLflow logging is off (EVALSTORE_MLFLOW=off); unset it to sync.")
+    report = log_pending(state(ctx).engine())
+    info(f"logged {len(report.logged)} evaluations to {mlflow_tracking_uri()}; {report.left_pending} pending")
+    if report.failed:
+        evaluation_id, error = next(iter(report.failed.items()))
+        raise TrackingError(f"MLflow logging failed for evaluation {evaluation_id}: {error}. "
+                              f"Check MLFLOW_TRACKING_URI and run 'evalstore mlflow sync' again.")
+
+
+@app.command("status")
+def status(ctx: typer.Context) -> None:
+    """Where results are logged, and how many are still pending."""
+    from evalstore.config import mlflow_tracking_uri
+    from evalstore.services.tracking import pending_count
+
+    typer.echo(f"tracking uri: {mlflow_tracking_uri()}")
+    typer.echo(f"pending: {pending_count(state(ctx).engine())}")

@@ -1,0 +1,397 @@
+"""The evaluation queue. A job is an ``evaluations`` row: one per (run, qrels, measures, options).
+
+States: queued -> running -> done | failed | cancelled. A worker *claims* a job in one short
+write transaction and holds it by a lease that its heartbeat extends. A job whose lease ran out
+(its worker died) is claimed again; after ``max_attempts`` claims it is failed with the reason.
+
+- PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED``, so workers on many hosts never wait on each
+  other or take the same job. Times come from the database clock, so hosts' clocks may differ.
+- SQLite: every write transaction starts with BEGIN IMMEDIATE (one writer at a time), which
+  makes the claim's read-then-update atomic without row locks.
+
+Results are written by :func:`complete` in the same transaction that marks the job done, and only
+if the caller still holds the job: a worker that lost its lease cannot overwrite anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from evalstore import __version__
+from evalstore.db import repositories as repo
+from evalstore.db.engine import is_sqlite
+from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.metrics import resolve_measures
+
+STATES = ("queued", "running", "done", "failed", "cancelled")
+TERMINAL = frozenset({"done", "failed", "cancelled"})
+DEFAULT_MEASURE_SET = ("all_trec", "Judged@10", "ERR@20", "nDCG(gain=exp)@10")
+DEFAULT_LEASE = timedelta(seconds=60)
+MISSING_POLICIES = ("zero", "skip")
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """Everything besides the inputs that decides an evaluation's numbers."""
+
+    measures: tuple[str, ...] = DEFAULT_MEASURE_SET
+    relevance_level: int = 1
+    max_docs: int | None = None
+    judged_only: bool = False
+    missing_topics: str = "zero"
+
+    def resolved(self) -> dict[str, Any]:
+        if self.missing_topics not in MISSING_POLICIES:
+            raise InvalidParameterError(
+                f"--missing must be one of {', '.join(MISSING_POLICIES)}; got '{self.missing_topics}'."
+            )
+        return {
+            "measures": [str(m) for m in resolve_measures(self.measures)],
+            "relevance_level": self.relevance_level, "max_docs": self.max_docs, "judged_only": self.judged_only,
+            "missing_topics": self.missing_topics, "tie_rule": "score desc, docno desc",
+        }
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """What asking for an evaluation led to."""
+
+    evaluation_id: int
+    run: str
+    qrels: str
+    state: str
+    outcome: str  # queued | requeued | already queued | reused
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    evaluation_id: int
+    run_id: int
+    qrels_id: int
+    run_hash: str
+    qrels_hash: str
+    options: dict[str, Any]
+    attempt: int
+    worker_id: str
+
+
+class JobLost(Exception):
+    """The worker no longer holds the job (cancelled, or claimed again after its lease ran out)."""
+
+
+def options_hash(options: dict[str, Any], run_hash: str, qrels_hash: str) -> str:
+    payload = json.dumps({**options, "run_hash": run_hash, "qrels_hash": qrels_hash}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def new_worker_id(prefix: str = "worker") -> str:
+    return f"{prefix}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def db_now(session: Session) -> datetime:
+    """The database's clock on PostgreSQL (workers on several hosts agree on it); SQLite is
+    one host, and SQLite's own clock has no sub-second precision."""
+    if session.get_bind().dialect.name == "postgresql":
+        value = session.scalar(select(func.statement_timestamp()))
+        assert value is not None
+        return value
+    return datetime.now(UTC)
+
+
+# --- asking ------------------------------------------------------------------------------------
+
+
+def enqueue(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    run_names: list[str] | None,
+    options: EvaluationOptions = EvaluationOptions(),
+    force: bool = False,
+    max_attempts: int = 3,
+) -> list[JobRef]:
+    """Queue one job per run (every run when ``run_names`` is None), in one transaction.
+
+    The same inputs and options map to the same job: a done one is reused (``force`` queues it
+    again), a queued or running one is returned as it is, a failed or cancelled one is queued again.
+    """
+    resolved = options.resolved()
+    if max_attempts < 1:
+        raise InvalidParameterError(f"max_attempts must be at least 1; got {max_attempts}.")
+    with unit_of_work(engine) as session:
+        qrels = repo.get_qrels(session, qrels_name)
+        names = run_names if run_names is not None else [r.name for r in repo.list_runs(session)]
+        if not names:
+            raise NotFoundError("No runs to evaluate. Register one with 'evalstore runs register PATH --name NAME'.")
+        refs = []
+        for name in dict.fromkeys(names):
+            run = repo.get_run(session, name)
+            refs.append(_enqueue_one(session, run, qrels, resolved, force, max_attempts))
+        return refs
+
+
+def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str, Any], force: bool,
+                 max_attempts: int) -> JobRef:
+    digest = options_hash(options, run.content_hash, qrels.content_hash)
+    key = (Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.options_hash == digest)
+    job = session.scalar(select(Evaluation).where(*key))
+    if job is None:
+        try:
+            with session.begin_nested():  # another client may insert the same job at the same moment
+                job = Evaluation(
+                    run_id=run.id, qrels_id=qrels.id, options_hash=digest, options=options,
+                    measures=json.dumps(options["measures"]), state="queued", attempts=0,
+                    max_attempts=max_attempts, run_hash=run.content_hash, qrels_hash=qrels.content_hash,
+                    mlflow_state="none", created_at=db_now(session),
+                )
+                session.add(job)
+            return JobRef(job.id, run.name, qrels.name, "queued", "queued")
+        except IntegrityError:
+            job = session.scalar(select(Evaluation).where(*key))
+            assert job is not None, "the conflicting insert committed"
+    if job.state in ("queued", "running"):
+        return JobRef(job.id, run.name, qrels.name, job.state, "already queued")
+    if job.state == "done" and not force:
+        return JobRef(job.id, run.name, qrels.name, "done", "reused")
+    _requeue(job, max_attempts)
+    return JobRef(job.id, run.name, qrels.name, "queued", "requeued")
+
+
+def _requeue(job: Evaluation, max_attempts: int | None = None) -> None:
+    job.state, job.attempts, job.error, job.worker_id = "queued", 0, None, None
+    job.lease_expires_at = job.heartbeat_at = None
+    if max_attempts is not None:
+        job.max_attempts = max_attempts
+
+
+# --- working -----------------------------------------------------------------------------------
+
+
+def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
+          only: list[int] | None = None) -> ClaimedJob | None:
+    """Take the oldest claimable job (queued, or running with an expired lease), or None."""
+    with unit_of_work(engine) as session:
+        now = db_now(session)
+        while True:
+            statement = (
+                select(Evaluation)
+                .where(or_(Evaluation.state == "queued",
+                           and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)))
+                .order_by(Evaluation.id)
+                .limit(1)
+            )
+            if only is not None:
+                statement = statement.where(Evaluation.id.in_(only))
+            if not is_sqlite(engine):
+                statement = statement.with_for_update(skip_locked=True)
+            job = session.scalar(statement)
+            if job is None:
+                return None
+            if job.state == "running" and job.attempts >= job.max_attempts:
+                job.state, job.finished_at = "failed", now
+                job.error = (f"gave up after {job.attempts} attempts: worker {job.worker_id} stopped renewing "
+                             f"its lease (killed or lost its connection). "
+                             f"Run 'evalstore jobs retry {job.id}' to try again.")
+                job.lease_expires_at = None
+                continue
+            job.state, job.worker_id = "running", worker_id
+            job.attempts += 1
+            job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
+            return ClaimedJob(job.id, job.run_id, job.qrels_id, job.run_hash or "", job.qrels_hash or "",
+                              dict(job.options), job.attempts, worker_id)
+
+
+def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEASE) -> bool:
+    """Extend the lease; False when the job is no longer this worker's (cancelled or reclaimed)."""
+    with unit_of_work(engine) as session:
+        now = db_now(session)
+        result = session.execute(
+            update(Evaluation)
+            .where(Evaluation.id == job.evaluation_id, Evaluation.worker_id == job.worker_id,
+                   Evaluation.state == "running")
+            .values(heartbeat_at=now, lease_expires_at=now + lease)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _held(session: Session, job: ClaimedJob) -> Evaluation:
+    statement = select(Evaluation).where(Evaluation.id == job.evaluation_id)
+    if session.get_bind().dialect.name == "postgresql":
+        statement = statement.with_for_update()
+    row = session.scalar(statement)
+    if row is None or row.state != "running" or row.worker_id != job.worker_id:
+        raise JobLost(f"job {job.evaluation_id} is no longer held by {job.worker_id}")
+    return row
+
+
+def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]]) -> None:
+    """Store the results and mark the job done, in one transaction; JobLost if no longer held."""
+    with unit_of_work(engine) as session:
+        row = _held(session, job)
+        repo.replace_results(session, row.id, per_query, aggregates)
+        row.state, row.error, row.lease_expires_at = "done", None, None
+        row.finished_at = db_now(session)
+        row.evalstore_version = __version__
+        row.results_version += 1
+        row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
+
+
+def fail(engine: Engine, job: ClaimedJob, error: str, *, retryable: bool) -> str:
+    """Record an error; queue the job again while attempts remain and the error may pass."""
+    with unit_of_work(engine) as session:
+        try:
+            row = _held(session, job)
+        except JobLost:
+            return "lost"
+        row.error, row.lease_expires_at = error, None
+        if retryable and row.attempts < row.max_attempts:
+            row.state, row.worker_id = "queued", None
+        else:
+            row.state, row.finished_at = "failed", db_now(session)
+        return row.state
+
+
+def release(engine: Engine, job: ClaimedJob) -> None:
+    """Give a job back untouched (the worker is stopping); the attempt does not count."""
+    with unit_of_work(engine) as session:
+        try:
+            row = _held(session, job)
+        except JobLost:
+            return
+        row.state, row.worker_id, row.lease_expires_at = "queued", None, None
+        row.attempts = max(0, row.attempts - 1)
+
+
+# --- managing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobView:
+    id: int
+    run: str
+    qrels: str
+    state: str
+    attempts: int
+    max_attempts: int
+    worker_id: str | None
+    error: str | None
+    measures: int
+    options: dict[str, Any]
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    mlflow_state: str
+    mlflow_run_id: str | None
+    mlflow_error: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        for key in ("created_at", "started_at", "finished_at"):
+            value = out[key]
+            out[key] = value.isoformat(sep=" ", timespec="seconds") if value else None
+        return out
+
+
+def _view(job: Evaluation, run: Run, qrels: QrelsSet) -> JobView:
+    return JobView(job.id, run.name, qrels.name, job.state, job.attempts, job.max_attempts, job.worker_id,
+                   job.error, len(job.options.get("measures", [])), dict(job.options), job.created_at,
+                   job.started_at, job.finished_at, job.mlflow_state, job.mlflow_run_id, job.mlflow_error)
+
+
+def list_jobs(engine: Engine, *, states: list[str] | None = None, qrels_name: str | None = None,
+              limit: int = 100) -> list[JobView]:
+    for state in states or []:
+        if state not in STATES:
+            raise InvalidParameterError(f"Unknown job state '{state}'; use one of {', '.join(STATES)}.")
+    with read_only(engine) as session:
+        statement = (select(Evaluation, Run, QrelsSet).join(Run, Run.id == Evaluation.run_id)
+                     .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id).order_by(Evaluation.id.desc()).limit(limit))
+        if states:
+            statement = statement.where(Evaluation.state.in_(states))
+        if qrels_name:
+            statement = statement.where(QrelsSet.name == qrels_name)
+        return [_view(job, run, qrels) for job, run, qrels in session.execute(statement)][::-1]
+
+
+def show_job(engine: Engine, job_id: int) -> JobView:
+    with read_only(engine) as session:
+        return _view(*_get(session, job_id))
+
+
+def job_states(engine: Engine, job_ids: list[int]) -> dict[int, str]:
+    with read_only(engine) as session:
+        rows = session.execute(select(Evaluation.id, Evaluation.state).where(Evaluation.id.in_(job_ids)))
+        return {job_id: state for job_id, state in rows}
+
+
+def _get(session: Session, job_id: int) -> tuple[Evaluation, Run, QrelsSet]:
+    row = session.execute(
+        select(Evaluation, Run, QrelsSet).join(Run, Run.id == Evaluation.run_id)
+        .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id).where(Evaluation.id == job_id)
+    ).first()
+    if row is None:
+        raise NotFoundError(f"No job {job_id}. See 'evalstore jobs list'.")
+    return row[0], row[1], row[2]
+
+
+def retry(engine: Engine, job_id: int) -> JobView:
+    """Queue a failed or cancelled job again, with its attempts reset."""
+    with unit_of_work(engine) as session:
+        job, run, qrels = _get(session, job_id)
+        if job.state not in ("failed", "cancelled"):
+            raise ConflictError(f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
+                                f"(to recompute a done one: 'evalstore evaluate ... --force').")
+        _requeue(job)
+        return _view(job, run, qrels)
+
+
+def cancel(engine: Engine, job_id: int) -> JobView:
+    """Cancel a queued or running job; a running job's worker drops its result when it notices."""
+    with unit_of_work(engine) as session:
+        job, run, qrels = _get(session, job_id)
+        if job.state not in ("queued", "running"):
+            raise ConflictError(f"Job {job_id} is already {job.state}; only queued or running jobs can be cancelled.")
+        job.state, job.lease_expires_at, job.finished_at = "cancelled", None, db_now(session)
+        return _view(job, run, qrels)
+
+
+# --- workers -----------------------------------------------------------------------------------
+
+
+def register_worker(engine: Engine, worker_id: str) -> None:
+    with unit_of_work(engine) as session:
+        now = db_now(session)
+        session.add(Worker(id=worker_id, hostname=socket.gethostname(), pid=os.getpid(), state="running",
+                           started_at=now, heartbeat_at=now, jobs_done=0))
+
+
+def worker_alive(engine: Engine, worker_id: str, *, jobs_done: int) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(update(Worker).where(Worker.id == worker_id)
+                        .values(heartbeat_at=db_now(session), jobs_done=jobs_done))
+
+
+def worker_stopped(engine: Engine, worker_id: str) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(update(Worker).where(Worker.id == worker_id).values(state="stopped"))
+
+
+def live_workers(engine: Engine, *, within: timedelta) -> list[Worker]:
+    """Workers that said they were alive within ``within`` (a killed one just stops saying so)."""
+    with read_only(engine) as session:
+        since = db_now(session) - within
+        return list(session.scalars(select(Worker).where(Worker.state == "running", Worker.heartbeat_at >= since)))

@@ -1,0 +1,301 @@
+"""Logging stored evaluations to MLflow, each stored result exactly once.
+
+MLflow logging is a small job of its own on every evaluation (``mlflow_state``):
+``pending`` -> ``logging`` (held under a lease) -> ``logged``; on any failure it goes back to
+``pending`` with the error, and the worker or ``evalstore mlflow sync`` tries again later. The
+evaluation itself is committed before MLflow is touched, so MLflow being down loses nothing.
+
+Never twice: every MLflow run carries the tags ``evalstore.evaluation_id`` and
+``evalstore.results_version``. Before logging, a finished run with both is looked for, so a
+process that died after MLflow finished but before our database recorded it does not log again;
+an unfinished one (died midway) is deleted and logged afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, and_, or_, select, update
+
+from evalstore import __version__, config
+from evalstore.db.engine import is_sqlite
+from evalstore.db.models import Evaluation, QrelsSet, Run
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.metrics import mlflow_key, parse_measure
+from evalstore.services import jobs
+from evalstore.services.evaluations import StoredResults, results
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+log = logging.getLogger("evalstore.mlflow")
+
+# MLflow's HTTP client retries 7 times with exponential back-off by default (minutes against a
+# dead server); a worker should put the logging back to pending quickly and carry on with its
+# jobs. The user's own settings win.
+for _key, _value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+                     ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
+    os.environ.setdefault(_key, _value)
+
+MLFLOW_LEASE = timedelta(minutes=5)
+MAIN_MEASURES = ("AP", "nDCG@10", "P@10", "RR")
+
+
+@dataclass
+class SyncReport:
+    logged: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    left_pending: int = 0
+
+
+def pending_count(engine: Engine) -> int:
+    with read_only(engine) as session:
+        return len(session.scalars(select(Evaluation.id).where(
+            Evaluation.state == "done", Evaluation.mlflow_state.in_(("pending", "logging")))).all())
+
+
+def log_pending(engine: Engine, *, worker_id: str | None = None, only: list[int] | None = None,
+                limit: int | None = None, tracking_uri: str | None = None) -> SyncReport:
+    """Log every finished evaluation MLflow has not received (or only ``only``).
+
+    Stops at the first failure, since the next ones would most likely fail the same way; the
+    rest stay pending. Returns what was logged and what failed.
+    """
+    report = SyncReport()
+    if not config.mlflow_enabled():
+        return report
+    worker_id = worker_id or jobs.new_worker_id("sync")
+    uri = tracking_uri or config.mlflow_tracking_uri()
+    client: MlflowClient | None = None
+    while limit is None or len(report.logged) < limit:
+        claimed = _claim(engine, worker_id, only)
+        if claimed is None:
+            break
+        evaluation_id, version = claimed
+        try:
+            if client is None:
+                client = _client(uri)
+            run_id = _log_one(client, uri, results_for(engine, evaluation_id), version)
+        except Exception as error:
+            message = f"{type(error).__name__}: {error}".strip()[:2000]
+            _give_back(engine, evaluation_id, version, message)
+            report.failed[evaluation_id] = message
+            log.warning("evaluation %d: MLflow logging failed (left pending): %s", evaluation_id, message)
+            break
+        _mark_logged(engine, evaluation_id, version, run_id)
+        report.logged.append(evaluation_id)
+        log.info("evaluation %d: logged to MLflow run %s", evaluation_id, run_id)
+    report.left_pending = pending_count(engine) if only is None else 0
+    return report
+
+
+def results_for(engine: Engine, evaluation_id: int) -> StoredResults:
+    with read_only(engine) as session:
+        row = session.execute(select(Run.name, QrelsSet.name).join(Evaluation, Evaluation.run_id == Run.id)
+                              .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+                              .where(Evaluation.id == evaluation_id)).one()
+    return results(engine, qrels_name=row[1], run_name=row[0], evaluation_id=evaluation_id)
+
+
+# --- the state machine in our database ---------------------------------------------------------
+
+
+def _claim(engine: Engine, worker_id: str, only: list[int] | None) -> tuple[int, int] | None:
+    with unit_of_work(engine) as session:
+        now = jobs.db_now(session)
+        statement = (
+            select(Evaluation)
+            .where(Evaluation.state == "done",
+                   or_(Evaluation.mlflow_state == "pending",
+                       and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now)))
+            .order_by(Evaluation.id).limit(1)
+        )
+        if only is not None:
+            statement = statement.where(Evaluation.id.in_(only))
+        if not is_sqlite(engine):
+            statement = statement.with_for_update(skip_locked=True)
+        row = session.scalar(statement)
+        if row is None:
+            return None
+        row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
+        row.mlflow_attempts += 1
+        return row.id, row.results_version
+
+
+def _held(evaluation_id: int, version: int) -> Any:
+    return and_(Evaluation.id == evaluation_id, Evaluation.results_version == version,
+                Evaluation.mlflow_state == "logging")
+
+
+def _mark_logged(engine: Engine, evaluation_id: int, version: int, run_id: str) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(update(Evaluation).where(_held(evaluation_id, version)).values(
+            mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None))
+
+
+def _give_back(engine: Engine, evaluation_id: int, version: int, error: str) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(update(Evaluation).where(_held(evaluation_id, version)).values(
+            mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None))
+
+
+# --- MLflow ------------------------------------------------------------------------------------
+
+
+def _client(uri: str) -> MlflowClient:
+    from mlflow import MlflowClient
+
+    # mlflow sets its loggers to INFO on import and announces its own database set-up each time
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    return MlflowClient(tracking_uri=uri)
+
+
+@contextlib.contextmanager
+def _local_store_lock(uri: str) -> Iterator[None]:
+    """MLflow creates its SQLite schema on first use; two local processes doing that at once
+    collide, so they take turns (a server-backed store needs no lock)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    lock_path = Path(uri.removeprefix("sqlite:///") + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
+    from mlflow.exceptions import MlflowException
+
+    with _local_store_lock(uri):
+        experiment = client.get_experiment_by_name(name)
+        if experiment is not None:
+            return str(experiment.experiment_id)
+        root = config.mlflow_artifact_root()
+        location = (root / name.replace("/", "_")).as_uri() if root else None
+        try:
+            return str(client.create_experiment(name, artifact_location=location,
+                                                tags={"evalstore.version": __version__}))
+        except MlflowException:  # created by another process meanwhile
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+            return str(experiment.experiment_id)
+
+
+def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int) -> str:
+    from mlflow.entities import Metric, Param, RunTag
+
+    experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(stored.qrels))
+    found = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`evalstore.evaluation_id` = '{stored.evaluation_id}' "
+                      f"and tags.`evalstore.results_version` = '{version}'",
+    )
+    for previous in found:
+        if previous.info.status == "FINISHED":
+            return str(previous.info.run_id)
+        client.delete_run(previous.info.run_id)  # a logger died midway: start over
+    meta = stored.header
+    tags = {
+        "evalstore.evaluation_id": str(stored.evaluation_id), "evalstore.results_version": str(version),
+        "evalstore.run": stored.run, "evalstore.qrels": stored.qrels, "evalstore.run_hash": meta["run_hash"],
+        "evalstore.qrels_hash": meta["qrels_hash"], "evalstore.options_hash": meta["options_hash"],
+        "evalstore.version": meta["evalstore_version"] or __version__,
+    }
+    params: dict[str, Any] = {f"run.{k}": v for k, v in meta["run_metadata"].items()}
+    params.update({"run.system": meta["system"] or "", "run.tag": stored.run_tag or ""})
+    options = stored.options
+    params.update({k: options[k] for k in ("relevance_level", "max_docs", "judged_only", "missing_topics", "tie_rule")})
+    params["measures"] = len(options["measures"])
+    params["topics"] = len(stored.topics)
+    run = client.create_run(experiment_id, run_name=stored.run, tags=tags)
+    run_id = str(run.info.run_id)
+    metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in stored.aggregates.items()]
+    param_list = [Param(key, str(value)[:6000]) for key, value in params.items()]
+    for start in range(0, max(len(metrics), len(param_list)), 100):
+        client.log_batch(run_id, metrics=metrics[start:start + 100], params=param_list[start:start + 100],
+                         tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
+    _log_artifacts(client, run_id, stored)
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _log_artifacts(client: MlflowClient, run_id: str, stored: StoredResults) -> None:
+    import pandas as pd
+
+    from evalstore.trec_eval import render_lines, stored_rows
+
+    frame = pd.DataFrame({m: [stored.per_query[m].get(t) for t in stored.topics] for m in stored.measures},
+                         index=pd.Index(stored.topics, name="query_id"))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "per_query.parquet"
+        frame.to_parquet(path)
+        client.log_artifact(run_id, str(path))
+    client.log_table(run_id, frame.reset_index(), artifact_file="per_query_table.json")
+    measures = [parse_measure(m) for m in stored.measures]
+    text = render_lines(stored_rows(measures), stored.topics,
+                        lambda m, t: stored.per_query[str(m)].get(stored.topics[t], 0.0),
+                        lambda m: stored.aggregates.get(str(m), 0.0), stored.run_tag, per_query=True, summary=True)
+    client.log_text(run_id, text, "trec_eval.txt")
+    client.log_dict(run_id, {"evaluation_id": stored.evaluation_id, "run": stored.run, "qrels": stored.qrels,
+                             **stored.options, **{k: v for k, v in stored.header.items() if k != "run_metadata"}},
+                    "evaluation.json")
+    for name, figure in _figures(stored):
+        client.log_figure(run_id, figure, name)
+        figure.clear()
+
+
+def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no screen on workers
+    from matplotlib.figure import Figure
+
+    main = next((m for m in MAIN_MEASURES if m in stored.per_query), None)
+    if main is not None:
+        values = sorted(((float(v), t) for t, v in stored.per_query[main].items()), reverse=True)
+        figure = Figure(figsize=(max(6.0, len(values) * 0.12), 4.0), layout="constrained")
+        axes = figure.add_subplot()
+        axes.bar(range(len(values)), [v for v, _ in values], color="#4c72b0", width=0.85)
+        mean = stored.aggregates.get(main)
+        if mean is not None:
+            axes.axhline(mean, color="#c44e52", linestyle="--", label=f"mean {mean:.4f}")
+            axes.legend(loc="upper right")
+        if len(values) <= 60:
+            axes.set_xticks(range(len(values)), [t for _, t in values], rotation=90, fontsize=7)
+        else:
+            axes.set_xticks([])
+        axes.set_xlabel(f"topics, best to worst ({len(values)})")
+        axes.set_ylabel(main)
+        axes.set_title(f"{main} per topic: {stored.run} on {stored.qrels}")
+        yield f"per_topic_{mlflow_key(main)}.png", figure
+    curve = sorted((parse_measure(m).param("recall"), value) for m, value in stored.aggregates.items()
+                   if parse_measure(m).family == "IPrec")
+    if len(curve) >= 2:
+        figure = Figure(figsize=(5.0, 4.5), layout="constrained")
+        axes = figure.add_subplot()
+        axes.plot([r for r, _ in curve], [p for _, p in curve], marker="o", color="#4c72b0")
+        axes.set_xlim(0, 1)
+        axes.set_ylim(0, 1.02)
+        axes.set_xlabel("recall")
+        axes.set_ylabel("interpolated precision")
+        axes.set_title(f"Interpolated precision-recall: {stored.run}")
+        axes.grid(alpha=0.3)
+        yield "precision_recall.png", figure
+
+
+__all__ = ["SyncReport", "log_pending", "pending_count", "results_for"]

@@ -1,0 +1,233 @@
+"""The evaluation worker: claim a job, compute it under a heartbeat, store it, log it to MLflow.
+
+Stopping: the first SIGTERM/SIGINT lets the current job finish and then exits; a second one
+gives the job back to the queue (not counted as an attempt) and exits at once. A worker killed
+outright (SIGKILL, power loss) stops renewing its lease, and another worker takes the job over
+when the lease runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from types import FrameType
+from typing import Any
+
+from sqlalchemy import Engine
+
+from evalstore.errors import EvalstoreError
+from evalstore.services import jobs
+from evalstore.services.evaluations import EvaluationSummary, run_job
+
+log = logging.getLogger("evalstore.worker")
+
+
+class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
+    """Raised in the main thread by a second stop signal: release the job and leave."""
+
+
+@dataclass
+class WorkerSettings:
+    lease: timedelta = jobs.DEFAULT_LEASE
+    poll_interval: float = 2.0
+    until_empty: bool = False
+    mlflow: bool = True
+    mlflow_retry_interval: float = 60.0  # how often an idle worker retries pending MLflow logging
+
+
+class _Heartbeat:
+    """Renews a job's lease from a side thread while the main thread computes."""
+
+    def __init__(self, engine: Engine, job: jobs.ClaimedJob, lease: timedelta) -> None:
+        self.engine, self.job, self.lease = engine, job, lease
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job.evaluation_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        interval = max(self.lease.total_seconds() / 3, 0.2)
+        while not self._stop.wait(interval):
+            try:
+                if not jobs.heartbeat(self.engine, self.job, lease=self.lease):
+                    self.lost = True
+                    log.warning("job %d was cancelled or taken over; its result will be dropped",
+                                self.job.evaluation_id)
+                    return
+            except Exception as error:  # the database blinked: try again at the next beat
+                log.warning("heartbeat for job %d failed: %s", self.job.evaluation_id, error)
+
+
+class Worker:
+    def __init__(self, engine: Engine, settings: WorkerSettings | None = None, *, worker_id: str | None = None,
+                 only: list[int] | None = None) -> None:
+        self.engine = engine
+        self.settings = settings or WorkerSettings()
+        self.worker_id = worker_id or jobs.new_worker_id()
+        self.only = only
+        self.done: dict[int, EvaluationSummary] = {}
+        self.stopping = False
+        self._last_mlflow_sync = 0.0
+
+    # one job ------------------------------------------------------------------------------
+
+    def process_one(self) -> bool:
+        """Claim and run one job; False when there was nothing to claim."""
+        job = jobs.claim(self.engine, self.worker_id, lease=self.settings.lease, only=self.only)
+        if job is None:
+            return False
+        log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
+        try:
+            with _Heartbeat(self.engine, job, self.settings.lease):
+                summary = run_job(self.engine, job)
+        except StopNow:
+            jobs.release(self.engine, job)
+            log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
+            raise
+        except jobs.JobLost:
+            log.warning("job %d: result dropped, the job was cancelled or taken over", job.evaluation_id)
+            return True
+        except EvalstoreError as error:  # bad input: trying again gives the same answer
+            state = jobs.fail(self.engine, job, str(error), retryable=False)
+            log.error("job %d: %s (%s)", job.evaluation_id, error, state)
+            return True
+        except Exception as error:  # the database or the machine: worth another attempt
+            state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
+            log.exception("job %d: failed (%s)", job.evaluation_id, state)
+            return True
+        self.done[job.evaluation_id] = summary
+        t = summary.timings
+        log.info("job %d: done, run '%s' on '%s', %d topics (load %.2fs, compute %.2fs, store %.2fs)",
+                 job.evaluation_id, summary.run, summary.qrels, summary.topics, t.load, t.compute, t.store)
+        for topic in summary.missing_topics:
+            log.warning("job %d: run '%s' has no results for qrels topic %s; scored as missing_topics=%s",
+                        job.evaluation_id, summary.run, topic, job.options["missing_topics"])
+        if self.settings.mlflow:
+            self._log_to_mlflow([job.evaluation_id])
+        return True
+
+    def _log_to_mlflow(self, only: list[int] | None) -> None:
+        from evalstore.services.tracking import log_pending
+
+        try:
+            log_pending(self.engine, worker_id=self.worker_id, only=only)
+        except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
+            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
+
+    # the loop -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
+        jobs.register_worker(self.engine, self.worker_id)
+        log.info("worker %s started", self.worker_id)
+        beat_every = max(self.settings.lease.total_seconds() / 3, 0.2)
+        last_beat = time.monotonic()
+        try:
+            while not self.stopping:
+                worked = self.process_one()
+                if time.monotonic() - last_beat >= beat_every:
+                    jobs.worker_alive(self.engine, self.worker_id, jobs_done=len(self.done))
+                    last_beat = time.monotonic()
+                if worked:
+                    continue
+                if self.settings.mlflow and time.monotonic() - self._last_mlflow_sync >= \
+                        self.settings.mlflow_retry_interval:
+                    self._last_mlflow_sync = time.monotonic()
+                    self._log_to_mlflow(self.only)
+                if self.settings.until_empty:
+                    break
+                time.sleep(self.settings.poll_interval)
+        except StopNow:
+            pass
+        finally:
+            jobs.worker_stopped(self.engine, self.worker_id)
+            log.info("worker %s stopped after %d jobs", self.worker_id, len(self.done))
+        return len(self.done)
+
+    def install_signal_handlers(self, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            if self.stopping:
+                raise StopNow
+            self.stopping = True
+            log.info("%s: finishing the current job, then stopping (send again to stop now)",
+                     signal.Signals(signum).name)
+
+        for signum in signals:
+            signal.signal(signum, on_signal)
+
+
+def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,
+            lease: timedelta = jobs.DEFAULT_LEASE) -> dict[int, EvaluationSummary]:
+    """Get these jobs done from this process: run them here unless a live worker is on them,
+    and wait for the ones a worker has. Returns the summaries of the jobs run here."""
+    worker = Worker(engine, WorkerSettings(lease=lease, mlflow=mlflow), worker_id=jobs.new_worker_id("cli"),
+                    only=job_ids)
+    pending = set(job_ids)
+    while pending:
+        if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
+            pending -= set(worker.done)
+            continue
+        states = jobs.job_states(engine, list(pending))
+        pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
+        if pending:
+            time.sleep(poll_interval)
+    return worker.done
+
+
+# --- several processes -------------------------------------------------------------------------
+
+
+def run_pool(database_url: str, settings: WorkerSettings, concurrency: int,
+             make_engine: Callable[[str], Engine]) -> int:
+    """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all."""
+    if concurrency <= 1:
+        worker = Worker(make_engine(database_url), settings)
+        worker.install_signal_handlers()
+        return worker.run()
+    context = multiprocessing.get_context("spawn")  # no forked database connections or threads
+    results = context.Queue()
+    children = [context.Process(target=_child, args=(database_url, settings, results), daemon=False)
+                for _ in range(concurrency)]
+    for child in children:
+        child.start()
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for child in children:
+            if child.pid is not None and child.is_alive():
+                os.kill(child.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for child in children:
+        child.join()
+    total = 0
+    while not results.empty():
+        total += results.get()
+    return total
+
+
+def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
+    from evalstore.cli._logging import configure_logging
+    from evalstore.db.engine import make_engine
+
+    configure_logging()
+    # Ctrl-C reaches every process of the terminal's group; the parent forwards one SIGTERM per
+    # signal it gets, so the children listen to that alone and count each stop request once.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker = Worker(make_engine(database_url), settings)
+    worker.install_signal_handlers((signal.SIGTERM,))
+    results.put(worker.run())
