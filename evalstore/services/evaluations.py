@@ -57,13 +57,8 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     with read_only(engine) as session:
         run = session.get(Run, job.run_id)
         qrels = session.get(QrelsSet, job.qrels_id)
-        if run is None or qrels is None:
-            raise NotFoundError(f"The run or qrels of job {job.evaluation_id} was deleted; nothing to evaluate.")
-        if (run.content_hash, qrels.content_hash) != (job.run_hash, job.qrels_hash):
-            raise EvaluationError(
-                f"Run '{run.name}' or qrels '{qrels.name}' was replaced after job {job.evaluation_id} was queued; "
-                f"ask again with 'evalstore evaluate --qrels {qrels.name} --run {run.name}'."
-            )
+        if run is None or qrels is None:  # deleted or replaced since: the job went with them
+            raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
         run_table, qrels_table = repo.run_table(session, run), repo.qrels_table(session, qrels)
     timings.load = time.perf_counter() - started
     options = job.options

@@ -82,8 +82,6 @@ class ClaimedJob:
     evaluation_id: int
     run_id: int
     qrels_id: int
-    run_hash: str
-    qrels_hash: str
     options: dict[str, Any]
     attempt: int
     worker_id: str
@@ -211,8 +209,7 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
             job.state, job.worker_id = "running", worker_id
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
-            return ClaimedJob(job.id, job.run_id, job.qrels_id, job.run_hash or "", job.qrels_hash or "",
-                              dict(job.options), job.attempts, worker_id)
+            return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id)
 
 
 def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEASE) -> bool:

@@ -1,0 +1,134 @@
+"""Worker processes as they run in production: several at once, one killed with SIGKILL mid-job,
+one stopped with SIGTERM. On PostgreSQL (SKIP LOCKED) and on SQLite (one writer at a time)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine
+
+from evalstore.db.models import Evaluation
+from evalstore.db.session import read_only
+from evalstore.services import jobs, store
+from evalstore.services.jobs import EvaluationOptions
+
+SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+@pytest.fixture(scope="module")
+def big_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """600 topics x 1,000 documents: a job that takes over a second, so a signal lands mid-job."""
+    folder = tmp_path_factory.mktemp("big")
+    rng = np.random.default_rng(7)
+    topics, docs = 600, 1000
+    run_lines, qrels_lines = [], []
+    for t in range(topics):
+        scores = rng.random(docs)
+        run_lines.extend(f"{t} Q0 d{t}_{d} {d + 1} {scores[d]:.6f} big\n" for d in range(docs))
+        qrels_lines.extend(f"{t} 0 d{t}_{d} {int(rng.random() < 0.1)}\n" for d in range(0, docs, 3))
+    run, qrels = folder / "big.run", folder / "big.qrels"
+    run.write_text("".join(run_lines))
+    qrels.write_text("".join(qrels_lines))
+    return run, qrels
+
+
+def _start_worker(engine: Engine, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
+           "EVALSTORE_MLFLOW": "off"}
+    with log.open("wb") as handle:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen([EVALSTORE, "worker", "--no-mlflow", "--poll-interval", "0.1", *args],
+                                env=env, stdout=subprocess.DEVNULL, stderr=handle)
+
+
+def _job(engine: Engine, job_id: int) -> Evaluation:
+    with read_only(engine) as session:
+        job = session.get(Evaluation, job_id)
+        assert job is not None
+        return job
+
+
+def _wait_for_state(engine: Engine, job_id: int, state: str, timeout: float = 60) -> Evaluation:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = _job(engine, job_id)
+        if job.state == state:
+            return job
+        time.sleep(0.01)
+    raise AssertionError(f"job {job_id} never reached {state}: {_job(engine, job_id).state}")
+
+
+def test_four_workers_evaluate_sixty_jobs_each_exactly_once(engine: Engine, tmp_path: Path) -> None:
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    for i in range(30):
+        store.register_run(engine, SAMPLE / "results.test", name=f"run{i:02d}")
+    ids = []
+    for measures in (("AP", "P@10"), ("all_trec",)):
+        refs = jobs.enqueue(engine, qrels_name="test", run_names=None, options=EvaluationOptions(measures=measures))
+        ids += [r.evaluation_id for r in refs]
+    assert len(set(ids)) == 60
+    logs = [tmp_path / f"worker{i}.log" for i in range(4)]
+    workers = [_start_worker(engine, log, "--until-empty") for log in logs]
+    for worker in workers:
+        assert worker.wait(timeout=300) == 0
+    done_lines = [m for log in logs for m in re.findall(r"job (\d+): done", log.read_text())]
+    assert sorted(int(m) for m in done_lines) == sorted(ids)  # each job finished once, by one worker
+    for job_id in ids:
+        job = _job(engine, job_id)
+        assert (job.state, job.attempts, job.results_version) == ("done", 1, 1), job_id
+
+
+def test_a_killed_workers_job_is_finished_by_another_after_its_lease(
+        engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]) -> None:
+    run, qrels = big_inputs
+    store.import_qrels(engine, qrels, name="big")
+    store.register_run(engine, run, name="big")
+    [ref] = jobs.enqueue(engine, qrels_name="big", run_names=["big"], options=EvaluationOptions(("all_trec",)))
+    doomed = _start_worker(engine, tmp_path / "doomed.log", "--lease-seconds", "1.5")
+    try:
+        running = _wait_for_state(engine, ref.evaluation_id, "running")
+        os.kill(doomed.pid, signal.SIGKILL)
+    finally:
+        doomed.wait(timeout=30)
+    assert doomed.returncode == -signal.SIGKILL
+    assert _job(engine, ref.evaluation_id).state == "running"  # killed mid-job, before it could finish
+    time.sleep(2.0)  # the lease runs out
+    rescuer = _start_worker(engine, tmp_path / "rescuer.log", "--until-empty")
+    assert rescuer.wait(timeout=120) == 0
+    job = _job(engine, ref.evaluation_id)
+    assert (job.state, job.attempts, job.results_version) == ("done", 2, 1)
+    assert job.worker_id != running.worker_id
+
+
+def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
+        sqlite_engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]) -> None:
+    run, qrels = big_inputs
+    engine = sqlite_engine
+    store.import_qrels(engine, qrels, name="big")
+    store.register_run(engine, run, name="big")
+    [first] = jobs.enqueue(engine, qrels_name="big", run_names=["big"], options=EvaluationOptions(("all_trec",)))
+    worker = _start_worker(engine, tmp_path / "graceful.log")
+    _wait_for_state(engine, first.evaluation_id, "running")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=120) == 0
+    assert _job(engine, first.evaluation_id).state == "done"
+
+    [second] = jobs.enqueue(engine, qrels_name="big", run_names=["big"],
+                            options=EvaluationOptions(("all_trec",), relevance_level=2))
+    worker = _start_worker(engine, tmp_path / "now.log")
+    _wait_for_state(engine, second.evaluation_id, "running")
+    worker.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    job = _job(engine, second.evaluation_id)
+    assert (job.state, job.attempts, job.worker_id) == ("queued", 0, None)
+    assert "released to the queue (worker stopping)" in (tmp_path / "now.log").read_text()
