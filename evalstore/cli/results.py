@@ -33,20 +33,12 @@ def show(
                                       "trec-eval' prints for the same files and options."),
 ) -> None:
     """Stored results of a run on qrels: summary values, and per query with --per-query."""
-    from evalstore.metrics import parse_measure
     from evalstore.services.evaluations import results
 
     stored = results(state(ctx).engine(), qrels_name=qrels, run_name=run, measures=measure or None,
                      evaluation_id=evaluation)
-    if fmt is ResultsFormat.trec:
-        from evalstore.trec_eval import render_lines, stored_rows
-
-        rows = stored_rows([parse_measure(m) for m in stored.measures])
-        if measure:  # only what was asked for: no runid/num_q lines
-            rows = [r for r in rows if r[2] is not None]
-        sys.stdout.write(render_lines(
-            rows, stored.topics, lambda m, t: stored.per_query[str(m)].get(stored.topics[t], 0.0),
-            lambda m: stored.aggregates.get(str(m), 0.0), stored.run_tag, per_query=per_query, summary=True))
+    if fmt is ResultsFormat.trec:  # only what was asked for: no runid/num_q lines then
+        sys.stdout.write(stored.as_trec_eval(per_query=per_query, with_counts=not measure))
         return
     rows = []
     if per_query:

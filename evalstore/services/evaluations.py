@@ -161,6 +161,17 @@ class StoredResults:
     aggregates: dict[str, float]
     header: dict[str, Any]  # hashes, versions and the run's metadata
 
+    def as_trec_eval(self, *, per_query: bool, with_counts: bool = True) -> str:
+        """What ``evalstore trec-eval`` prints for the same files and options (``-q`` with
+        ``per_query``); ``with_counts`` adds its runid and num_q lines."""
+        from evalstore.trec_eval import render_lines, stored_rows
+
+        rows = stored_rows([parse_measure(m) for m in self.measures])
+        if not with_counts:
+            rows = [row for row in rows if row[2] is not None]
+        return render_lines(rows, self.topics, lambda m, t: self.per_query[str(m)][self.topics[t]],
+                            lambda m: self.aggregates[str(m)], self.run_tag, per_query=per_query, summary=True)
+
 
 def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[str] | None = None,
             evaluation_id: int | None = None) -> StoredResults:

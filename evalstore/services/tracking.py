@@ -237,19 +237,18 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int
 def _log_artifacts(client: MlflowClient, run_id: str, stored: StoredResults) -> None:
     import pandas as pd
 
-    from evalstore.trec_eval import render_lines, stored_rows
-
     frame = pd.DataFrame({m: [stored.per_query[m].get(t) for t in stored.topics] for m in stored.measures},
                          index=pd.Index(stored.topics, name="query_id"))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "per_query.parquet"
         frame.to_parquet(path)
         client.log_artifact(run_id, str(path))
-    client.log_table(run_id, frame.reset_index(), artifact_file="per_query_table.json")
-    measures = [parse_measure(m) for m in stored.measures]
-    text = render_lines(stored_rows(measures), stored.topics,
-                        lambda m, t: stored.per_query[str(m)].get(stored.topics[t], 0.0),
-                        lambda m: stored.aggregates.get(str(m), 0.0), stored.run_tag, per_query=True, summary=True)
+    table = frame.reset_index()
+    # pandas 3 gives text columns the `str` dtype, and MLflow 3.17's log_table selects columns by
+    # `object`, which pandas 3 warns about; handing it object columns keeps it on its tested path
+    table = table.astype({c: object for c in table.columns if pd.api.types.is_string_dtype(table[c])})
+    client.log_table(run_id, table, artifact_file="per_query_table.json")
+    text = stored.as_trec_eval(per_query=True)
     client.log_text(run_id, text, "trec_eval.txt")
     client.log_dict(run_id, {"evaluation_id": stored.evaluation_id, "run": stored.run, "qrels": stored.qrels,
                              **stored.options, **{k: v for k, v in stored.header.items() if k != "run_metadata"}},

@@ -1,0 +1,102 @@
+"""MLflow logging: every aggregate, params, tags and artifacts; MLflow down leaves the evaluation
+stored and its logging pending; a sync logs it; nothing is ever logged twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from sqlalchemy import Engine, update
+
+from evalstore.db.models import Evaluation
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.services import jobs, store
+from evalstore.services.jobs import EvaluationOptions
+from evalstore.services.tracking import log_pending, pending_count
+from evalstore.services.worker import Worker, WorkerSettings
+
+SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+
+
+@pytest.fixture
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    return uri
+
+
+@pytest.fixture
+def evaluated_offline(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> int:
+    """One evaluation done by a worker while MLflow was unreachable."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std", system="smart", metadata={"k1": "0.9"})
+    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    worker = Worker(engine, WorkerSettings(mlflow=True))
+    assert worker.process_one()
+    return ref.evaluation_id
+
+
+def _evaluation(engine: Engine, evaluation_id: int) -> Evaluation:
+    with read_only(engine) as session:
+        evaluation = session.get(Evaluation, evaluation_id)
+        assert evaluation is not None
+        return evaluation
+
+
+def _logged_runs(uri: str) -> list:  # type: ignore[type-arg]
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("evalstore/test")
+    assert experiment is not None
+    return client.search_runs([experiment.experiment_id])
+
+
+def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
+        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    offline = _evaluation(engine, evaluated_offline)
+    assert (offline.state, offline.mlflow_state) == ("done", "pending")
+    assert "ConnectionError" in (offline.mlflow_error or "") or "127.0.0.1" in (offline.mlflow_error or "")
+    assert pending_count(engine) == 1
+
+    report = log_pending(engine)
+    assert (report.logged, report.failed, report.left_pending) == ([evaluated_offline], {}, 0)
+    synced = _evaluation(engine, evaluated_offline)
+    assert (synced.mlflow_state, synced.mlflow_error) == ("logged", None)
+    assert log_pending(engine).logged == []
+
+    [run] = _logged_runs(tracking_uri)
+    assert run.info.run_id == synced.mlflow_run_id and run.info.run_name == "std"
+    assert run.info.status == "FINISHED"
+    assert f"{run.data.metrics['AP']:.4f}" == "0.1785" and f"{run.data.metrics['P_at_10']:.4f}" == "0.3000"
+    assert len(run.data.metrics) == 97  # every numeric aggregate of all_trec (relstring has none)
+    assert run.data.params["run.k1"] == "0.9" and run.data.params["run.system"] == "smart"
+    assert run.data.params["relevance_level"] == "1" and run.data.params["missing_topics"] == "zero"
+    assert run.data.tags["evalstore.evaluation_id"] == str(evaluated_offline)
+    assert run.data.tags["evalstore.run_hash"] == synced.run_hash
+    artifacts = {a.path for a in MlflowClient(tracking_uri).list_artifacts(run.info.run_id)}
+    assert artifacts == {"evaluation.json", "per_query.parquet", "per_query_table.json", "trec_eval.txt",
+                         "per_topic_AP.png", "precision_recall.png"}
+
+
+def test_a_sync_that_died_after_mlflow_finished_does_not_log_again(
+        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    log_pending(engine)
+    first = _evaluation(engine, evaluated_offline).mlflow_run_id
+    with unit_of_work(engine) as session:  # as if the process died before recording the success
+        session.execute(update(Evaluation).values(mlflow_state="pending", mlflow_run_id=None))
+    assert log_pending(engine).logged == [evaluated_offline]
+    assert _evaluation(engine, evaluated_offline).mlflow_run_id == first
+    assert len(_logged_runs(tracking_uri)) == 1
+
+
+def test_recomputed_results_are_logged_as_a_new_run(engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    log_pending(engine)
+    jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)), force=True)
+    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    recomputed = _evaluation(engine, evaluated_offline)
+    assert (recomputed.results_version, recomputed.mlflow_state) == (2, "logged")
+    runs = _logged_runs(tracking_uri)
+    assert sorted(r.data.tags["evalstore.results_version"] for r in runs) == ["1", "2"]
