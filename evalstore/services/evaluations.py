@@ -59,7 +59,8 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        run_table, qrels_table = repo.run_table(session, run), repo.qrels_table(session, qrels)
+        run_table = repo.run_table(session, run, file_order=False)
+        qrels_table = _qrels_cached(session, qrels)
     timings.load = time.perf_counter() - started
     options = job.options
     measures = [parse_measure(name) for name in options["measures"]]
@@ -77,6 +78,19 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     jobs.complete(engine, job, per_query, aggregates)
     timings.store = time.perf_counter() - started
     return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics), timings)
+
+
+_qrels_cache: dict[tuple[int, str], pa.Table] = {}
+
+
+def _qrels_cached(session: Any, qrels: QrelsSet) -> pa.Table:
+    """A worker evaluates run after run against the same qrels: keep the last one read. Keyed by
+    id and content hash, so replaced qrels are read afresh."""
+    key = (qrels.id, qrels.content_hash)
+    if key not in _qrels_cache:
+        _qrels_cache.clear()
+        _qrels_cache[key] = repo.qrels_table(session, qrels)
+    return _qrels_cache[key]
 
 
 def _result_tables(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:

@@ -117,14 +117,16 @@ class Worker:
             log.warning("job %d: run '%s' has no results for qrels topic %s; scored as missing_topics=%s",
                         job.evaluation_id, summary.run, topic, job.options["missing_topics"])
         if self.settings.mlflow:
+            started = time.perf_counter()
             self._log_to_mlflow([job.evaluation_id])
+            log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
         return True
 
     def _log_to_mlflow(self, only: list[int] | None) -> None:
         from evalstore.services.tracking import log_pending
 
         try:
-            log_pending(self.engine, worker_id=self.worker_id, only=only)
+            log_pending(self.engine, only=only)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
             log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
 

@@ -66,6 +66,13 @@ def _wait_for_state(engine: Engine, job_id: int, state: str, timeout: float = 60
     raise AssertionError(f"job {job_id} never reached {state}: {_job(engine, job_id).state}")
 
 
+def _wait_for_log(log: Path, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text():
+        assert time.monotonic() < deadline, f"'{text}' never appeared in {log}"
+        time.sleep(0.01)
+
+
 def test_four_workers_evaluate_sixty_jobs_each_exactly_once(engine: Engine, tmp_path: Path) -> None:
     store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
     for i in range(30):
@@ -126,7 +133,9 @@ def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
     worker = _start_worker(engine, tmp_path / "now.log")
     _wait_for_state(engine, second.evaluation_id, "running")
     worker.send_signal(signal.SIGTERM)
-    time.sleep(0.05)
+    # two signals that arrive while Python is inside one C call are handled as one: send the
+    # second once the first has been seen
+    _wait_for_log(tmp_path / "now.log", "finishing the current job, then stopping")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=60) == 0
     job = _job(engine, second.evaluation_id)

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Benchmark the evaluation service end to end (the figures in the README).
+
+1. large: a 7M-row run already stored in PostgreSQL; `evalstore evaluate --measures all_trec
+   --wait` (read it back, evaluate, store every per-query value, log to MLflow) against
+   `evalstore trec-eval -q -m all_trec` on the same files. Both are whole commands, timed from
+   process start to exit.
+2. throughput: 100 DL-sized runs (50 topics x 1,000 docs) queued at once and drained by 2 worker
+   processes (`evalstore worker --concurrency 2 --until-empty`); jobs per minute, and each job's
+   time beyond the metric computation (claim, read, store, MLflow), from the workers' logs.
+
+    python scripts/bench_worker.py --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test
+        [--topics 6980] [--depth 1000] [--runs 100] [--skip-large] [--skip-throughput]
+
+Uses a scratch database it creates and drops, and a local MLflow SQLite store in a temp folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+def scratch_database(base_url: str) -> tuple[str, object]:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(base_url)
+    name = f"evalstore_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    return base.set(database=name).render_as_string(hide_password=False), drop
+
+
+def timed(args: list[str], env: dict[str, str], log: Path | None = None) -> float:
+    start = time.perf_counter()
+    with (log.open("wb") if log else open(os.devnull, "wb")) as err:
+        subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL, stderr=err)
+    return time.perf_counter() - start
+
+
+def large(url: str, env: dict[str, str], folder: Path, topics: int, depth: int) -> None:
+    subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(folder), "--topics", str(topics),
+                    "--depth", str(depth)], check=True, stdout=subprocess.DEVNULL)
+    run, qrels = folder / "run.txt", folder / "qrels.txt"
+    subprocess.run([EVALSTORE, "qrels", "import", str(qrels), "--name", "synthetic"], env=env, check=True,
+                   stderr=subprocess.DEVNULL)
+    subprocess.run([EVALSTORE, "runs", "register", str(run), "--name", "big"], env=env, check=True,
+                   stderr=subprocess.DEVNULL)
+    log = folder / "evaluate.log"
+    service = timed([EVALSTORE, "evaluate", "--qrels", "synthetic", "--run", "big", "--measures", "all_trec",
+                     "--wait"], env, log)
+    direct = timed([EVALSTORE, "trec-eval", "-q", "-m", "all_trec", str(qrels), str(run)], env)
+    text = log.read_text()
+    steps = re.search(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)
+    mlflow = re.search(r"MLflow logging took ([\d.]+)s", text)
+    print(f"large: {topics * depth:,} stored rows, all_trec, PostgreSQL + local MLflow")
+    print(f"  evalstore evaluate --wait : {service:6.1f} s  (read {steps[1]} s, compute {steps[2]} s, "
+          f"store {steps[3]} s, MLflow {mlflow[1] if mlflow else '?'} s, plus start-up)")
+    print(f"  evalstore trec-eval -q    : {direct:6.1f} s")
+    print(f"  ratio                     : {service / direct:6.2f}x (target <= 2x)")
+
+
+def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:
+    from evalstore.db.engine import make_engine
+    from evalstore.services import jobs, store
+
+    subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(folder / "dl"), "--topics", "50",
+                    "--depth", "1000"], check=True, stdout=subprocess.DEVNULL)
+    engine = make_engine(url)
+    store.import_qrels(engine, folder / "dl" / "qrels.txt", name="dl")
+    for i in range(runs):  # one run file under many names: each is its own job
+        store.register_run(engine, folder / "dl" / "run.txt", name=f"run{i:03d}")
+    jobs.enqueue(engine, qrels_name="dl", run_names=None)
+    log = folder / "workers.log"
+    seconds = timed([EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.2"], env, log)
+    text = log.read_text()
+    steps = [tuple(map(float, m)) for m in re.findall(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)]
+    mlflow = [float(m) for m in re.findall(r"MLflow logging took ([\d.]+)s", text)]
+    done = len(steps)
+    assert done == runs, f"{done} of {runs} jobs done; see {log}"
+    overhead = [load + store_s for load, _, store_s in steps]
+    print(f"throughput: {runs} runs x 50 topics x 1,000 docs, default measure set, 2 workers, PostgreSQL")
+    print(f"  wall time {seconds:.1f} s (incl. worker start-up) = {runs / seconds * 60:.0f} jobs/min")
+    print(f"  per job: compute median {statistics.median(s[1] for s in steps):.3f} s; read + store median "
+          f"{statistics.median(overhead):.3f} s; MLflow median {statistics.median(mlflow) if mlflow else 0:.3f} s")
+    total_overhead = [o + m for o, m in zip(overhead, mlflow or [0.0] * done, strict=True)]
+    print(f"  overhead beyond the computation (read + store + MLflow): median "
+          f"{statistics.median(total_overhead):.3f} s, max {max(total_overhead):.3f} s (target < 0.5 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgres", required=True, help="PostgreSQL server URL (a scratch database is made)")
+    parser.add_argument("--topics", type=int, default=6980)
+    parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        url, drop = scratch_database(args.postgres)
+        env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(folder / "home"),
+               "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'home' / 'mlflow.db'}"}
+        env.pop("EVALSTORE_MLFLOW", None)
+        try:
+            subprocess.run([EVALSTORE, "db", "upgrade"], env=env, check=True, stderr=subprocess.DEVNULL)
+            if not args.skip_large:
+                large(url, env, folder / "large", args.topics, args.depth)
+            if not args.skip_throughput:
+                throughput(url, env, folder / "throughput", args.runs)
+        finally:
+            drop()  # type: ignore[operator]
+
+
+if __name__ == "__main__":
+    main()
