@@ -268,22 +268,19 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
     if main is not None:
         values = sorted(((float(v), t) for t, v in stored.per_query[main].items()), reverse=True)
         # fixed margins: constrained layout measures every label and took ~0.1 s a figure
-        figure = Figure(figsize=(min(max(6.0, len(values) * 0.12), 14.0), 4.0), dpi=90)
+        figure = Figure(figsize=(8.0, 4.0), dpi=90)
         figure.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.22)
         axes = figure.add_subplot()
         heights = [v for v, _ in values]
-        if len(values) <= 200:
-            axes.bar(range(len(values)), heights, color="#4c72b0", width=0.85)
-        else:  # thousands of bars take matplotlib seconds; one filled step outline looks the same
-            axes.stairs(heights, range(len(values) + 1), fill=True, color="#4c72b0")
+        # one filled outline, not a patch per topic, and only the 5 best and 5 worst topics named:
+        # a label for every topic tripled the drawing time (~0.1 s a job)
+        axes.stairs(heights, range(len(values) + 1), fill=True, color="#4c72b0")
+        named = sorted({*range(min(5, len(values))), *range(max(0, len(values) - 5), len(values))})
+        axes.set_xticks([i + 0.5 for i in named], [values[i][1] for i in named], rotation=90, fontsize=7)
         mean = stored.aggregates.get(main)
         if mean is not None:
             axes.axhline(mean, color="#c44e52", linestyle="--", label=f"mean {mean:.4f}")
             axes.legend(loc="upper right")
-        if len(values) <= 60:
-            axes.set_xticks(range(len(values)), [t for _, t in values], rotation=90, fontsize=7)
-        else:
-            axes.set_xticks([])
         axes.set_xlabel(f"topics, best to worst ({len(values)})")
         axes.set_ylabel(main)
         axes.set_title(f"{main} per topic: {stored.run} on {stored.qrels}")
