@@ -40,9 +40,13 @@ def mlflow_tracking_uri() -> str:
     return f"sqlite:///{home / 'mlflow.db'}"
 
 
-def mlflow_artifact_root() -> Path | None:
-    """Where artifacts go for the default local store (None: the tracking server decides)."""
-    return None if os.environ.get(MLFLOW_TRACKING_URI_ENV) else data_home() / "mlartifacts"
+def mlflow_artifact_root(tracking_uri: str) -> Path | None:
+    """Where a new experiment's artifacts go: beside a local SQLite store's file (MLflow would
+    otherwise use ./mlruns under whatever folder the worker was started in); a tracking server
+    decides for itself (None)."""
+    if tracking_uri.startswith("sqlite:///"):
+        return Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts"
+    return None
 
 
 def mlflow_experiment_name(qrels_name: str) -> str:

@@ -95,6 +95,8 @@ def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:
     steps = [tuple(map(float, m)) for m in re.findall(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)]
     mlflow = [float(m) for m in re.findall(r"MLflow logging took ([\d.]+)s", text)]
     done = len(steps)
+    failures = re.findall(r"MLflow logging failed.*", text)
+    assert not failures, failures[0]
     assert done == runs, f"{done} of {runs} jobs done; see {log}"
     overhead = [load + store_s for load, _, store_s in steps]
     print(f"throughput: {runs} runs x 50 topics x 1,000 docs, default measure set, 2 workers, PostgreSQL")

@@ -156,7 +156,10 @@ def _client(uri: str) -> MlflowClient:
     # mlflow sets its loggers to INFO on import and announces its own database set-up each time
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    return MlflowClient(tracking_uri=uri)
+    with _local_store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # a new local store creates its schema here
+    return client
 
 
 @contextlib.contextmanager
@@ -183,7 +186,7 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
         experiment = client.get_experiment_by_name(name)
         if experiment is not None:
             return str(experiment.experiment_id)
-        root = config.mlflow_artifact_root()
+        root = config.mlflow_artifact_root(uri)
         location = (root / name.replace("/", "_")).as_uri() if root else None
         try:
             return str(client.create_experiment(name, artifact_location=location,

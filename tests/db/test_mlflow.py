@@ -55,7 +55,7 @@ def _logged_runs(uri: str) -> list:  # type: ignore[type-arg]
 
 
 def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
-        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+        engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path) -> None:
     offline = _evaluation(engine, evaluated_offline)
     assert (offline.state, offline.mlflow_state) == ("done", "pending")
     assert "ConnectionError" in (offline.mlflow_error or "") or "127.0.0.1" in (offline.mlflow_error or "")
@@ -70,6 +70,7 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
     [run] = _logged_runs(tracking_uri)
     assert run.info.run_id == synced.mlflow_run_id and run.info.run_name == "std"
     assert run.info.status == "FINISHED"
+    assert run.info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri())  # beside the store, not ./mlruns
     assert f"{run.data.metrics['AP']:.4f}" == "0.1785" and f"{run.data.metrics['P_at_10']:.4f}" == "0.3000"
     assert len(run.data.metrics) == 97  # every numeric aggregate of all_trec (relstring has none)
     assert run.data.params["run.k1"] == "0.9" and run.data.params["run.system"] == "smart"

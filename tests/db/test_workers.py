@@ -141,3 +141,22 @@ def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
     job = _job(engine, second.evaluation_id)
     assert (job.state, job.attempts, job.worker_id) == ("queued", 0, None)
     assert "released to the queue (worker stopping)" in (tmp_path / "now.log").read_text()
+
+
+def test_two_worker_processes_share_a_fresh_local_mlflow_store(sqlite_engine: Engine, tmp_path: Path) -> None:
+    """Both processes find the MLflow store missing and create its schema: they must take turns."""
+    engine = sqlite_engine
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    for i in range(6):
+        store.register_run(engine, SAMPLE / "results.test", name=f"run{i}")
+    refs = jobs.enqueue(engine, qrels_name="test", run_names=None, options=EvaluationOptions(("AP", "P@10")))
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
+           "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "on"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    with (tmp_path / "pool.log").open("wb") as log:
+        pool = subprocess.run([EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.1"],
+                              env=env, stderr=log, timeout=300)
+    assert pool.returncode == 0
+    for ref in refs:
+        job = _job(engine, ref.evaluation_id)
+        assert (job.state, job.mlflow_state, job.mlflow_error) == ("done", "logged", None)
