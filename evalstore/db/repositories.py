@@ -163,13 +163,19 @@ def copy_batches(
         cursor.close()
 
 
-def run_table(session: Session, run: Run, *, file_order: bool = True) -> pa.Table:
-    """The run's rows as an Arrow table (topic, doc, rank, score), in file order unless
-    ``file_order`` is False (evaluation sorts anyway; PostgreSQL then skips a 7M-row sort)."""
-    statement = select(RunRow.topic, RunRow.doc, RunRow.rank, RunRow.score).where(RunRow.run_id == run.id)
+def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa.Table:
+    """The run's rows as an Arrow table (topic, doc, rank, score) in file order; for evaluation
+    (topic, doc, score) in any order: the measures sort by score and ignore rank, and PostgreSQL
+    then skips a 7M-row sort and a column."""
+    if for_evaluation:
+        return _select_table(
+            session, select(RunRow.topic, RunRow.doc, RunRow.score).where(RunRow.run_id == run.id),
+            ["topic", "doc", "score"], [pa.string(), pa.string(), pa.float64()],
+        )
     return _select_table(
         session,
-        statement.order_by(RunRow.position) if file_order else statement,
+        select(RunRow.topic, RunRow.doc, RunRow.rank, RunRow.score).where(RunRow.run_id == run.id)
+        .order_by(RunRow.position),
         ["topic", "doc", "rank", "score"],
         [pa.string(), pa.string(), pa.int64(), pa.float64()],
     )

@@ -59,7 +59,7 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        run_table = repo.run_table(session, run, file_order=False)
+        run_table = repo.run_table(session, run, for_evaluation=True)
         qrels_table = _qrels_cached(session, qrels)
     timings.load = time.perf_counter() - started
     options = job.options
