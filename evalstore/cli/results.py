@@ -42,8 +42,8 @@ def show(
         return
     rows = []
     if per_query:
-        for topic in stored.topics:
-            rows.append({"query": topic, **{m: stored.per_query[m].get(topic) for m in stored.measures}})
+        for topic, values in zip(stored.topics, stored.frame.itertuples(index=False), strict=True):
+            rows.append({"query": topic, **dict(zip(stored.measures, values, strict=True))})
     rows.append({"query": "all", **{m: stored.aggregates.get(m) for m in stored.measures}})
     title = f"evaluation {stored.evaluation_id}: run '{stored.run}' on '{stored.qrels}'"
     if fmt is ResultsFormat.table and not per_query:

@@ -275,14 +275,15 @@ def replace_results(
         session.execute(insert(AggregateResult), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 
 
-def result_values(session: Session, evaluation_id: int, measures: list[str] | None = None) -> list[tuple[Any, ...]]:
-    """(measure, query_id, value, text_value) rows of one evaluation."""
+def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:
+    """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns."""
     statement = select(QueryResult.measure, QueryResult.query_id, QueryResult.value, QueryResult.text_value).where(
         QueryResult.evaluation_id == evaluation_id
     )
     if measures is not None:
         statement = statement.where(QueryResult.measure.in_(measures))
-    return [tuple(row) for row in session.execute(statement)]
+    return _select_table(session, statement, ["measure", "query_id", "value", "text_value"],
+                         [pa.string(), pa.string(), pa.float64(), pa.string()])
 
 
 def aggregate_values(session: Session, evaluation_id: int) -> list[AggregateResult]:

@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,9 @@ from evalstore.metrics import Measure, compute, parse_measure, resolve_measures,
 from evalstore.metrics._prepare import PrepareOptions, prepare
 from evalstore.services import jobs
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationOptions
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DEFAULT_MEASURE_SET", "EvaluationOptions", "evaluate_runs", "leaderboard", "results", "run_job"]
 
@@ -171,7 +174,7 @@ class StoredResults:
     options: dict[str, Any]
     topics: list[str]
     measures: list[str]
-    per_query: dict[str, dict[str, float | str]]  # measure -> topic -> value
+    frame: pd.DataFrame  # one row per topic (sorted), one column per measure
     aggregates: dict[str, float]
     header: dict[str, Any]  # hashes, versions and the run's metadata
 
@@ -183,7 +186,8 @@ class StoredResults:
         rows = stored_rows([parse_measure(m) for m in self.measures])
         if not with_counts:
             rows = [row for row in rows if row[2] is not None]
-        return render_lines(rows, self.topics, lambda m, t: self.per_query[str(m)][self.topics[t]],
+        columns = {m: self.frame[m].to_numpy() for m in self.measures}
+        return render_lines(rows, self.topics, lambda m, t: columns[str(m)][t],
                             lambda m: self.aggregates[str(m)], self.run_tag, per_query=per_query, summary=True)
 
 
@@ -210,19 +214,23 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
                 raise NotFoundError(
                     f"Measure '{absent[0]}' is not in evaluation {evaluation.id}. Evaluate it with "
                     f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'.")
-        per_query: dict[str, dict[str, float | str]] = {m: {} for m in wanted}
-        topics: dict[str, None] = {}
-        for measure, topic, value, text in repo.result_values(session, evaluation.id, wanted):
-            per_query[measure][topic] = text if value is None else value
-            topics[topic] = None
+        table = repo.result_table(session, evaluation.id, wanted).to_pandas()
+        numbers = table.pivot(index="query_id", columns="measure", values="value")
+        texts = table[table["text_value"].notna()]
+        frame = numbers.astype(object) if len(texts) else numbers
+        if len(texts):
+            for measure, column in texts.pivot(index="query_id", columns="measure", values="text_value").items():
+                frame[measure] = column
+        frame = frame.reindex(columns=wanted)
+        frame.columns.name = None
         aggregates = {a.measure: a.value for a in repo.aggregate_values(session, evaluation.id)
-                      if a.measure in per_query and a.value is not None}
+                      if a.measure in wanted and a.value is not None}
         header = {"run_hash": evaluation.run_hash, "qrels_hash": evaluation.qrels_hash,
                   "options_hash": evaluation.options_hash, "evalstore_version": evaluation.evalstore_version,
                   "results_version": evaluation.results_version, "system": run.system,
                   "run_metadata": dict(run.metadata_ or {})}
         return StoredResults(evaluation.id, run.name, run.tag, qrels.name, dict(evaluation.options),
-                             sorted(topics), wanted, per_query, aggregates, header)
+                             [str(t) for t in frame.index], wanted, frame, aggregates, header)
 
 
 @dataclass(frozen=True)

@@ -240,8 +240,7 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int
 def _log_artifacts(client: MlflowClient, run_id: str, stored: StoredResults) -> None:
     import pandas as pd
 
-    frame = pd.DataFrame({m: [stored.per_query[m].get(t) for t in stored.topics] for m in stored.measures},
-                         index=pd.Index(stored.topics, name="query_id"))
+    frame = stored.frame.rename_axis("query_id")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "per_query.parquet"
         frame.to_parquet(path)
@@ -267,9 +266,9 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
     matplotlib.use("Agg")  # no screen on workers
     from matplotlib.figure import Figure
 
-    main = next((m for m in MAIN_MEASURES if m in stored.per_query), None)
+    main = next((m for m in MAIN_MEASURES if m in stored.measures), None)
     if main is not None:
-        values = sorted(((float(v), t) for t, v in stored.per_query[main].items()), reverse=True)
+        values = sorted(zip(stored.frame[main].astype(float).tolist(), stored.topics, strict=True), reverse=True)
         # fixed margins: constrained layout measures every label and took ~0.1 s a figure
         figure = Figure(figsize=(8.0, 4.0), dpi=90)
         figure.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.22)

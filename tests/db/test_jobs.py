@@ -85,7 +85,7 @@ def test_claim_run_and_read_back(stored: Engine) -> None:
     back = results(stored, qrels_name="test", run_name="std")
     assert back.topics == ["301", "302", "303"]
     assert f"{back.aggregates['AP']:.4f}" == "0.1785"
-    assert back.per_query["RelString"]["301"] == "0000011000"  # text measures keep their text
+    assert back.frame.loc["301", "RelString"] == "0000011000"  # text measures keep their text
     assert back.header["run_hash"] == done.run_hash
 
 
