@@ -183,12 +183,13 @@ class StoredResults:
         ``per_query``); ``with_counts`` adds its runid and num_q lines."""
         from evalstore.trec_eval import render_lines, stored_rows
 
-        rows = stored_rows([parse_measure(m) for m in self.measures])
+        measures = {parse_measure(m): m for m in self.measures}
+        rows = stored_rows(list(measures))
         if not with_counts:
             rows = [row for row in rows if row[2] is not None]
-        columns = {m: self.frame[m].to_numpy() for m in self.measures}
-        return render_lines(rows, self.topics, lambda m, t: columns[str(m)][t],
-                            lambda m: self.aggregates[str(m)], self.run_tag, per_query=per_query, summary=True)
+        columns = {measure: self.frame[name].tolist() for measure, name in measures.items()}
+        return render_lines(rows, self.topics, lambda m, t: columns[m][t],
+                            lambda m: self.aggregates[measures[m]], self.run_tag, per_query=per_query, summary=True)
 
 
 def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[str] | None = None,
