@@ -16,12 +16,13 @@ def data_home() -> Path:
 
 def default_database_url() -> str:
     """``$EVALSTORE_DATABASE_URL``, else a SQLite file in :func:`data_home`."""
-    url = os.environ.get(DATABASE_URL_ENV)
-    if url:
-        return url
+    return os.environ.get(DATABASE_URL_ENV) or _sqlite_in_home("evalstore.db")
+
+
+def _sqlite_in_home(filename: str) -> str:
     home = data_home()
     home.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{home / 'evalstore.db'}"
+    return f"sqlite:///{home / filename}"
 
 
 MLFLOW_TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -32,12 +33,7 @@ MLFLOW_ENABLED_ENV = "EVALSTORE_MLFLOW"
 def mlflow_tracking_uri() -> str:
     """``$MLFLOW_TRACKING_URI``, else a SQLite file beside evalstore's own (a separate database:
     MLflow 3 refuses the old ``./mlruns`` file store by default)."""
-    uri = os.environ.get(MLFLOW_TRACKING_URI_ENV)
-    if uri:
-        return uri
-    home = data_home()
-    home.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{home / 'mlflow.db'}"
+    return os.environ.get(MLFLOW_TRACKING_URI_ENV) or _sqlite_in_home("mlflow.db")
 
 
 def mlflow_artifact_root(tracking_uri: str) -> Path | None:

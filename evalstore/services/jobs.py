@@ -31,7 +31,6 @@ from sqlalchemy.orm import Session
 
 from evalstore import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.engine import is_sqlite
 from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
@@ -185,18 +184,9 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
     with unit_of_work(engine) as session:
         now = db_now(session)
         while True:
-            statement = (
-                select(Evaluation)
-                .where(or_(Evaluation.state == "queued",
-                           and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)))
-                .order_by(Evaluation.id)
-                .limit(1)
-            )
-            if only is not None:
-                statement = statement.where(Evaluation.id.in_(only))
-            if not is_sqlite(engine):
-                statement = statement.with_for_update(skip_locked=True)
-            job = session.scalar(statement)
+            job = first_claimable(session, or_(
+                Evaluation.state == "queued",
+                and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)), only)
             if job is None:
                 return None
             if job.state == "running" and job.attempts >= job.max_attempts:
@@ -210,6 +200,17 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
             return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id)
+
+
+def first_claimable(session: Session, condition: Any, only: list[int] | None) -> Evaluation | None:
+    """The oldest evaluation meeting ``condition`` (among ``only``), locked for this transaction;
+    on PostgreSQL rows other workers hold are skipped, not waited for."""
+    statement = select(Evaluation).where(condition).order_by(Evaluation.id).limit(1)
+    if only is not None:
+        statement = statement.where(Evaluation.id.in_(only))
+    if session.get_bind().dialect.name == "postgresql":
+        statement = statement.with_for_update(skip_locked=True)
+    return session.scalar(statement)
 
 
 def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEASE) -> bool:

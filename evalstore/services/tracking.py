@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, and_, or_, select, update
 
 from evalstore import __version__, config
-from evalstore.db.engine import is_sqlite
 from evalstore.db.models import Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.metrics import mlflow_key, parse_measure
@@ -111,18 +110,10 @@ def results_for(engine: Engine, evaluation_id: int) -> StoredResults:
 def _claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool] | None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        statement = (
-            select(Evaluation)
-            .where(Evaluation.state == "done",
-                   or_(Evaluation.mlflow_state == "pending",
-                       and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now)))
-            .order_by(Evaluation.id).limit(1)
-        )
-        if only is not None:
-            statement = statement.where(Evaluation.id.in_(only))
-        if not is_sqlite(engine):
-            statement = statement.with_for_update(skip_locked=True)
-        row = session.scalar(statement)
+        row = jobs.first_claimable(session, and_(
+            Evaluation.state == "done",
+            or_(Evaluation.mlflow_state == "pending",
+                and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now))), only)
         if row is None:
             return None
         row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
