@@ -54,7 +54,7 @@ def evaluate(
     for ref in refs:
         info(f"job {ref.evaluation_id}: run '{ref.run}' on '{ref.qrels}': {ref.outcome}")
     if wait:
-        from evalstore.cli._logging import configure_logging
+        from evalstore._logging import configure_logging
         from evalstore.config import mlflow_enabled
         from evalstore.services.worker import work_on
 

@@ -27,9 +27,8 @@ def worker(
 ) -> None:
     """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job, then exit;
     a second one: put the job back in the queue and exit now."""
-    from evalstore.cli._logging import configure_logging
+    from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled
-    from evalstore.db.engine import make_engine
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
@@ -37,7 +36,7 @@ def worker(
     cli.engine()  # refuse to start on an out-of-date schema
     settings = WorkerSettings(lease=timedelta(seconds=lease_seconds), poll_interval=poll_interval,
                               until_empty=until_empty, mlflow=mlflow and mlflow_enabled())
-    done = run_pool(cli.database_url, settings, concurrency, make_engine)
+    done = run_pool(cli.database_url, settings, concurrency)
     info(f"worker stopped: {done} jobs done")
 
 

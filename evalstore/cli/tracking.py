@@ -15,7 +15,7 @@ app = typer.Typer(help="Log stored results to MLflow ($MLFLOW_TRACKING_URI, defa
 @app.command("sync")
 def sync(ctx: typer.Context) -> None:
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
-    from evalstore.cli._logging import configure_logging
+    from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled, mlflow_tracking_uri
     from evalstore.services.tracking import log_pending
 

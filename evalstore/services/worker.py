@@ -14,7 +14,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -193,9 +192,10 @@ def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_int
 # --- several processes -------------------------------------------------------------------------
 
 
-def run_pool(database_url: str, settings: WorkerSettings, concurrency: int,
-             make_engine: Callable[[str], Engine]) -> int:
+def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> int:
     """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all."""
+    from evalstore.db.engine import make_engine
+
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
@@ -223,7 +223,7 @@ def run_pool(database_url: str, settings: WorkerSettings, concurrency: int,
 
 
 def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
-    from evalstore.cli._logging import configure_logging
+    from evalstore._logging import configure_logging
     from evalstore.db.engine import make_engine
 
     configure_logging()
