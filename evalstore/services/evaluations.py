@@ -17,7 +17,7 @@ import pyarrow as pa
 from sqlalchemy import Engine, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, QueryResult, Run
+from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
 from evalstore.metrics import Measure, compute, parse_measure, resolve_measures, summarise
@@ -270,16 +270,11 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
         latest: dict[int, tuple[Evaluation, Run]] = {run.id: (ev, run) for ev, run in evaluations}
         rows: list[LeaderboardRow] = []
         for evaluation, run in latest.values():
-            per_query = session.execute(
-                select(QueryResult.measure, QueryResult.value)
-                .where(QueryResult.evaluation_id == evaluation.id, QueryResult.measure.in_([*names, "Judged@10"]))
-            ).all()
-            by_measure: dict[str, list[float]] = {}
-            for measure, value in per_query:
-                by_measure.setdefault(measure, []).append(float(value))
+            table = repo.result_table(session, evaluation.id, [*names, "Judged@10"])
+            by_measure = table.to_pandas().groupby("measure")["value"].apply(lambda v: v.to_numpy()).to_dict()
             values: dict[str, tuple[float, float, float]] = {}
             for name in names:
-                sample = np.array(by_measure.get(name, []))
+                sample = by_measure.get(name, np.array([]))
                 if len(sample) == 0:
                     continue
                 mean = float(sample.mean())
@@ -290,16 +285,17 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
                 values[name] = (mean, float(low), float(high))
             judged = by_measure.get("Judged@10")
             rows.append(LeaderboardRow(run.name, run.system, _topic_count(session, evaluation.id), values,
-                                       float(np.mean(judged)) if judged else None))
+                                       float(np.mean(judged)) if judged is not None else None))
     if not rows:
         raise NotFoundError(
-            f"No evaluations on qrels '{qrels_name}' yet. Run 'evalstore evaluate --qrels {qrels_name} --all-runs'."
+            f"No evaluations on qrels '{qrels_name}' yet. "
+            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --wait'."
         )
     missing = [n for n in names if not any(n in r.values for r in rows)]
     if missing:
         raise NotFoundError(
             f"Measure '{missing[0]}' was not computed for these runs. "
-            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]}'."
+            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]} --wait'."
         )
     # best first: descending, or ascending for measures where lower is better (Unj, RBP_resid)
     direction = -1.0 if resolve_measures([sort_name])[0].spec.higher_is_better else 1.0

@@ -223,6 +223,8 @@ def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEA
                    Evaluation.state == "running")
             .values(heartbeat_at=now, lease_expires_at=now + lease)
         )
+        # the worker is alive too, however long the job: `evaluate --wait` must not think it gone
+        session.execute(update(Worker).where(Worker.id == job.worker_id).values(heartbeat_at=now))
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
 

@@ -63,7 +63,7 @@ def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> N
 
 
 def test_leaderboard_without_evaluations_says_what_to_run(stored: Engine) -> None:
-    with pytest.raises(NotFoundError, match=r"Run 'evalstore evaluate --qrels test --all-runs'\.$"):
+    with pytest.raises(NotFoundError, match=r"Run 'evalstore evaluate --qrels test --all-runs --wait'\.$"):
         leaderboard(stored, qrels_name="test")
 
 
