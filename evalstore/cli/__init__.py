@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from evalstore.cli import board, db, evaluation, jobs, qrels, results, runs, tracking
+from evalstore.cli import board, compare, db, evaluation, jobs, qrels, results, runs, tracking
 from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
 from evalstore.config import DATABASE_URL_ENV, default_database_url
@@ -24,6 +24,8 @@ app.command("trec-eval")(evaluation.trec_eval)
 app.command("measures")(evaluation.measures)
 app.command("evaluate")(board.evaluate)
 app.command("leaderboard")(board.leaderboard)
+app.command("compare")(compare.compare)
+app.command("correlate")(compare.correlate)
 app.command("worker")(jobs.worker)
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(results.app, name="results")

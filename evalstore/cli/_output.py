@@ -26,6 +26,16 @@ class OutputFormat(StrEnum):
     csv = "csv"
 
 
+class ReportFormat(StrEnum):
+    """Formats of tables meant for papers and reports as well (leaderboards, comparisons)."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    latex = "latex"
+
+
 def warn(message: str) -> None:
     """A diagnostic on stderr, printed verbatim (no markup, no wrapping)."""
     sys.stderr.write(f"warning: {message}\n")
@@ -35,12 +45,21 @@ def info(message: str) -> None:
     sys.stderr.write(f"{message}\n")
 
 
-def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFormat, title: str | None = None) -> None:
+def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFormat | ReportFormat,
+           title: str | None = None) -> None:
     """Print ``rows`` (dicts; extra keys appear in JSON only) in the chosen format."""
-    if fmt is OutputFormat.json:
+    if fmt == "markdown":
+        sys.stdout.write("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n")
+        for row in rows:
+            sys.stdout.write("| " + " | ".join(_cell(row.get(c)).replace("|", "\\|") for c in columns) + " |\n")
+        return
+    if fmt == "latex":
+        sys.stdout.write(_latex(rows, columns, title))
+        return
+    if fmt == "json":
         sys.stdout.write(json.dumps(list(rows), indent=2, default=str) + "\n")
         return
-    if fmt is OutputFormat.csv:
+    if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
@@ -70,6 +89,25 @@ def write_output(output: Path | None, write: Callable[[BinaryIO], None]) -> None
         return
     with output.open("wb") as handle:
         write(handle)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex(rows: Sequence[dict[str, Any]], columns: Sequence[str], caption: str | None) -> str:
+    """A booktabs table, cells escaped, ready for \\input."""
+    def escape(text: str) -> str:
+        return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
+
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if caption:
+        lines.append(rf"\caption{{{escape(caption)}}}")
+    lines += [rf"\begin{{tabular}}{{l{'r' * (len(columns) - 1)}}}", r"\toprule",
+              " & ".join(escape(c) for c in columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(escape(_cell(row.get(c))) for c in columns) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
 
 
 def _cell(value: Any) -> str:

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
-
 import typer
 
 from evalstore.cli._context import state
-from evalstore.cli._output import OutputFormat, info, render, warn
+from evalstore.cli._output import OutputFormat, ReportFormat, info, render, warn
 from evalstore.errors import EvaluationError, InvalidParameterError
-
-
-class BoardFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
 
 
 def evaluate(
@@ -89,15 +79,17 @@ def leaderboard(
     measure: list[str] = typer.Option([], "--measure", help="Measure to show (repeatable; default AP, nDCG@10, "
                                       "P@10, RR)."),
     sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
-    fmt: BoardFormat = typer.Option(BoardFormat.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
 ) -> None:
-    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10."""
+    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10.
+
+    markdown and latex print the table ready to paste into a report."""
     from evalstore.services.evaluations import leaderboard as build
 
     names, rows = build(state(ctx).engine(), qrels_name=qrels, measures=measure or None, sort=sort)
-    if fmt in (BoardFormat.json, BoardFormat.csv):
-        render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"],
-               OutputFormat(fmt.value), title=f"leaderboard: {qrels}")
+    if fmt in (ReportFormat.json, ReportFormat.csv):
+        render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"], fmt,
+               title=f"leaderboard: {qrels}")
         return
     header = ["#", "run", "topics", *[f"{n} [95% CI]" for n in names], "Judged@10"]
     table_rows = []
@@ -108,12 +100,8 @@ def leaderboard(
             mean, low, high = row.values.get(name, (float("nan"),) * 3)
             cells[f"{name} [95% CI]"] = f"{mean:.4f} [{low:.4f}, {high:.4f}]"
         table_rows.append(cells)
-    if fmt is BoardFormat.markdown:
-        sys.stdout.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
-        for cells in table_rows:
-            sys.stdout.write("| " + " | ".join(cells[h] for h in header) + " |\n")
-        return
-    render(table_rows, header, OutputFormat.table, title=f"leaderboard: {qrels} (sorted by {sort or names[0]})")
+    title = f"leaderboard: {qrels} (sorted by {sort or names[0]})"
+    render(table_rows, header, fmt, title=title)
     poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
     if poorly:
         warn(f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores are unreliable")

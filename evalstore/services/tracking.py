@@ -29,12 +29,15 @@ from sqlalchemy import Engine, and_, or_, select, update
 from evalstore import __version__, config
 from evalstore.db.models import Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import TrackingError
 from evalstore.metrics import mlflow_key, parse_measure
 from evalstore.services import jobs
 from evalstore.services.evaluations import StoredResults, results
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+
+    from evalstore.services.comparisons import Comparison
 
 log = logging.getLogger("evalstore.mlflow")
 
@@ -294,4 +297,46 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
         yield "precision_recall.png", figure
 
 
-__all__ = ["SyncReport", "log_pending", "pending_count", "results_for"]
+def log_comparison(comparison: Comparison, figure: Any | None = None) -> str:
+    """Log a comparison as its own MLflow run in the qrels' experiment: settings as params, the
+    count of significant differences per measure as metrics, the table (CSV, JSON and an MLflow
+    table) and the plot as artifacts. Returns the MLflow run id."""
+    import pandas as pd
+    from mlflow.entities import Metric, Param, RunTag
+
+    settings = comparison.settings
+    uri = config.mlflow_tracking_uri()
+    try:
+        client = _client(uri)
+        experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(settings.qrels))
+        name = f"compare: {', '.join(settings.runs)}"
+        run = client.create_run(experiment_id, run_name=name if len(name) <= 250 else name[:247] + "...",
+                                tags={"evalstore.kind": "comparison", "evalstore.qrels": settings.qrels,
+                                      "evalstore.version": __version__})
+        run_id = str(run.info.run_id)
+        params = {"test": settings.test, "correction": settings.correction, "alpha": settings.alpha,
+                  "resamples": settings.resamples, "seed": settings.seed, "baseline": settings.baseline,
+                  "missing": settings.missing, "runs": ",".join(settings.runs),
+                  "measures": ",".join(settings.measures), "topics": len(comparison.matrix.topics),
+                  **{f"evaluation.{k}": v for k, v in settings.evaluation_options.items()}}
+        metrics = [Metric(f"significant_pairs.{mlflow_key(measure)}",
+                          float(sum(p.significant for p in comparison.pairs if p.measure == measure)), 0, 0)
+                   for measure in settings.measures]
+        client.log_batch(run_id, metrics=metrics, params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+                         tags=[RunTag("evalstore.logged_by", "evalstore")])
+        table = pd.DataFrame([p.as_dict() for p in comparison.pairs])
+        client.log_table(run_id, table.astype({c: object for c in table.columns
+                                               if pd.api.types.is_string_dtype(table[c])}),
+                         artifact_file="comparison_table.json")
+        client.log_text(run_id, table.to_csv(index=False), "comparison.csv")
+        client.log_dict(run_id, comparison.as_dict(), "comparison.json")
+        if figure is not None:
+            client.log_figure(run_id, figure, "per_topic_differences.png")
+        client.set_terminated(run_id, "FINISHED")
+    except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
+        raise TrackingError(f"Could not log the comparison to MLflow at {uri}: {exc}. The comparison itself is "
+                            "printed; run the command again once MLflow is reachable.") from exc
+    return run_id
+
+
+__all__ = ["SyncReport", "log_comparison", "log_pending", "pending_count", "results_for"]

@@ -1,0 +1,135 @@
+"""`evalstore compare` and `evalstore correlate`: is one system better, and do two orderings agree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import ReportFormat, info, render
+from evalstore.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from evalstore.services import comparisons
+
+_TABLE_COLUMNS = ["measure", "run", "versus", "difference", "CI", "statistic", "p", "p adjusted", "sig",
+                  "effect size", "W/T/L"]
+_FLAT_COLUMNS = ["measure", "run", "versus", "mean_run", "mean_versus", "difference", "ci_low", "ci_high",
+                 "statistic", "p_value", "p_corrected", "significant", "effect_size", "wins", "ties", "losses",
+                 "topics"]
+
+
+def compare(
+    ctx: typer.Context,
+    runs: list[str] = typer.Argument(None, help="Runs to compare (with --baseline, one is enough)."),
+    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
+    measure: list[str] = typer.Option(..., "--measure", help="Measure (repeatable)."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Compare every run with this one only; the "
+                                        "correction family is then these comparisons (default: all pairs)."),
+    test: str = typer.Option("t", "--test", help="t | randomization | bootstrap | wilcoxon | sign."),
+    correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | bh | none, within each "
+                                   "measure."),
+    multi: str | None = typer.Option(None, "--multi", help="tukey | randomized-tukey: all runs at once on the "
+                                     "system x topic design (replaces --test and --correction)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level; intervals are at 1 - alpha."),
+    resamples: int = typer.Option(10_000, "--resamples", help="Resamples of the randomization, bootstrap and "
+                                  "randomized Tukey procedures."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the resampling (default: drawn and printed)."),
+    missing: str = typer.Option("error", "--missing", help="A topic one run lacks: 'error' (say how to fix it) "
+                                "or 'zero' (score it 0)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the per-topic differences, sorted, to this PNG."),
+    mlflow: bool = typer.Option(False, "--mlflow", help="Log the comparison to MLflow (table and plot)."),
+) -> None:
+    """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test
+    statistic, p-value and corrected p-value, effect size (d_z), and per-topic wins/ties/losses.
+
+    Runs without a stored evaluation holding the measures are evaluated first."""
+    from evalstore._logging import configure_logging
+    from evalstore.services import comparisons
+
+    configure_logging()
+    runs = list(runs or [])
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise InvalidParameterError(f"--plot writes a PNG image; give a path ending in .png, not '{plot}'.")
+    if plot is not None:  # before any work: the plot's size is known from the arguments
+        names = list(dict.fromkeys([*([baseline] if baseline else []), *runs]))
+        comparisons.check_plot_size(len(measure) * len(comparisons.pairs_for(names, baseline)))
+    result = comparisons.compare(
+        state(ctx).engine(), qrels_name=qrels, run_names=runs, measures=measure, baseline=baseline, test=test,
+        correction=correction, alpha=alpha, resamples=resamples, seed=seed, missing=missing, multi=multi)
+    settings = result.settings
+    if settings.seed is not None and seed is None:
+        info(f"seed {settings.seed} (pass --seed {settings.seed} to reproduce)")
+    for run, topics in result.matrix.zero_filled.items():
+        info(f"run '{run}': {len(topics)} topic(s) scored 0 (--missing zero)")
+    figure = comparisons.comparison_figure(result) if plot is not None or mlflow else None
+    if plot is not None and figure is not None:
+        figure.savefig(plot)
+        info(f"plot written to {plot}")
+    _print_comparison(result, fmt)
+    if mlflow:
+        from evalstore.services.tracking import log_comparison
+
+        run_id = log_comparison(result, figure)
+        info(f"logged to MLflow run {run_id}")
+
+
+def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None:
+    settings = result.settings
+    if fmt is ReportFormat.json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        return
+    if fmt is ReportFormat.csv:
+        render([p.as_dict() for p in result.pairs], _FLAT_COLUMNS, fmt)
+        return
+    level = round(100 * (1 - settings.alpha))
+    rows = [{"measure": p.measure, "run": p.run, "versus": p.versus, "difference": f"{p.difference:+.4f}",
+             "CI": f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]", "statistic": f"{p.statistic:.3f}",
+             "p": _p(p.p_value), "p adjusted": _p(p.p_corrected), "sig": "*" if p.significant else "",
+             "effect size": f"{p.effect_size:+.2f}", "W/T/L": f"{p.wins}/{p.ties}/{p.losses}"}
+            for p in result.pairs]
+    columns = [c if c != "CI" else f"{level}% CI" for c in _TABLE_COLUMNS]
+    for row in rows:
+        row[f"{level}% CI"] = row.pop("CI")
+    procedure = settings.test if settings.correction == "tukey" else f"{settings.test} test, {settings.correction}"
+    seed_text = f", seed {settings.seed}, {settings.resamples} resamples" if settings.seed is not None else ""
+    render(rows, columns, fmt, title=f"{settings.qrels}: {procedure} (alpha {settings.alpha}{seed_text}; "
+                                     f"{len(result.matrix.topics)} topics)")
+
+
+def _p(value: float) -> str:
+    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
+
+
+def correlate(
+    ctx: typer.Context,
+    qrels: list[str] = typer.Option(..., "--qrels", help="Qrels name (once, or twice with one --measure)."),
+    measure: list[str] = typer.Option(..., "--measure", help="Measure (twice, or once with two --qrels)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+) -> None:
+    """Agreement of two system rankings (by mean score): Kendall's tau, tau-AP (the first ordering is
+    the reference) and Spearman's rho, with the pairs of systems the two orderings swap."""
+    from evalstore.services.comparisons import correlate as compute
+
+    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure)
+    if fmt is ReportFormat.json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        return
+    r = result.result
+    summary = {"reference": result.first, "other": result.second, "systems": r.systems,
+               "Kendall tau": f"{r.kendall_tau:.4f}", "tau-AP": f"{r.tau_ap:.4f}",
+               "Spearman rho": f"{r.spearman_rho:.4f}", "concordant": r.concordant, "discordant": r.discordant}
+    render([summary], list(summary), fmt, title="rank correlation")
+    if fmt is ReportFormat.csv:
+        return
+    scores = dict(zip(result.systems, zip(result.first_scores, result.second_scores, strict=True), strict=True))
+    swapped = [{"above in reference": a, "above in other": b,
+                "reference": f"{scores[a][0]:.4f} > {scores[b][0]:.4f}",
+                "other": f"{scores[a][1]:.4f} < {scores[b][1]:.4f}"} for a, b in r.swapped]
+    if swapped:
+        render(swapped, list(swapped[0]), fmt, title=f"{len(swapped)} swapped pairs")

@@ -1,0 +1,387 @@
+"""Comparing stored systems: topic-aligned paired tests, Tukey HSD, and system-ranking agreement.
+
+The inputs are the stored per-query values of each run's newest finished evaluation on the qrels
+that holds the asked measures; a run without one is evaluated first, in this process, through the
+job queue (so a worker's result is reused, never computed twice). The statistics themselves are
+in :mod:`evalstore.significance`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import Engine, select
+
+from evalstore import significance
+from evalstore.db import repositories as repo
+from evalstore.db.models import Evaluation
+from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.metrics import resolve_measures
+from evalstore.services.jobs import DEFAULT_MEASURE_SET
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+log = logging.getLogger("evalstore.compare")
+
+# Options that change what a value means; runs compared must agree on them.
+_MEANING_OPTIONS = ("relevance_level", "max_docs", "judged_only", "missing_topics")
+MISSING_POLICIES = ("error", "zero")
+# A plot with more panels than this is unreadable; the CLI asks for --baseline or fewer runs.
+MAX_PLOT_PANELS = 24
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    """Per-topic values of several runs on one qrels, aligned by topic."""
+
+    qrels: str
+    runs: list[str]
+    topics: list[str]
+    measures: list[str]
+    scores: dict[str, np.ndarray]  # measure -> (runs x topics)
+    evaluation_ids: dict[str, int]  # run -> evaluation read
+    options: dict[str, Any]  # the evaluation options the runs share
+    zero_filled: dict[str, list[str]] = field(default_factory=dict)  # run -> topics scored 0 (--missing zero)
+
+
+def score_matrix(engine: Engine, *, qrels_name: str, run_names: list[str], measures: list[str],
+                 missing: str = "error", evaluate_missing: bool = True) -> ScoreMatrix:
+    """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels."""
+    if missing not in MISSING_POLICIES:
+        raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
+    if len(set(run_names)) != len(run_names):
+        raise InvalidParameterError("A run is named twice; name each run once.")
+    names = [str(m) for m in resolve_measures(measures)]
+    chosen = _newest_evaluations(engine, qrels_name, run_names, names)
+    lacking = [r for r in run_names if r not in chosen]
+    if lacking and evaluate_missing:
+        from evalstore.services.evaluations import evaluate_runs
+
+        default = {str(m) for m in resolve_measures(list(DEFAULT_MEASURE_SET))}
+        log.info("evaluating %d run(s) with no stored result for %s: %s", len(lacking), ", ".join(names),
+                 ", ".join(lacking))
+        evaluate_runs(engine, qrels_name=qrels_name, run_names=lacking,
+                      measures=[*DEFAULT_MEASURE_SET, *(n for n in names if n not in default)])
+        chosen = _newest_evaluations(engine, qrels_name, run_names, names)
+    assert all(r in chosen for r in run_names), "evaluate_runs stores every run or raises"
+    first_options = chosen[run_names[0]].options
+    for run in run_names[1:]:
+        options = chosen[run].options
+        differing = [k for k in _MEANING_OPTIONS if options.get(k) != first_options.get(k)]
+        if differing:
+            key = differing[0]
+            raise EvaluationError(
+                f"Runs '{run_names[0]}' and '{run}' were evaluated with different {key} "
+                f"({first_options.get(key)} vs {options.get(key)}), so their values do not compare. "
+                f"Evaluate both with the same options: 'evalstore evaluate --qrels {qrels_name} "
+                f"--run {run_names[0]} --run {run} --force --wait'.")
+    with read_only(engine) as session:
+        frames = {}
+        for run in run_names:
+            table = repo.result_table(session, chosen[run].id, names).to_pandas()
+            frames[run] = table.pivot(index="query_id", columns="measure", values="value")
+    topics = sorted(set().union(*(frame.index for frame in frames.values())))
+    zero_filled: dict[str, list[str]] = {}
+    for run, frame in frames.items():
+        absent = sorted(set(topics) - set(frame.index))
+        if not absent:
+            continue
+        if missing == "error":
+            shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+            raise EvaluationError(
+                f"Run '{run}' has no value for {len(absent)} topic(s) the other runs have ({shown}): its "
+                f"evaluation skipped topics it did not retrieve for. Re-evaluate it scoring them 0 with "
+                f"'evalstore evaluate --qrels {qrels_name} --run {run} --missing zero --force --wait', "
+                f"or pass --missing zero to score them 0 here.")
+        zero_filled[run] = absent
+    scores = {name: np.vstack([frames[run].reindex(topics)[name].fillna(0.0).to_numpy(dtype=float)
+                               for run in run_names]) for name in names}
+    options = {k: first_options.get(k) for k in _MEANING_OPTIONS}
+    return ScoreMatrix(qrels_name, list(run_names), topics, names, scores,
+                       {run: chosen[run].id for run in run_names}, options, zero_filled)
+
+
+def _newest_evaluations(engine: Engine, qrels_name: str, run_names: list[str],
+                        measures: list[str]) -> dict[str, Evaluation]:
+    """For each run, its newest finished evaluation on the qrels holding all ``measures``."""
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, qrels_name)
+        chosen: dict[str, Evaluation] = {}
+        for name in run_names:
+            run = repo.get_run(session, name)
+            for evaluation in session.scalars(
+                select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id,
+                                         Evaluation.state == "done")
+                .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())
+            ):
+                if set(measures) <= set(evaluation.options["measures"]):
+                    chosen[name] = evaluation
+                    break
+    return chosen
+
+
+# --- pairwise comparison ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    qrels: str
+    runs: list[str]
+    measures: list[str]
+    baseline: str | None
+    test: str  # a paired test, or the multi-system procedure ("tukey", "randomized-tukey")
+    correction: str  # "tukey" when the procedure controls the family-wise error itself
+    alpha: float
+    resamples: int | None
+    seed: int | None  # None: nothing random was drawn
+    missing: str
+    evaluation_options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    measure: str
+    run: str
+    versus: str
+    mean_run: float
+    mean_versus: float
+    difference: float  # mean of run - versus over the topics
+    ci_low: float
+    ci_high: float
+    statistic: float
+    p_value: float
+    p_corrected: float
+    significant: bool
+    effect_size: float  # paired standardised difference (Cohen's d_z)
+    wins: int
+    ties: int
+    losses: int
+    topics: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (_json_number(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    settings: ComparisonSettings
+    pairs: list[PairComparison]
+    matrix: ScoreMatrix
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"settings": asdict(self.settings), "zero_filled_topics": self.matrix.zero_filled,
+                "evaluation_ids": self.matrix.evaluation_ids, "comparisons": [p.as_dict() for p in self.pairs]}
+
+    def differences(self, pair: PairComparison) -> np.ndarray:
+        """Per-topic ``run - versus`` values of one pair, in ``matrix.topics`` order."""
+        scores = self.matrix.scores[pair.measure]
+        return scores[self.matrix.runs.index(pair.run)] - scores[self.matrix.runs.index(pair.versus)]
+
+
+def _json_number(value: float) -> float | str:
+    return value if np.isfinite(value) else ("inf" if value > 0 else "-inf" if value < 0 else "nan")
+
+
+def pairs_for(runs: list[str], baseline: str | None) -> list[tuple[int, int]]:
+    """(run, versus) indexes: each run against the baseline, or every pair in the order given."""
+    if baseline is None:
+        return [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]
+    b = runs.index(baseline)
+    return [(i, b) for i in range(len(runs)) if i != b]
+
+
+def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: list[str],
+            baseline: str | None = None, test: str = "t", correction: str = "holm", alpha: float = 0.05,
+            resamples: int = 10_000, seed: int | None = None, missing: str = "error",
+            multi: str | None = None) -> Comparison:
+    """Paired comparison of runs on each measure, p-values corrected within each measure's family
+    (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
+    runs at once (the family is every pair of runs, whichever pairs are reported)."""
+    if baseline is not None and baseline not in run_names:
+        run_names = [baseline, *run_names]
+    if len(run_names) < 2:
+        raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
+    if multi is None and test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+    if multi is not None and multi not in significance.MULTI:
+        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
+    if correction not in significance.CORRECTIONS:
+        raise InvalidParameterError(
+            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'.")
+    if not 0 < alpha < 1:
+        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
+    if resamples < 1:
+        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+    matrix = score_matrix(engine, qrels_name=qrels_name, run_names=run_names, measures=measures, missing=missing)
+    random = (multi or test) in ("randomization", "bootstrap", "randomized-tukey")
+    if random and seed is None:
+        seed = secrets.randbits(32)  # recorded in the settings, so the output can be reproduced
+    rng = np.random.default_rng(seed) if random else None
+    index_pairs = pairs_for(matrix.runs, baseline)
+    settings = ComparisonSettings(
+        qrels_name, matrix.runs, matrix.measures, baseline, multi or test, "tukey" if multi else correction, alpha,
+        resamples if random else None, seed if random else None, missing, matrix.options)
+    outcomes = (_multi_outcomes(matrix, index_pairs, multi, alpha, resamples, rng) if multi
+                else _paired_outcomes(matrix, index_pairs, test, correction, alpha, resamples, rng))
+    pairs = []
+    for measure in matrix.measures:
+        scores = matrix.scores[measure]
+        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
+        wins, ties, losses = significance.wins_ties_losses(diffs)
+        effect = significance.effect_size(diffs)
+        statistic, p_value, p_corrected, low, high = outcomes[measure]
+        for row, (i, j) in enumerate(index_pairs):
+            pairs.append(PairComparison(
+                measure, matrix.runs[i], matrix.runs[j], float(scores[i].mean()), float(scores[j].mean()),
+                float(diffs[row].mean()), float(low[row]), float(high[row]), float(statistic[row]),
+                float(p_value[row]), float(p_corrected[row]), bool(p_corrected[row] < alpha), float(effect[row]),
+                int(wins[row]), int(ties[row]), int(losses[row]), len(matrix.topics)))
+    return Comparison(settings, pairs, matrix)
+
+
+def _paired_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], test: str, correction: str,
+                     alpha: float, resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+    # every measure's pairs in one matrix: one draw of signs/weights serves them all
+    diffs = np.vstack([matrix.scores[m][i] - matrix.scores[m][j] for m in matrix.measures for i, j in index_pairs])
+    outcome = significance.paired_test(diffs, test, confidence=1 - alpha, resamples=resamples, rng=rng)
+    per_measure = {}
+    width = len(index_pairs)
+    for k, measure in enumerate(matrix.measures):
+        rows = slice(k * width, (k + 1) * width)
+        p_value = outcome.p_value[rows]
+        per_measure[measure] = (outcome.statistic[rows], p_value, significance.correct(p_value, correction, alpha),
+                                outcome.ci_low[rows], outcome.ci_high[rows])
+    return per_measure
+
+
+def _multi_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], multi: str, alpha: float,
+                    resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+    per_measure = {}
+    for measure in matrix.measures:
+        scores = matrix.scores[measure]
+        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
+        tukey = significance.tukey_hsd(scores, confidence=1 - alpha, pairs=index_pairs)
+        if multi == "tukey":
+            per_measure[measure] = (tukey.statistic, tukey.p_value, tukey.p_value, tukey.ci_low, tukey.ci_high)
+            continue
+        assert rng is not None
+        _, p_value = significance.randomized_tukey_hsd(scores, resamples=resamples, rng=rng, pairs=index_pairs)
+        low, high = significance.t_interval(diffs, 1 - alpha)
+        per_measure[measure] = (diffs.mean(axis=1), p_value, p_value, low, high)
+    return per_measure
+
+
+def check_plot_size(panels: int) -> None:
+    if panels > MAX_PLOT_PANELS:
+        raise InvalidParameterError(
+            f"A plot of {panels} comparisons is unreadable (at most {MAX_PLOT_PANELS}); "
+            "name a --baseline, or fewer runs or measures.")
+
+
+def comparison_figure(comparison: Comparison) -> Figure:
+    """Per-topic differences of every (pair, measure), sorted, one panel each: bars above zero are
+    topics the run wins, below it topics it loses; the dashed line is the mean difference and the
+    band its confidence interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    panels = comparison.pairs
+    check_plot_size(len(panels))
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(4.6 * columns, 3.2 * rows), dpi=100, layout="constrained")
+    level = round(100 * (1 - comparison.settings.alpha))
+    for index, pair in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        values = np.sort(comparison.differences(pair))[::-1]
+        positions = np.arange(len(values))
+        axes.bar(positions, values, width=1.0, color=np.where(values >= 0, "#4c72b0", "#c44e52"), linewidth=0)
+        axes.axhline(0, color="black", linewidth=0.6)
+        axes.axhspan(pair.ci_low, pair.ci_high, color="#999999", alpha=0.25, label=f"{level}% CI")
+        axes.axhline(pair.difference, color="black", linestyle="--", linewidth=1,
+                     label=f"mean {pair.difference:+.4f}")
+        axes.set_xlim(-0.5, len(values) - 0.5)
+        axes.set_xticks([])
+        axes.set_xlabel(f"topics, sorted (wins {pair.wins} / ties {pair.ties} / losses {pair.losses})", fontsize=8)
+        axes.set_ylabel(f"{pair.measure} difference", fontsize=8)
+        mark = "*" if pair.significant else ""
+        axes.set_title(f"{pair.run} - {pair.versus}\np={pair.p_value:.3g}, adjusted {pair.p_corrected:.3g}{mark}",
+                       fontsize=9)
+        axes.legend(fontsize=7, loc="upper right")
+    settings = comparison.settings
+    figure.suptitle(f"{settings.qrels}: {settings.test} test, {settings.correction} correction", fontsize=10)
+    return figure
+
+
+# --- rank correlation ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Correlation:
+    first: str  # "measure on qrels" of the reference ordering
+    second: str
+    systems: list[str]
+    first_scores: list[float]
+    second_scores: list[float]
+    result: significance.RankCorrelation
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"reference": self.first, "other": self.second, **asdict(self.result)}
+        out["swapped"] = [list(pair) for pair in self.result.swapped]
+        out["systems_scores"] = {s: [a, b] for s, a, b in
+                                 zip(self.systems, self.first_scores, self.second_scores, strict=True)}
+        return out
+
+
+def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) -> Correlation:
+    """Agreement between two orderings of the systems by mean score: two measures on one qrels,
+    or one measure on two qrels (over the runs evaluated on both). The first is the reference
+    (tau-AP is asymmetric)."""
+    if len(qrels_names) == 1 and len(measures) == 2:
+        orderings = [(qrels_names[0], measures[0]), (qrels_names[0], measures[1])]
+    elif len(qrels_names) == 2 and len(measures) == 1:
+        orderings = [(qrels_names[0], measures[0]), (qrels_names[1], measures[0])]
+    else:
+        raise InvalidParameterError("Give one --qrels and two --measure, or two --qrels and one --measure.")
+    means: list[dict[str, float]] = []
+    for qrels_name, measure in orderings:
+        name = str(resolve_measures([measure])[0])
+        means.append(_means_by_run(engine, qrels_name, name))
+    systems = sorted(set(means[0]) & set(means[1]))
+    if len(systems) < 2:
+        raise EvaluationError(
+            f"Fewer than two runs have both {orderings[0][1]} on '{orderings[0][0]}' and {orderings[1][1]} on "
+            f"'{orderings[1][0]}'. Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'.")
+    first = np.array([means[0][s] for s in systems])
+    second = np.array([means[1][s] for s in systems])
+    labels = [f"{m} on {q}" for q, m in orderings]
+    return Correlation(labels[0], labels[1], systems, first.tolist(), second.tolist(),
+                       significance.rank_correlation(systems, first, second))
+
+
+def _means_by_run(engine: Engine, qrels_name: str, measure: str) -> dict[str, float]:
+    """Mean over topics of ``measure`` for every run with a finished evaluation holding it."""
+    from evalstore.db.models import Run
+
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, qrels_name)
+        rows = session.execute(
+            select(Evaluation, Run.name).join(Run, Run.id == Evaluation.run_id)
+            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
+            .order_by(Evaluation.finished_at, Evaluation.id)
+        ).all()
+        newest = {run: evaluation for evaluation, run in rows if measure in evaluation.options["measures"]}
+        means = {}
+        for run, evaluation in newest.items():
+            values = repo.result_table(session, evaluation.id, [measure]).column("value").to_numpy()
+            if len(values):
+                means[run] = float(values.mean())
+    return means

@@ -1,0 +1,334 @@
+"""Paired significance tests, multiple-comparison corrections, Tukey HSD and rank correlation.
+
+Pure numpy/scipy over score matrices: no database here (:mod:`evalstore.services.comparisons`
+reads the matrices). Every comparison is *paired by topic*: row ``i`` of a difference matrix holds
+one pair's per-topic differences ``run - versus``.
+
+scipy gives the t-test, Wilcoxon, sign test (binomial), the studentized range distribution and the
+rank correlations; statsmodels gives the corrections. Two procedures are ours, because running
+scipy's once per pair is hundreds of times slower on a leaderboard's worth of pairs:
+
+- the randomization (sign-flip permutation) test and the paired bootstrap draw ONE matrix of
+  random signs / resampling weights per call and apply it to every pair with a single matrix
+  product (scipy's ``permutation_test``/``bootstrap`` redraw per pair, in Python);
+- the two-way (system x topic) Tukey HSD and the randomized Tukey HSD (Carterette 2012) are not
+  in scipy or statsmodels (their Tukey is one-way, which ignores that topics differ in difficulty).
+
+Tests check each against scipy's implementation of the same test.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+TESTS = ("t", "randomization", "bootstrap", "wilcoxon", "sign")
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+MULTI = ("tukey", "randomized-tukey")
+_STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
+
+# Resampled statistics that equal the observed one up to rounding count as "as extreme": a sign
+# flip that reproduces the observed signs sums in another order than the observed mean did.
+_RELATIVE_TOLERANCE = 1e-9
+# Rows of random signs / weights drawn at once: bounds memory (chunk x pairs doubles) whatever
+# the number of resamples.
+_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class PairedOutcome:
+    """One value per pair (row of the difference matrix)."""
+
+    statistic: np.ndarray
+    p_value: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+
+
+def paired_test(diffs: np.ndarray, test: str, *, confidence: float = 0.95, resamples: int = 10_000,
+                rng: np.random.Generator | None = None) -> PairedOutcome:
+    """Two-sided paired test of mean difference 0 for every row of ``diffs`` (pairs x topics).
+
+    The interval is the t-interval of the mean difference, except for ``bootstrap`` (percentile
+    interval of the resampled means). ``randomization`` and ``bootstrap`` need ``rng``; their
+    p-value is (b + 1) / (resamples + 1), b the resamples at least as extreme as observed.
+    """
+    diffs = np.atleast_2d(np.asarray(diffs, dtype=float))
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
+    if test in ("randomization", "bootstrap") and rng is None:
+        raise ValueError(f"the {test} test needs a random generator (a seed)")
+    ci_low, ci_high = t_interval(diffs, confidence)
+    if test == "t":
+        statistic, p_value = _t_test(diffs)
+    elif test == "wilcoxon":
+        statistic, p_value = _wilcoxon(diffs)
+    elif test == "sign":
+        statistic, p_value = _sign_test(diffs)
+    elif test == "randomization":
+        statistic, p_value = _randomization(diffs, resamples, rng)  # type: ignore[arg-type]
+    else:
+        statistic, p_value, ci_low, ci_high = _bootstrap(diffs, resamples, rng, confidence)  # type: ignore[arg-type]
+    return PairedOutcome(statistic, p_value, ci_low, ci_high)
+
+
+def t_interval(diffs: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Student-t confidence interval of each row's mean (a point when the row is constant)."""
+    from scipy import stats
+
+    n = diffs.shape[1]
+    mean = diffs.mean(axis=1)
+    if n < 2:
+        return mean.copy(), mean.copy()
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * diffs.std(axis=1, ddof=1) / np.sqrt(n)
+    return mean - half, mean + half
+
+
+def effect_size(diffs: np.ndarray) -> np.ndarray:
+    """Paired standardised mean difference (Cohen's d_z): mean / standard deviation of the
+    differences; 0 for identical systems, +-inf for a constant non-zero difference."""
+    mean = diffs.mean(axis=1)
+    sd = diffs.std(axis=1, ddof=1) if diffs.shape[1] > 1 else np.zeros(len(diffs))
+    constant = np.copysign(np.where(mean == 0, 0.0, np.inf), mean)
+    return np.where(sd > 0, mean / np.where(sd > 0, sd, 1.0), constant)
+
+
+def wins_ties_losses(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Topics where ``run`` scores higher, the same, lower than ``versus``. Equal means exactly
+    equal: the same ranking of the same documents gives bit-identical values."""
+    return (diffs > 0).sum(axis=1), (diffs == 0).sum(axis=1), (diffs < 0).sum(axis=1)
+
+
+def _degenerate(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with no spread, where the tests' statistics are undefined: identical systems (p = 1)
+    and a constant non-zero difference (as strong as evidence gets: p = 0)."""
+    constant = np.all(diffs == diffs[:, :1], axis=1)
+    return constant, np.where(diffs[:, 0] == 0, 1.0, 0.0)
+
+
+def _t_test(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from scipy import stats
+
+    constant, p_constant = _degenerate(diffs)
+    statistic = np.copysign(np.where(diffs[:, 0] == 0, 0.0, np.inf), diffs[:, 0])
+    p_value = p_constant.copy()
+    if (~constant).any():
+        with warnings.catch_warnings():
+            # rows that differ only by rounding make scipy warn about catastrophic cancellation;
+            # its result is still the right one for the numbers given
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = stats.ttest_1samp(diffs[~constant], 0.0, axis=1)
+        statistic[~constant] = result.statistic
+        p_value[~constant] = result.pvalue
+    return statistic, p_value
+
+
+def _wilcoxon(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's Wilcoxon signed-rank test (zero differences dropped, 'wilcox'; exact distribution
+    for up to 50 non-tied topics, normal approximation otherwise)."""
+    from scipy import stats
+
+    nonzero = (diffs != 0).any(axis=1)
+    statistic = np.zeros(len(diffs))
+    p_value = np.ones(len(diffs))
+    for index in np.flatnonzero(nonzero):
+        # one call per pair: scipy picks exact or approximate per sample (ties, zeros, size), and
+        # a batched call would pick once for all rows
+        result = stats.wilcoxon(diffs[index], zero_method="wilcox")
+        statistic[index] = result.statistic
+        p_value[index] = result.pvalue
+    return statistic, p_value
+
+
+def _sign_test(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided exact binomial test on wins vs losses (ties dropped), as ``scipy.stats.binomtest``
+    with p = 0.5, where the two-sided p-value is twice the smaller tail (capped at 1); vectorised
+    through the binomial cdf."""
+    from scipy import stats
+
+    wins, _, losses = wins_ties_losses(diffs)
+    trials = wins + losses
+    tail = stats.binom.cdf(np.minimum(wins, losses), np.maximum(trials, 1), 0.5)
+    p_value = np.where(trials == 0, 1.0, np.minimum(1.0, 2.0 * tail))
+    p_value = np.where(wins == losses, 1.0, p_value)
+    return wins.astype(float), p_value
+
+
+def _randomization(diffs: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Sign-flip permutation test of the mean difference (Fisher's randomization test)."""
+    n = diffs.shape[1]
+    observed = diffs.mean(axis=1)
+    threshold = np.abs(observed) * (1 - _RELATIVE_TOLERANCE)
+    extreme = np.zeros(len(diffs), dtype=np.int64)
+    for size in _chunks(resamples):
+        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(float) * 2.0 - 1.0
+        means = signs @ diffs.T / n  # (size x pairs): every pair under the same relabellings
+        extreme += (np.abs(means) >= threshold).sum(axis=0)
+    return observed, (extreme + 1) / (resamples + 1)
+
+
+def _bootstrap(diffs: np.ndarray, resamples: int, rng: np.random.Generator,
+               confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Paired bootstrap of the mean difference: topics resampled with replacement (the same
+    resampled topic set for every pair). The p-value is the shift method's (Efron & Tibshirani
+    1993, Sakai 2006): resampled means centred on the observed one, as extreme as the observed
+    mean is from 0. The interval is the percentile interval."""
+    n = diffs.shape[1]
+    observed = diffs.mean(axis=1)
+    threshold = np.abs(observed) * (1 - _RELATIVE_TOLERANCE)
+    extreme = np.zeros(len(diffs), dtype=np.int64)
+    means = np.empty((resamples, len(diffs)))
+    start = 0
+    for size in _chunks(resamples):
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)
+        block = weights @ diffs.T / n
+        means[start:start + size] = block
+        extreme += (np.abs(block - observed) >= threshold).sum(axis=0)
+        start += size
+    low, high = np.quantile(means, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
+    return observed, (extreme + 1) / (resamples + 1), low, high
+
+
+def _chunks(total: int) -> list[int]:
+    return [min(_CHUNK, total - start) for start in range(0, total, _CHUNK)]
+
+
+def correct(p_values: np.ndarray, method: str, alpha: float = 0.05) -> np.ndarray:
+    """Adjusted p-values for one family of tests (statsmodels' multipletests)."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"unknown correction {method!r}; choose one of {', '.join(CORRECTIONS)}")
+    p_values = np.asarray(p_values, dtype=float)
+    if method == "none" or len(p_values) == 0:
+        return p_values.copy()
+    from statsmodels.stats.multitest import multipletests
+
+    return np.asarray(multipletests(p_values, alpha=alpha, method=_STATSMODELS_METHOD[method])[1])
+
+
+@dataclass(frozen=True)
+class TukeyOutcome:
+    """For every pair (i, j), i < j of the systems: q statistic, family-wise p-value, interval of
+    mean_i - mean_j."""
+
+    pairs: list[tuple[int, int]]
+    statistic: np.ndarray
+    p_value: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    mse: float
+    df: int
+
+
+def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
+              pairs: list[tuple[int, int]] | None = None) -> TukeyOutcome:
+    """Tukey's HSD on the two-way (system x topic) design without replication.
+
+    The error term is the residual of the additive model score = grand + system + topic, with
+    (k-1)(n-1) degrees of freedom, so per-topic difficulty is blocked out (statsmodels'
+    pairwise_tukeyhsd is one-way and would count it as noise). p-values and intervals come from
+    scipy's studentized range distribution with k systems.
+    """
+    from scipy import stats
+
+    scores = np.asarray(scores, dtype=float)
+    k, n = scores.shape
+    if k < 2 or n < 2:
+        raise ValueError("Tukey HSD needs at least two systems and two topics")
+    system_means = scores.mean(axis=1)
+    residual = scores - system_means[:, None] - scores.mean(axis=0)[None, :] + scores.mean()
+    df = (k - 1) * (n - 1)
+    mse = float((residual ** 2).sum() / df)
+    pairs = pairs if pairs is not None else [(i, j) for i in range(k) for j in range(i + 1, k)]
+    first, second = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+    difference = system_means[first] - system_means[second]
+    scale = np.sqrt(mse / n)
+    if scale == 0:
+        statistic = np.where(difference == 0, 0.0, np.inf)
+        return TukeyOutcome(pairs, statistic, np.where(difference == 0, 1.0, 0.0), difference, difference, mse, df)
+    statistic = np.abs(difference) / scale
+    p_value = np.asarray(stats.studentized_range.sf(statistic, k, df), dtype=float)
+    half = float(stats.studentized_range.ppf(confidence, k, df)) * scale
+    return TukeyOutcome(pairs, statistic, np.clip(p_value, 0.0, 1.0), difference - half, difference + half, mse, df)
+
+
+def randomized_tukey_hsd(scores: np.ndarray, *, resamples: int, rng: np.random.Generator,
+                         pairs: list[tuple[int, int]] | None = None) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Randomized Tukey HSD (Carterette 2012; Sakai 2018): under the null every system is
+    exchangeable within a topic, so each resample permutes the k scores of every topic; a pair's
+    p-value is the share of resamples whose largest minus smallest system mean reaches the pair's
+    observed |difference| ((b + 1) / (resamples + 1)). Family-wise by construction."""
+    scores = np.asarray(scores, dtype=float)
+    k, n = scores.shape
+    pairs = pairs if pairs is not None else [(i, j) for i in range(k) for j in range(i + 1, k)]
+    means = scores.mean(axis=1)
+    observed = np.abs(np.array([means[i] - means[j] for i, j in pairs]))
+    threshold = observed * (1 - _RELATIVE_TOLERANCE)
+    by_topic = scores.T  # (topics x systems): a resample shuffles within each row
+    extreme = np.zeros(len(pairs), dtype=np.int64)
+    for size in _chunks(resamples):
+        shuffled = rng.permuted(np.broadcast_to(by_topic, (size, n, k)), axis=2)
+        resampled = shuffled.mean(axis=1)
+        spread = resampled.max(axis=1) - resampled.min(axis=1)
+        extreme += (spread[:, None] >= threshold[None, :]).sum(axis=0)
+    return pairs, (extreme + 1) / (resamples + 1)
+
+
+# --- rank correlation -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankCorrelation:
+    systems: int
+    kendall_tau: float
+    tau_ap: float
+    spearman_rho: float
+    concordant: int
+    discordant: int
+    swapped: list[tuple[str, str]]  # (a, b): the first ordering puts a above b, the second b above a
+
+
+def rank_correlation(names: list[str], first: np.ndarray, second: np.ndarray) -> RankCorrelation:
+    """Agreement of two orderings of the same systems, each given by scores (higher is better).
+
+    Kendall's tau (scipy's tau-b: tau-a when there are no ties), Spearman's rho (scipy), and
+    tau-AP (Yilmaz, Aslam & Robertson 2008) with ``first`` as the reference: it weighs a swap near
+    the top of ``second`` more than one near the bottom. tau-AP is not in scipy.
+    """
+    from scipy import stats
+
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    if len(names) < 2:
+        raise ValueError("rank correlation needs at least two systems")
+    sign_first = np.sign(first[:, None] - first[None, :])
+    sign_second = np.sign(second[:, None] - second[None, :])
+    upper = np.triu(np.ones_like(sign_first, dtype=bool), 1)
+    product = (sign_first * sign_second)[upper]
+    swapped = [(names[i], names[j]) if first[i] > first[j] else (names[j], names[i])
+               for i, j in zip(*np.nonzero(upper & (sign_first * sign_second < 0)), strict=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: scipy warns and returns nan, which we report
+        tau = float(stats.kendalltau(first, second).statistic)
+        rho = float(stats.spearmanr(first, second).statistic)
+    score = dict(zip(names, first.tolist(), strict=True))
+    swapped.sort(key=lambda pair: (-score[pair[0]], -score[pair[1]], pair))  # the reference's best first
+    return RankCorrelation(len(names), tau, tau_ap(first, second), rho, int((product > 0).sum()),
+                           int((product < 0).sum()), swapped)
+
+
+def tau_ap(reference: np.ndarray, other: np.ndarray) -> float:
+    """tau-AP of ``other`` against ``reference`` (Yilmaz et al. 2008, eq. 3):
+    2/(N-1) * sum_{i=2..N} C(i)/(i-1) - 1, with i running over ``other``'s ordering (best first)
+    and C(i) the systems above position i in ``other`` that ``reference`` also ranks above it.
+    Ties in ``other`` are broken by ``reference`` (the most favourable reading, as 1.0 for an
+    identical ordering requires)."""
+    reference = np.asarray(reference, dtype=float)
+    other = np.asarray(other, dtype=float)
+    count = len(reference)
+    order = np.lexsort((-reference, -other))  # by other descending, ties by reference
+    ranked = reference[order]
+    above = np.tril(ranked[None, :] > ranked[:, None], -1)  # [i, j]: j above i in other, and in reference
+    correct_above = above.sum(axis=1)[1:]
+    return float(2.0 / (count - 1) * (correct_above / np.arange(1, count)).sum() - 1.0)
