@@ -265,12 +265,12 @@ def _multi_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], mul
     per_measure = {}
     for measure in matrix.measures:
         scores = matrix.scores[measure]
-        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
-        tukey = significance.tukey_hsd(scores, confidence=1 - alpha, pairs=index_pairs)
         if multi == "tukey":
+            tukey = significance.tukey_hsd(scores, confidence=1 - alpha, pairs=index_pairs)
             per_measure[measure] = (tukey.statistic, tukey.p_value, tukey.p_value, tukey.ci_low, tukey.ci_high)
             continue
         assert rng is not None
+        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
         _, p_value = significance.randomized_tukey_hsd(scores, resamples=resamples, rng=rng, pairs=index_pairs)
         low, high = significance.t_interval(diffs, 1 - alpha)
         per_measure[measure] = (diffs.mean(axis=1), p_value, p_value, low, high)
