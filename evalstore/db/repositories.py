@@ -197,10 +197,15 @@ def _select_table(session: Session, statement: Any, names: list[str], types: lis
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         return _read_arrow_postgres(session, statement, names, types)
-    result = session.execute(statement.execution_options(yield_per=BATCH_ROWS))
+    # SQLite: the sqlite3 cursor itself, not SQLAlchemy's result rows (5x faster: ~1M rows/s,
+    # where ORM row processing made reading 1.7M run rows take 9 s)
+    compiled = statement.compile(dialect=connection.dialect)
+    parameters = [compiled.params[name] for name in compiled.positiontup or []]
+    cursor = connection.connection.driver_connection.cursor()
+    cursor.execute(str(compiled), parameters)
     batches = []
-    for partition in result.partitions():
-        columns = list(zip(*partition, strict=True)) if partition else [[] for _ in names]
+    while partition := cursor.fetchmany(BATCH_ROWS):
+        columns = list(zip(*partition, strict=True))
         batches.append(
             pa.RecordBatch.from_arrays(
                 [pa.array(col, type=t) for col, t in zip(columns, types, strict=True)], names=names

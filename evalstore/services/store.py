@@ -121,6 +121,21 @@ def import_qrels(
 ) -> Registered:
     """Validate a qrels file and store it whole, in one transaction, or not at all."""
     parsed: ParsedFile = read_qrels(path, fmt=fmt)
+    return store_qrels(engine, parsed, name=name, description=description, source=str(path), replace=replace,
+                       progress=progress)
+
+
+def store_qrels(
+    engine: Engine,
+    parsed: ParsedFile,
+    *,
+    name: str,
+    source: str,
+    description: str | None = None,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> Registered:
+    """Store validated judgments (from a file, or made from a pool's judgments) under ``name``."""
 
     def store() -> Registered:
         with unit_of_work(engine) as session:
@@ -137,7 +152,7 @@ def import_qrels(
                 repo.delete_qrels(session, existing)
             qrels = QrelsSet(
                 name=name, description=description, content_hash=parsed.content_hash,
-                row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=str(path),
+                row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=source,
             )
             session.add(qrels)
             session.flush()

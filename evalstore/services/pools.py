@@ -1,0 +1,474 @@
+"""TREC-style pools: build from stored runs, export to assessors, import their judgments, measure
+agreement, turn judgments into qrels, check the qrels' reusability, replay strategies.
+
+The strategies and agreement statistics are in :mod:`evalstore.pooling`; this module reads and
+writes the store, one transaction per write.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import secrets
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from sqlalchemy import Engine, delete, func, insert, select
+
+from evalstore import pooling
+from evalstore.db import repositories as repo
+from evalstore.db.models import Pool, PoolEntry, PoolJudgment
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError, NotFoundError
+
+RESOLUTIONS = ("majority", "max")
+EXPORT_FORMATS = ("tsv", "csv", "trec")
+UNJUDGED = -1  # trec_eval's "pooled but not judged" relevance
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    name: str
+    strategy: str
+    runs: list[str]
+    topics: int
+    documents: int
+    judged: int
+    assessors: list[str]
+    params: dict[str, Any]
+    seed: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _get_pool(session: Any, name: str) -> Pool:
+    pool = session.scalar(select(Pool).where(Pool.name == name))
+    if pool is None:
+        raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
+                            f"'evalstore pool build --name {name} --all-runs'.")
+    return pool
+
+
+def _read_runs(session: Any, run_names: list[str] | None) -> dict[str, pa.Table]:
+    runs = repo.list_runs(session) if run_names is None else [repo.get_run(session, n) for n in run_names]
+    if not runs:
+        raise NotFoundError("No runs are registered. Register runs with 'evalstore runs register PATH --name NAME'.")
+    return {run.name: repo.run_table(session, run, for_evaluation=True) for run in runs}
+
+
+def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strategy: str = "depth",
+               depth: int | None = None, budget: int | None = None, topics: list[str] | None = None,
+               seed: int | None = None, rbp_p: float = 0.8, bandit_policy: str = "maxmean",
+               replace: bool = False) -> PoolSummary:
+    """Build and store a pool from stored runs (all of them when ``run_names`` is None)."""
+    if strategy not in pooling.STRATEGIES:
+        raise InvalidParameterError(f"--strategy must be one of {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
+    if strategy == "depth" and depth is None:
+        depth = 100
+    if strategy != "depth" and budget is None:
+        raise InvalidParameterError(f"--strategy {strategy} orders the candidates; give --budget N (documents to "
+                                    "judge per topic).")
+    if bandit_policy not in pooling.BANDIT_POLICIES:
+        raise InvalidParameterError(f"--policy must be one of {', '.join(pooling.BANDIT_POLICIES)}.")
+    if not 0 < rbp_p < 1:
+        raise InvalidParameterError(f"--rbp-p must be between 0 and 1, not {rbp_p}.")
+    random = strategy == "bandit" and bandit_policy == "thompson"
+    if random and seed is None:
+        seed = secrets.randbits(31)
+    with read_only(engine) as session:
+        if not replace and session.scalar(select(Pool.id).where(Pool.name == name)) is not None:
+            raise ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go "
+                                "with it), or choose another --name.")
+        runs = _read_runs(session, run_names)
+    cands = pooling.candidates(runs, depth, topics)
+    if cands.empty:
+        raise EvaluationError("The runs retrieve nothing for the chosen topics; check --topics.")
+    settings = pooling.PoolSettings(strategy, depth, budget, seed if random else None, rbp_p, bandit_policy)
+    pool_frame = pooling.build(cands, list(runs), settings)
+    params = {"runs": list(runs), "depth": depth, "budget": budget, "topics": topics,
+              **({"rbp_p": rbp_p} if strategy == "rbp" else {}),
+              **({"policy": bandit_policy} if strategy == "bandit" else {})}
+    with unit_of_work(engine) as session:
+        existing = session.scalar(select(Pool).where(Pool.name == name))
+        if existing is not None:
+            if not replace:
+                raise ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it, or choose "
+                                    "another --name.")
+            session.delete(existing)
+            session.flush()
+        pool = Pool(name=name, strategy=strategy, params=params, seed=settings.seed)
+        session.add(pool)
+        session.flush()
+        entries = pa.table({
+            "pool_id": pa.array(np.full(len(pool_frame), pool.id, np.int64)),
+            "topic": pa.array(pool_frame["topic"].tolist(), pa.string()),
+            "doc": pa.array(pool_frame["doc"].tolist(), pa.string()),
+            "contributors": pa.array([json.dumps(c) for c in pool_frame["contributors"]], pa.string()),
+            "best_rank": pa.array(pool_frame["best_rank"].to_numpy(np.int64)),
+            "judge_order": pa.array(pool_frame["judge_order"].to_numpy(np.int64)),
+        })
+        repo.copy_batches(session, "pool_entries", entries.to_batches(max_chunksize=repo.BATCH_ROWS))
+    return show_pool(engine, name)
+
+
+def list_pools(engine: Engine) -> list[PoolSummary]:
+    with read_only(engine) as session:
+        names = list(session.scalars(select(Pool.name).order_by(Pool.name)))
+    return [show_pool(engine, n) for n in names]
+
+
+def show_pool(engine: Engine, name: str) -> PoolSummary:
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        topics, documents = session.execute(
+            select(func.count(func.distinct(PoolEntry.topic)), func.count()).where(PoolEntry.pool_id == pool.id)
+        ).one()
+        judged = session.scalar(select(func.count(func.distinct(PoolJudgment.topic + "\t" + PoolJudgment.doc)))
+                                .where(PoolJudgment.pool_id == pool.id)) or 0
+        assessors = list(session.scalars(select(PoolJudgment.assessor).where(PoolJudgment.pool_id == pool.id)
+                                         .distinct().order_by(PoolJudgment.assessor)))
+        return PoolSummary(pool.name, pool.strategy, list(pool.params["runs"]), int(topics), int(documents),
+                           int(judged), assessors, dict(pool.params), pool.seed)
+
+
+def _entries(session: Any, pool: Pool) -> pd.DataFrame:
+    rows = session.execute(select(PoolEntry.topic, PoolEntry.doc, PoolEntry.contributors, PoolEntry.best_rank,
+                                  PoolEntry.judge_order).where(PoolEntry.pool_id == pool.id)).all()
+    frame = pd.DataFrame(rows, columns=["topic", "doc", "contributors", "best_rank", "judge_order"])
+    frame = frame.astype({"topic": object, "doc": object})
+    return frame.sort_values(["topic", "judge_order"], kind="stable").reset_index(drop=True)
+
+
+def _judgments(session: Any, pool: Pool) -> pd.DataFrame:
+    rows = session.execute(select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor,
+                                  PoolJudgment.relevance).where(PoolJudgment.pool_id == pool.id)).all()
+    frame = pd.DataFrame(rows, columns=["topic", "doc", "assessor", "relevance"])
+    return frame.astype({"topic": object, "doc": object, "assessor": object})
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    per_topic: list[dict[str, Any]]  # topic, documents, judged, relevant (any assessor's max label > 0)
+    per_run: list[dict[str, Any]]  # run, contributed, unique, judged@k
+
+
+def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        entries = _entries(session, pool)
+        judgments = _judgments(session, pool)
+        runs = _read_runs(session, list(pool.params["runs"]))
+    best = judgments.groupby(["topic", "doc"])["relevance"].max()
+    judged_keys = set(best.index)
+    per_topic = []
+    for topic, group in entries.groupby("topic", sort=True):
+        keys = [(topic, d) for d in group["doc"]]
+        labels = [best.get(key) for key in keys]
+        per_topic.append({"topic": topic, "documents": len(group),
+                          "judged": sum(label is not None for label in labels),
+                          "relevant": sum(label is not None and label > 0 for label in labels)})
+    exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
+    contributed = exploded.groupby("contributors").size()
+    unique = entries[entries["contributors"].map(len) == 1].explode("contributors").groupby("contributors").size()
+    pool_topics = sorted(entries["topic"].unique())
+    per_run = []
+    for run, table in runs.items():
+        top = pooling.trec_ranked(table, k).to_pandas()
+        top = top[top["topic"].isin(pool_topics)]
+        judged = np.array([(t, d) in judged_keys for t, d in zip(top["topic"], top["doc"], strict=True)], bool)
+        per_topic_share = pd.Series(judged, index=top.index).groupby(top["topic"]).sum() / k
+        share = float(per_topic_share.reindex(pool_topics, fill_value=0).mean()) if pool_topics else 0.0
+        per_run.append({"run": run, "contributed": int(contributed.get(run, 0)), "unique": int(unique.get(run, 0)),
+                        f"judged@{k}": share})
+    return PoolStats(per_topic, per_run)
+
+
+# --- export and judgments --------------------------------------------------------------------
+
+
+def export_pool(engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv", shuffle: bool = False,
+                seed: int | None = None) -> tuple[str, int | None]:
+    """Assessor sheets: one row per pooled document, in judging order (or shuffled within each
+    topic, seeded, so assessors cannot infer rank). Returns the text and the seed used."""
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidParameterError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not '{fmt}'.")
+    if shuffle and seed is None:
+        seed = secrets.randbits(31)
+    with read_only(engine) as session:
+        entries = _entries(session, _get_pool(session, name))
+    if shuffle:
+        rng = np.random.default_rng(seed)
+        entries = entries.assign(key=rng.random(len(entries))).sort_values(["topic", "key"], kind="stable")
+    buffer = io.StringIO()
+    if fmt == "trec":
+        for topic, doc in zip(entries["topic"], entries["doc"], strict=True):
+            buffer.write(f"{topic} 0 {doc} {UNJUDGED}\n")
+    else:
+        writer = csv.writer(buffer, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        writer.writerow(["topic", "doc", "relevance"])
+        writer.writerows([t, d, ""] for t, d in zip(entries["topic"], entries["doc"], strict=True))
+    text = buffer.getvalue()
+    if path is not None:
+        path.write_text(text)
+    return text, seed if shuffle else None
+
+
+def _parse_judgments(path: Path) -> list[tuple[int, str, str, int]]:
+    """(line, topic, doc, relevance) rows of a filled-in sheet: TSV/CSV with a header naming topic,
+    doc and relevance (or label), or TREC qrels lines (topic iteration doc relevance)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputFormatError(str(path), None, "no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(str(path), None, f"not UTF-8 text ({exc.reason})") from None
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip() and not line.startswith("#")), None)
+    if first is None:
+        raise InputFormatError(str(path), None, "the file holds no judgments")
+    delimiter = "\t" if "\t" in first else "," if "," in first else None
+    header = [h.strip().lower() for h in (first.split(delimiter) if delimiter else first.split())]
+    rows = []
+    if {"topic", "doc"} <= set(header) and ({"relevance"} & set(header) or {"label"} & set(header)):
+        columns = {name: header.index(name) for name in header}
+        label = columns.get("relevance", columns.get("label"))
+        start = lines.index(first) + 1
+        for number, line in enumerate(lines[start:], start=start + 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [p.strip() for p in line.split(delimiter)] if delimiter else line.split()
+            if len(parts) != len(header):
+                raise InputFormatError(str(path), number, f"expected {len(header)} columns ({', '.join(header)}), "
+                                                          f"found {len(parts)}")
+            rows.append((number, parts[columns["topic"]], parts[columns["doc"]], _label(path, number,
+                                                                                          parts[label])))
+        return rows
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise InputFormatError(str(path), number, f"expected 4 columns (topic iteration doc relevance) or a "
+                                                      f"header naming topic, doc and relevance; found {len(parts)}")
+        rows.append((number, parts[0], parts[2], _label(path, number, parts[3])))
+    return rows
+
+
+def _label(path: Path, line: int, text: str) -> int:
+    if text == "":
+        raise InputFormatError(str(path), line, "no relevance label: fill in every row (0 = not relevant)")
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputFormatError(str(path), line, f"relevance '{text}' is not an integer") from None
+    if value < 0:
+        raise InputFormatError(str(path), line, f"relevance {value} is negative; labels are 0 (not relevant) or "
+                                                "higher (graded)")
+    return value
+
+
+def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: str,
+                     allow_outside_pool: bool = False) -> int:
+    """Store one assessor's judgments for the pool, whole or not at all. A document judged again
+    by the same assessor takes the new label; two different labels in one file are refused."""
+    rows = _parse_judgments(path)
+    seen: dict[tuple[str, str], tuple[int, int]] = {}
+    for line, topic, doc, label in rows:
+        previous = seen.get((topic, doc))
+        if previous is not None and previous[1] != label:
+            raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is labelled {label} here and "
+                                                    f"{previous[1]} at line {previous[0]}; keep one label")
+        seen[(topic, doc)] = (line, label)
+    with unit_of_work(engine) as session:
+        pool = _get_pool(session, pool_name)
+        if not allow_outside_pool:
+            pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc)
+                                         .where(PoolEntry.pool_id == pool.id)).tuples())
+            for (topic, doc), (line, _) in seen.items():
+                if (topic, doc) not in pooled:
+                    raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is not in pool '{pool_name}'; "
+                                                            "pass --allow-outside-pool to keep it anyway")
+        session.execute(delete(PoolJudgment).where(PoolJudgment.pool_id == pool.id,
+                                                   PoolJudgment.assessor == assessor))
+        if seen:
+            session.execute(insert(PoolJudgment), [
+                {"pool_id": pool.id, "topic": t, "doc": d, "assessor": assessor, "relevance": label}
+                for (t, d), (_, label) in seen.items()])
+    return len(seen)
+
+
+def pool_agreement(engine: Engine, name: str) -> pooling.Agreement:
+    with read_only(engine) as session:
+        judgments = _judgments(session, _get_pool(session, name))
+    if judgments["assessor"].nunique() < 2:
+        raise EvaluationError(f"Pool '{name}' has judgments from fewer than two assessors; import another "
+                              "assessor's with 'evalstore judgments import PATH --pool "
+                              f"{name} --assessor NAME'.")
+    labels = pd.DataFrame({"item": judgments["topic"] + "\t" + judgments["doc"],
+                           "assessor": judgments["assessor"], "label": judgments["relevance"]})
+    return pooling.agreement(labels)
+
+
+# --- qrels -----------------------------------------------------------------------------------
+
+
+def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
+    """One label per judged (topic, doc): the most frequent (ties: the higher label), the highest,
+    or one assessor's (``assessor:NAME``)."""
+    if resolve.startswith("assessor:"):
+        who = resolve.removeprefix("assessor:")
+        mine = judgments[judgments["assessor"] == who]
+        if mine.empty:
+            known = ", ".join(sorted(judgments["assessor"].unique())) or "none"
+            raise InvalidParameterError(f"No judgments by assessor '{who}' in this pool (assessors: {known}).")
+        return mine.set_index(["topic", "doc"])["relevance"]
+    if resolve not in RESOLUTIONS:
+        raise InvalidParameterError("--resolve must be majority, max or assessor:NAME.")
+    grouped = judgments.groupby(["topic", "doc"])["relevance"]
+    if resolve == "max":
+        return grouped.max()
+    return grouped.agg(lambda labels: max(Counter(labels.tolist()).items(), key=lambda kv: (kv[1], kv[0]))[0])
+
+
+def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "majority",
+               replace: bool = False) -> Any:
+    """Store the pool's judgments as qrels: the resolved label of every judged document, and
+    relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
+    from evalstore.io.formats import ParsedFile
+    from evalstore.services import store
+
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        entries = _entries(session, pool)
+        judgments = _judgments(session, pool)
+    if judgments.empty:
+        raise EvaluationError(f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "
+                              f"PATH --pool {name} --assessor NAME'.")
+    labels = resolve_labels(judgments, resolve)
+    keys = pd.MultiIndex.from_frame(entries[["topic", "doc"]])
+    pooled = pd.Series(labels.reindex(keys).fillna(UNJUDGED).astype(int).to_numpy(), index=keys)
+    outside = labels[~labels.index.isin(keys)]  # judged with --allow-outside-pool
+    combined = pd.concat([pooled, outside]).sort_index()
+    table = pa.table({
+        "topic": pa.array([t for t, _ in combined.index], pa.string()),
+        "iteration": pa.array(["0"] * len(combined), pa.string()),
+        "doc": pa.array([d for _, d in combined.index], pa.string()),
+        "relevance": pa.array(combined.to_numpy(np.int64)),
+    })
+    text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
+    parsed = ParsedFile(table, hashlib.sha256(text.encode()).hexdigest(), None)
+    return store.store_qrels(engine, parsed, name=qrels_name, source=f"pool:{name} ({resolve})",
+                             description=f"judgments of pool '{name}', resolved by {resolve}", replace=replace)
+
+
+# --- reusability and simulation --------------------------------------------------------------
+
+
+def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: list[str]) -> list[dict[str, Any]]:
+    """Leave-one-run-out (Zobel 1998): for each contributing run, the documents only it brought to
+    the pool are dropped from the qrels; the run is evaluated on what is left, and its score and
+    leaderboard rank (among the other runs scored on the full qrels) compared."""
+    from evalstore.metrics import evaluate, resolve_measures
+
+    names = [str(m) for m in resolve_measures(measures)]
+    with read_only(engine) as session:
+        pool = _get_pool(session, pool_name)
+        entries = _entries(session, pool)
+        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        runs = _read_runs(session, list(pool.params["runs"]))
+    qrels = qrels.astype({"topic": object, "doc": object})
+    full = {run: evaluate(qrels, table, names).aggregates for run, table in runs.items()}
+    only = entries[entries["contributors"].map(len) == 1]
+    rows = []
+    for run, table in runs.items():
+        unique = only[only["contributors"].map(lambda c, run=run: c[0] == run)]
+        drop = set(zip(unique["topic"], unique["doc"], strict=True))
+        keep = [(t, d) not in drop for t, d in zip(qrels["topic"], qrels["doc"], strict=True)]
+        reduced_qrels = qrels[np.array(keep, dtype=bool)]
+        reduced = evaluate(reduced_qrels, table, names).aggregates
+        unique_relevant = int(((~np.array(keep)) & (qrels["relevance"].to_numpy() > 0)).sum())
+        row: dict[str, Any] = {"run": run, "unique_docs": len(drop), "unique_relevant": unique_relevant}
+        for name in names:
+            others = [full[r][name] for r in runs if r != run]
+            rank_full = 1 + sum(v > full[run][name] for v in others)
+            rank_reduced = 1 + sum(v > reduced[name] for v in others)
+            row.update({f"{name}": full[run][name], f"{name} without": reduced[name],
+                        f"{name} change": reduced[name] - full[run][name],
+                        f"{name} rank": rank_full, f"{name} rank without": rank_reduced})
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class Simulation:
+    budgets: list[int]
+    strategies: list[str]
+    found: dict[str, list[int]]  # strategy -> relevant found (all topics) at each budget per topic
+    total_relevant: int
+    curves: dict[str, np.ndarray]  # strategy -> relevant found after 1..max budget judgments per topic
+    topics: int
+    seed: int | None
+
+
+def simulate(engine: Engine, *, qrels_name: str, run_names: list[str] | None, strategies: list[str],
+             budgets: list[int], depth: int | None = None, seed: int | None = None,
+             bandit_policy: str = "maxmean") -> Simulation:
+    """Replay strategies against known qrels: relevant documents found per judgment spent."""
+    for strategy in strategies:
+        if strategy not in pooling.STRATEGIES:
+            raise InvalidParameterError(f"--strategy must be among {', '.join(pooling.STRATEGIES)}, not "
+                                        f"'{strategy}'.")
+    if not budgets or min(budgets) < 1:
+        raise InvalidParameterError("Give --budget N (judgments per topic, at least 1; repeatable).")
+    budgets = sorted(set(budgets))
+    if bandit_policy == "thompson" and seed is None:
+        seed = secrets.randbits(31)
+    with read_only(engine) as session:
+        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        runs = _read_runs(session, run_names)
+    qrels_topics = sorted(qrels["topic"].unique())
+    labels = dict(zip(zip(qrels["topic"], qrels["doc"], strict=True), qrels["relevance"].astype(int), strict=True))
+    cands = pooling.candidates(runs, depth, qrels_topics)
+    top = max(budgets)
+    found: dict[str, list[int]] = {}
+    curves: dict[str, np.ndarray] = {}
+    for strategy in strategies:
+        settings = pooling.PoolSettings(strategy, depth, top, seed, bandit_policy=bandit_policy)
+        order = pooling.judging_order(cands, len(runs), settings, oracle=lambda t, d: labels.get((t, d)))
+        hit = np.array([labels.get((t, d), 0) > 0 for t, d in zip(order["topic"], order["doc"], strict=True)])
+        at = order["judge_order"].to_numpy()
+        per_step = np.bincount(at[hit], minlength=top + 1)[1:]
+        curves[strategy] = np.cumsum(per_step)
+        found[strategy] = [int(curves[strategy][b - 1]) for b in budgets]
+    total = int(sum(1 for v in labels.values() if v > 0))
+    return Simulation(budgets, strategies, found, total, curves, len(qrels_topics), seed)
+
+
+def simulation_figure(sim: Simulation, title: str) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.5), dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    for strategy, curve in sim.curves.items():
+        axes.plot(np.arange(1, len(curve) + 1) * sim.topics, curve, label=strategy)
+    axes.axhline(sim.total_relevant, color="grey", linestyle=":", label=f"all relevant ({sim.total_relevant})")
+    axes.set_xlabel(f"judgments spent ({sim.topics} topics)")
+    axes.set_ylabel("relevant documents found")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    return figure
