@@ -199,7 +199,7 @@ def _select_table(session: Session, statement: Any, names: list[str], types: lis
         return _read_arrow_postgres(session, statement, names, types)
     # SQLite: the sqlite3 cursor itself, not SQLAlchemy's result rows (5x faster: ~1M rows/s,
     # where ORM row processing made reading 1.7M run rows take 9 s)
-    compiled = statement.compile(dialect=connection.dialect)
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
     parameters = [compiled.params[name] for name in compiled.positiontup or []]
     cursor = connection.connection.driver_connection.cursor()
     cursor.execute(str(compiled), parameters)

@@ -46,7 +46,9 @@ class PoolSummary:
     seed: int | None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["params"] = {k: v for k, v in self.params.items() if k != "runs"}  # listed once, under runs
+        return out
 
 
 def _get_pool(session: Any, name: str) -> Pool:
@@ -293,8 +295,8 @@ def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: st
     with unit_of_work(engine) as session:
         pool = _get_pool(session, pool_name)
         if not allow_outside_pool:
-            pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc)
-                                         .where(PoolEntry.pool_id == pool.id)).tuples())
+            pooled = {(topic, doc) for topic, doc in session.execute(
+                select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id))}
             for (topic, doc), (line, _) in seen.items():
                 if (topic, doc) not in pooled:
                     raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is not in pool '{pool_name}'; "

@@ -1,0 +1,226 @@
+"""`evalstore pool ...` and `evalstore judgments ...`: TREC-style judging pools."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, ReportFormat, info, render, render_record
+from evalstore.errors import InvalidParameterError
+
+app = typer.Typer(no_args_is_help=True, help="Build judging pools, export them to assessors, make qrels.")
+judgments_app = typer.Typer(no_args_is_help=True, help="Assessors' judgments of a pool, and their agreement.")
+
+
+def _topics(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    path = Path(text)
+    if path.is_file():  # a file of topic ids, one per line
+        return [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@app.command("build")
+def build(
+    ctx: typer.Context,
+    name: str = typer.Option(..., "--name", help="Name of the new pool."),
+    run: list[str] = typer.Option([], "--run", help="Contributing run (repeatable)."),
+    all_runs: bool = typer.Option(False, "--all-runs", help="Every registered run contributes."),
+    topics: str | None = typer.Option(None, "--topics", help="Comma-separated topic ids, or a file of them."),
+    strategy: str = typer.Option("depth", "--strategy", help="depth | rrf | rbp | mtf | bandit."),
+    depth: int | None = typer.Option(None, "--depth", min=1, help="Top K of each run (depth: default 100; other "
+                                     "strategies: candidates, default whole runs)."),
+    budget: int | None = typer.Option(None, "--budget", min=1, help="Documents to judge per topic (required "
+                                      "for rrf, rbp, mtf, bandit)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of Thompson sampling (default: drawn, recorded)."),
+    rbp_p: float = typer.Option(0.8, "--rbp-p", help="Persistence p of the rbp strategy's weights."),
+    policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
+    replace: bool = typer.Option(False, "--replace", help="Rebuild an existing pool (its judgments are dropped)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Build a pool from stored runs, read in trec_eval order (score, then docno, descending).
+
+    mtf and bandit adapt to judgments; on a new pool (no judgments yet) they give the order
+    before any feedback. 'evalstore pool simulate' replays them against known qrels."""
+    from evalstore.services import pools
+
+    if bool(run) == all_runs:
+        raise InvalidParameterError("Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
+    summary = pools.build_pool(state(ctx).engine(), name=name, run_names=None if all_runs else run,
+                               strategy=strategy, depth=depth, budget=budget, topics=_topics(topics), seed=seed,
+                               rbp_p=rbp_p, bandit_policy=policy, replace=replace)
+    info(f"pool '{name}': {summary.documents} documents over {summary.topics} topics from {len(summary.runs)} runs")
+    render_record(summary.as_dict(), fmt, title=f"pool {name}")
+
+
+@app.command("list")
+def list_pools(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """Every pool with its size and judgments."""
+    from evalstore.services import pools
+
+    rows = [p.as_dict() | {"runs": len(p.runs), "assessors": ", ".join(p.assessors)}
+            for p in pools.list_pools(state(ctx).engine())]
+    render(rows, ["name", "strategy", "runs", "topics", "documents", "judged", "assessors"], fmt, title="pools")
+
+
+@app.command("show")
+def show(ctx: typer.Context, name: str = typer.Argument(...),
+         fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """A pool's settings, size and judgments so far."""
+    from evalstore.services import pools
+
+    render_record(pools.show_pool(state(ctx).engine(), name).as_dict(), fmt, title=f"pool {name}")
+
+
+@app.command("stats")
+def stats(ctx: typer.Context, name: str = typer.Argument(...),
+          k: int = typer.Option(10, "-k", min=1, help="Depth of the judged@k coverage per run."),
+          fmt: ReportFormat = typer.Option(ReportFormat.table, "--format")) -> None:
+    """Size, judged and relevant per topic; contributed and unique documents and judged@k per run."""
+    from evalstore.services import pools
+
+    result = pools.pool_stats(state(ctx).engine(), name, k=k)
+    if fmt is ReportFormat.json:
+        sys.stdout.write(json.dumps({"topics": result.per_topic, "runs": result.per_run}, indent=2) + "\n")
+        return
+    render(result.per_run, ["run", "contributed", "unique", f"judged@{k}"], fmt, title=f"pool {name}: runs")
+    if fmt is not ReportFormat.csv:
+        render(result.per_topic, ["topic", "documents", "judged", "relevant"], fmt, title=f"pool {name}: topics")
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    path: Path = typer.Argument(..., help="Assessor sheet to write ('-' for stdout)."),
+    fmt: str = typer.Option("tsv", "--format", help="tsv | csv (topic, doc, empty relevance) | trec (qrels "
+                            "lines with relevance -1)."),
+    shuffle: bool = typer.Option(False, "--shuffle", help="Shuffle the documents within each topic."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of --shuffle (default: drawn and printed)."),
+) -> None:
+    """Write assessor sheets: one row per pooled document, in judging order or shuffled."""
+    from evalstore.services import pools
+
+    text, used = pools.export_pool(state(ctx).engine(), name, None if str(path) == "-" else path, fmt=fmt,
+                                   shuffle=shuffle, seed=seed)
+    if str(path) == "-":
+        sys.stdout.write(text)
+    else:
+        info(f"{text.count(chr(10)) - (fmt != 'trec')} documents written to {path}")
+    if used is not None and seed is None:
+        info(f"shuffled with seed {used} (pass --seed {used} to reproduce)")
+
+
+@app.command("qrels")
+def qrels(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    qrels_name: str = typer.Option(..., "--name", help="Name of the qrels to store."),
+    resolve: str = typer.Option("majority", "--resolve", help="majority (ties: the higher label) | max | "
+                                "assessor:NAME."),
+    replace: bool = typer.Option(False, "--replace", help="Replace qrels of that name."),
+) -> None:
+    """Turn the pool's judgments into stored qrels; pooled documents nobody judged get relevance -1
+    (trec_eval's 'pooled but unjudged')."""
+    from evalstore.services import pools
+
+    registered = pools.pool_qrels(state(ctx).engine(), name, qrels_name=qrels_name, resolve=resolve,
+                                  replace=replace)
+    summary = registered.summary
+    verb = "stored" if registered.created else "unchanged (same content)"
+    info(f"qrels '{summary.name}' {verb}: {summary.rows} judgments over {summary.topics} topics")
+
+
+@app.command("reusability")
+def reusability(
+    ctx: typer.Context,
+    qrels: str = typer.Option(..., "--qrels", help="Qrels made from the pool."),
+    pool: str = typer.Option(..., "--pool", help="The pool (its contributing runs are tested)."),
+    measure: list[str] = typer.Option(["AP", "P@10"], "--measure", help="Measure (repeatable)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+) -> None:
+    """Leave-one-run-out (Zobel 1998): each run scored without the documents only it contributed,
+    with the change in score and in leaderboard rank."""
+    from evalstore.metrics import resolve_measures
+    from evalstore.services import pools
+
+    rows = pools.reusability(state(ctx).engine(), qrels_name=qrels, pool_name=pool, measures=measure)
+    columns = ["run", "unique_docs", "unique_relevant"]
+    for name in (str(m) for m in resolve_measures(measure)):
+        columns += [name, f"{name} without", f"{name} change", f"{name} rank", f"{name} rank without"]
+    render(rows, columns, fmt, title=f"reusability of '{qrels}' (leave one run out)")
+
+
+@app.command("simulate")
+def simulate(
+    ctx: typer.Context,
+    qrels: str = typer.Option(..., "--qrels", help="Known qrels to replay against."),
+    run: list[str] = typer.Option([], "--run", help="Run (repeatable; default: every registered run)."),
+    strategy: list[str] = typer.Option(list(("depth", "rrf", "rbp", "mtf", "bandit")), "--strategy",
+                                       help="Strategy (repeatable; default all)."),
+    budget: list[int] = typer.Option([10, 50, 100, 200, 500], "--budget", help="Judgments per topic to report "
+                                     "(repeatable)."),
+    depth: int | None = typer.Option(None, "--depth", min=1, help="Candidates: each run's top K (default all)."),
+    policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
+    seed: int | None = typer.Option(None, "--seed"),
+    plot: Path | None = typer.Option(None, "--plot", help="Write relevant found vs judgments to this PNG."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+) -> None:
+    """Replay pooling strategies against known qrels: relevant documents found per judgment spent."""
+    from evalstore.services import pools
+
+    sim = pools.simulate(state(ctx).engine(), qrels_name=qrels, run_names=run or None, strategies=strategy,
+                         budgets=budget, depth=depth, seed=seed, bandit_policy=policy)
+    rows = [{"budget per topic": b, "judgments": b * sim.topics,
+             **{s: sim.found[s][i] for s in sim.strategies}} for i, b in enumerate(sim.budgets)]
+    if sim.seed is not None:
+        info(f"seed {sim.seed}")
+    render(rows, ["budget per topic", "judgments", *sim.strategies], fmt,
+           title=f"relevant found in '{qrels}' ({sim.total_relevant} relevant, {sim.topics} topics)")
+    if plot is not None:
+        pools.simulation_figure(sim, f"Pooling strategies replayed on {qrels}").savefig(plot)
+        info(f"plot written to {plot}")
+
+
+@judgments_app.command("import")
+def import_judgments(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="Filled-in sheet: TSV/CSV with topic, doc, relevance columns, or "
+                                "TREC qrels lines."),
+    pool: str = typer.Option(..., "--pool"),
+    assessor: str = typer.Option(..., "--assessor"),
+    allow_outside_pool: bool = typer.Option(False, "--allow-outside-pool", help="Keep judgments of documents "
+                                            "the pool does not hold."),
+) -> None:
+    """Store one assessor's judgments (all or nothing); a re-import replaces that assessor's labels."""
+    from evalstore.services import pools
+
+    count = pools.import_judgments(state(ctx).engine(), path, pool_name=pool, assessor=assessor,
+                                   allow_outside_pool=allow_outside_pool)
+    info(f"{count} judgments by '{assessor}' stored for pool '{pool}'")
+
+
+@judgments_app.command("agreement")
+def agreement(ctx: typer.Context, pool: str = typer.Option(..., "--pool"),
+              fmt: ReportFormat = typer.Option(ReportFormat.table, "--format")) -> None:
+    """Cohen's kappa per pair of assessors (linearly weighted too for graded labels), Fleiss' kappa and
+    Krippendorff's ordinal alpha, with the number of items each is computed over."""
+    from dataclasses import asdict
+
+    from evalstore.services import pools
+
+    result = pools.pool_agreement(state(ctx).engine(), pool)
+    if fmt is ReportFormat.json:
+        sys.stdout.write(json.dumps(asdict(result), indent=2) + "\n")
+        return
+    render([asdict(p) for p in result.pairs], ["first", "second", "items", "observed", "kappa", "weighted_kappa"],
+           fmt, title=f"pool {pool}: Cohen's kappa per pair")
+    overall = [{"statistic": "Fleiss' kappa", "value": result.fleiss_kappa, "items": result.items_all},
+               {"statistic": "Krippendorff's alpha (ordinal)", "value": result.krippendorff_alpha,
+                "items": result.items_any}]
+    render(overall, ["statistic", "value", "items"], fmt, title=f"pool {pool}: all assessors")
