@@ -179,7 +179,7 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
         labels = [best.get(key) for key in keys]
         per_topic.append({"topic": topic, "documents": len(group),
                           "judged": sum(label is not None for label in labels),
-                          "relevant": sum(label is not None and label > 0 for label in labels)})
+                          "relevant": sum(bool(label is not None and label > 0) for label in labels)})
     exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
     contributed = exploded.groupby("contributors").size()
     unique = entries[entries["contributors"].map(len) == 1].explode("contributors").groupby("contributors").size()

@@ -1,0 +1,69 @@
+"""`evalstore pool ...` and `evalstore judgments ...` as a user types them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from tests.db.test_compare import _qrels_text, _run_text
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+
+    def invoke(*args: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, ["--database-url", url, *args])
+
+    (tmp_path / "qrels").write_text(_qrels_text())
+    assert invoke("db", "upgrade").exit_code == 0
+    assert invoke("qrels", "import", str(tmp_path / "qrels"), "--name", "q").exit_code == 0
+    for seed, name in enumerate(["alpha", "beta"]):
+        (tmp_path / name).write_text(_run_text(seed, name))
+        assert invoke("runs", "register", str(tmp_path / name), "--name", name).exit_code == 0
+    return invoke
+
+
+def test_pool_cycle_from_the_command_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    built = cli("pool", "build", "--name", "p", "--all-runs", "--depth", "2", "--topics", "401,402")
+    assert built.exit_code == 0, built.stderr
+    assert built.stderr.startswith("pool 'p': ") and "over 2 topics from 2 runs" in built.stderr
+    sheet = cli("pool", "export", "p", "-", "--format", "trec")
+    lines = sheet.stdout.splitlines()
+    assert sheet.exit_code == 0 and all(line.endswith(" -1") for line in lines)
+    judged = tmp_path / "a.qrels"
+    judged.write_text("".join(line.rsplit(" ", 1)[0] + " 1\n" for line in lines))
+    imported = cli("judgments", "import", str(judged), "--pool", "p", "--assessor", "A")
+    assert imported.exit_code == 0 and imported.stderr == f"{len(lines)} judgments by 'A' stored for pool 'p'\n"
+    alone = cli("judgments", "agreement", "--pool", "p")
+    assert alone.exit_code == 1
+    assert alone.stderr == ("Error: Pool 'p' has judgments from fewer than two assessors; import another assessor's "
+                            "with 'evalstore judgments import PATH --pool p --assessor NAME'.\n")
+    stats = json.loads(cli("pool", "stats", "p", "--format", "json").stdout)
+    assert {r["run"] for r in stats["runs"]} == {"alpha", "beta"}
+    assert all(t["judged"] == t["documents"] == t["relevant"] for t in stats["topics"])
+    made = cli("pool", "qrels", "p", "--name", "pq")
+    assert made.exit_code == 0 and made.stderr == f"qrels 'pq' stored: {len(lines)} judgments over 2 topics\n"
+    missing = cli("pool", "show", "nope")
+    assert missing.exit_code == 1 and missing.stderr.startswith("Error: No pool named 'nope'.")
+
+
+def test_pool_simulate_table_and_plot(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "sim.png"
+    shown = cli("pool", "simulate", "--qrels", "q", "--budget", "2", "--budget", "4", "--format", "csv",
+                "--plot", str(plot))
+    assert shown.exit_code == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert header == "budget per topic,judgments,depth,rrf,rbp,mtf,bandit"
+    assert [r.split(",")[:2] for r in rows] == [["2", "16"], ["4", "32"]]
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    wrong = cli("pool", "simulate", "--qrels", "q", "--strategy", "random")
+    assert wrong.exit_code == 1
+    assert wrong.stderr == "Error: --strategy must be among depth, rrf, rbp, mtf, bandit, not 'random'.\n"
