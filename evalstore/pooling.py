@@ -94,7 +94,15 @@ def build(cands: pd.DataFrame, run_names: list[str], settings: PoolSettings,
     pool = pd.DataFrame({"topic": grouped["topic"].to_numpy(zero_copy_only=False).astype(object),
                          "doc": grouped["doc"].to_numpy(zero_copy_only=False).astype(object),
                          "best_rank": grouped["rank_min"].to_numpy()})
-    pool["contributors"] = [[run_names[i] for i in sorted(runs)] for runs in grouped["run_list"].to_pylist()]
+    codes = pc.list_flatten(grouped["run_list"]).to_numpy()
+    lengths = pc.list_value_length(grouped["run_list"]).to_numpy()
+    # contributors in the order the runs were given (sorted codes), per row
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    ordered = codes[np.lexsort((codes, row))]
+    offsets = np.r_[0, np.cumsum(lengths)]
+    names = np.asarray(run_names, dtype=object)[ordered]
+    pool["contributors"] = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                                    pa.array(names, pa.string())).to_pylist()
     order = judging_order(cands, len(run_names), settings, oracle)
     pool = pool.merge(order, on=["topic", "doc"], how="inner" if settings.budget is not None else "left")
     return pool.sort_values(["topic", "judge_order"], kind="stable").reset_index(drop=True)

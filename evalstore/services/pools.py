@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlalchemy import Engine, delete, func, insert, select
 
 from evalstore import pooling
@@ -64,6 +65,15 @@ def _read_runs(session: Any, run_names: list[str] | None) -> dict[str, pa.Table]
     if not runs:
         raise NotFoundError("No runs are registered. Register runs with 'evalstore runs register PATH --name NAME'.")
     return {run.name: repo.run_table(session, run, for_evaluation=True) for run in runs}
+
+
+def _contributors_json(contributors: pd.Series) -> pa.Array:
+    """Each row's list of run names as JSON text, built column-wise by pyarrow (json.dumps per row
+    was 1.6 s of a 400k-document pool)."""
+    escaped = {name: json.dumps(name)[1:-1] for name in set(contributors.explode().dropna())}
+    lists = pa.array([[escaped[n] for n in names] for names in contributors], pa.list_(pa.string()))
+    joined = pc.binary_join(lists, '","')
+    return pc.binary_join_element_wise("[\"", joined, "\"]", "")
 
 
 def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strategy: str = "depth",
@@ -113,7 +123,7 @@ def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strate
             "pool_id": pa.array(np.full(len(pool_frame), pool.id, np.int64)),
             "topic": pa.array(pool_frame["topic"].tolist(), pa.string()),
             "doc": pa.array(pool_frame["doc"].tolist(), pa.string()),
-            "contributors": pa.array([json.dumps(c) for c in pool_frame["contributors"]], pa.string()),
+            "contributors": _contributors_json(pool_frame["contributors"]),
             "best_rank": pa.array(pool_frame["best_rank"].to_numpy(np.int64)),
             "judge_order": pa.array(pool_frame["judge_order"].to_numpy(np.int64)),
         })
