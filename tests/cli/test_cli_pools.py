@@ -6,29 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from evalstore.cli import app
-from tests.db.test_compare import _qrels_text, _run_text
 
 
 @pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
-    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    runner = CliRunner()
-
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    (tmp_path / "qrels").write_text(_qrels_text())
-    assert invoke("db", "upgrade").exit_code == 0
-    assert invoke("qrels", "import", str(tmp_path / "qrels"), "--name", "q").exit_code == 0
-    for seed, name in enumerate(["alpha", "beta"]):
-        (tmp_path / name).write_text(_run_text(seed, name))
-        assert invoke("runs", "register", str(tmp_path / name), "--name", name).exit_code == 0
-    return invoke
+def cli(synthetic_cli):  # type: ignore[no-untyped-def]
+    return synthetic_cli(["alpha", "beta"])
 
 
 def test_pool_cycle_from_the_command_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
