@@ -103,12 +103,12 @@ def build(cands: pd.DataFrame, run_names: list[str], settings: PoolSettings,
     names = np.asarray(run_names, dtype=object)[ordered]
     pool["contributors"] = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
                                                     pa.array(names, pa.string())).to_pylist()
-    order = judging_order(cands, len(run_names), settings, oracle)
+    order = judging_order(cands, settings, oracle)
     pool = pool.merge(order, on=["topic", "doc"], how="inner" if settings.budget is not None else "left")
     return pool.sort_values(["topic", "judge_order"], kind="stable").reset_index(drop=True)
 
 
-def judging_order(cands: pd.DataFrame, run_count: int, settings: PoolSettings,
+def judging_order(cands: pd.DataFrame, settings: PoolSettings,
                   oracle: Oracle | None = None) -> pd.DataFrame:
     """(topic, doc, judge_order) for the first ``budget`` documents of each topic."""
     if settings.strategy in ("depth", "rrf", "rbp"):

@@ -227,12 +227,15 @@ def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: 
     settings = ComparisonSettings(
         qrels_name, matrix.runs, matrix.measures, baseline, multi or test, "tukey" if multi else correction, alpha,
         resamples if random else None, seed if random else None, missing, matrix.options)
-    outcomes = (_multi_outcomes(matrix, index_pairs, multi, alpha, resamples, rng) if multi
-                else _paired_outcomes(matrix, index_pairs, test, correction, alpha, resamples, rng))
+    # per measure, one row of per-topic differences per pair, computed once for every use below
+    differences = {m: np.vstack([matrix.scores[m][i] - matrix.scores[m][j] for i, j in index_pairs])
+                   for m in matrix.measures}
+    outcomes = (_multi_outcomes(matrix, differences, index_pairs, multi, alpha, resamples, rng) if multi
+                else _paired_outcomes(differences, test, correction, alpha, resamples, rng))
     pairs = []
     for measure in matrix.measures:
         scores = matrix.scores[measure]
-        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
+        diffs = differences[measure]
         wins, ties, losses = significance.wins_ties_losses(diffs)
         effect = significance.effect_size(diffs)
         statistic, p_value, p_corrected, low, high = outcomes[measure]
@@ -245,14 +248,14 @@ def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: 
     return Comparison(settings, pairs, matrix)
 
 
-def _paired_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], test: str, correction: str,
-                     alpha: float, resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+def _paired_outcomes(differences: dict[str, np.ndarray], test: str, correction: str, alpha: float,
+                     resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
     # every measure's pairs in one matrix: one draw of signs/weights serves them all
-    diffs = np.vstack([matrix.scores[m][i] - matrix.scores[m][j] for m in matrix.measures for i, j in index_pairs])
+    diffs = np.vstack(list(differences.values()))
     outcome = significance.paired_test(diffs, test, confidence=1 - alpha, resamples=resamples, rng=rng)
     per_measure = {}
-    width = len(index_pairs)
-    for k, measure in enumerate(matrix.measures):
+    width = len(next(iter(differences.values())))
+    for k, measure in enumerate(differences):
         rows = slice(k * width, (k + 1) * width)
         p_value = outcome.p_value[rows]
         per_measure[measure] = (outcome.statistic[rows], p_value, significance.correct(p_value, correction, alpha),
@@ -260,8 +263,8 @@ def _paired_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], te
     return per_measure
 
 
-def _multi_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], multi: str, alpha: float,
-                    resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+def _multi_outcomes(matrix: ScoreMatrix, differences: dict[str, np.ndarray], index_pairs: list[tuple[int, int]],
+                    multi: str, alpha: float, resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
     per_measure = {}
     for measure in matrix.measures:
         scores = matrix.scores[measure]
@@ -270,7 +273,7 @@ def _multi_outcomes(matrix: ScoreMatrix, index_pairs: list[tuple[int, int]], mul
             per_measure[measure] = (tukey.statistic, tukey.p_value, tukey.p_value, tukey.ci_low, tukey.ci_high)
             continue
         assert rng is not None
-        diffs = np.vstack([scores[i] - scores[j] for i, j in index_pairs])
+        diffs = differences[measure]
         _, p_value = significance.randomized_tukey_hsd(scores, resamples=resamples, rng=rng, pairs=index_pairs)
         low, high = significance.t_interval(diffs, 1 - alpha)
         per_measure[measure] = (diffs.mean(axis=1), p_value, p_value, low, high)

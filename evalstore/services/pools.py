@@ -60,6 +60,18 @@ def _get_pool(session: Any, name: str) -> Pool:
     return pool
 
 
+def _name_taken(name: str) -> ConflictError:
+    return ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go with it), "
+                         "or choose another --name.")
+
+
+def _in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+    """For each (topic, doc) row of ``frame``, whether ``keys`` holds the pair (a hash join, not a
+    Python loop per row)."""
+    index = pd.MultiIndex.from_frame(keys[["topic", "doc"]])
+    return pd.MultiIndex.from_frame(frame[["topic", "doc"]]).isin(index)
+
+
 def _read_runs(session: Any, run_names: list[str] | None) -> dict[str, pa.Table]:
     runs = repo.list_runs(session) if run_names is None else [repo.get_run(session, n) for n in run_names]
     if not runs:
@@ -97,8 +109,7 @@ def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strate
         seed = secrets.randbits(31)
     with read_only(engine) as session:
         if not replace and session.scalar(select(Pool.id).where(Pool.name == name)) is not None:
-            raise ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go "
-                                "with it), or choose another --name.")
+            raise _name_taken(name)  # before reading the runs; checked again in the writing transaction
         runs = _read_runs(session, run_names)
     cands = pooling.candidates(runs, depth, topics)
     if cands.empty:
@@ -112,8 +123,7 @@ def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strate
         existing = session.scalar(select(Pool).where(Pool.name == name))
         if existing is not None:
             if not replace:
-                raise ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it, or choose "
-                                    "another --name.")
+                raise _name_taken(name)
             session.delete(existing)
             session.flush()
         pool = Pool(name=name, strategy=strategy, params=params, seed=settings.seed)
@@ -181,15 +191,11 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
         runs = _read_runs(session, list(pool.params["runs"]))
-    best = judgments.groupby(["topic", "doc"])["relevance"].max()
-    judged_keys = set(best.index)
-    per_topic = []
-    for topic, group in entries.groupby("topic", sort=True):
-        keys = [(topic, d) for d in group["doc"]]
-        labels = [best.get(key) for key in keys]
-        per_topic.append({"topic": topic, "documents": len(group),
-                          "judged": sum(label is not None for label in labels),
-                          "relevant": sum(bool(label is not None and label > 0) for label in labels)})
+    best = judgments.groupby(["topic", "doc"], as_index=False)["relevance"].max()
+    labelled = entries[["topic", "doc"]].merge(best, on=["topic", "doc"], how="left")
+    per_topic = [{"topic": topic, "documents": int(len(group)), "judged": int(group["relevance"].notna().sum()),
+                  "relevant": int((group["relevance"] > 0).sum())}
+                 for topic, group in labelled.groupby("topic", sort=True)]
     exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
     contributed = exploded.groupby("contributors").size()
     unique = entries[entries["contributors"].map(len) == 1].explode("contributors").groupby("contributors").size()
@@ -198,7 +204,7 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     for run, table in runs.items():
         top = pooling.trec_ranked(table, k).to_pandas()
         top = top[top["topic"].isin(pool_topics)]
-        judged = np.array([(t, d) in judged_keys for t, d in zip(top["topic"], top["doc"], strict=True)], bool)
+        judged = _in_table(top, best)
         per_topic_share = pd.Series(judged, index=top.index).groupby(top["topic"]).sum() / k
         share = float(per_topic_share.reindex(pool_topics, fill_value=0).mean()) if pool_topics else 0.0
         per_run.append({"run": run, "contributed": int(contributed.get(run, 0)), "unique": int(unique.get(run, 0)),
@@ -404,13 +410,11 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
     only = entries[entries["contributors"].map(len) == 1]
     rows = []
     for run, table in runs.items():
-        unique = only[only["contributors"].map(lambda c, run=run: c[0] == run)]
-        drop = set(zip(unique["topic"], unique["doc"], strict=True))
-        keep = [(t, d) not in drop for t, d in zip(qrels["topic"], qrels["doc"], strict=True)]
-        reduced_qrels = qrels[np.array(keep, dtype=bool)]
-        reduced = evaluate(reduced_qrels, table, names).aggregates
-        unique_relevant = int(((~np.array(keep)) & (qrels["relevance"].to_numpy() > 0)).sum())
-        row: dict[str, Any] = {"run": run, "unique_docs": len(drop), "unique_relevant": unique_relevant}
+        unique = only[only["contributors"].str[0] == run]
+        dropped = _in_table(qrels, unique)
+        reduced = evaluate(qrels[~dropped], table, names).aggregates
+        unique_relevant = int((dropped & (qrels["relevance"].to_numpy() > 0)).sum())
+        row: dict[str, Any] = {"run": run, "unique_docs": len(unique), "unique_relevant": unique_relevant}
         for name in names:
             others = [full[r][name] for r in runs if r != run]
             rank_full = 1 + sum(v > full[run][name] for v in others)
@@ -457,7 +461,7 @@ def simulate(engine: Engine, *, qrels_name: str, run_names: list[str] | None, st
     curves: dict[str, np.ndarray] = {}
     for strategy in strategies:
         settings = pooling.PoolSettings(strategy, depth, top, seed, bandit_policy=bandit_policy)
-        order = pooling.judging_order(cands, len(runs), settings, oracle=lambda t, d: labels.get((t, d)))
+        order = pooling.judging_order(cands, settings, oracle=lambda t, d: labels.get((t, d)))
         hit = np.array([labels.get((t, d), 0) > 0 for t, d in zip(order["topic"], order["doc"], strict=True)])
         at = order["judge_order"].to_numpy()
         per_step = np.bincount(at[hit], minlength=top + 1)[1:]

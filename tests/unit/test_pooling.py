@@ -63,10 +63,10 @@ def test_move_to_front_stays_with_a_run_while_it_finds_relevant_documents() -> N
     runs = {"good": _run([("1", d, 10 - i) for i, d in enumerate(["g1", "g2", "g3", "n1"])]),
             "bad": _run([("1", d, 10 - i) for i, d in enumerate(["b1", "b2", "g3"])])}
     cands = pooling.candidates(runs, None)
-    order = pooling.judging_order(cands, 2, pooling.PoolSettings("mtf", None, 10), _oracle({"g1", "g2", "g3"}))
+    order = pooling.judging_order(cands, pooling.PoolSettings("mtf", None, 10), _oracle({"g1", "g2", "g3"}))
     # good: g1 g2 g3 hits, n1 miss -> bad: b1 miss -> good exhausted, bad: b2 miss, (g3 judged)
     assert order["doc"].tolist() == ["g1", "g2", "g3", "n1", "b1", "b2"]
-    fresh = pooling.judging_order(cands, 2, pooling.PoolSettings("mtf", None, 10))
+    fresh = pooling.judging_order(cands, pooling.PoolSettings("mtf", None, 10))
     assert fresh["doc"].tolist()[:3] == ["g1", "b1", "g2"]  # no feedback: round robin
 
 
@@ -77,12 +77,12 @@ def test_bandit_pulls_the_arm_that_pays() -> None:
             "good": _run([("1", d, 20 - i) for i, d in enumerate(docs_good)])}
     cands = pooling.candidates(runs, None)
     for policy, seed, least in (("maxmean", None, 10), ("thompson", 3, 7)):
-        order = pooling.judging_order(cands, 2, pooling.PoolSettings("bandit", None, 12, seed, bandit_policy=policy),
+        order = pooling.judging_order(cands, pooling.PoolSettings("bandit", None, 12, seed, bandit_policy=policy),
                                       _oracle(set(docs_good)))
         assert sum(d.startswith("g") for d in order["doc"]) >= least, policy  # of 12 judgments, 10 good exist
     settings_ = pooling.PoolSettings("bandit", None, 8, 11, bandit_policy="thompson")
-    first = pooling.judging_order(cands, 2, settings_, _oracle(set(docs_good)))
-    again = pooling.judging_order(cands, 2, settings_, _oracle(set(docs_good)))
+    first = pooling.judging_order(cands, settings_, _oracle(set(docs_good)))
+    again = pooling.judging_order(cands, settings_, _oracle(set(docs_good)))
     assert first.equals(again)
 
 
