@@ -2,7 +2,8 @@
 """Benchmark building a depth-100 pool from PostgreSQL (the figure in the README).
 
 100 synthetic runs x 250 topics x 1,000 documents (25 million stored rows; each topic has 5,000
-candidate documents, each run retrieves 1,000 of them with random scores) are stored in a scratch
+candidate documents, each run retrieves 1,000 of them with random scores, listed by score as
+run files are) are stored in a scratch
 database, then `evalstore pool build --name bench --all-runs --depth 100` is timed as a whole
 command, from process start to exit.
 
@@ -39,7 +40,7 @@ def store_runs(url: str, runs: int, topics: int, depth: int) -> None:
         table = pa.table({"topic": pa.array(topic_ids, pa.string()),
                           "doc": pa.array([f"doc{d:05d}" for d in docs], pa.string()),
                           "rank": pa.array(np.tile(np.arange(1, depth + 1), topics), pa.int64()),
-                          "score": pa.array(rng.random(topics * depth))})
+                          "score": pa.array(-np.sort(-rng.random((topics, depth)), axis=1).ravel())})
         with unit_of_work(engine) as session:
             run = Run(name=f"run{index:03d}", tag=f"run{index:03d}", content_hash=f"{index:064d}",
                       row_count=table.num_rows, topic_count=topics, metadata_={})

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from evalstore.db.engine import (
     alembic_config,
@@ -14,6 +15,7 @@ from evalstore.db.engine import (
     upgrade,
 )
 from evalstore.db.models import Base
+from evalstore.trec_order import trec_rank
 
 
 def _check(engine) -> None:  # type: ignore[no-untyped-def]
@@ -40,4 +42,27 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head() -> None:
-    assert head_revision() == "0002"
+    assert head_revision() == "0003"
+
+
+def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:
+    """Rows stored before 0003 get the rank trec_rank gives: ties by docno descending in byte
+    order, so "a" > "B" on PostgreSQL too, whatever the database's collation."""
+    rows = [("2", "z", 0.5), ("1", "a", 1.0), ("1", "c", 1.0), ("1", "b", 2.0), ("1", "B", 1.0)]
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0002")
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("CREATE TABLE run_rows_p7 PARTITION OF run_rows FOR VALUES IN (7)"))
+            connection.execute(
+                text("INSERT INTO run_rows (run_id, position, topic, doc, score, rank) "
+                     "VALUES (7, :position, :topic, :doc, :score, 1)"),
+                [{"position": i, "topic": t, "doc": d, "score": s} for i, (t, d, s) in enumerate(rows)])
+        upgrade(engine)
+        with engine.connect() as connection:
+            stored = connection.execute(text("SELECT trec_rank FROM run_rows ORDER BY position")).scalars().all()
+        table = pa.table({"topic": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [r[2] for r in rows]})
+        assert stored == trec_rank(table).tolist() == [1, 3, 2, 1, 4]
+    finally:
+        engine.dispose()

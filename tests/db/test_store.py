@@ -98,6 +98,19 @@ def test_run_round_trip_through_export(engine: Engine, tmp_path: Path) -> None:
     assert read_run(exported).table.equals(original)
 
 
+@pytest.mark.parametrize("listing", ["trec order", "shuffled"])
+def test_stored_trec_rank_is_trec_eval_order_whatever_the_file_order(engine: Engine, write, listing: str) -> None:  # type: ignore[no-untyped-def]
+    # topic 1: d3 and d1 tie at 2.0 (d3 first: docno descending); the rank column says otherwise
+    lines = ["1 Q0 d2 1 3.0 t", "1 Q0 d3 2 2.0 t", "1 Q0 d1 3 2.0 t", "1 Q0 D9 4 2.0 t", "2 Q0 d1 9 -1.0 t"]
+    if listing == "shuffled":
+        lines = [lines[i] for i in (4, 2, 0, 3, 1)]
+    store.register_run(engine, write("a.run", "\n".join(lines) + "\n"), name="r")
+    with read_only(engine) as session:
+        stored = session.execute(select(RunRow.topic, RunRow.doc, RunRow.trec_rank)).all()
+    assert sorted((t, d, r) for t, d, r in stored) == [
+        ("1", "D9", 4), ("1", "d1", 3), ("1", "d2", 1), ("1", "d3", 2), ("2", "d1", 1)]
+
+
 def test_qrels_import_and_round_trip(engine: Engine) -> None:
     source = shared_path("trec_eval_test", "qrels.rel_level")
     result = store.import_qrels(engine, source, name="rel_level", description="graded")

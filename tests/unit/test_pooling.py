@@ -10,16 +10,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore import pooling
+from evalstore.trec_order import trec_rank
 
 
 def _run(rows: list[tuple[str, str, float]]) -> pa.Table:
     return pa.table({"topic": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [r[2] for r in rows]})
 
 
-def test_trec_order_ignores_rank_and_breaks_ties_by_docno_descending() -> None:
-    ranked = pooling.trec_ranked(_run([("1", "a", 1.0), ("1", "c", 1.0), ("1", "b", 2.0), ("2", "z", 0.5)]))
-    assert ranked.to_pylist() == [{"topic": "1", "doc": "b", "rank": 1}, {"topic": "1", "doc": "c", "rank": 2},
-                                  {"topic": "1", "doc": "a", "rank": 3}, {"topic": "2", "doc": "z", "rank": 1}]
+def test_trec_rank_ignores_file_order_and_breaks_ties_by_docno_descending() -> None:
+    run = _run([("2", "z", 0.5), ("1", "a", 1.0), ("1", "c", 1.0), ("1", "b", 2.0), ("1", "B", 1.0)])
+    # byte order: "c" > "a" > "B"
+    assert trec_rank(run).tolist() == [1, 3, 2, 1, 4]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1", "2", "10"]), st.text("aAbz9#", min_size=1, max_size=3),
+                          st.integers(-2, 2)), max_size=30, unique_by=lambda r: (r[0], r[1])))
+def test_trec_rank_matches_sorting_each_topic_by_score_then_docno_descending(rows: list) -> None:  # type: ignore[type-arg]
+    ranks = trec_rank(_run([(t, d, float(s)) for t, d, s in rows]))
+    for topic in {r[0] for r in rows}:
+        mine = sorted(((s, d.encode()) for t, d, s in rows if t == topic), reverse=True)
+        expected = {d.decode(): rank for rank, (_, d) in enumerate(mine, start=1)}
+        assert {d: int(k) for (t, d, _), k in zip(rows, ranks, strict=True) if t == topic} == expected
 
 
 @settings(max_examples=40, deadline=None)
@@ -36,9 +48,9 @@ def test_depth_pool_is_the_union_of_each_runs_top_k(runs: list, depth: int) -> N
             for rank, (_, doc) in enumerate(mine[:depth], start=1):
                 best, who = expected.get((topic, doc), (rank, []))
                 expected[(topic, doc)] = (min(best, rank), [*who, name])
-    got = {(r.topic, r.doc): (r.best_rank, r.contributors) for r in pool.itertuples()}
+    got = {(r["topic"], r["doc"]): (r["best_rank"], r["contributors"]) for r in pool.to_pylist()}
     assert got == expected
-    for _, group in pool.groupby("topic"):
+    for _, group in pool.to_pandas().groupby("topic"):
         assert sorted(group["judge_order"]) == list(range(1, len(group) + 1))
         assert group.sort_values("judge_order")["best_rank"].is_monotonic_increasing
 
@@ -49,10 +61,10 @@ def test_rrf_and_rbp_weigh_documents_over_runs_and_take_the_budget() -> None:
     cands = pooling.candidates(runs, None)
     rrf = pooling.build(cands, list(runs), pooling.PoolSettings("rrf", None, 2))
     # x: 1/61 + 1/63, y: 1/62 + 1/61 -> y first; budget 2 keeps two
-    assert rrf["doc"].tolist() == ["y", "x"] and rrf["judge_order"].tolist() == [1, 2]
+    assert rrf["doc"].to_pylist() == ["y", "x"] and rrf["judge_order"].to_pylist() == [1, 2]
     rbp = pooling.build(cands, list(runs), pooling.PoolSettings("rbp", None, 4, rbp_p=0.5))
     # weights 0.5 * 0.5^(rank-1): x .5+.125, y .25+.5, w .25, z .125
-    assert rbp["doc"].tolist() == ["y", "x", "w", "z"]
+    assert rbp["doc"].to_pylist() == ["y", "x", "w", "z"]
 
 
 def _oracle(relevant: set[str]):  # type: ignore[no-untyped-def]
