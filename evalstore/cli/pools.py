@@ -116,6 +116,30 @@ def export(
         info(f"shuffled with seed {used} (pass --seed {used} to reproduce)")
 
 
+@app.command("next")
+def next_batch(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    path: Path = typer.Argument(..., help="Assessor sheet of the new documents ('-' for stdout)."),
+    count: int = typer.Option(10, "--count", help="Documents to add per topic."),
+    fmt: str = typer.Option("tsv", "--format", help="tsv | csv | trec, as for 'pool export'."),
+    resolve: str = typer.Option("majority", "--resolve", help="How several assessors' labels become the "
+                                "feedback: majority | max | assessor:NAME."),
+) -> None:
+    """Add the next documents to judge, chosen with the judgments imported so far (the online loop
+    of move-to-front and the bandit; the continuation of the order for rrf and rbp)."""
+    from evalstore.services import pools
+
+    batch = pools.next_batch(state(ctx).engine(), name, count=count, path=None if str(path) == "-" else path,
+                             fmt=fmt, resolve=resolve)
+    if str(path) == "-":
+        sys.stdout.write(batch.sheet)
+    topics = batch.documents["topic"].nunique()
+    info(f"{len(batch.documents)} documents added to pool '{name}' over {topics} topic{'s' * (topics != 1)} "
+         f"(feedback: {batch.judged} judged, {batch.relevant} relevant)"
+         + ("" if str(path) == "-" else f"; sheet written to {path}"))
+
+
 @app.command("qrels")
 def qrels(
     ctx: typer.Context,

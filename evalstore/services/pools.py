@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, select, tuple_
 
 from evalstore import pooling
 from evalstore.db import repositories as repo
@@ -249,6 +249,15 @@ def export_pool(engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv
     if shuffle:
         rng = np.random.default_rng(seed)
         entries = entries.assign(key=rng.random(len(entries))).sort_values(["topic", "key"], kind="stable")
+    text = _sheet(entries, fmt)
+    if path is not None:
+        path.write_text(text)
+    return text, seed if shuffle else None
+
+
+def _sheet(entries: pd.DataFrame, fmt: str) -> str:
+    """An assessor sheet of (topic, doc) rows: TSV/CSV with an empty relevance column, or TREC
+    qrels lines with relevance -1 (pooled, not judged)."""
     buffer = io.StringIO()
     if fmt == "trec":
         for topic, doc in zip(entries["topic"], entries["doc"], strict=True):
@@ -257,10 +266,71 @@ def export_pool(engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv
         writer = csv.writer(buffer, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
         writer.writerow(["topic", "doc", "relevance"])
         writer.writerows([t, d, ""] for t, d in zip(entries["topic"], entries["doc"], strict=True))
-    text = buffer.getvalue()
+    return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class NextBatch:
+    documents: pd.DataFrame  # topic, doc, judge_order: added to the pool, to be judged next
+    judged: int  # documents with a resolved label when the batch was chosen
+    relevant: int
+    sheet: str
+
+
+def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = None, fmt: str = "tsv",
+               resolve: str = "majority") -> NextBatch:
+    """The online loop of a pool: replay its strategy with the judgments made so far as feedback
+    and add, per topic, the next ``count`` documents it would judge that are not in the pool yet
+    (one transaction), returned as an assessor sheet.
+
+    Move-to-front and the bandit stay with the runs that have paid off in the labels imported so
+    far; documents already handed out but not judged yet count as non-relevant in the replay, so
+    the whole batch is the strategy's choice when none of them turns out relevant (exact for
+    ``count`` 1). For depth, RRF and RBP the order is fixed and the batch is its continuation.
+    """
+    if count < 1:
+        raise InvalidParameterError("--count must be at least 1 (documents per topic).")
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidParameterError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not '{fmt}'.")
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        pool_id, strategy, params, seed = pool.id, pool.strategy, dict(pool.params), pool.seed
+        entries = _entries(session, pool)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(params["runs"]))
+        cands = _read_candidates(session, runs, params.get("depth"), sorted(entries["topic"].unique()))
+    labels = resolve_labels(judgments, resolve) if not judgments.empty else pd.Series(dtype=int)
+    known = {key: int(value) for key, value in labels.items()}
+    settings = pooling.PoolSettings(strategy, params.get("depth"), None, seed, params.get("rbp_p", 0.8),
+                                    params.get("policy", "maxmean"))
+    order = pooling.judging_order(cands, settings, oracle=lambda t, d: known.get((t, d)))
+    fresh = order[~_in_table(order, entries)]
+    fresh = fresh.groupby("topic", sort=False).head(count)
+    if fresh.empty:
+        raise EvaluationError(f"Pool '{name}' holds every document its runs offer "
+                              f"({'to depth ' + str(params['depth']) if params.get('depth') else 'at any depth'}); "
+                              "nothing is left to judge. Build a deeper pool to go on.")
+    offered = cands.to_pandas()
+    offered = offered[_in_table(offered, fresh)].sort_values("run", kind="stable")
+    names = np.array([run.name for run in runs], dtype=object)
+    details = offered.groupby(["topic", "doc"]).agg(best_rank=("rank", "min"), runs=("run", list)).loc[
+        pd.MultiIndex.from_frame(fresh[["topic", "doc"]])]
+    last = entries.groupby("topic")["judge_order"].max()
+    within = fresh.groupby("topic", sort=False).cumcount().to_numpy() + 1
+    added = pd.DataFrame({"topic": fresh["topic"].to_numpy(), "doc": fresh["doc"].to_numpy(),
+                          "judge_order": fresh["topic"].map(last).fillna(0).to_numpy(np.int64) + within})
+    with unit_of_work(engine) as session:
+        if session.scalar(select(Pool.id).where(Pool.id == pool_id)) is None:
+            raise NotFoundError(f"Pool '{name}' was deleted while the next batch was chosen.")
+        session.execute(insert(PoolEntry), [
+            {"pool_id": pool_id, "topic": t, "doc": d, "judge_order": int(o), "best_rank": int(b),
+             "contributors": names[c].tolist()}
+            for t, d, o, b, c in zip(added["topic"], added["doc"], added["judge_order"],
+                                     details["best_rank"], details["runs"], strict=True)])
+    sheet = _sheet(added, fmt)
     if path is not None:
-        path.write_text(text)
-    return text, seed if shuffle else None
+        path.write_text(sheet)
+    return NextBatch(added, len(known), sum(1 for v in known.values() if v > 0), sheet)
 
 
 def _parse_judgments(path: Path) -> list[tuple[int, str, str, int]]:
@@ -319,8 +389,9 @@ def _label(path: Path, line: int, text: str) -> int:
 
 def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: str,
                      allow_outside_pool: bool = False) -> int:
-    """Store one assessor's judgments for the pool, whole or not at all. A document judged again
-    by the same assessor takes the new label; two different labels in one file are refused."""
+    """Store one assessor's judgments for the pool, whole or not at all, beside the assessor's
+    earlier ones. A document judged again by the same assessor takes the new label; two different
+    labels in one file are refused."""
     rows = _parse_judgments(path)
     seen: dict[tuple[str, str], tuple[int, int]] = {}
     for line, topic, doc, label in rows:
@@ -338,8 +409,13 @@ def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: st
                 if (topic, doc) not in pooled:
                     raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is not in pool '{pool_name}'; "
                                                             "pass --allow-outside-pool to keep it anyway")
-        session.execute(delete(PoolJudgment).where(PoolJudgment.pool_id == pool.id,
-                                                   PoolJudgment.assessor == assessor))
+        # judgments arrive in batches (pool next): a file adds to the assessor's earlier ones and
+        # relabels only the documents it names
+        keys = list(seen)
+        for start in range(0, len(keys), 500):
+            session.execute(delete(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id, PoolJudgment.assessor == assessor,
+                tuple_(PoolJudgment.topic, PoolJudgment.doc).in_(keys[start:start + 500])))
         if seen:
             session.execute(insert(PoolJudgment), [
                 {"pool_id": pool.id, "topic": t, "doc": d, "assessor": assessor, "relevance": label}

@@ -49,3 +49,18 @@ def test_pool_simulate_table_and_plot(cli, tmp_path: Path) -> None:  # type: ign
     wrong = cli("pool", "simulate", "--qrels", "q", "--strategy", "random")
     assert wrong.exit_code == 1
     assert wrong.stderr == "Error: --strategy must be among depth, rrf, rbp, mtf, bandit, not 'random'.\n"
+
+
+def test_pool_next_adds_documents_and_writes_their_sheet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("pool", "build", "--name", "m", "--all-runs", "--strategy", "bandit", "--budget", "1",
+               "--topics", "401").exit_code == 0
+    sheet = tmp_path / "next.tsv"
+    added = cli("pool", "next", "m", str(sheet), "--count", "2")
+    assert added.exit_code == 0, added.stderr
+    assert added.stderr == (f"2 documents added to pool 'm' over 1 topic (feedback: 0 judged, 0 relevant); "
+                            f"sheet written to {sheet}\n")
+    header, *rows = sheet.read_text().splitlines()
+    assert header == "topic\tdoc\trelevance" and len(rows) == 2 and all(r.startswith("401\t") for r in rows)
+    assert json.loads(cli("pool", "show", "m", "--format", "json").stdout)[0]["documents"] == 3
+    zero = cli("pool", "next", "m", "-", "--count", "0")
+    assert zero.exit_code == 1 and zero.stderr == "Error: --count must be at least 1 (documents per topic).\n"

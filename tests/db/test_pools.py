@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
+from evalstore import pooling
 from evalstore.db.models import PoolJudgment
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
+from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.services import pools, store
 from evalstore.services.evaluations import evaluate_runs, results
+from evalstore.services.pools import _read_candidates, _runs
 from tests.conftest import shared_path
 from tests.db.test_compare import _qrels_text, _run_text
 
@@ -109,6 +111,29 @@ def test_agreement_qrels_and_reusability(pooled: Engine, write) -> None:  # type
         assert row["AP rank without"] >= row["AP rank"]
 
 
+def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    pools.build_pool(pooled, name="m", run_names=["alpha", "beta", "gamma"], strategy="mtf", budget=2,
+                     topics=["401", "402"])
+    first = pools.show_pool(pooled, "m")
+    assert first.documents == 4
+    sheet = pools.export_pool(pooled, "m", None, fmt="trec")[0]
+    pools.import_judgments(pooled, write("j1", sheet.replace(" -1", " 1")), pool_name="m", assessor="a")
+    batch = pools.next_batch(pooled, "m", count=3)
+    assert len(batch.documents) == 6 and batch.judged == 4 and batch.relevant == 4
+    assert batch.documents.groupby("topic")["judge_order"].apply(list).to_dict() == {"401": [3, 4, 5],
+                                                                                     "402": [3, 4, 5]}
+    assert batch.sheet.splitlines()[0] == "topic\tdoc\trelevance" and len(batch.sheet.splitlines()) == 7
+    rows = [line.split("\t")[:2] for line in batch.sheet.splitlines()[1:]]
+    # the second batch's labels join the first's (the assessor's earlier judgments stay)
+    pools.import_judgments(pooled, write("j2", "".join(f"{t} 0 {d} 0\n" for t, d in rows)), pool_name="m",
+                           assessor="a")
+    assert _judgment_count(pooled) == 10 and pools.show_pool(pooled, "m").documents == 10
+    with pytest.raises(InvalidParameterError, match="--count must be at least 1"):
+        pools.next_batch(pooled, "m", count=0)
+    with pytest.raises(EvaluationError, match="Pool 'p' holds every document its runs offer \\(to depth 3\\)"):
+        pools.next_batch(pooled, "p", count=1)
+
+
 def test_majority_ties_go_to_the_higher_label() -> None:
     import pandas as pd
 
@@ -169,3 +194,24 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
     for at in range(2):
         assert sim.found["mtf"][at] > sim.found["depth"][at]
         assert sim.found["bandit"][at] > sim.found["depth"][at]
+
+    # the online loop: one judgment at a time, fed back through next_batch, picks exactly the
+    # documents the simulation (which knows every label) picks
+    online_topics = ["303", "320"]
+    for strategy in ("mtf", "bandit"):
+        pools.build_pool(engine, name=strategy, run_names=names[:6], strategy=strategy, budget=1,
+                         topics=online_topics)
+        for step in range(12):
+            text = pools.export_pool(engine, strategy, None, fmt="trec")[0]
+            labelled = "".join(f"{t} 0 {d} {truth.get((t, d), 0)}\n"
+                               for t, _, d, _ in (line.split() for line in text.splitlines()))
+            sheet_path = tmp_path / f"{strategy}{step}.txt"
+            sheet_path.write_text(labelled)
+            pools.import_judgments(engine, sheet_path, pool_name=strategy, assessor="nist")
+            pools.next_batch(engine, strategy, count=1)
+        online = pools.export_pool(engine, strategy, None, fmt="trec")[0].split()[2::4]
+        with read_only(engine) as session:
+            cands = _read_candidates(session, _runs(session, names[:6]), None, online_topics)
+        replay = pooling.judging_order(cands, pooling.PoolSettings(strategy, None, 13),
+                                       oracle=lambda t, d: truth.get((t, d)))
+        assert online == replay["doc"].tolist()
