@@ -1,0 +1,368 @@
+"""Classification and clustering measures: pure functions over integer-coded numpy arrays.
+
+Everything that comes from a confusion matrix (accuracy, per-class precision/recall/F-beta and
+their micro/macro/weighted averages, specificity, fallout, generality, balanced accuracy, MCC,
+Cohen's kappa, expected cost) is computed from one ``np.bincount`` confusion matrix, and for
+groups from one (groups, k, k) stack of them, so per-group values cost one more bincount and no
+Python loop per group. scikit-learn has these measures but recounts the matrix per call and has
+no batched (per-group) form; the property tests hold every value to scikit-learn's.
+
+Binary scores: one descending sort gives the ROC and precision-recall curves at every distinct
+score (as scikit-learn's ``_binary_clf_curve``), and from them AUC (trapezoids, so ties count
+half, as Mann-Whitney), average precision (scikit-learn's step definition), 11-point interpolated
+AP, the break-even point and the best thresholds. GAUC (AUC per group, weighted by group size,
+over the groups holding both classes) sorts once by (group, score) and ranks within groups with
+tie-averaged ranks. Multiclass AUC (one-vs-rest, one-vs-one) and the clustering indices ARI and
+NMI are scikit-learn's; purity, inverse purity and their F (Amigó et al. 2009) are ours, since
+scikit-learn lacks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+THRESHOLD_RULES = ("best-f1", "youden", "iso-accuracy")
+
+
+def confusion(y_true: np.ndarray, y_pred: np.ndarray, k: int, groups: np.ndarray | None = None,
+              n_groups: int = 1) -> np.ndarray:
+    """(k, k) counts, rows true class, columns predicted; with ``groups``, (n_groups, k, k)."""
+    cell = y_true.astype(np.int64) * k + y_pred
+    if groups is None:
+        return np.bincount(cell, minlength=k * k).reshape(k, k)
+    return np.bincount(groups.astype(np.int64) * (k * k) + cell, minlength=n_groups * k * k).reshape(n_groups, k, k)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
+
+
+def _f_beta(precision: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
+    b2 = beta * beta
+    return _ratio((1 + b2) * precision * recall, b2 * precision + recall)
+
+
+def label_measures(cm: np.ndarray, classes: list[str], *, beta: float = 1.0,
+                   positive: int | None = None) -> dict[str, np.ndarray]:
+    """Every confusion-matrix measure, for one matrix (k, k) or a stack (..., k, k): values of
+    shape ``cm.shape[:-2]``. Per-class values are named ``measure.CLASS``; with ``positive`` (a
+    binary task), the positive class's values also go by their plain names."""
+    cm = np.asarray(cm, dtype=np.float64)
+    n = cm.sum(axis=(-2, -1))
+    tp = np.diagonal(cm, axis1=-2, axis2=-1)
+    true_count = cm.sum(axis=-1)  # per class: support
+    pred_count = cm.sum(axis=-2)
+    fp = pred_count - tp
+    fn = true_count - tp
+    tn = n[..., None] - tp - fp - fn
+    precision = _ratio(tp, pred_count)
+    recall = _ratio(tp, true_count)
+    f = _f_beta(precision, recall, beta)
+    specificity = _ratio(tn, tn + fp)
+    fallout = _ratio(fp, fp + tn)
+    generality = _ratio(true_count, n[..., None])
+    weights = _ratio(true_count, true_count.sum(axis=-1, keepdims=True))
+    micro_p = _ratio(tp.sum(axis=-1), pred_count.sum(axis=-1))
+    micro_r = _ratio(tp.sum(axis=-1), true_count.sum(axis=-1))
+    accuracy = _ratio(tp.sum(axis=-1), n)
+    # chance agreement from the marginals, shared by kappa and MCC
+    expected = (true_count * pred_count).sum(axis=-1)
+    kappa = _ratio(n * tp.sum(axis=-1) - expected, n * n - expected)
+    mcc_den = np.sqrt((n * n - (pred_count ** 2).sum(axis=-1)) * (n * n - (true_count ** 2).sum(axis=-1)))
+    mcc = _ratio(n * tp.sum(axis=-1) - expected, mcc_den)
+    present = true_count > 0
+    balanced = _ratio((recall * present).sum(axis=-1), present.sum(axis=-1))
+    suffix = "" if beta == 1 else f"_beta{beta:g}"
+    out: dict[str, np.ndarray] = {
+        "accuracy": accuracy, "error_rate": 1 - accuracy, "balanced_accuracy": balanced,
+        "mcc": mcc, "kappa": kappa,
+        "precision_micro": micro_p, "recall_micro": micro_r, f"f1_micro{suffix}": _f_beta(micro_p, micro_r, beta),
+        "precision_macro": precision.mean(axis=-1), "recall_macro": recall.mean(axis=-1),
+        f"f1_macro{suffix}": f.mean(axis=-1),
+        "precision_weighted": (precision * weights).sum(axis=-1), "recall_weighted": (recall * weights).sum(axis=-1),
+        f"f1_weighted{suffix}": (f * weights).sum(axis=-1),
+        "specificity_macro": specificity.mean(axis=-1), "fallout_macro": fallout.mean(axis=-1),
+    }
+    per_class = {"precision": precision, "recall": recall, f"f1{suffix}": f, "specificity": specificity,
+                 "fallout": fallout, "generality": generality, "support": true_count}
+    for name, values in per_class.items():
+        for index, label in enumerate(classes):
+            out[f"{name}.{label}"] = values[..., index]
+        if positive is not None:
+            out[name] = values[..., positive]
+    return out
+
+
+def expected_cost(cm: np.ndarray, costs: np.ndarray) -> tuple[float, float]:
+    """(total cost, cost per item) of a (k, k) confusion matrix under a (k, k) cost matrix
+    (rows true class, columns predicted)."""
+    total = float((np.asarray(cm, dtype=np.float64) * costs).sum())
+    return total, total / max(float(np.sum(cm)), 1.0)
+
+
+# --- binary scores ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Counts at each distinct score, highest first: predicting positive when score >= threshold."""
+
+    thresholds: np.ndarray
+    tps: np.ndarray
+    fps: np.ndarray
+    positives: int
+    negatives: int
+
+    # each item's dense rank among the distinct scores, highest 0 (for group_auc's one-key sort)
+    score_rank: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, positive: np.ndarray, score: np.ndarray) -> Curve:
+        order = np.argsort(-score)
+        sorted_score = score[order]
+        hits = positive[order].astype(np.int64)
+        change = sorted_score[1:] != sorted_score[:-1]
+        last = np.r_[np.flatnonzero(change), len(score) - 1] if len(score) else np.zeros(0, np.int64)
+        tps = np.cumsum(hits)[last]
+        fps = last + 1 - tps
+        score_rank = np.empty(len(score), dtype=np.int64)
+        score_rank[order] = np.r_[0, np.cumsum(change)] if len(score) else np.zeros(0, np.int64)
+        return cls(sorted_score[last], tps, fps, int(hits.sum()), int(len(hits) - hits.sum()), score_rank)
+
+    @property
+    def tpr(self) -> np.ndarray:
+        return np.r_[0.0, _ratio(self.tps, self.positives)]
+
+    @property
+    def fpr(self) -> np.ndarray:
+        return np.r_[0.0, _ratio(self.fps, self.negatives)]
+
+    @property
+    def precision(self) -> np.ndarray:
+        return _ratio(self.tps, self.tps + self.fps)
+
+    @property
+    def recall(self) -> np.ndarray:
+        return _ratio(self.tps, self.positives)
+
+    def auc(self) -> float:
+        if self.positives == 0 or self.negatives == 0:
+            return float("nan")
+        return float(np.trapezoid(self.tpr, self.fpr))
+
+    def average_precision(self) -> float:
+        """scikit-learn's: sum over thresholds of (recall step) x precision."""
+        if self.positives == 0:
+            return float("nan")
+        return float(np.sum(np.diff(np.r_[0.0, self.recall]) * self.precision))
+
+    def interpolated_ap_11(self) -> float:
+        """Mean over recall 0, 0.1, ..., 1 of the highest precision at that recall or above."""
+        if self.positives == 0:
+            return float("nan")
+        best_from = np.maximum.accumulate(self.precision[::-1])[::-1]  # max precision at recall >= r_i
+        levels = np.linspace(0, 1, 11)
+        at = np.searchsorted(self.recall, levels - 1e-12, side="left")
+        return float(np.where(at < len(best_from), best_from[np.minimum(at, len(best_from) - 1)], 0.0).mean())
+
+    def break_even(self) -> float:
+        """Precision where it equals recall: the first |positives| items in score order; a tie
+        straddling that cut counts in proportion (interpolated along the tied block)."""
+        if self.positives == 0:
+            return float("nan")
+        predicted = self.tps + self.fps
+        block = int(np.searchsorted(predicted, self.positives, side="left"))
+        before_tp = self.tps[block - 1] if block else 0
+        before_n = predicted[block - 1] if block else 0
+        share = (self.positives - before_n) / (predicted[block] - before_n)
+        return float((before_tp + share * (self.tps[block] - before_tp)) / self.positives)
+
+    def best_threshold(self, rule: str, prior: float | None = None) -> tuple[float, float]:
+        """(threshold, value of the criterion) maximising F1, Youden's J (TPR - FPR), or accuracy
+        under class prior ``prior`` (P(positive); the iso-accuracy lines of slope
+        (1 - prior) / prior in ROC space touch the hull there)."""
+        tpr, fpr = self.tpr[1:], self.fpr[1:]
+        if rule == "best-f1":
+            value = _ratio(2 * self.tps, self.tps + self.fps + self.positives)
+        elif rule == "youden":
+            value = tpr - fpr
+        elif rule == "iso-accuracy":
+            pi = self.positives / max(self.positives + self.negatives, 1) if prior is None else prior
+            value = pi * tpr + (1 - pi) * (1 - fpr)
+        else:
+            raise ValueError(f"unknown threshold rule {rule!r}; choose one of {', '.join(THRESHOLD_RULES)}")
+        best = int(np.argmax(value))
+        return float(self.thresholds[best]), float(value[best])
+
+
+def group_auc(positive: np.ndarray, score: np.ndarray, groups: np.ndarray, n_groups: int,
+              score_rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(AUC per group, NaN where a group lacks a class; items per group). Tie-averaged ranks
+    within each group: AUC_g = (rank sum of positives - P(P+1)/2) / (P N). Items are sorted once
+    on one int64 key, group x distinct score (``score_rank``: :attr:`Curve.score_rank`, computed
+    here when not given): 1 s for 10M items, where ``np.lexsort`` on (group, score) took 4 s."""
+    if score_rank is None:
+        score_rank = Curve.of(positive, score).score_rank
+    distinct = int(score_rank.max()) + 1 if len(score_rank) else 1
+    # ascending score within each group: the highest score has dense rank 0
+    key = groups.astype(np.int64) * distinct + (distinct - 1 - score_rank)
+    order = np.argsort(key)
+    sorted_key = key[order]
+    g = sorted_key // distinct
+    pos = positive[order].astype(np.float64)
+    n = len(g)
+    new_group = np.r_[True, g[1:] != g[:-1]] if n else np.zeros(0, bool)
+    new_block = np.r_[True, sorted_key[1:] != sorted_key[:-1]] if n else new_group
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    block_id = np.cumsum(new_block) - 1
+    block_first = np.flatnonzero(new_block)
+    block_last = np.r_[block_first[1:], n] - 1
+    # average 1-based rank within the group of each tied block
+    average_rank = (block_first + block_last) / 2.0 - group_start[block_first] + 1
+    rank = average_rank[block_id]
+    sizes = np.bincount(g, minlength=n_groups)
+    positives = np.bincount(g, weights=pos, minlength=n_groups)
+    rank_sum = np.bincount(g, weights=rank * pos, minlength=n_groups)
+    negatives = sizes - positives
+    auc = np.full(n_groups, np.nan)
+    both = (positives > 0) & (negatives > 0)
+    auc[both] = (rank_sum[both] - positives[both] * (positives[both] + 1) / 2) / (positives[both] * negatives[both])
+    return auc, sizes
+
+
+def gauc(auc: np.ndarray, sizes: np.ndarray) -> tuple[float, int]:
+    """(GAUC: per-group AUC weighted by group size over the groups holding both classes,
+    number of groups skipped for holding one class only)."""
+    scored = ~np.isnan(auc)
+    if not scored.any():
+        return float("nan"), int((~scored).sum())
+    return float(np.average(auc[scored], weights=sizes[scored])), int((~scored).sum())
+
+
+def rela_impr(auc: float, baseline_auc: float) -> float:
+    """RelaImpr (Yan et al. 2014): relative AUC lift over a baseline, measured from random (0.5), in %."""
+    return ((auc - 0.5) / (baseline_auc - 0.5) - 1) * 100 if baseline_auc != 0.5 else float("nan")
+
+
+def multiclass_auc(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """One-vs-rest and one-vs-one macro AUC (scikit-learn); rows of ``scores`` are normalised
+    to sum to 1 first, as scikit-learn requires probabilities."""
+    from sklearn.metrics import roc_auc_score
+
+    totals = scores.sum(axis=1, keepdims=True)
+    probabilities = np.divide(scores, totals, out=np.full_like(scores, 1 / scores.shape[1]), where=totals > 0)
+    labels = np.arange(scores.shape[1])
+    if len(np.unique(y_true)) < 2:
+        return {"auc_ovr": float("nan"), "auc_ovo": float("nan")}
+    return {"auc_ovr": float(roc_auc_score(y_true, probabilities, multi_class="ovr", labels=labels)),
+            "auc_ovo": float(roc_auc_score(y_true, probabilities, multi_class="ovo", labels=labels))}
+
+
+# --- clustering ------------------------------------------------------------------------------
+
+
+def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, float]:
+    """Purity, inverse purity and their F (Amigó, Gonzalo, Artiles & Verdejo 2009), adjusted Rand
+    index and NMI (scikit-learn)."""
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    n = len(y_true)
+    k_true, k_cluster = int(y_true.max()) + 1, int(clusters.max()) + 1
+    table = np.bincount(clusters.astype(np.int64) * k_true + y_true, minlength=k_cluster * k_true).reshape(
+        k_cluster, k_true).astype(np.float64)
+    cluster_size, class_size = table.sum(axis=1), table.sum(axis=0)
+    purity = table.max(axis=1).sum() / n
+    inverse_purity = table.max(axis=0).sum() / n
+    # F: for each class, its best cluster by van Rijsbergen's F, weighted by class size
+    recall = _ratio(table, class_size[None, :])
+    precision = _ratio(table, cluster_size[:, None])
+    f = _ratio(2 * recall * precision, recall + precision)
+    f_measure = float((class_size / n * f.max(axis=0)).sum())
+    return {"purity": float(purity), "inverse_purity": float(inverse_purity), "purity_f": f_measure,
+            "ari": float(adjusted_rand_score(y_true, clusters)),
+            "nmi": float(normalized_mutual_info_score(y_true, clusters)),
+            "clusters": float(k_cluster)}
+
+
+# --- the suite -------------------------------------------------------------------------------
+
+
+@dataclass
+class Suite:
+    """A classification evaluation: aggregates, per-group values (the per-query values of a
+    ranking evaluation), curves for plots, and the settings that produced them."""
+
+    aggregates: dict[str, float]
+    per_group: dict[str, np.ndarray] = field(default_factory=dict)  # measure -> value per group
+    curve: Curve | None = None
+    settings: dict[str, object] = field(default_factory=dict)
+
+
+def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | None = None,
+             score: np.ndarray | None = None, scores: np.ndarray | None = None,
+             groups: np.ndarray | None = None, n_groups: int = 0, positive: int = 1,
+             threshold: float | str | None = None, prior: float | None = None, costs: np.ndarray | None = None,
+             beta: float = 1.0, baseline_score: np.ndarray | None = None) -> Suite:
+    """The full suite for integer-coded gold labels ``y_true`` (codes into ``classes``) and a
+    predicted label, a binary score (P(``positive``)) and/or one score per class; ``groups``
+    (codes 0..n_groups-1) give per-group values and GAUC."""
+    k = len(classes)
+    binary = k == 2
+    settings: dict[str, object] = {"classes": classes, "beta": beta}
+    aggregates: dict[str, float] = {}
+    per_group: dict[str, np.ndarray] = {}
+    curve = None
+    if scores is not None and score is None and binary:
+        score = scores[:, positive]
+    if score is not None and binary:
+        is_positive = y_true == positive
+        curve = Curve.of(is_positive, score)
+        aggregates.update({"auc": curve.auc(), "average_precision": curve.average_precision(),
+                           "interpolated_ap_11": curve.interpolated_ap_11(), "break_even": curve.break_even()})
+        for rule in THRESHOLD_RULES:
+            at, value = curve.best_threshold(rule, prior)
+            aggregates[f"threshold_{rule.replace('-', '_')}"] = at
+            aggregates[f"threshold_{rule.replace('-', '_')}_value"] = value
+        if threshold is not None or y_pred is None:
+            # a threshold or rule given decides the labels; without one, the predicted labels do
+            # (or 0.5 on the score when there are none)
+            rule = 0.5 if threshold is None else threshold
+            cut = float(rule) if not isinstance(rule, str) else curve.best_threshold(rule, prior)[0]
+            settings["threshold"] = cut
+            settings["threshold_rule"] = rule if isinstance(rule, str) else "given"
+            y_pred = np.where(score >= cut, positive, 1 - positive)
+        if groups is not None:
+            auc, sizes = group_auc(is_positive, score, groups, n_groups, curve.score_rank)
+            aggregates["gauc"], skipped = gauc(auc, sizes)
+            aggregates["gauc_groups_skipped"] = float(skipped)
+            per_group["auc"] = auc
+        if baseline_score is not None:
+            base = Curve.of(is_positive, baseline_score)
+            aggregates["rela_impr"] = rela_impr(aggregates["auc"], base.auc())
+            if groups is not None:
+                base_auc, base_sizes = group_auc(is_positive, baseline_score, groups, n_groups, base.score_rank)
+                aggregates["rela_impr_gauc"] = rela_impr(aggregates["gauc"], gauc(base_auc, base_sizes)[0])
+    if scores is not None and not binary:
+        aggregates.update(multiclass_auc(y_true, scores))
+        if y_pred is None:
+            y_pred = np.argmax(scores, axis=1)
+    if y_pred is None:
+        raise ValueError("predictions need a label, a binary score or one score per class")
+    cm = confusion(y_true, y_pred, k)
+    values = label_measures(cm, classes, beta=beta, positive=positive if binary else None)
+    aggregates.update({name: float(v) for name, v in values.items()})
+    if costs is not None:
+        aggregates["cost"], aggregates["cost_per_item"] = expected_cost(cm, costs)
+    if groups is not None:
+        stacked = label_measures(confusion(y_true, y_pred, k, groups, n_groups), classes, beta=beta,
+                                 positive=positive if binary else None)
+        for name in ("accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa", "f1_macro", "precision_macro",
+                     "recall_macro"):
+            if name in stacked:
+                per_group[name] = stacked[name]
+    settings["confusion"] = cm.tolist()
+    return Suite(aggregates, per_group, curve, settings)

@@ -1,0 +1,199 @@
+"""Classification and clustering measures: the issue's textbook cases, and scikit-learn's values
+on generated data (ties in scores included)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import metrics
+
+from evalstore import classification as cls
+
+
+def _codes(labels: list[str], classes: list[str]) -> np.ndarray:
+    return np.array([classes.index(label) for label in labels])
+
+
+def test_fruit_micro_and_macro_averages() -> None:
+    classes = ["apple", "lemon", "orange"]
+    truth = ["orange"] * 5 + ["lemon"] * 2 + ["apple"] * 2
+    predicted = ["lemon", "lemon", "apple", "orange", "apple", "lemon", "apple", "apple", "apple"]
+    suite = cls.evaluate(_codes(truth, classes), classes, y_pred=_codes(predicted, classes))
+    assert suite.aggregates["precision_micro"] == pytest.approx(0.444, abs=5e-4)
+    assert suite.aggregates["precision_macro"] == pytest.approx(0.578, abs=5e-4)
+    assert suite.aggregates["recall_macro"] == pytest.approx(0.567, abs=5e-4)
+    assert suite.aggregates["precision.lemon"] == pytest.approx(1 / 3)
+    assert suite.settings["confusion"] == [[2, 0, 0], [1, 1, 0], [2, 2, 1]]
+
+
+@pytest.mark.parametrize(("tp", "fn", "fp", "tn", "accuracy", "cost"),
+                         [(150, 40, 60, 250, 0.80, 3910), (250, 45, 5, 200, 0.90, 4255)])
+def test_accuracy_and_cost_textbook_cases(tp: int, fn: int, fp: int, tn: int, accuracy: float, cost: float) -> None:
+    # classes (negative, positive); cost rows true class, columns predicted: TP -1, FN 100, FP 1, TN 0
+    y_true = np.array([1] * (tp + fn) + [0] * (fp + tn))
+    y_pred = np.array([1] * tp + [0] * fn + [1] * fp + [0] * tn)
+    costs = np.array([[0, 1], [100, -1]])
+    suite = cls.evaluate(y_true, ["neg", "pos"], y_pred=y_pred, costs=costs)
+    assert suite.aggregates["accuracy"] == pytest.approx(accuracy)
+    assert suite.aggregates["cost"] == cost
+    assert suite.aggregates["cost_per_item"] == pytest.approx(cost / 500)
+
+
+@pytest.mark.parametrize(("order", "auc"), [("u1- u1+ u2- u1+ u2+", 0.833), ("u1- u1+ u1+ u2- u2+", 0.667)])
+def test_auc_and_gauc_textbook_cases(order: str, auc: float) -> None:
+    items = order.split()
+    score = np.arange(1, len(items) + 1, dtype=float)  # ascending
+    y_true = np.array([int(item.endswith("+")) for item in items])
+    groups = np.array([int(item[1]) - 1 for item in items])
+    suite = cls.evaluate(y_true, ["neg", "pos"], score=score / 10, groups=groups, n_groups=2)
+    assert suite.aggregates["auc"] == pytest.approx(auc, abs=5e-4)
+    assert suite.aggregates["gauc"] == 1.0 and suite.aggregates["gauc_groups_skipped"] == 0
+
+
+def test_gauc_skips_and_counts_groups_with_one_class() -> None:
+    y_true = np.array([0, 1, 1, 1, 0, 1])
+    score = np.array([0.1, 0.9, 0.5, 0.6, 0.8, 0.2])
+    groups = np.array([0, 0, 1, 1, 2, 2])  # group 1 holds positives only
+    auc, sizes = cls.group_auc(y_true == 1, score, groups, 3)
+    assert np.isnan(auc[1]) and auc[0] == 1.0 and auc[2] == 0.0
+    assert cls.gauc(auc, sizes) == (0.5, 1)
+
+
+def test_purity_textbook_case() -> None:
+    # three clusters whose majority classes hold 5 of 7, 4 of 8 and 6 of 10 items
+    clusters = np.repeat([0, 1, 2], [7, 8, 10])
+    y_true = np.concatenate([[0] * 5 + [1] * 2, [1] * 4 + [0] * 2 + [2] * 2, [2] * 6 + [0] * 4])
+    values = cls.clustering_measures(y_true, clusters)
+    assert values["purity"] == pytest.approx(0.6)
+    assert values["ari"] == pytest.approx(metrics.adjusted_rand_score(y_true, clusters))
+    assert values["nmi"] == pytest.approx(metrics.normalized_mutual_info_score(y_true, clusters))
+
+
+def test_purity_f_by_hand() -> None:
+    # class 0 = {a,b,c}, class 1 = {d,e}; clusters {a,b}, {c,d,e}
+    values = cls.clustering_measures(np.array([0, 0, 0, 1, 1]), np.array([0, 0, 1, 1, 1]))
+    assert values["purity"] == pytest.approx(4 / 5) and values["inverse_purity"] == pytest.approx(4 / 5)
+    # class 0: best F with {a,b} = 2*(2/3)*1/(2/3+1) = 0.8; class 1: with {c,d,e} = 2*1*(2/3)/(5/3) = 0.8
+    assert values["purity_f"] == pytest.approx(0.8)
+
+
+def test_thresholds_and_break_even_by_hand() -> None:
+    y_true = np.array([1, 1, 0, 1, 0, 0])
+    score = np.array([0.9, 0.8, 0.7, 0.6, 0.3, 0.1])
+    curve = cls.Curve.of(y_true == 1, score)
+    # F1 at >= 0.6: tp 3, fp 1 -> 6/7; at >= 0.8: tp 2 -> 0.8
+    assert curve.best_threshold("best-f1") == (0.6, pytest.approx(6 / 7))
+    assert curve.best_threshold("youden") == (0.6, pytest.approx(1 - 1 / 3))
+    # prior 0.5: accuracy at 0.6 is 0.5 * 1 + 0.5 * 2/3; a prior of 0.1 makes false positives
+    # costly: 0.8 (0.1 * 2/3 + 0.9 * 1) beats 0.6 (0.1 + 0.9 * 2/3)
+    assert curve.best_threshold("iso-accuracy") == (0.6, pytest.approx(5 / 6))
+    assert curve.best_threshold("iso-accuracy", prior=0.1) == (0.8, pytest.approx(0.1 * 2 / 3 + 0.9))
+    assert curve.break_even() == pytest.approx(2 / 3)  # the top 3 hold 2 positives
+    # recall 0 to 0.6 reach precision 1 (recall 2/3 at 0.8); 0.7 to 1 reach 0.75 (recall 1 at 0.6)
+    assert curve.interpolated_ap_11() == pytest.approx((7 * 1.0 + 4 * 0.75) / 11)
+
+
+labels_strategy = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=60)
+
+
+@settings(max_examples=80, deadline=None)
+@given(labels_strategy, st.sampled_from([0.5, 1.0, 2.0]))
+def test_label_measures_equal_scikit_learn(pairs: list[tuple[int, int]], beta: float) -> None:
+    y_true = np.array([p[0] for p in pairs])
+    y_pred = np.array([p[1] for p in pairs])
+    classes = ["a", "b", "c"]
+    values = cls.label_measures(cls.confusion(y_true, y_pred, 3), classes, beta=beta)
+    suffix = "" if beta == 1 else f"_beta{beta:g}"
+    kw = {"labels": [0, 1, 2], "zero_division": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns on a class absent from both lists
+        averages = {average: metrics.precision_recall_fscore_support(y_true, y_pred, beta=beta, average=average,
+                                                                     **kw)
+                    for average in ("micro", "macro", "weighted")}
+        p, r, f, support = metrics.precision_recall_fscore_support(y_true, y_pred, beta=beta, **kw)
+        mcc = metrics.matthews_corrcoef(y_true, y_pred)
+        kappa = metrics.cohen_kappa_score(y_true, y_pred, labels=[0, 1, 2])
+        balanced = metrics.balanced_accuracy_score(y_true, y_pred)
+    assert values["accuracy"] == pytest.approx(metrics.accuracy_score(y_true, y_pred))
+    for average, (ap, ar, af, _) in averages.items():
+        assert values[f"precision_{average}"] == pytest.approx(ap)
+        assert values[f"recall_{average}"] == pytest.approx(ar)
+        assert values[f"f1_{average}{suffix}"] == pytest.approx(af)
+    for index, label in enumerate(classes):
+        assert values[f"precision.{label}"] == pytest.approx(p[index])
+        assert values[f"recall.{label}"] == pytest.approx(r[index])
+        assert values[f"support.{label}"] == support[index]
+    assert values["mcc"] == pytest.approx(mcc, abs=1e-12)
+    assert values["kappa"] == pytest.approx(0.0 if np.isnan(kappa) else kappa, abs=1e-12)
+    assert values["balanced_accuracy"] == pytest.approx(balanced)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 6)), min_size=2, max_size=60))
+def test_score_measures_equal_scikit_learn_with_ties(rows: list[tuple[bool, int]]) -> None:
+    y_true = np.array([int(r[0]) for r in rows])
+    score = np.array([r[1] / 6 for r in rows])  # few distinct values: many ties
+    curve = cls.Curve.of(y_true == 1, score)
+    if 0 < y_true.sum() < len(y_true):
+        assert curve.auc() == pytest.approx(metrics.roc_auc_score(y_true, score))
+        fpr, tpr, thresholds = metrics.roc_curve(y_true, score, drop_intermediate=False)
+        assert np.allclose(curve.fpr, fpr) and np.allclose(curve.tpr, tpr)
+        auc, _ = cls.group_auc(y_true == 1, score, np.zeros(len(y_true), int), 1)
+        assert auc[0] == pytest.approx(metrics.roc_auc_score(y_true, score))
+    if y_true.sum() > 0:
+        assert curve.average_precision() == pytest.approx(metrics.average_precision_score(y_true, score))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 3)), min_size=2, max_size=60))
+def test_gauc_equals_size_weighted_scikit_learn_auc_per_group(rows: list[tuple[bool, int, int]]) -> None:
+    y_true = np.array([int(r[0]) for r in rows])
+    score = np.array([r[1] / 4 for r in rows])
+    groups = np.array([r[2] for r in rows])
+    auc, sizes = cls.group_auc(y_true == 1, score, groups, 4)
+    expected, weights, skipped = [], [], 0
+    for g in range(4):
+        mine = groups == g
+        if not mine.any():
+            skipped += 1
+            continue
+        if len(set(y_true[mine].tolist())) < 2:
+            skipped += 1
+            continue
+        expected.append(metrics.roc_auc_score(y_true[mine], score[mine]))
+        weights.append(mine.sum())
+    value, counted = cls.gauc(auc, sizes)
+    assert counted == skipped
+    if expected:
+        assert value == pytest.approx(np.average(expected, weights=weights))
+
+
+def test_multiclass_auc_is_scikit_learns() -> None:
+    rng = np.random.default_rng(1)
+    y_true = rng.integers(0, 3, 200)
+    scores = rng.random((200, 3)) + np.eye(3)[y_true] * 0.3
+    suite = cls.evaluate(y_true, ["a", "b", "c"], scores=scores)
+    probabilities = scores / scores.sum(axis=1, keepdims=True)
+    assert suite.aggregates["auc_ovr"] == pytest.approx(metrics.roc_auc_score(y_true, probabilities, multi_class="ovr"))
+    assert suite.aggregates["auc_ovo"] == pytest.approx(metrics.roc_auc_score(y_true, probabilities, multi_class="ovo"))
+    assert suite.aggregates["accuracy"] == pytest.approx(np.mean(np.argmax(scores, axis=1) == y_true))
+
+
+def test_per_group_values_equal_each_groups_own_suite() -> None:
+    rng = np.random.default_rng(2)
+    y_true = rng.integers(0, 2, 300)
+    score = np.round(rng.random(300), 1)
+    groups = rng.integers(0, 5, 300)
+    suite = cls.evaluate(y_true, ["n", "p"], score=score, groups=groups, n_groups=5, threshold="best-f1")
+    for g in range(5):
+        mine = groups == g
+        own = cls.evaluate(y_true[mine], ["n", "p"], score=score[mine], threshold=suite.settings["threshold"])
+        for name in ("accuracy", "mcc", "f1_macro", "kappa"):
+            assert suite.per_group[name][g] == pytest.approx(own.aggregates[name]), name
+        assert suite.per_group["auc"][g] == pytest.approx(own.aggregates["auc"])
+    assert suite.settings["threshold_rule"] == "best-f1"
+    assert suite.aggregates["threshold_best_f1"] == suite.settings["threshold"]
