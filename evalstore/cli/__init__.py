@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from evalstore.cli import board, compare, db, evaluation, jobs, pools, qrels, results, runs, tracking
+from evalstore.cli import board, classify, compare, db, evaluation, jobs, pools, qrels, results, runs, tracking
 from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
 from evalstore.config import DATABASE_URL_ENV, default_database_url
@@ -32,6 +32,9 @@ app.add_typer(results.app, name="results")
 app.add_typer(tracking.app, name="mlflow")
 app.add_typer(pools.app, name="pool")
 app.add_typer(pools.judgments_app, name="judgments")
+app.add_typer(classify.labels_app, name="labels")
+app.add_typer(classify.predictions_app, name="predictions")
+app.add_typer(classify.clusters_app, name="clusters")
 
 
 @app.callback()

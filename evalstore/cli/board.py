@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from evalstore.cli._context import state
@@ -11,7 +13,7 @@ from evalstore.errors import EvaluationError, InvalidParameterError
 
 def evaluate(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels (ranking runs)."),
     run: list[str] = typer.Option([], "--run", help="Run name (repeatable)."),
     all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
     measures: str | None = typer.Option(
@@ -26,13 +28,39 @@ def evaluate(
                               "in this process."),
     max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    labels: str | None = typer.Option(None, "--labels", help="Gold labels (classification and clustering; "
+                                      "instead of --qrels)."),
+    predictions: list[str] = typer.Option([], "--predictions", help="Prediction set or clustering (repeatable; "
+                                          "default: all of the labels')."),
+    cost_matrix: Path | None = typer.Option(None, "--cost-matrix", help="CSV/TSV: true, predicted, cost."),
+    threshold: str | None = typer.Option(None, "--threshold", help="Binary scores: a number, or best-f1 | youden "
+                                         "| iso-accuracy (default: the predicted labels, else 0.5)."),
+    positive: str | None = typer.Option(None, "--positive", help="Positive class of a binary task (default: the "
+                                        "last in sorted order)."),
+    prior: float | None = typer.Option(None, "--prior", help="P(positive) for --threshold iso-accuracy (default: "
+                                       "the gold labels' prevalence)."),
+    beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
 ) -> None:
-    """Queue evaluations of stored runs against stored qrels (one job per run).
+    """Queue evaluations of stored runs against stored qrels (one job per run), or evaluate
+    predictions against gold labels (--labels).
 
     The same inputs and options are one job: a finished one is reused unless --force. Without
-    --wait the jobs wait for 'evalstore worker'."""
+    --wait the jobs wait for 'evalstore worker'. Predictions are evaluated in this process."""
     from evalstore.services import jobs
 
+    if labels is not None:
+        from evalstore.cli.classify import evaluate_predictions
+
+        if qrels is not None or run or all_runs:
+            raise InvalidParameterError("--labels evaluates predictions; --qrels, --run and --all-runs are for "
+                                        "ranking runs. Give one or the other.")
+        evaluate_predictions(ctx, labels=labels, predictions=predictions, cost_matrix=cost_matrix,
+                             threshold=threshold, positive=positive, prior=prior, beta=beta, baseline=baseline,
+                             force=force, fmt=fmt)
+        return
+    if qrels is None:
+        raise InvalidParameterError("Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
     if bool(run) == all_runs:
         raise InvalidParameterError("Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
     engine = state(ctx).engine()
@@ -75,16 +103,28 @@ def _split_measures(text: str) -> list[str]:
 
 def leaderboard(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
     measure: list[str] = typer.Option([], "--measure", help="Measure to show (repeatable; default AP, nDCG@10, "
-                                      "P@10, RR)."),
+                                      "P@10, RR; with --labels f1_macro, accuracy, mcc)."),
     sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    labels: str | None = typer.Option(None, "--labels", help="Rank prediction sets on these gold labels instead."),
 ) -> None:
-    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10.
+    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
+    (or, with --labels, every prediction set evaluated on the gold labels).
 
     markdown and latex print the table ready to paste into a report."""
     from evalstore.services.evaluations import leaderboard as build
+
+    if labels is not None:
+        from evalstore.cli.classify import leaderboard_predictions
+
+        if qrels is not None:
+            raise InvalidParameterError("Give --qrels (ranking runs) or --labels (predictions), not both.")
+        leaderboard_predictions(ctx, labels=labels, measures=[sort, *measure] if sort else measure, fmt=fmt)
+        return
+    if qrels is None:
+        raise InvalidParameterError("Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
 
     names, rows = build(state(ctx).engine(), qrels_name=qrels, measures=measure or None, sort=sort)
     if fmt in (ReportFormat.json, ReportFormat.csv):

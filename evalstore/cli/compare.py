@@ -26,11 +26,12 @@ _FLAT_COLUMNS = ["measure", "run", "versus", "mean_run", "mean_versus", "differe
 def compare(
     ctx: typer.Context,
     runs: list[str] = typer.Argument(None, help="Runs to compare (with --baseline, one is enough)."),
-    qrels: str = typer.Option(..., "--qrels", help="Name of the stored qrels."),
-    measure: list[str] = typer.Option(..., "--measure", help="Measure (repeatable)."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
+    measure: list[str] = typer.Option([], "--measure", help="Measure (repeatable)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Compare every run with this one only; the "
                                         "correction family is then these comparisons (default: all pairs)."),
-    test: str = typer.Option("t", "--test", help="t | randomization | bootstrap | wilcoxon | sign."),
+    test: str = typer.Option("t", "--test", help="t | randomization | bootstrap | wilcoxon | sign; with --labels "
+                             "also mcnemar (item-level correctness)."),
     correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | bh | none, within each "
                                    "measure."),
     multi: str | None = typer.Option(None, "--multi", help="tukey | randomized-tukey: all runs at once on the "
@@ -44,6 +45,8 @@ def compare(
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
     plot: Path | None = typer.Option(None, "--plot", help="Write the per-topic differences, sorted, to this PNG."),
     mlflow: bool = typer.Option(False, "--mlflow", help="Log the comparison to MLflow (table and plot)."),
+    labels: str | None = typer.Option(None, "--labels", help="Compare prediction sets on these gold labels: "
+                                      "McNemar, or a paired test over per-group values."),
 ) -> None:
     """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test
     statistic, p-value and corrected p-value, effect size (d_z), and per-topic wins/ties/losses.
@@ -54,6 +57,15 @@ def compare(
 
     configure_logging()
     runs = list(runs or [])
+    if labels is not None:
+        from evalstore.cli.classify import compare_predictions
+
+        compare_predictions(ctx, labels=labels, names=runs, measures=measure, test=test, baseline=baseline,
+                            alpha=alpha, resamples=resamples, seed=seed, fmt=fmt)
+        return
+    if qrels is None or not measure:
+        raise InvalidParameterError("Give --qrels NAME and --measure M (ranking runs), or --labels NAME "
+                                    "(predictions).")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InvalidParameterError(f"--plot writes a PNG image; give a path ending in .png, not '{plot}'.")
     if plot is not None:  # before any work: the plot's size is known from the arguments

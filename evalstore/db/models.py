@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -249,3 +250,119 @@ class PoolJudgment(Base):
     assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
     relevance: Mapped[int] = mapped_column(SmallInteger)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# --- classification and clustering --------------------------------------------------------------
+# Row tables (gold_labels, predictions, prediction_scores) have no foreign key, as run_rows: 10M
+# predictions go in by COPY, which a per-row trigger slows ~3x; the services delete rows with
+# their set in one transaction.
+
+
+class LabelSet(Base):
+    """Gold labels of a classification task: one label (and optionally a group) per item."""
+
+    __tablename__ = "label_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    row_count: Mapped[int] = mapped_column(Integer)
+    classes: Mapped[list[str]] = mapped_column(JSON)  # sorted; codes are positions in this list
+    group_count: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class GoldLabel(Base):
+    __tablename__ = "gold_labels"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    label_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    group_id: Mapped[str | None] = mapped_column(String(200))
+
+
+class PredictionSet(Base):
+    """A system's predictions for one label set: a classifier's labels and/or scores, or a
+    clustering's cluster ids (kept in ``label``)."""
+
+    __tablename__ = "prediction_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    label_set_id: Mapped[int] = mapped_column(ForeignKey("label_sets.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))  # classifier | clustering
+    system: Mapped[str | None] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    row_count: Mapped[int] = mapped_column(Integer)
+    has_label: Mapped[bool] = mapped_column(Boolean)
+    has_score: Mapped[bool] = mapped_column(Boolean)  # one binary score (P(positive class))
+    score_classes: Mapped[list[str]] = mapped_column(JSON, default=list)  # one score per class
+    probabilities: Mapped[bool] = mapped_column(Boolean)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Prediction(Base):
+    __tablename__ = "predictions"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    score: Mapped[float | None] = mapped_column(Double)
+    group_id: Mapped[str | None] = mapped_column(String(200))
+
+
+class PredictionScore(Base):
+    """One class's score for one item (multiclass score columns)."""
+
+    __tablename__ = "prediction_scores"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    class_label: Mapped[str] = mapped_column(String(200), primary_key=True)
+    score: Mapped[float] = mapped_column(Double)
+
+
+class ClassificationEvaluation(Base):
+    """The stored result of evaluating one prediction set against its gold labels with given
+    options (threshold rule, cost matrix, positive class, beta, baseline)."""
+
+    __tablename__ = "classification_evaluations"
+    __table_args__ = (UniqueConstraint("prediction_set_id", "options_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    prediction_set_id: Mapped[int] = mapped_column(ForeignKey("prediction_sets.id", ondelete="CASCADE"))
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    options_hash: Mapped[str] = mapped_column(String(64))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)  # threshold used, confusion matrix, ...
+    evalstore_version: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ClassificationAggregate(Base):
+    __tablename__ = "classification_aggregates"
+
+    evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("classification_evaluations.id", ondelete="CASCADE"), primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+
+
+class ClassificationGroupValue(Base):
+    """A measure's value in one group (the per-query value of a ranking evaluation)."""
+
+    __tablename__ = "classification_group_values"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("classification_evaluations.id", ondelete="CASCADE"), primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)

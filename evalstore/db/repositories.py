@@ -247,6 +247,12 @@ def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
     )
 
 
+def read_arrow(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
+    """Any SELECT's rows as an Arrow table with the given column names and types (ADBC on
+    PostgreSQL, the sqlite3 cursor on SQLite)."""
+    return _select_table(session, statement, names, types)
+
+
 def _select_table(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
     connection = session.connection()
     if connection.dialect.name == "postgresql":

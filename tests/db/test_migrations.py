@@ -42,7 +42,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head() -> None:
-    assert head_revision() == "0003"
+    assert head_revision() == "0004"
 
 
 def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:

@@ -1,0 +1,485 @@
+"""Classification and clustering: gold labels and predictions in the store, evaluated with
+:mod:`evalstore.classification`, results stored per prediction set and per group.
+
+One transaction per write; a bad file is refused before anything is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import Engine, delete, insert, select
+
+from evalstore import __version__
+from evalstore import classification as measures
+from evalstore.db import repositories as repo
+from evalstore.db.models import (
+    ClassificationAggregate,
+    ClassificationEvaluation,
+    ClassificationGroupValue,
+    GoldLabel,
+    LabelSet,
+    Prediction,
+    PredictionScore,
+    PredictionSet,
+)
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.io.labels import Gold, read_cost_matrix, read_gold, read_predictions
+
+KINDS = ("classifier", "clustering")
+
+
+@dataclass(frozen=True)
+class SetSummary:
+    kind: str  # labels | classifier | clustering
+    name: str
+    rows: int
+    content_hash: str
+    created_at: datetime
+    details: dict[str, Any]
+    created: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "rows": self.rows, "created_at": self.created_at.isoformat(),
+                "content_hash": self.content_hash, **self.details}
+
+
+def _label_summary(label_set: LabelSet, created: bool = True) -> SetSummary:
+    return SetSummary("labels", label_set.name, label_set.row_count, label_set.content_hash, label_set.created_at,
+                      {"classes": list(label_set.classes), "groups": label_set.group_count,
+                       "description": label_set.description, "source": label_set.source}, created)
+
+
+def _prediction_summary(prediction_set: PredictionSet, labels: str, created: bool = True) -> SetSummary:
+    provides = [what for what, has in (("label", prediction_set.has_label), ("score", prediction_set.has_score),
+                                       ("class scores", bool(prediction_set.score_classes))) if has]
+    return SetSummary(prediction_set.kind, prediction_set.name, prediction_set.row_count,
+                      prediction_set.content_hash, prediction_set.created_at,
+                      {"labels": labels, "system": prediction_set.system, "provides": provides,
+                       "probabilities": prediction_set.probabilities, "metadata": dict(prediction_set.metadata_ or {}),
+                       "description": prediction_set.description, "source": prediction_set.source}, created)
+
+
+def _get_label_set(session: Any, name: str) -> LabelSet:
+    found = session.scalar(select(LabelSet).where(LabelSet.name == name))
+    if found is None:
+        raise NotFoundError(f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH "
+                            f"--name {name}'.")
+    return found
+
+
+def _get_prediction_set(session: Any, name: str) -> PredictionSet:
+    found = session.scalar(select(PredictionSet).where(PredictionSet.name == name))
+    if found is None:
+        raise NotFoundError(f"No predictions named '{name}'. Register them with 'evalstore predictions register "
+                            f"PATH --name {name} --labels GOLD' (or 'evalstore clusters register').")
+    return found
+
+
+def _copy(session: Any, table_name: str, table: pa.Table) -> None:
+    repo.copy_batches(session, table_name, table.to_batches(max_chunksize=repo.BATCH_ROWS))
+
+
+# --- gold labels -----------------------------------------------------------------------------
+
+
+def import_labels(engine: Engine, path: Path, *, name: str, description: str | None = None,
+                  replace: bool = False) -> SetSummary:
+    """Store gold labels (item_id, label [, group]); the same content under the same name again
+    stores nothing, other content needs ``replace`` (refused while predictions use the labels)."""
+    gold = read_gold(path)
+    with unit_of_work(engine) as session:
+        existing = session.scalar(select(LabelSet).where(LabelSet.name == name))
+        if existing is not None:
+            if existing.content_hash == gold.content_hash:
+                return _label_summary(existing, created=False)
+            if not replace:
+                raise ConflictError(f"Gold labels named '{name}' exist with other content. Pass --replace to "
+                                    "replace them, or choose another --name.")
+            users = list(session.scalars(select(PredictionSet.name).where(PredictionSet.label_set_id == existing.id)))
+            if users:
+                raise ConflictError(f"Gold labels '{name}' are used by {', '.join(users)}; delete those "
+                                    "predictions first, or import the new labels under another --name.")
+            session.execute(delete(GoldLabel).where(GoldLabel.label_set_id == existing.id))
+            session.delete(existing)
+            session.flush()
+        groups = gold.groups
+        label_set = LabelSet(name=name, description=description, content_hash=gold.content_hash,
+                             row_count=len(gold.items), classes=gold.classes,
+                             group_count=0 if groups is None else pc.count_distinct(groups).as_py(),
+                             source=str(path))
+        session.add(label_set)
+        session.flush()
+        _copy(session, "gold_labels", pa.table({
+            "label_set_id": pa.array(np.full(len(gold.items), label_set.id, np.int64)),
+            "item_id": gold.items, "label": gold.labels,
+            "group_id": groups if groups is not None else pa.nulls(len(gold.items), pa.string())}))
+        return _label_summary(label_set)
+
+
+def list_label_sets(engine: Engine) -> list[SetSummary]:
+    with read_only(engine) as session:
+        return [_label_summary(s) for s in session.scalars(select(LabelSet).order_by(LabelSet.name))]
+
+
+def _read_gold(session: Any, label_set: LabelSet) -> Gold:
+    table = repo.read_arrow(session, select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id)
+                            .where(GoldLabel.label_set_id == label_set.id),
+                            ["item_id", "label", "group_id"], [pa.string()] * 3)
+    groups = table["group_id"] if table["group_id"].null_count == 0 else None
+    return Gold(table["item_id"], table["label"], groups, label_set.content_hash)
+
+
+# --- predictions -----------------------------------------------------------------------------
+
+
+def register_predictions(engine: Engine, path: Path, *, name: str, labels_name: str, kind: str = "classifier",
+                         system: str | None = None, metadata: dict[str, Any] | None = None,
+                         description: str | None = None, probabilities: bool = False,
+                         replace: bool = False) -> SetSummary:
+    """Store a classifier's predictions (label, score, or score_<class> columns; optional group)
+    or a clustering (cluster_id), after checking them against the gold labels."""
+    if kind not in KINDS:
+        raise InvalidParameterError(f"kind must be one of {', '.join(KINDS)}")
+    with read_only(engine) as session:
+        label_set = _get_label_set(session, labels_name)
+        gold = _read_gold(session, label_set)
+    parsed = read_predictions(path, gold, probabilities=probabilities, clustering=kind == "clustering")
+    content_hash = hashlib.sha256(f"{parsed.content_hash}:{label_set.content_hash}:{kind}".encode()).hexdigest()
+    with unit_of_work(engine) as session:
+        existing = session.scalar(select(PredictionSet).where(PredictionSet.name == name))
+        if existing is not None:
+            if existing.content_hash == content_hash:
+                return _prediction_summary(existing, labels_name, created=False)
+            if not replace:
+                raise ConflictError(f"Predictions named '{name}' exist with other content. Pass --replace to "
+                                    "replace them (their evaluations go with them), or choose another --name.")
+            _delete_prediction_rows(session, existing.id)
+            session.delete(existing)
+            session.flush()
+        prediction_set = PredictionSet(
+            name=name, label_set_id=label_set.id, kind=kind, system=system, description=description,
+            metadata_=metadata or {}, content_hash=content_hash, row_count=len(parsed.items),
+            has_label=parsed.labels is not None, has_score=parsed.score is not None,
+            score_classes=sorted(parsed.class_scores), probabilities=probabilities, source=str(path))
+        session.add(prediction_set)
+        session.flush()
+        n = len(parsed.items)
+        _copy(session, "predictions", pa.table({
+            "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)),
+            "item_id": parsed.items,
+            "label": parsed.labels if parsed.labels is not None else pa.nulls(n, pa.string()),
+            "score": pa.array(parsed.score) if parsed.score is not None else pa.nulls(n, pa.float64()),
+            "group_id": parsed.groups if parsed.groups is not None else pa.nulls(n, pa.string())}))
+        for label, values in sorted(parsed.class_scores.items()):
+            _copy(session, "prediction_scores", pa.table({
+                "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)), "item_id": parsed.items,
+                "class_label": pa.array(np.full(n, label, dtype=object), pa.string()), "score": pa.array(values)}))
+        return _prediction_summary(prediction_set, labels_name)
+
+
+def _delete_prediction_rows(session: Any, prediction_set_id: int) -> None:
+    session.execute(delete(Prediction).where(Prediction.prediction_set_id == prediction_set_id))
+    session.execute(delete(PredictionScore).where(PredictionScore.prediction_set_id == prediction_set_id))
+
+
+def list_prediction_sets(engine: Engine, labels_name: str | None = None) -> list[SetSummary]:
+    with read_only(engine) as session:
+        query = select(PredictionSet, LabelSet.name).join(LabelSet, LabelSet.id == PredictionSet.label_set_id)
+        if labels_name is not None:
+            query = query.where(LabelSet.id == _get_label_set(session, labels_name).id)
+        return [_prediction_summary(p, labels) for p, labels in session.execute(query.order_by(PredictionSet.name))]
+
+
+def delete_predictions(engine: Engine, name: str) -> None:
+    with unit_of_work(engine) as session:
+        prediction_set = _get_prediction_set(session, name)
+        _delete_prediction_rows(session, prediction_set.id)
+        session.delete(prediction_set)
+
+
+# --- evaluation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """A prediction set aligned with its gold labels, as the codes the measures take."""
+
+    classes: list[str]
+    y_true: np.ndarray
+    y_pred: np.ndarray | None
+    score: np.ndarray | None
+    scores: np.ndarray | None
+    groups: np.ndarray | None
+    group_names: list[str]
+    items: pa.ChunkedArray
+
+
+def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, gold: Gold) -> Aligned:
+    table = repo.read_arrow(session, select(Prediction.item_id, Prediction.label, Prediction.score,
+                                            Prediction.group_id)
+                            .where(Prediction.prediction_set_id == prediction_set.id),
+                            ["item_id", "label", "score", "group_id"],
+                            [pa.string(), pa.string(), pa.float64(), pa.string()])
+    classes = list(label_set.classes)
+    at = pc.index_in(gold.items, value_set=table["item_id"].combine_chunks()).to_numpy(zero_copy_only=False)
+    class_set = pa.array(classes, pa.string())
+    y_true = pc.index_in(gold.labels, value_set=class_set).to_numpy(zero_copy_only=False).astype(np.int64)
+    y_pred = None
+    if prediction_set.has_label:
+        labels = table["label"].take(pa.array(at))
+        if prediction_set.kind == "clustering":
+            y_pred = pc.dictionary_encode(labels).combine_chunks().indices.to_numpy(zero_copy_only=False)
+        else:
+            y_pred = pc.index_in(labels, value_set=class_set).to_numpy(zero_copy_only=False).astype(np.int64)
+    score = table["score"].to_numpy()[at] if prediction_set.has_score else None
+    scores = None
+    if prediction_set.score_classes:
+        long = repo.read_arrow(session, select(PredictionScore.item_id, PredictionScore.class_label,
+                                               PredictionScore.score)
+                               .where(PredictionScore.prediction_set_id == prediction_set.id),
+                               ["item_id", "class_label", "score"], [pa.string(), pa.string(), pa.float64()])
+        rows = pc.index_in(long["item_id"], value_set=gold.items.combine_chunks()).to_numpy(zero_copy_only=False)
+        columns = pc.index_in(long["class_label"], value_set=class_set).to_numpy(zero_copy_only=False)
+        scores = np.zeros((len(gold.items), len(classes)))
+        scores[rows, columns] = long["score"].to_numpy()
+    group_column = table["group_id"].take(pa.array(at)) if table["group_id"].null_count == 0 else gold.groups
+    groups, group_names = None, []
+    if group_column is not None:
+        encoded = pc.dictionary_encode(group_column).combine_chunks()
+        groups = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        group_names = encoded.dictionary.to_pylist()
+    return Aligned(classes, y_true, y_pred, score, scores, groups, group_names, gold.items)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    predictions: str
+    labels: str
+    kind: str
+    evaluation_id: int
+    aggregates: dict[str, float]
+    settings: dict[str, Any]
+    options: dict[str, Any]
+    created: bool
+
+
+def evaluate(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
+             cost_matrix: Path | None = None, threshold: float | str | None = None, positive: str | None = None,
+             prior: float | None = None, beta: float = 1.0, baseline: str | None = None,
+             force: bool = False) -> list[Evaluated]:
+    """Evaluate prediction sets (all of the labels' when ``prediction_names`` is None) and store
+    aggregates and per-group values, one transaction each; the same options again return the
+    stored result unless ``force``."""
+    if isinstance(threshold, str) and threshold not in measures.THRESHOLD_RULES:
+        try:
+            threshold = float(threshold)
+        except ValueError:
+            raise InvalidParameterError(f"--threshold must be a number or one of "
+                                        f"{', '.join(measures.THRESHOLD_RULES)}, not '{threshold}'.") from None
+    if prior is not None and not 0 < prior < 1:
+        raise InvalidParameterError(f"--prior must be between 0 and 1 (P(positive class)), not {prior}.")
+    with read_only(engine) as session:
+        label_set = _get_label_set(session, labels_name)
+        names = prediction_names or list(session.scalars(
+            select(PredictionSet.name).where(PredictionSet.label_set_id == label_set.id).order_by(PredictionSet.name)))
+        if not names:
+            raise NotFoundError(f"No predictions are registered for '{labels_name}'. Register them with "
+                                f"'evalstore predictions register PATH --name NAME --labels {labels_name}'.")
+        prediction_sets = [_get_prediction_set(session, n) for n in names]
+        for p in prediction_sets:
+            if p.label_set_id != label_set.id:
+                raise InvalidParameterError(f"Predictions '{p.name}' were registered against other gold labels, "
+                                            f"not '{labels_name}'.")
+        base_set = _get_prediction_set(session, baseline) if baseline else None
+    classes = list(label_set.classes)
+    if positive is not None and positive not in classes:
+        raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
+    positive_code = classes.index(positive) if positive is not None else len(classes) - 1
+    costs = read_cost_matrix(cost_matrix, classes) if cost_matrix is not None else None
+    options = {"threshold": threshold, "positive": classes[positive_code] if len(classes) == 2 else None,
+               "prior": prior, "beta": beta, "cost_matrix": costs.tolist() if costs is not None else None,
+               "baseline": base_set.name if base_set else None,
+               "baseline_hash": base_set.content_hash if base_set else None}
+    options_hash = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
+    out = []
+    with read_only(engine) as session:
+        gold = _read_gold(session, label_set)
+        base = _aligned(session, base_set, label_set, gold) if base_set is not None else None
+    for prediction_set in prediction_sets:
+        with read_only(engine) as session:
+            stored = session.scalar(select(ClassificationEvaluation).where(
+                ClassificationEvaluation.prediction_set_id == prediction_set.id,
+                ClassificationEvaluation.options_hash == options_hash))
+            if stored is not None and not force:
+                values = dict(session.execute(select(ClassificationAggregate.measure, ClassificationAggregate.value)
+                                              .where(ClassificationAggregate.evaluation_id == stored.id)).all())
+                out.append(Evaluated(prediction_set.name, labels_name, prediction_set.kind, stored.id, values,
+                                     dict(stored.settings), options, False))
+                continue
+            data = _aligned(session, prediction_set, label_set, gold)
+        suite = _suite(prediction_set, data, base, threshold=threshold, positive=positive_code, prior=prior,
+                       costs=costs, beta=beta)
+        out.append(_store(engine, prediction_set, labels_name, suite, data, options, options_hash))
+    return out
+
+
+def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
+    if prediction_set.kind == "clustering":
+        return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),  # type: ignore[arg-type]
+                              settings={"classes": data.classes})
+    if len(data.classes) != 2 and prediction_set.has_score:
+        raise InvalidParameterError("A single score needs a binary task.")
+    baseline_score = None
+    if base is not None:
+        baseline_score = base.score if base.score is not None else (
+            base.scores[:, kwargs["positive"]] if base.scores is not None else None)
+        if baseline_score is None or len(data.classes) != 2:
+            raise InvalidParameterError("--baseline needs binary scores (its own and these) to compute RelaImpr.")
+    return measures.evaluate(data.y_true, data.classes, y_pred=data.y_pred, score=data.score, scores=data.scores,
+                             groups=data.groups, n_groups=len(data.group_names), baseline_score=baseline_score,
+                             **kwargs)
+
+
+def _store(engine: Engine, prediction_set: PredictionSet, labels_name: str, suite: measures.Suite, data: Aligned,
+           options: dict[str, Any], options_hash: str) -> Evaluated:
+    settings = {k: v for k, v in suite.settings.items() if k != "classes"}
+    with unit_of_work(engine) as session:
+        session.execute(delete(ClassificationEvaluation).where(
+            ClassificationEvaluation.prediction_set_id == prediction_set.id,
+            ClassificationEvaluation.options_hash == options_hash))
+        evaluation = ClassificationEvaluation(prediction_set_id=prediction_set.id, options=options,
+                                              options_hash=options_hash, settings=settings,
+                                              evalstore_version=__version__)
+        session.add(evaluation)
+        session.flush()
+        session.execute(insert(ClassificationAggregate), [
+            {"evaluation_id": evaluation.id, "measure": name, "value": _finite(value)}
+            for name, value in suite.aggregates.items()])
+        if suite.per_group:
+            names = np.array(data.group_names, dtype=object)
+            frames = [pa.table({"evaluation_id": pa.array(np.full(len(names), evaluation.id, np.int64)),
+                                "measure": pa.array(np.full(len(names), measure, dtype=object), pa.string()),
+                                "group_id": pa.array(names, pa.string()),
+                                "value": pa.array(values, pa.float64(), mask=np.isnan(values))})
+                      for measure, values in sorted(suite.per_group.items())]
+            _copy(session, "classification_group_values", pa.concat_tables(frames))
+        evaluation_id = evaluation.id
+    return Evaluated(prediction_set.name, labels_name, prediction_set.kind, evaluation_id, suite.aggregates,
+                     settings, options, True)
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def _latest_evaluations(session: Any, label_set: LabelSet) -> list[tuple[PredictionSet, ClassificationEvaluation]]:
+    rows = session.execute(select(PredictionSet, ClassificationEvaluation)
+                           .join(ClassificationEvaluation,
+                                 ClassificationEvaluation.prediction_set_id == PredictionSet.id)
+                           .where(PredictionSet.label_set_id == label_set.id)
+                           .order_by(PredictionSet.name, ClassificationEvaluation.created_at.desc(),
+                                     ClassificationEvaluation.id.desc())).all()
+    latest: dict[int, tuple[PredictionSet, ClassificationEvaluation]] = {}
+    for prediction_set, evaluation in rows:
+        latest.setdefault(prediction_set.id, (prediction_set, evaluation))
+    return list(latest.values())
+
+
+def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -> pd.DataFrame:
+    """One row per prediction set (its newest evaluation), sorted by the first measure, best first
+    (error_rate, cost and fallout: lowest first)."""
+    with read_only(engine) as session:
+        label_set = _get_label_set(session, labels_name)
+        latest = _latest_evaluations(session, label_set)
+        if not latest:
+            raise NotFoundError(f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
+                                f"--labels {labels_name} --wait'.")
+        ids = [e.id for _, e in latest]
+        values = session.execute(select(ClassificationAggregate.evaluation_id, ClassificationAggregate.measure,
+                                        ClassificationAggregate.value)
+                                 .where(ClassificationAggregate.evaluation_id.in_(ids),
+                                        ClassificationAggregate.measure.in_(measure_names))).all()
+    table = pd.DataFrame(values, columns=["evaluation_id", "measure", "value"]).pivot(
+        index="evaluation_id", columns="measure", values="value")
+    unknown = [m for m in measure_names if m not in table.columns]
+    if unknown:
+        raise InvalidParameterError(f"No stored values for {', '.join(unknown)}. Classification measures include "
+                                    "accuracy, f1_macro, mcc, kappa, auc, gauc, average_precision; clusterings: "
+                                    "purity, inverse_purity, purity_f, ari, nmi.")
+    rows = [{"predictions": p.name, "system": p.system or "", "kind": p.kind,
+             **{m: table.at[e.id, m] if e.id in table.index else None for m in measure_names}} for p, e in latest]
+    frame = pd.DataFrame(rows)
+    lower_is_better = measure_names[0].startswith(("error_rate", "cost", "fallout"))
+    return frame.sort_values(measure_names[0], ascending=lower_is_better, na_position="last").reset_index(drop=True)
+
+
+def group_values(engine: Engine, *, labels_name: str, prediction_name: str, measure: str) -> pd.Series:
+    """The newest evaluation's per-group values of one measure, indexed by group."""
+    with read_only(engine) as session:
+        label_set = _get_label_set(session, labels_name)
+        prediction_set = _get_prediction_set(session, prediction_name)
+        latest = dict((p.id, e) for p, e in _latest_evaluations(session, label_set))
+        evaluation = latest.get(prediction_set.id)
+        if evaluation is None:
+            raise NotFoundError(f"'{prediction_name}' is not evaluated yet; run 'evalstore evaluate --labels "
+                                f"{labels_name} --predictions {prediction_name} --wait'.")
+        rows = session.execute(select(ClassificationGroupValue.group_id, ClassificationGroupValue.value)
+                               .where(ClassificationGroupValue.evaluation_id == evaluation.id,
+                                      ClassificationGroupValue.measure == measure)).all()
+    if not rows:
+        raise NotFoundError(f"No per-group values of {measure} for '{prediction_name}': per-group values need a "
+                            "group column (in the gold labels or the predictions).")
+    return pd.Series({g: v for g, v in rows}, name=prediction_name, dtype=float)
+
+
+@dataclass(frozen=True)
+class McNemar:
+    first: str
+    second: str
+    only_first_right: int
+    only_second_right: int
+    statistic: float
+    p_value: float
+
+
+def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McNemar:
+    """McNemar's test on the items one classifier labels right and the other wrong (statsmodels;
+    the exact binomial version below 25 discordant items, chi-square with continuity correction
+    above). Binary scores are cut at the threshold of their newest evaluation."""
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+    with read_only(engine) as session:
+        label_set = _get_label_set(session, labels_name)
+        gold = _read_gold(session, label_set)
+        sets = [_get_prediction_set(session, name) for name in (first, second)]
+        pair = [_aligned(session, p, label_set, gold) for p in sets]
+        latest = {p.id: e for p, e in _latest_evaluations(session, label_set)}
+    right = []
+    for prediction_set, data in zip(sets, pair, strict=True):
+        evaluation = latest.get(prediction_set.id)
+        # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
+        cut = evaluation.settings.get("threshold") if evaluation is not None else None
+        if data.score is not None and (data.y_pred is None or cut is not None):
+            positive = data.classes.index(evaluation.options["positive"]) if evaluation is not None else 1
+            y_pred = np.where(data.score >= (0.5 if cut is None else cut), positive, 1 - positive)
+        elif data.y_pred is not None:
+            y_pred = data.y_pred
+        else:
+            y_pred = np.argmax(data.scores, axis=1)  # type: ignore[arg-type]
+        right.append(y_pred == data.y_true)
+    b = int((right[0] & ~right[1]).sum())
+    c = int((~right[0] & right[1]).sum())
+    table = [[int((right[0] & right[1]).sum()), b], [c, int((~right[0] & ~right[1]).sum())]]
+    result = sm_mcnemar(table, exact=b + c < 25, correction=True)
+    return McNemar(first, second, b, c, float(result.statistic), float(result.pvalue))

@@ -1,0 +1,106 @@
+"""Gold labels, predictions and clusterings in the store (SQLite and PostgreSQL): the textbook
+cases end to end, bad input refused whole with path:line, idempotency, per-group values,
+leaderboard and McNemar."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from evalstore.db.models import GoldLabel, Prediction, PredictionSet
+from evalstore.db.session import read_only
+from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.services import classification
+
+FRUIT_GOLD = "item_id,label,group\n" + "".join(
+    f"{i},{label},u{1 + i % 3}\n" for i, label in enumerate(["orange"] * 5 + ["lemon"] * 2 + ["apple"] * 2, 1))
+FRUIT_PRED = "item_id,label\n" + "".join(
+    f"{i},{label}\n" for i, label in enumerate(
+        ["lemon", "lemon", "apple", "orange", "apple", "lemon", "apple", "apple", "apple"], 1))
+
+
+def _rows(engine: Engine) -> tuple[int, int, int]:
+    with read_only(engine) as session:
+        return tuple(session.scalar(select(func.count()).select_from(m)) or 0  # type: ignore[return-value]
+                     for m in (GoldLabel, PredictionSet, Prediction))
+
+
+def test_fruit_case_through_the_store(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    summary = classification.import_labels(engine, write("gold.csv", FRUIT_GOLD), name="fruit")
+    assert summary.details["classes"] == ["apple", "lemon", "orange"] and summary.details["groups"] == 3
+    assert not classification.import_labels(engine, write("gold.csv", FRUIT_GOLD), name="fruit").created
+    classification.register_predictions(engine, write("p.csv", FRUIT_PRED), name="p", labels_name="fruit")
+    [result] = classification.evaluate(engine, labels_name="fruit", prediction_names=["p"])
+    assert result.created
+    assert result.aggregates["precision_micro"] == pytest.approx(0.444, abs=5e-4)
+    assert result.aggregates["precision_macro"] == pytest.approx(0.578, abs=5e-4)
+    assert result.aggregates["recall_macro"] == pytest.approx(0.567, abs=5e-4)
+    again = classification.evaluate(engine, labels_name="fruit", prediction_names=None)
+    assert [r.created for r in again] == [False] and again[0].aggregates == pytest.approx(result.aggregates,
+                                                                                           nan_ok=True)
+    per_group = classification.group_values(engine, labels_name="fruit", prediction_name="p", measure="accuracy")
+    assert sorted(per_group.index) == ["u1", "u2", "u3"]
+    board = classification.leaderboard(engine, labels_name="fruit", measure_names=["f1_macro", "accuracy"])
+    assert board["predictions"].tolist() == ["p"]
+
+
+def test_auc_gauc_cost_and_mcnemar(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    # u1-, u1+, u2-, u1+, u2+ by ascending score: AUC 0.833, GAUC 1.0
+    classification.import_labels(engine, write("g.tsv", "item_id\tlabel\tgroup\na\tneg\tu1\nb\tpos\tu1\n"
+                                                         "c\tneg\tu2\nd\tpos\tu1\ne\tpos\tu2\n"), name="users")
+    classification.register_predictions(engine, write("s.csv", "item_id,score\na,0.1\nb,0.2\nc,0.3\nd,0.4\ne,0.5\n"),
+                                        name="s", labels_name="users", probabilities=True)
+    classification.register_predictions(engine, write("l.csv", "item_id,label\na,neg\nb,neg\nc,neg\nd,pos\ne,pos\n"),
+                                        name="l", labels_name="users")
+    costs = write("costs.csv", "true,predicted,cost\npos,pos,-1\npos,neg,100\nneg,pos,1\nneg,neg,0\n")
+    results = {r.predictions: r for r in classification.evaluate(engine, labels_name="users", prediction_names=None,
+                                                                 cost_matrix=costs, threshold="youden")}
+    assert results["s"].aggregates["auc"] == pytest.approx(5 / 6)
+    assert results["s"].aggregates["gauc"] == 1.0
+    # youden: threshold 0.4 -> predicted pos d, e; b missed (cost 100), two hits (-2)
+    assert results["s"].settings["threshold"] == 0.4 and results["s"].aggregates["cost"] == 98
+    assert results["l"].aggregates["cost"] == 98  # labels given: the threshold does not apply
+    test = classification.mcnemar(engine, labels_name="users", first="s", second="l")
+    assert (test.only_first_right, test.only_second_right) == (0, 0) and test.p_value == 1.0
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("dup.csv", "item_id,label\n1,orange\n1,lemon\n", "dup.csv:3: item_id '1' appears twice (first at line 2)"),
+    ("extra.csv", FRUIT_PRED + "10,apple\n", "extra.csv:11: item_id '10' is not in the gold labels"),
+    ("short.csv", "\n".join(FRUIT_PRED.splitlines()[:-1]) + "\n", "short.csv: 1 gold items have no prediction "
+                                                                    "(e.g. '9')"),
+    ("unknown.csv", FRUIT_PRED.replace("9,apple", "9,banana"), "unknown.csv:10: label 'banana' is not a gold class"),
+    ("nan.csv", "item_id,score_apple,score_lemon,score_orange\n" + "".join(
+        f"{i},0.1,0.2,{'nan' if i == 4 else 0.7}\n" for i in range(1, 10)), "nan.csv:5: score_orange is missing or NaN; scores must be finite"),
+    ("prob.csv", "item_id,score_apple,score_lemon,score_orange\n" + "".join(
+        f"{i},0.1,{1.5 if i == 2 else 0.2},0.7\n" for i in range(1, 10)), "prob.csv:3: score_lemon 1.5 is outside "
+                                                                          "[0, 1]"),
+])
+def test_bad_predictions_are_refused_whole(engine: Engine, write, name: str, text: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    classification.import_labels(engine, write("gold.csv", FRUIT_GOLD), name="fruit")
+    before = _rows(engine)
+    with pytest.raises(InputFormatError) as raised:
+        classification.register_predictions(engine, write(name, text), name="bad", labels_name="fruit",
+                                            probabilities=True)
+    assert str(raised.value).startswith(str(raised.value.path)) and message in str(raised.value)
+    assert _rows(engine) == before
+
+
+def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    classification.import_labels(engine, write("gold.csv", FRUIT_GOLD), name="fruit")
+    clusters = "item_id,cluster_id\n" + "".join(f"{i},c{(i - 1) // 3}\n" for i in range(1, 10))
+    classification.register_predictions(engine, write("c.csv", clusters), name="c", labels_name="fruit",
+                                        kind="clustering")
+    [result] = classification.evaluate(engine, labels_name="fruit", prediction_names=["c"])
+    # clusters {o,o,o} {o,o,l} {l,a,a}: majorities 3 + 2 + 2 of 9
+    assert result.aggregates["purity"] == pytest.approx(7 / 9)
+    with pytest.raises(ConflictError, match="Gold labels 'fruit' are used by c"):
+        classification.import_labels(engine, write("gold2.csv", FRUIT_GOLD.replace("u1", "u9")), name="fruit",
+                                     replace=True)
+    with pytest.raises(ConflictError, match="Predictions named 'c' exist with other content"):
+        classification.register_predictions(engine, write("c2.csv", clusters.replace("c2", "c1")), name="c",
+                                            labels_name="fruit", kind="clustering")
+    classification.delete_predictions(engine, "c")
+    assert _rows(engine)[1:] == (0, 0)
+    with pytest.raises(NotFoundError, match="No predictions named 'c'"):
+        classification.evaluate(engine, labels_name="fruit", prediction_names=["c"])
