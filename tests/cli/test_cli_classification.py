@@ -1,0 +1,60 @@
+"""`evalstore labels|predictions|clusters`, and evaluate/leaderboard/compare with --labels, as a user types them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.db.test_classification import FRUIT_GOLD, FRUIT_PRED
+
+
+@pytest.fixture
+def cli(synthetic_cli, tmp_path: Path):  # type: ignore[no-untyped-def]
+    invoke = synthetic_cli([])
+    (tmp_path / "gold.csv").write_text(FRUIT_GOLD)
+    (tmp_path / "p.csv").write_text(FRUIT_PRED)
+    (tmp_path / "right.csv").write_text(FRUIT_GOLD.replace(",u1", "").replace(",u2", "").replace(",u3", "")
+                                        .replace("item_id,label,group", "item_id,label"))
+    return invoke
+
+
+def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    imported = cli("labels", "import", str(tmp_path / "gold.csv"), "--name", "fruit")
+    assert imported.exit_code == 0 and imported.stderr == "labels 'fruit' stored: 9 items, 3 classes, 3 groups\n"
+    for name, path in (("p", "p.csv"), ("oracle", "right.csv")):
+        done = cli("predictions", "register", str(tmp_path / path), "--name", name, "--labels", "fruit")
+        assert done.exit_code == 0, done.stderr
+    evaluated = cli("evaluate", "--labels", "fruit", "--wait", "--format", "json")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    rows = {r["predictions"]: r for r in json.loads(evaluated.stdout)}
+    assert rows["oracle"]["accuracy"] == 1.0 and rows["p"]["accuracy"] == pytest.approx(4 / 9)
+    board = cli("leaderboard", "--labels", "fruit", "--measure", "precision_macro", "--format", "csv")
+    assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0000",
+                                         "p,,classifier,0.5778"]
+    compared = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "mcnemar", "--format", "json")
+    assert compared.exit_code == 0, compared.stderr
+    [pair] = json.loads(compared.stdout)
+    assert pair["only first right"] == 0 and pair["only second right"] == 5
+    by_group = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "randomization", "--measure",
+                   "accuracy", "--seed", "3", "--format", "json")
+    assert by_group.exit_code == 0 and json.loads(by_group.stdout)[0]["groups"] == 3
+
+
+def test_bad_input_and_wrong_mix_give_exit_code_1(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("labels", "import", str(tmp_path / "gold.csv"), "--name", "fruit").exit_code == 0
+    (tmp_path / "bad.csv").write_text(FRUIT_PRED.replace("9,apple", "9,banana"))
+    bad = cli("predictions", "register", str(tmp_path / "bad.csv"), "--name", "b", "--labels", "fruit")
+    assert bad.exit_code == 1
+    assert bad.stderr == (f"{tmp_path / 'bad.csv'}:10: label 'banana' is not a gold class (apple, lemon, "
+                          "orange)\n")
+    mixed = cli("evaluate", "--labels", "fruit", "--qrels", "q")
+    assert mixed.exit_code == 1 and mixed.stderr == (
+        "Error: --labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the "
+        "other.\n")
+    neither = cli("evaluate", "--all-runs")
+    assert neither.exit_code == 1
+    assert neither.stderr == "Error: Give --qrels NAME (ranking runs) or --labels NAME (predictions).\n"
+    nothing = cli("evaluate", "--labels", "fruit")
+    assert nothing.exit_code == 1 and nothing.stderr.startswith("Error: No predictions are registered for 'fruit'.")
