@@ -124,6 +124,14 @@ def evaluate_predictions(ctx: typer.Context, *, labels: str, predictions: list[s
         rows.append({"evaluation": result.evaluation_id, "predictions": result.predictions, "kind": result.kind,
                      **{m: result.aggregates.get(m) for m in shown},
                      "threshold": result.settings.get("threshold")})
+    from evalstore.config import mlflow_enabled
+
+    if mlflow_enabled():
+        from evalstore.services.tracking import log_classification
+
+        for result in results:
+            if result.created:
+                info(f"evaluation {result.evaluation_id} logged to MLflow as run {log_classification(result)}")
     columns = ["evaluation", "predictions", "kind",
                *[m for m in [*shown, "threshold"] if any(r[m] is not None for r in rows)]]
     render(rows, columns, fmt, title=f"evaluations on '{labels}'")

@@ -272,6 +272,9 @@ class Evaluated:
     settings: dict[str, Any]
     options: dict[str, Any]
     created: bool
+    curve: measures.Curve | None = None  # binary scores: for the ROC and precision-recall plots
+    per_group: pd.DataFrame | None = None  # group x measure, when computed now
+    metadata: dict[str, Any] | None = None  # the prediction set's system and metadata
 
 
 def evaluate(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
@@ -375,8 +378,11 @@ def _store(engine: Engine, prediction_set: PredictionSet, labels_name: str, suit
                       for measure, values in sorted(suite.per_group.items())]
             _copy(session, "classification_group_values", pa.concat_tables(frames))
         evaluation_id = evaluation.id
+    per_group = pd.DataFrame(suite.per_group, index=pd.Index(data.group_names, name="group")) if suite.per_group \
+        else None
+    metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
     return Evaluated(prediction_set.name, labels_name, prediction_set.kind, evaluation_id, suite.aggregates,
-                     settings, options, True)
+                     settings, options, True, suite.curve, per_group, metadata)
 
 
 def _finite(value: float) -> float | None:

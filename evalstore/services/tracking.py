@@ -37,6 +37,7 @@ from evalstore.services.evaluations import StoredResults, results
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+    from evalstore.services.classification import Evaluated
     from evalstore.services.comparisons import Comparison
 
 log = logging.getLogger("evalstore.mlflow")
@@ -339,4 +340,85 @@ def log_comparison(comparison: Comparison, figure: Any | None = None) -> str:
     return run_id
 
 
-__all__ = ["SyncReport", "log_comparison", "log_pending", "pending_count", "results_for"]
+def log_classification(result: Evaluated) -> str:
+    """Log a classification evaluation as an MLflow run in the gold labels' experiment: options
+    and the prediction set's metadata as params, every aggregate as a metric, the per-group table,
+    the confusion matrix, and the ROC and precision-recall curves (binary scores) as artifacts."""
+    import pandas as pd
+    from mlflow.entities import Metric, Param, RunTag
+
+    uri = config.mlflow_tracking_uri()
+    try:
+        client = _client(uri)
+        experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(result.labels))
+        run = client.create_run(experiment_id, run_name=result.predictions, tags={
+            "evalstore.kind": result.kind, "evalstore.labels": result.labels,
+            "evalstore.classification_evaluation_id": str(result.evaluation_id),
+            "evalstore.version": __version__})
+        run_id = str(run.info.run_id)
+        params = {**{f"predictions.{k}": v for k, v in (result.metadata or {}).items()},
+                  **{k: v for k, v in result.options.items() if k != "cost_matrix"},
+                  "cost_matrix": result.options.get("cost_matrix"), "threshold_used": result.settings.get("threshold")}
+        metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in result.aggregates.items()
+                   if value is not None and value == value]
+        param_list = [Param(key, str(value)[:6000]) for key, value in params.items()]
+        for start in range(0, max(len(metrics), len(param_list)), 100):
+            client.log_batch(run_id, metrics=metrics[start:start + 100], params=param_list[start:start + 100],
+                             tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
+        client.log_dict(run_id, {"evaluation_id": result.evaluation_id, "options": result.options,
+                                 "settings": result.settings}, "evaluation.json")
+        if result.per_group is not None:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "per_group.parquet"
+                result.per_group.to_parquet(path)
+                client.log_artifact(run_id, str(path))
+            table = result.per_group.reset_index()
+            client.log_table(run_id, table.astype({c: object for c in table.columns
+                                                   if pd.api.types.is_string_dtype(table[c])}),
+                             artifact_file="per_group_table.json")
+        if result.curve is not None:
+            for name, figure in _curve_figures(result):
+                client.log_figure(run_id, figure, name)
+        client.set_terminated(run_id, "FINISHED")
+    except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
+        raise TrackingError(f"Could not log evaluation {result.evaluation_id} ('{result.predictions}') to MLflow at "
+                            f"{uri}: {exc}. The results are stored; log them again with 'evalstore evaluate "
+                            f"--labels {result.labels} --predictions {result.predictions} --force' once MLflow "
+                            "is reachable.") from exc
+    return run_id
+
+
+def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    curve = result.curve
+    assert curve is not None
+    # at most ~2,000 points: a 10M-item curve has a point per distinct score
+    step = max(1, len(curve.thresholds) // 2000)
+    for name, x, y, xlabel, ylabel, value in (
+            ("roc_curve.png", curve.fpr, curve.tpr, "false positive rate", "true positive rate",
+             f"AUC {result.aggregates.get('auc', float('nan')):.4f}"),
+            ("precision_recall_curve.png", np.r_[0.0, curve.recall], np.r_[1.0, curve.precision], "recall",
+             "precision", f"AP {result.aggregates.get('average_precision', float('nan')):.4f}")):
+        keep = np.r_[np.arange(0, len(x), step), len(x) - 1]
+        figure = Figure(figsize=(5.0, 4.5), dpi=90)
+        figure.subplots_adjust(left=0.14, right=0.96, top=0.9, bottom=0.12)
+        axes = figure.add_subplot()
+        axes.plot(x[keep], y[keep], color="#4c72b0", label=value)
+        if name == "roc_curve.png":
+            axes.plot([0, 1], [0, 1], color="#999999", linestyle=":")
+        axes.set_xlim(0, 1)
+        axes.set_ylim(0, 1.02)
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel(ylabel)
+        axes.legend(loc="lower right")
+        axes.set_title(f"{result.predictions} on {result.labels}")
+        axes.grid(alpha=0.3)
+        yield name, figure
+
+
+__all__ = ["SyncReport", "log_classification", "log_comparison", "log_pending", "pending_count", "results_for"]

@@ -104,3 +104,27 @@ def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type:
     assert _rows(engine)[1:] == (0, 0)
     with pytest.raises(NotFoundError, match="No predictions named 'c'"):
         classification.evaluate(engine, labels_name="fruit", prediction_names=["c"])
+
+
+def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engine, write, tmp_path,  # type: ignore[no-untyped-def]
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow import MlflowClient
+
+    from evalstore.services.tracking import log_classification
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    classification.import_labels(sqlite_engine, write("g.csv", "item_id,label,group\na,neg,u1\nb,pos,u1\n"
+                                                               "c,neg,u2\nd,pos,u1\ne,pos,u2\n"), name="users")
+    classification.register_predictions(sqlite_engine, write("s.csv", "item_id,score\na,0.1\nb,0.2\nc,0.3\n"
+                                                                      "d,0.4\ne,0.5\n"),
+                                        name="s", labels_name="users", system="gbdt")
+    [result] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"])
+    run_id = log_classification(result)
+    client = MlflowClient(uri)
+    run = client.get_run(run_id)
+    assert run.data.metrics["auc"] == pytest.approx(5 / 6) and run.data.metrics["gauc"] == 1.0
+    assert run.data.params["predictions.system"] == "gbdt" and run.info.run_name == "s"
+    artifacts = {a.path for a in client.list_artifacts(run_id)}
+    assert {"roc_curve.png", "precision_recall_curve.png", "per_group.parquet", "evaluation.json"} <= artifacts
