@@ -71,18 +71,20 @@ def _prediction_summary(prediction_set: PredictionSet, labels: str, created: boo
 
 
 def _get_label_set(session: Any, name: str) -> LabelSet:
-    found = session.scalar(select(LabelSet).where(LabelSet.name == name))
-    if found is None:
-        raise NotFoundError(f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH "
-                            f"--name {name}'.")
-    return found
+    return _named(session, LabelSet, name, f"No gold labels named '{name}'. Import them with 'evalstore labels "
+                                           f"import PATH --name {name}'.")
 
 
 def _get_prediction_set(session: Any, name: str) -> PredictionSet:
-    found = session.scalar(select(PredictionSet).where(PredictionSet.name == name))
+    return _named(session, PredictionSet, name, f"No predictions named '{name}'. Register them with 'evalstore "
+                                                f"predictions register PATH --name {name} --labels GOLD' (or "
+                                                "'evalstore clusters register').")
+
+
+def _named(session: Any, model: Any, name: str, missing: str) -> Any:
+    found = session.scalar(select(model).where(model.name == name))
     if found is None:
-        raise NotFoundError(f"No predictions named '{name}'. Register them with 'evalstore predictions register "
-                            f"PATH --name {name} --labels GOLD' (or 'evalstore clusters register').")
+        raise NotFoundError(missing)
     return found
 
 
