@@ -10,7 +10,6 @@ import typer
 from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, ReportFormat, info, render
 from evalstore.cli.runs import parse_meta
-from evalstore.errors import InvalidParameterError
 
 labels_app = typer.Typer(help="Gold labels of classification and clustering tasks.", no_args_is_help=True)
 predictions_app = typer.Typer(help="Classifier predictions (labels and/or scores).", no_args_is_help=True)
@@ -157,19 +156,12 @@ def compare_predictions(ctx: typer.Context, *, labels: str, names: list[str], me
     """McNemar on item-level correctness, or a paired test over per-group values."""
     import secrets
 
-    import numpy as np
-
-    from evalstore import significance
     from evalstore.services import classification
 
     engine = state(ctx).engine()
-    everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
-    if len(everyone) < 2:
-        raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
-    pairs = [(baseline, n) for n in everyone[1:]] if baseline else [
-        (a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]]
-    rows = []
+    pairs = classification.pairs_of(names, baseline)
     if test == "mcnemar":
+        rows = []
         for first, second in pairs:
             result = classification.mcnemar(engine, labels_name=labels, first=first, second=second)
             rows.append({"first": first, "second": second, "only first right": result.only_first_right,
@@ -177,22 +169,8 @@ def compare_predictions(ctx: typer.Context, *, labels: str, names: list[str], me
                          "p": result.p_value, "significant": result.p_value < alpha})
         render(rows, list(rows[0]), fmt, title=f"McNemar on '{labels}'")
         return
-    if test not in ("bootstrap", "randomization", "t", "wilcoxon", "sign"):
-        raise InvalidParameterError(f"--test must be mcnemar, bootstrap, randomization, t, wilcoxon or sign, not "
-                                    f"'{test}'.")
     seed = secrets.randbits(31) if seed is None else seed
-    rng = np.random.default_rng(seed)
-    for measure in measures or ["accuracy"]:
-        for first, second in pairs:
-            a = classification.group_values(engine, labels_name=labels, prediction_name=first, measure=measure)
-            b = classification.group_values(engine, labels_name=labels, prediction_name=second, measure=measure)
-            both = a.dropna().index.intersection(b.dropna().index)
-            diffs = (b[both] - a[both]).to_numpy()
-            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
-                                               rng=rng)
-            rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),
-                         "mean first": float(a[both].mean()), "mean second": float(b[both].mean()),
-                         "difference": float(diffs.mean()), "statistic": float(outcome.statistic[0]),
-                         "p": float(outcome.p_value[0]), "significant": bool(outcome.p_value[0] < alpha)})
+    rows = classification.compare_groups(engine, labels_name=labels, pairs=pairs, measures_=measures or ["accuracy"],
+                                         test=test, alpha=alpha, resamples=resamples, seed=seed)
     info(f"seed {seed} (pass --seed {seed} to reproduce)")
     render(rows, list(rows[0]), fmt, title=f"per-group comparison on '{labels}' ({test})")

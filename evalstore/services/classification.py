@@ -343,8 +343,6 @@ def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, *
     if prediction_set.kind == "clustering":
         return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),  # type: ignore[arg-type]
                               settings={"classes": data.classes})
-    if len(data.classes) != 2 and prediction_set.has_score:
-        raise InvalidParameterError("A single score needs a binary task.")
     baseline_score = None
     if base is not None:
         baseline_score = base.score if base.score is not None else (
@@ -491,3 +489,39 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
     table = [[int((right[0] & right[1]).sum()), b], [c, int((~right[0] & ~right[1]).sum())]]
     result = sm_mcnemar(table, exact=b + c < 25, correction=True)
     return McNemar(first, second, b, c, float(result.statistic), float(result.pvalue))
+
+
+def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """The pairs to compare: each name with the baseline, or every pair."""
+    everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
+    if len(everyone) < 2:
+        raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
+    if baseline:
+        return [(baseline, name) for name in everyone[1:]]
+    return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]]
+
+
+def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, str]], measures_: list[str],
+                   test: str, alpha: float, resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Paired tests over the groups both sets have a value for (the per-query comparison of
+    ranking runs, with groups as topics), through :func:`evalstore.significance.paired_test`."""
+    from evalstore import significance
+
+    if test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not "
+                                    f"'{test}'.")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for measure in measures_:
+        for first, second in pairs:
+            a = group_values(engine, labels_name=labels_name, prediction_name=first, measure=measure)
+            b = group_values(engine, labels_name=labels_name, prediction_name=second, measure=measure)
+            both = a.dropna().index.intersection(b.dropna().index)
+            diffs = (b[both] - a[both]).to_numpy()
+            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
+                                               rng=rng)
+            rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),
+                         "mean first": float(a[both].mean()), "mean second": float(b[both].mean()),
+                         "difference": float(diffs.mean()), "statistic": float(outcome.statistic[0]),
+                         "p": float(outcome.p_value[0]), "significant": bool(outcome.p_value[0] < alpha)})
+    return rows
