@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalstore.trec_order import trec_rank
+from evalstore.trec_order import positions_within_groups, trec_rank
 
 STRATEGIES = ("depth", "rrf", "rbp", "mtf", "bandit")
 BANDIT_POLICIES = ("maxmean", "thompson")
@@ -114,14 +114,14 @@ def build(cands: pa.Table, run_names: list[str], settings: PoolSettings, oracle:
     pairs = _Pairs.of(cands)
     runs = cands["run"].to_numpy().astype(np.int64)
     ranks = cands["rank"].to_numpy().astype(np.int64)
+    best_rank = _best_rank(pairs, ranks)
     # candidates by pair, then run: each pair's contributors in the order the runs were given
     by_pair = np.lexsort((runs, pairs.of_candidate))
     starts = np.flatnonzero(np.r_[True, np.diff(pairs.of_candidate[by_pair]) != 0])
-    best_rank = np.minimum.reduceat(ranks[by_pair], starts) if len(by_pair) else np.zeros(0, np.int64)
     offsets = np.r_[starts, len(by_pair)].astype(np.int32)
     contributors = pa.ListArray.from_arrays(
         pa.array(offsets), pa.array(run_names, pa.string()).take(pa.array(runs[by_pair])))
-    judge_order = _pair_order(pairs, cands, runs, ranks, settings, oracle)
+    judge_order = _pair_order(pairs, cands, ranks, best_rank, settings, oracle)
     kept = np.flatnonzero(judge_order > 0) if settings.budget is not None else np.arange(len(judge_order))
     # order's missing entries (0, past the budget) sort last within their topic
     rows = kept[np.lexsort((np.where(judge_order[kept] > 0, judge_order[kept], np.iinfo(np.int64).max),
@@ -131,14 +131,20 @@ def build(cands: pa.Table, run_names: list[str], settings: PoolSettings, oracle:
         "judge_order", pa.array(np.where(judge_order[rows] > 0, judge_order[rows], None), pa.int64()))
 
 
-def _pair_order(pairs: _Pairs, cands: pa.Table, runs: np.ndarray, ranks: np.ndarray, settings: PoolSettings,
+def _best_rank(pairs: _Pairs, ranks: np.ndarray) -> np.ndarray:
+    """Each pair's best (lowest) rank over the runs that retrieved it."""
+    best = np.full(len(pairs.topic), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best, pairs.of_candidate, ranks)
+    return best
+
+
+def _pair_order(pairs: _Pairs, cands: pa.Table, ranks: np.ndarray, best_rank: np.ndarray, settings: PoolSettings,
                 oracle: Oracle | None) -> np.ndarray:
     """Each pair's 1-based judging order within its topic; 0 past the budget."""
     if settings.strategy in ("depth", "rrf", "rbp"):
         n = len(pairs.topic)
         if settings.strategy == "depth":
-            key = np.full(n, np.iinfo(np.int64).max, dtype=np.float64)
-            np.minimum.at(key, pairs.of_candidate, ranks.astype(np.float64))
+            key = best_rank.astype(np.float64)
         else:
             rank = ranks.astype(np.float64)
             weight = (1.0 / (RRF_K + rank) if settings.strategy == "rrf"
@@ -146,9 +152,7 @@ def _pair_order(pairs: _Pairs, cands: pa.Table, runs: np.ndarray, ranks: np.ndar
             key = -np.bincount(pairs.of_candidate, weights=weight, minlength=n)
         # heaviest (or best-ranked) first; equal keys by docno descending, as trec_eval breaks ties
         ordered = np.lexsort((-pairs.doc, key, pairs.topic))
-        topic_sorted = pairs.topic[ordered]
-        first = np.flatnonzero(np.r_[True, topic_sorted[1:] != topic_sorted[:-1]]) if n else np.zeros(0, np.int64)
-        position = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n])) + 1
+        position = positions_within_groups(pairs.topic[ordered]).astype(np.int64)
         if settings.budget is not None:
             position = np.where(position <= settings.budget, position, 0)
         order = np.empty(n, dtype=np.int64)
@@ -165,8 +169,8 @@ def judging_order(cands: pa.Table, settings: PoolSettings, oracle: Oracle | None
     """(topic, doc, judge_order) for the first ``budget`` documents of each topic."""
     if settings.strategy in ("depth", "rrf", "rbp"):
         pairs = _Pairs.of(cands)
-        order = _pair_order(pairs, cands, cands["run"].to_numpy(), cands["rank"].to_numpy().astype(np.int64),
-                            settings, oracle)
+        ranks = cands["rank"].to_numpy().astype(np.int64)
+        order = _pair_order(pairs, cands, ranks, _best_rank(pairs, ranks), settings, oracle)
         rows = np.flatnonzero(order > 0)
         rows = rows[np.lexsort((order[rows], pairs.topic[rows]))]
         return pairs.table(rows).to_pandas().assign(judge_order=order[rows])

@@ -23,12 +23,12 @@ def trec_rank(run: pa.Table) -> np.ndarray:
     encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     if _listed_in_trec_order(codes, len(encoded.dictionary), run):
-        return _positions_within_groups(codes)
+        return positions_within_groups(codes)
     keyed = pa.table({"topic": encoded.indices, "score": run["score"], "doc": run["doc"]})
     order = pc.sort_indices(keyed, sort_keys=[("topic", "ascending"), ("score", "descending"),
                                               ("doc", "descending")]).to_numpy()
     ranks = np.empty(len(order), dtype=np.int32)
-    ranks[order] = _positions_within_groups(codes[order])
+    ranks[order] = positions_within_groups(codes[order])
     return ranks
 
 
@@ -47,7 +47,7 @@ def _listed_in_trec_order(codes: np.ndarray, topics: int, run: pa.Table) -> bool
     return bool(pc.all(pc.greater(docs.take(pa.array(tied)), docs.take(pa.array(tied + 1)))).as_py())
 
 
-def _positions_within_groups(codes: np.ndarray) -> np.ndarray:
+def positions_within_groups(codes: np.ndarray) -> np.ndarray:
     """1-based position of each row within its run of equal codes."""
     n = len(codes)
     start = np.zeros(n, dtype=np.int64)

@@ -310,11 +310,10 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
         raise EvaluationError(f"Pool '{name}' holds every document its runs offer "
                               f"({'to depth ' + str(params['depth']) if params.get('depth') else 'at any depth'}); "
                               "nothing is left to judge. Build a deeper pool to go on.")
-    offered = cands.to_pandas()
-    offered = offered[_in_table(offered, fresh)].sort_values("run", kind="stable")
-    names = np.array([run.name for run in runs], dtype=object)
-    details = offered.groupby(["topic", "doc"]).agg(best_rank=("rank", "min"), runs=("run", list)).loc[
-        pd.MultiIndex.from_frame(fresh[["topic", "doc"]])]
+    # contributors and best rank of the new documents, as pool build gives them
+    offered = cands.filter(pa.array(_in_table(cands.select(["topic", "doc"]).to_pandas(), fresh)))
+    details = pooling.build(offered, [run.name for run in runs], pooling.PoolSettings("depth", None, None))
+    details = details.to_pandas().set_index(["topic", "doc"]).loc[pd.MultiIndex.from_frame(fresh[["topic", "doc"]])]
     last = entries.groupby("topic")["judge_order"].max()
     within = fresh.groupby("topic", sort=False).cumcount().to_numpy() + 1
     added = pd.DataFrame({"topic": fresh["topic"].to_numpy(), "doc": fresh["doc"].to_numpy(),
@@ -324,9 +323,9 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
             raise NotFoundError(f"Pool '{name}' was deleted while the next batch was chosen.")
         session.execute(insert(PoolEntry), [
             {"pool_id": pool_id, "topic": t, "doc": d, "judge_order": int(o), "best_rank": int(b),
-             "contributors": names[c].tolist()}
+             "contributors": list(c)}
             for t, d, o, b, c in zip(added["topic"], added["doc"], added["judge_order"],
-                                     details["best_rank"], details["runs"], strict=True)])
+                                     details["best_rank"], details["contributors"], strict=True)])
     sheet = _sheet(added, fmt)
     if path is not None:
         path.write_text(sheet)

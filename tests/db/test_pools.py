@@ -123,6 +123,10 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
     assert batch.documents.groupby("topic")["judge_order"].apply(list).to_dict() == {"401": [3, 4, 5],
                                                                                      "402": [3, 4, 5]}
     assert batch.sheet.splitlines()[0] == "topic\tdoc\trelevance" and len(batch.sheet.splitlines()) == 7
+    with read_only(pooled) as session:
+        added = pools._entries(session, pools._get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
+    assert len(added) == 6 and all(c and set(c) <= {"alpha", "beta", "gamma"} for c in added["contributors"])
+    assert (added["best_rank"] >= 1).all()
     rows = [line.split("\t")[:2] for line in batch.sheet.splitlines()[1:]]
     # the second batch's labels join the first's (the assessor's earlier judgments stay)
     pools.import_judgments(pooled, write("j2", "".join(f"{t} 0 {d} 0\n" for t, d in rows)), pool_name="m",
