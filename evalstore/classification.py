@@ -97,6 +97,11 @@ def label_measures(cm: np.ndarray, classes: list[str], *, beta: float = 1.0,
     return out
 
 
+def labels_at(score: np.ndarray, threshold: float, positive: int) -> np.ndarray:
+    """Binary labels from scores: ``positive`` (0 or 1) where score >= threshold, the other class below."""
+    return np.where(score >= threshold, positive, 1 - positive)
+
+
 def expected_cost(cm: np.ndarray, costs: np.ndarray) -> tuple[float, float]:
     """(total cost, cost per item) of a (k, k) confusion matrix under a (k, k) cost matrix
     (rows true class, columns predicted)."""
@@ -334,7 +339,7 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
             cut = float(rule) if not isinstance(rule, str) else curve.best_threshold(rule, prior)[0]
             settings["threshold"] = cut
             settings["threshold_rule"] = rule if isinstance(rule, str) else "given"
-            y_pred = np.where(score >= cut, positive, 1 - positive)
+            y_pred = labels_at(score, cut, positive)
         if groups is not None:
             auc, sizes = group_auc(is_positive, score, groups, n_groups, curve.score_rank)
             aggregates["gauc"], skipped = gauc(auc, sizes)

@@ -224,7 +224,6 @@ class Aligned:
     scores: np.ndarray | None
     groups: np.ndarray | None
     group_names: list[str]
-    items: pa.ChunkedArray
 
 
 def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, gold: Gold) -> Aligned:
@@ -261,7 +260,7 @@ def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, g
         encoded = pc.dictionary_encode(group_column).combine_chunks()
         groups = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         group_names = encoded.dictionary.to_pylist()
-    return Aligned(classes, y_true, y_pred, score, scores, groups, group_names, gold.items)
+    return Aligned(classes, y_true, y_pred, score, scores, groups, group_names)
 
 
 @dataclass(frozen=True)
@@ -478,7 +477,7 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
         cut = evaluation.settings.get("threshold") if evaluation is not None else None
         if data.score is not None and (data.y_pred is None or cut is not None):
             positive = data.classes.index(evaluation.options["positive"]) if evaluation is not None else 1
-            y_pred = np.where(data.score >= (0.5 if cut is None else cut), positive, 1 - positive)
+            y_pred = measures.labels_at(data.score, 0.5 if cut is None else cut, positive)
         elif data.y_pred is not None:
             y_pred = data.y_pred
         else:
