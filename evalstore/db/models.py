@@ -183,11 +183,13 @@ class QueryResult(Base):
     """A measure's value on one query of one evaluation (text_value for relstring-like measures)."""
 
     __tablename__ = "query_results"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    # Shaped like run_rows (migration 0005): an all_trec evaluation of a 7M-row run stores ~700k
+    # values, so no foreign key (the services delete an evaluation's values with it), and on
+    # PostgreSQL one partition per evaluation (query_results_e<id>) with no index, loaded by COPY
+    # and attached whole; reads always name the evaluation. The primary key exists on SQLite.
+    __table_args__ = ({"sqlite_with_rowid": False, "postgresql_partition_by": "LIST (evaluation_id)"},)
 
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
-    )
+    evaluation_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     query_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[float | None] = mapped_column(Double)

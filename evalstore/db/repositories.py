@@ -6,7 +6,7 @@ import atexit
 import io
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import AggregateResult, Judgment, QrelsSet, QueryResult, Run, RunRow
+from evalstore.db.models import AggregateResult, Evaluation, Judgment, QrelsSet, QueryResult, Run, RunRow
 from evalstore.errors import NotFoundError
 from evalstore.trec_order import trec_rank
 
@@ -62,8 +62,15 @@ def run_partition(run_id: int) -> str:
     return f"run_rows_p{int(run_id)}"
 
 
+def results_partition(evaluation_id: int) -> str:
+    """The PostgreSQL partition of query_results that holds one evaluation's values."""
+    return f"query_results_e{int(evaluation_id)}"
+
+
 def delete_run(session: Session, run: Run) -> None:
-    # run_rows has no foreign key (see models.RunRow): its rows go in the same transaction.
+    # run_rows and query_results have no foreign key (see models.RunRow): their rows go in the
+    # same transaction; the evaluations themselves cascade.
+    _delete_results(session, session.scalars(select(Evaluation.id).where(Evaluation.run_id == run.id)).all())
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text(f"DROP TABLE IF EXISTS {run_partition(run.id)}"))
     else:
@@ -73,9 +80,20 @@ def delete_run(session: Session, run: Run) -> None:
 
 
 def delete_qrels(session: Session, qrels: QrelsSet) -> None:
+    _delete_results(session, session.scalars(select(Evaluation.id).where(Evaluation.qrels_id == qrels.id)).all())
     session.execute(delete(Judgment).where(Judgment.qrels_id == qrels.id))
     session.delete(qrels)
     session.flush()
+
+
+def _delete_results(session: Session, evaluation_ids: Sequence[int]) -> None:
+    """Per-query values of these evaluations (DROP TABLE of their partitions on PostgreSQL)."""
+    if not evaluation_ids:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"DROP TABLE IF EXISTS {', '.join(map(results_partition, evaluation_ids))}"))
+    else:
+        session.execute(delete(QueryResult).where(QueryResult.evaluation_id.in_(evaluation_ids)))
 
 
 def insert_run_rows(session: Session, run_id: int, table: pa.Table, progress: Progress | None = None) -> None:
@@ -342,12 +360,24 @@ def replace_results(
     session: Session, evaluation_id: int, per_query: pa.Table, aggregates: list[dict[str, Any]]
 ) -> None:
     """Swap an evaluation's stored values for new ones (per_query: measure, query_id, value,
-    text_value; aggregates: measure, value, text_value, query_count)."""
-    session.execute(delete(QueryResult).where(QueryResult.evaluation_id == evaluation_id))
+    text_value; aggregates: measure, value, text_value, query_count).
+
+    PostgreSQL: the values go by COPY into a new table that is then attached as the evaluation's
+    partition. Its CHECK constraint lets ATTACH skip scanning it, and ATTACH locks the parent
+    only against other attaches, where creating the partition up front would have locked every
+    reader of query_results out for the whole COPY."""
+    _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
     owner = pa.array(np.full(per_query.num_rows, evaluation_id, np.int64))
-    framed = per_query.add_column(0, "evaluation_id", owner)
-    copy_batches(session, "query_results", framed.to_batches(max_chunksize=BATCH_ROWS))
+    batches = per_query.add_column(0, "evaluation_id", owner).to_batches(max_chunksize=BATCH_ROWS)
+    if session.get_bind().dialect.name == "postgresql":
+        partition, evaluation = results_partition(evaluation_id), int(evaluation_id)
+        session.execute(text(f"CREATE TABLE {partition} (LIKE query_results INCLUDING DEFAULTS, "
+                             f"CHECK (evaluation_id = {evaluation}))"))
+        copy_batches(session, partition, batches)
+        session.execute(text(f"ALTER TABLE query_results ATTACH PARTITION {partition} FOR VALUES IN ({evaluation})"))
+    else:
+        copy_batches(session, "query_results", batches)
     if aggregates:
         session.execute(insert(AggregateResult), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 

@@ -50,6 +50,23 @@ def test_same_inputs_reuse_the_stored_result(stored: Engine) -> None:
         assert session.scalar(select(func.count()).select_from(QueryResult)) == 2 * 3
 
 
+def test_deleting_a_run_or_its_qrels_deletes_their_per_query_values(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    """query_results has no foreign key (migration 0005): the services delete the values."""
+    other = write("other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3)))
+    store.register_run(stored, other, name="other")
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "P@10"])
+
+    def stored_values() -> int:
+        with read_only(stored) as session:
+            return session.scalar(select(func.count()).select_from(QueryResult)) or 0
+
+    assert stored_values() == 2 * 3 + 2 * 3  # topic 303, missing from "other", scores 0
+    store.delete_run(stored, "other")
+    assert stored_values() == 2 * 3
+    store.import_qrels(stored, shared_path("trec_eval_test", "qrels.rel_level"), name="test", replace=True)
+    assert stored_values() == 0
+
+
 def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
     worse = write("worse.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n"
                                        for t in (301, 302, 303) for i in range(5)))

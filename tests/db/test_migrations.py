@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pyarrow as pa
 from alembic import command
 from sqlalchemy import inspect, text
@@ -15,7 +16,10 @@ from evalstore.db.engine import (
     upgrade,
 )
 from evalstore.db.models import Base
+from evalstore.services import store
+from evalstore.services.evaluations import evaluate_runs, results
 from evalstore.trec_order import trec_rank
+from tests.conftest import shared_path
 
 
 def _check(engine) -> None:  # type: ignore[no-untyped-def]
@@ -42,7 +46,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head() -> None:
-    assert head_revision() == "0004"
+    assert head_revision() == "0005"
 
 
 def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:
@@ -64,5 +68,29 @@ def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:
             stored = connection.execute(text("SELECT trec_rank FROM run_rows ORDER BY position")).scalars().all()
         table = pa.table({"topic": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [r[2] for r in rows]})
         assert stored == trec_rank(table).tolist() == [1, 3, 2, 1, 4]
+    finally:
+        engine.dispose()
+
+
+def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None:
+    """0005 moves existing values into per-evaluation partitions on PostgreSQL (and its
+    downgrade back into one table); nothing is lost either way."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine)
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
+        store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "P@10", "relstring@10"])
+        before = results(engine, qrels_name="test", run_name="std")
+        downgrade(engine, "0004")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM query_results")).scalar() == 3 * 3
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.topics == before.topics == ["301", "302", "303"]
+        pd.testing.assert_frame_equal(after.frame, before.frame)
+        store.delete_run(engine, "std")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM query_results")).scalar() == 0
     finally:
         engine.dispose()
