@@ -187,8 +187,7 @@ class StoredResults:
         rows = stored_rows(list(measures))
         if not with_counts:
             rows = [row for row in rows if row[2] is not None]
-        columns = {measure: self.frame[name].tolist() for measure, name in measures.items()}
-        return render_lines(rows, self.topics, lambda m, t: columns[m][t],
+        return render_lines(rows, self.topics, lambda m: self.frame[measures[m]].tolist(),
                             lambda m: self.aggregates[measures[m]], self.run_tag, per_query=per_query, summary=True)
 
 
