@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import and_, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import AggregateResult, Evaluation, Judgment, QrelsSet, QueryResult, Run, RunRow
@@ -228,6 +228,26 @@ def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa
     )
 
 
+def judged_ranks(session: Session, run: Run, qrels: QrelsSet) -> tuple[pa.Table, pa.Table]:
+    """What evaluating a stored run needs, worked out by the database from the stored trec_eval
+    ranks (see :func:`evalstore.metrics._prepare.prepare_ranked`): (topic, retrieved), each run
+    topic's number of documents, and (topic, rank, relevance) for each run document the qrels
+    judge. For a 7M-row run that is 7k + ~10k rows to send instead of 7M; on PostgreSQL the two
+    queries run at once on two connections (4-4.5 s of reading and joining became ~1.5 s)."""
+    retrieved = select(RunRow.topic, func.count()).where(RunRow.run_id == run.id).group_by(RunRow.topic)
+    judged = select(RunRow.topic, RunRow.trec_rank, Judgment.relevance).join(
+        Judgment, and_(Judgment.qrels_id == qrels.id, Judgment.topic == RunRow.topic, Judgment.doc == RunRow.doc),
+    ).where(RunRow.run_id == run.id)
+    shapes = ((["topic", "retrieved"], [pa.string(), pa.int64()]),
+              (["topic", "rank", "relevance"], [pa.string(), pa.int32(), pa.int64()]))
+    if session.get_bind().dialect.name != "postgresql":
+        return _select_table(session, retrieved, *shapes[0]), _select_table(session, judged, *shapes[1])
+    reads = [_postgres_read(session, statement) for statement in (retrieved, judged)]
+    with ThreadPoolExecutor(len(reads)) as pool:
+        counts, hits = pool.map(lambda read: _fetch_arrow(*read), reads)
+    return _typed(counts, *shapes[0]), _typed(hits, *shapes[1])
+
+
 def top_ranked(session: Session, run_ids: list[int], depth: int | None,
                topics: list[str] | None = None) -> pa.Table:
     """(run_id, topic, doc, rank) of each run's top ``depth`` documents per topic in trec_eval
@@ -337,9 +357,14 @@ def _fetch_arrow(uri: str, sql: str) -> pa.Table:
             connection.close()
     connection = _adbc_connections[key] = adbc.connect(uri, autocommit=True)
     with connection.cursor() as cursor:
-        # these reads are plain scans: JIT-compiling them (the planner asks for it over a few
-        # million rows) cost 0.2 s of a 100-partition read and saved nothing
+        # these reads are scans, and a run's rows joined to its judgments: JIT-compiling them (the
+        # planner asks for it over a few million rows) cost 0.2 s of a 100-partition read and
+        # saved nothing. A run partition just loaded has no statistics until autovacuum analyzes
+        # it, and the planner, guessing ~1k rows, chose a nested loop for the join and an on-disk
+        # sort for the GROUP BY (2.8 s where hashing takes 1.1 s): hashing is always right here.
         cursor.execute("SET jit = off")
+        cursor.execute("SET enable_nestloop = off")
+        cursor.execute("SET enable_sort = off")
         cursor.execute(sql)
         return cursor.fetch_arrow_table()
 

@@ -102,30 +102,45 @@ def column_at(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
     return np.where(k > 0, values, 0)
 
 
-def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
-            runid: str | None = None) -> Ranking:
-    """Sort ``run`` (topic, doc, score) once and look up its judgments in ``qrels``
-    (topic, doc, relevance)."""
+@dataclass(frozen=True)
+class _Topics:
+    """Which topics are evaluated, and each run topic's row in the matrices."""
+
+    qrels_topics: pa.Array  # every qrels topic, sorted: topic codes index this
+    code: np.ndarray  # per given run topic value: its qrels code, -1 when the qrels lack it
+    row_of: np.ndarray  # qrels code -> row in the matrices, -1 when not evaluated
+    topics: list[str]
+    missing: list[str]
+    dropped: list[str]
+
+
+def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, complete: bool) -> _Topics:
     qrels_topics = pc.unique(qrels["topic"]).sort()
-    run_code = pc.index_in(run["topic"], value_set=qrels_topics).to_numpy(zero_copy_only=False)
+    run_code = pc.index_in(run_topics, value_set=qrels_topics).to_numpy(zero_copy_only=False)
     in_qrels = ~np.isnan(run_code) if run_code.dtype.kind == "f" else run_code >= 0
     run_code = np.where(in_qrels, np.nan_to_num(run_code, nan=-1), -1).astype(np.int64)
-    dropped = sorted(set(pc.unique(run["topic"].filter(pa.array(~in_qrels))).to_pylist())) if not in_qrels.all() else []
+    dropped = sorted(set(pc.unique(run_topics.filter(pa.array(~in_qrels))).to_pylist())) if not in_qrels.all() else []
 
     present = np.zeros(len(qrels_topics), dtype=bool)
     present[run_code[run_code >= 0]] = True
     all_topics = qrels_topics.to_pylist()
     missing = [t for t, p in zip(all_topics, present, strict=True) if not p]
-    evaluated = np.ones(len(all_topics), dtype=bool) if options.complete else present
-    # code in qrels order -> row in the evaluated matrix
+    evaluated = np.ones(len(all_topics), dtype=bool) if complete else present
     row_of = np.full(len(all_topics), -1, dtype=np.int64)
     row_of[evaluated] = np.arange(int(evaluated.sum()))
     topics = [t for t, e in zip(all_topics, evaluated, strict=True) if e]
-    n = len(topics)
+    return _Topics(qrels_topics, run_code, row_of, topics, missing, dropped)
 
-    keep = run_code >= 0
+
+def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
+            runid: str | None = None) -> Ranking:
+    """Sort ``run`` (topic, doc, score) once and look up its judgments in ``qrels``
+    (topic, doc, relevance)."""
+    resolved = _resolve_topics(qrels, run["topic"], options.complete)
+    n = len(resolved.topics)
+    keep = resolved.code >= 0
     table = pa.table({
-        "row": pa.array(np.where(keep, row_of[np.maximum(run_code, 0)], -1)),
+        "row": pa.array(np.where(keep, resolved.row_of[np.maximum(resolved.code, 0)], -1)),
         "topic": run["topic"], "doc": run["doc"], "score": run["score"],
     })
     if not keep.all():
@@ -145,19 +160,61 @@ def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOpt
         judged = rel >= 0
         rows, rel = rows[judged], rel[judged]
     counts = np.bincount(rows, minlength=n) if n else np.zeros(0, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if n else counts
-    position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    return _ranking(qrels, resolved, rows, _positions(rows, counts), rel, counts, options, runid)
+
+
+def prepare_ranked(qrels: pa.Table, retrieved: pa.Table, judged: pa.Table,
+                   options: PrepareOptions = PrepareOptions(), runid: str | None = None) -> Ranking:
+    """The :func:`prepare` of a stored run from what the database computes for it, using the
+    trec_eval-order rank each row got at registration: ``retrieved`` (topic, retrieved) holds each
+    run topic's number of documents, ``judged`` (topic, rank, relevance) the rank of each run
+    document the qrels judge. Nothing is sorted, and the unjudged documents (almost all of a
+    large run) never leave the database."""
+    resolved = _resolve_topics(qrels, retrieved["topic"], options.complete)
+    n = len(resolved.topics)
+    counts = np.zeros(n, dtype=np.int64)
+    keep = resolved.code >= 0
+    counts[resolved.row_of[resolved.code[keep]]] = retrieved["retrieved"].to_numpy()[keep]
+    code = pc.index_in(judged["topic"], value_set=resolved.qrels_topics).to_numpy(zero_copy_only=False)
+    rows = resolved.row_of[code.astype(np.int64)]  # judged topics are in the qrels and the run
+    position = judged["rank"].to_numpy().astype(np.int64) - 1
+    relevance = judged["relevance"].to_numpy()
+    rel = np.where(relevance < 0, UNJUDGED, relevance).astype(np.int32)
+    if options.judged_only:  # only judged documents are ranked: their places close up
+        order = np.lexsort((position, rows))
+        kept = order[rel[order] >= 0]
+        rows, rel = rows[kept], rel[kept]
+        counts = np.bincount(rows, minlength=n) if n else counts
+        position = _positions(rows, counts)
+    return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
+
+
+def _positions(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """0-based place of each row within its topic, for rows grouped by topic row in order."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return np.arange(len(rows)) - starts[rows]
+
+
+def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.ndarray, rel: np.ndarray,
+             counts: np.ndarray, options: PrepareOptions, runid: str | None) -> Ranking:
+    """The matrices: each topic's first ``counts`` places NONPOOL unless (rows, position) gives
+    their relevance, PAD after."""
+    n = len(resolved.topics)
     if options.max_docs is not None:
         within = position < options.max_docs
         rows, rel, position = rows[within], rel[within], position[within]
         counts = np.minimum(counts, options.max_docs)
     depth = int(counts.max()) if n and len(counts) else 0
     matrix = np.full((n, depth), PAD, dtype=np.int32)
+    matrix[np.arange(depth) < counts[:, None]] = NONPOOL
     matrix[rows, position] = rel
 
-    rel_levels, max_level = _relevance_levels(qrels, qrels_topics, row_of, n)
-    return Ranking(topics=topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
-                   max_level=max_level, missing_topics=missing, dropped_run_topics=dropped, runid=runid)
+    rel_levels, max_level = _relevance_levels(qrels, resolved.qrels_topics, resolved.row_of, n)
+    return Ranking(topics=resolved.topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
+                   max_level=max_level, missing_topics=resolved.missing, dropped_run_topics=resolved.dropped,
+                   runid=runid)
 
 
 def _lookup_relevance(table: pa.Table, qrels: pa.Table) -> np.ndarray:

@@ -21,7 +21,7 @@ from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
 from evalstore.metrics import Measure, compute, parse_measure, resolve_measures, summarise
-from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.metrics._prepare import PrepareOptions, prepare_ranked
 from evalstore.services import jobs
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationOptions
 
@@ -51,6 +51,7 @@ class EvaluationSummary:
     topics: int
     missing_topics: tuple[str, ...] = ()
     timings: JobTimings = field(default_factory=JobTimings)
+    stored: StoredResults | None = None  # the results just computed, for MLflow (not when reused)
 
 
 def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
@@ -62,25 +63,29 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        run_table = repo.run_table(session, run, for_evaluation=True)
+        retrieved, judged = repo.judged_ranks(session, run, qrels)
         qrels_table = _qrels_cached(session, qrels)
     timings.load = time.perf_counter() - started
     options = job.options
     measures = [parse_measure(name) for name in options["measures"]]
     started = time.perf_counter()
-    rk = prepare(qrels_table, run_table, PrepareOptions(
+    rk = prepare_ranked(qrels_table, retrieved, judged, PrepareOptions(
         max_docs=options["max_docs"], judged_only=options["judged_only"],
         complete=options["missing_topics"] == "zero"), runid=run.tag)
-    del run_table
     if rk.n == 0:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
     values = compute(rk, measures, relevance_level=options["relevance_level"])
     per_query, aggregates = _result_tables(rk.topics, values)
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
-    jobs.complete(engine, job, per_query, aggregates)
+    header = jobs.complete(engine, job, per_query, aggregates)
     timings.store = time.perf_counter() - started
-    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics), timings)
+    stored = StoredResults(
+        job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *_frame(rk.topics, values),
+        {a["measure"]: a["value"] for a in aggregates},
+        {**header, "system": run.system, "run_metadata": dict(run.metadata_ or {})})
+    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics), timings,
+                             stored)
 
 
 _qrels_cache: dict[tuple[int, str], pa.Table] = {}
@@ -118,6 +123,18 @@ def _result_tables(topics: list[str], values: dict[Measure, np.ndarray]) -> tupl
         if summary is not None:
             aggregates.append({"measure": str(measure), "value": summary, "text_value": None, "query_count": n})
     return per_query, aggregates
+
+
+def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[str], list[str], pd.DataFrame]:
+    """(topics, measures, frame) as :func:`results` reads them back: topics sorted as text, one
+    float column per measure (text for relstring-like ones), in the measures' order."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
+         for m, column in values.items()},
+        index=pd.Index(topics, name="query_id")).sort_index()
+    return frame.index.tolist(), list(frame.columns), frame
 
 
 def evaluate_runs(

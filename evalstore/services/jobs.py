@@ -238,8 +238,9 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
     return row
 
 
-def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]]) -> None:
-    """Store the results and mark the job done, in one transaction; JobLost if no longer held."""
+def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]]) -> dict[str, Any]:
+    """Store the results and mark the job done, in one transaction; JobLost if no longer held.
+    Returns the stored results' header (hashes, versions), as :func:`evaluations.results` gives it."""
     with unit_of_work(engine) as session:
         row = _held(session, job)
         repo.replace_results(session, row.id, per_query, aggregates)
@@ -248,6 +249,8 @@ def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: l
         row.evalstore_version = __version__
         row.results_version += 1
         row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
+        return {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash, "options_hash": row.options_hash,
+                "evalstore_version": row.evalstore_version, "results_version": row.results_version}
 
 
 def fail(engine: Engine, job: ClaimedJob, error: str, *, retryable: bool) -> str:

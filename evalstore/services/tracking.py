@@ -66,10 +66,12 @@ def pending_count(engine: Engine) -> int:
             Evaluation.state == "done", Evaluation.mlflow_state.in_(("pending", "logging")))).all())
 
 
-def log_pending(engine: Engine, *, only: list[int] | None = None,
-                limit: int | None = None, tracking_uri: str | None = None) -> SyncReport:
+def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
+                tracking_uri: str | None = None, known: dict[int, StoredResults] | None = None) -> SyncReport:
     """Log every finished evaluation MLflow has not received (or only ``only``).
 
+    ``known`` holds results the caller has in memory (a worker that just stored them): used
+    when they are the stored version, which saves reading ~700k values back for a large run.
     Stops at the first failure, since the next ones would most likely fail the same way; the
     rest stay pending. Returns what was logged and what failed.
     """
@@ -77,16 +79,17 @@ def log_pending(engine: Engine, *, only: list[int] | None = None,
     if not config.mlflow_enabled():
         return report
     uri = tracking_uri or config.mlflow_tracking_uri()
-    client: MlflowClient | None = None
     while limit is None or len(report.logged) < limit:
         claimed = _claim(engine, only)
         if claimed is None:
             break
         evaluation_id, version, first_attempt = claimed
         try:
-            if client is None:
-                client = _client(uri)
-            run_id = _log_one(client, uri, results_for(engine, evaluation_id), version, first_attempt)
+            client = _client(uri)
+            stored = (known or {}).get(evaluation_id)
+            if stored is None or stored.header["results_version"] != version:
+                stored = results_for(engine, evaluation_id)
+            run_id = _log_one(client, uri, stored, version, first_attempt)
         except Exception as error:
             message = f"{type(error).__name__}: {error}".strip()[:2000]
             _give_back(engine, evaluation_id, version, message)
@@ -145,7 +148,15 @@ def _give_back(engine: Engine, evaluation_id: int, version: int, error: str) -> 
 # --- MLflow ------------------------------------------------------------------------------------
 
 
+_clients: dict[str, MlflowClient] = {}
+
+
 def _client(uri: str) -> MlflowClient:
+    """This process's client for ``uri``, opened once: a worker logs job after job, and opening
+    one checks the tracking store each time (a failed opening is simply tried again next time)."""
+    client = _clients.get(uri)
+    if client is not None:
+        return client
     from mlflow import MlflowClient
 
     # mlflow sets its loggers to INFO on import and announces its own database set-up each time
@@ -154,6 +165,7 @@ def _client(uri: str) -> MlflowClient:
     with _local_store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # a new local store creates its schema here
+    _clients[uri] = client
     return client
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 
 from evalstore.errors import EvalstoreError
 from evalstore.services import jobs
-from evalstore.services.evaluations import EvaluationSummary, run_job
+from evalstore.services.evaluations import EvaluationSummary, StoredResults, run_job
 
 log = logging.getLogger("evalstore.worker")
 
@@ -117,15 +117,15 @@ class Worker:
                         job.evaluation_id, summary.run, topic, job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
-            self._log_to_mlflow([job.evaluation_id])
+            self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: summary.stored} if summary.stored else None)
             log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
         return True
 
-    def _log_to_mlflow(self, only: list[int] | None) -> None:
+    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredResults] | None = None) -> None:
         from evalstore.services.tracking import log_pending
 
         try:
-            log_pending(self.engine, only=only)
+            log_pending(self.engine, only=only, known=known)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
             log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
 

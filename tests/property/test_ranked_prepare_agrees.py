@@ -1,0 +1,64 @@
+"""Evaluating a stored run starts from what the database computes (each topic's document count
+and the stored trec_eval rank of each judged document); it must give exactly the rankings the
+sorting path gives the same run: ties, run topics missing from the qrels or the reverse,
+negative ("pooled but unjudged") judgments, -J and -M, with and without -c."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalstore.metrics._prepare import PrepareOptions, prepare, prepare_ranked
+from evalstore.trec_order import trec_rank
+
+TOPICS = ["1", "2", "10", "B", "a"]
+DOCS = ["d1", "d2", "d3", "D4", "d10", "e"]
+
+
+@st.composite
+def run_and_qrels(draw: st.DrawFn) -> tuple[pa.Table, pa.Table]:
+    run_pairs = draw(st.lists(st.tuples(st.sampled_from(TOPICS[:4]), st.sampled_from(DOCS)), unique=True, max_size=20))
+    scores = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, -2.0, 3.25]), min_size=len(run_pairs),
+                           max_size=len(run_pairs)))
+    judged = draw(st.lists(st.tuples(st.sampled_from(TOPICS[1:]), st.sampled_from(DOCS)), unique=True, min_size=1,
+                           max_size=15))
+    levels = draw(st.lists(st.integers(-1, 3), min_size=len(judged), max_size=len(judged)))
+    run = pa.table({"topic": pa.array([t for t, _ in run_pairs], pa.string()),
+                    "doc": pa.array([d for _, d in run_pairs], pa.string()),
+                    "score": pa.array(scores, pa.float64())})
+    qrels = pa.table({"topic": [t for t, _ in judged], "doc": [d for _, d in judged],
+                      "relevance": pa.array(levels, pa.int64())})
+    return run, qrels
+
+
+def stored_view(run: pa.Table, qrels: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """What repositories.judged_ranks reads for the run once stored."""
+    frame = run.append_column("rank", pa.array(trec_rank(run))).to_pandas()
+    counts = frame.groupby("topic").size()
+    retrieved = pa.table({"topic": pa.array(counts.index.tolist(), pa.string()),
+                          "retrieved": pa.array(counts.to_numpy(), pa.int64())})
+    hits = frame.merge(qrels.to_pandas(), on=["topic", "doc"])
+    judged = pa.table({"topic": pa.array(hits["topic"].tolist(), pa.string()),
+                       "rank": pa.array(hits["rank"].to_numpy(), pa.int32()),
+                       "relevance": pa.array(hits["relevance"].to_numpy(), pa.int64())})
+    return retrieved, judged
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=run_and_qrels(), judged_only=st.booleans(), complete=st.booleans(),
+       max_docs=st.sampled_from([None, 1, 2, 5]))
+def test_prepare_from_stored_ranks_equals_sorting(data: tuple[pa.Table, pa.Table], judged_only: bool,
+                                                   complete: bool, max_docs: int | None) -> None:
+    run, qrels = data
+    options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
+    expected = prepare(qrels, run, options)
+    got = prepare_ranked(qrels, *stored_view(run, qrels), options)
+    assert got.topics == expected.topics
+    assert got.missing_topics == expected.missing_topics
+    assert got.dropped_run_topics == expected.dropped_run_topics
+    np.testing.assert_array_equal(got.rel, expected.rel)
+    np.testing.assert_array_equal(got.num_ret, expected.num_ret)
+    np.testing.assert_array_equal(got.rel_levels, expected.rel_levels)
+    assert got.max_level == expected.max_level
