@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from sqlalchemy import Engine, update
@@ -101,3 +102,16 @@ def test_recomputed_results_are_logged_as_a_new_run(engine: Engine, evaluated_of
     assert (recomputed.results_version, recomputed.mlflow_state) == (2, "logged")
     runs = _logged_runs(tracking_uri)
     assert sorted(r.data.tags["evalstore.results_version"] for r in runs) == ["1", "2"]
+    # version 1 was read back from the database by the sync, version 2 logged by the worker from
+    # the results it had just computed: the same content either way
+    client = MlflowClient(tracking_uri)
+    synced, from_memory = sorted(runs, key=lambda r: r.data.tags["evalstore.results_version"])
+    assert synced.data.metrics == from_memory.data.metrics and synced.data.params == from_memory.data.params
+
+    def artifact(run, name: str) -> bytes:  # type: ignore[no-untyped-def]
+        return Path(client.download_artifacts(run.info.run_id, name)).read_bytes()
+
+    for name in ("trec_eval.txt", "per_query_table.json"):
+        assert artifact(synced, name) == artifact(from_memory, name)
+    frames = [pd.read_parquet(client.download_artifacts(r.info.run_id, "per_query.parquet")) for r in runs]
+    pd.testing.assert_frame_equal(frames[0], frames[1])
