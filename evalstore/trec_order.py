@@ -13,23 +13,32 @@ import pyarrow.compute as pc
 
 def trec_rank(run: pa.Table) -> np.ndarray:
     """Each row's 1-based rank within its topic in trec_eval order, aligned with ``run``'s rows
-    (topic, doc, score). Run files usually list each topic's documents together, in that order
+    (topic, doc, score)."""
+    return ranks_and_counts(run)[0]
+
+
+def ranks_and_counts(run: pa.Table) -> tuple[np.ndarray, pa.Table]:
+    """:func:`trec_rank`, and each topic's number of rows (topic, retrieved), from one encoding
+    of the topics. Run files usually list each topic's documents together, in that order
     already: checking so takes ~0.2 s for 7M rows, where pyarrow's sort takes 0.5 s (3 s when
     the rows are shuffled), which is then the fallback. Topics are grouped by integer code: their
     order does not matter, only which rows share one."""
     if run.num_rows == 0:
-        return np.zeros(0, dtype=np.int32)
+        return np.zeros(0, dtype=np.int32), pa.table({"topic": pa.array([], pa.string()),
+                                                      "retrieved": pa.array([], pa.int64())})
     encoded = pc.dictionary_encode(run["topic"])
     encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
     codes = encoded.indices.to_numpy(zero_copy_only=False)
+    counts = pa.table({"topic": encoded.dictionary,
+                       "retrieved": np.bincount(codes, minlength=len(encoded.dictionary)).astype(np.int64)})
     if _listed_in_trec_order(codes, len(encoded.dictionary), run):
-        return positions_within_groups(codes)
+        return positions_within_groups(codes), counts
     keyed = pa.table({"topic": encoded.indices, "score": run["score"], "doc": run["doc"]})
     order = pc.sort_indices(keyed, sort_keys=[("topic", "ascending"), ("score", "descending"),
                                               ("doc", "descending")]).to_numpy()
     ranks = np.empty(len(order), dtype=np.int32)
     ranks[order] = positions_within_groups(codes[order])
-    return ranks
+    return ranks, counts
 
 
 def _listed_in_trec_order(codes: np.ndarray, topics: int, run: pa.Table) -> bool:

@@ -10,7 +10,7 @@
    time beyond the metric computation (claim, read, store, MLflow), from the workers' logs.
 
     python scripts/bench_worker.py --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test
-        [--topics 6980] [--depth 1000] [--runs 100] [--skip-large] [--skip-throughput]
+        [--topics 6980] [--depth 1000] [--runs 100] [--repeat 3] [--skip-large] [--skip-throughput]
 
 Uses a scratch database it creates and drops, and a local MLflow SQLite store in a temp folder.
 """
@@ -56,7 +56,7 @@ def timed(args: list[str], env: dict[str, str], log: Path | None = None) -> floa
     return time.perf_counter() - start
 
 
-def large(url: str, env: dict[str, str], folder: Path, topics: int, depth: int) -> None:
+def large(url: str, env: dict[str, str], folder: Path, topics: int, depth: int, repeat: int) -> None:
     subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(folder), "--topics", str(topics),
                     "--depth", str(depth)], check=True, stdout=subprocess.DEVNULL)
     run, qrels = folder / "run.txt", folder / "qrels.txt"
@@ -64,18 +64,21 @@ def large(url: str, env: dict[str, str], folder: Path, topics: int, depth: int) 
                    stderr=subprocess.DEVNULL)
     subprocess.run([EVALSTORE, "runs", "register", str(run), "--name", "big"], env=env, check=True,
                    stderr=subprocess.DEVNULL)
-    log = folder / "evaluate.log"
-    service = timed([EVALSTORE, "evaluate", "--qrels", "synthetic", "--run", "big", "--measures", "all_trec",
-                     "--wait"], env, log)
-    direct = timed([EVALSTORE, "trec-eval", "-q", "-m", "all_trec", str(qrels), str(run)], env)
-    text = log.read_text()
-    steps = re.search(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)
-    mlflow = re.search(r"MLflow logging took ([\d.]+)s", text)
-    print(f"large: {topics * depth:,} stored rows, all_trec, PostgreSQL + local MLflow")
-    print(f"  evalstore evaluate --wait : {service:6.1f} s  (read {steps[1]} s, compute {steps[2]} s, "
-          f"store {steps[3]} s, MLflow {mlflow[1] if mlflow else '?'} s, plus start-up)")
-    print(f"  evalstore trec-eval -q    : {direct:6.1f} s")
-    print(f"  ratio                     : {service / direct:6.2f}x (target <= 2x)")
+    services, directs = [], []
+    for round_ in range(repeat):  # alternating, so both see the same state of this noisy VM
+        log = folder / f"evaluate{round_}.log"
+        services.append(timed([EVALSTORE, "evaluate", "--qrels", "synthetic", "--run", "big", "--measures",
+                               "all_trec", "--wait", *(["--force"] if round_ else [])], env, log))
+        directs.append(timed([EVALSTORE, "trec-eval", "-q", "-m", "all_trec", str(qrels), str(run)], env))
+        text = log.read_text()
+        steps = re.search(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)
+        mlflow = re.search(r"MLflow logging took ([\d.]+)s", text)
+        print(f"large, round {round_ + 1}: {topics * depth:,} stored rows, all_trec, PostgreSQL + local MLflow")
+        print(f"  evalstore evaluate --wait : {services[-1]:6.1f} s  (read {steps[1]} s, compute {steps[2]} s, "
+              f"store {steps[3]} s, MLflow {mlflow[1] if mlflow else '?'} s, plus start-up)")
+        print(f"  evalstore trec-eval -q    : {directs[-1]:6.1f} s")
+    ratio = statistics.median(services) / statistics.median(directs)
+    print(f"  ratio of the medians      : {ratio:6.2f}x (target <= 2x)")
 
 
 def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:
@@ -114,6 +117,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=6980)
     parser.add_argument("--depth", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the large comparison")
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
@@ -125,8 +129,13 @@ def main() -> None:
         env.pop("EVALSTORE_MLFLOW", None)
         try:
             subprocess.run([EVALSTORE, "db", "upgrade"], env=env, check=True, stderr=subprocess.DEVNULL)
+            # the MLflow store exists before the timed work, as ours does after `db upgrade`: creating
+            # its schema is a one-off ~1-2 s that no later evaluation pays
+            subprocess.run([sys.executable, "-c", "import sys; from mlflow import MlflowClient; "
+                            "MlflowClient(sys.argv[1]).search_experiments()", env["MLFLOW_TRACKING_URI"]],
+                           env=env, check=True, stderr=subprocess.DEVNULL)
             if not args.skip_large:
-                large(url, env, folder / "large", args.topics, args.depth)
+                large(url, env, folder / "large", args.topics, args.depth, args.repeat)
             if not args.skip_throughput:
                 throughput(url, env, folder / "throughput", args.runs)
         finally:

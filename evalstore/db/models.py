@@ -125,6 +125,17 @@ class RunRow(Base):
     trec_rank: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
+class RunTopic(Base):
+    """How many documents a run retrieved for a topic: with the stored trec_eval ranks, this is
+    all an evaluation needs of the run's unjudged documents (see repositories.judged_ranks)."""
+
+    __tablename__ = "run_topics"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    retrieved: Mapped[int] = mapped_column(Integer)
+
+
 class Evaluation(Base):
     """An evaluation job and the header of its results: one per (run, qrels, measures, options)."""
 

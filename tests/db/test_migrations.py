@@ -46,17 +46,20 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head() -> None:
-    assert head_revision() == "0005"
+    assert head_revision() == "0006"
 
 
-def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:
+def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
     """Rows stored before 0003 get the rank trec_rank gives: ties by docno descending in byte
-    order, so "a" > "B" on PostgreSQL too, whatever the database's collation."""
+    order, so "a" > "B" on PostgreSQL too, whatever the database's collation; 0006 counts each
+    stored run's documents per topic."""
     rows = [("2", "z", 0.5), ("1", "a", 1.0), ("1", "c", 1.0), ("1", "b", 2.0), ("1", "B", 1.0)]
     engine = make_engine(database_url)
     try:
         upgrade(engine, "0002")
         with engine.begin() as connection:
+            connection.execute(text("INSERT INTO runs (id, name, metadata, content_hash, row_count, topic_count, "
+                                    "created_at) VALUES (7, 'r', '{}', 'h', 5, 2, CURRENT_TIMESTAMP)"))
             if connection.dialect.name == "postgresql":
                 connection.execute(text("CREATE TABLE run_rows_p7 PARTITION OF run_rows FOR VALUES IN (7)"))
             connection.execute(
@@ -66,6 +69,8 @@ def test_0003_ranks_stored_rows_in_trec_eval_order(database_url: str) -> None:
         upgrade(engine)
         with engine.connect() as connection:
             stored = connection.execute(text("SELECT trec_rank FROM run_rows ORDER BY position")).scalars().all()
+            counts = connection.execute(text("SELECT run_id, topic, retrieved FROM run_topics ORDER BY topic")).all()
+        assert [tuple(row) for row in counts] == [(7, "1", 4), (7, "2", 1)]
         table = pa.table({"topic": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [r[2] for r in rows]})
         assert stored == trec_rank(table).tolist() == [1, 3, 2, 1, 4]
     finally:
