@@ -287,8 +287,10 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
         axes = figure.add_subplot()
         heights = [v for v, _ in values]
         # one filled outline, not a patch per topic, and only the 5 best and 5 worst topics named:
-        # a label for every topic tripled the drawing time (~0.1 s a job)
-        axes.stairs(heights, range(len(values) + 1), fill=True, color="#4c72b0")
+        # a label for every topic tripled the drawing time (~0.1 s a job); fill_between's steps
+        # draw what stairs(fill=True) does, which took 0.3 s to build for 7,000 topics (0.01 s)
+        axes.fill_between(range(len(values) + 1), [*heights, heights[-1]], step="post", color="#4c72b0",
+                          linewidth=0)
         named = sorted({*range(min(5, len(values))), *range(max(0, len(values) - 5), len(values))})
         axes.set_xticks([i + 0.5 for i in named], [values[i][1] for i in named], rotation=90, fontsize=7)
         mean = stored.aggregates.get(main)

@@ -1,0 +1,34 @@
+"""The installed `evalstore` command itself, in its own process: it leaves without tearing the
+interpreter down (os._exit), so check that what a user relies on at exit still happens: the
+exit code, output flushed to a pipe, and writes committed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import shared_path
+
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    url = f"sqlite:///{tmp_path / 'console.db'}"
+    return subprocess.run([EVALSTORE, "--database-url", url, *args], capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"})
+
+
+def test_exit_codes_piped_output_and_committed_writes(tmp_path: Path) -> None:
+    assert _run(tmp_path, "db", "upgrade").returncode == 0
+    registered = _run(tmp_path, "runs", "register", str(shared_path("trec_eval_test", "results.test")), "--name", "std")
+    assert registered.returncode == 0
+    listed = _run(tmp_path, "runs", "list", "--format", "json")  # a pipe: block-buffered, flushed at exit
+    assert listed.returncode == 0
+    assert [run["name"] for run in json.loads(listed.stdout)] == ["std"]
+    missing = _run(tmp_path, "runs", "show", "nope")
+    assert missing.returncode == 1
+    assert missing.stderr == "Error: No run named 'nope'. See 'evalstore runs list' for the registered runs.\n"
+    usage = _run(tmp_path, "runs", "frobnicate")
+    assert usage.returncode == 2 and "No such command 'frobnicate'" in usage.stderr
