@@ -89,9 +89,10 @@ def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:
                     "--depth", "1000"], check=True, stdout=subprocess.DEVNULL)
     engine = make_engine(url)
     store.import_qrels(engine, folder / "dl" / "qrels.txt", name="dl")
-    for i in range(runs):  # one run file under many names: each is its own job
-        store.register_run(engine, folder / "dl" / "run.txt", name=f"run{i:03d}")
-    jobs.enqueue(engine, qrels_name="dl", run_names=None)
+    names = [f"run{i:03d}" for i in range(runs)]
+    for name in names:  # one run file under many names: each is its own job
+        store.register_run(engine, folder / "dl" / "run.txt", name=name)
+    jobs.enqueue(engine, qrels_name="dl", run_names=names)
     log = folder / "workers.log"
     seconds = timed([EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.2"], env, log)
     text = log.read_text()

@@ -8,6 +8,7 @@ from alembic import command
 from sqlalchemy import inspect, text
 
 from evalstore.db.engine import (
+    SCHEMA_REVISION,
     alembic_config,
     current_revision,
     downgrade,
@@ -45,8 +46,8 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
         engine.dispose()
 
 
-def test_single_head() -> None:
-    assert head_revision() == "0006"
+def test_single_head_is_the_revision_commands_check_for() -> None:
+    assert head_revision() == SCHEMA_REVISION == "0006"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
