@@ -299,7 +299,7 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
             axes.legend(loc="upper right")
         axes.set_xlabel(f"topics, best to worst ({len(values)})")
         axes.set_ylabel(main)
-        axes.set_title(f"{main} per topic: {stored.run} on {stored.qrels}")
+        axes.set_title(f"{main} per topic: {stored.run} on {stored.qrels}", y=1.0, pad=6)
         yield f"per_topic_{mlflow_key(main)}.png", figure
     curve = sorted((parse_measure(m).param("recall"), value) for m, value in stored.aggregates.items()
                    if parse_measure(m).family == "IPrec")
@@ -312,7 +312,7 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
         axes.set_ylim(0, 1.02)
         axes.set_xlabel("recall")
         axes.set_ylabel("interpolated precision")
-        axes.set_title(f"Interpolated precision-recall: {stored.run}")
+        axes.set_title(f"Interpolated precision-recall: {stored.run}", y=1.0, pad=6)
         axes.grid(alpha=0.3)
         yield "precision_recall.png", figure
 
