@@ -8,6 +8,7 @@ when the lease runs out.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -108,7 +109,8 @@ class Worker:
             state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
             log.exception("job %d: failed (%s)", job.evaluation_id, state)
             return True
-        self.done[job.evaluation_id] = summary
+        # kept without the results themselves: a long-lived worker would otherwise hold every job's
+        self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
         t = summary.timings
         log.info("job %d: done, run '%s' on '%s', %d topics (load %.2fs, compute %.2fs, store %.2fs)",
                  job.evaluation_id, summary.run, summary.qrels, summary.topics, t.load, t.compute, t.store)
