@@ -248,7 +248,7 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
             elif root == "num_q":
                 lines.append(_line(name, "all", str(len(topics))))
             elif measure is not None and measure.spec.summary != "none":
-                lines.append(_line(name, "all", _format(measure, summary_of(measure))))
+                lines.append(_line(name, "all", _format_column(measure, [summary_of(measure)])[0]))
     return text + "".join(lines)
 
 
@@ -266,17 +266,9 @@ def _line(name: str, topic: str, value: str) -> str:
     return f"{name:<22s}\t{topic}\t{value}\n"
 
 
-def _format(measure: Measure, value: Any) -> str:
-    kind = measure.spec.value_type
-    if kind == "str":
-        return f"'{value}'"
-    if kind == "int":
-        return str(int(round(float(value))))
-    return f"{float(value):6.4f}"
-
-
 def _format_column(measure: Measure, values: Sequence[Any]) -> list[str]:
-    """:func:`_format` over a whole column (rint rounds half to even, as round does)."""
+    """trec_eval's text for each value: quoted strings, integers (rint rounds half to even, as
+    trec_eval's printf does), or %6.4f."""
     kind = measure.spec.value_type
     if kind == "str":
         return [f"'{value}'" for value in values]

@@ -304,17 +304,25 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
     curve = sorted((parse_measure(m).param("recall"), value) for m, value in stored.aggregates.items()
                    if parse_measure(m).family == "IPrec")
     if len(curve) >= 2:
-        figure = Figure(figsize=(5.0, 4.5), dpi=90)
-        figure.subplots_adjust(left=0.14, right=0.96, top=0.9, bottom=0.12)
-        axes = figure.add_subplot()
+        figure, axes = _curve_axes("recall", "interpolated precision", f"Interpolated precision-recall: {stored.run}")
         axes.plot([r for r, _ in curve], [p for _, p in curve], marker="o", color="#4c72b0")
-        axes.set_xlim(0, 1)
-        axes.set_ylim(0, 1.02)
-        axes.set_xlabel("recall")
-        axes.set_ylabel("interpolated precision")
-        axes.set_title(f"Interpolated precision-recall: {stored.run}", y=1.0, pad=6)
-        axes.grid(alpha=0.3)
         yield "precision_recall.png", figure
+
+
+def _curve_axes(xlabel: str, ylabel: str, title: str) -> tuple[Any, Any]:
+    """A figure for a curve on the unit square (precision-recall, ROC), labelled and gridded."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(5.0, 4.5), dpi=90)
+    figure.subplots_adjust(left=0.14, right=0.96, top=0.9, bottom=0.12)
+    axes = figure.add_subplot()
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, y=1.0, pad=6)  # placed explicitly: matplotlib measures every tick to place it
+    axes.grid(alpha=0.3)
+    return figure, axes
 
 
 def log_comparison(comparison: Comparison, figure: Any | None = None) -> str:
@@ -407,7 +415,6 @@ def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
     import numpy as np
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure
 
     curve = result.curve
     assert curve is not None
@@ -419,19 +426,11 @@ def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
             ("precision_recall_curve.png", np.r_[0.0, curve.recall], np.r_[1.0, curve.precision], "recall",
              "precision", f"AP {result.aggregates.get('average_precision', float('nan')):.4f}")):
         keep = np.r_[np.arange(0, len(x), step), len(x) - 1]
-        figure = Figure(figsize=(5.0, 4.5), dpi=90)
-        figure.subplots_adjust(left=0.14, right=0.96, top=0.9, bottom=0.12)
-        axes = figure.add_subplot()
+        figure, axes = _curve_axes(xlabel, ylabel, f"{result.predictions} on {result.labels}")
         axes.plot(x[keep], y[keep], color="#4c72b0", label=value)
         if name == "roc_curve.png":
             axes.plot([0, 1], [0, 1], color="#999999", linestyle=":")
-        axes.set_xlim(0, 1)
-        axes.set_ylim(0, 1.02)
-        axes.set_xlabel(xlabel)
-        axes.set_ylabel(ylabel)
         axes.legend(loc="lower right")
-        axes.set_title(f"{result.predictions} on {result.labels}")
-        axes.grid(alpha=0.3)
         yield name, figure
 
 
