@@ -42,11 +42,11 @@ def evaluate(
     beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
     baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
 ) -> None:
-    """Queue evaluations of stored runs against stored qrels (one job per run), or evaluate
-    predictions against gold labels (--labels).
+    """Queue evaluations of stored runs against stored qrels (one job per run), or of
+    predictions against gold labels (--labels, one job per prediction set).
 
     The same inputs and options are one job: a finished one is reused unless --force. Without
-    --wait the jobs wait for 'evalstore worker'. Predictions are evaluated in this process."""
+    --wait the jobs wait for 'evalstore worker'."""
     from evalstore.services import jobs
 
     if labels is not None:
@@ -57,7 +57,7 @@ def evaluate(
                                         "ranking runs. Give one or the other.")
         evaluate_predictions(ctx, labels=labels, predictions=predictions, cost_matrix=cost_matrix,
                              threshold=threshold, positive=positive, prior=prior, beta=beta, baseline=baseline,
-                             force=force, fmt=fmt)
+                             force=force, wait=wait, max_attempts=max_attempts, fmt=fmt)
         return
     if qrels is None:
         raise InvalidParameterError("Give --qrels NAME (ranking runs) or --labels NAME (predictions).")

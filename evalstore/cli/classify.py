@@ -108,31 +108,45 @@ def register_clusters(
 
 def evaluate_predictions(ctx: typer.Context, *, labels: str, predictions: list[str], cost_matrix: Path | None,
                          threshold: str | None, positive: str | None, prior: float | None, beta: float,
-                         baseline: str | None, force: bool, fmt: OutputFormat) -> None:
-    """`evaluate --labels`: computed in this process (a 10M-prediction suite takes seconds)."""
-    from evalstore.services import classification
+                         baseline: str | None, force: bool, wait: bool, max_attempts: int,
+                         fmt: OutputFormat) -> None:
+    """`evaluate --labels`: one queued job per prediction set, as for runs; with --wait, done
+    here when no worker is running, and the main measures shown."""
+    from evalstore.errors import EvaluationError
+    from evalstore.services import classification, jobs
 
-    results = classification.evaluate(
-        state(ctx).engine(), labels_name=labels, prediction_names=predictions or None, cost_matrix=cost_matrix,
-        threshold=threshold, positive=positive, prior=prior, beta=beta, baseline=baseline, force=force)
+    engine = state(ctx).engine()
+    refs = classification.enqueue(
+        engine, labels_name=labels, prediction_names=predictions or None, cost_matrix=cost_matrix,
+        threshold=threshold, positive=positive, prior=prior, beta=beta, baseline=baseline, force=force,
+        max_attempts=max_attempts)
+    for ref in refs:
+        info(f"job {ref.evaluation_id}: predictions '{ref.run}' on '{ref.qrels}': {ref.outcome}")
+    if not wait:
+        views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
+        render([v.as_dict() for v in views], ["id", "kind", "run", "qrels", "state", "attempts", "mlflow_state"],
+               fmt, title="evaluations")
+        return
+    from evalstore._logging import configure_logging
+    from evalstore.config import mlflow_enabled
+    from evalstore.services.worker import work_on
+
+    configure_logging()
+    work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow_enabled())
+    views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
+    failed = [v for v in views if v.state != "done"]
+    if failed:
+        raise EvaluationError(f"{len(failed)} of {len(views)} evaluations did not finish: "
+                              + "; ".join(f"job {v.id} ({v.run}) {v.state}: {v.error}" for v in failed))
     shown = ["accuracy", "f1_macro", "mcc", "auc", "gauc", "average_precision", "cost", "purity", "purity_f", "nmi"]
     rows = []
-    for result in results:
-        info(f"evaluation {result.evaluation_id}: '{result.predictions}' on '{result.labels}': "
-             f"{'computed' if result.created else 'reused'}")
+    for view in views:
+        result = classification.stored_evaluation(engine, view.id, with_groups=False)
         rows.append({"evaluation": result.evaluation_id, "predictions": result.predictions, "kind": result.kind,
                      **{m: result.aggregates.get(m) for m in shown},
-                     "threshold": result.settings.get("threshold")})
-    from evalstore.config import mlflow_enabled
-
-    if mlflow_enabled():
-        from evalstore.services.tracking import log_classification
-
-        for result in results:
-            if result.created:
-                info(f"evaluation {result.evaluation_id} logged to MLflow as run {log_classification(result)}")
+                     "threshold": result.settings.get("threshold"), "mlflow_state": view.mlflow_state})
     columns = ["evaluation", "predictions", "kind",
-               *[m for m in [*shown, "threshold"] if any(r[m] is not None for r in rows)]]
+               *[m for m in [*shown, "threshold"] if any(r[m] is not None for r in rows)], "mlflow_state"]
     render(rows, columns, fmt, title=f"evaluations on '{labels}'")
 
 

@@ -11,7 +11,7 @@ from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(help="Look after queued evaluations: list, show, retry, cancel.", no_args_is_help=True)
 
-LIST_COLUMNS = ["id", "run", "qrels", "state", "attempts", "worker_id", "mlflow_state", "finished_at", "error"]
+LIST_COLUMNS = ["id", "kind", "run", "qrels", "state", "attempts", "worker_id", "mlflow_state", "finished_at", "error"]
 
 
 def worker(
@@ -45,11 +45,12 @@ def list_jobs(
     ctx: typer.Context,
     job_state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable): queued, "
                                         "running, done, failed, cancelled."),
-    qrels: str | None = typer.Option(None, "--qrels", help="Only jobs on these qrels."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Only jobs on these qrels (or gold labels)."),
     limit: int = typer.Option(100, "--limit", min=1, help="The newest N jobs."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
-    """Jobs, oldest first, with their state, attempts and error."""
+    """Jobs, oldest first, with their state, attempts and error. For predictions (kind
+    classifier or clustering), run is the prediction set and qrels its gold labels."""
     from evalstore.services import jobs
 
     views = jobs.list_jobs(state(ctx).engine(), states=job_state or None, qrels_name=qrels, limit=limit)
@@ -71,7 +72,7 @@ def retry(ctx: typer.Context, job_id: int = typer.Argument(..., help="A failed o
     from evalstore.services import jobs
 
     view = jobs.retry(state(ctx).engine(), job_id)
-    info(f"job {view.id} queued again (run '{view.run}' on '{view.qrels}')")
+    info(f"job {view.id} queued again ({view.inputs()})")
 
 
 @app.command("cancel")
@@ -80,4 +81,4 @@ def cancel(ctx: typer.Context, job_id: int = typer.Argument(..., help="A queued 
     from evalstore.services import jobs
 
     view = jobs.cancel(state(ctx).engine(), job_id)
-    info(f"job {view.id} cancelled (run '{view.run}' on '{view.qrels}')")
+    info(f"job {view.id} cancelled ({view.inputs()})")

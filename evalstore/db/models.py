@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -137,18 +138,29 @@ class RunTopic(Base):
 
 
 class Evaluation(Base):
-    """An evaluation job and the header of its results: one per (run, qrels, measures, options)."""
+    """An evaluation job and the header of its results: one per (run, qrels, measures, options)
+    for a ranking run, or one per (prediction set, options) for classifier predictions or a
+    clustering (migration 0007). Both kinds share the queue, the workers and MLflow logging; a
+    classification's per-group values are its ``query_results`` (query_id = group)."""
 
     __tablename__ = "evaluations"
     __table_args__ = (
         UniqueConstraint("run_id", "qrels_id", "options_hash"),
+        UniqueConstraint("prediction_set_id", "options_hash"),
+        CheckConstraint(
+            "(run_id IS NOT NULL AND qrels_id IS NOT NULL AND prediction_set_id IS NULL) OR "
+            "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NOT NULL)", name="inputs"),
         Index("ix_evaluations_state_lease", "state", "lease_expires_at"),
         Index("ix_evaluations_mlflow_state", "mlflow_state"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    prediction_set_id: Mapped[int | None] = mapped_column(ForeignKey("prediction_sets.id", ondelete="CASCADE"),
+                                                          index=True)
+    # classification: what the options led to (threshold used, confusion matrix, curve points)
+    settings: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
     measures: Mapped[str] = mapped_column(Text)
     options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     options_hash: Mapped[str] = mapped_column(String(64))
@@ -341,41 +353,3 @@ class PredictionScore(Base):
     item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
     class_label: Mapped[str] = mapped_column(String(200), primary_key=True)
     score: Mapped[float] = mapped_column(Double)
-
-
-class ClassificationEvaluation(Base):
-    """The stored result of evaluating one prediction set against its gold labels with given
-    options (threshold rule, cost matrix, positive class, beta, baseline)."""
-
-    __tablename__ = "classification_evaluations"
-    __table_args__ = (UniqueConstraint("prediction_set_id", "options_hash"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    prediction_set_id: Mapped[int] = mapped_column(ForeignKey("prediction_sets.id", ondelete="CASCADE"))
-    options: Mapped[dict[str, Any]] = mapped_column(JSON)
-    options_hash: Mapped[str] = mapped_column(String(64))
-    settings: Mapped[dict[str, Any]] = mapped_column(JSON)  # threshold used, confusion matrix, ...
-    evalstore_version: Mapped[str] = mapped_column(String(50))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
-
-class ClassificationAggregate(Base):
-    __tablename__ = "classification_aggregates"
-
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("classification_evaluations.id", ondelete="CASCADE"), primary_key=True)
-    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
-    value: Mapped[float | None] = mapped_column(Double)
-
-
-class ClassificationGroupValue(Base):
-    """A measure's value in one group (the per-query value of a ranking evaluation)."""
-
-    __tablename__ = "classification_group_values"
-    __table_args__ = ({"sqlite_with_rowid": False},)
-
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("classification_evaluations.id", ondelete="CASCADE"), primary_key=True)
-    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
-    group_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    value: Mapped[float | None] = mapped_column(Double)

@@ -20,6 +20,9 @@ from evalstore.db.models import (
     AggregateResult,
     Evaluation,
     Judgment,
+    Prediction,
+    PredictionScore,
+    PredictionSet,
     QrelsSet,
     QueryResult,
     Run,
@@ -92,6 +95,17 @@ def delete_qrels(session: Session, qrels: QrelsSet) -> None:
     _delete_results(session, session.scalars(select(Evaluation.id).where(Evaluation.qrels_id == qrels.id)).all())
     session.execute(delete(Judgment).where(Judgment.qrels_id == qrels.id))
     session.delete(qrels)
+    session.flush()
+
+
+def delete_prediction_set(session: Session, prediction_set: PredictionSet) -> None:
+    """A prediction set with its rows and its evaluations' values (none of them has a foreign key,
+    see models.Prediction); the evaluations themselves cascade."""
+    _delete_results(session, session.scalars(select(Evaluation.id).where(
+        Evaluation.prediction_set_id == prediction_set.id)).all())
+    session.execute(delete(Prediction).where(Prediction.prediction_set_id == prediction_set.id))
+    session.execute(delete(PredictionScore).where(PredictionScore.prediction_set_id == prediction_set.id))
+    session.delete(prediction_set)
     session.flush()
 
 

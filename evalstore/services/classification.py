@@ -6,8 +6,10 @@ One transaction per write; a bad file is refused before anything is stored.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,15 +19,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, delete, select
 
-from evalstore import __version__
 from evalstore import classification as measures
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
-    ClassificationAggregate,
-    ClassificationEvaluation,
-    ClassificationGroupValue,
+    AggregateResult,
+    Evaluation,
     GoldLabel,
     LabelSet,
     Prediction,
@@ -33,8 +33,10 @@ from evalstore.db.models import (
     PredictionSet,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.io.labels import Gold, read_cost_matrix, read_gold, read_predictions
+from evalstore.services import jobs
+from evalstore.services.evaluations import EvaluationSummary, JobTimings
 
 KINDS = ("classifier", "clustering")
 
@@ -166,9 +168,7 @@ def register_predictions(engine: Engine, path: Path, *, name: str, labels_name: 
             if not replace:
                 raise ConflictError(f"Predictions named '{name}' exist with other content. Pass --replace to "
                                     "replace them (their evaluations go with them), or choose another --name.")
-            _delete_prediction_rows(session, existing.id)
-            session.delete(existing)
-            session.flush()
+            repo.delete_prediction_set(session, existing)
         prediction_set = PredictionSet(
             name=name, label_set_id=label_set.id, kind=kind, system=system, description=description,
             metadata_=metadata or {}, content_hash=content_hash, row_count=len(parsed.items),
@@ -190,11 +190,6 @@ def register_predictions(engine: Engine, path: Path, *, name: str, labels_name: 
         return _prediction_summary(prediction_set, labels_name)
 
 
-def _delete_prediction_rows(session: Any, prediction_set_id: int) -> None:
-    session.execute(delete(Prediction).where(Prediction.prediction_set_id == prediction_set_id))
-    session.execute(delete(PredictionScore).where(PredictionScore.prediction_set_id == prediction_set_id))
-
-
 def list_prediction_sets(engine: Engine, labels_name: str | None = None) -> list[SetSummary]:
     with read_only(engine) as session:
         query = select(PredictionSet, LabelSet.name).join(LabelSet, LabelSet.id == PredictionSet.label_set_id)
@@ -206,8 +201,7 @@ def list_prediction_sets(engine: Engine, labels_name: str | None = None) -> list
 def delete_predictions(engine: Engine, name: str) -> None:
     with unit_of_work(engine) as session:
         prediction_set = _get_prediction_set(session, name)
-        _delete_prediction_rows(session, prediction_set.id)
-        session.delete(prediction_set)
+        repo.delete_prediction_set(session, prediction_set)
 
 
 # --- evaluation ------------------------------------------------------------------------------
@@ -265,77 +259,134 @@ def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, g
 
 @dataclass(frozen=True)
 class Evaluated:
+    """A classification evaluation: computed by a worker just now, or read back from the store."""
+
     predictions: str
     labels: str
     kind: str
     evaluation_id: int
     aggregates: dict[str, float]
-    settings: dict[str, Any]
+    settings: dict[str, Any]  # threshold used, confusion matrix, curve points (binary scores)
     options: dict[str, Any]
     created: bool
-    curve: measures.Curve | None = None  # binary scores: for the ROC and precision-recall plots
-    per_group: pd.DataFrame | None = None  # group x measure, when computed now
+    header: dict[str, Any]  # hashes and versions, as MLflow tags them
+    per_group: pd.DataFrame | None = None  # group x measure (sorted by group), when read
     metadata: dict[str, Any] | None = None  # the prediction set's system and metadata
 
 
-def evaluate(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
-             cost_matrix: Path | None = None, threshold: float | str | None = None, positive: str | None = None,
-             prior: float | None = None, beta: float = 1.0, baseline: str | None = None,
-             force: bool = False) -> list[Evaluated]:
-    """Evaluate prediction sets (all of the labels' when ``prediction_names`` is None) and store
-    aggregates and per-group values, one transaction each; the same options again return the
-    stored result unless ``force``."""
+def _evaluation_options(session: Any, label_set: LabelSet, *, cost_matrix: Path | None,
+                        threshold: float | str | None, positive: str | None, prior: float | None, beta: float,
+                        baseline: str | None) -> dict[str, Any]:
+    """Check the options and write them out as stored (the cost matrix and baseline included, so
+    the job needs nothing but its row)."""
     if isinstance(threshold, str) and threshold not in measures.THRESHOLD_RULES:
         try:
             threshold = float(threshold)
         except ValueError:
-            raise InvalidParameterError(f"--threshold must be a number or one of "
-                                        f"{', '.join(measures.THRESHOLD_RULES)}, not '{threshold}'.") from None
+            raise InvalidParameterError(
+                f"--threshold must be a number or one of {', '.join(measures.THRESHOLD_RULES)}, not "
+                f"'{threshold}'.") from None
     if prior is not None and not 0 < prior < 1:
         raise InvalidParameterError(f"--prior must be between 0 and 1 (P(positive class)), not {prior}.")
-    with read_only(engine) as session:
+    classes = list(label_set.classes)
+    if positive is not None and positive not in classes:
+        raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
+    base_set = _get_prediction_set(session, baseline) if baseline else None
+    costs = read_cost_matrix(cost_matrix, classes) if cost_matrix is not None else None
+    positive_code = classes.index(positive) if positive is not None else len(classes) - 1
+    return {"threshold": threshold, "positive": classes[positive_code] if len(classes) == 2 else None,
+            "prior": prior, "beta": beta, "cost_matrix": costs.tolist() if costs is not None else None,
+            "baseline": base_set.name if base_set else None,
+            "baseline_hash": base_set.content_hash if base_set else None}
+
+
+def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
+            cost_matrix: Path | None = None, threshold: float | str | None = None, positive: str | None = None,
+            prior: float | None = None, beta: float = 1.0, baseline: str | None = None, force: bool = False,
+            max_attempts: int = 3) -> list[jobs.JobRef]:
+    """Queue one evaluation job per prediction set (all of the labels' when ``prediction_names``
+    is None), in one transaction. The same set and options are one job, reused once done unless
+    ``force``, as for ranking runs (:func:`evalstore.services.jobs.enqueue`)."""
+    with unit_of_work(engine) as session:
         label_set = _get_label_set(session, labels_name)
         names = prediction_names or list(session.scalars(
             select(PredictionSet.name).where(PredictionSet.label_set_id == label_set.id).order_by(PredictionSet.name)))
         if not names:
             raise NotFoundError(f"No predictions are registered for '{labels_name}'. Register them with "
                                 f"'evalstore predictions register PATH --name NAME --labels {labels_name}'.")
-        prediction_sets = [_get_prediction_set(session, n) for n in names]
-        for p in prediction_sets:
-            if p.label_set_id != label_set.id:
-                raise InvalidParameterError(f"Predictions '{p.name}' were registered against other gold labels, "
+        options = _evaluation_options(session, label_set, cost_matrix=cost_matrix, threshold=threshold,
+                                      positive=positive, prior=prior, beta=beta, baseline=baseline)
+        refs = []
+        for name in dict.fromkeys(names):
+            prediction_set = _get_prediction_set(session, name)
+            if prediction_set.label_set_id != label_set.id:
+                raise InvalidParameterError(f"Predictions '{name}' were registered against other gold labels, "
                                             f"not '{labels_name}'.")
-        base_set = _get_prediction_set(session, baseline) if baseline else None
-    classes = list(label_set.classes)
-    if positive is not None and positive not in classes:
-        raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
-    positive_code = classes.index(positive) if positive is not None else len(classes) - 1
-    costs = read_cost_matrix(cost_matrix, classes) if cost_matrix is not None else None
-    options = {"threshold": threshold, "positive": classes[positive_code] if len(classes) == 2 else None,
-               "prior": prior, "beta": beta, "cost_matrix": costs.tolist() if costs is not None else None,
-               "baseline": base_set.name if base_set else None,
-               "baseline_hash": base_set.content_hash if base_set else None}
-    options_hash = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
-    out = []
+            digest = hashlib.sha256(json.dumps({**options, "predictions_hash": prediction_set.content_hash},
+                                               sort_keys=True).encode()).hexdigest()
+            refs.append(jobs.enqueue_job(session, (name, labels_name), {"prediction_set_id": prediction_set.id},
+                                         digest, options, force=force, max_attempts=max_attempts, measures="[]"))
+        return refs
+
+
+def evaluate(engine: Engine, *, labels_name: str, prediction_names: list[str] | None, mlflow: bool = False,
+             **options: Any) -> list[Evaluated]:
+    """Queue the evaluations (:func:`enqueue`) and get them done from this process, as
+    :func:`evalstore.services.evaluations.evaluate_runs` does for runs; the results in order."""
+    from evalstore.services.worker import work_on
+
+    refs = enqueue(engine, labels_name=labels_name, prediction_names=prediction_names, **options)
+    done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow)
+    return [dataclasses.replace(stored_evaluation(engine, ref.evaluation_id), created=ref.evaluation_id in done)
+            for ref in refs]
+
+
+def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
+    """What a worker does with a claimed classification job: align the predictions with the gold
+    labels, compute the suite, store aggregates and per-group values (raises jobs.JobLost if the
+    job was taken away)."""
+    timings = JobTimings()
+    started = time.perf_counter()
+    options = job.options
     with read_only(engine) as session:
+        prediction_set = session.get(PredictionSet, job.prediction_set_id)
+        if prediction_set is None:  # deleted or replaced since: the job went with it
+            raise jobs.JobLost(f"the predictions of job {job.evaluation_id} were deleted")
+        label_set = session.get(LabelSet, prediction_set.label_set_id)
+        assert label_set is not None, "labels in use cannot be deleted"
         gold = _read_gold(session, label_set)
-        base = _aligned(session, base_set, label_set, gold) if base_set is not None else None
-    for prediction_set in prediction_sets:
-        with read_only(engine) as session:
-            stored = session.scalar(select(ClassificationEvaluation).where(
-                ClassificationEvaluation.prediction_set_id == prediction_set.id,
-                ClassificationEvaluation.options_hash == options_hash))
-            if stored is not None and not force:
-                values = dict(session.execute(select(ClassificationAggregate.measure, ClassificationAggregate.value)
-                                              .where(ClassificationAggregate.evaluation_id == stored.id)).all())
-                out.append(Evaluated(prediction_set.name, labels_name, prediction_set.kind, stored.id, values,
-                                     dict(stored.settings), options, False))
-                continue
-            data = _aligned(session, prediction_set, label_set, gold)
-        suite = _suite(prediction_set, data, base, threshold=threshold, positive=positive_code, prior=prior,
-                       costs=costs, beta=beta)
-        out.append(_store(engine, prediction_set, labels_name, suite, data, options, options_hash))
-    return out
+        base = None
+        if options["baseline"] is not None:
+            base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
+            if base_set is None or base_set.content_hash != options["baseline_hash"]:
+                raise ConflictError(f"Baseline '{options['baseline']}' was deleted or replaced after this "
+                                    "evaluation was asked for; ask again with --baseline.")
+            base = _aligned(session, base_set, label_set, gold)
+        data = _aligned(session, prediction_set, label_set, gold)
+        metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
+    timings.load = time.perf_counter() - started
+    started = time.perf_counter()
+    classes = list(label_set.classes)
+    positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
+    costs = np.asarray(options["cost_matrix"], dtype=np.float64) if options["cost_matrix"] is not None else None
+    suite = _suite(prediction_set, data, base, threshold=options["threshold"], positive=positive,
+                   prior=options["prior"], costs=costs, beta=options["beta"])
+    settings = {k: v for k, v in suite.settings.items() if k != "classes"}
+    if suite.curve is not None:
+        settings["curve"] = measures.curve_points(suite.curve)
+    per_group = _per_group_frame(data.group_names, suite.per_group)
+    per_query = _per_group_rows(per_group)
+    aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(data.group_names)}
+                  for name, value in suite.aggregates.items()]
+    timings.compute = time.perf_counter() - started
+    started = time.perf_counter()
+    header = jobs.complete(engine, job, per_query, aggregates, settings)
+    timings.store = time.perf_counter() - started
+    evaluated = Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
+                          {a["measure"]: a["value"] for a in aggregates}, settings, dict(options), True,
+                          _header(header, prediction_set, label_set), per_group, metadata)
+    return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(data.group_names),
+                             timings=timings, stored=evaluated)
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
@@ -353,49 +404,73 @@ def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, *
                              **kwargs)
 
 
-def _store(engine: Engine, prediction_set: PredictionSet, labels_name: str, suite: measures.Suite, data: Aligned,
-           options: dict[str, Any], options_hash: str) -> Evaluated:
-    settings = {k: v for k, v in suite.settings.items() if k != "classes"}
-    with unit_of_work(engine) as session:
-        session.execute(delete(ClassificationEvaluation).where(
-            ClassificationEvaluation.prediction_set_id == prediction_set.id,
-            ClassificationEvaluation.options_hash == options_hash))
-        evaluation = ClassificationEvaluation(prediction_set_id=prediction_set.id, options=options,
-                                              options_hash=options_hash, settings=settings,
-                                              evalstore_version=__version__)
-        session.add(evaluation)
-        session.flush()
-        session.execute(insert(ClassificationAggregate), [
-            {"evaluation_id": evaluation.id, "measure": name, "value": _finite(value)}
-            for name, value in suite.aggregates.items()])
-        if suite.per_group:
-            names = np.array(data.group_names, dtype=object)
-            frames = [pa.table({"evaluation_id": pa.array(np.full(len(names), evaluation.id, np.int64)),
-                                "measure": pa.array(np.full(len(names), measure, dtype=object), pa.string()),
-                                "group_id": pa.array(names, pa.string()),
-                                "value": pa.array(values, pa.float64(), mask=np.isnan(values))})
-                      for measure, values in sorted(suite.per_group.items())]
-            _copy(session, "classification_group_values", pa.concat_tables(frames))
-        evaluation_id = evaluation.id
-    per_group = pd.DataFrame(suite.per_group, index=pd.Index(data.group_names, name="group")) if suite.per_group \
-        else None
-    metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
-    return Evaluated(prediction_set.name, labels_name, prediction_set.kind, evaluation_id, suite.aggregates,
-                     settings, options, True, suite.curve, per_group, metadata)
+def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -> pd.DataFrame | None:
+    """Group x measure, groups sorted as text (as they read back from the store)."""
+    if not per_group:
+        return None
+    frame = pd.DataFrame({m: per_group[m] for m in sorted(per_group)},
+                         index=pd.Index(np.asarray(group_names, dtype=object), name="group"))
+    return frame.sort_index()
+
+
+def _per_group_rows(frame: pd.DataFrame | None) -> pa.Table:
+    """The per-group values as per-query rows (measure, query_id = group, value, text_value)."""
+    if frame is None:
+        return pa.table({"measure": pa.array([], pa.string()), "query_id": pa.array([], pa.string()),
+                         "value": pa.array([], pa.float64()), "text_value": pa.array([], pa.string())})
+    n = len(frame)
+    values = frame.to_numpy(dtype=np.float64).T.ravel()
+    return pa.table({
+        "measure": pa.array(np.repeat(np.asarray(frame.columns, dtype=object), n), pa.string()),
+        "query_id": pa.array(np.tile(frame.index.to_numpy(dtype=object), len(frame.columns)), pa.string()),
+        "value": pa.array(values, pa.float64(), mask=np.isnan(values)),
+        "text_value": pa.nulls(n * len(frame.columns), pa.string())})
+
+
+def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
+    return {"predictions_hash": prediction_set.content_hash, "labels_hash": label_set.content_hash,
+            "options_hash": header["options_hash"], "evalstore_version": header["evalstore_version"],
+            "results_version": header["results_version"]}
 
 
 def _finite(value: float) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def _latest_evaluations(session: Any, label_set: LabelSet) -> list[tuple[PredictionSet, ClassificationEvaluation]]:
-    rows = session.execute(select(PredictionSet, ClassificationEvaluation)
-                           .join(ClassificationEvaluation,
-                                 ClassificationEvaluation.prediction_set_id == PredictionSet.id)
-                           .where(PredictionSet.label_set_id == label_set.id)
-                           .order_by(PredictionSet.name, ClassificationEvaluation.created_at.desc(),
-                                     ClassificationEvaluation.id.desc())).all()
-    latest: dict[int, tuple[PredictionSet, ClassificationEvaluation]] = {}
+def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool = True) -> Evaluated:
+    """A finished classification evaluation read back (with its per-group values)."""
+    with read_only(engine) as session:
+        row = session.execute(select(Evaluation, PredictionSet, LabelSet)
+                              .join(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
+                              .join(LabelSet, LabelSet.id == PredictionSet.label_set_id)
+                              .where(Evaluation.id == evaluation_id)).first()
+        if row is None:
+            raise NotFoundError(f"No classification evaluation {evaluation_id}. See 'evalstore jobs list'.")
+        evaluation, prediction_set, label_set = row
+        if evaluation.state != "done":
+            raise EvaluationError(f"Evaluation {evaluation_id} of '{prediction_set.name}' is {evaluation.state}"
+                                  + (f": {evaluation.error}" if evaluation.error else "."))
+        aggregates = {a.measure: a.value for a in repo.aggregate_values(session, evaluation_id)}
+        per_group = None
+        if with_groups:
+            table = repo.result_table(session, evaluation_id).to_pandas()
+            if len(table):
+                per_group = table.pivot(index="query_id", columns="measure", values="value").sort_index()
+                per_group.index.name, per_group.columns.name = "group", None
+        header = {"options_hash": evaluation.options_hash, "evalstore_version": evaluation.evalstore_version,
+                  "results_version": evaluation.results_version}
+        return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, evaluation.id, aggregates,
+                         dict(evaluation.settings or {}), dict(evaluation.options), False,
+                         _header(header, prediction_set, label_set), per_group,
+                         {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})})
+
+
+def _latest_evaluations(session: Any, label_set: LabelSet) -> list[tuple[PredictionSet, Evaluation]]:
+    rows = session.execute(select(PredictionSet, Evaluation)
+                           .join(Evaluation, Evaluation.prediction_set_id == PredictionSet.id)
+                           .where(PredictionSet.label_set_id == label_set.id, Evaluation.state == "done")
+                           .order_by(PredictionSet.name, Evaluation.finished_at.desc(), Evaluation.id.desc())).all()
+    latest: dict[int, tuple[PredictionSet, Evaluation]] = {}
     for prediction_set, evaluation in rows:
         latest.setdefault(prediction_set.id, (prediction_set, evaluation))
     return list(latest.values())
@@ -411,10 +486,10 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
             raise NotFoundError(f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
                                 f"--labels {labels_name} --wait'.")
         ids = [e.id for _, e in latest]
-        values = session.execute(select(ClassificationAggregate.evaluation_id, ClassificationAggregate.measure,
-                                        ClassificationAggregate.value)
-                                 .where(ClassificationAggregate.evaluation_id.in_(ids),
-                                        ClassificationAggregate.measure.in_(measure_names))).all()
+        values = session.execute(select(AggregateResult.evaluation_id, AggregateResult.measure,
+                                        AggregateResult.value)
+                                 .where(AggregateResult.evaluation_id.in_(ids),
+                                        AggregateResult.measure.in_(measure_names))).all()
     table = pd.DataFrame(values, columns=["evaluation_id", "measure", "value"]).pivot(
         index="evaluation_id", columns="measure", values="value")
     unknown = [m for m in measure_names if m not in table.columns]
@@ -439,13 +514,12 @@ def group_values(engine: Engine, *, labels_name: str, prediction_name: str, meas
         if evaluation is None:
             raise NotFoundError(f"'{prediction_name}' is not evaluated yet; run 'evalstore evaluate --labels "
                                 f"{labels_name} --predictions {prediction_name} --wait'.")
-        rows = session.execute(select(ClassificationGroupValue.group_id, ClassificationGroupValue.value)
-                               .where(ClassificationGroupValue.evaluation_id == evaluation.id,
-                                      ClassificationGroupValue.measure == measure)).all()
-    if not rows:
+        table = repo.result_table(session, evaluation.id, [measure])
+    if not table.num_rows:
         raise NotFoundError(f"No per-group values of {measure} for '{prediction_name}': per-group values need a "
                             "group column (in the gold labels or the predictions).")
-    return pd.Series({g: v for g, v in rows}, name=prediction_name, dtype=float)
+    return pd.Series(table["value"].to_numpy(zero_copy_only=False), index=table["query_id"].to_pylist(),
+                     name=prediction_name, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -469,14 +543,14 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
         gold = _read_gold(session, label_set)
         sets = [_get_prediction_set(session, name) for name in (first, second)]
         pair = [_aligned(session, p, label_set, gold) for p in sets]
-        latest = {p.id: e for p, e in _latest_evaluations(session, label_set)}
+        # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
+        latest = {p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
+                  for p, e in _latest_evaluations(session, label_set)}
     right = []
     for prediction_set, data in zip(sets, pair, strict=True):
-        evaluation = latest.get(prediction_set.id)
-        # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
-        cut = evaluation.settings.get("threshold") if evaluation is not None else None
+        cut, positive_class = latest.get(prediction_set.id, (None, None))
         if data.score is not None and (data.y_pred is None or cut is not None):
-            positive = data.classes.index(evaluation.options["positive"]) if evaluation is not None else 1
+            positive = data.classes.index(positive_class) if positive_class is not None else 1
             y_pred = measures.labels_at(data.score, 0.5 if cut is None else cut, positive)
         elif data.y_pred is not None:
             y_pred = data.y_pred

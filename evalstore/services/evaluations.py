@@ -28,6 +28,8 @@ from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationO
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evalstore.services.classification import Evaluated
+
 __all__ = ["DEFAULT_MEASURE_SET", "EvaluationOptions", "evaluate_runs", "leaderboard", "results", "run_job"]
 
 log = logging.getLogger("evalstore.worker")
@@ -51,11 +53,16 @@ class EvaluationSummary:
     topics: int
     missing_topics: tuple[str, ...] = ()
     timings: JobTimings = field(default_factory=JobTimings)
-    stored: StoredResults | None = None  # the results just computed, for MLflow (not when reused)
+    # the results just computed, for MLflow (not when reused); a classification's are Evaluated
+    stored: StoredResults | Evaluated | None = None
 
 
 def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+    if job.prediction_set_id is not None:
+        from evalstore.services import classification
+
+        return classification.run_job(engine, job)
     timings = JobTimings()
     started = time.perf_counter()
     with read_only(engine) as session:

@@ -1,4 +1,5 @@
-"""The evaluation queue. A job is an ``evaluations`` row: one per (run, qrels, measures, options).
+"""The evaluation queue. A job is an ``evaluations`` row: one per (run, qrels, measures, options),
+or one per (prediction set, options) for classifier predictions and clusterings.
 
 States: queued -> running -> done | failed | cancelled. A worker *claims* a job in one short
 write transaction and holds it by a lease that its heartbeat extends. A job whose lease ran out
@@ -31,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from evalstore import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
+from evalstore.db.models import Evaluation, LabelSet, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.metrics import resolve_measures
@@ -79,11 +80,12 @@ class JobRef:
 @dataclass(frozen=True)
 class ClaimedJob:
     evaluation_id: int
-    run_id: int
-    qrels_id: int
+    run_id: int | None  # a ranking job: run and qrels
+    qrels_id: int | None
     options: dict[str, Any]
     attempt: int
     worker_id: str
+    prediction_set_id: int | None = None  # a classification or clustering job
 
 
 class JobLost(Exception):
@@ -143,29 +145,36 @@ def enqueue(
 
 def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str, Any], force: bool,
                  max_attempts: int) -> JobRef:
-    digest = options_hash(options, run.content_hash, qrels.content_hash)
-    key = (Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.options_hash == digest)
+    return enqueue_job(session, (run.name, qrels.name), {"run_id": run.id, "qrels_id": qrels.id},
+                       options_hash(options, run.content_hash, qrels.content_hash), options, force=force,
+                       max_attempts=max_attempts, measures=json.dumps(options["measures"]),
+                       run_hash=run.content_hash, qrels_hash=qrels.content_hash)
+
+
+def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int], digest: str,
+                options: dict[str, Any], *, force: bool, max_attempts: int, **columns: Any) -> JobRef:
+    """The job for these inputs (run and qrels ids, or a prediction set id) and options hash:
+    created, returned as it is, or queued again (see :func:`enqueue`)."""
+    key = [getattr(Evaluation, column) == value for column, value in inputs.items()]
+    key.append(Evaluation.options_hash == digest)
     job = session.scalar(select(Evaluation).where(*key))
     if job is None:
         try:
             with session.begin_nested():  # another client may insert the same job at the same moment
-                job = Evaluation(
-                    run_id=run.id, qrels_id=qrels.id, options_hash=digest, options=options,
-                    measures=json.dumps(options["measures"]), state="queued", attempts=0,
-                    max_attempts=max_attempts, run_hash=run.content_hash, qrels_hash=qrels.content_hash,
-                    mlflow_state="none", created_at=db_now(session),
-                )
+                job = Evaluation(**inputs, options_hash=digest, options=options, state="queued", attempts=0,
+                                 max_attempts=max_attempts, mlflow_state="none", created_at=db_now(session),
+                                 **columns)
                 session.add(job)
-            return JobRef(job.id, run.name, qrels.name, "queued", "queued")
+            return JobRef(job.id, *names, "queued", "queued")
         except IntegrityError:
             job = session.scalar(select(Evaluation).where(*key))
             assert job is not None, "the conflicting insert committed"
     if job.state in ("queued", "running"):
-        return JobRef(job.id, run.name, qrels.name, job.state, "already queued")
+        return JobRef(job.id, *names, job.state, "already queued")
     if job.state == "done" and not force:
-        return JobRef(job.id, run.name, qrels.name, "done", "reused")
+        return JobRef(job.id, *names, "done", "reused")
     _requeue(job, max_attempts)
-    return JobRef(job.id, run.name, qrels.name, "queued", "requeued")
+    return JobRef(job.id, *names, "queued", "requeued")
 
 
 def _requeue(job: Evaluation, max_attempts: int | None = None) -> None:
@@ -199,7 +208,8 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
             job.state, job.worker_id = "running", worker_id
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
-            return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id)
+            return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id,
+                              job.prediction_set_id)
 
 
 def first_claimable(session: Session, condition: Any, only: list[int] | None) -> Evaluation | None:
@@ -238,12 +248,16 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
     return row
 
 
-def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]]) -> dict[str, Any]:
-    """Store the results and mark the job done, in one transaction; JobLost if no longer held.
-    Returns the stored results' header (hashes, versions), as :func:`evaluations.results` gives it."""
+def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]],
+             settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store the results (and a classification's settings) and mark the job done, in one
+    transaction; JobLost if no longer held. Returns the stored results' header (hashes,
+    versions), as :func:`evaluations.results` gives it."""
     with unit_of_work(engine) as session:
         row = _held(session, job)
         repo.replace_results(session, row.id, per_query, aggregates)
+        if settings is not None:
+            row.settings = settings
         row.state, row.error, row.lease_expires_at = "done", None, None
         row.finished_at = db_now(session)
         row.evalstore_version = __version__
@@ -284,7 +298,11 @@ def release(engine: Engine, job: ClaimedJob) -> None:
 
 @dataclass(frozen=True)
 class JobView:
+    """A job as `jobs list` shows it; for predictions, ``run`` is the prediction set and ``qrels``
+    its gold labels."""
+
     id: int
+    kind: str  # ranking | classifier | clustering
     run: str
     qrels: str
     state: str
@@ -301,6 +319,10 @@ class JobView:
     mlflow_run_id: str | None
     mlflow_error: str | None
 
+    def inputs(self) -> str:
+        what = "run" if self.kind == "ranking" else "predictions" if self.kind == "classifier" else self.kind
+        return f"{what} '{self.run}' on '{self.qrels}'"
+
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         for key in ("created_at", "started_at", "finished_at"):
@@ -309,25 +331,35 @@ class JobView:
         return out
 
 
-def _view(job: Evaluation, run: Run, qrels: QrelsSet) -> JobView:
-    return JobView(job.id, run.name, qrels.name, job.state, job.attempts, job.max_attempts, job.worker_id,
+def _view(job: Evaluation, inputs: tuple[str, str, str]) -> JobView:
+    return JobView(job.id, *inputs, job.state, job.attempts, job.max_attempts, job.worker_id,
                    job.error, len(job.options.get("measures", [])), dict(job.options), job.created_at,
                    job.started_at, job.finished_at, job.mlflow_state, job.mlflow_run_id, job.mlflow_error)
 
 
+def _jobs_with_inputs() -> Any:
+    """Jobs with (kind, run or prediction set name, qrels or gold labels name)."""
+    return (select(Evaluation, func.coalesce(PredictionSet.kind, "ranking"),
+                   func.coalesce(Run.name, PredictionSet.name), func.coalesce(QrelsSet.name, LabelSet.name))
+            .outerjoin(Run, Run.id == Evaluation.run_id).outerjoin(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+            .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
+            .outerjoin(LabelSet, LabelSet.id == PredictionSet.label_set_id))
+
+
 def list_jobs(engine: Engine, *, states: list[str] | None = None, qrels_name: str | None = None,
               limit: int = 100) -> list[JobView]:
+    """The newest ``limit`` jobs, oldest first (``qrels_name``: ranking jobs on those qrels, or
+    prediction jobs on gold labels of that name)."""
     for state in states or []:
         if state not in STATES:
             raise InvalidParameterError(f"Unknown job state '{state}'; use one of {', '.join(STATES)}.")
     with read_only(engine) as session:
-        statement = (select(Evaluation, Run, QrelsSet).join(Run, Run.id == Evaluation.run_id)
-                     .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id).order_by(Evaluation.id.desc()).limit(limit))
+        statement = _jobs_with_inputs().order_by(Evaluation.id.desc()).limit(limit)
         if states:
             statement = statement.where(Evaluation.state.in_(states))
         if qrels_name:
-            statement = statement.where(QrelsSet.name == qrels_name)
-        return [_view(job, run, qrels) for job, run, qrels in session.execute(statement)][::-1]
+            statement = statement.where(or_(QrelsSet.name == qrels_name, LabelSet.name == qrels_name))
+        return [_view(job, (kind, run, qrels)) for job, kind, run, qrels in session.execute(statement)][::-1]
 
 
 def show_job(engine: Engine, job_id: int) -> JobView:
@@ -341,35 +373,32 @@ def job_states(engine: Engine, job_ids: list[int]) -> dict[int, str]:
         return {job_id: state for job_id, state in rows}
 
 
-def _get(session: Session, job_id: int) -> tuple[Evaluation, Run, QrelsSet]:
-    row = session.execute(
-        select(Evaluation, Run, QrelsSet).join(Run, Run.id == Evaluation.run_id)
-        .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id).where(Evaluation.id == job_id)
-    ).first()
+def _get(session: Session, job_id: int) -> tuple[Evaluation, tuple[str, str, str]]:
+    row = session.execute(_jobs_with_inputs().where(Evaluation.id == job_id)).first()
     if row is None:
         raise NotFoundError(f"No job {job_id}. See 'evalstore jobs list'.")
-    return row[0], row[1], row[2]
+    return row[0], (row[1], row[2], row[3])
 
 
 def retry(engine: Engine, job_id: int) -> JobView:
     """Queue a failed or cancelled job again, with its attempts reset."""
     with unit_of_work(engine) as session:
-        job, run, qrels = _get(session, job_id)
+        job, inputs = _get(session, job_id)
         if job.state not in ("failed", "cancelled"):
             raise ConflictError(f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
                                 f"(to recompute a done one: 'evalstore evaluate ... --force').")
         _requeue(job)
-        return _view(job, run, qrels)
+        return _view(job, inputs)
 
 
 def cancel(engine: Engine, job_id: int) -> JobView:
     """Cancel a queued or running job; a running job's worker drops its result when it notices."""
     with unit_of_work(engine) as session:
-        job, run, qrels = _get(session, job_id)
+        job, inputs = _get(session, job_id)
         if job.state not in ("queued", "running"):
             raise ConflictError(f"Job {job_id} is already {job.state}; only queued or running jobs can be cancelled.")
         job.state, job.lease_expires_at, job.finished_at = "cancelled", None, db_now(session)
-        return _view(job, run, qrels)
+        return _view(job, inputs)
 
 
 # --- workers -----------------------------------------------------------------------------------

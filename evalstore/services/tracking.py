@@ -68,7 +68,8 @@ def pending_count(engine: Engine) -> int:
 
 
 def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
-                tracking_uri: str | None = None, known: dict[int, StoredResults] | None = None) -> SyncReport:
+                tracking_uri: str | None = None,
+                known: dict[int, StoredResults | Evaluated] | None = None) -> SyncReport:
     """Log every finished evaluation MLflow has not received (or only ``only``).
 
     ``known`` holds results the caller has in memory (a worker that just stored them): used
@@ -104,11 +105,18 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
     return report
 
 
-def results_for(engine: Engine, evaluation_id: int) -> StoredResults:
+def results_for(engine: Engine, evaluation_id: int) -> StoredResults | Evaluated:
+    """A finished evaluation read back as MLflow gets it: a ranking run's results, or a
+    classification's aggregates, per-group values and curve points."""
     with read_only(engine) as session:
-        row = session.execute(select(Run.name, QrelsSet.name).join(Evaluation, Evaluation.run_id == Run.id)
-                              .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+        row = session.execute(select(Run.name, QrelsSet.name, Evaluation.prediction_set_id)
+                              .select_from(Evaluation).outerjoin(Run, Evaluation.run_id == Run.id)
+                              .outerjoin(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
                               .where(Evaluation.id == evaluation_id)).one()
+    if row[2] is not None:
+        from evalstore.services.classification import stored_evaluation
+
+        return stored_evaluation(engine, evaluation_id)
     return results(engine, qrels_name=row[1], run_name=row[0], evaluation_id=evaluation_id)
 
 
@@ -206,10 +214,12 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
             return str(experiment.experiment_id)
 
 
-def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int, first_attempt: bool) -> str:
-    from mlflow.entities import Metric, Param, RunTag
+def _log_one(client: MlflowClient, uri: str, stored: StoredResults | Evaluated, version: int,
+             first_attempt: bool) -> str:
+    from evalstore.services.classification import Evaluated
 
-    experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(stored.qrels))
+    experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(
+        stored.labels if isinstance(stored, Evaluated) else stored.qrels))
     # an earlier attempt at these results may have reached MLflow; the first attempt cannot have
     found = [] if first_attempt else client.search_runs(
         [experiment_id],
@@ -220,6 +230,28 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int
         if previous.info.status == "FINISHED":
             return str(previous.info.run_id)
         client.delete_run(previous.info.run_id)  # a logger died midway: start over
+    if isinstance(stored, Evaluated):
+        run_id = _log_classification(client, experiment_id, stored, version)
+    else:
+        run_id = _log_ranking(client, experiment_id, stored, version)
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _log_batches(client: MlflowClient, run_id: str, aggregates: dict[str, float | None],
+                 params: dict[str, Any]) -> None:
+    """Every finite aggregate as a metric and every param, 100 of each per request."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in aggregates.items()
+               if value is not None and value == value]
+    param_list = [Param(key, str(value)[:6000]) for key, value in params.items()]
+    for start in range(0, max(len(metrics), len(param_list)), 100):
+        client.log_batch(run_id, metrics=metrics[start:start + 100], params=param_list[start:start + 100],
+                         tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
+
+
+def _log_ranking(client: MlflowClient, experiment_id: str, stored: StoredResults, version: int) -> str:
     meta = stored.header
     tags = {
         "evalstore.evaluation_id": str(stored.evaluation_id), "evalstore.results_version": str(version),
@@ -233,15 +265,39 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredResults, version: int
     params.update({k: options[k] for k in ("relevance_level", "max_docs", "judged_only", "missing_topics", "tie_rule")})
     params["measures"] = len(options["measures"])
     params["topics"] = len(stored.topics)
-    run = client.create_run(experiment_id, run_name=stored.run, tags=tags)
-    run_id = str(run.info.run_id)
-    metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in stored.aggregates.items()]
-    param_list = [Param(key, str(value)[:6000]) for key, value in params.items()]
-    for start in range(0, max(len(metrics), len(param_list)), 100):
-        client.log_batch(run_id, metrics=metrics[start:start + 100], params=param_list[start:start + 100],
-                         tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
+    run_id = str(client.create_run(experiment_id, run_name=stored.run, tags=tags).info.run_id)
+    _log_batches(client, run_id, stored.aggregates, params)
     _log_artifacts(client, run_id, stored)
-    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _log_classification(client: MlflowClient, experiment_id: str, result: Evaluated, version: int) -> str:
+    """A classification evaluation as an MLflow run in the gold labels' experiment: options and
+    the prediction set's metadata as params, every aggregate as a metric, the per-group table, and
+    the ROC and precision-recall curves (binary scores) as figures."""
+    meta = result.header
+    tags = {"evalstore.evaluation_id": str(result.evaluation_id), "evalstore.results_version": str(version),
+            "evalstore.kind": result.kind, "evalstore.predictions": result.predictions,
+            "evalstore.labels": result.labels, "evalstore.predictions_hash": meta["predictions_hash"],
+            "evalstore.labels_hash": meta["labels_hash"], "evalstore.options_hash": meta["options_hash"],
+            "evalstore.version": meta["evalstore_version"] or __version__}
+    params = {**{f"predictions.{k}": v for k, v in (result.metadata or {}).items()},
+              **{k: v for k, v in result.options.items() if k != "baseline_hash"},
+              "threshold_used": result.settings.get("threshold")}
+    run_id = str(client.create_run(experiment_id, run_name=result.predictions, tags=tags).info.run_id)
+    _log_batches(client, run_id, result.aggregates, params)
+    client.log_dict(run_id, {"evaluation_id": result.evaluation_id, "options": result.options,
+                             **{k: v for k, v in result.settings.items() if k != "curve"}, **meta},
+                    "evaluation.json")
+    if result.per_group is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "per_group.parquet"
+            result.per_group.to_parquet(path)
+            client.log_artifact(run_id, str(path))
+        client.log_table(run_id, _for_log_table(result.per_group.reset_index()), artifact_file="per_group_table.json")
+    for name, figure in _curve_figures(result):
+        client.log_figure(run_id, figure, name)
+        figure.clear()
     return run_id
 
 
@@ -365,73 +421,30 @@ def log_comparison(comparison: Comparison, figure: Any | None = None) -> str:
     return run_id
 
 
-def log_classification(result: Evaluated) -> str:
-    """Log a classification evaluation as an MLflow run in the gold labels' experiment: options
-    and the prediction set's metadata as params, every aggregate as a metric, the per-group table,
-    the confusion matrix, and the ROC and precision-recall curves (binary scores) as artifacts."""
-    from mlflow.entities import Metric, Param, RunTag
-
-    uri = config.mlflow_tracking_uri()
-    try:
-        client = _client(uri)
-        experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(result.labels))
-        run = client.create_run(experiment_id, run_name=result.predictions, tags={
-            "evalstore.kind": result.kind, "evalstore.labels": result.labels,
-            "evalstore.classification_evaluation_id": str(result.evaluation_id),
-            "evalstore.version": __version__})
-        run_id = str(run.info.run_id)
-        params = {**{f"predictions.{k}": v for k, v in (result.metadata or {}).items()},
-                  **{k: v for k, v in result.options.items() if k != "cost_matrix"},
-                  "cost_matrix": result.options.get("cost_matrix"), "threshold_used": result.settings.get("threshold")}
-        metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in result.aggregates.items()
-                   if value is not None and value == value]
-        param_list = [Param(key, str(value)[:6000]) for key, value in params.items()]
-        for start in range(0, max(len(metrics), len(param_list)), 100):
-            client.log_batch(run_id, metrics=metrics[start:start + 100], params=param_list[start:start + 100],
-                             tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
-        client.log_dict(run_id, {"evaluation_id": result.evaluation_id, "options": result.options,
-                                 "settings": result.settings}, "evaluation.json")
-        if result.per_group is not None:
-            with tempfile.TemporaryDirectory() as folder:
-                path = Path(folder) / "per_group.parquet"
-                result.per_group.to_parquet(path)
-                client.log_artifact(run_id, str(path))
-            client.log_table(run_id, _for_log_table(result.per_group.reset_index()),
-                             artifact_file="per_group_table.json")
-        if result.curve is not None:
-            for name, figure in _curve_figures(result):
-                client.log_figure(run_id, figure, name)
-        client.set_terminated(run_id, "FINISHED")
-    except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
-        raise TrackingError(f"Could not log evaluation {result.evaluation_id} ('{result.predictions}') to MLflow at "
-                            f"{uri}: {exc}. The results are stored; log them again with 'evalstore evaluate "
-                            f"--labels {result.labels} --predictions {result.predictions} --force' once MLflow "
-                            "is reachable.") from exc
-    return run_id
-
-
 def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
+    """The ROC and precision-recall plots, from the curve points the evaluation stored."""
     import matplotlib
-    import numpy as np
 
     matplotlib.use("Agg")
 
-    curve = result.curve
-    assert curve is not None
-    # at most ~2,000 points: a 10M-item curve has a point per distinct score
-    step = max(1, len(curve.thresholds) // 2000)
+    points = result.settings.get("curve")
+    if not points:
+        return
     for name, x, y, xlabel, ylabel, value in (
-            ("roc_curve.png", curve.fpr, curve.tpr, "false positive rate", "true positive rate",
-             f"AUC {result.aggregates.get('auc', float('nan')):.4f}"),
-            ("precision_recall_curve.png", np.r_[0.0, curve.recall], np.r_[1.0, curve.precision], "recall",
-             "precision", f"AP {result.aggregates.get('average_precision', float('nan')):.4f}")):
-        keep = np.r_[np.arange(0, len(x), step), len(x) - 1]
+            ("roc_curve.png", points["fpr"], points["tpr"], "false positive rate", "true positive rate",
+             f"AUC {_shown(result.aggregates.get('auc'))}"),
+            ("precision_recall_curve.png", points["recall"], points["precision"], "recall", "precision",
+             f"AP {_shown(result.aggregates.get('average_precision'))}")):
         figure, axes = _curve_axes(xlabel, ylabel, f"{result.predictions} on {result.labels}")
-        axes.plot(x[keep], y[keep], color="#4c72b0", label=value)
+        axes.plot(x, y, color="#4c72b0", label=value)
         if name == "roc_curve.png":
             axes.plot([0, 1], [0, 1], color="#999999", linestyle=":")
         axes.legend(loc="lower right")
         yield name, figure
 
 
-__all__ = ["SyncReport", "log_classification", "log_comparison", "log_pending", "pending_count", "results_for"]
+def _shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+__all__ = ["SyncReport", "log_comparison", "log_pending", "pending_count", "results_for"]

@@ -18,13 +18,16 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
 from evalstore.errors import EvalstoreError
 from evalstore.services import jobs
 from evalstore.services.evaluations import EvaluationSummary, StoredResults, run_job
+
+if TYPE_CHECKING:
+    from evalstore.services.classification import Evaluated
 
 log = logging.getLogger("evalstore.worker")
 
@@ -112,7 +115,7 @@ class Worker:
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
         t = summary.timings
-        log.info("job %d: done, run '%s' on '%s', %d topics (load %.2fs, compute %.2fs, store %.2fs)",
+        log.info("job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
                  job.evaluation_id, summary.run, summary.qrels, summary.topics, t.load, t.compute, t.store)
         for topic in summary.missing_topics:
             log.warning("job %d: run '%s' has no results for qrels topic %s; scored as missing_topics=%s",
@@ -123,7 +126,8 @@ class Worker:
             log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
         return True
 
-    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredResults] | None = None) -> None:
+    def _log_to_mlflow(self, only: list[int] | None,
+                       known: dict[int, StoredResults | Evaluated] | None = None) -> None:
         from evalstore.services.tracking import log_pending
 
         try:

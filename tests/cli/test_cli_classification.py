@@ -58,3 +58,23 @@ def test_bad_input_and_wrong_mix_give_exit_code_1(cli, tmp_path: Path) -> None: 
     assert neither.stderr == "Error: Give --qrels NAME (ranking runs) or --labels NAME (predictions).\n"
     nothing = cli("evaluate", "--labels", "fruit")
     assert nothing.exit_code == 1 and nothing.stderr.startswith("Error: No predictions are registered for 'fruit'.")
+
+
+def test_prediction_jobs_go_through_the_queue_and_the_worker(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("labels", "import", str(tmp_path / "gold.csv"), "--name", "fruit").exit_code == 0
+    assert cli("predictions", "register", str(tmp_path / "p.csv"), "--name", "p", "--labels", "fruit").exit_code == 0
+    queued = cli("evaluate", "--labels", "fruit", "--predictions", "p", "--format", "json")
+    assert queued.exit_code == 0 and queued.stderr == "job 1: predictions 'p' on 'fruit': queued\n"
+    [job] = json.loads(queued.stdout)
+    assert (job["kind"], job["run"], job["qrels"], job["state"]) == ("classifier", "p", "fruit", "queued")
+    listed = json.loads(cli("jobs", "list", "--qrels", "fruit", "--format", "json").stdout)
+    assert [(j["id"], j["kind"], j["state"]) for j in listed] == [(1, "classifier", "queued")]
+    worked = cli("worker", "--until-empty", "--no-mlflow")
+    assert worked.exit_code == 0 and worked.stderr.endswith("worker stopped: 1 jobs done\n")
+    again = cli("evaluate", "--labels", "fruit", "--wait", "--format", "json")
+    assert again.stderr.startswith("job 1: predictions 'p' on 'fruit': reused\n")
+    [row] = json.loads(again.stdout)
+    assert row["evaluation"] == 1 and row["accuracy"] == pytest.approx(4 / 9)
+    cancelled = cli("evaluate", "--labels", "fruit", "--threshold", "best-f1")
+    assert cancelled.exit_code == 0
+    assert cli("jobs", "cancel", "2").stderr == "job 2 cancelled (predictions 'p' on 'fruit')\n"

@@ -108,9 +108,13 @@ def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type:
 
 def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engine, write, tmp_path,  # type: ignore[no-untyped-def]
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the worker (in-memory results) and through 'mlflow sync' (read back): the same
+    metrics, params and per-group table, the curves as figures, each stored result logged once."""
+    import pandas as pd
     from mlflow import MlflowClient
 
-    from evalstore.services.tracking import log_classification
+    from evalstore.services import jobs
+    from evalstore.services.tracking import log_pending, pending_count
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
@@ -120,11 +124,32 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engin
     classification.register_predictions(sqlite_engine, write("s.csv", "item_id,score\na,0.1\nb,0.2\nc,0.3\n"
                                                                       "d,0.4\ne,0.5\n"),
                                         name="s", labels_name="users", system="gbdt")
-    [result] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"])
-    run_id = log_classification(result)
+    [by_worker] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"], mlflow=True)
+    [by_sync] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"], threshold="youden")
+    assert pending_count(sqlite_engine) == 1
+    assert log_pending(sqlite_engine).logged == [by_sync.evaluation_id] and pending_count(sqlite_engine) == 0
     client = MlflowClient(uri)
-    run = client.get_run(run_id)
-    assert run.data.metrics["auc"] == pytest.approx(5 / 6) and run.data.metrics["gauc"] == 1.0
-    assert run.data.params["predictions.system"] == "gbdt" and run.info.run_name == "s"
-    artifacts = {a.path for a in client.list_artifacts(run_id)}
-    assert {"roc_curve.png", "precision_recall_curve.png", "per_group.parquet", "evaluation.json"} <= artifacts
+    runs = {}
+    for result in (by_worker, by_sync):
+        view = jobs.show_job(sqlite_engine, result.evaluation_id)
+        assert view.kind == "classifier" and view.mlflow_state == "logged"
+        runs[result.evaluation_id] = client.get_run(view.mlflow_run_id)
+    worker_run, sync_run = runs[by_worker.evaluation_id], runs[by_sync.evaluation_id]
+    assert worker_run.data.metrics["auc"] == pytest.approx(5 / 6) and worker_run.data.metrics["gauc"] == 1.0
+    assert worker_run.data.params["predictions.system"] == "gbdt" and worker_run.info.run_name == "s"
+    assert worker_run.data.tags["evalstore.evaluation_id"] == str(by_worker.evaluation_id)
+    # the same options differ only in the threshold rule and what it decides
+    differ = {"threshold", "threshold_used"}
+    assert {k: v for k, v in worker_run.data.params.items() if k not in differ} == \
+        {k: v for k, v in sync_run.data.params.items() if k not in differ}
+    assert {k: worker_run.data.metrics[k] for k in ("auc", "gauc", "average_precision")} == \
+        {k: sync_run.data.metrics[k] for k in ("auc", "gauc", "average_precision")}
+    for run in (worker_run, sync_run):
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"roc_curve.png", "precision_recall_curve.png", "per_group.parquet", "per_group_table.json",
+                "evaluation.json"} <= artifacts
+    tables = [pd.read_parquet(client.download_artifacts(run.info.run_id, "per_group.parquet", str(tmp_path / n)))
+              for n, run in (("w", worker_run), ("s", sync_run))]
+    pd.testing.assert_frame_equal(tables[0][["auc", "average_precision"]], tables[1][["auc", "average_precision"]])
+    # u1: a- b+ d+ scored .1 .2 .4; u2: c- e+ scored .3 .5
+    assert tables[0].loc["u1", "auc"] == 1.0 and tables[0].loc["u2", "average_precision"] == 1.0

@@ -47,7 +47,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0006"
+    assert head_revision() == SCHEMA_REVISION == "0007"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -98,5 +98,49 @@ def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None
         store.delete_run(engine, "std")
         with engine.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM query_results")).scalar() == 0
+    finally:
+        engine.dispose()
+
+
+def test_0007_moves_classification_evaluations_into_the_queue_and_back(database_url: str) -> None:
+    """A stored classification evaluation becomes a done job (aggregates in aggregate_results,
+    per-group values in query_results) and comes back whole on downgrade."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0006")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO label_sets (id, name, content_hash, row_count, classes, group_count, "
+                                    "created_at) VALUES (3, 'gold', 'g', 4, '[\"neg\", \"pos\"]', 2, "
+                                    "CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO prediction_sets (id, name, label_set_id, kind, metadata, "
+                                    "content_hash, row_count, has_label, has_score, score_classes, probabilities, "
+                                    "created_at) VALUES (5, 'p', 3, 'classifier', '{}', 'h', 4, false, true, '[]', "
+                                    "false, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO classification_evaluations (id, prediction_set_id, options, "
+                                    "options_hash, settings, evalstore_version, created_at) VALUES (9, 5, "
+                                    "'{\"threshold\": null}', 'o', '{\"threshold\": 0.5}', '0.1.0', "
+                                    "CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO classification_aggregates VALUES (9, 'auc', 0.75), (9, 'mcc', NULL)"))
+            connection.execute(text("INSERT INTO classification_group_values VALUES (9, 'auc', 'u1', 1.0), "
+                                    "(9, 'auc', 'u2', 0.5)"))
+        upgrade(engine)
+        with engine.connect() as connection:
+            [job] = connection.execute(text("SELECT id, prediction_set_id, run_id, state, results_version, "
+                                            "mlflow_state FROM evaluations")).all()
+            assert tuple(job[1:]) == (5, None, "done", 1, "logged")
+            aggregates = connection.execute(text("SELECT measure, value, query_count FROM aggregate_results "
+                                                 "WHERE evaluation_id = :id ORDER BY measure"), {"id": job[0]}).all()
+            groups = connection.execute(text("SELECT query_id, value FROM query_results WHERE evaluation_id = :id "
+                                             "ORDER BY query_id"), {"id": job[0]}).all()
+        assert [tuple(a) for a in aggregates] == [("auc", 0.75, 2), ("mcc", None, 2)]
+        assert [tuple(g) for g in groups] == [("u1", 1.0), ("u2", 0.5)]
+        downgrade(engine, "0006")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM evaluations")).scalar_one() == 0
+            assert connection.execute(text("SELECT count(*) FROM query_results")).scalar_one() == 0
+            assert connection.execute(text("SELECT prediction_set_id, options_hash FROM classification_evaluations"
+                                           )).one() == (5, "o")
+            assert connection.execute(text("SELECT group_id, value FROM classification_group_values ORDER BY 1"
+                                           )).all() == [("u1", 1.0), ("u2", 0.5)]
     finally:
         engine.dispose()

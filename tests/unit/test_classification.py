@@ -58,8 +58,9 @@ def test_gauc_skips_and_counts_groups_with_one_class() -> None:
     y_true = np.array([0, 1, 1, 1, 0, 1])
     score = np.array([0.1, 0.9, 0.5, 0.6, 0.8, 0.2])
     groups = np.array([0, 0, 1, 1, 2, 2])  # group 1 holds positives only
-    auc, sizes = cls.group_auc(y_true == 1, score, groups, 3)
+    auc, ap, sizes = cls.group_auc(y_true == 1, score, groups, 3)
     assert np.isnan(auc[1]) and auc[0] == 1.0 and auc[2] == 0.0
+    assert ap.tolist() == [1.0, 1.0, 0.5]
     assert cls.gauc(auc, sizes) == (0.5, 1)
 
 
@@ -142,7 +143,7 @@ def test_score_measures_equal_scikit_learn_with_ties(rows: list[tuple[bool, int]
         assert curve.auc() == pytest.approx(metrics.roc_auc_score(y_true, score))
         fpr, tpr, thresholds = metrics.roc_curve(y_true, score, drop_intermediate=False)
         assert np.allclose(curve.fpr, fpr) and np.allclose(curve.tpr, tpr)
-        auc, _ = cls.group_auc(y_true == 1, score, np.zeros(len(y_true), int), 1)
+        auc, _, _ = cls.group_auc(y_true == 1, score, np.zeros(len(y_true), int), 1)
         assert auc[0] == pytest.approx(metrics.roc_auc_score(y_true, score))
     if y_true.sum() > 0:
         assert curve.average_precision() == pytest.approx(metrics.average_precision_score(y_true, score))
@@ -150,14 +151,18 @@ def test_score_measures_equal_scikit_learn_with_ties(rows: list[tuple[bool, int]
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 3)), min_size=2, max_size=60))
-def test_gauc_equals_size_weighted_scikit_learn_auc_per_group(rows: list[tuple[bool, int, int]]) -> None:
+def test_gauc_and_group_ap_equal_scikit_learn_per_group(rows: list[tuple[bool, int, int]]) -> None:
     y_true = np.array([int(r[0]) for r in rows])
     score = np.array([r[1] / 4 for r in rows])
     groups = np.array([r[2] for r in rows])
-    auc, sizes = cls.group_auc(y_true == 1, score, groups, 4)
+    auc, ap, sizes = cls.group_auc(y_true == 1, score, groups, 4)
     expected, weights, skipped = [], [], 0
     for g in range(4):
         mine = groups == g
+        if y_true[mine].sum() > 0:
+            assert ap[g] == pytest.approx(metrics.average_precision_score(y_true[mine], score[mine]))
+        else:
+            assert np.isnan(ap[g])
         if not mine.any():
             skipped += 1
             continue
