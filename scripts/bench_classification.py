@@ -8,12 +8,20 @@ values, a cost matrix) through :func:`evalstore.classification.evaluate`, agains
 computing the subset it has (confusion-matrix measures, AUC, AP, and AUC group by group).
 
     python scripts/bench_classification.py [--items 10000000] [--groups 100000] [--sklearn-groups 2000]
+        [--database URL ...]
+
+With --database (repeatable; a SQLite or PostgreSQL URL, emptied of these sets first), the same
+data also goes through the service as a user's commands do: gold labels and predictions
+imported from Parquet files, then one evaluation job (read, align, compute, store the per-group
+values), with the time of each step.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +32,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=100_000)
     parser.add_argument("--sklearn-groups", type=int, default=2000,
                         help="groups scikit-learn scores one by one (its time is extrapolated to all)")
+    parser.add_argument("--database", action="append", default=[],
+                        help="also through the service, into this database (repeatable)")
     args = parser.parse_args()
     from evalstore import classification
 
@@ -64,6 +74,51 @@ def main() -> None:
     per_group = (time.perf_counter() - start) / args.sklearn_groups * args.groups
     print(f"scikit-learn: AUC, AP, P/R/F, MCC, kappa, confusion: {whole:.2f} s; "
           f"AUC per group, extrapolated to {args.groups:,} groups: {per_group:.1f} s")
+
+
+    for url in args.database:
+        through_the_service(url, y_true, score, groups)
+
+
+def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups: np.ndarray) -> None:
+    """Import, register and evaluate as `evalstore labels import`, `predictions register` and
+    `evaluate --labels --wait` do, timing each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import classification as service
+    from evalstore.services import jobs
+    from evalstore.services.worker import work_on
+
+    engine = make_engine(url)
+    upgrade(engine)
+    for prediction_set in service.list_prediction_sets(engine):
+        if prediction_set.name == "bench-scores":
+            service.delete_predictions(engine, "bench-scores")
+    items = pa.array(np.char.add("i", np.arange(len(y_true)).astype("U9")).astype(object), pa.string())
+    with tempfile.TemporaryDirectory() as folder:
+        gold_path, predictions_path = Path(folder) / "gold.parquet", Path(folder) / "scores.parquet"
+        pq.write_table(pa.table({"item_id": items, "label": pa.array(np.where(y_true == 1, "pos", "neg")),
+                                 "group": pa.array(np.char.add("u", groups.astype("U6")))}), gold_path)
+        pq.write_table(pa.table({"item_id": items, "score": pa.array(score)}), predictions_path)
+        start = time.perf_counter()
+        service.import_labels(engine, gold_path, name="bench-gold", replace=True)
+        imported = time.perf_counter() - start
+        start = time.perf_counter()
+        service.register_predictions(engine, predictions_path, name="bench-scores", labels_name="bench-gold")
+        registered = time.perf_counter() - start
+    start = time.perf_counter()
+    [ref] = service.enqueue(engine, labels_name="bench-gold", prediction_names=["bench-scores"],
+                            threshold="best-f1", force=True)
+    [summary] = work_on(engine, [ref.evaluation_id], mlflow=False).values()
+    evaluated = time.perf_counter() - start
+    assert jobs.show_job(engine, ref.evaluation_id).state == "done"
+    t = summary.timings
+    print(f"{engine.dialect.name}: labels import {imported:.1f} s, predictions register {registered:.1f} s; "
+          f"evaluation job {evaluated:.2f} s (read + align {t.load:.2f} s, suite {t.compute:.2f} s, "
+          f"store {summary.topics:,} groups' values {t.store:.2f} s)")
+    engine.dispose()
 
 
 if __name__ == "__main__":

@@ -310,6 +310,19 @@ def read_arrow(session: Session, statement: Any, names: list[str], types: list[p
     return _select_table(session, statement, names, types)
 
 
+def read_arrow_together(session: Session, reads: list[tuple[Any, list[str], list[pa.DataType]]]) -> list[pa.Table]:
+    """Several SELECTs as :func:`read_arrow` reads them; on PostgreSQL at the same time, each on
+    its own ADBC connection (reading 10M gold labels and 10M predictions: ~4.5 s each, and the
+    server and the decoding overlap)."""
+    if session.get_bind().dialect.name != "postgresql" or len(reads) < 2:
+        return [_select_table(session, *read) for read in reads]
+    # the threads share no Session (not thread-safe): each gets its SQL and its own connection
+    sql = [_postgres_read(session, statement) for statement, _, _ in reads]
+    with ThreadPoolExecutor(len(reads)) as pool:
+        tables = list(pool.map(lambda read: _fetch_arrow(*read), sql))
+    return [_typed(table, names, types) for table, (_, names, types) in zip(tables, reads, strict=True)]
+
+
 def _select_table(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
     connection = session.connection()
     if connection.dialect.name == "postgresql":

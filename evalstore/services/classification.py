@@ -137,11 +137,7 @@ def list_label_sets(engine: Engine) -> list[SetSummary]:
 
 
 def _read_gold(session: Any, label_set: LabelSet) -> Gold:
-    table = repo.read_arrow(session, select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id)
-                            .where(GoldLabel.label_set_id == label_set.id),
-                            ["item_id", "label", "group_id"], [pa.string()] * 3)
-    groups = table["group_id"] if table["group_id"].null_count == 0 else None
-    return Gold(table["item_id"], table["label"], groups, label_set.content_hash)
+    return _read_with_gold(session, label_set, [])[0]
 
 
 # --- predictions -----------------------------------------------------------------------------
@@ -220,12 +216,49 @@ class Aligned:
     group_names: list[str]
 
 
-def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, gold: Gold) -> Aligned:
-    table = repo.read_arrow(session, select(Prediction.item_id, Prediction.label, Prediction.score,
-                                            Prediction.group_id)
-                            .where(Prediction.prediction_set_id == prediction_set.id),
-                            ["item_id", "label", "score", "group_id"],
-                            [pa.string(), pa.string(), pa.float64(), pa.string()])
+def _prediction_reads(prediction_set: PredictionSet) -> list[tuple[Any, list[str], list[pa.DataType]]]:
+    """The SELECTs of a prediction set's rows (and its per-class scores), for repo.read_arrow_together."""
+    reads = [(select(Prediction.item_id, Prediction.label, Prediction.score, Prediction.group_id)
+              .where(Prediction.prediction_set_id == prediction_set.id),
+              ["item_id", "label", "score", "group_id"], [pa.string(), pa.string(), pa.float64(), pa.string()])]
+    if prediction_set.score_classes:
+        reads.append((select(PredictionScore.item_id, PredictionScore.class_label, PredictionScore.score)
+                      .where(PredictionScore.prediction_set_id == prediction_set.id),
+                      ["item_id", "class_label", "score"], [pa.string(), pa.string(), pa.float64()]))
+    return reads
+
+
+_GOLD_READ = (["item_id", "label", "group_id"], [pa.string()] * 3)
+_gold_cache: dict[tuple[int, str], Gold] = {}
+
+
+def _read_with_gold(session: Any, label_set: LabelSet, prediction_sets: list[PredictionSet]
+                    ) -> tuple[Gold, list[list[pa.Table]]]:
+    """The gold labels and each prediction set's tables, read together. A worker evaluates set
+    after set against the same gold labels, so the last ones read are kept (keyed by id and
+    content hash: replaced labels are read afresh)."""
+    key = (label_set.id, label_set.content_hash)
+    reads = [read for p in prediction_sets for read in _prediction_reads(p)]
+    if key not in _gold_cache:
+        reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id)
+                         .where(GoldLabel.label_set_id == label_set.id), *_GOLD_READ))
+    tables = repo.read_arrow_together(session, reads)
+    if key not in _gold_cache:
+        _gold_cache.clear()
+        table = tables.pop(0)
+        groups = table["group_id"] if table["group_id"].null_count == 0 else None
+        _gold_cache[key] = Gold(table["item_id"], table["label"], groups, label_set.content_hash)
+    per_set = []
+    for p in prediction_sets:
+        count = 2 if p.score_classes else 1
+        per_set.append(tables[:count])
+        tables = tables[count:]
+    return _gold_cache[key], per_set
+
+
+def _aligned(prediction_set: PredictionSet, label_set: LabelSet, gold: Gold, tables: list[pa.Table]) -> Aligned:
+    """Predictions in the gold labels' order, as codes (registration made sure both hold the same items)."""
+    table = tables[0]
     classes = list(label_set.classes)
     at = pc.index_in(gold.items, value_set=table["item_id"].combine_chunks()).to_numpy(zero_copy_only=False)
     class_set = pa.array(classes, pa.string())
@@ -240,10 +273,7 @@ def _aligned(session: Any, prediction_set: PredictionSet, label_set: LabelSet, g
     score = table["score"].to_numpy()[at] if prediction_set.has_score else None
     scores = None
     if prediction_set.score_classes:
-        long = repo.read_arrow(session, select(PredictionScore.item_id, PredictionScore.class_label,
-                                               PredictionScore.score)
-                               .where(PredictionScore.prediction_set_id == prediction_set.id),
-                               ["item_id", "class_label", "score"], [pa.string(), pa.string(), pa.float64()])
+        long = tables[1]
         rows = pc.index_in(long["item_id"], value_set=gold.items.combine_chunks()).to_numpy(zero_copy_only=False)
         columns = pc.index_in(long["class_label"], value_set=class_set).to_numpy(zero_copy_only=False)
         scores = np.zeros((len(gold.items), len(classes)))
@@ -354,15 +384,16 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
             raise jobs.JobLost(f"the predictions of job {job.evaluation_id} were deleted")
         label_set = session.get(LabelSet, prediction_set.label_set_id)
         assert label_set is not None, "labels in use cannot be deleted"
-        gold = _read_gold(session, label_set)
-        base = None
+        sets = [prediction_set]
         if options["baseline"] is not None:
             base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
             if base_set is None or base_set.content_hash != options["baseline_hash"]:
                 raise ConflictError(f"Baseline '{options['baseline']}' was deleted or replaced after this "
                                     "evaluation was asked for; ask again with --baseline.")
-            base = _aligned(session, base_set, label_set, gold)
-        data = _aligned(session, prediction_set, label_set, gold)
+            sets.append(base_set)
+        gold, tables = _read_with_gold(session, label_set, sets)
+        data, *baseline = [_aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
+        base = baseline[0] if baseline else None
         metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
     timings.load = time.perf_counter() - started
     started = time.perf_counter()
@@ -540,9 +571,9 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
 
     with read_only(engine) as session:
         label_set = _get_label_set(session, labels_name)
-        gold = _read_gold(session, label_set)
         sets = [_get_prediction_set(session, name) for name in (first, second)]
-        pair = [_aligned(session, p, label_set, gold) for p in sets]
+        gold, tables = _read_with_gold(session, label_set, sets)
+        pair = [_aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
         # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
         latest = {p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
                   for p, e in _latest_evaluations(session, label_set)}
