@@ -153,3 +153,26 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engin
     pd.testing.assert_frame_equal(tables[0][["auc", "average_precision"]], tables[1][["auc", "average_precision"]])
     # u1: a- b+ d+ scored .1 .2 .4; u2: c- e+ scored .3 .5
     assert tables[0].loc["u1", "auc"] == 1.0 and tables[0].loc["u2", "average_precision"] == 1.0
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [2, 0, 3, 1]])
+def test_predictions_are_aligned_with_the_gold_labels_in_any_order(order: list[int]) -> None:
+    """Rows read back in the gold labels' order are taken as they are; in another order they are
+    matched by item id."""
+    import numpy as np
+    import pyarrow as pa
+
+    from evalstore.io.labels import Gold
+
+    gold = Gold(pa.chunked_array([["a", "b", "c", "d"]]), pa.chunked_array([["neg", "pos", "pos", "neg"]]),
+                pa.chunked_array([["u1", "u1", "u2", "u2"]]), "h")
+    rows = {"item_id": ["a", "b", "c", "d"], "label": ["neg", "neg", "pos", "pos"], "score": [0.1, 0.2, 0.3, 0.4],
+            "group_id": [None] * 4}
+    table = pa.table({k: pa.array([v[i] for i in order], pa.float64() if k == "score" else pa.string())
+                      for k, v in rows.items()})
+    label_set = classification.LabelSet(classes=["neg", "pos"])
+    prediction_set = classification.PredictionSet(kind="classifier", has_label=True, has_score=True,
+                                                  score_classes=[])
+    data = classification._aligned(prediction_set, label_set, gold, [table])
+    assert data.y_true.tolist() == [0, 1, 1, 0] and data.y_pred.tolist() == [0, 0, 1, 1]
+    assert np.allclose(data.score, [0.1, 0.2, 0.3, 0.4]) and data.groups.tolist() == [0, 0, 1, 1]
