@@ -36,7 +36,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.io.labels import Gold, read_cost_matrix, read_gold, read_predictions
 from evalstore.services import jobs
-from evalstore.services.evaluations import EvaluationSummary, JobTimings
+from evalstore.services.evaluations import EvaluationSummary, JobTimings, per_query_table
 
 KINDS = ("classifier", "clustering")
 
@@ -413,7 +413,8 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
     per_group = _per_group_frame(data.group_names, suite.per_group)
-    per_query = _per_group_rows(per_group)
+    per_query = per_query_table([] if per_group is None else per_group.index.tolist(),
+                                {} if per_group is None else {m: per_group[m].to_numpy() for m in per_group})
     aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(data.group_names)}
                   for name, value in suite.aggregates.items()]
     timings.compute = time.perf_counter() - started
@@ -449,20 +450,6 @@ def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -
     frame = pd.DataFrame({m: per_group[m] for m in sorted(per_group)},
                          index=pd.Index(np.asarray(group_names, dtype=object), name="group"))
     return frame.sort_index()
-
-
-def _per_group_rows(frame: pd.DataFrame | None) -> pa.Table:
-    """The per-group values as per-query rows (measure, query_id = group, value, text_value)."""
-    if frame is None:
-        return pa.table({"measure": pa.array([], pa.string()), "query_id": pa.array([], pa.string()),
-                         "value": pa.array([], pa.float64()), "text_value": pa.array([], pa.string())})
-    n = len(frame)
-    values = frame.to_numpy(dtype=np.float64).T.ravel()
-    return pa.table({
-        "measure": pa.array(np.repeat(np.asarray(frame.columns, dtype=object), n), pa.string()),
-        "query_id": pa.array(np.tile(frame.index.to_numpy(dtype=object), len(frame.columns)), pa.string()),
-        "value": pa.array(values, pa.float64(), mask=np.isnan(values)),
-        "text_value": pa.nulls(n * len(frame.columns), pa.string())})
 
 
 def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,27 +110,35 @@ def _qrels_cached(session: Any, qrels: QrelsSet) -> pa.Table:
 
 
 def _result_tables(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:
-    """The per-query rows (measure, query_id, value, text_value), built column-wise, and the aggregates."""
-    n = len(topics)
-    numeric = [m for m in values if m.spec.value_type != "str"]
-    textual = [m for m in values if m.spec.value_type == "str"]
-    topic_array = np.asarray(topics, dtype=object)
-    measure_col = np.repeat(np.asarray([str(m) for m in numeric + textual], dtype=object), n)
-    query_col = np.tile(topic_array, len(numeric) + len(textual))
-    numbers = np.concatenate([np.asarray(values[m], dtype=np.float64) for m in numeric]) if numeric else []
-    texts = [str(v) for m in textual for v in values[m]]
-    per_query = pa.table({
+    """The per-query rows (:func:`per_query_table`) and the aggregates."""
+    per_query = per_query_table(
+        topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
+        {str(m): [str(v) for v in values[m]] for m in values if m.spec.value_type == "str"})
+    aggregates = []
+    for measure, per_topic in values.items():
+        summary = summarise(measure, per_topic)
+        if summary is not None:
+            aggregates.append({"measure": str(measure), "value": summary, "text_value": None,
+                               "query_count": len(topics)})
+    return per_query, aggregates
+
+
+def per_query_table(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
+                    textual: dict[str, list[str]] | None = None) -> pa.Table:
+    """Rows (measure, query_id, value, text_value) of ``query_results``, built column-wise: a
+    ranking evaluation's per-topic values, or a classification's per-group ones."""
+    textual = textual or {}
+    n = len(query_ids)
+    measure_col = np.repeat(np.asarray([*numeric, *textual], dtype=object), n)
+    query_col = np.tile(np.asarray(query_ids, dtype=object), len(numeric) + len(textual))
+    numbers = np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric else []
+    texts = [v for column in textual.values() for v in column]
+    return pa.table({
         "measure": pa.array(measure_col, pa.string()),
         "query_id": pa.array(query_col, pa.string()),
         "value": pa.concat_arrays([pa.array(numbers, pa.float64()), pa.nulls(len(texts), pa.float64())]),
         "text_value": pa.concat_arrays([pa.nulls(len(numbers), pa.string()), pa.array(texts, pa.string())]),
     })
-    aggregates = []
-    for measure, per_topic in values.items():
-        summary = summarise(measure, per_topic)
-        if summary is not None:
-            aggregates.append({"measure": str(measure), "value": summary, "text_value": None, "query_count": n})
-    return per_query, aggregates
 
 
 def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[str], list[str], pd.DataFrame]:
