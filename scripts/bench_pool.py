@@ -29,6 +29,7 @@ def store_runs(url: str, runs: int, topics: int, depth: int) -> None:
     from evalstore.db.engine import make_engine, upgrade
     from evalstore.db.models import Run
     from evalstore.db.session import unit_of_work
+    from evalstore.db.staging import StagedRows
 
     engine = make_engine(url)
     upgrade(engine)
@@ -46,7 +47,8 @@ def store_runs(url: str, runs: int, topics: int, depth: int) -> None:
                       row_count=table.num_rows, topic_count=topics, metadata_={})
             session.add(run)
             session.flush()
-            repo.insert_run_rows(session, run.id, table)
+            rows, counts = repo.run_rows_to_store(table)
+            repo.insert_run_rows(session, run.id, StagedRows(rows), counts)  # PostgreSQL: COPY from the table
     print(f"stored {runs} runs x {topics} topics x {depth} docs = {runs * topics * depth:,} rows "
           f"in {time.perf_counter() - started:.0f} s (set-up, not timed)")
     engine.dispose()

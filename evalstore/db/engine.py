@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,26 +38,47 @@ def make_engine(url: str) -> Engine:
         # pysqlite opens transactions lazily and never for DDL/SELECT; take control so that
         # BEGIN is emitted by SQLAlchemy and every unit of work is one real transaction.
         event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "checkin", _sqlite_detach)
         return engine
     return create_engine(url, pool_pre_ping=True)
 
 
 def _sqlite_begin(connection: Any) -> None:
+    options = connection.get_execution_options()
+    # SQLite refuses ATTACH inside a transaction, so databases a unit of work reads from (staged
+    # rows, see evalstore.db.staging) are attached here, just before BEGIN, and detached when the
+    # connection goes back to the pool.
+    for schema, path in options.get("sqlite_attach", {}).items():
+        connection.exec_driver_sql(f"ATTACH DATABASE ? AS {schema}", (str(path),))
+        connection.connection.info.setdefault("attached", set()).add(schema)
     # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred transaction that reads
     # and then writes can fail with SQLITE_BUSY_SNAPSHOT under WAL, which busy_timeout cannot wait out.
-    immediate = connection.get_execution_options().get("sqlite_immediate", False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("sqlite_immediate", False) else "BEGIN")
 
 
-def writer(engine: Engine) -> Engine:
-    """The engine to open write transactions with (on SQLite they start with BEGIN IMMEDIATE)."""
-    return engine.execution_options(sqlite_immediate=True) if is_sqlite(engine) else engine
+def _sqlite_detach(dbapi_connection: Any, record: Any) -> None:
+    attached = record.info.pop("attached", set())
+    if dbapi_connection is not None:
+        for schema in attached:
+            dbapi_connection.execute(f"DETACH DATABASE {schema}")
+
+
+def writer(engine: Engine, attach: Mapping[str, Path] | None = None) -> Engine:
+    """The engine to open write transactions with (on SQLite they start with BEGIN IMMEDIATE,
+    after attaching ``attach``: schema name -> database file)."""
+    if not is_sqlite(engine):
+        return engine
+    return engine.execution_options(sqlite_immediate=True, sqlite_attach=dict(attach or {}))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
+    # Takes effect only in a new, empty database (an existing one keeps its page size). 16 KiB
+    # pages instead of 4 KiB: a 7M-row run goes in and is checkpointed ~1.4 s faster (of ~5 s),
+    # and reads scan fewer pages; the cost is 16 KiB WAL frames for the small job-queue writes.
+    cursor.execute("PRAGMA page_size = 16384")
     cursor.execute("PRAGMA journal_mode = WAL")
     # WAL + NORMAL is durable against application crashes; only a power loss may drop the
     # last commits, never corrupt the file.

@@ -29,6 +29,7 @@ from evalstore.db.models import (
     RunRow,
     RunTopic,
 )
+from evalstore.db.staging import StagedRows
 from evalstore.errors import NotFoundError
 from evalstore.trec_order import ranks_and_counts
 
@@ -119,38 +120,34 @@ def _delete_results(session: Session, evaluation_ids: Sequence[int]) -> None:
         session.execute(delete(QueryResult).where(QueryResult.evaluation_id.in_(evaluation_ids)))
 
 
-def insert_run_rows(session: Session, run_id: int, table: pa.Table, progress: Progress | None = None) -> None:
-    """Bulk-insert a validated run table (topic, doc, rank, score) in file order, with each row's
-    trec_eval-order rank."""
+def run_rows_to_store(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """A validated run table's rows as stored, in file order (topic, doc, score, rank as given,
+    trec_rank: the 1-based rank in trec_eval order), and each topic's row count."""
+    ranks, counts = ranks_and_counts(table.select(["topic", "doc", "score"]))
+    return table.select(["topic", "doc", "score", "rank"]).append_column("trec_rank", pa.array(ranks)), counts
+
+
+def judgments_to_store(table: pa.Table) -> pa.Table:
+    """A validated qrels table's rows as stored, in file order."""
+    return table.select(["topic", "doc", "relevance", "iteration"])
+
+
+def insert_run_rows(
+    session: Session, run_id: int, rows: StagedRows, counts: pa.Table, progress: Progress | None = None
+) -> None:
+    """Bulk-insert a run's rows and per-topic counts (both from :func:`run_rows_to_store`)."""
     target = "run_rows"
     if session.get_bind().dialect.name == "postgresql":
         target = run_partition(run_id)
         session.execute(text(f"CREATE TABLE {target} PARTITION OF run_rows FOR VALUES IN ({int(run_id)})"))
-    ranks, counts = ranks_and_counts(table.select(["topic", "doc", "score"]))
-    _bulk_insert(
-        session,
-        target,
-        ["run_id", "position", "topic", "doc", "score", "rank", "trec_rank"],
-        run_id,
-        table.select(["topic", "doc", "score", "rank"]).append_column("trec_rank", pa.array(ranks)),
-        progress,
-    )
+    _bulk_insert(session, target, ["run_id", "position", *rows.table.column_names], run_id, rows, progress)
     copy_batches(session, "run_topics", counts.add_column(
         0, "run_id", pa.array(np.full(counts.num_rows, run_id, np.int64))).to_batches())
 
 
-def insert_judgments(
-    session: Session, qrels_id: int, table: pa.Table, progress: Progress | None = None
-) -> None:
-    """Bulk-insert a validated qrels table (topic, iteration, doc, relevance)."""
-    _bulk_insert(
-        session,
-        "judgments",
-        ["qrels_id", "position", "topic", "doc", "relevance", "iteration"],
-        qrels_id,
-        table.select(["topic", "doc", "relevance", "iteration"]),
-        progress,
-    )
+def insert_judgments(session: Session, qrels_id: int, rows: StagedRows, progress: Progress | None = None) -> None:
+    """Bulk-insert a qrels set's judgments (from :func:`judgments_to_store`)."""
+    _bulk_insert(session, "judgments", ["qrels_id", "position", *rows.table.column_names], qrels_id, rows, progress)
 
 
 def _bulk_insert(
@@ -158,17 +155,17 @@ def _bulk_insert(
     table_name: str,
     columns: list[str],
     owner_id: int,
-    data: pa.Table,
+    rows: StagedRows,
     progress: Progress | None,
 ) -> None:
-    """Insert ``data`` prefixed with (owner id, position in file order)."""
+    """Insert ``rows`` prefixed with (owner id, position in file order)."""
     if session.get_bind().dialect.name != "postgresql":
-        _sqlite_insert_numbered(session, table_name, columns, owner_id, data, progress)
+        _sqlite_insert_staged(session, table_name, columns, owner_id, rows, progress)
         return
 
     def framed() -> Iterator[pa.RecordBatch]:
         offset = 0
-        for batch in data.to_batches(max_chunksize=BATCH_ROWS):
+        for batch in rows.table.to_batches(max_chunksize=BATCH_ROWS):
             n = batch.num_rows
             yield pa.RecordBatch.from_arrays(
                 [pa.array(np.full(n, owner_id, np.int64)), pa.array(np.arange(offset, offset + n, dtype=np.int64)),
@@ -180,25 +177,22 @@ def _bulk_insert(
     copy_batches(session, table_name, framed(), progress)
 
 
-def _sqlite_insert_numbered(session: Session, table_name: str, columns: list[str], owner_id: int, data: pa.Table,
-                            progress: Progress | None) -> None:
-    """SQLite: executemany with the owner id as a literal and positions from ``range``, so Python
-    builds no objects for either (1-1.5 s of a 7M-row run). Converting the next batch on a second
-    thread while SQLite stores this one was tried and was slower (the GIL)."""
-    values = ", ".join([str(int(owner_id)), *("?" for _ in columns[1:])])
-    sql = f"INSERT INTO {table_name} ({', '.join(columns)}) VALUES ({values})"
-    cursor = session.connection().connection.driver_connection.cursor()
-    try:
-        offset = 0
-        for batch in data.to_batches(max_chunksize=BATCH_ROWS):
-            n = batch.num_rows
-            cursor.executemany(sql, zip(range(offset, offset + n), *(c.to_pylist() for c in batch.columns),
-                                        strict=True))
-            offset += n
-            if progress:
-                progress(n)
-    finally:
-        cursor.close()
+def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str], owner_id: int, rows: StagedRows,
+                          progress: Progress | None) -> None:
+    """SQLite: move the staged rows in with INSERT ... SELECT from the attached scratch table (its
+    rowid is the 1-based file position), a slice of rowids per statement for the progress bar."""
+    if rows.staged_table is None:
+        raise ValueError("SQLite bulk inserts read staged rows: make them with evalstore.db.staging.staged_rows "
+                         "and pass their `attach` to unit_of_work")
+    statement = text(
+        f"INSERT INTO {table_name} ({', '.join(columns)}) "
+        f"SELECT {int(owner_id)}, rowid - 1, {', '.join(columns[2:])} FROM {rows.staged_table} "
+        "WHERE rowid > :after AND rowid <= :until"
+    )
+    for after in range(0, rows.table.num_rows, BATCH_ROWS):
+        session.execute(statement, {"after": after, "until": after + BATCH_ROWS})
+        if progress:
+            progress(min(BATCH_ROWS, rows.table.num_rows - after))
 
 
 def copy_batches(

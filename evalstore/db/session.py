@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -12,9 +13,10 @@ from evalstore.db.engine import writer
 
 
 @contextmanager
-def unit_of_work(engine: Engine) -> Iterator[Session]:
-    """One transaction: committed when the block ends, rolled back whole on any exception."""
-    with Session(writer(engine), expire_on_commit=False) as session, session.begin():
+def unit_of_work(engine: Engine, attach: Mapping[str, Path] | None = None) -> Iterator[Session]:
+    """One transaction: committed when the block ends, rolled back whole on any exception.
+    ``attach`` (SQLite: schema name -> file) is readable inside it, e.g. staged bulk rows."""
+    with Session(writer(engine, attach), expire_on_commit=False) as session, session.begin():
         yield session
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from evalstore.db import repositories as repo
 from evalstore.db.models import QrelsSet, Run
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.db.staging import StagedRows, staged_rows
 from evalstore.errors import ConflictError
 from evalstore.io.formats import ParsedFile, read_qrels, read_run
 
@@ -82,9 +83,14 @@ def register_run(
 ) -> Registered:
     """Validate a run file and store it whole, in one transaction, or not at all."""
     parsed = read_run(path, fmt=fmt)
+    with read_only(engine) as session:  # the same content again: report it without staging the rows
+        existing = repo.find_run(session, name)
+    if existing is not None and existing.content_hash == parsed.content_hash:
+        return Registered(_run_summary(existing), False, parsed.warnings)
+    rows, counts = repo.run_rows_to_store(parsed.table)
 
-    def store() -> Registered:
-        with unit_of_work(engine) as session:
+    def store(staged: StagedRows) -> Registered:
+        with unit_of_work(engine, staged.attach) as session:
             existing = repo.find_run(session, name)
             if existing is not None and existing.content_hash == parsed.content_hash:
                 return Registered(_run_summary(existing), False, parsed.warnings)
@@ -103,10 +109,11 @@ def register_run(
             )
             session.add(run)
             session.flush()
-            repo.insert_run_rows(session, run.id, parsed.table, progress)
+            repo.insert_run_rows(session, run.id, staged, counts, progress)
             return Registered(_run_summary(run), True, parsed.warnings)
 
-    return _retry_on_name_race(store)
+    with staged_rows(engine, rows) as staged:
+        return _retry_on_name_race(lambda: store(staged))
 
 
 def import_qrels(
@@ -137,8 +144,8 @@ def store_qrels(
 ) -> Registered:
     """Store validated judgments (from a file, or made from a pool's judgments) under ``name``."""
 
-    def store() -> Registered:
-        with unit_of_work(engine) as session:
+    def store(staged: StagedRows) -> Registered:
+        with unit_of_work(engine, staged.attach) as session:
             existing = repo.find_qrels(session, name)
             if existing is not None and existing.content_hash == parsed.content_hash:
                 return Registered(_qrels_summary(existing), False, parsed.warnings)
@@ -156,10 +163,11 @@ def store_qrels(
             )
             session.add(qrels)
             session.flush()
-            repo.insert_judgments(session, qrels.id, parsed.table, progress)
+            repo.insert_judgments(session, qrels.id, staged, progress)
             return Registered(_qrels_summary(qrels), True, parsed.warnings)
 
-    return _retry_on_name_race(store)
+    with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
+        return _retry_on_name_race(lambda: store(staged))
 
 
 def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from evalstore.db import repositories
 from evalstore.db.engine import make_engine
 from evalstore.db.models import Judgment, QrelsSet, Run, RunRow
 from evalstore.db.session import read_only
+from evalstore.db.staging import STAGE_SCHEMA
 from evalstore.errors import ConflictError, InputFormatError, NotFoundError
 from evalstore.io.formats import read_qrels, read_run
 from evalstore.io.writers import write_run
@@ -96,6 +98,37 @@ def test_run_round_trip_through_export(engine: Engine, tmp_path: Path) -> None:
     with exported.open("wb") as handle:
         write_run(table, handle, "trec", tag=summary.details["tag"])
     assert read_run(exported).table.equals(original)
+
+
+def test_stored_values_are_exactly_the_files(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    # On SQLite the rows travel through a scratch database (ADBC) before the store: nothing may
+    # change on the way (last-bit doubles, integral and extreme scores, UTF-8, ranks as given).
+    run = ("q\u00e9 Q0 d\u00e9j\u00e0-vu 0 0.30000000000000004 t\n"
+           "q\u00e9 Q0 #MARCO#1 7 3.0 t\n"
+           "q\u00e9 Q0 d3 -2 -1e-300 t\n"
+           "2 Q0 d1 1 1.7976931348623157e308 t\n"
+           "2 Q0 d2 2 9007199254740993 t\n")
+    store.register_run(engine, write("a.run", run), name="r")
+    assert store.run_rows(engine, "r")[1].equals(read_run(write("b.run", run)).table)
+    qrels = "q\u00e9 0 d\u00e9j\u00e0-vu 2\nq\u00e9 x #MARCO#1 -1\n2 0 d1 0\n"
+    store.import_qrels(engine, write("a.qrels", qrels), name="q")
+    assert store.qrels_rows(engine, "q")[1].equals(read_qrels(write("b.qrels", qrels)).table)
+
+
+def test_sqlite_scratch_files_are_gone_and_detached_after_each_registration(
+    sqlite_engine: Engine, write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    store.register_run(sqlite_engine, write("a.run", RUN), name="bm25")
+    store.import_qrels(sqlite_engine, write("a.qrels", "1 0 d1 1\n"), name="q")
+    with pytest.raises(ConflictError):  # staged, then refused inside the transaction
+        store.register_run(sqlite_engine, write("b.run", "1 Q0 d9 1 9.0 x\n"), name="bm25")
+    assert list(scratch.iterdir()) == []
+    with sqlite_engine.connect() as connection:  # the pooled connection those units of work used
+        assert STAGE_SCHEMA not in [row[1] for row in connection.exec_driver_sql("PRAGMA database_list")]
+        assert connection.exec_driver_sql("PRAGMA page_size").scalar() == 16384
 
 
 @pytest.mark.parametrize("listing", ["trec order", "shuffled"])
