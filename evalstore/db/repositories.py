@@ -136,11 +136,8 @@ def insert_run_rows(
     session: Session, run_id: int, rows: StagedRows, counts: pa.Table, progress: Progress | None = None
 ) -> None:
     """Bulk-insert a run's rows and per-topic counts (both from :func:`run_rows_to_store`)."""
-    target = "run_rows"
-    if session.get_bind().dialect.name == "postgresql":
-        target = run_partition(run_id)
-        session.execute(text(f"CREATE TABLE {target} PARTITION OF run_rows FOR VALUES IN ({int(run_id)})"))
-    _bulk_insert(session, target, ["run_id", "position", *rows.table.column_names], run_id, rows, progress)
+    _bulk_insert(session, "run_rows", ["run_id", "position", *rows.table.column_names], run_id, rows, progress,
+                 partition=run_partition(run_id))
     copy_batches(session, "run_topics", counts.add_column(
         0, "run_id", pa.array(np.full(counts.num_rows, run_id, np.int64))).to_batches())
 
@@ -157,8 +154,10 @@ def _bulk_insert(
     owner_id: int,
     rows: StagedRows,
     progress: Progress | None,
+    partition: str | None = None,
 ) -> None:
-    """Insert ``rows`` prefixed with (owner id, position in file order)."""
+    """Insert ``rows`` prefixed with (owner id, position in file order); on PostgreSQL into a
+    new partition of ``table_name`` for ``owner_id`` when ``partition`` names one."""
     if session.get_bind().dialect.name != "postgresql":
         _sqlite_insert_staged(session, table_name, columns, owner_id, rows, progress)
         return
@@ -174,7 +173,24 @@ def _bulk_insert(
             )
             offset += n
 
-    copy_batches(session, table_name, framed(), progress)
+    if partition is None:
+        copy_batches(session, table_name, framed(), progress)
+    else:
+        _load_partition(session, table_name, partition, columns[0], owner_id, framed(), progress)
+
+
+def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
+                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None) -> None:
+    """PostgreSQL: COPY into a new table, then attach it as ``parent``'s partition for ``key``.
+
+    ATTACH locks the parent only against other attaches, where creating the partition up front
+    would lock every reader of the parent out for the whole COPY; the CHECK constraint lets
+    ATTACH skip scanning the rows; and a table created in this transaction may take its rows
+    frozen (COPY FREEZE), so they are never rewritten later to set hint bits or freeze them."""
+    session.execute(text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, "
+                         f"CHECK ({key_column} = {int(key)}))"))
+    copy_batches(session, partition, batches, progress, freeze=True)
+    session.execute(text(f"ALTER TABLE {parent} ATTACH PARTITION {partition} FOR VALUES IN ({int(key)})"))
 
 
 def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str], owner_id: int, rows: StagedRows,
@@ -196,10 +212,12 @@ def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str],
 
 
 def copy_batches(
-    session: Session, table_name: str, batches: Iterable[pa.RecordBatch], progress: Progress | None = None
+    session: Session, table_name: str, batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
+    *, freeze: bool = False,
 ) -> None:
     """Bulk-insert Arrow batches whose column names are the table's: COPY on PostgreSQL (pyarrow
-    writes each batch's CSV in C, so no per-row Python work), executemany on SQLite."""
+    writes each batch's CSV in C, so no per-row Python work), executemany on SQLite. ``freeze``:
+    COPY FREEZE, for a table created in this transaction."""
     connection = session.connection()
     dbapi = connection.connection.driver_connection
     remaining = iter(batches)
@@ -209,7 +227,7 @@ def copy_batches(
     names = first.schema.names
     if connection.dialect.name == "postgresql":
         options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-        sql = f"COPY {table_name} ({', '.join(names)}) FROM STDIN WITH (FORMAT csv)"
+        sql = f"COPY {table_name} ({', '.join(names)}) FROM STDIN WITH (FORMAT csv{', FREEZE' if freeze else ''})"
         with dbapi.cursor() as cursor, cursor.copy(sql) as copy:
             for batch in itertools.chain([first], remaining):
                 buffer = io.BytesIO()
@@ -412,20 +430,14 @@ def replace_results(
     """Swap an evaluation's stored values for new ones (per_query: measure, query_id, value,
     text_value; aggregates: measure, value, text_value, query_count).
 
-    PostgreSQL: the values go by COPY into a new table that is then attached as the evaluation's
-    partition. Its CHECK constraint lets ATTACH skip scanning it, and ATTACH locks the parent
-    only against other attaches, where creating the partition up front would have locked every
-    reader of query_results out for the whole COPY."""
+    PostgreSQL: the values go into a partition of their own (see _load_partition)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
     owner = pa.array(np.full(per_query.num_rows, evaluation_id, np.int64))
     batches = per_query.add_column(0, "evaluation_id", owner).to_batches(max_chunksize=BATCH_ROWS)
     if session.get_bind().dialect.name == "postgresql":
-        partition, evaluation = results_partition(evaluation_id), int(evaluation_id)
-        session.execute(text(f"CREATE TABLE {partition} (LIKE query_results INCLUDING DEFAULTS, "
-                             f"CHECK (evaluation_id = {evaluation}))"))
-        copy_batches(session, partition, batches)
-        session.execute(text(f"ALTER TABLE query_results ATTACH PARTITION {partition} FOR VALUES IN ({evaluation})"))
+        _load_partition(session, "query_results", results_partition(evaluation_id), "evaluation_id", evaluation_id,
+                        batches)
     else:
         copy_batches(session, "query_results", batches)
     if aggregates:

@@ -159,7 +159,7 @@ def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: b
     resolved = detect_format(path, fmt)
     if resolved == "trec":
         return _parse_trec_file(path, kind, strict, content_hash, check_duplicates)
-    return _parse_table(path, resolved, kind)
+    return _parse_table(path, resolved, kind, check_duplicates)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -426,7 +426,7 @@ def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
 # --------------------------------------------------------------------------- CSV/TSV/Parquet
 
 
-def _parse_table(path: Path, fmt: str, kind: Kind) -> ParsedFile:
+def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True) -> ParsedFile:
     raw = _read_bytes(path)
     content_hash = hashlib.sha256(raw).hexdigest()
     if not raw.strip():
@@ -449,7 +449,8 @@ def _parse_table(path: Path, fmt: str, kind: Kind) -> ParsedFile:
     table = _coerce_columns(path, table, kind, header_offset)
     if table.num_rows == 0:
         raise InputFormatError(str(path), None, _empty_message(kind))
-    _check_duplicates(path, table, kind, header_offset)
+    if check_duplicates or kind != "run":
+        _check_duplicates(path, table, kind, header_offset)
     if kind == "run":
         return ParsedFile(table.select(["topic", "doc", "rank", "score"]), content_hash, None)
     return _dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, str(path))

@@ -7,13 +7,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from evalstore.db import repositories
-from evalstore.db.engine import make_engine
+from evalstore.db.engine import make_engine, upgrade
 from evalstore.db.models import Judgment, QrelsSet, Run, RunRow
-from evalstore.db.session import read_only
-from evalstore.db.staging import STAGE_SCHEMA
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.db.staging import STAGE_SCHEMA, StagedRows
 from evalstore.errors import ConflictError, InputFormatError, NotFoundError
 from evalstore.io.formats import read_qrels, read_run
 from evalstore.io.writers import write_run
@@ -71,6 +71,12 @@ def test_bad_file_leaves_database_unchanged(engine: Engine, write) -> None:  # t
         store.register_run(engine, write("bad.run", RUN + "3 Q0 d1 1 oops t\n"), name="bad")
     with pytest.raises(InputFormatError):
         store.import_qrels(engine, write("bad.qrels", "1 0 d1 1\n1 0 d1 0\n"), name="bad")
+    # the duplicate-docno check runs while the rows are stored: it must roll them back, and a
+    # bad file under a taken name is reported as bad input, not as a name conflict
+    twice = write("twice.run", RUN + "1 Q0 d1 3 0.1 bm25\n")
+    for name in ("new", "bm25"):
+        with pytest.raises(InputFormatError, match=r"twice\.run:4: .*d1"):
+            store.register_run(engine, twice, name=name)
     assert counts(engine) == before
 
 
@@ -185,3 +191,28 @@ def test_concurrent_registration_never_leaves_a_partial_run(
     with read_only(engine) as session:
         run = repositories.get_run(session, "race")
         assert repositories.count_run_rows(session, run) == run.row_count
+
+
+@pytest.mark.postgres
+def test_storing_a_run_on_postgres_does_not_lock_out_readers_of_other_runs(postgres_server_url: str, write) -> None:  # type: ignore[no-untyped-def]
+    # Workers read stored runs while others are registered: the new run's partition is loaded
+    # apart and then attached, which takes a lock that readers do not wait for.
+    from tests.conftest import _reset_postgres
+
+    _reset_postgres(postgres_server_url)
+    engine = make_engine(postgres_server_url)
+    try:
+        upgrade(engine)
+        store.register_run(engine, write("a.run", RUN), name="a")
+        rows, counts = repositories.run_rows_to_store(read_run(write("b.run", "1 Q0 d7 1 1.0 b\n")).table)
+        with unit_of_work(engine) as session:
+            run = Run(name="b", tag="b", content_hash="0" * 64, row_count=1, topic_count=1, metadata_={})
+            session.add(run)
+            session.flush()
+            repositories.insert_run_rows(session, run.id, StagedRows(rows), counts)
+            with engine.connect() as reader:  # while that transaction is still open
+                reader.execute(text("SET lock_timeout = '2s'"))
+                assert reader.execute(text("SELECT count(*) FROM run_rows")).scalar() == 3
+        assert store.run_rows(engine, "b")[0].rows == 1
+    finally:
+        engine.dispose()
