@@ -191,7 +191,7 @@ def run_trec_eval(
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
     if judgment_groups:
         rows = _expand_jg(measures)
-        qrels = read_qrels(qrels_path, judgment_groups=True)
+        qrels = read_qrels(qrels_path, judgment_groups=True, strict=False)
         run = read_run(run_path, strict=False, content_hash=False)
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
         topics, values = _jg_values(qrels.table, run.table, measures_needed, options, relevance_level)
@@ -199,7 +199,7 @@ def run_trec_eval(
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = read_qrels(qrels_path)
+        qrels = read_qrels(qrels_path, strict=False)
         run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
         runid = run.tag
         # trec_eval refuses a docno twice in a topic: check on the second core while ranking

@@ -10,7 +10,8 @@ arrays (no per-line Python objects), and validated with vectorised checks. Only 
 wrong do we re-read the file line by line (:func:`_first_trec_error`) to report the exact
 ``path:line``. The fast path and the precise path implement the same rules, and a property test
 checks that they agree. Files that trec_eval accepts but we refuse in strict mode (extra columns
-after the run tag) are read by the precise path when ``strict=False`` (``evalstore trec-eval``).
+after the run tag; ranks and relevance values beyond the stored 32- and 16-bit integer columns)
+are read when ``strict=False`` (``evalstore trec-eval``, which stores nothing).
 """
 
 from __future__ import annotations
@@ -52,6 +53,21 @@ _COLUMN_ALIASES = {
     "iteration": ("iteration", "iter"),
     "tag": ("tag", "run_id", "runid"),
 }
+
+# The stored integer columns' ranges (run_rows.rank INTEGER, judgments.relevance SMALLINT, in
+# both databases): a value outside is bad input, refused with its line like any other.
+_STORED_RANGE = {"rank": (-(2**31), 2**31 - 1), "relevance": (-(2**15), 2**15 - 1)}
+
+
+def _out_of_range(label: str, text: object) -> str:
+    low, high = _STORED_RANGE[label]
+    return f"{label} '{text}' is out of range; it must be between {low} and {high}"
+
+
+def _in_range(label: str, value: int) -> bool:
+    low, high = _STORED_RANGE[label]
+    return low <= value <= high
+
 
 RUN_SCHEMA = pa.schema(
     [("topic", pa.string()), ("doc", pa.string()), ("rank", pa.int64()), ("score", pa.float64())]
@@ -121,32 +137,34 @@ def has_duplicate_docs(table: pa.Table) -> bool:
     return has_repeated_pair(table["topic"], table["doc"])
 
 
-def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False) -> ParsedFile:
+def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,
+               strict: bool = True) -> ParsedFile:
     """Read and validate a qrels file (conflicting duplicate judgments are refused).
 
     With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
-    the same document may then be judged once per group.
+    the same document may then be judged once per group. ``strict=False`` accepts relevance
+    values the store could not hold, as trec_eval does (for evaluating files, storing nothing).
     """
     if judgment_groups:
-        return _read_qrels_jg(Path(path))
-    return _read(Path(path), "qrels", fmt, True)
+        return _read_qrels_jg(Path(path), strict)
+    return _read(Path(path), "qrels", fmt, strict)
 
 
-def _read_qrels_jg(path: Path) -> ParsedFile:
+def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
     """Each judgment group is validated as a qrels file of its own; the groups are then stacked."""
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     data = _read_bytes(path)
     whole = _fast_trec_table(data, "qrels")
     if whole is None:
-        error, whole = _first_trec_error(str(path), data, "qrels", True, keyed_by_group=True)
+        error, whole = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
         if error is not None:
             raise error
     assert whole is not None
     for group in _distinct_values(whole["iteration"]):
         part = whole.filter(pc.equal(whole["iteration"], group))
         if _has_duplicate_pairs(part, "qrels"):
-            error, _ = _first_trec_error(str(path), data, "qrels", True, keyed_by_group=True)
+            error, _ = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
             if error is not None:
                 raise error
     return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), hashlib.sha256(data).hexdigest(), None)
@@ -190,7 +208,7 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         raise InputFormatError(str(path), None, _empty_message(kind))
     table = _fast_trec_table(data, kind)
     del data
-    if table is not None and _fast_checks_pass(table, kind, check_duplicates):
+    if table is not None and _fast_checks_pass(table, kind, check_duplicates, strict):
         return _finish(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
@@ -255,13 +273,17 @@ def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
         return None
 
 
-def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True) -> bool:
+def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True, strict: bool = True) -> bool:
     if table.num_rows == 0:
         return False
     if kind == "run":
         score = table["score"].to_numpy()
         if not np.isfinite(score).all():
             return False
+    label = "rank" if kind == "run" else "relevance"
+    extremes = pc.min_max(table[label])
+    if strict and not (_in_range(label, extremes["min"].as_py()) and _in_range(label, extremes["max"].as_py())):
+        return False
     return not (check_duplicates and _has_duplicate_pairs(table, kind))
 
 
@@ -301,7 +323,7 @@ def _first_trec_error(
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
-        if len(fields) != ncols and (strict or len(fields) < ncols):
+        if len(fields) != ncols and (strict or kind == "qrels" or len(fields) < ncols):
             return InputFormatError(
                 path, number, f"expected {ncols} columns ({layout}), found {len(fields)}"
             ), None
@@ -316,10 +338,11 @@ def _first_trec_error(
                     path, number, f"score '{score_text}' is not a finite number; scores must be finite"
                 ), None
             rank = _parse_int(rank_text)
-            if rank is None:
+            if rank is None or (strict and not _in_range("rank", rank)):
                 if strict:
                     return InputFormatError(
-                        path, number, f"rank '{rank_text}' is not an integer"
+                        path, number,
+                        f"rank '{rank_text}' is not an integer" if rank is None else _out_of_range("rank", rank_text),
                     ), None
                 rank = 0  # trec_eval never reads the rank column
             key = (topic, doc)
@@ -338,6 +361,8 @@ def _first_trec_error(
                 return InputFormatError(
                     path, number, f"relevance '{rel_text}' is not an integer"
                 ), None
+            if strict and not _in_range("relevance", relevance):
+                return InputFormatError(path, number, _out_of_range("relevance", rel_text)), None
             key = (topic, doc) if not keyed_by_group else (topic, f"{fields[1]}\0{doc}")
             if key in seen and seen[key][1] != relevance:
                 first_line, first_rel = seen[key]
@@ -493,13 +518,11 @@ def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.
             raise _located(path, offset, int(bad[0]),
                            f"score '{score[bad[0]]}' is not a finite number; scores must be finite")
         if "rank" in table.column_names:
-            columns["rank"] = _numeric(path, table["rank"], pa.int64(), "rank", "an integer", offset)
+            columns["rank"] = _stored_integers(path, table["rank"], "rank", offset)
         else:
             columns["rank"] = pa.chunked_array([np.zeros(n, dtype=np.int64)])
     else:
-        columns["relevance"] = _numeric(
-            path, table["relevance"], pa.int64(), "relevance", "an integer", offset
-        )
+        columns["relevance"] = _stored_integers(path, table["relevance"], "relevance", offset)
         if "iteration" not in columns:
             columns["iteration"] = pa.chunked_array([pa.array(["0"] * n, pa.string())])
     return pa.table(columns)
@@ -522,6 +545,16 @@ def _numeric(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise _located(path, offset, row, f"{label} '{value}' is not {what}") from None
     raise _located(path, offset, 0, f"{label} column is not {what}")
+
+
+def _stored_integers(path: Path, column: pa.ChunkedArray, label: str, offset: int) -> pa.ChunkedArray:
+    values = _numeric(path, column, pa.int64(), label, "an integer", offset)
+    low, high = _STORED_RANGE[label]
+    as_numpy = values.to_numpy()
+    bad = np.flatnonzero((as_numpy < low) | (as_numpy > high))
+    if len(bad):
+        raise _located(path, offset, int(bad[0]), _out_of_range(label, as_numpy[bad[0]]))
+    return values
 
 
 def _located(path: Path, offset: int, row: int, problem: str) -> InputFormatError:
