@@ -13,11 +13,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import sqlalchemy as sa
 from sqlalchemy import and_, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
+from evalstore.db import pgcopy
 from evalstore.db.models import (
     AggregateResult,
+    Base,
     Evaluation,
     Judgment,
     Prediction,
@@ -173,14 +176,16 @@ def _bulk_insert(
             )
             offset += n
 
+    model = Base.metadata.tables[table_name]
     if partition is None:
-        copy_batches(session, table_name, framed(), progress)
+        copy_batches(session, table_name, framed(), progress, binary=model)
     else:
-        _load_partition(session, table_name, partition, columns[0], owner_id, framed(), progress)
+        _load_partition(session, table_name, partition, columns[0], owner_id, framed(), progress, binary=model)
 
 
 def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
-                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None) -> None:
+                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
+                    binary: sa.Table | None = None) -> None:
     """PostgreSQL: COPY into a new table, then attach it as ``parent``'s partition for ``key``.
 
     ATTACH locks the parent only against other attaches, where creating the partition up front
@@ -189,7 +194,7 @@ def _load_partition(session: Session, parent: str, partition: str, key_column: s
     frozen (COPY FREEZE), so they are never rewritten later to set hint bits or freeze them."""
     session.execute(text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, "
                          f"CHECK ({key_column} = {int(key)}))"))
-    copy_batches(session, partition, batches, progress, freeze=True)
+    copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
     session.execute(text(f"ALTER TABLE {parent} ATTACH PARTITION {partition} FOR VALUES IN ({int(key)})"))
 
 
@@ -213,11 +218,12 @@ def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str],
 
 def copy_batches(
     session: Session, table_name: str, batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
-    *, freeze: bool = False,
+    *, freeze: bool = False, binary: sa.Table | None = None,
 ) -> None:
     """Bulk-insert Arrow batches whose column names are the table's: COPY on PostgreSQL (pyarrow
     writes each batch's CSV in C, so no per-row Python work), executemany on SQLite. ``freeze``:
-    COPY FREEZE, for a table created in this transaction."""
+    COPY FREEZE, for a table created in this transaction; ``binary``: the model table whose
+    column types the batches (with no nulls) are encoded for, in binary COPY (evalstore.db.pgcopy)."""
     connection = session.connection()
     dbapi = connection.connection.driver_connection
     remaining = iter(batches)
@@ -227,14 +233,24 @@ def copy_batches(
     names = first.schema.names
     if connection.dialect.name == "postgresql":
         options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-        sql = f"COPY {table_name} ({', '.join(names)}) FROM STDIN WITH (FORMAT csv{', FREEZE' if freeze else ''})"
+        types = pgcopy.column_types(binary, names) if binary is not None else None
+        columns = pgcopy.column_order(types) if types else names
+        sql = (f"COPY {table_name} ({', '.join(columns)}) FROM STDIN "
+               f"WITH (FORMAT {'binary' if types else 'csv'}{', FREEZE' if freeze else ''})")
         with dbapi.cursor() as cursor, cursor.copy(sql) as copy:
+            if types:
+                copy.write(pgcopy.HEADER)
             for batch in itertools.chain([first], remaining):
-                buffer = io.BytesIO()
-                pacsv.write_csv(batch, buffer, write_options=options)
-                copy.write(buffer.getbuffer())
+                if types:
+                    copy.write(pgcopy.encode(batch, types))
+                else:
+                    buffer = io.BytesIO()
+                    pacsv.write_csv(batch, buffer, write_options=options)
+                    copy.write(buffer.getbuffer())
                 if progress:
                     progress(batch.num_rows)
+            if types:
+                copy.write(pgcopy.TRAILER)
         return
     sql = f"INSERT INTO {table_name} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
     cursor = dbapi.cursor()
