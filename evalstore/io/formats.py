@@ -231,7 +231,7 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
     other = b" " if delimiter == b"\t" else b"\t"
     if other not in data:
         table = _pyarrow_trec(data, kind, delimiter.decode())
-        if table is not None and not _has_comment_rows(table):
+        if table is not None and not _has_comment_rows(table) and not _has_empty_fields(table):
             return table
     # trec_eval 10.0: lines starting with '#' are comments ('#' inside a docno is not); fields
     # are separated by any run of white space.
@@ -240,6 +240,15 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
     data = data.removeprefix(b"\t").removesuffix(b"\t")
     table = _pyarrow_trec(data, kind, "\t")
     return None if table is None or _has_comment_rows(table) else table
+
+
+def _has_empty_fields(table: pa.Table) -> bool:
+    # Two delimiters in a row ("1 0  d1") read as an empty field: white space runs are one
+    # separator, so such a line has fewer fields than it seems; the normalised pass counts them.
+    return table.num_rows > 0 and any(
+        pc.min(pc.binary_length(table[name])).as_py() == 0
+        for name in ("topic", "iteration", "doc") if name in table.column_names
+    )
 
 
 def _has_comment_rows(table: pa.Table) -> bool:
