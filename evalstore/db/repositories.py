@@ -232,7 +232,6 @@ def copy_batches(
         return
     names = first.schema.names
     if connection.dialect.name == "postgresql":
-        options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
         types = pgcopy.column_types(binary, names) if binary is not None else None
         columns = pgcopy.column_order(types) if types else names
         sql = (f"COPY {table_name} ({', '.join(columns)}) FROM STDIN "
@@ -241,12 +240,7 @@ def copy_batches(
             if types:
                 copy.write(pgcopy.HEADER)
             for batch in itertools.chain([first], remaining):
-                if types:
-                    copy.write(pgcopy.encode(batch, types))
-                else:
-                    buffer = io.BytesIO()
-                    pacsv.write_csv(batch, buffer, write_options=options)
-                    copy.write(buffer.getbuffer())
+                copy.write(pgcopy.encode(batch, types) if types else _csv_bytes(batch))
                 if progress:
                     progress(batch.num_rows)
             if types:
@@ -261,6 +255,12 @@ def copy_batches(
                 progress(batch.num_rows)
     finally:
         cursor.close()
+
+
+def _csv_bytes(batch: pa.RecordBatch) -> memoryview:
+    buffer = io.BytesIO()
+    pacsv.write_csv(batch, buffer, write_options=pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    return buffer.getbuffer()
 
 
 def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa.Table:
