@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ import pyarrow as pa
 from sqlalchemy import Engine
 
 from evalstore.db.engine import is_sqlite
+from evalstore.errors import EvalstoreError
 
 STAGE_SCHEMA = "evalstore_stage"
 STAGE_TABLE = "rows"
@@ -55,13 +56,20 @@ def staged_rows(engine: Engine, table: pa.Table) -> Iterator[StagedRows]:
         return
     import adbc_driver_sqlite.dbapi  # only SQLite registrations need it
 
-    with tempfile.TemporaryDirectory(prefix="evalstore-stage-") as scratch:
-        path = Path(scratch) / "rows.db"
-        # The file is thrown away if anything fails, so it needs neither a journal nor fsync.
-        with adbc_driver_sqlite.dbapi.connect(str(path), autocommit=True) as connection:
-            with connection.cursor() as cursor:
-                cursor.execute("PRAGMA page_size = 65536")  # read once, front to back
-                cursor.execute("PRAGMA journal_mode = OFF")
-                cursor.execute("PRAGMA synchronous = OFF")
-                cursor.adbc_ingest(STAGE_TABLE, table, mode="create")
+    with ExitStack() as cleanup:
+        try:
+            path = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="evalstore-stage-"))) / "rows.db"
+            # The file is thrown away if anything fails, so it needs neither a journal nor fsync.
+            with adbc_driver_sqlite.dbapi.connect(str(path), autocommit=True) as connection:
+                with connection.cursor() as cursor:
+                    cursor.execute("PRAGMA page_size = 65536")  # read once, front to back
+                    cursor.execute("PRAGMA journal_mode = OFF")
+                    cursor.execute("PRAGMA synchronous = OFF")
+                    cursor.adbc_ingest(STAGE_TABLE, table, mode="create")
+        except (OSError, adbc_driver_sqlite.dbapi.Error) as exc:
+            raise EvalstoreError(
+                f"Could not write the {table.num_rows:,} rows to a scratch file in {tempfile.gettempdir()} "
+                f"({str(exc).splitlines()[0]}). Nothing was stored. Free space there, or set TMPDIR to a "
+                "directory with room for them."
+            ) from exc
         yield StagedRows(table, {STAGE_SCHEMA: path})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from evalstore.db.engine import make_engine, upgrade
 from evalstore.db.models import Judgment, QrelsSet, Run, RunRow
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import STAGE_SCHEMA, StagedRows
-from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.errors import ConflictError, EvalstoreError, InputFormatError, NotFoundError
 from evalstore.io.formats import read_qrels, read_run
 from evalstore.io.writers import write_run
 from evalstore.services import store
@@ -135,6 +136,19 @@ def test_sqlite_scratch_files_are_gone_and_detached_after_each_registration(
     with sqlite_engine.connect() as connection:  # the pooled connection those units of work used
         assert STAGE_SCHEMA not in [row[1] for row in connection.exec_driver_sql("PRAGMA database_list")]
         assert connection.exec_driver_sql("PRAGMA page_size").scalar() == 16384
+
+
+def test_sqlite_scratch_space_missing_is_a_clear_error_and_stores_nothing(
+    sqlite_engine: Engine, write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    with pytest.raises(EvalstoreError, match=(
+        rf"^Could not write the 3 rows to a scratch file in {re.escape(str(missing))} \(\[Errno 2\] No such file "
+        r"or directory: '.*'\)\. Nothing was stored\. Free space there, or set TMPDIR to a directory with room "
+        r"for them\.$")):
+        store.register_run(sqlite_engine, write("a.run", RUN), name="bm25")
+    assert counts(sqlite_engine) == (0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("listing", ["trec order", "shuffled"])
