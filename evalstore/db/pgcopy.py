@@ -56,6 +56,8 @@ def encode(batch: pa.RecordBatch, types: Mapping[str, pa.DataType]) -> memoryvie
     strings are spliced in between the records by ``binary_join_element_wise``.
     """
     order = column_order(types)
+    if nullable := [name for name in order if batch.column(name).null_count]:
+        raise ValueError(f"binary COPY encodes no nulls ({', '.join(nullable)})")
     fixed = [name for name in order if types[name] != pa.string()]
     strings = order[len(fixed):]
     layout = [("fields", ">i2")]
@@ -67,19 +69,13 @@ def encode(batch: pa.RecordBatch, types: Mapping[str, pa.DataType]) -> memoryvie
     records = np.empty(n, dtype=np.dtype(layout))
     records["fields"] = len(order)
     for name in fixed:
-        column = batch.column(name)
-        if column.null_count:
-            raise ValueError(f"binary COPY encodes no nulls ({name})")
         records[f"{name}_length"] = records.dtype[name].itemsize
-        records[name] = pc.cast(column, types[name]).to_numpy(zero_copy_only=False)  # cast checks the range
+        records[name] = pc.cast(batch.column(name), types[name]).to_numpy(zero_copy_only=False)  # checks the range
     if not strings:
         return memoryview(records).cast("B")
     pieces: list[pa.Array] = []
     for index, name in enumerate(strings):
-        values = batch.column(name)
-        if values.null_count:
-            raise ValueError(f"binary COPY encodes no nulls ({name})")
-        values = values.cast(pa.binary())
+        values = batch.column(name).cast(pa.binary())
         lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
         if index == 0:
             records["string_length"] = lengths

@@ -139,21 +139,20 @@ def insert_run_rows(
     session: Session, run_id: int, rows: StagedRows, counts: pa.Table, progress: Progress | None = None
 ) -> None:
     """Bulk-insert a run's rows and per-topic counts (both from :func:`run_rows_to_store`)."""
-    _bulk_insert(session, "run_rows", ["run_id", "position", *rows.table.column_names], run_id, rows, progress,
-                 partition=run_partition(run_id))
+    _bulk_insert(session, "run_rows", "run_id", run_id, rows, progress, partition=run_partition(run_id))
     copy_batches(session, "run_topics", counts.add_column(
         0, "run_id", pa.array(np.full(counts.num_rows, run_id, np.int64))).to_batches())
 
 
 def insert_judgments(session: Session, qrels_id: int, rows: StagedRows, progress: Progress | None = None) -> None:
     """Bulk-insert a qrels set's judgments (from :func:`judgments_to_store`)."""
-    _bulk_insert(session, "judgments", ["qrels_id", "position", *rows.table.column_names], qrels_id, rows, progress)
+    _bulk_insert(session, "judgments", "qrels_id", qrels_id, rows, progress)
 
 
 def _bulk_insert(
     session: Session,
     table_name: str,
-    columns: list[str],
+    owner_column: str,
     owner_id: int,
     rows: StagedRows,
     progress: Progress | None,
@@ -161,6 +160,7 @@ def _bulk_insert(
 ) -> None:
     """Insert ``rows`` prefixed with (owner id, position in file order); on PostgreSQL into a
     new partition of ``table_name`` for ``owner_id`` when ``partition`` names one."""
+    columns = [owner_column, "position", *rows.table.column_names]
     if session.get_bind().dialect.name != "postgresql":
         _sqlite_insert_staged(session, table_name, columns, owner_id, rows, progress)
         return
@@ -180,7 +180,7 @@ def _bulk_insert(
     if partition is None:
         copy_batches(session, table_name, framed(), progress, binary=model)
     else:
-        _load_partition(session, table_name, partition, columns[0], owner_id, framed(), progress, binary=model)
+        _load_partition(session, table_name, partition, owner_column, owner_id, framed(), progress, binary=model)
 
 
 def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
@@ -207,7 +207,7 @@ def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str],
                          "and pass their `attach` to unit_of_work")
     statement = text(
         f"INSERT INTO {table_name} ({', '.join(columns)}) "
-        f"SELECT {int(owner_id)}, rowid - 1, {', '.join(columns[2:])} FROM {rows.staged_table} "
+        f"SELECT {int(owner_id)}, rowid - 1, {', '.join(rows.table.column_names)} FROM {rows.staged_table} "
         "WHERE rowid > :after AND rowid <= :until"
     )
     for after in range(0, rows.table.num_rows, BATCH_ROWS):
