@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import compute, summarise
-from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import (
     TREC_FAMILIES,
     TREC_GROUPS,
@@ -41,7 +41,9 @@ class TrecRequest:
 
 
 def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
-    """``-m`` values in trec_eval order; a later spec for a measure replaces an earlier one."""
+    """``-m`` values in trec_eval order. As in trec_eval (``meas_init.c``), a measure's parameters
+    are the first ones given for it on the command line: ``-m P.5 -m P.10`` and ``-m P.5 -m P``
+    both mean P_5."""
     chosen: dict[str, TrecRequest] = {}
     for spec in specs:
         root, dot, raw = spec.partition(".")
@@ -51,7 +53,8 @@ def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
             continue
         if root not in TREC_FAMILIES:
             raise _unknown_trec(root)
-        chosen[root] = TrecRequest(root, raw if dot else None)
+        if root not in chosen or (chosen[root].raw is None and dot):
+            chosen[root] = TrecRequest(root, raw if dot else None)
     return [chosen[name] for name in TREC_ORDER if name in chosen]
 
 
@@ -196,6 +199,7 @@ def run_trec_eval(
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
         topics, values = _jg_values(qrels.table, run.table, measures_needed, options, relevance_level)
         runid = run.tag
+        ranking = None  # the values are averages over judgment groups, not one ranking's
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
@@ -214,12 +218,38 @@ def run_trec_eval(
             warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
         values = compute(rk, measures_needed, relevance_level=relevance_level, collection_size=collection_size)
+        _keep_stand_in_values(rows, values, rk)
         topics = rk.topics
+        ranking = rk
     if not topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
 
-    out.write(render_lines(rows, topics, values.__getitem__, lambda m: summarise(m, values[m]), runid,
+    out.write(render_lines(rows, topics, values.__getitem__, lambda m: summarise(m, values[m], ranking), runid,
                            per_query=per_query, summary=not no_summary))
+
+
+# What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset
+_STAND_IN_EFFECT: dict[str, Callable[[Measure, np.ndarray], np.ndarray]] = {
+    # one retrieved non-relevant document more, one non-retrieved non-relevant one fewer
+    "utility": lambda m, v: v + m.param("coefficients")[1] - m.param("coefficients")[3],
+    "relstring": lambda m, v: np.full(len(v), "-" if m.param("cutoff") >= 1 else "", dtype=object),
+    "rbp_resid": lambda m, v: np.ones(len(v)),  # one unjudged document at rank 1: p + (1 - p)
+}
+
+
+def _keep_stand_in_values(rows: list[tuple[str, str, Measure | None]], values: dict[Measure, np.ndarray],
+                          rk: Ranking) -> None:
+    """trec_eval -c ranks a missing topic as one non-pool stand-in document, then resets num_ret,
+    unj, utility, relstring and rbp_resid to their empty-ranking values, matching the printed
+    name exactly (trec_eval.c). Under a name with parameters (``utility_2,-1,0,0``) the reset
+    misses and the stand-in's value is printed; evalstore prints the same."""
+    if not rk.stand_in.any():
+        return
+    for root, name, measure in rows:
+        if root in _STAND_IN_EFFECT and name != root and measure is not None:
+            column = np.array(values[measure], copy=True)
+            column[rk.stand_in] = _STAND_IN_EFFECT[root](measure, column[rk.stand_in])
+            values[measure] = column
 
 
 def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
@@ -268,14 +298,15 @@ def _line(name: str, topic: str, value: str) -> str:
 
 def _format_column(measure: Measure, values: Sequence[Any]) -> list[str]:
     """trec_eval's text for each value: quoted strings, integers (rint rounds half to even, as
-    trec_eval's printf does), or %6.4f."""
+    trec_eval's printf does), or %6.4f (NaN as glibc prints trec_eval's: -nan)."""
     kind = measure.spec.value_type
     if kind == "str":
         return [f"'{value}'" for value in values]
     numbers = np.asarray(values, dtype=np.float64)
     if kind == "int":
         return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
-    return list(map("{:6.4f}".format, numbers.tolist()))
+    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan
+    return [text if text != "   nan" else "  -nan" for text in map("{:6.4f}".format, numbers.tolist())]
 
 
 __all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]

@@ -365,7 +365,7 @@ def _first_trec_error(
             row = (topic, fields[1], doc, rank, score, fields[5])
         else:
             rel_text = fields[3]
-            relevance = _parse_int(rel_text)
+            relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)
             if relevance is None:
                 return InputFormatError(
                     path, number, f"relevance '{rel_text}' is not an integer"
@@ -401,6 +401,17 @@ def _parse_int(text: str) -> int | None:
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None
+
+
+# A number trec_eval reads with atol(): its integer part counts ("1.0" and "1.9" are 1, "2e3" is 2).
+_ATOL_NUMBER = re.compile(r"([+-]?\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?\Z")
+
+
+def _parse_int_as_atol(text: str) -> int | None:
+    """trec_eval's reading of a relevance value (lenient mode); text that is no number at all
+    (which atol would silently read as 0) is still refused."""
+    match = _ATOL_NUMBER.match(text)
+    return _parse_int(match[1]) if match else None
 
 
 def _parse_float(text: str) -> float | None:

@@ -94,11 +94,14 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
 _HEAVY = {"infAP", "G", "Bpref", "nDCG", "IPrec", "RnDCG", "nDCG_rel", "binG", "RBP"}
 
 
-def summarise(measure: Measure, per_topic: np.ndarray) -> float | None:
-    """The ``all`` value: mean, sum or geometric mean (floored at 1e-5) over topics."""
+def summarise(measure: Measure, per_topic: np.ndarray, rk: Ranking | None = None) -> float | None:
+    """The ``all`` value: mean, sum or geometric mean (floored at 1e-5) over topics, or the
+    measure's own rule when ``rk`` holds every qrels topic (-c) and it has one."""
     how = measure.spec.summary
     if how == "none":
         return None
+    if rk is not None and rk.complete and measure.spec.complete_summary is not None:
+        return measure.spec.complete_summary(rk)
     if len(per_topic) == 0:
         return 0.0
     # topic by topic, left to right, as trec_eval accumulates (numpy's pairwise sum can round the
@@ -155,7 +158,7 @@ def evaluate(
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
-    aggregates = {str(m): summarise(m, v) for m, v in values.items()}
+    aggregates = {str(m): summarise(m, v, rk) for m, v in values.items()}
     frames = []
     if per_query:
         for measure, array in values.items():

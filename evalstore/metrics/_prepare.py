@@ -41,7 +41,12 @@ class Ranking:
     max_level: int  # highest relevance level in the qrels (over all topics)
     missing_topics: list[str]  # qrels topics with no retrieved document
     dropped_run_topics: list[str]  # run topics absent from the qrels (never evaluated)
+    # (n,) bool: a missing topic that trec_eval -c ranks as one non-pool stand-in document (its
+    # bogus_ranking in trec_eval.c), which -M and -J did not remove. Measures see an empty ranking
+    # there, as the stand-in is never relevant; only 0/0 cases tell the two apart.
+    stand_in: np.ndarray
     runid: str | None = None
+    complete: bool = False  # every qrels topic is a row (trec_eval -c)
     _cache: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -156,11 +161,9 @@ def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOpt
     rel = rel_unsorted[order]
     del rel_unsorted, order
 
-    if options.judged_only:
-        judged = rel >= 0
-        rows, rel = rows[judged], rel[judged]
     counts = np.bincount(rows, minlength=n) if n else np.zeros(0, dtype=np.int64)
-    return _ranking(qrels, resolved, rows, _positions(rows, counts), rel, counts, options, runid)
+    rows, position, rel, counts = _cut_then_condense(rows, _positions(rows, counts), rel, counts, n, options)
+    return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
 
 
 def prepare_ranked(qrels: pa.Table, retrieved: pa.Table, judged: pa.Table,
@@ -180,13 +183,29 @@ def prepare_ranked(qrels: pa.Table, retrieved: pa.Table, judged: pa.Table,
     position = judged["rank"].to_numpy().astype(np.int64) - 1
     relevance = judged["relevance"].to_numpy()
     rel = np.where(relevance < 0, UNJUDGED, relevance).astype(np.int32)
-    if options.judged_only:  # only judged documents are ranked: their places close up
-        order = np.lexsort((position, rows))
-        kept = order[rel[order] >= 0]
-        rows, rel = rows[kept], rel[kept]
+    order = np.lexsort((position, rows))  # the judged documents only (~10k for a 7M-row run)
+    rows, position, rel = rows[order], position[order], rel[order]
+    rows, position, rel, counts = _cut_then_condense(rows, position, rel, counts, n, options)
+    return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
+
+
+def _cut_then_condense(rows: np.ndarray, position: np.ndarray, rel: np.ndarray, counts: np.ndarray, n: int,
+                       options: PrepareOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Apply -M, then -J, in trec_eval's order (``form_res_rels.c``: the sorted ranking is cut at
+    ``max_num_docs_per_topic`` first, then the judged-only pass drops unjudged documents from what
+    is left and closes up their places). ``rows`` and ``position`` come grouped by topic row, in
+    rank order; ``counts`` is each topic's number of retrieved documents (the rows not given are
+    unjudged)."""
+    if options.max_docs is not None:
+        within = position < options.max_docs
+        rows, rel, position = rows[within], rel[within], position[within]
+        counts = np.minimum(counts, options.max_docs)
+    if options.judged_only:
+        judged = rel >= 0
+        rows, rel = rows[judged], rel[judged]
         counts = np.bincount(rows, minlength=n) if n else counts
         position = _positions(rows, counts)
-    return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
+    return rows, position, rel, counts
 
 
 def _positions(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -200,21 +219,21 @@ def _positions(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.ndarray, rel: np.ndarray,
              counts: np.ndarray, options: PrepareOptions, runid: str | None) -> Ranking:
     """The matrices: each topic's first ``counts`` places NONPOOL unless (rows, position) gives
-    their relevance, PAD after."""
+    their relevance, PAD after (-M and -J are applied already)."""
     n = len(resolved.topics)
-    if options.max_docs is not None:
-        within = position < options.max_docs
-        rows, rel, position = rows[within], rel[within], position[within]
-        counts = np.minimum(counts, options.max_docs)
     depth = int(counts.max()) if n and len(counts) else 0
     matrix = np.full((n, depth), PAD, dtype=np.int32)
     matrix[np.arange(depth) < counts[:, None]] = NONPOOL
     matrix[rows, position] = rel
 
     rel_levels, max_level = _relevance_levels(qrels, resolved.qrels_topics, resolved.row_of, n)
+    stand_in = np.zeros(n, dtype=bool)
+    if options.complete and not options.judged_only and options.max_docs != 0 and resolved.missing:
+        missing_codes = pc.index_in(pa.array(resolved.missing, pa.string()), value_set=resolved.qrels_topics)
+        stand_in[resolved.row_of[missing_codes.to_numpy(zero_copy_only=False).astype(np.int64)]] = True
     return Ranking(topics=resolved.topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
                    max_level=max_level, missing_topics=resolved.missing, dropped_run_topics=resolved.dropped,
-                   runid=runid)
+                   stand_in=stand_in, runid=runid, complete=options.complete)
 
 
 def _lookup_relevance(table: pa.Table, qrels: pa.Table) -> np.ndarray:

@@ -91,6 +91,9 @@ class Family:
     kernel: Kernel
     params: dict[str, Param]
     summary: str = "mean"  # mean | sum | gmean | none
+    # the 'all' value when every qrels topic is evaluated (-c), where trec_eval's differs from
+    # the summary rule applied to the per-topic values (num_rel: m_num_rel.c te_calc_avg_num_rel)
+    complete_summary: Callable[[Any], float] | None = None
     value_type: str = "float"  # float | int | str
     description: str = ""
     reference: str = ""

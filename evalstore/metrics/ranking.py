@@ -46,10 +46,17 @@ def num_ret(rk: Ranking) -> np.ndarray:
     return rk.num_ret.astype(np.float64)
 
 
+def _positive_judgments(rk: Ranking) -> float:
+    # trec_eval -c sums, over every qrels topic, the judgments with relevance > 0, whatever -l says
+    return float(rk.rel_levels[:, 1:].sum())
+
+
 @family("NumRel", params={"rel": REL}, summary="sum", value_type="int", trec_name="num_rel",
-        aliases=("num_rel",))
+        aliases=("num_rel",), complete_summary=_positive_judgments)
 def num_rel(rk: Ranking, rel: int) -> np.ndarray:
-    """Number of relevant documents in the qrels, retrieved or not."""
+    """Number of relevant documents in the qrels, retrieved or not. With every qrels topic
+    evaluated (trec_eval -c, missing topics scored 0) the summary is, as in trec_eval, the number
+    of judgments with relevance above 0, whatever the relevance level."""
     return rk.num_rel(rel).astype(np.float64)
 
 
@@ -183,6 +190,9 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
             position = (cum >= target[:, None]).argmax(axis=1)
             values = interpolated[np.arange(rk.n), position]
             out[:, j] = np.where(reachable, values, 0.0)
+        # a ranking trec_eval sees as empty (everything dropped by -J, or -M 0): its precision
+        # there is 0/0, and that is what a recall point of 0 relevant documents gets
+        out[:, j] = np.where((count == 0) & (rk.num_ret == 0) & ~rk.stand_in, np.nan, out[:, j])
     return out
 
 
@@ -508,8 +518,8 @@ def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     _, cum_dcg, cum_idcg = _cumulative(rk, gains)
     ideal = _gains_and_ideal(rk, gains, "linear")[1]
     n_ideal = (ideal > 0).sum(axis=1)
-    if ideal.shape[1] == 0:
-        return np.zeros(rk.n)
+    if ideal.shape[1] == 0:  # no positive gain anywhere: no boundary (see below)
+        return np.where(rk.num_rel(rel) > 0, np.nan, 0.0)
     # boundaries b in 1..n_ideal where the ideal gain at position b differs from position b-1
     # (position n_ideal is past the list: gain 0). Only the ideal's width is materialised.
     padded = np.pad(ideal, ((0, 0), (1, 1)))[:, 1:]  # padded[:, b] = ideal gain at position b
@@ -528,7 +538,10 @@ def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     extra &= idcg_end > 0
     total = total + np.where(extra, _safe_div(column_at(cum_dcg, rk.num_ret), idcg_end), 0.0)
     count = count + extra
-    return np.where(rk.num_rel(rel) > 0, _safe_div(total, count), 0.0)
+    # no boundary at all (relevant documents, but none with a positive gain: -l 0 with only level
+    # 0 judged) is trec_eval's 0/0
+    mean = np.divide(total, count, out=np.full(rk.n, np.nan), where=count > 0)
+    return np.where(rk.num_rel(rel) > 0, mean, 0.0)
 
 
 def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
 from evalstore.metrics import Measure, compute, parse_measure, resolve_measures, summarise
-from evalstore.metrics._prepare import PrepareOptions, prepare_ranked
+from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare_ranked
 from evalstore.services import jobs
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationOptions
 
@@ -83,7 +83,7 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     if rk.n == 0:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
     values = compute(rk, measures, relevance_level=options["relevance_level"])
-    per_query, aggregates = _result_tables(rk.topics, values)
+    per_query, aggregates = _result_tables(rk, values)
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
     header = jobs.complete(engine, job, per_query, aggregates)
@@ -109,14 +109,15 @@ def _qrels_cached(session: Any, qrels: QrelsSet) -> pa.Table:
     return _qrels_cache[key]
 
 
-def _result_tables(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:
+def _result_tables(rk: Ranking, values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:
     """The per-query rows (:func:`per_query_table`) and the aggregates."""
+    topics = rk.topics
     per_query = per_query_table(
         topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
         {str(m): [str(v) for v in values[m]] for m in values if m.spec.value_type == "str"})
     aggregates = []
     for measure, per_topic in values.items():
-        summary = summarise(measure, per_topic)
+        summary = summarise(measure, per_topic, rk)
         if summary is not None:
             aggregates.append({"measure": str(measure), "value": summary, "text_value": None,
                                "query_count": len(topics)})
