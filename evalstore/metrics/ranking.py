@@ -46,6 +46,12 @@ def num_ret(rk: Ranking) -> np.ndarray:
     return rk.num_ret.astype(np.float64)
 
 
+@family("NumQ", summary="sum", value_type="int", aliases=("num_q",), reference="trec_eval m_num_q.c")
+def num_q(rk: Ranking) -> np.ndarray:
+    """Number of topics evaluated (1 per topic; the summary is the count)."""
+    return np.ones(rk.n)
+
+
 def _positive_judgments(rk: Ranking) -> float:
     # trec_eval -c sums, over every qrels topic, the judgments with relevance > 0, whatever -l says
     return float(rk.rel_levels[:, 1:].sum())
@@ -161,15 +167,18 @@ def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
     return average_precision(rk, rel, None)
 
 
-@family("RR", params={"rel": REL}, trec_name="recip_rank", aliases=("recip_rank", "MRR"),
-        reference="trec_eval m_recip_rank.c")
-def reciprocal_rank(rk: Ranking, rel: int) -> np.ndarray:
-    """1 / rank of the first relevant document; 0 if none is retrieved."""
+@family("RR", params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
+        trec_name="recip_rank", aliases=("recip_rank", "MRR"),
+        reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10")
+def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
+    """1 / rank of the first relevant document; 0 if none is retrieved (in the top k, with a
+    cutoff: RR@10 is MS MARCO's MRR@10)."""
     hits = rk.is_rel(rel)
     if rk.depth == 0:
         return np.zeros(rk.n)
     first = hits.argmax(axis=1)
-    return np.where(hits.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    found = hits.any(axis=1) if cutoff is None else hits.any(axis=1) & (first < cutoff)
+    return np.where(found, 1.0 / (first + 1.0), 0.0)
 
 
 def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...]) -> np.ndarray:

@@ -231,3 +231,27 @@ def test_stored_results_equal_trec_eval_program(engine: object, qrels_parts: tup
     theirs = subprocess.run([str(trec_eval_binary), *flags, str(qrels), str(plain)], capture_output=True, text=True,
                             check=True)
     assert text == theirs.stdout
+
+
+@settings(max_examples=60, deadline=None, derandomize=os.environ.get("CI") == "true",
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=collections(), cutoff=st.integers(min_value=1, max_value=6))
+def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str]], cutoff: int,
+                                                 trec_eval_binary: Path, tmp_path: Path) -> None:
+    """RR@k (MS MARCO's MRR@10) is trec_eval's recip_rank with the rankings cut at k (-M k), and
+    NumQ its num_q, topic by topic, with every qrels topic scored (-c)."""
+    from evalstore.metrics import evaluate
+
+    qrels_text, run_text, _ = case
+    (tmp_path / "qrels").write_text(qrels_text)
+    (tmp_path / "run").write_text(run_text)
+    theirs = subprocess.run([str(trec_eval_binary), "-q", "-c", "-M", str(cutoff), "-m", "recip_rank", "-m", "num_q",
+                             str(tmp_path / "qrels"), str(tmp_path / "run")], capture_output=True, text=True, check=True)
+    expected = {tuple(line.split()[:2]): float(line.split()[2]) for line in theirs.stdout.splitlines()
+                if line.startswith(("recip_rank", "num_q"))}
+    ours = evaluate(tmp_path / "qrels", tmp_path / "run", [f"RR@{cutoff}", "NumQ"], missing_topics="zero")
+    got = {("recip_rank", q): round(v, 4) for q, v in ours.per_query.query(f"measure == 'RR@{cutoff}'")
+           [["query_id", "value"]].itertuples(index=False)}
+    got[("recip_rank", "all")] = round(ours.aggregates[f"RR@{cutoff}"], 4)
+    got[("num_q", "all")] = ours.aggregates["NumQ"]
+    assert got == expected

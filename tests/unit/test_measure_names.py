@@ -26,6 +26,9 @@ SPELLINGS = {
     "ERR@20": ["ERR@20"],
     "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10"],
     "Rprec": ["Rprec", "BEP", "R-prec"],
+    "RR@10": ["MRR@10", "recip_rank@10", "RR(cutoff=10)"],
+    "NumQ": ["num_q", "NumQ", "numq"],
+    "Success@5": ["success_5", "Success@5"],
 }
 
 
@@ -45,6 +48,16 @@ def test_canonical_names_round_trip(canonical: str, rel: int) -> None:
 def test_unknown_measure_did_you_mean() -> None:
     with pytest.raises(InvalidParameterError, match=r"^Unknown measure 'nDGC'\. Did you mean 'nDCG'\?"):
         metrics.parse_measure("nDGC@10")
+
+
+def test_a_trec_eval_output_line_is_not_offered_as_its_own_correction() -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.parse_measure("runid")
+    assert str(info.value) == (
+        "'runid' is a line trec_eval prints (with 'evalstore trec-eval -m runid'), not a measure to store; "
+        "the run tag is kept with every run. Run 'evalstore measures' for the measures."
+    )
+    assert "Did you mean" not in str(info.value)
 
 
 def test_bad_parameter_names_the_allowed_range() -> None:
