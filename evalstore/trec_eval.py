@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import (
@@ -29,6 +30,7 @@ from evalstore.metrics._registry import (
     make,
     unknown_measure,
 )
+from evalstore.metrics.ranking import MIN_GEO_MEAN
 
 SUMMARY_ONLY = {  # printed on the 'all' line only
    "runid", "num_q", "gm_map", "gm_bpref"}
@@ -186,6 +188,7 @@ def run_trec_eval(
     max_docs: int | None,
     collection_size: int,
     judgment_groups: bool = False,
+    zscores_path: str | None = None,
     out: TextIO,
     warn: Any,
 ) -> None:
@@ -223,9 +226,68 @@ def run_trec_eval(
         ranking = rk
     if not topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
+    if zscores_path is not None:
+        values = standardise(rows, topics, values, read_zscores(zscores_path))
 
-    out.write(render_lines(rows, topics, values.__getitem__, lambda m: summarise(m, values[m], ranking), runid,
-                           per_query=per_query, summary=not no_summary))
+    zscored = zscores_path is not None
+    out.write(render_lines(rows, topics, values.__getitem__, lambda m: _summary(m, values[m], ranking, zscored),
+                           runid, per_query=per_query, summary=not no_summary, zscores=zscored))
+
+
+def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:
+    if zscored and measure.spec.summary == "gmean" and len(column):
+        # the z-scores are of the per-topic logs (m_gm_map.c keeps log(max(AP, 1e-5))): average, then exp
+        return float(np.exp(np.cumsum(column)[-1] / len(column)))
+    return summarise(measure, column, ranking)
+
+
+# trec_eval.h MISSING_ZSCORE_VALUE: a value with no mean and standard deviation to standardise by
+MISSING_ZSCORE = -1000000.0
+
+
+def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """trec_eval's ``-Z`` file: lines ``qid measure mean stddev`` (per-topic statistics of each
+    printed measure over a reference set of runs, e.g. written by ``evalstore standardize``)."""
+    from evalstore.io.formats import _parse_float
+
+    table: dict[tuple[str, str], tuple[float, float]] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFormatError(path, None, f"cannot read the z-scores file ({exc}); pass a readable text file"
+                               ) from None
+    if not text:
+        raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
+    for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
+        fields = line.split()
+        mean, stddev = (_parse_float(f) for f in fields[2:4]) if len(fields) == 4 else (None, None)
+        if mean is None or stddev is None:
+            raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
+                                                 f"for the mean and standard deviation, found '{line.strip()}'")
+        table[(fields[0], fields[1])] = (mean, stddev)
+    return table
+
+
+def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], values: dict[Measure, np.ndarray],
+                zscores: dict[tuple[str, str], tuple[float, float]]) -> dict[Measure, np.ndarray]:
+    """Each printed per-topic value as a z-score, ``(value - mean) / stddev`` with the topic's and
+    measure's statistics (``convert_zscores.c``): a value equal to a mean with stddev 0 is 0, and
+    any other value without usable statistics is :data:`MISSING_ZSCORE`. Keyed by measure; a
+    measure printed under two names is not possible (one row per trec_eval measure)."""
+    converted = dict(values)
+    for _, name, measure in rows:
+        if measure is None or measure.spec.value_type == "str":
+            continue
+        raw = np.asarray(values[measure], dtype=np.float64)
+        if measure.spec.summary == "gmean":  # trec_eval standardises the log it averages
+            raw = np.log(np.maximum(raw, MIN_GEO_MEAN))
+        stats = np.array([zscores.get((topic, name), (np.nan, np.nan)) for topic in topics]).reshape(len(topics), 2)
+        mean, stddev = stats[:, 0], stats[:, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (raw - mean) / stddev
+        z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
+        converted[measure] = np.where(np.isnan(mean), MISSING_ZSCORE, z)
+    return converted
 
 
 # What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset
@@ -254,9 +316,10 @@ def _keep_stand_in_values(rows: list[tuple[str, str, Measure | None]], values: d
 
 def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
                  column_of: Callable[[Measure], Sequence[Any]], summary_of: Callable[[Measure], Any],
-                 runid: str | None, *, per_query: bool, summary: bool) -> str:
+                 runid: str | None, *, per_query: bool, summary: bool, zscores: bool = False) -> str:
     """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines. ``column_of``
-    gives a measure's values for all ``topics``, in their order.
+    gives a measure's values for all ``topics``, in their order. With ``zscores`` (``-Z``) the
+    numeric measures print as ``Z<name>`` with 4 decimals, counts too, as trec_eval prints them.
 
     The per-topic lines are formatted a measure at a time and interleaved topic by topic with
     one numpy transpose: for 7,000 topics x 98 measures a call per line took ~2 s, this ~0.4 s."""
@@ -266,8 +329,9 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
         cells = np.empty((len(shown), len(topics)), dtype=object)
         topic_tabs = [f"\t{topic}\t" for topic in topics]
         for i, (name, measure) in enumerate(shown):
+            label = _label(name, measure, zscores)
             cells[i] = [prefix + value + "\n" for prefix, value in
-                        zip(map(f"{name:<22s}".__add__, topic_tabs), _format_column(measure, column_of(measure)),
+                        zip(map(label.__add__, topic_tabs), _format_column(measure, column_of(measure), zscores),
                             strict=True)]
         text = "".join(cells.T.ravel().tolist())
     lines: list[str] = []
@@ -276,9 +340,11 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
             if root == "runid":
                 lines.append(_line(name, "all", runid or "unknown"))
             elif root == "num_q":
-                lines.append(_line(name, "all", str(len(topics))))
+                lines.append(f"Z{name:<22s}\tall\t{len(topics):6.4f}\n" if zscores
+                             else _line(name, "all", str(len(topics))))
             elif measure is not None and measure.spec.summary != "none":
-                lines.append(_line(name, "all", _format_column(measure, [summary_of(measure)])[0]))
+                value = _format_column(measure, [summary_of(measure)], zscores)[0]
+                lines.append(f"{_label(name, measure, zscores)}\tall\t{value}\n")
     return text + "".join(lines)
 
 
@@ -296,14 +362,20 @@ def _line(name: str, topic: str, value: str) -> str:
     return f"{name:<22s}\t{topic}\t{value}\n"
 
 
-def _format_column(measure: Measure, values: Sequence[Any]) -> list[str]:
+def _label(name: str, measure: Measure, zscores: bool) -> str:
+    # trec_eval -Z prefixes the numeric measures' names (relstring prints as it is)
+    return f"Z{name:<22s}" if zscores and measure.spec.value_type != "str" else f"{name:<22s}"
+
+
+def _format_column(measure: Measure, values: Sequence[Any], zscores: bool = False) -> list[str]:
     """trec_eval's text for each value: quoted strings, integers (rint rounds half to even, as
-    trec_eval's printf does), or %6.4f (NaN as glibc prints trec_eval's: -nan)."""
+    trec_eval's printf does; z-scores of counts print as %6.4f), or %6.4f (NaN as glibc prints
+    trec_eval's: -nan)."""
     kind = measure.spec.value_type
     if kind == "str":
         return [f"'{value}'" for value in values]
     numbers = np.asarray(values, dtype=np.float64)
-    if kind == "int":
+    if kind == "int" and not zscores:
         return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
     # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan
     return [text if text != "   nan" else "  -nan" for text in map("{:6.4f}".format, numbers.tolist())]

@@ -46,9 +46,14 @@ MEASURE_SPECS = st.sampled_from([
 ])
 
 
+# printed names a -Z file may hold statistics for (others get trec_eval's missing value)
+Z_NAMES = ["num_ret", "num_rel", "map", "gm_map", "P_5", "P_10", "recip_rank", "ndcg", "iprec_at_recall_0.00",
+           "bpref", "Rprec", "set_F", "utility", "relstring", "success_1"]
+
+
 @st.composite
-def collections(draw: st.DrawFn) -> tuple[str, str, list[str]]:
-    """(qrels text, run text, trec_eval arguments)."""
+def collections(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
+    """(qrels text, run text, trec_eval arguments, -Z file text or None)."""
     qrels_topics = draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=3, unique=True))
     qrels_lines = []
     for topic in qrels_topics:
@@ -81,7 +86,12 @@ def collections(draw: st.DrawFn) -> tuple[str, str, list[str]]:
             args += [flag, str(draw(st.sampled_from(values)))]
     for spec in draw(st.lists(MEASURE_SPECS, max_size=3)):
         args += ["-m", spec]
-    return "\n".join(qrels_lines) + "\n", "\n".join(run_lines) + "\n", args
+    zscores = None
+    if draw(st.integers(0, 4)) == 0:
+        stats = st.tuples(st.sampled_from([0.0, 0.5, 1.0, 3.0]), st.sampled_from([0.0, 0.25, 1.0, 2.0]))
+        zscores = "".join(f"{topic} {name} {mean} {sd}\n" for topic in TOPICS for name in Z_NAMES
+                          for mean, sd in [draw(stats)] if draw(st.booleans()))
+    return "\n".join(qrels_lines) + "\n", "\n".join(run_lines) + "\n", args, zscores
 
 
 def _both(trec_eval: Path, args: list[str]) -> tuple[subprocess.CompletedProcess[str], object]:
@@ -106,17 +116,23 @@ def _assert_same(theirs: subprocess.CompletedProcess[str], ours: object, args: l
 @given(case=collections())
 # the -M/-J order (trec_eval cuts at -M, then drops unjudged documents)
 @example(case=("1 0 a 1\n1 0 b 0\n", "1 Q0 u1 1 3 t\n1 Q0 u2 2 2 t\n1 Q0 a 3 1 t\n1 Q0 b 4 0.5 t\n",
-               ["-J", "-M", "2", "-q", "-m", "official"]))
+               ["-J", "-M", "2", "-q", "-m", "official"], None))
 # -c -l 2: the summary num_rel counts every judgment above 0 in the qrels, whatever -l says
-@example(case=("1 0 d1 2\n1 0 d2 1\n2 0 d9 1\n", "1 Q0 d1 1 1 t\n", ["-c", "-l", "2", "-m", "num_rel"]))
+@example(case=("1 0 d1 2\n1 0 d2 1\n2 0 d9 1\n", "1 Q0 d1 1 1 t\n", ["-c", "-l", "2", "-m", "num_rel"], None))
 # -c -J: a missing topic's stand-in document is dropped, and iprec at recall 0 is 0/0
-@example(case=("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n", "1 Q0 d9 1 1.0 r\n", ["-c", "-J", "-q", "-m", "all_trec"]))
-def test_trec_eval_program_and_evalstore_agree(case: tuple[str, str, list[str]], trec_eval_binary: Path,
+@example(case=("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n", "1 Q0 d9 1 1.0 r\n", ["-c", "-J", "-q", "-m", "all_trec"], None))
+# -Z: a value equal to a mean with stddev 0 is 0, other values without statistics -1000000
+@example(case=("1 0 d1 1\n1 0 d2 0\n", "1 Q0 d1 1 2 t\n1 Q0 d2 2 1 t\n", ["-q", "-m", "official"],
+               "1 map 1.0 0.0\n1 P_5 0.1 0.05\n1 num_ret 3 2\n"))
+def test_trec_eval_program_and_evalstore_agree(case: tuple[str, str, list[str], str | None], trec_eval_binary: Path,
                                               tmp_path: Path) -> None:
-    qrels_text, run_text, args = case
+    qrels_text, run_text, args, zscores = case
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text(qrels_text)
     run.write_text(run_text)
+    if zscores is not None:
+        (tmp_path / "zscores").write_text(zscores or "\n")
+        args = [*args, "-Z", str(tmp_path / "zscores")]
     full = [*args, str(qrels), str(run)]
     theirs, ours = _both(trec_eval_binary, full)
     # trec_eval crashes on some measure combinations (e.g. `-m dcg -m ndcg.1=3,2=9`: SIGSEGV in its
@@ -236,13 +252,13 @@ def test_stored_results_equal_trec_eval_program(engine: object, qrels_parts: tup
 @settings(max_examples=60, deadline=None, derandomize=os.environ.get("CI") == "true",
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=collections(), cutoff=st.integers(min_value=1, max_value=6))
-def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str]], cutoff: int,
+def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str], str | None], cutoff: int,
                                                  trec_eval_binary: Path, tmp_path: Path) -> None:
     """RR@k (MS MARCO's MRR@10) is trec_eval's recip_rank with the rankings cut at k (-M k), and
     NumQ its num_q, topic by topic, with every qrels topic scored (-c)."""
     from evalstore.metrics import evaluate
 
-    qrels_text, run_text, _ = case
+    qrels_text, run_text, *_ = case
     (tmp_path / "qrels").write_text(qrels_text)
     (tmp_path / "run").write_text(run_text)
     theirs = subprocess.run([str(trec_eval_binary), "-q", "-c", "-M", str(cutoff), "-m", "recip_rank", "-m", "num_q",

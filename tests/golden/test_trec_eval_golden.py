@@ -28,7 +28,9 @@ CASES = {
     ],
     "out.test.qrels_jg": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"],
     "out.test.qrels_jg.comments": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"],
+    "out.test.aqZ": ["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"],
 }
+DATA_OPTIONS = {"zscores_file"}  # option values that name a file of the test suite
 SAME_AS = {"out.test.with-comments": "out.test", "out.test.qrels_jg.comments": "out.test.qrels_jg"}
 
 
@@ -37,6 +39,7 @@ def test_output_is_byte_identical(case: str) -> None:
     expected_file = SAME_AS.get(case, case)
     expected = shared_path("trec_eval_test", expected_file).read_text()
     *options, qrels, run = CASES[case]
+    options = [str(shared_path("trec_eval_test", o)) if o in DATA_OPTIONS else o for o in options]
     args = [*options, str(shared_path("trec_eval_test", qrels)), str(shared_path("trec_eval_test", run))]
     result = CliRunner().invoke(app, ["trec-eval", *args])
     assert result.exit_code == 0, result.stderr
@@ -58,3 +61,20 @@ def test_unknown_measure_suggests_the_closest() -> None:
     assert result.stderr == (
         "Error: Unknown measure 'ndcg_cutt'. Did you mean 'ndcg_cut'? Run 'evalstore measures --trec' for the list.\n"
     )
+
+
+def test_malformed_zscores_file_is_refused_with_its_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    zscores = tmp_path / "z"
+    zscores.write_text("301 map 0.2 0.1\n301 P_5 high 0.1\n")
+    result = CliRunner().invoke(app, ["trec-eval", "-Z", str(zscores), str(shared_path("trec_eval_test", "qrels.test")),
+                                      str(shared_path("trec_eval_test", "results.test"))])
+    assert result.exit_code == 1
+    assert result.stderr == (f"{zscores}:2: expected 4 columns (qid measure mean stddev) with numbers for the "
+                             "mean and standard deviation, found '301 P_5 high 0.1'\n")
+    assert result.stdout == ""
+
+
+def test_results_format_other_than_trec_results_is_a_clear_error() -> None:
+    result = CliRunner().invoke(app, ["trec-eval", "-T", "json", "a", "b"])
+    assert result.exit_code == 1
+    assert result.stderr == "Error: -T json is not a results format; trec_eval has only -T trec_results.\n"
