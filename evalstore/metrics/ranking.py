@@ -586,12 +586,15 @@ def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(_sequential_sum(terms), rk.num_rel(rel))
 
 
-@family("ERR", params={"cutoff": OPTIONAL_CUTOFF, "max_grade": Param(int, None, low=1)},
-        reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009")
-def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int | None) -> np.ndarray:
+@family("ERR", params={"cutoff": OPTIONAL_CUTOFF,
+                       "max_grade": Param(int, 4, low=1, doc="the grade scale's top, 4 as in gdeval and ir_measures")},
+        reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009; gdeval.pl (TREC Web track), ir_measures ERR")
+def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int) -> np.ndarray:
     """Expected reciprocal rank (cascade model): sum over ranks r of R_r/r * prod_{i<r}(1-R_i), with
-    R = (2^grade - 1) / 2^max_grade (max_grade: the highest level in the qrels unless given)."""
-    top = max_grade or max(rk.max_level, 1)
+    R = (2^grade - 1) / 2^max_grade. max_grade is 4 by default, as in gdeval.pl and so in
+    ir_measures' ERR@k (before schema 0008 evalstore used the qrels' highest grade: those stored
+    values are named ERR(max_grade=G)@k). On a 0-3 scale, ERR(max_grade=3)@k is Chapelle's."""
+    top = max_grade
     grades = np.where(rk.valid & (rk.rel > 0), rk.rel, 0)
     if cutoff is not None:
         grades = grades[:, :cutoff]

@@ -47,7 +47,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0007"
+    assert head_revision() == SCHEMA_REVISION == "0008"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -142,5 +142,32 @@ def test_0007_moves_classification_evaluations_into_the_queue_and_back(database_
                                            )).one() == (5, "o")
             assert connection.execute(text("SELECT group_id, value FROM classification_group_values ORDER BY 1"
                                            )).all() == [("u1", 1.0), ("u2", 0.5)]
+    finally:
+        engine.dispose()
+
+
+def test_0008_names_stored_err_values_by_what_they_are_and_back(database_url: str) -> None:
+    """ERR stored before 0008 normalised by the qrels' highest grade (1 in qrels.test): it becomes
+    ERR(max_grade=1)@k in the measure lists, aggregates and per-query values; the downgrade gives
+    the old names back, and an ERR@k computed since (max_grade 4) an explicit name."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0007")
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
+        store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "ERR@20", "ERR"])
+        with engine.connect() as connection:
+            before = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.measures == ["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)"]
+        assert after.aggregates == {"AP": before["AP"], "ERR(max_grade=1)@20": before["ERR@20"],
+                                    "ERR(max_grade=1)": before["ERR"]}
+        assert list(after.frame.columns) == after.measures
+        downgrade(engine, "0007")
+        with engine.connect() as connection:
+            assert dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all()) == before
+            assert {m for (m,) in connection.execute(text("SELECT DISTINCT measure FROM query_results"))} == {
+                "AP", "ERR@20", "ERR"}
     finally:
         engine.dispose()
