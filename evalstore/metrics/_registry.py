@@ -216,7 +216,30 @@ def parse(text: str) -> Measure:
         canonical = _ALIASES.get(match["name"].lower())
         at = REGISTRY[canonical].at if canonical else "cutoff"
         params[at] = int(cutoff) if cutoff.is_integer() and at == "cutoff" else cutoff
-    return make(match["name"], **params)
+    name, params = _from_ir_measures(match["name"], params)
+    return make(name, **params)
+
+
+def _from_ir_measures(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """ir_measures' parameter spellings of measures we have under other parameters (ir_measures
+    0.4 docs; values checked against it in tests/differential/test_against_ir_measures.py)."""
+    family = _ALIASES.get(name.lower())
+    if family == "nDCG" and "dcg" in params:  # nDCG(dcg='exp-log2'): gdeval's gain 2^rel - 1
+        dcg = params.pop("dcg")
+        if dcg not in _IR_MEASURES_DCG:
+            raise InvalidParameterError(
+                f"The 'dcg' parameter of nDCG must be one of {', '.join(map(repr, _IR_MEASURES_DCG))}. Got {dcg!r} "
+                "instead."
+            )
+        params.update(_IR_MEASURES_DCG[dcg])
+    if family == "SetF" and "beta" in params:  # ir_measures hands beta to trec_eval's set_F as its x
+        params["x"] = params.pop("beta")
+    if family == "NumRet" and "rel" in params:  # retrieved documents at or above rel
+        return "NumRelRet", params
+    return name, params
+
+
+_IR_MEASURES_DCG: dict[str, dict[str, Any]] = {"log2": {}, "exp-log2": {"gain": "exp"}}
 
 
 def _parse_params(text: str, inner: str) -> dict[str, Any]:

@@ -210,7 +210,9 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
         at="recall")
 def interpolated_precision(rk: Ranking, rel: int, recall: float) -> np.ndarray:
     """Interpolated precision at a recall level: max precision at any rank with recall >= the
-    level (the standard recall-precision graph)."""
+    level (the standard recall-precision graph). The level is a count of relevant documents by
+    lround(x * R), as in trec_eval 10.0; ir_measures (through pytrec_eval, trec_eval 9.x) rounds
+    by (int)(x * R + 0.9) and can differ."""
     return _interpolated_precision(rk, rel, (recall,))[:, 0]
 
 
@@ -297,11 +299,14 @@ def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     return rk.at(missing, cutoff) / cutoff
 
 
-@family("Judged", params={"cutoff": CUTOFF}, aliases=("judged",),
+@family("Judged", params={"cutoff": OPTIONAL_CUTOFF}, aliases=("judged",),
         reference="Sakai 2007; ir_measures Judged@k")
-def judged(rk: Ranking, cutoff: int) -> np.ndarray:
-    """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment."""
+def judged(rk: Ranking, cutoff: int | None) -> np.ndarray:
+    """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment; of
+    every retrieved document without a cutoff."""
     judged_cum = np.cumsum(rk.valid & (rk.rel >= 0), axis=1)
+    if cutoff is None:
+        return _safe_div(rk.at(judged_cum, rk.num_ret), rk.num_ret)
     return _safe_div(rk.at(judged_cum, cutoff), np.minimum(cutoff, rk.num_ret))
 
 

@@ -26,7 +26,9 @@ RUNS = [
 # through pytrec_eval (trec_eval's code) and ir_measures' own providers: exact to rounding
 SHARED_NAMES = ["AP", "AP@100", "AP(rel=2)", "nDCG", "nDCG@10", "P@10", "P(rel=2)@10", "R@1000", "R(rel=2)@1000",
                 "RR", "RR@10", "RR(rel=2)@10", "Rprec", "Bpref", "infAP", "Judged@10", "Success@1", "Success@10",
-                "NumRet", "NumRel", "NumQ", "NumRelRet", "SetP", "SetR", "SetF", "SetAP"]
+                "NumRet", "NumRel", "NumQ", "NumRelRet", "SetP", "SetR", "SetF", "SetAP",
+                # ir_measures' parameter spellings of our measures
+                "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10"]
 
 
 def _per_topic(qrels: Path, run: Path, name: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -50,13 +52,13 @@ def test_shared_names_give_ir_measures_values(qrels_parts: tuple[str, ...], run_
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("qrels_parts", "run_parts"), RUNS[:2], ids=[r[1][-1] for r in RUNS[:2]])
-def test_err_is_gdeval_err(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...]) -> None:
-    """ERR@k through ir_measures runs gdeval.pl, which prints 5 decimals; its grades are
-    normalised by 4 whatever the qrels' scale (the DL qrels here go to 3)."""
+def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...]) -> None:
+    """ERR@k and nDCG(dcg='exp-log2')@k through ir_measures run gdeval.pl, which prints 5
+    decimals; its ERR normalises grades by 4 whatever the qrels' scale (the DL qrels go to 3)."""
     if shutil.which("perl") is None:
         pytest.skip("ir_measures computes ERR with gdeval.pl, which needs perl")
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
-    for name in ["ERR@20", "ERR@10"]:
+    for name in ["ERR@20", "ERR@10", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@20"]:
         theirs, ours = _per_topic(qrels, run, name)
         assert ours.keys() == theirs.keys()
         assert max(abs(ours[q] - theirs[q]) for q in theirs) <= 5e-6, name

@@ -24,7 +24,10 @@ SPELLINGS = {
     "R@1000": ["recall_1000", "recall@1000"],
     "IPrec@0.1": ["iprec_at_recall_0.10", "IPrec(recall=0.1)"],
     "ERR@20": ["ERR@20"],
-    "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10"],
+    "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10", "nDCG(dcg='exp-log2')@10"],
+    "SetF(x=2)": ["SetF(beta=2)", "set_F(x=2)"],
+    "NumRelRet(rel=1)": ["NumRet(rel=1)", "num_rel_ret(rel=1)"],
+    "Judged": ["judged", "Judged"],
     "Rprec": ["Rprec", "BEP", "R-prec"],
     "RR@10": ["MRR@10", "recip_rank@10", "RR(cutoff=10)"],
     "NumQ": ["num_q", "NumQ", "numq"],
@@ -58,6 +61,12 @@ def test_a_trec_eval_output_line_is_not_offered_as_its_own_correction() -> None:
         "the run tag is kept with every run. Run 'evalstore measures' for the measures."
     )
     assert "Did you mean" not in str(info.value)
+
+
+def test_unknown_ir_measures_dcg_names_the_choices() -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.parse_measure("nDCG(dcg='exp-log10')@10")
+    assert str(info.value) == "The 'dcg' parameter of nDCG must be one of 'log2', 'exp-log2'. Got 'exp-log10' instead."
 
 
 def test_bad_parameter_names_the_allowed_range() -> None:
