@@ -1,6 +1,6 @@
-"""The reference programs themselves: trec_eval 10.0 (and ndeval), built from ../shared/tools.
+"""The reference programs themselves: trec_eval 10.0 and ndeval, built from ../shared/tools.
 
-``EVALSTORE_TREC_EVAL`` names a binary to use instead (``scripts/test`` builds one under CI and
+``EVALSTORE_TREC_EVAL`` and ``EVALSTORE_NDEVAL`` name binaries to use instead (``scripts/test`` builds one under CI and
 sets it). Without either, the differential tests skip with the reason; under CI (``CI=true``)
 with ../shared/tools present, a failed build fails them instead, so CI cannot pass vacuously.
 """
@@ -15,24 +15,35 @@ import pytest
 
 TOOLS = Path(__file__).resolve().parents[2].parent / "shared" / "tools"
 BINARY_ENV = "EVALSTORE_TREC_EVAL"
+NDEVAL_ENV = "EVALSTORE_NDEVAL"
 
 
 @pytest.fixture(scope="session")
 def trec_eval_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    given = os.environ.get(BINARY_ENV)
+    return _reference_program("trec_eval", BINARY_ENV, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def ndeval_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _reference_program("ndeval", NDEVAL_ENV, tmp_path_factory)
+
+
+def _reference_program(name: str, env: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get(env)
     if given:
         if not os.access(given, os.X_OK):
-            pytest.fail(f"{BINARY_ENV}={given} is not an executable file")
+            pytest.fail(f"{env}={given} is not an executable file")
         return Path(given)
     build = TOOLS / "build"
     if not build.exists():
-        pytest.skip(f"trec_eval 10.0 cannot be built here: {build} not found (set {BINARY_ENV} to a binary)")
-    out = tmp_path_factory.mktemp("reference-tools")
-    done = subprocess.run(["bash", str(build), str(out)], capture_output=True, text=True, check=False)
-    binary = out / "trec_eval"
-    if done.returncode != 0 or not os.access(binary, os.X_OK):
-        reason = f"building trec_eval with {build} failed: {done.stderr.strip()[-500:]}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        pytest.skip(f"{name} cannot be built here: {build} not found (set {env} to a binary)")
+    out = tmp_path_factory.getbasetemp() / "reference-tools"
+    binary = out / name
+    if not os.access(binary, os.X_OK):  # one build serves both programs
+        done = subprocess.run(["bash", str(build), str(out)], capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not os.access(binary, os.X_OK):
+            reason = f"building {name} with {build} failed: {done.stderr.strip()[-500:]}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(reason)
+            pytest.skip(reason)
     return binary
