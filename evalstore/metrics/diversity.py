@@ -61,7 +61,8 @@ def run_topic_number(text: str) -> int | None:
 
 
 def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, beta: float = BETA,
-                       max_docs: int | None = None, qrels_path: str = "qrels", run_path: str = "run") -> DiversityResult:
+                       max_docs: int | None = None, qrels_path: str = "qrels",
+                       run_path: str = "run") -> DiversityResult:
     """Every ndeval measure per run topic. ``qrels`` has columns topic, iteration (the subtopic),
     doc, relevance; ``run`` topic, doc, score."""
     q_topic = _numbers(qrels["topic"], natural_number, qrels_path, "topic")
