@@ -247,9 +247,7 @@ MISSING_ZSCORE = -1000000.0
 
 def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     """trec_eval's ``-Z`` file: lines ``qid measure mean stddev`` (per-topic statistics of each
-    printed measure over a reference set of runs, e.g. written by ``evalstore standardize``)."""
-    from evalstore.io.formats import _parse_float
-
+    printed measure over a reference set of runs)."""
     table: dict[tuple[str, str], tuple[float, float]] = {}
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -260,8 +258,11 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
     for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
         fields = line.split()
-        mean, stddev = (_parse_float(f) for f in fields[2:4]) if len(fields) == 4 else (None, None)
-        if mean is None or stddev is None:
+        try:
+            mean, stddev = float(fields[2]), float(fields[3])
+        except (ValueError, IndexError):
+            mean = stddev = None
+        if len(fields) != 4 or mean is None or stddev is None:
             raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
                                                  f"for the mean and standard deviation, found '{line.strip()}'")
         table[(fields[0], fields[1])] = (mean, stddev)
