@@ -266,14 +266,12 @@ def _parse_params(text: str, inner: str) -> dict[str, Any]:
 
 
 def unknown_measure(name: str) -> InvalidParameterError:
-    # the name itself is never a suggestion (a trec_eval group or output-only name such as
-    # 'runid' used where a measure is needed would otherwise suggest itself)
-    if name in TREC_FAMILIES and TREC_FAMILIES[name].family not in REGISTRY:
+    if name in TREC_FAMILIES and TREC_FAMILIES[name].family not in REGISTRY:  # runid: output only
         return InvalidParameterError(
             f"'{name}' is a line trec_eval prints (with 'evalstore trec-eval -m {name}'), not a measure to store; "
             "the run tag is kept with every run. Run 'evalstore measures' for the measures."
         )
-    known = sorted({*REGISTRY, *TREC_FAMILIES} - {name})
+    known = sorted({*REGISTRY, *TREC_FAMILIES} - {name})  # the name itself is never its own correction
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or difflib.get_close_matches(
         name.lower(), [k.lower() for k in known], n=1, cutoff=0.6
     )

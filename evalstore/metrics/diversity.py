@@ -18,6 +18,7 @@ the values agree to the last printed digit.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,8 +89,6 @@ def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, 
     nrel_sub = np.zeros((len(topics_q), n_subtopics), dtype=np.int64)
     np.add.at(nrel_sub, (t_code, q_sub), judgment)  # ndeval adds every judgment line
     actual = (nrel_sub > 0).sum(axis=1)
-    subtopics_of = np.zeros(len(topics_q), dtype=np.int64)
-    np.maximum.at(subtopics_of, t_code, q_sub + 1)
 
     ideal_scores = _greedy_ideal(rel, d_count, alpha)
     ideal = _measures(ideal_scores, np.full(len(topics_q), ideal_scores.shape[1]), actual, alpha, beta)
@@ -132,7 +131,7 @@ def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, 
     return DiversityResult(topics=topics_r.tolist(), judged=judged, values=values, qrels_topics=len(topics_q))
 
 
-def _numbers(column: pa.ChunkedArray, parse, path: str, what: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _numbers(column: pa.ChunkedArray, parse: Callable[[str], int | None], path: str, what: str) -> np.ndarray:
     texts = pc.unique(column).to_pylist()
     numbers = {text: parse(text) for text in texts}
     bad = next((text for text, number in numbers.items() if number is None), None)
