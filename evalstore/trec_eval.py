@@ -187,13 +187,21 @@ def run_trec_eval(
     relevance_level: int,
     max_docs: int | None,
     collection_size: int,
-    judgment_groups: bool = False,
+    rel_format: str = "qrels",
     zscores_path: str | None = None,
     out: TextIO,
     warn: Any,
 ) -> None:
     from evalstore.io.formats import has_duplicate_docs, read_qrels, read_run
 
+    if rel_format in ("prefs", "qrels_prefs"):
+        if zscores_path is not None:
+            raise InvalidParameterError(f"-Z is not available with -R {rel_format}; use it with -R qrels.")
+        out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
+                                    per_query=per_query, complete=complete, no_summary=no_summary,
+                                    max_docs=max_docs, warn=warn))
+        return
+    judgment_groups = rel_format == "qrels_jg"
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
     if judgment_groups:
         rows = _expand_jg(measures)
@@ -232,6 +240,42 @@ def run_trec_eval(
     zscored = zscores_path is not None
     out.write(render_lines(rows, topics, values.__getitem__, lambda m: _summary(m, values[m], ranking, zscored),
                            runid, per_query=per_query, summary=not no_summary, zscores=zscored))
+
+
+def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qrels_layout: bool, per_query: bool,
+                      complete: bool, no_summary: bool, max_docs: int | None, warn: Any) -> str:
+    """trec_eval -R prefs / -R qrels_prefs. Without -m, the 'prefs' group (trec_eval would ask
+    for its qrels-only default measures and fail)."""
+    from evalstore.io.formats import read_prefs, read_run
+    from evalstore.metrics.preferences import PREFS_COUNTS, evaluate_preferences, expand_prefs_specs, summary
+
+    names = expand_prefs_specs(measures or ["prefs"])
+    prefs = read_prefs(qrels_path, qrels_layout=qrels_layout)
+    run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
+    result = evaluate_preferences(prefs, run.table, max_docs=max_docs, complete=complete,
+                                  measures=any(name.startswith("prefs_") for name in names))
+    for topic in result.missing if not complete else []:
+        warn(f"judged topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
+    if not result.topics:
+        raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
+
+    def text(name: str, value: float) -> str:
+        return str(int(value)) if name in PREFS_COUNTS else f"{value:6.4f}"
+
+    shown = [name for name in names if name not in SUMMARY_ONLY]
+    lines = []
+    if per_query:
+        for t, topic in enumerate(result.topics):
+            lines.extend(_line(name, topic, text(name, result.values[name][t])) for name in shown)
+    if not no_summary:
+        for name in names:
+            if name == "runid":
+                lines.append(_line(name, "all", run.tag or "unknown"))
+            elif name == "num_q":
+                lines.append(_line(name, "all", str(len(result.topics))))
+            else:
+                lines.append(_line(name, "all", text(name, summary(name, result.values[name]))))
+    return "".join(lines)
 
 
 def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:

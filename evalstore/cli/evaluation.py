@@ -22,7 +22,9 @@ def trec_eval(
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=0),
     measure: list[str] = typer.Option([], "-m", help="Measure or group, trec_eval style: P.5,10 ndcg_cut.10 all_trec."),
     collection_size: int = typer.Option(0, "-N", help="Number of documents in the collection (for utility)."),
-    rel_format: str = typer.Option("qrels", "-R", help="Qrels format: qrels, or qrels_jg (judgment groups)."),
+    rel_format: str = typer.Option("qrels", "-R", help="Judgments format: qrels; qrels_jg (judgment groups); prefs "
+                                                  "(preferences: qid jg jsg docno level); qrels_prefs (a qrels file "
+                                                  "read as preferences)."),
     results_format: str = typer.Option("trec_results", "-T", help="Run format: trec_results (the only one)."),
     zscores: Path | None = typer.Option(None, "-Z", help="Print z-scores: per-topic means and standard deviations "
                                                            "of each measure, lines 'qid measure mean stddev'."),
@@ -30,14 +32,15 @@ def trec_eval(
     """Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output."""
     from evalstore.trec_eval import run_trec_eval
 
-    if rel_format not in ("qrels", "qrels_jg"):
-        raise InvalidParameterError(f"-R {rel_format} is not supported; use -R qrels or -R qrels_jg.")
+    if rel_format not in ("qrels", "qrels_jg", "prefs", "qrels_prefs"):
+        raise InvalidParameterError(f"-R {rel_format} is not a judgments format; use qrels, qrels_jg, prefs or "
+                                    "qrels_prefs.")
     if results_format != "trec_results":
         raise InvalidParameterError(f"-T {results_format} is not a results format; trec_eval has only -T trec_results.")
     run_trec_eval(
         str(qrels), str(run), measures=measure, per_query=per_query, complete=complete,
         no_summary=no_summary, judged_only=judged_only, relevance_level=relevance_level,
-        max_docs=max_docs, collection_size=collection_size, judgment_groups=rel_format == "qrels_jg",
+        max_docs=max_docs, collection_size=collection_size, rel_format=rel_format,
         zscores_path=str(zscores) if zscores is not None else None, out=sys.stdout, warn=warn,
     )
 

@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,9 @@ import pyarrow.parquet as pq
 
 from evalstore.errors import InputFormatError
 from evalstore.io._hashing import has_repeated_pair
+
+if TYPE_CHECKING:
+    from evalstore.metrics.preferences import Preferences
 
 Kind = Literal["run", "qrels"]
 FORMATS = ("trec", "csv", "tsv", "parquet")
@@ -610,3 +613,48 @@ def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int) -> N
                 f"conflicting judgments for docno '{key[1]}' in topic '{key[0]}': relevance "
                 f"{rels[row]} here, {rels[first[key]]} at {earlier}; keep one of them",
             )
+
+
+# --------------------------------------------------------------------------- preference judgments
+
+PREFS_LAYOUT = "qid jg jsg docno rel_level"
+
+
+def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
+    """trec_eval's preference judgments (``-R prefs``: lines ``qid jg jsg docno rel_level``), or a
+    qrels file read as preferences (``-R qrels_prefs``: ``qid jg docno rel_level``, one sub-group
+    per judgment group). Lines starting with ``#`` are comments; every other line must have exactly
+    the columns of its layout and a numeric level, or the file is refused at that line.
+
+    Preference files hold a few thousand lines, so they are read line by line."""
+    from evalstore.metrics.preferences import Preferences
+
+    file = Path(path)
+    if not file.is_file():
+        raise InputFormatError(str(file), None, "no such file; check the path")
+    layout = QRELS_LAYOUT.replace("iter", "jg") if qrels_layout else PREFS_LAYOUT
+    width = len(layout.split())
+    try:
+        text = _read_bytes(file).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(str(file), None, f"not UTF-8 text ({exc}); save the judgments as UTF-8") from None
+    columns: list[list[str]] = [[] for _ in range(width)]
+    levels: list[float] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("#"):
+            continue
+        fields = line.split()
+        level = _parse_float(fields[-1]) if len(fields) == width else None
+        if level is None or math.isnan(level):
+            found = f"{len(fields)} columns" if len(fields) != width else f"the level '{fields[-1]}'"
+            raise InputFormatError(str(file), number,
+                                   f"expected {width} columns '{layout}' with a numeric level, found {found}")
+        for column, value in zip(columns, fields, strict=False):
+            column.append(value)
+        levels.append(level)
+    if not levels:
+        raise InputFormatError(str(file), None, f"no judgments; expected lines '{layout}'")
+    if qrels_layout:  # trec_eval's get_qrels_prefs.c: every line in sub-group "0"
+        columns.insert(2, ["0"] * len(levels))
+    topic, group, subgroup, doc = (np.array(column, dtype=object) for column in columns[:4])
+    return Preferences(topic, group, subgroup, doc, np.array(levels, dtype=np.float64))

@@ -41,9 +41,13 @@ CASES = {
     "out.test.qrels_jg": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"],
     "out.test.qrels_jg.comments": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"],
     "out.test.aqZ": ["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"],
+    "out.test.prefs": ["-m", "all_prefs", "-q", "-R", "prefs", "prefs.test", "prefs.results.test"],
+    "out.test.prefs.comments": ["-m", "all_prefs", "-q", "-R", "prefs", "prefs.comment.test", "prefs.results.test"],
+    "out.test.qrels_prefs": ["-m", "all_prefs", "-q", "-R", "qrels_prefs", "qrels.test", "results.test"],
 }
 DATA_OPTIONS = {"zscores_file"}  # option values that name a file of the test suite
-SAME_AS = {"out.test.with-comments": "out.test", "out.test.qrels_jg.comments": "out.test.qrels_jg"}
+SAME_AS = {"out.test.with-comments": "out.test", "out.test.qrels_jg.comments": "out.test.qrels_jg",
+           "out.test.prefs.comments": "out.test.prefs"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -90,3 +94,33 @@ def test_results_format_other_than_trec_results_is_a_clear_error() -> None:
     result = CliRunner().invoke(app, ["trec-eval", "-T", "json", "a", "b"])
     assert result.exit_code == 1
     assert result.stderr == "Error: -T json is not a results format; trec_eval has only -T trec_results.\n"
+
+
+def test_malformed_preference_line_is_refused_with_its_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    prefs = tmp_path / "prefs"
+    prefs.write_text("# user 1\n1 u1 s1 d1 2\n1 u1 s1 d2\n")
+    result = CliRunner().invoke(app, ["trec-eval", "-R", "prefs", "-m", "all_prefs", str(prefs),
+                                      str(suite_file("prefs.results.test"))])
+    assert result.exit_code == 1
+    assert result.stderr == f"{prefs}:3: expected 5 columns 'qid jg jsg docno rel_level' with a numeric level, found 4 columns\n"
+
+
+def test_contradicting_preferences_in_one_group_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    prefs, run = tmp_path / "prefs", tmp_path / "run"
+    # sub-group s1 says d1 > d2 > d3, s2 says d3 > d1: a cycle within judgment group u1 (trec_eval aborts)
+    prefs.write_text("1 u1 s1 d1 3\n1 u1 s1 d2 2\n1 u1 s1 d3 1\n1 u1 s2 d3 2\n1 u1 s2 d1 1\n")
+    run.write_text("1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n")
+    result = CliRunner().invoke(app, ["trec-eval", "-R", "prefs", "-m", "all_prefs", str(prefs), str(run)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: topic 1: the preferences of one judgment group contradict each other (d1 and d2 are each preferred "
+        "to the other, through its sub-groups); put contradicting judgments in different judgment groups\n")
+
+
+def test_a_qrels_measure_in_preference_mode_names_the_mode_it_needs() -> None:
+    result = CliRunner().invoke(app, ["trec-eval", "-R", "qrels_prefs", "-m", "map", str(suite_file("qrels.test")),
+                                      str(suite_file("results.test"))])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: Measure 'map' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a prefs_* "
+        "measure (evalstore measures --trec lists them).\n")

@@ -1,0 +1,101 @@
+"""`evalstore trec-eval -R prefs` and `-R qrels_prefs` against the trec_eval 10.0 program: byte-identical
+stdout and the same outcome on generated preference judgments (several judgment groups per topic,
+one or several sub-groups per group, ties, repeated lines, documents judged by several groups,
+contradictions) and runs (ties in score, unjudged and unretrieved documents), with random flags.
+
+Levels are non-negative, as trec_eval's format defines them (with a negative level its _Rnonrel
+recount can read past the class it counts). Without -c every judged topic has results (trec_eval
+aborts otherwise; evalstore skips the topic with a warning, as in -R qrels mode).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from evalstore.metrics.preferences import PREFS_MEASURES
+
+TOPICS = ["1", "10", "2", "q7"]
+DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b"]
+LEVELS = st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0, 0.5])
+SCORES = st.sampled_from([1.0, 2.0, 0.5, 0.0, 3.0, -1.0, 2.5])
+MEASURE_SPECS = st.sampled_from(["all_prefs", "prefs", *PREFS_MEASURES, "num_q", "runid"])
+
+
+@st.composite
+def preference_cases(draw: st.DrawFn) -> tuple[str, str, list[str]]:
+    """(judgments text, run text, trec_eval arguments)."""
+    qrels_layout = draw(st.booleans())
+    topics = draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=3, unique=True))
+    lines = []
+    for topic in topics:
+        for group in draw(st.lists(st.sampled_from(["u1", "u2", "u3"]), min_size=1, max_size=3, unique=True)):
+            subgroups = ["0"] if qrels_layout else draw(
+                st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=1, max_size=3, unique=True))
+            for subgroup in subgroups:
+                # mostly one line per document; sometimes a document twice (same or another level)
+                docs = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=6,
+                                     unique=draw(st.integers(0, 9)) > 0))
+                for doc in docs:
+                    level = draw(LEVELS)
+                    lines.append(f"{topic} {group} {doc} {level:g}" if qrels_layout
+                                 else f"{topic} {group} {subgroup} {doc} {level:g}")
+    draw(st.randoms()).shuffle(lines)
+    complete = draw(st.booleans())
+    run_topics = (draw(st.lists(st.sampled_from(topics), max_size=len(topics), unique=True))
+                  if complete else list(topics))
+    run_topics += draw(st.lists(st.sampled_from([t for t in TOPICS if t not in topics] or TOPICS), max_size=1))
+    run_lines = []
+    for topic in dict.fromkeys(run_topics):
+        docs = draw(st.lists(st.sampled_from([*DOCS, "u1", "u2"]), min_size=1, max_size=8, unique=True))
+        run_lines += [f"{topic} Q0 {doc} {rank} {draw(SCORES)!r} tag" for rank, doc in enumerate(docs)]
+    if not run_lines:
+        run_lines.append(f"{topics[0]} Q0 d0 1 1.0 tag")
+    args = ["-R", "qrels_prefs" if qrels_layout else "prefs"]
+    for spec in draw(st.lists(MEASURE_SPECS, min_size=1, max_size=3)):
+        args += ["-m", spec]
+    if complete:
+        args.append("-c")
+    if draw(st.booleans()):
+        args.append("-q")
+    if draw(st.integers(0, 5)) == 0:
+        args.append("-n")
+    if draw(st.booleans()):
+        args += ["-M", str(draw(st.integers(1, 5)))]
+    if draw(st.integers(0, 4)) == 0:  # no effect on preference measures, in either program
+        args += draw(st.sampled_from([["-J"], ["-l", "2"], ["-N", "50"]]))
+    return "\n".join(lines) + "\n", "\n".join(run_lines) + "\n", args
+
+
+@settings(max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "150")), deadline=None,
+          derandomize=os.environ.get("CI") == "true", suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=preference_cases())
+# two sub-groups chain d1 > d2 > d3 (transitive d1 > d3); ties in score break by docno ascending here
+@example(case=("1 u1 s1 d1 2\n1 u1 s1 d2 1\n1 u1 s2 d2 5\n1 u1 s2 d3 4\n",
+               "1 Q0 d3 1 1 t\n1 Q0 d2 2 1 t\n1 Q0 d1 3 1 t\n", ["-R", "prefs", "-q", "-m", "all_prefs"]))
+# _Rnonrel recount: more non-relevant documents than relevant ones, in a one-sub-group group
+@example(case=("1 u1 d1 1\n1 u1 d2 0\n1 u1 d3 0\n1 u1 d10 0\n", "1 Q0 d2 1 3 t\n1 Q0 d1 2 2 t\n1 Q0 d3 3 1 t\n",
+               ["-R", "qrels_prefs", "-q", "-m", "all_prefs"]))
+# judgments trec_eval would refuse (d0 both 0 and 1 in one group) are not read for num_q and runid
+@example(case=("2 u3 s3 d0 1\n2 u3 s3 d0 0\n2 u3 s1 d0 0\n", "2 Q0 d0 0 1.0 tag\n", ["-R", "prefs", "-m", "num_q"]))
+def test_preference_modes_agree_with_trec_eval(case: tuple[str, str, list[str]], trec_eval_binary: Path,
+                                              tmp_path: Path) -> None:
+    prefs_text, run_text, args = case
+    prefs, run = tmp_path / "prefs", tmp_path / "run"
+    prefs.write_text(prefs_text)
+    run.write_text(run_text)
+    full = [*args, str(prefs), str(run)]
+    theirs = subprocess.run([str(trec_eval_binary), *full], capture_output=True, text=True, check=False)
+    ours = CliRunner().invoke(app, ["trec-eval", *full])
+    # trec_eval abort()s on contradicting preferences within a group (a negative return code)
+    assert (ours.exit_code == 0) == (theirs.returncode == 0), (
+        f"trec_eval {' '.join(full)}: trec_eval exit {theirs.returncode} ({theirs.stderr.strip()}), "
+        f"evalstore exit {ours.exit_code} ({ours.stderr.strip()})")
+    if theirs.returncode == 0:
+        assert ours.stdout == theirs.stdout, f"trec_eval {' '.join(full)}"
