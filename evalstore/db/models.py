@@ -45,13 +45,18 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+QRELS_KINDS = ("relevance", "subtopics", "preferences")
+
+
 class QrelsSet(Base):
-    """A named set of relevance judgments."""
+    """A named set of judgments: relevance (qrels), subtopic (diversity) or preference judgments."""
 
     __tablename__ = "qrels_sets"
+    __table_args__ = (CheckConstraint("kind IN ('relevance', 'subtopics', 'preferences')", name="kind"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(20), server_default="relevance")
     description: Mapped[str | None] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64), index=True)
     row_count: Mapped[int] = mapped_column(Integer)
@@ -61,11 +66,13 @@ class QrelsSet(Base):
 
 
 class Judgment(Base):
-    """One (topic, doc) judgment. Negative relevance is trec_eval's "pooled but unjudged"."""
+    """One judgment of a document for a topic: once per topic in relevance qrels (negative relevance
+    is trec_eval's "pooled but unjudged"), once per subtopic in subtopic qrels, once per judgment
+    sub-group in preference judgments."""
 
     __tablename__ = "judgments"
     __table_args__ = (
-        UniqueConstraint("qrels_id", "topic", "doc"),
+        UniqueConstraint("qrels_id", "topic", "doc", "iteration", "subgroup"),
         {"sqlite_with_rowid": False},
     )
 
@@ -76,8 +83,13 @@ class Judgment(Base):
     topic: Mapped[str] = mapped_column(String(200))
     doc: Mapped[str] = mapped_column(String(400))
     relevance: Mapped[int] = mapped_column(SmallInteger)
-    # TREC's second qrels column: usually 0; the judgment group under `-R qrels_jg`.
+    # TREC's second qrels column: usually 0; the judgment group under `-R qrels_jg` and in
+    # preference judgments; the subtopic in subtopic qrels.
     iteration: Mapped[str] = mapped_column(String(50), default="0")
+    # preference judgments: the judgment sub-group, and the level as written (relevance then says
+    # relevant, level > 0, or not); "0" and NULL for the other kinds
+    subgroup: Mapped[str] = mapped_column(String(50), server_default="0")
+    level: Mapped[float | None] = mapped_column(Double)
     assessor: Mapped[str | None] = mapped_column(String(200))
 
 

@@ -32,7 +32,10 @@ _evaluations = sa.table("evaluations", sa.column("id", sa.Integer), sa.column("q
 
 def _old_to_new(name: str, grade: int) -> str | None:
     plain = re.fullmatch(r"ERR(@\d+)?", name)
-    return f"ERR(max_grade={grade}){plain[1] or ''}" if plain and grade != _GDEVAL_MAX_GRADE else None
+    if plain:
+        return f"ERR(max_grade={grade}){plain[1] or ''}" if grade != _GDEVAL_MAX_GRADE else None
+    gdeval = re.fullmatch(rf"ERR\(max_grade={_GDEVAL_MAX_GRADE}\)(@\d+)?", name)
+    return f"ERR{gdeval[1] or ''}" if gdeval else None  # 4 is now the default: the canonical name omits it
 
 
 def _new_to_old(name: str, grade: int) -> str | None:

@@ -47,7 +47,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0008"
+    assert head_revision() == SCHEMA_REVISION == "0009"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -147,27 +147,53 @@ def test_0007_moves_classification_evaluations_into_the_queue_and_back(database_
 
 
 def test_0008_names_stored_err_values_by_what_they_are_and_back(database_url: str) -> None:
-    """ERR stored before 0008 normalised by the qrels' highest grade (1 in qrels.test): it becomes
-    ERR(max_grade=1)@k in the measure lists, aggregates and per-query values; the downgrade gives
-    the old names back, and an ERR@k computed since (max_grade 4) an explicit name."""
+    """Down to 0007, ERR values normalised by the qrels' highest grade (1 in qrels.test) take the
+    old plain names (``ERR@20``), one computed with gdeval's 4 an explicit name; up again they are
+    ``ERR(max_grade=1)@20`` and ``ERR@20`` once more, values untouched. (Stored through today's
+    code at head: the service's models are today's schema, not 0007's.)"""
     engine = make_engine(database_url)
     try:
-        upgrade(engine, "0007")
+        upgrade(engine)
         store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
         store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
-        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "ERR@20", "ERR"])
-        with engine.connect() as connection:
-            before = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
-        upgrade(engine)
-        after = results(engine, qrels_name="test", run_name="std")
-        assert after.measures == ["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)"]
-        assert after.aggregates == {"AP": before["AP"], "ERR(max_grade=1)@20": before["ERR@20"],
-                                    "ERR(max_grade=1)": before["ERR"]}
-        assert list(after.frame.columns) == after.measures
+        evaluate_runs(engine, qrels_name="test", run_names=["std"],
+                      measures=["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)", "ERR@10"])
+        before = results(engine, qrels_name="test", run_name="std")
         downgrade(engine, "0007")
         with engine.connect() as connection:
-            assert dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all()) == before
+            old = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
             assert {m for (m,) in connection.execute(text("SELECT DISTINCT measure FROM query_results"))} == {
-                "AP", "ERR@20", "ERR"}
+                "AP", "ERR@20", "ERR", "ERR(max_grade=4)@10"}
+        assert old == {"AP": before.aggregates["AP"], "ERR@20": before.aggregates["ERR(max_grade=1)@20"],
+                       "ERR": before.aggregates["ERR(max_grade=1)"],
+                       "ERR(max_grade=4)@10": before.aggregates["ERR@10"]}
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.measures == before.measures == ["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)", "ERR@10"]
+        assert after.aggregates == before.aggregates
+        pd.testing.assert_frame_equal(after.frame, before.frame)
+    finally:
+        engine.dispose()
+
+
+def test_0009_keeps_every_judgment_and_marks_stored_qrels_as_relevance(database_url: str) -> None:
+    """Adding the kind must not copy qrels_sets on SQLite: dropping a parent table's old copy
+    would delete its judgments by ON DELETE CASCADE."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0008")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO qrels_sets (id, name, content_hash, row_count, topic_count, "
+                                    "created_at) VALUES (4, 'q', 'h', 2, 1, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO judgments (qrels_id, position, topic, doc, relevance, iteration) "
+                                    "VALUES (4, 0, '1', 'a', 1, '0'), (4, 1, '1', 'b', 0, '0')"))
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT kind FROM qrels_sets")).scalars().all() == ["relevance"]
+            assert connection.execute(text("SELECT doc, subgroup, level FROM judgments ORDER BY position")).all() == [
+                ("a", "0", None), ("b", "0", None)]
+        downgrade(engine, "0008")
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM judgments")).scalar_one() == 2
     finally:
         engine.dispose()
