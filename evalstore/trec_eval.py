@@ -91,7 +91,7 @@ def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Mea
         return [(f"{root}_{v}", make(trec.family, **{trec.param: v})) for v in values]
     if trec.kind == "double":
         values = sorted({float(v) for v in raw.split(",")}) if raw else list(trec.defaults)
-        return [(f"{root}_{v:.2f}", make(trec.family, **{trec.param: v})) for v in values]
+        return [(f"{root}_{v:.2f}", make(trec.family, **{trec.param: v}, **dict(trec.fixed))) for v in values]
     name = f"{root}_{raw}" if raw else root
     if trec.kind == "pairs":
         params: dict[str, Any] = {}

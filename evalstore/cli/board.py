@@ -18,7 +18,7 @@ def evaluate(
     all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
     measures: str | None = typer.Option(
         None, "--measures", help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-        "nDCG(gain=exp)@10)."),
+        "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one)."),
     relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
     missing: str = typer.Option("zero", "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -26,9 +27,16 @@ def _store():  # type: ignore[no-untyped-def]
     return store
 
 
-app = typer.Typer(help="Import and manage relevance judgments (qrels).", no_args_is_help=True)
+app = typer.Typer(help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.",
+                  no_args_is_help=True)
 
-LIST_COLUMNS = ["name", "rows", "topics", "created_at", "description"]
+LIST_COLUMNS = ["name", "kind", "rows", "topics", "created_at", "description"]
+
+
+class JudgmentKind(StrEnum):
+    relevance = "relevance"
+    subtopics = "subtopics"
+    preferences = "preferences"
 
 
 @app.command("import")
@@ -39,13 +47,18 @@ def import_(
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace qrels of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
+    kind: JudgmentKind = typer.Option(
+        JudgmentKind.relevance, "--kind",
+        help="relevance: qrels (qid iter docno rel). subtopics: diversity qrels (qid subtopic docno judgment), "
+             "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
+             "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*."),
 ) -> None:
-    """Validate a qrels file and store it (all or nothing)."""
+    """Validate a judgments file and store it (all or nothing)."""
     engine = state(ctx).engine()
     with row_progress(f"storing {path.name}") as progress:
         result = _store().import_qrels(
             engine, path, name=name, description=description, replace=replace,
-            fmt=fmt.value if fmt else None, progress=progress,
+            fmt=fmt.value if fmt else None, kind=kind.value, progress=progress,
         )
     for message in result.warnings:
         warn(message)

@@ -73,6 +73,8 @@ class Judgment(Base):
     __tablename__ = "judgments"
     __table_args__ = (
         UniqueConstraint("qrels_id", "topic", "doc", "iteration", "subgroup"),
+        # serves the run-to-judgments join by itself (repositories.judged_ranks; migration 0009)
+        Index("ix_judgments_qrels_id_topic_doc_relevance", "qrels_id", "topic", "doc", "relevance"),
         {"sqlite_with_rowid": False},
     )
 

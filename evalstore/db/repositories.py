@@ -131,8 +131,10 @@ def run_rows_to_store(table: pa.Table) -> tuple[pa.Table, pa.Table]:
 
 
 def judgments_to_store(table: pa.Table) -> pa.Table:
-    """A validated qrels table's rows as stored, in file order."""
-    return table.select(["topic", "doc", "relevance", "iteration"])
+    """A validated qrels table's rows as stored, in file order (preference judgments also have a
+    sub-group and a level)."""
+    extra = [name for name in ("subgroup", "level") if name in table.column_names]
+    return table.select(["topic", "doc", "relevance", "iteration", *extra])
 
 
 def insert_run_rows(
@@ -321,7 +323,16 @@ def top_ranked(session: Session, run_ids: list[int], depth: int | None,
 
 
 def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
-    """The judgments in file order, as an Arrow table (topic, iteration, doc, relevance)."""
+    """The judgments in file order, as an Arrow table (topic, iteration, doc, relevance; and
+    subgroup and level for preference judgments)."""
+    if qrels.kind == "preferences":
+        return _select_table(
+            session,
+            select(Judgment.topic, Judgment.iteration, Judgment.subgroup, Judgment.doc, Judgment.relevance,
+                   Judgment.level).where(Judgment.qrels_id == qrels.id).order_by(Judgment.position),
+            ["topic", "iteration", "subgroup", "doc", "relevance", "level"],
+            [pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.float64()],
+        )
     return _select_table(
         session,
         select(Judgment.topic, Judgment.iteration, Judgment.doc, Judgment.relevance)

@@ -640,6 +640,7 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
         raise InputFormatError(str(file), None, f"not UTF-8 text ({exc}); save the judgments as UTF-8") from None
     columns: list[list[str]] = [[] for _ in range(width)]
     levels: list[float] = []
+    numbers: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("#"):
             continue
@@ -652,9 +653,86 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
         for column, value in zip(columns, fields, strict=False):
             column.append(value)
         levels.append(level)
+        numbers.append(number)
     if not levels:
         raise InputFormatError(str(file), None, f"no judgments; expected lines '{layout}'")
     if qrels_layout:  # trec_eval's get_qrels_prefs.c: every line in sub-group "0"
         columns.insert(2, ["0"] * len(levels))
     topic, group, subgroup, doc = (np.array(column, dtype=object) for column in columns[:4])
-    return Preferences(topic, group, subgroup, doc, np.array(levels, dtype=np.float64))
+    return Preferences(topic, group, subgroup, doc, np.array(levels, dtype=np.float64), np.array(numbers))
+
+
+def preferences_layout(path: str | Path) -> bool:
+    """Whether a preference file is laid out as qrels (4 columns: -R qrels_prefs) rather than as
+    trec_eval's prefs (5 columns), judging by its first judgment line."""
+    for line in _read_bytes(Path(path)).decode("utf-8", errors="replace").splitlines():
+        if not line.startswith("#") and line.strip():
+            return len(line.split()) == 4
+    return False
+
+
+def read_preferences(path: str | Path) -> ParsedFile:
+    """Preference judgments to store (``qrels import --kind preferences``): read as trec_eval reads
+    them (:func:`read_prefs`, either layout), then held to what a store should hold: each
+    document once per judgment sub-group, and groups whose preferences are consistent (no
+    document both relevant and not, no cycle), which trec_eval checks only when it evaluates."""
+    from evalstore.errors import EvaluationError
+    from evalstore.metrics.preferences import evaluate_preferences
+
+    file = Path(path)
+    prefs = read_prefs(file, qrels_layout=preferences_layout(file) if file.is_file() else False)
+    assert prefs.line is not None
+    keys = pa.table({"t": prefs.topic.astype(str), "g": prefs.group.astype(str), "s": prefs.subgroup.astype(str),
+                     "d": prefs.doc.astype(str)})
+    first = keys.append_column("line", pa.array(prefs.line)).group_by(["t", "g", "s", "d"]).aggregate(
+        [("line", "min"), ("line", "count")])
+    repeated = first.filter(pc.greater(first["line_count"], 1))
+    if repeated.num_rows:
+        row = repeated.slice(0, 1).to_pylist()[0]
+        later = int(prefs.line[(keys["t"].to_numpy(zero_copy_only=False) == row["t"])
+                               & (keys["d"].to_numpy(zero_copy_only=False) == row["d"])
+                               & (keys["g"].to_numpy(zero_copy_only=False) == row["g"])
+                               & (keys["s"].to_numpy(zero_copy_only=False) == row["s"])][1])
+        raise InputFormatError(str(file), later, f"document {row['d']} is judged again in topic {row['t']}, "
+                                                 f"group {row['g']}, sub-group {row['s']} (first on line "
+                                                 f"{row['line_min']}); keep one line")
+    try:
+        evaluate_preferences(prefs, pa.table({"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()),
+                                              "score": pa.array([], pa.float64())}), complete=True)
+    except EvaluationError as exc:
+        raise InputFormatError(str(file), None, str(exc)) from None
+    table = pa.table({
+        "topic": pa.array(prefs.topic.astype(str)), "iteration": pa.array(prefs.group.astype(str)),
+        "subgroup": pa.array(prefs.subgroup.astype(str)), "doc": pa.array(prefs.doc.astype(str)),
+        "relevance": pa.array((prefs.level > 0).astype(np.int64)), "level": pa.array(prefs.level),
+    })
+    return ParsedFile(table, hashlib.sha256(_read_bytes(file)).hexdigest(), None)
+
+
+def read_subtopic_qrels(path: str | Path) -> ParsedFile:
+    """Subtopic qrels to store (``qrels import --kind subtopics``): ``topic subtopic docno
+    judgment``, each document judged once per subtopic, with ndeval's numbering (whole-number
+    topics and subtopics) and judgments of 0 or more."""
+    parsed = read_qrels(path, judgment_groups=True)
+    table = parsed.table
+    bad_number = ~np.array([t.isdigit() and t.isascii() and s.isdigit() and s.isascii()
+                            for t, s in zip(table["topic"].to_pylist(), table["iteration"].to_pylist(), strict=True)],
+                           dtype=bool)
+    negative = table["relevance"].to_numpy() < 0
+    if bad_number.any() or negative.any():
+        row = int(np.flatnonzero(bad_number | negative)[0])
+        problem = ("the topic and subtopic must be whole numbers (ndeval's numbering)" if bad_number[row]
+                   else "a subtopic judgment is 0 or more")
+        raise InputFormatError(str(path), _judgment_line(Path(path), row), problem)
+    return parsed
+
+
+def _judgment_line(path: Path, row: int) -> int | None:
+    """The line of the ``row``-th judgment (0-based) of a TREC text file, comments skipped."""
+    seen = -1
+    for number, line in enumerate(_read_bytes(path).decode("utf-8", errors="replace").splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            seen += 1
+            if seen == row:
+                return number
+    return None

@@ -25,10 +25,18 @@ def write_run(table: pa.Table, out: BinaryIO, fmt: str, *, tag: str) -> None:
 
 
 def write_qrels(table: pa.Table, out: BinaryIO, fmt: str) -> None:
-    if fmt == "trec":
-        _write_delimited(table.select(["topic", "iteration", "doc", "relevance"]), out, " ", header=False)
+    """Judgments as imported: ``topic iteration doc relevance``, or for preference judgments (a
+    table with a level) trec_eval's ``topic jg jsg doc level`` (the level as written: 5.5 stays)."""
+    if "level" in table.column_names:
+        layout = table.select(["topic", "iteration", "subgroup", "doc", "level"])
+        levels = [str(int(v)) if v.is_integer() else repr(v) for v in layout["level"].to_pylist()]
+        layout = layout.set_column(4, "level", pa.array(levels, pa.string()))
     else:
-        _write_table(table.select(["topic", "iteration", "doc", "relevance"]), out, fmt)
+        layout = table.select(["topic", "iteration", "doc", "relevance"])
+    if fmt == "trec":
+        _write_delimited(layout, out, " ", header=False)
+    else:
+        _write_table(layout, out, fmt)
 
 
 def _write_table(table: pa.Table, out: BinaryIO, fmt: str) -> None:

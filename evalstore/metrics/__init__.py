@@ -16,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
-from evalstore.metrics import ranking as _ranking  # noqa: F401  (registers the families)
+from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
+from evalstore.metrics import preferences as _preferences  # noqa: F401
+from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import (
     REGISTRY,
@@ -73,6 +75,12 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
     inside its loops, so independent kernels overlap. The matrices every kernel shares are built
     first, so threads do not race to build them twice.
     """
+    other = next((m for m in measures if m.spec.judgments != "relevance"), None)
+    if other is not None:
+        raise InvalidParameterError(
+            f"{other} is computed from {other.spec.judgments.rstrip('s')} judgments, not from relevance qrels; "
+            f"evaluate it against qrels imported with --kind {other.spec.judgments}.")
+
     def one(measure: Measure) -> np.ndarray:
         kwargs = measure.kwargs(relevance_level)
         if measure.family == "Utility":

@@ -101,6 +101,9 @@ class Family:
     trec_name: str | None = None
     higher_is_better: bool = True
     at: str = "cutoff"  # the parameter written after '@' (IPrec@0.1 sets recall)
+    # what the measure is computed from: relevance qrels (the kernel runs on a Ranking), subtopic
+    # qrels (metrics.diversity) or preference judgments (metrics.preferences)
+    judgments: str = "relevance"
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,19 @@ def family(name: str, *, params: dict[str, Param] | None = None, **kwargs: Any) 
         return kernel
 
     return wrap
+
+
+def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,
+                        **kwargs: Any) -> Family:
+    """Register a family computed from subtopic or preference judgments by its own module, on
+    all topics at once; :func:`evalstore.metrics.compute` (relevance qrels) refuses it."""
+
+    def computed_elsewhere(rk: Any, **_: Any) -> np.ndarray:
+        raise InvalidParameterError(f"{name} is computed from {judgments.rstrip('s')} judgments, not from relevance "
+                                    "qrels.")
+
+    return register(Family(name=name, kernel=computed_elsewhere, params=params or {}, judgments=judgments,
+                           description=" ".join(description.split()), **kwargs))
 
 
 _GRAMMAR = re.compile(r"^\s*(?P<name>[A-Za-z_][\w\-]*)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<cutoff>[0-9.]+))?\s*$")
@@ -295,6 +311,9 @@ class TrecFamily:
     param: str | None = None  # name of the multi-valued parameter (cutoffs)
     kind: str = "none"  # none | long | double | pairs | raw
     defaults: tuple[Any, ...] = ()
+    # parameters the trec_eval name fixes, where our family's default is another peer's
+    # definition (iprec_at_recall: trec_eval 10.0's rounding, IPrec's default being ir_measures')
+    fixed: tuple[tuple[str, Any], ...] = ()
 
 
 _P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -310,7 +329,8 @@ TREC_FAMILIES: dict[str, TrecFamily] = {
     "bpref": TrecFamily("Bpref"),
     "recip_rank": TrecFamily("RR"),
     "iprec_at_recall": TrecFamily("IPrec", param="recall", kind="double",
-                                  defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)),
+                                  defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                                  fixed=(("rounding", "trec_eval10"),)),
     "P": TrecFamily("P", param="cutoff", kind="long", defaults=_P_CUTS),
     "relstring": TrecFamily("RelString", param="cutoff", kind="raw", defaults=(10,)),
     "recall": TrecFamily("R", param="cutoff", kind="long", defaults=_P_CUTS),
@@ -365,7 +385,7 @@ def parse_trec_output_name(text: str) -> Measure | None:
         trec = TREC_FAMILIES[match["root"]]
         raw = float(match["value"])
         value = int(raw) if trec.kind == "long" else raw
-        return make(trec.family, **{str(trec.param): value})
+        return make(trec.family, **{str(trec.param): value}, **dict(trec.fixed))
     root = TREC_FAMILIES.get(text.strip())
     if root is not None and root.family in REGISTRY and root.param in (None, "gains", "p") and not root.defaults:
         return make(root.family)

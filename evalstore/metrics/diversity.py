@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.errors import InputFormatError
+from evalstore.metrics._registry import _REQUIRED, Measure, Param, register_elsewhere
 
 DEPTH = 20  # ndeval's deepest @k
 CUTOFFS = (5, 10, 20)  # the ones it prints
@@ -280,3 +281,60 @@ def render_ndeval(result: DiversityResult, runid: str, *, complete: bool) -> str
 def _fixed6(value: float) -> str:
     # glibc prints the NaN of a 0/0 (x86's default NaN has its sign bit set) as -nan
     return "-nan" if np.isnan(value) else f"{value:.6f}"
+
+
+# --------------------------------------------------------------------------- the registry's families
+# (family, ndeval's column for cutoff k or the measure, description); ir_measures 0.4 spells them so
+# (its pyndeval provider)
+_CUTOFF = Param(int, _REQUIRED, choices=CUTOFFS, doc="rank cutoff k: ndeval computes 5, 10 and 20")
+_ALPHA = Param(float, ALPHA, low=0.0, high=1.0, doc="redundancy intolerance")
+_BETA = Param(float, BETA, low=0.0, high=1.0, doc="patience (NRBP)")
+_FAMILIES: dict[str, tuple[str, dict[str, Param], str]] = {
+    "alpha_nDCG": ("alpha-nDCG@{k}", {"alpha": _ALPHA, "cutoff": _CUTOFF},
+                   "alpha-DCG@k divided by that of ndeval's greedy ideal ranking (Clarke et al., SIGIR 2008)."),
+    "alpha_DCG": ("alpha-DCG@{k}", {"alpha": _ALPHA, "cutoff": _CUTOFF},
+                  "Novelty-discounted cumulative gain: a document's gain for each subtopic it covers is "
+                  "(1 - alpha)^(documents above it covering that subtopic), discounted by log2(rank + 1); "
+                  "normalised by the ideal-ideal ranking, as ndeval prints it."),
+    "ERR_IA": ("ERR-IA@{k}", {"cutoff": _CUTOFF},
+               "Intent-aware expected reciprocal rank (Chapelle et al., CIKM 2009), subtopics weighted "
+               "equally, normalised by the ideal-ideal ranking (ndeval, alpha 0.5)."),
+    "nERR_IA": ("nERR-IA@{k}", {"cutoff": _CUTOFF},
+                "ERR-IA@k divided by that of ndeval's greedy ideal ranking."),
+    "NRBP": ("NRBP", {"alpha": _ALPHA, "beta": _BETA},
+             "Novelty- and rank-biased precision (Clarke et al., ICTIR 2009)."),
+    "nNRBP": ("nNRBP", {"alpha": _ALPHA, "beta": _BETA}, "NRBP divided by that of ndeval's greedy ideal ranking."),
+    "AP_IA": ("MAP-IA", {}, "Intent-aware average precision: AP per subtopic, averaged over the topic's subtopics "
+                            "(Agrawal et al., WSDM 2009)."),
+    "P_IA": ("P-IA@{k}", {"cutoff": _CUTOFF}, "Intent-aware precision at k: precision per subtopic, averaged."),
+    "StRecall": ("strec@{k}", {"cutoff": _CUTOFF},
+                 "Subtopic recall at k: the share of the topic's subtopics covered in the top k (Zhai et al.)."),
+}
+for _name, (_column, _params, _text) in _FAMILIES.items():
+    register_elsewhere(_name, "subtopics", params=_params, description=_text,
+                       reference="ndeval (TREC Web track 2009-2014), -traditional order")
+
+
+def ndeval_column(measure: Measure) -> str:
+    """The ndeval column holding ``measure``'s values."""
+    column = _FAMILIES[measure.family][0]
+    return column.format(k=measure.param("cutoff")) if "{k}" in column else column
+
+
+def diversity_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], *, max_docs: int | None = None
+                     ) -> tuple[list[str], dict[Measure, np.ndarray]]:
+    """Each measure's values on the run's judged topics (as text, in the run's numeric order):
+    one ndeval pass per (alpha, beta) the measures ask for."""
+    values: dict[Measure, np.ndarray] = {}
+    topics: list[str] = []
+    settings = {(m.param("alpha") if "alpha" in m.spec.params else ALPHA,
+                 m.param("beta") if "beta" in m.spec.params else BETA) for m in measures}
+    for alpha, beta in sorted(settings):
+        result = evaluate_diversity(qrels, run, alpha=alpha, beta=beta, max_docs=max_docs)
+        topics = [str(t) for t, judged in zip(result.topics, result.judged, strict=True) if judged]
+        for measure in measures:
+            m_alpha = measure.param("alpha") if "alpha" in measure.spec.params else ALPHA
+            m_beta = measure.param("beta") if "beta" in measure.spec.params else BETA
+            if (m_alpha, m_beta) == (alpha, beta):
+                values[measure] = result.values[ndeval_column(measure)][result.judged]
+    return topics, {measure: values[measure] for measure in measures}

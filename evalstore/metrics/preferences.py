@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError
+from evalstore.metrics._registry import register_elsewhere
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
 PREFS_MEASURES = (
@@ -64,6 +65,7 @@ class Preferences:
     subgroup: np.ndarray  # str: the judgment sub-group
     doc: np.ndarray  # str
     level: np.ndarray  # float64
+    line: np.ndarray | None = None  # each judgment's line in its file, when read from one
 
 
 @dataclass
@@ -400,3 +402,31 @@ def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
                 f"Measure '{root}' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a "
                 "prefs_* measure (evalstore measures --trec lists them).")
     return [name for name in ("runid", "num_q", *PREFS_MEASURES) if name in chosen]
+
+
+# --------------------------------------------------------------------------- the registry's families
+_DESCRIPTIONS = {
+    "prefs_num_prefs_poss": "Number of preferences possible, retrieved or not (summed over topics).",
+    "prefs_num_prefs_ful": "Number of preferences fulfilled, by retrieved pairs or by implication (only the "
+                           "preferred document retrieved); summed over topics.",
+    "prefs_num_prefs_ful_ret": "Number of preferences fulfilled among retrieved pairs (summed over topics).",
+    "prefs_simp": "Preferences fulfilled / possible; a pair neither of whose documents is retrieved counts as "
+                  "a failure.",
+    "prefs_pair": "Mean over document pairs of the share of their preferences (over all judgment groups) "
+                  "fulfilled.",
+    "prefs_avgjg": "prefs_simp per judgment group, averaged over the groups (each user counts once).",
+    "prefs_avgjg_Rnonrel": "prefs_avgjg with as many non-relevant documents as relevant ones per group "
+                           "(akin to bpref).",
+    "prefs_simp_ret": "prefs_simp over pairs whose documents are both retrieved.",
+    "prefs_pair_ret": "prefs_pair over pairs whose documents are both retrieved.",
+    "prefs_avgjg_ret": "prefs_avgjg over pairs whose documents are both retrieved.",
+    "prefs_avgjg_Rnonrel_ret": "prefs_avgjg_Rnonrel over pairs whose documents are both retrieved.",
+    "prefs_simp_imp": "prefs_simp ignoring pairs neither of whose documents is retrieved.",
+    "prefs_pair_imp": "prefs_pair ignoring pairs neither of whose documents is retrieved.",
+    "prefs_avgjg_imp": "prefs_avgjg ignoring pairs neither of whose documents is retrieved.",
+}
+for _name in PREFS_MEASURES:
+    register_elsewhere(_name, "preferences", description=_DESCRIPTIONS[_name],
+                       summary="sum" if _name in PREFS_COUNTS else "mean",
+                       value_type="int" if _name in PREFS_COUNTS else "float", trec_name=_name,
+                       reference=f"trec_eval m_{_name}.c (-R prefs / -R qrels_prefs)")

@@ -181,8 +181,10 @@ def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     return np.where(found, 1.0 / (first + 1.0), 0.0)
 
 
-def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...]) -> np.ndarray:
-    """(n, points): max precision at or after the rank where round(x*R) relevant docs are seen."""
+def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...],
+                            rounding: str = "trec_eval10") -> np.ndarray:
+    """(n, points): max precision at or after the rank where x*R relevant docs are seen, x*R made
+    a count as trec_eval 10.0 does (lround) or 9.x (``(long)(x*R + 0.9)``)."""
     cum = rk.cum_rel(rel)
     precision_at = np.where(rk.valid, cum / rk.ranks, 0.0) if rk.depth else np.zeros((rk.n, 0))
     interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(
@@ -191,8 +193,9 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
     found = rk.num_rel_ret(rel)
     out = np.zeros((rk.n, len(recall_points)))
     for j, x in enumerate(recall_points):
-        # trec_eval 10.0 converts a recall point to a count with lround(x * R) (half away from 0)
-        count = np.floor(x * num + 0.5).astype(np.int64)
+        # trec_eval 10.0 converts a recall point to a count with lround(x * R) (half away from 0);
+        # 9.x (pytrec_eval, and so ir_measures) with (long)(x * R + 0.9)
+        count = np.floor(x * num + (0.5 if rounding == "trec_eval10" else 0.9)).astype(np.int64)
         reachable = (count <= found) & (found > 0)
         target = np.maximum(count, 1)
         if rk.depth:
@@ -205,15 +208,18 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
     return out
 
 
-@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
+@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0),
+                         "rounding": Param(str, "trec_eval9", choices=("trec_eval9", "trec_eval10"),
+                                           doc="how x*R becomes a count of relevant documents")},
         trec_name="iprec_at_recall", aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c",
         at="recall")
-def interpolated_precision(rk: Ranking, rel: int, recall: float) -> np.ndarray:
+def interpolated_precision(rk: Ranking, rel: int, recall: float, rounding: str) -> np.ndarray:
     """Interpolated precision at a recall level: max precision at any rank with recall >= the
-    level (the standard recall-precision graph). The level is a count of relevant documents by
-    lround(x * R), as in trec_eval 10.0; ir_measures (through pytrec_eval, trec_eval 9.x) rounds
-    by (int)(x * R + 0.9) and can differ."""
-    return _interpolated_precision(rk, rel, (recall,))[:, 0]
+    level (the standard recall-precision graph). The level x becomes a count of relevant
+    documents: by default as ir_measures' IPrec counts it (through pytrec_eval, trec_eval 9.x:
+    (long)(x*R + 0.9)); rounding=trec_eval10 as trec_eval 10.0's iprec_at_recall does (lround(x*R)),
+    which is what the trec_eval name iprec_at_recall_x means here."""
+    return _interpolated_precision(rk, rel, (recall,), rounding)[:, 0]
 
 
 @family("IPrecAvg", params={"rel": REL, "recalls": Param(tuple, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,

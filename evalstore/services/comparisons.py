@@ -22,7 +22,7 @@ from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import resolve_measures
-from evalstore.services.jobs import DEFAULT_MEASURE_SET
+from evalstore.services.jobs import default_measures
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,11 +63,13 @@ def score_matrix(engine: Engine, *, qrels_name: str, run_names: list[str], measu
     if lacking and evaluate_missing:
         from evalstore.services.evaluations import evaluate_runs
 
-        default = {str(m) for m in resolve_measures(list(DEFAULT_MEASURE_SET))}
+        with read_only(engine) as session:
+            kind_defaults = list(default_measures(repo.get_qrels(session, qrels_name).kind))
+        default = {str(m) for m in resolve_measures(kind_defaults)}
         log.info("evaluating %d run(s) with no stored result for %s: %s", len(lacking), ", ".join(names),
                  ", ".join(lacking))
         evaluate_runs(engine, qrels_name=qrels_name, run_names=lacking,
-                      measures=[*DEFAULT_MEASURE_SET, *(n for n in names if n not in default)])
+                      measures=[*kind_defaults, *(n for n in names if n not in default)])
         chosen = _newest_evaluations(engine, qrels_name, run_names, names)
     assert all(r in chosen for r in run_names), "evaluate_runs stores every run or raises"
     first_options = chosen[run_names[0]].options

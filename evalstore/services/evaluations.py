@@ -71,29 +71,61 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        retrieved, judged = repo.judged_ranks(session, run, qrels)
         qrels_table = _qrels_cached(session, qrels)
+        if qrels.kind == "relevance":
+            retrieved, judged = repo.judged_ranks(session, run, qrels)
+        else:  # ndeval and trec_eval's preference measures rank the whole run themselves
+            run_table = repo.run_table(session, run, for_evaluation=True)
     timings.load = time.perf_counter() - started
     options = job.options
     measures = [parse_measure(name) for name in options["measures"]]
     started = time.perf_counter()
-    rk = prepare_ranked(qrels_table, retrieved, judged, PrepareOptions(
-        max_docs=options["max_docs"], judged_only=options["judged_only"],
-        complete=options["missing_topics"] == "zero"), runid=run.tag)
-    if rk.n == 0:
+    rk: Ranking | None = None
+    if qrels.kind == "relevance":
+        rk = prepare_ranked(qrels_table, retrieved, judged, PrepareOptions(
+            max_docs=options["max_docs"], judged_only=options["judged_only"],
+            complete=options["missing_topics"] == "zero"), runid=run.tag)
+        values = compute(rk, measures, relevance_level=options["relevance_level"])
+        topics, missing = rk.topics, tuple(rk.missing_topics)
+    else:
+        topics, values, missing = _judgment_kind_values(qrels.kind, qrels_table, run_table, measures, options)
+    if not topics:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
-    values = compute(rk, measures, relevance_level=options["relevance_level"])
-    per_query, aggregates = _result_tables(rk, values)
+    per_query, aggregates = _result_tables(topics, values, rk)
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
     header = jobs.complete(engine, job, per_query, aggregates)
     timings.store = time.perf_counter() - started
     stored = StoredResults(
-        job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *_frame(rk.topics, values),
+        job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *_frame(topics, values),
         {a["measure"]: a["value"] for a in aggregates},
         {**header, "system": run.system, "run_metadata": dict(run.metadata_ or {})})
-    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, rk.n, tuple(rk.missing_topics), timings,
-                             stored)
+    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, len(topics), missing, timings, stored)
+
+
+def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure],
+                          options: dict[str, Any]) -> tuple[list[str], dict[Measure, np.ndarray], tuple[str, ...]]:
+    """Per-topic values from subtopic qrels (ndeval's measures) or preference judgments (trec_eval's
+    prefs_*): the judged topics the run has, and with missing topics 'zero' (trec_eval and ndeval
+    -c) also the judged topics it lacks, scored as an empty ranking scores."""
+    complete = options["missing_topics"] == "zero"
+    if kind == "subtopics":
+        from evalstore.metrics.diversity import diversity_values
+
+        topics, values = diversity_values(judgments, run, measures, max_docs=options["max_docs"])
+        judged = sorted(set(judgments["topic"].to_pylist()), key=int)
+        missing = tuple(t for t in judged if t not in set(topics))
+        if complete and missing:  # a topic with no ranking scores 0 on every ndeval measure
+            topics = topics + list(missing)
+            values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}
+        return topics, values, missing
+    from evalstore.metrics.preferences import Preferences, evaluate_preferences
+
+    prefs = Preferences(*(np.array(judgments[c].to_pylist(), dtype=object)
+                          for c in ("topic", "iteration", "subgroup", "doc")),
+                        judgments["level"].to_numpy(zero_copy_only=False))
+    result = evaluate_preferences(prefs, run, max_docs=options["max_docs"], complete=complete)
+    return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
 
 
 _qrels_cache: dict[tuple[int, str], pa.Table] = {}
@@ -109,9 +141,10 @@ def _qrels_cached(session: Any, qrels: QrelsSet) -> pa.Table:
     return _qrels_cache[key]
 
 
-def _result_tables(rk: Ranking, values: dict[Measure, np.ndarray]) -> tuple[pa.Table, list[dict[str, Any]]]:
-    """The per-query rows (:func:`per_query_table`) and the aggregates."""
-    topics = rk.topics
+def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
+                   ) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """The per-query rows (:func:`per_query_table`) and the aggregates; ``rk`` is the ranking of
+    an evaluation against relevance qrels (some measures summarise from it under -c)."""
     per_query = per_query_table(
         topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
         {str(m): [str(v) for v in values[m]] for m in values if m.spec.value_type == "str"})

@@ -21,7 +21,7 @@ import json
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,7 +35,8 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, LabelSet, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
-from evalstore.metrics import resolve_measures
+from evalstore.metrics import parse_measure, resolve_measures
+from evalstore.metrics.preferences import PREFS_MEASURES
 
 STATES = ("queued", "running", "done", "failed", "cancelled")
 TERMINAL = frozenset({"done", "failed", "cancelled"})
@@ -128,11 +129,11 @@ def enqueue(
     The same inputs and options map to the same job: a done one is reused (``force`` queues it
     again), a queued or running one is returned as it is, a failed or cancelled one is queued again.
     """
-    resolved = options.resolved()
     if max_attempts < 1:
         raise InvalidParameterError(f"max_attempts must be at least 1; got {max_attempts}.")
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
+        resolved = _for_judgments(options, qrels)
         names = run_names if run_names is not None else [r.name for r in repo.list_runs(session)]
         if not names:
             raise NotFoundError("No runs to evaluate. Register one with 'evalstore runs register PATH --name NAME'.")
@@ -141,6 +142,41 @@ def enqueue(
             run = repo.get_run(session, name)
             refs.append(_enqueue_one(session, run, qrels, resolved, force, max_attempts))
         return refs
+
+
+JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference"}
+# what an evaluation computes when no measures are named, by the kind of judgments
+DEFAULT_MEASURES_BY_KIND = {
+    "subtopics": tuple(f"{name}@{k}" for name in ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
+                       for k in (5, 10, 20)) + ("NRBP", "nNRBP", "AP_IA"),
+    "preferences": PREFS_MEASURES,
+}
+
+
+def default_measures(kind: str) -> tuple[str, ...]:
+    """What an evaluation against judgments of this kind computes when no measures are named."""
+    return DEFAULT_MEASURES_BY_KIND.get(kind, DEFAULT_MEASURE_SET)
+
+
+def _for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]:
+    """The options resolved for these judgments: a kind's own default measures, and a clear
+    refusal of a measure or option the kind cannot give a meaning to."""
+    if options.measures == DEFAULT_MEASURE_SET:
+        options = replace(options, measures=default_measures(qrels.kind))
+    resolved = options.resolved()
+    wrong = [name for name in resolved["measures"] if parse_measure(name).spec.judgments != qrels.kind]
+    if wrong:
+        needs = parse_measure(wrong[0]).spec.judgments
+        raise InvalidParameterError(
+            f"{wrong[0]} is computed from {JUDGMENTS_NAMED[needs]} judgments, and qrels '{qrels.name}' hold "
+            f"{JUDGMENTS_NAMED[qrels.kind]} judgments. "
+            "'evalstore measures' lists the judgments each measure needs.")
+    if qrels.kind != "relevance" and (options.judged_only or options.relevance_level != 1):
+        reason = ("ndeval counts every judgment above 0" if qrels.kind == "subtopics"
+                  else "their levels order documents, and above 0 is relevant")
+        raise InvalidParameterError(f"-l and -J apply to relevance judgments; qrels '{qrels.name}' hold "
+                                    f"{JUDGMENTS_NAMED[qrels.kind]} judgments ({reason}).")
+    return resolved
 
 
 def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str, Any], force: bool,

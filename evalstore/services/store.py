@@ -15,11 +15,18 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import QrelsSet, Run
+from evalstore.db.models import QRELS_KINDS, QrelsSet, Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import ConflictError
-from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_qrels, read_run
+from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.io.formats import (
+    ParsedFile,
+    has_duplicate_docs,
+    read_preferences,
+    read_qrels,
+    read_run,
+    read_subtopic_qrels,
+)
 
 log = logging.getLogger("evalstore")
 Progress = Callable[[int], None]
@@ -66,7 +73,7 @@ def _run_summary(run: Run) -> Summary:
 def _qrels_summary(qrels: QrelsSet) -> Summary:
     return Summary(
         "qrels", qrels.name, qrels.row_count, qrels.topic_count, qrels.content_hash, qrels.created_at,
-        {"description": qrels.description, "source": qrels.source},
+        {"kind": qrels.kind, "description": qrels.description, "source": qrels.source},
     )
 
 
@@ -136,12 +143,25 @@ def import_qrels(
     description: str | None = None,
     replace: bool = False,
     fmt: str | None = None,
+    kind: str = "relevance",
     progress: Progress | None = None,
 ) -> Registered:
-    """Validate a qrels file and store it whole, in one transaction, or not at all."""
-    parsed: ParsedFile = read_qrels(path, fmt=fmt)
+    """Validate a judgments file and store it whole, in one transaction, or not at all. ``kind``:
+    ``relevance`` (qrels), ``subtopics`` (``topic subtopic docno judgment``, the TREC Web track's
+    diversity qrels) or ``preferences`` (trec_eval's ``-R prefs`` lines ``topic jg jsg docno level``,
+    or a qrels file whose second column is the judgment group)."""
+    if kind == "relevance":
+        parsed: ParsedFile = read_qrels(path, fmt=fmt)
+    elif kind == "subtopics":
+        parsed = read_subtopic_qrels(path)
+    elif kind == "preferences":
+        parsed = read_preferences(path)
+    else:
+        raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
+    if kind != "relevance" and fmt not in (None, "trec"):
+        raise InvalidParameterError(f"{kind} judgments are read from TREC text only; got --format {fmt}.")
     return store_qrels(engine, parsed, name=name, description=description, source=str(path), replace=replace,
-                       progress=progress)
+                       kind=kind, progress=progress)
 
 
 def store_qrels(
@@ -152,6 +172,7 @@ def store_qrels(
     source: str,
     description: str | None = None,
     replace: bool = False,
+    kind: str = "relevance",
     progress: Progress | None = None,
 ) -> Registered:
     """Store validated judgments (from a file, or made from a pool's judgments) under ``name``."""
@@ -159,18 +180,19 @@ def store_qrels(
     def store(staged: StagedRows) -> Registered:
         with unit_of_work(engine, staged.attach) as session:
             existing = repo.find_qrels(session, name)
-            if existing is not None and existing.content_hash == parsed.content_hash:
+            if existing is not None and existing.content_hash == parsed.content_hash and existing.kind == kind:
                 return Registered(_qrels_summary(existing), False, parsed.warnings)
             if existing is not None and not replace:
+                what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
                 raise ConflictError(
-                    f"Qrels named '{name}' already exist with different content "
+                    f"Qrels named '{name}' already exist with {what} "
                     f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
                     "Pass --replace to replace them, or choose another --name."
                 )
             if existing is not None:
                 repo.delete_qrels(session, existing)
             qrels = QrelsSet(
-                name=name, description=description, content_hash=parsed.content_hash,
+                name=name, kind=kind, description=description, content_hash=parsed.content_hash,
                 row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=source,
             )
             session.add(qrels)

@@ -6,7 +6,8 @@ the second column, ``iteration``, so a document is judged once per subtopic) or 
 (trec_eval's ``-R prefs``: judgment group in ``iteration``, the new ``subgroup`` column, and the
 preference ``level``, a number that may have a fraction; ``relevance`` then says relevant (level
 above 0) or not). A judgment is unique per (topic, doc, iteration, subgroup) instead of per (topic,
-doc); the importer still refuses a relevance qrels that judges a document twice.
+doc), and an index on (qrels, topic, doc, relevance) serves the join of a run with its judgments;
+the importer still refuses a relevance qrels that judges a document twice.
 
 Revision ID: 0009
 Revises: 0008
@@ -41,6 +42,11 @@ def upgrade() -> None:
         batch.drop_constraint(op.f("uq_judgments_qrels_id_topic_doc"), type_="unique")
         batch.create_unique_constraint(op.f("uq_judgments_qrels_id_topic_doc_iteration_subgroup"),
                                        ["qrels_id", "topic", "doc", "iteration", "subgroup"])
+        # the run-to-judgments join (repositories.judged_ranks) looks judgments up by (qrels, topic,
+        # doc): with the wider unique key SQLite's planner would scan a qrels set's judgments per
+        # run row instead; covering the relevance, the join reads this index alone
+        batch.create_index(op.f("ix_judgments_qrels_id_topic_doc_relevance"),
+                           ["qrels_id", "topic", "doc", "relevance"])
 
 
 def downgrade() -> None:
@@ -51,6 +57,7 @@ def downgrade() -> None:
             "cannot downgrade below 0009 while qrels of other kinds than relevance are stored: "
             f"{', '.join(kept)}; delete them first ('evalstore qrels delete NAME')")
     with op.batch_alter_table("judgments") as batch:
+        batch.drop_index(op.f("ix_judgments_qrels_id_topic_doc_relevance"))
         batch.drop_constraint(op.f("uq_judgments_qrels_id_topic_doc_iteration_subgroup"), type_="unique")
         batch.create_unique_constraint(op.f("uq_judgments_qrels_id_topic_doc"), ["qrels_id", "topic", "doc"])
         batch.drop_column("level")

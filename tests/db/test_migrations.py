@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 from alembic import command
 from sqlalchemy import inspect, text
 
@@ -47,7 +48,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0009"
+    assert head_revision() == SCHEMA_REVISION == "0010"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -195,5 +196,31 @@ def test_0009_keeps_every_judgment_and_marks_stored_qrels_as_relevance(database_
         downgrade(engine, "0008")
         with engine.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM judgments")).scalar_one() == 2
+    finally:
+        engine.dispose()
+
+
+def test_0010_names_trec_eval_10_iprec_values_by_what_they_are_and_back(database_url: str) -> None:
+    """Down to 0009, trec_eval 10.0's IPrec takes its old plain name; up again its explicit one.
+    Values of the new default (ir_measures' rounding) have no older name: the downgrade refuses."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine)
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
+        store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
+        ten = ["AP", "IPrec(rounding=trec_eval10)@0.1", "IPrec(rel=2,rounding=trec_eval10)@0.3"]
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=ten)
+        before = results(engine, qrels_name="test", run_name="std")
+        downgrade(engine, "0009")
+        with engine.connect() as connection:
+            assert {m for (m,) in connection.execute(text("SELECT DISTINCT measure FROM query_results"))} == {
+                "AP", "IPrec@0.1", "IPrec(rel=2)@0.3"}
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.measures == before.measures == ten
+        pd.testing.assert_frame_equal(after.frame, before.frame)
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["IPrec@0.1"])
+        with pytest.raises(RuntimeError, match=r"cannot downgrade below 0010 while 'IPrec@0.1'"):
+            downgrade(engine, "0009")
     finally:
         engine.dispose()

@@ -22,7 +22,8 @@ SPELLINGS = {
     "AP@100": ["map_cut_100", "AP@100"],
     "RR": ["recip_rank", "MRR", "RR"],
     "R@1000": ["recall_1000", "recall@1000"],
-    "IPrec@0.1": ["iprec_at_recall_0.10", "IPrec(recall=0.1)"],
+    "IPrec@0.1": ["IPrec(recall=0.1)", "IPrec(rounding='trec_eval9')@0.1"],  # ir_measures' rounding
+    "IPrec(rounding=trec_eval10)@0.1": ["iprec_at_recall_0.10", "iprec_at_recall(rounding=trec_eval10)@0.1"],
     "ERR@20": ["ERR@20"],
     "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10", "nDCG(dcg='exp-log2')@10"],
     "SetF(x=2)": ["SetF(beta=2)", "set_F(x=2)"],
@@ -121,3 +122,12 @@ def test_missing_topics_policy() -> None:
     assert metrics.evaluate(qrels, run, ["AP"], missing_topics="zero").aggregates["AP"] == 0.5
     skipped = metrics.evaluate(qrels, run, ["AP"], missing_topics="skip")
     assert skipped.aggregates["AP"] == 1.0 and skipped.missing_topics == ["q2"]
+
+
+def test_every_measure_says_what_the_peers_call_it() -> None:
+    """`evalstore measures` prints, per family, trec_eval's and ir_measures' names for it and
+    whether their values are the same: a new family must decide."""
+    from evalstore.metrics._registry import REGISTRY
+    from evalstore.metrics.peers import PEERS
+
+    assert set(PEERS) == set(REGISTRY)
