@@ -83,14 +83,19 @@ def measures(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
     trec: bool = typer.Option(False, "--trec", help="List trec_eval's measure names and what they map to."),
 ) -> None:
-    """Every measure: canonical name, aliases, parameters, definition, reference."""
+    """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
+    trec_eval and ir_measures call it and whether their values are the same, reference."""
     from evalstore.metrics import list_measures
     from evalstore.metrics._registry import TREC_FAMILIES
+    from evalstore.metrics.peers import PEERS
+    from evalstore.metrics.preferences import PREFS_MEASURES
 
     if trec:
-        rows = [{"trec_eval": name, "evalstore": spec.family, "parameters": spec.param or ""}
+        rows = [{"trec_eval": name, "evalstore": spec.family, "parameters": spec.param or "", "mode": "-R qrels"}
                 for name, spec in TREC_FAMILIES.items()]
-        render(rows, ["trec_eval", "evalstore", "parameters"], fmt, title="trec_eval measures")
+        rows += [{"trec_eval": name, "evalstore": name, "parameters": "", "mode": "-R prefs, -R qrels_prefs"}
+                 for name in PREFS_MEASURES]
+        render(rows, ["trec_eval", "evalstore", "parameters", "mode"], fmt, title="trec_eval measures")
         return
     rows = []
     for family in list_measures():
@@ -99,10 +104,12 @@ def measures(
         )
         rows.append({
             "name": family.name, "aliases": ", ".join(family.aliases), "parameters": params,
-            "summary": family.summary, "definition": " ".join(family.description.split()),
+            "summary": family.summary, "judgments": family.judgments,
+            "definition": " ".join(family.description.split()), "peers": PEERS[family.name],
             "reference": family.reference,
         })
-    render(rows, ["name", "aliases", "parameters", "summary", "definition", "reference"], fmt, title="measures")
+    render(rows, ["name", "aliases", "parameters", "summary", "judgments", "definition", "peers", "reference"], fmt,
+           title="measures")
 
 
 def _show(value: object) -> str:

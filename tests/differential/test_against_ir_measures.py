@@ -2,18 +2,23 @@
 with ir_measures 0.4 (its default providers) as the reference.
 
 Decided differences, each kept under a name of its own (see `evalstore measures`):
-- ``IPrec@x``: evalstore equals trec_eval 10.0 (recall points by ``lround``); ir_measures goes
-  through pytrec_eval, trec_eval 9.x's code (``(int)(x*R + 0.9)``), so it is not compared here.
+- ``IPrec@x`` is ir_measures' (pytrec_eval, trec_eval 9.x: the recall level counts ``(long)(x*R +
+  0.9)`` relevant documents); trec_eval 10.0's (``lround(x*R)``), which ``iprec_at_recall_x`` means,
+  is ``IPrec(rounding=trec_eval10)@x``.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from evalstore.metrics import evaluate
+from evalstore.io.formats import read_qrels
+from evalstore.metrics import evaluate, parse_measure
+from evalstore.metrics.diversity import diversity_values
 from tests.conftest import shared_path
 
 ir_measures = pytest.importorskip("ir_measures", reason="ir_measures is a test dependency (pip install -e .[test])")
@@ -28,7 +33,8 @@ SHARED_NAMES = ["AP", "AP@100", "AP(rel=2)", "nDCG", "nDCG@10", "P@10", "P(rel=2
                 "RR", "RR@10", "RR(rel=2)@10", "Rprec", "Bpref", "infAP", "Judged@10", "Success@1", "Success@10",
                 "NumRet", "NumRel", "NumQ", "NumRelRet", "SetP", "SetR", "SetF", "SetAP",
                 # ir_measures' parameter spellings of our measures
-                "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10"]
+                "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10",
+                "IPrec@0.0", "IPrec@0.1", "IPrec@0.3", "IPrec(rel=2)@0.7", "IPrec@1.0"]
 
 
 def _per_topic(qrels: Path, run: Path, name: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -62,3 +68,54 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
         theirs, ours = _per_topic(qrels, run, name)
         assert ours.keys() == theirs.keys()
         assert max(abs(ours[q] - theirs[q]) for q in theirs) <= 5e-6, name
+
+
+DIVERSITY_NAMES = ["alpha_nDCG@5", "alpha_nDCG@20", "alpha_DCG@10", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
+                   "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA"]
+
+
+def _seeded_run(qrels: Path, seed: int, *, ties: bool) -> list[tuple[str, str, float]]:
+    """(topic, doc, score) for 40 of the topics: judged documents and unjudged ones, shuffled."""
+    rng = random.Random(seed)
+    docs: dict[str, set[str]] = {}
+    for line in qrels.read_text().splitlines():
+        topic, _, doc, _ = line.split()
+        docs.setdefault(topic, set()).add(doc)
+    rows = []
+    for topic in sorted(docs)[:40]:
+        ranked = sorted(docs[topic]) + [f"unjudged-{i}" for i in range(10)]
+        rng.shuffle(ranked)
+        for i, doc in enumerate(ranked[:60]):
+            rows.append((topic, doc, float(rng.choice([1, 2, 3])) if ties else 1000.0 - i))
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ties", [False, True], ids=["distinct-scores", "tied-scores"])
+def test_diversity_measures_are_pyndeval_values(ties: bool) -> None:
+    """ir_measures computes the diversity measures with pyndeval (ndeval's code). Per topic they
+    agree where no two documents of a topic tie in score; with ties pyndeval ranks by docno
+    ascending, evalstore (as trec_eval and ndeval -traditional) by docno descending. Judged topics
+    missing from the run score 0 in ir_measures, as under evalstore's default --missing zero."""
+    qrels = shared_path("web-diversity", "qrels.web.201-250.ndeval.txt")
+    rows = _seeded_run(qrels, 7, ties=ties)
+    run = pa.table({"topic": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [r[2] for r in rows]})
+    measures = [parse_measure(name) for name in DIVERSITY_NAMES]
+    topics, ours = diversity_values(read_qrels(qrels, judgment_groups=True).table, run, measures)
+    judgments = list(ir_measures.read_trec_qrels(str(qrels)))
+    scored = [ir_measures.ScoredDoc(*row) for row in rows]
+    differing = set()
+    for name, measure in zip(DIVERSITY_NAMES, measures, strict=True):
+        theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.parse_measure(name)], judgments,
+                                                                      scored)}
+        # ir_measures scores the judged topics the run lacks as 0 (evalstore's --missing zero)
+        assert {q: v for q, v in theirs.items() if q not in topics} == dict.fromkeys(set(theirs) - set(topics), 0.0)
+        assert set(topics) <= set(theirs), name
+        column = dict(zip(topics, ours[measure], strict=True))
+        gaps = {q: abs(column[q] - theirs[q]) for q in topics}
+        if ties:
+            differing |= {q for q, gap in gaps.items() if gap > 1e-9}
+        else:
+            assert max(gaps.values()) < 1e-9, name
+    if ties:  # the tie order is the one difference: it shows on most topics of this run
+        assert len(differing) > 20

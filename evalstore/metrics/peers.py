@@ -1,0 +1,74 @@
+"""What each measure family is in trec_eval 10.0 and ir_measures 0.4, and what we decided where they
+differ: `evalstore measures` prints it. One rule: a name that is trec_eval's gives trec_eval 10.0's
+values, an ir_measures spelling gives ir_measures' values, and where the two peers disagree each
+definition has a canonical name of its own. "Same values" is checked per topic on real runs
+(tests/differential: against the trec_eval and ndeval programs, and against ir_measures)."""
+
+from __future__ import annotations
+
+_SAME = "ir_measures {name}: same values"
+_TREC_ONLY = "not in ir_measures 0.4"
+_NDEVAL = ("ndeval {column}; ir_measures {name} (pyndeval): same values per topic, except that pyndeval breaks ties "
+           "in score by docno ascending (evalstore, trec_eval and ndeval -traditional: descending)")
+
+PEERS: dict[str, str] = {
+    "AP": "trec_eval map, map_cut_k (AP@k); " + _SAME.format(name="AP"),
+    "binG": "trec_eval binG; " + _TREC_ONLY,
+    "Bpref": "trec_eval bpref; " + _SAME.format(name="Bpref"),
+    "DCG": "trec_eval dcg (gain = level, or as given); " + _TREC_ONLY,
+    "ERR": "gdeval.pl's ERR@k, as ir_measures ERR@k: same values (to gdeval's 5 printed decimals); grades are "
+           "normalised by max_grade=4 as gdeval does; the qrels' own top grade is ERR(max_grade=G); not in trec_eval",
+    "F": "F-beta of P@k and R@k; in neither peer (trec_eval's set_F is SetF)",
+    "G": "trec_eval G; " + _TREC_ONLY,
+    "GM_Bpref": "trec_eval gm_bpref; " + _TREC_ONLY,
+    "GMAP": "trec_eval gm_map; " + _TREC_ONLY,
+    "IDCG": "trec_eval ideal_dcg; " + _TREC_ONLY,
+    "infAP": "trec_eval infAP; " + _SAME.format(name="infAP"),
+    "IPrec": "ir_measures IPrec@x: same values (x*R relevant documents counted as pytrec_eval, trec_eval 9.x, "
+             "counts: (long)(x*R + 0.9)); trec_eval 10.0's iprec_at_recall_x counts lround(x*R): that one is "
+             "IPrec(rounding=trec_eval10)@x, and trec_eval's name means it",
+    "IPrecAvg": "trec_eval 11pt_avg (10.0's rounding); " + _TREC_ONLY,
+    "Judged": "ir_measures Judged@k: same values; not in trec_eval (its unj_k divides the unjudged by k, "
+              "Judged@k the judged by min(k, retrieved))",
+    "nDCG": "trec_eval ndcg, ndcg_cut_k; " + _SAME.format(name="nDCG@k") + "; nDCG(gain=exp)@k is ir_measures' "
+            "nDCG(dcg='exp-log2')@k (gdeval): same values to gdeval's 5 printed decimals",
+    "nDCG_rel": "trec_eval ndcg_rel; " + _TREC_ONLY,
+    "NumNonRelJudgedRet": "trec_eval num_nonrel_judged_ret; " + _TREC_ONLY,
+    "NumQ": "trec_eval num_q; " + _SAME.format(name="NumQ"),
+    "NumRel": "trec_eval num_rel; " + _SAME.format(name="NumRel"),
+    "NumRelRet": "trec_eval num_rel_ret; " + _SAME.format(name="NumRelRet") + " (also spelt NumRet(rel=r))",
+    "NumRet": "trec_eval num_ret; " + _SAME.format(name="NumRet"),
+    "P": "trec_eval P_k; " + _SAME.format(name="P@k"),
+    "PAtR": "precision where recall first reaches x (Manning et al.); in neither peer",
+    "R": "trec_eval recall_k; " + _SAME.format(name="R@k"),
+    "RBP": "trec_eval rbp (Moffat & Zobel); ir_measures' RBP comes from trectools (not compared here)",
+    "RBP_resid": "trec_eval rbp_resid; " + _TREC_ONLY,
+    "RelP": "trec_eval relative_P; " + _TREC_ONLY,
+    "RelString": "trec_eval relstring; " + _TREC_ONLY,
+    "RnDCG": "trec_eval Rndcg; " + _TREC_ONLY,
+    "Rprec": "trec_eval Rprec; " + _SAME.format(name="Rprec"),
+    "RprecMult": "trec_eval Rprec_mult; " + _TREC_ONLY,
+    "RR": "trec_eval recip_rank; " + _SAME.format(name="RR") + "; RR@k (MS MARCO's MRR@10) is recip_rank "
+          "under trec_eval -M k, and ir_measures RR@k",
+    "SetAP": "trec_eval set_map; " + _SAME.format(name="SetAP"),
+    "SetF": "trec_eval set_F; " + _SAME.format(name="SetF") + " (its beta is set_F's x)",
+    "SetP": "trec_eval set_P; " + _SAME.format(name="SetP"),
+    "SetR": "trec_eval set_recall; " + _SAME.format(name="SetR"),
+    "SetRelP": "trec_eval set_relative_P; ir_measures SetRelP (not compared here)",
+    "Success": "trec_eval success_k; " + _SAME.format(name="Success@k"),
+    "Unj": "trec_eval unj; " + _TREC_ONLY,
+    "Utility": "trec_eval utility; " + _TREC_ONLY,
+    "alpha_nDCG": _NDEVAL.format(column="alpha-nDCG@k", name="alpha_nDCG@k"),
+    "alpha_DCG": _NDEVAL.format(column="alpha-DCG@k", name="alpha_DCG@k"),
+    "ERR_IA": _NDEVAL.format(column="ERR-IA@k", name="ERR_IA@k"),
+    "nERR_IA": _NDEVAL.format(column="nERR-IA@k", name="nERR_IA@k"),
+    "NRBP": _NDEVAL.format(column="NRBP", name="NRBP"),
+    "nNRBP": _NDEVAL.format(column="nNRBP", name="nNRBP"),
+    "AP_IA": _NDEVAL.format(column="MAP-IA", name="AP_IA"),
+    "P_IA": _NDEVAL.format(column="P-IA@k", name="P_IA@k"),
+    "StRecall": _NDEVAL.format(column="strec@k", name="StRecall@k"),
+    **{name: f"trec_eval {name} (-R prefs, -R qrels_prefs); " + _TREC_ONLY for name in (
+        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+        "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")},
+}
