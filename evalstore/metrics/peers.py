@@ -54,8 +54,11 @@ PEERS: dict[str, str] = {
     "SetF": "trec_eval set_F; " + _SAME.format(name="SetF") + " (its beta is set_F's x)",
     "SetP": "trec_eval set_P; " + _SAME.format(name="SetP"),
     "SetR": "trec_eval set_recall; " + _SAME.format(name="SetR"),
-    "SetRelP": "trec_eval set_relative_P; ir_measures SetRelP (not compared here)",
-    "Success": "trec_eval success_k; " + _SAME.format(name="Success@k"),
+    "SetRelP": "trec_eval set_relative_P; " + _SAME.format(name="SetRelP"),
+    "Success": "trec_eval success_k; " + _SAME.format(name="Success@k") + "; ranx hit_rate@k (spelt HitRate@k "
+               "here too): the same definition",
+    "Hits": "ranx hits@k: the same definition (a count of relevant documents in the top k); not in trec_eval or "
+            "ir_measures. Hits@k in knowledge-graph papers means Success@k: spell that HitRate@k",
     "Unj": "trec_eval unj; " + _TREC_ONLY,
     "Utility": "trec_eval utility; " + _TREC_ONLY,
     "alpha_nDCG": _NDEVAL.format(column="alpha-nDCG@k", name="alpha_nDCG@k"),

@@ -98,11 +98,18 @@ def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     return _safe_div(rk.at(rk.cum_rel(rel), cutoff), rk.num_rel(rel))
 
 
-@family("Success", params={"rel": REL, "cutoff": CUTOFF}, trec_name="success", aliases=("success",),
-        reference="trec_eval m_success.c")
+@family("Success", params={"rel": REL, "cutoff": CUTOFF}, trec_name="success",
+        aliases=("success", "HitRate", "hit_rate"), reference="trec_eval m_success.c; ranx hit_rate@k")
 def success(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """1 if a relevant document is in the top k, else 0."""
     return (rk.at(rk.cum_rel(rel), cutoff) > 0).astype(np.float64)
+
+
+@family("Hits", params={"rel": REL, "cutoff": CUTOFF}, summary="mean", reference="ranx hits@k")
+def hits(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
+    """Number of relevant documents in the top k (ranx's hits@k; its mean over topics is the
+    summary). "Hits@k" in knowledge-graph papers is usually Success@k, spelt HitRate@k here."""
+    return rk.at(rk.cum_rel(rel), cutoff).astype(np.float64)
 
 
 @family("RelP", params={"rel": REL, "cutoff": CUTOFF}, trec_name="relative_P", aliases=("relative_P",),

@@ -34,7 +34,7 @@ SHARED_NAMES = ["AP", "AP@100", "AP(rel=2)", "nDCG", "nDCG@10", "P@10", "P(rel=2
                 "NumRet", "NumRel", "NumQ", "NumRelRet", "SetP", "SetR", "SetF", "SetAP",
                 # ir_measures' parameter spellings of our measures
                 "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10",
-                "IPrec@0.0", "IPrec@0.1", "IPrec@0.3", "IPrec(rel=2)@0.7", "IPrec@1.0"]
+                "IPrec@0.0", "IPrec@0.1", "IPrec@0.3", "IPrec(rel=2)@0.7", "IPrec@1.0", "SetRelP"]
 
 
 def _per_topic(qrels: Path, run: Path, name: str) -> tuple[dict[str, float], dict[str, float]]:

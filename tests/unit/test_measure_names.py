@@ -32,7 +32,7 @@ SPELLINGS = {
     "Rprec": ["Rprec", "BEP", "R-prec"],
     "RR@10": ["MRR@10", "recip_rank@10", "RR(cutoff=10)"],
     "NumQ": ["num_q", "NumQ", "numq"],
-    "Success@5": ["success_5", "Success@5"],
+    "Success@5": ["success_5", "Success@5", "HitRate@5", "hit_rate@5"],
 }
 
 

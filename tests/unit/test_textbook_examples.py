@@ -70,3 +70,12 @@ def test_jk_ndcg_of_4_1_4_2_1_and_its_ascending_order() -> None:
     assert round(value(qrels, run, "nDCG(discount=jk)@5"), 4) == 0.8785
     qrels, run = ranked([1, 1, 2, 4, 4])
     assert round(value(qrels, run, "nDCG(discount=jk)@5"), 4) == 0.6853
+
+
+def test_hits_counts_and_hit_rate_is_success() -> None:
+    """ranx's hits@k is a count of relevant documents in the top k; hit_rate@k (Success@k) is 0/1."""
+    qrels, run = ranked(at_ranks([1, 3, 9], 10), total_relevant=5)
+    assert value(qrels, run, "Hits@5") == 2
+    assert value(qrels, run, "Hits@10") == 3
+    assert value(qrels, run, "HitRate@5") == value(qrels, run, "Success@5") == 1
+    assert value(qrels, run, "hit_rate@2") == 1 and value(qrels, run, "Hits@2") == 1
