@@ -195,11 +195,9 @@ def run_trec_eval(
     from evalstore.io.formats import has_duplicate_docs, read_qrels, read_run
 
     if rel_format in ("prefs", "qrels_prefs"):
-        if zscores_path is not None:
-            raise InvalidParameterError(f"-Z is not available with -R {rel_format}; use it with -R qrels.")
         out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
                                     per_query=per_query, complete=complete, no_summary=no_summary,
-                                    max_docs=max_docs, warn=warn))
+                                    max_docs=max_docs, zscores_path=zscores_path, warn=warn))
         return
     judgment_groups = rel_format == "qrels_jg"
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
@@ -243,8 +241,10 @@ def run_trec_eval(
 
 
 def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qrels_layout: bool, per_query: bool,
-                      complete: bool, no_summary: bool, max_docs: int | None, warn: Any) -> str:
-    """trec_eval -R prefs / -R qrels_prefs. Without -m, the 'prefs' group (trec_eval would ask
+                      complete: bool, no_summary: bool, max_docs: int | None, zscores_path: str | None,
+                      warn: Any) -> str:
+    """trec_eval -R prefs / -R qrels_prefs (with -Z, each value standardised and printed as
+    ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
     from evalstore.io.formats import read_prefs, read_run
     from evalstore.metrics.preferences import PREFS_COUNTS, evaluate_preferences, expand_prefs_specs, summary
@@ -258,23 +258,31 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
         warn(f"judged topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
     if not result.topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
+    values = result.values
+    if zscores_path is not None:
+        zscores = read_zscores(zscores_path)
+        values = {name: _standardise_column(name, result.topics, column, zscores) for name, column in values.items()}
 
     def text(name: str, value: float) -> str:
-        return str(int(value)) if name in PREFS_COUNTS else f"{value:6.4f}"
+        return str(int(value)) if name in PREFS_COUNTS and zscores_path is None else f"{value:6.4f}"
+
+    def label(name: str) -> str:
+        return f"Z{name:<22s}" if zscores_path is not None else f"{name:<22s}"
 
     shown = [name for name in names if name not in SUMMARY_ONLY]
     lines = []
     if per_query:
         for t, topic in enumerate(result.topics):
-            lines.extend(_line(name, topic, text(name, result.values[name][t])) for name in shown)
+            lines.extend(f"{label(name)}\t{topic}\t{text(name, values[name][t])}\n" for name in shown)
     if not no_summary:
         for name in names:
             if name == "runid":
                 lines.append(_line(name, "all", run.tag or "unknown"))
             elif name == "num_q":
-                lines.append(_line(name, "all", str(len(result.topics))))
+                lines.append(f"{label(name)}\tall\t{text(name, float(len(result.topics)))}\n"
+                             if zscores_path is not None else _line(name, "all", str(len(result.topics))))
             else:
-                lines.append(_line(name, "all", text(name, summary(name, result.values[name]))))
+                lines.append(f"{label(name)}\tall\t{text(name, summary(name, values[name]))}\n")
     return "".join(lines)
 
 
@@ -309,6 +317,9 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         if len(fields) != 4 or mean is None or stddev is None:
             raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
                                                  f"for the mean and standard deviation, found '{line.strip()}'")
+        if (fields[0], fields[1]) in table:  # trec_eval's binary search would pick one of them at random
+            raise InputFormatError(path, number, f"statistics for topic {fields[0]} and measure {fields[1]} are "
+                                                 "given twice; keep one line per topic and measure")
         table[(fields[0], fields[1])] = (mean, stddev)
     return table
 
@@ -326,13 +337,18 @@ def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], 
         raw = np.asarray(values[measure], dtype=np.float64)
         if measure.spec.summary == "gmean":  # trec_eval standardises the log it averages
             raw = np.log(np.maximum(raw, MIN_GEO_MEAN))
-        stats = np.array([zscores.get((topic, name), (np.nan, np.nan)) for topic in topics]).reshape(len(topics), 2)
-        mean, stddev = stats[:, 0], stats[:, 1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = (raw - mean) / stddev
-        z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
-        converted[measure] = np.where(np.isnan(mean), MISSING_ZSCORE, z)
+        converted[measure] = _standardise_column(name, topics, raw, zscores)
     return converted
+
+
+def _standardise_column(name: str, topics: list[str], raw: np.ndarray,
+                        zscores: dict[tuple[str, str], tuple[float, float]]) -> np.ndarray:
+    stats = np.array([zscores.get((topic, name), (np.nan, np.nan)) for topic in topics]).reshape(len(topics), 2)
+    mean, stddev = stats[:, 0], stats[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (raw - mean) / stddev
+    z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
+    return np.where(np.isnan(mean), MISSING_ZSCORE, z)
 
 
 # What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset

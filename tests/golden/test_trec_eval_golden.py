@@ -124,3 +124,26 @@ def test_a_qrels_measure_in_preference_mode_names_the_mode_it_needs() -> None:
     assert result.stderr == (
         "Error: Measure 'map' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a prefs_* "
         "measure (evalstore measures --trec lists them).\n")
+
+
+def test_zscores_given_twice_for_a_topic_and_measure_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    zscores = tmp_path / "z"
+    zscores.write_text("301 map 0.2 0.1\n302 map 0.2 0.1\n301 map 0.3 0.1\n")
+    result = CliRunner().invoke(app, ["trec-eval", "-Z", str(zscores), "-m", "map", str(suite_file("qrels.test")),
+                                      str(suite_file("results.test"))])
+    assert result.exit_code == 1
+    assert result.stderr == (f"{zscores}:3: statistics for topic 301 and measure map are given twice; keep one line "
+                             "per topic and measure\n")
+
+
+def test_preference_measures_print_as_z_scores() -> None:
+    """-Z with -R prefs: every value standardised, counts printed with 4 decimals like the rest (the
+    prefs topics have no statistics in zscores_file: trec_eval's missing value, summed for counts).
+    trec_eval 10.0 itself crashes on this input: its z-score lookup (convert_zscores.c) searches
+    one entry past the statistics it has."""
+    result = CliRunner().invoke(app, ["trec-eval", "-R", "prefs", "-m", "prefs_simp", "-m", "prefs_num_prefs_poss",
+                                      "-Z", str(suite_file("zscores_file")), str(suite_file("prefs.test")),
+                                      str(suite_file("prefs.results.test"))])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["Zprefs_num_prefs_poss  \tall\t-24000000.0000", "Zprefs_simp            \tall\t-1000000.0000"]
