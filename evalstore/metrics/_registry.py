@@ -252,6 +252,8 @@ def _from_ir_measures(name: str, params: dict[str, Any]) -> tuple[str, dict[str,
         params["x"] = params.pop("beta")
     if family == "NumRet" and "rel" in params:  # retrieved documents at or above rel
         return "NumRelRet", params
+    if name.lower() == "iprec_at_recall":  # trec_eval's name means trec_eval 10.0's count (TREC_FAMILIES)
+        params.setdefault("rounding", "trec_eval10")
     return name, params
 
 

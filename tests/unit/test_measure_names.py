@@ -23,7 +23,7 @@ SPELLINGS = {
     "RR": ["recip_rank", "MRR", "RR"],
     "R@1000": ["recall_1000", "recall@1000"],
     "IPrec@0.1": ["IPrec(recall=0.1)", "IPrec(rounding='trec_eval9')@0.1"],  # ir_measures' rounding
-    "IPrec(rounding=trec_eval10)@0.1": ["iprec_at_recall_0.10", "iprec_at_recall(rounding=trec_eval10)@0.1"],
+    "IPrec(rounding=trec_eval10)@0.1": ["iprec_at_recall_0.10", "iprec_at_recall@0.1", "iprec_at_recall(recall=0.1)"],
     "ERR@20": ["ERR@20"],
     "nDCG(gain=exp)@10": ["nDCG(gain=exp)@10", "ndcg(gain='exp')@10", "nDCG(dcg='exp-log2')@10"],
     "SetF(x=2)": ["SetF(beta=2)", "set_F(x=2)"],
