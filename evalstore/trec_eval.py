@@ -105,7 +105,7 @@ def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Mea
                     gains[int(key)] = float(value)
             if gains and "gains" in trec.param:
                 params["gains"] = gains
-        return [(name, make(trec.family, **params))]
+        return [(name, make(trec.family, **{**dict(trec.fixed), **params}))]
     # raw: one value or a list of values, as typed
     if root == "relstring":
         return [(name, make(trec.family, cutoff=int(float(raw)) if raw else 10))]

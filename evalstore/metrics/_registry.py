@@ -37,6 +37,8 @@ class Param:
     high: float | None = None
     choices: tuple[Any, ...] | None = None
     doc: str = ""
+    # None means the evaluation's relevance level (-l): the shared ``rel`` parameter of most families
+    from_evaluation: bool = False
 
     def check(self, family: str, name: str, value: Any) -> Any:
         if value is None and self.default is None:
@@ -127,8 +129,9 @@ class Measure:
         for name, param in self.spec.params.items():
             if param.kind is dict and values[name] is not None:
                 values[name] = dict(values[name])
-        if "rel" in values and values["rel"] is None:
-            values["rel"] = rel_default
+        for name, param in self.spec.params.items():
+            if param.from_evaluation and values[name] is None:
+                values[name] = rel_default
         return values
 
     def __str__(self) -> str:
@@ -254,6 +257,8 @@ def _from_ir_measures(name: str, params: dict[str, Any]) -> tuple[str, dict[str,
         return "NumRelRet", params
     if name.lower() == "iprec_at_recall":  # trec_eval's name means trec_eval 10.0's count (TREC_FAMILIES)
         params.setdefault("rounding", "trec_eval10")
+    if name == "rbp":  # trec_eval's (lower-case) name means its default p, 0.9; RBP's is ir_measures' 0.8
+        params.setdefault("p", 0.9)
     return name, params
 
 
@@ -360,7 +365,7 @@ TREC_FAMILIES: dict[str, TrecFamily] = {
     "set_map": TrecFamily("SetAP"),
     "set_F": TrecFamily("SetF", param="x", kind="raw", defaults=(1.0,)),
     "num_nonrel_judged_ret": TrecFamily("NumNonRelJudgedRet"),
-    "rbp": TrecFamily("RBP", param="p", kind="pairs"),
+    "rbp": TrecFamily("RBP", param="p", kind="pairs", fixed=(("p", 0.9),)),  # RBP's default p is ir_measures' 0.8
     "rbp_resid": TrecFamily("RBP_resid", param="p", kind="pairs"),
     "unj": TrecFamily("Unj", param="cutoff", kind="long", defaults=(5, 10, 20)),
 }
@@ -390,7 +395,7 @@ def parse_trec_output_name(text: str) -> Measure | None:
         return make(trec.family, **{str(trec.param): value}, **dict(trec.fixed))
     root = TREC_FAMILIES.get(text.strip())
     if root is not None and root.family in REGISTRY and root.param in (None, "gains", "p") and not root.defaults:
-        return make(root.family)
+        return make(root.family, **dict(root.fixed))
     return None
 
 

@@ -41,7 +41,10 @@ PEERS: dict[str, str] = {
     "P": "trec_eval P_k; " + _SAME.format(name="P@k"),
     "PAtR": "precision where recall first reaches x (Manning et al.); in neither peer",
     "R": "trec_eval recall_k; " + _SAME.format(name="R@k"),
-    "RBP": "trec_eval rbp (Moffat & Zobel); ir_measures' RBP comes from trectools (not compared here)",
+    "RBP": "ir_measures RBP(rel=r) (cwl_eval; binary gains, p=0.8 by default): same values where no two documents "
+           "tie in score (cwl_eval breaks ties its own way); without rel, trec_eval's graded rbp (gains min-max "
+           "normalised per topic), which ir_measures' default providers do not compute; trec_eval's name rbp means "
+           "its default p=0.9, RBP's default p is ir_measures' 0.8",
     "RBP_resid": "trec_eval rbp_resid; " + _TREC_ONLY,
     "RelP": "trec_eval relative_P; " + _TREC_ONLY,
     "RelString": "trec_eval relstring; " + _TREC_ONLY,

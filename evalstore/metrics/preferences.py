@@ -178,7 +178,7 @@ def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup
     # trec_eval's order: group, sub-group, level descending, docid rank
     lines = np.lexsort((docid, -level, subgroup.astype(str), group.astype(str)))
     group, subgroup, level, docid, doc = group[lines], subgroup[lines], level[lines], docid[lines], doc[lines]
-    counts = np.zeros((num_judged, num_judged), dtype=np.int64)
+    counts = np.zeros((num_judged, num_judged), dtype=np.int32)
     groups: list[_Group] = []
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     for begin, end in zip(starts, np.r_[starts[1:], len(group)], strict=True):
@@ -193,8 +193,7 @@ def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup
             jg.matrix, jg.levels = matrix, levels
             counts += matrix
         else:
-            pairs = _class_pairs(topic, level[part], docid[part], doc[part], num_judged)
-            pair_counts = np.bincount(pairs, minlength=num_judged * num_judged).reshape(num_judged, num_judged)
+            pair_counts = _class_matrix(topic, level[part], docid[part], doc[part], num_judged)
             jg = _count_matrix(pair_counts, num_judged_ret)
             rel = level[part] > 0.0
             ret = docid[part] < num_judged_ret
@@ -207,16 +206,22 @@ def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup
     return groups, counts, num_judged_ret
 
 
-def _class_pairs(topic: str, level: np.ndarray, docid: np.ndarray, doc: np.ndarray, num_judged: int) -> np.ndarray:
+def _class_matrix(topic: str, level: np.ndarray, docid: np.ndarray, doc: np.ndarray, num_judged: int) -> np.ndarray:
     """A one-sub-group judgment group: every line is preferred to every line of a lower level
-    (duplicate lines count twice, as in trec_eval). Flat (preferred * n + other) indices."""
-    better, worse = np.nonzero(level[:, None] > level[None, :])
-    clash = docid[better] == docid[worse]
+    (duplicate lines count twice, as in trec_eval), as counts[preferred docid, other docid]."""
+    better = level[:, None] > level[None, :]
+    counts = np.zeros((num_judged, num_judged), dtype=np.int32)
+    if len(np.unique(docid)) == len(docid):  # the usual case: one line per document
+        counts[np.ix_(docid, docid)] = better
+        return counts
+    first, second = np.nonzero(better)
+    clash = docid[first] == docid[second]
     if clash.any():
         raise EvaluationError(
-            f"topic {topic}: document {doc[better[clash][0]]} has two different levels in one judgment sub-group; "
+            f"topic {topic}: document {doc[first[clash][0]]} has two different levels in one judgment sub-group; "
             "give each document one level per sub-group")
-    return docid[better] * num_judged + docid[worse]
+    np.add.at(counts, (docid[first], docid[second]), 1)
+    return counts
 
 
 def _closed_preferences(topic: str, subgroup: np.ndarray, level: np.ndarray, docid: np.ndarray, doc: np.ndarray,
@@ -363,6 +368,12 @@ def _pair_measures(counts: np.ndarray, njr: int) -> dict[str, float]:
     """prefs_pair(_ret, _imp): the mean over document pairs with a preference of the share of
     their preferences (over all judgment groups) that the ranking fulfils. Summed in trec_eval's
     loop order (row by row) so the last digit agrees."""
+    if counts.max(initial=0) <= 1 and not (counts.astype(bool) & counts.T.astype(bool)).any():
+        # every pair judged once (no two groups share a pair): each share is 0 or 1, so the pair
+        # measures are the simple ratios (m_prefs_pair.c says so), and summing ones is exact
+        return {"prefs_pair": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=True, none=True)),
+                "prefs_pair_imp": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=True, none=False)),
+                "prefs_pair_ret": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=False, none=False))}
     upper = np.triu_indices(njr, 1)
     both = (counts[:njr, :njr][upper], counts[:njr, :njr].T[upper])
     one = (counts[:njr, njr:].ravel(), counts[njr:, :njr].T.ravel())
@@ -382,6 +393,21 @@ def _pair_measures(counts: np.ndarray, njr: int) -> dict[str, float]:
         "prefs_pair_imp": _ratio_f(sum_all, n_both + n_one),
         "prefs_pair_ret": _ratio_f(sum_both, n_both),
     }
+
+
+def _fulfilled_pairs(counts: np.ndarray, njr: int, *, both: bool, one: bool, none: bool) -> tuple[float, int]:
+    """(fulfilled, judged) document pairs by area when each pair has one preference."""
+    ret = counts[:njr, :njr]
+    fulfilled = judged = 0
+    if both:
+        fulfilled += int(np.triu(ret, 1).sum())
+        judged += int(ret.sum())
+    if one:
+        fulfilled += int(counts[:njr, njr:].sum())
+        judged += int(counts[:njr, njr:].sum()) + int(counts[njr:, :njr].sum())
+    if none:
+        judged += int(counts[njr:, njr:].sum())
+    return float(fulfilled), judged
 
 
 def _ratio_f(total: float, count: int) -> float:

@@ -14,7 +14,7 @@ from evalstore.errors import InvalidParameterError
 from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking, column_at
 from evalstore.metrics._registry import _REQUIRED, Param, family
 
-REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)")
+REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)", from_evaluation=True)
 CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
 OPTIONAL_CUTOFF = Param(int, None, low=1, doc="rank cutoff k (default: the whole ranking)")
 GAINS = Param(dict, None, doc="gain per relevance level, e.g. {1:3,2:9}; others keep gain = level")
@@ -625,13 +625,24 @@ def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int) ->
 # --------------------------------------------------------------------------- rank-biased precision
 
 
-RBP_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval default 0.9)")
+RBP_P = Param(float, 0.8, low=0.0, high=1.0, doc="persistence p (ir_measures' default 0.8; trec_eval's rbp: 0.9)")
+RBP_RESID_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval's default 0.9)")
 
 
-@family("RBP", params={"p": RBP_P, "gains": GAINS}, trec_name="rbp", aliases=("rbp",),
-        reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c")
-def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None) -> np.ndarray:
-    """(1-p) sum gain_i p^(i-1); per topic, gains outside [0,1] are min-max normalised."""
+@family("RBP", params={"p": RBP_P, "gains": GAINS,
+                        "rel": Param(int, None, doc="binary gains: 1 at this relevance level or above, as "
+                                                    "ir_measures' RBP(rel=r) (cwl_eval); default: trec_eval's "
+                                                    "graded gains")},
+        trec_name="rbp", aliases=("rbp",), reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c; cwl_eval")
+def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None, rel: int | None) -> np.ndarray:
+    """(1-p) sum gain_i p^(i-1). Gains are trec_eval's: each level's gain (the level, or as
+    given), min-max normalised per topic where one falls outside [0,1]; or, with rel, 1 for a
+    document judged at least rel and 0 otherwise (ir_measures' RBP(rel=r))."""
+    if rel is not None:
+        if gains:
+            raise InvalidParameterError("RBP takes gains or rel, not both: rel makes the gains binary.")
+        binary = np.where(rk.valid & (rk.rel >= rel), 1.0, 0.0)
+        return (1.0 - p) * _sequential_sum(binary * _persistence(p, rk.depth)[:-1])
     table = _gain_table(rk, gains)
     levels_present = (rk.rel_levels > 0)
     # per topic: the gains of levels 0..(highest level judged in the topic), plus given levels
@@ -663,7 +674,7 @@ def _persistence(p: float, depth: int) -> np.ndarray:
     return np.cumprod(np.concatenate([[1.0], np.full(depth, p)]))
 
 
-@family("RBP_resid", params={"p": RBP_P}, trec_name="rbp_resid", aliases=("rbp_resid",),
+@family("RBP_resid", params={"p": RBP_RESID_P}, trec_name="rbp_resid", aliases=("rbp_resid",),
         higher_is_better=False, reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c")
 def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     """The largest possible rise of RBP if every retrieved unjudged document (and everything past

@@ -120,6 +120,6 @@ def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
-    assert cli("db", "current").stdout == "current: none\nhead: 0010\n"
+    assert cli("db", "current").stdout == "current: none\nhead: 0011\n"
     cli("db", "upgrade")
-    assert cli("db", "current").stdout == "current: 0010\nhead: 0010\n"
+    assert cli("db", "current").stdout == "current: 0011\nhead: 0011\n"

@@ -48,7 +48,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0010"
+    assert head_revision() == SCHEMA_REVISION == "0011"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -222,5 +222,32 @@ def test_0010_names_trec_eval_10_iprec_values_by_what_they_are_and_back(database
         evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["IPrec@0.1"])
         with pytest.raises(RuntimeError, match=r"cannot downgrade below 0010 while 'IPrec@0.1'"):
             downgrade(engine, "0009")
+    finally:
+        engine.dispose()
+
+
+def test_0011_names_stored_rbp_values_by_their_persistence_and_back(database_url: str) -> None:
+    """Down to 0010 (where a plain RBP meant p=0.9) the names swap: RBP(p=0.9) is RBP again and
+    ir_measures' default p=0.8 explicit; up again they swap back, values untouched."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine)
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="test")
+        store.register_run(engine, shared_path("trec_eval_test", "results.test"), name="std")
+        names = ["RBP(p=0.9)", "RBP", "RBP(p=0.5)"]
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=names)
+        before = results(engine, qrels_name="test", run_name="std")
+        downgrade(engine, "0010")
+        with engine.connect() as connection:
+            old = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
+        assert old == {"RBP": before.aggregates["RBP(p=0.9)"], "RBP(p=0.8)": before.aggregates["RBP"],
+                       "RBP(p=0.5)": before.aggregates["RBP(p=0.5)"]}
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.measures == before.measures == names
+        pd.testing.assert_frame_equal(after.frame, before.frame)
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["RBP(rel=1)"])
+        with pytest.raises(RuntimeError, match=r"cannot downgrade below 0011 while 'RBP\(rel=1\)'"):
+            downgrade(engine, "0010")
     finally:
         engine.dispose()

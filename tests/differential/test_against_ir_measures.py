@@ -14,9 +14,10 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from evalstore.io.formats import read_qrels
+from evalstore.io.formats import read_qrels, read_run
 from evalstore.metrics import evaluate, parse_measure
 from evalstore.metrics.diversity import diversity_values
 from tests.conftest import shared_path
@@ -119,3 +120,23 @@ def test_diversity_measures_are_pyndeval_values(ties: bool) -> None:
             assert max(gaps.values()) < 1e-9, name
     if ties:  # the tie order is the one difference: it shows on most topics of this run
         assert len(differing) > 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("qrels_parts", "run_parts"), RUNS, ids=[r[1][-1] for r in RUNS])
+def test_rbp_is_cwl_eval_rbp(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...], tmp_path: Path) -> None:
+    """ir_measures computes RBP(rel=r) (binary gains; p=0.8 by default) with cwl_eval, which breaks
+    ties in score its own way: the run is rewritten with distinct scores in trec_eval's order, so
+    both rank alike and the definitions are what is compared. (Graded RBP, without rel, is not in
+    ir_measures' default providers; evalstore's is trec_eval's rbp.)"""
+    qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
+    table = read_run(run, strict=False).table
+    order = pc.sort_indices(table, sort_keys=[("topic", "ascending"), ("score", "descending"), ("doc", "descending")])
+    table = table.take(order)
+    distinct = tmp_path / "run.txt"
+    distinct.write_text("".join(f"{t} Q0 {d} {i} {-i} r\n" for i, (t, d) in enumerate(
+        zip(table["topic"].to_pylist(), table["doc"].to_pylist(), strict=True))))
+    for name in ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]:
+        theirs, ours = _per_topic(qrels, distinct, name)
+        assert ours.keys() == theirs.keys(), name
+        assert max(abs(ours[q] - theirs[q]) for q in theirs) < 1e-9, name
