@@ -312,6 +312,7 @@ _FAMILIES: dict[str, tuple[str, dict[str, Param], str]] = {
 }
 for _name, (_column, _params, _text) in _FAMILIES.items():
     register_elsewhere(_name, "subtopics", params=_params, description=_text,
+                       aliases=("MAP_IA",) if _name == "AP_IA" else (),  # ir_measures' other spelling
                        reference="ndeval (TREC Web track 2009-2014), -traditional order")
 
 

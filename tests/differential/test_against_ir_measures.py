@@ -72,7 +72,7 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
 
 
 DIVERSITY_NAMES = ["alpha_nDCG@5", "alpha_nDCG@20", "alpha_DCG@10", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
-                   "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA"]
+                   "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA", "MAP_IA"]
 
 
 def _seeded_run(qrels: Path, seed: int, *, ties: bool) -> list[tuple[str, str, float]]:
