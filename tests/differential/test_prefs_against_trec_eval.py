@@ -15,16 +15,19 @@ aborts otherwise; evalstore skips the topic with a warning, as in -R qrels mode)
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.metrics.preferences import PREFS_MEASURES
+from tests.conftest import shared_path
 
 TOPICS = ["1", "10", "2", "q7"]
 DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b"]
@@ -118,3 +121,29 @@ def test_preference_modes_agree_with_trec_eval(case: tuple[str, str, list[str], 
         f"evalstore exit {ours.exit_code} ({ours.stderr.strip()})")
     if theirs.returncode == 0:
         assert ours.stdout == theirs.stdout, f"trec_eval {' '.join(full)}"
+
+
+REAL_CASES = [  # qrels read as preferences (one group per qrels file here: its second column)
+    (("robust03", "robust03_qrels.txt"), ("robust03", "runs", "input.InexpC2.gz"), ["-M", "500"]),
+    (("msmarco-dl19", "qrels.dl19-passage.txt"),
+     ("msmarco-dl19", "runs", "run.msmarco-v1-passage.bm25-default.dl19.txt"), ["-c"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("qrels_parts", "run_parts", "flags"), REAL_CASES, ids=[c[1][-1] for c in REAL_CASES])
+def test_real_runs_agree_with_trec_eval_in_qrels_prefs_mode(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...],
+                                                            flags: list[str], trec_eval_binary: Path,
+                                                            tmp_path: Path) -> None:
+    """Graded (DL19, levels 0-3) and binary (robust03) qrels of real collections with real runs,
+    ties in score included, as -R qrels_prefs."""
+    qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
+    if run.suffix == ".gz":  # trec_eval reads plain text only
+        plain = tmp_path / run.stem
+        plain.write_bytes(gzip.decompress(run.read_bytes()))
+        run = plain
+    full = ["-R", "qrels_prefs", "-q", "-m", "all_prefs", *flags, str(qrels), str(run)]
+    theirs = subprocess.run([str(trec_eval_binary), *full], capture_output=True, text=True, check=False)
+    ours = CliRunner().invoke(app, ["trec-eval", *full])
+    assert theirs.returncode == 0 and ours.exit_code == 0, (theirs.stderr, ours.stderr)
+    assert ours.stdout == theirs.stdout
