@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalstore.errors import EvaluationError
+from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics._registry import register_elsewhere
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
@@ -424,7 +424,7 @@ def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
         elif root in PREFS_MEASURES or root in ("runid", "num_q"):
             chosen.add(root)
         else:
-            raise EvaluationError(
+            raise InvalidParameterError(
                 f"Measure '{root}' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a "
                 "prefs_* measure (evalstore measures --trec lists them).")
     return [name for name in ("runid", "num_q", *PREFS_MEASURES) if name in chosen]
