@@ -63,10 +63,11 @@ def run_topic_number(text: str) -> int | None:
 
 
 def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, beta: float = BETA,
-                       max_docs: int | None = None, qrels_path: str = "qrels",
-                       run_path: str = "run") -> DiversityResult:
-    """Every ndeval measure per run topic. ``qrels`` has columns topic, iteration (the subtopic),
-    doc, relevance; ``run`` topic, doc, score."""
+                       max_docs: int | None = None, qrels_path: str = "qrels", run_path: str = "run",
+                       cutoffs: tuple[int, ...] = CUTOFFS) -> DiversityResult:
+    """Every ndeval measure per run topic, the @k ones at ``cutoffs`` (ndeval prints 5, 10 and
+    20; any k up to ``DEPTH`` is computed the same way, as pyndeval does). ``qrels`` has columns
+    topic, iteration (the subtopic), doc, relevance; ``run`` topic, doc, score."""
     q_topic = _numbers(qrels["topic"], natural_number, qrels_path, "topic")
     q_sub = _numbers(qrels["iteration"], natural_number, qrels_path, "subtopic")
     judgment = qrels["relevance"].to_numpy()
@@ -92,7 +93,7 @@ def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, 
     actual = (nrel_sub > 0).sum(axis=1)
 
     ideal_scores = _greedy_ideal(rel, d_count, alpha)
-    ideal = _measures(ideal_scores, np.full(len(topics_q), ideal_scores.shape[1]), actual, alpha, beta)
+    ideal = _measures(ideal_scores, np.full(len(topics_q), ideal_scores.shape[1]), actual, alpha, beta, cutoffs)
 
     r_topic = _numbers(run["topic"], run_topic_number, run_path, "topic")
     topics_r = np.unique(r_topic)
@@ -117,10 +118,10 @@ def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, 
 
     row_q = np.where(judged, q_row, 0)
     run_actual = np.where(judged, actual[row_q], 0)
-    values = _measures(scores, r_count, run_actual, alpha, beta)
-    values.update(_counting_measures(run_rel, r_count, run_actual, nrel_sub[row_q] * judged[:, None]))
+    values = _measures(scores, r_count, run_actual, alpha, beta, cutoffs)
+    values.update(_counting_measures(run_rel, r_count, run_actual, nrel_sub[row_q] * judged[:, None], cutoffs))
     # normalised by the ideal ranking's values (renormalize in ndeval.c); judged topics only
-    for k in CUTOFFS:
+    for k in cutoffs:
         dcg, err = values[f"alpha-DCG@{k}"], values[f"ERR-IA@{k}"]
         with np.errstate(divide="ignore", invalid="ignore"):
             values[f"alpha-nDCG@{k}"] = np.where(dcg != 0, dcg / ideal[f"alpha-DCG@{k}"][row_q], 0.0)
@@ -202,8 +203,8 @@ def _discount(depth: int) -> np.ndarray:
     return np.array([math.log(2.0) / math.log(rank + 2.0) for rank in range(depth)])
 
 
-def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: float, beta: float
-              ) -> dict[str, np.ndarray]:
+def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: float, beta: float,
+              cutoffs: tuple[int, ...]) -> dict[str, np.ndarray]:
     """alpha-DCG@k, ERR-IA@k (ideal-ideal normalised) and NRBP from each rank's novelty gain."""
     n = len(count)
     top = np.zeros((n, DEPTH))
@@ -228,14 +229,14 @@ def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: 
         total = np.cumsum(np.where(in_list, scores * decay, 0.0), axis=1)[:, -1] if scores.shape[1] else np.zeros(n)
         nrbp = np.where(covered, total * ((1 - (1 - alpha) * beta) / actual), 0.0)
     values = {"NRBP": nrbp}
-    for k in CUTOFFS:
+    for k in cutoffs:
         values[f"alpha-DCG@{k}"] = dcg[:, k - 1]
         values[f"ERR-IA@{k}"] = err[:, k - 1]
     return values
 
 
-def _counting_measures(rel: np.ndarray, count: np.ndarray, actual: np.ndarray, nrel_sub: np.ndarray
-                       ) -> dict[str, np.ndarray]:
+def _counting_measures(rel: np.ndarray, count: np.ndarray, actual: np.ndarray, nrel_sub: np.ndarray,
+                       cutoffs: tuple[int, ...]) -> dict[str, np.ndarray]:
     """P-IA@k, strec@k and MAP-IA of the run's rankings."""
     n, depth, n_sub = rel.shape
     in_list = (np.arange(depth)[None, :] < count[:, None])[:, :, None]
@@ -245,7 +246,7 @@ def _counting_measures(rel: np.ndarray, count: np.ndarray, actual: np.ndarray, n
     values: dict[str, np.ndarray] = {}
     covered = actual > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        for k in CUTOFFS:
+        for k in cutoffs:
             at = min(k, depth) - 1
             pairs_k = pairs[:, at] if depth else np.zeros(n)
             seen_k = seen[:, at] if depth else np.zeros(n)
@@ -286,7 +287,8 @@ def _fixed6(value: float) -> str:
 # --------------------------------------------------------------------------- the registry's families
 # (family, ndeval's column for cutoff k or the measure, description); ir_measures 0.4 spells them so
 # (its pyndeval provider)
-_CUTOFF = Param(int, _REQUIRED, choices=CUTOFFS, doc="rank cutoff k: ndeval computes 5, 10 and 20")
+_CUTOFF = Param(int, _REQUIRED, low=1, high=DEPTH, doc="rank cutoff k, at most 20 (ndeval's depth; it prints 5, "
+                                                        "10 and 20)")
 _ALPHA = Param(float, ALPHA, low=0.0, high=1.0, doc="redundancy intolerance")
 _BETA = Param(float, BETA, low=0.0, high=1.0, doc="patience (NRBP)")
 _FAMILIES: dict[str, tuple[str, dict[str, Param], str]] = {
@@ -330,8 +332,9 @@ def diversity_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], *,
     topics: list[str] = []
     settings = {(m.param("alpha") if "alpha" in m.spec.params else ALPHA,
                  m.param("beta") if "beta" in m.spec.params else BETA) for m in measures}
+    cutoffs = tuple(sorted({*CUTOFFS, *(m.param("cutoff") for m in measures if "cutoff" in m.spec.params)}))
     for alpha, beta in sorted(settings):
-        result = evaluate_diversity(qrels, run, alpha=alpha, beta=beta, max_docs=max_docs)
+        result = evaluate_diversity(qrels, run, alpha=alpha, beta=beta, max_docs=max_docs, cutoffs=cutoffs)
         topics = [str(t) for t, judged in zip(result.topics, result.judged, strict=True) if judged]
         for measure in measures:
             m_alpha = measure.param("alpha") if "alpha" in measure.spec.params else ALPHA

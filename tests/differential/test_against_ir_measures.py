@@ -71,7 +71,8 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
         assert max(abs(ours[q] - theirs[q]) for q in theirs) <= 5e-6, name
 
 
-DIVERSITY_NAMES = ["alpha_nDCG@5", "alpha_nDCG@20", "alpha_DCG@10", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
+DIVERSITY_NAMES = ["alpha_nDCG@1", "alpha_nDCG@5", "alpha_nDCG@15", "alpha_nDCG@20", "alpha_DCG@1", "alpha_DCG@10",
+                   "ERR_IA@1", "nERR_IA@7", "P_IA@1", "P_IA@12", "StRecall@3", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
                    "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA", "MAP_IA"]
 
 
