@@ -131,7 +131,9 @@ def leaderboard(
         render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"], fmt,
                title=f"leaderboard: {qrels}")
         return
-    header = ["#", "run", "topics", *[f"{n} [95% CI]" for n in names], "Judged@10"]
+    # subtopic and preference judgments have no Judged@10: no empty column for them
+    coverage = ["Judged@10"] if any(row.judged_at_10 is not None for row in rows) else []
+    header = ["#", "run", "topics", *[f"{n} [95% CI]" for n in names], *coverage]
     table_rows = []
     for rank, row in enumerate(rows, start=1):
         cells = {"#": str(rank), "run": row.run, "topics": str(row.topics),

@@ -123,3 +123,28 @@ def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("db", "current").stdout == "current: none\nhead: 0011\n"
     cli("db", "upgrade")
     assert cli("db", "current").stdout == "current: 0011\nhead: 0011\n"
+
+
+def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """qrels import --kind subtopics, evaluate with the kind's own measures, leaderboard without the
+    Judged@10 column subtopic judgments cannot fill; an AP asked of them is refused."""
+    from tests.db.test_judgment_kinds import RUN, SUBTOPICS
+
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    (tmp_path / "web.qrels").write_text(SUBTOPICS)
+    (tmp_path / "run.txt").write_text(RUN)
+    cli("db", "upgrade")
+    imported = cli("qrels", "import", str(tmp_path / "web.qrels"), "--name", "web", "--kind", "subtopics")
+    assert imported.stderr == "imported qrels 'web': 9 judgments, 3 topics\n"
+    assert json.loads(cli("qrels", "list", "--format", "json").stdout)[0]["kind"] == "subtopics"
+    assert cli("runs", "register", str(tmp_path / "run.txt"), "--name", "div").exit_code == 0
+    refused = cli("evaluate", "--qrels", "web", "--run", "div", "--measures", "AP", "--wait")
+    assert refused.exit_code == 1
+    assert refused.stderr == ("Error: AP is computed from relevance judgments, and qrels 'web' hold subtopic "
+                              "judgments. 'evalstore measures' lists the judgments each measure needs.\n")
+    assert cli("evaluate", "--qrels", "web", "--run", "div", "--wait").exit_code == 0
+    board = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(board.stdout)))
+    assert [r["run"] for r in rows] == ["div"] and float(rows[0]["alpha_nDCG@10"]) > 0
+    table = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10").stdout
+    assert "alpha_nDCG@10 [95% CI]" in table and "Judged@10" not in table
