@@ -86,7 +86,7 @@ def test_compare_logs_to_mlflow(cli, tmp_path: Path) -> None:  # type: ignore[no
 
 
 def test_correlate_and_leaderboard_reports(cli) -> None:  # type: ignore[no-untyped-def]
-    assert cli("evaluate", "--qrels", "q", "--all-runs", "--measures", "AP,P@5", "--wait").exit_code == 0
+    assert cli("evaluate", "--qrels", "q", "--all-runs", "--measures", "AP,P@5,Judged@10", "--wait").exit_code == 0
     shown = cli("correlate", "--qrels", "q", "--measure", "AP", "--measure", "P@5", "--format", "json")
     assert shown.exit_code == 0, shown.stderr
     report = json.loads(shown.stdout)
