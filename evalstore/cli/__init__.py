@@ -43,6 +43,14 @@ app.add_typer(classify.predictions_app, name="predictions")
 app.add_typer(classify.clusters_app, name="clusters")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from evalstore import __version__
+
+        typer.echo(f"evalstore {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -50,8 +58,11 @@ def root(
         None, "--database-url", envvar=DATABASE_URL_ENV, show_envvar=True,
         help="SQLAlchemy URL (default: a SQLite file in ~/.evalstore or $EVALSTORE_HOME).",
     ),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print evalstore's version and exit."),
 ) -> None:
     ctx.obj = CliState(database_url or default_database_url())
+
 
 
 def _tune_allocator() -> None:

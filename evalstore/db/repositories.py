@@ -83,6 +83,12 @@ def results_partition(evaluation_id: int) -> str:
     return f"query_results_e{int(evaluation_id)}"
 
 
+def count_evaluations(session: Session, *, run_id: int | None = None, qrels_id: int | None = None) -> int:
+    """How many evaluations (any state) a run, or a qrels set, has."""
+    where = Evaluation.run_id == run_id if run_id is not None else Evaluation.qrels_id == qrels_id
+    return int(session.scalar(select(func.count()).select_from(Evaluation).where(where)) or 0)
+
+
 def delete_run(session: Session, run: Run) -> None:
     # run_rows and query_results have no foreign key (see models.RunRow): their rows go in the
     # same transaction; the evaluations themselves cascade.

@@ -121,12 +121,38 @@ def summarise(measure: Measure, per_topic: np.ndarray, rk: Ranking | None = None
     return float(np.cumsum(per_topic)[-1] / len(per_topic))
 
 
+class MeasureValues(dict[str, Any]):
+    """Values keyed by canonical measure name that also answer to any accepted spelling:
+    ``aggregates["map"]`` and ``aggregates["P_10"]`` find ``AP`` and ``P@10``."""
+
+    def __missing__(self, key: str) -> Any:
+        try:
+            canonical = str(parse_measure(key))
+        except InvalidParameterError:
+            raise KeyError(key) from None
+        if canonical == key or canonical not in self:
+            raise KeyError(key)
+        return self[canonical]
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        try:
+            return isinstance(key, str) and dict.__contains__(self, str(parse_measure(key)))
+        except InvalidParameterError:
+            return False
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default
+
+
 @dataclass
 class EvaluationResult:
-    """Per-query values (long format) and aggregates of one run against one qrels set."""
+    """Per-query values (long format) and aggregates of one run against one qrels set.
+    ``aggregates`` is keyed by canonical name and answers to any spelling of it."""
 
     per_query: pd.DataFrame  # columns query_id, measure, value (value_text for string measures)
-    aggregates: dict[str, float | None]
+    aggregates: MeasureValues
     topics: list[str]
     missing_topics: list[str] = field(default_factory=list)
     dropped_run_topics: list[str] = field(default_factory=list)
@@ -166,7 +192,7 @@ def evaluate(
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
-    aggregates = {str(m): summarise(m, v, rk) for m, v in values.items()}
+    aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
     frames = []
     if per_query:
         for measure, array in values.items():

@@ -108,7 +108,11 @@ def register_run(
                     f"(registered {existing.created_at:%Y-%m-%d %H:%M}). "
                     "Pass --replace to replace it, or choose another --name."
                 )
+            warnings = parsed.warnings
             if existing is not None:
+                dropped = repo.count_evaluations(session, run_id=existing.id)
+                if dropped:
+                    warnings = (*warnings, _dropped_message("run", name, dropped))
                 repo.delete_run(session, existing)
             run = Run(
                 name=name, system=system, description=description, metadata_=dict(metadata or {}),
@@ -119,7 +123,7 @@ def register_run(
             session.flush()
             repo.insert_run_rows(session, run.id, staged, counts, progress)
             refuse_duplicates()  # before the commit: a duplicate rolls everything back
-            return Registered(_run_summary(run), True, parsed.warnings)
+            return Registered(_run_summary(run), True, warnings)
 
     # The duplicate-docno check (~1 s for 7M rows) runs on the second core while the rows are
     # ranked and stored.
@@ -189,7 +193,11 @@ def store_qrels(
                     f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
                     "Pass --replace to replace them, or choose another --name."
                 )
+            warnings = parsed.warnings
             if existing is not None:
+                dropped = repo.count_evaluations(session, qrels_id=existing.id)
+                if dropped:
+                    warnings = (*warnings, _dropped_message("qrels", name, dropped))
                 repo.delete_qrels(session, existing)
             qrels = QrelsSet(
                 name=name, kind=kind, description=description, content_hash=parsed.content_hash,
@@ -198,10 +206,15 @@ def store_qrels(
             session.add(qrels)
             session.flush()
             repo.insert_judgments(session, qrels.id, staged, progress)
-            return Registered(_qrels_summary(qrels), True, parsed.warnings)
+            return Registered(_qrels_summary(qrels), True, warnings)
 
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
         return _retry_on_name_race(lambda: store(staged))
+
+
+def _dropped_message(what: str, name: str, count: int) -> str:
+    return (f"replacing {what} '{name}' deleted the {count} stored evaluation{'s' if count != 1 else ''} made with "
+            f"the old content; evaluate again to have them back")
 
 
 def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:

@@ -148,3 +148,30 @@ def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest
     assert [r["run"] for r in rows] == ["div"] and float(rows[0]["alpha_nDCG@10"]) > 0
     table = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10").stdout
     assert "alpha_nDCG@10 [95% CI]" in table and "Judged@10" not in table
+
+
+def test_replacing_a_run_or_qrels_says_which_evaluations_went(cli, write,  # type: ignore[no-untyped-def]
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    cli("db", "upgrade")
+    cli("qrels", "import", str(write("q", "1 0 d1 1\n1 0 d2 0\n")), "--name", "q")
+    cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r")
+    assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "AP", "--wait").exit_code == 0
+    assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "P@5", "--wait").exit_code == 0
+    replaced = cli("runs", "register", str(write("b.run", "1 Q0 d2 1 2.5 t\n")), "--name", "r", "--replace")
+    assert replaced.exit_code == 0
+    assert replaced.stderr == ("warning: replacing run 'r' deleted the 2 stored evaluations made with the old "
+                               "content; evaluate again to have them back\nregistered run 'r': 1 rows, 1 topics\n")
+    assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "AP", "--wait").exit_code == 0
+    replaced = cli("qrels", "import", str(write("q2", "1 0 d1 0\n1 0 d2 1\n")), "--name", "q", "--replace")
+    assert replaced.stderr.startswith("warning: replacing qrels 'q' deleted the 1 stored evaluation made with")
+    again = cli("runs", "register", str(write("c.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r", "--replace")
+    assert again.stderr == "registered run 'r': 1 rows, 1 topics\n"  # no evaluations: nothing to say
+
+
+def test_version(cli) -> None:  # type: ignore[no-untyped-def]
+    from evalstore import __version__
+
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"evalstore {__version__}\n"

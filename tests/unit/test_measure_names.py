@@ -131,3 +131,30 @@ def test_every_measure_says_what_the_peers_call_it() -> None:
     from evalstore.metrics.peers import PEERS
 
     assert set(PEERS) == set(REGISTRY)
+
+
+def test_top_level_evaluate_and_aggregates_answer_to_the_spelling_asked() -> None:
+    """`import evalstore; evalstore.evaluate(...)` as the README shows it; a result asked for as
+    `map` or `P_10` is found under that name too (stored under the canonical AP and P@10)."""
+    import evalstore
+
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1}}
+    run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"x": 1.0, "c": 0.5}}
+    result = evalstore.evaluate(qrels, run, ["map", "P_10", "recip_rank"])
+    assert list(result.aggregates) == ["AP", "P@10", "RR"]
+    assert result.aggregates["map"] == result.aggregates["AP"] == 0.75
+    assert result.aggregates["MRR"] == result.aggregates["RR"] == 0.75
+    assert "P_10" in result.aggregates and "P@5" not in result.aggregates
+    with pytest.raises(KeyError):
+        result.aggregates["P@5"]
+    assert result.aggregates.get("nDCG") is None
+    assert evalstore.evaluate is metrics.evaluate and "evaluate" in evalstore.__all__
+
+
+def test_importing_evalstore_loads_no_numerical_library() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys, evalstore; print('numpy' in sys.modules or 'pyarrow' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
