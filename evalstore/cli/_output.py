@@ -63,7 +63,7 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFo
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_cell(row.get(c)) for c in columns])
+            writer.writerow([_machine_cell(row.get(c)) for c in columns])
         return
     table = Table(title=title)
     for column in columns:
@@ -108,6 +108,12 @@ def _latex(rows: Sequence[dict[str, Any]], columns: Sequence[str], caption: str 
     lines += [" & ".join(escape(_cell(row.get(c))) for c in columns) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+def _machine_cell(value: Any) -> str:
+    """A CSV cell: numbers at full precision (the shortest text that reads back as the same float),
+    as JSON carries them; tables and reports round to 4 decimals for people."""
+    return repr(value) if isinstance(value, float) else _cell(value)
 
 
 def _cell(value: Any) -> str:

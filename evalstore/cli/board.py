@@ -128,7 +128,8 @@ def leaderboard(
 
     names, rows = build(state(ctx).engine(), qrels_name=qrels, measures=measure or None, sort=sort)
     if fmt in (ReportFormat.json, ReportFormat.csv):
-        render([r.as_dict() for r in rows], ["run", "system", "topics", *names, "Judged@10"], fmt,
+        interval = [f"{n} CI {end}" for n in names for end in ("low", "high")]
+        render([r.as_dict() for r in rows], ["run", "system", "topics", *names, *interval, "Judged@10"], fmt,
                title=f"leaderboard: {qrels}")
         return
     # subtopic and preference judgments have no Judged@10: no empty column for them

@@ -312,7 +312,7 @@ class LeaderboardRow:
         out: dict[str, Any] = {"run": self.run, "system": self.system, "topics": self.topics}
         for measure, (mean, low, high) in self.values.items():
             out[measure] = mean
-            out[f"{measure} 95% CI"] = [low, high]
+            out[f"{measure} CI low"], out[f"{measure} CI high"] = low, high
         out["Judged@10"] = self.judged_at_10
         return out
 

@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalstore.worker")
 
 
+
+def _topic_list(topics: tuple[str, ...], shown: int = 5) -> str:
+    """'qrels topic 7', 'qrels topics 1, 2, 3', or the first few and how many more."""
+    if len(topics) == 1:
+        return f"qrels topic {topics[0]}"
+    listed = ", ".join(topics[:shown])
+    more = f" and {len(topics) - shown} more" if len(topics) > shown else ""
+    return f"{len(topics)} qrels topics ({listed}{more})"
+
 class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
     """Raised in the main thread by a second stop signal: release the job and leave."""
 
@@ -117,9 +126,10 @@ class Worker:
         t = summary.timings
         log.info("job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
                  job.evaluation_id, summary.run, summary.qrels, summary.topics, t.load, t.compute, t.store)
-        for topic in summary.missing_topics:
-            log.warning("job %d: run '%s' has no results for qrels topic %s; scored as missing_topics=%s",
-                        job.evaluation_id, summary.run, topic, job.options["missing_topics"])
+        if summary.missing_topics:  # one line per job: DL19's 43 topics x 6 runs made 180 lines before
+            log.warning("job %d: run '%s' has no results for %s; scored as missing_topics=%s",
+                        job.evaluation_id, summary.run, _topic_list(summary.missing_topics),
+                        job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
             self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: summary.stored} if summary.stored else None)

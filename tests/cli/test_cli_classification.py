@@ -31,8 +31,8 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     rows = {r["predictions"]: r for r in json.loads(evaluated.stdout)}
     assert rows["oracle"]["accuracy"] == 1.0 and rows["p"]["accuracy"] == pytest.approx(4 / 9)
     board = cli("leaderboard", "--labels", "fruit", "--measure", "precision_macro", "--format", "csv")
-    assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0000",
-                                         "p,,classifier,0.5778"]
+    assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0",
+                                         "p,,classifier,0.5777777777777778"]  # full precision, as JSON
     compared = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "mcnemar", "--format", "json")
     assert compared.exit_code == 0, compared.stderr
     [pair] = json.loads(compared.stdout)

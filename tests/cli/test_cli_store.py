@@ -146,6 +146,9 @@ def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest
     board = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(board.stdout)))
     assert [r["run"] for r in rows] == ["div"] and float(rows[0]["alpha_nDCG@10"]) > 0
+    # machine formats: every column the table has (the interval too), at full precision
+    low, mean, high = (float(rows[0][k]) for k in ("alpha_nDCG@10 CI low", "alpha_nDCG@10", "alpha_nDCG@10 CI high"))
+    assert low < mean < high and len(rows[0]["alpha_nDCG@10"]) > 6
     table = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10").stdout
     assert "alpha_nDCG@10 [95% CI]" in table and "Judged@10" not in table
 

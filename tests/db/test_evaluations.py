@@ -3,6 +3,9 @@ the leaderboard ranks runs with confidence intervals."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import pytest
 from sqlalchemy import Engine, func, select
 from typer.testing import CliRunner
@@ -92,3 +95,16 @@ def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, wr
     _, rows = leaderboard(stored, qrels_name="test", measures=["Unj@10"])
     assert [r.run for r in rows] == ["std", "unjudged"]
     assert rows[0].values["Unj@10"][0] < rows[1].values["Unj@10"][0] == 1.0
+
+
+def test_topics_missing_from_a_run_are_one_warning_per_job(engine: Engine, tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("".join(f"{t} 0 d{t} 1\n" for t in range(1, 9)))
+    run.write_text("1 Q0 d1 1 1.0 r\n")
+    store.import_qrels(engine, qrels, name="q")
+    store.register_run(engine, run, name="r")
+    with caplog.at_level(logging.WARNING, logger="evalstore.worker"):
+        evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=["AP"])
+    assert [r.getMessage() for r in caplog.records if r.name == "evalstore.worker"] == [
+        "job 1: run 'r' has no results for 7 qrels topics (2, 3, 4, 5, 6 and 2 more); scored as missing_topics=zero"]
