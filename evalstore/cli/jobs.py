@@ -63,7 +63,7 @@ def show(ctx: typer.Context, job_id: int = typer.Argument(..., help="Job id (see
     """One job: state, attempts, worker, timestamps, options and errors."""
     from evalstore.services import jobs
 
-    render_record(jobs.show_job(state(ctx).engine(), job_id).as_dict(), fmt, title=f"job {job_id}")
+    render_record(jobs.show_job(state(ctx).engine(), job_id).as_record(), fmt, title=f"job {job_id}")
 
 
 @app.command("retry")

@@ -366,6 +366,19 @@ class JobView:
             out[key] = value.isoformat(sep=" ", timespec="seconds") if value else None
         return out
 
+    def as_record(self) -> dict[str, Any]:
+        """One job as `jobs show` prints it: its inputs under their own names (a prediction job has
+        predictions and gold labels, not a run and qrels) and, for a ranking job, its measures (a
+        prediction job computes its kind's whole suite)."""
+        out = self.as_dict()
+        if self.kind != "ranking":
+            inputs = {"predictions" if self.kind == "classifier" else "clustering": out.pop("run"),
+                      "labels": out.pop("qrels")}
+            out.pop("measures")
+            out = {key: out[key] for key in ("id", "kind")} | inputs | {
+                key: value for key, value in out.items() if key not in ("id", "kind")}
+        return out
+
 
 def _view(job: Evaluation, inputs: tuple[str, str, str]) -> JobView:
     return JobView(job.id, *inputs, job.state, job.attempts, job.max_attempts, job.worker_id,

@@ -30,6 +30,10 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     assert evaluated.exit_code == 0, evaluated.stderr
     rows = {r["predictions"]: r for r in json.loads(evaluated.stdout)}
     assert rows["oracle"]["accuracy"] == 1.0 and rows["p"]["accuracy"] == pytest.approx(4 / 9)
+    [job] = [j for j in json.loads(cli("jobs", "list", "--format", "json").stdout) if j["run"] == "p"]
+    shown = json.loads(cli("jobs", "show", str(job["id"]), "--format", "json").stdout)[0]
+    assert (shown["kind"], shown["predictions"], shown["labels"]) == ("classifier", "p", "fruit")
+    assert "run" not in shown and "qrels" not in shown and "measures" not in shown
     board = cli("leaderboard", "--labels", "fruit", "--measure", "precision_macro", "--format", "csv")
     assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0",
                                          "p,,classifier,0.5777777777777778"]  # full precision, as JSON
