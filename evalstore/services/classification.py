@@ -615,7 +615,7 @@ def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, s
             a = group_values(engine, labels_name=labels_name, prediction_name=first, measure=measure)
             b = group_values(engine, labels_name=labels_name, prediction_name=second, measure=measure)
             both = a.dropna().index.intersection(b.dropna().index)
-            diffs = (b[both] - a[both]).to_numpy()
+            diffs = (a[both] - b[both]).to_numpy()  # first minus second, as ranking compare reports
             outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
                                                rng=rng)
             rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),

@@ -44,6 +44,9 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     by_group = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "randomization", "--measure",
                    "accuracy", "--seed", "3", "--format", "json")
     assert by_group.exit_code == 0 and json.loads(by_group.stdout)[0]["groups"] == 3
+    # first minus second, as ranking compare reports it: p is worse than the oracle
+    row = json.loads(by_group.stdout)[0]
+    assert row["difference"] == pytest.approx(row["mean first"] - row["mean second"]) and row["difference"] < 0
 
 
 def test_bad_input_and_wrong_mix_give_exit_code_1(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
