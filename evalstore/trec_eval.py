@@ -247,43 +247,24 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
     ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
     from evalstore.io.formats import read_prefs, read_run
-    from evalstore.metrics.preferences import PREFS_COUNTS, evaluate_preferences, expand_prefs_specs, summary
+    from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 
     names = expand_prefs_specs(measures or ["prefs"])
+    # the prefs_* families of the registry: printed, summarised and standardised as every measure is
+    rows = [(name, name, None if name in ("runid", "num_q") else make(name)) for name in names]
     prefs = read_prefs(qrels_path, qrels_layout=qrels_layout)
     run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
     result = evaluate_preferences(prefs, run.table, max_docs=max_docs, complete=complete,
-                                  measures=any(name.startswith("prefs_") for name in names))
+                                  measures=any(measure is not None for _, _, measure in rows))
     for topic in result.missing if not complete else []:
         warn(f"judged topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
     if not result.topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
-    values = result.values
+    values = {measure: result.values[measure.family] for _, _, measure in rows if measure is not None}
     if zscores_path is not None:
-        zscores = read_zscores(zscores_path)
-        values = {name: _standardise_column(name, result.topics, column, zscores) for name, column in values.items()}
-
-    def text(name: str, value: float) -> str:
-        return str(int(value)) if name in PREFS_COUNTS and zscores_path is None else f"{value:6.4f}"
-
-    def label(name: str) -> str:
-        return f"Z{name:<22s}" if zscores_path is not None else f"{name:<22s}"
-
-    shown = [name for name in names if name not in SUMMARY_ONLY]
-    lines = []
-    if per_query:
-        for t, topic in enumerate(result.topics):
-            lines.extend(f"{label(name)}\t{topic}\t{text(name, values[name][t])}\n" for name in shown)
-    if not no_summary:
-        for name in names:
-            if name == "runid":
-                lines.append(_line(name, "all", run.tag or "unknown"))
-            elif name == "num_q":
-                lines.append(f"{label(name)}\tall\t{text(name, float(len(result.topics)))}\n"
-                             if zscores_path is not None else _line(name, "all", str(len(result.topics))))
-            else:
-                lines.append(f"{label(name)}\tall\t{text(name, summary(name, values[name]))}\n")
-    return "".join(lines)
+        values = standardise(rows, result.topics, values, read_zscores(zscores_path))
+    return render_lines(rows, result.topics, values.__getitem__, lambda m: summarise(m, values[m]), run.tag,
+                        per_query=per_query, summary=not no_summary, zscores=zscores_path is not None)
 
 
 def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:

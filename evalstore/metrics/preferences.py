@@ -101,15 +101,12 @@ def evaluate_preferences(prefs: Preferences, run: pa.Table, *, max_docs: int | N
     ``measures=False`` only the topics are found (trec_eval reads the judgments only for a
     measure that needs them: ``-m num_q`` alone reports judgments it would refuse)."""
     ranked = _ranked_docs(run, max_docs)
-    topics_all = prefs.topic
-    order = np.argsort(topics_all, kind="stable")
-    sorted_topics = topics_all[order]
-    starts = np.flatnonzero(np.r_[True, sorted_topics[1:] != sorted_topics[:-1]]) if len(order) else np.array([], int)
-    bounds = np.r_[starts, len(order)]
+    order = np.argsort(prefs.topic, kind="stable")
+    sorted_topics = prefs.topic[order]
     topics: list[str] = []
     missing: list[str] = []
     rows: list[dict[str, float]] = []
-    for begin, end in zip(bounds[:-1], bounds[1:], strict=True):
+    for begin, end in _segments(sorted_topics):
         topic = str(sorted_topics[begin])
         docs = ranked.get(topic)
         if docs is None:
@@ -129,12 +126,12 @@ def evaluate_preferences(prefs: Preferences, run: pa.Table, *, max_docs: int | N
     return PrefsResult(topics, values, missing)
 
 
-def summary(name: str, column: np.ndarray) -> float:
-    """The ``all`` value: counts are summed, ratios averaged (summed in topic order, as trec_eval)."""
-    if not len(column):
-        return 0.0
-    total = float(np.cumsum(column)[-1])
-    return total if name in PREFS_COUNTS else total / len(column)
+def _segments(values: np.ndarray) -> list[tuple[int, int]]:
+    """(begin, end) of each run of equal values in a sorted array."""
+    if not len(values):
+        return []
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    return list(zip(starts.tolist(), np.r_[starts[1:], len(values)].tolist(), strict=True))
 
 
 def _ranked_docs(run: pa.Table, max_docs: int | None) -> dict[str, np.ndarray]:
@@ -147,10 +144,8 @@ def _ranked_docs(run: pa.Table, max_docs: int | None) -> dict[str, np.ndarray]:
     table = run.take(indices)
     topic = np.array(table["topic"].to_pylist(), dtype=object)
     doc = np.array(table["doc"].to_pylist(), dtype=object)
-    starts = np.flatnonzero(np.r_[True, topic[1:] != topic[:-1]])
-    bounds = np.r_[starts, len(topic)]
     ranked: dict[str, np.ndarray] = {}
-    for begin, end in zip(bounds[:-1], bounds[1:], strict=True):
+    for begin, end in _segments(topic):
         docs = doc[begin:end if max_docs is None else min(end, begin + max_docs)].astype(str)
         unique, seen = np.unique(docs, return_counts=True)
         if (seen > 1).any():
@@ -180,8 +175,7 @@ def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup
     group, subgroup, level, docid, doc = group[lines], subgroup[lines], level[lines], docid[lines], doc[lines]
     counts = np.zeros((num_judged, num_judged), dtype=np.int32)
     groups: list[_Group] = []
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    for begin, end in zip(starts, np.r_[starts[1:], len(group)], strict=True):
+    for begin, end in _segments(group):
         part = slice(begin, end)
         if len(np.unique(subgroup[part])) > 1:
             matrix, levels = _closed_preferences(topic, subgroup[part], level[part], docid[part], doc[part],
@@ -289,11 +283,17 @@ def _measures(groups: list[_Group], counts: np.ndarray, njr: int) -> dict[str, f
         "prefs_avgjg_Rnonrel_ret": _average(groups, lambda g: _r_nonrel(g, njr, retrieved_only=True),
                                             skip_empty=False),
     }
-    values.update(_pair_measures(counts, njr))
+    if counts.max(initial=0) <= 1 and not (counts.astype(bool) & counts.T.astype(bool)).any():
+        # every pair judged once (no two groups share a pair): each pair's share is 0 or 1, so the
+        # pair measures are the simple ratios (m_prefs_pair.c says so), and summing ones is exact
+        values.update(prefs_pair=values["prefs_simp"], prefs_pair_imp=values["prefs_simp_imp"],
+                      prefs_pair_ret=values["prefs_simp_ret"])
+    else:
+        values.update(_pair_measures(counts, njr))
     return values
 
 
-def _ratio(numerator: int, denominator: int) -> float:
+def _ratio(numerator: float, denominator: int) -> float:
     return numerator / denominator if denominator else 0.0
 
 
@@ -368,12 +368,6 @@ def _pair_measures(counts: np.ndarray, njr: int) -> dict[str, float]:
     """prefs_pair(_ret, _imp): the mean over document pairs with a preference of the share of
     their preferences (over all judgment groups) that the ranking fulfils. Summed in trec_eval's
     loop order (row by row) so the last digit agrees."""
-    if counts.max(initial=0) <= 1 and not (counts.astype(bool) & counts.T.astype(bool)).any():
-        # every pair judged once (no two groups share a pair): each share is 0 or 1, so the pair
-        # measures are the simple ratios (m_prefs_pair.c says so), and summing ones is exact
-        return {"prefs_pair": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=True, none=True)),
-                "prefs_pair_imp": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=True, none=False)),
-                "prefs_pair_ret": _ratio_f(*_fulfilled_pairs(counts, njr, both=True, one=False, none=False))}
     upper = np.triu_indices(njr, 1)
     both = (counts[:njr, :njr][upper], counts[:njr, :njr].T[upper])
     one = (counts[:njr, njr:].ravel(), counts[njr:, :njr].T.ravel())
@@ -389,29 +383,10 @@ def _pair_measures(counts: np.ndarray, njr: int) -> dict[str, float]:
     sum_both = float(running[n_both - 1]) if n_both else 0.0
     sum_all = float(running[-1]) if len(sequence) else 0.0
     return {
-        "prefs_pair": _ratio_f(sum_all, n_both + n_one + n_none),
-        "prefs_pair_imp": _ratio_f(sum_all, n_both + n_one),
-        "prefs_pair_ret": _ratio_f(sum_both, n_both),
+        "prefs_pair": _ratio(sum_all, n_both + n_one + n_none),
+        "prefs_pair_imp": _ratio(sum_all, n_both + n_one),
+        "prefs_pair_ret": _ratio(sum_both, n_both),
     }
-
-
-def _fulfilled_pairs(counts: np.ndarray, njr: int, *, both: bool, one: bool, none: bool) -> tuple[float, int]:
-    """(fulfilled, judged) document pairs by area when each pair has one preference."""
-    ret = counts[:njr, :njr]
-    fulfilled = judged = 0
-    if both:
-        fulfilled += int(np.triu(ret, 1).sum())
-        judged += int(ret.sum())
-    if one:
-        fulfilled += int(counts[:njr, njr:].sum())
-        judged += int(counts[:njr, njr:].sum()) + int(counts[njr:, :njr].sum())
-    if none:
-        judged += int(counts[njr:, njr:].sum())
-    return float(fulfilled), judged
-
-
-def _ratio_f(total: float, count: int) -> float:
-    return total / count if count else 0.0
 
 
 def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
