@@ -682,20 +682,15 @@ def read_preferences(path: str | Path) -> ParsedFile:
     file = Path(path)
     prefs = read_prefs(file, qrels_layout=preferences_layout(file) if file.is_file() else False)
     assert prefs.line is not None
-    keys = pa.table({"t": prefs.topic.astype(str), "g": prefs.group.astype(str), "s": prefs.subgroup.astype(str),
-                     "d": prefs.doc.astype(str)})
-    first = keys.append_column("line", pa.array(prefs.line)).group_by(["t", "g", "s", "d"]).aggregate(
-        [("line", "min"), ("line", "count")])
-    repeated = first.filter(pc.greater(first["line_count"], 1))
-    if repeated.num_rows:
-        row = repeated.slice(0, 1).to_pylist()[0]
-        later = int(prefs.line[(keys["t"].to_numpy(zero_copy_only=False) == row["t"])
-                               & (keys["d"].to_numpy(zero_copy_only=False) == row["d"])
-                               & (keys["g"].to_numpy(zero_copy_only=False) == row["g"])
-                               & (keys["s"].to_numpy(zero_copy_only=False) == row["s"])][1])
-        raise InputFormatError(str(file), later, f"document {row['d']} is judged again in topic {row['t']}, "
-                                                 f"group {row['g']}, sub-group {row['s']} (first on line "
-                                                 f"{row['line_min']}); keep one line")
+    first_line: dict[tuple[str, str, str, str], int] = {}
+    for key, line in zip(zip(prefs.topic, prefs.group, prefs.subgroup, prefs.doc, strict=True), prefs.line.tolist(),
+                         strict=True):
+        if key in first_line:
+            topic, group, subgroup, doc = key
+            raise InputFormatError(str(file), line, f"document {doc} is judged again in topic {topic}, group "
+                                                    f"{group}, sub-group {subgroup} (first on line {first_line[key]}); "
+                                                    "keep one line")
+        first_line[key] = line
     try:
         evaluate_preferences(prefs, pa.table({"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()),
                                               "score": pa.array([], pa.float64())}), complete=True)

@@ -21,6 +21,7 @@ from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import (
+    JUDGMENTS_NAMED,
     REGISTRY,
     TREC_GROUPS,
     Family,
@@ -78,7 +79,7 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
     other = next((m for m in measures if m.spec.judgments != "relevance"), None)
     if other is not None:
         raise InvalidParameterError(
-            f"{other} is computed from {other.spec.judgments.rstrip('s')} judgments, not from relevance qrels; "
+            f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments, not from relevance qrels; "
             f"evaluate it against qrels imported with --kind {other.spec.judgments}.")
 
     def one(measure: Measure) -> np.ndarray:

@@ -176,14 +176,18 @@ def family(name: str, *, params: dict[str, Param] | None = None, **kwargs: Any) 
     return wrap
 
 
+# the kinds of judgments (qrels_sets.kind) as a sentence names them
+JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference"}
+
+
 def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,
                         **kwargs: Any) -> Family:
     """Register a family computed from subtopic or preference judgments by its own module, on
     all topics at once; :func:`evalstore.metrics.compute` (relevance qrels) refuses it."""
 
     def computed_elsewhere(rk: Any, **_: Any) -> np.ndarray:
-        raise InvalidParameterError(f"{name} is computed from {judgments.rstrip('s')} judgments, not from relevance "
-                                    "qrels.")
+        raise InvalidParameterError(f"{name} is computed from {JUDGMENTS_NAMED[judgments]} judgments, not from "
+                                    "relevance qrels.")
 
     return register(Family(name=name, kernel=computed_elsewhere, params=params or {}, judgments=judgments,
                            description=" ".join(description.split()), **kwargs))

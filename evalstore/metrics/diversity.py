@@ -330,15 +330,18 @@ def diversity_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], *,
     one ndeval pass per (alpha, beta) the measures ask for."""
     values: dict[Measure, np.ndarray] = {}
     topics: list[str] = []
-    settings = {(m.param("alpha") if "alpha" in m.spec.params else ALPHA,
-                 m.param("beta") if "beta" in m.spec.params else BETA) for m in measures}
+    settings = {_alpha_beta(m) for m in measures}
     cutoffs = tuple(sorted({*CUTOFFS, *(m.param("cutoff") for m in measures if "cutoff" in m.spec.params)}))
     for alpha, beta in sorted(settings):
         result = evaluate_diversity(qrels, run, alpha=alpha, beta=beta, max_docs=max_docs, cutoffs=cutoffs)
         topics = [str(t) for t, judged in zip(result.topics, result.judged, strict=True) if judged]
         for measure in measures:
-            m_alpha = measure.param("alpha") if "alpha" in measure.spec.params else ALPHA
-            m_beta = measure.param("beta") if "beta" in measure.spec.params else BETA
-            if (m_alpha, m_beta) == (alpha, beta):
+            if _alpha_beta(measure) == (alpha, beta):
                 values[measure] = result.values[ndeval_column(measure)][result.judged]
     return topics, {measure: values[measure] for measure in measures}
+
+
+def _alpha_beta(measure: Measure) -> tuple[float, float]:
+    """The (alpha, beta) an ndeval pass needs for ``measure`` (ndeval's defaults where it has none)."""
+    params = measure.spec.params
+    return (measure.param("alpha") if "alpha" in params else ALPHA, measure.param("beta") if "beta" in params else BETA)

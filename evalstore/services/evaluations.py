@@ -113,8 +113,8 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
         from evalstore.metrics.diversity import diversity_values
 
         topics, values = diversity_values(judgments, run, measures, max_docs=options["max_docs"])
-        judged = sorted(set(judgments["topic"].to_pylist()), key=int)
-        missing = tuple(t for t in judged if t not in set(topics))
+        scored = set(topics)
+        missing = tuple(t for t in sorted(set(judgments["topic"].to_pylist()), key=int) if t not in scored)
         if complete and missing:  # a topic with no ranking scores 0 on every ndeval measure
             topics = topics + list(missing)
             values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}

@@ -36,6 +36,7 @@ from evalstore.db.models import Evaluation, LabelSet, PredictionSet, QrelsSet, R
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.metrics import parse_measure, resolve_measures
+from evalstore.metrics._registry import JUDGMENTS_NAMED
 from evalstore.metrics.preferences import PREFS_MEASURES
 
 STATES = ("queued", "running", "done", "failed", "cancelled")
@@ -144,7 +145,6 @@ def enqueue(
         return refs
 
 
-JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference"}
 # what an evaluation computes when no measures are named, by the kind of judgments
 DEFAULT_MEASURES_BY_KIND = {
     "subtopics": tuple(f"{name}@{k}" for name in ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")

@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from evalstore.metrics.preferences import PREFS_MEASURES
 from tests.conftest import shared_path
+from tests.differential.test_against_trec_eval import _assert_same, _both
 
 TOPICS = ["1", "10", "2", "q7"]
 DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b"]
@@ -113,14 +114,9 @@ def test_preference_modes_agree_with_trec_eval(case: tuple[str, str, list[str], 
         (tmp_path / "zscores").write_text(zscores)
         args = [*args, "-Z", str(tmp_path / "zscores")]
     full = [*args, str(prefs), str(run)]
-    theirs = subprocess.run([str(trec_eval_binary), *full], capture_output=True, text=True, check=False)
-    ours = CliRunner().invoke(app, ["trec-eval", *full])
-    # trec_eval abort()s on contradicting preferences within a group (a negative return code)
-    assert (ours.exit_code == 0) == (theirs.returncode == 0), (
-        f"trec_eval {' '.join(full)}: trec_eval exit {theirs.returncode} ({theirs.stderr.strip()}), "
-        f"evalstore exit {ours.exit_code} ({ours.stderr.strip()})")
-    if theirs.returncode == 0:
-        assert ours.stdout == theirs.stdout, f"trec_eval {' '.join(full)}"
+    # the same outcome (trec_eval abort()s on contradicting preferences within a group, a negative
+    # return code, where evalstore exits 1) and, on success, the same text
+    _assert_same(*_both(trec_eval_binary, full), full)
 
 
 REAL_CASES = [  # qrels read as preferences (one group per qrels file here: its second column)
