@@ -7,13 +7,9 @@ files, DataFrames or dicts in, per-query values and aggregates out), :mod:`evals
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-try:
-    __version__ = version("evalstore")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from evalstore._version import __version__
 
 __all__ = ["__version__", "evaluate"]
 

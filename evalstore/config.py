@@ -54,3 +54,12 @@ def mlflow_experiment_name(qrels_name: str) -> str:
 def mlflow_enabled() -> bool:
     """``EVALSTORE_MLFLOW=off`` leaves results pending for a later ``evalstore mlflow sync``."""
     return os.environ.get(MLFLOW_ENABLED_ENV, "on").lower() not in ("off", "0", "false", "no")
+
+
+def limit_mlflow_http_retries() -> None:
+    """MLflow's HTTP client retries 7 times with exponential back-off by default (minutes against
+    a dead server); a worker should put the logging back to pending quickly and carry on with its
+    jobs. Called before MLflow is first used; the user's own settings win."""
+    for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+                       ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
+        os.environ.setdefault(key, value)

@@ -4,7 +4,7 @@
 10 million binary predictions in 100,000 groups (user-like: ~100 items each, ~10% positive,
 scores rounded to 3 decimals so ties are common): the whole suite (confusion-matrix measures,
 ROC/PR curves, AUC, AP, 11-point AP, break-even, the three best thresholds, GAUC, per-group
-values, a cost matrix) through :func:`evalstore.classification.evaluate`, against scikit-learn
+values, a cost matrix) through :func:`evalstore.metrics.classification.evaluate`, against scikit-learn
 computing the subset it has (confusion-matrix measures, AUC, AP, and AUC group by group).
 
     python scripts/bench_classification.py [--items 10000000] [--groups 100000] [--sklearn-groups 2000]
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--database", action="append", default=[],
                         help="also through the service, into this database (repeatable)")
     args = parser.parse_args()
-    from evalstore import classification
+    from evalstore.metrics import classification
 
     rng = np.random.default_rng(0)
     groups = rng.integers(0, args.groups, args.items)
@@ -87,9 +87,10 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
     import pyarrow.parquet as pq
 
     from evalstore.db.engine import make_engine, upgrade
-    from evalstore.services import classification as service
     from evalstore.services import jobs
-    from evalstore.services.worker import work_on
+    from evalstore.services import labels as service
+    from evalstore.services.kinds import predictions
+    from evalstore.services.orchestration import work_on
 
     engine = make_engine(url)
     upgrade(engine)
@@ -110,10 +111,10 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
         registered = time.perf_counter() - start
     print(f"{engine.dialect.name}: labels import {imported:.1f} s, predictions register {registered:.1f} s")
     # a worker that has not read these gold labels yet, then one that has (it keeps the last read)
-    service._gold_cache.clear()
+    service.gold_cache.clear()
     for worker in ("new worker", "same worker, again"):
         start = time.perf_counter()
-        [ref] = service.enqueue(engine, labels_name="bench-gold", prediction_names=["bench-scores"],
+        [ref] = predictions.enqueue(engine, labels_name="bench-gold", prediction_names=["bench-scores"],
                                 threshold="best-f1", force=True)
         [summary] = work_on(engine, [ref.evaluation_id], mlflow=False).values()
         evaluated = time.perf_counter() - start

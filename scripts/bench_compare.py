@@ -47,7 +47,7 @@ def main() -> None:
 
     from evalstore.db.engine import make_engine, upgrade
     from evalstore.services import comparisons, store
-    from evalstore.services.evaluations import evaluate_runs
+    from evalstore.services.orchestration import evaluate_runs
 
     with tempfile.TemporaryDirectory() as folder:
         os.environ["EVALSTORE_HOME"] = folder

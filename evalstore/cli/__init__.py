@@ -9,7 +9,27 @@ import sys
 
 import typer
 
-from evalstore.cli import board, classify, compare, db, evaluation, jobs, pools, qrels, results, runs, tracking
+from evalstore.cli import (
+    clusters,
+    compare,
+    correlate,
+    db,
+    evaluate,
+    jobs,
+    judgments,
+    labels,
+    leaderboard,
+    measures,
+    mlflow,
+    ndeval,
+    pool,
+    predictions,
+    qrels,
+    results,
+    runs,
+    trec_eval,
+    worker,
+)
 from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
 from evalstore.config import DATABASE_URL_ENV, default_database_url
@@ -25,27 +45,26 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.add_typer(qrels.app, name="qrels")
 app.add_typer(runs.app, name="runs")
-app.command("trec-eval")(evaluation.trec_eval)
-app.command("ndeval")(evaluation.ndeval)
-app.command("measures")(evaluation.measures)
-app.command("evaluate")(board.evaluate)
-app.command("leaderboard")(board.leaderboard)
+app.command("trec-eval")(trec_eval.trec_eval)
+app.command("ndeval")(ndeval.ndeval)
+app.command("measures")(measures.measures)
+app.command("evaluate")(evaluate.evaluate)
+app.command("leaderboard")(leaderboard.leaderboard)
 app.command("compare")(compare.compare)
-app.command("correlate")(compare.correlate)
-app.command("worker")(jobs.worker)
+app.command("correlate")(correlate.correlate)
+app.command("worker")(worker.worker)
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(results.app, name="results")
-app.add_typer(tracking.app, name="mlflow")
-app.add_typer(pools.app, name="pool")
-app.add_typer(pools.judgments_app, name="judgments")
-app.add_typer(classify.labels_app, name="labels")
-app.add_typer(classify.predictions_app, name="predictions")
-app.add_typer(classify.clusters_app, name="clusters")
-
+app.add_typer(mlflow.app, name="mlflow")
+app.add_typer(pool.app, name="pool")
+app.add_typer(judgments.app, name="judgments")
+app.add_typer(labels.app, name="labels")
+app.add_typer(predictions.app, name="predictions")
+app.add_typer(clusters.app, name="clusters")
 
 def _print_version(value: bool) -> None:
     if value:
-        from evalstore import __version__
+        from evalstore._version import __version__
 
         typer.echo(f"evalstore {__version__}")
         raise typer.Exit()

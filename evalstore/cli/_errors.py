@@ -36,3 +36,15 @@ class ErrorMappingGroup(TyperGroup):
         except EvalstoreError as exc:
             sys.stderr.write(message_for(exc) + "\n")
             raise typer.Exit(ExitCode.ERROR) from None
+
+
+class UsageConflict(typer.BadParameter):
+    """Options given together that cannot be, or neither of two when one is needed: a usage error
+    (exit 2, printed by typer under the command's usage line), raised by the command itself."""
+
+    def format_message(self) -> str:
+        return self.message  # not "Invalid value: ...": no single value is wrong
+
+
+def usage_conflict(ctx: typer.Context, message: str) -> UsageConflict:
+    return UsageConflict(message, ctx=ctx)

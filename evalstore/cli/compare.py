@@ -1,4 +1,4 @@
-"""`evalstore compare` and `evalstore correlate`: is one system better, and do two orderings agree."""
+"""`evalstore compare`: is one system better than another, topic by topic (or group by group)?"""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import ReportFormat, info, render
 from evalstore.errors import InvalidParameterError
 
@@ -58,14 +59,17 @@ def compare(
     configure_logging()
     runs = list(runs or [])
     if labels is not None:
-        from evalstore.cli.classify import compare_predictions
-
-        compare_predictions(ctx, labels=labels, names=runs, measures=measure, test=test, baseline=baseline,
-                            alpha=alpha, resamples=resamples, seed=seed, fmt=fmt)
+        if qrels is not None:
+            raise usage_conflict(ctx, "Give --qrels (ranking runs) or --labels (predictions), not both.")
+        outcome = comparisons.compare_predictions(
+            state(ctx).engine(), labels_name=labels, names=runs, measures=measure, test=test, baseline=baseline,
+            alpha=alpha, resamples=resamples, seed=seed)
+        if outcome.seed is not None:
+            info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
+        render(outcome.rows, list(outcome.rows[0]), fmt, title=outcome.title)
         return
     if qrels is None or not measure:
-        raise InvalidParameterError("Give --qrels NAME and --measure M (ranking runs), or --labels NAME "
-                                    "(predictions).")
+        raise usage_conflict(ctx, "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions).")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InvalidParameterError(f"--plot writes a PNG image; give a path ending in .png, not '{plot}'.")
     if plot is not None:  # before any work: the plot's size is known from the arguments
@@ -85,9 +89,7 @@ def compare(
         info(f"plot written to {plot}")
     _print_comparison(result, fmt)
     if mlflow:
-        from evalstore.services.tracking import log_comparison
-
-        run_id = log_comparison(result, figure)
+        run_id = comparisons.log_comparison(result, figure)
         info(f"logged to MLflow run {run_id}")
 
 
@@ -116,32 +118,3 @@ def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None
 
 def _p(value: float) -> str:
     return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
-
-
-def correlate(
-    ctx: typer.Context,
-    qrels: list[str] = typer.Option(..., "--qrels", help="Qrels name (once, or twice with one --measure)."),
-    measure: list[str] = typer.Option(..., "--measure", help="Measure (twice, or once with two --qrels)."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
-) -> None:
-    """Agreement of two system rankings (by mean score): Kendall's tau, tau-AP (the first ordering is
-    the reference) and Spearman's rho, with the pairs of systems the two orderings swap."""
-    from evalstore.services.comparisons import correlate as compute
-
-    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure)
-    if fmt is ReportFormat.json:
-        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
-        return
-    r = result.result
-    summary = {"reference": result.first, "other": result.second, "systems": r.systems,
-               "Kendall tau": f"{r.kendall_tau:.4f}", "tau-AP": f"{r.tau_ap:.4f}",
-               "Spearman rho": f"{r.spearman_rho:.4f}", "concordant": r.concordant, "discordant": r.discordant}
-    render([summary], list(summary), fmt, title="rank correlation")
-    if fmt is ReportFormat.csv:
-        return
-    scores = dict(zip(result.systems, zip(result.first_scores, result.second_scores, strict=True), strict=True))
-    swapped = [{"above in reference": a, "above in other": b,
-                "reference": f"{scores[a][0]:.4f} > {scores[b][0]:.4f}",
-                "other": f"{scores[a][1]:.4f} < {scores[b][1]:.4f}"} for a, b in r.swapped]
-    if swapped:
-        render(swapped, list(swapped[0]), fmt, title=f"{len(swapped)} swapped pairs")

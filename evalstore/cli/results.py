@@ -33,7 +33,7 @@ def show(
                                       "trec-eval' prints for the same files and options."),
 ) -> None:
     """Stored results of a run on qrels: summary values, and per query with --per-query."""
-    from evalstore.services.evaluations import results
+    from evalstore.services.kinds.ranking import results
 
     stored = results(state(ctx).engine(), qrels_name=qrels, run_name=run, measures=measure or None,
                      evaluation_id=evaluation)

@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +33,6 @@ import pyarrow.parquet as pq
 
 from evalstore.errors import InputFormatError
 from evalstore.io._hashing import has_repeated_pair
-
-if TYPE_CHECKING:
-    from evalstore.metrics.preferences import Preferences
 
 Kind = Literal["run", "qrels"]
 FORMATS = ("trec", "csv", "tsv", "parquet")
@@ -620,6 +617,18 @@ def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int) -> N
 PREFS_LAYOUT = "qid jg jsg docno rel_level"
 
 
+@dataclass(frozen=True)
+class Preferences:
+    """Preference judgment lines, column-wise (one entry per line, in file order)."""
+
+    topic: np.ndarray  # str
+    group: np.ndarray  # str: the judgment group
+    subgroup: np.ndarray  # str: the judgment sub-group
+    doc: np.ndarray  # str
+    level: np.ndarray  # float64
+    line: np.ndarray | None = None  # each judgment's line in its file, when read from one
+
+
 def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
     """trec_eval's preference judgments (``-R prefs``: lines ``qid jg jsg docno rel_level``), or a
     qrels file read as preferences (``-R qrels_prefs``: ``qid jg docno rel_level``, one sub-group
@@ -627,8 +636,6 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
     the columns of its layout and a numeric level, or the file is refused at that line.
 
     Preference files hold a few thousand lines, so they are read line by line."""
-    from evalstore.metrics.preferences import Preferences
-
     file = Path(path)
     if not file.is_file():
         raise InputFormatError(str(file), None, "no such file; check the path")
@@ -671,14 +678,11 @@ def preferences_layout(path: str | Path) -> bool:
     return False
 
 
-def read_preferences(path: str | Path) -> ParsedFile:
+def read_preferences(path: str | Path) -> tuple[ParsedFile, Preferences]:
     """Preference judgments to store (``qrels import --kind preferences``): read as trec_eval reads
-    them (:func:`read_prefs`, either layout), then held to what a store should hold: each
-    document once per judgment sub-group, and groups whose preferences are consistent (no
-    document both relevant and not, no cycle), which trec_eval checks only when it evaluates."""
-    from evalstore.errors import EvaluationError
-    from evalstore.metrics.preferences import evaluate_preferences
-
+    them (:func:`read_prefs`, either layout), each document once per judgment sub-group. That the
+    groups are consistent (no document both relevant and not, no cycle), which trec_eval checks
+    only when it evaluates, is :func:`evalstore.metrics.preferences.check_consistent`'s to say."""
     file = Path(path)
     prefs = read_prefs(file, qrels_layout=preferences_layout(file) if file.is_file() else False)
     assert prefs.line is not None
@@ -691,17 +695,12 @@ def read_preferences(path: str | Path) -> ParsedFile:
                                                     f"{group}, sub-group {subgroup} (first on line {first_line[key]}); "
                                                     "keep one line")
         first_line[key] = line
-    try:
-        evaluate_preferences(prefs, pa.table({"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()),
-                                              "score": pa.array([], pa.float64())}), complete=True)
-    except EvaluationError as exc:
-        raise InputFormatError(str(file), None, str(exc)) from None
     table = pa.table({
         "topic": pa.array(prefs.topic.astype(str)), "iteration": pa.array(prefs.group.astype(str)),
         "subgroup": pa.array(prefs.subgroup.astype(str)), "doc": pa.array(prefs.doc.astype(str)),
         "relevance": pa.array((prefs.level > 0).astype(np.int64)), "level": pa.array(prefs.level),
     })
-    return ParsedFile(table, hashlib.sha256(_read_bytes(file)).hexdigest(), None)
+    return ParsedFile(table, hashlib.sha256(_read_bytes(file)).hexdigest(), None), prefs
 
 
 def read_subtopic_qrels(path: str | Path) -> ParsedFile:

@@ -16,27 +16,32 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
-from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
+from evalstore.metrics import classification as _classification  # noqa: F401  (these register the families)
+from evalstore.metrics import diversity as _diversity  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import (
     JUDGMENTS_NAMED,
+    PREDICTION_REGISTRY,
     REGISTRY,
     TREC_GROUPS,
     Family,
     Measure,
     mlflow_key,
     parse,
+    prediction_family,
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
+from evalstore.metrics.trec_names import expand_trec_spec
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "EvaluationResult", "Measure", "PrepareOptions", "Ranking", "compute", "evaluate", "list_measures",
-    "mlflow_key", "parse_measure", "prepare", "resolve_measures", "summarise",
+    "EvaluationResult", "Measure", "PrepareOptions", "Ranking", "compute", "evaluate", "headline_measures",
+    "higher_is_better", "list_measures", "mlflow_key", "parse_measure", "prediction_measures", "prepare",
+    "resolve_measures", "summarise",
 ]
 
 DEFAULT_MEASURES = ("AP", "nDCG@10", "P@10", "R@1000", "RR", "Rprec", "Bpref", "nDCG", "Judged@10")
@@ -48,13 +53,29 @@ def parse_measure(text: str | Measure) -> Measure:
 
 
 def list_measures() -> list[Family]:
+    """The ranking families (the names :func:`parse_measure` reads), by name."""
     return [REGISTRY[name] for name in sorted(REGISTRY, key=str.lower)]
+
+
+def prediction_measures(kind: str) -> list[Family]:
+    """The classifier's or the clustering's measures, in the suite's order."""
+    return [family for family in PREDICTION_REGISTRY.values() if family.kind == kind]
+
+
+def headline_measures(kind: str) -> list[str]:
+    """What summaries of a kind's results show by default (``evaluate --labels --wait``)."""
+    return [family.name for family in PREDICTION_REGISTRY.values() if family.kind == kind and family.headline]
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of the stored measure ``name`` is better (leaderboards sort by it):
+    a classification value (``error_rate``, ``fallout.cat``) or any spelling of a ranking measure."""
+    family = prediction_family(name)
+    return family.higher_is_better if family is not None else parse_measure(name).spec.higher_is_better
 
 
 def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
     """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) expand."""
-    from evalstore.trec_eval import expand_trec_spec
-
     resolved: list[Measure] = []
     for name in names:
         if isinstance(name, str) and name in TREC_GROUPS:

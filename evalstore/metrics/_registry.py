@@ -104,8 +104,11 @@ class Family:
     higher_is_better: bool = True
     at: str = "cutoff"  # the parameter written after '@' (IPrec@0.1 sets recall)
     # what the measure is computed from: relevance qrels (the kernel runs on a Ranking), subtopic
-    # qrels (metrics.diversity) or preference judgments (metrics.preferences)
+    # qrels (metrics.diversity), preference judgments (metrics.preferences) or gold labels
+    # (metrics.classification)
     judgments: str = "relevance"
+    kind: str = "ranking"  # the evaluation kind that computes it: ranking | classifier | clustering
+    headline: bool = False  # shown by default where a kind's results are summed up
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,41 @@ def family(name: str, *, params: dict[str, Param] | None = None, **kwargs: Any) 
     return wrap
 
 
-# the kinds of judgments (qrels_sets.kind) as a sentence names them
-JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference"}
+# the kinds of judgments (qrels_sets.kind, and gold labels) as a sentence names them
+JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference",
+                   "labels": "gold label"}
+
+# Classifier and clustering measures, by name. Their own namespace: they are computed together by
+# one suite (metrics.classification) and stored under plain names ('precision' of the positive
+# class, 'precision.<class>' of each class, 'f1_macro_beta2'), where 'precision' in REGISTRY's
+# namespace is an alias of the ranking measure P.
+PREDICTION_REGISTRY: dict[str, Family] = {}
+_PER_CLASS = re.compile(r"^(?P<name>[a-z_0-9]+?)(?:_beta[0-9.e+-]+)?(?:\.(?P<label>.+))?$")
+
+
+def register_prediction_measure(name: str, kind: str, *, description: str, reference: str,
+                                higher_is_better: bool = True, headline: bool = False) -> Family:
+    """Register a measure of the classification suite (``kind``: classifier or clustering)."""
+
+    def computed_by_suite(rk: Any, **_: Any) -> np.ndarray:
+        raise InvalidParameterError(f"{name} is computed from gold labels by 'evalstore evaluate --labels'.")
+
+    if name in PREDICTION_REGISTRY:
+        raise RuntimeError(f"prediction measure {name} registered twice")
+    family = Family(name=name, kernel=computed_by_suite, params={}, summary="none", judgments="labels", kind=kind,
+                    description=" ".join(description.split()), reference=reference,
+                    higher_is_better=higher_is_better, headline=headline)
+    PREDICTION_REGISTRY[name] = family
+    return family
+
+
+def prediction_family(stored: str) -> Family | None:
+    """The family of a stored classification value: ``f1_macro``, ``f1_macro_beta2``,
+    ``precision.cat`` (one class's), ``threshold_youden_value``."""
+    if stored in PREDICTION_REGISTRY:
+        return PREDICTION_REGISTRY[stored]
+    match = _PER_CLASS.match(stored)
+    return PREDICTION_REGISTRY.get(match["name"]) if match else None
 
 
 def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,

@@ -39,7 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.io.formats import Preferences
 from evalstore.metrics._registry import register_elsewhere
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
@@ -54,18 +55,6 @@ PREFS_GROUPS = {"all_prefs": PREFS_MEASURES, "prefs": PREFS_MEASURES[:6]}
 PREFS_COUNTS = frozenset(PREFS_MEASURES[:3])
 # trec_eval -c ranks a topic missing from the run as this one document (trec_eval.c)
 STAND_IN_DOCNO = "ceci_nest_pas_un_docno"
-
-
-@dataclass(frozen=True)
-class Preferences:
-    """Preference judgment lines, column-wise (one entry per line, in file order)."""
-
-    topic: np.ndarray  # str
-    group: np.ndarray  # str: the judgment group
-    subgroup: np.ndarray  # str: the judgment sub-group
-    doc: np.ndarray  # str
-    level: np.ndarray  # float64
-    line: np.ndarray | None = None  # each judgment's line in its file, when read from one
 
 
 @dataclass
@@ -124,6 +113,17 @@ def evaluate_preferences(prefs: Preferences, run: pa.Table, *, max_docs: int | N
     values = {name: np.array([row[name] for row in rows], dtype=np.float64) for name in PREFS_MEASURES} if rows \
         else dict.fromkeys(PREFS_MEASURES, np.zeros(len(topics)))
     return PrefsResult(topics, values, missing)
+
+
+def check_consistent(prefs: Preferences, path: str) -> None:
+    """Refuse judgments trec_eval would refuse when it evaluates (a document both relevant and
+    not in one group, a cycle of preferences), at import rather than at the first evaluation."""
+    empty_run = pa.table({"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()),
+                          "score": pa.array([], pa.float64())})
+    try:
+        evaluate_preferences(prefs, empty_run, complete=True)
+    except EvaluationError as exc:
+        raise InputFormatError(path, None, str(exc)) from None
 
 
 def _segments(values: np.ndarray) -> list[tuple[int, int]]:

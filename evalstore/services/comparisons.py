@@ -16,13 +16,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import Engine, select
 
-from evalstore import significance
+from evalstore._version import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import Evaluation
+from evalstore.db.models import Evaluation, Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.metrics import classification as measures_of_labels
 from evalstore.metrics import resolve_measures
+from evalstore.services import kinds, tracking
 from evalstore.services.jobs import default_measures
+from evalstore.services.kinds.base import Leaderboard, MlflowRun
+from evalstore.services.kinds.predictions import aligned, group_values, latest_evaluations
+from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
+from evalstore.services.orchestration import evaluate_runs
+from evalstore.statistics import significance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,8 +68,6 @@ def score_matrix(engine: Engine, *, qrels_name: str, run_names: list[str], measu
     chosen = _newest_evaluations(engine, qrels_name, run_names, names)
     lacking = [r for r in run_names if r not in chosen]
     if lacking and evaluate_missing:
-        from evalstore.services.evaluations import evaluate_runs
-
         with read_only(engine) as session:
             kind_defaults = list(default_measures(repo.get_qrels(session, qrels_name).kind))
         default = {str(m) for m in resolve_measures(kind_defaults)}
@@ -374,8 +379,6 @@ def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) ->
 
 def _means_by_run(engine: Engine, qrels_name: str, measure: str) -> dict[str, float]:
     """Mean over topics of ``measure`` for every run with a finished evaluation holding it."""
-    from evalstore.db.models import Run
-
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         rows = session.execute(
@@ -390,3 +393,139 @@ def _means_by_run(engine: Engine, qrels_name: str, measure: str) -> dict[str, fl
             if len(values):
                 means[run] = float(values.mean())
     return means
+
+
+def log_comparison(comparison: Comparison, figure: Figure | None = None) -> str:
+    """Log a comparison as its own MLflow run in the qrels' experiment: settings as params, the
+    count of significant differences per measure as metrics, the table (CSV, JSON and an MLflow
+    table) and the plot as artifacts. Returns the MLflow run id."""
+    import pandas as pd  # pandas costs ~0.3 s to import; only logging builds this frame
+
+    settings = comparison.settings
+    name = f"compare: {', '.join(settings.runs)}"
+    params = {"test": settings.test, "correction": settings.correction, "alpha": settings.alpha,
+              "resamples": settings.resamples, "seed": settings.seed, "baseline": settings.baseline,
+              "missing": settings.missing, "runs": ",".join(settings.runs), "measures": ",".join(settings.measures),
+              "topics": len(comparison.matrix.topics),
+              **{f"evaluation.{k}": v for k, v in settings.evaluation_options.items()}}
+    metrics: dict[str, float | None] = {
+        f"significant_pairs.{measure}": float(sum(p.significant for p in comparison.pairs if p.measure == measure))
+        for measure in settings.measures}
+    table = pd.DataFrame([p.as_dict() for p in comparison.pairs])
+    payload = MlflowRun(
+        experiment=settings.qrels, name=name if len(name) <= 250 else name[:247] + "...",
+        tags={"evalstore.kind": "comparison", "evalstore.qrels": settings.qrels, "evalstore.version": __version__},
+        params=params, metrics=metrics, tables={"comparison_table.json": table},
+        texts={"comparison.csv": table.to_csv(index=False)}, dicts={"comparison.json": comparison.as_dict()},
+        figures=(lambda: iter([("per_topic_differences.png", figure)])) if figure is not None else None)
+    return tracking.log_now(payload, "the comparison")
+
+
+# --- prediction sets -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class McNemar:
+    first: str
+    second: str
+    only_first_right: int
+    only_second_right: int
+    statistic: float
+    p_value: float
+
+
+def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McNemar:
+    """McNemar's test on the items one classifier labels right and the other wrong (statsmodels;
+    the exact binomial version below 25 discordant items, chi-square with continuity correction
+    above). Binary scores are cut at the threshold of their newest evaluation."""
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # ~0.5 s to import; McNemar only
+
+    with read_only(engine) as session:
+        label_set = get_label_set(session, labels_name)
+        sets = [get_prediction_set(session, name) for name in (first, second)]
+        gold, tables = read_with_gold(session, label_set, sets)
+        pair = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
+        # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
+        latest = {p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
+                  for p, e in latest_evaluations(session, label_set)}
+    right = []
+    for prediction_set, data in zip(sets, pair, strict=True):
+        cut, positive_class = latest.get(prediction_set.id, (None, None))
+        if data.score is not None and (data.y_pred is None or cut is not None):
+            positive = data.classes.index(positive_class) if positive_class is not None else 1
+            y_pred = measures_of_labels.labels_at(data.score, 0.5 if cut is None else cut, positive)
+        elif data.y_pred is not None:
+            y_pred = data.y_pred
+        else:
+            y_pred = np.argmax(data.scores, axis=1)  # type: ignore[arg-type]
+        right.append(y_pred == data.y_true)
+    b = int((right[0] & ~right[1]).sum())
+    c = int((~right[0] & right[1]).sum())
+    table = [[int((right[0] & right[1]).sum()), b], [c, int((~right[0] & ~right[1]).sum())]]
+    result = sm_mcnemar(table, exact=b + c < 25, correction=True)
+    return McNemar(first, second, b, c, float(result.statistic), float(result.pvalue))
+
+
+def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """The pairs to compare: each name with the baseline, or every pair."""
+    everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
+    if len(everyone) < 2:
+        raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
+    if baseline:
+        return [(baseline, name) for name in everyone[1:]]
+    return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]]
+
+
+def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, str]], measures_: list[str],
+                   test: str, alpha: float, resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Paired tests over the groups both sets have a value for (the per-query comparison of
+    ranking runs, with groups as topics), through :func:`evalstore.significance.paired_test`."""
+    if test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not "
+                                    f"'{test}'.")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for measure in measures_:
+        for first, second in pairs:
+            a = group_values(engine, labels_name=labels_name, prediction_name=first, measure=measure)
+            b = group_values(engine, labels_name=labels_name, prediction_name=second, measure=measure)
+            both = a.dropna().index.intersection(b.dropna().index)
+            diffs = (a[both] - b[both]).to_numpy()  # first minus second, as ranking compare reports
+            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
+                                               rng=rng)
+            rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),
+                         "mean first": float(a[both].mean()), "mean second": float(b[both].mean()),
+                         "difference": float(diffs.mean()), "statistic": float(outcome.statistic[0]),
+                         "p": float(outcome.p_value[0]), "significant": bool(outcome.p_value[0] < alpha)})
+    return rows
+
+
+@dataclass(frozen=True)
+class PredictionComparison:
+    """McNemar's test per pair, or a paired test over per-group values, as rows to show."""
+
+    title: str
+    rows: list[dict[str, Any]]
+    seed: int | None  # drawn for the resampling tests when none was given (printed to reproduce)
+
+
+def compare_predictions(engine: Engine, *, labels_name: str, names: list[str], measures: list[str], test: str,
+                        baseline: str | None, alpha: float, resamples: int, seed: int | None) -> PredictionComparison:
+    """McNemar on item-level correctness, or a paired test over per-group values."""
+    pairs = pairs_of(names, baseline)
+    if test == "mcnemar":
+        rows = []
+        for first, second in pairs:
+            result = mcnemar(engine, labels_name=labels_name, first=first, second=second)
+            rows.append({"first": first, "second": second, "only first right": result.only_first_right,
+                         "only second right": result.only_second_right, "statistic": result.statistic,
+                         "p": result.p_value, "significant": result.p_value < alpha})
+        return PredictionComparison(f"McNemar on '{labels_name}'", rows, None)
+    drawn = secrets.randbits(31) if seed is None else seed
+    rows = compare_groups(engine, labels_name=labels_name, pairs=pairs, measures_=measures or ["accuracy"], test=test,
+                          alpha=alpha, resamples=resamples, seed=drawn)
+    return PredictionComparison(f"per-group comparison on '{labels_name}' ({test})", rows, drawn)
+
+
+def leaderboard(engine: Engine, *, kind: str, judgments: str, measures: list[str], sort: str | None) -> Leaderboard:
+    """Everything of ``kind`` evaluated against ``judgments`` (qrels, gold labels), best first."""
+    return kinds.get(kind).leaderboard(engine, judgments=judgments, measures=measures, sort=sort)

@@ -30,9 +30,9 @@ from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from evalstore import __version__
+from evalstore._version import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import Evaluation, LabelSet, PredictionSet, QrelsSet, Run, Worker
+from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.metrics import parse_measure, resolve_measures
@@ -68,15 +68,26 @@ class EvaluationOptions:
         }
 
 
+def describe_inputs(kind: str, inputs: str, judgments: str) -> str:
+    """"run 'bm25' on 'dl19'", "predictions 'p' on 'fruit'": a job's inputs as messages name them."""
+    noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)
+    return f"{noun} '{inputs}' on '{judgments}'"
+
+
 @dataclass(frozen=True)
 class JobRef:
-    """What asking for an evaluation led to."""
+    """What asking for an evaluation led to. ``inputs`` is the run or prediction set evaluated,
+    ``judgments`` the qrels or gold labels it is evaluated against."""
 
     evaluation_id: int
-    run: str
-    qrels: str
+    inputs: str
+    judgments: str
     state: str
     outcome: str  # queued | requeued | already queued | reused
+    kind: str = "ranking"
+
+    def describe(self) -> str:
+        return describe_inputs(self.kind, self.inputs, self.judgments)
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,7 @@ class ClaimedJob:
     attempt: int
     worker_id: str
     prediction_set_id: int | None = None  # a classification or clustering job
+    kind: str = "ranking"  # ranking | classifier | clustering: which kind runs it (services.kinds)
 
 
 class JobLost(Exception):
@@ -188,9 +200,11 @@ def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str,
 
 
 def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int], digest: str,
-                options: dict[str, Any], *, force: bool, max_attempts: int, **columns: Any) -> JobRef:
+                options: dict[str, Any], *, force: bool, max_attempts: int, kind: str = "ranking",
+                **columns: Any) -> JobRef:
     """The job for these inputs (run and qrels ids, or a prediction set id) and options hash:
-    created, returned as it is, or queued again (see :func:`enqueue`)."""
+    created, returned as it is, or queued again (see :func:`enqueue`). ``names`` are the inputs'
+    and the judgments' names, as messages show them."""
     key = [getattr(Evaluation, column) == value for column, value in inputs.items()]
     key.append(Evaluation.options_hash == digest)
     job = session.scalar(select(Evaluation).where(*key))
@@ -201,16 +215,16 @@ def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int]
                                  max_attempts=max_attempts, mlflow_state="none", created_at=db_now(session),
                                  **columns)
                 session.add(job)
-            return JobRef(job.id, *names, "queued", "queued")
+            return JobRef(job.id, *names, "queued", "queued", kind)
         except IntegrityError:
             job = session.scalar(select(Evaluation).where(*key))
             assert job is not None, "the conflicting insert committed"
     if job.state in ("queued", "running"):
-        return JobRef(job.id, *names, job.state, "already queued")
+        return JobRef(job.id, *names, job.state, "already queued", kind)
     if job.state == "done" and not force:
-        return JobRef(job.id, *names, "done", "reused")
+        return JobRef(job.id, *names, "done", "reused", kind)
     _requeue(job, max_attempts)
-    return JobRef(job.id, *names, "queued", "requeued")
+    return JobRef(job.id, *names, "queued", "requeued", kind)
 
 
 def _requeue(job: Evaluation, max_attempts: int | None = None) -> None:
@@ -245,7 +259,17 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
             return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id,
-                              job.prediction_set_id)
+                              job.prediction_set_id, kind_of(session, job.id))
+
+
+def kind_of(session: Session, evaluation_id: int) -> str:
+    """The kind of an evaluation: ``ranking`` (a run on qrels), else its prediction set's kind."""
+    kind = session.scalar(select(func.coalesce(PredictionSet.kind, "ranking")).select_from(Evaluation)
+                          .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
+                          .where(Evaluation.id == evaluation_id))
+    if kind is None:
+        raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
+    return str(kind)
 
 
 def first_claimable(session: Session, condition: Any, only: list[int] | None) -> Evaluation | None:
@@ -334,13 +358,14 @@ def release(engine: Engine, job: ClaimedJob) -> None:
 
 @dataclass(frozen=True)
 class JobView:
-    """A job as `jobs list` shows it; for predictions, ``run`` is the prediction set and ``qrels``
-    its gold labels."""
+    """A job as `jobs list` shows it: ``inputs`` is the run or prediction set, ``judgments`` the
+    qrels or gold labels. (Listed under the keys ``run`` and ``qrels`` in `jobs list`, whose JSON
+    and CSV columns scripts already read.)"""
 
     id: int
     kind: str  # ranking | classifier | clustering
-    run: str
-    qrels: str
+    inputs: str
+    judgments: str
     state: str
     attempts: int
     max_attempts: int
@@ -355,12 +380,13 @@ class JobView:
     mlflow_run_id: str | None
     mlflow_error: str | None
 
-    def inputs(self) -> str:
-        what = "run" if self.kind == "ranking" else "predictions" if self.kind == "classifier" else self.kind
-        return f"{what} '{self.run}' on '{self.qrels}'"
+    def describe(self) -> str:
+        return describe_inputs(self.kind, self.inputs, self.judgments)
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out = {("run" if key == "inputs" else "qrels" if key == "judgments" else key): value
+               for key, value in out.items()}
         for key in ("created_at", "started_at", "finished_at"):
             value = out[key]
             out[key] = value.isoformat(sep=" ", timespec="seconds") if value else None
@@ -414,6 +440,16 @@ def list_jobs(engine: Engine, *, states: list[str] | None = None, qrels_name: st
 def show_job(engine: Engine, job_id: int) -> JobView:
     with read_only(engine) as session:
         return _view(*_get(session, job_id))
+
+
+def outcome(session: Session, evaluation_id: int) -> tuple[str, str | None, int]:
+    """(state, error, topics or groups evaluated) of a job."""
+    job = session.get(Evaluation, evaluation_id)
+    if job is None:
+        raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
+    count = session.scalar(select(AggregateResult.query_count).where(
+        AggregateResult.evaluation_id == evaluation_id).limit(1))
+    return job.state, job.error, int(count or 0)
 
 
 def job_states(engine: Engine, job_ids: list[int]) -> dict[int, str]:

@@ -22,16 +22,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Engine, delete, func, insert, select, tuple_
+from sqlalchemy.orm import Session
 
-from evalstore import pooling
 from evalstore.db import repositories as repo
 from evalstore.db.models import Pool, PoolEntry, PoolJudgment, Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.io.formats import ParsedFile
+from evalstore.io.judgments import TREC_UNJUDGED, read_judgments
+from evalstore.metrics import evaluate, resolve_measures
+from evalstore.services import store
+from evalstore.statistics import pooling
 
 RESOLUTIONS = ("majority", "max")
 EXPORT_FORMATS = ("tsv", "csv", "trec")
-UNJUDGED = -1  # trec_eval's "pooled but not judged" relevance
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class PoolSummary:
         return out
 
 
-def _get_pool(session: Any, name: str) -> Pool:
+def _get_pool(session: Session, name: str) -> Pool:
     pool = session.scalar(select(Pool).where(Pool.name == name))
     if pool is None:
         raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
@@ -72,18 +76,18 @@ def _in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
     return pd.MultiIndex.from_frame(frame[["topic", "doc"]]).isin(index)
 
 
-def _runs(session: Any, run_names: list[str] | None) -> list[Run]:
+def _runs(session: Session, run_names: list[str] | None) -> list[Run]:
     runs = repo.list_runs(session) if run_names is None else [repo.get_run(session, n) for n in run_names]
     if not runs:
         raise NotFoundError("No runs are registered. Register runs with 'evalstore runs register PATH --name NAME'.")
     return runs
 
 
-def _read_runs(session: Any, run_names: list[str] | None) -> dict[str, pa.Table]:
+def _read_runs(session: Session, run_names: list[str] | None) -> dict[str, pa.Table]:
     return {run.name: repo.run_table(session, run, for_evaluation=True) for run in _runs(session, run_names)}
 
 
-def _read_candidates(session: Any, runs: list[Run], depth: int | None, topics: list[str] | None) -> pa.Table:
+def _read_candidates(session: Session, runs: list[Run], depth: int | None, topics: list[str] | None) -> pa.Table:
     """Each run's top ``depth`` per topic (:data:`pooling.CANDIDATES`), read in trec_eval order
     from the stored ranks, runs coded by their position in ``runs``."""
     table = repo.top_ranked(session, [run.id for run in runs], depth, topics)
@@ -184,7 +188,7 @@ def show_pool(engine: Engine, name: str) -> PoolSummary:
                            int(judged), assessors, dict(pool.params), pool.seed)
 
 
-def _entries(session: Any, pool: Pool) -> pd.DataFrame:
+def _entries(session: Session, pool: Pool) -> pd.DataFrame:
     rows = session.execute(select(PoolEntry.topic, PoolEntry.doc, PoolEntry.contributors, PoolEntry.best_rank,
                                   PoolEntry.judge_order).where(PoolEntry.pool_id == pool.id)).all()
     frame = pd.DataFrame(rows, columns=["topic", "doc", "contributors", "best_rank", "judge_order"])
@@ -192,7 +196,7 @@ def _entries(session: Any, pool: Pool) -> pd.DataFrame:
     return frame.sort_values(["topic", "judge_order"], kind="stable").reset_index(drop=True)
 
 
-def _judgments(session: Any, pool: Pool) -> pd.DataFrame:
+def _judgments(session: Session, pool: Pool) -> pd.DataFrame:
     rows = session.execute(select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor,
                                   PoolJudgment.relevance).where(PoolJudgment.pool_id == pool.id)).all()
     frame = pd.DataFrame(rows, columns=["topic", "doc", "assessor", "relevance"])
@@ -261,7 +265,7 @@ def _sheet(entries: pd.DataFrame, fmt: str) -> str:
     buffer = io.StringIO()
     if fmt == "trec":
         for topic, doc in zip(entries["topic"], entries["doc"], strict=True):
-            buffer.write(f"{topic} 0 {doc} {UNJUDGED}\n")
+            buffer.write(f"{topic} 0 {doc} {TREC_UNJUDGED}\n")
     else:
         writer = csv.writer(buffer, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
         writer.writerow(["topic", "doc", "relevance"])
@@ -332,66 +336,12 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
     return NextBatch(added, len(known), sum(1 for v in known.values() if v > 0), sheet)
 
 
-def _parse_judgments(path: Path) -> list[tuple[int, str, str, int]]:
-    """(line, topic, doc, relevance) rows of a filled-in sheet: TSV/CSV with a header naming topic,
-    doc and relevance (or label), or TREC qrels lines (topic iteration doc relevance)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputFormatError(str(path), None, "no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputFormatError(str(path), None, f"not UTF-8 text ({exc.reason})") from None
-    lines = text.splitlines()
-    first = next((line for line in lines if line.strip() and not line.startswith("#")), None)
-    if first is None:
-        raise InputFormatError(str(path), None, "the file holds no judgments")
-    delimiter = "\t" if "\t" in first else "," if "," in first else None
-    header = [h.strip().lower() for h in (first.split(delimiter) if delimiter else first.split())]
-    rows = []
-    if {"topic", "doc"} <= set(header) and ({"relevance"} & set(header) or {"label"} & set(header)):
-        columns = {name: header.index(name) for name in header}
-        label = columns.get("relevance", columns.get("label"))
-        start = lines.index(first) + 1
-        for number, line in enumerate(lines[start:], start=start + 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = [p.strip() for p in line.split(delimiter)] if delimiter else line.split()
-            if len(parts) != len(header):
-                raise InputFormatError(str(path), number, f"expected {len(header)} columns ({', '.join(header)}), "
-                                                          f"found {len(parts)}")
-            rows.append((number, parts[columns["topic"]], parts[columns["doc"]], _label(path, number,
-                                                                                          parts[label])))
-        return rows
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) != 4:
-            raise InputFormatError(str(path), number, f"expected 4 columns (topic iteration doc relevance) or a "
-                                                      f"header naming topic, doc and relevance; found {len(parts)}")
-        rows.append((number, parts[0], parts[2], _label(path, number, parts[3])))
-    return rows
-
-
-def _label(path: Path, line: int, text: str) -> int:
-    if text == "":
-        raise InputFormatError(str(path), line, "no relevance label: fill in every row (0 = not relevant)")
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputFormatError(str(path), line, f"relevance '{text}' is not an integer") from None
-    if value < 0:
-        raise InputFormatError(str(path), line, f"relevance {value} is negative; labels are 0 (not relevant) or "
-                                                "higher (graded)")
-    return value
-
-
 def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: str,
                      allow_outside_pool: bool = False) -> int:
     """Store one assessor's judgments for the pool, whole or not at all, beside the assessor's
     earlier ones. A document judged again by the same assessor takes the new label; two different
     labels in one file are refused."""
-    rows = _parse_judgments(path)
+    rows = read_judgments(path)
     seen: dict[tuple[str, str], tuple[int, int]] = {}
     for line, topic, doc, label in rows:
         previous = seen.get((topic, doc))
@@ -459,9 +409,6 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
                replace: bool = False) -> Any:
     """Store the pool's judgments as qrels: the resolved label of every judged document, and
     relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
-    from evalstore.io.formats import ParsedFile
-    from evalstore.services import store
-
     with read_only(engine) as session:
         pool = _get_pool(session, name)
         entries = _entries(session, pool)
@@ -471,7 +418,7 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
                               f"PATH --pool {name} --assessor NAME'.")
     labels = resolve_labels(judgments, resolve)
     keys = pd.MultiIndex.from_frame(entries[["topic", "doc"]])
-    pooled = pd.Series(labels.reindex(keys).fillna(UNJUDGED).astype(int).to_numpy(), index=keys)
+    pooled = pd.Series(labels.reindex(keys).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=keys)
     outside = labels[~labels.index.isin(keys)]  # judged with --allow-outside-pool
     combined = pd.concat([pooled, outside]).sort_index()
     table = pa.table({
@@ -493,8 +440,6 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
     """Leave-one-run-out (Zobel 1998): for each contributing run, the documents only it brought to
     the pool are dropped from the qrels; the run is evaluated on what is left, and its score and
     leaderboard rank (among the other runs scored on the full qrels) compared."""
-    from evalstore.metrics import evaluate, resolve_measures
-
     names = [str(m) for m in resolve_measures(measures)]
     with read_only(engine) as session:
         pool = _get_pool(session, pool_name)

@@ -27,6 +27,7 @@ from evalstore.io.formats import (
     read_run,
     read_subtopic_qrels,
 )
+from evalstore.metrics.preferences import check_consistent
 
 log = logging.getLogger("evalstore")
 Progress = Callable[[int], None]
@@ -159,7 +160,8 @@ def import_qrels(
     elif kind == "subtopics":
         parsed = read_subtopic_qrels(path)
     elif kind == "preferences":
-        parsed = read_preferences(path)
+        parsed, preferences = read_preferences(path)
+        check_consistent(preferences, str(path))
     else:
         raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
     if kind != "relevance" and fmt not in (None, "trec"):

@@ -18,28 +18,18 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine
 
+from evalstore import _logging
+from evalstore.db.engine import make_engine
 from evalstore.errors import EvalstoreError
-from evalstore.services import jobs
-from evalstore.services.evaluations import EvaluationSummary, StoredResults, run_job
-
-if TYPE_CHECKING:
-    from evalstore.services.classification import Evaluated
+from evalstore.services import jobs, kinds, tracking
+from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
 
-
-
-def _topic_list(topics: tuple[str, ...], shown: int = 5) -> str:
-    """'qrels topic 7', 'qrels topics 1, 2, 3', or the first few and how many more."""
-    if len(topics) == 1:
-        return f"qrels topic {topics[0]}"
-    listed = ", ".join(topics[:shown])
-    more = f" and {len(topics) - shown} more" if len(topics) > shown else ""
-    return f"{len(topics)} qrels topics ({listed}{more})"
 
 class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
     """Raised in the main thread by a second stop signal: release the job and leave."""
@@ -105,7 +95,7 @@ class Worker:
         log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
-                summary = run_job(self.engine, job)
+                summary = kinds.get(job.kind).run_job(self.engine, job)
         except StopNow:
             jobs.release(self.engine, job)
             log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
@@ -125,10 +115,10 @@ class Worker:
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
         t = summary.timings
         log.info("job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
-                 job.evaluation_id, summary.run, summary.qrels, summary.topics, t.load, t.compute, t.store)
+                 job.evaluation_id, summary.inputs, summary.judgments, summary.topics, t.load, t.compute, t.store)
         if summary.missing_topics:  # one line per job: DL19's 43 topics x 6 runs made 180 lines before
             log.warning("job %d: run '%s' has no results for %s; scored as missing_topics=%s",
-                        job.evaluation_id, summary.run, _topic_list(summary.missing_topics),
+                        job.evaluation_id, summary.inputs, topic_list(summary.missing_topics),
                         job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
@@ -136,12 +126,9 @@ class Worker:
             log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
         return True
 
-    def _log_to_mlflow(self, only: list[int] | None,
-                       known: dict[int, StoredResults | Evaluated] | None = None) -> None:
-        from evalstore.services.tracking import log_pending
-
+    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredEvaluation] | None = None) -> None:
         try:
-            log_pending(self.engine, only=only, known=known)
+            tracking.log_pending(self.engine, only=only, known=known)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
             log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
 
@@ -187,31 +174,11 @@ class Worker:
             signal.signal(signum, on_signal)
 
 
-def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,
-            lease: timedelta = jobs.DEFAULT_LEASE) -> dict[int, EvaluationSummary]:
-    """Get these jobs done from this process: run them here unless a live worker is on them,
-    and wait for the ones a worker has. Returns the summaries of the jobs run here."""
-    worker = Worker(engine, WorkerSettings(lease=lease, mlflow=mlflow), worker_id=jobs.new_worker_id("cli"),
-                    only=job_ids)
-    pending = set(job_ids)
-    while pending:
-        if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
-            pending -= set(worker.done)
-            continue
-        states = jobs.job_states(engine, list(pending))
-        pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
-        if pending:
-            time.sleep(poll_interval)
-    return worker.done
-
-
 # --- several processes -------------------------------------------------------------------------
 
 
 def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> int:
     """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all."""
-    from evalstore.db.engine import make_engine
-
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
@@ -239,10 +206,7 @@ def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> i
 
 
 def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
-    from evalstore._logging import configure_logging
-    from evalstore.db.engine import make_engine
-
-    configure_logging()
+    _logging.configure_logging()
     # Ctrl-C reaches every process of the terminal's group; the parent forwards one SIGTERM per
     # signal it gets, so the children listen to that alone and count each stop request once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.usage import usage_message
 from tests.db.test_classification import FRUIT_GOLD, FRUIT_PRED
 
 
@@ -49,7 +50,7 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     assert row["difference"] == pytest.approx(row["mean first"] - row["mean second"]) and row["difference"] < 0
 
 
-def test_bad_input_and_wrong_mix_give_exit_code_1(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_gives_exit_code_1_and_a_wrong_mix_exit_code_2(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert cli("labels", "import", str(tmp_path / "gold.csv"), "--name", "fruit").exit_code == 0
     (tmp_path / "bad.csv").write_text(FRUIT_PRED.replace("9,apple", "9,banana"))
     bad = cli("predictions", "register", str(tmp_path / "bad.csv"), "--name", "b", "--labels", "fruit")
@@ -57,12 +58,12 @@ def test_bad_input_and_wrong_mix_give_exit_code_1(cli, tmp_path: Path) -> None: 
     assert bad.stderr == (f"{tmp_path / 'bad.csv'}:10: label 'banana' is not a gold class (apple, lemon, "
                           "orange)\n")
     mixed = cli("evaluate", "--labels", "fruit", "--qrels", "q")
-    assert mixed.exit_code == 1 and mixed.stderr == (
-        "Error: --labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the "
-        "other.\n")
+    assert mixed.exit_code == 2 and mixed.stderr.startswith("Usage: evalstore evaluate [OPTIONS]\n")
+    assert usage_message(mixed.stderr) == (
+        "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the other.")
     neither = cli("evaluate", "--all-runs")
-    assert neither.exit_code == 1
-    assert neither.stderr == "Error: Give --qrels NAME (ranking runs) or --labels NAME (predictions).\n"
+    assert neither.exit_code == 2
+    assert usage_message(neither.stderr) == "Give --qrels NAME (ranking runs) or --labels NAME (predictions)."
     nothing = cli("evaluate", "--labels", "fruit")
     assert nothing.exit_code == 1 and nothing.stderr.startswith("Error: No predictions are registered for 'fruit'.")
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.usage import usage_message
+
 
 @pytest.fixture
 def cli(synthetic_cli):  # type: ignore[no-untyped-def]
@@ -93,8 +95,8 @@ def test_correlate_and_leaderboard_reports(cli) -> None:  # type: ignore[no-unty
     assert report["reference"] == "AP on q" and report["other"] == "P@5 on q" and report["systems"] == 3
     assert report["concordant"] + report["discordant"] <= 3
     wrong = cli("correlate", "--qrels", "q", "--measure", "AP")
-    assert wrong.exit_code == 1
-    assert wrong.stderr == "Error: Give one --qrels and two --measure, or two --qrels and one --measure.\n"
+    assert wrong.exit_code == 2
+    assert usage_message(wrong.stderr) == "Give one --qrels and two --measure, or two --qrels and one --measure."
     latex = cli("leaderboard", "--qrels", "q", "--measure", "AP", "--format", "latex").stdout
     assert latex.splitlines()[3] == "\\begin{tabular}{lrrrr}"
     assert "AP [95\\% CI] & Judged@10" in latex

@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine, func, select
 
-from evalstore.db.models import GoldLabel, Prediction, PredictionSet
+from evalstore.db.models import GoldLabel, LabelSet, Prediction, PredictionSet
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, InputFormatError, NotFoundError
-from evalstore.services import classification
+from evalstore.services import comparisons, orchestration
+from evalstore.services import labels as classification
+from evalstore.services.kinds import predictions
 
 FRUIT_GOLD = "item_id,label,group\n" + "".join(
     f"{i},{label},u{1 + i % 3}\n" for i, label in enumerate(["orange"] * 5 + ["lemon"] * 2 + ["apple"] * 2, 1))
@@ -30,17 +32,17 @@ def test_fruit_case_through_the_store(engine: Engine, write) -> None:  # type: i
     assert summary.details["classes"] == ["apple", "lemon", "orange"] and summary.details["groups"] == 3
     assert not classification.import_labels(engine, write("gold.csv", FRUIT_GOLD), name="fruit").created
     classification.register_predictions(engine, write("p.csv", FRUIT_PRED), name="p", labels_name="fruit")
-    [result] = classification.evaluate(engine, labels_name="fruit", prediction_names=["p"])
+    [result] = orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=["p"])
     assert result.created
     assert result.aggregates["precision_micro"] == pytest.approx(0.444, abs=5e-4)
     assert result.aggregates["precision_macro"] == pytest.approx(0.578, abs=5e-4)
     assert result.aggregates["recall_macro"] == pytest.approx(0.567, abs=5e-4)
-    again = classification.evaluate(engine, labels_name="fruit", prediction_names=None)
+    again = orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=None)
     assert [r.created for r in again] == [False] and again[0].aggregates == pytest.approx(result.aggregates,
                                                                                            nan_ok=True)
-    per_group = classification.group_values(engine, labels_name="fruit", prediction_name="p", measure="accuracy")
+    per_group = predictions.group_values(engine, labels_name="fruit", prediction_name="p", measure="accuracy")
     assert sorted(per_group.index) == ["u1", "u2", "u3"]
-    board = classification.leaderboard(engine, labels_name="fruit", measure_names=["f1_macro", "accuracy"])
+    board = predictions.leaderboard(engine, labels_name="fruit", measure_names=["f1_macro", "accuracy"])
     assert board["predictions"].tolist() == ["p"]
 
 
@@ -53,14 +55,14 @@ def test_auc_gauc_cost_and_mcnemar(engine: Engine, write) -> None:  # type: igno
     classification.register_predictions(engine, write("l.csv", "item_id,label\na,neg\nb,neg\nc,neg\nd,pos\ne,pos\n"),
                                         name="l", labels_name="users")
     costs = write("costs.csv", "true,predicted,cost\npos,pos,-1\npos,neg,100\nneg,pos,1\nneg,neg,0\n")
-    results = {r.predictions: r for r in classification.evaluate(engine, labels_name="users", prediction_names=None,
+    results = {r.predictions: r for r in orchestration.evaluate_predictions(engine, labels_name="users", prediction_names=None,
                                                                  cost_matrix=costs, threshold="youden")}
     assert results["s"].aggregates["auc"] == pytest.approx(5 / 6)
     assert results["s"].aggregates["gauc"] == 1.0
     # youden: threshold 0.4 -> predicted pos d, e; b missed (cost 100), two hits (-2)
     assert results["s"].settings["threshold"] == 0.4 and results["s"].aggregates["cost"] == 98
     assert results["l"].aggregates["cost"] == 98  # labels given: the threshold does not apply
-    test = classification.mcnemar(engine, labels_name="users", first="s", second="l")
+    test = comparisons.mcnemar(engine, labels_name="users", first="s", second="l")
     assert (test.only_first_right, test.only_second_right) == (0, 0) and test.p_value == 1.0
 
 
@@ -91,7 +93,7 @@ def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type:
     clusters = "item_id,cluster_id\n" + "".join(f"{i},c{(i - 1) // 3}\n" for i in range(1, 10))
     classification.register_predictions(engine, write("c.csv", clusters), name="c", labels_name="fruit",
                                         kind="clustering")
-    [result] = classification.evaluate(engine, labels_name="fruit", prediction_names=["c"])
+    [result] = orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=["c"])
     # clusters {o,o,o} {o,o,l} {l,a,a}: majorities 3 + 2 + 2 of 9
     assert result.aggregates["purity"] == pytest.approx(7 / 9)
     with pytest.raises(ConflictError, match="Gold labels 'fruit' are used by c"):
@@ -103,7 +105,7 @@ def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type:
     classification.delete_predictions(engine, "c")
     assert _rows(engine)[1:] == (0, 0)
     with pytest.raises(NotFoundError, match="No predictions named 'c'"):
-        classification.evaluate(engine, labels_name="fruit", prediction_names=["c"])
+        orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=["c"])
 
 
 def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engine, write, tmp_path,  # type: ignore[no-untyped-def]
@@ -124,8 +126,8 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engin
     classification.register_predictions(sqlite_engine, write("s.csv", "item_id,score\na,0.1\nb,0.2\nc,0.3\n"
                                                                       "d,0.4\ne,0.5\n"),
                                         name="s", labels_name="users", system="gbdt")
-    [by_worker] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"], mlflow=True)
-    [by_sync] = classification.evaluate(sqlite_engine, labels_name="users", prediction_names=["s"], threshold="youden")
+    [by_worker] = orchestration.evaluate_predictions(sqlite_engine, labels_name="users", prediction_names=["s"], mlflow=True)
+    [by_sync] = orchestration.evaluate_predictions(sqlite_engine, labels_name="users", prediction_names=["s"], threshold="youden")
     assert pending_count(sqlite_engine) == 1
     assert log_pending(sqlite_engine).logged == [by_sync.evaluation_id] and pending_count(sqlite_engine) == 0
     client = MlflowClient(uri)
@@ -170,9 +172,9 @@ def test_predictions_are_aligned_with_the_gold_labels_in_any_order(order: list[i
             "group_id": [None] * 4}
     table = pa.table({k: pa.array([v[i] for i in order], pa.float64() if k == "score" else pa.string())
                       for k, v in rows.items()})
-    label_set = classification.LabelSet(classes=["neg", "pos"])
-    prediction_set = classification.PredictionSet(kind="classifier", has_label=True, has_score=True,
+    label_set = LabelSet(classes=["neg", "pos"])
+    prediction_set = PredictionSet(kind="classifier", has_label=True, has_score=True,
                                                   score_classes=[])
-    data = classification._aligned(prediction_set, label_set, gold, [table])
+    data = predictions.aligned(prediction_set, label_set, gold, [table])
     assert data.y_true.tolist() == [0, 1, 1, 0] and data.y_pred.tolist() == [0, 0, 1, 1]
     assert np.allclose(data.score, [0.1, 0.2, 0.3, 0.4]) and data.groups.tolist() == [0, 0, 1, 1]

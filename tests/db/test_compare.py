@@ -10,8 +10,9 @@ from sqlalchemy import Engine
 
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.services import comparisons, store
-from evalstore.services.evaluations import evaluate_runs, results
-from evalstore.significance import correct
+from evalstore.services.kinds.ranking import results
+from evalstore.services.orchestration import evaluate_runs
+from evalstore.statistics.significance import correct
 from tests.conftest import shared_path
 
 TOPICS = [str(t) for t in range(401, 409)]

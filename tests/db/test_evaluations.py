@@ -15,7 +15,8 @@ from evalstore.db.models import QueryResult
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
 from evalstore.services import store
-from evalstore.services.evaluations import evaluate_runs, leaderboard
+from evalstore.services.kinds.ranking import leaderboard
+from evalstore.services.orchestration import evaluate_runs
 from tests.conftest import shared_path
 
 

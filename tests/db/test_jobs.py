@@ -15,8 +15,8 @@ from evalstore.db.models import Evaluation, QueryResult
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, NotFoundError
 from evalstore.services import jobs, store
-from evalstore.services.evaluations import results, run_job
 from evalstore.services.jobs import EvaluationOptions
+from evalstore.services.kinds.ranking import results, run_job
 
 SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 FAST = EvaluationOptions(measures=("AP", "P@10", "RelString"))

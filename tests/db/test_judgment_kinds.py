@@ -16,7 +16,8 @@ from evalstore.cli import app
 from evalstore.errors import InputFormatError, InvalidParameterError
 from evalstore.io.writers import write_qrels
 from evalstore.services import store
-from evalstore.services.evaluations import evaluate_runs, results
+from evalstore.services.kinds.ranking import results
+from evalstore.services.orchestration import evaluate_runs
 from tests.golden.test_trec_eval_golden import suite_file
 
 SUBTOPICS = """\

@@ -19,7 +19,8 @@ from evalstore.db.engine import (
 )
 from evalstore.db.models import Base
 from evalstore.services import store
-from evalstore.services.evaluations import evaluate_runs, results
+from evalstore.services.kinds.ranking import results
+from evalstore.services.orchestration import evaluate_runs
 from evalstore.trec_order import trec_rank
 from tests.conftest import shared_path
 

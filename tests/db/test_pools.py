@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
-from evalstore import pooling
 from evalstore.db.models import PoolJudgment
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.services import pools, store
-from evalstore.services.evaluations import evaluate_runs, results
+from evalstore.services.kinds.ranking import results
+from evalstore.services.orchestration import evaluate_runs
 from evalstore.services.pools import _read_candidates, _runs
+from evalstore.statistics import pooling
 from tests.conftest import shared_path
 from tests.db.test_compare import _qrels_text, _run_text
 

@@ -228,8 +228,8 @@ def test_stored_results_equal_trec_eval_program(engine: object, qrels_parts: tup
                                                 run_parts: tuple[str, ...], options: dict[str, object],
                                                 trec_eval_binary: Path, tmp_path: Path) -> None:
     from evalstore.services import jobs, store
-    from evalstore.services.evaluations import results
-    from evalstore.services.worker import work_on
+    from evalstore.services.kinds.ranking import results
+    from evalstore.services.orchestration import work_on
 
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
     store.import_qrels(engine, qrels, name="q")

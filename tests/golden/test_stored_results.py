@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.services import jobs, store
-from evalstore.services.evaluations import results
-from evalstore.services.worker import work_on
+from evalstore.services.kinds.ranking import results
+from evalstore.services.orchestration import work_on
 from tests.conftest import shared_path
 
 CASES = [  # (qrels, run, relevance level)

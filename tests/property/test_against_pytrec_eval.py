@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from evalstore.metrics import compute
 from evalstore.metrics._prepare import PrepareOptions, prepare
-from evalstore.trec_eval import expand_trec_spec
+from evalstore.metrics.trec_names import expand_trec_spec
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

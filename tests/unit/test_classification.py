@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics
 
-from evalstore import classification as cls
+from evalstore.metrics import classification as cls
 
 
 def _codes(labels: list[str], classes: list[str]) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstore import pooling
+from evalstore.statistics import pooling
 from evalstore.trec_order import trec_rank
 
 

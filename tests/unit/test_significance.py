@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from evalstore import significance as sig
+from evalstore.statistics import significance as sig
 
 
 def _monte_carlo_bound(p: float, resamples: int) -> float:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalstore.metrics._registry import register_prediction_measure
+
 THRESHOLD_RULES = ("best-f1", "youden", "iso-accuracy")
 
 
@@ -400,3 +402,62 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
                 per_group[name] = stacked[name]
     settings["confusion"] = cm.tolist()
     return Suite(aggregates, per_group, curve, settings)
+
+
+# --- the registry's entries ------------------------------------------------------------------------
+# (name, what it is, reference, higher is better, headline: shown by default where results are summed up)
+_SK = "scikit-learn sklearn.metrics"
+_CLASSIFIER_MEASURES = [
+    ("accuracy", "share of items labelled right", f"{_SK}.accuracy_score", True, True),
+    ("error_rate", "share of items labelled wrong (1 - accuracy)", f"1 - {_SK}.accuracy_score", False, False),
+    ("balanced_accuracy", "mean recall over the classes present", f"{_SK}.balanced_accuracy_score", True, False),
+    *[(f"{m}_{avg}", f"{m} averaged over classes ({avg}); F-beta with --beta", f"{_SK}.{m}_score(average='{avg}')",
+       True, (m, avg) == ("f1", "macro"))
+      for avg in ("micro", "macro", "weighted") for m in ("precision", "recall", "f1")],
+    ("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K)", f"{_SK}.matthews_corrcoef", True, True),
+    ("kappa", "Cohen's kappa of labels against gold", f"{_SK}.cohen_kappa_score", True, False),
+    ("specificity_macro", "true-negative rate averaged over classes", "1 - fallout; Sokolova & Lapalme 2009", True,
+     False),
+    ("fallout_macro", "false-positive rate averaged over classes", "Sokolova & Lapalme 2009", False, False),
+    *[(m, f"{m} of the positive class (binary); '{m}.<class>' for each class", f"{_SK}.{m}_score", True, False)
+      for m in ("precision", "recall", "f1")],
+    ("specificity", "true-negative rate of the positive class; 'specificity.<class>' for each", "Sokolova & Lapalme "
+     "2009", True, False),
+    ("fallout", "false-positive rate of the positive class; 'fallout.<class>' for each", "Sokolova & Lapalme 2009",
+     False, False),
+    ("generality", "share of gold items in the positive class; 'generality.<class>' for each", "Sokolova & Lapalme "
+     "2009", True, False),
+    ("support", "gold items in the positive class; 'support.<class>' for each", f"{_SK}.precision_recall_fscore_"
+     "support", True, False),
+    ("auc", "area under the ROC curve of the binary score (ties count half)", f"{_SK}.roc_auc_score", True, True),
+    ("gauc", "group AUC: per-group AUC weighted by group size, over groups with both classes",
+     "Zhou et al., KDD 2018 (DIN)", True, True),
+    ("gauc_groups_skipped", "groups left out of GAUC (one class only)", "Zhou et al., KDD 2018", False, False),
+    ("average_precision", "average precision of the binary score (step definition)",
+     f"{_SK}.average_precision_score", True, True),
+    ("interpolated_ap_11", "11-point interpolated average precision of the binary score", "TREC 11-point average",
+     True, False),
+    ("break_even", "precision where it equals recall on the precision-recall curve", "Lewis 1992", True, False),
+    *[(f"threshold_{rule.replace('-', '_')}{part}", f"{'value at ' if part else ''}the score threshold chosen by "
+       f"{rule}", "--threshold rules; Youden 1950 (youden)", True, False)
+      for rule in THRESHOLD_RULES for part in ("", "_value")],
+    ("rela_impr", "relative AUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
+    ("rela_impr_gauc", "relative GAUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
+    ("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')", True, False),
+    ("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')", True, False),
+    ("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", False, True),
+    ("cost_per_item", "expected cost per item under --cost-matrix", "Elkan 2001", False, False),
+]
+_CLUSTERING_MEASURES = [
+    ("purity", "share of items in their cluster's majority class", "Zhao & Karypis 2001; Amigo et al. 2009", True,
+     True),
+    ("inverse_purity", "share of items in their class's majority cluster", "Amigo et al. 2009", True, False),
+    ("purity_f", "F of purity and inverse purity", "Amigo et al. 2009", True, True),
+    ("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score", True, False),
+    ("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", True, True),
+    ("clusters", "number of clusters", "count", True, False),
+]
+for _kind, _table in (("classifier", _CLASSIFIER_MEASURES), ("clustering", _CLUSTERING_MEASURES)):
+    for _name, _description, _reference, _higher, _headline in _table:
+        register_prediction_measure(_name, _kind, description=_description, reference=_reference,
+                                    higher_is_better=_higher, headline=_headline)

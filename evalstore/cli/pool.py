@@ -1,4 +1,4 @@
-"""`evalstore pool ...` and `evalstore judgments ...`: TREC-style judging pools."""
+"""`evalstore pool ...`: TREC-style judging pools, built from stored runs."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, ReportFormat, info, render, render_record
-from evalstore.errors import InvalidParameterError
 
 app = typer.Typer(no_args_is_help=True, help="Build judging pools, export them to assessors, make qrels.")
-judgments_app = typer.Typer(no_args_is_help=True, help="Assessors' judgments of a pool, and their agreement.")
 
 
 def _topics(text: str | None) -> list[str] | None:
@@ -50,7 +49,7 @@ def build(
     from evalstore.services import pools
 
     if bool(run) == all_runs:
-        raise InvalidParameterError("Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
+        raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
     summary = pools.build_pool(state(ctx).engine(), name=name, run_names=None if all_runs else run,
                                strategy=strategy, depth=depth, budget=budget, topics=_topics(topics), seed=seed,
                                rbp_p=rbp_p, bandit_policy=policy, replace=replace)
@@ -209,42 +208,3 @@ def simulate(
     if plot is not None:
         pools.simulation_figure(sim, f"Pooling strategies replayed on {qrels}").savefig(plot)
         info(f"plot written to {plot}")
-
-
-@judgments_app.command("import")
-def import_judgments(
-    ctx: typer.Context,
-    path: Path = typer.Argument(..., help="Filled-in sheet: TSV/CSV with topic, doc, relevance columns, or "
-                                "TREC qrels lines."),
-    pool: str = typer.Option(..., "--pool"),
-    assessor: str = typer.Option(..., "--assessor"),
-    allow_outside_pool: bool = typer.Option(False, "--allow-outside-pool", help="Keep judgments of documents "
-                                            "the pool does not hold."),
-) -> None:
-    """Store one assessor's judgments (all or nothing); a re-import replaces that assessor's labels."""
-    from evalstore.services import pools
-
-    count = pools.import_judgments(state(ctx).engine(), path, pool_name=pool, assessor=assessor,
-                                   allow_outside_pool=allow_outside_pool)
-    info(f"{count} judgments by '{assessor}' stored for pool '{pool}'")
-
-
-@judgments_app.command("agreement")
-def agreement(ctx: typer.Context, pool: str = typer.Option(..., "--pool"),
-              fmt: ReportFormat = typer.Option(ReportFormat.table, "--format")) -> None:
-    """Cohen's kappa per pair of assessors (linearly weighted too for graded labels), Fleiss' kappa and
-    Krippendorff's ordinal alpha, with the number of items each is computed over."""
-    from dataclasses import asdict
-
-    from evalstore.services import pools
-
-    result = pools.pool_agreement(state(ctx).engine(), pool)
-    if fmt is ReportFormat.json:
-        sys.stdout.write(json.dumps(asdict(result), indent=2) + "\n")
-        return
-    render([asdict(p) for p in result.pairs], ["first", "second", "items", "observed", "kappa", "weighted_kappa"],
-           fmt, title=f"pool {pool}: Cohen's kappa per pair")
-    overall = [{"statistic": "Fleiss' kappa", "value": result.fleiss_kappa, "items": result.items_all},
-               {"statistic": "Krippendorff's alpha (ordinal)", "value": result.krippendorff_alpha,
-                "items": result.items_any}]
-    render(overall, ["statistic", "value", "items"], fmt, title=f"pool {pool}: all assessors")

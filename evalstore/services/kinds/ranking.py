@@ -1,69 +1,48 @@
-"""Evaluating stored runs against stored qrels, keeping the results, and reading them back.
-
-Computing is a queued job (:mod:`evalstore.services.jobs`): :func:`run_job` is what a worker does
-with a claimed job. :func:`evaluate_runs` is the in-process path (queue, then do our own jobs).
-"""
-
 from __future__ import annotations
 
 import logging
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
+from evalstore import plots
+from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
-from evalstore.metrics import Measure, compute, parse_measure, resolve_measures, summarise
+from evalstore.io.formats import Preferences
+from evalstore.metrics import Measure, compute, mlflow_key, parse_measure, resolve_measures, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare_ranked
+from evalstore.metrics.diversity import diversity_values
+from evalstore.metrics.preferences import evaluate_preferences
 from evalstore.services import jobs
-from evalstore.services.jobs import DEFAULT_MEASURE_SET, ClaimedJob, EvaluationOptions
+from evalstore.services.jobs import ClaimedJob
+from evalstore.services.kinds.base import (
+    EvaluationSummary,
+    JobTimings,
+    Leaderboard,
+    MlflowRun,
+    StoredEvaluation,
+    per_query_table,
+)
+from evalstore.trec_eval import render_lines, stored_rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalstore.services.classification import Evaluated
-
-__all__ = ["DEFAULT_MEASURE_SET", "EvaluationOptions", "evaluate_runs", "leaderboard", "results", "run_job"]
-
 log = logging.getLogger("evalstore.worker")
-
-
-@dataclass
-class JobTimings:
-    """Seconds spent in each step of one job (the benchmark reports them)."""
-
-    load: float = 0.0
-    compute: float = 0.0
-    store: float = 0.0
-
-
-@dataclass(frozen=True)
-class EvaluationSummary:
-    evaluation_id: int
-    run: str
-    qrels: str
-    reused: bool
-    topics: int
-    missing_topics: tuple[str, ...] = ()
-    timings: JobTimings = field(default_factory=JobTimings)
-    # the results just computed, for MLflow (not when reused); a classification's are Evaluated
-    stored: StoredResults | Evaluated | None = None
 
 
 def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
-    if job.prediction_set_id is not None:
-        from evalstore.services import classification
-
-        return classification.run_job(engine, job)
     timings = JobTimings()
     started = time.perf_counter()
     with read_only(engine) as session:
@@ -110,8 +89,6 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
     -c) also the judged topics it lacks, scored as an empty ranking scores."""
     complete = options["missing_topics"] == "zero"
     if kind == "subtopics":
-        from evalstore.metrics.diversity import diversity_values
-
         topics, values = diversity_values(judgments, run, measures, max_docs=options["max_docs"])
         scored = set(topics)
         missing = tuple(t for t in sorted(set(judgments["topic"].to_pylist()), key=int) if t not in scored)
@@ -119,8 +96,6 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
             topics = topics + list(missing)
             values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}
         return topics, values, missing
-    from evalstore.metrics.preferences import Preferences, evaluate_preferences
-
     prefs = Preferences(*(np.array(judgments[c].to_pylist(), dtype=object)
                           for c in ("topic", "iteration", "subgroup", "doc")),
                         judgments["level"].to_numpy(zero_copy_only=False))
@@ -131,7 +106,7 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
 _qrels_cache: dict[tuple[int, str], pa.Table] = {}
 
 
-def _qrels_cached(session: Any, qrels: QrelsSet) -> pa.Table:
+def _qrels_cached(session: Session, qrels: QrelsSet) -> pa.Table:
     """A worker evaluates run after run against the same qrels: keep the last one read. Keyed by
     id and content hash, so replaced qrels are read afresh."""
     key = (qrels.id, qrels.content_hash)
@@ -157,28 +132,10 @@ def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ran
     return per_query, aggregates
 
 
-def per_query_table(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
-                    textual: dict[str, list[str]] | None = None) -> pa.Table:
-    """Rows (measure, query_id, value, text_value) of ``query_results``, built column-wise: a
-    ranking evaluation's per-topic values, or a classification's per-group ones."""
-    textual = textual or {}
-    n = len(query_ids)
-    measure_col = np.repeat(np.asarray([*numeric, *textual], dtype=object), n)
-    query_col = np.tile(np.asarray(query_ids, dtype=object), len(numeric) + len(textual))
-    numbers = np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric else []
-    texts = [v for column in textual.values() for v in column]
-    return pa.table({
-        "measure": pa.array(measure_col, pa.string()),
-        "query_id": pa.array(query_col, pa.string()),
-        "value": pa.concat_arrays([pa.array(numbers, pa.float64()), pa.nulls(len(texts), pa.float64())]),
-        "text_value": pa.concat_arrays([pa.nulls(len(numbers), pa.string()), pa.array(texts, pa.string())]),
-    })
-
-
 def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[str], list[str], pd.DataFrame]:
     """(topics, measures, frame) as :func:`results` reads them back: topics sorted as text, one
     float column per measure (text for relstring-like ones), in the measures' order."""
-    import pandas as pd
+    import pandas as pd  # here, not at the top: `evalstore` commands that never build a frame skip its import
 
     frame = pd.DataFrame(
         {str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
@@ -187,44 +144,7 @@ def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[s
     return frame.index.tolist(), list(frame.columns), frame
 
 
-def evaluate_runs(
-    engine: Engine,
-    *,
-    qrels_name: str,
-    run_names: list[str] | None,
-    measures: list[str] | None = None,
-    relevance_level: int = 1,
-    max_docs: int | None = None,
-    judged_only: bool = False,
-    missing_topics: str = "zero",
-    force: bool = False,
-) -> list[EvaluationSummary]:
-    """Evaluate each run (all runs when ``run_names`` is None) in this process and store the results.
-
-    The jobs go through the queue like any other, so a stored result is reused, and a job a worker
-    is already running is waited for rather than computed twice.
-    """
-    from evalstore.services.worker import work_on
-
-    options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
-                                missing_topics)
-    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force)
-    done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=False)
-    summaries = []
-    with read_only(engine) as session:
-        for ref in refs:
-            if ref.evaluation_id in done:
-                summaries.append(done[ref.evaluation_id])
-                continue
-            job = session.get(Evaluation, ref.evaluation_id)
-            assert job is not None
-            if job.state != "done":
-                raise EvaluationError(f"Evaluation {job.id} of run '{ref.run}' {job.state}: {job.error}")
-            summaries.append(EvaluationSummary(job.id, ref.run, ref.qrels, True, _topic_count(session, job.id)))
-    return summaries
-
-
-def _topic_count(session: Any, evaluation_id: int) -> int:
+def _topic_count(session: Session, evaluation_id: int) -> int:
     count = session.scalar(select(AggregateResult.query_count).where(
         AggregateResult.evaluation_id == evaluation_id).limit(1))
     return int(count or 0)
@@ -244,12 +164,11 @@ class StoredResults:
     frame: pd.DataFrame  # one row per topic (sorted), one column per measure
     aggregates: dict[str, float]
     header: dict[str, Any]  # hashes, versions and the run's metadata
+    kind: str = "ranking"
 
     def as_trec_eval(self, *, per_query: bool, with_counts: bool = True) -> str:
         """What ``evalstore trec-eval`` prints for the same files and options (``-q`` with
         ``per_query``); ``with_counts`` adds its runid and num_q lines."""
-        from evalstore.trec_eval import render_lines, stored_rows
-
         measures = {parse_measure(m): m for m in self.measures}
         rows = stored_rows(list(measures))
         if not with_counts:
@@ -320,7 +239,7 @@ class LeaderboardRow:
 def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None = None,
                 sort: str | None = None) -> tuple[list[str], list[LeaderboardRow]]:
     """Every run evaluated on the qrels: mean and 95% t-interval per measure, sorted by ``sort``."""
-    from scipy import stats
+    from scipy import stats  # scipy.stats takes ~0.4 s to import; only leaderboards need it
 
     names = [str(m) for m in resolve_measures(measures or ["AP", "nDCG@10", "P@10", "RR"])]
     sort_name = str(resolve_measures([sort])[0]) if sort else names[0]
@@ -367,3 +286,105 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
     direction = -1.0 if resolve_measures([sort_name])[0].spec.higher_is_better else 1.0
     rows.sort(key=lambda r: direction * r.values.get(sort_name, (-direction * math.inf,))[0])
     return names, rows
+
+
+def _leaderboard_view(qrels_name: str, names: list[str], rows: list[LeaderboardRow], sort: str | None) -> Leaderboard:
+    interval = [f"{n} CI {end}" for n in names for end in ("low", "high")]
+    # subtopic and preference judgments have no Judged@10: no empty column for them
+    coverage = ["Judged@10"] if any(row.judged_at_10 is not None for row in rows) else []
+    cells = []
+    for rank, row in enumerate(rows, start=1):
+        cell = {"#": str(rank), "run": row.run, "topics": str(row.topics),
+                "Judged@10": "" if row.judged_at_10 is None else f"{row.judged_at_10:.2f}"}
+        for name in names:
+            mean, low, high = row.values.get(name, (float("nan"),) * 3)
+            cell[f"{name} [95% CI]"] = f"{mean:.4f} [{low:.4f}, {high:.4f}]"
+        cells.append(cell)
+    poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
+    warnings = [f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores are unreliable"
+                ] if poorly else []
+    return Leaderboard(
+        title=f"leaderboard: {qrels_name} (sorted by {sort or names[0]})",
+        record_columns=["run", "system", "topics", *names, *interval, "Judged@10"],
+        records=[r.as_dict() for r in rows],
+        cell_columns=["#", "run", "topics", *[f"{n} [95% CI]" for n in names], *coverage],
+        cells=cells, warnings=warnings)
+
+
+def read_back(engine: Engine, evaluation_id: int) -> StoredResults:
+    """A finished evaluation read back whole, by id."""
+    with read_only(engine) as session:
+        names = session.execute(select(Run.name, QrelsSet.name).select_from(Evaluation)
+                                .join(Run, Evaluation.run_id == Run.id)
+                                .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+                                .where(Evaluation.id == evaluation_id)).one()
+    return results(engine, qrels_name=names[1], run_name=names[0], evaluation_id=evaluation_id)
+
+
+# --- MLflow --------------------------------------------------------------------------------------
+
+MAIN_MEASURES = ("AP", "nDCG@10", "P@10", "RR")
+
+
+def mlflow_run(stored: StoredResults) -> MlflowRun:
+    """Params (the run's metadata and the options), every aggregate as a metric, the per-topic
+    table (Parquet and an MLflow table), trec_eval's text, and two plots."""
+    meta = stored.header
+    tags = {
+        "evalstore.evaluation_id": str(stored.evaluation_id), "evalstore.results_version": str(meta["results_version"]),
+        "evalstore.kind": stored.kind, "evalstore.run": stored.run, "evalstore.qrels": stored.qrels,
+        "evalstore.run_hash": meta["run_hash"], "evalstore.qrels_hash": meta["qrels_hash"],
+        "evalstore.options_hash": meta["options_hash"], "evalstore.version": meta["evalstore_version"] or __version__,
+    }
+    params: dict[str, Any] = {f"run.{k}": v for k, v in meta["run_metadata"].items()}
+    params.update({"run.system": meta["system"] or "", "run.tag": stored.run_tag or ""})
+    options = stored.options
+    params.update({k: options[k] for k in ("relevance_level", "max_docs", "judged_only", "missing_topics", "tie_rule")})
+    params["measures"] = len(options["measures"])
+    params["topics"] = len(stored.topics)
+    frame = stored.frame.rename_axis("query_id")
+    return MlflowRun(
+        experiment=stored.qrels, name=stored.run, tags=tags, params=params, metrics=dict(stored.aggregates),
+        parquet={"per_query.parquet": frame}, tables={"per_query_table.json": frame.reset_index()},
+        texts={"trec_eval.txt": stored.as_trec_eval(per_query=True)},
+        dicts={"evaluation.json": {"evaluation_id": stored.evaluation_id, "run": stored.run, "qrels": stored.qrels,
+                                   **stored.options, **{k: v for k, v in meta.items() if k != "run_metadata"}}},
+        figures=lambda: _figures(stored))
+
+
+def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
+    main = next((m for m in MAIN_MEASURES if m in stored.measures), None)
+    if main is not None:
+        values = sorted(zip(stored.frame[main].astype(float).tolist(), stored.topics, strict=True), reverse=True)
+        yield f"per_topic_{mlflow_key(main)}.png", plots.per_topic(
+            values, stored.aggregates.get(main), ylabel=main, title=f"{main} per topic: {stored.run} on {stored.qrels}")
+    curve = sorted((parse_measure(m).param("recall"), value) for m, value in stored.aggregates.items()
+                   if parse_measure(m).family == "IPrec")
+    if len(curve) >= 2:
+        figure, axes = plots.curve_axes("recall", "interpolated precision",
+                                        f"Interpolated precision-recall: {stored.run}")
+        axes.plot([r for r, _ in curve], [p for _, p in curve], marker="o", color=plots.BLUE)
+        yield "precision_recall.png", figure
+
+
+class RankingKind:
+    """Runs against qrels: see the module's functions."""
+
+    name = "ranking"
+
+    def run_job(self, engine: Engine, job: ClaimedJob) -> EvaluationSummary:
+        return run_job(engine, job)
+
+    def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
+        return read_back(engine, evaluation_id)
+
+    def mlflow_run(self, stored: StoredEvaluation) -> MlflowRun:
+        assert isinstance(stored, StoredResults), f"a ranking kind was handed a {stored.kind} evaluation"
+        return mlflow_run(stored)
+
+    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None) -> Leaderboard:
+        names, rows = leaderboard(engine, qrels_name=judgments, measures=measures or None, sort=sort)
+        return _leaderboard_view(judgments, names, rows, sort)
+
+
+RANKING = RankingKind()

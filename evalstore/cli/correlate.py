@@ -1,0 +1,43 @@
+"""`evalstore correlate`: do two orderings of the systems agree?"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
+from evalstore.cli._output import ReportFormat, render
+
+
+def correlate(
+    ctx: typer.Context,
+    qrels: list[str] = typer.Option(..., "--qrels", help="Qrels name (once, or twice with one --measure)."),
+    measure: list[str] = typer.Option(..., "--measure", help="Measure (twice, or once with two --qrels)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+) -> None:
+    """Agreement of two system rankings (by mean score): Kendall's tau, tau-AP (the first ordering is
+    the reference) and Spearman's rho, with the pairs of systems the two orderings swap."""
+    from evalstore.services.comparisons import correlate as compute
+
+    if sorted((len(qrels), len(measure))) != [1, 2]:
+        raise usage_conflict(ctx, "Give one --qrels and two --measure, or two --qrels and one --measure.")
+    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure)
+    if fmt is ReportFormat.json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        return
+    r = result.result
+    summary = {"reference": result.first, "other": result.second, "systems": r.systems,
+               "Kendall tau": f"{r.kendall_tau:.4f}", "tau-AP": f"{r.tau_ap:.4f}",
+               "Spearman rho": f"{r.spearman_rho:.4f}", "concordant": r.concordant, "discordant": r.discordant}
+    render([summary], list(summary), fmt, title="rank correlation")
+    if fmt is ReportFormat.csv:
+        return
+    scores = dict(zip(result.systems, zip(result.first_scores, result.second_scores, strict=True), strict=True))
+    swapped = [{"above in reference": a, "above in other": b,
+                "reference": f"{scores[a][0]:.4f} > {scores[b][0]:.4f}",
+                "other": f"{scores[a][1]:.4f} < {scores[b][1]:.4f}"} for a, b in r.swapped]
+    if swapped:
+        render(swapped, list(swapped[0]), fmt, title=f"{len(swapped)} swapped pairs")

@@ -1,0 +1,90 @@
+"""`evalstore evaluate`: queue evaluations of stored runs (or of predictions) and, with --wait, get them done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
+from evalstore.cli._output import OutputFormat, info, render
+
+
+def evaluate(
+    ctx: typer.Context,
+    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels (ranking runs)."),
+    run: list[str] = typer.Option([], "--run", help="Run name (repeatable)."),
+    all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
+    measures: str | None = typer.Option(
+        None, "--measures", help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
+        "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one)."),
+    relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
+    max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
+    missing: str = typer.Option("zero", "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 "
+                                "(trec_eval -c), 'skip' leaves it out."),
+    force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the results; with no worker running, compute them "
+                              "in this process."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    labels: str | None = typer.Option(None, "--labels", help="Gold labels (classification and clustering; "
+                                      "instead of --qrels)."),
+    predictions: list[str] = typer.Option([], "--predictions", help="Prediction set or clustering (repeatable; "
+                                          "default: all of the labels')."),
+    cost_matrix: Path | None = typer.Option(None, "--cost-matrix", help="CSV/TSV: true, predicted, cost."),
+    threshold: str | None = typer.Option(None, "--threshold", help="Binary scores: a number, or best-f1 | youden "
+                                         "| iso-accuracy (default: the predicted labels, else 0.5)."),
+    positive: str | None = typer.Option(None, "--positive", help="Positive class of a binary task (default: the "
+                                        "last in sorted order)."),
+    prior: float | None = typer.Option(None, "--prior", help="P(positive) for --threshold iso-accuracy (default: "
+                                       "the gold labels' prevalence)."),
+    beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
+) -> None:
+    """Queue evaluations of stored runs against stored qrels (one job per run), or of
+    predictions against gold labels (--labels, one job per prediction set).
+
+    The same inputs and options are one job: a finished one is reused unless --force. Without
+    --wait the jobs wait for 'evalstore worker'."""
+    from evalstore.services import orchestration
+    from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions
+
+    request: orchestration.Request
+    if labels is not None:
+        if qrels is not None or run or all_runs:
+            raise usage_conflict(ctx, "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking "
+                                 "runs. Give one or the other.")
+        request = orchestration.PredictionRequest(
+            labels, predictions or None, cost_matrix, threshold, positive, prior, beta, baseline, force, max_attempts)
+    else:
+        if qrels is None:
+            raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
+        if bool(run) == all_runs:
+            raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
+        options = EvaluationOptions(tuple(split_measures(measures)) if measures else DEFAULT_MEASURE_SET,
+                                    relevance_level, max_docs, False, missing)
+        request = orchestration.RankingRequest(qrels, None if all_runs else run, options, force, max_attempts)
+
+    def announce(ref: orchestration.JobRef) -> None:
+        info(f"job {ref.evaluation_id}: {ref.describe()}: {ref.outcome}")
+
+    outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, announce=announce)
+    report = outcome.report
+    render(report.rows, report.columns, fmt, title=report.title)
+    if wait and outcome.unfinished:
+        raise outcome.failure()
+
+
+def split_measures(text: str) -> list[str]:
+    """Split on commas outside parentheses: 'AP,P(rel=2)@5,nDCG(gain=exp,discount=jk)@10'."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return [p for p in parts if p]

@@ -1,0 +1,38 @@
+"""`evalstore labels ...`: gold labels of classification and clustering tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render
+
+app = typer.Typer(help="Gold labels of classification and clustering tasks.", no_args_is_help=True)
+
+
+@app.command("import")
+def import_labels(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="CSV, TSV or Parquet with columns item_id, label [, group]."),
+    name: str = typer.Option(..., "--name"),
+    description: str | None = typer.Option(None, "--description"),
+    replace: bool = typer.Option(False, "--replace", help="Replace labels of this name holding other content."),
+) -> None:
+    """Store gold labels; the same file again stores nothing."""
+    from evalstore.services import labels as catalogue
+
+    summary = catalogue.import_labels(state(ctx).engine(), path, name=name, description=description,
+                                           replace=replace)
+    verb = "stored" if summary.created else "already stored, nothing new"
+    info(f"labels '{summary.name}' {verb}: {summary.rows} items, {len(summary.details['classes'])} classes, "
+         f"{summary.details['groups']} groups")
+
+
+@app.command("list")
+def list_labels(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    from evalstore.services import labels as catalogue
+
+    rows = [s.as_dict() for s in catalogue.list_label_sets(state(ctx).engine())]
+    render(rows, ["name", "rows", "classes", "groups", "created_at"], fmt, title="gold labels")

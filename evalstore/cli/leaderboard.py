@@ -1,0 +1,39 @@
+"""`evalstore leaderboard`: everything evaluated against one set of judgments, best first."""
+
+from __future__ import annotations
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
+from evalstore.cli._output import ReportFormat, render, warn
+
+
+def leaderboard(
+    ctx: typer.Context,
+    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
+    measure: list[str] = typer.Option([], "--measure", help="Measure to show (repeatable; default AP, nDCG@10, "
+                                      "P@10, RR; with --labels f1_macro, accuracy, mcc)."),
+    sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    labels: str | None = typer.Option(None, "--labels", help="Rank prediction sets on these gold labels instead."),
+) -> None:
+    """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
+    (or, with --labels, every prediction set evaluated on the gold labels).
+
+    markdown and latex print the table ready to paste into a report."""
+    from evalstore.services import comparisons
+
+    if qrels is not None and labels is not None:
+        raise usage_conflict(ctx, "Give --qrels (ranking runs) or --labels (predictions), not both.")
+    if qrels is None and labels is None:
+        raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
+    kind, judgments = ("ranking", qrels) if qrels is not None else ("classifier", labels)
+    assert judgments is not None
+    board = comparisons.leaderboard(state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort)
+    if fmt in (ReportFormat.json, ReportFormat.csv):
+        render(board.records, board.record_columns, fmt, title=board.title)
+        return
+    render(board.cells, board.cell_columns, fmt, title=board.title)
+    for message in board.warnings:
+        warn(message)

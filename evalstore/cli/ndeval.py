@@ -1,0 +1,42 @@
+"""`evalstore ndeval`: the TREC Web track's diversity measures, as ndeval prints them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+
+def ndeval(
+    qrels: Path = typer.Argument(..., help="Subtopic qrels (topic subtopic docno judgment)."),
+    run: Path = typer.Argument(..., help="Run file (qid Q0 docno rank score tag)."),
+    alpha: float = typer.Option(0.5, "-alpha", min=0.0, max=1.0, help="Redundancy intolerance (alpha-nDCG, NRBP)."),
+    beta: float = typer.Option(0.5, "-beta", min=0.0, max=1.0, help="Patience (NRBP)."),
+    max_docs: int | None = typer.Option(None, "-M", min=1, help="Keep only the top N documents per topic."),
+    complete: bool = typer.Option(False, "-c", help="Average over every qrels topic."),
+    traditional: bool = typer.Option(True, "-traditional", hidden=True,
+                                     help="Accepted for ndeval's command lines; the order is always trec_eval's."),
+) -> None:
+    """The TREC Web track's diversity measures, exactly as ndeval -traditional prints them (CSV)."""
+    from evalstore.io.formats import read_qrels, read_run
+    from evalstore.metrics.diversity import evaluate_diversity, render_ndeval
+
+    subtopics = read_qrels(qrels, judgment_groups=True, strict=False)
+    parsed = read_run(run, strict=False, content_hash=False)
+    result = evaluate_diversity(subtopics.table, parsed.table, alpha=alpha, beta=beta, max_docs=max_docs,
+                                qrels_path=str(qrels), run_path=str(run))
+    sys.stdout.write(render_ndeval(result, _first_run_tag(run), complete=complete))
+
+
+def _first_run_tag(path: Path) -> str:
+    """ndeval names the run after the tag on its first line (trec_eval: the last)."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as lines:  # type: ignore[operator]
+        for line in lines:
+            fields = line.split()
+            if len(fields) >= 6 and not fields[0].startswith("#"):
+                return fields[5]
+    return "unknown"

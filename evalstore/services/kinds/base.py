@@ -1,0 +1,143 @@
+"""What every evaluation kind provides, and the types the layers above share.
+
+An evaluation *kind* (ranking, classifier, clustering) is one object (:class:`EvaluationKind`)
+that runs a claimed job, reads a finished evaluation back, ranks what was evaluated against the
+same judgments, and says what MLflow should receive. The worker, MLflow tracking, leaderboards and
+comparisons look the kind up in :data:`evalstore.services.kinds.KINDS`; none of them branches on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+from sqlalchemy import Engine
+
+from evalstore.services.jobs import ClaimedJob
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class JobTimings:
+    """Seconds spent in each step of one job (the benchmark reports them)."""
+
+    load: float = 0.0
+    compute: float = 0.0
+    store: float = 0.0
+
+
+class StoredEvaluation(Protocol):
+    """A finished evaluation of any kind, as computed just now or read back from the store."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def evaluation_id(self) -> int: ...
+
+    @property
+    def header(self) -> dict[str, Any]: ...  # hashes and versions; "results_version" at least
+
+
+@dataclass(frozen=True)
+class EvaluationSummary:
+    """What running (or reusing) one job led to. ``inputs`` names what was evaluated (a run, a
+    prediction set) and ``judgments`` what against (qrels, gold labels)."""
+
+    evaluation_id: int
+    inputs: str
+    judgments: str
+    reused: bool
+    topics: int  # topics of a ranking, groups of a classification
+    missing_topics: tuple[str, ...] = ()
+    timings: JobTimings = field(default_factory=JobTimings)
+    # the results just computed, for MLflow (not when reused)
+    stored: StoredEvaluation | None = None
+
+
+Figures = Callable[[], Iterator[tuple[str, Any]]]
+
+
+@dataclass(frozen=True)
+class MlflowRun:
+    """Everything one MLflow run of an evaluation (or comparison) holds; tracking logs it as it
+    is, whatever the kind. ``experiment`` is the judgments' name (qrels or gold labels)."""
+
+    experiment: str
+    name: str
+    tags: dict[str, str]
+    params: dict[str, Any]
+    metrics: dict[str, float | None]  # canonical measure name -> value (None and NaN are skipped)
+    parquet: dict[str, pd.DataFrame] = field(default_factory=dict)  # artifact file -> frame
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # MLflow log_table file -> frame
+    texts: dict[str, str] = field(default_factory=dict)
+    dicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    figures: Figures | None = None  # drawn only when logged (matplotlib is slow to import)
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Everything evaluated against one set of judgments, best first. ``records`` carry full
+    precision (JSON, CSV); ``cells`` are the same rows as a table shows them."""
+
+    title: str
+    record_columns: list[str]
+    records: list[dict[str, Any]]
+    cell_columns: list[str]
+    cells: list[dict[str, str]]
+    warnings: list[str] = field(default_factory=list)
+
+
+class EvaluationKind(Protocol):
+    """One kind of evaluation, registered once in :data:`evalstore.services.kinds.KINDS`."""
+
+    name: str
+
+    def run_job(self, engine: Engine, job: ClaimedJob) -> EvaluationSummary:
+        """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+        ...
+
+    def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
+        """A finished evaluation as MLflow gets it."""
+        ...
+
+    def mlflow_run(self, stored: StoredEvaluation) -> MlflowRun:
+        """What MLflow receives for a finished evaluation."""
+        ...
+
+    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str],
+                    sort: str | None) -> Leaderboard:
+        """Everything evaluated against ``judgments`` (qrels or gold labels), best first."""
+        ...
+
+
+def per_query_table(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
+                    textual: dict[str, list[str]] | None = None) -> pa.Table:
+    """Rows (measure, query_id, value, text_value) of ``query_results``, built column-wise: a
+    ranking evaluation's per-topic values, or a classification's per-group ones."""
+    textual = textual or {}
+    n = len(query_ids)
+    measure_col = np.repeat(np.asarray([*numeric, *textual], dtype=object), n)
+    query_col = np.tile(np.asarray(query_ids, dtype=object), len(numeric) + len(textual))
+    numbers = np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric else []
+    texts = [v for column in textual.values() for v in column]
+    return pa.table({
+        "measure": pa.array(measure_col, pa.string()),
+        "query_id": pa.array(query_col, pa.string()),
+        "value": pa.concat_arrays([pa.array(numbers, pa.float64()), pa.nulls(len(texts), pa.float64())]),
+        "text_value": pa.concat_arrays([pa.nulls(len(numbers), pa.string()), pa.array(texts, pa.string())]),
+    })
+
+
+def topic_list(topics: Sequence[str], shown: int = 5) -> str:
+    """'qrels topic 7', '3 qrels topics (1, 2, 3)', or the first few and how many more."""
+    if len(topics) == 1:
+        return f"qrels topic {topics[0]}"
+    listed = ", ".join(topics[:shown])
+    more = f" and {len(topics) - shown} more" if len(topics) > shown else ""
+    return f"{len(topics)} qrels topics ({listed}{more})"

@@ -1,0 +1,204 @@
+"""Getting evaluations done: queue the jobs, run them in this process when no worker is alive,
+wait for the ones a worker holds. The one place this is written; the CLI (and the HTTP API) call
+:func:`evaluate`, and the services that need results first (comparisons) :func:`evaluate_runs`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from evalstore import _logging, config
+from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError
+from evalstore.services import jobs
+from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
+from evalstore.services.kinds import predictions
+from evalstore.services.kinds.base import EvaluationSummary
+from evalstore.services.kinds.predictions import Evaluated
+from evalstore.services.worker import Worker, WorkerSettings
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``evaluate`` shows of the jobs it asked for."""
+
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+
+class Request(Protocol):
+    """What to evaluate, against what, with which options: queued as one job per input."""
+
+    def enqueue(self, engine: Engine) -> list[JobRef]: ...
+
+    def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report: ...
+
+
+@dataclass(frozen=True)
+class RankingRequest:
+    """Runs (every registered run when ``runs`` is None) against stored qrels."""
+
+    qrels: str
+    runs: list[str] | None
+    options: EvaluationOptions = EvaluationOptions()
+    force: bool = False
+    max_attempts: int = 3
+
+    def enqueue(self, engine: Engine) -> list[JobRef]:
+        return jobs.enqueue(engine, qrels_name=self.qrels, run_names=self.runs, options=self.options,
+                            force=self.force, max_attempts=self.max_attempts)
+
+    def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
+        return Report("evaluations", ["id", "run", "qrels", "state", "attempts", "mlflow_state", "error"],
+                      [v.as_dict() for v in views])
+
+
+@dataclass(frozen=True)
+class PredictionRequest:
+    """Prediction sets or clusterings (all of the labels' when ``predictions`` is None) against
+    their gold labels; the options are the classification suite's."""
+
+    labels: str
+    predictions: list[str] | None
+    cost_matrix: Path | None = None
+    threshold: float | str | None = None
+    positive: str | None = None
+    prior: float | None = None
+    beta: float = 1.0
+    baseline: str | None = None
+    force: bool = False
+    max_attempts: int = 3
+
+    def enqueue(self, engine: Engine) -> list[JobRef]:
+        return predictions.enqueue(
+            engine, labels_name=self.labels, prediction_names=self.predictions, cost_matrix=self.cost_matrix,
+            threshold=self.threshold, positive=self.positive, prior=self.prior, beta=self.beta,
+            baseline=self.baseline, force=self.force, max_attempts=self.max_attempts)
+
+    def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
+        """The jobs; once waited for, each finished evaluation's main measures."""
+        if not waited:
+            return Report("evaluations", ["id", "kind", "run", "qrels", "state", "attempts", "mlflow_state"],
+                          [v.as_dict() for v in views])
+        rows = []
+        for view in views:
+            if view.state != "done":
+                continue
+            result = predictions.stored_evaluation(engine, view.id, with_groups=False)
+            rows.append({"evaluation": result.evaluation_id, "predictions": result.predictions, "kind": result.kind,
+                         **{m: result.aggregates.get(m) for m in predictions.SHOWN_MEASURES},
+                         "threshold": result.settings.get("threshold"), "mlflow_state": view.mlflow_state})
+        shown = [m for m in [*predictions.SHOWN_MEASURES, "threshold"] if any(r[m] is not None for r in rows)]
+        return Report(f"evaluations on '{self.labels}'", ["evaluation", "predictions", "kind", *shown,
+                                                          "mlflow_state"], rows)
+
+
+@dataclass(frozen=True)
+class Evaluations:
+    """The jobs one request led to, as they stand after it (done, when waited for)."""
+
+    refs: list[JobRef]
+    views: list[JobView]
+    done_here: dict[int, EvaluationSummary]
+    report: Report
+
+    @property
+    def unfinished(self) -> list[JobView]:
+        return [v for v in self.views if v.state in ("failed", "cancelled")]
+
+    def failure(self) -> EvaluationError:
+        failed = self.unfinished
+        return EvaluationError(f"{len(failed)} of {len(self.views)} evaluations did not finish: "
+                               + "; ".join(f"job {v.id} ({v.inputs}) {v.state}: {v.error}" for v in failed))
+
+
+def evaluate(engine: Engine, request: Request, *, wait: bool,
+             announce: Callable[[JobRef], None] | None = None) -> Evaluations:
+    """Queue one job per input; with ``wait``, get them done (here when no worker is alive, MLflow
+    logging included unless ``EVALSTORE_MLFLOW=off``). ``announce`` hears of each job as it is queued."""
+    refs = request.enqueue(engine)
+    for ref in refs:
+        if announce is not None:
+            announce(ref)
+    done: dict[int, EvaluationSummary] = {}
+    if wait:
+        _logging.configure_logging()
+        done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"],
+                       mlflow=config.mlflow_enabled())
+    views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
+    return Evaluations(refs, views, done, request.report(engine, views, wait))
+
+
+def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,
+            lease: timedelta = jobs.DEFAULT_LEASE) -> dict[int, EvaluationSummary]:
+    """Get these jobs done from this process: run them here unless a live worker is on them,
+    and wait for the ones a worker has. Returns the summaries of the jobs run here."""
+    worker = Worker(engine, WorkerSettings(lease=lease, mlflow=mlflow), worker_id=jobs.new_worker_id("cli"),
+                    only=job_ids)
+    pending = set(job_ids)
+    while pending:
+        if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
+            pending -= set(worker.done)
+            continue
+        states = jobs.job_states(engine, list(pending))
+        pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
+        if pending:
+            time.sleep(poll_interval)
+    return worker.done
+
+
+def evaluate_runs(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    run_names: list[str] | None,
+    measures: list[str] | None = None,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+    missing_topics: str = "zero",
+    force: bool = False,
+) -> list[EvaluationSummary]:
+    """Evaluate each run (all runs when ``run_names`` is None) in this process and store the results.
+
+    The jobs go through the queue like any other, so a stored result is reused, and a job a worker
+    is already running is waited for rather than computed twice. MLflow is left to the worker or
+    ``evalstore mlflow sync``.
+    """
+    options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
+                                missing_topics)
+    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force)
+    done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=False)
+    summaries = []
+    with read_only(engine) as session:
+        for ref in refs:
+            if ref.evaluation_id in done:
+                summaries.append(done[ref.evaluation_id])
+                continue
+            state, error, topics = jobs.outcome(session, ref.evaluation_id)
+            if state != "done":
+                raise EvaluationError(f"Evaluation {ref.evaluation_id} of run '{ref.inputs}' {state}: {error}")
+            summaries.append(EvaluationSummary(ref.evaluation_id, ref.inputs, ref.judgments, True, topics))
+    return summaries
+
+
+def evaluate_predictions(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
+                         mlflow: bool = False, cost_matrix: Path | None = None, threshold: float | str | None = None,
+                         positive: str | None = None, prior: float | None = None, beta: float = 1.0,
+                         baseline: str | None = None, force: bool = False) -> list[Evaluated]:
+    """Queue the evaluations of prediction sets and get them done from this process, as
+    :func:`evaluate_runs` does for runs; the results in order."""
+    refs = PredictionRequest(labels_name, prediction_names, cost_matrix, threshold, positive, prior, beta, baseline,
+                             force).enqueue(engine)
+    done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow)
+    return [dataclasses.replace(predictions.stored_evaluation(engine, ref.evaluation_id),
+                                created=ref.evaluation_id in done) for ref in refs]

@@ -1,0 +1,2 @@
+"""Statistics over evaluation results: significance tests and rank correlation
+(:mod:`.significance`), pooling strategies and assessor agreement (:mod:`.pooling`)."""
