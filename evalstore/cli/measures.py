@@ -5,25 +5,38 @@ from __future__ import annotations
 import typer
 
 from evalstore.cli._output import OutputFormat, render
+from evalstore.errors import InvalidParameterError
 
 
 def measures(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
     trec: bool = typer.Option(False, "--trec", help="List trec_eval's measure names and what they map to."),
+    kind: str = typer.Option("ranking", "--kind", help="ranking (runs on qrels), classifier or clustering "
+                             "(predictions on gold labels)."),
 ) -> None:
     """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
     trec_eval and ir_measures call it and whether their values are the same, reference."""
-    from evalstore.metrics import list_measures
-    from evalstore.metrics._registry import TREC_FAMILIES
+    from evalstore.metrics import list_measures, prediction_measures
+    from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES, TREC_ORDER
     from evalstore.metrics.peers import PEERS
-    from evalstore.metrics.preferences import PREFS_MEASURES
 
+    if kind not in ("ranking", "classifier", "clustering"):
+        raise InvalidParameterError(f"--kind must be ranking, classifier or clustering, not '{kind}'.")
     if trec:
-        rows = [{"trec_eval": name, "evalstore": spec.family, "parameters": spec.param or "", "mode": "-R qrels"}
-                for name, spec in TREC_FAMILIES.items()]
-        rows += [{"trec_eval": name, "evalstore": name, "parameters": "", "mode": "-R prefs, -R qrels_prefs"}
-                 for name in PREFS_MEASURES]
+        qrels_mode = [TREC_FAMILIES[name] for name in TREC_ORDER]
+        # in registration order, which is trec_eval's printing order of them (metrics.preferences)
+        prefs_mode = [spec for family in REGISTRY.values() for spec in family.trec if spec.mode == "prefs"]
+        rows = [{"trec_eval": spec.name, "evalstore": spec.family, "parameters": spec.param or "",
+                 "mode": "-R qrels" if spec.mode == "qrels" else "-R prefs, -R qrels_prefs"}
+                for spec in [*qrels_mode, *prefs_mode]]
         render(rows, ["trec_eval", "evalstore", "parameters", "mode"], fmt, title="trec_eval measures")
+        return
+    if kind != "ranking":
+        rows = [{"name": family.name, "better": "higher" if family.higher_is_better else "lower",
+                 "shown by default": "yes" if family.headline else "", "definition": family.description,
+                 "reference": family.reference} for family in prediction_measures(kind)]
+        render(rows, ["name", "better", "shown by default", "definition", "reference"], fmt,
+               title=f"{kind} measures")
         return
     rows = []
     for family in list_measures():
@@ -33,11 +46,12 @@ def measures(
         rows.append({
             "name": family.name, "aliases": ", ".join(family.aliases), "parameters": params,
             "summary": family.summary, "judgments": family.judgments,
+            "better": "higher" if family.higher_is_better else "lower",
             "definition": " ".join(family.description.split()), "peers": PEERS[family.name],
             "reference": family.reference,
         })
-    render(rows, ["name", "aliases", "parameters", "summary", "judgments", "definition", "peers", "reference"], fmt,
-           title="measures")
+    render(rows, ["name", "aliases", "parameters", "summary", "judgments", "better", "definition", "peers",
+                  "reference"], fmt, title="measures")
 
 
 def _show(value: object) -> str:

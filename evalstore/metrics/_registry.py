@@ -17,7 +17,7 @@ import ast
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,28 @@ class Param:
 
 
 @dataclass(frozen=True)
+class TrecFamily:
+    """One trec_eval measure name: the family it computes and how its command-line parameters map
+    to the family's (``-m P.5,10``: cutoffs; ``-m ndcg.1=3``: gains)."""
+
+    family: str
+    param: str | None = None  # name of the multi-valued parameter (cutoffs)
+    kind: str = "none"  # none | long | double | pairs | raw
+    defaults: tuple[Any, ...] = ()
+    # parameters the trec_eval name fixes, where our family's default is another peer's
+    # definition (iprec_at_recall: trec_eval 10.0's rounding, IPrec's default being ir_measures')
+    fixed: tuple[tuple[str, Any], ...] = ()
+    name: str = ""  # trec_eval's name (-m NAME)
+    mode: str = "qrels"  # -R qrels, or -R prefs / qrels_prefs
+
+
+def trec(name: str, *, param: str | None = None, kind: str = "none", defaults: tuple[Any, ...] = (),
+         fixed: tuple[tuple[str, Any], ...] = (), mode: str = "qrels") -> TrecFamily:
+    """A trec_eval name of the family being registered (``family(..., trec=trec("map"))``)."""
+    return TrecFamily("", param, kind, defaults, fixed, name, mode)
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     kernel: Kernel
@@ -100,7 +122,7 @@ class Family:
     description: str = ""
     reference: str = ""
     aliases: tuple[str, ...] = ()
-    trec_name: str | None = None
+    trec: tuple[TrecFamily, ...] = ()  # trec_eval's names for it (map and map_cut for AP)
     higher_is_better: bool = True
     at: str = "cutoff"  # the parameter written after '@' (IPrec@0.1 sets recall)
     # what the measure is computed from: relevance qrels (the kernel runs on a Ranking), subtopic
@@ -158,25 +180,49 @@ def _fmt(value: Any) -> str:
 REGISTRY: dict[str, Family] = {}
 _ALIASES: dict[str, str] = {}
 
+# trec_eval 10.0's measure table (measures.c): measures print in this order whatever the command
+# line says. runid and num_q are lines of the output, not measures of a family.
+TREC_ORDER = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+    "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG",
+    "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
+    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
+)
+# trec_eval's names, filled by register() from each family's ``trec`` specs
+TREC_FAMILIES: dict[str, TrecFamily] = {name: TrecFamily(name, name=name) for name in ("runid", "num_q")}
+
 
 def register(family: Family) -> Family:
     if family.name in REGISTRY:
         raise RuntimeError(f"measure family {family.name} registered twice")
+    named = tuple(replace(spec, family=family.name) for spec in family.trec)
+    family = replace(family, trec=named)
     REGISTRY[family.name] = family
     for alias in (family.name, *family.aliases):
         _ALIASES[alias.lower()] = family.name
+    for spec in named:
+        if spec.mode == "qrels":
+            if spec.name not in TREC_ORDER:
+                raise RuntimeError(f"trec_eval name {spec.name} of {family.name} is not in TREC_ORDER")
+            TREC_FAMILIES[spec.name] = spec
     return family
 
 
-def family(name: str, *, params: dict[str, Param] | None = None, **kwargs: Any) -> Callable[[Kernel], Kernel]:
-    """Decorator: register ``kernel`` as the measure family ``name``."""
+def family(name: str, *, params: dict[str, Param] | None = None,
+           trec: TrecFamily | tuple[TrecFamily, ...] = (), **kwargs: Any) -> Callable[[Kernel], Kernel]:
+    """Decorator: register ``kernel`` as the measure family ``name`` (``trec``: its trec_eval name
+    or names, :func:`trec`)."""
 
     def wrap(kernel: Kernel) -> Kernel:
-        register(Family(name=name, kernel=kernel, params=params or {},
+        register(Family(name=name, kernel=kernel, params=params or {}, trec=_as_tuple(trec),
                         description=(kernel.__doc__ or "").strip(), **kwargs))
         return kernel
 
     return wrap
+
+
+def _as_tuple(trec: TrecFamily | tuple[TrecFamily, ...]) -> tuple[TrecFamily, ...]:
+    return (trec,) if isinstance(trec, TrecFamily) else trec
 
 
 # the kinds of judgments (qrels_sets.kind, and gold labels) as a sentence names them
@@ -217,7 +263,7 @@ def prediction_family(stored: str) -> Family | None:
 
 
 def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,
-                        **kwargs: Any) -> Family:
+                        trec: TrecFamily | tuple[TrecFamily, ...] = (), **kwargs: Any) -> Family:
     """Register a family computed from subtopic or preference judgments by its own module, on
     all topics at once; :func:`evalstore.metrics.compute` (relevance qrels) refuses it."""
 
@@ -226,7 +272,7 @@ def register_elsewhere(name: str, judgments: str, *, description: str, params: d
                                     "relevance qrels.")
 
     return register(Family(name=name, kernel=computed_elsewhere, params=params or {}, judgments=judgments,
-                           description=" ".join(description.split()), **kwargs))
+                           trec=_as_tuple(trec), description=" ".join(description.split()), **kwargs))
 
 
 _GRAMMAR = re.compile(r"^\s*(?P<name>[A-Za-z_][\w\-]*)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<cutoff>[0-9.]+))?\s*$")
@@ -352,65 +398,6 @@ def _restore_case(lowered: str, known: list[str]) -> str:
 # trec_eval family -> (our family, how its command-line parameters map to ours)
 
 
-@dataclass(frozen=True)
-class TrecFamily:
-    family: str
-    param: str | None = None  # name of the multi-valued parameter (cutoffs)
-    kind: str = "none"  # none | long | double | pairs | raw
-    defaults: tuple[Any, ...] = ()
-    # parameters the trec_eval name fixes, where our family's default is another peer's
-    # definition (iprec_at_recall: trec_eval 10.0's rounding, IPrec's default being ir_measures')
-    fixed: tuple[tuple[str, Any], ...] = ()
-
-
-_P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-TREC_FAMILIES: dict[str, TrecFamily] = {
-    "runid": TrecFamily("runid"),
-    "num_q": TrecFamily("num_q"),
-    "num_ret": TrecFamily("NumRet"),
-    "num_rel": TrecFamily("NumRel"),
-    "num_rel_ret": TrecFamily("NumRelRet"),
-    "map": TrecFamily("AP"),
-    "gm_map": TrecFamily("GMAP"),
-    "Rprec": TrecFamily("Rprec"),
-    "bpref": TrecFamily("Bpref"),
-    "recip_rank": TrecFamily("RR"),
-    "iprec_at_recall": TrecFamily("IPrec", param="recall", kind="double",
-                                  defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                                  fixed=(("rounding", "trec_eval10"),)),
-    "P": TrecFamily("P", param="cutoff", kind="long", defaults=_P_CUTS),
-    "relstring": TrecFamily("RelString", param="cutoff", kind="raw", defaults=(10,)),
-    "recall": TrecFamily("R", param="cutoff", kind="long", defaults=_P_CUTS),
-    "infAP": TrecFamily("infAP"),
-    "gm_bpref": TrecFamily("GM_Bpref"),
-    "Rprec_mult": TrecFamily("RprecMult", param="x", kind="double",
-                             defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
-    "utility": TrecFamily("Utility", param="coefficients", kind="raw", defaults=((1.0, -1.0, 0.0, 0.0),)),
-    "11pt_avg": TrecFamily("IPrecAvg", param="recalls", kind="raw",
-                           defaults=((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),)),
-    "binG": TrecFamily("binG"),
-    "G": TrecFamily("G", param="gains", kind="pairs"),
-    "dcg": TrecFamily("DCG", param="gains", kind="pairs"),
-    "ideal_dcg": TrecFamily("IDCG", param="gains", kind="pairs"),
-    "ndcg": TrecFamily("nDCG", param="gains", kind="pairs"),
-    "ndcg_rel": TrecFamily("nDCG_rel", param="gains", kind="pairs"),
-    "Rndcg": TrecFamily("RnDCG", param="gains", kind="pairs"),
-    "ndcg_cut": TrecFamily("nDCG", param="cutoff", kind="long", defaults=_P_CUTS),
-    "map_cut": TrecFamily("AP", param="cutoff", kind="long", defaults=_P_CUTS),
-    "relative_P": TrecFamily("RelP", param="cutoff", kind="long", defaults=_P_CUTS),
-    "success": TrecFamily("Success", param="cutoff", kind="long", defaults=(1, 5, 10)),
-    "set_P": TrecFamily("SetP"),
-    "set_relative_P": TrecFamily("SetRelP"),
-    "set_recall": TrecFamily("SetR"),
-    "set_map": TrecFamily("SetAP"),
-    "set_F": TrecFamily("SetF", param="x", kind="raw", defaults=(1.0,)),
-    "num_nonrel_judged_ret": TrecFamily("NumNonRelJudgedRet"),
-    "rbp": TrecFamily("RBP", param="p", kind="pairs", fixed=(("p", 0.9),)),  # RBP's default p is ir_measures' 0.8
-    "rbp_resid": TrecFamily("RBP_resid", param="p", kind="pairs"),
-    "unj": TrecFamily("Unj", param="cutoff", kind="long", defaults=(5, 10, 20)),
-}
-# trec_eval's measure order (v10.0): measures print in this order whatever the command line says.
-TREC_ORDER = list(TREC_FAMILIES)
 TREC_GROUPS = {
     "official": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                  "recip_rank", "iprec_at_recall", "P"],
@@ -419,15 +406,20 @@ TREC_GROUPS = {
 }
 TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "ideal_dcg")]
 
-_TREC_OUTPUT = re.compile(
-    r"^(?P<root>P|recall|ndcg_cut|map_cut|relative_P|success|unj|iprec_at_recall|Rprec_mult)_(?P<value>[0-9.]+)$"
-)
+
+
+def _trec_output_pattern() -> re.Pattern[str]:
+    """trec_eval's printed names with a cutoff or recall level: the roots of every name whose
+    parameter is a list of numbers (``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``)."""
+    roots = sorted((name for name, spec in TREC_FAMILIES.items() if spec.kind in ("long", "double")),
+                   key=lambda root: -len(root))  # the longest first: ndcg_cut before a shorter root
+    return re.compile(rf"^(?P<root>{'|'.join(map(re.escape, roots))})_(?P<value>[0-9.]+)$")
 
 
 def parse_trec_output_name(text: str) -> Measure | None:
     """trec_eval's printed names with a cutoff (``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``)
     and its plain root names (``map``, ``recip_rank``, ``ndcg``)."""
-    match = _TREC_OUTPUT.match(text.strip())
+    match = _trec_output_pattern().match(text.strip())
     if match:
         trec = TREC_FAMILIES[match["root"]]
         raw = float(match["value"])

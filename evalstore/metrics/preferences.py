@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import Preferences
-from evalstore.metrics._registry import register_elsewhere
+from evalstore.metrics._registry import register_elsewhere, trec
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
 PREFS_MEASURES = (
@@ -429,5 +429,5 @@ _DESCRIPTIONS = {
 for _name in PREFS_MEASURES:
     register_elsewhere(_name, "preferences", description=_DESCRIPTIONS[_name],
                        summary="sum" if _name in PREFS_COUNTS else "mean",
-                       value_type="int" if _name in PREFS_COUNTS else "float", trec_name=_name,
+                       value_type="int" if _name in PREFS_COUNTS else "float", trec=trec(_name, mode="prefs"),
                        reference=f"trec_eval m_{_name}.c (-R prefs / -R qrels_prefs)")

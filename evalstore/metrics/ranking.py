@@ -12,13 +12,17 @@ import numpy as np
 
 from evalstore.errors import InvalidParameterError
 from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking, column_at
-from evalstore.metrics._registry import _REQUIRED, Param, family
+from evalstore.metrics._registry import _REQUIRED, Param, family, trec
 
 REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)", from_evaluation=True)
 CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
 OPTIONAL_CUTOFF = Param(int, None, low=1, doc="rank cutoff k (default: the whole ranking)")
 GAINS = Param(dict, None, doc="gain per relevance level, e.g. {1:3,2:9}; others keep gain = level")
 MIN_GEO_MEAN = 1e-5  # trec_eval's floor before taking logs for gm_map/gm_bpref
+# trec_eval's default parameters (its measure table, measures.c)
+TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+ELEVEN_RECALLS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+RPREC_MULT_X = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 
 
 def _sequential_sum(matrix: np.ndarray) -> np.ndarray:
@@ -39,7 +43,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
 # --------------------------------------------------------------------------- counts
 
 
-@family("NumRet", summary="sum", value_type="int", trec_name="num_ret",
+@family("NumRet", summary="sum", value_type="int", trec=trec("num_ret"),
         aliases=("num_ret",))
 def num_ret(rk: Ranking) -> np.ndarray:
     """Number of documents retrieved (after -M / -J)."""
@@ -57,7 +61,7 @@ def _positive_judgments(rk: Ranking) -> float:
     return float(rk.rel_levels[:, 1:].sum())
 
 
-@family("NumRel", params={"rel": REL}, summary="sum", value_type="int", trec_name="num_rel",
+@family("NumRel", params={"rel": REL}, summary="sum", value_type="int", trec=trec("num_rel"),
         aliases=("num_rel",), complete_summary=_positive_judgments)
 def num_rel(rk: Ranking, rel: int) -> np.ndarray:
     """Number of relevant documents in the qrels, retrieved or not. With every qrels topic
@@ -66,7 +70,7 @@ def num_rel(rk: Ranking, rel: int) -> np.ndarray:
     return rk.num_rel(rel).astype(np.float64)
 
 
-@family("NumRelRet", params={"rel": REL}, summary="sum", value_type="int", trec_name="num_rel_ret",
+@family("NumRelRet", params={"rel": REL}, summary="sum", value_type="int", trec=trec("num_rel_ret"),
         aliases=("num_rel_ret",))
 def num_rel_ret(rk: Ranking, rel: int) -> np.ndarray:
     """Number of relevant documents retrieved."""
@@ -74,7 +78,7 @@ def num_rel_ret(rk: Ranking, rel: int) -> np.ndarray:
 
 
 @family("NumNonRelJudgedRet", params={"rel": REL}, summary="sum", value_type="int",
-        trec_name="num_nonrel_judged_ret", aliases=("num_nonrel_judged_ret",))
+        trec=trec("num_nonrel_judged_ret"), aliases=("num_nonrel_judged_ret",))
 def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
     """Number of retrieved documents judged non-relevant (0 <= level < rel)."""
     return (rk.valid & (rk.rel >= 0) & (rk.rel < rel)).sum(axis=1).astype(np.float64)
@@ -83,7 +87,8 @@ def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
 # --------------------------------------------------------------------------- precision family
 
 
-@family("P", params={"rel": REL, "cutoff": CUTOFF}, trec_name="P", aliases=("precision",),
+@family("P", params={"rel": REL, "cutoff": CUTOFF},
+        trec=trec("P", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("precision",),
         reference="trec_eval m_P.c")
 def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Precision at k: relevant in the top k divided by k (a short ranking counts as non-relevant
@@ -91,14 +96,16 @@ def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     return rk.at(rk.cum_rel(rel), cutoff) / cutoff
 
 
-@family("R", params={"rel": REL, "cutoff": CUTOFF}, trec_name="recall", aliases=("recall",),
+@family("R", params={"rel": REL, "cutoff": CUTOFF},
+        trec=trec("recall", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("recall",),
         reference="trec_eval m_recall.c")
 def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Recall at k: relevant in the top k divided by the number of relevant documents."""
     return _safe_div(rk.at(rk.cum_rel(rel), cutoff), rk.num_rel(rel))
 
 
-@family("Success", params={"rel": REL, "cutoff": CUTOFF}, trec_name="success",
+@family("Success", params={"rel": REL, "cutoff": CUTOFF},
+        trec=trec("success", param="cutoff", kind="long", defaults=(1, 5, 10)),
         aliases=("success", "HitRate", "hit_rate"), reference="trec_eval m_success.c; ranx hit_rate@k")
 def success(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """1 if a relevant document is in the top k, else 0."""
@@ -112,14 +119,15 @@ def hits(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     return rk.at(rk.cum_rel(rel), cutoff).astype(np.float64)
 
 
-@family("RelP", params={"rel": REL, "cutoff": CUTOFF}, trec_name="relative_P", aliases=("relative_P",),
+@family("RelP", params={"rel": REL, "cutoff": CUTOFF},
+        trec=trec("relative_P", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("relative_P",),
         reference="trec_eval m_rel_P.c")
 def relative_precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Relevant in the top k divided by min(k, R): precision up to R, recall after."""
     return _safe_div(rk.at(rk.cum_rel(rel), cutoff), np.minimum(cutoff, rk.num_rel(rel)))
 
 
-@family("Rprec", params={"rel": REL}, trec_name="Rprec", aliases=("R-prec", "BEP", "RPrec"),
+@family("Rprec", params={"rel": REL}, trec=trec("Rprec"), aliases=("R-prec", "BEP", "RPrec"),
         reference="trec_eval m_Rprec.c")
 def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Precision after R documents (R = number of relevant): the break-even point where precision
@@ -128,7 +136,8 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(rk.at(rk.cum_rel(rel), np.minimum(num, rk.num_ret)), num)
 
 
-@family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)}, trec_name="Rprec_mult",
+@family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
+        trec=trec("Rprec_mult", param="x", kind="double", defaults=RPREC_MULT_X),
         aliases=("Rprec_mult",), reference="trec_eval m_Rprec_mult.c", at="x")
 def r_precision_multiple(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """Precision at x times R documents (trec_eval rounds x*R+0.9 down)."""
@@ -154,7 +163,8 @@ def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
         rk.is_rel(rel), rk.cum_rel(rel) / rk.ranks, 0.0))
 
 
-@family("AP", params={"rel": REL, "cutoff": OPTIONAL_CUTOFF}, trec_name="map",
+@family("AP", params={"rel": REL, "cutoff": OPTIONAL_CUTOFF},
+        trec=(trec("map"), trec("map_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
         aliases=("map", "MAP", "map_cut"), reference="trec_eval m_map.c, m_map_cut.c")
 def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
@@ -167,7 +177,7 @@ def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     return _safe_div(total, rk.num_rel(rel))
 
 
-@family("GMAP", params={"rel": REL}, summary="gmean", trec_name="gm_map", aliases=("gm_map",),
+@family("GMAP", params={"rel": REL}, summary="gmean", trec=trec("gm_map"), aliases=("gm_map",),
         reference="trec_eval m_gm_map.c")
 def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
     """Per topic the AP; summarised by the geometric mean, each AP floored at 1e-5."""
@@ -175,7 +185,7 @@ def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
 
 
 @family("RR", params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
-        trec_name="recip_rank", aliases=("recip_rank", "MRR"),
+        trec=trec("recip_rank"), aliases=("recip_rank", "MRR"),
         reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10")
 def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """1 / rank of the first relevant document; 0 if none is retrieved (in the top k, with a
@@ -218,7 +228,9 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
 @family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0),
                          "rounding": Param(str, "trec_eval9", choices=("trec_eval9", "trec_eval10"),
                                            doc="how x*R becomes a count of relevant documents")},
-        trec_name="iprec_at_recall", aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c",
+        trec=trec("iprec_at_recall", param="recall", kind="double", defaults=ELEVEN_RECALLS,
+                  fixed=(("rounding", "trec_eval10"),)),
+        aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c",
         at="recall")
 def interpolated_precision(rk: Ranking, rel: int, recall: float, rounding: str) -> np.ndarray:
     """Interpolated precision at a recall level: max precision at any rank with recall >= the
@@ -231,7 +243,8 @@ def interpolated_precision(rk: Ranking, rel: int, recall: float, rounding: str) 
 
 @family("IPrecAvg", params={"rel": REL, "recalls": Param(tuple, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
                                                                   0.8, 0.9, 1.0))},
-        trec_name="11pt_avg", aliases=("11pt_avg", "11ptAvg"), reference="trec_eval m_11pt_avg.c")
+        trec=trec("11pt_avg", param="recalls", kind="raw", defaults=(ELEVEN_RECALLS,)),
+        aliases=("11pt_avg", "11ptAvg"), reference="trec_eval m_11pt_avg.c")
 def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, ...]) -> np.ndarray:
     """Interpolated precision averaged over recall levels (the 11 standard points by default):
     precision at standard recall levels, averaged per topic."""
@@ -262,7 +275,7 @@ def _judged_counts(rk: Ranking, rel: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return judged & ~nonrel, nonrel, rk.rel == UNJUDGED
 
 
-@family("Bpref", params={"rel": REL}, trec_name="bpref", aliases=("bpref",), reference="trec_eval m_bpref.c")
+@family("Bpref", params={"rel": REL}, trec=trec("bpref"), aliases=("bpref",), reference="trec_eval m_bpref.c")
 def bpref(rk: Ranking, rel: int) -> np.ndarray:
     """Binary preference (Buckley & Voorhees, SIGIR 2004): per judged relevant document, 1 minus the
     judged non-relevant ranked above it (capped at R) over min(N, R), N = judged non-relevant in
@@ -280,14 +293,14 @@ def _bpref(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
 
 
-@family("GM_Bpref", params={"rel": REL}, summary="gmean", trec_name="gm_bpref", aliases=("gm_bpref",),
+@family("GM_Bpref", params={"rel": REL}, summary="gmean", trec=trec("gm_bpref"), aliases=("gm_bpref",),
         reference="trec_eval m_gm_bpref.c")
 def geometric_bpref(rk: Ranking, rel: int) -> np.ndarray:
     """Per topic the bpref; summarised by the geometric mean (floor 1e-5)."""
     return bpref(rk, rel)
 
 
-@family("infAP", params={"rel": REL}, trec_name="infAP", aliases=("infap",), reference="trec_eval m_infap.c")
+@family("infAP", params={"rel": REL}, trec=trec("infAP"), aliases=("infap",), reference="trec_eval m_infap.c")
 def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     """Inferred AP (Yilmaz & Aslam, CIKM 2006) over a sampled pool: qrels entries with negative
     relevance are pooled-but-unjudged."""
@@ -304,7 +317,8 @@ def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
 
 
-@family("Unj", params={"cutoff": CUTOFF}, trec_name="unj", aliases=("unj",),
+@family("Unj", params={"cutoff": CUTOFF},
+        trec=trec("unj", param="cutoff", kind="long", defaults=(5, 10, 20)), aliases=("unj",),
         higher_is_better=False, reference="trec_eval m_unjudged.c")
 def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     """Fraction of the top k not judged (not in the qrels, or pooled-unjudged); k is the denominator."""
@@ -324,7 +338,8 @@ def judged(rk: Ranking, cutoff: int | None) -> np.ndarray:
 
 
 @family("RelString", params={"cutoff": Param(int, 10, low=0)}, summary="none", value_type="str",
-        trec_name="relstring", aliases=("relstring",), reference="trec_eval m_relstring.c")
+        trec=trec("relstring", param="cutoff", kind="raw", defaults=(10,)), aliases=("relstring",),
+        reference="trec_eval m_relstring.c")
 def relevance_string(rk: Ranking, cutoff: int) -> np.ndarray:
     """The first k relevance values as characters: 0-9, '>' above 9, '-' not in the pool,
     '.' pooled but unjudged."""
@@ -337,34 +352,35 @@ def relevance_string(rk: Ranking, cutoff: int) -> np.ndarray:
 # --------------------------------------------------------------------------- set measures
 
 
-@family("SetP", params={"rel": REL}, trec_name="set_P", aliases=("set_P",), reference="trec_eval m_set_P.c")
+@family("SetP", params={"rel": REL}, trec=trec("set_P"), aliases=("set_P",), reference="trec_eval m_set_P.c")
 def set_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved / retrieved."""
     return _safe_div(rk.num_rel_ret(rel), rk.num_ret)
 
 
-@family("SetR", params={"rel": REL}, trec_name="set_recall", aliases=("set_recall",),
+@family("SetR", params={"rel": REL}, trec=trec("set_recall"), aliases=("set_recall",),
         reference="trec_eval m_set_recall.c")
 def set_recall(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved / relevant."""
     return _safe_div(rk.num_rel_ret(rel), rk.num_rel(rel))
 
 
-@family("SetRelP", params={"rel": REL}, trec_name="set_relative_P", aliases=("set_relative_P",),
+@family("SetRelP", params={"rel": REL}, trec=trec("set_relative_P"), aliases=("set_relative_P",),
         reference="trec_eval m_set_rel_P.c")
 def set_relative_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved / min(retrieved, relevant)."""
     return _safe_div(rk.num_rel_ret(rel), np.minimum(rk.num_ret, rk.num_rel(rel)))
 
 
-@family("SetAP", params={"rel": REL}, trec_name="set_map", aliases=("set_map",), reference="trec_eval m_set_map.c")
+@family("SetAP", params={"rel": REL}, trec=trec("set_map"), aliases=("set_map",), reference="trec_eval m_set_map.c")
 def set_map(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved squared / (retrieved x relevant)."""
     found = rk.num_rel_ret(rel).astype(np.float64)
     return _safe_div(found * found, rk.num_ret * rk.num_rel(rel).astype(np.float64))
 
 
-@family("SetF", params={"rel": REL, "x": Param(float, 1.0, low=0.0)}, trec_name="set_F", aliases=("set_F",),
+@family("SetF", params={"rel": REL, "x": Param(float, 1.0, low=0.0)},
+        trec=trec("set_F", param="x", kind="raw", defaults=(1.0,)), aliases=("set_F",),
         reference="trec_eval m_set_F.c")
 def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """(x+1) P R / (x P + R) over the retrieved set (x weighs recall against precision; x=1 is F1)."""
@@ -375,7 +391,8 @@ def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
 
 @family("Utility", params={"rel": REL, "coefficients": Param(tuple, (1.0, -1.0, 0.0, 0.0)),
                            "collection_size": Param(int, 0, low=0)},
-        trec_name="utility", aliases=("utility",), reference="trec_eval m_utility.c")
+        trec=trec("utility", param="coefficients", kind="raw", defaults=((1.0, -1.0, 0.0, 0.0),)),
+        aliases=("utility",), reference="trec_eval m_utility.c")
 def utility(rk: Ranking, rel: int, coefficients: tuple[float, ...], collection_size: int) -> np.ndarray:
     """a*rel_ret + b*nonrel_ret + c*rel_not_ret + d*nonrel_not_ret (d needs the collection size)."""
     if len(coefficients) != 4:
@@ -449,7 +466,9 @@ def _exp_gain(table: np.ndarray) -> np.ndarray:
     return np.where(table > 0, np.power(2.0, table) - 1.0, table)
 
 
-@family("nDCG", params=NDCG_PARAMS, trec_name="ndcg",
+@family("nDCG", params=NDCG_PARAMS,
+        trec=(trec("ndcg", param="gains", kind="pairs"),
+              trec("ndcg_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
         aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005")
 def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
          base: float) -> np.ndarray:
@@ -495,7 +514,7 @@ def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, g
     return column_at(cum_dcg, k), column_at(cum_idcg, k)
 
 
-@family("DCG", params=NDCG_PARAMS, trec_name="dcg", aliases=("dcg",),
+@family("DCG", params=NDCG_PARAMS, trec=trec("dcg", param="gains", kind="pairs"), aliases=("dcg",),
         reference="trec_eval m_ndcg.c")
 def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
         base: float) -> np.ndarray:
@@ -503,7 +522,7 @@ def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: s
     return _dcg_pair(rk, cutoff, gains, gain, discount, base)[0]
 
 
-@family("IDCG", params=NDCG_PARAMS, trec_name="ideal_dcg", aliases=("ideal_dcg",),
+@family("IDCG", params=NDCG_PARAMS, trec=trec("ideal_dcg", param="gains", kind="pairs"), aliases=("ideal_dcg",),
         reference="trec_eval m_ndcg.c")
 def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
               base: float) -> np.ndarray:
@@ -518,7 +537,7 @@ def _cumulative(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray
     return result, cum_dcg, cum_idcg
 
 
-@family("nDCG_rel", params={"gains": GAINS}, trec_name="ndcg_rel", aliases=("ndcg_rel",),
+@family("nDCG_rel", params={"gains": GAINS}, trec=trec("ndcg_rel", param="gains", kind="pairs"), aliases=("ndcg_rel",),
         reference="trec_eval m_ndcg_rel.c")
 def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
@@ -538,7 +557,8 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
-@family("RnDCG", params={"rel": REL, "gains": GAINS}, trec_name="Rndcg", aliases=("Rndcg",),
+@family("RnDCG", params={"rel": REL, "gains": GAINS},
+        trec=trec("Rndcg", param="gains", kind="pairs"), aliases=("Rndcg",),
         reference="trec_eval m_Rndcg.c")
 def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
@@ -581,7 +601,7 @@ def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(k > 0, values, 0.0)
 
 
-@family("G", params={"gains": GAINS}, trec_name="G", reference="trec_eval m_G.c")
+@family("G", params={"gains": GAINS}, trec=trec("G", param="gains", kind="pairs"), reference="trec_eval m_G.c")
 def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """Normalised gain G (experimental, trec_eval): gain(doc) / log2(2 + ideal_cost(i) - gain so far)."""
     result, ideal = _gains_and_ideal(rk, gains, "linear")
@@ -594,7 +614,7 @@ def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return _safe_div(_sequential_sum(terms), _sequential_sum(ideal))
 
 
-@family("binG", params={"rel": REL}, trec_name="binG", reference="trec_eval m_binG.c")
+@family("binG", params={"rel": REL}, trec=trec("binG"), reference="trec_eval m_binG.c")
 def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     """Binary G (experimental, trec_eval): mean over relevant documents of 1/log2(2 + non-relevant
     ranked above)."""
@@ -633,7 +653,8 @@ RBP_RESID_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval
                         "rel": Param(int, None, doc="binary gains: 1 at this relevance level or above, as "
                                                     "ir_measures' RBP(rel=r) (cwl_eval); default: trec_eval's "
                                                     "graded gains")},
-        trec_name="rbp", aliases=("rbp",), reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c; cwl_eval")
+        trec=trec("rbp", param="p", kind="pairs", fixed=(("p", 0.9),)), aliases=("rbp",),
+        reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c; cwl_eval")
 def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None, rel: int | None) -> np.ndarray:
     """(1-p) sum gain_i p^(i-1). Gains are trec_eval's: each level's gain (the level, or as
     given), min-max normalised per topic where one falls outside [0,1]; or, with rel, 1 for a
@@ -674,7 +695,7 @@ def _persistence(p: float, depth: int) -> np.ndarray:
     return np.cumprod(np.concatenate([[1.0], np.full(depth, p)]))
 
 
-@family("RBP_resid", params={"p": RBP_RESID_P}, trec_name="rbp_resid", aliases=("rbp_resid",),
+@family("RBP_resid", params={"p": RBP_RESID_P}, trec=trec("rbp_resid", param="p", kind="pairs"), aliases=("rbp_resid",),
         higher_is_better=False, reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c")
 def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     """The largest possible rise of RBP if every retrieved unjudged document (and everything past

@@ -36,6 +36,9 @@ SHARED_NAMES = ["AP", "AP@100", "AP(rel=2)", "nDCG", "nDCG@10", "P@10", "P(rel=2
                 # ir_measures' parameter spellings of our measures
                 "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10",
                 "IPrec@0.0", "IPrec@0.1", "IPrec@0.3", "IPrec(rel=2)@0.7", "IPrec@1.0", "SetRelP"]
+# through gdeval.pl (ERR, exponential-gain nDCG) and cwl_eval (binary RBP)
+GDEVAL_NAMES = ["ERR@20", "ERR@10", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@20"]
+CWL_NAMES = ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]
 
 
 def _per_topic(qrels: Path, run: Path, name: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -65,7 +68,7 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
     if shutil.which("perl") is None:
         pytest.skip("ir_measures computes ERR with gdeval.pl, which needs perl")
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
-    for name in ["ERR@20", "ERR@10", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@20"]:
+    for name in GDEVAL_NAMES:
         theirs, ours = _per_topic(qrels, run, name)
         assert ours.keys() == theirs.keys()
         assert max(abs(ours[q] - theirs[q]) for q in theirs) <= 5e-6, name
@@ -74,7 +77,6 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
 DIVERSITY_NAMES = ["alpha_nDCG@1", "alpha_nDCG@5", "alpha_nDCG@15", "alpha_nDCG@20", "alpha_DCG@1", "alpha_DCG@10",
                    "ERR_IA@1", "nERR_IA@7", "P_IA@1", "P_IA@12", "StRecall@3", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
                    "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA", "MAP_IA"]
-
 
 def _seeded_run(qrels: Path, seed: int, *, ties: bool) -> list[tuple[str, str, float]]:
     """(topic, doc, score) for 40 of the topics: judged documents and unjudged ones, shuffled."""
@@ -137,7 +139,12 @@ def test_rbp_is_cwl_eval_rbp(qrels_parts: tuple[str, ...], run_parts: tuple[str,
     distinct = tmp_path / "run.txt"
     distinct.write_text("".join(f"{t} Q0 {d} {i} {-i} r\n" for i, (t, d) in enumerate(
         zip(table["topic"].to_pylist(), table["doc"].to_pylist(), strict=True))))
-    for name in ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]:
+    for name in CWL_NAMES:
         theirs, ours = _per_topic(qrels, distinct, name)
         assert ours.keys() == theirs.keys(), name
         assert max(abs(ours[q] - theirs[q]) for q in theirs) < 1e-9, name
+
+
+# the families this file holds to ir_measures' providers (tests/unit/test_reference_coverage.py)
+REFERENCE_FAMILIES = {parse_measure(name).family
+                      for name in [*SHARED_NAMES, *GDEVAL_NAMES, *DIVERSITY_NAMES, *CWL_NAMES]}

@@ -15,11 +15,17 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.metrics import parse_measure
+from evalstore.metrics.diversity import COLUMNS
 from tests.conftest import shared_path
 
 DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b", "zz", "d9", "e", "f"]
 SCORES = st.one_of(st.sampled_from([1.0, 2.0, 0.5, 0.0, -1.0]),
                    st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False))
+
+# the families this file holds to the ndeval program: every column it prints
+# (tests/unit/test_reference_coverage.py)
+REFERENCE_FAMILIES = {parse_measure(canonical).family for _, canonical in COLUMNS}
 
 
 @st.composite

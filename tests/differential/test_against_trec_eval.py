@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.metrics._registry import TREC_FAMILIES
+from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES
 from tests.conftest import shared_path
 
 # Topic names whose byte order is not their numeric order; docnos with '#' (trec_eval 10.0 reads
@@ -45,6 +45,9 @@ MEASURE_SPECS = st.sampled_from([
     "set_F.2", "utility.2,-1,0,0", "rbp.p=0.5", "rbp_resid.p=0.8", "unj.3", "11pt_avg.0.2,0.6", "G.1=2,2=5",
     "Rndcg.1=1,2=4", "ndcg_rel.2=3",
 ])
+# the families this file holds to the trec_eval program (every trec_eval name is drawn above);
+# tests/unit/test_reference_coverage.py checks that every registered family is held to a reference
+REFERENCE_FAMILIES = {spec.family for spec in TREC_FAMILIES.values() if spec.family in REGISTRY}
 
 
 # printed names a -Z file may hold statistics for (others get trec_eval's missing value)

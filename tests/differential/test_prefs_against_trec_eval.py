@@ -35,6 +35,8 @@ DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b"]
 LEVELS = st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0, 0.5])
 SCORES = st.sampled_from([1.0, 2.0, 0.5, 0.0, 3.0, -1.0, 2.5])
 MEASURE_SPECS = st.sampled_from(["all_prefs", "prefs", *PREFS_MEASURES, "num_q", "runid"])
+# the families this file holds to the trec_eval program (tests/unit/test_reference_coverage.py)
+REFERENCE_FAMILIES = set(PREFS_MEASURES)
 
 
 @st.composite

@@ -70,6 +70,7 @@ def test_purity_textbook_case() -> None:
     y_true = np.concatenate([[0] * 5 + [1] * 2, [1] * 4 + [0] * 2 + [2] * 2, [2] * 6 + [0] * 4])
     values = cls.clustering_measures(y_true, clusters)
     assert values["purity"] == pytest.approx(0.6)
+    assert values["clusters"] == 3
     assert values["ari"] == pytest.approx(metrics.adjusted_rand_score(y_true, clusters))
     assert values["nmi"] == pytest.approx(metrics.normalized_mutual_info_score(y_true, clusters))
 
@@ -131,6 +132,57 @@ def test_label_measures_equal_scikit_learn(pairs: list[tuple[int, int]], beta: f
     assert values["mcc"] == pytest.approx(mcc, abs=1e-12)
     assert values["kappa"] == pytest.approx(0.0 if np.isnan(kappa) else kappa, abs=1e-12)
     assert values["balanced_accuracy"] == pytest.approx(balanced)
+    assert values["error_rate"] == pytest.approx(1 - metrics.accuracy_score(y_true, y_pred))
+    # one-vs-rest counts per class: specificity tn/(tn+fp), fallout fp/(fp+tn), generality support/n
+    per_class = metrics.multilabel_confusion_matrix(y_true, y_pred, labels=[0, 1, 2])
+    tn, fp = per_class[:, 0, 0], per_class[:, 0, 1]
+    specificity = np.divide(tn, tn + fp, out=np.zeros(3), where=tn + fp > 0)
+    fallout = np.divide(fp, tn + fp, out=np.zeros(3), where=tn + fp > 0)
+    for index, label in enumerate(classes):
+        assert values[f"f1{suffix}.{label}"] == pytest.approx(f[index])
+        assert values[f"specificity.{label}"] == pytest.approx(specificity[index])
+        assert values[f"fallout.{label}"] == pytest.approx(fallout[index])
+        assert values[f"generality.{label}"] == pytest.approx(support[index] / len(y_true))
+    assert values["specificity_macro"] == pytest.approx(specificity.mean())
+    assert values["fallout_macro"] == pytest.approx(fallout.mean())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=40))
+def test_positive_class_measures_equal_scikit_learns_binary_ones(pairs: list[tuple[int, int]]) -> None:
+    y_true = np.array([p[0] for p in pairs])
+    y_pred = np.array([p[1] for p in pairs])
+    values = cls.label_measures(cls.confusion(y_true, y_pred, 2), ["neg", "pos"], positive=1)
+    kw = {"pos_label": 1, "zero_division": 0}
+    tn, fp, _, _ = metrics.confusion_matrix(y_true, y_pred, labels=[0, 1]).ravel()
+    assert values["precision"] == pytest.approx(metrics.precision_score(y_true, y_pred, **kw))
+    assert values["recall"] == pytest.approx(metrics.recall_score(y_true, y_pred, **kw))
+    assert values["f1"] == pytest.approx(metrics.f1_score(y_true, y_pred, **kw))
+    assert values["specificity"] == pytest.approx(tn / (tn + fp) if tn + fp else 0.0)
+    assert values["fallout"] == pytest.approx(fp / (tn + fp) if tn + fp else 0.0)
+    assert values["support"] == (y_true == 1).sum()
+    assert values["generality"] == pytest.approx((y_true == 1).mean())
+
+
+def test_the_suite_reports_the_best_thresholds_and_rela_impr() -> None:
+    y_true = np.array([1, 1, 0, 1, 0, 0])
+    score = np.array([0.9, 0.8, 0.7, 0.6, 0.3, 0.1])
+    baseline = np.array([0.9, 0.2, 0.7, 0.6, 0.3, 0.1])  # one positive sinks below two negatives
+    suite = cls.evaluate(y_true, ["neg", "pos"], score=score, baseline_score=baseline)
+    # the rules' thresholds as test_thresholds_and_break_even_by_hand works them out
+    assert (suite.aggregates["threshold_best_f1"], suite.aggregates["threshold_best_f1_value"]) == (
+        0.6, pytest.approx(6 / 7))
+    assert (suite.aggregates["threshold_youden"], suite.aggregates["threshold_youden_value"]) == (
+        0.6, pytest.approx(2 / 3))
+    assert (suite.aggregates["threshold_iso_accuracy"], suite.aggregates["threshold_iso_accuracy_value"]) == (
+        0.6, pytest.approx(5 / 6))
+    # AUC 8/9 against the baseline's 6/9 (Yan et al. 2014, in percent: ((AUC - 0.5) / (AUC_base - 0.5) - 1) * 100)
+    assert suite.aggregates["auc"] == pytest.approx(8 / 9)
+    assert suite.aggregates["rela_impr"] == pytest.approx(((8 / 9 - 0.5) / (6 / 9 - 0.5) - 1) * 100)
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    grouped = cls.evaluate(y_true, ["neg", "pos"], score=score, baseline_score=baseline, groups=groups, n_groups=2)
+    # group 0: AUC 1 (base 0.5); group 1: AUC 1 (base 1) -> GAUC 1 vs 0.75
+    assert grouped.aggregates["rela_impr_gauc"] == pytest.approx(((1 - 0.5) / (0.75 - 0.5) - 1) * 100)
 
 
 @settings(max_examples=80, deadline=None)
@@ -202,3 +254,15 @@ def test_per_group_values_equal_each_groups_own_suite() -> None:
         assert suite.per_group["auc"][g] == pytest.approx(own.aggregates["auc"])
     assert suite.settings["threshold_rule"] == "best-f1"
     assert suite.aggregates["threshold_best_f1"] == suite.settings["threshold"]
+
+
+# the measures this file holds to scikit-learn or to worked examples (tests/unit/test_reference_coverage.py)
+REFERENCE_FAMILIES = {
+    "accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa",
+    *(f"{m}_{avg}" for m in ("precision", "recall", "f1") for avg in ("micro", "macro", "weighted")),
+    "specificity_macro", "fallout_macro", "precision", "recall", "f1", "specificity", "fallout", "generality",
+    "support", "cost", "cost_per_item", "auc", "gauc", "gauc_groups_skipped", "average_precision",
+    "interpolated_ap_11", "break_even", "threshold_best_f1", "threshold_best_f1_value", "threshold_youden",
+    "threshold_youden_value", "threshold_iso_accuracy", "threshold_iso_accuracy_value", "rela_impr",
+    "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "ari", "nmi", "clusters",
+}

@@ -79,3 +79,18 @@ def test_hits_counts_and_hit_rate_is_success() -> None:
     assert value(qrels, run, "Hits@10") == 3
     assert value(qrels, run, "HitRate@5") == value(qrels, run, "Success@5") == 1
     assert value(qrels, run, "hit_rate@2") == 1 and value(qrels, run, "Hits@2") == 1
+
+
+def test_f_beta_and_precision_at_recall_relevant_at_1_3_9_10_of_4() -> None:
+    """F-beta of P@k and R@k (van Rijsbergen), and precision where recall first reaches a level
+    (Manning et al., 8.4): relevant at ranks 1, 3, 9 and 10, four relevant in all."""
+    qrels, run = ranked(at_ranks([1, 3, 9, 10], 10))
+    assert value(qrels, run, "F@5") == pytest.approx(2 * 0.4 * 0.5 / (0.4 + 0.5))  # P@5 2/5, R@5 2/4
+    assert value(qrels, run, "F(beta=2)@10") == pytest.approx(5 * 0.4 * 1.0 / (4 * 0.4 + 1.0))
+    assert value(qrels, run, "PAtR@0.25") == 1.0  # the 1st relevant, at rank 1
+    assert value(qrels, run, "PAtR@0.5") == pytest.approx(2 / 3)  # the 2nd, at rank 3
+    assert value(qrels, run, "PAtR@1.0") == pytest.approx(4 / 10)  # the 4th, at rank 10
+
+
+# the families this file holds to published worked examples (tests/unit/test_reference_coverage.py)
+REFERENCE_FAMILIES = {"AP", "Rprec", "RR", "DCG", "nDCG", "Hits", "Success", "F", "PAtR"}
