@@ -196,9 +196,10 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         fields = line.split()
         try:
             mean, stddev = float(fields[2]), float(fields[3])
+            well_formed = len(fields) == 4
         except (ValueError, IndexError):
-            mean = stddev = None
-        if len(fields) != 4 or mean is None or stddev is None:
+            well_formed = False
+        if not well_formed:
             raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
                                                  f"for the mean and standard deviation, found '{line.strip()}'")
         if (fields[0], fields[1]) in table:  # trec_eval's binary search would pick one of them at random
@@ -260,7 +261,7 @@ def _keep_stand_in_values(rows: list[tuple[str, str, Measure | None]], values: d
 
 
 def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
-                 column_of: Callable[[Measure], Sequence[Any]], summary_of: Callable[[Measure], Any],
+                 column_of: Callable[[Measure], Sequence[Any] | np.ndarray], summary_of: Callable[[Measure], Any],
                  runid: str | None, *, per_query: bool, summary: bool, zscores: bool = False) -> str:
     """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines. ``column_of``
     gives a measure's values for all ``topics``, in their order. With ``zscores`` (``-Z``) the
@@ -281,15 +282,15 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
         text = "".join(cells.T.ravel().tolist())
     lines: list[str] = []
     if summary:
-        for root, name, measure in rows:
+        for root, name, summarised in rows:
             if root == "runid":
                 lines.append(_line(name, "all", runid or "unknown"))
             elif root == "num_q":
                 lines.append(f"Z{name:<22s}\tall\t{len(topics):6.4f}\n" if zscores
                              else _line(name, "all", str(len(topics))))
-            elif measure is not None and measure.spec.summary != "none":
-                value = _format_column(measure, [summary_of(measure)], zscores)[0]
-                lines.append(f"{_label(name, measure, zscores)}\tall\t{value}\n")
+            elif summarised is not None and summarised.spec.summary != "none":
+                value = _format_column(summarised, [summary_of(summarised)], zscores)[0]
+                lines.append(f"{_label(name, summarised, zscores)}\tall\t{value}\n")
     return text + "".join(lines)
 
 
@@ -312,7 +313,7 @@ def _label(name: str, measure: Measure, zscores: bool) -> str:
     return f"Z{name:<22s}" if zscores and measure.spec.value_type != "str" else f"{name:<22s}"
 
 
-def _format_column(measure: Measure, values: Sequence[Any], zscores: bool = False) -> list[str]:
+def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores: bool = False) -> list[str]:
     """trec_eval's text for each value: quoted strings, integers (rint rounds half to even, as
     trec_eval's printf does; z-scores of counts print as %6.4f), or %6.4f (NaN as glibc prints
     trec_eval's: -nan)."""

@@ -34,7 +34,7 @@ def _first_run_tag(path: Path) -> str:
     import gzip
 
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as lines:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8") as lines:
         for line in lines:
             fields = line.split()
             if len(fields) >= 6 and not fields[0].startswith("#"):

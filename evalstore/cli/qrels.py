@@ -12,21 +12,6 @@ from evalstore.cli._output import OutputFormat, info, render, render_record, war
 from evalstore.cli._progress import row_progress
 from evalstore.cli.runs import InputFormat
 
-
-def _writer():  # type: ignore[no-untyped-def]
-    from evalstore.io.writers import write_qrels
-
-    return write_qrels
-
-
-def _store():  # type: ignore[no-untyped-def]
-    """The service module, imported on first use: it pulls in SQLAlchemy, which commands that do
-    not touch the database (trec-eval, measures) should not pay for at start-up."""
-    from evalstore.services import store
-
-    return store
-
-
 app = typer.Typer(help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.",
                   no_args_is_help=True)
 
@@ -54,9 +39,11 @@ def import_(
              "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*."),
 ) -> None:
     """Validate a judgments file and store it (all or nothing)."""
+    from evalstore.services import store
+
     engine = state(ctx).engine()
     with row_progress(f"storing {path.name}") as progress:
-        result = _store().import_qrels(
+        result = store.import_qrels(
             engine, path, name=name, description=description, replace=replace,
             fmt=fmt.value if fmt else None, kind=kind.value, progress=progress,
         )
@@ -72,20 +59,26 @@ def import_(
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the imported qrels."""
-    rows = [s.as_dict() for s in _store().list_qrels(state(ctx).engine())]
+    from evalstore.services import store
+
+    rows = [s.as_dict() for s in store.list_qrels(state(ctx).engine())]
     render(rows, LIST_COLUMNS, fmt, title="qrels")
 
 
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one qrels set."""
-    render_record(_store().show_qrels(state(ctx).engine(), name).as_dict(), fmt, title=name)
+    from evalstore.services import store
+
+    render_record(store.show_qrels(state(ctx).engine(), name).as_dict(), fmt, title=name)
 
 
 @app.command()
 def delete(ctx: typer.Context, name: str) -> None:
     """Delete a qrels set and every evaluation against it."""
-    summary = _store().delete_qrels(state(ctx).engine(), name)
+    from evalstore.services import store
+
+    summary = store.delete_qrels(state(ctx).engine(), name)
     info(f"deleted qrels '{summary.name}' ({summary.rows} judgments)")
 
 
@@ -97,5 +90,8 @@ def export(
     fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
 ) -> None:
     """Write qrels back out in their original order (TREC by default)."""
-    _, table = _store().qrels_rows(state(ctx).engine(), name)
-    write_output(output, lambda handle: _writer()(table, handle, fmt.value))
+    from evalstore.io.writers import write_qrels
+    from evalstore.services import store
+
+    _, table = store.qrels_rows(state(ctx).engine(), name)
+    write_output(output, lambda handle: write_qrels(table, handle, fmt.value))

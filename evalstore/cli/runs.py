@@ -11,21 +11,6 @@ from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
 from evalstore.cli._progress import row_progress
 
-
-def _writer():  # type: ignore[no-untyped-def]
-    from evalstore.io.writers import write_run
-
-    return write_run
-
-
-def _store():  # type: ignore[no-untyped-def]
-    """The service module, imported on first use: it pulls in SQLAlchemy, which commands that do
-    not touch the database (trec-eval, measures) should not pay for at start-up."""
-    from evalstore.services import store
-
-    return store
-
-
 app = typer.Typer(help="Register and manage system runs.", no_args_is_help=True)
 
 LIST_COLUMNS = ["name", "system", "tag", "rows", "topics", "created_at"]
@@ -60,10 +45,12 @@ def register(
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
 ) -> None:
     """Validate a run file and store it (all or nothing)."""
+    from evalstore.services import store
+
     metadata = parse_meta(meta)
     engine = state(ctx).engine()
     with row_progress(f"storing {path.name}") as progress:
-        result = _store().register_run(
+        result = store.register_run(
             engine, path, name=name, system=system, metadata=metadata, description=description,
             replace=replace, fmt=fmt.value if fmt else None, progress=progress,
         )
@@ -79,20 +66,26 @@ def register(
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the registered runs."""
-    rows = [s.as_dict() for s in _store().list_runs(state(ctx).engine())]
+    from evalstore.services import store
+
+    rows = [s.as_dict() for s in store.list_runs(state(ctx).engine())]
     render(rows, LIST_COLUMNS, fmt, title="runs")
 
 
 @app.command()
 def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """Show one run."""
-    render_record(_store().show_run(state(ctx).engine(), name).as_dict(), fmt, title=name)
+    from evalstore.services import store
+
+    render_record(store.show_run(state(ctx).engine(), name).as_dict(), fmt, title=name)
 
 
 @app.command()
 def delete(ctx: typer.Context, name: str) -> None:
     """Delete a run and everything computed from it."""
-    summary = _store().delete_run(state(ctx).engine(), name)
+    from evalstore.services import store
+
+    summary = store.delete_run(state(ctx).engine(), name)
     info(f"deleted run '{summary.name}' ({summary.rows} rows)")
 
 
@@ -104,6 +97,9 @@ def export(
     fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
 ) -> None:
     """Write a run back out, rows in their original order (TREC by default)."""
-    summary, table = _store().run_rows(state(ctx).engine(), name)
+    from evalstore.io.writers import write_run
+    from evalstore.services import store
+
+    summary, table = store.run_rows(state(ctx).engine(), name)
     tag = summary.details.get("tag") or summary.name
-    write_output(output, lambda handle: _writer()(table, handle, fmt.value, tag=tag))
+    write_output(output, lambda handle: write_run(table, handle, fmt.value, tag=tag))

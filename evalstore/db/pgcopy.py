@@ -72,7 +72,7 @@ def encode(batch: pa.RecordBatch, types: Mapping[str, pa.DataType]) -> memoryvie
         records[f"{name}_length"] = records.dtype[name].itemsize
         records[name] = pc.cast(batch.column(name), types[name]).to_numpy(zero_copy_only=False)  # checks the range
     if not strings:
-        return memoryview(records).cast("B")
+        return records.data.cast("B")
     pieces: list[pa.Array] = []
     for index, name in enumerate(strings):
         values = batch.column(name).cast(pa.binary())

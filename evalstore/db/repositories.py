@@ -1,13 +1,13 @@
-"""Queries over the store. Every function borrows a session; none commits (services do)."""
+"""Queries over the store. Every function takes the caller's session and none commits (services
+do). Bulk reads into Arrow go through :mod:`evalstore.db.arrow_reads`: on SQLite over the session's
+own connection, on PostgreSQL over a kept ADBC connection of their own, which sees committed rows
+only (see there why that is enough for what is read that way)."""
 
 from __future__ import annotations
 
-import atexit
 import io
 import itertools
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy import and_, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
-from evalstore.db import pgcopy
+from evalstore.db import arrow_reads, pgcopy
+from evalstore.db.arrow_reads import BATCH_ROWS
 from evalstore.db.models import (
     AggregateResult,
     Base,
@@ -36,7 +37,6 @@ from evalstore.db.staging import StagedRows
 from evalstore.errors import NotFoundError
 from evalstore.trec_order import ranks_and_counts
 
-BATCH_ROWS = 200_000
 PARALLEL_READS = 2  # concurrent PostgreSQL reads of one large query (this service's machines: 2 cores)
 Progress = Callable[[int], None]
 
@@ -233,7 +233,7 @@ def copy_batches(
     COPY FREEZE, for a table created in this transaction; ``binary``: the model table whose
     column types the batches (with no nulls) are encoded for, in binary COPY (evalstore.db.pgcopy)."""
     connection = session.connection()
-    dbapi = connection.connection.driver_connection
+    dbapi = arrow_reads.driver_connection(session)
     remaining = iter(batches)
     first = next(remaining, None)
     if first is None:
@@ -276,11 +276,11 @@ def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa
     (topic, doc, score) in any order: the measures sort by score and ignore rank, and PostgreSQL
     then skips a 7M-row sort and a column."""
     if for_evaluation:
-        return _select_table(
+        return arrow_reads.select_table(
             session, select(RunRow.topic, RunRow.doc, RunRow.score).where(RunRow.run_id == run.id),
             ["topic", "doc", "score"], [pa.string(), pa.string(), pa.float64()],
         )
-    return _select_table(
+    return arrow_reads.select_table(
         session,
         select(RunRow.topic, RunRow.doc, RunRow.rank, RunRow.score).where(RunRow.run_id == run.id)
         .order_by(RunRow.position),
@@ -299,8 +299,9 @@ def judged_ranks(session: Session, run: Run, qrels: QrelsSet) -> tuple[pa.Table,
     judged = select(RunRow.topic, RunRow.trec_rank, Judgment.relevance).join(
         Judgment, and_(Judgment.qrels_id == qrels.id, Judgment.topic == RunRow.topic, Judgment.doc == RunRow.doc),
     ).where(RunRow.run_id == run.id)
-    return (_select_table(session, retrieved, ["topic", "retrieved"], [pa.string(), pa.int64()]),
-            _select_table(session, judged, ["topic", "rank", "relevance"], [pa.string(), pa.int32(), pa.int64()]))
+    return (arrow_reads.select_table(session, retrieved, ["topic", "retrieved"], [pa.string(), pa.int64()]),
+            arrow_reads.select_table(session, judged, ["topic", "rank", "relevance"],
+                                     [pa.string(), pa.int32(), pa.int64()]))
 
 
 def top_ranked(session: Session, run_ids: list[int], depth: int | None,
@@ -320,26 +321,24 @@ def top_ranked(session: Session, run_ids: list[int], depth: int | None,
         return query if topics is None else query.where(RunRow.topic.in_(topics))
 
     if session.get_bind().dialect.name != "postgresql" or len(run_ids) < 2:
-        return _select_table(session, statement(run_ids), names, types)
-    # the threads share no Session (not thread-safe): each gets its SQL and its own ADBC connection
-    reads = [_postgres_read(session, statement(run_ids[i::PARALLEL_READS])) for i in range(PARALLEL_READS)]
-    with ThreadPoolExecutor(PARALLEL_READS) as pool:
-        parts = list(pool.map(lambda read: _fetch_arrow(*read), reads))
-    return _typed(pa.concat_tables(parts), names, types)
+        return arrow_reads.select_table(session, statement(run_ids), names, types)
+    parts = arrow_reads.read_together(
+        session, [(statement(run_ids[i::PARALLEL_READS]), names, types) for i in range(PARALLEL_READS)])
+    return pa.concat_tables(parts)
 
 
 def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
     """The judgments in file order, as an Arrow table (topic, iteration, doc, relevance; and
     subgroup and level for preference judgments)."""
     if qrels.kind == "preferences":
-        return _select_table(
+        return arrow_reads.select_table(
             session,
             select(Judgment.topic, Judgment.iteration, Judgment.subgroup, Judgment.doc, Judgment.relevance,
                    Judgment.level).where(Judgment.qrels_id == qrels.id).order_by(Judgment.position),
             ["topic", "iteration", "subgroup", "doc", "relevance", "level"],
             [pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.float64()],
         )
-    return _select_table(
+    return arrow_reads.select_table(
         session,
         select(Judgment.topic, Judgment.iteration, Judgment.doc, Judgment.relevance)
         .where(Judgment.qrels_id == qrels.id)
@@ -347,107 +346,6 @@ def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
         ["topic", "iteration", "doc", "relevance"],
         [pa.string(), pa.string(), pa.string(), pa.int64()],
     )
-
-
-def read_arrow(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
-    """Any SELECT's rows as an Arrow table with the given column names and types (ADBC on
-    PostgreSQL, the sqlite3 cursor on SQLite)."""
-    return _select_table(session, statement, names, types)
-
-
-def read_arrow_together(session: Session, reads: list[tuple[Any, list[str], list[pa.DataType]]]) -> list[pa.Table]:
-    """Several SELECTs as :func:`read_arrow` reads them; on PostgreSQL at the same time, each on
-    its own ADBC connection (reading 10M gold labels and 10M predictions: ~4.5 s each, and the
-    server and the decoding overlap)."""
-    if session.get_bind().dialect.name != "postgresql" or len(reads) < 2:
-        return [_select_table(session, *read) for read in reads]
-    # the threads share no Session (not thread-safe): each gets its SQL and its own connection
-    sql = [_postgres_read(session, statement) for statement, _, _ in reads]
-    with ThreadPoolExecutor(len(reads)) as pool:
-        tables = list(pool.map(lambda read: _fetch_arrow(*read), sql))
-    return [_typed(table, names, types) for table, (_, names, types) in zip(tables, reads, strict=True)]
-
-
-def _select_table(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
-    connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        return _read_arrow_postgres(session, statement, names, types)
-    # SQLite: the sqlite3 cursor itself, not SQLAlchemy's result rows (5x faster: ~1M rows/s,
-    # where ORM row processing made reading 1.7M run rows take 9 s)
-    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    parameters = [compiled.params[name] for name in compiled.positiontup or []]
-    cursor = connection.connection.driver_connection.cursor()
-    cursor.execute(str(compiled), parameters)
-    batches = []
-    while partition := cursor.fetchmany(BATCH_ROWS):
-        columns = list(zip(*partition, strict=True))
-        batches.append(
-            pa.RecordBatch.from_arrays(
-                [pa.array(col, type=t) for col, t in zip(columns, types, strict=True)], names=names
-            )
-        )
-    if not batches:
-        return pa.table({n: pa.array([], type=t) for n, t in zip(names, types, strict=True)})
-    return pa.Table.from_batches(batches)
-
-
-_adbc_connections: dict[tuple[str, int], Any] = {}
-
-
-@atexit.register
-def _close_adbc_connections() -> None:
-    # closed before the interpreter tears down the modules their finalisers need
-    while _adbc_connections:
-        _, connection = _adbc_connections.popitem()
-        connection.close()
-
-
-def _read_arrow_postgres(session: Session, statement: Any, names: list[str], types: list[pa.DataType]) -> pa.Table:
-    """PostgreSQL: the query's rows straight into Arrow columns through ADBC's PostgreSQL driver
-    (binary COPY decoded in C). A 7M-row run reads in ~2.5 s this way, against ~8 s through
-    psycopg, whose COPY hands Python one row at a time (scripts/bench_worker.py)."""
-    return _typed(_fetch_arrow(*_postgres_read(session, statement)), names, types)
-
-
-def _postgres_read(session: Session, statement: Any) -> tuple[str, str]:
-    """(ADBC URI, SQL text) of a statement, for :func:`_fetch_arrow`."""
-    bind = session.get_bind()
-    sql = str(statement.compile(dialect=bind.dialect, compile_kwargs={"literal_binds": True}))
-    return bind.url.set(drivername="postgresql").render_as_string(hide_password=False), sql
-
-
-def _fetch_arrow(uri: str, sql: str) -> pa.Table:
-    """Run ``sql`` on this thread's ADBC connection to ``uri``. The connection is kept per thread
-    (opening one costs ~50 ms, more than reading a 50k-row run) and in autocommit mode, so it never
-    holds a lock that would block dropping a run's partition."""
-    import adbc_driver_postgresql.dbapi as adbc
-
-    key = (uri, threading.get_ident())
-    connection = _adbc_connections.get(key)
-    if connection is not None:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(sql)
-                return cursor.fetch_arrow_table()
-        except adbc.OperationalError:
-            _adbc_connections.pop(key, None)  # the server restarted or dropped us: reconnect once
-            connection.close()
-    connection = _adbc_connections[key] = adbc.connect(uri, autocommit=True)
-    with connection.cursor() as cursor:
-        # these reads are scans, and a run's rows joined to its judgments: JIT-compiling them (the
-        # planner asks for it over a few million rows) cost 0.2 s of a 100-partition read and
-        # saved nothing. A run partition just loaded has no statistics until autovacuum analyzes
-        # it, and the planner, guessing ~1k rows, may pick a nested loop for that join (7M x 10k
-        # comparisons); a hash join over the judgments is always right here (~1.1 s for 7M rows).
-        cursor.execute("SET jit = off")
-        cursor.execute("SET enable_nestloop = off")
-        cursor.execute(sql)
-        return cursor.fetch_arrow_table()
-
-
-def _typed(table: pa.Table, names: list[str], types: list[pa.DataType]) -> pa.Table:
-    schema = pa.schema([pa.field(n, t) for n, t in zip(names, types, strict=True)])
-    return table.rename_columns(names).cast(schema)
 
 
 def count_run_rows(session: Session, run: Run) -> int:
@@ -484,7 +382,7 @@ def result_table(session: Session, evaluation_id: int, measures: list[str] | Non
     )
     if measures is not None:
         statement = statement.where(QueryResult.measure.in_(measures))
-    return _select_table(session, statement, ["measure", "query_id", "value", "text_value"],
+    return arrow_reads.select_table(session, statement, ["measure", "query_id", "value", "text_value"],
                          [pa.string(), pa.string(), pa.float64(), pa.string()])
 
 

@@ -33,8 +33,8 @@ _BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 def _string_hashes(array: pa.Array) -> np.ndarray:
     n = len(array)
     offset_type = np.int64 if array.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + n + 1]
-    offsets = offsets.astype(np.int64)
+    window = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + n + 1]
+    offsets: np.ndarray = window.astype(np.int64)
     data_buffer = array.buffers()[2]
     raw = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
     padded = np.concatenate([raw, np.zeros(8, dtype=np.uint8)])

@@ -362,7 +362,7 @@ def _first_trec_error(
                     "trec_eval refuses duplicate documents, so remove one of them",
                 ), None
             seen[key] = (number, 0)
-            row = (topic, fields[1], doc, rank, score, fields[5])
+            row: tuple[str | int | float, ...] = (topic, fields[1], doc, rank, score, fields[5])
         else:
             rel_text = fields[3]
             relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)

@@ -30,7 +30,7 @@ def read_judgments(path: Path) -> list[tuple[int, str, str, int]]:
     rows = []
     if {"topic", "doc"} <= set(header) and ({"relevance"} & set(header) or {"label"} & set(header)):
         columns = {name: header.index(name) for name in header}
-        label = columns.get("relevance", columns.get("label"))
+        label = columns["relevance"] if "relevance" in columns else columns["label"]
         start = lines.index(first) + 1
         for number, line in enumerate(lines[start:], start=start + 1):
             if not line.strip() or line.startswith("#"):

@@ -112,7 +112,8 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
     workers = threads if threads is not None else min(os.cpu_count() or 1, 4)
     if workers <= 1 or len(measures) < 4:
         return {measure: one(measure) for measure in measures}
-    for level in {m.kwargs(relevance_level).get("rel") for m in measures} - {None}:
+    levels = {m.kwargs(relevance_level).get("rel") for m in measures}
+    for level in sorted(level for level in levels if level is not None):
         rk.cum_rel(level)  # shared by most kernels: build once, before the threads start
     # the heaviest families first, so the two threads finish together
     order = sorted(measures, key=lambda m: m.family not in _HEAVY)
@@ -164,7 +165,7 @@ class MeasureValues(dict[str, Any]):
         except InvalidParameterError:
             return False
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self else default
 
 
@@ -173,7 +174,7 @@ class EvaluationResult:
     """Per-query values (long format) and aggregates of one run against one qrels set.
     ``aggregates`` is keyed by canonical name and answers to any spelling of it."""
 
-    per_query: pd.DataFrame  # columns query_id, measure, value (value_text for string measures)
+    per_query: pd.DataFrame  # columns query_id, measure, value (text_value for string measures, as the store names it)
     aggregates: MeasureValues
     topics: list[str]
     missing_topics: list[str] = field(default_factory=list)
@@ -222,10 +223,10 @@ def evaluate(
             frames.append(pd.DataFrame({
                 "query_id": rk.topics, "measure": str(measure),
                 "value": np.full(rk.n, np.nan) if is_text else array.astype(np.float64),
-                "value_text": array if is_text else None,
+                "text_value": array if is_text else None,
             }))
     per_query_frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["query_id", "measure", "value", "value_text"])
+        columns=["query_id", "measure", "value", "text_value"])
     return EvaluationResult(
         per_query=per_query_frame, aggregates=aggregates, topics=rk.topics,
         missing_topics=rk.missing_topics, dropped_run_topics=rk.dropped_run_topics,

@@ -12,12 +12,16 @@ they never sort and never loop over topics in Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
+# reads as "pooled but unjudged", io.judgments.TREC_UNJUDGED, which is coded UNJUDGED here)
 NONPOOL = -1
 UNJUDGED = -2
 PAD = -3
@@ -57,7 +61,7 @@ class Ranking:
     def depth(self) -> int:
         return int(self.rel.shape[1])
 
-    def cached(self, key: object, compute):  # type: ignore[no-untyped-def]
+    def cached(self, key: object, compute: Callable[[], Any]) -> Any:
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
@@ -70,11 +74,6 @@ class Ranking:
     def ranks(self) -> np.ndarray:
         """1-based ranks as float64, shape (depth,)."""
         return self.cached("ranks", lambda: np.arange(1, self.depth + 1, dtype=np.float64))
-
-    @property
-    def log2_discount(self) -> np.ndarray:
-        """1 / log2(rank + 1), shape (depth,)."""
-        return self.cached("log2", lambda: 1.0 / np.log2(self.ranks + 1.0))
 
     def is_rel(self, level: int) -> np.ndarray:
         """Retrieved and judged at least ``level`` (trec_eval ``rel >= relevance_level``)."""

@@ -37,7 +37,7 @@ def confusion(y_true: np.ndarray, y_pred: np.ndarray, k: int, groups: np.ndarray
     return np.bincount(groups.astype(np.int64) * (k * k) + cell, minlength=n_groups * k * k).reshape(n_groups, k, k)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def _ratio(num: np.ndarray, den: np.ndarray | int) -> np.ndarray:
     """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
@@ -125,7 +125,7 @@ class Curve:
     negatives: int
 
     # each item's dense rank among the distinct scores, highest 0 (for group_auc's one-key sort)
-    score_rank: np.ndarray | None = None
+    score_rank: np.ndarray
 
     @classmethod
     def of(cls, positive: np.ndarray, score: np.ndarray) -> Curve:
@@ -365,10 +365,10 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
         if threshold is not None or y_pred is None:
             # a threshold or rule given decides the labels; without one, the predicted labels do
             # (or 0.5 on the score when there are none)
-            rule = 0.5 if threshold is None else threshold
-            cut = float(rule) if not isinstance(rule, str) else curve.best_threshold(rule, prior)[0]
+            given: float | str = 0.5 if threshold is None else threshold
+            cut = float(given) if not isinstance(given, str) else curve.best_threshold(given, prior)[0]
             settings["threshold"] = cut
-            settings["threshold_rule"] = rule if isinstance(rule, str) else "given"
+            settings["threshold_rule"] = given if isinstance(given, str) else "given"
             y_pred = labels_at(score, cut, positive)
         if groups is not None:
             auc, ap, sizes = group_auc(is_positive, score, groups, n_groups, curve.score_rank)

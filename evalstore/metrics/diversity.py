@@ -169,7 +169,7 @@ def _greedy_ideal(rel: np.ndarray, doc_count: np.ndarray, alpha: float) -> np.nd
     n, width, n_sub = rel.shape
     relevant = rel.any(axis=2)
     steps = int(relevant.sum(axis=1).max()) if n else 0
-    open_ = np.arange(width)[None, :] < doc_count[:, None]
+    open_: np.ndarray = np.arange(width)[None, :] < doc_count[:, None]
     gain = np.ones((n, n_sub))
     scores = np.zeros((n, max(steps, 1)))
     rows = np.arange(n)
@@ -180,7 +180,7 @@ def _greedy_ideal(rel: np.ndarray, doc_count: np.ndarray, alpha: float) -> np.nd
         score = np.where(open_, score, -np.inf)
         best = score.max(axis=1)
         pick = width - 1 - np.argmax((score == best[:, None])[:, ::-1], axis=1)  # the last (greatest docno)
-        has = open_.any(axis=1)
+        has = np.asarray(open_.any(axis=1))
         scores[:, rank] = np.where(has, np.maximum(best, 0.0), 0.0)
         open_[rows[has], pick[has]] = False
         gain = np.where(has[:, None] & rel[rows, pick], gain * (1.0 - alpha), gain)

@@ -8,6 +8,8 @@ at least ``rel`` is relevant (trec_eval ``-l``; default: the evaluation's level,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
@@ -423,7 +425,8 @@ def _result_gains(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return np.where(rk.valid, table[rk.rel + 3], 0.0)
 
 
-def _ideal_gains(rk: Ranking, gains: dict[int, float] | None, transform=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _ideal_gains(rk: Ranking, gains: dict[int, float] | None,
+                 transform: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """(n, M): each topic's judged documents ordered by gain descending, positive gains only."""
     n_levels = rk.rel_levels.shape[1]
     table = _gain_table(rk, gains)[3 : 3 + n_levels]

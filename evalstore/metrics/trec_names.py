@@ -66,15 +66,17 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
 def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Measure | None]]:
     if trec.kind == "none":
         return [(root, make(trec.family))]
+    param = str(trec.param)  # every kind but "none" names its parameter
+    fixed = dict(trec.fixed)
     if trec.kind == "long":
-        values = sorted({int(float(v)) for v in raw.split(",")}) if raw else list(trec.defaults)
-        for v in values:
+        cutoffs = sorted({int(float(v)) for v in raw.split(",")}) if raw else list(trec.defaults)
+        for v in cutoffs:
             if v <= 0:
                 raise InvalidParameterError(f"Cutoffs of {root} must be positive integers. Got {v}.")
-        return [(f"{root}_{v}", make(trec.family, **{trec.param: v})) for v in values]
+        return [(f"{root}_{v}", make(trec.family, **{param: v})) for v in cutoffs]
     if trec.kind == "double":
-        values = sorted({float(v) for v in raw.split(",")}) if raw else list(trec.defaults)
-        return [(f"{root}_{v:.2f}", make(trec.family, **{trec.param: v}, **dict(trec.fixed))) for v in values]
+        levels = sorted({float(v) for v in raw.split(",")}) if raw else list(trec.defaults)
+        return [(f"{root}_{v:.2f}", make(trec.family, **{param: v}, **fixed)) for v in levels]
     name = f"{root}_{raw}" if raw else root
     if trec.kind == "pairs":
         params: dict[str, Any] = {}
@@ -86,16 +88,16 @@ def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Mea
                     params["p"] = float(value)
                 elif _is_int(key):
                     gains[int(key)] = float(value)
-            if gains and "gains" in trec.param:
+            if gains and "gains" in param:
                 params["gains"] = gains
-        return [(name, make(trec.family, **{**dict(trec.fixed), **params}))]
+        return [(name, make(trec.family, **{**fixed, **params}))]
     # raw: one value or a list of values, as typed
     if root == "relstring":
         return [(name, make(trec.family, cutoff=int(float(raw)) if raw else 10))]
     if root == "set_F":
         return [(name, make(trec.family, x=float(raw.split(",")[0]) if raw else 1.0))]
     values = tuple(float(v) for v in raw.split(",")) if raw else trec.defaults[0]
-    return [(name, make(trec.family, **{trec.param: values}))]
+    return [(name, make(trec.family, **{param: values}))]
 
 
 def _is_int(text: str) -> bool:

@@ -255,8 +255,12 @@ def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: 
     return Comparison(settings, pairs, matrix)
 
 
+# per pair of one measure: statistic, p-value, corrected p-value, interval low and high
+Outcomes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def _paired_outcomes(differences: dict[str, np.ndarray], test: str, correction: str, alpha: float,
-                     resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+                     resamples: int, rng: np.random.Generator | None) -> dict[str, Outcomes]:
     # every measure's pairs in one matrix: one draw of signs/weights serves them all
     diffs = np.vstack(list(differences.values()))
     outcome = significance.paired_test(diffs, test, confidence=1 - alpha, resamples=resamples, rng=rng)
@@ -271,7 +275,8 @@ def _paired_outcomes(differences: dict[str, np.ndarray], test: str, correction: 
 
 
 def _multi_outcomes(matrix: ScoreMatrix, differences: dict[str, np.ndarray], index_pairs: list[tuple[int, int]],
-                    multi: str, alpha: float, resamples: int, rng: np.random.Generator | None) -> dict[str, tuple]:
+                    multi: str, alpha: float, resamples: int, rng: np.random.Generator | None
+                    ) -> dict[str, Outcomes]:
     per_measure = {}
     for measure in matrix.measures:
         scores = matrix.scores[measure]
@@ -456,7 +461,8 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
         elif data.y_pred is not None:
             y_pred = data.y_pred
         else:
-            y_pred = np.argmax(data.scores, axis=1)  # type: ignore[arg-type]
+            assert data.scores is not None, "a prediction set has labels, a score or class scores"
+            y_pred = np.argmax(data.scores, axis=1)
         right.append(y_pred == data.y_true)
     b = int((right[0] & ~right[1]).sum())
     c = int((~right[0] & right[1]).sum())

@@ -23,10 +23,10 @@ import socket
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -287,7 +287,7 @@ def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEA
     """Extend the lease; False when the job is no longer this worker's (cancelled or reclaimed)."""
     with unit_of_work(engine) as session:
         now = db_now(session)
-        result = session.execute(
+        result = session.execute(  # an UPDATE's result is a cursor result: it has a rowcount
             update(Evaluation)
             .where(Evaluation.id == job.evaluation_id, Evaluation.worker_id == job.worker_id,
                    Evaluation.state == "running")
@@ -295,7 +295,7 @@ def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEA
         )
         # the worker is alive too, however long the job: `evaluate --wait` must not think it gone
         session.execute(update(Worker).where(Worker.id == job.worker_id).values(heartbeat_at=now))
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(cast(CursorResult[Any], result).rowcount)
 
 
 def _held(session: Session, job: ClaimedJob) -> Evaluation:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
+from evalstore.db import arrow_reads
 from evalstore.db import repositories as repo
 from evalstore.db.models import GoldLabel, LabelSet, Prediction, PredictionScore, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
@@ -189,10 +190,11 @@ def delete_predictions(engine: Engine, name: str) -> None:
 
 
 def _prediction_reads(prediction_set: PredictionSet) -> list[tuple[Any, list[str], list[pa.DataType]]]:
-    """The SELECTs of a prediction set's rows (and its per-class scores), for repo.read_arrow_together."""
-    reads = [(select(Prediction.item_id, Prediction.label, Prediction.score, Prediction.group_id)
-              .where(Prediction.prediction_set_id == prediction_set.id),
-              ["item_id", "label", "score", "group_id"], [pa.string(), pa.string(), pa.float64(), pa.string()])]
+    """The SELECTs of a prediction set's rows (and its per-class scores), for arrow_reads.read_together."""
+    reads: list[tuple[Any, list[str], list[pa.DataType]]] = [(
+        select(Prediction.item_id, Prediction.label, Prediction.score, Prediction.group_id)
+        .where(Prediction.prediction_set_id == prediction_set.id),
+        ["item_id", "label", "score", "group_id"], [pa.string(), pa.string(), pa.float64(), pa.string()])]
     if prediction_set.score_classes:
         reads.append((select(PredictionScore.item_id, PredictionScore.class_label, PredictionScore.score)
                       .where(PredictionScore.prediction_set_id == prediction_set.id),
@@ -214,7 +216,7 @@ def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[
     if key not in gold_cache:
         reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id)
                          .where(GoldLabel.label_set_id == label_set.id), *_GOLD_READ))
-    tables = repo.read_arrow_together(session, reads)
+    tables = arrow_reads.read_together(session, reads)
     if key not in gold_cache:
         gold_cache.clear()
         table = tables.pop(0)

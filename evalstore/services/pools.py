@@ -220,7 +220,7 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
         runs = _runs(session, list(pool.params["runs"]))
         pool_topics = sorted(entries["topic"].unique())
         tops = _read_candidates(session, runs, k, pool_topics).to_pandas()
-    best = judgments.groupby(["topic", "doc"], as_index=False)["relevance"].max()
+    best = judgments.groupby(["topic", "doc"])["relevance"].max().reset_index()
     labelled = entries[["topic", "doc"]].merge(best, on=["topic", "doc"], how="left")
     per_topic = [{"topic": topic, "documents": int(len(group)), "judged": int(group["relevance"].notna().sum()),
                   "relevant": int((group["relevance"] > 0).sum())}

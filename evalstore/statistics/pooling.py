@@ -128,7 +128,7 @@ def build(cands: pa.Table, run_names: list[str], settings: PoolSettings, oracle:
                             pairs.topic[kept]))]
     return pairs.table(rows).append_column("contributors", contributors.take(pa.array(rows))).append_column(
         "best_rank", pa.array(best_rank[rows])).append_column(
-        "judge_order", pa.array(np.where(judge_order[rows] > 0, judge_order[rows], None), pa.int64()))
+        "judge_order", pa.array(judge_order[rows], pa.int64(), mask=judge_order[rows] <= 0))
 
 
 def _best_rank(pairs: _Pairs, ranks: np.ndarray) -> np.ndarray:
@@ -143,6 +143,7 @@ def _pair_order(pairs: _Pairs, cands: pa.Table, ranks: np.ndarray, best_rank: np
     """Each pair's 1-based judging order within its topic; 0 past the budget."""
     if settings.strategy in ("depth", "rrf", "rbp"):
         n = len(pairs.topic)
+        key: np.ndarray
         if settings.strategy == "depth":
             key = best_rank.astype(np.float64)
         else:
@@ -171,11 +172,11 @@ def judging_order(cands: pa.Table, settings: PoolSettings, oracle: Oracle | None
         pairs = _Pairs.of(cands)
         ranks = cands["rank"].to_numpy().astype(np.int64)
         order = _pair_order(pairs, cands, ranks, _best_rank(pairs, ranks), settings, oracle)
-        rows = np.flatnonzero(order > 0)
-        rows = rows[np.lexsort((order[rows], pairs.topic[rows]))]
-        return pairs.table(rows).to_pandas().assign(judge_order=order[rows])
+        chosen = np.flatnonzero(order > 0)
+        chosen = chosen[np.lexsort((order[chosen], pairs.topic[chosen]))]
+        return pairs.table(chosen).to_pandas().assign(judge_order=order[chosen])
     rng = np.random.default_rng(settings.seed)
-    rows = []
+    rows: list[tuple[str, str, int]] = []
     frame = cands.to_pandas()
     for topic, group in frame.groupby("topic", sort=True):
         # adaptive: each judgment decides the next one, so this loop is sequential by nature
@@ -184,7 +185,7 @@ def judging_order(cands: pa.Table, settings: PoolSettings, oracle: Oracle | None
         lists = [docs.tolist() for _, docs in ordered.groupby("run", sort=True)["doc"]]
         sequence = (_move_to_front if settings.strategy == "mtf" else _bandit)(
             str(topic), lists, oracle, settings, rng)
-        rows.extend((topic, doc, position + 1) for position, doc in enumerate(sequence))
+        rows.extend((str(topic), doc, position + 1) for position, doc in enumerate(sequence))
     return pd.DataFrame(rows, columns=["topic", "doc", "judge_order"])
 
 

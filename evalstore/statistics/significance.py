@@ -68,9 +68,11 @@ def paired_test(diffs: np.ndarray, test: str, *, confidence: float = 0.95, resam
     elif test == "sign":
         statistic, p_value = _sign_test(diffs)
     elif test == "randomization":
-        statistic, p_value = _randomization(diffs, resamples, rng)  # type: ignore[arg-type]
+        assert rng is not None  # refused above
+        statistic, p_value = _randomization(diffs, resamples, rng)
     else:
-        statistic, p_value, ci_low, ci_high = _bootstrap(diffs, resamples, rng, confidence)  # type: ignore[arg-type]
+        assert rng is not None
+        statistic, p_value, ci_low, ci_high = _bootstrap(diffs, resamples, rng, confidence)
     return PairedOutcome(statistic, p_value, ci_low, ci_high)
 
 

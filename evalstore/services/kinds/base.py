@@ -124,7 +124,8 @@ def per_query_table(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
     n = len(query_ids)
     measure_col = np.repeat(np.asarray([*numeric, *textual], dtype=object), n)
     query_col = np.tile(np.asarray(query_ids, dtype=object), len(numeric) + len(textual))
-    numbers = np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric else []
+    numbers = (np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric
+               else np.zeros(0))
     texts = [v for column in textual.values() for v in column]
     return pa.table({
         "measure": pa.array(measure_col, pa.string()),

@@ -201,16 +201,17 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
     per_group = _per_group_frame(data.group_names, suite.per_group)
-    per_query = per_query_table([] if per_group is None else per_group.index.tolist(),
-                                {} if per_group is None else {m: per_group[m].to_numpy() for m in per_group})
+    per_query = per_query_table([] if per_group is None else [str(g) for g in per_group.index],
+                                {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group})
     aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(data.group_names)}
                   for name, value in suite.aggregates.items()]
+    values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
     header = jobs.complete(engine, job, per_query, aggregates, settings)
     timings.store = time.perf_counter() - started
     evaluated = Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
-                          {a["measure"]: a["value"] for a in aggregates}, settings, dict(options), True,
+                          values, settings, dict(options), True,
                           _header(header, prediction_set, label_set), per_group, metadata)
     return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(data.group_names),
                              timings=timings, stored=evaluated)
@@ -218,7 +219,8 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
     if prediction_set.kind == "clustering":
-        return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),  # type: ignore[arg-type]
+        assert data.y_pred is not None, "a clustering is stored with a cluster id per item"
+        return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),
                               settings={"classes": data.classes})
     baseline_score = None
     if base is not None:
@@ -247,7 +249,7 @@ def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: La
 
 
 def _finite(value: float) -> float | None:
-    return None if value is None or not np.isfinite(value) else float(value)
+    return float(value) if np.isfinite(value) else None
 
 
 def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool = True) -> Evaluated:

@@ -96,9 +96,9 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
             topics = topics + list(missing)
             values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}
         return topics, values, missing
-    prefs = Preferences(*(np.array(judgments[c].to_pylist(), dtype=object)
-                          for c in ("topic", "iteration", "subgroup", "doc")),
-                        judgments["level"].to_numpy(zero_copy_only=False))
+    topic, group, subgroup, doc = (np.array(judgments[c].to_pylist(), dtype=object)
+                                   for c in ("topic", "iteration", "subgroup", "doc"))
+    prefs = Preferences(topic, group, subgroup, doc, judgments["level"].to_numpy(zero_copy_only=False))
     result = evaluate_preferences(prefs, run, max_docs=options["max_docs"], complete=complete)
     return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
 
