@@ -193,13 +193,64 @@ def evaluate(
     judged_only: bool = False,
     missing_topics: str = "zero",
 ) -> EvaluationResult:
-    """Evaluate a run against qrels.
+    """Evaluate a run against qrels, as trec_eval 10.0 would (``trec_eval -c`` by default).
 
-    ``qrels`` and ``run`` may be file paths (TREC, CSV, TSV, Parquet), pandas DataFrames with
-    columns query_id/doc_id/relevance (qrels) and query_id/doc_id/score (run), or dicts
-    ``{query_id: {doc_id: value}}``. Ranking follows trec_eval: score descending, then doc_id
-    descending. ``missing_topics``: "zero" (a qrels topic absent from the run scores 0, as
-    trec_eval -c and ir_measures) or "skip" (averaged over the topics the run has).
+    Parameters
+    ----------
+    qrels
+        Relevance judgments: a file path (TREC ``qid iter docno rel``, CSV, TSV or Parquet), a
+        pandas DataFrame with columns query_id, doc_id, relevance, a pyarrow Table with columns
+        topic, doc, relevance, or a dict ``{query_id: {doc_id: relevance}}``.
+    run
+        The ranking: a file path (TREC ``qid Q0 docno rank score tag``, CSV, TSV or Parquet), a
+        DataFrame with query_id, doc_id, score, a Table with topic, doc, score, or a dict
+        ``{query_id: {doc_id: score}}``. Documents are ranked by score descending, then doc_id
+        descending (trec_eval's order); a rank column is never read.
+    measures
+        Measure names in any accepted spelling: canonical (``AP``, ``nDCG@10``,
+        ``P(rel=2)@5``), ir_measures' (``map``, ``R@1000``) or trec_eval's (``P_10``,
+        ``ndcg_cut_10``), and trec_eval's groups (``all_trec``, ``official``). ``evalstore
+        measures`` lists them.
+    per_query
+        Whether to build the per-query frame (False saves its cost for large runs).
+    relevance_level
+        Judged at least this is relevant (trec_eval ``-l``).
+    max_docs
+        Keep only the top ``max_docs`` documents of each query (trec_eval ``-M``).
+    judged_only
+        Drop unjudged documents before scoring (trec_eval ``-J``).
+    missing_topics
+        ``"zero"``: a qrels query absent from the run scores 0 (trec_eval ``-c``, ir_measures);
+        ``"skip"``: averages are over the queries the run has.
+
+    Returns
+    -------
+    EvaluationResult
+        ``aggregates`` (the ``all`` value of each measure, by canonical name, answering to any
+        spelling), ``per_query`` (long frame: query_id, measure, value, text_value), the
+        ``topics`` evaluated, and the qrels topics the run lacks (``missing_topics``).
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown measure or parameter, or a bad ``missing_topics``.
+    InputFormatError
+        A file that cannot be read, with ``path:line`` and what is wrong.
+    EvaluationError
+        The run and the qrels share no query.
+
+    Examples
+    --------
+    >>> import evalstore
+    >>> qrels = {"q1": {"d1": 1, "d2": 0, "d3": 2}, "q2": {"d4": 1}}
+    >>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1}, "q2": {"d5": 1.0, "d4": 0.5}}
+    >>> result = evalstore.evaluate(qrels, run, ["AP", "nDCG@10", "P@2"])
+    >>> {name: round(value, 4) for name, value in result.aggregates.items()}
+    {'AP': 0.6667, 'nDCG@10': 0.6956, 'P@2': 0.5}
+    >>> round(result.aggregates["map"], 4)  # trec_eval's name for AP
+    0.6667
+    >>> result.per_query.query("measure == 'AP'")[["query_id", "value"]].round(4).to_dict("records")
+    [{'query_id': 'q1', 'value': 0.8333}, {'query_id': 'q2', 'value': 0.5}]
     """
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(

@@ -3,7 +3,7 @@
 The inputs are the stored per-query values of each run's newest finished evaluation on the qrels
 that holds the asked measures; a run without one is evaluated first, in this process, through the
 job queue (so a worker's result is reused, never computed twice). The statistics themselves are
-in :mod:`evalstore.significance`.
+in :mod:`evalstore.statistics.significance`.
 """
 
 from __future__ import annotations
@@ -484,7 +484,7 @@ def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
 def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, str]], measures_: list[str],
                    test: str, alpha: float, resamples: int, seed: int) -> list[dict[str, Any]]:
     """Paired tests over the groups both sets have a value for (the per-query comparison of
-    ranking runs, with groups as topics), through :func:`evalstore.significance.paired_test`."""
+    ranking runs, with groups as topics), through :func:`evalstore.statistics.significance.paired_test`."""
     if test not in significance.TESTS:
         raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not "
                                     f"'{test}'.")

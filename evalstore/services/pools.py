@@ -1,7 +1,7 @@
 """TREC-style pools: build from stored runs, export to assessors, import their judgments, measure
 agreement, turn judgments into qrels, check the qrels' reusability, replay strategies.
 
-The strategies and agreement statistics are in :mod:`evalstore.pooling`; this module reads and
+The strategies and agreement statistics are in :mod:`evalstore.statistics.pooling`; this module reads and
 writes the store, one transaction per write.
 """
 
