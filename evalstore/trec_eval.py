@@ -18,9 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.io.formats import has_duplicate_docs, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import Measure, TrecFamily, make
+from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
 
@@ -95,7 +97,6 @@ def run_trec_eval(
     out: TextIO,
     warn: Any,
 ) -> None:
-    from evalstore.io.formats import has_duplicate_docs, read_qrels, read_run
 
     if rel_format in ("prefs", "qrels_prefs"):
         out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
@@ -149,8 +150,6 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
     """trec_eval -R prefs / -R qrels_prefs (with -Z, each value standardised and printed as
     ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
-    from evalstore.io.formats import read_prefs, read_run
-    from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 
     names = expand_prefs_specs(measures or ["prefs"])
     # the prefs_* families of the registry: printed, summarised and standardised as every measure is

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.io.formats import read_qrels, read_run
 from evalstore.metrics import classification as _classification  # noqa: F401  (these register the families)
 from evalstore.metrics import diversity as _diversity  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
@@ -288,8 +289,6 @@ def evaluate(
 
 def _as_table(source: Any, kind: str) -> pa.Table:
     import pandas as pd
-
-    from evalstore.io.formats import read_qrels, read_run
 
     if isinstance(source, (str, Path)):
         parsed = read_qrels(source) if kind == "qrels" else read_run(source)
