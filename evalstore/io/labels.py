@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from evalstore.errors import InputFormatError
 from evalstore.io.formats import _read_bytes
@@ -46,6 +44,8 @@ def read_table_file(path: Path, what: str, fmt: str | None = None) -> TableFile:
         raise InputFormatError(str(path), None, f"the file is empty; a {what} file needs a header row and rows")
     try:
         if fmt == "parquet":
+            import pyarrow.parquet as pq  # ~40 ms with the file systems it loads; Parquet input only
+
             table = pq.read_table(io.BytesIO(raw))
             first_line = None
         else:
@@ -99,6 +99,8 @@ def _text(file: TableFile, name: str) -> pa.ChunkedArray:
 def _unique_ids(file: TableFile, ids: pa.ChunkedArray) -> None:
     if pc.count_distinct(ids).as_py() == len(ids):
         return
+    import pandas as pd  # only to name the repeated id; the readers' importers need not load pandas
+
     values = pd.Series(ids.to_numpy(zero_copy_only=False))
     repeat = int(np.argmax(values.duplicated().to_numpy()))
     first = int(np.argmax((values == values[repeat]).to_numpy()))

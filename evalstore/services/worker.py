@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import multiprocessing
 import os
 import signal
 import threading
@@ -183,6 +182,8 @@ def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> i
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
         return worker.run()
+    import multiprocessing  # only a pool of worker processes needs it (in-process work does not)
+
     context = multiprocessing.get_context("spawn")  # no forked database connections or threads
     results = context.Queue()
     children = [context.Process(target=_child, args=(database_url, settings, results), daemon=False)

@@ -12,10 +12,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Engine, select
@@ -40,6 +39,12 @@ from evalstore.services.kinds.base import (
     per_query_table,
 )
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas is imported where a frame is built, not here: every command that touches the queue loads
+# this module (the kinds are registered together), and pandas costs ~0.15 s of their start-up
 
 
 @dataclass(frozen=True)
@@ -237,6 +242,8 @@ def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -
     """Group x measure, groups sorted as text (as they read back from the store)."""
     if not per_group:
         return None
+    import pandas as pd
+
     frame = pd.DataFrame({m: per_group[m] for m in sorted(per_group)},
                          index=pd.Index(np.asarray(group_names, dtype=object), name="group"))
     return frame.sort_index()
@@ -305,6 +312,8 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
                                         AggregateResult.value)
                                  .where(AggregateResult.evaluation_id.in_(ids),
                                         AggregateResult.measure.in_(measure_names))).all()
+    import pandas as pd
+
     table = pd.DataFrame(values, columns=["evaluation_id", "measure", "value"]).pivot(
         index="evaluation_id", columns="measure", values="value")
     unknown = [m for m in measure_names if m not in table.columns]
@@ -349,6 +358,8 @@ def group_values(engine: Engine, *, labels_name: str, prediction_name: str, meas
     if not table.num_rows:
         raise NotFoundError(f"No per-group values of {measure} for '{prediction_name}': per-group values need a "
                             "group column (in the gold labels or the predictions).")
+    import pandas as pd
+
     return pd.Series(table["value"].to_numpy(zero_copy_only=False), index=table["query_id"].to_pylist(),
                      name=prediction_name, dtype=float)
 
