@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -411,6 +412,11 @@ TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "i
 def _trec_output_pattern() -> re.Pattern[str]:
     """trec_eval's printed names with a cutoff or recall level: the roots of every name whose
     parameter is a list of numbers (``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``)."""
+    return _pattern_of(len(TREC_FAMILIES))  # names are only ever added: their count keys the cache
+
+
+@functools.lru_cache(maxsize=2)
+def _pattern_of(_count: int) -> re.Pattern[str]:
     roots = sorted((name for name, spec in TREC_FAMILIES.items() if spec.kind in ("long", "double")),
                    key=lambda root: -len(root))  # the longest first: ndcg_cut before a shorter root
     return re.compile(rf"^(?P<root>{'|'.join(map(re.escape, roots))})_(?P<value>[0-9.]+)$")

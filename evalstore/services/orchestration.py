@@ -123,8 +123,35 @@ class Evaluations:
 
 def evaluate(engine: Engine, request: Request, *, wait: bool,
              announce: Callable[[JobRef], None] | None = None) -> Evaluations:
-    """Queue one job per input; with ``wait``, get them done (here when no worker is alive, MLflow
-    logging included unless ``EVALSTORE_MLFLOW=off``). ``announce`` hears of each job as it is queued."""
+    """Queue one job per input and, with ``wait``, get them done.
+
+    Parameters
+    ----------
+    engine
+        The store (:func:`evalstore.db.engine.make_engine`).
+    request
+        What to evaluate: a :class:`RankingRequest` (runs against qrels) or a
+        :class:`PredictionRequest` (prediction sets against gold labels). The same inputs and
+        options are one job: a finished one is reused unless the request says ``force``.
+    wait
+        Get the jobs done before returning: run them in this process when no worker is alive
+        (MLflow logging included unless ``EVALSTORE_MLFLOW=off``), wait for those a worker holds.
+        Without it the jobs wait in the queue for ``evalstore worker``.
+    announce
+        Called with each job as it is queued (the CLI prints a line per job).
+
+    Returns
+    -------
+    Evaluations
+        The jobs (``refs``, ``views``: state, attempts, MLflow state, error), the summaries of those
+        run in this process, and the ``report`` the request gives of them. ``unfinished`` lists
+        the failed or cancelled ones; ``failure()`` is the error to raise for them.
+
+    Raises
+    ------
+    NotFoundError, InvalidParameterError, ConflictError
+        Unknown qrels, runs or prediction sets; measures or options the judgments cannot take.
+    """
     refs = request.enqueue(engine)
     for ref in refs:
         if announce is not None:
@@ -168,11 +195,34 @@ def evaluate_runs(
     missing_topics: str = "zero",
     force: bool = False,
 ) -> list[EvaluationSummary]:
-    """Evaluate each run (all runs when ``run_names`` is None) in this process and store the results.
+    """Evaluate runs against stored qrels in this process and store the results.
 
     The jobs go through the queue like any other, so a stored result is reused, and a job a worker
     is already running is waited for rather than computed twice. MLflow is left to the worker or
     ``evalstore mlflow sync``.
+
+    Parameters
+    ----------
+    qrels_name, run_names
+        The stored qrels, and the runs (every registered run when ``run_names`` is None).
+    measures
+        Any spelling of measures or trec_eval groups; default: the judgments' kind's set
+        (:data:`evalstore.services.jobs.DEFAULT_MEASURE_SET` for relevance qrels).
+    relevance_level, max_docs, judged_only, missing_topics
+        trec_eval's ``-l``, ``-M``, ``-J``, and ``-c`` (``"zero"``) or not (``"skip"``).
+    force
+        Compute again even when a finished evaluation with these options exists.
+
+    Returns
+    -------
+    list[EvaluationSummary]
+        One per run, in order: the evaluation id, topics evaluated, whether it was reused, and the
+        topics the run lacks.
+
+    Raises
+    ------
+    EvaluationError
+        A job failed (its error says why) or the run and qrels share no topic.
     """
     options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
                                 missing_topics)
