@@ -17,11 +17,18 @@ def leaderboard(
     sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
     labels: str | None = typer.Option(None, "--labels", help="Rank prediction sets on these gold labels instead."),
+    relevance_level: int = typer.Option(1, "-l", help="Compare evaluations made with this relevance level."),
+    max_docs: int | None = typer.Option(None, "-M", min=1, help="Compare evaluations made with this -M."),
+    missing: str = typer.Option("zero", "--missing", help="Compare evaluations made with this missing-topic policy "
+                                "(zero or skip)."),
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
     (or, with --labels, every prediction set evaluated on the gold labels).
 
-    markdown and latex print the table ready to paste into a report."""
+    Only evaluations made with the same options are put side by side (-l, -M, --missing; by
+    default evaluate's defaults): each measure comes from a run's newest evaluation with them that
+    holds it, and the title (JSON, CSV: columns) says which options they are. markdown and latex
+    print the table ready to paste into a report."""
     from evalstore.services import comparisons
 
     if qrels is not None and labels is not None:
@@ -30,7 +37,10 @@ def leaderboard(
         raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
     kind, judgments = ("ranking", qrels) if qrels is not None else ("classifier", labels)
     assert judgments is not None
-    board = comparisons.leaderboard(state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort)
+    options = ({"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing}
+               if kind == "ranking" else None)
+    board = comparisons.leaderboard(state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort,
+                                    options=options)
     if fmt in (ReportFormat.json, ReportFormat.csv):
         render(board.records, board.record_columns, fmt, title=board.title)
         return

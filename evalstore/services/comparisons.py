@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select
 
 from evalstore._version import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import Evaluation, Run
+from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import classification as measures_of_labels
@@ -27,6 +27,7 @@ from evalstore.services import kinds, tracking
 from evalstore.services.jobs import default_measures
 from evalstore.services.kinds.base import Leaderboard, MlflowRun
 from evalstore.services.kinds.predictions import aligned, group_values, latest_evaluations
+from evalstore.services.kinds.ranking import Selection, chosen_evaluations
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
 from evalstore.services.orchestration import evaluate_runs
 from evalstore.statistics import significance
@@ -383,20 +384,17 @@ def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) ->
 
 
 def _means_by_run(engine: Engine, qrels_name: str, measure: str) -> dict[str, float]:
-    """Mean over topics of ``measure`` for every run with a finished evaluation holding it."""
+    """Mean over topics of ``measure`` for every run with a finished evaluation holding it, made
+    with evaluate's default options (as the leaderboard's default compares them)."""
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
-        rows = session.execute(
-            select(Evaluation, Run.name).join(Run, Run.id == Evaluation.run_id)
-            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
-            .order_by(Evaluation.finished_at, Evaluation.id)
-        ).all()
-        newest = {run: evaluation for evaluation, run in rows if measure in evaluation.options["measures"]}
         means = {}
-        for run, evaluation in newest.items():
-            values = repo.result_table(session, evaluation.id, [measure]).column("value").to_numpy()
+        for run, holding in chosen_evaluations(session, qrels, [measure], Selection()).values():
+            if measure not in holding:
+                continue
+            values = repo.result_table(session, holding[measure].id, [measure]).column("value").to_numpy()
             if len(values):
-                means[run] = float(values.mean())
+                means[run.name] = float(values.mean())
     return means
 
 
@@ -532,6 +530,8 @@ def compare_predictions(engine: Engine, *, labels_name: str, names: list[str], m
     return PredictionComparison(f"per-group comparison on '{labels_name}' ({test})", rows, drawn)
 
 
-def leaderboard(engine: Engine, *, kind: str, judgments: str, measures: list[str], sort: str | None) -> Leaderboard:
-    """Everything of ``kind`` evaluated against ``judgments`` (qrels, gold labels), best first."""
-    return kinds.get(kind).leaderboard(engine, judgments=judgments, measures=measures, sort=sort)
+def leaderboard(engine: Engine, *, kind: str, judgments: str, measures: list[str], sort: str | None,
+                options: dict[str, Any] | None = None) -> Leaderboard:
+    """Everything of ``kind`` evaluated against ``judgments`` (qrels, gold labels), best first;
+    ``options`` selects the evaluations (the ranking kind's -l, -M, -J and missing-topic policy)."""
+    return kinds.get(kind).leaderboard(engine, judgments=judgments, measures=measures, sort=sort, options=options)

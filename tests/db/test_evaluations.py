@@ -15,7 +15,8 @@ from evalstore.db.models import QueryResult
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
 from evalstore.services import store
-from evalstore.services.kinds.ranking import leaderboard
+from evalstore.services.comparisons import correlate
+from evalstore.services.kinds.ranking import Selection, leaderboard, results
 from evalstore.services.orchestration import evaluate_runs
 from tests.conftest import shared_path
 
@@ -76,7 +77,8 @@ def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> N
                                        for t in (301, 302, 303) for i in range(5)))
     store.register_run(stored, worse, name="worse")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "Judged@10"])
-    names, rows = leaderboard(stored, qrels_name="test", measures=["AP"])
+    board = leaderboard(stored, qrels_name="test", measures=["AP"])
+    names, rows = board.names, board.rows
     assert names == ["AP"] and [r.run for r in rows] == ["std", "worse"]
     mean, low, high = rows[0].values["AP"]
     assert mean == pytest.approx(0.1785, abs=5e-5) and low < mean < high
@@ -93,7 +95,7 @@ def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, wr
                                              for t in (301, 302, 303) for i in range(10)))
     store.register_run(stored, unjudged, name="unjudged")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["Unj@10"])
-    _, rows = leaderboard(stored, qrels_name="test", measures=["Unj@10"])
+    rows = leaderboard(stored, qrels_name="test", measures=["Unj@10"]).rows
     assert [r.run for r in rows] == ["std", "unjudged"]
     assert rows[0].values["Unj@10"][0] < rows[1].values["Unj@10"][0] == 1.0
 
@@ -109,3 +111,49 @@ def test_topics_missing_from_a_run_are_one_warning_per_job(engine: Engine, tmp_p
         evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=["AP"])
     assert [r.getMessage() for r in caplog.records if r.name == "evalstore.worker"] == [
         "job 1: run 'r' has no results for 7 qrels topics (2, 3, 4, 5, 6 and 2 more); scored as missing_topics=zero"]
+
+
+def test_leaderboard_compares_evaluations_made_with_the_same_options(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    """std evaluated at -l 1, then again at -l 2 (its newest); worse only at -l 1. The default
+    leaderboard shows std's -l 1 value beside worse's, never the -l 2 one, and says so."""
+    worse = write("worse.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n"
+                                       for t in (301, 302, 303) for i in range(5)))
+    store.register_run(stored, worse, name="worse")
+    [level_1, _] = evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP"])
+    [level_2] = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP"], relevance_level=2)
+    at_1 = results(stored, qrels_name="test", run_name="std", evaluation_id=level_1.evaluation_id).aggregates["AP"]
+    at_2 = results(stored, qrels_name="test", run_name="std", evaluation_id=level_2.evaluation_id).aggregates["AP"]
+    assert at_1 != at_2
+    board = leaderboard(stored, qrels_name="test", measures=["AP"])
+    std = next(r for r in board.rows if r.run == "std")
+    assert std.values["AP"][0] == pytest.approx(at_1) and std.evaluation_ids == (level_1.evaluation_id,)
+    assert std.as_dict()["relevance_level"] == 1 and [r.run for r in board.rows] == ["std", "worse"]
+    strict = leaderboard(stored, qrels_name="test", measures=["AP"], selection=Selection(relevance_level=2))
+    assert [(r.run, r.values["AP"][0]) for r in strict.rows] == [("std", pytest.approx(at_2))]
+    assert strict.notes == ["left out, evaluated on 'test' only with other options or older qrels: worse "
+                            "(this leaderboard: -l 2, -M none, -J off, missing topics zero)"]
+    # correlate orders the systems by the same default-option values
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["P@10"])
+    agreement = correlate(stored, qrels_names=["test"], measures=["AP", "P@10"])
+    assert dict(zip(agreement.systems, agreement.first_scores, strict=True))["std"] == pytest.approx(at_1)
+
+
+def test_a_measure_of_an_older_evaluation_is_still_found(stored: Engine) -> None:
+    """evaluate AP, then nDCG@5 alone: the newest evaluation does not hide the older one's AP."""
+    [older] = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP", "P@10"])
+    evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["nDCG@5"])
+    board = leaderboard(stored, qrels_name="test", measures=["AP", "nDCG@5"])
+    [row] = board.rows
+    assert set(row.values) == {"AP", "nDCG@5"} and older.evaluation_id in row.evaluation_ids
+    assert results(stored, qrels_name="test", run_name="std", measures=["AP"]).evaluation_id == older.evaluation_id
+
+
+def test_a_run_lacking_a_measure_under_the_options_is_named_with_the_fix(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    other = write("other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3)))
+    store.register_run(stored, other, name="other")
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP"])
+    evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["RR"])
+    board = leaderboard(stored, qrels_name="test", measures=["RR", "AP"])
+    assert [r.run for r in board.rows] == ["std", "other"] and "RR" not in board.rows[1].values
+    assert board.notes == ["run 'other' has no RR evaluated with -l 1, -M none, -J off, missing topics zero; run "
+                           "'evalstore evaluate --qrels test --run other --measures RR --wait'"]

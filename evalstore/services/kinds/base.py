@@ -110,9 +110,10 @@ class EvaluationKind(Protocol):
         """What MLflow receives for a finished evaluation."""
         ...
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str],
-                    sort: str | None) -> Leaderboard:
-        """Everything evaluated against ``judgments`` (qrels or gold labels), best first."""
+    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
+                    options: dict[str, Any] | None = None) -> Leaderboard:
+        """Everything evaluated against ``judgments`` (qrels or gold labels), best first; with
+        ``options``, only evaluations made with them (the ranking kind's -l, -M, -J, missing)."""
         ...
 
 

@@ -433,7 +433,8 @@ class PredictionKind:
         assert isinstance(stored, Evaluated), f"a {self.name} kind was handed a {stored.kind} evaluation"
         return mlflow_run(stored)
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None) -> Leaderboard:
+    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
+                    options: dict[str, Any] | None = None) -> Leaderboard:
         names = list(dict.fromkeys([sort, *measures] if sort else measures)) or DEFAULT_LEADERBOARD
         return _leaderboard_view(judgments, names, leaderboard(engine, labels_name=judgments, measure_names=names))
 

@@ -4,7 +4,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, NotFoundError
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.io.formats import Preferences
 from evalstore.metrics import Measure, compute, mlflow_key, parse_measure, resolve_measures, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare_ranked
@@ -187,7 +187,11 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
                                              Evaluation.state == "done")
         if evaluation_id is not None:
             statement = statement.where(Evaluation.id == evaluation_id)
-        evaluation = session.scalars(statement.order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())).first()
+        newest_first = list(session.scalars(statement.order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())))
+        evaluation = newest_first[0] if newest_first else None
+        if measures and evaluation_id is None:  # the newest that holds them, not just the newest
+            wanted_names = {str(m) for m in resolve_measures(measures)}
+            evaluation = next((e for e in newest_first if wanted_names <= set(e.options["measures"])), evaluation)
         if evaluation is None:
             raise NotFoundError(f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'. "
                                 f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'.")
@@ -220,12 +224,71 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
 
 
 @dataclass(frozen=True)
+class Selection:
+    """The options that decide what an evaluation's numbers mean. A leaderboard or a correlation
+    compares only evaluations made with the same ones (and on the qrels as they are now)."""
+
+    relevance_level: int = 1
+    max_docs: int | None = None
+    judged_only: bool = False
+    missing_topics: str = "zero"
+
+    def __post_init__(self) -> None:
+        if self.missing_topics not in ("zero", "skip"):
+            raise InvalidParameterError(f"--missing must be zero or skip, not '{self.missing_topics}'.")
+
+    def matches(self, options: dict[str, Any]) -> bool:
+        return all(options.get(key) == value for key, value in self.as_dict().items())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"relevance_level": self.relevance_level, "max_docs": self.max_docs,
+                "judged_only": self.judged_only, "missing_topics": self.missing_topics}
+
+    def describe(self) -> str:
+        """'-l 1, -M none, -J off, missing topics zero'."""
+        return (f"-l {self.relevance_level}, -M {self.max_docs or 'none'}, -J {'on' if self.judged_only else 'off'}, "
+                f"missing topics {self.missing_topics}")
+
+    def flags(self) -> str:
+        """The same as `evaluate` options: '-l 2 -M 100' (the defaults left out)."""
+        parts = [f"-l {self.relevance_level}"] if self.relevance_level != 1 else []
+        parts += [f"-M {self.max_docs}"] if self.max_docs is not None else []
+        parts += ["--missing skip"] if self.missing_topics == "skip" else []
+        return " ".join(parts)
+
+
+def chosen_evaluations(session: Session, qrels: QrelsSet, measures: list[str], selection: Selection
+                       ) -> dict[int, tuple[Run, dict[str, Evaluation]]]:
+    """Per run: for each measure, the newest finished evaluation on the qrels (as they are now)
+    made with ``selection``'s options that holds it. A measure is looked up across all of a run's
+    evaluations with those options, not only the newest: `evaluate --measures nDCG@5` after an
+    all_trec one does not hide the older one's values."""
+    rows = session.execute(
+        select(Evaluation, Run).join(Run, Run.id == Evaluation.run_id)
+        .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done",
+               Evaluation.qrels_hash == qrels.content_hash)
+        .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())).all()
+    chosen: dict[int, tuple[Run, dict[str, Evaluation]]] = {}
+    for evaluation, run in rows:
+        if not selection.matches(evaluation.options):
+            continue
+        holding = chosen.setdefault(run.id, (run, {}))[1]
+        stored = set(evaluation.options["measures"])
+        for measure in measures:
+            if measure in stored and measure not in holding:
+                holding[measure] = evaluation
+    return chosen
+
+
+@dataclass(frozen=True)
 class LeaderboardRow:
     run: str
     system: str | None
     topics: int
     values: dict[str, tuple[float, float, float]]  # measure -> (mean, ci_low, ci_high)
     judged_at_10: float | None
+    evaluation_ids: tuple[int, ...] = ()  # the evaluations the values come from
+    options: dict[str, Any] = field(default_factory=dict)  # the Selection they were made with
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"run": self.run, "system": self.system, "topics": self.topics}
@@ -233,34 +296,55 @@ class LeaderboardRow:
             out[measure] = mean
             out[f"{measure} CI low"], out[f"{measure} CI high"] = low, high
         out["Judged@10"] = self.judged_at_10
+        out.update(self.options)
+        out["evaluations"] = ",".join(map(str, self.evaluation_ids))
         return out
 
 
-def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None = None,
-                sort: str | None = None) -> tuple[list[str], list[LeaderboardRow]]:
-    """Every run evaluated on the qrels: mean and 95% t-interval per measure, sorted by ``sort``."""
+@dataclass(frozen=True)
+class RankedRuns:
+    """A ranking leaderboard: the measures shown, the rows best first, the options every row's
+    values were computed with, and what could not be shown (a run lacking a measure under them)."""
+
+    names: list[str]
+    rows: list[LeaderboardRow]
+    selection: Selection
+    notes: list[str]
+
+
+def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None = None, sort: str | None = None,
+                selection: Selection | None = None) -> RankedRuns:
+    """Every run evaluated on the qrels with ``selection``'s options (default: evaluate's defaults):
+    mean and 95% t-interval per measure, sorted by ``sort``, best first. A run evaluated only with
+    other options, or lacking a measure under these, is named in ``notes`` with the command that
+    fills the gap; it is never shown beside values that mean something else."""
     from scipy import stats  # scipy.stats takes ~0.4 s to import; only leaderboards need it
 
+    selection = selection or Selection()
     names = [str(m) for m in resolve_measures(measures or ["AP", "nDCG@10", "P@10", "RR"])]
     sort_name = str(resolve_measures([sort])[0]) if sort else names[0]
     if sort_name not in names:
         names.append(sort_name)
+    notes: list[str] = []
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
-        evaluations = session.execute(
-            select(Evaluation, Run).join(Run, Run.id == Evaluation.run_id)
-            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
-            .order_by(Evaluation.finished_at)
-        ).all()
-        latest: dict[int, tuple[Evaluation, Run]] = {run.id: (ev, run) for ev, run in evaluations}
+        chosen = chosen_evaluations(session, qrels, [*names, "Judged@10"], selection)
+        other_options = sorted({run.name for _, run in session.execute(
+            select(Evaluation.id, Run).join(Run, Run.id == Evaluation.run_id)
+            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done"))} - {
+            run.name for run, holding in chosen.values() if holding})
         rows: list[LeaderboardRow] = []
-        for evaluation, run in latest.values():
-            table = repo.result_table(session, evaluation.id, [*names, "Judged@10"])
-            by_measure = table.to_pandas().groupby("measure")["value"].apply(lambda v: v.to_numpy()).to_dict()
+        for run, holding in sorted(chosen.values(), key=lambda item: item[0].name):
+            if not holding:
+                continue
             values: dict[str, tuple[float, float, float]] = {}
+            samples = _samples(session, holding)
             for name in names:
-                sample = by_measure.get(name, np.array([]))
-                if len(sample) == 0:
+                sample = samples.get(name)
+                if sample is None or len(sample) == 0:
+                    notes.append(f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
+                                 f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
+                                 f"{' ' + selection.flags() if selection.flags() else ''} --wait'")
                     continue
                 mean = float(sample.mean())
                 if len(sample) > 1 and sample.std(ddof=1) > 0:
@@ -268,27 +352,48 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
                 else:
                     low = high = mean
                 values[name] = (mean, float(low), float(high))
-            judged = by_measure.get("Judged@10")
-            rows.append(LeaderboardRow(run.name, run.system, _topic_count(session, evaluation.id), values,
-                                       float(np.mean(judged)) if judged is not None else None))
+            judged = samples.get("Judged@10")
+            shown = holding.get(sort_name) or next(iter(holding.values()))
+            rows.append(LeaderboardRow(
+                run.name, run.system, _topic_count(session, shown.id), values,
+                float(np.mean(judged)) if judged is not None and len(judged) else None,
+                tuple(sorted({e.id for e in holding.values()})), selection.as_dict()))
+    if other_options:
+        notes.append(f"left out, evaluated on '{qrels_name}' only with other options or older qrels: "
+                     f"{', '.join(other_options)} (this leaderboard: {selection.describe()})")
     if not rows:
         raise NotFoundError(
-            f"No evaluations on qrels '{qrels_name}' yet. "
-            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --wait'."
-        )
+            f"No evaluations on qrels '{qrels_name}' with {selection.describe()} yet. "
+            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs"
+            f"{' ' + selection.flags() if selection.flags() else ''} --wait'.")
     missing = [n for n in names if not any(n in r.values for r in rows)]
     if missing:
         raise NotFoundError(
             f"Measure '{missing[0]}' was not computed for these runs. "
-            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]} --wait'."
+            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]}"
+            f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
         )
-    # best first: descending, or ascending for measures where lower is better (Unj, RBP_resid)
+    # best first: descending, or ascending for measures where lower is better (Unj, RBP_resid);
+    # a run lacking the sort measure goes last
     direction = -1.0 if resolve_measures([sort_name])[0].spec.higher_is_better else 1.0
-    rows.sort(key=lambda r: direction * r.values.get(sort_name, (-direction * math.inf,))[0])
-    return names, rows
+    rows.sort(key=lambda r: direction * r.values.get(sort_name, (direction * math.inf,))[0])
+    return RankedRuns(names, rows, selection, notes)
 
 
-def _leaderboard_view(qrels_name: str, names: list[str], rows: list[LeaderboardRow], sort: str | None) -> Leaderboard:
+def _samples(session: Session, holding: dict[str, Evaluation]) -> dict[str, np.ndarray]:
+    """Per-topic values of each measure, from the evaluation chosen for it (one read each)."""
+    by_evaluation: dict[int, list[str]] = {}
+    for measure, evaluation in holding.items():
+        by_evaluation.setdefault(evaluation.id, []).append(measure)
+    samples: dict[str, np.ndarray] = {}
+    for evaluation_id, measures in by_evaluation.items():
+        table = repo.result_table(session, evaluation_id, measures)
+        samples.update(table.to_pandas().groupby("measure")["value"].apply(lambda v: v.to_numpy()).to_dict())
+    return samples
+
+
+def _leaderboard_view(qrels_name: str, board: RankedRuns, sort: str | None) -> Leaderboard:
+    names, rows = board.names, board.rows
     interval = [f"{n} CI {end}" for n in names for end in ("low", "high")]
     # subtopic and preference judgments have no Judged@10: no empty column for them
     coverage = ["Judged@10"] if any(row.judged_at_10 is not None for row in rows) else []
@@ -301,11 +406,12 @@ def _leaderboard_view(qrels_name: str, names: list[str], rows: list[LeaderboardR
             cell[f"{name} [95% CI]"] = f"{mean:.4f} [{low:.4f}, {high:.4f}]"
         cells.append(cell)
     poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
-    warnings = [f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores are unreliable"
-                ] if poorly else []
+    warnings = [*board.notes, *([f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores "
+                                 "are unreliable"] if poorly else [])]
     return Leaderboard(
-        title=f"leaderboard: {qrels_name} (sorted by {sort or names[0]})",
-        record_columns=["run", "system", "topics", *names, *interval, "Judged@10"],
+        title=f"leaderboard: {qrels_name} (sorted by {sort or names[0]}; {board.selection.describe()})",
+        record_columns=["run", "system", "topics", *names, *interval, "Judged@10", *board.selection.as_dict(),
+                        "evaluations"],
         records=[r.as_dict() for r in rows],
         cell_columns=["#", "run", "topics", *[f"{n} [95% CI]" for n in names], *coverage],
         cells=cells, warnings=warnings)
@@ -382,9 +488,11 @@ class RankingKind:
         assert isinstance(stored, StoredResults), f"a ranking kind was handed a {stored.kind} evaluation"
         return mlflow_run(stored)
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None) -> Leaderboard:
-        names, rows = leaderboard(engine, qrels_name=judgments, measures=measures or None, sort=sort)
-        return _leaderboard_view(judgments, names, rows, sort)
+    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
+                    options: dict[str, Any] | None = None) -> Leaderboard:
+        board = leaderboard(engine, qrels_name=judgments, measures=measures or None, sort=sort,
+                            selection=Selection(**options) if options else None)
+        return _leaderboard_view(judgments, board, sort)
 
 
 RANKING = RankingKind()
