@@ -287,9 +287,10 @@ def _multi_outcomes(matrix: ScoreMatrix, differences: dict[str, np.ndarray], ind
             continue
         assert rng is not None
         diffs = differences[measure]
-        _, p_value = significance.randomized_tukey_hsd(scores, resamples=resamples, rng=rng, pairs=index_pairs)
-        low, high = significance.t_interval(diffs, 1 - alpha)
-        per_measure[measure] = (diffs.mean(axis=1), p_value, p_value, low, high)
+        _, p_value, half_width = significance.randomized_tukey_hsd(scores, resamples=resamples, rng=rng,
+                                                                   pairs=index_pairs, confidence=1 - alpha)
+        difference = diffs.mean(axis=1)  # simultaneous intervals, from the same resamples as the p-values
+        per_measure[measure] = (difference, p_value, p_value, difference - half_width, difference + half_width)
     return per_measure
 
 

@@ -256,11 +256,18 @@ def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
 
 
 def randomized_tukey_hsd(scores: np.ndarray, *, resamples: int, rng: np.random.Generator,
-                         pairs: list[tuple[int, int]] | None = None) -> tuple[list[tuple[int, int]], np.ndarray]:
+                         pairs: list[tuple[int, int]] | None = None, confidence: float = 0.95
+                         ) -> tuple[list[tuple[int, int]], np.ndarray, float]:
     """Randomized Tukey HSD (Carterette 2012; Sakai 2018): under the null every system is
     exchangeable within a topic, so each resample permutes the k scores of every topic; a pair's
     p-value is the share of resamples whose largest minus smallest system mean reaches the pair's
-    observed |difference| ((b + 1) / (resamples + 1)). Family-wise by construction."""
+    observed |difference| ((b + 1) / (resamples + 1)). Family-wise by construction.
+
+    Returns the pairs, their p-values, and the half-width of the simultaneous intervals at
+    ``confidence``: that quantile of the same largest-minus-smallest spread, so a pair's interval
+    (difference +- half-width) leaves out 0 exactly when its difference exceeds the spread that
+    ``1 - confidence`` of the resamples reach, i.e. when its p-value is about below 1 - confidence
+    (the interval and the p-value beside it say the same thing)."""
     scores = np.asarray(scores, dtype=float)
     k, n = scores.shape
     pairs = pairs if pairs is not None else [(i, j) for i in range(k) for j in range(i + 1, k)]
@@ -269,12 +276,15 @@ def randomized_tukey_hsd(scores: np.ndarray, *, resamples: int, rng: np.random.G
     threshold = observed * (1 - _RELATIVE_TOLERANCE)
     by_topic = scores.T  # (topics x systems): a resample shuffles within each row
     extreme = np.zeros(len(pairs), dtype=np.int64)
+    spreads = []
     for size in _chunks(resamples):
         shuffled = rng.permuted(np.broadcast_to(by_topic, (size, n, k)), axis=2)
         resampled = shuffled.mean(axis=1)
         spread = resampled.max(axis=1) - resampled.min(axis=1)
         extreme += (spread[:, None] >= threshold[None, :]).sum(axis=0)
-    return pairs, (extreme + 1) / (resamples + 1)
+        spreads.append(spread)
+    half_width = float(np.quantile(np.concatenate(spreads), confidence, method="higher"))
+    return pairs, (extreme + 1) / (resamples + 1), half_width
 
 
 # --- rank correlation -----------------------------------------------------------------------
