@@ -11,7 +11,7 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
-from evalstore.cli._output import ReportFormat, info, render
+from evalstore.cli._output import ReportFormat, info, render, warn
 from evalstore.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ def compare(
             alpha=alpha, resamples=resamples, seed=seed)
         if outcome.seed is not None:
             info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
+        for note in outcome.notes:
+            warn(note)
         render(outcome.rows, list(outcome.rows[0]), fmt, title=outcome.title)
         return
     if qrels is None or not measure:
@@ -83,6 +85,8 @@ def compare(
         info(f"seed {settings.seed} (pass --seed {settings.seed} to reproduce)")
     for run, topics in result.matrix.zero_filled.items():
         info(f"run '{run}': {len(topics)} topic(s) scored 0 (--missing zero)")
+    for note in result.notes:
+        warn(note)
     figure = comparisons.comparison_figure(result) if plot is not None or mlflow else None
     if plot is not None and figure is not None:
         figure.savefig(plot)

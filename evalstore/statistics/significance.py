@@ -88,6 +88,30 @@ def t_interval(diffs: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nda
     return mean - half, mean + half
 
 
+LEADERBOARD_RESAMPLES = 10_000
+LEADERBOARD_SEED = 0  # fixed: a leaderboard reads the same every time it is printed
+FEW_TOPICS = 10  # below this, intervals and p-values over topics (or groups) mean little
+
+
+def bootstrap_mean_intervals(samples: np.ndarray, confidence: float, *, resamples: int = LEADERBOARD_RESAMPLES,
+                             seed: int = LEADERBOARD_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of each row's mean (rows: measures or runs; columns: topics).
+
+    A percentile interval lies within the smallest and largest value resampled, so a measure
+    bounded in [0, 1] keeps an interval in [0, 1], where a t-interval over 3 topics gave AP
+    [-0.34, 0.70]. Every row is resampled with the same draws: one multinomial weight matrix
+    (resamples x topics) and one matrix product give every resampled mean at once."""
+    samples = np.asarray(samples, dtype=float)
+    n = samples.shape[1]
+    if n < 2:
+        return samples.mean(axis=1), samples.mean(axis=1)
+    weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=resamples) / n
+    means = samples @ weights.T  # (rows x resamples)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail], axis=1)
+    return low, high
+
+
 def effect_size(diffs: np.ndarray) -> np.ndarray:
     """Paired standardised mean difference (Cohen's d_z): mean / standard deviation of the
     differences; 0 for identical systems, +-inf for a constant non-zero difference."""

@@ -45,6 +45,7 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     by_group = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "randomization", "--measure",
                    "accuracy", "--seed", "3", "--format", "json")
     assert by_group.exit_code == 0 and json.loads(by_group.stdout)[0]["groups"] == 3
+    assert by_group.stderr.endswith("only 3 groups: with fewer than 10, intervals and p-values mean little\n")
     # first minus second, as ranking compare reports it: p is worse than the oracle
     row = json.loads(by_group.stdout)[0]
     assert row["difference"] == pytest.approx(row["mean first"] - row["mean second"]) and row["difference"] < 0

@@ -55,6 +55,7 @@ def test_compare_evaluates_on_demand_and_matches_scipy(synthetic: Engine) -> Non
         ("AP", "alpha", "beta"), ("AP", "alpha", "gamma"), ("AP", "beta", "gamma"),
         ("P@5", "alpha", "beta"), ("P@5", "alpha", "gamma"), ("P@5", "beta", "gamma")]
     assert comparison.settings.seed is None and comparison.settings.resamples is None
+    assert comparison.notes == ["only 8 topics: with fewer than 10, intervals and p-values mean little"]
     for measure in ("AP", "P@5"):
         pairs = [p for p in comparison.pairs if p.measure == measure]
         expected = [stats.ttest_rel(_per_topic(synthetic, p.run, measure), _per_topic(synthetic, p.versus, measure))

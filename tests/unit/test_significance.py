@@ -221,6 +221,27 @@ def test_randomized_tukey_intervals_agree_with_its_p_values() -> None:
     assert ((t_low > 0) | (t_high < 0)).sum() > excludes_zero.sum()  # the per-pair interval claims more
 
 
+def test_bootstrap_intervals_of_bounded_values_stay_in_their_range() -> None:
+    """Three topics' AP 0, 0.05 and 0.9: the t-interval of the mean leaves [0, 1] (a negative
+    AP), the percentile bootstrap stays within the values; it is the same on every call (seed 0)
+    and narrows as topics are added."""
+    few = np.array([[0.0, 0.05, 0.9]])
+    t_low, _ = sig.t_interval(few, 0.95)
+    assert t_low[0] < 0
+    low, high = sig.bootstrap_mean_intervals(few, 0.95)
+    assert 0 <= low[0] < few.mean() < high[0] <= 0.9
+    assert sig.bootstrap_mean_intervals(few, 0.95) == (low, high)
+    many = np.tile(few, 10)
+    many_low, many_high = sig.bootstrap_mean_intervals(many, 0.95)
+    assert many_high[0] - many_low[0] < high[0] - low[0]
+    # the percentile interval of a large sample is close to the t-interval (the mean is near normal)
+    rng = np.random.default_rng(3)
+    values = rng.random((1, 400))
+    t_low, t_high = sig.t_interval(values, 0.95)
+    b_low, b_high = sig.bootstrap_mean_intervals(values, 0.95)
+    assert abs(b_low[0] - t_low[0]) < 0.005 and abs(b_high[0] - t_high[0]) < 0.005
+
+
 def test_kendall_tau_textbook_example() -> None:
     """Truth 1 2 3 4 5 against 2 1 5 3 4: 7 concordant, 3 discordant pairs, tau = 0.4."""
     truth = -np.array([1, 2, 3, 4, 5.0])  # scores: rank 1 is the best
