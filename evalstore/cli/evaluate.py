@@ -25,7 +25,9 @@ def evaluate(
                                 "(trec_eval -c), 'skip' leaves it out."),
     force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
     wait: bool = typer.Option(False, "--wait", help="Wait for the results; with no worker running, compute them "
-                              "in this process."),
+                              "in this process, print the main measures, and hand MLflow logging to a "
+                              "background process."),
+    wait_mlflow: bool = typer.Option(False, "--wait-mlflow", help="With --wait: log to MLflow before returning."),
     max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
     labels: str | None = typer.Option(None, "--labels", help="Gold labels (classification and clustering; "
@@ -69,7 +71,8 @@ def evaluate(
     def announce(ref: orchestration.JobRef) -> None:
         info(f"job {ref.evaluation_id}: {ref.describe()}: {ref.outcome}")
 
-    outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, announce=announce)
+    outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, wait_for_mlflow=wait_mlflow,
+                                     announce=announce)
     report = outcome.report
     render(report.rows, report.columns, fmt, title=report.title)
     if wait and outcome.unfinished:

@@ -13,7 +13,9 @@ app = typer.Typer(help="Log stored results to MLflow ($MLFLOW_TRACKING_URI, defa
 
 
 @app.command("sync")
-def sync(ctx: typer.Context) -> None:
+def sync(ctx: typer.Context, evaluation: list[int] = typer.Option([], "--evaluation", help="Only these "
+                                                                  "evaluations (repeatable; default: all pending).")
+         ) -> None:
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled, mlflow_tracking_uri
@@ -22,7 +24,7 @@ def sync(ctx: typer.Context) -> None:
     configure_logging()
     if not mlflow_enabled():
         raise TrackingError("MLflow logging is off (EVALSTORE_MLFLOW=off); unset it to sync.")
-    report = log_pending(state(ctx).engine())
+    report = log_pending(state(ctx).engine(), only=evaluation or None)
     info(f"logged {len(report.logged)} evaluations to {mlflow_tracking_uri()}; {report.left_pending} pending")
     if report.failed:
         evaluation_id, error = next(iter(report.failed.items()))

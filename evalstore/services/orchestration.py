@@ -6,6 +6,9 @@ wait for the ones a worker holds. The one place this is written; the CLI (and th
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.services import jobs
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
-from evalstore.services.kinds import predictions
+from evalstore.services.kinds import predictions, ranking
 from evalstore.services.kinds.base import EvaluationSummary
 from evalstore.services.kinds.predictions import Evaluated
 from evalstore.services.worker import Worker, WorkerSettings
@@ -58,8 +61,16 @@ class RankingRequest:
                             force=self.force, max_attempts=self.max_attempts)
 
     def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
-        return Report("evaluations", ["id", "run", "qrels", "state", "attempts", "mlflow_state", "error"],
-                      [v.as_dict() for v in views])
+        """The jobs; once waited for, each finished evaluation's main measures as well."""
+        rows = [v.as_dict() for v in views]
+        shown: list[str] = []
+        if waited:
+            scores = ranking.main_scores(engine, [v.id for v in views if v.state == "done"])
+            shown = [m for m in ranking.MAIN_MEASURES if any(m in s for s in scores.values())]
+            for row in rows:
+                row.update(scores.get(row["id"], {}))
+        return Report("evaluations", ["id", "run", "qrels", "state", *shown, "attempts", "mlflow_state", "error"],
+                      rows)
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,7 @@ class Evaluations:
                                + "; ".join(f"job {v.id} ({v.inputs}) {v.state}: {v.error}" for v in failed))
 
 
-def evaluate(engine: Engine, request: Request, *, wait: bool,
+def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: bool = False,
              announce: Callable[[JobRef], None] | None = None) -> Evaluations:
     """Queue one job per input and, with ``wait``, get them done.
 
@@ -134,9 +145,13 @@ def evaluate(engine: Engine, request: Request, *, wait: bool,
         :class:`PredictionRequest` (prediction sets against gold labels). The same inputs and
         options are one job: a finished one is reused unless the request says ``force``.
     wait
-        Get the jobs done before returning: run them in this process when no worker is alive
-        (MLflow logging included unless ``EVALSTORE_MLFLOW=off``), wait for those a worker holds.
-        Without it the jobs wait in the queue for ``evalstore worker``.
+        Get the jobs done before returning: run them in this process when no worker is alive, wait
+        for those a worker holds. Without it the jobs wait in the queue for ``evalstore worker``.
+        MLflow logging of the jobs run here is handed to a detached ``evalstore mlflow sync``
+        process (a person at the terminal does not wait 2-4 s for MLflow; its state shows in
+        ``jobs list`` and ``mlflow status``), unless ``EVALSTORE_MLFLOW=off``.
+    wait_for_mlflow
+        Log to MLflow in this process before returning instead (scripts that read MLflow next).
     announce
         Called with each job as it is queued (the CLI prints a line per job).
 
@@ -159,10 +174,42 @@ def evaluate(engine: Engine, request: Request, *, wait: bool,
     done: dict[int, EvaluationSummary] = {}
     if wait:
         _logging.configure_logging()
+        mlflow = config.mlflow_enabled()
         done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"],
-                       mlflow=config.mlflow_enabled())
+                       mlflow=mlflow and wait_for_mlflow)
+        if mlflow and not wait_for_mlflow and done:
+            log_in_background(engine, sorted(done))
     views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
     return Evaluations(refs, views, done, request.report(engine, views, wait))
+
+
+def log_in_background(engine: Engine, evaluation_ids: list[int]) -> None:
+    """Start ``evalstore mlflow sync --evaluation ID ...`` detached from this process (its own
+    session: it outlives the command and a Ctrl-C at the terminal). The evaluations are stored and
+    marked pending; if the process fails, they stay pending for a worker or a later sync, as when
+    MLflow is down. Its output goes to ``$EVALSTORE_HOME/logs/mlflow-sync.log``."""
+    logs = config.data_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    # the database URL goes by the environment, not the command line (`ps` shows arguments)
+    env = {**os.environ, config.DATABASE_URL_ENV: engine.url.render_as_string(hide_password=False)}
+    command = [sys.executable, "-m", "evalstore", "mlflow", "sync",
+               *(argument for evaluation_id in evaluation_ids for argument in ("--evaluation", str(evaluation_id)))]
+    with open(logs / "mlflow-sync.log", "ab") as log:
+        BACKGROUND.append(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                           start_new_session=True, close_fds=True))
+    BACKGROUND[:] = [process for process in BACKGROUND if process.poll() is None]  # reap finished ones
+
+
+# the MLflow loggers this process started: a CLI leaves without waiting (os._exit), a longer-lived
+# caller (tests, a server) reaps them with wait_for_background
+BACKGROUND: list[subprocess.Popen[bytes]] = []
+
+
+def wait_for_background(timeout: float = 120.0) -> list[int]:
+    """Wait for the MLflow loggers this process started; their exit codes."""
+    codes = [process.wait(timeout) for process in BACKGROUND]
+    BACKGROUND.clear()
+    return codes
 
 
 def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.services import orchestration
 
 SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 
@@ -85,10 +86,12 @@ def test_cancel_and_retry(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_wait_computes_in_process_logs_to_mlflow_and_reads_back_as_trec_eval(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "all_trec", "--wait", "--format", "json")
+    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "all_trec", "--wait", "--wait-mlflow",
+               "--format", "json")
     assert done.exit_code == 0, done.stderr
     [job] = json.loads(done.stdout)
     assert (job["state"], job["mlflow_state"]) == ("done", "logged")
+    assert job["AP"] == pytest.approx(0.1785, abs=5e-5) and job["P@10"] == pytest.approx(0.3)  # trec_eval: 0.1785, 0.3000
     assert (tmp_path / "mlflow.db").exists() and (tmp_path / "mlartifacts").is_dir()
     stored = cli("results", "show", "--qrels", "test", "--run", "std", "--per-query", "--format", "trec").stdout
     direct = CliRunner().invoke(app, ["trec-eval", "-q", "-c", "-m", "all_trec", str(SAMPLE / "qrels.test"),
@@ -98,3 +101,18 @@ def test_wait_computes_in_process_logs_to_mlflow_and_reads_back_as_trec_eval(cli
     assert summary.stdout == "map                   \tall\t0.1785\n"
     status = cli("mlflow", "status")
     assert status.stdout == f"tracking uri: sqlite:///{tmp_path / 'mlflow.db'}\npending: 0\n"
+
+
+def test_wait_prints_the_scores_and_hands_mlflow_to_a_background_process(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A person at the terminal waits for the numbers, not for MLflow: `evaluate --wait` returns
+    with the job done and MLflow pending; a detached `evalstore mlflow sync` logs it."""
+    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "AP,P@10,nDCG@10", "--wait")
+    assert done.exit_code == 0, done.stderr
+    assert "0.1785" in done.stdout and "pending" in done.stdout  # AP, and MLflow not waited for
+    [table_job] = json.loads(cli("jobs", "list", "--format", "json").stdout)
+    assert table_job["mlflow_state"] in ("pending", "logging", "logged")
+    assert orchestration.wait_for_background() == [0]
+    [job] = json.loads(cli("jobs", "list", "--format", "json").stdout)
+    assert job["mlflow_state"] == "logged"
+    assert cli("mlflow", "status").stdout.endswith("pending: 0\n")
+    assert "logged 1 evaluations" in (tmp_path / "logs" / "mlflow-sync.log").read_text()

@@ -430,6 +430,22 @@ def _leaderboard_view(qrels_name: str, board: RankedRuns, sort: str | None) -> L
         cells=cells, warnings=warnings)
 
 
+def main_scores(engine: Engine, evaluation_ids: list[int]) -> dict[int, dict[str, float]]:
+    """The main measures' aggregates (AP, nDCG@10, P@10, RR: those computed) of each evaluation,
+    for `evaluate --wait` to print."""
+    if not evaluation_ids:
+        return {}
+    with read_only(engine) as session:
+        rows = session.execute(select(AggregateResult.evaluation_id, AggregateResult.measure, AggregateResult.value)
+                               .where(AggregateResult.evaluation_id.in_(evaluation_ids),
+                                      AggregateResult.measure.in_(MAIN_MEASURES))).all()
+    scores: dict[int, dict[str, float]] = {}
+    for evaluation_id, measure, value in rows:
+        if value is not None:
+            scores.setdefault(evaluation_id, {})[measure] = value
+    return scores
+
+
 def read_back(engine: Engine, evaluation_id: int) -> StoredResults:
     """A finished evaluation read back whole, by id."""
     with read_only(engine) as session:
