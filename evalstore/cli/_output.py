@@ -36,6 +36,12 @@ class ReportFormat(StrEnum):
     latex = "latex"
 
 
+def format_p(value: float) -> str:
+    """A p-value as tables print it, in one style: 4 decimals, and below that '<0.0001' (machine
+    formats carry the value itself)."""
+    return f"{value:.4f}" if value >= 0.0001 else "<0.0001"
+
+
 def warn(message: str) -> None:
     """A diagnostic on stderr, printed verbatim (no markup, no wrapping)."""
     sys.stderr.write(f"warning: {message}\n")

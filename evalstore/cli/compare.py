@@ -11,14 +11,14 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
-from evalstore.cli._output import ReportFormat, info, render, warn
+from evalstore.cli._output import ReportFormat, format_p, info, render, warn
 from evalstore.errors import InvalidParameterError
 
 if TYPE_CHECKING:
     from evalstore.services import comparisons
 
-_TABLE_COLUMNS = ["measure", "run", "versus", "difference", "CI", "statistic", "p", "p adjusted", "sig",
-                  "effect size", "W/T/L"]
+_TABLE_COLUMNS = ["measure", "run", "versus", "mean run", "mean versus", "difference", "CI", "statistic", "p",
+                  "p adjusted", "sig", "effect size", "W/T/L"]
 _FLAT_COLUMNS = ["measure", "run", "versus", "mean_run", "mean_versus", "difference", "ci_low", "ci_high",
                  "statistic", "p_value", "p_corrected", "significant", "effect_size", "wins", "ties", "losses",
                  "topics"]
@@ -68,7 +68,9 @@ def compare(
             info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
         for note in outcome.notes:
             warn(note)
-        render(outcome.rows, list(outcome.rows[0]), fmt, title=outcome.title)
+        shown = outcome.rows if fmt in (ReportFormat.json, ReportFormat.csv) else [
+            {key: format_p(value) if key == "p" else value for key, value in row.items()} for row in outcome.rows]
+        render(shown, list(outcome.rows[0]), fmt, title=outcome.title)
         return
     if qrels is None or not measure:
         raise usage_conflict(ctx, "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions).")
@@ -98,6 +100,8 @@ def compare(
 
 
 def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None:
+    from evalstore.statistics.significance import STATISTIC_NAMES
+
     settings = result.settings
     if fmt is ReportFormat.json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
@@ -106,19 +110,17 @@ def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None
         render([p.as_dict() for p in result.pairs], _FLAT_COLUMNS, fmt)
         return
     level = round(100 * (1 - settings.alpha))
-    rows = [{"measure": p.measure, "run": p.run, "versus": p.versus, "difference": f"{p.difference:+.4f}",
-             "CI": f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]", "statistic": f"{p.statistic:.3f}",
-             "p": _p(p.p_value), "p adjusted": _p(p.p_corrected), "sig": "*" if p.significant else "",
+    statistic = f"statistic ({STATISTIC_NAMES[settings.test]})"
+    rows = [{"measure": p.measure, "run": p.run, "versus": p.versus, "mean run": f"{p.mean_run:.4f}",
+             "mean versus": f"{p.mean_versus:.4f}", "difference": f"{p.difference:+.4f}",
+             f"{level}% CI": f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]", statistic: f"{p.statistic:.3f}",
+             "p": format_p(p.p_value), "p adjusted": format_p(p.p_corrected), "sig": "*" if p.significant else "",
              "effect size": f"{p.effect_size:+.2f}", "W/T/L": f"{p.wins}/{p.ties}/{p.losses}"}
             for p in result.pairs]
-    columns = [c if c != "CI" else f"{level}% CI" for c in _TABLE_COLUMNS]
-    for row in rows:
-        row[f"{level}% CI"] = row.pop("CI")
+    columns = [{"CI": f"{level}% CI", "statistic": statistic}.get(c, c) for c in _TABLE_COLUMNS]
     procedure = settings.test if settings.correction == "tukey" else f"{settings.test} test, {settings.correction}"
     seed_text = f", seed {settings.seed}, {settings.resamples} resamples" if settings.seed is not None else ""
     render(rows, columns, fmt, title=f"{settings.qrels}: {procedure} (alpha {settings.alpha}{seed_text}; "
                                      f"{len(result.matrix.topics)} topics)")
 
 
-def _p(value: float) -> str:
-    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"

@@ -88,6 +88,10 @@ def t_interval(diffs: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nda
     return mean - half, mean + half
 
 
+# what the statistic of each procedure is (compare's table names its column after it)
+STATISTIC_NAMES = {"t": "t", "wilcoxon": "W", "sign": "wins", "randomization": "mean diff",
+                   "bootstrap": "mean diff", "tukey": "q", "randomized-tukey": "mean diff"}
+
 LEADERBOARD_RESAMPLES = 10_000
 LEADERBOARD_SEED = 0  # fixed: a leaderboard reads the same every time it is printed
 FEW_TOPICS = 10  # below this, intervals and p-values over topics (or groups) mean little

@@ -42,9 +42,16 @@ def test_compare_table_csv_markdown_latex_and_plot(cli, tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(cli(*base, "--format", "csv").stdout)))
     assert [(r["run"], r["versus"]) for r in rows] == [("beta", "alpha"), ("gamma", "alpha")]
     markdown = cli(*base, "--format", "markdown").stdout.splitlines()
-    assert markdown[0] == ("| measure | run | versus | difference | 95% CI | statistic | p | p adjusted | sig | "
-                           "effect size | W/T/L |")
-    assert markdown[1] == "|---|---|---|---|---|---|---|---|---|---|---|" and len(markdown) == 4
+    # both means (the README promises them), the statistic named for the test, one p-value style
+    assert markdown[0] == ("| measure | run | versus | mean run | mean versus | difference | 95% CI | statistic (t) | "
+                           "p | p adjusted | sig | effect size | W/T/L |")
+    assert markdown[1] == "|---|---|---|---|---|---|---|---|---|---|---|---|---|" and len(markdown) == 4
+    cells = markdown[2].strip("|").split("|")
+    assert float(cells[3]) == pytest.approx(float(rows[0]["mean_run"]), abs=5e-5)
+    assert float(cells[5]) == pytest.approx(float(cells[3]) - float(cells[4]), abs=2e-4)
+    assert all(cell.strip() == "<0.0001" or len(cell.strip().split(".")[1]) == 4 for cell in cells[8:10])
+    randomized = cli(*base, "--test", "randomization", "--seed", "1", "--format", "markdown").stdout
+    assert "| statistic (mean diff) |" in randomized.splitlines()[0]
     latex = cli(*base, "--format", "latex").stdout
     assert latex.startswith("\\begin{table}[t]\n\\centering\n\\caption{q: t test, holm")
     assert "\\toprule" in latex and latex.endswith("\\end{table}\n")
