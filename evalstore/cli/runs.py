@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
-from evalstore.cli._progress import row_progress
+from evalstore.cli._progress import file_progress, row_progress
 
 app = typer.Typer(help="Register and manage system runs.", no_args_is_help=True)
 
@@ -36,31 +38,49 @@ def parse_meta(values: list[str]) -> dict[str, str]:
 @app.command()
 def register(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="TREC run (qid Q0 docno rank score tag; .gz too), CSV, TSV or Parquet."),
-    name: str = typer.Option(..., "--name", help="Name of the run in the store."),
+    paths: list[Path] = typer.Argument(..., help="TREC runs (qid Q0 docno rank score tag; .gz too), CSV, TSV or "
+                                       "Parquet: one file or many (RUN_DIR/*.gz)."),
+    name: str | None = typer.Option(None, "--name", help="Name of the run in the store (one file; default: from "
+                                    "the file name, or the run tag with --name-from tag)."),
+    name_from: str = typer.Option("file", "--name-from", help="Without --name: file (input.bm25.gz -> bm25) or "
+                                  "tag (the run tag in the file's last column)."),
     system: str | None = typer.Option(None, "--system", help="The system that produced the run."),
     meta: list[str] = typer.Option([], "--meta", help="Metadata KEY=VALUE (repeatable)."),
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace a run of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
 ) -> None:
-    """Validate a run file and store it (all or nothing)."""
+    """Validate run files and store them, each whole or not at all. With several files every one
+    is validated before any is stored: a bad file stores nothing and each bad file is named."""
     from evalstore.services import store
 
+    if name is not None and len(paths) > 1:
+        raise usage_conflict(ctx, f"--name names one run; {len(paths)} files were given (their names come from "
+                                  "the file names, or the run tags with --name-from tag).")
     metadata = parse_meta(meta)
     engine = state(ctx).engine()
-    with row_progress(f"storing {path.name}") as progress:
-        result = store.register_run(
-            engine, path, name=name, system=system, metadata=metadata, description=description,
-            replace=replace, fmt=fmt.value if fmt else None, progress=progress,
-        )
-    for message in result.warnings:
-        warn(message)
-    s = result.summary
-    if result.created:
-        info(f"registered run '{s.name}': {s.rows} rows, {s.topics} topics")
+    def register_all(on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
+                     ) -> list[store.Registered]:
+        return store.register_runs(
+            engine, paths, names=[name] if name is not None else None, name_from=name_from, system=system,
+            metadata=metadata, description=description, replace=replace, fmt=fmt.value if fmt else None,
+            on_file=on_file, progress=rows)
+
+    # one bar (rich shows one live display at a time): a file's rows, or a batch's files
+    if len(paths) == 1:
+        with row_progress(f"storing {paths[0].name}") as rows:
+            results = register_all(None, rows)
     else:
-        info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
+        with file_progress(len(paths)) as on_file:
+            results = register_all(on_file, None)
+    for result in results:
+        for message in result.warnings:
+            warn(message)
+        s = result.summary
+        if result.created:
+            info(f"registered run '{s.name}': {s.rows} rows, {s.topics} topics")
+        else:
+            info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
 
 
 @app.command("list")

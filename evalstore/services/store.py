@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +18,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import QRELS_KINDS, QrelsSet, Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import (
     ParsedFile,
     has_duplicate_docs,
@@ -76,6 +76,81 @@ def _qrels_summary(qrels: QrelsSet) -> Summary:
         "qrels", qrels.name, qrels.row_count, qrels.topic_count, qrels.content_hash, qrels.created_at,
         {"kind": qrels.kind, "description": qrels.description, "source": qrels.source},
     )
+
+
+NAME_SOURCES = ("file", "tag")
+_COMPRESSED = (".gz", ".bz2", ".xz")
+_TABLE_SUFFIXES = (".txt", ".run", ".trec", ".tsv", ".csv", ".parquet", ".res", ".qrels")
+
+
+def name_from_file(path: str | Path) -> str:
+    """A run's name from its file name: ``input.bm25.gz`` -> ``bm25`` (compression and table
+    suffixes dropped, and TREC's ``input.`` prefix of submitted runs)."""
+    name = Path(path).name
+    for suffixes in (_COMPRESSED, _TABLE_SUFFIXES):
+        name = next((name[: -len(s)] for s in suffixes if name.lower().endswith(s) and len(name) > len(s)), name)
+    return name.removeprefix("input.") or name
+
+
+def register_runs(
+    engine: Engine,
+    paths: Sequence[str | Path],
+    *,
+    names: Sequence[str] | None = None,
+    name_from: str = "file",
+    system: str | None = None,
+    metadata: dict[str, str] | None = None,
+    description: str | None = None,
+    replace: bool = False,
+    fmt: str | None = None,
+    on_file: Callable[[int, str], None] | None = None,
+    progress: Progress | None = None,
+) -> list[Registered]:
+    """Register several run files: every file is validated before any is stored, so a bad one
+    stores nothing and every bad file is named (``path:line: what is wrong``, one per line);
+    then each run is stored whole, in its own transaction. Names are ``names``, or each file's
+    (:func:`name_from_file`) or run tag's (``name_from="tag"``). ``on_file(i, name)`` hears of
+    each run as its storing starts, ``progress`` of the rows stored."""
+    if name_from not in NAME_SOURCES:
+        raise InvalidParameterError(f"--name-from must be file or tag, not '{name_from}'.")
+    if names is not None and len(names) != len(paths):
+        raise InvalidParameterError(f"{len(names)} names for {len(paths)} files; give one name per file.")
+    errors: list[InputFormatError] = []
+    chosen: list[str] = []
+    for index, path in enumerate(paths):
+        try:
+            parsed = read_run(path, fmt=fmt, content_hash=False)
+        except InputFormatError as error:
+            errors.append(error)
+            continue
+        if names is not None:
+            chosen.append(names[index])
+        elif name_from == "tag":
+            if not parsed.tag:
+                errors.append(InputFormatError(str(path), None, "no run tag to name the run after (a CSV, TSV or "
+                                                                "Parquet run has none); use --name-from file"))
+                continue
+            chosen.append(parsed.tag)
+        else:
+            chosen.append(name_from_file(path))
+    if len(errors) == 1 and len(paths) == 1:
+        raise errors[0]
+    if errors:
+        first, *rest = errors
+        summary = f"nothing stored: {len(errors)} of {len(paths)} files refused"
+        raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
+    repeated = sorted({name for name in chosen if chosen.count(name) > 1})
+    if repeated:
+        other = "file" if name_from == "tag" else "tag"
+        raise InvalidParameterError(f"Two files would be registered as '{repeated[0]}'; register them with "
+                                    f"--name-from {other}, or one at a time with --name.")
+    registered = []
+    for index, (path, name) in enumerate(zip(paths, chosen, strict=True)):
+        if on_file is not None:
+            on_file(index, name)
+        registered.append(register_run(engine, path, name=name, system=system, metadata=metadata,
+                                       description=description, replace=replace, fmt=fmt, progress=progress))
+    return registered
 
 
 def register_run(

@@ -178,3 +178,45 @@ def test_version(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("--version")
     assert result.exit_code == 0
     assert result.stdout == f"evalstore {__version__}\n"
+
+
+def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`runs register RUN_DIR/*.gz`: names from the file names (TREC's input.TAG.gz -> TAG) or the
+    run tags; a bad file anywhere stores nothing and every bad file is named with its line."""
+    from tests.cli.usage import usage_message
+
+    assert cli("db", "upgrade").exit_code == 0
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good = "301 Q0 d1 1 2.0 {tag}\n301 Q0 d2 2 1.0 {tag}\n"
+    (runs / "input.bm25.txt").write_text(good.format(tag="bm25-tag"))
+    (runs / "dense.run").write_text(good.format(tag="dense-tag"))
+    (runs / "broken.txt").write_text("301 Q0 d1 1 2.0 x\n301 Q0 d1 2 1.0 x\n")  # a docno twice
+    (runs / "short.txt").write_text("301 Q0 d1 1\n")
+    refused = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())))
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        f"{runs / 'broken.txt'}:2: docno 'd1' appears twice in topic '301' (first at line 1); trec_eval refuses "
+        "duplicate documents, so remove one of them\n"
+        f"{runs / 'short.txt'}:1: expected 6 columns (qid Q0 docno rank score tag), found 4\n"
+        "nothing stored: 2 of 4 files refused\n")
+    assert json.loads(cli("runs", "list", "--format", "json").stdout) == []
+    (runs / "broken.txt").unlink()
+    (runs / "short.txt").unlink()
+    by_file = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--system", "batch")
+    assert by_file.exit_code == 0, by_file.stderr
+    assert by_file.stderr == ("registered run 'dense': 2 rows, 1 topics\n"
+                              "registered run 'bm25': 2 rows, 1 topics\n")
+    by_tag = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--name-from", "tag")
+    assert by_tag.exit_code == 0, by_tag.stderr
+    listed = {r["name"]: r["system"] for r in json.loads(cli("runs", "list", "--format", "json").stdout)}
+    assert listed == {"bm25": "batch", "dense": "batch", "bm25-tag": None, "dense-tag": None}
+    one_name = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--name", "x")
+    assert one_name.exit_code == 2
+    assert usage_message(one_name.stderr) == ("--name names one run; 2 files were given (their names come from the "
+                                              "file names, or the run tags with --name-from tag).")
+    (runs / "input.dense.gz").write_bytes(__import__("gzip").compress(good.format(tag="t").encode()))
+    clash = cli("runs", "register", str(runs / "dense.run"), str(runs / "input.dense.gz"))
+    assert clash.exit_code == 1 and clash.stderr == (
+        "Error: Two files would be registered as 'dense'; register them with --name-from tag, or one at a time with "
+        "--name.\n")
