@@ -35,6 +35,19 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     shown = json.loads(cli("jobs", "show", str(job["id"]), "--format", "json").stdout)[0]
     assert (shown["kind"], shown["predictions"], shown["labels"]) == ("classifier", "p", "fruit")
     assert "run" not in shown and "qrels" not in shown and "measures" not in shown
+    # results show of a prediction set: every aggregate, per group with --per-query, any stored name
+    summary = json.loads(cli("results", "show", "--labels", "fruit", "--predictions", "p", "--format", "json").stdout)
+    values = {row["measure"]: row["value"] for row in summary}
+    assert values["accuracy"] == pytest.approx(4 / 9) and values["precision.lemon"] == pytest.approx(1 / 3)
+    groups = json.loads(cli("results", "show", "--labels", "fruit", "--predictions", "p", "--measure", "accuracy",
+                            "--per-query", "--format", "json").stdout)
+    assert [row["group"] for row in groups][-1] == "all" and len(groups) == 4
+    assert groups[-1]["accuracy"] == pytest.approx(4 / 9)
+    unknown = cli("results", "show", "--labels", "fruit", "--predictions", "p", "--measure", "precision.kiwi")
+    assert unknown.exit_code == 1 and unknown.stderr.startswith(
+        "Error: No stored value of 'precision.kiwi' in evaluation ")
+    per_class = cli("leaderboard", "--labels", "fruit", "--measure", "recall.orange", "--format", "csv")
+    assert per_class.exit_code == 0 and per_class.stdout.splitlines()[0] == "predictions,system,kind,recall.orange"
     board = cli("leaderboard", "--labels", "fruit", "--measure", "precision_macro", "--format", "csv")
     assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0",
                                          "p,,classifier,0.5777777777777778"]  # full precision, as JSON

@@ -6,6 +6,7 @@ The sets themselves are stored and read by :mod:`evalstore.services.labels`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -285,6 +286,32 @@ def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool =
                          dict(evaluation.settings or {}), dict(evaluation.options), False,
                          _header(header, prediction_set, label_set), per_group,
                          {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})})
+
+
+def newest_results(engine: Engine, *, labels_name: str, prediction_name: str,
+                   measures: list[str] | None = None) -> Evaluated:
+    """The newest finished evaluation of a prediction set on its gold labels, read back with its
+    per-group values; with ``measures``, only those (each a stored name: ``f1_macro``,
+    ``precision.cat``), refused with the names that exist when one does not."""
+    with read_only(engine) as session:
+        label_set = get_label_set(session, labels_name)
+        prediction_set = get_prediction_set(session, prediction_name)
+        evaluation = dict((p.id, e) for p, e in latest_evaluations(session, label_set)).get(prediction_set.id)
+    if evaluation is None:
+        raise NotFoundError(f"'{prediction_name}' is not evaluated on '{labels_name}' yet; run 'evalstore evaluate "
+                            f"--labels {labels_name} --predictions {prediction_name} --wait'.")
+    result = stored_evaluation(engine, evaluation.id)
+    if not measures:
+        return result
+    absent = [m for m in measures if m not in result.aggregates]
+    if absent:
+        raise NotFoundError(f"No stored value of '{absent[0]}' in evaluation {result.evaluation_id}; it holds "
+                            f"{', '.join(sorted(result.aggregates))}.")
+    per_group = result.per_group
+    if per_group is not None:
+        kept = [m for m in measures if m in per_group.columns]
+        per_group = per_group[kept] if kept else None
+    return dataclasses.replace(result, aggregates={m: result.aggregates[m] for m in measures}, per_group=per_group)
 
 
 def latest_evaluations(session: Session, label_set: LabelSet) -> list[tuple[PredictionSet, Evaluation]]:
