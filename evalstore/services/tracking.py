@@ -177,18 +177,27 @@ def _local_store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# MLflow 3's UI opens an experiment without this tag on its GenAI overview (traces, nothing of
+# ours in it); marked as model development it opens on the runs table. A kind someone chose in the
+# UI is left as it is.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
     from mlflow.exceptions import MlflowException
 
     with _local_store_lock(uri):
         experiment = client.get_experiment_by_name(name)
         if experiment is not None:
+            if EXPERIMENT_KIND[0] not in experiment.tags:  # made by an older evalstore, or by hand
+                client.set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
             return str(experiment.experiment_id)
         root = config.mlflow_artifact_root(uri)
         location = (root / name.replace("/", "_")).as_uri() if root else None
         try:
             return str(client.create_experiment(name, artifact_location=location,
-                                                tags={"evalstore.version": __version__}))
+                                                tags={"evalstore.version": __version__,
+                                                      EXPERIMENT_KIND[0]: EXPERIMENT_KIND[1]}))
         except MlflowException:  # created by another process meanwhile
             experiment = client.get_experiment_by_name(name)
             if experiment is None:

@@ -69,6 +69,8 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
     assert log_pending(engine).logged == []
 
     [run] = _logged_runs(tracking_uri)
+    experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
+    assert experiment is not None and experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert run.info.run_id == synced.mlflow_run_id and run.info.run_name == "std"
     assert run.info.status == "FINISHED"
     assert run.info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri())  # beside the store, not ./mlruns
@@ -115,3 +117,20 @@ def test_recomputed_results_are_logged_as_a_new_run(engine: Engine, evaluated_of
         assert artifact(synced, name) == artifact(from_memory, name)
     frames = [pd.read_parquet(client.download_artifacts(r.info.run_id, "per_query.parquet")) for r in runs]
     pd.testing.assert_frame_equal(frames[0], frames[1])
+
+
+def test_an_experiment_made_before_is_marked_as_model_development_once(
+        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    """Experiments an older evalstore (or a person) made without a kind get it; a kind chosen in
+    MLflow's UI is left alone."""
+    client = MlflowClient(tracking_uri)
+    client.create_experiment("evalstore/test")
+    log_pending(engine)
+    experiment = client.get_experiment_by_name("evalstore/test")
+    assert experiment is not None and experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    other = client.create_experiment("evalstore/other", tags={"mlflow.experimentKind": "finetuning"})
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="other")
+    [ref] = jobs.enqueue(engine, qrels_name="other", run_names=["std"], options=EvaluationOptions(("AP",)))
+    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    assert client.get_experiment(other).tags["mlflow.experimentKind"] == "finetuning"
+    assert _evaluation(engine, ref.evaluation_id).mlflow_state == "logged"
