@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
-from evalstore.cli._progress import row_progress
+from evalstore.cli._progress import file_progress, row_progress
 from evalstore.cli.runs import InputFormat
 
 app = typer.Typer(help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.",
@@ -27,8 +29,10 @@ class JudgmentKind(StrEnum):
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet."),
-    name: str = typer.Option(..., "--name", help="Name of the qrels in the store."),
+    paths: list[Path] = typer.Argument(..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet: "
+                                       "one file or many."),
+    name: str | None = typer.Option(None, "--name", help="Name of the qrels in the store (one file; default: "
+                                    "from the file name, qrels.dl19.txt -> qrels.dl19)."),
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace qrels of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
@@ -38,22 +42,36 @@ def import_(
              "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
              "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*."),
 ) -> None:
-    """Validate a judgments file and store it (all or nothing)."""
+    """Validate judgments files and store them, each whole or not at all; with several files every
+    one is validated before any is stored."""
     from evalstore.services import store
 
+    if name is not None and len(paths) > 1:
+        raise usage_conflict(ctx, f"--name names one set of judgments; {len(paths)} files were given (their names "
+                                  "come from the file names).")
     engine = state(ctx).engine()
-    with row_progress(f"storing {path.name}") as progress:
-        result = store.import_qrels(
-            engine, path, name=name, description=description, replace=replace,
-            fmt=fmt.value if fmt else None, kind=kind.value, progress=progress,
-        )
-    for message in result.warnings:
-        warn(message)
-    s = result.summary
-    if result.created:
-        info(f"imported qrels '{s.name}': {s.rows} judgments, {s.topics} topics")
+
+    def import_all(on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
+                   ) -> list[store.Registered]:
+        return store.import_many_qrels(engine, paths, names=[name] if name is not None else None,
+                                       description=description, replace=replace, fmt=fmt.value if fmt else None,
+                                       kind=kind.value, progress=rows, on_file=on_file)
+
+    # one bar (rich shows one live display at a time): a file's rows, or a batch's files
+    if len(paths) == 1:
+        with row_progress(f"storing {paths[0].name}") as rows:
+            results = import_all(None, rows)
     else:
-        info(f"qrels '{s.name}' are already imported with this content ({s.rows} judgments); nothing stored")
+        with file_progress(len(paths)) as on_file:
+            results = import_all(on_file, None)
+    for result in results:
+        for message in result.warnings:
+            warn(message)
+        s = result.summary
+        if result.created:
+            info(f"imported qrels '{s.name}': {s.rows} judgments, {s.topics} topics")
+        else:
+            info(f"qrels '{s.name}' are already imported with this content ({s.rows} judgments); nothing stored")
 
 
 @app.command("list")

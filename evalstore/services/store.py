@@ -92,6 +92,22 @@ def name_from_file(path: str | Path) -> str:
     return name.removeprefix("input.") or name
 
 
+def _refuse(errors: list[InputFormatError], files: int) -> None:
+    """Refuse a batch with a bad file: every bad file's ``path:line: problem``, one per line."""
+    if len(errors) == 1 and files == 1:
+        raise errors[0]
+    if errors:
+        first, *rest = errors
+        summary = f"nothing stored: {len(errors)} of {files} files refused"
+        raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
+
+
+def _refuse_repeated(names: list[str], message: str) -> None:
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidParameterError(message.format(name=repeated[0]))
+
+
 def register_runs(
     engine: Engine,
     paths: Sequence[str | Path],
@@ -133,17 +149,10 @@ def register_runs(
             chosen.append(parsed.tag)
         else:
             chosen.append(name_from_file(path))
-    if len(errors) == 1 and len(paths) == 1:
-        raise errors[0]
-    if errors:
-        first, *rest = errors
-        summary = f"nothing stored: {len(errors)} of {len(paths)} files refused"
-        raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
-    repeated = sorted({name for name in chosen if chosen.count(name) > 1})
-    if repeated:
-        other = "file" if name_from == "tag" else "tag"
-        raise InvalidParameterError(f"Two files would be registered as '{repeated[0]}'; register them with "
-                                    f"--name-from {other}, or one at a time with --name.")
+    _refuse(errors, len(paths))
+    other = "file" if name_from == "tag" else "tag"
+    _refuse_repeated(chosen, f"Two files would be registered as '{{name}}'; register them with --name-from {other}, "
+                             "or one at a time with --name.")
     registered = []
     for index, (path, name) in enumerate(zip(paths, chosen, strict=True)):
         if on_file is not None:
@@ -230,19 +239,52 @@ def import_qrels(
     ``relevance`` (qrels), ``subtopics`` (``topic subtopic docno judgment``, the TREC Web track's
     diversity qrels) or ``preferences`` (trec_eval's ``-R prefs`` lines ``topic jg jsg docno level``,
     or a qrels file whose second column is the judgment group)."""
-    if kind == "relevance":
-        parsed: ParsedFile = read_qrels(path, fmt=fmt)
-    elif kind == "subtopics":
-        parsed = read_subtopic_qrels(path)
-    elif kind == "preferences":
-        parsed, preferences = read_preferences(path)
-        check_consistent(preferences, str(path))
-    else:
-        raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
-    if kind != "relevance" and fmt not in (None, "trec"):
-        raise InvalidParameterError(f"{kind} judgments are read from TREC text only; got --format {fmt}.")
+    parsed = read_judgments(path, kind=kind, fmt=fmt)
     return store_qrels(engine, parsed, name=name, description=description, source=str(path), replace=replace,
                        kind=kind, progress=progress)
+
+
+def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None = None) -> ParsedFile:
+    """A judgments file of ``kind`` read and validated as :func:`import_qrels` stores it."""
+    if kind != "relevance" and fmt not in (None, "trec"):
+        raise InvalidParameterError(f"{kind} judgments are read from TREC text only; got --format {fmt}.")
+    if kind == "relevance":
+        return read_qrels(path, fmt=fmt)
+    if kind == "subtopics":
+        return read_subtopic_qrels(path)
+    if kind == "preferences":
+        parsed, preferences = read_preferences(path)
+        check_consistent(preferences, str(path))
+        return parsed
+    raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
+
+
+def import_many_qrels(engine: Engine, paths: Sequence[str | Path], *, names: Sequence[str] | None = None,
+                      description: str | None = None, replace: bool = False, fmt: str | None = None,
+                      kind: str = "relevance", progress: Progress | None = None,
+                      on_file: Callable[[int, str], None] | None = None) -> list[Registered]:
+    """Import several judgments files as :func:`register_runs` registers runs: all read and
+    validated first (a bad file stores nothing, every bad file named), then each stored whole in
+    its own transaction, named ``names`` or after its file (:func:`name_from_file`)."""
+    if names is not None and len(names) != len(paths):
+        raise InvalidParameterError(f"{len(names)} names for {len(paths)} files; give one name per file.")
+    chosen = list(names) if names is not None else [name_from_file(path) for path in paths]
+    parsed: list[ParsedFile] = []
+    errors: list[InputFormatError] = []
+    for path in paths:
+        try:
+            parsed.append(read_judgments(path, kind=kind, fmt=fmt))
+        except InputFormatError as error:
+            errors.append(error)
+    _refuse(errors, len(paths))
+    _refuse_repeated(chosen, "Two files would be imported as '{name}'; import them one at a time with --name.")
+    stored = []
+    for index, (path, name, judgments) in enumerate(zip(paths, chosen, parsed, strict=True)):
+        if on_file is not None:
+            on_file(index, name)
+        stored.append(store_qrels(engine, judgments, name=name, description=description, source=str(path),
+                                  replace=replace, kind=kind, progress=progress))
+    return stored
 
 
 def store_qrels(

@@ -220,3 +220,25 @@ def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_
     assert clash.exit_code == 1 and clash.stderr == (
         "Error: Two files would be registered as 'dense'; register them with --name-from tag, or one at a time with "
         "--name.\n")
+
+
+def test_importing_many_qrels_files_validates_all_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("db", "upgrade").exit_code == 0
+    folder = tmp_path / "qrels"
+    folder.mkdir()
+    (folder / "qrels.dl19.txt").write_text("301 0 d1 1\n301 0 d2 0\n")
+    (folder / "qrels.dl20.txt").write_text("302 0 d1 2\n")
+    (folder / "broken.txt").write_text("301 0 d1 one\n")
+    refused = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
+    assert refused.exit_code == 1
+    assert refused.stderr == (f"{folder / 'broken.txt'}:1: relevance 'one' is not an integer\n"
+                              "nothing stored: 1 of 3 files refused\n")
+    assert json.loads(cli("qrels", "list", "--format", "json").stdout) == []
+    (folder / "broken.txt").unlink()
+    imported = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
+    assert imported.exit_code == 0 and imported.stderr == (
+        "imported qrels 'qrels.dl19': 2 judgments, 1 topics\nimported qrels 'qrels.dl20': 1 judgments, 1 topics\n")
+    again = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
+    assert again.stderr == ("qrels 'qrels.dl19' are already imported with this content (2 judgments); nothing "
+                            "stored\nqrels 'qrels.dl20' are already imported with this content (1 judgments); "
+                            "nothing stored\n")
