@@ -1,15 +1,17 @@
-"""A progress bar on stderr for bulk loads (shown only on a terminal, for large inputs)."""
+"""A progress bar on stderr for bulk loads (shown only on a terminal)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from evalstore.cli._output import stderr
 
-LARGE = 500_000
+T = TypeVar("T")
 
 
 @contextmanager
@@ -38,3 +40,14 @@ def file_progress(files: int) -> Iterator[Callable[[int, str], None]]:
     with progress:
         yield on_file
         progress.update(task, completed=files)
+
+
+def storing(paths: Sequence[Path], store: Callable[[Callable[[int, str], None] | None, Callable[[int], None] | None],
+                                                    list[T]]) -> list[T]:
+    """Run ``store(on_file, rows)`` under one bar (rich shows one live display at a time): the
+    rows of a single (large) file, or the files of a batch."""
+    if len(paths) == 1:
+        with row_progress(f"storing {paths[0].name}") as rows:
+            return store(None, rows)
+    with file_progress(len(paths)) as on_file:
+        return store(on_file, None)

@@ -11,7 +11,7 @@ import typer
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
-from evalstore.cli._progress import file_progress, row_progress
+from evalstore.cli._progress import storing
 from evalstore.cli.runs import InputFormat
 
 app = typer.Typer(help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.",
@@ -57,14 +57,7 @@ def import_(
                                        description=description, replace=replace, fmt=fmt.value if fmt else None,
                                        kind=kind.value, progress=rows, on_file=on_file)
 
-    # one bar (rich shows one live display at a time): a file's rows, or a batch's files
-    if len(paths) == 1:
-        with row_progress(f"storing {paths[0].name}") as rows:
-            results = import_all(None, rows)
-    else:
-        with file_progress(len(paths)) as on_file:
-            results = import_all(on_file, None)
-    for result in results:
+    for result in storing(paths, import_all):
         for message in result.warnings:
             warn(message)
         s = result.summary
