@@ -17,14 +17,20 @@ def correlate(
     qrels: list[str] = typer.Option(..., "--qrels", help="Qrels name (once, or twice with one --measure)."),
     measure: list[str] = typer.Option(..., "--measure", help="Measure (twice, or once with two --qrels)."),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    relevance_level: int = typer.Option(1, "-l", help="Order the runs by evaluations made with this level."),
+    max_docs: int | None = typer.Option(None, "-M", min=1, help="... made with this -M."),
+    missing: str = typer.Option("zero", "--missing", help="... made with this missing-topic policy."),
 ) -> None:
     """Agreement of two system rankings (by mean score): Kendall's tau, tau-AP (the first ordering is
-    the reference) and Spearman's rho, with the pairs of systems the two orderings swap."""
+    the reference) and Spearman's rho, with the pairs of systems the two orderings swap. The means
+    come from evaluations made with the same options (-l, -M, --missing), as the leaderboard's."""
     from evalstore.services.comparisons import correlate as compute
+    from evalstore.services.kinds.ranking import Selection
 
     if sorted((len(qrels), len(measure))) != [1, 2]:
         raise usage_conflict(ctx, "Give one --qrels and two --measure, or two --qrels and one --measure.")
-    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure)
+    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure,
+                     selection=Selection(relevance_level=relevance_level, max_docs=max_docs, missing_topics=missing))
     if fmt is ReportFormat.json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
         return
@@ -32,7 +38,7 @@ def correlate(
     summary = {"reference": result.first, "other": result.second, "systems": r.systems,
                "Kendall tau": f"{r.kendall_tau:.4f}", "tau-AP": f"{r.tau_ap:.4f}",
                "Spearman rho": f"{r.spearman_rho:.4f}", "concordant": r.concordant, "discordant": r.discordant}
-    render([summary], list(summary), fmt, title="rank correlation")
+    render([summary], list(summary), fmt, title=f"rank correlation ({result.selection.describe()})")
     if fmt is ReportFormat.csv:
         return
     scores = dict(zip(result.systems, zip(result.first_scores, result.second_scores, strict=True), strict=True))

@@ -354,19 +354,24 @@ class Correlation:
     first_scores: list[float]
     second_scores: list[float]
     result: significance.RankCorrelation
+    selection: Selection = Selection()  # the options of the evaluations whose means are ordered
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"reference": self.first, "other": self.second, **asdict(self.result)}
+        out = {"reference": self.first, "other": self.second, **asdict(self.result),
+               "options": self.selection.as_dict()}
         out["swapped"] = [list(pair) for pair in self.result.swapped]
         out["systems_scores"] = {s: [a, b] for s, a, b in
                                  zip(self.systems, self.first_scores, self.second_scores, strict=True)}
         return out
 
 
-def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) -> Correlation:
+def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str],
+              selection: Selection | None = None) -> Correlation:
     """Agreement between two orderings of the systems by mean score: two measures on one qrels,
     or one measure on two qrels (over the runs evaluated on both). The first is the reference
-    (tau-AP is asymmetric)."""
+    (tau-AP is asymmetric). Means come from evaluations made with ``selection``'s options
+    (default: evaluate's), as the leaderboard picks them."""
+    selection = selection or Selection()
     if len(qrels_names) == 1 and len(measures) == 2:
         orderings = [(qrels_names[0], measures[0]), (qrels_names[0], measures[1])]
     elif len(qrels_names) == 2 and len(measures) == 1:
@@ -376,7 +381,7 @@ def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) ->
     means: list[dict[str, float]] = []
     for qrels_name, measure in orderings:
         name = str(resolve_measures([measure])[0])
-        means.append(_means_by_run(engine, qrels_name, name))
+        means.append(_means_by_run(engine, qrels_name, name, selection))
     systems = sorted(set(means[0]) & set(means[1]))
     if len(systems) < 2:
         raise EvaluationError(
@@ -386,16 +391,16 @@ def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str]) ->
     second = np.array([means[1][s] for s in systems])
     labels = [f"{m} on {q}" for q, m in orderings]
     return Correlation(labels[0], labels[1], systems, first.tolist(), second.tolist(),
-                       significance.rank_correlation(systems, first, second))
+                       significance.rank_correlation(systems, first, second), selection)
 
 
-def _means_by_run(engine: Engine, qrels_name: str, measure: str) -> dict[str, float]:
+def _means_by_run(engine: Engine, qrels_name: str, measure: str, selection: Selection) -> dict[str, float]:
     """Mean over topics of ``measure`` for every run with a finished evaluation holding it, made
-    with evaluate's default options (as the leaderboard's default compares them)."""
+    with ``selection``'s options (as the leaderboard compares them)."""
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         means = {}
-        for run, holding in chosen_evaluations(session, qrels, [measure], Selection()).values():
+        for run, holding in chosen_evaluations(session, qrels, [measure], selection).values():
             if measure not in holding:
                 continue
             values = repo.result_table(session, holding[measure].id, [measure]).column("value").to_numpy()

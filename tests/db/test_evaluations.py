@@ -137,6 +137,12 @@ def test_leaderboard_compares_evaluations_made_with_the_same_options(stored: Eng
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["P@10"])
     agreement = correlate(stored, qrels_names=["test"], measures=["AP", "P@10"])
     assert dict(zip(agreement.systems, agreement.first_scores, strict=True))["std"] == pytest.approx(at_1)
+    # and by the -l 2 evaluations when asked for them
+    evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "P@10"], relevance_level=2)
+    strict_agreement = correlate(stored, qrels_names=["test"], measures=["AP", "P@10"],
+                                 selection=Selection(relevance_level=2))
+    assert dict(zip(strict_agreement.systems, strict_agreement.first_scores, strict=True))["std"] == pytest.approx(at_2)
+    assert strict_agreement.as_dict()["options"]["relevance_level"] == 2
 
 
 def test_a_measure_of_an_older_evaluation_is_still_found(stored: Engine) -> None:
