@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Benchmark the metric engine side by side with pytrec_eval and ranx, from files to results.
+"""Benchmark the metric engine side by side with trec_eval, pytrec_eval, ir_measures and ranx.
 
-    python scripts/bench_metrics.py [--big-topics 6980] [--ranx-topics 5000] [--skip-pytrec]
+    python scripts/bench_metrics.py [--rounds 5] [--big-topics 6980] [--ranx-topics 5000] [--skip-pytrec]
+        [--skip-ranx]
 
-1. `evalstore trec-eval -m all_trec` on a 7-million-row run (6,980 topics x 1,000 docs, 1-2
-   relevant per topic, tied scores) vs pytrec_eval computing every measure it supports from the
-   same files (its loading, into the dicts it needs, included). Wall time and peak memory, each in
-   its own process.
-2. map, ndcg_cut_10, P_10, recall_1000, recip_rank on a 5,000 x 1,000 run: evalstore's Python API
-   vs ranx (Qrels/Run.from_file + evaluate) after its Numba JIT has been warmed up on a small
-   run; loading included for both.
-Needs the bench extra: pip install -e '.[bench]'.
+Every tool runs as its own process on the same files, wall time from process start to exit (so
+start-up counts) and peak RSS of that process; the tools alternate within each round, over
+``--rounds`` rounds, since this machine's speed drifts; medians and ratios are printed.
+
+1. large: `-m all_trec` on a 7-million-row run (6,980 topics x 1,000, 1-2 relevant per topic, tied
+   scores): trec_eval 10.0 (built by ../shared/tools/build, or $EVALSTORE_TREC_EVAL) against
+   `evalstore trec-eval`; pytrec_eval computing every measure it supports from the same files.
+2. ordinary: `-q -m all_trec` on robust03's pircRBa1 (100 topics x 1,000, from ../shared/data):
+   trec_eval against `evalstore trec-eval`.
+3. API: map, ndcg_cut_10, P_10, recall_1000, recip_rank on a 5,000 x 1,000 run, loading included:
+   `evalstore.evaluate` against ir_measures and ranx (its process includes compiling its Numba kernels).
+Where trec_eval cannot be built the script says so and compares the others. Needs the bench
+extra: pip install -e '.[bench]' (ir_measures comes with the test extra).
 """
 
 from __future__ import annotations
@@ -56,6 +62,17 @@ scores = evaluate(qrels, run, metrics, make_comparable=True)
 print(time.perf_counter() - t, scores["map"])
 """
 
+IR_MEASURES = r"""
+import sys, time
+import ir_measures
+from ir_measures import AP, P, R, RR, nDCG
+t = time.perf_counter()
+qrels = ir_measures.read_trec_qrels(sys.argv[1])
+run = ir_measures.read_trec_run(sys.argv[2])
+scores = ir_measures.calc_aggregate([AP, nDCG @ 10, P @ 10, R @ 1000, RR], qrels, run)
+print(time.perf_counter() - t, scores[AP])
+"""
+
 EVALSTORE_API = r"""
 import sys, time
 import evalstore.metrics as m
@@ -79,39 +96,89 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
         return seconds, usage.ru_maxrss / 1024, out.read().decode()
 
 
+def trec_eval_binary() -> str | None:
+    """trec_eval 10.0: $EVALSTORE_TREC_EVAL, else built by ../shared/tools/build (None if neither)."""
+    if os.environ.get("EVALSTORE_TREC_EVAL"):
+        return os.environ["EVALSTORE_TREC_EVAL"]
+    build = HERE.parent.parent / "shared" / "tools" / "build"
+    if not build.exists():
+        return None
+    built = subprocess.run([str(build)], capture_output=True, text=True, check=False)
+    return built.stdout.splitlines()[0] if built.returncode == 0 and built.stdout else None
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def side_by_side(name: str, tools: dict[str, list[str]], rounds: int, results: dict[str, object]) -> None:
+    """Run every tool once a round, alternating, and print medians, peaks and ratios to evalstore."""
+    seconds: dict[str, list[float]] = {tool: [] for tool in tools}
+    peaks: dict[str, list[float]] = {tool: [] for tool in tools}
+    for _ in range(rounds):
+        for tool, command in tools.items():
+            secs, peak, _ = timed(command)
+            seconds[tool].append(secs)
+            peaks[tool].append(peak)
+    ours = median(seconds["evalstore"])
+    print(f"{name} (medians of {rounds} alternating rounds, whole processes)")
+    row: dict[str, object] = {}
+    for tool in tools:
+        ratio = median(seconds[tool]) / ours
+        print(f"  {tool:<22s} {median(seconds[tool]):7.2f} s  peak {max(peaks[tool]):6.0f} MB  "
+              f"({ratio:.2f}x evalstore's time)   rounds: {', '.join(f'{t:.2f}' for t in seconds[tool])}", flush=True)
+        row[tool] = {"median_seconds": round(median(seconds[tool]), 3), "peak_mb": round(max(peaks[tool])),
+                     "vs_evalstore": round(ratio, 2)}
+    results[name] = row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--big-topics", type=int, default=6980)
     parser.add_argument("--ranx-topics", type=int, default=5000)
     parser.add_argument("--skip-pytrec", action="store_true")
+    parser.add_argument("--skip-ranx", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     results: dict[str, object] = {}
+    binary = trec_eval_binary()
+    if binary is None:
+        print("trec_eval cannot be built here (no ../shared/tools/build and no $EVALSTORE_TREC_EVAL): comparing the "
+              "other tools only", flush=True)
+    evalstore = str(Path(sys.executable).with_name("evalstore"))
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp, "big"), Path(tmp, "small")
         subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(big), "--topics", str(args.big_topics)],
                        check=True)
         subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(small), "--topics",
                         str(args.ranx_topics), "--seed", "1"], check=True)
-        evalstore = str(Path(sys.executable).with_name("evalstore"))
-        secs, peak, _ = timed([evalstore, "trec-eval", "-m", "all_trec", str(big / "qrels.txt"), str(big / "run.txt")])
-        results["evalstore trec-eval -m all_trec (7M rows)"] = {"seconds": round(secs, 2), "peak_mb": round(peak)}
-        print(f"evalstore trec-eval -m all_trec: {secs:.2f} s, peak {peak:.0f} MB", flush=True)
+        big_files = [str(big / "qrels.txt"), str(big / "run.txt")]
+        large = {"evalstore": [evalstore, "trec-eval", "-m", "all_trec", *big_files]}
+        if binary:
+            large["trec_eval 10.0"] = [binary, "-m", "all_trec", *big_files]
         if not args.skip_pytrec:
-            secs, _, out = timed([sys.executable, "-c", PYTREC, str(big / "qrels.txt"), str(big / "run.txt")])
-            loaded, total, peak = (float(x) for x in out.split())
-            results["pytrec_eval all supported measures (7M rows)"] = {
-                "seconds": round(secs, 2), "load_seconds": round(loaded, 2), "peak_mb": round(peak)}
-            print(f"pytrec_eval all measures: {secs:.2f} s (loading {loaded:.2f} s), peak {peak:.0f} MB", flush=True)
+            large["pytrec_eval (all)"] = [sys.executable, "-c", PYTREC, *big_files]
+        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args.rounds, results)
+        robust = HERE.parent.parent / "shared" / "data" / "robust03"
+        if (robust / "runs" / "input.pircRBa1.gz").exists():
+            plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
+            plain.write_bytes(__import__("gzip").decompress((robust / "runs" / "input.pircRBa1.gz").read_bytes()))
+            ordinary_files = [str(robust / "robust03_qrels.txt"), str(plain)]
+            ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
+            if binary:
+                ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
+            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args.rounds, results)
+        else:
+            print(f"robust03 not found under {robust}: the ordinary-run comparison is skipped", flush=True)
         small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
-        secs_e, _, out_e = timed([sys.executable, "-c", EVALSTORE_API, *small_files])
-        inner_e = float(out_e.split()[0])
-        secs_r, _, out_r = timed([sys.executable, "-c", RANX, *small_files])
-        inner_r = float(out_r.split()[0])
-        results["5 measures, 5000x1000, loading included"] = {
-            "evalstore_seconds": round(inner_e, 2), "ranx_seconds_after_jit": round(inner_r, 2),
-            "evalstore_map": float(out_e.split()[1]), "ranx_map": float(out_r.split()[1])}
-        print(f"5 measures on {args.ranx_topics}x1000: evalstore {inner_e:.2f} s, ranx {inner_r:.2f} s "
-              f"(after JIT warm-up); MAP {out_e.split()[1]} vs {out_r.split()[1]}")
+        api = {"evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
+               "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}
+        if not args.skip_ranx:
+            api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
+        side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args.rounds,
+                     results)
     print(json.dumps(results, indent=2))
 
 
