@@ -335,8 +335,8 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
             run.name for run, holding in chosen.values() if holding})
         per_run = [(run, holding, _samples(session, holding))
                    for run, holding in sorted(chosen.values(), key=lambda item: item[0].name) if holding]
-        intervals = _intervals([sample for _, _, samples in per_run for name, sample in samples.items()
-                                if name in names and len(sample)])
+        intervals = _intervals({(run.name, name): sample for run, _, samples in per_run
+                                for name, sample in samples.items() if name in names and len(sample)})
         rows: list[LeaderboardRow] = []
         for run, holding, samples in per_run:
             values: dict[str, tuple[float, float, float]] = {}
@@ -347,7 +347,7 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
                                  f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
                                  f"{' ' + selection.flags() if selection.flags() else ''} --wait'")
                     continue
-                values[name] = (float(sample.mean()), *intervals[id(sample)])
+                values[name] = (float(sample.mean()), *intervals[(run.name, name)])
             judged = samples.get("Judged@10")
             shown = holding.get(sort_name) or next(iter(holding.values()))
             rows.append(LeaderboardRow(
@@ -379,16 +379,16 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
     return RankedRuns(names, rows, selection, notes)
 
 
-def _intervals(samples: list[np.ndarray]) -> dict[int, tuple[float, float]]:
-    """Each sample's 95% percentile bootstrap interval, keyed by ``id(sample)``: samples of one
-    length resampled together (one weight matrix and one matrix product for all of them)."""
-    by_length: dict[int, list[np.ndarray]] = {}
-    for sample in samples:
-        by_length.setdefault(len(sample), []).append(sample)
-    out: dict[int, tuple[float, float]] = {}
-    for group in by_length.values():
-        low, high = significance.bootstrap_mean_intervals(np.vstack(group), 0.95)
-        out.update({id(sample): (float(lo), float(hi)) for sample, lo, hi in zip(group, low, high, strict=True)})
+def _intervals(samples: dict[tuple[str, str], np.ndarray]) -> dict[tuple[str, str], tuple[float, float]]:
+    """Each (run, measure) sample's 95% percentile bootstrap interval: samples of one length are
+    resampled together (one weight matrix and one matrix product for all of them)."""
+    by_length: dict[int, list[tuple[str, str]]] = {}
+    for key, sample in samples.items():
+        by_length.setdefault(len(sample), []).append(key)
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for keys in by_length.values():
+        low, high = significance.bootstrap_mean_intervals(np.vstack([samples[key] for key in keys]), 0.95)
+        out.update({key: (float(lo), float(hi)) for key, lo, hi in zip(keys, low, high, strict=True)})
     return out
 
 
