@@ -7,10 +7,14 @@
     ├── SchemaOutOfDateError          the database needs `evalstore db upgrade`
     ├── InvalidParameterError         a measure name or parameter is not allowed (also a ValueError)
     ├── EvaluationError               an evaluation cannot be computed (e.g. no shared topics)
-    └── TrackingError                 MLflow could not be reached or refused (results stay pending)
+    ├── TrackingError                 MLflow could not be reached or refused (results stay pending)
+    ├── AuthenticationError           no credentials, or a wrong, expired or revoked one (HTTP 401)
+    ├── AccessDenied                  the role or the task's rules do not allow it (HTTP 403)
+    └── LimitExceeded                 a team's quota (409), the upload size (413), the write rate (429)
 
 Messages say what is wrong, then what to do. The CLI maps the tree to exit codes in one
-place (`evalstore.cli._errors`).
+place (`evalstore.cli._errors`), the HTTP service to status codes in one place
+(`evalstore.web.errors`).
 """
 
 from __future__ import annotations
@@ -53,3 +57,22 @@ class EvaluationError(EvalstoreError):
 
 class TrackingError(EvalstoreError):
     """MLflow could not be reached or refused a request; the results stay pending for a sync."""
+
+
+class AuthenticationError(EvalstoreError):
+    """No credentials where some are needed, or a wrong, expired or revoked password or token."""
+
+
+class AccessDenied(EvalstoreError):
+    """The caller is known, but their role (or the task's rules, e.g. its submission window) does not
+    allow this."""
+
+
+class LimitExceeded(EvalstoreError):
+    """A limit was reached: ``limit`` is ``quota`` (a team's runs in a task), ``size`` (an upload)
+    or ``rate`` (writes per minute; ``retry_after`` seconds)."""
+
+    def __init__(self, limit: str, message: str, retry_after: int | None = None) -> None:
+        self.limit = limit
+        self.retry_after = retry_after
+        super().__init__(message)

@@ -27,7 +27,11 @@ from evalstore.cli import (
     qrels,
     results,
     runs,
+    serve,
+    tasks,
+    tokens,
     trec_eval,
+    users,
     worker,
 )
 from evalstore.cli._context import CliState
@@ -61,6 +65,10 @@ app.add_typer(judgments.app, name="judgments")
 app.add_typer(labels.app, name="labels")
 app.add_typer(predictions.app, name="predictions")
 app.add_typer(clusters.app, name="clusters")
+app.command("serve")(serve.serve)
+app.add_typer(users.app, name="users")
+app.add_typer(tokens.app, name="tokens")
+app.add_typer(tasks.app, name="tasks")
 
 def _print_version(value: bool) -> None:
     if value:

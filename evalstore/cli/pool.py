@@ -208,3 +208,14 @@ def simulate(
     if plot is not None:
         pools.simulation_figure(sim, f"Pooling strategies replayed on {qrels}").savefig(plot)
         info(f"plot written to {plot}")
+
+
+@app.command("assign")
+def assign(ctx: typer.Context, name: str,
+           assessor: list[str] = typer.Option(..., "--assessor", help="An assessor user (repeatable).")) -> None:
+    """Let assessors judge a pool over HTTP (their judgments land beside 'judgments import' ones)."""
+    from evalstore.services import tasks
+
+    for user in assessor:
+        tasks.assign_assessor(state(ctx).engine(), name, user)
+        info(f"assessor '{user}' judges pool '{name}'")

@@ -49,11 +49,22 @@ def register(
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace a run of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
+    server: str | None = typer.Option(None, "--server", envvar="EVALSTORE_SERVER", help="Submit to an evalstore "
+                                      "server (http://HOST:PORT) instead of the database; needs --task and --token."),
+    token: str | None = typer.Option(None, "--token", envvar="EVALSTORE_TOKEN", help="Your API token (with --server)."),
+    task: str | None = typer.Option(None, "--task", help="The shared task to submit to (with --server)."),
+    run_type: str = typer.Option("automatic", "--run-type", help="With --server: automatic or manual."),
 ) -> None:
     """Validate run files and store them, each whole or not at all. With several files every one
-    is validated before any is stored: a bad file stores nothing and each bad file is named."""
+    is validated before any is stored: a bad file stores nothing and each bad file is named.
+    With --server: submit one file to a shared task over HTTP; the server validates and stores it
+    the same way and queues its evaluation."""
     from evalstore.services import store
 
+    if server is not None or task is not None:
+        _submit(ctx, paths, name=name, server=server, token=token, task=task, run_type=run_type,
+                description=description)
+        return
     if name is not None and len(paths) > 1:
         raise usage_conflict(ctx, f"--name names one run; {len(paths)} files were given (their names come from "
                                   "the file names, or the run tags with --name-from tag).")
@@ -116,3 +127,26 @@ def export(
     summary, table = store.run_rows(state(ctx).engine(), name)
     tag = summary.details.get("tag") or summary.name
     write_output(output, lambda handle: write_run(table, handle, fmt.value, tag=tag))
+
+
+def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: str | None, token: str | None,
+            task: str | None, run_type: str, description: str | None) -> None:
+    from evalstore.client import Client
+    from evalstore.services.store import name_from_file
+
+    missing = [option for option, value in (("--server", server), ("--token", token), ("--task", task))
+               if not value]
+    if missing:
+        raise usage_conflict(ctx, f"Submitting to a server needs --server, --task and --token; {missing[0]} is "
+                                  "missing (--token may come from $EVALSTORE_TOKEN).")
+    if len(paths) != 1:
+        raise usage_conflict(ctx, f"A submission is one run file; {len(paths)} were given.")
+    assert server is not None and token is not None and task is not None
+    with Client(server, token) as client:
+        answer = client.submit_run(task, paths[0], name=name or name_from_file(paths[0]), run_type=run_type,
+                                   description=description)
+    for message in answer["warnings"]:
+        warn(message)
+    info(f"submitted run '{answer['run']}' to task '{answer['task']}' for team '{answer['team']}': "
+         f"{answer['rows']} rows, {answer['topics']} topics; evaluation job {answer['job']['id']} is "
+         f"{answer['job']['state']} ({server.rstrip('/')}{answer['job']['url']})")

@@ -367,3 +367,99 @@ class PredictionScore(Base):
     item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
     class_label: Mapped[str] = mapped_column(String(200), primary_key=True)
     score: Mapped[float] = mapped_column(Double)
+
+
+# --- the HTTP service: accounts, tasks, submissions (migration 0012) ----------------------------
+
+ROLES = ("admin", "organiser", "participant", "assessor", "viewer")
+
+
+class User(Base):
+    """A person (or a script) the HTTP service knows; the database's own credentials stay with the
+    server. Passwords are kept as argon2 hashes only."""
+
+    __tablename__ = "users"
+    __table_args__ = (
+        CheckConstraint("role IN ('admin', 'organiser', 'participant', 'assessor', 'viewer')", name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    role: Mapped[str] = mapped_column(String(20))
+    team: Mapped[str | None] = mapped_column(String(200))
+    password_hash: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ApiToken(Base):
+    """A bearer token (``purpose`` api) or a browser session (``purpose`` session). The secret is
+    shown once and kept as an argon2 hash; the row id travels in the token so it is found without
+    scanning."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    purpose: Mapped[str] = mapped_column(String(20), default="api")
+    secret_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Task(Base):
+    """A shared task: participants submit runs, which are evaluated against the task's qrels. A
+    hidden task shows scores to its organiser only, until it is released."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id"), index=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    max_runs_per_team: Mapped[int | None] = mapped_column(Integer)
+    measures: Mapped[list[str]] = mapped_column(JSON, default=list)  # empty: evaluate's defaults
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Submission(Base):
+    """A run submitted to a task by a team, with what a TREC submission form asks."""
+
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    team: Mapped[str] = mapped_column(String(200))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    evaluation_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"))
+    run_type: Mapped[str] = mapped_column(String(20))  # automatic | manual
+    judging_precedence: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PoolAssignment(Base):
+    """An assessor assigned to judge a pool."""
+
+    __tablename__ = "pool_assignments"
+
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+
+
+class AuditEntry(Base):
+    """Who did what through the service. Names, not foreign keys: the log outlives what it names."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    user_name: Mapped[str | None] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(100))
+    target: Mapped[str | None] = mapped_column(String(400))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -157,6 +157,17 @@ def enqueue(
         return refs
 
 
+def enqueue_run(session: Session, run: Run, qrels: QrelsSet, options: EvaluationOptions) -> JobRef:
+    """:func:`enqueue` for one run, inside the caller's transaction (a task's submission queues its
+    evaluation in the transaction that stores the run)."""
+    return _enqueue_one(session, run, qrels, _for_judgments(options, qrels), False, 3)
+
+
+def as_utc(value: datetime) -> datetime:
+    """A stored timestamp with its zone: SQLite hands them back without one (written in UTC)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 # what an evaluation computes when no measures are named, by the kind of judgments
 DEFAULT_MEASURES_BY_KIND = {
     "subtopics": tuple(f"{name}@{k}" for name in ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")

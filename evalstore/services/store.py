@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import QRELS_KINDS, QrelsSet, Run
+from evalstore.db.models import QRELS_KINDS, QrelsSet, Run, Task
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
 from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
@@ -63,7 +64,7 @@ class Registered:
     warnings: tuple[str, ...] = ()
 
 
-def _run_summary(run: Run) -> Summary:
+def run_summary(run: Run) -> Summary:
     return Summary(
         "run", run.name, run.row_count, run.topic_count, run.content_hash, run.created_at,
         {"system": run.system, "tag": run.tag, "description": run.description,
@@ -184,19 +185,22 @@ def register_run(
     replace: bool = False,
     fmt: str | None = None,
     progress: Progress | None = None,
+    within: Callable[[Session, Run], None] | None = None,
 ) -> Registered:
-    """Validate a run file and store it whole, in one transaction, or not at all."""
+    """Validate a run file and store it whole, in one transaction, or not at all. ``within(session,
+    run)`` runs in that transaction once the rows are stored (a task's submission record, quota
+    check and evaluation job): if it raises, nothing is stored."""
     parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked below, alongside storing
     with read_only(engine) as session:  # the same content again: report it without staging the rows
         existing = repo.find_run(session, name)
     if existing is not None and existing.content_hash == parsed.content_hash:
-        return Registered(_run_summary(existing), False, parsed.warnings)
+        return Registered(run_summary(existing), False, parsed.warnings)
 
     def store(staged: StagedRows, refuse_duplicates: Callable[[], None]) -> Registered:
         with unit_of_work(engine, staged.attach) as session:
             existing = repo.find_run(session, name)
             if existing is not None and existing.content_hash == parsed.content_hash:
-                return Registered(_run_summary(existing), False, parsed.warnings)
+                return Registered(run_summary(existing), False, parsed.warnings)
             if existing is not None and not replace:
                 refuse_duplicates()  # bad input is reported first, as it is for every other defect
                 raise ConflictError(
@@ -219,7 +223,9 @@ def register_run(
             session.flush()
             repo.insert_run_rows(session, run.id, staged, counts, progress)
             refuse_duplicates()  # before the commit: a duplicate rolls everything back
-            return Registered(_run_summary(run), True, warnings)
+            if within is not None:
+                within(session, run)
+            return Registered(run_summary(run), True, warnings)
 
     # The duplicate-docno check (~1 s for 7M rows) runs on the second core while the rows are
     # ranked and stored.
@@ -358,18 +364,18 @@ def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:
 
 def list_runs(engine: Engine) -> list[Summary]:
     with read_only(engine) as session:
-        return [_run_summary(run) for run in repo.list_runs(session)]
+        return [run_summary(run) for run in repo.list_runs(session)]
 
 
 def show_run(engine: Engine, name: str) -> Summary:
     with read_only(engine) as session:
-        return _run_summary(repo.get_run(session, name))
+        return run_summary(repo.get_run(session, name))
 
 
 def delete_run(engine: Engine, name: str) -> Summary:
     with unit_of_work(engine) as session:
         run = repo.get_run(session, name)
-        summary = _run_summary(run)
+        summary = run_summary(run)
         repo.delete_run(session, run)
         return summary
 
@@ -377,7 +383,7 @@ def delete_run(engine: Engine, name: str) -> Summary:
 def run_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
     with read_only(engine) as session:
         run = repo.get_run(session, name)
-        return _run_summary(run), repo.run_table(session, run)
+        return run_summary(run), repo.run_table(session, run)
 
 
 def list_qrels(engine: Engine) -> list[Summary]:
@@ -393,6 +399,10 @@ def show_qrels(engine: Engine, name: str) -> Summary:
 def delete_qrels(engine: Engine, name: str) -> Summary:
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, name)
+        tasks = session.scalars(select(Task.name).where(Task.qrels_id == qrels.id)).all()
+        if tasks:
+            raise ConflictError(f"Qrels '{name}' are the judgments of task '{tasks[0]}'; they stay while the task "
+                                "does.")
         summary = _qrels_summary(qrels)
         repo.delete_qrels(session, qrels)
         return summary

@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -314,9 +314,9 @@ class RankedRuns:
 
 
 def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None = None, sort: str | None = None,
-                selection: Selection | None = None) -> RankedRuns:
-    """Every run evaluated on the qrels with ``selection``'s options (default: evaluate's defaults):
-    mean and 95% percentile bootstrap interval over topics per measure (10,000 resamples, seed 0:
+                selection: Selection | None = None, runs: Collection[str] | None = None) -> RankedRuns:
+    """Every run (of ``runs``: a task's) evaluated on the qrels with ``selection``'s options (default:
+    evaluate's defaults): mean and 95% percentile bootstrap interval over topics per measure (10,000 resamples, seed 0:
     the same interval every time), sorted by ``sort``, best first. A run evaluated only with other
     options, or lacking a measure under these, is named in ``notes`` with the command that fills
     the gap; it is never shown beside values that mean something else."""
@@ -329,10 +329,12 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         chosen = chosen_evaluations(session, qrels, [*names, "Judged@10"], selection)
+        if runs is not None:
+            chosen = {run_id: item for run_id, item in chosen.items() if item[0].name in runs}
         other_options = sorted({run.name for _, run in session.execute(
             select(Evaluation.id, Run).join(Run, Run.id == Evaluation.run_id)
-            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done"))} - {
-            run.name for run, holding in chosen.values() if holding})
+            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done"))
+            if runs is None or run.name in runs} - {run.name for run, holding in chosen.values() if holding})
         per_run = [(run, holding, _samples(session, holding))
                    for run, holding in sorted(chosen.values(), key=lambda item: item[0].name) if holding]
         intervals = _intervals({(run.name, name): sample for run, _, samples in per_run

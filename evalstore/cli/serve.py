@@ -1,0 +1,31 @@
+"""`evalstore serve`: the HTTP service."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import info
+from evalstore.config import DATABASE_URL_ENV
+
+
+def serve(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535),
+    workers: int = typer.Option(1, "--workers", min=1, help="Server processes (each answers requests)."),
+) -> None:
+    """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
+    the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
+    (60 per token), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
+    plain-HTTP development). Submitted runs are evaluated by 'evalstore worker' processes."""
+    import uvicorn
+
+    cli = state(ctx)
+    cli.engine()  # refuse to start on an out-of-date schema, with the command that fixes it
+    os.environ[DATABASE_URL_ENV] = cli.database_url  # the server processes read their settings from here
+    info(f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)")
+    uvicorn.run("evalstore.web.app:create_app", factory=True, host=host, port=port, workers=workers,
+                log_level="warning", access_log=False)

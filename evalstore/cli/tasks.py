@@ -1,0 +1,74 @@
+"""`evalstore tasks`: shared tasks that teams submit runs to over HTTP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render, render_record
+
+app = typer.Typer(help="Create, list, show and release shared tasks.", no_args_is_help=True)
+
+LIST_COLUMNS = ["name", "qrels", "owner", "hidden", "released_at", "opens_at", "closes_at", "max_runs_per_team"]
+
+
+def _moment(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"'{value}' is not a time; write e.g. 2026-12-01T12:00Z", param_hint=option) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    name: str,
+    qrels: str = typer.Option(..., "--qrels", help="Stored qrels the runs are evaluated against."),
+    hidden: bool = typer.Option(False, "--hidden", help="Scores visible to the organisers only, until "
+                                "'evalstore tasks release NAME'."),
+    opens: str | None = typer.Option(None, "--opens", help="Submissions open at this time (ISO 8601; UTC unless "
+                                     "it says)."),
+    closes: str | None = typer.Option(None, "--closes", help="Submissions close at this time."),
+    max_runs_per_team: int | None = typer.Option(None, "--max-runs-per-team", min=1, help="Runs a team may have "
+                                                 "evaluated (failed or cancelled ones do not count)."),
+    measure: list[str] = typer.Option([], "--measure", help="Measures to evaluate (repeatable; default: "
+                                      "evaluate's defaults)."),
+    owner: str | None = typer.Option(None, "--owner", help="The organiser user who manages the task."),
+) -> None:
+    """Create a shared task over stored qrels."""
+    from evalstore.services import tasks
+
+    task = tasks.create_task(state(ctx).engine(), name, qrels_name=qrels, hidden=hidden,
+                             opens=_moment(opens, "--opens"), closes=_moment(closes, "--closes"),
+                             max_runs_per_team=max_runs_per_team, measures=measure, owner=owner)
+    info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
+
+
+@app.command()
+def release(ctx: typer.Context, name: str) -> None:
+    """Make a hidden task's scores visible to everyone who may see the task."""
+    from evalstore.services import tasks
+
+    tasks.release_task(state(ctx).engine(), name)
+    info(f"released task '{name}': its scores are visible")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """List the tasks."""
+    from evalstore.services import tasks
+
+    render([t.as_dict() for t in tasks.list_tasks(state(ctx).engine())], LIST_COLUMNS, fmt, title="tasks")
+
+
+@app.command()
+def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """Show one task."""
+    from evalstore.services import tasks
+
+    render_record(tasks.show_task(state(ctx).engine(), name).as_dict(), fmt, title=name)

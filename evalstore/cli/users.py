@@ -1,0 +1,57 @@
+"""`evalstore users`: the people the HTTP service knows, and their roles."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render
+
+app = typer.Typer(help="Add, list and disable the HTTP service's users.", no_args_is_help=True)
+
+
+class Role(StrEnum):
+    admin = "admin"
+    organiser = "organiser"
+    participant = "participant"
+    assessor = "assessor"
+    viewer = "viewer"
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    name: str,
+    role: Role = typer.Option(..., "--role", help="admin: everything; organiser: their tasks; participant: their "
+                              "team's runs; assessor: the pools assigned to them; viewer: public leaderboards."),
+    team: str | None = typer.Option(None, "--team", help="The participant's team (required for participants)."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read a password for the web pages' "
+                                        "sign-in from standard input (kept as an argon2 hash)."),
+) -> None:
+    """Add a user. Tokens for the API: 'evalstore tokens create --user NAME'."""
+    from evalstore.services import access
+
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
+    user = access.add_user(state(ctx).engine(), name, role=role.value, team=team, password=password)
+    info(f"added {user.role} '{user.name}'" + (f" of team '{user.team}'" if user.team else ""))
+
+
+@app.command("list")
+def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """List the users."""
+    from evalstore.services import access
+
+    rows = [u.as_dict() for u in access.list_users(state(ctx).engine())]
+    render(rows, ["name", "role", "team", "created_at", "disabled"], fmt, title="users")
+
+
+@app.command()
+def disable(ctx: typer.Context, name: str) -> None:
+    """Disable a user: their tokens and sessions stop working at once."""
+    from evalstore.services import access
+
+    access.disable_user(state(ctx).engine(), name)
+    info(f"disabled user '{name}'")

@@ -1,0 +1,80 @@
+"""A client of the HTTP service, for the CLI (`runs register --server URL --token TOKEN`): the
+server holds the database's credentials, the client only a token."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evalstore.errors import (
+    AccessDenied,
+    AuthenticationError,
+    ConflictError,
+    EvalstoreError,
+    InputFormatError,
+    InvalidParameterError,
+    LimitExceeded,
+    NotFoundError,
+)
+
+TOKEN_ENV = "EVALSTORE_TOKEN"
+SERVER_ENV = "EVALSTORE_SERVER"
+_WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+): (?P<problem>.*)", re.DOTALL)
+
+
+class Client:
+    def __init__(self, server: str, token: str, *, timeout: float = 600.0) -> None:
+        self.base = server.rstrip("/")
+        self._http = httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._http.close()
+
+    def submit_run(self, task: str, path: Path, *, name: str, run_type: str = "automatic",
+                   description: str | None = None, judging_precedence: int | None = None,
+                   team: str | None = None) -> dict[str, Any]:
+        fields = {"name": name, "run_type": run_type, "description": description,
+                  "judging_precedence": judging_precedence, "team": team}
+        with path.open("rb") as handle:
+            return self._call("POST", f"/api/v1/tasks/{task}/runs",
+                              files={"file": (path.name, handle, "application/octet-stream")},
+                              data={key: str(value) for key, value in fields.items() if value is not None})
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return self._call("GET", f"/api/v1/jobs/{job_id}")
+
+    def _call(self, method: str, url: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, url, **kwargs)
+        except httpx.TransportError as error:
+            raise EvalstoreError(f"Could not reach the server at {self.base}: {error}. Is 'evalstore serve' "
+                                 "running there?") from None
+        if response.is_success:
+            return response.json()
+        raise error_from(response)
+
+
+def error_from(response: httpx.Response) -> EvalstoreError:
+    """The server's refusal as the exception the same refusal raises locally."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    message = body.get("error") or f"The server answered {response.status_code} {response.reason_phrase}."
+    errors = body.get("errors") or []
+    status = response.status_code
+    if status == 422 and errors:
+        where = _WHERE.match("\n".join(errors))
+        if where:
+            return InputFormatError(where["path"], int(where["line"]), where["problem"])
+    kinds: dict[int, type[EvalstoreError]] = {401: AuthenticationError, 403: AccessDenied, 404: NotFoundError,
+                                              409: ConflictError, 422: InvalidParameterError}
+    if status in (413, 429):
+        return LimitExceeded("size" if status == 413 else "rate", message)
+    return kinds.get(status, EvalstoreError)(message)

@@ -1,0 +1,305 @@
+"""Who may do what through the HTTP service: users, their roles, passwords, tokens and sessions,
+and the audit log.
+
+Roles (README "The HTTP service"): admin (everything), organiser (their own tasks: qrels, release,
+every run and result), participant (their team's runs), assessor (the pools they are assigned) and
+viewer (public leaderboards). What a role may do is one table, :data:`ACTIONS`; which object it may
+do it to (this task, that team's run) is decided by the service that owns the object.
+
+Passwords and token secrets are stored as argon2 hashes (argon2-cffi), never as given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from evalstore.db.models import ROLES, ApiToken, AuditEntry, User
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import AccessDenied, AuthenticationError, ConflictError, InvalidParameterError, NotFoundError
+from evalstore.services.jobs import as_utc, db_now
+
+# What each role may do; the HTTP routes name one of these each (tests walk every route x role).
+ACTIONS: dict[str, frozenset[str]] = {
+    "leaderboard:read": frozenset(ROLES),
+    "tasks:read": frozenset(ROLES),
+    "tasks:manage": frozenset({"admin", "organiser"}),  # create; release and export their own
+    "runs:submit": frozenset({"admin", "organiser", "participant"}),
+    "runs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
+    "jobs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
+    "queue:read": frozenset({"admin", "organiser"}),
+    "pools:judge": frozenset({"admin", "assessor"}),  # assessors: the pools assigned to them
+    "pools:manage": frozenset({"admin", "organiser"}),
+    "tokens:manage": frozenset(ROLES),  # their own; admins anyone's
+    "users:manage": frozenset({"admin"}),
+    "audit:read": frozenset({"admin"}),
+}
+
+# Passwords are guessable, so they get argon2's recommended cost (RFC 9106's second choice,
+# ~50 ms). Token secrets are 256 random bits that no cost setting makes easier or harder to guess;
+# their hash only keeps a copied database from yielding usable tokens, so a cheap setting serves
+# and a client's every request does not pay 50 ms.
+_PASSWORDS = PasswordHasher()
+_SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+TOKEN_PREFIX = "es"
+SESSION_HOURS = 12
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is asking: a user (through a token or a browser session) or nobody (``user_id`` None)."""
+
+    user_id: int | None
+    name: str | None
+    role: str | None
+    team: str | None = None
+    token_id: int | None = None
+    via: str = "anonymous"  # anonymous | token | session
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    def may(self, action: str) -> bool:
+        return self.role is not None and self.role in ACTIONS[action]
+
+    def require(self, action: str) -> None:
+        """Refuse unless the role may do ``action`` (401 for nobody, 403 for a role without it)."""
+        if self.role is None:
+            raise AuthenticationError("This needs a token: send 'Authorization: Bearer TOKEN' "
+                                      "(an admin makes one with 'evalstore tokens create --user NAME').")
+        if not self.may(action):
+            allowed = ", ".join(r for r in ROLES if r in ACTIONS[action])
+            raise AccessDenied(f"Your role ({self.role}) may not do this; it is for: {allowed}.")
+
+
+ANONYMOUS = Principal(None, None, None)
+
+
+@dataclass(frozen=True)
+class UserView:
+    name: str
+    role: str
+    team: str | None
+    created_at: datetime
+    disabled: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "role": self.role, "team": self.team,
+                "created_at": self.created_at.isoformat(timespec="seconds"), "disabled": self.disabled}
+
+
+def _view(user: User) -> UserView:
+    return UserView(user.name, user.role, user.team, user.created_at, user.disabled_at is not None)
+
+
+def get_user(session: Session, name: str) -> User:
+    user = session.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise NotFoundError(f"No user named '{name}'. See 'evalstore users list'.")
+    return user
+
+
+def add_user(engine: Engine, name: str, *, role: str, team: str | None = None, password: str | None = None,
+             by: str | None = None) -> UserView:
+    """A new user. Participants belong to a team (their runs are the team's); passwords are for
+    the web pages' sign-in, tokens for everything else."""
+    if role not in ROLES:
+        raise InvalidParameterError(f"Unknown role '{role}'; use one of {', '.join(ROLES)}.")
+    if role == "participant" and not team:
+        raise InvalidParameterError("A participant belongs to a team: give --team TEAM.")
+    if password is not None and len(password) < 8:
+        raise InvalidParameterError("A password needs at least 8 characters.")
+    try:
+        with unit_of_work(engine) as session:
+            user = User(name=name, role=role, team=team,
+                        password_hash=_PASSWORDS.hash(password) if password is not None else None)
+            session.add(user)
+            session.flush()
+            audit(session, by, "users.add", name, {"role": role, "team": team})
+            return _view(user)
+    except IntegrityError:
+        raise ConflictError(f"A user named '{name}' exists already; choose another name.") from None
+
+
+def list_users(engine: Engine) -> list[UserView]:
+    with read_only(engine) as session:
+        return [_view(u) for u in session.scalars(select(User).order_by(User.name))]
+
+
+def disable_user(engine: Engine, name: str, *, by: str | None = None) -> UserView:
+    """Disable a user: their tokens and sessions stop working at once; what they did stays."""
+    with unit_of_work(engine) as session:
+        user = get_user(session, name)
+        user.disabled_at = user.disabled_at or db_now(session)
+        audit(session, by, "users.disable", name)
+        return _view(user)
+
+
+# --- tokens and sessions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token as made: ``token`` is shown this once and kept only as a hash."""
+
+    id: int
+    user: str
+    token: str
+    expires_at: datetime | None
+
+
+def create_token(engine: Engine, user_name: str, *, expires_days: float | None = 90, purpose: str = "api",
+                 by: str | None = None) -> IssuedToken:
+    """A bearer token for ``user_name`` (``expires_days`` None: it never expires)."""
+    if expires_days is not None and expires_days <= 0:
+        raise InvalidParameterError(f"--expires must be a positive number of days; got {expires_days}.")
+    secret = secrets.token_urlsafe(32)
+    with unit_of_work(engine) as session:
+        user = get_user(session, user_name)
+        if user.disabled_at is not None:
+            raise InvalidParameterError(f"User '{user_name}' is disabled; they get no new tokens.")
+        expires = db_now(session) + timedelta(days=expires_days) if expires_days is not None else None
+        row = ApiToken(user_id=user.id, purpose=purpose, secret_hash=_SECRETS.hash(secret), expires_at=expires)
+        session.add(row)
+        session.flush()
+        if purpose == "api":
+            audit(session, by or user_name, "tokens.create", user_name, {"token": row.id})
+        return IssuedToken(row.id, user.name, f"{TOKEN_PREFIX}_{row.id}_{secret}", expires)
+
+
+def revoke_token(engine: Engine, token_id: int, *, by: Principal | None = None) -> None:
+    """Revoke a token: it stops working at once. A user may revoke their own; an admin any."""
+    with unit_of_work(engine) as session:
+        row = session.get(ApiToken, token_id)
+        if row is None or (by is not None and not by.is_admin and row.user_id != by.user_id):
+            raise NotFoundError(f"No token {token_id} of yours. 'evalstore tokens list' shows the tokens.")
+        row.revoked_at = row.revoked_at or db_now(session)
+        audit(session, by.name if by else None, "tokens.revoke", str(token_id))
+
+
+def list_tokens(engine: Engine, user_name: str | None = None) -> list[dict[str, Any]]:
+    """Tokens (never their secrets): id, user, created, expires, revoked."""
+    with read_only(engine) as session:
+        statement = (select(ApiToken, User.name).join(User, User.id == ApiToken.user_id)
+                     .where(ApiToken.purpose == "api").order_by(ApiToken.id))
+        if user_name is not None:
+            statement = statement.where(User.name == user_name)
+        return [{"id": t.id, "user": name, "created_at": _iso(t.created_at), "expires_at": _iso(t.expires_at),
+                 "revoked_at": _iso(t.revoked_at)} for t, name in session.execute(statement)]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value else None
+
+
+class _VerifiedSecrets:
+    """Digests of token strings whose argon2 check passed, so a client's every request does not
+    pay for it again. Only the secret's check is remembered: expiry, revocation and a disabled user
+    are read from the database on every request."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def check(self, token: str, secret: str, secret_hash: str) -> bool:
+        digest = hashlib.sha256(f"{token}\0{secret_hash}".encode()).hexdigest()
+        with self._lock:
+            if digest in self._seen:
+                self._seen.move_to_end(digest)
+                return True
+        try:
+            _SECRETS.verify(secret_hash, secret)
+        except (VerificationError, InvalidHashError):
+            return False
+        with self._lock:
+            self._seen[digest] = None
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+        return True
+
+
+_verified = _VerifiedSecrets()
+_BAD_TOKEN = ("The token is not valid: it is wrong, expired or revoked. "
+              "Ask an admin for a new one ('evalstore tokens create --user NAME').")
+
+
+def authenticate(engine: Engine, token: str, *, purpose: str = "api") -> Principal:
+    """The user a token (or a session cookie's value, ``purpose`` session) belongs to. Every way it
+    can be wrong gets the same message, so a caller learns nothing about which tokens exist."""
+    prefix, _, rest = token.partition("_")
+    token_id, _, secret = rest.partition("_")
+    if prefix != TOKEN_PREFIX or not token_id.isdigit() or not secret:
+        raise AuthenticationError(_BAD_TOKEN)
+    with read_only(engine) as session:
+        row = session.execute(select(ApiToken, User).join(User, User.id == ApiToken.user_id)
+                              .where(ApiToken.id == int(token_id))).first()
+        now = db_now(session)
+    if row is None:
+        raise AuthenticationError(_BAD_TOKEN)
+    stored, user = row
+    expired = stored.expires_at is not None and as_utc(stored.expires_at) <= now
+    if (stored.purpose != purpose or stored.revoked_at is not None or expired or user.disabled_at is not None
+            or not _verified.check(token, secret, stored.secret_hash)):
+        raise AuthenticationError(_BAD_TOKEN)
+    via = "session" if purpose == "session" else "token"
+    return Principal(user.id, user.name, user.role, user.team, stored.id, via)
+
+
+def sign_in(engine: Engine, name: str, password: str) -> IssuedToken:
+    """A browser session for a user's name and password (the cookie holds its token)."""
+    with read_only(engine) as session:
+        user = session.scalar(select(User).where(User.name == name))
+    valid = False
+    if user is not None and user.password_hash is not None and user.disabled_at is None:
+        try:
+            valid = _PASSWORDS.verify(user.password_hash, password)
+        except (VerificationError, InvalidHashError):
+            valid = False
+    else:
+        _PASSWORDS.hash(password)  # the same time spent: whether a user exists does not show in timing
+    if not valid:
+        with unit_of_work(engine) as session:
+            audit(session, name, "sessions.refused", name)
+        raise AuthenticationError("Wrong user name or password.")
+    return create_token(engine, name, expires_days=SESSION_HOURS / 24, purpose="session")
+
+
+def csrf_token(session_token: str) -> str:
+    """The CSRF token of a browser session: forms and scripts send it back in ``X-CSRF-Token``; a
+    page of another site cannot read it, so it cannot forge a request (double submit, bound to the
+    session)."""
+    return hashlib.sha256(f"csrf\0{session_token}".encode()).hexdigest()
+
+
+# --- audit log ----------------------------------------------------------------------------------
+
+
+def audit(session: Session, user_name: str | None, action: str, target: str | None = None,
+          detail: dict[str, Any] | None = None) -> None:
+    """Record who did what, in the transaction that does it (so the log and the deed agree)."""
+    session.add(AuditEntry(at=db_now(session), user_name=user_name, action=action, target=target,
+                           detail=detail or {}))
+
+
+def audit_log(engine: Engine, *, limit: int = 200, actions: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The newest ``limit`` entries, newest first."""
+    with read_only(engine) as session:
+        statement = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
+        if actions:
+            statement = statement.where(AuditEntry.action.in_(actions))
+        return [{"id": e.id, "at": _iso(e.at), "user": e.user_name, "action": e.action, "target": e.target,
+                 "detail": e.detail} for e in session.scalars(statement)]

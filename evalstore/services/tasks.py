@@ -1,0 +1,576 @@
+"""Shared tasks: an organiser's qrels, the runs teams submit to them, and who may see what.
+
+A task evaluates every submitted run against its qrels with its measures. A hidden task shows
+scores to its organiser (and admins) only, until the organiser releases it: before that, everyone
+else sees that a run was evaluated and that its scores are hidden, never a number, a per-topic
+value, an error message or an MLflow link that could tell them about the qrels.
+
+Every function takes the :class:`~evalstore.services.access.Principal` asking and decides what
+it may see; the HTTP routes only pass it on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import (
+    Evaluation,
+    Pool,
+    PoolAssignment,
+    PoolEntry,
+    PoolJudgment,
+    QrelsSet,
+    Run,
+    Submission,
+    Task,
+    User,
+)
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import (
+    AccessDenied,
+    ConflictError,
+    InputFormatError,
+    InvalidParameterError,
+    LimitExceeded,
+    NotFoundError,
+)
+from evalstore.metrics import resolve_measures
+from evalstore.services import jobs, store
+from evalstore.services.access import Principal, audit, get_user
+from evalstore.services.kinds import ranking
+
+RUN_TYPES = ("automatic", "manual")
+HIDDEN = "hidden until the organisers release the task"
+LEADERBOARD_MEASURES = ("AP", "nDCG@10", "P@10", "RR")
+# a job's state as a slot in a team's quota: failed and cancelled runs give theirs back
+_HOLDS_SLOT = ("queued", "running", "done")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    name: str
+    qrels: str
+    owner: str | None
+    hidden: bool
+    released_at: datetime | None
+    opens_at: datetime | None
+    closes_at: datetime | None
+    max_runs_per_team: int | None
+    measures: list[str]
+    created_at: datetime
+
+    @property
+    def scores_hidden(self) -> bool:
+        return self.hidden and self.released_at is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
+                "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
+                "closes_at": _iso(self.closes_at), "max_runs_per_team": self.max_runs_per_team,
+                "measures": self.measures, "created_at": _iso(self.created_at)}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return jobs.as_utc(value).isoformat(timespec="seconds") if value else None
+
+
+def _task_view(session: Session, task: Task) -> TaskView:
+    qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
+    owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
+    return TaskView(task.name, str(qrels_name), owner, task.hidden, task.released_at, task.opens_at, task.closes_at,
+                    task.max_runs_per_team, list(task.measures or []), task.created_at)
+
+
+def _get_task(session: Session, name: str) -> Task:
+    task = session.scalar(select(Task).where(Task.name == name))
+    if task is None:
+        raise NotFoundError(f"No task named '{name}'. See 'evalstore tasks list'.")
+    return task
+
+
+def manages(principal: Principal, task: Task) -> bool:
+    """Admins manage every task; an organiser the tasks they own."""
+    return principal.is_admin or (principal.role == "organiser" and task.owner_id == principal.user_id)
+
+
+def _scores_visible(principal: Principal, task: Task) -> bool:
+    return not task.hidden or task.released_at is not None or manages(principal, task)
+
+
+# --- organising ---------------------------------------------------------------------------------
+
+
+def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = False, opens: datetime | None = None,
+                closes: datetime | None = None, max_runs_per_team: int | None = None,
+                measures: Sequence[str] = (), owner: str | None = None, by: Principal | None = None) -> TaskView:
+    """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
+    manages it."""
+    if max_runs_per_team is not None and max_runs_per_team < 1:
+        raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+    if opens is not None and closes is not None and closes <= opens:
+        raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
+    names = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    with unit_of_work(engine) as session:
+        if session.scalar(select(Task.id).where(Task.name == name)) is not None:
+            raise ConflictError(f"A task named '{name}' exists already; choose another name.")
+        qrels = repo.get_qrels(session, qrels_name)
+        if qrels.kind != "relevance":
+            raise InvalidParameterError(f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}.")
+        owner_id = get_user(session, owner).id if owner else by.user_id if by else None
+        if by is not None and not by.is_admin and owner_id != by.user_id:
+            raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
+        task = Task(name=name, qrels_id=qrels.id, owner_id=owner_id, hidden=hidden, opens_at=opens, closes_at=closes,
+                    max_runs_per_team=max_runs_per_team, measures=names)
+        session.add(task)
+        session.flush()
+        audit(session, by.name if by else None, "tasks.create", name, {"qrels": qrels_name, "hidden": hidden})
+        return _task_view(session, task)
+
+
+def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> TaskView:
+    """Make a hidden task's scores visible to everyone who may see the task."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        task.released_at = task.released_at or jobs.db_now(session)
+        audit(session, by.name if by else None, "tasks.release", name)
+        return _task_view(session, task)
+
+
+def _managed_task(session: Session, name: str, by: Principal | None) -> Task:
+    task = _get_task(session, name)
+    if by is not None and not manages(by, task):
+        raise AccessDenied(f"Task '{name}' is managed by its organiser; you may not change it.")
+    return task
+
+
+def list_tasks(engine: Engine) -> list[TaskView]:
+    with read_only(engine) as session:
+        return [_task_view(session, t) for t in session.scalars(select(Task).order_by(Task.name))]
+
+
+def show_task(engine: Engine, name: str) -> TaskView:
+    with read_only(engine) as session:
+        return _task_view(session, _get_task(session, name))
+
+
+def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple[store.Summary, pa.Table]:
+    """A qrels set's judgments, for admins and for the organisers of a task that uses them."""
+    with read_only(engine) as session:
+        qrels = repo.find_qrels(session, qrels_name)
+        owners = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) if qrels else set()
+    if qrels is None or not (principal.is_admin or principal.user_id in owners):
+        raise NotFoundError(f"No qrels named '{qrels_name}' that you organise.")
+    return store.qrels_rows(engine, qrels_name)
+
+
+# --- submitting ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run: store.Summary
+    task: str
+    team: str
+    job: jobs.JobRef
+    warnings: tuple[str, ...]
+
+
+def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path, *, name: str,
+               shown_path: str | None = None, team: str | None = None, run_type: str = "automatic",
+               description: str | None = None, judging_precedence: int | None = None,
+               metadata: dict[str, str] | None = None) -> Submitted:
+    """Validate a run file and store it as the team's submission to the task, with its evaluation
+    queued, in one transaction; or refuse it and store nothing. Participants submit for their own
+    team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
+    call the file (an upload's own name, not where the server kept it)."""
+    if run_type not in RUN_TYPES:
+        raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        team = _submitting_team(principal, task, team)
+        _check_window(task, jobs.db_now(session))
+        if repo.find_run(session, name) is not None:
+            raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+        _check_quota(session, task, team)  # early, before parsing; checked again under the lock
+    options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+    refs: list[jobs.JobRef] = []
+
+    def record(session: Session, run: Run) -> None:
+        locked = _lock(session, task.id)
+        _check_window(locked, jobs.db_now(session))
+        _check_quota(session, locked, team)
+        ref = jobs.enqueue_run(session, run, qrels, options)
+        session.add(Submission(task_id=task.id, run_id=run.id, team=team, user_id=principal.user_id,
+                               evaluation_id=ref.evaluation_id, run_type=run_type,
+                               judging_precedence=judging_precedence))
+        audit(session, principal.name, "runs.submit", name, {"task": task_name, "team": team, "job": ref.evaluation_id})
+        refs.append(ref)
+
+    meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
+    if judging_precedence is not None:
+        meta["judging_precedence"] = str(judging_precedence)
+    try:
+        registered = store.register_run(engine, path, name=name, system=team, metadata=meta,
+                                        description=description, within=record)
+    except InputFormatError as error:
+        if shown_path is None:
+            raise
+        raise InputFormatError(shown_path, error.line, error.problem.replace(str(path), shown_path)) from None
+    if not registered.created:  # the same content stored under this name meanwhile
+        raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+    return Submitted(registered.summary, task_name, team, refs[0], registered.warnings)
+
+
+def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:
+    principal.require("runs:submit")
+    if principal.role == "participant":
+        if team not in (None, principal.team):
+            raise AccessDenied(f"You submit for your own team ({principal.team}), not for '{team}'.")
+        assert principal.team is not None, "participants have a team (users.add_user)"
+        return principal.team
+    if not manages(principal, task):
+        raise AccessDenied(f"Only participants, the task's organiser and admins submit runs to '{task.name}'.")
+    if not team:
+        raise InvalidParameterError("Name the team the run is submitted for (team).")
+    return team
+
+
+def _check_window(task: Task, now: datetime) -> None:
+    if task.opens_at is not None and now < jobs.as_utc(task.opens_at):
+        raise AccessDenied(f"Task '{task.name}' opens for submissions at {_iso(task.opens_at)}; it is now "
+                           f"{_iso(now)}.")
+    if task.closes_at is not None and now >= jobs.as_utc(task.closes_at):
+        raise AccessDenied(f"Task '{task.name}' closed for submissions at {_iso(task.closes_at)}; it is now "
+                           f"{_iso(now)}.")
+
+
+def _lock(session: Session, task_id: int) -> Task:
+    """The task, locked until the transaction ends, so two submissions of one team cannot both
+    take its last slot (SQLite: writers are one at a time already, BEGIN IMMEDIATE)."""
+    task = session.scalar(select(Task).where(Task.id == task_id).with_for_update())
+    if task is None:
+        raise NotFoundError("The task was deleted while the run was being stored; nothing was stored.")
+    return task
+
+
+def _check_quota(session: Session, task: Task, team: str) -> None:
+    if task.max_runs_per_team is None:
+        return
+    used = session.scalar(
+        select(func.count()).select_from(Submission)
+        .join(Evaluation, Evaluation.id == Submission.evaluation_id)
+        .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))) or 0
+    if used >= task.max_runs_per_team:
+        raise LimitExceeded("quota", f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
+                                     f"'{task.name}'; withdraw one (DELETE /api/v1/runs/NAME) to submit another.")
+
+
+def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
+    """Delete a submitted run and its evaluation: its team while the task is open, or the task's
+    organiser; the slot in the team's quota is free again."""
+    with unit_of_work(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        if not manages(principal, task):
+            _check_window(task, jobs.db_now(session))
+        run = repo.get_run(session, run_name)
+        summary = store.run_summary(run)
+        repo.delete_run(session, run)
+        audit(session, principal.name, "runs.withdraw", run_name, {"task": task.name, "team": submission.team})
+        return summary
+
+
+def _visible_submission(session: Session, principal: Principal, run_name: str) -> tuple[Submission, Task]:
+    """The submission of the run, if the principal may see it (its team, the task's organiser, an
+    admin); otherwise the same 'not found' as for a run that does not exist."""
+    principal.require("runs:read")
+    row = session.execute(select(Submission, Task).join(Run, Run.id == Submission.run_id)
+                          .join(Task, Task.id == Submission.task_id).where(Run.name == run_name)).first()
+    if row is None:
+        if principal.is_admin and repo.find_run(session, run_name) is not None:
+            raise NotFoundError(f"Run '{run_name}' was not submitted to a task; see 'evalstore results show'.")
+        raise NotFoundError(f"No run named '{run_name}' of yours.")
+    submission, task = row
+    if not (manages(principal, task) or (principal.role == "participant" and submission.team == principal.team)):
+        raise NotFoundError(f"No run named '{run_name}' of yours.")
+    return submission, task
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Task) -> dict[str, Any]:
+    """A job as the principal may see it: before a hidden task's release, a participant sees the
+    state and the queue, never the error text (it may quote the qrels) or the MLflow run."""
+    position = None
+    if job.state == "queued":
+        position = 1 + (session.scalar(select(func.count()).select_from(Evaluation).where(
+            Evaluation.state == "queued", Evaluation.id < job.id)) or 0)
+    open_ = _scores_visible(principal, task)
+    out: dict[str, Any] = {
+        "id": job.id, "state": job.state, "queue_position": position, "worker": job.worker_id,
+        "heartbeat_at": _iso(job.heartbeat_at), "attempts": job.attempts, "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at), "finished_at": _iso(job.finished_at),
+        "error": job.error if open_ else (HIDDEN if job.error else None),
+    }
+    if manages(principal, task):
+        out["mlflow_run_id"] = job.mlflow_run_id
+    return out
+
+
+def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any]:
+    """A submitted run's job: its team, the task's organiser and admins see it (admins: any job)."""
+    principal.require("jobs:read")
+    with read_only(engine) as session:
+        row = session.execute(select(Evaluation, Submission, Task)
+                              .join(Submission, Submission.evaluation_id == Evaluation.id)
+                              .join(Task, Task.id == Submission.task_id).where(Evaluation.id == job_id)).first()
+        if row is None and principal.is_admin:  # a job not of a task: an admin sees it as `jobs show` does
+            return jobs.show_job(engine, job_id).as_dict()
+        if row is None or not (
+                manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)):
+            raise NotFoundError(f"No job {job_id} of yours.")
+        job, submission, task = row
+        return {**_job_dict(session, principal, job, task), "run": _run_name(session, submission),
+                "task": task.name, "team": submission.team}
+
+
+def _run_name(session: Session, submission: Submission) -> str:
+    return str(session.scalar(select(Run.name).where(Run.id == submission.run_id)))
+
+
+def queue(engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"),
+          limit: int = 200) -> list[dict[str, Any]]:
+    """The queue as organisers see it: every job of their tasks (admins: every job)."""
+    principal.require("queue:read")
+    with read_only(engine) as session:
+        statement = (select(Evaluation, Submission, Task).join(Submission, Submission.evaluation_id == Evaluation.id)
+                     .join(Task, Task.id == Submission.task_id).where(Evaluation.state.in_(states))
+                     .order_by(Evaluation.id).limit(limit))
+        if not principal.is_admin:
+            statement = statement.where(Task.owner_id == principal.user_id)
+        return [{**_job_dict(session, principal, job, task), "run": _run_name(session, submission),
+                 "task": task.name, "team": submission.team} for job, submission, task in session.execute(statement)]
+
+
+def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict[str, Any]]:
+    """The task's runs the principal may see: their team's, or all for the organiser."""
+    principal.require("runs:read")
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        statement = (select(Submission, Run, Evaluation).join(Run, Run.id == Submission.run_id)
+                     .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
+                     .where(Submission.task_id == task.id).order_by(Submission.id))
+        if not manages(principal, task):
+            if principal.role != "participant":
+                return []
+            statement = statement.where(Submission.team == principal.team)
+        return [_submission_dict(submission, run, job) for submission, run, job in session.execute(statement)]
+
+
+def show_submission(engine: Engine, principal: Principal, run_name: str) -> dict[str, Any]:
+    """A submitted run as its team, the task's organiser and admins see it."""
+    with read_only(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        run = repo.get_run(session, run_name)
+        job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
+        return {**_submission_dict(submission, run, job), "task": task.name}
+
+
+def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -> dict[str, Any]:
+    return {"run": run.name, "team": submission.team, "run_type": submission.run_type,
+            "judging_precedence": submission.judging_precedence, "description": run.description,
+            "rows": run.row_count, "topics": run.topic_count, "submitted_at": _iso(submission.created_at),
+            "job": submission.evaluation_id, "state": job.state if job is not None else None}
+
+
+def run_results(engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False,
+                measures: Sequence[str] = ()) -> dict[str, Any]:
+    """A submitted run's scores on its task, or, before a hidden task's release, that it was
+    evaluated and its scores are hidden."""
+    with read_only(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
+        qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
+        out: dict[str, Any] = {"run": run_name, "task": task.name, "team": submission.team,
+                               "state": job.state if job is not None else None}
+        if not _scores_visible(principal, task):
+            return {**out, "scores": HIDDEN}
+    if job is None or job.state != "done":
+        return {**out, "scores": None}
+    stored = ranking.results(engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None,
+                             evaluation_id=job.id)
+    out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
+    out["topics"] = len(stored.topics)
+    if per_query:
+        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()}
+                            for topic, row in stored.frame.to_dict(orient="index").items()}
+    return out
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        return None if np.isnan(value) else float(value)
+    return value
+
+
+class _BoardCache:
+    """Leaderboards already computed (their bootstrap intervals cost ~10 ms a run), by task,
+    measures, visibility and a fingerprint of the task's finished evaluations: a new result, a
+    submission or a release changes the fingerprint, and the board is computed afresh."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._boards: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        with self._lock:
+            board = self._boards.get(key)
+            if board is not None:
+                self._boards.move_to_end(key)
+            return board
+
+    def put(self, key: tuple[Any, ...], board: dict[str, Any]) -> None:
+        with self._lock:
+            self._boards[key] = board
+            while len(self._boards) > self._size:
+                self._boards.popitem(last=False)
+
+
+_boards = _BoardCache()
+
+
+def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
+                     measures: Sequence[str] = ()) -> dict[str, Any]:
+    """The task's leaderboard (the numbers `evalstore leaderboard` gives for the task's runs), or,
+    before a hidden task's release, only that its scores are hidden."""
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        view = _task_view(session, task)
+        visible = _scores_visible(principal, task)
+        if not visible:
+            return {"task": task_name, "scores": HIDDEN, "rows": [], "notes": []}
+        fingerprint = tuple(session.execute(
+            select(func.count(Submission.id), func.max(Submission.id), func.max(Evaluation.id),
+                   func.max(Evaluation.finished_at), func.max(Evaluation.results_version))
+            .select_from(Submission).outerjoin(Evaluation, (Evaluation.id == Submission.evaluation_id)
+                                               & (Evaluation.state == "done"))
+            .where(Submission.task_id == task.id)).one())
+        teams = {run: (team, run_type) for run, team, run_type in session.execute(
+            select(Run.name, Submission.team, Submission.run_type).join(Submission, Submission.run_id == Run.id)
+            .where(Submission.task_id == task.id))}
+    names = list(measures) or ([m for m in view.measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES))
+    key = (task.id, tuple(names), fingerprint)
+    cached = _boards.get(key)
+    if cached is not None:
+        return cached
+    board: dict[str, Any] = {"task": task_name, "scores": "visible", "rows": [], "notes": []}
+    if fingerprint[2] is not None:  # some run has finished evaluating
+        ranked = ranking.leaderboard(engine, qrels_name=view.qrels, measures=names, runs=set(teams))
+        board["measures"] = ranked.names
+        board["notes"] = ranked.notes
+        board["rows"] = [{"rank": rank, "run": row.run, "team": teams[row.run][0], "run_type": teams[row.run][1],
+                          "topics": row.topics, "judged_at_10": row.judged_at_10,
+                          "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()}}
+                         for rank, row in enumerate(ranked.rows, start=1)]
+    _boards.put(key, board)
+    return board
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Principal | None = None) -> None:
+    """Let an assessor judge a pool."""
+    with unit_of_work(engine) as session:
+        pool = _get_pool(session, pool_name)
+        user = get_user(session, user_name)
+        if user.role not in ("assessor", "admin"):
+            raise InvalidParameterError(f"User '{user_name}' is a {user.role}; pools are judged by assessors.")
+        if session.get(PoolAssignment, (pool.id, user.id)) is None:
+            session.add(PoolAssignment(pool_id=pool.id, user_id=user.id))
+        audit(session, by.name if by else None, "pools.assign", pool_name, {"assessor": user_name})
+
+
+def _get_pool(session: Session, name: str) -> Pool:
+    pool = session.scalar(select(Pool).where(Pool.name == name))
+    if pool is None:
+        raise NotFoundError(f"No pool named '{name}'. See 'evalstore pool list'.")
+    return pool
+
+
+def _judged_pool(session: Session, principal: Principal, name: str) -> Pool:
+    """A pool the principal judges: an assessor's assigned pools; any pool for an admin."""
+    principal.require("pools:judge")
+    pool = session.scalar(select(Pool).where(Pool.name == name))
+    assigned = pool is not None and session.get(PoolAssignment, (pool.id, principal.user_id)) is not None
+    if pool is None or not (principal.is_admin or assigned):
+        raise NotFoundError(f"No pool named '{name}' assigned to you.")
+    return pool
+
+
+def assessor_pools(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+    principal.require("pools:judge")
+    with read_only(engine) as session:
+        statement = select(Pool).order_by(Pool.name)
+        if not principal.is_admin:
+            statement = statement.join(PoolAssignment, PoolAssignment.pool_id == Pool.id).where(
+                PoolAssignment.user_id == principal.user_id)
+        pools = list(session.scalars(statement))
+        return [{"name": p.name, "strategy": p.strategy, "entries": session.scalar(
+            select(func.count()).select_from(PoolEntry).where(PoolEntry.pool_id == p.id))} for p in pools]
+
+
+def pool_entries(engine: Engine, principal: Principal, pool_name: str, *, topic: str | None = None
+                 ) -> list[dict[str, Any]]:
+    """The documents to judge, in judging order, with this assessor's judgments so far."""
+    with read_only(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        statement = (select(PoolEntry.topic, PoolEntry.doc, PoolJudgment.relevance)
+                     .outerjoin(PoolJudgment, (PoolJudgment.pool_id == PoolEntry.pool_id)
+                                & (PoolJudgment.topic == PoolEntry.topic) & (PoolJudgment.doc == PoolEntry.doc)
+                                & (PoolJudgment.assessor == principal.name))
+                     .where(PoolEntry.pool_id == pool.id)
+                     .order_by(PoolEntry.topic, PoolEntry.judge_order, PoolEntry.doc))
+        if topic is not None:
+            statement = statement.where(PoolEntry.topic == topic)
+        return [{"topic": t, "doc": d, "relevance": r} for t, d, r in session.execute(statement)]
+
+
+def judge(engine: Engine, principal: Principal, pool_name: str, judgments: Sequence[tuple[str, str, int]]) -> int:
+    """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
+    a document judged again keeps the newest label. Returns how many were recorded."""
+    with unit_of_work(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        wanted = {(t, d) for t, d, _ in judgments}
+        pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
+            PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).tuples())
+        outside = sorted(wanted - pooled)
+        if outside:
+            raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "
+                                        f"'{pool_name}'; nothing was recorded.")
+        now = jobs.db_now(session)
+        assert principal.name is not None
+        for topic, doc, relevance in judgments:
+            row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+            if row is None:
+                session.add(PoolJudgment(pool_id=pool.id, topic=topic, doc=doc, assessor=principal.name,
+                                         relevance=relevance, created_at=now))
+            else:
+                row.relevance, row.created_at = relevance, now
+        audit(session, principal.name, "pools.judge", pool_name, {"judgments": len(judgments)})
+        return len(judgments)

@@ -1,0 +1,292 @@
+"""The JSON API, ``/api/v1``. Each route names what it does (its dependency) and calls one
+service; the services decide which objects the caller may see. Handlers are plain ``def``: FastAPI
+runs them in its thread pool, as the database calls they make block."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from pydantic import BaseModel, Field
+
+from evalstore._version import __version__
+from evalstore.errors import AccessDenied
+from evalstore.io.writers import write_qrels
+from evalstore.services import access, tasks
+from evalstore.services.access import Principal
+from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, server, signed_in
+
+router = APIRouter(prefix="/api/v1")
+
+Anyone = Annotated[Principal, Depends(anyone)]
+SignedIn = Annotated[Principal, Depends(signed_in)]
+
+
+def needs(action: str, *, write: bool = False, public: bool = False) -> Any:
+    return Depends(Requires(action, write=write, public=public))
+
+
+# --- the service and who you are ----------------------------------------------------------------
+
+
+@router.get("/health")
+def health(_: Anyone) -> dict[str, str]:
+    return {"status": "ok", "version": __version__}
+
+
+class SignIn(BaseModel):
+    name: str
+    password: str
+
+
+@router.post("/sessions", status_code=201)
+def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> dict[str, Any]:
+    """A browser session: sets an HttpOnly, SameSite=Strict cookie; send the returned CSRF token
+    in X-CSRF-Token with every change made through the cookie."""
+    shared = server(request)
+    shared.writes.take(f"address:{request.client.host if request.client else '?'}")
+    issued = access.sign_in(shared.engine, body.name, body.password)
+    response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
+                        secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
+    return {"user": issued.user, "csrf_token": access.csrf_token(issued.token),
+            "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+
+
+@router.delete("/sessions/current", status_code=204)
+def sign_out(request: Request, response: Response, principal: SignedIn) -> None:
+    if principal.via != "session" or principal.token_id is None:
+        raise AccessDenied("Only a browser session signs out; revoke a token with DELETE /api/v1/tokens/ID.")
+    access.revoke_token(server(request).engine, principal.token_id, by=principal)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+
+
+@router.get("/me")
+def me(principal: SignedIn) -> dict[str, Any]:
+    return {"name": principal.name, "role": principal.role, "team": principal.team, "via": principal.via}
+
+
+class NewToken(BaseModel):
+    user: str | None = None  # an admin's choice; everyone else gets their own
+    expires_days: float | None = Field(90, gt=0)
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: NewToken, request: Request,
+                 principal: Principal = needs("tokens:manage", write=True)) -> dict[str, Any]:
+    """A new token (shown once). Users make their own; admins anyone's."""
+    user = body.user or principal.name
+    if user != principal.name and not principal.is_admin:
+        raise AccessDenied("You make tokens for yourself only; an admin makes them for others.")
+    assert user is not None
+    issued = access.create_token(server(request).engine, user, expires_days=body.expires_days, by=principal.name)
+    return {"id": issued.id, "user": issued.user, "token": issued.token,
+            "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+
+
+@router.get("/tokens")
+def list_tokens(request: Request, principal: Principal = needs("tokens:manage")) -> list[dict[str, Any]]:
+    return access.list_tokens(server(request).engine, None if principal.is_admin else principal.name)
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+def revoke_token(token_id: int, request: Request, principal: Principal = needs("tokens:manage", write=True)) -> None:
+    access.revoke_token(server(request).engine, token_id, by=principal)
+
+
+# --- users (admins) -----------------------------------------------------------------------------
+
+
+class NewUser(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    role: Literal["admin", "organiser", "participant", "assessor", "viewer"]
+    team: str | None = None
+    password: str | None = None
+
+
+@router.get("/users")
+def list_users(request: Request, _: Principal = needs("users:manage")) -> list[dict[str, Any]]:
+    return [u.as_dict() for u in access.list_users(server(request).engine)]
+
+
+@router.post("/users", status_code=201)
+def add_user(body: NewUser, request: Request, principal: Principal = needs("users:manage", write=True)
+             ) -> dict[str, Any]:
+    return access.add_user(server(request).engine, body.name, role=body.role, team=body.team,
+                           password=body.password, by=principal.name).as_dict()
+
+
+@router.post("/users/{name}/disable")
+def disable_user(name: str, request: Request, principal: Principal = needs("users:manage", write=True)
+                 ) -> dict[str, Any]:
+    return access.disable_user(server(request).engine, name, by=principal.name).as_dict()
+
+
+@router.get("/audit")
+def audit_log(request: Request, limit: int = Query(200, ge=1, le=10_000),
+              _: Principal = needs("audit:read")) -> list[dict[str, Any]]:
+    return access.audit_log(server(request).engine, limit=limit)
+
+
+# --- tasks --------------------------------------------------------------------------------------
+
+
+class NewTask(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    qrels: str
+    hidden: bool = False
+    opens: datetime | None = None
+    closes: datetime | None = None
+    max_runs_per_team: int | None = Field(None, ge=1)
+    measures: list[str] = []
+    owner: str | None = None
+
+
+@router.get("/tasks")
+def list_tasks(request: Request, _: Principal = needs("tasks:read", public=True)) -> list[dict[str, Any]]:
+    return [t.as_dict() for t in tasks.list_tasks(server(request).engine)]
+
+
+@router.post("/tasks", status_code=201)
+def create_task(body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
+                ) -> dict[str, Any]:
+    return tasks.create_task(server(request).engine, body.name, qrels_name=body.qrels, hidden=body.hidden,
+                             opens=body.opens, closes=body.closes, max_runs_per_team=body.max_runs_per_team,
+                             measures=body.measures, owner=body.owner, by=principal).as_dict()
+
+
+@router.get("/tasks/{task}")
+def show_task(task: str, request: Request, _: Principal = needs("tasks:read", public=True)) -> dict[str, Any]:
+    return tasks.show_task(server(request).engine, task).as_dict()
+
+
+@router.post("/tasks/{task}/release")
+def release_task(task: str, request: Request, principal: Principal = needs("tasks:manage", write=True)
+                 ) -> dict[str, Any]:
+    return tasks.release_task(server(request).engine, task, by=principal).as_dict()
+
+
+@router.get("/tasks/{task}/leaderboard")
+def leaderboard(task: str, request: Request, measure: list[str] = Query([]),
+                principal: Principal = needs("leaderboard:read", public=True)) -> dict[str, Any]:
+    return tasks.task_leaderboard(server(request).engine, principal, task, measure)
+
+
+@router.get("/tasks/{task}/runs")
+def task_runs(task: str, request: Request, principal: Principal = needs("runs:read")) -> list[dict[str, Any]]:
+    return tasks.task_runs(server(request).engine, principal, task)
+
+
+_UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@router.post("/tasks/{task}/runs", status_code=201)
+def submit_run(
+    task: str,
+    request: Request,
+    response: Response,
+    file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
+    name: Annotated[str, Form(min_length=1, max_length=200)],
+    run_type: Annotated[Literal["automatic", "manual"], Form()] = "automatic",
+    description: Annotated[str | None, Form()] = None,
+    judging_precedence: Annotated[int | None, Form(ge=1)] = None,
+    team: Annotated[str | None, Form(description="Organisers and admins: the team submitting.")] = None,
+    principal: Principal = needs("runs:submit", write=True),
+) -> dict[str, Any]:
+    """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
+    or 4xx with ``file:line: what is wrong`` and nothing stored."""
+    shown = Path(file.filename or "run").name
+    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
+        # the file keeps its own suffixes (.gz, .parquet): they decide how it is read
+        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
+        with path.open("wb") as out:
+            shutil.copyfileobj(file.file, out, 2**20)
+        submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
+                                     team=team, run_type=run_type, description=description,
+                                     judging_precedence=judging_precedence)
+    response.headers["Location"] = f"/api/v1/jobs/{submitted.job.evaluation_id}"
+    return {"run": submitted.run.name, "task": submitted.task, "team": submitted.team,
+            "rows": submitted.run.rows, "topics": submitted.run.topics, "warnings": list(submitted.warnings),
+            "job": {"id": submitted.job.evaluation_id, "state": submitted.job.state,
+                    "url": f"/api/v1/jobs/{submitted.job.evaluation_id}"}}
+
+
+# --- runs, jobs, qrels --------------------------------------------------------------------------
+
+
+@router.get("/runs/{name}")
+def show_run(name: str, request: Request, principal: Principal = needs("runs:read")) -> dict[str, Any]:
+    return tasks.show_submission(server(request).engine, principal, name)
+
+
+@router.get("/runs/{name}/results")
+def run_results(name: str, request: Request, per_query: bool = False, measure: list[str] = Query([]),
+                principal: Principal = needs("runs:read")) -> dict[str, Any]:
+    return tasks.run_results(server(request).engine, principal, name, per_query=per_query, measures=measure)
+
+
+@router.delete("/runs/{name}", status_code=204)
+def withdraw_run(name: str, request: Request, principal: Principal = needs("runs:submit", write=True)) -> None:
+    tasks.withdraw_run(server(request).engine, principal, name)
+
+
+@router.get("/jobs")
+def list_jobs(request: Request, state: list[str] = Query(["queued", "running"]),
+              principal: Principal = needs("queue:read")) -> list[dict[str, Any]]:
+    return tasks.queue(server(request).engine, principal, states=state)
+
+
+@router.get("/jobs/{job_id}")
+def show_job(job_id: int, request: Request, principal: Principal = needs("jobs:read")) -> dict[str, Any]:
+    return tasks.show_job(server(request).engine, principal, job_id)
+
+
+@router.get("/qrels/{name}/export")
+def export_qrels(name: str, request: Request, principal: Principal = needs("tasks:manage")) -> Response:
+    _, table = tasks.export_qrels(server(request).engine, principal, name)
+    out = io.BytesIO()
+    write_qrels(table, out, "trec")
+    return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{_UPLOAD_NAME.sub("_", name)}.qrels"'})
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+class Judgment(BaseModel):
+    topic: str
+    doc: str
+    relevance: int = Field(ge=-1, le=9)
+
+
+class Assessor(BaseModel):
+    user: str
+
+
+@router.get("/pools")
+def list_pools(request: Request, principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
+    return tasks.assessor_pools(server(request).engine, principal)
+
+
+@router.get("/pools/{name}/entries")
+def pool_entries(name: str, request: Request, topic: str | None = None,
+                 principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
+    return tasks.pool_entries(server(request).engine, principal, name, topic=topic)
+
+
+@router.post("/pools/{name}/judgments")
+def judge(name: str, body: list[Judgment], request: Request,
+          principal: Principal = needs("pools:judge", write=True)) -> dict[str, int]:
+    count = tasks.judge(server(request).engine, principal, name, [(j.topic, j.doc, j.relevance) for j in body])
+    return {"recorded": count}
+
+
+@router.post("/pools/{name}/assessors", status_code=204)
+def assign(name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
+           ) -> None:
+    tasks.assign_assessor(server(request).engine, name, body.user, by=principal)

@@ -1,0 +1,29 @@
+"""The ASGI application: ``create_app()`` for uvicorn (``evalstore serve``) and for tests."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from evalstore._version import __version__
+from evalstore.db.engine import make_engine, verify_schema
+from evalstore.web import api, errors
+from evalstore.web.auth import Server
+from evalstore.web.limits import UploadLimit, WriteRate
+from evalstore.web.settings import ServerSettings
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    """The service on ``settings`` (default: from the environment). The database must be at this
+    version's schema: the server refuses to start otherwise, with the command that fixes it."""
+    settings = settings or ServerSettings.from_env()
+    engine = make_engine(settings.database_url)
+    verify_schema(engine)
+    app = FastAPI(title="evalstore", version=__version__, openapi_url="/api/v1/openapi.json",
+                  docs_url="/api/v1/docs", redoc_url=None,
+                  description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
+                              "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').")
+    app.state.server = Server(settings, engine, WriteRate(settings.writes_per_minute))
+    errors.install(app)
+    app.include_router(api.router)
+    app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
+    return app

@@ -1,0 +1,95 @@
+"""Who is asking, and may they: the route dependencies.
+
+A request carries a bearer token (``Authorization: Bearer TOKEN``) or a browser session cookie.
+A cookie-borne request that changes anything must also send the session's CSRF token in
+``X-CSRF-Token``: a page of another site can make the browser send the cookie, but it cannot read
+the CSRF token. Every route names what it does (an action of ``access.ACTIONS``) through
+:class:`Requires`, :func:`signed_in` or :func:`anyone`; tests walk every route with every role.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from fastapi import Request
+from sqlalchemy import Engine
+
+from evalstore.errors import AccessDenied, AuthenticationError
+from evalstore.services import access
+from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.web.limits import WriteRate
+from evalstore.web.settings import ServerSettings
+
+SESSION_COOKIE = "evalstore_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Server:
+    """What the routes share: the settings, the database, the write limiter."""
+
+    settings: ServerSettings
+    engine: Engine
+    writes: WriteRate
+
+
+def server(request: Request) -> Server:
+    found = request.app.state.server
+    assert isinstance(found, Server)
+    return found
+
+
+def caller(request: Request) -> Principal:
+    """The principal a request speaks for (nobody, without credentials)."""
+    shared = server(request)
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationError("Send the token as 'Authorization: Bearer TOKEN'.")
+        return access.authenticate(shared.engine, token.strip())
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie:
+        principal = access.authenticate(shared.engine, cookie, purpose="session")
+        if request.method not in SAFE_METHODS and not hmac.compare_digest(
+                request.headers.get(CSRF_HEADER, ""), access.csrf_token(cookie)):
+            raise AccessDenied(f"This form's CSRF token is missing or wrong; reload the page (send {CSRF_HEADER}).")
+        return principal
+    return ANONYMOUS
+
+
+class Requires:
+    """A route's dependency: the caller's role must allow ``action``. ``write``: the request also
+    counts against the token's write rate. ``public``: without credentials it is let through when
+    the deployment keeps leaderboards public."""
+
+    def __init__(self, action: str, *, write: bool = False, public: bool = False) -> None:
+        if action not in access.ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        self.action, self.write, self.public = action, write, public
+
+    def __call__(self, request: Request) -> Principal:
+        principal = caller(request)
+        if self.public and principal.role is None and server(request).settings.public_leaderboards:
+            return principal
+        principal.require(self.action)
+        if self.write:
+            server(request).writes.take(f"token:{principal.token_id}")
+        return principal
+
+
+def anyone() -> Principal:
+    """Routes open to everybody, whoever they are (health, signing in): no credentials are read."""
+    return ANONYMOUS
+
+
+def signed_in(request: Request) -> Principal:
+    """Any user with valid credentials, whatever the role."""
+    principal = caller(request)
+    if principal.role is None:
+        principal.require("tasks:read")  # raises the 401 with its message
+    return principal
+
+

@@ -1,0 +1,37 @@
+"""The server's settings, from the environment (a deployment sets them; clients never see them)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from evalstore.config import DATABASE_URL_ENV, default_database_url
+
+MAX_UPLOAD_ENV = "EVALSTORE_MAX_UPLOAD_MB"
+PUBLIC_LEADERBOARDS_ENV = "EVALSTORE_PUBLIC_LEADERBOARDS"
+WRITES_PER_MINUTE_ENV = "EVALSTORE_WRITES_PER_MINUTE"
+SECURE_COOKIES_ENV = "EVALSTORE_SECURE_COOKIES"
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() not in ("0", "off", "false", "no")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    database_url: str
+    max_upload_bytes: int = 256 * 2**20
+    public_leaderboards: bool = True  # False: nobody without a token sees anything
+    writes_per_minute: int = 60  # per token (and per address for sign-ins), in each server process
+    secure_cookies: bool = True  # False only for plain-HTTP development on localhost
+
+    @classmethod
+    def from_env(cls) -> ServerSettings:
+        return cls(
+            database_url=os.environ.get(DATABASE_URL_ENV) or default_database_url(),
+            max_upload_bytes=int(float(os.environ.get(MAX_UPLOAD_ENV, "256")) * 2**20),
+            public_leaderboards=_flag(PUBLIC_LEADERBOARDS_ENV, True),
+            writes_per_minute=int(os.environ.get(WRITES_PER_MINUTE_ENV, "60")),
+            secure_cookies=_flag(SECURE_COOKIES_ENV, True),
+        )
