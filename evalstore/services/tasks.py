@@ -129,8 +129,15 @@ def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = Fa
         if qrels.kind != "relevance":
             raise InvalidParameterError(f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}.")
         owner_id = get_user(session, owner).id if owner else by.user_id if by else None
-        if by is not None and not by.is_admin and owner_id != by.user_id:
-            raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
+        if by is not None and not by.is_admin:
+            if owner_id != by.user_id:
+                raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
+            # a task's organiser may export its qrels: one organiser's qrels (hidden ones above all)
+            # must not be had by creating a task over them
+            others = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) - {by.user_id}
+            if others:
+                raise AccessDenied(f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
+                                   "may create a task over them for you.")
         task = Task(name=name, qrels_id=qrels.id, owner_id=owner_id, hidden=hidden, opens_at=opens, closes_at=closes,
                     max_runs_per_team=max_runs_per_team, measures=names)
         session.add(task)
@@ -260,7 +267,9 @@ def _check_window(task: Task, now: datetime) -> None:
 
 def _lock(session: Session, task_id: int) -> Task:
     """The task, locked until the transaction ends, so two submissions of one team cannot both
-    take its last slot (SQLite: writers are one at a time already, BEGIN IMMEDIATE)."""
+    take its last slot. (Storing a run already serialises its transaction on both databases:
+    SQLite has one writer at a time, BEGIN IMMEDIATE, and PostgreSQL's ATTACH PARTITION locks
+    run_rows; the lock says what the quota relies on, whatever becomes of those.)"""
     task = session.scalar(select(Task).where(Task.id == task_id).with_for_update())
     if task is None:
         raise NotFoundError("The task was deleted while the run was being stored; nothing was stored.")
@@ -558,7 +567,7 @@ def judge(engine: Engine, principal: Principal, pool_name: str, judgments: Seque
         pool = _judged_pool(session, principal, pool_name)
         wanted = {(t, d) for t, d, _ in judgments}
         pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
-            PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).tuples())
+            PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).all())
         outside = sorted(wanted - pooled)
         if outside:
             raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "

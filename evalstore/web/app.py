@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from evalstore._version import __version__
@@ -18,7 +21,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
     engine = make_engine(settings.database_url)
     verify_schema(engine)
-    app = FastAPI(title="evalstore", version=__version__, openapi_url="/api/v1/openapi.json",
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()  # close the pooled connections when the server stops
+
+    app = FastAPI(title="evalstore", version=__version__, openapi_url="/api/v1/openapi.json", lifespan=lifespan,
                   docs_url="/api/v1/docs", redoc_url=None,
                   description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
                               "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').")

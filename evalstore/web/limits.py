@@ -18,10 +18,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class UploadLimit:
     """Refuse request bodies over ``max_bytes`` with 413: at once when Content-Length says so, else
     as soon as the bytes read pass it (a chunked upload), before the rest is spooled to disk."""
@@ -43,27 +39,28 @@ class UploadLimit:
             await error_response(self._refusal())(scope, receive, send)
             return
         received = 0
-        started = False
+        started = refused = False
 
         async def counting() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             received += len(message.get("body", b""))
-            if received > self.max_bytes:
-                raise _TooLarge
+            if received > self.max_bytes and not refused:
+                refused = True
+                if not started:
+                    await error_response(self._refusal())(scope, receive, send)
+                # the application sees the client gone (it stops parsing); what it answers is dropped
+                return {"type": "http.disconnect"}
             return message
 
         async def watching(message: Message) -> None:
             nonlocal started
+            if refused:
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        try:
-            await self.app(scope, counting, watching)
-        except _TooLarge:
-            if started:
-                raise
-            await error_response(self._refusal())(scope, receive, send)
+        await self.app(scope, counting, watching)
 
 
 class WriteRate:

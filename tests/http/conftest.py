@@ -1,0 +1,135 @@
+"""A service with one user of each role, two tasks (one public, one hidden) each holding an
+evaluated run of team red, a pool assigned to an assessor, and a client for every caller."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from evalstore.services import access, pools, store, tasks
+from evalstore.services.access import Principal
+from evalstore.services.orchestration import work_on
+from evalstore.web.app import create_app
+from evalstore.web.settings import ServerSettings
+
+SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+PASSWORD = "correct horse battery"
+
+# who calls: no credentials, a revoked and an expired token, then one user of each role (two
+# organisers: the open and hidden tasks' owner, and another; two participants of other teams)
+CALLERS = ("anon", "revoked", "expired", "admin", "owner", "organiser", "red", "blue", "assessor", "viewer")
+USERS = {"admin": ("admin", None), "owner": ("organiser", None), "organiser": ("organiser", None),
+         "red": ("participant", "red"), "blue": ("participant", "blue"), "assessor": ("assessor", None),
+         "viewer": ("viewer", None)}
+
+
+def run_text(topics: tuple[str, ...] = ("301", "302", "303"), *, tag: str = "r", shift: int = 0) -> str:
+    """A small valid run: the sample run's documents, scores shifted so runs differ."""
+    lines = []
+    for line in (SAMPLE / "results.test").read_text().splitlines():
+        topic, _, doc, rank, score, _ = line.split()
+        if topic in topics:
+            lines.append(f"{topic} Q0 {doc} {rank} {float(score) + shift * (zlib.crc32(doc.encode()) % 7) / 100:.6f} {tag}")
+    return "\n".join(lines) + "\n"
+
+
+def as_principal(engine: Engine, user: str) -> Principal:
+    token = access.create_token(engine, user, expires_days=1)
+    return access.authenticate(engine, token.token)
+
+
+@dataclass
+class World:
+    engine: Engine
+    tmp: Path
+    tokens: dict[str, str] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)
+
+    def headers(self, caller: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[caller]}"} if caller in self.tokens else {}
+
+    def submit(self, task: str, name: str, *, team_user: str = "red", text: str | None = None,
+               evaluate: bool = True) -> int:
+        """Submit a run for a participant's team through the service (not HTTP) and evaluate it."""
+        path = self.tmp / f"{name}.txt"
+        path.write_text(text or run_text(tag=name))
+        submitted = tasks.submit_run(self.engine, as_principal(self.engine, team_user), task, path, name=name)
+        if evaluate:
+            work_on(self.engine, [submitted.job.evaluation_id], mlflow=False)
+        return submitted.job.evaluation_id
+
+
+def build_world(engine: Engine, tmp: Path) -> World:
+    world = World(engine, tmp)
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
+    for name, (role, team) in USERS.items():
+        access.add_user(engine, name, role=role, team=team, password=PASSWORD)
+        world.tokens[name] = access.create_token(engine, name, expires_days=1).token
+    revoked = access.create_token(engine, "admin")
+    access.revoke_token(engine, revoked.id)
+    world.tokens["revoked"] = revoked.token
+    expired = access.create_token(engine, "admin", expires_days=1e-9)  # a few microseconds
+    world.tokens["expired"] = expired.token
+    time.sleep(0.01)
+    tasks.create_task(engine, "open", qrels_name="sample", owner="owner")
+    tasks.create_task(engine, "secret", qrels_name="sample", hidden=True, owner="owner")
+    tasks.create_task(engine, "to-release", qrels_name="sample", hidden=True, owner="owner")
+    world.jobs["open"] = world.submit("open", "red-open")
+    world.jobs["secret"] = world.submit("secret", "red-secret")
+    pools.build_pool(engine, name="pool", run_names=["red-open"], depth=5)
+    tasks.assign_assessor(engine, "pool", "assessor")
+    return world
+
+
+@pytest.fixture
+def world(engine: Engine, tmp_path: Path) -> World:
+    return build_world(engine, tmp_path)
+
+
+def client_for(engine: Engine, **settings: Any) -> TestClient:
+    url = engine.url.render_as_string(hide_password=False)
+    return TestClient(create_app(ServerSettings(database_url=url, **{"secure_cookies": False, **settings})))
+
+
+@pytest.fixture
+def client(world: World) -> Iterator[TestClient]:
+    with client_for(world.engine) as test_client:
+        yield test_client
+
+
+@dataclass
+class LiveServer:
+    url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+
+@pytest.fixture
+def live_server(world: World) -> Iterator[LiveServer]:
+    """The service on a real socket (uvicorn in a thread), for concurrent clients."""
+    url = world.engine.url.render_as_string(hide_password=False)
+    app = create_app(ServerSettings(database_url=url, writes_per_minute=1000))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", server, thread)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
