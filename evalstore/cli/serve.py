@@ -20,7 +20,8 @@ def serve(
     """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
     (60 per token), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
-    plain-HTTP development). Submitted runs are evaluated by 'evalstore worker' processes."""
+    plain-HTTP development), EVALSTORE_DB_POOL_SIZE (20 PostgreSQL connections per process).
+    Submitted runs are evaluated by 'evalstore worker' processes."""
     import uvicorn
 
     cli = state(ctx)

@@ -27,8 +27,10 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with the settings evalstore relies on (SQLite: WAL, foreign keys, busy timeout)."""
+def make_engine(url: str, *, pool_size: int | None = None) -> Engine:
+    """An engine with the settings evalstore relies on (SQLite: WAL, foreign keys, busy timeout).
+    ``pool_size``: a fixed number of pooled PostgreSQL connections (the HTTP server's; a command
+    keeps SQLAlchemy's 5, growing to 15 under load)."""
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:":
@@ -40,6 +42,8 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "begin", _sqlite_begin)
         event.listen(engine, "checkin", _sqlite_detach)
         return engine
+    if pool_size is not None:
+        return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=0)
     return create_engine(url, pool_pre_ping=True)
 
 

@@ -19,7 +19,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The service on ``settings`` (default: from the environment). The database must be at this
     version's schema: the server refuses to start otherwise, with the command that fixes it."""
     settings = settings or ServerSettings.from_env()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
 
     @asynccontextmanager

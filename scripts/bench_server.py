@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Load figures of the HTTP service (the README's "The HTTP service" table).
+
+1. leaderboard: a task with 100 evaluated runs (50 topics); 50 concurrent clients read its
+   leaderboard over and over for --seconds; latency percentiles and requests per second, without
+   credentials (a public board) and with a participant's token.
+2. submissions: 20 DL-sized runs (43 topics x 1,000 documents, 5 teams) posted at once; the time
+   until the last one is accepted (validated, stored, its evaluation queued), and each one's.
+
+The server is `evalstore serve --workers W` in its own process, as deployed; the clients run in
+this process (asyncio + httpx) on the same 2-core machine, so they take CPU from the server too.
+
+    python scripts/bench_server.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
+        [--server-workers 2] [--clients 50] [--seconds 20] [--runs 100]
+
+Without --postgres the store is a SQLite file; with it, a scratch database it creates and drops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+def scratch_postgres(base_url: str) -> tuple[str, Callable[[], None]]:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(base_url)
+    name = f"evalstore_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    return base.set(database=name).render_as_string(hide_password=False), drop
+
+
+def write_qrels(path: Path, topics: int, rng: random.Random) -> None:
+    with path.open("w") as out:
+        for topic in range(1, topics + 1):
+            for doc in range(200):
+                out.write(f"{topic} 0 d{doc} {rng.choice((0, 0, 0, 1, 2))}\n")
+
+
+def write_run(path: Path, topics: int, depth: int, rng: random.Random, tag: str) -> None:
+    with path.open("w") as out:
+        for topic in range(1, topics + 1):
+            docs = rng.sample(range(depth * 2), depth)
+            for rank, doc in enumerate(docs, start=1):
+                out.write(f"{topic} Q0 d{doc} {rank} {1000 - rank + rng.random():.4f} {tag}\n")
+
+
+def cli(url: str, *args: str, stdin: str | None = None) -> str:
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
+    done = subprocess.run([EVALSTORE, *args], env=env, input=stdin, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"evalstore {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def prepare(url: str, folder: Path, runs: int) -> dict[str, str]:
+    """A task 'bench' holding ``runs`` evaluated runs of 20 teams; tokens of one user per team."""
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import access, tasks
+    from evalstore.services.orchestration import work_on
+
+    engine = make_engine(url)
+    upgrade(engine)
+    rng = random.Random(7)
+    write_qrels(folder / "qrels", 50, rng)
+    cli(url, "qrels", "import", str(folder / "qrels"), "--name", "bench-qrels")
+    # 43-topic DL-sized submissions go to their own task over their own qrels
+    write_qrels(folder / "dl-qrels", 43, rng)
+    cli(url, "qrels", "import", str(folder / "dl-qrels"), "--name", "dl-qrels")
+    tasks.create_task(engine, "bench", qrels_name="bench-qrels", measures=["AP", "nDCG@10", "P@10", "RR", "Judged@10"])
+    tasks.create_task(engine, "dl", qrels_name="dl-qrels", measures=["AP", "nDCG@10", "P@10", "RR", "Judged@10"])
+    tokens = {}
+    for team in range(20):
+        access.add_user(engine, f"member{team}", role="participant", team=f"team{team}")
+        tokens[f"team{team}"] = access.create_token(engine, f"member{team}").token
+    job_ids = []
+    for index in range(runs):
+        path = folder / f"run{index}.txt"
+        write_run(path, 50, 100, rng, f"run{index}")
+        principal = access.authenticate(engine, tokens[f"team{index % 20}"])
+        job_ids.append(tasks.submit_run(engine, principal, "bench", path, name=f"run{index}").job.evaluation_id)
+    work_on(engine, job_ids, mlflow=False)
+    engine.dispose()
+    return tokens
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off",
+           "EVALSTORE_WRITES_PER_MINUTE": "100000"}
+    process = subprocess.Popen([EVALSTORE, "serve", "--port", str(port), "--workers", str(workers)], env=env,
+                               stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"))
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("the server did not start within 60 s")
+
+
+async def read_load(base: str, clients: int, seconds: float, headers: dict[str, str]) -> tuple[list[float], int]:
+    """``clients`` keep-alive connections, each asking for the leaderboard as soon as it has the
+    last answer. Plain asyncio streams, not an HTTP library: the clients share the machine with
+    the server, and a lighter client leaves it more of the CPU (httpx took ~1 ms a request)."""
+    host, port = base.removeprefix("http://").split(":")
+    lines = ["GET /api/v1/tasks/bench/leaderboard HTTP/1.1", f"Host: {host}",
+             *(f"{key}: {value}" for key, value in headers.items())]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    latencies: list[float] = []
+    errors = 0
+
+    async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(request)
+        status = await reader.readline()
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        body = await reader.readexactly(length)
+        if not status:
+            raise ConnectionError(f"the server closed a connection after {len(latencies)} answers")
+        return status.split()[1] == b"200" and b'"rows":[{' in body
+
+    # Each connection asks once before the clock starts (every server process has computed the
+    # board; the cold figure is measured separately), then keeps asking: a connection left idle
+    # while the others warm up would be closed by the server's keep-alive timeout (5 s).
+    warmed = 0
+    clock: list[float] = []  # [start, stop] once every connection has had its first answer
+
+    async def one_client() -> None:
+        nonlocal errors, warmed
+        reader, writer = await asyncio.open_connection(host, int(port))
+        await exchange(reader, writer)
+        warmed += 1
+        if warmed == clients:
+            clock.extend([time.monotonic(), time.monotonic() + seconds])
+        while not clock or time.monotonic() < clock[1]:
+            started = time.perf_counter()
+            counted = bool(clock)
+            ok = await exchange(reader, writer)
+            if counted:
+                latencies.append(time.perf_counter() - started)
+                errors += not ok
+        writer.close()
+
+    await asyncio.gather(*(one_client() for _ in range(clients)))
+    return latencies, errors
+
+
+def percentile(values: list[float], share: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(share * 100) - 1]
+
+
+async def submit_all(base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str]
+                     ) -> tuple[float, list[float], list[int]]:
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        async def one(name: str) -> tuple[float, int]:
+            team, content = files[name]
+            started = time.perf_counter()
+            response = await client.post("/api/v1/tasks/dl/runs", headers={"Authorization": f"Bearer {tokens[team]}"},
+                                         files={"file": (f"{name}.txt", content)}, data={"name": name})
+            return time.perf_counter() - started, response.status_code
+
+        started = time.perf_counter()
+        answers = await asyncio.gather(*(one(name) for name in files))
+        return time.perf_counter() - started, [t for t, _ in answers], [s for _, s in answers]
+
+
+def bench(url: str, label: str, args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        began = time.perf_counter()
+        tokens = prepare(url, folder, args.runs)
+        print(f"[{label}] prepared {args.runs} evaluated runs in {time.perf_counter() - began:.1f} s", file=sys.stderr)
+        process, base = start_server(url, args.server_workers)
+        try:
+            started = time.perf_counter()
+            assert httpx.get(f"{base}/api/v1/tasks/bench/leaderboard", timeout=120).status_code == 200
+            print(f"{label} | leaderboard of {args.runs} runs, first request (computed, then cached until a result "
+                  f"changes) | {time.perf_counter() - started:.2f} s")
+            token = {"Authorization": f"Bearer {tokens['team0']}"}
+            for who, headers in (("anonymous", {}), ("participant token", token)):
+                latencies, errors = asyncio.run(read_load(base, args.clients, args.seconds, headers))
+                print(f"{label} | leaderboard of {args.runs} runs, {args.clients} clients, {who} | "
+                      f"{len(latencies) / args.seconds:.0f} req/s | p50 {percentile(latencies, 0.5) * 1000:.0f} ms | "
+                      f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms | p99 {percentile(latencies, 0.99) * 1000:.0f} "
+                      f"ms | errors {errors}")
+            rng = random.Random(11)
+            files = {}
+            for index in range(20):
+                path = folder / f"dl{index}.txt"
+                write_run(path, 43, 1000, rng, f"dl{index}")
+                files[f"dl{index}"] = (f"team{index % 5}", path.read_bytes())
+            total, each, statuses = asyncio.run(submit_all(base, files, tokens))
+            accepted = sum(status == 201 for status in statuses)
+            print(f"{label} | 20 concurrent DL-sized submissions (43 x 1,000 rows, 5 teams) | {accepted} accepted | "
+                  f"all in {total:.2f} s | each: median {statistics.median(each):.2f} s, max {max(each):.2f} s")
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgres", help="run on PostgreSQL too (a scratch database on this server)")
+    parser.add_argument("--server-workers", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--runs", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bench(f"sqlite:///{tmp}/bench.db", "SQLite", args)
+    if args.postgres:
+        url, drop = scratch_postgres(args.postgres)
+        try:
+            bench(url, "PostgreSQL", args)
+        finally:
+            drop()
+
+
+if __name__ == "__main__":
+    main()
