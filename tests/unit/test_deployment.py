@@ -44,3 +44,14 @@ def test_mlflow_server_image_matches_the_client_pin() -> None:
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [pin] = [d for d in dependencies if d.startswith("mlflow-skinny")]
     assert f">={server[1]}.{server[2]},<{server[1]}.{int(server[2]) + 1}" in pin
+
+
+def test_compose_serves_the_http_api_after_the_upgrade_on_the_shared_database() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    web, worker = compose["services"]["web"], compose["services"]["worker"]
+    assert web["command"][:3] == ["serve", "--host", "0.0.0.0"]
+    port = web["command"][web["command"].index("--port") + 1]
+    assert web["ports"] == [f"{port}:{port}"]
+    assert f"localhost:{port}/api/v1/health" in " ".join(web["healthcheck"]["test"])
+    assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert web["environment"]["EVALSTORE_DATABASE_URL"] == worker["environment"]["EVALSTORE_DATABASE_URL"]
