@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -473,7 +474,15 @@ class _BoardCache:
                 self._boards.popitem(last=False)
 
 
-_boards = _BoardCache()
+def _board_cache(engine: Engine) -> _BoardCache:
+    """Each database's boards (a server has one; a test process opens many, one after another)."""
+    cache = _boards.get(engine)
+    if cache is None:
+        cache = _boards[engine] = _BoardCache()
+    return cache
+
+
+_boards: weakref.WeakKeyDictionary[Engine, _BoardCache] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -511,11 +520,12 @@ class _BoardState:
 # ping) capped PostgreSQL at ~190 leaderboard requests/s, p95 470 ms, under 50 clients; a result
 # or a release shows up at most a second later. Who asks is still checked on every request.
 BOARD_FRESHNESS = 1.0
-_states: dict[str, _BoardState] = {}
+_states: weakref.WeakKeyDictionary[Engine, dict[str, _BoardState]] = weakref.WeakKeyDictionary()
 
 
 def _board_state(engine: Engine, task_name: str) -> _BoardState:
-    state = _states.get(task_name)
+    states = _states.setdefault(engine, {})
+    state = states.get(task_name)
     if state is not None and time.monotonic() - state.read_at < BOARD_FRESHNESS:
         return state
     with read_only(engine) as session:
@@ -532,7 +542,7 @@ def _board_state(engine: Engine, task_name: str) -> _BoardState:
             .where(Submission.task_id == task.id)).one())
     state = _BoardState(task.id, task.owner_id, task.hidden, task.released_at, qrels_name, qrels_hash,
                         tuple(task.measures or ()), fingerprint, time.monotonic())
-    _states[task_name] = state
+    states[task_name] = state
     return state
 
 
@@ -545,7 +555,7 @@ def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
         return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
     names = list(measures) or ([m for m in state.measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES))
     key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint)
-    cached = _boards.get(key)
+    cached = _board_cache(engine).get(key)
     if cached is not None:
         return cached
     with read_only(engine) as session:
@@ -562,7 +572,7 @@ def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
                          "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()}}
                         for rank, row in enumerate(ranked.rows, start=1)]
     board = TaskBoard.of(body)
-    _boards.put(key, board)
+    _board_cache(engine).put(key, board)
     return board
 
 
