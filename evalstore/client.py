@@ -46,6 +46,12 @@ class Client:
                               files={"file": (path.name, handle, "application/octet-stream")},
                               data={key: str(value) for key, value in fields.items() if value is not None})
 
+    def register_run(self, path: Path, *, name: str, description: str | None = None) -> dict[str, Any]:
+        fields = {"name": name, "description": description}
+        with path.open("rb") as handle:
+            return self._call("POST", "/api/v1/runs", files={"file": (path.name, handle, "application/octet-stream")},
+                              data={key: value for key, value in fields.items() if value is not None})
+
     def job(self, job_id: int) -> dict[str, Any]:
         return self._call("GET", f"/api/v1/jobs/{job_id}")
 

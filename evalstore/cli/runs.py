@@ -52,13 +52,14 @@ def register(
     server: str | None = typer.Option(None, "--server", envvar="EVALSTORE_SERVER", help="Submit to an evalstore "
                                       "server (http://HOST:PORT) instead of the database; needs --task and --token."),
     token: str | None = typer.Option(None, "--token", envvar="EVALSTORE_TOKEN", help="Your API token (with --server)."),
-    task: str | None = typer.Option(None, "--task", help="The shared task to submit to (with --server)."),
+    task: str | None = typer.Option(None, "--task", help="With --server: the shared task to submit to (without "
+                                    "it, an admin's token stores the run outside any task)."),
     run_type: str = typer.Option("automatic", "--run-type", help="With --server: automatic or manual."),
 ) -> None:
     """Validate run files and store them, each whole or not at all. With several files every one
     is validated before any is stored: a bad file stores nothing and each bad file is named.
-    With --server: submit one file to a shared task over HTTP; the server validates and stores it
-    the same way and queues its evaluation."""
+    With --server: send one file over HTTP; the server validates and stores it the same way (with
+    --task, as the team's submission, its evaluation queued)."""
     from evalstore.services import store
 
     if server is not None or task is not None:
@@ -134,17 +135,21 @@ def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: 
     from evalstore.client import Client
     from evalstore.services.store import name_from_file
 
-    missing = [option for option, value in (("--server", server), ("--token", token), ("--task", task))
-               if not value]
+    missing = [option for option, value in (("--server", server), ("--token", token)) if not value]
     if missing:
-        raise usage_conflict(ctx, f"Submitting to a server needs --server, --task and --token; {missing[0]} is "
-                                  "missing (--token may come from $EVALSTORE_TOKEN).")
+        raise usage_conflict(ctx, f"Sending a run to a server needs --server and --token; {missing[0]} is missing "
+                                  "(--token may come from $EVALSTORE_TOKEN).")
     if len(paths) != 1:
-        raise usage_conflict(ctx, f"A submission is one run file; {len(paths)} were given.")
-    assert server is not None and token is not None and task is not None
+        raise usage_conflict(ctx, f"A run goes to a server one file at a time; {len(paths)} were given.")
+    assert server is not None and token is not None
+    name = name or name_from_file(paths[0])
     with Client(server, token) as client:
-        answer = client.submit_run(task, paths[0], name=name or name_from_file(paths[0]), run_type=run_type,
-                                   description=description)
+        if task is None:
+            stored = client.register_run(paths[0], name=name, description=description)
+            info(f"registered run '{stored['run']}' on {server.rstrip('/')}: {stored['rows']} rows, "
+                 f"{stored['topics']} topics")
+            return
+        answer = client.submit_run(task, paths[0], name=name, run_type=run_type, description=description)
     for message in answer["warnings"]:
         warn(message)
     info(f"submitted run '{answer['run']}' to task '{answer['task']}' for team '{answer['team']}': "

@@ -37,6 +37,7 @@ ACTIONS: dict[str, frozenset[str]] = {
     "tasks:read": frozenset(ROLES),
     "tasks:manage": frozenset({"admin", "organiser"}),  # create; release and export their own
     "runs:submit": frozenset({"admin", "organiser", "participant"}),
+    "runs:register": frozenset({"admin"}),  # a run in the store, outside any task
     "runs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
     "jobs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
     "queue:read": frozenset({"admin", "organiser"}),

@@ -256,6 +256,25 @@ def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path,
     return Submitted(registered.summary, task_name, team, refs[0], registered.warnings)
 
 
+def register_run(engine: Engine, principal: Principal, path: Path, *, name: str, shown_path: str | None = None,
+                 description: str | None = None, system: str | None = None) -> store.Registered:
+    """A run stored outside any task (`runs register --server` without --task): an admin's, as
+    `evalstore runs register` on the database is."""
+    principal.require("runs:register")
+    try:
+        with read_only(engine) as session:
+            if repo.find_run(session, name) is not None:
+                raise ConflictError(f"A run named '{name}' exists already; register it under another name.")
+        registered = store.register_run(engine, path, name=name, system=system, description=description,
+                                        within=lambda session, run: audit(session, principal.name, "runs.register",
+                                                                          run.name))
+    except InputFormatError as error:
+        if shown_path is None:
+            raise
+        raise InputFormatError(shown_path, error.line, error.problem.replace(str(path), shown_path)) from None
+    return registered
+
+
 def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:
     principal.require("runs:submit")
     if principal.role == "participant":

@@ -8,6 +8,8 @@ import io
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -203,12 +205,7 @@ def submit_run(
 ) -> dict[str, Any]:
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
-    shown = Path(file.filename or "run").name
-    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
-        # the file keeps its own suffixes (.gz, .parquet): they decide how it is read
-        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
-        with path.open("wb") as out:
-            shutil.copyfileobj(file.file, out, 2**20)
+    with _uploaded(file) as (path, shown):
         submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
                                      team=team, run_type=run_type, description=description,
                                      judging_precedence=judging_precedence)
@@ -219,7 +216,36 @@ def submit_run(
                     "url": f"/api/v1/jobs/{submitted.job.evaluation_id}"}}
 
 
+@contextmanager
+def _uploaded(file: UploadFile) -> Iterator[tuple[Path, str]]:
+    """The upload in a private folder under its own name (its suffixes, .gz or .parquet, decide how
+    it is read), and the name errors call it by."""
+    shown = Path(file.filename or "run").name
+    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
+        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
+        with path.open("wb") as out:
+            shutil.copyfileobj(file.file, out, 2**20)
+        yield path, shown
+
+
 # --- runs, jobs, qrels --------------------------------------------------------------------------
+
+
+@router.post("/runs", status_code=201)
+def register_run(
+    request: Request,
+    file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
+    name: Annotated[str, Form(min_length=1, max_length=200)],
+    description: Annotated[str | None, Form()] = None,
+    system: Annotated[str | None, Form()] = None,
+    principal: Principal = needs("runs:register", write=True),
+) -> dict[str, Any]:
+    """Store a run outside any task (admins): as `evalstore runs register` does on the database."""
+    with _uploaded(file) as (path, shown):
+        registered = tasks.register_run(server(request).engine, principal, path, name=name, shown_path=shown,
+                                        description=description, system=system)
+    return {"run": registered.summary.name, "rows": registered.summary.rows, "topics": registered.summary.topics,
+            "warnings": list(registered.warnings)}
 
 
 @router.get("/runs/{name}")

@@ -82,6 +82,8 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
                                       "401 401 401 200 200 200 200 200 403 403"),
     "POST /api/v1/tasks/{task}/runs": (lambda w, c: ("POST", "/api/v1/tasks/open/runs", submit_body(c)),
                                        "401 401 401 201 201 403 201 201 403 403"),
+    "POST /api/v1/runs": (lambda w, c: ("POST", "/api/v1/runs", submit_body(c)),
+                          "401 401 401 201 403 403 403 403 403 403"),
     "GET /api/v1/runs/{name}": (lambda w, c: ("GET", "/api/v1/runs/red-open", {}),
                                 "401 401 401 200 200 404 200 404 403 403"),
     "GET /api/v1/runs/{name}/results": (lambda w, c: ("GET", "/api/v1/runs/red-open/results?per_query=true", {}),

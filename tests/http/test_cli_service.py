@@ -62,13 +62,18 @@ def test_users_tokens_and_tasks_from_the_command_line(url: str) -> None:
     assert "'tomorrow' is not a time; write e.g. 2026-12-01T12:00Z" in usage_message(bad_time.stderr)
 
 
-def test_submitting_needs_server_task_and_token(url: str, tmp_path: Path) -> None:
+def test_sending_a_run_needs_server_and_token(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALSTORE_TOKEN", raising=False)
     run = tmp_path / "r.txt"
     run.write_text(run_text())
     result = cli(url, "runs", "register", str(run), "--server", "http://127.0.0.1:9", "--task", "t")
     assert result.exit_code == 2
-    assert usage_message(result.stderr) == ("Submitting to a server needs --server, --task and --token; --token is "
+    assert usage_message(result.stderr) == ("Sending a run to a server needs --server and --token; --token is "
                                             "missing (--token may come from $EVALSTORE_TOKEN).")
+    without_server = cli(url, "runs", "register", str(run), "--task", "t", "--token", "x")
+    assert without_server.exit_code == 2
+    assert usage_message(without_server.stderr).startswith("Sending a run to a server needs --server and --token; "
+                                                           "--server is missing")
 
 
 def test_runs_register_submits_to_a_server(world: World, live_server: LiveServer, tmp_path: Path) -> None:
@@ -86,6 +91,14 @@ def test_runs_register_submits_to_a_server(world: World, live_server: LiveServer
                   "--token", world.tokens["red"])
     assert (refused.exit_code, refused.stderr) == (1, "bad.txt:2: expected 6 columns (qid Q0 docno rank score tag), "
                                                       "found 5\n")
+    outside = cli(url, "runs", "register", str(run), "--name", "admins", "--server", live_server.url,
+                  "--token", world.tokens["admin"])
+    assert (outside.exit_code, outside.stderr) == (0, f"registered run 'admins' on {live_server.url}: 1500 rows, "
+                                                      "3 topics\n")
+    not_admin = cli(url, "runs", "register", str(run), "--name", "own", "--server", live_server.url,
+                    "--token", world.tokens["red"])
+    assert (not_admin.exit_code, not_admin.stderr) == (1, "Error: Your role (participant) may not do this; it is "
+                                                          "for: admin.\n")
     denied = cli(url, "runs", "register", str(run), "--name", "v", "--server", live_server.url, "--task", "open",
                  "--token", world.tokens["viewer"])
     assert (denied.exit_code, denied.stderr) == (1, "Error: Your role (viewer) may not do this; it is for: admin, "
