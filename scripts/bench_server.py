@@ -28,30 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _scratch import scratch_postgres  # scripts/_scratch.py
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
-
-
-def scratch_postgres(base_url: str) -> tuple[str, Callable[[], None]]:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    base = make_url(base_url)
-    name = f"evalstore_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return base.set(database=name).render_as_string(hide_password=False), drop
 
 
 def write_qrels(path: Path, topics: int, rng: random.Random) -> None:

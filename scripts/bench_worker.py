@@ -29,28 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
+
+from _scratch import scratch_postgres  # scripts/_scratch.py
 
 HERE = Path(__file__).resolve().parent
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
-
-
-def scratch_database(base_url: str) -> tuple[str, object]:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    base = make_url(base_url)
-    name = f"evalstore_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return base.set(database=name).render_as_string(hide_password=False), drop
 
 
 def timed(args: list[str], env: dict[str, str], log: Path | None = None) -> float:
@@ -210,7 +194,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        url, drop = scratch_database(args.postgres)
+        url, drop = scratch_postgres(args.postgres)
         env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(folder / "home"),
                "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'home' / 'mlflow.db'}"}
         env.pop("EVALSTORE_MLFLOW", None)
