@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import os
-import sys
-
 import typer
 
 from evalstore.cli import (
@@ -49,7 +44,7 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.add_typer(qrels.app, name="qrels")
 app.add_typer(runs.app, name="runs")
-app.command("trec-eval")(trec_eval.trec_eval)
+app.command("trec-eval", context_settings=trec_eval.SETTINGS, add_help_option=False)(trec_eval.trec_eval)
 app.command("ndeval")(ndeval.ndeval)
 app.command("measures")(measures.measures)
 app.command("evaluate")(evaluate.evaluate)
@@ -92,44 +87,6 @@ def root(
 
 
 
-def _tune_allocator() -> None:
-    """Let glibc keep freed memory for reuse instead of returning every large block to the OS.
-
-    The measures allocate many short-lived arrays of tens of MB; by default glibc maps each one
-    afresh and the kernel zeroes it page by page, which on the benchmark VM made a 7M-element
-    numpy operation ~10x slower than on reused memory (scripts/bench_metrics.py). A no-op off glibc.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 2**30)
-    libc.mallopt(m_trim_threshold, 2**31 - 1)
-
-
 def main() -> None:
-    _tune_allocator()
-    try:
-        app()
-    except SystemExit as stop:
-        _exit_without_teardown(stop.code)
-    _exit_without_teardown(0)
-
-
-def _exit_without_teardown(code: int | str | None) -> None:
-    """Leave without finalizing the interpreter. With MLflow, matplotlib and pandas loaded (some
-    3,000 modules), tearing them down took 0.6-1.2 s after an `evaluate --wait` had finished its
-    work. Nothing is lost by skipping it: every write is committed by then, the exit handlers
-    still run (logging's flush, multiprocessing's join of worker children, our read connections'
-    close), and the standard streams are flushed."""
-    if isinstance(code, str):  # sys.exit("message"), as the interpreter would print it
-        sys.stderr.write(f"{code}\n")
-        code = 1
-    atexit._run_exitfuncs()  # noqa: SLF001  (the handlers os._exit would skip)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`) or stream
-            stream.flush()
-    os._exit(code or 0)
+    """The typer CLI (the ``evalstore`` entry point runs it: :mod:`evalstore._entry`)."""
+    app()

@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalstore.trec_order import encoded_ranks
+
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
 # reads as "pooled but unjudged", io.judgments.TREC_UNJUDGED, which is coded UNJUDGED here)
 NONPOOL = -1
@@ -138,30 +140,25 @@ def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, com
 
 def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
             runid: str | None = None) -> Ranking:
-    """Sort ``run`` (topic, doc, score) once and look up its judgments in ``qrels``
-    (topic, doc, relevance)."""
-    resolved = _resolve_topics(qrels, run["topic"], options.complete)
+    """Rank ``run`` (topic, doc, score) in trec_eval order and look its judgments up in ``qrels``
+    (topic, doc, relevance). Only the judged documents' places are kept: a topic's other places,
+    up to its number of retrieved documents, are unjudged. A large run's judged documents are a
+    few thousand of its millions, so nothing the size of the run is sorted or joined: run files
+    in rank order (nearly all) are only checked to be (:func:`encoded_ranks`)."""
+    ranked = encoded_ranks(run)
+    resolved = _resolve_topics(qrels, ranked.topics, options.complete)
     n = len(resolved.topics)
-    keep = resolved.code >= 0
-    table = pa.table({
-        "row": pa.array(np.where(keep, resolved.row_of[np.maximum(resolved.code, 0)], -1)),
-        "topic": run["topic"], "doc": run["doc"], "score": run["score"],
-    })
-    if not keep.all():
-        table = table.filter(pa.array(keep))
-    # Judgments are looked up on the unsorted rows; the sort order is then applied to small integer
-    # arrays only, never to the string columns (a 7M-row run would need another ~300 MB).
-    rel_unsorted = _lookup_relevance(table, qrels)
-    order = pc.sort_indices(
-        table, sort_keys=[("row", "ascending"), ("score", "descending"), ("doc", "descending")]
-    ).to_numpy()
-    rows = table["row"].to_numpy()[order]
-    del table
-    rel = rel_unsorted[order]
-    del rel_unsorted, order
-
-    counts = np.bincount(rows, minlength=n) if n else np.zeros(0, dtype=np.int64)
-    rows, position, rel, counts = _cut_then_condense(rows, _positions(rows, counts), rel, counts, n, options)
+    # per distinct run topic: its row in the matrices (-1: not evaluated)
+    topic_row = np.where(resolved.code >= 0, resolved.row_of[np.maximum(resolved.code, 0)], -1)
+    evaluated = topic_row >= 0
+    counts = np.zeros(n, dtype=np.int64)
+    counts[topic_row[evaluated]] = np.bincount(ranked.codes, minlength=len(ranked.topics))[evaluated]
+    judged, rel = _judged_rows(run["doc"], topic_row, ranked.codes, qrels, resolved)
+    rows = topic_row[ranked.codes[judged]]
+    position = ranked.ranks[judged].astype(np.int64) - 1
+    order = np.lexsort((position, rows))
+    rows, position, rel = rows[order], position[order], rel[order]
+    rows, position, rel, counts = _cut_then_condense(rows, position, rel, counts, n, options)
     return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
 
 
@@ -235,16 +232,36 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
                    stand_in=stand_in, runid=runid, complete=options.complete)
 
 
-def _lookup_relevance(table: pa.Table, qrels: pa.Table) -> np.ndarray:
-    """Relevance per sorted run row: the qrels level, NONPOOL, or UNJUDGED (negative level)."""
-    indexed = pa.table({"topic": table["topic"], "doc": table["doc"],
-                        "i": pa.array(np.arange(table.num_rows))})
-    judged = qrels.select(["topic", "doc", "relevance"])
-    matched = indexed.join(judged, keys=["topic", "doc"], join_type="inner")
-    rel = np.full(table.num_rows, NONPOOL, dtype=np.int32)
-    levels = matched["relevance"].to_numpy().astype(np.int32)
-    rel[matched["i"].to_numpy()] = np.where(levels < 0, UNJUDGED, levels)
-    return rel
+def _judged_rows(docs: pa.ChunkedArray | pa.Array, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table,
+                 resolved: _Topics) -> tuple[np.ndarray, np.ndarray]:
+    """The run rows the qrels judge for their (evaluated) topic, and their relevance codes (the
+    level, or UNJUDGED for a negative one). Not pyarrow's hash join: it loads pyarrow.dataset and
+    pandas (0.16 s of an ordinary run's start-up) and joins every row. The run's docnos are looked
+    up among the judged ones (one hash pass); the few found are matched by (topic row, docno code)
+    integer pairs."""
+    encoded = pc.dictionary_encode(qrels["doc"])  # each judgment's docno code; the dictionary: judged docnos
+    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+    width = len(encoded.dictionary)
+    found = pc.index_in(docs, value_set=encoded.dictionary)
+    found = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
+    candidates = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    if not len(candidates) or not width:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    qrels_row = resolved.row_of[pc.index_in(qrels["topic"], value_set=resolved.qrels_topics).to_numpy(
+        zero_copy_only=False).astype(np.int64)]
+    qrels_doc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    kept = qrels_row >= 0
+    qrels_key = qrels_row[kept] * width + qrels_doc[kept]
+    order = np.argsort(qrels_key, kind="stable")
+    qrels_key = qrels_key[order]
+    levels = qrels["relevance"].to_numpy()[kept][order].astype(np.int32)
+    doc_code = found.take(pa.array(candidates)).to_numpy(zero_copy_only=False).astype(np.int64)
+    # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
+    key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
+    at = np.minimum(np.searchsorted(qrels_key, key), max(len(qrels_key) - 1, 0))
+    match = qrels_key[at] == key if len(qrels_key) else np.zeros(len(key), dtype=bool)
+    matched = levels[at[match]]
+    return candidates[match], np.where(matched < 0, UNJUDGED, matched).astype(np.int32)
 
 
 def _relevance_levels(qrels: pa.Table, topics: pa.Array, row_of: np.ndarray, n: int) -> tuple[np.ndarray, int]:

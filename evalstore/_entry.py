@@ -1,0 +1,101 @@
+"""The ``evalstore`` command's entry point.
+
+``evalstore trec-eval ...`` goes straight to its own parser (:mod:`evalstore.trec_eval_cli`):
+evaluating a file then loads numpy, pyarrow and the measures, not typer, pydantic, rich and the
+services. Everything else goes to the typer CLI (:mod:`evalstore.cli`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.abc
+import os
+import sys
+
+
+def main() -> None:
+    _tune_allocator()
+    try:
+        if sys.argv[1:2] == ["trec-eval"]:
+            _trec_eval(sys.argv[2:])
+        else:
+            from evalstore.cli import main as cli
+
+            cli()
+    except SystemExit as stop:
+        _exit_without_teardown(stop.code)
+    _exit_without_teardown(0)
+
+
+def _trec_eval(args: list[str]) -> None:
+    _pyarrow_without_pandas()
+    from evalstore.errors import EvalstoreError, InputFormatError
+    from evalstore.trec_eval_cli import run
+
+    try:
+        run(args)
+    except EvalstoreError as error:
+        # as the typer CLI prints them (evalstore.cli._errors): input errors like a compiler's
+        sys.stderr.write((str(error) if isinstance(error, InputFormatError) else f"Error: {error}") + "\n")
+        raise SystemExit(1) from None
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas":
+            raise ImportError("trec-eval hands pyarrow no pandas objects")
+
+
+def _pyarrow_without_pandas() -> None:
+    """pyarrow (26) imports pandas the first time it builds an array (to recognise pandas objects)
+    and the first time it converts one to numpy (its converter's pandas constants): 0.15 s, a
+    third of an ordinary `trec-eval`, which hands it no pandas object and wants no pandas result.
+    Each probe is made once per process and its answer kept; here they find no pandas. Only
+    pyarrow's recognition of pandas objects is lost (`Table.to_pandas` still imports pandas
+    itself), and only in this process."""
+    if "pandas" in sys.modules:
+        return
+    refuse = _NoPandas()
+    sys.meta_path.insert(0, refuse)
+    try:
+        import numpy as np
+        import pyarrow as pa
+
+        pa.array(np.zeros(1, dtype=np.int8)).to_numpy()  # the probes: the shim's, and the C++ converter's
+    finally:
+        sys.meta_path.remove(refuse)
+
+
+def _tune_allocator() -> None:
+    """Let glibc keep freed memory for reuse instead of returning every large block to the OS.
+
+    The measures allocate many short-lived arrays of tens of MB; by default glibc maps each one
+    afresh and the kernel zeroes it page by page, which on the benchmark VM made a 7M-element
+    numpy operation ~10x slower than on reused memory (scripts/bench_metrics.py). A no-op off glibc.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 2**30)
+    libc.mallopt(m_trim_threshold, 2**31 - 1)
+
+
+def _exit_without_teardown(code: int | str | None) -> None:
+    """Leave without finalizing the interpreter. With MLflow, matplotlib and pandas loaded (some
+    3,000 modules), tearing them down took 0.6-1.2 s after an `evaluate --wait` had finished its
+    work. Nothing is lost by skipping it: every write is committed by then, the exit handlers
+    still run (logging's flush, multiprocessing's join of worker children, our read connections'
+    close), and the standard streams are flushed."""
+    if isinstance(code, str):  # sys.exit("message"), as the interpreter would print it
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    atexit._run_exitfuncs()  # noqa: SLF001  (the handlers os._exit would skip)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`) or stream
+            stream.flush()
+    os._exit(code or 0)

@@ -1,0 +1,81 @@
+"""`evalstore trec-eval`'s command line: trec_eval 10.0's options, parsed with argparse.
+
+This is the one parser of the command, used two ways: straight from the ``evalstore`` entry
+point (:mod:`evalstore._entry`) when ``trec-eval`` is the first argument, so that evaluating a
+file loads neither typer nor the services (an ordinary run took 0.6 s, ~0.4 s of it imports), and
+through ``evalstore [--database-url ...] trec-eval`` (``evalstore.cli.trec_eval``, a pass-through).
+Usage errors exit 2 with argparse's usage line; evalstore errors propagate to the caller, which
+prints them and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+RELATION_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="evalstore trec-eval",
+        description="Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output.",
+        allow_abbrev=False,
+    )
+    p.add_argument("qrels", help="Qrels file (qid iter docno rel).")
+    p.add_argument("run", help="Run file (qid Q0 docno rank score tag).")
+    p.add_argument("-q", dest="per_query", action="store_true", help="Print per-topic values as well as the summary.")
+    p.add_argument("-c", dest="complete", action="store_true",
+                   help="Average over all qrels topics (a missing topic scores 0).")
+    p.add_argument("-n", dest="no_summary", action="store_true", help="Do not print the summary ('all') lines.")
+    p.add_argument("-J", dest="judged_only", action="store_true",
+                   help="Score only judged documents (drop unjudged ones).")
+    p.add_argument("-l", dest="relevance_level", type=int, default=1, metavar="LEVEL",
+                   help="Relevance level: judged at least this is relevant (default 1).")
+    p.add_argument("-M", dest="max_docs", type=_count, default=None, metavar="N",
+                   help="Keep only the top N documents per topic.")
+    p.add_argument("-m", dest="measure", action="append", default=[], metavar="MEASURE",
+                   help="Measure or group, trec_eval style: P.5,10 ndcg_cut.10 all_trec (repeatable).")
+    p.add_argument("-N", dest="collection_size", type=int, default=0, metavar="N",
+                   help="Number of documents in the collection (for utility).")
+    p.add_argument("-R", dest="rel_format", default="qrels", metavar="FORMAT",
+                   help="Judgments format: qrels; qrels_jg (judgment groups); prefs (preferences: qid jg jsg docno "
+                        "level); qrels_prefs (a qrels file read as preferences).")
+    p.add_argument("-T", dest="results_format", default="trec_results", metavar="FORMAT",
+                   help="Run format: trec_results (the only one).")
+    p.add_argument("-Z", dest="zscores", default=None, metavar="PATH",
+                   help="Print z-scores: per-topic means and standard deviations of each measure, lines "
+                        "'qid measure mean stddev'.")
+    return p
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a count of documents (0 or more)")
+    return value
+
+
+def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> None:
+    """Parse ``args`` and write trec_eval's output to stdout (usage errors: SystemExit 2)."""
+    from evalstore.errors import InvalidParameterError
+    from evalstore.trec_eval import run_trec_eval
+
+    options = parser().parse_args(list(args))
+    if options.rel_format not in RELATION_FORMATS:
+        raise InvalidParameterError(f"-R {options.rel_format} is not a judgments format; use qrels, qrels_jg, prefs "
+                                    "or qrels_prefs.")
+    if options.results_format != "trec_results":
+        raise InvalidParameterError(f"-T {options.results_format} is not a results format; trec_eval has only "
+                                    "-T trec_results.")
+    run_trec_eval(
+        options.qrels, options.run, measures=options.measure, per_query=options.per_query, complete=options.complete,
+        no_summary=options.no_summary, judged_only=options.judged_only, relevance_level=options.relevance_level,
+        max_docs=options.max_docs, collection_size=options.collection_size, rel_format=options.rel_format,
+        zscores_path=options.zscores, out=sys.stdout, warn=warn or _warn,
+    )
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")

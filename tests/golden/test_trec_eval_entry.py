@@ -1,0 +1,64 @@
+"""`evalstore trec-eval` as people run it: the installed command, whose entry point goes straight to
+the command's own parser (evalstore._entry), without the typer CLI and without pandas."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.golden.test_trec_eval_golden import CASES, DATA_OPTIONS, SAME_AS, suite_file
+
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+def command(*args: str, python_options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *python_options, "-m", "evalstore", "trec-eval", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("case", ["out.test.aq", "out.test.aqcM", "out.test.aql", "out.test.meas_params",
+                                  "out.test.qrels_jg", "out.test.aqZ", "out.test.prefs", "out.test.qrels_prefs"])
+def test_the_command_matches_trec_eval_byte_for_byte(case: str) -> None:
+    *options, qrels, run = CASES[case]
+    options = [str(suite_file(o)) if o in DATA_OPTIONS else o for o in options]
+    result = command(*options, str(suite_file(qrels)), str(suite_file(run)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == suite_file(SAME_AS.get(case, case)).read_text()
+
+
+def test_errors_and_usage_errors_exit_as_the_cli_does() -> None:
+    unknown = command("-m", "ndcg_cutt.10", str(suite_file("qrels.test")), str(suite_file("results.test")))
+    assert (unknown.returncode, unknown.stderr) == (1, "Error: Unknown measure 'ndcg_cutt'. Did you mean "
+                                                       "'ndcg_cut'? Run 'evalstore measures --trec' for the list.\n")
+    missing = command(str(suite_file("qrels.test")), "no/such/run")
+    assert (missing.returncode, missing.stderr) == (1, "no/such/run: no such file; check the path\n")
+    usage = command("-M", "-3", "a", "b")
+    assert usage.returncode == 2
+    assert usage.stderr.endswith("argument -M: -3 is not a count of documents (0 or more)\n")
+    assert usage.stderr.startswith("usage: evalstore trec-eval [-h] [-q] [-c] [-n] [-J]")
+
+
+def test_help_lists_trec_evals_options_both_ways() -> None:
+    direct = command("--help")
+    through_cli = subprocess.run([EVALSTORE, "--database-url", "sqlite://", "trec-eval", "--help"],
+                                 capture_output=True, text=True, timeout=120)
+    assert direct.returncode == through_cli.returncode == 0
+    assert direct.stdout == through_cli.stdout
+    assert "-M N        Keep only the top N documents per topic." in direct.stdout
+
+
+def test_evaluating_a_file_loads_no_cli_framework_no_database_and_no_pandas() -> None:
+    result = command("-q", "-m", "all_trec", str(suite_file("qrels.test")), str(suite_file("results.test")),
+                     python_options=("-X", "importtime"))
+    assert result.returncode == 0
+    loaded = {}
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:") and line.split("|")[1].strip().isdigit():
+            _, cumulative, name = line.split("|")
+            loaded[name.strip()] = int(cumulative)
+    assert not {"typer", "click", "rich", "pydantic", "sqlalchemy", "mlflow", "matplotlib", "scipy",
+                "pyarrow.dataset"} & set(loaded)
+    assert loaded.get("pandas", 0) < 1000  # the refused probe (evalstore._entry) takes microseconds
