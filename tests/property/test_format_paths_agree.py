@@ -70,3 +70,31 @@ def test_qrels_readers_agree(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "q.qrels"
     path.write_bytes(data)
     assert outcome(formats.read_qrels, path) == reference(path, data, "qrels")
+
+
+def lenient_reference(path: Path, data: bytes) -> tuple[str, object]:
+    if not data.strip():
+        return "error", str(InputFormatError(str(path), None, formats._empty_message("run")))
+    error, table = formats._first_trec_error(str(path), data, "run", False)
+    if error is not None:
+        return "error", str(error)
+    assert isinstance(table, pa.Table)
+    parsed = formats._finish(table, "run", "", str(path))
+    return "ok", (parsed.table.select(["topic", "doc", "score"]).to_pydict(), parsed.tag)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=trec_text(6))
+@example(data=b"1 Q0 d1 1 1.5 t\n1 Q0 d2 x 0.5 t2\n")  # a rank trec_eval does not read; the last line's tag
+@example(data=b"1 Q0 d1 1 1.5 t\n1\tQ0 d2 2 0.5 t\n")  # a tab in a space-separated file
+@example(data=b"1 Q0 d1 1 1.5 t\r\n1 Q0 d2 2 0.5 t\r\n")  # Windows line ends
+def test_the_streaming_evaluation_reader_agrees_with_the_precise_one(tmp_path: Path, data: bytes) -> None:
+    """trec-eval's reader (lenient, nothing stored: the file is streamed when it is regular)."""
+    path = tmp_path / "r.run"
+    path.write_bytes(data)
+    try:
+        parsed = formats.read_run(path, strict=False, content_hash=False)
+        streamed: tuple[str, object] = "ok", (parsed.table.select(["topic", "doc", "score"]).to_pydict(), parsed.tag)
+    except InputFormatError as exc:
+        streamed = "error", str(exc)
+    assert streamed == lenient_reference(path, data)
