@@ -288,13 +288,15 @@ def evaluate(
 
 
 def _as_table(source: Any, kind: str) -> pa.Table:
-    import pandas as pd
-
     if isinstance(source, (str, Path)):
-        parsed = read_qrels(source) if kind == "qrels" else read_run(source)
+        # evaluating stores nothing: files are read as trec-eval reads them (no content hash; a
+        # plain run file streamed, evalstore.io.formats._stream_trec_run)
+        parsed = (read_qrels(source, strict=False) if kind == "qrels"
+                  else read_run(source, strict=False, content_hash=False))
         return parsed.table
     if isinstance(source, pa.Table):
         return source
+    import pandas as pd  # frames and dicts only: pandas takes ~0.2 s to import
     if isinstance(source, Mapping):
         rows = [(str(q), str(d), v) for q, docs in source.items() for d, v in docs.items()]
         value = "relevance" if kind == "qrels" else "score"
