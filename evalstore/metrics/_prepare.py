@@ -53,6 +53,11 @@ class Ranking:
     stand_in: np.ndarray
     runid: str | None = None
     complete: bool = False  # every qrels topic is a row (trec_eval -c)
+    # The same judged places as entries, by topic row then rank (what ``rel`` holds other than
+    # NONPOOL and PAD): kernels that need only the judged documents read these, not the matrix.
+    judged_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    judged_position: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    judged_rel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     _cache: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -229,7 +234,8 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
         stand_in[resolved.row_of[missing_codes.to_numpy(zero_copy_only=False).astype(np.int64)]] = True
     return Ranking(topics=resolved.topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
                    max_level=max_level, missing_topics=resolved.missing, dropped_run_topics=resolved.dropped,
-                   stand_in=stand_in, runid=runid, complete=options.complete)
+                   stand_in=stand_in, runid=runid, complete=options.complete, judged_row=rows.astype(np.int64),
+                   judged_position=position.astype(np.int64), judged_rel=rel.astype(np.int32))
 
 
 def _judged_rows(docs: pa.ChunkedArray | pa.Array, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table,

@@ -270,11 +270,37 @@ def precision_at_recall(rk: Ranking, rel: int, recall: float) -> np.ndarray:
 # --------------------------------------------------------------------------- incomplete judgments
 
 
-def _judged_counts(rk: Ranking, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Judged relevant, judged non-relevant and pooled-unjudged masks (retrieved only)."""
-    judged = rk.valid & (rk.rel >= 0)
-    nonrel = judged & (rk.rel < rel)
-    return judged & ~nonrel, nonrel, rk.rel == UNJUDGED
+class _JudgedEntries:
+    """The retrieved relevant documents of every topic, from the ranking's judged entries (not its
+    matrix: a 7M-row run has a few thousand), with the judged documents ranked above each: relevant,
+    non-relevant and pooled-but-unjudged (trec_eval's bpref and infAP loops count the same)."""
+
+    def __init__(self, rk: Ranking, rel: int) -> None:
+        codes = rk.judged_rel
+        judged = codes >= 0
+        nonrel = judged & (codes < rel)
+        relevant = judged & ~nonrel
+        unjudged = codes == UNJUDGED
+        starts = np.searchsorted(rk.judged_row, rk.judged_row)  # each entry's topic's first entry
+
+        def before(mask: np.ndarray) -> np.ndarray:
+            counts = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
+            return (counts[:-1] - counts[starts])[relevant]
+
+        self.n = rk.n
+        self.row = rk.judged_row[relevant]
+        self.position = rk.judged_position[relevant]
+        self.rel_before, self.nonrel_before, self.unjudged_before = before(relevant), before(nonrel), before(unjudged)
+
+    def row_sums(self, values: np.ndarray) -> np.ndarray:
+        """Each topic's sum of its entries' ``values``, added left to right as trec_eval does (see
+        :func:`_sequential_sum`): the entries are laid out one topic a row, zeros after."""
+        counts = np.bincount(self.row, minlength=self.n)
+        width = int(counts.max()) if self.n and len(self.row) else 0
+        grid = np.zeros((self.n, width))
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        grid[self.row, np.arange(len(self.row)) - starts[self.row]] = values
+        return _sequential_sum(grid)
 
 
 @family("Bpref", params={"rel": REL}, trec=trec("bpref"), aliases=("bpref",), reference="trec_eval m_bpref.c")
@@ -286,13 +312,13 @@ def bpref(rk: Ranking, rel: int) -> np.ndarray:
 
 
 def _bpref(rk: Ranking, rel: int) -> np.ndarray:
-    relevant, nonrel, _ = _judged_counts(rk, rel)
-    before = np.cumsum(nonrel, axis=1) - nonrel
-    r = rk.num_rel(rel)[:, None]
-    n_nonrel = rk.rel_levels[:, : max(rel, 0)].sum(axis=1)[:, None]
-    penalty = _safe_div(np.minimum(before, r), np.broadcast_to(np.minimum(n_nonrel, r), before.shape))
-    contributions = np.where(relevant, np.where(before > 0, 1.0 - penalty, 1.0), 0.0)
-    return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
+    entries = _JudgedEntries(rk, rel)
+    r = rk.num_rel(rel)[entries.row]
+    n_nonrel = rk.rel_levels[:, : max(rel, 0)].sum(axis=1)[entries.row]
+    before = entries.nonrel_before
+    penalty = _safe_div(np.minimum(before, r), np.minimum(n_nonrel, r))
+    contributions = np.where(before > 0, 1.0 - penalty, 1.0)
+    return _safe_div(entries.row_sums(contributions), rk.num_rel(rel))
 
 
 @family("GM_Bpref", params={"rel": REL}, summary="gmean", trec=trec("gm_bpref"), aliases=("gm_bpref",),
@@ -306,17 +332,15 @@ def geometric_bpref(rk: Ranking, rel: int) -> np.ndarray:
 def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     """Inferred AP (Yilmaz & Aslam, CIKM 2006) over a sampled pool: qrels entries with negative
     relevance are pooled-but-unjudged."""
-    relevant, nonrel, unjudged = _judged_counts(rk, rel)
-    rel_before = np.cumsum(relevant, axis=1) - relevant
-    nonrel_before = np.cumsum(nonrel, axis=1) - nonrel
-    unj_before = np.cumsum(unjudged, axis=1) - unjudged
-    j = np.arange(rk.depth, dtype=np.float64)[None, :]
+    entries = _JudgedEntries(rk, rel)
+    rel_before, nonrel_before, unj_before = entries.rel_before, entries.nonrel_before, entries.unjudged_before
+    j = entries.position.astype(np.float64)
     eps = 1e-5
     with np.errstate(divide="ignore", invalid="ignore"):
         later = 1.0 / (j + 1) + (j / (j + 1)) * ((rel_before + nonrel_before + unj_before) / j) * (
             (rel_before + eps) / (rel_before + nonrel_before + 2 * eps))
-    contributions = np.where(relevant, np.where(j == 0, 1.0, later), 0.0)
-    return _safe_div(_sequential_sum(contributions), rk.num_rel(rel))
+    contributions = np.where(j == 0, 1.0, later)
+    return _safe_div(entries.row_sums(contributions), rk.num_rel(rel))
 
 
 @family("Unj", params={"cutoff": CUTOFF},
