@@ -171,12 +171,18 @@ def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
 def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
     for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
-    if cutoff is None:
-        total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
-    else:
-        running = rk.cached(("ap_cum", rel), lambda: np.cumsum(_precision_at_relevant(rk, rel), axis=1))
-        total = column_at(running, cutoff)
-    return _safe_div(total, rk.num_rel(rel))
+    if rel < 0:  # unjudged documents count as relevant then: only the matrix has them
+        if cutoff is None:
+            total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
+        else:
+            running = rk.cached(("ap_cum", rel), lambda: np.cumsum(_precision_at_relevant(rk, rel), axis=1))
+            total = column_at(running, cutoff)
+        return _safe_div(total, rk.num_rel(rel))
+    entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
+    precision = rk.cached(("entry_precision", rel),
+                          lambda: (entries.rel_before + 1) / (entries.position + 1.0))
+    within = precision if cutoff is None else np.where(entries.position < cutoff, precision, 0.0)
+    return _safe_div(entries.row_sums(within), rk.num_rel(rel))
 
 
 @family("GMAP", params={"rel": REL}, summary="gmean", trec=trec("gm_map"), aliases=("gm_map",),
@@ -312,7 +318,7 @@ def bpref(rk: Ranking, rel: int) -> np.ndarray:
 
 
 def _bpref(rk: Ranking, rel: int) -> np.ndarray:
-    entries = _JudgedEntries(rk, rel)
+    entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
     r = rk.num_rel(rel)[entries.row]
     n_nonrel = rk.rel_levels[:, : max(rel, 0)].sum(axis=1)[entries.row]
     before = entries.nonrel_before
@@ -332,7 +338,7 @@ def geometric_bpref(rk: Ranking, rel: int) -> np.ndarray:
 def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     """Inferred AP (Yilmaz & Aslam, CIKM 2006) over a sampled pool: qrels entries with negative
     relevance are pooled-but-unjudged."""
-    entries = _JudgedEntries(rk, rel)
+    entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
     rel_before, nonrel_before, unj_before = entries.rel_before, entries.nonrel_before, entries.unjudged_before
     j = entries.position.astype(np.float64)
     eps = 1e-5
