@@ -225,9 +225,9 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
 
 def _stream_trec_run(path: Path) -> ParsedFile | None:
     """A plain (not compressed) TREC run's topic, doc and score, for evaluating it: pyarrow reads
-    the three columns in blocks; the file's bytes are never held whole, and Q0, rank and tag
-    (which trec_eval does not read either) are never converted; the tag is the last line's. A
-    7M-row run: ~0.5 s and ~0.3 GB, where the storing path takes ~1.2 s and ~1 GB. None when the
+    the file in blocks, so its bytes are never held whole, and keeps Q0, rank and tag (which
+    trec_eval does not read either) as dictionary codes only; the tag is the last line's. A
+    7M-row run: ~0.6 s and ~0.4 GB, where the storing path takes ~1.2 s and ~1 GB. None when the
     file is not regular (compressed, comment lines, mixed white space, empty fields, a bad score):
     the precise path then reads it and finds the line."""
     with path.open("rb") as handle:
@@ -247,7 +247,16 @@ def _stream_trec_run(path: Path) -> ParsedFile | None:
             or _has_empty_fields(table) or not np.isfinite(table["score"].to_numpy()).all()):
         return None
     tag = last_line.split(delimiter)[-1].decode("utf-8", errors="replace")  # trec_eval's runid: the last line's
-    return ParsedFile(table, "", tag)
+    return ParsedFile(table.select(["topic", "doc", "score"]), "", tag)
+
+
+_CODES = pa.dictionary(pa.int32(), pa.string())
+
+
+def _has_empty_code(column: pa.ChunkedArray) -> bool:
+    """Whether a dictionary-coded column holds an empty value (each chunk has its dictionary)."""
+    return any(len(chunk.dictionary) and pc.min(pc.binary_length(chunk.dictionary)).as_py() == 0
+               for chunk in column.chunks)
 
 
 def _read_run_columns(path: Path, delimiter: str) -> pa.Table | None:
@@ -257,19 +266,20 @@ def _read_run_columns(path: Path, delimiter: str) -> pa.Table | None:
             read_options=pacsv.ReadOptions(column_names=_TREC_NAMES["run"], block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
                                              double_quote=False),
+            # Q0, rank and tag only as dictionary codes: enough to see an empty one
             convert_options=pacsv.ConvertOptions(
-                column_types={"topic": pa.string(), "doc": pa.string(), "score": pa.float64()},
-                include_columns=["topic", "doc", "score"], null_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False),
+                column_types={"topic": pa.string(), "q0": _CODES, "doc": pa.string(), "rank": _CODES,
+                              "score": pa.float64(), "tag": _CODES},
+                null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
 
 
 def _regular_trec_text(handle: BinaryIO, delimiter: bytes) -> bool:
-    """Whether the rest of ``handle`` separates its fields by ``delimiter`` only: no other white
-    space byte appears (byte searches, at memory speed, in 16 MB pieces; a file with Windows line
-    ends is read the precise way)."""
+    """Whether the rest of ``handle`` has no white space but ``delimiter`` and line ends (byte
+    searches, at memory speed, in 16 MB pieces; a file with Windows line ends is read the precise
+    way). Empty fields (two separators in a row) are found in the parsed columns."""
     others = [white for white in (b" ", b"\t", b"\r", b"\v", b"\f") if white != delimiter]
     while piece := handle.read(1 << 24):
         if any(white in piece for white in others):
@@ -303,10 +313,11 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
 def _has_empty_fields(table: pa.Table) -> bool:
     # Two delimiters in a row ("1 0  d1") read as an empty field: white space runs are one
     # separator, so such a line has fewer fields than it seems; the normalised pass counts them.
-    return table.num_rows > 0 and any(
+    return table.num_rows > 0 and (any(
         pc.min(pc.binary_length(table[name])).as_py() == 0
         for name in ("topic", "iteration", "doc") if name in table.column_names
-    )
+    ) or any(_has_empty_code(table[name]) for name in ("q0", "rank", "tag")
+             if name in table.column_names and pa.types.is_dictionary(table[name].type)))
 
 
 def _has_comment_rows(table: pa.Table) -> bool:
@@ -316,10 +327,11 @@ def _has_comment_rows(table: pa.Table) -> bool:
 
 def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
     names = _TREC_NAMES[kind]
-    # The run tag is one value repeated: dictionary-encoded it costs almost nothing. Q0 is unused.
+    # The run tag is one value repeated, Q0 too: dictionary-encoded they cost almost nothing (Q0 is
+    # read only to see that it is not empty)
     types = (
-        {"topic": pa.string(), "doc": pa.string(), "rank": pa.int64(),
-         "score": pa.float64(), "tag": pa.dictionary(pa.int32(), pa.string())}
+        {"topic": pa.string(), "q0": _CODES, "doc": pa.string(), "rank": pa.int64(),
+         "score": pa.float64(), "tag": _CODES}
         if kind == "run"
         else {"topic": pa.string(), "iteration": pa.string(), "doc": pa.string(),
               "relevance": pa.int64()}

@@ -57,6 +57,7 @@ def reference(path: Path, data: bytes, kind: formats.Kind) -> tuple[str, object]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=trec_text(6))
+@example(data=b"1  1 1 1 1")  # an empty Q0: five fields to trec_eval; the fast path once read six
 def test_run_readers_agree(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "r.run"
     path.write_bytes(data)
@@ -88,6 +89,7 @@ def lenient_reference(path: Path, data: bytes) -> tuple[str, object]:
 @example(data=b"1 Q0 d1 1 1.5 t\n1 Q0 d2 x 0.5 t2\n")  # a rank trec_eval does not read; the last line's tag
 @example(data=b"1 Q0 d1 1 1.5 t\n1\tQ0 d2 2 0.5 t\n")  # a tab in a space-separated file
 @example(data=b"1 Q0 d1 1 1.5 t\r\n1 Q0 d2 2 0.5 t\r\n")  # Windows line ends
+@example(data=b"1  1 1 1 1")  # an empty Q0
 def test_the_streaming_evaluation_reader_agrees_with_the_precise_one(tmp_path: Path, data: bytes) -> None:
     """trec-eval's reader (lenient, nothing stored: the file is streamed when it is regular)."""
     path = tmp_path / "r.run"
