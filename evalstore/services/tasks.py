@@ -74,10 +74,6 @@ class TaskView:
     measures: list[str]
     created_at: datetime
 
-    @property
-    def scores_hidden(self) -> bool:
-        return self.hidden and self.released_at is None
-
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
                 "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
@@ -377,21 +373,21 @@ def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any
     """A submitted run's job: its team, the task's organiser and admins see it (admins: any job)."""
     principal.require("jobs:read")
     with read_only(engine) as session:
-        row = session.execute(select(Evaluation, Submission, Task)
-                              .join(Submission, Submission.evaluation_id == Evaluation.id)
-                              .join(Task, Task.id == Submission.task_id).where(Evaluation.id == job_id)).first()
+        row = session.execute(_submitted_jobs().where(Evaluation.id == job_id)).first()
         if row is None and principal.is_admin:  # a job not of a task: an admin sees it as `jobs show` does
             return jobs.show_job(engine, job_id).as_dict()
         if row is None or not (
                 manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)):
             raise NotFoundError(f"No job {job_id} of yours.")
-        job, submission, task = row
-        return {**_job_dict(session, principal, job, task), "run": _run_name(session, submission),
-                "task": task.name, "team": submission.team}
+        job, submission, task, run_name = row
+        return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
+                "team": submission.team}
 
 
-def _run_name(session: Session, submission: Submission) -> str:
-    return str(session.scalar(select(Run.name).where(Run.id == submission.run_id)))
+def _submitted_jobs() -> Any:
+    """Jobs of submitted runs, with (job, submission, task, run name)."""
+    return (select(Evaluation, Submission, Task, Run.name).join(Submission, Submission.evaluation_id == Evaluation.id)
+            .join(Task, Task.id == Submission.task_id).join(Run, Run.id == Submission.run_id))
 
 
 def queue(engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"),
@@ -399,13 +395,11 @@ def queue(engine: Engine, principal: Principal, *, states: Sequence[str] = ("que
     """The queue as organisers see it: every job of their tasks (admins: every job)."""
     principal.require("queue:read")
     with read_only(engine) as session:
-        statement = (select(Evaluation, Submission, Task).join(Submission, Submission.evaluation_id == Evaluation.id)
-                     .join(Task, Task.id == Submission.task_id).where(Evaluation.state.in_(states))
-                     .order_by(Evaluation.id).limit(limit))
+        statement = _submitted_jobs().where(Evaluation.state.in_(states)).order_by(Evaluation.id).limit(limit)
         if not principal.is_admin:
             statement = statement.where(Task.owner_id == principal.user_id)
-        return [{**_job_dict(session, principal, job, task), "run": _run_name(session, submission),
-                 "task": task.name, "team": submission.team} for job, submission, task in session.execute(statement)]
+        return [{**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
+                 "team": submission.team} for job, submission, task, run_name in session.execute(statement)]
 
 
 def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict[str, Any]]:
