@@ -9,16 +9,7 @@ from typing import Any
 
 import httpx
 
-from evalstore.errors import (
-    AccessDenied,
-    AuthenticationError,
-    ConflictError,
-    EvalstoreError,
-    InputFormatError,
-    InvalidParameterError,
-    LimitExceeded,
-    NotFoundError,
-)
+from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
 
 TOKEN_ENV = "EVALSTORE_TOKEN"
 SERVER_ENV = "EVALSTORE_SERVER"
@@ -79,8 +70,8 @@ def error_from(response: httpx.Response) -> EvalstoreError:
         where = _WHERE.match("\n".join(errors))
         if where:
             return InputFormatError(where["path"], int(where["line"]), where["problem"])
-    kinds: dict[int, type[EvalstoreError]] = {401: AuthenticationError, 403: AccessDenied, 404: NotFoundError,
-                                              409: ConflictError, 422: InvalidParameterError}
-    if status in (413, 429):
-        return LimitExceeded("size" if status == 413 else "rate", message)
-    return kinds.get(status, EvalstoreError)(message)
+    limit = next((name for name, code in LIMIT_HTTP_STATUS.items() if code == status and code != 409), None)
+    if limit is not None:  # 409 is a taken name or a full quota: a conflict either way
+        return LimitExceeded(limit, message)
+    kind = next((kind for kind, code in HTTP_STATUS if code == status and kind is not InputFormatError), EvalstoreError)
+    return kind(message)

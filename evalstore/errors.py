@@ -76,3 +76,16 @@ class LimitExceeded(EvalstoreError):
         self.limit = limit
         self.retry_after = retry_after
         super().__init__(message)
+
+
+# Each error's HTTP status: the service answers with it (evalstore.web.errors), the client turns it
+# back into the error (evalstore.client). The first matching class wins.
+HTTP_STATUS: tuple[tuple[type[EvalstoreError], int], ...] = (
+    (AuthenticationError, 401),
+    (AccessDenied, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (InputFormatError, 422),
+    (InvalidParameterError, 422),
+)
+LIMIT_HTTP_STATUS = {"quota": 409, "size": 413, "rate": 429}

@@ -16,7 +16,8 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -240,13 +241,9 @@ def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path,
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
-    try:
+    with _named_as(path, shown_path):
         registered = store.register_run(engine, path, name=name, system=team, metadata=meta,
                                         description=description, within=record)
-    except InputFormatError as error:
-        if shown_path is None:
-            raise
-        raise InputFormatError(shown_path, error.line, error.problem.replace(str(path), shown_path)) from None
     if not registered.created:  # the same content stored under this name meanwhile
         raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
     return Submitted(registered.summary, task_name, team, refs[0], registered.warnings)
@@ -257,18 +254,24 @@ def register_run(engine: Engine, principal: Principal, path: Path, *, name: str,
     """A run stored outside any task (`runs register --server` without --task): an admin's, as
     `evalstore runs register` on the database is."""
     principal.require("runs:register")
+    with read_only(engine) as session:
+        if repo.find_run(session, name) is not None:
+            raise ConflictError(f"A run named '{name}' exists already; register it under another name.")
+    with _named_as(path, shown_path):
+        return store.register_run(engine, path, name=name, system=system, description=description,
+                                  within=lambda session, run: audit(session, principal.name, "runs.register", run.name))
+
+
+@contextmanager
+def _named_as(path: Path, shown_path: str | None) -> Iterator[None]:
+    """Input errors about ``path`` name the file as ``shown_path`` (an upload's own name, not
+    where the server kept it)."""
     try:
-        with read_only(engine) as session:
-            if repo.find_run(session, name) is not None:
-                raise ConflictError(f"A run named '{name}' exists already; register it under another name.")
-        registered = store.register_run(engine, path, name=name, system=system, description=description,
-                                        within=lambda session, run: audit(session, principal.name, "runs.register",
-                                                                          run.name))
+        yield
     except InputFormatError as error:
         if shown_path is None:
             raise
         raise InputFormatError(shown_path, error.line, error.problem.replace(str(path), shown_path)) from None
-    return registered
 
 
 def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:

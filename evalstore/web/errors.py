@@ -1,4 +1,5 @@
-"""Exceptions to HTTP status codes, in one place (the CLI's exit codes: evalstore.cli._errors).
+"""Exceptions to HTTP responses, with the status table of evalstore.errors (the CLI's exit codes:
+evalstore.cli._errors).
 
 Every error body is ``{"error": message}``; a refused upload adds ``"errors"``, one
 ``file:line: what is wrong`` per problem found.
@@ -10,32 +11,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from evalstore.errors import (
-    AccessDenied,
-    AuthenticationError,
-    ConflictError,
-    EvalstoreError,
-    InputFormatError,
-    InvalidParameterError,
-    LimitExceeded,
-    NotFoundError,
-)
-
-STATUS: list[tuple[type[EvalstoreError], int]] = [
-    (AuthenticationError, 401),
-    (AccessDenied, 403),
-    (NotFoundError, 404),
-    (ConflictError, 409),
-    (InputFormatError, 422),
-    (InvalidParameterError, 422),
-]
-LIMIT_STATUS = {"quota": 409, "size": 413, "rate": 429}
+from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
 
 
 def status_for(error: EvalstoreError) -> int:
     if isinstance(error, LimitExceeded):
-        return LIMIT_STATUS[error.limit]
-    return next((status for kind, status in STATUS if isinstance(error, kind)), 400)
+        return LIMIT_HTTP_STATUS[error.limit]
+    return next((status for kind, status in HTTP_STATUS if isinstance(error, kind)), 400)
 
 
 def error_response(error: EvalstoreError) -> JSONResponse:
