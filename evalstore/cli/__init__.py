@@ -24,6 +24,7 @@ from evalstore.cli import (
     runs,
     serve,
     tasks,
+    texts,
     tokens,
     trec_eval,
     users,
@@ -64,6 +65,8 @@ app.command("serve")(serve.serve)
 app.add_typer(users.app, name="users")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(tasks.app, name="tasks")
+app.add_typer(texts.topics_app, name="topics")
+app.add_typer(texts.documents_app, name="documents")
 
 def _print_version(value: bool) -> None:
     if value:

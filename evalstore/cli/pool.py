@@ -214,8 +214,40 @@ def simulate(
 def assign(ctx: typer.Context, name: str,
            assessor: list[str] = typer.Option(..., "--assessor", help="An assessor user (repeatable).")) -> None:
     """Let assessors judge a pool over HTTP (their judgments land beside 'judgments import' ones)."""
-    from evalstore.services import tasks
+    from evalstore.services import judging
 
     for user in assessor:
-        tasks.assign_assessor(state(ctx).engine(), name, user)
+        judging.assign_assessor(state(ctx).engine(), name, user)
         info(f"assessor '{user}' judges pool '{name}'")
+
+
+def _grades(texts: list[str]) -> dict[int, str] | None:
+    if not texts:
+        return None
+    grades = {}
+    for text in texts:
+        value, equals, label = text.partition("=")
+        if not equals or not value.strip().lstrip("-").isdigit() or not label.strip():
+            raise typer.BadParameter(f"'{text}': give a grade as VALUE=LABEL, e.g. '0=Not relevant'.",
+                                     param_hint="--grade")
+        grades[int(value)] = label.strip()
+    return grades
+
+
+@app.command("configure")
+def configure(
+    ctx: typer.Context,
+    name: str,
+    topics: str | None = typer.Option(None, "--topics", help="Topic statements assessors read ('topics import')."),
+    collection: str | None = typer.Option(None, "--collection", help="Documents' text ('documents import')."),
+    grade: list[str] = typer.Option([], "--grade", help="A grade and its label, VALUE=LABEL (repeatable; "
+                                    "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
+    from evalstore.services import judging
+
+    settings = judging.configure_pool(state(ctx).engine(), name, topic_set=topics, collection=collection,
+                                      grades=_grades(grade))
+    render_record({**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
+                  fmt, title=f"pool '{name}'")

@@ -58,6 +58,24 @@ def release(ctx: typer.Context, name: str) -> None:
     info(f"released task '{name}': its scores are visible")
 
 
+@app.command()
+def attach(
+    ctx: typer.Context,
+    name: str,
+    run: list[str] = typer.Argument(..., help="Stored runs ('evalstore runs list')."),
+    team: str | None = typer.Option(None, "--team", help="The runs' team (default: each run's system, else its "
+                                    "name)."),
+    run_type: str = typer.Option("automatic", "--run-type", help="automatic | manual."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Make stored runs submissions of a task (e.g. a past campaign's runs), queueing their
+    evaluation with the task's measures (a finished one is reused)."""
+    from evalstore.services import tasks
+
+    rows = tasks.attach_runs(state(ctx).engine(), name, run, team=team, run_type=run_type)
+    render(rows, ["run", "team", "job", "state"], fmt, title=f"runs attached to task '{name}'")
+
+
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the tasks."""

@@ -258,6 +258,12 @@ class Pool(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     seed: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # what assessors see in the browser: the topics' statements, the documents' text, and the
+    # grades with their labels ({"0": "Not relevant", ...}; None: POOL_GRADES)
+    # (names: a topic set imported again with --replace stays this pool's)
+    topic_set: Mapped[str | None] = mapped_column(String(200))
+    collection: Mapped[str | None] = mapped_column(String(200))
+    grades: Mapped[dict[str, str] | None] = mapped_column(JSON)
 
 
 class PoolEntry(Base):
@@ -287,8 +293,55 @@ class PoolJudgment(Base):
     topic: Mapped[str] = mapped_column(String(200), primary_key=True)
     doc: Mapped[str] = mapped_column(String(400), primary_key=True)
     assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
-    relevance: Mapped[int] = mapped_column(SmallInteger)
+    relevance: Mapped[int] = mapped_column(SmallInteger)  # -1: seen, not rateable (skipped)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seconds: Mapped[float | None] = mapped_column(Double)  # time the assessor spent on it (browser judging)
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class TopicSet(Base):
+    """Topic statements (title, description, narrative), shown to assessors and on run pages."""
+
+    __tablename__ = "topic_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Topic(Base):
+    __tablename__ = "topics"
+
+    topic_set_id: Mapped[int] = mapped_column(ForeignKey("topic_sets.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    narrative: Mapped[str | None] = mapped_column(Text)
+
+
+class Collection(Base):
+    """Documents' text, for judging in the browser (only the pooled documents need to be here)."""
+
+    __tablename__ = "collections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Document(Base):
+    """A document's title and text. No foreign key, as run_rows: millions go in by COPY; the
+    service deletes a collection's documents in the transaction that deletes it."""
+
+    __tablename__ = "documents"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    collection_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    title: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
 
 
 # --- classification and clustering --------------------------------------------------------------

@@ -197,8 +197,10 @@ def _entries(session: Session, pool: Pool) -> pd.DataFrame:
 
 
 def _judgments(session: Session, pool: Pool) -> pd.DataFrame:
+    """The pool's labels; a document an assessor skipped as not rateable (relevance -1) is no label."""
     rows = session.execute(select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor,
-                                  PoolJudgment.relevance).where(PoolJudgment.pool_id == pool.id)).all()
+                                  PoolJudgment.relevance).where(PoolJudgment.pool_id == pool.id,
+                                                                PoolJudgment.relevance >= 0)).all()
     frame = pd.DataFrame(rows, columns=["topic", "doc", "assessor", "relevance"])
     return frame.astype({"topic": object, "doc": object, "assessor": object})
 

@@ -31,10 +31,6 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
     Evaluation,
-    Pool,
-    PoolAssignment,
-    PoolEntry,
-    PoolJudgment,
     QrelsSet,
     Run,
     Submission,
@@ -118,6 +114,30 @@ def manages(principal: Principal, task: _TaskLike) -> bool:
 
 def _scores_visible(principal: Principal, task: _TaskLike) -> bool:
     return not task.hidden or task.released_at is not None or manages(principal, task)
+
+
+@dataclass(frozen=True)
+class TaskAccess:
+    """What a principal may do with a task's results: see its scores, open which teams' runs."""
+
+    task: str
+    qrels: str
+    qrels_source: str | None
+    scores_visible: bool
+    manages: bool
+    team: str | None  # a participant's team, whose runs they may open
+
+    def may_open(self, team: str) -> bool:
+        return self.manages or (self.team is not None and team == self.team)
+
+
+def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAccess:
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        return TaskAccess(task.name, qrels.name, qrels.source, _scores_visible(principal, task),
+                          manages(principal, task), principal.team if principal.role == "participant" else None)
 
 
 # --- organising ---------------------------------------------------------------------------------
@@ -247,6 +267,33 @@ def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path,
     if not registered.created:  # the same content stored under this name meanwhile
         raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
     return Submitted(registered.summary, task_name, team, refs[0], registered.warnings)
+
+
+def attach_runs(engine: Engine, task_name: str, run_names: Sequence[str], *, team: str | None = None,
+                run_type: str = "automatic", by: Principal | None = None) -> list[dict[str, Any]]:
+    """Make stored runs submissions of a task (a past campaign's runs brought into a task), all or
+    none, each evaluated with the task's measures (a finished equal evaluation is reused). A run's
+    team is ``team``, else its system, else its name. Windows and quotas are the organiser's to
+    waive, so they are not checked."""
+    if run_type not in RUN_TYPES:
+        raise InvalidParameterError(f"--run-type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+    attached = []
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, task_name, by)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+        for name in run_names:
+            run = repo.get_run(session, name)
+            if session.scalar(select(Submission.id).where(Submission.run_id == run.id)) is not None:
+                raise ConflictError(f"Run '{name}' is a submission already; a run belongs to one task.")
+            ref = jobs.enqueue_run(session, run, qrels, options)
+            run_team = team or run.system or run.name
+            session.add(Submission(task_id=task.id, run_id=run.id, team=run_team, user_id=by.user_id if by else None,
+                                   evaluation_id=ref.evaluation_id, run_type=run_type))
+            attached.append({"run": name, "team": run_team, "job": ref.evaluation_id, "state": ref.state})
+        audit(session, by.name if by else None, "tasks.attach", task_name, {"runs": list(run_names)})
+    return attached
 
 
 def register_run(engine: Engine, principal: Principal, path: Path, *, name: str, shown_path: str | None = None,
@@ -590,88 +637,3 @@ def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
     board = TaskBoard.of(body)
     _board_cache(engine).put(key, board)
     return board
-
-
-# --- judging ------------------------------------------------------------------------------------
-
-
-def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Principal | None = None) -> None:
-    """Let an assessor judge a pool."""
-    with unit_of_work(engine) as session:
-        pool = _get_pool(session, pool_name)
-        user = get_user(session, user_name)
-        if user.role not in ("assessor", "admin"):
-            raise InvalidParameterError(f"User '{user_name}' is a {user.role}; pools are judged by assessors.")
-        if session.get(PoolAssignment, (pool.id, user.id)) is None:
-            session.add(PoolAssignment(pool_id=pool.id, user_id=user.id))
-        audit(session, by.name if by else None, "pools.assign", pool_name, {"assessor": user_name})
-
-
-def _get_pool(session: Session, name: str) -> Pool:
-    pool = session.scalar(select(Pool).where(Pool.name == name))
-    if pool is None:
-        raise NotFoundError(f"No pool named '{name}'. See 'evalstore pool list'.")
-    return pool
-
-
-def _judged_pool(session: Session, principal: Principal, name: str) -> Pool:
-    """A pool the principal judges: an assessor's assigned pools; any pool for an admin."""
-    principal.require("pools:judge")
-    pool = session.scalar(select(Pool).where(Pool.name == name))
-    assigned = pool is not None and session.get(PoolAssignment, (pool.id, principal.user_id)) is not None
-    if pool is None or not (principal.is_admin or assigned):
-        raise NotFoundError(f"No pool named '{name}' assigned to you.")
-    return pool
-
-
-def assessor_pools(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
-    principal.require("pools:judge")
-    with read_only(engine) as session:
-        statement = select(Pool).order_by(Pool.name)
-        if not principal.is_admin:
-            statement = statement.join(PoolAssignment, PoolAssignment.pool_id == Pool.id).where(
-                PoolAssignment.user_id == principal.user_id)
-        pools = list(session.scalars(statement))
-        return [{"name": p.name, "strategy": p.strategy, "entries": session.scalar(
-            select(func.count()).select_from(PoolEntry).where(PoolEntry.pool_id == p.id))} for p in pools]
-
-
-def pool_entries(engine: Engine, principal: Principal, pool_name: str, *, topic: str | None = None
-                 ) -> list[dict[str, Any]]:
-    """The documents to judge, in judging order, with this assessor's judgments so far."""
-    with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
-        statement = (select(PoolEntry.topic, PoolEntry.doc, PoolJudgment.relevance)
-                     .outerjoin(PoolJudgment, (PoolJudgment.pool_id == PoolEntry.pool_id)
-                                & (PoolJudgment.topic == PoolEntry.topic) & (PoolJudgment.doc == PoolEntry.doc)
-                                & (PoolJudgment.assessor == principal.name))
-                     .where(PoolEntry.pool_id == pool.id)
-                     .order_by(PoolEntry.topic, PoolEntry.judge_order, PoolEntry.doc))
-        if topic is not None:
-            statement = statement.where(PoolEntry.topic == topic)
-        return [{"topic": t, "doc": d, "relevance": r} for t, d, r in session.execute(statement)]
-
-
-def judge(engine: Engine, principal: Principal, pool_name: str, judgments: Sequence[tuple[str, str, int]]) -> int:
-    """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
-    a document judged again keeps the newest label. Returns how many were recorded."""
-    with unit_of_work(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
-        wanted = {(t, d) for t, d, _ in judgments}
-        pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
-            PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).all())
-        outside = sorted(wanted - pooled)
-        if outside:
-            raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "
-                                        f"'{pool_name}'; nothing was recorded.")
-        now = jobs.db_now(session)
-        assert principal.name is not None
-        for topic, doc, relevance in judgments:
-            row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
-            if row is None:
-                session.add(PoolJudgment(pool_id=pool.id, topic=topic, doc=doc, assessor=principal.name,
-                                         relevance=relevance, created_at=now))
-            else:
-                row.relevance, row.created_at = relevance, now
-        audit(session, principal.name, "pools.judge", pool_name, {"judgments": len(judgments)})
-        return len(judgments)

@@ -372,3 +372,38 @@ def tau_ap(reference: np.ndarray, other: np.ndarray) -> float:
     above = np.tril(ranked[None, :] > ranked[:, None], -1)  # [i, j]: j above i in other, and in reference
     correct_above = above.sum(axis=1)[1:]
     return float(2.0 / (count - 1) * (correct_above / np.arange(1, count)).sum() - 1.0)
+
+
+def compact_letters(count: int, different: set[tuple[int, int]]) -> list[str]:
+    """The compact letter display of ``count`` systems listed best first: systems that share a
+    letter are not significantly different; ``different`` holds the significantly different pairs
+    (i, j). Piepho's insert-and-absorb algorithm (2004): start with one group of everybody, split
+    every group holding a different pair into two (one without i, one without j), and drop the
+    groups that another group contains. Letters go to groups in the order of their best member.
+    (statsmodels and scipy have no letter display; R's multcompView does this.)"""
+    groups: list[frozenset[int]] = [frozenset(range(count))]
+    for i, j in sorted((min(p), max(p)) for p in different):
+        split: list[frozenset[int]] = []
+        for group in groups:
+            if i in group and j in group:
+                split.extend([group - {i}, group - {j}])
+            else:
+                split.append(group)
+        groups = [g for g in set(split) if not any(g < other for other in split)]
+    groups.sort(key=lambda g: (min(g), sorted(g)))
+    letters = [""] * count
+    for index, group in enumerate(groups):
+        letter = _letter(index)
+        for member in sorted(group):
+            letters[member] += letter
+    return letters
+
+
+def _letter(index: int) -> str:
+    """a..z, then aa, ab, ... (a leaderboard of many runs can need more than 26 groups)."""
+    text = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        text = chr(ord("a") + rest) + text
+    return text

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from evalstore._version import __version__
 from evalstore.errors import AccessDenied
 from evalstore.io.writers import write_qrels
-from evalstore.services import access, tasks
+from evalstore.services import access, judging, tasks
 from evalstore.services.access import Principal
 from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, server, signed_in
 
@@ -299,23 +299,24 @@ class Assessor(BaseModel):
 
 @router.get("/pools")
 def list_pools(request: Request, principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
-    return tasks.assessor_pools(server(request).engine, principal)
+    return judging.assessor_pools(server(request).engine, principal)
 
 
 @router.get("/pools/{name}/entries")
 def pool_entries(name: str, request: Request, topic: str | None = None,
                  principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
-    return tasks.pool_entries(server(request).engine, principal, name, topic=topic)
+    return judging.pool_entries(server(request).engine, principal, name, topic=topic)
 
 
 @router.post("/pools/{name}/judgments")
 def judge(name: str, body: list[Judgment], request: Request,
           principal: Principal = needs("pools:judge", write=True)) -> dict[str, int]:
-    count = tasks.judge(server(request).engine, principal, name, [(j.topic, j.doc, j.relevance) for j in body])
+    count = judging.record_judgments(server(request).engine, principal, name,
+                                     [(j.topic, j.doc, j.relevance) for j in body])
     return {"recorded": count}
 
 
 @router.post("/pools/{name}/assessors", status_code=204)
 def assign(name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
            ) -> None:
-    tasks.assign_assessor(server(request).engine, name, body.user, by=principal)
+    judging.assign_assessor(server(request).engine, name, body.user, by=principal)

@@ -16,7 +16,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from evalstore.services import access, pools, store, tasks
+from evalstore.services import access, judging, pools, store, tasks
 from evalstore.services.access import Principal
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
@@ -88,7 +88,7 @@ def build_world(engine: Engine, tmp: Path) -> World:
     world.jobs["open"] = world.submit("open", "red-open")
     world.jobs["secret"] = world.submit("secret", "red-secret")
     pools.build_pool(engine, name="pool", run_names=["red-open"], depth=5)
-    tasks.assign_assessor(engine, "pool", "assessor")
+    judging.assign_assessor(engine, "pool", "assessor")
     return world
 
 

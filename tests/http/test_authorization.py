@@ -109,10 +109,10 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
 
 
 def first_pooled(world: World) -> str:
-    from evalstore.services import tasks
+    from evalstore.services import judging
     from tests.http.conftest import as_principal
 
-    return str(tasks.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool", topic="301")[0]["doc"])
+    return str(judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool", topic="301")[0]["doc"])
 
 
 def served_routes(client: TestClient) -> set[str]:

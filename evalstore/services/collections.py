@@ -1,0 +1,145 @@
+"""Topic statements and documents' text: what an assessor reads when judging in the browser
+(``evalstore topics import``, ``evalstore documents import``)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import Collection, Document, Topic, TopicSet
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.io.texts import DocumentText, TopicStatement, read_documents, read_topics
+
+_BATCH = 5_000
+
+
+@dataclass(frozen=True)
+class TextSetSummary:
+    name: str
+    kind: str  # topics | documents
+    count: int
+    source: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "count": self.count, "source": self.source}
+
+
+def import_topics(engine: Engine, path: Path, *, name: str, replace: bool = False) -> TextSetSummary:
+    """Store a topic file's statements under ``name``, whole or not at all."""
+    statements = read_topics(path)
+    with unit_of_work(engine) as session:
+        existing = session.scalar(select(TopicSet).where(TopicSet.name == name))
+        if existing is not None:
+            if not replace:
+                raise ConflictError(f"Topics named '{name}' exist; pass --replace to overwrite them.")
+            session.delete(existing)
+            session.flush()
+        topic_set = TopicSet(name=name, source=str(path))
+        session.add(topic_set)
+        session.flush()
+        session.add_all(Topic(topic_set_id=topic_set.id, topic=t.topic, title=t.title, description=t.description,
+                              narrative=t.narrative) for t in statements)
+    return TextSetSummary(name, "topics", len(statements), str(path))
+
+
+def import_documents(engine: Engine, path: Path, *, collection: str, append: bool = False) -> TextSetSummary:
+    """Store a file's documents in ``collection`` (created if new), whole or not at all. With
+    ``append`` an existing collection gains the file's documents (a document it holds is refused)."""
+    with unit_of_work(engine) as session:
+        found = session.scalar(select(Collection).where(Collection.name == collection))
+        if found is not None and not append:
+            raise ConflictError(f"A collection named '{collection}' exists; pass --append to add documents to it.")
+        if found is None:
+            found = Collection(name=collection, source=str(path))
+            session.add(found)
+            session.flush()
+        collection_id = found.id
+        seen: dict[str, int] = {}
+
+        def batches() -> Iterable[pa.RecordBatch]:
+            documents = read_documents(path)
+            while chunk := list(itertools.islice(documents, _BATCH)):
+                for line, document in chunk:
+                    if document.doc in seen:
+                        raise InputFormatError(str(path), line, f"document {document.doc} is given twice (also "
+                                                                f"at line {seen[document.doc]}); keep one")
+                    seen[document.doc] = line
+                if append:
+                    held = session.scalars(select(Document.doc).where(
+                        Document.collection_id == collection_id, Document.doc.in_([d.doc for _, d in chunk]))).first()
+                    if held is not None:
+                        raise InputFormatError(str(path), seen[held], f"document {held} is in collection "
+                                                                      f"'{collection}' already; nothing was added")
+                yield pa.record_batch({
+                    "collection_id": pa.array([collection_id] * len(chunk), pa.int32()),
+                    "doc": pa.array([d.doc for _, d in chunk], pa.string()),
+                    "title": pa.array([d.title for _, d in chunk], pa.string()),
+                    "text": pa.array([d.text for _, d in chunk], pa.string()),
+                })
+
+        repo.copy_batches(session, Document.__tablename__, batches())
+        if not seen:
+            raise InputFormatError(str(path), None, "the file holds no documents")
+    return TextSetSummary(collection, "documents", len(seen), str(path))
+
+
+def list_text_sets(engine: Engine) -> list[TextSetSummary]:
+    with read_only(engine) as session:
+        topic_sets = session.execute(select(TopicSet.name, TopicSet.source, func.count(Topic.topic))
+                                     .outerjoin(Topic, Topic.topic_set_id == TopicSet.id)
+                                     .group_by(TopicSet.id).order_by(TopicSet.name)).all()
+        collections = session.execute(select(Collection.name, Collection.source, func.count(Document.doc))
+                                      .outerjoin(Document, Document.collection_id == Collection.id)
+                                      .group_by(Collection.id).order_by(Collection.name)).all()
+    return ([TextSetSummary(n, "topics", c, s) for n, s, c in topic_sets]
+            + [TextSetSummary(n, "documents", c, s) for n, s, c in collections])
+
+
+def delete_collection(engine: Engine, name: str) -> None:
+    with unit_of_work(engine) as session:
+        found = get_collection(session, name)
+        session.execute(delete(Document).where(Document.collection_id == found.id))
+        session.delete(found)
+
+
+def get_topic_set(session: Session, name: str) -> TopicSet:
+    found = session.scalar(select(TopicSet).where(TopicSet.name == name))
+    if found is None:
+        raise NotFoundError(f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.")
+    return found
+
+
+def get_collection(session: Session, name: str) -> Collection:
+    found = session.scalar(select(Collection).where(Collection.name == name))
+    if found is None:
+        raise NotFoundError(f"No collection named '{name}'. Import it with 'evalstore documents import PATH "
+                            f"--collection {name}'.")
+    return found
+
+
+def topic_statement(session: Session, topic_set: str | None, topic: str) -> TopicStatement | None:
+    """The topic's statement in the named set (None: no such set, or the set lacks the topic)."""
+    if topic_set is None:
+        return None
+    found = session.scalar(select(Topic).join(TopicSet, TopicSet.id == Topic.topic_set_id)
+                           .where(TopicSet.name == topic_set, Topic.topic == topic))
+    return None if found is None else TopicStatement(found.topic, found.title, found.description, found.narrative)
+
+
+def document_texts(session: Session, collection: str | None, docs: Sequence[str]) -> dict[str, DocumentText]:
+    """The text of those of ``docs`` the named collection holds (a document it lacks is absent)."""
+    if collection is None or not docs:
+        return {}
+    rows = session.execute(select(Document.doc, Document.title, Document.text)
+                           .join(Collection, Collection.id == Document.collection_id)
+                           .where(Collection.name == collection, Document.doc.in_(list(docs)))).all()
+    return {doc: DocumentText(doc, title, text) for doc, title, text in rows}

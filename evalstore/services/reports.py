@@ -1,0 +1,292 @@
+"""What the service's pages show: a task's leaderboard with significance tiers and pool
+contribution, a run's per-topic picture against the median run, a comparison of runs with the
+topics where they disagree most. Every function takes the principal asking; the visibility rules
+are the tasks service's (a hidden task's scores, another team's runs: never shown)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, select
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import Pool
+from evalstore.db.session import read_only
+from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.metrics import resolve_measures
+from evalstore.services import comparisons, tasks
+from evalstore.services.access import Principal
+from evalstore.statistics import significance
+
+JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
+DISAGREEING_TOPICS = 5
+TOP_DOCUMENTS = 10
+DOWNLOADS = ("csv", "md", "tex")
+PER_TOPIC_COLUMNS = ("AP", "nDCG@10", "nDCG@20", "P@10", "P@20", "RR", "Rprec", "Bpref", "R@1000", "NumRel",
+                     "NumRelRet", "NumRet")  # canonical names
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    rank: int
+    run: str
+    team: str
+    run_type: str
+    topics: int
+    judged_at_10: float | None
+    scores: dict[str, dict[str, float]]  # measure -> mean, ci_low, ci_high
+    tier: str  # compact letters: rows sharing a letter are not significantly different
+    pooled: bool | None  # contributed to the pool the qrels came from (None: the qrels came from no pool)
+    may_open: bool  # the caller may open the run's page
+
+
+@dataclass(frozen=True)
+class BoardPage:
+    task: str
+    visible: bool
+    measures: list[str]
+    sort: str
+    rows: list[BoardRow]
+    tier_measure: str | None
+    tier_test: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def leaderboard(engine: Engine, principal: Principal, task: str, measures: Sequence[str] = (),
+                sort: str | None = None) -> BoardPage:
+    """The task's leaderboard as ``principal`` may see it, sorted by ``sort`` (a measure shown,
+    best first, or ``run``/``team``); tiers from Tukey's HSD on the two-way design (runs x
+    topics) for the first measure, or the sort measure."""
+    access = tasks.task_access(engine, principal, task)
+    body = tasks.task_leaderboard(engine, principal, task, list(measures)).body
+    if not access.scores_visible:
+        return BoardPage(task, False, [], "", [], None, None, [tasks.HIDDEN])
+    names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
+    sort = sort or (names[0] if names else "run")
+    if sort not in (*names, "run", "team"):
+        raise InvalidParameterError(f"Sort by one of the measures shown ({', '.join(names)}), run or team; "
+                                    f"not '{sort}'.")
+    tier_measure = sort if sort in names else (names[0] if names else None)
+    raw = body["rows"]
+    letters: dict[str, str] = {}
+    notes = list(body.get("notes", []))
+    if tier_measure is not None and len(raw) >= 2:
+        letters = _tiers(engine, access.qrels, [r["run"] for r in raw], tier_measure, body)
+        notes.append(f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
+                     "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0).")
+    pooled = _pool_runs(engine, access.qrels_source)
+    rows = [BoardRow(r["rank"], r["run"], r["team"], r["run_type"], r["topics"], r["judged_at_10"], r["scores"],
+                     letters.get(r["run"], ""), None if pooled is None else r["run"] in pooled,
+                     access.may_open(r["team"])) for r in raw]
+    if sort in names:
+        rows.sort(key=lambda r: (-r.scores[sort]["mean"], r.run))
+    else:
+        rows.sort(key=lambda r: (getattr(r, sort), r.run))
+    if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
+        notes.append(f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
+                     "unjudged documents as not relevant, and may understate it.")
+    return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
+
+
+_tier_cache: weakref.WeakKeyDictionary[Engine, dict[tuple[Any, ...], dict[str, str]]] = weakref.WeakKeyDictionary()
+_tier_lock = threading.Lock()
+
+
+def _tiers(engine: Engine, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
+    """Compact letters by the measure's Tukey HSD; cached while the board's numbers stay the same."""
+    key = (qrels, tuple(sorted(runs)), measure,
+           tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]))
+    with _tier_lock:
+        cached = _tier_cache.setdefault(engine, {}).get(key)
+    if cached is not None:
+        return cached
+    comparison = comparisons.compare(engine, qrels_name=qrels, run_names=runs, measures=[measure], multi="tukey",
+                                     missing="zero")
+    means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
+    order = [int(i) for i in np.argsort(-means, kind="stable")]
+    position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
+    different = {(position[p.run], position[p.versus]) for p in comparison.pairs if p.significant}
+    letters = significance.compact_letters(len(order), different)
+    tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
+    with _tier_lock:
+        _tier_cache[engine][key] = tiers
+    return tiers
+
+
+def _pool_runs(engine: Engine, qrels_source: str | None) -> set[str] | None:
+    """The runs of the pool the qrels were made from (``pool qrels``), or None."""
+    if not qrels_source or not qrels_source.startswith("pool:"):
+        return None
+    name = qrels_source.removeprefix("pool:").split(" (")[0]
+    with read_only(engine) as session:
+        params = session.scalar(select(Pool.params).where(Pool.name == name))
+    return None if params is None else set(params.get("runs", []))
+
+
+def board_download(page: BoardPage, fmt: str) -> str:
+    """The leaderboard as CSV, a Markdown table or a LaTeX tabular (for a paper)."""
+    if fmt not in DOWNLOADS:
+        raise InvalidParameterError(f"Download as one of {', '.join(DOWNLOADS)}, not '{fmt}'.")
+    header = ["rank", "run", "team", "type", *page.measures, "tier", "judged@10"]
+    body = [[str(i), r.run, r.team, r.run_type,
+             *(f"{r.scores[m]['mean']:.4f}" for m in page.measures), r.tier,
+             "" if r.judged_at_10 is None else f"{r.judged_at_10:.2f}"] for i, r in enumerate(page.rows, start=1)]
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(body)
+        return out.getvalue()
+    if fmt == "md":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in body]
+        return "\n".join(lines) + "\n"
+    lines = [r"\begin{tabular}{rlll" + "r" * len(page.measures) + "lr}", r"\toprule",
+             " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+    lines += [" & ".join(_tex(cell) for cell in row) + r" \\" for row in body]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(c, c) for c in text)
+
+
+# --- a run ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run: dict[str, Any]  # the submission: team, type, rows, topics, state, ...
+    visible: bool
+    aggregates: dict[str, Any]
+    measure: str | None  # the per-topic picture's measure
+    topics: list[str]  # in the picture's order: difference from the median, largest first
+    values: list[float]
+    medians: list[float]
+    per_topic: list[dict[str, Any]]  # topic and the ``columns``, by topic
+    measures: list[str]  # with per-topic values
+    columns: list[str]  # of the per-topic table (the API's per_query holds every measure)
+    task_runs: int
+
+
+def run_page(engine: Engine, principal: Principal, run: str, measure: str | None = None) -> RunPage:
+    submission = tasks.show_submission(engine, principal, run)
+    results = tasks.run_results(engine, principal, run, per_query=True)
+    if results.get("scores") is not None or "aggregates" not in results:
+        return RunPage(submission, results.get("scores") != tasks.HIDDEN, {}, None, [], [], [], [], [], [], 0)
+    aggregates = results["aggregates"]
+    per_query: dict[str, dict[str, Any]] = results["per_query"]
+    measures = [m for m in aggregates if any(isinstance(v.get(m), float) for v in per_query.values())]
+    measure = measure or next((m for m in ("AP", "nDCG@10", *measures) if m in measures), None)
+    if measure is not None and measure not in measures:
+        raise InvalidParameterError(f"Run '{run}' has no per-topic {measure}; pick one of {', '.join(measures)}.")
+    topics: list[str] = []
+    values: list[float] = []
+    medians: list[float] = []
+    others = 0
+    if measure is not None:
+        access = tasks.task_access(engine, principal, submission["task"])
+        done = [r["run"] for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure]).body["rows"]]
+        matrix = comparisons.score_matrix(engine, qrels_name=access.qrels, run_names=done or [run],
+                                          measures=[measure], missing="zero")
+        scores = matrix.scores[matrix.measures[0]]
+        median = np.median(scores, axis=0)
+        own = scores[matrix.runs.index(run)] if run in matrix.runs else np.zeros(len(matrix.topics))
+        order = np.lexsort((np.array(matrix.topics), -(own - median)))
+        topics = [matrix.topics[i] for i in order]
+        values = [float(own[i]) for i in order]
+        medians = [float(median[i]) for i in order]
+        others = len(matrix.runs)
+    columns = list(dict.fromkeys(m for m in (measure, *PER_TOPIC_COLUMNS) if m in measures))
+    rows = [{"topic": t, **{m: per_query[t].get(m) for m in columns}} for t in sorted(per_query, key=_topic_key)]
+    return RunPage(submission, True, aggregates, measure, topics, values, medians, rows, measures, columns, others)
+
+
+def _topic_key(topic: str) -> tuple[int, int | str]:
+    return (0, int(topic)) if topic.isdigit() else (1, topic)
+
+
+# --- comparing runs -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankedDocument:
+    doc: str
+    relevance: int | None  # None: not judged
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    topic: str
+    values: list[float]  # per run, in the comparison's run order
+    spread: float
+    documents: list[list[RankedDocument]]  # per run, its top documents
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    task: str
+    runs: list[str]
+    measure: str
+    comparison: comparisons.Comparison
+    differences: list[tuple[str, float]]  # (topic, first run - second run), largest first
+    disagreements: list[Disagreement]
+
+
+def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence[str], measure: str = "AP",
+                 test: str = "t") -> ComparePage:
+    """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
+    per-topic differences, and the topics where the runs disagree most with their top documents."""
+    runs = list(dict.fromkeys(runs))
+    if len(runs) < 2:
+        raise InvalidParameterError("Pick at least two runs to compare.")
+    access = tasks.task_access(engine, principal, task)
+    for run in runs:
+        submission = tasks.show_submission(engine, principal, run)  # another team's run: not found
+        if submission["task"] != task:
+            raise NotFoundError(f"Run '{run}' is not a run of task '{task}'.")
+    if not access.scores_visible:
+        raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
+    comparison = comparisons.compare(engine, qrels_name=access.qrels, run_names=runs, measures=[measure],
+                                     test=test, missing="zero")
+    matrix = comparison.matrix
+    scores = matrix.scores[matrix.measures[0]]
+    first_minus_second = scores[0] - scores[1]
+    order = np.lexsort((np.array(matrix.topics), -first_minus_second))
+    differences = [(matrix.topics[i], float(first_minus_second[i])) for i in order]
+    spread = scores.max(axis=0) - scores.min(axis=0)
+    worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
+    chosen = [matrix.topics[i] for i in worst]
+    documents = _top_documents(engine, access.qrels, runs, chosen)
+    disagreements = [Disagreement(matrix.topics[i], [float(v) for v in scores[:, i]], float(spread[i]),
+                                  [documents.get((run, matrix.topics[i]), []) for run in runs]) for i in worst]
+    return ComparePage(task, runs, matrix.measures[0], comparison, differences, disagreements)
+
+
+def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: list[str]
+                   ) -> dict[tuple[str, str], list[RankedDocument]]:
+    if not topics:
+        return {}
+    with read_only(engine) as session:
+        stored = {repo.get_run(session, name).id: name for name in runs}
+        table = repo.top_ranked(session, list(stored), TOP_DOCUMENTS, topics).to_pandas()
+        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+    labels = {(t, d): int(r) for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
+              if t in set(topics)}
+    out: dict[tuple[str, str], list[RankedDocument]] = {}
+    for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
+        out[(stored[int(run_id)], str(topic))] = [RankedDocument(d, labels.get((str(topic), d)))
+                                                  for d in group["doc"]]
+    return out

@@ -1,0 +1,285 @@
+"""The service's pages: leaderboards, runs, comparisons, the queue, and judging pools in the
+browser. Server-rendered HTML (Jinja2, autoescaped); the only script is judging's keyboard
+shortcuts, and every page works without it.
+
+Pages use the API's roles and services: a page names the action it needs, and the services decide
+which objects the caller may see. A browser signs in with a name and password and holds a session
+cookie; every form that changes something carries the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+
+from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
+from evalstore.services import access, judging, reports, tasks
+from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.web.auth import SESSION_COOKIE, caller, server
+from evalstore.web.templating import bar_chart, query_terms, templates
+
+router = APIRouter(include_in_schema=False)
+LOGIN_COOKIE = "evalstore_login"  # the sign-in form's CSRF token (double submit): there is no session yet
+
+
+class SignInNeeded(Exception):
+    """A page needs a signed-in user; the browser is sent to the sign-in form, then back."""
+
+    def __init__(self, back_to: str) -> None:
+        super().__init__(back_to)
+        self.back_to = back_to
+
+
+def _principal(request: Request) -> Principal:
+    """Who asks: a bearer token (scripts) as the API reads it, else the session cookie."""
+    if request.headers.get("authorization") is not None:
+        return caller(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie:
+        return ANONYMOUS
+    principal = access.authenticate(server(request).engine, cookie, purpose="session")
+    request.state.csrf = access.csrf_token(cookie)
+    return principal
+
+
+def _page_principal(request: Request, action: str, *, public: bool = False) -> Principal:
+    principal = _principal(request)
+    if public and principal.role is None and server(request).settings.public_leaderboards:
+        return principal
+    if principal.role is None:
+        raise SignInNeeded(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+    principal.require(action)
+    return principal
+
+
+async def _form_principal(request: Request, action: str) -> tuple[Principal, FormData]:
+    """The principal of a form post, its CSRF token checked (a cookie-borne post without it is
+    refused: another site's page could make the browser send the cookie, not read the token)."""
+    form = await request.form()
+    principal = await run_in_threadpool(_page_principal, request, action)
+    if principal.via == "session" and not hmac.compare_digest(str(form.get("csrf", "")),
+                                                              getattr(request.state, "csrf", "")):
+        raise AccessDenied("This form's CSRF token is missing or wrong; reload the page and try again.")
+    server(request).writes.take(f"token:{principal.token_id}")
+    return principal, form
+
+
+def render(request: Request, template: str, principal: Principal, status_code: int = 200,
+           **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, template, {"me": principal, **context}, status_code=status_code)
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path of this site: an open redirect would let a link sign someone in and send them
+    to another site."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+# --- signing in -----------------------------------------------------------------------------------
+
+
+@router.get("/login")
+def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002 (the query's name)
+    token = secrets.token_urlsafe(32)
+    response = render(request, "login.html", ANONYMOUS, login_token=token, next=_safe_next(next), error=None)
+    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login",
+                        secure=server(request).settings.secure_cookies, max_age=3600)
+    return response
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    form = await request.form()
+    shared = server(request)
+    back_to = _safe_next(str(form.get("next", "/")))
+    if not hmac.compare_digest(str(form.get("login_token", "")), request.cookies.get(LOGIN_COOKIE, "")):
+        raise AccessDenied("This sign-in form has expired or was not sent by this site; reload it and try again.")
+    shared.writes.take(f"address:{request.client.host if request.client else '?'}")
+    try:
+        issued = await run_in_threadpool(access.sign_in, shared.engine, str(form.get("name", "")),
+                                         str(form.get("password", "")))
+    except AuthenticationError as error:
+        token = secrets.token_urlsafe(32)
+        response: Response = render(request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to,
+                                    error=str(error))
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login",
+                            secure=shared.settings.secure_cookies, max_age=3600)
+        return response
+    response = _see_other(back_to)
+    response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
+                        secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    principal, _ = await _form_principal(request, "tasks:read")
+    if principal.via == "session" and principal.token_id is not None:
+        await run_in_threadpool(access.revoke_token, server(request).engine, principal.token_id, by=principal)
+    response = _see_other("/")
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+# --- tasks and leaderboards -------------------------------------------------------------------
+
+
+@router.get("/")
+def home(request: Request) -> HTMLResponse:
+    principal = _page_principal(request, "tasks:read", public=True)
+    listed = [t.as_dict() for t in tasks.list_tasks(server(request).engine)]
+    return render(request, "home.html", principal, tasks=listed)
+
+
+@router.get("/tasks/{task}")
+def leaderboard_page(request: Request, task: str, measure: list[str] = Query([]),
+                     sort: str | None = None) -> HTMLResponse:
+    principal = _page_principal(request, "leaderboard:read", public=True)
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort)
+    shown = tasks.show_task(server(request).engine, task).as_dict()
+    links = {m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures,
+                                                                                              "run", "team"]}
+    downloads = {fmt: f"/tasks/{quote(task)}/leaderboard.{fmt}?" + urlencode(
+        [*(("measure", x) for x in measure), ("sort", page.sort)]) for fmt in reports.DOWNLOADS}
+    return render(request, "leaderboard.html", principal, page=page, task=shown, sort_links=links,
+                  downloads=downloads, warning=reports.JUDGED_WARNING,
+                  openable=[r.run for r in page.rows if r.may_open])
+
+
+_DOWNLOAD_TYPES = {"csv": "text/csv", "md": "text/markdown", "tex": "application/x-tex"}
+
+
+@router.get("/tasks/{task}/leaderboard.{fmt}")
+def leaderboard_download(request: Request, task: str, fmt: str, measure: list[str] = Query([]),
+                         sort: str | None = None) -> Response:
+    principal = _page_principal(request, "leaderboard:read", public=True)
+    if fmt not in _DOWNLOAD_TYPES:
+        raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort)
+    if not page.visible:
+        raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
+    return PlainTextResponse(reports.board_download(page, fmt), media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
+                             headers={"Content-Disposition": f'attachment; filename="{task}-leaderboard.{fmt}"'})
+
+
+@router.get("/runs/{run}")
+def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResponse:
+    principal = _page_principal(request, "runs:read")
+    page = reports.run_page(server(request).engine, principal, run, measure)
+    chart = None
+    if page.measure is not None and page.topics:
+        differences = [v - m for v, m in zip(page.values, page.medians, strict=True)]
+        hints = [f"topic {t}: {page.measure} {v:.4f}, median {m:.4f}"
+                 for t, v, m in zip(page.topics, page.values, page.medians, strict=True)]
+        chart = bar_chart(page.topics, differences, y_label=f"{page.measure} − median", hints=hints,
+                          title=f"{run}: per-topic {page.measure} minus the median of the task's "
+                                f"{page.task_runs} runs")
+    return render(request, "run.html", principal, page=page, chart=chart)
+
+
+@router.get("/tasks/{task}/compare")
+def compare_page(request: Request, task: str, run: list[str] = Query([]), measure: str = "AP",
+                 test: str = "t") -> HTMLResponse:
+    principal = _page_principal(request, "runs:read")
+    engine = server(request).engine
+    choices = [r["run"] for r in tasks.task_runs(engine, principal, task)]
+    page = reports.compare_page(engine, principal, task, run, measure, test) if len(run) >= 2 else None
+    chart = None
+    if page is not None:
+        chart = bar_chart([t for t, _ in page.differences], [d for _, d in page.differences],
+                          y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
+                          title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}")
+    return render(request, "compare.html", principal, task=task, page=page, chart=chart, choices=choices,
+                  chosen=run, measure=measure, test=test)
+
+
+@router.get("/queue")
+def queue_page(request: Request, state: list[str] = Query(["queued", "running"])) -> HTMLResponse:
+    principal = _page_principal(request, "queue:read")
+    jobs = tasks.queue(server(request).engine, principal, states=state)
+    return render(request, "queue.html", principal, jobs=jobs, states=state)
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+@router.get("/judge")
+def judge_home(request: Request) -> HTMLResponse:
+    principal = _page_principal(request, "pools:judge")
+    return render(request, "pools.html", principal, pools=judging.assessor_pools(server(request).engine, principal))
+
+
+@router.get("/judge/{pool}")
+def judge_pool(request: Request, pool: str) -> HTMLResponse:
+    principal = _page_principal(request, "pools:judge")
+    settings, topics = judging.topic_progress(server(request).engine, principal, pool)
+    return render(request, "pool.html", principal, pool=pool, settings=settings, topics=topics)
+
+
+@router.get("/judge/{pool}/{topic}")
+def judge_topic(request: Request, pool: str, topic: str) -> HTMLResponse:
+    principal = _page_principal(request, "pools:judge")
+    screen = judging.judging_screen(server(request).engine, principal, pool, topic)
+    statement = screen.statement
+    terms = query_terms(statement.title) if statement else []
+    return render(request, "judge.html", principal, screen=screen, terms=terms, shown_at=f"{time.time():.3f}")
+
+
+@router.post("/judge/{pool}/{topic}")
+async def judge_submit(request: Request, pool: str, topic: str) -> Response:
+    principal, form = await _form_principal(request, "pools:judge")
+    grade_text = str(form.get("grade", ""))
+    if grade_text != "skip" and not grade_text.lstrip("-").isdigit():
+        raise InvalidParameterError("Pick a grade (a number of the pool's scale) or skip.")
+    try:
+        seconds: float | None = max(0.0, time.time() - float(str(form.get("shown_at", ""))))
+    except ValueError:
+        seconds = None
+    await run_in_threadpool(judging.judge_document, server(request).engine, principal, pool, topic,
+                            str(form.get("doc", "")), None if grade_text == "skip" else int(grade_text),
+                            seconds=seconds, note=str(form.get("note", "")) or None)
+    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}")
+
+
+@router.post("/judge/{pool}/{topic}/undo")
+async def judge_undo(request: Request, pool: str, topic: str) -> Response:
+    principal, _ = await _form_principal(request, "pools:judge")
+    await run_in_threadpool(judging.undo_last, server(request).engine, principal, pool, topic)
+    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}")
+
+
+def error_page(request: Request, status: int, error: EvalstoreError | str) -> Response:
+    """An error as a page (the API answers JSON): what is wrong and what to do, with the status."""
+    if isinstance(error, AuthenticationError) and request.cookies.get(SESSION_COOKIE):
+        response: Response = _see_other("/login?" + urlencode({"next": request.url.path}))
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+    return render(request, "error.html", ANONYMOUS, status, status=status, message=str(error))
+
+
+def install(app: FastAPI) -> None:
+    """The pages, their static files, and the sign-in redirect of a page that needs a user."""
+
+    async def sign_in_needed(_request: Request, error: Exception) -> Response:
+        assert isinstance(error, SignInNeeded)
+        return _see_other("/login?" + urlencode({"next": error.back_to}))
+
+    app.include_router(router)
+    app.mount("/static", StaticFiles(packages=[("evalstore.web", "static")]), name="static")
+    app.add_exception_handler(SignInNeeded, sign_in_needed)
