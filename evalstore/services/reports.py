@@ -209,7 +209,7 @@ def run_page(engine: Engine, principal: Principal, run: str, measure: str | None
         values = [float(own[i]) for i in order]
         medians = [float(median[i]) for i in order]
         others = len(matrix.runs)
-    columns = list(dict.fromkeys(m for m in (measure, *PER_TOPIC_COLUMNS) if m in measures))
+    columns = [m for m in dict.fromkeys((measure or "", *PER_TOPIC_COLUMNS)) if m in measures]
     rows = [{"topic": t, **{m: per_query[t].get(m) for m in columns}} for t in sorted(per_query, key=_topic_key)]
     return RunPage(submission, True, aggregates, measure, topics, values, medians, rows, measures, columns, others)
 

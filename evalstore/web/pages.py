@@ -107,7 +107,8 @@ async def login(request: Request) -> Response:
     form = await request.form()
     shared = server(request)
     back_to = _safe_next(str(form.get("next", "/")))
-    if not hmac.compare_digest(str(form.get("login_token", "")), request.cookies.get(LOGIN_COOKIE, "")):
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    if not expected or not hmac.compare_digest(str(form.get("login_token", "")), expected):
         raise AccessDenied("This sign-in form has expired or was not sent by this site; reload it and try again.")
     shared.writes.take(f"address:{request.client.host if request.client else '?'}")
     try:

@@ -1,0 +1,184 @@
+"""The pages in a real browser (Playwright driving Debian's Chromium): an organiser signs in, opens
+a leaderboard, sorts it, opens a run, compares two runs; an assessor judges ten documents of a
+pool with the keyboard only, undoes one, and the judgments show in `judgments agreement`.
+
+Each page is saved as a screenshot in ``EVALSTORE_SCREENSHOTS`` (default: build/screenshots).
+Chromium comes from the system (``apt-get install chromium``; scripts/test installs it under CI):
+Playwright's own browser download is not reachable from our machines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from sqlalchemy import Engine
+from typer.testing import CliRunner
+
+from evalstore.cli import app as cli_app
+from evalstore.services import access, collections, judging, pools, store, tasks
+from evalstore.services.orchestration import work_on
+from evalstore.web.app import create_app
+from evalstore.web.settings import ServerSettings
+from tests.http.conftest import SAMPLE, run_text
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SCREENSHOTS = Path(os.environ.get("EVALSTORE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "screenshots"))
+PASSWORD = "a long demo password"
+
+if CHROMIUM is None and os.environ.get("CI") == "true":
+    pytest.fail("CI must run the browser tests: scripts/test installs Debian's chromium when CI=true",
+                pytrace=False)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium)")
+
+
+@pytest.fixture
+def site(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
+    """A task with three evaluated runs of three teams, and a pool of topic 301 with statements and
+    documents, assigned to assessor judy; served by uvicorn on a free port."""
+    engine = sqlite_engine
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
+    access.add_user(engine, "olga", role="organiser", password=PASSWORD)
+    access.add_user(engine, "judy", role="assessor", password=PASSWORD)
+    organiser = access.authenticate(engine, access.create_token(engine, "olga").token)
+    tasks.create_task(engine, "sample-task", qrels_name="sample", owner="olga",
+                      measures=["AP", "nDCG@10", "P@10", "RR"])
+    for shift, team in ((0, "alpha"), (2, "beta"), (5, "gamma")):
+        path = tmp_path / f"{team}.txt"
+        path.write_text(run_text(("301", "302", "303"), tag=team, shift=shift))
+        tasks.submit_run(engine, organiser, "sample-task", path, name=f"{team}-run", team=team)
+    work_on(engine, [j["id"] for j in tasks.queue(engine, organiser)], mlflow=False)
+    pools.build_pool(engine, name="judging", run_names=["alpha-run", "beta-run", "gamma-run"], depth=10,
+                     topics=["301"])
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text('{"topic": "301", "title": "international organized crime", "description": "Identify '
+                      'organizations that participate in international criminal activity."}\n')
+    collections.import_topics(engine, topics, name="sample-topics")
+    entries = judging.pool_entries(engine, _admin(engine), "judging", topic="301")
+    documents = tmp_path / "docs.jsonl"
+    documents.write_text("".join(
+        f'{{"doc_id": "{e["doc"]}", "title": "Report {i}", "text": "An international crime ring was broken up. '
+        f'Police say organized groups moved goods across borders (document {i})."}}\n'
+        for i, e in enumerate(entries[:-1])))  # the last one has no text: shown as such
+    collections.import_documents(engine, documents, collection="sample-docs")
+    judging.configure_pool(engine, "judging", topic_set="sample-topics", collection="sample-docs")
+    judging.assign_assessor(engine, "judging", "judy")
+    sheet = tmp_path / "kim.tsv"  # a second assessor's sheet, for agreement
+    sheet.write_text("topic\tdoc\trelevance\n" + "".join(f"301\t{e['doc']}\t{i % 3}\n" for i, e in enumerate(entries)))
+    pools.import_judgments(engine, sheet, pool_name="judging", assessor="kim")
+    settings = ServerSettings(database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False,
+                              writes_per_minute=1000)
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _admin(engine: Engine) -> access.Principal:
+    access.add_user(engine, "root", role="admin")
+    return access.authenticate(engine, access.create_token(engine, "root").token)
+
+
+@pytest.fixture
+def browser_page() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def shot(page: object, name: str) -> None:
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def sign_in(page: object, site: str, user: str, next_page: str) -> None:
+    page.goto(f"{site}/login?next={next_page}")  # type: ignore[attr-defined]
+    page.fill("#name", user)  # type: ignore[attr-defined]
+    page.fill("#password", PASSWORD)  # type: ignore[attr-defined]
+    page.click("button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}{next_page}")  # type: ignore[attr-defined]
+
+
+def test_an_organiser_reads_the_leaderboard_a_run_and_a_comparison(site: str, browser_page: object) -> None:
+    page = browser_page
+    sign_in(page, site, "olga", "/tasks/sample-task")
+    runs = page.locator("table.board tbody tr td:nth-child(2)").all_inner_texts()  # type: ignore[attr-defined]
+    assert sorted(runs) == ["alpha-run", "beta-run", "gamma-run"]
+    assert page.locator("td.tier").count() == 3  # type: ignore[attr-defined]
+    shot(page, "leaderboard")
+    page.click("th >> text=P@10")  # type: ignore[attr-defined]
+    page.wait_for_url(re.compile(r"sort=P%4010"))  # type: ignore[attr-defined]
+    means = [float(v) for v in page.locator("table.board tbody tr td:nth-child(7) .mean").all_inner_texts()]  # type: ignore[attr-defined]
+    assert means == sorted(means, reverse=True)
+    page.click("table.board >> text=beta-run")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/runs/beta-run")  # type: ignore[attr-defined]
+    assert page.locator("figure.chart svg rect").count() == 3  # type: ignore[attr-defined]
+    shot(page, "run")
+    page.goto(f"{site}/tasks/sample-task")  # type: ignore[attr-defined]
+    page.select_option("#compare-runs", ["alpha-run", "gamma-run"])  # type: ignore[attr-defined]
+    page.click("button:has-text('Compare')")  # type: ignore[attr-defined]
+    page.wait_for_url(re.compile(r"/tasks/sample-task/compare\?"))  # type: ignore[attr-defined]
+    assert page.locator("h2 >> text=Tests").count() == 1  # type: ignore[attr-defined]
+    assert page.locator("section.disagreement").count() >= 1  # type: ignore[attr-defined]
+    shot(page, "compare")
+    page.goto(f"{site}/queue?state=done")  # type: ignore[attr-defined]
+    assert page.locator("td.state-done").count() == 3  # type: ignore[attr-defined]
+    shot(page, "queue")
+    page.click("text=Sign out")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/")  # type: ignore[attr-defined]
+    page.goto(f"{site}/queue")  # type: ignore[attr-defined]
+    assert "/login" in page.url  # type: ignore[attr-defined]
+
+
+def test_an_assessor_judges_ten_documents_with_the_keyboard(site: str, browser_page: object,
+                                                            sqlite_engine: Engine) -> None:
+    page = browser_page
+    sign_in(page, site, "judy", "/judge")
+    page.click("text=judging")  # type: ignore[attr-defined]
+    page.click("td >> text=301")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/judge/judging/301")  # type: ignore[attr-defined]
+    assert page.locator("mark").count() > 0  # type: ignore[attr-defined]  # the topic's words lit in the text
+    shot(page, "judge")
+    seen = []
+    for i in range(10):
+        seen.append(page.inner_text("#doc-id"))  # type: ignore[attr-defined]
+        with page.expect_navigation():  # type: ignore[attr-defined]
+            page.keyboard.press(str(i % 4))  # type: ignore[attr-defined]
+    assert len(set(seen)) == 10
+    assert page.inner_text("#progress").startswith("10 / ")  # type: ignore[attr-defined]
+    with page.expect_navigation():  # type: ignore[attr-defined]
+        page.keyboard.press("u")  # type: ignore[attr-defined]
+    assert page.inner_text("#doc-id") == seen[-1]  # type: ignore[attr-defined]  # the undone one, again
+    assert page.inner_text("#progress").startswith("9 / ")  # type: ignore[attr-defined]
+    page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
+    shot(page, "judge-phone")
+    url = sqlite_engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(cli_app, ["--database-url", url, "judgments", "agreement", "--pool", "judging",
+                                          "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["assessors"] == ["judy", "kim"]
+    assert report["pairs"][0]["items"] == 9  # the ten judged, one undone

@@ -1,0 +1,284 @@
+"""The pages: every page route x every caller with the exact status (a page the app serves but
+this table lacks fails the test), escaping of user text, CSRF on forms, hidden scores, sign-in,
+and judging through the forms."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from argon2 import PasswordHasher
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+from starlette.routing import Mount
+
+from evalstore.db.models import PoolJudgment, User
+from evalstore.db.session import read_only
+from evalstore.services import collections, judging, pools, store, tasks
+from tests.http.conftest import CALLERS, PASSWORD, World, as_principal, client_for, run_text
+
+Request = tuple[str, str, dict[str, Any]]
+
+
+def first_pooled(world: World) -> str:
+    return str(judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool", topic="301")[0]["doc"])
+
+
+def judge_form(world: World, caller: str) -> Request:
+    return "POST", "/judge/pool/301", {"data": {"doc": first_pooled(world), "grade": "1", "shown_at": "0"}}
+
+
+# route -> (request for a caller, expected status per caller in CALLERS order)
+# anon revoked expired admin owner organiser red blue assessor viewer
+PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
+    "GET /": (lambda w, c: ("GET", "/", {}), "200 401 401 200 200 200 200 200 200 200"),
+    "GET /login": (lambda w, c: ("GET", "/login", {}), "200 200 200 200 200 200 200 200 200 200"),
+    "POST /login": (lambda w, c: ("POST", "/login", {"data": {"name": "viewer", "password": PASSWORD}}),
+                    "403 403 403 403 403 403 403 403 403 403"),  # no sign-in form token
+    "POST /logout": (lambda w, c: ("POST", "/logout", {}), "303 401 401 303 303 303 303 303 303 303"),
+    "GET /tasks/{task}": (lambda w, c: ("GET", "/tasks/open", {}), "200 401 401 200 200 200 200 200 200 200"),
+    "GET /tasks/{task}/leaderboard.{fmt}": (lambda w, c: ("GET", "/tasks/open/leaderboard.csv", {}),
+                                            "200 401 401 200 200 200 200 200 200 200"),
+    "GET /runs/{run}": (lambda w, c: ("GET", "/runs/red-open", {}), "303 401 401 200 200 404 200 404 403 403"),
+    "GET /tasks/{task}/compare": (lambda w, c: ("GET", "/tasks/open/compare?run=red-open", {}),
+                                  "303 401 401 200 200 200 200 200 403 403"),
+    "GET /queue": (lambda w, c: ("GET", "/queue", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "GET /judge": (lambda w, c: ("GET", "/judge", {}), "303 401 401 200 403 403 403 403 200 403"),
+    "GET /judge/{pool}": (lambda w, c: ("GET", "/judge/pool", {}), "303 401 401 200 403 403 403 403 200 403"),
+    "GET /judge/{pool}/{topic}": (lambda w, c: ("GET", "/judge/pool/301", {}),
+                                  "303 401 401 200 403 403 403 403 200 403"),
+    "POST /judge/{pool}/{topic}": (judge_form, "303 401 401 303 403 403 403 403 303 403"),
+    "POST /judge/{pool}/{topic}/undo": (lambda w, c: ("POST", "/judge/pool/301/undo", {}),
+                                        "303 401 401 303 403 403 403 403 303 403"),
+    "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
+}
+
+
+def page_routes(client: TestClient) -> set[str]:
+    """Every route that is not the API's: the pages and the static files (an included router's
+    routes are read from the router itself)."""
+    found = set()
+    stack = list(client.app.routes)  # type: ignore[attr-defined]
+    while stack:
+        route = stack.pop()
+        if hasattr(route, "original_router"):  # FastAPI's wrapper of an included router
+            stack.extend(route.original_router.routes)
+        elif isinstance(route, Mount):
+            found.add(f"GET {route.path}")
+        elif isinstance(route, APIRoute) and not route.path.startswith("/api/"):
+            found |= {f"{method} {route.path}" for method in route.methods}
+    return found
+
+
+def test_every_page_has_a_row(client: TestClient) -> None:
+    assert page_routes(client) == set(PAGES)
+
+
+def test_every_page_answers_every_caller_with_the_exact_status(world: World) -> None:
+    wrong = []
+    with client_for(world.engine, writes_per_minute=10_000) as client:
+        for route, (request_for, statuses) in PAGES.items():
+            for caller, expected in zip(CALLERS, statuses.split(), strict=True):
+                method, path, kwargs = request_for(world, caller)
+                client.cookies.clear()
+                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False,
+                                          **kwargs)
+                if response.status_code != int(expected):
+                    wrong.append(f"{route} as {caller}: {response.status_code} (expected {expected}) "
+                                 f"{response.text[:200]}")
+    assert not wrong, "\n".join(wrong)
+
+
+def sign_in(client: TestClient, name: str, password: str = PASSWORD, next_page: str = "/") -> Any:
+    form = client.get("/login")
+    token = re.search(r'name="login_token" value="([^"]+)"', form.text)
+    assert token is not None
+    return client.post("/login", data={"name": name, "password": password, "login_token": token.group(1),
+                                       "next": next_page}, follow_redirects=False)
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+def test_signing_in_sets_a_session_and_goes_back_to_the_page(world: World, client: TestClient) -> None:
+    response = sign_in(client, "red", next_page="/runs/red-open")
+    assert response.status_code == 303 and response.headers["location"] == "/runs/red-open"
+    page = client.get("/runs/red-open")
+    assert page.status_code == 200 and "red-open" in page.text
+
+
+def test_a_wrong_password_is_told_on_the_form(world: World, client: TestClient) -> None:
+    response = sign_in(client, "red", "not it")
+    assert response.status_code == 401
+    assert "Wrong user name or password." in response.text
+
+
+def test_sign_in_never_sends_the_browser_to_another_site(world: World, client: TestClient) -> None:
+    for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
+        assert sign_in(client, "red", next_page=target).headers["location"] == "/"
+
+
+def test_a_page_that_needs_a_user_sends_the_browser_to_sign_in_and_back(client: TestClient) -> None:
+    response = client.get("/judge/pool/301", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/login?next=%2Fjudge%2Fpool%2F301"
+
+
+def test_an_error_page_says_what_is_wrong(world: World, client: TestClient) -> None:
+    response = client.get("/runs/red-open", headers=world.headers("blue"))
+    assert response.status_code == 404
+    assert "No run named &#39;red-open&#39; of yours." in response.text
+
+
+def test_a_hidden_task_shows_no_number_before_its_release(world: World, client: TestClient) -> None:
+    for page in (client.get("/tasks/secret", headers=world.headers("red")),
+                 client.get("/runs/red-secret", headers=world.headers("red"))):
+        assert page.status_code == 200
+        assert "hidden until the organisers release the task" in page.text
+        assert not re.search(r"0\.\d{4}", page.text), "a score of the hidden task is on the page"
+    assert client.get("/tasks/secret/leaderboard.csv", headers=world.headers("red")).status_code == 403
+    assert client.get("/tasks/secret/compare?run=red-secret",
+                      headers=world.headers("red")).status_code == 200  # one run: nothing compared
+    owner = client.get("/tasks/secret", headers=world.headers("owner"))
+    assert re.search(r"0\.\d{4}", owner.text), "the organiser sees the scores"
+
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+def test_user_text_is_escaped_on_every_page(world: World, client: TestClient, tmp_path: Any) -> None:
+    path = tmp_path / "evil.txt"
+    path.write_text(run_text(tag="evil", shift=2))
+    tasks.submit_run(world.engine, as_principal(world.engine, "red"), "open", path, name="evil-run",
+                     description=f"desc {SCRIPT}")
+    from evalstore.services.orchestration import work_on
+
+    work_on(world.engine, [j["id"] for j in tasks.queue(world.engine, as_principal(world.engine, "admin"))],
+            mlflow=False)
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text(json.dumps({"topic": "301", "title": f"title {SCRIPT}", "description": f"d {SCRIPT}"}) + "\n")
+    collections.import_topics(world.engine, topics, name="evil-topics")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"doc_id": e["doc"], "title": f"t {SCRIPT}", "text": f"text {SCRIPT}"}) + "\n"
+                            for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool")))
+    collections.import_documents(world.engine, docs, collection="evil-docs")
+    judging.configure_pool(world.engine, "pool", topic_set="evil-topics", collection="evil-docs")
+    admin = world.headers("admin")
+    pages = [client.get("/runs/evil-run", headers=admin), client.get("/tasks/open", headers=admin),
+             client.get("/tasks/open/compare?run=evil-run&run=red-open", headers=admin),
+             client.get("/judge/pool", headers=admin), client.get("/judge/pool/301", headers=admin)]
+    for page in pages:
+        assert page.status_code == 200, page.text[:300]
+        assert "<script>alert" not in page.text
+    assert "desc &lt;script&gt;alert(1)&lt;/script&gt;" in pages[0].text
+    assert "title &lt;script&gt;alert(1)&lt;/script&gt;" in pages[4].text
+    assert "text &lt;<mark>script</mark>&gt;<mark>alert</mark>(1)" in pages[4].text  # the title's words lit
+
+
+def test_a_form_posted_through_a_session_needs_its_csrf_token(world: World, client: TestClient) -> None:
+    give_password(world, "assessor")
+    assert sign_in(client, "assessor").status_code == 303
+    screen = client.get("/judge/pool/301")
+    doc = re.search(r'name="doc" value="([^"]+)"', screen.text)
+    assert doc is not None
+    refused = client.post("/judge/pool/301", data={"doc": doc.group(1), "grade": "2", "shown_at": "0"},
+                          follow_redirects=False)
+    assert refused.status_code == 403
+    assert "CSRF token is missing or wrong" in refused.text
+    assert judged(world) == []
+    accepted = client.post("/judge/pool/301", data={"doc": doc.group(1), "grade": "2", "shown_at": "0",
+                                                    "csrf": csrf_of(screen.text)}, follow_redirects=False)
+    assert accepted.status_code == 303
+    assert judged(world) == [(doc.group(1), 2)]
+
+
+def give_password(world: World, user: str) -> None:
+    """The world's users have tokens; this one signs in with a password too."""
+    with world.engine.begin() as connection:
+        connection.execute(update(User).where(User.name == user).values(password_hash=PasswordHasher().hash(PASSWORD)))
+
+
+def judged(world: World, assessor: str = "assessor") -> list[tuple[str, int]]:
+    with read_only(world.engine) as session:
+        return [(d, r) for d, r in session.execute(
+            select(PoolJudgment.doc, PoolJudgment.relevance).where(PoolJudgment.assessor == assessor)
+            .order_by(PoolJudgment.created_at))]
+
+
+def test_judging_through_the_forms_records_grade_skip_note_time_and_undo(world: World, client: TestClient) -> None:
+    headers = world.headers("assessor")
+    docs = [e["doc"] for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool",
+                                                   topic="301")]
+
+    def shown() -> str:
+        found = re.search(r'name="doc" value="([^"]+)"', client.get("/judge/pool/301", headers=headers).text)
+        assert found is not None
+        return found.group(1)
+
+    assert shown() == docs[0]
+    client.post("/judge/pool/301", headers=headers, data={"doc": docs[0], "grade": "3", "shown_at": "0",
+                                                          "note": "clearly on topic"})
+    assert shown() == docs[1]
+    client.post("/judge/pool/301", headers=headers, data={"doc": docs[1], "grade": "skip", "shown_at": "0"})
+    client.post("/judge/pool/301", headers=headers, data={"doc": docs[2], "grade": "0", "shown_at": "0"})
+    assert judged(world) == [(docs[0], 3), (docs[1], judging.SKIPPED), (docs[2], 0)]
+    client.post("/judge/pool/301/undo", headers=headers)
+    assert shown() == docs[2]
+    assert judged(world) == [(docs[0], 3), (docs[1], judging.SKIPPED)]
+    with read_only(world.engine) as session:
+        note, seconds = session.execute(select(PoolJudgment.note, PoolJudgment.seconds)
+                                        .where(PoolJudgment.doc == docs[0])).one()
+    assert note == "clearly on topic"
+    assert seconds == judging.LONGEST_JUDGMENT_SECONDS  # shown_at 0: long ago, capped
+    wrong = client.post("/judge/pool/301", headers=headers, data={"doc": docs[2], "grade": "7", "shown_at": "0"})
+    assert wrong.status_code == 422
+    assert "Grade 7 is not on pool &#39;pool&#39;s scale (0 Not relevant, 1 Related" in wrong.text
+
+
+def test_a_skipped_document_is_no_label_in_agreement_or_qrels(world: World) -> None:
+    admin = as_principal(world.engine, "admin")
+    doc = first_pooled(world)
+    judging.judge_document(world.engine, admin, "pool", "301", doc, None)
+    judging.judge_document(world.engine, as_principal(world.engine, "assessor"), "pool", "301", doc, 2)
+    with pytest.raises(Exception, match="fewer than two assessors"):
+        pools.pool_agreement(world.engine, "pool")
+    pools.pool_qrels(world.engine, "pool", qrels_name="from-pool")
+    with read_only(world.engine) as session:
+        from evalstore.db import repositories as repo
+
+        table = repo.qrels_table(session, repo.get_qrels(session, "from-pool")).to_pandas()
+    assert table.set_index("doc").loc[doc, "relevance"] == 2
+
+
+def test_the_leaderboard_sorts_downloads_and_marks_tiers(world: World, client: TestClient, tmp_path: Any) -> None:
+    for shift in (1, 3):
+        world.submit("open", f"red-{shift}", text=run_text(tag=f"r{shift}", shift=shift))
+    page = client.get("/tasks/open?sort=run")
+    assert page.status_code == 200
+    runs = re.findall(r"<td>(red-[^<]+)</td>", page.text)
+    assert runs == sorted(runs) and len(runs) == 3
+    assert "Runs sharing a letter are not significantly different on AP" in page.text
+    csv_text = client.get("/tasks/open/leaderboard.csv?measure=AP&measure=P@10").text
+    assert csv_text.splitlines()[0] == "rank,run,team,type,AP,P@10,tier,judged@10"
+    assert len(csv_text.splitlines()) == 4
+    tex = client.get("/tasks/open/leaderboard.tex").text
+    assert tex.startswith(r"\begin{tabular}") and r"red\_open" not in tex and r"red-open" in tex
+    assert client.get("/tasks/open?sort=nope").status_code == 422
+
+
+def test_an_organiser_can_bring_stored_runs_into_a_task(world: World, tmp_path: Any) -> None:
+    path = tmp_path / "old.txt"
+    path.write_text(run_text(tag="old", shift=1))
+    store.register_run(world.engine, path, name="old-run", system="legacy")
+    attached = tasks.attach_runs(world.engine, "open", ["old-run"], by=as_principal(world.engine, "owner"))
+    assert attached[0]["team"] == "legacy"
+    with pytest.raises(Exception, match="is a submission already"):
+        tasks.attach_runs(world.engine, "open", ["old-run"])
+    with pytest.raises(Exception, match="managed by its organiser"):
+        tasks.attach_runs(world.engine, "open", ["red-open"], by=as_principal(world.engine, "organiser"))
