@@ -242,12 +242,17 @@ def configure(
     collection: str | None = typer.Option(None, "--collection", help="Documents' text ('documents import')."),
     grade: list[str] = typer.Option([], "--grade", help="A grade and its label, VALUE=LABEL (repeatable; "
                                     "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant)."),
+    double_share: float | None = typer.Option(None, "--double-share", min=0.0, max=1.0, help="Share each topic "
+                                              "out to its first assessor, and show this share of it, blind, to "
+                                              "every other assessor (for agreement)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the double-judged sample (default: drawn, "
+                                    "recorded)."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
     """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
     from evalstore.services import judging
 
     settings = judging.configure_pool(state(ctx).engine(), name, topic_set=topics, collection=collection,
-                                      grades=_grades(grade))
+                                      grades=_grades(grade), double_share=double_share, seed=seed)
     render_record({**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
                   fmt, title=f"pool '{name}'")

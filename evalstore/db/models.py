@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -264,6 +265,10 @@ class Pool(Base):
     topic_set: Mapped[str | None] = mapped_column(String(200))
     collection: Mapped[str | None] = mapped_column(String(200))
     grades: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    # None: every assessor judges every document. A share: a topic is its first assessor's, and
+    # this seeded share of it is shown, blind, to each other assessor (for agreement)
+    double_share: Mapped[float | None] = mapped_column(Double)
+    double_seed: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class PoolEntry(Base):

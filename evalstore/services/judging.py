@@ -8,10 +8,13 @@ assigned to them, and never another assessor's labels (judging is blind).
 
 from __future__ import annotations
 
+import secrets
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
@@ -44,9 +47,13 @@ def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Princ
 
 
 def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = None, collection: str | None = None,
-                   grades: Mapping[int, str] | None = None) -> dict[str, Any]:
-    """Name the topic statements and documents a pool's assessors read, and its grades with their
-    labels (each grade a relevance value 0-9). Unnamed settings keep their value."""
+                   grades: Mapping[int, str] | None = None, double_share: float | None = None,
+                   seed: int | None = None) -> dict[str, Any]:
+    """Name the topic statements and documents a pool's assessors read, its grades with their
+    labels (each grade a relevance value 0-9), and the share of each topic judged twice: with a
+    share, a topic is its first assessor's, and each other assessor judges that seeded share of
+    it, blind, for agreement (the seed is drawn and recorded when none is given). Unnamed settings
+    keep their value."""
     with unit_of_work(engine) as session:
         pool = _get_pool(session, pool_name)
         if topic_set is not None:
@@ -60,12 +67,17 @@ def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = No
             if wrong or not grades:
                 raise InvalidParameterError("Give grades as VALUE=LABEL with VALUE 0-9, e.g. --grade '0=Not relevant'.")
             pool.grades = {str(g): label for g, label in sorted(grades.items())}
+        if double_share is not None:
+            if not 0 <= double_share <= 1:
+                raise InvalidParameterError(f"--double-share is a share of each topic, 0 to 1; not {double_share}.")
+            pool.double_share = double_share
+            pool.double_seed = seed if seed is not None else secrets.randbits(31)
         return _settings(pool)
 
 
 def _settings(pool: Pool) -> dict[str, Any]:
     return {"pool": pool.name, "topics": pool.topic_set, "collection": pool.collection,
-            "grades": pool.grades or POOL_GRADES}
+            "grades": pool.grades or POOL_GRADES, "double_share": pool.double_share, "double_seed": pool.double_seed}
 
 
 def _get_pool(session: Session, name: str) -> Pool:
@@ -126,22 +138,69 @@ def _entries_with_mine(pool: Pool, principal: Principal) -> Any:
 class TopicProgress:
     topic: str
     title: str | None
-    documents: int
+    documents: int  # that this assessor judges
     judged: int  # by this assessor, skips included
+    role: str  # every document | first assessor | second assessor (blind sample)
 
 
 def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tuple[dict[str, Any], list[TopicProgress]]:
-    """The pool's settings, and per topic its documents and how many this assessor has judged."""
+    """The pool's settings, and per topic the documents this assessor judges (all, or the
+    double-judged share of another assessor's topic) and how many they have judged."""
     with read_only(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
-        counts: dict[str, list[int]] = {}
-        for topic, _, relevance, _ in session.execute(_entries_with_mine(pool, principal)):
-            done = counts.setdefault(topic, [0, 0])
-            done[0] += 1
-            done[1] += relevance is not None
-        titles = {t: collections.topic_statement(session, pool.topic_set, t) for t in counts}
-        return _settings(pool), [TopicProgress(t, s.title if (s := titles[t]) else None, n, j)
-                                 for t, (n, j) in counts.items()]
+        by_topic: dict[str, list[tuple[str, int | None]]] = {}
+        for topic, doc, relevance, _ in session.execute(_entries_with_mine(pool, principal)):
+            by_topic.setdefault(topic, []).append((doc, relevance))
+        firsts = _first_assessors(session, pool)
+        progress = []
+        for topic, rows in by_topic.items():
+            mine = _my_share(pool, principal, topic, rows, firsts.get(topic))
+            statement = collections.topic_statement(session, pool.topic_set, topic)
+            progress.append(TopicProgress(topic, statement.title if statement else None, len(mine),
+                                          sum(r is not None for _, r in mine),
+                                          _role(pool, principal, firsts.get(topic))))
+        return _settings(pool), progress
+
+
+def _first_assessors(session: Session, pool: Pool) -> dict[str, str]:
+    """Each topic's first assessor: who made its earliest judgment (a topic is theirs to judge
+    whole when the pool shares topics out)."""
+    if pool.double_share is None:
+        return {}
+    earliest = (select(PoolJudgment.topic, func.min(PoolJudgment.created_at).label("at"))
+                .where(PoolJudgment.pool_id == pool.id).group_by(PoolJudgment.topic).subquery())
+    rows = session.execute(select(PoolJudgment.topic, PoolJudgment.assessor).join(
+        earliest, (earliest.c.topic == PoolJudgment.topic) & (earliest.c.at == PoolJudgment.created_at))
+        .where(PoolJudgment.pool_id == pool.id).order_by(PoolJudgment.assessor.desc())).all()
+    return {topic: assessor for topic, assessor in rows}  # a tie in time: the first name wins
+
+
+def _role(pool: Pool, principal: Principal, first: str | None) -> str:
+    if pool.double_share is None:
+        return "every document"
+    return "first assessor" if first in (None, principal.name) else "second assessor (blind sample)"
+
+
+def double_sample(pool_seed: int, share: float, topic: str, docs: Sequence[str]) -> set[str]:
+    """The documents of a topic a second assessor judges: ``share`` of them (at least one when the
+    share is above 0), drawn by a generator seeded with the pool's seed and the topic, so every
+    assessor and every server process draws the same ones."""
+    if share <= 0 or not docs:
+        return set()
+    count = min(len(docs), max(1, round(share * len(docs))))
+    rng = np.random.default_rng([pool_seed, zlib.crc32(topic.encode())])
+    ordered = sorted(docs)
+    return {ordered[i] for i in rng.choice(len(ordered), size=count, replace=False)}
+
+
+def _my_share(pool: Pool, principal: Principal, topic: str, rows: list[tuple[str, int | None]],
+              first: str | None) -> list[tuple[str, int | None]]:
+    """The (doc, my relevance) of the topic this assessor judges, in judging order."""
+    if pool.double_share is None or first in (None, principal.name):
+        return rows
+    assert pool.double_seed is not None
+    sample = double_sample(pool.double_seed, pool.double_share, topic, [d for d, _ in rows])
+    return [(d, r) for d, r in rows if d in sample or r is not None]
 
 
 @dataclass(frozen=True)
@@ -159,14 +218,18 @@ class JudgingScreen:
     judged: int
     documents: int
     last_judged: tuple[str, int] | None  # (doc, relevance) of this assessor's newest judgment here
+    role: str  # every document | first assessor | second assessor (blind sample)
 
 
 def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: str) -> JudgingScreen:
     with read_only(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
-        rows = session.execute(_entries_with_mine(pool, principal).where(PoolEntry.topic == topic)).all()
-        if not rows:
+        everything = session.execute(_entries_with_mine(pool, principal).where(PoolEntry.topic == topic)).all()
+        if not everything:
             raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")
+        first = _first_assessors(session, pool).get(topic)
+        share = {d for d, _ in _my_share(pool, principal, topic, [(d, r) for _, d, r, _ in everything], first)}
+        rows = [row for row in everything if row[1] in share]
         pending = [(i, doc) for i, (_, doc, relevance, _) in enumerate(rows, start=1) if relevance is None]
         judged = [(at, doc, relevance) for _, doc, relevance, at in rows if relevance is not None]
         newest = max(judged, key=lambda j: (jobs.as_utc(j[0]), j[1])) if judged else None
@@ -175,7 +238,7 @@ def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: 
         return JudgingScreen(pool.name, pool.grades or POOL_GRADES, topic,
                              collections.topic_statement(session, pool.topic_set, topic), doc,
                              texts.get(doc) if doc else None, position, len(judged), len(rows),
-                             (newest[1], newest[2]) if newest else None)
+                             (newest[1], newest[2]) if newest else None, _role(pool, principal, first))
 
 
 def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None,

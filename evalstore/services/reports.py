@@ -21,7 +21,7 @@ from evalstore.db.models import Pool
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.metrics import resolve_measures
-from evalstore.services import comparisons, tasks
+from evalstore.services import collections, comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.statistics import significance
 
@@ -225,6 +225,8 @@ def _topic_key(topic: str) -> tuple[int, int | str]:
 class RankedDocument:
     doc: str
     relevance: int | None  # None: not judged
+    title: str | None = None  # from the collection named on the page, when it holds the document
+    snippet: str | None = None
 
 
 @dataclass(frozen=True)
@@ -246,9 +248,10 @@ class ComparePage:
 
 
 def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence[str], measure: str = "AP",
-                 test: str = "t") -> ComparePage:
+                 test: str = "t", collection: str | None = None) -> ComparePage:
     """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
-    per-topic differences, and the topics where the runs disagree most with their top documents."""
+    per-topic differences, and the topics where the runs disagree most with their top documents
+    (with their titles and first words when ``collection`` holds them)."""
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:
         raise InvalidParameterError("Pick at least two runs to compare.")
@@ -269,13 +272,13 @@ def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence
     spread = scores.max(axis=0) - scores.min(axis=0)
     worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
     chosen = [matrix.topics[i] for i in worst]
-    documents = _top_documents(engine, access.qrels, runs, chosen)
+    documents = _top_documents(engine, access.qrels, runs, chosen, collection)
     disagreements = [Disagreement(matrix.topics[i], [float(v) for v in scores[:, i]], float(spread[i]),
                                   [documents.get((run, matrix.topics[i]), []) for run in runs]) for i in worst]
     return ComparePage(task, runs, matrix.measures[0], comparison, differences, disagreements)
 
 
-def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: list[str]
+def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None
                    ) -> dict[tuple[str, str], list[RankedDocument]]:
     if not topics:
         return {}
@@ -283,10 +286,19 @@ def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: lis
         stored = {repo.get_run(session, name).id: name for name in runs}
         table = repo.top_ranked(session, list(stored), TOP_DOCUMENTS, topics).to_pandas()
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        if collection is not None:
+            collections.get_collection(session, collection)  # a name that is not there: say so
+        texts = collections.document_texts(session, collection, sorted(set(table["doc"])))
     labels = {(t, d): int(r) for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
               if t in set(topics)}
     out: dict[tuple[str, str], list[RankedDocument]] = {}
     for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
-        out[(stored[int(run_id)], str(topic))] = [RankedDocument(d, labels.get((str(topic), d)))
-                                                  for d in group["doc"]]
+        out[(stored[int(run_id)], str(topic))] = [
+            RankedDocument(d, labels.get((str(topic), d)), texts[d].title if d in texts else None,
+                           _snippet(texts[d].text) if d in texts else None) for d in group["doc"]]
     return out
+
+
+def _snippet(text: str, words: int = 30) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")

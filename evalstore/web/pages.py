@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, judging, reports, tasks
+from evalstore.services import access, judging, pools, reports, tasks
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.web.auth import SESSION_COOKIE, caller, server
 from evalstore.web.templating import bar_chart, query_terms, templates
@@ -196,18 +196,19 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
 
 @router.get("/tasks/{task}/compare")
 def compare_page(request: Request, task: str, run: list[str] = Query([]), measure: str = "AP",
-                 test: str = "t") -> HTMLResponse:
+                 test: str = "t", collection: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "runs:read")
     engine = server(request).engine
     choices = [r["run"] for r in tasks.task_runs(engine, principal, task)]
-    page = reports.compare_page(engine, principal, task, run, measure, test) if len(run) >= 2 else None
+    page = reports.compare_page(engine, principal, task, run, measure, test, collection or None) if len(run) >= 2 \
+        else None
     chart = None
     if page is not None:
         chart = bar_chart([t for t, _ in page.differences], [d for _, d in page.differences],
                           y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
                           title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}")
     return render(request, "compare.html", principal, task=task, page=page, chart=chart, choices=choices,
-                  chosen=run, measure=measure, test=test)
+                  chosen=run, measure=measure, test=test, collection=collection or "")
 
 
 @router.get("/queue")
@@ -263,6 +264,15 @@ async def judge_undo(request: Request, pool: str, topic: str) -> Response:
     principal, _ = await _form_principal(request, "pools:judge")
     await run_in_threadpool(judging.undo_last, server(request).engine, principal, pool, topic)
     return _see_other(f"/judge/{quote(pool)}/{quote(topic)}")
+
+
+@router.get("/pools/{pool}/review")
+def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLResponse:
+    """Where assessors disagree, the disagreements that change the ranking of the pool's runs most
+    first (organisers and admins)."""
+    principal = _page_principal(request, "pools:manage")
+    found, pairs = pools.disagreements(server(request).engine, pool, measure=measure)
+    return render(request, "review.html", principal, pool=pool, found=found, pairs=pairs, measure=measure)
 
 
 def error_page(request: Request, status: int, error: EvalstoreError | str) -> Response:

@@ -2,7 +2,8 @@
 note of each judgment
 
 New tables ``topic_sets``/``topics`` and ``collections``/``documents``; ``pools`` gain the names of
-the topic set and collection and the grade labels their assessors see; ``pool_judgments`` gain ``seconds`` (time
+the topic set and collection their assessors read, the grades' labels, and the share of each
+topic a second assessor judges blind (with its seed); ``pool_judgments`` gain ``seconds`` (time
 spent) and ``note``. Nothing stored before changes meaning.
 
 Revision ID: 0013
@@ -65,6 +66,8 @@ def upgrade() -> None:
     op.add_column("pools", sa.Column("topic_set", sa.String(length=200), nullable=True))
     op.add_column("pools", sa.Column("collection", sa.String(length=200), nullable=True))
     op.add_column("pools", sa.Column("grades", sa.JSON(), nullable=True))
+    op.add_column("pools", sa.Column("double_share", sa.Float(precision=53), nullable=True))
+    op.add_column("pools", sa.Column("double_seed", sa.BigInteger(), nullable=True))
     op.add_column("pool_judgments", sa.Column("seconds", sa.Float(precision=53), nullable=True))
     op.add_column("pool_judgments", sa.Column("note", sa.Text(), nullable=True))
 
@@ -72,6 +75,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_column("pool_judgments", "note")
     op.drop_column("pool_judgments", "seconds")
+    op.drop_column("pools", "double_seed")
+    op.drop_column("pools", "double_share")
     op.drop_column("pools", "grades")
     op.drop_column("pools", "collection")
     op.drop_column("pools", "topic_set")

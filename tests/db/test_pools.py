@@ -220,3 +220,40 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
         replay = pooling.judging_order(cands, pooling.PoolSettings(strategy, None, 13),
                                        oracle=lambda t, d: truth.get((t, d)))
         assert online == replay["doc"].tolist()
+
+
+def test_disagreements_are_scored_by_the_ranking_they_change(pooled: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    """Each disagreement's swaps equal those of evaluating the whole runs on the two qrels that
+    differ in its document only (the resolved labels elsewhere)."""
+    from evalstore.metrics import evaluate
+
+    rows = _sheet(pooled)
+    labels_a = {(r["topic"], r["doc"]): int(int(r["doc"][1:]) % 3 == 0) for r in rows}
+    flipped = [key for i, key in enumerate(labels_a) if i % 3 == 0]
+    labels_b = {key: (1 - v if key in flipped else v) for key, v in labels_a.items()}
+    for assessor, labels in (("A", labels_a), ("B", labels_b)):
+        text = "".join(f"{t} 0 {d} {v}\n" for (t, d), v in labels.items())
+        pools.import_judgments(pooled, write(f"{assessor}.qrels", text), pool_name="p", assessor=assessor)
+    found, pairs = pools.disagreements(pooled, "p")
+    assert pairs == 3 and {(d.topic, d.doc) for d in found} == set(flipped)
+    assert all(a.swaps >= b.swaps for a, b in zip(found, found[1:], strict=False))
+    assert any(d.swaps for d in found) and any(not d.swaps for d in found)  # both kinds are checked below
+    with read_only(pooled) as session:
+        runs = pools._read_runs(session, ["alpha", "beta", "gamma"])
+    resolved = {key: max(labels_a[key], labels_b[key]) for key in labels_a}  # majority of two: the higher
+    topics = sorted({t for t, _ in labels_a})
+    for item in found:
+        means = []
+        for label in (min(item.labels.values()), max(item.labels.values())):
+            qrels = {t: {d: (label if (t, d) == (item.topic, item.doc) else v) for (tt, d), v in resolved.items()
+                         if tt == t} for t in topics}
+            runs_ap = []
+            for table in runs.values():
+                result = evaluate(qrels, table.select(["topic", "doc", "score"]), ["AP"], missing_topics="zero")
+                per_topic = result.per_query.set_index("query_id")["value"]
+                runs_ap.append(float(np.mean([per_topic.get(t, 0.0) for t in topics])))
+            means.append(np.array(runs_ap))
+        low, high = means
+        swaps = int((np.sign(low[:, None] - low[None, :]) != np.sign(high[:, None] - high[None, :])).sum() // 2)
+        assert item.swaps == swaps
+        assert item.largest_change == pytest.approx(float(np.abs(high - low).max()))

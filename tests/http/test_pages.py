@@ -54,6 +54,8 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "POST /judge/{pool}/{topic}": (judge_form, "303 401 401 303 403 403 403 403 303 403"),
     "POST /judge/{pool}/{topic}/undo": (lambda w, c: ("POST", "/judge/pool/301/undo", {}),
                                         "303 401 401 303 403 403 403 403 303 403"),
+    "GET /pools/{pool}/review": (lambda w, c: ("GET", "/pools/pool/review", {}),
+                                 "303 401 401 200 200 200 403 403 403 403"),
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
 }
 
@@ -172,13 +174,15 @@ def test_user_text_is_escaped_on_every_page(world: World, client: TestClient, tm
     admin = world.headers("admin")
     pages = [client.get("/runs/evil-run", headers=admin), client.get("/tasks/open", headers=admin),
              client.get("/tasks/open/compare?run=evil-run&run=red-open", headers=admin),
-             client.get("/judge/pool", headers=admin), client.get("/judge/pool/301", headers=admin)]
+             client.get("/judge/pool", headers=admin), client.get("/judge/pool/301", headers=admin),
+             client.get("/tasks/open/compare?run=evil-run&run=red-open&collection=evil-docs", headers=admin)]
     for page in pages:
         assert page.status_code == 200, page.text[:300]
         assert "<script>alert" not in page.text
     assert "desc &lt;script&gt;alert(1)&lt;/script&gt;" in pages[0].text
     assert "title &lt;script&gt;alert(1)&lt;/script&gt;" in pages[4].text
     assert "text &lt;<mark>script</mark>&gt;<mark>alert</mark>(1)" in pages[4].text  # the title's words lit
+    assert "<strong>t &lt;script&gt;alert(1)&lt;/script&gt;</strong>" in pages[5].text  # titles beside the rankings
 
 
 def test_a_form_posted_through_a_session_needs_its_csrf_token(world: World, client: TestClient) -> None:
@@ -282,3 +286,23 @@ def test_an_organiser_can_bring_stored_runs_into_a_task(world: World, tmp_path: 
         tasks.attach_runs(world.engine, "open", ["old-run"])
     with pytest.raises(Exception, match="managed by its organiser"):
         tasks.attach_runs(world.engine, "open", ["red-open"], by=as_principal(world.engine, "organiser"))
+
+
+def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
+    settings = judging.configure_pool(world.engine, "pool", double_share=0.4, seed=7)
+    assert (settings["double_share"], settings["double_seed"]) == (0.4, 7)
+    first, second = as_principal(world.engine, "assessor"), as_principal(world.engine, "admin")
+    docs = [e["doc"] for e in judging.pool_entries(world.engine, second, "pool", topic="301")]
+    screen = judging.judging_screen(world.engine, first, "pool", "301")
+    assert (screen.documents, screen.role) == (len(docs), "first assessor")
+    judging.judge_document(world.engine, first, "pool", "301", screen.doc or "", 1)
+    sample = judging.double_sample(7, 0.4, "301", docs)
+    assert len(sample) == round(0.4 * len(docs)) and sample == judging.double_sample(7, 0.4, "301", list(reversed(docs)))
+    seen = []
+    while (screen := judging.judging_screen(world.engine, second, "pool", "301")).doc is not None:
+        assert screen.role == "second assessor (blind sample)" and screen.documents == len(sample)
+        seen.append(screen.doc)
+        judging.judge_document(world.engine, second, "pool", "301", screen.doc, 0)
+    assert set(seen) == sample
+    _, progress = judging.topic_progress(world.engine, second, "pool")
+    assert {(p.topic, p.documents, p.judged) for p in progress if p.topic == "301"} == {("301", len(sample), len(sample))}
