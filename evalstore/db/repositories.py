@@ -24,6 +24,7 @@ from evalstore.db.models import (
     Base,
     Evaluation,
     Judgment,
+    Pool,
     Prediction,
     PredictionScore,
     PredictionSet,
@@ -46,6 +47,14 @@ def get_run(session: Session, name: str) -> Run:
     if run is None:
         raise NotFoundError(f"No run named '{name}'. See 'evalstore runs list' for the registered runs.")
     return run
+
+
+def get_pool(session: Session, name: str) -> Pool:
+    pool = session.scalar(select(Pool).where(Pool.name == name))
+    if pool is None:
+        raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
+                            f"'evalstore pool build --name {name} --all-runs'.")
+    return pool
 
 
 def find_run(session: Session, name: str) -> Run | None:

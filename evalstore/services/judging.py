@@ -18,6 +18,7 @@ import numpy as np
 from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
+from evalstore.db import repositories as repo
 from evalstore.db.models import Pool, PoolAssignment, PoolEntry, PoolJudgment
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
@@ -37,7 +38,7 @@ LONGEST_JUDGMENT_SECONDS = 3600.0
 def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Principal | None = None) -> None:
     """Let an assessor judge a pool."""
     with unit_of_work(engine) as session:
-        pool = _get_pool(session, pool_name)
+        pool = repo.get_pool(session, pool_name)
         user = get_user(session, user_name)
         if user.role not in ("assessor", "admin"):
             raise InvalidParameterError(f"User '{user_name}' is a {user.role}; pools are judged by assessors.")
@@ -55,7 +56,7 @@ def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = No
     it, blind, for agreement (the seed is drawn and recorded when none is given). Unnamed settings
     keep their value."""
     with unit_of_work(engine) as session:
-        pool = _get_pool(session, pool_name)
+        pool = repo.get_pool(session, pool_name)
         if topic_set is not None:
             collections.get_topic_set(session, topic_set)
             pool.topic_set = topic_set
@@ -79,12 +80,6 @@ def _settings(pool: Pool) -> dict[str, Any]:
     return {"pool": pool.name, "topics": pool.topic_set, "collection": pool.collection,
             "grades": pool.grades or POOL_GRADES, "double_share": pool.double_share, "double_seed": pool.double_seed}
 
-
-def _get_pool(session: Session, name: str) -> Pool:
-    pool = session.scalar(select(Pool).where(Pool.name == name))
-    if pool is None:
-        raise NotFoundError(f"No pool named '{name}'. See 'evalstore pool list'.")
-    return pool
 
 
 def _judged_pool(session: Session, principal: Principal, name: str) -> Pool:

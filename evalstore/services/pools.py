@@ -56,14 +56,6 @@ class PoolSummary:
         return out
 
 
-def _get_pool(session: Session, name: str) -> Pool:
-    pool = session.scalar(select(Pool).where(Pool.name == name))
-    if pool is None:
-        raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
-                            f"'evalstore pool build --name {name} --all-runs'.")
-    return pool
-
-
 def _name_taken(name: str) -> ConflictError:
     return ConflictError(f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go with it), "
                          "or choose another --name.")
@@ -176,7 +168,7 @@ def list_pools(engine: Engine) -> list[PoolSummary]:
 
 def show_pool(engine: Engine, name: str) -> PoolSummary:
     with read_only(engine) as session:
-        pool = _get_pool(session, name)
+        pool = repo.get_pool(session, name)
         topics, documents = session.execute(
             select(func.count(func.distinct(PoolEntry.topic)), func.count()).where(PoolEntry.pool_id == pool.id)
         ).one()
@@ -216,7 +208,7 @@ class PoolStats:
 
 def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     with read_only(engine) as session:
-        pool = _get_pool(session, name)
+        pool = repo.get_pool(session, name)
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
         runs = _runs(session, list(pool.params["runs"]))
@@ -251,7 +243,7 @@ def export_pool(engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv
     if shuffle and seed is None:
         seed = secrets.randbits(31)
     with read_only(engine) as session:
-        entries = _entries(session, _get_pool(session, name))
+        entries = _entries(session, repo.get_pool(session, name))
     if shuffle:
         rng = np.random.default_rng(seed)
         entries = entries.assign(key=rng.random(len(entries))).sort_values(["topic", "key"], kind="stable")
@@ -299,7 +291,7 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
     if fmt not in EXPORT_FORMATS:
         raise InvalidParameterError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not '{fmt}'.")
     with read_only(engine) as session:
-        pool = _get_pool(session, name)
+        pool = repo.get_pool(session, name)
         pool_id, strategy, params, seed = pool.id, pool.strategy, dict(pool.params), pool.seed
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
@@ -352,7 +344,7 @@ def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: st
                                                     f"{previous[1]} at line {previous[0]}; keep one label")
         seen[(topic, doc)] = (line, label)
     with unit_of_work(engine) as session:
-        pool = _get_pool(session, pool_name)
+        pool = repo.get_pool(session, pool_name)
         if not allow_outside_pool:
             pooled = {(topic, doc) for topic, doc in session.execute(
                 select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id))}
@@ -376,7 +368,7 @@ def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: st
 
 def pool_agreement(engine: Engine, name: str) -> pooling.Agreement:
     with read_only(engine) as session:
-        judgments = _judgments(session, _get_pool(session, name))
+        judgments = _judgments(session, repo.get_pool(session, name))
     if judgments["assessor"].nunique() < 2:
         raise EvaluationError(f"Pool '{name}' has judgments from fewer than two assessors; import another "
                               "assessor's with 'evalstore judgments import PATH --pool "
@@ -406,7 +398,7 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
     [chosen] = resolve_measures([measure])
     with read_only(engine) as session:
-        pool = _get_pool(session, name)
+        pool = repo.get_pool(session, name)
         judgments = _judgments(session, pool)
         runs = _runs(session, list(pool.params["runs"]))
         topics = sorted(judgments["topic"].unique())
@@ -491,7 +483,7 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
     """Store the pool's judgments as qrels: the resolved label of every judged document, and
     relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
     with read_only(engine) as session:
-        pool = _get_pool(session, name)
+        pool = repo.get_pool(session, name)
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
     if judgments.empty:
@@ -523,7 +515,7 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
     leaderboard rank (among the other runs scored on the full qrels) compared."""
     names = [str(m) for m in resolve_measures(measures)]
     with read_only(engine) as session:
-        pool = _get_pool(session, pool_name)
+        pool = repo.get_pool(session, pool_name)
         entries = _entries(session, pool)
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         runs = _read_runs(session, list(pool.params["runs"]))

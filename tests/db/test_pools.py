@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
+from evalstore.db import repositories as repo
 from evalstore.db.models import PoolJudgment
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError
@@ -125,7 +126,7 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
                                                                                      "402": [3, 4, 5]}
     assert batch.sheet.splitlines()[0] == "topic\tdoc\trelevance" and len(batch.sheet.splitlines()) == 7
     with read_only(pooled) as session:
-        added = pools._entries(session, pools._get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
+        added = pools._entries(session, repo.get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
     assert len(added) == 6 and all(c and set(c) <= {"alpha", "beta", "gamma"} for c in added["contributors"])
     assert (added["best_rank"] >= 1).all()
     rows = [line.split("\t")[:2] for line in batch.sheet.splitlines()[1:]]

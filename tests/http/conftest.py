@@ -104,6 +104,23 @@ def world(engine: Engine, tmp_path: Path) -> World:
     return build_world(engine, tmp_path)
 
 
+def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]:
+    """Each route of ``table`` (route -> (request for a caller, expected statuses in CALLERS
+    order)) asked by every caller: the cells whose status differs from the table's."""
+    wrong = []
+    with client_for(world.engine, writes_per_minute=10_000) as client:
+        for route, (request_for, statuses) in table.items():
+            for caller, expected in zip(CALLERS, statuses.split(), strict=True):
+                method, path, kwargs = request_for(world, caller)
+                client.cookies.clear()
+                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False,
+                                          **kwargs)
+                if response.status_code != int(expected):
+                    wrong.append(f"{route} as {caller}: {response.status_code} (expected {expected}) "
+                                 f"{response.text[:200]}")
+    return wrong
+
+
 def client_for(engine: Engine, **settings: Any) -> TestClient:
     url = engine.url.render_as_string(hide_password=False)
     return TestClient(create_app(ServerSettings(database_url=url, **{"secure_cookies": False, **settings})))

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from evalstore.services import access
-from tests.http.conftest import CALLERS, PASSWORD, World, client_for, run_text
+from tests.http.conftest import PASSWORD, World, client_for, run_text, wrong_statuses
 
 Request = tuple[str, str, dict[str, Any]]
 _counter = itertools.count()
@@ -128,16 +128,7 @@ def test_every_route_has_a_row(client: TestClient) -> None:
 
 
 def test_every_route_answers_every_caller_with_the_exact_status(world: World) -> None:
-    wrong = []
-    with client_for(world.engine, writes_per_minute=10_000) as client:
-        for route, (request_for, statuses) in ROUTES.items():
-            for caller, expected in zip(CALLERS, statuses.split(), strict=True):
-                method, path, kwargs = request_for(world, caller)
-                client.cookies.clear()
-                response = client.request(method, path, headers=world.headers(caller), **kwargs)
-                if response.status_code != int(expected):
-                    wrong.append(f"{route} as {caller}: {response.status_code} (expected {expected}) "
-                                 f"{response.text[:200]}")
+    wrong = wrong_statuses(world, ROUTES)
     assert not wrong, "\n".join(wrong)
 
 

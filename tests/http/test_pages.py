@@ -19,7 +19,7 @@ from starlette.routing import Mount
 from evalstore.db.models import PoolJudgment, User
 from evalstore.db.session import read_only
 from evalstore.services import collections, judging, pools, store, tasks
-from tests.http.conftest import CALLERS, PASSWORD, World, as_principal, client_for, run_text
+from tests.http.conftest import PASSWORD, World, as_principal, run_text, wrong_statuses
 
 Request = tuple[str, str, dict[str, Any]]
 
@@ -81,17 +81,7 @@ def test_every_page_has_a_row(client: TestClient) -> None:
 
 
 def test_every_page_answers_every_caller_with_the_exact_status(world: World) -> None:
-    wrong = []
-    with client_for(world.engine, writes_per_minute=10_000) as client:
-        for route, (request_for, statuses) in PAGES.items():
-            for caller, expected in zip(CALLERS, statuses.split(), strict=True):
-                method, path, kwargs = request_for(world, caller)
-                client.cookies.clear()
-                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False,
-                                          **kwargs)
-                if response.status_code != int(expected):
-                    wrong.append(f"{route} as {caller}: {response.status_code} (expected {expected}) "
-                                 f"{response.text[:200]}")
+    wrong = wrong_statuses(world, PAGES)
     assert not wrong, "\n".join(wrong)
 
 
