@@ -56,3 +56,20 @@ def curve_axes(xlabel: str, ylabel: str, title: str) -> tuple[Any, Any]:
     axes.set_title(title, y=1.0, pad=6)
     axes.grid(alpha=0.3)
     return figure, axes
+
+
+def swap_rates(series: dict[str, tuple[list[int], list[float]]], *, title: str) -> Any:
+    """Voorhees and Buckley's picture: the share of run pairs two disjoint topic sets order
+    differently, against the number of topics in each, one line per measure."""
+    figure = _figure(6.5, 4.2)
+    figure.subplots_adjust(left=0.12, right=0.97, top=0.9, bottom=0.13)
+    axes = figure.add_subplot()
+    for label, (sizes, rates) in series.items():
+        axes.plot(sizes, rates, marker="o", linewidth=1.5, markersize=4, label=label)
+    axes.set_xlabel("topics in each of the two disjoint sets")
+    axes.set_ylabel("swap rate (share of run pairs ordered differently)")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title, y=1.0, pad=6)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper right")
+    return figure

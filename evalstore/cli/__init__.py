@@ -10,6 +10,7 @@ from evalstore.cli import (
     correlate,
     db,
     evaluate,
+    health,
     jobs,
     judgments,
     labels,
@@ -52,6 +53,8 @@ app.command("evaluate")(evaluate.evaluate)
 app.command("leaderboard")(leaderboard.leaderboard)
 app.command("compare")(compare.compare)
 app.command("correlate")(correlate.correlate)
+app.command("health")(health.health)
+app.command("standardize")(health.standardize)
 app.command("worker")(worker.worker)
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(results.app, name="results")

@@ -33,8 +33,8 @@ def compare(
                                         "correction family is then these comparisons (default: all pairs)."),
     test: str = typer.Option("t", "--test", help="t | randomization | bootstrap | wilcoxon | sign; with --labels "
                              "also mcnemar (item-level correctness)."),
-    correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | bh | none, within each "
-                                   "measure."),
+    correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | bh | hochberg | sidak | "
+                                   "holm-sidak | by | none, within each measure."),
     multi: str | None = typer.Option(None, "--multi", help="tukey | randomized-tukey: all runs at once on the "
                                      "system x topic design (replaces --test and --correction)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level; intervals are at 1 - alpha."),

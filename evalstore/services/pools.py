@@ -510,9 +510,7 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
 
 
 def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: list[str]) -> list[dict[str, Any]]:
-    """Leave-one-run-out (Zobel 1998): for each contributing run, the documents only it brought to
-    the pool are dropped from the qrels; the run is evaluated on what is left, and its score and
-    leaderboard rank (among the other runs scored on the full qrels) compared."""
+    """Leave-one-run-out (Zobel 1998) over a stored pool: see :func:`leave_out`."""
     names = [str(m) for m in resolve_measures(measures)]
     with read_only(engine) as session:
         pool = repo.get_pool(session, pool_name)
@@ -520,23 +518,36 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         runs = _read_runs(session, list(pool.params["runs"]))
     qrels = qrels.astype({"topic": object, "doc": object})
+    return leave_out(qrels, runs, entries[["topic", "doc", "contributors"]], {run: [run] for run in runs}, names)
+
+
+def leave_out(qrels: pd.DataFrame, runs: dict[str, pa.Table], contributors: pd.DataFrame,
+              groups: dict[str, list[str]], names: list[str]) -> list[dict[str, Any]]:
+    """Zobel's test of a pool's reusability, for each group of runs (one run; a team's runs): the
+    judged documents only the group brought to the pool are dropped from the qrels, its runs are
+    evaluated on what is left, and each run's score and rank (among the other runs, scored on the
+    full qrels) are compared with its score and rank on the full qrels."""
     full = {run: evaluate(qrels, table, names).aggregates for run, table in runs.items()}
-    only = entries[entries["contributors"].map(len) == 1]
     rows = []
-    for run, table in runs.items():
-        unique = only[only["contributors"].str[0] == run]
-        dropped = _in_table(qrels, unique)
-        reduced = evaluate(qrels[~dropped], table, names).aggregates
+    for group, members in groups.items():
+        inside = set(members)
+        only = contributors[contributors["contributors"].map(lambda c, inside=inside: set(c) <= inside)]
+        dropped = _in_table(qrels, only)
+        kept = qrels[~dropped]
         unique_relevant = int((dropped & (qrels["relevance"].to_numpy() > 0)).sum())
-        row: dict[str, Any] = {"run": run, "unique_docs": len(unique), "unique_relevant": unique_relevant}
-        for name in names:
-            others = [full[r][name] for r in runs if r != run]
-            rank_full = 1 + sum(v > full[run][name] for v in others)
-            rank_reduced = 1 + sum(v > reduced[name] for v in others)
-            row.update({f"{name}": full[run][name], f"{name} without": reduced[name],
-                        f"{name} change": reduced[name] - full[run][name],
-                        f"{name} rank": rank_full, f"{name} rank without": rank_reduced})
-        rows.append(row)
+        for run in members:
+            reduced = evaluate(kept, runs[run], names).aggregates
+            row: dict[str, Any] = {"run": run, "unique_docs": len(only), "unique_relevant": unique_relevant}
+            if [run] != members or group != run:
+                row = {"group": group, **row}
+            for name in names:
+                others = [full[r][name] for r in runs if r not in inside]
+                rank_full = 1 + sum(v > full[run][name] for v in others)
+                rank_reduced = 1 + sum(v > reduced[name] for v in others)
+                row.update({f"{name}": full[run][name], f"{name} without": reduced[name],
+                            f"{name} change": reduced[name] - full[run][name],
+                            f"{name} rank": rank_full, f"{name} rank without": rank_reduced})
+            rows.append(row)
     return rows
 
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 TESTS = ("t", "randomization", "bootstrap", "wilcoxon", "sign")
-CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+CORRECTIONS = ("holm", "bonferroni", "bh", "hochberg", "sidak", "holm-sidak", "by", "none")
 MULTI = ("tukey", "randomized-tukey")
-_STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
+_STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "hochberg": "simes-hochberg",
+                       "sidak": "sidak", "holm-sidak": "holm-sidak", "by": "fdr_by"}
 
 # Resampled statistics that equal the observed one up to rounding count as "as extreme": a sign
 # flip that reproduces the observed signs sums in another order than the observed mean did.
@@ -251,6 +252,16 @@ class TukeyOutcome:
     df: int
 
 
+def residual_variance(scores: np.ndarray) -> tuple[float, int]:
+    """The residual mean square of the additive two-way model (system x topic, one score per
+    cell): score = grand + system + topic + error, and its (k-1)(n-1) degrees of freedom."""
+    scores = np.asarray(scores, dtype=float)
+    k, n = scores.shape
+    residual = scores - scores.mean(axis=1)[:, None] - scores.mean(axis=0)[None, :] + scores.mean()
+    df = (k - 1) * (n - 1)
+    return float((residual ** 2).sum() / df), df
+
+
 def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
               pairs: list[tuple[int, int]] | None = None) -> TukeyOutcome:
     """Tukey's HSD on the two-way (system x topic) design without replication.
@@ -267,9 +278,7 @@ def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
     if k < 2 or n < 2:
         raise ValueError("Tukey HSD needs at least two systems and two topics")
     system_means = scores.mean(axis=1)
-    residual = scores - system_means[:, None] - scores.mean(axis=0)[None, :] + scores.mean()
-    df = (k - 1) * (n - 1)
-    mse = float((residual ** 2).sum() / df)
+    mse, df = residual_variance(scores)
     pairs = pairs if pairs is not None else [(i, j) for i in range(k) for j in range(i + 1, k)]
     first, second = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
     difference = system_means[first] - system_means[second]

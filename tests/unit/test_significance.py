@@ -136,8 +136,15 @@ def test_corrections_textbook_and_statsmodels() -> None:
     # Benjamini-Hochberg: p_(i) * m / i, made monotone from the largest
     assert sig.correct(p, "bh") == pytest.approx([0.02, 0.04, 0.04, 0.02])
     assert sig.correct(p, "none") == pytest.approx(p)
+    # Hochberg: p_(i) * (m - i + 1), made monotone stepping up from the largest: 0.04, min(0.06,
+    # 0.04), min(0.03, 0.04), min(0.02, 0.03)
+    assert sig.correct(p, "hochberg") == pytest.approx([0.03, 0.04, 0.04, 0.02])
+    # Sidak: 1 - (1 - p)^m
+    assert sig.correct(p, "sidak") == pytest.approx(1 - (1 - p) ** 4)
+    # Benjamini-Yekutieli: BH times sum(1/i) = 1 + 1/2 + 1/3 + 1/4
+    assert sig.correct(p, "by") == pytest.approx(np.minimum(1, np.array([0.02, 0.04, 0.04, 0.02]) * 25 / 12))
     with pytest.raises(ValueError, match="unknown correction"):
-        sig.correct(p, "sidak")
+        sig.correct(p, "tukey")
 
 
 def _two_way_residual_mse(scores: np.ndarray) -> tuple[float, float]:

@@ -1,0 +1,243 @@
+"""How much a test collection can be trusted, from its runs' stored per-topic scores: what a track
+organiser reports in an overview paper (``evalstore health``), and per-topic standardisation
+(``evalstore standardize``, Webber, Moffat and Zobel 2008).
+
+- discriminative power (Sakai 2006): the share of run pairs a paired test finds significantly
+  different after the correction, and the smallest difference it finds significant;
+- ranking stability (Voorhees and Buckley 2002): how often two disjoint topic sets of n topics
+  order a pair of runs differently, for growing n (by resampling, seeded);
+- topic-set size (Sakai 2016): topics needed for a paired t-test to detect a difference with the
+  given power, from the residual variance of the two-way ANOVA (statsmodels' power solver);
+- pool bias (Zobel 1998): each run, and each team, evaluated without the relevant documents only
+  it brought to the depth-k pool of the runs, against the others on the full qrels;
+- Judged@10 per run.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import Engine, select
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import Run, Submission
+from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.metrics import resolve_measures
+from evalstore.services import comparisons, pools
+from evalstore.services.kinds import ranking
+from evalstore.statistics import pooling, significance
+
+SUBSET_RESAMPLES = 1000
+HEALTH_MEASURES = ("AP", "nDCG@10", "P@10")
+
+
+@dataclass(frozen=True)
+class DiscriminativePower:
+    measure: str
+    pairs: int
+    significant: int
+    share: float
+    smallest_significant_difference: float | None
+
+
+@dataclass(frozen=True)
+class Stability:
+    measure: str
+    topics: int  # in each of the two disjoint sets
+    swap_rate: float  # share of (pair, resample) whose two sets order the pair differently
+    swap_rate_large: float | None  # the same among pairs more than ``large`` apart on the first set
+
+
+@dataclass(frozen=True)
+class TopicSetSize:
+    measure: str
+    residual_variance: float
+    difference: float
+    topics_needed: int
+    detectable_with_these_topics: float  # the smallest difference the current topics detect
+
+
+@dataclass
+class HealthReport:
+    qrels: str
+    runs: list[str]
+    topics: int
+    measures: list[str]
+    test: str
+    correction: str
+    alpha: float
+    power: float
+    seed: int
+    large_difference: float
+    pool_depth: int
+    discriminative_power: list[DiscriminativePower] = field(default_factory=list)
+    stability: list[Stability] = field(default_factory=list)
+    topic_set_size: list[TopicSetSize] = field(default_factory=list)
+    leave_one_run_out: list[dict[str, Any]] = field(default_factory=list)
+    leave_one_team_out: list[dict[str, Any]] = field(default_factory=list)
+    judged_at_10: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_MEASURES, test: str = "t",
+           correction: str = "holm", alpha: float = 0.05, power: float = 0.8, difference: float = 0.05,
+           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100) -> HealthReport:
+    """The collection's report over every run evaluated on it with ``measures``."""
+    if test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+    if not 0 < power < 1 or not 0 < alpha < 1:
+        raise InvalidParameterError("--power and --alpha are probabilities between 0 and 1.")
+    if difference <= 0:
+        raise InvalidParameterError(f"--difference must be above 0, not {difference}.")
+    names = [str(m) for m in resolve_measures(list(measures))]
+    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)
+    runs = [row.run for row in board.rows if all(n in row.values for n in names)]
+    if len(runs) < 2:
+        raise EvaluationError(f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "
+                              f"evaluate them first: 'evalstore evaluate --qrels {qrels_name} --all-runs --measures "
+                              f"{','.join(names)} --wait'.")
+    matrix = comparisons.score_matrix(engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero",
+                                      evaluate_missing=False)
+    seed = secrets.randbits(31) if seed is None else seed
+    report = HealthReport(qrels_name, runs, len(matrix.topics), matrix.measures, test, correction, alpha, power, seed,
+                          difference, pool_depth, notes=list(board.notes))
+    rng = np.random.default_rng(seed)
+    for name in matrix.measures:
+        scores = matrix.scores[name]
+        report.discriminative_power.append(_discriminative_power(name, scores, test, correction, alpha, rng))
+        report.stability.extend(_stability(name, scores, difference, resamples, rng))
+        report.topic_set_size.append(_topic_set_size(name, scores, difference, alpha, power))
+    report.judged_at_10 = {row.run: row.judged_at_10 for row in board.rows if row.run in runs}
+    report.leave_one_run_out, report.leave_one_team_out = _pool_bias(engine, qrels_name, runs, matrix.measures[0],
+                                                                     pool_depth)
+    if len(matrix.topics) < 2 * 5:
+        report.notes.append("fewer than 10 topics: the stability curve needs two disjoint sets of 5 or more")
+    return report
+
+
+def _discriminative_power(name: str, scores: np.ndarray, test: str, correction: str, alpha: float,
+                          rng: np.random.Generator) -> DiscriminativePower:
+    pairs = [(i, j) for i in range(len(scores)) for j in range(i + 1, len(scores))]
+    diffs = np.vstack([scores[i] - scores[j] for i, j in pairs])
+    outcome = significance.paired_test(diffs, test, rng=rng)
+    corrected = significance.correct(outcome.p_value, correction, alpha)
+    found = corrected < alpha
+    means = np.abs(diffs.mean(axis=1))
+    return DiscriminativePower(name, len(pairs), int(found.sum()), float(found.mean()),
+                               float(means[found].min()) if found.any() else None)
+
+
+def _stability(name: str, scores: np.ndarray, large: float, resamples: int, rng: np.random.Generator
+               ) -> list[Stability]:
+    """Swap rates for two disjoint topic sets of n = 5, 10, ... up to half the topics: one draw of
+    ``resamples`` topic permutations, every run pair at once."""
+    runs, topics = scores.shape
+    first, second = np.triu_indices(runs, k=1)
+    found = []
+    for n in range(5, topics // 2 + 1, 5):
+        order = rng.permuted(np.tile(np.arange(topics), (resamples, 1)), axis=1)
+        a = scores[:, order[:, :n]].mean(axis=2)  # runs x resamples
+        b = scores[:, order[:, n:2 * n]].mean(axis=2)
+        da, db = a[first] - a[second], b[first] - b[second]  # pairs x resamples
+        swapped = np.sign(da) * np.sign(db) < 0
+        big = np.abs(da) > large
+        found.append(Stability(name, n, float(swapped.mean()),
+                               float(swapped[big].mean()) if big.any() else None))
+    return found
+
+
+def _topic_set_size(name: str, scores: np.ndarray, difference: float, alpha: float, power: float) -> TopicSetSize:
+    """Sakai's topic-set-size design for a paired t-test: the variance of a pair's per-topic
+    differences is twice the two-way ANOVA's residual variance."""
+    from statsmodels.stats.power import TTestPower
+
+    variance, _ = significance.residual_variance(scores)
+    solver = TTestPower()
+    if variance == 0:
+        return TopicSetSize(name, 0.0, difference, 2, 0.0)
+    spread = math.sqrt(2 * variance)
+    needed = solver.solve_power(effect_size=difference / spread, alpha=alpha, power=power, alternative="two-sided")
+    detectable = solver.solve_power(nobs=scores.shape[1], alpha=alpha, power=power, alternative="two-sided")
+    return TopicSetSize(name, variance, difference, math.ceil(float(needed)), float(detectable) * spread)
+
+
+def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, depth: int
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Leave-one-run-out and leave-one-team-out over the depth-``depth`` pool of the runs (a
+    run's team: its task submission's, else its system, else its name)."""
+    with read_only(engine) as session:
+        stored = [repo.get_run(session, name) for name in runs]
+        teams = dict(session.execute(select(Run.name, Submission.team).join(Submission, Submission.run_id == Run.id)
+                                     .where(Run.name.in_(runs))).all())
+        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        # every run whole, in one read: trec_eval's order is the stored rank, so -rank scores it
+        ranked = pools._read_candidates(session, stored, None, None)
+    codes = ranked["run"].to_numpy()
+    tables = {run.name: pa.table({"topic": ranked["topic"], "doc": ranked["doc"],
+                                  "score": pa.array(-ranked["rank"].to_numpy().astype(np.float64))}
+                                 ).filter(pa.array(codes == i)) for i, run in enumerate(stored)}
+    cands = ranked.filter(pc.less_equal(ranked["rank"], depth))
+    pool = pooling.build(cands, runs, pooling.PoolSettings("depth", depth, None)).to_pandas()
+    by_team: dict[str, list[str]] = {}
+    for run in stored:
+        by_team.setdefault(teams.get(run.name) or run.system or run.name, []).append(run.name)
+    groups: dict[str, list[str]] = {run: [run] for run in runs}
+    groups.update({f"team {team}": members for team, members in by_team.items() if members != [team]})
+    rows = pools.leave_out(qrels.astype({"topic": object, "doc": object}), tables,
+                           pool[["topic", "doc", "contributors"]], groups, [measure])
+    return [r for r in rows if "group" not in r], [r for r in rows if "group" in r]
+
+
+# --- standardisation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Standardisation:
+    qrels: str
+    runs: list[str]
+    statistics: pd.DataFrame  # topic, measure (trec_eval's name), mean, stddev
+    zscores: dict[str, pd.DataFrame]  # measure -> runs x topics
+
+
+def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], path: Path | None = None
+                ) -> Standardisation:
+    """Per topic and measure, the mean and standard deviation (n-1) of the scores of every run
+    evaluated on the qrels, written as trec_eval's ``-Z`` file (``qid measure mean stddev``, the
+    measure by trec_eval's name), and each run's per-topic z-scores ``(score - mean) / stddev``."""
+    from evalstore.trec_eval import stored_rows
+
+    names = [str(m) for m in resolve_measures(list(measures))]
+    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)
+    runs = [row.run for row in board.rows if all(n in row.values for n in names)]
+    if len(runs) < 2:
+        raise EvaluationError(f"Standardising needs two or more runs evaluated on '{qrels_name}' with "
+                              f"{', '.join(names)}; evaluate them first.")
+    matrix = comparisons.score_matrix(engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero",
+                                      evaluate_missing=False)
+    printed = {str(m): name for _, name, m in stored_rows(resolve_measures(matrix.measures)) if m is not None}
+    rows, zscores = [], {}
+    for name in matrix.measures:
+        scores = matrix.scores[name]
+        mean, stddev = scores.mean(axis=0), scores.std(axis=0, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(stddev > 0, (scores - mean) / np.where(stddev > 0, stddev, 1), 0.0)
+        zscores[name] = pd.DataFrame(z, index=matrix.runs, columns=matrix.topics)
+        rows += [(topic, printed[name], float(m), float(s)) for topic, m, s in zip(matrix.topics, mean, stddev,
+                                                                                    strict=True)]
+    statistics = pd.DataFrame(rows, columns=["topic", "measure", "mean", "stddev"])
+    if path is not None:
+        path.write_text("".join(f"{t} {m} {mean:.4f} {sd:.4f}\n" for t, m, mean, sd in rows))
+    return Standardisation(qrels_name, matrix.runs, statistics, zscores)

@@ -1,0 +1,78 @@
+"""`evalstore health` and `evalstore standardize` on real TREC 2003 Robust runs: the report's
+parts, the plot, reproducibility by seed, and the -Z file trec-eval reads back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from tests.conftest import shared_path
+
+RUNS = ("pircRBa1", "aplrob03a", "uwmtCR0", "SABIR03BASE", "humR03dc", "rutcor03100")
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp("health")
+    url = f"sqlite:///{folder / 'cli.db'}"
+    runner = CliRunner()
+
+    def invoke(*args: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, ["--database-url", url, *args], env={"EVALSTORE_HOME": str(folder),
+                                                                       "EVALSTORE_MLFLOW": "off"})
+
+    robust = shared_path("robust03", "robust03_qrels.txt").parent
+    assert invoke("db", "upgrade").exit_code == 0
+    assert invoke("qrels", "import", str(robust / "robust03_qrels.txt"), "--name", "robust03").exit_code == 0
+    registered = invoke("runs", "register", *(str(robust / "runs" / f"input.{r}.gz") for r in RUNS))
+    assert registered.exit_code == 0, registered.stderr
+    evaluated = invoke("evaluate", "--qrels", "robust03", "--all-runs", "--wait")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    return invoke
+
+
+def test_health_reports_every_part_and_draws_the_curve(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "stability.png"
+    first = cli("health", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--seed", "5",
+                "--plot", str(plot), "--format", "json")
+    assert first.exit_code == 0, first.stderr
+    assert first.stderr.startswith("seed 5 (pass --seed 5 to reproduce the swap rates)\n")
+    report = json.loads(first.stdout)
+    assert report["runs"] == sorted(report["runs"], key=list(RUNS).index) and report["topics"] == 100
+    power = {d["measure"]: d for d in report["discriminative_power"]}
+    assert power["AP"]["pairs"] == 15 and 0 < power["AP"]["significant"] <= 15
+    assert [s["topics"] for s in report["stability"] if s["measure"] == "AP"] == list(range(5, 51, 5))
+    rates = [s["swap_rate"] for s in report["stability"] if s["measure"] == "AP"]
+    assert rates[0] > rates[-1]  # more topics, fewer swaps
+    assert {t["measure"] for t in report["topic_set_size"]} == {"AP", "P@10"}
+    assert {r["run"] for r in report["leave_one_run_out"]} == set(RUNS)
+    assert all(r["AP without"] <= r["AP"] + 1e-12 for r in report["leave_one_run_out"])
+    assert set(report["judged_at_10"]) == set(RUNS)
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    again = cli("health", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--seed", "5",
+                "--format", "json")
+    assert json.loads(again.stdout)["stability"] == report["stability"]
+
+
+def test_standardize_writes_the_z_file_trec_eval_reads(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    zfile = tmp_path / "z.txt"
+    done = cli("standardize", "--qrels", "robust03", "--measure", "AP", "-o", str(zfile), "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    lines = zfile.read_text().splitlines()
+    assert len(lines) == 100 and all(len(line.split()) == 4 and line.split()[1] == "map" for line in lines)
+    means = {row["run"]: row["mean z AP"] for row in json.loads(done.stdout)}
+    run = shared_path("robust03", "runs", "input.pircRBa1.gz")
+    printed = cli("trec-eval", "-Z", str(zfile), "-m", "map", str(run.parents[1] / "robust03_qrels.txt"), str(run))
+    zmap = float(printed.stdout.split()[-1])
+    assert zmap == pytest.approx(means["pircRBa1"], abs=5e-4)  # the file's statistics are rounded to 4 places
+
+
+def test_health_says_how_to_evaluate_a_missing_measure(cli) -> None:  # type: ignore[no-untyped-def]
+    refused = cli("health", "--qrels", "robust03", "--measure", "P@7")
+    assert refused.exit_code == 1
+    assert refused.stderr == ("Error: Measure 'P@7' was not computed for these runs. Run 'evalstore evaluate --qrels "
+                              "robust03 --all-runs --measures P@7 --wait'.\n")
