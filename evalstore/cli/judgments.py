@@ -45,9 +45,12 @@ def agreement(ctx: typer.Context, pool: str = typer.Option(..., "--pool"),
     if fmt is ReportFormat.json:
         sys.stdout.write(json.dumps(asdict(result), indent=2) + "\n")
         return
-    render([asdict(p) for p in result.pairs], ["first", "second", "items", "observed", "kappa", "weighted_kappa"],
+    render([asdict(p) for p in result.pairs], ["first", "second", "items", "observed", "kappa", "weighted_kappa",
+                                                "quadratic_kappa"],
            fmt, title=f"pool {pool}: Cohen's kappa per pair")
     overall = [{"statistic": "Fleiss' kappa", "value": result.fleiss_kappa, "items": result.items_all},
                {"statistic": "Krippendorff's alpha (ordinal)", "value": result.krippendorff_alpha,
-                "items": result.items_any}]
+                "items": result.items_any},
+               *({"statistic": f"Krippendorff's alpha ({level})", "value": value, "items": result.items_any}
+                 for level, value in result.krippendorff_by_level.items())]
     render(overall, ["statistic", "value", "items"], fmt, title=f"pool {pool}: all assessors")

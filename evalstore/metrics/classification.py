@@ -88,6 +88,7 @@ def label_measures(cm: np.ndarray, classes: list[str], *, beta: float = 1.0,
         "precision_weighted": (precision * weights).sum(axis=-1), "recall_weighted": (recall * weights).sum(axis=-1),
         f"f1_weighted{suffix}": (f * weights).sum(axis=-1),
         "specificity_macro": specificity.mean(axis=-1), "fallout_macro": fallout.mean(axis=-1),
+        "jaccard_macro": _ratio(tp, tp + fp + fn).mean(axis=-1),
     }
     per_class = {"precision": precision, "recall": recall, f"f1{suffix}": f, "specificity": specificity,
                  "fallout": fallout, "generality": generality, "support": true_count}
@@ -283,6 +284,34 @@ def rela_impr(auc: float, baseline_auc: float) -> float:
     return ((auc - 0.5) / (baseline_auc - 0.5) - 1) * 100 if baseline_auc != 0.5 else float("nan")
 
 
+def partial_auc(is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1) -> dict[str, float]:
+    """The area under the ROC curve up to a false-positive rate of 0.1, McClish-standardised (0.5:
+    random, 1: perfect), as scikit-learn's roc_auc_score(max_fpr=0.1) gives it."""
+    from sklearn.metrics import roc_auc_score
+
+    if is_positive.all() or not is_positive.any():
+        return {"auc_fpr10": float("nan")}
+    return {"auc_fpr10": float(roc_auc_score(is_positive, score, max_fpr=max_fpr))}
+
+
+def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int) -> dict[str, float]:
+    """Log loss and Brier score of class probabilities (n, k) (scikit-learn), and top-2/top-3
+    accuracy for more than two classes. Scores that are not probabilities (outside [0, 1]) have
+    none of these: they would mean nothing."""
+    from sklearn.metrics import brier_score_loss, log_loss, top_k_accuracy_score
+
+    if probabilities.min() < 0 or probabilities.max() > 1:
+        return {}
+    labels = np.arange(k)
+    out = {"log_loss": float(log_loss(y_true, probabilities, labels=labels)),
+           "brier": float(brier_score_loss(y_true, probabilities if k > 2 else probabilities[:, 1],
+                                           labels=labels))}
+    for top in (2, 3):
+        if k > top:
+            out[f"top{top}_accuracy"] = float(top_k_accuracy_score(y_true, probabilities, k=top, labels=labels))
+    return out
+
+
 def multiclass_auc(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """One-vs-rest and one-vs-one macro AUC (scikit-learn); rows of ``scores`` are normalised
     to sum to 1 first, as scikit-learn requires probabilities."""
@@ -301,9 +330,10 @@ def multiclass_auc(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 
 
 def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, float]:
-    """Purity, inverse purity and their F (Amigó, Gonzalo, Artiles & Verdejo 2009), adjusted Rand
-    index and NMI (scikit-learn)."""
-    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+    """Purity, inverse purity and their F (Amigó, Gonzalo, Artiles & Verdejo 2009); the Rand index
+    and its adjusted form, NMI, AMI, homogeneity, completeness, V-measure and Fowlkes-Mallows
+    (scikit-learn)."""
+    from sklearn import metrics as sk
 
     n = len(y_true)
     k_true, k_cluster = int(y_true.max()) + 1, int(clusters.max()) + 1
@@ -317,9 +347,13 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
     precision = _ratio(table, cluster_size[:, None])
     f = _ratio(2 * recall * precision, recall + precision)
     f_measure = float((class_size / n * f.max(axis=0)).sum())
+    homogeneity, completeness, v_measure = sk.homogeneity_completeness_v_measure(y_true, clusters)
     return {"purity": float(purity), "inverse_purity": float(inverse_purity), "purity_f": f_measure,
-            "ari": float(adjusted_rand_score(y_true, clusters)),
-            "nmi": float(normalized_mutual_info_score(y_true, clusters)),
+            "ari": float(sk.adjusted_rand_score(y_true, clusters)), "rand": float(sk.rand_score(y_true, clusters)),
+            "nmi": float(sk.normalized_mutual_info_score(y_true, clusters)),
+            "ami": float(sk.adjusted_mutual_info_score(y_true, clusters)),
+            "homogeneity": float(homogeneity), "completeness": float(completeness), "v_measure": float(v_measure),
+            "fowlkes_mallows": float(sk.fowlkes_mallows_score(y_true, clusters)),
             "clusters": float(k_cluster)}
 
 
@@ -358,6 +392,10 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
         curve = Curve.of(is_positive, score)
         aggregates.update({"auc": curve.auc(), "average_precision": curve.average_precision(),
                            "interpolated_ap_11": curve.interpolated_ap_11(), "break_even": curve.break_even()})
+        aggregates.update(partial_auc(is_positive, score))
+        if 0 <= score.min() and score.max() <= 1:
+            p_positive = score if positive == 1 else 1 - score
+            aggregates.update(probability_measures(y_true, np.column_stack([1 - p_positive, p_positive]), 2))
         for rule in THRESHOLD_RULES:
             at, value = curve.best_threshold(rule, prior)
             aggregates[f"threshold_{rule.replace('-', '_')}"] = at
@@ -384,6 +422,8 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
                 aggregates["rela_impr_gauc"] = rela_impr(aggregates["gauc"], gauc(base_auc, base_sizes)[0])
     if scores is not None and not binary:
         aggregates.update(multiclass_auc(y_true, scores))
+        if np.allclose(scores.sum(axis=1), 1.0, atol=1e-6):  # class probabilities, not just scores
+            aggregates.update(probability_measures(y_true, scores, k))
         if y_pred is None:
             y_pred = np.argmax(scores, axis=1)
     if y_pred is None:
@@ -443,6 +483,15 @@ _CLASSIFIER_MEASURES = [
       for rule in THRESHOLD_RULES for part in ("", "_value")],
     ("rela_impr", "relative AUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
     ("rela_impr_gauc", "relative GAUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
+    ("auc_fpr10", "partial AUC up to a false-positive rate of 0.1, McClish-standardised",
+     f"{_SK}.roc_auc_score(max_fpr=0.1)", True, False),
+    ("log_loss", "cross-entropy of the predicted class probabilities", f"{_SK}.log_loss", False, False),
+    ("brier", "Brier score: mean squared error of the class probabilities", f"{_SK}.brier_score_loss", False,
+     False),
+    *[(f"top{k}_accuracy", f"share of items whose gold class is among the {k} highest scores",
+       f"{_SK}.top_k_accuracy_score(k={k})", True, False) for k in (2, 3)],
+    ("jaccard_macro", "Jaccard index (TP / (TP + FP + FN)) averaged over classes", f"{_SK}.jaccard_score"
+     "(average='macro')", True, False),
     ("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')", True, False),
     ("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')", True, False),
     ("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", False, True),
@@ -455,6 +504,14 @@ _CLUSTERING_MEASURES = [
     ("purity_f", "F of purity and inverse purity", "Amigo et al. 2009", True, True),
     ("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score", True, False),
     ("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", True, True),
+    ("ami", "adjusted mutual information", f"{_SK}.adjusted_mutual_info_score", True, False),
+    ("rand", "Rand index: share of item pairs the clustering and the classes treat alike", f"{_SK}.rand_score",
+     True, False),
+    ("homogeneity", "each cluster holds one class only", f"{_SK}.homogeneity_score", True, False),
+    ("completeness", "each class lies in one cluster only", f"{_SK}.completeness_score", True, False),
+    ("v_measure", "harmonic mean of homogeneity and completeness", f"{_SK}.v_measure_score", True, False),
+    ("fowlkes_mallows", "geometric mean of pairwise precision and recall", f"{_SK}.fowlkes_mallows_score", True,
+     False),
     ("clusters", "number of clusters", "count", True, False),
 ]
 for _kind, _table in (("classifier", _CLASSIFIER_MEASURES), ("clustering", _CLUSTERING_MEASURES)):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -260,6 +261,7 @@ class PairAgreement:
     observed: float  # share of items with the same label
     kappa: float
     weighted_kappa: float | None  # linear weights, for graded labels
+    quadratic_kappa: float | None  # quadratic weights, for graded labels
 
 
 @dataclass(frozen=True)
@@ -270,24 +272,25 @@ class Agreement:
     items_all: int  # items every assessor judged (Fleiss' kappa is over these)
     fleiss_kappa: float | None
     items_any: int  # items judged by at least two assessors (Krippendorff's alpha uses them all)
-    krippendorff_alpha: float | None
+    krippendorff_alpha: float | None  # ordinal: grades are ordered, their distances are not known
+    krippendorff_by_level: dict[str, float | None]  # nominal, interval, ratio
 
 
-def cohen_kappa(first: np.ndarray, second: np.ndarray, *, weighted: bool = False) -> float:
-    """scikit-learn's Cohen's kappa (linear weights when ``weighted``); 1.0 when both assessors
-    agree on every item and use one label only (sklearn returns nan there)."""
+def cohen_kappa(first: np.ndarray, second: np.ndarray, *, weights: str | None = None) -> float:
+    """scikit-learn's Cohen's kappa (``weights`` linear or quadratic for graded labels); 1.0 when
+    both assessors agree on every item and use one label only (sklearn returns nan there)."""
     from sklearn.metrics import cohen_kappa_score
 
     if len(first) and (first == second).all() and len(np.unique(first)) == 1:
         return 1.0
-    return float(cohen_kappa_score(first, second, weights="linear" if weighted else None))
+    return float(cohen_kappa_score(first, second, weights=weights))
 
 
 def agreement(labels: pd.DataFrame) -> Agreement:
     """Agreement of assessors over ``labels`` (columns: item, assessor, label): Cohen's kappa for
     each pair over the items both judged (linearly weighted too when labels are graded), Fleiss'
-    kappa (statsmodels) over the items all judged, Krippendorff's ordinal alpha (krippendorff) over
-    everything, missing judgments allowed."""
+    kappa (statsmodels) over the items all judged, Krippendorff's alpha (krippendorff) over
+    everything, missing judgments allowed: ordinal, and at the nominal, interval and ratio levels."""
     import krippendorff
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
@@ -300,11 +303,12 @@ def agreement(labels: pd.DataFrame) -> Agreement:
         for second in assessors[i + 1:]:
             both = wide[[first, second]].dropna().to_numpy(dtype=int)
             if len(both) == 0:
-                pairs.append(PairAgreement(first, second, 0, float("nan"), float("nan"), None))
+                pairs.append(PairAgreement(first, second, 0, float("nan"), float("nan"), None, None))
                 continue
             a, b = both[:, 0], both[:, 1]
             pairs.append(PairAgreement(first, second, len(both), float((a == b).mean()), cohen_kappa(a, b),
-                                       cohen_kappa(a, b, weighted=True) if graded else None))
+                                       cohen_kappa(a, b, weights="linear") if graded else None,
+                                       cohen_kappa(a, b, weights="quadratic") if graded else None))
     complete = wide.dropna().to_numpy(dtype=int)
     fleiss = None
     if len(assessors) >= 2 and len(complete):
@@ -312,8 +316,12 @@ def agreement(labels: pd.DataFrame) -> Agreement:
         with np.errstate(invalid="ignore", divide="ignore"):
             fleiss = float(fleiss_kappa(counts, method="fleiss"))
     shared = wide[wide.notna().sum(axis=1) >= 2]
-    alpha = None
+    levels: tuple[Literal["ordinal", "nominal", "interval", "ratio"], ...] = ("ordinal", "nominal", "interval",
+                                                                             "ratio")
+    alphas: dict[str, float | None] = dict.fromkeys(levels)
     if len(shared) and len(values) > 1:
-        alpha = float(krippendorff.alpha(reliability_data=shared.to_numpy(dtype=float).T,
-                                         level_of_measurement="ordinal", value_domain=values))
-    return Agreement(assessors, values, pairs, len(complete), fleiss, len(shared), alpha)
+        for level in levels:
+            alphas[level] = float(krippendorff.alpha(reliability_data=shared.to_numpy(dtype=float).T,
+                                                     level_of_measurement=level, value_domain=values))
+    ordinal = alphas.pop("ordinal")
+    return Agreement(assessors, values, pairs, len(complete), fleiss, len(shared), ordinal, alphas)

@@ -145,6 +145,8 @@ def test_label_measures_equal_scikit_learn(pairs: list[tuple[int, int]], beta: f
         assert values[f"generality.{label}"] == pytest.approx(support[index] / len(y_true))
     assert values["specificity_macro"] == pytest.approx(specificity.mean())
     assert values["fallout_macro"] == pytest.approx(fallout.mean())
+    assert values["jaccard_macro"] == pytest.approx(metrics.jaccard_score(y_true, y_pred, labels=[0, 1, 2],
+                                                                          average="macro", zero_division=0))
 
 
 @settings(max_examples=40, deadline=None)
@@ -265,4 +267,38 @@ REFERENCE_FAMILIES = {
     "interpolated_ap_11", "break_even", "threshold_best_f1", "threshold_best_f1_value", "threshold_youden",
     "threshold_youden_value", "threshold_iso_accuracy", "threshold_iso_accuracy_value", "rela_impr",
     "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "ari", "nmi", "clusters",
+    "jaccard_macro", "log_loss", "brier", "top2_accuracy", "top3_accuracy", "auc_fpr10", "ami", "rand",
+    "homogeneity", "completeness", "v_measure", "fowlkes_mallows",
 }
+
+
+def test_probability_measures_equal_scikit_learn() -> None:
+    rng = np.random.default_rng(4)
+    y_true = rng.integers(0, 2, 300)
+    score = np.clip(rng.random(300) * 0.7 + y_true * 0.3, 0, 1)
+    suite = cls.evaluate(y_true, ["no", "yes"], score=score)
+    assert suite.aggregates["log_loss"] == pytest.approx(metrics.log_loss(y_true, score))
+    assert suite.aggregates["brier"] == pytest.approx(metrics.brier_score_loss(y_true, score))
+    assert suite.aggregates["auc_fpr10"] == pytest.approx(metrics.roc_auc_score(y_true, score, max_fpr=0.1))
+    y3 = rng.integers(0, 4, 300)
+    raw = rng.random((300, 4)) + np.eye(4)[y3] * 0.5
+    probabilities = raw / raw.sum(axis=1, keepdims=True)
+    multi = cls.evaluate(y3, ["a", "b", "c", "d"], scores=probabilities)
+    assert multi.aggregates["log_loss"] == pytest.approx(metrics.log_loss(y3, probabilities))
+    assert multi.aggregates["brier"] == pytest.approx(metrics.brier_score_loss(y3, probabilities))
+    for k in (2, 3):
+        assert multi.aggregates[f"top{k}_accuracy"] == pytest.approx(metrics.top_k_accuracy_score(y3, probabilities,
+                                                                                                  k=k))
+    assert "log_loss" not in cls.evaluate(y3, ["a", "b", "c", "d"], scores=raw).aggregates  # not probabilities
+
+
+def test_clustering_measures_equal_scikit_learn() -> None:
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 4, 200)
+    clusters = np.where(rng.random(200) < 0.7, truth, rng.integers(0, 5, 200))
+    values = cls.clustering_measures(truth, clusters)
+    h, c, v = metrics.homogeneity_completeness_v_measure(truth, clusters)
+    assert (values["homogeneity"], values["completeness"], values["v_measure"]) == pytest.approx((h, c, v))
+    assert values["ami"] == pytest.approx(metrics.adjusted_mutual_info_score(truth, clusters))
+    assert values["rand"] == pytest.approx(metrics.rand_score(truth, clusters))
+    assert values["fowlkes_mallows"] == pytest.approx(metrics.fowlkes_mallows_score(truth, clusters))

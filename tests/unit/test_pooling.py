@@ -125,6 +125,7 @@ def test_agreement_against_statsmodels_and_krippendorff() -> None:
     ab = next(p for p in result.pairs if (p.first, p.second) == ("A", "B"))
     assert ab.kappa == pytest.approx(cohen_kappa_score(raters["A"], raters["B"]))
     assert ab.weighted_kappa == pytest.approx(cohen_kappa_score(raters["A"], raters["B"], weights="linear"))
+    assert ab.quadratic_kappa == pytest.approx(cohen_kappa_score(raters["A"], raters["B"], weights="quadratic"))
     ac = next(p for p in result.pairs if (p.first, p.second) == ("A", "C"))
     assert ac.items == 50
     complete = np.column_stack([raters[n][10:] for n in "ABC"])
@@ -134,3 +135,6 @@ def test_agreement_against_statsmodels_and_krippendorff() -> None:
     data[2, :10] = np.nan
     assert result.krippendorff_alpha == pytest.approx(krippendorff.alpha(data, level_of_measurement="ordinal",
                                                                          value_domain=[0, 1, 2]))
+    for level in ("nominal", "interval", "ratio"):
+        assert result.krippendorff_by_level[level] == pytest.approx(
+            krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2]))
