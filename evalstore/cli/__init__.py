@@ -24,6 +24,7 @@ from evalstore.cli import (
     results,
     runs,
     serve,
+    splits,
     tasks,
     texts,
     tokens,
@@ -60,6 +61,7 @@ app.add_typer(jobs.app, name="jobs")
 app.add_typer(results.app, name="results")
 app.add_typer(mlflow.app, name="mlflow")
 app.add_typer(pool.app, name="pool")
+app.add_typer(splits.app, name="splits")
 app.add_typer(judgments.app, name="judgments")
 app.add_typer(labels.app, name="labels")
 app.add_typer(predictions.app, name="predictions")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -43,6 +44,8 @@ def evaluate(
                                        "the gold labels' prevalence)."),
     beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
     baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
+    splits: str | None = typer.Option(None, "--splits", help="With --wait: each fold's mean over its test topics "
+                                      "(a split of these qrels' topics), and the mean and spread over the folds."),
 ) -> None:
     """Queue evaluations of stored runs against stored qrels (one job per run), or of
     predictions against gold labels (--labels, one job per prediction set).
@@ -74,9 +77,30 @@ def evaluate(
     outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, wait_for_mlflow=wait_mlflow,
                                      announce=announce)
     report = outcome.report
-    render(report.rows, report.columns, fmt, title=report.title)
+    if splits is None or fmt is OutputFormat.table:  # json/csv: one document, the per-fold table
+        render(report.rows, report.columns, fmt, title=report.title)
     if wait and outcome.unfinished:
         raise outcome.failure()
+    if splits is not None:
+        if labels is not None or not wait:
+            raise usage_conflict(ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: "
+                                 "pass --wait.")
+        _per_fold(ctx, splits, outcome, split_measures(measures) if measures else ["AP", "nDCG@10", "P@10"], fmt)
+
+
+def _per_fold(ctx: typer.Context, splits: str, outcome: Any, measures: list[str], fmt: OutputFormat) -> None:
+    from evalstore.services import splits as service
+
+    rows: list[dict[str, Any]] = []
+    names: list[str] = []
+    for ref in outcome.refs:
+        folds = service.fold_values(state(ctx).engine(), splits=splits, run=ref.inputs, measures=measures)
+        names = folds.measures
+        for row in folds.per_fold.to_dict(orient="records"):
+            rows.append({"run": ref.inputs, **{str(k): v for k, v in row.items()}})
+        rows.append({"run": ref.inputs, "fold": "mean", **folds.mean})
+        rows.append({"run": ref.inputs, "fold": "sd", **folds.spread})
+    render(rows, ["run", "fold", "topics", *names], fmt, title=f"per fold of split '{splits}'")
 
 
 def split_measures(text: str) -> list[str]:

@@ -155,3 +155,28 @@ def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: 
     info(f"submitted run '{answer['run']}' to task '{answer['task']}' for team '{answer['team']}': "
          f"{answer['rows']} rows, {answer['topics']} topics; evaluation job {answer['job']['id']} is "
          f"{answer['job']['state']} ({server.rstrip('/')}{answer['job']['url']})")
+
+
+@app.command()
+def combine(
+    ctx: typer.Context,
+    splits: str = typer.Option(..., "--splits", help="A k-fold, leave-one-out or holdout split of the topics."),
+    fold: list[str] = typer.Option(..., "--fold", help="FOLD=RUN: the run trained without that fold's test "
+                                   "topics (repeatable, one per fold)."),
+    name: str = typer.Option(..., "--name", help="Name of the cross-validated run."),
+) -> None:
+    """Store a cross-validated run: each topic's ranking from the run of the fold that tested it.
+    A topic tested by two of the folds, or by none, is refused."""
+    from evalstore.services import splits as service
+
+    folds: dict[int, str] = {}
+    for text in fold:
+        number, equals, run = text.partition("=")
+        if not equals or not number.strip().isdigit() or not run.strip():
+            raise typer.BadParameter(f"'{text}': give a fold as FOLD=RUN, e.g. '1=bm25-fold1'.", param_hint="--fold")
+        if int(number) in folds:
+            raise typer.BadParameter(f"fold {number} is given twice.", param_hint="--fold")
+        folds[int(number)] = run.strip()
+    registered = service.combine_runs(state(ctx).engine(), splits=splits, folds=folds, name=name)
+    info(f"registered run '{name}': {registered.summary.rows} rows, {registered.summary.topics} topics from "
+         f"{len(folds)} folds of split '{splits}'")

@@ -349,6 +349,38 @@ class Document(Base):
     text: Mapped[str] = mapped_column(Text)
 
 
+class Split(Base):
+    """A split of a qrels set's topics (or a label set's items) into folds of train and test units,
+    by one estimation method, reproducible from its seed."""
+
+    __tablename__ = "splits"
+    __table_args__ = (CheckConstraint("source_kind IN ('qrels', 'labels')", name="source_kind"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    source_kind: Mapped[str] = mapped_column(String(20))
+    source: Mapped[str] = mapped_column(String(200))  # the qrels' or label set's name
+    method: Mapped[str] = mapped_column(String(20))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    seed: Mapped[int | None] = mapped_column(BigInteger)
+    folds: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SplitMember(Base):
+    """A unit (topic or item) in a fold's train or test part; ``weight``: how often a bootstrap
+    drew it (1 otherwise). No foreign key, as run_rows: a split of 1M items goes in by COPY."""
+
+    __tablename__ = "split_members"
+    __table_args__ = (CheckConstraint("part IN ('train', 'test')", name="part"), {"sqlite_with_rowid": False})
+
+    split_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    fold: Mapped[int] = mapped_column(Integer, primary_key=True)
+    part: Mapped[str] = mapped_column(String(5), primary_key=True)
+    unit: Mapped[str] = mapped_column(String(400), primary_key=True)
+    weight: Mapped[int] = mapped_column(Integer, default=1)
+
+
 # --- classification and clustering --------------------------------------------------------------
 # Row tables (gold_labels, predictions, prediction_scores) have no foreign key, as run_rows: 10M
 # predictions go in by COPY, which a per-row trigger slows ~3x; the services delete rows with

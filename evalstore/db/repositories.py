@@ -33,6 +33,7 @@ from evalstore.db.models import (
     Run,
     RunRow,
     RunTopic,
+    Split,
 )
 from evalstore.db.staging import StagedRows
 from evalstore.errors import NotFoundError
@@ -55,6 +56,18 @@ def get_pool(session: Session, name: str) -> Pool:
         raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
                             f"'evalstore pool build --name {name} --all-runs'.")
     return pool
+
+
+def find_split(session: Session, name: str) -> Split | None:
+    return session.scalar(select(Split).where(Split.name == name))
+
+
+def get_split(session: Session, name: str) -> Split:
+    split = find_split(session, name)
+    if split is None:
+        raise NotFoundError(f"No split named '{name}'. See 'evalstore splits list', or make one with 'evalstore "
+                            f"splits make'.")
+    return split
 
 
 def find_run(session: Session, name: str) -> Run | None:

@@ -76,3 +76,25 @@ def test_health_says_how_to_evaluate_a_missing_measure(cli) -> None:  # type: ig
     assert refused.exit_code == 1
     assert refused.stderr == ("Error: Measure 'P@7' was not computed for these runs. Run 'evalstore evaluate --qrels "
                               "robust03 --all-runs --measures P@7 --wait'.\n")
+
+
+def test_cross_validation_from_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
+    made = cli("splits", "make", "--qrels", "robust03", "--method", "kfold", "--k", "3", "--seed", "7",
+               "--stratify-by", "difficulty", "--name", "k3", "--format", "json")
+    assert made.exit_code == 0, made.stderr
+    assert made.stderr == "split 'k3': 3 fold(s) by kfold, seed 7\n"
+    assert [f["test"] for f in json.loads(made.stdout)] == [34, 33, 33]
+    combined = cli("runs", "combine", "--splits", "k3", "--fold", "1=pircRBa1", "--fold", "2=aplrob03a",
+                   "--fold", "3=uwmtCR0", "--name", "cv")
+    assert combined.exit_code == 0, combined.stderr
+    assert combined.stderr == "registered run 'cv': 100000 rows, 100 topics from 3 folds of split 'k3'\n"
+    folds = cli("evaluate", "--qrels", "robust03", "--run", "cv", "--measures", "AP", "--wait", "--splits", "k3",
+                "--format", "json")
+    assert folds.exit_code == 0, folds.stderr
+    rows = json.loads(folds.stdout)
+    assert [r["fold"] for r in rows] == [1, 2, 3, "mean", "sd"]
+    bad = cli("runs", "combine", "--splits", "k3", "--fold", "1=pircRBa1", "--name", "half")
+    assert bad.exit_code == 1
+    assert bad.stderr.startswith("Error: 66 topic(s) are tested by no fold given")
+    usage = cli("runs", "combine", "--splits", "k3", "--fold", "one=pircRBa1", "--name", "x")
+    assert usage.exit_code == 2 and "give a fold as FOLD=RUN" in usage.stderr

@@ -120,9 +120,9 @@ def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
-    assert cli("db", "current").stdout == "current: none\nhead: 0013\n"
+    assert cli("db", "current").stdout == "current: none\nhead: 0014\n"
     cli("db", "upgrade")
-    assert cli("db", "current").stdout == "current: 0013\nhead: 0013\n"
+    assert cli("db", "current").stdout == "current: 0014\nhead: 0014\n"
 
 
 def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

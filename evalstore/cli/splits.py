@@ -1,0 +1,55 @@
+"""`evalstore splits ...`: topic and item splits for estimating a system's quality."""
+
+from __future__ import annotations
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._output import OutputFormat, info, render, render_record
+
+app = typer.Typer(no_args_is_help=True, help="Holdout, subsampling, k-fold, leave-one-out and bootstrap splits.")
+
+
+@app.command("make")
+def make(
+    ctx: typer.Context,
+    name: str = typer.Option(..., "--name", help="Name of the new split."),
+    qrels: str | None = typer.Option(None, "--qrels", help="Split these qrels' topics."),
+    labels: str | None = typer.Option(None, "--labels", help="Split these gold labels' items."),
+    method: str = typer.Option("holdout", "--method", help="holdout | subsample | kfold | loo | bootstrap."),
+    test_share: float = typer.Option(1 / 3, "--test-share", help="holdout, subsample: the test part's share "
+                                     "(default one third)."),
+    k: int = typer.Option(5, "--k", help="kfold: the number of folds."),
+    repeats: int = typer.Option(10, "--repeats", help="subsample, bootstrap: the number of draws."),
+    stratify_by: str = typer.Option("none", "--stratify-by", help="none | difficulty (topics: quartiles of mean "
+                                    "AP over the evaluated runs) | label (items)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed (default: drawn, recorded)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Split topics (--qrels) or items (--labels) into folds and store the split with its seed."""
+    from evalstore.services import splits
+
+    made = splits.make_split(state(ctx).engine(), name, qrels=qrels, labels_name=labels, method=method,
+                             test_share=test_share, k=k, repeats=repeats, stratify_by=stratify_by, seed=seed)
+    info(f"split '{name}': {made.folds} fold(s) by {made.method}, seed {made.seed}")
+    render(made.sizes, ["fold", "train", "train_distinct", "test"], fmt, title=f"split '{name}'")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """List the splits."""
+    from evalstore.services import splits
+
+    rows = [s.as_dict() for s in splits.list_splits(state(ctx).engine())]
+    render(rows, ["name", "source", "method", "folds", "seed", "stratify_by"], fmt, title="splits")
+
+
+@app.command("show")
+def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """A split's settings and each fold's sizes."""
+    from evalstore.services import splits
+
+    found = splits.show_split(state(ctx).engine(), name)
+    render_record(found.as_dict(), fmt, title=f"split '{name}'")
+    if fmt is OutputFormat.table:
+        render(found.sizes, ["fold", "train", "train_distinct", "test"], fmt, title="folds")

@@ -1,0 +1,291 @@
+"""Estimating a learned system's quality over splits of the topics (or of a classifier's items):
+holdout (the textbook's 2/3-1/3), repeated random subsampling, k-fold and leave-one-out
+cross-validation, and the bootstrap (train on a resample, test out of bag), stratified where asked.
+
+scikit-learn's splitters draw the splits (train_test_split, (Stratified)ShuffleSplit,
+(Stratified)KFold, LeaveOneOut, utils.resample), from the recorded seed: the same seed gives the
+same split. ``runs combine`` builds a cross-validated run (each topic from the run trained without
+it), and fold values give each fold's mean over its test topics, and their mean and spread.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import Engine, func, select
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import Split, SplitMember
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.io.writers import write_run
+from evalstore.metrics import resolve_measures
+from evalstore.services import labels, store
+from evalstore.services.kinds import ranking
+
+METHODS = ("holdout", "subsample", "kfold", "loo", "bootstrap")
+STRATA = ("none", "difficulty", "label")
+HOLDOUT_SHARE = 1 / 3  # the textbook's holdout: two thirds to train, one third to test
+PARTITIONING = ("holdout", "kfold", "loo")  # test parts never overlap: a cross-validated run is defined
+
+
+@dataclass(frozen=True)
+class SplitSummary:
+    name: str
+    source_kind: str
+    source: str
+    method: str
+    folds: int
+    seed: int | None
+    params: dict[str, Any]
+    sizes: list[dict[str, int]]  # per fold: train units (with multiplicity), distinct train units, test units
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": f"{self.source_kind} {self.source}", "method": self.method,
+                "folds": self.folds, "seed": self.seed, **self.params}
+
+
+def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_name: str | None = None,
+               method: str = "holdout", test_share: float = HOLDOUT_SHARE, k: int = 5, repeats: int = 10,
+               stratify_by: str = "none", seed: int | None = None) -> SplitSummary:
+    """Split a qrels set's topics (or a label set's items) and store the split with its seed."""
+    if (qrels is None) == (labels_name is None):
+        raise InvalidParameterError("Split the topics of --qrels NAME or the items of --labels NAME (one of them).")
+    if method not in METHODS:
+        raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, not '{method}'.")
+    if stratify_by not in STRATA:
+        raise InvalidParameterError(f"--stratify-by must be one of {', '.join(STRATA)}, not '{stratify_by}'.")
+    if stratify_by == "difficulty" and qrels is None or stratify_by == "label" and labels_name is None:
+        raise InvalidParameterError("Stratify topics (--qrels) by difficulty, and items (--labels) by label.")
+    if not 0 < test_share < 1:
+        raise InvalidParameterError(f"--test-share must be between 0 and 1, not {test_share}.")
+    seed = secrets.randbits(31) if seed is None else seed
+    with read_only(engine) as session:
+        if repo.find_split(session, name) is not None:
+            raise ConflictError(f"A split named '{name}' exists; choose another --name.")
+    if method == "loo" and stratify_by != "none":
+        raise InvalidParameterError("Leave-one-out tests one unit at a time: it has no strata; drop --stratify-by.")
+    units, strata, strata_note = (_topics(engine, qrels, stratify_by) if qrels is not None
+                                  else _items(engine, labels_name or "", stratify_by))
+    if method == "kfold" and not 2 <= k <= len(units):
+        raise InvalidParameterError(f"--k must be between 2 and the {len(units)} units to split, not {k}.")
+    if repeats < 1:
+        raise InvalidParameterError(f"--repeats must be at least 1, not {repeats}.")
+    folds = _draw(method, len(units), strata, test_share, k, repeats, seed)
+    params: dict[str, Any] = {"stratify_by": stratify_by}
+    if method in ("holdout", "subsample"):
+        params["test_share"] = test_share
+    if method == "kfold":
+        params["k"] = k
+    if method in ("subsample", "bootstrap"):
+        params["repeats"] = repeats
+    if strata_note:
+        params["strata"] = strata_note
+    rows: dict[str, list[Any]] = {"fold": [], "part": [], "unit": [], "weight": []}
+    for number, (train, test) in enumerate(folds, start=1):
+        for part, counts in (("train", train), ("test", test)):
+            chosen = np.flatnonzero(counts)
+            rows["fold"] += [number] * len(chosen)
+            rows["part"] += [part] * len(chosen)
+            rows["unit"] += [units[i] for i in chosen]
+            rows["weight"] += counts[chosen].tolist()
+    with unit_of_work(engine) as session:
+        split = Split(name=name, source_kind="qrels" if qrels else "labels", source=qrels or labels_name,
+                      method=method, params=params, seed=seed, folds=len(folds))
+        session.add(split)
+        session.flush()
+        table = pa.table({"split_id": pa.array([split.id] * len(rows["unit"]), pa.int32()),
+                          "fold": pa.array(rows["fold"], pa.int32()), "part": pa.array(rows["part"], pa.string()),
+                          "unit": pa.array(rows["unit"], pa.string()), "weight": pa.array(rows["weight"], pa.int32())})
+        repo.copy_batches(session, SplitMember.__tablename__, table.to_batches(max_chunksize=repo.BATCH_ROWS))
+    return show_split(engine, name)
+
+
+def _topics(engine: Engine, qrels: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
+    """The qrels' topics, and with ``difficulty`` their quartile of difficulty: the mean AP of the
+    runs evaluated on the qrels, or, with none, the number of relevant documents."""
+    with read_only(engine) as session:
+        judged = repo.qrels_table(session, repo.get_qrels(session, qrels)).to_pandas()
+    relevant = (judged["relevance"] > 0).groupby(judged["topic"]).sum()
+    topics = sorted(relevant.index)
+    if stratify_by == "none":
+        return topics, None, None
+    try:
+        board = ranking.leaderboard(engine, qrels_name=qrels, measures=["AP"])
+        runs = [row.run for row in board.rows if "AP" in row.values]
+    except NotFoundError:  # no run evaluated on the qrels yet
+        runs = []
+    if runs:
+        frames = [ranking.results(engine, qrels_name=qrels, run_name=run, measures=["AP"]).frame["AP"] for run in runs]
+        difficulty = pd.concat(frames, axis=1).astype(float).mean(axis=1).reindex(topics).fillna(0.0)
+        note = f"quartiles of mean AP over {len(runs)} runs"
+    else:
+        difficulty = relevant.reindex(topics).astype(float)
+        note = "quartiles of the number of relevant documents (no run evaluated yet)"
+    bins = pd.qcut(difficulty.rank(method="first"), 4, labels=False).to_numpy()
+    return topics, bins, note
+
+
+def _items(engine: Engine, labels_name: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
+    with read_only(engine) as session:
+        gold = labels.read_gold(session, labels.get_label_set(session, labels_name))
+    items = gold.items.to_pylist()
+    if stratify_by == "none":
+        return items, None, None
+    return items, pc.dictionary_encode(gold.labels).combine_chunks().indices.to_numpy(zero_copy_only=False), "label"
+
+
+def _draw(method: str, n: int, strata: np.ndarray | None, test_share: float, k: int, repeats: int, seed: int
+          ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per fold, (train counts, test counts) over the n units, by scikit-learn's splitters."""
+    from sklearn import model_selection as ms
+    from sklearn.utils import resample
+
+    indices = np.arange(n)
+
+    def counts(chosen: np.ndarray) -> np.ndarray:
+        return np.bincount(chosen, minlength=n)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a stratum too small for the folds is an error here
+            if method == "holdout":
+                train, test = ms.train_test_split(indices, test_size=test_share, random_state=seed, stratify=strata)
+                return [(counts(train), counts(test))]
+            if method == "loo":
+                return [(counts(tr), counts(te)) for tr, te in ms.LeaveOneOut().split(indices)]
+            if method == "kfold":
+                kfold = (ms.StratifiedKFold(k, shuffle=True, random_state=seed) if strata is not None
+                         else ms.KFold(k, shuffle=True, random_state=seed))
+                return [(counts(tr), counts(te)) for tr, te in kfold.split(indices, strata)]
+            if method == "subsample":
+                shuffle = (ms.StratifiedShuffleSplit(repeats, test_size=test_share, random_state=seed)
+                           if strata is not None else ms.ShuffleSplit(repeats, test_size=test_share, random_state=seed))
+                return [(counts(tr), counts(te)) for tr, te in shuffle.split(indices, strata)]
+            rng = np.random.RandomState(seed)
+            folds = []
+            for _ in range(repeats):  # the bootstrap: train on a resample, test on the units it missed
+                drawn = resample(indices, replace=True, n_samples=n, random_state=rng, stratify=strata)
+                train = counts(np.asarray(drawn))
+                folds.append((train, (train == 0).astype(np.int64)))
+            return folds
+    except (ValueError, Warning) as exc:
+        raise InvalidParameterError(f"Cannot split {n} units this way: {exc}") from None
+
+
+def list_splits(engine: Engine) -> list[SplitSummary]:
+    with read_only(engine) as session:
+        names = list(session.scalars(select(Split.name).order_by(Split.name)))
+    return [show_split(engine, name) for name in names]
+
+
+def show_split(engine: Engine, name: str) -> SplitSummary:
+    with read_only(engine) as session:
+        split = repo.get_split(session, name)
+        sizes = session.execute(select(SplitMember.fold, SplitMember.part, func.count(), func.sum(SplitMember.weight))
+                                .where(SplitMember.split_id == split.id)
+                                .group_by(SplitMember.fold, SplitMember.part)).all()
+        per_fold: dict[int, dict[str, int]] = {}
+        for fold, part, distinct, total in sizes:
+            entry = per_fold.setdefault(int(fold), {"fold": int(fold), "train": 0, "train_distinct": 0, "test": 0})
+            if part == "train":
+                entry["train"], entry["train_distinct"] = int(total), int(distinct)
+            else:
+                entry["test"] = int(distinct)
+        return SplitSummary(split.name, split.source_kind, split.source, split.method, split.folds, split.seed,
+                            dict(split.params), [per_fold[f] for f in sorted(per_fold)])
+
+
+def members(engine: Engine, name: str, part: str = "test") -> tuple[Split, dict[int, list[str]]]:
+    """The split, and each fold's ``part`` units."""
+    with read_only(engine) as session:
+        split = repo.get_split(session, name)
+        rows = session.execute(select(SplitMember.fold, SplitMember.unit).where(
+            SplitMember.split_id == split.id, SplitMember.part == part).order_by(SplitMember.fold, SplitMember.unit))
+        by_fold: dict[int, list[str]] = {}
+        for fold, unit in rows:
+            by_fold.setdefault(int(fold), []).append(unit)
+        session.expunge(split)
+    return split, by_fold
+
+
+def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name: str) -> store.Registered:
+    """A cross-validated run: each topic's ranking from the run of the fold that tested it (a run
+    trained without that topic). Every topic of the split must be tested by exactly one of the
+    folds given."""
+    split, tests = members(engine, splits)
+    if split.source_kind != "qrels":
+        raise InvalidParameterError(f"Split '{splits}' splits items of labels '{split.source}'; runs combine "
+                                    "topics (a split of --qrels).")
+    unknown = sorted(set(folds) - set(tests))
+    if unknown:
+        raise InvalidParameterError(f"Split '{splits}' has folds 1-{split.folds}; there is no fold {unknown[0]}.")
+    owner: dict[str, int] = {}
+    for fold in sorted(folds):
+        for topic in tests[fold]:
+            if topic in owner:
+                raise InvalidParameterError(f"Topic {topic} is in the test part of folds {owner[topic]} and {fold}: "
+                                            f"a {split.method} split's test parts overlap; combine the folds of a "
+                                            f"k-fold, leave-one-out or holdout split.")
+            owner[topic] = fold
+    every = sorted(set().union(*tests.values()))
+    untested = [t for t in every if t not in owner]
+    if untested:
+        missing = sorted({f for f, topics in tests.items() if set(topics) & set(untested)} - set(folds))
+        raise InvalidParameterError(f"{len(untested)} topic(s) are tested by no fold given (e.g. {untested[0]}); "
+                                    f"add --fold {missing[0] if missing else '?'}=RUN.")
+    parts = []
+    for fold, run_name in sorted(folds.items()):
+        _, table = store.run_rows(engine, run_name)
+        parts.append(table.filter(pc.is_in(table["topic"], pa.array(tests[fold]))))
+    combined = pa.concat_tables(parts)
+    if combined.num_rows == 0:
+        raise EvaluationError("The runs retrieve nothing for their folds' test topics; nothing to combine.")
+    buffer = io.BytesIO()
+    write_run(combined, buffer, "trec", tag=name)
+    with tempfile.TemporaryDirectory(prefix="evalstore-combine-") as folder:
+        path = Path(folder) / f"{name}.txt"
+        path.write_bytes(buffer.getvalue())
+        return store.register_run(engine, path, name=name, metadata={
+            "splits": splits, "folds": ",".join(f"{f}={r}" for f, r in sorted(folds.items()))},
+            description=f"cross-validated over split '{splits}' ({split.method})")
+
+
+@dataclass(frozen=True)
+class FoldValues:
+    run: str
+    splits: str
+    measures: list[str]
+    per_fold: pd.DataFrame  # fold, topics, then one column per measure: the mean over the fold's test topics
+    mean: dict[str, float]
+    spread: dict[str, float]  # standard deviation over the folds (n-1)
+
+
+def fold_values(engine: Engine, *, splits: str, run: str, measures: Sequence[str]) -> FoldValues:
+    """Each fold's mean of the run's stored per-topic values over the fold's test topics (a topic
+    the run lacks counts 0, as trec_eval -c), and the mean and spread over the folds."""
+    split, tests = members(engine, splits)
+    if split.source_kind != "qrels":
+        raise InvalidParameterError(f"Split '{splits}' splits items; per-fold values are for topic splits.")
+    names = [str(m) for m in resolve_measures(list(measures))]
+    stored = ranking.results(engine, qrels_name=split.source, run_name=run, measures=names)
+    frame = stored.frame[names].astype(float)
+    rows = []
+    for fold, topics in sorted(tests.items()):
+        values = frame.reindex(topics).fillna(0.0)
+        rows.append({"fold": fold, "topics": len(topics), **{m: float(values[m].mean()) for m in names}})
+    per_fold = pd.DataFrame(rows)
+    spread = {m: float(per_fold[m].std(ddof=1)) if len(per_fold) > 1 else 0.0 for m in names}
+    return FoldValues(run, splits, names, per_fold, {m: float(per_fold[m].mean()) for m in names}, spread)
+
