@@ -22,6 +22,8 @@ def evaluate(
         "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one)."),
     relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
+    known: str | None = typer.Option(None, "--known", help="Qrels of the relevant documents the user already knew: "
+                                     "adds Coverage, Novelty, RelativeRecall and RecallEffort."),
     missing: str = typer.Option("zero", "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 "
                                 "(trec_eval -c), 'skip' leaves it out."),
     force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
@@ -68,7 +70,7 @@ def evaluate(
         if bool(run) == all_runs:
             raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
         options = EvaluationOptions(tuple(split_measures(measures)) if measures else DEFAULT_MEASURE_SET,
-                                    relevance_level, max_docs, False, missing)
+                                    relevance_level, max_docs, False, missing, known)
         request = orchestration.RankingRequest(qrels, None if all_runs else run, options, force, max_attempts)
 
     def announce(ref: orchestration.JobRef) -> None:

@@ -21,7 +21,7 @@ from evalstore.metrics import classification as _classification  # noqa: F401  (
 from evalstore.metrics import diversity as _diversity  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
-from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
+from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare
 from evalstore.metrics._registry import (
     JUDGMENTS_NAMED,
     PREDICTION_REGISTRY,
@@ -193,6 +193,7 @@ def evaluate(
     max_docs: int | None = None,
     judged_only: bool = False,
     missing_topics: str = "zero",
+    known: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table | None = None,
 ) -> EvaluationResult:
     """Evaluate a run against qrels, as trec_eval 10.0 would (``trec_eval -c`` by default).
 
@@ -223,6 +224,9 @@ def evaluate(
     missing_topics
         ``"zero"``: a qrels query absent from the run scores 0 (trec_eval ``-c``, ir_measures);
         ``"skip"``: averages are over the queries the run has.
+    known
+        The relevant documents the user already knew (qrels, in any form ``qrels`` takes), for the
+        user-oriented measures Coverage, Novelty, RelativeRecall and RecallEffort.
 
     Returns
     -------
@@ -265,6 +269,11 @@ def evaluate(
     rk = prepare(qrels_table, run_table, options)
     if rk.n == 0:
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    if known is not None:
+        if judged_only:
+            raise InvalidParameterError("-J closes up the ranking by the main qrels' judgments; the user-oriented "
+                                        "measures (known) need the ranking whole.")
+        attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})

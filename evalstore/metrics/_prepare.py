@@ -38,6 +38,17 @@ class PrepareOptions:
     complete: bool = False  # evaluate every qrels topic; missing ones as empty rankings [-c]
 
 
+@dataclass(frozen=True)
+class Known:
+    """What the user already knew, for the user-oriented measures: per topic row, the number of
+    relevant documents in the known set, and the row and position of each retrieved one (positions
+    are the ranking's own: both come from the same ranking, cut at the same -M)."""
+
+    relevant: np.ndarray  # (n,) int64
+    row: np.ndarray
+    position: np.ndarray
+
+
 @dataclass
 class Ranking:
     topics: list[str]  # evaluated topics, in byte order (trec_eval's order)
@@ -58,6 +69,7 @@ class Ranking:
     judged_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     judged_position: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     judged_rel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    known: Known | None = None  # the user's known relevant documents (evaluate --known)
     _cache: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -280,3 +292,15 @@ def _relevance_levels(qrels: pa.Table, topics: pa.Array, row_of: np.ndarray, n: 
     flat = rows[judged] * levels + relevance[judged]
     counts = np.bincount(flat, minlength=n * levels).reshape(n, levels) if n else np.zeros((0, levels), np.int64)
     return counts.astype(np.int64), max_level
+
+
+def attach_known(rk: Ranking, known: Ranking) -> None:
+    """Give ``rk`` what the user knew: ``known`` is the same ranking prepared against the qrels of
+    the documents the user already knew (relevance above 0 counts as known)."""
+    rows = {topic: i for i, topic in enumerate(rk.topics)}
+    mapped = np.array([rows.get(topic, -1) for topic in known.topics], dtype=np.int64)
+    relevant = np.zeros(rk.n, dtype=np.int64)
+    present = mapped >= 0
+    relevant[mapped[present]] = known.rel_levels[present, 1:].sum(axis=1)
+    entries = (known.judged_rel >= 1) & present[known.judged_row]
+    rk.known = Known(relevant, mapped[known.judged_row[entries]], known.judged_position[entries])

@@ -63,6 +63,8 @@ PEERS: dict[str, str] = {
     "Hits": "ranx hits@k: the same definition (a count of relevant documents in the top k); not in trec_eval or "
             "ir_measures. Hits@k in knowledge-graph papers means Success@k: spell that HitRate@k",
     "Unj": "trec_eval unj; " + _TREC_ONLY,
+    **{name: "in no peer (trec_eval, ir_measures, ranx, trectools): evalstore's, from a second qrels set of what "
+             "the user knew (--known)" for name in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort")},
     "Utility": "trec_eval utility; " + _TREC_ONLY,
     "alpha_nDCG": _NDEVAL.format(column="alpha-nDCG@k", name="alpha_nDCG@k"),
     "alpha_DCG": _NDEVAL.format(column="alpha-DCG@k", name="alpha_DCG@k"),

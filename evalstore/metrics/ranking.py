@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Ranking, column_at
+from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Known, Ranking, column_at
 from evalstore.metrics._registry import _REQUIRED, Param, family, trec
 
 REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)", from_evaluation=True)
@@ -739,3 +739,68 @@ def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     return np.where(unj.any(axis=1), tail + (1.0 - p) * _sequential_sum(np.where(unj, weights[:-1], 0.0)), 0.0)
 
 
+
+
+# --------------------------------------------------------------------------- user-oriented
+# Korfhage (1997) and Baeza-Yates & Ribeiro-Neto (Modern Information Retrieval, 1999, 3.2.3): with
+# U the relevant documents the user already knew (a second qrels set, evaluate --known), R the
+# relevant ones and A the retrieved: Rk = |A n U|, Ru = |(A n R) - U|.
+
+
+def _known(rk: Ranking, name: str) -> Known:
+    if rk.known is None:
+        raise InvalidParameterError(f"{name} compares the ranking with what the user already knew: evaluate with "
+                                    "--known QRELS (the relevant documents the user knew beforehand).")
+    return rk.known
+
+
+def _known_retrieved(rk: Ranking, known: Known) -> np.ndarray:
+    return np.bincount(known.row, minlength=rk.n).astype(np.float64)
+
+
+def _unknown_relevant_retrieved(rk: Ranking, known: Known, rel: int) -> np.ndarray:
+    relevant = rk.judged_rel >= rel
+    width = np.int64(rk.depth + 1)
+    is_known = np.isin(rk.judged_row[relevant] * width + rk.judged_position[relevant],
+                       known.row * width + known.position)
+    return np.bincount(rk.judged_row[relevant][~is_known], minlength=rk.n).astype(np.float64)
+
+
+@family("Coverage", reference="Korfhage 1997; Baeza-Yates & Ribeiro-Neto 1999, 3.2.3")
+def coverage(rk: Ranking) -> np.ndarray:
+    """Share of the relevant documents the user knew that were retrieved: |Rk| / |U| (0 when the
+    user knew none)."""
+    known = _known(rk, "Coverage")
+    return _safe_div(_known_retrieved(rk, known), known.relevant)
+
+
+@family("Novelty", params={"rel": REL}, reference="Korfhage 1997; Baeza-Yates & Ribeiro-Neto 1999, 3.2.3")
+def novelty(rk: Ranking, rel: int) -> np.ndarray:
+    """Share of the relevant retrieved documents the user did not know: |Ru| / (|Ru| + |Rk|)."""
+    known = _known(rk, "Novelty")
+    unknown = _unknown_relevant_retrieved(rk, known, rel)
+    return _safe_div(unknown, unknown + _known_retrieved(rk, known))
+
+
+@family("RelativeRecall", params={"rel": REL}, reference="Baeza-Yates & Ribeiro-Neto 1999, 3.2.3")
+def relative_recall(rk: Ranking, rel: int) -> np.ndarray:
+    """Relevant documents found over the number the user expected to find (those they knew), at
+    most 1: a user who has found as many as expected stops."""
+    known = _known(rk, "RelativeRecall")
+    return np.minimum(_safe_div(rk.num_rel_ret(rel).astype(np.float64), known.relevant), 1.0)
+
+
+@family("RecallEffort", params={"rel": REL}, reference="Baeza-Yates & Ribeiro-Neto 1999, 3.2.3")
+def recall_effort(rk: Ranking, rel: int) -> np.ndarray:
+    """The number of relevant documents the user expected to find (those they knew) over the
+    documents examined to find that many: down to the rank of the |U|-th relevant document, or
+    the whole ranking when it holds fewer (0 when the user knew none)."""
+    known = _known(rk, "RecallEffort")
+    relevant = rk.judged_rel >= rel
+    rows, positions = rk.judged_row[relevant], rk.judged_position[relevant]
+    starts = np.searchsorted(rows, rows)  # each entry's topic's first relevant entry
+    nth = np.arange(len(rows)) - starts + 1
+    examined = rk.num_ret.astype(np.float64).copy()
+    reached = nth == known.relevant[rows]
+    examined[rows[reached]] = positions[reached] + 1
+    return np.minimum(_safe_div(known.relevant.astype(np.float64), examined), 1.0)

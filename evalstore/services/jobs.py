@@ -55,17 +55,33 @@ class EvaluationOptions:
     max_docs: int | None = None
     judged_only: bool = False
     missing_topics: str = "zero"
+    known_qrels: str | None = None  # the relevant documents the user knew (user-oriented measures)
 
     def resolved(self) -> dict[str, Any]:
         if self.missing_topics not in MISSING_POLICIES:
             raise InvalidParameterError(
                 f"--missing must be one of {', '.join(MISSING_POLICIES)}; got '{self.missing_topics}'."
             )
-        return {
-            "measures": [str(m) for m in resolve_measures(self.measures)],
+        measures = [str(m) for m in resolve_measures(self.measures)]
+        resolved: dict[str, Any] = {
+            "measures": measures,
             "relevance_level": self.relevance_level, "max_docs": self.max_docs, "judged_only": self.judged_only,
             "missing_topics": self.missing_topics, "tie_rule": "score desc, docno desc",
         }
+        user_oriented = [m for m in measures if m in USER_ORIENTED_MEASURES]
+        if self.known_qrels is None and user_oriented:
+            raise InvalidParameterError(f"{user_oriented[0]} compares a ranking with what the user already knew: "
+                                        "name those relevant documents with --known QRELS.")
+        if self.known_qrels is not None:  # only then, so every other evaluation keeps its options hash
+            if self.judged_only:
+                raise InvalidParameterError("-J closes up the ranking by the qrels' judgments; the user-oriented "
+                                            "measures (--known) need the ranking whole.")
+            resolved["measures"] = [*measures, *(m for m in USER_ORIENTED_MEASURES if m not in measures)]
+            resolved["known_qrels"] = self.known_qrels
+        return resolved
+
+
+USER_ORIENTED_MEASURES = ("Coverage", "Novelty", "RelativeRecall", "RecallEffort")
 
 
 def describe_inputs(kind: str, inputs: str, judgments: str) -> str:
@@ -147,6 +163,11 @@ def enqueue(
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         resolved = _for_judgments(options, qrels)
+        if options.known_qrels is not None:  # its content decides the numbers: a new version is a new job
+            known = repo.get_qrels(session, options.known_qrels)
+            if known.kind != "relevance" or qrels.kind != "relevance":
+                raise InvalidParameterError("--known names relevance qrels, for runs evaluated on relevance qrels.")
+            resolved["known_qrels_hash"] = known.content_hash
         names = run_names if run_names is not None else [r.name for r in repo.list_runs(session)]
         if not names:
             raise NotFoundError("No runs to evaluate. Register one with 'evalstore runs register PATH --name NAME'.")

@@ -165,3 +165,31 @@ def test_a_run_lacking_a_measure_under_the_options_is_named_with_the_fix(stored:
     assert board.notes == ["run 'other' has no RR evaluated with -l 1, -M none, -J off, missing topics zero; run "
                            "'evalstore evaluate --qrels test --run other --measures RR --wait'",
                            "fewer than 10 topics: the intervals of other (3), std (3) mean little"]
+
+
+def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    """evaluate --known through the store gives the values metrics.evaluate(known=...) gives on
+    the files; a new version of the known qrels is a new evaluation."""
+    from evalstore.metrics import evaluate as evaluate_files
+    from evalstore.services.jobs import EvaluationOptions
+    from evalstore.services.orchestration import RankingRequest
+    from evalstore.services.orchestration import evaluate as run_request
+
+    sample = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+    store.import_qrels(engine, sample / "qrels.test", name="q")
+    store.register_run(engine, sample / "results.test", name="std")
+    lines = [line for line in (sample / "qrels.test").read_text().splitlines() if line.split()[3] != "0"]
+    known_path = write("known.qrels", "\n".join(lines[::4]) + "\n")
+    store.import_qrels(engine, known_path, name="known")
+    options = EvaluationOptions(("AP",), known_qrels="known")
+    run_request(engine, RankingRequest("q", ["std"], options, False, 3), wait=True)
+    stored = results(engine, qrels_name="q", run_name="std").frame
+    expected = evaluate_files(sample / "qrels.test", sample / "results.test",
+                              ["Coverage", "Novelty", "RelativeRecall", "RecallEffort"], known=known_path)
+    for measure in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort"):
+        got = stored[measure].astype(float)
+        want = expected.per_query[expected.per_query["measure"] == measure].set_index("query_id")["value"]
+        assert got.to_dict() == pytest.approx(want.to_dict()), measure
+    store.import_qrels(engine, write("known2.qrels", "\n".join(lines[::3]) + "\n"), name="known", replace=True)
+    again = run_request(engine, RankingRequest("q", ["std"], options, False, 3), wait=True)
+    assert again.refs[0].outcome == "queued"  # the known documents changed: computed anew

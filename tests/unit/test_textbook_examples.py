@@ -93,4 +93,24 @@ def test_f_beta_and_precision_at_recall_relevant_at_1_3_9_10_of_4() -> None:
 
 
 # the families this file holds to published worked examples (tests/unit/test_reference_coverage.py)
-REFERENCE_FAMILIES = {"AP", "Rprec", "RR", "DCG", "nDCG", "Hits", "Success", "F", "PAtR"}
+REFERENCE_FAMILIES = {"AP", "Rprec", "RR", "DCG", "nDCG", "Hits", "Success", "F", "PAtR",
+                      "Coverage", "Novelty", "RelativeRecall", "RecallEffort"}
+
+
+def test_user_oriented_measures_worked_by_hand() -> None:
+    """Korfhage's measures (Baeza-Yates & Ribeiro-Neto 1999, 3.2.3). Relevant R = {a, b, c, e};
+    the user knew U = {a, b, x}; the ranking A = a c d x e f. Rk = A n U = {a, x}, Ru = (A n R) - U =
+    {c, e}: coverage |Rk|/|U| = 2/3, novelty |Ru|/(|Ru|+|Rk|) = 1/2, relative recall |A n R|/|U| =
+    3/3, recall effort |U| / (rank of the 3rd relevant document, e at 5) = 3/5."""
+    qrels = {"q": {"a": 1, "b": 1, "c": 1, "d": 0, "e": 1}}
+    known = {"q": {"a": 1, "b": 1, "x": 1}}
+    run = {"q": {"a": 6, "c": 5, "d": 4, "x": 3, "e": 2, "f": 1}}
+    names = ["Coverage", "Novelty", "RelativeRecall", "RecallEffort"]
+    result = metrics.evaluate(qrels, run, names, known=known).aggregates
+    assert [result[n] for n in names] == pytest.approx([2 / 3, 1 / 2, 1.0, 3 / 5])
+    # a ranking with fewer relevant documents than the user expected: the effort is over all of it
+    # (3 expected / 2 examined, at most 1), and it brings nothing new
+    short = metrics.evaluate(qrels, {"q": {"a": 2, "d": 1}}, names, known=known).aggregates
+    assert [short[n] for n in names] == pytest.approx([1 / 3, 0.0, 1 / 3, 1.0])
+    with pytest.raises(Exception, match="--known QRELS"):
+        metrics.evaluate(qrels, run, ["Coverage"])

@@ -20,7 +20,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.io.formats import Preferences
 from evalstore.metrics import Measure, compute, mlflow_key, parse_measure, resolve_measures, summarise
-from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare_ranked
+from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare_ranked
 from evalstore.metrics.diversity import diversity_values
 from evalstore.metrics.preferences import evaluate_preferences
 from evalstore.services import jobs
@@ -52,19 +52,25 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
         qrels_table = _qrels_cached(session, qrels)
+        options = job.options
+        known: tuple[pa.Table, pa.Table] | None = None
         if qrels.kind == "relevance":
             retrieved, judged = repo.judged_ranks(session, run, qrels)
+            if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
+                known_qrels = repo.get_qrels(session, options["known_qrels"])
+                known = (_qrels_cached(session, known_qrels), repo.judged_ranks(session, run, known_qrels)[1])
         else:  # ndeval and trec_eval's preference measures rank the whole run themselves
             run_table = repo.run_table(session, run, for_evaluation=True)
     timings.load = time.perf_counter() - started
-    options = job.options
     measures = [parse_measure(name) for name in options["measures"]]
     started = time.perf_counter()
     rk: Ranking | None = None
     if qrels.kind == "relevance":
-        rk = prepare_ranked(qrels_table, retrieved, judged, PrepareOptions(
-            max_docs=options["max_docs"], judged_only=options["judged_only"],
-            complete=options["missing_topics"] == "zero"), runid=run.tag)
+        prepare_options = PrepareOptions(max_docs=options["max_docs"], judged_only=options["judged_only"],
+                                         complete=options["missing_topics"] == "zero")
+        rk = prepare_ranked(qrels_table, retrieved, judged, prepare_options, runid=run.tag)
+        if known is not None:
+            attach_known(rk, prepare_ranked(known[0], retrieved, known[1], prepare_options))
         values = compute(rk, measures, relevance_level=options["relevance_level"])
         topics, missing = rk.topics, tuple(rk.missing_topics)
     else:
