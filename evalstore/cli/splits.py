@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from evalstore.cli._context import state
@@ -32,6 +34,23 @@ def make(
     made = splits.make_split(state(ctx).engine(), name, qrels=qrels, labels_name=labels, method=method,
                              test_share=test_share, k=k, repeats=repeats, stratify_by=stratify_by, seed=seed)
     info(f"split '{name}': {made.folds} fold(s) by {made.method}, seed {made.seed}")
+    render(made.sizes, ["fold", "train", "train_distinct", "test"], fmt, title=f"split '{name}'")
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Path,
+    qrels: str = typer.Option(..., "--qrels", help="The qrels whose topics the folds name."),
+    name: str = typer.Option(..., "--name", help="Name of the split."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Import a collection's own folds: JSON {"1": [topic, ...], "2": [...]}, each fold's test
+    topics (DL-HARD's folds.json); each fold trains on the other topics."""
+    from evalstore.services import splits
+
+    made = splits.import_split(state(ctx).engine(), path, qrels=qrels, name=name)
+    info(f"split '{name}': {made.folds} fold(s) from {path}")
     render(made.sizes, ["fold", "train", "train_distinct", "test"], fmt, title=f"split '{name}'")
 
 

@@ -11,6 +11,7 @@ it), and fold values give each fold's mean over its test topics, and their mean 
 from __future__ import annotations
 
 import io
+import json
 import secrets
 import tempfile
 import warnings
@@ -28,16 +29,17 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Split, SplitMember
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_run
 from evalstore.metrics import resolve_measures
 from evalstore.services import labels, store
 from evalstore.services.kinds import ranking
 
 METHODS = ("holdout", "subsample", "kfold", "loo", "bootstrap")
+IMPORTED = "given"  # the method of a split read from a file (a collection's official folds)
 STRATA = ("none", "difficulty", "label")
 HOLDOUT_SHARE = 1 / 3  # the textbook's holdout: two thirds to train, one third to test
-PARTITIONING = ("holdout", "kfold", "loo")  # test parts never overlap: a cross-validated run is defined
+PARTITIONING = ("holdout", "kfold", "loo", IMPORTED)  # test parts never overlap: a cross-validated run is defined
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,13 @@ def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_na
         params["repeats"] = repeats
     if strata_note:
         params["strata"] = strata_note
+    _store(engine, Split(name=name, source_kind="qrels" if qrels else "labels", source=qrels or labels_name,
+                         method=method, params=params, seed=seed, folds=len(folds)), units, folds)
+    return show_split(engine, name)
+
+
+def _store(engine: Engine, split: Split, units: list[str], folds: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The split and its members, in one transaction."""
     rows: dict[str, list[Any]] = {"fold": [], "part": [], "unit": [], "weight": []}
     for number, (train, test) in enumerate(folds, start=1):
         for part, counts in (("train", train), ("test", test)):
@@ -101,14 +110,44 @@ def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_na
             rows["unit"] += [units[i] for i in chosen]
             rows["weight"] += counts[chosen].tolist()
     with unit_of_work(engine) as session:
-        split = Split(name=name, source_kind="qrels" if qrels else "labels", source=qrels or labels_name,
-                      method=method, params=params, seed=seed, folds=len(folds))
+        if repo.find_split(session, split.name) is not None:
+            raise ConflictError(f"A split named '{split.name}' exists; choose another --name.")
         session.add(split)
         session.flush()
         table = pa.table({"split_id": pa.array([split.id] * len(rows["unit"]), pa.int32()),
                           "fold": pa.array(rows["fold"], pa.int32()), "part": pa.array(rows["part"], pa.string()),
                           "unit": pa.array(rows["unit"], pa.string()), "weight": pa.array(rows["weight"], pa.int32())})
         repo.copy_batches(session, SplitMember.__tablename__, table.to_batches(max_chunksize=repo.BATCH_ROWS))
+
+
+def import_split(engine: Engine, path: Path, *, qrels: str, name: str) -> SplitSummary:
+    """A collection's own folds (DL-HARD's folds.json): a JSON object of fold name -> the topics it
+    tests; each fold trains on the qrels' other topics. The folds' test parts may not overlap."""
+    try:
+        given = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFormatError(str(path), None, f"not a JSON file of folds ({exc})") from None
+    if not isinstance(given, dict) or not given or not all(isinstance(v, list) for v in given.values()):
+        raise InputFormatError(str(path), None, 'expected a JSON object of folds: {"1": [topic, ...], ...}')
+    topics, _, _ = _topics(engine, qrels, "none")
+    position = {topic: i for i, topic in enumerate(topics)}
+    owner: dict[str, str] = {}
+    folds = []
+    for fold, listed in given.items():
+        test = np.zeros(len(topics), dtype=np.int64)
+        for topic in map(str, listed):
+            if topic not in position:
+                raise InputFormatError(str(path), None, f"fold {fold} names topic {topic}, which qrels '{qrels}' "
+                                                        "do not judge")
+            if topic in owner:
+                raise InputFormatError(str(path), None, f"topic {topic} is in folds {owner[topic]} and {fold}; a "
+                                                        "topic is tested by one fold")
+            owner[topic] = fold
+            test[position[topic]] = 1
+        folds.append((1 - test, test))
+    _store(engine, Split(name=name, source_kind="qrels", source=qrels, method=IMPORTED,
+                         params={"stratify_by": "none", "file": str(path), "fold_names": list(given)}, seed=None,
+                         folds=len(folds)), topics, folds)
     return show_split(engine, name)
 
 
@@ -237,7 +276,7 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
             if topic in owner:
                 raise InvalidParameterError(f"Topic {topic} is in the test part of folds {owner[topic]} and {fold}: "
                                             f"a {split.method} split's test parts overlap; combine the folds of a "
-                                            f"k-fold, leave-one-out or holdout split.")
+                                            f"k-fold, leave-one-out, holdout or imported split.")
             owner[topic] = fold
     every = sorted(set().union(*tests.values()))
     untested = [t for t in every if t not in owner]

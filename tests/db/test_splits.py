@@ -120,3 +120,18 @@ def test_bad_requests_say_what_to_do(thirty: Engine) -> None:
         splits.make_split(thirty, "x", qrels="q", stratify_by="label")
     unevaluated = splits.make_split(thirty, "by-relevant", qrels="q", stratify_by="difficulty", seed=1)
     assert unevaluated.params["strata"] == "quartiles of the number of relevant documents (no run evaluated yet)"
+
+
+def test_a_collections_own_folds_import_and_refuse_overlaps(thirty: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    path = write("folds.json", json.dumps({"a": [int(t) for t in TOPICS[:15]], "b": [int(t) for t in TOPICS[15:]]}))
+    made = splits.import_split(thirty, path, qrels="q", name="given")
+    assert (made.method, made.folds) == ("given", 2) and [s["test"] for s in made.sizes] == [15, 15]
+    assert splits.combine_runs(thirty, splits="given", folds={1: "alpha", 2: "beta"}, name="cv").summary.topics == 30
+    overlapping = write("bad.json", json.dumps({"1": ["401", "402"], "2": ["402"]}))
+    with pytest.raises(Exception, match=r"bad.json: topic 402 is in folds 1 and 2; a topic is tested by one fold"):
+        splits.import_split(thirty, overlapping, qrels="q", name="bad")
+    unknown = write("unknown.json", json.dumps({"1": ["999"]}))
+    with pytest.raises(Exception, match="fold 1 names topic 999, which qrels 'q' do not judge"):
+        splits.import_split(thirty, unknown, qrels="q", name="bad")
