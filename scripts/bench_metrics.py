@@ -15,6 +15,9 @@ start-up counts) and peak RSS of that process; the tools alternate within each r
    trec_eval against `evalstore trec-eval`.
 3. API: map, ndcg_cut_10, P_10, recall_1000, recip_rank on a 5,000 x 1,000 run, loading included:
    `evalstore.evaluate` against ir_measures and ranx (its process includes compiling its Numba kernels).
+4. in one process: the 17 robust03 runs (gzipped, as distributed), every measure each tool has
+   (evalstore: all_trec's; pytrec_eval: its supported_measures), `evalstore.metrics.evaluate` in a
+   loop against pytrec_eval's RelevanceEvaluator in a loop, each reading the files itself.
 Where trec_eval cannot be built the script says so and compares the others. Needs the bench
 extra: pip install -e '.[bench]' (ir_measures comes with the test extra).
 """
@@ -80,6 +83,40 @@ t = time.perf_counter()
 r = m.evaluate(sys.argv[1], sys.argv[2], ["map", "ndcg_cut_10", "P_10", "recall_1000", "recip_rank"],
                per_query=True, missing_topics="zero")
 print(time.perf_counter() - t, r.aggregates["AP"])
+"""
+
+
+# 4. the 17 robust03 runs in one process, every measure each tool has (evalstore: all_trec's; pytrec_eval:
+# its supported_measures, which are trec_eval's), files read by the tool, the qrels once
+EVALSTORE_MANY = r"""
+import sys, time
+import evalstore.metrics as m
+from evalstore.io.formats import read_qrels
+t = time.perf_counter()
+measures = [measure for _, measure in m.expand_trec_spec("all_trec") if measure is not None]
+qrels = read_qrels(sys.argv[1], strict=False).table
+for path in sys.argv[2:]:
+    m.evaluate(qrels, path, measures, per_query=True)
+print(time.perf_counter() - t)
+"""
+
+PYTREC_MANY = r"""
+import sys, time, gzip, pytrec_eval
+t = time.perf_counter()
+qrels = {}
+with open(sys.argv[1]) as fh:
+    for line in fh:
+        q, _, d, r = line.split()
+        qrels.setdefault(q, {})[d] = int(r)
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures)
+for path in sys.argv[2:]:
+    run = {}
+    with gzip.open(path, "rt") as fh:
+        for line in fh:
+            q, _, d, _, s, _ = line.split()
+            run.setdefault(q, {})[d] = float(s)
+    evaluator.evaluate(run)
+print(time.perf_counter() - t)
 """
 
 
@@ -170,8 +207,13 @@ def main() -> None:
             if binary:
                 ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
             side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args.rounds, results)
+            runs = sorted(str(p) for p in (robust / "runs").glob("input.*.gz"))
+            many = {"evalstore": [sys.executable, "-c", EVALSTORE_MANY, str(robust / "robust03_qrels.txt"), *runs]}
+            if not args.skip_pytrec:
+                many["pytrec_eval"] = [sys.executable, "-c", PYTREC_MANY, str(robust / "robust03_qrels.txt"), *runs]
+            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args.rounds, results)
         else:
-            print(f"robust03 not found under {robust}: the ordinary-run comparison is skipped", flush=True)
+            print(f"robust03 not found under {robust}: the ordinary-run comparisons are skipped", flush=True)
         small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
         api = {"evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
                "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}

@@ -277,17 +277,23 @@ def evaluate(
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
-    frames = []
-    if per_query:
-        for measure, array in values.items():
-            is_text = measure.spec.value_type == "str"
-            frames.append(pd.DataFrame({
-                "query_id": rk.topics, "measure": str(measure),
-                "value": np.full(rk.n, np.nan) if is_text else array.astype(np.float64),
-                "text_value": array if is_text else None,
-            }))
-    per_query_frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["query_id", "measure", "value", "text_value"])
+    if per_query and values:
+        # one frame from stacked columns: a frame per measure and a concat cost ~30 ms a run for
+        # all_trec's hundred measures, more than computing them
+        texts = np.full(rk.n * len(values), None, dtype=object)
+        numbers = np.full(rk.n * len(values), np.nan)
+        for i, (measure, array) in enumerate(values.items()):
+            block = slice(i * rk.n, (i + 1) * rk.n)
+            if measure.spec.value_type == "str":
+                texts[block] = array
+            else:
+                numbers[block] = array
+        per_query_frame = pd.DataFrame({
+            "query_id": np.tile(np.array(rk.topics, dtype=object), len(values)),
+            "measure": np.repeat(np.array([str(m) for m in values], dtype=object), rk.n),
+            "value": numbers, "text_value": texts})
+    else:
+        per_query_frame = pd.DataFrame(columns=["query_id", "measure", "value", "text_value"])
     return EvaluationResult(
         per_query=per_query_frame, aggregates=aggregates, topics=rk.topics,
         missing_topics=rk.missing_topics, dropped_run_topics=rk.dropped_run_topics,
