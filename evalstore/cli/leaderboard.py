@@ -21,6 +21,8 @@ def leaderboard(
     max_docs: int | None = typer.Option(None, "-M", min=1, help="Compare evaluations made with this -M."),
     missing: str = typer.Option("zero", "--missing", help="Compare evaluations made with this missing-topic policy "
                                 "(zero or skip)."),
+    known: str | None = typer.Option(None, "--known", help="The user-oriented measures (Coverage, Novelty, ...) "
+                                     "against these known qrels (as evaluated with --known)."),
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
     (or, with --labels, every prediction set evaluated on the gold labels).
@@ -37,8 +39,8 @@ def leaderboard(
         raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
     kind, judgments = ("ranking", qrels) if qrels is not None else ("classifier", labels)
     assert judgments is not None
-    options = ({"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing}
-               if kind == "ranking" else None)
+    options = ({"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing,
+                "known_qrels": known} if kind == "ranking" else None)
     board = comparisons.leaderboard(state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort,
                                     options=options)
     if fmt in (ReportFormat.json, ReportFormat.csv):

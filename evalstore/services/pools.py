@@ -457,6 +457,638 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     return found, pairs
 
 
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Assessors who labelled one pooled document differently, and what that does to the system
+    ranking: ``swaps`` run pairs change order by mean ``measure`` between the lowest and the
+    highest label (the other documents keep their resolved labels); ``largest_change`` is the
+    largest change of a run's mean."""
+
+    topic: str
+    doc: str
+    labels: dict[str, int]  # assessor -> label
+    swaps: int
+    largest_change: float
+
+
+def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[list[Disagreement], int]:
+    """The pool's disagreements, those that change the ranking of its runs most first, and the
+    number of run pairs. Each one is scored by evaluating every run on its topic under each label:
+    one engine call over (variant, run, topic) pseudo-topics, not a loop of evaluations."""
+    [chosen] = resolve_measures([measure])
+    with read_only(engine) as session:
+        pool = _get_pool(session, name)
+        judgments = _judgments(session, pool)
+        runs = _runs(session, list(pool.params["runs"]))
+        topics = sorted(judgments["topic"].unique())
+        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+    labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
+    spread = labels_per_item.agg(["min", "max"])
+    split = spread[spread["min"] != spread["max"]]
+    pairs = len(runs) * (len(runs) - 1) // 2
+    if split.empty or cands is None:
+        return [], pairs
+    base = resolve_labels(judgments, "majority").rename("relevance").reset_index()
+    # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
+    # topic with its document at the lowest and at the highest label
+    variant_topics = [(0, t, None, None) for t in topics]
+    for i, ((topic, doc), row) in enumerate(split.iterrows()):
+        variant_topics += [(2 * i + 1, topic, doc, int(row["min"])), (2 * i + 2, topic, doc, int(row["max"]))]
+    variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
+    qrels = variants[["variant", "topic"]].merge(base, on="topic")
+    changed = qrels.merge(variants.dropna(subset=["doc"]), on=["variant", "topic", "doc"], how="left")["label"]
+    qrels["relevance"] = changed.fillna(qrels["relevance"]).astype(np.int64).to_numpy()
+    ranked = variants[["variant", "topic"]].merge(cands, on="topic")
+    run_names = {i: run.name for i, run in enumerate(runs)}
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
+    result = evaluate(
+        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
+        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
+                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
+        [chosen], missing_topics="zero")
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
+                           "value": values["value"].to_numpy(float)})
+    base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
+    base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
+    means = base_scores.mean(axis=1).to_numpy()
+    found = []
+    for i, ((topic, doc), _) in enumerate(split.iterrows()):
+        def mean_with(variant: int) -> np.ndarray:
+            value = (scores[(scores["variant"] == variant)].set_index("run")["value"]
+                     .reindex(list(run_names)).fillna(0.0).to_numpy())
+            return means + (value - base_scores[topic].to_numpy()) / len(topics)
+
+        low, high = mean_with(2 * i + 1), mean_with(2 * i + 2)
+        order_low = np.sign(low[:, None] - low[None, :])
+        order_high = np.sign(high[:, None] - high[None, :])
+        swaps = int((order_low != order_high).sum() // 2)
+        item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
+        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                                  swaps, float(np.abs(high - low).max())))
+    found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
+    return found, pairs
+
+
 # --- qrels -----------------------------------------------------------------------------------
 
 

@@ -193,3 +193,14 @@ def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write)
     store.import_qrels(engine, write("known2.qrels", "\n".join(lines[::3]) + "\n"), name="known", replace=True)
     again = run_request(engine, RankingRequest("q", ["std"], options, False, 3), wait=True)
     assert again.refs[0].outcome == "queued"  # the known documents changed: computed anew
+    # a leaderboard shows them against the known qrels it names, never against whichever came last
+    store.import_qrels(engine, known_path, name="other")
+    run_request(engine, RankingRequest("q", ["std"], EvaluationOptions(("AP",), known_qrels="other"), False, 3),
+                wait=True)
+    board = leaderboard(engine, qrels_name="q", measures=["Coverage"], selection=Selection(known_qrels="known"))
+    newest_known = results(engine, qrels_name="q", run_name="std", evaluation_id=again.refs[0].evaluation_id)
+    assert board.rows[0].values["Coverage"][0] == pytest.approx(newest_known.aggregates["Coverage"])
+    other = leaderboard(engine, qrels_name="q", measures=["Coverage"], selection=Selection(known_qrels="other"))
+    assert other.rows[0].values["Coverage"][0] == pytest.approx(expected.aggregates["Coverage"])
+    with pytest.raises(NotFoundError):  # without --known, no user-oriented value is picked
+        leaderboard(engine, qrels_name="q", measures=["Coverage"])

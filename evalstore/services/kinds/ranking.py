@@ -239,6 +239,7 @@ class Selection:
     max_docs: int | None = None
     judged_only: bool = False
     missing_topics: str = "zero"
+    known_qrels: str | None = None  # the user-oriented measures: against what the user knew (evaluate --known)
 
     def __post_init__(self) -> None:
         if self.missing_topics not in ("zero", "skip"):
@@ -247,20 +248,32 @@ class Selection:
     def matches(self, options: dict[str, Any]) -> bool:
         return all(options.get(key) == value for key, value in self.as_dict().items())
 
+    def holds(self, measure: str, options: dict[str, Any]) -> bool:
+        """Whether an evaluation made with ``options`` gives ``measure`` as this selection means it:
+        a user-oriented measure only against the known qrels the selection names."""
+        if measure in jobs.USER_ORIENTED_MEASURES:
+            return self.known_qrels is not None and options.get("known_qrels") == self.known_qrels
+        return True
+
     def as_dict(self) -> dict[str, Any]:
-        return {"relevance_level": self.relevance_level, "max_docs": self.max_docs,
-                "judged_only": self.judged_only, "missing_topics": self.missing_topics}
+        chosen: dict[str, Any] = {"relevance_level": self.relevance_level, "max_docs": self.max_docs,
+                                  "judged_only": self.judged_only, "missing_topics": self.missing_topics}
+        if self.known_qrels is not None:
+            chosen["known_qrels"] = self.known_qrels
+        return chosen
 
     def describe(self) -> str:
         """'-l 1, -M none, -J off, missing topics zero'."""
         return (f"-l {self.relevance_level}, -M {self.max_docs or 'none'}, -J {'on' if self.judged_only else 'off'}, "
-                f"missing topics {self.missing_topics}")
+                f"missing topics {self.missing_topics}"
+                + (f", known documents '{self.known_qrels}'" if self.known_qrels else ""))
 
     def flags(self) -> str:
         """The same as `evaluate` options: '-l 2 -M 100' (the defaults left out)."""
         parts = [f"-l {self.relevance_level}"] if self.relevance_level != 1 else []
         parts += [f"-M {self.max_docs}"] if self.max_docs is not None else []
         parts += ["--missing skip"] if self.missing_topics == "skip" else []
+        parts += [f"--known {self.known_qrels}"] if self.known_qrels else []
         return " ".join(parts)
 
 
@@ -282,7 +295,7 @@ def chosen_evaluations(session: Session, qrels: QrelsSet, measures: list[str], s
         holding = chosen.setdefault(run.id, (run, {}))[1]
         stored = set(evaluation.options["measures"])
         for measure in measures:
-            if measure in stored and measure not in holding:
+            if measure in stored and measure not in holding and selection.holds(measure, evaluation.options):
                 holding[measure] = evaluation
     return chosen
 
