@@ -167,9 +167,11 @@ def test_a_run_lacking_a_measure_under_the_options_is_named_with_the_fix(stored:
                            "fewer than 10 topics: the intervals of other (3), std (3) mean little"]
 
 
-def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write,  # type: ignore[no-untyped-def]
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """evaluate --known through the store gives the values metrics.evaluate(known=...) gives on
     the files; a new version of the known qrels is a new evaluation."""
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")  # no detached MLflow sync left running after the test
     from evalstore.metrics import evaluate as evaluate_files
     from evalstore.services.jobs import EvaluationOptions
     from evalstore.services.orchestration import RankingRequest
