@@ -91,12 +91,17 @@ def evaluate(
 
 
 def _per_fold(ctx: typer.Context, splits: str, outcome: Any, measures: list[str], fmt: OutputFormat) -> None:
+    """Each run's fold values: printed, stored beside its evaluation, logged to MLflow (when on)."""
+    from evalstore.config import mlflow_enabled
     from evalstore.services import splits as service
 
     rows: list[dict[str, Any]] = []
     names: list[str] = []
     for ref in outcome.refs:
         folds = service.fold_values(state(ctx).engine(), splits=splits, run=ref.inputs, measures=measures)
+        service.record_fold_values(state(ctx).engine(), folds)
+        if mlflow_enabled():
+            info(f"fold values of '{ref.inputs}' logged to MLflow run {service.log_fold_values(folds)}")
         names = folds.measures
         for row in folds.per_fold.to_dict(orient="records"):
             rows.append({"run": ref.inputs, **{str(k): v for k, v in row.items()}})

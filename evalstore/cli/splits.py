@@ -72,3 +72,13 @@ def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputF
     render_record(found.as_dict(), fmt, title=f"split '{name}'")
     if fmt is OutputFormat.table:
         render(found.sizes, ["fold", "train", "train_distinct", "test"], fmt, title="folds")
+
+
+@app.command("results")
+def results(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """The fold values stored for a split by 'evaluate --splits'."""
+    from evalstore.services import splits
+
+    rows = splits.stored_fold_values(state(ctx).engine(), name).to_dict(orient="records")
+    render([{str(k): v for k, v in row.items()} for row in rows], ["run", "evaluation", "fold", "measure", "value"],
+           fmt, title=f"fold values of split '{name}'")

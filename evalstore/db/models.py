@@ -381,6 +381,18 @@ class SplitMember(Base):
     weight: Mapped[int] = mapped_column(Integer, default=1)
 
 
+class FoldResult(Base):
+    """An evaluation's mean over one fold's test topics (``evaluate --splits``)."""
+
+    __tablename__ = "fold_results"
+
+    split_id: Mapped[int] = mapped_column(ForeignKey("splits.id", ondelete="CASCADE"), primary_key=True)
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
+    fold: Mapped[int] = mapped_column(Integer, primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+
+
 # --- classification and clustering --------------------------------------------------------------
 # Row tables (gold_labels, predictions, prediction_scores) have no foreign key, as run_rows: 10M
 # predictions go in by COPY, which a per-row trigger slows ~3x; the services delete rows with

@@ -24,16 +24,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, delete, func, select
 
+from evalstore._version import __version__
 from evalstore.db import repositories as repo
-from evalstore.db.models import Split, SplitMember
+from evalstore.db.models import Evaluation, FoldResult, Run, Split, SplitMember
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_run
 from evalstore.metrics import resolve_measures
-from evalstore.services import labels, store
+from evalstore.services import labels, store, tracking
 from evalstore.services.kinds import ranking
+from evalstore.services.kinds.base import MlflowRun
 
 METHODS = ("holdout", "subsample", "kfold", "loo", "bootstrap")
 IMPORTED = "given"  # the method of a split read from a file (a collection's official folds)
@@ -305,6 +307,10 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
 class FoldValues:
     run: str
     splits: str
+    qrels: str
+    evaluation_id: int  # the stored evaluation the per-topic values come from
+    method: str
+    seed: int | None
     measures: list[str]
     per_fold: pd.DataFrame  # fold, topics, then one column per measure: the mean over the fold's test topics
     mean: dict[str, float]
@@ -326,5 +332,52 @@ def fold_values(engine: Engine, *, splits: str, run: str, measures: Sequence[str
         rows.append({"fold": fold, "topics": len(topics), **{m: float(values[m].mean()) for m in names}})
     per_fold = pd.DataFrame(rows)
     spread = {m: float(per_fold[m].std(ddof=1)) if len(per_fold) > 1 else 0.0 for m in names}
-    return FoldValues(run, splits, names, per_fold, {m: float(per_fold[m].mean()) for m in names}, spread)
+    return FoldValues(run, splits, split.source, stored.evaluation_id, split.method, split.seed, names, per_fold,
+                      {m: float(per_fold[m].mean()) for m in names}, spread)
+
+
+def record_fold_values(engine: Engine, values: FoldValues) -> None:
+    """Store each fold's values beside the evaluation they come from (replacing those of the same
+    split, evaluation and measures), in one transaction."""
+    with unit_of_work(engine) as session:
+        split = repo.get_split(session, values.splits)
+        session.execute(delete(FoldResult).where(FoldResult.split_id == split.id,
+                                                 FoldResult.evaluation_id == values.evaluation_id,
+                                                 FoldResult.measure.in_(values.measures)))
+        session.add_all(FoldResult(split_id=split.id, evaluation_id=values.evaluation_id, fold=int(row["fold"]),
+                                   measure=measure, value=float(row[measure]))
+                        for row in values.per_fold.to_dict(orient="records") for measure in values.measures)
+
+
+def stored_fold_values(engine: Engine, splits: str) -> pd.DataFrame:
+    """The fold values stored for a split: run, evaluation, fold, measure, value."""
+    with read_only(engine) as session:
+        split = repo.get_split(session, splits)
+        rows = session.execute(select(Run.name, FoldResult.evaluation_id, FoldResult.fold, FoldResult.measure,
+                                      FoldResult.value)
+                               .join(Evaluation, Evaluation.id == FoldResult.evaluation_id)
+                               .join(Run, Run.id == Evaluation.run_id)
+                               .where(FoldResult.split_id == split.id)
+                               .order_by(Run.name, FoldResult.evaluation_id, FoldResult.measure, FoldResult.fold)).all()
+    return pd.DataFrame(rows, columns=["run", "evaluation", "fold", "measure", "value"])
+
+
+def log_fold_values(values: FoldValues) -> str:
+    """The fold values as an MLflow run in the qrels' experiment: the split's method and seed as
+    params, ``MEASURE.fold<i>``, ``MEASURE.mean`` and ``MEASURE.sd`` as metrics, the table as an
+    artifact. Returns the MLflow run id."""
+    metrics: dict[str, float | None] = {}
+    for measure in values.measures:
+        for fold, value in zip(values.per_fold["fold"], values.per_fold[measure], strict=True):
+            metrics[f"{measure}.fold{int(fold)}"] = float(value)
+        metrics[f"{measure}.mean"] = values.mean[measure]
+        metrics[f"{measure}.sd"] = values.spread[measure]
+    payload = MlflowRun(
+        experiment=values.qrels, name=f"{values.run} over split {values.splits}",
+        tags={"evalstore.kind": "folds", "evalstore.qrels": values.qrels, "evalstore.run": values.run,
+              "evalstore.version": __version__},
+        params={"splits": values.splits, "method": values.method, "seed": values.seed,
+                "folds": len(values.per_fold), "evaluation_id": values.evaluation_id},
+        metrics=metrics, texts={"folds.csv": values.per_fold.to_csv(index=False)})
+    return tracking.log_now(payload, f"the fold values of run '{values.run}'")
 

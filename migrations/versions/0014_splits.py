@@ -3,7 +3,8 @@
 ``splits`` names a split of a qrels set's topics or a label set's items by one method (holdout,
 repeated subsampling, k-fold, leave-one-out, bootstrap), with its parameters and seed;
 ``split_members`` holds each fold's train and test units (a bootstrap's train units with their
-multiplicity).
+multiplicity); ``fold_results`` each fold's mean over its test topics of an evaluation's values
+(``evaluate --splits``).
 
 Revision ID: 0014
 Revises: 0013
@@ -50,6 +51,22 @@ def upgrade() -> None:
     )
 
 
+    op.create_table(
+        "fold_results",
+        sa.Column("split_id", sa.Integer(), nullable=False),
+        sa.Column("evaluation_id", sa.Integer(), nullable=False),
+        sa.Column("fold", sa.Integer(), nullable=False),
+        sa.Column("measure", sa.String(length=200), nullable=False),
+        sa.Column("value", sa.Float(precision=53), nullable=True),
+        sa.ForeignKeyConstraint(["split_id"], ["splits.id"], name=op.f("fk_fold_results_split_id_splits"),
+                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
+                                name=op.f("fk_fold_results_evaluation_id_evaluations"), ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("split_id", "evaluation_id", "fold", "measure", name=op.f("pk_fold_results")),
+    )
+
+
 def downgrade() -> None:
+    op.drop_table("fold_results")
     op.drop_table("split_members")
     op.drop_table("splits")

@@ -93,6 +93,9 @@ def test_cross_validation_from_the_command_line(cli) -> None:  # type: ignore[no
     assert folds.exit_code == 0, folds.stderr
     rows = json.loads(folds.stdout)
     assert [r["fold"] for r in rows] == [1, 2, 3, "mean", "sd"]
+    stored = json.loads(cli("splits", "results", "k3", "--format", "json").stdout)
+    assert [(r["run"], r["fold"], r["measure"]) for r in stored] == [("cv", f, "AP") for f in (1, 2, 3)]
+    assert [r["value"] for r in stored] == pytest.approx([r["AP"] for r in rows[:3]])
     bad = cli("runs", "combine", "--splits", "k3", "--fold", "1=pircRBa1", "--name", "half")
     assert bad.exit_code == 1
     assert bad.stderr.startswith("Error: 66 topic(s) are tested by no fold given")

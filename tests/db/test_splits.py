@@ -135,3 +135,22 @@ def test_a_collections_own_folds_import_and_refuse_overlaps(thirty: Engine, writ
     unknown = write("unknown.json", json.dumps({"1": ["999"]}))
     with pytest.raises(Exception, match="fold 1 names topic 999, which qrels 'q' do not judge"):
         splits.import_split(thirty, unknown, qrels="q", name="bad")
+
+
+def test_fold_values_are_stored_and_logged(thirty: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    evaluate_runs(thirty, qrels_name="q", run_names=["alpha"], measures=["AP"])
+    splits.make_split(thirty, "k", qrels="q", method="kfold", k=3, seed=2)
+    values = splits.fold_values(thirty, splits="k", run="alpha", measures=["AP"])
+    splits.record_fold_values(thirty, values)
+    splits.record_fold_values(thirty, values)  # again: replaced, not doubled
+    stored = splits.stored_fold_values(thirty, "k")
+    assert stored["fold"].tolist() == [1, 2, 3] and stored["value"].tolist() == pytest.approx(values.per_fold["AP"])
+    run_id = splits.log_fold_values(values)
+    logged = MlflowClient(uri).get_run(run_id)
+    assert logged.data.metrics["AP.mean"] == pytest.approx(values.mean["AP"])
+    assert logged.data.metrics["AP.fold2"] == pytest.approx(values.per_fold["AP"][1])
+    assert logged.data.params["seed"] == "2" and logged.data.params["method"] == "kfold"
