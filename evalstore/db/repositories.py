@@ -22,6 +22,7 @@ from evalstore.db.arrow_reads import BATCH_ROWS
 from evalstore.db.models import (
     AggregateResult,
     Base,
+    Collection,
     Evaluation,
     Judgment,
     Pool,
@@ -34,6 +35,7 @@ from evalstore.db.models import (
     RunRow,
     RunTopic,
     Split,
+    TopicSet,
 )
 from evalstore.db.staging import StagedRows
 from evalstore.errors import NotFoundError
@@ -56,6 +58,21 @@ def get_pool(session: Session, name: str) -> Pool:
         raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
                             f"'evalstore pool build --name {name} --all-runs'.")
     return pool
+
+
+def get_topic_set(session: Session, name: str) -> TopicSet:
+    found = session.scalar(select(TopicSet).where(TopicSet.name == name))
+    if found is None:
+        raise NotFoundError(f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.")
+    return found
+
+
+def get_collection(session: Session, name: str) -> Collection:
+    found = session.scalar(select(Collection).where(Collection.name == name))
+    if found is None:
+        raise NotFoundError(f"No collection named '{name}'. Import it with 'evalstore documents import PATH "
+                            f"--collection {name}'.")
+    return found
 
 
 def find_split(session: Session, name: str) -> Split | None:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Collection, Document, Topic, TopicSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.errors import ConflictError, InputFormatError
 from evalstore.io.texts import DocumentText, TopicStatement, read_documents, read_topics
 
 _BATCH = 5_000
@@ -106,24 +106,9 @@ def list_text_sets(engine: Engine) -> list[TextSetSummary]:
 
 def delete_collection(engine: Engine, name: str) -> None:
     with unit_of_work(engine) as session:
-        found = get_collection(session, name)
+        found = repo.get_collection(session, name)
         session.execute(delete(Document).where(Document.collection_id == found.id))
         session.delete(found)
-
-
-def get_topic_set(session: Session, name: str) -> TopicSet:
-    found = session.scalar(select(TopicSet).where(TopicSet.name == name))
-    if found is None:
-        raise NotFoundError(f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.")
-    return found
-
-
-def get_collection(session: Session, name: str) -> Collection:
-    found = session.scalar(select(Collection).where(Collection.name == name))
-    if found is None:
-        raise NotFoundError(f"No collection named '{name}'. Import it with 'evalstore documents import PATH "
-                            f"--collection {name}'.")
-    return found
 
 
 def topic_statement(session: Session, topic_set: str | None, topic: str) -> TopicStatement | None:

@@ -58,10 +58,10 @@ def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = No
     with unit_of_work(engine) as session:
         pool = repo.get_pool(session, pool_name)
         if topic_set is not None:
-            collections.get_topic_set(session, topic_set)
+            repo.get_topic_set(session, topic_set)
             pool.topic_set = topic_set
         if collection is not None:
-            collections.get_collection(session, collection)
+            repo.get_collection(session, collection)
             pool.collection = collection
         if grades is not None:
             wrong = [g for g in grades if not 0 <= g <= 9]

@@ -287,7 +287,7 @@ def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: lis
         table = repo.top_ranked(session, list(stored), TOP_DOCUMENTS, topics).to_pandas()
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         if collection is not None:
-            collections.get_collection(session, collection)  # a name that is not there: say so
+            repo.get_collection(session, collection)  # a name that is not there: say so
         texts = collections.document_texts(session, collection, sorted(set(table["doc"])))
     labels = {(t, d): int(r) for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
               if t in set(topics)}
