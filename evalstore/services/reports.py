@@ -9,6 +9,7 @@ import csv
 import io
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,8 +96,12 @@ def leaderboard(engine: Engine, principal: Principal, task: str, measures: Seque
     return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
 
 
-_tier_cache: weakref.WeakKeyDictionary[Engine, dict[tuple[Any, ...], dict[str, str]]] = weakref.WeakKeyDictionary()
+# Tiers already computed, per database: a board's numbers change with every new result, so only
+# the newest few keys are kept (a server runs for months)
+_tier_cache: weakref.WeakKeyDictionary[Engine, OrderedDict[tuple[Any, ...], dict[str, str]]] = (
+    weakref.WeakKeyDictionary())
 _tier_lock = threading.Lock()
+TIER_BOARDS_KEPT = 64
 
 
 def _tiers(engine: Engine, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
@@ -104,7 +109,7 @@ def _tiers(engine: Engine, qrels: str, runs: list[str], measure: str, body: dict
     key = (qrels, tuple(sorted(runs)), measure,
            tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]))
     with _tier_lock:
-        cached = _tier_cache.setdefault(engine, {}).get(key)
+        cached = _tier_cache.setdefault(engine, OrderedDict()).get(key)
     if cached is not None:
         return cached
     comparison = comparisons.compare(engine, qrels_name=qrels, run_names=runs, measures=[measure], multi="tukey",
@@ -116,7 +121,10 @@ def _tiers(engine: Engine, qrels: str, runs: list[str], measure: str, body: dict
     letters = significance.compact_letters(len(order), different)
     tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
     with _tier_lock:
-        _tier_cache[engine][key] = tiers
+        kept = _tier_cache[engine]
+        kept[key] = tiers
+        while len(kept) > TIER_BOARDS_KEPT:
+            kept.popitem(last=False)
     return tiers
 
 
