@@ -296,3 +296,14 @@ def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
     assert set(seen) == sample
     _, progress = judging.topic_progress(world.engine, second, "pool")
     assert {(p.topic, p.documents, p.judged) for p in progress if p.topic == "301"} == {("301", len(sample), len(sample))}
+
+
+def test_the_tiers_cache_keeps_only_the_newest_boards(world: World, client: TestClient,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstore.services import reports
+
+    world.submit("open", "red-2", text=run_text(tag="r2", shift=2))
+    monkeypatch.setattr(reports, "TIER_BOARDS_KEPT", 1)
+    for sort in ("AP", "P@10", "RR"):
+        assert client.get(f"/tasks/open?sort={sort}").status_code == 200
+    assert len(reports._tier_cache[world.engine]) == 1
