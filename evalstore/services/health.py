@@ -184,7 +184,7 @@ def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, d
                                      .where(Run.name.in_(runs))).all())
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         # every run whole, in one read: trec_eval's order is the stored rank, so -rank scores it
-        ranked = pools._read_candidates(session, stored, None, None)
+        ranked = pools.read_candidates(session, stored, None, None)
     codes = ranked["run"].to_numpy()
     tables = {run.name: pa.table({"topic": ranked["topic"], "doc": ranked["doc"],
                                   "score": pa.array(-ranked["rank"].to_numpy().astype(np.float64))}

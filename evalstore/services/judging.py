@@ -240,47 +240,49 @@ def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: 
                    *, seconds: float | None = None, note: str | None = None) -> None:
     """Record one judgment from the judging screen: a grade of the pool's scale, or None for
     "skipped: not rateable"; with the time it took and the assessor's note."""
-    with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
-        grades = pool.grades or POOL_GRADES
-    if grade is not None and str(grade) not in grades:
-        raise InvalidParameterError(f"Grade {grade} is not on pool '{pool_name}'s scale "
-                                    f"({', '.join(f'{g} {label}' for g, label in grades.items())}).")
     if note is not None and len(note) > NOTE_CHARACTERS:
         raise InvalidParameterError(f"A note holds at most {NOTE_CHARACTERS} characters; this one has {len(note)}.")
     if seconds is not None and not 0 <= seconds:
         raise InvalidParameterError("The time spent on a judgment cannot be negative.")
-    record_judgments(engine, principal, pool_name,
-                     [(topic, doc, SKIPPED if grade is None else grade)],
-                     seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
-                     note=(note or "").strip() or None)
+    with unit_of_work(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        grades = pool.grades or POOL_GRADES
+        if grade is not None and str(grade) not in grades:
+            raise InvalidParameterError(f"Grade {grade} is not on pool '{pool_name}'s scale "
+                                        f"({', '.join(f'{g} {label}' for g, label in grades.items())}).")
+        _record(session, principal, pool, [(topic, doc, SKIPPED if grade is None else grade)],
+                seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
+                note=(note or "").strip() or None)
 
 
 def record_judgments(engine: Engine, principal: Principal, pool_name: str,
-                     judgments: Sequence[tuple[str, str, int]], *, seconds: float | None = None,
-                     note: str | None = None) -> int:
+                     judgments: Sequence[tuple[str, str, int]]) -> int:
     """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
     a document judged again keeps the newest label. Returns how many were recorded."""
     with unit_of_work(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
-        wanted = {(t, d) for t, d, _ in judgments}
-        pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
-            PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).all())
-        outside = sorted(wanted - pooled)
-        if outside:
-            raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "
-                                        f"'{pool_name}'; nothing was recorded.")
-        now = jobs.db_now(session)
-        assert principal.name is not None
-        for topic, doc, relevance in judgments:
-            row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
-            if row is None:
-                session.add(PoolJudgment(pool_id=pool.id, topic=topic, doc=doc, assessor=principal.name,
-                                         relevance=relevance, created_at=now, seconds=seconds, note=note))
-            else:
-                row.relevance, row.created_at, row.seconds, row.note = relevance, now, seconds, note
-        audit(session, principal.name, "pools.judge", pool_name, {"judgments": len(judgments)})
+        _record(session, principal, _judged_pool(session, principal, pool_name), judgments)
         return len(judgments)
+
+
+def _record(session: Session, principal: Principal, pool: Pool, judgments: Sequence[tuple[str, str, int]], *,
+            seconds: float | None = None, note: str | None = None) -> None:
+    wanted = {(t, d) for t, d, _ in judgments}
+    pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
+        PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).all())
+    outside = sorted(wanted - pooled)
+    if outside:
+        raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "
+                                    f"'{pool.name}'; nothing was recorded.")
+    now = jobs.db_now(session)
+    assert principal.name is not None
+    for topic, doc, relevance in judgments:
+        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        if row is None:
+            session.add(PoolJudgment(pool_id=pool.id, topic=topic, doc=doc, assessor=principal.name,
+                                     relevance=relevance, created_at=now, seconds=seconds, note=note))
+        else:
+            row.relevance, row.created_at, row.seconds, row.note = relevance, now, seconds, note
+    audit(session, principal.name, "pools.judge", pool.name, {"judgments": len(judgments)})
 
 
 def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) -> str | None:

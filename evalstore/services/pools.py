@@ -79,7 +79,7 @@ def _read_runs(session: Session, run_names: list[str] | None) -> dict[str, pa.Ta
     return {run.name: repo.run_table(session, run, for_evaluation=True) for run in _runs(session, run_names)}
 
 
-def _read_candidates(session: Session, runs: list[Run], depth: int | None, topics: list[str] | None) -> pa.Table:
+def read_candidates(session: Session, runs: list[Run], depth: int | None, topics: list[str] | None) -> pa.Table:
     """Each run's top ``depth`` per topic (:data:`pooling.CANDIDATES`), read in trec_eval order
     from the stored ranks, runs coded by their position in ``runs``."""
     table = repo.top_ranked(session, [run.id for run in runs], depth, topics)
@@ -126,7 +126,7 @@ def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strate
         if not replace and session.scalar(select(Pool.id).where(Pool.name == name)) is not None:
             raise _name_taken(name)  # before reading the runs; checked again in the writing transaction
         runs = _runs(session, run_names)
-        cands = _read_candidates(session, runs, depth, topics)
+        cands = read_candidates(session, runs, depth, topics)
     if cands.num_rows == 0:
         raise EvaluationError("The runs retrieve nothing for the chosen topics; check --topics.")
     settings = pooling.PoolSettings(strategy, depth, budget, seed if random else None, rbp_p, bandit_policy)
@@ -213,7 +213,7 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
         judgments = _judgments(session, pool)
         runs = _runs(session, list(pool.params["runs"]))
         pool_topics = sorted(entries["topic"].unique())
-        tops = _read_candidates(session, runs, k, pool_topics).to_pandas()
+        tops = read_candidates(session, runs, k, pool_topics).to_pandas()
     best = judgments.groupby(["topic", "doc"])["relevance"].max().reset_index()
     labelled = entries[["topic", "doc"]].merge(best, on=["topic", "doc"], how="left")
     per_topic = [{"topic": topic, "documents": int(len(group)), "judged": int(group["relevance"].notna().sum()),
@@ -296,7 +296,7 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
         runs = _runs(session, list(params["runs"]))
-        cands = _read_candidates(session, runs, params.get("depth"), sorted(entries["topic"].unique()))
+        cands = read_candidates(session, runs, params.get("depth"), sorted(entries["topic"].unique()))
     labels = resolve_labels(judgments, resolve) if not judgments.empty else pd.Series(dtype=int)
     known = {key: int(value) for key, value in labels.items()}
     settings = pooling.PoolSettings(strategy, params.get("depth"), None, seed, params.get("rbp_p", 0.8),
@@ -402,7 +402,7 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
         judgments = _judgments(session, pool)
         runs = _runs(session, list(pool.params["runs"]))
         topics = sorted(judgments["topic"].unique())
-        cands = _read_candidates(session, runs, None, topics).to_pandas() if topics else None
+        cands = read_candidates(session, runs, None, topics).to_pandas() if topics else None
     labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
     spread = labels_per_item.agg(["min", "max"])
     split = spread[spread["min"] != spread["max"]]
@@ -578,7 +578,7 @@ def simulate(engine: Engine, *, qrels_name: str, run_names: list[str] | None, st
     with read_only(engine) as session:
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         qrels_topics = sorted(qrels["topic"].unique())
-        cands = _read_candidates(session, _runs(session, run_names), depth, qrels_topics)
+        cands = read_candidates(session, _runs(session, run_names), depth, qrels_topics)
     labels = dict(zip(zip(qrels["topic"], qrels["doc"], strict=True), qrels["relevance"].astype(int), strict=True))
     top = max(budgets)
     found: dict[str, list[int]] = {}

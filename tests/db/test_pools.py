@@ -18,7 +18,7 @@ from evalstore.errors import ConflictError, EvaluationError, InputFormatError, I
 from evalstore.services import pools, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
-from evalstore.services.pools import _read_candidates, _runs
+from evalstore.services.pools import _runs, read_candidates
 from evalstore.statistics import pooling
 from tests.conftest import shared_path
 from tests.db.test_compare import _qrels_text, _run_text
@@ -217,7 +217,7 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
             pools.next_batch(engine, strategy, count=1)
         online = pools.export_pool(engine, strategy, None, fmt="trec")[0].split()[2::4]
         with read_only(engine) as session:
-            cands = _read_candidates(session, _runs(session, names[:6]), None, online_topics)
+            cands = read_candidates(session, _runs(session, names[:6]), None, online_topics)
         replay = pooling.judging_order(cands, pooling.PoolSettings(strategy, None, 13),
                                        oracle=lambda t, d: truth.get((t, d)))
         assert online == replay["doc"].tolist()
