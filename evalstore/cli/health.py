@@ -90,13 +90,17 @@ def standardize(
     measure: list[str] = typer.Option(..., "--measure", help="Measures (repeatable)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write trec_eval's -Z file here (qid measure "
                                        "mean stddev), for 'evalstore trec-eval -Z FILE'."),
+    name: str | None = typer.Option(None, "--name", help="Store the statistics and z-scores under this name "
+                                    "(default QRELS-z), replacing what it held."),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
 ) -> None:
     """Per-topic z-scores (Webber, Moffat & Zobel 2008): each topic's mean and standard deviation
-    over the runs evaluated on the qrels, and each run's mean z-score."""
+    over the runs evaluated on the qrels, and each run's mean z-score; stored, and written as
+    trec_eval's -Z file with -o."""
     from evalstore.services import health as compute
 
-    result = compute.standardize(state(ctx).engine(), qrels_name=qrels, measures=measure, path=output)
+    result = compute.standardize(state(ctx).engine(), qrels_name=qrels, measures=measure, path=output, name=name)
+    info(f"standardisation '{result.name}' stored: {len(result.runs)} runs x {len(result.zscores)} measure(s)")
     if output is not None:
         info(f"z-score statistics of {len(result.runs)} runs written to {output}")
     means = {m: frame.mean(axis=1) for m, frame in result.zscores.items()}  # each run's mean z over topics

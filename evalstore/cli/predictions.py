@@ -30,7 +30,8 @@ def register_set(ctx: typer.Context, path: Path, name: str, labels: str, kind: s
 def register_predictions(
     ctx: typer.Context,
     path: Path = typer.Argument(..., help="CSV, TSV or Parquet: item_id and label and/or score (binary: "
-                                "P(positive class)) or one score_<class> column per class; optional group."),
+                                "P(positive class)) or one score_<class> column per class; optional group. "
+                                "For multilabel gold labels: 'labels' (joined by '|') and/or score_<class>."),
     name: str = typer.Option(..., "--name"),
     labels: str = typer.Option(..., "--labels", help="Gold labels the predictions are for."),
     system: str | None = typer.Option(None, "--system"),

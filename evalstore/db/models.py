@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -393,6 +394,45 @@ class FoldResult(Base):
     value: Mapped[float | None] = mapped_column(Double)
 
 
+class Standardisation(Base):
+    """Per-topic means and standard deviations of measures over a qrels set's runs (Webber, Moffat
+    & Zobel 2008), with the z-scores of the runs they came from (``evalstore standardize``); the
+    statistics standardise later runs too (``trec-eval -Z``)."""
+
+    __tablename__ = "standardisations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    qrels: Mapped[str] = mapped_column(String(200))  # the qrels set's name, as splits keep theirs
+    measures: Mapped[list[str]] = mapped_column(JSON)
+    runs: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class StandardisationStatistic(Base):
+    __tablename__ = "standardisation_statistics"
+
+    standardisation_id: Mapped[int] = mapped_column(ForeignKey("standardisations.id", ondelete="CASCADE"),
+                                                    primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    mean: Mapped[float] = mapped_column(Double)
+    stddev: Mapped[float] = mapped_column(Double)
+
+
+class StandardisedValue(Base):
+    """A run's z-score on one topic: (score - the topic's mean) / its standard deviation."""
+
+    __tablename__ = "standardised_values"
+
+    standardisation_id: Mapped[int] = mapped_column(ForeignKey("standardisations.id", ondelete="CASCADE"),
+                                                    primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    run: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    z: Mapped[float] = mapped_column(Double)
+
+
 # --- classification and clustering --------------------------------------------------------------
 # Row tables (gold_labels, predictions, prediction_scores) have no foreign key, as run_rows: 10M
 # predictions go in by COPY, which a per-row trigger slows ~3x; the services delete rows with
@@ -400,7 +440,8 @@ class FoldResult(Base):
 
 
 class LabelSet(Base):
-    """Gold labels of a classification task: one label (and optionally a group) per item."""
+    """Gold labels of a classification task: one label (a set of labels when ``multilabel``),
+    and optionally a group and a sample weight, per item."""
 
     __tablename__ = "label_sets"
 
@@ -413,6 +454,8 @@ class LabelSet(Base):
     group_count: Mapped[int] = mapped_column(Integer)
     source: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    multilabel: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    weighted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class GoldLabel(Base):
@@ -421,8 +464,9 @@ class GoldLabel(Base):
 
     label_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
-    label: Mapped[str] = mapped_column(String(200))
+    label: Mapped[str] = mapped_column(Text)  # multilabel: the set as "a|b"
     group_id: Mapped[str | None] = mapped_column(String(200))
+    weight: Mapped[float | None] = mapped_column(Double)
 
 
 class PredictionSet(Base):
@@ -454,7 +498,7 @@ class Prediction(Base):
 
     prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
-    label: Mapped[str | None] = mapped_column(String(200))
+    label: Mapped[str | None] = mapped_column(Text)  # multilabel: the set as "a|b"
     score: Mapped[float | None] = mapped_column(Double)
     group_id: Mapped[str | None] = mapped_column(String(200))
 

@@ -21,6 +21,7 @@ from evalstore.errors import InputFormatError
 from evalstore.io.formats import _read_bytes
 
 SCORE_PREFIX = "score_"
+LABEL_SEPARATOR = "|"  # between the labels of a multilabel item: "sports|politics"
 
 
 @dataclass(frozen=True)
@@ -111,22 +112,81 @@ def _unique_ids(file: TableFile, ids: pa.ChunkedArray) -> None:
 @dataclass(frozen=True)
 class Gold:
     items: pa.ChunkedArray
-    labels: pa.ChunkedArray
+    labels: pa.ChunkedArray  # multilabel: each item's set as "a|b" ("" for none)
     groups: pa.ChunkedArray | None
     content_hash: str
+    weights: np.ndarray | None = None  # sample weights, finite and >= 0
+    multilabel: bool = False
 
     @property
     def classes(self) -> list[str]:
-        return sorted(pc.unique(self.labels).to_pylist())
+        labels = pc.list_flatten(label_lists(self.labels)) if self.multilabel else self.labels
+        return sorted(pc.unique(labels).to_pylist())
 
 
 def read_gold(path: Path, fmt: str | None = None) -> Gold:
+    """Gold labels: ``item_id`` and ``label``, or ``labels`` for a multilabel task (each item's
+    labels joined by '|', none for an item without labels); optional ``group`` and ``weight``
+    (sample weights, as scikit-learn's ``sample_weight``)."""
     file = read_table_file(path, "gold labels", fmt)
-    _require(file, ["item_id", "label"], "gold labels")
+    multilabel = "labels" in file.table.column_names and "label" not in file.table.column_names
+    _require(file, ["item_id", "labels" if multilabel else "label"], "gold labels")
     items = _text(file, "item_id")
     _unique_ids(file, items)
     groups = _text(file, "group") if "group" in file.table.column_names else None
-    return Gold(items, _text(file, "label"), groups, file.content_hash)
+    labels = _label_sets(file, "labels") if multilabel else _text(file, "label")
+    weights = _weights(file) if "weight" in file.table.column_names else None
+    return Gold(items, labels, groups, file.content_hash, weights, multilabel)
+
+
+def label_lists(labels: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Multilabel sets ("a|b", "" for none) as lists of labels."""
+    lists = pc.split_pattern(labels, LABEL_SEPARATOR)
+    # "" splits to [""]: an item without labels
+    return pc.if_else(pc.equal(labels, ""), pa.scalar([], pa.list_(pa.string())), lists)
+
+
+def indicator(labels: pa.ChunkedArray, classes: list[str]) -> np.ndarray:
+    """Multilabel sets as an (items, classes) boolean matrix; labels outside ``classes`` are left out."""
+    lists = label_lists(labels).combine_chunks()
+    rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    columns = pc.index_in(pc.list_flatten(lists), value_set=pa.array(classes, pa.string()))
+    known = columns.is_valid().to_numpy(zero_copy_only=False)
+    matrix = np.zeros((len(labels), len(classes)), dtype=bool)
+    matrix[rows[known], columns.to_numpy(zero_copy_only=False)[known].astype(np.int64)] = True
+    return matrix
+
+
+def _label_sets(file: TableFile, name: str) -> pa.ChunkedArray:
+    """A multilabel column, each cell's labels trimmed and joined by '|' again ("" for none)."""
+    column = pc.cast(file.table[name], pa.string()) if not pa.types.is_string(file.table[name].type) else \
+        file.table[name]
+    column = pc.fill_null(column, "")
+    lists = pc.split_pattern(pc.utf8_trim_whitespace(column), LABEL_SEPARATOR).combine_chunks()
+    labels = pc.utf8_trim_whitespace(pc.list_flatten(lists))
+    empty = pc.equal(pc.utf8_length(labels), 0).to_numpy(zero_copy_only=False)
+    single_empty = pc.equal(pc.list_value_length(lists), 1).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    # an empty cell is an item without labels; an empty label between separators ("a||b") is a mistake
+    bad = empty & ~single_empty[parents]
+    if bad.any():
+        row = int(parents[np.argmax(bad)])
+        raise file.error(row, f"{name} '{column[row].as_py()}' has an empty label; separate labels with one "
+                              f"'{LABEL_SEPARATOR}'")
+    offsets = lists.offsets
+    trimmed = pa.ListArray.from_arrays(offsets, labels)
+    return pa.chunked_array([pc.binary_join(trimmed, LABEL_SEPARATOR)])
+
+
+def _weights(file: TableFile) -> np.ndarray:
+    values = _score(file, "weight", probabilities=False)
+    negative = values < 0
+    if negative.any():
+        row = int(np.argmax(negative))
+        raise file.error(row, f"weight {values[row]:g} is negative; sample weights are 0 or more")
+    if values.sum() == 0:
+        raise InputFormatError(file.path, None, "every weight is 0; give some items a positive weight")
+    return values
 
 
 @dataclass(frozen=True)
@@ -145,7 +205,11 @@ def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering:
     known labels, finite scores (within [0, 1] when ``probabilities``)."""
     what = "clustering" if clustering else "predictions"
     file = read_table_file(path, what, fmt)
-    label_column = "cluster_id" if clustering else "label"
+    label_column = "cluster_id" if clustering else "labels" if gold.multilabel else "label"
+    if gold.multilabel and not clustering and "label" in file.table.column_names:
+        raise InputFormatError(file.path, None, "the gold labels are multilabel: give each item's predicted labels "
+                                                f"in a 'labels' column, joined by '{LABEL_SEPARATOR}', or one "
+                                                f"'{SCORE_PREFIX}<class>' column per class")
     _require(file, ["item_id", label_column] if clustering else ["item_id"], what)
     items = _text(file, "item_id")
     _unique_ids(file, items)
@@ -161,12 +225,17 @@ def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering:
         missing = gold.items[int(np.argmax(~covered))].as_py()
         raise InputFormatError(file.path, None, f"{int((~covered).sum())} gold items have no prediction (e.g. "
                                                 f"'{missing}'); predict every labelled item")
-    labels = _text(file, label_column) if label_column in file.table.column_names else None
+    labels = None
+    if label_column in file.table.column_names:
+        labels = _label_sets(file, label_column) if gold.multilabel else _text(file, label_column)
     if labels is not None and not clustering:
-        known = pc.is_in(labels, value_set=pa.array(gold.classes, pa.string())).to_numpy(zero_copy_only=False)
+        each = pc.list_flatten(label_lists(labels)).combine_chunks() if gold.multilabel else labels
+        known = pc.is_in(each, value_set=pa.array(gold.classes, pa.string())).to_numpy(zero_copy_only=False)
         if not known.all():
-            row = int(np.argmax(~known))
-            raise file.error(row, f"label '{labels[row].as_py()}' is not a gold class "
+            at = int(np.argmax(~known))
+            row = int(pc.list_parent_indices(label_lists(labels).combine_chunks())[at].as_py()) if gold.multilabel \
+                else at
+            raise file.error(row, f"label '{each[at].as_py()}' is not a gold class "
                                   f"({', '.join(gold.classes)})")
     score = _score(file, "score", probabilities) if "score" in file.table.column_names else None
     class_scores = {}
@@ -178,8 +247,15 @@ def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering:
                                                         f"gold class ({', '.join(gold.classes)})")
             class_scores[label] = _score(file, name, probabilities)
     if not clustering and labels is None and score is None and not class_scores:
+        if gold.multilabel:
+            raise InputFormatError(file.path, None, "no prediction: give a 'labels' column (each item's labels "
+                                                    f"joined by '{LABEL_SEPARATOR}') or one '{SCORE_PREFIX}<class>' "
+                                                    "column per class")
         raise InputFormatError(file.path, None, "no prediction: give a 'label' column, a 'score' column (binary "
                                                 f"tasks) or one '{SCORE_PREFIX}<class>' column per class")
+    if score is not None and gold.multilabel:
+        raise InputFormatError(file.path, None, "a single 'score' column cannot score a multilabel task; give one "
+                                                f"'{SCORE_PREFIX}<class>' column per class")
     if score is not None and len(gold.classes) != 2:
         raise InputFormatError(file.path, None, f"a single 'score' column needs two classes; the gold labels "
                                                 f"have {len(gold.classes)}: give one '{SCORE_PREFIX}<class>' column "

@@ -29,15 +29,17 @@ THRESHOLD_RULES = ("best-f1", "youden", "iso-accuracy")
 
 
 def confusion(y_true: np.ndarray, y_pred: np.ndarray, k: int, groups: np.ndarray | None = None,
-              n_groups: int = 1) -> np.ndarray:
-    """(k, k) counts, rows true class, columns predicted; with ``groups``, (n_groups, k, k)."""
+              n_groups: int = 1, weight: np.ndarray | None = None) -> np.ndarray:
+    """(k, k) counts (sums of sample weights with ``weight``), rows true class, columns
+    predicted; with ``groups``, (n_groups, k, k)."""
     cell = y_true.astype(np.int64) * k + y_pred
     if groups is None:
-        return np.bincount(cell, minlength=k * k).reshape(k, k)
-    return np.bincount(groups.astype(np.int64) * (k * k) + cell, minlength=n_groups * k * k).reshape(n_groups, k, k)
+        return np.bincount(cell, weights=weight, minlength=k * k).reshape(k, k)
+    return np.bincount(groups.astype(np.int64) * (k * k) + cell, weights=weight,
+                       minlength=n_groups * k * k).reshape(n_groups, k, k)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray | int) -> np.ndarray:
+def _ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
     """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
@@ -106,8 +108,8 @@ def labels_at(score: np.ndarray, threshold: float, positive: int) -> np.ndarray:
 
 
 def expected_cost(cm: np.ndarray, costs: np.ndarray) -> tuple[float, float]:
-    """(total cost, cost per item) of a (k, k) confusion matrix under a (k, k) cost matrix
-    (rows true class, columns predicted)."""
+    """(total cost, cost per item (per unit of weight, when weighted)) of a (k, k) confusion
+    matrix under a (k, k) cost matrix (rows true class, columns predicted)."""
     total = float((np.asarray(cm, dtype=np.float64) * costs).sum())
     return total, total / max(float(np.sum(cm)), 1.0)
 
@@ -117,29 +119,36 @@ def expected_cost(cm: np.ndarray, costs: np.ndarray) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Curve:
-    """Counts at each distinct score, highest first: predicting positive when score >= threshold."""
+    """Counts (sums of sample weights, when weighted) at each distinct score, highest first:
+    predicting positive when score >= threshold."""
 
     thresholds: np.ndarray
     tps: np.ndarray
     fps: np.ndarray
-    positives: int
-    negatives: int
+    positives: float
+    negatives: float
 
     # each item's dense rank among the distinct scores, highest 0 (for group_auc's one-key sort)
     score_rank: np.ndarray
 
     @classmethod
-    def of(cls, positive: np.ndarray, score: np.ndarray) -> Curve:
+    def of(cls, positive: np.ndarray, score: np.ndarray, weight: np.ndarray | None = None) -> Curve:
         order = np.argsort(-score)
         sorted_score = score[order]
-        hits = positive[order].astype(np.int64)
+        hits = positive[order].astype(np.float64)
         change = sorted_score[1:] != sorted_score[:-1]
         last = np.r_[np.flatnonzero(change), len(score) - 1] if len(score) else np.zeros(0, np.int64)
-        tps = np.cumsum(hits)[last]
-        fps = last + 1 - tps
+        if weight is None:
+            tps = np.cumsum(hits)[last]
+            fps = last + 1 - tps
+        else:
+            hits *= weight[order]
+            tps = np.cumsum(hits)[last]
+            fps = np.cumsum(weight[order] - hits)[last]
         score_rank = np.empty(len(score), dtype=np.int64)
         score_rank[order] = np.r_[0, np.cumsum(change)] if len(score) else np.zeros(0, np.int64)
-        return cls(sorted_score[last], tps, fps, int(hits.sum()), int(len(hits) - hits.sum()), score_rank)
+        positives = float(tps[-1]) if len(tps) else 0.0
+        return cls(sorted_score[last], tps, fps, positives, float(fps[-1]) if len(fps) else 0.0, score_rank)
 
     @property
     def tpr(self) -> np.ndarray:
@@ -208,16 +217,19 @@ class Curve:
 
 
 def group_auc(positive: np.ndarray, score: np.ndarray, groups: np.ndarray, n_groups: int,
-              score_rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              score_rank: np.ndarray | None = None, weight: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(AUC per group, NaN where a group lacks a class; average precision per group, NaN where
-    it has no positive; items per group), from one sort.
+    it has no positive; items (or their summed weights) per group), from one sort.
 
-    AUC_g = (rank sum of positives - P(P+1)/2) / (P N) with tie-averaged ranks within the group.
-    AP_g is scikit-learn's: over each group's tied blocks, highest score first, the block's
-    positives / P times the precision of everything scoring at least the block's score.
-    Items are sorted once on one int64 key, group x distinct score (``score_rank``:
-    :attr:`Curve.score_rank`, computed here when not given): 1 s for 10M items, where
-    ``np.lexsort`` on (group, score) took 4 s."""
+    AUC_g is the (weighted) share of positive-negative pairs ordered right, ties counting half:
+    over each group's tied blocks, lowest score first, the block's positives times (the negatives
+    below it + half the block's negatives), over P N; unweighted, every term is a multiple of 1/2,
+    so the sums are exact and equal Mann-Whitney's rank-sum form. AP_g is scikit-learn's: over the
+    tied blocks, highest score first, the block's positives / P times the precision of
+    everything scoring at least the block's score. Items are sorted once on one int64 key,
+    group x distinct score (``score_rank``: :attr:`Curve.score_rank`, computed here when not
+    given): 1 s for 10M items, where ``np.lexsort`` on (group, score) took 4 s."""
     if score_rank is None:
         score_rank = Curve.of(positive, score).score_rank
     distinct = int(score_rank.max()) + 1 if len(score_rank) else 1
@@ -226,31 +238,34 @@ def group_auc(positive: np.ndarray, score: np.ndarray, groups: np.ndarray, n_gro
     order = np.argsort(key)
     sorted_key = key[order]
     g = sorted_key // distinct
-    pos = positive[order].astype(np.float64)
     n = len(g)
+    w = np.ones(n) if weight is None else weight[order].astype(np.float64)
+    pos = positive[order] * w
     new_group = np.r_[True, g[1:] != g[:-1]] if n else np.zeros(0, bool)
     new_block = np.r_[True, sorted_key[1:] != sorted_key[:-1]] if n else new_group
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
-    block_id = np.cumsum(new_block) - 1
     block_first = np.flatnonzero(new_block)
     block_last = np.r_[block_first[1:], n] - 1
-    # average 1-based rank within the group of each tied block
-    average_rank = (block_first + block_last) / 2.0 - group_start[block_first] + 1
-    rank = average_rank[block_id]
-    sizes = np.bincount(g, minlength=n_groups)
+    block_group = g[block_first]
+    # running sums over the sorted items: entry i sums the first i
+    before_pos = np.r_[0.0, np.cumsum(pos)]
+    before_all = np.r_[0.0, np.cumsum(w)]
+    before_neg = before_all - before_pos
+    sizes = np.bincount(g, weights=w, minlength=n_groups)
     positives = np.bincount(g, weights=pos, minlength=n_groups)
-    rank_sum = np.bincount(g, weights=rank * pos, minlength=n_groups)
     negatives = sizes - positives
+    block_pos = before_pos[block_last + 1] - before_pos[block_first]
+    block_neg = before_neg[block_last + 1] - before_neg[block_first]
+    neg_below = before_neg[block_first] - before_neg[group_start[block_first]]
+    ordered_pairs = np.bincount(block_group, weights=block_pos * (neg_below + block_neg / 2), minlength=n_groups)
     auc = np.full(n_groups, np.nan)
     both = (positives > 0) & (negatives > 0)
-    auc[both] = (rank_sum[both] - positives[both] * (positives[both] + 1) / 2) / (positives[both] * negatives[both])
+    auc[both] = ordered_pairs[both] / (positives[both] * negatives[both])
     # AP: a block and everything after it in its group score at least the block's score
-    hits_before = np.r_[0.0, np.cumsum(pos)]  # positives among the first i sorted items
-    block_group = g[block_first]
-    group_end = (group_start[block_first] + sizes[block_group]) if n else block_first
-    at_least = hits_before[group_end] - hits_before[block_first]
-    block_hits = hits_before[block_last + 1] - hits_before[block_first]
-    ap_sum = np.bincount(block_group, weights=block_hits * at_least / (group_end - block_first), minlength=n_groups)
+    group_end = group_start[block_first] + np.bincount(g, minlength=n_groups)[block_group] if n else block_first
+    at_least = before_pos[group_end] - before_pos[block_first]
+    precision = _ratio(at_least, before_all[group_end] - before_all[block_first])
+    ap_sum = np.bincount(block_group, weights=block_pos * precision, minlength=n_groups)
     ap = np.full(n_groups, np.nan)
     has_positive = positives > 0
     ap[has_positive] = ap_sum[has_positive] / positives[has_positive]
@@ -284,17 +299,20 @@ def rela_impr(auc: float, baseline_auc: float) -> float:
     return ((auc - 0.5) / (baseline_auc - 0.5) - 1) * 100 if baseline_auc != 0.5 else float("nan")
 
 
-def partial_auc(is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1) -> dict[str, float]:
+def partial_auc(is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1,
+                sample_weight: np.ndarray | None = None) -> dict[str, float]:
     """The area under the ROC curve up to a false-positive rate of 0.1, McClish-standardised (0.5:
     random, 1: perfect), as scikit-learn's roc_auc_score(max_fpr=0.1) gives it."""
     from sklearn.metrics import roc_auc_score
 
-    if is_positive.all() or not is_positive.any():
+    w = np.ones(len(score)) if sample_weight is None else sample_weight
+    if not (w[is_positive].sum() > 0 and w[~is_positive].sum() > 0):  # one class only: no ROC curve
         return {"auc_fpr10": float("nan")}
-    return {"auc_fpr10": float(roc_auc_score(is_positive, score, max_fpr=max_fpr))}
+    return {"auc_fpr10": float(roc_auc_score(is_positive, score, max_fpr=max_fpr, sample_weight=sample_weight))}
 
 
-def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int) -> dict[str, float]:
+def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int,
+                         sample_weight: np.ndarray | None = None) -> dict[str, float]:
     """Log loss and Brier score of class probabilities (n, k) (scikit-learn), and top-2/top-3
     accuracy for more than two classes. Scores that are not probabilities (outside [0, 1]) have
     none of these: they would mean nothing."""
@@ -303,27 +321,106 @@ def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int) 
     if probabilities.min() < 0 or probabilities.max() > 1:
         return {}
     labels = np.arange(k)
-    out = {"log_loss": float(log_loss(y_true, probabilities, labels=labels)),
+    out = {"log_loss": float(log_loss(y_true, probabilities, labels=labels, sample_weight=sample_weight)),
            "brier": float(brier_score_loss(y_true, probabilities if k > 2 else probabilities[:, 1],
-                                           labels=labels))}
+                                           labels=labels, sample_weight=sample_weight))}
     for top in (2, 3):
         if k > top:
-            out[f"top{top}_accuracy"] = float(top_k_accuracy_score(y_true, probabilities, k=top, labels=labels))
+            out[f"top{top}_accuracy"] = float(top_k_accuracy_score(y_true, probabilities, k=top, labels=labels,
+                                                                   sample_weight=sample_weight))
     return out
 
 
-def multiclass_auc(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+def multiclass_auc(y_true: np.ndarray, scores: np.ndarray, sample_weight: np.ndarray | None = None
+                   ) -> dict[str, float]:
     """One-vs-rest and one-vs-one macro AUC (scikit-learn); rows of ``scores`` are normalised
-    to sum to 1 first, as scikit-learn requires probabilities."""
+    to sum to 1 first, as scikit-learn requires probabilities. Weighted items have no
+    one-vs-one AUC: scikit-learn defines none (Hand & Till's pairs are unweighted)."""
     from sklearn.metrics import roc_auc_score
 
     totals = scores.sum(axis=1, keepdims=True)
     probabilities = np.divide(scores, totals, out=np.full_like(scores, 1 / scores.shape[1]), where=totals > 0)
     labels = np.arange(scores.shape[1])
     if len(np.unique(y_true)) < 2:
-        return {"auc_ovr": float("nan"), "auc_ovo": float("nan")}
-    return {"auc_ovr": float(roc_auc_score(y_true, probabilities, multi_class="ovr", labels=labels)),
-            "auc_ovo": float(roc_auc_score(y_true, probabilities, multi_class="ovo", labels=labels))}
+        return {"auc_ovr": float("nan")} | ({} if sample_weight is not None else {"auc_ovo": float("nan")})
+    out = {"auc_ovr": float(roc_auc_score(y_true, probabilities, multi_class="ovr", labels=labels,
+                                          sample_weight=sample_weight))}
+    if sample_weight is None:
+        out["auc_ovo"] = float(roc_auc_score(y_true, probabilities, multi_class="ovo", labels=labels))
+    return out
+
+
+# --- multilabel ------------------------------------------------------------------------------
+
+
+def multilabel(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | None = None,
+               scores: np.ndarray | None = None, threshold: float = 0.5, groups: np.ndarray | None = None,
+               n_groups: int = 0, beta: float = 1.0, sample_weight: np.ndarray | None = None) -> Suite:
+    """The multilabel suite: gold and predicted label sets as (n, k) boolean indicator matrices
+    (``y_pred``, or ``scores`` >= ``threshold``). Subset accuracy, Hamming loss, Jaccard and
+    precision/recall/F over classes (micro, macro, weighted by support) and over items
+    ("samples"), per-class values, and with ``scores`` the label-ranking measures (scikit-learn's
+    LRAP, coverage error, ranking loss). Per class and per item counts are two matrix sums;
+    scikit-learn's values, for which the property tests hold these, recount per average."""
+    n, k = y_true.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    settings: dict[str, object] = {"classes": classes, "beta": beta, "weighted": sample_weight is not None,
+                                   "multilabel": True}
+    aggregates: dict[str, float] = {}
+    if scores is not None:
+        from sklearn.metrics import coverage_error, label_ranking_average_precision_score, label_ranking_loss
+
+        aggregates["lrap"] = float(label_ranking_average_precision_score(y_true, scores, sample_weight=sample_weight))
+        aggregates["coverage_error"] = float(coverage_error(y_true, scores, sample_weight=sample_weight))
+        aggregates["label_ranking_loss"] = float(label_ranking_loss(y_true, scores, sample_weight=sample_weight))
+        if y_pred is None:
+            y_pred = scores >= threshold
+            settings["threshold"] = threshold
+    if y_pred is None:
+        raise ValueError("multilabel predictions need label sets or one score per class")
+    t, p = y_true.astype(bool), y_pred.astype(bool)
+    hit, extra, missed = t & p, ~t & p, t & ~p
+    # per class: weighted counts over items
+    tp, fp, fn = w @ hit, w @ extra, w @ missed
+    support = w @ t
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+    f = _f_beta(precision, recall, beta)
+    weights = _ratio(support, support.sum())
+    micro_p, micro_r = _ratio(tp.sum(), (tp + fp).sum()), _ratio(tp.sum(), (tp + fn).sum())
+    # per item: counts over classes
+    item_tp, item_fp, item_fn = hit.sum(axis=1), extra.sum(axis=1), missed.sum(axis=1)
+    item_p, item_r = _ratio(item_tp, item_tp + item_fp), _ratio(item_tp, item_tp + item_fn)
+    per_item = {"subset_accuracy": (item_fp + item_fn == 0).astype(np.float64),
+                "hamming_loss": (item_fp + item_fn) / k,
+                "jaccard_samples": _ratio(item_tp, item_tp + item_fp + item_fn),
+                "precision_samples": item_p, "recall_samples": item_r, "f1_samples": _f_beta(item_p, item_r, beta)}
+    total = w.sum()
+    aggregates.update({name: float(w @ values / total) for name, values in per_item.items()})
+    suffix = "" if beta == 1 else f"_beta{beta:g}"
+    aggregates.update({
+        "precision_micro": float(micro_p), "recall_micro": float(micro_r),
+        f"f1_micro{suffix}": float(_f_beta(micro_p, micro_r, beta)),
+        "precision_macro": float(precision.mean()), "recall_macro": float(recall.mean()),
+        f"f1_macro{suffix}": float(f.mean()),
+        "precision_weighted": float(precision @ weights), "recall_weighted": float(recall @ weights),
+        f"f1_weighted{suffix}": float(f @ weights),
+        "jaccard_macro": float(_ratio(tp, tp + fp + fn).mean()),
+        "jaccard_micro": float(_ratio(tp.sum(), (tp + fp + fn).sum())),
+    })
+    if suffix:
+        aggregates[f"f1_samples{suffix}"] = aggregates.pop("f1_samples")
+    for name, values in (("precision", precision), ("recall", recall), (f"f1{suffix}", f), ("support", support)):
+        for index, label in enumerate(classes):
+            aggregates[f"{name}.{label}"] = float(values[index])
+    per_group: dict[str, np.ndarray] = {}
+    if groups is not None:
+        group_weight = np.bincount(groups, weights=w, minlength=n_groups)
+        for name in ("subset_accuracy", "hamming_loss", "jaccard_samples", "f1_samples"):
+            per_group[name] = _ratio(np.bincount(groups, weights=w * per_item[name], minlength=n_groups),
+                                     group_weight)
+        g_tp, g_fp, g_fn = (np.bincount(groups, weights=w * c, minlength=n_groups) for c in (item_tp, item_fp, item_fn))
+        per_group["f1_micro"] = _f_beta(_ratio(g_tp, g_tp + g_fp), _ratio(g_tp, g_tp + g_fn), beta)
+    return Suite(aggregates, per_group, None, settings)
 
 
 # --- clustering ------------------------------------------------------------------------------
@@ -375,13 +472,17 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
              score: np.ndarray | None = None, scores: np.ndarray | None = None,
              groups: np.ndarray | None = None, n_groups: int = 0, positive: int = 1,
              threshold: float | str | None = None, prior: float | None = None, costs: np.ndarray | None = None,
-             beta: float = 1.0, baseline_score: np.ndarray | None = None) -> Suite:
+             beta: float = 1.0, baseline_score: np.ndarray | None = None,
+             sample_weight: np.ndarray | None = None) -> Suite:
     """The full suite for integer-coded gold labels ``y_true`` (codes into ``classes``) and a
     predicted label, a binary score (P(``positive``)) and/or one score per class; ``groups``
-    (codes 0..n_groups-1) give per-group values and GAUC."""
+    (codes 0..n_groups-1) give per-group values and GAUC. With ``sample_weight`` every count is
+    a sum of weights, as scikit-learn's ``sample_weight``; GAUC then weights each group by its
+    items' total weight."""
     k = len(classes)
     binary = k == 2
-    settings: dict[str, object] = {"classes": classes, "beta": beta}
+    w = sample_weight
+    settings: dict[str, object] = {"classes": classes, "beta": beta, "weighted": w is not None}
     aggregates: dict[str, float] = {}
     per_group: dict[str, np.ndarray] = {}
     curve = None
@@ -389,13 +490,13 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
         score = scores[:, positive]
     if score is not None and binary:
         is_positive = y_true == positive
-        curve = Curve.of(is_positive, score)
+        curve = Curve.of(is_positive, score, w)
         aggregates.update({"auc": curve.auc(), "average_precision": curve.average_precision(),
                            "interpolated_ap_11": curve.interpolated_ap_11(), "break_even": curve.break_even()})
-        aggregates.update(partial_auc(is_positive, score))
+        aggregates.update(partial_auc(is_positive, score, sample_weight=w))
         if 0 <= score.min() and score.max() <= 1:
             p_positive = score if positive == 1 else 1 - score
-            aggregates.update(probability_measures(y_true, np.column_stack([1 - p_positive, p_positive]), 2))
+            aggregates.update(probability_measures(y_true, np.column_stack([1 - p_positive, p_positive]), 2, w))
         for rule in THRESHOLD_RULES:
             at, value = curve.best_threshold(rule, prior)
             aggregates[f"threshold_{rule.replace('-', '_')}"] = at
@@ -409,32 +510,33 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
             settings["threshold_rule"] = given if isinstance(given, str) else "given"
             y_pred = labels_at(score, cut, positive)
         if groups is not None:
-            auc, ap, sizes = group_auc(is_positive, score, groups, n_groups, curve.score_rank)
+            auc, ap, sizes = group_auc(is_positive, score, groups, n_groups, curve.score_rank, w)
             aggregates["gauc"], skipped = gauc(auc, sizes)
             aggregates["gauc_groups_skipped"] = float(skipped)
             per_group["auc"] = auc
             per_group["average_precision"] = ap
         if baseline_score is not None:
-            base = Curve.of(is_positive, baseline_score)
+            base = Curve.of(is_positive, baseline_score, w)
             aggregates["rela_impr"] = rela_impr(aggregates["auc"], base.auc())
             if groups is not None:
-                base_auc, _, base_sizes = group_auc(is_positive, baseline_score, groups, n_groups, base.score_rank)
+                base_auc, _, base_sizes = group_auc(is_positive, baseline_score, groups, n_groups, base.score_rank,
+                                                    w)
                 aggregates["rela_impr_gauc"] = rela_impr(aggregates["gauc"], gauc(base_auc, base_sizes)[0])
     if scores is not None and not binary:
-        aggregates.update(multiclass_auc(y_true, scores))
+        aggregates.update(multiclass_auc(y_true, scores, w))
         if np.allclose(scores.sum(axis=1), 1.0, atol=1e-6):  # class probabilities, not just scores
-            aggregates.update(probability_measures(y_true, scores, k))
+            aggregates.update(probability_measures(y_true, scores, k, w))
         if y_pred is None:
             y_pred = np.argmax(scores, axis=1)
     if y_pred is None:
         raise ValueError("predictions need a label, a binary score or one score per class")
-    cm = confusion(y_true, y_pred, k)
+    cm = confusion(y_true, y_pred, k, weight=w)
     values = label_measures(cm, classes, beta=beta, positive=positive if binary else None)
     aggregates.update({name: float(v) for name, v in values.items()})
     if costs is not None:
         aggregates["cost"], aggregates["cost_per_item"] = expected_cost(cm, costs)
     if groups is not None:
-        stacked = label_measures(confusion(y_true, y_pred, k, groups, n_groups), classes, beta=beta,
+        stacked = label_measures(confusion(y_true, y_pred, k, groups, n_groups, w), classes, beta=beta,
                                  positive=positive if binary else None)
         for name in ("accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa", "f1_macro", "precision_macro",
                      "recall_macro"):
@@ -492,6 +594,21 @@ _CLASSIFIER_MEASURES = [
        f"{_SK}.top_k_accuracy_score(k={k})", True, False) for k in (2, 3)],
     ("jaccard_macro", "Jaccard index (TP / (TP + FP + FN)) averaged over classes", f"{_SK}.jaccard_score"
      "(average='macro')", True, False),
+    ("subset_accuracy", "multilabel: share of items whose predicted label set is exactly the gold set",
+     f"{_SK}.accuracy_score (indicator matrices)", True, True),
+    ("hamming_loss", "multilabel: share of item-class decisions made wrong", f"{_SK}.hamming_loss", False, True),
+    ("jaccard_micro", "Jaccard index of the pooled counts over classes", f"{_SK}.jaccard_score(average='micro')",
+     True, False),
+    ("jaccard_samples", "multilabel: Jaccard index of each item's label sets, averaged over items",
+     f"{_SK}.jaccard_score(average='samples')", True, True),
+    *[(f"{m}_samples", f"multilabel: {m} of each item's label set, averaged over items",
+       f"{_SK}.{m}_score(average='samples')", True, False) for m in ("precision", "recall", "f1")],
+    ("lrap", "multilabel: label-ranking average precision of the per-class scores",
+     f"{_SK}.label_ranking_average_precision_score", True, False),
+    ("coverage_error", "multilabel: how far down the per-class scores all gold labels are found",
+     f"{_SK}.coverage_error", False, False),
+    ("label_ranking_loss", "multilabel: share of (gold, other) label pairs the scores order wrong",
+     f"{_SK}.label_ranking_loss", False, False),
     ("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')", True, False),
     ("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')", True, False),
     ("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", False, True),

@@ -448,9 +448,10 @@ class McNemar:
 
 
 def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McNemar:
-    """McNemar's test on the items one classifier labels right and the other wrong (statsmodels;
-    the exact binomial version below 25 discordant items, chi-square with continuity correction
-    above). Binary scores are cut at the threshold of their newest evaluation."""
+    """McNemar's test on the items one classifier labels right (multilabel: its whole label set)
+    and the other wrong (statsmodels; the exact binomial version below 25 discordant items,
+    chi-square with continuity correction above). Binary scores are cut at the threshold of
+    their newest evaluation."""
     from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # ~0.5 s to import; McNemar only
 
     with read_only(engine) as session:
@@ -464,6 +465,14 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
     right = []
     for prediction_set, data in zip(sets, pair, strict=True):
         cut, positive_class = latest.get(prediction_set.id, (None, None))
+        if data.multilabel:  # an item is labelled right when its whole label set is
+            if data.y_pred is not None:
+                y_sets = data.y_pred
+            else:
+                assert data.scores is not None, "a multilabel prediction set has label sets or class scores"
+                y_sets = data.scores >= (0.5 if cut is None else float(cut))
+            right.append(np.all(y_sets == data.y_true, axis=1))
+            continue
         if data.score is not None and (data.y_pred is None or cut is not None):
             positive = data.classes.index(positive_class) if positive_class is not None else 1
             y_pred = measures_of_labels.labels_at(data.score, 0.5 if cut is None else cut, positive)

@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, insert, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Run, Submission
-from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.db.models import Run, Standardisation, StandardisationStatistic, StandardisedValue, Submission
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.metrics import resolve_measures
 from evalstore.services import comparisons, pools
 from evalstore.services.kinds import ranking
@@ -205,18 +205,21 @@ def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, d
 
 
 @dataclass(frozen=True)
-class Standardisation:
+class Standardised:
+    name: str
     qrels: str
     runs: list[str]
-    statistics: pd.DataFrame  # topic, measure (trec_eval's name), mean, stddev
+    statistics: pd.DataFrame  # topic, measure, mean, stddev
     zscores: dict[str, pd.DataFrame]  # measure -> runs x topics
 
 
-def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], path: Path | None = None
-                ) -> Standardisation:
+def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], path: Path | None = None,
+                name: str | None = None) -> Standardised:
     """Per topic and measure, the mean and standard deviation (n-1) of the scores of every run
     evaluated on the qrels, written as trec_eval's ``-Z`` file (``qid measure mean stddev``, the
-    measure by trec_eval's name), and each run's per-topic z-scores ``(score - mean) / stddev``."""
+    measure by trec_eval's name), and each run's per-topic z-scores ``(score - mean) / stddev``;
+    both stored under ``name`` (default ``QRELS-z``), replacing what that name held: they are
+    derived from stored scores, so standardising again loses nothing."""
     from evalstore.trec_eval import stored_rows
 
     names = [str(m) for m in resolve_measures(list(measures))]
@@ -227,17 +230,55 @@ def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], pat
                               f"{', '.join(names)}; evaluate them first.")
     matrix = comparisons.score_matrix(engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero",
                                       evaluate_missing=False)
-    printed = {str(m): name for _, name, m in stored_rows(resolve_measures(matrix.measures)) if m is not None}
+    printed = {str(m): trec_name for _, trec_name, m in stored_rows(resolve_measures(matrix.measures)) if m is not None}
     rows, zscores = [], {}
-    for name in matrix.measures:
-        scores = matrix.scores[name]
+    for measure in matrix.measures:
+        scores = matrix.scores[measure]
         mean, stddev = scores.mean(axis=0), scores.std(axis=0, ddof=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(stddev > 0, (scores - mean) / np.where(stddev > 0, stddev, 1), 0.0)
-        zscores[name] = pd.DataFrame(z, index=matrix.runs, columns=matrix.topics)
-        rows += [(topic, printed[name], float(m), float(s)) for topic, m, s in zip(matrix.topics, mean, stddev,
-                                                                                    strict=True)]
+        zscores[measure] = pd.DataFrame(z, index=matrix.runs, columns=matrix.topics)
+        rows += [(topic, measure, float(m), float(s)) for topic, m, s in zip(matrix.topics, mean, stddev, strict=True)]
     statistics = pd.DataFrame(rows, columns=["topic", "measure", "mean", "stddev"])
-    if path is not None:
-        path.write_text("".join(f"{t} {m} {mean:.4f} {sd:.4f}\n" for t, m, mean, sd in rows))
-    return Standardisation(qrels_name, matrix.runs, statistics, zscores)
+    name = name or f"{qrels_name}-z"
+    _store_standardisation(engine, name, qrels_name, list(matrix.runs), statistics, zscores)
+    if path is not None:  # measures by trec_eval's names, as its -Z file has them
+        path.write_text("".join(f"{t} {printed[m]} {mean:.4f} {sd:.4f}\n" for t, m, mean, sd in rows))
+    return Standardised(name, qrels_name, matrix.runs, statistics, zscores)
+
+
+def _store_standardisation(engine: Engine, name: str, qrels_name: str, runs: list[str], statistics: pd.DataFrame,
+                           zscores: dict[str, pd.DataFrame]) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(delete(Standardisation).where(Standardisation.name == name))
+        stored = Standardisation(name=name, qrels=qrels_name, measures=list(zscores), runs=runs)
+        session.add(stored)
+        session.flush()
+        session.execute(insert(StandardisationStatistic), [
+            {"standardisation_id": stored.id, "topic": str(t), "measure": m, "mean": mean, "stddev": sd}
+            for t, m, mean, sd in statistics.itertuples(index=False)])
+        session.execute(insert(StandardisedValue), [
+            {"standardisation_id": stored.id, "measure": measure, "run": str(run), "topic": str(topic),
+             "z": float(z)}
+            for measure, frame in zscores.items() for run, row in frame.iterrows() for topic, z in row.items()])
+
+
+def read_standardisation(engine: Engine, name: str) -> Standardised:
+    """A stored standardisation: its statistics and z-scores, as :func:`standardize` returned them."""
+    with read_only(engine) as session:
+        stored = session.scalar(select(Standardisation).where(Standardisation.name == name))
+        if stored is None:
+            raise NotFoundError(f"No standardisation named '{name}'. Make one with 'evalstore standardize --qrels "
+                                "QRELS --measure M --name NAME'.")
+        statistics = pd.DataFrame(session.execute(
+            select(StandardisationStatistic.topic, StandardisationStatistic.measure, StandardisationStatistic.mean,
+                   StandardisationStatistic.stddev).where(StandardisationStatistic.standardisation_id == stored.id)
+            .order_by(StandardisationStatistic.measure, StandardisationStatistic.topic)).all(),
+            columns=["topic", "measure", "mean", "stddev"])
+        values = pd.DataFrame(session.execute(
+            select(StandardisedValue.measure, StandardisedValue.run, StandardisedValue.topic, StandardisedValue.z)
+            .where(StandardisedValue.standardisation_id == stored.id)).all(), columns=["measure", "run", "topic", "z"])
+        zscores = {str(measure): group.pivot(index="run", columns="topic", values="z").rename_axis(index=None,
+                                                                                                   columns=None)
+                   for measure, group in values.groupby("measure")}
+        return Standardised(stored.name, stored.qrels, list(stored.runs), statistics, zscores)

@@ -47,6 +47,7 @@ class SetSummary:
 def _label_summary(label_set: LabelSet, created: bool = True) -> SetSummary:
     return SetSummary("labels", label_set.name, label_set.row_count, label_set.content_hash, label_set.created_at,
                       {"classes": list(label_set.classes), "groups": label_set.group_count,
+                       "multilabel": label_set.multilabel, "weighted": label_set.weighted,
                        "description": label_set.description, "source": label_set.source}, created)
 
 
@@ -109,13 +110,14 @@ def import_labels(engine: Engine, path: Path, *, name: str, description: str | N
         label_set = LabelSet(name=name, description=description, content_hash=gold.content_hash,
                              row_count=len(gold.items), classes=gold.classes,
                              group_count=0 if groups is None else pc.count_distinct(groups).as_py(),
-                             source=str(path))
+                             source=str(path), multilabel=gold.multilabel, weighted=gold.weights is not None)
         session.add(label_set)
         session.flush()
         _copy(session, "gold_labels", pa.table({
             "label_set_id": pa.array(np.full(len(gold.items), label_set.id, np.int64)),
             "item_id": gold.items, "label": gold.labels,
-            "group_id": groups if groups is not None else pa.nulls(len(gold.items), pa.string())}))
+            "group_id": groups if groups is not None else pa.nulls(len(gold.items), pa.string()),
+            "weight": pa.array(gold.weights) if gold.weights is not None else pa.nulls(len(gold.items), pa.float64())}))
         return _label_summary(label_set)
 
 
@@ -202,7 +204,7 @@ def _prediction_reads(prediction_set: PredictionSet) -> list[tuple[Any, list[str
     return reads
 
 
-_GOLD_READ = (["item_id", "label", "group_id"], [pa.string()] * 3)
+_GOLD_READ = (["item_id", "label", "group_id", "weight"], [pa.string()] * 3 + [pa.float64()])
 gold_cache: dict[tuple[int, str], Gold] = {}
 
 
@@ -214,14 +216,16 @@ def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[
     key = (label_set.id, label_set.content_hash)
     reads = [read for p in prediction_sets for read in _prediction_reads(p)]
     if key not in gold_cache:
-        reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id)
+        reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id, GoldLabel.weight)
                          .where(GoldLabel.label_set_id == label_set.id), *_GOLD_READ))
     tables = arrow_reads.read_together(session, reads)
     if key not in gold_cache:
         gold_cache.clear()
         table = tables.pop(0)
         groups = table["group_id"] if table["group_id"].null_count == 0 else None
-        gold_cache[key] = Gold(table["item_id"], table["label"], groups, label_set.content_hash)
+        weights = table["weight"].to_numpy() if label_set.weighted else None
+        gold_cache[key] = Gold(table["item_id"], table["label"], groups, label_set.content_hash, weights,
+                               label_set.multilabel)
     per_set = []
     for p in prediction_sets:
         count = 2 if p.score_classes else 1

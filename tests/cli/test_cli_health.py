@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -25,6 +26,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
         return runner.invoke(app, ["--database-url", url, *args], env={"EVALSTORE_HOME": str(folder),
                                                                        "EVALSTORE_MLFLOW": "off"})
 
+    invoke.url = url  # type: ignore[attr-defined]  # for tests that read the store themselves
     robust = shared_path("robust03", "robust03_qrels.txt").parent
     assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(robust / "robust03_qrels.txt"), "--name", "robust03").exit_code == 0
@@ -69,6 +71,31 @@ def test_standardize_writes_the_z_file_trec_eval_reads(cli, tmp_path: Path) -> N
     printed = cli("trec-eval", "-Z", str(zfile), "-m", "map", str(run.parents[1] / "robust03_qrels.txt"), str(run))
     zmap = float(printed.stdout.split()[-1])
     assert zmap == pytest.approx(means["pircRBa1"], abs=5e-4)  # the file's statistics are rounded to 4 places
+    assert done.stderr.startswith(f"standardisation 'robust03-z' stored: {len(RUNS)} runs x 1 measure(s)\n")
+
+
+def test_standardize_stores_the_statistics_and_z_scores(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.db.engine import make_engine
+    from evalstore.services import health
+
+    done = cli("standardize", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--name", "rz",
+               "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    engine = make_engine(cli.url)
+    try:
+        stored = health.read_standardisation(engine, "rz")
+        again = cli("standardize", "--qrels", "robust03", "--measure", "AP", "--name", "rz")
+        assert again.exit_code == 0 and sorted(health.read_standardisation(engine, "rz").zscores) == ["AP"]
+    finally:
+        engine.dispose()
+    assert (stored.qrels, sorted(stored.runs), sorted(stored.zscores)) == ("robust03", sorted(RUNS), ["AP", "P@10"])
+    assert len(stored.statistics) == 200 and set(stored.statistics["measure"]) == {"AP", "P@10"}
+    means = {row["run"]: row["mean z AP"] for row in json.loads(done.stdout)}
+    for run, mean in means.items():
+        assert float(stored.zscores["AP"].loc[run].mean()) == pytest.approx(mean, abs=5e-5)
+    # each topic's z-scores over the runs have mean 0 and (where the runs differ) standard deviation 1
+    z = stored.zscores["AP"].to_numpy()
+    assert np.allclose(z.mean(axis=0), 0) and np.allclose(z.std(axis=0, ddof=1)[z.std(axis=0) > 0], 1)
 
 
 def test_health_says_how_to_evaluate_a_missing_measure(cli) -> None:  # type: ignore[no-untyped-def]

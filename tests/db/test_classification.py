@@ -178,3 +178,87 @@ def test_predictions_are_aligned_with_the_gold_labels_in_any_order(order: list[i
     data = predictions.aligned(prediction_set, label_set, gold, [table])
     assert data.y_true.tolist() == [0, 1, 1, 0] and data.y_pred.tolist() == [0, 0, 1, 1]
     assert np.allclose(data.score, [0.1, 0.2, 0.3, 0.4]) and data.groups.tolist() == [0, 0, 1, 1]
+
+
+# three classes, five items, sample weights; item d3 has no label
+NEWS_GOLD = ("item_id,labels,weight,group\nd1,sports|politics,1,g1\nd2,politics,2,g1\nd3,,0.5,g2\nd4,arts,1,g2\n"
+             "d5,arts | sports,1,g2\n")
+NEWS_PRED = "item_id,labels\nd1,sports\nd2,politics|arts\nd3,\nd4,arts\nd5,sports|arts\n"
+NEWS_SCORES = ("item_id,score_arts,score_politics,score_sports\nd1,0.1,0.6,0.7\nd2,0.4,0.9,0.1\nd3,0.2,0.2,0.2\n"
+               "d4,0.8,0.1,0.3\nd5,0.7,0.3,0.45\n")
+
+
+def test_multilabel_weighted_gold_through_the_store(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+    from sklearn import metrics
+
+    summary = classification.import_labels(engine, write("news.csv", NEWS_GOLD), name="news")
+    assert summary.details["classes"] == ["arts", "politics", "sports"]
+    assert summary.details["multilabel"] and summary.details["weighted"]
+    classification.register_predictions(engine, write("p.csv", NEWS_PRED), name="sets", labels_name="news")
+    classification.register_predictions(engine, write("s.csv", NEWS_SCORES), name="scores", labels_name="news",
+                                         probabilities=True)
+    results = {r.predictions: r for r in orchestration.evaluate_predictions(engine, labels_name="news",
+                                                                            prediction_names=None)}
+    y_true = np.array([[0, 1, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0], [1, 0, 1]])
+    w = np.array([1, 2, 0.5, 1, 1])
+    for name, y_pred in (("sets", np.array([[0, 0, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 0, 1]])),
+                         ("scores", np.array([[0, 1, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0], [1, 0, 0]]))):
+        values = results[name].aggregates
+        assert values["subset_accuracy"] == pytest.approx(metrics.accuracy_score(y_true, y_pred, sample_weight=w))
+        assert values["hamming_loss"] == pytest.approx(metrics.hamming_loss(y_true, y_pred, sample_weight=w))
+        assert values["jaccard_samples"] == pytest.approx(metrics.jaccard_score(
+            y_true, y_pred, average="samples", sample_weight=w, zero_division=0))
+        assert values["f1_macro"] == pytest.approx(metrics.f1_score(y_true, y_pred, average="macro",
+                                                                    sample_weight=w, zero_division=0))
+    assert results["scores"].settings["threshold"] == 0.5 and results["scores"].settings["weighted"]
+    assert results["scores"].aggregates["lrap"] == pytest.approx(metrics.label_ranking_average_precision_score(
+        y_true, np.array([[0.1, 0.6, 0.7], [0.4, 0.9, 0.1], [0.2, 0.2, 0.2], [0.8, 0.1, 0.3], [0.7, 0.3, 0.45]]),
+        sample_weight=w))
+    assert sorted(predictions.group_values(engine, labels_name="news", prediction_name="sets",
+                                           measure="subset_accuracy").index) == ["g1", "g2"]
+    board = predictions.leaderboard(engine, labels_name="news", measure_names=[])
+    assert board.columns.tolist()[3:] == predictions.MULTILABEL_LEADERBOARD
+    assert board["predictions"].tolist() == ["scores", "sets"]
+    test = comparisons.mcnemar(engine, labels_name="news", first="sets", second="scores")
+    assert (test.only_first_right, test.only_second_right) == (1, 2)  # d5 / d1, d2
+
+
+def test_weights_reach_every_classifier_measure_through_the_store(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    weighted = FRUIT_GOLD.replace("item_id,label,group\n", "item_id,label,group,weight\n")
+    weighted = "".join(line + (f",{index}" if index else "") + "\n"
+                       for index, line in enumerate(weighted.splitlines()))
+    classification.import_labels(engine, write("gold.csv", weighted), name="fruit")
+    classification.register_predictions(engine, write("p.csv", FRUIT_PRED), name="p", labels_name="fruit")
+    [result] = orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=["p"])
+    # item i weighs i: right are 4 (orange), 6 (lemon), 8 and 9 (apple); unweighted, 4 of 9
+    assert result.aggregates["accuracy"] == pytest.approx((4 + 6 + 8 + 9) / 45)
+    assert result.settings["weighted"] is True
+
+
+@pytest.mark.parametrize(("name", "gold", "text", "message"), [
+    ("negative.csv", "item_id,label,weight\n1,a,1\n2,b,-1\n", None, "negative.csv:3: weight -1 is negative; sample "
+                                                                     "weights are 0 or more"),
+    ("zero.csv", "item_id,label,weight\n1,a,0\n2,b,0\n", None, "zero.csv: every weight is 0; give some items a "
+                                                               "positive weight"),
+    ("empty.csv", "item_id,labels\n1,a||b\n", None, "empty.csv:2: labels 'a||b' has an empty label; separate labels "
+                                                     "with one '|'"),
+    ("single.csv", NEWS_GOLD, "item_id,label\nd1,arts\n", "single.csv: the gold labels are multilabel: give each "
+                                                            "item's predicted labels in a 'labels' column"),
+    ("unknown.csv", NEWS_GOLD, NEWS_PRED.replace("d4,arts", "d4,arts|music"), "unknown.csv:5: label 'music' is not "
+                                                                                "a gold class"),
+    ("score.csv", NEWS_GOLD, "item_id,score\nd1,0.5\nd2,0.5\nd3,0.5\nd4,0.5\nd5,0.5\n",
+     "score.csv: a single 'score' column cannot score a multilabel task"),
+])
+def test_bad_weights_and_label_sets_are_refused_whole(engine: Engine, write, name: str, gold: str,  # type: ignore[no-untyped-def]
+                                                      text: str | None, message: str) -> None:
+    before = _rows(engine)
+    with pytest.raises(InputFormatError) as raised:
+        if text is None:
+            classification.import_labels(engine, write(name, gold), name="bad")
+        else:
+            classification.import_labels(engine, write("gold.csv", gold), name="news")
+            before = _rows(engine)
+            classification.register_predictions(engine, write(name, text), name="bad", labels_name="news")
+    assert message in str(raised.value)
+    assert _rows(engine) == before

@@ -268,7 +268,9 @@ REFERENCE_FAMILIES = {
     "threshold_youden_value", "threshold_iso_accuracy", "threshold_iso_accuracy_value", "rela_impr",
     "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "ari", "nmi", "clusters",
     "jaccard_macro", "log_loss", "brier", "top2_accuracy", "top3_accuracy", "auc_fpr10", "ami", "rand",
-    "homogeneity", "completeness", "v_measure", "fowlkes_mallows",
+    "homogeneity", "completeness", "v_measure", "fowlkes_mallows", "subset_accuracy", "hamming_loss",
+    "jaccard_micro", "jaccard_samples", "precision_samples", "recall_samples", "f1_samples", "lrap",
+    "coverage_error", "label_ranking_loss",
 }
 
 
@@ -302,3 +304,151 @@ def test_clustering_measures_equal_scikit_learn() -> None:
     assert values["ami"] == pytest.approx(metrics.adjusted_mutual_info_score(truth, clusters))
     assert values["rand"] == pytest.approx(metrics.rand_score(truth, clusters))
     assert values["fowlkes_mallows"] == pytest.approx(metrics.fowlkes_mallows_score(truth, clusters))
+
+
+# sample weights: small integers and zero (an item left out) make scikit-learn's weighted sums exact
+weighted_rows = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 5), st.sampled_from(
+    [0.0, 0.5, 1.0, 2.0, 3.25])), min_size=2, max_size=50)
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_rows)
+def test_weighted_label_and_score_measures_equal_scikit_learn(rows: list[tuple[int, int, int, float]]) -> None:
+    y_true, y_pred = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    score, w = np.array([r[2] / 5 for r in rows]), np.array([r[3] for r in rows])
+    if w.sum() == 0:
+        w[0] = 1.0
+    classes = ["a", "b", "c"]
+    suite = cls.evaluate(y_true, classes, y_pred=y_pred, sample_weight=w)
+    values = suite.aggregates
+    kw = {"labels": [0, 1, 2], "zero_division": 0, "sample_weight": w}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for average in ("micro", "macro", "weighted"):
+            p, r, f, _ = metrics.precision_recall_fscore_support(y_true, y_pred, average=average, **kw)
+            assert (values[f"precision_{average}"], values[f"recall_{average}"], values[f"f1_{average}"]) == \
+                pytest.approx((p, r, f))
+        assert values["jaccard_macro"] == pytest.approx(metrics.jaccard_score(y_true, y_pred, average="macro", **kw))
+        assert values["mcc"] == pytest.approx(metrics.matthews_corrcoef(y_true, y_pred, sample_weight=w), abs=1e-12)
+        kappa = metrics.cohen_kappa_score(y_true, y_pred, labels=[0, 1, 2], sample_weight=w)
+        assert values["kappa"] == pytest.approx(0.0 if np.isnan(kappa) else kappa, abs=1e-12)
+        balanced = metrics.balanced_accuracy_score(y_true, y_pred, sample_weight=w)
+    assert values["accuracy"] == pytest.approx(metrics.accuracy_score(y_true, y_pred, sample_weight=w))
+    assert values["balanced_accuracy"] == pytest.approx(balanced)
+    assert suite.settings["weighted"] is True
+    # binary scores: the curve, AUC, AP and partial AUC
+    positive = y_true == 1
+    binary = cls.evaluate(positive.astype(int), ["no", "yes"], score=score, sample_weight=w)
+    has_both = (w[positive].sum() > 0) and (w[~positive].sum() > 0)
+    if has_both:
+        assert binary.aggregates["auc"] == pytest.approx(metrics.roc_auc_score(positive, score, sample_weight=w))
+        assert binary.aggregates["average_precision"] == pytest.approx(
+            metrics.average_precision_score(positive, score, sample_weight=w))
+        assert binary.aggregates["log_loss"] == pytest.approx(
+            metrics.log_loss(positive, score, sample_weight=w))
+        assert binary.aggregates["brier"] == pytest.approx(metrics.brier_score_loss(positive, score, sample_weight=w))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 2), st.sampled_from([0.5, 1.0, 3.0])),
+                min_size=2, max_size=60))
+def test_weighted_group_auc_and_ap_equal_scikit_learn_per_group(rows: list[tuple[bool, int, int, float]]) -> None:
+    y_true = np.array([int(r[0]) for r in rows])
+    score, groups, w = np.array([r[1] / 4 for r in rows]), np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
+    auc, ap, totals = cls.group_auc(y_true == 1, score, groups, 3, weight=w)
+    for g in range(3):
+        mine = groups == g
+        assert totals[g] == pytest.approx(w[mine].sum())
+        if 0 < y_true[mine].sum() < mine.sum():
+            assert auc[g] == pytest.approx(metrics.roc_auc_score(y_true[mine], score[mine], sample_weight=w[mine]))
+        else:
+            assert np.isnan(auc[g])
+        if y_true[mine].sum() > 0:
+            assert ap[g] == pytest.approx(metrics.average_precision_score(y_true[mine], score[mine],
+                                                                          sample_weight=w[mine]))
+
+
+def test_weighted_multiclass_probabilities_equal_scikit_learn() -> None:
+    rng = np.random.default_rng(6)
+    y3 = rng.integers(0, 4, 300)
+    raw = rng.random((300, 4)) + np.eye(4)[y3] * 0.5
+    probabilities = raw / raw.sum(axis=1, keepdims=True)
+    w = rng.random(300) * 3
+    suite = cls.evaluate(y3, ["a", "b", "c", "d"], scores=probabilities, sample_weight=w)
+    assert suite.aggregates["log_loss"] == pytest.approx(metrics.log_loss(y3, probabilities, sample_weight=w))
+    assert suite.aggregates["top2_accuracy"] == pytest.approx(
+        metrics.top_k_accuracy_score(y3, probabilities, k=2, sample_weight=w))
+    assert suite.aggregates["auc_ovr"] == pytest.approx(
+        metrics.roc_auc_score(y3, probabilities, multi_class="ovr", sample_weight=w))
+    assert "auc_ovo" not in suite.aggregates  # scikit-learn has no weighted one-vs-one AUC
+
+
+def test_unit_weights_change_nothing() -> None:
+    rng = np.random.default_rng(7)
+    y_true, score, groups = rng.integers(0, 2, 500), rng.integers(0, 20, 500) / 20, rng.integers(0, 30, 500)
+    plain = cls.evaluate(y_true, ["n", "y"], score=score, groups=groups, n_groups=30)
+    unit = cls.evaluate(y_true, ["n", "y"], score=score, groups=groups, n_groups=30, sample_weight=np.ones(500))
+    assert unit.aggregates == plain.aggregates
+    assert all(np.array_equal(unit.per_group[m], plain.per_group[m], equal_nan=True) for m in plain.per_group)
+
+
+multilabel_rows = st.lists(st.tuples(st.lists(st.booleans(), min_size=4, max_size=4),
+                                     st.lists(st.integers(0, 4), min_size=4, max_size=4),
+                                     st.sampled_from([0.5, 1.0, 2.0])), min_size=2, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(multilabel_rows, st.booleans())
+def test_multilabel_measures_equal_scikit_learn(rows: list[tuple[list[bool], list[int], float]],
+                                                weighted: bool) -> None:
+    y_true = np.array([r[0] for r in rows])
+    scores = np.array([r[1] for r in rows]) / 4
+    w = np.array([r[2] for r in rows]) if weighted else None
+    y_pred = scores >= 0.5
+    suite = cls.multilabel(y_true, list("abcd"), scores=scores, sample_weight=w)
+    values = suite.aggregates
+    kw = {"sample_weight": w, "zero_division": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert values["subset_accuracy"] == pytest.approx(metrics.accuracy_score(y_true, y_pred, sample_weight=w))
+        assert values["hamming_loss"] == pytest.approx(metrics.hamming_loss(y_true, y_pred, sample_weight=w))
+        for average in ("micro", "macro", "weighted", "samples"):
+            p, r, f, _ = metrics.precision_recall_fscore_support(y_true, y_pred, average=average, **kw)
+            assert (values[f"precision_{average}"], values[f"recall_{average}"], values[f"f1_{average}"]) == \
+                pytest.approx((p, r, f)), average
+        for average in ("micro", "macro", "samples"):
+            assert values[f"jaccard_{average}"] == pytest.approx(
+                metrics.jaccard_score(y_true, y_pred, average=average, **kw)), average
+        p, r, f, support = metrics.precision_recall_fscore_support(y_true, y_pred, **kw)
+        for index, label in enumerate("abcd"):
+            assert (values[f"precision.{label}"], values[f"recall.{label}"], values[f"f1.{label}"],
+                    values[f"support.{label}"]) == pytest.approx((p[index], r[index], f[index], support[index]))
+        if y_true.any():
+            assert values["lrap"] == pytest.approx(metrics.label_ranking_average_precision_score(y_true, scores,
+                                                                                                 sample_weight=w))
+        assert values["coverage_error"] == pytest.approx(metrics.coverage_error(y_true, scores, sample_weight=w))
+        assert values["label_ranking_loss"] == pytest.approx(metrics.label_ranking_loss(y_true, scores,
+                                                                                        sample_weight=w))
+
+
+def test_multilabel_per_group_values_equal_each_groups_own_suite() -> None:
+    rng = np.random.default_rng(8)
+    y_true, y_pred = rng.random((200, 5)) < 0.3, rng.random((200, 5)) < 0.3
+    groups, w = rng.integers(0, 7, 200), rng.random(200) + 0.1
+    suite = cls.multilabel(y_true, list("abcde"), y_pred=y_pred, groups=groups, n_groups=7, sample_weight=w)
+    for g in range(7):
+        mine = groups == g
+        own = cls.multilabel(y_true[mine], list("abcde"), y_pred=y_pred[mine], sample_weight=w[mine])
+        for name in ("subset_accuracy", "hamming_loss", "jaccard_samples", "f1_samples", "f1_micro"):
+            assert suite.per_group[name][g] == pytest.approx(own.aggregates[name]), name
+
+
+def test_multilabel_textbook_case() -> None:
+    # gold {a, b}, {c}, {}; predicted {a}, {c, d}, {d}: Hamming loss = 1 + 1 + 1 wrong of 3 x 4 decisions
+    y_true = np.array([[1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]], bool)
+    y_pred = np.array([[1, 0, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1]], bool)
+    values = cls.multilabel(y_true, list("abcd"), y_pred=y_pred).aggregates
+    assert values["hamming_loss"] == pytest.approx(3 / 12)
+    assert values["subset_accuracy"] == 0.0
+    assert values["jaccard_samples"] == pytest.approx((1 / 2 + 1 / 2 + 0) / 3)
+    assert values["jaccard_micro"] == pytest.approx(2 / 5)  # tp 2, fp 2, fn 1

@@ -27,7 +27,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
-from evalstore.io.labels import Gold, read_cost_matrix
+from evalstore.io.labels import Gold, indicator, read_cost_matrix
 from evalstore.metrics import classification as measures
 from evalstore.metrics import headline_measures, higher_is_better
 from evalstore.services import jobs
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Aligned:
-    """A prediction set aligned with its gold labels, as the codes the measures take."""
+    """A prediction set aligned with its gold labels, as the codes the measures take (multilabel:
+    (items, classes) indicator matrices)."""
 
     classes: list[str]
     y_true: np.ndarray
@@ -59,6 +60,8 @@ class Aligned:
     scores: np.ndarray | None
     groups: np.ndarray | None
     group_names: list[str]
+    weights: np.ndarray | None
+    multilabel: bool
 
 
 def aligned(prediction_set: PredictionSet, label_set: LabelSet, gold: Gold, tables: list[pa.Table]) -> Aligned:
@@ -74,11 +77,17 @@ def aligned(prediction_set: PredictionSet, label_set: LabelSet, gold: Gold, tabl
     else:
         at = pc.index_in(gold.items, value_set=items.combine_chunks())
     class_set = pa.array(classes, pa.string())
-    y_true = pc.index_in(gold.labels, value_set=class_set).to_numpy(zero_copy_only=False).astype(np.int64)
+    multilabel = label_set.multilabel and prediction_set.kind != "clustering"
+    if multilabel:
+        y_true = indicator(gold.labels, classes)
+    else:
+        y_true = pc.index_in(gold.labels, value_set=class_set).to_numpy(zero_copy_only=False).astype(np.int64)
     y_pred = None
     if prediction_set.has_label:
         labels = table["label"].take(at)
-        if prediction_set.kind == "clustering":
+        if multilabel:
+            y_pred = indicator(labels, classes)
+        elif prediction_set.kind == "clustering":
             y_pred = pc.dictionary_encode(labels).combine_chunks().indices.to_numpy(zero_copy_only=False)
         else:
             y_pred = pc.index_in(labels, value_set=class_set).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -96,7 +105,7 @@ def aligned(prediction_set: PredictionSet, label_set: LabelSet, gold: Gold, tabl
         encoded = pc.dictionary_encode(group_column).combine_chunks()
         groups = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         group_names = encoded.dictionary.to_pylist()
-    return Aligned(classes, y_true, y_pred, score, scores, groups, group_names)
+    return Aligned(classes, y_true, y_pred, score, scores, groups, group_names, gold.weights, multilabel)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,14 @@ def _evaluation_options(session: Session, label_set: LabelSet, *, cost_matrix: P
     if prior is not None and not 0 < prior < 1:
         raise InvalidParameterError(f"--prior must be between 0 and 1 (P(positive class)), not {prior}.")
     classes = list(label_set.classes)
+    if label_set.multilabel:
+        given = [flag for flag, value in (("--positive", positive), ("--cost-matrix", cost_matrix),
+                                          ("--baseline", baseline), ("--prior", prior)) if value is not None]
+        if isinstance(threshold, str):
+            given.append(f"--threshold {threshold}")
+        if given:
+            raise InvalidParameterError(f"'{label_set.name}' is multilabel: {', '.join(given)} applies to binary or "
+                                        "multiclass labels only. A number for --threshold cuts per-class scores.")
     if positive is not None and positive not in classes:
         raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
     base_set = get_prediction_set(session, baseline) if baseline else None
@@ -226,8 +243,14 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
     if prediction_set.kind == "clustering":
         assert data.y_pred is not None, "a clustering is stored with a cluster id per item"
+        # scikit-learn's clustering indices take no sample weights; the settings say they were not used
         return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),
-                              settings={"classes": data.classes})
+                              settings={"classes": data.classes, "weighted": False})
+    if data.multilabel:
+        threshold = kwargs["threshold"]
+        return measures.multilabel(data.y_true, data.classes, y_pred=data.y_pred, scores=data.scores,
+                                   threshold=0.5 if threshold is None else float(threshold), groups=data.groups,
+                                   n_groups=len(data.group_names), beta=kwargs["beta"], sample_weight=data.weights)
     baseline_score = None
     if base is not None:
         baseline_score = base.score if base.score is not None else (
@@ -236,7 +259,7 @@ def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, *
             raise InvalidParameterError("--baseline needs binary scores (its own and these) to compute RelaImpr.")
     return measures.evaluate(data.y_true, data.classes, y_pred=data.y_pred, score=data.score, scores=data.scores,
                              groups=data.groups, n_groups=len(data.group_names), baseline_score=baseline_score,
-                             **kwargs)
+                             sample_weight=data.weights, **kwargs)
 
 
 def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -> pd.DataFrame | None:
@@ -327,9 +350,11 @@ def latest_evaluations(session: Session, label_set: LabelSet) -> list[tuple[Pred
 
 def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -> pd.DataFrame:
     """One row per prediction set (its newest evaluation), sorted by the first measure, best first
-    (the registry says which way: error_rate, cost and fallout lowest first)."""
+    (the registry says which way: error_rate, cost and fallout lowest first); no measures named:
+    the defaults for the labels' kind of task."""
     with read_only(engine) as session:
         label_set = get_label_set(session, labels_name)
+        measure_names = measure_names or (MULTILABEL_LEADERBOARD if label_set.multilabel else DEFAULT_LEADERBOARD)
         latest = latest_evaluations(session, label_set)
         if not latest:
             raise NotFoundError(f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
@@ -357,6 +382,7 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
 
 
 DEFAULT_LEADERBOARD = ["f1_macro", "accuracy", "mcc"]
+MULTILABEL_LEADERBOARD = ["f1_macro", "jaccard_samples", "subset_accuracy", "hamming_loss"]
 # what `evaluate --labels --wait` shows of each evaluation (the columns no set has are left out)
 SHOWN_MEASURES = [*headline_measures("classifier"), *headline_measures("clustering")]
 
@@ -462,8 +488,9 @@ class PredictionKind:
 
     def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
                     options: dict[str, Any] | None = None) -> Leaderboard:
-        names = list(dict.fromkeys([sort, *measures] if sort else measures)) or DEFAULT_LEADERBOARD
-        return _leaderboard_view(judgments, names, leaderboard(engine, labels_name=judgments, measure_names=names))
+        names = list(dict.fromkeys([sort, *measures] if sort else measures))
+        frame = leaderboard(engine, labels_name=judgments, measure_names=names)
+        return _leaderboard_view(judgments, [str(c) for c in frame.columns[3:]], frame)
 
 
 CLASSIFIER = PredictionKind("classifier")
