@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.db.engine import SCHEMA_REVISION
 from tests.conftest import shared_path
 
 
@@ -120,9 +121,9 @@ def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
-    assert cli("db", "current").stdout == "current: none\nhead: 0014\n"
+    assert cli("db", "current").stdout == f"current: none\nhead: {SCHEMA_REVISION}\n"
     cli("db", "upgrade")
-    assert cli("db", "current").stdout == "current: 0014\nhead: 0014\n"
+    assert cli("db", "current").stdout == f"current: {SCHEMA_REVISION}\nhead: {SCHEMA_REVISION}\n"
 
 
 def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
