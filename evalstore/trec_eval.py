@@ -11,20 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
-from evalstore.io.formats import has_duplicate_docs, read_prefs, read_qrels, read_run
+from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
+
+if TYPE_CHECKING:
+    from evalstore.backends.duckdb_engine import DuckDBSettings
+
+# where a run file is ranked: in this process's memory, or by DuckDB in bounded memory (spilling)
+BACKENDS = ("local", "duckdb")
 
 SUMMARY_ONLY = {  # printed on the 'all' line only
    "runid", "num_q", "gm_map", "gm_bpref"}
@@ -80,6 +86,20 @@ def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options:
     return topics, {m: np.array([sums[t][m] / counts[t] for t in topics]) for m in measures}
 
 
+def _prepare_in_memory(qrels: ParsedFile, run_path: str, options: PrepareOptions) -> tuple[Ranking, str | None]:
+    run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
+    # trec_eval refuses a docno twice in a topic: check on the second core while ranking
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        duplicates = pool.submit(has_duplicate_docs, run.table)
+        rk = prepare(qrels.table, run.table, options, runid=run.tag)
+        if duplicates.result():
+            read_run(run_path, strict=False, content_hash=False)  # raises path:line (or was a collision)
+    tag = run.tag
+    del run  # the ranking holds what the measures need; free the run's columns
+    pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
+    return rk, tag
+
+
 def run_trec_eval(
     qrels_path: str,
     run_path: str,
@@ -96,8 +116,15 @@ def run_trec_eval(
     zscores_path: str | None = None,
     out: TextIO,
     warn: Any,
+    backend: str = "local",
+    duckdb_settings: DuckDBSettings | None = None,
 ) -> None:
 
+    if backend not in BACKENDS:
+        raise InvalidParameterError(f"--backend must be one of {', '.join(BACKENDS)}, not '{backend}'.")
+    if backend != "local" and rel_format != "qrels":
+        raise InvalidParameterError(f"--backend {backend} evaluates -R qrels judgments only; drop --backend for "
+                                    f"-R {rel_format}.")
     if rel_format in ("prefs", "qrels_prefs"):
         out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
                                     per_query=per_query, complete=complete, no_summary=no_summary,
@@ -117,16 +144,13 @@ def run_trec_eval(
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
         qrels = read_qrels(qrels_path, strict=False)
-        run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
-        runid = run.tag
-        # trec_eval refuses a docno twice in a topic: check on the second core while ranking
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            duplicates = pool.submit(has_duplicate_docs, run.table)
-            rk = prepare(qrels.table, run.table, options, runid=run.tag)
-            if duplicates.result():
-                read_run(run_path, strict=False, content_hash=False)  # raises path:line (or was a collision)
-        del run  # the ranking holds what the measures need; free the run's columns
-        pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run
+        if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
+            from evalstore.backends import duckdb_engine
+
+            rk, runid = duckdb_engine.prepare_file(qrels.table, run_path, options,
+                                                   duckdb_settings or duckdb_engine.DuckDBSettings())
+        else:
+            rk, runid = _prepare_in_memory(qrels, run_path, options)
         for topic in rk.missing_topics if not complete else []:
             warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))

@@ -44,6 +44,13 @@ def parser() -> argparse.ArgumentParser:
                         "level); qrels_prefs (a qrels file read as preferences).")
     p.add_argument("-T", dest="results_format", default="trec_results", metavar="FORMAT",
                    help="Run format: trec_results (the only one).")
+    p.add_argument("--backend", default="local", choices=("local", "duckdb"),
+                   help="local (default): the run is read into memory; duckdb: a run of any size (TREC, CSV or "
+                        "Parquet) is ranked by DuckDB in bounded memory, spilling to disk.")
+    p.add_argument("--memory-limit", default="2GB", metavar="SIZE",
+                   help="--backend duckdb: DuckDB's memory limit (default 2GB).")
+    p.add_argument("--temp-directory", default=None, metavar="DIR",
+                   help="--backend duckdb: where DuckDB spills (default: the system's temporary directory).")
     p.add_argument("-Z", dest="zscores", default=None, metavar="PATH",
                    help="Print z-scores: per-topic means and standard deviations of each measure, lines "
                         "'qid measure mean stddev'.")
@@ -69,11 +76,17 @@ def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> No
     if options.results_format != "trec_results":
         raise InvalidParameterError(f"-T {options.results_format} is not a results format; trec_eval has only "
                                     "-T trec_results.")
+    settings = None
+    if options.backend == "duckdb":
+        from evalstore.backends.duckdb_engine import DuckDBSettings
+
+        settings = DuckDBSettings(memory_limit=options.memory_limit, temp_directory=options.temp_directory)
     run_trec_eval(
         options.qrels, options.run, measures=options.measure, per_query=options.per_query, complete=options.complete,
         no_summary=options.no_summary, judged_only=options.judged_only, relevance_level=options.relevance_level,
         max_docs=options.max_docs, collection_size=options.collection_size, rel_format=options.rel_format,
-        zscores_path=options.zscores, out=sys.stdout, warn=warn or _warn,
+        zscores_path=options.zscores, out=sys.stdout, warn=warn or _warn, backend=options.backend,
+        duckdb_settings=settings,
     )
 
 

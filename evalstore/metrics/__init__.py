@@ -90,19 +90,32 @@ def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
     return resolved
 
 
+# Rankings larger than this many cells (topics x depth) are evaluated in batches of topics, so
+# that the kernels' (n, depth) intermediates stay near this size (40 MB as float64)
+BATCH_CELLS = 5_000_000
+
+
 def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 1,
-            collection_size: int = 0, threads: int | None = None) -> dict[Measure, np.ndarray]:
+            collection_size: int = 0, threads: int | None = None,
+            batch_cells: int = BATCH_CELLS) -> dict[Measure, np.ndarray]:
     """Per-topic values of each measure, as arrays aligned with ``rk.topics``.
 
     Families run on ``threads`` threads (default: the CPU count, at most 4): numpy releases the GIL
     inside its loops, so independent kernels overlap. The matrices every kernel shares are built
-    first, so threads do not race to build them twice.
+    first, so threads do not race to build them twice. A ranking of more than ``batch_cells``
+    cells is evaluated in batches of topics (:meth:`Ranking.topic_rows`).
     """
     other = next((m for m in measures if m.spec.judgments != "relevance"), None)
     if other is not None:
         raise InvalidParameterError(
             f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments, not from relevance qrels; "
             f"evaluate it against qrels imported with --kind {other.spec.judgments}.")
+    if rk.n > 1 and rk.n * max(rk.depth, 1) > batch_cells:
+        step = max(1, batch_cells // max(rk.depth, 1))
+        batches = [compute(rk.topic_rows(start, min(start + step, rk.n)), measures, relevance_level=relevance_level,
+                           collection_size=collection_size, threads=threads, batch_cells=batch_cells)
+                   for start in range(0, rk.n, step)]
+        return {m: np.concatenate([batch[m] for batch in batches]) for m in measures}
 
     def one(measure: Measure) -> np.ndarray:
         kwargs = measure.kwargs(relevance_level)

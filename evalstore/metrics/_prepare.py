@@ -115,6 +115,22 @@ class Ranking:
         """cumulative[:, k-1] per topic (see :func:`column_at`)."""
         return column_at(cumulative, k)
 
+    def topic_rows(self, start: int, stop: int) -> Ranking:
+        """The rankings of topic rows start..stop-1 alone (views of these matrices, no copy):
+        every measure is per topic, so batches of topics give the values of the whole, and a
+        batch's kernel intermediates are a batch's size (100k topics x 1,000 made each (n, depth)
+        float64 intermediate 800 MB)."""
+        lo, hi = np.searchsorted(self.judged_row, [start, stop])
+        known = None
+        if self.known is not None:
+            mine = (self.known.row >= start) & (self.known.row < stop)
+            known = Known(self.known.relevant[start:stop], self.known.row[mine] - start, self.known.position[mine])
+        return Ranking(topics=self.topics[start:stop], rel=self.rel[start:stop], num_ret=self.num_ret[start:stop],
+                       rel_levels=self.rel_levels[start:stop], max_level=self.max_level, missing_topics=[],
+                       dropped_run_topics=[], stand_in=self.stand_in[start:stop], runid=self.runid,
+                       complete=self.complete, judged_row=self.judged_row[lo:hi] - start,
+                       judged_position=self.judged_position[lo:hi], judged_rel=self.judged_rel[lo:hi], known=known)
+
 
 def column_at(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
     """matrix[:, k-1] per row (0 where k <= 0); past the last column, the last column."""

@@ -19,6 +19,7 @@ scikit-learn lacks them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,9 +168,18 @@ class Curve:
         return _ratio(self.tps, self.positives)
 
     def auc(self) -> float:
+        """The share of (positive, negative) pairs ordered right, ties counting half: over the
+        distinct scores, each block's positives times (the negatives below it + half its own).
+        Unweighted, the sum counts half-pairs exactly and is divided once, so the value is the
+        correctly rounded ratio whatever the summation order: the DuckDB and Spark backends
+        compute the same count (evalstore.backends) and get the same bits. It equals the area
+        under the ROC curve by trapezoids (scikit-learn's) to rounding."""
         if self.positives == 0 or self.negatives == 0:
             return float("nan")
-        return float(np.trapezoid(self.tpr, self.fpr))
+        block_pos = np.diff(np.r_[0.0, self.tps])
+        block_neg = np.diff(np.r_[0.0, self.fps])
+        half_pairs = float(np.sum(block_pos * (2 * (self.negatives - self.fps) + block_neg)))
+        return half_pairs / (2 * self.positives * self.negatives)
 
     def average_precision(self) -> float:
         """scikit-learn's: sum over thresholds of (recall step) x precision."""
@@ -291,7 +301,9 @@ def gauc(auc: np.ndarray, sizes: np.ndarray) -> tuple[float, int]:
     scored = ~np.isnan(auc)
     if not scored.any():
         return float("nan"), int((~scored).sum())
-    return float(np.average(auc[scored], weights=sizes[scored])), int((~scored).sum())
+    # exactly rounded sums (math.fsum), so that any order of the groups gives the same bits, as
+    # the backends that sum them in another order must
+    return math.fsum(auc[scored] * sizes[scored]) / math.fsum(sizes[scored]), int((~scored).sum())
 
 
 def rela_impr(auc: float, baseline_auc: float) -> float:

@@ -10,7 +10,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalstore.metrics import compute, resolve_measures
 from evalstore.metrics._prepare import PrepareOptions, prepare, prepare_ranked
+from evalstore.metrics.trec_names import expand, parse_trec_specs
 from evalstore.trec_order import trec_rank
 
 TOPICS = ["1", "2", "10", "B", "a"]
@@ -62,3 +64,31 @@ def test_prepare_from_stored_ranks_equals_sorting(data: tuple[pa.Table, pa.Table
     np.testing.assert_array_equal(got.num_ret, expected.num_ret)
     np.testing.assert_array_equal(got.rel_levels, expected.rel_levels)
     assert got.max_level == expected.max_level
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=run_and_qrels(), judged_only=st.booleans(), complete=st.booleans(),
+       max_docs=st.sampled_from([None, 1, 2, 5]), level=st.integers(1, 2))
+def test_batches_of_topics_give_the_values_of_the_whole(data: tuple[pa.Table, pa.Table], judged_only: bool,
+                                                        complete: bool, max_docs: int | None, level: int) -> None:
+    """compute() splits a large ranking into batches of topics (Ranking.topic_rows): with a batch
+    of one cell, every topic is its own batch, and every measure must still give the same values."""
+    run, qrels = data
+    rk = prepare(qrels, run, PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete))
+    if rk.n < 2:
+        return
+    whole = compute(rk, EVERY_MEASURE, relevance_level=level)
+    batched = compute(prepare(qrels, run, PrepareOptions(max_docs=max_docs, judged_only=judged_only,
+                                                         complete=complete)),
+                      EVERY_MEASURE, relevance_level=level, batch_cells=1)
+    for measure in EVERY_MEASURE:
+        if whole[measure].dtype == object:
+            assert whole[measure].tolist() == batched[measure].tolist(), measure
+        else:
+            np.testing.assert_array_equal(whole[measure], batched[measure], err_msg=str(measure))
+
+
+# all_trec's measures and the registry's others at their defaults (relevance judgments)
+EVERY_MEASURE = list(dict.fromkeys(
+    [m for spec in parse_trec_specs(["all_trec"]) for _, m in expand(spec) if m is not None]
+    + resolve_measures(["nDCG@10", "RR@10", "RBP(p=0.8)", "ERR@20", "Judged@10", "infAP", "Success@5", "R@100"])))

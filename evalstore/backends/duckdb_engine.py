@@ -1,0 +1,292 @@
+"""Out-of-core evaluation with DuckDB: runs and predictions larger than memory, in bounded memory.
+
+Every ranking measure here needs only where each *judged* document sits in its topic's ranking
+and how many documents the topic retrieved (:func:`evalstore.metrics._prepare.prepare_ranked`,
+what the store computes for a stored run). DuckDB computes exactly that from a file of any size
+with three streaming passes and no sort of the run: the judged rows (a hash join with the
+qrels, which are small); each judged row's trec_eval rank as 1 + the rows of its topic ahead of
+it (score descending, docno descending: a hash join of the run with the judged rows on the topic,
+aggregated); and each topic's count of rows. The local engine's kernels then compute every
+measure from those, so the numbers are the local engine's by construction. A window
+``row_number()`` over 100M rows would sort them all; the counting joins stream.
+
+Binary predictions: AUC with tie-averaged ranks from per-distinct-score counts (exact; Spark's
+evaluator bins), GAUC from per-group counts of the same kind, and log loss as a sum: all
+aggregates DuckDB computes in a streaming pass, spilling to ``temp_directory`` when
+``memory_limit`` is reached.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from evalstore.errors import InputFormatError, InvalidParameterError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from evalstore.metrics._prepare import PrepareOptions, Ranking
+
+_ALIASES = {"topic": ("topic", "query_id", "qid", "query"), "doc": ("doc", "doc_id", "docno", "docid"),
+            "score": ("score", "sim"), "tag": ("tag", "run_id", "runid")}
+
+
+@dataclass(frozen=True)
+class DuckDBSettings:
+    """DuckDB's limits: ``memory_limit`` (DuckDB's syntax: '2GB') bounds its buffers, beyond which
+    joins and aggregates spill to ``temp_directory`` (default: a folder under the system's
+    temporary directory); ``threads`` defaults to the machine's cores."""
+
+    memory_limit: str = "2GB"
+    temp_directory: str | None = None
+    threads: int | None = None
+
+
+def connect(settings: DuckDBSettings) -> duckdb.DuckDBPyConnection:
+    try:
+        import duckdb
+    except ImportError:  # an optional extra
+        raise InvalidParameterError("--backend duckdb needs DuckDB: pip install 'evalstore[duckdb]'.") from None
+    temp = settings.temp_directory or os.path.join(tempfile.gettempdir(), "evalstore-duckdb")
+    try:
+        return duckdb.connect(config={"memory_limit": settings.memory_limit, "temp_directory": temp,
+                                      "threads": settings.threads or os.cpu_count() or 1,
+                                      # row order is never relied on: dropping it lets scans stream
+                                      "preserve_insertion_order": False})
+    except duckdb.Error as exc:
+        raise InvalidParameterError(f"DuckDB refused its settings ({exc}); --memory-limit takes DuckDB's syntax, "
+                                    "e.g. 2GB.") from None
+
+
+def _first(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The first row of a LIMIT 1 query's rows, None when there is none (DuckDB 2 wants every
+    result fetched whole before the next statement, so no fetchone)."""
+    return rows[0] if rows else None
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        suffix = Path(path.stem).suffix.lower()
+    return {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}.get(suffix, "trec")
+
+
+def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
+    """(SQL of the run as rows (topic, doc, score), the run's tag as trec_eval reports it: the last
+    line's) for a TREC run file (any whitespace between fields, gzip or not), a CSV/TSV with a header
+    or a Parquet file (columns named as the local reader names them)."""
+    if not path.exists():
+        raise InputFormatError(str(path), None, "no such file")
+    fmt = _format_of(path)
+    if fmt == "trec":
+        # one column per line, split on runs of whitespace as trec_eval's sscanf reads them
+        lines = (f"read_csv({_quoted(str(path))}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', "
+                 "quote='', escape='', auto_detect=false)")
+        fields = f"(SELECT string_split_regex(trim(line), '\\s+') AS f FROM {lines} WHERE trim(line) <> '')"
+        bad = _first(con.execute(f"SELECT f FROM {fields} WHERE len(f) <> 6 OR TRY_CAST(f[5] AS DOUBLE) IS NULL "
+                                 "LIMIT 1").fetchall())
+        if bad is not None:
+            raise _first_bad_line(path, bad[0])
+        tag = _last_tag(path)
+        if tag is None:  # gzip: no end to seek to; every line of a run has the same tag
+            row = _first(con.execute(f"SELECT f[6] FROM {fields} LIMIT 1").fetchall())
+            tag = None if row is None else row[0]
+        return f"(SELECT f[1] AS topic, f[3] AS doc, CAST(f[5] AS DOUBLE) AS score FROM {fields})", tag
+    if fmt == "parquet":
+        table = f"read_parquet({_quoted(str(path))})"
+    else:
+        table = (f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))}, "
+                 "all_varchar=true)")
+    names = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()]
+    lowered = {name.lower(): name for name in names}
+    chosen = {}
+    for canonical in ("topic", "doc", "score"):
+        source = next((lowered[a] for a in _ALIASES[canonical] if a in lowered), None)
+        if source is None:
+            raise InputFormatError(str(path), None, f"no '{canonical}' column (looked for "
+                                                    f"{' or '.join(_ALIASES[canonical])}); found {', '.join(names)}")
+        chosen[canonical] = '"' + source.replace('"', '""') + '"'
+    tag_column = next((lowered[a] for a in _ALIASES["tag"] if a in lowered), None)
+    tag = None
+    if tag_column is not None:
+        last = _first(con.execute(f'SELECT CAST("{tag_column}" AS VARCHAR) FROM {table} LIMIT 1').fetchall())
+        tag = None if last is None else last[0]
+    score = chosen["score"]
+    bad_score = _first(con.execute(f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "
+                                   f"isfinite(TRY_CAST({score} AS DOUBLE)) LIMIT 1").fetchall())
+    if bad_score is not None:
+        raise InputFormatError(str(path), None, f"score '{bad_score[0]}' is not a finite number; scores must be "
+                                                "finite")
+    return (f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
+            f"CAST({chosen['score']} AS DOUBLE) AS score FROM {table})"), tag
+
+
+def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
+    """The path:line of a malformed TREC line (read again in Python: an error path only)."""
+    wanted = " ".join(fields)
+    with (gzip.open(path, "rt", errors="replace") if _is_gzip(path) else
+          open(path, encoding="utf-8", errors="replace")) as handle:
+        for number, line in enumerate(handle, start=1):
+            if " ".join(line.split()) == wanted:
+                found = len(line.split())
+                problem = (f"expected 6 columns (qid Q0 docno rank score tag), found {found}" if found != 6
+                           else f"score '{line.split()[4]}' is not a number")
+                return InputFormatError(str(path), number, problem)
+    return InputFormatError(str(path), None, f"a line reads '{wanted}', not qid Q0 docno rank score tag")
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def _last_tag(path: Path) -> str | None:
+    """The last line's tag (trec_eval's runid), read from the file's end; None for gzip."""
+    if _is_gzip(path):
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 4096))
+        lines = [line for line in handle.read().splitlines() if line.strip()]
+    return lines[-1].split()[-1].decode("utf-8", errors="replace") if lines else None
+
+
+def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path
+                 ) -> tuple[pa.Table, pa.Table]:
+    """(topic, retrieved) for every run topic and (topic, rank, relevance) for every run row the
+    qrels judge, rank in trec_eval order; refuses a docno twice in a topic, as trec_eval does."""
+    con.register("judgments", qrels.select(["topic", "doc", "relevance"]))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE judged AS SELECT r.topic, r.doc, r.score, q.relevance "
+                f"FROM {run_sql} r JOIN judgments q ON q.topic = r.topic AND q.doc = r.doc")
+    twice = _first(con.execute("SELECT topic, doc FROM judged GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall())
+    retrieved = con.sql(f"SELECT topic, count(*) AS retrieved, count(DISTINCT doc) AS docs FROM {run_sql} "
+                            "GROUP BY topic").to_arrow_table()
+    if twice is None:
+        repeated = np.flatnonzero(retrieved["retrieved"].to_numpy() != retrieved["docs"].to_numpy())
+        if len(repeated):
+            topic = retrieved["topic"][int(repeated[0])].as_py()
+            twice = _first(con.execute(f"SELECT topic, doc FROM {run_sql} WHERE topic = ? GROUP BY ALL "
+                                       "HAVING count(*) > 1 LIMIT 1", [topic]).fetchall())
+    if twice is not None:
+        raise InputFormatError(str(path), None, f"topic {twice[0]} lists document {twice[1]} twice; trec_eval "
+                                                "refuses duplicate documents, so remove one of them")
+    judged = con.sql(
+        f"SELECT j.topic, 1 + count(r.doc) FILTER (WHERE r.score > j.score OR (r.score = j.score AND r.doc > j.doc)) "
+        f"AS rank, any_value(j.relevance) AS relevance FROM judged j JOIN {run_sql} r ON r.topic = j.topic "
+        "GROUP BY j.topic, j.doc").to_arrow_table()
+    con.execute("DROP TABLE judged")
+    return retrieved.select(["topic", "retrieved"]), judged
+
+
+def prepare_file(qrels: pa.Table, run_path: str | Path, options: PrepareOptions, settings: DuckDBSettings
+                 ) -> tuple[Ranking, str | None]:
+    """The local engine's :class:`Ranking` of a run file of any size, and its tag."""
+    from evalstore.metrics._prepare import prepare_ranked
+
+    path = Path(run_path)
+    con = connect(settings)
+    try:
+        run_sql, tag = run_source(con, path)
+        retrieved, judged = judged_ranks(con, run_sql, qrels, path)
+    finally:
+        con.close()
+    return prepare_ranked(qrels, retrieved, judged, options, runid=tag), tag
+
+
+# --- binary predictions ---------------------------------------------------------------------------
+
+# Per (group, distinct score): positives and negatives; then, per group, twice the pairs ordered
+# right (a tie counts half) as an exact integer: sum over scores of pos x (2 x negatives below +
+# negatives at the score). The local engine's group_auc and Curve.auc count the same pairs.
+PAIR_COUNTS = """
+WITH counts AS (
+    SELECT {group} AS g, {score} AS s, sum({label})::BIGINT AS pos, (count(*) - sum({label}))::BIGINT AS neg
+    FROM {source} GROUP BY ALL),
+below AS (
+    SELECT g, pos, neg, coalesce(sum(neg) OVER (PARTITION BY g ORDER BY s
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS neg_below
+    FROM counts)
+SELECT g AS "group", sum(pos)::BIGINT AS positives, sum(neg)::BIGINT AS negatives,
+       sum(pos * (2 * neg_below + neg))::HUGEINT AS twice_pairs
+FROM below GROUP BY g
+"""
+
+
+def ratio_of_pairs(twice_pairs: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
+    """AUC per group from exact pair counts (NaN for a group with one class), the division the
+    local engine does: the same integers give the same bits."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both = (positives > 0) & (negatives > 0)
+        return np.where(both, twice_pairs.astype(np.float64) / (2.0 * positives * negatives), np.nan)
+
+
+def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.Table) -> str:
+    if isinstance(source, pa.Table):
+        con.register("predictions", source)
+        return "predictions"
+    path = Path(source)
+    if not path.exists():
+        raise InputFormatError(str(path), None, "no such file")
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        return f"read_parquet({_quoted(str(path))})"
+    return f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))})"
+
+
+def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "label", score_col: str = "score",
+                         group_col: str | None = None, settings: DuckDBSettings = DuckDBSettings()
+                         ) -> dict[str, float]:
+    """AUC (exact, ties counting half), GAUC over ``group_col`` (AUC per group weighted by its
+    size, over groups holding both classes) and log loss (scikit-learn's, scores clipped to
+    [eps, 1 - eps], when every score is a probability) of binary predictions (label 0/1) in a
+    Parquet/CSV file or an Arrow table, in DuckDB's bounded memory."""
+    import math
+
+    con = connect(settings)
+    try:
+        table = _prediction_source(con, source)
+        label, score = f'CAST("{label_col}" AS BIGINT)', f'CAST("{score_col}" AS DOUBLE)'
+        overall = con.execute(
+            f"SELECT count(*), min({label}), max({label}), min({score}), max({score}), count(*) - count({score}) "
+            f"FROM {table}").fetchall()[0]
+        items, low, high, lowest, highest, missing = overall
+        if items == 0:
+            raise InvalidParameterError("no predictions to evaluate")
+        if low not in (0, 1) or high not in (0, 1) or missing:
+            raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {low}..{high}, "
+                                        f"{missing} missing scores)")
+        everything = con.execute(PAIR_COUNTS.format(group="0", score=score, label=label, source=table)).fetchall()[0]
+        _, positives, negatives, twice = everything
+        values: dict[str, float] = {
+            "items": float(items), "positives": float(positives),
+            "auc": float(ratio_of_pairs(np.array([twice]), np.array([positives]), np.array([negatives]))[0])}
+        if group_col is not None:
+            groups = con.sql(PAIR_COUNTS.format(group=f'"{group_col}"', score=score, label=label,
+                                                source=table)).to_arrow_table()
+            pos, neg = groups["positives"].to_numpy(), groups["negatives"].to_numpy()
+            auc = ratio_of_pairs(np.asarray(groups["twice_pairs"].to_pylist(), dtype=object), pos, neg)
+            scored = ~np.isnan(auc)
+            sizes = (pos + neg)[scored].astype(np.float64)
+            values["gauc"] = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else float("nan")
+            values["gauc_groups_skipped"] = float((~scored).sum())
+        if 0 <= lowest and highest <= 1:
+            eps = float(np.finfo(np.float64).eps)
+            values["log_loss"] = con.execute(
+                f"SELECT -avg(CASE WHEN {label} = 1 THEN ln(greatest({score}, {eps!r})) "
+                f"ELSE ln(1 - least({score}, {1 - eps!r})) END) FROM {table}").fetchall()[0][0]
+        return values
+    finally:
+        con.close()

@@ -1,0 +1,190 @@
+"""Evaluations on Spark: Spark DataFrames in, Spark DataFrames out, the local engine's numbers.
+
+    from evalstore.spark import evaluate_ranking, evaluate_predictions
+    per_query, aggregates = evaluate_ranking(run_df, qrels_df, measures=["AP", "nDCG@10", "RR@10"])
+    per_group, aggregates = evaluate_predictions(pred_df, label_col="label", score_col="score",
+                                                 group_col="user_id")
+
+Ranking: Spark does the part that grows with the run, as the DuckDB backend does
+(:mod:`evalstore.backends.duckdb_engine`): the judged rows (a join with the qrels), each judged
+row's trec_eval rank as 1 + the rows of its topic ahead of it (score descending, docno descending;
+Spark compares strings by their bytes, as strcmp), and each topic's row count. Those are a few
+rows per topic, so they come to the driver, where the local engine's kernels compute every
+measure from them (:func:`evalstore.metrics._prepare.prepare_ranked`): the values are the local
+engine's by construction, for every measure it has.
+
+Predictions: exact AUC and GAUC from per-(group, distinct score) counts and a window over each
+group's distinct scores (Spark's BinaryClassificationEvaluator bins scores; this does not). A group
+of 10M impressions is split by Spark's partial aggregation; only its distinct scores meet in one
+task. GAUC's sum over groups is taken exactly (math.fsum) on the driver, so it has the local
+engine's bits; log loss is Spark's floating sum (equal to 1e-12, not to the bit).
+
+pyspark is an optional extra: pip install 'evalstore[spark]'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from evalstore.errors import InputFormatError, InvalidParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_ALIASES = {"topic": ("topic", "query_id", "qid", "query"), "doc": ("doc", "doc_id", "docno", "docid"),
+            "score": ("score", "sim"), "relevance": ("relevance", "rel", "label", "judgment")}
+
+
+def _functions() -> Any:
+    try:
+        from pyspark.sql import functions
+    except ImportError:
+        raise InvalidParameterError("evalstore.spark needs pyspark: pip install 'evalstore[spark]'.") from None
+    return functions
+
+
+def _one_row(frame: DataFrame) -> Any:
+    row = frame.first()
+    assert row is not None, "an aggregate without GROUP BY has one row"
+    return row
+
+
+def _canonical(df: DataFrame, wanted: Sequence[str], what: str) -> DataFrame:
+    """``df`` with its columns renamed to evalstore's names (topic, doc, score | relevance)."""
+    lowered = {name.lower(): name for name in df.columns}
+    chosen = []
+    for canonical in wanted:
+        source = next((lowered[a] for a in _ALIASES[canonical] if a in lowered), None)
+        if source is None:
+            raise InputFormatError(what, None, f"no '{canonical}' column (looked for "
+                                               f"{' or '.join(_ALIASES[canonical])}); found {', '.join(df.columns)}")
+        chosen.append(df[source].alias(canonical))
+    return df.select(*chosen)
+
+
+def judged_ranks(run_df: DataFrame, qrels_df: DataFrame) -> tuple[pa.Table, pa.Table]:
+    """(topic, retrieved) per run topic and (topic, rank, relevance) per judged run row, ranked in
+    trec_eval order, as Arrow tables on the driver; a docno twice in a topic is refused."""
+    f = _functions()
+    run = _canonical(run_df, ["topic", "doc", "score"], "the run DataFrame").select(
+        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("score").cast("double"))
+    qrels = _canonical(qrels_df, ["topic", "doc", "relevance"], "the qrels DataFrame").select(
+        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long"))
+    counts = run.groupBy("topic").agg(f.count(f.lit(1)).alias("retrieved"), f.countDistinct("doc").alias("docs"))
+    retrieved = counts.toArrow()
+    repeated = np.flatnonzero(retrieved["retrieved"].to_numpy() != retrieved["docs"].to_numpy())
+    if len(repeated):
+        topic = retrieved["topic"][int(repeated[0])].as_py()
+        doc = _one_row(run.where(f.col("topic") == topic).groupBy("doc").count().where(f.col("count") > 1))["doc"]
+        raise InputFormatError("the run DataFrame", None, f"topic {topic} lists document {doc} twice; trec_eval "
+                                                          "refuses duplicate documents, so remove one of them")
+    judged = run.join(qrels, ["topic", "doc"]).select(
+        "topic", f.col("doc").alias("judged_doc"), f.col("score").alias("judged_score"), "relevance")
+    ahead = (f.col("score") > f.col("judged_score")) | (
+        (f.col("score") == f.col("judged_score")) & (f.col("doc") > f.col("judged_doc")))
+    ranked = (judged.join(run, "topic").groupBy("topic", "judged_doc")
+              .agg((1 + f.sum(f.when(ahead, 1).otherwise(0))).alias("rank"), f.first("relevance").alias("relevance"))
+              .select("topic", f.col("rank").cast("int"), "relevance"))
+    return retrieved.select(["topic", "retrieved"]), ranked.toArrow()
+
+
+def evaluate_ranking(run_df: DataFrame, qrels_df: DataFrame, measures: Sequence[str] = ("AP", "nDCG@10", "RR@10"),
+                     *, relevance_level: int = 1, complete: bool = False, judged_only: bool = False,
+                     max_docs: int | None = None) -> tuple[DataFrame, DataFrame]:
+    """(per query: topic, measure, value (text: for text-valued measures); aggregates: measure,
+    value) of a run against qrels, both
+    Spark DataFrames with any of evalstore's column names (topic/query_id/qid, doc/docno,
+    score; relevance/rel/label). ``complete``, ``judged_only`` and ``max_docs`` are trec_eval's
+    -c, -J and -M."""
+    from evalstore.metrics import compute, resolve_measures, summarise
+    from evalstore.metrics._prepare import PrepareOptions, prepare_ranked
+
+    spark = run_df.sparkSession
+    chosen = resolve_measures(list(measures))
+    retrieved, judged = judged_ranks(run_df, qrels_df)
+    f = _functions()
+    qrels = _canonical(qrels_df, ["topic", "doc", "relevance"], "the qrels DataFrame").select(
+        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long")).toArrow()
+    rk = prepare_ranked(qrels, retrieved, judged, PrepareOptions(max_docs=max_docs, judged_only=judged_only,
+                                                                 complete=complete))
+    if not rk.topics:
+        raise InvalidParameterError("No queries with both results and relevance info; check that the topic ids "
+                                    "match.")
+    values = compute(rk, chosen, relevance_level=relevance_level)
+    numeric = [m for m in chosen if values[m].dtype != object]  # text values (relstring) go in 'text'
+    per_query = pa.table({
+        "topic": pa.array(rk.topics * len(chosen), pa.string()),
+        "measure": pa.array([str(m) for m in chosen for _ in rk.topics], pa.string()),
+        "value": pa.array(np.concatenate([np.asarray(values[m], dtype=np.float64) if m in numeric
+                                          else np.full(rk.n, np.nan) for m in chosen]), from_pandas=True),
+        "text": pa.array([None if m in numeric else str(v) for m in chosen for v in values[m]], pa.string())})
+    aggregates = pa.table({"measure": [str(m) for m in numeric],
+                           "value": pa.array([summarise(m, values[m], rk) for m in numeric], pa.float64())})
+    return spark.createDataFrame(per_query), spark.createDataFrame(aggregates)
+
+
+def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_col: str = "score",
+                         group_col: str | None = None) -> tuple[DataFrame | None, DataFrame]:
+    """(per group: group, positives, negatives, auc (null with one class), or None without
+    ``group_col``; aggregates, one row: items, positives, auc, gauc, gauc_groups_skipped, log_loss
+    (when every score is in [0, 1])) of binary predictions (label 0/1)."""
+    from pyspark.sql import Window
+
+    f = _functions()
+    spark = pred_df.sparkSession
+    data = pred_df.select(f.col(label_col).cast("long").alias("label"), f.col(score_col).cast("double").alias("s"),
+                          (f.col(group_col) if group_col else f.lit(0)).alias("g"))
+    overall = data.agg(f.count(f.lit(1)).alias("items"), f.min("label").alias("low"), f.max("label").alias("high"),
+                       f.min("s").alias("lowest"), f.max("s").alias("highest"),
+                       f.count(f.when(f.col("s").isNull(), 1)).alias("missing"))
+    overall = _one_row(overall)
+    if overall["items"] == 0:
+        raise InvalidParameterError("no predictions to evaluate")
+    if overall["low"] not in (0, 1) or overall["high"] not in (0, 1) or overall["missing"]:
+        raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {overall['low']}.."
+                                    f"{overall['high']}, {overall['missing']} missing scores)")
+
+    def pair_counts(frame: DataFrame) -> DataFrame:
+        """Per group: positives, negatives and twice the pairs ordered right (a tie counts half),
+        exact integers, as PAIR_COUNTS in evalstore.backends.duckdb_engine."""
+        counts = frame.groupBy("g", "s").agg(f.sum("label").alias("pos"), (f.count(f.lit(1)) - f.sum("label"))
+                                             .alias("neg"))
+        below = Window.partitionBy("g").orderBy("s").rowsBetween(Window.unboundedPreceding, -1)
+        return (counts.withColumn("neg_below", f.coalesce(f.sum("neg").over(below), f.lit(0)))
+                .groupBy("g").agg(f.sum("pos").alias("positives"), f.sum("neg").alias("negatives"),
+                                  f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)"))
+                                  .alias("twice_pairs")))
+
+    from evalstore.backends.duckdb_engine import ratio_of_pairs
+
+    whole = _one_row(pair_counts(data.withColumn("g", f.lit(0))))
+    aggregates: dict[str, float | None] = {
+        "items": float(overall["items"]), "positives": float(whole["positives"]),
+        "auc": float(ratio_of_pairs(np.array([int(whole["twice_pairs"])], dtype=object),
+                                    np.array([whole["positives"]]), np.array([whole["negatives"]]))[0])}
+    per_group = None
+    if group_col is not None:
+        groups = pair_counts(data).cache()
+        table = groups.select("positives", "negatives", f.col("twice_pairs").cast("string")).toArrow()
+        pos, neg = table["positives"].to_numpy(), table["negatives"].to_numpy()
+        auc = ratio_of_pairs(np.array([int(v) for v in table["twice_pairs"].to_pylist()], dtype=object), pos, neg)
+        scored = ~np.isnan(auc)
+        sizes = (pos + neg)[scored].astype(np.float64)
+        aggregates["gauc"] = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else None
+        aggregates["gauc_groups_skipped"] = float((~scored).sum())
+        per_group = groups.select(
+            f.col("g").alias(group_col), "positives", "negatives",
+            f.when((f.col("positives") > 0) & (f.col("negatives") > 0),
+                   f.col("twice_pairs").cast("double") / (2.0 * f.col("positives") * f.col("negatives")))
+            .alias("auc"))
+    if 0 <= overall["lowest"] and overall["highest"] <= 1:
+        eps = float(np.finfo(np.float64).eps)
+        loss = f.when(f.col("label") == 1, f.log(f.greatest(f.col("s"), f.lit(eps)))).otherwise(
+            f.log(1 - f.least(f.col("s"), f.lit(1 - eps))))
+        aggregates["log_loss"] = -_one_row(data.agg(f.avg(loss)))[0]
+    return per_group, spark.createDataFrame([aggregates])

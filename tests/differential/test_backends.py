@@ -1,0 +1,227 @@
+"""Every backend gives the local engine's numbers: DuckDB (out of core) and Spark (local[2]), on
+trec_eval's golden inputs, real runs from ../shared/data, tie-heavy generated runs, and 100k
+groups of predictions with single-class groups among them.
+
+Ranking values are compared to the bit (the backends hand the local kernels the same judged
+positions); AUC and GAUC to the bit too (exact pair counts, exactly rounded sums); log loss, a
+floating sum in each engine's own order and logarithm, to 1e-12.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalstore.backends import duckdb_engine
+from evalstore.io.formats import read_qrels, read_run
+from evalstore.metrics import classification, compute, resolve_measures
+from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
+from evalstore.metrics.trec_names import expand, parse_trec_specs
+from tests.conftest import shared_path
+from tests.property.test_ranked_prepare_agrees import run_and_qrels
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "trec_eval_test"
+ALL_TREC = list(dict.fromkeys(m for spec in parse_trec_specs(["all_trec"]) for _, m in expand(spec) if m is not None))
+MORE = resolve_measures(["nDCG@10", "RR@10", "RBP(p=0.8)", "ERR@20", "Judged@10", "infAP"])
+OPTIONS = [PrepareOptions(), PrepareOptions(complete=True, max_docs=100), PrepareOptions(judged_only=True)]
+
+
+def _trec_eval(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *args], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _same_rankings(a: Ranking, b: Ranking) -> None:
+    assert a.topics == b.topics and a.missing_topics == b.missing_topics
+    assert np.array_equal(a.rel, b.rel) and np.array_equal(a.num_ret, b.num_ret)
+    assert np.array_equal(a.stand_in, b.stand_in)
+
+
+def _same_values(a: dict, b: dict) -> None:  # type: ignore[type-arg]
+    for measure, values in a.items():
+        if values.dtype == object:
+            assert values.tolist() == b[measure].tolist(), measure
+        else:
+            assert np.array_equal(values, b[measure], equal_nan=True), measure
+
+
+# --- DuckDB -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [["-q", "-m", "all_trec"], ["-q", "-c", "-M", "100", "-m", "all_trec"],
+                                   ["-q", "-J", "-m", "all_trec"], ["-q", "-l", "2", "-m", "ndcg_cut.10"]])
+def test_duckdb_prints_what_the_local_engine_prints_on_the_golden_files(flags: list[str]) -> None:
+    files = [str(GOLDEN / "qrels.test"), str(GOLDEN / "results.test")]
+    local = _trec_eval(*flags, *files)
+    assert _trec_eval("--backend", "duckdb", "--memory-limit", "500MB", *flags, *files) == local
+    assert local.count("\n") > 3  # not an empty output twice
+
+
+@pytest.mark.parametrize(("collection", "qrels", "runs"), [
+    ("robust03", "robust03_qrels.txt", ["runs/input.pircRBa1.gz", "runs/input.uwmtCR0.gz"]),
+    ("dl-hard", "dl_hard-passage.qrels", ["runs/passage/bm25+bert-zs.run.gz", "runs/passage/bm25+rm3+t5-zs.run.gz"]),
+])
+def test_duckdb_equals_the_local_engine_on_real_runs(collection: str, qrels: str, runs: list[str],
+                                                     tmp_path: Path) -> None:
+    qrels_path = shared_path(collection, qrels)
+    paths = [shared_path(collection, run) for run in runs]
+    judgments = read_qrels(qrels_path, strict=False).table
+    for path in paths:
+        table = read_run(path, strict=False).table
+        # as Parquet too: the file a run too large for memory would be
+        parquet = tmp_path / f"{path.name}.parquet"
+        pq.write_table(table.select(["topic", "doc", "score"]), parquet)
+        for options in OPTIONS:
+            local = prepare(judgments, table, options)
+            for source in (path, parquet):
+                duck, _ = duckdb_engine.prepare_file(judgments, source, options, duckdb_engine.DuckDBSettings())
+                _same_rankings(local, duck)
+                _same_values(compute(local, ALL_TREC + MORE), compute(duck, ALL_TREC + MORE))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=run_and_qrels(), options=st.sampled_from(OPTIONS))
+def test_duckdb_ranks_tie_heavy_runs_as_the_local_engine(data: tuple[pa.Table, pa.Table], options: PrepareOptions,
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    run, qrels = data
+    if not len(run) or not set(run["topic"].to_pylist()) & set(qrels["topic"].to_pylist()):
+        return  # nothing to evaluate: both engines refuse it (tested on the command line above)
+    path = tmp_path_factory.mktemp("tie") / "run.parquet"
+    pq.write_table(run, path)
+    local = prepare(qrels, run, options)
+    duck, _ = duckdb_engine.prepare_file(qrels, path, options, duckdb_engine.DuckDBSettings(memory_limit="200MB"))
+    _same_rankings(local, duck)
+
+
+def test_duckdb_refuses_a_document_twice_and_a_bad_line(tmp_path: Path) -> None:
+    twice = tmp_path / "twice.run"
+    twice.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n")
+    qrels = tmp_path / "q"
+    qrels.write_text("1 0 b 1\n")
+    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
+                           str(twice)], capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert done.stderr == (f"{twice}: topic 1 lists document a twice; trec_eval refuses duplicate documents, "
+                           "so remove one of them\n")
+    bad = tmp_path / "bad.run"
+    bad.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n")
+    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
+                           str(bad)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (1, f"{bad}:2: score 'high' is not a number\n")
+
+
+def _predictions(n: int = 400_000, groups: int = 100_000, seed: int = 3) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, groups, n)
+    label = (rng.random(n) < 0.15).astype(np.int64)
+    score = np.round(np.clip(rng.beta(2, 6, n) + label * 0.1, 0, 1), 3)  # 1,000 distinct scores: ties
+    return pa.table({"user_id": group, "label": label, "score": score})
+
+
+def _local_suite(table: pa.Table) -> dict[str, float]:
+    names, group = np.unique(table["user_id"].to_numpy(), return_inverse=True)  # codes of the groups present
+    suite = classification.evaluate(table["label"].to_numpy(), ["0", "1"], score=table["score"].to_numpy(),
+                                     groups=group, n_groups=len(names))
+    return suite.aggregates
+
+
+def test_duckdb_predictions_equal_the_local_engine(tmp_path: Path) -> None:
+    table = _predictions()
+    local = _local_suite(table)
+    path = tmp_path / "p.parquet"
+    pq.write_table(table, path)
+    values = duckdb_engine.evaluate_predictions(path, group_col="user_id",
+                                                settings=duckdb_engine.DuckDBSettings(memory_limit="500MB"))
+    assert values["auc"] == local["auc"] and values["gauc"] == local["gauc"]
+    assert values["gauc_groups_skipped"] == local["gauc_groups_skipped"] > 1000  # single-class groups
+    assert values["log_loss"] == pytest.approx(local["log_loss"], rel=1e-12)
+
+
+# --- Spark --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():  # type: ignore[no-untyped-def]
+    """A local[2] session on the machine's JDK; without pyspark or Java the tests skip, except
+    under CI (CI=true), where they must run."""
+    must_run = os.environ.get("CI") == "true"
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        if must_run:
+            pytest.fail("pyspark is missing under CI: it is in the test extra")
+        pytest.skip("pyspark is not installed (pip install 'evalstore[spark]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if must_run:
+            pytest.fail("no Java under CI: Spark needs a JDK 17")
+        pytest.skip("no Java on this machine: Spark needs a JDK 17")
+    session = (SparkSession.builder.master("local[2]").appName("evalstore-tests")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
+               .config("spark.driver.memory", "2g").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def test_spark_ranking_equals_the_local_engine(spark) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.spark import evaluate_ranking
+
+    qrels = read_qrels(GOLDEN / "qrels.test", strict=False).table
+    run = read_run(GOLDEN / "results.test", strict=False).table
+    measures = ALL_TREC + MORE
+    for options in OPTIONS:
+        per_query, aggregates = evaluate_ranking(
+            spark.createDataFrame(run.select(["topic", "doc", "score"])),
+            spark.createDataFrame(qrels.select(["topic", "doc", "relevance"]).rename_columns(["qid", "docno", "rel"])),
+            [str(m) for m in measures], complete=options.complete, judged_only=options.judged_only,
+            max_docs=options.max_docs)
+        local = prepare(qrels, run, options)
+        expected = compute(local, measures)
+        got = per_query.toArrow()
+        for measure in measures:
+            if expected[measure].dtype == object:
+                continue  # text values (relstring) are not numbers: trec-eval prints them
+            mine = got.filter(pa.compute.equal(got["measure"], str(measure)))
+            order = np.argsort(mine["topic"].to_numpy(zero_copy_only=False))
+            topics = np.asarray(mine["topic"].to_pylist())[order].tolist()
+            assert topics == sorted(local.topics)
+            values = mine["value"].to_numpy()[order]
+            want = np.asarray(expected[measure], dtype=np.float64)[np.argsort(np.asarray(local.topics))]
+            assert np.array_equal(values, want, equal_nan=True), measure
+        assert aggregates.count() == len({str(m) for m in measures if expected[m].dtype != object})
+
+
+def test_spark_predictions_equal_the_local_engine(spark) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.spark import evaluate_predictions
+
+    table = _predictions()
+    local = _local_suite(table)
+    per_group, aggregates = evaluate_predictions(spark.createDataFrame(table), group_col="user_id")
+    values = aggregates.first().asDict()
+    assert values["auc"] == local["auc"] and values["gauc"] == local["gauc"]
+    assert values["gauc_groups_skipped"] == local["gauc_groups_skipped"]
+    assert values["log_loss"] == pytest.approx(local["log_loss"], rel=1e-12)
+    assert per_group is not None
+    groups = per_group.toArrow()
+    assert len(groups) == len(np.unique(table["user_id"].to_numpy()))
+    # the one group with most items, AUC from the per-group counts against scikit-learn's
+    from sklearn.metrics import roc_auc_score
+
+    users = table["user_id"].to_numpy()
+    biggest = int(np.bincount(users).argmax())
+    mine = users == biggest
+    row = groups.filter(pa.compute.equal(groups["user_id"], biggest))
+    assert row["auc"][0].as_py() == pytest.approx(roc_auc_score(table["label"].to_numpy()[mine],
+                                                                table["score"].to_numpy()[mine]), abs=1e-12)
