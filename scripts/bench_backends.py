@@ -121,7 +121,21 @@ spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "
 spark.sparkContext.setLogLevel("ERROR")
 df = spark.read.parquet(sys.argv[1])
 _, aggregates = evaluate_predictions(df, label_col="label", score_col="score", group_col="group")
-print(json.dumps(aggregates.first().asDict()))
+values = aggregates.first().asDict()
+# the JVM (started by pyspark's launcher scripts) is not a child this process waits for: its peak RSS is
+# read from /proc
+import os
+jvm_peak = 0.0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        status = open(f"/proc/{pid}/status").read()
+    except OSError:
+        continue
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    if "java" in fields.get("Name", ""):  # the session's JVM: no other runs on the benchmark machine
+        jvm_peak = max(jvm_peak, int(fields["VmHWM"].split()[0]) / 1024)
+values["jvm_peak_rss_mib"] = round(jvm_peak)
+print(json.dumps(values))
 spark.stop()
 """
 
@@ -147,7 +161,9 @@ local = prepare(qrels, pq.read_table(sample_path).rename_columns(["topic", "doc"
 duck, _ = de.prepare_file(qrels, sample_path, PrepareOptions(), de.DuckDBSettings(memory_limit=limit))
 a, b = compute(local, measures), compute(duck, measures)
 assert local.topics == duck.topics
-unequal = [str(m) for m in measures if not np.array_equal(a[m], b[m], equal_nan=True)]
+def same(x, y):
+    return x.tolist() == y.tolist() if x.dtype == object else np.array_equal(x, y, equal_nan=True)
+unequal = [str(m) for m in measures if not same(a[m], b[m])]
 print(f"{len(local.topics)} topics, {len(measures)} measures, unequal: {unequal or 'none'}")
 """
 
@@ -164,6 +180,7 @@ def main() -> None:
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--skip-ranking", action="store_true")
     parser.add_argument("--skip-predictions", action="store_true")
+    parser.add_argument("--skip-duckdb-predictions", action="store_true")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
     evalstore = str(Path(sys.executable).with_name("evalstore"))
@@ -185,13 +202,16 @@ def main() -> None:
         path = make_predictions(args.data, args.predictions, args.groups)
         print(f"data: {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - started:.0f} s",
               flush=True)
-        wall, peak, out = timed([sys.executable, "-c", PREDICTIONS_DUCKDB, str(path), args.memory_limit])
-        print(f"predictions, {args.predictions:,} in {args.groups:,} groups, DuckDB (--memory-limit "
-              f"{args.memory_limit}): {wall:.1f} s, peak RSS {peak:,.0f} MiB: {json.loads(out)}", flush=True)
+        if not args.skip_duckdb_predictions:
+            wall, peak, out = timed([sys.executable, "-c", PREDICTIONS_DUCKDB, str(path), args.memory_limit])
+            print(f"predictions, {args.predictions:,} in {args.groups:,} groups, DuckDB (--memory-limit "
+                  f"{args.memory_limit}): {wall:.1f} s, peak RSS {peak:,.0f} MiB: {json.loads(out.splitlines()[-1])}",
+                  flush=True)
         if not args.skip_spark:
             wall, peak, out = timed([sys.executable, "-c", PREDICTIONS_SPARK, str(path)])
-            print(f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB: "
-                  f"{json.loads(out.splitlines()[-1])}", flush=True)
+            values = json.loads(out.splitlines()[-1])
+            print(f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB (Python) + "
+                  f"{values.pop('jvm_peak_rss_mib'):,} MiB (JVM): {values}", flush=True)
 
 
 if __name__ == "__main__":

@@ -57,13 +57,15 @@ def connect(settings: DuckDBSettings) -> duckdb.DuckDBPyConnection:
         raise InvalidParameterError("--backend duckdb needs DuckDB: pip install 'evalstore[duckdb]'.") from None
     temp = settings.temp_directory or os.path.join(tempfile.gettempdir(), "evalstore-duckdb")
     try:
-        return duckdb.connect(config={"memory_limit": settings.memory_limit, "temp_directory": temp,
+        con = duckdb.connect(config={"memory_limit": settings.memory_limit, "temp_directory": temp,
                                       "threads": settings.threads or os.cpu_count() or 1,
                                       # row order is never relied on: dropping it lets scans stream
                                       "preserve_insertion_order": False})
     except duckdb.Error as exc:
         raise InvalidParameterError(f"DuckDB refused its settings ({exc}); --memory-limit takes DuckDB's syntax, "
                                     "e.g. 2GB.") from None
+    con.execute("SET enable_progress_bar = false")  # it would write to stdout, where results go
+    return con
 
 
 def _first(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
@@ -94,7 +96,9 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
         # one column per line, split on runs of whitespace as trec_eval's sscanf reads them
         lines = (f"read_csv({_quoted(str(path))}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', "
                  "quote='', escape='', auto_detect=false)")
-        fields = f"(SELECT string_split_regex(trim(line), '\\s+') AS f FROM {lines} WHERE trim(line) <> '')"
+        # trec_eval 10.0: a line starting with '#' is a comment (a '#' inside a docno is not)
+        fields = (f"(SELECT string_split_regex(trim(line), '\\s+') AS f FROM {lines} "
+                  "WHERE trim(line) <> '' AND NOT starts_with(ltrim(line), '#'))")
         bad = _first(con.execute(f"SELECT f FROM {fields} WHERE len(f) <> 6 OR TRY_CAST(f[5] AS DOUBLE) IS NULL "
                                  "LIMIT 1").fetchall())
         if bad is not None:

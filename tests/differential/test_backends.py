@@ -225,3 +225,14 @@ def test_spark_predictions_equal_the_local_engine(spark) -> None:  # type: ignor
     row = groups.filter(pa.compute.equal(groups["user_id"], biggest))
     assert row["auc"][0].as_py() == pytest.approx(roc_auc_score(table["label"].to_numpy()[mine],
                                                                 table["score"].to_numpy()[mine]), abs=1e-12)
+
+
+def test_duckdb_reads_comments_and_mixed_white_space_as_the_local_reader(tmp_path: Path) -> None:
+    run = tmp_path / "mixed.run"
+    run.write_text("# a comment line\n1 Q0 a#1 1 2.0 t\n1\tQ0  b 2 2.0   t\n  # another\n2 Q0 c 1 0.5 t\n\n"
+                   "2 Q0 d 2 0.75 last\n")
+    qrels = tmp_path / "q"
+    qrels.write_text("1 0 b 1\n1 0 a#1 2\n2 0 c 1\n")
+    local = _trec_eval("-q", "-m", "all_trec", str(qrels), str(run))
+    assert _trec_eval("--backend", "duckdb", "-q", "-m", "all_trec", str(qrels), str(run)) == local
+    assert "runid                 \tall\tlast\n" in local
