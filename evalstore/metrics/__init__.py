@@ -17,8 +17,7 @@ import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io.formats import read_qrels, read_run
-from evalstore.metrics import classification as _classification  # noqa: F401  (these register the families)
-from evalstore.metrics import diversity as _diversity  # noqa: F401
+from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare
@@ -31,7 +30,7 @@ from evalstore.metrics._registry import (
     Measure,
     mlflow_key,
     parse,
-    prediction_family,
+    prediction_family_in,
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.trec_names import expand_trec_spec
@@ -58,14 +57,28 @@ def list_measures() -> list[Family]:
     return [REGISTRY[name] for name in sorted(REGISTRY, key=str.lower)]
 
 
+def prediction_registry() -> dict[str, Family]:
+    """The classification measures, registered when first asked for: importing their module
+    costs ~10 ms that `trec-eval` on an ordinary run need not spend."""
+    from evalstore.metrics import classification  # noqa: F401  (registers the families)
+
+    return PREDICTION_REGISTRY
+
+
+def prediction_family(stored: str) -> Family | None:
+    """The family of a stored classification value: ``f1_macro``, ``f1_macro_beta2``,
+    ``precision.cat`` (one class's), ``threshold_youden_value``."""
+    return prediction_family_in(prediction_registry(), stored)
+
+
 def prediction_measures(kind: str) -> list[Family]:
     """The classifier's or the clustering's measures, in the suite's order."""
-    return [family for family in PREDICTION_REGISTRY.values() if family.kind == kind]
+    return [family for family in prediction_registry().values() if family.kind == kind]
 
 
 def headline_measures(kind: str) -> list[str]:
     """What summaries of a kind's results show by default (``evaluate --labels --wait``)."""
-    return [family.name for family in PREDICTION_REGISTRY.values() if family.kind == kind and family.headline]
+    return [family.name for family in prediction_registry().values() if family.kind == kind and family.headline]
 
 
 def higher_is_better(name: str) -> bool:

@@ -254,13 +254,13 @@ def register_prediction_measure(name: str, kind: str, *, description: str, refer
     return family
 
 
-def prediction_family(stored: str) -> Family | None:
+def prediction_family_in(registry: dict[str, Family], stored: str) -> Family | None:
     """The family of a stored classification value: ``f1_macro``, ``f1_macro_beta2``,
     ``precision.cat`` (one class's), ``threshold_youden_value``."""
-    if stored in PREDICTION_REGISTRY:
-        return PREDICTION_REGISTRY[stored]
+    if stored in registry:
+        return registry[stored]
     match = _PER_CLASS.match(stored)
-    return PREDICTION_REGISTRY.get(match["name"]) if match else None
+    return registry.get(match["name"]) if match else None
 
 
 def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,
