@@ -3,6 +3,7 @@ the command's own parser (evalstore._entry), without the typer CLI and without p
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,8 @@ def test_help_lists_trec_evals_options_both_ways() -> None:
                                  capture_output=True, text=True, timeout=120)
     assert direct.returncode == through_cli.returncode == 0
     assert direct.stdout == through_cli.stdout
-    assert "-M N        Keep only the top N documents per topic." in direct.stdout
+    assert re.search(r"\n  -M N +Keep only the top N documents per topic\.\n", direct.stdout)
+    assert re.search(r"\n  --backend \{local,duckdb\}\s+local \(default\)", direct.stdout)
 
 
 def test_evaluating_a_file_loads_no_cli_framework_no_database_and_no_pandas() -> None:
