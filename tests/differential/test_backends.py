@@ -236,3 +236,16 @@ def test_duckdb_reads_comments_and_mixed_white_space_as_the_local_reader(tmp_pat
     local = _trec_eval("-q", "-m", "all_trec", str(qrels), str(run))
     assert _trec_eval("--backend", "duckdb", "-q", "-m", "all_trec", str(qrels), str(run)) == local
     assert "runid                 \tall\tlast\n" in local
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--backend", "duckdb", "-R", "qrels_jg", "-m", "map_avgjg"],
+     "Error: --backend duckdb evaluates -R qrels judgments only; drop --backend for -R qrels_jg.\n"),
+    (["--backend", "duckdb", "--memory-limit", "lots"],
+     "Error: DuckDB refused its settings (Parser Error: Memory must have a number (e.g. 1GB)); --memory-limit takes "
+     "DuckDB's syntax, e.g. 2GB.\n"),
+])
+def test_duckdb_options_that_cannot_work_say_why(flags: list[str], message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *flags, str(GOLDEN / "qrels.test"),
+                           str(GOLDEN / "results.test")], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
