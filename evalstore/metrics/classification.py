@@ -457,7 +457,9 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
     f = _ratio(2 * recall * precision, recall + precision)
     f_measure = float((class_size / n * f.max(axis=0)).sum())
     homogeneity, completeness, v_measure = sk.homogeneity_completeness_v_measure(y_true, clusters)
+    harmonic = 2 * purity * inverse_purity / (purity + inverse_purity) if purity + inverse_purity else 0.0
     return {"purity": float(purity), "inverse_purity": float(inverse_purity), "purity_f": f_measure,
+            "purity_harmonic_f": float(harmonic),
             "ari": float(sk.adjusted_rand_score(y_true, clusters)), "rand": float(sk.rand_score(y_true, clusters)),
             "nmi": float(sk.normalized_mutual_info_score(y_true, clusters)),
             "ami": float(sk.adjusted_mutual_info_score(y_true, clusters)),
@@ -630,7 +632,9 @@ _CLUSTERING_MEASURES = [
     ("purity", "share of items in their cluster's majority class", "Zhao & Karypis 2001; Amigo et al. 2009", True,
      True),
     ("inverse_purity", "share of items in their class's majority cluster", "Amigo et al. 2009", True, False),
-    ("purity_f", "F of purity and inverse purity", "Amigo et al. 2009", True, True),
+    ("purity_f", "F of purity and inverse purity: each class's best cluster by F, weighted by class size",
+     "Amigo et al. 2009", True, True),
+    ("purity_harmonic_f", "harmonic mean of purity and inverse purity", "Zhao & Karypis 2001", True, False),
     ("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score", True, False),
     ("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", True, True),
     ("ami", "adjusted mutual information", f"{_SK}.adjusted_mutual_info_score", True, False),

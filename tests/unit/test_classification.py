@@ -81,6 +81,11 @@ def test_purity_f_by_hand() -> None:
     assert values["purity"] == pytest.approx(4 / 5) and values["inverse_purity"] == pytest.approx(4 / 5)
     # class 0: best F with {a,b} = 2*(2/3)*1/(2/3+1) = 0.8; class 1: with {c,d,e} = 2*1*(2/3)/(5/3) = 0.8
     assert values["purity_f"] == pytest.approx(0.8)
+    assert values["purity_harmonic_f"] == pytest.approx(0.8)
+    # unequal: 6 items in one cluster, two classes of 3: purity 1/2, inverse purity 1 -> 2/3
+    lumped = cls.clustering_measures(np.array([0, 0, 0, 1, 1, 1]), np.zeros(6, dtype=np.int64))
+    assert (lumped["purity"], lumped["inverse_purity"]) == (0.5, 1.0)
+    assert lumped["purity_harmonic_f"] == pytest.approx(2 / 3)
 
 
 def test_thresholds_and_break_even_by_hand() -> None:
@@ -266,7 +271,7 @@ REFERENCE_FAMILIES = {
     "support", "cost", "cost_per_item", "auc", "gauc", "gauc_groups_skipped", "average_precision",
     "interpolated_ap_11", "break_even", "threshold_best_f1", "threshold_best_f1_value", "threshold_youden",
     "threshold_youden_value", "threshold_iso_accuracy", "threshold_iso_accuracy_value", "rela_impr",
-    "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "ari", "nmi", "clusters",
+    "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "purity_harmonic_f", "ari", "nmi", "clusters",
     "jaccard_macro", "log_loss", "brier", "top2_accuracy", "top3_accuracy", "auc_fpr10", "ami", "rand",
     "homogeneity", "completeness", "v_measure", "fowlkes_mallows", "subset_accuracy", "hamming_loss",
     "jaccard_micro", "jaccard_samples", "precision_samples", "recall_samples", "f1_samples", "lrap",
