@@ -32,12 +32,11 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
+from evalstore.io.formats import COLUMN_ALIASES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-_ALIASES = {"topic": ("topic", "query_id", "qid", "query"), "doc": ("doc", "doc_id", "docno", "docid"),
-            "score": ("score", "sim"), "relevance": ("relevance", "rel", "label", "judgment")}
 
 
 def _functions() -> Any:
@@ -59,10 +58,11 @@ def _canonical(df: DataFrame, wanted: Sequence[str], what: str) -> DataFrame:
     lowered = {name.lower(): name for name in df.columns}
     chosen = []
     for canonical in wanted:
-        source = next((lowered[a] for a in _ALIASES[canonical] if a in lowered), None)
+        source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
         if source is None:
-            raise InputFormatError(what, None, f"no '{canonical}' column (looked for "
-                                               f"{' or '.join(_ALIASES[canonical])}); found {', '.join(df.columns)}")
+            looked = " or ".join(COLUMN_ALIASES[canonical])
+            raise InputFormatError(what, None, f"no '{canonical}' column (looked for {looked}); found "
+                                               f"{', '.join(df.columns)}")
         chosen.append(df[source].alias(canonical))
     return df.select(*chosen)
 

@@ -29,14 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
+from evalstore.io.formats import COLUMN_ALIASES
 
 if TYPE_CHECKING:
     import duckdb
 
     from evalstore.metrics._prepare import PrepareOptions, Ranking
 
-_ALIASES = {"topic": ("topic", "query_id", "qid", "query"), "doc": ("doc", "doc_id", "docno", "docid"),
-            "score": ("score", "sim"), "tag": ("tag", "run_id", "runid")}
 
 
 @dataclass(frozen=True)
@@ -103,12 +102,13 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     lowered = {name.lower(): name for name in names}
     chosen = {}
     for canonical in ("topic", "doc", "score"):
-        source = next((lowered[a] for a in _ALIASES[canonical] if a in lowered), None)
+        source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
         if source is None:
-            raise InputFormatError(str(path), None, f"no '{canonical}' column (looked for "
-                                                    f"{' or '.join(_ALIASES[canonical])}); found {', '.join(names)}")
+            looked = " or ".join(COLUMN_ALIASES[canonical])
+            raise InputFormatError(str(path), None, f"no '{canonical}' column (looked for {looked}); found "
+                                                    f"{', '.join(names)}")
         chosen[canonical] = '"' + source.replace('"', '""') + '"'
-    tag_column = next((lowered[a] for a in _ALIASES["tag"] if a in lowered), None)
+    tag_column = next((lowered[a] for a in COLUMN_ALIASES["tag"] if a in lowered), None)
     tag = None
     if tag_column is not None:
         last = _first(con.execute(f'SELECT CAST("{tag_column}" AS VARCHAR) FROM {table} LIMIT 1').fetchall())

@@ -44,7 +44,7 @@ _TREC_NAMES = {
     "qrels": ["topic", "iteration", "doc", "relevance"],
 }
 # Accepted header names for CSV/TSV/Parquet input, canonical name first.
-_COLUMN_ALIASES = {
+COLUMN_ALIASES = {
     "topic": ("topic", "query_id", "qid", "query"),
     "doc": ("doc", "doc_id", "docno", "docid"),
     "score": ("score", "sim"),
@@ -611,11 +611,11 @@ def _select_columns(path: Path, table: pa.Table, kind: Kind) -> pa.Table:
     lowered = {name.lower(): name for name in table.column_names}
     chosen: dict[str, pa.ChunkedArray] = {}
     for canonical in required + optional:
-        source = next((lowered[a] for a in _COLUMN_ALIASES[canonical] if a in lowered), None)
+        source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
         if source is None:
             if canonical in optional:
                 continue
-            wanted = " or ".join(_COLUMN_ALIASES[canonical])
+            wanted = " or ".join(COLUMN_ALIASES[canonical])
             raise InputFormatError(
                 str(path), None,
                 f"no '{canonical}' column (looked for {wanted}); found {', '.join(table.column_names)}",
