@@ -21,6 +21,8 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +51,7 @@ class DuckDBSettings:
     threads: int | None = None
 
 
-def connect(settings: DuckDBSettings) -> duckdb.DuckDBPyConnection:
+def connect(settings: DuckDBSettings, *, keep_order: bool = False) -> duckdb.DuckDBPyConnection:
     try:
         import duckdb
     except ImportError:  # an optional extra
@@ -58,8 +60,9 @@ def connect(settings: DuckDBSettings) -> duckdb.DuckDBPyConnection:
     try:
         con = duckdb.connect(config={"memory_limit": settings.memory_limit, "temp_directory": temp,
                                       "threads": settings.threads or os.cpu_count() or 1,
-                                      # row order is never relied on: dropping it lets scans stream
-                                      "preserve_insertion_order": False})
+                                      # evaluating never relies on row order, and dropping it lets scans
+                                      # stream; storing a run keeps its file order
+                                      "preserve_insertion_order": keep_order})
     except duckdb.Error as exc:
         raise InvalidParameterError(f"DuckDB refused its settings ({exc}); --memory-limit takes DuckDB's syntax, "
                                     "e.g. 2GB.") from None
@@ -85,7 +88,7 @@ def _format_of(path: Path) -> str:
 
 
 def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
-    """(SQL of the run as rows (topic, doc, score), the run's tag as trec_eval reports it: the last
+    """(SQL of the run as rows (topic, doc, score, rank as given, text), the run's tag as trec_eval reports it: the last
     line's) for a TREC run file (any whitespace between fields, gzip or not), a CSV/TSV with a header
     or a Parquet file (columns named as the local reader names them)."""
     if not path.exists():
@@ -108,6 +111,8 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
             raise InputFormatError(str(path), None, f"no '{canonical}' column (looked for {looked}); found "
                                                     f"{', '.join(names)}")
         chosen[canonical] = '"' + source.replace('"', '""') + '"'
+    rank_column = next((lowered[a] for a in COLUMN_ALIASES["rank"] if a in lowered), None)
+    rank = f'CAST("{rank_column}" AS VARCHAR)' if rank_column is not None else "'0'"
     tag_column = next((lowered[a] for a in COLUMN_ALIASES["tag"] if a in lowered), None)
     tag = None
     if tag_column is not None:
@@ -120,7 +125,7 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
         raise InputFormatError(str(path), None, f"score '{bad_score[0]}' is not a finite number; scores must be "
                                                 "finite")
     return (f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
-            f"CAST({chosen['score']} AS DOUBLE) AS score FROM {table})"), tag
+            f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"), tag
 
 
 def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
@@ -140,7 +145,7 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     regular = (f"read_csv({name}, delim={_quoted(delimiter)}, header=false, columns={columns}, auto_detect=false, "
                "quote='', escape='', strict_mode=true)")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, score, tag FROM {regular} "
+        con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, score, rank, tag FROM {regular} "
                     "WHERE NOT starts_with(topic, '#')")
         irregular = False
     except duckdb.Error:  # more or fewer fields than six on some line: the general path says where
@@ -157,7 +162,7 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
         if bad is not None:
             raise _first_bad_line(path, bad[0])
         con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
-                    f"CAST(f[5] AS DOUBLE) AS score, f[6] AS tag FROM {fields}")
+                    f"CAST(f[5] AS DOUBLE) AS score, f[4] AS rank, f[6] AS tag FROM {fields}")
     bad_score = _first(con.execute("SELECT score FROM run_rows WHERE NOT isfinite(score) LIMIT 1").fetchall())
     if bad_score is not None:
         raise InputFormatError(str(path), None, f"score '{bad_score[0]}' is not a finite number; scores must be "
@@ -166,7 +171,7 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     if tag is None:  # gzip: no end to seek to; every line of a run has the same tag
         row = _first(con.execute("SELECT tag FROM run_rows LIMIT 1").fetchall())
         tag = None if row is None else row[0]
-    return "(SELECT topic, doc, score FROM run_rows)", tag
+    return "(SELECT topic, doc, score, rank FROM run_rows)", tag
 
 
 def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
@@ -326,3 +331,66 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
         return values
     finally:
         con.close()
+
+
+# --- storing a run too large to hold -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunToStore:
+    """A run file parsed and checked by DuckDB for storing (evalstore.services.store)."""
+
+    tag: str | None
+    rows: int
+    topics: int
+    counts: pa.Table  # topic, retrieved
+    content_hash: str  # as the local reader's: sha256 of the (decompressed) bytes
+
+
+@contextmanager
+def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
+                 ) -> Iterator[tuple[RunToStore, pa.RecordBatchReader]]:
+    """Parse and check a run file of any size, and read its rows back for storing in file order
+    (topic, doc, score, rank as given, trec_rank), ``batch_rows`` at a time. DuckDB holds the
+    parsed rows (spilling past its memory limit) and computes each row's trec_eval rank with a
+    window per topic; the same checks as the local reader refuse the file whole, before anything
+    is stored: a bad line, a score that is not a finite number, a rank that is not a 32-bit
+    integer, a document twice in a topic, no rows."""
+    path = Path(path)
+    con = connect(settings, keep_order=True)
+    try:
+        source, tag = run_source(con, path)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE parsed AS SELECT topic, doc, score, rank AS rank_text, "
+                    f"TRY_CAST(rank AS INTEGER) AS rank FROM {source}")
+        rows = con.execute("SELECT count(*) FROM parsed").fetchall()[0][0]
+        if rows == 0:
+            raise InputFormatError(str(path), None, "the file has no rows; a run file needs at least one "
+                                                    "(qid Q0 docno rank score tag)")
+        bad_rank = _first(con.execute("SELECT rank_text FROM parsed WHERE rank IS NULL LIMIT 1").fetchall())
+        if bad_rank is not None:
+            raise InputFormatError(str(path), None, f"rank '{bad_rank[0]}' is not an integer between -2147483648 "
+                                                    "and 2147483647")
+        twice = _first(con.execute("SELECT topic, doc FROM parsed GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
+                       .fetchall())
+        if twice is not None:
+            raise InputFormatError(str(path), None, f"topic {twice[0]} lists document {twice[1]} twice; trec_eval "
+                                                    "refuses duplicate documents, so remove one of them")
+        counts = con.sql("SELECT topic, count(*)::BIGINT AS retrieved FROM parsed GROUP BY topic").to_arrow_table()
+        reader = con.sql(
+            "SELECT topic, doc, score, rank, CAST(row_number() OVER (PARTITION BY topic ORDER BY score DESC, "
+            "doc DESC) AS INTEGER) AS trec_rank FROM parsed ORDER BY rowid").to_arrow_reader(batch_rows)
+        yield RunToStore(tag, rows, counts.num_rows, counts, _content_hash(path)), reader
+    finally:
+        con.close()
+
+
+def _content_hash(path: Path) -> str:
+    """sha256 of the file's bytes, decompressed when gzipped, read in blocks (as the local reader
+    hashes them whole)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with (gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")) as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

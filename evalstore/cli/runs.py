@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,6 +13,11 @@ from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record, warn, write_output
 from evalstore.cli._progress import storing
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from evalstore.services.store import Registered
 
 app = typer.Typer(help="Register and manage system runs.", no_args_is_help=True)
 
@@ -55,6 +61,10 @@ def register(
     task: str | None = typer.Option(None, "--task", help="With --server: the shared task to submit to (without "
                                     "it, an admin's token stores the run outside any task)."),
     run_type: str = typer.Option("automatic", "--run-type", help="With --server: automatic or manual."),
+    backend: str = typer.Option("local", "--backend", help="local (default): the file is read into memory; duckdb: "
+                                "a run larger than memory (one file) is parsed, checked and ranked by DuckDB and "
+                                "stored batch by batch."),
+    memory_limit: str = typer.Option("2GB", "--memory-limit", help="--backend duckdb: DuckDB's memory limit."),
 ) -> None:
     """Validate run files and store them, each whole or not at all. With several files every one
     is validated before any is stored: a bad file stores nothing and each bad file is named.
@@ -71,6 +81,14 @@ def register(
                                   "the file names, or the run tags with --name-from tag).")
     metadata = parse_meta(meta)
     engine = state(ctx).engine()
+    if backend != "local":
+        if len(paths) > 1:
+            raise usage_conflict(ctx, f"--backend {backend} registers one file at a time; {len(paths)} were given.")
+        _register_out_of_core(engine, paths[0], name=name or store.name_from_file(paths[0]), system=system,
+                              metadata=metadata, description=description, replace=replace, backend=backend,
+                              memory_limit=memory_limit)
+        return
+
     def register_all(on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
                      ) -> list[store.Registered]:
         return store.register_runs(
@@ -79,13 +97,26 @@ def register(
             on_file=on_file, progress=rows)
 
     for result in storing(paths, register_all):
-        for message in result.warnings:
-            warn(message)
-        s = result.summary
-        if result.created:
-            info(f"registered run '{s.name}': {s.rows} rows, {s.topics} topics")
-        else:
-            info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
+        _report(result)
+
+
+def _report(result: Registered) -> None:
+    for message in result.warnings:
+        warn(message)
+    s = result.summary
+    if result.created:
+        info(f"registered run '{s.name}': {s.rows} rows, {s.topics} topics")
+    else:
+        info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
+
+
+def _register_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None, metadata: dict[str, str],
+                          description: str | None, replace: bool, backend: str, memory_limit: str) -> None:
+    from evalstore.backends.duckdb_engine import DuckDBSettings
+    from evalstore.services import store
+
+    _report(store.register_run(engine, path, name=name, system=system, metadata=metadata, description=description,
+                               replace=replace, backend=backend, duckdb_settings=DuckDBSettings(memory_limit)))
 
 
 @app.command("list")

@@ -214,7 +214,7 @@ def _bulk_insert(
 
     def framed() -> Iterator[pa.RecordBatch]:
         offset = 0
-        for batch in rows.table.to_batches(max_chunksize=BATCH_ROWS):
+        for batch in rows.batches(BATCH_ROWS):
             n = batch.num_rows
             yield pa.RecordBatch.from_arrays(
                 [pa.array(np.full(n, owner_id, np.int64)), pa.array(np.arange(offset, offset + n, dtype=np.int64)),
@@ -257,10 +257,10 @@ def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str],
         f"SELECT {int(owner_id)}, rowid - 1, {', '.join(rows.table.column_names)} FROM {rows.staged_table} "
         "WHERE rowid > :after AND rowid <= :until"
     )
-    for after in range(0, rows.table.num_rows, BATCH_ROWS):
+    for after in range(0, rows.num_rows, BATCH_ROWS):
         session.execute(statement, {"after": after, "until": after + BATCH_ROWS})
         if progress:
-            progress(min(BATCH_ROWS, rows.table.num_rows - after))
+            progress(min(BATCH_ROWS, rows.num_rows - after))
 
 
 def copy_batches(

@@ -40,11 +40,36 @@ class StagedRows:
 
     table: pa.Table
     attach: Mapping[str, Path] = field(default_factory=dict)
+    # rows too many to hold: ``table`` is then empty and gives the columns only, ``count`` says
+    # how many rows ``stream`` yields (in file order), on PostgreSQL; on SQLite they are staged
+    stream: Iterator[pa.RecordBatch] | None = None
+    count: int | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.table.num_rows if self.count is None else self.count
+
+    def batches(self, size: int) -> Iterator[pa.RecordBatch]:
+        """The rows in file order, as batches (of ``size`` rows when they come from ``table``)."""
+        return self.stream if self.stream is not None else iter(self.table.to_batches(max_chunksize=size))
 
     @property
     def staged_table(self) -> str | None:
         """The scratch table's qualified name once attached, or None where there is none."""
         return f"{STAGE_SCHEMA}.{STAGE_TABLE}" if self.attach else None
+
+
+@contextmanager
+def staged_stream(engine: Engine, reader: pa.RecordBatchReader, count: int) -> Iterator[StagedRows]:
+    """:func:`staged_rows` for ``count`` rows read batch by batch from ``reader`` (in file order),
+    never all held at once: PostgreSQL's COPY takes the batches as they come, SQLite's scratch
+    database is written from the reader by ADBC."""
+    columns = reader.schema.empty_table()
+    if not is_sqlite(engine):
+        yield StagedRows(columns, stream=iter(reader), count=count)
+        return
+    with _scratch(reader, count) as path:
+        yield StagedRows(columns, {STAGE_SCHEMA: path}, count=count)
 
 
 @contextmanager
@@ -54,6 +79,13 @@ def staged_rows(engine: Engine, table: pa.Table) -> Iterator[StagedRows]:
     if not is_sqlite(engine):
         yield StagedRows(table)
         return
+    with _scratch(table, table.num_rows) as path:
+        yield StagedRows(table, {STAGE_SCHEMA: path})
+
+
+@contextmanager
+def _scratch(rows: pa.Table | pa.RecordBatchReader, count: int) -> Iterator[Path]:
+    """A scratch SQLite database holding ``rows`` as table ``rows``, deleted when the block ends."""
     import adbc_driver_sqlite.dbapi  # only SQLite registrations need it
 
     with ExitStack() as cleanup:
@@ -65,11 +97,11 @@ def staged_rows(engine: Engine, table: pa.Table) -> Iterator[StagedRows]:
                     cursor.execute("PRAGMA page_size = 65536")  # read once, front to back
                     cursor.execute("PRAGMA journal_mode = OFF")
                     cursor.execute("PRAGMA synchronous = OFF")
-                    cursor.adbc_ingest(STAGE_TABLE, table, mode="create")
+                    cursor.adbc_ingest(STAGE_TABLE, rows, mode="create")
         except (OSError, adbc_driver_sqlite.dbapi.Error) as exc:
             raise EvalstoreError(
-                f"Could not write the {table.num_rows:,} rows to a scratch file in {tempfile.gettempdir()} "
+                f"Could not write the {count:,} rows to a scratch file in {tempfile.gettempdir()} "
                 f"({str(exc).splitlines()[0]}). Nothing was stored. Free space there, or set TMPDIR to a "
                 "directory with room for them."
             ) from exc
-        yield StagedRows(table, {STAGE_SCHEMA: path})
+        yield path

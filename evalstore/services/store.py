@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from sqlalchemy import Engine, select
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import QRELS_KINDS, QrelsSet, Run, Task
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.db.staging import StagedRows, staged_rows
+from evalstore.db.staging import StagedRows, staged_rows, staged_stream
 from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import (
     ParsedFile,
@@ -29,6 +29,9 @@ from evalstore.io.formats import (
     read_subtopic_qrels,
 )
 from evalstore.metrics.preferences import check_consistent
+
+if TYPE_CHECKING:
+    from evalstore.backends.duckdb_engine import DuckDBSettings
 
 log = logging.getLogger("evalstore")
 Progress = Callable[[int], None]
@@ -186,10 +189,23 @@ def register_run(
     fmt: str | None = None,
     progress: Progress | None = None,
     within: Callable[[Session, Run], None] | None = None,
+    backend: str = "local",
+    duckdb_settings: DuckDBSettings | None = None,
 ) -> Registered:
     """Validate a run file and store it whole, in one transaction, or not at all. ``within(session,
     run)`` runs in that transaction once the rows are stored (a task's submission record, quota
-    check and evaluation job): if it raises, nothing is stored."""
+    check and evaluation job): if it raises, nothing is stored. ``backend="duckdb"``: a file
+    larger than memory, parsed, checked and ranked by DuckDB and stored batch by batch
+    (:func:`_register_run_out_of_core`)."""
+    if backend == "duckdb":
+        if within is not None:
+            raise InvalidParameterError("a task submission is registered in memory; --backend duckdb is for runs "
+                                        "registered from the command line")
+        return _register_run_out_of_core(engine, Path(path), name=name, system=system, metadata=metadata,
+                                         description=description, replace=replace, progress=progress,
+                                         settings=duckdb_settings)
+    if backend != "local":
+        raise InvalidParameterError(f"--backend must be local or duckdb, not '{backend}'.")
     parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked below, alongside storing
     with read_only(engine) as session:  # the same content again: report it without staging the rows
         existing = repo.find_run(session, name)
@@ -239,6 +255,43 @@ def register_run(
         rows, counts = repo.run_rows_to_store(parsed.table)
         with staged_rows(engine, rows) as staged:
             return _retry_on_name_race(lambda: store(staged, refuse_duplicates))
+
+
+def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None,
+                              metadata: dict[str, str] | None, description: str | None, replace: bool,
+                              progress: Progress | None, settings: DuckDBSettings | None) -> Registered:
+    """:func:`register_run` for a run file of any size: DuckDB parses, checks and ranks it in
+    bounded memory (evalstore.backends.duckdb_engine.run_to_store), and its rows go to the store
+    batch by batch (COPY into the run's partition on PostgreSQL, a scratch database on SQLite),
+    still in one transaction. The stored rows, ranks, counts and content hash are those of the
+    local path (tests/db/test_store.py holds them equal)."""
+    from evalstore.backends.duckdb_engine import DuckDBSettings, run_to_store
+
+    with run_to_store(path, settings or DuckDBSettings(), repo.BATCH_ROWS) as (parsed, reader):
+        with read_only(engine) as session:
+            existing = repo.find_run(session, name)
+        if existing is not None and existing.content_hash == parsed.content_hash:
+            return Registered(run_summary(existing), False)
+        with staged_stream(engine, reader, parsed.rows) as staged, unit_of_work(engine, staged.attach) as session:
+            existing = repo.find_run(session, name)
+            if existing is not None and not replace:
+                raise ConflictError(
+                    f"A run named '{name}' already exists with different content "
+                    f"(registered {existing.created_at:%Y-%m-%d %H:%M}). "
+                    "Pass --replace to replace it, or choose another --name.")
+            warnings: tuple[str, ...] = ()
+            if existing is not None:
+                dropped = repo.count_evaluations(session, run_id=existing.id)
+                if dropped:
+                    warnings = (_dropped_message("run", name, dropped),)
+                repo.delete_run(session, existing)
+            run = Run(name=name, system=system, description=description, metadata_=dict(metadata or {}),
+                      tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.rows,
+                      topic_count=parsed.topics, source=str(path))
+            session.add(run)
+            session.flush()
+            repo.insert_run_rows(session, run.id, staged, parsed.counts, progress)
+            return Registered(run_summary(run), True, warnings)
 
 
 def import_qrels(

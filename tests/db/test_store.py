@@ -7,6 +7,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import Engine, func, select, text
 
@@ -230,3 +231,55 @@ def test_storing_a_run_on_postgres_does_not_lock_out_readers_of_other_runs(postg
         assert store.run_rows(engine, "b")[0].rows == 1
     finally:
         engine.dispose()
+
+
+def _stored(engine: Engine, name: str) -> tuple[list[tuple], list[tuple], tuple]:  # type: ignore[type-arg]
+    with read_only(engine) as session:
+        run = session.scalar(select(Run).where(Run.name == name))
+        assert run is not None
+        rows = session.execute(select(RunRow.position, RunRow.topic, RunRow.doc, RunRow.score, RunRow.rank,
+                                      RunRow.trec_rank).where(RunRow.run_id == run.id).order_by(RunRow.position)).all()
+        counts = session.execute(text("SELECT topic, retrieved FROM run_topics WHERE run_id = :id ORDER BY topic"),
+                                 {"id": run.id}).all()
+        return [tuple(r) for r in rows], [tuple(c) for c in counts], (run.row_count, run.topic_count,
+                                                                      run.content_hash, run.tag)
+
+
+@pytest.mark.parametrize("source", ["shuffled.run", "robust03", "run.parquet"])
+def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(engine: Engine, write, source: str,  # type: ignore[no-untyped-def]
+                                                                 tmp_path: Path) -> None:
+    """runs register --backend duckdb (a run larger than memory): the same rows in the same file
+    order, the same trec_eval ranks, counts, hash and tag as the in-memory path stores."""
+    if source == "robust03":
+        path = shared_path("robust03", "runs", "input.pircRBa1.gz")
+    elif source == "run.parquet":
+        path = tmp_path / "run.parquet"
+        table = read_run(shared_path("robust03", "runs", "input.uwmtCR0.gz")).table
+        pq.write_table(table.select(["topic", "doc", "rank", "score"]).rename_columns(
+            ["query_id", "docno", "rank", "score"]), path)
+    else:  # ties, a topic split over the file, a rank column that says otherwise
+        path = write(source, "2 Q0 d1 9 -1.0 t\n1 Q0 d1 3 2.0 t\n1 Q0 d2 1 3.0 t\n2 Q0 e 1 -1.0 t\n"
+                             "1 Q0 D9 4 2.0 t\n1 Q0 d3 2 2.0 t\n")
+    store.register_run(engine, path, name="in-memory")
+    done = store.register_run(engine, path, name="duckdb", backend="duckdb")
+    assert done.created and done.summary.rows == _stored(engine, "in-memory")[2][0]
+    assert _stored(engine, "duckdb") == _stored(engine, "in-memory")
+    again = store.register_run(engine, path, name="duckdb", backend="duckdb")
+    assert not again.created
+
+
+@pytest.mark.parametrize(("text_", "message"), [
+    ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n",
+     "topic 1 lists document a twice; trec_eval refuses duplicate documents, so remove one of them"),
+    ("1 Q0 a first 2.0 t\n", "rank 'first' is not an integer between -2147483648 and 2147483647"),
+    ("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", ":2: score 'high' is not a number"),
+    ("# nothing but a comment\n", "the file has no rows"),
+])
+def test_a_bad_run_through_duckdb_stores_nothing(engine: Engine, write, text_: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    path = write("bad.run", text_)
+    with pytest.raises(InputFormatError) as raised:
+        store.register_run(engine, path, name="bad", backend="duckdb")
+    assert str(raised.value).startswith(str(path)) and message in str(raised.value)
+    with read_only(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Run)) == 0
+        assert session.scalar(select(func.count()).select_from(RunRow)) == 0
