@@ -13,6 +13,8 @@
    AUC, GAUC and log loss by `evalstore.backends.duckdb_engine.evaluate_predictions` and by
    `evalstore.spark.evaluate_predictions` on Spark local[2], each as its own process: wall time and
    peak RSS (for Spark: the driver's and its JVM's, the JVM being a child process).
+3. with --postgres URL (an empty database): the same 100M-row run stored with `runs register
+   --backend duckdb` and evaluated by `evaluate --wait` (all_trec) from the store: time and peak RSS.
 The data is generated once into --data (default build/bench-backends) and reused.
 """
 
@@ -168,6 +170,25 @@ print(f"{len(local.topics)} topics, {len(measures)} measures, unequal: {unequal 
 """
 
 
+def stored(evalstore: str, url: str, run_path: Path, qrels_path: Path, memory_limit: str) -> None:
+    """The large run through the store: registered by DuckDB, evaluated by the worker's path."""
+    import os
+
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
+    subprocess.run([evalstore, "db", "upgrade"], env=env, check=True, capture_output=True)
+    steps = {"runs register --backend duckdb": ["runs", "register", str(run_path), "--name", "big", "--backend",
+                                                "duckdb", "--memory-limit", memory_limit],
+             "qrels import": ["qrels", "import", str(qrels_path), "--name", "bigq"],
+             "evaluate --wait (all_trec)": ["evaluate", "--qrels", "bigq", "--run", "big", "--measures", "all_trec",
+                                            "--wait"]}
+    for label, command in steps.items():
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", MEASURE, evalstore, *command], env=env, capture_output=True,
+                              text=True, check=True)
+        peak = float(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
+        print(f"stored path, {label}: {time.perf_counter() - started:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topics", type=int, default=100_000)
@@ -181,6 +202,7 @@ def main() -> None:
     parser.add_argument("--skip-ranking", action="store_true")
     parser.add_argument("--skip-predictions", action="store_true")
     parser.add_argument("--skip-duckdb-predictions", action="store_true")
+    parser.add_argument("--postgres", help="an empty PostgreSQL database to store and evaluate the large run in")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
     evalstore = str(Path(sys.executable).with_name("evalstore"))
@@ -197,6 +219,8 @@ def main() -> None:
         done = subprocess.run([sys.executable, "-c", SAMPLE_EQUAL, str(run_path), str(qrels_path),
                                str(args.sample_topics), args.memory_limit], capture_output=True, text=True, check=True)
         print(f"sample against the local engine: {done.stdout.strip()}", flush=True)
+        if args.postgres:
+            stored(evalstore, args.postgres, run_path, qrels_path, args.memory_limit)
     if not args.skip_predictions:
         started = time.perf_counter()
         path = make_predictions(args.data, args.predictions, args.groups)
