@@ -81,6 +81,8 @@ def _quoted(text: str) -> str:
 
 
 def _format_of(path: Path) -> str:
+    if path.is_dir():  # a dataset as Spark (or pyarrow) writes one: a folder of Parquet part files
+        return "parquet"
     suffix = path.suffix.lower()
     if suffix == ".gz":
         suffix = Path(path.stem).suffix.lower()
@@ -97,7 +99,7 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     if fmt == "trec":
         return _trec_rows(con, path)
     if fmt == "parquet":
-        table = f"read_parquet({_quoted(str(path))})"
+        table = f"read_parquet({_parquet_files(path)})"
     else:
         table = (f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))}, "
                  "all_varchar=true)")
@@ -188,14 +190,31 @@ def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
     return InputFormatError(str(path), None, f"a line reads '{wanted}', not qid Q0 docno rank score tag")
 
 
+def _parquet_parts(path: Path) -> list[Path]:
+    """A Parquet file, or a folder's part files in name order (Spark names them part-00000...)."""
+    if not path.is_dir():
+        return [path]
+    parts = sorted(part for part in path.glob("*.parquet") if part.is_file())
+    if not parts:
+        raise InputFormatError(str(path), None, "the folder holds no .parquet file")
+    return parts
+
+
+def _parquet_files(path: Path) -> str:
+    """DuckDB's argument for the Parquet file(s), read in name order."""
+    return "[" + ", ".join(_quoted(str(part)) for part in _parquet_parts(path)) + "]"
+
+
 def _is_gzip(path: Path) -> bool:
+    if path.is_dir():
+        return False
     with open(path, "rb") as handle:
         return handle.read(2) == b"\x1f\x8b"
 
 
 def _last_tag(path: Path) -> str | None:
     """The last line's tag (trec_eval's runid), read from the file's end; None for gzip."""
-    if _is_gzip(path):
+    if _is_gzip(path) or path.is_dir():
         return None
     with open(path, "rb") as handle:
         handle.seek(0, os.SEEK_END)
@@ -283,7 +302,7 @@ def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.T
         raise InputFormatError(str(path), None, "no such file")
     fmt = _format_of(path)
     if fmt == "parquet":
-        return f"read_parquet({_quoted(str(path))})"
+        return f"read_parquet({_parquet_files(path)})"
     return f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))})"
 
 
@@ -390,7 +409,8 @@ def _content_hash(path: Path) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    with (gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")) as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
+    for part in _parquet_parts(path) if path.is_dir() else [path]:  # a folder: its part files in name order
+        with (gzip.open(part, "rb") if _is_gzip(part) else open(part, "rb")) as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
     return digest.hexdigest()

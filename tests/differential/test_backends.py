@@ -249,3 +249,30 @@ def test_duckdb_options_that_cannot_work_say_why(flags: list[str], message: str)
     done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *flags, str(GOLDEN / "qrels.test"),
                            str(GOLDEN / "results.test")], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
+
+
+def test_a_run_written_by_spark_is_stored_and_evaluated_like_its_file(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A run that lives in Spark reaches the store by Spark's own Parquet writer and `runs
+    register --backend duckdb` (a folder of part files): then it is evaluated, listed and logged
+    like any run, with the values of the same run registered from its file."""
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import orchestration, store
+    from evalstore.services.kinds import ranking
+
+    run = read_run(GOLDEN / "results.test", strict=False).table
+    folder = tmp_path / "spark-run"
+    spark.createDataFrame(run.select(["topic", "doc", "rank", "score"])).coalesce(2).write.parquet(str(folder))
+    engine = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        upgrade(engine)
+        store.import_qrels(engine, GOLDEN / "qrels.test", name="q")
+        store.register_run(engine, GOLDEN / "results.test", name="from-file")
+        done = store.register_run(engine, folder, name="from-spark", backend="duckdb")
+        assert done.created and done.summary.rows == run.num_rows
+        measures = ["AP", "nDCG@10", "P@5"]
+        orchestration.evaluate_runs(engine, qrels_name="q", run_names=["from-file", "from-spark"], measures=measures)
+        frames = [ranking.results(engine, qrels_name="q", run_name=name, measures=measures).frame
+                  for name in ("from-file", "from-spark")]
+        assert frames[0].equals(frames[1]) and len(frames[0]) == 3
+    finally:
+        engine.dispose()
