@@ -14,6 +14,10 @@ Binary predictions: AUC with tie-averaged ranks from per-distinct-score counts (
 evaluator bins), GAUC from per-group counts of the same kind, and log loss as a sum: all
 aggregates DuckDB computes in a streaming pass, spilling to ``temp_directory`` when
 ``memory_limit`` is reached.
+
+Storing a run too large to hold (``runs register --backend duckdb``): DuckDB parses and checks it,
+ranks every row (there a window per topic is what is asked for) and hands the rows back in file
+order, batch by batch (:func:`run_to_store`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ if TYPE_CHECKING:
     import duckdb
 
     from evalstore.metrics._prepare import PrepareOptions, Ranking
-
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,10 @@ def _format_of(path: Path) -> str:
 
 
 def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
-    """(SQL of the run as rows (topic, doc, score, rank as given, text), the run's tag as trec_eval reports it: the last
-    line's) for a TREC run file (any whitespace between fields, gzip or not), a CSV/TSV with a header
-    or a Parquet file (columns named as the local reader names them)."""
+    """(SQL of the run as rows (topic, doc, score, rank as given, as text), the run's tag as
+    trec_eval reports it: the last line's) for a TREC run file (any white space between fields,
+    gzip or not), a CSV/TSV with a header, or Parquet: a file or a folder of part files (columns
+    named as the local reader names them)."""
     if not path.exists():
         raise InputFormatError(str(path), None, "no such file")
     fmt = _format_of(path)
