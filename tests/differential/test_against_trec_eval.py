@@ -272,3 +272,24 @@ def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str]
     got[("recip_rank", "all")] = round(ours.aggregates[f"RR@{cutoff}"], 4)
     got[("num_q", "all")] = ours.aggregates["NumQ"]
     assert got == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("qrels_parts", "run_parts", "flags"),
+                         [(q, r, ["-q", "-c", "-m", "all_trec"]) for q, r in REAL_RUNS]
+                         + [(REAL_RUNS[0][0], REAL_RUNS[0][1], ["-M", "100", "-J", "-q", "-c", "-m", "all_trec"])],
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v[-1])
+def test_real_runs_through_duckdb_agree_with_trec_eval(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...],
+                                                       flags: list[str], trec_eval_binary: Path,
+                                                       tmp_path: Path) -> None:
+    """`trec-eval --backend duckdb` (a run of any size, ranked out of core) against the program
+    itself, not only against the local engine (tests/differential/test_backends.py)."""
+    qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
+    if run.suffix == ".gz":
+        plain = tmp_path / run.stem
+        plain.write_bytes(gzip.decompress(run.read_bytes()))
+        run = plain
+    args = [*flags, str(qrels), str(run)]
+    theirs = subprocess.run([str(trec_eval_binary), *args], capture_output=True, text=True, check=False)
+    ours = CliRunner().invoke(app, ["trec-eval", "--backend", "duckdb", *args])
+    _assert_same(theirs, ours, args)
