@@ -217,19 +217,8 @@ def register_run(
             existing = repo.find_run(session, name)
             if existing is not None and existing.content_hash == parsed.content_hash:
                 return Registered(run_summary(existing), False, parsed.warnings)
-            if existing is not None and not replace:
-                refuse_duplicates()  # bad input is reported first, as it is for every other defect
-                raise ConflictError(
-                    f"A run named '{name}' already exists with different content "
-                    f"(registered {existing.created_at:%Y-%m-%d %H:%M}). "
-                    "Pass --replace to replace it, or choose another --name."
-                )
-            warnings = parsed.warnings
-            if existing is not None:
-                dropped = repo.count_evaluations(session, run_id=existing.id)
-                if dropped:
-                    warnings = (*warnings, _dropped_message("run", name, dropped))
-                repo.delete_run(session, existing)
+            # bad input is reported before a taken name, as it is for every other defect
+            warnings = (*parsed.warnings, *_replace_run(session, existing, name, replace, refuse_duplicates))
             run = Run(
                 name=name, system=system, description=description, metadata_=dict(metadata or {}),
                 tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.table.num_rows,
@@ -257,6 +246,23 @@ def register_run(
             return _retry_on_name_race(lambda: store(staged, refuse_duplicates))
 
 
+def _replace_run(session: Session, existing: Run | None, name: str, replace: bool,
+                 before_refusing: Callable[[], None] = lambda: None) -> tuple[str, ...]:
+    """Make room for a run named ``name`` with other content: refused without ``replace``
+    (``before_refusing`` first), else the old run goes, with the warning of the evaluations
+    that go with it."""
+    if existing is None:
+        return ()
+    if not replace:
+        before_refusing()
+        raise ConflictError(f"A run named '{name}' already exists with different content (registered "
+                            f"{existing.created_at:%Y-%m-%d %H:%M}). Pass --replace to replace it, or choose another "
+                            "--name.")
+    dropped = repo.count_evaluations(session, run_id=existing.id)
+    repo.delete_run(session, existing)
+    return (_dropped_message("run", name, dropped),) if dropped else ()
+
+
 def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None,
                               metadata: dict[str, str] | None, description: str | None, replace: bool,
                               progress: Progress | None, settings: DuckDBSettings | None) -> Registered:
@@ -273,18 +279,7 @@ def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: 
         if existing is not None and existing.content_hash == parsed.content_hash:
             return Registered(run_summary(existing), False)
         with staged_stream(engine, reader, parsed.rows) as staged, unit_of_work(engine, staged.attach) as session:
-            existing = repo.find_run(session, name)
-            if existing is not None and not replace:
-                raise ConflictError(
-                    f"A run named '{name}' already exists with different content "
-                    f"(registered {existing.created_at:%Y-%m-%d %H:%M}). "
-                    "Pass --replace to replace it, or choose another --name.")
-            warnings: tuple[str, ...] = ()
-            if existing is not None:
-                dropped = repo.count_evaluations(session, run_id=existing.id)
-                if dropped:
-                    warnings = (_dropped_message("run", name, dropped),)
-                repo.delete_run(session, existing)
+            warnings = _replace_run(session, repo.find_run(session, name), name, replace)
             run = Run(name=name, system=system, description=description, metadata_=dict(metadata or {}),
                       tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.rows,
                       topic_count=parsed.topics, source=str(path))
