@@ -160,7 +160,7 @@ def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_
                                   f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)"))
                                   .alias("twice_pairs")))
 
-    from evalstore.backends.duckdb_engine import ratio_of_pairs
+    from evalstore.backends.duckdb_engine import gauc_of_pairs, ratio_of_pairs
 
     whole = _one_row(pair_counts(data.withColumn("g", f.lit(0))))
     aggregates: dict[str, float | None] = {
@@ -171,12 +171,10 @@ def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_
     if group_col is not None:
         groups = pair_counts(data).cache()
         table = groups.select("positives", "negatives", f.col("twice_pairs").cast("string")).toArrow()
-        pos, neg = table["positives"].to_numpy(), table["negatives"].to_numpy()
-        auc = ratio_of_pairs(np.array([int(v) for v in table["twice_pairs"].to_pylist()], dtype=object), pos, neg)
-        scored = ~np.isnan(auc)
-        sizes = (pos + neg)[scored].astype(np.float64)
-        aggregates["gauc"] = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else None
-        aggregates["gauc_groups_skipped"] = float((~scored).sum())
+        gauc, skipped = gauc_of_pairs([int(v) for v in table["twice_pairs"].to_pylist()],
+                                      table["positives"].to_numpy(), table["negatives"].to_numpy())
+        aggregates["gauc"] = None if math.isnan(gauc) else gauc
+        aggregates["gauc_groups_skipped"] = skipped
         per_group = groups.select(
             f.col("g").alias(group_col), "positives", "negatives",
             f.when((f.col("positives") > 0) & (f.col("negatives") > 0),

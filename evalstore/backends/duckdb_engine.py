@@ -23,6 +23,7 @@ order, batch by batch (:func:`run_to_store`).
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -297,6 +298,17 @@ def ratio_of_pairs(twice_pairs: np.ndarray, positives: np.ndarray, negatives: np
         return np.where(both, twice_pairs.astype(np.float64) / (2.0 * positives * negatives), np.nan)
 
 
+def gauc_of_pairs(twice_pairs: list[int], positives: np.ndarray, negatives: np.ndarray) -> tuple[float, float]:
+    """(GAUC, groups skipped for one class) from each group's exact pair counts: the groups' AUC
+    weighted by their sizes, summed exactly (math.fsum), so that any order of the groups gives the
+    local engine's bits (evalstore.metrics.classification.gauc)."""
+    auc = ratio_of_pairs(np.asarray(twice_pairs, dtype=object), positives, negatives)
+    scored = ~np.isnan(auc)
+    sizes = (positives + negatives)[scored].astype(np.float64)
+    value = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else float("nan")
+    return value, float((~scored).sum())
+
+
 def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.Table) -> str:
     if isinstance(source, pa.Table):
         con.register("predictions", source)
@@ -317,8 +329,6 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
     size, over groups holding both classes) and log loss (scikit-learn's, scores clipped to
     [eps, 1 - eps], when every score is a probability) of binary predictions (label 0/1) in a
     Parquet/CSV file or an Arrow table, in DuckDB's bounded memory."""
-    import math
-
     con = connect(settings)
     try:
         table = _prediction_source(con, source)
@@ -340,12 +350,8 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
         if group_col is not None:
             groups = con.sql(PAIR_COUNTS.format(group=f'"{group_col}"', score=score, label=label,
                                                 source=table)).to_arrow_table()
-            pos, neg = groups["positives"].to_numpy(), groups["negatives"].to_numpy()
-            auc = ratio_of_pairs(np.asarray(groups["twice_pairs"].to_pylist(), dtype=object), pos, neg)
-            scored = ~np.isnan(auc)
-            sizes = (pos + neg)[scored].astype(np.float64)
-            values["gauc"] = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else float("nan")
-            values["gauc_groups_skipped"] = float((~scored).sum())
+            values["gauc"], values["gauc_groups_skipped"] = gauc_of_pairs(
+                groups["twice_pairs"].to_pylist(), groups["positives"].to_numpy(), groups["negatives"].to_numpy())
         if 0 <= lowest and highest <= 1:
             eps = float(np.finfo(np.float64).eps)
             values["log_loss"] = con.execute(
