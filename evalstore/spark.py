@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
-from evalstore.io.formats import COLUMN_ALIASES
+from evalstore.io.formats import choose_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,16 +55,8 @@ def _one_row(frame: DataFrame) -> Any:
 
 def _canonical(df: DataFrame, wanted: Sequence[str], what: str) -> DataFrame:
     """``df`` with its columns renamed to evalstore's names (topic, doc, score | relevance)."""
-    lowered = {name.lower(): name for name in df.columns}
-    chosen = []
-    for canonical in wanted:
-        source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
-        if source is None:
-            looked = " or ".join(COLUMN_ALIASES[canonical])
-            raise InputFormatError(what, None, f"no '{canonical}' column (looked for {looked}); found "
-                                               f"{', '.join(df.columns)}")
-        chosen.append(df[source].alias(canonical))
-    return df.select(*chosen)
+    chosen = choose_columns(what, df.columns, wanted)
+    return df.select(*(df[source].alias(canonical) for canonical, source in chosen.items()))
 
 
 def judged_ranks(run_df: DataFrame, qrels_df: DataFrame) -> tuple[pa.Table, pa.Table]:

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
-from evalstore.io.formats import COLUMN_ALIASES
+from evalstore.io.formats import choose_columns
 
 if TYPE_CHECKING:
     import duckdb
@@ -109,21 +109,12 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
         table = (f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))}, "
                  "all_varchar=true)")
     names = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()]
-    lowered = {name.lower(): name for name in names}
-    chosen = {}
-    for canonical in ("topic", "doc", "score"):
-        source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
-        if source is None:
-            looked = " or ".join(COLUMN_ALIASES[canonical])
-            raise InputFormatError(str(path), None, f"no '{canonical}' column (looked for {looked}); found "
-                                                    f"{', '.join(names)}")
-        chosen[canonical] = '"' + source.replace('"', '""') + '"'
-    rank_column = next((lowered[a] for a in COLUMN_ALIASES["rank"] if a in lowered), None)
-    rank = f'CAST("{rank_column}" AS VARCHAR)' if rank_column is not None else "'0'"
-    tag_column = next((lowered[a] for a in COLUMN_ALIASES["tag"] if a in lowered), None)
+    found = choose_columns(str(path), names, ["topic", "doc", "score"], ["rank", "tag"])
+    chosen = {canonical: '"' + source.replace('"', '""') + '"' for canonical, source in found.items()}
+    rank = f"CAST({chosen['rank']} AS VARCHAR)" if "rank" in chosen else "'0'"
     tag = None
-    if tag_column is not None:
-        last = _first(con.execute(f'SELECT CAST("{tag_column}" AS VARCHAR) FROM {table} LIMIT 1').fetchall())
+    if "tag" in chosen:
+        last = _first(con.execute(f"SELECT CAST({chosen['tag']} AS VARCHAR) FROM {table} LIMIT 1").fetchall())
         tag = None if last is None else last[0]
     score = chosen["score"]
     bad_score = _first(con.execute(f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "

@@ -21,6 +21,7 @@ import hashlib
 import io
 import math
 import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -608,20 +609,26 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
 def _select_columns(path: Path, table: pa.Table, kind: Kind) -> pa.Table:
     required = ["topic", "doc", "score"] if kind == "run" else ["topic", "doc", "relevance"]
     optional = ["rank"] if kind == "run" else ["iteration"]
-    lowered = {name.lower(): name for name in table.column_names}
-    chosen: dict[str, pa.ChunkedArray] = {}
-    for canonical in required + optional:
+    chosen = choose_columns(str(path), table.column_names, required, optional)
+    return pa.table({canonical: table[source] for canonical, source in chosen.items()})
+
+
+def choose_columns(path: str, names: Sequence[str], required: Sequence[str],
+                   optional: Sequence[str] = ()) -> dict[str, str]:
+    """For each canonical column (topic, doc, score, ...), the name a table gives it, found among
+    its aliases (:data:`COLUMN_ALIASES`, any case): what every reader of named columns (this
+    module, the DuckDB and Spark backends) looks up; a required one missing is refused."""
+    lowered = {name.lower(): name for name in names}
+    chosen: dict[str, str] = {}
+    for canonical in [*required, *optional]:
         source = next((lowered[a] for a in COLUMN_ALIASES[canonical] if a in lowered), None)
-        if source is None:
-            if canonical in optional:
-                continue
+        if source is not None:
+            chosen[canonical] = source
+        elif canonical in required:
             wanted = " or ".join(COLUMN_ALIASES[canonical])
-            raise InputFormatError(
-                str(path), None,
-                f"no '{canonical}' column (looked for {wanted}); found {', '.join(table.column_names)}",
-            )
-        chosen[canonical] = table[source]
-    return pa.table(chosen)
+            raise InputFormatError(path, None, f"no '{canonical}' column (looked for {wanted}); found "
+                                               f"{', '.join(names)}")
+    return chosen
 
 
 def _row_location(offset: int, row: int) -> int | None:
