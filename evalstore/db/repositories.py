@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,50 +45,52 @@ PARALLEL_READS = 2  # concurrent PostgreSQL reads of one large query (this servi
 Progress = Callable[[int], None]
 
 
+Named = TypeVar("Named", bound=Base)
+
+
+def find_named(session: Session, model: type[Named], name: str) -> Named | None:
+    """The row of ``model`` (a table with a unique ``name``) called ``name``, or None."""
+    return session.scalar(select(model).where(model.__table__.c.name == name))
+
+
+def get_named(session: Session, model: type[Named], name: str, missing: str) -> Named:
+    """:func:`find_named`, refused with ``missing`` (what is wrong and what to do) when there is none."""
+    found = find_named(session, model, name)
+    if found is None:
+        raise NotFoundError(missing)
+    return found
+
+
 def get_run(session: Session, name: str) -> Run:
-    run = session.scalar(select(Run).where(Run.name == name))
-    if run is None:
-        raise NotFoundError(f"No run named '{name}'. See 'evalstore runs list' for the registered runs.")
-    return run
+    return get_named(session, Run, name, f"No run named '{name}'. See 'evalstore runs list' for the registered runs.")
 
 
 def get_pool(session: Session, name: str) -> Pool:
-    pool = session.scalar(select(Pool).where(Pool.name == name))
-    if pool is None:
-        raise NotFoundError(f"No pool named '{name}'. List pools with 'evalstore pool list', or build one with "
-                            f"'evalstore pool build --name {name} --all-runs'.")
-    return pool
+    return get_named(session, Pool, name, f"No pool named '{name}'. List pools with 'evalstore pool list', or build "
+                                          f"one with 'evalstore pool build --name {name} --all-runs'.")
 
 
 def get_topic_set(session: Session, name: str) -> TopicSet:
-    found = session.scalar(select(TopicSet).where(TopicSet.name == name))
-    if found is None:
-        raise NotFoundError(f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.")
-    return found
+    return get_named(session, TopicSet, name, f"No topics named '{name}'. Import them with 'evalstore topics import "
+                                              f"PATH --name {name}'.")
 
 
 def get_collection(session: Session, name: str) -> Collection:
-    found = session.scalar(select(Collection).where(Collection.name == name))
-    if found is None:
-        raise NotFoundError(f"No collection named '{name}'. Import it with 'evalstore documents import PATH "
-                            f"--collection {name}'.")
-    return found
+    return get_named(session, Collection, name, f"No collection named '{name}'. Import it with 'evalstore documents "
+                                                f"import PATH --collection {name}'.")
 
 
 def find_split(session: Session, name: str) -> Split | None:
-    return session.scalar(select(Split).where(Split.name == name))
+    return find_named(session, Split, name)
 
 
 def get_split(session: Session, name: str) -> Split:
-    split = find_split(session, name)
-    if split is None:
-        raise NotFoundError(f"No split named '{name}'. See 'evalstore splits list', or make one with 'evalstore "
-                            f"splits make'.")
-    return split
+    return get_named(session, Split, name, f"No split named '{name}'. See 'evalstore splits list', or make one with "
+                                           "'evalstore splits make'.")
 
 
 def find_run(session: Session, name: str) -> Run | None:
-    return session.scalar(select(Run).where(Run.name == name))
+    return find_named(session, Run, name)
 
 
 def list_runs(session: Session) -> list[Run]:
@@ -96,16 +98,12 @@ def list_runs(session: Session) -> list[Run]:
 
 
 def get_qrels(session: Session, name: str) -> QrelsSet:
-    qrels = session.scalar(select(QrelsSet).where(QrelsSet.name == name))
-    if qrels is None:
-        raise NotFoundError(
-            f"No qrels named '{name}'. See 'evalstore qrels list' for the imported qrels."
-        )
-    return qrels
+    return get_named(session, QrelsSet, name, f"No qrels named '{name}'. See 'evalstore qrels list' for the imported "
+                                              "qrels.")
 
 
 def find_qrels(session: Session, name: str) -> QrelsSet | None:
-    return session.scalar(select(QrelsSet).where(QrelsSet.name == name))
+    return find_named(session, QrelsSet, name)
 
 
 def list_qrels(session: Session) -> list[QrelsSet]:

@@ -31,7 +31,7 @@ from sqlalchemy import Engine, delete, insert, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Run, Standardisation, StandardisationStatistic, StandardisedValue, Submission
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import resolve_measures
 from evalstore.services import comparisons, pools
 from evalstore.services.kinds import ranking
@@ -266,10 +266,8 @@ def _store_standardisation(engine: Engine, name: str, qrels_name: str, runs: lis
 def read_standardisation(engine: Engine, name: str) -> Standardised:
     """A stored standardisation: its statistics and z-scores, as :func:`standardize` returned them."""
     with read_only(engine) as session:
-        stored = session.scalar(select(Standardisation).where(Standardisation.name == name))
-        if stored is None:
-            raise NotFoundError(f"No standardisation named '{name}'. Make one with 'evalstore standardize --qrels "
-                                "QRELS --measure M --name NAME'.")
+        stored = repo.get_named(session, Standardisation, name, f"No standardisation named '{name}'. Make one with "
+                                "'evalstore standardize --qrels QRELS --measure M --name NAME'.")
         statistics = pd.DataFrame(session.execute(
             select(StandardisationStatistic.topic, StandardisationStatistic.measure, StandardisationStatistic.mean,
                    StandardisationStatistic.stddev).where(StandardisationStatistic.standardisation_id == stored.id)

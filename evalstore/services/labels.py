@@ -22,7 +22,7 @@ from evalstore.db import arrow_reads
 from evalstore.db import repositories as repo
 from evalstore.db.models import GoldLabel, LabelSet, Prediction, PredictionScore, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InvalidParameterError
 from evalstore.io.labels import Gold, read_predictions
 from evalstore.io.labels import read_gold as read_gold_file
 
@@ -62,21 +62,15 @@ def _prediction_summary(prediction_set: PredictionSet, labels: str, created: boo
 
 
 def get_label_set(session: Session, name: str) -> LabelSet:
-    return _named(session, LabelSet, name, f"No gold labels named '{name}'. Import them with 'evalstore labels "
-                                           f"import PATH --name {name}'.")
+    return repo.get_named(session, LabelSet, name,
+                          f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH --name "
+                          f"{name}'.")
 
 
 def get_prediction_set(session: Session, name: str) -> PredictionSet:
-    return _named(session, PredictionSet, name, f"No predictions named '{name}'. Register them with 'evalstore "
-                                                f"predictions register PATH --name {name} --labels GOLD' (or "
-                                                "'evalstore clusters register').")
-
-
-def _named(session: Session, model: Any, name: str, missing: str) -> Any:
-    found = session.scalar(select(model).where(model.name == name))
-    if found is None:
-        raise NotFoundError(missing)
-    return found
+    return repo.get_named(session, PredictionSet, name,
+                          f"No predictions named '{name}'. Register them with 'evalstore predictions register PATH "
+                          f"--name {name} --labels GOLD' (or 'evalstore clusters register').")
 
 
 def _copy(session: Session, table_name: str, table: pa.Table) -> None:

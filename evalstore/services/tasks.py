@@ -90,10 +90,7 @@ def _task_view(session: Session, task: Task) -> TaskView:
 
 
 def _get_task(session: Session, name: str) -> Task:
-    task = session.scalar(select(Task).where(Task.name == name))
-    if task is None:
-        raise NotFoundError(f"No task named '{name}'. See 'evalstore tasks list'.")
-    return task
+    return repo.get_named(session, Task, name, f"No task named '{name}'. See 'evalstore tasks list'.")
 
 
 class _TaskLike(Protocol):
