@@ -37,6 +37,8 @@ from evalstore.io.formats import choose_columns
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from evalstore.metrics.classification import BinaryCounts
+
 
 
 def _functions() -> Any:
@@ -120,13 +122,71 @@ def evaluate_ranking(run_df: DataFrame, qrels_df: DataFrame, measures: Sequence[
     return spark.createDataFrame(per_query), spark.createDataFrame(aggregates)
 
 
+def _pair_counts(frame: DataFrame) -> DataFrame:
+    """Per group g of rows (label, s, g): positives, negatives, twice the pairs ordered right (a
+    tie counts half; exact integers) and the sum over distinct scores of the positives there times
+    the precision at that score, as PAIR_COUNTS in evalstore.backends.duckdb_engine."""
+    from pyspark.sql import Window
+
+    f = _functions()
+    counts = frame.groupBy("g", "s").agg(f.sum("label").alias("pos"), (f.count(f.lit(1)) - f.sum("label"))
+                                         .alias("neg"))
+    lower = Window.partitionBy("g").orderBy("s").rowsBetween(Window.unboundedPreceding, -1)
+    whole = Window.partitionBy("g")
+    return (counts.withColumn("neg_below", f.coalesce(f.sum("neg").over(lower), f.lit(0)))
+            .withColumn("tp_at", f.sum("pos").over(whole) - f.coalesce(f.sum("pos").over(lower), f.lit(0)))
+            .withColumn("predicted_at", f.sum(f.col("pos") + f.col("neg")).over(whole)
+                        - f.coalesce(f.sum(f.col("pos") + f.col("neg")).over(lower), f.lit(0)))
+            .groupBy("g").agg(f.sum("pos").alias("positives"), f.sum("neg").alias("negatives"),
+                              f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)"))
+                              .alias("twice_pairs"),
+                              f.sum(f.col("pos") * (f.col("tp_at").cast("double") / f.col("predicted_at")))
+                              .alias("precision_sum")))
+
+
+def binary_counts(data: DataFrame) -> BinaryCounts:
+    """:class:`BinaryCounts` of a DataFrame of rows (y, s, g, predicted), as
+    :func:`evalstore.backends.duckdb_engine.binary_counts` counts them (per group only when every
+    row has one); a few rows per group come to the driver."""
+    from evalstore.metrics.classification import BinaryCounts
+
+    f = _functions()
+    overall = _one_row(data.agg(f.count(f.lit(1)).alias("items"), f.count("s").alias("scored"),
+                                f.count("g").alias("grouped"), f.min("s").alias("lowest"), f.max("s").alias("highest")))
+    if overall["items"] == 0:
+        raise InvalidParameterError("no predictions to evaluate")
+    if overall["scored"] < overall["items"]:
+        raise InvalidParameterError(f"{overall['items'] - overall['scored']} of {overall['items']} predictions have "
+                                    "no score; the out-of-core backends evaluate scored predictions")
+    rows = data.select(f.col("y").alias("label"), "s", "g", "predicted")
+
+    def counts(frame: DataFrame) -> pa.Table:
+        cells = frame.groupBy("g").agg(
+            f.sum(f.col("label") * f.col("predicted")).alias("tp"),
+            f.sum((1 - f.col("label")) * f.col("predicted")).alias("fp"),
+            f.sum(f.col("label") * (1 - f.col("predicted"))).alias("fn"),
+            f.sum((1 - f.col("label")) * (1 - f.col("predicted"))).alias("tn"))
+        return (_pair_counts(frame).join(cells, "g").orderBy("g")
+                .select(f.col("g").cast("string").alias("group"), "positives", "negatives",
+                        f.col("twice_pairs").cast("string"), "precision_sum", "tp", "fp", "fn", "tn").toArrow())
+
+    log_loss_sum = brier_sum = None
+    if 0 <= overall["lowest"] and overall["highest"] <= 1:
+        eps = float(np.finfo(np.float64).eps)
+        gold = f.when(f.col("y") == 1, f.col("s")).otherwise(1 - f.col("s"))
+        sums = _one_row(data.agg(f.sum(-f.log(f.least(f.greatest(gold, f.lit(eps)), f.lit(1 - eps)))),
+                                 f.sum((f.col("y") - f.col("s")) * (f.col("y") - f.col("s")))))
+        log_loss_sum, brier_sum = float(sums[0]), float(sums[1])
+    return BinaryCounts.from_tables(counts(rows.withColumn("g", f.lit(""))),
+                                    counts(rows) if overall["grouped"] == overall["items"] else None,
+                                    log_loss_sum, brier_sum)
+
+
 def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_col: str = "score",
                          group_col: str | None = None) -> tuple[DataFrame | None, DataFrame]:
     """(per group: group, positives, negatives, auc (null with one class), or None without
     ``group_col``; aggregates, one row: items, positives, auc, gauc, gauc_groups_skipped, log_loss
     (when every score is in [0, 1])) of binary predictions (label 0/1)."""
-    from pyspark.sql import Window
-
     f = _functions()
     spark = pred_df.sparkSession
     data = pred_df.select(f.col(label_col).cast("long").alias("label"), f.col(score_col).cast("double").alias("s"),
@@ -141,27 +201,16 @@ def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_
         raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {overall['low']}.."
                                     f"{overall['high']}, {overall['missing']} missing scores)")
 
-    def pair_counts(frame: DataFrame) -> DataFrame:
-        """Per group: positives, negatives and twice the pairs ordered right (a tie counts half),
-        exact integers, as PAIR_COUNTS in evalstore.backends.duckdb_engine."""
-        counts = frame.groupBy("g", "s").agg(f.sum("label").alias("pos"), (f.count(f.lit(1)) - f.sum("label"))
-                                             .alias("neg"))
-        below = Window.partitionBy("g").orderBy("s").rowsBetween(Window.unboundedPreceding, -1)
-        return (counts.withColumn("neg_below", f.coalesce(f.sum("neg").over(below), f.lit(0)))
-                .groupBy("g").agg(f.sum("pos").alias("positives"), f.sum("neg").alias("negatives"),
-                                  f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)"))
-                                  .alias("twice_pairs")))
+    from evalstore.metrics.classification import gauc_of_pairs, ratio_of_pairs
 
-    from evalstore.backends.duckdb_engine import gauc_of_pairs, ratio_of_pairs
-
-    whole = _one_row(pair_counts(data.withColumn("g", f.lit(0))))
+    whole = _one_row(_pair_counts(data.withColumn("g", f.lit(0))))
     aggregates: dict[str, float | None] = {
         "items": float(overall["items"]), "positives": float(whole["positives"]),
         "auc": float(ratio_of_pairs(np.array([int(whole["twice_pairs"])], dtype=object),
                                     np.array([whole["positives"]]), np.array([whole["negatives"]]))[0])}
     per_group = None
     if group_col is not None:
-        groups = pair_counts(data).cache()
+        groups = _pair_counts(data).cache()
         table = groups.select("positives", "negatives", f.col("twice_pairs").cast("string")).toArrow()
         gauc, skipped = gauc_of_pairs([int(v) for v in table["twice_pairs"].to_pylist()],
                                       table["positives"].to_numpy(), table["negatives"].to_numpy())

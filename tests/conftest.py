@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,3 +106,26 @@ def write(tmp_path: Path):  # type: ignore[no-untyped-def]
         return path
 
     return _write
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local[2] Spark session for the test session, on the machine's JDK; without pyspark or
+    Java the tests that use it skip, except under CI (CI=true), where they must run."""
+    must_run = os.environ.get("CI") == "true"
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        if must_run:
+            pytest.fail("pyspark is missing under CI: it is in the test extra")
+        pytest.skip("pyspark is not installed (pip install 'evalstore[spark]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if must_run:
+            pytest.fail("no Java under CI: Spark needs a JDK 17")
+        pytest.skip("no Java on this machine: Spark needs a JDK 17")
+    session = (SparkSession.builder.master("local[2]").appName("evalstore-tests")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
+               .config("spark.driver.memory", "2g").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -23,7 +23,6 @@ order, batch by batch (:func:`run_to_store`).
 from __future__ import annotations
 
 import gzip
-import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
 from evalstore.io.formats import choose_columns
+from evalstore.metrics.classification import BinaryCounts, gauc_of_pairs, ratio_of_pairs
 
 if TYPE_CHECKING:
     import duckdb
@@ -220,7 +220,7 @@ def _last_tag(path: Path) -> str | None:
     return lines[-1].split()[-1].decode("utf-8", errors="replace") if lines else None
 
 
-def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path
+def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path | str
                  ) -> tuple[pa.Table, pa.Table]:
     """(topic, retrieved) for every run topic and (topic, rank, relevance) for every run row the
     qrels judge, rank in trec_eval order; refuses a docno twice in a topic, as trec_eval does."""
@@ -266,38 +266,68 @@ def prepare_file(qrels: pa.Table, run_path: str | Path, options: PrepareOptions,
 
 # Per (group, distinct score): positives and negatives; then, per group, twice the pairs ordered
 # right (a tie counts half) as an exact integer: sum over scores of pos x (2 x negatives below +
-# negatives at the score). The local engine's group_auc and Curve.auc count the same pairs.
+# negatives at the score), and the sum over scores of pos x the precision of everything scoring at
+# least that (average precision x positives). The local engine's group_auc and Curve count the same.
 PAIR_COUNTS = """
 WITH counts AS (
     SELECT {group} AS g, {score} AS s, sum({label})::BIGINT AS pos, (count(*) - sum({label}))::BIGINT AS neg
     FROM {source} GROUP BY ALL),
 below AS (
-    SELECT g, pos, neg, coalesce(sum(neg) OVER (PARTITION BY g ORDER BY s
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS neg_below
-    FROM counts)
+    SELECT g, pos, neg, coalesce(sum(neg) OVER lower, 0) AS neg_below,
+           sum(pos) OVER whole - coalesce(sum(pos) OVER lower, 0) AS tp_at,
+           sum(pos + neg) OVER whole - coalesce(sum(pos + neg) OVER lower, 0) AS predicted_at
+    FROM counts
+    WINDOW lower AS (PARTITION BY g ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           whole AS (PARTITION BY g))
 SELECT g AS "group", sum(pos)::BIGINT AS positives, sum(neg)::BIGINT AS negatives,
-       sum(pos * (2 * neg_below + neg))::HUGEINT AS twice_pairs
+       sum(pos * (2 * neg_below + neg))::HUGEINT AS twice_pairs, sum(pos * (tp_at / predicted_at)) AS precision_sum
 FROM below GROUP BY g
 """
 
+# PAIR_COUNTS with each group's confusion counts of the predicted labels, for rows (y, s, g,
+# predicted) as evalstore.db.repositories.binary_prediction_batches reads a stored set
+BINARY_COUNTS = """
+WITH pairs AS ({pairs}),
+cells AS (
+    SELECT {group} AS "group", sum(y * predicted)::BIGINT AS tp, sum((1 - y) * predicted)::BIGINT AS fp,
+           sum(y * (1 - predicted))::BIGINT AS fn, sum((1 - y) * (1 - predicted))::BIGINT AS tn
+    FROM {source} GROUP BY ALL)
+SELECT "group", positives, negatives, CAST(twice_pairs AS VARCHAR) AS twice_pairs, precision_sum, tp, fp, fn, tn
+FROM pairs JOIN cells USING ("group") ORDER BY "group"
+"""
 
-def ratio_of_pairs(twice_pairs: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
-    """AUC per group from exact pair counts (NaN for a group with one class), the division the
-    local engine does: the same integers give the same bits."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        both = (positives > 0) & (negatives > 0)
-        return np.where(both, twice_pairs.astype(np.float64) / (2.0 * positives * negatives), np.nan)
+# the log loss and Brier terms of each item, as scikit-learn computes them (the probability of the
+# gold class clipped to [eps, 1 - eps]), summed
+LOSS_SUMS = """
+SELECT sum(-ln(least(greatest(CASE WHEN y = 1 THEN s ELSE 1 - s END, {eps!r}), {one_minus_eps!r}))),
+       sum((y - s) * (y - s))
+FROM {source}
+"""
 
 
-def gauc_of_pairs(twice_pairs: list[int], positives: np.ndarray, negatives: np.ndarray) -> tuple[float, float]:
-    """(GAUC, groups skipped for one class) from each group's exact pair counts: the groups' AUC
-    weighted by their sizes, summed exactly (math.fsum), so that any order of the groups gives the
-    local engine's bits (evalstore.metrics.classification.gauc)."""
-    auc = ratio_of_pairs(np.asarray(twice_pairs, dtype=object), positives, negatives)
-    scored = ~np.isnan(auc)
-    sizes = (positives + negatives)[scored].astype(np.float64)
-    value = math.fsum(auc[scored] * sizes) / math.fsum(sizes) if scored.any() else float("nan")
-    return value, float((~scored).sum())
+def binary_counts(con: duckdb.DuckDBPyConnection, source: str) -> BinaryCounts:
+    """:class:`BinaryCounts` of the rows (y, s, g, predicted) of ``source`` (a table or a query
+    in parentheses): two aggregating passes with a window over each group's distinct scores,
+    spilling to disk past the memory limit; per group only when every row has one."""
+    items, scored, grouped, lowest, highest = con.execute(
+        f"SELECT count(*), count(s), count(g), min(s), max(s) FROM {source}").fetchall()[0]
+    if items == 0:
+        raise InvalidParameterError("no predictions to evaluate")
+    if scored < items:
+        raise InvalidParameterError(f"{items - scored} of {items} predictions have no score; the out-of-core "
+                                    "backends evaluate scored predictions")
+
+    def counts(group: str) -> pa.Table:
+        pairs = PAIR_COUNTS.format(group=group, score="s", label="y", source=source)
+        return con.sql(BINARY_COUNTS.format(pairs=pairs, group=group, source=source)).to_arrow_table()
+
+    log_loss_sum = brier_sum = None
+    if 0 <= lowest and highest <= 1:
+        eps = float(np.finfo(np.float64).eps)
+        log_loss_sum, brier_sum = con.execute(LOSS_SUMS.format(eps=eps, one_minus_eps=1 - eps, source=source)
+                                              ).fetchall()[0]
+    return BinaryCounts.from_tables(counts("''"), counts("g") if grouped == items else None, log_loss_sum,
+                                    brier_sum)
 
 
 def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.Table) -> str:
@@ -334,7 +364,7 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
             raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {low}..{high}, "
                                         f"{missing} missing scores)")
         everything = con.execute(PAIR_COUNTS.format(group="0", score=score, label=label, source=table)).fetchall()[0]
-        _, positives, negatives, twice = everything
+        _, positives, negatives, twice, _ = everything
         values: dict[str, float] = {
             "items": float(items), "positives": float(positives),
             "auc": float(ratio_of_pairs(np.array([twice]), np.array([positives]), np.array([negatives]))[0])}

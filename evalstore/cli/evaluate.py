@@ -48,22 +48,39 @@ def evaluate(
     baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
     splits: str | None = typer.Option(None, "--splits", help="With --wait: each fold's mean over its test topics "
                                       "(a split of these qrels' topics), and the mean and spread over the folds."),
+    backend: str = typer.Option("local", "--backend", help="Where the part that grows with the inputs runs: local "
+                                "(the database joins a run with its qrels; predictions are read into memory), "
+                                "duckdb (out of core, spilling to disk) or spark. duckdb and spark take relevance "
+                                "qrels, and binary predictions with a score."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", help="--backend duckdb: DuckDB's memory limit "
+                                            "(default 2GB)."),
+    temp_directory: str | None = typer.Option(None, "--temp-directory", help="--backend duckdb: where DuckDB "
+                                              "spills (default: under the system's temporary folder)."),
+    spark_master: str | None = typer.Option(None, "--spark-master", help="--backend spark: the master URL "
+                                            "(default local[*])."),
+    spark_staging: str | None = typer.Option(None, "--spark-staging", help="--backend spark: the folder the stored "
+                                             "rows are written to as Parquet for Spark to read (on a cluster: a "
+                                             "shared one; default: the system's temporary folder)."),
 ) -> None:
     """Queue evaluations of stored runs against stored qrels (one job per run), or of
     predictions against gold labels (--labels, one job per prediction set).
 
     The same inputs and options are one job: a finished one is reused unless --force. Without
-    --wait the jobs wait for 'evalstore worker'."""
+    --wait the jobs wait for 'evalstore worker'. --backend duckdb|spark hands the part
+    that grows with the inputs to DuckDB or Spark; the numbers are the same."""
+    from evalstore.backends import Backend
     from evalstore.services import orchestration
     from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions
 
+    chosen = Backend(backend, memory_limit, temp_directory, spark_master, spark_staging)
     request: orchestration.Request
     if labels is not None:
         if qrels is not None or run or all_runs:
             raise usage_conflict(ctx, "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking "
                                  "runs. Give one or the other.")
         request = orchestration.PredictionRequest(
-            labels, predictions or None, cost_matrix, threshold, positive, prior, beta, baseline, force, max_attempts)
+            labels, predictions or None, cost_matrix, threshold, positive, prior, beta, baseline, force, max_attempts,
+            chosen)
     else:
         if qrels is None:
             raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
@@ -71,7 +88,7 @@ def evaluate(
             raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
         options = EvaluationOptions(tuple(split_measures(measures)) if measures else DEFAULT_MEASURE_SET,
                                     relevance_level, max_docs, False, missing, known)
-        request = orchestration.RankingRequest(qrels, None if all_runs else run, options, force, max_attempts)
+        request = orchestration.RankingRequest(qrels, None if all_runs else run, options, force, max_attempts, chosen)
 
     def announce(ref: orchestration.JobRef) -> None:
         info(f"job {ref.evaluation_id}: {ref.describe()}: {ref.outcome}")

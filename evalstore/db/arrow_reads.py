@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -107,6 +108,32 @@ def _fetch_arrow(uri: str, sql: str) -> pa.Table:
         cursor.execute("SET enable_nestloop = off")
         cursor.execute(sql)
         return cursor.fetch_arrow_table()
+
+
+def select_batches(session: Session, statement: Any, names: list[str], types: list[pa.DataType]
+                   ) -> Iterator[pa.RecordBatch]:
+    """:func:`select_table`'s rows a batch at a time, never all in memory: for handing a stored
+    run or prediction set too large to hold to DuckDB or Spark. PostgreSQL: a connection of its
+    own for the read, closed after it (the kept ones serve the whole-table reads)."""
+    schema = pa.schema([pa.field(n, t) for n, t in zip(names, types, strict=True)])
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        import adbc_driver_postgresql.dbapi as adbc
+
+        uri, sql = _postgres_read(session, statement)
+        with adbc.connect(uri, autocommit=True) as adbc_connection, adbc_connection.cursor() as cursor:
+            cursor.execute("SET jit = off")  # as in _fetch_arrow
+            cursor.execute(sql)
+            for batch in cursor.fetch_record_batch():
+                yield pa.RecordBatch.from_arrays(batch.columns, names=names).cast(schema)
+        return
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    cursor = driver_connection(session).cursor()
+    cursor.execute(str(compiled), [compiled.params[name] for name in compiled.positiontup or []])
+    while partition := cursor.fetchmany(BATCH_ROWS):
+        columns = list(zip(*partition, strict=True))
+        yield pa.RecordBatch.from_arrays([pa.array(col, type=t) for col, t in zip(columns, types, strict=True)],
+                                         schema=schema)
 
 
 def _typed(table: pa.Table, names: list[str], types: list[pa.DataType]) -> pa.Table:

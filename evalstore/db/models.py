@@ -177,6 +177,9 @@ class Evaluation(Base):
                                                           index=True)
     # classification: what the options led to (threshold used, confusion matrix, curve points)
     settings: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
+    # where the heavy part runs and with what settings ({"name": "duckdb", "memory_limit": "2GB"});
+    # None: the local engine (migration 0017). Not in the options hash: the numbers are the same
+    backend: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     measures: Mapped[str] = mapped_column(Text)
     options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     options_hash: Mapped[str] = mapped_column(String(64))

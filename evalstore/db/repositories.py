@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
-from sqlalchemy import and_, delete, func, insert, select, text
+from sqlalchemy import and_, case, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from evalstore.db import arrow_reads, pgcopy
@@ -24,6 +24,7 @@ from evalstore.db.models import (
     Base,
     Collection,
     Evaluation,
+    GoldLabel,
     Judgment,
     Pool,
     Prediction,
@@ -339,6 +340,38 @@ def judged_ranks(session: Session, run: Run, qrels: QrelsSet) -> tuple[pa.Table,
     return (arrow_reads.select_table(session, retrieved, ["topic", "retrieved"], [pa.string(), pa.int64()]),
             arrow_reads.select_table(session, judged, ["topic", "rank", "relevance"],
                                      [pa.string(), pa.int32(), pa.int64()]))
+
+
+RUN_BATCH_SCHEMA = pa.schema([("topic", pa.string()), ("doc", pa.string()), ("score", pa.float64())])
+
+
+def run_batches(session: Session, run: Run) -> Iterator[pa.RecordBatch]:
+    """The run's rows (topic, doc, score), in any order, a batch at a time (a run too large to
+    hold, handed to DuckDB or Spark)."""
+    return arrow_reads.select_batches(session, select(RunRow.topic, RunRow.doc, RunRow.score)
+                                      .where(RunRow.run_id == run.id), RUN_BATCH_SCHEMA.names, RUN_BATCH_SCHEMA.types)
+
+
+BINARY_BATCH_SCHEMA = pa.schema([("y", pa.int64()), ("s", pa.float64()), ("g", pa.string()),
+                                 ("predicted", pa.int64())])
+
+
+def binary_prediction_batches(session: Session, prediction_set: PredictionSet, positive: str,
+                              threshold: float | None) -> Iterator[pa.RecordBatch]:
+    """A binary prediction set joined with its gold labels, a batch at a time: y (1: the gold
+    label is ``positive``), s (the score), g (the group: the predictions', when every one has a
+    group, else the gold labels'; NULL without groups) and predicted (1: predicted positive: the
+    score is at least ``threshold``, or without one the predicted label is ``positive``)."""
+    groups_given = not session.scalar(select(func.count()).select_from(Prediction).where(
+        Prediction.prediction_set_id == prediction_set.id, Prediction.group_id.is_(None)))
+    predicted = (Prediction.score >= threshold) if threshold is not None else (Prediction.label == positive)
+    statement = select(
+        case((GoldLabel.label == positive, 1), else_=0), Prediction.score,
+        Prediction.group_id if groups_given else GoldLabel.group_id, case((predicted, 1), else_=0),
+    ).join(GoldLabel, and_(GoldLabel.label_set_id == prediction_set.label_set_id,
+                           GoldLabel.item_id == Prediction.item_id)
+           ).where(Prediction.prediction_set_id == prediction_set.id)
+    return arrow_reads.select_batches(session, statement, BINARY_BATCH_SCHEMA.names, BINARY_BATCH_SCHEMA.types)
 
 
 def top_ranked(session: Session, run_ids: list[int], depth: int | None,

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from evalstore.metrics._registry import register_prediction_measure
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 THRESHOLD_RULES = ("best-f1", "youden", "iso-accuracy")
 
@@ -306,6 +310,112 @@ def gauc(auc: np.ndarray, sizes: np.ndarray) -> tuple[float, int]:
     return math.fsum(auc[scored] * sizes[scored]) / math.fsum(sizes[scored]), int((~scored).sum())
 
 
+def ratio_of_pairs(twice_pairs: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
+    """AUC per group from exact counts of twice the pairs ordered right (NaN for a group with one
+    class): the division :meth:`Curve.auc` does, so the same integers give the same bits whoever
+    counted them (the DuckDB and Spark backends)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both = (positives > 0) & (negatives > 0)
+        return np.where(both, twice_pairs.astype(np.float64) / (2.0 * positives * negatives), np.nan)
+
+
+def gauc_of_pairs(twice_pairs: list[int], positives: np.ndarray, negatives: np.ndarray) -> tuple[float, float]:
+    """(GAUC, groups skipped for one class) from each group's exact pair counts (:func:`gauc`,
+    whose exact sums make the groups' order irrelevant)."""
+    value, skipped = gauc(ratio_of_pairs(np.asarray(twice_pairs, dtype=object), positives, negatives),
+                          (positives + negatives).astype(np.float64))
+    return value, float(skipped)
+
+
+@dataclass(frozen=True)
+class BinaryCounts:
+    """Everything the binary suite below needs of a prediction set too large to hold, as an
+    out-of-core backend (DuckDB, Spark) counts it, overall and per group: positives and negatives;
+    twice the (positive, negative) pairs the score orders right, ties counting one (an exact
+    integer: Python's int); the sum over distinct scores of the positives there times the
+    precision of everything scoring at least as high (average precision times positives); the
+    confusion counts of the predicted labels; and the sums of the log loss and Brier terms (when
+    every score is a probability). ``groups`` holds one row per group with the same columns."""
+
+    positives: int
+    negatives: int
+    twice_pairs: int
+    precision_sum: float
+    confusion: tuple[int, int, int, int]  # tp, fp, fn, tn
+    log_loss_sum: float | None
+    brier_sum: float | None
+    group_names: list[str] | None = None
+    groups: dict[str, np.ndarray] | None = None  # positives, negatives, twice_pairs (object: int), precision_sum,
+    # tp, fp, fn, tn: one entry per group, in group_names' order
+
+    @classmethod
+    def from_tables(cls, whole: pa.Table, groups: pa.Table | None, log_loss_sum: float | None,
+                    brier_sum: float | None) -> BinaryCounts:
+        """From a backend's tables of counts: one row for all items, one per group (or None);
+        columns group, positives, negatives, twice_pairs (decimal text: it can pass 64 bits),
+        precision_sum, tp, fp, fn, tn."""
+        row = whole.to_pylist()[0]
+        columns = None
+        if groups is not None:
+            columns = {name: groups[name].to_numpy() for name in ("positives", "negatives", "precision_sum", "tp",
+                                                                  "fp", "fn", "tn")}
+            columns["twice_pairs"] = np.array([int(v) for v in groups["twice_pairs"].to_pylist()], dtype=object)
+        return cls(int(row["positives"]), int(row["negatives"]), int(row["twice_pairs"]), float(row["precision_sum"]),
+                   (int(row["tp"]), int(row["fp"]), int(row["fn"]), int(row["tn"])), log_loss_sum, brier_sum,
+                   None if groups is None else [str(g) for g in groups["group"].to_pylist()], columns)
+
+
+def _binary_confusion(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, positive: int) -> np.ndarray:
+    """(..., 2, 2) confusion matrices in class-code order (rows gold, columns predicted) from the
+    positive class's counts."""
+    cells = [[tn, fp], [fn, tp]] if positive == 1 else [[tp, fn], [fp, tn]]
+    return np.moveaxis(np.asarray(cells, dtype=np.int64), (0, 1), (-2, -1))
+
+
+def binary_suite_from_counts(counts: BinaryCounts, classes: list[str], positive: int, *, beta: float = 1.0,
+                             costs: np.ndarray | None = None) -> Suite:
+    """The measures of :func:`evaluate` that binary predictions' counts decide, computed as it
+    computes them: AUC and the per-group AUCs to the bit (the same integer ratios), GAUC to the
+    bit (exact sums), every confusion-matrix measure to the bit (the same matrix), average
+    precision, log loss and Brier score to rounding (the backend sums in its own order).
+    Measures that need the whole curve (threshold rules, partial AUC, break-even, interpolated AP)
+    are not computed; the settings list them."""
+    n = counts.positives + counts.negatives
+    aggregates: dict[str, float] = {
+        "auc": float(ratio_of_pairs(np.array([counts.twice_pairs], dtype=object), np.array([counts.positives]),
+                                    np.array([counts.negatives]))[0]),
+        "average_precision": counts.precision_sum / counts.positives if counts.positives else float("nan")}
+    if counts.log_loss_sum is not None and counts.brier_sum is not None:
+        aggregates["log_loss"], aggregates["brier"] = counts.log_loss_sum / n, counts.brier_sum / n
+    tp, fp, fn, tn = (np.asarray(c) for c in counts.confusion)
+    cm = _binary_confusion(tp, fp, fn, tn, positive)
+    aggregates.update({name: float(v) for name, v in label_measures(cm, classes, beta=beta,
+                                                                     positive=positive).items()})
+    if costs is not None:
+        aggregates["cost"], aggregates["cost_per_item"] = expected_cost(cm, costs)
+    per_group: dict[str, np.ndarray] = {}
+    if counts.groups is not None:
+        g = counts.groups
+        auc = ratio_of_pairs(g["twice_pairs"], g["positives"], g["negatives"])
+        aggregates["gauc"], skipped = gauc(auc, (g["positives"] + g["negatives"]).astype(np.float64))
+        aggregates["gauc_groups_skipped"] = float(skipped)
+        per_group["auc"] = auc
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_group["average_precision"] = np.where(g["positives"] > 0, g["precision_sum"] / g["positives"],
+                                                      np.nan)
+        stacked = label_measures(_binary_confusion(g["tp"], g["fp"], g["fn"], g["tn"], positive), classes, beta=beta,
+                                 positive=positive)
+        per_group.update({name: stacked[name] for name in GROUP_LABEL_MEASURES if name in stacked})
+    settings: dict[str, object] = {"classes": classes, "beta": beta, "weighted": False, "confusion": cm.tolist(),
+                                   "not_computed": list(CURVE_MEASURES)}
+    return Suite(aggregates, per_group, None, settings)
+
+
+# what binary_suite_from_counts leaves out: each needs the whole ROC or precision-recall curve
+CURVE_MEASURES = ("interpolated_ap_11", "break_even", "auc_fpr10", "threshold_best_f1", "threshold_youden",
+                  "threshold_iso_accuracy")
+
+
 def rela_impr(auc: float, baseline_auc: float) -> float:
     """RelaImpr (Yan et al. 2014): relative AUC lift over a baseline, measured from random (0.5), in %."""
     return ((auc - 0.5) / (baseline_auc - 0.5) - 1) * 100 if baseline_auc != 0.5 else float("nan")
@@ -482,6 +592,11 @@ class Suite:
     settings: dict[str, object] = field(default_factory=dict)
 
 
+# the confusion-matrix measures stored per group as well
+GROUP_LABEL_MEASURES = ("accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa", "f1_macro",
+                        "precision_macro", "recall_macro")
+
+
 def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | None = None,
              score: np.ndarray | None = None, scores: np.ndarray | None = None,
              groups: np.ndarray | None = None, n_groups: int = 0, positive: int = 1,
@@ -552,8 +667,7 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
     if groups is not None:
         stacked = label_measures(confusion(y_true, y_pred, k, groups, n_groups, w), classes, beta=beta,
                                  positive=positive if binary else None)
-        for name in ("accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa", "f1_macro", "precision_macro",
-                     "recall_macro"):
+        for name in GROUP_LABEL_MEASURES:
             if name in stacked:
                 per_group[name] = stacked[name]
     settings["confusion"] = cm.tolist()

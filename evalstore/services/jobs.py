@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from evalstore._version import __version__
+from evalstore.backends import LOCAL, Backend
 from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
@@ -116,6 +117,7 @@ class ClaimedJob:
     worker_id: str
     prediction_set_id: int | None = None  # a classification or clustering job
     kind: str = "ranking"  # ranking | classifier | clustering: which kind runs it (services.kinds)
+    backend: Backend = LOCAL  # where its heavy part runs (evaluations.backend)
 
 
 class JobLost(Exception):
@@ -152,17 +154,23 @@ def enqueue(
     options: EvaluationOptions = EvaluationOptions(),
     force: bool = False,
     max_attempts: int = 3,
+    backend: Backend = LOCAL,
 ) -> list[JobRef]:
     """Queue one job per run (every run when ``run_names`` is None), in one transaction.
 
     The same inputs and options map to the same job: a done one is reused (``force`` queues it
     again), a queued or running one is returned as it is, a failed or cancelled one is queued again.
+    ``backend`` is where the job's join of the run with the qrels runs (relevance qrels only).
     """
     if max_attempts < 1:
         raise InvalidParameterError(f"max_attempts must be at least 1; got {max_attempts}.")
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         resolved = _for_judgments(options, qrels)
+        if not backend.local and qrels.kind != "relevance":
+            raise InvalidParameterError(f"--backend {backend.name} joins runs with relevance judgments; qrels "
+                                        f"'{qrels.name}' hold {JUDGMENTS_NAMED[qrels.kind]} judgments, which the "
+                                        "local engine evaluates: leave --backend out.")
         if options.known_qrels is not None:  # its content decides the numbers: a new version is a new job
             known = repo.get_qrels(session, options.known_qrels)
             if known.kind != "relevance" or qrels.kind != "relevance":
@@ -174,7 +182,7 @@ def enqueue(
         refs = []
         for name in dict.fromkeys(names):
             run = repo.get_run(session, name)
-            refs.append(_enqueue_one(session, run, qrels, resolved, force, max_attempts))
+            refs.append(_enqueue_one(session, run, qrels, resolved, force, max_attempts, backend))
         return refs
 
 
@@ -224,19 +232,20 @@ def _for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any
 
 
 def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str, Any], force: bool,
-                 max_attempts: int) -> JobRef:
+                 max_attempts: int, backend: Backend = LOCAL) -> JobRef:
     return enqueue_job(session, (run.name, qrels.name), {"run_id": run.id, "qrels_id": qrels.id},
                        options_hash(options, run.content_hash, qrels.content_hash), options, force=force,
-                       max_attempts=max_attempts, measures=json.dumps(options["measures"]),
+                       max_attempts=max_attempts, backend=backend, measures=json.dumps(options["measures"]),
                        run_hash=run.content_hash, qrels_hash=qrels.content_hash)
 
 
 def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int], digest: str,
                 options: dict[str, Any], *, force: bool, max_attempts: int, kind: str = "ranking",
-                **columns: Any) -> JobRef:
+                backend: Backend = LOCAL, **columns: Any) -> JobRef:
     """The job for these inputs (run and qrels ids, or a prediction set id) and options hash:
     created, returned as it is, or queued again (see :func:`enqueue`). ``names`` are the inputs'
-    and the judgments' names, as messages show them."""
+    and the judgments' names, as messages show them. A job created, queued again or still waiting
+    takes ``backend``; a done one keeps the backend that computed it (the numbers are the same)."""
     key = [getattr(Evaluation, column) == value for column, value in inputs.items()]
     key.append(Evaluation.options_hash == digest)
     job = session.scalar(select(Evaluation).where(*key))
@@ -245,17 +254,20 @@ def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int]
             with session.begin_nested():  # another client may insert the same job at the same moment
                 job = Evaluation(**inputs, options_hash=digest, options=options, state="queued", attempts=0,
                                  max_attempts=max_attempts, mlflow_state="none", created_at=db_now(session),
-                                 **columns)
+                                 backend=backend.stored(), **columns)
                 session.add(job)
             return JobRef(job.id, *names, "queued", "queued", kind)
         except IntegrityError:
             job = session.scalar(select(Evaluation).where(*key))
             assert job is not None, "the conflicting insert committed"
+    if job.state == "queued":
+        job.backend = backend.stored()
     if job.state in ("queued", "running"):
         return JobRef(job.id, *names, job.state, "already queued", kind)
     if job.state == "done" and not force:
         return JobRef(job.id, *names, "done", "reused", kind)
     _requeue(job, max_attempts)
+    job.backend = backend.stored()
     return JobRef(job.id, *names, "queued", "requeued", kind)
 
 
@@ -291,7 +303,7 @@ def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
             return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id,
-                              job.prediction_set_id, kind_of(session, job.id))
+                              job.prediction_set_id, kind_of(session, job.id), Backend.from_stored(job.backend))
 
 
 def kind_of(session: Session, evaluation_id: int) -> str:
@@ -411,6 +423,7 @@ class JobView:
     mlflow_state: str
     mlflow_run_id: str | None
     mlflow_error: str | None
+    backend: str = "local"
 
     def describe(self) -> str:
         return describe_inputs(self.kind, self.inputs, self.judgments)
@@ -441,7 +454,8 @@ class JobView:
 def _view(job: Evaluation, inputs: tuple[str, str, str]) -> JobView:
     return JobView(job.id, *inputs, job.state, job.attempts, job.max_attempts, job.worker_id,
                    job.error, len(job.options.get("measures", [])), dict(job.options), job.created_at,
-                   job.started_at, job.finished_at, job.mlflow_state, job.mlflow_run_id, job.mlflow_error)
+                   job.started_at, job.finished_at, job.mlflow_state, job.mlflow_run_id, job.mlflow_error,
+                   Backend.from_stored(job.backend).name)
 
 
 def _jobs_with_inputs() -> Any:

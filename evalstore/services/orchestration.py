@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from evalstore import _logging, config
+from evalstore.backends import LOCAL, Backend
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.services import jobs
@@ -55,10 +56,11 @@ class RankingRequest:
     options: EvaluationOptions = EvaluationOptions()
     force: bool = False
     max_attempts: int = 3
+    backend: Backend = LOCAL
 
     def enqueue(self, engine: Engine) -> list[JobRef]:
         return jobs.enqueue(engine, qrels_name=self.qrels, run_names=self.runs, options=self.options,
-                            force=self.force, max_attempts=self.max_attempts)
+                            force=self.force, max_attempts=self.max_attempts, backend=self.backend)
 
     def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
         """The jobs; once waited for, each finished evaluation's main measures as well."""
@@ -88,12 +90,13 @@ class PredictionRequest:
     baseline: str | None = None
     force: bool = False
     max_attempts: int = 3
+    backend: Backend = LOCAL
 
     def enqueue(self, engine: Engine) -> list[JobRef]:
         return predictions.enqueue(
             engine, labels_name=self.labels, prediction_names=self.predictions, cost_matrix=self.cost_matrix,
             threshold=self.threshold, positive=self.positive, prior=self.prior, beta=self.beta,
-            baseline=self.baseline, force=self.force, max_attempts=self.max_attempts)
+            baseline=self.baseline, force=self.force, max_attempts=self.max_attempts, backend=self.backend)
 
     def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
         """The jobs; once waited for, each finished evaluation's main measures."""
@@ -241,6 +244,7 @@ def evaluate_runs(
     judged_only: bool = False,
     missing_topics: str = "zero",
     force: bool = False,
+    backend: Backend = LOCAL,
 ) -> list[EvaluationSummary]:
     """Evaluate runs against stored qrels in this process and store the results.
 
@@ -259,6 +263,9 @@ def evaluate_runs(
         trec_eval's ``-l``, ``-M``, ``-J``, and ``-c`` (``"zero"``) or not (``"skip"``).
     force
         Compute again even when a finished evaluation with these options exists.
+    backend
+        Where the join of each run with the qrels runs: the database (local), DuckDB or Spark;
+        the numbers are the same.
 
     Returns
     -------
@@ -273,7 +280,8 @@ def evaluate_runs(
     """
     options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
                                 missing_topics)
-    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force)
+    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force,
+                        backend=backend)
     done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=False)
     summaries = []
     with read_only(engine) as session:
@@ -291,11 +299,12 @@ def evaluate_runs(
 def evaluate_predictions(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
                          mlflow: bool = False, cost_matrix: Path | None = None, threshold: float | str | None = None,
                          positive: str | None = None, prior: float | None = None, beta: float = 1.0,
-                         baseline: str | None = None, force: bool = False) -> list[Evaluated]:
+                         baseline: str | None = None, force: bool = False, backend: Backend = LOCAL
+                         ) -> list[Evaluated]:
     """Queue the evaluations of prediction sets and get them done from this process, as
     :func:`evaluate_runs` does for runs; the results in order."""
     refs = PredictionRequest(labels_name, prediction_names, cost_matrix, threshold, positive, prior, beta, baseline,
-                             force).enqueue(engine)
+                             force, backend=backend).enqueue(engine)
     done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow)
     return [dataclasses.replace(predictions.stored_evaluation(engine, ref.evaluation_id),
                                 created=ref.evaluation_id in done) for ref in refs]

@@ -9,8 +9,6 @@ floating sum in each engine's own order and logarithm, to 1e-12.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -150,29 +148,6 @@ def test_duckdb_predictions_equal_the_local_engine(tmp_path: Path) -> None:
 
 
 # --- Spark --------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark():  # type: ignore[no-untyped-def]
-    """A local[2] session on the machine's JDK; without pyspark or Java the tests skip, except
-    under CI (CI=true), where they must run."""
-    must_run = os.environ.get("CI") == "true"
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        if must_run:
-            pytest.fail("pyspark is missing under CI: it is in the test extra")
-        pytest.skip("pyspark is not installed (pip install 'evalstore[spark]')")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        if must_run:
-            pytest.fail("no Java under CI: Spark needs a JDK 17")
-        pytest.skip("no Java on this machine: Spark needs a JDK 17")
-    session = (SparkSession.builder.master("local[2]").appName("evalstore-tests")
-               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
-               .config("spark.driver.memory", "2g").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def test_spark_ranking_equals_the_local_engine(spark) -> None:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from evalstore import plots
 from evalstore._version import __version__
+from evalstore.backends import LOCAL, Backend
 from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
@@ -31,6 +32,7 @@ from evalstore.io.labels import Gold, indicator, read_cost_matrix
 from evalstore.metrics import classification as measures
 from evalstore.metrics import headline_measures, higher_is_better
 from evalstore.services import jobs
+from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
     EvaluationSummary,
     JobTimings,
@@ -162,10 +164,11 @@ def _evaluation_options(session: Session, label_set: LabelSet, *, cost_matrix: P
 def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
             cost_matrix: Path | None = None, threshold: float | str | None = None, positive: str | None = None,
             prior: float | None = None, beta: float = 1.0, baseline: str | None = None, force: bool = False,
-            max_attempts: int = 3) -> list[jobs.JobRef]:
+            max_attempts: int = 3, backend: Backend = LOCAL) -> list[jobs.JobRef]:
     """Queue one evaluation job per prediction set (all of the labels' when ``prediction_names``
     is None), in one transaction. The same set and options are one job, reused once done unless
-    ``force``, as for ranking runs (:func:`evalstore.services.jobs.enqueue`)."""
+    ``force``, as for ranking runs (:func:`evalstore.services.jobs.enqueue`). ``backend`` (DuckDB
+    or Spark) takes binary predictions with a score (:mod:`evalstore.services.kinds.backends`)."""
     with unit_of_work(engine) as session:
         label_set = get_label_set(session, labels_name)
         names = prediction_names or list(session.scalars(
@@ -175,17 +178,21 @@ def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | N
                                 f"'evalstore predictions register PATH --name NAME --labels {labels_name}'.")
         options = _evaluation_options(session, label_set, cost_matrix=cost_matrix, threshold=threshold,
                                       positive=positive, prior=prior, beta=beta, baseline=baseline)
+        if not backend.local:
+            out_of_core.check_label_set(label_set, options, backend)
         refs = []
         for name in dict.fromkeys(names):
             prediction_set = get_prediction_set(session, name)
             if prediction_set.label_set_id != label_set.id:
                 raise InvalidParameterError(f"Predictions '{name}' were registered against other gold labels, "
                                             f"not '{labels_name}'.")
+            if not backend.local:
+                out_of_core.check_prediction_set(prediction_set, backend)
             digest = hashlib.sha256(json.dumps({**options, "predictions_hash": prediction_set.content_hash},
                                                sort_keys=True).encode()).hexdigest()
             refs.append(jobs.enqueue_job(session, (name, labels_name), {"prediction_set_id": prediction_set.id},
                                          digest, options, force=force, max_attempts=max_attempts,
-                                         kind=prediction_set.kind, measures="[]"))
+                                         kind=prediction_set.kind, backend=backend, measures="[]"))
         return refs
 
 
@@ -209,24 +216,38 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
                 raise ConflictError(f"Baseline '{options['baseline']}' was deleted or replaced after this "
                                     "evaluation was asked for; ask again with --baseline.")
             sets.append(base_set)
-        gold, tables = read_with_gold(session, label_set, sets)
-        data, *baseline = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
-        base = baseline[0] if baseline else None
+        classes = list(label_set.classes)
+        positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
+        costs = np.asarray(options["cost_matrix"], dtype=np.float64) if options["cost_matrix"] is not None else None
         metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
-    timings.load = time.perf_counter() - started
-    started = time.perf_counter()
-    classes = list(label_set.classes)
-    positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
-    costs = np.asarray(options["cost_matrix"], dtype=np.float64) if options["cost_matrix"] is not None else None
-    suite = _suite(prediction_set, data, base, threshold=options["threshold"], positive=positive,
-                   prior=options["prior"], costs=costs, beta=options["beta"])
+        if not job.backend.local:  # DuckDB or Spark counts the stored set; the counts decide the measures
+            by_label = options["threshold"] is None and prediction_set.has_label
+            threshold = 0.5 if options["threshold"] is None else float(options["threshold"])
+            counts = out_of_core.binary_counts(session, prediction_set, classes[positive], threshold, job.backend,
+                                               by_label=by_label)
+            timings.load = time.perf_counter() - started
+            started = time.perf_counter()
+            suite = measures.binary_suite_from_counts(counts, classes, positive, beta=options["beta"], costs=costs)
+            if not by_label:
+                suite.settings.update(threshold=threshold, threshold_rule="given")
+            group_names = counts.group_names or []
+        else:
+            gold, tables = read_with_gold(session, label_set, sets)
+            data, *baseline = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
+            timings.load = time.perf_counter() - started
+            started = time.perf_counter()
+            suite = _suite(prediction_set, data, baseline[0] if baseline else None, threshold=options["threshold"],
+                           positive=positive, prior=options["prior"], costs=costs, beta=options["beta"])
+            group_names = data.group_names
+    if not job.backend.local:  # which engine counted, as the settings (and MLflow's copy of them) say
+        suite.settings["backend"] = job.backend.name
     settings = {k: v for k, v in suite.settings.items() if k != "classes"}
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
-    per_group = _per_group_frame(data.group_names, suite.per_group)
+    per_group = _per_group_frame(group_names, suite.per_group)
     per_query = per_query_table([] if per_group is None else [str(g) for g in per_group.index],
                                 {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group})
-    aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(data.group_names)}
+    aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
                   for name, value in suite.aggregates.items()]
     values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
@@ -236,7 +257,7 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
     evaluated = Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
                           values, settings, dict(options), True,
                           _header(header, prediction_set, label_set), per_group, metadata)
-    return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(data.group_names),
+    return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(group_names),
                              timings=timings, stored=evaluated)
 
 

@@ -25,6 +25,7 @@ from evalstore.metrics.diversity import diversity_values
 from evalstore.metrics.preferences import evaluate_preferences
 from evalstore.services import jobs
 from evalstore.services.jobs import ClaimedJob
+from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
     EvaluationSummary,
     JobTimings,
@@ -54,7 +55,14 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
         qrels_table = _qrels_cached(session, qrels)
         options = job.options
         known: tuple[pa.Table, pa.Table] | None = None
-        if qrels.kind == "relevance":
+        if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
+            known_table = (repo.qrels_table(session, repo.get_qrels(session, options["known_qrels"]))
+                           if options.get("known_qrels") else None)
+            retrieved, found = out_of_core.judged_ranks(
+                session, run, [qrels_table] if known_table is None else [qrels_table, known_table], job.backend)
+            judged = found[0]
+            known = None if known_table is None else (known_table, found[1])
+        elif qrels.kind == "relevance":
             retrieved, judged = repo.judged_ranks(session, run, qrels)
             if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
                 known_qrels = repo.get_qrels(session, options["known_qrels"])
