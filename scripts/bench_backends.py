@@ -15,6 +15,10 @@
    peak RSS (for Spark: the driver's and its JVM's, the JVM being a child process).
 3. with --postgres URL (an empty database): the same 100M-row run stored with `runs register
    --backend duckdb` and evaluated by `evaluate --wait` (all_trec) from the store: time and peak RSS.
+4. with --postgres URL: --stored-predictions binary predictions (default 10M, in --stored-groups
+   groups, 100k) registered in the store and evaluated by `evaluate --labels ... --wait --force`
+   with --backend local, duckdb and spark (local[2]), each as its own process: time, peak RSS
+   (Spark: with its JVM) and whether AUC and GAUC are equal to the bit.
 The data is generated once into --data (default build/bench-backends) and reused.
 """
 
@@ -189,6 +193,88 @@ def stored(evalstore: str, url: str, run_path: Path, qrels_path: Path, memory_li
         print(f"stored path, {label}: {time.perf_counter() - started:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
 
 
+def make_stored_predictions(folder: Path, n: int, groups: int) -> tuple[Path, Path]:
+    """Gold labels (item_id, label, group) and predictions (item_id, score) as CSV, to register."""
+    gold_path, predicted_path = folder / f"gold-{n}-{groups}.csv", folder / f"scores-{n}-{groups}.csv"
+    if gold_path.exists() and predicted_path.exists():
+        return gold_path, predicted_path
+    rng = np.random.default_rng(31)
+    import pyarrow.csv as pacsv
+
+    item = pc.binary_join_element_wise("i", pa.array(np.arange(n).astype(str)), "")
+    label = rng.random(n) < 0.1
+    score = np.clip(np.round(rng.beta(2, 8, n) + label * 0.08, 4), 1e-4, 1 - 1e-4)
+    group = pc.binary_join_element_wise("u", pa.array(rng.integers(0, groups, n).astype(str)), "")
+    pacsv.write_csv(pa.table({"item_id": item, "label": pa.array(np.where(label, "yes", "no")), "group": group}),
+                    gold_path, pacsv.WriteOptions(quoting_style="none"))
+    pacsv.write_csv(pa.table({"item_id": item, "score": score}), predicted_path,
+                    pacsv.WriteOptions(quoting_style="none"))
+    return gold_path, predicted_path
+
+
+def stored_predictions(evalstore: str, url: str, gold: Path, predicted: Path, memory_limit: str) -> None:
+    """A prediction set through the store, evaluated from it by each backend."""
+    import os
+
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
+    subprocess.run([evalstore, "db", "upgrade"], env=env, check=True, capture_output=True)
+    for command in (["labels", "import", str(gold), "--name", "clicks"],
+                    ["predictions", "register", str(predicted), "--name", "model", "--labels", "clicks",
+                     "--probabilities"]):
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", MEASURE, evalstore, *command], env=env, capture_output=True,
+                              text=True, check=True)
+        peak = float(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
+        print(f"stored predictions, {command[0]} {command[1]}: {time.perf_counter() - started:.1f} s, peak RSS "
+              f"{peak:,.0f} MiB", flush=True)
+    backends = [("local", []), ("duckdb", ["--memory-limit", memory_limit]), ("duckdb", ["--memory-limit", "500MB"]),
+                ("spark", ["--spark-master", "local[2]"])]
+    first: dict[str, float] = {}
+    for name, flags in backends:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", MEASURE_WITH_JVM, evalstore, "evaluate", "--labels", "clicks",
+                               "--predictions", "model", "--wait", "--force", "--format", "json", "--backend", name,
+                               *flags], env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"evaluate --backend {name} failed:\n{done.stderr[-3000:]}")
+        *out, peaks = done.stdout.rstrip("\n").split("\n")
+        python_peak, jvm_peak = (float(v) for v in peaks.split())
+        [row] = json.loads("\n".join(out))
+        values = {m: row[m] for m in ("auc", "gauc")}
+        first = first or values
+        print(f"stored predictions, evaluate --backend {name} {' '.join(flags)}: "
+              f"{time.perf_counter() - started:.1f} s, peak RSS {python_peak:,.0f} MiB"
+              + (f" + {jvm_peak:,.0f} MiB (JVM)" if jvm_peak else "")
+              + f": {values}, equal to local: {values == first}", flush=True)
+
+
+# MEASURE, plus the peak RSS of any JVM that ran meanwhile (pyspark's is not a child it waits for)
+MEASURE_WITH_JVM = r"""
+import os, resource, subprocess, sys, threading, time
+peak = {"jvm": 0.0}
+stop = threading.Event()
+def watch():
+    while not stop.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                status = open(f"/proc/{pid}/status").read()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if "java" in fields.get("Name", "") and "VmHWM" in fields:
+                peak["jvm"] = max(peak["jvm"], int(fields["VmHWM"].split()[0]) / 1024)
+        time.sleep(0.5)
+watcher = threading.Thread(target=watch, daemon=True)
+watcher.start()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
+stop.set()
+sys.stdout.write(done.stdout)
+if done.returncode:
+    sys.exit(done.returncode)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, peak["jvm"])
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topics", type=int, default=100_000)
@@ -203,6 +289,9 @@ def main() -> None:
     parser.add_argument("--skip-predictions", action="store_true")
     parser.add_argument("--skip-duckdb-predictions", action="store_true")
     parser.add_argument("--postgres", help="an empty PostgreSQL database to store and evaluate the large run in")
+    parser.add_argument("--stored-predictions", type=int, default=10_000_000)
+    parser.add_argument("--stored-groups", type=int, default=100_000)
+    parser.add_argument("--skip-stored-predictions", action="store_true")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
     evalstore = str(Path(sys.executable).with_name("evalstore"))
@@ -236,6 +325,9 @@ def main() -> None:
             values = json.loads(out.splitlines()[-1])
             print(f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB (Python) + "
                   f"{values.pop('jvm_peak_rss_mib'):,} MiB (JVM): {values}", flush=True)
+    if args.postgres and not args.skip_stored_predictions:
+        gold, predicted = make_stored_predictions(args.data, args.stored_predictions, args.stored_groups)
+        stored_predictions(evalstore, args.postgres, gold, predicted, args.memory_limit)
 
 
 if __name__ == "__main__":

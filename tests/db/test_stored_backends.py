@@ -203,3 +203,25 @@ def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
     wrong = invoke("evaluate", "--qrels", "q", "--run", "r", "--backend", "spark", "--memory-limit", "1GB")
     assert wrong.exit_code == 1
     assert "--memory-limit is a setting of --backend duckdb; this is --backend spark." in wrong.stderr
+
+
+def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    gold, predicted = _binary_set(tmp_path)
+    labels.import_labels(sqlite_engine, gold, name="clicks")
+    labels.register_predictions(sqlite_engine, predicted, name="model", labels_name="clicks", probabilities=True)
+    [result] = evaluate_predictions(sqlite_engine, labels_name="clicks", prediction_names=["model"], mlflow=True,
+                                    backend=Backend("duckdb"))
+    view = jobs.show_job(sqlite_engine, result.evaluation_id)
+    assert view.mlflow_state == "logged" and view.backend == "duckdb"
+    logged = MlflowClient(uri).get_run(view.mlflow_run_id)
+    assert logged.data.metrics["auc"] == result.aggregates["auc"]
+    assert logged.data.metrics["gauc"] == result.aggregates["gauc"]
+    assert "threshold_youden" not in logged.data.metrics  # not computed out of core, so not logged as 0
+    artifacts = {a.path for a in MlflowClient(uri).list_artifacts(logged.info.run_id)}
+    assert {"per_group.parquet", "evaluation.json"} <= artifacts and "roc_curve.png" not in artifacts
