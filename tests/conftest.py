@@ -128,4 +128,12 @@ def spark():  # type: ignore[no-untyped-def]
                .config("spark.driver.memory", "2g").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
     session.stop()
+    if gateway is not None:  # stop() leaves the JVM running: end it, so no process outlives the tests
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the JVM exits when its launcher's stdin closes
+        gateway.proc.wait(timeout=60)
+        SparkContext._gateway = SparkContext._jvm = None
