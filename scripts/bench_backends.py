@@ -88,27 +88,46 @@ def make_predictions(folder: Path, n: int, groups: int) -> Path:
     return path
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB of the process and its children, stdout)."""
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
+    """(wall seconds, peak RSS MiB of the process and its children, of a JVM it started, stdout)."""
     wrapped = [sys.executable, "-c", MEASURE, *command]
     started = time.perf_counter()
-    done = subprocess.run(wrapped, capture_output=True, text=True, check=False)
+    done = subprocess.run(wrapped, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    *out, peak = done.stdout.rstrip("\n").rsplit("\n", 1)
-    return wall, float(peak), "\n".join(out)
+    *out, peaks = done.stdout.rstrip("\n").rsplit("\n", 1)
+    peak, jvm = (float(v) for v in peaks.split())
+    return wall, peak, jvm, "\n".join(out)
 
 
-# runs a command and prints, last, the peak RSS of it and its descendants (the JVM under pyspark)
+# runs a command and prints, last, the peak RSS in MiB of it and its descendants, and of any JVM that ran
+# meanwhile (pyspark's is started by its launcher scripts, not a child the command waits for)
 MEASURE = r"""
-import resource, subprocess, sys
+import os, resource, subprocess, sys, threading, time
+peak = {"jvm": 0.0}
+stop = threading.Event()
+def watch():
+    while not stop.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                status = open(f"/proc/{pid}/status").read()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if "java" in fields.get("Name", "") and "VmHWM" in fields:
+                peak["jvm"] = max(peak["jvm"], int(fields["VmHWM"].split()[0]) / 1024)
+        time.sleep(0.5)
+watcher = threading.Thread(target=watch, daemon=True)
+watcher.start()
 done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
+stop.set()
 sys.stdout.write(done.stdout)
 if done.returncode:
     sys.exit(done.returncode)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, peak["jvm"])
 """
+
 
 PREDICTIONS_DUCKDB = r"""
 import json, sys
@@ -128,19 +147,6 @@ spark.sparkContext.setLogLevel("ERROR")
 df = spark.read.parquet(sys.argv[1])
 _, aggregates = evaluate_predictions(df, label_col="label", score_col="score", group_col="group")
 values = aggregates.first().asDict()
-# the JVM (started by pyspark's launcher scripts) is not a child this process waits for: its peak RSS is
-# read from /proc
-import os
-jvm_peak = 0.0
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        status = open(f"/proc/{pid}/status").read()
-    except OSError:
-        continue
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    if "java" in fields.get("Name", ""):  # the session's JVM: no other runs on the benchmark machine
-        jvm_peak = max(jvm_peak, int(fields["VmHWM"].split()[0]) / 1024)
-values["jvm_peak_rss_mib"] = round(jvm_peak)
 print(json.dumps(values))
 spark.stop()
 """
@@ -186,11 +192,8 @@ def stored(evalstore: str, url: str, run_path: Path, qrels_path: Path, memory_li
              "evaluate --wait (all_trec)": ["evaluate", "--qrels", "bigq", "--run", "big", "--measures", "all_trec",
                                             "--wait"]}
     for label, command in steps.items():
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", MEASURE, evalstore, *command], env=env, capture_output=True,
-                              text=True, check=True)
-        peak = float(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
-        print(f"stored path, {label}: {time.perf_counter() - started:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
+        wall, peak, _, _ = timed([evalstore, *command], env)
+        print(f"stored path, {label}: {wall:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
 
 
 def make_stored_predictions(folder: Path, n: int, groups: int) -> tuple[Path, Path]:
@@ -221,58 +224,22 @@ def stored_predictions(evalstore: str, url: str, gold: Path, predicted: Path, me
     for command in (["labels", "import", str(gold), "--name", "clicks"],
                     ["predictions", "register", str(predicted), "--name", "model", "--labels", "clicks",
                      "--probabilities"]):
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", MEASURE, evalstore, *command], env=env, capture_output=True,
-                              text=True, check=True)
-        peak = float(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
-        print(f"stored predictions, {command[0]} {command[1]}: {time.perf_counter() - started:.1f} s, peak RSS "
-              f"{peak:,.0f} MiB", flush=True)
+        wall, peak, _, _ = timed([evalstore, *command], env)
+        print(f"stored predictions, {command[0]} {command[1]}: {wall:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
     backends = [("local", []), ("duckdb", ["--memory-limit", memory_limit]), ("duckdb", ["--memory-limit", "500MB"]),
                 ("spark", ["--spark-master", "local[2]"])]
     first: dict[str, float] = {}
     for name, flags in backends:
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", MEASURE_WITH_JVM, evalstore, "evaluate", "--labels", "clicks",
-                               "--predictions", "model", "--wait", "--force", "--format", "json", "--backend", name,
-                               *flags], env=env, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"evaluate --backend {name} failed:\n{done.stderr[-3000:]}")
-        *out, peaks = done.stdout.rstrip("\n").split("\n")
-        python_peak, jvm_peak = (float(v) for v in peaks.split())
-        [row] = json.loads("\n".join(out))
+        wall, python_peak, jvm_peak, out = timed([evalstore, "evaluate", "--labels", "clicks", "--predictions", "model",
+                                                  "--wait", "--force", "--format", "json", "--backend", name, *flags],
+                                                 env)
+        [row] = json.loads(out)
         values = {m: row[m] for m in ("auc", "gauc")}
         first = first or values
         print(f"stored predictions, evaluate --backend {name} {' '.join(flags)}: "
-              f"{time.perf_counter() - started:.1f} s, peak RSS {python_peak:,.0f} MiB"
+              f"{wall:.1f} s, peak RSS {python_peak:,.0f} MiB"
               + (f" + {jvm_peak:,.0f} MiB (JVM)" if jvm_peak else "")
               + f": {values}, equal to local: {values == first}", flush=True)
-
-
-# MEASURE, plus the peak RSS of any JVM that ran meanwhile (pyspark's is not a child it waits for)
-MEASURE_WITH_JVM = r"""
-import os, resource, subprocess, sys, threading, time
-peak = {"jvm": 0.0}
-stop = threading.Event()
-def watch():
-    while not stop.is_set():
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                status = open(f"/proc/{pid}/status").read()
-            except OSError:
-                continue
-            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-            if "java" in fields.get("Name", "") and "VmHWM" in fields:
-                peak["jvm"] = max(peak["jvm"], int(fields["VmHWM"].split()[0]) / 1024)
-        time.sleep(0.5)
-watcher = threading.Thread(target=watch, daemon=True)
-watcher.start()
-done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
-stop.set()
-sys.stdout.write(done.stdout)
-if done.returncode:
-    sys.exit(done.returncode)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, peak["jvm"])
-"""
 
 
 def main() -> None:
@@ -300,7 +267,7 @@ def main() -> None:
         run_path, qrels_path = make_run(args.data, args.topics, args.depth)
         print(f"data: {run_path.name} ({run_path.stat().st_size / 2**30:.2f} GiB) in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
-        wall, peak, out = timed([evalstore, "trec-eval", "--backend", "duckdb", "--memory-limit", args.memory_limit,
+        wall, peak, _, out = timed([evalstore, "trec-eval", "--backend", "duckdb", "--memory-limit", args.memory_limit,
                                  "-m", "all_trec", str(qrels_path), str(run_path)])
         num_q = next(line.split()[2] for line in out.splitlines() if line.startswith("num_q"))
         print(f"ranking, {args.topics:,} x {args.depth:,} rows, trec-eval --backend duckdb --memory-limit "
@@ -316,15 +283,14 @@ def main() -> None:
         print(f"data: {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - started:.0f} s",
               flush=True)
         if not args.skip_duckdb_predictions:
-            wall, peak, out = timed([sys.executable, "-c", PREDICTIONS_DUCKDB, str(path), args.memory_limit])
+            wall, peak, _, out = timed([sys.executable, "-c", PREDICTIONS_DUCKDB, str(path), args.memory_limit])
             print(f"predictions, {args.predictions:,} in {args.groups:,} groups, DuckDB (--memory-limit "
                   f"{args.memory_limit}): {wall:.1f} s, peak RSS {peak:,.0f} MiB: {json.loads(out.splitlines()[-1])}",
                   flush=True)
         if not args.skip_spark:
-            wall, peak, out = timed([sys.executable, "-c", PREDICTIONS_SPARK, str(path)])
-            values = json.loads(out.splitlines()[-1])
+            wall, peak, jvm, out = timed([sys.executable, "-c", PREDICTIONS_SPARK, str(path)])
             print(f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB (Python) + "
-                  f"{values.pop('jvm_peak_rss_mib'):,} MiB (JVM): {values}", flush=True)
+                  f"{jvm:,.0f} MiB (JVM): {json.loads(out.splitlines()[-1])}", flush=True)
     if args.postgres and not args.skip_stored_predictions:
         gold, predicted = make_stored_predictions(args.data, args.stored_predictions, args.stored_groups)
         stored_predictions(evalstore, args.postgres, gold, predicted, args.memory_limit)

@@ -122,7 +122,8 @@ def select_batches(session: Session, statement: Any, names: list[str], types: li
 
         uri, sql = _postgres_read(session, statement)
         with adbc.connect(uri, autocommit=True) as adbc_connection, adbc_connection.cursor() as cursor:
-            cursor.execute("SET jit = off")  # as in _fetch_arrow
+            cursor.execute("SET jit = off")  # as in _fetch_arrow, for the same reasons: a set just stored
+            cursor.execute("SET enable_nestloop = off")  # has no statistics, and a nested loop join would be n x n
             cursor.execute(sql)
             for batch in cursor.fetch_record_batch():
                 yield pa.RecordBatch.from_arrays(batch.columns, names=names).cast(schema)
