@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,14 @@ import typer
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render
+
+
+class BackendName(StrEnum):
+    """evalstore.backends.BACKENDS, as typer lists the choices."""
+
+    local = "local"
+    duckdb = "duckdb"
+    spark = "spark"
 
 
 def evaluate(
@@ -48,10 +57,10 @@ def evaluate(
     baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
     splits: str | None = typer.Option(None, "--splits", help="With --wait: each fold's mean over its test topics "
                                       "(a split of these qrels' topics), and the mean and spread over the folds."),
-    backend: str = typer.Option("local", "--backend", help="Where the part that grows with the inputs runs: local "
-                                "(the database joins a run with its qrels; predictions are read into memory), "
-                                "duckdb (out of core, spilling to disk) or spark. duckdb and spark take relevance "
-                                "qrels, and binary predictions with a score."),
+    backend: BackendName = typer.Option(
+        BackendName.local, "--backend", help="Where the part that grows with the inputs runs: local (the database "
+        "joins a run with its qrels; predictions are read into memory), duckdb (out of core, spilling to disk) or "
+        "spark. duckdb and spark take relevance qrels, and binary predictions with a score."),
     memory_limit: str | None = typer.Option(None, "--memory-limit", help="--backend duckdb: DuckDB's memory limit "
                                             "(default 2GB)."),
     temp_directory: str | None = typer.Option(None, "--temp-directory", help="--backend duckdb: where DuckDB "
@@ -69,10 +78,14 @@ def evaluate(
     --wait the jobs wait for 'evalstore worker'. --backend duckdb|spark hands the part
     that grows with the inputs to DuckDB or Spark; the numbers are the same."""
     from evalstore.backends import Backend
+    from evalstore.errors import InvalidParameterError
     from evalstore.services import orchestration
     from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions
 
-    chosen = Backend(backend, memory_limit, temp_directory, spark_master, spark_staging)
+    try:
+        chosen = Backend(backend.value, memory_limit, temp_directory, spark_master, spark_staging)
+    except InvalidParameterError as conflict:  # a setting of the other backend's
+        raise usage_conflict(ctx, str(conflict)) from None
     request: orchestration.Request
     if labels is not None:
         if qrels is not None or run or all_runs:

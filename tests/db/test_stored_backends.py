@@ -23,6 +23,7 @@ from evalstore.metrics.classification import CURVE_MEASURES
 from evalstore.services import jobs, labels, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import RankingRequest, evaluate, evaluate_predictions, evaluate_runs
+from tests.cli.usage import usage_message
 from tests.conftest import shared_path
 
 SUMMED = {"average_precision", "log_loss", "brier"}  # floating sums: equal to rounding
@@ -201,8 +202,12 @@ def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
     shown = invoke("jobs", "show", "1", "--format", "json")
     assert '"backend": "duckdb"' in shown.stdout
     wrong = invoke("evaluate", "--qrels", "q", "--run", "r", "--backend", "spark", "--memory-limit", "1GB")
-    assert wrong.exit_code == 1
-    assert "--memory-limit is a setting of --backend duckdb; this is --backend spark." in wrong.stderr
+    assert wrong.exit_code == 2  # a usage error: options that do not go together
+    assert usage_message(wrong.stderr) == "--memory-limit is a setting of --backend duckdb; this is --backend spark."
+    unknown = invoke("evaluate", "--qrels", "q", "--run", "r", "--backend", "ray")
+    assert unknown.exit_code == 2
+    assert usage_message(unknown.stderr) == ("Invalid value for '--backend': Value error, 'ray' is not one of 'local', "
+                                             "'duckdb', 'spark'.")
 
 
 def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine, tmp_path: Path,
@@ -225,3 +230,10 @@ def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine
     assert "threshold_youden" not in logged.data.metrics  # not computed out of core, so not logged as 0
     artifacts = {a.path for a in MlflowClient(uri).list_artifacts(logged.info.run_id)}
     assert {"per_group.parquet", "evaluation.json"} <= artifacts and "roc_curve.png" not in artifacts
+
+
+def test_the_cli_lists_every_backend() -> None:
+    from evalstore.backends import BACKENDS
+    from evalstore.cli.evaluate import BackendName
+
+    assert tuple(BackendName) == BACKENDS
