@@ -51,11 +51,16 @@ def _tied_run(path: Path) -> Path:
     ("golden", {}),
     ("golden", {"max_docs": 100, "judged_only": True, "relevance_level": 2}),
     ("tied", {"missing_topics": "skip"}),
+    ("robust03", {}),  # a real TREC 2003 run: 100 topics x 1,000, 128k judgments
 ])
 def test_a_stored_run_gets_the_local_bits_on_every_backend(engine: Engine, backend: Backend, tmp_path: Path,
                                                            run: str, options: dict) -> None:  # type: ignore[type-arg]
-    store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="q")
-    path = shared_path("trec_eval_test", "results.test") if run == "golden" else _tied_run(tmp_path / "tied.run")
+    if run == "robust03":
+        store.import_qrels(engine, shared_path("robust03", "robust03_qrels.txt"), name="q")
+        path = shared_path("robust03", "runs", "input.pircRBa1.gz")
+    else:
+        store.import_qrels(engine, shared_path("trec_eval_test", "qrels.test"), name="q")
+        path = shared_path("trec_eval_test", "results.test") if run == "golden" else _tied_run(tmp_path / "tied.run")
     store.register_run(engine, path, name="r")
     measures = ["all_trec", "nDCG@10", "RR@10", "RBP(p=0.8)", "ERR@20", "Judged@10", "infAP"]
     [local] = evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=measures, **options)
