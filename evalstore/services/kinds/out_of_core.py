@@ -12,6 +12,7 @@ removed after the job.
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -119,6 +120,9 @@ def _duckdb_table(backend: Backend, schema: pa.Schema, batches: Iterator[pa.Reco
 def spark_session(master: str | None) -> SparkSession:
     """This process's Spark session: the one running (when it runs on ``master``, or no master
     is asked for), else a new one on ``master`` (default ``local[*]``)."""
+    # pyspark 4.0 warns on every DataFrame made from Arrow that it does not fully support pandas 3;
+    # this module hands Spark Arrow tables and takes Arrow back, never a pandas object
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # an optional extra
@@ -129,7 +133,12 @@ def spark_session(master: str | None) -> SparkSession:
             raise InvalidParameterError(f"This process already runs Spark on {running.sparkContext.master}, not "
                                         f"{master}; one process holds one Spark session. Run a worker per master.")
         return running
-    return SparkSession.builder.master(master or "local[*]").appName("evalstore").getOrCreate()
+    # a session of our own says nothing on the console but errors: evalstore's stderr carries its
+    # own progress and diagnostics, and Spark's stage bars and INFO/WARN lines would bury them
+    session = (SparkSession.builder.master(master or "local[*]").appName("evalstore")
+               .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 @contextmanager
