@@ -75,8 +75,8 @@ def judged_ranks(run_df: DataFrame, qrels_df: DataFrame) -> tuple[pa.Table, pa.T
     if len(repeated):
         topic = retrieved["topic"][int(repeated[0])].as_py()
         doc = _one_row(run.where(f.col("topic") == topic).groupBy("doc").count().where(f.col("count") > 1))["doc"]
-        raise InputFormatError("the run DataFrame", None, f"topic {topic} lists document {doc} twice; trec_eval "
-                                                          "refuses duplicate documents, so remove one of them")
+        raise InputFormatError("the run DataFrame", None, f"docno '{doc}' appears twice in topic '{topic}'; "
+                               "trec_eval refuses duplicate documents, so remove one of them")
     judged = run.join(qrels, ["topic", "doc"]).select(
         "topic", f.col("doc").alias("judged_doc"), f.col("score").alias("judged_score"), "relevance")
     ahead = (f.col("score") > f.col("judged_score")) | (

@@ -23,9 +23,10 @@ order, batch by batch (:func:`run_to_store`).
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,8 +121,8 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     bad_score = _first(con.execute(f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "
                                    f"isfinite(TRY_CAST({score} AS DOUBLE)) LIMIT 1").fetchall())
     if bad_score is not None:
-        raise InputFormatError(str(path), None, f"score '{bad_score[0]}' is not a finite number; scores must be "
-                                                "finite")
+        raise _refusal(path, _places(path, _bad_score), f"score '{bad_score[0]}' is not a finite number; scores "
+                                                         "must be finite")
     return (f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
             f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"), tag
 
@@ -163,8 +164,9 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
                     f"CAST(f[5] AS DOUBLE) AS score, f[4] AS rank, f[6] AS tag FROM {fields}")
     bad_score = _first(con.execute("SELECT score FROM run_rows WHERE NOT isfinite(score) LIMIT 1").fetchall())
     if bad_score is not None:
-        raise InputFormatError(str(path), None, f"score '{bad_score[0]}' is not a finite number; scores must be "
-                                                "finite")
+        places = _places(path, _bad_score)
+        text = _field_at(path, places[0], "score") if places else str(bad_score[0])
+        raise _refusal(path, places, f"score '{text}' is not a finite number; scores must be finite")
     tag = _last_tag(path)
     if tag is None:  # gzip: no end to seek to; every line of a run has the same tag
         row = _first(con.execute("SELECT tag FROM run_rows LIMIT 1").fetchall())
@@ -184,6 +186,90 @@ def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
                            else f"score '{line.split()[4]}' is not a number")
                 return InputFormatError(str(path), number, problem)
     return InputFormatError(str(path), None, f"a line reads '{wanted}', not qid Q0 docno rank score tag")
+
+
+# --- where a refused row is: read the file again (an error path only) ----------------------------
+# DuckDB finds what is wrong without keeping where it was; the local reader says path:line (or
+# "row N" of a Parquet file), and so do these, by reading the file once more in Python for the
+# first rows that show the fault, in constant memory.
+
+
+def _rows_as_text(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line, or row of a Parquet file, 1-based; the row's topic, doc, score and rank as text) in
+    file order. TREC lines as trec_eval splits them, blank and comment lines counted but skipped."""
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        row = 0
+        for part in _parquet_parts(path):
+            parquet = pq.ParquetFile(part)
+            found = choose_columns(str(path), parquet.schema_arrow.names, ["topic", "doc", "score"], ["rank"])
+            for batch in parquet.iter_batches(columns=list(found.values())):
+                columns = {name: batch.column(source).to_pylist() for name, source in found.items()}
+                for values in zip(*columns.values(), strict=True):
+                    row += 1
+                    yield row, {name: str(value) for name, value in zip(columns, values, strict=True)}
+        return
+    with (gzip.open(path, "rt", errors="replace") if _is_gzip(path) else
+          open(path, encoding="utf-8", errors="replace")) as handle:
+        if fmt == "trec":
+            for number, line in enumerate(handle, start=1):
+                fields = line.split()
+                if len(fields) == 6 and not fields[0].startswith("#"):
+                    yield number, {"topic": fields[0], "doc": fields[2], "rank": fields[3], "score": fields[4]}
+            return
+        import csv
+
+        reader = csv.reader(handle, delimiter="," if fmt == "csv" else "\t")
+        header: list[str] = next(reader, [])
+        found = choose_columns(str(path), header, ["topic", "doc", "score"], ["rank"])
+        at = {name: header.index(source) for name, source in found.items()}
+        for cells in reader:
+            yield reader.line_num, {name: cells[index] if index < len(cells) else "" for name, index in at.items()}
+
+
+def _places(path: Path, wanted: Callable[[dict[str, str]], bool], limit: int = 1) -> list[int]:
+    """The lines (rows of a Parquet file) of the first ``limit`` rows ``wanted`` picks."""
+    if not path.exists():  # not a file: a stored run handed over by the worker
+        return []
+    places = []
+    for place, row in _rows_as_text(path):
+        if wanted(row):
+            places.append(place)
+            if len(places) == limit:
+                break
+    return places
+
+
+def _field_at(path: Path, place: int, name: str) -> str:
+    return next(row[name] for at, row in _rows_as_text(path) if at == place)
+
+
+def _bad_score(row: dict[str, str]) -> bool:
+    try:
+        return not math.isfinite(float(row["score"]))
+    except ValueError:
+        return True
+
+
+def _refusal(path: Path | str, places: list[int], problem: str) -> InputFormatError:
+    """``path:line: problem`` (``path: row N: problem`` for Parquet; ``path: problem`` when the
+    place is unknown), as the local reader words it."""
+    if not places:
+        return InputFormatError(str(path), None, problem)
+    if _format_of(Path(path)) == "parquet":
+        return InputFormatError(str(path), None, f"row {places[0]}: {problem}")
+    return InputFormatError(str(path), places[0], problem)
+
+
+def _twice(path: Path | str, topic: str, doc: str) -> InputFormatError:
+    """A document listed twice in a topic, at its second place, naming its first."""
+    places = _places(Path(path), lambda row: row["topic"] == topic and row["doc"] == doc, limit=2)
+    unit = "row" if _format_of(Path(path)) == "parquet" else "line"
+    first = f" (first at {unit} {places[0]})" if len(places) == 2 else ""
+    return _refusal(path, places[1:], f"docno '{doc}' appears twice in topic '{topic}'{first}; trec_eval refuses "
+                                      "duplicate documents, so remove one of them")
 
 
 def _parquet_parts(path: Path) -> list[Path]:
@@ -237,8 +323,7 @@ def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, 
             twice = _first(con.execute(f"SELECT topic, doc FROM {run_sql} WHERE topic = ? GROUP BY ALL "
                                        "HAVING count(*) > 1 LIMIT 1", [topic]).fetchall())
     if twice is not None:
-        raise InputFormatError(str(path), None, f"topic {twice[0]} lists document {twice[1]} twice; trec_eval "
-                                                "refuses duplicate documents, so remove one of them")
+        raise _twice(path, twice[0], twice[1])
     judged = con.sql(
         f"SELECT j.topic, 1 + count(r.doc) FILTER (WHERE r.score > j.score OR (r.score = j.score AND r.doc > j.doc)) "
         f"AS rank, any_value(j.relevance) AS relevance FROM judged j JOIN {run_sql} r ON r.topic = j.topic "
@@ -418,13 +503,12 @@ def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
                                                     "(qid Q0 docno rank score tag)")
         bad_rank = _first(con.execute("SELECT rank_text FROM parsed WHERE rank IS NULL LIMIT 1").fetchall())
         if bad_rank is not None:
-            raise InputFormatError(str(path), None, f"rank '{bad_rank[0]}' is not an integer between -2147483648 "
-                                                    "and 2147483647")
+            raise _refusal(path, _places(path, lambda row: row["rank"] == bad_rank[0]),
+                           f"rank '{bad_rank[0]}' is not an integer between -2147483648 and 2147483647")
         twice = _first(con.execute("SELECT topic, doc FROM parsed GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
                        .fetchall())
         if twice is not None:
-            raise InputFormatError(str(path), None, f"topic {twice[0]} lists document {twice[1]} twice; trec_eval "
-                                                    "refuses duplicate documents, so remove one of them")
+            raise _twice(path, twice[0], twice[1])
         counts = con.sql("SELECT topic, count(*)::BIGINT AS retrieved FROM parsed GROUP BY topic").to_arrow_table()
         reader = con.sql(
             "SELECT topic, doc, score, rank, CAST(row_number() OVER (PARTITION BY topic ORDER BY score DESC, "

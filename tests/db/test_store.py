@@ -270,8 +270,10 @@ def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(engine: Engine,
 
 @pytest.mark.parametrize(("text_", "message"), [
     ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n",
-     "topic 1 lists document a twice; trec_eval refuses duplicate documents, so remove one of them"),
-    ("1 Q0 a first 2.0 t\n", "rank 'first' is not an integer between -2147483648 and 2147483647"),
+     ":3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses duplicate documents, so remove "
+     "one of them"),
+    ("1 Q0 a 1 2.0 t\n1 Q0 a first 2.0 t\n", ":2: rank 'first' is not an integer between -2147483648 and "
+     "2147483647"),
     ("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", ":2: score 'high' is not a number"),
     ("# nothing but a comment\n", "the file has no rows"),
 ])

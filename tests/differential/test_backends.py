@@ -111,13 +111,38 @@ def test_duckdb_refuses_a_document_twice_and_a_bad_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
                            str(twice)], capture_output=True, text=True, check=False)
     assert done.returncode == 1
-    assert done.stderr == (f"{twice}: topic 1 lists document a twice; trec_eval refuses duplicate documents, "
-                           "so remove one of them\n")
+    assert done.stderr == (f"{twice}:3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses "
+                           "duplicate documents, so remove one of them\n")
     bad = tmp_path / "bad.run"
     bad.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n")
     done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
                            str(bad)], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stderr) == (1, f"{bad}:2: score 'high' is not a number\n")
+
+
+@pytest.mark.parametrize(("name", "rows", "message"), [
+    ("twice.csv", "query_id,docno,score\n1,a,2.0\n1,b,1.0\n1,a,0.5\n",
+     ":4: docno 'a' appears twice in topic '1' (first at line 2); trec_eval refuses duplicate documents, so remove "
+     "one of them"),
+    ("inf.tsv", "qid\tdocno\tscore\n1\ta\t2.0\n1\tb\tinf\n", ":3: score 'inf' is not a finite number; scores must "
+     "be finite"),
+    ("nan.run", "1 Q0 a 1 2.0 t\n# a comment\n1 Q0 b 2 NaN t\n", ":3: score 'NaN' is not a finite number; scores "
+     "must be finite"),
+    ("twice.parquet", None, ": row 3: docno 'a' appears twice in topic '1' (first at row 1); trec_eval refuses "
+     "duplicate documents, so remove one of them"),
+])
+def test_duckdb_names_the_line_or_row_of_a_refused_row_as_the_local_reader_does(
+        tmp_path: Path, name: str, rows: str | None, message: str) -> None:
+    path = tmp_path / name
+    if rows is None:
+        pq.write_table(pa.table({"topic": ["1", "1", "1"], "doc": ["a", "b", "a"], "score": [2.0, 1.0, 0.5]}), path)
+    else:
+        path.write_text(rows)
+    qrels = tmp_path / "q"
+    qrels.write_text("1 0 b 1\n")
+    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
+                           str(path)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (1, f"{path}{message}\n")
 
 
 def _predictions(n: int = 400_000, groups: int = 100_000, seed: int = 3) -> pa.Table:
@@ -251,3 +276,15 @@ def test_a_run_written_by_spark_is_stored_and_evaluated_like_its_file(spark, tmp
         assert frames[0].equals(frames[1]) and len(frames[0]) == 3
     finally:
         engine.dispose()
+
+
+def test_spark_refuses_a_document_twice_in_a_topic(spark) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.errors import InputFormatError
+    from evalstore.spark import evaluate_ranking
+
+    run = spark.createDataFrame(pa.table({"topic": ["1", "1", "1"], "doc": ["a", "b", "a"], "score": [2.0, 1.0, 0.5]}))
+    qrels = spark.createDataFrame(pa.table({"topic": ["1"], "doc": ["b"], "relevance": [1]}))
+    with pytest.raises(InputFormatError) as refused:
+        evaluate_ranking(run, qrels)
+    assert str(refused.value) == ("the run DataFrame: docno 'a' appears twice in topic '1'; trec_eval refuses "
+                                  "duplicate documents, so remove one of them")
