@@ -76,9 +76,8 @@ def judged_ranks(session: Session, run: Run, judgments: list[pa.Table], backend:
         from evalstore import spark as on_spark
 
         with _spark_frame(backend, repo.RUN_BATCH_SCHEMA, rows) as run_df:
-            session_ = run_df.sparkSession
-            found = [on_spark.judged_ranks(run_df, session_.createDataFrame(qrels.select(["topic", "doc",
-                                                                                          "relevance"])))
+            spark = run_df.sparkSession
+            found = [on_spark.judged_ranks(run_df, spark.createDataFrame(qrels.select(["topic", "doc", "relevance"])))
                      for qrels in judgments]
     return found[0][0], [judged for _, judged in found]
 
