@@ -144,6 +144,17 @@ def _pair_counts(frame: DataFrame) -> DataFrame:
                               .alias("precision_sum")))
 
 
+def _loss_sums(data: DataFrame) -> tuple[float, float]:
+    """(sum of the log loss terms, of the Brier terms) of the rows (y, s), as LOSS_SUMS in
+    evalstore.backends.duckdb_engine: the gold class's probability clipped to [eps, 1 - eps]."""
+    f = _functions()
+    eps = float(np.finfo(np.float64).eps)
+    gold = f.when(f.col("y") == 1, f.col("s")).otherwise(1 - f.col("s"))
+    sums = _one_row(data.agg(f.sum(-f.log(f.least(f.greatest(gold, f.lit(eps)), f.lit(1 - eps)))),
+                             f.sum((f.col("y") - f.col("s")) * (f.col("y") - f.col("s")))))
+    return float(sums[0]), float(sums[1])
+
+
 def binary_counts(data: DataFrame) -> BinaryCounts:
     """:class:`BinaryCounts` of a DataFrame of rows (y, s, g, predicted), as
     :func:`evalstore.backends.duckdb_engine.binary_counts` counts them (per group only when every
@@ -172,11 +183,7 @@ def binary_counts(data: DataFrame) -> BinaryCounts:
 
     log_loss_sum = brier_sum = None
     if 0 <= overall["lowest"] and overall["highest"] <= 1:
-        eps = float(np.finfo(np.float64).eps)
-        gold = f.when(f.col("y") == 1, f.col("s")).otherwise(1 - f.col("s"))
-        sums = _one_row(data.agg(f.sum(-f.log(f.least(f.greatest(gold, f.lit(eps)), f.lit(1 - eps)))),
-                                 f.sum((f.col("y") - f.col("s")) * (f.col("y") - f.col("s")))))
-        log_loss_sum, brier_sum = float(sums[0]), float(sums[1])
+        log_loss_sum, brier_sum = _loss_sums(data)
     return BinaryCounts.from_tables(counts(rows.withColumn("g", f.lit(""))),
                                     counts(rows) if overall["grouped"] == overall["items"] else None,
                                     log_loss_sum, brier_sum)
@@ -222,8 +229,5 @@ def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_
                    f.col("twice_pairs").cast("double") / (2.0 * f.col("positives") * f.col("negatives")))
             .alias("auc"))
     if 0 <= overall["lowest"] and overall["highest"] <= 1:
-        eps = float(np.finfo(np.float64).eps)
-        loss = f.when(f.col("label") == 1, f.log(f.greatest(f.col("s"), f.lit(eps)))).otherwise(
-            f.log(1 - f.least(f.col("s"), f.lit(1 - eps))))
-        aggregates["log_loss"] = -_one_row(data.agg(f.avg(loss)))[0]
+        aggregates["log_loss"] = _loss_sums(data.withColumnRenamed("label", "y"))[0] / overall["items"]
     return per_group, spark.createDataFrame([aggregates])

@@ -390,6 +390,14 @@ FROM {source}
 """
 
 
+def _loss_sums(con: duckdb.DuckDBPyConnection, source: str) -> tuple[float, float]:
+    """(sum of the log loss terms, of the Brier terms) of the rows (y, s) of ``source``."""
+    eps = float(np.finfo(np.float64).eps)
+    total_log_loss, total_brier = con.execute(LOSS_SUMS.format(eps=eps, one_minus_eps=1 - eps, source=source)
+                                              ).fetchall()[0]
+    return float(total_log_loss), float(total_brier)
+
+
 def binary_counts(con: duckdb.DuckDBPyConnection, source: str) -> BinaryCounts:
     """:class:`BinaryCounts` of the rows (y, s, g, predicted) of ``source`` (a table or a query
     in parentheses): two aggregating passes with a window over each group's distinct scores,
@@ -408,9 +416,7 @@ def binary_counts(con: duckdb.DuckDBPyConnection, source: str) -> BinaryCounts:
 
     log_loss_sum = brier_sum = None
     if 0 <= lowest and highest <= 1:
-        eps = float(np.finfo(np.float64).eps)
-        log_loss_sum, brier_sum = con.execute(LOSS_SUMS.format(eps=eps, one_minus_eps=1 - eps, source=source)
-                                              ).fetchall()[0]
+        log_loss_sum, brier_sum = _loss_sums(con, source)
     return BinaryCounts.from_tables(counts("''"), counts("g") if grouped == items else None, log_loss_sum,
                                     brier_sum)
 
@@ -459,10 +465,7 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
             values["gauc"], values["gauc_groups_skipped"] = gauc_of_pairs(
                 groups["twice_pairs"].to_pylist(), groups["positives"].to_numpy(), groups["negatives"].to_numpy())
         if 0 <= lowest and highest <= 1:
-            eps = float(np.finfo(np.float64).eps)
-            values["log_loss"] = con.execute(
-                f"SELECT -avg(CASE WHEN {label} = 1 THEN ln(greatest({score}, {eps!r})) "
-                f"ELSE ln(1 - least({score}, {1 - eps!r})) END) FROM {table}").fetchall()[0][0]
+            values["log_loss"] = _loss_sums(con, f"(SELECT {label} AS y, {score} AS s FROM {table})")[0] / items
         return values
     finally:
         con.close()
