@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -121,8 +121,8 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
     bad_score = _first(con.execute(f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "
                                    f"isfinite(TRY_CAST({score} AS DOUBLE)) LIMIT 1").fetchall())
     if bad_score is not None:
-        raise _refusal(path, _places(path, _bad_score), f"score '{bad_score[0]}' is not a finite number; scores "
-                                                         "must be finite")
+        raise _refusal(path, [place for place, _ in _found(path, _bad_score)],
+                       f"score '{bad_score[0]}' is not a finite number; scores must be finite")
     return (f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
             f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"), tag
 
@@ -164,9 +164,10 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
                     f"CAST(f[5] AS DOUBLE) AS score, f[4] AS rank, f[6] AS tag FROM {fields}")
     bad_score = _first(con.execute("SELECT score FROM run_rows WHERE NOT isfinite(score) LIMIT 1").fetchall())
     if bad_score is not None:
-        places = _places(path, _bad_score)
-        text = _field_at(path, places[0], "score") if places else str(bad_score[0])
-        raise _refusal(path, places, f"score '{text}' is not a finite number; scores must be finite")
+        found = _found(path, _bad_score)  # the score as written: DuckDB has parsed it
+        text = found[0][1]["score"] if found else str(bad_score[0])
+        raise _refusal(path, [place for place, _ in found], f"score '{text}' is not a finite number; scores must "
+                                                            "be finite")
     tag = _last_tag(path)
     if tag is None:  # gzip: no end to seek to; every line of a run has the same tag
         row = _first(con.execute("SELECT tag FROM run_rows LIMIT 1").fetchall())
@@ -177,8 +178,7 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
 def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
     """The path:line of a malformed TREC line (read again in Python: an error path only)."""
     wanted = " ".join(fields)
-    with (gzip.open(path, "rt", errors="replace") if _is_gzip(path) else
-          open(path, encoding="utf-8", errors="replace")) as handle:
+    with _text(path) as handle:
         for number, line in enumerate(handle, start=1):
             if " ".join(line.split()) == wanted:
                 found = len(line.split())
@@ -211,8 +211,7 @@ def _rows_as_text(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
                     row += 1
                     yield row, {name: str(value) for name, value in zip(columns, values, strict=True)}
         return
-    with (gzip.open(path, "rt", errors="replace") if _is_gzip(path) else
-          open(path, encoding="utf-8", errors="replace")) as handle:
+    with _text(path) as handle:
         if fmt == "trec":
             for number, line in enumerate(handle, start=1):
                 fields = line.split()
@@ -229,21 +228,23 @@ def _rows_as_text(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             yield reader.line_num, {name: cells[index] if index < len(cells) else "" for name, index in at.items()}
 
 
-def _places(path: Path, wanted: Callable[[dict[str, str]], bool], limit: int = 1) -> list[int]:
-    """The lines (rows of a Parquet file) of the first ``limit`` rows ``wanted`` picks."""
+def _found(path: Path, wanted: Callable[[dict[str, str]], bool], limit: int = 1) -> list[tuple[int, dict[str, str]]]:
+    """(line, or row of a Parquet file; the row) of the first ``limit`` rows ``wanted`` picks."""
     if not path.exists():  # not a file: a stored run handed over by the worker
         return []
-    places = []
+    found = []
     for place, row in _rows_as_text(path):
         if wanted(row):
-            places.append(place)
-            if len(places) == limit:
+            found.append((place, row))
+            if len(found) == limit:
                 break
-    return places
+    return found
 
 
-def _field_at(path: Path, place: int, name: str) -> str:
-    return next(row[name] for at, row in _rows_as_text(path) if at == place)
+def _text(path: Path) -> IO[str]:
+    """A text file opened for reading again, gunzipped when gzipped; bad bytes replaced."""
+    return gzip.open(path, "rt", errors="replace") if _is_gzip(path) else open(path, encoding="utf-8",
+                                                                                errors="replace")
 
 
 def _bad_score(row: dict[str, str]) -> bool:
@@ -265,7 +266,8 @@ def _refusal(path: Path | str, places: list[int], problem: str) -> InputFormatEr
 
 def _twice(path: Path | str, topic: str, doc: str) -> InputFormatError:
     """A document listed twice in a topic, at its second place, naming its first."""
-    places = _places(Path(path), lambda row: row["topic"] == topic and row["doc"] == doc, limit=2)
+    places = [place for place, _ in _found(Path(path), lambda row: row["topic"] == topic and row["doc"] == doc,
+                                            limit=2)]
     unit = "row" if _format_of(Path(path)) == "parquet" else "line"
     first = f" (first at {unit} {places[0]})" if len(places) == 2 else ""
     return _refusal(path, places[1:], f"docno '{doc}' appears twice in topic '{topic}'{first}; trec_eval refuses "
@@ -506,7 +508,7 @@ def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
                                                     "(qid Q0 docno rank score tag)")
         bad_rank = _first(con.execute("SELECT rank_text FROM parsed WHERE rank IS NULL LIMIT 1").fetchall())
         if bad_rank is not None:
-            raise _refusal(path, _places(path, lambda row: row["rank"] == bad_rank[0]),
+            raise _refusal(path, [place for place, _ in _found(path, lambda row: row["rank"] == bad_rank[0])],
                            f"rank '{bad_rank[0]}' is not an integer between -2147483648 and 2147483647")
         twice = _first(con.execute("SELECT topic, doc FROM parsed GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
                        .fetchall())
