@@ -55,20 +55,72 @@ def _string_hashes(array: pa.Array) -> np.ndarray:
     return h
 
 
+def doc_hashes(docs: pa.ChunkedArray) -> np.ndarray:
+    """One uint64 per row identifying its docno (equal docnos, equal hashes)."""
+    keys = np.empty(len(docs), dtype=np.uint64)
+    start = 0
+    for chunk in docs.chunks:
+        keys[start:start + len(chunk)] = _string_hashes(chunk)
+        start += len(chunk)
+    return keys
+
+
 def pair_hashes(topics: pa.ChunkedArray, docs: pa.ChunkedArray) -> np.ndarray:
     """One uint64 per row identifying the (topic, doc) pair (equal pairs, equal hashes)."""
-    keys = np.concatenate([_string_hashes(chunk) for chunk in docs.chunks] or [np.zeros(0, np.uint64)])
-    topic_codes = pc.dictionary_encode(topics).combine_chunks().indices.to_numpy().astype(np.uint64)
+    return _with_topics(doc_hashes(docs), _topic_codes(topics))
+
+
+def _topic_codes(topics: pa.ChunkedArray) -> np.ndarray:
+    return pc.dictionary_encode(topics).combine_chunks().indices.to_numpy()
+
+
+def _with_topics(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Docno hashes made (topic, doc) hashes, in place."""
+    mixed = codes.astype(np.uint64)
     with np.errstate(over="ignore"):
-        topic_codes += np.uint64(1)
-        topic_codes *= _MIX
-        keys ^= topic_codes
-    del topic_codes
+        mixed += np.uint64(1)
+        mixed *= _MIX
+        keys ^= mixed
+    del mixed
     return _finalise(keys)
 
 
 def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray) -> bool:
-    """True when two rows *may* share a (topic, doc) pair; confirm exactly before reporting."""
-    keys = pair_hashes(topics, docs)
+    """True when two rows *may* share a (topic, doc) pair; confirm exactly before reporting.
+
+    A run lists each topic's rows together (nearly all do): then only docnos within a topic are
+    compared, as rows of one (topics, longest topic) matrix sorted along its rows. Sorting a
+    thousand keys 7,000 times takes ~0.09 s where one sort of the 7M keys takes ~0.45 s."""
+    codes = _topic_codes(topics)
+    keys = doc_hashes(docs)
+    starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))) if len(codes) else codes
+    if len(starts) == len(np.unique(codes[starts])):  # each topic's rows together
+        within = _repeated_within_groups(keys, starts)
+        if within is not None:
+            return within
+    keys = _with_topics(keys, codes)
     keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
+
+
+def _repeated_within_groups(keys: np.ndarray, starts: np.ndarray) -> bool | None:
+    """Whether a key repeats within one of the runs of rows beginning at ``starts``; None when
+    padding them to one length would take more than twice the memory of the keys."""
+    n = len(keys)
+    lengths = np.diff(np.append(starts, n))
+    width = int(lengths.max()) if n else 0
+    if n == 0 or width < 2:
+        return False
+    if (lengths == width).all():
+        matrix = keys.reshape(len(starts), width)
+    elif len(starts) * width <= 2 * n:
+        # the padding: a different key in each column, so padding never equals padding (one that
+        # equals a real key is a candidate, confirmed exactly as any hash match)
+        matrix = np.empty((len(starts), width), dtype=np.uint64)
+        matrix[:] = np.uint64(2**64 - 1) - np.arange(width, dtype=np.uint64)
+        group = np.repeat(np.arange(len(starts)), lengths)
+        matrix[group, np.arange(n) - starts[group]] = keys
+    else:
+        return None
+    matrix.sort(axis=1)
+    return bool((matrix[:, 1:] == matrix[:, :-1]).any())

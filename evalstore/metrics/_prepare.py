@@ -186,10 +186,10 @@ def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOpt
     topic_row = np.where(resolved.code >= 0, resolved.row_of[np.maximum(resolved.code, 0)], -1)
     evaluated = topic_row >= 0
     counts = np.zeros(n, dtype=np.int64)
-    counts[topic_row[evaluated]] = np.bincount(ranked.codes, minlength=len(ranked.topics))[evaluated]
+    counts[topic_row[evaluated]] = ranked.counts[evaluated]
     judged, rel = _judged_rows(run["doc"], topic_row, ranked.codes, qrels, resolved)
     rows = topic_row[ranked.codes[judged]]
-    position = ranked.ranks[judged].astype(np.int64) - 1
+    position = ranked.ranks_at(judged) - 1
     order = np.lexsort((position, rows))
     rows, position, rel = rows[order], position[order], rel[order]
     rows, position, rel, counts = _cut_then_condense(rows, position, rel, counts, n, options)
