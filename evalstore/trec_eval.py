@@ -9,7 +9,6 @@ warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -18,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
-from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_prefs, read_qrels, read_run
-from evalstore.metrics import compute, summarise
+from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
+from evalstore.metrics import compute, prepare_run_file, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
@@ -86,24 +85,8 @@ def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options:
     return topics, {m: np.array([sums[t][m] / counts[t] for t in topics]) for m in measures}
 
 
-PARALLEL_CHECK_ROWS = 1_000_000  # runs this long check for duplicate docnos on a thread of their own
-
-
 def _prepare_in_memory(qrels: ParsedFile, run_path: str, options: PrepareOptions) -> tuple[Ranking, str | None]:
-    run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
-    # trec_eval refuses a docno twice in a topic: a large run is checked on the second core while
-    # it is ranked; an ordinary one in turn (its check takes ~6 ms, and a thread beside the ranking
-    # made the two contend: 60-130 ms together for robust03's 100k rows against ~45 ms in turn)
-    if run.table.num_rows < PARALLEL_CHECK_ROWS:
-        duplicated = has_duplicate_docs(run.table)
-        rk = prepare(qrels.table, run.table, options, runid=run.tag)
-    else:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            duplicates = pool.submit(has_duplicate_docs, run.table)
-            rk = prepare(qrels.table, run.table, options, runid=run.tag)
-            duplicated = duplicates.result()
-    if duplicated:
-        read_run(run_path, strict=False, content_hash=False)  # raises path:line (or was a collision)
+    rk, run = prepare_run_file(qrels.table, run_path, options)
     tag = run.tag
     del run  # the ranking holds what the measures need; free the run's columns
     pa.default_memory_pool().release_unused()  # and give them back to the OS before the kernels run

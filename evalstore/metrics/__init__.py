@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
-from evalstore.io.formats import read_qrels, read_run
+from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_qrels, read_run
 from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
@@ -201,12 +201,44 @@ class EvaluationResult:
     """Per-query values (long format) and aggregates of one run against one qrels set.
     ``aggregates`` is keyed by canonical name and answers to any spelling of it."""
 
-    per_query: pd.DataFrame  # columns query_id, measure, value (text_value for string measures, as the store names it)
     aggregates: MeasureValues
     topics: list[str]
     missing_topics: list[str] = field(default_factory=list)
     dropped_run_topics: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    # per measure (canonical name), its value for each of ``topics``: the frame is built from these
+    values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """Columns query_id, measure, value (text_value for string measures, as the store names
+        them), one row per (measure, topic); built when first read, as pandas takes ~0.2 s to
+        import and a caller after the aggregates alone never needs it."""
+        if self._frame is None:
+            self._frame = _per_query_frame(self.topics, self.values)
+        return self._frame
+
+
+def _per_query_frame(topics: list[str], values: dict[str, np.ndarray]) -> pd.DataFrame:
+    import pandas as pd
+
+    n = len(topics)
+    if not values or not n:
+        return pd.DataFrame(columns=["query_id", "measure", "value", "text_value"])
+    # one frame from stacked columns: a frame per measure and a concat cost ~30 ms a run for
+    # all_trec's hundred measures, more than computing them
+    texts = np.full(n * len(values), None, dtype=object)
+    numbers = np.full(n * len(values), np.nan)
+    for i, array in enumerate(values.values()):
+        block = slice(i * n, (i + 1) * n)
+        if array.dtype == object:  # a string measure (RelString)
+            texts[block] = array
+        else:
+            numbers[block] = array
+    return pd.DataFrame({"query_id": np.tile(np.array(topics, dtype=object), len(values)),
+                         "measure": np.repeat(np.array(list(values), dtype=object), n),
+                         "value": numbers, "text_value": texts})
 
 
 def evaluate(
@@ -240,7 +272,7 @@ def evaluate(
         ``ndcg_cut_10``), and trec_eval's groups (``all_trec``, ``official``). ``evalstore
         measures`` lists them.
     per_query
-        Whether to build the per-query frame (False saves its cost for large runs).
+        Whether to keep the per-query values (``per_query``, a frame built when first read).
     relevance_level
         Judged at least this is relevant (trec_eval ``-l``).
     max_docs
@@ -287,12 +319,14 @@ def evaluate(
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
         )
-    import pandas as pd
-
-    qrels_table = _as_table(qrels, "qrels")
-    run_table = _as_table(run, "run")
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
-    rk = prepare(qrels_table, run_table, options)
+    qrels_table = _as_table(qrels, "qrels")
+    if isinstance(run, (str, Path)):
+        rk, parsed = prepare_run_file(qrels_table, run, options)
+        run_table = parsed.table
+    else:
+        run_table = _as_table(run, "run")
+        rk = prepare(qrels_table, run_table, options)
     if rk.n == 0:
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     if known is not None:
@@ -300,32 +334,41 @@ def evaluate(
             raise InvalidParameterError("-J closes up the ranking by the main qrels' judgments; the user-oriented "
                                         "measures (known) need the ranking whole.")
         attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
+    del run_table
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
-    if per_query and values:
-        # one frame from stacked columns: a frame per measure and a concat cost ~30 ms a run for
-        # all_trec's hundred measures, more than computing them
-        texts = np.full(rk.n * len(values), None, dtype=object)
-        numbers = np.full(rk.n * len(values), np.nan)
-        for i, (measure, array) in enumerate(values.items()):
-            block = slice(i * rk.n, (i + 1) * rk.n)
-            if measure.spec.value_type == "str":
-                texts[block] = array
-            else:
-                numbers[block] = array
-        per_query_frame = pd.DataFrame({
-            "query_id": np.tile(np.array(rk.topics, dtype=object), len(values)),
-            "measure": np.repeat(np.array([str(m) for m in values], dtype=object), rk.n),
-            "value": numbers, "text_value": texts})
-    else:
-        per_query_frame = pd.DataFrame(columns=["query_id", "measure", "value", "text_value"])
     return EvaluationResult(
-        per_query=per_query_frame, aggregates=aggregates, topics=rk.topics,
-        missing_topics=rk.missing_topics, dropped_run_topics=rk.dropped_run_topics,
+        aggregates=aggregates, topics=rk.topics, missing_topics=rk.missing_topics,
+        dropped_run_topics=rk.dropped_run_topics,
         options={"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
                  "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
+        values={str(m): v for m, v in values.items()} if per_query else {},
     )
+
+
+# a run this long checks for duplicate docnos on a thread of its own while it is ranked; an
+# ordinary one in turn (robust03's 100k rows: ~6 ms, and a thread beside the ranking made the two
+# contend: 60-130 ms together against ~45 ms in turn)
+PARALLEL_CHECK_ROWS = 1_000_000
+
+
+def prepare_run_file(qrels: pa.Table, path: str | Path, options: PrepareOptions) -> tuple[Ranking, ParsedFile]:
+    """Read a run file to evaluate it (nothing stored: no content hash) and rank it against
+    ``qrels``. trec_eval refuses a docno twice in a topic: that check runs beside the ranking for a
+    large run; if it finds one, the file is read again the precise way, which raises with the line."""
+    run = read_run(path, strict=False, content_hash=False, check_duplicates=False)
+    if run.table.num_rows < PARALLEL_CHECK_ROWS:
+        duplicated = has_duplicate_docs(run.table)
+        rk = prepare(qrels, run.table, options, runid=run.tag)
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            duplicates = pool.submit(has_duplicate_docs, run.table)
+            rk = prepare(qrels, run.table, options, runid=run.tag)
+            duplicated = duplicates.result()
+    if duplicated:
+        read_run(path, strict=False, content_hash=False)  # raises path:line (or was a hash collision)
+    return rk, run
 
 
 def _as_table(source: Any, kind: str) -> pa.Table:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.errors import InputFormatError
 from tests.conftest import shared_path
 
 VENDORED = Path(__file__).resolve().parents[1] / "data" / "trec_eval_test"
@@ -152,12 +153,16 @@ def test_preference_measures_print_as_z_scores() -> None:
 @pytest.mark.parametrize("parallel_from_rows", [0, 1_000_000])  # the check on a thread of its own, and in turn
 def test_a_document_twice_in_a_topic_is_refused_with_its_line(tmp_path, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
                                                               parallel_from_rows: int) -> None:
-    from evalstore import trec_eval
+    import evalstore.metrics
 
-    monkeypatch.setattr(trec_eval, "PARALLEL_CHECK_ROWS", parallel_from_rows)
+    monkeypatch.setattr(evalstore.metrics, "PARALLEL_CHECK_ROWS", parallel_from_rows)
     run = tmp_path / "twice.run"
     run.write_text("301 Q0 a 1 3.0 t\n301 Q0 b 2 2.0 t\n301 Q0 a 3 1.0 t\n")
     result = CliRunner().invoke(app, ["trec-eval", "-m", "map", str(suite_file("qrels.test")), str(run)])
     assert result.exit_code == 1
-    assert result.stderr == (f"{run}:3: docno 'a' appears twice in topic '301' (first at line 1); trec_eval refuses "
-                             "duplicate documents, so remove one of them\n")
+    message = (f"{run}:3: docno 'a' appears twice in topic '301' (first at line 1); trec_eval refuses duplicate "
+               "documents, so remove one of them")
+    assert result.stderr == message + "\n"
+    with pytest.raises(InputFormatError) as refused:  # the Python API reads files the same way
+        evalstore.metrics.evaluate(suite_file("qrels.test"), run, ["AP"])
+    assert str(refused.value) == message
