@@ -140,8 +140,10 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
     if workers <= 1 or len(measures) < 4:
         return {measure: one(measure) for measure in measures}
     levels = {m.kwargs(relevance_level).get("rel") for m in measures}
-    for level in sorted(level for level in levels if level is not None):
-        rk.cum_rel(level)  # shared by most kernels: build once, before the threads start
+    for level in sorted(level for level in levels if level is not None and level < 0):
+        # at a negative level the kernels share this matrix (documents outside the qrels count);
+        # at the others they read the judged entries
+        rk.cum_rel(level)  # build it once, before the threads start
     # the heaviest families first, so the two threads finish together
     order = sorted(measures, key=lambda m: m.family not in _HEAVY)
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -109,7 +109,25 @@ class Ranking:
         return self.cached(("num_rel", level), lambda: self.rel_levels[:, start:].sum(axis=1))
 
     def num_rel_ret(self, level: int) -> np.ndarray:
-        return self.at(self.cum_rel(level), 0 * self.num_ret + self.depth)
+        return self.judged_within(level, self.depth)
+
+    def judged_within(self, level: int, k: np.ndarray | int) -> np.ndarray:
+        """Per topic, the documents judged at least ``level`` among its top k (k per topic or one for
+        all; 0 where k <= 0), counted in the judged entries: the (n, depth) matrix is read only for a
+        negative level, at which documents outside the qrels count too."""
+        if level < 0:
+            return self.at(self.cum_rel(level), k)
+        keys = self.entry_keys(level)
+        width = self.depth + 1
+        first = np.arange(self.n, dtype=np.int64) * width
+        within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), 0, width)
+        return np.searchsorted(keys, first + within) - np.searchsorted(keys, first)
+
+    def entry_keys(self, level: int) -> np.ndarray:
+        """row * (depth + 1) + position of each judged entry at ``level`` or above (0 <= level),
+        ascending, as the entries are ordered by row then position."""
+        return self.cached(("entry_keys", level), lambda: (
+            self.judged_row * (self.depth + 1) + self.judged_position)[self.judged_rel >= level])
 
     def at(self, cumulative: np.ndarray, k: np.ndarray | int) -> np.ndarray:
         """cumulative[:, k-1] per topic (see :func:`column_at`)."""

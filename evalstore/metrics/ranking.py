@@ -83,7 +83,8 @@ def num_rel_ret(rk: Ranking, rel: int) -> np.ndarray:
         trec=trec("num_nonrel_judged_ret"), aliases=("num_nonrel_judged_ret",))
 def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
     """Number of retrieved documents judged non-relevant (0 <= level < rel)."""
-    return (rk.valid & (rk.rel >= 0) & (rk.rel < rel)).sum(axis=1).astype(np.float64)
+    nonrel = (rk.judged_rel >= 0) & (rk.judged_rel < rel)
+    return np.bincount(rk.judged_row[nonrel], minlength=rk.n).astype(np.float64)
 
 
 # --------------------------------------------------------------------------- precision family
@@ -95,7 +96,7 @@ def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
 def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Precision at k: relevant in the top k divided by k (a short ranking counts as non-relevant
     to k)."""
-    return rk.at(rk.cum_rel(rel), cutoff) / cutoff
+    return rk.judged_within(rel, cutoff) / cutoff
 
 
 @family("R", params={"rel": REL, "cutoff": CUTOFF},
@@ -103,7 +104,7 @@ def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
         reference="trec_eval m_recall.c")
 def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Recall at k: relevant in the top k divided by the number of relevant documents."""
-    return _safe_div(rk.at(rk.cum_rel(rel), cutoff), rk.num_rel(rel))
+    return _safe_div(rk.judged_within(rel, cutoff), rk.num_rel(rel))
 
 
 @family("Success", params={"rel": REL, "cutoff": CUTOFF},
@@ -111,14 +112,14 @@ def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
         aliases=("success", "HitRate", "hit_rate"), reference="trec_eval m_success.c; ranx hit_rate@k")
 def success(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """1 if a relevant document is in the top k, else 0."""
-    return (rk.at(rk.cum_rel(rel), cutoff) > 0).astype(np.float64)
+    return (rk.judged_within(rel, cutoff) > 0).astype(np.float64)
 
 
 @family("Hits", params={"rel": REL, "cutoff": CUTOFF}, summary="mean", reference="ranx hits@k")
 def hits(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Number of relevant documents in the top k (ranx's hits@k; its mean over topics is the
     summary). "Hits@k" in knowledge-graph papers is usually Success@k, spelt HitRate@k here."""
-    return rk.at(rk.cum_rel(rel), cutoff).astype(np.float64)
+    return rk.judged_within(rel, cutoff).astype(np.float64)
 
 
 @family("RelP", params={"rel": REL, "cutoff": CUTOFF},
@@ -126,7 +127,7 @@ def hits(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
         reference="trec_eval m_rel_P.c")
 def relative_precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Relevant in the top k divided by min(k, R): precision up to R, recall after."""
-    return _safe_div(rk.at(rk.cum_rel(rel), cutoff), np.minimum(cutoff, rk.num_rel(rel)))
+    return _safe_div(rk.judged_within(rel, cutoff), np.minimum(cutoff, rk.num_rel(rel)))
 
 
 @family("Rprec", params={"rel": REL}, trec=trec("Rprec"), aliases=("R-prec", "BEP", "RPrec"),
@@ -135,7 +136,7 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Precision after R documents (R = number of relevant): the break-even point where precision
     equals recall (BEP)."""
     num = rk.num_rel(rel)
-    return _safe_div(rk.at(rk.cum_rel(rel), np.minimum(num, rk.num_ret)), num)
+    return _safe_div(rk.judged_within(rel, np.minimum(num, rk.num_ret)), num)
 
 
 @family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
@@ -144,7 +145,7 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
 def r_precision_multiple(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """Precision at x times R documents (trec_eval rounds x*R+0.9 down)."""
     k = np.floor(x * rk.num_rel(rel) + 0.9).astype(np.int64)
-    return _safe_div(rk.at(rk.cum_rel(rel), k), k)
+    return _safe_div(rk.judged_within(rel, k), k)
 
 
 @family("F", params={"rel": REL, "cutoff": CUTOFF, "beta": Param(float, 1.0, low=0.0)},
@@ -198,35 +199,60 @@ def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
 def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """1 / rank of the first relevant document; 0 if none is retrieved (in the top k, with a
     cutoff: RR@10 is MS MARCO's MRR@10)."""
-    hits = rk.is_rel(rel)
-    if rk.depth == 0:
-        return np.zeros(rk.n)
-    first = hits.argmax(axis=1)
-    found = hits.any(axis=1) if cutoff is None else hits.any(axis=1) & (first < cutoff)
+    if rel < 0:  # documents outside the qrels count then: only the matrix has them
+        hits = rk.is_rel(rel)
+        first = hits.argmax(axis=1) if rk.depth else np.zeros(rk.n, dtype=np.int64)
+        found = hits.any(axis=1) if rk.depth else np.zeros(rk.n, dtype=bool)
+    else:
+        first, found = _first_entry(rk, rel)
+    if cutoff is not None:
+        found &= first < cutoff
     return np.where(found, 1.0 / (first + 1.0), 0.0)
+
+
+def _first_entry(rk: Ranking, rel: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic, the position of its first document judged at least ``rel`` (0 <= rel), and
+    whether it has one."""
+    keys = rk.entry_keys(rel)
+    width = rk.depth + 1
+    start = np.arange(rk.n, dtype=np.int64) * width
+    at = np.searchsorted(keys, start)
+    key = keys[np.minimum(at, len(keys) - 1)] if len(keys) else np.zeros(rk.n, dtype=np.int64)
+    found = (at < len(keys)) & (key < start + width)
+    return np.where(found, key - start, 0), found
 
 
 def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...],
                             rounding: str = "trec_eval10") -> np.ndarray:
     """(n, points): max precision at or after the rank where x*R relevant docs are seen, x*R made
     a count as trec_eval 10.0 does (lround) or 9.x (``(long)(x*R + 0.9)``)."""
-    cum = rk.cum_rel(rel)
-    precision_at = np.where(rk.valid, cum / rk.ranks, 0.0) if rk.depth else np.zeros((rk.n, 0))
-    interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(
-        precision_at[:, ::-1], axis=1)[:, ::-1])
     num = rk.num_rel(rel)
     found = rk.num_rel_ret(rel)
+    if rel < 0:  # documents outside the qrels count then: only the matrix has them
+        cum = rk.cum_rel(rel)
+        precision_at = np.where(rk.valid, cum / rk.ranks, 0.0) if rk.depth else np.zeros((rk.n, 0))
+        interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(
+            precision_at[:, ::-1], axis=1)[:, ::-1])
+
+        def best_from(target: np.ndarray) -> np.ndarray:
+            return interpolated[np.arange(rk.n), (cum >= target[:, None]).argmax(axis=1)]
+    else:
+        # the best precision at or after a rank is one at a relevant document (between two, it
+        # falls): the i-th relevant document's precision, best of the i-th on, one topic a row
+        entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
+        best_after = rk.cached(("iprec_entries", rel), lambda: np.maximum.accumulate(
+            entries.grid((entries.rel_before + 1) / (entries.position + 1.0))[:, ::-1], axis=1)[:, ::-1])
+
+        def best_from(target: np.ndarray) -> np.ndarray:
+            return column_at(best_after, target)
     out = np.zeros((rk.n, len(recall_points)))
     for j, x in enumerate(recall_points):
         # trec_eval 10.0 converts a recall point to a count with lround(x * R) (half away from 0);
         # 9.x (pytrec_eval, and so ir_measures) with (long)(x * R + 0.9)
         count = np.floor(x * num + (0.5 if rounding == "trec_eval10" else 0.9)).astype(np.int64)
         reachable = (count <= found) & (found > 0)
-        target = np.maximum(count, 1)
         if rk.depth:
-            position = (cum >= target[:, None]).argmax(axis=1)
-            values = interpolated[np.arange(rk.n), position]
-            out[:, j] = np.where(reachable, values, 0.0)
+            out[:, j] = np.where(reachable, best_from(np.maximum(count, 1)), 0.0)
         # a ranking trec_eval sees as empty (everything dropped by -J, or -M 0): its precision
         # there is 0/0, and that is what a recall point of 0 relevant documents gets
         out[:, j] = np.where((count == 0) & (rk.num_ret == 0) & ~rk.stand_in, np.nan, out[:, j])
@@ -264,12 +290,15 @@ def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, 
         aliases=("PrecAtRecall",), reference="Manning et al., Introduction to IR, 8.4", at="recall")
 def precision_at_recall(rk: Ranking, rel: int, recall: float) -> np.ndarray:
     """Non-interpolated precision at the rank where recall first reaches the level (0 if never)."""
-    cum = rk.cum_rel(rel)
     need = np.maximum(np.ceil(recall * rk.num_rel(rel) - 1e-12), 1).astype(np.int64)
     reached = (rk.num_rel_ret(rel) >= need) & (rk.num_rel(rel) > 0)
     if rk.depth == 0:
         return np.zeros(rk.n)
-    position = (cum >= need[:, None]).argmax(axis=1)
+    if rel < 0:  # documents outside the qrels count then: only the matrix has them
+        position = (rk.cum_rel(rel) >= need[:, None]).argmax(axis=1)
+    else:  # the need-th relevant document's place
+        entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
+        position = column_at(entries.grid(entries.position.astype(np.float64)), need)
     return np.where(reached, need / (position + 1.0), 0.0)
 
 
@@ -300,13 +329,22 @@ class _JudgedEntries:
 
     def row_sums(self, values: np.ndarray) -> np.ndarray:
         """Each topic's sum of its entries' ``values``, added left to right as trec_eval does (see
-        :func:`_sequential_sum`): the entries are laid out one topic a row, zeros after."""
-        counts = np.bincount(self.row, minlength=self.n)
-        width = int(counts.max()) if self.n and len(self.row) else 0
-        grid = np.zeros((self.n, width))
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        grid[self.row, np.arange(len(self.row)) - starts[self.row]] = values
-        return _sequential_sum(grid)
+        :func:`_sequential_sum`)."""
+        return _sequential_sum(self.grid(values))
+
+    def grid(self, values: np.ndarray) -> np.ndarray:
+        """The entries' ``values`` laid out one topic a row, in rank order, zeros after."""
+        return _entry_grid(self.n, self.row, values)
+
+
+def _entry_grid(n: int, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` of entries ordered by row, laid out one row each, in order, zeros after."""
+    counts = np.bincount(rows, minlength=n)
+    width = int(counts.max()) if n and len(rows) else 0
+    grid = np.zeros((n, width))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    grid[rows, np.arange(len(rows)) - starts[rows]] = values
+    return grid
 
 
 @family("Bpref", params={"rel": REL}, trec=trec("bpref"), aliases=("bpref",), reference="trec_eval m_bpref.c")
@@ -354,8 +392,7 @@ def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
         higher_is_better=False, reference="trec_eval m_unjudged.c")
 def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     """Fraction of the top k not judged (not in the qrels, or pooled-unjudged); k is the denominator."""
-    missing = np.cumsum(rk.valid & (rk.rel < 0), axis=1)
-    return rk.at(missing, cutoff) / cutoff
+    return (np.minimum(cutoff, rk.num_ret) - rk.judged_within(0, cutoff)) / cutoff
 
 
 @family("Judged", params={"cutoff": OPTIONAL_CUTOFF}, aliases=("judged",),
@@ -363,10 +400,9 @@ def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
 def judged(rk: Ranking, cutoff: int | None) -> np.ndarray:
     """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment; of
     every retrieved document without a cutoff."""
-    judged_cum = np.cumsum(rk.valid & (rk.rel >= 0), axis=1)
     if cutoff is None:
-        return _safe_div(rk.at(judged_cum, rk.num_ret), rk.num_ret)
-    return _safe_div(rk.at(judged_cum, cutoff), np.minimum(cutoff, rk.num_ret))
+        return _safe_div(rk.judged_within(0, rk.num_ret), rk.num_ret)
+    return _safe_div(rk.judged_within(0, cutoff), np.minimum(cutoff, rk.num_ret))
 
 
 @family("RelString", params={"cutoff": Param(int, 10, low=0)}, summary="none", value_type="str",
@@ -479,12 +515,17 @@ def _ideal_gains(rk: Ranking, gains: dict[int, float] | None,
 
 
 def _discounted(gains: np.ndarray, discount: str, base: float) -> np.ndarray:
-    """Each gain divided by its rank's discount: log2(rank+1) (trec_eval divides, so do we), or
+    """Each gain divided by its rank's discount (:func:`_discounts`)."""
+    return gains / _discounts(gains.shape[1], discount, base)
+
+
+def _discounts(depth: int, discount: str, base: float) -> np.ndarray:
+    """The discount of ranks 1..depth: log2(rank+1) (trec_eval divides by it, so do we), or
     Jarvelin & Kekalainen's (TOIS 2002): no discount before rank b, then log_b(rank)."""
-    ranks = np.arange(1, gains.shape[1] + 1, dtype=np.float64)
+    ranks = np.arange(1, depth + 1, dtype=np.float64)
     if discount == "jk":
-        return gains / np.where(ranks < base, 1.0, np.log(np.maximum(ranks, base)) / np.log(base))
-    return gains / np.log2(ranks + 1.0)
+        return np.where(ranks < base, 1.0, np.log(np.maximum(ranks, base)) / np.log(base))
+    return np.log2(ranks + 1.0)
 
 
 NDCG_PARAMS = {
@@ -541,10 +582,52 @@ def _cumulative_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, dis
 
 def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
               base: float) -> tuple[np.ndarray, np.ndarray]:
-    cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, gain, discount, base)
-    big = np.iinfo(np.int64).max
-    k = big if cutoff is None else cutoff
-    return column_at(cum_dcg, k), column_at(cum_idcg, k)
+    k = np.iinfo(np.int64).max if cutoff is None else cutoff
+    running = _entry_dcgs(rk, gains, gain, discount, base)
+    if running is None:
+        cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, gain, discount, base)
+        return column_at(cum_dcg, k), column_at(cum_idcg, k)
+    key = ("cum_idcg", tuple(sorted((gains or {}).items())), gain, discount, base)
+    cum_idcg = rk.cached(key, lambda: np.cumsum(_discounted(
+        _ideal_gains(rk, gains, _exp_gain if gain == "exp" else None), discount, base), axis=1))
+    return running.at(k), column_at(cum_idcg, k)
+
+
+class _RunningSums:
+    """Per topic, the running sum of values at some of its judged entries, read at any cutoff: the
+    sum at k adds, left to right, the values of the entries in the top k (as trec_eval adds each
+    place's, zeros included, which change nothing)."""
+
+    def __init__(self, rk: Ranking, chosen: np.ndarray, values: np.ndarray) -> None:
+        rows = rk.judged_row[chosen]
+        self.width = rk.depth + 1
+        self.keys = rows * self.width + rk.judged_position[chosen]
+        self.first = np.arange(rk.n, dtype=np.int64) * self.width
+        self.cumulative = np.cumsum(_entry_grid(rk.n, rows, values), axis=1)
+
+    def at(self, k: int | np.ndarray) -> np.ndarray:
+        within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), self.first.shape), 0, self.width)
+        return column_at(self.cumulative, np.searchsorted(self.keys, self.first + within)
+                         - np.searchsorted(self.keys, self.first))
+
+
+def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
+                base: float) -> _RunningSums | None:
+    """The DCG of the results from the judged entries alone, not the (n, depth) matrix; None when a
+    document outside the qrels has a gain (gains={-1: ...}): only the matrix has those."""
+    table = _gain_table(rk, gains)
+    if gain == "exp":
+        table = _exp_gain(table)
+    if table[NONPOOL + 3] != 0:
+        return None
+
+    def build() -> _RunningSums:
+        entry_gains = table[rk.judged_rel + 3]
+        chosen = entry_gains != 0
+        divisors = _discounts(rk.depth, discount, base)
+        return _RunningSums(rk, chosen, entry_gains[chosen] / divisors[rk.judged_position[chosen]])
+
+    return rk.cached(("entry_dcg", tuple(sorted((gains or {}).items())), gain, discount, base), build)
 
 
 @family("DCG", params=NDCG_PARAMS, trec=trec("dcg", param="gains", kind="pairs"), aliases=("dcg",),
@@ -651,10 +734,13 @@ def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
 def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     """Binary G (experimental, trec_eval): mean over relevant documents of 1/log2(2 + non-relevant
     ranked above)."""
-    hits = rk.is_rel(rel)
-    nonrel_before = np.arange(rk.depth)[None, :] - (rk.cum_rel(rel) - 1)
-    terms = np.where(hits, 1.0 / np.log2(2.0 + nonrel_before), 0.0)
-    return _safe_div(_sequential_sum(terms), rk.num_rel(rel))
+    if rel < 0:  # documents outside the qrels count then: only the matrix has them
+        nonrel_before = np.arange(rk.depth)[None, :] - (rk.cum_rel(rel) - 1)
+        terms = np.where(rk.is_rel(rel), 1.0 / np.log2(2.0 + nonrel_before), 0.0)
+        return _safe_div(_sequential_sum(terms), rk.num_rel(rel))
+    entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
+    terms = 1.0 / np.log2(2.0 + (entries.position - entries.rel_before))
+    return _safe_div(entries.row_sums(terms), rk.num_rel(rel))
 
 
 @family("ERR", params={"cutoff": OPTIONAL_CUTOFF,
@@ -695,8 +781,12 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
     if rel is not None:
         if gains:
             raise InvalidParameterError("RBP takes gains or rel, not both: rel makes the gains binary.")
-        binary = np.where(rk.valid & (rk.rel >= rel), 1.0, 0.0)
-        return (1.0 - p) * _sequential_sum(binary * _persistence(p, rk.depth)[:-1])
+        if rel < 0:  # documents outside the qrels count then: only the matrix has them
+            binary = np.where(rk.valid & (rk.rel >= rel), 1.0, 0.0)
+            return (1.0 - p) * _sequential_sum(binary * _persistence(p, rk.depth)[:-1])
+        chosen = rk.judged_rel >= rel
+        weights = _persistence(p, rk.depth)[rk.judged_position[chosen]]
+        return (1.0 - p) * _sequential_sum(_entry_grid(rk.n, rk.judged_row[chosen], 1.0 * weights))
     table = _gain_table(rk, gains)
     levels_present = (rk.rel_levels > 0)
     # per topic: the gains of levels 0..(highest level judged in the topic), plus given levels
@@ -710,6 +800,18 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
     low = np.minimum(0.0, np.where(in_list, level_gains, np.inf).min(axis=1))
     high = np.maximum(0.0, np.where(in_list, level_gains, -np.inf).max(axis=1))
     rescale = (low < 0) | (high > 1)
+    span = np.where(high - low > 0, high - low, 1.0)
+    if NONPOOL not in (gains or {}):  # the judged entries hold every place with a gain
+        code, row = rk.judged_rel, rk.judged_row
+        listed = np.zeros(len(code), dtype=bool)
+        judged = code >= 0
+        listed[judged] = in_list[row[judged], code[judged]]
+        if UNJUDGED in (gains or {}):
+            listed |= code == UNJUDGED
+        raw = table[code + 3]
+        value = np.where(rescale[row], (raw - low[row]) / span[row], raw)
+        terms = np.where(listed, value, 0.0) * _persistence(p, rk.depth)[rk.judged_position]
+        return (1.0 - p) * _sequential_sum(_entry_grid(rk.n, row, terms))
     raw = table[rk.rel + 3]
     listed = np.zeros_like(rk.valid)
     judged = rk.rel >= 0
@@ -717,8 +819,7 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
     for level in (gains or {}):
         if level in (NONPOOL, UNJUDGED):
             listed |= rk.rel == level
-    span = np.where(high - low > 0, high - low, 1.0)[:, None]
-    value = np.where(rescale[:, None], (raw - low[:, None]) / span, raw)
+    value = np.where(rescale[:, None], (raw - low[:, None]) / span[:, None], raw)
     g = np.where(rk.valid & listed, value, 0.0)
     return (1.0 - p) * _sequential_sum(g * _persistence(p, rk.depth)[:-1])
 
