@@ -359,7 +359,7 @@ def prepare_run_file(qrels: pa.Table, path: str | Path, options: PrepareOptions)
     """Read a run file to evaluate it (nothing stored: no content hash) and rank it against
     ``qrels``. trec_eval refuses a docno twice in a topic: that check runs beside the ranking for a
     large run; if it finds one, the file is read again the precise way, which raises with the line."""
-    run = read_run(path, strict=False, content_hash=False, check_duplicates=False)
+    run = read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
     if run.table.num_rows < PARALLEL_CHECK_ROWS:
         duplicated = has_duplicate_docs(run.table)
         rk = prepare(qrels, run.table, options, runid=run.tag)
