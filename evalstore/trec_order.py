@@ -27,8 +27,10 @@ def ranks_and_counts(run: pa.Table) -> tuple[np.ndarray, pa.Table]:
     return ranked.ranks, pa.table({"topic": ranked.topics, "retrieved": ranked.counts})
 
 
-# ranks_at compares each asked-for row of a tie with every row of that tie: past this many pairs
-# (a run of equal scores throughout), every row is ranked by one sort instead
+# ranks_at finds each asked-for row's tie a row at a time and compares the row with every row of
+# its tie: past ties this long, or this many pairs (a run of equal scores throughout), every row is
+# ranked by one sort instead
+MAX_TIE_LENGTH = 4096
 MAX_TIE_PAIRS = 1 << 24
 
 
@@ -43,15 +45,14 @@ class EncodedRanks:
     # each topic's first row, when the run lists each topic's rows together by score descending
     # (a row's rank then follows from its place, computed only for the rows asked about)
     starts: np.ndarray | None
-    # with ``starts``, when some scores are tied: the first row of each run of equal scores (ties
-    # may be listed in any order: Anserini's runs list them by docno ascending, trec_eval ranks
-    # them by docno descending)
-    tie_starts: np.ndarray | None
+    # with ``starts``, the scores when some are tied (ties may be listed in any order: Anserini's
+    # runs list them by docno ascending, trec_eval ranks them by docno descending)
+    tied_scores: np.ndarray | None
 
     @cached_property
     def ranks(self) -> np.ndarray:
         """Every row's rank (int32)."""
-        if self.starts is not None and (self.tie_starts is None or self._ties_in_trec_order()):
+        if self.starts is not None and (self.tied_scores is None or self._ties_in_trec_order()):
             return positions_within_groups(self.codes)
         keyed = pa.table({"topic": self.codes, "score": self.run["score"], "doc": self.run["doc"]})
         order = pc.sort_indices(keyed, sort_keys=[("topic", "ascending"), ("score", "descending"),
@@ -62,10 +63,9 @@ class EncodedRanks:
 
     def _ties_in_trec_order(self) -> bool:
         """Whether each row tied with the one before has a smaller docno (trec_eval's tie rule)."""
-        assert self.tie_starts is not None
-        tied = np.ones(len(self.codes), dtype=bool)
-        tied[self.tie_starts] = False
-        later = np.flatnonzero(tied)
+        assert self.tied_scores is not None
+        score = self.tied_scores
+        later = np.flatnonzero((score[1:] == score[:-1]) & (self.codes[1:] == self.codes[:-1])) + 1
         docs = self.run["doc"]
         return bool(pc.all(pc.greater(docs.take(pa.array(later - 1)), docs.take(pa.array(later)))).as_py())
 
@@ -75,23 +75,26 @@ class EncodedRanks:
         rows = rows.astype(np.int64)
         if self.starts is None:
             return self.ranks[rows].astype(np.int64)
-        first = self.starts[np.searchsorted(self.starts, rows, side="right") - 1]
-        if self.tie_starts is None:
+        topic = np.searchsorted(self.starts, rows, side="right") - 1
+        first = self.starts[topic]
+        if self.tied_scores is None:
             return rows - first + 1
-        n = len(self.codes)
-        block = np.searchsorted(self.tie_starts, rows, side="right") - 1
-        block_start = self.tie_starts[block]
-        size = np.append(self.tie_starts, n)[block + 1] - block_start
+        ends = np.append(self.starts, len(self.codes))[topic + 1]
+        bounds = _tie_bounds(self.tied_scores, rows, first, ends)
+        if bounds is None:
+            return self.ranks[rows].astype(np.int64)
+        low, high = bounds
+        size = high - low
         tied = np.flatnonzero(size > 1)
         if int(size[tied].sum()) > MAX_TIE_PAIRS:
             return self.ranks[rows].astype(np.int64)
         # each tied row against every row of its tie: ahead of it are those with a greater docno
         owner = np.repeat(tied, size[tied])
-        other = block_start[owner] + positions_within_groups(owner) - 1
+        other = low[owner] + positions_within_groups(owner) - 1
         docs = self.run["doc"]
         ahead = pc.greater(docs.take(pa.array(other)), docs.take(pa.array(rows[owner])))
         greater = np.bincount(owner, weights=ahead.to_numpy(zero_copy_only=False), minlength=len(rows))
-        return block_start - first + 1 + greater.astype(np.int64)
+        return low - first + 1 + greater.astype(np.int64)
 
     @cached_property
     def counts(self) -> np.ndarray:
@@ -120,8 +123,34 @@ def encoded_ranks(run: pa.Table) -> EncodedRanks:
     rising = np.flatnonzero(~(score[:-1] >= score[1:])) + 1  # NaN included: such a run is sorted
     if not _members(rising, starts).all():
         return EncodedRanks(encoded.dictionary, codes, run, None, None)
-    tie_starts = np.flatnonzero(np.concatenate(([True], (score[:-1] != score[1:]) | (codes[1:] != codes[:-1]))))
-    return EncodedRanks(encoded.dictionary, codes, run, starts, None if len(tie_starts) == len(score) else tie_starts)
+    return EncodedRanks(encoded.dictionary, codes, run, starts, score if (score[:-1] == score[1:]).any() else None)
+
+
+def _tie_bounds(score: np.ndarray, rows: np.ndarray, first: np.ndarray,
+                ends: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows [low, high) of each asked-for row's run of equal scores within its topic (rows
+    ``first`` to ``ends``): widened a row at a time, for the asked-for rows only (as many steps as
+    the longest of their ties), not by a mask over every row of the run. None past
+    :data:`MAX_TIE_LENGTH` steps."""
+    low, high = rows.copy(), rows + 1
+    if _widen(score, low, first, -1) and _widen(score, high, ends, 1):
+        return low, high
+    return None
+
+
+def _widen(score: np.ndarray, bound: np.ndarray, limit: np.ndarray, step: int) -> bool:
+    """Move each ``bound`` (a first row, step -1, or a row past the last, step 1) over the rows
+    whose score equals the one inside it, up to ``limit``; False if some would move on."""
+    inside = 0 if step < 0 else -1  # the row next to the bound that is in the tie
+    moving = np.flatnonzero(bound != limit)
+    for _ in range(MAX_TIE_LENGTH):
+        if not len(moving):
+            return True
+        edge = bound[moving] + inside
+        moving = moving[score[edge + step] == score[edge]]
+        bound[moving] += step
+        moving = moving[bound[moving] != limit[moving]]
+    return not len(moving)
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

@@ -68,14 +68,15 @@ def test_ranks_equal_a_plain_sort(rows: list[tuple[str, str, float]], chunks: in
 def test_a_listed_run_is_ranked_without_sorting_and_its_ties_by_docno_descending() -> None:
     rows = [("1", "a", 2.0), ("1", "b", 1.0), ("1", "c", 1.0), ("1", "d", 0.5), ("2", "x", 3.0)]
     ranked = encoded_ranks(as_table(rows, 1))
-    assert ranked.starts is not None and ranked.tie_starts is not None  # the shortcut, not a sort
+    assert ranked.starts is not None and ranked.tied_scores is not None  # the shortcut, not a sort
     assert ranked.ranks_at(np.array([1, 2, 3])).tolist() == [3, 2, 4]
 
 
-def test_a_run_tied_throughout_is_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trec_order, "MAX_TIE_PAIRS", 3)
-    rows = [("1", doc, 1.0) for doc in ("a", "c", "b")]
-    assert encoded_ranks(as_table(rows, 1)).ranks_at(np.array([0, 1, 2])).tolist() == [3, 1, 2]
+@pytest.mark.parametrize("limit", ["MAX_TIE_PAIRS", "MAX_TIE_LENGTH"])
+def test_a_run_tied_throughout_is_sorted(monkeypatch: pytest.MonkeyPatch, limit: str) -> None:
+    monkeypatch.setattr(trec_order, limit, 1)
+    rows = [("1", doc, 1.0) for doc in ("a", "c", "b", "e", "d")]
+    assert encoded_ranks(as_table(rows, 1)).ranks_at(np.array([0, 1, 3])).tolist() == [5, 3, 1]
 
 
 @st.composite
