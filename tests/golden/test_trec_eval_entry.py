@@ -52,7 +52,7 @@ def test_help_lists_trec_evals_options_both_ways() -> None:
     assert re.search(r"\n  --backend \{local,duckdb\}\s+local \(default\)", direct.stdout)
 
 
-def test_evaluating_a_file_loads_no_cli_framework_no_database_and_no_pandas() -> None:
+def test_evaluating_a_file_loads_no_cli_framework_no_database_no_pandas_and_no_cloudpickle() -> None:
     result = command("-q", "-m", "all_trec", str(suite_file("qrels.test")), str(suite_file("results.test")),
                      python_options=("-X", "importtime"))
     assert result.returncode == 0
@@ -64,3 +64,4 @@ def test_evaluating_a_file_loads_no_cli_framework_no_database_and_no_pandas() ->
     assert not {"typer", "click", "rich", "pydantic", "sqlalchemy", "mlflow", "matplotlib", "scipy",
                 "pyarrow.dataset"} & set(loaded)
     assert loaded.get("pandas", 0) < 1000  # the refused probe (evalstore._entry) takes microseconds
+    assert loaded.get("cloudpickle", 0) < 1000
