@@ -477,10 +477,11 @@ def utility(rk: Ranking, rel: int, coefficients: tuple[float, ...], collection_s
 
 def _gain_table(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """Gain per code for codes -3..max_level (index code+3): level itself unless overridden."""
-    levels = np.arange(-3, rk.max_level + 1)
+    top = max(rk.max_level, 0)  # a qrels of -1 judgments alone still has level 0's row (rel_levels)
+    levels = np.arange(-3, top + 1)
     table = np.where(levels >= 0, levels, 0).astype(np.float64)
     for level, gain in (gains or {}).items():
-        if -2 <= level <= rk.max_level:
+        if -2 <= level <= top:
             table[level + 3] = gain
     table[0] = 0.0  # PAD
     return table

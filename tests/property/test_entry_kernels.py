@@ -142,3 +142,13 @@ def test_a_gain_for_documents_outside_the_qrels_reads_the_matrix() -> None:
     rk = prepare(qrels, run)
     measure = parse_measure("DCG(gains={-1:1.0})")
     assert compute(rk, [measure])[measure].tolist() == [1.0 + 1.0 / np.log2(3.0)]
+
+
+def test_qrels_of_pooled_but_unjudged_documents_alone_score_zero() -> None:
+    """Every judgment -1 (no relevance level at all): RBP once failed on its empty gain table."""
+    run = pa.table({"topic": ["1", "1"], "doc": ["a", "b"], "score": [2.0, 1.0]})
+    qrels = pa.table({"topic": ["1"], "doc": ["b"], "relevance": pa.array([-1], pa.int64())})
+    measures = [parse_measure(name) for name in ("RBP", "RBP(p=0.9)", "nDCG", "G", "RBP_resid(p=0.9)")]
+    values = compute(prepare(qrels, run), measures)
+    # both places unjudged: p^2 + (1-p)(1 + p) = 1, as trec_eval prints
+    assert [values[m].tolist() for m in measures] == [[0.0], [0.0], [0.0], [0.0], [pytest.approx(1.0)]]
