@@ -25,6 +25,7 @@ extra: pip install -e '.[bench]' (ir_measures comes with the test extra).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import subprocess
@@ -180,6 +181,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     results: dict[str, object] = {}
+    # as an installed package is (pip writes the bytecode at install): an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would otherwise compile every module edited since, in every process
+    compileall.compile_dir(str(HERE.parent / "evalstore"), quiet=1)
     binary = trec_eval_binary()
     if binary is None:
         print("trec_eval cannot be built here (no ../shared/tools/build and no $EVALSTORE_TREC_EVAL): comparing the "

@@ -6,8 +6,11 @@ document in trec_eval order: score descending, ties broken by docno descending (
 the qrels get :data:`NONPOOL`; qrels entries with negative relevance ("pooled but unjudged") get
 :data:`UNJUDGED`; positions past a topic's last retrieved document hold :data:`PAD`.
 
-Kernels read ``Ranking.rel`` (shape ``(n_topics, depth)``) and the per-topic judgment counts;
-they never sort and never loop over topics in Python.
+Most kernels read only the judged entries (``judged_row``, ``judged_position``, ``judged_rel``:
+a 7M-row run has some thousands) and the per-topic counts; the rest read ``Ranking.rel`` (shape
+``(n_topics, depth)``), which they need where documents outside the qrels count (a negative
+relevance level, a gain for them) or where every place does (relstring, rbp_resid, G). None
+sorts or loops over topics in Python.
 """
 
 from __future__ import annotations

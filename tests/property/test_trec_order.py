@@ -72,7 +72,7 @@ def test_a_listed_run_is_ranked_without_sorting_and_its_ties_by_docno_descending
     assert ranked.ranks_at(np.array([1, 2, 3])).tolist() == [3, 2, 4]
 
 
-@pytest.mark.parametrize("limit", ["MAX_TIE_PAIRS", "MAX_TIE_LENGTH"])
+@pytest.mark.parametrize("limit", ["TIE_PAIRS_PER_ROW", "MAX_TIE_LENGTH"])
 def test_a_run_tied_throughout_is_sorted(monkeypatch: pytest.MonkeyPatch, limit: str) -> None:
     monkeypatch.setattr(trec_order, limit, 1)
     rows = [("1", doc, 1.0) for doc in ("a", "c", "b", "e", "d")]
