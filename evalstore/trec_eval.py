@@ -136,7 +136,7 @@ def run_trec_eval(
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = read_qrels(qrels_path, strict=False)
+        qrels = read_qrels(qrels_path, strict=False, content_hash=False)
         if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
             from evalstore.backends import duckdb_engine
 

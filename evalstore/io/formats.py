@@ -17,7 +17,6 @@ are read when ``strict=False`` (``evalstore trec-eval``, which stores nothing).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import math
 import re
@@ -141,16 +140,17 @@ def has_duplicate_docs(table: pa.Table) -> bool:
 
 
 def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,
-               strict: bool = True) -> ParsedFile:
+               strict: bool = True, content_hash: bool = True) -> ParsedFile:
     """Read and validate a qrels file (conflicting duplicate judgments are refused).
 
     With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
     the same document may then be judged once per group. ``strict=False`` accepts relevance
-    values the store could not hold, as trec_eval does (for evaluating files, storing nothing).
+    values the store could not hold, as trec_eval does (for evaluating files, storing nothing);
+    ``content_hash=False`` skips hashing a TREC file's bytes (nothing stored).
     """
     if judgment_groups:
         return _read_qrels_jg(Path(path), strict)
-    return _read(Path(path), "qrels", fmt, strict)
+    return _read(Path(path), "qrels", fmt, strict, content_hash)
 
 
 def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
@@ -170,7 +170,7 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
             error, _ = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
             if error is not None:
                 raise error
-    return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), hashlib.sha256(data).hexdigest(), None)
+    return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), _sha256(data), None)
 
 
 def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True,
@@ -185,6 +185,12 @@ def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: b
                 return streamed
         return _parse_trec_file(path, kind, strict, content_hash, check_duplicates)
     return _parse_table(path, resolved, kind, check_duplicates)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # ~3 ms of start-up (OpenSSL), which evaluating a file never needs
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -210,7 +216,7 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
                      check_duplicates: bool = True) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
-    content_hash = hashlib.sha256(data).hexdigest() if hash_content else ""
+    content_hash = _sha256(data) if hash_content else ""
     if not data.strip():
         raise InputFormatError(str(path), None, _empty_message(kind))
     table = _fast_trec_table(data, kind)
@@ -590,7 +596,7 @@ def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
 
 def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True) -> ParsedFile:
     raw = _read_bytes(path)
-    content_hash = hashlib.sha256(raw).hexdigest()
+    content_hash = _sha256(raw)
     if not raw.strip():
         raise InputFormatError(str(path), None, _empty_message(kind))
     try:
@@ -825,7 +831,7 @@ def read_preferences(path: str | Path) -> tuple[ParsedFile, Preferences]:
         "subgroup": pa.array(prefs.subgroup.astype(str)), "doc": pa.array(prefs.doc.astype(str)),
         "relevance": pa.array((prefs.level > 0).astype(np.int64)), "level": pa.array(prefs.level),
     })
-    return ParsedFile(table, hashlib.sha256(_read_bytes(file)).hexdigest(), None), prefs
+    return ParsedFile(table, _sha256(_read_bytes(file)), None), prefs
 
 
 def read_subtopic_qrels(path: str | Path) -> ParsedFile:

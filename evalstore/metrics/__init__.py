@@ -382,7 +382,7 @@ def _as_table(source: Any, kind: str) -> pa.Table:
     if isinstance(source, (str, Path)):
         # evaluating stores nothing: files are read as trec-eval reads them (no content hash; a
         # plain run file streamed, evalstore.io.formats._stream_trec_run)
-        parsed = (read_qrels(source, strict=False) if kind == "qrels"
+        parsed = (read_qrels(source, strict=False, content_hash=False) if kind == "qrels"
                   else read_run(source, strict=False, content_hash=False))
         return parsed.table
     if isinstance(source, pa.Table):

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalstore.io._hashing import doc_hashes
 from evalstore.trec_order import encoded_ranks
 
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
@@ -168,6 +169,7 @@ class _Topics:
     """Which topics are evaluated, and each run topic's row in the matrices."""
 
     qrels_topics: pa.Array  # every qrels topic, sorted: topic codes index this
+    judgment_code: np.ndarray  # per qrels row: its topic's code
     code: np.ndarray  # per given run topic value: its qrels code, -1 when the qrels lack it
     row_of: np.ndarray  # qrels code -> row in the matrices, -1 when not evaluated
     topics: list[str]
@@ -175,8 +177,27 @@ class _Topics:
     dropped: list[str]
 
 
+_last_topics: tuple[weakref.ref[pa.Table], tuple[pa.Array, np.ndarray]] | None = None
+
+
+def _qrels_topics(qrels: pa.Table) -> tuple[pa.Array, np.ndarray]:
+    """The qrels' topics, sorted, and each judgment's topic code into them: one hash pass over
+    the judgments' topics, kept for the last qrels table seen (a loop over runs)."""
+    global _last_topics
+    if _last_topics is not None and _last_topics[0]() is qrels:
+        return _last_topics[1]
+    encoded = pc.dictionary_encode(qrels["topic"])
+    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order))
+    found = (encoded.dictionary.take(pa.array(order)), place[encoded.indices.to_numpy(zero_copy_only=False)])
+    _last_topics = (weakref.ref(qrels), found)
+    return found
+
+
 def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, complete: bool) -> _Topics:
-    qrels_topics = pc.unique(qrels["topic"]).sort()
+    qrels_topics, judgment_code = _qrels_topics(qrels)
     run_code = pc.index_in(run_topics, value_set=qrels_topics).to_numpy(zero_copy_only=False)
     in_qrels = ~np.isnan(run_code) if run_code.dtype.kind == "f" else run_code >= 0
     run_code = np.where(in_qrels, np.nan_to_num(run_code, nan=-1), -1).astype(np.int64)
@@ -190,7 +211,7 @@ def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, com
     row_of = np.full(len(all_topics), -1, dtype=np.int64)
     row_of[evaluated] = np.arange(int(evaluated.sum()))
     topics = [t for t, e in zip(all_topics, evaluated, strict=True) if e]
-    return _Topics(qrels_topics, run_code, row_of, topics, missing, dropped)
+    return _Topics(qrels_topics, judgment_code, run_code, row_of, topics, missing, dropped)
 
 
 def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
@@ -277,7 +298,7 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
     matrix[np.arange(depth) < counts[:, None]] = NONPOOL
     matrix[rows, position] = rel
 
-    rel_levels, max_level = _relevance_levels(qrels, resolved.qrels_topics, resolved.row_of, n)
+    rel_levels, max_level = _relevance_levels(qrels, resolved.judgment_code, resolved.row_of, n)
     stand_in = np.zeros(n, dtype=bool)
     if options.complete and not options.judged_only and options.max_docs != 0 and resolved.missing:
         missing_codes = pc.index_in(pa.array(resolved.missing, pa.string()), value_set=resolved.qrels_topics)
@@ -288,56 +309,87 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
                    judged_position=position.astype(np.int64), judged_rel=rel.astype(np.int32))
 
 
-_last_encoded: tuple[weakref.ref[pa.Table], pa.DictionaryArray] | None = None
+# runs shorter than this look their docnos up by 64-bit hash, longer ones as text (see _judged_rows)
+HASHED_LOOKUP_ROWS = 1_000_000
 
 
-def _encoded_docs(qrels: pa.Table) -> pa.DictionaryArray:
-    """Each judgment's docno code (the dictionary: the judged docnos), kept for the last qrels
-    table seen: a loop evaluating many runs against one qrels encodes its 100k docnos once, not
-    once a run (~10 ms each on robust03)."""
-    global _last_encoded
-    if _last_encoded is not None and _last_encoded[0]() is qrels:
-        return _last_encoded[1]
-    encoded = pc.dictionary_encode(qrels["doc"])
+@dataclass(frozen=True)
+class _JudgedDocs:
+    """A qrels table's judged docnos as codes: each judgment's, and the values they index (the
+    docnos as text, or their 64-bit hashes)."""
+
+    codes: np.ndarray
+    values: pa.Array
+
+
+_last_judged: dict[bool, tuple[weakref.ref[pa.Table], _JudgedDocs]] = {}
+
+
+def _judged_docs(qrels: pa.Table, hashed: bool) -> _JudgedDocs:
+    """Kept for the last qrels table seen: a loop evaluating many runs against one qrels encodes
+    its docnos once, not once a run."""
+    kept = _last_judged.get(hashed)
+    if kept is not None and kept[0]() is qrels:
+        return kept[1]
+    docs = pa.array(doc_hashes(qrels["doc"])) if hashed else qrels["doc"]
+    encoded = pc.dictionary_encode(docs)
     encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
-    _last_encoded = (weakref.ref(qrels), encoded)
-    return encoded
+    judged = _JudgedDocs(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary)
+    _last_judged[hashed] = (weakref.ref(qrels), judged)
+    return judged
 
 
-def _judged_rows(docs: pa.ChunkedArray | pa.Array, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table,
+def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table,
                  resolved: _Topics) -> tuple[np.ndarray, np.ndarray]:
     """The run rows the qrels judge for their (evaluated) topic, and their relevance codes (the
     level, or UNJUDGED for a negative one). Not pyarrow's hash join: it loads pyarrow.dataset and
     pandas (0.16 s of an ordinary run's start-up) and joins every row. The run's docnos are looked
     up among the judged ones (one hash pass); the few found are matched by (topic row, docno code)
-    integer pairs."""
-    encoded = _encoded_docs(qrels)
-    width = len(encoded.dictionary)
-    found = pc.index_in(docs, value_set=encoded.dictionary)
+    integer pairs.
+
+    An ordinary run's docnos and the judged ones are looked up by their 64-bit hashes, computed
+    in numpy: pyarrow's hashing of the text took 40-80 ms of a fresh process for robust03's 100k
+    rows and 128k judgments, the numpy hashes ~5 ms; a match is then confirmed on the text. A
+    large run's docnos are looked up as text: there hashing 7M docnos first cost more than it saved."""
+    hashed = len(docs) < HASHED_LOOKUP_ROWS
+    judged = _judged_docs(qrels, hashed)
+    width = len(judged.values)
+    found = pc.index_in(pa.array(doc_hashes(docs)) if hashed else docs, value_set=judged.values)
     found = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
     candidates = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
     if not len(candidates) or not width:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    qrels_row = resolved.row_of[pc.index_in(qrels["topic"], value_set=resolved.qrels_topics).to_numpy(
-        zero_copy_only=False).astype(np.int64)]
-    qrels_doc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    kept = qrels_row >= 0
-    qrels_key = qrels_row[kept] * width + qrels_doc[kept]
-    order = np.argsort(qrels_key, kind="stable")
-    qrels_key = qrels_key[order]
-    levels = qrels["relevance"].to_numpy()[kept][order].astype(np.int32)
+    qrels_row = resolved.row_of[resolved.judgment_code]
+    kept = np.flatnonzero(qrels_row >= 0)
+    if not len(kept):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    qrels_key = qrels_row[kept] * width + judged.codes[kept]
+    order = np.argsort(qrels_key, kind="stable")  # a (topic, docno) judged twice: in file order
+    qrels_key, judgment = qrels_key[order], kept[order]
     doc_code = found.take(pa.array(candidates)).to_numpy(zero_copy_only=False).astype(np.int64)
     # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
     key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
-    at = np.minimum(np.searchsorted(qrels_key, key), max(len(qrels_key) - 1, 0))
-    match = qrels_key[at] == key if len(qrels_key) else np.zeros(len(key), dtype=bool)
-    matched = levels[at[match]]
-    return candidates[match], np.where(matched < 0, UNJUDGED, matched).astype(np.int32)
+    low = np.searchsorted(qrels_key, key)
+    if (qrels_key[1:] != qrels_key[:-1]).all():  # one judgment a key (nearly always)
+        size = (qrels_key[np.minimum(low, len(qrels_key) - 1)] == key).astype(np.int64)
+    else:
+        size = np.searchsorted(qrels_key, key, side="right") - low
+    # each run row with every judgment of its key (one, but for a judgment given twice or docnos
+    # whose hashes collide)
+    owner = np.repeat(np.arange(len(candidates)), size)
+    run_row = candidates[owner]
+    pair_judgment = judgment[low[owner] + np.arange(len(owner)) - np.repeat(np.cumsum(size) - size, size)]
+    if hashed:  # a hash match is a candidate: the docnos must be the same text
+        same = pc.equal(docs.take(pa.array(run_row)), qrels["doc"].take(pa.array(pair_judgment)))
+        keep = same.to_numpy(zero_copy_only=False)
+        run_row, pair_judgment = run_row[keep], pair_judgment[keep]
+    run_row, first = np.unique(run_row, return_index=True)  # each row's first judgment
+    levels = qrels["relevance"].to_numpy()[pair_judgment[first]]
+    return run_row, np.where(levels < 0, UNJUDGED, levels).astype(np.int32)
 
 
-def _relevance_levels(qrels: pa.Table, topics: pa.Array, row_of: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+def _relevance_levels(qrels: pa.Table, code: np.ndarray, row_of: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     relevance = qrels["relevance"].to_numpy()
-    code = pc.index_in(qrels["topic"], value_set=topics).to_numpy(zero_copy_only=False).astype(np.int64)
     rows = row_of[code]
     judged = (relevance >= 0) & (rows >= 0)
     max_level = int(relevance.max()) if len(relevance) else 0

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstore.metrics import compute, resolve_measures
+from evalstore.metrics import _prepare, compute, resolve_measures
 from evalstore.metrics._prepare import PrepareOptions, prepare, prepare_ranked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 from evalstore.trec_order import trec_rank
@@ -92,3 +93,37 @@ def test_batches_of_topics_give_the_values_of_the_whole(data: tuple[pa.Table, pa
 EVERY_MEASURE = list(dict.fromkeys(
     [m for spec in parse_trec_specs(["all_trec"]) for _, m in expand(spec) if m is not None]
     + resolve_measures(["nDCG@10", "RR@10", "RBP(p=0.8)", "ERR@20", "Judged@10", "infAP", "Success@5", "R@100"])))
+
+
+def _colliding_hashes(docs: pa.ChunkedArray) -> np.ndarray:
+    """Every docno of the same length gets the same hash: look-ups by hash meet collisions."""
+    return pc.binary_length(docs).to_numpy(zero_copy_only=False).astype(np.uint64)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=run_and_qrels(), complete=st.booleans())
+def test_docnos_looked_up_by_hash_by_text_and_through_collisions_agree(data: tuple[pa.Table, pa.Table],
+                                                                       complete: bool) -> None:
+    """prepare looks an ordinary run's docnos up by 64-bit hash (a match confirmed on the text),
+    a large run's as text: the two, and the hashed one with every hash colliding, find the same
+    judged places. Plain patching (not pytest's fixture, which hypothesis would share between
+    examples) and restored in finally."""
+    run, once = data
+    qrels = pa.concat_tables([once, once.slice(0, 1)])  # a judgment given twice: a place is judged once
+    options = PrepareOptions(complete=complete)
+    single = prepare(once, run, options)
+    original = (_prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes)
+    try:
+        by_hash = prepare(qrels, run, options)
+        _prepare.HASHED_LOOKUP_ROWS = 0
+        by_text = prepare(qrels, run, options)
+        _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original[0], _colliding_hashes
+        _prepare._last_judged.clear()
+        colliding = prepare(qrels, run, options)
+    finally:
+        _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original
+        _prepare._last_judged.clear()
+    for got in (single, by_text, colliding):
+        np.testing.assert_array_equal(got.rel, by_hash.rel)
+        np.testing.assert_array_equal(got.judged_row, by_hash.judged_row)
+        np.testing.assert_array_equal(got.judged_position, by_hash.judged_position)
