@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the metric engine side by side with trec_eval, pytrec_eval, ir_measures and ranx.
 
-    python scripts/bench_metrics.py [--rounds 5] [--big-topics 6980] [--ranx-topics 5000] [--skip-pytrec]
-        [--skip-ranx]
+    python scripts/bench_metrics.py [--rounds 5] [--settle 2] [--big-topics 6980] [--ranx-topics 5000]
+        [--skip-pytrec] [--skip-ranx]
 
 Every tool runs as its own process on the same files, wall time from process start to exit (so
 start-up counts) and peak RSS of that process; the tools alternate within each round, over
@@ -151,12 +151,17 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def side_by_side(name: str, tools: dict[str, list[str]], rounds: int, results: dict[str, object]) -> None:
-    """Run every tool once a round, alternating, and print medians, peaks and ratios to evalstore."""
+def side_by_side(name: str, tools: dict[str, list[str]], rounds: int, results: dict[str, object],
+                 settle: float) -> None:
+    """Run every tool once a round, alternating, and print medians, peaks and ratios to evalstore.
+    Each waits ``settle`` seconds first: the kernel goes on reclaiming a large process's memory
+    after it exits, and the next process on this 2-core VM paid for it (evalstore's 7M-row run:
+    ~1.45 s right after pytrec_eval's 1.25 GB, ~1.15 s two seconds later)."""
     seconds: dict[str, list[float]] = {tool: [] for tool in tools}
     peaks: dict[str, list[float]] = {tool: [] for tool in tools}
     for _ in range(rounds):
         for tool, command in tools.items():
+            time.sleep(settle)
             secs, peak, _ = timed(command)
             seconds[tool].append(secs)
             peaks[tool].append(peak)
@@ -179,6 +184,7 @@ def main() -> None:
     parser.add_argument("--skip-pytrec", action="store_true")
     parser.add_argument("--skip-ranx", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds of rest before each timed process")
     args = parser.parse_args()
     results: dict[str, object] = {}
     # as an installed package is (pip writes the bytecode at install): an editable checkout under
@@ -201,7 +207,7 @@ def main() -> None:
             large["trec_eval 10.0"] = [binary, "-m", "all_trec", *big_files]
         if not args.skip_pytrec:
             large["pytrec_eval (all)"] = [sys.executable, "-c", PYTREC, *big_files]
-        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args.rounds, results)
+        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args.rounds, results, args.settle)
         robust = HERE.parent.parent / "shared" / "data" / "robust03"
         if (robust / "runs" / "input.pircRBa1.gz").exists():
             plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
@@ -210,12 +216,13 @@ def main() -> None:
             ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
             if binary:
                 ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
-            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args.rounds, results)
+            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args.rounds, results, args.settle)
             runs = sorted(str(p) for p in (robust / "runs").glob("input.*.gz"))
             many = {"evalstore": [sys.executable, "-c", EVALSTORE_MANY, str(robust / "robust03_qrels.txt"), *runs]}
             if not args.skip_pytrec:
                 many["pytrec_eval"] = [sys.executable, "-c", PYTREC_MANY, str(robust / "robust03_qrels.txt"), *runs]
-            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args.rounds, results)
+            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args.rounds, results,
+                         args.settle)
         else:
             print(f"robust03 not found under {robust}: the ordinary-run comparisons are skipped", flush=True)
         small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
@@ -224,7 +231,7 @@ def main() -> None:
         if not args.skip_ranx:
             api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
         side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args.rounds,
-                     results)
+                     results, args.settle)
     print(json.dumps(results, indent=2))
 
 
