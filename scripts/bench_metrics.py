@@ -153,15 +153,26 @@ def median(values: list[float]) -> float:
 
 def side_by_side(name: str, tools: dict[str, list[str]], rounds: int, results: dict[str, object],
                  settle: float) -> None:
-    """Run every tool once a round, alternating, and print medians, peaks and ratios to evalstore.
-    Each waits ``settle`` seconds first: the kernel goes on reclaiming a large process's memory
-    after it exits, and the next process on this 2-core VM paid for it (evalstore's 7M-row run:
-    ~1.45 s right after pytrec_eval's 1.25 GB, ~1.15 s two seconds later)."""
+    """Run every tool once a round, alternating (the order rotating by one tool a round), and print
+    medians, peaks and ratios to evalstore. Each starts ``settle`` seconds after the one before
+    (the kernel goes on reclaiming a large process's memory after it exits) and with its input
+    files in the page cache: this VM's kernel pages cold memory out (DAMON, action pageout), so a
+    file last read by the tool before the one before was partly on disk again (`cat` of the
+    7M-row run: 0.19 s, then 0.04 s), and whichever tool came next paid for it."""
     seconds: dict[str, list[float]] = {tool: [] for tool in tools}
     peaks: dict[str, list[float]] = {tool: [] for tool in tools}
-    for _ in range(rounds):
-        for tool, command in tools.items():
+    names = list(tools)
+    for round_number in range(rounds):
+        # each round starts one tool further on, so that each tool follows each other one alike: the
+        # process after pytrec_eval's 1.25 GB exit ran slower, whichever it was
+        for tool in names[round_number % len(names):] + names[:round_number % len(names)]:
+            command = tools[tool]
             time.sleep(settle)
+            for argument in command:
+                if os.path.isfile(argument):
+                    with open(argument, "rb") as handle:
+                        while handle.read(1 << 24):
+                            pass
             secs, peak, _ = timed(command)
             seconds[tool].append(secs)
             peaks[tool].append(peak)
