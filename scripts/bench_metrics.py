@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark the metric engine side by side with trec_eval, pytrec_eval, ir_measures and ranx.
 
-    python scripts/bench_metrics.py [--rounds 5] [--settle 2] [--big-topics 6980] [--ranx-topics 5000]
-        [--skip-pytrec] [--skip-ranx]
+    python scripts/bench_metrics.py [--rounds 5] [--no-warm-up] [--settle S] [--big-topics 6980]
+        [--ranx-topics 5000] [--skip-pytrec] [--skip-ranx]
 
 Every tool runs as its own process on the same files, wall time from process start to exit (so
-start-up counts) and peak RSS of that process; the tools alternate within each round, over
-``--rounds`` rounds, since this machine's speed drifts; medians and ratios are printed.
+start-up counts) and peak RSS of that process; the tools alternate within each round (the order
+rotating a tool a round), over ``--rounds`` rounds, since this machine's speed drifts, each timed
+run right after an untimed one of the same command (see side_by_side); medians and ratios are
+printed.
 
 1. large: `-m all_trec` on a 7-million-row run (6,980 topics x 1,000, 1-2 relevant per topic, tied
    scores): trec_eval 10.0 (built by ../shared/tools/build, or $EVALSTORE_TREC_EVAL) against
@@ -151,28 +153,28 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def side_by_side(name: str, tools: dict[str, list[str]], rounds: int, results: dict[str, object],
-                 settle: float) -> None:
+def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespace,
+                 results: dict[str, object]) -> None:
     """Run every tool once a round, alternating (the order rotating by one tool a round), and print
-    medians, peaks and ratios to evalstore. Each starts ``settle`` seconds after the one before
-    (the kernel goes on reclaiming a large process's memory after it exits) and with its input
-    files in the page cache: this VM's kernel pages cold memory out (DAMON, action pageout), so a
-    file last read by the tool before the one before was partly on disk again (`cat` of the
-    7M-row run: 0.19 s, then 0.04 s), and whichever tool came next paid for it."""
+    medians, peaks and ratios to evalstore. Each timed run follows an untimed one of the same
+    command (hyperfine's warm-up, done before every timed run, not once): this VM's kernel pages
+    cold memory out (DAMON, action pageout), so the files a tool reads, its input and its
+    program's libraries (60 MB of libarrow for evalstore, 100 kB for trec_eval), were partly on
+    disk again whenever other tools had run in between (`cat` of the 7M-row run: 0.19 s, then
+    0.04 s), and the process after pytrec_eval's 1.25 GB exit ran slower, whichever tool it was.
+    ``settle`` seconds of rest may be put before each run."""
     seconds: dict[str, list[float]] = {tool: [] for tool in tools}
     peaks: dict[str, list[float]] = {tool: [] for tool in tools}
     names = list(tools)
+    rounds = args.rounds
     for round_number in range(rounds):
         # each round starts one tool further on, so that each tool follows each other one alike: the
         # process after pytrec_eval's 1.25 GB exit ran slower, whichever it was
         for tool in names[round_number % len(names):] + names[:round_number % len(names)]:
             command = tools[tool]
-            time.sleep(settle)
-            for argument in command:
-                if os.path.isfile(argument):
-                    with open(argument, "rb") as handle:
-                        while handle.read(1 << 24):
-                            pass
+            time.sleep(args.settle)
+            if args.warm_up:
+                timed(command)
             secs, peak, _ = timed(command)
             seconds[tool].append(secs)
             peaks[tool].append(peak)
@@ -195,7 +197,9 @@ def main() -> None:
     parser.add_argument("--skip-pytrec", action="store_true")
     parser.add_argument("--skip-ranx", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--settle", type=float, default=2.0, help="seconds of rest before each timed process")
+    parser.add_argument("--settle", type=float, default=0.0, help="seconds of rest before each run")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="time each command cold, without an untimed run of it just before")
     args = parser.parse_args()
     results: dict[str, object] = {}
     # as an installed package is (pip writes the bytecode at install): an editable checkout under
@@ -218,7 +222,7 @@ def main() -> None:
             large["trec_eval 10.0"] = [binary, "-m", "all_trec", *big_files]
         if not args.skip_pytrec:
             large["pytrec_eval (all)"] = [sys.executable, "-c", PYTREC, *big_files]
-        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args.rounds, results, args.settle)
+        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args, results)
         robust = HERE.parent.parent / "shared" / "data" / "robust03"
         if (robust / "runs" / "input.pircRBa1.gz").exists():
             plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
@@ -227,13 +231,12 @@ def main() -> None:
             ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
             if binary:
                 ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
-            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args.rounds, results, args.settle)
+            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args, results)
             runs = sorted(str(p) for p in (robust / "runs").glob("input.*.gz"))
             many = {"evalstore": [sys.executable, "-c", EVALSTORE_MANY, str(robust / "robust03_qrels.txt"), *runs]}
             if not args.skip_pytrec:
                 many["pytrec_eval"] = [sys.executable, "-c", PYTREC_MANY, str(robust / "robust03_qrels.txt"), *runs]
-            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args.rounds, results,
-                         args.settle)
+            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args, results)
         else:
             print(f"robust03 not found under {robust}: the ordinary-run comparisons are skipped", flush=True)
         small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
@@ -241,8 +244,7 @@ def main() -> None:
                "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}
         if not args.skip_ranx:
             api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
-        side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args.rounds,
-                     results, args.settle)
+        side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args, results)
     print(json.dumps(results, indent=2))
 
 
