@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.io._hashing import doc_hashes
-from evalstore.trec_order import encoded_ranks
+from evalstore.trec_order import encoded_ranks, positions_within_groups
 
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
 # reads as "pooled but unjudged", io.judgments.TREC_UNJUDGED, which is coded UNJUDGED here)
@@ -121,17 +121,14 @@ class Ranking:
         negative level, at which documents outside the qrels count too."""
         if level < 0:
             return self.at(self.cum_rel(level), k)
-        keys = self.entry_keys(level)
-        width = self.depth + 1
-        first = np.arange(self.n, dtype=np.int64) * width
-        within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), 0, width)
-        return np.searchsorted(keys, first + within) - np.searchsorted(keys, first)
+        return count_within(self.entry_keys(level), self.n, self.depth, k)
 
-    def entry_keys(self, level: int) -> np.ndarray:
-        """row * (depth + 1) + position of each judged entry at ``level`` or above (0 <= level),
+    def entry_keys(self, level: int | None = None) -> np.ndarray:
+        """row * (depth + 1) + position of each judged entry (at ``level`` or above, 0 <= level),
         ascending, as the entries are ordered by row then position."""
-        return self.cached(("entry_keys", level), lambda: (
-            self.judged_row * (self.depth + 1) + self.judged_position)[self.judged_rel >= level])
+        if level is None:
+            return self.cached("entry_keys", lambda: self.judged_row * (self.depth + 1) + self.judged_position)
+        return self.cached(("entry_keys", level), lambda: self.entry_keys()[self.judged_rel >= level])
 
     def at(self, cumulative: np.ndarray, k: np.ndarray | int) -> np.ndarray:
         """cumulative[:, k-1] per topic (see :func:`column_at`)."""
@@ -152,6 +149,15 @@ class Ranking:
                        dropped_run_topics=[], stand_in=self.stand_in[start:stop], runid=self.runid,
                        complete=self.complete, judged_row=self.judged_row[lo:hi] - start,
                        judged_position=self.judged_position[lo:hi], judged_rel=self.judged_rel[lo:hi], known=known)
+
+
+def count_within(keys: np.ndarray, n: int, depth: int, k: np.ndarray | int) -> np.ndarray:
+    """Per topic of an (n, depth) ranking, how many of ``keys`` (some of
+    :meth:`Ranking.entry_keys`) lie in its top k (k per topic or one for all; 0 where k <= 0)."""
+    width = depth + 1
+    first = np.arange(n, dtype=np.int64) * width
+    within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), (n,)), 0, width)
+    return np.searchsorted(keys, first + within) - np.searchsorted(keys, first)
 
 
 def column_at(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
@@ -378,7 +384,7 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     # whose hashes collide)
     owner = np.repeat(np.arange(len(candidates)), size)
     run_row = candidates[owner]
-    pair_judgment = judgment[low[owner] + np.arange(len(owner)) - np.repeat(np.cumsum(size) - size, size)]
+    pair_judgment = judgment[low[owner] + positions_within_groups(owner) - 1]
     if hashed:  # a hash match is a candidate: the docnos must be the same text
         same = pc.equal(docs.take(pa.array(run_row)), qrels["doc"].take(pa.array(pair_judgment)))
         keep = same.to_numpy(zero_copy_only=False)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Known, Ranking, column_at
+from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Known, Ranking, column_at, count_within
 from evalstore.metrics._registry import _REQUIRED, Param, family, trec
 
 REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)", from_evaluation=True)
@@ -600,16 +600,12 @@ class _RunningSums:
     place's, zeros included, which change nothing)."""
 
     def __init__(self, rk: Ranking, chosen: np.ndarray, values: np.ndarray) -> None:
-        rows = rk.judged_row[chosen]
-        self.width = rk.depth + 1
-        self.keys = rows * self.width + rk.judged_position[chosen]
-        self.first = np.arange(rk.n, dtype=np.int64) * self.width
-        self.cumulative = np.cumsum(_entry_grid(rk.n, rows, values), axis=1)
+        self.n, self.depth = rk.n, rk.depth  # not the ranking itself: this is kept in its cache
+        self.keys = rk.entry_keys()[chosen]
+        self.cumulative = np.cumsum(_entry_grid(rk.n, rk.judged_row[chosen], values), axis=1)
 
     def at(self, k: int | np.ndarray) -> np.ndarray:
-        within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), self.first.shape), 0, self.width)
-        return column_at(self.cumulative, np.searchsorted(self.keys, self.first + within)
-                         - np.searchsorted(self.keys, self.first))
+        return column_at(self.cumulative, count_within(self.keys, self.n, self.depth, k))
 
 
 def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
