@@ -133,10 +133,11 @@ def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True,
     return _read(Path(path), "run", fmt, strict, content_hash, check_duplicates, coded_topics)
 
 
-def has_duplicate_docs(table: pa.Table) -> bool:
+def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -> bool:
     """Whether a (topic, doc) pair *may* repeat in a run table; re-read with check_duplicates=True
-    to get the exact error (a 64-bit hash collision then passes)."""
-    return has_repeated_pair(table["topic"], table["doc"])
+    to get the exact error (a 64-bit hash collision then passes). ``topic_codes``: the topics as
+    integer codes, when the caller has them."""
+    return has_repeated_pair(table["topic"], table["doc"], topic_codes)
 
 
 def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,

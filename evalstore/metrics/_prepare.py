@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalstore.io._hashing import doc_hashes
-from evalstore.trec_order import encoded_ranks, positions_within_groups
+from evalstore.trec_order import EncodedRanks, encoded_ranks, positions_within_groups, take_rows
 
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
 # reads as "pooled but unjudged", io.judgments.TREC_UNJUDGED, which is coded UNJUDGED here)
@@ -153,10 +153,16 @@ class Ranking:
 
 def count_within(keys: np.ndarray, n: int, depth: int, k: np.ndarray | int) -> np.ndarray:
     """Per topic of an (n, depth) ranking, how many of ``keys`` (some of
-    :meth:`Ranking.entry_keys`) lie in its top k (k per topic or one for all; 0 where k <= 0)."""
+    :meth:`Ranking.entry_keys`) lie in its top k (k per topic or one for all; 0 where k <= 0). A
+    (n, w) k gives (n, w) counts: w cutoffs a topic."""
     width = depth + 1
     first = np.arange(n, dtype=np.int64) * width
-    within = np.clip(np.broadcast_to(np.asarray(k, dtype=np.int64), (n,)), 0, width)
+    k = np.asarray(k, dtype=np.int64)
+    if k.ndim == 2:
+        first = first[:, None]
+    else:
+        k = np.broadcast_to(k, (n,))
+    within = np.clip(k, 0, width)
     return np.searchsorted(keys, first + within) - np.searchsorted(keys, first)
 
 
@@ -221,13 +227,14 @@ def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, com
 
 
 def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
-            runid: str | None = None) -> Ranking:
+            runid: str | None = None, ranked: EncodedRanks | None = None) -> Ranking:
     """Rank ``run`` (topic, doc, score) in trec_eval order and look its judgments up in ``qrels``
     (topic, doc, relevance). Only the judged documents' places are kept: a topic's other places,
     up to its number of retrieved documents, are unjudged. A large run's judged documents are a
     few thousand of its millions, so nothing the size of the run is sorted or joined: run files
-    in rank order (nearly all) are only checked to be (:func:`encoded_ranks`)."""
-    ranked = encoded_ranks(run)
+    in rank order (nearly all) are only checked to be (:func:`encoded_ranks`, or ``ranked`` when the
+    caller has it)."""
+    ranked = encoded_ranks(run) if ranked is None else ranked
     resolved = _resolve_topics(qrels, ranked.topics, options.complete)
     n = len(resolved.topics)
     # per distinct run topic: its row in the matrices (-1: not evaluated)
@@ -360,9 +367,11 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     hashed = len(docs) < HASHED_LOOKUP_ROWS
     judged = _judged_docs(qrels, hashed)
     width = len(judged.values)
-    found = pc.index_in(pa.array(doc_hashes(docs)) if hashed else docs, value_set=judged.values)
-    found = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
-    candidates = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    values = pa.chunked_array([doc_hashes(docs)]) if hashed else docs
+    # which rows hold a judged docno (a bit a row), then the codes of those few: index_in over
+    # every row answered 4 bytes a row (and its combined copy another 4)
+    member = pc.is_in(values, value_set=judged.values)
+    candidates = np.flatnonzero(member.to_numpy(zero_copy_only=False)) if len(values) else np.zeros(0, np.int64)
     if not len(candidates) or not width:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     qrels_row = resolved.row_of[resolved.judgment_code]
@@ -372,7 +381,8 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     qrels_key = qrels_row[kept] * width + judged.codes[kept]
     order = np.argsort(qrels_key, kind="stable")  # a (topic, docno) judged twice: in file order
     qrels_key, judgment = qrels_key[order], kept[order]
-    doc_code = found.take(pa.array(candidates)).to_numpy(zero_copy_only=False).astype(np.int64)
+    doc_code = pc.index_in(take_rows(values, candidates), value_set=judged.values).to_numpy(
+        zero_copy_only=False).astype(np.int64)
     # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
     key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
     low = np.searchsorted(qrels_key, key)
@@ -386,7 +396,7 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     run_row = candidates[owner]
     pair_judgment = judgment[low[owner] + positions_within_groups(owner) - 1]
     if hashed:  # a hash match is a candidate: the docnos must be the same text
-        same = pc.equal(docs.take(pa.array(run_row)), qrels["doc"].take(pa.array(pair_judgment)))
+        same = pc.equal(take_rows(docs, run_row), take_rows(qrels["doc"], pair_judgment))
         keep = same.to_numpy(zero_copy_only=False)
         run_row, pair_judgment = run_row[keep], pair_judgment[keep]
     run_row, first = np.unique(run_row, return_index=True)  # each row's first judgment

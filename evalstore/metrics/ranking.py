@@ -487,11 +487,6 @@ def _gain_table(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return table
 
 
-def _result_gains(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
-    table = _gain_table(rk, gains)
-    return np.where(rk.valid, table[rk.rel + 3], 0.0)
-
-
 def _ideal_gains(rk: Ranking, gains: dict[int, float] | None,
                  transform: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """(n, M): each topic's judged documents ordered by gain descending, positive gains only."""
@@ -555,43 +550,66 @@ def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: 
     return _safe_div(discounted, best) * (best > 0)
 
 
-def _gains_and_ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> tuple[np.ndarray, np.ndarray]:
-    key = ("gains", tuple(sorted((gains or {}).items())), gain)
-
-    def build() -> tuple[np.ndarray, np.ndarray]:
-        transform = _exp_gain if gain == "exp" else None
-        result = _result_gains(rk, gains)
-        if transform is not None:
-            result = np.where(rk.valid, _exp_gain(result), 0.0)
-        return result, _ideal_gains(rk, gains, transform)
-
-    return rk.cached(key, build)
+def _gain_key(gains: dict[int, float] | None) -> tuple[tuple[int, float], ...]:
+    return tuple(sorted((gains or {}).items()))
 
 
-def _cumulative_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
-                     base: float) -> tuple[np.ndarray, np.ndarray]:
-    """Cumulative DCG of the results (n, depth) and of the ideal (n, M): DCG@k is column k-1."""
-    key = ("cum_dcg", tuple(sorted((gains or {}).items())), gain, discount, base)
+def _ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> np.ndarray:
+    """The (n, M) ideal gains of :func:`_ideal_gains`, kept in the ranking's cache."""
+    return rk.cached(("ideal", _gain_key(gains), gain),
+                     lambda: _ideal_gains(rk, gains, _exp_gain if gain == "exp" else None))
 
-    def build() -> tuple[np.ndarray, np.ndarray]:
-        result, ideal = _gains_and_ideal(rk, gains, gain)
-        return (np.cumsum(_discounted(result, discount, base), axis=1),
-                np.cumsum(_discounted(ideal, discount, base), axis=1))
 
-    return rk.cached(key, build)
+def _cum_idcg(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str, base: float) -> np.ndarray:
+    """Cumulative DCG of the ideal ranking (n, M): the ideal DCG at k is column k-1."""
+    return rk.cached(("cum_idcg", _gain_key(gains), gain, discount, base),
+                     lambda: np.cumsum(_discounted(_ideal(rk, gains, gain), discount, base), axis=1))
+
+
+def _result_gain_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str) -> np.ndarray:
+    """The gain of every place (n, depth), needed when documents outside the qrels have one: then
+    so has the document that trec_eval -c ranks first for a topic without results (its stand-in,
+    see :attr:`Ranking.stand_in`)."""
+    def build() -> np.ndarray:
+        table = _gain_table(rk, gains)
+        if gain == "exp":
+            table = _exp_gain(table)
+        result = np.where(rk.valid, table[rk.rel + 3], 0.0)
+        if rk.stand_in.any() and table[NONPOOL + 3] != 0:
+            if result.shape[1] == 0:
+                result = np.zeros((rk.n, 1))
+            result[rk.stand_in, 0] = table[NONPOOL + 3]
+        return result
+
+    return rk.cached(("gains", _gain_key(gains), gain), build)
+
+
+def _returned(rk: Ranking) -> np.ndarray:
+    """Each topic's number of ranked documents as trec_eval's gain measures see it: a topic
+    without results has trec_eval -c's stand-in document (which has a gain if documents outside
+    the qrels have one)."""
+    return rk.num_ret + rk.stand_in
+
+
+def _results_dcg(rk: Ranking, k: np.ndarray | int, gains: dict[int, float] | None, gain: str = "linear",
+                 discount: str = "log2", base: float = 2.0) -> np.ndarray:
+    """The DCG of each topic's top k (k: one for all, (n,) or (n, w) cutoffs a topic): from the
+    judged entries (:func:`_entry_dcgs`), or from the (n, depth) matrix when documents outside the
+    qrels have a gain."""
+    running = _entry_dcgs(rk, gains, gain, discount, base)
+    if running is not None:
+        return running.at(k)
+    cumulative = rk.cached(("cum_dcg", _gain_key(gains), gain, discount, base), lambda: np.cumsum(
+        _discounted(_result_gain_matrix(rk, gains, gain), discount, base), axis=1))
+    k = np.asarray(k)
+    return _gather(cumulative, k) if k.ndim == 2 else column_at(cumulative, k)
 
 
 def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
               base: float) -> tuple[np.ndarray, np.ndarray]:
     k = np.iinfo(np.int64).max if cutoff is None else cutoff
-    running = _entry_dcgs(rk, gains, gain, discount, base)
-    if running is None:
-        cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, gain, discount, base)
-        return column_at(cum_dcg, k), column_at(cum_idcg, k)
-    key = ("cum_idcg", tuple(sorted((gains or {}).items())), gain, discount, base)
-    cum_idcg = rk.cached(key, lambda: np.cumsum(_discounted(
-        _ideal_gains(rk, gains, _exp_gain if gain == "exp" else None), discount, base), axis=1))
-    return running.at(k), column_at(cum_idcg, k)
+    return (_results_dcg(rk, k, gains, gain, discount, base),
+            column_at(_cum_idcg(rk, gains, gain, discount, base), k))
 
 
 class _RunningSums:
@@ -602,10 +620,17 @@ class _RunningSums:
     def __init__(self, rk: Ranking, chosen: np.ndarray, values: np.ndarray) -> None:
         self.n, self.depth = rk.n, rk.depth  # not the ranking itself: this is kept in its cache
         self.keys = rk.entry_keys()[chosen]
-        self.cumulative = np.cumsum(_entry_grid(rk.n, rk.judged_row[chosen], values), axis=1)
+        self.rows, self.positions, self.values = rk.judged_row[chosen], rk.judged_position[chosen], values
+        self.cumulative = np.cumsum(_entry_grid(rk.n, self.rows, values), axis=1)
 
     def at(self, k: int | np.ndarray) -> np.ndarray:
-        return column_at(self.cumulative, count_within(self.keys, self.n, self.depth, k))
+        counts = count_within(self.keys, self.n, self.depth, k)
+        return _gather(self.cumulative, counts) if counts.ndim == 2 else column_at(self.cumulative, counts)
+
+    def through_entries(self) -> np.ndarray:
+        """The running sum at each entry, its own value included, in entry order."""
+        first = np.searchsorted(self.rows, self.rows)  # each entry's topic's first entry
+        return self.cumulative[self.rows, np.arange(len(self.rows)) - first]
 
 
 def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
@@ -624,7 +649,7 @@ def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount
         divisors = _discounts(rk.depth, discount, base)
         return _RunningSums(rk, chosen, entry_gains[chosen] / divisors[rk.judged_position[chosen]])
 
-    return rk.cached(("entry_dcg", tuple(sorted((gains or {}).items())), gain, discount, base), build)
+    return rk.cached(("entry_dcg", _gain_key(gains), gain, discount, base), build)
 
 
 @family("DCG", params=NDCG_PARAMS, trec=trec("dcg", param="gains", kind="pairs"), aliases=("dcg",),
@@ -643,30 +668,33 @@ def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, g
     return _dcg_pair(rk, cutoff, gains, gain, discount, base)[1]
 
 
-def _cumulative(rk: Ranking, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Result gains (n, depth), cumulative DCG of the results (n, depth) and of the ideal (n, M)."""
-    result, _ = _gains_and_ideal(rk, gains, "linear")
-    cum_dcg, cum_idcg = _cumulative_dcgs(rk, gains, "linear", "log2", 2.0)
-    return result, cum_dcg, cum_idcg
-
-
 @family("nDCG_rel", params={"gains": GAINS}, trec=trec("ndcg_rel", param="gains", kind="pairs"), aliases=("ndcg_rel",),
         reference="trec_eval m_ndcg_rel.c")
 def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
     positive gain, and at the end of the ranking for each relevant document not retrieved."""
-    result, cum_dcg, cum_idcg = _cumulative(rk, gains)
-    n_ideal = (_gains_and_ideal(rk, gains, "linear")[1] > 0).sum(axis=1)
-    positive = result > 0
+    n_ideal = (_ideal(rk, gains, "linear") > 0).sum(axis=1)
+    cum_idcg = _cum_idcg(rk, gains, "linear", "log2", 2.0)
     # the ideal DCG at position i stops growing once the ideal list (n_ideal documents) ends
-    ideal_at = np.take_along_axis(
-        np.pad(cum_idcg, ((0, 0), (0, 1))),
-        np.minimum(np.arange(rk.depth)[None, :], np.maximum(n_ideal - 1, 0)[:, None]), axis=1,
-    ) if rk.depth else np.zeros((rk.n, 0))
+    ideal_end = np.maximum(n_ideal - 1, 0)
+    ideal_dcg_at = np.pad(cum_idcg, ((0, 0), (0, 1)))
+    running = _entry_dcgs(rk, gains, "linear", "log2", 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        at_relevant = _sequential_sum(np.where(positive, cum_dcg / ideal_at, 0.0))
-        unfound = (n_ideal - positive.sum(axis=1)).astype(np.float64)
-        total = at_relevant + unfound * column_at(cum_dcg, rk.num_ret) / column_at(cum_idcg, n_ideal)
+        if running is not None:  # the places of positive gain are judged entries
+            positive = running.values > 0
+            rows, positions = running.rows[positive], running.positions[positive]
+            ratios = running.through_entries()[positive] / ideal_dcg_at[rows, np.minimum(positions, ideal_end[rows])]
+            at_relevant = _sequential_sum(_entry_grid(rk.n, rows, ratios))
+            found = np.bincount(rows, minlength=rk.n)
+        else:
+            result = _result_gain_matrix(rk, gains, "linear")
+            cum_dcg = np.cumsum(_discounted(result, "log2", 2.0), axis=1)
+            ideal_at = np.take_along_axis(ideal_dcg_at, np.minimum(np.arange(result.shape[1])[None, :],
+                                                                   ideal_end[:, None]), axis=1)
+            at_relevant = _sequential_sum(np.where(result > 0, cum_dcg / ideal_at, 0.0))
+            found = (result > 0).sum(axis=1)
+        unfound = (n_ideal - found).astype(np.float64)
+        total = at_relevant + unfound * _results_dcg(rk, _returned(rk), gains) / column_at(cum_idcg, n_ideal)
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
@@ -675,8 +703,8 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
         reference="trec_eval m_Rndcg.c")
 def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
-    _, cum_dcg, cum_idcg = _cumulative(rk, gains)
-    ideal = _gains_and_ideal(rk, gains, "linear")[1]
+    ideal = _ideal(rk, gains, "linear")
+    cum_idcg = _cum_idcg(rk, gains, "linear", "log2", 2.0)
     n_ideal = (ideal > 0).sum(axis=1)
     if ideal.shape[1] == 0:  # no positive gain anywhere: no boundary (see below)
         return np.where(rk.num_rel(rel) > 0, np.nan, 0.0)
@@ -687,16 +715,17 @@ def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     change = np.zeros(padded.shape, dtype=bool)
     change[:, 1:] = padded[:, 1:] != padded[:, :-1]
     change &= (b >= 1) & (b <= n_ideal[:, None])
-    dcg_at = _gather(cum_dcg, np.minimum(b, rk.num_ret[:, None]))  # DCG of the first min(b, retrieved)
+    returned = _returned(rk)
+    dcg_at = _results_dcg(rk, np.minimum(b, returned[:, None]), gains)  # DCG of the first min(b, retrieved)
     idcg_at = _gather(cum_idcg, b)
     use = change & (idcg_at > 0)
     total = _sequential_sum(np.where(use, _safe_div(dcg_at, idcg_at), 0.0))
     count = use.sum(axis=1)
     # trec_eval adds the end of a ranking longer than the ideal list by more than one document
-    extra = rk.num_ret > n_ideal + 1
+    extra = returned > n_ideal + 1
     idcg_end = column_at(cum_idcg, n_ideal)
     extra &= idcg_end > 0
-    total = total + np.where(extra, _safe_div(column_at(cum_dcg, rk.num_ret), idcg_end), 0.0)
+    total = total + np.where(extra, _safe_div(_results_dcg(rk, returned, gains), idcg_end), 0.0)
     count = count + extra
     # no boundary at all (relevant documents, but none with a positive gain: -l 0 with only level
     # 0 judged) is trec_eval's 0/0
@@ -717,14 +746,40 @@ def _gather(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
 @family("G", params={"gains": GAINS}, trec=trec("G", param="gains", kind="pairs"), reference="trec_eval m_G.c")
 def g_measure(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """Normalised gain G (experimental, trec_eval): gain(doc) / log2(2 + ideal_cost(i) - gain so far)."""
-    result, ideal = _gains_and_ideal(rk, gains, "linear")
-    length = result.shape[1]
-    ideal_here = np.pad(ideal, ((0, 0), (0, max(0, length - ideal.shape[1]))))[:, :length]
-    cost = np.cumsum(np.maximum(ideal_here, 1.0), axis=1)
-    gained = np.cumsum(result, axis=1)
+    ideal = _ideal(rk, gains, "linear")
+    table = _gain_table(rk, gains)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(result != 0, result / np.log2(2.0 + cost - gained), 0.0)
+        # the entries hold every place with a gain unless documents outside the qrels have one;
+        # their running sums jump over places, which equals trec_eval's place-by-place sums when
+        # the gains are whole numbers (fractional gains: the matrix, summed place by place)
+        if table[NONPOOL + 3] == 0 and np.array_equal(table, np.round(table)):
+            terms = _g_entry_terms(rk, table, ideal)
+        else:
+            result = _result_gain_matrix(rk, gains, "linear")
+            length = result.shape[1]
+            ideal_here = np.pad(ideal, ((0, 0), (0, max(0, length - ideal.shape[1]))))[:, :length]
+            cost = np.cumsum(np.maximum(ideal_here, 1.0), axis=1)
+            terms = np.where(result != 0, result / np.log2(2.0 + cost - np.cumsum(result, axis=1)), 0.0)
     return _safe_div(_sequential_sum(terms), _sequential_sum(ideal))
+
+
+def _g_entry_terms(rk: Ranking, table: np.ndarray, ideal: np.ndarray) -> np.ndarray:
+    """G's terms laid out one topic a row (:func:`_entry_grid`), from the judged entries of
+    non-zero gain: every place with a gain is one when documents outside the qrels have none."""
+    gain = table[rk.judged_rel + 3]
+    chosen = gain != 0
+    rows, positions, gain = rk.judged_row[chosen], rk.judged_position[chosen], gain[chosen]
+    sums = np.concatenate(([0.0], np.cumsum(gain)))
+    gained = sums[1:] - sums[np.searchsorted(rows, rows)]  # each topic's gain so far, exact: whole numbers
+    # the cost at place i: the ideal gains of places 0..i (at least 1 a place), 1 a place past them
+    width = ideal.shape[1]
+    if width:
+        cost_ideal = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+        cost = np.where(positions < width, cost_ideal[rows, np.minimum(positions, width - 1)],
+                        cost_ideal[rows, width - 1] + (positions + 1 - width))
+    else:
+        cost = positions + 1.0
+    return _entry_grid(rk.n, rows, gain / np.log2(2.0 + cost - gained))
 
 
 @family("binG", params={"rel": REL}, trec=trec("binG"), reference="trec_eval m_binG.c")

@@ -44,6 +44,12 @@ MEASURE_SPECS = st.sampled_from([
     "map_cut.2,5", "relative_P.2", "iprec_at_recall.0.25,0.5", "Rprec_mult.0.5,1.5", "relstring.5", "set_F.0.5",
     "set_F.2", "utility.2,-1,0,0", "rbp.p=0.5", "rbp_resid.p=0.8", "unj.3", "11pt_avg.0.2,0.6", "G.1=2,2=5",
     "Rndcg.1=1,2=4", "ndcg_rel.2=3",
+    # fractional gains (G's running costs then add place by place) and gains for pooled but
+    # unjudged documents (-2) and for documents outside the qrels (-1: only the matrix has them).
+    # Gains here differ by 1 or more: trec_eval sorts them with a comparator that truncates the
+    # difference to an int (gain_init.c, comp_rel_gain), so it takes 0.5 and 0 for equal and their
+    # order is then up to the C library's qsort
+    "G.1=1.5,2=5.5", "G.-2=2", "G.-1=1", "ndcg_rel.-2=2,1=5.5", "ndcg_rel.-1=1", "Rndcg.-2=3", "Rndcg.-1=4.5",
 ])
 # the families this file holds to the trec_eval program (every trec_eval name is drawn above);
 # tests/unit/test_reference_coverage.py checks that every registered family is held to a reference
@@ -130,6 +136,10 @@ def _assert_same(theirs: subprocess.CompletedProcess[str], ours: object, args: l
 # -Z: a value equal to a mean with stddev 0 is 0, other values without statistics -1000000
 @example(case=("1 0 d1 1\n1 0 d2 0\n", "1 Q0 d1 1 2 t\n1 Q0 d2 2 1 t\n", ["-q", "-m", "official"],
                "1 map 1.0 0.0\n1 P_5 0.1 0.05\n1 num_ret 3 2\n"))
+# -c with a gain for documents outside the qrels: a topic without results has trec_eval's stand-in
+# document at rank 1, and it has that gain
+@example(case=("1 0 d0 0\n10 0 d0 0\n2 0 d0 1\n", "301 Q0 d0 0 1.0 tag\n",
+               ["-c", "-q", "-m", "G.-1=1", "-m", "ndcg_rel.-1=1", "-m", "Rndcg.-1=1", "-m", "ndcg.-1=1"], None))
 def test_trec_eval_program_and_evalstore_agree(case: tuple[str, str, list[str], str | None], trec_eval_binary: Path,
                                               tmp_path: Path) -> None:
     qrels_text, run_text, args, zscores = case

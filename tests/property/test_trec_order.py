@@ -5,6 +5,8 @@ them by docno ascending), runs with a topic's rows apart, tables in several chun
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore import trec_order
+from evalstore.io import _hashing
 from evalstore.io._hashing import has_repeated_pair
-from evalstore.trec_order import encoded_ranks
+from evalstore.trec_order import encoded_ranks, take_rows
 
 TOPICS = ["1", "2", "10", "B"]
 DOCS = ["d1", "d2", "d3", "D4", "d10", "e", "é", "d1 "]
@@ -87,7 +90,20 @@ def pairs(draw: st.DrawFn) -> list[tuple[str, str]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(rows=pairs(), chunks=st.integers(1, 3))
-def test_a_repeated_pair_is_found_whatever_the_order(rows: list[tuple[str, str]], chunks: int) -> None:
+@given(rows=pairs(), chunks=st.integers(1, 3), block=st.sampled_from([1, 3, _hashing.HASH_BLOCK_ROWS]))
+def test_a_repeated_pair_is_found_whatever_the_order(rows: list[tuple[str, str]], chunks: int, block: int) -> None:
+    """Whatever the blocks of topics the docnos are hashed in (a topic longer than a block is one
+    block of its own)."""
     table = as_table([(topic, doc, 0.0) for topic, doc in rows], chunks)
-    assert has_repeated_pair(table["topic"], table["doc"]) == (len(set(rows)) < len(rows))
+    with mock.patch.object(_hashing, "HASH_BLOCK_ROWS", block):
+        assert has_repeated_pair(table["topic"], table["doc"]) == (len(set(rows)) < len(rows))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.sampled_from(DOCS), min_size=1), chunks=st.integers(1, 4), asked=st.data())
+def test_take_rows_equals_a_list_lookup(values: list[str], chunks: int, asked: st.DataObject) -> None:
+    """Rows in any order, repeated or not, from a column in several chunks."""
+    column = as_table([("1", value, 0.0) for value in values], chunks)["doc"]
+    rows = asked.draw(st.lists(st.integers(0, len(values) - 1)))
+    taken = take_rows(column, np.array(rows, dtype=np.int64))
+    assert taken.to_pylist() == [values[row] for row in rows]
