@@ -148,6 +148,11 @@ def through_a_running_worker(url: str, env: dict[str, str], folder: Path, repeat
         worker.terminate()
         worker.wait()
         engine.dispose()
+        text = log.read_text()
+        steps = re.findall(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)[1:]  # after the warm-up
+        mlflow = re.findall(r"MLflow logging took ([\d.]+)s", text)[1:]
+        for (load, compute, store_s), logged in zip(steps, mlflow, strict=False):
+            print(f"  worker job: read {load} s, compute {compute} s, store {store_s} s, MLflow {logged} s")
 
 
 def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:

@@ -367,11 +367,14 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     hashed = len(docs) < HASHED_LOOKUP_ROWS
     judged = _judged_docs(qrels, hashed)
     width = len(judged.values)
-    values = pa.chunked_array([doc_hashes(docs)]) if hashed else docs
-    # which rows hold a judged docno (a bit a row), then the codes of those few: index_in over
-    # every row answered 4 bytes a row (and its combined copy another 4)
-    member = pc.is_in(values, value_set=judged.values)
-    candidates = np.flatnonzero(member.to_numpy(zero_copy_only=False)) if len(values) else np.zeros(0, np.int64)
+    if hashed:  # one look-up of the hashes, as numpy (their codes, or -1)
+        found = pc.index_in(doc_hashes(docs), value_set=judged.values)
+        code_of_row = found.fill_null(-1).to_numpy(zero_copy_only=False)
+        candidates = np.flatnonzero(code_of_row >= 0)
+    else:  # which rows hold a judged docno (a bit a row), then the codes of those few: index_in
+        # over every row answered 4 bytes a row, and its joined copy another 4
+        member = pc.is_in(docs, value_set=judged.values)
+        candidates = np.flatnonzero(member.to_numpy(zero_copy_only=False)) if len(docs) else np.zeros(0, np.int64)
     if not len(candidates) or not width:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     qrels_row = resolved.row_of[resolved.judgment_code]
@@ -381,8 +384,8 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     qrels_key = qrels_row[kept] * width + judged.codes[kept]
     order = np.argsort(qrels_key, kind="stable")  # a (topic, docno) judged twice: in file order
     qrels_key, judgment = qrels_key[order], kept[order]
-    doc_code = pc.index_in(take_rows(values, candidates), value_set=judged.values).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    doc_code = (code_of_row[candidates] if hashed else pc.index_in(take_rows(docs, candidates), value_set=judged.values)
+                .to_numpy(zero_copy_only=False)).astype(np.int64)
     # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
     key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
     low = np.searchsorted(qrels_key, key)
