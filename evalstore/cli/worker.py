@@ -20,6 +20,9 @@ def worker(
                                         "renewed its lease for this long is taken over by another."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay "
                                 "pending for 'evalstore mlflow sync')."),
+    index_runs: bool = typer.Option(True, "--index-runs/--no-index-runs", help="When idle, give stored runs "
+                                    "of 500,000 rows or more an index on their docnos (PostgreSQL), so their "
+                                    "evaluations read the judged rows through it."),
 ) -> None:
     """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job, then exit;
     a second one: put the job back in the queue and exit now."""
@@ -31,6 +34,6 @@ def worker(
     cli = state(ctx)
     cli.engine()  # refuse to start on an out-of-date schema
     settings = WorkerSettings(lease=timedelta(seconds=lease_seconds), poll_interval=poll_interval,
-                              until_empty=until_empty, mlflow=mlflow and mlflow_enabled())
+                              until_empty=until_empty, mlflow=mlflow and mlflow_enabled(), index_runs=index_runs)
     done = run_pool(cli.database_url, settings, concurrency)
     info(f"worker stopped: {done} jobs done")

@@ -246,6 +246,27 @@ def register_run(
             return _retry_on_name_race(lambda: store(staged, refuse_duplicates))
 
 
+# runs this long get a docno-hash index (repositories.index_run): a shorter run's judged rows are
+# found fast enough by hashing (a 50k-row run: ~10 ms), and every index costs a build and space
+INDEXED_RUN_ROWS = 500_000
+
+
+def index_next_run(engine: Engine, min_rows: int | None = None) -> int | None:
+    """PostgreSQL: give the largest run of at least ``min_rows`` rows (default
+    :data:`INDEXED_RUN_ROWS`) that lacks one its docno-hash index, in a transaction of its own (an
+    idle worker's chore, services.worker); the run's id, or None when there was nothing to do (or
+    another worker is at it; always on SQLite)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    with read_only(engine) as session:
+        candidates = repo.runs_without_index(session, INDEXED_RUN_ROWS if min_rows is None else min_rows)
+    for run_id in candidates:
+        with unit_of_work(engine) as session:
+            if repo.index_run(session, run_id):
+                return run_id
+    return None
+
+
 def _replace_run(session: Session, existing: Run | None, name: str, replace: bool,
                  before_refusing: Callable[[], None] = lambda: None) -> tuple[str, ...]:
     """Make room for a run named ``name`` with other content: refused without ``replace``

@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from evalstore import _logging
 from evalstore.db.engine import make_engine
 from evalstore.errors import EvalstoreError
-from evalstore.services import jobs, kinds, tracking
+from evalstore.services import jobs, kinds, store, tracking
 from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
@@ -41,6 +41,10 @@ class WorkerSettings:
     until_empty: bool = False
     mlflow: bool = True
     mlflow_retry_interval: float = 60.0  # how often an idle worker retries pending MLflow logging
+    # an idle worker gives large runs their docno-hash index (store.index_next_run): every
+    # evaluation of the run then reads its judged rows through it (7M rows: ~0.1 s, not ~0.7 s)
+    index_runs: bool = True
+    index_interval: float = 5.0  # how often an idle worker looks for a run to index
 
 
 class _Heartbeat:
@@ -83,6 +87,7 @@ class Worker:
         self.done: dict[int, EvaluationSummary] = {}
         self.stopping = False
         self._last_mlflow_sync = 0.0
+        self._last_index_check = 0.0
 
     # one job ------------------------------------------------------------------------------
 
@@ -125,6 +130,20 @@ class Worker:
             log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
         return True
 
+    def _index_a_run(self) -> bool:
+        """Index one large run (an idle worker's chore); whether one was indexed."""
+        started = time.perf_counter()
+        try:
+            run_id = store.index_next_run(self.engine)
+        except Exception as error:  # never lose the worker over a chore; evaluations work without
+            log.warning("indexing a run's docnos failed: %s", error)
+            return False
+        if run_id is None:
+            return False
+        self._last_index_check = 0.0  # another run may be waiting
+        log.info("run %d: docno-hash index built (%.2fs)", run_id, time.perf_counter() - started)
+        return True
+
     def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredEvaluation] | None = None) -> None:
         try:
             tracking.log_pending(self.engine, only=only, known=known)
@@ -153,6 +172,11 @@ class Worker:
                     self._log_to_mlflow(self.only)
                 if self.settings.until_empty:
                     break
+                if self.settings.index_runs and time.monotonic() - self._last_index_check >= \
+                        self.settings.index_interval:
+                    self._last_index_check = time.monotonic()
+                    if self._index_a_run():
+                        continue  # the queue first, then the next run
                 time.sleep(self.settings.poll_interval)
         except StopNow:
             pass
