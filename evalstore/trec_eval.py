@@ -281,21 +281,11 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
                  runid: str | None, *, per_query: bool, summary: bool, zscores: bool = False) -> str:
     """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines. ``column_of``
     gives a measure's values for all ``topics``, in their order. With ``zscores`` (``-Z``) the
-    numeric measures print as ``Z<name>`` with 4 decimals, counts too, as trec_eval prints them.
-
-    The per-topic lines are formatted a measure at a time and interleaved topic by topic with
-    one numpy transpose: for 7,000 topics x 98 measures a call per line took ~2 s, this ~0.4 s."""
+    numeric measures print as ``Z<name>`` with 4 decimals, counts too, as trec_eval prints them."""
     text = ""
     shown = [(name, measure) for root, name, measure in rows if root not in SUMMARY_ONLY and measure is not None]
     if per_query and shown and topics:
-        cells = np.empty((len(shown), len(topics)), dtype=object)
-        topic_tabs = [f"\t{topic}\t" for topic in topics]
-        for i, (name, measure) in enumerate(shown):
-            label = _label(name, measure, zscores)
-            cells[i] = [prefix + value + "\n" for prefix, value in
-                        zip(map(label.__add__, topic_tabs), _format_column(measure, column_of(measure), zscores),
-                            strict=True)]
-        text = "".join(cells.T.ravel().tolist())
+        text = _per_topic_text(shown, topics, column_of, zscores)
     lines: list[str] = []
     if summary:
         for root, name, summarised in rows:
@@ -308,6 +298,39 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
                 value = _format_column(summarised, [summary_of(summarised)], zscores)[0]
                 lines.append(f"{_label(name, summarised, zscores)}\tall\t{value}\n")
     return text + "".join(lines)
+
+
+def _per_topic_text(shown: list[tuple[str, Measure]], topics: list[str],
+                    column_of: Callable[[Measure], Sequence[Any] | np.ndarray], zscores: bool) -> str:
+    """The per-topic lines, topic by topic, each in the measures' order. Each measure's distinct
+    values (bit patterns, so -0.0 and 0.0 stay apart) are formatted once, and pyarrow's string
+    kernels join labels, topics and values into lines: 7,000 topics x 98 measures took ~0.45 s a
+    line at a time in Python, ~0.1 s so."""
+    formatted: list[str] = []
+    codes = np.empty((len(shown), len(topics)), dtype=np.int64)
+    for i, (_, measure) in enumerate(shown):
+        values = column_of(measure)
+        if measure.spec.value_type == "str":
+            texts, inverse = _format_column(measure, values, zscores), np.arange(len(topics))
+        else:
+            numbers = np.asarray(values, dtype=np.float64)
+            _, first, inverse = np.unique(numbers.view(np.int64), return_index=True, return_inverse=True)
+            texts = _format_column(measure, numbers[first], zscores)
+        codes[i] = inverse.reshape(-1) + len(formatted)
+        formatted.extend(text + "\n" for text in texts)
+
+    def column(indices: np.ndarray, values: list[str]) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())).cast(
+            pa.large_string())
+
+    labels = [_label(name, measure, zscores) for name, measure in shown]
+    lines = pc.binary_join_element_wise(
+        column(np.tile(np.arange(len(shown)), len(topics)), labels),
+        column(np.repeat(np.arange(len(topics)), len(shown)), topics),
+        column(codes.T.ravel(), formatted), pa.scalar("\t", pa.large_string()))
+    # every line ends in a line end: their bytes back to back are the text
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    return lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]].decode()
 
 
 def stored_rows(measures: Iterable[Measure]) -> list[tuple[str, str, Measure | None]]:
