@@ -599,10 +599,15 @@ def _results_dcg(rk: Ranking, k: np.ndarray | int, gains: dict[int, float] | Non
     running = _entry_dcgs(rk, gains, gain, discount, base)
     if running is not None:
         return running.at(k)
-    cumulative = rk.cached(("cum_dcg", _gain_key(gains), gain, discount, base), lambda: np.cumsum(
-        _discounted(_result_gain_matrix(rk, gains, gain), discount, base), axis=1))
+    cumulative = _cum_dcg_matrix(rk, gains, gain, discount, base)
     k = np.asarray(k)
     return _gather(cumulative, k) if k.ndim == 2 else column_at(cumulative, k)
+
+
+def _cum_dcg_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str, base: float) -> np.ndarray:
+    """Cumulative DCG of every place (n, depth), from :func:`_result_gain_matrix`."""
+    return rk.cached(("cum_dcg", _gain_key(gains), gain, discount, base), lambda: np.cumsum(
+        _discounted(_result_gain_matrix(rk, gains, gain), discount, base), axis=1))
 
 
 def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
@@ -688,7 +693,7 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
             found = np.bincount(rows, minlength=rk.n)
         else:
             result = _result_gain_matrix(rk, gains, "linear")
-            cum_dcg = np.cumsum(_discounted(result, "log2", 2.0), axis=1)
+            cum_dcg = _cum_dcg_matrix(rk, gains, "linear", "log2", 2.0)
             ideal_at = np.take_along_axis(ideal_dcg_at, np.minimum(np.arange(result.shape[1])[None, :],
                                                                    ideal_end[:, None]), axis=1)
             at_relevant = _sequential_sum(np.where(result > 0, cum_dcg / ideal_at, 0.0))
