@@ -100,8 +100,16 @@ class Ranking:
         return self.cached("ranks", lambda: np.arange(1, self.depth + 1, dtype=np.float64))
 
     def is_rel(self, level: int) -> np.ndarray:
-        """Retrieved and judged at least ``level`` (trec_eval ``rel >= relevance_level``)."""
-        return self.cached(("is_rel", level), lambda: self.valid & (self.rel >= level))
+        """Retrieved and judged at least ``level`` (trec_eval ``rel >= relevance_level``). At a
+        level of NONPOOL or below, documents outside the qrels count, and so does the stand-in
+        document trec_eval -c ranks first for a topic without results (see ``stand_in``)."""
+        def build() -> np.ndarray:
+            relevant = self.valid & (self.rel >= level)
+            if level <= NONPOOL:
+                relevant[:, :1] |= self.stand_in[:, None]
+            return relevant
+
+        return self.cached(("is_rel", level), build)
 
     def cum_rel(self, level: int) -> np.ndarray:
         """Relevant documents in the top i+1, shape (n, depth) int64."""
@@ -113,7 +121,10 @@ class Ranking:
         return self.cached(("num_rel", level), lambda: self.rel_levels[:, start:].sum(axis=1))
 
     def num_rel_ret(self, level: int) -> np.ndarray:
-        return self.judged_within(level, self.depth)
+        """trec_eval's num_rel_ret (form_res_rels.c): retrieved documents judged at least ``level``
+        in the qrels. At a negative level the measures that walk the ranking count documents
+        outside the qrels as relevant, but this count never does."""
+        return self.judged_within(max(level, 0), self.depth)
 
     def judged_within(self, level: int, k: np.ndarray | int) -> np.ndarray:
         """Per topic, the documents judged at least ``level`` among its top k (k per topic or one for
@@ -306,16 +317,18 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
     """The matrices: each topic's first ``counts`` places NONPOOL unless (rows, position) gives
     their relevance, PAD after (-M and -J are applied already)."""
     n = len(resolved.topics)
-    depth = int(counts.max()) if n and len(counts) else 0
+    stand_in = np.zeros(n, dtype=bool)
+    if options.complete and not options.judged_only and options.max_docs != 0 and resolved.missing:
+        missing_codes = pc.index_in(pa.array(resolved.missing, pa.string()), value_set=resolved.qrels_topics)
+        stand_in[resolved.row_of[missing_codes.to_numpy(zero_copy_only=False).astype(np.int64)]] = True
+    # at least one column where a stand-in is: the kernels that count documents outside the qrels
+    # read its place there (Ranking.is_rel)
+    depth = max(int(counts.max()) if n and len(counts) else 0, int(stand_in.any()))
     matrix = np.full((n, depth), PAD, dtype=np.int32)
     matrix[np.arange(depth) < counts[:, None]] = NONPOOL
     matrix[rows, position] = rel
 
     rel_levels, max_level = _relevance_levels(qrels, resolved.judgment_code, resolved.row_of, n)
-    stand_in = np.zeros(n, dtype=bool)
-    if options.complete and not options.judged_only and options.max_docs != 0 and resolved.missing:
-        missing_codes = pc.index_in(pa.array(resolved.missing, pa.string()), value_set=resolved.qrels_topics)
-        stand_in[resolved.row_of[missing_codes.to_numpy(zero_copy_only=False).astype(np.int64)]] = True
     return Ranking(topics=resolved.topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
                    max_level=max_level, missing_topics=resolved.missing, dropped_run_topics=resolved.dropped,
                    stand_in=stand_in, runid=runid, complete=options.complete, judged_row=rows.astype(np.int64),

@@ -36,6 +36,13 @@ def _sequential_sum(matrix: np.ndarray) -> np.ndarray:
     return np.cumsum(matrix, axis=1)[:, -1]
 
 
+def _returned(rk: Ranking) -> np.ndarray:
+    """Each topic's number of ranked documents as trec_eval's measures that walk the ranking see
+    it: a topic without results has trec_eval -c's stand-in document, relevant at a negative
+    level and with a gain if documents outside the qrels have one (``Ranking.stand_in``)."""
+    return rk.num_ret + rk.stand_in
+
+
 def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     num = np.asarray(num, dtype=np.float64)
     den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
@@ -136,7 +143,7 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Precision after R documents (R = number of relevant): the break-even point where precision
     equals recall (BEP)."""
     num = rk.num_rel(rel)
-    return _safe_div(rk.judged_within(rel, np.minimum(num, rk.num_ret)), num)
+    return _safe_div(rk.judged_within(rel, np.minimum(num, _returned(rk))), num)
 
 
 @family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
@@ -575,20 +582,12 @@ def _result_gain_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str) 
         if gain == "exp":
             table = _exp_gain(table)
         result = np.where(rk.valid, table[rk.rel + 3], 0.0)
-        if rk.stand_in.any() and table[NONPOOL + 3] != 0:
-            if result.shape[1] == 0:
-                result = np.zeros((rk.n, 1))
-            result[rk.stand_in, 0] = table[NONPOOL + 3]
+        result[rk.stand_in, :1] = table[NONPOOL + 3]  # a ranking with a stand-in has a first column
         return result
 
     return rk.cached(("gains", _gain_key(gains), gain), build)
 
 
-def _returned(rk: Ranking) -> np.ndarray:
-    """Each topic's number of ranked documents as trec_eval's gain measures see it: a topic
-    without results has trec_eval -c's stand-in document (which has a gain if documents outside
-    the qrels have one)."""
-    return rk.num_ret + rk.stand_in
 
 
 def _results_dcg(rk: Ranking, k: np.ndarray | int, gains: dict[int, float] | None, gain: str = "linear",
@@ -694,7 +693,7 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
         else:
             result = _result_gain_matrix(rk, gains, "linear")
             cum_dcg = _cum_dcg_matrix(rk, gains, "linear", "log2", 2.0)
-            ideal_at = np.take_along_axis(ideal_dcg_at, np.minimum(np.arange(result.shape[1])[None, :],
+            ideal_at = np.take_along_axis(ideal_dcg_at, np.minimum(np.arange(rk.depth)[None, :],
                                                                    ideal_end[:, None]), axis=1)
             at_relevant = _sequential_sum(np.where(result > 0, cum_dcg / ideal_at, 0.0))
             found = (result > 0).sum(axis=1)
@@ -839,7 +838,7 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
         if gains:
             raise InvalidParameterError("RBP takes gains or rel, not both: rel makes the gains binary.")
         if rel < 0:  # documents outside the qrels count then: only the matrix has them
-            binary = np.where(rk.valid & (rk.rel >= rel), 1.0, 0.0)
+            binary = np.where(rk.is_rel(rel), 1.0, 0.0)
             return (1.0 - p) * _sequential_sum(binary * _persistence(p, rk.depth)[:-1])
         chosen = rk.judged_rel >= rel
         weights = _persistence(p, rk.depth)[rk.judged_position[chosen]]
