@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, prepare_run_file, summarise
@@ -73,7 +73,7 @@ def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options:
     sums: dict[str, dict[Measure, float]] = {}
     counts: dict[str, int] = {}
     for group in sorted(set(qrels["iteration"].to_pylist())):
-        part = qrels.filter(pc.equal(qrels["iteration"], group))
+        part = pc.filter(qrels, pc.equal(qrels["iteration"], group))
         rk = prepare(part, run, options)
         values = compute(rk, measures, relevance_level=relevance_level)
         for t, topic in enumerate(rk.topics):
@@ -320,8 +320,8 @@ def _per_topic_text(shown: list[tuple[str, Measure]], topics: list[str],
         formatted.extend(text + "\n" for text in texts)
 
     def column(indices: np.ndarray, values: list[str]) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())).cast(
-            pa.large_string())
+        return pc.cast(pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())),
+                       pa.large_string())
 
     labels = [_label(name, measure, zscores) for name, measure in shown]
     lines = pc.binary_join_element_wise(

@@ -11,7 +11,8 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from evalstore import _kernels as pc
 
 
 def trec_rank(run: pa.Table) -> np.ndarray:
@@ -31,7 +32,7 @@ def take_rows(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``column``'s values at ``rows``, a chunk at a time: ChunkedArray.take joins every chunk into
     one array first (pyarrow 26), which for a few thousand docnos of a 7M-row run copied all 76 MB."""
     if column.num_chunks <= 1:
-        return column.combine_chunks().take(pa.array(rows, pa.int64()))
+        return pc.take(column.combine_chunks(), pa.array(rows, pa.int64()))
     order = np.argsort(rows, kind="stable")
     ascending = rows[order]
     ends = np.cumsum([len(chunk) for chunk in column.chunks])
@@ -39,12 +40,12 @@ def take_rows(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     pieces, low, start = [], 0, 0
     for chunk, high, end in zip(column.chunks, cuts, ends.tolist(), strict=True):
         if high > low:
-            pieces.append(chunk.take(pa.array(ascending[low:high] - start)))
+            pieces.append(pc.take(chunk, pa.array(ascending[low:high] - start)))
         low, start = high, end
     taken = pa.concat_arrays(pieces) if pieces else pa.array([], column.type)
     back = np.empty(len(order), dtype=np.int64)
     back[order] = np.arange(len(order))
-    return taken.take(pa.array(back))
+    return pc.take(taken, pa.array(back))
 
 
 # ranks_at finds each asked-for row's tie a row at a time and compares the row with every row of

@@ -28,9 +28,9 @@ from typing import BinaryIO, Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
 from evalstore.io._hashing import has_repeated_pair, pair_hashes
 
@@ -166,7 +166,7 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
             raise error
     assert whole is not None
     for group in _distinct_values(whole["iteration"]):
-        part = whole.filter(pc.equal(whole["iteration"], group))
+        part = pc.filter(whole, pc.equal(whole["iteration"], group))
         if _has_duplicate_pairs(part, "qrels"):
             error, _ = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
             if error is not None:
@@ -542,9 +542,9 @@ def _finish(table: pa.Table, kind: Kind, content_hash: str, path: str) -> Parsed
 def _distinct_values(column: pa.ChunkedArray) -> set[object]:
     values: set[object] = set()
     for chunk in column.chunks:
-        unique = chunk.unique()
+        unique = pc.unique(chunk)
         if pa.types.is_dictionary(unique.type):
-            unique = unique.dictionary.take(unique.indices)
+            unique = pc.take(unique.dictionary, unique.indices)
         values.update(unique.to_pylist())
     return values
 
@@ -576,8 +576,8 @@ def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
     taken = pa.array(candidates)
     seen: set[tuple[str, str]] = set()
     repeated = []
-    for row, topic, doc in zip(candidates, table["topic"].take(taken).to_pylist(), table["doc"].take(taken).to_pylist(),
-                               strict=True):  # rows in file order: the first of each pair is kept
+    topics, docs = pc.take(table["topic"], taken).to_pylist(), pc.take(table["doc"], taken).to_pylist()
+    for row, topic, doc in zip(candidates, topics, docs, strict=True):  # in file order: the first of a pair is kept
         if (topic, doc) in seen:
             repeated.append(row)
         seen.add((topic, doc))
@@ -585,7 +585,7 @@ def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
         return ParsedFile(table, content_hash, None)
     keep = np.setdiff1d(np.arange(table.num_rows), np.array(repeated))
     return ParsedFile(
-        table.take(pa.array(keep)),
+        pc.take(table, pa.array(keep)),
         content_hash,
         None,
         (f"{path}: {len(repeated)} repeated identical judgments were kept once",),

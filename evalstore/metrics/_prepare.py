@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from evalstore import _kernels as pc
 from evalstore.io._hashing import doc_hashes
 from evalstore.trec_order import EncodedRanks, encoded_ranks, positions_within_groups, take_rows
 
@@ -214,7 +214,7 @@ def _qrels_topics(qrels: pa.Table) -> tuple[pa.Array, np.ndarray]:
     order = pc.array_sort_indices(encoded.dictionary).to_numpy()
     place = np.empty(len(order), dtype=np.int64)
     place[order] = np.arange(len(order))
-    found = (encoded.dictionary.take(pa.array(order)), place[encoded.indices.to_numpy(zero_copy_only=False)])
+    found = (pc.take(encoded.dictionary, pa.array(order)), place[encoded.indices.to_numpy(zero_copy_only=False)])
     _last_topics = (weakref.ref(qrels), found)
     return found
 
@@ -224,7 +224,7 @@ def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, com
     run_code = pc.index_in(run_topics, value_set=qrels_topics).to_numpy(zero_copy_only=False)
     in_qrels = ~np.isnan(run_code) if run_code.dtype.kind == "f" else run_code >= 0
     run_code = np.where(in_qrels, np.nan_to_num(run_code, nan=-1), -1).astype(np.int64)
-    dropped = sorted(set(pc.unique(run_topics.filter(pa.array(~in_qrels))).to_pylist())) if not in_qrels.all() else []
+    dropped = [] if in_qrels.all() else sorted(set(pc.unique(pc.filter(run_topics, pa.array(~in_qrels))).to_pylist()))
 
     present = np.zeros(len(qrels_topics), dtype=bool)
     present[run_code[run_code >= 0]] = True
@@ -382,7 +382,7 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     width = len(judged.values)
     if hashed:  # one look-up of the hashes, as numpy (their codes, or -1)
         found = pc.index_in(doc_hashes(docs), value_set=judged.values)
-        code_of_row = found.fill_null(-1).to_numpy(zero_copy_only=False)
+        code_of_row = pc.fill_null(found, -1).to_numpy(zero_copy_only=False)
         candidates = np.flatnonzero(code_of_row >= 0)
     else:  # which rows hold a judged docno (a bit a row), then the codes of those few: index_in
         # over every row answered 4 bytes a row, and its joined copy another 4

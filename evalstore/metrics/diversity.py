@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
 from evalstore.metrics._registry import _REQUIRED, Measure, Param, register_elsewhere
 

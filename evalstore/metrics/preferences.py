@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import Preferences
 from evalstore.metrics._registry import register_elsewhere, trec
@@ -141,7 +141,7 @@ def _ranked_docs(run: pa.Table, max_docs: int | None) -> dict[str, np.ndarray]:
         return {}
     indices = pc.sort_indices(run, sort_keys=[("topic", "ascending"), ("score", "descending"),
                                                ("doc", "ascending")])
-    table = run.take(indices)
+    table = pc.take(run, indices)
     topic = np.array(table["topic"].to_pylist(), dtype=object)
     doc = np.array(table["doc"].to_pylist(), dtype=object)
     ranked: dict[str, np.ndarray] = {}
