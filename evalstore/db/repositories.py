@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from sqlalchemy import and_, case, delete, func, insert, select, text
@@ -266,11 +267,11 @@ def _bulk_insert(
     if partition is None:
         copy_batches(session, table_name, framed(), progress, binary=model)
     else:
-        _load_partition(session, table_name, partition, owner_column, owner_id, framed(), progress, binary=model)
+        _load_partition(session, table_name, partition, owner_column, owner_id, [framed()], progress, binary=model)
 
 
 def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
-                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
+                    streams: Iterable[Iterable[pa.RecordBatch]], progress: Progress | None = None,
                     binary: sa.Table | None = None) -> None:
     """PostgreSQL: COPY into a new table, then attach it as ``parent``'s partition for ``key``.
 
@@ -280,7 +281,8 @@ def _load_partition(session: Session, parent: str, partition: str, key_column: s
     frozen (COPY FREEZE), so they are never rewritten later to set hint bits or freeze them."""
     session.execute(text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, "
                          f"CHECK ({key_column} = {int(key)}))"))
-    copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
+    for batches in streams:  # one COPY each (each may name other columns)
+        copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
     session.execute(text(f"ALTER TABLE {parent} ATTACH PARTITION {partition} FOR VALUES IN ({int(key)})"))
 
 
@@ -477,13 +479,23 @@ def replace_results(
     PostgreSQL: the values go into a partition of their own (see _load_partition)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
-    owner = pa.array(np.full(per_query.num_rows, evaluation_id, np.int64))
-    batches = per_query.add_column(0, "evaluation_id", owner).to_batches(max_chunksize=BATCH_ROWS)
+
+    def owned(table: pa.Table) -> list[pa.RecordBatch]:
+        owner = pa.array(np.full(table.num_rows, evaluation_id, np.int64))
+        return table.add_column(0, "evaluation_id", owner).to_batches(max_chunksize=BATCH_ROWS)
+
     if session.get_bind().dialect.name == "postgresql":
+        # in binary COPY, which encodes no nulls: the numeric values without the text column, then
+        # the textual ones without the numeric (the server then parses no text: 684k values of a
+        # 7M-row run's all_trec evaluation took 0.4-0.5 s as CSV)
+        numeric = per_query["value"].is_valid()
+        streams = [owned(part) for part in (per_query.filter(numeric).drop_columns(["text_value"]),
+                                            per_query.filter(pc.invert(numeric)).drop_columns(["value"]))
+                   if part.num_rows]
         _load_partition(session, "query_results", results_partition(evaluation_id), "evaluation_id", evaluation_id,
-                        batches)
+                        streams, binary=Base.metadata.tables["query_results"])
     else:
-        copy_batches(session, "query_results", batches)
+        copy_batches(session, "query_results", owned(per_query))
     if aggregates:
         session.execute(insert(AggregateResult), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 

@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -353,22 +354,30 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
 
 
 def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]],
-             settings: dict[str, Any] | None = None) -> dict[str, Any]:
+             settings: dict[str, Any] | None = None, *,
+             while_storing: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Store the results (and a classification's settings) and mark the job done, in one
     transaction; JobLost if no longer held. Returns the stored results' header (hashes,
-    versions), as :func:`evaluations.results` gives it."""
+    versions), as :func:`evaluations.results` gives it. ``while_storing`` is handed that header
+    once the job is known to be held, before the values are written (the worker then logs them to
+    MLflow while they are stored); it must not raise."""
     with unit_of_work(engine) as session:
         row = _held(session, job)
+        version = row.results_version + 1
+        header: dict[str, Any] = {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash,
+                                  "options_hash": row.options_hash, "evalstore_version": __version__,
+                                  "results_version": version}
+        if while_storing is not None:
+            while_storing(dict(header))
         repo.replace_results(session, row.id, per_query, aggregates)
         if settings is not None:
             row.settings = settings
         row.state, row.error, row.lease_expires_at = "done", None, None
         row.finished_at = db_now(session)
         row.evalstore_version = __version__
-        row.results_version += 1
+        row.results_version = version
         row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
-        return {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash, "options_hash": row.options_hash,
-                "evalstore_version": row.evalstore_version, "results_version": row.results_version}
+        return header
 
 
 def fail(engine: Engine, job: ClaimedJob, error: str, *, retryable: bool) -> str:

@@ -17,6 +17,8 @@ import contextlib
 import fcntl
 import logging
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -94,6 +96,106 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
     return report
 
 
+@dataclass
+class AheadLog:
+    """Results being logged to MLflow while they are stored (:func:`log_ahead`)."""
+
+    evaluation_id: int
+    results_version: int
+    thread: threading.Thread | None = None
+    run_id: str | None = None  # the MLflow run, left running until the results are committed
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def log_ahead(stored: StoredEvaluation) -> AheadLog | None:
+    """Start logging ``stored`` (results about to be committed, with the version they will have)
+    to MLflow on a thread of its own, and return at once; None when MLflow is off.
+
+    The worker calls this as the store begins: the store mostly waits on the database (a 7M-row
+    run's 684k values are COPYed for ~0.4 s), and logging (~0.6 s: trec_eval's text, the tables,
+    two figures) uses the other core meanwhile. The MLflow run stays RUNNING until
+    :func:`finish_ahead` sees the results committed and marks it FINISHED; :func:`abandon_ahead`
+    deletes it when they are not. An earlier attempt's unfinished run of the same results (its
+    worker died) is deleted first."""
+    if not config.mlflow_enabled():
+        return None
+    uri = config.mlflow_tracking_uri()
+    ahead = AheadLog(stored.evaluation_id, int(stored.header["results_version"]))
+
+    def log_now() -> None:
+        started = time.perf_counter()
+        client: MlflowClient | None = None
+        try:
+            client = _client(uri)
+            payload = kinds.get(stored.kind).mlflow_run(stored)
+            experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
+            for earlier in client.search_runs([experiment_id], filter_string=_run_filter(
+                    stored.evaluation_id, ahead.results_version)):
+                client.delete_run(earlier.info.run_id)
+            ahead.run_id = _log_run(client, experiment_id, payload, finished=False)
+        except Exception as error:  # MLflow's own and transport errors: the worker logs after the store
+            ahead.error = f"{type(error).__name__}: {error}".strip()[:2000]
+        ahead.seconds = time.perf_counter() - started
+
+    ahead.thread = threading.Thread(target=log_now, name=f"mlflow-{stored.evaluation_id}", daemon=True)
+    ahead.thread.start()
+    return ahead
+
+
+def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
+    """After the results were committed: finish the run :func:`log_ahead` made and record it,
+    under the same state machine as :func:`log_pending`: a run that could not be made leaves the
+    results pending with the error, as log_pending does. False when the results were replaced
+    meanwhile: the newer ones are pending, for :func:`log_pending`."""
+    assert ahead.thread is not None
+    ahead.thread.join()
+    uri = config.mlflow_tracking_uri()
+    claimed = _claim(engine, [ahead.evaluation_id])
+    if claimed is None or claimed[1] != ahead.results_version:
+        if ahead.run_id is not None:
+            _delete_run(uri, ahead.run_id)
+        if claimed is None:  # logged, or being logged, by another process
+            return True
+        # replaced by newer results meanwhile: those are logged the ordinary way
+        _give_back(engine, claimed[0], claimed[1], None)
+        return False
+    if ahead.run_id is None:  # as log_pending leaves a failure: pending, with the error
+        _give_back(engine, ahead.evaluation_id, ahead.results_version, ahead.error)
+        log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, ahead.error)
+        return True
+    try:
+        _client(uri).set_terminated(ahead.run_id, "FINISHED")
+    except Exception as error:  # left unfinished: the next attempt deletes it and logs afresh
+        message = f"{type(error).__name__}: {error}".strip()[:2000]
+        _give_back(engine, ahead.evaluation_id, ahead.results_version, message)
+        log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, message)
+        return True
+    _mark_logged(engine, ahead.evaluation_id, ahead.results_version, ahead.run_id)
+    log.info("evaluation %d: logged to MLflow run %s", ahead.evaluation_id, ahead.run_id)
+    return True
+
+
+def abandon_ahead(ahead: AheadLog) -> None:
+    """The results :func:`log_ahead` was logging were not stored: delete its MLflow run."""
+    assert ahead.thread is not None
+    ahead.thread.join()
+    if ahead.run_id is not None:
+        _delete_run(config.mlflow_tracking_uri(), ahead.run_id)
+
+
+def _delete_run(uri: str, run_id: str) -> None:
+    try:
+        _client(uri).delete_run(run_id)
+    except Exception as error:  # an unfinished run is deleted by the next attempt at the same results
+        log.warning("could not delete MLflow run %s of results that were not stored: %s", run_id, error)
+
+
+def _run_filter(evaluation_id: int, results_version: int) -> str:
+    return (f"tags.`evalstore.evaluation_id` = '{evaluation_id}' "
+            f"and tags.`evalstore.results_version` = '{results_version}'")
+
+
 def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
     """A finished evaluation read back as MLflow gets it, by its kind."""
     with read_only(engine) as session:
@@ -129,7 +231,7 @@ def _mark_logged(engine: Engine, evaluation_id: int, version: int, run_id: str) 
             mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None))
 
 
-def _give_back(engine: Engine, evaluation_id: int, version: int, error: str) -> None:
+def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | None) -> None:
     with unit_of_work(engine) as session:
         session.execute(update(Evaluation).where(_held(evaluation_id, version)).values(
             mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None))
@@ -210,10 +312,7 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_att
     experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
     # an earlier attempt at these results may have reached MLflow; the first attempt cannot have
     found = [] if first_attempt else client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`evalstore.evaluation_id` = '{stored.evaluation_id}' "
-                      f"and tags.`evalstore.results_version` = '{stored.header['results_version']}'",
-    )
+        [experiment_id], filter_string=_run_filter(stored.evaluation_id, stored.header["results_version"]))
     for previous in found:
         if previous.info.status == "FINISHED":
             return str(previous.info.run_id)
@@ -221,8 +320,9 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_att
     return _log_run(client, experiment_id, payload)
 
 
-def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun) -> str:
-    """One finished MLflow run holding everything in ``payload``."""
+def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, finished: bool = True) -> str:
+    """One MLflow run holding everything in ``payload``; finished, or (``finished=False``) left
+    running for the caller to finish."""
     from mlflow.entities import Metric, Param, RunTag
 
     run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=payload.tags).info.run_id)
@@ -247,7 +347,8 @@ def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun) -> st
     for name, figure in payload.figures() if payload.figures else ():
         client.log_figure(run_id, figure, name)
         figure.clear()
-    client.set_terminated(run_id, "FINISHED")
+    if finished:
+        client.set_terminated(run_id, "FINISHED")
     return run_id
 
 
@@ -273,4 +374,5 @@ def log_now(payload: MlflowRun, what: str) -> str:
                             "printed; run the command again once MLflow is reachable.") from exc
 
 
-__all__ = ["SyncReport", "log_now", "log_pending", "pending_count", "results_for"]
+__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "finish_ahead", "log_ahead", "log_now", "log_pending",
+           "pending_count", "results_for"]

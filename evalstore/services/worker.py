@@ -97,9 +97,22 @@ class Worker:
         if job is None:
             return False
         log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
+        ahead: list[tracking.AheadLog] = []
+
+        def log_while_storing(stored: StoredEvaluation) -> None:
+            started = tracking.log_ahead(stored)
+            if started is not None:
+                ahead.append(started)
+
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
-                summary = kinds.get(job.kind).run_job(self.engine, job)
+                try:
+                    summary = kinds.get(job.kind).run_job(
+                        self.engine, job, log_while_storing if self.settings.mlflow else None)
+                except BaseException:
+                    for unstored in ahead:
+                        tracking.abandon_ahead(unstored)
+                    raise
         except StopNow:
             jobs.release(self.engine, job)
             log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
@@ -126,9 +139,20 @@ class Worker:
                         job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
-            self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: summary.stored} if summary.stored else None)
-            log.info("job %d: MLflow logging took %.2fs", job.evaluation_id, time.perf_counter() - started)
+            if not (ahead and self._finish_ahead(ahead[0])):
+                known = {job.evaluation_id: summary.stored} if summary.stored else None
+                self._log_to_mlflow([job.evaluation_id], known)
+            beside = f" after the store ({ahead[0].seconds:.2f}s alongside it)" if ahead and ahead[0].run_id else ""
+            log.info("job %d: MLflow logging took %.2fs%s", job.evaluation_id, time.perf_counter() - started, beside)
         return True
+
+    def _finish_ahead(self, ahead: tracking.AheadLog) -> bool:
+        try:
+            finished = tracking.finish_ahead(self.engine, ahead)
+        except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
+            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
+            return True
+        return finished
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""

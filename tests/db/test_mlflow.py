@@ -134,3 +134,51 @@ def test_an_experiment_made_before_is_marked_as_model_development_once(
     assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
     assert client.get_experiment(other).tags["mlflow.experimentKind"] == "finetuning"
     assert _evaluation(engine, ref.evaluation_id).mlflow_state == "logged"
+
+
+def test_a_worker_logs_while_it_stores_and_finishes_the_run_once_the_results_are_committed(
+        engine: Engine, tracking_uri: str, caplog: pytest.LogCaptureFixture) -> None:
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std")
+    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    with caplog.at_level("INFO", logger="evalstore.worker"):
+        assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    assert "after the store" in caplog.text and "alongside it" in caplog.text
+    evaluation = _evaluation(engine, ref.evaluation_id)
+    assert (evaluation.state, evaluation.mlflow_state, evaluation.mlflow_error) == ("done", "logged", None)
+    [run] = _logged_runs(tracking_uri)
+    assert (run.info.run_id, run.info.status) == (evaluation.mlflow_run_id, "FINISHED")
+    assert run.data.tags["evalstore.results_version"] == str(evaluation.results_version) == "1"
+
+
+def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
+        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow.entities import ViewType
+
+    from evalstore.db import repositories
+
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std")
+    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    replace_results = repositories.replace_results
+
+    def the_disk_is_full(*args: object, **kwargs: object) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(repositories, "replace_results", the_disk_is_full)
+    worker = Worker(engine, WorkerSettings(mlflow=True))
+    assert worker.process_one()
+    failed = _evaluation(engine, ref.evaluation_id)
+    assert (failed.state, failed.error) == ("queued", "OSError: No space left on device")
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("evalstore/test")
+    assert experiment is not None  # the logging had begun alongside the store
+    assert client.search_runs([experiment.experiment_id]) == []
+    [deleted] = client.search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
+
+    monkeypatch.setattr(repositories, "replace_results", replace_results)
+    assert worker.process_one()
+    done = _evaluation(engine, ref.evaluation_id)
+    assert (done.state, done.mlflow_state) == ("done", "logged")
+    [run] = _logged_runs(tracking_uri)
+    assert run.info.run_id == done.mlflow_run_id != deleted.info.run_id and run.info.status == "FINISHED"

@@ -39,6 +39,7 @@ from evalstore.services.kinds.base import (
     Leaderboard,
     MlflowRun,
     StoredEvaluation,
+    WhileStoring,
     per_query_table,
 )
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
@@ -196,7 +197,7 @@ def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | N
         return refs
 
 
-def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
+def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
     """What a worker does with a claimed classification job: align the predictions with the gold
     labels, compute the suite, store aggregates and per-group values (raises jobs.JobLost if the
     job was taken away)."""
@@ -252,13 +253,17 @@ def run_job(engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
     values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
-    header = jobs.complete(engine, job, per_query, aggregates, settings)
+
+    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+        return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
+                         values, settings, dict(options), True,
+                         _header(header, prediction_set, label_set), per_group, metadata)
+
+    header = jobs.complete(engine, job, per_query, aggregates, settings,
+                           while_storing=None if while_storing is None else lambda h: while_storing(evaluated_as(h)))
     timings.store = time.perf_counter() - started
-    evaluated = Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
-                          values, settings, dict(options), True,
-                          _header(header, prediction_set, label_set), per_group, metadata)
     return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(group_names),
-                             timings=timings, stored=evaluated)
+                             timings=timings, stored=evaluated_as(header))
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
@@ -497,8 +502,9 @@ class PredictionKind:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def run_job(self, engine: Engine, job: jobs.ClaimedJob) -> EvaluationSummary:
-        return run_job(engine, job)
+    def run_job(self, engine: Engine, job: jobs.ClaimedJob,
+                while_storing: WhileStoring | None = None) -> EvaluationSummary:
+        return run_job(engine, job, while_storing)
 
     def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
         return stored_evaluation(engine, evaluation_id)

@@ -32,6 +32,7 @@ from evalstore.services.kinds.base import (
     Leaderboard,
     MlflowRun,
     StoredEvaluation,
+    WhileStoring,
     per_query_table,
 )
 from evalstore.statistics import significance
@@ -43,8 +44,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalstore.worker")
 
 
-def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
-    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+def run_job(engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
+    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away);
+    ``while_storing`` gets them as they will be stored, before they are written."""
     timings = JobTimings()
     started = time.perf_counter()
     with read_only(engine) as session:
@@ -86,15 +88,21 @@ def run_job(engine: Engine, job: ClaimedJob) -> EvaluationSummary:
     if not topics:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
     per_query, aggregates = _result_tables(topics, values, rk)
+    frame = _frame(topics, values)
+    system, metadata = run.system, dict(run.metadata_ or {})
+
+    def stored_as(header: dict[str, Any]) -> StoredResults:
+        return StoredResults(job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *frame,
+                             {a["measure"]: a["value"] for a in aggregates},
+                             {**header, "system": system, "run_metadata": metadata})
+
     timings.compute = time.perf_counter() - started
     started = time.perf_counter()
-    header = jobs.complete(engine, job, per_query, aggregates)
+    header = jobs.complete(engine, job, per_query, aggregates,
+                           while_storing=None if while_storing is None else lambda h: while_storing(stored_as(h)))
     timings.store = time.perf_counter() - started
-    stored = StoredResults(
-        job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *_frame(topics, values),
-        {a["measure"]: a["value"] for a in aggregates},
-        {**header, "system": run.system, "run_metadata": dict(run.metadata_ or {})})
-    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, len(topics), missing, timings, stored)
+    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, len(topics), missing, timings,
+                             stored_as(header))
 
 
 def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure],
@@ -536,8 +544,8 @@ class RankingKind:
 
     name = "ranking"
 
-    def run_job(self, engine: Engine, job: ClaimedJob) -> EvaluationSummary:
-        return run_job(engine, job)
+    def run_job(self, engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
+        return run_job(engine, job, while_storing)
 
     def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
         return read_back(engine, evaluation_id)
