@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import os
 import sys
+import types
 
 
 def main() -> None:
@@ -55,6 +56,22 @@ class _NoPandas:
             raise ImportError(f"trec-eval hands pyarrow no {name} objects")
 
 
+class _MaskedArraysNotYetImported(types.ModuleType):
+    """``numpy.ma`` until something uses it. pyarrow asks every numpy array it converts whether it
+    is a ``numpy.ma.MaskedArray``, and numpy imports ``numpy.ma`` on that first question: 8-10 ms
+    of an ordinary `trec-eval`, which makes no masked array. No array can be one before numpy.ma is
+    imported, so this stand-in's class matches nothing; any other use imports the real module,
+    which then replaces the stand-in as ``numpy.ma`` (the import system sets the attribute)."""
+
+    class MaskedArray:
+        pass
+
+    def __getattr__(self, name: str) -> object:
+        import importlib
+
+        return getattr(importlib.import_module("numpy.ma"), name)
+
+
 def _pyarrow_without_pandas() -> None:
     """pyarrow (26) imports pandas the first time it builds an array (to recognise pandas objects)
     and the first time it converts one to numpy (its converter's pandas constants): 0.15 s, a
@@ -68,6 +85,9 @@ def _pyarrow_without_pandas() -> None:
     sys.meta_path.insert(0, refuse)
     try:
         import numpy as np
+
+        if "numpy.ma" not in sys.modules:
+            np.ma = _MaskedArraysNotYetImported("numpy.ma")
         import pyarrow as pa
 
         pa.array(np.zeros(1, dtype=np.int8)).to_numpy()  # the probes: the shim's, and the C++ converter's

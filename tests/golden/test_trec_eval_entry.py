@@ -65,6 +65,18 @@ def test_evaluating_a_file_loads_no_cli_framework_no_database_no_pandas_and_no_c
             _, cumulative, name = line.split("|")
             loaded[name.strip()] = int(cumulative)
     assert not {"typer", "click", "rich", "pydantic", "sqlalchemy", "mlflow", "matplotlib", "scipy",
-                "pyarrow.dataset", "pyarrow.compute"} & set(loaded)
+                "pyarrow.dataset", "pyarrow.compute", "numpy.ma"} & set(loaded)
     assert loaded.get("pandas", 0) < 1000  # the refused probe (evalstore._entry) takes microseconds
     assert loaded.get("cloudpickle", 0) < 1000
+
+
+def test_masked_arrays_made_after_the_numpy_ma_stand_in_keep_their_mask() -> None:
+    """evalstore._entry puts a stand-in where numpy.ma will be (pyarrow asks every array whether
+    it is masked); a real use imports numpy.ma, and pyarrow then sees the mask."""
+    probe = ("import sys; from evalstore import _entry; _entry._pyarrow_without_pandas(); "
+             "import numpy as np, pyarrow as pa; assert 'numpy.ma' not in sys.modules; "
+             "assert pa.array(np.arange(3)).to_pylist() == [0, 1, 2]; "
+             "masked = np.ma.masked_array([1, 2, 3], mask=[False, True, False]); "
+             "print(pa.array(masked).to_pylist(), type(np.ma).__name__)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "[1, None, 3] module\n"), result.stderr
