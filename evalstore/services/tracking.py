@@ -108,7 +108,7 @@ class AheadLog:
     seconds: float = 0.0
 
 
-def log_ahead(stored: StoredEvaluation) -> AheadLog | None:
+def log_ahead(stored: StoredEvaluation, *, retried: bool = False) -> AheadLog | None:
     """Start logging ``stored`` (results about to be committed, with the version they will have)
     to MLflow on a thread of its own, and return at once; None when MLflow is off.
 
@@ -116,8 +116,8 @@ def log_ahead(stored: StoredEvaluation) -> AheadLog | None:
     run's 684k values are COPYed for ~0.4 s), and logging (~0.6 s: trec_eval's text, the tables,
     two figures) uses the other core meanwhile. The MLflow run stays RUNNING until
     :func:`finish_ahead` sees the results committed and marks it FINISHED; :func:`abandon_ahead`
-    deletes it when they are not. An earlier attempt's unfinished run of the same results (its
-    worker died) is deleted first."""
+    deletes it when they are not. When the job is being ``retried``, a run an earlier attempt left
+    (its worker died before the results were committed) is deleted first."""
     if not config.mlflow_enabled():
         return None
     uri = config.mlflow_tracking_uri()
@@ -131,7 +131,7 @@ def log_ahead(stored: StoredEvaluation) -> AheadLog | None:
             payload = kinds.get(stored.kind).mlflow_run(stored)
             experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
             for earlier in client.search_runs([experiment_id], filter_string=_run_filter(
-                    stored.evaluation_id, ahead.results_version)):
+                    stored.evaluation_id, ahead.results_version)) if retried else ():
                 client.delete_run(earlier.info.run_id)
             ahead.run_id = _log_run(client, experiment_id, payload, finished=False)
         except Exception as error:  # MLflow's own and transport errors: the worker logs after the store

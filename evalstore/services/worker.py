@@ -100,7 +100,7 @@ class Worker:
         ahead: list[tracking.AheadLog] = []
 
         def log_while_storing(stored: StoredEvaluation) -> None:
-            started = tracking.log_ahead(stored)
+            started = tracking.log_ahead(stored, retried=job.attempt > 1)
             if started is not None:
                 ahead.append(started)
 

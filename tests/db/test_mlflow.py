@@ -182,3 +182,37 @@ def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
     assert (done.state, done.mlflow_state) == ("done", "logged")
     [run] = _logged_runs(tracking_uri)
     assert run.info.run_id == done.mlflow_run_id != deleted.info.run_id and run.info.status == "FINISHED"
+
+
+def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
+        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow.entities import ViewType
+
+    from evalstore.db import repositories
+    from evalstore.services import tracking
+
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std")
+    jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    replace_results = repositories.replace_results
+
+    def the_worker_dies(*args: object, **kwargs: object) -> None:
+        raise OSError("killed")
+
+    # the first attempt dies while storing: nothing gets to delete the run it began logging
+    monkeypatch.setattr(repositories, "replace_results", the_worker_dies)
+    monkeypatch.setattr(tracking, "abandon_ahead", lambda ahead: ahead.thread.join())
+    worker = Worker(engine, WorkerSettings(mlflow=True))
+    assert worker.process_one()
+    [orphan] = _logged_runs(tracking_uri)
+    assert orphan.info.status == "RUNNING"
+
+    monkeypatch.setattr(repositories, "replace_results", replace_results)
+    assert worker.process_one()  # attempt 2
+    [run] = _logged_runs(tracking_uri)
+    assert run.info.run_id != orphan.info.run_id and run.info.status == "FINISHED"
+    experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
+    assert experiment is not None
+    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id],
+                                                       run_view_type=ViewType.DELETED_ONLY)
+    assert deleted.info.run_id == orphan.info.run_id
