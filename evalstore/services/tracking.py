@@ -3,7 +3,9 @@
 MLflow logging is a small job of its own on every evaluation (``mlflow_state``):
 ``pending`` -> ``logging`` (held under a lease) -> ``logged``; on any failure it goes back to
 ``pending`` with the error, and the worker or ``evalstore mlflow sync`` tries again later. The
-evaluation itself is committed before MLflow is touched, so MLflow being down loses nothing.
+evaluation never waits on MLflow, so MLflow being down loses nothing. A worker begins logging
+while the results are being stored (:func:`log_ahead`); that MLflow run is finished only once
+they are committed (:func:`finish_ahead`) and deleted if they are not (:func:`abandon_ahead`).
 
 Never twice: every MLflow run carries the tags ``evalstore.evaluation_id`` and
 ``evalstore.results_version``. Before logging, a finished run with both is looked for, so a
