@@ -148,11 +148,11 @@ class Worker:
 
     def _finish_ahead(self, ahead: tracking.AheadLog) -> bool:
         try:
-            finished = tracking.finish_ahead(self.engine, ahead)
+            return tracking.finish_ahead(self.engine, ahead)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
             log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
+            tracking.abandon_ahead(ahead)  # the next attempt logs afresh, leaving no run unfinished
             return True
-        return finished
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""

@@ -216,3 +216,28 @@ def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
     [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id],
                                                        run_view_type=ViewType.DELETED_ONLY)
     assert deleted.info.run_id == orphan.info.run_id
+
+
+def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_results_afresh(
+        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstore.services import tracking
+
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std")
+    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    mark_logged = tracking._mark_logged
+
+    def the_database_went_away(*args: object) -> None:
+        raise ConnectionError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(tracking, "_mark_logged", the_database_went_away)
+    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()  # the worker carries on
+    assert _evaluation(engine, ref.evaluation_id).state == "done"
+    assert _logged_runs(tracking_uri) == []  # the run it could not record is deleted
+
+    monkeypatch.setattr(tracking, "_mark_logged", mark_logged)
+    with unit_of_work(engine) as session:  # as if the claim's lease had run out
+        session.execute(update(Evaluation).values(mlflow_state="pending"))
+    assert log_pending(engine).logged == [ref.evaluation_id]
+    [run] = _logged_runs(tracking_uri)
+    assert (run.info.run_id, run.info.status) == (_evaluation(engine, ref.evaluation_id).mlflow_run_id, "FINISHED")
