@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,6 +26,7 @@ from evalstore.db.models import (
     Base,
     Collection,
     Evaluation,
+    EvaluationQueries,
     GoldLabel,
     Judgment,
     Pool,
@@ -32,7 +34,7 @@ from evalstore.db.models import (
     PredictionScore,
     PredictionSet,
     QrelsSet,
-    QueryResult,
+    QueryValues,
     Run,
     RunRow,
     RunTopic,
@@ -157,11 +159,6 @@ def index_run(session: Session, run_id: int) -> bool:
     return True
 
 
-def results_partition(evaluation_id: int) -> str:
-    """The PostgreSQL partition of query_results that holds one evaluation's values."""
-    return f"query_results_e{int(evaluation_id)}"
-
-
 def count_evaluations(session: Session, *, run_id: int | None = None, qrels_id: int | None = None) -> int:
     """How many evaluations (any state) a run, or a qrels set, has."""
     where = Evaluation.run_id == run_id if run_id is not None else Evaluation.qrels_id == qrels_id
@@ -169,8 +166,8 @@ def count_evaluations(session: Session, *, run_id: int | None = None, qrels_id: 
 
 
 def delete_run(session: Session, run: Run) -> None:
-    # run_rows and query_results have no foreign key (see models.RunRow): their rows go in the
-    # same transaction; the evaluations themselves cascade.
+    # run_rows have no foreign key (see models.RunRow): their rows go in the same transaction;
+    # the evaluations themselves cascade.
     _delete_results(session, session.scalars(select(Evaluation.id).where(Evaluation.run_id == run.id)).all())
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text(f"DROP TABLE IF EXISTS {run_partition(run.id)}"))
@@ -199,13 +196,11 @@ def delete_prediction_set(session: Session, prediction_set: PredictionSet) -> No
 
 
 def _delete_results(session: Session, evaluation_ids: Sequence[int]) -> None:
-    """Per-query values of these evaluations (DROP TABLE of their partitions on PostgreSQL)."""
+    """Per-query values of these evaluations."""
     if not evaluation_ids:
         return
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"DROP TABLE IF EXISTS {', '.join(map(results_partition, evaluation_ids))}"))
-    else:
-        session.execute(delete(QueryResult).where(QueryResult.evaluation_id.in_(evaluation_ids)))
+    session.execute(delete(QueryValues).where(QueryValues.evaluation_id.in_(evaluation_ids)))
+    session.execute(delete(EvaluationQueries).where(EvaluationQueries.evaluation_id.in_(evaluation_ids)))
 
 
 def run_rows_to_store(table: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -267,11 +262,11 @@ def _bulk_insert(
     if partition is None:
         copy_batches(session, table_name, framed(), progress, binary=model)
     else:
-        _load_partition(session, table_name, partition, owner_column, owner_id, [framed()], progress, binary=model)
+        _load_partition(session, table_name, partition, owner_column, owner_id, framed(), progress, binary=model)
 
 
 def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
-                    streams: Iterable[Iterable[pa.RecordBatch]], progress: Progress | None = None,
+                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
                     binary: sa.Table | None = None) -> None:
     """PostgreSQL: COPY into a new table, then attach it as ``parent``'s partition for ``key``.
 
@@ -281,8 +276,7 @@ def _load_partition(session: Session, parent: str, partition: str, key_column: s
     frozen (COPY FREEZE), so they are never rewritten later to set hint bits or freeze them."""
     session.execute(text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, "
                          f"CHECK ({key_column} = {int(key)}))"))
-    for batches in streams:  # one COPY each (each may name other columns)
-        copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
+    copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
     session.execute(text(f"ALTER TABLE {parent} ATTACH PARTITION {partition} FOR VALUES IN ({int(key)})"))
 
 
@@ -470,45 +464,55 @@ def count_run_rows(session: Session, run: Run) -> int:
 # --- evaluation results ---------------------------------------------------------------------
 
 
-def replace_results(
-    session: Session, evaluation_id: int, per_query: pa.Table, aggregates: list[dict[str, Any]]
-) -> None:
-    """Swap an evaluation's stored values for new ones (per_query: measure, query_id, value,
-    text_value; aggregates: measure, value, text_value, query_count).
+@dataclass(frozen=True)
+class PerQueryValues:
+    """An evaluation's per-query values: each measure's on the same queries, in ``query_ids``
+    order (numbers as float64; the values of relstring-like measures as text)."""
 
-    PostgreSQL: the values go into a partition of their own (see _load_partition)."""
+    query_ids: list[str]
+    numbers: dict[str, np.ndarray]
+    texts: dict[str, list[str]]
+
+
+def replace_results(session: Session, evaluation_id: int, per_query: PerQueryValues,
+                    aggregates: list[dict[str, Any]]) -> None:
+    """Swap an evaluation's stored values for new ones (aggregates: measure, value, text_value,
+    query_count): one row per measure, its values side by side (models.QueryValues)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
-
-    def owned(table: pa.Table) -> list[pa.RecordBatch]:
-        owner = pa.array(np.full(table.num_rows, evaluation_id, np.int64))
-        return table.add_column(0, "evaluation_id", owner).to_batches(max_chunksize=BATCH_ROWS)
-
-    if session.get_bind().dialect.name == "postgresql":
-        # in binary COPY, which encodes no nulls: the numeric values without the text column, then
-        # the textual ones without the numeric (the server then parses no text: 684k values of a
-        # 7M-row run's all_trec evaluation took 0.4-0.5 s as CSV)
-        numeric = per_query["value"].is_valid()
-        streams = [owned(part) for part in (per_query.filter(numeric).drop_columns(["text_value"]),
-                                            per_query.filter(pc.invert(numeric)).drop_columns(["value"]))
-                   if part.num_rows]
-        _load_partition(session, "query_results", results_partition(evaluation_id), "evaluation_id", evaluation_id,
-                        streams, binary=Base.metadata.tables["query_results"])
-    else:
-        copy_batches(session, "query_results", owned(per_query))
+    session.add(EvaluationQueries(evaluation_id=evaluation_id, query_ids=list(per_query.query_ids)))
+    rows: list[dict[str, Any]] = [{"evaluation_id": evaluation_id, "measure": measure, "texts": None,
+             "numbers": np.ascontiguousarray(values, dtype="<f8").tobytes()}
+            for measure, values in per_query.numbers.items()]
+    rows += [{"evaluation_id": evaluation_id, "measure": measure, "numbers": None, "texts": list(values)}
+             for measure, values in per_query.texts.items()]
+    session.flush()
+    if rows:
+        session.execute(insert(QueryValues), rows)
     if aggregates:
         session.execute(insert(AggregateResult), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 
 
 def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:
     """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns."""
-    statement = select(QueryResult.measure, QueryResult.query_id, QueryResult.value, QueryResult.text_value).where(
-        QueryResult.evaluation_id == evaluation_id
-    )
+    query_ids = session.scalar(select(EvaluationQueries.query_ids).where(
+        EvaluationQueries.evaluation_id == evaluation_id)) or []
+    statement = select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
+        QueryValues.evaluation_id == evaluation_id)
     if measures is not None:
-        statement = statement.where(QueryResult.measure.in_(measures))
-    return arrow_reads.select_table(session, statement, ["measure", "query_id", "value", "text_value"],
-                         [pa.string(), pa.string(), pa.float64(), pa.string()])
+        statement = statement.where(QueryValues.measure.in_(measures))
+    rows = session.execute(statement).all()
+    n = len(query_ids)
+    values = [pa.array(np.frombuffer(numbers, dtype="<f8"), pa.float64()) if numbers is not None
+              else pa.nulls(n, pa.float64()) for _, numbers, _ in rows]
+    texts = [pa.array(texts, pa.string()) if texts is not None else pa.nulls(n, pa.string()) for _, _, texts in rows]
+    names = pa.array([measure for measure, _, _ in rows], pa.string())
+    return pa.table({
+        "measure": pc.take(names, pa.array(np.repeat(np.arange(len(rows)), n), pa.int64())),
+        "query_id": pc.take(pa.array(query_ids, pa.string()), pa.array(np.tile(np.arange(n), len(rows)), pa.int64())),
+        "value": pa.concat_arrays(values) if values else pa.array([], pa.float64()),
+        "text_value": pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
+    })
 
 
 def aggregate_values(session: Session, evaluation_id: int) -> list[AggregateResult]:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import pyarrow as pa
 from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -353,7 +352,7 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
     return row
 
 
-def complete(engine: Engine, job: ClaimedJob, per_query: pa.Table, aggregates: list[dict[str, Any]],
+def complete(engine: Engine, job: ClaimedJob, per_query: repo.PerQueryValues, aggregates: list[dict[str, Any]],
              settings: dict[str, Any] | None = None, *,
              while_storing: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Store the results (and a classification's settings) and mark the job done, in one

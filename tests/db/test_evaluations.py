@@ -11,7 +11,8 @@ from sqlalchemy import Engine, func, select
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.db.models import QueryResult
+from evalstore.db import repositories as repo
+from evalstore.db.models import QueryValues
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
 from evalstore.services import store
@@ -40,8 +41,9 @@ def test_stored_per_query_values_equal_trec_eval_q(stored: Engine) -> None:
         if topic != "all":
             wanted[({"map": "AP", "P_10": "P@10", "ndcg_cut_10": "nDCG@10"}[name], topic)] = value
     with read_only(stored) as session:
-        rows = session.execute(select(QueryResult.measure, QueryResult.query_id, QueryResult.value)
-                               .where(QueryResult.measure.in_(["AP", "P@10", "nDCG@10"]))).all()
+        [evaluation_id] = session.scalars(select(QueryValues.evaluation_id).distinct()).all()
+        table = repo.result_table(session, evaluation_id, ["AP", "P@10", "nDCG@10"])
+    rows = zip(*(table[c].to_pylist() for c in ("measure", "query_id", "value")), strict=True)
     assert {(m, q): f"{v:6.4f}" for m, q, v in rows} == wanted
 
 
@@ -51,23 +53,23 @@ def test_same_inputs_reuse_the_stored_result(stored: Engine) -> None:
     assert again[0].reused and again[0].evaluation_id == first[0].evaluation_id
     forced = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP", "P@10"], force=True)
     assert not forced[0].reused and forced[0].evaluation_id == first[0].evaluation_id
-    with read_only(stored) as session:
-        assert session.scalar(select(func.count()).select_from(QueryResult)) == 2 * 3
+    with read_only(stored) as session:  # a row per measure, holding its 3 topics' values
+        assert session.scalar(select(func.count()).select_from(QueryValues)) == 2
 
 
 def test_deleting_a_run_or_its_qrels_deletes_their_per_query_values(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    """query_results has no foreign key (migration 0005): the services delete the values."""
+    """The services delete an evaluation's values with it (a row per measure, migration 0018)."""
     other = write("other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3)))
     store.register_run(stored, other, name="other")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "P@10"])
 
     def stored_values() -> int:
         with read_only(stored) as session:
-            return session.scalar(select(func.count()).select_from(QueryResult)) or 0
+            return session.scalar(select(func.count()).select_from(QueryValues)) or 0
 
-    assert stored_values() == 2 * 3 + 2 * 3  # topic 303, missing from "other", scores 0
+    assert stored_values() == 2 + 2
     store.delete_run(stored, "other")
-    assert stored_values() == 2 * 3
+    assert stored_values() == 2
     store.import_qrels(stored, shared_path("trec_eval_test", "qrels.rel_level"), name="test", replace=True)
     assert stored_values() == 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from evalstore.db.models import Evaluation, QueryResult
+from evalstore.db.models import Evaluation, QueryValues
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, NotFoundError
 from evalstore.services import jobs, store
@@ -140,7 +140,7 @@ def test_cancel_drops_a_running_result_and_refuses_finished_jobs(stored: Engine)
     with pytest.raises(jobs.JobLost):
         run_job(stored, job)
     with read_only(stored) as session:
-        assert session.scalar(select(func.count()).select_from(QueryResult)) == 0
+        assert session.scalar(select(func.count()).select_from(QueryValues)) == 0
     with pytest.raises(ConflictError, match=f"Job {ref.evaluation_id} is already cancelled; only queued or "
                                             f"running jobs can be cancelled."):
         jobs.cancel(stored, ref.evaluation_id)

@@ -55,7 +55,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0017"
+    assert head_revision() == SCHEMA_REVISION == "0018"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -103,8 +103,39 @@ def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None
         assert after.topics == before.topics == ["301", "302", "303"]
         pd.testing.assert_frame_equal(after.frame, before.frame)
         store.delete_run(engine, "std")
+        with engine.connect() as connection:  # a row per measure since 0018
+            assert connection.execute(text("SELECT count(*) FROM query_values")).scalar() == 0
+            assert connection.execute(text("SELECT count(*) FROM evaluation_queries")).scalar() == 0
+    finally:
+        engine.dispose()
+
+
+def test_0018_stores_a_row_per_measure_and_moves_the_values_both_ways(database_url: str) -> None:
+    """Since 0018 an evaluation's values are a row per measure; down to 0017 they are a row per
+    (measure, query) again, every value as it was, and back up the same."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine)
+        _store_sample(engine)
+        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "P@10", "relstring@10"])
+        before = results(engine, qrels_name="test", run_name="std")
+        assert before.measures == ["AP", "P@10", "RelString"]
         with engine.connect() as connection:
-            assert connection.execute(text("SELECT count(*) FROM query_results")).scalar() == 0
+            assert connection.execute(text("SELECT measure FROM query_values ORDER BY measure")).scalars().all() == [
+                "AP", "P@10", "RelString"]
+        downgrade(engine, "0017")
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT measure, query_id, value, text_value FROM query_results "
+                                           "ORDER BY measure, query_id")).all()
+        topics = ["301", "302", "303"]
+        assert [(m, q) for m, q, _, _ in rows] == [(m, q) for m in before.measures for q in topics]
+        assert [v for m, _, v, _ in rows if m != "RelString"] == [
+            before.frame.loc[q, m] for m in ("AP", "P@10") for q in topics]
+        assert [t for m, _, _, t in rows if m == "RelString"] == before.frame["RelString"].tolist()
+        upgrade(engine)
+        after = results(engine, qrels_name="test", run_name="std")
+        assert after.topics == before.topics
+        pd.testing.assert_frame_equal(after.frame, before.frame)
     finally:
         engine.dispose()
 
@@ -130,7 +161,7 @@ def test_0007_moves_classification_evaluations_into_the_queue_and_back(database_
             connection.execute(text("INSERT INTO classification_aggregates VALUES (9, 'auc', 0.75), (9, 'mcc', NULL)"))
             connection.execute(text("INSERT INTO classification_group_values VALUES (9, 'auc', 'u1', 1.0), "
                                     "(9, 'auc', 'u2', 0.5)"))
-        upgrade(engine)
+        upgrade(engine, "0017")  # per-group values are a row each up to 0017 (0018: a row per measure)
         with engine.connect() as connection:
             [job] = connection.execute(text("SELECT id, prediction_set_id, run_id, state, results_version, "
                                             "mlflow_state FROM evaluations")).all()

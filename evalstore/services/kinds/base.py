@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pyarrow as pa
 from sqlalchemy import Engine
 
+from evalstore.db.repositories import PerQueryValues
 from evalstore.services.jobs import ClaimedJob
 
 if TYPE_CHECKING:
@@ -121,28 +121,13 @@ class EvaluationKind(Protocol):
         ...
 
 
-def per_query_table(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
-                    textual: dict[str, list[str]] | None = None) -> pa.Table:
-    """Rows (measure, query_id, value, text_value) of ``query_results``, built column-wise: a
-    ranking evaluation's per-topic values, or a classification's per-group ones."""
-    import pyarrow.compute as pc
-
-    textual = textual or {}
-    n = len(query_ids)
-    names = [*numeric, *textual]
-    # each column is its few distinct values taken by code (in C): 700k Python strings built into
-    # object arrays and converted took ~0.08 s of a 7M-row run's job
-    measure_col = pc.take(pa.array(names, pa.string()), pa.array(np.repeat(np.arange(len(names)), n)))
-    query_col = pc.take(pa.array(list(query_ids), pa.string()), pa.array(np.tile(np.arange(n), len(names))))
-    numbers = (np.concatenate([np.asarray(v, dtype=np.float64) for v in numeric.values()]) if numeric
-               else np.zeros(0))
-    texts = [v for column in textual.values() for v in column]
-    return pa.table({
-        "measure": measure_col,
-        "query_id": query_col,
-        "value": pa.concat_arrays([pa.array(numbers, pa.float64()), pa.nulls(len(texts), pa.float64())]),
-        "text_value": pa.concat_arrays([pa.nulls(len(numbers), pa.string()), pa.array(texts, pa.string())]),
-    })
+def per_query_values(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
+                     textual: dict[str, list[str]] | None = None) -> PerQueryValues:
+    """An evaluation's values as stored: a ranking evaluation's per-topic values, or a
+    classification's per-group ones, each measure's on ``query_ids``."""
+    return PerQueryValues([str(q) for q in query_ids],
+                          {name: np.asarray(values, dtype=np.float64) for name, values in numeric.items()},
+                          {name: [str(v) for v in values] for name, values in (textual or {}).items()})
 
 
 def topic_list(topics: Sequence[str], shown: int = 5) -> str:

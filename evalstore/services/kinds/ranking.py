@@ -33,7 +33,7 @@ from evalstore.services.kinds.base import (
     MlflowRun,
     StoredEvaluation,
     WhileStoring,
-    per_query_table,
+    per_query_values,
 )
 from evalstore.statistics import significance
 from evalstore.trec_eval import render_lines, stored_rows
@@ -140,10 +140,10 @@ def _qrels_cached(session: Session, qrels: QrelsSet) -> pa.Table:
 
 
 def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
-                   ) -> tuple[pa.Table, list[dict[str, Any]]]:
-    """The per-query rows (:func:`per_query_table`) and the aggregates; ``rk`` is the ranking of
+                   ) -> tuple[repo.PerQueryValues, list[dict[str, Any]]]:
+    """The per-query values (:func:`per_query_values`) and the aggregates; ``rk`` is the ranking of
     an evaluation against relevance qrels (some measures summarise from it under -c)."""
-    per_query = per_query_table(
+    per_query = per_query_values(
         topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
         {str(m): [str(v) for v in values[m]] for m in values if m.spec.value_type == "str"})
     aggregates = []
