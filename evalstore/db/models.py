@@ -158,7 +158,7 @@ class Evaluation(Base):
     """An evaluation job and the header of its results: one per (run, qrels, measures, options)
     for a ranking run, or one per (prediction set, options) for classifier predictions or a
     clustering (migration 0007). Both kinds share the queue, the workers and MLflow logging; a
-    classification's per-group values are its ``query_results`` (query_id = group)."""
+    classification's per-group values are its ``query_values`` (the groups as its queries)."""
 
     __tablename__ = "evaluations"
     __table_args__ = (
