@@ -19,7 +19,7 @@ from evalstore.db.engine import (
 )
 from evalstore.db.models import Base
 from evalstore.services import store
-from evalstore.services.kinds.ranking import results
+from evalstore.services.kinds.ranking import StoredResults, results
 from evalstore.services.orchestration import evaluate_runs
 from evalstore.trec_order import trec_rank
 from tests.conftest import shared_path
@@ -86,15 +86,20 @@ def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
         engine.dispose()
 
 
+def _evaluated_sample(engine: Engine) -> StoredResults:
+    """At head: the sample run evaluated with two numeric measures and a textual one, read back."""
+    upgrade(engine)
+    _store_sample(engine)
+    evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "P@10", "relstring@10"])
+    return results(engine, qrels_name="test", run_name="std")
+
+
 def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None:
     """0005 moves existing values into per-evaluation partitions on PostgreSQL (and its
     downgrade back into one table); nothing is lost either way."""
     engine = make_engine(database_url)
     try:
-        upgrade(engine)
-        _store_sample(engine)
-        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "P@10", "relstring@10"])
-        before = results(engine, qrels_name="test", run_name="std")
+        before = _evaluated_sample(engine)
         downgrade(engine, "0004")
         with engine.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM query_results")).scalar() == 3 * 3
@@ -115,10 +120,7 @@ def test_0018_stores_a_row_per_measure_and_moves_the_values_both_ways(database_u
     (measure, query) again, every value as it was, and back up the same."""
     engine = make_engine(database_url)
     try:
-        upgrade(engine)
-        _store_sample(engine)
-        evaluate_runs(engine, qrels_name="test", run_names=["std"], measures=["AP", "P@10", "relstring@10"])
-        before = results(engine, qrels_name="test", run_name="std")
+        before = _evaluated_sample(engine)
         assert before.measures == ["AP", "P@10", "RelString"]
         with engine.connect() as connection:
             assert connection.execute(text("SELECT measure FROM query_values ORDER BY measure")).scalars().all() == [

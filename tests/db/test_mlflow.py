@@ -41,6 +41,14 @@ def evaluated_offline(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> int:
     return ref.evaluation_id
 
 
+def _queued_sample(engine: Engine) -> int:
+    """trec_eval's sample qrels and run stored, their all_trec evaluation queued; its id."""
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    store.register_run(engine, SAMPLE / "results.test", name="std")
+    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    return ref.evaluation_id
+
+
 def _evaluation(engine: Engine, evaluation_id: int) -> Evaluation:
     with read_only(engine) as session:
         evaluation = session.get(Evaluation, evaluation_id)
@@ -138,13 +146,11 @@ def test_an_experiment_made_before_is_marked_as_model_development_once(
 
 def test_a_worker_logs_while_it_stores_and_finishes_the_run_once_the_results_are_committed(
         engine: Engine, tracking_uri: str, caplog: pytest.LogCaptureFixture) -> None:
-    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    store.register_run(engine, SAMPLE / "results.test", name="std")
-    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    evaluation_id = _queued_sample(engine)
     with caplog.at_level("INFO", logger="evalstore.worker"):
         assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
     assert "after the store" in caplog.text and "alongside it" in caplog.text
-    evaluation = _evaluation(engine, ref.evaluation_id)
+    evaluation = _evaluation(engine, evaluation_id)
     assert (evaluation.state, evaluation.mlflow_state, evaluation.mlflow_error) == ("done", "logged", None)
     [run] = _logged_runs(tracking_uri)
     assert (run.info.run_id, run.info.status) == (evaluation.mlflow_run_id, "FINISHED")
@@ -157,9 +163,7 @@ def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
 
     from evalstore.db import repositories
 
-    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    store.register_run(engine, SAMPLE / "results.test", name="std")
-    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    evaluation_id = _queued_sample(engine)
     replace_results = repositories.replace_results
 
     def the_disk_is_full(*args: object, **kwargs: object) -> None:
@@ -168,7 +172,7 @@ def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
     monkeypatch.setattr(repositories, "replace_results", the_disk_is_full)
     worker = Worker(engine, WorkerSettings(mlflow=True))
     assert worker.process_one()
-    failed = _evaluation(engine, ref.evaluation_id)
+    failed = _evaluation(engine, evaluation_id)
     assert (failed.state, failed.error) == ("queued", "OSError: No space left on device")
     client = MlflowClient(tracking_uri)
     experiment = client.get_experiment_by_name("evalstore/test")
@@ -178,7 +182,7 @@ def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
 
     monkeypatch.setattr(repositories, "replace_results", replace_results)
     assert worker.process_one()
-    done = _evaluation(engine, ref.evaluation_id)
+    done = _evaluation(engine, evaluation_id)
     assert (done.state, done.mlflow_state) == ("done", "logged")
     [run] = _logged_runs(tracking_uri)
     assert run.info.run_id == done.mlflow_run_id != deleted.info.run_id and run.info.status == "FINISHED"
@@ -191,9 +195,7 @@ def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
     from evalstore.db import repositories
     from evalstore.services import tracking
 
-    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    store.register_run(engine, SAMPLE / "results.test", name="std")
-    jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    _queued_sample(engine)
     replace_results = repositories.replace_results
 
     def the_worker_dies(*args: object, **kwargs: object) -> None:
@@ -222,9 +224,7 @@ def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_resu
         engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalstore.services import tracking
 
-    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    store.register_run(engine, SAMPLE / "results.test", name="std")
-    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
+    evaluation_id = _queued_sample(engine)
     mark_logged = tracking._mark_logged
 
     def the_database_went_away(*args: object) -> None:
@@ -232,12 +232,12 @@ def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_resu
 
     monkeypatch.setattr(tracking, "_mark_logged", the_database_went_away)
     assert Worker(engine, WorkerSettings(mlflow=True)).process_one()  # the worker carries on
-    assert _evaluation(engine, ref.evaluation_id).state == "done"
+    assert _evaluation(engine, evaluation_id).state == "done"
     assert _logged_runs(tracking_uri) == []  # the run it could not record is deleted
 
     monkeypatch.setattr(tracking, "_mark_logged", mark_logged)
     with unit_of_work(engine) as session:  # as if the claim's lease had run out
         session.execute(update(Evaluation).values(mlflow_state="pending"))
-    assert log_pending(engine).logged == [ref.evaluation_id]
+    assert log_pending(engine).logged == [evaluation_id]
     [run] = _logged_runs(tracking_uri)
-    assert (run.info.run_id, run.info.status) == (_evaluation(engine, ref.evaluation_id).mlflow_run_id, "FINISHED")
+    assert (run.info.run_id, run.info.status) == (_evaluation(engine, evaluation_id).mlflow_run_id, "FINISHED")
