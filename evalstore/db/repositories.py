@@ -480,13 +480,13 @@ def replace_results(session: Session, evaluation_id: int, per_query: PerQueryVal
     query_count): one row per measure, its values side by side (models.QueryValues)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
-    session.add(EvaluationQueries(evaluation_id=evaluation_id, query_ids=list(per_query.query_ids)))
-    rows: list[dict[str, Any]] = [{"evaluation_id": evaluation_id, "measure": measure, "texts": None,
-             "numbers": np.ascontiguousarray(values, dtype="<f8").tobytes()}
-            for measure, values in per_query.numbers.items()]
-    rows += [{"evaluation_id": evaluation_id, "measure": measure, "numbers": None, "texts": list(values)}
+    session.execute(insert(EvaluationQueries).values(evaluation_id=evaluation_id, query_ids=per_query.query_ids))
+    rows: list[dict[str, Any]] = [
+        {"evaluation_id": evaluation_id, "measure": measure, "texts": None,
+         "numbers": np.ascontiguousarray(values, dtype="<f8").tobytes()}
+        for measure, values in per_query.numbers.items()]
+    rows += [{"evaluation_id": evaluation_id, "measure": measure, "numbers": None, "texts": values}
              for measure, values in per_query.texts.items()]
-    session.flush()
     if rows:
         session.execute(insert(QueryValues), rows)
     if aggregates:
