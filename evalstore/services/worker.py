@@ -97,12 +97,11 @@ class Worker:
         if job is None:
             return False
         log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
-        ahead: list[tracking.AheadLog] = []
+        ahead: tracking.AheadLog | None = None
 
         def log_while_storing(stored: StoredEvaluation) -> None:
-            started = tracking.log_ahead(stored, retried=job.attempt > 1)
-            if started is not None:
-                ahead.append(started)
+            nonlocal ahead
+            ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
 
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
@@ -110,8 +109,8 @@ class Worker:
                     summary = kinds.get(job.kind).run_job(
                         self.engine, job, log_while_storing if self.settings.mlflow else None)
                 except BaseException:
-                    for unstored in ahead:
-                        tracking.abandon_ahead(unstored)
+                    if ahead is not None:
+                        tracking.abandon_ahead(ahead)
                     raise
         except StopNow:
             jobs.release(self.engine, job)
@@ -139,10 +138,10 @@ class Worker:
                         job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
-            if not (ahead and self._finish_ahead(ahead[0])):
+            if ahead is None or not self._finish_ahead(ahead):
                 known = {job.evaluation_id: summary.stored} if summary.stored else None
                 self._log_to_mlflow([job.evaluation_id], known)
-            beside = f" after the store ({ahead[0].seconds:.2f}s alongside it)" if ahead and ahead[0].run_id else ""
+            beside = f" after the store ({ahead.seconds:.2f}s alongside it)" if ahead and ahead.run_id else ""
             log.info("job %d: MLflow logging took %.2fs%s", job.evaluation_id, time.perf_counter() - started, beside)
         return True
 

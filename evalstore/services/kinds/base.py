@@ -8,7 +8,7 @@ comparisons look the kind up in :data:`evalstore.services.kinds.KINDS`; none of 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -121,8 +121,8 @@ class EvaluationKind(Protocol):
         ...
 
 
-def per_query_values(query_ids: Sequence[str], numeric: dict[str, np.ndarray],
-                     textual: dict[str, list[str]] | None = None) -> PerQueryValues:
+def per_query_values(query_ids: Iterable[object], numeric: dict[str, np.ndarray],
+                     textual: dict[str, Iterable[object]] | None = None) -> PerQueryValues:
     """An evaluation's values as stored: a ranking evaluation's per-topic values, or a
     classification's per-group ones, each measure's on ``query_ids``."""
     return PerQueryValues([str(q) for q in query_ids],

@@ -246,7 +246,7 @@ def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | 
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
     per_group = _per_group_frame(group_names, suite.per_group)
-    per_query = per_query_values([] if per_group is None else [str(g) for g in per_group.index],
+    per_query = per_query_values([] if per_group is None else per_group.index,
                                 {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group})
     aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
                   for name, value in suite.aggregates.items()]

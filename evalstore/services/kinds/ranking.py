@@ -145,7 +145,7 @@ def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ran
     an evaluation against relevance qrels (some measures summarise from it under -c)."""
     per_query = per_query_values(
         topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
-        {str(m): [str(v) for v in values[m]] for m in values if m.spec.value_type == "str"})
+        {str(m): values[m] for m in values if m.spec.value_type == "str"})
     aggregates = []
     for measure, per_topic in values.items():
         summary = summarise(measure, per_topic, rk)
