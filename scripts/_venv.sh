@@ -1,25 +1,33 @@
-# Sourced by scripts/demo and scripts/test: make sure .venv exists with evalstore installed.
-# uv (from PyPI) installs ~15x faster than pip, so we bootstrap it into the venv and use it;
-# if it cannot be had we fall back to pip, which is slower but always there.
+# Sourced by scripts/demo and scripts/test: make sure .venv exists with evalstore installed, at the
+# versions uv.lock pins. uv comes from PyPI (bootstrapped into the venv with pip, which every Python
+# has), then `uv sync --locked` installs the lock's versions and FAILS when uv.lock no longer matches
+# pyproject.toml: run `uv lock` and commit uv.lock with the change that made it stale.
+# Usage: source scripts/_venv.sh "[test,docs]"   (the extras, as pip spells them; "" for none)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${EVALSTORE_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 EXTRAS="${1:-}"
+UV_VERSION="0.13.9"  # the uv that wrote uv.lock; the Dockerfile pins the same
 if [ ! -x "$VENV/bin/python" ]; then
     echo "creating virtualenv in $VENV" >&2
     "$PY" -m venv "$VENV"
 fi
 stamp="$VENV/.evalstore-installed$EXTRAS"
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-    echo "installing evalstore$EXTRAS into $VENV" >&2
-    if "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check uv >/dev/null 2>&1; then
-        # --compile-bytecode: write .pyc at install time, so start-up does not recompile pandas &co
-        # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines)
-        VIRTUAL_ENV="$VENV" "$VENV/bin/uv" pip install --quiet --compile-bytecode -e "$ROOT$EXTRAS" >&2
-    else
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT$EXTRAS" >&2
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/uv.lock" -nt "$stamp" ]; then
+    echo "installing evalstore$EXTRAS into $VENV from uv.lock" >&2
+    if [ ! -x "$VENV/bin/uv" ] || [ "$("$VENV/bin/uv" --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2
     fi
+    extra_args=()
+    for extra in $(echo "$EXTRAS" | tr -d '[] ' | tr ',' ' '); do
+        extra_args+=(--extra "$extra")
+    done
+    # --inexact: keep what the lock does not list (uv itself, another extra's packages);
+    # --compile-bytecode: write .pyc at install time, so start-up does not recompile pandas &co
+    # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines)
+    UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" sync --project "$ROOT" \
+        --locked --inexact --compile-bytecode --quiet ${extra_args[@]+"${extra_args[@]}"} >&2
     touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

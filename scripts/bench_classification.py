@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the classification suite (the figure in the README).
+"""Benchmark the classification suite (the figure in docs/benchmarks.md).
 
 10 million binary predictions in 100,000 groups (user-like: ~100 items each, ~10% positive,
 scores rounded to 3 decimals so ties are common): the whole suite (confusion-matrix measures,

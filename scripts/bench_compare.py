@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `evalstore compare` on the 17 TREC 2003 Robust runs (the figures in the README).
+"""Benchmark `evalstore compare` on the 17 TREC 2003 Robust runs (the figures in docs/benchmarks.md).
 
 All 136 pairs x 5 measures (AP, nDCG@10, P@10, RR, Rprec), 100 topics, randomization test with
 10,000 resamples, Holm correction:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark building a depth-100 pool from PostgreSQL (the figure in the README).
+"""Benchmark building a depth-100 pool from PostgreSQL (the figure in docs/benchmarks.md).
 
 100 synthetic runs x 250 topics x 1,000 documents (25 million stored rows; each topic has 5,000
 candidate documents, each run retrieves 1,000 of them with random scores, listed by score as

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load figures of the HTTP service (the README's "The HTTP service" table).
+"""Load figures of the HTTP service (docs/benchmarks.md, "The HTTP service").
 
 1. leaderboard: a task with 100 evaluated runs (50 topics); 50 concurrent clients read its
    leaderboard over and over for --seconds; latency percentiles and requests per second, without

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the evaluation service end to end (the figures in the README).
+"""Benchmark the evaluation service end to end (the figures in docs/benchmarks.md).
 
 1. small: one DL-sized run (43 topics x 1,000); `evalstore evaluate --wait` as a person at the
    terminal runs it (scores printed, MLflow handed to a background process), whole command, on

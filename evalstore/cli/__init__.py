@@ -36,6 +36,15 @@ from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
 from evalstore.config import DATABASE_URL_ENV, default_database_url
 
+# `evalstore --help` groups the commands into these panels (so does the docs' CLI reference)
+_STORE = "Store"
+_CLASSIFICATION = "Classification"
+_EVALUATE_FILES = "Evaluate files"
+_EVALUATE_STORED_RUNS = "Evaluate stored runs"
+_COMPARE_AND_ANALYSE = "Compare and analyse"
+_JUDGING = "Judging"
+_SERVICE = "Service"
+
 app = typer.Typer(
     name="evalstore",
     cls=ErrorMappingGroup,
@@ -44,34 +53,35 @@ app = typer.Typer(
     help="Store runs and qrels, evaluate them, compare systems and build judging pools.\n\n"
     "Exit codes: 0 success, 1 error (message on stderr), 2 usage error.",
 )
-app.add_typer(db.app, name="db")
-app.add_typer(qrels.app, name="qrels")
-app.add_typer(runs.app, name="runs")
-app.command("trec-eval", context_settings=trec_eval.SETTINGS, add_help_option=False)(trec_eval.trec_eval)
-app.command("ndeval")(ndeval.ndeval)
-app.command("measures")(measures.measures)
-app.command("evaluate")(evaluate.evaluate)
-app.command("leaderboard")(leaderboard.leaderboard)
-app.command("compare")(compare.compare)
-app.command("correlate")(correlate.correlate)
-app.command("health")(health.health)
-app.command("standardize")(health.standardize)
-app.command("worker")(worker.worker)
-app.add_typer(jobs.app, name="jobs")
-app.add_typer(results.app, name="results")
-app.add_typer(mlflow.app, name="mlflow")
-app.add_typer(pool.app, name="pool")
-app.add_typer(splits.app, name="splits")
-app.add_typer(judgments.app, name="judgments")
-app.add_typer(labels.app, name="labels")
-app.add_typer(predictions.app, name="predictions")
-app.add_typer(clusters.app, name="clusters")
-app.command("serve")(serve.serve)
-app.add_typer(users.app, name="users")
-app.add_typer(tokens.app, name="tokens")
-app.add_typer(tasks.app, name="tasks")
-app.add_typer(texts.topics_app, name="topics")
-app.add_typer(texts.documents_app, name="documents")
+app.add_typer(db.app, name="db", rich_help_panel=_STORE)
+app.add_typer(qrels.app, name="qrels", rich_help_panel=_STORE)
+app.add_typer(runs.app, name="runs", rich_help_panel=_STORE)
+app.command("trec-eval", context_settings=trec_eval.SETTINGS, add_help_option=False,
+            rich_help_panel=_EVALUATE_FILES)(trec_eval.trec_eval)
+app.command("ndeval", rich_help_panel=_EVALUATE_FILES)(ndeval.ndeval)
+app.command("measures", rich_help_panel=_EVALUATE_FILES)(measures.measures)
+app.command("evaluate", rich_help_panel=_EVALUATE_STORED_RUNS)(evaluate.evaluate)
+app.command("leaderboard", rich_help_panel=_EVALUATE_STORED_RUNS)(leaderboard.leaderboard)
+app.command("compare", rich_help_panel=_COMPARE_AND_ANALYSE)(compare.compare)
+app.command("correlate", rich_help_panel=_COMPARE_AND_ANALYSE)(correlate.correlate)
+app.command("health", rich_help_panel=_COMPARE_AND_ANALYSE)(health.health)
+app.command("standardize", rich_help_panel=_COMPARE_AND_ANALYSE)(health.standardize)
+app.command("worker", rich_help_panel=_EVALUATE_STORED_RUNS)(worker.worker)
+app.add_typer(jobs.app, name="jobs", rich_help_panel=_EVALUATE_STORED_RUNS)
+app.add_typer(results.app, name="results", rich_help_panel=_EVALUATE_STORED_RUNS)
+app.add_typer(mlflow.app, name="mlflow", rich_help_panel=_EVALUATE_STORED_RUNS)
+app.add_typer(pool.app, name="pool", rich_help_panel=_JUDGING)
+app.add_typer(splits.app, name="splits", rich_help_panel=_COMPARE_AND_ANALYSE)
+app.add_typer(judgments.app, name="judgments", rich_help_panel=_JUDGING)
+app.add_typer(labels.app, name="labels", rich_help_panel=_CLASSIFICATION)
+app.add_typer(predictions.app, name="predictions", rich_help_panel=_CLASSIFICATION)
+app.add_typer(clusters.app, name="clusters", rich_help_panel=_CLASSIFICATION)
+app.command("serve", rich_help_panel=_SERVICE)(serve.serve)
+app.add_typer(users.app, name="users", rich_help_panel=_SERVICE)
+app.add_typer(tokens.app, name="tokens", rich_help_panel=_SERVICE)
+app.add_typer(tasks.app, name="tasks", rich_help_panel=_SERVICE)
+app.add_typer(texts.topics_app, name="topics", rich_help_panel=_STORE)
+app.add_typer(texts.documents_app, name="documents", rich_help_panel=_STORE)
 
 def _print_version(value: bool) -> None:
     if value:

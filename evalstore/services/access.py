@@ -1,7 +1,7 @@
 """Who may do what through the HTTP service: users, their roles, passwords, tokens and sessions,
 and the audit log.
 
-Roles (README "The HTTP service"): admin (everything), organiser (their own tasks: qrels, release,
+Roles (docs/service/index.md): admin (everything), organiser (their own tasks: qrels, release,
 every run and result), participant (their team's runs), assessor (the pools they are assigned) and
 viewer (public leaderboards). What a role may do is one table, :data:`ACTIONS`; which object it may
 do it to (this task, that team's run) is decided by the service that owns the object.
