@@ -295,7 +295,16 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
         response: Response = _see_other("/login?" + urlencode({"next": request.url.path}))
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
-    return render(request, "error.html", ANONYMOUS, status, status=status, message=str(error))
+    return render(request, "error.html", _signed_in(request), status, status=status, message=str(error))
+
+
+def _signed_in(request: Request) -> Principal:
+    """Who is signed in, for an error page's header (a signed-in user is not offered "Sign in");
+    anonymous when that cannot be told (the error may be the session itself)."""
+    try:
+        return _principal(request)
+    except EvalstoreError:
+        return ANONYMOUS
 
 
 def install(app: FastAPI) -> None:
