@@ -118,7 +118,8 @@ async def create_token(request: Request) -> Response:
     try:
         days = float(str(form.get("expires_days", "30")))
         if not (math.isfinite(days) and 0 < days <= MAX_TOKEN_DAYS):
-            raise InvalidParameterError(f"A token lives from 1 to {MAX_TOKEN_DAYS} days; got {form.get('expires_days')}.")
+            raise InvalidParameterError(f"A token lives from 1 to {MAX_TOKEN_DAYS} days; "
+                                        f"got {form.get('expires_days')}.")
         issued = await run_in_threadpool(access.create_token, server(request).engine, str(principal.name),
                                          expires_days=days, by=principal.name)
     except (ValueError, EvalstoreError) as error:
