@@ -5,10 +5,11 @@ tokens, their password). Forms post with the session's CSRF token, as every page
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi import UploadFile as FastAPIUpload
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -72,7 +73,7 @@ async def submit(request: Request, task: str) -> Response:
             raise InvalidParameterError("Choose a run file to upload.")
         if not kept["name"]:
             raise InvalidParameterError("Give the run a name.")
-        with uploaded_file(upload) as (path, shown):
+        with uploaded_file(cast(FastAPIUpload, upload)) as (path, shown):  # it reads .filename and .file only
             await run_in_threadpool(tasks.submit_run, server(request).engine, principal, task, path,
                                     name=kept["name"], shown_path=shown, run_type=kept["run_type"],
                                     description=kept["description"] or None)
