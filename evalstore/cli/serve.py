@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from types import FrameType
 
 import typer
 
@@ -16,17 +18,39 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535),
     workers: int = typer.Option(1, "--workers", min=1, help="Server processes (each answers requests)."),
+    worker: bool | None = typer.Option(None, "--worker/--no-worker", help="Evaluate submitted runs in this "
+                                       "process as well. Default: on for SQLite (the embedded default, where one "
+                                       "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
+                                       "processes on any host share the queue."),
 ) -> None:
     """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
     (60 per token), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
     plain-HTTP development), EVALSTORE_DB_POOL_SIZE (20 PostgreSQL connections per process).
-    Submitted runs are evaluated by 'evalstore worker' processes."""
+    Submitted runs are evaluated by the in-process worker (--worker) or by 'evalstore worker'
+    processes."""
     import uvicorn
+
+    from evalstore.services.worker import InProcessWorker
 
     cli = state(ctx)
     cli.engine()  # refuse to start on an out-of-date schema, with the command that fixes it
     os.environ[DATABASE_URL_ENV] = cli.database_url  # the server processes read their settings from here
-    info(f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)")
-    uvicorn.run("evalstore.web.app:create_app", factory=True, host=host, port=port, workers=workers,
-                log_level="warning", access_log=False)
+    in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
+    background = InProcessWorker.start(cli.database_url) if in_process else None
+    info(f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)"
+         + ("; evaluating submitted runs in this process" if background else ""))
+    # uvicorn shuts down on SIGTERM and then raises the signal again with the handler it found:
+    # with ours that is an exception here, so the worker below finishes its job before we exit
+    # (the default handler would end the process at once, leaving the job to its lease).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        uvicorn.run("evalstore.web.app:create_app", factory=True, host=host, port=port, workers=workers,
+                    log_level="warning", access_log=False)
+    finally:
+        if background is not None:
+            background.stop()
+
+
+def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)

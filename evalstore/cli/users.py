@@ -39,6 +39,24 @@ def add(
     info(f"added {user.role} '{user.name}'" + (f" of team '{user.team}'" if user.team else ""))
 
 
+@app.command("set-password")
+def set_password(ctx: typer.Context, name: str) -> None:
+    """Set a user's password for the web pages' sign-in, read from standard input (a terminal asks
+    twice, without echo). Their signed-in browser sessions end; API tokens stay valid."""
+    from evalstore.services import access
+
+    if sys.stdin.isatty():
+        import getpass
+
+        password = getpass.getpass(f"new password for {name}: ")
+        if getpass.getpass("again: ") != password:
+            raise typer.BadParameter("The two passwords differ; nothing was changed.")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    user = access.set_password(state(ctx).engine(), name, password)
+    info(f"set the password of {user.role} '{user.name}'")
+
+
 @app.command("list")
 def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
     """List the users."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -121,8 +121,8 @@ def add_user(engine: Engine, name: str, *, role: str, team: str | None = None, p
         raise InvalidParameterError(f"Unknown role '{role}'; use one of {', '.join(ROLES)}.")
     if role == "participant" and not team:
         raise InvalidParameterError("A participant belongs to a team: give --team TEAM.")
-    if password is not None and len(password) < 8:
-        raise InvalidParameterError("A password needs at least 8 characters.")
+    if password is not None:
+        _check_password(password)
     try:
         with unit_of_work(engine) as session:
             user = User(name=name, role=role, team=team,
@@ -133,6 +133,24 @@ def add_user(engine: Engine, name: str, *, role: str, team: str | None = None, p
             return _view(user)
     except IntegrityError:
         raise ConflictError(f"A user named '{name}' exists already; choose another name.") from None
+
+
+def set_password(engine: Engine, name: str, password: str, *, by: str | None = None) -> UserView:
+    """Give a user a (new) password for the web pages' sign-in; their signed-in sessions end, so
+    a password changed because it leaked locks out whoever used it. API tokens stay valid."""
+    _check_password(password)
+    with unit_of_work(engine) as session:
+        user = get_user(session, name)
+        user.password_hash = _PASSWORDS.hash(password)
+        session.execute(update(ApiToken).where(ApiToken.user_id == user.id, ApiToken.purpose == "session",
+                                               ApiToken.revoked_at.is_(None)).values(revoked_at=db_now(session)))
+        audit(session, by, "users.set_password", name)
+        return _view(user)
+
+
+def _check_password(password: str) -> None:
+    if len(password) < 8:
+        raise InvalidParameterError("A password needs at least 8 characters.")
 
 
 def list_users(engine: Engine) -> list[UserView]:

@@ -220,6 +220,39 @@ class Worker:
             signal.signal(signum, on_signal)
 
 
+# --- beside the HTTP service ------------------------------------------------------------------
+
+
+class InProcessWorker:
+    """A worker on a thread of `evalstore serve` (the embedded default's one process): it works
+    like `evalstore worker` but takes no signals (only the main thread can); ``stop`` lets the
+    current job finish."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._thread = threading.Thread(target=self._run, name="evalstore-worker", daemon=True)
+
+    @classmethod
+    def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
+        from evalstore.config import mlflow_enabled
+
+        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled())
+        background = cls(Worker(make_engine(database_url), settings))
+        background._thread.start()
+        return background
+
+    def _run(self) -> None:
+        try:
+            self.worker.run()
+        except Exception:  # the server goes on; pages say that no worker is alive
+            log.exception("the in-process worker stopped")
+
+    def stop(self, timeout: float = 300.0) -> None:
+        self.worker.stopping = True
+        self._thread.join(timeout)
+        self.worker.engine.dispose()
+
+
 # --- several processes -------------------------------------------------------------------------
 
 

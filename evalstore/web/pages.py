@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -23,6 +24,7 @@ from starlette.datastructures import FormData
 
 from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
 from evalstore.services import access, judging, pools, reports, tasks
+from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.web.auth import SESSION_COOKIE, caller, server
 from evalstore.web.templating import bar_chart, query_terms, templates
@@ -191,7 +193,8 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
         chart = bar_chart(page.topics, differences, y_label=f"{page.measure} − median", hints=hints,
                           title=f"{run}: per-topic {page.measure} minus the median of the task's "
                                 f"{page.task_runs} runs")
-    return render(request, "run.html", principal, page=page, chart=chart)
+    return render(request, "run.html", principal, page=page, chart=chart,
+                  no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request))
 
 
 @router.get("/tasks/{task}/compare")
@@ -215,7 +218,18 @@ def compare_page(request: Request, task: str, run: list[str] = Query([]), measur
 def queue_page(request: Request, state: list[str] = Query(["queued", "running"])) -> HTMLResponse:
     principal = _page_principal(request, "queue:read")
     jobs = tasks.queue(server(request).engine, principal, states=state)
-    return render(request, "queue.html", principal, jobs=jobs, states=state)
+    waiting = any(j["state"] in ("queued", "running") for j in jobs)
+    return render(request, "queue.html", principal, jobs=jobs, states=state,
+                  no_worker=waiting and not _worker_alive(request))
+
+
+# a worker says it is alive at least every lease / 3 (20 s by default) while it runs
+WORKER_SILENCE = timedelta(seconds=90)
+
+
+def _worker_alive(request: Request) -> bool:
+    """Whether any evaluation worker said lately that it is alive: queued work waits without one."""
+    return bool(job_queue.live_workers(server(request).engine, within=WORKER_SILENCE))
 
 
 # --- judging ------------------------------------------------------------------------------------
@@ -281,7 +295,16 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
         response: Response = _see_other("/login?" + urlencode({"next": request.url.path}))
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
-    return render(request, "error.html", ANONYMOUS, status, status=status, message=str(error))
+    return render(request, "error.html", _signed_in(request), status, status=status, message=str(error))
+
+
+def _signed_in(request: Request) -> Principal:
+    """Who is signed in, for an error page's header (a signed-in user is not offered "Sign in");
+    anonymous when that cannot be told (the error may be the session itself)."""
+    try:
+        return _principal(request)
+    except EvalstoreError:
+        return ANONYMOUS
 
 
 def install(app: FastAPI) -> None:

@@ -57,6 +57,20 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "GET /pools/{pool}/review": (lambda w, c: ("GET", "/pools/pool/review", {}),
                                  "303 401 401 200 200 200 403 403 403 403"),
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
+    # a participant's pages (tests/http/test_participant_pages.py follows their flows)
+    "GET /tasks/{task}/submit": (lambda w, c: ("GET", "/tasks/open/submit", {}),
+                                 "303 401 401 200 200 200 200 200 403 403"),
+    "POST /tasks/{task}/submit": (lambda w, c: ("POST", "/tasks/open/submit", {"data": {"name": "x"}}),
+                                  "303 401 401 422 422 422 422 422 403 403"),  # no file: the form again
+    "POST /runs/{run}/withdraw": (lambda w, c: ("POST", "/runs/nope/withdraw", {}),
+                                  "303 401 401 404 404 404 404 404 403 403"),
+    "GET /profile": (lambda w, c: ("GET", "/profile", {}), "303 401 401 200 200 200 200 200 200 200"),
+    "POST /profile/tokens": (lambda w, c: ("POST", "/profile/tokens", {"data": {"expires_days": "0"}}),
+                             "303 401 401 400 400 400 400 400 400 400"),  # 0 days: the form again
+    "POST /profile/tokens/{token_id}/revoke": (lambda w, c: ("POST", "/profile/tokens/999999/revoke", {}),
+                                               "303 401 401 404 404 404 404 404 404 404"),
+    "POST /profile/password": (lambda w, c: ("POST", "/profile/password", {"data": {"current": "x"}}),
+                               "303 401 401 400 400 400 400 400 400 400"),
 }
 
 

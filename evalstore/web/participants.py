@@ -1,0 +1,162 @@
+"""The participant's pages: submit a run to a task in the browser and follow the team's runs
+(state, queue position, the quota used, withdraw); and everyone's profile page (their own API
+tokens, their password). Forms post with the session's CSRF token, as every page form does."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+from urllib.parse import quote
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi import UploadFile as FastAPIUpload
+from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
+from evalstore.services import access, tasks
+from evalstore.services.access import Principal
+from evalstore.web.api import _uploaded as uploaded_file
+from evalstore.web.auth import server
+from evalstore.web.errors import status_for
+from evalstore.web.pages import _form_principal as form_principal
+from evalstore.web.pages import _page_principal as page_principal
+from evalstore.web.pages import _see_other as see_other
+from evalstore.web.pages import _worker_alive as worker_alive
+from evalstore.web.pages import render
+
+router = APIRouter(include_in_schema=False)
+
+# the states in which a run holds one of its team's slots (failed and cancelled ones give it back)
+_HOLDS_SLOT = ("queued", "running", "done")
+
+
+def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, Any]:
+    """The caller's runs on the task (the organiser: every team's), each with its job's queue
+    position, and the quota the caller's team has used."""
+    engine = server(request).engine
+    shown = tasks.show_task(engine, task)
+    runs = tasks.task_runs(engine, principal, task)
+    for run in runs:
+        job = tasks.show_job(engine, principal, run["job"]) if run["job"] else None
+        run["queue_position"] = job["queue_position"] if job else None
+        run["error"] = job["error"] if job else None
+    own = [r for r in runs if principal.team is None or r["team"] == principal.team]
+    used = sum(1 for r in own if r["state"] in _HOLDS_SLOT)
+    waiting = any(r["state"] in ("queued", "running") for r in runs)
+    return {"task": shown.as_dict(), "runs": runs, "used": used, "quota": shown.max_runs_per_team,
+            "team": principal.team, "no_worker": waiting and not worker_alive(request)}
+
+
+def _submit_page(request: Request, principal: Principal, task: str, *, status_code: int = 200,
+                 error: str | None = None, form: dict[str, str] | None = None) -> HTMLResponse:
+    return render(request, "submit.html", principal, status_code=status_code, error=error,
+                  form=form or {"name": "", "run_type": "automatic", "description": ""},
+                  run_types=tasks.RUN_TYPES, **_your_runs(request, principal, task))
+
+
+@router.get("/tasks/{task}/submit")
+def submit_form(request: Request, task: str) -> HTMLResponse:
+    principal = page_principal(request, "runs:read")
+    return _submit_page(request, principal, task)
+
+
+@router.post("/tasks/{task}/submit")
+async def submit(request: Request, task: str) -> Response:
+    principal, form = await form_principal(request, "runs:submit")
+    kept = {"name": str(form.get("name", "")).strip(), "run_type": str(form.get("run_type", "automatic")),
+            "description": str(form.get("description", "")).strip()}
+    upload = form.get("file")
+    try:
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise InvalidParameterError("Choose a run file to upload.")
+        if not kept["name"]:
+            raise InvalidParameterError("Give the run a name.")
+        with uploaded_file(cast(FastAPIUpload, upload)) as (path, shown):  # it reads .filename and .file only
+            await run_in_threadpool(tasks.submit_run, server(request).engine, principal, task, path,
+                                    name=kept["name"], shown_path=shown, run_type=kept["run_type"],
+                                    description=kept["description"] or None)
+    except EvalstoreError as error:  # the form comes back as it was, with the message above it
+        return await run_in_threadpool(_submit_page, request, principal, task, status_code=status_for(error),
+                                       error=str(error), form=kept)
+    finally:
+        await form.close()
+    return see_other(f"/tasks/{quote(task, safe='')}/submit")
+
+
+@router.post("/runs/{run}/withdraw")
+async def withdraw(request: Request, run: str) -> Response:
+    principal, form = await form_principal(request, "runs:submit")
+    task = str(form.get("task", ""))
+    await run_in_threadpool(tasks.withdraw_run, server(request).engine, principal, run)
+    return see_other(f"/tasks/{quote(task, safe='')}/submit" if task else "/")
+
+
+# --- the profile ------------------------------------------------------------------------------------
+
+
+def _profile(request: Request, principal: Principal, *, status_code: int = 200, error: str | None = None,
+             new_token: str | None = None, message: str | None = None) -> HTMLResponse:
+    tokens = access.list_tokens(server(request).engine, principal.name)
+    return render(request, "profile.html", principal, status_code=status_code, tokens=tokens, error=error,
+                  new_token=new_token, message=message)
+
+
+@router.get("/profile")
+def profile(request: Request) -> HTMLResponse:
+    principal = page_principal(request, "tasks:read")
+    return _profile(request, principal)
+
+
+# a token made in the browser lives at most this long (a never-expiring one only from the admin CLI)
+MAX_TOKEN_DAYS = 365
+
+
+@router.post("/profile/tokens")
+async def create_token(request: Request) -> Response:
+    principal, form = await form_principal(request, "tokens:manage")
+    try:
+        days = float(str(form.get("expires_days", "30")))
+        if not (math.isfinite(days) and 0 < days <= MAX_TOKEN_DAYS):
+            raise InvalidParameterError(f"A token lives from 1 to {MAX_TOKEN_DAYS} days; "
+                                        f"got {form.get('expires_days')}.")
+        issued = await run_in_threadpool(access.create_token, server(request).engine, str(principal.name),
+                                         expires_days=days, by=principal.name)
+    except (ValueError, EvalstoreError) as error:
+        message = str(error) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
+        return await run_in_threadpool(_profile, request, principal, status_code=400, error=message)
+    # shown once, on this response only (never in a URL, so no history or log keeps it)
+    return await run_in_threadpool(_profile, request, principal, new_token=issued.token)
+
+
+@router.post("/profile/tokens/{token_id}/revoke")
+async def revoke_token(request: Request, token_id: int) -> Response:
+    principal, _ = await form_principal(request, "tokens:manage")
+    await run_in_threadpool(access.revoke_token, server(request).engine, token_id, by=principal)
+    return see_other("/profile")
+
+
+@router.post("/profile/password")
+async def change_password(request: Request) -> Response:
+    principal, form = await form_principal(request, "tasks:read")
+    engine = server(request).engine
+    current, new = str(form.get("current", "")), str(form.get("new", ""))
+    try:
+        await run_in_threadpool(access.sign_in, engine, str(principal.name), current)  # proves who asks
+    except AuthenticationError:
+        return await run_in_threadpool(_profile, request, principal, status_code=400,
+                                       error="The current password is wrong; nothing was changed.")
+    if new != str(form.get("again", "")):
+        return await run_in_threadpool(_profile, request, principal, status_code=400,
+                                       error="The two new passwords differ; nothing was changed.")
+    try:
+        await run_in_threadpool(access.set_password, engine, str(principal.name), new, by=principal.name)
+    except EvalstoreError as error:
+        return await run_in_threadpool(_profile, request, principal, status_code=400, error=str(error))
+    # every session ended with the change, this one too: sign in again with the new password
+    return see_other("/login?next=/profile")
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)

@@ -1,0 +1,101 @@
+"""A participant in a real browser (Playwright driving Debian's Chromium), on desktop and on a
+390 px phone: signs in, opens the task's submission page, uploads a bad file and reads its
+`file:line` error inline with the form kept, uploads a good run and watches it go from queued to
+done with only the service running (its in-process worker), then withdraws it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from sqlalchemy import Engine
+
+from evalstore.services import access, store, tasks
+from evalstore.services.worker import InProcessWorker, WorkerSettings
+from evalstore.web.app import create_app
+from evalstore.web.settings import ServerSettings
+from tests.browser.test_pages_in_a_browser import PASSWORD, SCREENSHOTS, browser_page, shot, sign_in
+from tests.http.conftest import SAMPLE, run_text
+
+__all__ = ["browser_page"]
+# the elements whose right edge passes the screen's, outermost first (for the failure message)
+WIDER_THAN_THE_SCREEN = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`)"""  # the fixture, shared with the other browser tests
+
+
+@pytest.fixture
+def service(sqlite_engine: Engine) -> Iterator[str]:
+    """The service as `evalstore serve` runs it on SQLite: the pages and an in-process worker."""
+    engine = sqlite_engine
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
+    access.add_user(engine, "olga", role="organiser")
+    access.add_user(engine, "pat", role="participant", team="uni-a", password=PASSWORD)
+    tasks.create_task(engine, "shared-task", qrels_name="sample", owner="olga", max_runs_per_team=3,
+                      measures=["AP", "nDCG@10"])
+    url = engine.url.render_as_string(hide_password=False)
+    worker = InProcessWorker.start(url, WorkerSettings(poll_interval=0.2, mlflow=False, index_runs=False))
+    settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        worker.stop(timeout=30)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_participant_submits_and_follows_a_run(service: str, browser_page: object, tmp_path: Path,
+                                                 width: int) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "pat", "/tasks/shared-task")
+    page.click("text=Your runs and submitting")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    assert "0 of 3 runs used by team uni-a" in page.inner_text("dl.meta")  # type: ignore[attr-defined]
+
+    bad = tmp_path / "bad-run.txt"
+    bad.write_text("301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n")
+    page.set_input_files("#file", str(bad))  # type: ignore[attr-defined]
+    page.fill("#name", "pat-1")  # type: ignore[attr-defined]
+    page.fill("#description", "BM25, default parameters")  # type: ignore[attr-defined]
+    page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
+    error = page.inner_text("#submit-error")  # type: ignore[attr-defined]
+    assert error == "bad-run.txt:2: expected 6 columns (qid Q0 docno rank score tag), found 5"
+    assert page.input_value("#name") == "pat-1"  # type: ignore[attr-defined]  # the form is kept
+    assert page.input_value("#description") == "BM25, default parameters"  # type: ignore[attr-defined]
+    shot(page, f"submit-error-{width}")
+
+    good = tmp_path / "good-run.txt"
+    good.write_text(run_text(tag="pat"))
+    page.set_input_files("#file", str(good))  # type: ignore[attr-defined]
+    page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 60
+    while "done" not in page.inner_text("td.state-done, td[class^=state-]"):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the run was not evaluated within 60 s"
+        time.sleep(0.5)
+        page.reload()  # type: ignore[attr-defined]
+    assert "1 of 3 runs used by team uni-a" in page.inner_text("dl.meta")  # type: ignore[attr-defined]
+    shot(page, f"submit-done-{width}")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    wide = page.evaluate(WIDER_THAN_THE_SCREEN)  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px: {wide}"
+    page.click("text=pat-1")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/runs/pat-1")  # type: ignore[attr-defined]
+    page.go_back()  # type: ignore[attr-defined]
+    page.click("button[aria-label='Withdraw pat-1']")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    assert "No runs submitted yet." in page.inner_text("main")  # type: ignore[attr-defined]
+    assert SCREENSHOTS.joinpath(f"submit-done-{width}.png").exists()
