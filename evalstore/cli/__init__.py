@@ -21,6 +21,7 @@ from evalstore.cli import (
     pool,
     predictions,
     qrels,
+    repro,
     results,
     runs,
     serve,
@@ -54,6 +55,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.command("leaderboard")(leaderboard.leaderboard)
 app.command("compare")(compare.compare)
 app.command("correlate")(correlate.correlate)
+app.command("repro")(repro.repro)
 app.command("health")(health.health)
 app.command("standardize")(health.standardize)
 app.command("worker")(worker.worker)
