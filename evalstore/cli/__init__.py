@@ -21,6 +21,7 @@ from evalstore.cli import (
     pool,
     predictions,
     qrels,
+    repro,
     results,
     runs,
     serve,
@@ -64,6 +65,7 @@ app.command("evaluate", rich_help_panel=_EVALUATE_STORED_RUNS)(evaluate.evaluate
 app.command("leaderboard", rich_help_panel=_EVALUATE_STORED_RUNS)(leaderboard.leaderboard)
 app.command("compare", rich_help_panel=_COMPARE_AND_ANALYSE)(compare.compare)
 app.command("correlate", rich_help_panel=_COMPARE_AND_ANALYSE)(correlate.correlate)
+app.command("repro", rich_help_panel=_COMPARE_AND_ANALYSE)(repro.repro)
 app.command("health", rich_help_panel=_COMPARE_AND_ANALYSE)(health.health)
 app.command("standardize", rich_help_panel=_COMPARE_AND_ANALYSE)(health.standardize)
 app.command("worker", rich_help_panel=_EVALUATE_STORED_RUNS)(worker.worker)

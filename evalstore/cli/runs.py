@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import typer
 
@@ -120,11 +120,17 @@ def _register_out_of_core(engine: Engine, path: Path, *, name: str, system: str 
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(
+    ctx: typer.Context,
+    meta: list[str] = typer.Option([], "--meta", help="Only runs with this metadata KEY=VALUE (repeatable): a "
+                                   "--meta pair, or a dotted key of the run file's ir_metadata block "
+                                   "(platform.software.libraries=pyterrier)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """List the registered runs."""
     from evalstore.services import store
 
-    rows = [s.as_dict() for s in store.list_runs(state(ctx).engine())]
+    rows = [s.as_dict() for s in store.list_runs(state(ctx).engine(), meta=parse_meta(meta))]
     render(rows, LIST_COLUMNS, fmt, title="runs")
 
 
@@ -152,13 +158,22 @@ def export(
     output: Path | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
     fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
 ) -> None:
-    """Write a run back out, rows in their original order (TREC by default)."""
+    """Write a run back out, rows in their original order (TREC by default), after the file's
+    ir_metadata block when it had one (TREC only)."""
+    from evalstore.io.ir_metadata import METADATA_KEY as IR_METADATA
     from evalstore.io.writers import write_run
     from evalstore.services import store
 
     summary, table = store.run_rows(state(ctx).engine(), name)
     tag = summary.details.get("tag") or summary.name
-    write_output(output, lambda handle: write_run(table, handle, fmt.value, tag=tag))
+    block = summary.details["metadata"].get(IR_METADATA) if fmt is InputFormat.trec else None
+
+    def write(handle: BinaryIO) -> None:
+        if isinstance(block, str):  # the file's ir_metadata block, as it was (a TREC run: comment lines)
+            handle.write(block.encode("utf-8"))
+        write_run(table, handle, fmt.value, tag=tag)
+
+    write_output(output, write)
 
 
 def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: str | None, token: str | None,

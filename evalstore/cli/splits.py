@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render, render_record
+from evalstore.errors import InvalidParameterError
 
 app = typer.Typer(no_args_is_help=True, help="Holdout, subsampling, k-fold, leave-one-out and bootstrap splits.")
 
@@ -72,6 +76,42 @@ def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputF
     render_record(found.as_dict(), fmt, title=f"split '{name}'")
     if fmt is OutputFormat.table:
         render(found.sizes, ["fold", "train", "train_distinct", "test"], fmt, title="folds")
+
+
+class ExportFormat(StrEnum):
+    json = "json"
+    tsv = "tsv"
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    name: str,
+    fold: int | None = typer.Option(None, "--fold", help="Only this fold (1-based)."),
+    part: str | None = typer.Option(None, "--part", help="Only the train or the test units."),
+    fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", help="json: the settings, seed and each fold's "
+                                     "lists | tsv: one line per fold, part, unit, weight."),
+) -> None:
+    """Each fold's train and test topics (or items), in the split's order, with its seed: what to
+    train a learned system on."""
+    from evalstore.services import splits
+
+    exported = splits.export_split(state(ctx).engine(), name, fold=fold, part=part)
+    if fmt is ExportFormat.json:
+        sys.stdout.write(json.dumps(exported.as_dict(), indent=2) + "\n")
+        return
+    awkward = next((u for e in exported.folds for p in ("train", "test") for u in e.get(p, [])
+                    if "\t" in u or "\n" in u or "\r" in u), None)
+    if awkward is not None:
+        raise InvalidParameterError(f"Unit {awkward!r} holds a tab or a line break, which TSV cannot carry; use "
+                                    "--format json.")
+    sys.stdout.write("fold\tpart\tunit\tweight\n")
+    for entry in exported.folds:
+        weights = entry.get("train_weights", {})
+        for part_name in ("train", "test"):
+            for unit in entry.get(part_name, []):
+                weight = weights.get(unit, 1) if part_name == "train" else 1
+                sys.stdout.write(f"{entry['fold']}\t{part_name}\t{unit}\t{weight}\n")
 
 
 @app.command("results")

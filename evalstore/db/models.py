@@ -409,6 +409,27 @@ class FoldResult(Base):
     value: Mapped[float | None] = mapped_column(Double)
 
 
+class ReproResult(Base):
+    """How far a reproduced run is from the original (``evalstore repro``; Breuer et al. 2020),
+    kept with the evaluations it was computed from: KTU, RBO, RMSE, nRMSE, ER, DeltaRI and the
+    t-tests' p-values in ``figures`` (rows of part, measure, figure, value)."""
+
+    __tablename__ = "repro_results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))  # reproducibility (same qrels) | replicability
+    original_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), index=True)
+    reproduced_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"),
+                                                          index=True)
+    original_baseline_evaluation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"))
+    reproduced_baseline_evaluation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    figures: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Standardisation(Base):
     """Per-topic means and standard deviations of measures over a qrels set's runs (Webber, Moffat
     & Zobel 2008), with the z-scores of the runs they came from (``evalstore standardize``); the

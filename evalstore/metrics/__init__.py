@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.io import ir_measures_compat
 from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_qrels, read_run
 from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
 from evalstore.metrics import preferences as _preferences  # noqa: F401
@@ -183,7 +184,11 @@ class MeasureValues(dict[str, Any]):
     """Values keyed by canonical measure name that also answer to any accepted spelling:
     ``aggregates["map"]`` and ``aggregates["P_10"]`` find ``AP`` and ``P@10``."""
 
-    def __missing__(self, key: str) -> Any:
+    def __missing__(self, key: object) -> Any:
+        if not isinstance(key, str):
+            if type(key).__module__.startswith("ir_measures"):
+                return self[str(key)]  # an ir_measures measure object: its string form
+            raise KeyError(key)
         try:
             canonical = str(parse_measure(key))
         except InvalidParameterError:
@@ -195,6 +200,8 @@ class MeasureValues(dict[str, Any]):
     def __contains__(self, key: object) -> bool:
         if dict.__contains__(self, key):
             return True
+        if not isinstance(key, str) and type(key).__module__.startswith("ir_measures"):
+            key = str(key)  # an ir_measures measure object
         try:
             return isinstance(key, str) and dict.__contains__(self, str(parse_measure(key)))
         except InvalidParameterError:
@@ -260,6 +267,7 @@ def evaluate(
     judged_only: bool = False,
     missing_topics: str = "zero",
     known: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table | None = None,
+    as_ir_measures: bool = False,
 ) -> EvaluationResult:
     """Evaluate a run against qrels, as trec_eval 10.0 would (``trec_eval -c`` by default).
 
@@ -278,7 +286,9 @@ def evaluate(
         Measure names in any accepted spelling: canonical (``AP``, ``nDCG@10``,
         ``P(rel=2)@5``), ir_measures' (``map``, ``R@1000``) or trec_eval's (``P_10``,
         ``ndcg_cut_10``), and trec_eval's groups (``all_trec``, ``official``). ``evalstore
-        measures`` lists them.
+        measures`` lists them. ir_measures' measure objects (``ir_measures.nDCG@10``,
+        ``AP(rel=2)``) are read by their string forms; qrels and runs may also be iterables of its
+        ``Qrel``/``ScoredDoc`` namedtuples (evalstore.io.ir_measures_compat).
     per_query
         Whether to keep the per-query values (``per_query``, a frame built when first read).
     relevance_level
@@ -293,6 +303,9 @@ def evaluate(
     known
         The relevant documents the user already knew (qrels, in any form ``qrels`` takes), for the
         user-oriented measures Coverage, Novelty, RelativeRecall and RecallEffort.
+    as_ir_measures
+        ``per_query`` in ir_measures' shape: columns query_id, measure, value, each measure named
+        as it was passed (an object by its string form).
 
     Returns
     -------
@@ -323,6 +336,7 @@ def evaluate(
     >>> result.per_query.query("measure == 'AP'")[["query_id", "value"]].round(4).to_dict("records")
     [{'query_id': 'q1', 'value': 0.8333}, {'query_id': 'q2', 'value': 0.5}]
     """
+    qrels, run, measures = ir_measures_compat.adapt(qrels, run, measures)  # ir_measures' objects and shapes
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
@@ -346,13 +360,17 @@ def evaluate(
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
-    return EvaluationResult(
+    result = EvaluationResult(
         aggregates=aggregates, topics=rk.topics, missing_topics=rk.missing_topics,
         dropped_run_topics=rk.dropped_run_topics,
         options={"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
                  "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
         values={str(m): v for m, v in values.items()} if per_query else {},
     )
+    if as_ir_measures:  # per-query values as ir_measures names them: query_id, measure (as spelled), value
+        spelled = {str(parse_measure(m)): str(m) for m in measures if not (isinstance(m, str) and m in TREC_GROUPS)}
+        result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
+    return result
 
 
 # a run this long checks for duplicate docnos on a thread of its own while it is ranked; an

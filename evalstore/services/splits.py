@@ -261,6 +261,55 @@ def members(engine: Engine, name: str, part: str = "test") -> tuple[Split, dict[
     return split, by_fold
 
 
+@dataclass(frozen=True)
+class SplitExport:
+    """Each fold's train and test units, in the split's own unit order (the qrels' topics sorted as
+    ``splits make`` sorted them; a label set's items in the gold file's order), with the seed the
+    split recorded. ``weights``: per fold, the train units a bootstrap drew more than once."""
+
+    summary: SplitSummary
+    folds: list[dict[str, Any]]  # fold, train, test (lists of units), and train_weights when a unit repeats
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.summary.as_dict(), "fold_sets": self.folds}
+
+
+def export_split(engine: Engine, name: str, *, fold: int | None = None, part: str | None = None) -> SplitExport:
+    """The units of each fold (or of ``fold``), train and test (or ``part`` only)."""
+    if part is not None and part not in ("train", "test"):
+        raise InvalidParameterError(f"--part must be train or test, not '{part}'.")
+    summary = show_split(engine, name)
+    if fold is not None and not 1 <= fold <= summary.folds:
+        raise InvalidParameterError(f"Split '{name}' has folds 1-{summary.folds}; there is no fold {fold}.")
+    with read_only(engine) as session:
+        split = repo.get_split(session, name)
+        query = select(SplitMember.fold, SplitMember.part, SplitMember.unit, SplitMember.weight).where(
+            SplitMember.split_id == split.id)
+        if fold is not None:
+            query = query.where(SplitMember.fold == fold)
+        if part is not None:
+            query = query.where(SplitMember.part == part)
+        rows = list(session.execute(query).all())
+    if summary.source_kind == "qrels":
+        order: dict[str, int] | None = None  # the topics sorted by code point, as _topics sorted them
+    else:
+        with read_only(engine) as session:
+            items = labels.read_gold(session, labels.get_label_set(session, summary.source)).items.to_pylist()
+        order = {item: i for i, item in enumerate(items)}
+    # in Python, not ORDER BY: a database's collation may order text otherwise than the split did
+    rows.sort(key=lambda r: (r.fold, r.part != "train", order[r.unit] if order is not None else 0, r.unit))
+    by_fold: dict[int, dict[str, Any]] = {}
+    wanted = [part] if part is not None else ["train", "test"]
+    for number in [fold] if fold is not None else range(1, summary.folds + 1):
+        by_fold[number] = {"fold": number, **{p: [] for p in wanted}}
+    for row in rows:
+        entry = by_fold[int(row.fold)]
+        entry[row.part].append(row.unit)
+        if row.weight != 1:
+            entry.setdefault("train_weights", {})[row.unit] = int(row.weight)
+    return SplitExport(summary, [by_fold[f] for f in sorted(by_fold)])
+
+
 def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name: str) -> store.Registered:
     """A cross-validated run: each topic's ranking from the run of the fold that tested it (a run
     trained without that topic). Every topic of the split must be tested by exactly one of the

@@ -22,12 +22,16 @@ from evalstore.db.staging import StagedRows, staged_rows, staged_stream
 from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import (
     ParsedFile,
+    detect_format,
     has_duplicate_docs,
     read_preferences,
     read_qrels,
     read_run,
     read_subtopic_qrels,
 )
+from evalstore.io.ir_metadata import METADATA_KEY as IR_METADATA
+from evalstore.io.ir_metadata import matches as ir_metadata_matches
+from evalstore.io.ir_metadata import parse_block, read_ir_metadata
 from evalstore.metrics.preferences import check_consistent
 
 if TYPE_CHECKING:
@@ -112,6 +116,30 @@ def _refuse_repeated(names: list[str], message: str) -> None:
         raise InvalidParameterError(message.format(name=repeated[0]))
 
 
+def _run_metadata(path: str | Path, metadata: dict[str, str] | None, fmt: str | None) -> dict[str, Any]:
+    """The ``--meta`` pairs, and a TREC run's ir_metadata block (evalstore.io.ir_metadata) kept
+    whole under ``ir_metadata``; a broken block raises ``path:line`` before anything is stored."""
+    meta: dict[str, Any] = dict(metadata or {})
+    if IR_METADATA in meta:
+        raise InvalidParameterError(f"--meta {IR_METADATA}=... is reserved for a run file's ir_metadata block; "
+                                    "choose another key.")
+    if detect_format(Path(path), fmt) == "trec":
+        block = read_ir_metadata(path)
+        if block is not None:
+            meta[IR_METADATA] = block.block
+    return meta
+
+
+def matches_meta(run: Run, wanted: dict[str, str]) -> bool:
+    """Whether a run has every KEY=VALUE of ``wanted``: in its --meta pairs, or at the dotted key of
+    its ir_metadata block (``platform.software.libraries=...``; ``ir_metadata.`` in front optional)."""
+    stored = dict(run.metadata_ or {})
+    block = stored.get(IR_METADATA)
+    parsed = parse_block(block).data if isinstance(block, str) else {}
+    return all(stored.get(key) == value if key in stored and key != IR_METADATA else ir_metadata_matches(
+        parsed, key, value) for key, value in wanted.items())
+
+
 def register_runs(
     engine: Engine,
     paths: Sequence[str | Path],
@@ -151,6 +179,7 @@ def register_runs(
     for index, path in enumerate(paths):
         try:
             parsed = read_run(path, fmt=fmt, content_hash=False)
+            _run_metadata(path, metadata, fmt)
         except InputFormatError as error:
             errors.append(error)
             continue
@@ -183,7 +212,7 @@ def register_run(
     *,
     name: str,
     system: str | None = None,
-    metadata: dict[str, str] | None = None,
+    metadata: dict[str, Any] | None = None,
     description: str | None = None,
     replace: bool = False,
     fmt: str | None = None,
@@ -206,6 +235,7 @@ def register_run(
                                          settings=duckdb_settings)
     if backend != "local":
         raise InvalidParameterError(f"--backend must be local or duckdb, not '{backend}'.")
+    metadata = _run_metadata(path, metadata, fmt)
     parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked below, alongside storing
     with read_only(engine) as session:  # the same content again: report it without staging the rows
         existing = repo.find_run(session, name)
@@ -285,7 +315,7 @@ def _replace_run(session: Session, existing: Run | None, name: str, replace: boo
 
 
 def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None,
-                              metadata: dict[str, str] | None, description: str | None, replace: bool,
+                              metadata: dict[str, Any] | None, description: str | None, replace: bool,
                               progress: Progress | None, settings: DuckDBSettings | None) -> Registered:
     """:func:`register_run` for a run file of any size: DuckDB parses, checks and ranks it in
     bounded memory (evalstore.backends.duckdb_engine.run_to_store), and its rows go to the store
@@ -294,6 +324,7 @@ def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: 
     local path (tests/db/test_store.py holds them equal)."""
     from evalstore.backends.duckdb_engine import DuckDBSettings, run_to_store
 
+    metadata = _run_metadata(path, metadata, None)
     with run_to_store(path, settings or DuckDBSettings(), repo.BATCH_ROWS) as (parsed, reader):
         with read_only(engine) as session:
             existing = repo.find_run(session, name)
@@ -431,14 +462,22 @@ def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:
         return store()
 
 
-def list_runs(engine: Engine) -> list[Summary]:
+def list_runs(engine: Engine, meta: dict[str, str] | None = None) -> list[Summary]:
+    """The runs, or those holding every KEY=VALUE of ``meta`` (:func:`matches_meta`)."""
     with read_only(engine) as session:
-        return [run_summary(run) for run in repo.list_runs(session)]
+        return [run_summary(run) for run in repo.list_runs(session) if not meta or matches_meta(run, meta)]
 
 
 def show_run(engine: Engine, name: str) -> Summary:
     with read_only(engine) as session:
         return run_summary(repo.get_run(session, name))
+
+
+def ir_metadata_of(engine: Engine, name: str) -> dict[str, str]:
+    """The run file's ir_metadata block as dotted keys and texts (empty: the file had none)."""
+    with read_only(engine) as session:
+        block = dict(repo.get_run(session, name).metadata_ or {}).get(IR_METADATA)
+    return parse_block(block).flat() if isinstance(block, str) else {}
 
 
 def delete_run(engine: Engine, name: str) -> Summary:

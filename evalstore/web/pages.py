@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, judging, pools, reports, tasks
+from evalstore.services import access, judging, pools, reports, repro, store, tasks
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.web.auth import SESSION_COOKIE, caller, server
@@ -193,7 +193,9 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
         chart = bar_chart(page.topics, differences, y_label=f"{page.measure} − median", hints=hints,
                           title=f"{run}: per-topic {page.measure} minus the median of the task's "
                                 f"{page.task_runs} runs")
-    return render(request, "run.html", principal, page=page, chart=chart,
+    engine = server(request).engine  # the run file's ir_metadata, and what the run reproduces (evalstore repro)
+    return render(request, "run.html", principal, page=page, chart=chart, provenance=store.ir_metadata_of(engine, run),
+                  reproduces=repro.reproductions_of(engine, run) if page.visible else [],
                   no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request))
 
 
