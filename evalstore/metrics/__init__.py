@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -249,9 +249,33 @@ def _per_query_frame(topics: list[str], values: dict[str, np.ndarray]) -> pd.Dat
                          "value": numbers, "text_value": texts})
 
 
+# evaluate's forms: one run gives one result; a list of runs a list of results, a mapping of names
+# to runs a dict of results by the same names (evalstore.metrics.many)
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    _Qrels: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table
+    _Run: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | pa.Table
+
+
+@overload
+def evaluate(qrels: _Qrels, run: _Run, measures: Iterable[str | Measure] = ..., *, per_query: bool = ...,
+             relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
+             missing_topics: str = ..., known: _Qrels | None = ...) -> EvaluationResult: ...
+@overload
+def evaluate(qrels: _Qrels, run: list[_Run] | tuple[_Run, ...], measures: Iterable[str | Measure] = ..., *,
+             per_query: bool = ..., relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
+             missing_topics: str = ..., known: _Qrels | None = ...) -> list[EvaluationResult]: ...
+@overload
+def evaluate(qrels: _Qrels, run: Mapping[str, str | Path | pd.DataFrame | pa.Table | Mapping[str, Mapping[str, float]]],
+             measures: Iterable[str | Measure] = ..., *, per_query: bool = ..., relevance_level: int = ...,
+             max_docs: int | None = ..., judged_only: bool = ..., missing_topics: str = ...,
+             known: _Qrels | None = ...) -> dict[str, EvaluationResult]: ...
+
+
 def evaluate(
     qrels: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table,
-    run: str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | pa.Table,
+    run: Any,
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
     *,
     per_query: bool = True,
@@ -260,7 +284,7 @@ def evaluate(
     judged_only: bool = False,
     missing_topics: str = "zero",
     known: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table | None = None,
-) -> EvaluationResult:
+) -> Any:
     """Evaluate a run against qrels, as trec_eval 10.0 would (``trec_eval -c`` by default).
 
     Parameters
@@ -270,7 +294,10 @@ def evaluate(
         pandas DataFrame with columns query_id, doc_id, relevance, a pyarrow Table with columns
         topic, doc, relevance, or a dict ``{query_id: {doc_id: relevance}}``.
     run
-        The ranking: a file path (TREC ``qid Q0 docno rank score tag``, CSV, TSV or Parquet), a
+        The ranking, or several: a list of runs, or a mapping of names to runs, evaluated against
+        the qrels read once (a list or dict of results, in the same order or by the same names,
+        each the one this function returns for that run alone). One ranking: a file path (TREC
+        ``qid Q0 docno rank score tag``, CSV, TSV or Parquet), a
         DataFrame with query_id, doc_id, score, a Table with topic, doc, score, or a dict
         ``{query_id: {doc_id: score}}``. Documents are ranked by score descending, then doc_id
         descending (trec_eval's order); a rank column is never read.
@@ -299,7 +326,8 @@ def evaluate(
     EvaluationResult
         ``aggregates`` (the ``all`` value of each measure, by canonical name, answering to any
         spelling), ``per_query`` (long frame: query_id, measure, value, text_value), the
-        ``topics`` evaluated, and the qrels topics the run lacks (``missing_topics``).
+        ``topics`` evaluated, and the qrels topics the run lacks (``missing_topics``). For several
+        runs, a list of them (a list or tuple of runs) or a dict by name (a mapping of runs).
 
     Raises
     ------
@@ -323,6 +351,11 @@ def evaluate(
     >>> result.per_query.query("measure == 'AP'")[["query_id", "value"]].round(4).to_dict("records")
     [{'query_id': 'q1', 'value': 0.8333}, {'query_id': 'q2', 'value': 0.5}]
     """
+    from evalstore.metrics.many import evaluate_runs, several_runs
+
+    if several_runs(run):  # its own path: the qrels read once, the runs evaluated together
+        return evaluate_runs(qrels, run, measures, per_query=per_query, relevance_level=relevance_level,
+                             max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics, known=known)
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
