@@ -11,6 +11,7 @@ prints them and exits 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -21,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="evalstore trec-eval",
         description="Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output.",
-        allow_abbrev=False,
+        allow_abbrev=False, formatter_class=_HelpFormatter,
     )
     p.add_argument("qrels", help="Qrels file (qid iter docno rel).")
     p.add_argument("run", nargs="+", help="Run file (qid Q0 docno rank score tag); several: each one's output in "
@@ -58,6 +59,30 @@ def parser() -> argparse.ArgumentParser:
                    help="Print z-scores: per-topic means and standard deviations of each measure, lines "
                         "'qid measure mean stddev'.")
     return p
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, given the terminal's width as shutil would find it: left to find it
+    itself it imports shutil, and with it bz2 and lzma, when the parser is built (~3 ms of every
+    run), not only when help is printed."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _count(text: str) -> int:

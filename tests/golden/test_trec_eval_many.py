@@ -136,3 +136,16 @@ def test_stacked_rankings_give_each_rankings_own_values() -> None:
                 assert ours.tolist() == theirs.tolist(), measure
             else:
                 assert ours.tobytes() == theirs.tobytes(), measure
+
+
+def test_an_ordinary_run_imports_no_masked_arrays_no_shutil_and_no_multiprocessing(write: object) -> None:
+    """What the one-run start-up no longer pays for: numpy.ma (numpy 2's np.unique asks whether an
+    array is masked; evalstore._entry's stand-in answers), shutil with bz2 and lzma (argparse's
+    formatter looks for the terminal's width), multiprocessing (--jobs only)."""
+    qrels = write("qrels", "".join(f"{t} 0 d{d} {d % 3}\n" for t in (1, 2, 3) for d in range(30)))  # type: ignore[operator]
+    run = write("run", "".join(f"{t} Q0 d{d} {d} {100 - d} r\n" for t in (1, 2, 3) for d in range(40)))  # type: ignore[operator]
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalstore", "trec-eval", "-q", "-m", "all_trec",
+                             str(qrels), str(run)], capture_output=True, text=True, timeout=120, check=True)
+    loaded = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "numpy" in loaded
+    assert not {"numpy.ma", "numpy.ma.core", "shutil", "lzma", "bz2", "multiprocessing"} & loaded
