@@ -189,29 +189,35 @@ class _Stacked(_Campaign):
             del run  # the ranking holds what the measures need
             cells += rk.n * max(rk.depth, 1)
             if cells >= self.batch_cells:
-                yield from self._evaluated(batch)
+                done = self._evaluated(batch)
+                yield from done
+                if done and done[-1].error is not None:  # nothing after an error
+                    return
                 batch, cells = [], 0
         yield from self._evaluated(batch)
 
     def in_worker(self) -> None:
         self.threads = 1
 
-    def _evaluated(self, batch: list[tuple[Ranking, str | None]]) -> Iterator[_Outcome]:
+    def _evaluated(self, batch: list[tuple[Ranking, str | None]]) -> list[_Outcome]:
+        """The batch's outcomes, up to the first error."""
         if not batch:
-            return
+            return []
         pa.default_memory_pool().release_unused()  # the runs' parsed columns, before the kernels run
         rankings = [rk for rk, _ in batch]
         all_values = compute_stacked(rankings, self.needed, relevance_level=self.relevance_level,
                                      collection_size=self.collection_size, threads=self.threads)
+        done = []
         for (rk, runid), values in zip(batch, all_values, strict=True):
             outcome = _Outcome()
             try:
                 outcome.text = self._text(rk, runid, values, outcome.warnings)
             except EvalstoreError as error:
                 outcome.error = _Failure.of(error)
-            yield outcome
+            done.append(outcome)
             if outcome.error is not None:
-                return
+                break
+        return done
 
     def _text(self, rk: Ranking, runid: str | None, values: dict[Measure, np.ndarray], warnings: list[str]) -> str:
         """What run_trec_eval prints for this ranking (its -R qrels, local path, from the values on)."""

@@ -149,3 +149,19 @@ def test_an_ordinary_run_imports_no_masked_arrays_no_shutil_and_no_multiprocessi
     loaded = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert "numpy" in loaded
     assert not {"numpy.ma", "numpy.ma.core", "shutil", "lzma", "bz2", "multiprocessing"} & loaded
+
+
+def test_nothing_is_evaluated_after_a_failing_run(write: object) -> None:
+    """Batches of one run each: a run that fails in its batch ends the outcomes (a --jobs worker
+    stops there too, not computing runs whose output will never be printed)."""
+    from evalstore.trec_eval_many import _Stacked
+
+    other = write("other.run", "999 Q0 d1 1 0.5 t\n")  # type: ignore[operator]
+    campaign = _Stacked.read(str(suite_file("qrels.test")), measures=["map"], per_query=False, complete=False,
+                             no_summary=False, judged_only=False, relevance_level=1, max_docs=None, collection_size=0)
+    campaign.batch_cells = 1
+    runs = [str(suite_file("results.test")), str(other), str(suite_file("results.trunc"))]
+    outcomes = list(campaign.outcomes(runs))
+    assert [outcome.error is None for outcome in outcomes] == [True, False]
+    assert outcomes[1].error is not None
+    assert outcomes[1].error.message.startswith("No queries with both results and relevance info")
