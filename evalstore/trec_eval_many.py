@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError
 from evalstore.io.formats import ParsedFile, read_qrels
-from evalstore.metrics import prepare_run_file
+from evalstore.metrics import compute, prepare_run_file
 from evalstore.metrics._prepare import PrepareOptions, Ranking
 from evalstore.metrics._registry import Measure
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
@@ -205,7 +205,7 @@ class _Stacked(_Campaign):
             return []
         pa.default_memory_pool().release_unused()  # the runs' parsed columns, before the kernels run
         rankings = [rk for rk, _ in batch]
-        all_values = compute_stacked(rankings, self.needed, relevance_level=self.relevance_level,
+        all_values = compute_stacked(compute, rankings, self.needed, relevance_level=self.relevance_level,
                                      collection_size=self.collection_size, threads=self.threads)
         done = []
         for (rk, runid), values in zip(batch, all_values, strict=True):

@@ -16,13 +16,16 @@ a stack is bounded to :data:`STACK_CELLS`, below compute's threading threshold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from evalstore.metrics import compute
 from evalstore.metrics._prepare import Ranking
 from evalstore.metrics._registry import Measure
+
+# evalstore.metrics.compute, passed in: this module is imported by the package, not the other way
+Compute = Callable[..., dict[Measure, np.ndarray]]
 
 # at most this many cells (topics x depth) in one stack (5 robust03 runs): 0.2M to 1M were as
 # fast on robust03, 5M slower; one thread below evalstore.metrics.THREADED_CELLS
@@ -52,27 +55,27 @@ def stack(rankings: Sequence[Ranking]) -> Ranking:
     )
 
 
-def compute_stacked(rankings: Sequence[Ranking], measures: Sequence[Measure], *, relevance_level: int = 1,
-                    collection_size: int = 0, threads: int | None = None,
+def compute_stacked(compute: Compute, rankings: Sequence[Ranking], measures: Sequence[Measure], *,
+                    relevance_level: int = 1, collection_size: int = 0, threads: int | None = None,
                     stack_cells: int = STACK_CELLS) -> list[dict[Measure, np.ndarray]]:
-    """:func:`~evalstore.metrics.compute` for each of ``rankings`` (in their order): those of one
-    depth are stacked, up to ``stack_cells`` cells a stack, and each stack is computed once."""
+    """``compute`` (:func:`evalstore.metrics.compute`) for each of ``rankings`` (in their order):
+    those of one depth are stacked, up to ``stack_cells`` cells a stack, and each stack is computed
+    once."""
+    kwargs: dict[str, Any] = {"relevance_level": relevance_level, "collection_size": collection_size,
+                              "threads": threads}
     values: list[dict[Measure, np.ndarray] | None] = [None] * len(rankings)
     by_depth: dict[int, list[int]] = {}
     for index, rk in enumerate(rankings):
         if rk.known is not None or rk.n == 0:  # what the user knew is per run; nothing to stack
-            values[index] = compute(rk, measures, relevance_level=relevance_level,
-                                    collection_size=collection_size, threads=threads)
+            values[index] = compute(rk, measures, **kwargs)
         else:
             by_depth.setdefault(rk.depth, []).append(index)
     for depth, indices in by_depth.items():
         for group in _bounded(indices, rankings, max(depth, 1), stack_cells):
             if len(group) == 1:
-                values[group[0]] = compute(rankings[group[0]], measures, relevance_level=relevance_level,
-                                           collection_size=collection_size, threads=threads)
+                values[group[0]] = compute(rankings[group[0]], measures, **kwargs)
                 continue
-            together = compute(stack([rankings[i] for i in group]), measures, relevance_level=relevance_level,
-                               collection_size=collection_size, threads=threads)
+            together = compute(stack([rankings[i] for i in group]), measures, **kwargs)
             start = 0
             for i in group:
                 stop = start + rankings[i].n

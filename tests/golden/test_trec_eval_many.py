@@ -126,7 +126,7 @@ def test_stacked_rankings_give_each_rankings_own_values() -> None:
     rankings = [prepare(qrels, read_run(suite_file(run), strict=False).table, PrepareOptions(complete=True, max_docs=m))
                 for run in RUNS for m in (None, 7, 30)]
     assert len({rk.depth for rk in rankings}) == 3
-    stacked = compute_stacked(rankings, measures, stack_cells=12_000)
+    stacked = compute_stacked(compute, rankings, measures, stack_cells=12_000)
     for rk, values in zip(rankings, stacked, strict=True):
         alone = compute(rk, measures)
         assert list(values) == list(alone)

@@ -12,7 +12,7 @@ import pytest
 import evalstore
 from evalstore.errors import EvaluationError
 from evalstore.metrics import EvaluationResult
-from evalstore.metrics.many import several_runs
+from evalstore.metrics import _several_runs as several_runs
 from tests.golden.test_trec_eval_golden import suite_file
 
 RUNS = [suite_file(name) for name in ("results.test", "results.trunc", "results-302.test")]
@@ -42,11 +42,11 @@ def test_a_list_of_run_files_gives_each_runs_own_result(options: dict[str, objec
     for result, run in zip(results, RUNS, strict=True):
         _same(result, evalstore.evaluate(qrels, run, MEASURES, **options))  # type: ignore[arg-type]
     # batches of one run each give the same as one batch of all
-    from evalstore.metrics.many import evaluate_runs
+    from evalstore.metrics import _evaluate_runs
 
-    small = evaluate_runs(qrels, RUNS, MEASURES, per_query=True, relevance_level=options.get("relevance_level", 1),
-                          max_docs=options.get("max_docs"), judged_only=bool(options.get("judged_only")),  # type: ignore[arg-type]
-                          missing_topics=str(options.get("missing_topics", "zero")), stack_cells=1)
+    small = _evaluate_runs(qrels, RUNS, MEASURES, per_query=True, relevance_level=options.get("relevance_level", 1),
+                           max_docs=options.get("max_docs"), judged_only=bool(options.get("judged_only")),  # type: ignore[arg-type]
+                           missing_topics=str(options.get("missing_topics", "zero")), stack_cells=1)
     for one, other in zip(small, results, strict=True):
         _same(one, other)  # type: ignore[arg-type]
 
