@@ -58,13 +58,20 @@ class _NoPandas:
 
 class _MaskedArraysNotYetImported(types.ModuleType):
     """``numpy.ma`` until something uses it. pyarrow asks every numpy array it converts whether it
-    is a ``numpy.ma.MaskedArray``, and numpy imports ``numpy.ma`` on that first question: 8-10 ms
+    is a ``numpy.ma.MaskedArray`` (and numpy 2's ``np.unique`` whether it ``is_masked``), and numpy
+    imports ``numpy.ma`` on that first question: 8-10 ms
     of an ordinary `trec-eval`, which makes no masked array. No array can be one before numpy.ma is
     imported, so this stand-in's class matches nothing; any other use imports the real module,
     which then replaces the stand-in as ``numpy.ma`` (the import system sets the attribute)."""
 
     class MaskedArray:
         pass
+
+    @staticmethod
+    def is_masked(x: object) -> bool:
+        """numpy 2's ``np.unique`` asks this of every array it is given (8-10 ms again): no array is
+        masked before numpy.ma is imported."""
+        return False
 
     def __getattr__(self, name: str) -> object:
         import importlib

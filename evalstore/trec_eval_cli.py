@@ -11,6 +11,7 @@ prints them and exits 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -21,10 +22,11 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="evalstore trec-eval",
         description="Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output.",
-        allow_abbrev=False,
+        allow_abbrev=False, formatter_class=_HelpFormatter,
     )
     p.add_argument("qrels", help="Qrels file (qid iter docno rel).")
-    p.add_argument("run", help="Run file (qid Q0 docno rank score tag).")
+    p.add_argument("run", nargs="+", help="Run file (qid Q0 docno rank score tag); several: each one's output in "
+                                          "turn, as a loop over trec_eval prints them, the qrels read once.")
     p.add_argument("-q", dest="per_query", action="store_true", help="Print per-topic values as well as the summary.")
     p.add_argument("-c", dest="complete", action="store_true",
                    help="Average over all qrels topics (a missing topic scores 0).")
@@ -51,10 +53,36 @@ def parser() -> argparse.ArgumentParser:
                    help="--backend duckdb: DuckDB's memory limit (default 2GB).")
     p.add_argument("--temp-directory", default=None, metavar="DIR",
                    help="--backend duckdb: where DuckDB spills (default: the system's temporary directory).")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="Several runs: evaluate them in N processes (default 1).")
     p.add_argument("-Z", dest="zscores", default=None, metavar="PATH",
                    help="Print z-scores: per-topic means and standard deviations of each measure, lines "
                         "'qid measure mean stddev'.")
     return p
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, given the terminal's width as shutil would find it: left to find it
+    itself it imports shutil, and with it bz2 and lzma, when the parser is built (~3 ms of every
+    run), not only when help is printed."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _count(text: str) -> int:
@@ -64,10 +92,17 @@ def _count(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a number of processes (1 or more)")
+    return value
+
+
 def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> None:
     """Parse ``args`` and write trec_eval's output to stdout (usage errors: SystemExit 2)."""
     from evalstore.errors import InvalidParameterError
-    from evalstore.trec_eval import run_trec_eval
+    from evalstore.trec_eval_many import run_trec_eval_runs
 
     options = parser().parse_args(list(args))
     if options.rel_format not in RELATION_FORMATS:
@@ -81,12 +116,12 @@ def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> No
         from evalstore.backends.duckdb_engine import DuckDBSettings
 
         settings = DuckDBSettings(memory_limit=options.memory_limit, temp_directory=options.temp_directory)
-    run_trec_eval(
+    run_trec_eval_runs(
         options.qrels, options.run, measures=options.measure, per_query=options.per_query, complete=options.complete,
         no_summary=options.no_summary, judged_only=options.judged_only, relevance_level=options.relevance_level,
         max_docs=options.max_docs, collection_size=options.collection_size, rel_format=options.rel_format,
         zscores_path=options.zscores, out=sys.stdout, warn=warn or _warn, backend=options.backend,
-        duckdb_settings=settings,
+        duckdb_settings=settings, jobs=options.jobs,
     )
 
 

@@ -2,7 +2,7 @@
 """Benchmark the metric engine side by side with trec_eval, pytrec_eval, ir_measures and ranx.
 
     python scripts/bench_metrics.py [--rounds 5] [--no-warm-up] [--settle S] [--big-topics 6980]
-        [--ranx-topics 5000] [--skip-pytrec] [--skip-ranx]
+        [--ranx-topics 5000] [--skip-pytrec] [--skip-ranx] [--only large,ordinary,campaign,in-process,api]
 
 Every tool runs as its own process on the same files, wall time from process start to exit (so
 start-up counts) and peak RSS of that process; the tools alternate within each round (the order
@@ -20,6 +20,9 @@ printed.
 4. in one process: the 17 robust03 runs (gzipped, as distributed), every measure each tool has
    (evalstore: all_trec's; pytrec_eval: its supported_measures), `evalstore.metrics.evaluate` in a
    loop against pytrec_eval's RelevanceEvaluator in a loop, each reading the files itself.
+5. campaign: `-q -m all_trec` on the 17 robust03 runs: one `evalstore trec-eval QRELS RUN...`
+   command (and with --jobs 2) against trec_eval once a run (a shell loop, as people script it)
+   and `evalstore trec-eval` once a run; every output checked to be the trec_eval loop's first.
 Where trec_eval cannot be built the script says so and compares the others. Needs the bench
 extra: pip install -e '.[bench]' (ir_measures comes with the test extra).
 """
@@ -123,8 +126,10 @@ print(time.perf_counter() - t)
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) of that one child process, and its stdout."""
+def timed(cmd: list[str], cpu: list[float] | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) of that one child process, and its stdout; its CPU seconds
+    (user + system, as wait4 reports them: with the processes it waited for, a shell loop's)
+    appended to ``cpu``."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen(cmd, stdout=out)
@@ -132,6 +137,8 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
         seconds = time.perf_counter() - start
         if status != 0:
             raise SystemExit(f"{cmd[0]} failed with status {status}")
+        if cpu is not None:
+            cpu.append(usage.ru_utime + usage.ru_stime)
         out.seek(0)
         return seconds, usage.ru_maxrss / 1024, out.read().decode()
 
@@ -165,6 +172,7 @@ def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespac
     ``settle`` seconds of rest may be put before each run."""
     seconds: dict[str, list[float]] = {tool: [] for tool in tools}
     peaks: dict[str, list[float]] = {tool: [] for tool in tools}
+    cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     names = list(tools)
     rounds = args.rounds
     for round_number in range(rounds):
@@ -175,7 +183,7 @@ def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespac
             time.sleep(args.settle)
             if args.warm_up:
                 timed(command)
-            secs, peak, _ = timed(command)
+            secs, peak, _ = timed(command, cpu[tool])
             seconds[tool].append(secs)
             peaks[tool].append(peak)
     ours = median(seconds["evalstore"])
@@ -183,11 +191,45 @@ def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespac
     row: dict[str, object] = {}
     for tool in tools:
         ratio = median(seconds[tool]) / ours
-        print(f"  {tool:<22s} {median(seconds[tool]):7.2f} s  peak {max(peaks[tool]):6.0f} MB  "
-              f"({ratio:.2f}x evalstore's time)   rounds: {', '.join(f'{t:.2f}' for t in seconds[tool])}", flush=True)
-        row[tool] = {"median_seconds": round(median(seconds[tool]), 3), "peak_mb": round(max(peaks[tool])),
+        print(f"  {tool:<22s} {median(seconds[tool]):7.2f} s  cpu {median(cpu[tool]):6.2f} s  peak "
+              f"{max(peaks[tool]):6.0f} MB  ({ratio:.2f}x evalstore's time)   rounds: "
+              f"{', '.join(f'{t:.2f}' for t in seconds[tool])}", flush=True)
+        row[tool] = {"median_seconds": round(median(seconds[tool]), 3),
+                     "median_cpu_seconds": round(median(cpu[tool]), 3), "peak_mb": round(max(peaks[tool])),
                      "vs_evalstore": round(ratio, 2)}
     results[name] = row
+
+
+SECTIONS = ("large", "ordinary", "campaign", "in-process", "api")
+
+
+def campaign(qrels: Path, runs: list[str], binary: str | None, evalstore: str, tmp: Path, args: argparse.Namespace,
+             results: dict[str, object]) -> None:
+    """5. A campaign: the 17 robust03 runs, `-q -m all_trec`, in one `evalstore trec-eval` command
+    (one process; and with --jobs 2) against trec_eval run once a run (a shell loop, as people
+    script it) and against `evalstore trec-eval` once a run. Every command's output is checked to
+    be the trec_eval loop's, byte for byte, before timing."""
+    plain = []
+    for run in runs:  # trec_eval reads no gzip: every tool reads the same text files
+        path = tmp / Path(run).stem
+        path.write_bytes(__import__("gzip").decompress(Path(run).read_bytes()))
+        plain.append(str(path))
+    flags = ["-q", "-m", "all_trec"]
+    loop = 'for run in "$@"; do "$0" {} "{}" "$run" || exit 1; done'.format(" ".join(flags), qrels)
+    wrapper = tmp / "evalstore-trec-eval"  # the loop's "$0" is one word
+    wrapper.write_text(f'#!/bin/sh\nexec "{evalstore}" trec-eval "$@"\n')
+    wrapper.chmod(0o755)
+    tools = {"evalstore": [evalstore, "trec-eval", *flags, str(qrels), *plain],
+             "evalstore --jobs 2": [evalstore, "trec-eval", "--jobs", "2", *flags, str(qrels), *plain],
+             "evalstore, a process a run": ["sh", "-c", loop, str(wrapper), *plain]}
+    if binary:
+        tools["trec_eval 10.0, a process a run"] = ["sh", "-c", loop, binary, *plain]
+        expected = timed(tools["trec_eval 10.0, a process a run"])[2]
+        for tool, command in tools.items():
+            if timed(command)[2] != expected:
+                raise SystemExit(f"{tool}'s output differs from the trec_eval loop's")
+    side_by_side(f"-q -m all_trec, the {len(runs)} robust03 runs (one command against a process a run)", tools, args,
+                 results)
 
 
 def main() -> None:
@@ -200,7 +242,11 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=0.0, help="seconds of rest before each run")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                         help="time each command cold, without an untimed run of it just before")
+    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=set(SECTIONS),
+                        help=f"the comparisons to run, comma-separated: {','.join(SECTIONS)} (default: all)")
     args = parser.parse_args()
+    if args.only - set(SECTIONS):
+        parser.error(f"--only: unknown {','.join(sorted(args.only - set(SECTIONS)))}; choose from {','.join(SECTIONS)}")
     results: dict[str, object] = {}
     # as an installed package is (pip writes the bytecode at install): an editable checkout under
     # PYTHONDONTWRITEBYTECODE would otherwise compile every module edited since, in every process
@@ -211,40 +257,48 @@ def main() -> None:
               "other tools only", flush=True)
     evalstore = str(Path(sys.executable).with_name("evalstore"))
     with tempfile.TemporaryDirectory() as tmp:
-        big, small = Path(tmp, "big"), Path(tmp, "small")
-        subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(big), "--topics", str(args.big_topics)],
-                       check=True)
-        subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(small), "--topics",
-                        str(args.ranx_topics), "--seed", "1"], check=True)
-        big_files = [str(big / "qrels.txt"), str(big / "run.txt")]
-        large = {"evalstore": [evalstore, "trec-eval", "-m", "all_trec", *big_files]}
-        if binary:
-            large["trec_eval 10.0"] = [binary, "-m", "all_trec", *big_files]
-        if not args.skip_pytrec:
-            large["pytrec_eval (all)"] = [sys.executable, "-c", PYTREC, *big_files]
-        side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args, results)
-        robust = HERE.parent.parent / "shared" / "data" / "robust03"
-        if (robust / "runs" / "input.pircRBa1.gz").exists():
-            plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
-            plain.write_bytes(__import__("gzip").decompress((robust / "runs" / "input.pircRBa1.gz").read_bytes()))
-            ordinary_files = [str(robust / "robust03_qrels.txt"), str(plain)]
-            ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
+        if "large" in args.only:
+            big = Path(tmp, "big")
+            subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(big), "--topics",
+                            str(args.big_topics)], check=True)
+            big_files = [str(big / "qrels.txt"), str(big / "run.txt")]
+            large = {"evalstore": [evalstore, "trec-eval", "-m", "all_trec", *big_files]}
             if binary:
-                ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
-            side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args, results)
-            runs = sorted(str(p) for p in (robust / "runs").glob("input.*.gz"))
-            many = {"evalstore": [sys.executable, "-c", EVALSTORE_MANY, str(robust / "robust03_qrels.txt"), *runs]}
+                large["trec_eval 10.0"] = [binary, "-m", "all_trec", *big_files]
             if not args.skip_pytrec:
-                many["pytrec_eval"] = [sys.executable, "-c", PYTREC_MANY, str(robust / "robust03_qrels.txt"), *runs]
-            side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args, results)
-        else:
+                large["pytrec_eval (all)"] = [sys.executable, "-c", PYTREC, *big_files]
+            side_by_side(f"-m all_trec, {args.big_topics} x 1,000 run", large, args, results)
+        robust = HERE.parent.parent / "shared" / "data" / "robust03"
+        if not (robust / "runs" / "input.pircRBa1.gz").exists():
             print(f"robust03 not found under {robust}: the ordinary-run comparisons are skipped", flush=True)
-        small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
-        api = {"evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
-               "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}
-        if not args.skip_ranx:
-            api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
-        side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args, results)
+        else:
+            runs = sorted(str(p) for p in (robust / "runs").glob("input.*.gz"))
+            if "ordinary" in args.only:
+                plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
+                plain.write_bytes(__import__("gzip").decompress((robust / "runs" / "input.pircRBa1.gz").read_bytes()))
+                ordinary_files = [str(robust / "robust03_qrels.txt"), str(plain)]
+                ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
+                if binary:
+                    ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
+                side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args, results)
+            if "campaign" in args.only:
+                campaign(robust / "robust03_qrels.txt", runs, binary, evalstore, Path(tmp), args, results)
+            if "in-process" in args.only:
+                qrels = str(robust / "robust03_qrels.txt")
+                many = {"evalstore": [sys.executable, "-c", EVALSTORE_MANY, qrels, *runs]}
+                if not args.skip_pytrec:
+                    many["pytrec_eval"] = [sys.executable, "-c", PYTREC_MANY, qrels, *runs]
+                side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args, results)
+        if "api" in args.only:
+            small = Path(tmp, "small")
+            subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(small), "--topics",
+                            str(args.ranx_topics), "--seed", "1"], check=True)
+            small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
+            api = {"evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
+                   "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}
+            if not args.skip_ranx:
+                api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
+            side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args, results)
     print(json.dumps(results, indent=2))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +34,7 @@ from evalstore.metrics._registry import (
     prediction_family_in,
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
+from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand_trec_spec
 from evalstore.trec_order import encoded_ranks
 
@@ -256,9 +257,33 @@ def _per_query_frame(topics: list[str], values: dict[str, np.ndarray]) -> pd.Dat
                          "value": numbers, "text_value": texts})
 
 
+# evaluate's forms: one run gives one result; a list of runs a list of results, a mapping of names
+# to runs a dict of results by the same names (_evaluate_runs, at the end of this module)
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    _Qrels: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table
+    _Run: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | pa.Table
+
+
+@overload
+def evaluate(qrels: _Qrels, run: _Run, measures: Iterable[str | Measure] = ..., *, per_query: bool = ...,
+             relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
+             missing_topics: str = ..., known: _Qrels | None = ..., as_ir_measures: bool = ...) -> EvaluationResult: ...
+@overload
+def evaluate(qrels: _Qrels, run: list[_Run] | tuple[_Run, ...], measures: Iterable[str | Measure] = ..., *,
+             per_query: bool = ..., relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
+             missing_topics: str = ..., known: _Qrels | None = ...) -> list[EvaluationResult]: ...
+@overload
+def evaluate(qrels: _Qrels, run: Mapping[str, str | Path | pd.DataFrame | pa.Table | Mapping[str, Mapping[str, float]]],
+             measures: Iterable[str | Measure] = ..., *, per_query: bool = ..., relevance_level: int = ...,
+             max_docs: int | None = ..., judged_only: bool = ..., missing_topics: str = ...,
+             known: _Qrels | None = ...) -> dict[str, EvaluationResult]: ...
+
+
 def evaluate(
     qrels: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table,
-    run: str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | pa.Table,
+    run: Any,
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
     *,
     per_query: bool = True,
@@ -268,7 +293,7 @@ def evaluate(
     missing_topics: str = "zero",
     known: str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | pa.Table | None = None,
     as_ir_measures: bool = False,
-) -> EvaluationResult:
+) -> Any:
     """Evaluate a run against qrels, as trec_eval 10.0 would (``trec_eval -c`` by default).
 
     Parameters
@@ -278,7 +303,10 @@ def evaluate(
         pandas DataFrame with columns query_id, doc_id, relevance, a pyarrow Table with columns
         topic, doc, relevance, or a dict ``{query_id: {doc_id: relevance}}``.
     run
-        The ranking: a file path (TREC ``qid Q0 docno rank score tag``, CSV, TSV or Parquet), a
+        The ranking, or several: a list of runs, or a mapping of names to runs, evaluated against
+        the qrels read once (a list or dict of results, in the same order or by the same names,
+        each the one this function returns for that run alone). One ranking: a file path (TREC
+        ``qid Q0 docno rank score tag``, CSV, TSV or Parquet), a
         DataFrame with query_id, doc_id, score, a Table with topic, doc, score, or a dict
         ``{query_id: {doc_id: score}}``. Documents are ranked by score descending, then doc_id
         descending (trec_eval's order); a rank column is never read.
@@ -312,7 +340,8 @@ def evaluate(
     EvaluationResult
         ``aggregates`` (the ``all`` value of each measure, by canonical name, answering to any
         spelling), ``per_query`` (long frame: query_id, measure, value, text_value), the
-        ``topics`` evaluated, and the qrels topics the run lacks (``missing_topics``).
+        ``topics`` evaluated, and the qrels topics the run lacks (``missing_topics``). For several
+        runs, a list of them (a list or tuple of runs) or a dict by name (a mapping of runs).
 
     Raises
     ------
@@ -336,6 +365,14 @@ def evaluate(
     >>> result.per_query.query("measure == 'AP'")[["query_id", "value"]].round(4).to_dict("records")
     [{'query_id': 'q1', 'value': 0.8333}, {'query_id': 'q2', 'value': 0.5}]
     """
+    if _several_runs(run):  # its own path (below): the qrels read once, the runs evaluated together
+        if as_ir_measures:
+            raise InvalidParameterError("as_ir_measures=True takes one run; evaluate several runs one at a time.")
+        qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
+        runs = ({name: ir_measures_compat.as_table(r, "run") for name, r in run.items()} if isinstance(run, Mapping)
+                else [ir_measures_compat.as_table(r, "run") for r in run])
+        return _evaluate_runs(qrels, runs, measures, per_query=per_query, relevance_level=relevance_level,
+                              max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics, known=known)
     qrels, run, measures = ir_measures_compat.adapt(qrels, run, measures)  # ir_measures' objects and shapes
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(
@@ -432,3 +469,92 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         return pa.table({"topic": pa.array(topic.tolist(), pa.string()), "doc": pa.array(doc.tolist(), pa.string()),
                          "score": pa.array(score.to_numpy())})
     raise InvalidParameterError(f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or dict.")
+
+
+# --- several runs against one qrels: evaluate(qrels, [run, ...]) or evaluate(qrels, {name: run}) ---------------
+# Each result is the one evaluate(qrels, run, measures) returns for that run, value for value; the qrels
+# are read once and the runs' rankings evaluated together (evalstore.metrics.stacked).
+
+
+def _several_runs(run: object) -> bool:
+    """Whether ``evaluate``'s ``run`` is several runs: a list or tuple of runs, or a mapping of
+    names to runs (a mapping whose values are files, frames, tables or ``{query_id: {doc_id:
+    score}}`` dicts; one run as a dict maps query ids to ``{doc_id: score}``)."""
+    if isinstance(run, (list, tuple)):  # but a list of ScoredDoc rows (tuples) is one run, as ir_measures has it
+        return not run or not isinstance(run[0], tuple)
+    if not isinstance(run, Mapping) or not run:
+        return False
+    first = next(iter(run.values()))
+    if isinstance(first, Mapping):  # a run's {doc_id: score}, or a run given as a dict of them
+        return bool(first) and isinstance(next(iter(first.values())), Mapping)
+    return isinstance(first, (str, Path, pa.Table)) or type(first).__name__ == "DataFrame"
+
+
+def _evaluate_runs(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], measures: Iterable[str | Measure], *,
+                   per_query: bool, relevance_level: int, max_docs: int | None, judged_only: bool,
+                   missing_topics: str, known: Any = None,
+                   stack_cells: int = STACK_CELLS) -> list[EvaluationResult] | dict[str, EvaluationResult]:
+    """``evaluate`` of each run (see :func:`evalstore.metrics.evaluate`): a list of results for a
+    list of runs, a dict by the same names for a mapping. The runs are ranked and evaluated in
+    batches of up to ``stack_cells`` cells (topics x depth); a run that shares no topic with the
+    qrels is an error naming it."""
+    if missing_topics not in ("zero", "skip"):
+        raise InvalidParameterError(
+            f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
+        )
+    if known is not None and judged_only:
+        raise InvalidParameterError("-J closes up the ranking by the main qrels' judgments; the user-oriented "
+                                    "measures (known) need the ranking whole.")
+    named: list[tuple[object, Any]] = list(runs.items()) if isinstance(runs, Mapping) else list(enumerate(runs))
+    options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
+    qrels_table = _as_table(qrels, "qrels")
+    known_table = _as_table(known, "qrels") if known is not None else None
+    wanted = resolve_measures(measures)
+    settings = {"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
+                "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"}
+    results: list[EvaluationResult] = []
+    batch: list[Ranking] = []
+    cells = 0
+    for name, run in named:
+        rk = _run_ranking(qrels_table, run, options, known_table)
+        if rk.n == 0:
+            raise EvaluationError(f"Run {name!r} and the qrels share no topic; check that the topic ids match.")
+        batch.append(rk)
+        cells += rk.n * max(rk.depth, 1)
+        if cells >= stack_cells:
+            results += _results(batch, wanted, relevance_level, per_query, settings)
+            batch, cells = [], 0
+    results += _results(batch, wanted, relevance_level, per_query, settings)
+    if isinstance(runs, Mapping):
+        return {str(name): result for (name, _), result in zip(named, results, strict=True)}
+    return results
+
+
+def _run_ranking(qrels: pa.Table, run: Any, options: PrepareOptions, known: pa.Table | None) -> Ranking:
+    """The run ranked against the qrels as ``evaluate`` ranks one (with what the user knew)."""
+    if isinstance(run, (str, Path)):
+        rk, parsed = prepare_run_file(qrels, run, options)
+        run_table = parsed.table
+    else:
+        run_table = _as_table(run, "run")
+        rk = prepare(qrels, run_table, options)
+    if known is not None and rk.n:
+        attach_known(rk, prepare(known, run_table, options))
+    return rk
+
+
+def _results(batch: list[Ranking], wanted: list[Measure], relevance_level: int, per_query: bool,
+             settings: dict[str, Any]) -> list[EvaluationResult]:
+    if not batch:
+        return []
+    results = []
+    for rk, values in zip(batch, compute_stacked(compute, batch, wanted, relevance_level=relevance_level),
+                          strict=True):
+        aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
+        results.append(EvaluationResult(
+            aggregates=aggregates, topics=rk.topics, missing_topics=rk.missing_topics,
+            dropped_run_topics=rk.dropped_run_topics, options=dict(settings),
+            # each run's own arrays, not views that would keep the batch's alive
+            values={str(m): np.array(v, copy=True) for m, v in values.items()} if per_query else {},
+        ))
+    return results

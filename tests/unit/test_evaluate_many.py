@@ -1,0 +1,101 @@
+"""`evalstore.evaluate(qrels, runs, measures)` with a list or mapping of runs: each result is the
+one evaluating that run alone gives, value for value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import evalstore
+from evalstore.errors import EvaluationError
+from evalstore.metrics import EvaluationResult
+from evalstore.metrics import _several_runs as several_runs
+from tests.golden.test_trec_eval_golden import suite_file
+
+RUNS = [suite_file(name) for name in ("results.test", "results.trunc", "results-302.test")]
+MEASURES = ["all_trec", "P@3", "nDCG(gains={-1:1})@5", "RelString@5"]
+
+
+def _same(ours: EvaluationResult, alone: EvaluationResult) -> None:
+    assert repr(ours.aggregates) == repr(alone.aggregates)  # nan as nan
+    assert (ours.topics, ours.missing_topics, ours.dropped_run_topics, ours.options) == \
+        (alone.topics, alone.missing_topics, alone.dropped_run_topics, alone.options)
+    assert list(ours.values) == list(alone.values)
+    for name, column in alone.values.items():
+        assert ours.values[name].dtype == column.dtype, name
+        if column.dtype == object:
+            assert ours.values[name].tolist() == column.tolist(), name
+        else:
+            assert ours.values[name].tobytes() == column.tobytes(), name
+
+
+@pytest.mark.parametrize("options", [{}, {"missing_topics": "skip"}, {"max_docs": 7, "judged_only": True},
+                                     {"relevance_level": 2}])
+def test_a_list_of_run_files_gives_each_runs_own_result(options: dict[str, object]) -> None:
+    qrels = suite_file("qrels.test")
+    results = evalstore.evaluate(qrels, RUNS, MEASURES, **options)  # type: ignore[arg-type]
+    assert isinstance(results, list)
+    assert len(results) == len(RUNS)
+    for result, run in zip(results, RUNS, strict=True):
+        _same(result, evalstore.evaluate(qrels, run, MEASURES, **options))  # type: ignore[arg-type]
+    # batches of one run each give the same as one batch of all
+    from evalstore.metrics import _evaluate_runs
+
+    small = _evaluate_runs(qrels, RUNS, MEASURES, per_query=True, relevance_level=options.get("relevance_level", 1),
+                           max_docs=options.get("max_docs"), judged_only=bool(options.get("judged_only")),  # type: ignore[arg-type]
+                           missing_topics=str(options.get("missing_topics", "zero")), stack_cells=1)
+    for one, other in zip(small, results, strict=True):
+        _same(one, other)  # type: ignore[arg-type]
+
+
+def test_a_mapping_of_runs_in_any_form_gives_results_by_name(tmp_path: Path) -> None:
+    qrels = {"q1": {"d1": 1, "d2": 0, "d3": 2}, "q2": {"d4": 1}}
+    as_dict = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1}, "q2": {"d5": 1.0, "d4": 0.5}}
+    frame = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["d3", "d9", "d4"], "score": [3.0, 2.0, 1.0]})
+    path = tmp_path / "run.txt"
+    path.write_text("q2 Q0 d4 1 2.0 t\nq2 Q0 d1 2 1.0 t\n")
+    runs = {"dict": as_dict, "frame": frame, "file": path, "name": str(path)}
+    results = evalstore.evaluate(qrels, runs, ["AP", "nDCG@10", "P@2", "NumQ"], known={"q1": {"d3": 1}})
+    assert isinstance(results, dict)
+    assert list(results) == ["dict", "frame", "file", "name"]
+    for name, run in runs.items():
+        _same(results[name], evalstore.evaluate(qrels, run, ["AP", "nDCG@10", "P@2", "NumQ"],  # type: ignore[arg-type]
+                                                known={"q1": {"d3": 1}}))
+    assert round(results["dict"].aggregates["map"], 4) == 0.6667
+    assert results["file"].missing_topics == ["q1"]
+
+
+def test_one_run_as_a_dict_is_one_run_not_several() -> None:
+    assert not several_runs({"q1": {"d1": 0.9}})
+    assert not several_runs({})
+    assert several_runs({"bm25": {"q1": {"d1": 0.9}}})
+    assert several_runs({"bm25": "run.txt"})
+    assert several_runs({"bm25": pd.DataFrame()})
+    assert several_runs([{"q1": {"d1": 0.9}}])
+    assert several_runs(())
+    result = evalstore.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9}}, ["AP"])
+    assert isinstance(result, EvaluationResult)
+    assert evalstore.evaluate({"q1": {"d1": 1}}, [], ["AP"]) == []
+
+
+def test_a_run_sharing_no_topic_with_the_qrels_is_named() -> None:
+    qrels = {"q1": {"d1": 1}}
+    with pytest.raises(EvaluationError, match=r"^Run 'other' and the qrels share no topic; check that the topic ids "
+                                              r"match\.$"):
+        evalstore.evaluate(qrels, {"fine": {"q1": {"d1": 1.0}}, "other": {"q9": {"d1": 1.0}}}, ["AP"],
+                           missing_topics="skip")
+    with pytest.raises(EvaluationError, match=r"^Run 1 and the qrels share no topic"):
+        evalstore.evaluate(qrels, [{"q1": {"d1": 1.0}}, {"q9": {"d1": 1.0}}], ["AP"], missing_topics="skip")
+    # every qrels topic is scored by default: a run without them scores 0, as one run alone does
+    assert evalstore.evaluate(qrels, [{"q9": {"d1": 1.0}}], ["AP"])[0].aggregates == {"AP": 0.0}
+
+
+def test_per_query_false_keeps_no_values_and_aggregates_stay() -> None:
+    results = evalstore.evaluate(suite_file("qrels.test"), RUNS[:2], ["AP"], per_query=False)
+    assert [r.values for r in results] == [{}, {}]
+    alone = evalstore.evaluate(suite_file("qrels.test"), RUNS[1], ["AP"])
+    assert results[1].aggregates == alone.aggregates
+    assert np.isfinite(results[0].aggregates["AP"])
