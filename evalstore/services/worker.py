@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from evalstore import _logging
 from evalstore.db.engine import make_engine
 from evalstore.errors import EvalstoreError
-from evalstore.services import jobs, kinds, store, tracking
+from evalstore.services import embargo, jobs, kinds, store, tracking
 from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
@@ -101,7 +101,8 @@ class Worker:
 
         def log_while_storing(stored: StoredEvaluation) -> None:
             nonlocal ahead
-            ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
+            if not embargo.is_embargoed(self.engine, job.evaluation_id):  # hidden: logged at release
+                ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
 
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
