@@ -18,11 +18,12 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, Up
 from pydantic import BaseModel, Field
 
 from evalstore._version import __version__
-from evalstore.errors import AccessDenied
+from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, judging, tasks
 from evalstore.services.access import Principal
-from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, server, signed_in
+from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, server, signed_in
+from evalstore.web.headers import content_disposition
 
 router = APIRouter(prefix="/api/v1")
 
@@ -43,8 +44,8 @@ def health(_: Anyone) -> dict[str, str]:
 
 
 class SignIn(BaseModel):
-    name: str
-    password: str
+    name: str = Field(max_length=access.NAME_MAX)
+    password: str = Field(max_length=access.PASSWORD_MAX)
 
 
 @router.post("/sessions", status_code=201)
@@ -53,11 +54,23 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
     in X-CSRF-Token with every change made through the cookie."""
     shared = server(request)
     shared.writes.take(f"address:{request.client.host if request.client else '?'}")
-    issued = access.sign_in(shared.engine, body.name, body.password)
+    issued = _signed_in(shared, body.name, body.password)
     response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
                         secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
     return {"user": issued.user, "csrf_token": access.csrf_token(issued.token),
             "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+
+
+def _signed_in(shared: Server, name: str, password: str) -> access.IssuedToken:
+    """``access.sign_in`` behind the account's back-off: failures in a row make it wait."""
+    shared.sign_ins.check(name)
+    try:
+        issued = access.sign_in(shared.engine, name, password)
+    except AuthenticationError:
+        shared.sign_ins.failed(name)
+        raise
+    shared.sign_ins.succeeded(name)
+    return issued
 
 
 @router.delete("/sessions/current", status_code=204)
@@ -75,7 +88,8 @@ def me(principal: SignedIn) -> dict[str, Any]:
 
 class NewToken(BaseModel):
     user: str | None = None  # an admin's choice; everyone else gets their own
-    expires_days: float | None = Field(90, gt=0)
+    # finite and bounded (the server's max_token_days); never-expiring ones only from the admin CLI
+    expires_days: float = Field(90, gt=0, allow_inf_nan=False)
 
 
 @router.post("/tokens", status_code=201)
@@ -86,7 +100,13 @@ def create_token(body: NewToken, request: Request,
     if user != principal.name and not principal.is_admin:
         raise AccessDenied("You make tokens for yourself only; an admin makes them for others.")
     assert user is not None
-    issued = access.create_token(server(request).engine, user, expires_days=body.expires_days, by=principal.name)
+    shared = server(request)
+    if body.expires_days > shared.settings.max_token_days:
+        raise InvalidParameterError(f"expires_days is at most {shared.settings.max_token_days:g} on this server; "
+                                    f"got {body.expires_days:g}. A token that never expires is made by an admin "
+                                    "on the command line ('evalstore tokens create --user NAME --never-expires').")
+    shared.mints.take(f"user:{principal.user_id}")
+    issued = access.create_token(shared.engine, user, expires_days=body.expires_days, by=principal.name)
     return {"id": issued.id, "user": issued.user, "token": issued.token,
             "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
 
@@ -281,7 +301,7 @@ def export_qrels(name: str, request: Request, principal: Principal = needs("task
     out = io.BytesIO()
     write_qrels(table, out, "trec")
     return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{_UPLOAD_NAME.sub("_", name)}.qrels"'})
+                    headers={"Content-Disposition": content_disposition(f"{name}.qrels")})
 
 
 # --- judging ------------------------------------------------------------------------------------
