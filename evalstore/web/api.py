@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from evalstore._version import __version__
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
+from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, judging, tasks
 from evalstore.services.access import Principal
@@ -26,6 +26,8 @@ from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, server,
 from evalstore.web.headers import content_disposition
 
 router = APIRouter(prefix="/api/v1")
+NAME_MAX = access.NAME_MAX  # names: users, teams, tasks, runs, systems (the columns' width)
+DESCRIPTION_MAX = 4000
 
 Anyone = Annotated[Principal, Depends(anyone)]
 SignedIn = Annotated[Principal, Depends(signed_in)]
@@ -87,7 +89,7 @@ def me(principal: SignedIn) -> dict[str, Any]:
 
 
 class NewToken(BaseModel):
-    user: str | None = None  # an admin's choice; everyone else gets their own
+    user: str | None = Field(None, max_length=NAME_MAX)  # an admin's choice; everyone else gets their own
     # finite and bounded (the server's max_token_days); never-expiring ones only from the admin CLI
     expires_days: float = Field(90, gt=0, allow_inf_nan=False)
 
@@ -125,10 +127,10 @@ def revoke_token(token_id: int, request: Request, principal: Principal = needs("
 
 
 class NewUser(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
     role: Literal["admin", "organiser", "participant", "assessor", "viewer"]
-    team: str | None = None
-    password: str | None = None
+    team: str | None = Field(None, max_length=NAME_MAX)
+    password: str | None = Field(None, max_length=access.PASSWORD_MAX)
 
 
 @router.get("/users")
@@ -159,14 +161,14 @@ def audit_log(request: Request, limit: int = Query(200, ge=1, le=10_000),
 
 
 class NewTask(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
-    qrels: str
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    qrels: str = Field(max_length=NAME_MAX)
     hidden: bool = False
     opens: datetime | None = None
     closes: datetime | None = None
     max_runs_per_team: int | None = Field(None, ge=1)
-    measures: list[str] = []
-    owner: str | None = None
+    measures: list[Annotated[str, Field(max_length=NAME_MAX)]] = Field([], max_length=200)
+    owner: str | None = Field(None, max_length=NAME_MAX)
 
 
 @router.get("/tasks")
@@ -210,6 +212,14 @@ def task_runs(task: str, request: Request, principal: Principal = needs("runs:re
 _UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def check_run_name(name: str) -> None:
+    """A run's name is opened and withdrawn by URL path and shown in downloads: printable, no '/'
+    (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
+    if not name.strip() or "/" in name or not name.isprintable() or len(name) > NAME_MAX:
+        raise InvalidParameterError(f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
+                                    f"got {name[:80]!r}{'...' if len(name) > 80 else ''}.")
+
+
 @router.post("/tasks/{task}/runs", status_code=201)
 def submit_run(
     task: str,
@@ -218,14 +228,16 @@ def submit_run(
     file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
     name: Annotated[str, Form(min_length=1, max_length=200)],
     run_type: Annotated[Literal["automatic", "manual"], Form()] = "automatic",
-    description: Annotated[str | None, Form()] = None,
+    description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
     judging_precedence: Annotated[int | None, Form(ge=1)] = None,
-    team: Annotated[str | None, Form(description="Organisers and admins: the team submitting.")] = None,
+    team: Annotated[str | None, Form(max_length=NAME_MAX, description="Organisers and admins: the team submitting.")
+                    ] = None,
     principal: Principal = needs("runs:submit", write=True),
 ) -> dict[str, Any]:
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
-    with _uploaded(file) as (path, shown):
+    check_run_name(name)
+    with _uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
                                      team=team, run_type=run_type, description=description,
                                      judging_precedence=judging_precedence)
@@ -237,14 +249,18 @@ def submit_run(
 
 
 @contextmanager
-def _uploaded(file: UploadFile) -> Iterator[tuple[Path, str]]:
-    """The upload in a private folder under its own name (its suffixes, .gz or .parquet, decide how
-    it is read), and the name errors call it by."""
+def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
+    """The upload in a private folder under its own name (its suffix, .parquet, decides how it is
+    read), and the name errors call it by. A gzip upload is inflated here, as a stream, up to the
+    server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
     shown = Path(file.filename or "run").name
+    bounds = Bounds(server(request).settings.max_inflated_bytes)
     with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
         path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
-            shutil.copyfileobj(file.file, out, 2**20)
+            inflated = copy_bounded(file.file, out, bounds, shown)
+        if inflated and path.suffix == ".gz":
+            path = path.rename(path.with_suffix(""))
         yield path, shown
 
 
@@ -256,12 +272,13 @@ def register_run(
     request: Request,
     file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
     name: Annotated[str, Form(min_length=1, max_length=200)],
-    description: Annotated[str | None, Form()] = None,
-    system: Annotated[str | None, Form()] = None,
+    description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
+    system: Annotated[str | None, Form(max_length=NAME_MAX)] = None,
     principal: Principal = needs("runs:register", write=True),
 ) -> dict[str, Any]:
     """Store a run outside any task (admins): as `evalstore runs register` does on the database."""
-    with _uploaded(file) as (path, shown):
+    check_run_name(name)
+    with _uploaded(file, request) as (path, shown):
         registered = tasks.register_run(server(request).engine, principal, path, name=name, shown_path=shown,
                                         description=description, system=system)
     return {"run": registered.summary.name, "rows": registered.summary.rows, "topics": registered.summary.topics,
@@ -308,8 +325,8 @@ def export_qrels(name: str, request: Request, principal: Principal = needs("task
 
 
 class Judgment(BaseModel):
-    topic: str
-    doc: str
+    topic: str = Field(max_length=MAX_FIELD_BYTES)
+    doc: str = Field(max_length=MAX_FIELD_BYTES)
     relevance: int = Field(ge=-1, le=9)
 
 
