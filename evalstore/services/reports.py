@@ -267,7 +267,7 @@ def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     comparison = comparisons.compare(engine, qrels_name=access.qrels, run_names=runs, measures=[measure],
-                                     test=test, missing="zero")
+                                     test=test, missing="zero", evaluate_missing=False)  # a GET never stores
     matrix = comparison.matrix
     scores = matrix.scores[matrix.measures[0]]
     first_minus_second = scores[0] - scores[1]
