@@ -20,7 +20,7 @@ from evalstore._version import __version__
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, copy_bounded
 from evalstore.io.writers import write_qrels
-from evalstore.services import access, judging, tasks
+from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
 from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, server, signed_in
 from evalstore.web.headers import content_disposition
@@ -356,4 +356,5 @@ def judge(name: str, body: list[Judgment], request: Request,
 @router.post("/pools/{name}/assessors", status_code=204)
 def assign(name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
            ) -> None:
+    claims.check_pool(server(request).engine, principal, name)  # another organiser's pool: not found
     judging.assign_assessor(server(request).engine, name, body.user, by=principal)

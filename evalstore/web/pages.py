@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, judging, pools, reports, tasks
+from evalstore.services import access, claims, judging, pools, reports, tasks
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.web.auth import SESSION_COOKIE, caller, server
 from evalstore.web.headers import content_disposition
@@ -275,6 +275,7 @@ def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLRespons
     """Where assessors disagree, the disagreements that change the ranking of the pool's runs most
     first (organisers and admins)."""
     principal = _page_principal(request, "pools:manage")
+    claims.check_pool(server(request).engine, principal, pool)  # another organiser's pool: not found
     found, pairs = pools.disagreements(server(request).engine, pool, measure=measure)
     return render(request, "review.html", principal, pool=pool, found=found, pairs=pairs, measure=measure)
 
