@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from evalstore import _logging
 from evalstore.db.engine import make_engine
@@ -184,7 +185,13 @@ class Worker:
         last_beat = time.monotonic()
         try:
             while not self.stopping:
-                worked = self.process_one()
+                try:
+                    worked = self.process_one()
+                except OperationalError as error:  # 'database is locked', a dropped connection: wait, go on
+                    log.warning("the database is not answering (%s); trying again in %.1fs", error.orig,
+                                self.settings.poll_interval)
+                    time.sleep(self.settings.poll_interval)
+                    continue
                 if time.monotonic() - last_beat >= beat_every:
                     jobs.worker_alive(self.engine, self.worker_id, jobs_done=len(self.done))
                     last_beat = time.monotonic()
