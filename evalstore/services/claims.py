@@ -7,16 +7,20 @@ pool and judging services change by a line each.
   scores: a submit-read-withdraw loop would otherwise read the qrels out); the withdrawal's audit
   entry is the record. Failed and cancelled runs still give their slot back.
 - A run a pool uses cannot be withdrawn: the pool's review would lose it.
+- A server may cap each team's runs per task per day (``EVALSTORE_RUNS_PER_DAY``).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, select
+from datetime import timedelta
+
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import AuditEntry, Pool, Run, Submission, Task
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, NotFoundError
+from evalstore.errors import ConflictError, LimitExceeded, NotFoundError
+from evalstore.services import jobs
 from evalstore.services.access import Principal
 
 WITHDRAW_ACTION = "runs.withdraw"
@@ -70,3 +74,37 @@ def check_pool(engine: Engine, principal: Principal, name: str) -> None:
     """Raise the 'not found' of :func:`require_pool` unless ``principal`` owns the pool."""
     with read_only(engine) as session:
         require_pool(session, principal, name)
+
+
+def check_daily_cap(engine: Engine, task_name: str, team: str | None, per_day: int) -> None:
+    """At most ``per_day`` runs of ``team`` to the task in the last 24 hours (EvalAI's daily
+    submission limit), withdrawn evaluated ones included. Checked before the run is stored, not
+    under the task's lock: two submissions racing for the last slot of the day may both pass (the
+    task's own quota, checked under the lock, stays exact)."""
+    if team is None:
+        return
+    with read_only(engine) as session:
+        task = session.scalar(select(Task).where(Task.name == task_name))
+        if task is None:
+            return  # the service says it is not found
+        since = jobs.db_now(session) - timedelta(days=1)
+        made = (
+            session.scalar(
+                select(func.count())
+                .select_from(Submission)
+                .where(Submission.task_id == task.id, Submission.team == team, Submission.created_at >= since)
+            )
+            or 0
+        )
+        details = session.scalars(
+            select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION, AuditEntry.at >= since)
+        )
+        made += sum(
+            1 for d in details if d and d.get("task_id") == task.id and d.get("team") == team and d.get("evaluated")
+        )
+    if made >= per_day:
+        raise LimitExceeded(
+            "quota",
+            f"Team '{team}' has submitted {per_day} runs to task '{task_name}' in the last "
+            "24 hours, this server's daily limit; try again tomorrow.",
+        )

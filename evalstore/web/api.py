@@ -237,6 +237,9 @@ def submit_run(
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
     check_run_name(name)
+    shared = server(request)
+    if shared.settings.runs_per_day is not None:
+        claims.check_daily_cap(shared.engine, task, team or principal.team, shared.settings.runs_per_day)
     with _uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
                                      team=team, run_type=run_type, description=description,

@@ -17,6 +17,7 @@ TOKENS_PER_HOUR_ENV = "EVALSTORE_TOKENS_PER_HOUR"
 FORWARDED_ALLOW_IPS_ENV = "EVALSTORE_FORWARDED_ALLOW_IPS"
 MAX_INFLATED_ENV = "EVALSTORE_MAX_INFLATED_MB"
 REQUEST_SECONDS_ENV = "EVALSTORE_REQUEST_SECONDS"
+RUNS_PER_DAY_ENV = "EVALSTORE_RUNS_PER_DAY"
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -48,6 +49,8 @@ class ServerSettings:
     # a request's time budget: past it the client gets 503 (the work in a thread is not killed,
     # its transaction ends when it does)
     request_seconds: float = 120.0
+    # each team's runs per task in 24 hours (None: no daily cap; a task's own quota still holds)
+    runs_per_day: int | None = None
 
     @classmethod
     def from_env(cls) -> ServerSettings:
@@ -63,4 +66,5 @@ class ServerSettings:
             forwarded_allow_ips=os.environ.get(FORWARDED_ALLOW_IPS_ENV, ""),
             max_inflated_bytes=int(float(os.environ.get(MAX_INFLATED_ENV, "1024")) * 2**20),
             request_seconds=float(os.environ.get(REQUEST_SECONDS_ENV, "120")),
+            runs_per_day=int(os.environ[RUNS_PER_DAY_ENV]) if os.environ.get(RUNS_PER_DAY_ENV) else None,
         )

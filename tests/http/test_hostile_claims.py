@@ -3,13 +3,15 @@ another organiser tried in issue 36, each refused."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
 from evalstore.errors import AccessDenied, LimitExceeded
 from evalstore.services import pools, store, tasks
 from evalstore.services.orchestration import work_on
-from tests.http.conftest import SAMPLE, World, as_principal, run_text
+from tests.http.conftest import SAMPLE, World, as_principal, client_for, run_text
 
 
 def test_a_withdrawn_evaluated_run_keeps_its_quota_slot(world: World) -> None:
@@ -83,3 +85,23 @@ def test_probing_a_visible_task_runs_out_of_slots(world: World) -> None:
             tasks.withdraw_run(world.engine, red, f"probe-{i}")
             done += 1
     assert done == 3
+
+
+def test_a_server_may_cap_each_teams_runs_per_day(world: World) -> None:
+    def submit(client: TestClient, name: str) -> Any:
+        return client.post(
+            "/api/v1/tasks/open/runs",
+            headers=world.headers("red"),
+            data={"name": name},
+            files={"file": ("run.txt", run_text(tag=name).encode())},
+        )
+
+    with client_for(world.engine, runs_per_day=2) as client:
+        # red-open was submitted today already (the world's): one more fits, then none
+        assert submit(client, "daily-1").status_code == 201
+        refused = submit(client, "daily-2")
+    assert refused.status_code == 409
+    assert refused.json()["error"] == (
+        "Team 'red' has submitted 2 runs to task 'open' in the last 24 hours, this "
+        "server's daily limit; try again tomorrow."
+    )
