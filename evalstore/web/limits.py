@@ -131,8 +131,8 @@ class SignInBackoff:
 
 class RequestBudget:
     """A request's time budget: past ``seconds`` without a response started, the client gets 503
-    with the limit named. Work running in a thread is not killed (Python cannot); its transaction
-    ends when it does, and the client is not kept waiting on it."""
+    with the limit named, at once. Work running in a thread is not killed (Python cannot): it
+    ends on its own, its transaction with it, and what it answers then is dropped."""
 
     def __init__(self, app: ASGIApp, seconds: float) -> None:
         self.app = app
@@ -142,16 +142,35 @@ class RequestBudget:
         if scope["type"] != "http" or self.seconds <= 0:
             await self.app(scope, receive, send)
             return
-        started = False
+        started = timed_out = False
+        done = anyio.Event()
 
         async def watching(message: Message) -> None:
             nonlocal started
+            if timed_out:
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        with anyio.move_on_after(self.seconds) as scope_timer:
-            await self.app(scope, receive, watching)
-        if scope_timer.cancelled_caught and not started:
-            await JSONResponse({"error": f"The request took longer than this server's limit of {self.seconds:g} s "
-                                         "(EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."},
-                               status_code=503, headers={"Retry-After": "60"})(scope, receive, send)
+        failure: Exception | None = None
+
+        async def run() -> None:
+            nonlocal failure
+            try:
+                await self.app(scope, receive, watching)
+            except Exception as error:  # raised below as itself, not in the task group's ExceptionGroup
+                failure = error
+            finally:
+                done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            with anyio.move_on_after(self.seconds):
+                await done.wait()
+            if not done.is_set() and not started:
+                timed_out = True
+                await JSONResponse({"error": f"The request took longer than this server's limit of {self.seconds:g} "
+                                             "s (EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."},
+                                   status_code=503, headers={"Retry-After": "60"})(scope, receive, send)
+        if failure is not None and not timed_out:
+            raise failure

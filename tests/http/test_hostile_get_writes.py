@@ -57,9 +57,10 @@ def _routes(routes: list[Any]) -> list[Any]:
 
 
 def get_paths(world: World) -> list[str]:
-    app = client_for(world.engine).app
+    with client_for(world.engine) as client:  # its lifespan disposes of the app's engine
+        routes = _routes(client.app.routes)  # type: ignore[attr-defined]
     paths = []
-    for route in _routes(app.routes):  # type: ignore[attr-defined]
+    for route in routes:
         if "GET" not in (getattr(route, "methods", None) or set()):  # Mount (static files), websockets
             continue
         path = route.path
