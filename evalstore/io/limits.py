@@ -49,36 +49,39 @@ class _TextCheck:
         if data.size == 0:
             return
         newlines = np.flatnonzero(data == _NEWLINE)
-        separators = np.flatnonzero(_IS_SEPARATOR[data])
-        self._check(data, newlines, self.line_length, self.bounds.max_line, "line")
-        self._check(
-            data, separators, self.field_length, self.bounds.max_field, "field (a docno, topic id, tag or label)"
-        )
+        # each line's stretch: the first continues the open line of the last chunk, the last is open
+        starts = np.concatenate(([-1 - self.line_length], newlines))
+        stops = np.concatenate((newlines, [data.size]))
+        lengths = stops - starts - 1
+        if int(lengths.max()) > self.bounds.max_line:
+            line = self.line_number + int(np.argmax(lengths > self.bounds.max_line))
+            raise InputFormatError(
+                self.path, line, f"a line is longer than this server's limit of {self.bounds.max_line} bytes"
+            )
+        # only a line longer than max_field can hold a field longer than it: those few are split
+        for i in np.flatnonzero(lengths > self.bounds.max_field):
+            segment = data[max(int(starts[i]) + 1, 0) : int(stops[i])]
+            self._check_fields(segment, self.field_length if i == 0 else 0, self.line_number + int(i))
+        tail = data[int(newlines[-1]) + 1 :] if newlines.size else data
+        separators = np.flatnonzero(_IS_SEPARATOR[tail])
+        if separators.size:
+            self.field_length = tail.size - 1 - int(separators[-1])
+        else:
+            self.field_length = (0 if newlines.size else self.field_length) + tail.size
         self.line_number += int(newlines.size)
-        self.line_length = data.size - 1 - int(newlines[-1]) if newlines.size else self.line_length + data.size
-        self.field_length = data.size - 1 - int(separators[-1]) if separators.size else self.field_length + data.size
+        self.line_length = int(lengths[-1])
 
-    def _check(self, data: np.ndarray, ends: np.ndarray, carried: int, limit: int, what: str) -> None:
-        """Each stretch between ``ends`` (the first one continuing ``carried`` bytes from the last
-        chunk, the last one still open) is at most ``limit`` bytes."""
-        if ends.size == 0:
-            if carried + data.size > limit:
-                raise InputFormatError(
-                    self.path, self.line_number, f"a {what} is longer than this server's limit of {limit} bytes"
-                )
-            return
-        if (
-            ends[0] + carried <= limit
-            and data.size - 1 - ends[-1] <= limit
-            and (ends.size < 2 or int(np.diff(ends).max()) - 1 <= limit)
-        ):
-            return
-        starts = np.concatenate(([-1 - carried], ends))
-        stops = np.concatenate((ends, [data.size]))
-        over = np.flatnonzero(stops - starts - 1 > limit)
-        at = max(int(starts[over[0]]) + 1, 0)
-        line = self.line_number + int(np.count_nonzero(data[:at] == _NEWLINE))
-        raise InputFormatError(self.path, line, f"a {what} is longer than this server's limit of {limit} bytes")
+    def _check_fields(self, segment: np.ndarray, carried: int, line: int) -> None:
+        separators = np.flatnonzero(_IS_SEPARATOR[segment])
+        starts = np.concatenate(([-1 - carried], separators))
+        stops = np.concatenate((separators, [segment.size]))
+        if int((stops - starts - 1).max()) > self.bounds.max_field:
+            raise InputFormatError(
+                self.path,
+                line,
+                "a field (a docno, topic id, tag or label) is longer than this "
+                f"server's limit of {self.bounds.max_field} bytes",
+            )
 
 
 def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str) -> bool:
