@@ -22,7 +22,7 @@ def test_a_request_past_its_time_budget_is_503(world: World, monkeypatch: pytest
     real = tasks.list_tasks
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(2.0)
+        time.sleep(6.0)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(tasks, "list_tasks", slow)
@@ -49,5 +49,5 @@ def test_a_request_past_its_time_budget_is_503(world: World, monkeypatch: pytest
         "(EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."
     }
     assert response.headers["retry-after"] == "60"
-    assert waited < 1.5, waited  # answered at the budget, not when the work ended (2 s)
+    assert waited < 4.0, waited  # answered at the budget (0.3 s; more on a loaded machine), not when the work ends (6 s)
     assert fast.status_code == 200
