@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import signal
 from types import FrameType
+from typing import Any
 
 import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import info
 from evalstore.config import DATABASE_URL_ENV
+from evalstore.web.settings import FORWARDED_ALLOW_IPS_ENV
 
 
 def serve(
@@ -22,11 +24,17 @@ def serve(
                                        "process as well. Default: on for SQLite (the embedded default, where one "
                                        "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
                                        "processes on any host share the queue."),
+    forwarded_allow_ips: str | None = typer.Option(
+        None, "--forwarded-allow-ips",
+        help="Comma-separated addresses of the proxies whose X-Forwarded-For/-Proto are believed (default: "
+             f"${FORWARDED_ALLOW_IPS_ENV}, else none: a client cannot choose the address it is limited by)."),
 ) -> None:
     """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
-    (60 per token), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
-    plain-HTTP development), EVALSTORE_DB_POOL_SIZE (20 PostgreSQL connections per process).
+    (60 per user), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
+    plain-HTTP development), EVALSTORE_DB_POOL_SIZE (20 PostgreSQL connections per process), and the
+    limits of docs/hostile.md (EVALSTORE_MAX_TOKEN_DAYS, EVALSTORE_TOKENS_PER_HOUR,
+    EVALSTORE_MAX_INFLATED_MB, EVALSTORE_REQUEST_SECONDS, EVALSTORE_FORWARDED_ALLOW_IPS).
     Submitted runs are evaluated by the in-process worker (--worker) or by 'evalstore worker'
     processes."""
     import uvicorn
@@ -46,7 +54,9 @@ def serve(
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         uvicorn.run("evalstore.web.app:create_app", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", access_log=False)
+                    log_level="warning", access_log=False,
+                    **proxy_options(os.environ.get(FORWARDED_ALLOW_IPS_ENV, "") if forwarded_allow_ips is None
+                                    else forwarded_allow_ips))
     finally:
         if background is not None:
             background.stop()
@@ -54,3 +64,11 @@ def serve(
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
+
+
+def proxy_options(forwarded_allow_ips: str) -> dict[str, Any]:
+    """uvicorn's proxy settings: X-Forwarded-* read only from ``forwarded_allow_ips`` (uvicorn's
+    own default believes 127.0.0.1, so any local client could pick its address); without any,
+    uvicorn's proxy-header middleware is not installed at all."""
+    trusted = forwarded_allow_ips.strip()
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted or None}

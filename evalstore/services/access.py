@@ -56,6 +56,10 @@ _PASSWORDS = PasswordHasher()
 _SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 TOKEN_PREFIX = "es"
 SESSION_HOURS = 12
+MAX_EXPIRES_DAYS = 36_500  # a century: beyond it timedelta overflows (a 500, before)
+NAME_MAX = 200  # users.name's width: a longer sign-in name is refused before it reaches the database
+PASSWORD_MAX = 1024  # argon2 hashes any length; a megabyte of password is only a way to spend CPU
+_TOKEN_ID_DIGITS = 18  # ASCII digits; more would not fit the id column (and int() of "²" raises)
 
 
 @dataclass(frozen=True)
@@ -183,8 +187,9 @@ class IssuedToken:
 def create_token(engine: Engine, user_name: str, *, expires_days: float | None = 90, purpose: str = "api",
                  by: str | None = None) -> IssuedToken:
     """A bearer token for ``user_name`` (``expires_days`` None: it never expires)."""
-    if expires_days is not None and expires_days <= 0:
-        raise InvalidParameterError(f"--expires must be a positive number of days; got {expires_days}.")
+    if expires_days is not None and not 0 < expires_days <= MAX_EXPIRES_DAYS:  # also refuses NaN
+        raise InvalidParameterError(f"--expires must be a positive number of days, at most {MAX_EXPIRES_DAYS} "
+                                    f"(or --never-expires); got {expires_days}.")
     secret = secrets.token_urlsafe(32)
     with unit_of_work(engine) as session:
         user = get_user(session, user_name)
@@ -261,7 +266,8 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api") -> Princip
     can be wrong gets the same message, so a caller learns nothing about which tokens exist."""
     prefix, _, rest = token.partition("_")
     token_id, _, secret = rest.partition("_")
-    if prefix != TOKEN_PREFIX or not token_id.isdigit() or not secret:
+    if (prefix != TOKEN_PREFIX or not secret or not token_id.isascii() or not token_id.isdigit()
+            or len(token_id) > _TOKEN_ID_DIGITS or int(token_id) >= 2**31):
         raise AuthenticationError(_BAD_TOKEN)
     with read_only(engine) as session:  # one round trip: this runs on every request that has a token
         row = session.execute(
@@ -282,6 +288,9 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api") -> Princip
 
 def sign_in(engine: Engine, name: str, password: str) -> IssuedToken:
     """A browser session for a user's name and password (the cookie holds its token)."""
+    if len(name) > NAME_MAX or len(password) > PASSWORD_MAX:
+        raise InvalidParameterError(f"A user name has at most {NAME_MAX} characters and a password at most "
+                                    f"{PASSWORD_MAX}.")
     with read_only(engine) as session:
         user = session.scalar(select(User).where(User.name == name))
     valid = False

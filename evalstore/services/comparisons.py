@@ -20,7 +20,7 @@ from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.metrics import classification as measures_of_labels
 from evalstore.metrics import resolve_measures
 from evalstore.services import kinds, tracking
@@ -77,6 +77,9 @@ def score_matrix(engine: Engine, *, qrels_name: str, run_names: list[str], measu
         evaluate_runs(engine, qrels_name=qrels_name, run_names=lacking,
                       measures=[*kind_defaults, *(n for n in names if n not in default)])
         chosen = _newest_evaluations(engine, qrels_name, run_names, names)
+    if lacking and not evaluate_missing:  # a caller that must not write (a GET page): say what is there
+        raise NotFoundError(f"Run '{lacking[0]}' has no stored {', '.join(names)} on '{qrels_name}'; "
+                            "pick a measure its evaluation has.")
     assert all(r in chosen for r in run_names), "evaluate_runs stores every run or raises"
     first_options = chosen[run_names[0]].options
     for run in run_names[1:]:
@@ -212,7 +215,7 @@ def pairs_for(runs: list[str], baseline: str | None) -> list[tuple[int, int]]:
 def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: list[str],
             baseline: str | None = None, test: str = "t", correction: str = "holm", alpha: float = 0.05,
             resamples: int = 10_000, seed: int | None = None, missing: str = "error",
-            multi: str | None = None) -> Comparison:
+            multi: str | None = None, evaluate_missing: bool = True) -> Comparison:
     """Paired comparison of runs on each measure, p-values corrected within each measure's family
     (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
     runs at once (the family is every pair of runs, whichever pairs are reported)."""
@@ -231,7 +234,8 @@ def compare(engine: Engine, *, qrels_name: str, run_names: list[str], measures: 
         raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
     if resamples < 1:
         raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
-    matrix = score_matrix(engine, qrels_name=qrels_name, run_names=run_names, measures=measures, missing=missing)
+    matrix = score_matrix(engine, qrels_name=qrels_name, run_names=run_names, measures=measures, missing=missing,
+                          evaluate_missing=evaluate_missing)
     random = (multi or test) in ("randomization", "bootstrap", "randomized-tukey")
     if random and seed is None:
         seed = secrets.randbits(32)  # recorded in the settings, so the output can be reproduced

@@ -21,6 +21,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Pool
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.io import inert
 from evalstore.metrics import resolve_measures
 from evalstore.services import collections, comparisons, tasks
 from evalstore.services.access import Principal
@@ -150,11 +151,11 @@ def board_download(page: BoardPage, fmt: str) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows(body)
+        writer.writerows([inert.csv_cell(cell) for cell in row] for row in body)
         return out.getvalue()
     if fmt == "md":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in body]
+        lines += ["| " + " | ".join(inert.markdown_cell(cell) for cell in row) + " |" for row in body]
         return "\n".join(lines) + "\n"
     lines = [r"\begin{tabular}{rlll" + "r" * len(page.measures) + "lr}", r"\toprule",
              " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
@@ -163,12 +164,7 @@ def board_download(page: BoardPage, fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _tex(text: str) -> str:
-    return "".join(_TEX.get(c, c) for c in text)
+_tex = inert.latex_cell
 
 
 # --- a run ----------------------------------------------------------------------------------------
@@ -271,7 +267,7 @@ def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     comparison = comparisons.compare(engine, qrels_name=access.qrels, run_names=runs, measures=[measure],
-                                     test=test, missing="zero")
+                                     test=test, missing="zero", evaluate_missing=False)  # a GET never stores
     matrix = comparison.matrix
     scores = matrix.scores[matrix.measures[0]]
     first_minus_second = scores[0] - scores[1]

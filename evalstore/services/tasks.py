@@ -47,7 +47,7 @@ from evalstore.errors import (
     NotFoundError,
 )
 from evalstore.metrics import resolve_measures
-from evalstore.services import jobs, store
+from evalstore.services import claims, jobs, store
 from evalstore.services.access import Principal, audit, get_user
 from evalstore.services.kinds import ranking
 
@@ -166,6 +166,9 @@ def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = Fa
             if others:
                 raise AccessDenied(f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
                                    "may create a task over them for you.")
+            if not session.scalar(select(Task.id).where(Task.qrels_id == qrels.id).limit(1)):  # unclaimed: no owner
+                raise AccessDenied(f"Qrels '{qrels_name}' belong to no task yet; an admin creates the first task over "
+                                   "them, naming its organiser (--owner).")
         task = Task(name=name, qrels_id=qrels.id, owner_id=owner_id, hidden=hidden, opens_at=opens, closes_at=closes,
                     max_runs_per_team=max_runs_per_team, measures=names)
         session.add(task)
@@ -359,22 +362,28 @@ def _check_quota(session: Session, task: Task, team: str) -> None:
         select(func.count()).select_from(Submission)
         .join(Evaluation, Evaluation.id == Submission.evaluation_id)
         .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))) or 0
+    used += claims.withdrawn_slots(session, task.id, team)  # evaluated, then withdrawn: the slot stays used
     if used >= task.max_runs_per_team:
         raise LimitExceeded("quota", f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
-                                     f"'{task.name}'; withdraw one (DELETE /api/v1/runs/NAME) to submit another.")
+                                     f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
+                                     "ones do not).")
 
 
 def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
     """Delete a submitted run and its evaluation: its team while the task is open, or the task's
-    organiser; the slot in the team's quota is free again."""
+    organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
     with unit_of_work(engine) as session:
         submission, task = _visible_submission(session, principal, run_name)
         if not manages(principal, task):
             _check_window(task, jobs.db_now(session))
+        claims.refuse_pooled_withdrawal(session, run_name)
+        evaluated = submission.evaluation_id is not None and session.scalar(
+            select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
         run = repo.get_run(session, run_name)
         summary = store.run_summary(run)
         repo.delete_run(session, run)
-        audit(session, principal.name, "runs.withdraw", run_name, {"task": task.name, "team": submission.team})
+        audit(session, principal.name, claims.WITHDRAW_ACTION, run_name,
+              {"task": task.name, "team": submission.team, "task_id": task.id, "evaluated": evaluated})
         return summary
 
 

@@ -36,6 +36,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import TrackingError
 from evalstore.metrics import mlflow_key
 from evalstore.services import jobs, kinds
+from evalstore.services.embargo import embargoed
 from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def _claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool] | No
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
         row = jobs.first_claimable(session, and_(
-            Evaluation.state == "done",
+            Evaluation.state == "done", ~embargoed(),  # hidden tasks' results wait for the release
             or_(Evaluation.mlflow_state == "pending",
                 and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now))), only)
         if row is None:

@@ -20,11 +20,12 @@ from types import FrameType
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from evalstore import _logging
 from evalstore.db.engine import make_engine
 from evalstore.errors import EvalstoreError
-from evalstore.services import jobs, kinds, store, tracking
+from evalstore.services import embargo, jobs, kinds, store, tracking
 from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
@@ -101,7 +102,8 @@ class Worker:
 
         def log_while_storing(stored: StoredEvaluation) -> None:
             nonlocal ahead
-            ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
+            if not embargo.is_embargoed(self.engine, job.evaluation_id):  # hidden: logged at release
+                ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
 
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
@@ -183,7 +185,13 @@ class Worker:
         last_beat = time.monotonic()
         try:
             while not self.stopping:
-                worked = self.process_one()
+                try:
+                    worked = self.process_one()
+                except OperationalError as error:  # 'database is locked', a dropped connection: wait, go on
+                    log.warning("the database is not answering (%s); trying again in %.1fs", error.orig,
+                                self.settings.poll_interval)
+                    time.sleep(self.settings.poll_interval)
+                    continue
                 if time.monotonic() - last_beat >= beat_every:
                     jobs.worker_alive(self.engine, self.worker_id, jobs_done=len(self.done))
                     last_beat = time.monotonic()

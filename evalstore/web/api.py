@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,13 +17,17 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, Up
 from pydantic import BaseModel, Field
 
 from evalstore._version import __version__
-from evalstore.errors import AccessDenied
+from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
+from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, copy_bounded
 from evalstore.io.writers import write_qrels
-from evalstore.services import access, judging, tasks
+from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
-from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, server, signed_in
+from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, server, signed_in
+from evalstore.web.headers import content_disposition
 
 router = APIRouter(prefix="/api/v1")
+NAME_MAX = access.NAME_MAX  # names: users, teams, tasks, runs, systems (the columns' width)
+DESCRIPTION_MAX = 4000
 
 Anyone = Annotated[Principal, Depends(anyone)]
 SignedIn = Annotated[Principal, Depends(signed_in)]
@@ -43,8 +46,8 @@ def health(_: Anyone) -> dict[str, str]:
 
 
 class SignIn(BaseModel):
-    name: str
-    password: str
+    name: str = Field(max_length=access.NAME_MAX)
+    password: str = Field(max_length=access.PASSWORD_MAX)
 
 
 @router.post("/sessions", status_code=201)
@@ -53,11 +56,23 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
     in X-CSRF-Token with every change made through the cookie."""
     shared = server(request)
     shared.writes.take(f"address:{request.client.host if request.client else '?'}")
-    issued = access.sign_in(shared.engine, body.name, body.password)
+    issued = _signed_in(shared, body.name, body.password)
     response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
                         secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
     return {"user": issued.user, "csrf_token": access.csrf_token(issued.token),
             "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+
+
+def _signed_in(shared: Server, name: str, password: str) -> access.IssuedToken:
+    """``access.sign_in`` behind the account's back-off: failures in a row make it wait."""
+    shared.sign_ins.check(name)
+    try:
+        issued = access.sign_in(shared.engine, name, password)
+    except AuthenticationError:
+        shared.sign_ins.failed(name)
+        raise
+    shared.sign_ins.succeeded(name)
+    return issued
 
 
 @router.delete("/sessions/current", status_code=204)
@@ -74,8 +89,9 @@ def me(principal: SignedIn) -> dict[str, Any]:
 
 
 class NewToken(BaseModel):
-    user: str | None = None  # an admin's choice; everyone else gets their own
-    expires_days: float | None = Field(90, gt=0)
+    user: str | None = Field(None, max_length=NAME_MAX)  # an admin's choice; everyone else gets their own
+    # finite and bounded (the server's max_token_days); never-expiring ones only from the admin CLI
+    expires_days: float = Field(90, gt=0, allow_inf_nan=False)
 
 
 @router.post("/tokens", status_code=201)
@@ -86,7 +102,13 @@ def create_token(body: NewToken, request: Request,
     if user != principal.name and not principal.is_admin:
         raise AccessDenied("You make tokens for yourself only; an admin makes them for others.")
     assert user is not None
-    issued = access.create_token(server(request).engine, user, expires_days=body.expires_days, by=principal.name)
+    shared = server(request)
+    if body.expires_days > shared.settings.max_token_days:
+        raise InvalidParameterError(f"expires_days is at most {shared.settings.max_token_days:g} on this server; "
+                                    f"got {body.expires_days:g}. A token that never expires is made by an admin "
+                                    "on the command line ('evalstore tokens create --user NAME --never-expires').")
+    shared.mints.take(f"user:{principal.user_id}")
+    issued = access.create_token(shared.engine, user, expires_days=body.expires_days, by=principal.name)
     return {"id": issued.id, "user": issued.user, "token": issued.token,
             "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
 
@@ -105,10 +127,10 @@ def revoke_token(token_id: int, request: Request, principal: Principal = needs("
 
 
 class NewUser(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
     role: Literal["admin", "organiser", "participant", "assessor", "viewer"]
-    team: str | None = None
-    password: str | None = None
+    team: str | None = Field(None, max_length=NAME_MAX)
+    password: str | None = Field(None, max_length=access.PASSWORD_MAX)
 
 
 @router.get("/users")
@@ -139,14 +161,14 @@ def audit_log(request: Request, limit: int = Query(200, ge=1, le=10_000),
 
 
 class NewTask(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
-    qrels: str
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    qrels: str = Field(max_length=NAME_MAX)
     hidden: bool = False
     opens: datetime | None = None
     closes: datetime | None = None
     max_runs_per_team: int | None = Field(None, ge=1)
-    measures: list[str] = []
-    owner: str | None = None
+    measures: list[Annotated[str, Field(max_length=NAME_MAX)]] = Field([], max_length=200)
+    owner: str | None = Field(None, max_length=NAME_MAX)
 
 
 @router.get("/tasks")
@@ -190,6 +212,14 @@ def task_runs(task: str, request: Request, principal: Principal = needs("runs:re
 _UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def check_run_name(name: str) -> None:
+    """A run's name is opened and withdrawn by URL path and shown in downloads: printable, no '/'
+    (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
+    if not name.strip() or "/" in name or not name.isprintable() or len(name) > NAME_MAX:
+        raise InvalidParameterError(f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
+                                    f"got {name[:80]!r}{'...' if len(name) > 80 else ''}.")
+
+
 @router.post("/tasks/{task}/runs", status_code=201)
 def submit_run(
     task: str,
@@ -198,14 +228,19 @@ def submit_run(
     file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
     name: Annotated[str, Form(min_length=1, max_length=200)],
     run_type: Annotated[Literal["automatic", "manual"], Form()] = "automatic",
-    description: Annotated[str | None, Form()] = None,
+    description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
     judging_precedence: Annotated[int | None, Form(ge=1)] = None,
-    team: Annotated[str | None, Form(description="Organisers and admins: the team submitting.")] = None,
+    team: Annotated[str | None, Form(max_length=NAME_MAX, description="Organisers and admins: the team submitting.")
+                    ] = None,
     principal: Principal = needs("runs:submit", write=True),
 ) -> dict[str, Any]:
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
-    with _uploaded(file) as (path, shown):
+    check_run_name(name)
+    shared = server(request)
+    if shared.settings.runs_per_day is not None:
+        claims.check_daily_cap(shared.engine, task, team or principal.team, shared.settings.runs_per_day)
+    with _uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
                                      team=team, run_type=run_type, description=description,
                                      judging_precedence=judging_precedence)
@@ -217,14 +252,18 @@ def submit_run(
 
 
 @contextmanager
-def _uploaded(file: UploadFile) -> Iterator[tuple[Path, str]]:
-    """The upload in a private folder under its own name (its suffixes, .gz or .parquet, decide how
-    it is read), and the name errors call it by."""
+def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
+    """The upload in a private folder under its own name (its suffix, .parquet, decides how it is
+    read), and the name errors call it by. A gzip upload is inflated here, as a stream, up to the
+    server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
     shown = Path(file.filename or "run").name
+    bounds = Bounds(server(request).settings.max_inflated_bytes)
     with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
         path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
-            shutil.copyfileobj(file.file, out, 2**20)
+            inflated = copy_bounded(file.file, out, bounds, shown)
+        if inflated and path.suffix == ".gz":
+            path = path.rename(path.with_suffix(""))
         yield path, shown
 
 
@@ -236,12 +275,13 @@ def register_run(
     request: Request,
     file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
     name: Annotated[str, Form(min_length=1, max_length=200)],
-    description: Annotated[str | None, Form()] = None,
-    system: Annotated[str | None, Form()] = None,
+    description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
+    system: Annotated[str | None, Form(max_length=NAME_MAX)] = None,
     principal: Principal = needs("runs:register", write=True),
 ) -> dict[str, Any]:
     """Store a run outside any task (admins): as `evalstore runs register` does on the database."""
-    with _uploaded(file) as (path, shown):
+    check_run_name(name)
+    with _uploaded(file, request) as (path, shown):
         registered = tasks.register_run(server(request).engine, principal, path, name=name, shown_path=shown,
                                         description=description, system=system)
     return {"run": registered.summary.name, "rows": registered.summary.rows, "topics": registered.summary.topics,
@@ -281,15 +321,15 @@ def export_qrels(name: str, request: Request, principal: Principal = needs("task
     out = io.BytesIO()
     write_qrels(table, out, "trec")
     return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{_UPLOAD_NAME.sub("_", name)}.qrels"'})
+                    headers={"Content-Disposition": content_disposition(f"{name}.qrels")})
 
 
 # --- judging ------------------------------------------------------------------------------------
 
 
 class Judgment(BaseModel):
-    topic: str
-    doc: str
+    topic: str = Field(max_length=MAX_FIELD_BYTES)
+    doc: str = Field(max_length=MAX_FIELD_BYTES)
     relevance: int = Field(ge=-1, le=9)
 
 
@@ -319,4 +359,5 @@ def judge(name: str, body: list[Judgment], request: Request,
 @router.post("/pools/{name}/assessors", status_code=204)
 def assign(name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
            ) -> None:
+    claims.check_pool(server(request).engine, principal, name)  # another organiser's pool: not found
     judging.assign_assessor(server(request).engine, name, body.user, by=principal)

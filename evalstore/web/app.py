@@ -11,7 +11,8 @@ from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.web import api, errors, pages, participants
 from evalstore.web.auth import Server
-from evalstore.web.limits import UploadLimit, WriteRate
+from evalstore.web.headers import NoStore
+from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate
 from evalstore.web.settings import ServerSettings
 
 
@@ -31,10 +32,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                   docs_url="/api/v1/docs", redoc_url=None,
                   description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
                               "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').")
-    app.state.server = Server(settings, engine, WriteRate(settings.writes_per_minute))
+    app.state.server = Server(settings, engine, WriteRate(settings.writes_per_minute),
+                              WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour))
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls
     pages.install(app)
     app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(RequestBudget, seconds=settings.request_seconds)
+    app.add_middleware(NoStore)
     return app

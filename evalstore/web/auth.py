@@ -10,7 +10,7 @@ the CSRF token. Every route names what it does (an action of ``access.ACTIONS``)
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 from sqlalchemy import Engine
@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from evalstore.errors import AccessDenied, AuthenticationError
 from evalstore.services import access
 from evalstore.services.access import ANONYMOUS, Principal
-from evalstore.web.limits import WriteRate
+from evalstore.web.limits import SignInBackoff, WriteRate
 from evalstore.web.settings import ServerSettings
 
 SESSION_COOKIE = "evalstore_session"
@@ -28,11 +28,13 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 @dataclass(frozen=True)
 class Server:
-    """What the routes share: the settings, the database, the write limiter."""
+    """What the routes share: the settings, the database, the limiters."""
 
     settings: ServerSettings
     engine: Engine
     writes: WriteRate
+    mints: WriteRate = field(default_factory=lambda: WriteRate(20 / 60, "new tokens", burst=20))
+    sign_ins: SignInBackoff = field(default_factory=SignInBackoff)
 
 
 def server(request: Request) -> Server:
@@ -62,8 +64,9 @@ def caller(request: Request) -> Principal:
 
 class Requires:
     """A route's dependency: the caller's role must allow ``action``. ``write``: the request also
-    counts against the token's write rate. ``public``: without credentials it is let through when
-    the deployment keeps leaderboards public."""
+    counts against the user's write rate (all their tokens together: tokens are free).
+    ``public``: without credentials it is let through when the deployment keeps leaderboards
+    public."""
 
     def __init__(self, action: str, *, write: bool = False, public: bool = False) -> None:
         if action not in access.ACTIONS:
@@ -76,7 +79,7 @@ class Requires:
             return principal
         principal.require(self.action)
         if self.write:
-            server(request).writes.take(f"token:{principal.token_id}")
+            server(request).writes.take(f"user:{principal.user_id}")
         return principal
 
 

@@ -1,12 +1,16 @@
-"""The upload size limit and the write rate limit."""
+"""The upload size limit, the write rate limit and the sign-in back-off."""
 
 from __future__ import annotations
 
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+import anyio
+from starlette.responses import JSONResponse
 
 from evalstore.errors import LimitExceeded
 from evalstore.web.errors import error_response
@@ -64,11 +68,15 @@ class UploadLimit:
 
 
 class WriteRate:
-    """At most ``per_minute`` writes per key (a token, or an address signing in): a token bucket
-    that refills continuously. Kept in this process: N server processes allow N times as many."""
+    """At most ``per_minute`` writes per key (a user, or an address signing in): a token bucket
+    that refills continuously. Kept in this process: N server processes allow N times as many.
+    ``what`` names the limit in its refusal; ``burst`` is how many may come at once
+    (``per_minute``, unless given: an hourly limit gives the hour's number)."""
 
-    def __init__(self, per_minute: int) -> None:
+    def __init__(self, per_minute: float, what: str = "writes", burst: float | None = None) -> None:
         self.per_minute = per_minute
+        self.what = what
+        self.burst = float(per_minute if burst is None else burst)  # the bucket's size
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
@@ -76,11 +84,93 @@ class WriteRate:
         now = time.monotonic()
         rate = self.per_minute / 60.0
         with self._lock:
-            tokens, last = self._buckets.get(key, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
+            tokens, last = self._buckets.get(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * rate)
             if tokens < 1.0:
                 self._buckets[key] = (tokens, now)
                 wait = math.ceil((1.0 - tokens) / rate)
-                raise LimitExceeded("rate", f"Too many writes: at most {self.per_minute} a minute; try again in "
+                every = f"{self.per_minute:g} a minute" if self.per_minute >= 1 else f"{self.per_minute * 60:g} an hour"
+                raise LimitExceeded("rate", f"Too many {self.what}: at most {every}; try again in "
                                             f"{wait} s.", retry_after=wait)
             self._buckets[key] = (tokens - 1.0, now)
+
+
+class SignInBackoff:
+    """Failed sign-ins back off per account, whatever address they come from: after ``free``
+    failures in a row, the account's next attempt waits 2, 4, 8, ... seconds (at most
+    ``longest``); a success clears it. The address limit (:class:`WriteRate`) stops one client
+    trying many accounts; this stops many clients trying one. At most ``size`` accounts are
+    remembered (the oldest forgotten), so names an attacker makes up cannot fill the memory."""
+
+    def __init__(self, free: int = 5, longest: float = 900.0, size: int = 10_000) -> None:
+        self.free, self.longest, self.size = free, longest, size
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check(self, account: str) -> None:
+        with self._lock:
+            failures, until = self._failures.get(account, (0, 0.0))
+        wait = math.ceil(until - time.monotonic())
+        if wait > 0:
+            raise LimitExceeded("rate", f"Too many failed sign-ins for this account; try again in {wait} s.",
+                                retry_after=wait)
+
+    def failed(self, account: str) -> None:
+        with self._lock:
+            failures, _ = self._failures.pop(account, (0, 0.0))
+            failures += 1
+            delay = 0.0 if failures < self.free else min(self.longest, 2.0 ** (failures - self.free + 1))
+            self._failures[account] = (failures, time.monotonic() + delay)
+            while len(self._failures) > self.size:
+                self._failures.popitem(last=False)
+
+    def succeeded(self, account: str) -> None:
+        with self._lock:
+            self._failures.pop(account, None)
+
+
+class RequestBudget:
+    """A request's time budget: past ``seconds`` without a response started, the client gets 503
+    with the limit named, at once. Work running in a thread is not killed (Python cannot): it
+    ends on its own, its transaction with it, and what it answers then is dropped."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.seconds <= 0:
+            await self.app(scope, receive, send)
+            return
+        started = timed_out = False
+        done = anyio.Event()
+
+        async def watching(message: Message) -> None:
+            nonlocal started
+            if timed_out:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        failure: Exception | None = None
+
+        async def run() -> None:
+            nonlocal failure
+            try:
+                await self.app(scope, receive, watching)
+            except Exception as error:  # raised below as itself, not in the task group's ExceptionGroup
+                failure = error
+            finally:
+                done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            with anyio.move_on_after(self.seconds):
+                await done.wait()
+            if not done.is_set() and not started:
+                timed_out = True
+                await JSONResponse({"error": f"The request took longer than this server's limit of {self.seconds:g} "
+                                             "s (EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."},
+                                   status_code=503, headers={"Retry-After": "60"})(scope, receive, send)
+        if failure is not None and not timed_out:
+            raise failure

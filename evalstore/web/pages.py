@@ -23,10 +23,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, judging, pools, reports, repro, store, tasks
+from evalstore.services import access, claims, judging, pools, reports, repro, store, tasks
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.web.auth import SESSION_COOKIE, caller, server
+from evalstore.web.headers import content_disposition
 from evalstore.web.templating import bar_chart, query_terms, templates
 
 router = APIRouter(include_in_schema=False)
@@ -71,7 +72,7 @@ async def _form_principal(request: Request, action: str) -> tuple[Principal, For
     if principal.via == "session" and not hmac.compare_digest(str(form.get("csrf", "")),
                                                               getattr(request.state, "csrf", "")):
         raise AccessDenied("This form's CSRF token is missing or wrong; reload the page and try again.")
-    server(request).writes.take(f"token:{principal.token_id}")
+    server(request).writes.take(f"user:{principal.user_id}")
     return principal, form
 
 
@@ -113,10 +114,13 @@ async def login(request: Request) -> Response:
     if not expected or not hmac.compare_digest(str(form.get("login_token", "")), expected):
         raise AccessDenied("This sign-in form has expired or was not sent by this site; reload it and try again.")
     shared.writes.take(f"address:{request.client.host if request.client else '?'}")
+    name = str(form.get("name", ""))
+    shared.sign_ins.check(name)
     try:
-        issued = await run_in_threadpool(access.sign_in, shared.engine, str(form.get("name", "")),
-                                         str(form.get("password", "")))
+        issued = await run_in_threadpool(access.sign_in, shared.engine, name, str(form.get("password", "")))
+        shared.sign_ins.succeeded(name)
     except AuthenticationError as error:
+        shared.sign_ins.failed(name)
         token = secrets.token_urlsafe(32)
         response: Response = render(request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to,
                                     error=str(error))
@@ -178,7 +182,7 @@ def leaderboard_download(request: Request, task: str, fmt: str, measure: list[st
     if not page.visible:
         raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     return PlainTextResponse(reports.board_download(page, fmt), media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
-                             headers={"Content-Disposition": f'attachment; filename="{task}-leaderboard.{fmt}"'})
+                             headers={"Content-Disposition": content_disposition(f"{task}-leaderboard.{fmt}")})
 
 
 @router.get("/runs/{run}")
@@ -287,6 +291,7 @@ def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLRespons
     """Where assessors disagree, the disagreements that change the ranking of the pool's runs most
     first (organisers and admins)."""
     principal = _page_principal(request, "pools:manage")
+    claims.check_pool(server(request).engine, principal, pool)  # another organiser's pool: not found
     found, pairs = pools.disagreements(server(request).engine, pool, measure=measure)
     return render(request, "review.html", principal, pool=pool, found=found, pairs=pairs, measure=measure)
 

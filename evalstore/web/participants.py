@@ -15,8 +15,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, tasks
+from evalstore.services import access, claims, tasks
 from evalstore.services.access import Principal
+from evalstore.web.api import DESCRIPTION_MAX, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
@@ -71,18 +72,32 @@ async def submit(request: Request, task: str) -> Response:
     try:
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise InvalidParameterError("Choose a run file to upload.")
-        if not kept["name"]:
-            raise InvalidParameterError("Give the run a name.")
-        with uploaded_file(cast(FastAPIUpload, upload)) as (path, shown):  # it reads .filename and .file only
-            await run_in_threadpool(tasks.submit_run, server(request).engine, principal, task, path,
-                                    name=kept["name"], shown_path=shown, run_type=kept["run_type"],
-                                    description=kept["description"] or None)
+        await run_in_threadpool(_store_submission, request, principal, task, upload, kept)
     except EvalstoreError as error:  # the form comes back as it was, with the message above it
         return await run_in_threadpool(_submit_page, request, principal, task, status_code=status_for(error),
                                        error=str(error), form=kept)
     finally:
         await form.close()
     return see_other(f"/tasks/{quote(task, safe='')}/submit")
+
+
+def _store_submission(request: Request, principal: Principal, task: str, upload: UploadFile,
+                      kept: dict[str, str]) -> None:
+    """The form's run, under the same bounds as the API's submission (name, description, the day's
+    cap, the upload's inflated size, lines and fields), stored as the API stores it."""
+    if not kept["name"]:
+        raise InvalidParameterError("Give the run a name.")
+    check_run_name(kept["name"])
+    if len(kept["description"]) > DESCRIPTION_MAX:
+        raise InvalidParameterError(f"A description is at most {DESCRIPTION_MAX} characters; "
+                                    f"this one has {len(kept['description'])}.")
+    shared = server(request)
+    if shared.settings.runs_per_day is not None:
+        claims.check_daily_cap(shared.engine, task, principal.team, shared.settings.runs_per_day)
+    # it reads .filename and .file only, which Starlette's upload has as FastAPI's does
+    with uploaded_file(cast(FastAPIUpload, upload), request) as (path, shown):
+        tasks.submit_run(shared.engine, principal, task, path, name=kept["name"], shown_path=shown,
+                         run_type=kept["run_type"], description=kept["description"] or None)
 
 
 @router.post("/runs/{run}/withdraw")
@@ -109,18 +124,15 @@ def profile(request: Request) -> HTMLResponse:
     return _profile(request, principal)
 
 
-# a token made in the browser lives at most this long (a never-expiring one only from the admin CLI)
-MAX_TOKEN_DAYS = 365
-
-
 @router.post("/profile/tokens")
 async def create_token(request: Request) -> Response:
     principal, form = await form_principal(request, "tokens:manage")
     try:
         days = float(str(form.get("expires_days", "30")))
-        if not (math.isfinite(days) and 0 < days <= MAX_TOKEN_DAYS):
-            raise InvalidParameterError(f"A token lives from 1 to {MAX_TOKEN_DAYS} days; "
-                                        f"got {form.get('expires_days')}.")
+        longest = server(request).settings.max_token_days  # never-expiring ones only from the admin CLI
+        if not (math.isfinite(days) and 0 < days <= longest):
+            raise InvalidParameterError(f"A token lives from 1 to {longest:g} days; got {form.get('expires_days')}.")
+        server(request).mints.take(f"user:{principal.user_id}")
         issued = await run_in_threadpool(access.create_token, server(request).engine, str(principal.name),
                                          expires_days=days, by=principal.name)
     except (ValueError, EvalstoreError) as error:

@@ -104,7 +104,7 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         "401 401 401 200 403 403 403 403 200 403"),
     "POST /api/v1/pools/{name}/assessors": (lambda w, c: ("POST", "/api/v1/pools/pool/assessors",
                                                           {"json": {"user": "assessor"}}),
-                                            "401 401 401 204 204 204 403 403 403 403"),
+                                            "401 401 401 204 204 404 403 403 403 403"),  # pools: their tasks' organiser
 }
 
 

@@ -55,7 +55,7 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "POST /judge/{pool}/{topic}/undo": (lambda w, c: ("POST", "/judge/pool/301/undo", {}),
                                         "303 401 401 303 403 403 403 403 303 403"),
     "GET /pools/{pool}/review": (lambda w, c: ("GET", "/pools/pool/review", {}),
-                                 "303 401 401 200 200 200 403 403 403 403"),
+                                 "303 401 401 200 200 404 403 403 403 403"),  # another organiser: not theirs
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
     # a participant's pages (tests/http/test_participant_pages.py follows their flows)
     "GET /tasks/{task}/submit": (lambda w, c: ("GET", "/tasks/open/submit", {}),

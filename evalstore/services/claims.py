@@ -1,0 +1,110 @@
+"""Who may reach what beyond the role table: the rules issue 36 added, kept here so the task,
+pool and judging services change by a line each.
+
+- A pool belongs to the organisers of the tasks whose runs it pools (admins: every pool). A pool
+  of runs no task holds is the admins'.
+- A withdrawn run that was evaluated keeps its slot in its team's quota (the team has seen its
+  scores: a submit-read-withdraw loop would otherwise read the qrels out); the withdrawal's audit
+  entry is the record. Failed and cancelled runs still give their slot back.
+- A run a pool uses cannot be withdrawn: the pool's review would lose it.
+- A server may cap each team's runs per task per day (``EVALSTORE_RUNS_PER_DAY``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db.models import AuditEntry, Pool, Run, Submission, Task
+from evalstore.db.session import read_only
+from evalstore.errors import ConflictError, LimitExceeded, NotFoundError
+from evalstore.services import jobs
+from evalstore.services.access import Principal
+
+WITHDRAW_ACTION = "runs.withdraw"
+
+
+def pool_runs(pool: Pool) -> list[str]:
+    return [str(r) for r in (pool.params or {}).get("runs", [])]
+
+
+def owns_pool(session: Session, principal: Principal, pool: Pool) -> bool:
+    """Admins own every pool; an organiser the pools whose every run is a submission to a task of
+    theirs."""
+    if principal.is_admin:
+        return True
+    runs = pool_runs(pool)
+    if not runs or principal.user_id is None:
+        return False
+    owners = session.execute(
+        select(Run.name, Task.owner_id)
+        .join(Submission, Submission.run_id == Run.id)
+        .join(Task, Task.id == Submission.task_id)
+        .where(Run.name.in_(runs))
+    ).all()
+    return len(owners) == len(set(runs)) and all(owner == principal.user_id for _, owner in owners)
+
+
+def require_pool(session: Session, principal: Principal, name: str) -> Pool:
+    """The pool, if ``principal`` owns it; otherwise the same 'not found' as a pool that is not."""
+    pool = session.scalar(select(Pool).where(Pool.name == name))
+    if pool is None or not owns_pool(session, principal, pool):
+        raise NotFoundError(f"No pool named '{name}' of yours.")
+    return pool
+
+
+def refuse_pooled_withdrawal(session: Session, run_name: str) -> None:
+    using = sorted(p.name for p in session.scalars(select(Pool)) if run_name in pool_runs(p))
+    if using:
+        raise ConflictError(
+            f"Run '{run_name}' is in the judging pool(s) {', '.join(using)}; a pooled run cannot be "
+            "withdrawn (the pool's judgments and review rest on it). Ask the task's organiser."
+        )
+
+
+def withdrawn_slots(session: Session, task_id: int, team: str) -> int:
+    """Evaluated runs of ``team`` withdrawn from the task: each still holds its slot."""
+    details = session.scalars(select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION))
+    return sum(1 for d in details if d and d.get("task_id") == task_id and d.get("team") == team and d.get("evaluated"))
+
+
+def check_pool(engine: Engine, principal: Principal, name: str) -> None:
+    """Raise the 'not found' of :func:`require_pool` unless ``principal`` owns the pool."""
+    with read_only(engine) as session:
+        require_pool(session, principal, name)
+
+
+def check_daily_cap(engine: Engine, task_name: str, team: str | None, per_day: int) -> None:
+    """At most ``per_day`` runs of ``team`` to the task in the last 24 hours (EvalAI's daily
+    submission limit), withdrawn evaluated ones included. Checked before the run is stored, not
+    under the task's lock: two submissions racing for the last slot of the day may both pass (the
+    task's own quota, checked under the lock, stays exact)."""
+    if team is None:
+        return
+    with read_only(engine) as session:
+        task = session.scalar(select(Task).where(Task.name == task_name))
+        if task is None:
+            return  # the service says it is not found
+        since = jobs.db_now(session) - timedelta(days=1)
+        made = (
+            session.scalar(
+                select(func.count())
+                .select_from(Submission)
+                .where(Submission.task_id == task.id, Submission.team == team, Submission.created_at >= since)
+            )
+            or 0
+        )
+        details = session.scalars(
+            select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION, AuditEntry.at >= since)
+        )
+        made += sum(
+            1 for d in details if d and d.get("task_id") == task.id and d.get("team") == team and d.get("evaluated")
+        )
+    if made >= per_day:
+        raise LimitExceeded(
+            "quota",
+            f"Team '{team}' has submitted {per_day} runs to task '{task_name}' in the last "
+            "24 hours, this server's daily limit; try again tomorrow.",
+        )

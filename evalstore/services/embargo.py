@@ -1,0 +1,25 @@
+"""What MLflow must not receive yet: the results of runs submitted to a hidden task that is not
+released. MLflow has no notion of evalstore's roles, so whoever reads its experiments would read
+hidden scores; such evaluations stay ``pending`` (never claimed for logging) until the task is
+released, and are then logged like any other by the worker's idle sync or ``evalstore mlflow sync``."""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, Engine, exists, select
+
+from evalstore.db.models import Evaluation, Submission, Task
+from evalstore.db.session import read_only
+
+
+def embargoed() -> ColumnElement[bool]:
+    """True for an evaluation whose run is a submission to a hidden, unreleased task."""
+    return exists(
+        select(Submission.id)
+        .join(Task, Task.id == Submission.task_id)
+        .where(Submission.run_id == Evaluation.run_id, Task.hidden.is_(True), Task.released_at.is_(None))
+    )
+
+
+def is_embargoed(engine: Engine, evaluation_id: int) -> bool:
+    with read_only(engine) as session:
+        return bool(session.scalar(select(embargoed()).select_from(Evaluation).where(Evaluation.id == evaluation_id)))

@@ -1,0 +1,53 @@
+"""A request's time budget: past EVALSTORE_REQUEST_SECONDS the client gets 503 naming it, at
+the budget, not when the work ends (measured on a real socket: the test client waits for the
+application to finish before it hands over any response)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from evalstore.services import tasks
+from evalstore.web.app import create_app
+from evalstore.web.settings import ServerSettings
+from tests.http.conftest import World
+
+
+def test_a_request_past_its_time_budget_is_503(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tasks.list_tasks
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(6.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tasks, "list_tasks", slow)
+    url = world.engine.url.render_as_string(hide_password=False)
+    app = create_app(ServerSettings(database_url=url, request_seconds=0.3, secure_cookies=False))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    try:
+        started = time.perf_counter()
+        response = httpx.get(f"{base}/api/v1/tasks", headers=world.headers("red"), timeout=10)
+        waited = time.perf_counter() - started
+        fast = httpx.get(f"{base}/api/v1/me", headers=world.headers("red"), timeout=10)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert response.status_code == 503
+    assert response.json() == {
+        "error": "The request took longer than this server's limit of 0.3 s "
+        "(EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."
+    }
+    assert response.headers["retry-after"] == "60"
+    assert waited < 4.0, waited  # answered at the budget (0.3 s; more on a loaded machine), not when the work ends (6 s)
+    assert fast.status_code == 200
