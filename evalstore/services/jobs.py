@@ -21,7 +21,6 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -352,30 +351,40 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
     return row
 
 
+def results_header(session: Session, job: ClaimedJob) -> dict[str, Any]:
+    """A step: the header the job's results will be stored under (hashes, the next results
+    version), as :func:`evaluations.results` gives it; JobLost if the job is no longer held. Call
+    it, then :func:`store_results`, in one unit of work."""
+    row = _held(session, job)
+    return {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash, "options_hash": row.options_hash,
+            "evalstore_version": __version__, "results_version": row.results_version + 1}
+
+
+def store_results(session: Session, job: ClaimedJob, header: dict[str, Any], per_query: repo.PerQueryValues,
+                  aggregates: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> None:
+    """A step: store the results (and a classification's settings) under ``header``
+    (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending.
+    Never commits."""
+    row = session.get(Evaluation, job.evaluation_id)  # held and loaded by results_header: no round trip
+    assert row is not None and row.worker_id == job.worker_id, "results_header first, in this unit of work"
+    repo.replace_results(session, row.id, per_query, aggregates)
+    if settings is not None:
+        row.settings = settings
+    row.state, row.error, row.lease_expires_at = "done", None, None
+    row.finished_at = db_now(session)
+    row.evalstore_version = __version__
+    row.results_version = header["results_version"]
+    row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
+
+
 def complete(engine: Engine, job: ClaimedJob, per_query: repo.PerQueryValues, aggregates: list[dict[str, Any]],
-             settings: dict[str, Any] | None = None, *,
-             while_storing: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Store the results (and a classification's settings) and mark the job done, in one
     transaction; JobLost if no longer held. Returns the stored results' header (hashes,
-    versions), as :func:`evaluations.results` gives it. ``while_storing`` is handed that header
-    once the job is known to be held, before the values are written (the worker then logs them to
-    MLflow while they are stored); it must not raise."""
+    versions)."""
     with unit_of_work(engine) as session:
-        row = _held(session, job)
-        version = row.results_version + 1
-        header: dict[str, Any] = {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash,
-                                  "options_hash": row.options_hash, "evalstore_version": __version__,
-                                  "results_version": version}
-        if while_storing is not None:
-            while_storing(dict(header))
-        repo.replace_results(session, row.id, per_query, aggregates)
-        if settings is not None:
-            row.settings = settings
-        row.state, row.error, row.lease_expires_at = "done", None, None
-        row.finished_at = db_now(session)
-        row.evalstore_version = __version__
-        row.results_version = version
-        row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
+        header = results_header(session, job)
+        store_results(session, job, header, per_query, aggregates, settings)
         return header
 
 

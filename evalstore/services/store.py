@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 from sqlalchemy import Engine, select
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evalstore")
 Progress = Callable[[int], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -188,19 +190,15 @@ def register_run(
     replace: bool = False,
     fmt: str | None = None,
     progress: Progress | None = None,
-    within: Callable[[Session, Run], None] | None = None,
     backend: str = "local",
     duckdb_settings: DuckDBSettings | None = None,
 ) -> Registered:
-    """Validate a run file and store it whole, in one transaction, or not at all. ``within(session,
-    run)`` runs in that transaction once the rows are stored (a task's submission record, quota
-    check and evaluation job): if it raises, nothing is stored. ``backend="duckdb"``: a file
-    larger than memory, parsed, checked and ranked by DuckDB and stored batch by batch
-    (:func:`_register_run_out_of_core`)."""
+    """Validate a run file and store it whole, in one transaction, or not at all.
+    ``backend="duckdb"``: a file larger than memory, parsed, checked and ranked by DuckDB and
+    stored batch by batch (:func:`_register_run_out_of_core`). A caller that stores more in the
+    same transaction (a task's submission) uses the steps: :func:`prepare_run`, then
+    :func:`add_run` in :func:`run_unit_of_work`."""
     if backend == "duckdb":
-        if within is not None:
-            raise InvalidParameterError("a task submission is registered in memory; --backend duckdb is for runs "
-                                        "registered from the command line")
         return _register_run_out_of_core(engine, Path(path), name=name, system=system, metadata=metadata,
                                          description=description, replace=replace, progress=progress,
                                          settings=duckdb_settings)
@@ -211,39 +209,79 @@ def register_run(
         existing = repo.find_run(session, name)
     if existing is not None and existing.content_hash == parsed.content_hash:
         return Registered(run_summary(existing), False, parsed.warnings)
+    with prepare_run(engine, path, fmt=fmt, parsed=parsed) as prepared:
 
-    def store(staged: StagedRows, refuse_duplicates: Callable[[], None]) -> Registered:
-        with unit_of_work(engine, staged.attach) as session:
-            existing = repo.find_run(session, name)
-            if existing is not None and existing.content_hash == parsed.content_hash:
-                return Registered(run_summary(existing), False, parsed.warnings)
-            # bad input is reported before a taken name, as it is for every other defect
-            warnings = (*parsed.warnings, *_replace_run(session, existing, name, replace, refuse_duplicates))
-            run = Run(
-                name=name, system=system, description=description, metadata_=dict(metadata or {}),
-                tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.table.num_rows,
-                topic_count=parsed.topic_count, source=str(path),
-            )
-            session.add(run)
-            session.flush()
-            repo.insert_run_rows(session, run.id, staged, counts, progress)
-            refuse_duplicates()  # before the commit: a duplicate rolls everything back
-            if within is not None:
-                within(session, run)
-            return Registered(run_summary(run), True, warnings)
+        def store() -> Registered:
+            with run_unit_of_work(engine, prepared) as session:
+                return add_run(session, prepared, name=name, system=system, metadata=metadata,
+                               description=description, replace=replace, progress=progress)
 
+        return retry_on_name_race(store)
+
+
+@dataclass
+class PreparedRun:
+    """A run file parsed, its rows ranked and staged for a bulk insert, and its duplicate-docno
+    check under way: what :func:`add_run` stores (made by :func:`prepare_run`)."""
+
+    path: str | Path
+    fmt: str | None
+    parsed: ParsedFile
+    staged: StagedRows
+    counts: Any
+    duplicates: Future[bool]
+
+    def refuse_duplicates(self) -> None:
+        """Raise path:line if a docno repeats within a topic (waits for the check)."""
+        if self.duplicates.result():
+            read_run(self.path, fmt=self.fmt)  # raises path:line (or the hashes collided: no duplicate)
+
+
+@contextmanager
+def prepare_run(engine: Engine, path: str | Path, *, fmt: str | None = None,
+                parsed: ParsedFile | None = None) -> Iterator[PreparedRun]:
+    """A step outside any transaction: parse the run file (unless ``parsed``), rank and stage its
+    rows; the staged rows are deleted when the block ends."""
+    if parsed is None:
+        parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked alongside storing
     # The duplicate-docno check (~1 s for 7M rows) runs on the second core while the rows are
     # ranked and stored.
     with ThreadPoolExecutor(max_workers=1) as pool:
         duplicates = pool.submit(has_duplicate_docs, parsed.table)
-
-        def refuse_duplicates() -> None:
-            if duplicates.result():
-                read_run(path, fmt=fmt)  # raises path:line (or the hashes collided: no duplicate)
-
         rows, counts = repo.run_rows_to_store(parsed.table)
         with staged_rows(engine, rows) as staged:
-            return _retry_on_name_race(lambda: store(staged, refuse_duplicates))
+            yield PreparedRun(path, fmt, parsed, staged, counts, duplicates)
+
+
+def run_unit_of_work(engine: Engine, prepared: PreparedRun) -> AbstractContextManager[Session]:
+    """The unit of work :func:`add_run` stores ``prepared`` in (on SQLite it attaches the staged
+    rows)."""
+    return unit_of_work(engine, prepared.staged.attach)
+
+
+def add_run(session: Session, prepared: PreparedRun, *, name: str, system: str | None = None,
+            metadata: dict[str, str] | None = None, description: str | None = None, replace: bool = False,
+            progress: Progress | None = None) -> Registered:
+    """A step: store a prepared run as ``name`` in the caller's unit of work
+    (:func:`run_unit_of_work`), never committing; the same content under that name already is
+    reported (``created`` False) and stores nothing. A duplicate docno raises before the caller
+    commits, so it rolls everything back."""
+    parsed = prepared.parsed
+    existing = repo.find_run(session, name)
+    if existing is not None and existing.content_hash == parsed.content_hash:
+        return Registered(run_summary(existing), False, parsed.warnings)
+    # bad input is reported before a taken name, as it is for every other defect
+    warnings = (*parsed.warnings, *_replace_run(session, existing, name, replace, prepared.refuse_duplicates))
+    run = Run(
+        name=name, system=system, description=description, metadata_=dict(metadata or {}),
+        tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.table.num_rows,
+        topic_count=parsed.topic_count, source=str(prepared.path),
+    )
+    session.add(run)
+    session.flush()
+    repo.insert_run_rows(session, run.id, prepared.staged, prepared.counts, progress)
+    prepared.refuse_duplicates()  # before the commit: a duplicate rolls everything back
+    return Registered(run_summary(run), True, warnings)
 
 
 # runs this long get a docno-hash index (repositories.index_run): a shorter run's judged rows are
@@ -414,7 +452,7 @@ def store_qrels(
             return Registered(_qrels_summary(qrels), True, warnings)
 
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
-        return _retry_on_name_race(lambda: store(staged))
+        return retry_on_name_race(lambda: store(staged))
 
 
 def _dropped_message(what: str, name: str, count: int) -> str:
@@ -422,7 +460,7 @@ def _dropped_message(what: str, name: str, count: int) -> str:
             f"the old content; evaluate again to have them back")
 
 
-def _retry_on_name_race(store: Callable[[], Registered]) -> Registered:
+def retry_on_name_race(store: Callable[[], T]) -> T:
     """Two processes registering one name at once: the loser sees the winner's row and decides
     again (same content: report it; other content: conflict). Nothing partial is ever visible."""
     try:

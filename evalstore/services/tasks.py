@@ -12,10 +12,7 @@ it may see; the HTTP routes only pass it on.
 from __future__ import annotations
 
 import json
-import threading
 import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +46,7 @@ from evalstore.errors import (
 from evalstore.metrics import resolve_measures
 from evalstore.services import jobs, store
 from evalstore.services.access import Principal, audit, get_user
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
 
 RUN_TYPES = ("automatic", "manual")
@@ -242,28 +240,38 @@ def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path,
             raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
         _check_quota(session, task, team)  # early, before parsing; checked again under the lock
     options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
-    refs: list[jobs.JobRef] = []
-
-    def record(session: Session, run: Run) -> None:
-        locked = _lock(session, task.id)
-        _check_window(locked, jobs.db_now(session))
-        _check_quota(session, locked, team)
-        ref = jobs.enqueue_run(session, run, qrels, options)
-        session.add(Submission(task_id=task.id, run_id=run.id, team=team, user_id=principal.user_id,
-                               evaluation_id=ref.evaluation_id, run_type=run_type,
-                               judging_precedence=judging_precedence))
-        audit(session, principal.name, "runs.submit", name, {"task": task_name, "team": team, "job": ref.evaluation_id})
-        refs.append(ref)
-
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
-    with _named_as(path, shown_path):
-        registered = store.register_run(engine, path, name=name, system=team, metadata=meta,
-                                        description=description, within=record)
-    if not registered.created:  # the same content stored under this name meanwhile
-        raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
-    return Submitted(registered.summary, task_name, team, refs[0], registered.warnings)
+    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+
+        def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
+            with store.run_unit_of_work(engine, prepared) as session:
+                registered = store.add_run(session, prepared, name=name, system=team, metadata=meta,
+                                           description=description)
+                if not registered.created:  # the same content stored under this name meanwhile
+                    raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+                ref = record_submission(session, principal, task.id, repo.get_run(session, name), qrels, options,
+                                        team=team, run_type=run_type, judging_precedence=judging_precedence)
+            return Submitted(registered.summary, task_name, team, ref, registered.warnings)
+
+        return store.retry_on_name_race(submit)
+
+
+def record_submission(session: Session, principal: Principal, task_id: int, run: Run, qrels: QrelsSet,
+                      options: jobs.EvaluationOptions, *, team: str, run_type: str,
+                      judging_precedence: int | None) -> jobs.JobRef:
+    """A step, in the unit of work that stores the run: with the task locked, check its window and
+    the team's quota again, queue the run's evaluation and record the submission (audited)."""
+    locked = _lock(session, task_id)
+    _check_window(locked, jobs.db_now(session))
+    _check_quota(session, locked, team)
+    ref = jobs.enqueue_run(session, run, qrels, options)
+    session.add(Submission(task_id=task_id, run_id=run.id, team=team, user_id=principal.user_id,
+                           evaluation_id=ref.evaluation_id, run_type=run_type, judging_precedence=judging_precedence))
+    audit(session, principal.name, "runs.submit", run.name,
+          {"task": locked.name, "team": team, "job": ref.evaluation_id})
+    return ref
 
 
 def attach_runs(engine: Engine, task_name: str, run_names: Sequence[str], *, team: str | None = None,
@@ -301,9 +309,16 @@ def register_run(engine: Engine, principal: Principal, path: Path, *, name: str,
     with read_only(engine) as session:
         if repo.find_run(session, name) is not None:
             raise ConflictError(f"A run named '{name}' exists already; register it under another name.")
-    with _named_as(path, shown_path):
-        return store.register_run(engine, path, name=name, system=system, description=description,
-                                  within=lambda session, run: audit(session, principal.name, "runs.register", run.name))
+    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+
+        def register() -> store.Registered:
+            with store.run_unit_of_work(engine, prepared) as session:
+                registered = store.add_run(session, prepared, name=name, system=system, description=description)
+                if registered.created:
+                    audit(session, principal.name, "runs.register", name)
+                return registered
+
+        return store.retry_on_name_race(register)
 
 
 @contextmanager
@@ -510,41 +525,6 @@ def _number(value: Any) -> Any:
     return value
 
 
-class _BoardCache:
-    """Leaderboards already computed (their bootstrap intervals cost ~10 ms a run), by task,
-    measures, visibility and a fingerprint of the task's finished evaluations: a new result, a
-    submission or a release changes the fingerprint, and the board is computed afresh."""
-
-    def __init__(self, size: int = 64) -> None:
-        self._boards: OrderedDict[tuple[Any, ...], TaskBoard] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> TaskBoard | None:
-        with self._lock:
-            board = self._boards.get(key)
-            if board is not None:
-                self._boards.move_to_end(key)
-            return board
-
-    def put(self, key: tuple[Any, ...], board: TaskBoard) -> None:
-        with self._lock:
-            self._boards[key] = board
-            while len(self._boards) > self._size:
-                self._boards.popitem(last=False)
-
-
-def _board_cache(engine: Engine) -> _BoardCache:
-    """Each database's boards (a server has one; a test process opens many, one after another)."""
-    cache = _boards.get(engine)
-    if cache is None:
-        cache = _boards[engine] = _BoardCache()
-    return cache
-
-
-_boards: weakref.WeakKeyDictionary[Engine, _BoardCache] = weakref.WeakKeyDictionary()
-
-
 @dataclass(frozen=True)
 class TaskBoard:
     """A task's leaderboard as the API sends it: ``body``, and the same as JSON bytes, encoded once
@@ -580,15 +560,13 @@ class _BoardState:
 # ping) capped PostgreSQL at ~190 leaderboard requests/s, p95 470 ms, under 50 clients; a result
 # or a release shows up at most a second later. Who asks is still checked on every request.
 BOARD_FRESHNESS = 1.0
-_states: weakref.WeakKeyDictionary[Engine, dict[str, _BoardState]] = weakref.WeakKeyDictionary()
 
 
-def _board_state(engine: Engine, task_name: str) -> _BoardState:
-    states = _states.setdefault(engine, {})
-    state = states.get(task_name)
+def _board_state(context: AppContext, task_name: str) -> _BoardState:
+    state: _BoardState | None = context.board_states.get(task_name)
     if state is not None and time.monotonic() - state.read_at < BOARD_FRESHNESS:
         return state
-    with read_only(engine) as session:
+    with read_only(context.engine) as session:
         found = session.execute(select(Task, QrelsSet.name, QrelsSet.content_hash)
                                 .join(QrelsSet, QrelsSet.id == Task.qrels_id).where(Task.name == task_name)).first()
         if found is None:
@@ -602,20 +580,22 @@ def _board_state(engine: Engine, task_name: str) -> _BoardState:
             .where(Submission.task_id == task.id)).one())
     state = _BoardState(task.id, task.owner_id, task.hidden, task.released_at, qrels_name, qrels_hash,
                         tuple(task.measures or ()), fingerprint, time.monotonic())
-    states[task_name] = state
-    return state
+    return context.board_states.put(task_name, state)
 
 
 def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
-                     measures: Sequence[str] = ()) -> TaskBoard:
+                     measures: Sequence[str] = (), *, context: AppContext | None = None) -> TaskBoard:
     """The task's leaderboard (the numbers `evalstore leaderboard` gives for the task's runs), or,
-    before a hidden task's release, only that its scores are hidden."""
-    state = _board_state(engine, task_name)
+    before a hidden task's release, only that its scores are hidden. A server passes its
+    ``context``: boards are then computed once per state of the task's results (and the task's
+    state read at most once every :data:`BOARD_FRESHNESS` seconds)."""
+    context = context_for(engine, context)
+    state = _board_state(context, task_name)
     if not _scores_visible(principal, state):
         return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
     names = list(measures) or ([m for m in state.measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES))
     key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint)
-    cached = _board_cache(engine).get(key)
+    cached: TaskBoard | None = context.boards.get(key)
     if cached is not None:
         return cached
     with read_only(engine) as session:
@@ -631,6 +611,4 @@ def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
                          "topics": row.topics, "judged_at_10": row.judged_at_10,
                          "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()}}
                         for rank, row in enumerate(ranked.rows, start=1)]
-    board = TaskBoard.of(body)
-    _board_cache(engine).put(key, board)
-    return board
+    return context.boards.put(key, TaskBoard.of(body))

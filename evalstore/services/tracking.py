@@ -1,6 +1,7 @@
 """Logging stored evaluations to MLflow, each stored result exactly once.
 
-MLflow logging is a small job of its own on every evaluation (``mlflow_state``):
+MLflow logging is a small job of its own on every evaluation (``mlflow_state``), and
+:func:`drain` is the one way it is done:
 ``pending`` -> ``logging`` (held under a lease) -> ``logged``; on any failure it goes back to
 ``pending`` with the error, and the worker or ``evalstore mlflow sync`` tries again later. The
 evaluation never waits on MLflow, so MLflow being down loses nothing. A worker begins logging
@@ -36,6 +37,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import TrackingError
 from evalstore.metrics import mlflow_key
 from evalstore.services import jobs, kinds
+from evalstore.services.context import MLFLOW_CLIENTS_KEPT, AppContext, Lru, context_for
 from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
 
 if TYPE_CHECKING:
@@ -62,14 +64,16 @@ def pending_count(engine: Engine) -> int:
 
 def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
                 tracking_uri: str | None = None,
-                known: dict[int, StoredEvaluation] | None = None) -> SyncReport:
+                known: dict[int, StoredEvaluation] | None = None, context: AppContext | None = None) -> SyncReport:
     """Log every finished evaluation MLflow has not received (or only ``only``).
 
     ``known`` holds results the caller has in memory (a worker that just stored them): used
     when they are the stored version, which saves reading ~700k values back for a large run.
     Stops at the first failure, since the next ones would most likely fail the same way; the
-    rest stay pending. Returns what was logged and what failed.
+    rest stay pending. Returns what was logged and what failed. ``context`` keeps the MLflow
+    client open for the next call (a worker's).
     """
+    clients = context_for(engine, context).mlflow_clients
     report = SyncReport()
     if not config.mlflow_enabled():
         return report
@@ -80,7 +84,7 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
             break
         evaluation_id, version, first_attempt = claimed
         try:
-            client = _client(uri)
+            client = _client(uri, clients)
             stored = (known or {}).get(evaluation_id)
             if stored is None or stored.header["results_version"] != version:
                 stored = results_for(engine, evaluation_id)
@@ -98,6 +102,29 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
     return report
 
 
+def drain(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
+          tracking_uri: str | None = None, known: dict[int, StoredEvaluation] | None = None,
+          ahead: AheadLog | None = None, context: AppContext | None = None) -> SyncReport:
+    """The one way stored results reach MLflow: deliver the pending ones (or only ``only``), each
+    exactly once. The worker calls it after every job it stores, ``evalstore mlflow sync`` (and so
+    ``evaluate --wait``'s background logger) and ``evaluate --wait-mlflow`` through the worker.
+
+    ``ahead`` is the worker's head start (:func:`log_ahead`, begun as the results were being
+    stored): it is finished first; whatever it could not deliver stays pending, and results that
+    were replaced meanwhile are logged by :func:`log_pending` like any other. ``known`` are results
+    the caller holds in memory (:func:`log_pending`)."""
+    if ahead is not None:
+        try:
+            delivered = finish_ahead(engine, ahead)
+        except Exception as error:  # never lose the caller over MLflow; the evaluation is stored
+            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", _failure(error))
+            abandon_ahead(ahead)  # the next attempt logs afresh, leaving no run unfinished
+            delivered = True
+        if delivered and only == [ahead.evaluation_id]:
+            return SyncReport()
+    return log_pending(engine, only=only, limit=limit, tracking_uri=tracking_uri, known=known, context=context)
+
+
 @dataclass
 class AheadLog:
     """Results being logged to MLflow while they are stored (:func:`log_ahead`)."""
@@ -108,9 +135,11 @@ class AheadLog:
     run_id: str | None = None  # the MLflow run, left running until the results are committed
     error: str | None = None
     seconds: float = 0.0
+    clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
 
 
-def log_ahead(stored: StoredEvaluation, *, retried: bool = False) -> AheadLog | None:
+def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None
+              ) -> AheadLog | None:
     """Start logging ``stored`` (results about to be committed, with the version they will have)
     to MLflow on a thread of its own, and return at once; None when MLflow is off.
 
@@ -119,16 +148,19 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False) -> AheadLog | 
     committed (~0.15 s) instead of after. The MLflow run stays RUNNING until
     :func:`finish_ahead` sees the results committed and marks it FINISHED; :func:`abandon_ahead`
     deletes it when they are not. When the job is being ``retried``, a run an earlier attempt left
-    (its worker died before the results were committed) is deleted first."""
+    (its worker died before the results were committed) is deleted first. ``context`` keeps the
+    MLflow client open (a worker's)."""
     if not config.mlflow_enabled():
         return None
     uri = config.mlflow_tracking_uri()
     ahead = AheadLog(stored.evaluation_id, int(stored.header["results_version"]))
+    if context is not None:
+        ahead.clients = context.mlflow_clients
 
     def log_now() -> None:
         started = time.perf_counter()
         try:
-            client = _client(uri)
+            client = _client(uri, ahead.clients)
             payload = kinds.get(stored.kind).mlflow_run(stored)
             experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
             for earlier in client.search_runs([experiment_id], filter_string=_run_filter(
@@ -155,7 +187,7 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
     claimed = _claim(engine, [ahead.evaluation_id])
     if claimed is None or claimed[1] != ahead.results_version:
         if ahead.run_id is not None:
-            _delete_run(uri, ahead.run_id)
+            _delete_run(uri, ahead.run_id, ahead.clients)
         if claimed is None:  # logged, or being logged, by another process
             return True
         # replaced by newer results meanwhile: those are logged the ordinary way
@@ -166,7 +198,7 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
         log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, ahead.error)
         return True
     try:
-        _client(uri).set_terminated(ahead.run_id, "FINISHED")
+        _client(uri, ahead.clients).set_terminated(ahead.run_id, "FINISHED")
     except Exception as error:  # left unfinished: the next attempt deletes it and logs afresh
         message = _failure(error)
         _give_back(engine, ahead.evaluation_id, ahead.results_version, message)
@@ -182,12 +214,12 @@ def abandon_ahead(ahead: AheadLog) -> None:
     assert ahead.thread is not None
     ahead.thread.join()
     if ahead.run_id is not None:
-        _delete_run(config.mlflow_tracking_uri(), ahead.run_id)
+        _delete_run(config.mlflow_tracking_uri(), ahead.run_id, ahead.clients)
 
 
-def _delete_run(uri: str, run_id: str) -> None:
+def _delete_run(uri: str, run_id: str, clients: Lru[str, Any]) -> None:
     try:
-        _client(uri).delete_run(run_id)
+        _client(uri, clients).delete_run(run_id)
     except Exception as error:  # an unfinished run is deleted by the next attempt at the same results
         log.warning("could not delete MLflow run %s of results that were not stored: %s", run_id, error)
 
@@ -246,13 +278,11 @@ def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | No
 # --- MLflow ------------------------------------------------------------------------------------
 
 
-_clients: dict[str, MlflowClient] = {}
-
-
-def _client(uri: str) -> MlflowClient:
-    """This process's client for ``uri``, opened once: a worker logs job after job, and opening
-    one checks the tracking store each time (a failed opening is simply tried again next time)."""
-    client = _clients.get(uri)
+def _client(uri: str, clients: Lru[str, Any]) -> MlflowClient:
+    """The client for ``uri`` kept in ``clients`` (an application context's), opened once: a
+    worker logs job after job, and opening one checks the tracking store each time (a failed
+    opening is simply tried again next time)."""
+    client: MlflowClient | None = clients.get(uri)
     if client is not None:
         return client
     config.limit_mlflow_http_retries()
@@ -264,8 +294,7 @@ def _client(uri: str) -> MlflowClient:
     with _local_store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # a new local store creates its schema here
-    _clients[uri] = client
-    return client
+    return clients.put(uri, client)
 
 
 @contextlib.contextmanager
@@ -367,12 +396,12 @@ def _for_log_table(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype({c: "category" for c in table.columns if pd.api.types.is_string_dtype(table[c])})
 
 
-def log_now(payload: MlflowRun, what: str) -> str:
+def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None) -> str:
     """Log ``payload`` as its own MLflow run now, outside the evaluations' pending state (a
     comparison: nothing stored to retry from). ``what`` names it in the error. Returns the run id."""
     uri = config.mlflow_tracking_uri()
     try:
-        client = _client(uri)
+        client = _client(uri, context.mlflow_clients if context is not None else Lru(MLFLOW_CLIENTS_KEPT))
         experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
         return _log_run(client, experiment_id, payload)
     except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
@@ -380,5 +409,5 @@ def log_now(payload: MlflowRun, what: str) -> str:
                             "printed; run the command again once MLflow is reachable.") from exc
 
 
-__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "finish_ahead", "log_ahead", "log_now", "log_pending",
+__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "drain", "finish_ahead", "log_ahead", "log_now", "log_pending",
            "pending_count", "results_for"]

@@ -32,15 +32,17 @@ from evalstore.io.labels import Gold, indicator, read_cost_matrix
 from evalstore.metrics import classification as measures
 from evalstore.metrics import headline_measures, higher_is_better
 from evalstore.services import jobs
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
+    ComputedJob,
     EvaluationSummary,
     JobTimings,
     Leaderboard,
     MlflowRun,
     StoredEvaluation,
-    WhileStoring,
     per_query_values,
+    store_computed,
 )
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
 
@@ -197,10 +199,17 @@ def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | N
         return refs
 
 
-def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
+def run_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> EvaluationSummary:
+    """Compute a claimed classification job and store its aggregates and per-group values
+    (raises jobs.JobLost if the job was taken away)."""
+    return store_computed(engine, job, compute_job(engine, job, context=context))
+
+
+def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
     """What a worker does with a claimed classification job: align the predictions with the gold
-    labels, compute the suite, store aggregates and per-group values (raises jobs.JobLost if the
-    job was taken away)."""
+    labels and compute the suite, storing nothing (raises jobs.JobLost if the predictions were
+    deleted). ``context`` keeps the gold labels read for the next job."""
+    gold_cache = context_for(engine, context).gold
     timings = JobTimings()
     started = time.perf_counter()
     options = job.options
@@ -233,7 +242,7 @@ def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | 
                 suite.settings.update(threshold=threshold, threshold_rule="given")
             group_names = counts.group_names or []
         else:
-            gold, tables = read_with_gold(session, label_set, sets)
+            gold, tables = read_with_gold(session, label_set, sets, cache=gold_cache)
             data, *baseline = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
             timings.load = time.perf_counter() - started
             started = time.perf_counter()
@@ -252,18 +261,14 @@ def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | 
                   for name, value in suite.aggregates.items()]
     values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
-    started = time.perf_counter()
 
     def evaluated_as(header: dict[str, Any]) -> Evaluated:
         return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
                          values, settings, dict(options), True,
                          _header(header, prediction_set, label_set), per_group, metadata)
 
-    header = jobs.complete(engine, job, per_query, aggregates, settings,
-                           while_storing=None if while_storing is None else lambda h: while_storing(evaluated_as(h)))
-    timings.store = time.perf_counter() - started
-    return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(group_names),
-                             timings=timings, stored=evaluated_as(header))
+    return ComputedJob(job.evaluation_id, prediction_set.name, label_set.name, len(group_names), (), timings,
+                       per_query, aggregates, settings, evaluated_as)
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
@@ -502,9 +507,8 @@ class PredictionKind:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def run_job(self, engine: Engine, job: jobs.ClaimedJob,
-                while_storing: WhileStoring | None = None) -> EvaluationSummary:
-        return run_job(engine, job, while_storing)
+    def compute(self, engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
+        return compute_job(engine, job, context=context)
 
     def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
         return stored_evaluation(engine, evaluation_id)

@@ -24,16 +24,18 @@ from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, pr
 from evalstore.metrics.diversity import diversity_values
 from evalstore.metrics.preferences import evaluate_preferences
 from evalstore.services import jobs
+from evalstore.services.context import AppContext, Lru, context_for
 from evalstore.services.jobs import ClaimedJob
 from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
+    ComputedJob,
     EvaluationSummary,
     JobTimings,
     Leaderboard,
     MlflowRun,
     StoredEvaluation,
-    WhileStoring,
     per_query_values,
+    store_computed,
 )
 from evalstore.statistics import significance
 from evalstore.trec_eval import render_lines, stored_rows
@@ -44,9 +46,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalstore.worker")
 
 
-def run_job(engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
-    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away);
-    ``while_storing`` gets them as they will be stored, before they are written."""
+def run_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> EvaluationSummary:
+    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+    return store_computed(engine, job, compute_job(engine, job, context=context))
+
+
+def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
+    """Read a claimed job's run and qrels and compute its results, storing nothing (raises
+    jobs.JobLost if either was deleted). ``context`` keeps the qrels read for the next job."""
+    qrels_cache = context_for(engine, context).qrels
     timings = JobTimings()
     started = time.perf_counter()
     with read_only(engine) as session:
@@ -54,7 +62,7 @@ def run_job(engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None 
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        qrels_table = _qrels_cached(session, qrels)
+        qrels_table = _qrels_cached(session, qrels, qrels_cache)
         options = job.options
         known: tuple[pa.Table, pa.Table] | None = None
         if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
@@ -68,7 +76,8 @@ def run_job(engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None 
             retrieved, judged = repo.judged_ranks(session, run, qrels)
             if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
                 known_qrels = repo.get_qrels(session, options["known_qrels"])
-                known = (_qrels_cached(session, known_qrels), repo.judged_ranks(session, run, known_qrels)[1])
+                known = (_qrels_cached(session, known_qrels, qrels_cache),
+                         repo.judged_ranks(session, run, known_qrels)[1])
         else:  # ndeval and trec_eval's preference measures rank the whole run themselves
             run_table = repo.run_table(session, run, for_evaluation=True)
     timings.load = time.perf_counter() - started
@@ -97,12 +106,8 @@ def run_job(engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None 
                              {**header, "system": system, "run_metadata": metadata})
 
     timings.compute = time.perf_counter() - started
-    started = time.perf_counter()
-    header = jobs.complete(engine, job, per_query, aggregates,
-                           while_storing=None if while_storing is None else lambda h: while_storing(stored_as(h)))
-    timings.store = time.perf_counter() - started
-    return EvaluationSummary(job.evaluation_id, run.name, qrels.name, False, len(topics), missing, timings,
-                             stored_as(header))
+    return ComputedJob(job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates,
+                       None, stored_as)
 
 
 def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure],
@@ -126,17 +131,12 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
     return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
 
 
-_qrels_cache: dict[tuple[int, str], pa.Table] = {}
-
-
-def _qrels_cached(session: Session, qrels: QrelsSet) -> pa.Table:
-    """A worker evaluates run after run against the same qrels: keep the last one read. Keyed by
-    id and content hash, so replaced qrels are read afresh."""
+def _qrels_cached(session: Session, qrels: QrelsSet, cache: Lru[tuple[int, str], Any]) -> pa.Table:
+    """A worker evaluates run after run against the same qrels: its context keeps the last ones
+    read. Keyed by id and content hash, so replaced qrels are read afresh."""
     key = (qrels.id, qrels.content_hash)
-    if key not in _qrels_cache:
-        _qrels_cache.clear()
-        _qrels_cache[key] = repo.qrels_table(session, qrels)
-    return _qrels_cache[key]
+    table = cache.get(key)
+    return table if table is not None else cache.put(key, repo.qrels_table(session, qrels))
 
 
 def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
@@ -544,8 +544,8 @@ class RankingKind:
 
     name = "ranking"
 
-    def run_job(self, engine: Engine, job: ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
-        return run_job(engine, job, while_storing)
+    def compute(self, engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
+        return compute_job(engine, job, context=context)
 
     def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
         return read_back(engine, evaluation_id)
