@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
@@ -17,9 +17,6 @@ from evalstore.metrics import classification as measures_of_labels
 from evalstore.services.kinds.predictions import aligned, group_values, latest_evaluations
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
 from evalstore.statistics import significance
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

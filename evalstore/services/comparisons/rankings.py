@@ -5,7 +5,7 @@ measures give the same runs.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
@@ -16,9 +16,6 @@ from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import resolve_measures
 from evalstore.services.kinds.ranking import Selection, chosen_evaluations
 from evalstore.statistics import significance
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
