@@ -19,6 +19,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import resolve_measures
 from evalstore.services import kinds, tracking
+from evalstore.services.comparisons.predictions import few_units_note
 from evalstore.services.jobs import default_measures
 from evalstore.services.kinds.base import Leaderboard, MlflowRun
 from evalstore.services.orchestration import evaluate_runs
@@ -26,7 +27,6 @@ from evalstore.statistics import significance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from evalstore.services.comparisons.predictions import few_units_note
 
 log = logging.getLogger("evalstore.compare")
 

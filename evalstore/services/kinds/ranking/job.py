@@ -33,10 +33,10 @@ from evalstore.services.kinds.base import (
     per_query_values,
     store_computed,
 )
+from evalstore.services.kinds.ranking.readback import StoredResults
 
 if TYPE_CHECKING:
     import pandas as pd
-from evalstore.services.kinds.ranking.readback import StoredResults
 
 log = logging.getLogger("evalstore.worker")
 
