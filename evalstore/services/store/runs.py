@@ -1,117 +1,45 @@
-"""Registering, listing, exporting and deleting runs and qrels."""
+"""Runs in the store: registering them (in memory, or out of core with DuckDB), as steps a caller's
+unit of work calls or as one use case; listing, exporting, deleting and indexing them.
+"""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import QRELS_KINDS, QrelsSet, Run, Task
+from evalstore.db.models import Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows, staged_stream
 from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import (
     ParsedFile,
     has_duplicate_docs,
-    read_preferences,
-    read_qrels,
     read_run,
-    read_subtopic_qrels,
 )
-from evalstore.metrics.preferences import check_consistent
+from evalstore.services.store.common import (
+    NAME_SOURCES,
+    Progress,
+    Registered,
+    Summary,
+    _dropped_message,
+    _refuse,
+    _refuse_repeated,
+    name_from_file,
+    retry_on_name_race,
+    run_summary,
+)
 
 if TYPE_CHECKING:
     from evalstore.backends.duckdb_engine import DuckDBSettings
-
-log = logging.getLogger("evalstore")
-Progress = Callable[[int], None]
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What `list` and `show` report for a run or a qrels set."""
-
-    kind: str
-    name: str
-    rows: int
-    topics: int
-    content_hash: str
-    created_at: datetime
-    details: dict[str, Any]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "rows": self.rows,
-            "topics": self.topics,
-            "created_at": self.created_at.isoformat(),
-            "content_hash": self.content_hash,
-            **self.details,
-        }
-
-
-@dataclass(frozen=True)
-class Registered:
-    summary: Summary
-    created: bool  # False when the same content was already stored
-    warnings: tuple[str, ...] = ()
-
-
-def run_summary(run: Run) -> Summary:
-    return Summary(
-        "run", run.name, run.row_count, run.topic_count, run.content_hash, run.created_at,
-        {"system": run.system, "tag": run.tag, "description": run.description,
-         "metadata": dict(run.metadata_ or {}), "source": run.source},
-    )
-
-
-def _qrels_summary(qrels: QrelsSet) -> Summary:
-    return Summary(
-        "qrels", qrels.name, qrels.row_count, qrels.topic_count, qrels.content_hash, qrels.created_at,
-        {"kind": qrels.kind, "description": qrels.description, "source": qrels.source},
-    )
-
-
-NAME_SOURCES = ("file", "tag")
-_COMPRESSED = (".gz", ".bz2", ".xz")
-_TABLE_SUFFIXES = (".txt", ".run", ".trec", ".tsv", ".csv", ".parquet", ".res", ".qrels")
-
-
-def name_from_file(path: str | Path) -> str:
-    """A run's name from its file name: ``input.bm25.gz`` -> ``bm25`` (compression and table
-    suffixes dropped, and TREC's ``input.`` prefix of submitted runs)."""
-    name = Path(path).name
-    for suffixes in (_COMPRESSED, _TABLE_SUFFIXES):
-        name = next((name[: -len(s)] for s in suffixes if name.lower().endswith(s) and len(name) > len(s)), name)
-    return name.removeprefix("input.") or name
-
-
-def _refuse(errors: list[InputFormatError], files: int) -> None:
-    """Refuse a batch with a bad file: every bad file's ``path:line: problem``, one per line."""
-    if len(errors) == 1 and files == 1:
-        raise errors[0]
-    if errors:
-        first, *rest = errors
-        summary = f"nothing stored: {len(errors)} of {files} files refused"
-        raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
-
-
-def _refuse_repeated(names: list[str], message: str) -> None:
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise InvalidParameterError(message.format(name=repeated[0]))
 
 
 def register_runs(
@@ -348,127 +276,6 @@ def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: 
             return Registered(run_summary(run), True, warnings)
 
 
-def import_qrels(
-    engine: Engine,
-    path: str | Path,
-    *,
-    name: str,
-    description: str | None = None,
-    replace: bool = False,
-    fmt: str | None = None,
-    kind: str = "relevance",
-    progress: Progress | None = None,
-) -> Registered:
-    """Validate a judgments file and store it whole, in one transaction, or not at all. ``kind``:
-    ``relevance`` (qrels), ``subtopics`` (``topic subtopic docno judgment``, the TREC Web track's
-    diversity qrels) or ``preferences`` (trec_eval's ``-R prefs`` lines ``topic jg jsg docno level``,
-    or a qrels file whose second column is the judgment group)."""
-    parsed = read_judgments(path, kind=kind, fmt=fmt)
-    return store_qrels(engine, parsed, name=name, description=description, source=str(path), replace=replace,
-                       kind=kind, progress=progress)
-
-
-def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None = None) -> ParsedFile:
-    """A judgments file of ``kind`` read and validated as :func:`import_qrels` stores it."""
-    if kind != "relevance" and fmt not in (None, "trec"):
-        raise InvalidParameterError(f"{kind} judgments are read from TREC text only; got --format {fmt}.")
-    if kind == "relevance":
-        return read_qrels(path, fmt=fmt)
-    if kind == "subtopics":
-        return read_subtopic_qrels(path)
-    if kind == "preferences":
-        parsed, preferences = read_preferences(path)
-        check_consistent(preferences, str(path))
-        return parsed
-    raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
-
-
-def import_many_qrels(engine: Engine, paths: Sequence[str | Path], *, names: Sequence[str] | None = None,
-                      description: str | None = None, replace: bool = False, fmt: str | None = None,
-                      kind: str = "relevance", progress: Progress | None = None,
-                      on_file: Callable[[int, str], None] | None = None) -> list[Registered]:
-    """Import several judgments files as :func:`register_runs` registers runs: all read and
-    validated first (a bad file stores nothing, every bad file named), then each stored whole in
-    its own transaction, named ``names`` or after its file (:func:`name_from_file`)."""
-    if names is not None and len(names) != len(paths):
-        raise InvalidParameterError(f"{len(names)} names for {len(paths)} files; give one name per file.")
-    chosen = list(names) if names is not None else [name_from_file(path) for path in paths]
-    parsed: list[ParsedFile] = []
-    errors: list[InputFormatError] = []
-    for path in paths:
-        try:
-            parsed.append(read_judgments(path, kind=kind, fmt=fmt))
-        except InputFormatError as error:
-            errors.append(error)
-    _refuse(errors, len(paths))
-    _refuse_repeated(chosen, "Two files would be imported as '{name}'; import them one at a time with --name.")
-    stored = []
-    for index, (path, name, judgments) in enumerate(zip(paths, chosen, parsed, strict=True)):
-        if on_file is not None:
-            on_file(index, name)
-        stored.append(store_qrels(engine, judgments, name=name, description=description, source=str(path),
-                                  replace=replace, kind=kind, progress=progress))
-    return stored
-
-
-def store_qrels(
-    engine: Engine,
-    parsed: ParsedFile,
-    *,
-    name: str,
-    source: str,
-    description: str | None = None,
-    replace: bool = False,
-    kind: str = "relevance",
-    progress: Progress | None = None,
-) -> Registered:
-    """Store validated judgments (from a file, or made from a pool's judgments) under ``name``."""
-
-    def store(staged: StagedRows) -> Registered:
-        with unit_of_work(engine, staged.attach) as session:
-            existing = repo.find_qrels(session, name)
-            if existing is not None and existing.content_hash == parsed.content_hash and existing.kind == kind:
-                return Registered(_qrels_summary(existing), False, parsed.warnings)
-            if existing is not None and not replace:
-                what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
-                raise ConflictError(
-                    f"Qrels named '{name}' already exist with {what} "
-                    f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
-                    "Pass --replace to replace them, or choose another --name."
-                )
-            warnings = parsed.warnings
-            if existing is not None:
-                dropped = repo.count_evaluations(session, qrels_id=existing.id)
-                if dropped:
-                    warnings = (*warnings, _dropped_message("qrels", name, dropped))
-                repo.delete_qrels(session, existing)
-            qrels = QrelsSet(
-                name=name, kind=kind, description=description, content_hash=parsed.content_hash,
-                row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=source,
-            )
-            session.add(qrels)
-            session.flush()
-            repo.insert_judgments(session, qrels.id, staged, progress)
-            return Registered(_qrels_summary(qrels), True, warnings)
-
-    with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
-        return retry_on_name_race(lambda: store(staged))
-
-
-def _dropped_message(what: str, name: str, count: int) -> str:
-    return (f"replacing {what} '{name}' deleted the {count} stored evaluation{'s' if count != 1 else ''} made with "
-            f"the old content; evaluate again to have them back")
-
-
-def retry_on_name_race(store: Callable[[], T]) -> T:
-    """Two processes registering one name at once: the loser sees the winner's row and decides
-    again (same content: report it; other content: conflict). Nothing partial is ever visible."""
-    try:
-        return store()
-    except IntegrityError:
-        return store()
-
-
 def list_runs(engine: Engine) -> list[Summary]:
     with read_only(engine) as session:
         return [run_summary(run) for run in repo.list_runs(session)]
@@ -491,31 +298,3 @@ def run_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
     with read_only(engine) as session:
         run = repo.get_run(session, name)
         return run_summary(run), repo.run_table(session, run)
-
-
-def list_qrels(engine: Engine) -> list[Summary]:
-    with read_only(engine) as session:
-        return [_qrels_summary(q) for q in repo.list_qrels(session)]
-
-
-def show_qrels(engine: Engine, name: str) -> Summary:
-    with read_only(engine) as session:
-        return _qrels_summary(repo.get_qrels(session, name))
-
-
-def delete_qrels(engine: Engine, name: str) -> Summary:
-    with unit_of_work(engine) as session:
-        qrels = repo.get_qrels(session, name)
-        tasks = session.scalars(select(Task.name).where(Task.qrels_id == qrels.id)).all()
-        if tasks:
-            raise ConflictError(f"Qrels '{name}' are the judgments of task '{tasks[0]}'; they stay while the task "
-                                "does.")
-        summary = _qrels_summary(qrels)
-        repo.delete_qrels(session, qrels)
-        return summary
-
-
-def qrels_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
-    with read_only(engine) as session:
-        qrels = repo.get_qrels(session, name)
-        return _qrels_summary(qrels), repo.qrels_table(session, qrels)
