@@ -26,6 +26,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import (
     NotFoundError,
 )
+from evalstore.metrics import headline_measures
 from evalstore.services import jobs
 from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
@@ -36,7 +37,7 @@ RUN_TYPES = ("automatic", "manual")
 HIDDEN = "hidden until the organisers release the task"
 
 
-LEADERBOARD_MEASURES = ("AP", "nDCG@10", "P@10", "RR")
+LEADERBOARD_MEASURES = tuple(headline_measures("ranking"))  # the registry's headline measures
 
 
 @dataclass(frozen=True)

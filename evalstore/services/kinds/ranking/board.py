@@ -22,7 +22,7 @@ from evalstore.services import jobs
 from evalstore.services.kinds.base import (
     Leaderboard,
 )
-from evalstore.services.kinds.ranking.readback import _topic_count
+from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, _topic_count
 from evalstore.statistics import significance
 
 
@@ -136,7 +136,7 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
     options, or lacking a measure under these, is named in ``notes`` with the command that fills
     the gap; it is never shown beside values that mean something else."""
     selection = selection or Selection()
-    names = [str(m) for m in resolve_measures(measures or ["AP", "nDCG@10", "P@10", "RR"])]
+    names = [str(m) for m in resolve_measures(measures or list(MAIN_MEASURES))]
     sort_name = str(resolve_measures([sort])[0]) if sort else names[0]
     if sort_name not in names:
         names.append(sort_name)

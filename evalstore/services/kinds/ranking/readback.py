@@ -14,7 +14,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
-from evalstore.metrics import parse_measure, resolve_measures
+from evalstore.metrics import headline_measures, parse_measure, resolve_measures
 from evalstore.trec_eval import render_lines, stored_rows
 
 if TYPE_CHECKING:
@@ -126,4 +126,4 @@ def read_back(engine: Engine, evaluation_id: int) -> StoredResults:
     return results(engine, qrels_name=names[1], run_name=names[0], evaluation_id=evaluation_id)
 
 
-MAIN_MEASURES = ("AP", "nDCG@10", "P@10", "RR")
+MAIN_MEASURES = tuple(headline_measures("ranking"))  # AP, nDCG@10, P@10, RR: the registry's headline
