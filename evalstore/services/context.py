@@ -99,9 +99,12 @@ class AppContext:
             cache.clear()
 
     def started(self, process: subprocess.Popen[bytes]) -> None:
-        """Keep a background process, and let go of the ones that have finished."""
+        """Keep a background process, and let go of the ones that have finished. A daemon thread
+        waits for it too, so it is reaped when it ends even if this context is dropped first (a
+        library caller that passed no context): a Popen collected while its process runs warns."""
         self.background[:] = [p for p in self.background if p.poll() is None]
         self.background.append(process)
+        threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
 
     def wait_for_background(self, timeout: float = 120.0) -> list[int]:
         """Wait for the background processes this context started; their exit codes."""
