@@ -89,6 +89,7 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
     from evalstore.db.engine import make_engine, upgrade
     from evalstore.services import jobs
     from evalstore.services import labels as service
+    from evalstore.services.context import AppContext
     from evalstore.services.kinds import predictions
     from evalstore.services.orchestration import work_on
 
@@ -111,12 +112,12 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
         registered = time.perf_counter() - start
     print(f"{engine.dialect.name}: labels import {imported:.1f} s, predictions register {registered:.1f} s")
     # a worker that has not read these gold labels yet, then one that has (it keeps the last read)
-    service.gold_cache.clear()
+    context = AppContext(engine)
     for worker in ("new worker", "same worker, again"):
         start = time.perf_counter()
         [ref] = predictions.enqueue(engine, labels_name="bench-gold", prediction_names=["bench-scores"],
                                 threshold="best-f1", force=True)
-        [summary] = work_on(engine, [ref.evaluation_id], mlflow=False).values()
+        [summary] = work_on(engine, [ref.evaluation_id], mlflow=False, context=context).values()
         evaluated = time.perf_counter() - start
         assert jobs.show_job(engine, ref.evaluation_id).state == "done"
         t = summary.timings

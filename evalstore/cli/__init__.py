@@ -103,7 +103,10 @@ def root(
     version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
                                  help="Print evalstore's version and exit."),
 ) -> None:
-    ctx.obj = CliState(database_url or default_database_url())
+    url = database_url or default_database_url()
+    # a caller may hand in its own state (a test that reaps the MLflow loggers a command starts)
+    if not (isinstance(ctx.obj, CliState) and ctx.obj.database_url == url):
+        ctx.obj = CliState(url)
 
 
 

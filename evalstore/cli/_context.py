@@ -1,4 +1,6 @@
-"""The database a command works on, chosen once by the root callback."""
+"""The database a command works on, chosen once by the root callback, and the command's
+application context (:class:`evalstore.services.context.AppContext`: its caches and the MLflow
+loggers it starts)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ import typer
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from evalstore.services.context import AppContext
+
 
 @dataclass
 class CliState:
     database_url: str
     _engine: Engine | None = field(default=None, repr=False)
+    _context: AppContext | None = field(default=None, repr=False)
 
     def engine(self, *, check_schema: bool = True) -> Engine:
         from evalstore.db.engine import make_engine, verify_schema
@@ -24,6 +29,14 @@ class CliState:
         if check_schema:
             verify_schema(self._engine)
         return self._engine
+
+    def context(self) -> AppContext:
+        """The command's application context, over :meth:`engine` (made on first use)."""
+        from evalstore.services.context import AppContext
+
+        if self._context is None:
+            self._context = AppContext(self.engine())
+        return self._context
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -107,7 +107,7 @@ def evaluate(
         info(f"job {ref.evaluation_id}: {ref.describe()}: {ref.outcome}")
 
     outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, wait_for_mlflow=wait_mlflow,
-                                     announce=announce)
+                                     announce=announce, context=state(ctx).context())
     report = outcome.report
     if splits is None or fmt is OutputFormat.table:  # json/csv: one document, the per-fold table
         render(report.rows, report.columns, fmt, title=report.title)

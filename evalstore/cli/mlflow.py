@@ -19,12 +19,12 @@ def sync(ctx: typer.Context, evaluation: list[int] = typer.Option([], "--evaluat
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled, mlflow_tracking_uri
-    from evalstore.services.tracking import log_pending
+    from evalstore.services.tracking import drain
 
     configure_logging()
     if not mlflow_enabled():
         raise TrackingError("MLflow logging is off (EVALSTORE_MLFLOW=off); unset it to sync.")
-    report = log_pending(state(ctx).engine(), only=evaluation or None)
+    report = drain(state(ctx).engine(), only=evaluation or None, context=state(ctx).context())
     info(f"logged {len(report.logged)} evaluations to {mlflow_tracking_uri()}; {report.left_pending} pending")
     if report.failed:
         evaluation_id, error = next(iter(report.failed.items()))

@@ -80,8 +80,12 @@ def prediction_measures(kind: str) -> list[Family]:
 
 
 def headline_measures(kind: str) -> list[str]:
-    """What summaries of a kind's results show by default (``evaluate --labels --wait``)."""
-    return [family.name for family in prediction_registry().values() if family.kind == kind and family.headline]
+    """What summaries of a kind's results show by default (``evaluate --labels --wait``, a task's
+    leaderboard, MLflow's per-topic figure): the families registered with ``headline``, in its
+    order, a ranking measure at its ``headline_cutoff``."""
+    registry = REGISTRY if kind == "ranking" else prediction_registry()
+    chosen = sorted((f for f in registry.values() if f.kind == kind and f.headline), key=lambda f: int(f.headline))
+    return [f.name if f.headline_cutoff is None else f"{f.name}@{f.headline_cutoff}" for f in chosen]
 
 
 def higher_is_better(name: str) -> bool:

@@ -131,7 +131,10 @@ class Family:
     # (metrics.classification)
     judgments: str = "relevance"
     kind: str = "ranking"  # the evaluation kind that computes it: ranking | classifier | clustering
-    headline: bool = False  # shown by default where a kind's results are summed up
+    # shown by default where a kind's results are summed up (leaderboards, MLflow's figures):
+    # its place in that list, 1 first (0: not shown; True counts as 1, the registration order)
+    headline: int = 0
+    headline_cutoff: int | None = None  # the cutoff a headline ranking measure is shown at (nDCG@10)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -675,93 +675,109 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
 
 
 # --- the registry's entries ------------------------------------------------------------------------
-# (name, what it is, reference, higher is better, headline: shown by default where results are summed up)
+
+
+class _Entry(NamedTuple):
+    """One measure of the suite as the registry lists it: ``headline``, shown by default where
+    results are summed up."""
+
+    name: str
+    description: str
+    reference: str
+    higher_is_better: bool = True
+    headline: bool = False
+
+
 _SK = "scikit-learn sklearn.metrics"
 _CLASSIFIER_MEASURES = [
-    ("accuracy", "share of items labelled right", f"{_SK}.accuracy_score", True, True),
-    ("error_rate", "share of items labelled wrong (1 - accuracy)", f"1 - {_SK}.accuracy_score", False, False),
-    ("balanced_accuracy", "mean recall over the classes present", f"{_SK}.balanced_accuracy_score", True, False),
-    *[(f"{m}_{avg}", f"{m} averaged over classes ({avg}); F-beta with --beta", f"{_SK}.{m}_score(average='{avg}')",
-       True, (m, avg) == ("f1", "macro"))
+    _Entry("accuracy", "share of items labelled right", f"{_SK}.accuracy_score", headline=True),
+    _Entry("error_rate", "share of items labelled wrong (1 - accuracy)", f"1 - {_SK}.accuracy_score",
+           higher_is_better=False),
+    _Entry("balanced_accuracy", "mean recall over the classes present", f"{_SK}.balanced_accuracy_score"),
+    *[_Entry(f"{m}_{avg}", f"{m} averaged over classes ({avg}); F-beta with --beta",
+             f"{_SK}.{m}_score(average='{avg}')", headline=(m, avg) == ("f1", "macro"))
       for avg in ("micro", "macro", "weighted") for m in ("precision", "recall", "f1")],
-    ("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K)", f"{_SK}.matthews_corrcoef", True, True),
-    ("kappa", "Cohen's kappa of labels against gold", f"{_SK}.cohen_kappa_score", True, False),
-    ("specificity_macro", "true-negative rate averaged over classes", "1 - fallout; Sokolova & Lapalme 2009", True,
-     False),
-    ("fallout_macro", "false-positive rate averaged over classes", "Sokolova & Lapalme 2009", False, False),
-    *[(m, f"{m} of the positive class (binary); '{m}.<class>' for each class", f"{_SK}.{m}_score", True, False)
+    _Entry("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K)", f"{_SK}.matthews_corrcoef",
+           headline=True),
+    _Entry("kappa", "Cohen's kappa of labels against gold", f"{_SK}.cohen_kappa_score"),
+    _Entry("specificity_macro", "true-negative rate averaged over classes", "1 - fallout; Sokolova & Lapalme 2009"),
+    _Entry("fallout_macro", "false-positive rate averaged over classes", "Sokolova & Lapalme 2009",
+           higher_is_better=False),
+    *[_Entry(m, f"{m} of the positive class (binary); '{m}.<class>' for each class", f"{_SK}.{m}_score")
       for m in ("precision", "recall", "f1")],
-    ("specificity", "true-negative rate of the positive class; 'specificity.<class>' for each", "Sokolova & Lapalme "
-     "2009", True, False),
-    ("fallout", "false-positive rate of the positive class; 'fallout.<class>' for each", "Sokolova & Lapalme 2009",
-     False, False),
-    ("generality", "share of gold items in the positive class; 'generality.<class>' for each", "Sokolova & Lapalme "
-     "2009", True, False),
-    ("support", "gold items in the positive class; 'support.<class>' for each", f"{_SK}.precision_recall_fscore_"
-     "support", True, False),
-    ("auc", "area under the ROC curve of the binary score (ties count half)", f"{_SK}.roc_auc_score", True, True),
-    ("gauc", "group AUC: per-group AUC weighted by group size, over groups with both classes",
-     "Zhou et al., KDD 2018 (DIN)", True, True),
-    ("gauc_groups_skipped", "groups left out of GAUC (one class only)", "Zhou et al., KDD 2018", False, False),
-    ("average_precision", "average precision of the binary score (step definition)",
-     f"{_SK}.average_precision_score", True, True),
-    ("interpolated_ap_11", "11-point interpolated average precision of the binary score", "TREC 11-point average",
-     True, False),
-    ("break_even", "precision where it equals recall on the precision-recall curve", "Lewis 1992", True, False),
-    *[(f"threshold_{rule.replace('-', '_')}{part}", f"{'value at ' if part else ''}the score threshold chosen by "
-       f"{rule}", "--threshold rules; Youden 1950 (youden)", True, False)
+    _Entry("specificity", "true-negative rate of the positive class; 'specificity.<class>' for each",
+           "Sokolova & Lapalme 2009"),
+    _Entry("fallout", "false-positive rate of the positive class; 'fallout.<class>' for each",
+           "Sokolova & Lapalme 2009", higher_is_better=False),
+    _Entry("generality", "share of gold items in the positive class; 'generality.<class>' for each",
+           "Sokolova & Lapalme 2009"),
+    _Entry("support", "gold items in the positive class; 'support.<class>' for each",
+           f"{_SK}.precision_recall_fscore_support"),
+    _Entry("auc", "area under the ROC curve of the binary score (ties count half)", f"{_SK}.roc_auc_score",
+           headline=True),
+    _Entry("gauc", "group AUC: per-group AUC weighted by group size, over groups with both classes",
+           "Zhou et al., KDD 2018 (DIN)", headline=True),
+    _Entry("gauc_groups_skipped", "groups left out of GAUC (one class only)", "Zhou et al., KDD 2018",
+           higher_is_better=False),
+    _Entry("average_precision", "average precision of the binary score (step definition)",
+           f"{_SK}.average_precision_score", headline=True),
+    _Entry("interpolated_ap_11", "11-point interpolated average precision of the binary score",
+           "TREC 11-point average"),
+    _Entry("break_even", "precision where it equals recall on the precision-recall curve", "Lewis 1992"),
+    *[_Entry(f"threshold_{rule.replace('-', '_')}{part}",
+             f"{'value at ' if part else ''}the score threshold chosen by {rule}",
+             "--threshold rules; Youden 1950 (youden)")
       for rule in THRESHOLD_RULES for part in ("", "_value")],
-    ("rela_impr", "relative AUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
-    ("rela_impr_gauc", "relative GAUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)", True, False),
-    ("auc_fpr10", "partial AUC up to a false-positive rate of 0.1, McClish-standardised",
-     f"{_SK}.roc_auc_score(max_fpr=0.1)", True, False),
-    ("log_loss", "cross-entropy of the predicted class probabilities", f"{_SK}.log_loss", False, False),
-    ("brier", "Brier score: mean squared error of the class probabilities", f"{_SK}.brier_score_loss", False,
-     False),
-    *[(f"top{k}_accuracy", f"share of items whose gold class is among the {k} highest scores",
-       f"{_SK}.top_k_accuracy_score(k={k})", True, False) for k in (2, 3)],
-    ("jaccard_macro", "Jaccard index (TP / (TP + FP + FN)) averaged over classes", f"{_SK}.jaccard_score"
-     "(average='macro')", True, False),
-    ("subset_accuracy", "multilabel: share of items whose predicted label set is exactly the gold set",
-     f"{_SK}.accuracy_score (indicator matrices)", True, True),
-    ("hamming_loss", "multilabel: share of item-class decisions made wrong", f"{_SK}.hamming_loss", False, True),
-    ("jaccard_micro", "Jaccard index of the pooled counts over classes", f"{_SK}.jaccard_score(average='micro')",
-     True, False),
-    ("jaccard_samples", "multilabel: Jaccard index of each item's label sets, averaged over items",
-     f"{_SK}.jaccard_score(average='samples')", True, True),
-    *[(f"{m}_samples", f"multilabel: {m} of each item's label set, averaged over items",
-       f"{_SK}.{m}_score(average='samples')", True, False) for m in ("precision", "recall", "f1")],
-    ("lrap", "multilabel: label-ranking average precision of the per-class scores",
-     f"{_SK}.label_ranking_average_precision_score", True, False),
-    ("coverage_error", "multilabel: how far down the per-class scores all gold labels are found",
-     f"{_SK}.coverage_error", False, False),
-    ("label_ranking_loss", "multilabel: share of (gold, other) label pairs the scores order wrong",
-     f"{_SK}.label_ranking_loss", False, False),
-    ("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')", True, False),
-    ("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')", True, False),
-    ("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", False, True),
-    ("cost_per_item", "expected cost per item under --cost-matrix", "Elkan 2001", False, False),
+    _Entry("rela_impr", "relative AUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)"),
+    _Entry("rela_impr_gauc", "relative GAUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)"),
+    _Entry("auc_fpr10", "partial AUC up to a false-positive rate of 0.1, McClish-standardised",
+           f"{_SK}.roc_auc_score(max_fpr=0.1)"),
+    _Entry("log_loss", "cross-entropy of the predicted class probabilities", f"{_SK}.log_loss", higher_is_better=False),
+    _Entry("brier", "Brier score: mean squared error of the class probabilities", f"{_SK}.brier_score_loss",
+           higher_is_better=False),
+    *[_Entry(f"top{k}_accuracy", f"share of items whose gold class is among the {k} highest scores",
+             f"{_SK}.top_k_accuracy_score(k={k})") for k in (2, 3)],
+    _Entry("jaccard_macro", "Jaccard index (TP / (TP + FP + FN)) averaged over classes",
+           f"{_SK}.jaccard_score(average='macro')"),
+    _Entry("subset_accuracy", "multilabel: share of items whose predicted label set is exactly the gold set",
+           f"{_SK}.accuracy_score (indicator matrices)", headline=True),
+    _Entry("hamming_loss", "multilabel: share of item-class decisions made wrong", f"{_SK}.hamming_loss",
+           higher_is_better=False, headline=True),
+    _Entry("jaccard_micro", "Jaccard index of the pooled counts over classes", f"{_SK}.jaccard_score(average='micro')"),
+    _Entry("jaccard_samples", "multilabel: Jaccard index of each item's label sets, averaged over items",
+           f"{_SK}.jaccard_score(average='samples')", headline=True),
+    *[_Entry(f"{m}_samples", f"multilabel: {m} of each item's label set, averaged over items",
+             f"{_SK}.{m}_score(average='samples')") for m in ("precision", "recall", "f1")],
+    _Entry("lrap", "multilabel: label-ranking average precision of the per-class scores",
+           f"{_SK}.label_ranking_average_precision_score"),
+    _Entry("coverage_error", "multilabel: how far down the per-class scores all gold labels are found",
+           f"{_SK}.coverage_error", higher_is_better=False),
+    _Entry("label_ranking_loss", "multilabel: share of (gold, other) label pairs the scores order wrong",
+           f"{_SK}.label_ranking_loss", higher_is_better=False),
+    _Entry("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')"),
+    _Entry("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')"),
+    _Entry("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", higher_is_better=False,
+           headline=True),
+    _Entry("cost_per_item", "expected cost per item under --cost-matrix", "Elkan 2001", higher_is_better=False),
 ]
 _CLUSTERING_MEASURES = [
-    ("purity", "share of items in their cluster's majority class", "Zhao & Karypis 2001; Amigo et al. 2009", True,
-     True),
-    ("inverse_purity", "share of items in their class's majority cluster", "Amigo et al. 2009", True, False),
-    ("purity_f", "F of purity and inverse purity: each class's best cluster by F, weighted by class size",
-     "Amigo et al. 2009", True, True),
-    ("purity_harmonic_f", "harmonic mean of purity and inverse purity", "Zhao & Karypis 2001", True, False),
-    ("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score", True, False),
-    ("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", True, True),
-    ("ami", "adjusted mutual information", f"{_SK}.adjusted_mutual_info_score", True, False),
-    ("rand", "Rand index: share of item pairs the clustering and the classes treat alike", f"{_SK}.rand_score",
-     True, False),
-    ("homogeneity", "each cluster holds one class only", f"{_SK}.homogeneity_score", True, False),
-    ("completeness", "each class lies in one cluster only", f"{_SK}.completeness_score", True, False),
-    ("v_measure", "harmonic mean of homogeneity and completeness", f"{_SK}.v_measure_score", True, False),
-    ("fowlkes_mallows", "geometric mean of pairwise precision and recall", f"{_SK}.fowlkes_mallows_score", True,
-     False),
-    ("clusters", "number of clusters", "count", True, False),
+    _Entry("purity", "share of items in their cluster's majority class", "Zhao & Karypis 2001; Amigo et al. 2009",
+           headline=True),
+    _Entry("inverse_purity", "share of items in their class's majority cluster", "Amigo et al. 2009"),
+    _Entry("purity_f", "F of purity and inverse purity: each class's best cluster by F, weighted by class size",
+           "Amigo et al. 2009", headline=True),
+    _Entry("purity_harmonic_f", "harmonic mean of purity and inverse purity", "Zhao & Karypis 2001"),
+    _Entry("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score"),
+    _Entry("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", headline=True),
+    _Entry("ami", "adjusted mutual information", f"{_SK}.adjusted_mutual_info_score"),
+    _Entry("rand", "Rand index: share of item pairs the clustering and the classes treat alike", f"{_SK}.rand_score"),
+    _Entry("homogeneity", "each cluster holds one class only", f"{_SK}.homogeneity_score"),
+    _Entry("completeness", "each class lies in one cluster only", f"{_SK}.completeness_score"),
+    _Entry("v_measure", "harmonic mean of homogeneity and completeness", f"{_SK}.v_measure_score"),
+    _Entry("fowlkes_mallows", "geometric mean of pairwise precision and recall", f"{_SK}.fowlkes_mallows_score"),
+    _Entry("clusters", "number of clusters", "count"),
 ]
 for _kind, _table in (("classifier", _CLASSIFIER_MEASURES), ("clustering", _CLUSTERING_MEASURES)):
-    for _name, _description, _reference, _higher, _headline in _table:
-        register_prediction_measure(_name, _kind, description=_description, reference=_reference,
-                                    higher_is_better=_higher, headline=_headline)
+    for _entry in _table:
+        register_prediction_measure(_entry.name, _kind, description=_entry.description, reference=_entry.reference,
+                                    higher_is_better=_entry.higher_is_better, headline=_entry.headline)

@@ -99,7 +99,7 @@ def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
 
 @family("P", params={"rel": REL, "cutoff": CUTOFF},
         trec=trec("P", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("precision",),
-        reference="trec_eval m_P.c")
+        reference="trec_eval m_P.c", headline=3, headline_cutoff=10)
 def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Precision at k: relevant in the top k divided by k (a short ranking counts as non-relevant
     to k)."""
@@ -175,7 +175,7 @@ def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
 
 @family("AP", params={"rel": REL, "cutoff": OPTIONAL_CUTOFF},
         trec=(trec("map"), trec("map_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
-        aliases=("map", "MAP", "map_cut"), reference="trec_eval m_map.c, m_map_cut.c")
+        aliases=("map", "MAP", "map_cut"), reference="trec_eval m_map.c, m_map_cut.c", headline=1)
 def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
     for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
@@ -202,7 +202,7 @@ def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
 
 @family("RR", params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
         trec=trec("recip_rank"), aliases=("recip_rank", "MRR"),
-        reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10")
+        reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10", headline=4)
 def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """1 / rank of the first relevant document; 0 if none is retrieved (in the top k, with a
     cutoff: RR@10 is MS MARCO's MRR@10)."""
@@ -546,7 +546,8 @@ def _exp_gain(table: np.ndarray) -> np.ndarray:
 @family("nDCG", params=NDCG_PARAMS,
         trec=(trec("ndcg", param="gains", kind="pairs"),
               trec("ndcg_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
-        aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005")
+        aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005",
+        headline=2, headline_cutoff=10)
 def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
          base: float) -> np.ndarray:
     """Normalised DCG (Jarvelin & Kekalainen, TOIS 2002). DCG sums gain/log2(rank+1) over the

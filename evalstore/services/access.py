@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +27,7 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import ROLES, ApiToken, AuditEntry, User
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import AccessDenied, AuthenticationError, ConflictError, InvalidParameterError, NotFoundError
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import as_utc, db_now
 
 # What each role may do; the HTTP routes name one of these each (tests walk every route x role).
@@ -229,41 +228,32 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
-class _VerifiedSecrets:
-    """Digests of token strings whose argon2 check passed, so a client's every request does not
-    pay for it again. Only the secret's check is remembered: expiry, revocation and a disabled user
-    are read from the database on every request."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def check(self, token: str, secret: str, secret_hash: str) -> bool:
-        digest = hashlib.sha256(f"{token}\0{secret_hash}".encode()).hexdigest()
-        with self._lock:
-            if digest in self._seen:
-                self._seen.move_to_end(digest)
-                return True
-        try:
-            _SECRETS.verify(secret_hash, secret)
-        except (VerificationError, InvalidHashError):
-            return False
-        with self._lock:
-            self._seen[digest] = None
-            while len(self._seen) > self._size:
-                self._seen.popitem(last=False)
+def _secret_matches(context: AppContext, token: str, secret: str, secret_hash: str) -> bool:
+    """Whether the token's secret matches its stored hash. A passed check is remembered in
+    ``context.verified_secrets`` (by a digest of the token and the hash), so a client's every
+    request does not pay for argon2 again. Only the secret's check is remembered: expiry,
+    revocation and a disabled user are read from the database on every request."""
+    digest = hashlib.sha256(f"{token}\0{secret_hash}".encode()).hexdigest()
+    if context.verified_secrets.get(digest):
         return True
+    try:
+        _SECRETS.verify(secret_hash, secret)
+    except (VerificationError, InvalidHashError):
+        return False
+    context.verified_secrets.put(digest, True)
+    return True
 
 
-_verified = _VerifiedSecrets()
 _BAD_TOKEN = ("The token is not valid: it is wrong, expired or revoked. "
               "Ask an admin for a new one ('evalstore tokens create --user NAME').")
 
 
-def authenticate(engine: Engine, token: str, *, purpose: str = "api") -> Principal:
+def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: AppContext | None = None
+                 ) -> Principal:
     """The user a token (or a session cookie's value, ``purpose`` session) belongs to. Every way it
-    can be wrong gets the same message, so a caller learns nothing about which tokens exist."""
+    can be wrong gets the same message, so a caller learns nothing about which tokens exist. A
+    server passes its ``context``, where passed secret checks are remembered."""
+    context = context_for(engine, context)
     prefix, _, rest = token.partition("_")
     token_id, _, secret = rest.partition("_")
     if (prefix != TOKEN_PREFIX or not secret or not token_id.isascii() or not token_id.isdigit()
@@ -280,7 +270,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api") -> Princip
     # expiry is hours or days away, and hosts' clocks differ by far less
     expired = row.expires_at is not None and as_utc(row.expires_at) <= datetime.now(UTC)
     if (row.purpose != purpose or row.revoked_at is not None or expired or row.disabled_at is not None
-            or not _verified.check(token, secret, row.secret_hash)):
+            or not _secret_matches(context, token, secret, row.secret_hash)):
         raise AuthenticationError(_BAD_TOKEN)
     via = "session" if purpose == "session" else "token"
     return Principal(row.id, row.name, row.role, row.team, int(token_id), via)

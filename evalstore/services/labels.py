@@ -25,6 +25,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError
 from evalstore.io.labels import Gold, read_predictions
 from evalstore.io.labels import read_gold as read_gold_file
+from evalstore.services.context import Lru
 
 PREDICTION_KINDS = ("classifier", "clustering")
 
@@ -199,32 +200,32 @@ def _prediction_reads(prediction_set: PredictionSet) -> list[tuple[Any, list[str
 
 
 _GOLD_READ = (["item_id", "label", "group_id", "weight"], [pa.string()] * 3 + [pa.float64()])
-gold_cache: dict[tuple[int, str], Gold] = {}
 
 
-def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[PredictionSet]
-                    ) -> tuple[Gold, list[list[pa.Table]]]:
+def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[PredictionSet], *,
+                   cache: Lru[tuple[int, str], Any] | None = None) -> tuple[Gold, list[list[pa.Table]]]:
     """The gold labels and each prediction set's tables, read together. A worker evaluates set
-    after set against the same gold labels, so the last ones read are kept (keyed by id and
-    content hash: replaced labels are read afresh)."""
+    after set against the same gold labels, so its context's ``cache`` keeps the last ones read
+    (keyed by id and content hash: replaced labels are read afresh)."""
     key = (label_set.id, label_set.content_hash)
     reads = [read for p in prediction_sets for read in _prediction_reads(p)]
-    if key not in gold_cache:
+    gold: Gold | None = None if cache is None else cache.get(key)
+    if gold is None:
         reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id, GoldLabel.weight)
                          .where(GoldLabel.label_set_id == label_set.id), *_GOLD_READ))
     tables = arrow_reads.read_together(session, reads)
-    if key not in gold_cache:
-        gold_cache.clear()
+    if gold is None:
         table = tables.pop(0)
         groups = table["group_id"] if table["group_id"].null_count == 0 else None
         weights = table["weight"].to_numpy() if label_set.weighted else None
-        gold_cache[key] = Gold(table["item_id"], table["label"], groups, label_set.content_hash, weights,
-                               label_set.multilabel)
+        gold = Gold(table["item_id"], table["label"], groups, label_set.content_hash, weights, label_set.multilabel)
+        if cache is not None:
+            cache.put(key, gold)
     per_set = []
     for p in prediction_sets:
         count = 2 if p.score_classes else 1
         per_set.append(tables[:count])
         tables = tables[count:]
-    return gold_cache[key], per_set
+    return gold, per_set
 
 

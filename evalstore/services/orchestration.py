@@ -23,6 +23,7 @@ from evalstore.backends import LOCAL, Backend
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.services import jobs
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
 from evalstore.services.kinds import predictions, ranking
 from evalstore.services.kinds.base import EvaluationSummary
@@ -136,7 +137,7 @@ class Evaluations:
 
 
 def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: bool = False,
-             announce: Callable[[JobRef], None] | None = None) -> Evaluations:
+             announce: Callable[[JobRef], None] | None = None, context: AppContext | None = None) -> Evaluations:
     """Queue one job per input and, with ``wait``, get them done.
 
     Parameters
@@ -157,6 +158,9 @@ def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: b
         Log to MLflow in this process before returning instead (scripts that read MLflow next).
     announce
         Called with each job as it is queued (the CLI prints a line per job).
+    context
+        The caller's application context: the jobs run here use its caches, and the background
+        MLflow logger is kept in it (:meth:`AppContext.wait_for_background`).
 
     Returns
     -------
@@ -170,6 +174,7 @@ def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: b
     NotFoundError, InvalidParameterError, ConflictError
         Unknown qrels, runs or prediction sets; measures or options the judgments cannot take.
     """
+    context = context_for(engine, context)
     refs = request.enqueue(engine)
     for ref in refs:
         if announce is not None:
@@ -179,14 +184,14 @@ def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: b
         _logging.configure_logging()
         mlflow = config.mlflow_enabled()
         done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"],
-                       mlflow=mlflow and wait_for_mlflow)
+                       mlflow=mlflow and wait_for_mlflow, context=context)
         if mlflow and not wait_for_mlflow and done:
-            log_in_background(engine, sorted(done))
+            log_in_background(engine, sorted(done), context=context)
     views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
     return Evaluations(refs, views, done, request.report(engine, views, wait))
 
 
-def log_in_background(engine: Engine, evaluation_ids: list[int]) -> None:
+def log_in_background(engine: Engine, evaluation_ids: list[int], *, context: AppContext) -> None:
     """Start ``evalstore mlflow sync --evaluation ID ...`` detached from this process (its own
     session: it outlives the command and a Ctrl-C at the terminal). The evaluations are stored and
     marked pending; if the process fails, they stay pending for a worker or a later sync, as when
@@ -198,29 +203,18 @@ def log_in_background(engine: Engine, evaluation_ids: list[int]) -> None:
     command = [sys.executable, "-m", "evalstore", "mlflow", "sync",
                *(argument for evaluation_id in evaluation_ids for argument in ("--evaluation", str(evaluation_id)))]
     with open(logs / "mlflow-sync.log", "ab") as log:
-        BACKGROUND.append(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                           start_new_session=True, close_fds=True))
-    BACKGROUND[:] = [process for process in BACKGROUND if process.poll() is None]  # reap finished ones
-
-
-# the MLflow loggers this process started: a CLI leaves without waiting (os._exit), a longer-lived
-# caller (tests, a server) reaps them with wait_for_background
-BACKGROUND: list[subprocess.Popen[bytes]] = []
-
-
-def wait_for_background(timeout: float = 120.0) -> list[int]:
-    """Wait for the MLflow loggers this process started; their exit codes."""
-    codes = [process.wait(timeout) for process in BACKGROUND]
-    BACKGROUND.clear()
-    return codes
+        # kept in the context: a CLI leaves without waiting (os._exit), a longer-lived caller (a
+        # test) reaps them with context.wait_for_background()
+        context.started(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, close_fds=True))
 
 
 def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,
-            lease: timedelta = jobs.DEFAULT_LEASE) -> dict[int, EvaluationSummary]:
+            lease: timedelta = jobs.DEFAULT_LEASE, context: AppContext | None = None) -> dict[int, EvaluationSummary]:
     """Get these jobs done from this process: run them here unless a live worker is on them,
     and wait for the ones a worker has. Returns the summaries of the jobs run here."""
     worker = Worker(engine, WorkerSettings(lease=lease, mlflow=mlflow), worker_id=jobs.new_worker_id("cli"),
-                    only=job_ids)
+                    only=job_ids, context=context)
     pending = set(job_ids)
     while pending:
         if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():

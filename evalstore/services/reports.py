@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +22,7 @@ from evalstore.io import inert
 from evalstore.metrics import resolve_measures
 from evalstore.services import collections, comparisons, tasks
 from evalstore.services.access import Principal
+from evalstore.services.context import AppContext, context_for
 from evalstore.statistics import significance
 
 JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
@@ -62,12 +60,14 @@ class BoardPage:
 
 
 def leaderboard(engine: Engine, principal: Principal, task: str, measures: Sequence[str] = (),
-                sort: str | None = None) -> BoardPage:
+                sort: str | None = None, *, context: AppContext | None = None) -> BoardPage:
     """The task's leaderboard as ``principal`` may see it, sorted by ``sort`` (a measure shown,
     best first, or ``run``/``team``); tiers from Tukey's HSD on the two-way design (runs x
-    topics) for the first measure, or the sort measure."""
+    topics) for the first measure, or the sort measure. A server passes its ``context`` (boards
+    and tiers are kept there)."""
+    context = context_for(engine, context)
     access = tasks.task_access(engine, principal, task)
-    body = tasks.task_leaderboard(engine, principal, task, list(measures)).body
+    body = tasks.task_leaderboard(engine, principal, task, list(measures), context=context).body
     if not access.scores_visible:
         return BoardPage(task, False, [], "", [], None, None, [tasks.HIDDEN])
     names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
@@ -80,7 +80,7 @@ def leaderboard(engine: Engine, principal: Principal, task: str, measures: Seque
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
     if tier_measure is not None and len(raw) >= 2:
-        letters = _tiers(engine, access.qrels, [r["run"] for r in raw], tier_measure, body)
+        letters = _tiers(context, access.qrels, [r["run"] for r in raw], tier_measure, body)
         notes.append(f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
                      "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0).")
     pooled = _pool_runs(engine, access.qrels_source)
@@ -97,36 +97,24 @@ def leaderboard(engine: Engine, principal: Principal, task: str, measures: Seque
     return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
 
 
-# Tiers already computed, per database: a board's numbers change with every new result, so only
-# the newest few keys are kept (a server runs for months)
-_tier_cache: weakref.WeakKeyDictionary[Engine, OrderedDict[tuple[Any, ...], dict[str, str]]] = (
-    weakref.WeakKeyDictionary())
-_tier_lock = threading.Lock()
-TIER_BOARDS_KEPT = 64
-
-
-def _tiers(engine: Engine, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
-    """Compact letters by the measure's Tukey HSD; cached while the board's numbers stay the same."""
+def _tiers(context: AppContext, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
+    """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
+    numbers stay the same (a board's numbers change with every new result, so only the newest few
+    boards' tiers are kept)."""
     key = (qrels, tuple(sorted(runs)), measure,
            tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]))
-    with _tier_lock:
-        cached = _tier_cache.setdefault(engine, OrderedDict()).get(key)
+    cached = context.tiers.get(key)
     if cached is not None:
         return cached
-    comparison = comparisons.compare(engine, qrels_name=qrels, run_names=runs, measures=[measure], multi="tukey",
-                                     missing="zero")
+    comparison = comparisons.compare(context.engine, qrels_name=qrels, run_names=runs, measures=[measure],
+                                     multi="tukey", missing="zero")
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
     different = {(position[p.run], position[p.versus]) for p in comparison.pairs if p.significant}
     letters = significance.compact_letters(len(order), different)
     tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
-    with _tier_lock:
-        kept = _tier_cache[engine]
-        kept[key] = tiers
-        while len(kept) > TIER_BOARDS_KEPT:
-            kept.popitem(last=False)
-    return tiers
+    return context.tiers.put(key, tiers)
 
 
 def _pool_runs(engine: Engine, qrels_source: str | None) -> set[str] | None:
@@ -185,7 +173,8 @@ class RunPage:
     task_runs: int
 
 
-def run_page(engine: Engine, principal: Principal, run: str, measure: str | None = None) -> RunPage:
+def run_page(engine: Engine, principal: Principal, run: str, measure: str | None = None, *,
+             context: AppContext | None = None) -> RunPage:
     submission = tasks.show_submission(engine, principal, run)
     results = tasks.run_results(engine, principal, run, per_query=True)
     if results.get("scores") is not None or "aggregates" not in results:
@@ -202,7 +191,8 @@ def run_page(engine: Engine, principal: Principal, run: str, measure: str | None
     others = 0
     if measure is not None:
         access = tasks.task_access(engine, principal, submission["task"])
-        done = [r["run"] for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure]).body["rows"]]
+        done = [r["run"] for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure],
+                                                             context=context).body["rows"]]
         matrix = comparisons.score_matrix(engine, qrels_name=access.qrels, run_names=done or [run],
                                           measures=[measure], missing="zero")
         scores = matrix.scores[matrix.measures[0]]

@@ -24,8 +24,10 @@ from sqlalchemy.exc import OperationalError
 
 from evalstore import _logging
 from evalstore.db.engine import make_engine
+from evalstore.db.session import unit_of_work
 from evalstore.errors import EvalstoreError
 from evalstore.services import embargo, jobs, kinds, store, tracking
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
@@ -80,8 +82,10 @@ class _Heartbeat:
 
 class Worker:
     def __init__(self, engine: Engine, settings: WorkerSettings | None = None, *, worker_id: str | None = None,
-                 only: list[int] | None = None) -> None:
+                 only: list[int] | None = None, context: AppContext | None = None) -> None:
         self.engine = engine
+        # the qrels and gold labels last read and the MLflow client, kept from job to job
+        self.context = context_for(engine, context)
         self.settings = settings or WorkerSettings()
         self.worker_id = worker_id or jobs.new_worker_id()
         self.only = only
@@ -93,27 +97,35 @@ class Worker:
     # one job ------------------------------------------------------------------------------
 
     def process_one(self) -> bool:
-        """Claim and run one job; False when there was nothing to claim."""
+        """Claim and run one job; False when there was nothing to claim. The use case of one job:
+        compute it (the kind's step, under a heartbeat), then in one unit of work read the header
+        its results get, start MLflow logging ahead of the commit, and store them; then deliver
+        them to MLflow (:func:`tracking.drain`)."""
         job = jobs.claim(self.engine, self.worker_id, lease=self.settings.lease, only=self.only)
         if job is None:
             return False
         log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
         ahead: tracking.AheadLog | None = None
-
-        def log_while_storing(stored: StoredEvaluation) -> None:
-            nonlocal ahead
-            if not embargo.is_embargoed(self.engine, job.evaluation_id):  # hidden: logged at release
-                ahead = tracking.log_ahead(stored, retried=job.attempt > 1)
-
         try:
             with _Heartbeat(self.engine, job, self.settings.lease):
+                computed = kinds.get(job.kind).compute(self.engine, job, context=self.context)
+                # a hidden task's results wait for its release before MLflow sees them (services/embargo)
+                log_ahead = self.settings.mlflow and not embargo.is_embargoed(self.engine, job.evaluation_id)
+                started = time.perf_counter()
                 try:
-                    summary = kinds.get(job.kind).run_job(
-                        self.engine, job, log_while_storing if self.settings.mlflow else None)
+                    with unit_of_work(self.engine) as session:
+                        header = jobs.results_header(session, job)
+                        stored = computed.stored_as(header)
+                        if log_ahead:  # logged while the values are written and committed
+                            ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
+                        jobs.store_results(session, job, header, computed.per_query, computed.aggregates,
+                                           computed.settings)
                 except BaseException:
                     if ahead is not None:
                         tracking.abandon_ahead(ahead)
                     raise
+                computed.timings.store = time.perf_counter() - started
+                summary = computed.summary(stored)
         except StopNow:
             jobs.release(self.engine, job)
             log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
@@ -140,20 +152,10 @@ class Worker:
                         job.options["missing_topics"])
         if self.settings.mlflow:
             started = time.perf_counter()
-            if ahead is None or not self._finish_ahead(ahead):
-                known = {job.evaluation_id: summary.stored} if summary.stored else None
-                self._log_to_mlflow([job.evaluation_id], known)
+            self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: stored}, ahead)
             beside = f" after the store ({ahead.seconds:.2f}s alongside it)" if ahead and ahead.run_id else ""
             log.info("job %d: MLflow logging took %.2fs%s", job.evaluation_id, time.perf_counter() - started, beside)
         return True
-
-    def _finish_ahead(self, ahead: tracking.AheadLog) -> bool:
-        try:
-            return tracking.finish_ahead(self.engine, ahead)
-        except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
-            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
-            tracking.abandon_ahead(ahead)  # the next attempt logs afresh, leaving no run unfinished
-            return True
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""
@@ -169,9 +171,10 @@ class Worker:
         log.info("run %d: docno-hash index built (%.2fs)", run_id, time.perf_counter() - started)
         return True
 
-    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredEvaluation] | None = None) -> None:
+    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredEvaluation] | None = None,
+                       ahead: tracking.AheadLog | None = None) -> None:
         try:
-            tracking.log_pending(self.engine, only=only, known=known)
+            tracking.drain(self.engine, only=only, known=known, ahead=ahead, context=self.context)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
             log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
 

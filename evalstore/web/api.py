@@ -200,7 +200,8 @@ def leaderboard(task: str, request: Request, measure: list[str] = Query([]),
                 principal: Principal = needs("leaderboard:read", public=True)) -> Response:
     """Each run's mean and 95% bootstrap interval per measure, best first (hidden tasks: only that
     the scores are hidden, until released)."""
-    board = tasks.task_leaderboard(server(request).engine, principal, task, measure)
+    board = tasks.task_leaderboard(server(request).engine, principal, task, measure,
+                                   context=server(request).context)
     return Response(board.json, media_type="application/json")
 
 

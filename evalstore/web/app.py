@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
+from evalstore.services.context import AppContext
 from evalstore.web import api, errors, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore
@@ -22,17 +23,18 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
+    context = AppContext(engine)  # the caches every request shares, for the server's life
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
-        engine.dispose()  # close the pooled connections when the server stops
+        context.close()  # close the pooled connections when the server stops
 
     app = FastAPI(title="evalstore", version=__version__, openapi_url="/api/v1/openapi.json", lifespan=lifespan,
                   docs_url="/api/v1/docs", redoc_url=None,
                   description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
                               "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').")
-    app.state.server = Server(settings, engine, WriteRate(settings.writes_per_minute),
+    app.state.server = Server(settings, context, WriteRate(settings.writes_per_minute),
                               WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour))
     errors.install(app, pages.error_page)
     app.include_router(api.router)

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from evalstore.errors import AccessDenied, AuthenticationError
 from evalstore.services import access
 from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.services.context import AppContext
 from evalstore.web.limits import SignInBackoff, WriteRate
 from evalstore.web.settings import ServerSettings
 
@@ -28,13 +29,18 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 @dataclass(frozen=True)
 class Server:
-    """What the routes share: the settings, the database, the limiters."""
+    """What the routes share: the settings, the application context (the database and the
+    caches), the limiters."""
 
     settings: ServerSettings
-    engine: Engine
+    context: AppContext
     writes: WriteRate
     mints: WriteRate = field(default_factory=lambda: WriteRate(20 / 60, "new tokens", burst=20))
     sign_ins: SignInBackoff = field(default_factory=SignInBackoff)
+
+    @property
+    def engine(self) -> Engine:
+        return self.context.engine
 
 
 def server(request: Request) -> Server:
@@ -51,10 +57,10 @@ def caller(request: Request) -> Principal:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationError("Send the token as 'Authorization: Bearer TOKEN'.")
-        return access.authenticate(shared.engine, token.strip())
+        return access.authenticate(shared.engine, token.strip(), context=shared.context)
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
-        principal = access.authenticate(shared.engine, cookie, purpose="session")
+        principal = access.authenticate(shared.engine, cookie, purpose="session", context=shared.context)
         if request.method not in SAFE_METHODS and not hmac.compare_digest(
                 request.headers.get(CSRF_HEADER, ""), access.csrf_token(cookie)):
             raise AccessDenied(f"This form's CSRF token is missing or wrong; reload the page (send {CSRF_HEADER}).")

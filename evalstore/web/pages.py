@@ -49,7 +49,8 @@ def _principal(request: Request) -> Principal:
     cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         return ANONYMOUS
-    principal = access.authenticate(server(request).engine, cookie, purpose="session")
+    principal = access.authenticate(server(request).engine, cookie, purpose="session",
+                                   context=server(request).context)
     request.state.csrf = access.csrf_token(cookie)
     return principal
 
@@ -158,7 +159,8 @@ def home(request: Request) -> HTMLResponse:
 def leaderboard_page(request: Request, task: str, measure: list[str] = Query([]),
                      sort: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "leaderboard:read", public=True)
-    page = reports.leaderboard(server(request).engine, principal, task, measure, sort)
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort,
+                               context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
     links = {m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures,
                                                                                               "run", "team"]}
@@ -178,7 +180,8 @@ def leaderboard_download(request: Request, task: str, fmt: str, measure: list[st
     principal = _page_principal(request, "leaderboard:read", public=True)
     if fmt not in _DOWNLOAD_TYPES:
         raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
-    page = reports.leaderboard(server(request).engine, principal, task, measure, sort)
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort,
+                               context=server(request).context)
     if not page.visible:
         raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     return PlainTextResponse(reports.board_download(page, fmt), media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
@@ -188,7 +191,7 @@ def leaderboard_download(request: Request, task: str, fmt: str, measure: list[st
 @router.get("/runs/{run}")
 def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "runs:read")
-    page = reports.run_page(server(request).engine, principal, run, measure)
+    page = reports.run_page(server(request).engine, principal, run, measure, context=server(request).context)
     chart = None
     if page.measure is not None and page.topics:
         differences = [v - m for v, m in zip(page.values, page.medians, strict=True)]

@@ -29,10 +29,6 @@ from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
 
-# the states in which a run holds one of its team's slots (failed and cancelled ones give it back)
-_HOLDS_SLOT = ("queued", "running", "done")
-
-
 def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, Any]:
     """The caller's runs on the task (the organiser: every team's), each with its job's queue
     position, and the quota the caller's team has used."""
@@ -43,8 +39,7 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
         job = tasks.show_job(engine, principal, run["job"]) if run["job"] else None
         run["queue_position"] = job["queue_position"] if job else None
         run["error"] = job["error"] if job else None
-    own = [r for r in runs if principal.team is None or r["team"] == principal.team]
-    used = sum(1 for r in own if r["state"] in _HOLDS_SLOT)
+    used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
     waiting = any(r["state"] in ("queued", "running") for r in runs)
     return {"task": shown.as_dict(), "runs": runs, "used": used, "quota": shown.max_runs_per_team,
             "team": principal.team, "no_worker": waiting and not worker_alive(request)}

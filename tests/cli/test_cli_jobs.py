@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.services import orchestration
+from evalstore.cli._context import CliState
 
 SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 
@@ -21,12 +21,14 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     runner = CliRunner()
 
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args])
+    def invoke(*args: str, state: CliState | None = None):  # type: ignore[no-untyped-def]
+        # ``state``: the command's state handed in, to reap the MLflow logger it starts
+        return runner.invoke(app, ["--database-url", url, *args], obj=state)
 
     assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
     assert invoke("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
+    invoke.url = url  # type: ignore[attr-defined]
     return invoke
 
 
@@ -106,12 +108,13 @@ def test_wait_computes_in_process_logs_to_mlflow_and_reads_back_as_trec_eval(cli
 def test_wait_prints_the_scores_and_hands_mlflow_to_a_background_process(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A person at the terminal waits for the numbers, not for MLflow: `evaluate --wait` returns
     with the job done and MLflow pending; a detached `evalstore mlflow sync` logs it."""
-    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "AP,P@10,nDCG@10", "--wait")
+    state = CliState(cli.url)
+    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "AP,P@10,nDCG@10", "--wait", state=state)
     assert done.exit_code == 0, done.stderr
     assert "0.1785" in done.stdout and "pending" in done.stdout  # AP, and MLflow not waited for
     [table_job] = json.loads(cli("jobs", "list", "--format", "json").stdout)
     assert table_job["mlflow_state"] in ("pending", "logging", "logged")
-    assert orchestration.wait_for_background() == [0]
+    assert state.context().wait_for_background() == [0]
     [job] = json.loads(cli("jobs", "list", "--format", "json").stdout)
     assert job["mlflow_state"] == "logged"
     assert cli("mlflow", "status").stdout.endswith("pending: 0\n")

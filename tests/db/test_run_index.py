@@ -35,7 +35,7 @@ def _index_scans(engine: Engine, run_id: int) -> int:
 
 def test_an_idle_worker_indexes_large_runs_and_evaluations_read_through_the_index(
         engine: Engine, write, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(store, "INDEXED_RUN_ROWS", 1000)  # the sample run's 1,500 rows count as large
+    monkeypatch.setattr(store.runs, "INDEXED_RUN_ROWS", 1000)  # the sample run's 1,500 rows count as large
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     store.register_run(engine, SAMPLE / "results.test", name="large")
     store.register_run(engine, write("small.run", "401 Q0 d1 1 1.0 t\n"), name="small")

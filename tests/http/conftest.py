@@ -95,8 +95,8 @@ def build_world(engine: Engine, tmp: Path) -> World:
 @pytest.fixture(autouse=True)
 def fresh_boards(monkeypatch: pytest.MonkeyPatch) -> None:
     """Leaderboards read the task's state on every request here (a server may answer from one up
-    to a second old: tasks.BOARD_FRESHNESS), so a test sees what it has just done."""
-    monkeypatch.setattr(tasks, "BOARD_FRESHNESS", 0.0)
+    to a second old: tasks.boards.BOARD_FRESHNESS), so a test sees what it has just done."""
+    monkeypatch.setattr(tasks.boards, "BOARD_FRESHNESS", 0.0)
 
 
 @pytest.fixture

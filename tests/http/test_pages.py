@@ -314,11 +314,9 @@ def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
 
 def test_the_tiers_cache_keeps_only_the_newest_boards(world: World, client: TestClient,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalstore.services import reports
-
     world.submit("open", "red-2", text=run_text(tag="r2", shift=2))
-    monkeypatch.setattr(reports, "TIER_BOARDS_KEPT", 1)
+    tiers = client.app.state.server.context.tiers  # type: ignore[attr-defined]
+    monkeypatch.setattr(tiers, "size", 1)
     for sort in ("AP", "P@10", "RR"):
         assert client.get(f"/tasks/open?sort={sort}").status_code == 200
-    server_engine = client.app.state.server.engine  # type: ignore[attr-defined]
-    assert len(reports._tier_cache[server_engine]) == 1  # three boards asked for, one kept
+    assert len(tiers) == 1  # three boards asked for, one kept

@@ -8,6 +8,7 @@ comparisons look the kind up in :data:`evalstore.services.kinds.KINDS`; none of 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,6 +17,9 @@ import numpy as np
 from sqlalchemy import Engine
 
 from evalstore.db.repositories import PerQueryValues
+from evalstore.db.session import unit_of_work
+from evalstore.services import jobs
+from evalstore.services.context import AppContext
 from evalstore.services.jobs import ClaimedJob
 
 if TYPE_CHECKING:
@@ -61,8 +65,39 @@ class EvaluationSummary:
 
 
 Figures = Callable[[], Iterator[tuple[str, Any]]]
-# what the worker does with just-computed results while the store writes them (jobs.complete)
-WhileStoring = Callable[[StoredEvaluation], None]
+
+
+@dataclass
+class ComputedJob:
+    """A claimed job's results, computed and not yet stored: what :func:`jobs.store_results`
+    writes, and ``stored_as``, which makes of the header they are stored under
+    (:func:`jobs.results_header`) the evaluation as MLflow gets it."""
+
+    evaluation_id: int
+    inputs: str
+    judgments: str
+    topics: int
+    missing_topics: tuple[str, ...]
+    timings: JobTimings
+    per_query: PerQueryValues
+    aggregates: list[dict[str, Any]]
+    settings: dict[str, Any] | None
+    stored_as: Callable[[dict[str, Any]], StoredEvaluation]
+
+    def summary(self, stored: StoredEvaluation) -> EvaluationSummary:
+        return EvaluationSummary(self.evaluation_id, self.inputs, self.judgments, False, self.topics,
+                                 self.missing_topics, self.timings, stored)
+
+
+def store_computed(engine: Engine, job: ClaimedJob, computed: ComputedJob) -> EvaluationSummary:
+    """Store a computed job's results in one unit of work (JobLost if the job was taken away); the
+    worker does the same with MLflow logging ahead (:meth:`Worker.process_one`)."""
+    started = time.perf_counter()
+    with unit_of_work(engine) as session:
+        header = jobs.results_header(session, job)
+        jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
+    computed.timings.store = time.perf_counter() - started
+    return computed.summary(computed.stored_as(header))
 
 
 @dataclass(frozen=True)
@@ -100,10 +135,9 @@ class EvaluationKind(Protocol):
 
     name: str
 
-    def run_job(self, engine: Engine, job: ClaimedJob,
-                while_storing: WhileStoring | None = None) -> EvaluationSummary:
-        """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away).
-        ``while_storing`` is handed the results as they will be stored, before they are written."""
+    def compute(self, engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
+        """Read a claimed job's inputs and compute its results, storing nothing (JobLost if its
+        inputs were deleted). ``context`` keeps the judgments read, for the next job."""
         ...
 
     def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:

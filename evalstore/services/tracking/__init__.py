@@ -1,6 +1,7 @@
 """Logging stored evaluations to MLflow, each stored result exactly once.
 
-MLflow logging is a small job of its own on every evaluation (``mlflow_state``):
+MLflow logging is a small job of its own on every evaluation (``mlflow_state``), and
+:func:`drain` is the one way it is done:
 ``pending`` -> ``logging`` (held under a lease) -> ``logged``; on any failure it goes back to
 ``pending`` with the error, and the worker or ``evalstore mlflow sync`` tries again later. The
 evaluation never waits on MLflow, so MLflow being down loses nothing. A worker begins logging
@@ -15,32 +16,26 @@ an unfinished one (died midway) is deleted and logged afresh.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, and_, or_, select, update
 
 from evalstore import config
-from evalstore._version import __version__
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import TrackingError
-from evalstore.metrics import mlflow_key
 from evalstore.services import jobs, kinds
+from evalstore.services.context import MLFLOW_CLIENTS_KEPT, AppContext, Lru, context_for
 from evalstore.services.embargo import embargoed
 from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
+from evalstore.services.tracking.client import _client, _experiment_id, _log_run
 
 if TYPE_CHECKING:
-    import pandas as pd
     from mlflow import MlflowClient
 
 log = logging.getLogger("evalstore.mlflow")
@@ -63,14 +58,16 @@ def pending_count(engine: Engine) -> int:
 
 def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
                 tracking_uri: str | None = None,
-                known: dict[int, StoredEvaluation] | None = None) -> SyncReport:
+                known: dict[int, StoredEvaluation] | None = None, context: AppContext | None = None) -> SyncReport:
     """Log every finished evaluation MLflow has not received (or only ``only``).
 
     ``known`` holds results the caller has in memory (a worker that just stored them): used
     when they are the stored version, which saves reading ~700k values back for a large run.
     Stops at the first failure, since the next ones would most likely fail the same way; the
-    rest stay pending. Returns what was logged and what failed.
+    rest stay pending. Returns what was logged and what failed. ``context`` keeps the MLflow
+    client open for the next call (a worker's).
     """
+    clients = context_for(engine, context).mlflow_clients
     report = SyncReport()
     if not config.mlflow_enabled():
         return report
@@ -81,7 +78,7 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
             break
         evaluation_id, version, first_attempt = claimed
         try:
-            client = _client(uri)
+            client = _client(uri, clients)
             stored = (known or {}).get(evaluation_id)
             if stored is None or stored.header["results_version"] != version:
                 stored = results_for(engine, evaluation_id)
@@ -99,6 +96,29 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
     return report
 
 
+def drain(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
+          tracking_uri: str | None = None, known: dict[int, StoredEvaluation] | None = None,
+          ahead: AheadLog | None = None, context: AppContext | None = None) -> SyncReport:
+    """The one way stored results reach MLflow: deliver the pending ones (or only ``only``), each
+    exactly once. The worker calls it after every job it stores, ``evalstore mlflow sync`` (and so
+    ``evaluate --wait``'s background logger) and ``evaluate --wait-mlflow`` through the worker.
+
+    ``ahead`` is the worker's head start (:func:`log_ahead`, begun as the results were being
+    stored): it is finished first; whatever it could not deliver stays pending, and results that
+    were replaced meanwhile are logged by :func:`log_pending` like any other. ``known`` are results
+    the caller holds in memory (:func:`log_pending`)."""
+    if ahead is not None:
+        try:
+            delivered = finish_ahead(engine, ahead)
+        except Exception as error:  # never lose the caller over MLflow; the evaluation is stored
+            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", _failure(error))
+            abandon_ahead(ahead)  # the next attempt logs afresh, leaving no run unfinished
+            delivered = True
+        if delivered and only == [ahead.evaluation_id]:
+            return SyncReport()
+    return log_pending(engine, only=only, limit=limit, tracking_uri=tracking_uri, known=known, context=context)
+
+
 @dataclass
 class AheadLog:
     """Results being logged to MLflow while they are stored (:func:`log_ahead`)."""
@@ -109,9 +129,11 @@ class AheadLog:
     run_id: str | None = None  # the MLflow run, left running until the results are committed
     error: str | None = None
     seconds: float = 0.0
+    clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
 
 
-def log_ahead(stored: StoredEvaluation, *, retried: bool = False) -> AheadLog | None:
+def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None
+              ) -> AheadLog | None:
     """Start logging ``stored`` (results about to be committed, with the version they will have)
     to MLflow on a thread of its own, and return at once; None when MLflow is off.
 
@@ -120,16 +142,19 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False) -> AheadLog | 
     committed (~0.15 s) instead of after. The MLflow run stays RUNNING until
     :func:`finish_ahead` sees the results committed and marks it FINISHED; :func:`abandon_ahead`
     deletes it when they are not. When the job is being ``retried``, a run an earlier attempt left
-    (its worker died before the results were committed) is deleted first."""
+    (its worker died before the results were committed) is deleted first. ``context`` keeps the
+    MLflow client open (a worker's)."""
     if not config.mlflow_enabled():
         return None
     uri = config.mlflow_tracking_uri()
     ahead = AheadLog(stored.evaluation_id, int(stored.header["results_version"]))
+    if context is not None:
+        ahead.clients = context.mlflow_clients
 
     def log_now() -> None:
         started = time.perf_counter()
         try:
-            client = _client(uri)
+            client = _client(uri, ahead.clients)
             payload = kinds.get(stored.kind).mlflow_run(stored)
             experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
             for earlier in client.search_runs([experiment_id], filter_string=_run_filter(
@@ -156,7 +181,7 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
     claimed = _claim(engine, [ahead.evaluation_id])
     if claimed is None or claimed[1] != ahead.results_version:
         if ahead.run_id is not None:
-            _delete_run(uri, ahead.run_id)
+            _delete_run(uri, ahead.run_id, ahead.clients)
         if claimed is None:  # logged, or being logged, by another process
             return True
         # replaced by newer results meanwhile: those are logged the ordinary way
@@ -167,7 +192,7 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
         log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, ahead.error)
         return True
     try:
-        _client(uri).set_terminated(ahead.run_id, "FINISHED")
+        _client(uri, ahead.clients).set_terminated(ahead.run_id, "FINISHED")
     except Exception as error:  # left unfinished: the next attempt deletes it and logs afresh
         message = _failure(error)
         _give_back(engine, ahead.evaluation_id, ahead.results_version, message)
@@ -183,12 +208,12 @@ def abandon_ahead(ahead: AheadLog) -> None:
     assert ahead.thread is not None
     ahead.thread.join()
     if ahead.run_id is not None:
-        _delete_run(config.mlflow_tracking_uri(), ahead.run_id)
+        _delete_run(config.mlflow_tracking_uri(), ahead.run_id, ahead.clients)
 
 
-def _delete_run(uri: str, run_id: str) -> None:
+def _delete_run(uri: str, run_id: str, clients: Lru[str, Any]) -> None:
     try:
-        _client(uri).delete_run(run_id)
+        _client(uri, clients).delete_run(run_id)
     except Exception as error:  # an unfinished run is deleted by the next attempt at the same results
         log.warning("could not delete MLflow run %s of results that were not stored: %s", run_id, error)
 
@@ -244,76 +269,6 @@ def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | No
             mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None))
 
 
-# --- MLflow ------------------------------------------------------------------------------------
-
-
-_clients: dict[str, MlflowClient] = {}
-
-
-def _client(uri: str) -> MlflowClient:
-    """This process's client for ``uri``, opened once: a worker logs job after job, and opening
-    one checks the tracking store each time (a failed opening is simply tried again next time)."""
-    client = _clients.get(uri)
-    if client is not None:
-        return client
-    config.limit_mlflow_http_retries()
-    from mlflow import MlflowClient
-
-    # mlflow sets its loggers to INFO on import and announces its own database set-up each time
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    with _local_store_lock(uri):
-        client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # a new local store creates its schema here
-    _clients[uri] = client
-    return client
-
-
-@contextlib.contextmanager
-def _local_store_lock(uri: str) -> Iterator[None]:
-    """MLflow creates its SQLite schema on first use; two local processes doing that at once
-    collide, so they take turns (a server-backed store needs no lock)."""
-    if not uri.startswith("sqlite:///"):
-        yield
-        return
-    lock_path = Path(uri.removeprefix("sqlite:///") + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-# MLflow 3's UI opens an experiment without this tag on its GenAI overview (traces, nothing of
-# ours in it); marked as model development it opens on the runs table. A kind someone chose in the
-# UI is left as it is.
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-
-
-def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
-    from mlflow.exceptions import MlflowException
-
-    with _local_store_lock(uri):
-        experiment = client.get_experiment_by_name(name)
-        if experiment is not None:
-            if EXPERIMENT_KIND[0] not in experiment.tags:  # made by an older evalstore, or by hand
-                client.set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
-            return str(experiment.experiment_id)
-        root = config.mlflow_artifact_root(uri)
-        location = (root / name.replace("/", "_")).as_uri() if root else None
-        try:
-            return str(client.create_experiment(name, artifact_location=location,
-                                                tags={"evalstore.version": __version__,
-                                                      EXPERIMENT_KIND[0]: EXPERIMENT_KIND[1]}))
-        except MlflowException:  # created by another process meanwhile
-            experiment = client.get_experiment_by_name(name)
-            if experiment is None:
-                raise
-            return str(experiment.experiment_id)
-
-
 def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_attempt: bool) -> str:
     payload = kinds.get(stored.kind).mlflow_run(stored)
     experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
@@ -327,53 +282,12 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_att
     return _log_run(client, experiment_id, payload)
 
 
-def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, finished: bool = True) -> str:
-    """One MLflow run holding everything in ``payload``; finished, or (``finished=False``) left
-    running for the caller to finish."""
-    from mlflow.entities import Metric, Param, RunTag
-
-    run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=payload.tags).info.run_id)
-    metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in payload.metrics.items()
-               if value is not None and value == value]
-    params = [Param(key, str(value)[:6000]) for key, value in payload.params.items()]
-    for start in range(0, max(len(metrics), len(params)), 100):  # at most 100 of each per request
-        client.log_batch(run_id, metrics=metrics[start:start + 100], params=params[start:start + 100],
-                         tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
-    if payload.parquet:
-        with tempfile.TemporaryDirectory() as folder:
-            for name, frame in payload.parquet.items():
-                path = Path(folder) / name
-                frame.to_parquet(path)
-                client.log_artifact(run_id, str(path))
-    for name, frame in payload.tables.items():
-        client.log_table(run_id, _for_log_table(frame), artifact_file=name)
-    for name, text in payload.texts.items():
-        client.log_text(run_id, text, name)
-    for name, content in payload.dicts.items():
-        client.log_dict(run_id, content, name)
-    for name, figure in payload.figures() if payload.figures else ():
-        client.log_figure(run_id, figure, name)
-        figure.clear()
-    if finished:
-        client.set_terminated(run_id, "FINISHED")
-    return run_id
-
-
-def _for_log_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Text columns as categoricals for MLflow's log_table (same JSON). MLflow 3.17 looks for
-    images cell by cell in every column as soon as one column is `object` (0.65 s for 7k topics
-    x 99 measures), and selecting `object` columns while pandas 3 `str` columns exist warns."""
-    import pandas as pd
-
-    return table.astype({c: "category" for c in table.columns if pd.api.types.is_string_dtype(table[c])})
-
-
-def log_now(payload: MlflowRun, what: str) -> str:
+def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None) -> str:
     """Log ``payload`` as its own MLflow run now, outside the evaluations' pending state (a
     comparison: nothing stored to retry from). ``what`` names it in the error. Returns the run id."""
     uri = config.mlflow_tracking_uri()
     try:
-        client = _client(uri)
+        client = _client(uri, context.mlflow_clients if context is not None else Lru(MLFLOW_CLIENTS_KEPT))
         experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
         return _log_run(client, experiment_id, payload)
     except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
@@ -381,5 +295,5 @@ def log_now(payload: MlflowRun, what: str) -> str:
                             "printed; run the command again once MLflow is reachable.") from exc
 
 
-__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "finish_ahead", "log_ahead", "log_now", "log_pending",
+__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "drain", "finish_ahead", "log_ahead", "log_now", "log_pending",
            "pending_count", "results_for"]

@@ -1,16 +1,12 @@
-"""The classifier and clustering kinds: prediction sets evaluated against their gold labels with
-:mod:`evalstore.metrics.classification`, results stored per prediction set and per group.
-
-The sets themselves are stored and read by :mod:`evalstore.services.labels`.
+"""A prediction set's evaluation job: its options checked and queued, the predictions aligned with the
+gold labels (the context keeps the labels for the next job) and the suite computed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,26 +17,21 @@ import pyarrow.compute as pc
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from evalstore import plots
-from evalstore._version import __version__
 from evalstore.backends import LOCAL, Backend
-from evalstore.db import repositories as repo
-from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet
+from evalstore.db.models import LabelSet, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.io.labels import Gold, indicator, read_cost_matrix
 from evalstore.metrics import classification as measures
-from evalstore.metrics import headline_measures, higher_is_better
 from evalstore.services import jobs
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
+    ComputedJob,
     EvaluationSummary,
     JobTimings,
-    Leaderboard,
-    MlflowRun,
-    StoredEvaluation,
-    WhileStoring,
     per_query_values,
+    store_computed,
 )
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
 
@@ -197,10 +188,17 @@ def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | N
         return refs
 
 
-def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | None = None) -> EvaluationSummary:
+def run_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> EvaluationSummary:
+    """Compute a claimed classification job and store its aggregates and per-group values
+    (raises jobs.JobLost if the job was taken away)."""
+    return store_computed(engine, job, compute_job(engine, job, context=context))
+
+
+def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
     """What a worker does with a claimed classification job: align the predictions with the gold
-    labels, compute the suite, store aggregates and per-group values (raises jobs.JobLost if the
-    job was taken away)."""
+    labels and compute the suite, storing nothing (raises jobs.JobLost if the predictions were
+    deleted). ``context`` keeps the gold labels read for the next job."""
+    gold_cache = context_for(engine, context).gold
     timings = JobTimings()
     started = time.perf_counter()
     options = job.options
@@ -233,7 +231,7 @@ def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | 
                 suite.settings.update(threshold=threshold, threshold_rule="given")
             group_names = counts.group_names or []
         else:
-            gold, tables = read_with_gold(session, label_set, sets)
+            gold, tables = read_with_gold(session, label_set, sets, cache=gold_cache)
             data, *baseline = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
             timings.load = time.perf_counter() - started
             started = time.perf_counter()
@@ -252,18 +250,14 @@ def run_job(engine: Engine, job: jobs.ClaimedJob, while_storing: WhileStoring | 
                   for name, value in suite.aggregates.items()]
     values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
-    started = time.perf_counter()
 
     def evaluated_as(header: dict[str, Any]) -> Evaluated:
         return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
                          values, settings, dict(options), True,
                          _header(header, prediction_set, label_set), per_group, metadata)
 
-    header = jobs.complete(engine, job, per_query, aggregates, settings,
-                           while_storing=None if while_storing is None else lambda h: while_storing(evaluated_as(h)))
-    timings.store = time.perf_counter() - started
-    return EvaluationSummary(job.evaluation_id, prediction_set.name, label_set.name, False, len(group_names),
-                             timings=timings, stored=evaluated_as(header))
+    return ComputedJob(job.evaluation_id, prediction_set.name, label_set.name, len(group_names), (), timings,
+                       per_query, aggregates, settings, evaluated_as)
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
@@ -307,218 +301,3 @@ def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: La
 
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
-
-
-def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool = True) -> Evaluated:
-    """A finished classification evaluation read back (with its per-group values)."""
-    with read_only(engine) as session:
-        row = session.execute(select(Evaluation, PredictionSet, LabelSet)
-                              .join(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
-                              .join(LabelSet, LabelSet.id == PredictionSet.label_set_id)
-                              .where(Evaluation.id == evaluation_id)).first()
-        if row is None:
-            raise NotFoundError(f"No classification evaluation {evaluation_id}. See 'evalstore jobs list'.")
-        evaluation, prediction_set, label_set = row
-        if evaluation.state != "done":
-            raise EvaluationError(f"Evaluation {evaluation_id} of '{prediction_set.name}' is {evaluation.state}"
-                                  + (f": {evaluation.error}" if evaluation.error else "."))
-        aggregates = {a.measure: a.value for a in repo.aggregate_values(session, evaluation_id)}
-        per_group = None
-        if with_groups:
-            table = repo.result_table(session, evaluation_id).to_pandas()
-            if len(table):
-                per_group = table.pivot(index="query_id", columns="measure", values="value").sort_index()
-                per_group.index.name, per_group.columns.name = "group", None
-        header = {"options_hash": evaluation.options_hash, "evalstore_version": evaluation.evalstore_version,
-                  "results_version": evaluation.results_version}
-        return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, evaluation.id, aggregates,
-                         dict(evaluation.settings or {}), dict(evaluation.options), False,
-                         _header(header, prediction_set, label_set), per_group,
-                         {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})})
-
-
-def newest_results(engine: Engine, *, labels_name: str, prediction_name: str,
-                   measures: list[str] | None = None) -> Evaluated:
-    """The newest finished evaluation of a prediction set on its gold labels, read back with its
-    per-group values; with ``measures``, only those (each a stored name: ``f1_macro``,
-    ``precision.cat``), refused with the names that exist when one does not."""
-    with read_only(engine) as session:
-        label_set = get_label_set(session, labels_name)
-        prediction_set = get_prediction_set(session, prediction_name)
-        evaluation = dict((p.id, e) for p, e in latest_evaluations(session, label_set)).get(prediction_set.id)
-    if evaluation is None:
-        raise NotFoundError(f"'{prediction_name}' is not evaluated on '{labels_name}' yet; run 'evalstore evaluate "
-                            f"--labels {labels_name} --predictions {prediction_name} --wait'.")
-    result = stored_evaluation(engine, evaluation.id)
-    if not measures:
-        return result
-    absent = [m for m in measures if m not in result.aggregates]
-    if absent:
-        raise NotFoundError(f"No stored value of '{absent[0]}' in evaluation {result.evaluation_id}; it holds "
-                            f"{', '.join(sorted(result.aggregates))}.")
-    per_group = result.per_group
-    if per_group is not None:
-        kept = [m for m in measures if m in per_group.columns]
-        per_group = per_group[kept] if kept else None
-    return dataclasses.replace(result, aggregates={m: result.aggregates[m] for m in measures}, per_group=per_group)
-
-
-def latest_evaluations(session: Session, label_set: LabelSet) -> list[tuple[PredictionSet, Evaluation]]:
-    rows = session.execute(select(PredictionSet, Evaluation)
-                           .join(Evaluation, Evaluation.prediction_set_id == PredictionSet.id)
-                           .where(PredictionSet.label_set_id == label_set.id, Evaluation.state == "done")
-                           .order_by(PredictionSet.name, Evaluation.finished_at.desc(), Evaluation.id.desc())).all()
-    latest: dict[int, tuple[PredictionSet, Evaluation]] = {}
-    for prediction_set, evaluation in rows:
-        latest.setdefault(prediction_set.id, (prediction_set, evaluation))
-    return list(latest.values())
-
-
-def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -> pd.DataFrame:
-    """One row per prediction set (its newest evaluation), sorted by the first measure, best first
-    (the registry says which way: error_rate, cost and fallout lowest first); no measures named:
-    the defaults for the labels' kind of task."""
-    with read_only(engine) as session:
-        label_set = get_label_set(session, labels_name)
-        measure_names = measure_names or (MULTILABEL_LEADERBOARD if label_set.multilabel else DEFAULT_LEADERBOARD)
-        latest = latest_evaluations(session, label_set)
-        if not latest:
-            raise NotFoundError(f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
-                                f"--labels {labels_name} --wait'.")
-        ids = [e.id for _, e in latest]
-        values = session.execute(select(AggregateResult.evaluation_id, AggregateResult.measure,
-                                        AggregateResult.value)
-                                 .where(AggregateResult.evaluation_id.in_(ids),
-                                        AggregateResult.measure.in_(measure_names))).all()
-    import pandas as pd
-
-    table = pd.DataFrame(values, columns=["evaluation_id", "measure", "value"]).pivot(
-        index="evaluation_id", columns="measure", values="value")
-    unknown = [m for m in measure_names if m not in table.columns]
-    if unknown:
-        raise InvalidParameterError(
-            f"No stored values for {', '.join(unknown)}. Classification measures include "
-            f"{', '.join(headline_measures('classifier'))}; clusterings: {', '.join(headline_measures('clustering'))} "
-            "('evalstore measures --kind classifier' lists them all).")
-    rows = [{"predictions": p.name, "system": p.system or "", "kind": p.kind,
-             **{m: table.at[e.id, m] if e.id in table.index else None for m in measure_names}} for p, e in latest]
-    frame = pd.DataFrame(rows)
-    best_first = not higher_is_better(measure_names[0])
-    return frame.sort_values(measure_names[0], ascending=best_first, na_position="last").reset_index(drop=True)
-
-
-DEFAULT_LEADERBOARD = ["f1_macro", "accuracy", "mcc"]
-MULTILABEL_LEADERBOARD = ["f1_macro", "jaccard_samples", "subset_accuracy", "hamming_loss"]
-# what `evaluate --labels --wait` shows of each evaluation (the columns no set has are left out)
-SHOWN_MEASURES = [*headline_measures("classifier"), *headline_measures("clustering")]
-
-
-def _leaderboard_view(labels_name: str, names: list[str], frame: pd.DataFrame) -> Leaderboard:
-    records = frame.to_dict("records")
-    cells = [{"#": str(i), **{str(k): (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()}}
-             for i, row in enumerate(records, start=1)]
-    return Leaderboard(title=f"leaderboard: {labels_name} (by {names[0]})",
-                       record_columns=["predictions", "system", "kind", *names],
-                       records=[{str(k): v for k, v in row.items()} for row in records],
-                       cell_columns=["#", "predictions", "system", *names], cells=cells)
-
-
-def group_values(engine: Engine, *, labels_name: str, prediction_name: str, measure: str) -> pd.Series:
-    """The newest evaluation's per-group values of one measure, indexed by group."""
-    with read_only(engine) as session:
-        label_set = get_label_set(session, labels_name)
-        prediction_set = get_prediction_set(session, prediction_name)
-        latest = dict((p.id, e) for p, e in latest_evaluations(session, label_set))
-        evaluation = latest.get(prediction_set.id)
-        if evaluation is None:
-            raise NotFoundError(f"'{prediction_name}' is not evaluated yet; run 'evalstore evaluate --labels "
-                                f"{labels_name} --predictions {prediction_name} --wait'.")
-        table = repo.result_table(session, evaluation.id, [measure])
-    if not table.num_rows:
-        raise NotFoundError(f"No per-group values of {measure} for '{prediction_name}': per-group values need a "
-                            "group column (in the gold labels or the predictions).")
-    import pandas as pd
-
-    return pd.Series(table["value"].to_numpy(zero_copy_only=False), index=table["query_id"].to_pylist(),
-                     name=prediction_name, dtype=float)
-
-
-
-
-# --- MLflow --------------------------------------------------------------------------------------
-
-
-def mlflow_run(result: Evaluated) -> MlflowRun:
-    """A classification evaluation as an MLflow run in the gold labels' experiment: options and
-    the prediction set's metadata as params, every aggregate as a metric, the per-group table, and
-    the ROC and precision-recall curves (binary scores) as figures."""
-    meta = result.header
-    tags = {"evalstore.evaluation_id": str(result.evaluation_id),
-            "evalstore.results_version": str(meta["results_version"]),
-            "evalstore.kind": result.kind, "evalstore.predictions": result.predictions,
-            "evalstore.labels": result.labels, "evalstore.predictions_hash": meta["predictions_hash"],
-            "evalstore.labels_hash": meta["labels_hash"], "evalstore.options_hash": meta["options_hash"],
-            "evalstore.version": meta["evalstore_version"] or __version__}
-    params = {**{f"predictions.{k}": v for k, v in (result.metadata or {}).items()},
-              **{k: v for k, v in result.options.items() if k != "baseline_hash"},
-              "threshold_used": result.settings.get("threshold")}
-    per_group = {} if result.per_group is None else {"per_group.parquet": result.per_group}
-    tables = {} if result.per_group is None else {"per_group_table.json": result.per_group.reset_index()}
-    return MlflowRun(
-        experiment=result.labels, name=result.predictions, tags=tags, params=params,
-        metrics=dict(result.aggregates), parquet=per_group, tables=tables,
-        dicts={"evaluation.json": {"evaluation_id": result.evaluation_id, "options": result.options,
-                                   **{k: v for k, v in result.settings.items() if k != "curve"}, **meta}},
-        figures=lambda: _curve_figures(result))
-
-
-def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
-    """The ROC and precision-recall plots, from the curve points the evaluation stored."""
-    points = result.settings.get("curve")
-    if not points:
-        return
-    for name, x, y, xlabel, ylabel, value in (
-            ("roc_curve.png", points["fpr"], points["tpr"], "false positive rate", "true positive rate",
-             f"AUC {_shown(result.aggregates.get('auc'))}"),
-            ("precision_recall_curve.png", points["recall"], points["precision"], "recall", "precision",
-             f"AP {_shown(result.aggregates.get('average_precision'))}")):
-        figure, axes = plots.curve_axes(xlabel, ylabel, f"{result.predictions} on {result.labels}")
-        axes.plot(x, y, color=plots.BLUE, label=value)
-        if name == "roc_curve.png":
-            axes.plot([0, 1], [0, 1], color=plots.GREY, linestyle=":")
-        axes.legend(loc="lower right")
-        yield name, figure
-
-
-def _shown(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-class PredictionKind:
-    """Prediction sets against gold labels: ``classifier`` (labels and/or scores) or
-    ``clustering`` (cluster ids); both share the job, the read-back and the leaderboard, which
-    ranks every prediction set on the gold labels, of either kind."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def run_job(self, engine: Engine, job: jobs.ClaimedJob,
-                while_storing: WhileStoring | None = None) -> EvaluationSummary:
-        return run_job(engine, job, while_storing)
-
-    def read_back(self, engine: Engine, evaluation_id: int) -> StoredEvaluation:
-        return stored_evaluation(engine, evaluation_id)
-
-    def mlflow_run(self, stored: StoredEvaluation) -> MlflowRun:
-        assert isinstance(stored, Evaluated), f"a {self.name} kind was handed a {stored.kind} evaluation"
-        return mlflow_run(stored)
-
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
-                    options: dict[str, Any] | None = None) -> Leaderboard:
-        names = list(dict.fromkeys([sort, *measures] if sort else measures))
-        frame = leaderboard(engine, labels_name=judgments, measure_names=names)
-        return _leaderboard_view(judgments, [str(c) for c in frame.columns[3:]], frame)
-
-
-CLASSIFIER = PredictionKind("classifier")
-CLUSTERING = PredictionKind("clustering")

@@ -1,9 +1,5 @@
-"""Comparing stored systems: topic-aligned paired tests, Tukey HSD, and system-ranking agreement.
-
-The inputs are the stored per-query values of each run's newest finished evaluation on the qrels
-that holds the asked measures; a run without one is evaluated first, in this process, through the
-job queue (so a worker's result is reused, never computed twice). The statistics themselves are
-in :mod:`evalstore.statistics.significance`.
+"""Runs compared on the same topics: the score matrix of stored per-query values, paired tests and
+Tukey HSD, the comparison's figure and its MLflow run.
 """
 
 from __future__ import annotations
@@ -21,14 +17,11 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
-from evalstore.metrics import classification as measures_of_labels
 from evalstore.metrics import resolve_measures
 from evalstore.services import kinds, tracking
+from evalstore.services.comparisons.predictions import few_units_note
 from evalstore.services.jobs import default_measures
 from evalstore.services.kinds.base import Leaderboard, MlflowRun
-from evalstore.services.kinds.predictions import aligned, group_values, latest_evaluations
-from evalstore.services.kinds.ranking import Selection, chosen_evaluations
-from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
 from evalstore.services.orchestration import evaluate_runs
 from evalstore.statistics import significance
 
@@ -37,9 +30,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evalstore.compare")
 
+
 # Options that change what a value means; runs compared must agree on them.
 _MEANING_OPTIONS = ("relevance_level", "max_docs", "judged_only", "missing_topics")
+
+
 MISSING_POLICIES = ("error", "zero")
+
+
 # A plot with more panels than this is unreadable; the CLI asks for --baseline or fewer runs.
 MAX_PLOT_PANELS = 24
 
@@ -135,9 +133,6 @@ def _newest_evaluations(engine: Engine, qrels_name: str, run_names: list[str],
                     chosen[name] = evaluation
                     break
     return chosen
-
-
-# --- pairwise comparison ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -347,72 +342,6 @@ def comparison_figure(comparison: Comparison) -> Figure:
     return figure
 
 
-# --- rank correlation ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Correlation:
-    first: str  # "measure on qrels" of the reference ordering
-    second: str
-    systems: list[str]
-    first_scores: list[float]
-    second_scores: list[float]
-    result: significance.RankCorrelation
-    selection: Selection = Selection()  # the options of the evaluations whose means are ordered
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {"reference": self.first, "other": self.second, **asdict(self.result),
-               "options": self.selection.as_dict()}
-        out["swapped"] = [list(pair) for pair in self.result.swapped]
-        out["systems_scores"] = {s: [a, b] for s, a, b in
-                                 zip(self.systems, self.first_scores, self.second_scores, strict=True)}
-        return out
-
-
-def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str],
-              selection: Selection | None = None) -> Correlation:
-    """Agreement between two orderings of the systems by mean score: two measures on one qrels,
-    or one measure on two qrels (over the runs evaluated on both). The first is the reference
-    (tau-AP is asymmetric). Means come from evaluations made with ``selection``'s options
-    (default: evaluate's), as the leaderboard picks them."""
-    selection = selection or Selection()
-    if len(qrels_names) == 1 and len(measures) == 2:
-        orderings = [(qrels_names[0], measures[0]), (qrels_names[0], measures[1])]
-    elif len(qrels_names) == 2 and len(measures) == 1:
-        orderings = [(qrels_names[0], measures[0]), (qrels_names[1], measures[0])]
-    else:
-        raise InvalidParameterError("Give one --qrels and two --measure, or two --qrels and one --measure.")
-    means: list[dict[str, float]] = []
-    for qrels_name, measure in orderings:
-        name = str(resolve_measures([measure])[0])
-        means.append(_means_by_run(engine, qrels_name, name, selection))
-    systems = sorted(set(means[0]) & set(means[1]))
-    if len(systems) < 2:
-        raise EvaluationError(
-            f"Fewer than two runs have both {orderings[0][1]} on '{orderings[0][0]}' and {orderings[1][1]} on "
-            f"'{orderings[1][0]}'. Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'.")
-    first = np.array([means[0][s] for s in systems])
-    second = np.array([means[1][s] for s in systems])
-    labels = [f"{m} on {q}" for q, m in orderings]
-    return Correlation(labels[0], labels[1], systems, first.tolist(), second.tolist(),
-                       significance.rank_correlation(systems, first, second), selection)
-
-
-def _means_by_run(engine: Engine, qrels_name: str, measure: str, selection: Selection) -> dict[str, float]:
-    """Mean over topics of ``measure`` for every run with a finished evaluation holding it, made
-    with ``selection``'s options (as the leaderboard compares them)."""
-    with read_only(engine) as session:
-        qrels = repo.get_qrels(session, qrels_name)
-        means = {}
-        for run, holding in chosen_evaluations(session, qrels, [measure], selection).values():
-            if measure not in holding:
-                continue
-            values = repo.result_table(session, holding[measure].id, [measure]).column("value").to_numpy()
-            if len(values):
-                means[run.name] = float(values.mean())
-    return means
-
-
 def log_comparison(comparison: Comparison, figure: Figure | None = None) -> str:
     """Log a comparison as its own MLflow run in the qrels' experiment: settings as params, the
     count of significant differences per measure as metrics, the table (CSV, JSON and an MLflow
@@ -437,131 +366,6 @@ def log_comparison(comparison: Comparison, figure: Figure | None = None) -> str:
         texts={"comparison.csv": table.to_csv(index=False)}, dicts={"comparison.json": comparison.as_dict()},
         figures=(lambda: iter([("per_topic_differences.png", figure)])) if figure is not None else None)
     return tracking.log_now(payload, "the comparison")
-
-
-# --- prediction sets -------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class McNemar:
-    first: str
-    second: str
-    only_first_right: int
-    only_second_right: int
-    statistic: float
-    p_value: float
-
-
-def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McNemar:
-    """McNemar's test on the items one classifier labels right (multilabel: its whole label set)
-    and the other wrong (statsmodels; the exact binomial version below 25 discordant items,
-    chi-square with continuity correction above). Binary scores are cut at the threshold of
-    their newest evaluation."""
-    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # ~0.5 s to import; McNemar only
-
-    with read_only(engine) as session:
-        label_set = get_label_set(session, labels_name)
-        sets = [get_prediction_set(session, name) for name in (first, second)]
-        gold, tables = read_with_gold(session, label_set, sets)
-        pair = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
-        # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
-        latest = {p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
-                  for p, e in latest_evaluations(session, label_set)}
-    right = []
-    for prediction_set, data in zip(sets, pair, strict=True):
-        cut, positive_class = latest.get(prediction_set.id, (None, None))
-        if data.multilabel:  # an item is labelled right when its whole label set is
-            if data.y_pred is not None:
-                y_sets = data.y_pred
-            else:
-                assert data.scores is not None, "a multilabel prediction set has label sets or class scores"
-                y_sets = data.scores >= (0.5 if cut is None else float(cut))
-            right.append(np.all(y_sets == data.y_true, axis=1))
-            continue
-        if data.score is not None and (data.y_pred is None or cut is not None):
-            positive = data.classes.index(positive_class) if positive_class is not None else 1
-            y_pred = measures_of_labels.labels_at(data.score, 0.5 if cut is None else cut, positive)
-        elif data.y_pred is not None:
-            y_pred = data.y_pred
-        else:
-            assert data.scores is not None, "a prediction set has labels, a score or class scores"
-            y_pred = np.argmax(data.scores, axis=1)
-        right.append(y_pred == data.y_true)
-    b = int((right[0] & ~right[1]).sum())
-    c = int((~right[0] & right[1]).sum())
-    table = [[int((right[0] & right[1]).sum()), b], [c, int((~right[0] & ~right[1]).sum())]]
-    result = sm_mcnemar(table, exact=b + c < 25, correction=True)
-    return McNemar(first, second, b, c, float(result.statistic), float(result.pvalue))
-
-
-def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
-    """The pairs to compare: each name with the baseline, or every pair."""
-    everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
-    if len(everyone) < 2:
-        raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
-    if baseline:
-        return [(baseline, name) for name in everyone[1:]]
-    return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]]
-
-
-def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, str]], measures_: list[str],
-                   test: str, alpha: float, resamples: int, seed: int) -> list[dict[str, Any]]:
-    """Paired tests over the groups both sets have a value for (the per-query comparison of
-    ranking runs, with groups as topics), through :func:`evalstore.statistics.significance.paired_test`."""
-    if test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not "
-                                    f"'{test}'.")
-    rng = np.random.default_rng(seed)
-    rows = []
-    for measure in measures_:
-        for first, second in pairs:
-            a = group_values(engine, labels_name=labels_name, prediction_name=first, measure=measure)
-            b = group_values(engine, labels_name=labels_name, prediction_name=second, measure=measure)
-            both = a.dropna().index.intersection(b.dropna().index)
-            diffs = (a[both] - b[both]).to_numpy()  # first minus second, as ranking compare reports
-            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
-                                               rng=rng)
-            rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),
-                         "mean first": float(a[both].mean()), "mean second": float(b[both].mean()),
-                         "difference": float(diffs.mean()), "statistic": float(outcome.statistic[0]),
-                         "p": float(outcome.p_value[0]), "significant": bool(outcome.p_value[0] < alpha)})
-    return rows
-
-
-def few_units_note(count: int, units: str) -> list[str]:
-    """A warning when a test or interval rests on too few topics or groups to mean much (a
-    bootstrap over 4 groups gave p = 0.0001)."""
-    if count >= significance.FEW_TOPICS:
-        return []
-    return [f"only {count} {units}: with fewer than {significance.FEW_TOPICS}, intervals and p-values mean little"]
-
-
-@dataclass(frozen=True)
-class PredictionComparison:
-    """McNemar's test per pair, or a paired test over per-group values, as rows to show."""
-
-    title: str
-    rows: list[dict[str, Any]]
-    seed: int | None  # drawn for the resampling tests when none was given (printed to reproduce)
-    notes: list[str] = field(default_factory=list)
-
-
-def compare_predictions(engine: Engine, *, labels_name: str, names: list[str], measures: list[str], test: str,
-                        baseline: str | None, alpha: float, resamples: int, seed: int | None) -> PredictionComparison:
-    """McNemar on item-level correctness, or a paired test over per-group values."""
-    pairs = pairs_of(names, baseline)
-    rows: list[dict[str, Any]] = []
-    if test == "mcnemar":
-        for first, second in pairs:
-            result = mcnemar(engine, labels_name=labels_name, first=first, second=second)
-            rows.append({"first": first, "second": second, "only first right": result.only_first_right,
-                         "only second right": result.only_second_right, "statistic": result.statistic,
-                         "p": result.p_value, "significant": result.p_value < alpha})
-        return PredictionComparison(f"McNemar on '{labels_name}'", rows, None)
-    drawn = secrets.randbits(31) if seed is None else seed
-    rows = compare_groups(engine, labels_name=labels_name, pairs=pairs, measures_=measures or ["accuracy"],
-                          test=test, alpha=alpha, resamples=resamples, seed=drawn)
-    return PredictionComparison(f"per-group comparison on '{labels_name}' ({test})", rows, drawn,
-                                few_units_note(min(int(row["groups"]) for row in rows), "groups"))
 
 
 def leaderboard(engine: Engine, *, kind: str, judgments: str, measures: list[str], sort: str | None,

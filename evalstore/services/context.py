@@ -1,0 +1,126 @@
+"""The application context: what one process (a CLI command, the server, a worker) keeps while it
+runs, owned in one place instead of in module globals.
+
+An :class:`AppContext` holds the engine and every cache the services use, each with an explicit
+size, and the MLflow logging processes the process started. The CLI makes one per command
+(:mod:`evalstore.cli._context`), the server one at start-up (:mod:`evalstore.web.app`) and a worker
+one for its life (:class:`evalstore.services.worker.Worker`). Services take it as ``context=``;
+called without one they make a short-lived one, so a library caller or a test gets the same
+answers with nothing remembered between calls.
+
+Every cache is keyed so that a change in the database shows: a board by its task's fingerprint of
+finished evaluations, qrels and gold labels by their content hash, a verified token secret by its
+stored hash. :meth:`AppContext.invalidate` empties them all (a test that rewrites the database
+under a running server, or an operator's reload).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections import OrderedDict
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Engine
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# The sizes, each the reason it has: a server runs for months, so nothing grows without bound.
+BOARDS_KEPT = 64  # computed task leaderboards (their bootstrap intervals cost ~10 ms a run), newest kept
+BOARD_STATES_KEPT = 1024  # tasks whose state (visibility, fingerprint) was read in the last second
+TIER_BOARDS_KEPT = 64  # significance tiers of the newest boards (a board's numbers change with each result)
+QRELS_KEPT = 1  # a worker evaluates run after run against the same qrels: the last one read
+GOLD_KEPT = 1  # ... and set after set against the same gold labels
+VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
+MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
+
+
+class Lru(Generic[K, V]):
+    """A bounded map that forgets the least recently used entry first; safe across threads (the
+    server answers requests on a thread pool)."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a cache keeps at least one entry, not {size}")
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> V:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+
+class AppContext:
+    """The engine, the caches and the background processes of one process (see the module's
+    docstring). Values are typed ``Any`` here: this module sits below the services whose types it
+    keeps (boards, tiers, qrels tables, gold labels, MLflow clients)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.boards: Lru[tuple[Any, ...], Any] = Lru(BOARDS_KEPT)
+        self.board_states: Lru[str, Any] = Lru(BOARD_STATES_KEPT)
+        self.tiers: Lru[tuple[Any, ...], dict[str, str]] = Lru(TIER_BOARDS_KEPT)
+        self.qrels: Lru[tuple[int, str], Any] = Lru(QRELS_KEPT)
+        self.gold: Lru[tuple[int, str], Any] = Lru(GOLD_KEPT)
+        self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
+        self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
+        # MLflow loggers this process started (`evaluate --wait`): a CLI leaves without waiting for
+        # them (os._exit); a longer-lived caller reaps them with wait_for_background
+        self.background: list[subprocess.Popen[bytes]] = []
+
+    def invalidate(self) -> None:
+        """Forget everything cached (the database was changed behind this process's back)."""
+        for cache in (self.boards, self.board_states, self.tiers, self.qrels, self.gold, self.verified_secrets):
+            cache.clear()
+
+    def started(self, process: subprocess.Popen[bytes]) -> None:
+        """Keep a background process, and let go of the ones that have finished. A daemon thread
+        waits for it too, so it is reaped when it ends even if this context is dropped first (a
+        library caller that passed no context): a Popen collected while its process runs warns."""
+        self.background[:] = [p for p in self.background if p.poll() is None]
+        self.background.append(process)
+        threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+
+    def wait_for_background(self, timeout: float = 120.0) -> list[int]:
+        """Wait for the background processes this context started; their exit codes."""
+        codes = [process.wait(timeout) for process in self.background]
+        self.background.clear()
+        return codes
+
+    def close(self) -> None:
+        """Close the engine's pooled connections (the server's shutdown, a worker's end)."""
+        self.engine.dispose()
+
+
+def context_for(engine: Engine, context: AppContext | None) -> AppContext:
+    """``context`` if the caller has one, else a short-lived one over ``engine`` (nothing kept)."""
+    if context is None:
+        return AppContext(engine)
+    if context.engine is not engine:
+        raise ValueError("the context given is another database's")
+    return context

@@ -1,0 +1,114 @@
+"""The evaluation queue. A job is an ``evaluations`` row: one per (run, qrels, measures, options),
+or one per (prediction set, options) for classifier predictions and clusterings.
+
+States: queued -> running -> done | failed | cancelled. A worker *claims* a job in one short
+write transaction and holds it by a lease that its heartbeat extends. A job whose lease ran out
+(its worker died) is claimed again; after ``max_attempts`` claims it is failed with the reason.
+
+- PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED``, so workers on many hosts never wait on each
+  other or take the same job. Times come from the database clock, so hosts' clocks may differ.
+- SQLite: every write transaction starts with BEGIN IMMEDIATE (one writer at a time), which
+  makes the claim's read-then-update atomic without row locks.
+
+Results are written by :func:`complete` in the same transaction that marks the job done, and only
+if the caller still holds the job: a worker that lost its lease cannot overwrite anything.
+
+The package's modules, by job: options (what a job is asked with, its identity and the types the
+other layers share), queue (asking for jobs and working on them: enqueue, claim, heartbeat, the
+steps that store results, fail, release), views (listing, showing, retrying and cancelling jobs) and
+workers (which workers are alive).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.jobs.options import (
+    DEFAULT_LEASE,
+    DEFAULT_MEASURE_SET,
+    DEFAULT_MEASURES_BY_KIND,
+    MISSING_POLICIES,
+    STATES,
+    TERMINAL,
+    USER_ORIENTED_MEASURES,
+    ClaimedJob,
+    EvaluationOptions,
+    JobLost,
+    JobRef,
+    as_utc,
+    db_now,
+    default_measures,
+    describe_inputs,
+    new_worker_id,
+    options_hash,
+)
+from evalstore.services.jobs.queue import (
+    claim,
+    complete,
+    enqueue,
+    enqueue_job,
+    enqueue_run,
+    fail,
+    first_claimable,
+    heartbeat,
+    kind_of,
+    release,
+    results_header,
+    store_results,
+)
+from evalstore.services.jobs.views import (
+    JobView,
+    cancel,
+    job_states,
+    list_jobs,
+    outcome,
+    retry,
+    show_job,
+)
+from evalstore.services.jobs.workers import (
+    live_workers,
+    register_worker,
+    worker_alive,
+    worker_stopped,
+)
+
+__all__ = [
+    "ClaimedJob",
+    "DEFAULT_LEASE",
+    "DEFAULT_MEASURES_BY_KIND",
+    "DEFAULT_MEASURE_SET",
+    "EvaluationOptions",
+    "JobLost",
+    "JobRef",
+    "JobView",
+    "MISSING_POLICIES",
+    "STATES",
+    "TERMINAL",
+    "USER_ORIENTED_MEASURES",
+    "as_utc",
+    "cancel",
+    "claim",
+    "complete",
+    "db_now",
+    "default_measures",
+    "describe_inputs",
+    "enqueue",
+    "enqueue_job",
+    "enqueue_run",
+    "fail",
+    "first_claimable",
+    "heartbeat",
+    "job_states",
+    "kind_of",
+    "list_jobs",
+    "live_workers",
+    "new_worker_id",
+    "options_hash",
+    "outcome",
+    "register_worker",
+    "release",
+    "results_header",
+    "retry",
+    "show_job",
+    "store_results",
+    "worker_alive",
+    "worker_stopped",
+]

@@ -1,0 +1,53 @@
+"""The package's modules, by job: job (a claimed job's inputs read and its results computed), readback
+(a finished evaluation read back, as `results show` and MLflow get it), board (the leaderboard of
+runs on one qrels: which evaluations count, means and intervals), payload (what MLflow receives) and
+kind (the RankingKind the registry holds).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.kinds.ranking.board import (
+    LeaderboardRow,
+    RankedRuns,
+    Selection,
+    chosen_evaluations,
+    leaderboard,
+)
+from evalstore.services.kinds.ranking.job import (
+    compute_job,
+    log,
+    run_job,
+)
+from evalstore.services.kinds.ranking.kind import (
+    RANKING,
+    RankingKind,
+)
+from evalstore.services.kinds.ranking.payload import (
+    mlflow_run,
+)
+from evalstore.services.kinds.ranking.readback import (
+    MAIN_MEASURES,
+    StoredResults,
+    main_scores,
+    read_back,
+    results,
+)
+
+__all__ = [
+    "LeaderboardRow",
+    "MAIN_MEASURES",
+    "RANKING",
+    "RankedRuns",
+    "RankingKind",
+    "Selection",
+    "StoredResults",
+    "chosen_evaluations",
+    "compute_job",
+    "leaderboard",
+    "log",
+    "main_scores",
+    "mlflow_run",
+    "read_back",
+    "results",
+    "run_job",
+]

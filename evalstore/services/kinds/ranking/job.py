@@ -1,0 +1,162 @@
+"""A ranking job: read the run and qrels (the context keeps the qrels for the next job), compute the
+measures, and shape the per-topic values and aggregates as they are stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import QrelsSet, Run
+from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError
+from evalstore.io.formats import Preferences
+from evalstore.metrics import Measure, compute, parse_measure, summarise
+from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare_ranked
+from evalstore.metrics.diversity import diversity_values
+from evalstore.metrics.preferences import evaluate_preferences
+from evalstore.services import jobs
+from evalstore.services.context import AppContext, Lru, context_for
+from evalstore.services.jobs import ClaimedJob
+from evalstore.services.kinds import out_of_core
+from evalstore.services.kinds.base import (
+    ComputedJob,
+    EvaluationSummary,
+    JobTimings,
+    per_query_values,
+    store_computed,
+)
+from evalstore.services.kinds.ranking.readback import StoredResults
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger("evalstore.worker")
+
+
+def run_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> EvaluationSummary:
+    """Compute a claimed job and store its results (raises jobs.JobLost if it was taken away)."""
+    return store_computed(engine, job, compute_job(engine, job, context=context))
+
+
+def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
+    """Read a claimed job's run and qrels and compute its results, storing nothing (raises
+    jobs.JobLost if either was deleted). ``context`` keeps the qrels read for the next job."""
+    qrels_cache = context_for(engine, context).qrels
+    timings = JobTimings()
+    started = time.perf_counter()
+    with read_only(engine) as session:
+        run = session.get(Run, job.run_id)
+        qrels = session.get(QrelsSet, job.qrels_id)
+        if run is None or qrels is None:  # deleted or replaced since: the job went with them
+            raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
+        qrels_table = _qrels_cached(session, qrels, qrels_cache)
+        options = job.options
+        known: tuple[pa.Table, pa.Table] | None = None
+        if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
+            known_table = (repo.qrels_table(session, repo.get_qrels(session, options["known_qrels"]))
+                           if options.get("known_qrels") else None)
+            retrieved, found = out_of_core.judged_ranks(
+                session, run, [qrels_table] if known_table is None else [qrels_table, known_table], job.backend)
+            judged = found[0]
+            known = None if known_table is None else (known_table, found[1])
+        elif qrels.kind == "relevance":
+            retrieved, judged = repo.judged_ranks(session, run, qrels)
+            if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
+                known_qrels = repo.get_qrels(session, options["known_qrels"])
+                known = (_qrels_cached(session, known_qrels, qrels_cache),
+                         repo.judged_ranks(session, run, known_qrels)[1])
+        else:  # ndeval and trec_eval's preference measures rank the whole run themselves
+            run_table = repo.run_table(session, run, for_evaluation=True)
+    timings.load = time.perf_counter() - started
+    measures = [parse_measure(name) for name in options["measures"]]
+    started = time.perf_counter()
+    rk: Ranking | None = None
+    if qrels.kind == "relevance":
+        prepare_options = PrepareOptions(max_docs=options["max_docs"], judged_only=options["judged_only"],
+                                         complete=options["missing_topics"] == "zero")
+        rk = prepare_ranked(qrels_table, retrieved, judged, prepare_options, runid=run.tag)
+        if known is not None:
+            attach_known(rk, prepare_ranked(known[0], retrieved, known[1], prepare_options))
+        values = compute(rk, measures, relevance_level=options["relevance_level"])
+        topics, missing = rk.topics, tuple(rk.missing_topics)
+    else:
+        topics, values, missing = _judgment_kind_values(qrels.kind, qrels_table, run_table, measures, options)
+    if not topics:
+        raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
+    per_query, aggregates = _result_tables(topics, values, rk)
+    frame = _frame(topics, values)
+    system, metadata = run.system, dict(run.metadata_ or {})
+
+    def stored_as(header: dict[str, Any]) -> StoredResults:
+        return StoredResults(job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *frame,
+                             {a["measure"]: a["value"] for a in aggregates},
+                             {**header, "system": system, "run_metadata": metadata})
+
+    timings.compute = time.perf_counter() - started
+    return ComputedJob(job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates,
+                       None, stored_as)
+
+
+def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure],
+                          options: dict[str, Any]) -> tuple[list[str], dict[Measure, np.ndarray], tuple[str, ...]]:
+    """Per-topic values from subtopic qrels (ndeval's measures) or preference judgments (trec_eval's
+    prefs_*): the judged topics the run has, and with missing topics 'zero' (trec_eval and ndeval
+    -c) also the judged topics it lacks, scored as an empty ranking scores."""
+    complete = options["missing_topics"] == "zero"
+    if kind == "subtopics":
+        topics, values = diversity_values(judgments, run, measures, max_docs=options["max_docs"])
+        scored = set(topics)
+        missing = tuple(t for t in sorted(set(judgments["topic"].to_pylist()), key=int) if t not in scored)
+        if complete and missing:  # a topic with no ranking scores 0 on every ndeval measure
+            topics = topics + list(missing)
+            values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}
+        return topics, values, missing
+    topic, group, subgroup, doc = (np.array(judgments[c].to_pylist(), dtype=object)
+                                   for c in ("topic", "iteration", "subgroup", "doc"))
+    prefs = Preferences(topic, group, subgroup, doc, judgments["level"].to_numpy(zero_copy_only=False))
+    result = evaluate_preferences(prefs, run, max_docs=options["max_docs"], complete=complete)
+    return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
+
+
+def _qrels_cached(session: Session, qrels: QrelsSet, cache: Lru[tuple[int, str], Any]) -> pa.Table:
+    """A worker evaluates run after run against the same qrels: its context keeps the last ones
+    read. Keyed by id and content hash, so replaced qrels are read afresh."""
+    key = (qrels.id, qrels.content_hash)
+    table = cache.get(key)
+    return table if table is not None else cache.put(key, repo.qrels_table(session, qrels))
+
+
+def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
+                   ) -> tuple[repo.PerQueryValues, list[dict[str, Any]]]:
+    """The per-query values (:func:`per_query_values`) and the aggregates; ``rk`` is the ranking of
+    an evaluation against relevance qrels (some measures summarise from it under -c)."""
+    per_query = per_query_values(
+        topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
+        {str(m): values[m] for m in values if m.spec.value_type == "str"})
+    aggregates = []
+    for measure, per_topic in values.items():
+        summary = summarise(measure, per_topic, rk)
+        if summary is not None:
+            aggregates.append({"measure": str(measure), "value": summary, "text_value": None,
+                               "query_count": len(topics)})
+    return per_query, aggregates
+
+
+def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[str], list[str], pd.DataFrame]:
+    """(topics, measures, frame) as :func:`results` reads them back: topics sorted as text, one
+    float column per measure (text for relstring-like ones), in the measures' order."""
+    import pandas as pd  # here, not at the top: `evalstore` commands that never build a frame skip its import
+
+    frame = pd.DataFrame(
+        {str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
+         for m, column in values.items()},
+        index=pd.Index(topics, name="query_id")).sort_index()
+    return frame.index.tolist(), list(frame.columns), frame

@@ -1,0 +1,76 @@
+"""TREC-style pools: build from stored runs, export to assessors, import their judgments, measure
+agreement, turn judgments into qrels, check the qrels' reusability, replay strategies.
+
+The strategies and agreement statistics are in :mod:`evalstore.statistics.pooling`; this module
+reads and writes the store, one transaction per write.
+
+The package's modules, by job: build (making a pool from stored runs, listing it, reading its
+entries), judgments (assessor sheets, importing judgments, agreement, disagreements, qrels from the
+judgments) and analysis (pool statistics, reusability, replaying strategies).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.pools.analysis import (
+    PoolStats,
+    Simulation,
+    leave_out,
+    pool_stats,
+    reusability,
+    simulate,
+    simulation_figure,
+)
+from evalstore.services.pools.build import (
+    EXPORT_FORMATS,
+    PoolSummary,
+    _entries,
+    _judgments,
+    _read_runs,
+    _runs,
+    build_pool,
+    list_pools,
+    read_candidates,
+    show_pool,
+)
+from evalstore.services.pools.judgments import (
+    RESOLUTIONS,
+    Disagreement,
+    NextBatch,
+    disagreements,
+    export_pool,
+    import_judgments,
+    next_batch,
+    pool_agreement,
+    pool_qrels,
+    resolve_labels,
+)
+
+__all__ = [
+    "Disagreement",
+    "EXPORT_FORMATS",
+    "NextBatch",
+    "PoolStats",
+    "PoolSummary",
+    "RESOLUTIONS",
+    "Simulation",
+    "_entries",
+    "_judgments",
+    "_read_runs",
+    "_runs",
+    "build_pool",
+    "disagreements",
+    "export_pool",
+    "import_judgments",
+    "leave_out",
+    "list_pools",
+    "next_batch",
+    "pool_agreement",
+    "pool_qrels",
+    "pool_stats",
+    "read_candidates",
+    "resolve_labels",
+    "reusability",
+    "show_pool",
+    "simulate",
+    "simulation_figure",
+]

@@ -1,0 +1,81 @@
+"""Shared tasks: an organiser's qrels, the runs teams submit to them, and who may see what.
+
+A task evaluates every submitted run against its qrels with its measures. A hidden task shows
+scores to its organiser (and admins) only, until the organiser releases it: before that, everyone
+else sees that a run was evaluated and that its scores are hidden, never a number, a per-topic
+value, an error message or an MLflow link that could tell them about the qrels.
+
+Every function takes the :class:`~evalstore.services.access.Principal` asking and decides what
+it may see; the HTTP routes only pass it on.
+
+The package's modules, by job: visibility (what a principal may see: tasks, jobs, submissions,
+results), admin (organising: create, release, attach runs, export qrels), submissions (submitting
+and withdrawing runs: window, quota, the one unit of work of a submission) and boards (a task's
+leaderboard, kept in the application context).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.tasks.admin import (
+    attach_runs,
+    create_task,
+    export_qrels,
+    list_tasks,
+    release_task,
+    show_task,
+)
+from evalstore.services.tasks.boards import (
+    TaskBoard,
+    task_leaderboard,
+)
+from evalstore.services.tasks.submissions import (
+    Submitted,
+    quota_used,
+    record_submission,
+    register_run,
+    submit_run,
+    withdraw_run,
+)
+from evalstore.services.tasks.visibility import (
+    HIDDEN,
+    LEADERBOARD_MEASURES,
+    RUN_TYPES,
+    TaskAccess,
+    TaskView,
+    manages,
+    queue,
+    run_results,
+    show_job,
+    show_submission,
+    task_access,
+    task_runs,
+)
+
+__all__ = [
+    "quota_used",
+    "HIDDEN",
+    "LEADERBOARD_MEASURES",
+    "RUN_TYPES",
+    "Submitted",
+    "TaskAccess",
+    "TaskBoard",
+    "TaskView",
+    "attach_runs",
+    "create_task",
+    "export_qrels",
+    "list_tasks",
+    "manages",
+    "queue",
+    "record_submission",
+    "register_run",
+    "release_task",
+    "run_results",
+    "show_job",
+    "show_submission",
+    "show_task",
+    "submit_run",
+    "task_access",
+    "task_leaderboard",
+    "task_runs",
+    "withdraw_run",
+]

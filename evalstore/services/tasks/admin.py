@@ -1,0 +1,129 @@
+"""Organising tasks: creating, releasing, listing them, bringing stored runs in, exporting their qrels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import (
+    QrelsSet,
+    Submission,
+    Task,
+)
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import (
+    AccessDenied,
+    ConflictError,
+    InvalidParameterError,
+    NotFoundError,
+)
+from evalstore.metrics import resolve_measures
+from evalstore.services import jobs, store
+from evalstore.services.access import Principal, audit, get_user
+from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _task_view, manages
+
+
+def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = False, opens: datetime | None = None,
+                closes: datetime | None = None, max_runs_per_team: int | None = None,
+                measures: Sequence[str] = (), owner: str | None = None, by: Principal | None = None) -> TaskView:
+    """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
+    manages it."""
+    if max_runs_per_team is not None and max_runs_per_team < 1:
+        raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+    if opens is not None and closes is not None and closes <= opens:
+        raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
+    names = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    with unit_of_work(engine) as session:
+        if session.scalar(select(Task.id).where(Task.name == name)) is not None:
+            raise ConflictError(f"A task named '{name}' exists already; choose another name.")
+        qrels = repo.get_qrels(session, qrels_name)
+        if qrels.kind != "relevance":
+            raise InvalidParameterError(f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}.")
+        owner_id = get_user(session, owner).id if owner else by.user_id if by else None
+        if by is not None and not by.is_admin:
+            if owner_id != by.user_id:
+                raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
+            # a task's organiser may export its qrels: one organiser's qrels (hidden ones above all)
+            # must not be had by creating a task over them
+            others = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) - {by.user_id}
+            if others:
+                raise AccessDenied(f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
+                                   "may create a task over them for you.")
+            if not session.scalar(select(Task.id).where(Task.qrels_id == qrels.id).limit(1)):  # unclaimed: no owner
+                raise AccessDenied(f"Qrels '{qrels_name}' belong to no task yet; an admin creates the first task over "
+                                   "them, naming its organiser (--owner).")
+        task = Task(name=name, qrels_id=qrels.id, owner_id=owner_id, hidden=hidden, opens_at=opens, closes_at=closes,
+                    max_runs_per_team=max_runs_per_team, measures=names)
+        session.add(task)
+        session.flush()
+        audit(session, by.name if by else None, "tasks.create", name, {"qrels": qrels_name, "hidden": hidden})
+        return _task_view(session, task)
+
+
+def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> TaskView:
+    """Make a hidden task's scores visible to everyone who may see the task."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        task.released_at = task.released_at or jobs.db_now(session)
+        audit(session, by.name if by else None, "tasks.release", name)
+        return _task_view(session, task)
+
+
+def _managed_task(session: Session, name: str, by: Principal | None) -> Task:
+    task = _get_task(session, name)
+    if by is not None and not manages(by, task):
+        raise AccessDenied(f"Task '{name}' is managed by its organiser; you may not change it.")
+    return task
+
+
+def list_tasks(engine: Engine) -> list[TaskView]:
+    with read_only(engine) as session:
+        return [_task_view(session, t) for t in session.scalars(select(Task).order_by(Task.name))]
+
+
+def show_task(engine: Engine, name: str) -> TaskView:
+    with read_only(engine) as session:
+        return _task_view(session, _get_task(session, name))
+
+
+def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple[store.Summary, pa.Table]:
+    """A qrels set's judgments, for admins and for the organisers of a task that uses them."""
+    with read_only(engine) as session:
+        qrels = repo.find_qrels(session, qrels_name)
+        owners = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) if qrels else set()
+    if qrels is None or not (principal.is_admin or principal.user_id in owners):
+        raise NotFoundError(f"No qrels named '{qrels_name}' that you organise.")
+    return store.qrels_rows(engine, qrels_name)
+
+
+def attach_runs(engine: Engine, task_name: str, run_names: Sequence[str], *, team: str | None = None,
+                run_type: str = "automatic", by: Principal | None = None) -> list[dict[str, Any]]:
+    """Make stored runs submissions of a task (a past campaign's runs brought into a task), all or
+    none, each evaluated with the task's measures (a finished equal evaluation is reused). A run's
+    team is ``team``, else its system, else its name. Windows and quotas are the organiser's to
+    waive, so they are not checked."""
+    if run_type not in RUN_TYPES:
+        raise InvalidParameterError(f"--run-type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+    attached = []
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, task_name, by)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+        for name in run_names:
+            run = repo.get_run(session, name)
+            if session.scalar(select(Submission.id).where(Submission.run_id == run.id)) is not None:
+                raise ConflictError(f"Run '{name}' is a submission already; a run belongs to one task.")
+            ref = jobs.enqueue_run(session, run, qrels, options)
+            run_team = team or run.system or run.name
+            session.add(Submission(task_id=task.id, run_id=run.id, team=run_team, user_id=by.user_id if by else None,
+                                   evaluation_id=ref.evaluation_id, run_type=run_type))
+            attached.append({"run": name, "team": run_team, "job": ref.evaluation_id, "state": ref.state})
+        audit(session, by.name if by else None, "tasks.attach", task_name, {"runs": list(run_names)})
+    return attached

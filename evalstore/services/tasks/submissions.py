@@ -1,0 +1,212 @@
+"""Submitting runs to a task (one unit of work: the run, its evaluation job and the submission, or
+nothing), registering runs over the service, and withdrawing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import (
+    Evaluation,
+    QrelsSet,
+    Run,
+    Submission,
+    Task,
+)
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import (
+    AccessDenied,
+    ConflictError,
+    InputFormatError,
+    InvalidParameterError,
+    LimitExceeded,
+    NotFoundError,
+)
+from evalstore.services import claims, jobs, store
+from evalstore.services.access import Principal, audit
+from evalstore.services.tasks.visibility import RUN_TYPES, _get_task, _iso, _visible_submission, manages
+
+# a job's state as a slot in a team's quota: failed and cancelled runs give theirs back
+_HOLDS_SLOT = ("queued", "running", "done")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run: store.Summary
+    task: str
+    team: str
+    job: jobs.JobRef
+    warnings: tuple[str, ...]
+
+
+def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path, *, name: str,
+               shown_path: str | None = None, team: str | None = None, run_type: str = "automatic",
+               description: str | None = None, judging_precedence: int | None = None,
+               metadata: dict[str, str] | None = None) -> Submitted:
+    """Validate a run file and store it as the team's submission to the task, with its evaluation
+    queued, in one transaction; or refuse it and store nothing. Participants submit for their own
+    team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
+    call the file (an upload's own name, not where the server kept it)."""
+    if run_type not in RUN_TYPES:
+        raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        team = _submitting_team(principal, task, team)
+        _check_window(task, jobs.db_now(session))
+        if repo.find_run(session, name) is not None:
+            raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+        _check_quota(session, task, team)  # early, before parsing; checked again under the lock
+    options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+    meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
+    if judging_precedence is not None:
+        meta["judging_precedence"] = str(judging_precedence)
+    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+
+        def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
+            with store.run_unit_of_work(engine, prepared) as session:
+                registered = store.add_run(session, prepared, name=name, system=team, metadata=meta,
+                                           description=description)
+                if not registered.created:  # the same content stored under this name meanwhile
+                    raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+                ref = record_submission(session, principal, task.id, repo.get_run(session, name), qrels, options,
+                                        team=team, run_type=run_type, judging_precedence=judging_precedence)
+            return Submitted(registered.summary, task_name, team, ref, registered.warnings)
+
+        return store.retry_on_name_race(submit)
+
+
+def record_submission(session: Session, principal: Principal, task_id: int, run: Run, qrels: QrelsSet,
+                      options: jobs.EvaluationOptions, *, team: str, run_type: str,
+                      judging_precedence: int | None) -> jobs.JobRef:
+    """A step, in the unit of work that stores the run: with the task locked, check its window and
+    the team's quota again, queue the run's evaluation and record the submission (audited)."""
+    locked = _lock(session, task_id)
+    _check_window(locked, jobs.db_now(session))
+    _check_quota(session, locked, team)
+    ref = jobs.enqueue_run(session, run, qrels, options)
+    session.add(Submission(task_id=task_id, run_id=run.id, team=team, user_id=principal.user_id,
+                           evaluation_id=ref.evaluation_id, run_type=run_type, judging_precedence=judging_precedence))
+    audit(session, principal.name, "runs.submit", run.name,
+          {"task": locked.name, "team": team, "job": ref.evaluation_id})
+    return ref
+
+
+def register_run(engine: Engine, principal: Principal, path: Path, *, name: str, shown_path: str | None = None,
+                 description: str | None = None, system: str | None = None) -> store.Registered:
+    """A run stored outside any task (`runs register --server` without --task): an admin's, as
+    `evalstore runs register` on the database is."""
+    principal.require("runs:register")
+    with read_only(engine) as session:
+        if repo.find_run(session, name) is not None:
+            raise ConflictError(f"A run named '{name}' exists already; register it under another name.")
+    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+
+        def register() -> store.Registered:
+            with store.run_unit_of_work(engine, prepared) as session:
+                registered = store.add_run(session, prepared, name=name, system=system, description=description)
+                if registered.created:
+                    audit(session, principal.name, "runs.register", name)
+                return registered
+
+        return store.retry_on_name_race(register)
+
+
+@contextmanager
+def _named_as(path: Path, shown_path: str | None) -> Iterator[None]:
+    """Input errors about ``path`` name the file as ``shown_path`` (an upload's own name, not
+    where the server kept it)."""
+    try:
+        yield
+    except InputFormatError as error:
+        if shown_path is None:
+            raise
+        raise InputFormatError(shown_path, error.line, error.problem.replace(str(path), shown_path)) from None
+
+
+def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:
+    principal.require("runs:submit")
+    if principal.role == "participant":
+        if team not in (None, principal.team):
+            raise AccessDenied(f"You submit for your own team ({principal.team}), not for '{team}'.")
+        assert principal.team is not None, "participants have a team (users.add_user)"
+        return principal.team
+    if not manages(principal, task):
+        raise AccessDenied(f"Only participants, the task's organiser and admins submit runs to '{task.name}'.")
+    if not team:
+        raise InvalidParameterError("Name the team the run is submitted for (team).")
+    return team
+
+
+def _check_window(task: Task, now: datetime) -> None:
+    if task.opens_at is not None and now < jobs.as_utc(task.opens_at):
+        raise AccessDenied(f"Task '{task.name}' opens for submissions at {_iso(task.opens_at)}; it is now "
+                           f"{_iso(now)}.")
+    if task.closes_at is not None and now >= jobs.as_utc(task.closes_at):
+        raise AccessDenied(f"Task '{task.name}' closed for submissions at {_iso(task.closes_at)}; it is now "
+                           f"{_iso(now)}.")
+
+
+def _lock(session: Session, task_id: int) -> Task:
+    """The task, locked until the transaction ends, so two submissions of one team cannot both
+    take its last slot. (Storing a run already serialises its transaction on both databases:
+    SQLite has one writer at a time, BEGIN IMMEDIATE, and PostgreSQL's ATTACH PARTITION locks
+    run_rows; the lock says what the quota relies on, whatever becomes of those.)"""
+    task = session.scalar(select(Task).where(Task.id == task_id).with_for_update())
+    if task is None:
+        raise NotFoundError("The task was deleted while the run was being stored; nothing was stored.")
+    return task
+
+
+def _check_quota(session: Session, task: Task, team: str) -> None:
+    if task.max_runs_per_team is None:
+        return
+    if slots_used(session, task, team) >= task.max_runs_per_team:
+        raise LimitExceeded("quota", f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
+                                     f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
+                                     "ones do not).")
+
+
+def slots_used(session: Session, task: Task, team: str) -> int:
+    """How many of its quota's runs the team has used on the task: runs queued, running or done,
+    and evaluated runs withdrawn since (a withdrawal gives no slot back once the scores were seen)."""
+    used = session.scalar(
+        select(func.count()).select_from(Submission)
+        .join(Evaluation, Evaluation.id == Submission.evaluation_id)
+        .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))) or 0
+    return used + claims.withdrawn_slots(session, task.id, team)
+
+
+def quota_used(engine: Engine, principal: Principal, task_name: str) -> int:
+    """:func:`slots_used` for the principal's own team (0 for one without a team)."""
+    if principal.team is None:
+        return 0
+    with read_only(engine) as session:
+        return slots_used(session, _get_task(session, task_name), principal.team)
+
+
+def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
+    """Delete a submitted run and its evaluation: its team while the task is open, or the task's
+    organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
+    with unit_of_work(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        if not manages(principal, task):
+            _check_window(task, jobs.db_now(session))
+        claims.refuse_pooled_withdrawal(session, run_name)
+        evaluated = submission.evaluation_id is not None and session.scalar(
+            select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
+        run = repo.get_run(session, run_name)
+        summary = store.run_summary(run)
+        repo.delete_run(session, run)
+        audit(session, principal.name, claims.WITHDRAW_ACTION, run_name,
+              {"task": task.name, "team": submission.team, "task_id": task.id, "evaluated": evaluated})
+        return summary

@@ -1,0 +1,248 @@
+"""What a principal may see of tasks: their views, who manages them, whether scores are visible, and
+the jobs, submissions and results of a task as the asker may see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import (
+    Evaluation,
+    QrelsSet,
+    Run,
+    Submission,
+    Task,
+    User,
+)
+from evalstore.db.session import read_only
+from evalstore.errors import (
+    NotFoundError,
+)
+from evalstore.metrics import headline_measures
+from evalstore.services import jobs
+from evalstore.services.access import Principal
+from evalstore.services.kinds import ranking
+
+RUN_TYPES = ("automatic", "manual")
+
+
+HIDDEN = "hidden until the organisers release the task"
+
+
+LEADERBOARD_MEASURES = tuple(headline_measures("ranking"))  # the registry's headline measures
+
+
+@dataclass(frozen=True)
+class TaskView:
+    name: str
+    qrels: str
+    owner: str | None
+    hidden: bool
+    released_at: datetime | None
+    opens_at: datetime | None
+    closes_at: datetime | None
+    max_runs_per_team: int | None
+    measures: list[str]
+    created_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
+                "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
+                "closes_at": _iso(self.closes_at), "max_runs_per_team": self.max_runs_per_team,
+                "measures": self.measures, "created_at": _iso(self.created_at)}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return jobs.as_utc(value).isoformat(timespec="seconds") if value else None
+
+
+def _task_view(session: Session, task: Task) -> TaskView:
+    qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
+    owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
+    return TaskView(task.name, str(qrels_name), owner, task.hidden, task.released_at, task.opens_at, task.closes_at,
+                    task.max_runs_per_team, list(task.measures or []), task.created_at)
+
+
+def _get_task(session: Session, name: str) -> Task:
+    return repo.get_named(session, Task, name, f"No task named '{name}'. See 'evalstore tasks list'.")
+
+
+class _TaskLike(Protocol):
+    """A task row, or a board's snapshot of one."""
+
+    @property
+    def owner_id(self) -> int | None: ...
+    @property
+    def hidden(self) -> bool: ...
+    @property
+    def released_at(self) -> datetime | None: ...
+
+
+def manages(principal: Principal, task: _TaskLike) -> bool:
+    """Admins manage every task; an organiser the tasks they own."""
+    return principal.is_admin or (principal.role == "organiser" and task.owner_id == principal.user_id)
+
+
+def _scores_visible(principal: Principal, task: _TaskLike) -> bool:
+    return not task.hidden or task.released_at is not None or manages(principal, task)
+
+
+@dataclass(frozen=True)
+class TaskAccess:
+    """What a principal may do with a task's results: see its scores, open which teams' runs."""
+
+    task: str
+    qrels: str
+    qrels_source: str | None
+    scores_visible: bool
+    manages: bool
+    team: str | None  # a participant's team, whose runs they may open
+
+    def may_open(self, team: str) -> bool:
+        return self.manages or (self.team is not None and team == self.team)
+
+
+def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAccess:
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        return TaskAccess(task.name, qrels.name, qrels.source, _scores_visible(principal, task),
+                          manages(principal, task), principal.team if principal.role == "participant" else None)
+
+
+def _visible_submission(session: Session, principal: Principal, run_name: str) -> tuple[Submission, Task]:
+    """The submission of the run, if the principal may see it (its team, the task's organiser, an
+    admin); otherwise the same 'not found' as for a run that does not exist."""
+    principal.require("runs:read")
+    row = session.execute(select(Submission, Task).join(Run, Run.id == Submission.run_id)
+                          .join(Task, Task.id == Submission.task_id).where(Run.name == run_name)).first()
+    if row is None:
+        if principal.is_admin and repo.find_run(session, run_name) is not None:
+            raise NotFoundError(f"Run '{run_name}' was not submitted to a task; see 'evalstore results show'.")
+        raise NotFoundError(f"No run named '{run_name}' of yours.")
+    submission, task = row
+    if not (manages(principal, task) or (principal.role == "participant" and submission.team == principal.team)):
+        raise NotFoundError(f"No run named '{run_name}' of yours.")
+    return submission, task
+
+
+def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Task) -> dict[str, Any]:
+    """A job as the principal may see it: before a hidden task's release, a participant sees the
+    state and the queue, never the error text (it may quote the qrels) or the MLflow run."""
+    position = None
+    if job.state == "queued":
+        position = 1 + (session.scalar(select(func.count()).select_from(Evaluation).where(
+            Evaluation.state == "queued", Evaluation.id < job.id)) or 0)
+    open_ = _scores_visible(principal, task)
+    out: dict[str, Any] = {
+        "id": job.id, "state": job.state, "queue_position": position, "worker": job.worker_id,
+        "heartbeat_at": _iso(job.heartbeat_at), "attempts": job.attempts, "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at), "finished_at": _iso(job.finished_at),
+        "error": job.error if open_ else (HIDDEN if job.error else None),
+    }
+    if manages(principal, task):
+        out["mlflow_run_id"] = job.mlflow_run_id
+    return out
+
+
+def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any]:
+    """A submitted run's job: its team, the task's organiser and admins see it (admins: any job)."""
+    principal.require("jobs:read")
+    with read_only(engine) as session:
+        row = session.execute(_submitted_jobs().where(Evaluation.id == job_id)).first()
+        if row is None and principal.is_admin:  # a job not of a task: an admin sees it as `jobs show` does
+            return jobs.show_job(engine, job_id).as_dict()
+        if row is None or not (
+                manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)):
+            raise NotFoundError(f"No job {job_id} of yours.")
+        job, submission, task, run_name = row
+        return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
+                "team": submission.team}
+
+
+def _submitted_jobs() -> Any:
+    """Jobs of submitted runs, with (job, submission, task, run name)."""
+    return (select(Evaluation, Submission, Task, Run.name).join(Submission, Submission.evaluation_id == Evaluation.id)
+            .join(Task, Task.id == Submission.task_id).join(Run, Run.id == Submission.run_id))
+
+
+def queue(engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"),
+          limit: int = 200) -> list[dict[str, Any]]:
+    """The queue as organisers see it: every job of their tasks (admins: every job)."""
+    principal.require("queue:read")
+    with read_only(engine) as session:
+        statement = _submitted_jobs().where(Evaluation.state.in_(states)).order_by(Evaluation.id).limit(limit)
+        if not principal.is_admin:
+            statement = statement.where(Task.owner_id == principal.user_id)
+        return [{**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
+                 "team": submission.team} for job, submission, task, run_name in session.execute(statement)]
+
+
+def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict[str, Any]]:
+    """The task's runs the principal may see: their team's, or all for the organiser."""
+    principal.require("runs:read")
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        statement = (select(Submission, Run, Evaluation).join(Run, Run.id == Submission.run_id)
+                     .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
+                     .where(Submission.task_id == task.id).order_by(Submission.id))
+        if not manages(principal, task):
+            if principal.role != "participant":
+                return []
+            statement = statement.where(Submission.team == principal.team)
+        return [_submission_dict(submission, run, job) for submission, run, job in session.execute(statement)]
+
+
+def show_submission(engine: Engine, principal: Principal, run_name: str) -> dict[str, Any]:
+    """A submitted run as its team, the task's organiser and admins see it."""
+    with read_only(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        run = repo.get_run(session, run_name)
+        job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
+        return {**_submission_dict(submission, run, job), "task": task.name}
+
+
+def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -> dict[str, Any]:
+    return {"run": run.name, "team": submission.team, "run_type": submission.run_type,
+            "judging_precedence": submission.judging_precedence, "description": run.description,
+            "rows": run.row_count, "topics": run.topic_count, "submitted_at": _iso(submission.created_at),
+            "job": submission.evaluation_id, "state": job.state if job is not None else None}
+
+
+def run_results(engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False,
+                measures: Sequence[str] = ()) -> dict[str, Any]:
+    """A submitted run's scores on its task, or, before a hidden task's release, that it was
+    evaluated and its scores are hidden."""
+    with read_only(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
+        qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
+        out: dict[str, Any] = {"run": run_name, "task": task.name, "team": submission.team,
+                               "state": job.state if job is not None else None}
+        if not _scores_visible(principal, task):
+            return {**out, "scores": HIDDEN}
+    if job is None or job.state != "done":
+        return {**out, "scores": None}
+    stored = ranking.results(engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None,
+                             evaluation_id=job.id)
+    out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
+    out["topics"] = len(stored.topics)
+    if per_query:
+        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()}
+                            for topic, row in stored.frame.to_dict(orient="index").items()}
+    return out
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        return None if np.isnan(value) else float(value)
+    return value
