@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.io.cnumbers import atof
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, prepare_run_file, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
@@ -267,11 +268,10 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
     for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
         fields = line.split()
-        try:
-            mean, stddev = float(fields[2]), float(fields[3])
-            well_formed = len(fields) == 4
-        except (ValueError, IndexError):
-            well_formed = False
+        # get_zscores.c reads both with atof ('nan' is a mean too); text that is no number is refused
+        numbers = [atof(field) for field in fields[2:4]]
+        well_formed = len(fields) == 4 and None not in numbers
+        mean, stddev = (float(n) for n in numbers) if well_formed else (0.0, 0.0)  # type: ignore[arg-type]
         if not well_formed:
             raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
                                                  f"for the mean and standard deviation, found '{line.strip()}'")
@@ -301,12 +301,16 @@ def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], 
 
 def _standardise_column(name: str, topics: list[str], raw: np.ndarray,
                         zscores: dict[tuple[str, str], tuple[float, float]]) -> np.ndarray:
-    stats = np.array([zscores.get((topic, name), (np.nan, np.nan)) for topic in topics]).reshape(len(topics), 2)
+    found = np.array([(topic, name) in zscores for topic in topics], dtype=bool)
+    stats = np.array([zscores.get((topic, name), (0.0, 1.0)) for topic in topics]).reshape(len(topics), 2)
     mean, stddev = stats[:, 0], stats[:, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (raw - mean) / stddev
+    # convert_zscores.c: 'if (stddev)' (a NaN stddev divides), else 0 for the mean itself; a NaN
+    # printed as trec_eval prints it: -nan where the value was its 0/0, nan where a statistic was nan
+    z = np.where(np.isnan(z), np.where(np.isnan(raw), -np.nan, np.nan), z)
     z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
-    return np.where(np.isnan(mean), MISSING_ZSCORE, z)
+    return np.where(found, z, MISSING_ZSCORE)
 
 
 # What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset
@@ -419,8 +423,13 @@ def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores
     numbers = np.asarray(values, dtype=np.float64)
     if kind == "int" and not zscores:
         return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
-    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan
-    return [text if text != "   nan" else "  -nan" for text in map("{:6.4f}".format, numbers.tolist())]
+    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan; a
+    # z-score keeps the sign standardise gave it (nan from a 'nan' statistic of the -Z file)
+    texts = list(map("{:6.4f}".format, numbers.tolist()))
+    if zscores:
+        return [("  -nan" if np.signbit(number) else "   nan") if text == "   nan" else text
+                for text, number in zip(texts, numbers.tolist(), strict=True)]
+    return [text if text != "   nan" else "  -nan" for text in texts]
 
 
 __all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]

@@ -169,13 +169,16 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False)
         # comment line (get_trec_results.c; a '#' inside a docno is kept); fields after the sixth
         # are ignored, as trec_eval ignores them
         lines = (f"read_csv({name}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', quote='', "
-                 "escape='', auto_detect=false)")
+                 "escape='', auto_detect=false, new_line='\\n', strict_mode=false)")
         fields = (f"(SELECT regexp_split_to_array(regexp_replace(regexp_replace(line, '^{_SPACE}+', ''), "
                   f"'{_SPACE}+$', ''), '{_SPACE}+') AS f FROM {lines} "
                   f"WHERE NOT regexp_full_match(line, '{_SPACE}*') AND NOT regexp_matches(line, '^{_SPACE}*#'))")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
-                    f"{plain.format(score='f[5]')} AS score, f[5] AS score_text, f[4] AS rank, f[6] AS tag, "
-                    f"len(f) AS width FROM {fields}")
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
+                        f"{plain.format(score='f[5]')} AS score, f[5] AS score_text, f[4] AS rank, f[6] AS tag, "
+                        f"len(f) AS width FROM {fields}")
+        except duckdb.Error:  # bytes that are not UTF-8: the local reader says where
+            return _precise_rows(con, path, strict)
         if _first(con.execute("SELECT 1 FROM run_rows WHERE width < 6 OR (width > 6 AND ?) LIMIT 1",
                               [strict]).fetchall()) is not None:
             return _precise_rows(con, path, strict)

@@ -254,7 +254,7 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         return _finish(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict)
+    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates)
     if error is not None:
         raise error
     assert table is not None
@@ -442,7 +442,7 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = Fals
 
 
 def _first_trec_error(
-    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False
+    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False, check_duplicates: bool = True
 ) -> tuple[InputFormatError | None, pa.Table | None]:
     """Read line by line; return the first error with its line, or the table if there is none.
 
@@ -502,7 +502,7 @@ def _first_trec_error(
                     ), None
                 rank = 0  # trec_eval never reads the rank column
             key = (topic, doc)
-            if key in seen:
+            if key in seen and check_duplicates:
                 return InputFormatError(
                     path, number,
                     f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "

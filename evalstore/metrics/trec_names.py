@@ -3,6 +3,7 @@ such as ``all_trec``) expanded into the measures they mean and the names trec_ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,10 @@ def _long(text: str) -> int:
 
 def _double(text: str) -> float:
     value = atof(text)
+    if value is not None and not math.isfinite(value):  # nan and inf reach (long) casts: undefined in C
+        raise InvalidParameterError(f"The parameter '{text}' is not a finite number; trec_eval computes with it "
+                                    "(printing nan, or converting it to an integer, which C leaves undefined), "
+                                    "evalstore refuses it.")
     return 0.0 if value is None else value  # C's atof reads no number as 0
 
 
