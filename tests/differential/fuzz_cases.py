@@ -178,7 +178,7 @@ class Result:
 def run_evalstore(args: list[str]) -> Result:
     """`evalstore trec-eval ARGS` in this process, as the entry point runs it (exit 1 on an
     evalstore error, argparse's 2 on a usage error)."""
-    from evalstore.errors import EvalstoreError
+    from evalstore.errors import EvalstoreError, InputFormatError
     from evalstore.trec_eval_cli import run
 
     out, err = io.StringIO(), io.StringIO()
@@ -186,8 +186,8 @@ def run_evalstore(args: list[str]) -> Result:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             run(args, warn=lambda message: err.write(f"warning: {message}\n"))
-        except EvalstoreError as error:
-            err.write(f"{error}\n")
+        except EvalstoreError as error:  # as evalstore._entry prints it
+            err.write((str(error) if isinstance(error, InputFormatError) else f"Error: {error}") + "\n")
             code = 1
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else 1
