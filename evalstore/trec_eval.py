@@ -158,7 +158,8 @@ def run_trec_eval(
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = _only_topic(read_qrels(qrels_path, strict=False, content_hash=False), debug_query)
+        qrels = _only_topic(read_qrels(qrels_path, strict=False, content_hash=False, evaluated_topic=debug_query),
+                            debug_query)
         if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
             from evalstore.backends import duckdb_engine
 

@@ -164,17 +164,19 @@ def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -
 
 
 def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,
-               strict: bool = True, content_hash: bool = True) -> ParsedFile:
+               strict: bool = True, content_hash: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
     """Read and validate a qrels file (conflicting duplicate judgments are refused).
 
     With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
     the same document may then be judged once per group. ``strict=False`` accepts relevance
     values the store could not hold, as trec_eval does (for evaluating files, storing nothing);
-    ``content_hash=False`` skips hashing a TREC file's bytes (nothing stored).
+    ``content_hash=False`` skips hashing a TREC file's bytes (nothing stored). ``strict=False``
+    refuses a repeated identical judgment, as trec_eval does when it evaluates the topic; with
+    ``evaluated_topic`` (trec_eval ``-D LEVEL.QID``) only in that topic (others are kept once).
     """
     if judgment_groups:
         return _read_qrels_jg(Path(path), strict)
-    return _read(Path(path), "qrels", fmt, strict, content_hash)
+    return _read(Path(path), "qrels", fmt, strict, content_hash, evaluated_topic=evaluated_topic)
 
 
 def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
@@ -198,7 +200,7 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
 
 
 def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True,
-          check_duplicates: bool = True, coded_topics: bool = False) -> ParsedFile:
+          check_duplicates: bool = True, coded_topics: bool = False, evaluated_topic: str | None = None) -> ParsedFile:
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
@@ -207,7 +209,7 @@ def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: b
             streamed = _stream_trec_run(path, coded_topics)
             if streamed is not None and not (check_duplicates and has_duplicate_docs(streamed.table)):
                 return streamed
-        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates)
+        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates, evaluated_topic)
     return _parse_table(path, resolved, kind, check_duplicates)
 
 
@@ -242,7 +244,7 @@ _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
 
 
 def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True,
-                     check_duplicates: bool = True) -> ParsedFile:
+                     check_duplicates: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
     content_hash = _sha256(data) if hash_content else ""
@@ -254,7 +256,8 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         return _finish(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates)
+    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates,
+                                     evaluated_topic=evaluated_topic)
     if error is not None:
         raise error
     assert table is not None
@@ -442,7 +445,8 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = Fals
 
 
 def _first_trec_error(
-    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False, check_duplicates: bool = True
+    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False, check_duplicates: bool = True,
+    evaluated_topic: str | None = None,
 ) -> tuple[InputFormatError | None, pa.Table | None]:
     """Read line by line; return the first error with its line, or the table if there is none.
 
@@ -529,8 +533,10 @@ def _first_trec_error(
                     f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
                     f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
                 ), None
-            if key in seen and not strict:  # trec_eval: "duplicate docs" (exit 4)
-                return InputFormatError(path, number, _repeated_judgment(doc, topic, seen[key][0])), None
+            if key in seen and not strict:
+                if evaluated_topic is None or topic == evaluated_topic:  # trec_eval: "duplicate docs" (exit 4)
+                    return InputFormatError(path, number, _repeated_judgment(doc, topic, seen[key][0])), None
+                continue  # a topic trec_eval skips (-D): kept once
             seen.setdefault(key, (number, relevance))
             row = (topic, fields[1], doc, relevance)
         for name, value in zip(_TREC_NAMES[kind], row, strict=True):

@@ -286,3 +286,14 @@ def test_evaluate_reads_a_frame_as_the_same_file(tmp_path: Path) -> None:
     q, r = _files(tmp_path, qrels="".join(f"{t} 0 {d} {rel}\n" for t, d, rel in QRELS_FRAME.itertuples(index=False)),
                   run="".join(f"{t} Q0 {d} 1 {s} r\n" for t, d, s in run.itertuples(index=False)))
     assert evaluate(QRELS_FRAME, run, ["AP", "P@2"]).aggregates == evaluate(q, r, ["AP", "P@2"]).aggregates
+
+
+def test_debug_topic_skips_the_checks_of_other_topics(trec_eval_binary: Path, tmp_path: Path) -> None:
+    # a repeated judgment is an error where trec_eval evaluates the topic (form_res_rels.c), not elsewhere
+    q, r = _files(tmp_path, qrels="1 0 a 1\n2 0 x 1\n2 0 x 1\n")
+    _same(trec_eval_binary, ["-D", "0.1", "-q", "-m", "map", q, r])
+    theirs, ours = _both(trec_eval_binary, ["-D", "0.2", "-q", "-m", "map", q, r])
+    assert theirs.returncode == 4
+    assert (ours.code, ours.stderr) == (1, f"{q}:3: docno 'x' is judged twice in topic '2' (first at line 2); "
+                                           "trec_eval refuses a repeated judgment (duplicate docs), so remove one of "
+                                           "them\n")
