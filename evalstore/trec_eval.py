@@ -8,6 +8,7 @@ warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.io.cnumbers import atof
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, prepare_run_file, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
@@ -46,8 +48,12 @@ JG_ORDER = ["runid", "num_q", *JG_FAMILIES]
 
 
 def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
+    if not specs:  # trec_eval asks for its qrels measures, which -R qrels_jg cannot compute (exit 4)
+        raise InvalidParameterError("-R qrels_jg needs -m: trec_eval's default measures (official) are not "
+                                    "computed from judgment groups, so trec_eval fails without one; pass -m qrels_jg "
+                                    "(or map_avgjg, P_avgjg, Rprec_mult_avgjg).")
     chosen: dict[str, str | None] = {}
-    for spec in specs or ["qrels_jg"]:
+    for spec in specs:
         root, dot, raw = spec.partition(".")
         if root == "qrels_jg":
             for name in JG_ORDER:
@@ -57,7 +63,11 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
             raise InvalidParameterError(
                 f"Measure '{root}' is not available with -R qrels_jg; use map_avgjg, P_avgjg or Rprec_mult_avgjg."
             )
-        chosen[root] = raw if dot else None
+        if dot and not raw:
+            raise InvalidParameterError(f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them too); "
+                                        f"write -m {root} for the defaults.")
+        if chosen.get(root) is None:  # the first parameters given count, as in qrels mode (meas_init.c)
+            chosen[root] = raw if dot else None
     rows: list[tuple[str, str, Measure | None]] = []
     for root in (name for name in JG_ORDER if name in chosen):
         if root in ("runid", "num_q"):
@@ -68,19 +78,24 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
 
 
 def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options: PrepareOptions,
-               relevance_level: int) -> tuple[list[str], dict[Measure, np.ndarray]]:
-    """Per topic, each measure averaged over the judgment groups that judged the topic."""
+               relevance_level: int, warn: Any = None) -> tuple[list[str], dict[Measure, np.ndarray]]:
+    """Per topic, each measure averaged over the judgment groups that judged the topic. Without
+    -c a judged topic missing from the run is skipped with a warning, as in qrels mode."""
     sums: dict[str, dict[Measure, float]] = {}
     counts: dict[str, int] = {}
+    missing: set[str] = set()
     for group in sorted(set(qrels["iteration"].to_pylist())):
         part = pc.filter(qrels, pc.equal(qrels["iteration"], group))
         rk = prepare(part, run, options)
+        missing.update(rk.missing_topics)
         values = compute(rk, measures, relevance_level=relevance_level)
         for t, topic in enumerate(rk.topics):
             counts[topic] = counts.get(topic, 0) + 1
             bucket = sums.setdefault(topic, dict.fromkeys(measures, 0.0))
             for measure in measures:
                 bucket[measure] += float(values[measure][t])
+    for topic in sorted(missing) if warn is not None and not options.complete else []:
+        warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
     topics = sorted(sums)
     return topics, {m: np.array([sums[t][m] / counts[t] for t in topics]) for m in measures}
 
@@ -111,32 +126,40 @@ def run_trec_eval(
     warn: Any,
     backend: str = "local",
     duckdb_settings: DuckDBSettings | None = None,
+    debug_level: int = 0,
+    debug_query: str | None = None,
 ) -> None:
+    """trec_eval's evaluation of ``run_path`` against ``qrels_path``, its lines written to ``out``.
+    ``debug_query`` (``-D LEVEL.QID``) evaluates that qrels topic only; ``debug_level`` above 0 is
+    refused for the measures whose trec_eval debugging trace evalstore does not print."""
 
     if backend not in BACKENDS:
         raise InvalidParameterError(f"--backend must be one of {', '.join(BACKENDS)}, not '{backend}'.")
     if backend != "local" and rel_format != "qrels":
         raise InvalidParameterError(f"--backend {backend} evaluates -R qrels judgments only; drop --backend for "
                                     f"-R {rel_format}.")
+    _check_debug_level(debug_level, measures, rel_format)
     if rel_format in ("prefs", "qrels_prefs"):
         out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
                                     per_query=per_query, complete=complete, no_summary=no_summary,
-                                    max_docs=max_docs, zscores_path=zscores_path, warn=warn))
+                                    max_docs=max_docs, zscores_path=zscores_path, warn=warn,
+                                    debug_query=debug_query))
         return
     judgment_groups = rel_format == "qrels_jg"
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
     if judgment_groups:
         rows = _expand_jg(measures)
-        qrels = read_qrels(qrels_path, judgment_groups=True, strict=False)
+        qrels = _only_topic(read_qrels(qrels_path, judgment_groups=True, strict=False), debug_query)
         run = read_run(run_path, strict=False, content_hash=False)
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
-        topics, values = _jg_values(qrels.table, run.table, measures_needed, options, relevance_level)
+        topics, values = _jg_values(qrels.table, run.table, measures_needed, options, relevance_level, warn)
         runid = run.tag
         ranking = None  # the values are averages over judgment groups, not one ranking's
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = read_qrels(qrels_path, strict=False, content_hash=False)
+        qrels = _only_topic(read_qrels(qrels_path, strict=False, content_hash=False, evaluated_topic=debug_query),
+                            debug_query)
         if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
             from evalstore.backends import duckdb_engine
 
@@ -161,9 +184,41 @@ def run_trec_eval(
                            runid, per_query=per_query, summary=not no_summary, zscores=zscored))
 
 
+# trec_eval prints a debugging trace (on stdout, among the results) from these measures' code when
+# -D is above the level given (m_ndcg.c, m_ndcg_rel.c, m_Rndcg.c, m_G.c, m_binG.c, m_rbp.c: 0;
+# m_gm_bpref.c: 1; form_prefs_counts.c: 2, for every preference measure)
+_TRACED_ABOVE = {"dcg": 0, "ideal_dcg": 0, "ndcg": 0, "ndcg_rel": 0, "Rndcg": 0, "G": 0, "binG": 0, "rbp": 0,
+                 "gm_bpref": 1}
+
+
+def _check_debug_level(level: int, measures: list[str], rel_format: str) -> None:
+    if level <= 0:
+        return
+    if rel_format in ("prefs", "qrels_prefs") and level > 2:
+        raise InvalidParameterError(f"-D {level}: trec_eval prints a debugging trace of the preference counts at "
+                                    "this level, which evalstore does not; use -D 0 (or 0.QID for one topic).")
+    if rel_format != "qrels":
+        return
+    names = {name for request in parse_trec_specs(measures or ["official"])
+             for name in [request.root] if _TRACED_ABOVE.get(name, level) < level}
+    if names:
+        raise InvalidParameterError(f"-D {level}: trec_eval prints a debugging trace of {', '.join(sorted(names))} "
+                                    "among its results at this level, which evalstore does not; use -D 0 (or "
+                                    "0.QID for one topic), or leave those measures out.")
+
+
+def _only_topic(qrels: ParsedFile, topic: str | None) -> ParsedFile:
+    """The qrels of one topic (``-D LEVEL.QID``: trec_eval skips every other qrels topic)."""
+    if topic is None:
+        return qrels
+    table = qrels.table
+    return ParsedFile(pc.filter(table, pc.equal(table["topic"], topic)), qrels.content_hash, qrels.tag,
+                      qrels.warnings)
+
+
 def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qrels_layout: bool, per_query: bool,
                       complete: bool, no_summary: bool, max_docs: int | None, zscores_path: str | None,
-                      warn: Any) -> str:
+                      warn: Any, debug_query: str | None = None) -> str:
     """trec_eval -R prefs / -R qrels_prefs (with -Z, each value standardised and printed as
     ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
@@ -172,6 +227,10 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
     # the prefs_* families of the registry: printed, summarised and standardised as every measure is
     rows = [(name, name, None if name in ("runid", "num_q") else make(name)) for name in names]
     prefs = read_prefs(qrels_path, qrels_layout=qrels_layout)
+    if debug_query is not None:  # -D LEVEL.QID: that topic's judgments only
+        keep = prefs.topic == debug_query
+        prefs = dataclasses.replace(prefs, **{field.name: getattr(prefs, field.name)[keep]
+                                              for field in dataclasses.fields(prefs)})
     run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
     result = evaluate_preferences(prefs, run.table, max_docs=max_docs, complete=complete,
                                   measures=any(measure is not None for _, _, measure in rows))
@@ -210,11 +269,10 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
     for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
         fields = line.split()
-        try:
-            mean, stddev = float(fields[2]), float(fields[3])
-            well_formed = len(fields) == 4
-        except (ValueError, IndexError):
-            well_formed = False
+        # get_zscores.c reads both with atof ('nan' is a mean too); text that is no number is refused
+        numbers = [atof(field) for field in fields[2:4]]
+        well_formed = len(fields) == 4 and None not in numbers
+        mean, stddev = (float(n) for n in numbers) if well_formed else (0.0, 0.0)  # type: ignore[arg-type]
         if not well_formed:
             raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
                                                  f"for the mean and standard deviation, found '{line.strip()}'")
@@ -244,12 +302,16 @@ def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], 
 
 def _standardise_column(name: str, topics: list[str], raw: np.ndarray,
                         zscores: dict[tuple[str, str], tuple[float, float]]) -> np.ndarray:
-    stats = np.array([zscores.get((topic, name), (np.nan, np.nan)) for topic in topics]).reshape(len(topics), 2)
+    found = np.array([(topic, name) in zscores for topic in topics], dtype=bool)
+    stats = np.array([zscores.get((topic, name), (0.0, 1.0)) for topic in topics]).reshape(len(topics), 2)
     mean, stddev = stats[:, 0], stats[:, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (raw - mean) / stddev
+    # convert_zscores.c: 'if (stddev)' (a NaN stddev divides), else 0 for the mean itself; a NaN
+    # printed as trec_eval prints it: -nan where the value was its 0/0, nan where a statistic was nan
+    z = np.where(np.isnan(z), np.where(np.isnan(raw), -np.nan, np.nan), z)
     z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
-    return np.where(np.isnan(mean), MISSING_ZSCORE, z)
+    return np.where(found, z, MISSING_ZSCORE)
 
 
 # What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset
@@ -362,8 +424,13 @@ def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores
     numbers = np.asarray(values, dtype=np.float64)
     if kind == "int" and not zscores:
         return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
-    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan
-    return [text if text != "   nan" else "  -nan" for text in map("{:6.4f}".format, numbers.tolist())]
+    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan; a
+    # z-score keeps the sign standardise gave it (nan from a 'nan' statistic of the -Z file)
+    texts = list(map("{:6.4f}".format, numbers.tolist()))
+    if zscores:
+        return [("  -nan" if np.signbit(number) else "   nan") if text == "   nan" else text
+                for text, number in zip(texts, numbers.tolist(), strict=True)]
+    return [text if text != "   nan" else "  -nan" for text in texts]
 
 
 __all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]

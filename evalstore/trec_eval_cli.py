@@ -11,9 +11,10 @@ prints them and exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 RELATION_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
 
@@ -22,29 +23,41 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="evalstore trec-eval",
         description="Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output.",
-        allow_abbrev=False, formatter_class=_HelpFormatter,
+        allow_abbrev=True,  # getopt_long takes unambiguous prefixes of long options (--nosum), so does trec_eval
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("qrels", help="Qrels file (qid iter docno rel).")
-    p.add_argument("run", nargs="+", help="Run file (qid Q0 docno rank score tag); several: each one's output in "
-                                          "turn, as a loop over trec_eval prints them, the qrels read once.")
-    p.add_argument("-q", dest="per_query", action="store_true", help="Print per-topic values as well as the summary.")
-    p.add_argument("-c", dest="complete", action="store_true",
+    p.add_argument("run", nargs="+", help="Run file (qid Q0 docno rank score tag; - reads standard input); several: "
+                                          "each one's output in turn, as a loop over trec_eval prints them, the "
+                                          "qrels read once.")
+    # trec_eval.c's options with their long names (getopt_long); numbers are read with C's atol
+    p.add_argument("-q", "--query_eval_wanted", dest="per_query", action="store_true",
+                   help="Print per-topic values as well as the summary.")
+    p.add_argument("-c", "--complete_rel_info_wanted", dest="complete", action="store_true",
                    help="Average over all qrels topics (a missing topic scores 0).")
-    p.add_argument("-n", dest="no_summary", action="store_true", help="Do not print the summary ('all') lines.")
-    p.add_argument("-J", dest="judged_only", action="store_true",
+    p.add_argument("-n", "--nosummary", dest="no_summary", action="store_true",
+                   help="Do not print the summary ('all') lines.")
+    p.add_argument("-J", "--Judged_docs_only", dest="judged_only", action="store_true",
                    help="Score only judged documents (drop unjudged ones).")
-    p.add_argument("-l", dest="relevance_level", type=int, default=1, metavar="LEVEL",
+    p.add_argument("-l", "--level_for_rel", dest="relevance_level", type=_atol, default=1, metavar="LEVEL",
                    help="Relevance level: judged at least this is relevant (default 1).")
-    p.add_argument("-M", dest="max_docs", type=_count, default=None, metavar="N",
+    p.add_argument("-M", "--Max_retrieved_per_topic", dest="max_docs", type=_count, default=None, metavar="N",
                    help="Keep only the top N documents per topic.")
-    p.add_argument("-m", dest="measure", action="append", default=[], metavar="MEASURE",
+    p.add_argument("-m", "--measure", dest="measure", action="append", default=[], metavar="MEASURE",
                    help="Measure or group, trec_eval style: P.5,10 ndcg_cut.10 all_trec (repeatable).")
-    p.add_argument("-N", dest="collection_size", type=int, default=0, metavar="N",
+    p.add_argument("-N", "--Number_docs_in_coll", dest="collection_size", type=_atol, default=0, metavar="N",
                    help="Number of documents in the collection (for utility).")
-    p.add_argument("-R", dest="rel_format", default="qrels", metavar="FORMAT",
+    p.add_argument("-D", "--Debug_level", dest="debug", default=None, metavar="LEVEL[.QID]",
+                   help="trec_eval's debug level; LEVEL.QID evaluates topic QID only. evalstore prints no "
+                        "debugging trace: a level above 0 is refused for the measures trec_eval traces.")
+    p.add_argument("-o", dest="old_format", action="store_true", help="Obsolete (trec_eval ignores it too).")
+    p.add_argument("--Output_old_results_format", dest="old_format_value", default=None, metavar="X",
+                   help=argparse.SUPPRESS)
+    p.add_argument("-v", "--version", action=_Version, nargs=0, help="Print trec_eval's version line and exit.")
+    p.add_argument("-R", "--Rel_info_format", dest="rel_format", default="qrels", metavar="FORMAT",
                    help="Judgments format: qrels; qrels_jg (judgment groups); prefs (preferences: qid jg jsg docno "
                         "level); qrels_prefs (a qrels file read as preferences).")
-    p.add_argument("-T", dest="results_format", default="trec_results", metavar="FORMAT",
+    p.add_argument("-T", "--Results_format", dest="results_format", default="trec_results", metavar="FORMAT",
                    help="Run format: trec_results (the only one).")
     p.add_argument("--backend", default="local", choices=("local", "duckdb"),
                    help="local (default): the run is read into memory; duckdb: a run of any size (TREC, CSV or "
@@ -55,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
                    help="--backend duckdb: where DuckDB spills (default: the system's temporary directory).")
     p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="Several runs: evaluate them in N processes (default 1).")
-    p.add_argument("-Z", dest="zscores", default=None, metavar="PATH",
+    p.add_argument("-Z", "--Zscore", dest="zscores", default=None, metavar="PATH",
                    help="Print z-scores: per-topic means and standard deviations of each measure, lines "
                         "'qid measure mean stddev'.")
     return p
@@ -85,10 +98,20 @@ def _columns() -> int:
     return columns or 80
 
 
+def _atol(text: str) -> int:
+    """An option value as trec_eval reads it (C's atol): ``-l 1.5`` is 1, ``-N 1e3`` is 1, text
+    without leading digits is 0."""
+    from evalstore.io.cnumbers import atol
+
+    value = atol(text)
+    return 0 if value is None else value
+
+
 def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is not a count of documents (0 or more)")
+    value = _atol(text)
+    if value < 0:  # trec_eval 10.0 crashes (a segmentation fault) on a negative -M
+        raise argparse.ArgumentTypeError(f"{text} is not a count of documents (0 or more); trec_eval 10.0 crashes "
+                                         "on a negative -M")
     return value
 
 
@@ -97,6 +120,28 @@ def _jobs(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a number of processes (1 or more)")
     return value
+
+
+TREC_EVAL_VERSION = "10.0-rc3"  # trec_eval 10.0's Makefile VERSIONID, which its -v prints
+
+
+class _Version(argparse.Action):
+    """``-v``: trec_eval's version line on stderr, exit 0 (before any file is read)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from evalstore._version import __version__
+
+        sys.stderr.write(f"trec_eval version {TREC_EVAL_VERSION} (evalstore trec-eval {__version__})\n")
+        parser.exit(0)
+
+
+def debug_option(text: str | None) -> tuple[int, str | None]:
+    """``-D LEVEL[.QID]`` as trec_eval.c get_debug_level_query reads it: (atol(LEVEL), QID or None)."""
+    if text is None:
+        return 0, None
+    level, dot, query = text.partition(".")
+    return _atol(level), (query if dot else None)
 
 
 def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> None:
@@ -111,18 +156,46 @@ def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> No
     if options.results_format != "trec_results":
         raise InvalidParameterError(f"-T {options.results_format} is not a results format; trec_eval has only "
                                     "-T trec_results.")
+    debug_level, debug_query = debug_option(options.debug)
     settings = None
     if options.backend == "duckdb":
         from evalstore.backends.duckdb_engine import DuckDBSettings
 
         settings = DuckDBSettings(memory_limit=options.memory_limit, temp_directory=options.temp_directory)
-    run_trec_eval_runs(
-        options.qrels, options.run, measures=options.measure, per_query=options.per_query, complete=options.complete,
-        no_summary=options.no_summary, judged_only=options.judged_only, relevance_level=options.relevance_level,
-        max_docs=options.max_docs, collection_size=options.collection_size, rel_format=options.rel_format,
-        zscores_path=options.zscores, out=sys.stdout, warn=warn or _warn, backend=options.backend,
-        duckdb_settings=settings, jobs=options.jobs,
-    )
+    # -D's options go only where given: the several-run path evaluates runs together without them
+    debug = {"debug_level": debug_level, "debug_query": debug_query} if options.debug is not None else {}
+    with _stdin_as_file(options.run) as run_paths:
+        run_trec_eval_runs(
+            options.qrels, run_paths, measures=options.measure, per_query=options.per_query,
+            complete=options.complete, no_summary=options.no_summary, judged_only=options.judged_only,
+            relevance_level=options.relevance_level, max_docs=options.max_docs,
+            collection_size=options.collection_size, rel_format=options.rel_format, zscores_path=options.zscores,
+            out=sys.stdout, warn=warn or _warn, backend=options.backend, duckdb_settings=settings, jobs=options.jobs,
+            **debug,
+        )
+
+
+@contextlib.contextmanager
+def _stdin_as_file(paths: list[str]) -> Iterator[list[str]]:
+    """A run named ``-`` is read from standard input, as trec_eval 10.0 reads it: copied (once) to
+    a temporary file (the readers take paths), which errors name as ``-``."""
+    if "-" not in paths:
+        yield paths
+        return
+    import shutil
+    import tempfile
+
+    from evalstore.errors import InputFormatError
+
+    with tempfile.NamedTemporaryFile(prefix="evalstore-stdin-", suffix=".run") as copy:
+        shutil.copyfileobj(sys.stdin.buffer, copy)
+        copy.flush()
+        try:
+            yield [copy.name if path == "-" else path for path in paths]
+        except InputFormatError as error:
+            if error.path != copy.name:
+                raise
+            raise InputFormatError("-", error.line, error.problem) from None
 
 
 def _warn(message: str) -> None:

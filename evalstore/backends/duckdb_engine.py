@@ -94,7 +94,7 @@ def _format_of(path: Path) -> str:
     return {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}.get(suffix, "trec")
 
 
-def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
+def run_source(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False) -> tuple[str, str | None]:
     """(SQL of the run as rows (topic, doc, score, rank as given, as text), the run's tag as
     trec_eval reports it: the last line's) for a TREC run file (any white space between fields,
     gzip or not), a CSV/TSV with a header, or Parquet: a file or a folder of part files (columns
@@ -103,7 +103,7 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
         raise InputFormatError(str(path), None, "no such file")
     fmt = _format_of(path)
     if fmt == "trec":
-        return _trec_rows(con, path)
+        return _trec_rows(con, path, strict)
     if fmt == "parquet":
         table = f"read_parquet({_parquet_files(path)})"
     else:
@@ -127,52 +127,96 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | N
             f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"), tag
 
 
-def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str | None]:
+# The scores DuckDB's DOUBLE reads as C's atof does: plain decimal numbers. DuckDB also reads
+# '1_000' (1000: atof reads 1) and ' 1'; a run with any other spelling (hexadecimal, inf, nan, digit
+# separators, trailing text) goes to the precise reader
+_PLAIN_SCORE = "'[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?'"
+_SPACE = "[ \\t\\n\\v\\f\\r]"  # C's isspace, as RE2 reads it
+
+
+def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False) -> tuple[str, str | None]:
     """A TREC run parsed once into a temporary table (DuckDB spills it to disk past its memory
     limit), which the three passes then read: parsing is most of the work. A regular file (one
-    space or one tab between fields, nothing else) goes through DuckDB's CSV reader; any other
-    (runs of white space, comment lines) is split on white space as trec_eval's sscanf reads it,
-    ~8x slower."""
+    space or one tab between fields, nothing else: the local reader's test,
+    :func:`evalstore.io.formats.regular_trec_text`) goes through DuckDB's CSV reader; any other
+    (runs of white space, comment lines, more fields than six) is split on white space as
+    trec_eval's reader splits it, ~8x slower. A line either cannot read as the local reader does
+    (too few fields, a score that is not a plain decimal number) sends the whole file to the
+    local reader (:func:`_precise_rows`), which reads it line for line or says where it is wrong."""
     import duckdb
 
+    from evalstore.io.formats import regular_trec_text
+
     name = _quoted(str(path))
-    with open(path, "rb") as handle:
-        head = gzip.GzipFile(fileobj=handle).read(4096) if _is_gzip(path) else handle.read(4096)
+    with _binary(path) as handle:
+        head = handle.read(4096)
     delimiter = "\t" if b"\t" in head.split(b"\n", 1)[0] else " "
-    columns = "{'topic': 'VARCHAR', 'q0': 'VARCHAR', 'doc': 'VARCHAR', 'rank': 'VARCHAR', 'score': 'DOUBLE', " \
+    with _binary(path) as handle:
+        irregular = not regular_trec_text(handle, delimiter.encode())
+    columns = "{'topic': 'VARCHAR', 'q0': 'VARCHAR', 'doc': 'VARCHAR', 'rank': 'VARCHAR', 'score': 'VARCHAR', " \
               "'tag': 'VARCHAR'}"
     regular = (f"read_csv({name}, delim={_quoted(delimiter)}, header=false, columns={columns}, auto_detect=false, "
                "quote='', escape='', strict_mode=true)")
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, score, rank, tag FROM {regular} "
-                    "WHERE NOT starts_with(topic, '#')")
-        irregular = False
-    except duckdb.Error:  # more or fewer fields than six on some line: the general path says where
-        irregular = True
+    plain = f"CAST(CASE WHEN regexp_full_match({{score}}, {_PLAIN_SCORE}) THEN {{score}} END AS DOUBLE)"
+    if not irregular:
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, {plain.format(score='score')} "
+                        f"AS score, score AS score_text, rank, tag FROM {regular} WHERE NOT starts_with(topic, '#')")
+        except duckdb.Error:  # more or fewer fields than six on some line: the general path says where
+            irregular = True
     if irregular:
-        # one column per line, split on runs of white space; '#' starts a comment line (trec_eval
-        # 10.0; a '#' inside a docno is kept)
+        # one column per line, split on runs of C white space; '#' after any indentation starts a
+        # comment line (get_trec_results.c; a '#' inside a docno is kept); fields after the sixth
+        # are ignored, as trec_eval ignores them
         lines = (f"read_csv({name}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', quote='', "
-                 "escape='', auto_detect=false)")
-        fields = (f"(SELECT string_split_regex(trim(line), '\\s+') AS f FROM {lines} "
-                  "WHERE trim(line) <> '' AND NOT starts_with(ltrim(line), '#'))")
-        bad = _first(con.execute(f"SELECT f FROM {fields} WHERE len(f) <> 6 OR TRY_CAST(f[5] AS DOUBLE) IS NULL "
-                                 "LIMIT 1").fetchall())
-        if bad is not None:
-            raise _first_bad_line(path, bad[0])
-        con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
-                    f"CAST(f[5] AS DOUBLE) AS score, f[4] AS rank, f[6] AS tag FROM {fields}")
-    bad_score = _first(con.execute("SELECT score FROM run_rows WHERE NOT isfinite(score) LIMIT 1").fetchall())
-    if bad_score is not None:
-        found = _found(path, _bad_score)  # the score as written: DuckDB has parsed it
-        text = found[0][1]["score"] if found else str(bad_score[0])
-        raise _refusal(path, [place for place, _ in found], f"score '{text}' is not a finite number; scores must "
-                                                            "be finite")
+                 "escape='', auto_detect=false, new_line='\\n', strict_mode=false)")
+        fields = (f"(SELECT regexp_split_to_array(regexp_replace(regexp_replace(line, '^{_SPACE}+', ''), "
+                  f"'{_SPACE}+$', ''), '{_SPACE}+') AS f FROM {lines} "
+                  f"WHERE NOT regexp_full_match(line, '{_SPACE}*') AND NOT regexp_matches(line, '^{_SPACE}*#'))")
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
+                        f"{plain.format(score='f[5]')} AS score, f[5] AS score_text, f[4] AS rank, f[6] AS tag, "
+                        f"len(f) AS width FROM {fields}")
+        except duckdb.Error:  # bytes that are not UTF-8: the local reader says where
+            return _precise_rows(con, path, strict)
+        if _first(con.execute("SELECT 1 FROM run_rows WHERE width < 6 OR (width > 6 AND ?) LIMIT 1",
+                              [strict]).fetchall()) is not None:
+            return _precise_rows(con, path, strict)
+    if _first(con.execute("SELECT 1 FROM run_rows WHERE score IS NULL OR NOT isfinite(score) LIMIT 1").fetchall()):
+        return _precise_rows(con, path, strict)  # a score C reads otherwise, or not a number: the local reader
     tag = _last_tag(path)
     if tag is None:  # gzip: no end to seek to; every line of a run has the same tag
         row = _first(con.execute("SELECT tag FROM run_rows LIMIT 1").fetchall())
         tag = None if row is None else row[0]
     return "(SELECT topic, doc, score, rank FROM run_rows)", tag
+
+
+def _precise_rows(con: duckdb.DuckDBPyConnection, path: Path, strict: bool) -> tuple[str, str | None]:
+    """The run as the local reader reads it (line by line where the file is irregular; it raises
+    with path:line where the file is wrong), handed to DuckDB: a file DuckDB's readers cannot
+    read as trec_eval does is held in memory, as the local backend would hold it."""
+    from evalstore.io.formats import read_run
+
+    parsed = read_run(path, fmt="trec", strict=strict, content_hash=False, check_duplicates=False)
+    table = parsed.table
+    con.register("precise_rows", pa.table({"topic": table["topic"], "doc": table["doc"], "score": table["score"],
+                                           "rank": table["rank"].cast(pa.string())}))
+    con.execute("CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, score, rank FROM precise_rows")
+    con.unregister("precise_rows")
+    return "(SELECT topic, doc, score, rank FROM run_rows)", parsed.tag
+
+
+@contextmanager
+def _binary(path: Path) -> Iterator[IO[bytes]]:
+    """The file's bytes, gunzipped when gzipped."""
+    with open(path, "rb") as raw:
+        if raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw) as unzipped:
+                yield unzipped  # type: ignore[misc]
+        else:
+            raw.seek(0)
+            yield raw
 
 
 def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
@@ -304,28 +348,36 @@ def _last_tag(path: Path) -> str | None:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
         handle.seek(max(0, size - 4096))
-        lines = [line for line in handle.read().splitlines() if line.strip()]
-    return lines[-1].split()[-1].decode("utf-8", errors="replace") if lines else None
+        lines = handle.read().split(b"\n")
+    # get_trec_results.c: the sixth field of the last line that is not blank or a comment
+    runs = [fields for fields in (line.split() for line in lines)
+            if len(fields) >= 6 and not fields[0].startswith(b"#")]
+    return runs[-1][5].decode("utf-8", errors="replace") if runs else None
 
 
-def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path | str
-                 ) -> tuple[pa.Table, pa.Table]:
+class _UncountedDuplicates(Exception):  # noqa: N818  (a signal, not an error: prepare_file catches it)
+    """A docno twice in a topic, where trec_eval does not look (a topic the qrels lack, or below
+    the -M cut): the counting joins would count both copies, so the local engine ranks the run."""
+
+
+def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path | str,
+                 max_docs: int | None = None) -> tuple[pa.Table, pa.Table]:
     """(topic, retrieved) for every run topic and (topic, rank, relevance) for every run row the
-    qrels judge, rank in trec_eval order; refuses a docno twice in a topic, as trec_eval does."""
+    qrels judge, rank in trec_eval order; refuses a docno twice in a topic where trec_eval does
+    (form_res_rels.c: in a topic the qrels have, within the top ``max_docs``)."""
     con.register("judgments", qrels.select(["topic", "doc", "relevance"]))
     con.execute(f"CREATE OR REPLACE TEMP TABLE judged AS SELECT r.topic, r.doc, r.score, q.relevance "
                 f"FROM {run_sql} r JOIN judgments q ON q.topic = r.topic AND q.doc = r.doc")
-    twice = _first(con.execute("SELECT topic, doc FROM judged GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall())
     retrieved = con.sql(f"SELECT topic, count(*) AS retrieved, count(DISTINCT doc) AS docs FROM {run_sql} "
-                            "GROUP BY topic").to_arrow_table()
-    if twice is None:
-        repeated = np.flatnonzero(retrieved["retrieved"].to_numpy() != retrieved["docs"].to_numpy())
-        if len(repeated):
-            topic = retrieved["topic"][int(repeated[0])].as_py()
-            twice = _first(con.execute(f"SELECT topic, doc FROM {run_sql} WHERE topic = ? GROUP BY ALL "
-                                       "HAVING count(*) > 1 LIMIT 1", [topic]).fetchall())
-    if twice is not None:
-        raise _twice(path, twice[0], twice[1])
+                        "GROUP BY topic").to_arrow_table()
+    if not (retrieved["retrieved"].to_numpy() == retrieved["docs"].to_numpy()).all():
+        twice = _first(con.execute(
+            f"SELECT topic, doc FROM (SELECT topic, doc, row_number() OVER (PARTITION BY topic ORDER BY score DESC, "
+            f"doc DESC) AS place FROM {run_sql} WHERE topic IN (SELECT DISTINCT topic FROM judgments)) "
+            "WHERE place <= ? GROUP BY ALL HAVING count(*) > 1 LIMIT 1", [max_docs or 2**62]).fetchall())
+        if twice is not None:
+            raise _twice(path, twice[0], twice[1])
+        raise _UncountedDuplicates
     judged = con.sql(
         f"SELECT j.topic, 1 + count(r.doc) FILTER (WHERE r.score > j.score OR (r.score = j.score AND r.doc > j.doc)) "
         f"AS rank, any_value(j.relevance) AS relevance FROM judged j JOIN {run_sql} r ON r.topic = j.topic "
@@ -337,13 +389,19 @@ def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, 
 def prepare_file(qrels: pa.Table, run_path: str | Path, options: PrepareOptions, settings: DuckDBSettings
                  ) -> tuple[Ranking, str | None]:
     """The local engine's :class:`Ranking` of a run file of any size, and its tag."""
-    from evalstore.metrics._prepare import prepare_ranked
+    from evalstore.metrics._prepare import prepare, prepare_ranked
 
     path = Path(run_path)
     con = connect(settings)
     try:
         run_sql, tag = run_source(con, path)
-        retrieved, judged = judged_ranks(con, run_sql, qrels, path)
+        try:
+            retrieved, judged = judged_ranks(con, run_sql, qrels, path, options.max_docs)
+        except _UncountedDuplicates:
+            con.register("judgments", qrels.select(["topic"]))
+            rows = con.sql(f"SELECT topic, doc, score FROM {run_sql} WHERE topic IN "
+                           "(SELECT DISTINCT topic FROM judgments)").to_arrow_table()
+            return prepare(qrels, rows, options, runid=tag), tag
     finally:
         con.close()
     return prepare_ranked(qrels, retrieved, judged, options, runid=tag), tag
@@ -499,7 +557,7 @@ def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
     path = Path(path)
     con = connect(settings, keep_order=True)
     try:
-        source, tag = run_source(con, path)
+        source, tag = run_source(con, path, strict=True)
         con.execute(f"CREATE OR REPLACE TEMP TABLE parsed AS SELECT topic, doc, score, rank AS rank_text, "
                     f"TRY_CAST(rank AS INTEGER) AS rank FROM {source}")
         rows = con.execute("SELECT count(*) FROM parsed").fetchall()[0][0]

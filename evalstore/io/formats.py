@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import IO, BinaryIO, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,7 @@ import pyarrow.csv as pacsv
 from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
 from evalstore.io._hashing import has_repeated_pair, pair_hashes
+from evalstore.io.cnumbers import atof, atol, strict_float
 
 Kind = Literal["run", "qrels"]
 FORMATS = ("trec", "csv", "tsv", "parquet")
@@ -133,6 +134,28 @@ def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True,
     return _read(Path(path), "run", fmt, strict, content_hash, check_duplicates, coded_topics)
 
 
+def duplicate_docno_error(path: str | Path, topic: str, doc: str) -> InputFormatError:
+    """The refusal of a docno twice in a topic of a TREC run file, at its second line, naming the
+    first (the file is read again, line by line: an error path only)."""
+    places: list[int] = []
+    with gzip.open(path, "rb") if _is_gzip_file(Path(path)) else open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            fields = raw.split()
+            if len(fields) >= 6 and not fields[0].startswith(b"#") and fields[0].decode("utf-8", "replace") == topic \
+                    and fields[2].decode("utf-8", "replace") == doc:
+                places.append(number)
+                if len(places) == 2:
+                    break
+    problem = (f"docno '{doc}' appears twice in topic '{topic}'" + (f" (first at line {places[0]})" if places else "")
+               + "; trec_eval refuses duplicate documents, so remove one of them")
+    return InputFormatError(str(path), places[1] if len(places) == 2 else None, problem)
+
+
+def _is_gzip_file(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
 def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -> bool:
     """Whether a (topic, doc) pair *may* repeat in a run table; re-read with check_duplicates=True
     to get the exact error (a 64-bit hash collision then passes). ``topic_codes``: the topics as
@@ -141,17 +164,19 @@ def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -
 
 
 def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,
-               strict: bool = True, content_hash: bool = True) -> ParsedFile:
+               strict: bool = True, content_hash: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
     """Read and validate a qrels file (conflicting duplicate judgments are refused).
 
     With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
     the same document may then be judged once per group. ``strict=False`` accepts relevance
     values the store could not hold, as trec_eval does (for evaluating files, storing nothing);
-    ``content_hash=False`` skips hashing a TREC file's bytes (nothing stored).
+    ``content_hash=False`` skips hashing a TREC file's bytes (nothing stored). ``strict=False``
+    refuses a repeated identical judgment, as trec_eval does when it evaluates the topic; with
+    ``evaluated_topic`` (trec_eval ``-D LEVEL.QID``) only in that topic (others are kept once).
     """
     if judgment_groups:
         return _read_qrels_jg(Path(path), strict)
-    return _read(Path(path), "qrels", fmt, strict, content_hash)
+    return _read(Path(path), "qrels", fmt, strict, content_hash, evaluated_topic=evaluated_topic)
 
 
 def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
@@ -167,7 +192,7 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
     assert whole is not None
     for group in _distinct_values(whole["iteration"]):
         part = pc.filter(whole, pc.equal(whole["iteration"], group))
-        if _has_duplicate_pairs(part, "qrels"):
+        if _has_duplicate_pairs(part, "qrels", identical_too=not strict):
             error, _ = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
             if error is not None:
                 raise error
@@ -175,7 +200,7 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
 
 
 def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True,
-          check_duplicates: bool = True, coded_topics: bool = False) -> ParsedFile:
+          check_duplicates: bool = True, coded_topics: bool = False, evaluated_topic: str | None = None) -> ParsedFile:
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
@@ -184,7 +209,7 @@ def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: b
             streamed = _stream_trec_run(path, coded_topics)
             if streamed is not None and not (check_duplicates and has_duplicate_docs(streamed.table)):
                 return streamed
-        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates)
+        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates, evaluated_topic)
     return _parse_table(path, resolved, kind, check_duplicates)
 
 
@@ -210,11 +235,16 @@ def _read_bytes(path: Path) -> bytes:
 # --------------------------------------------------------------------------- TREC text
 
 _COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
+# pyarrow reads an integer field '0x3' as hexadecimal (3) where C's atol reads 0: such files
+# (a docno beginning 0x, too) go the precise way
+_HEX_PREFIX = re.compile(rb"(?:^|[ \t])[+-]?0[xX]", re.MULTILINE)
+# qrels lines the precise reader must see: blank ones, comments (indented or not)
+_QRELS_IRREGULAR = re.compile(rb"(?m)^[ \t\r\f\v]*[#\n]|^[ \t\r\f\v]+\Z")
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
 
 
 def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True,
-                     check_duplicates: bool = True) -> ParsedFile:
+                     check_duplicates: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
     content_hash = _sha256(data) if hash_content else ""
@@ -226,7 +256,8 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         return _finish(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict)
+    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates,
+                                     evaluated_topic=evaluated_topic)
     if error is not None:
         raise error
     assert table is not None
@@ -251,7 +282,7 @@ def _stream_trec_run(path: Path, coded_topics: bool) -> ParsedFile | None:
         # pyarrow parses on its own threads (it lets go of the GIL) while this one scans the bytes
         with ThreadPoolExecutor(max_workers=1) as pool:
             parsing = pool.submit(_read_run_columns, path, delimiter.decode(), coded_topics)
-            regular = _regular_trec_text(handle, delimiter)
+            regular = regular_trec_text(handle, delimiter)
             table = parsing.result()
     if (not regular or table is None or table.num_rows == 0 or _has_comment_rows(table)
             or not np.isfinite(table["score"].to_numpy()).all()):
@@ -287,7 +318,7 @@ def _read_run_columns(path: Path, delimiter: str, coded_topics: bool) -> pa.Tabl
         return None
 
 
-def _regular_trec_text(handle: BinaryIO, delimiter: bytes) -> bool:
+def regular_trec_text(handle: BinaryIO | IO[bytes], delimiter: bytes) -> bool:
     """Whether the rest of ``handle`` has no white space but ``delimiter`` and line ends, and no
     empty field: no two of those side by side, none at the start (byte searches and one numpy
     pass, in 4 MB pieces; a file with Windows line ends or blank lines is read the precise way).
@@ -312,6 +343,8 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
     irregularities costs more than parsing it). If that fails, normalise (drop '#' comment
     lines, fold runs of white space into one tab) and try once more.
     """
+    if kind == "qrels" and (_QRELS_IRREGULAR.search(data) or _HEX_PREFIX.search(data)):
+        return None  # comment or blank lines: get_qrels.c's rules are line by line (_qrels_line_problem)
     first_line = data[: data.find(b"\n")] if b"\n" in data[:65536] else data[:65536]
     delimiter = b"\t" if b"\t" in first_line else b" "
     other = b" " if delimiter == b"\t" else b"\t"
@@ -387,11 +420,12 @@ def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True
     extremes = pc.min_max(table[label])
     if strict and not (_in_range(label, extremes["min"].as_py()) and _in_range(label, extremes["max"].as_py())):
         return False
-    return not (check_duplicates and _has_duplicate_pairs(table, kind))
+    return not (check_duplicates and _has_duplicate_pairs(table, kind, identical_too=not strict))
 
 
-def _has_duplicate_pairs(table: pa.Table, kind: Kind) -> bool:
-    """Whether a (topic, doc) pair occurs twice (qrels: with different relevance only)."""
+def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = False) -> bool:
+    """Whether a (topic, doc) pair occurs twice (qrels: with different relevance only, unless
+    ``identical_too``: trec_eval refuses any repeated judgment)."""
     if kind == "run":
         # a hash match is a candidate only: the precise path confirms it (or finds a collision)
         return has_repeated_pair(table["topic"], table["doc"])
@@ -404,12 +438,15 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind) -> bool:
     same = keys[order][1:] == keys[order][:-1]
     if not same.any():
         return False
+    if identical_too:
+        return True
     relevance = table["relevance"].to_numpy()[order]
     return bool((relevance[1:][same] != relevance[:-1][same]).any())
 
 
 def _first_trec_error(
-    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False
+    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False, check_duplicates: bool = True,
+    evaluated_topic: str | None = None,
 ) -> tuple[InputFormatError | None, pa.Table | None]:
     """Read line by line; return the first error with its line, or the table if there is none.
 
@@ -419,17 +456,30 @@ def _first_trec_error(
     layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
     seen: dict[tuple[str, str], tuple[int, int]] = {}  # (topic, doc) -> (line, relevance)
     columns: dict[str, list[object]] = {name: [] for name in _TREC_NAMES[kind]}
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:  # the end of the last line, not a line
+        lines.pop()
+    after_comment = False
+    for number, raw in enumerate(lines, start=1):
         try:
-            line = raw.decode("utf-8")
+            raw.decode("utf-8")
+            # C's isspace (space, \t, \n, \v, \f, \r) separates fields, as bytes.split() splits;
+            # str.split() would also split on Unicode spaces (U+00A0, U+3000, ...), which C does not
+            fields = [field.decode("utf-8") for field in raw.split()]
         except UnicodeDecodeError as exc:
             return InputFormatError(
                 path, number,
                 f"bytes that are not UTF-8 at column {exc.start + 1}; convert the file to UTF-8 "
                 "(e.g. iconv -f latin1 -t utf-8)",
             ), None
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
+        if kind == "qrels":  # get_qrels.c: stricter than the run reader (docs/conf.md)
+            problem = _qrels_line_problem(raw, after_comment, number == len(lines))
+            if problem is not None:
+                return InputFormatError(path, number, problem), None
+            after_comment = raw.startswith(b"#")
+            if after_comment:
+                continue
+        elif not fields or fields[0].startswith("#"):  # get_trec_results.c: '#' after any indentation
             continue
         if len(fields) != ncols and (strict or kind == "qrels" or len(fields) < ncols):
             return InputFormatError(
@@ -438,9 +488,11 @@ def _first_trec_error(
         topic, doc = fields[0], fields[2]
         if kind == "run":
             rank_text, score_text = fields[3], fields[4]
-            score = _parse_float(score_text)
+            score = strict_float(score_text) if strict else atof(score_text)
             if score is None:
-                return InputFormatError(path, number, f"score '{score_text}' is not a number"), None
+                return InputFormatError(path, number, f"score '{score_text}' is not a number" + (
+                    "" if strict else "; trec_eval's atof would read it as 0 (no leading digits), evalstore "
+                                      "refuses it")), None
             if not math.isfinite(score):
                 return InputFormatError(
                     path, number, f"score '{score_text}' is not a finite number; scores must be finite"
@@ -454,7 +506,7 @@ def _first_trec_error(
                     ), None
                 rank = 0  # trec_eval never reads the rank column
             key = (topic, doc)
-            if key in seen:
+            if key in seen and check_duplicates:
                 return InputFormatError(
                     path, number,
                     f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "
@@ -467,7 +519,9 @@ def _first_trec_error(
             relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)
             if relevance is None:
                 return InputFormatError(
-                    path, number, f"relevance '{rel_text}' is not an integer"
+                    path, number, f"relevance '{rel_text}' is not an integer" + (
+                        "" if strict else "; trec_eval's atol would read it as 0 (no leading digits), evalstore "
+                                          "refuses it")
                 ), None
             if strict and not _in_range("relevance", relevance):
                 return InputFormatError(path, number, _out_of_range("relevance", rel_text)), None
@@ -479,6 +533,10 @@ def _first_trec_error(
                     f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
                     f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
                 ), None
+            if key in seen and not strict:
+                if evaluated_topic is None or topic == evaluated_topic:  # trec_eval: "duplicate docs" (exit 4)
+                    return InputFormatError(path, number, _repeated_judgment(doc, topic, seen[key][0])), None
+                continue  # a topic trec_eval skips (-D): kept once
             seen.setdefault(key, (number, relevance))
             row = (topic, fields[1], doc, relevance)
         for name, value in zip(_TREC_NAMES[kind], row, strict=True):
@@ -491,7 +549,7 @@ def _first_trec_error(
     )
 
 
-_INT_PATTERN = re.compile(r"[+-]?\d+\Z")
+_INT_PATTERN = re.compile(r"[+-]?[0-9]+\Z")  # ASCII digits: \d would take other scripts' digits
 
 
 def _parse_int(text: str) -> int | None:
@@ -502,22 +560,33 @@ def _parse_int(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-# A number trec_eval reads with atol(): its integer part counts ("1.0" and "1.9" are 1, "2e3" is 2).
-_ATOL_NUMBER = re.compile(r"([+-]?\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?\Z")
-
-
 def _parse_int_as_atol(text: str) -> int | None:
-    """trec_eval's reading of a relevance value (lenient mode); text that is no number at all
-    (which atol would silently read as 0) is still refused."""
-    match = _ATOL_NUMBER.match(text)
-    return _parse_int(match[1]) if match else None
+    """trec_eval's reading of a relevance value (lenient mode): C's atol, the leading integer
+    ("1.9" and "2e3" are 1 and 2, "0x3" is 0); text with no leading digit at all (which atol would
+    silently read as 0) is refused."""
+    return atol(text)
 
 
-def _parse_float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
+def _repeated_judgment(doc: str, topic: str, first: int | str) -> str:
+    first_at = f"line {first}" if isinstance(first, int) else first
+    return (f"docno '{doc}' is judged twice in topic '{topic}' (first at {first_at}); trec_eval refuses "
+            "a repeated judgment (duplicate docs), so remove one of them")
+
+
+# get_qrels.c reads a qrels file strictly: only a '#' in column 0 starts a comment (an indented '#'
+# is a topic id), and it skips one comment line at a time; a blank line is a malformed line
+def _qrels_line_problem(raw: bytes, after_comment: bool, last: bool) -> str | None:
+    if raw.startswith(b"#"):
+        if after_comment:
+            return ("a comment line right after a comment line; trec_eval 10.0 skips one comment line at a time "
+                    "and reads the next one as a judgment, so join the comments into one line or remove one")
+        if last:
+            return ("a comment line ends the file; trec_eval 10.0 reads past the end of its buffer there "
+                    "(it crashes), so move the comment up or remove it")
         return None
+    if not raw.split():
+        return "a blank line; trec_eval 10.0 refuses blank lines in qrels (a malformed line), so remove it"
+    return None
 
 
 def _empty_message(kind: Kind) -> str:
@@ -656,11 +725,39 @@ def _row_location(offset: int, row: int) -> int | None:
     return None if offset == 0 else row + offset
 
 
+def check_in_memory(table: pa.Table, kind: Kind, label: str, check_duplicates: bool = True) -> pa.Table:
+    """In-memory input (``evaluate``'s DataFrame, dict or Table, columns named canonically)
+    validated as the file readers validate a table file, with the same messages, naming the row
+    (``row N``, 1-based) where they name the line: a missing or non-numeric value, a score that is
+    not finite, a relevance that is not an integer, a docno twice in a topic of a run, and a
+    docno judged twice in a topic of qrels (conflicting or not: trec_eval refuses both)."""
+    path = Path(label)
+    table = _coerce_columns(path, table, kind, 0)
+    if table.num_rows == 0:
+        raise InputFormatError(label, None, f"no {kind} rows; expected columns "
+                                            + ("topic, doc, score" if kind == "run" else "topic, doc, relevance"))
+    if check_duplicates or kind != "run":
+        _check_duplicates(path, table, kind, 0, identical_too=True)
+    return table
+
+
+def duplicate_row_error(label: str, table: pa.Table, topic: str, doc: str) -> InputFormatError:
+    """The refusal of a docno twice in a topic of an in-memory run, at its second row, naming the first."""
+    rows = np.flatnonzero(pc.and_(pc.equal(pc.cast(table["topic"], pa.string()), topic),
+                                  pc.equal(table["doc"], doc)).to_numpy(zero_copy_only=False))[:2]
+    return InputFormatError(label, None, f"row {rows[1] + 1}: docno '{doc}' appears twice in topic '{topic}' (first at "
+                                         f"row {rows[0] + 1}); trec_eval refuses duplicate documents, so remove one "
+                                         "of them")
+
+
 def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.Table:
     columns: dict[str, pa.ChunkedArray] = {}
     for name in ("topic", "doc", "iteration"):
         if name in table.column_names:
             columns[name] = pc.cast(table[name], pa.string())
+            nulls = np.flatnonzero(columns[name].is_null().to_numpy(zero_copy_only=False))
+            if len(nulls):
+                raise _located(path, offset, int(nulls[0]), f"{name} is missing; every row needs a {name}")
     n = table.num_rows
     if kind == "run":
         columns["score"] = _numeric(path, table["score"], pa.float64(), "score", "a number", offset)
@@ -716,8 +813,8 @@ def _located(path: Path, offset: int, row: int, problem: str) -> InputFormatErro
     return InputFormatError(str(path), line, problem)
 
 
-def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int) -> None:
-    if not _has_duplicate_pairs(table, kind):
+def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int, identical_too: bool = False) -> None:
+    if not _has_duplicate_pairs(table, kind, identical_too):
         return
     # Rare path: locate the first offending row.
     topics = table["topic"].to_pylist()
@@ -742,6 +839,8 @@ def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int) -> N
                 f"conflicting judgments for docno '{key[1]}' in topic '{key[0]}': relevance "
                 f"{rels[row]} here, {rels[first[key]]} at {earlier}; keep one of them",
             )
+        if identical_too:
+            raise _located(path, offset, row, _repeated_judgment(key[1], key[0], earlier))
 
 
 # --------------------------------------------------------------------------- preference judgments
@@ -784,7 +883,7 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
         if line.startswith("#"):
             continue
         fields = line.split()
-        level = _parse_float(fields[-1]) if len(fields) == width else None
+        level = atof(fields[-1]) if len(fields) == width else None  # get_prefs.c: atof
         if level is None or math.isnan(level):
             found = f"{len(fields)} columns" if len(fields) != width else f"the level '{fields[-1]}'"
             raise InputFormatError(str(file), number,

@@ -15,9 +15,18 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pyarrow as pa
 
+from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io import ir_measures_compat
-from evalstore.io.formats import ParsedFile, has_duplicate_docs, read_qrels, read_run
+from evalstore.io.formats import (
+    ParsedFile,
+    check_in_memory,
+    duplicate_docno_error,
+    duplicate_row_error,
+    has_duplicate_docs,
+    read_qrels,
+    read_run,
+)
 from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
@@ -390,6 +399,10 @@ def evaluate(
     else:
         run_table = _as_table(run, "run")
         rk = prepare(qrels_table, run_table, options)
+        if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
+            twice = counted_duplicate(qrels_table, run_table, options)
+            if twice is not None:
+                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
     if rk.n == 0:
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     if known is not None:
@@ -438,41 +451,86 @@ def prepare_run_file(qrels: pa.Table, path: str | Path, options: PrepareOptions)
             rk = prepare(qrels, run.table, options, runid=run.tag, ranked=ranked)
             duplicated = duplicates.result()
     if duplicated:
-        read_run(path, strict=False, content_hash=False)  # raises path:line (or was a hash collision)
+        twice = counted_duplicate(qrels, run.table, options)
+        if twice is not None:  # path:line of both places (or none: it was a hash collision)
+            raise duplicate_docno_error(path, *twice)
     return rk, run
 
 
+def counted_duplicate(qrels: pa.Table, run: pa.Table, options: PrepareOptions) -> tuple[str, str] | None:
+    """A (topic, docno) twice in the part of a run trec_eval evaluates, or None: form_res_rels.c
+    checks a topic's documents only when the qrels have the topic (and -D does not skip it), and
+    only the top -M of them in its order (score descending, docno descending); a docno twice in a
+    topic the qrels lack, or below the -M cut, is no error there."""
+    topics = pc.cast(run["topic"], pa.string()) if pa.types.is_dictionary(run["topic"].type) else run["topic"]
+    table = pa.table({"topic": topics, "doc": run["doc"], "score": run["score"]})
+    table = pc.filter(table, pc.is_in(table["topic"], pc.unique(qrels["topic"])))
+    if options.max_docs is not None and table.num_rows:
+        order = pc.sort_indices(table, [("topic", "ascending"), ("score", "descending"), ("doc", "descending")])
+        table = pc.take(table, order)
+        codes = pc.dictionary_encode(table["topic"].combine_chunks()).indices.to_numpy()
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        position = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+        table = pc.filter(table, pa.array(position < options.max_docs))
+    if not table.num_rows or not has_duplicate_docs(table):
+        return None
+    seen: set[tuple[str, str]] = set()
+    for pair in zip(table["topic"].to_pylist(), table["doc"].to_pylist(), strict=True):
+        if pair in seen:
+            return pair
+        seen.add(pair)
+    return None  # a hash collision
+
+
 def _as_table(source: Any, kind: str) -> pa.Table:
+    """The qrels or run as a Table (topic, doc, relevance or score); in-memory input is validated
+    as a file is (:func:`evalstore.io.formats.check_in_memory`: messages name the row)."""
     if isinstance(source, (str, Path)):
         # evaluating stores nothing: files are read as trec-eval reads them (no content hash; a
         # plain run file streamed, evalstore.io.formats._stream_trec_run)
         parsed = (read_qrels(source, strict=False, content_hash=False) if kind == "qrels"
                   else read_run(source, strict=False, content_hash=False))
         return parsed.table
+    value = "relevance" if kind == "qrels" else "score"
     if isinstance(source, pa.Table):
-        return source
+        missing = [name for name in ("topic", "doc", value) if name not in source.column_names]
+        if missing:
+            raise InvalidParameterError(f"The {kind} table needs columns topic, doc and {value}; it lacks "
+                                        f"{', '.join(missing)}.")
+        table = source.select(["topic", "doc", value])
+    else:
+        table = _frame_table(source, kind, value)
+    return check_in_memory(table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}",
+                           check_duplicates=False).select(["topic", "doc", value])
+
+
+def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
     import pandas as pd  # frames and dicts only: pandas takes ~0.2 s to import
     if isinstance(source, Mapping):
-        rows = [(str(q), str(d), v) for q, docs in source.items() for d, v in docs.items()]
-        value = "relevance" if kind == "qrels" else "score"
-        source = pd.DataFrame(rows, columns=["query_id", "doc_id", value])
-    if isinstance(source, pd.DataFrame):
-        columns = {c.lower(): c for c in source.columns}
-        def pick(*names: str) -> str:
-            for n in names:
-                if n in columns:
-                    return columns[n]
-            raise InvalidParameterError(f"The {kind} frame needs a column named one of {', '.join(names)}.")
-        topic = source[pick("query_id", "qid", "topic")].astype(str)
-        doc = source[pick("doc_id", "docno", "doc")].astype(str)
-        if kind == "qrels":
-            rel = source[pick("relevance", "rel", "label")].astype("int64")
-            return pa.table({"topic": pa.array(topic.tolist(), pa.string()), "doc": pa.array(doc.tolist(), pa.string()),
-                             "relevance": pa.array(rel.to_numpy())})
-        score = source[pick("score", "sim")].astype("float64")
-        return pa.table({"topic": pa.array(topic.tolist(), pa.string()), "doc": pa.array(doc.tolist(), pa.string()),
-                         "score": pa.array(score.to_numpy())})
-    raise InvalidParameterError(f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or dict.")
+        rows = [(q, d, v) for q, docs in source.items() for d, v in docs.items()]
+        source = pd.DataFrame(rows, columns=["query_id", "doc_id", value], dtype=object)
+    if not isinstance(source, pd.DataFrame):
+        raise InvalidParameterError(f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or "
+                                    "dict.")
+    columns = {c.lower(): c for c in source.columns}
+
+    def pick(*names: str) -> pd.Series:
+        for n in names:
+            if n in columns:
+                return source[columns[n]]
+        raise InvalidParameterError(f"The {kind} frame needs a column named one of {', '.join(names)}.")
+
+    def text(series: pd.Series) -> pa.Array:  # values as strings, missing ones as nulls (refused with their row)
+        missing = series.isna().to_numpy()
+        return pa.array(series.astype(str).to_numpy(dtype=object), pa.string(), mask=missing)
+
+    numbers = pick("relevance", "rel", "label") if kind == "qrels" else pick("score", "sim")
+    try:
+        raw = pa.array(numbers.to_numpy(), from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: compared as text, as a file's would be
+        raw = text(numbers)
+    return pa.table({"topic": text(pick("query_id", "qid", "topic")), "doc": text(pick("doc_id", "docno", "doc")),
+                     value: raw})
 
 
 # --- several runs against one qrels: evaluate(qrels, [run, ...]) or evaluate(qrels, {name: run}) ---------------
@@ -542,6 +600,10 @@ def _run_ranking(qrels: pa.Table, run: Any, options: PrepareOptions, known: pa.T
     else:
         run_table = _as_table(run, "run")
         rk = prepare(qrels, run_table, options)
+        if has_duplicate_docs(run_table):  # refused as evaluate refuses it for one run
+            twice = counted_duplicate(qrels, run_table, options)
+            if twice is not None:
+                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
     if known is not None and rk.n:
         attach_known(rk, prepare(known, run_table, options))
     return rk

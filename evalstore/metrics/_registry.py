@@ -190,7 +190,7 @@ TREC_ORDER = (
     "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
     "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG",
     "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
-    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
+    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap", "rbp", "rbp_resid", "unj",
 )
 # trec_eval's names, filled by register() from each family's ``trec`` specs
 TREC_FAMILIES: dict[str, TrecFamily] = {name: TrecFamily(name, name=name) for name in ("runid", "num_q")}
@@ -408,7 +408,8 @@ TREC_GROUPS = {
     "set": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
             "set_relative_P", "set_map", "set_F"],
 }
-TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "ideal_dcg")]
+# registered in trec_eval's table but in none of its groups: dcg, ideal_dcg, yaap (measures.c)
+TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "ideal_dcg", "yaap")]
 
 
 

@@ -28,8 +28,11 @@ PEERS: dict[str, str] = {
              "counts: (long)(x*R + 0.9)); trec_eval 10.0's iprec_at_recall_x counts lround(x*R): that one is "
              "IPrec(rounding=trec_eval10)@x, and trec_eval's name means it",
     "IPrecAvg": "trec_eval 11pt_avg (10.0's rounding); " + _TREC_ONLY,
-    "Judged": "ir_measures Judged@k: same values; not in trec_eval (its unj_k divides the unjudged by k, "
-              "Judged@k the judged by min(k, retrieved))",
+    "Judged": "ir_measures Judged@k: same values where no two documents of a topic tie in score; DIFFERS UNDER "
+              "TIES: ir_measures' judged provider breaks ties by docno ascending, evalstore by trec_eval's rule "
+              "(docno descending), so the top k can hold other documents (tests/differential/"
+              "test_ir_measures_ties.py); not in trec_eval (its unj_k divides the unjudged by k, Judged@k the "
+              "judged by min(k, retrieved))",
     "nDCG": "trec_eval ndcg, ndcg_cut_k; " + _SAME.format(name="nDCG@k") + "; nDCG(gain=exp)@k is ir_measures' "
             "nDCG(dcg='exp-log2')@k (gdeval): same values to gdeval's 5 printed decimals",
     "nDCG_rel": "trec_eval ndcg_rel; " + _TREC_ONLY,
@@ -51,8 +54,11 @@ PEERS: dict[str, str] = {
     "RnDCG": "trec_eval Rndcg; " + _TREC_ONLY,
     "Rprec": "trec_eval Rprec; " + _SAME.format(name="Rprec"),
     "RprecMult": "trec_eval Rprec_mult; " + _TREC_ONLY,
+    "YAAP": "trec_eval yaap (in its measure table, in none of its groups); " + _TREC_ONLY,
     "RR": "trec_eval recip_rank; " + _SAME.format(name="RR") + "; RR@k (MS MARCO's MRR@10) is recip_rank "
-          "under trec_eval -M k, and ir_measures RR@k",
+          "under trec_eval -M k, and ir_measures RR@k where no two documents of a topic tie in score; RR@k DIFFERS "
+          "UNDER TIES: ir_measures computes it with its msmarco provider, which breaks ties by docno ascending, "
+          "evalstore by trec_eval's rule (docno descending) (tests/differential/test_ir_measures_ties.py)",
     "SetAP": "trec_eval set_map; " + _SAME.format(name="SetAP"),
     "SetF": "trec_eval set_F; " + _SAME.format(name="SetF") + " (its beta is set_F's x)",
     "SetP": "trec_eval set_P; " + _SAME.format(name="SetP"),

@@ -200,6 +200,21 @@ def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
     return average_precision(rk, rel, None)
 
 
+@family("YAAP", params={"rel": REL}, trec=trec("yaap"), aliases=("yaap",),
+        reference="trec_eval m_yaap.c; Robertson, 'On Smoothing Average Precision', ECIR 2012")
+def yet_another_ap(rk: Ranking, rel: int) -> np.ndarray:
+    """Yet Another Average Precision: log((1 + S) / (1 + R - S)), S the sum of precision at
+    each relevant retrieved document (AP's numerator), R the number of relevant documents."""
+    if rel < 0:
+        total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
+    else:
+        entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
+        precision = rk.cached(("entry_precision", rel),
+                              lambda: (entries.rel_before + 1) / (entries.position + 1.0))
+        total = entries.row_sums(precision)
+    return np.log((1.0 + total) / (1.0 + rk.num_rel(rel) - total))
+
+
 @family("RR", params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
         trec=trec("recip_rank"), aliases=("recip_rank", "MRR"),
         reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10", headline=4)
@@ -266,7 +281,7 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
     return out
 
 
-@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0),
+@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0),  # above 1: 0, as in trec_eval
                          "rounding": Param(str, "trec_eval9", choices=("trec_eval9", "trec_eval10"),
                                            doc="how x*R becomes a count of relevant documents")},
         trec=trec("iprec_at_recall", param="recall", kind="double", defaults=ELEVEN_RECALLS,

@@ -3,11 +3,13 @@ such as ``all_trec``) expanded into the measures they mean and the names trec_ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from evalstore.errors import InvalidParameterError
+from evalstore.io.cnumbers import atof, atol
 from evalstore.metrics._registry import (
     TREC_FAMILIES,
     TREC_GROUPS,
@@ -28,7 +30,8 @@ class TrecRequest:
 def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
     """``-m`` values in trec_eval order. As in trec_eval (``meas_init.c``), a measure's parameters
     are the first ones given for it on the command line: ``-m P.5 -m P.10`` and ``-m P.5 -m P``
-    both mean P_5."""
+    both mean P_5. An empty parameter (``-m ndcg.``) is refused as trec_eval refuses it, and so is
+    what trec_eval's shared gain parameters would do silently (:func:`_check_shared_gains`)."""
     chosen: dict[str, TrecRequest] = {}
     for spec in specs:
         root, dot, raw = spec.partition(".")
@@ -38,9 +41,32 @@ def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
             continue
         if root not in TREC_FAMILIES:
             raise _unknown_trec(root)
+        if dot and not raw:  # trec_eval.c add_meas_arg_info: "improper measure in parameter"
+            raise InvalidParameterError(f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them "
+                                        f"too); write -m {root} for the defaults or give parameters after the '.'.")
         if root not in chosen or (chosen[root].raw is None and dot):
             chosen[root] = TrecRequest(root, raw if dot else None)
+    _check_shared_gains(chosen)
     return [chosen[name] for name in TREC_ORDER if name in chosen]
+
+
+# m_ndcg.c: dcg, ideal_dcg and ndcg point at one static parameter set
+SHARED_GAINS = ("dcg", "ideal_dcg", "ndcg")
+
+
+def _check_shared_gains(chosen: dict[str, TrecRequest]) -> None:
+    """trec_eval 10.0 gives dcg, ideal_dcg and ndcg one parameter set: gains given to one of them
+    apply to the others asked for without (``-m ideal_dcg.1=5 -m all_trec`` prints ``ndcg_1=5``),
+    and gains given to two of them crash it (a double free). evalstore keeps each measure's own
+    parameters, so it refuses the combinations where that would differ (docs/conf.md)."""
+    asked = [name for name in SHARED_GAINS if name in chosen]
+    with_gains = [name for name in asked if chosen[name].raw is not None]
+    if with_gains and len(asked) > 1:
+        raise InvalidParameterError(
+            f"trec_eval 10.0 shares one gain parameter set between dcg, ideal_dcg and ndcg: with "
+            f"{', '.join(f'{n}.{chosen[n].raw}' for n in with_gains)} it would apply those gains to "
+            f"{' and '.join(n for n in asked if n not in with_gains) or 'the others'} as well (or crash); "
+            "evalstore does not copy that. Ask for one of them with gains at a time, or for all of them without.")
 
 
 def _unknown_trec(root: str) -> InvalidParameterError:
@@ -56,6 +82,8 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
         return [(root, None)]
     try:
         return _expand(root, raw, trec)
+    except InvalidParameterError:
+        raise
     except (ValueError, IndexError):
         raise InvalidParameterError(
             f"Cannot read the parameters '{raw}' of trec_eval measure '{root}'; "
@@ -64,45 +92,97 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
 
 
 def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Measure | None]]:
+    """Parameters read as trec_eval's meas_init.c reads them: comma-separated, each with C's
+    ``atol`` (cutoffs: ``P.1e1`` is P_1, ``P.5abc`` P_5) or ``atof`` (everything else; text that is
+    no number reads as 0, as in C); duplicate cutoffs and malformed ``name=value`` pairs refused
+    with trec_eval's reason."""
     if trec.kind == "none":
         return [(root, make(trec.family))]
     param = str(trec.param)  # every kind but "none" names its parameter
     fixed = dict(trec.fixed)
     if trec.kind == "long":
-        cutoffs = sorted({int(float(v)) for v in raw.split(",")}) if raw else list(trec.defaults)
-        for v in cutoffs:
-            if v <= 0:
-                raise InvalidParameterError(f"Cutoffs of {root} must be positive integers. Got {v}.")
+        cutoffs = sorted(_long(v) for v in raw.split(",")) if raw else list(trec.defaults)
+        if cutoffs[0] <= 0:
+            raise InvalidParameterError(f"Cutoffs of {root} must be positive integers. Got {cutoffs[0]} "
+                                        f"(from '{raw}', read as C's atol reads it, as trec_eval does).")
+        _no_duplicates(root, raw, cutoffs)
         return [(f"{root}_{v}", make(trec.family, **{param: v})) for v in cutoffs]
     if trec.kind == "double":
-        levels = sorted({float(v) for v in raw.split(",")}) if raw else list(trec.defaults)
+        levels = sorted(_double(v) for v in raw.split(",")) if raw else list(trec.defaults)
+        _no_duplicates(root, raw, levels)
         return [(f"{root}_{v:.2f}", make(trec.family, **{param: v}, **fixed)) for v in levels]
     name = f"{root}_{raw}" if raw else root
     if trec.kind == "pairs":
         params: dict[str, Any] = {}
         if raw:
             gains: dict[int, float] = {}
-            for item in raw.split(","):
-                key, _, value = item.partition("=")
-                if key == "p":
-                    params["p"] = float(value)
-                elif _is_int(key):
-                    gains[int(key)] = float(value)
+            for key, value in _pairs(root, raw):
+                if key == "p":  # m_rbp.c: every 'p' pair in turn, so the last one counts
+                    params["p"] = value
+                elif _is_int(key):  # gain_init.c valid_int; other names are ignored
+                    level = int(key)
+                    if level in gains:  # gain_init.c then uses one gain for the ranking, another for the ideal
+                        raise InvalidParameterError(
+                            f"-m {root}.{raw} gives relevance level {level} two gains; trec_eval 10.0 then mixes "
+                            "them (one for the ranking, another for the ideal ranking), which evalstore does not "
+                            "copy: give each level one gain.")
+                    gains[level] = value
             if gains and "gains" in param:
                 params["gains"] = gains
         return [(name, make(trec.family, **{**fixed, **params}))]
-    # raw: one value or a list of values, as typed
+    # raw: one value or a list of values, as typed (meas_init.c get_double_params: atof each)
     if root == "relstring":
-        return [(name, make(trec.family, cutoff=int(float(raw)) if raw else 10))]
+        return [(name, make(trec.family, cutoff=int(_double(raw.split(",")[0])) if raw else 10))]
     if root == "set_F":
-        return [(name, make(trec.family, x=float(raw.split(",")[0]) if raw else 1.0))]
-    values = tuple(float(v) for v in raw.split(",")) if raw else trec.defaults[0]
+        return [(name, make(trec.family, x=_double(raw.split(",")[0]) if raw else 1.0))]
+    values = tuple(_double(v) for v in raw.split(",")) if raw else trec.defaults[0]
     return [(name, make(trec.family, **{param: values}))]
+
+
+def _long(text: str) -> int:
+    value = atol(text)
+    return 0 if value is None else value  # C's atol reads no digits as 0
+
+
+def _double(text: str) -> float:
+    value = atof(text)
+    if value is not None and not math.isfinite(value):  # nan and inf reach (long) casts: undefined in C
+        raise InvalidParameterError(f"The parameter '{text}' is not a finite number; trec_eval computes with it "
+                                    "(printing nan, or converting it to an integer, which C leaves undefined), "
+                                    "evalstore refuses it.")
+    return 0.0 if value is None else value  # C's atof reads no number as 0
+
+
+def _no_duplicates(root: str, raw: str | None, values: list[Any]) -> None:
+    if any(a == b for a, b in zip(values, values[1:], strict=False)):
+        raise InvalidParameterError(f"-m {root}.{raw} names a cutoff twice (trec_eval: 'duplicate cutoffs detected'); "
+                                    "name each once.")
+
+
+def _pairs(root: str, raw: str) -> list[tuple[str, float]]:
+    """``name=value`` pairs as meas_init.c get_param_pairs reads them, which refuses two commas or
+    two '=' in a row, a pair without '=' and a trailing comma."""
+    last = ","
+    malformed = False
+    for char in raw:
+        if char in ",=":
+            if char == last:
+                malformed = True
+                break
+            last = char
+    if malformed or last != "=":
+        raise InvalidParameterError(f"-m {root}.{raw}: malformed pair parameters (trec_eval: 'malformed pair "
+                                    f"parameters in '{raw}''); write them as level=gain,level=gain (or p=0.8).")
+    pairs = []
+    for item in raw.split(","):
+        key, _, value = item.partition("=")
+        pairs.append((key, _double(value)))
+    return pairs
 
 
 def _is_int(text: str) -> bool:
     body = text[1:] if text[:1] in "+-" else text
-    return body.isdigit()
+    return bool(body) and all("0" <= char <= "9" for char in body)  # C isdigit: ASCII only
 
 
 def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:

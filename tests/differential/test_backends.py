@@ -117,7 +117,8 @@ def test_duckdb_refuses_a_document_twice_and_a_bad_line(tmp_path: Path) -> None:
     bad.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n")
     done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
                            str(bad)], capture_output=True, text=True, check=False)
-    assert (done.returncode, done.stderr) == (1, f"{bad}:2: score 'high' is not a number\n")
+    assert (done.returncode, done.stderr) == (1, f"{bad}:2: score 'high' is not a number; trec_eval's atof would read "
+                                                 "it as 0 (no leading digits), evalstore refuses it\n")
 
 
 @pytest.mark.parametrize(("name", "rows", "message"), [

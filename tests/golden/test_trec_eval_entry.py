@@ -41,7 +41,8 @@ def test_errors_and_usage_errors_exit_as_the_cli_does() -> None:
     assert (missing.returncode, missing.stderr) == (1, "no/such/run: no such file; check the path\n")
     usage = command("-M", "-3", "a", "b")
     assert usage.returncode == 2
-    assert usage.stderr.endswith("argument -M: -3 is not a count of documents (0 or more)\n")
+    assert usage.stderr.endswith("argument -M/--Max_retrieved_per_topic: -3 is not a count of documents (0 or more); "
+                                 "trec_eval 10.0 crashes on a negative -M\n")
     assert usage.stderr.startswith("usage: evalstore trec-eval [-h] [-q] [-c] [-n] [-J]")
 
 
@@ -51,7 +52,9 @@ def test_help_lists_trec_evals_options_both_ways() -> None:
                                  capture_output=True, text=True, timeout=120)
     assert direct.returncode == through_cli.returncode == 0
     assert direct.stdout == through_cli.stdout
-    assert re.search(r"\n  -M N +Keep only the top N documents per topic\.\n", direct.stdout)
+    assert re.search(r"\n  -M N, --Max_retrieved_per_topic N\n +Keep only the top N documents per topic\.\n",
+                     direct.stdout)
+    assert re.search(r"\n  -v, --version +Print trec_eval's version line and exit\.\n", direct.stdout)
     assert re.search(r"\n  --backend \{local,duckdb\}\s+local \(default\)", direct.stdout)
 
 
