@@ -12,6 +12,7 @@ from evalstore.cli import (
     evaluate,
     health,
     jobs,
+    judges,
     judgments,
     labels,
     leaderboard,
@@ -72,6 +73,7 @@ app.add_typer(tokens.app, name="tokens")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(texts.topics_app, name="topics")
 app.add_typer(texts.documents_app, name="documents")
+judges.register(app, qrels.app, judgments.app)  # judges; qrels build/versions; judgments compare/provenance
 
 def _print_version(value: bool) -> None:
     if value:
