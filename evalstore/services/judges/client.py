@@ -79,6 +79,12 @@ class ChatJudge:
     def close(self) -> None:
         self._client.close()
 
+    def __enter__(self) -> ChatJudge:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def _body(self, prompt: str, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.settings.model, "messages": [{"role": "user", "content": prompt}],
                                 "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}

@@ -115,7 +115,7 @@ def parse_answer(text: str | None, scale: tuple[int, int]) -> Parsed:
             found = pattern.search(text)
             if found:
                 value = found.group(1)
-                explanation = text[:found.start()].strip() or None if pattern is _FINAL_SCORE else None
+                explanation = text[:found.start()].strip(" \t\r\n#*") or None if pattern is _FINAL_SCORE else None
                 break
     if value is None or not re.fullmatch(r"-?\d+", value.strip()):
         return Parsed(None, None, f"unparseable answer: {text.strip()[:200]!r}")
