@@ -73,8 +73,8 @@ def _judged_by(session: Session, pool: Pool, judge: Judge) -> pd.Series:
 
 
 def _only_judge(session: Session, pool: Pool) -> Judge:
-    judges = list(session.scalars(select(Judge).join(JudgeLabel, JudgeLabel.judge_id == Judge.id)
-                                  .where(JudgeLabel.pool_id == pool.id).distinct().order_by(Judge.name)))
+    labelled = select(JudgeLabel.judge_id).where(JudgeLabel.pool_id == pool.id)
+    judges = list(session.scalars(select(Judge).where(Judge.id.in_(labelled)).order_by(Judge.name)))
     if len(judges) != 1:
         known = ", ".join(j.name for j in judges) or "none"
         raise InvalidParameterError(f"--from hybrid needs the judge's name when pool '{pool.name}' has not exactly "
