@@ -51,6 +51,15 @@ def endpoint(script: Script) -> Iterator[str]:
 def world(engine: Engine, tmp_path: Path) -> Engine:
     """Qrels 'human', runs good/fair/poor, pool 'p' (depth 3) configured with topics 't' and
     collection 'c'."""
+    return build_world(engine, tmp_path)
+
+
+@pytest.fixture
+def sqlite_world(sqlite_engine: Engine, tmp_path: Path) -> Engine:
+    return build_world(sqlite_engine, tmp_path)
+
+
+def build_world(engine: Engine, tmp_path: Path) -> Engine:
     (tmp_path / "human.txt").write_text(HUMAN)
     store.import_qrels(engine, tmp_path / "human.txt", name="human")
     for name in RUNS:
