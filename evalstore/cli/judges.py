@@ -235,6 +235,10 @@ def _compare_tables(report: dict[str, Any]) -> None:
            ["topic", "items", "observed", "kappa", "mean_difference"], OutputFormat.table, title="per topic")
     if report.get("note"):
         info(report["note"])
+    for qrels, runs in report["circular"].items():
+        for run, models in runs.items():
+            info(f"circularity: run '{run}' declares {', '.join(models)}, the model that made the labels of "
+                 f"'{qrels}'; its scores there favour it")
 
 
 def judgments_provenance(

@@ -52,9 +52,28 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert table.exit_code == 0, table.output
     for word in ("kappa", "krippendorff_alpha", "kendall_tau", "tau_ap", "share_preserved", "per topic"):
         assert word in table.stdout
+    assert report["circular"] == {}
     provenance = cli("judgments", "provenance", "--pool", "p", "--doc", "d3", "--format", "json")
     [row] = json.loads(provenance.stdout)
     assert (row["by"], row["who"], row["relevance"], row["provenance"]["model"]) == ("judge", "fake", 3, "m")
+
+
+def test_runs_that_declare_the_judges_model_are_marked(cli: Any, endpoint: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.judges.conftest import run_text
+
+    (tmp_path / "self.txt").write_text(run_text("good").replace(" good", " self"))
+    assert cli("runs", "register", str(tmp_path / "self.txt"), "--name", "self", "--meta",
+               "models=monot5, Fake-Model").exit_code == 0
+    assert cli("judges", "add", "fake", "--endpoint", endpoint, "--model", "fake-model").exit_code == 0
+    assert cli("judges", "run", "fake", "--pool", "p").exit_code == 0
+    assert cli("qrels", "build", "llm", "--pool", "p", "--from", "judge:fake").exit_code == 0
+    result = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--measure", "AP")
+    assert result.exit_code == 0, result.output
+    assert ("circularity: run 'self' declares fake-model, the model that made the labels of 'llm@v1'; its scores "
+            "there favour it\n") in result.stderr
+    report = json.loads(cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--format",
+                            "json").stdout)
+    assert report["circular"] == {"llm@v1": {"self": ["fake-model"]}}
 
 
 def test_bad_input_exits_1_with_the_message(cli: Any) -> None:

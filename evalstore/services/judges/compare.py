@@ -22,6 +22,7 @@ from evalstore.db.models import Run
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import evaluate, resolve_measures
+from evalstore.services.judges.circularity import circular_runs
 from evalstore.statistics import judgment_agreement as agreement
 from evalstore.statistics.significance import TESTS
 
@@ -52,6 +53,7 @@ def compare(engine: Engine, first: str, second: str, *, measures: list[str] | No
         chosen = ([repo.get_run(session, n) for n in runs] if runs
                   else list(session.scalars(select(Run).order_by(Run.name))))
         tables = {run.name: repo.run_table(session, run, for_evaluation=True) for run in chosen}
+        circular = {name: circular_runs(session, name, chosen) for name in (first, second)}
     both = a[a["relevance"] >= 0].merge(b[b["relevance"] >= 0], on=["topic", "doc"], suffixes=("_a", "_b"))
     if both.empty:
         raise EvaluationError(f"'{first}' and '{second}' judge no document in common; nothing to compare.")
@@ -61,7 +63,9 @@ def compare(engine: Engine, first: str, second: str, *, measures: list[str] | No
         "first": first, "second": second,
         "documents": {"first": int((a["relevance"] >= 0).sum()), "second": int((b["relevance"] >= 0).sum()),
                       "both": len(both)},
-        "labels": asdict(labels), "systems": {}, "significance": {}}
+        "labels": asdict(labels), "systems": {}, "significance": {},
+        # runs that declare the model that made one side's labels: their scores there are suspect
+        "circular": {name: runs_ for name, runs_ in circular.items() if runs_}}
     topics = sorted(set(both["topic"]))
     report["topics"] = topics
     if len(tables) < 2:
