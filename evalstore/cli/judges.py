@@ -166,7 +166,17 @@ def qrels_build(
         info(f"{built['qrels']} has this content already; no new version.")
     for queued in built["queued"]:
         info(f"queued run '{queued['run']}' of task '{queued['task']}' on {built['qrels']} (job {queued['job']})")
-    render_record(built if fmt is OutputFormat.json else _flat(built), fmt, title=f"qrels {built['qrels']}")
+    for task, measures in built.get("moved", {}).items():
+        for measure, moved in measures.items():
+            if measure == "note":
+                info(f"task '{task}': {moved}")
+                continue
+            swaps = ", ".join(f"{a}>{b}" for a, b in moved["swapped"]) or "none"
+            info(f"task '{task}' on {built['qrels']}, {measure}: Kendall's tau {moved['kendall_tau']:.4f}, "
+                 f"tau-AP {moved['tau_ap']:.4f}, swapped: {swaps}")
+    brief = {k: v for k, v in built.items() if k not in ("queued", "moved")}
+    shown = built if fmt is OutputFormat.json else _flat(brief)
+    render_record(shown, fmt, title=f"qrels {built['qrels']}")
 
 
 def qrels_versions(ctx: typer.Context, name: str = typer.Argument(...),

@@ -164,5 +164,8 @@ def test_a_new_version_of_a_tasks_qrels_queues_its_runs(world: Engine, endpoint:
     assert [(q["task"], q["run"], q["state"]) for q in built["queued"]] == [
         ("shared", "good", "queued"), ("shared", "poor", "queued")]
     assert tasks.show_task(world, "shared").as_dict()["qrels"] == "human@v1"
+    # the fake's labels keep good above poor on every measure of the task
+    assert {m: (v["kendall_tau"], v["swapped"]) for m, v in built["moved"]["shared"].items()} == {
+        "nDCG@10": (1.0, []), "AP": (1.0, [])}
     with read_only(world) as session:
         assert session.scalar(select(func.count()).select_from(Evaluation)) == 4

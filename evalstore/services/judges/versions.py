@@ -35,6 +35,7 @@ from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundErr
 from evalstore.io.formats import ParsedFile
 from evalstore.io.judgments import TREC_UNJUDGED
 from evalstore.services import jobs, pools, store
+from evalstore.services.judges import compare
 from evalstore.services.judges.registry import get_judge
 
 
@@ -139,20 +140,41 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> 
                            counts=counts)
         session.add(row)
         session.flush()
-        queued = _requeue(session, name, qrels)
+        queued, moved_tasks = _requeue(session, name, qrels)
         version_id = row.id
-    return {**_version_view(engine, version_id), "created": True, "queued": queued}
+    return {**_version_view(engine, version_id), "created": True, "queued": queued,
+            "moved": {task: _moved(engine, old, stored.summary.name, runs, measures)
+                      for task, (old, runs, measures) in moved_tasks.items()}}
 
 
-def _requeue(session: Session, name: str, qrels: QrelsSet) -> list[dict[str, Any]]:
-    """Point the lineage's tasks at the new version and queue their runs' evaluation on it."""
+def _moved(engine: Engine, old: str, new: str, runs: list[str], measures: list[str]) -> dict[str, Any]:
+    """What the new version does to a task's ranking of its runs (in this process; the queued
+    evaluations are the stored record): Kendall's tau, tau-AP and the swapped pairs per measure."""
+    if len(runs) < 2:
+        return {}
+    try:
+        report = compare.compare(engine, old, new, measures=measures[:2] or None, runs=runs)
+    except EvaluationError as error:  # e.g. no document judged in both
+        return {"note": str(error)}
+    return {measure: {"kendall_tau": s["kendall_tau"], "tau_ap": s["tau_ap"], "swapped": s["swapped"]}
+            for measure, s in report["systems"].items()}
+
+
+def _requeue(session: Session, name: str, qrels: QrelsSet
+             ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str], list[str]]]]:
+    """Point the lineage's tasks at the new version and queue their runs' evaluation on it; the
+    queued jobs, and per task (its previous qrels, its runs, its measures)."""
     lineage = set(session.scalars(select(QrelsVersion.qrels_id).where(QrelsVersion.name == name,
                                                                        QrelsVersion.qrels_id != qrels.id)))
     plain = repo.find_qrels(session, name)
     if plain is not None:
         lineage.add(plain.id)
     queued = []
+    moved: dict[str, tuple[str, list[str], list[str]]] = {}
     for task in session.scalars(select(Task).where(Task.qrels_id.in_(lineage)).order_by(Task.name)):
+        previous = session.get(QrelsSet, task.qrels_id)
+        assert previous is not None
+        moved[task.name] = (previous.name, [], list(task.measures))
         task.qrels_id = qrels.id
         options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
         for submission in session.scalars(select(Submission).where(Submission.task_id == task.id)
@@ -162,7 +184,8 @@ def _requeue(session: Session, name: str, qrels: QrelsSet) -> list[dict[str, Any
             ref = jobs.enqueue_run(session, run, qrels, options)
             submission.evaluation_id = ref.evaluation_id
             queued.append({"task": task.name, "run": run.name, "job": ref.evaluation_id, "state": ref.state})
-    return queued
+            moved[task.name][1].append(run.name)
+    return queued, moved
 
 
 def _version_view(engine: Engine, version_id: int) -> dict[str, Any]:
