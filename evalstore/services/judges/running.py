@@ -19,6 +19,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Judge, JudgeLabel, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError
+from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
 from evalstore.services.judges.prompts import render
@@ -63,11 +64,13 @@ def chat_judge(judge: Judge, *, client: httpx.Client | None = None,
     return ChatJudge(settings, (int(low), int(high)), client=client, **({"sleep": sleep} if sleep else {}))
 
 
-def _query(statement: Any) -> str:
+def query_text(statement: TopicStatement) -> str:
+    """What a judge reads as the query: the topic's title, then its description."""
     return " ".join(part for part in (statement.title, statement.description) if part)
 
 
-def _passage(text: Any) -> str:
+def passage_text(text: DocumentText) -> str:
+    """What a judge reads as the passage: the title (unless the text starts with it), then the text."""
     return f"{text.title}. {text.text}" if text.title and not text.text.startswith(text.title) else text.text
 
 
@@ -112,7 +115,7 @@ def run_judge(engine: Engine, name: str, *, pool_name: str, topics: list[str] | 
             missing = (f"topic set '{pool.topic_set}' lacks topic {topic}" if statement_ is None
                        else f"collection '{pool.collection}' lacks document {doc}")
             return Answer(None, None, None, missing, 0, "none", 0.0)
-        return asker.judge(render(judge.prompt_template, query=_query(statement_), passage=_passage(text),
+        return asker.judge(render(judge.prompt_template, query=query_text(statement_), passage=passage_text(text),
                                   scale=scale))
 
     reasons: dict[str, int] = {}
