@@ -100,3 +100,5 @@ def test_probe_counts_labels_raised_by_inserted_words_and_instructions(cli: Any,
     assert probe["query_words"]["rose"] == 4 and probe["instruction"]["rose"] == 4
     shown = json.loads(cli("judges", "show", "fake", "--format", "json").stdout)[0]
     assert shown["probes"][0]["instruction"]["share_rose"] == 1.0
+    table = cli("judges", "show", "fake")
+    assert table.exit_code == 0 and "config_hash" in table.stdout and "query_words" in table.stdout
