@@ -52,7 +52,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = (tmp_path_factory.getbasetemp() / "llama_server.log").open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_llama_server.py")), "--model", str(model),
+                               "--host", "127.0.0.1",
                                "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--seed", "7"],
                               stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

@@ -4,8 +4,9 @@ server, OpenAI and Azure all serve it) through httpx.
 Structured output where the server supports it: ``json_schema`` (OpenAI, vLLM) or ``json_object``
 with a ``schema`` (llama-cpp-python's server, which turns it into a grammar); ``auto`` tries them in
 that order and falls back to the prompt's own answer format when a server refuses both (HTTP 400
-or 422). Rate limits (429), server errors (5xx), timeouts and dropped connections are retried with
-exponential back-off (``Retry-After`` is honoured); what still fails is returned as unrateable
+or 422; llama-cpp-python's server says 500 and names response_format). Rate limits (429),
+server errors (5xx), timeouts and dropped connections are retried with exponential back-off
+(``Retry-After`` is honoured); what still fails is returned as unrateable
 with the reason, never raised, except a refused key or an unknown model, which stop the run.
 
 The back-off is a dozen lines rather than tenacity's: one more dependency for one loop.
@@ -134,7 +135,7 @@ class ChatJudge:
                     raise EvaluationError(f"{completions_url(self.settings.endpoint)} answered {status}: "
                                           f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
                                           "--model and --api-key-env.")
-                if status in (400, 422) and mode != "none" and self.settings.structured == "auto":
+                if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
                     with self._lock:  # this server does not take this kind of structured output
                         if self._modes[0] == mode and len(self._modes) > 1:
                             self._modes.pop(0)
@@ -160,6 +161,12 @@ class ChatJudge:
                           seconds)
         parsed = parse_answer(content, self.scale)
         return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
+
+
+def _refused_format(response: httpx.Response) -> bool:
+    """The server does not take this response_format: 400 or 422, or a 500 that says so
+    (llama-cpp-python's server answers a request it cannot validate with 500)."""
+    return response.status_code in (400, 422) or (response.status_code == 500 and "response_format" in response.text)
 
 
 def _excerpt(response: httpx.Response) -> str:
