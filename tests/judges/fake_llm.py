@@ -31,7 +31,8 @@ class Script:
     retry_after: str | None = None  # sent with a scripted 429
     delays: list[float] = field(default_factory=list)  # seconds to wait before answering, one per request
     garbled: set[str] = field(default_factory=set)  # passages holding one of these get an answer with no grade
-    refuse: set[str] = field(default_factory=set)  # response_format types answered with 400
+    refuse: set[str] = field(default_factory=set)  # response_format types refused
+    refuse_status: int = 400  # llama-cpp-python's server refuses with 500
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -61,7 +62,7 @@ def app(script: Script) -> Starlette:
             return JSONResponse({"error": {"message": f"scripted {status}"}}, status_code=status, headers=headers)
         form = (body.get("response_format") or {}).get("type")
         if form in script.refuse:
-            return JSONResponse({"error": {"message": f"response_format {form} is not supported"}}, status_code=400)
+            return JSONResponse({"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status)
         prompt = body["messages"][-1]["content"]
         value = grade(prompt)
         if any(marker in prompt for marker in script.garbled):

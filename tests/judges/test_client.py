@@ -55,6 +55,14 @@ def test_auto_falls_back_to_json_object_then_to_the_prompts_format(endpoint: str
     assert "response_format" not in script.requests[-1]
 
 
+def test_a_500_that_names_response_format_is_a_refusal_too(endpoint: str, script: Script,
+                                                            judge: Callable[..., ChatJudge]) -> None:
+    script.refuse, script.refuse_status = {"json_schema"}, 500
+    sleeps: list[float] = []
+    answer = judge(endpoint, sleeps).judge(PROMPT)
+    assert (answer.relevance, answer.structured, sleeps) == (3, "json_object", [])
+
+
 def test_429_and_5xx_are_retried_with_back_off_and_retry_after(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
     script.statuses = [429, 503, 429]
     script.retry_after = "0.25"
