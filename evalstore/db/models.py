@@ -645,3 +645,81 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(String(100))
     target: Mapped[str | None] = mapped_column(String(400))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Judge(Base):
+    """An LLM assessor (issue 39): one OpenAI-compatible endpoint, model, prompt and parameters.
+    The API key is never stored: ``api_key_env`` names the environment variable that holds it."""
+
+    __tablename__ = "judges"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    endpoint: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(400))
+    api_key_env: Mapped[str | None] = mapped_column(String(200))
+    prompt_name: Mapped[str] = mapped_column(String(400))  # "umbrela", or the file it was read from
+    prompt_template: Mapped[str] = mapped_column(Text)
+    prompt_hash: Mapped[str] = mapped_column(String(64))
+    # temperature, seed, scale, max_tokens, structured, max_concurrency, timeout
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    config_hash: Mapped[str] = mapped_column(String(64))  # what decides a label: labels are reused under it
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class JudgeLabel(Base):
+    """One label a judge gave a pooled document, with its provenance (the configuration it was made
+    under, the raw answer, the explanation); ``relevance`` None is unrateable, ``reason`` says why.
+    Apart from the human ``pool_judgments``: a judge never overwrites a human label."""
+
+    __tablename__ = "judge_labels"
+    __table_args__ = (UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), index=True)
+    topic: Mapped[str] = mapped_column(String(200))
+    doc: Mapped[str] = mapped_column(String(400))
+    relevance: Mapped[int | None] = mapped_column(SmallInteger)
+    reason: Mapped[str | None] = mapped_column(Text)
+    raw_output: Mapped[str | None] = mapped_column(Text)
+    explanation: Mapped[str | None] = mapped_column(Text)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # endpoint, model, prompt hash, params
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    seconds: Mapped[float | None] = mapped_column(Double)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class JudgeProbe(Base):
+    """A robustness probe of a judge: how many labels rise when query words or an instruction are
+    inserted into judged documents."""
+
+    __tablename__ = "judge_probes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    collection: Mapped[str] = mapped_column(String(200))
+    qrels: Mapped[str] = mapped_column(String(200))
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QrelsVersion(Base):
+    """An immutable, content-hashed version of a named qrels lineage, built from a pool's labels
+    (human, a judge's, or both); its judgments are the qrels set ``qrels_id`` (named NAME@vN)."""
+
+    __tablename__ = "qrels_versions"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), unique=True)
+    pool_name: Mapped[str] = mapped_column(String(200))
+    sources: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_versions.id", ondelete="SET NULL"))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

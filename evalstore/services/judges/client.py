@@ -1,0 +1,173 @@
+"""The one path to an LLM: the OpenAI-compatible chat-completions API (vLLM, Ollama, llama.cpp's
+server, OpenAI and Azure all serve it) through httpx.
+
+Structured output where the server supports it: ``json_schema`` (OpenAI, vLLM) or ``json_object``
+with a ``schema`` (llama-cpp-python's server, which turns it into a grammar); ``auto`` tries them in
+that order and falls back to the prompt's own answer format when a server refuses both (HTTP 400
+or 422; llama-cpp-python's server says 500 and names response_format). Rate limits (429),
+server errors (5xx), timeouts and dropped connections are retried with exponential back-off
+(``Retry-After`` is honoured); what still fails is returned as unrateable
+with the reason, never raised, except a refused key or an unknown model, which stop the run.
+
+The back-off is a dozen lines rather than tenacity's: one more dependency for one loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from evalstore.errors import EvaluationError
+from evalstore.services.judges.prompts import answer_schema, parse_answer
+
+STRUCTURED_MODES = ("auto", "json_schema", "json_object", "none")
+RETRIED_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+FATAL_STATUS = {401: "the endpoint refused the key", 403: "the endpoint refused the key",
+                404: "the endpoint or model was not found"}
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    endpoint: str
+    model: str
+    api_key: str | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 200
+    timeout: float = 60.0
+    structured: str = "auto"
+    retries: int = 5  # attempts after the first
+    backoff: float = 1.0  # seconds before the first retry; doubled each time, at most ``backoff_cap``
+    backoff_cap: float = 60.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    relevance: int | None
+    explanation: str | None
+    raw_output: str | None
+    reason: str | None  # why unrateable
+    attempts: int
+    structured: str  # the mode the answer was asked in
+    seconds: float
+
+
+def completions_url(endpoint: str) -> str:
+    base = endpoint.rstrip("/")
+    return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+
+class ChatJudge:
+    """Asks one model for grades; safe to share between threads (httpx.Client is)."""
+
+    def __init__(self, settings: ChatSettings, scale: tuple[int, int], *, client: httpx.Client | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if settings.structured not in STRUCTURED_MODES:
+            raise ValueError(f"structured output is one of {', '.join(STRUCTURED_MODES)}")
+        self.settings = settings
+        self.scale = scale
+        self._client = client or httpx.Client(timeout=settings.timeout)
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._modes = (["json_schema", "json_object", "none"] if settings.structured == "auto"
+                       else [settings.structured])
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> ChatJudge:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _body(self, prompt: str, mode: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.settings.model, "messages": [{"role": "user", "content": prompt}],
+                                "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
+        if self.settings.seed is not None:
+            body["seed"] = self.settings.seed
+        schema = answer_schema(self.scale)
+        if mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "relevance_judgment", "strict": True, "schema": schema}}
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
+
+    def _wait(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            after = response.headers.get("retry-after")
+            if after is not None:
+                try:
+                    return min(max(float(after), 0.0), self.settings.backoff_cap)
+                except ValueError:
+                    pass
+        return float(min(self.settings.backoff * 2 ** attempt, self.settings.backoff_cap))
+
+    def judge(self, prompt: str) -> Answer:
+        started = time.perf_counter()
+        attempts = 0
+        retried = 0
+        reason = "no attempt"
+        while True:
+            with self._lock:
+                mode = self._modes[0]
+            attempts += 1
+            response: httpx.Response | None = None
+            try:
+                response = self._client.post(completions_url(self.settings.endpoint), json=self._body(prompt, mode),
+                                             headers=self._headers())
+            except httpx.TimeoutException:
+                reason = f"timed out after {self.settings.timeout:g} s"
+            except httpx.TransportError as error:
+                reason = f"connection failed: {type(error).__name__}: {error}"
+            if response is not None:
+                status = response.status_code
+                if status in FATAL_STATUS:
+                    raise EvaluationError(f"{completions_url(self.settings.endpoint)} answered {status}: "
+                                          f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
+                                          "--model and --api-key-env.")
+                if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
+                    with self._lock:  # this server does not take this kind of structured output
+                        if self._modes[0] == mode and len(self._modes) > 1:
+                            self._modes.pop(0)
+                    continue
+                if status < 400:
+                    return self._answer(response, attempts, mode, started)
+                reason = f"HTTP {status}: {_excerpt(response)}"
+                if status not in RETRIED_STATUS:
+                    return Answer(None, None, response.text[:2000], reason, attempts, mode,
+                                  time.perf_counter() - started)
+            if retried >= self.settings.retries:
+                return Answer(None, None, None, f"{reason} (after {attempts} attempts)", attempts, mode,
+                              time.perf_counter() - started)
+            self._sleep(self._wait(retried, response))
+            retried += 1
+
+    def _answer(self, response: httpx.Response, attempts: int, mode: str, started: float) -> Answer:
+        seconds = time.perf_counter() - started
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return Answer(None, None, response.text[:2000], "the answer is not a chat completion", attempts, mode,
+                          seconds)
+        parsed = parse_answer(content, self.scale)
+        return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
+
+
+def _refused_format(response: httpx.Response) -> bool:
+    """The server does not take this response_format: 400 or 422, or a 500 that says so
+    (llama-cpp-python's server answers a request it cannot validate with 500)."""
+    return response.status_code in (400, 422) or (response.status_code == 500 and "response_format" in response.text)
+
+
+def _excerpt(response: httpx.Response) -> str:
+    return " ".join(response.text.split())[:200] or response.reason_phrase

@@ -1,0 +1,118 @@
+"""Judges: define, list and show LLM assessors. A judge's configuration (endpoint, model, prompt
+template and its hash, scale, temperature, seed, structured output, answer length) is hashed; its
+labels are stored under that hash, so re-running the same configuration reuses them and a changed
+one judges afresh, the old labels kept with their provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from evalstore.db.models import Judge, JudgeLabel, JudgeProbe, Pool
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.services.judges.client import STRUCTURED_MODES
+from evalstore.services.judges.prompts import load_template, template_hash
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# what decides a label; max_concurrency and timeout do not
+CONFIG_KEYS = ("scale", "temperature", "seed", "max_tokens", "structured")
+
+
+def parse_scale(text: str) -> tuple[int, int]:
+    found = re.fullmatch(r"\s*(\d)\s*-\s*(\d)\s*", text)
+    if not found or int(found.group(1)) >= int(found.group(2)):
+        raise InvalidParameterError(f"--scale is LOW-HIGH with grades 0-9, LOW below HIGH (e.g. 0-3); not '{text}'.")
+    return int(found.group(1)), int(found.group(2))
+
+
+def config_hash(endpoint: str, model: str, prompt_hash: str, params: dict[str, Any]) -> str:
+    decided = {"endpoint": endpoint.rstrip("/"), "model": model, "prompt_hash": prompt_hash,
+               **{key: params.get(key) for key in CONFIG_KEYS}}
+    return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()
+
+
+def add_judge(engine: Engine, name: str, *, endpoint: str, model: str, api_key_env: str | None = None,
+              prompt: str = "umbrela", scale: str = "0-3", temperature: float = 0.0, seed: int | None = None,
+              max_concurrency: int = 4, structured: str = "auto", max_tokens: int = 200, timeout: float = 60.0,
+              replace: bool = False) -> dict[str, Any]:
+    """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
+    the old configuration's hash). The key is read from ``api_key_env`` when the judge runs."""
+    if not re.match(r"https?://", endpoint):
+        raise InvalidParameterError(f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
+                                    f"http://127.0.0.1:8000/v1; not '{endpoint}'.")
+    if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
+        raise InvalidParameterError(f"--api-key-env names an environment variable (the key itself is never "
+                                    f"stored); '{api_key_env}' is not a variable's name.")
+    if structured not in STRUCTURED_MODES:
+        raise InvalidParameterError(f"--structured is one of {', '.join(STRUCTURED_MODES)}; not '{structured}'.")
+    if not 0 <= temperature <= 2:
+        raise InvalidParameterError(f"--temperature is 0 to 2; not {temperature:g}.")
+    if max_concurrency < 1 or max_tokens < 1 or timeout <= 0:
+        raise InvalidParameterError("--max-concurrency, --max-tokens and --timeout must be positive.")
+    low, high = parse_scale(scale)
+    prompt_name, template = load_template(prompt)
+    prompt_hash = template_hash(template)
+    params = {"scale": [low, high], "temperature": temperature, "seed": seed, "max_tokens": max_tokens,
+              "structured": structured, "max_concurrency": max_concurrency, "timeout": timeout}
+    with unit_of_work(engine) as session:
+        judge = session.scalar(select(Judge).where(Judge.name == name))
+        if judge is not None and not replace:
+            raise ConflictError(f"A judge named '{name}' exists already; pass --replace to change its configuration "
+                                "(its labels are kept), or choose another name.")
+        if judge is None:
+            judge = Judge(name=name)
+            session.add(judge)
+        judge.endpoint, judge.model, judge.api_key_env = endpoint, model, api_key_env
+        judge.prompt_name, judge.prompt_template, judge.prompt_hash = prompt_name, template, prompt_hash
+        judge.params = params
+        judge.config_hash = config_hash(endpoint, model, prompt_hash, params)
+        session.flush()
+        return _view(session, judge)
+
+
+def get_judge(session: Session, name: str) -> Judge:
+    judge = session.scalar(select(Judge).where(Judge.name == name))
+    if judge is None:
+        raise NotFoundError(f"No judge named '{name}'. Define one with 'evalstore judges add {name} --endpoint URL "
+                            "--model MODEL'.")
+    return judge
+
+
+def _view(session: Session, judge: Judge) -> dict[str, Any]:
+    counts = session.execute(
+        select(Pool.name, func.count(JudgeLabel.id), func.count(JudgeLabel.relevance))
+        .join(Pool, Pool.id == JudgeLabel.pool_id)
+        .where(JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash)
+        .group_by(Pool.name).order_by(Pool.name)).all()
+    probes = session.execute(select(JudgeProbe.collection, JudgeProbe.qrels, JudgeProbe.result, JudgeProbe.created_at)
+                             .where(JudgeProbe.judge_id == judge.id, JudgeProbe.config_hash == judge.config_hash)
+                             .order_by(JudgeProbe.id)).all()
+    return {"name": judge.name, "endpoint": judge.endpoint, "model": judge.model, "api_key_env": judge.api_key_env,
+            "prompt": judge.prompt_name, "prompt_hash": judge.prompt_hash, **judge.params,
+            "config_hash": judge.config_hash, "created_at": judge.created_at.isoformat(),
+            "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
+            "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes]}
+
+
+def list_judges(engine: Engine) -> list[dict[str, Any]]:
+    with read_only(engine) as session:
+        return [_view(session, judge) for judge in session.scalars(select(Judge).order_by(Judge.name))]
+
+
+def show_judge(engine: Engine, name: str) -> dict[str, Any]:
+    with read_only(engine) as session:
+        return _view(session, get_judge(session, name))
+
+
+def provenance(judge: Judge, structured: str) -> dict[str, Any]:
+    """What a label records of who made it: the judge's configuration as it was, and the
+    structured-output mode its answer was asked in."""
+    return {"judge": judge.name, "endpoint": judge.endpoint, "model": judge.model, "prompt": judge.prompt_name,
+            "prompt_hash": judge.prompt_hash, **{key: judge.params.get(key) for key in CONFIG_KEYS},
+            "answered_in": structured}

@@ -1,0 +1,98 @@
+"""A deterministic, local OpenAI-compatible chat-completions endpoint for tests (Starlette under
+uvicorn on 127.0.0.1, in a thread). Its grade of a prompt is the number of the query's words (4
+letters or more) found in the passage, at most 3; a passage that says it is "perfectly relevant"
+gets 3 (it is fooled, as real judges are). Scripted failures: HTTP statuses to answer first,
+answers to delay past the client's timeout, documents answered with text that holds no grade,
+and structured-output modes it refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Script:
+    statuses: list[int] = field(default_factory=list)  # answered first, one per request (then 200)
+    retry_after: str | None = None  # sent with a scripted 429
+    delays: list[float] = field(default_factory=list)  # seconds to wait before answering, one per request
+    garbled: set[str] = field(default_factory=set)  # passages holding one of these get an answer with no grade
+    refuse: set[str] = field(default_factory=set)  # response_format types refused
+    refuse_status: int = 400  # llama-cpp-python's server refuses with 500
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+
+def grade(prompt: str) -> int:
+    query = re.search(r"Query: (.*)", prompt)
+    passage = re.search(r"Passage: (.*?)\n\nSplit this problem", prompt, re.S)
+    if query is None or passage is None:
+        return 0
+    if "perfectly relevant" in passage.group(1):
+        return 3
+    words = {w for w in re.findall(r"[a-z]+", query.group(1).lower()) if len(w) >= 4}
+    found = set(re.findall(r"[a-z]+", passage.group(1).lower()))
+    return min(3, len(words & found))
+
+
+def app(script: Script) -> Starlette:
+    async def completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        script.requests.append(body)
+        script.headers.append(dict(request.headers))
+        if script.delays:
+            await asyncio.sleep(script.delays.pop(0))
+        if script.statuses:
+            status = script.statuses.pop(0)
+            headers = {"Retry-After": script.retry_after} if status == 429 and script.retry_after else {}
+            return JSONResponse({"error": {"message": f"scripted {status}"}}, status_code=status, headers=headers)
+        form = (body.get("response_format") or {}).get("type")
+        if form in script.refuse:
+            return JSONResponse({"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status)
+        prompt = body["messages"][-1]["content"]
+        value = grade(prompt)
+        if any(marker in prompt for marker in script.garbled):
+            content = "I cannot decide."
+        elif form in ("json_schema", "json_object"):
+            content = json.dumps({"relevance": value, "explanation": f"{value} query words found"})
+        else:
+            content = f"The passage mentions the query.\n##final score: {value}"
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": content}}]})
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+@contextmanager
+def serve(script: Script) -> Iterator[str]:
+    """The endpoint's base URL (…/v1) while the server runs."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app(script), log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
