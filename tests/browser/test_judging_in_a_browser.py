@@ -1,0 +1,123 @@
+"""An assessor judges a long document by keyboard only, in Chromium, on a desktop and on a 390 px
+phone: the text scrolls with j/k/Space/Page Down without a click, a 3,700 px URL wraps, the grade
+buttons stay in view, a number key grades, a judgment is revised from the list of one's own (its
+note kept), and an undo shows the document again with its note. axe-core finds no serious or
+critical violation on the judging pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from evalstore.services import access, collections, judging
+from tests.browser.axe import axe_violations
+from tests.browser.test_pages_in_a_browser import CHROMIUM, _admin, browser_page, shot, sign_in, site  # noqa: F401 (browser_page and site are fixtures)
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium)")
+
+LONG_URL = "https://archive.example.org/reports/" + "international-crime-ring-" * 18 + "index.html"  # ~3,700 px
+
+
+def long_documents(engine: Engine, tmp_path: Path) -> list[str]:
+    """Every document of the pool's topic 301 made long (60 paragraphs, one with a long URL)."""
+    docs = [str(e["doc"]) for e in judging.pool_entries(engine, _admin(engine), "judging", topic="301")]
+    paragraph = ("Police in three countries say an international crime ring moved stolen goods across borders "
+                 "for a decade; organized groups laundered the proceeds through shell companies. ")
+    lines = []
+    for i, doc in enumerate(docs):
+        body = "\\n\\n".join([f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(60)][:30]
+                             + [f"Source: {LONG_URL}"]
+                             + [f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(30, 60)])
+        lines.append(f'{{"doc_id": "{doc}", "title": "Long report {i}", "text": "{body}"}}\n')
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(lines))
+    collections.import_documents(engine, path, collection="long-docs")
+    judging.configure_pool(engine, "judging", collection="long-docs")
+    return docs
+
+
+def scroll_top(page: object) -> float:
+    return float(page.evaluate("document.getElementById('doc-text').scrollTop"))  # type: ignore[attr-defined]
+
+
+def in_view(page: object, selector: str) -> bool:
+    return bool(page.evaluate(  # type: ignore[attr-defined]
+        "s => { const r = document.querySelector(s).getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }", selector))
+
+
+@pytest.mark.parametrize(("width", "height", "device"), [(1280, 900, "desktop"), (390, 844, "phone")])
+def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
+        site: str, browser_page: object, sqlite_engine: Engine, tmp_path: Path,  # noqa: F811 (fixtures)
+        width: int, height: int, device: str) -> None:
+    page = browser_page
+    docs = long_documents(sqlite_engine, tmp_path)
+    page.set_viewport_size({"width": width, "height": height})  # type: ignore[attr-defined]
+    sign_in(page, site, "judy", "/judge/judging/301")
+    assert not axe_violations(page), axe_violations(page)
+    assert page.evaluate("document.activeElement.id") == "doc-text"  # type: ignore[attr-defined]  # no click
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # type: ignore[attr-defined]  # URL wraps
+    assert in_view(page, '#judge-form button[data-key="0"]') and in_view(page, '#judge-form button[data-key="s"]')
+    shot(page, f"judge-long-{device}")
+
+    for key in ("j", "j", "j"):
+        page.keyboard.press(key)  # type: ignore[attr-defined]
+    after_j = scroll_top(page)
+    assert after_j > 100
+    page.keyboard.press("k")  # type: ignore[attr-defined]
+    assert scroll_top(page) < after_j
+    before = scroll_top(page)
+    page.keyboard.press(" ")  # type: ignore[attr-defined]
+    assert scroll_top(page) > before + 150  # a page of the text, not the window
+    page.keyboard.press("PageDown")  # type: ignore[attr-defined]
+    page.keyboard.press("PageDown")  # type: ignore[attr-defined]
+    assert in_view(page, '#judge-form button[data-key="0"]')  # still there, deep in the document
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # type: ignore[attr-defined]
+    assert in_view(page, '#judge-form button[data-key="3"]')
+    shot(page, f"judge-long-scrolled-{device}")
+
+    # grade three documents with number keys, the first with a note
+    page.keyboard.press("n")  # type: ignore[attr-defined]
+    page.keyboard.type("mentions the ring by name")  # type: ignore[attr-defined]
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    for key in ("2", "0", "1"):
+        with page.expect_navigation():  # type: ignore[attr-defined]
+            page.keyboard.press(key)  # type: ignore[attr-defined]
+    assert page.inner_text("#doc-id") == docs[3]  # type: ignore[attr-defined]
+    assert page.evaluate("document.activeElement.id") == "doc-text"  # type: ignore[attr-defined]
+
+    # the list of one's judgments: revise the first one's grade, its note kept
+    with page.expect_navigation():  # type: ignore[attr-defined]
+        page.keyboard.press("l")  # type: ignore[attr-defined]
+    assert page.url == f"{site}/judge/judging/301/judgments"  # type: ignore[attr-defined]
+    assert not axe_violations(page), axe_violations(page)
+    assert page.input_value("#note-1") == "mentions the ring by name"  # type: ignore[attr-defined]
+    page.focus("#grade-1")  # type: ignore[attr-defined]
+    page.select_option("#grade-1", "3")  # type: ignore[attr-defined]
+    page.focus(f"button:has-text('Save {docs[0]}')")  # type: ignore[attr-defined]
+    with page.expect_navigation():  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+    assert page.input_value("#grade-1") == "3"  # type: ignore[attr-defined]
+    assert page.input_value("#note-1") == "mentions the ring by name"  # type: ignore[attr-defined]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # type: ignore[attr-defined]
+    shot(page, f"judgments-{device}")
+
+    # judge one more with a note, undo it: shown again with its note
+    page.goto(f"{site}/judge/judging/301")  # type: ignore[attr-defined]
+    page.keyboard.press("n")  # type: ignore[attr-defined]
+    page.keyboard.type("unsure: only the URL is on topic")  # type: ignore[attr-defined]
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    with page.expect_navigation():  # type: ignore[attr-defined]
+        page.keyboard.press("1")  # type: ignore[attr-defined]
+    with page.expect_navigation():  # type: ignore[attr-defined]
+        page.keyboard.press("u")  # type: ignore[attr-defined]
+    assert page.inner_text("#doc-id") == docs[3]  # type: ignore[attr-defined]
+    assert page.input_value("#note") == "unsure: only the URL is on topic"  # type: ignore[attr-defined]
+    assert not axe_violations(page), axe_violations(page)
+    shot(page, f"judge-undone-{device}")
+    judy = access.authenticate(sqlite_engine, access.create_token(sqlite_engine, "judy").token)
+    _, _, mine = judging.my_judgments(sqlite_engine, judy, "judging", "301")
+    assert [(j.doc, j.relevance, j.note) for j in mine] == [
+        (docs[0], 3, "mentions the ring by name"), (docs[1], 0, None), (docs[2], 1, None)]
