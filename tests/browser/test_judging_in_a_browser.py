@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from evalstore.services import access, collections, judging
 from tests.browser.axe import axe_violations
-from tests.browser.test_pages_in_a_browser import CHROMIUM, _admin, browser_page, shot, sign_in, site  # noqa: F401 (browser_page and site are fixtures)
+from tests.browser.test_pages_in_a_browser import CHROMIUM, browser_page, shot, sign_in, site  # noqa: F401 (browser_page and site are fixtures)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium)")
 
@@ -22,7 +22,8 @@ LONG_URL = "https://archive.example.org/reports/" + "international-crime-ring-" 
 
 def long_documents(engine: Engine, tmp_path: Path) -> list[str]:
     """Every document of the pool's topic 301 made long (60 paragraphs, one with a long URL)."""
-    docs = [str(e["doc"]) for e in judging.pool_entries(engine, _admin(engine), "judging", topic="301")]
+    root = access.authenticate(engine, access.create_token(engine, "root").token)  # the site's admin
+    docs = [str(e["doc"]) for e in judging.pool_entries(engine, root, "judging", topic="301")]
     paragraph = ("Police in three countries say an international crime ring moved stolen goods across borders "
                  "for a decade; organized groups laundered the proceeds through shell companies. ")
     lines = []
@@ -96,7 +97,7 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     assert page.input_value("#note-1") == "mentions the ring by name"  # type: ignore[attr-defined]
     page.focus("#grade-1")  # type: ignore[attr-defined]
     page.select_option("#grade-1", "3")  # type: ignore[attr-defined]
-    page.focus(f"button:has-text('Save {docs[0]}')")  # type: ignore[attr-defined]
+    page.focus(f"button[aria-label='Save {docs[0]}']")  # type: ignore[attr-defined]
     with page.expect_navigation():  # type: ignore[attr-defined]
         page.keyboard.press("Enter")  # type: ignore[attr-defined]
     assert page.input_value("#grade-1") == "3"  # type: ignore[attr-defined]

@@ -44,8 +44,9 @@
       return;
     }
     if (text && (key === " " || key === "PageDown" || key === "PageUp")) {
-      // the focused text scrolls by itself; a focused button or link is pressed by Space
-      if (event.target === text || tag === "BUTTON" || tag === "A" || tag === "SUMMARY") return;
+      // a focused button or link is pressed by Space; elsewhere (the text itself included: the
+      // browser's own smooth scroll of a focused region lags) the text moves by a page at once
+      if (tag === "BUTTON" || tag === "A" || tag === "SUMMARY") return;
       scrollText((key === "PageUp" || (key === " " && event.shiftKey)) ? -pageStep() : pageStep());
       event.preventDefault();
       return;
