@@ -122,3 +122,26 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     _, _, mine = judging.my_judgments(sqlite_engine, judy, "judging", "301")
     assert [(j.doc, j.relevance, j.note) for j in mine] == [
         (docs[0], 3, "mentions the ring by name"), (docs[1], 0, None), (docs[2], 1, None)]
+
+
+def test_with_double_judging_the_assessor_is_told_their_role_and_its_change(
+        site: str, browser_page: object, sqlite_engine: Engine) -> None:  # noqa: F811 (fixtures)
+    """Kim's imported sheet judged topic 301 first: with a double share, Judy is its second, blind
+    assessor; her pool list and judging screen say so, and a change from what she was told
+    (here, the screen she had open said the topic was open) is announced."""
+    page = browser_page
+    judging.configure_pool(sqlite_engine, "judging", double_share=0.3, seed=5)
+    sign_in(page, site, "judy", "/judge")
+    assert not axe_violations(page), axe_violations(page)
+    page.click("text=judging")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/judge/judging")  # type: ignore[attr-defined]
+    assert not axe_violations(page), axe_violations(page)
+    assert page.inner_text("table tbody tr td:nth-child(3)") == "second assessor (blind sample)"  # type: ignore[attr-defined]
+    shot(page, "judge-pool-double")
+    page.goto(f"{site}/judge/judging/301?was=open")  # type: ignore[attr-defined]
+    notice = " ".join(page.inner_text("#role-changed").split())  # type: ignore[attr-defined]
+    assert notice.startswith("Your role on this topic changed: you were told you are the first assessor, unless "
+                             "another assessor judges this topic first; you are now the second assessor (blind sample).")
+    assert page.inner_text("#role").startswith("You are a second assessor on this topic")  # type: ignore[attr-defined]
+    assert not axe_violations(page), axe_violations(page)
+    shot(page, "judge-role-changed")
