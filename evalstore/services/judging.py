@@ -144,7 +144,7 @@ class TopicProgress:
     title: str | None
     documents: int  # that this assessor judges
     judged: int  # by this assessor, skips included
-    role: str  # every document | first assessor | second assessor (blind sample)
+    role: str  # one of the ROLE_ constants
 
 
 def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tuple[dict[str, Any], list[TopicProgress]]:

@@ -67,6 +67,8 @@ def test_an_assessor_lists_and_revises_their_own_judgments(world: World, client:
     assert mine(world) == [(docs[0], 1, "clearly on topic"), (docs[1], judging.SKIPPED, None), (docs[2], 2, "seen")]
     assert f"Saved your judgment of <code>{docs[0]}</code>" in client.get(
         f"/judge/pool/301/judgments?saved={docs[0]}", headers=headers).text
+    bogus = client.get("/judge/pool/301/judgments?saved=<i>everything</i>", headers=headers).text
+    assert "Saved your judgment" not in bogus and "<i>everything" not in bogus  # only a listed judgment
     client.post("/judge/pool/301/undo", headers=headers)
     assert [d for d, _, _ in mine(world)] == docs[:2]  # the newest judged (docs[2]), not the newest revised
 
