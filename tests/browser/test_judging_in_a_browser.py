@@ -145,3 +145,16 @@ def test_with_double_judging_the_assessor_is_told_their_role_and_its_change(
     assert page.inner_text("#role").startswith("You are a second assessor on this topic")  # type: ignore[attr-defined]
     assert not axe_violations(page), axe_violations(page)
     shot(page, "judge-role-changed")
+
+
+def test_the_axe_check_finds_what_the_judging_screen_had(browser_page: object) -> None:  # noqa: F811 (a fixture)
+    """The check can fail: a scroll region that a keyboard cannot reach (the judging screen's text
+    before it was focusable) and an image without a text are reported, a moderate finding is not."""
+    page = browser_page
+    page.set_content('<!doctype html><html lang="en"><head><title>t</title></head><body><main>'  # type: ignore[attr-defined]
+                     '<div style="height:60px;overflow-y:auto">' + '<p>a line of text</p>' * 20 + '</div>'
+                     '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
+                     '</main><main>a second main landmark (moderate)</main></body></html>')
+    found = axe_violations(page)
+    assert [line.split(" ")[0] for line in found] == ["image-alt", "scrollable-region-focusable"], found
+    assert found[1].startswith("scrollable-region-focusable (serious): Scrollable region must have keyboard access")
