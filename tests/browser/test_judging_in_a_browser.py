@@ -17,7 +17,8 @@ from tests.browser.test_pages_in_a_browser import CHROMIUM, browser_page, shot, 
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium)")
 
-LONG_URL = "https://archive.example.org/reports/" + "international-crime-ring-" * 18 + "index.html"  # ~3,700 px
+# ~3,700 px, and no hyphen or other place a browser breaks a line at unless told to break words
+LONG_URL = "https://archive.example.org/reports?id=" + "Internationalcrimering2024" * 17 + "&page=1"
 
 
 def long_documents(engine: Engine, tmp_path: Path) -> list[str]:
@@ -60,6 +61,8 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     assert not axe_violations(page), axe_violations(page)
     assert page.evaluate("document.activeElement.id") == "doc-text"  # type: ignore[attr-defined]  # no click
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # type: ignore[attr-defined]  # URL wraps
+    assert page.evaluate(  # type: ignore[attr-defined]  # ... inside the text too: no sideways scroll there
+        "(() => { const t = document.getElementById('doc-text'); return t.scrollWidth <= t.clientWidth; })()")
     assert in_view(page, '#judge-form button[data-key="0"]') and in_view(page, '#judge-form button[data-key="s"]')
     shot(page, f"judge-long-{device}")
 
@@ -78,6 +81,12 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # type: ignore[attr-defined]
     assert in_view(page, '#judge-form button[data-key="3"]')
     shot(page, f"judge-long-scrolled-{device}")
+    url = page.locator("#doc-text p", has_text="Source: https://")  # type: ignore[attr-defined]
+    url.scroll_into_view_if_needed()
+    box, text_box = url.bounding_box(), page.locator("#doc-text").bounding_box()  # type: ignore[attr-defined]
+    assert box["width"] <= text_box["width"] and box["height"] > 60  # the URL wrapped onto several lines
+    assert page.evaluate("document.activeElement.id") == "doc-text"  # type: ignore[attr-defined]
+    shot(page, f"judge-long-url-{device}")
 
     # grade three documents with number keys, the first with a note
     page.keyboard.press("n")  # type: ignore[attr-defined]
