@@ -19,7 +19,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Pool, PoolAssignment, PoolEntry, PoolJudgment
+from evalstore.db.models import AuditEntry, Pool, PoolAssignment, PoolEntry, PoolJudgment
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.io.texts import DocumentText, TopicStatement
@@ -30,6 +30,15 @@ from evalstore.services.access import Principal, audit, get_user
 POOL_GRADES = {"0": "Not relevant", "1": "Related", "2": "Highly relevant", "3": "Perfectly relevant"}
 SKIPPED = -1  # seen, not rateable: left out of agreement, and -1 (pooled, not judged) in the qrels
 NOTE_CHARACTERS = 2000
+# an assessor's role on a topic of a pool: with no double judging, every document; with it, a
+# topic is its first assessor's (who made its earliest judgment) and a sample of it each other's
+ROLE_EVERY = "every document"
+ROLE_FIRST = "first assessor"
+ROLE_SECOND = "second assessor (blind sample)"
+ROLE_OPEN = "first assessor, unless another assessor judges this topic first"  # nobody has judged it yet
+ROLE_CODES = {ROLE_EVERY: "every", ROLE_FIRST: "first", ROLE_SECOND: "second", ROLE_OPEN: "open"}  # for URLs
+# how many of an assessor's newest undos are searched for the note of the document shown again
+UNDOS_SEARCHED = 50
 # a judgment's time is what passed between showing the document and the key press; longer than
 # this, the assessor was away, and the time says nothing about the document
 LONGEST_JUDGMENT_SECONDS = 3600.0
@@ -135,7 +144,7 @@ class TopicProgress:
     title: str | None
     documents: int  # that this assessor judges
     judged: int  # by this assessor, skips included
-    role: str  # every document | first assessor | second assessor (blind sample)
+    role: str  # one of the ROLE_ constants
 
 
 def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tuple[dict[str, Any], list[TopicProgress]]:
@@ -171,9 +180,27 @@ def _first_assessors(session: Session, pool: Pool) -> dict[str, str]:
 
 
 def _role(pool: Pool, principal: Principal, first: str | None) -> str:
+    """The assessor's role on a topic. Before anyone has judged it, nobody is its first assessor
+    yet: two assessors who open it then are both told it is open, not both told it is theirs."""
     if pool.double_share is None:
-        return "every document"
-    return "first assessor" if first in (None, principal.name) else "second assessor (blind sample)"
+        return ROLE_EVERY
+    if first is None:
+        return ROLE_OPEN
+    return ROLE_FIRST if first == principal.name else ROLE_SECOND
+
+
+def topic_role(engine: Engine, principal: Principal, pool_name: str, topic: str) -> str:
+    """The principal's role on a topic of the pool now (the judging screen compares it with the
+    role it showed, and tells the assessor when it changed)."""
+    with read_only(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        return _role(pool, principal, _first_assessors(session, pool).get(topic))
+
+
+def role_changed(shown: str, now: str) -> bool:
+    """Whether the assessor must be told that their role changed since the screen showed ``shown``
+    (an open topic becoming theirs with their first judgment is what they were told would happen)."""
+    return shown in ROLE_CODES and shown != now and (shown, now) != (ROLE_OPEN, ROLE_FIRST)
 
 
 def double_sample(pool_seed: int, share: float, topic: str, docs: Sequence[str]) -> set[str]:
@@ -213,7 +240,8 @@ class JudgingScreen:
     judged: int
     documents: int
     last_judged: tuple[str, int] | None  # (doc, relevance) of this assessor's newest judgment here
-    role: str  # every document | first assessor | second assessor (blind sample)
+    role: str  # one of the ROLE_ constants
+    note: str | None = None  # the note of the shown document's judgment this assessor took back (undo)
 
 
 def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: str) -> JudgingScreen:
@@ -233,7 +261,75 @@ def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: 
         return JudgingScreen(pool.name, pool.grades or POOL_GRADES, topic,
                              collections.topic_statement(session, pool.topic_set, topic), doc,
                              texts.get(doc) if doc else None, position, len(judged), len(rows),
-                             (newest[1], newest[2]) if newest else None, _role(pool, principal, first))
+                             (newest[1], newest[2]) if newest else None, _role(pool, principal, first),
+                             _undone_note(session, principal, pool, topic, doc) if doc else None)
+
+
+def _undone_note(session: Session, principal: Principal, pool: Pool, topic: str, doc: str) -> str | None:
+    """The note of this assessor's judgment of the document that an undo took back (kept in the
+    audit log), so that judging the document again does not lose it."""
+    undos = session.scalars(select(AuditEntry.detail).where(
+        AuditEntry.action == "pools.undo", AuditEntry.user_name == principal.name, AuditEntry.target == pool.name)
+        .order_by(AuditEntry.id.desc()).limit(UNDOS_SEARCHED))
+    for detail in undos:
+        if detail.get("topic") == topic and detail.get("doc") == doc:
+            note = detail.get("note")
+            return note if isinstance(note, str) else None
+    return None
+
+
+@dataclass(frozen=True)
+class MyJudgment:
+    doc: str
+    title: str | None
+    relevance: int  # SKIPPED: seen, not rateable
+    note: str | None
+    position: int  # 1-based, in judging order
+
+
+def my_judgments(engine: Engine, principal: Principal, pool_name: str, topic: str
+                 ) -> tuple[dict[str, str], str, list[MyJudgment]]:
+    """The pool's grades, the assessor's role on the topic, and their own judgments of the topic in
+    judging order, each with its note (judging is blind: never another assessor's)."""
+    with read_only(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        rows = session.execute(_entries_with_mine(pool, principal).add_columns(PoolJudgment.note)
+                               .where(PoolEntry.topic == topic)).all()
+        if not rows:
+            raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")
+        mine = [(i, doc, relevance, note) for i, (_, doc, relevance, _, note) in enumerate(rows, start=1)
+                if relevance is not None]
+        texts = collections.document_texts(session, pool.collection, [doc for _, doc, _, _ in mine])
+        judgments = [MyJudgment(doc, texts[doc].title if doc in texts else None, relevance, note, i)
+                     for i, doc, relevance, note in mine]
+        return pool.grades or POOL_GRADES, _role(pool, principal, _first_assessors(session, pool).get(topic)), judgments
+
+
+def revise_judgment(engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None,
+                    *, note: str | None) -> None:
+    """Change one of the assessor's own judgments: its grade (None: skipped, not rateable) and its
+    note (None or blank: no note). Its time stays that of the first judging, so a revision moves
+    neither the topic's first assessor nor what an undo takes back."""
+    if note is not None and len(note) > NOTE_CHARACTERS:
+        raise InvalidParameterError(f"A note holds at most {NOTE_CHARACTERS} characters; this one has {len(note)}.")
+    with unit_of_work(engine) as session:
+        pool = _judged_pool(session, principal, pool_name)
+        _check_grade(pool, grade)
+        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        if row is None:
+            raise NotFoundError(f"You have not judged document '{doc}' of topic '{topic}' in pool '{pool_name}'; "
+                                "judge it on the topic's judging screen first.")
+        before = row.relevance
+        row.relevance, row.note = SKIPPED if grade is None else grade, (note or "").strip() or None
+        audit(session, principal.name, "pools.revise", pool.name,
+              {"topic": topic, "doc": doc, "from": before, "to": row.relevance})
+
+
+def _check_grade(pool: Pool, grade: int | None) -> None:
+    grades = pool.grades or POOL_GRADES
+    if grade is not None and str(grade) not in grades:
+        raise InvalidParameterError(f"Grade {grade} is not on pool '{pool.name}'s scale "
+                                    f"({', '.join(f'{g} {label}' for g, label in grades.items())}).")
 
 
 def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None,
@@ -246,10 +342,7 @@ def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: 
         raise InvalidParameterError("The time spent on a judgment cannot be negative.")
     with unit_of_work(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
-        grades = pool.grades or POOL_GRADES
-        if grade is not None and str(grade) not in grades:
-            raise InvalidParameterError(f"Grade {grade} is not on pool '{pool_name}'s scale "
-                                        f"({', '.join(f'{g} {label}' for g, label in grades.items())}).")
+        _check_grade(pool, grade)
         _record(session, principal, pool, [(topic, doc, SKIPPED if grade is None else grade)],
                 seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
                 note=(note or "").strip() or None)
@@ -287,17 +380,21 @@ def _record(session: Session, principal: Principal, pool: Pool, judgments: Seque
 
 def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) -> str | None:
     """Take back this assessor's newest judgment of the topic; returns its document (None: there
-    was none), which the judging screen then shows again."""
+    was none), which the judging screen then shows again, with the judgment's note (the audit log
+    keeps the grade and the note taken back)."""
     with unit_of_work(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
-        newest = session.execute(
-            select(PoolJudgment.doc).where(PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic,
-                                           PoolJudgment.assessor == principal.name)
-            .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc()).limit(1)).scalar()
-        if newest is None:
+        found = session.execute(
+            select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
+            .where(PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic,
+                   PoolJudgment.assessor == principal.name)
+            .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc()).limit(1)).first()
+        if found is None:
             return None
+        newest, relevance, note = found
         session.execute(delete(PoolJudgment).where(
             PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic, PoolJudgment.doc == newest,
             PoolJudgment.assessor == principal.name))
-        audit(session, principal.name, "pools.undo", pool_name, {"topic": topic, "doc": newest})
+        audit(session, principal.name, "pools.undo", pool.name,
+              {"topic": topic, "doc": newest, "relevance": relevance, "note": note})
         return str(newest)

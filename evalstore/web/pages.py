@@ -258,12 +258,24 @@ def judge_pool(request: Request, pool: str) -> HTMLResponse:
 
 
 @router.get("/judge/{pool}/{topic}")
-def judge_topic(request: Request, pool: str, topic: str) -> HTMLResponse:
+def judge_topic(request: Request, pool: str, topic: str, was: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "pools:judge")
     screen = judging.judging_screen(server(request).engine, principal, pool, topic)
     statement = screen.statement
     terms = query_terms(statement.title) if statement else []
-    return render(request, "judge.html", principal, screen=screen, terms=terms, shown_at=f"{time.time():.3f}")
+    role_was = {code: role for role, code in judging.ROLE_CODES.items()}.get(was or "")
+    return render(request, "judge.html", principal, screen=screen, terms=terms, shown_at=f"{time.time():.3f}",
+                  role_was=role_was if role_was and judging.role_changed(role_was, screen.role) else None,
+                  role_code=judging.ROLE_CODES[screen.role])
+
+
+def _back_to_topic(request: Request, principal: Principal, pool: str, topic: str, form: FormData) -> Response:
+    """The judging screen again, told the role the screen had shown when it changed since (another
+    assessor judged the topic first, or an undo gave it back)."""
+    shown = {code: role for role, code in judging.ROLE_CODES.items()}.get(str(form.get("role", "")), "")
+    now = judging.topic_role(server(request).engine, principal, pool, topic)
+    was = f"?was={judging.ROLE_CODES[shown]}" if judging.role_changed(shown, now) else ""
+    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}{was}")
 
 
 @router.post("/judge/{pool}/{topic}")
@@ -279,14 +291,14 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
     await run_in_threadpool(judging.judge_document, server(request).engine, principal, pool, topic,
                             str(form.get("doc", "")), None if grade_text == "skip" else int(grade_text),
                             seconds=seconds, note=str(form.get("note", "")) or None)
-    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}")
+    return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
 
 
 @router.post("/judge/{pool}/{topic}/undo")
 async def judge_undo(request: Request, pool: str, topic: str) -> Response:
-    principal, _ = await _form_principal(request, "pools:judge")
+    principal, form = await _form_principal(request, "pools:judge")
     await run_in_threadpool(judging.undo_last, server(request).engine, principal, pool, topic)
-    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}")
+    return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
 
 
 @router.get("/pools/{pool}/review")

@@ -54,6 +54,12 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "POST /judge/{pool}/{topic}": (judge_form, "303 401 401 303 403 403 403 403 303 403"),
     "POST /judge/{pool}/{topic}/undo": (lambda w, c: ("POST", "/judge/pool/301/undo", {}),
                                         "303 401 401 303 403 403 403 403 303 403"),
+    # an assessor's own judgments of a topic, each revisable (tests/http/test_judging_pages.py)
+    "GET /judge/{pool}/{topic}/judgments": (lambda w, c: ("GET", "/judge/pool/301/judgments", {}),
+                                            "303 401 401 200 403 403 403 403 200 403"),
+    "POST /judge/{pool}/{topic}/judgments": (lambda w, c: ("POST", "/judge/pool/301/judgments",
+                                                           {"data": {"doc": "never-judged", "grade": "1"}}),
+                                             "303 401 401 404 403 403 403 403 404 403"),  # not their judgment
     "GET /pools/{pool}/review": (lambda w, c: ("GET", "/pools/pool/review", {}),
                                  "303 401 401 200 200 404 403 403 403 403"),  # another organiser: not theirs
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
@@ -298,7 +304,7 @@ def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
     first, second = as_principal(world.engine, "assessor"), as_principal(world.engine, "admin")
     docs = [e["doc"] for e in judging.pool_entries(world.engine, second, "pool", topic="301")]
     screen = judging.judging_screen(world.engine, first, "pool", "301")
-    assert (screen.documents, screen.role) == (len(docs), "first assessor")
+    assert (screen.documents, screen.role) == (len(docs), judging.ROLE_OPEN)  # nobody has judged it yet
     judging.judge_document(world.engine, first, "pool", "301", screen.doc or "", 1)
     sample = judging.double_sample(7, 0.4, "301", docs)
     assert len(sample) == round(0.4 * len(docs)) and sample == judging.double_sample(7, 0.4, "301", list(reversed(docs)))
