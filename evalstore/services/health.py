@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,8 +94,10 @@ class HealthReport:
 
 def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_MEASURES, test: str = "t",
            correction: str = "holm", alpha: float = 0.05, power: float = 0.8, difference: float = 0.05,
-           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100) -> HealthReport:
-    """The collection's report over every run evaluated on it with ``measures``."""
+           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100,
+           only_runs: Collection[str] | None = None) -> HealthReport:
+    """The collection's report over every run evaluated on it with ``measures`` (of ``only_runs`` only,
+    when given: a task's)."""
     if test not in significance.TESTS:
         raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
     if not 0 < power < 1 or not 0 < alpha < 1:
@@ -103,7 +105,7 @@ def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_
     if difference <= 0:
         raise InvalidParameterError(f"--difference must be above 0, not {difference}.")
     names = [str(m) for m in resolve_measures(list(measures))]
-    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)
+    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names, runs=only_runs)
     runs = [row.run for row in board.rows if all(n in row.values for n in names)]
     if len(runs) < 2:
         raise EvaluationError(f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "

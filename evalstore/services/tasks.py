@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
+    AggregateResult,
     Evaluation,
     QrelsSet,
     Run,
@@ -70,12 +71,13 @@ class TaskView:
     max_runs_per_team: int | None
     measures: list[str]
     created_at: datetime
+    description: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
                 "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
                 "closes_at": _iso(self.closes_at), "max_runs_per_team": self.max_runs_per_team,
-                "measures": self.measures, "created_at": _iso(self.created_at)}
+                "measures": self.measures, "created_at": _iso(self.created_at), "description": self.description}
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -86,7 +88,7 @@ def _task_view(session: Session, task: Task) -> TaskView:
     qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
     return TaskView(task.name, str(qrels_name), owner, task.hidden, task.released_at, task.opens_at, task.closes_at,
-                    task.max_runs_per_team, list(task.measures or []), task.created_at)
+                    task.max_runs_per_team, list(task.measures or []), task.created_at, task.description)
 
 
 def _get_task(session: Session, name: str) -> Task:
@@ -183,6 +185,42 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
         return _task_view(session, task)
 
 
+# a task's description is a few paragraphs for participants, not a document store
+DESCRIPTION_CHARACTERS = 20_000
+
+
+def update_task(engine: Engine, name: str, *, opens: datetime | None, closes: datetime | None,
+                max_runs_per_team: int | None, measures: Sequence[str], description: str | None,
+                by: Principal | None = None) -> TaskView:
+    """Change a task's settings, all at once (the organiser's form shows every one): its
+    submission window, a team's quota, its measures (runs submitted from now on are evaluated with
+    them; past evaluations keep theirs) and its description. Only its organiser and admins."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        change_settings(session, task, opens=opens, closes=closes, max_runs_per_team=max_runs_per_team,
+                        measures=measures, description=description)
+        audit(session, by.name if by else None, "tasks.update", name,
+              {"opens": _iso(opens), "closes": _iso(closes), "max_runs_per_team": max_runs_per_team,
+               "measures": list(task.measures)})
+        return _task_view(session, task)
+
+
+def change_settings(session: Session, task: Task, *, opens: datetime | None, closes: datetime | None,
+                    max_runs_per_team: int | None, measures: Sequence[str], description: str | None) -> None:
+    """The step of :func:`update_task`: check the settings as create_task does, and set them."""
+    if max_runs_per_team is not None and max_runs_per_team < 1:
+        raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
+    if opens is not None and closes is not None and closes <= opens:
+        raise InvalidParameterError(f"The window must close ({closes.isoformat()}) after it opens "
+                                    f"({opens.isoformat()}).")
+    if description is not None and len(description) > DESCRIPTION_CHARACTERS:
+        raise InvalidParameterError(f"The description has {len(description)} characters; "
+                                    f"at most {DESCRIPTION_CHARACTERS} fit.")
+    task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
+    task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    task.description = description or None
+
+
 def _managed_task(session: Session, name: str, by: Principal | None) -> Task:
     task = _get_task(session, name)
     if by is not None and not manages(by, task):
@@ -198,6 +236,19 @@ def list_tasks(engine: Engine) -> list[TaskView]:
 def show_task(engine: Engine, name: str) -> TaskView:
     with read_only(engine) as session:
         return _task_view(session, _get_task(session, name))
+
+
+def computed_measures(engine: Engine, name: str) -> list[str]:
+    """The measures some finished evaluation of the task's runs holds a number for: what its
+    leaderboard can show (counts such as num_ret are left out: they rank nothing)."""
+    with read_only(engine) as session:
+        task = _get_task(session, name)
+        found = session.scalars(
+            select(AggregateResult.measure).distinct()
+            .join(Submission, Submission.evaluation_id == AggregateResult.evaluation_id)
+            .join(Evaluation, Evaluation.id == AggregateResult.evaluation_id)
+            .where(Submission.task_id == task.id, Evaluation.state == "done", AggregateResult.value.is_not(None)))
+        return sorted((m for m in found if not m.startswith("num_")), key=str.lower)
 
 
 def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple[store.Summary, pa.Table]:

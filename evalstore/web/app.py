@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
-from evalstore.web import api, errors, pages, participants
+from evalstore.web import api, errors, organisers, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.limits import UploadLimit, WriteRate
 from evalstore.web.settings import ServerSettings
@@ -35,6 +35,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls
+    organisers.install(app)
     pages.install(app)
     app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
     return app
