@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -165,15 +166,20 @@ def _topic_set_size(name: str, scores: np.ndarray, difference: float, alpha: flo
     """Sakai's topic-set-size design for a paired t-test: the variance of a pair's per-topic
     differences is twice the two-way ANOVA's residual variance."""
     from statsmodels.stats.power import TTestPower
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
     variance, _ = significance.residual_variance(scores)
     solver = TTestPower()
     if variance == 0:
         return TopicSetSize(name, 0.0, difference, 2, 0.0)
     spread = math.sqrt(2 * variance)
-    needed = solver.solve_power(effect_size=difference / spread, alpha=alpha, power=power, alternative="two-sided")
+    with warnings.catch_warnings():  # its ConvergenceWarning: the NaN is handled below
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        needed = solver.solve_power(effect_size=difference / spread, alpha=alpha, power=power, alternative="two-sided")
     detectable = solver.solve_power(nobs=scores.shape[1], alpha=alpha, power=power, alternative="two-sided")
-    return TopicSetSize(name, variance, difference, math.ceil(float(needed)), float(detectable) * spread)
+    # no root (NaN) when the difference is many spreads wide: the smallest paired design detects it
+    topics = math.ceil(float(needed)) if math.isfinite(float(needed)) else 2
+    return TopicSetSize(name, variance, difference, topics, float(detectable) * spread)
 
 
 def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, depth: int

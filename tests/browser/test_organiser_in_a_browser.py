@@ -115,10 +115,11 @@ def test_an_organiser_runs_the_campaign_from_the_console(campaign: str, browser_
 
     # retry the failed run, cancel the queued one
     page.click("button[aria-label='Retry gamma-run']")  # type: ignore[attr-defined]
-    page.wait_for_url(f"{site}/tasks/campaign/manage")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/tasks/campaign/manage#submissions")  # type: ignore[attr-defined]
     row = page.locator("tr", has_text="gamma-run")  # type: ignore[attr-defined]
     assert "queued" in row.inner_text()
     page.click("button[aria-label='Cancel delta-run']")  # type: ignore[attr-defined]
+    page.wait_for_load_state()  # type: ignore[attr-defined]
     assert "cancelled" in page.locator("tr", has_text="delta-run").inner_text()  # type: ignore[attr-defined]
 
     # build a pool of the task's runs and assign judy to it
@@ -126,11 +127,13 @@ def test_an_organiser_runs_the_campaign_from_the_console(campaign: str, browser_
     page.fill("#depth", "10")  # type: ignore[attr-defined]
     page.fill("#topics", "301")  # type: ignore[attr-defined]
     page.click("text=Build the pool")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/tasks/campaign/manage#pools")  # type: ignore[attr-defined]
     pool_row = page.locator("tr", has_text="campaign-301")  # type: ignore[attr-defined]
     assert "none yet" in pool_row.inner_text()
     pool_row.locator("select").select_option("judy")
     pool_row.locator("text=Assign").click()
-    assert "judy" in page.locator("tr", has_text="campaign-301").locator("td >> nth=4").inner_text()  # type: ignore[attr-defined]
+    page.wait_for_load_state()  # type: ignore[attr-defined]
+    assert "judy" in page.locator("tr", has_text="campaign-301").locator("td >> nth=-2").inner_text()  # type: ignore[attr-defined]
     shot(page, f"console-done-{width}")
     _no_sideways_scroll(page, width)
 
