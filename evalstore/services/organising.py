@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 
 from evalstore.db.models import Pool, PoolAssignment, User
 from evalstore.db.session import read_only
-from evalstore.errors import AccessDenied, InvalidParameterError, NotFoundError
+from evalstore.errors import AccessDenied, EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.services import access, health, jobs, judging, pools, tasks
 from evalstore.services.access import Principal
 
@@ -114,5 +114,10 @@ def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | 
     qrels, with the task's measures when it names them (the seed drawn and recorded when None)."""
     shown = managed(engine, principal, task)
     measures = [m for m in shown.measures if not m.startswith("num_")][:3] or list(health.HEALTH_MEASURES)
-    runs = [run["run"] for run in tasks.task_runs(engine, principal, task)]
+    submitted = tasks.task_runs(engine, principal, task)
+    done = sum(1 for run in submitted if run["state"] == "done")
+    if done < 2:
+        raise EvaluationError(f"The health report compares the task's runs: it needs two or more evaluated, and "
+                              f"{done} {'is' if done == 1 else 'are'} so far.")
+    runs = [run["run"] for run in submitted]
     return health.health(engine, qrels_name=shown.qrels, measures=measures, seed=seed, only_runs=runs)

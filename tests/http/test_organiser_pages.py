@@ -141,7 +141,10 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
 
 
 def test_the_health_report_of_the_task(world: World, owner: TestClient) -> None:
-    assert "fewer than two runs evaluated" in owner.get("/tasks/open/health").text
+    alone = owner.get("/tasks/open/health")
+    assert alone.status_code == 200
+    assert ("The health report compares the task&#39;s runs: it needs two or more evaluated, and 1 is so far."
+            in alone.text)
     world.submit("open", "blue-open", team_user="blue", text=None)
     page = owner.get("/tasks/open/health?seed=7")
     assert page.status_code == 200 and "seed 7" in page.text and "Discriminative power" in page.text
