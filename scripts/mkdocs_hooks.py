@@ -23,7 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 # pages written on other branches: listed in the nav (under "More") when present in docs/
-OPTIONAL_PAGES = ["arch.md", "tests.md", "conf.md", "multi.md", "research.md", "judges.md", "hostile.md"]
+OPTIONAL_PAGES = ["arch.md", "tests.md", "conf.md", "multi.md", "research.md", "judges.md", "hostile.md", "console.md",
+                  "browser.md", "judging-page.md"]
 
 
 def _text(value: str | None) -> str:

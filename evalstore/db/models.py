@@ -607,6 +607,7 @@ class Task(Base):
     max_runs_per_team: Mapped[int | None] = mapped_column(Integer)
     measures: Mapped[list[str]] = mapped_column(JSON, default=list)  # empty: evaluate's defaults
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    description: Mapped[str | None] = mapped_column(Text)  # the organiser's words to participants (0020)
 
 
 class Submission(Base):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Sequence
+import warnings
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,10 @@ class HealthReport:
 
 def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_MEASURES, test: str = "t",
            correction: str = "holm", alpha: float = 0.05, power: float = 0.8, difference: float = 0.05,
-           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100) -> HealthReport:
-    """The collection's report over every run evaluated on it with ``measures``."""
+           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100,
+           only_runs: Collection[str] | None = None) -> HealthReport:
+    """The collection's report over every run evaluated on it with ``measures`` (of ``only_runs`` only,
+    when given: a task's)."""
     if test not in significance.TESTS:
         raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
     if not 0 < power < 1 or not 0 < alpha < 1:
@@ -103,7 +106,7 @@ def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_
     if difference <= 0:
         raise InvalidParameterError(f"--difference must be above 0, not {difference}.")
     names = [str(m) for m in resolve_measures(list(measures))]
-    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)
+    board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names, runs=only_runs)
     runs = [row.run for row in board.rows if all(n in row.values for n in names)]
     if len(runs) < 2:
         raise EvaluationError(f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "
@@ -163,15 +166,20 @@ def _topic_set_size(name: str, scores: np.ndarray, difference: float, alpha: flo
     """Sakai's topic-set-size design for a paired t-test: the variance of a pair's per-topic
     differences is twice the two-way ANOVA's residual variance."""
     from statsmodels.stats.power import TTestPower
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
     variance, _ = significance.residual_variance(scores)
     solver = TTestPower()
     if variance == 0:
         return TopicSetSize(name, 0.0, difference, 2, 0.0)
     spread = math.sqrt(2 * variance)
-    needed = solver.solve_power(effect_size=difference / spread, alpha=alpha, power=power, alternative="two-sided")
+    with warnings.catch_warnings():  # its ConvergenceWarning: the NaN is handled below
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        needed = solver.solve_power(effect_size=difference / spread, alpha=alpha, power=power, alternative="two-sided")
     detectable = solver.solve_power(nobs=scores.shape[1], alpha=alpha, power=power, alternative="two-sided")
-    return TopicSetSize(name, variance, difference, math.ceil(float(needed)), float(detectable) * spread)
+    # no root (NaN) when the difference is many spreads wide: the smallest paired design detects it
+    topics = math.ceil(float(needed)) if math.isfinite(float(needed)) else 2
+    return TopicSetSize(name, variance, difference, topics, float(detectable) * spread)
 
 
 def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, depth: int

@@ -168,6 +168,7 @@ def leaderboard_page(request: Request, task: str, measure: list[str] = Query([])
         [*(("measure", x) for x in measure), ("sort", page.sort)]) for fmt in reports.DOWNLOADS}
     return render(request, "leaderboard.html", principal, page=page, task=shown, sort_links=links,
                   downloads=downloads, warning=reports.JUDGED_WARNING,
+                  computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
                   openable=[r.run for r in page.rows if r.may_open])
 
 

@@ -77,6 +77,28 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
                                                "303 401 401 404 404 404 404 404 404 404"),
     "POST /profile/password": (lambda w, c: ("POST", "/profile/password", {"data": {"current": "x"}}),
                                "303 401 401 400 400 400 400 400 400 400"),
+    # the organiser's console (tests/http/test_organiser_pages.py follows its flows): the task's
+    # owner and admins; another organiser is refused on every one
+    "GET /tasks/{task}/manage": (lambda w, c: ("GET", "/tasks/open/manage", {}),
+                                 "303 401 401 200 200 403 403 403 403 403"),
+    "POST /tasks/{task}/settings": (lambda w, c: ("POST", "/tasks/open/settings",
+                                                  {"data": {"max_runs_per_team": "two"}}),
+                                    "303 401 401 422 422 403 403 403 403 403"),  # the form again
+    "POST /tasks/{task}/release": (lambda w, c: ("POST", "/tasks/to-release/release", {}),
+                                   "303 401 401 303 303 403 403 403 403 403"),
+    "GET /tasks/{task}/qrels": (lambda w, c: ("GET", "/tasks/open/qrels", {}),
+                                "303 401 401 200 200 403 403 403 403 403"),
+    "POST /tasks/{task}/jobs/{job}/retry": (lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/retry", {}),
+                                            "303 401 401 409 409 403 403 403 403 403"),  # done: not retried
+    "POST /tasks/{task}/jobs/{job}/cancel": (lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/cancel", {}),
+                                             "303 401 401 409 409 403 403 403 403 403"),  # done: not cancelled
+    "POST /tasks/{task}/pools": (lambda w, c: ("POST", "/tasks/open/pools", {"data": {"pool": "p", "depth": "x"}}),
+                                 "303 401 401 422 422 403 403 403 403 403"),  # the form again
+    "POST /tasks/{task}/pools/{pool}/assessors": (lambda w, c: ("POST", "/tasks/open/pools/pool/assessors",
+                                                                {"data": {"user": "assessor"}}),
+                                                  "303 401 401 404 404 403 403 403 403 403"),  # not the task's pool
+    "GET /tasks/{task}/health": (lambda w, c: ("GET", "/tasks/open/health", {}),
+                                 "303 401 401 200 200 403 403 403 403 403"),  # one run: the page says so
 }
 
 

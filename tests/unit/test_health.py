@@ -59,3 +59,11 @@ def test_discriminative_power_counts_holm_corrected_t_tests() -> None:
     assert (found.pairs, found.significant) == (10, int(significant.sum()))
     differences = np.array([abs((table[i] - table[j]).mean()) for i, j in pairs])
     assert found.smallest_significant_difference == pytest.approx(differences[significant].min())
+
+
+def test_topic_set_size_of_runs_that_barely_differ_is_the_smallest_design() -> None:
+    # residual variance ~4e-7: the 0.05 difference is ~56 spreads wide, and statsmodels' root
+    # finder returns NaN (it used to crash the report with "cannot convert float NaN to integer")
+    table = np.array([[0.5, 0.3, 0.7], [0.501, 0.3, 0.699]])
+    result = health._topic_set_size("AP", table, 0.05, 0.05, 0.8)
+    assert result.topics_needed == 2 and 0 < result.residual_variance < 1e-5

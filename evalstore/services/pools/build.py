@@ -93,8 +93,9 @@ def _contributors_json(contributors: pa.ListArray | pa.ChunkedArray) -> pa.Array
 def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strategy: str = "depth",
                depth: int | None = None, budget: int | None = None, topics: list[str] | None = None,
                seed: int | None = None, rbp_p: float = 0.8, bandit_policy: str = "maxmean",
-               replace: bool = False) -> PoolSummary:
-    """Build and store a pool from stored runs (all of them when ``run_names`` is None)."""
+               replace: bool = False, task: str | None = None) -> PoolSummary:
+    """Build and store a pool from stored runs (all of them when ``run_names`` is None); ``task``
+    records the shared task whose runs it pools (its organiser then manages the pool)."""
     if strategy not in pooling.STRATEGIES:
         raise InvalidParameterError(f"--strategy must be one of {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
     if strategy == "depth" and depth is None:
@@ -121,7 +122,7 @@ def build_pool(engine: Engine, *, name: str, run_names: list[str] | None, strate
     pool_frame = pooling.build(cands, run_names, settings)
     params = {"runs": run_names, "depth": depth, "budget": budget, "topics": topics,
               **({"rbp_p": rbp_p} if strategy == "rbp" else {}),
-              **({"policy": bandit_policy} if strategy == "bandit" else {})}
+              **({"policy": bandit_policy} if strategy == "bandit" else {}), **({"task": task} if task else {})}
     with unit_of_work(engine) as session:
         existing = session.scalar(select(Pool).where(Pool.name == name))
         if existing is not None:

@@ -17,12 +17,16 @@ leaderboard, kept in the application context).
 from __future__ import annotations
 
 from evalstore.services.tasks.admin import (
+    DESCRIPTION_CHARACTERS,
     attach_runs,
+    change_settings,
+    computed_measures,
     create_task,
     export_qrels,
     list_tasks,
     release_task,
     show_task,
+    update_task,
 )
 from evalstore.services.tasks.boards import (
     TaskBoard,
@@ -52,6 +56,10 @@ from evalstore.services.tasks.visibility import (
 )
 
 __all__ = [
+    "DESCRIPTION_CHARACTERS",
+    "change_settings",
+    "computed_measures",
+    "update_task",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",

@@ -12,6 +12,8 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
+    AggregateResult,
+    Evaluation,
     QrelsSet,
     Submission,
     Task,
@@ -26,7 +28,7 @@ from evalstore.errors import (
 from evalstore.metrics import resolve_measures
 from evalstore.services import jobs, store
 from evalstore.services.access import Principal, audit, get_user
-from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _task_view, manages
+from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _iso, _task_view, manages
 
 
 def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = False, opens: datetime | None = None,
@@ -73,6 +75,55 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
         task.released_at = task.released_at or jobs.db_now(session)
         audit(session, by.name if by else None, "tasks.release", name)
         return _task_view(session, task)
+
+
+# a task's description is a few paragraphs for participants, not a document store
+DESCRIPTION_CHARACTERS = 20_000
+
+
+def update_task(engine: Engine, name: str, *, opens: datetime | None, closes: datetime | None,
+                max_runs_per_team: int | None, measures: Sequence[str], description: str | None,
+                by: Principal | None = None) -> TaskView:
+    """Change a task's settings, all at once (the organiser's form shows every one): its
+    submission window, a team's quota, its measures (runs submitted from now on are evaluated with
+    them; past evaluations keep theirs) and its description. Only its organiser and admins."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        change_settings(session, task, opens=opens, closes=closes, max_runs_per_team=max_runs_per_team,
+                        measures=measures, description=description)
+        audit(session, by.name if by else None, "tasks.update", name,
+              {"opens": _iso(opens), "closes": _iso(closes), "max_runs_per_team": max_runs_per_team,
+               "measures": list(task.measures)})
+        return _task_view(session, task)
+
+
+def change_settings(session: Session, task: Task, *, opens: datetime | None, closes: datetime | None,
+                    max_runs_per_team: int | None, measures: Sequence[str], description: str | None) -> None:
+    """The step of :func:`update_task`: check the settings as create_task does, and set them."""
+    if max_runs_per_team is not None and max_runs_per_team < 1:
+        raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
+    if opens is not None and closes is not None and closes <= opens:
+        raise InvalidParameterError(f"The window must close ({closes.isoformat()}) after it opens "
+                                    f"({opens.isoformat()}).")
+    if description is not None and len(description) > DESCRIPTION_CHARACTERS:
+        raise InvalidParameterError(f"The description has {len(description)} characters; "
+                                    f"at most {DESCRIPTION_CHARACTERS} fit.")
+    task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
+    task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    task.description = description or None
+
+
+def computed_measures(engine: Engine, name: str) -> list[str]:
+    """The measures some finished evaluation of the task's runs holds a number for: what its
+    leaderboard can show (counts such as num_ret are left out: they rank nothing)."""
+    with read_only(engine) as session:
+        task = _get_task(session, name)
+        found = session.scalars(
+            select(AggregateResult.measure).distinct()
+            .join(Submission, Submission.evaluation_id == AggregateResult.evaluation_id)
+            .join(Evaluation, Evaluation.id == AggregateResult.evaluation_id)
+            .where(Submission.task_id == task.id, Evaluation.state == "done", AggregateResult.value.is_not(None)))
+        return sorted((m for m in found if not m.startswith("num_")), key=str.lower)
 
 
 def _managed_task(session: Session, name: str, by: Principal | None) -> Task:

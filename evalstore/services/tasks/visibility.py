@@ -52,12 +52,13 @@ class TaskView:
     max_runs_per_team: int | None
     measures: list[str]
     created_at: datetime
+    description: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
                 "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
                 "closes_at": _iso(self.closes_at), "max_runs_per_team": self.max_runs_per_team,
-                "measures": self.measures, "created_at": _iso(self.created_at)}
+                "measures": self.measures, "created_at": _iso(self.created_at), "description": self.description}
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -68,7 +69,7 @@ def _task_view(session: Session, task: Task) -> TaskView:
     qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
     return TaskView(task.name, str(qrels_name), owner, task.hidden, task.released_at, task.opens_at, task.closes_at,
-                    task.max_runs_per_team, list(task.measures or []), task.created_at)
+                    task.max_runs_per_team, list(task.measures or []), task.created_at, task.description)
 
 
 def _get_task(session: Session, name: str) -> Task:

@@ -1,0 +1,209 @@
+"""The organiser's console: on their own task (admins: every task) edit its settings, release it,
+export its qrels, follow every team's submissions (failed and cancelled ones with the reason; retry,
+cancel), build a pool from its runs, assign assessors to it, and read its collection-health report.
+Forms post with the session's CSRF token; a refused form comes back with the message inline and
+the fields as they were typed."""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from evalstore.errors import EvalstoreError, InvalidParameterError
+from evalstore.io.writers import write_qrels
+from evalstore.services import organising, tasks
+from evalstore.services.access import Principal
+from evalstore.web.auth import server
+from evalstore.web.errors import status_for
+from evalstore.web.pages import _form_principal as form_principal
+from evalstore.web.pages import _page_principal as page_principal
+from evalstore.web.pages import _see_other as see_other
+from evalstore.web.pages import _worker_alive as worker_alive
+from evalstore.web.pages import render
+
+router = APIRouter(include_in_schema=False)
+_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+_SETTINGS = ("opens", "closes", "max_runs_per_team", "measures", "description")
+_POOL = ("pool", "depth", "topics")
+
+
+def _console_url(task: str) -> str:
+    return f"/tasks/{quote(task, safe='')}/manage"
+
+
+def _local(iso: str | None) -> str:
+    """A stored UTC time as a datetime-local field's value (minutes)."""
+    return iso[:16] if iso else ""
+
+
+def _settings_form(task: dict[str, Any]) -> dict[str, str]:
+    quota = task["max_runs_per_team"]
+    return {"opens": _local(task["opens_at"]), "closes": _local(task["closes_at"]),
+            "max_runs_per_team": "" if quota is None else str(quota), "measures": ", ".join(task["measures"]),
+            "description": task["description"] or ""}
+
+
+def _console(request: Request, principal: Principal, task: str, *, status_code: int = 200,
+             error: str | None = None, error_at: str | None = None, settings: dict[str, str] | None = None,
+             pool_form: dict[str, str] | None = None, message: str | None = None) -> HTMLResponse:
+    """The console page; ``error_at`` names the form whose error is shown (settings, pool, jobs,
+    assign), so the message stands above the form it is about."""
+    engine = server(request).engine
+    shown = organising.managed(engine, principal, task).as_dict()
+    runs = organising.submissions(engine, principal, task)
+    waiting = any(r["state"] in ("queued", "running") for r in runs)
+    return render(request, "manage.html", principal, status_code=status_code, task=shown, runs=runs,
+                  error=error, error_at=error_at, message=message,
+                  settings=settings or _settings_form(shown),
+                  pool_form=pool_form or {"pool": f"{task}-pool", "depth": "100", "topics": ""},
+                  pools=organising.task_pools(engine, principal, task),
+                  assigned=organising.assigned_assessors(engine, principal, task),
+                  assessors=organising.assessors(engine, principal, task),
+                  computed=tasks.computed_measures(engine, task), no_worker=waiting and not worker_alive(request))
+
+
+@router.get("/tasks/{task}/manage")
+def console(request: Request, task: str) -> HTMLResponse:
+    principal = page_principal(request, "tasks:manage")
+    return _console(request, principal, task)
+
+
+def _when(text: str, field: str) -> datetime | None:
+    """A datetime-local field's value, read as UTC."""
+    if not text.strip():
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidParameterError(f"{field}: give a date and time as YYYY-MM-DDTHH:MM (UTC); got '{text}'.") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _quota(text: str) -> int | None:
+    if not text.strip():
+        return None
+    if not text.strip().isdigit():
+        raise InvalidParameterError(f"The quota per team is a whole number of runs (empty: no limit); got '{text}'.")
+    return int(text)
+
+
+@router.post("/tasks/{task}/settings")
+async def edit_settings(request: Request, task: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    kept = {k: str(form.get(k, "")) for k in _SETTINGS}
+    try:
+        await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        measures = [m.strip() for m in re.split(r"[,\s]+", kept["measures"]) if m.strip()]
+        await run_in_threadpool(tasks.update_task, server(request).engine, task,
+                                opens=_when(kept["opens"], "Opens"), closes=_when(kept["closes"], "Closes"),
+                                max_runs_per_team=_quota(kept["max_runs_per_team"]), measures=measures,
+                                description=kept["description"].strip() or None, by=principal)
+    except EvalstoreError as error:  # the form comes back as typed, with the message above it
+        if status_for(error) not in (400, 422):
+            raise
+        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
+                                       error=str(error), error_at="settings", settings=kept)
+    return see_other(_console_url(task) + "?saved=settings#settings")
+
+
+@router.post("/tasks/{task}/release")
+async def release(request: Request, task: str) -> Response:
+    principal, _ = await form_principal(request, "tasks:manage")
+    await run_in_threadpool(tasks.release_task, server(request).engine, task, by=principal)
+    return see_other(_console_url(task))
+
+
+@router.get("/tasks/{task}/qrels")
+def export_qrels(request: Request, task: str) -> Response:
+    """The task's qrels as a TREC qrels file (a download)."""
+    principal = page_principal(request, "tasks:manage")
+    engine = server(request).engine
+    shown = organising.managed(engine, principal, task)
+    _, table = tasks.export_qrels(engine, principal, shown.qrels)
+    out = io.BytesIO()
+    write_qrels(table, out, "trec")
+    return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{_FILE_NAME.sub("_", task)}.qrels"'})
+
+
+@router.post("/tasks/{task}/jobs/{job}/retry")
+async def retry(request: Request, task: str, job: int) -> Response:
+    principal, _ = await form_principal(request, "tasks:manage")
+    try:
+        await run_in_threadpool(organising.retry_job, server(request).engine, principal, task, job)
+    except EvalstoreError as error:
+        if status_for(error) != 409:
+            raise
+        return await run_in_threadpool(_console, request, principal, task, status_code=409, error=str(error),
+                                       error_at="jobs")
+    return see_other(_console_url(task) + "#submissions")
+
+
+@router.post("/tasks/{task}/jobs/{job}/cancel")
+async def cancel(request: Request, task: str, job: int) -> Response:
+    principal, _ = await form_principal(request, "tasks:manage")
+    try:
+        await run_in_threadpool(organising.cancel_job, server(request).engine, principal, task, job)
+    except EvalstoreError as error:
+        if status_for(error) != 409:
+            raise
+        return await run_in_threadpool(_console, request, principal, task, status_code=409, error=str(error),
+                                       error_at="jobs")
+    return see_other(_console_url(task) + "#submissions")
+
+
+@router.post("/tasks/{task}/pools")
+async def build_pool(request: Request, task: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    kept = {k: str(form.get(k, "")).strip() for k in _POOL}
+    try:
+        await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        if not kept["depth"].isdigit():
+            raise InvalidParameterError(f"The depth is a whole number of documents per run; got '{kept['depth']}'.")
+        topics = [t for t in re.split(r"[,\s]+", kept["topics"]) if t]
+        await run_in_threadpool(organising.build_task_pool, server(request).engine, principal, task,
+                                name=kept["pool"], depth=int(kept["depth"]), topics=topics or None)
+    except EvalstoreError as error:
+        if status_for(error) not in (400, 409, 422):
+            raise
+        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
+                                       error=str(error), error_at="pool", pool_form=kept)
+    return see_other(_console_url(task) + "#pools")
+
+
+@router.post("/tasks/{task}/pools/{pool}/assessors")
+async def assign(request: Request, task: str, pool: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    try:
+        await run_in_threadpool(organising.assign_assessor, server(request).engine, principal, task, pool,
+                                str(form.get("user", "")))
+    except InvalidParameterError as error:
+        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
+                                       error=str(error), error_at="assign")
+    return see_other(_console_url(task) + "#pools")
+
+
+@router.get("/tasks/{task}/health")
+def health_page(request: Request, task: str, seed: int | None = None) -> HTMLResponse:
+    """The collection-health report of the task's qrels (`evalstore health`)."""
+    principal = page_principal(request, "tasks:manage")
+    engine = server(request).engine
+    shown = organising.managed(engine, principal, task).as_dict()
+    try:
+        report, error = organising.task_health(engine, principal, task, seed=seed), None
+    except EvalstoreError as failed:  # e.g. fewer than two runs evaluated yet: said on the page
+        if status_for(failed) not in (400, 422):
+            raise
+        report, error = None, str(failed)
+    return render(request, "health.html", principal, task=shown, report=report, error=error)
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)

@@ -1,0 +1,190 @@
+"""The organiser's console in the browser: an organiser edits their task's settings (a bad value's
+message inline, the form kept), releases it, exports its qrels, retries a failed run and cancels a
+queued one, builds a pool from the task's runs and assigns an assessor to it; another organiser is
+refused on every one of these; the leaderboard's measure picker offers computed measures only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from evalstore.services import access, jobs, organising, pools, tasks
+from tests.http.conftest import PASSWORD, World, as_principal, client_for
+from tests.http.test_pages import csrf_of, sign_in
+
+
+def _failed(world: World, task: str, name: str, error: str) -> int:
+    """A submitted run whose evaluation a worker gave up on with ``error``."""
+    job_id = world.submit(task, name, evaluate=False)
+    claimed = jobs.claim(world.engine, "test-worker", only=[job_id])
+    assert claimed is not None
+    assert jobs.fail(world.engine, claimed, error, retryable=False) == "failed"
+    return job_id
+
+
+@pytest.fixture
+def owner(world: World) -> TestClient:
+    access.set_password(world.engine, "owner", PASSWORD)
+    with client_for(world.engine) as client:
+        assert sign_in(client, "owner").status_code == 303
+        yield client
+
+
+def test_an_organiser_edits_the_settings_a_bad_value_inline_and_the_form_kept(world: World, owner: TestClient) -> None:
+    page = owner.get("/tasks/open/manage")
+    assert page.status_code == 200 and "organiser&#39;s console" in page.text.replace("'", "&#39;")
+    bad = owner.post("/tasks/open/settings", data={
+        "csrf": csrf_of(page.text), "opens": "2026-12-01T09:00", "closes": "2026-11-30T09:00",
+        "max_runs_per_team": "3", "measures": "AP, nDCG@10", "description": "Rank <b>news</b> articles."})
+    assert bad.status_code == 422
+    assert ("The window must close (2026-11-30T09:00:00+00:00) after it opens (2026-12-01T09:00:00+00:00)."
+            in bad.text)
+    assert 'value="2026-11-30T09:00"' in bad.text and 'value="AP, nDCG@10"' in bad.text  # the form is kept
+    assert ">Rank &lt;b&gt;news&lt;/b&gt; articles.</textarea>" in bad.text  # escaped, kept
+    assert tasks.show_task(world.engine, "open").max_runs_per_team is None  # nothing changed
+
+    unknown = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "measures": "AP, nope@3"})
+    assert unknown.status_code == 422 and 'value="AP, nope@3"' in unknown.text
+
+    saved = owner.post("/tasks/open/settings", follow_redirects=False, data={
+        "csrf": csrf_of(page.text), "opens": "2026-11-01T09:00", "closes": "2026-12-31T18:30",
+        "max_runs_per_team": "3", "measures": "AP nDCG@10", "description": "Rank news articles.\nThree runs."})
+    assert saved.status_code == 303 and saved.headers["location"] == "/tasks/open/manage?saved=settings#settings"
+    shown = tasks.show_task(world.engine, "open")
+    assert (shown.opens_at is not None and shown.opens_at.isoformat().startswith("2026-11-01T09:00")
+            and shown.closes_at is not None and shown.closes_at.isoformat().startswith("2026-12-31T18:30"))
+    assert shown.max_runs_per_team == 3 and shown.measures == ["AP", "nDCG@10"]
+    assert shown.description == "Rank news articles.\nThree runs."
+    again = owner.get("/tasks/open/manage?saved=settings")
+    assert "Settings saved." in again.text and 'value="2026-12-31T18:30"' in again.text
+    # participants read the description on the task's pages
+    board = owner.get("/tasks/open", headers=world.headers("red"))
+    assert "Rank news articles.<br>Three runs." in board.text
+
+
+def test_an_organiser_releases_the_task_and_exports_its_qrels(world: World, owner: TestClient) -> None:
+    page = owner.get("/tasks/to-release/manage")
+    assert "Release the scores" in page.text
+    released = owner.post("/tasks/to-release/release", data={"csrf": csrf_of(page.text)}, follow_redirects=False)
+    assert released.status_code == 303 and released.headers["location"] == "/tasks/to-release/manage"
+    assert tasks.show_task(world.engine, "to-release").released_at is not None
+    assert "Release the scores" not in owner.get("/tasks/to-release/manage").text
+
+    exported = owner.get("/tasks/open/qrels")
+    assert exported.status_code == 200
+    assert exported.headers["content-disposition"] == 'attachment; filename="open.qrels"'
+    lines = exported.text.splitlines()
+    assert lines and all(len(line.split()) == 4 for line in lines)  # topic 0 doc grade
+
+
+def test_an_organiser_sees_failures_with_their_reason_retries_and_cancels(world: World, owner: TestClient) -> None:
+    failed = _failed(world, "open", "red-broken", "worker ran out of memory")
+    queued = world.submit("open", "blue-waiting", team_user="blue", evaluate=False)
+    page = owner.get("/tasks/open/manage")
+    assert "red-broken" in page.text and "blue-waiting" in page.text  # every team's submissions
+    assert '<small class="reason">worker ran out of memory</small>' in page.text
+    assert f'action="/tasks/open/jobs/{failed}/retry"' in page.text
+    assert f'action="/tasks/open/jobs/{queued}/cancel"' in page.text
+
+    retried = owner.post(f"/tasks/open/jobs/{failed}/retry", data={"csrf": csrf_of(page.text)}, follow_redirects=False)
+    assert retried.status_code == 303 and retried.headers["location"] == "/tasks/open/manage#submissions"
+    assert jobs.show_job(world.engine, failed).state == "queued"
+
+    cancelled = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)},
+                           follow_redirects=False)
+    assert cancelled.status_code == 303
+    assert jobs.show_job(world.engine, queued).state == "cancelled"
+
+    twice = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)})
+    assert twice.status_code == 409
+    assert (f"Job {queued} is already cancelled; only queued or running jobs can be cancelled." in twice.text)
+    # a job of another task is not this task's to touch
+    other = owner.post(f"/tasks/open/jobs/{world.jobs['secret']}/retry", data={"csrf": csrf_of(page.text)})
+    assert other.status_code == 404
+    assert f"No job {world.jobs['secret']} among the submissions of task &#39;open&#39;." in other.text
+
+
+def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner: TestClient) -> None:
+    world.submit("open", "blue-open", team_user="blue")
+    page = owner.get("/tasks/open/manage")
+    bad = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "0",
+                                                "topics": "301"})
+    assert bad.status_code == 422
+    assert "The depth is the number of top documents pooled from each run, 1 to 1000; got 0." in bad.text
+    assert 'value="open-pool"' in bad.text and 'value="301"' in bad.text
+
+    built = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5",
+                                                  "topics": "301, 302"}, follow_redirects=False)
+    assert built.status_code == 303 and built.headers["location"] == "/tasks/open/manage#pools"
+    pool = pools.show_pool(world.engine, "open-pool")
+    assert sorted(pool.runs) == ["blue-open", "red-open"] and pool.params["task"] == "open" and pool.topics == 2
+    assert pool.params["depth"] == 5
+
+    taken = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5"})
+    assert taken.status_code == 409 and 'value="open-pool"' in taken.text
+
+    assigned = owner.post("/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text),
+                                                                         "user": "assessor"}, follow_redirects=False)
+    assert assigned.status_code == 303
+    pools_of_assessor = [p["name"] for p in organising.judging.assessor_pools(
+        world.engine, as_principal(world.engine, "assessor"))]
+    assert "open-pool" in pools_of_assessor
+    not_an_assessor = owner.post("/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text),
+                                                                                "user": "red"})
+    assert not_an_assessor.status_code == 422
+    assert "User &#39;red&#39; is a participant; pools are judged by assessors." in not_an_assessor.text
+    # a pool not built from the task's runs is not on its console
+    other = owner.post("/tasks/open/pools/pool/assessors", data={"csrf": csrf_of(page.text), "user": "assessor"})
+    assert other.status_code == 404
+
+
+def test_the_health_report_of_the_task(world: World, owner: TestClient) -> None:
+    alone = owner.get("/tasks/open/health")
+    assert alone.status_code == 200
+    assert ("The health report compares the task&#39;s runs: it needs two or more evaluated, and 1 is so far."
+            in alone.text)
+    world.submit("open", "blue-open", team_user="blue", text=None)
+    page = owner.get("/tasks/open/health?seed=7")
+    assert page.status_code == 200 and "seed 7" in page.text and "Discriminative power" in page.text
+
+
+def test_another_organiser_is_refused_on_every_action(world: World) -> None:
+    failed = _failed(world, "open", "red-broken", "boom")
+    access.set_password(world.engine, "organiser", PASSWORD)
+    with client_for(world.engine) as client:
+        assert sign_in(client, "organiser").status_code == 303
+        csrf = csrf_of(client.get("/profile").text)
+        refused = "Task &#39;open&#39; is managed by its organiser; you may not change it."
+        for method, path, data in [
+                ("GET", "/tasks/open/manage", None), ("GET", "/tasks/open/qrels", None),
+                ("GET", "/tasks/open/health", None),
+                ("POST", "/tasks/open/settings", {"max_runs_per_team": "1"}),
+                ("POST", "/tasks/open/release", {}),
+                ("POST", f"/tasks/open/jobs/{failed}/retry", {}),
+                ("POST", f"/tasks/open/jobs/{world.jobs['open']}/cancel", {}),
+                ("POST", "/tasks/open/pools", {"pool": "stolen", "depth": "5"}),
+                ("POST", "/tasks/open/pools/pool/assessors", {"user": "assessor"})]:
+            response = client.request(method, path, data={**data, "csrf": csrf} if data is not None else None)
+            assert response.status_code == 403, (method, path, response.status_code)
+            assert refused in response.text, path
+    assert tasks.show_task(world.engine, "open").max_runs_per_team is None
+    assert jobs.show_job(world.engine, failed).state == "failed"
+    assert "stolen" not in [p.name for p in pools.list_pools(world.engine)]
+
+
+def test_the_leaderboard_offers_only_computed_measures(world: World) -> None:
+    tasks.create_task(world.engine, "narrow", qrels_name="sample", owner="owner", measures=["AP", "P@10"])
+    world.submit("narrow", "red-narrow")
+    assert tasks.computed_measures(world.engine, "narrow") == ["AP", "P@10"]
+    with client_for(world.engine) as client:
+        page = client.get("/tasks/narrow", headers=world.headers("red"))
+        # the fixed list offered nDCG@20, Bpref, R@1000...: each a dead end on this task
+        assert re.findall(r'<option value="([^"]+)"', page.text) == ["AP", "P@10"]
+        for shown in ("AP", "P@10"):  # neither is a dead end
+            assert client.get("/tasks/narrow", params={"measure": shown}, headers=world.headers("red")).status_code == 200
+        # the default evaluation's many measures are all offered on a task that names none
+        board = client.get("/tasks/open", headers=world.headers("red"))
+        offered = set(re.findall(r'<option value="([^"]+)"', board.text))
+        assert offered == set(tasks.computed_measures(world.engine, "open")) and "nDCG@20" in offered
