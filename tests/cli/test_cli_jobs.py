@@ -10,24 +10,17 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.services import orchestration
-
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+from tests.conftest import Cli
+from tests.factories import SAMPLE
 
 
 @pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    runner = CliRunner()
-
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    assert invoke("db", "upgrade").exit_code == 0
-    assert invoke("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
-    assert invoke("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
-    return invoke
+def cli(cli: Cli) -> Cli:
+    """The shared ``cli`` with trec_eval's sample stored: qrels 'test', run 'std'."""
+    cli.upgrade()
+    assert cli("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
+    assert cli("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
+    return cli
 
 
 def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

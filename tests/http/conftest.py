@@ -117,9 +117,10 @@ def _world_template(templates: Templates, backend: str) -> tuple[dict[str, str],
 
 
 @pytest.fixture
-def world(backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
     """The world, in a database of the test's own: a copy of the one built once per session
     (building it took 2-3 s a test), so tests may change whatever they like."""
+    backend = db_backend
     tokens, jobs = _world_template(templates, backend)
     url = templates.copy(backend, "world", tmp_path / "evalstore.db")
     engine = make_engine(url)
