@@ -337,6 +337,25 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates) -
     return Cli(tmp_path, templates)
 
 
+@pytest.fixture(scope="session")
+def _mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local MLflow store with its schema made, once per session (MLflow's own migrations take
+    5-25 s here)."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()  # creates the store and migrates it
+    return path
+
+
+@pytest.fixture
+def mlflow_store(tmp_path: Path, _mlflow_template: Path) -> str:
+    """The URI of a local MLflow store at ``tmp_path/mlflow.db`` whose schema is made already (a
+    copy of the session's); tests of how a store is created use none."""
+    shutil.copyfile(_mlflow_template, tmp_path / "mlflow.db")
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
 @pytest.fixture
 def write(tmp_path: Path):  # type: ignore[no-untyped-def]
     """write(name, text_or_bytes) -> Path of a file in the test's temp folder."""

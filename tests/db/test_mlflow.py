@@ -21,8 +21,8 @@ SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 
 
 @pytest.fixture
-def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store: str) -> str:
+    uri = mlflow_store
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     return uri
