@@ -23,8 +23,8 @@ from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
 from tests.conftest import Templates
+from tests.factories import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 PASSWORD = "correct horse battery"
 
 # who calls: no credentials, a revoked and an expired token, then one user of each role (two
