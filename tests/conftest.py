@@ -53,6 +53,7 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs before plain conftest ones)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
