@@ -10,26 +10,17 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.cli._context import CliState
-
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+from tests.conftest import Cli
+from tests.factories import SAMPLE
 
 
 @pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    runner = CliRunner()
-
-    def invoke(*args: str, state: CliState | None = None):  # type: ignore[no-untyped-def]
-        # ``state``: the command's state handed in, to reap the MLflow logger it starts
-        return runner.invoke(app, ["--database-url", url, *args], obj=state)
-
-    assert invoke("db", "upgrade").exit_code == 0
-    assert invoke("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
-    assert invoke("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
-    invoke.url = url  # type: ignore[attr-defined]
-    return invoke
+def cli(cli: Cli) -> Cli:
+    """The shared ``cli`` with trec_eval's sample stored: qrels 'test', run 'std'."""
+    cli.upgrade()
+    assert cli("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
+    assert cli("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
+    return cli
 
 
 def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -109,7 +100,7 @@ def test_wait_prints_the_scores_and_hands_mlflow_to_a_background_process(cli, tm
     """A person at the terminal waits for the numbers, not for MLflow: `evaluate --wait` returns
     with the job done and MLflow pending; a detached `evalstore mlflow sync` logs it."""
     state = CliState(cli.url)
-    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "AP,P@10,nDCG@10", "--wait", state=state)
+    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "AP,P@10,nDCG@10", "--wait", obj=state)
     assert done.exit_code == 0, done.stderr
     assert "0.1785" in done.stdout and "pending" in done.stdout  # AP, and MLflow not waited for
     [table_job] = json.loads(cli("jobs", "list", "--format", "json").stdout)

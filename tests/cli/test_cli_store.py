@@ -8,22 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from evalstore.cli import app
 from evalstore.db.engine import SCHEMA_REVISION
 from tests.conftest import shared_path
 
-
-@pytest.fixture
-def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    runner = CliRunner()
-
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    return invoke
+# ``cli``: the shared fixture (tests/conftest.py), on an empty store in the test's folder
 
 
 def test_command_on_a_database_without_schema_says_to_upgrade(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

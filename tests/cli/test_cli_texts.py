@@ -6,27 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from evalstore.cli import app
-from tests.conftest import shared_path
-
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+from tests.conftest import Cli, shared_path
+from tests.factories import SAMPLE
 
 
 @pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    runner = CliRunner()
-
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    assert invoke("db", "upgrade").exit_code == 0
-    assert invoke("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
-    assert invoke("pool", "build", "--name", "p", "--run", "std", "--depth", "3").exit_code == 0
-    return invoke
+def cli(cli: Cli) -> Cli:
+    """The shared ``cli`` with trec_eval's sample run 'std' stored and pooled to depth 3 as 'p'."""
+    cli.upgrade()
+    assert cli("runs", "register", str(SAMPLE / "results.test"), "--name", "std").exit_code == 0
+    assert cli("pool", "build", "--name", "p", "--run", "std", "--depth", "3").exit_code == 0
+    return cli
 
 
 def test_topics_documents_and_pool_settings(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -108,6 +108,7 @@ def test_clusters_and_replacement_rules(engine: Engine, write) -> None:  # type:
         orchestration.evaluate_predictions(engine, labels_name="fruit", prediction_names=["c"])
 
 
+@pytest.mark.usefixtures("mlflow_store")  # a made store at tmp_path/mlflow.db
 def test_evaluation_logged_to_mlflow_with_curves_and_groups(sqlite_engine: Engine, write, tmp_path,  # type: ignore[no-untyped-def]
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the worker (in-memory results) and through 'mlflow sync' (read back): the same

@@ -14,25 +14,11 @@ from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
 from evalstore.statistics.significance import correct
 from tests.conftest import shared_path
+from tests.factories import SYNTHETIC_TOPICS, synthetic_qrels_text, synthetic_run_text
 
-TOPICS = [str(t) for t in range(401, 409)]
-
-
-def _qrels_text() -> str:
-    lines = []
-    for t in TOPICS:
-        for d in range(12):
-            lines.append(f"{t} 0 d{d} {int(d % 3 == 0) + int(d == 0)}")
-    return "\n".join(lines) + "\n"
-
-
-def _run_text(seed: int, tag: str, topics: list[str] = TOPICS) -> str:
-    rng = np.random.default_rng(seed)
-    lines = []
-    for t in topics:
-        for rank, d in enumerate(rng.permutation(12)):
-            lines.append(f"{t} Q0 d{d} {rank + 1} {12 - rank + rng.random():.4f} {tag}")
-    return "\n".join(lines) + "\n"
+TOPICS = SYNTHETIC_TOPICS
+_qrels_text = synthetic_qrels_text
+_run_text = synthetic_run_text
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -17,8 +16,8 @@ from evalstore.errors import ConflictError, NotFoundError
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.kinds.ranking import results, run_job
+from tests.factories import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 FAST = EvaluationOptions(measures=("AP", "P@10", "RelString"))
 
 

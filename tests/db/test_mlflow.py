@@ -16,13 +16,12 @@ from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.tracking import log_pending, pending_count
 from evalstore.services.worker import Worker, WorkerSettings
-
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+from tests.factories import SAMPLE, queue_sample
 
 
 @pytest.fixture
-def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store: str) -> str:
+    uri = mlflow_store
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     return uri
@@ -41,12 +40,7 @@ def evaluated_offline(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> int:
     return ref.evaluation_id
 
 
-def _queued_sample(engine: Engine) -> int:
-    """trec_eval's sample qrels and run stored, their all_trec evaluation queued; its id."""
-    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    store.register_run(engine, SAMPLE / "results.test", name="std")
-    [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
-    return ref.evaluation_id
+_queued_sample = queue_sample  # trec_eval's sample stored, its all_trec evaluation queued; its id
 
 
 def _evaluation(engine: Engine, evaluation_id: int) -> Evaluation:

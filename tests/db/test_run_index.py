@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -16,8 +15,7 @@ from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.kinds import ranking
 from evalstore.services.worker import Worker, WorkerSettings
-
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
+from tests.factories import SAMPLE
 
 
 def _evaluate(engine: Engine, worker: Worker) -> ranking.StoredResults:

@@ -137,6 +137,7 @@ def test_a_collections_own_folds_import_and_refuse_overlaps(thirty: Engine, writ
         splits.import_split(thirty, unknown, qrels="q", name="bad")
 
 
+@pytest.mark.usefixtures("mlflow_store")  # a made store at tmp_path/mlflow.db
 def test_fold_values_are_stored_and_logged(thirty: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from mlflow.tracking import MlflowClient
 

@@ -215,6 +215,7 @@ def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
                                              "'duckdb', 'spark'.")
 
 
+@pytest.mark.usefixtures("mlflow_store")  # a made store at tmp_path/mlflow.db
 def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from mlflow import MlflowClient

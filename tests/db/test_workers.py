@@ -19,8 +19,8 @@ from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
+from tests.factories import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 
 

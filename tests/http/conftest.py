@@ -16,13 +16,15 @@ import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from evalstore.db.engine import make_engine, upgrade
 from evalstore.services import access, judging, pools, store, tasks
 from evalstore.services.access import Principal
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
+from tests.conftest import Templates
+from tests.factories import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2] / "evalstore" / "sample_data"
 PASSWORD = "correct horse battery"
 
 # who calls: no credentials, a revoked and an expired token, then one user of each role (two
@@ -99,9 +101,34 @@ def fresh_boards(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tasks.boards, "BOARD_FRESHNESS", 0.0)
 
 
+def _world_template(templates: Templates, backend: str) -> tuple[dict[str, str], dict[str, int]]:
+    """The world built once per session on ``backend``, in the template database ``"world"``:
+    its tokens and jobs (the database itself is copied per test)."""
+
+    def build(engine: Engine) -> tuple[dict[str, str], dict[str, int]]:
+        folder = templates.folder / f"world-{backend}"  # the submitted runs' files
+        folder.mkdir(exist_ok=True)
+        built = build_world(engine, folder)
+        return built.tokens, built.jobs
+
+    templates.build(backend, "migrated", upgrade)
+    _, (tokens, jobs) = templates.build(backend, "world", build, based_on="migrated")
+    return tokens, jobs
+
+
 @pytest.fixture
-def world(engine: Engine, tmp_path: Path) -> World:
-    return build_world(engine, tmp_path)
+def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world, in a database of the test's own: a copy of the one built once per session
+    (building it took 2-3 s a test), so tests may change whatever they like."""
+    backend = db_backend
+    tokens, jobs = _world_template(templates, backend)
+    url = templates.copy(backend, "world", tmp_path / "evalstore.db")
+    engine = make_engine(url)
+    try:
+        yield World(engine, tmp_path, dict(tokens), dict(jobs))
+    finally:
+        engine.dispose()
+        templates.drop(url)
 
 
 def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]:
