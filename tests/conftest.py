@@ -48,7 +48,9 @@ XDIST_GROUPS = {"spark": "spark"}
 def _xdist_group(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
     for fixture, group in XDIST_GROUPS.items():
-        if fixture in getattr(item, "fixturenames", ()) or (callspec is not None and fixture in callspec.params.values()):
+        params = callspec.params.values() if callspec is not None else ()
+        # a parameter may be anything (a DataFrame has no truth value): compare names only
+        if fixture in getattr(item, "fixturenames", ()) or any(isinstance(p, str) and p == fixture for p in params):
             return group
     return None
 
