@@ -85,7 +85,8 @@ app.add_typer(tokens.app, name="tokens", rich_help_panel=_SERVICE)
 app.add_typer(tasks.app, name="tasks", rich_help_panel=_SERVICE)
 app.add_typer(texts.topics_app, name="topics", rich_help_panel=_STORE)
 app.add_typer(texts.documents_app, name="documents", rich_help_panel=_STORE)
-judges.register(app, qrels.app, judgments.app)  # judges; qrels build/versions; judgments compare/provenance
+# judges; qrels build/versions; judgments compare/provenance
+judges.register(app, qrels.app, judgments.app, panel=_JUDGING)
 
 def _print_version(value: bool) -> None:
     if value:

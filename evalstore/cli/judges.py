@@ -272,9 +272,11 @@ def judgments_provenance(
                                               "raw_output", "provenance"], fmt, title=f"labels of pool {pool}")
 
 
-def register(root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer) -> None:
-    """Add these commands to the root app and the `qrels` and `judgments` apps."""
-    root.add_typer(app, name="judges")
+def register(root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer, *,
+             panel: str | None = None) -> None:
+    """Add these commands to the root app (in its help's ``panel``) and the `qrels` and
+    `judgments` apps."""
+    root.add_typer(app, name="judges", rich_help_panel=panel)
     qrels_app.command("build")(qrels_build)
     qrels_app.command("versions")(qrels_versions)
     judgments_app.command("compare")(judgments_compare)

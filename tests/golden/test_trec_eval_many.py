@@ -69,7 +69,8 @@ def test_a_bad_run_stops_the_command_after_the_runs_before_it(jobs: str, tmp_pat
     args = _files(["-q", "-m", "all_trec"], ["results.test", "results.trunc"])
     with pytest.raises(InputFormatError) as raised:
         trec_eval(["--jobs", jobs, *args[:-1], str(bad), args[-1]])
-    assert str(raised.value) == f"{bad}:2: score 'zero' is not a number"
+    assert str(raised.value) == (f"{bad}:2: score 'zero' is not a number; trec_eval's atof would read it as 0 (no "
+                                 "leading digits), evalstore refuses it")
     assert capsys.readouterr().out == first
     with pytest.raises(InputFormatError, match=r"^no/such/run: no such file; check the path$"):
         trec_eval(["--jobs", jobs, *args, "no/such/run"])
