@@ -6,8 +6,6 @@ so a command, measure or route added on any branch appears in the docs without a
   parameters, trec_eval and ir_measures names and where values differ;
 - reference/http-api.md and reference/openapi.json: the service's OpenAPI (`create_app()`);
 - changelog.md: CHANGELOG.md of the repository;
-- the nav lists pages other people add (OPTIONAL_PAGES) only when they exist, so a build never
-  points at a missing page.
 
 The generators are plain functions (`cli_reference()`, ...) that tests/unit/test_docs.py calls too.
 """
@@ -23,10 +21,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 # pages written on other branches: listed in the nav (under "More") when present in docs/
-OPTIONAL_PAGES = ["arch.md", "tests.md", "conf.md", "multi.md", "research.md", "judges.md", "hostile.md", "console.md",
-                  "browser.md", "judging-page.md"]
-
-
 def _text(value: str | None) -> str:
     """Help text as Markdown: one paragraph per blank line, no stray markup."""
     if not value:
@@ -332,22 +326,6 @@ def _ref_name(schema: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # MkDocs events
-
-
-def on_config(config: Any) -> Any:
-    docs_dir = Path(config["docs_dir"])
-    present = [name for name in OPTIONAL_PAGES if (docs_dir / name).is_file()]
-    if present and config.get("nav") is not None:
-        more = [{_title(docs_dir / name): name} for name in present]
-        config["nav"].append({"More": more})
-    return config
-
-
-def _title(path: Path) -> str:
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return path.stem.capitalize()
 
 
 def on_files(files: Any, config: Any) -> Any:
