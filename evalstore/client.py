@@ -27,21 +27,41 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self._http.close()
 
-    def submit_run(self, task: str, path: Path, *, name: str, run_type: str = "automatic",
-                   description: str | None = None, judging_precedence: int | None = None,
-                   team: str | None = None) -> dict[str, Any]:
-        fields = {"name": name, "run_type": run_type, "description": description,
-                  "judging_precedence": judging_precedence, "team": team}
+    def submit_run(
+        self,
+        task: str,
+        path: Path,
+        *,
+        name: str,
+        run_type: str = "automatic",
+        description: str | None = None,
+        judging_precedence: int | None = None,
+        team: str | None = None,
+    ) -> dict[str, Any]:
+        fields = {
+            "name": name,
+            "run_type": run_type,
+            "description": description,
+            "judging_precedence": judging_precedence,
+            "team": team,
+        }
         with path.open("rb") as handle:
-            return self._call("POST", f"/api/v1/tasks/{task}/runs",
-                              files={"file": (path.name, handle, "application/octet-stream")},
-                              data={key: str(value) for key, value in fields.items() if value is not None})
+            return self._call(
+                "POST",
+                f"/api/v1/tasks/{task}/runs",
+                files={"file": (path.name, handle, "application/octet-stream")},
+                data={key: str(value) for key, value in fields.items() if value is not None},
+            )
 
     def register_run(self, path: Path, *, name: str, description: str | None = None) -> dict[str, Any]:
         fields = {"name": name, "description": description}
         with path.open("rb") as handle:
-            return self._call("POST", "/api/v1/runs", files={"file": (path.name, handle, "application/octet-stream")},
-                              data={key: value for key, value in fields.items() if value is not None})
+            return self._call(
+                "POST",
+                "/api/v1/runs",
+                files={"file": (path.name, handle, "application/octet-stream")},
+                data={key: value for key, value in fields.items() if value is not None},
+            )
 
     def job(self, job_id: int) -> dict[str, Any]:
         return self._call("GET", f"/api/v1/jobs/{job_id}")
@@ -50,8 +70,9 @@ class Client:
         try:
             response = self._http.request(method, url, **kwargs)
         except httpx.TransportError as error:
-            raise EvalstoreError(f"Could not reach the server at {self.base}: {error}. Is 'evalstore serve' "
-                                 "running there?") from None
+            raise EvalstoreError(
+                f"Could not reach the server at {self.base}: {error}. Is 'evalstore serve' running there?"
+            ) from None
         if response.is_success:
             return response.json()
         raise error_from(response)

@@ -60,6 +60,9 @@ def limit_mlflow_http_retries() -> None:
     """MLflow's HTTP client retries 7 times with exponential back-off by default (minutes against
     a dead server); a worker should put the logging back to pending quickly and carry on with its
     jobs. Called before MLflow is first used; the user's own settings win."""
-    for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
-                       ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
+    for key, value in (
+        ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+        ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+        ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
+    ):
         os.environ.setdefault(key, value)

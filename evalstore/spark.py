@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from evalstore.metrics.classification import BinaryCounts
 
 
-
 def _functions() -> Any:
     try:
         from pyspark.sql import functions
@@ -66,30 +65,48 @@ def judged_ranks(run_df: DataFrame, qrels_df: DataFrame) -> tuple[pa.Table, pa.T
     trec_eval order, as Arrow tables on the driver; a docno twice in a topic is refused."""
     f = _functions()
     run = _canonical(run_df, ["topic", "doc", "score"], "the run DataFrame").select(
-        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("score").cast("double"))
+        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("score").cast("double")
+    )
     qrels = _canonical(qrels_df, ["topic", "doc", "relevance"], "the qrels DataFrame").select(
-        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long"))
+        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long")
+    )
     counts = run.groupBy("topic").agg(f.count(f.lit(1)).alias("retrieved"), f.countDistinct("doc").alias("docs"))
     retrieved = counts.toArrow()
     repeated = np.flatnonzero(retrieved["retrieved"].to_numpy() != retrieved["docs"].to_numpy())
     if len(repeated):
         topic = retrieved["topic"][int(repeated[0])].as_py()
         doc = _one_row(run.where(f.col("topic") == topic).groupBy("doc").count().where(f.col("count") > 1))["doc"]
-        raise InputFormatError("the run DataFrame", None, f"docno '{doc}' appears twice in topic '{topic}'; "
-                               "trec_eval refuses duplicate documents, so remove one of them")
+        raise InputFormatError(
+            "the run DataFrame",
+            None,
+            f"docno '{doc}' appears twice in topic '{topic}'; "
+            "trec_eval refuses duplicate documents, so remove one of them",
+        )
     judged = run.join(qrels, ["topic", "doc"]).select(
-        "topic", f.col("doc").alias("judged_doc"), f.col("score").alias("judged_score"), "relevance")
+        "topic", f.col("doc").alias("judged_doc"), f.col("score").alias("judged_score"), "relevance"
+    )
     ahead = (f.col("score") > f.col("judged_score")) | (
-        (f.col("score") == f.col("judged_score")) & (f.col("doc") > f.col("judged_doc")))
-    ranked = (judged.join(run, "topic").groupBy("topic", "judged_doc")
-              .agg((1 + f.sum(f.when(ahead, 1).otherwise(0))).alias("rank"), f.first("relevance").alias("relevance"))
-              .select("topic", f.col("rank").cast("int"), "relevance"))
+        (f.col("score") == f.col("judged_score")) & (f.col("doc") > f.col("judged_doc"))
+    )
+    ranked = (
+        judged.join(run, "topic")
+        .groupBy("topic", "judged_doc")
+        .agg((1 + f.sum(f.when(ahead, 1).otherwise(0))).alias("rank"), f.first("relevance").alias("relevance"))
+        .select("topic", f.col("rank").cast("int"), "relevance")
+    )
     return retrieved.select(["topic", "retrieved"]), ranked.toArrow()
 
 
-def evaluate_ranking(run_df: DataFrame, qrels_df: DataFrame, measures: Sequence[str] = ("AP", "nDCG@10", "RR@10"),
-                     *, relevance_level: int = 1, complete: bool = False, judged_only: bool = False,
-                     max_docs: int | None = None) -> tuple[DataFrame, DataFrame]:
+def evaluate_ranking(
+    run_df: DataFrame,
+    qrels_df: DataFrame,
+    measures: Sequence[str] = ("AP", "nDCG@10", "RR@10"),
+    *,
+    relevance_level: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+) -> tuple[DataFrame, DataFrame]:
     """(per query: topic, measure, value (text: for text-valued measures); aggregates: measure,
     value) of a run against qrels, both
     Spark DataFrames with any of evalstore's column names (topic/query_id/qid, doc/docno,
@@ -102,23 +119,37 @@ def evaluate_ranking(run_df: DataFrame, qrels_df: DataFrame, measures: Sequence[
     chosen = resolve_measures(list(measures))
     retrieved, judged = judged_ranks(run_df, qrels_df)
     f = _functions()
-    qrels = _canonical(qrels_df, ["topic", "doc", "relevance"], "the qrels DataFrame").select(
-        f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long")).toArrow()
-    rk = prepare_ranked(qrels, retrieved, judged, PrepareOptions(max_docs=max_docs, judged_only=judged_only,
-                                                                 complete=complete))
+    qrels = (
+        _canonical(qrels_df, ["topic", "doc", "relevance"], "the qrels DataFrame")
+        .select(f.col("topic").cast("string"), f.col("doc").cast("string"), f.col("relevance").cast("long"))
+        .toArrow()
+    )
+    rk = prepare_ranked(
+        qrels, retrieved, judged, PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
+    )
     if not rk.topics:
-        raise InvalidParameterError("No queries with both results and relevance info; check that the topic ids "
-                                    "match.")
+        raise InvalidParameterError("No queries with both results and relevance info; check that the topic ids match.")
     values = compute(rk, chosen, relevance_level=relevance_level)
     numeric = [m for m in chosen if values[m].dtype != object]  # text values (relstring) go in 'text'
-    per_query = pa.table({
-        "topic": pa.array(rk.topics * len(chosen), pa.string()),
-        "measure": pa.array([str(m) for m in chosen for _ in rk.topics], pa.string()),
-        "value": pa.array(np.concatenate([np.asarray(values[m], dtype=np.float64) if m in numeric
-                                          else np.full(rk.n, np.nan) for m in chosen]), from_pandas=True),
-        "text": pa.array([None if m in numeric else str(v) for m in chosen for v in values[m]], pa.string())})
-    aggregates = pa.table({"measure": [str(m) for m in numeric],
-                           "value": pa.array([summarise(m, values[m], rk) for m in numeric], pa.float64())})
+    per_query = pa.table(
+        {
+            "topic": pa.array(rk.topics * len(chosen), pa.string()),
+            "measure": pa.array([str(m) for m in chosen for _ in rk.topics], pa.string()),
+            "value": pa.array(
+                np.concatenate(
+                    [np.asarray(values[m], dtype=np.float64) if m in numeric else np.full(rk.n, np.nan) for m in chosen]
+                ),
+                from_pandas=True,
+            ),
+            "text": pa.array([None if m in numeric else str(v) for m in chosen for v in values[m]], pa.string()),
+        }
+    )
+    aggregates = pa.table(
+        {
+            "measure": [str(m) for m in numeric],
+            "value": pa.array([summarise(m, values[m], rk) for m in numeric], pa.float64()),
+        }
+    )
     return spark.createDataFrame(per_query), spark.createDataFrame(aggregates)
 
 
@@ -129,19 +160,25 @@ def _pair_counts(frame: DataFrame) -> DataFrame:
     from pyspark.sql import Window
 
     f = _functions()
-    counts = frame.groupBy("g", "s").agg(f.sum("label").alias("pos"), (f.count(f.lit(1)) - f.sum("label"))
-                                         .alias("neg"))
+    counts = frame.groupBy("g", "s").agg(f.sum("label").alias("pos"), (f.count(f.lit(1)) - f.sum("label")).alias("neg"))
     lower = Window.partitionBy("g").orderBy("s").rowsBetween(Window.unboundedPreceding, -1)
     whole = Window.partitionBy("g")
-    return (counts.withColumn("neg_below", f.coalesce(f.sum("neg").over(lower), f.lit(0)))
-            .withColumn("tp_at", f.sum("pos").over(whole) - f.coalesce(f.sum("pos").over(lower), f.lit(0)))
-            .withColumn("predicted_at", f.sum(f.col("pos") + f.col("neg")).over(whole)
-                        - f.coalesce(f.sum(f.col("pos") + f.col("neg")).over(lower), f.lit(0)))
-            .groupBy("g").agg(f.sum("pos").alias("positives"), f.sum("neg").alias("negatives"),
-                              f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)"))
-                              .alias("twice_pairs"),
-                              f.sum(f.col("pos") * (f.col("tp_at").cast("double") / f.col("predicted_at")))
-                              .alias("precision_sum")))
+    return (
+        counts.withColumn("neg_below", f.coalesce(f.sum("neg").over(lower), f.lit(0)))
+        .withColumn("tp_at", f.sum("pos").over(whole) - f.coalesce(f.sum("pos").over(lower), f.lit(0)))
+        .withColumn(
+            "predicted_at",
+            f.sum(f.col("pos") + f.col("neg")).over(whole)
+            - f.coalesce(f.sum(f.col("pos") + f.col("neg")).over(lower), f.lit(0)),
+        )
+        .groupBy("g")
+        .agg(
+            f.sum("pos").alias("positives"),
+            f.sum("neg").alias("negatives"),
+            f.sum(f.col("pos") * (2 * f.col("neg_below") + f.col("neg")).cast("decimal(38,0)")).alias("twice_pairs"),
+            f.sum(f.col("pos") * (f.col("tp_at").cast("double") / f.col("predicted_at"))).alias("precision_sum"),
+        )
+    )
 
 
 def _loss_sums(data: DataFrame) -> tuple[float, float]:
@@ -150,8 +187,12 @@ def _loss_sums(data: DataFrame) -> tuple[float, float]:
     f = _functions()
     eps = float(np.finfo(np.float64).eps)
     gold = f.when(f.col("y") == 1, f.col("s")).otherwise(1 - f.col("s"))
-    sums = _one_row(data.agg(f.sum(-f.log(f.least(f.greatest(gold, f.lit(eps)), f.lit(1 - eps)))),
-                             f.sum((f.col("y") - f.col("s")) * (f.col("y") - f.col("s")))))
+    sums = _one_row(
+        data.agg(
+            f.sum(-f.log(f.least(f.greatest(gold, f.lit(eps)), f.lit(1 - eps)))),
+            f.sum((f.col("y") - f.col("s")) * (f.col("y") - f.col("s"))),
+        )
+    )
     return float(sums[0]), float(sums[1])
 
 
@@ -162,13 +203,22 @@ def binary_counts(data: DataFrame) -> BinaryCounts:
     from evalstore.metrics.classification import BinaryCounts
 
     f = _functions()
-    overall = _one_row(data.agg(f.count(f.lit(1)).alias("items"), f.count("s").alias("scored"),
-                                f.count("g").alias("grouped"), f.min("s").alias("lowest"), f.max("s").alias("highest")))
+    overall = _one_row(
+        data.agg(
+            f.count(f.lit(1)).alias("items"),
+            f.count("s").alias("scored"),
+            f.count("g").alias("grouped"),
+            f.min("s").alias("lowest"),
+            f.max("s").alias("highest"),
+        )
+    )
     if overall["items"] == 0:
         raise InvalidParameterError("no predictions to evaluate")
     if overall["scored"] < overall["items"]:
-        raise InvalidParameterError(f"{overall['items'] - overall['scored']} of {overall['items']} predictions have "
-                                    "no score; the out-of-core backends evaluate scored predictions")
+        raise InvalidParameterError(
+            f"{overall['items'] - overall['scored']} of {overall['items']} predictions have "
+            "no score; the out-of-core backends evaluate scored predictions"
+        )
     rows = data.select(f.col("y").alias("label"), "s", "g", "predicted")
 
     def counts(frame: DataFrame) -> pa.Table:
@@ -176,58 +226,101 @@ def binary_counts(data: DataFrame) -> BinaryCounts:
             f.sum(f.col("label") * f.col("predicted")).alias("tp"),
             f.sum((1 - f.col("label")) * f.col("predicted")).alias("fp"),
             f.sum(f.col("label") * (1 - f.col("predicted"))).alias("fn"),
-            f.sum((1 - f.col("label")) * (1 - f.col("predicted"))).alias("tn"))
-        return (_pair_counts(frame).join(cells, "g").orderBy("g")
-                .select(f.col("g").cast("string").alias("group"), "positives", "negatives",
-                        f.col("twice_pairs").cast("string"), "precision_sum", "tp", "fp", "fn", "tn").toArrow())
+            f.sum((1 - f.col("label")) * (1 - f.col("predicted"))).alias("tn"),
+        )
+        return (
+            _pair_counts(frame)
+            .join(cells, "g")
+            .orderBy("g")
+            .select(
+                f.col("g").cast("string").alias("group"),
+                "positives",
+                "negatives",
+                f.col("twice_pairs").cast("string"),
+                "precision_sum",
+                "tp",
+                "fp",
+                "fn",
+                "tn",
+            )
+            .toArrow()
+        )
 
     log_loss_sum = brier_sum = None
     if 0 <= overall["lowest"] and overall["highest"] <= 1:
         log_loss_sum, brier_sum = _loss_sums(data)
-    return BinaryCounts.from_tables(counts(rows.withColumn("g", f.lit(""))),
-                                    counts(rows) if overall["grouped"] == overall["items"] else None,
-                                    log_loss_sum, brier_sum)
+    return BinaryCounts.from_tables(
+        counts(rows.withColumn("g", f.lit(""))),
+        counts(rows) if overall["grouped"] == overall["items"] else None,
+        log_loss_sum,
+        brier_sum,
+    )
 
 
-def evaluate_predictions(pred_df: DataFrame, *, label_col: str = "label", score_col: str = "score",
-                         group_col: str | None = None) -> tuple[DataFrame | None, DataFrame]:
+def evaluate_predictions(
+    pred_df: DataFrame, *, label_col: str = "label", score_col: str = "score", group_col: str | None = None
+) -> tuple[DataFrame | None, DataFrame]:
     """(per group: group, positives, negatives, auc (null with one class), or None without
     ``group_col``; aggregates, one row: items, positives, auc, gauc, gauc_groups_skipped, log_loss
     (when every score is in [0, 1])) of binary predictions (label 0/1)."""
     f = _functions()
     spark = pred_df.sparkSession
-    data = pred_df.select(f.col(label_col).cast("long").alias("label"), f.col(score_col).cast("double").alias("s"),
-                          (f.col(group_col) if group_col else f.lit(0)).alias("g"))
-    overall = data.agg(f.count(f.lit(1)).alias("items"), f.min("label").alias("low"), f.max("label").alias("high"),
-                       f.min("s").alias("lowest"), f.max("s").alias("highest"),
-                       f.count(f.when(f.col("s").isNull(), 1)).alias("missing"))
+    data = pred_df.select(
+        f.col(label_col).cast("long").alias("label"),
+        f.col(score_col).cast("double").alias("s"),
+        (f.col(group_col) if group_col else f.lit(0)).alias("g"),
+    )
+    overall = data.agg(
+        f.count(f.lit(1)).alias("items"),
+        f.min("label").alias("low"),
+        f.max("label").alias("high"),
+        f.min("s").alias("lowest"),
+        f.max("s").alias("highest"),
+        f.count(f.when(f.col("s").isNull(), 1)).alias("missing"),
+    )
     overall = _one_row(overall)
     if overall["items"] == 0:
         raise InvalidParameterError("no predictions to evaluate")
     if overall["low"] not in (0, 1) or overall["high"] not in (0, 1) or overall["missing"]:
-        raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {overall['low']}.."
-                                    f"{overall['high']}, {overall['missing']} missing scores)")
+        raise InvalidParameterError(
+            f"labels must be 0 or 1 and every score a number (labels {overall['low']}.."
+            f"{overall['high']}, {overall['missing']} missing scores)"
+        )
 
     from evalstore.metrics.classification import gauc_of_pairs, ratio_of_pairs
 
     whole = _one_row(_pair_counts(data.withColumn("g", f.lit(0))))
     aggregates: dict[str, float | None] = {
-        "items": float(overall["items"]), "positives": float(whole["positives"]),
-        "auc": float(ratio_of_pairs(np.array([int(whole["twice_pairs"])], dtype=object),
-                                    np.array([whole["positives"]]), np.array([whole["negatives"]]))[0])}
+        "items": float(overall["items"]),
+        "positives": float(whole["positives"]),
+        "auc": float(
+            ratio_of_pairs(
+                np.array([int(whole["twice_pairs"])], dtype=object),
+                np.array([whole["positives"]]),
+                np.array([whole["negatives"]]),
+            )[0]
+        ),
+    }
     per_group = None
     if group_col is not None:
         groups = _pair_counts(data).cache()
         table = groups.select("positives", "negatives", f.col("twice_pairs").cast("string")).toArrow()
-        gauc, skipped = gauc_of_pairs([int(v) for v in table["twice_pairs"].to_pylist()],
-                                      table["positives"].to_numpy(), table["negatives"].to_numpy())
+        gauc, skipped = gauc_of_pairs(
+            [int(v) for v in table["twice_pairs"].to_pylist()],
+            table["positives"].to_numpy(),
+            table["negatives"].to_numpy(),
+        )
         aggregates["gauc"] = None if math.isnan(gauc) else gauc
         aggregates["gauc_groups_skipped"] = skipped
         per_group = groups.select(
-            f.col("g").alias(group_col), "positives", "negatives",
-            f.when((f.col("positives") > 0) & (f.col("negatives") > 0),
-                   f.col("twice_pairs").cast("double") / (2.0 * f.col("positives") * f.col("negatives")))
-            .alias("auc"))
+            f.col("g").alias(group_col),
+            "positives",
+            "negatives",
+            f.when(
+                (f.col("positives") > 0) & (f.col("negatives") > 0),
+                f.col("twice_pairs").cast("double") / (2.0 * f.col("positives") * f.col("negatives")),
+            ).alias("auc"),
+        )
     if 0 <= overall["lowest"] and overall["highest"] <= 1:
         aggregates["log_loss"] = _loss_sums(data.withColumnRenamed("label", "y"))[0] / overall["items"]
     return per_group, spark.createDataFrame([aggregates])

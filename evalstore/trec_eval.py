@@ -34,24 +34,31 @@ if TYPE_CHECKING:
 BACKENDS = ("local", "duckdb")
 
 SUMMARY_ONLY = {  # printed on the 'all' line only
-   "runid", "num_q", "gm_map", "gm_bpref"}
+    "runid",
+    "num_q",
+    "gm_map",
+    "gm_bpref",
+}
 
 
 # -R qrels_jg: a measure computed against each judgment group's qrels, averaged over the groups.
 JG_FAMILIES = {
     "map_avgjg": TrecFamily("AP"),
     "P_avgjg": TrecFamily("P", param="cutoff", kind="long", defaults=(5, 10, 15, 20, 30, 100, 200, 500, 1000)),
-    "Rprec_mult_avgjg": TrecFamily("RprecMult", param="x", kind="double",
-                                   defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
+    "Rprec_mult_avgjg": TrecFamily(
+        "RprecMult", param="x", kind="double", defaults=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+    ),
 }
 JG_ORDER = ["runid", "num_q", *JG_FAMILIES]
 
 
 def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
     if not specs:  # trec_eval asks for its qrels measures, which -R qrels_jg cannot compute (exit 4)
-        raise InvalidParameterError("-R qrels_jg needs -m: trec_eval's default measures (official) are not "
-                                    "computed from judgment groups, so trec_eval fails without one; pass -m qrels_jg "
-                                    "(or map_avgjg, P_avgjg, Rprec_mult_avgjg).")
+        raise InvalidParameterError(
+            "-R qrels_jg needs -m: trec_eval's default measures (official) are not "
+            "computed from judgment groups, so trec_eval fails without one; pass -m qrels_jg "
+            "(or map_avgjg, P_avgjg, Rprec_mult_avgjg)."
+        )
     chosen: dict[str, str | None] = {}
     for spec in specs:
         root, dot, raw = spec.partition(".")
@@ -64,8 +71,10 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
                 f"Measure '{root}' is not available with -R qrels_jg; use map_avgjg, P_avgjg or Rprec_mult_avgjg."
             )
         if dot and not raw:
-            raise InvalidParameterError(f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them too); "
-                                        f"write -m {root} for the defaults.")
+            raise InvalidParameterError(
+                f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them too); "
+                f"write -m {root} for the defaults."
+            )
         if chosen.get(root) is None:  # the first parameters given count, as in qrels mode (meas_init.c)
             chosen[root] = raw if dot else None
     rows: list[tuple[str, str, Measure | None]] = []
@@ -77,8 +86,14 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
     return rows
 
 
-def _jg_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], options: PrepareOptions,
-               relevance_level: int, warn: Any = None) -> tuple[list[str], dict[Measure, np.ndarray]]:
+def _jg_values(
+    qrels: pa.Table,
+    run: pa.Table,
+    measures: list[Measure],
+    options: PrepareOptions,
+    relevance_level: int,
+    warn: Any = None,
+) -> tuple[list[str], dict[Measure, np.ndarray]]:
     """Per topic, each measure averaged over the judgment groups that judged the topic. Without
     -c a judged topic missing from the run is skipped with a warning, as in qrels mode."""
     sums: dict[str, dict[Measure, float]] = {}
@@ -136,14 +151,26 @@ def run_trec_eval(
     if backend not in BACKENDS:
         raise InvalidParameterError(f"--backend must be one of {', '.join(BACKENDS)}, not '{backend}'.")
     if backend != "local" and rel_format != "qrels":
-        raise InvalidParameterError(f"--backend {backend} evaluates -R qrels judgments only; drop --backend for "
-                                    f"-R {rel_format}.")
+        raise InvalidParameterError(
+            f"--backend {backend} evaluates -R qrels judgments only; drop --backend for -R {rel_format}."
+        )
     _check_debug_level(debug_level, measures, rel_format)
     if rel_format in ("prefs", "qrels_prefs"):
-        out.write(_preference_lines(qrels_path, run_path, measures, qrels_layout=rel_format == "qrels_prefs",
-                                    per_query=per_query, complete=complete, no_summary=no_summary,
-                                    max_docs=max_docs, zscores_path=zscores_path, warn=warn,
-                                    debug_query=debug_query))
+        out.write(
+            _preference_lines(
+                qrels_path,
+                run_path,
+                measures,
+                qrels_layout=rel_format == "qrels_prefs",
+                per_query=per_query,
+                complete=complete,
+                no_summary=no_summary,
+                max_docs=max_docs,
+                zscores_path=zscores_path,
+                warn=warn,
+                debug_query=debug_query,
+            )
+        )
         return
     judgment_groups = rel_format == "qrels_jg"
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete)
@@ -158,13 +185,15 @@ def run_trec_eval(
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = _only_topic(read_qrels(qrels_path, strict=False, content_hash=False, evaluated_topic=debug_query),
-                            debug_query)
+        qrels = _only_topic(
+            read_qrels(qrels_path, strict=False, content_hash=False, evaluated_topic=debug_query), debug_query
+        )
         if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
             from evalstore.backends import duckdb_engine
 
-            rk, runid = duckdb_engine.prepare_file(qrels.table, run_path, options,
-                                                   duckdb_settings or duckdb_engine.DuckDBSettings())
+            rk, runid = duckdb_engine.prepare_file(
+                qrels.table, run_path, options, duckdb_settings or duckdb_engine.DuckDBSettings()
+            )
         else:
             rk, runid = _prepare_in_memory(qrels, run_path, options)
         for topic in rk.missing_topics if not complete else []:
@@ -180,31 +209,58 @@ def run_trec_eval(
         values = standardise(rows, topics, values, read_zscores(zscores_path))
 
     zscored = zscores_path is not None
-    out.write(render_lines(rows, topics, values.__getitem__, lambda m: _summary(m, values[m], ranking, zscored),
-                           runid, per_query=per_query, summary=not no_summary, zscores=zscored))
+    out.write(
+        render_lines(
+            rows,
+            topics,
+            values.__getitem__,
+            lambda m: _summary(m, values[m], ranking, zscored),
+            runid,
+            per_query=per_query,
+            summary=not no_summary,
+            zscores=zscored,
+        )
+    )
 
 
 # trec_eval prints a debugging trace (on stdout, among the results) from these measures' code when
 # -D is above the level given (m_ndcg.c, m_ndcg_rel.c, m_Rndcg.c, m_G.c, m_binG.c, m_rbp.c: 0;
 # m_gm_bpref.c: 1; form_prefs_counts.c: 2, for every preference measure)
-_TRACED_ABOVE = {"dcg": 0, "ideal_dcg": 0, "ndcg": 0, "ndcg_rel": 0, "Rndcg": 0, "G": 0, "binG": 0, "rbp": 0,
-                 "gm_bpref": 1}
+_TRACED_ABOVE = {
+    "dcg": 0,
+    "ideal_dcg": 0,
+    "ndcg": 0,
+    "ndcg_rel": 0,
+    "Rndcg": 0,
+    "G": 0,
+    "binG": 0,
+    "rbp": 0,
+    "gm_bpref": 1,
+}
 
 
 def _check_debug_level(level: int, measures: list[str], rel_format: str) -> None:
     if level <= 0:
         return
     if rel_format in ("prefs", "qrels_prefs") and level > 2:
-        raise InvalidParameterError(f"-D {level}: trec_eval prints a debugging trace of the preference counts at "
-                                    "this level, which evalstore does not; use -D 0 (or 0.QID for one topic).")
+        raise InvalidParameterError(
+            f"-D {level}: trec_eval prints a debugging trace of the preference counts at "
+            "this level, which evalstore does not; use -D 0 (or 0.QID for one topic)."
+        )
     if rel_format != "qrels":
         return
-    names = {name for request in parse_trec_specs(measures or ["official"])
-             for name in [request.root] if _TRACED_ABOVE.get(name, level) < level}
+    names = {
+        name
+        for request in parse_trec_specs(measures or ["official"])
+        for name in [request.root]
+        if _TRACED_ABOVE.get(name, level) < level
+    }
     if names:
-        raise InvalidParameterError(f"-D {level}: trec_eval prints a debugging trace of {', '.join(sorted(names))} "
-                                    "among its results at this level, which evalstore does not; use -D 0 (or "
-                                    "0.QID for one topic), or leave those measures out.")
+        raise InvalidParameterError(
+            f"-D {level}: trec_eval prints a debugging trace of {', '.join(sorted(names))} "
+            "among its results at this level, which evalstore does not; use -D 0 (or "
+            "0.QID for one topic), or leave those measures out."
+        )
 
 
 def _only_topic(qrels: ParsedFile, topic: str | None) -> ParsedFile:
@@ -212,13 +268,23 @@ def _only_topic(qrels: ParsedFile, topic: str | None) -> ParsedFile:
     if topic is None:
         return qrels
     table = qrels.table
-    return ParsedFile(pc.filter(table, pc.equal(table["topic"], topic)), qrels.content_hash, qrels.tag,
-                      qrels.warnings)
+    return ParsedFile(pc.filter(table, pc.equal(table["topic"], topic)), qrels.content_hash, qrels.tag, qrels.warnings)
 
 
-def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qrels_layout: bool, per_query: bool,
-                      complete: bool, no_summary: bool, max_docs: int | None, zscores_path: str | None,
-                      warn: Any, debug_query: str | None = None) -> str:
+def _preference_lines(
+    qrels_path: str,
+    run_path: str,
+    measures: list[str],
+    *,
+    qrels_layout: bool,
+    per_query: bool,
+    complete: bool,
+    no_summary: bool,
+    max_docs: int | None,
+    zscores_path: str | None,
+    warn: Any,
+    debug_query: str | None = None,
+) -> str:
     """trec_eval -R prefs / -R qrels_prefs (with -Z, each value standardised and printed as
     ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
@@ -229,11 +295,17 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
     prefs = read_prefs(qrels_path, qrels_layout=qrels_layout)
     if debug_query is not None:  # -D LEVEL.QID: that topic's judgments only
         keep = prefs.topic == debug_query
-        prefs = dataclasses.replace(prefs, **{field.name: getattr(prefs, field.name)[keep]
-                                              for field in dataclasses.fields(prefs)})
+        prefs = dataclasses.replace(
+            prefs, **{field.name: getattr(prefs, field.name)[keep] for field in dataclasses.fields(prefs)}
+        )
     run = read_run(run_path, strict=False, content_hash=False, check_duplicates=False)
-    result = evaluate_preferences(prefs, run.table, max_docs=max_docs, complete=complete,
-                                  measures=any(measure is not None for _, _, measure in rows))
+    result = evaluate_preferences(
+        prefs,
+        run.table,
+        max_docs=max_docs,
+        complete=complete,
+        measures=any(measure is not None for _, _, measure in rows),
+    )
     for topic in result.missing if not complete else []:
         warn(f"judged topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
     if not result.topics:
@@ -241,8 +313,16 @@ def _preference_lines(qrels_path: str, run_path: str, measures: list[str], *, qr
     values = {measure: result.values[measure.family] for _, _, measure in rows if measure is not None}
     if zscores_path is not None:
         values = standardise(rows, result.topics, values, read_zscores(zscores_path))
-    return render_lines(rows, result.topics, values.__getitem__, lambda m: summarise(m, values[m]), run.tag,
-                        per_query=per_query, summary=not no_summary, zscores=zscores_path is not None)
+    return render_lines(
+        rows,
+        result.topics,
+        values.__getitem__,
+        lambda m: summarise(m, values[m]),
+        run.tag,
+        per_query=per_query,
+        summary=not no_summary,
+        zscores=zscores_path is not None,
+    )
 
 
 def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:
@@ -263,8 +343,9 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputFormatError(path, None, f"cannot read the z-scores file ({exc}); pass a readable text file"
-                               ) from None
+        raise InputFormatError(
+            path, None, f"cannot read the z-scores file ({exc}); pass a readable text file"
+        ) from None
     if not text:
         raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
     for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
@@ -274,17 +355,29 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         well_formed = len(fields) == 4 and None not in numbers
         mean, stddev = (float(n) for n in numbers) if well_formed else (0.0, 0.0)  # type: ignore[arg-type]
         if not well_formed:
-            raise InputFormatError(path, number, "expected 4 columns (qid measure mean stddev) with numbers "
-                                                 f"for the mean and standard deviation, found '{line.strip()}'")
+            raise InputFormatError(
+                path,
+                number,
+                "expected 4 columns (qid measure mean stddev) with numbers "
+                f"for the mean and standard deviation, found '{line.strip()}'",
+            )
         if (fields[0], fields[1]) in table:  # trec_eval's binary search would pick one of them at random
-            raise InputFormatError(path, number, f"statistics for topic {fields[0]} and measure {fields[1]} are "
-                                                 "given twice; keep one line per topic and measure")
+            raise InputFormatError(
+                path,
+                number,
+                f"statistics for topic {fields[0]} and measure {fields[1]} are "
+                "given twice; keep one line per topic and measure",
+            )
         table[(fields[0], fields[1])] = (mean, stddev)
     return table
 
 
-def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], values: dict[Measure, np.ndarray],
-                zscores: dict[tuple[str, str], tuple[float, float]]) -> dict[Measure, np.ndarray]:
+def standardise(
+    rows: list[tuple[str, str, Measure | None]],
+    topics: list[str],
+    values: dict[Measure, np.ndarray],
+    zscores: dict[tuple[str, str], tuple[float, float]],
+) -> dict[Measure, np.ndarray]:
     """Each printed per-topic value as a z-score, ``(value - mean) / stddev`` with the topic's and
     measure's statistics (``convert_zscores.c``): a value equal to a mean with stddev 0 is 0, and
     any other value without usable statistics is :data:`MISSING_ZSCORE`. Keyed by measure; a
@@ -300,8 +393,9 @@ def standardise(rows: list[tuple[str, str, Measure | None]], topics: list[str], 
     return converted
 
 
-def _standardise_column(name: str, topics: list[str], raw: np.ndarray,
-                        zscores: dict[tuple[str, str], tuple[float, float]]) -> np.ndarray:
+def _standardise_column(
+    name: str, topics: list[str], raw: np.ndarray, zscores: dict[tuple[str, str], tuple[float, float]]
+) -> np.ndarray:
     found = np.array([(topic, name) in zscores for topic in topics], dtype=bool)
     stats = np.array([zscores.get((topic, name), (0.0, 1.0)) for topic in topics]).reshape(len(topics), 2)
     mean, stddev = stats[:, 0], stats[:, 1]
@@ -323,8 +417,9 @@ _STAND_IN_EFFECT: dict[str, Callable[[Measure, np.ndarray], np.ndarray]] = {
 }
 
 
-def _keep_stand_in_values(rows: list[tuple[str, str, Measure | None]], values: dict[Measure, np.ndarray],
-                          rk: Ranking) -> None:
+def _keep_stand_in_values(
+    rows: list[tuple[str, str, Measure | None]], values: dict[Measure, np.ndarray], rk: Ranking
+) -> None:
     """trec_eval -c ranks a missing topic as one non-pool stand-in document, then resets num_ret,
     unj, utility, relstring and rbp_resid to their empty-ranking values, matching the printed
     name exactly (trec_eval.c). Under a name with parameters (``utility_2,-1,0,0``) the reset
@@ -338,9 +433,17 @@ def _keep_stand_in_values(rows: list[tuple[str, str, Measure | None]], values: d
             values[measure] = column
 
 
-def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
-                 column_of: Callable[[Measure], Sequence[Any] | np.ndarray], summary_of: Callable[[Measure], Any],
-                 runid: str | None, *, per_query: bool, summary: bool, zscores: bool = False) -> str:
+def render_lines(
+    rows: list[tuple[str, str, Measure | None]],
+    topics: list[str],
+    column_of: Callable[[Measure], Sequence[Any] | np.ndarray],
+    summary_of: Callable[[Measure], Any],
+    runid: str | None,
+    *,
+    per_query: bool,
+    summary: bool,
+    zscores: bool = False,
+) -> str:
     """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines. ``column_of``
     gives a measure's values for all ``topics``, in their order. With ``zscores`` (``-Z``) the
     numeric measures print as ``Z<name>`` with 4 decimals, counts too, as trec_eval prints them."""
@@ -354,16 +457,21 @@ def render_lines(rows: list[tuple[str, str, Measure | None]], topics: list[str],
             if root == "runid":
                 lines.append(_line(name, "all", runid or "unknown"))
             elif root == "num_q":
-                lines.append(f"Z{name:<22s}\tall\t{len(topics):6.4f}\n" if zscores
-                             else _line(name, "all", str(len(topics))))
+                lines.append(
+                    f"Z{name:<22s}\tall\t{len(topics):6.4f}\n" if zscores else _line(name, "all", str(len(topics)))
+                )
             elif summarised is not None and summarised.spec.summary != "none":
                 value = _format_column(summarised, [summary_of(summarised)], zscores)[0]
                 lines.append(f"{_label(name, summarised, zscores)}\tall\t{value}\n")
     return text + "".join(lines)
 
 
-def _per_topic_text(shown: list[tuple[str, Measure]], topics: list[str],
-                    column_of: Callable[[Measure], Sequence[Any] | np.ndarray], zscores: bool) -> str:
+def _per_topic_text(
+    shown: list[tuple[str, Measure]],
+    topics: list[str],
+    column_of: Callable[[Measure], Sequence[Any] | np.ndarray],
+    zscores: bool,
+) -> str:
     """The per-topic lines, topic by topic, each in the measures' order. Each measure's distinct
     values (bit patterns, so -0.0 and 0.0 stay apart) are formatted once, and pyarrow's string
     kernels join labels, topics and values into lines: 7,000 topics x 98 measures took ~0.45 s a
@@ -382,25 +490,32 @@ def _per_topic_text(shown: list[tuple[str, Measure]], topics: list[str],
         formatted.extend(text + "\n" for text in texts)
 
     def column(indices: np.ndarray, values: list[str]) -> pa.Array:
-        return pc.cast(pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())),
-                       pa.large_string())
+        return pc.cast(
+            pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())), pa.large_string()
+        )
 
     labels = [_label(name, measure, zscores) for name, measure in shown]
     lines = pc.binary_join_element_wise(
         column(np.tile(np.arange(len(shown)), len(topics)), labels),
         column(np.repeat(np.arange(len(topics)), len(shown)), topics),
-        column(codes.T.ravel(), formatted), pa.scalar("\t", pa.large_string()))
+        column(codes.T.ravel(), formatted),
+        pa.scalar("\t", pa.large_string()),
+    )
     # every line ends in a line end: their bytes back to back are the text
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
-    return lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]].decode()
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    return lines.buffers()[2].to_pybytes()[offsets[0] : offsets[-1]].decode()
 
 
 def stored_rows(measures: Iterable[Measure]) -> list[tuple[str, str, Measure | None]]:
     """Output rows for stored measures: trec_eval's name and order for those in ``all_trec``
     (with runid and num_q), then the others under their canonical names."""
     wanted = list(measures)
-    trec_rows = [(request.root, name, measure) for request in parse_trec_specs(["all_trec"])
-                 for name, measure in expand(request) if measure is None or measure in wanted]
+    trec_rows = [
+        (request.root, name, measure)
+        for request in parse_trec_specs(["all_trec"])
+        for name, measure in expand(request)
+        if measure is None or measure in wanted
+    ]
     covered = {measure for _, _, measure in trec_rows}
     return trec_rows + [(str(m), str(m), m) for m in wanted if m not in covered]
 
@@ -428,10 +543,11 @@ def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores
     # z-score keeps the sign standardise gave it (nan from a 'nan' statistic of the -Z file)
     texts = list(map("{:6.4f}".format, numbers.tolist()))
     if zscores:
-        return [("  -nan" if np.signbit(number) else "   nan") if text == "   nan" else text
-                for text, number in zip(texts, numbers.tolist(), strict=True)]
+        return [
+            ("  -nan" if np.signbit(number) else "   nan") if text == "   nan" else text
+            for text, number in zip(texts, numbers.tolist(), strict=True)
+        ]
     return [text if text != "   nan" else "  -nan" for text in texts]
 
 
 __all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]
-

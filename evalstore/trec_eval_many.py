@@ -54,16 +54,24 @@ if TYPE_CHECKING:
 # flag or value (a judgments format, the duckdb backend, a flag added to run_trec_eval later)
 # makes the runs go through run_trec_eval one by one
 _STACKED_FLAGS: dict[str, Callable[[Any], bool]] = {
-    "measures": lambda _: True, "per_query": lambda _: True, "complete": lambda _: True,
-    "no_summary": lambda _: True, "judged_only": lambda _: True, "relevance_level": lambda _: True,
-    "max_docs": lambda _: True, "collection_size": lambda _: True, "zscores_path": lambda _: True,
-    "rel_format": lambda value: value == "qrels", "backend": lambda value: value == "local",
+    "measures": lambda _: True,
+    "per_query": lambda _: True,
+    "complete": lambda _: True,
+    "no_summary": lambda _: True,
+    "judged_only": lambda _: True,
+    "relevance_level": lambda _: True,
+    "max_docs": lambda _: True,
+    "collection_size": lambda _: True,
+    "zscores_path": lambda _: True,
+    "rel_format": lambda value: value == "qrels",
+    "backend": lambda value: value == "local",
     "duckdb_settings": lambda value: value is None,
 }
 
 
-def run_trec_eval_runs(qrels_path: str, run_paths: Sequence[str], *, out: TextIO, warn: Callable[[str], None],
-                       jobs: int = 1, **flags: Any) -> None:
+def run_trec_eval_runs(
+    qrels_path: str, run_paths: Sequence[str], *, out: TextIO, warn: Callable[[str], None], jobs: int = 1, **flags: Any
+) -> None:
     """trec_eval's output for each of ``run_paths`` against ``qrels_path``, written to ``out`` in
     their order; ``flags`` are :func:`~evalstore.trec_eval.run_trec_eval`'s. One run goes to
     run_trec_eval as it is."""
@@ -71,7 +79,7 @@ def run_trec_eval_runs(qrels_path: str, run_paths: Sequence[str], *, out: TextIO
         run_trec_eval(qrels_path, run_paths[0], out=out, warn=warn, **flags)
         return
     stacked = all(name in _STACKED_FLAGS and _STACKED_FLAGS[name](value) for name, value in flags.items())
-    campaign: _Campaign = (_Stacked.read(qrels_path, **flags) if stacked else _OneByOne(qrels_path, flags))
+    campaign: _Campaign = _Stacked.read(qrels_path, **flags) if stacked else _OneByOne(qrels_path, flags)
     for path, outcome in zip(run_paths, _outcomes(campaign, list(run_paths), jobs), strict=True):
         for message in outcome.warnings:
             warn(f"{path}: {message}")
@@ -164,16 +172,35 @@ class _Stacked(_Campaign):
     threads: int | None = None  # compute's default (several for a large ranking)
 
     @classmethod
-    def read(cls, qrels_path: str, *, measures: list[str], per_query: bool, complete: bool, no_summary: bool,
-             judged_only: bool, relevance_level: int, max_docs: int | None, collection_size: int,
-             zscores_path: str | None = None, **_: Any) -> _Stacked:
+    def read(
+        cls,
+        qrels_path: str,
+        *,
+        measures: list[str],
+        per_query: bool,
+        complete: bool,
+        no_summary: bool,
+        judged_only: bool,
+        relevance_level: int,
+        max_docs: int | None,
+        collection_size: int,
+        zscores_path: str | None = None,
+        **_: Any,
+    ) -> _Stacked:
         requests = parse_trec_specs(measures or ["official"])  # the measures before the files, as one run
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
         qrels = read_qrels(qrels_path, strict=False, content_hash=False)
-        return cls(qrels=qrels, rows=rows, needed=list(dict.fromkeys(m for _, _, m in rows if m is not None)),
-                   options=PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete),
-                   per_query=per_query, no_summary=no_summary, relevance_level=relevance_level,
-                   collection_size=collection_size, zscores_path=zscores_path)
+        return cls(
+            qrels=qrels,
+            rows=rows,
+            needed=list(dict.fromkeys(m for _, _, m in rows if m is not None)),
+            options=PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=complete),
+            per_query=per_query,
+            no_summary=no_summary,
+            relevance_level=relevance_level,
+            collection_size=collection_size,
+            zscores_path=zscores_path,
+        )
 
     def outcomes(self, paths: Sequence[str]) -> Iterator[_Outcome]:
         batch: list[tuple[Ranking, str | None]] = []
@@ -205,8 +232,14 @@ class _Stacked(_Campaign):
             return []
         pa.default_memory_pool().release_unused()  # the runs' parsed columns, before the kernels run
         rankings = [rk for rk, _ in batch]
-        all_values = compute_stacked(compute, rankings, self.needed, relevance_level=self.relevance_level,
-                                     collection_size=self.collection_size, threads=self.threads)
+        all_values = compute_stacked(
+            compute,
+            rankings,
+            self.needed,
+            relevance_level=self.relevance_level,
+            collection_size=self.collection_size,
+            threads=self.threads,
+        )
         done = []
         for (rk, runid), values in zip(batch, all_values, strict=True):
             outcome = _Outcome()
@@ -232,9 +265,16 @@ class _Stacked(_Campaign):
             if self.zscores is None:  # read once, when first needed (as one run reads it)
                 self.zscores = read_zscores(self.zscores_path)
             values = standardise(self.rows, rk.topics, values, self.zscores)
-        return render_lines(self.rows, rk.topics, values.__getitem__,
-                            lambda m: _summary(m, values[m], rk, zscored), runid,
-                            per_query=self.per_query, summary=not self.no_summary, zscores=zscored)
+        return render_lines(
+            self.rows,
+            rk.topics,
+            values.__getitem__,
+            lambda m: _summary(m, values[m], rk, zscored),
+            runid,
+            per_query=self.per_query,
+            summary=not self.no_summary,
+            zscores=zscored,
+        )
 
 
 def _outcomes(campaign: _Campaign, paths: list[str], jobs: int) -> Iterator[_Outcome]:
@@ -262,8 +302,10 @@ def _outcomes(campaign: _Campaign, paths: list[str], jobs: int) -> Iterator[_Out
             share = index % jobs
             while not received[share]:
                 if children[share][1] not in open_pipes:
-                    raise EvaluationError(f"the process evaluating {paths[index]} stopped without a result "
-                                          "(its error is above); evaluate that run alone to see it")
+                    raise EvaluationError(
+                        f"the process evaluating {paths[index]} stopped without a result "
+                        "(its error is above); evaluate that run alone to see it"
+                    )
                 for pipe in wait(list(open_pipes)):
                     try:
                         received[open_pipes[pipe]].append(cast("Connection", pipe).recv())

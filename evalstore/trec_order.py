@@ -77,8 +77,9 @@ class EncodedRanks:
         if self.starts is not None and (self.tied_scores is None or self._ties_in_trec_order()):
             return positions_within_groups(self.codes)
         keyed = pa.table({"topic": self.codes, "score": self.run["score"], "doc": self.run["doc"]})
-        order = pc.sort_indices(keyed, sort_keys=[("topic", "ascending"), ("score", "descending"),
-                                                  ("doc", "descending")]).to_numpy()
+        order = pc.sort_indices(
+            keyed, sort_keys=[("topic", "ascending"), ("score", "descending"), ("doc", "descending")]
+        ).to_numpy()
         ranks = np.empty(len(order), dtype=np.int32)
         ranks[order] = positions_within_groups(self.codes[order])
         return ranks
@@ -148,8 +149,9 @@ def encoded_ranks(run: pa.Table) -> EncodedRanks:
     return EncodedRanks(encoded.dictionary, codes, run, starts, score if (score[:-1] == score[1:]).any() else None)
 
 
-def _tie_bounds(score: np.ndarray, rows: np.ndarray, first: np.ndarray,
-                ends: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _tie_bounds(
+    score: np.ndarray, rows: np.ndarray, first: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The rows [low, high) of each asked-for row's run of equal scores within its topic (rows
     ``first`` to ``ends``): widened a row at a time, for the asked-for rows only (as many steps as
     the longest of their ties), not by a mask over every row of the run. None past

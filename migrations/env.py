@@ -42,9 +42,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option(
-        "sqlalchemy.url"
-    )
+    url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
     engine = make_engine(url or default_database_url())
     with engine.begin() as connection:
         _run(connection)

@@ -186,11 +186,30 @@ def stored(evalstore: str, url: str, run_path: Path, qrels_path: Path, memory_li
 
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
     subprocess.run([evalstore, "db", "upgrade"], env=env, check=True, capture_output=True)
-    steps = {"runs register --backend duckdb": ["runs", "register", str(run_path), "--name", "big", "--backend",
-                                                "duckdb", "--memory-limit", memory_limit],
-             "qrels import": ["qrels", "import", str(qrels_path), "--name", "bigq"],
-             "evaluate --wait (all_trec)": ["evaluate", "--qrels", "bigq", "--run", "big", "--measures", "all_trec",
-                                            "--wait"]}
+    steps = {
+        "runs register --backend duckdb": [
+            "runs",
+            "register",
+            str(run_path),
+            "--name",
+            "big",
+            "--backend",
+            "duckdb",
+            "--memory-limit",
+            memory_limit,
+        ],
+        "qrels import": ["qrels", "import", str(qrels_path), "--name", "bigq"],
+        "evaluate --wait (all_trec)": [
+            "evaluate",
+            "--qrels",
+            "bigq",
+            "--run",
+            "big",
+            "--measures",
+            "all_trec",
+            "--wait",
+        ],
+    }
     for label, command in steps.items():
         wall, peak, _, _ = timed([evalstore, *command], env)
         print(f"stored path, {label}: {wall:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
@@ -208,10 +227,14 @@ def make_stored_predictions(folder: Path, n: int, groups: int) -> tuple[Path, Pa
     label = rng.random(n) < 0.1
     score = np.clip(np.round(rng.beta(2, 8, n) + label * 0.08, 4), 1e-4, 1 - 1e-4)
     group = pc.binary_join_element_wise("u", pa.array(rng.integers(0, groups, n).astype(str)), "")
-    pacsv.write_csv(pa.table({"item_id": item, "label": pa.array(np.where(label, "yes", "no")), "group": group}),
-                    gold_path, pacsv.WriteOptions(quoting_style="none"))
-    pacsv.write_csv(pa.table({"item_id": item, "score": score}), predicted_path,
-                    pacsv.WriteOptions(quoting_style="none"))
+    pacsv.write_csv(
+        pa.table({"item_id": item, "label": pa.array(np.where(label, "yes", "no")), "group": group}),
+        gold_path,
+        pacsv.WriteOptions(quoting_style="none"),
+    )
+    pacsv.write_csv(
+        pa.table({"item_id": item, "score": score}), predicted_path, pacsv.WriteOptions(quoting_style="none")
+    )
     return gold_path, predicted_path
 
 
@@ -221,25 +244,48 @@ def stored_predictions(evalstore: str, url: str, gold: Path, predicted: Path, me
 
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
     subprocess.run([evalstore, "db", "upgrade"], env=env, check=True, capture_output=True)
-    for command in (["labels", "import", str(gold), "--name", "clicks"],
-                    ["predictions", "register", str(predicted), "--name", "model", "--labels", "clicks",
-                     "--probabilities"]):
+    for command in (
+        ["labels", "import", str(gold), "--name", "clicks"],
+        ["predictions", "register", str(predicted), "--name", "model", "--labels", "clicks", "--probabilities"],
+    ):
         wall, peak, _, _ = timed([evalstore, *command], env)
         print(f"stored predictions, {command[0]} {command[1]}: {wall:.1f} s, peak RSS {peak:,.0f} MiB", flush=True)
-    backends = [("local", []), ("duckdb", ["--memory-limit", memory_limit]), ("duckdb", ["--memory-limit", "500MB"]),
-                ("spark", ["--spark-master", "local[2]"])]
+    backends = [
+        ("local", []),
+        ("duckdb", ["--memory-limit", memory_limit]),
+        ("duckdb", ["--memory-limit", "500MB"]),
+        ("spark", ["--spark-master", "local[2]"]),
+    ]
     first: dict[str, float] = {}
     for name, flags in backends:
-        wall, python_peak, jvm_peak, out = timed([evalstore, "evaluate", "--labels", "clicks", "--predictions", "model",
-                                                  "--wait", "--force", "--format", "json", "--backend", name, *flags],
-                                                 env)
+        wall, python_peak, jvm_peak, out = timed(
+            [
+                evalstore,
+                "evaluate",
+                "--labels",
+                "clicks",
+                "--predictions",
+                "model",
+                "--wait",
+                "--force",
+                "--format",
+                "json",
+                "--backend",
+                name,
+                *flags,
+            ],
+            env,
+        )
         [row] = json.loads(out)
         values = {m: row[m] for m in ("auc", "gauc")}
         first = first or values
-        print(f"stored predictions, evaluate --backend {name} {' '.join(flags)}: "
-              f"{wall:.1f} s, peak RSS {python_peak:,.0f} MiB"
-              + (f" + {jvm_peak:,.0f} MiB (JVM)" if jvm_peak else "")
-              + f": {values}, equal to local: {values == first}", flush=True)
+        print(
+            f"stored predictions, evaluate --backend {name} {' '.join(flags)}: "
+            f"{wall:.1f} s, peak RSS {python_peak:,.0f} MiB"
+            + (f" + {jvm_peak:,.0f} MiB (JVM)" if jvm_peak else "")
+            + f": {values}, equal to local: {values == first}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -265,32 +311,69 @@ def main() -> None:
     if not args.skip_ranking:
         started = time.perf_counter()
         run_path, qrels_path = make_run(args.data, args.topics, args.depth)
-        print(f"data: {run_path.name} ({run_path.stat().st_size / 2**30:.2f} GiB) in "
-              f"{time.perf_counter() - started:.0f} s", flush=True)
-        wall, peak, _, out = timed([evalstore, "trec-eval", "--backend", "duckdb", "--memory-limit", args.memory_limit,
-                                 "-m", "all_trec", str(qrels_path), str(run_path)])
+        print(
+            f"data: {run_path.name} ({run_path.stat().st_size / 2**30:.2f} GiB) in "
+            f"{time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+        wall, peak, _, out = timed(
+            [
+                evalstore,
+                "trec-eval",
+                "--backend",
+                "duckdb",
+                "--memory-limit",
+                args.memory_limit,
+                "-m",
+                "all_trec",
+                str(qrels_path),
+                str(run_path),
+            ]
+        )
         num_q = next(line.split()[2] for line in out.splitlines() if line.startswith("num_q"))
-        print(f"ranking, {args.topics:,} x {args.depth:,} rows, trec-eval --backend duckdb --memory-limit "
-              f"{args.memory_limit} -m all_trec: {wall:.1f} s, peak RSS {peak:,.0f} MiB, num_q {num_q}", flush=True)
-        done = subprocess.run([sys.executable, "-c", SAMPLE_EQUAL, str(run_path), str(qrels_path),
-                               str(args.sample_topics), args.memory_limit], capture_output=True, text=True, check=True)
+        print(
+            f"ranking, {args.topics:,} x {args.depth:,} rows, trec-eval --backend duckdb --memory-limit "
+            f"{args.memory_limit} -m all_trec: {wall:.1f} s, peak RSS {peak:,.0f} MiB, num_q {num_q}",
+            flush=True,
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                SAMPLE_EQUAL,
+                str(run_path),
+                str(qrels_path),
+                str(args.sample_topics),
+                args.memory_limit,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         print(f"sample against the local engine: {done.stdout.strip()}", flush=True)
         if args.postgres:
             stored(evalstore, args.postgres, run_path, qrels_path, args.memory_limit)
     if not args.skip_predictions:
         started = time.perf_counter()
         path = make_predictions(args.data, args.predictions, args.groups)
-        print(f"data: {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - started:.0f} s",
-              flush=True)
+        print(
+            f"data: {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
         if not args.skip_duckdb_predictions:
             wall, peak, _, out = timed([sys.executable, "-c", PREDICTIONS_DUCKDB, str(path), args.memory_limit])
-            print(f"predictions, {args.predictions:,} in {args.groups:,} groups, DuckDB (--memory-limit "
-                  f"{args.memory_limit}): {wall:.1f} s, peak RSS {peak:,.0f} MiB: {json.loads(out.splitlines()[-1])}",
-                  flush=True)
+            print(
+                f"predictions, {args.predictions:,} in {args.groups:,} groups, DuckDB (--memory-limit "
+                f"{args.memory_limit}): {wall:.1f} s, peak RSS {peak:,.0f} MiB: {json.loads(out.splitlines()[-1])}",
+                flush=True,
+            )
         if not args.skip_spark:
             wall, peak, jvm, out = timed([sys.executable, "-c", PREDICTIONS_SPARK, str(path)])
-            print(f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB (Python) + "
-                  f"{jvm:,.0f} MiB (JVM): {json.loads(out.splitlines()[-1])}", flush=True)
+            print(
+                f"predictions, Spark local[2] (driver 6g): {wall:.1f} s, peak RSS {peak:,.0f} MiB (Python) + "
+                f"{jvm:,.0f} MiB (JVM): {json.loads(out.splitlines()[-1])}",
+                flush=True,
+            )
     if args.postgres and not args.skip_stored_predictions:
         gold, predicted = make_stored_predictions(args.data, args.stored_predictions, args.stored_groups)
         stored_predictions(evalstore, args.postgres, gold, predicted, args.memory_limit)

@@ -30,10 +30,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=10_000_000)
     parser.add_argument("--groups", type=int, default=100_000)
-    parser.add_argument("--sklearn-groups", type=int, default=2000,
-                        help="groups scikit-learn scores one by one (its time is extrapolated to all)")
-    parser.add_argument("--database", action="append", default=[],
-                        help="also through the service, into this database (repeatable)")
+    parser.add_argument(
+        "--sklearn-groups",
+        type=int,
+        default=2000,
+        help="groups scikit-learn scores one by one (its time is extrapolated to all)",
+    )
+    parser.add_argument(
+        "--database", action="append", default=[], help="also through the service, into this database (repeatable)"
+    )
     args = parser.parse_args()
     from evalstore.metrics import classification
 
@@ -45,13 +50,16 @@ def main() -> None:
     timings = []
     for _ in range(3):
         start = time.perf_counter()
-        suite = classification.evaluate(y_true, ["neg", "pos"], score=score, groups=groups, n_groups=args.groups,
-                                        threshold="best-f1", costs=costs)
+        suite = classification.evaluate(
+            y_true, ["neg", "pos"], score=score, groups=groups, n_groups=args.groups, threshold="best-f1", costs=costs
+        )
         timings.append(time.perf_counter() - start)
-    print(f"evalstore full suite, {args.items:,} predictions, {args.groups:,} groups: "
-          f"best {min(timings):.2f} s, worst {max(timings):.2f} s  "
-          f"(auc {suite.aggregates['auc']:.4f}, gauc {suite.aggregates['gauc']:.4f}, "
-          f"{len(suite.aggregates)} aggregates, {len(suite.per_group)} per-group measures)")
+    print(
+        f"evalstore full suite, {args.items:,} predictions, {args.groups:,} groups: "
+        f"best {min(timings):.2f} s, worst {max(timings):.2f} s  "
+        f"(auc {suite.aggregates['auc']:.4f}, gauc {suite.aggregates['gauc']:.4f}, "
+        f"{len(suite.aggregates)} aggregates, {len(suite.per_group)} per-group measures)"
+    )
 
     from sklearn import metrics
 
@@ -68,13 +76,14 @@ def main() -> None:
     bounds = np.searchsorted(groups[order], np.arange(args.sklearn_groups + 1))
     start = time.perf_counter()
     for g in range(args.sklearn_groups):
-        rows = order[bounds[g]:bounds[g + 1]]
+        rows = order[bounds[g] : bounds[g + 1]]
         if 0 < y_true[rows].sum() < len(rows):
             metrics.roc_auc_score(y_true[rows], score[rows])
     per_group = (time.perf_counter() - start) / args.sklearn_groups * args.groups
-    print(f"scikit-learn: AUC, AP, P/R/F, MCC, kappa, confusion: {whole:.2f} s; "
-          f"AUC per group, extrapolated to {args.groups:,} groups: {per_group:.1f} s")
-
+    print(
+        f"scikit-learn: AUC, AP, P/R/F, MCC, kappa, confusion: {whole:.2f} s; "
+        f"AUC per group, extrapolated to {args.groups:,} groups: {per_group:.1f} s"
+    )
 
     for url in args.database:
         through_the_service(url, y_true, score, groups)
@@ -101,8 +110,16 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
     items = pa.array(np.char.add("i", np.arange(len(y_true)).astype("U9")).astype(object), pa.string())
     with tempfile.TemporaryDirectory() as folder:
         gold_path, predictions_path = Path(folder) / "gold.parquet", Path(folder) / "scores.parquet"
-        pq.write_table(pa.table({"item_id": items, "label": pa.array(np.where(y_true == 1, "pos", "neg")),
-                                 "group": pa.array(np.char.add("u", groups.astype("U6")))}), gold_path)
+        pq.write_table(
+            pa.table(
+                {
+                    "item_id": items,
+                    "label": pa.array(np.where(y_true == 1, "pos", "neg")),
+                    "group": pa.array(np.char.add("u", groups.astype("U6"))),
+                }
+            ),
+            gold_path,
+        )
         pq.write_table(pa.table({"item_id": items, "score": pa.array(score)}), predictions_path)
         start = time.perf_counter()
         service.import_labels(engine, gold_path, name="bench-gold", replace=True)
@@ -115,14 +132,17 @@ def through_the_service(url: str, y_true: np.ndarray, score: np.ndarray, groups:
     context = AppContext(engine)
     for worker in ("new worker", "same worker, again"):
         start = time.perf_counter()
-        [ref] = predictions.enqueue(engine, labels_name="bench-gold", prediction_names=["bench-scores"],
-                                threshold="best-f1", force=True)
+        [ref] = predictions.enqueue(
+            engine, labels_name="bench-gold", prediction_names=["bench-scores"], threshold="best-f1", force=True
+        )
         [summary] = work_on(engine, [ref.evaluation_id], mlflow=False, context=context).values()
         evaluated = time.perf_counter() - start
         assert jobs.show_job(engine, ref.evaluation_id).state == "done"
         t = summary.timings
-        print(f"{engine.dialect.name}: evaluation job ({worker}) {evaluated:.2f} s (read + align {t.load:.2f} s, "
-              f"suite {t.compute:.2f} s, store {summary.topics:,} groups' values {t.store:.2f} s)")
+        print(
+            f"{engine.dialect.name}: evaluation job ({worker}) {evaluated:.2f} s (read + align {t.load:.2f} s, "
+            f"suite {t.compute:.2f} s, store {summary.topics:,} groups' values {t.store:.2f} s)"
+        )
     engine.dispose()
 
 

@@ -63,15 +63,35 @@ def main() -> None:
             store.register_run(engine, path, name=name)
             runs.append(name)
         evaluate_runs(engine, qrels_name="robust03", run_names=runs, measures=MEASURES)
-        print(f"setup (register {len(runs)} runs, evaluate {len(MEASURES)} measures): "
-              f"{time.perf_counter() - started:.1f} s")
+        print(
+            f"setup (register {len(runs)} runs, evaluate {len(MEASURES)} measures): "
+            f"{time.perf_counter() - started:.1f} s"
+        )
         pairs = len(runs) * (len(runs) - 1) // 2
-        print(f"\n{pairs} pairs x {len(MEASURES)} measures = {pairs * len(MEASURES)} comparisons, 100 topics, "
-              f"{args.resamples} resamples")
+        print(
+            f"\n{pairs} pairs x {len(MEASURES)} measures = {pairs * len(MEASURES)} comparisons, 100 topics, "
+            f"{args.resamples} resamples"
+        )
 
-        command = [EVALSTORE, "--database-url", url, "compare", "--qrels", "robust03", *runs,
-                   "--test", "randomization", "--resamples", str(args.resamples), "--seed", "1",
-                   "--correction", "holm", "--format", "json"]
+        command = [
+            EVALSTORE,
+            "--database-url",
+            url,
+            "compare",
+            "--qrels",
+            "robust03",
+            *runs,
+            "--test",
+            "randomization",
+            "--resamples",
+            str(args.resamples),
+            "--seed",
+            "1",
+            "--correction",
+            "holm",
+            "--format",
+            "json",
+        ]
         for measure in MEASURES:
             command += ["--measure", measure]
         times = []
@@ -79,23 +99,42 @@ def main() -> None:
             start = time.perf_counter()
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=os.environ.copy())
             times.append(time.perf_counter() - start)
-        print(f"evalstore compare (whole command, randomization + Holm): median {statistics.median(times):.2f} s, "
-              f"min {min(times):.2f} s over {args.repeat}")
+        print(
+            f"evalstore compare (whole command, randomization + Holm): median {statistics.median(times):.2f} s, "
+            f"min {min(times):.2f} s over {args.repeat}"
+        )
 
         print("\nservice, in-process (median of 3):")
         outcomes = {}
-        for test, multi in [("t", None), ("randomization", None), ("bootstrap", None), ("wilcoxon", None),
-                            ("sign", None), ("t", "tukey"), ("t", "randomized-tukey")]:
+        for test, multi in [
+            ("t", None),
+            ("randomization", None),
+            ("bootstrap", None),
+            ("wilcoxon", None),
+            ("sign", None),
+            ("t", "tukey"),
+            ("t", "randomized-tukey"),
+        ]:
             times = []
             for _ in range(3):
                 start = time.perf_counter()
-                result = comparisons.compare(engine, qrels_name="robust03", run_names=runs, measures=MEASURES,
-                                             test=test, multi=multi, resamples=args.resamples, seed=1)
+                result = comparisons.compare(
+                    engine,
+                    qrels_name="robust03",
+                    run_names=runs,
+                    measures=MEASURES,
+                    test=test,
+                    multi=multi,
+                    resamples=args.resamples,
+                    seed=1,
+                )
                 times.append(time.perf_counter() - start)
             outcomes[multi or test] = result
             significant = sum(p.significant for p in result.pairs)
-            print(f"  {multi or test:17s} {statistics.median(times):6.2f} s   significant after correction: "
-                  f"{significant}/{len(result.pairs)}")
+            print(
+                f"  {multi or test:17s} {statistics.median(times):6.2f} s   significant after correction: "
+                f"{significant}/{len(result.pairs)}"
+            )
         if not args.skip_scipy:
             against_scipy(outcomes, args.resamples)
 
@@ -109,11 +148,21 @@ def against_scipy(outcomes: dict, resamples: int) -> None:
     checks = [
         ("t", lambda d: stats.ttest_1samp(d, 0.0).pvalue),
         ("wilcoxon", lambda d: stats.wilcoxon(d).pvalue if np.any(d != 0) else 1.0),
-        ("sign", lambda d: stats.binomtest(int((d > 0).sum()), int((d != 0).sum())).pvalue if np.any(d != 0)
-         else 1.0),
-        ("randomization", lambda d: stats.permutation_test(
-            (d,), np.mean, permutation_type="samples", n_resamples=resamples, vectorized=True,
-            axis=-1, rng=np.random.default_rng(2)).pvalue),
+        ("sign", lambda d: stats.binomtest(int((d > 0).sum()), int((d != 0).sum())).pvalue if np.any(d != 0) else 1.0),
+        (
+            "randomization",
+            lambda d: (
+                stats.permutation_test(
+                    (d,),
+                    np.mean,
+                    permutation_type="samples",
+                    n_resamples=resamples,
+                    vectorized=True,
+                    axis=-1,
+                    rng=np.random.default_rng(2),
+                ).pvalue
+            ),
+        ),
     ]
     for name, test in checks:
         start = time.perf_counter()
@@ -129,7 +178,7 @@ def against_scipy(outcomes: dict, resamples: int) -> None:
             tail = theirs / 2
             sd = np.sqrt(ours * (1 - ours) / resamples + 4 * tail * (1 - tail) / resamples)
             z = gap / np.maximum(sd, 1 / resamples)
-            line += (f" (at most {z.max():.1f} standard errors; {np.mean(z <= 3):.1%} within 3 SE)")
+            line += f" (at most {z.max():.1f} standard errors; {np.mean(z <= 3):.1%} within 3 SE)"
         print(line)
 
 

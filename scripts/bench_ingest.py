@@ -40,8 +40,13 @@ def measure(url: str, run: Path) -> dict[str, float]:
     seconds = time.perf_counter() - start
     assert result.created and result.summary.rows == parsed_rows
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"rows": parsed_rows, "seconds": seconds, "rows_per_s": parsed_rows / seconds,
-            "parse_validate_seconds": parse_seconds, "peak_rss_mb": peak_mb}
+    return {
+        "rows": parsed_rows,
+        "seconds": seconds,
+        "rows_per_s": parsed_rows / seconds,
+        "parse_validate_seconds": parse_seconds,
+        "peak_rss_mb": peak_mb,
+    }
 
 
 def main() -> None:
@@ -58,21 +63,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run
         if run is None:
-            subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), tmp,
-                            "--topics", str(args.topics), "--depth", str(args.depth)], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "make_synthetic.py"),
+                    tmp,
+                    "--topics",
+                    str(args.topics),
+                    "--depth",
+                    str(args.depth),
+                ],
+                check=True,
+            )
             run = Path(tmp) / "run.txt"
         targets = {"sqlite": f"sqlite:///{tmp}/bench.db"}
         if args.postgres:
             targets["postgresql"] = args.postgres
         for label, url in targets.items():
-            child = subprocess.run([sys.executable, __file__, "--child", url, str(run)],
-                                   capture_output=True, text=True)
+            child = subprocess.run([sys.executable, __file__, "--child", url, str(run)], capture_output=True, text=True)
             if child.returncode != 0:
                 raise SystemExit(f"{label} benchmark failed:\n{child.stderr}")
             out = child.stdout
             r = json.loads(out.strip().splitlines()[-1])
-            print(f"{label:10s} {r['rows']:>9,} rows  {r['seconds']:6.2f} s  {r['rows_per_s']:>10,.0f} rows/s  "
-                  f"(parse+validate {r['parse_validate_seconds']:.2f} s)  peak {r['peak_rss_mb']:,.0f} MB")
+            print(
+                f"{label:10s} {r['rows']:>9,} rows  {r['seconds']:6.2f} s  {r['rows_per_s']:>10,.0f} rows/s  "
+                f"(parse+validate {r['parse_validate_seconds']:.2f} s)  peak {r['peak_rss_mb']:,.0f} MB"
+            )
 
 
 if __name__ == "__main__":

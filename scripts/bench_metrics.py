@@ -160,8 +160,7 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespace,
-                 results: dict[str, object]) -> None:
+def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespace, results: dict[str, object]) -> None:
     """Run every tool once a round, alternating (the order rotating by one tool a round), and print
     medians, peaks and ratios to evalstore. Each timed run follows an untimed one of the same
     command (hyperfine's warm-up, done before every timed run, not once): this VM's kernel pages
@@ -178,7 +177,7 @@ def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespac
     for round_number in range(rounds):
         # each round starts one tool further on, so that each tool follows each other one alike: the
         # process after pytrec_eval's 1.25 GB exit ran slower, whichever it was
-        for tool in names[round_number % len(names):] + names[:round_number % len(names)]:
+        for tool in names[round_number % len(names) :] + names[: round_number % len(names)]:
             command = tools[tool]
             time.sleep(args.settle)
             if args.warm_up:
@@ -191,20 +190,33 @@ def side_by_side(name: str, tools: dict[str, list[str]], args: argparse.Namespac
     row: dict[str, object] = {}
     for tool in tools:
         ratio = median(seconds[tool]) / ours
-        print(f"  {tool:<22s} {median(seconds[tool]):7.2f} s  cpu {median(cpu[tool]):6.2f} s  peak "
-              f"{max(peaks[tool]):6.0f} MB  ({ratio:.2f}x evalstore's time)   rounds: "
-              f"{', '.join(f'{t:.2f}' for t in seconds[tool])}", flush=True)
-        row[tool] = {"median_seconds": round(median(seconds[tool]), 3),
-                     "median_cpu_seconds": round(median(cpu[tool]), 3), "peak_mb": round(max(peaks[tool])),
-                     "vs_evalstore": round(ratio, 2)}
+        print(
+            f"  {tool:<22s} {median(seconds[tool]):7.2f} s  cpu {median(cpu[tool]):6.2f} s  peak "
+            f"{max(peaks[tool]):6.0f} MB  ({ratio:.2f}x evalstore's time)   rounds: "
+            f"{', '.join(f'{t:.2f}' for t in seconds[tool])}",
+            flush=True,
+        )
+        row[tool] = {
+            "median_seconds": round(median(seconds[tool]), 3),
+            "median_cpu_seconds": round(median(cpu[tool]), 3),
+            "peak_mb": round(max(peaks[tool])),
+            "vs_evalstore": round(ratio, 2),
+        }
     results[name] = row
 
 
 SECTIONS = ("large", "ordinary", "campaign", "in-process", "api")
 
 
-def campaign(qrels: Path, runs: list[str], binary: str | None, evalstore: str, tmp: Path, args: argparse.Namespace,
-             results: dict[str, object]) -> None:
+def campaign(
+    qrels: Path,
+    runs: list[str],
+    binary: str | None,
+    evalstore: str,
+    tmp: Path,
+    args: argparse.Namespace,
+    results: dict[str, object],
+) -> None:
     """5. A campaign: the 17 robust03 runs, `-q -m all_trec`, in one `evalstore trec-eval` command
     (one process; and with --jobs 2) against trec_eval run once a run (a shell loop, as people
     script it) and against `evalstore trec-eval` once a run. Every command's output is checked to
@@ -219,17 +231,20 @@ def campaign(qrels: Path, runs: list[str], binary: str | None, evalstore: str, t
     wrapper = tmp / "evalstore-trec-eval"  # the loop's "$0" is one word
     wrapper.write_text(f'#!/bin/sh\nexec "{evalstore}" trec-eval "$@"\n')
     wrapper.chmod(0o755)
-    tools = {"evalstore": [evalstore, "trec-eval", *flags, str(qrels), *plain],
-             "evalstore --jobs 2": [evalstore, "trec-eval", "--jobs", "2", *flags, str(qrels), *plain],
-             "evalstore, a process a run": ["sh", "-c", loop, str(wrapper), *plain]}
+    tools = {
+        "evalstore": [evalstore, "trec-eval", *flags, str(qrels), *plain],
+        "evalstore --jobs 2": [evalstore, "trec-eval", "--jobs", "2", *flags, str(qrels), *plain],
+        "evalstore, a process a run": ["sh", "-c", loop, str(wrapper), *plain],
+    }
     if binary:
         tools["trec_eval 10.0, a process a run"] = ["sh", "-c", loop, binary, *plain]
         expected = timed(tools["trec_eval 10.0, a process a run"])[2]
         for tool, command in tools.items():
             if timed(command)[2] != expected:
                 raise SystemExit(f"{tool}'s output differs from the trec_eval loop's")
-    side_by_side(f"-q -m all_trec, the {len(runs)} robust03 runs (one command against a process a run)", tools, args,
-                 results)
+    side_by_side(
+        f"-q -m all_trec, the {len(runs)} robust03 runs (one command against a process a run)", tools, args, results
+    )
 
 
 def main() -> None:
@@ -240,10 +255,18 @@ def main() -> None:
     parser.add_argument("--skip-ranx", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.0, help="seconds of rest before each run")
-    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
-                        help="time each command cold, without an untimed run of it just before")
-    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=set(SECTIONS),
-                        help=f"the comparisons to run, comma-separated: {','.join(SECTIONS)} (default: all)")
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="time each command cold, without an untimed run of it just before",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        default=set(SECTIONS),
+        help=f"the comparisons to run, comma-separated: {','.join(SECTIONS)} (default: all)",
+    )
     args = parser.parse_args()
     if args.only - set(SECTIONS):
         parser.error(f"--only: unknown {','.join(sorted(args.only - set(SECTIONS)))}; choose from {','.join(SECTIONS)}")
@@ -253,14 +276,19 @@ def main() -> None:
     compileall.compile_dir(str(HERE.parent / "evalstore"), quiet=1)
     binary = trec_eval_binary()
     if binary is None:
-        print("trec_eval cannot be built here (no ../shared/tools/build and no $EVALSTORE_TREC_EVAL): comparing the "
-              "other tools only", flush=True)
+        print(
+            "trec_eval cannot be built here (no ../shared/tools/build and no $EVALSTORE_TREC_EVAL): comparing the "
+            "other tools only",
+            flush=True,
+        )
     evalstore = str(Path(sys.executable).with_name("evalstore"))
     with tempfile.TemporaryDirectory() as tmp:
         if "large" in args.only:
             big = Path(tmp, "big")
-            subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(big), "--topics",
-                            str(args.big_topics)], check=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "make_synthetic.py"), str(big), "--topics", str(args.big_topics)],
+                check=True,
+            )
             big_files = [str(big / "qrels.txt"), str(big / "run.txt")]
             large = {"evalstore": [evalstore, "trec-eval", "-m", "all_trec", *big_files]}
             if binary:
@@ -291,11 +319,23 @@ def main() -> None:
                 side_by_side(f"the {len(runs)} robust03 runs in one process, every measure", many, args, results)
         if "api" in args.only:
             small = Path(tmp, "small")
-            subprocess.run([sys.executable, str(HERE / "make_synthetic.py"), str(small), "--topics",
-                            str(args.ranx_topics), "--seed", "1"], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "make_synthetic.py"),
+                    str(small),
+                    "--topics",
+                    str(args.ranx_topics),
+                    "--seed",
+                    "1",
+                ],
+                check=True,
+            )
             small_files = [str(small / "qrels.txt"), str(small / "run.txt")]
-            api = {"evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
-                   "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files]}
+            api = {
+                "evalstore": [sys.executable, "-c", EVALSTORE_API, *small_files],
+                "ir_measures": [sys.executable, "-c", IR_MEASURES, *small_files],
+            }
             if not args.skip_ranx:
                 api["ranx (incl. Numba JIT)"] = [sys.executable, "-c", RANX, *small_files]
             side_by_side(f"5 measures, {args.ranx_topics} x 1,000, Python API, loading included", api, args, results)

@@ -38,19 +38,31 @@ def store_runs(url: str, runs: int, topics: int, depth: int) -> None:
     started = time.perf_counter()
     for index in range(runs):
         docs = np.concatenate([rng.choice(5000, depth, replace=False) for _ in range(topics)])
-        table = pa.table({"topic": pa.array(topic_ids, pa.string()),
-                          "doc": pa.array([f"doc{d:05d}" for d in docs], pa.string()),
-                          "rank": pa.array(np.tile(np.arange(1, depth + 1), topics), pa.int64()),
-                          "score": pa.array(-np.sort(-rng.random((topics, depth)), axis=1).ravel())})
+        table = pa.table(
+            {
+                "topic": pa.array(topic_ids, pa.string()),
+                "doc": pa.array([f"doc{d:05d}" for d in docs], pa.string()),
+                "rank": pa.array(np.tile(np.arange(1, depth + 1), topics), pa.int64()),
+                "score": pa.array(-np.sort(-rng.random((topics, depth)), axis=1).ravel()),
+            }
+        )
         with unit_of_work(engine) as session:
-            run = Run(name=f"run{index:03d}", tag=f"run{index:03d}", content_hash=f"{index:064d}",
-                      row_count=table.num_rows, topic_count=topics, metadata_={})
+            run = Run(
+                name=f"run{index:03d}",
+                tag=f"run{index:03d}",
+                content_hash=f"{index:064d}",
+                row_count=table.num_rows,
+                topic_count=topics,
+                metadata_={},
+            )
             session.add(run)
             session.flush()
             rows, counts = repo.run_rows_to_store(table)
             repo.insert_run_rows(session, run.id, StagedRows(rows), counts)  # PostgreSQL: COPY from the table
-    print(f"stored {runs} runs x {topics} topics x {depth} docs = {runs * topics * depth:,} rows "
-          f"in {time.perf_counter() - started:.0f} s (set-up, not timed)")
+    print(
+        f"stored {runs} runs x {topics} topics x {depth} docs = {runs * topics * depth:,} rows "
+        f"in {time.perf_counter() - started:.0f} s (set-up, not timed)"
+    )
     engine.dispose()
 
 
@@ -67,11 +79,18 @@ def main() -> None:
         env = {**os.environ, "EVALSTORE_DATABASE_URL": url}
         for attempt in range(2):
             start = time.perf_counter()
-            done = subprocess.run([EVALSTORE, "pool", "build", "--name", f"bench{attempt}", "--all-runs",
-                                   "--depth", "100"], env=env, check=True, capture_output=True, text=True)
+            done = subprocess.run(
+                [EVALSTORE, "pool", "build", "--name", f"bench{attempt}", "--all-runs", "--depth", "100"],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             elapsed = time.perf_counter() - start
-            print(f"evalstore pool build --depth 100 (whole command): {elapsed:.1f} s  "
-                  f"[{done.stderr.strip().splitlines()[-1]}]")
+            print(
+                f"evalstore pool build --depth 100 (whole command): {elapsed:.1f} s  "
+                f"[{done.stderr.strip().splitlines()[-1]}]"
+            )
     finally:
         drop()  # type: ignore[operator]
 

@@ -98,10 +98,17 @@ def free_port() -> int:
 
 def start_server(url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off",
-           "EVALSTORE_WRITES_PER_MINUTE": "100000"}
-    process = subprocess.Popen([EVALSTORE, "serve", "--port", str(port), "--workers", str(workers)], env=env,
-                               stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"))
+    env = {
+        **os.environ,
+        "EVALSTORE_DATABASE_URL": url,
+        "EVALSTORE_MLFLOW": "off",
+        "EVALSTORE_WRITES_PER_MINUTE": "100000",
+    }
+    process = subprocess.Popen(
+        [EVALSTORE, "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -119,8 +126,11 @@ async def read_load(base: str, clients: int, seconds: float, headers: dict[str, 
     last answer. Plain asyncio streams, not an HTTP library: the clients share the machine with
     the server, and a lighter client leaves it more of the CPU (httpx took ~1 ms a request)."""
     host, port = base.removeprefix("http://").split(":")
-    lines = ["GET /api/v1/tasks/bench/leaderboard HTTP/1.1", f"Host: {host}",
-             *(f"{key}: {value}" for key, value in headers.items())]
+    lines = [
+        "GET /api/v1/tasks/bench/leaderboard HTTP/1.1",
+        f"Host: {host}",
+        *(f"{key}: {value}" for key, value in headers.items()),
+    ]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode()
     latencies: list[float] = []
     errors = 0
@@ -168,14 +178,20 @@ def percentile(values: list[float], share: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(share * 100) - 1]
 
 
-async def submit_all(base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str]
-                     ) -> tuple[float, list[float], list[int]]:
+async def submit_all(
+    base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str]
+) -> tuple[float, list[float], list[int]]:
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
         async def one(name: str) -> tuple[float, int]:
             team, content = files[name]
             started = time.perf_counter()
-            response = await client.post("/api/v1/tasks/dl/runs", headers={"Authorization": f"Bearer {tokens[team]}"},
-                                         files={"file": (f"{name}.txt", content)}, data={"name": name})
+            response = await client.post(
+                "/api/v1/tasks/dl/runs",
+                headers={"Authorization": f"Bearer {tokens[team]}"},
+                files={"file": (f"{name}.txt", content)},
+                data={"name": name},
+            )
             return time.perf_counter() - started, response.status_code
 
         started = time.perf_counter()
@@ -193,15 +209,19 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
         try:
             started = time.perf_counter()
             assert httpx.get(f"{base}/api/v1/tasks/bench/leaderboard", timeout=120).status_code == 200
-            print(f"{label} | leaderboard of {args.runs} runs, first request (computed, then cached until a result "
-                  f"changes) | {time.perf_counter() - started:.2f} s")
+            print(
+                f"{label} | leaderboard of {args.runs} runs, first request (computed, then cached until a result "
+                f"changes) | {time.perf_counter() - started:.2f} s"
+            )
             token = {"Authorization": f"Bearer {tokens['team0']}"}
             for who, headers in (("anonymous", {}), ("participant token", token)):
                 latencies, errors = asyncio.run(read_load(base, args.clients, args.seconds, headers))
-                print(f"{label} | leaderboard of {args.runs} runs, {args.clients} clients, {who} | "
-                      f"{len(latencies) / args.seconds:.0f} req/s | p50 {percentile(latencies, 0.5) * 1000:.0f} ms | "
-                      f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms | p99 {percentile(latencies, 0.99) * 1000:.0f} "
-                      f"ms | errors {errors}")
+                print(
+                    f"{label} | leaderboard of {args.runs} runs, {args.clients} clients, {who} | "
+                    f"{len(latencies) / args.seconds:.0f} req/s | p50 {percentile(latencies, 0.5) * 1000:.0f} ms | "
+                    f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms | p99 {percentile(latencies, 0.99) * 1000:.0f} "
+                    f"ms | errors {errors}"
+                )
             rng = random.Random(11)
             files = {}
             for index in range(20):
@@ -210,8 +230,10 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
                 files[f"dl{index}"] = (f"team{index % 5}", path.read_bytes())
             total, each, statuses = asyncio.run(submit_all(base, files, tokens))
             accepted = sum(status == 201 for status in statuses)
-            print(f"{label} | 20 concurrent DL-sized submissions (43 x 1,000 rows, 5 teams) | {accepted} accepted | "
-                  f"all in {total:.2f} s | each: median {statistics.median(each):.2f} s, max {max(each):.2f} s")
+            print(
+                f"{label} | 20 concurrent DL-sized submissions (43 x 1,000 rows, 5 teams) | {accepted} accepted | "
+                f"all in {total:.2f} s | each: median {statistics.median(each):.2f} s, max {max(each):.2f} s"
+            )
         finally:
             process.terminate()
             process.wait(timeout=30)

@@ -34,11 +34,16 @@ def main() -> None:
     docs = (np.repeat(base, args.depth) + np.tile(np.arange(args.depth) * 7, args.topics)) % 8_841_823
     scores = np.round(np.sort(rng.normal(10, 2, size=(args.topics, args.depth)), axis=1)[:, ::-1], 3).ravel()
     ranks = np.tile(np.arange(1, args.depth + 1), args.topics)
-    run = pa.table({
-        "topic": pa.array(topic_col.astype(str)), "q0": pa.array(np.full(n, "Q0")),
-        "doc": pa.array(docs.astype(str)), "rank": ranks,
-        "score": pa.array(np.char.mod("%.3f", scores)), "tag": pa.array(np.full(n, "synthetic")),
-    })
+    run = pa.table(
+        {
+            "topic": pa.array(topic_col.astype(str)),
+            "q0": pa.array(np.full(n, "Q0")),
+            "doc": pa.array(docs.astype(str)),
+            "rank": ranks,
+            "score": pa.array(np.char.mod("%.3f", scores)),
+            "tag": pa.array(np.full(n, "synthetic")),
+        }
+    )
     write = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
     pacsv.write_csv(run, args.out / "run.txt", write_options=write)
     # 1-2 relevant per topic, some retrieved (at a random depth), some not
@@ -51,10 +56,14 @@ def main() -> None:
         docs.reshape(args.topics, args.depth)[topic_index, np.minimum(picks, args.depth - 1)],
         9_000_000 + np.arange(len(rel_topics)),
     )
-    qrels = pa.table({
-        "topic": pa.array(rel_topics.astype(str)), "iter": pa.array(np.full(len(rel_topics), "0")),
-        "doc": pa.array(rel_docs.astype(str)), "rel": np.ones(len(rel_topics), dtype=np.int64),
-    })
+    qrels = pa.table(
+        {
+            "topic": pa.array(rel_topics.astype(str)),
+            "iter": pa.array(np.full(len(rel_topics), "0")),
+            "doc": pa.array(rel_docs.astype(str)),
+            "rel": np.ones(len(rel_topics), dtype=np.int64),
+        }
+    )
     # the same doc can be drawn twice for one topic: keep unique pairs
     frame = qrels.to_pandas().drop_duplicates(["topic", "doc"])
     pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), args.out / "qrels.txt", write_options=write)

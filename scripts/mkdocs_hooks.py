@@ -20,6 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
 # pages written on other branches: listed in the nav (under "More") when present in docs/
 def _text(value: str | None) -> str:
     """Help text as Markdown: one paragraph per blank line, no stray markup."""

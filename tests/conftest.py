@@ -74,8 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # the modules whose values test_reference_coverage counts as checked against a reference: a skip
 # there under CI would leave that test green with nothing checked
-REFERENCE_MODULES = ("tests/differential/", "tests/unit/test_textbook_examples.py",
-                     "tests/unit/test_classification.py")
+REFERENCE_MODULES = ("tests/differential/", "tests/unit/test_textbook_examples.py", "tests/unit/test_classification.py")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -154,8 +153,9 @@ class Templates:
         assert self.postgres_base is not None
         return create_engine(self.postgres_base, isolation_level="AUTOCOMMIT")
 
-    def build(self, backend: str, name: str, builder: Callable[[Engine], Any],
-              based_on: str | None = None) -> tuple[str, Any]:
+    def build(
+        self, backend: str, name: str, builder: Callable[[Engine], Any], based_on: str | None = None
+    ) -> tuple[str, Any]:
         """The template ``name`` (built on a copy of ``based_on`` when given): its URL and what
         its builder returned."""
         key = (backend, name)
@@ -176,8 +176,13 @@ class Templates:
     def _disconnect(self, database: str | None) -> None:
         admin = self._admin()
         with admin.connect() as connection:
-            connection.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                    "WHERE datname = :name AND pid <> pg_backend_pid()"), {"name": database})
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :name AND pid <> pg_backend_pid()"
+                ),
+                {"name": database},
+            )
         admin.dispose()
 
     def _empty(self, backend: str, name: str) -> str:
@@ -386,9 +391,14 @@ def spark():  # type: ignore[no-untyped-def]
         if must_run:
             pytest.fail("no Java under CI: Spark needs a JDK 17")
         pytest.skip("no Java on this machine: Spark needs a JDK 17")
-    session = (SparkSession.builder.master("local[2]").appName("evalstore-tests")
-               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
-               .config("spark.driver.memory", "2g").getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("evalstore-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     from pyspark import SparkContext

@@ -32,13 +32,16 @@ class Backend:
     def __post_init__(self) -> None:
         if self.name not in BACKENDS:
             raise InvalidParameterError(f"--backend must be one of {', '.join(BACKENDS)}; got '{self.name}'.")
-        given = {"duckdb": ("--memory-limit", self.memory_limit, "--temp-directory", self.temp_directory),
-                 "spark": ("--spark-master", self.master, "--spark-staging", self.staging)}
+        given = {
+            "duckdb": ("--memory-limit", self.memory_limit, "--temp-directory", self.temp_directory),
+            "spark": ("--spark-master", self.master, "--spark-staging", self.staging),
+        }
         for owner, (flag, value, other_flag, other) in given.items():
             for name, setting in ((flag, value), (other_flag, other)):
                 if setting is not None and self.name != owner:
-                    raise InvalidParameterError(f"{name} is a setting of --backend {owner}; this is --backend "
-                                                f"{self.name}.")
+                    raise InvalidParameterError(
+                        f"{name} is a setting of --backend {owner}; this is --backend {self.name}."
+                    )
 
     @property
     def local(self) -> bool:

@@ -63,14 +63,20 @@ def connect(settings: DuckDBSettings, *, keep_order: bool = False) -> duckdb.Duc
         raise InvalidParameterError("--backend duckdb needs DuckDB: pip install 'evalstore[duckdb]'.") from None
     temp = settings.temp_directory or os.path.join(tempfile.gettempdir(), "evalstore-duckdb")
     try:
-        con = duckdb.connect(config={"memory_limit": settings.memory_limit, "temp_directory": temp,
-                                      "threads": settings.threads or os.cpu_count() or 1,
-                                      # evaluating never relies on row order, and dropping it lets scans
-                                      # stream; storing a run keeps its file order
-                                      "preserve_insertion_order": keep_order})
+        con = duckdb.connect(
+            config={
+                "memory_limit": settings.memory_limit,
+                "temp_directory": temp,
+                "threads": settings.threads or os.cpu_count() or 1,
+                # evaluating never relies on row order, and dropping it lets scans
+                # stream; storing a run keeps its file order
+                "preserve_insertion_order": keep_order,
+            }
+        )
     except duckdb.Error as exc:
-        raise InvalidParameterError(f"DuckDB refused its settings ({exc}); --memory-limit takes DuckDB's syntax, "
-                                    "e.g. 2GB.") from None
+        raise InvalidParameterError(
+            f"DuckDB refused its settings ({exc}); --memory-limit takes DuckDB's syntax, e.g. 2GB."
+        ) from None
     con.execute("SET enable_progress_bar = false")  # it would write to stdout, where results go
     return con
 
@@ -107,8 +113,10 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False)
     if fmt == "parquet":
         table = f"read_parquet({_parquet_files(path)})"
     else:
-        table = (f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))}, "
-                 "all_varchar=true)")
+        table = (
+            f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))}, "
+            "all_varchar=true)"
+        )
     names = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()]
     found = choose_columns(str(path), names, ["topic", "doc", "score"], ["rank", "tag"])
     chosen = {canonical: '"' + source.replace('"', '""') + '"' for canonical, source in found.items()}
@@ -118,13 +126,22 @@ def run_source(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False)
         last = _first(con.execute(f"SELECT CAST({chosen['tag']} AS VARCHAR) FROM {table} LIMIT 1").fetchall())
         tag = None if last is None else last[0]
     score = chosen["score"]
-    bad_score = _first(con.execute(f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "
-                                   f"isfinite(TRY_CAST({score} AS DOUBLE)) LIMIT 1").fetchall())
+    bad_score = _first(
+        con.execute(
+            f"SELECT {score} FROM {table} WHERE TRY_CAST({score} AS DOUBLE) IS NULL OR NOT "
+            f"isfinite(TRY_CAST({score} AS DOUBLE)) LIMIT 1"
+        ).fetchall()
+    )
     if bad_score is not None:
-        raise _refusal(path, [place for place, _ in _found(path, _bad_score)],
-                       f"score '{bad_score[0]}' is not a finite number; scores must be finite")
-    return (f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
-            f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"), tag
+        raise _refusal(
+            path,
+            [place for place, _ in _found(path, _bad_score)],
+            f"score '{bad_score[0]}' is not a finite number; scores must be finite",
+        )
+    return (
+        f"(SELECT CAST({chosen['topic']} AS VARCHAR) AS topic, CAST({chosen['doc']} AS VARCHAR) AS doc, "
+        f"CAST({chosen['score']} AS DOUBLE) AS score, {rank} AS rank FROM {table})"
+    ), tag
 
 
 # The scores DuckDB's DOUBLE reads as C's atof does: plain decimal numbers. DuckDB also reads
@@ -153,34 +170,50 @@ def _trec_rows(con: duckdb.DuckDBPyConnection, path: Path, strict: bool = False)
     delimiter = "\t" if b"\t" in head.split(b"\n", 1)[0] else " "
     with _binary(path) as handle:
         irregular = not regular_trec_text(handle, delimiter.encode())
-    columns = "{'topic': 'VARCHAR', 'q0': 'VARCHAR', 'doc': 'VARCHAR', 'rank': 'VARCHAR', 'score': 'VARCHAR', " \
-              "'tag': 'VARCHAR'}"
-    regular = (f"read_csv({name}, delim={_quoted(delimiter)}, header=false, columns={columns}, auto_detect=false, "
-               "quote='', escape='', strict_mode=true)")
+    columns = (
+        "{'topic': 'VARCHAR', 'q0': 'VARCHAR', 'doc': 'VARCHAR', 'rank': 'VARCHAR', 'score': 'VARCHAR', "
+        "'tag': 'VARCHAR'}"
+    )
+    regular = (
+        f"read_csv({name}, delim={_quoted(delimiter)}, header=false, columns={columns}, auto_detect=false, "
+        "quote='', escape='', strict_mode=true)"
+    )
     plain = f"CAST(CASE WHEN regexp_full_match({{score}}, {_PLAIN_SCORE}) THEN {{score}} END AS DOUBLE)"
     if not irregular:
         try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, {plain.format(score='score')} "
-                        f"AS score, score AS score_text, rank, tag FROM {regular} WHERE NOT starts_with(topic, '#')")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, {plain.format(score='score')} "
+                f"AS score, score AS score_text, rank, tag FROM {regular} WHERE NOT starts_with(topic, '#')"
+            )
         except duckdb.Error:  # more or fewer fields than six on some line: the general path says where
             irregular = True
     if irregular:
         # one column per line, split on runs of C white space; '#' after any indentation starts a
         # comment line (get_trec_results.c; a '#' inside a docno is kept); fields after the sixth
         # are ignored, as trec_eval ignores them
-        lines = (f"read_csv({name}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', quote='', "
-                 "escape='', auto_detect=false, new_line='\\n', strict_mode=false)")
-        fields = (f"(SELECT regexp_split_to_array(regexp_replace(regexp_replace(line, '^{_SPACE}+', ''), "
-                  f"'{_SPACE}+$', ''), '{_SPACE}+') AS f FROM {lines} "
-                  f"WHERE NOT regexp_full_match(line, '{_SPACE}*') AND NOT regexp_matches(line, '^{_SPACE}*#'))")
+        lines = (
+            f"read_csv({name}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\x01', quote='', "
+            "escape='', auto_detect=false, new_line='\\n', strict_mode=false)"
+        )
+        fields = (
+            f"(SELECT regexp_split_to_array(regexp_replace(regexp_replace(line, '^{_SPACE}+', ''), "
+            f"'{_SPACE}+$', ''), '{_SPACE}+') AS f FROM {lines} "
+            f"WHERE NOT regexp_full_match(line, '{_SPACE}*') AND NOT regexp_matches(line, '^{_SPACE}*#'))"
+        )
         try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
-                        f"{plain.format(score='f[5]')} AS score, f[5] AS score_text, f[4] AS rank, f[6] AS tag, "
-                        f"len(f) AS width FROM {fields}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE run_rows AS SELECT f[1] AS topic, f[3] AS doc, "
+                f"{plain.format(score='f[5]')} AS score, f[5] AS score_text, f[4] AS rank, f[6] AS tag, "
+                f"len(f) AS width FROM {fields}"
+            )
         except duckdb.Error:  # bytes that are not UTF-8: the local reader says where
             return _precise_rows(con, path, strict)
-        if _first(con.execute("SELECT 1 FROM run_rows WHERE width < 6 OR (width > 6 AND ?) LIMIT 1",
-                              [strict]).fetchall()) is not None:
+        if (
+            _first(
+                con.execute("SELECT 1 FROM run_rows WHERE width < 6 OR (width > 6 AND ?) LIMIT 1", [strict]).fetchall()
+            )
+            is not None
+        ):
             return _precise_rows(con, path, strict)
     if _first(con.execute("SELECT 1 FROM run_rows WHERE score IS NULL OR NOT isfinite(score) LIMIT 1").fetchall()):
         return _precise_rows(con, path, strict)  # a score C reads otherwise, or not a number: the local reader
@@ -199,8 +232,17 @@ def _precise_rows(con: duckdb.DuckDBPyConnection, path: Path, strict: bool) -> t
 
     parsed = read_run(path, fmt="trec", strict=strict, content_hash=False, check_duplicates=False)
     table = parsed.table
-    con.register("precise_rows", pa.table({"topic": table["topic"], "doc": table["doc"], "score": table["score"],
-                                           "rank": table["rank"].cast(pa.string())}))
+    con.register(
+        "precise_rows",
+        pa.table(
+            {
+                "topic": table["topic"],
+                "doc": table["doc"],
+                "score": table["score"],
+                "rank": table["rank"].cast(pa.string()),
+            }
+        ),
+    )
     con.execute("CREATE OR REPLACE TEMP TABLE run_rows AS SELECT topic, doc, score, rank FROM precise_rows")
     con.unregister("precise_rows")
     return "(SELECT topic, doc, score, rank FROM run_rows)", parsed.tag
@@ -226,8 +268,11 @@ def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
         for number, line in enumerate(handle, start=1):
             if " ".join(line.split()) == wanted:
                 found = len(line.split())
-                problem = (f"expected 6 columns (qid Q0 docno rank score tag), found {found}" if found != 6
-                           else f"score '{line.split()[4]}' is not a number")
+                problem = (
+                    f"expected 6 columns (qid Q0 docno rank score tag), found {found}"
+                    if found != 6
+                    else f"score '{line.split()[4]}' is not a number"
+                )
                 return InputFormatError(str(path), number, problem)
     return InputFormatError(str(path), None, f"a line reads '{wanted}', not qid Q0 docno rank score tag")
 
@@ -287,8 +332,7 @@ def _found(path: Path, wanted: Callable[[dict[str, str]], bool], limit: int = 1)
 
 def _text(path: Path) -> IO[str]:
     """A text file opened for reading again, gunzipped when gzipped; bad bytes replaced."""
-    return gzip.open(path, "rt", errors="replace") if _is_gzip(path) else open(path, encoding="utf-8",
-                                                                                errors="replace")
+    return gzip.open(path, "rt", errors="replace") if _is_gzip(path) else open(path, encoding="utf-8", errors="replace")
 
 
 def _bad_score(row: dict[str, str]) -> bool:
@@ -310,12 +354,17 @@ def _refusal(path: Path | str, places: list[int], problem: str) -> InputFormatEr
 
 def _twice(path: Path | str, topic: str, doc: str) -> InputFormatError:
     """A document listed twice in a topic, at its second place, naming its first."""
-    places = [place for place, _ in _found(Path(path), lambda row: row["topic"] == topic and row["doc"] == doc,
-                                            limit=2)]
+    places = [
+        place for place, _ in _found(Path(path), lambda row: row["topic"] == topic and row["doc"] == doc, limit=2)
+    ]
     unit = "row" if _format_of(Path(path)) == "parquet" else "line"
     first = f" (first at {unit} {places[0]})" if len(places) == 2 else ""
-    return _refusal(path, places[1:], f"docno '{doc}' appears twice in topic '{topic}'{first}; trec_eval refuses "
-                                      "duplicate documents, so remove one of them")
+    return _refusal(
+        path,
+        places[1:],
+        f"docno '{doc}' appears twice in topic '{topic}'{first}; trec_eval refuses "
+        "duplicate documents, so remove one of them",
+    )
 
 
 def _parquet_parts(path: Path) -> list[Path]:
@@ -350,8 +399,9 @@ def _last_tag(path: Path) -> str | None:
         handle.seek(max(0, size - 4096))
         lines = handle.read().split(b"\n")
     # get_trec_results.c: the sixth field of the last line that is not blank or a comment
-    runs = [fields for fields in (line.split() for line in lines)
-            if len(fields) >= 6 and not fields[0].startswith(b"#")]
+    runs = [
+        fields for fields in (line.split() for line in lines) if len(fields) >= 6 and not fields[0].startswith(b"#")
+    ]
     return runs[-1][5].decode("utf-8", errors="replace") if runs else None
 
 
@@ -360,34 +410,45 @@ class _UncountedDuplicates(Exception):  # noqa: N818  (a signal, not an error: p
     the -M cut): the counting joins would count both copies, so the local engine ranks the run."""
 
 
-def judged_ranks(con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path | str,
-                 max_docs: int | None = None) -> tuple[pa.Table, pa.Table]:
+def judged_ranks(
+    con: duckdb.DuckDBPyConnection, run_sql: str, qrels: pa.Table, path: Path | str, max_docs: int | None = None
+) -> tuple[pa.Table, pa.Table]:
     """(topic, retrieved) for every run topic and (topic, rank, relevance) for every run row the
     qrels judge, rank in trec_eval order; refuses a docno twice in a topic where trec_eval does
     (form_res_rels.c: in a topic the qrels have, within the top ``max_docs``)."""
     con.register("judgments", qrels.select(["topic", "doc", "relevance"]))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE judged AS SELECT r.topic, r.doc, r.score, q.relevance "
-                f"FROM {run_sql} r JOIN judgments q ON q.topic = r.topic AND q.doc = r.doc")
-    retrieved = con.sql(f"SELECT topic, count(*) AS retrieved, count(DISTINCT doc) AS docs FROM {run_sql} "
-                        "GROUP BY topic").to_arrow_table()
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE judged AS SELECT r.topic, r.doc, r.score, q.relevance "
+        f"FROM {run_sql} r JOIN judgments q ON q.topic = r.topic AND q.doc = r.doc"
+    )
+    retrieved = con.sql(
+        f"SELECT topic, count(*) AS retrieved, count(DISTINCT doc) AS docs FROM {run_sql} GROUP BY topic"
+    ).to_arrow_table()
     if not (retrieved["retrieved"].to_numpy() == retrieved["docs"].to_numpy()).all():
-        twice = _first(con.execute(
-            f"SELECT topic, doc FROM (SELECT topic, doc, row_number() OVER (PARTITION BY topic ORDER BY score DESC, "
-            f"doc DESC) AS place FROM {run_sql} WHERE topic IN (SELECT DISTINCT topic FROM judgments)) "
-            "WHERE place <= ? GROUP BY ALL HAVING count(*) > 1 LIMIT 1", [max_docs or 2**62]).fetchall())
+        twice = _first(
+            con.execute(
+                "SELECT topic, doc FROM (SELECT topic, doc, row_number() OVER (PARTITION BY topic "
+                f"ORDER BY score DESC, doc DESC) AS place FROM {run_sql} "
+                "WHERE topic IN (SELECT DISTINCT topic FROM judgments)) "
+                "WHERE place <= ? GROUP BY ALL HAVING count(*) > 1 LIMIT 1",
+                [max_docs or 2**62],
+            ).fetchall()
+        )
         if twice is not None:
             raise _twice(path, twice[0], twice[1])
         raise _UncountedDuplicates
     judged = con.sql(
         f"SELECT j.topic, 1 + count(r.doc) FILTER (WHERE r.score > j.score OR (r.score = j.score AND r.doc > j.doc)) "
         f"AS rank, any_value(j.relevance) AS relevance FROM judged j JOIN {run_sql} r ON r.topic = j.topic "
-        "GROUP BY j.topic, j.doc").to_arrow_table()
+        "GROUP BY j.topic, j.doc"
+    ).to_arrow_table()
     con.execute("DROP TABLE judged")
     return retrieved.select(["topic", "retrieved"]), judged
 
 
-def prepare_file(qrels: pa.Table, run_path: str | Path, options: PrepareOptions, settings: DuckDBSettings
-                 ) -> tuple[Ranking, str | None]:
+def prepare_file(
+    qrels: pa.Table, run_path: str | Path, options: PrepareOptions, settings: DuckDBSettings
+) -> tuple[Ranking, str | None]:
     """The local engine's :class:`Ranking` of a run file of any size, and its tag."""
     from evalstore.metrics._prepare import prepare, prepare_ranked
 
@@ -399,8 +460,9 @@ def prepare_file(qrels: pa.Table, run_path: str | Path, options: PrepareOptions,
             retrieved, judged = judged_ranks(con, run_sql, qrels, path, options.max_docs)
         except _UncountedDuplicates:
             con.register("judgments", qrels.select(["topic"]))
-            rows = con.sql(f"SELECT topic, doc, score FROM {run_sql} WHERE topic IN "
-                           "(SELECT DISTINCT topic FROM judgments)").to_arrow_table()
+            rows = con.sql(
+                f"SELECT topic, doc, score FROM {run_sql} WHERE topic IN (SELECT DISTINCT topic FROM judgments)"
+            ).to_arrow_table()
             return prepare(qrels, rows, options, runid=tag), tag
     finally:
         con.close()
@@ -453,8 +515,9 @@ FROM {source}
 def _loss_sums(con: duckdb.DuckDBPyConnection, source: str) -> tuple[float, float]:
     """(sum of the log loss terms, of the Brier terms) of the rows (y, s) of ``source``."""
     eps = float(np.finfo(np.float64).eps)
-    total_log_loss, total_brier = con.execute(LOSS_SUMS.format(eps=eps, one_minus_eps=1 - eps, source=source)
-                                              ).fetchall()[0]
+    total_log_loss, total_brier = con.execute(
+        LOSS_SUMS.format(eps=eps, one_minus_eps=1 - eps, source=source)
+    ).fetchall()[0]
     return float(total_log_loss), float(total_brier)
 
 
@@ -463,12 +526,15 @@ def binary_counts(con: duckdb.DuckDBPyConnection, source: str) -> BinaryCounts:
     in parentheses): two aggregating passes with a window over each group's distinct scores,
     spilling to disk past the memory limit; per group only when every row has one."""
     items, scored, grouped, lowest, highest = con.execute(
-        f"SELECT count(*), count(s), count(g), min(s), max(s) FROM {source}").fetchall()[0]
+        f"SELECT count(*), count(s), count(g), min(s), max(s) FROM {source}"
+    ).fetchall()[0]
     if items == 0:
         raise InvalidParameterError("no predictions to evaluate")
     if scored < items:
-        raise InvalidParameterError(f"{items - scored} of {items} predictions have no score; the out-of-core "
-                                    "backends evaluate scored predictions")
+        raise InvalidParameterError(
+            f"{items - scored} of {items} predictions have no score; the out-of-core "
+            "backends evaluate scored predictions"
+        )
 
     def counts(group: str) -> pa.Table:
         pairs = PAIR_COUNTS.format(group=group, score="s", label="y", source=source)
@@ -477,8 +543,7 @@ def binary_counts(con: duckdb.DuckDBPyConnection, source: str) -> BinaryCounts:
     log_loss_sum = brier_sum = None
     if 0 <= lowest and highest <= 1:
         log_loss_sum, brier_sum = _loss_sums(con, source)
-    return BinaryCounts.from_tables(counts("''"), counts("g") if grouped == items else None, log_loss_sum,
-                                    brier_sum)
+    return BinaryCounts.from_tables(counts("''"), counts("g") if grouped == items else None, log_loss_sum, brier_sum)
 
 
 def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.Table) -> str:
@@ -494,9 +559,14 @@ def _prediction_source(con: duckdb.DuckDBPyConnection, source: str | Path | pa.T
     return f"read_csv({_quoted(str(path))}, header=true, delim={_quoted(',' if fmt == 'csv' else chr(9))})"
 
 
-def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "label", score_col: str = "score",
-                         group_col: str | None = None, settings: DuckDBSettings = DuckDBSettings()
-                         ) -> dict[str, float]:
+def evaluate_predictions(
+    source: str | Path | pa.Table,
+    *,
+    label_col: str = "label",
+    score_col: str = "score",
+    group_col: str | None = None,
+    settings: DuckDBSettings = DuckDBSettings(),
+) -> dict[str, float]:
     """AUC (exact, ties counting half), GAUC over ``group_col`` (AUC per group weighted by its
     size, over groups holding both classes) and log loss (scikit-learn's, scores clipped to
     [eps, 1 - eps], when every score is a probability) of binary predictions (label 0/1) in a
@@ -507,23 +577,29 @@ def evaluate_predictions(source: str | Path | pa.Table, *, label_col: str = "lab
         label, score = f'CAST("{label_col}" AS BIGINT)', f'CAST("{score_col}" AS DOUBLE)'
         overall = con.execute(
             f"SELECT count(*), min({label}), max({label}), min({score}), max({score}), count(*) - count({score}) "
-            f"FROM {table}").fetchall()[0]
+            f"FROM {table}"
+        ).fetchall()[0]
         items, low, high, lowest, highest, missing = overall
         if items == 0:
             raise InvalidParameterError("no predictions to evaluate")
         if low not in (0, 1) or high not in (0, 1) or missing:
-            raise InvalidParameterError(f"labels must be 0 or 1 and every score a number (labels {low}..{high}, "
-                                        f"{missing} missing scores)")
+            raise InvalidParameterError(
+                f"labels must be 0 or 1 and every score a number (labels {low}..{high}, {missing} missing scores)"
+            )
         everything = con.execute(PAIR_COUNTS.format(group="0", score=score, label=label, source=table)).fetchall()[0]
         _, positives, negatives, twice, _ = everything
         values: dict[str, float] = {
-            "items": float(items), "positives": float(positives),
-            "auc": float(ratio_of_pairs(np.array([twice]), np.array([positives]), np.array([negatives]))[0])}
+            "items": float(items),
+            "positives": float(positives),
+            "auc": float(ratio_of_pairs(np.array([twice]), np.array([positives]), np.array([negatives]))[0]),
+        }
         if group_col is not None:
-            groups = con.sql(PAIR_COUNTS.format(group=f'"{group_col}"', score=score, label=label,
-                                                source=table)).to_arrow_table()
+            groups = con.sql(
+                PAIR_COUNTS.format(group=f'"{group_col}"', score=score, label=label, source=table)
+            ).to_arrow_table()
             values["gauc"], values["gauc_groups_skipped"] = gauc_of_pairs(
-                groups["twice_pairs"].to_pylist(), groups["positives"].to_numpy(), groups["negatives"].to_numpy())
+                groups["twice_pairs"].to_pylist(), groups["positives"].to_numpy(), groups["negatives"].to_numpy()
+            )
         if 0 <= lowest and highest <= 1:
             values["log_loss"] = _loss_sums(con, f"(SELECT {label} AS y, {score} AS s FROM {table})")[0] / items
         return values
@@ -546,8 +622,9 @@ class RunToStore:
 
 
 @contextmanager
-def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
-                 ) -> Iterator[tuple[RunToStore, pa.RecordBatchReader]]:
+def run_to_store(
+    path: str | Path, settings: DuckDBSettings, batch_rows: int
+) -> Iterator[tuple[RunToStore, pa.RecordBatchReader]]:
     """Parse and check a run file of any size, and read its rows back for storing in file order
     (topic, doc, score, rank as given, trec_rank), ``batch_rows`` at a time. DuckDB holds the
     parsed rows (spilling past its memory limit) and computes each row's trec_eval rank with a
@@ -558,24 +635,30 @@ def run_to_store(path: str | Path, settings: DuckDBSettings, batch_rows: int
     con = connect(settings, keep_order=True)
     try:
         source, tag = run_source(con, path, strict=True)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE parsed AS SELECT topic, doc, score, rank AS rank_text, "
-                    f"TRY_CAST(rank AS INTEGER) AS rank FROM {source}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE parsed AS SELECT topic, doc, score, rank AS rank_text, "
+            f"TRY_CAST(rank AS INTEGER) AS rank FROM {source}"
+        )
         rows = con.execute("SELECT count(*) FROM parsed").fetchall()[0][0]
         if rows == 0:
-            raise InputFormatError(str(path), None, "the file has no rows; a run file needs at least one "
-                                                    "(qid Q0 docno rank score tag)")
+            raise InputFormatError(
+                str(path), None, "the file has no rows; a run file needs at least one (qid Q0 docno rank score tag)"
+            )
         bad_rank = _first(con.execute("SELECT rank_text FROM parsed WHERE rank IS NULL LIMIT 1").fetchall())
         if bad_rank is not None:
-            raise _refusal(path, [place for place, _ in _found(path, lambda row: row["rank"] == bad_rank[0])],
-                           f"rank '{bad_rank[0]}' is not an integer between -2147483648 and 2147483647")
-        twice = _first(con.execute("SELECT topic, doc FROM parsed GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
-                       .fetchall())
+            raise _refusal(
+                path,
+                [place for place, _ in _found(path, lambda row: row["rank"] == bad_rank[0])],
+                f"rank '{bad_rank[0]}' is not an integer between -2147483648 and 2147483647",
+            )
+        twice = _first(con.execute("SELECT topic, doc FROM parsed GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall())
         if twice is not None:
             raise _twice(path, twice[0], twice[1])
         counts = con.sql("SELECT topic, count(*)::BIGINT AS retrieved FROM parsed GROUP BY topic").to_arrow_table()
         reader = con.sql(
             "SELECT topic, doc, score, rank, CAST(row_number() OVER (PARTITION BY topic ORDER BY score DESC, "
-            "doc DESC) AS INTEGER) AS trec_rank FROM parsed ORDER BY rowid").to_arrow_reader(batch_rows)
+            "doc DESC) AS INTEGER) AS trec_rank FROM parsed ORDER BY rowid"
+        ).to_arrow_reader(batch_rows)
         yield RunToStore(tag, rows, counts.num_rows, counts, _content_hash(path)), reader
     finally:
         con.close()
@@ -588,7 +671,7 @@ def _content_hash(path: Path) -> str:
 
     digest = hashlib.sha256()
     for part in _parquet_parts(path) if path.is_dir() else [path]:  # a folder: its part files in name order
-        with (gzip.open(part, "rb") if _is_gzip(part) else open(part, "rb")) as handle:
+        with gzip.open(part, "rb") if _is_gzip(part) else open(part, "rb") as handle:
             while block := handle.read(1 << 22):
                 digest.update(block)
     return digest.hexdigest()

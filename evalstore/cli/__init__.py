@@ -58,8 +58,9 @@ app = typer.Typer(
 app.add_typer(db.app, name="db", rich_help_panel=_STORE)
 app.add_typer(qrels.app, name="qrels", rich_help_panel=_STORE)
 app.add_typer(runs.app, name="runs", rich_help_panel=_STORE)
-app.command("trec-eval", context_settings=trec_eval.SETTINGS, add_help_option=False,
-            rich_help_panel=_EVALUATE_FILES)(trec_eval.trec_eval)
+app.command("trec-eval", context_settings=trec_eval.SETTINGS, add_help_option=False, rich_help_panel=_EVALUATE_FILES)(
+    trec_eval.trec_eval
+)
 app.command("ndeval", rich_help_panel=_EVALUATE_FILES)(ndeval.ndeval)
 app.command("measures", rich_help_panel=_EVALUATE_FILES)(measures.measures)
 app.command("evaluate", rich_help_panel=_EVALUATE_STORED_RUNS)(evaluate.evaluate)
@@ -88,6 +89,7 @@ app.add_typer(texts.documents_app, name="documents", rich_help_panel=_STORE)
 # judges; qrels build/versions; judgments compare/provenance
 judges.register(app, qrels.app, judgments.app, panel=_JUDGING)
 
+
 def _print_version(value: bool) -> None:
     if value:
         from evalstore._version import __version__
@@ -100,17 +102,20 @@ def _print_version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     database_url: str | None = typer.Option(
-        None, "--database-url", envvar=DATABASE_URL_ENV, show_envvar=True,
+        None,
+        "--database-url",
+        envvar=DATABASE_URL_ENV,
+        show_envvar=True,
         help="SQLAlchemy URL (default: a SQLite file in ~/.evalstore or $EVALSTORE_HOME).",
     ),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                 help="Print evalstore's version and exit."),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print evalstore's version and exit."
+    ),
 ) -> None:
     url = database_url or default_database_url()
     # a caller may hand in its own state (a test that reaps the MLflow loggers a command starts)
     if not (isinstance(ctx.obj, CliState) and ctx.obj.database_url == url):
         ctx.obj = CliState(url)
-
 
 
 def main() -> None:

@@ -51,8 +51,9 @@ def info(message: str) -> None:
     sys.stderr.write(f"{message}\n")
 
 
-def render(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFormat | ReportFormat,
-           title: str | None = None) -> None:
+def render(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: OutputFormat | ReportFormat, title: str | None = None
+) -> None:
     """Print ``rows`` (dicts; extra keys appear in JSON only) in the chosen format."""
     if fmt == "markdown":
         sys.stdout.write("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n")
@@ -97,20 +98,35 @@ def write_output(output: Path | None, write: Callable[[BinaryIO], None]) -> None
         write(handle)
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def _latex(rows: Sequence[dict[str, Any]], columns: Sequence[str], caption: str | None) -> str:
     """A booktabs table, cells escaped, ready for \\input."""
+
     def escape(text: str) -> str:
         return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
 
     lines = [r"\begin{table}[t]", r"\centering"]
     if caption:
         lines.append(rf"\caption{{{escape(caption)}}}")
-    lines += [rf"\begin{{tabular}}{{l{'r' * (len(columns) - 1)}}}", r"\toprule",
-              " & ".join(escape(c) for c in columns) + r" \\", r"\midrule"]
+    lines += [
+        rf"\begin{{tabular}}{{l{'r' * (len(columns) - 1)}}}",
+        r"\toprule",
+        " & ".join(escape(c) for c in columns) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(escape(_cell(row.get(c))) for c in columns) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"

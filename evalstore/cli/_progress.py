@@ -17,8 +17,13 @@ T = TypeVar("T")
 @contextmanager
 def row_progress(description: str) -> Iterator[Callable[[int], None]]:
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=stderr, transient=True, disable=not stderr.is_terminal,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+        disable=not stderr.is_terminal,
     )
     task = progress.add_task(description, total=None)
     with progress:
@@ -29,8 +34,13 @@ def row_progress(description: str) -> Iterator[Callable[[int], None]]:
 def file_progress(files: int) -> Iterator[Callable[[int, str], None]]:
     """One bar over a batch of files: ``on_file(i, name)`` as the i-th starts (shown for 2 or more)."""
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=stderr, transient=True, disable=files < 2 or not stderr.is_terminal,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+        disable=files < 2 or not stderr.is_terminal,
     )
     task = progress.add_task("storing", total=files)
 
@@ -42,8 +52,9 @@ def file_progress(files: int) -> Iterator[Callable[[int, str], None]]:
         progress.update(task, completed=files)
 
 
-def storing(paths: Sequence[Path], store: Callable[[Callable[[int, str], None] | None, Callable[[int], None] | None],
-                                                    list[T]]) -> list[T]:
+def storing(
+    paths: Sequence[Path], store: Callable[[Callable[[int, str], None] | None, Callable[[int], None] | None], list[T]]
+) -> list[T]:
     """Run ``store(on_file, rows)`` under one bar (rich shows one live display at a time): the
     rows of a single (large) file, or the files of a batch."""
     if len(paths) == 1:

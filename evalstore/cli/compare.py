@@ -17,11 +17,40 @@ from evalstore.errors import InvalidParameterError
 if TYPE_CHECKING:
     from evalstore.services import comparisons
 
-_TABLE_COLUMNS = ["measure", "run", "versus", "mean run", "mean versus", "difference", "CI", "statistic", "p",
-                  "p adjusted", "sig", "effect size", "W/T/L"]
-_FLAT_COLUMNS = ["measure", "run", "versus", "mean_run", "mean_versus", "difference", "ci_low", "ci_high",
-                 "statistic", "p_value", "p_corrected", "significant", "effect_size", "wins", "ties", "losses",
-                 "topics"]
+_TABLE_COLUMNS = [
+    "measure",
+    "run",
+    "versus",
+    "mean run",
+    "mean versus",
+    "difference",
+    "CI",
+    "statistic",
+    "p",
+    "p adjusted",
+    "sig",
+    "effect size",
+    "W/T/L",
+]
+_FLAT_COLUMNS = [
+    "measure",
+    "run",
+    "versus",
+    "mean_run",
+    "mean_versus",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "statistic",
+    "p_value",
+    "p_corrected",
+    "significant",
+    "effect_size",
+    "wins",
+    "ties",
+    "losses",
+    "topics",
+]
 
 
 def compare(
@@ -29,25 +58,44 @@ def compare(
     runs: list[str] = typer.Argument(None, help="Runs to compare (with --baseline, one is enough)."),
     qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
     measure: list[str] = typer.Option([], "--measure", help="Measure (repeatable)."),
-    baseline: str | None = typer.Option(None, "--baseline", help="Compare every run with this one only; the "
-                                        "correction family is then these comparisons (default: all pairs)."),
-    test: str = typer.Option("t", "--test", help="t | randomization | bootstrap | wilcoxon | sign; with --labels "
-                             "also mcnemar (item-level correctness)."),
-    correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | bh | hochberg | sidak | "
-                                   "holm-sidak | by | none, within each measure."),
-    multi: str | None = typer.Option(None, "--multi", help="tukey | randomized-tukey: all runs at once on the "
-                                     "system x topic design (replaces --test and --correction)."),
+    baseline: str | None = typer.Option(
+        None,
+        "--baseline",
+        help="Compare every run with this one only; the "
+        "correction family is then these comparisons (default: all pairs).",
+    ),
+    test: str = typer.Option(
+        "t",
+        "--test",
+        help="t | randomization | bootstrap | wilcoxon | sign; with --labels also mcnemar (item-level correctness).",
+    ),
+    correction: str = typer.Option(
+        "holm",
+        "--correction",
+        help="holm | bonferroni | bh | hochberg | sidak | holm-sidak | by | none, within each measure.",
+    ),
+    multi: str | None = typer.Option(
+        None,
+        "--multi",
+        help="tukey | randomized-tukey: all runs at once on the "
+        "system x topic design (replaces --test and --correction).",
+    ),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level; intervals are at 1 - alpha."),
-    resamples: int = typer.Option(10_000, "--resamples", help="Resamples of the randomization, bootstrap and "
-                                  "randomized Tukey procedures."),
+    resamples: int = typer.Option(
+        10_000, "--resamples", help="Resamples of the randomization, bootstrap and randomized Tukey procedures."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the resampling (default: drawn and printed)."),
-    missing: str = typer.Option("error", "--missing", help="A topic one run lacks: 'error' (say how to fix it) "
-                                "or 'zero' (score it 0)."),
+    missing: str = typer.Option(
+        "error", "--missing", help="A topic one run lacks: 'error' (say how to fix it) or 'zero' (score it 0)."
+    ),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
     plot: Path | None = typer.Option(None, "--plot", help="Write the per-topic differences, sorted, to this PNG."),
     mlflow: bool = typer.Option(False, "--mlflow", help="Log the comparison to MLflow (table and plot)."),
-    labels: str | None = typer.Option(None, "--labels", help="Compare prediction sets on these gold labels: "
-                                      "McNemar, or a paired test over per-group values."),
+    labels: str | None = typer.Option(
+        None,
+        "--labels",
+        help="Compare prediction sets on these gold labels: McNemar, or a paired test over per-group values.",
+    ),
 ) -> None:
     """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test
     statistic, p-value and corrected p-value, effect size (d_z), and per-topic wins/ties/losses.
@@ -62,14 +110,25 @@ def compare(
         if qrels is not None:
             raise usage_conflict(ctx, "Give --qrels (ranking runs) or --labels (predictions), not both.")
         outcome = comparisons.compare_predictions(
-            state(ctx).engine(), labels_name=labels, names=runs, measures=measure, test=test, baseline=baseline,
-            alpha=alpha, resamples=resamples, seed=seed)
+            state(ctx).engine(),
+            labels_name=labels,
+            names=runs,
+            measures=measure,
+            test=test,
+            baseline=baseline,
+            alpha=alpha,
+            resamples=resamples,
+            seed=seed,
+        )
         if outcome.seed is not None:
             info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
         for note in outcome.notes:
             warn(note)
-        shown = outcome.rows if fmt in (ReportFormat.json, ReportFormat.csv) else [
-            {key: format_p(value) if key == "p" else value for key, value in row.items()} for row in outcome.rows]
+        shown = (
+            outcome.rows
+            if fmt in (ReportFormat.json, ReportFormat.csv)
+            else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in outcome.rows]
+        )
         render(shown, list(outcome.rows[0]), fmt, title=outcome.title)
         return
     if qrels is None or not measure:
@@ -80,8 +139,19 @@ def compare(
         names = list(dict.fromkeys([*([baseline] if baseline else []), *runs]))
         comparisons.check_plot_size(len(measure) * len(comparisons.pairs_for(names, baseline)))
     result = comparisons.compare(
-        state(ctx).engine(), qrels_name=qrels, run_names=runs, measures=measure, baseline=baseline, test=test,
-        correction=correction, alpha=alpha, resamples=resamples, seed=seed, missing=missing, multi=multi)
+        state(ctx).engine(),
+        qrels_name=qrels,
+        run_names=runs,
+        measures=measure,
+        baseline=baseline,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        missing=missing,
+        multi=multi,
+    )
     settings = result.settings
     if settings.seed is not None and seed is None:
         info(f"seed {settings.seed} (pass --seed {settings.seed} to reproduce)")
@@ -111,16 +181,30 @@ def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None
         return
     level = round(100 * (1 - settings.alpha))
     statistic = f"statistic ({STATISTIC_NAMES[settings.test]})"
-    rows = [{"measure": p.measure, "run": p.run, "versus": p.versus, "mean run": f"{p.mean_run:.4f}",
-             "mean versus": f"{p.mean_versus:.4f}", "difference": f"{p.difference:+.4f}",
-             f"{level}% CI": f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]", statistic: f"{p.statistic:.3f}",
-             "p": format_p(p.p_value), "p adjusted": format_p(p.p_corrected), "sig": "*" if p.significant else "",
-             "effect size": f"{p.effect_size:+.2f}", "W/T/L": f"{p.wins}/{p.ties}/{p.losses}"}
-            for p in result.pairs]
+    rows = [
+        {
+            "measure": p.measure,
+            "run": p.run,
+            "versus": p.versus,
+            "mean run": f"{p.mean_run:.4f}",
+            "mean versus": f"{p.mean_versus:.4f}",
+            "difference": f"{p.difference:+.4f}",
+            f"{level}% CI": f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]",
+            statistic: f"{p.statistic:.3f}",
+            "p": format_p(p.p_value),
+            "p adjusted": format_p(p.p_corrected),
+            "sig": "*" if p.significant else "",
+            "effect size": f"{p.effect_size:+.2f}",
+            "W/T/L": f"{p.wins}/{p.ties}/{p.losses}",
+        }
+        for p in result.pairs
+    ]
     columns = [{"CI": f"{level}% CI", "statistic": statistic}.get(c, c) for c in _TABLE_COLUMNS]
     procedure = settings.test if settings.correction == "tukey" else f"{settings.test} test, {settings.correction}"
     seed_text = f", seed {settings.seed}, {settings.resamples} resamples" if settings.seed is not None else ""
-    render(rows, columns, fmt, title=f"{settings.qrels}: {procedure} (alpha {settings.alpha}{seed_text}; "
-                                     f"{len(result.matrix.topics)} topics)")
-
-
+    render(
+        rows,
+        columns,
+        fmt,
+        title=f"{settings.qrels}: {procedure} (alpha {settings.alpha}{seed_text}; {len(result.matrix.topics)} topics)",
+    )

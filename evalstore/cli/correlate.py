@@ -29,21 +29,38 @@ def correlate(
 
     if sorted((len(qrels), len(measure))) != [1, 2]:
         raise usage_conflict(ctx, "Give one --qrels and two --measure, or two --qrels and one --measure.")
-    result = compute(state(ctx).engine(), qrels_names=qrels, measures=measure,
-                     selection=Selection(relevance_level=relevance_level, max_docs=max_docs, missing_topics=missing))
+    result = compute(
+        state(ctx).engine(),
+        qrels_names=qrels,
+        measures=measure,
+        selection=Selection(relevance_level=relevance_level, max_docs=max_docs, missing_topics=missing),
+    )
     if fmt is ReportFormat.json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
         return
     r = result.result
-    summary = {"reference": result.first, "other": result.second, "systems": r.systems,
-               "Kendall tau": f"{r.kendall_tau:.4f}", "tau-AP": f"{r.tau_ap:.4f}",
-               "Spearman rho": f"{r.spearman_rho:.4f}", "concordant": r.concordant, "discordant": r.discordant}
+    summary = {
+        "reference": result.first,
+        "other": result.second,
+        "systems": r.systems,
+        "Kendall tau": f"{r.kendall_tau:.4f}",
+        "tau-AP": f"{r.tau_ap:.4f}",
+        "Spearman rho": f"{r.spearman_rho:.4f}",
+        "concordant": r.concordant,
+        "discordant": r.discordant,
+    }
     render([summary], list(summary), fmt, title=f"rank correlation ({result.selection.describe()})")
     if fmt is ReportFormat.csv:
         return
     scores = dict(zip(result.systems, zip(result.first_scores, result.second_scores, strict=True), strict=True))
-    swapped = [{"above in reference": a, "above in other": b,
-                "reference": f"{scores[a][0]:.4f} > {scores[b][0]:.4f}",
-                "other": f"{scores[a][1]:.4f} < {scores[b][1]:.4f}"} for a, b in r.swapped]
+    swapped = [
+        {
+            "above in reference": a,
+            "above in other": b,
+            "reference": f"{scores[a][0]:.4f} > {scores[b][0]:.4f}",
+            "other": f"{scores[a][1]:.4f} < {scores[b][1]:.4f}",
+        }
+        for a, b in r.swapped
+    ]
     if swapped:
         render(swapped, list(swapped[0]), fmt, title=f"{len(swapped)} swapped pairs")

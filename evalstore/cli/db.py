@@ -17,8 +17,10 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
 
     engine = state(ctx).engine(check_schema=False)
     db_engine.upgrade(engine, revision)
-    info(f"database {engine.url.render_as_string(hide_password=True)} is at revision "
-         f"{db_engine.current_revision(engine)}")
+    info(
+        f"database {engine.url.render_as_string(hide_password=True)} is at revision "
+        f"{db_engine.current_revision(engine)}"
+    )
 
 
 @app.command()

@@ -27,49 +27,86 @@ def evaluate(
     run: list[str] = typer.Option([], "--run", help="Run name (repeatable)."),
     all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
     measures: str | None = typer.Option(
-        None, "--measures", help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-        "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one)."),
+        None,
+        "--measures",
+        help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
+        "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
+    ),
     relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
     max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
-    known: str | None = typer.Option(None, "--known", help="Qrels of the relevant documents the user already knew: "
-                                     "adds Coverage, Novelty, RelativeRecall and RecallEffort."),
-    missing: str = typer.Option("zero", "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 "
-                                "(trec_eval -c), 'skip' leaves it out."),
+    known: str | None = typer.Option(
+        None,
+        "--known",
+        help="Qrels of the relevant documents the user already knew: "
+        "adds Coverage, Novelty, RelativeRecall and RecallEffort.",
+    ),
+    missing: str = typer.Option(
+        "zero",
+        "--missing",
+        help="A qrels topic the run lacks: 'zero' scores it 0 (trec_eval -c), 'skip' leaves it out.",
+    ),
     force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
-    wait: bool = typer.Option(False, "--wait", help="Wait for the results; with no worker running, compute them "
-                              "in this process, print the main measures, and hand MLflow logging to a "
-                              "background process."),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="Wait for the results; with no worker running, compute them "
+        "in this process, print the main measures, and hand MLflow logging to a "
+        "background process.",
+    ),
     wait_mlflow: bool = typer.Option(False, "--wait-mlflow", help="With --wait: log to MLflow before returning."),
     max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
-    labels: str | None = typer.Option(None, "--labels", help="Gold labels (classification and clustering; "
-                                      "instead of --qrels)."),
-    predictions: list[str] = typer.Option([], "--predictions", help="Prediction set or clustering (repeatable; "
-                                          "default: all of the labels')."),
+    labels: str | None = typer.Option(
+        None, "--labels", help="Gold labels (classification and clustering; instead of --qrels)."
+    ),
+    predictions: list[str] = typer.Option(
+        [], "--predictions", help="Prediction set or clustering (repeatable; default: all of the labels')."
+    ),
     cost_matrix: Path | None = typer.Option(None, "--cost-matrix", help="CSV/TSV: true, predicted, cost."),
-    threshold: str | None = typer.Option(None, "--threshold", help="Binary scores: a number, or best-f1 | youden "
-                                         "| iso-accuracy (default: the predicted labels, else 0.5)."),
-    positive: str | None = typer.Option(None, "--positive", help="Positive class of a binary task (default: the "
-                                        "last in sorted order)."),
-    prior: float | None = typer.Option(None, "--prior", help="P(positive) for --threshold iso-accuracy (default: "
-                                       "the gold labels' prevalence)."),
+    threshold: str | None = typer.Option(
+        None,
+        "--threshold",
+        help="Binary scores: a number, or best-f1 | youden | iso-accuracy (default: the predicted labels, else 0.5).",
+    ),
+    positive: str | None = typer.Option(
+        None, "--positive", help="Positive class of a binary task (default: the last in sorted order)."
+    ),
+    prior: float | None = typer.Option(
+        None, "--prior", help="P(positive) for --threshold iso-accuracy (default: the gold labels' prevalence)."
+    ),
     beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
     baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
-    splits: str | None = typer.Option(None, "--splits", help="With --wait: each fold's mean over its test topics "
-                                      "(a split of these qrels' topics), and the mean and spread over the folds."),
+    splits: str | None = typer.Option(
+        None,
+        "--splits",
+        help="With --wait: each fold's mean over its test topics "
+        "(a split of these qrels' topics), and the mean and spread over the folds.",
+    ),
     backend: BackendName = typer.Option(
-        BackendName.local, "--backend", help="Where the part that grows with the inputs runs: local (the database "
+        BackendName.local,
+        "--backend",
+        help="Where the part that grows with the inputs runs: local (the database "
         "joins a run with its qrels; predictions are read into memory), duckdb (out of core, spilling to disk) or "
-        "spark. duckdb and spark take relevance qrels, and binary predictions with a score."),
-    memory_limit: str | None = typer.Option(None, "--memory-limit", help="--backend duckdb: DuckDB's memory limit "
-                                            "(default 2GB)."),
-    temp_directory: str | None = typer.Option(None, "--temp-directory", help="--backend duckdb: where DuckDB "
-                                              "spills (default: under the system's temporary folder)."),
-    spark_master: str | None = typer.Option(None, "--spark-master", help="--backend spark: the master URL "
-                                            "(default local[*])."),
-    spark_staging: str | None = typer.Option(None, "--spark-staging", help="--backend spark: the folder the stored "
-                                             "rows are written to as Parquet for Spark to read (on a cluster: a "
-                                             "shared one; default: the system's temporary folder)."),
+        "spark. duckdb and spark take relevance qrels, and binary predictions with a score.",
+    ),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="--backend duckdb: DuckDB's memory limit (default 2GB)."
+    ),
+    temp_directory: str | None = typer.Option(
+        None,
+        "--temp-directory",
+        help="--backend duckdb: where DuckDB spills (default: under the system's temporary folder).",
+    ),
+    spark_master: str | None = typer.Option(
+        None, "--spark-master", help="--backend spark: the master URL (default local[*])."
+    ),
+    spark_staging: str | None = typer.Option(
+        None,
+        "--spark-staging",
+        help="--backend spark: the folder the stored "
+        "rows are written to as Parquet for Spark to read (on a cluster: a "
+        "shared one; default: the system's temporary folder).",
+    ),
 ) -> None:
     """Queue evaluations of stored runs against stored qrels (one job per run), or of
     predictions against gold labels (--labels, one job per prediction set).
@@ -89,25 +126,50 @@ def evaluate(
     request: orchestration.Request
     if labels is not None:
         if qrels is not None or run or all_runs:
-            raise usage_conflict(ctx, "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking "
-                                 "runs. Give one or the other.")
+            raise usage_conflict(
+                ctx,
+                "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking "
+                "runs. Give one or the other.",
+            )
         request = orchestration.PredictionRequest(
-            labels, predictions or None, cost_matrix, threshold, positive, prior, beta, baseline, force, max_attempts,
-            chosen)
+            labels,
+            predictions or None,
+            cost_matrix,
+            threshold,
+            positive,
+            prior,
+            beta,
+            baseline,
+            force,
+            max_attempts,
+            chosen,
+        )
     else:
         if qrels is None:
             raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
         if bool(run) == all_runs:
             raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
-        options = EvaluationOptions(tuple(split_measures(measures)) if measures else DEFAULT_MEASURE_SET,
-                                    relevance_level, max_docs, False, missing, known)
+        options = EvaluationOptions(
+            tuple(split_measures(measures)) if measures else DEFAULT_MEASURE_SET,
+            relevance_level,
+            max_docs,
+            False,
+            missing,
+            known,
+        )
         request = orchestration.RankingRequest(qrels, None if all_runs else run, options, force, max_attempts, chosen)
 
     def announce(ref: orchestration.JobRef) -> None:
         info(f"job {ref.evaluation_id}: {ref.describe()}: {ref.outcome}")
 
-    outcome = orchestration.evaluate(state(ctx).engine(), request, wait=wait, wait_for_mlflow=wait_mlflow,
-                                     announce=announce, context=state(ctx).context())
+    outcome = orchestration.evaluate(
+        state(ctx).engine(),
+        request,
+        wait=wait,
+        wait_for_mlflow=wait_mlflow,
+        announce=announce,
+        context=state(ctx).context(),
+    )
     report = outcome.report
     if splits is None or fmt is OutputFormat.table:  # json/csv: one document, the per-fold table
         render(report.rows, report.columns, fmt, title=report.title)
@@ -115,8 +177,9 @@ def evaluate(
         raise outcome.failure()
     if splits is not None:
         if labels is not None or not wait:
-            raise usage_conflict(ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: "
-                                 "pass --wait.")
+            raise usage_conflict(
+                ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: pass --wait."
+            )
         _per_fold(ctx, splits, outcome, split_measures(measures) if measures else ["AP", "nDCG@10", "P@10"], fmt)
 
 

@@ -15,8 +15,9 @@ LIST_COLUMNS = ["id", "kind", "run", "qrels", "state", "attempts", "worker_id", 
 @app.command("list")
 def list_jobs(
     ctx: typer.Context,
-    job_state: list[str] = typer.Option([], "--state", help="Only jobs in this state (repeatable): queued, "
-                                        "running, done, failed, cancelled."),
+    job_state: list[str] = typer.Option(
+        [], "--state", help="Only jobs in this state (repeatable): queued, running, done, failed, cancelled."
+    ),
     qrels: str | None = typer.Option(None, "--qrels", help="Only jobs on these qrels (or gold labels)."),
     limit: int = typer.Option(100, "--limit", min=1, help="The newest N jobs."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
@@ -30,8 +31,11 @@ def list_jobs(
 
 
 @app.command("show")
-def show(ctx: typer.Context, job_id: int = typer.Argument(..., help="Job id (see 'evalstore jobs list')."),
-         fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context,
+    job_id: int = typer.Argument(..., help="Job id (see 'evalstore jobs list')."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """One job: state, attempts, worker, timestamps, options and errors."""
     from evalstore.services import jobs
 

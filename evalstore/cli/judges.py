@@ -34,8 +34,15 @@ class CompareFormat(StrEnum):
 @contextmanager
 def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr (on a terminal only): ``advance(done, total)``."""
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=stderr, transient=True, disable=not stderr.is_terminal)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+        disable=not stderr.is_terminal,
+    )
     task = progress.add_task(description, total=None)
     with progress:
         yield lambda done, total: progress.update(task, completed=done, total=total)
@@ -45,20 +52,27 @@ def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
 def add(
     ctx: typer.Context,
     name: str = typer.Argument(...),
-    endpoint: str = typer.Option(..., "--endpoint", help="An OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 "
-                                 "(llama.cpp, vLLM, Ollama, OpenAI, Azure)."),
+    endpoint: str = typer.Option(
+        ...,
+        "--endpoint",
+        help="An OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (llama.cpp, vLLM, Ollama, OpenAI, Azure).",
+    ),
     model: str = typer.Option(..., "--model"),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="The environment variable holding the key "
-                                           "(the key is never stored)."),
-    prompt: str = typer.Option("umbrela", "--prompt", help="umbrela, or a template file with {query} and "
-                               "{passage}."),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", help="The environment variable holding the key (the key is never stored)."
+    ),
+    prompt: str = typer.Option("umbrela", "--prompt", help="umbrela, or a template file with {query} and {passage}."),
     scale: str = typer.Option("0-3", "--scale"),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: int | None = typer.Option(None, "--seed", help="Sent to the endpoint and recorded with every label."),
     max_concurrency: int = typer.Option(4, "--max-concurrency", help="Requests in flight at once."),
-    structured: Structured = typer.Option(Structured.auto, "--structured", help="Constrained output: json_schema "
-                                          "(OpenAI, vLLM), json_object with a schema (llama-cpp-python), none (the "
-                                          "prompt's answer format is parsed); auto tries them in that order."),
+    structured: Structured = typer.Option(
+        Structured.auto,
+        "--structured",
+        help="Constrained output: json_schema "
+        "(OpenAI, vLLM), json_object with a schema (llama-cpp-python), none (the "
+        "prompt's answer format is parsed); auto tries them in that order.",
+    ),
     max_tokens: int = typer.Option(200, "--max-tokens"),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
     replace: bool = typer.Option(False, "--replace", help="Change an existing judge (its labels are kept)."),
@@ -67,10 +81,22 @@ def add(
     """Define an LLM judge."""
     from evalstore.services.judges import registry
 
-    judge = registry.add_judge(state(ctx).engine(), name, endpoint=endpoint, model=model, api_key_env=api_key_env,
-                               prompt=prompt, scale=scale, temperature=temperature, seed=seed,
-                               max_concurrency=max_concurrency, structured=structured.value, max_tokens=max_tokens,
-                               timeout=timeout, replace=replace)
+    judge = registry.add_judge(
+        state(ctx).engine(),
+        name,
+        endpoint=endpoint,
+        model=model,
+        api_key_env=api_key_env,
+        prompt=prompt,
+        scale=scale,
+        temperature=temperature,
+        seed=seed,
+        max_concurrency=max_concurrency,
+        structured=structured.value,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        replace=replace,
+    )
     render_record(_flat(judge), fmt, title=f"judge {name}")
 
 
@@ -83,15 +109,21 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
     """Every judge with its model and how many labels it has made under its configuration."""
     from evalstore.services.judges import registry
 
-    rows = [j | {"pools": ", ".join(j["labels"]), "labelled": sum(v["labels"] for v in j["labels"].values())}
-            for j in registry.list_judges(state(ctx).engine())]
-    render(rows, ["name", "model", "endpoint", "prompt", "temperature", "seed", "pools", "labelled"], fmt,
-           title="judges")
+    rows = [
+        j | {"pools": ", ".join(j["labels"]), "labelled": sum(v["labels"] for v in j["labels"].values())}
+        for j in registry.list_judges(state(ctx).engine())
+    ]
+    render(
+        rows, ["name", "model", "endpoint", "prompt", "temperature", "seed", "pools", "labelled"], fmt, title="judges"
+    )
 
 
 @app.command("show")
-def show(ctx: typer.Context, name: str = typer.Argument(...),
-         fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """A judge's configuration, labels per pool and probe results."""
     from evalstore.services.judges import registry
 
@@ -112,8 +144,9 @@ def run(
     from evalstore.services.judges import running
 
     with _bar(f"judging {pool}") as advance:
-        result = running.run_judge(state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit,
-                                   progress=advance)
+        result = running.run_judge(
+            state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit, progress=advance
+        )
     row = result.as_dict() | {"reasons": json.dumps(result.reasons)}
     render_record(row if fmt is not OutputFormat.json else result.as_dict(), fmt, title=f"judge {name} on {pool}")
     if result.unrateable:
@@ -136,14 +169,26 @@ def probe(
     from evalstore.services.judges import probe as probing
 
     with _bar("probing") as advance:
-        result = probing.probe(state(ctx).engine(), name, collection=collection, qrels_name=qrels,
-                               topic_set=topic_set, topics=topics or None, limit=limit, seed=seed, progress=advance)
+        result = probing.probe(
+            state(ctx).engine(),
+            name,
+            collection=collection,
+            qrels_name=qrels,
+            topic_set=topic_set,
+            topics=topics or None,
+            limit=limit,
+            seed=seed,
+            progress=advance,
+        )
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
-    render([{"attack": attack, **result[attack]} for attack in ("query_words", "instruction")],
-           ["attack", "compared", "rose", "same", "fell", "share_rose", "mean_change", "unrateable"],
-           OutputFormat.table, title=f"probe of {name}: {result['documents']} documents")
+    render(
+        [{"attack": attack, **result[attack]} for attack in ("query_words", "instruction")],
+        ["attack", "compared", "rose", "same", "fell", "share_rose", "mean_change", "unrateable"],
+        OutputFormat.table,
+        title=f"probe of {name}: {result['documents']} documents",
+    )
 
 
 # --- qrels build | versions ---------------------------------------------------------------------
@@ -153,8 +198,11 @@ def qrels_build(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The lineage; its versions are stored as qrels NAME@v1, NAME@v2, ..."),
     pool: str = typer.Option(..., "--pool"),
-    source: str = typer.Option("human", "--from", help="human, judge:NAME, or hybrid[:NAME] (human labels where "
-                               "there are, the judge's elsewhere)."),
+    source: str = typer.Option(
+        "human",
+        "--from",
+        help="human, judge:NAME, or hybrid[:NAME] (human labels where there are, the judge's elsewhere).",
+    ),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
     """Build an immutable, content-hashed qrels version from a pool's labels; the tasks on this
@@ -172,22 +220,33 @@ def qrels_build(
                 info(f"task '{task}': {moved}")
                 continue
             swaps = ", ".join(f"{a}>{b}" for a, b in moved["swapped"]) or "none"
-            info(f"task '{task}' on {built['qrels']}, {measure}: Kendall's tau {moved['kendall_tau']:.4f}, "
-                 f"tau-AP {moved['tau_ap']:.4f}, swapped: {swaps}")
+            info(
+                f"task '{task}' on {built['qrels']}, {measure}: Kendall's tau {moved['kendall_tau']:.4f}, "
+                f"tau-AP {moved['tau_ap']:.4f}, swapped: {swaps}"
+            )
     brief = {k: v for k, v in built.items() if k not in ("queued", "moved")}
     shown = built if fmt is OutputFormat.json else _flat(brief)
     render_record(shown, fmt, title=f"qrels {built['qrels']}")
 
 
-def qrels_versions(ctx: typer.Context, name: str = typer.Argument(...),
-                   fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def qrels_versions(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """A lineage of qrels versions: pool, sources, counts, hash and parent of each."""
     from evalstore.services.judges import versions
 
-    rows = [v | {"hash": v["content_hash"][:12], "counts": json.dumps(v["counts"])}
-            for v in versions.list_versions(state(ctx).engine(), name)]
-    render(rows, ["version", "qrels", "pool", "from", "counts", "hash", "parent", "created_at"], fmt,
-           title=f"versions of {name}")
+    rows = [
+        v | {"hash": v["content_hash"][:12], "counts": json.dumps(v["counts"])}
+        for v in versions.list_versions(state(ctx).engine(), name)
+    ]
+    render(
+        rows,
+        ["version", "qrels", "pool", "from", "counts", "hash", "parent", "created_at"],
+        fmt,
+        title=f"versions of {name}",
+    )
 
 
 # --- judgments compare | provenance -------------------------------------------------------------
@@ -209,8 +268,16 @@ def judgments_compare(
 
     if len(qrels) != 2:
         raise typer.BadParameter(f"give --qrels twice (A then B); got {len(qrels)}", param_hint="--qrels")
-    report = compare.compare(state(ctx).engine(), qrels[0], qrels[1], measures=measures or None, runs=runs or None,
-                             top_k=top_k, test=test, alpha=alpha)
+    report = compare.compare(
+        state(ctx).engine(),
+        qrels[0],
+        qrels[1],
+        measures=measures or None,
+        runs=runs or None,
+        top_k=top_k,
+        test=test,
+        alpha=alpha,
+    )
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
         return
@@ -224,31 +291,65 @@ def _number(value: Any) -> str:
 def _compare_tables(report: dict[str, Any]) -> None:
     labels = report["labels"]
     docs = report["documents"]
-    rows = [{"level": "labels", "statistic": k, "value": _number(labels[k])} for k in
-            ("items", "observed", "kappa", "weighted_kappa", "quadratic_kappa", "krippendorff_alpha",
-             "mean_difference", "rated_higher", "rated_lower")]
+    rows = [
+        {"level": "labels", "statistic": k, "value": _number(labels[k])}
+        for k in (
+            "items",
+            "observed",
+            "kappa",
+            "weighted_kappa",
+            "quadratic_kappa",
+            "krippendorff_alpha",
+            "mean_difference",
+            "rated_higher",
+            "rated_lower",
+        )
+    ]
     for measure, systems in report["systems"].items():
-        rows += [{"level": f"systems ({measure})", "statistic": k, "value": _number(systems[k])}
-                 for k in ("systems", "kendall_tau", "tau_ap", "top_k", "top_k_swaps", "top_k_pairs")]
+        rows += [
+            {"level": f"systems ({measure})", "statistic": k, "value": _number(systems[k])}
+            for k in ("systems", "kendall_tau", "tau_ap", "top_k", "top_k_swaps", "top_k_pairs")
+        ]
         significance = report["significance"][measure]
-        rows += [{"level": f"significance ({measure})", "statistic": k, "value": _number(significance[k])}
-                 for k in ("pairs", "significant_first", "significant_second", "preserved", "share_preserved",
-                           "reversed", "gained")]
-    render(rows, ["level", "statistic", "value"], OutputFormat.table,
-           title=f"{report['second']} against {report['first']}: {docs['both']} documents judged in both, "
-                 f"{len(report['topics'])} topics")
+        rows += [
+            {"level": f"significance ({measure})", "statistic": k, "value": _number(significance[k])}
+            for k in (
+                "pairs",
+                "significant_first",
+                "significant_second",
+                "preserved",
+                "share_preserved",
+                "reversed",
+                "gained",
+            )
+        ]
+    render(
+        rows,
+        ["level", "statistic", "value"],
+        OutputFormat.table,
+        title=f"{report['second']} against {report['first']}: {docs['both']} documents judged in both, "
+        f"{len(report['topics'])} topics",
+    )
     names = [str(v) for v in labels["labels"]]
-    confusion = [{"first \\ second": name, **{n: str(c) for n, c in zip(names, row, strict=True)}}
-                 for name, row in zip(names, labels["confusion"], strict=True)]
+    confusion = [
+        {"first \\ second": name, **{n: str(c) for n, c in zip(names, row, strict=True)}}
+        for name, row in zip(names, labels["confusion"], strict=True)
+    ]
     render(confusion, ["first \\ second", *names], OutputFormat.table, title="confusion (rows: first's label)")
-    render([{k: _number(v) for k, v in t.items()} for t in labels["per_topic"]],
-           ["topic", "items", "observed", "kappa", "mean_difference"], OutputFormat.table, title="per topic")
+    render(
+        [{k: _number(v) for k, v in t.items()} for t in labels["per_topic"]],
+        ["topic", "items", "observed", "kappa", "mean_difference"],
+        OutputFormat.table,
+        title="per topic",
+    )
     if report.get("note"):
         info(report["note"])
     for qrels, runs in report["circular"].items():
         for run, models in runs.items():
-            info(f"circularity: run '{run}' declares {', '.join(models)}, the model that made the labels of "
-                 f"'{qrels}'; its scores there favour it")
+            info(
+                f"circularity: run '{run}' declares {', '.join(models)}, the model that made the labels of "
+                f"'{qrels}'; its scores there favour it"
+            )
 
 
 def judgments_provenance(
@@ -265,15 +366,23 @@ def judgments_provenance(
 
     rows = provenance.label_provenance(state(ctx).engine(), pool, topic=topic, doc=doc, judge=judge)
     if fmt is OutputFormat.table:
-        rows = [r | {"model": r["provenance"].get("model"),
-                     "prompt_hash": (r["provenance"].get("prompt_hash") or "")[:12]} for r in rows]
-    render(rows, ["topic", "doc", "by", "who", "relevance", "reason", "model", "prompt_hash", "at", "explanation"]
-           if fmt is OutputFormat.table else ["topic", "doc", "by", "who", "relevance", "reason", "at", "explanation",
-                                              "raw_output", "provenance"], fmt, title=f"labels of pool {pool}")
+        rows = [
+            r | {"model": r["provenance"].get("model"), "prompt_hash": (r["provenance"].get("prompt_hash") or "")[:12]}
+            for r in rows
+        ]
+    render(
+        rows,
+        ["topic", "doc", "by", "who", "relevance", "reason", "model", "prompt_hash", "at", "explanation"]
+        if fmt is OutputFormat.table
+        else ["topic", "doc", "by", "who", "relevance", "reason", "at", "explanation", "raw_output", "provenance"],
+        fmt,
+        title=f"labels of pool {pool}",
+    )
 
 
-def register(root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer, *,
-             panel: str | None = None) -> None:
+def register(
+    root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer, *, panel: str | None = None
+) -> None:
     """Add these commands to the root app (in its help's ``panel``) and the `qrels` and
     `judgments` apps."""
     root.add_typer(app, name="judges", rich_help_panel=panel)

@@ -15,9 +15,12 @@ app = typer.Typer(help="Gold labels of classification and clustering tasks.", no
 @app.command("import")
 def import_labels(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="CSV, TSV or Parquet with columns item_id, label [, group] [, weight]; "
-                                          "a multilabel task has 'labels' (each item's labels joined by '|') in "
-                                          "place of 'label'; 'weight' holds sample weights."),
+    path: Path = typer.Argument(
+        ...,
+        help="CSV, TSV or Parquet with columns item_id, label [, group] [, weight]; "
+        "a multilabel task has 'labels' (each item's labels joined by '|') in "
+        "place of 'label'; 'weight' holds sample weights.",
+    ),
     name: str = typer.Option(..., "--name"),
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace labels of this name holding other content."),
@@ -25,12 +28,13 @@ def import_labels(
     """Store gold labels; the same file again stores nothing."""
     from evalstore.services import labels as catalogue
 
-    summary = catalogue.import_labels(state(ctx).engine(), path, name=name, description=description,
-                                           replace=replace)
+    summary = catalogue.import_labels(state(ctx).engine(), path, name=name, description=description, replace=replace)
     verb = "stored" if summary.created else "already stored, nothing new"
     kind = "".join(f", {what}" for what in ("multilabel", "weighted") if summary.details[what])
-    info(f"labels '{summary.name}' {verb}: {summary.rows} items, {len(summary.details['classes'])} classes, "
-         f"{summary.details['groups']} groups{kind}")
+    info(
+        f"labels '{summary.name}' {verb}: {summary.rows} items, {len(summary.details['classes'])} classes, "
+        f"{summary.details['groups']} groups{kind}"
+    )
 
 
 @app.command("list")
@@ -38,5 +42,6 @@ def list_labels(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputForma
     from evalstore.services import labels as catalogue
 
     rows = [s.as_dict() for s in catalogue.list_label_sets(state(ctx).engine())]
-    render(rows, ["name", "rows", "classes", "groups", "multilabel", "weighted", "created_at"], fmt,
-           title="gold labels")
+    render(
+        rows, ["name", "rows", "classes", "groups", "multilabel", "weighted", "created_at"], fmt, title="gold labels"
+    )

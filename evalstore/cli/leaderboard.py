@@ -12,17 +12,25 @@ from evalstore.cli._output import ReportFormat, render, warn
 def leaderboard(
     ctx: typer.Context,
     qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
-    measure: list[str] = typer.Option([], "--measure", help="Measure to show (repeatable; default AP, nDCG@10, "
-                                      "P@10, RR; with --labels f1_macro, accuracy, mcc)."),
+    measure: list[str] = typer.Option(
+        [],
+        "--measure",
+        help="Measure to show (repeatable; default AP, nDCG@10, P@10, RR; with --labels f1_macro, accuracy, mcc).",
+    ),
     sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
     labels: str | None = typer.Option(None, "--labels", help="Rank prediction sets on these gold labels instead."),
     relevance_level: int = typer.Option(1, "-l", help="Compare evaluations made with this relevance level."),
     max_docs: int | None = typer.Option(None, "-M", min=1, help="Compare evaluations made with this -M."),
-    missing: str = typer.Option("zero", "--missing", help="Compare evaluations made with this missing-topic policy "
-                                "(zero or skip)."),
-    known: str | None = typer.Option(None, "--known", help="The user-oriented measures (Coverage, Novelty, ...) "
-                                     "against these known qrels (as evaluated with --known)."),
+    missing: str = typer.Option(
+        "zero", "--missing", help="Compare evaluations made with this missing-topic policy (zero or skip)."
+    ),
+    known: str | None = typer.Option(
+        None,
+        "--known",
+        help="The user-oriented measures (Coverage, Novelty, ...) "
+        "against these known qrels (as evaluated with --known).",
+    ),
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
     (or, with --labels, every prediction set evaluated on the gold labels).
@@ -39,10 +47,14 @@ def leaderboard(
         raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
     kind, judgments = ("ranking", qrels) if qrels is not None else ("classifier", labels)
     assert judgments is not None
-    options = ({"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing,
-                "known_qrels": known} if kind == "ranking" else None)
-    board = comparisons.leaderboard(state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort,
-                                    options=options)
+    options = (
+        {"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing, "known_qrels": known}
+        if kind == "ranking"
+        else None
+    )
+    board = comparisons.leaderboard(
+        state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort, options=options
+    )
     if fmt in (ReportFormat.json, ReportFormat.csv):
         render(board.records, board.record_columns, fmt, title=board.title)
         return

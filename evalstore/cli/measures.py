@@ -11,8 +11,9 @@ from evalstore.errors import InvalidParameterError
 def measures(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
     trec: bool = typer.Option(False, "--trec", help="List trec_eval's measure names and what they map to."),
-    kind: str = typer.Option("ranking", "--kind", help="ranking (runs on qrels), classifier or clustering "
-                             "(predictions on gold labels)."),
+    kind: str = typer.Option(
+        "ranking", "--kind", help="ranking (runs on qrels), classifier or clustering (predictions on gold labels)."
+    ),
 ) -> None:
     """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
     trec_eval and ir_measures call it and whether their values are the same, reference."""
@@ -26,32 +27,54 @@ def measures(
         qrels_mode = [TREC_FAMILIES[name] for name in TREC_ORDER]
         # in registration order, which is trec_eval's printing order of them (metrics.preferences)
         prefs_mode = [spec for family in REGISTRY.values() for spec in family.trec if spec.mode == "prefs"]
-        rows = [{"trec_eval": spec.name, "evalstore": spec.family, "parameters": spec.param or "",
-                 "mode": "-R qrels" if spec.mode == "qrels" else "-R prefs, -R qrels_prefs"}
-                for spec in [*qrels_mode, *prefs_mode]]
+        rows = [
+            {
+                "trec_eval": spec.name,
+                "evalstore": spec.family,
+                "parameters": spec.param or "",
+                "mode": "-R qrels" if spec.mode == "qrels" else "-R prefs, -R qrels_prefs",
+            }
+            for spec in [*qrels_mode, *prefs_mode]
+        ]
         render(rows, ["trec_eval", "evalstore", "parameters", "mode"], fmt, title="trec_eval measures")
         return
     if kind != "ranking":
-        rows = [{"name": family.name, "better": "higher" if family.higher_is_better else "lower",
-                 "shown by default": "yes" if family.headline else "", "definition": family.description,
-                 "reference": family.reference} for family in prediction_measures(kind)]
-        render(rows, ["name", "better", "shown by default", "definition", "reference"], fmt,
-               title=f"{kind} measures")
+        rows = [
+            {
+                "name": family.name,
+                "better": "higher" if family.higher_is_better else "lower",
+                "shown by default": "yes" if family.headline else "",
+                "definition": family.description,
+                "reference": family.reference,
+            }
+            for family in prediction_measures(kind)
+        ]
+        render(rows, ["name", "better", "shown by default", "definition", "reference"], fmt, title=f"{kind} measures")
         return
     rows = []
     for family in list_measures():
         params = ", ".join(
             f"{name}={_show(p.default)}" + (f" ({p.doc})" if p.doc else "") for name, p in family.params.items()
         )
-        rows.append({
-            "name": family.name, "aliases": ", ".join(family.aliases), "parameters": params,
-            "summary": family.summary, "judgments": family.judgments,
-            "better": "higher" if family.higher_is_better else "lower",
-            "definition": " ".join(family.description.split()), "peers": PEERS[family.name],
-            "reference": family.reference,
-        })
-    render(rows, ["name", "aliases", "parameters", "summary", "judgments", "better", "definition", "peers",
-                  "reference"], fmt, title="measures")
+        rows.append(
+            {
+                "name": family.name,
+                "aliases": ", ".join(family.aliases),
+                "parameters": params,
+                "summary": family.summary,
+                "judgments": family.judgments,
+                "better": "higher" if family.higher_is_better else "lower",
+                "definition": " ".join(family.description.split()),
+                "peers": PEERS[family.name],
+                "reference": family.reference,
+            }
+        )
+    render(
+        rows,
+        ["name", "aliases", "parameters", "summary", "judgments", "better", "definition", "peers", "reference"],
+        fmt,
+        title="measures",
+    )
 
 
 def _show(value: object) -> str:

@@ -8,14 +8,18 @@ from evalstore.cli._context import state
 from evalstore.cli._output import info
 from evalstore.errors import TrackingError
 
-app = typer.Typer(help="Log stored results to MLflow ($MLFLOW_TRACKING_URI, default a local SQLite store).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Log stored results to MLflow ($MLFLOW_TRACKING_URI, default a local SQLite store).", no_args_is_help=True
+)
 
 
 @app.command("sync")
-def sync(ctx: typer.Context, evaluation: list[int] = typer.Option([], "--evaluation", help="Only these "
-                                                                  "evaluations (repeatable; default: all pending).")
-         ) -> None:
+def sync(
+    ctx: typer.Context,
+    evaluation: list[int] = typer.Option(
+        [], "--evaluation", help="Only these evaluations (repeatable; default: all pending)."
+    ),
+) -> None:
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled, mlflow_tracking_uri
@@ -28,8 +32,10 @@ def sync(ctx: typer.Context, evaluation: list[int] = typer.Option([], "--evaluat
     info(f"logged {len(report.logged)} evaluations to {mlflow_tracking_uri()}; {report.left_pending} pending")
     if report.failed:
         evaluation_id, error = next(iter(report.failed.items()))
-        raise TrackingError(f"MLflow logging failed for evaluation {evaluation_id}: {error}. "
-                              f"Check MLFLOW_TRACKING_URI and run 'evalstore mlflow sync' again.")
+        raise TrackingError(
+            f"MLflow logging failed for evaluation {evaluation_id}: {error}. "
+            f"Check MLFLOW_TRACKING_URI and run 'evalstore mlflow sync' again."
+        )
 
 
 @app.command("status")

@@ -15,8 +15,9 @@ def ndeval(
     beta: float = typer.Option(0.5, "-beta", min=0.0, max=1.0, help="Patience (NRBP)."),
     max_docs: int | None = typer.Option(None, "-M", min=1, help="Keep only the top N documents per topic."),
     complete: bool = typer.Option(False, "-c", help="Average over every qrels topic."),
-    traditional: bool = typer.Option(True, "-traditional", hidden=True,
-                                     help="Accepted for ndeval's command lines; the order is always trec_eval's."),
+    traditional: bool = typer.Option(
+        True, "-traditional", hidden=True, help="Accepted for ndeval's command lines; the order is always trec_eval's."
+    ),
 ) -> None:
     """The TREC Web track's diversity measures, exactly as ndeval -traditional prints them (CSV)."""
     from evalstore.io.formats import read_qrels, read_run
@@ -24,8 +25,15 @@ def ndeval(
 
     subtopics = read_qrels(qrels, judgment_groups=True, strict=False)
     parsed = read_run(run, strict=False, content_hash=False)
-    result = evaluate_diversity(subtopics.table, parsed.table, alpha=alpha, beta=beta, max_docs=max_docs,
-                                qrels_path=str(qrels), run_path=str(run))
+    result = evaluate_diversity(
+        subtopics.table,
+        parsed.table,
+        alpha=alpha,
+        beta=beta,
+        max_docs=max_docs,
+        qrels_path=str(qrels),
+        run_path=str(run),
+    )
     sys.stdout.write(render_ndeval(result, _first_run_tag(run), complete=complete))
 
 

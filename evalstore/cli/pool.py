@@ -32,10 +32,15 @@ def build(
     all_runs: bool = typer.Option(False, "--all-runs", help="Every registered run contributes."),
     topics: str | None = typer.Option(None, "--topics", help="Comma-separated topic ids, or a file of them."),
     strategy: str = typer.Option("depth", "--strategy", help="depth | rrf | rbp | mtf | bandit."),
-    depth: int | None = typer.Option(None, "--depth", min=1, help="Top K of each run (depth: default 100; other "
-                                     "strategies: candidates, default whole runs)."),
-    budget: int | None = typer.Option(None, "--budget", min=1, help="Documents to judge per topic (required "
-                                      "for rrf, rbp, mtf, bandit)."),
+    depth: int | None = typer.Option(
+        None,
+        "--depth",
+        min=1,
+        help="Top K of each run (depth: default 100; other strategies: candidates, default whole runs).",
+    ),
+    budget: int | None = typer.Option(
+        None, "--budget", min=1, help="Documents to judge per topic (required for rrf, rbp, mtf, bandit)."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Seed of Thompson sampling (default: drawn, recorded)."),
     rbp_p: float = typer.Option(0.8, "--rbp-p", help="Persistence p of the rbp strategy's weights."),
     policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
@@ -50,9 +55,19 @@ def build(
 
     if bool(run) == all_runs:
         raise usage_conflict(ctx, "Name runs with --run NAME (repeatable) or pass --all-runs, not both.")
-    summary = pools.build_pool(state(ctx).engine(), name=name, run_names=None if all_runs else run,
-                               strategy=strategy, depth=depth, budget=budget, topics=_topics(topics), seed=seed,
-                               rbp_p=rbp_p, bandit_policy=policy, replace=replace)
+    summary = pools.build_pool(
+        state(ctx).engine(),
+        name=name,
+        run_names=None if all_runs else run,
+        strategy=strategy,
+        depth=depth,
+        budget=budget,
+        topics=_topics(topics),
+        seed=seed,
+        rbp_p=rbp_p,
+        bandit_policy=policy,
+        replace=replace,
+    )
     info(f"pool '{name}': {summary.documents} documents over {summary.topics} topics from {len(summary.runs)} runs")
     render_record(summary.as_dict(), fmt, title=f"pool {name}")
 
@@ -62,14 +77,19 @@ def list_pools(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat
     """Every pool with its size and judgments."""
     from evalstore.services import pools
 
-    rows = [p.as_dict() | {"runs": len(p.runs), "assessors": ", ".join(p.assessors)}
-            for p in pools.list_pools(state(ctx).engine())]
+    rows = [
+        p.as_dict() | {"runs": len(p.runs), "assessors": ", ".join(p.assessors)}
+        for p in pools.list_pools(state(ctx).engine())
+    ]
     render(rows, ["name", "strategy", "runs", "topics", "documents", "judged", "assessors"], fmt, title="pools")
 
 
 @app.command("show")
-def show(ctx: typer.Context, name: str = typer.Argument(...),
-         fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """A pool's settings, size and judgments so far."""
     from evalstore.services import pools
 
@@ -77,9 +97,12 @@ def show(ctx: typer.Context, name: str = typer.Argument(...),
 
 
 @app.command("stats")
-def stats(ctx: typer.Context, name: str = typer.Argument(...),
-          k: int = typer.Option(10, "-k", min=1, help="Depth of the judged@k coverage per run."),
-          fmt: ReportFormat = typer.Option(ReportFormat.table, "--format")) -> None:
+def stats(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    k: int = typer.Option(10, "-k", min=1, help="Depth of the judged@k coverage per run."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+) -> None:
     """Size, judged and relevant per topic; contributed and unique documents and judged@k per run."""
     from evalstore.services import pools
 
@@ -97,16 +120,18 @@ def export(
     ctx: typer.Context,
     name: str = typer.Argument(...),
     path: Path = typer.Argument(..., help="Assessor sheet to write ('-' for stdout)."),
-    fmt: str = typer.Option("tsv", "--format", help="tsv | csv (topic, doc, empty relevance) | trec (qrels "
-                            "lines with relevance -1)."),
+    fmt: str = typer.Option(
+        "tsv", "--format", help="tsv | csv (topic, doc, empty relevance) | trec (qrels lines with relevance -1)."
+    ),
     shuffle: bool = typer.Option(False, "--shuffle", help="Shuffle the documents within each topic."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of --shuffle (default: drawn and printed)."),
 ) -> None:
     """Write assessor sheets: one row per pooled document, in judging order or shuffled."""
     from evalstore.services import pools
 
-    text, used = pools.export_pool(state(ctx).engine(), name, None if str(path) == "-" else path, fmt=fmt,
-                                   shuffle=shuffle, seed=seed)
+    text, used = pools.export_pool(
+        state(ctx).engine(), name, None if str(path) == "-" else path, fmt=fmt, shuffle=shuffle, seed=seed
+    )
     if str(path) == "-":
         sys.stdout.write(text)
     else:
@@ -122,21 +147,27 @@ def next_batch(
     path: Path = typer.Argument(..., help="Assessor sheet of the new documents ('-' for stdout)."),
     count: int = typer.Option(10, "--count", help="Documents to add per topic."),
     fmt: str = typer.Option("tsv", "--format", help="tsv | csv | trec, as for 'pool export'."),
-    resolve: str = typer.Option("majority", "--resolve", help="How several assessors' labels become the "
-                                "feedback: majority | max | assessor:NAME."),
+    resolve: str = typer.Option(
+        "majority",
+        "--resolve",
+        help="How several assessors' labels become the feedback: majority | max | assessor:NAME.",
+    ),
 ) -> None:
     """Add the next documents to judge, chosen with the judgments imported so far (the online loop
     of move-to-front and the bandit; the continuation of the order for rrf and rbp)."""
     from evalstore.services import pools
 
-    batch = pools.next_batch(state(ctx).engine(), name, count=count, path=None if str(path) == "-" else path,
-                             fmt=fmt, resolve=resolve)
+    batch = pools.next_batch(
+        state(ctx).engine(), name, count=count, path=None if str(path) == "-" else path, fmt=fmt, resolve=resolve
+    )
     if str(path) == "-":
         sys.stdout.write(batch.sheet)
     topics = batch.documents["topic"].nunique()
-    info(f"{len(batch.documents)} documents added to pool '{name}' over {topics} topic{'s' * (topics != 1)} "
-         f"(feedback: {batch.judged} judged, {batch.relevant} relevant)"
-         + ("" if str(path) == "-" else f"; sheet written to {path}"))
+    info(
+        f"{len(batch.documents)} documents added to pool '{name}' over {topics} topic{'s' * (topics != 1)} "
+        f"(feedback: {batch.judged} judged, {batch.relevant} relevant)"
+        + ("" if str(path) == "-" else f"; sheet written to {path}")
+    )
 
 
 @app.command("qrels")
@@ -144,16 +175,16 @@ def qrels(
     ctx: typer.Context,
     name: str = typer.Argument(...),
     qrels_name: str = typer.Option(..., "--name", help="Name of the qrels to store."),
-    resolve: str = typer.Option("majority", "--resolve", help="majority (ties: the higher label) | max | "
-                                "assessor:NAME."),
+    resolve: str = typer.Option(
+        "majority", "--resolve", help="majority (ties: the higher label) | max | assessor:NAME."
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace qrels of that name."),
 ) -> None:
     """Turn the pool's judgments into stored qrels; pooled documents nobody judged get relevance -1
     (trec_eval's 'pooled but unjudged')."""
     from evalstore.services import pools
 
-    registered = pools.pool_qrels(state(ctx).engine(), name, qrels_name=qrels_name, resolve=resolve,
-                                  replace=replace)
+    registered = pools.pool_qrels(state(ctx).engine(), name, qrels_name=qrels_name, resolve=resolve, replace=replace)
     summary = registered.summary
     verb = "stored" if registered.created else "unchanged (same content)"
     info(f"qrels '{summary.name}' {verb}: {summary.rows} judgments over {summary.topics} topics")
@@ -184,10 +215,12 @@ def simulate(
     ctx: typer.Context,
     qrels: str = typer.Option(..., "--qrels", help="Known qrels to replay against."),
     run: list[str] = typer.Option([], "--run", help="Run (repeatable; default: every registered run)."),
-    strategy: list[str] = typer.Option(list(("depth", "rrf", "rbp", "mtf", "bandit")), "--strategy",
-                                       help="Strategy (repeatable; default all)."),
-    budget: list[int] = typer.Option([10, 50, 100, 200, 500], "--budget", help="Judgments per topic to report "
-                                     "(repeatable)."),
+    strategy: list[str] = typer.Option(
+        list(("depth", "rrf", "rbp", "mtf", "bandit")), "--strategy", help="Strategy (repeatable; default all)."
+    ),
+    budget: list[int] = typer.Option(
+        [10, 50, 100, 200, 500], "--budget", help="Judgments per topic to report (repeatable)."
+    ),
     depth: int | None = typer.Option(None, "--depth", min=1, help="Candidates: each run's top K (default all)."),
     policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
     seed: int | None = typer.Option(None, "--seed"),
@@ -197,22 +230,39 @@ def simulate(
     """Replay pooling strategies against known qrels: relevant documents found per judgment spent."""
     from evalstore.services import pools
 
-    sim = pools.simulate(state(ctx).engine(), qrels_name=qrels, run_names=run or None, strategies=strategy,
-                         budgets=budget, depth=depth, seed=seed, bandit_policy=policy)
-    rows = [{"budget per topic": b, "judgments": b * sim.topics,
-             **{s: sim.found[s][i] for s in sim.strategies}} for i, b in enumerate(sim.budgets)]
+    sim = pools.simulate(
+        state(ctx).engine(),
+        qrels_name=qrels,
+        run_names=run or None,
+        strategies=strategy,
+        budgets=budget,
+        depth=depth,
+        seed=seed,
+        bandit_policy=policy,
+    )
+    rows = [
+        {"budget per topic": b, "judgments": b * sim.topics, **{s: sim.found[s][i] for s in sim.strategies}}
+        for i, b in enumerate(sim.budgets)
+    ]
     if sim.seed is not None:
         info(f"seed {sim.seed}")
-    render(rows, ["budget per topic", "judgments", *sim.strategies], fmt,
-           title=f"relevant found in '{qrels}' ({sim.total_relevant} relevant, {sim.topics} topics)")
+    render(
+        rows,
+        ["budget per topic", "judgments", *sim.strategies],
+        fmt,
+        title=f"relevant found in '{qrels}' ({sim.total_relevant} relevant, {sim.topics} topics)",
+    )
     if plot is not None:
         pools.simulation_figure(sim, f"Pooling strategies replayed on {qrels}").savefig(plot)
         info(f"plot written to {plot}")
 
 
 @app.command("assign")
-def assign(ctx: typer.Context, name: str,
-           assessor: list[str] = typer.Option(..., "--assessor", help="An assessor user (repeatable).")) -> None:
+def assign(
+    ctx: typer.Context,
+    name: str,
+    assessor: list[str] = typer.Option(..., "--assessor", help="An assessor user (repeatable)."),
+) -> None:
     """Let assessors judge a pool over HTTP (their judgments land beside 'judgments import' ones)."""
     from evalstore.services import judging
 
@@ -228,8 +278,9 @@ def _grades(texts: list[str]) -> dict[int, str] | None:
     for text in texts:
         value, equals, label = text.partition("=")
         if not equals or not value.strip().lstrip("-").isdigit() or not label.strip():
-            raise typer.BadParameter(f"'{text}': give a grade as VALUE=LABEL, e.g. '0=Not relevant'.",
-                                     param_hint="--grade")
+            raise typer.BadParameter(
+                f"'{text}': give a grade as VALUE=LABEL, e.g. '0=Not relevant'.", param_hint="--grade"
+            )
         grades[int(value)] = label.strip()
     return grades
 
@@ -240,19 +291,40 @@ def configure(
     name: str,
     topics: str | None = typer.Option(None, "--topics", help="Topic statements assessors read ('topics import')."),
     collection: str | None = typer.Option(None, "--collection", help="Documents' text ('documents import')."),
-    grade: list[str] = typer.Option([], "--grade", help="A grade and its label, VALUE=LABEL (repeatable; "
-                                    "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant)."),
-    double_share: float | None = typer.Option(None, "--double-share", min=0.0, max=1.0, help="Share each topic "
-                                              "out to its first assessor, and show this share of it, blind, to "
-                                              "every other assessor (for agreement)."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the double-judged sample (default: drawn, "
-                                    "recorded)."),
+    grade: list[str] = typer.Option(
+        [],
+        "--grade",
+        help="A grade and its label, VALUE=LABEL (repeatable; "
+        "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant).",
+    ),
+    double_share: float | None = typer.Option(
+        None,
+        "--double-share",
+        min=0.0,
+        max=1.0,
+        help="Share each topic "
+        "out to its first assessor, and show this share of it, blind, to "
+        "every other assessor (for agreement).",
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Seed of the double-judged sample (default: drawn, recorded)."
+    ),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
     """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
     from evalstore.services import judging
 
-    settings = judging.configure_pool(state(ctx).engine(), name, topic_set=topics, collection=collection,
-                                      grades=_grades(grade), double_share=double_share, seed=seed)
-    render_record({**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
-                  fmt, title=f"pool '{name}'")
+    settings = judging.configure_pool(
+        state(ctx).engine(),
+        name,
+        topic_set=topics,
+        collection=collection,
+        grades=_grades(grade),
+        double_share=double_share,
+        seed=seed,
+    )
+    render_record(
+        {**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
+        fmt,
+        title=f"pool '{name}'",
+    )

@@ -15,13 +15,32 @@ app = typer.Typer(help="Classifier predictions (labels and/or scores).", no_args
 SUMMARY_COLUMNS = ["name", "kind", "rows", "labels", "system", "provides", "created_at"]
 
 
-def register_set(ctx: typer.Context, path: Path, name: str, labels: str, kind: str, system: str | None,
-              meta: list[str], description: str | None, probabilities: bool, replace: bool) -> None:
+def register_set(
+    ctx: typer.Context,
+    path: Path,
+    name: str,
+    labels: str,
+    kind: str,
+    system: str | None,
+    meta: list[str],
+    description: str | None,
+    probabilities: bool,
+    replace: bool,
+) -> None:
     from evalstore.services import labels as catalogue
 
     summary = catalogue.register_predictions(
-        state(ctx).engine(), path, name=name, labels_name=labels, kind=kind, system=system,
-        metadata=parse_meta(meta), description=description, probabilities=probabilities, replace=replace)
+        state(ctx).engine(),
+        path,
+        name=name,
+        labels_name=labels,
+        kind=kind,
+        system=system,
+        metadata=parse_meta(meta),
+        description=description,
+        probabilities=probabilities,
+        replace=replace,
+    )
     verb = "registered" if summary.created else "already registered, nothing new"
     info(f"{kind} '{summary.name}' {verb}: {summary.rows} items against '{labels}'")
 
@@ -29,16 +48,20 @@ def register_set(ctx: typer.Context, path: Path, name: str, labels: str, kind: s
 @app.command("register")
 def register_predictions(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="CSV, TSV or Parquet: item_id and label and/or score (binary: "
-                                "P(positive class)) or one score_<class> column per class; optional group. "
-                                "For multilabel gold labels: 'labels' (joined by '|') and/or score_<class>."),
+    path: Path = typer.Argument(
+        ...,
+        help="CSV, TSV or Parquet: item_id and label and/or score (binary: "
+        "P(positive class)) or one score_<class> column per class; optional group. "
+        "For multilabel gold labels: 'labels' (joined by '|') and/or score_<class>.",
+    ),
     name: str = typer.Option(..., "--name"),
     labels: str = typer.Option(..., "--labels", help="Gold labels the predictions are for."),
     system: str | None = typer.Option(None, "--system"),
     meta: list[str] = typer.Option([], "--meta", help="KEY=VALUE metadata (repeatable)."),
     description: str | None = typer.Option(None, "--description"),
-    probabilities: bool = typer.Option(False, "--probabilities", help="Scores are probabilities: refuse any "
-                                       "outside [0, 1]."),
+    probabilities: bool = typer.Option(
+        False, "--probabilities", help="Scores are probabilities: refuse any outside [0, 1]."
+    ),
     replace: bool = typer.Option(False, "--replace"),
 ) -> None:
     """Register a classifier's predictions, checked against the gold labels."""
@@ -46,8 +69,11 @@ def register_predictions(
 
 
 @app.command("list")
-def list_predictions(ctx: typer.Context, labels: str | None = typer.Option(None, "--labels"),
-                     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_predictions(
+    ctx: typer.Context,
+    labels: str | None = typer.Option(None, "--labels"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     from evalstore.services import labels as catalogue
 
     rows = [s.as_dict() for s in catalogue.list_prediction_sets(state(ctx).engine(), labels)]

@@ -14,8 +14,9 @@ from evalstore.cli._output import OutputFormat, info, render, render_record, war
 from evalstore.cli._progress import storing
 from evalstore.cli.runs import InputFormat
 
-app = typer.Typer(help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Import and manage judgments: relevance (qrels), subtopic and preference judgments.", no_args_is_help=True
+)
 
 LIST_COLUMNS = ["name", "kind", "rows", "topics", "created_at", "description"]
 
@@ -29,33 +30,50 @@ class JudgmentKind(StrEnum):
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet: "
-                                       "one file or many."),
-    name: str | None = typer.Option(None, "--name", help="Name of the qrels in the store (one file; default: "
-                                    "from the file name, qrels.dl19.txt -> qrels.dl19)."),
+    paths: list[Path] = typer.Argument(
+        ..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet: one file or many."
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Name of the qrels in the store (one file; default: from the file name, qrels.dl19.txt -> qrels.dl19).",
+    ),
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace qrels of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
     kind: JudgmentKind = typer.Option(
-        JudgmentKind.relevance, "--kind",
+        JudgmentKind.relevance,
+        "--kind",
         help="relevance: qrels (qid iter docno rel). subtopics: diversity qrels (qid subtopic docno judgment), "
-             "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
-             "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*."),
+        "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
+        "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*.",
+    ),
 ) -> None:
     """Validate judgments files and store them, each whole or not at all; with several files every
     one is validated before any is stored."""
     from evalstore.services import store
 
     if name is not None and len(paths) > 1:
-        raise usage_conflict(ctx, f"--name names one set of judgments; {len(paths)} files were given (their names "
-                                  "come from the file names).")
+        raise usage_conflict(
+            ctx,
+            f"--name names one set of judgments; {len(paths)} files were given (their names come from the file names).",
+        )
     engine = state(ctx).engine()
 
-    def import_all(on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
-                   ) -> list[store.Registered]:
-        return store.import_many_qrels(engine, paths, names=[name] if name is not None else None,
-                                       description=description, replace=replace, fmt=fmt.value if fmt else None,
-                                       kind=kind.value, progress=rows, on_file=on_file)
+    def import_all(
+        on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
+    ) -> list[store.Registered]:
+        return store.import_many_qrels(
+            engine,
+            paths,
+            names=[name] if name is not None else None,
+            description=description,
+            replace=replace,
+            fmt=fmt.value if fmt else None,
+            kind=kind.value,
+            progress=rows,
+            on_file=on_file,
+        )
 
     for result in storing(paths, import_all):
         for message in result.warnings:

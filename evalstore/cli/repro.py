@@ -15,16 +15,20 @@ def repro(
     ctx: typer.Context,
     qrels: str = typer.Option(..., "--qrels", help="The qrels the original runs were evaluated on."),
     original: str = typer.Option(..., "--original", help="The original (advanced) run."),
-    original_baseline: str | None = typer.Option(None, "--original-baseline", help="The original baseline run "
-                                                 "(with --reproduced-baseline: ER and DeltaRI)."),
+    original_baseline: str | None = typer.Option(
+        None, "--original-baseline", help="The original baseline run (with --reproduced-baseline: ER and DeltaRI)."
+    ),
     reproduced: str = typer.Option(..., "--reproduced", help="The reproduced (or replicated) advanced run."),
     reproduced_baseline: str | None = typer.Option(None, "--reproduced-baseline", help="The reproduced baseline."),
-    reproduced_qrels: str | None = typer.Option(None, "--reproduced-qrels", help="Replicability: the other "
-                                                "collection's qrels the reproduced runs are evaluated on (unpaired "
-                                                "t-test, ER, DeltaRI; no KTU, RBO or RMSE across collections)."),
+    reproduced_qrels: str | None = typer.Option(
+        None,
+        "--reproduced-qrels",
+        help="Replicability: the other "
+        "collection's qrels the reproduced runs are evaluated on (unpaired "
+        "t-test, ER, DeltaRI; no KTU, RBO or RMSE across collections).",
+    ),
     measure: list[str] = typer.Option([], "--measure", help="Measure (repeatable; default AP, nDCG@10, P@10)."),
-    depth: int = typer.Option(1000, "--depth", help="KTU and RBO compare the top DEPTH documents (repro_eval: "
-                              "1000)."),
+    depth: int = typer.Option(1000, "--depth", help="KTU and RBO compare the top DEPTH documents (repro_eval: 1000)."),
     rbo_p: float = typer.Option(0.95, "--rbo-p", help="RBO's persistence (repro_eval: 0.95)."),
     per_topic: bool = typer.Option(False, "--per-topic", help="Print each topic's KTU and RBO (table, csv)."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
@@ -38,19 +42,32 @@ def repro(
     from evalstore.services import repro as service
 
     result = service.reproduce(
-        state(ctx).engine(), qrels=qrels, original=original, reproduced=reproduced,
-        original_baseline=original_baseline, reproduced_baseline=reproduced_baseline,
-        reproduced_qrels=reproduced_qrels, measures=measure or None, depth=depth, rbo_p=rbo_p)
+        state(ctx).engine(),
+        qrels=qrels,
+        original=original,
+        reproduced=reproduced,
+        original_baseline=original_baseline,
+        reproduced_baseline=reproduced_baseline,
+        reproduced_qrels=reproduced_qrels,
+        measures=measure or None,
+        depth=depth,
+        rbo_p=rbo_p,
+    )
     for note in result.notes:
         warn(note)
-    info(f"{result.kind} of run '{original}' by run '{reproduced}' (evaluations "
-         f"{', '.join(f'{role} {i}' for role, i in result.evaluation_ids.items())})")
+    info(
+        f"{result.kind} of run '{original}' by run '{reproduced}' (evaluations "
+        f"{', '.join(f'{role} {i}' for role, i in result.evaluation_ids.items())})"
+    )
     if fmt is OutputFormat.json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
     elif per_topic:
-        render([{str(k): v for k, v in row.items()} for row in result.per_topic.to_dict(orient="records")],
-               ["part", "topic", "KTU", "RBO"], fmt,
-               title=f"KTU and RBO per topic (top {depth})")
+        render(
+            [{str(k): v for k, v in row.items()} for row in result.per_topic.to_dict(orient="records")],
+            ["part", "topic", "KTU", "RBO"],
+            fmt,
+            title=f"KTU and RBO per topic (top {depth})",
+        )
     else:
         render(result.figures, service.FIGURE_COLUMNS, fmt, title=f"'{reproduced}' {result.kind} of '{original}'")
     if mlflow_enabled():

@@ -44,26 +44,47 @@ def parse_meta(values: list[str]) -> dict[str, str]:
 @app.command()
 def register(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="TREC runs (qid Q0 docno rank score tag; .gz too), CSV, TSV or "
-                                       "Parquet: one file or many (RUN_DIR/*.gz)."),
-    name: str | None = typer.Option(None, "--name", help="Name of the run in the store (one file; default: from "
-                                    "the file name, or the run tag with --name-from tag)."),
-    name_from: str = typer.Option("file", "--name-from", help="Without --name: file (input.bm25.gz -> bm25) or "
-                                  "tag (the run tag in the file's last column)."),
+    paths: list[Path] = typer.Argument(
+        ...,
+        help="TREC runs (qid Q0 docno rank score tag; .gz too), CSV, TSV or Parquet: one file or many (RUN_DIR/*.gz).",
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Name of the run in the store (one file; default: from "
+        "the file name, or the run tag with --name-from tag).",
+    ),
+    name_from: str = typer.Option(
+        "file",
+        "--name-from",
+        help="Without --name: file (input.bm25.gz -> bm25) or tag (the run tag in the file's last column).",
+    ),
     system: str | None = typer.Option(None, "--system", help="The system that produced the run."),
     meta: list[str] = typer.Option([], "--meta", help="Metadata KEY=VALUE (repeatable)."),
     description: str | None = typer.Option(None, "--description"),
     replace: bool = typer.Option(False, "--replace", help="Replace a run of this name with other content."),
     fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
-    server: str | None = typer.Option(None, "--server", envvar="EVALSTORE_SERVER", help="Submit to an evalstore "
-                                      "server (http://HOST:PORT) instead of the database; needs --task and --token."),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="EVALSTORE_SERVER",
+        help="Submit to an evalstore server (http://HOST:PORT) instead of the database; needs --task and --token.",
+    ),
     token: str | None = typer.Option(None, "--token", envvar="EVALSTORE_TOKEN", help="Your API token (with --server)."),
-    task: str | None = typer.Option(None, "--task", help="With --server: the shared task to submit to (without "
-                                    "it, an admin's token stores the run outside any task)."),
+    task: str | None = typer.Option(
+        None,
+        "--task",
+        help="With --server: the shared task to submit to (without "
+        "it, an admin's token stores the run outside any task).",
+    ),
     run_type: str = typer.Option("automatic", "--run-type", help="With --server: automatic or manual."),
-    backend: str = typer.Option("local", "--backend", help="local (default): the file is read into memory; duckdb: "
-                                "a run larger than memory (one file) is parsed, checked and ranked by DuckDB and "
-                                "stored batch by batch."),
+    backend: str = typer.Option(
+        "local",
+        "--backend",
+        help="local (default): the file is read into memory; duckdb: "
+        "a run larger than memory (one file) is parsed, checked and ranked by DuckDB and "
+        "stored batch by batch.",
+    ),
     memory_limit: str = typer.Option("2GB", "--memory-limit", help="--backend duckdb: DuckDB's memory limit."),
 ) -> None:
     """Validate run files and store them, each whole or not at all. With several files every one
@@ -73,28 +94,50 @@ def register(
     from evalstore.services import store
 
     if server is not None or task is not None:
-        _submit(ctx, paths, name=name, server=server, token=token, task=task, run_type=run_type,
-                description=description)
+        _submit(
+            ctx, paths, name=name, server=server, token=token, task=task, run_type=run_type, description=description
+        )
         return
     if name is not None and len(paths) > 1:
-        raise usage_conflict(ctx, f"--name names one run; {len(paths)} files were given (their names come from "
-                                  "the file names, or the run tags with --name-from tag).")
+        raise usage_conflict(
+            ctx,
+            f"--name names one run; {len(paths)} files were given (their names come from "
+            "the file names, or the run tags with --name-from tag).",
+        )
     metadata = parse_meta(meta)
     engine = state(ctx).engine()
     if backend != "local":
         if len(paths) > 1:
             raise usage_conflict(ctx, f"--backend {backend} registers one file at a time; {len(paths)} were given.")
-        _register_out_of_core(engine, paths[0], name=name or store.name_from_file(paths[0]), system=system,
-                              metadata=metadata, description=description, replace=replace, backend=backend,
-                              memory_limit=memory_limit)
+        _register_out_of_core(
+            engine,
+            paths[0],
+            name=name or store.name_from_file(paths[0]),
+            system=system,
+            metadata=metadata,
+            description=description,
+            replace=replace,
+            backend=backend,
+            memory_limit=memory_limit,
+        )
         return
 
-    def register_all(on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
-                     ) -> list[store.Registered]:
+    def register_all(
+        on_file: Callable[[int, str], None] | None, rows: Callable[[int], None] | None
+    ) -> list[store.Registered]:
         return store.register_runs(
-            engine, paths, names=[name] if name is not None else None, name_from=name_from, system=system,
-            metadata=metadata, description=description, replace=replace, fmt=fmt.value if fmt else None,
-            on_file=on_file, progress=rows)
+            engine,
+            paths,
+            names=[name] if name is not None else None,
+            name_from=name_from,
+            system=system,
+            metadata=metadata,
+            description=description,
+            replace=replace,
+            fmt=fmt.value if fmt else None,
+            on_file=on_file,
+            progress=rows,
+        )
 
     for result in storing(paths, register_all):
         _report(result)
@@ -110,21 +153,46 @@ def _report(result: Registered) -> None:
         info(f"run '{s.name}' is already registered with this content ({s.rows} rows); nothing stored")
 
 
-def _register_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None, metadata: dict[str, str],
-                          description: str | None, replace: bool, backend: str, memory_limit: str) -> None:
+def _register_out_of_core(
+    engine: Engine,
+    path: Path,
+    *,
+    name: str,
+    system: str | None,
+    metadata: dict[str, str],
+    description: str | None,
+    replace: bool,
+    backend: str,
+    memory_limit: str,
+) -> None:
     from evalstore.backends.duckdb_engine import DuckDBSettings
     from evalstore.services import store
 
-    _report(store.register_run(engine, path, name=name, system=system, metadata=metadata, description=description,
-                               replace=replace, backend=backend, duckdb_settings=DuckDBSettings(memory_limit)))
+    _report(
+        store.register_run(
+            engine,
+            path,
+            name=name,
+            system=system,
+            metadata=metadata,
+            description=description,
+            replace=replace,
+            backend=backend,
+            duckdb_settings=DuckDBSettings(memory_limit),
+        )
+    )
 
 
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    meta: list[str] = typer.Option([], "--meta", help="Only runs with this metadata KEY=VALUE (repeatable): a "
-                                   "--meta pair, or a dotted key of the run file's ir_metadata block "
-                                   "(platform.software.libraries=pyterrier)."),
+    meta: list[str] = typer.Option(
+        [],
+        "--meta",
+        help="Only runs with this metadata KEY=VALUE (repeatable): a "
+        "--meta pair, or a dotted key of the run file's ir_metadata block "
+        "(platform.software.libraries=pyterrier).",
+    ),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
     """List the registered runs."""
@@ -176,15 +244,27 @@ def export(
     write_output(output, write)
 
 
-def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: str | None, token: str | None,
-            task: str | None, run_type: str, description: str | None) -> None:
+def _submit(
+    ctx: typer.Context,
+    paths: list[Path],
+    *,
+    name: str | None,
+    server: str | None,
+    token: str | None,
+    task: str | None,
+    run_type: str,
+    description: str | None,
+) -> None:
     from evalstore.client import Client
     from evalstore.services.store import name_from_file
 
     missing = [option for option, value in (("--server", server), ("--token", token)) if not value]
     if missing:
-        raise usage_conflict(ctx, f"Sending a run to a server needs --server and --token; {missing[0]} is missing "
-                                  "(--token may come from $EVALSTORE_TOKEN).")
+        raise usage_conflict(
+            ctx,
+            f"Sending a run to a server needs --server and --token; {missing[0]} is missing "
+            "(--token may come from $EVALSTORE_TOKEN).",
+        )
     if len(paths) != 1:
         raise usage_conflict(ctx, f"A run goes to a server one file at a time; {len(paths)} were given.")
     assert server is not None and token is not None
@@ -192,23 +272,28 @@ def _submit(ctx: typer.Context, paths: list[Path], *, name: str | None, server: 
     with Client(server, token) as client:
         if task is None:
             stored = client.register_run(paths[0], name=name, description=description)
-            info(f"registered run '{stored['run']}' on {server.rstrip('/')}: {stored['rows']} rows, "
-                 f"{stored['topics']} topics")
+            info(
+                f"registered run '{stored['run']}' on {server.rstrip('/')}: {stored['rows']} rows, "
+                f"{stored['topics']} topics"
+            )
             return
         answer = client.submit_run(task, paths[0], name=name, run_type=run_type, description=description)
     for message in answer["warnings"]:
         warn(message)
-    info(f"submitted run '{answer['run']}' to task '{answer['task']}' for team '{answer['team']}': "
-         f"{answer['rows']} rows, {answer['topics']} topics; evaluation job {answer['job']['id']} is "
-         f"{answer['job']['state']} ({server.rstrip('/')}{answer['job']['url']})")
+    info(
+        f"submitted run '{answer['run']}' to task '{answer['task']}' for team '{answer['team']}': "
+        f"{answer['rows']} rows, {answer['topics']} topics; evaluation job {answer['job']['id']} is "
+        f"{answer['job']['state']} ({server.rstrip('/')}{answer['job']['url']})"
+    )
 
 
 @app.command()
 def combine(
     ctx: typer.Context,
     splits: str = typer.Option(..., "--splits", help="A k-fold, leave-one-out or holdout split of the topics."),
-    fold: list[str] = typer.Option(..., "--fold", help="FOLD=RUN: the run trained without that fold's test "
-                                   "topics (repeatable, one per fold)."),
+    fold: list[str] = typer.Option(
+        ..., "--fold", help="FOLD=RUN: the run trained without that fold's test topics (repeatable, one per fold)."
+    ),
     name: str = typer.Option(..., "--name", help="Name of the cross-validated run."),
 ) -> None:
     """Store a cross-validated run: each topic's ranking from the run of the fold that tested it.
@@ -224,5 +309,7 @@ def combine(
             raise typer.BadParameter(f"fold {number} is given twice.", param_hint="--fold")
         folds[int(number)] = run.strip()
     registered = service.combine_runs(state(ctx).engine(), splits=splits, folds=folds, name=name)
-    info(f"registered run '{name}': {registered.summary.rows} rows, {registered.summary.topics} topics from "
-         f"{len(folds)} folds of split '{splits}'")
+    info(
+        f"registered run '{name}': {registered.summary.rows} rows, {registered.summary.topics} topics from "
+        f"{len(folds)} folds of split '{splits}'"
+    )

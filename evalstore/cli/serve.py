@@ -20,14 +20,20 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535),
     workers: int = typer.Option(1, "--workers", min=1, help="Server processes (each answers requests)."),
-    worker: bool | None = typer.Option(None, "--worker/--no-worker", help="Evaluate submitted runs in this "
-                                       "process as well. Default: on for SQLite (the embedded default, where one "
-                                       "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
-                                       "processes on any host share the queue."),
+    worker: bool | None = typer.Option(
+        None,
+        "--worker/--no-worker",
+        help="Evaluate submitted runs in this "
+        "process as well. Default: on for SQLite (the embedded default, where one "
+        "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
+        "processes on any host share the queue.",
+    ),
     forwarded_allow_ips: str | None = typer.Option(
-        None, "--forwarded-allow-ips",
+        None,
+        "--forwarded-allow-ips",
         help="Comma-separated addresses of the proxies whose X-Forwarded-For/-Proto are believed (default: "
-             f"${FORWARDED_ALLOW_IPS_ENV}, else none: a client cannot choose the address it is limited by)."),
+        f"${FORWARDED_ALLOW_IPS_ENV}, else none: a client cannot choose the address it is limited by).",
+    ),
 ) -> None:
     """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
@@ -46,17 +52,27 @@ def serve(
     os.environ[DATABASE_URL_ENV] = cli.database_url  # the server processes read their settings from here
     in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
     background = InProcessWorker.start(cli.database_url) if in_process else None
-    info(f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)"
-         + ("; evaluating submitted runs in this process" if background else ""))
+    info(
+        f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)"
+        + ("; evaluating submitted runs in this process" if background else "")
+    )
     # uvicorn shuts down on SIGTERM and then raises the signal again with the handler it found:
     # with ours that is an exception here, so the worker below finishes its job before we exit
     # (the default handler would end the process at once, leaving the job to its lease).
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        uvicorn.run("evalstore.web.app:create_app", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", access_log=False,
-                    **proxy_options(os.environ.get(FORWARDED_ALLOW_IPS_ENV, "") if forwarded_allow_ips is None
-                                    else forwarded_allow_ips))
+        uvicorn.run(
+            "evalstore.web.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            access_log=False,
+            **proxy_options(
+                os.environ.get(FORWARDED_ALLOW_IPS_ENV, "") if forwarded_allow_ips is None else forwarded_allow_ips
+            ),
+        )
     finally:
         if background is not None:
             background.stop()

@@ -23,20 +23,34 @@ def make(
     qrels: str | None = typer.Option(None, "--qrels", help="Split these qrels' topics."),
     labels: str | None = typer.Option(None, "--labels", help="Split these gold labels' items."),
     method: str = typer.Option("holdout", "--method", help="holdout | subsample | kfold | loo | bootstrap."),
-    test_share: float = typer.Option(1 / 3, "--test-share", help="holdout, subsample: the test part's share "
-                                     "(default one third)."),
+    test_share: float = typer.Option(
+        1 / 3, "--test-share", help="holdout, subsample: the test part's share (default one third)."
+    ),
     k: int = typer.Option(5, "--k", help="kfold: the number of folds."),
     repeats: int = typer.Option(10, "--repeats", help="subsample, bootstrap: the number of draws."),
-    stratify_by: str = typer.Option("none", "--stratify-by", help="none | difficulty (topics: quartiles of mean "
-                                    "AP over the evaluated runs) | label (items)."),
+    stratify_by: str = typer.Option(
+        "none",
+        "--stratify-by",
+        help="none | difficulty (topics: quartiles of mean AP over the evaluated runs) | label (items).",
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Seed (default: drawn, recorded)."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
     """Split topics (--qrels) or items (--labels) into folds and store the split with its seed."""
     from evalstore.services import splits
 
-    made = splits.make_split(state(ctx).engine(), name, qrels=qrels, labels_name=labels, method=method,
-                             test_share=test_share, k=k, repeats=repeats, stratify_by=stratify_by, seed=seed)
+    made = splits.make_split(
+        state(ctx).engine(),
+        name,
+        qrels=qrels,
+        labels_name=labels,
+        method=method,
+        test_share=test_share,
+        k=k,
+        repeats=repeats,
+        stratify_by=stratify_by,
+        seed=seed,
+    )
     info(f"split '{name}': {made.folds} fold(s) by {made.method}, seed {made.seed}")
     render(made.sizes, ["fold", "train", "train_distinct", "test"], fmt, title=f"split '{name}'")
 
@@ -89,8 +103,11 @@ def export(
     name: str,
     fold: int | None = typer.Option(None, "--fold", help="Only this fold (1-based)."),
     part: str | None = typer.Option(None, "--part", help="Only the train or the test units."),
-    fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", help="json: the settings, seed and each fold's "
-                                     "lists | tsv: one line per fold, part, unit, weight."),
+    fmt: ExportFormat = typer.Option(
+        ExportFormat.json,
+        "--format",
+        help="json: the settings, seed and each fold's lists | tsv: one line per fold, part, unit, weight.",
+    ),
 ) -> None:
     """Each fold's train and test topics (or items), in the split's order, with its seed: what to
     train a learned system on."""
@@ -100,11 +117,20 @@ def export(
     if fmt is ExportFormat.json:
         sys.stdout.write(json.dumps(exported.as_dict(), indent=2) + "\n")
         return
-    awkward = next((u for e in exported.folds for p in ("train", "test") for u in e.get(p, [])
-                    if "\t" in u or "\n" in u or "\r" in u), None)
+    awkward = next(
+        (
+            u
+            for e in exported.folds
+            for p in ("train", "test")
+            for u in e.get(p, [])
+            if "\t" in u or "\n" in u or "\r" in u
+        ),
+        None,
+    )
     if awkward is not None:
-        raise InvalidParameterError(f"Unit {awkward!r} holds a tab or a line break, which TSV cannot carry; use "
-                                    "--format json.")
+        raise InvalidParameterError(
+            f"Unit {awkward!r} holds a tab or a line break, which TSV cannot carry; use --format json."
+        )
     sys.stdout.write("fold\tpart\tunit\tweight\n")
     for entry in exported.folds:
         weights = entry.get("train_weights", {})
@@ -120,5 +146,9 @@ def results(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(Outp
     from evalstore.services import splits
 
     rows = splits.stored_fold_values(state(ctx).engine(), name).to_dict(orient="records")
-    render([{str(k): v for k, v in row.items()} for row in rows], ["run", "evaluation", "fold", "measure", "value"],
-           fmt, title=f"fold values of split '{name}'")
+    render(
+        [{str(k): v for k, v in row.items()} for row in rows],
+        ["run", "evaluation", "fold", "measure", "value"],
+        fmt,
+        title=f"fold values of split '{name}'",
+    )

@@ -29,23 +29,38 @@ def create(
     ctx: typer.Context,
     name: str,
     qrels: str = typer.Option(..., "--qrels", help="Stored qrels the runs are evaluated against."),
-    hidden: bool = typer.Option(False, "--hidden", help="Scores visible to the organisers only, until "
-                                "'evalstore tasks release NAME'."),
-    opens: str | None = typer.Option(None, "--opens", help="Submissions open at this time (ISO 8601; UTC unless "
-                                     "it says)."),
+    hidden: bool = typer.Option(
+        False, "--hidden", help="Scores visible to the organisers only, until 'evalstore tasks release NAME'."
+    ),
+    opens: str | None = typer.Option(
+        None, "--opens", help="Submissions open at this time (ISO 8601; UTC unless it says)."
+    ),
     closes: str | None = typer.Option(None, "--closes", help="Submissions close at this time."),
-    max_runs_per_team: int | None = typer.Option(None, "--max-runs-per-team", min=1, help="Runs a team may have "
-                                                 "evaluated (failed or cancelled ones do not count)."),
-    measure: list[str] = typer.Option([], "--measure", help="Measures to evaluate (repeatable; default: "
-                                      "evaluate's defaults)."),
+    max_runs_per_team: int | None = typer.Option(
+        None,
+        "--max-runs-per-team",
+        min=1,
+        help="Runs a team may have evaluated (failed or cancelled ones do not count).",
+    ),
+    measure: list[str] = typer.Option(
+        [], "--measure", help="Measures to evaluate (repeatable; default: evaluate's defaults)."
+    ),
     owner: str | None = typer.Option(None, "--owner", help="The organiser user who manages the task."),
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
 
-    task = tasks.create_task(state(ctx).engine(), name, qrels_name=qrels, hidden=hidden,
-                             opens=_moment(opens, "--opens"), closes=_moment(closes, "--closes"),
-                             max_runs_per_team=max_runs_per_team, measures=measure, owner=owner)
+    task = tasks.create_task(
+        state(ctx).engine(),
+        name,
+        qrels_name=qrels,
+        hidden=hidden,
+        opens=_moment(opens, "--opens"),
+        closes=_moment(closes, "--closes"),
+        max_runs_per_team=max_runs_per_team,
+        measures=measure,
+        owner=owner,
+    )
     info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
 
 
@@ -63,8 +78,7 @@ def attach(
     ctx: typer.Context,
     name: str,
     run: list[str] = typer.Argument(..., help="Stored runs ('evalstore runs list')."),
-    team: str | None = typer.Option(None, "--team", help="The runs' team (default: each run's system, else its "
-                                    "name)."),
+    team: str | None = typer.Option(None, "--team", help="The runs' team (default: each run's system, else its name)."),
     run_type: str = typer.Option("automatic", "--run-type", help="automatic | manual."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:

@@ -27,18 +27,24 @@ def create(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, user: str | None = typer.Option(None, "--user"),
-          fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(
+    ctx: typer.Context,
+    user: str | None = typer.Option(None, "--user"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
     """List tokens (never their secrets)."""
     from evalstore.services import access
 
-    render(access.list_tokens(state(ctx).engine(), user), ["id", "user", "created_at", "expires_at", "revoked_at"],
-           fmt, title="tokens")
+    render(
+        access.list_tokens(state(ctx).engine(), user),
+        ["id", "user", "created_at", "expires_at", "revoked_at"],
+        fmt,
+        title="tokens",
+    )
 
 
 @app.command()
-def revoke(ctx: typer.Context, token_id: int = typer.Argument(..., help="The token's id (see 'tokens list').")
-           ) -> None:
+def revoke(ctx: typer.Context, token_id: int = typer.Argument(..., help="The token's id (see 'tokens list').")) -> None:
     """Revoke a token: it stops working at once."""
     from evalstore.services import access
 

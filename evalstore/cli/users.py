@@ -25,11 +25,18 @@ class Role(StrEnum):
 def add(
     ctx: typer.Context,
     name: str,
-    role: Role = typer.Option(..., "--role", help="admin: everything; organiser: their tasks; participant: their "
-                              "team's runs; assessor: the pools assigned to them; viewer: public leaderboards."),
+    role: Role = typer.Option(
+        ...,
+        "--role",
+        help="admin: everything; organiser: their tasks; participant: their "
+        "team's runs; assessor: the pools assigned to them; viewer: public leaderboards.",
+    ),
     team: str | None = typer.Option(None, "--team", help="The participant's team (required for participants)."),
-    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read a password for the web pages' "
-                                        "sign-in from standard input (kept as an argon2 hash)."),
+    password_stdin: bool = typer.Option(
+        False,
+        "--password-stdin",
+        help="Read a password for the web pages' sign-in from standard input (kept as an argon2 hash).",
+    ),
 ) -> None:
     """Add a user. Tokens for the API: 'evalstore tokens create --user NAME'."""
     from evalstore.services import access

@@ -14,15 +14,25 @@ def worker(
     ctx: typer.Context,
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Worker processes on this host."),
     until_empty: bool = typer.Option(False, "--until-empty", help="Exit when no job is left to claim."),
-    poll_interval: float = typer.Option(2.0, "--poll-interval", min=0.05, help="Seconds between looks at an "
-                                        "empty queue."),
-    lease_seconds: float = typer.Option(60.0, "--lease-seconds", min=0.5, help="A job whose worker has not "
-                                        "renewed its lease for this long is taken over by another."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay "
-                                "pending for 'evalstore mlflow sync')."),
-    index_runs: bool = typer.Option(True, "--index-runs/--no-index-runs", help="When idle, give stored runs "
-                                    "of 500,000 rows or more an index on their docnos (PostgreSQL), so their "
-                                    "evaluations read the judged rows through it."),
+    poll_interval: float = typer.Option(
+        2.0, "--poll-interval", min=0.05, help="Seconds between looks at an empty queue."
+    ),
+    lease_seconds: float = typer.Option(
+        60.0,
+        "--lease-seconds",
+        min=0.5,
+        help="A job whose worker has not renewed its lease for this long is taken over by another.",
+    ),
+    mlflow: bool = typer.Option(
+        True, "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay pending for 'evalstore mlflow sync')."
+    ),
+    index_runs: bool = typer.Option(
+        True,
+        "--index-runs/--no-index-runs",
+        help="When idle, give stored runs "
+        "of 500,000 rows or more an index on their docnos (PostgreSQL), so their "
+        "evaluations read the judged rows through it.",
+    ),
 ) -> None:
     """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job, then exit;
     a second one: put the job back in the queue and exit now."""
@@ -33,7 +43,12 @@ def worker(
     configure_logging()
     cli = state(ctx)
     cli.engine()  # refuse to start on an out-of-date schema
-    settings = WorkerSettings(lease=timedelta(seconds=lease_seconds), poll_interval=poll_interval,
-                              until_empty=until_empty, mlflow=mlflow and mlflow_enabled(), index_runs=index_runs)
+    settings = WorkerSettings(
+        lease=timedelta(seconds=lease_seconds),
+        poll_interval=poll_interval,
+        until_empty=until_empty,
+        mlflow=mlflow and mlflow_enabled(),
+        index_runs=index_runs,
+    )
     done = run_pool(cli.database_url, settings, concurrency)
     info(f"worker stopped: {done} jobs done")

@@ -33,8 +33,9 @@ def driver_connection(session: Session) -> Any:
     return connection
 
 
-def select_table(session: Session, statement: Any, names: list[str], types: list[pa.DataType], *,
-                 index_join: bool = False) -> pa.Table:
+def select_table(
+    session: Session, statement: Any, names: list[str], types: list[pa.DataType], *, index_join: bool = False
+) -> pa.Table:
     """The statement's rows as an Arrow table. ``index_join`` (PostgreSQL): the statement joins
     through an index (a nested loop over it), where these reads otherwise join by hashing."""
     connection = session.connection()
@@ -70,8 +71,9 @@ def _close_adbc_connections() -> None:
         connection.close()
 
 
-def _read_arrow_postgres(session: Session, statement: Any, names: list[str], types: list[pa.DataType],
-                         index_join: bool = False) -> pa.Table:
+def _read_arrow_postgres(
+    session: Session, statement: Any, names: list[str], types: list[pa.DataType], index_join: bool = False
+) -> pa.Table:
     """PostgreSQL: the query's rows straight into Arrow columns through ADBC's PostgreSQL driver
     (binary COPY decoded in C). A 7M-row run reads in ~2.5 s this way, against ~8 s through
     psycopg, whose COPY hands Python one row at a time (scripts/bench_worker.py)."""
@@ -127,8 +129,9 @@ def _read_on(connection: Any, sql: str, index_join: bool) -> pa.Table:
             cursor.execute("SET enable_hashjoin = on")
 
 
-def select_batches(session: Session, statement: Any, names: list[str], types: list[pa.DataType]
-                   ) -> Iterator[pa.RecordBatch]:
+def select_batches(
+    session: Session, statement: Any, names: list[str], types: list[pa.DataType]
+) -> Iterator[pa.RecordBatch]:
     """:func:`select_table`'s rows a batch at a time, never all in memory: for handing a stored
     run or prediction set too large to hold to DuckDB or Spark. PostgreSQL: a connection of its
     own for the read, closed after it (the kept ones serve the whole-table reads)."""
@@ -150,8 +153,9 @@ def select_batches(session: Session, statement: Any, names: list[str], types: li
     cursor.execute(str(compiled), [compiled.params[name] for name in compiled.positiontup or []])
     while partition := cursor.fetchmany(BATCH_ROWS):
         columns = list(zip(*partition, strict=True))
-        yield pa.RecordBatch.from_arrays([pa.array(col, type=t) for col, t in zip(columns, types, strict=True)],
-                                         schema=schema)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(col, type=t) for col, t in zip(columns, types, strict=True)], schema=schema
+        )
 
 
 def _typed(table: pa.Table, names: list[str], types: list[pa.DataType]) -> pa.Table:

@@ -81,9 +81,7 @@ class Judgment(Base):
         {"sqlite_with_rowid": False},
     )
 
-    qrels_id: Mapped[int] = mapped_column(
-        ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True
-    )
+    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     topic: Mapped[str] = mapped_column(String(200))
     doc: Mapped[str] = mapped_column(String(400))
@@ -166,7 +164,9 @@ class Evaluation(Base):
         UniqueConstraint("prediction_set_id", "options_hash"),
         CheckConstraint(
             "(run_id IS NOT NULL AND qrels_id IS NOT NULL AND prediction_set_id IS NULL) OR "
-            "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NOT NULL)", name="inputs"),
+            "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NOT NULL)",
+            name="inputs",
+        ),
         Index("ix_evaluations_state_lease", "state", "lease_expires_at"),
         Index("ix_evaluations_mlflow_state", "mlflow_state"),
     )
@@ -174,8 +174,9 @@ class Evaluation(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
-    prediction_set_id: Mapped[int | None] = mapped_column(ForeignKey("prediction_sets.id", ondelete="CASCADE"),
-                                                          index=True)
+    prediction_set_id: Mapped[int | None] = mapped_column(
+        ForeignKey("prediction_sets.id", ondelete="CASCADE"), index=True
+    )
     # classification: what the options led to (threshold used, confusion matrix, curve points)
     settings: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
     # where the heavy part runs and with what settings ({"name": "duckdb", "memory_limit": "2GB"});
@@ -228,9 +229,7 @@ class EvaluationQueries(Base):
 
     __tablename__ = "evaluation_queries"
 
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
-    )
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
     query_ids: Mapped[list[str]] = mapped_column(JSON)
 
 
@@ -242,9 +241,7 @@ class QueryValues(Base):
 
     __tablename__ = "query_values"
 
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
-    )
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     numbers: Mapped[bytes | None] = mapped_column(LargeBinary)
     texts: Mapped[list[str] | None] = mapped_column(JSON)
@@ -255,9 +252,7 @@ class AggregateResult(Base):
 
     __tablename__ = "aggregate_results"
 
-    evaluation_id: Mapped[int] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
-    )
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[float | None] = mapped_column(Double)
     text_value: Mapped[str | None] = mapped_column(Text)
@@ -419,12 +414,13 @@ class ReproResult(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))  # reproducibility (same qrels) | replicability
     original_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), index=True)
-    reproduced_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"),
-                                                          index=True)
+    reproduced_evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), index=True)
     original_baseline_evaluation_id: Mapped[int | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"))
+        ForeignKey("evaluations.id", ondelete="CASCADE")
+    )
     reproduced_baseline_evaluation_id: Mapped[int | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"))
+        ForeignKey("evaluations.id", ondelete="CASCADE")
+    )
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     figures: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -448,8 +444,9 @@ class Standardisation(Base):
 class StandardisationStatistic(Base):
     __tablename__ = "standardisation_statistics"
 
-    standardisation_id: Mapped[int] = mapped_column(ForeignKey("standardisations.id", ondelete="CASCADE"),
-                                                    primary_key=True)
+    standardisation_id: Mapped[int] = mapped_column(
+        ForeignKey("standardisations.id", ondelete="CASCADE"), primary_key=True
+    )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     topic: Mapped[str] = mapped_column(String(200), primary_key=True)
     mean: Mapped[float] = mapped_column(Double)
@@ -461,8 +458,9 @@ class StandardisedValue(Base):
 
     __tablename__ = "standardised_values"
 
-    standardisation_id: Mapped[int] = mapped_column(ForeignKey("standardisations.id", ondelete="CASCADE"),
-                                                    primary_key=True)
+    standardisation_id: Mapped[int] = mapped_column(
+        ForeignKey("standardisations.id", ondelete="CASCADE"), primary_key=True
+    )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     run: Mapped[str] = mapped_column(String(200), primary_key=True)
     topic: Mapped[str] = mapped_column(String(200), primary_key=True)

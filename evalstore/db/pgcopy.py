@@ -59,7 +59,7 @@ def encode(batch: pa.RecordBatch, types: Mapping[str, pa.DataType]) -> memoryvie
     if nullable := [name for name in order if batch.column(name).null_count]:
         raise ValueError(f"binary COPY encodes no nulls ({', '.join(nullable)})")
     fixed = [name for name in order if types[name] != pa.string()]
-    strings = order[len(fixed):]
+    strings = order[len(fixed) :]
     layout = [("fields", ">i2")]
     for name in fixed:
         layout += [(f"{name}_length", ">i4"), (name, _BIG_ENDIAN[types[name]])]
@@ -84,8 +84,8 @@ def encode(batch: pa.RecordBatch, types: Mapping[str, pa.DataType]) -> memoryvie
             pieces.append(_fixed_width_values(lengths.astype(">i4").view(np.uint8), 4, n))
         pieces.append(values)
     joined = pc.binary_join_element_wise(*pieces, pa.scalar(b"", pa.binary()))
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset: joined.offset + n + 1]
-    return memoryview(joined.buffers()[2])[offsets[0]: offsets[-1]]
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset : joined.offset + n + 1]
+    return memoryview(joined.buffers()[2])[offsets[0] : offsets[-1]]
 
 
 def _fixed_width_values(data: np.ndarray, width: int, n: int) -> pa.Array:

@@ -70,18 +70,31 @@ def get_run(session: Session, name: str) -> Run:
 
 
 def get_pool(session: Session, name: str) -> Pool:
-    return get_named(session, Pool, name, f"No pool named '{name}'. List pools with 'evalstore pool list', or build "
-                                          f"one with 'evalstore pool build --name {name} --all-runs'.")
+    return get_named(
+        session,
+        Pool,
+        name,
+        f"No pool named '{name}'. List pools with 'evalstore pool list', or build "
+        f"one with 'evalstore pool build --name {name} --all-runs'.",
+    )
 
 
 def get_topic_set(session: Session, name: str) -> TopicSet:
-    return get_named(session, TopicSet, name, f"No topics named '{name}'. Import them with 'evalstore topics import "
-                                              f"PATH --name {name}'.")
+    return get_named(
+        session,
+        TopicSet,
+        name,
+        f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.",
+    )
 
 
 def get_collection(session: Session, name: str) -> Collection:
-    return get_named(session, Collection, name, f"No collection named '{name}'. Import it with 'evalstore documents "
-                                                f"import PATH --collection {name}'.")
+    return get_named(
+        session,
+        Collection,
+        name,
+        f"No collection named '{name}'. Import it with 'evalstore documents import PATH --collection {name}'.",
+    )
 
 
 def find_split(session: Session, name: str) -> Split | None:
@@ -89,8 +102,12 @@ def find_split(session: Session, name: str) -> Split | None:
 
 
 def get_split(session: Session, name: str) -> Split:
-    return get_named(session, Split, name, f"No split named '{name}'. See 'evalstore splits list', or make one with "
-                                           "'evalstore splits make'.")
+    return get_named(
+        session,
+        Split,
+        name,
+        f"No split named '{name}'. See 'evalstore splits list', or make one with 'evalstore splits make'.",
+    )
 
 
 def find_run(session: Session, name: str) -> Run | None:
@@ -102,8 +119,9 @@ def list_runs(session: Session) -> list[Run]:
 
 
 def get_qrels(session: Session, name: str) -> QrelsSet:
-    return get_named(session, QrelsSet, name, f"No qrels named '{name}'. See 'evalstore qrels list' for the imported "
-                                              "qrels.")
+    return get_named(
+        session, QrelsSet, name, f"No qrels named '{name}'. See 'evalstore qrels list' for the imported qrels."
+    )
 
 
 def find_qrels(session: Session, name: str) -> QrelsSet | None:
@@ -130,8 +148,9 @@ RUN_INDEX_LOCK = 0x65730001
 
 def run_indexed(session: Session, run_id: int) -> bool:
     """Whether the run's partition has its docno-hash index (never on SQLite)."""
-    return session.get_bind().dialect.name == "postgresql" and bool(session.scalar(
-        text("SELECT 1 FROM pg_indexes WHERE indexname = :name"), {"name": run_doc_index(run_id)}))
+    return session.get_bind().dialect.name == "postgresql" and bool(
+        session.scalar(text("SELECT 1 FROM pg_indexes WHERE indexname = :name"), {"name": run_doc_index(run_id)})
+    )
 
 
 def runs_without_index(session: Session, min_rows: int) -> list[int]:
@@ -153,8 +172,9 @@ def index_run(session: Session, run_id: int) -> bool:
     partition = run_partition(run_id)
     if session.scalar(select(func.to_regclass(partition))) is None:
         return False
-    session.execute(text(f"CREATE INDEX IF NOT EXISTS {run_doc_index(run_id)} ON {partition} "
-                         "(hashtextextended(doc, 0))"))
+    session.execute(
+        text(f"CREATE INDEX IF NOT EXISTS {run_doc_index(run_id)} ON {partition} (hashtextextended(doc, 0))")
+    )
     session.execute(text(f"ANALYZE {partition}"))
     return True
 
@@ -187,8 +207,9 @@ def delete_qrels(session: Session, qrels: QrelsSet) -> None:
 def delete_prediction_set(session: Session, prediction_set: PredictionSet) -> None:
     """A prediction set with its rows and its evaluations' values (none of them has a foreign key,
     see models.Prediction); the evaluations themselves cascade."""
-    _delete_results(session, session.scalars(select(Evaluation.id).where(
-        Evaluation.prediction_set_id == prediction_set.id)).all())
+    _delete_results(
+        session, session.scalars(select(Evaluation.id).where(Evaluation.prediction_set_id == prediction_set.id)).all()
+    )
     session.execute(delete(Prediction).where(Prediction.prediction_set_id == prediction_set.id))
     session.execute(delete(PredictionScore).where(PredictionScore.prediction_set_id == prediction_set.id))
     session.delete(prediction_set)
@@ -222,8 +243,11 @@ def insert_run_rows(
 ) -> None:
     """Bulk-insert a run's rows and per-topic counts (both from :func:`run_rows_to_store`)."""
     _bulk_insert(session, "run_rows", "run_id", run_id, rows, progress, partition=run_partition(run_id))
-    copy_batches(session, "run_topics", counts.add_column(
-        0, "run_id", pa.array(np.full(counts.num_rows, run_id, np.int64))).to_batches())
+    copy_batches(
+        session,
+        "run_topics",
+        counts.add_column(0, "run_id", pa.array(np.full(counts.num_rows, run_id, np.int64))).to_batches(),
+    )
 
 
 def insert_judgments(session: Session, qrels_id: int, rows: StagedRows, progress: Progress | None = None) -> None:
@@ -252,8 +276,11 @@ def _bulk_insert(
         for batch in rows.batches(BATCH_ROWS):
             n = batch.num_rows
             yield pa.RecordBatch.from_arrays(
-                [pa.array(np.full(n, owner_id, np.int64)), pa.array(np.arange(offset, offset + n, dtype=np.int64)),
-                 *batch.columns],
+                [
+                    pa.array(np.full(n, owner_id, np.int64)),
+                    pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+                    *batch.columns,
+                ],
                 names=columns,
             )
             offset += n
@@ -265,28 +292,39 @@ def _bulk_insert(
         _load_partition(session, table_name, partition, owner_column, owner_id, framed(), progress, binary=model)
 
 
-def _load_partition(session: Session, parent: str, partition: str, key_column: str, key: int,
-                    batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
-                    binary: sa.Table | None = None) -> None:
+def _load_partition(
+    session: Session,
+    parent: str,
+    partition: str,
+    key_column: str,
+    key: int,
+    batches: Iterable[pa.RecordBatch],
+    progress: Progress | None = None,
+    binary: sa.Table | None = None,
+) -> None:
     """PostgreSQL: COPY into a new table, then attach it as ``parent``'s partition for ``key``.
 
     ATTACH locks the parent only against other attaches, where creating the partition up front
     would lock every reader of the parent out for the whole COPY; the CHECK constraint lets
     ATTACH skip scanning the rows; and a table created in this transaction may take its rows
     frozen (COPY FREEZE), so they are never rewritten later to set hint bits or freeze them."""
-    session.execute(text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, "
-                         f"CHECK ({key_column} = {int(key)}))"))
+    session.execute(
+        text(f"CREATE TABLE {partition} (LIKE {parent} INCLUDING DEFAULTS, CHECK ({key_column} = {int(key)}))")
+    )
     copy_batches(session, partition, batches, progress, freeze=True, binary=binary)
     session.execute(text(f"ALTER TABLE {parent} ATTACH PARTITION {partition} FOR VALUES IN ({int(key)})"))
 
 
-def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str], owner_id: int, rows: StagedRows,
-                          progress: Progress | None) -> None:
+def _sqlite_insert_staged(
+    session: Session, table_name: str, columns: list[str], owner_id: int, rows: StagedRows, progress: Progress | None
+) -> None:
     """SQLite: move the staged rows in with INSERT ... SELECT from the attached scratch table (its
     rowid is the 1-based file position), a slice of rowids per statement for the progress bar."""
     if rows.staged_table is None:
-        raise ValueError("SQLite bulk inserts read staged rows: make them with evalstore.db.staging.staged_rows "
-                         "and pass their `attach` to unit_of_work")
+        raise ValueError(
+            "SQLite bulk inserts read staged rows: make them with evalstore.db.staging.staged_rows "
+            "and pass their `attach` to unit_of_work"
+        )
     statement = text(
         f"INSERT INTO {table_name} ({', '.join(columns)}) "
         f"SELECT {int(owner_id)}, rowid - 1, {', '.join(rows.table.column_names)} FROM {rows.staged_table} "
@@ -299,8 +337,13 @@ def _sqlite_insert_staged(session: Session, table_name: str, columns: list[str],
 
 
 def copy_batches(
-    session: Session, table_name: str, batches: Iterable[pa.RecordBatch], progress: Progress | None = None,
-    *, freeze: bool = False, binary: sa.Table | None = None,
+    session: Session,
+    table_name: str,
+    batches: Iterable[pa.RecordBatch],
+    progress: Progress | None = None,
+    *,
+    freeze: bool = False,
+    binary: sa.Table | None = None,
 ) -> None:
     """Bulk-insert Arrow batches whose column names are the table's: COPY on PostgreSQL (pyarrow
     writes each batch's CSV in C, so no per-row Python work), executemany on SQLite. ``freeze``:
@@ -316,8 +359,10 @@ def copy_batches(
     if connection.dialect.name == "postgresql":
         types = pgcopy.column_types(binary, names) if binary is not None else None
         columns = pgcopy.column_order(types) if types else names
-        sql = (f"COPY {table_name} ({', '.join(columns)}) FROM STDIN "
-               f"WITH (FORMAT {'binary' if types else 'csv'}{', FREEZE' if freeze else ''})")
+        sql = (
+            f"COPY {table_name} ({', '.join(columns)}) FROM STDIN "
+            f"WITH (FORMAT {'binary' if types else 'csv'}{', FREEZE' if freeze else ''})"
+        )
         with dbapi.cursor() as cursor, cursor.copy(sql) as copy:
             if types:
                 copy.write(pgcopy.HEADER)
@@ -351,12 +396,15 @@ def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa
     then skips a 7M-row sort and a column."""
     if for_evaluation:
         return arrow_reads.select_table(
-            session, select(RunRow.topic, RunRow.doc, RunRow.score).where(RunRow.run_id == run.id),
-            ["topic", "doc", "score"], [pa.string(), pa.string(), pa.float64()],
+            session,
+            select(RunRow.topic, RunRow.doc, RunRow.score).where(RunRow.run_id == run.id),
+            ["topic", "doc", "score"],
+            [pa.string(), pa.string(), pa.float64()],
         )
     return arrow_reads.select_table(
         session,
-        select(RunRow.topic, RunRow.doc, RunRow.rank, RunRow.score).where(RunRow.run_id == run.id)
+        select(RunRow.topic, RunRow.doc, RunRow.rank, RunRow.score)
+        .where(RunRow.run_id == run.id)
         .order_by(RunRow.position),
         ["topic", "doc", "rank", "score"],
         [pa.string(), pa.string(), pa.int64(), pa.float64()],
@@ -374,11 +422,15 @@ def judged_ranks(session: Session, run: Run, qrels: QrelsSet) -> tuple[pa.Table,
     indexed = run_indexed(session, run.id)
     if indexed:  # look each judgment up in the run's docno-hash index (index_run)
         on = and_(on, func.hashtextextended(Judgment.doc, 0) == func.hashtextextended(RunRow.doc, 0))
-    judged = select(RunRow.topic, RunRow.trec_rank, Judgment.relevance).join(Judgment, on).where(
-        RunRow.run_id == run.id)
-    return (arrow_reads.select_table(session, retrieved, ["topic", "retrieved"], [pa.string(), pa.int64()]),
-            arrow_reads.select_table(session, judged, ["topic", "rank", "relevance"],
-                                     [pa.string(), pa.int32(), pa.int64()], index_join=indexed))
+    judged = (
+        select(RunRow.topic, RunRow.trec_rank, Judgment.relevance).join(Judgment, on).where(RunRow.run_id == run.id)
+    )
+    return (
+        arrow_reads.select_table(session, retrieved, ["topic", "retrieved"], [pa.string(), pa.int64()]),
+        arrow_reads.select_table(
+            session, judged, ["topic", "rank", "relevance"], [pa.string(), pa.int32(), pa.int64()], index_join=indexed
+        ),
+    )
 
 
 RUN_BATCH_SCHEMA = pa.schema([("topic", pa.string()), ("doc", pa.string()), ("score", pa.float64())])
@@ -387,34 +439,47 @@ RUN_BATCH_SCHEMA = pa.schema([("topic", pa.string()), ("doc", pa.string()), ("sc
 def run_batches(session: Session, run: Run) -> Iterator[pa.RecordBatch]:
     """The run's rows (topic, doc, score), in any order, a batch at a time (a run too large to
     hold, handed to DuckDB or Spark)."""
-    return arrow_reads.select_batches(session, select(RunRow.topic, RunRow.doc, RunRow.score)
-                                      .where(RunRow.run_id == run.id), RUN_BATCH_SCHEMA.names, RUN_BATCH_SCHEMA.types)
+    return arrow_reads.select_batches(
+        session,
+        select(RunRow.topic, RunRow.doc, RunRow.score).where(RunRow.run_id == run.id),
+        RUN_BATCH_SCHEMA.names,
+        RUN_BATCH_SCHEMA.types,
+    )
 
 
-BINARY_BATCH_SCHEMA = pa.schema([("y", pa.int64()), ("s", pa.float64()), ("g", pa.string()),
-                                 ("predicted", pa.int64())])
+BINARY_BATCH_SCHEMA = pa.schema([("y", pa.int64()), ("s", pa.float64()), ("g", pa.string()), ("predicted", pa.int64())])
 
 
-def binary_prediction_batches(session: Session, prediction_set: PredictionSet, positive: str,
-                              threshold: float | None) -> Iterator[pa.RecordBatch]:
+def binary_prediction_batches(
+    session: Session, prediction_set: PredictionSet, positive: str, threshold: float | None
+) -> Iterator[pa.RecordBatch]:
     """A binary prediction set joined with its gold labels, a batch at a time: y (1: the gold
     label is ``positive``), s (the score), g (the group: the predictions', when every one has a
     group, else the gold labels'; NULL without groups) and predicted (1: predicted positive: the
     score is at least ``threshold``, or without one the predicted label is ``positive``)."""
-    groups_given = not session.scalar(select(func.count()).select_from(Prediction).where(
-        Prediction.prediction_set_id == prediction_set.id, Prediction.group_id.is_(None)))
+    groups_given = not session.scalar(
+        select(func.count())
+        .select_from(Prediction)
+        .where(Prediction.prediction_set_id == prediction_set.id, Prediction.group_id.is_(None))
+    )
     predicted = (Prediction.score >= threshold) if threshold is not None else (Prediction.label == positive)
-    statement = select(
-        case((GoldLabel.label == positive, 1), else_=0), Prediction.score,
-        Prediction.group_id if groups_given else GoldLabel.group_id, case((predicted, 1), else_=0),
-    ).join(GoldLabel, and_(GoldLabel.label_set_id == prediction_set.label_set_id,
-                           GoldLabel.item_id == Prediction.item_id)
-           ).where(Prediction.prediction_set_id == prediction_set.id)
+    statement = (
+        select(
+            case((GoldLabel.label == positive, 1), else_=0),
+            Prediction.score,
+            Prediction.group_id if groups_given else GoldLabel.group_id,
+            case((predicted, 1), else_=0),
+        )
+        .join(
+            GoldLabel,
+            and_(GoldLabel.label_set_id == prediction_set.label_set_id, GoldLabel.item_id == Prediction.item_id),
+        )
+        .where(Prediction.prediction_set_id == prediction_set.id)
+    )
     return arrow_reads.select_batches(session, statement, BINARY_BATCH_SCHEMA.names, BINARY_BATCH_SCHEMA.types)
 
 
-def top_ranked(session: Session, run_ids: list[int], depth: int | None,
-               topics: list[str] | None = None) -> pa.Table:
+def top_ranked(session: Session, run_ids: list[int], depth: int | None, topics: list[str] | None = None) -> pa.Table:
     """(run_id, topic, doc, rank) of each run's top ``depth`` documents per topic in trec_eval
     order (all of them when ``depth`` is None), optionally for some topics only. The database
     filters on the stored rank, so a depth-100 pool over 1,000-document runs reads a tenth of the
@@ -432,7 +497,8 @@ def top_ranked(session: Session, run_ids: list[int], depth: int | None,
     if session.get_bind().dialect.name != "postgresql" or len(run_ids) < 2:
         return arrow_reads.select_table(session, statement(run_ids), names, types)
     parts = arrow_reads.read_together(
-        session, [(statement(run_ids[i::PARALLEL_READS]), names, types) for i in range(PARALLEL_READS)])
+        session, [(statement(run_ids[i::PARALLEL_READS]), names, types) for i in range(PARALLEL_READS)]
+    )
     return pa.concat_tables(parts)
 
 
@@ -442,8 +508,11 @@ def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
     if qrels.kind == "preferences":
         return arrow_reads.select_table(
             session,
-            select(Judgment.topic, Judgment.iteration, Judgment.subgroup, Judgment.doc, Judgment.relevance,
-                   Judgment.level).where(Judgment.qrels_id == qrels.id).order_by(Judgment.position),
+            select(
+                Judgment.topic, Judgment.iteration, Judgment.subgroup, Judgment.doc, Judgment.relevance, Judgment.level
+            )
+            .where(Judgment.qrels_id == qrels.id)
+            .order_by(Judgment.position),
             ["topic", "iteration", "subgroup", "doc", "relevance", "level"],
             [pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.float64()],
         )
@@ -474,19 +543,27 @@ class PerQueryValues:
     texts: dict[str, list[str]]
 
 
-def replace_results(session: Session, evaluation_id: int, per_query: PerQueryValues,
-                    aggregates: list[dict[str, Any]]) -> None:
+def replace_results(
+    session: Session, evaluation_id: int, per_query: PerQueryValues, aggregates: list[dict[str, Any]]
+) -> None:
     """Swap an evaluation's stored values for new ones (aggregates: measure, value, text_value,
     query_count): one row per measure, its values side by side (models.QueryValues)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
     session.execute(insert(EvaluationQueries).values(evaluation_id=evaluation_id, query_ids=per_query.query_ids))
     rows: list[dict[str, Any]] = [
-        {"evaluation_id": evaluation_id, "measure": measure, "texts": None,
-         "numbers": np.ascontiguousarray(values, dtype="<f8").tobytes()}
-        for measure, values in per_query.numbers.items()]
-    rows += [{"evaluation_id": evaluation_id, "measure": measure, "numbers": None, "texts": values}
-             for measure, values in per_query.texts.items()]
+        {
+            "evaluation_id": evaluation_id,
+            "measure": measure,
+            "texts": None,
+            "numbers": np.ascontiguousarray(values, dtype="<f8").tobytes(),
+        }
+        for measure, values in per_query.numbers.items()
+    ]
+    rows += [
+        {"evaluation_id": evaluation_id, "measure": measure, "numbers": None, "texts": values}
+        for measure, values in per_query.texts.items()
+    ]
     if rows:
         session.execute(insert(QueryValues), rows)
     if aggregates:
@@ -495,24 +572,35 @@ def replace_results(session: Session, evaluation_id: int, per_query: PerQueryVal
 
 def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:
     """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns."""
-    query_ids = session.scalar(select(EvaluationQueries.query_ids).where(
-        EvaluationQueries.evaluation_id == evaluation_id)) or []
+    query_ids = (
+        session.scalar(select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id))
+        or []
+    )
     statement = select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
-        QueryValues.evaluation_id == evaluation_id)
+        QueryValues.evaluation_id == evaluation_id
+    )
     if measures is not None:
         statement = statement.where(QueryValues.measure.in_(measures))
     rows = session.execute(statement).all()
     n = len(query_ids)
-    values = [pa.array(np.frombuffer(numbers, dtype="<f8"), pa.float64()) if numbers is not None
-              else pa.nulls(n, pa.float64()) for _, numbers, _ in rows]
+    values = [
+        pa.array(np.frombuffer(numbers, dtype="<f8"), pa.float64())
+        if numbers is not None
+        else pa.nulls(n, pa.float64())
+        for _, numbers, _ in rows
+    ]
     texts = [pa.array(texts, pa.string()) if texts is not None else pa.nulls(n, pa.string()) for _, _, texts in rows]
     names = pa.array([measure for measure, _, _ in rows], pa.string())
-    return pa.table({
-        "measure": pc.take(names, pa.array(np.repeat(np.arange(len(rows)), n), pa.int64())),
-        "query_id": pc.take(pa.array(query_ids, pa.string()), pa.array(np.tile(np.arange(n), len(rows)), pa.int64())),
-        "value": pa.concat_arrays(values) if values else pa.array([], pa.float64()),
-        "text_value": pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
-    })
+    return pa.table(
+        {
+            "measure": pc.take(names, pa.array(np.repeat(np.arange(len(rows)), n), pa.int64())),
+            "query_id": pc.take(
+                pa.array(query_ids, pa.string()), pa.array(np.tile(np.arange(n), len(rows)), pa.int64())
+            ),
+            "value": pa.concat_arrays(values) if values else pa.array([], pa.float64()),
+            "text_value": pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
+        }
+    )
 
 
 def aggregate_values(session: Session, evaluation_id: int) -> list[AggregateResult]:

@@ -74,7 +74,7 @@ def doc_hashes(docs: pa.ChunkedArray) -> np.ndarray:
     keys = np.empty(len(docs), dtype=np.uint64)
     start = 0
     for chunk in docs.chunks:
-        keys[start:start + len(chunk)] = _string_hashes(chunk)
+        keys[start : start + len(chunk)] = _string_hashes(chunk)
         start += len(chunk)
     return keys
 

@@ -70,9 +70,7 @@ def _in_range(label: str, value: int) -> bool:
     return low <= value <= high
 
 
-RUN_SCHEMA = pa.schema(
-    [("topic", pa.string()), ("doc", pa.string()), ("rank", pa.int64()), ("score", pa.float64())]
-)
+RUN_SCHEMA = pa.schema([("topic", pa.string()), ("doc", pa.string()), ("rank", pa.int64()), ("score", pa.float64())])
 QRELS_SCHEMA = pa.schema(
     [
         ("topic", pa.string()),
@@ -101,9 +99,7 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
     """The input format from ``explicit`` or the file name; TREC text is the default."""
     if explicit is not None:
         if explicit not in FORMATS:
-            raise InputFormatError(
-                str(path), None, f"unknown format '{explicit}'; use one of {', '.join(FORMATS)}"
-            )
+            raise InputFormatError(str(path), None, f"unknown format '{explicit}'; use one of {', '.join(FORMATS)}")
         return explicit
     suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
     last = suffixes[-1].lstrip(".") if suffixes else ""
@@ -117,14 +113,20 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
         raise InputFormatError(
             str(path),
             None,
-            f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet "
-            "(or name the format with --format)",
+            f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet (or name the format with --format)",
         )
     return "trec"
 
 
-def read_run(path: str | Path, *, fmt: str | None = None, strict: bool = True,
-             content_hash: bool = True, check_duplicates: bool = True, coded_topics: bool = False) -> ParsedFile:
+def read_run(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    strict: bool = True,
+    content_hash: bool = True,
+    check_duplicates: bool = True,
+    coded_topics: bool = False,
+) -> ParsedFile:
     """Read and validate a run file. ``strict=False`` accepts trec_eval's leniencies;
     ``content_hash=False`` skips hashing the bytes (for one-off evaluation, nothing stored);
     ``check_duplicates=False`` leaves the duplicate-docno check to the caller
@@ -141,13 +143,20 @@ def duplicate_docno_error(path: str | Path, topic: str, doc: str) -> InputFormat
     with gzip.open(path, "rb") if _is_gzip_file(Path(path)) else open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             fields = raw.split()
-            if len(fields) >= 6 and not fields[0].startswith(b"#") and fields[0].decode("utf-8", "replace") == topic \
-                    and fields[2].decode("utf-8", "replace") == doc:
+            if (
+                len(fields) >= 6
+                and not fields[0].startswith(b"#")
+                and fields[0].decode("utf-8", "replace") == topic
+                and fields[2].decode("utf-8", "replace") == doc
+            ):
                 places.append(number)
                 if len(places) == 2:
                     break
-    problem = (f"docno '{doc}' appears twice in topic '{topic}'" + (f" (first at line {places[0]})" if places else "")
-               + "; trec_eval refuses duplicate documents, so remove one of them")
+    problem = (
+        f"docno '{doc}' appears twice in topic '{topic}'"
+        + (f" (first at line {places[0]})" if places else "")
+        + "; trec_eval refuses duplicate documents, so remove one of them"
+    )
     return InputFormatError(str(path), places[1] if len(places) == 2 else None, problem)
 
 
@@ -163,8 +172,15 @@ def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -
     return has_repeated_pair(table["topic"], table["doc"], topic_codes)
 
 
-def read_qrels(path: str | Path, *, fmt: str | None = None, judgment_groups: bool = False,
-               strict: bool = True, content_hash: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
+def read_qrels(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    judgment_groups: bool = False,
+    strict: bool = True,
+    content_hash: bool = True,
+    evaluated_topic: str | None = None,
+) -> ParsedFile:
     """Read and validate a qrels file (conflicting duplicate judgments are refused).
 
     With ``judgment_groups`` the second column names a judgment group (trec_eval ``-R qrels_jg``):
@@ -199,8 +215,16 @@ def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
     return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), _sha256(data), None)
 
 
-def _read(path: Path, kind: Kind, fmt: str | None, strict: bool, content_hash: bool = True,
-          check_duplicates: bool = True, coded_topics: bool = False, evaluated_topic: str | None = None) -> ParsedFile:
+def _read(
+    path: Path,
+    kind: Kind,
+    fmt: str | None,
+    strict: bool,
+    content_hash: bool = True,
+    check_duplicates: bool = True,
+    coded_topics: bool = False,
+    evaluated_topic: str | None = None,
+) -> ParsedFile:
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
     resolved = detect_format(path, fmt)
@@ -243,8 +267,14 @@ _QRELS_IRREGULAR = re.compile(rb"(?m)^[ \t\r\f\v]*[#\n]|^[ \t\r\f\v]+\Z")
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
 
 
-def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = True,
-                     check_duplicates: bool = True, evaluated_topic: str | None = None) -> ParsedFile:
+def _parse_trec_file(
+    path: Path,
+    kind: Kind,
+    strict: bool,
+    hash_content: bool = True,
+    check_duplicates: bool = True,
+    evaluated_topic: str | None = None,
+) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = _read_bytes(path)
     content_hash = _sha256(data) if hash_content else ""
@@ -256,8 +286,9 @@ def _parse_trec_file(path: Path, kind: Kind, strict: bool, hash_content: bool = 
         return _finish(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
-    error, table = _first_trec_error(str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates,
-                                     evaluated_topic=evaluated_topic)
+    error, table = _first_trec_error(
+        str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates, evaluated_topic=evaluated_topic
+    )
     if error is not None:
         raise error
     assert table is not None
@@ -284,8 +315,13 @@ def _stream_trec_run(path: Path, coded_topics: bool) -> ParsedFile | None:
             parsing = pool.submit(_read_run_columns, path, delimiter.decode(), coded_topics)
             regular = regular_trec_text(handle, delimiter)
             table = parsing.result()
-    if (not regular or table is None or table.num_rows == 0 or _has_comment_rows(table)
-            or not np.isfinite(table["score"].to_numpy()).all()):
+    if (
+        not regular
+        or table is None
+        or table.num_rows == 0
+        or _has_comment_rows(table)
+        or not np.isfinite(table["score"].to_numpy()).all()
+    ):
         return None
     tag = last_line.split(delimiter)[-1].decode("utf-8", errors="replace")  # trec_eval's runid: the last line's
     return ParsedFile(table, "", tag)
@@ -296,8 +332,9 @@ _CODES = pa.dictionary(pa.int32(), pa.string())
 
 def _has_empty_code(column: pa.ChunkedArray) -> bool:
     """Whether a dictionary-coded column holds an empty value (each chunk has its dictionary)."""
-    return any(len(chunk.dictionary) and pc.min(pc.binary_length(chunk.dictionary)).as_py() == 0
-               for chunk in column.chunks)
+    return any(
+        len(chunk.dictionary) and pc.min(pc.binary_length(chunk.dictionary)).as_py() == 0 for chunk in column.chunks
+    )
 
 
 def _read_run_columns(path: Path, delimiter: str, coded_topics: bool) -> pa.Table | None:
@@ -305,14 +342,21 @@ def _read_run_columns(path: Path, delimiter: str, coded_topics: bool) -> pa.Tabl
         return pacsv.read_csv(
             str(path),
             read_options=pacsv.ReadOptions(column_names=_TREC_NAMES["run"], block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
-                                             double_quote=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, quote_char=False, escape_char=False, double_quote=False
+            ),
             # every row must still have six fields; only these three are converted
             convert_options=pacsv.ConvertOptions(
                 include_columns=["topic", "doc", "score"],
-                column_types={"topic": _CODES if coded_topics else pa.string(), "doc": pa.string(),
-                              "score": pa.float64()},
-                null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False),
+                column_types={
+                    "topic": _CODES if coded_topics else pa.string(),
+                    "doc": pa.string(),
+                    "score": pa.float64(),
+                },
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
@@ -364,19 +408,27 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
 def _has_empty_fields(table: pa.Table) -> bool:
     # Two delimiters in a row ("1 0  d1") read as an empty field: white space runs are one
     # separator, so such a line has fewer fields than it seems; the normalised pass counts them.
-    return table.num_rows > 0 and (any(
-        pc.min(pc.binary_length(table[name])).as_py() == 0
-        for name in ("topic", "iteration", "doc") if name in table.column_names
-    ) or any(_has_empty_code(table[name]) for name in ("q0", "rank", "tag")
-             if name in table.column_names and pa.types.is_dictionary(table[name].type)))
+    return table.num_rows > 0 and (
+        any(
+            pc.min(pc.binary_length(table[name])).as_py() == 0
+            for name in ("topic", "iteration", "doc")
+            if name in table.column_names
+        )
+        or any(
+            _has_empty_code(table[name])
+            for name in ("q0", "rank", "tag")
+            if name in table.column_names and pa.types.is_dictionary(table[name].type)
+        )
+    )
 
 
 def _has_comment_rows(table: pa.Table) -> bool:
     # A comment line that happens to have the right number of fields and types would parse.
     topic = table["topic"]
     if pa.types.is_dictionary(topic.type):  # each chunk's dictionary holds the values it has
-        return any(len(chunk.dictionary) and pc.any(pc.starts_with(chunk.dictionary, "#")).as_py()
-                   for chunk in topic.chunks)
+        return any(
+            len(chunk.dictionary) and pc.any(pc.starts_with(chunk.dictionary, "#")).as_py() for chunk in topic.chunks
+        )
     return table.num_rows > 0 and bool(pc.any(pc.starts_with(topic, "#")).as_py())
 
 
@@ -385,11 +437,16 @@ def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
     # The run tag is one value repeated, Q0 too: dictionary-encoded they cost almost nothing (Q0 is
     # read only to see that it is not empty)
     types = (
-        {"topic": pa.string(), "q0": _CODES, "doc": pa.string(), "rank": pa.int64(),
-         "score": pa.float64(), "tag": _CODES}
+        {
+            "topic": pa.string(),
+            "q0": _CODES,
+            "doc": pa.string(),
+            "rank": pa.int64(),
+            "score": pa.float64(),
+            "tag": _CODES,
+        }
         if kind == "run"
-        else {"topic": pa.string(), "iteration": pa.string(), "doc": pa.string(),
-              "relevance": pa.int64()}
+        else {"topic": pa.string(), "iteration": pa.string(), "doc": pa.string(), "relevance": pa.int64()}
     )
     try:
         return pacsv.read_csv(
@@ -401,8 +458,11 @@ def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
                 delimiter=delimiter, quote_char=False, escape_char=False, double_quote=False
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types=types, include_columns=list(types), null_values=[],
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
+                column_types=types,
+                include_columns=list(types),
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -445,7 +505,12 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = Fals
 
 
 def _first_trec_error(
-    path: str, data: bytes, kind: Kind, strict: bool, keyed_by_group: bool = False, check_duplicates: bool = True,
+    path: str,
+    data: bytes,
+    kind: Kind,
+    strict: bool,
+    keyed_by_group: bool = False,
+    check_duplicates: bool = True,
     evaluated_topic: str | None = None,
 ) -> tuple[InputFormatError | None, pa.Table | None]:
     """Read line by line; return the first error with its line, or the table if there is none.
@@ -468,7 +533,8 @@ def _first_trec_error(
             fields = [field.decode("utf-8") for field in raw.split()]
         except UnicodeDecodeError as exc:
             return InputFormatError(
-                path, number,
+                path,
+                number,
                 f"bytes that are not UTF-8 at column {exc.start + 1}; convert the file to UTF-8 "
                 "(e.g. iconv -f latin1 -t utf-8)",
             ), None
@@ -482,17 +548,22 @@ def _first_trec_error(
         elif not fields or fields[0].startswith("#"):  # get_trec_results.c: '#' after any indentation
             continue
         if len(fields) != ncols and (strict or kind == "qrels" or len(fields) < ncols):
-            return InputFormatError(
-                path, number, f"expected {ncols} columns ({layout}), found {len(fields)}"
-            ), None
+            return InputFormatError(path, number, f"expected {ncols} columns ({layout}), found {len(fields)}"), None
         topic, doc = fields[0], fields[2]
         if kind == "run":
             rank_text, score_text = fields[3], fields[4]
             score = strict_float(score_text) if strict else atof(score_text)
             if score is None:
-                return InputFormatError(path, number, f"score '{score_text}' is not a number" + (
-                    "" if strict else "; trec_eval's atof would read it as 0 (no leading digits), evalstore "
-                                      "refuses it")), None
+                return InputFormatError(
+                    path,
+                    number,
+                    f"score '{score_text}' is not a number"
+                    + (
+                        ""
+                        if strict
+                        else "; trec_eval's atof would read it as 0 (no leading digits), evalstore refuses it"
+                    ),
+                ), None
             if not math.isfinite(score):
                 return InputFormatError(
                     path, number, f"score '{score_text}' is not a finite number; scores must be finite"
@@ -501,14 +572,16 @@ def _first_trec_error(
             if rank is None or (strict and not _in_range("rank", rank)):
                 if strict:
                     return InputFormatError(
-                        path, number,
+                        path,
+                        number,
                         f"rank '{rank_text}' is not an integer" if rank is None else _out_of_range("rank", rank_text),
                     ), None
                 rank = 0  # trec_eval never reads the rank column
             key = (topic, doc)
             if key in seen and check_duplicates:
                 return InputFormatError(
-                    path, number,
+                    path,
+                    number,
                     f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "
                     "trec_eval refuses duplicate documents, so remove one of them",
                 ), None
@@ -519,9 +592,14 @@ def _first_trec_error(
             relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)
             if relevance is None:
                 return InputFormatError(
-                    path, number, f"relevance '{rel_text}' is not an integer" + (
-                        "" if strict else "; trec_eval's atol would read it as 0 (no leading digits), evalstore "
-                                          "refuses it")
+                    path,
+                    number,
+                    f"relevance '{rel_text}' is not an integer"
+                    + (
+                        ""
+                        if strict
+                        else "; trec_eval's atol would read it as 0 (no leading digits), evalstore refuses it"
+                    ),
                 ), None
             if strict and not _in_range("relevance", relevance):
                 return InputFormatError(path, number, _out_of_range("relevance", rel_text)), None
@@ -529,7 +607,8 @@ def _first_trec_error(
             if key in seen and seen[key][1] != relevance:
                 first_line, first_rel = seen[key]
                 return InputFormatError(
-                    path, number,
+                    path,
+                    number,
                     f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
                     f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
                 ), None
@@ -569,8 +648,10 @@ def _parse_int_as_atol(text: str) -> int | None:
 
 def _repeated_judgment(doc: str, topic: str, first: int | str) -> str:
     first_at = f"line {first}" if isinstance(first, int) else first
-    return (f"docno '{doc}' is judged twice in topic '{topic}' (first at {first_at}); trec_eval refuses "
-            "a repeated judgment (duplicate docs), so remove one of them")
+    return (
+        f"docno '{doc}' is judged twice in topic '{topic}' (first at {first_at}); trec_eval refuses "
+        "a repeated judgment (duplicate docs), so remove one of them"
+    )
 
 
 # get_qrels.c reads a qrels file strictly: only a '#' in column 0 starts a comment (an indented '#'
@@ -578,11 +659,15 @@ def _repeated_judgment(doc: str, topic: str, first: int | str) -> str:
 def _qrels_line_problem(raw: bytes, after_comment: bool, last: bool) -> str | None:
     if raw.startswith(b"#"):
         if after_comment:
-            return ("a comment line right after a comment line; trec_eval 10.0 skips one comment line at a time "
-                    "and reads the next one as a judgment, so join the comments into one line or remove one")
+            return (
+                "a comment line right after a comment line; trec_eval 10.0 skips one comment line at a time "
+                "and reads the next one as a judgment, so join the comments into one line or remove one"
+            )
         if last:
-            return ("a comment line ends the file; trec_eval 10.0 reads past the end of its buffer there "
-                    "(it crashes), so move the comment up or remove it")
+            return (
+                "a comment line ends the file; trec_eval 10.0 reads past the end of its buffer there "
+                "(it crashes), so move the comment up or remove it"
+            )
         return None
     if not raw.split():
         return "a blank line; trec_eval 10.0 refuses blank lines in qrels (a malformed line), so remove it"
@@ -626,8 +711,10 @@ def _pairs_increase(table: pa.Table) -> bool:
     topic, doc = (table[name].combine_chunks() for name in ("topic", "doc"))
     before, after = slice(0, table.num_rows - 1), slice(1, table.num_rows)
     topic_before, topic_after = topic[before], topic[after]
-    increasing = pc.or_(pc.less(topic_before, topic_after),
-                        pc.and_(pc.equal(topic_before, topic_after), pc.less(doc[before], doc[after])))
+    increasing = pc.or_(
+        pc.less(topic_before, topic_after),
+        pc.and_(pc.equal(topic_before, topic_after), pc.less(doc[before], doc[after])),
+    )
     return bool(pc.all(increasing).as_py())
 
 
@@ -681,9 +768,7 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
                 convert_options=pacsv.ConvertOptions(strings_can_be_null=False),
             )
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputFormatError(
-            str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()
-        ) from None
+        raise InputFormatError(str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()) from None
     header_offset = 0 if fmt == "parquet" else 2  # 1-based line of row 0, after the header
     table = _select_columns(path, table, kind)
     table = _coerce_columns(path, table, kind, header_offset)
@@ -703,8 +788,9 @@ def _select_columns(path: Path, table: pa.Table, kind: Kind) -> pa.Table:
     return pa.table({canonical: table[source] for canonical, source in chosen.items()})
 
 
-def choose_columns(path: str, names: Sequence[str], required: Sequence[str],
-                   optional: Sequence[str] = ()) -> dict[str, str]:
+def choose_columns(
+    path: str, names: Sequence[str], required: Sequence[str], optional: Sequence[str] = ()
+) -> dict[str, str]:
     """For each canonical column (topic, doc, score, ...), the name a table gives it, found among
     its aliases (:data:`COLUMN_ALIASES`, any case): what every reader of named columns (this
     module, the DuckDB and Spark backends) looks up; a required one missing is refused."""
@@ -716,8 +802,9 @@ def choose_columns(path: str, names: Sequence[str], required: Sequence[str],
             chosen[canonical] = source
         elif canonical in required:
             wanted = " or ".join(COLUMN_ALIASES[canonical])
-            raise InputFormatError(path, None, f"no '{canonical}' column (looked for {wanted}); found "
-                                               f"{', '.join(names)}")
+            raise InputFormatError(
+                path, None, f"no '{canonical}' column (looked for {wanted}); found {', '.join(names)}"
+            )
     return chosen
 
 
@@ -734,8 +821,11 @@ def check_in_memory(table: pa.Table, kind: Kind, label: str, check_duplicates: b
     path = Path(label)
     table = _coerce_columns(path, table, kind, 0)
     if table.num_rows == 0:
-        raise InputFormatError(label, None, f"no {kind} rows; expected columns "
-                                            + ("topic, doc, score" if kind == "run" else "topic, doc, relevance"))
+        raise InputFormatError(
+            label,
+            None,
+            f"no {kind} rows; expected columns " + ("topic, doc, score" if kind == "run" else "topic, doc, relevance"),
+        )
     if check_duplicates or kind != "run":
         _check_duplicates(path, table, kind, 0, identical_too=True)
     return table
@@ -743,11 +833,18 @@ def check_in_memory(table: pa.Table, kind: Kind, label: str, check_duplicates: b
 
 def duplicate_row_error(label: str, table: pa.Table, topic: str, doc: str) -> InputFormatError:
     """The refusal of a docno twice in a topic of an in-memory run, at its second row, naming the first."""
-    rows = np.flatnonzero(pc.and_(pc.equal(pc.cast(table["topic"], pa.string()), topic),
-                                  pc.equal(table["doc"], doc)).to_numpy(zero_copy_only=False))[:2]
-    return InputFormatError(label, None, f"row {rows[1] + 1}: docno '{doc}' appears twice in topic '{topic}' (first at "
-                                         f"row {rows[0] + 1}); trec_eval refuses duplicate documents, so remove one "
-                                         "of them")
+    rows = np.flatnonzero(
+        pc.and_(pc.equal(pc.cast(table["topic"], pa.string()), topic), pc.equal(table["doc"], doc)).to_numpy(
+            zero_copy_only=False
+        )
+    )[:2]
+    return InputFormatError(
+        label,
+        None,
+        f"row {rows[1] + 1}: docno '{doc}' appears twice in topic '{topic}' (first at "
+        f"row {rows[0] + 1}); trec_eval refuses duplicate documents, so remove one "
+        "of them",
+    )
 
 
 def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.Table:
@@ -764,8 +861,9 @@ def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.
         score = columns["score"].to_numpy()
         bad = np.flatnonzero(~np.isfinite(score))
         if len(bad):
-            raise _located(path, offset, int(bad[0]),
-                           f"score '{score[bad[0]]}' is not a finite number; scores must be finite")
+            raise _located(
+                path, offset, int(bad[0]), f"score '{score[bad[0]]}' is not a finite number; scores must be finite"
+            )
         if "rank" in table.column_names:
             columns["rank"] = _stored_integers(path, table["rank"], "rank", offset)
         else:
@@ -829,13 +927,17 @@ def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int, iden
         earlier = f"line {where}" if where is not None else f"row {first[key] + 1}"
         if rels is None:
             raise _located(
-                path, offset, row,
+                path,
+                offset,
+                row,
                 f"docno '{key[1]}' appears twice in topic '{key[0]}' (first at {earlier}); "
                 "trec_eval refuses duplicate documents, so remove one of them",
             )
         if rels[row] != rels[first[key]]:
             raise _located(
-                path, offset, row,
+                path,
+                offset,
+                row,
                 f"conflicting judgments for docno '{key[1]}' in topic '{key[0]}': relevance "
                 f"{rels[row]} here, {rels[first[key]]} at {earlier}; keep one of them",
             )
@@ -886,8 +988,9 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
         level = atof(fields[-1]) if len(fields) == width else None  # get_prefs.c: atof
         if level is None or math.isnan(level):
             found = f"{len(fields)} columns" if len(fields) != width else f"the level '{fields[-1]}'"
-            raise InputFormatError(str(file), number,
-                                   f"expected {width} columns '{layout}' with a numeric level, found {found}")
+            raise InputFormatError(
+                str(file), number, f"expected {width} columns '{layout}' with a numeric level, found {found}"
+            )
         for column, value in zip(columns, fields, strict=False):
             column.append(value)
         levels.append(level)
@@ -918,19 +1021,29 @@ def read_preferences(path: str | Path) -> tuple[ParsedFile, Preferences]:
     prefs = read_prefs(file, qrels_layout=preferences_layout(file) if file.is_file() else False)
     assert prefs.line is not None
     first_line: dict[tuple[str, str, str, str], int] = {}
-    for key, line in zip(zip(prefs.topic, prefs.group, prefs.subgroup, prefs.doc, strict=True), prefs.line.tolist(),
-                         strict=True):
+    for key, line in zip(
+        zip(prefs.topic, prefs.group, prefs.subgroup, prefs.doc, strict=True), prefs.line.tolist(), strict=True
+    ):
         if key in first_line:
             topic, group, subgroup, doc = key
-            raise InputFormatError(str(file), line, f"document {doc} is judged again in topic {topic}, group "
-                                                    f"{group}, sub-group {subgroup} (first on line {first_line[key]}); "
-                                                    "keep one line")
+            raise InputFormatError(
+                str(file),
+                line,
+                f"document {doc} is judged again in topic {topic}, group "
+                f"{group}, sub-group {subgroup} (first on line {first_line[key]}); "
+                "keep one line",
+            )
         first_line[key] = line
-    table = pa.table({
-        "topic": pa.array(prefs.topic.astype(str)), "iteration": pa.array(prefs.group.astype(str)),
-        "subgroup": pa.array(prefs.subgroup.astype(str)), "doc": pa.array(prefs.doc.astype(str)),
-        "relevance": pa.array((prefs.level > 0).astype(np.int64)), "level": pa.array(prefs.level),
-    })
+    table = pa.table(
+        {
+            "topic": pa.array(prefs.topic.astype(str)),
+            "iteration": pa.array(prefs.group.astype(str)),
+            "subgroup": pa.array(prefs.subgroup.astype(str)),
+            "doc": pa.array(prefs.doc.astype(str)),
+            "relevance": pa.array((prefs.level > 0).astype(np.int64)),
+            "level": pa.array(prefs.level),
+        }
+    )
     return ParsedFile(table, _sha256(_read_bytes(file)), None), prefs
 
 
@@ -940,14 +1053,21 @@ def read_subtopic_qrels(path: str | Path) -> ParsedFile:
     topics and subtopics) and judgments of 0 or more."""
     parsed = read_qrels(path, judgment_groups=True)
     table = parsed.table
-    bad_number = ~np.array([t.isdigit() and t.isascii() and s.isdigit() and s.isascii()
-                            for t, s in zip(table["topic"].to_pylist(), table["iteration"].to_pylist(), strict=True)],
-                           dtype=bool)
+    bad_number = ~np.array(
+        [
+            t.isdigit() and t.isascii() and s.isdigit() and s.isascii()
+            for t, s in zip(table["topic"].to_pylist(), table["iteration"].to_pylist(), strict=True)
+        ],
+        dtype=bool,
+    )
     negative = table["relevance"].to_numpy() < 0
     if bad_number.any() or negative.any():
         row = int(np.flatnonzero(bad_number | negative)[0])
-        problem = ("the topic and subtopic must be whole numbers (ndeval's numbering)" if bad_number[row]
-                   else "a subtopic judgment is 0 or more")
+        problem = (
+            "the topic and subtopic must be whole numbers (ndeval's numbering)"
+            if bad_number[row]
+            else "a subtopic judgment is 0 or more"
+        )
         raise InputFormatError(str(path), _judgment_line(Path(path), row), problem)
     return parsed
 

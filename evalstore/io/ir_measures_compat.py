@@ -62,14 +62,18 @@ def as_table(source: Any, kind: str) -> Any:
                 topic, doc, amount = item[0], item[1], item[2]
         except (AttributeError, IndexError, TypeError, KeyError):
             shape = "Qrel(query_id, doc_id, relevance)" if kind == "qrels" else "ScoredDoc(query_id, doc_id, score)"
-            raise InvalidParameterError(f"Item {number} of the {kind} is a {type(item).__name__}, not a {shape}."
-                                        ) from None
+            raise InvalidParameterError(
+                f"Item {number} of the {kind} is a {type(item).__name__}, not a {shape}."
+            ) from None
         topics.append(str(topic))
         docs.append(str(doc))
         values.append(amount)
     try:
-        column = (pa.array([int(v) for v in values], pa.int64()) if kind == "qrels"
-                  else pa.array([float(v) for v in values], pa.float64()))
+        column = (
+            pa.array([int(v) for v in values], pa.int64())
+            if kind == "qrels"
+            else pa.array([float(v) for v in values], pa.float64())
+        )
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"The {kind}' {value} values must be numbers ({exc}).") from None
     return pa.table({"topic": pa.array(topics, pa.string()), "doc": pa.array(docs, pa.string()), value: column})

@@ -96,8 +96,9 @@ def read_ir_metadata(path: str | Path) -> IrMetadata | None:
             break
     else:
         if lines:
-            raise InputFormatError(str(path), start, f"the ir_metadata block has no '{END}' line; close it before "
-                                                     "the first run line")
+            raise InputFormatError(
+                str(path), start, f"the ir_metadata block has no '{END}' line; close it before the first run line"
+            )
         return None
     block = "".join(lines)
     try:
@@ -110,13 +111,17 @@ def read_ir_metadata(path: str | Path) -> IrMetadata | None:
         mark = getattr(exc, "problem_mark", None)
         where = start + 1 + mark.line if mark is not None else start
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InputFormatError(str(path), where, f"the ir_metadata block is not valid YAML: {problem}; fix the "
-                                                 "block or remove it") from None
+        raise InputFormatError(
+            str(path), where, f"the ir_metadata block is not valid YAML: {problem}; fix the block or remove it"
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputFormatError(str(path), start + 1, f"the ir_metadata block must be a YAML mapping (key: value), "
-                                                     f"not a {type(data).__name__}")
+        raise InputFormatError(
+            str(path),
+            start + 1,
+            f"the ir_metadata block must be a YAML mapping (key: value), not a {type(data).__name__}",
+        )
     return IrMetadata(block, _plain(data), start)
 
 

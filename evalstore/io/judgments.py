@@ -37,18 +37,22 @@ def read_judgments(path: Path) -> list[tuple[int, str, str, int]]:
                 continue
             parts = [p.strip() for p in line.split(delimiter)] if delimiter else line.split()
             if len(parts) != len(header):
-                raise InputFormatError(str(path), number, f"expected {len(header)} columns ({', '.join(header)}), "
-                                                          f"found {len(parts)}")
-            rows.append((number, parts[columns["topic"]], parts[columns["doc"]], _label(path, number,
-                                                                                          parts[label])))
+                raise InputFormatError(
+                    str(path), number, f"expected {len(header)} columns ({', '.join(header)}), found {len(parts)}"
+                )
+            rows.append((number, parts[columns["topic"]], parts[columns["doc"]], _label(path, number, parts[label])))
         return rows
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
         if len(parts) != 4:
-            raise InputFormatError(str(path), number, f"expected 4 columns (topic iteration doc relevance) or a "
-                                                      f"header naming topic, doc and relevance; found {len(parts)}")
+            raise InputFormatError(
+                str(path),
+                number,
+                f"expected 4 columns (topic iteration doc relevance) or a "
+                f"header naming topic, doc and relevance; found {len(parts)}",
+            )
         rows.append((number, parts[0], parts[2], _label(path, number, parts[3])))
     return rows
 
@@ -61,6 +65,7 @@ def _label(path: Path, line: int, text: str) -> int:
     except ValueError:
         raise InputFormatError(str(path), line, f"relevance '{text}' is not an integer") from None
     if value < 0:
-        raise InputFormatError(str(path), line, f"relevance {value} is negative; labels are 0 (not relevant) or "
-                                                "higher (graded)")
+        raise InputFormatError(
+            str(path), line, f"relevance {value} is negative; labels are 0 (not relevant) or higher (graded)"
+        )
     return value

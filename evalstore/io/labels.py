@@ -51,13 +51,18 @@ def read_table_file(path: Path, what: str, fmt: str | None = None) -> TableFile:
             first_line = None
         else:
             delimiter = "," if fmt == "csv" else "\t"
-            header = pacsv.read_csv(io.BytesIO(raw), parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                                    read_options=pacsv.ReadOptions(block_size=1 << 16)).schema.names
+            header = pacsv.read_csv(
+                io.BytesIO(raw),
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                read_options=pacsv.ReadOptions(block_size=1 << 16),
+            ).schema.names
             # ids and labels stay text ("007" is not 7); score columns are parsed as numbers below
             types = {name: pa.string() for name in header if not name.startswith("score")}
-            table = pacsv.read_csv(io.BytesIO(raw), parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                                   convert_options=pacsv.ConvertOptions(column_types=types,
-                                                                        strings_can_be_null=False))
+            table = pacsv.read_csv(
+                io.BytesIO(raw),
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False),
+            )
             first_line = 2
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()) from None
@@ -78,9 +83,13 @@ def _format_of(path: Path) -> str:
 def _require(file: TableFile, columns: list[str], what: str) -> None:
     missing = [c for c in columns if c not in file.table.column_names]
     if missing:
-        raise InputFormatError(file.path, None, f"no column {', '.join(repr(c) for c in missing)}; a {what} file "
-                                                f"has columns {', '.join(columns)} (found: "
-                                                f"{', '.join(file.table.column_names)})")
+        raise InputFormatError(
+            file.path,
+            None,
+            f"no column {', '.join(repr(c) for c in missing)}; a {what} file "
+            f"has columns {', '.join(columns)} (found: "
+            f"{', '.join(file.table.column_names)})",
+        )
 
 
 def _text(file: TableFile, name: str) -> pa.ChunkedArray:
@@ -159,8 +168,9 @@ def indicator(labels: pa.ChunkedArray, classes: list[str]) -> np.ndarray:
 
 def _label_sets(file: TableFile, name: str) -> pa.ChunkedArray:
     """A multilabel column, each cell's labels trimmed and joined by '|' again ("" for none)."""
-    column = pc.cast(file.table[name], pa.string()) if not pa.types.is_string(file.table[name].type) else \
-        file.table[name]
+    column = (
+        pc.cast(file.table[name], pa.string()) if not pa.types.is_string(file.table[name].type) else file.table[name]
+    )
     column = pc.fill_null(column, "")
     lists = pc.split_pattern(pc.utf8_trim_whitespace(column), LABEL_SEPARATOR).combine_chunks()
     labels = pc.utf8_trim_whitespace(pc.list_flatten(lists))
@@ -171,8 +181,9 @@ def _label_sets(file: TableFile, name: str) -> pa.ChunkedArray:
     bad = empty & ~single_empty[parents]
     if bad.any():
         row = int(parents[np.argmax(bad)])
-        raise file.error(row, f"{name} '{column[row].as_py()}' has an empty label; separate labels with one "
-                              f"'{LABEL_SEPARATOR}'")
+        raise file.error(
+            row, f"{name} '{column[row].as_py()}' has an empty label; separate labels with one '{LABEL_SEPARATOR}'"
+        )
     offsets = lists.offsets
     trimmed = pa.ListArray.from_arrays(offsets, labels)
     return pa.chunked_array([pc.binary_join(trimmed, LABEL_SEPARATOR)])
@@ -199,17 +210,22 @@ class Predictions:
     content_hash: str
 
 
-def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering: bool = False,
-                     fmt: str | None = None) -> Predictions:
+def read_predictions(
+    path: Path, gold: Gold, *, probabilities: bool, clustering: bool = False, fmt: str | None = None
+) -> Predictions:
     """Predictions checked against the gold labels: the same items (none missing, none extra),
     known labels, finite scores (within [0, 1] when ``probabilities``)."""
     what = "clustering" if clustering else "predictions"
     file = read_table_file(path, what, fmt)
     label_column = "cluster_id" if clustering else "labels" if gold.multilabel else "label"
     if gold.multilabel and not clustering and "label" in file.table.column_names:
-        raise InputFormatError(file.path, None, "the gold labels are multilabel: give each item's predicted labels "
-                                                f"in a 'labels' column, joined by '{LABEL_SEPARATOR}', or one "
-                                                f"'{SCORE_PREFIX}<class>' column per class")
+        raise InputFormatError(
+            file.path,
+            None,
+            "the gold labels are multilabel: give each item's predicted labels "
+            f"in a 'labels' column, joined by '{LABEL_SEPARATOR}', or one "
+            f"'{SCORE_PREFIX}<class>' column per class",
+        )
     _require(file, ["item_id", label_column] if clustering else ["item_id"], what)
     items = _text(file, "item_id")
     _unique_ids(file, items)
@@ -217,14 +233,18 @@ def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering:
     unknown = position.is_null().to_numpy(zero_copy_only=False)
     if unknown.any():
         row = int(np.argmax(unknown))
-        raise file.error(row, f"item_id '{items[row].as_py()}' is not in the gold labels; predict only the "
-                              "labelled items")
+        raise file.error(
+            row, f"item_id '{items[row].as_py()}' is not in the gold labels; predict only the labelled items"
+        )
     if len(items) < len(gold.items):
         covered = np.zeros(len(gold.items), dtype=bool)
         covered[position.to_numpy(zero_copy_only=False)] = True
         missing = gold.items[int(np.argmax(~covered))].as_py()
-        raise InputFormatError(file.path, None, f"{int((~covered).sum())} gold items have no prediction (e.g. "
-                                                f"'{missing}'); predict every labelled item")
+        raise InputFormatError(
+            file.path,
+            None,
+            f"{int((~covered).sum())} gold items have no prediction (e.g. '{missing}'); predict every labelled item",
+        )
     labels = None
     if label_column in file.table.column_names:
         labels = _label_sets(file, label_column) if gold.multilabel else _text(file, label_column)
@@ -233,37 +253,59 @@ def read_predictions(path: Path, gold: Gold, *, probabilities: bool, clustering:
         known = pc.is_in(each, value_set=pa.array(gold.classes, pa.string())).to_numpy(zero_copy_only=False)
         if not known.all():
             at = int(np.argmax(~known))
-            row = int(pc.list_parent_indices(label_lists(labels).combine_chunks())[at].as_py()) if gold.multilabel \
-                else at
-            raise file.error(row, f"label '{each[at].as_py()}' is not a gold class "
-                                  f"({', '.join(gold.classes)})")
+            row = (
+                int(pc.list_parent_indices(label_lists(labels).combine_chunks())[at].as_py()) if gold.multilabel else at
+            )
+            raise file.error(row, f"label '{each[at].as_py()}' is not a gold class ({', '.join(gold.classes)})")
     score = _score(file, "score", probabilities) if "score" in file.table.column_names else None
     class_scores = {}
     for name in file.table.column_names:
         if name.startswith(SCORE_PREFIX):
             label = name.removeprefix(SCORE_PREFIX)
             if label not in gold.classes:
-                raise InputFormatError(file.path, None, f"column '{name}' scores class '{label}', which is not a "
-                                                        f"gold class ({', '.join(gold.classes)})")
+                raise InputFormatError(
+                    file.path,
+                    None,
+                    f"column '{name}' scores class '{label}', which is not a gold class ({', '.join(gold.classes)})",
+                )
             class_scores[label] = _score(file, name, probabilities)
     if not clustering and labels is None and score is None and not class_scores:
         if gold.multilabel:
-            raise InputFormatError(file.path, None, "no prediction: give a 'labels' column (each item's labels "
-                                                    f"joined by '{LABEL_SEPARATOR}') or one '{SCORE_PREFIX}<class>' "
-                                                    "column per class")
-        raise InputFormatError(file.path, None, "no prediction: give a 'label' column, a 'score' column (binary "
-                                                f"tasks) or one '{SCORE_PREFIX}<class>' column per class")
+            raise InputFormatError(
+                file.path,
+                None,
+                "no prediction: give a 'labels' column (each item's labels "
+                f"joined by '{LABEL_SEPARATOR}') or one '{SCORE_PREFIX}<class>' "
+                "column per class",
+            )
+        raise InputFormatError(
+            file.path,
+            None,
+            "no prediction: give a 'label' column, a 'score' column (binary "
+            f"tasks) or one '{SCORE_PREFIX}<class>' column per class",
+        )
     if score is not None and gold.multilabel:
-        raise InputFormatError(file.path, None, "a single 'score' column cannot score a multilabel task; give one "
-                                                f"'{SCORE_PREFIX}<class>' column per class")
+        raise InputFormatError(
+            file.path,
+            None,
+            "a single 'score' column cannot score a multilabel task; give one "
+            f"'{SCORE_PREFIX}<class>' column per class",
+        )
     if score is not None and len(gold.classes) != 2:
-        raise InputFormatError(file.path, None, f"a single 'score' column needs two classes; the gold labels "
-                                                f"have {len(gold.classes)}: give one '{SCORE_PREFIX}<class>' column "
-                                                "per class")
+        raise InputFormatError(
+            file.path,
+            None,
+            f"a single 'score' column needs two classes; the gold labels "
+            f"have {len(gold.classes)}: give one '{SCORE_PREFIX}<class>' column "
+            "per class",
+        )
     if class_scores and len(class_scores) != len(gold.classes):
         absent = sorted(set(gold.classes) - set(class_scores))
-        raise InputFormatError(file.path, None, f"per-class scores miss {', '.join(absent)}; give one "
-                                                f"'{SCORE_PREFIX}<class>' column for every gold class")
+        raise InputFormatError(
+            file.path,
+            None,
+            f"per-class scores miss {', '.join(absent)}; give one '{SCORE_PREFIX}<class>' column for every gold class",
+        )
     groups = _text(file, "group") if "group" in file.table.column_names else None
     return Predictions(items, labels, score, class_scores, groups, file.content_hash)
 
@@ -286,8 +328,11 @@ def _score(file: TableFile, name: str, probabilities: bool) -> np.ndarray:
         outside = (values < 0) | (values > 1)
         if outside.any():
             row = int(np.argmax(outside))
-            raise file.error(row, f"{name} {values[row]:g} is outside [0, 1], and the scores were declared "
-                                  "probabilities; drop --probabilities for unbounded scores")
+            raise file.error(
+                row,
+                f"{name} {values[row]:g} is outside [0, 1], and the scores were declared "
+                "probabilities; drop --probabilities for unbounded scores",
+            )
     return values
 
 
@@ -306,8 +351,9 @@ def read_cost_matrix(path: Path, classes: list[str]) -> np.ndarray:
     _require(file, ["true", "predicted", "cost"], "cost matrix")
     costs = np.zeros((len(classes), len(classes)))
     values = _score(file, "cost", probabilities=False)
-    for row, (true, predicted) in enumerate(zip(_text(file, "true").to_pylist(), _text(file, "predicted").to_pylist(),
-                                                strict=True)):
+    for row, (true, predicted) in enumerate(
+        zip(_text(file, "true").to_pylist(), _text(file, "predicted").to_pylist(), strict=True)
+    ):
         for label in (true, predicted):
             if label not in classes:
                 raise file.error(row, f"class '{label}' is not a gold class ({', '.join(classes)})")

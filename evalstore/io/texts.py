@@ -91,8 +91,12 @@ def _field(record: dict[str, object], keys: tuple[str, ...]) -> str | None:
 # --- topics -------------------------------------------------------------------------------------
 
 _TOP_FIELDS = re.compile(r"<(num|title|desc|narr)>", re.IGNORECASE)
-_FIELD_LEADS = {"num": re.compile(r"^\s*Number:\s*", re.I), "desc": re.compile(r"^\s*Description:?\s*", re.I),
-                "narr": re.compile(r"^\s*Narrative:?\s*", re.I), "title": re.compile(r"^\s*Topic:\s*", re.I)}
+_FIELD_LEADS = {
+    "num": re.compile(r"^\s*Number:\s*", re.I),
+    "desc": re.compile(r"^\s*Description:?\s*", re.I),
+    "narr": re.compile(r"^\s*Narrative:?\s*", re.I),
+    "title": re.compile(r"^\s*Topic:\s*", re.I),
+}
 _CLOSING_TAG = re.compile(r"</(num|title|desc|narr)>", re.IGNORECASE)
 
 
@@ -111,8 +115,9 @@ def read_topics(path: Path) -> list[TopicStatement]:
     seen: dict[str, int] = {}
     for line, topic in topics:
         if topic.topic in seen:
-            raise InputFormatError(str(path), line, f"topic {topic.topic} is given twice (also at line "
-                                                    f"{seen[topic.topic]}); keep one")
+            raise InputFormatError(
+                str(path), line, f"topic {topic.topic} is given twice (also at line {seen[topic.topic]}); keep one"
+            )
         seen[topic.topic] = line
     if not topics:
         raise InputFormatError(str(path), None, "the file holds no topics")
@@ -155,10 +160,15 @@ def _jsonl_topics(path: Path) -> Iterator[tuple[int, TopicStatement]]:
         record = _json_record(path, number, line)
         topic, title = _field(record, TOPIC_ID_KEYS), _field(record, TOPIC_TITLE_KEYS)
         if topic is None or title is None:
-            raise InputFormatError(str(path), number, "a topic needs an id ('topic', 'query_id' or 'qid') and a "
-                                                      "title ('title' or 'query')")
-        yield number, TopicStatement(topic, title, _field(record, ("description", "desc")),
-                                     _field(record, ("narrative", "narr")))
+            raise InputFormatError(
+                str(path), number, "a topic needs an id ('topic', 'query_id' or 'qid') and a title ('title' or 'query')"
+            )
+        yield (
+            number,
+            TopicStatement(
+                topic, title, _field(record, ("description", "desc")), _field(record, ("narrative", "narr"))
+            ),
+        )
 
 
 def _tsv_topics(path: Path) -> Iterator[tuple[int, TopicStatement]]:
@@ -187,8 +197,11 @@ def read_documents(path: Path) -> Iterator[tuple[int, DocumentText]]:
         return _jsonl_documents(path)
     if first.upper().startswith("<DOC"):
         return _sgml_documents(path)
-    raise InputFormatError(str(path), 1, "expected JSONL ({\"doc_id\", \"title\", \"text\"} per line) or TREC "
-                                         "SGML (<DOC><DOCNO>...</DOCNO>...</DOC>)")
+    raise InputFormatError(
+        str(path),
+        1,
+        'expected JSONL ({"doc_id", "title", "text"} per line) or TREC SGML (<DOC><DOCNO>...</DOCNO>...</DOC>)',
+    )
 
 
 def _jsonl_documents(path: Path) -> Iterator[tuple[int, DocumentText]]:

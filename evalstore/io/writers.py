@@ -14,11 +14,16 @@ import pyarrow.parquet as pq
 def write_run(table: pa.Table, out: BinaryIO, fmt: str, *, tag: str) -> None:
     if fmt == "trec":
         n = table.num_rows
-        framed = pa.table({
-            "topic": table["topic"], "q0": pa.array(["Q0"] * n), "doc": table["doc"],
-            "rank": table["rank"], "score": pc.cast(table["score"], pa.string()),
-            "tag": pa.array([tag] * n),
-        })
+        framed = pa.table(
+            {
+                "topic": table["topic"],
+                "q0": pa.array(["Q0"] * n),
+                "doc": table["doc"],
+                "rank": table["rank"],
+                "score": pc.cast(table["score"], pa.string()),
+                "tag": pa.array([tag] * n),
+            }
+        )
         _write_delimited(framed, out, " ", header=False)
     else:
         _write_table(table.select(["topic", "doc", "rank", "score"]), out, fmt)
@@ -49,6 +54,7 @@ def _write_table(table: pa.Table, out: BinaryIO, fmt: str) -> None:
 def _write_delimited(table: pa.Table, out: BinaryIO, delimiter: str, *, header: bool) -> None:
     quoting = "needed" if delimiter == "," else "none"
     pacsv.write_csv(
-        table, out,
+        table,
+        out,
         write_options=pacsv.WriteOptions(include_header=header, delimiter=delimiter, quoting_style=quoting),
     )

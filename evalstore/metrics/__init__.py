@@ -51,9 +51,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "EvaluationResult", "Measure", "PrepareOptions", "Ranking", "compute", "evaluate", "headline_measures",
-    "higher_is_better", "list_measures", "mlflow_key", "parse_measure", "prediction_measures", "prepare",
-    "resolve_measures", "summarise",
+    "EvaluationResult",
+    "Measure",
+    "PrepareOptions",
+    "Ranking",
+    "compute",
+    "evaluate",
+    "headline_measures",
+    "higher_is_better",
+    "list_measures",
+    "mlflow_key",
+    "parse_measure",
+    "prediction_measures",
+    "prepare",
+    "resolve_measures",
+    "summarise",
 ]
 
 DEFAULT_MEASURES = ("AP", "nDCG@10", "P@10", "R@1000", "RR", "Rprec", "Bpref", "nDCG", "Judged@10")
@@ -125,9 +137,15 @@ BATCH_CELLS = 5_000_000
 THREADED_CELLS = 1_000_000  # rankings at least this large are evaluated on several threads
 
 
-def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 1,
-            collection_size: int = 0, threads: int | None = None,
-            batch_cells: int = BATCH_CELLS) -> dict[Measure, np.ndarray]:
+def compute(
+    rk: Ranking,
+    measures: Sequence[Measure],
+    *,
+    relevance_level: int = 1,
+    collection_size: int = 0,
+    threads: int | None = None,
+    batch_cells: int = BATCH_CELLS,
+) -> dict[Measure, np.ndarray]:
     """Per-topic values of each measure, as arrays aligned with ``rk.topics``.
 
     Families run on ``threads`` threads (default: the CPU count, at most 4, for a ranking of at least
@@ -140,12 +158,21 @@ def compute(rk: Ranking, measures: Sequence[Measure], *, relevance_level: int = 
     if other is not None:
         raise InvalidParameterError(
             f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments, not from relevance qrels; "
-            f"evaluate it against qrels imported with --kind {other.spec.judgments}.")
+            f"evaluate it against qrels imported with --kind {other.spec.judgments}."
+        )
     if rk.n > 1 and rk.n * max(rk.depth, 1) > batch_cells:
         step = max(1, batch_cells // max(rk.depth, 1))
-        batches = [compute(rk.topic_rows(start, min(start + step, rk.n)), measures, relevance_level=relevance_level,
-                           collection_size=collection_size, threads=threads, batch_cells=batch_cells)
-                   for start in range(0, rk.n, step)]
+        batches = [
+            compute(
+                rk.topic_rows(start, min(start + step, rk.n)),
+                measures,
+                relevance_level=relevance_level,
+                collection_size=collection_size,
+                threads=threads,
+                batch_cells=batch_cells,
+            )
+            for start in range(0, rk.n, step)
+        ]
         return {m: np.concatenate([batch[m] for batch in batches]) for m in measures}
 
     def one(measure: Measure) -> np.ndarray:
@@ -265,9 +292,14 @@ def _per_query_frame(topics: list[str], values: dict[str, np.ndarray]) -> pd.Dat
             texts[block] = array
         else:
             numbers[block] = array
-    return pd.DataFrame({"query_id": np.tile(np.array(topics, dtype=object), len(values)),
-                         "measure": np.repeat(np.array(list(values), dtype=object), n),
-                         "value": numbers, "text_value": texts})
+    return pd.DataFrame(
+        {
+            "query_id": np.tile(np.array(topics, dtype=object), len(values)),
+            "measure": np.repeat(np.array(list(values), dtype=object), n),
+            "value": numbers,
+            "text_value": texts,
+        }
+    )
 
 
 # evaluate's forms: one run gives one result; a list of runs a list of results, a mapping of names
@@ -280,18 +312,45 @@ if TYPE_CHECKING:
 
 
 @overload
-def evaluate(qrels: _Qrels, run: _Run, measures: Iterable[str | Measure] = ..., *, per_query: bool = ...,
-             relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
-             missing_topics: str = ..., known: _Qrels | None = ..., as_ir_measures: bool = ...) -> EvaluationResult: ...
+def evaluate(
+    qrels: _Qrels,
+    run: _Run,
+    measures: Iterable[str | Measure] = ...,
+    *,
+    per_query: bool = ...,
+    relevance_level: int = ...,
+    max_docs: int | None = ...,
+    judged_only: bool = ...,
+    missing_topics: str = ...,
+    known: _Qrels | None = ...,
+    as_ir_measures: bool = ...,
+) -> EvaluationResult: ...
 @overload
-def evaluate(qrels: _Qrels, run: list[_Run] | tuple[_Run, ...], measures: Iterable[str | Measure] = ..., *,
-             per_query: bool = ..., relevance_level: int = ..., max_docs: int | None = ..., judged_only: bool = ...,
-             missing_topics: str = ..., known: _Qrels | None = ...) -> list[EvaluationResult]: ...
+def evaluate(
+    qrels: _Qrels,
+    run: list[_Run] | tuple[_Run, ...],
+    measures: Iterable[str | Measure] = ...,
+    *,
+    per_query: bool = ...,
+    relevance_level: int = ...,
+    max_docs: int | None = ...,
+    judged_only: bool = ...,
+    missing_topics: str = ...,
+    known: _Qrels | None = ...,
+) -> list[EvaluationResult]: ...
 @overload
-def evaluate(qrels: _Qrels, run: Mapping[str, str | Path | pd.DataFrame | pa.Table | Mapping[str, Mapping[str, float]]],
-             measures: Iterable[str | Measure] = ..., *, per_query: bool = ..., relevance_level: int = ...,
-             max_docs: int | None = ..., judged_only: bool = ..., missing_topics: str = ...,
-             known: _Qrels | None = ...) -> dict[str, EvaluationResult]: ...
+def evaluate(
+    qrels: _Qrels,
+    run: Mapping[str, str | Path | pd.DataFrame | pa.Table | Mapping[str, Mapping[str, float]]],
+    measures: Iterable[str | Measure] = ...,
+    *,
+    per_query: bool = ...,
+    relevance_level: int = ...,
+    max_docs: int | None = ...,
+    judged_only: bool = ...,
+    missing_topics: str = ...,
+    known: _Qrels | None = ...,
+) -> dict[str, EvaluationResult]: ...
 
 
 def evaluate(
@@ -382,10 +441,22 @@ def evaluate(
         if as_ir_measures:
             raise InvalidParameterError("as_ir_measures=True takes one run; evaluate several runs one at a time.")
         qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
-        runs = ({name: ir_measures_compat.as_table(r, "run") for name, r in run.items()} if isinstance(run, Mapping)
-                else [ir_measures_compat.as_table(r, "run") for r in run])
-        return _evaluate_runs(qrels, runs, measures, per_query=per_query, relevance_level=relevance_level,
-                              max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics, known=known)
+        runs = (
+            {name: ir_measures_compat.as_table(r, "run") for name, r in run.items()}
+            if isinstance(run, Mapping)
+            else [ir_measures_compat.as_table(r, "run") for r in run]
+        )
+        return _evaluate_runs(
+            qrels,
+            runs,
+            measures,
+            per_query=per_query,
+            relevance_level=relevance_level,
+            max_docs=max_docs,
+            judged_only=judged_only,
+            missing_topics=missing_topics,
+            known=known,
+        )
     qrels, run, measures = ir_measures_compat.adapt(qrels, run, measures)  # ir_measures' objects and shapes
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(
@@ -407,18 +478,27 @@ def evaluate(
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     if known is not None:
         if judged_only:
-            raise InvalidParameterError("-J closes up the ranking by the main qrels' judgments; the user-oriented "
-                                        "measures (known) need the ranking whole.")
+            raise InvalidParameterError(
+                "-J closes up the ranking by the main qrels' judgments; the user-oriented "
+                "measures (known) need the ranking whole."
+            )
         attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
     del run_table
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
     result = EvaluationResult(
-        aggregates=aggregates, topics=rk.topics, missing_topics=rk.missing_topics,
+        aggregates=aggregates,
+        topics=rk.topics,
+        missing_topics=rk.missing_topics,
         dropped_run_topics=rk.dropped_run_topics,
-        options={"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
-                 "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
+        options={
+            "relevance_level": relevance_level,
+            "max_docs": max_docs,
+            "judged_only": judged_only,
+            "missing_topics": missing_topics,
+            "tie_rule": "score desc, docno desc",
+        },
         values={str(m): v for m, v in values.items()} if per_query else {},
     )
     if as_ir_measures:  # per-query values as ir_measures names them: query_id, measure (as spelled), value
@@ -488,30 +568,37 @@ def _as_table(source: Any, kind: str) -> pa.Table:
     if isinstance(source, (str, Path)):
         # evaluating stores nothing: files are read as trec-eval reads them (no content hash; a
         # plain run file streamed, evalstore.io.formats._stream_trec_run)
-        parsed = (read_qrels(source, strict=False, content_hash=False) if kind == "qrels"
-                  else read_run(source, strict=False, content_hash=False))
+        parsed = (
+            read_qrels(source, strict=False, content_hash=False)
+            if kind == "qrels"
+            else read_run(source, strict=False, content_hash=False)
+        )
         return parsed.table
     value = "relevance" if kind == "qrels" else "score"
     if isinstance(source, pa.Table):
         missing = [name for name in ("topic", "doc", value) if name not in source.column_names]
         if missing:
-            raise InvalidParameterError(f"The {kind} table needs columns topic, doc and {value}; it lacks "
-                                        f"{', '.join(missing)}.")
+            raise InvalidParameterError(
+                f"The {kind} table needs columns topic, doc and {value}; it lacks {', '.join(missing)}."
+            )
         table = source.select(["topic", "doc", value])
     else:
         table = _frame_table(source, kind, value)
-    return check_in_memory(table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}",
-                           check_duplicates=False).select(["topic", "doc", value])
+    return check_in_memory(
+        table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}", check_duplicates=False
+    ).select(["topic", "doc", value])
 
 
 def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
     import pandas as pd  # frames and dicts only: pandas takes ~0.2 s to import
+
     if isinstance(source, Mapping):
         rows = [(q, d, v) for q, docs in source.items() for d, v in docs.items()]
         source = pd.DataFrame(rows, columns=["query_id", "doc_id", value], dtype=object)
     if not isinstance(source, pd.DataFrame):
-        raise InvalidParameterError(f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or "
-                                    "dict.")
+        raise InvalidParameterError(
+            f"Cannot read {kind} from a {type(source).__name__}; pass a path, DataFrame or dict."
+        )
     columns = {c.lower(): c for c in source.columns}
 
     def pick(*names: str) -> pd.Series:
@@ -529,8 +616,9 @@ def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
         raw = pa.array(numbers.to_numpy(), from_pandas=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: compared as text, as a file's would be
         raw = text(numbers)
-    return pa.table({"topic": text(pick("query_id", "qid", "topic")), "doc": text(pick("doc_id", "docno", "doc")),
-                     value: raw})
+    return pa.table(
+        {"topic": text(pick("query_id", "qid", "topic")), "doc": text(pick("doc_id", "docno", "doc")), value: raw}
+    )
 
 
 # --- several runs against one qrels: evaluate(qrels, [run, ...]) or evaluate(qrels, {name: run}) ---------------
@@ -552,10 +640,19 @@ def _several_runs(run: object) -> bool:
     return isinstance(first, (str, Path, pa.Table)) or type(first).__name__ == "DataFrame"
 
 
-def _evaluate_runs(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], measures: Iterable[str | Measure], *,
-                   per_query: bool, relevance_level: int, max_docs: int | None, judged_only: bool,
-                   missing_topics: str, known: Any = None,
-                   stack_cells: int = STACK_CELLS) -> list[EvaluationResult] | dict[str, EvaluationResult]:
+def _evaluate_runs(
+    qrels: Any,
+    runs: Sequence[Any] | Mapping[str, Any],
+    measures: Iterable[str | Measure],
+    *,
+    per_query: bool,
+    relevance_level: int,
+    max_docs: int | None,
+    judged_only: bool,
+    missing_topics: str,
+    known: Any = None,
+    stack_cells: int = STACK_CELLS,
+) -> list[EvaluationResult] | dict[str, EvaluationResult]:
     """``evaluate`` of each run (see :func:`evalstore.metrics.evaluate`): a list of results for a
     list of runs, a dict by the same names for a mapping. The runs are ranked and evaluated in
     batches of up to ``stack_cells`` cells (topics x depth); a run that shares no topic with the
@@ -565,15 +662,22 @@ def _evaluate_runs(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], measures
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
         )
     if known is not None and judged_only:
-        raise InvalidParameterError("-J closes up the ranking by the main qrels' judgments; the user-oriented "
-                                    "measures (known) need the ranking whole.")
+        raise InvalidParameterError(
+            "-J closes up the ranking by the main qrels' judgments; the user-oriented "
+            "measures (known) need the ranking whole."
+        )
     named: list[tuple[object, Any]] = list(runs.items()) if isinstance(runs, Mapping) else list(enumerate(runs))
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
     qrels_table = _as_table(qrels, "qrels")
     known_table = _as_table(known, "qrels") if known is not None else None
     wanted = resolve_measures(measures)
-    settings = {"relevance_level": relevance_level, "max_docs": max_docs, "judged_only": judged_only,
-                "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"}
+    settings = {
+        "relevance_level": relevance_level,
+        "max_docs": max_docs,
+        "judged_only": judged_only,
+        "missing_topics": missing_topics,
+        "tie_rule": "score desc, docno desc",
+    }
     results: list[EvaluationResult] = []
     batch: list[Ranking] = []
     cells = 0
@@ -609,18 +713,23 @@ def _run_ranking(qrels: pa.Table, run: Any, options: PrepareOptions, known: pa.T
     return rk
 
 
-def _results(batch: list[Ranking], wanted: list[Measure], relevance_level: int, per_query: bool,
-             settings: dict[str, Any]) -> list[EvaluationResult]:
+def _results(
+    batch: list[Ranking], wanted: list[Measure], relevance_level: int, per_query: bool, settings: dict[str, Any]
+) -> list[EvaluationResult]:
     if not batch:
         return []
     results = []
-    for rk, values in zip(batch, compute_stacked(compute, batch, wanted, relevance_level=relevance_level),
-                          strict=True):
+    for rk, values in zip(batch, compute_stacked(compute, batch, wanted, relevance_level=relevance_level), strict=True):
         aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
-        results.append(EvaluationResult(
-            aggregates=aggregates, topics=rk.topics, missing_topics=rk.missing_topics,
-            dropped_run_topics=rk.dropped_run_topics, options=dict(settings),
-            # each run's own arrays, not views that would keep the batch's alive
-            values={str(m): np.array(v, copy=True) for m, v in values.items()} if per_query else {},
-        ))
+        results.append(
+            EvaluationResult(
+                aggregates=aggregates,
+                topics=rk.topics,
+                missing_topics=rk.missing_topics,
+                dropped_run_topics=rk.dropped_run_topics,
+                options=dict(settings),
+                # each run's own arrays, not views that would keep the batch's alive
+                values={str(m): np.array(v, copy=True) for m, v in values.items()} if per_query else {},
+            )
+        )
     return results

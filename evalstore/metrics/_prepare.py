@@ -103,6 +103,7 @@ class Ranking:
         """Retrieved and judged at least ``level`` (trec_eval ``rel >= relevance_level``). At a
         level of NONPOOL or below, documents outside the qrels count, and so does the stand-in
         document trec_eval -c ranks first for a topic without results (see ``stand_in``)."""
+
         def build() -> np.ndarray:
             relevant = self.valid & (self.rel >= level)
             if level <= NONPOOL:
@@ -155,11 +156,22 @@ class Ranking:
         if self.known is not None:
             mine = (self.known.row >= start) & (self.known.row < stop)
             known = Known(self.known.relevant[start:stop], self.known.row[mine] - start, self.known.position[mine])
-        return Ranking(topics=self.topics[start:stop], rel=self.rel[start:stop], num_ret=self.num_ret[start:stop],
-                       rel_levels=self.rel_levels[start:stop], max_level=self.max_level, missing_topics=[],
-                       dropped_run_topics=[], stand_in=self.stand_in[start:stop], runid=self.runid,
-                       complete=self.complete, judged_row=self.judged_row[lo:hi] - start,
-                       judged_position=self.judged_position[lo:hi], judged_rel=self.judged_rel[lo:hi], known=known)
+        return Ranking(
+            topics=self.topics[start:stop],
+            rel=self.rel[start:stop],
+            num_ret=self.num_ret[start:stop],
+            rel_levels=self.rel_levels[start:stop],
+            max_level=self.max_level,
+            missing_topics=[],
+            dropped_run_topics=[],
+            stand_in=self.stand_in[start:stop],
+            runid=self.runid,
+            complete=self.complete,
+            judged_row=self.judged_row[lo:hi] - start,
+            judged_position=self.judged_position[lo:hi],
+            judged_rel=self.judged_rel[lo:hi],
+            known=known,
+        )
 
 
 def count_within(keys: np.ndarray, n: int, depth: int, k: np.ndarray | int) -> np.ndarray:
@@ -237,8 +249,13 @@ def _resolve_topics(qrels: pa.Table, run_topics: pa.Array | pa.ChunkedArray, com
     return _Topics(qrels_topics, judgment_code, run_code, row_of, topics, missing, dropped)
 
 
-def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOptions(),
-            runid: str | None = None, ranked: EncodedRanks | None = None) -> Ranking:
+def prepare(
+    qrels: pa.Table,
+    run: pa.Table,
+    options: PrepareOptions = PrepareOptions(),
+    runid: str | None = None,
+    ranked: EncodedRanks | None = None,
+) -> Ranking:
     """Rank ``run`` (topic, doc, score) in trec_eval order and look its judgments up in ``qrels``
     (topic, doc, relevance). Only the judged documents' places are kept: a topic's other places,
     up to its number of retrieved documents, are unjudged. A large run's judged documents are a
@@ -262,8 +279,13 @@ def prepare(qrels: pa.Table, run: pa.Table, options: PrepareOptions = PrepareOpt
     return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
 
 
-def prepare_ranked(qrels: pa.Table, retrieved: pa.Table, judged: pa.Table,
-                   options: PrepareOptions = PrepareOptions(), runid: str | None = None) -> Ranking:
+def prepare_ranked(
+    qrels: pa.Table,
+    retrieved: pa.Table,
+    judged: pa.Table,
+    options: PrepareOptions = PrepareOptions(),
+    runid: str | None = None,
+) -> Ranking:
     """The :func:`prepare` of a stored run from what the database computes for it, using the
     trec_eval-order rank each row got at registration: ``retrieved`` (topic, retrieved) holds each
     run topic's number of documents, ``judged`` (topic, rank, relevance) the rank of each run
@@ -285,8 +307,9 @@ def prepare_ranked(qrels: pa.Table, retrieved: pa.Table, judged: pa.Table,
     return _ranking(qrels, resolved, rows, position, rel, counts, options, runid)
 
 
-def _cut_then_condense(rows: np.ndarray, position: np.ndarray, rel: np.ndarray, counts: np.ndarray, n: int,
-                       options: PrepareOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _cut_then_condense(
+    rows: np.ndarray, position: np.ndarray, rel: np.ndarray, counts: np.ndarray, n: int, options: PrepareOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Apply -M, then -J, in trec_eval's order (``form_res_rels.c``: the sorted ranking is cut at
     ``max_num_docs_per_topic`` first, then the judged-only pass drops unjudged documents from what
     is left and closes up their places). ``rows`` and ``position`` come grouped by topic row, in
@@ -312,8 +335,16 @@ def _positions(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(len(rows)) - starts[rows]
 
 
-def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.ndarray, rel: np.ndarray,
-             counts: np.ndarray, options: PrepareOptions, runid: str | None) -> Ranking:
+def _ranking(
+    qrels: pa.Table,
+    resolved: _Topics,
+    rows: np.ndarray,
+    position: np.ndarray,
+    rel: np.ndarray,
+    counts: np.ndarray,
+    options: PrepareOptions,
+    runid: str | None,
+) -> Ranking:
     """The matrices: each topic's first ``counts`` places NONPOOL unless (rows, position) gives
     their relevance, PAD after (-M and -J are applied already)."""
     n = len(resolved.topics)
@@ -329,10 +360,21 @@ def _ranking(qrels: pa.Table, resolved: _Topics, rows: np.ndarray, position: np.
     matrix[rows, position] = rel
 
     rel_levels, max_level = _relevance_levels(qrels, resolved.judgment_code, resolved.row_of, n)
-    return Ranking(topics=resolved.topics, rel=matrix, num_ret=counts.astype(np.int64), rel_levels=rel_levels,
-                   max_level=max_level, missing_topics=resolved.missing, dropped_run_topics=resolved.dropped,
-                   stand_in=stand_in, runid=runid, complete=options.complete, judged_row=rows.astype(np.int64),
-                   judged_position=position.astype(np.int64), judged_rel=rel.astype(np.int32))
+    return Ranking(
+        topics=resolved.topics,
+        rel=matrix,
+        num_ret=counts.astype(np.int64),
+        rel_levels=rel_levels,
+        max_level=max_level,
+        missing_topics=resolved.missing,
+        dropped_run_topics=resolved.dropped,
+        stand_in=stand_in,
+        runid=runid,
+        complete=options.complete,
+        judged_row=rows.astype(np.int64),
+        judged_position=position.astype(np.int64),
+        judged_rel=rel.astype(np.int32),
+    )
 
 
 # runs shorter than this look their docnos up by 64-bit hash, longer ones as text (see _judged_rows)
@@ -368,8 +410,9 @@ def _judged_docs(qrels: pa.Table, hashed: bool) -> _JudgedDocs:
     return judged
 
 
-def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table,
-                 resolved: _Topics) -> tuple[np.ndarray, np.ndarray]:
+def _judged_rows(
+    docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table, resolved: _Topics
+) -> tuple[np.ndarray, np.ndarray]:
     """The run rows the qrels judge for their (evaluated) topic, and their relevance codes (the
     level, or UNJUDGED for a negative one). Not pyarrow's hash join: it loads pyarrow.dataset and
     pandas (0.16 s of an ordinary run's start-up) and joins every row. The run's docnos are looked
@@ -396,8 +439,11 @@ def _judged_rows(docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray
     qrels_key, judgment = _sorted_judgment_keys(judged, resolved, width)
     if not len(judgment):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    doc_code = (code_of_row[candidates] if hashed else pc.index_in(take_rows(docs, candidates), value_set=judged.values)
-                .to_numpy(zero_copy_only=False)).astype(np.int64)
+    doc_code = (
+        code_of_row[candidates]
+        if hashed
+        else pc.index_in(take_rows(docs, candidates), value_set=judged.values).to_numpy(zero_copy_only=False)
+    ).astype(np.int64)
     # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
     key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
     low = np.searchsorted(qrels_key, key)

@@ -104,8 +104,15 @@ class TrecFamily:
     mode: str = "qrels"  # -R qrels, or -R prefs / qrels_prefs
 
 
-def trec(name: str, *, param: str | None = None, kind: str = "none", defaults: tuple[Any, ...] = (),
-         fixed: tuple[tuple[str, Any], ...] = (), mode: str = "qrels") -> TrecFamily:
+def trec(
+    name: str,
+    *,
+    param: str | None = None,
+    kind: str = "none",
+    defaults: tuple[Any, ...] = (),
+    fixed: tuple[tuple[str, Any], ...] = (),
+    mode: str = "qrels",
+) -> TrecFamily:
     """A trec_eval name of the family being registered (``family(..., trec=trec("map"))``)."""
     return TrecFamily("", param, kind, defaults, fixed, name, mode)
 
@@ -187,10 +194,46 @@ _ALIASES: dict[str, str] = {}
 # trec_eval 10.0's measure table (measures.c): measures print in this order whatever the command
 # line says. runid and num_q are lines of the output, not measures of a family.
 TREC_ORDER = (
-    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-    "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG",
-    "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
-    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap", "rbp", "rbp_resid", "unj",
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+    "relstring",
+    "recall",
+    "infAP",
+    "gm_bpref",
+    "Rprec_mult",
+    "utility",
+    "11pt_avg",
+    "binG",
+    "G",
+    "dcg",
+    "ideal_dcg",
+    "ndcg",
+    "ndcg_rel",
+    "Rndcg",
+    "ndcg_cut",
+    "map_cut",
+    "relative_P",
+    "success",
+    "set_P",
+    "set_relative_P",
+    "set_recall",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+    "yaap",
+    "rbp",
+    "rbp_resid",
+    "unj",
 )
 # trec_eval's names, filled by register() from each family's ``trec`` specs
 TREC_FAMILIES: dict[str, TrecFamily] = {name: TrecFamily(name, name=name) for name in ("runid", "num_q")}
@@ -212,14 +255,23 @@ def register(family: Family) -> Family:
     return family
 
 
-def family(name: str, *, params: dict[str, Param] | None = None,
-           trec: TrecFamily | tuple[TrecFamily, ...] = (), **kwargs: Any) -> Callable[[Kernel], Kernel]:
+def family(
+    name: str, *, params: dict[str, Param] | None = None, trec: TrecFamily | tuple[TrecFamily, ...] = (), **kwargs: Any
+) -> Callable[[Kernel], Kernel]:
     """Decorator: register ``kernel`` as the measure family ``name`` (``trec``: its trec_eval name
     or names, :func:`trec`)."""
 
     def wrap(kernel: Kernel) -> Kernel:
-        register(Family(name=name, kernel=kernel, params=params or {}, trec=_as_tuple(trec),
-                        description=(kernel.__doc__ or "").strip(), **kwargs))
+        register(
+            Family(
+                name=name,
+                kernel=kernel,
+                params=params or {},
+                trec=_as_tuple(trec),
+                description=(kernel.__doc__ or "").strip(),
+                **kwargs,
+            )
+        )
         return kernel
 
     return wrap
@@ -230,8 +282,12 @@ def _as_tuple(trec: TrecFamily | tuple[TrecFamily, ...]) -> tuple[TrecFamily, ..
 
 
 # the kinds of judgments (qrels_sets.kind, and gold labels) as a sentence names them
-JUDGMENTS_NAMED = {"relevance": "relevance", "subtopics": "subtopic", "preferences": "preference",
-                   "labels": "gold label"}
+JUDGMENTS_NAMED = {
+    "relevance": "relevance",
+    "subtopics": "subtopic",
+    "preferences": "preference",
+    "labels": "gold label",
+}
 
 # Classifier and clustering measures, by name. Their own namespace: they are computed together by
 # one suite (metrics.classification) and stored under plain names ('precision' of the positive
@@ -241,8 +297,9 @@ PREDICTION_REGISTRY: dict[str, Family] = {}
 _PER_CLASS = re.compile(r"^(?P<name>[a-z_0-9]+?)(?:_beta[0-9.e+-]+)?(?:\.(?P<label>.+))?$")
 
 
-def register_prediction_measure(name: str, kind: str, *, description: str, reference: str,
-                                higher_is_better: bool = True, headline: bool = False) -> Family:
+def register_prediction_measure(
+    name: str, kind: str, *, description: str, reference: str, higher_is_better: bool = True, headline: bool = False
+) -> Family:
     """Register a measure of the classification suite (``kind``: classifier or clustering)."""
 
     def computed_by_suite(rk: Any, **_: Any) -> np.ndarray:
@@ -250,9 +307,18 @@ def register_prediction_measure(name: str, kind: str, *, description: str, refer
 
     if name in PREDICTION_REGISTRY:
         raise RuntimeError(f"prediction measure {name} registered twice")
-    family = Family(name=name, kernel=computed_by_suite, params={}, summary="none", judgments="labels", kind=kind,
-                    description=" ".join(description.split()), reference=reference,
-                    higher_is_better=higher_is_better, headline=headline)
+    family = Family(
+        name=name,
+        kernel=computed_by_suite,
+        params={},
+        summary="none",
+        judgments="labels",
+        kind=kind,
+        description=" ".join(description.split()),
+        reference=reference,
+        higher_is_better=higher_is_better,
+        headline=headline,
+    )
     PREDICTION_REGISTRY[name] = family
     return family
 
@@ -266,17 +332,34 @@ def prediction_family_in(registry: dict[str, Family], stored: str) -> Family | N
     return registry.get(match["name"]) if match else None
 
 
-def register_elsewhere(name: str, judgments: str, *, description: str, params: dict[str, Param] | None = None,
-                        trec: TrecFamily | tuple[TrecFamily, ...] = (), **kwargs: Any) -> Family:
+def register_elsewhere(
+    name: str,
+    judgments: str,
+    *,
+    description: str,
+    params: dict[str, Param] | None = None,
+    trec: TrecFamily | tuple[TrecFamily, ...] = (),
+    **kwargs: Any,
+) -> Family:
     """Register a family computed from subtopic or preference judgments by its own module, on
     all topics at once; :func:`evalstore.metrics.compute` (relevance qrels) refuses it."""
 
     def computed_elsewhere(rk: Any, **_: Any) -> np.ndarray:
-        raise InvalidParameterError(f"{name} is computed from {JUDGMENTS_NAMED[judgments]} judgments, not from "
-                                    "relevance qrels.")
+        raise InvalidParameterError(
+            f"{name} is computed from {JUDGMENTS_NAMED[judgments]} judgments, not from relevance qrels."
+        )
 
-    return register(Family(name=name, kernel=computed_elsewhere, params=params or {}, judgments=judgments,
-                           trec=_as_tuple(trec), description=" ".join(description.split()), **kwargs))
+    return register(
+        Family(
+            name=name,
+            kernel=computed_elsewhere,
+            params=params or {},
+            judgments=judgments,
+            trec=_as_tuple(trec),
+            description=" ".join(description.split()),
+            **kwargs,
+        )
+    )
 
 
 _GRAMMAR = re.compile(r"^\s*(?P<name>[A-Za-z_][\w\-]*)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<cutoff>[0-9.]+))?\s*$")
@@ -292,9 +375,7 @@ def make(family_name: str, **params: Any) -> Measure:
     for name, value in params.items():
         if name not in spec.params:
             allowed = ", ".join(spec.params) or "none"
-            raise InvalidParameterError(
-                f"{canonical} has no parameter '{name}'. Its parameters: {allowed}."
-            )
+            raise InvalidParameterError(f"{canonical} has no parameter '{name}'. Its parameters: {allowed}.")
         value = spec.params[name].check(canonical, name, value)
         if value != spec.params[name].default:
             checked[name] = value
@@ -389,9 +470,7 @@ def unknown_measure(name: str) -> InvalidParameterError:
         name.lower(), [k.lower() for k in known], n=1, cutoff=0.6
     )
     hint = f" Did you mean '{_restore_case(close[0], known)}'?" if close else ""
-    return InvalidParameterError(
-        f"Unknown measure '{name}'.{hint} Run 'evalstore measures' for the list."
-    )
+    return InvalidParameterError(f"Unknown measure '{name}'.{hint} Run 'evalstore measures' for the list.")
 
 
 def _restore_case(lowered: str, known: list[str]) -> str:
@@ -403,14 +482,36 @@ def _restore_case(lowered: str, known: list[str]) -> str:
 
 
 TREC_GROUPS = {
-    "official": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-                 "recip_rank", "iprec_at_recall", "P"],
-    "set": ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
-            "set_relative_P", "set_map", "set_F"],
+    "official": [
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+    ],
+    "set": [
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ],
 }
 # registered in trec_eval's table but in none of its groups: dcg, ideal_dcg, yaap (measures.c)
 TREC_GROUPS["all_trec"] = [name for name in TREC_ORDER if name not in ("dcg", "ideal_dcg", "yaap")]
-
 
 
 def _trec_output_pattern() -> re.Pattern[str]:
@@ -421,8 +522,9 @@ def _trec_output_pattern() -> re.Pattern[str]:
 
 @functools.lru_cache(maxsize=2)
 def _pattern_of(_count: int) -> re.Pattern[str]:
-    roots = sorted((name for name, spec in TREC_FAMILIES.items() if spec.kind in ("long", "double")),
-                   key=lambda root: -len(root))  # the longest first: ndcg_cut before a shorter root
+    roots = sorted(
+        (name for name, spec in TREC_FAMILIES.items() if spec.kind in ("long", "double")), key=lambda root: -len(root)
+    )  # the longest first: ndcg_cut before a shorter root
     return re.compile(rf"^(?P<root>{'|'.join(map(re.escape, roots))})_(?P<value>[0-9.]+)$")
 
 

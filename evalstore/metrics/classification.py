@@ -33,15 +33,22 @@ if TYPE_CHECKING:
 THRESHOLD_RULES = ("best-f1", "youden", "iso-accuracy")
 
 
-def confusion(y_true: np.ndarray, y_pred: np.ndarray, k: int, groups: np.ndarray | None = None,
-              n_groups: int = 1, weight: np.ndarray | None = None) -> np.ndarray:
+def confusion(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    k: int,
+    groups: np.ndarray | None = None,
+    n_groups: int = 1,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
     """(k, k) counts (sums of sample weights with ``weight``), rows true class, columns
     predicted; with ``groups``, (n_groups, k, k)."""
     cell = y_true.astype(np.int64) * k + y_pred
     if groups is None:
         return np.bincount(cell, weights=weight, minlength=k * k).reshape(k, k)
-    return np.bincount(groups.astype(np.int64) * (k * k) + cell, weights=weight,
-                       minlength=n_groups * k * k).reshape(n_groups, k, k)
+    return np.bincount(groups.astype(np.int64) * (k * k) + cell, weights=weight, minlength=n_groups * k * k).reshape(
+        n_groups, k, k
+    )
 
 
 def _ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
@@ -55,8 +62,9 @@ def _f_beta(precision: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarra
     return _ratio((1 + b2) * precision * recall, b2 * precision + recall)
 
 
-def label_measures(cm: np.ndarray, classes: list[str], *, beta: float = 1.0,
-                   positive: int | None = None) -> dict[str, np.ndarray]:
+def label_measures(
+    cm: np.ndarray, classes: list[str], *, beta: float = 1.0, positive: int | None = None
+) -> dict[str, np.ndarray]:
     """Every confusion-matrix measure, for one matrix (k, k) or a stack (..., k, k): values of
     shape ``cm.shape[:-2]``. Per-class values are named ``measure.CLASS``; with ``positive`` (a
     binary task), the positive class's values also go by their plain names."""
@@ -81,24 +89,39 @@ def label_measures(cm: np.ndarray, classes: list[str], *, beta: float = 1.0,
     # chance agreement from the marginals, shared by kappa and MCC
     expected = (true_count * pred_count).sum(axis=-1)
     kappa = _ratio(n * tp.sum(axis=-1) - expected, n * n - expected)
-    mcc_den = np.sqrt((n * n - (pred_count ** 2).sum(axis=-1)) * (n * n - (true_count ** 2).sum(axis=-1)))
+    mcc_den = np.sqrt((n * n - (pred_count**2).sum(axis=-1)) * (n * n - (true_count**2).sum(axis=-1)))
     mcc = _ratio(n * tp.sum(axis=-1) - expected, mcc_den)
     present = true_count > 0
     balanced = _ratio((recall * present).sum(axis=-1), present.sum(axis=-1))
     suffix = "" if beta == 1 else f"_beta{beta:g}"
     out: dict[str, np.ndarray] = {
-        "accuracy": accuracy, "error_rate": 1 - accuracy, "balanced_accuracy": balanced,
-        "mcc": mcc, "kappa": kappa,
-        "precision_micro": micro_p, "recall_micro": micro_r, f"f1_micro{suffix}": _f_beta(micro_p, micro_r, beta),
-        "precision_macro": precision.mean(axis=-1), "recall_macro": recall.mean(axis=-1),
+        "accuracy": accuracy,
+        "error_rate": 1 - accuracy,
+        "balanced_accuracy": balanced,
+        "mcc": mcc,
+        "kappa": kappa,
+        "precision_micro": micro_p,
+        "recall_micro": micro_r,
+        f"f1_micro{suffix}": _f_beta(micro_p, micro_r, beta),
+        "precision_macro": precision.mean(axis=-1),
+        "recall_macro": recall.mean(axis=-1),
         f"f1_macro{suffix}": f.mean(axis=-1),
-        "precision_weighted": (precision * weights).sum(axis=-1), "recall_weighted": (recall * weights).sum(axis=-1),
+        "precision_weighted": (precision * weights).sum(axis=-1),
+        "recall_weighted": (recall * weights).sum(axis=-1),
         f"f1_weighted{suffix}": (f * weights).sum(axis=-1),
-        "specificity_macro": specificity.mean(axis=-1), "fallout_macro": fallout.mean(axis=-1),
+        "specificity_macro": specificity.mean(axis=-1),
+        "fallout_macro": fallout.mean(axis=-1),
         "jaccard_macro": _ratio(tp, tp + fp + fn).mean(axis=-1),
     }
-    per_class = {"precision": precision, "recall": recall, f"f1{suffix}": f, "specificity": specificity,
-                 "fallout": fallout, "generality": generality, "support": true_count}
+    per_class = {
+        "precision": precision,
+        "recall": recall,
+        f"f1{suffix}": f,
+        "specificity": specificity,
+        "fallout": fallout,
+        "generality": generality,
+        "support": true_count,
+    }
     for name, values in per_class.items():
         for index, label in enumerate(classes):
             out[f"{name}.{label}"] = values[..., index]
@@ -230,9 +253,14 @@ class Curve:
         return float(self.thresholds[best]), float(value[best])
 
 
-def group_auc(positive: np.ndarray, score: np.ndarray, groups: np.ndarray, n_groups: int,
-              score_rank: np.ndarray | None = None, weight: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def group_auc(
+    positive: np.ndarray,
+    score: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    score_rank: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(AUC per group, NaN where a group lacks a class; average precision per group, NaN where
     it has no positive; items (or their summed weights) per group), from one sort.
 
@@ -322,8 +350,10 @@ def ratio_of_pairs(twice_pairs: np.ndarray, positives: np.ndarray, negatives: np
 def gauc_of_pairs(twice_pairs: list[int], positives: np.ndarray, negatives: np.ndarray) -> tuple[float, float]:
     """(GAUC, groups skipped for one class) from each group's exact pair counts (:func:`gauc`,
     whose exact sums make the groups' order irrelevant)."""
-    value, skipped = gauc(ratio_of_pairs(np.asarray(twice_pairs, dtype=object), positives, negatives),
-                          (positives + negatives).astype(np.float64))
+    value, skipped = gauc(
+        ratio_of_pairs(np.asarray(twice_pairs, dtype=object), positives, negatives),
+        (positives + negatives).astype(np.float64),
+    )
     return value, float(skipped)
 
 
@@ -349,20 +379,31 @@ class BinaryCounts:
     # tp, fp, fn, tn: one entry per group, in group_names' order
 
     @classmethod
-    def from_tables(cls, whole: pa.Table, groups: pa.Table | None, log_loss_sum: float | None,
-                    brier_sum: float | None) -> BinaryCounts:
+    def from_tables(
+        cls, whole: pa.Table, groups: pa.Table | None, log_loss_sum: float | None, brier_sum: float | None
+    ) -> BinaryCounts:
         """From a backend's tables of counts: one row for all items, one per group (or None);
         columns group, positives, negatives, twice_pairs (decimal text: it can pass 64 bits),
         precision_sum, tp, fp, fn, tn."""
         row = whole.to_pylist()[0]
         columns = None
         if groups is not None:
-            columns = {name: groups[name].to_numpy() for name in ("positives", "negatives", "precision_sum", "tp",
-                                                                  "fp", "fn", "tn")}
+            columns = {
+                name: groups[name].to_numpy()
+                for name in ("positives", "negatives", "precision_sum", "tp", "fp", "fn", "tn")
+            }
             columns["twice_pairs"] = np.array([int(v) for v in groups["twice_pairs"].to_pylist()], dtype=object)
-        return cls(int(row["positives"]), int(row["negatives"]), int(row["twice_pairs"]), float(row["precision_sum"]),
-                   (int(row["tp"]), int(row["fp"]), int(row["fn"]), int(row["tn"])), log_loss_sum, brier_sum,
-                   None if groups is None else [str(g) for g in groups["group"].to_pylist()], columns)
+        return cls(
+            int(row["positives"]),
+            int(row["negatives"]),
+            int(row["twice_pairs"]),
+            float(row["precision_sum"]),
+            (int(row["tp"]), int(row["fp"]), int(row["fn"]), int(row["tn"])),
+            log_loss_sum,
+            brier_sum,
+            None if groups is None else [str(g) for g in groups["group"].to_pylist()],
+            columns,
+        )
 
 
 def _binary_confusion(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, positive: int) -> np.ndarray:
@@ -372,8 +413,9 @@ def _binary_confusion(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.nda
     return np.moveaxis(np.asarray(cells, dtype=np.int64), (0, 1), (-2, -1))
 
 
-def binary_suite_from_counts(counts: BinaryCounts, classes: list[str], positive: int, *, beta: float = 1.0,
-                             costs: np.ndarray | None = None) -> Suite:
+def binary_suite_from_counts(
+    counts: BinaryCounts, classes: list[str], positive: int, *, beta: float = 1.0, costs: np.ndarray | None = None
+) -> Suite:
     """The measures of :func:`evaluate` that binary predictions' counts decide, computed as it
     computes them: AUC and the per-group AUCs to the bit (the same integer ratios), GAUC to the
     bit (exact sums), every confusion-matrix measure to the bit (the same matrix), average
@@ -382,15 +424,18 @@ def binary_suite_from_counts(counts: BinaryCounts, classes: list[str], positive:
     are not computed; the settings list them."""
     n = counts.positives + counts.negatives
     aggregates: dict[str, float] = {
-        "auc": float(ratio_of_pairs(np.array([counts.twice_pairs], dtype=object), np.array([counts.positives]),
-                                    np.array([counts.negatives]))[0]),
-        "average_precision": counts.precision_sum / counts.positives if counts.positives else float("nan")}
+        "auc": float(
+            ratio_of_pairs(
+                np.array([counts.twice_pairs], dtype=object), np.array([counts.positives]), np.array([counts.negatives])
+            )[0]
+        ),
+        "average_precision": counts.precision_sum / counts.positives if counts.positives else float("nan"),
+    }
     if counts.log_loss_sum is not None and counts.brier_sum is not None:
         aggregates["log_loss"], aggregates["brier"] = counts.log_loss_sum / n, counts.brier_sum / n
     tp, fp, fn, tn = (np.asarray(c) for c in counts.confusion)
     cm = _binary_confusion(tp, fp, fn, tn, positive)
-    aggregates.update({name: float(v) for name, v in label_measures(cm, classes, beta=beta,
-                                                                     positive=positive).items()})
+    aggregates.update({name: float(v) for name, v in label_measures(cm, classes, beta=beta, positive=positive).items()})
     if costs is not None:
         aggregates["cost"], aggregates["cost_per_item"] = expected_cost(cm, costs)
     per_group: dict[str, np.ndarray] = {}
@@ -401,19 +446,30 @@ def binary_suite_from_counts(counts: BinaryCounts, classes: list[str], positive:
         aggregates["gauc_groups_skipped"] = float(skipped)
         per_group["auc"] = auc
         with np.errstate(divide="ignore", invalid="ignore"):
-            per_group["average_precision"] = np.where(g["positives"] > 0, g["precision_sum"] / g["positives"],
-                                                      np.nan)
-        stacked = label_measures(_binary_confusion(g["tp"], g["fp"], g["fn"], g["tn"], positive), classes, beta=beta,
-                                 positive=positive)
+            per_group["average_precision"] = np.where(g["positives"] > 0, g["precision_sum"] / g["positives"], np.nan)
+        stacked = label_measures(
+            _binary_confusion(g["tp"], g["fp"], g["fn"], g["tn"], positive), classes, beta=beta, positive=positive
+        )
         per_group.update({name: stacked[name] for name in GROUP_LABEL_MEASURES if name in stacked})
-    settings: dict[str, object] = {"classes": classes, "beta": beta, "weighted": False, "confusion": cm.tolist(),
-                                   "not_computed": list(CURVE_MEASURES)}
+    settings: dict[str, object] = {
+        "classes": classes,
+        "beta": beta,
+        "weighted": False,
+        "confusion": cm.tolist(),
+        "not_computed": list(CURVE_MEASURES),
+    }
     return Suite(aggregates, per_group, None, settings)
 
 
 # what binary_suite_from_counts leaves out: each needs the whole ROC or precision-recall curve
-CURVE_MEASURES = ("interpolated_ap_11", "break_even", "auc_fpr10", "threshold_best_f1", "threshold_youden",
-                  "threshold_iso_accuracy")
+CURVE_MEASURES = (
+    "interpolated_ap_11",
+    "break_even",
+    "auc_fpr10",
+    "threshold_best_f1",
+    "threshold_youden",
+    "threshold_iso_accuracy",
+)
 
 
 def rela_impr(auc: float, baseline_auc: float) -> float:
@@ -421,8 +477,9 @@ def rela_impr(auc: float, baseline_auc: float) -> float:
     return ((auc - 0.5) / (baseline_auc - 0.5) - 1) * 100 if baseline_auc != 0.5 else float("nan")
 
 
-def partial_auc(is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1,
-                sample_weight: np.ndarray | None = None) -> dict[str, float]:
+def partial_auc(
+    is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1, sample_weight: np.ndarray | None = None
+) -> dict[str, float]:
     """The area under the ROC curve up to a false-positive rate of 0.1, McClish-standardised (0.5:
     random, 1: perfect), as scikit-learn's roc_auc_score(max_fpr=0.1) gives it."""
     from sklearn.metrics import roc_auc_score
@@ -433,8 +490,9 @@ def partial_auc(is_positive: np.ndarray, score: np.ndarray, max_fpr: float = 0.1
     return {"auc_fpr10": float(roc_auc_score(is_positive, score, max_fpr=max_fpr, sample_weight=sample_weight))}
 
 
-def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int,
-                         sample_weight: np.ndarray | None = None) -> dict[str, float]:
+def probability_measures(
+    y_true: np.ndarray, probabilities: np.ndarray, k: int, sample_weight: np.ndarray | None = None
+) -> dict[str, float]:
     """Log loss and Brier score of class probabilities (n, k) (scikit-learn), and top-2/top-3
     accuracy for more than two classes. Scores that are not probabilities (outside [0, 1]) have
     none of these: they would mean nothing."""
@@ -443,18 +501,23 @@ def probability_measures(y_true: np.ndarray, probabilities: np.ndarray, k: int,
     if probabilities.min() < 0 or probabilities.max() > 1:
         return {}
     labels = np.arange(k)
-    out = {"log_loss": float(log_loss(y_true, probabilities, labels=labels, sample_weight=sample_weight)),
-           "brier": float(brier_score_loss(y_true, probabilities if k > 2 else probabilities[:, 1],
-                                           labels=labels, sample_weight=sample_weight))}
+    out = {
+        "log_loss": float(log_loss(y_true, probabilities, labels=labels, sample_weight=sample_weight)),
+        "brier": float(
+            brier_score_loss(
+                y_true, probabilities if k > 2 else probabilities[:, 1], labels=labels, sample_weight=sample_weight
+            )
+        ),
+    }
     for top in (2, 3):
         if k > top:
-            out[f"top{top}_accuracy"] = float(top_k_accuracy_score(y_true, probabilities, k=top, labels=labels,
-                                                                   sample_weight=sample_weight))
+            out[f"top{top}_accuracy"] = float(
+                top_k_accuracy_score(y_true, probabilities, k=top, labels=labels, sample_weight=sample_weight)
+            )
     return out
 
 
-def multiclass_auc(y_true: np.ndarray, scores: np.ndarray, sample_weight: np.ndarray | None = None
-                   ) -> dict[str, float]:
+def multiclass_auc(y_true: np.ndarray, scores: np.ndarray, sample_weight: np.ndarray | None = None) -> dict[str, float]:
     """One-vs-rest and one-vs-one macro AUC (scikit-learn); rows of ``scores`` are normalised
     to sum to 1 first, as scikit-learn requires probabilities. Weighted items have no
     one-vs-one AUC: scikit-learn defines none (Hand & Till's pairs are unweighted)."""
@@ -465,8 +528,11 @@ def multiclass_auc(y_true: np.ndarray, scores: np.ndarray, sample_weight: np.nda
     labels = np.arange(scores.shape[1])
     if len(np.unique(y_true)) < 2:
         return {"auc_ovr": float("nan")} | ({} if sample_weight is not None else {"auc_ovo": float("nan")})
-    out = {"auc_ovr": float(roc_auc_score(y_true, probabilities, multi_class="ovr", labels=labels,
-                                          sample_weight=sample_weight))}
+    out = {
+        "auc_ovr": float(
+            roc_auc_score(y_true, probabilities, multi_class="ovr", labels=labels, sample_weight=sample_weight)
+        )
+    }
     if sample_weight is None:
         out["auc_ovo"] = float(roc_auc_score(y_true, probabilities, multi_class="ovo", labels=labels))
     return out
@@ -475,9 +541,18 @@ def multiclass_auc(y_true: np.ndarray, scores: np.ndarray, sample_weight: np.nda
 # --- multilabel ------------------------------------------------------------------------------
 
 
-def multilabel(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | None = None,
-               scores: np.ndarray | None = None, threshold: float = 0.5, groups: np.ndarray | None = None,
-               n_groups: int = 0, beta: float = 1.0, sample_weight: np.ndarray | None = None) -> Suite:
+def multilabel(
+    y_true: np.ndarray,
+    classes: list[str],
+    *,
+    y_pred: np.ndarray | None = None,
+    scores: np.ndarray | None = None,
+    threshold: float = 0.5,
+    groups: np.ndarray | None = None,
+    n_groups: int = 0,
+    beta: float = 1.0,
+    sample_weight: np.ndarray | None = None,
+) -> Suite:
     """The multilabel suite: gold and predicted label sets as (n, k) boolean indicator matrices
     (``y_pred``, or ``scores`` >= ``threshold``). Subset accuracy, Hamming loss, Jaccard and
     precision/recall/F over classes (micro, macro, weighted by support) and over items
@@ -486,8 +561,12 @@ def multilabel(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | N
     scikit-learn's values, for which the property tests hold these, recount per average."""
     n, k = y_true.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    settings: dict[str, object] = {"classes": classes, "beta": beta, "weighted": sample_weight is not None,
-                                   "multilabel": True}
+    settings: dict[str, object] = {
+        "classes": classes,
+        "beta": beta,
+        "weighted": sample_weight is not None,
+        "multilabel": True,
+    }
     aggregates: dict[str, float] = {}
     if scores is not None:
         from sklearn.metrics import coverage_error, label_ranking_average_precision_score, label_ranking_loss
@@ -512,23 +591,32 @@ def multilabel(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | N
     # per item: counts over classes
     item_tp, item_fp, item_fn = hit.sum(axis=1), extra.sum(axis=1), missed.sum(axis=1)
     item_p, item_r = _ratio(item_tp, item_tp + item_fp), _ratio(item_tp, item_tp + item_fn)
-    per_item = {"subset_accuracy": (item_fp + item_fn == 0).astype(np.float64),
-                "hamming_loss": (item_fp + item_fn) / k,
-                "jaccard_samples": _ratio(item_tp, item_tp + item_fp + item_fn),
-                "precision_samples": item_p, "recall_samples": item_r, "f1_samples": _f_beta(item_p, item_r, beta)}
+    per_item = {
+        "subset_accuracy": (item_fp + item_fn == 0).astype(np.float64),
+        "hamming_loss": (item_fp + item_fn) / k,
+        "jaccard_samples": _ratio(item_tp, item_tp + item_fp + item_fn),
+        "precision_samples": item_p,
+        "recall_samples": item_r,
+        "f1_samples": _f_beta(item_p, item_r, beta),
+    }
     total = w.sum()
     aggregates.update({name: float(w @ values / total) for name, values in per_item.items()})
     suffix = "" if beta == 1 else f"_beta{beta:g}"
-    aggregates.update({
-        "precision_micro": float(micro_p), "recall_micro": float(micro_r),
-        f"f1_micro{suffix}": float(_f_beta(micro_p, micro_r, beta)),
-        "precision_macro": float(precision.mean()), "recall_macro": float(recall.mean()),
-        f"f1_macro{suffix}": float(f.mean()),
-        "precision_weighted": float(precision @ weights), "recall_weighted": float(recall @ weights),
-        f"f1_weighted{suffix}": float(f @ weights),
-        "jaccard_macro": float(_ratio(tp, tp + fp + fn).mean()),
-        "jaccard_micro": float(_ratio(tp.sum(), (tp + fp + fn).sum())),
-    })
+    aggregates.update(
+        {
+            "precision_micro": float(micro_p),
+            "recall_micro": float(micro_r),
+            f"f1_micro{suffix}": float(_f_beta(micro_p, micro_r, beta)),
+            "precision_macro": float(precision.mean()),
+            "recall_macro": float(recall.mean()),
+            f"f1_macro{suffix}": float(f.mean()),
+            "precision_weighted": float(precision @ weights),
+            "recall_weighted": float(recall @ weights),
+            f"f1_weighted{suffix}": float(f @ weights),
+            "jaccard_macro": float(_ratio(tp, tp + fp + fn).mean()),
+            "jaccard_micro": float(_ratio(tp.sum(), (tp + fp + fn).sum())),
+        }
+    )
     if suffix:
         aggregates[f"f1_samples{suffix}"] = aggregates.pop("f1_samples")
     for name, values in (("precision", precision), ("recall", recall), (f"f1{suffix}", f), ("support", support)):
@@ -538,8 +626,7 @@ def multilabel(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | N
     if groups is not None:
         group_weight = np.bincount(groups, weights=w, minlength=n_groups)
         for name in ("subset_accuracy", "hamming_loss", "jaccard_samples", "f1_samples"):
-            per_group[name] = _ratio(np.bincount(groups, weights=w * per_item[name], minlength=n_groups),
-                                     group_weight)
+            per_group[name] = _ratio(np.bincount(groups, weights=w * per_item[name], minlength=n_groups), group_weight)
         g_tp, g_fp, g_fn = (np.bincount(groups, weights=w * c, minlength=n_groups) for c in (item_tp, item_fp, item_fn))
         per_group["f1_micro"] = _f_beta(_ratio(g_tp, g_tp + g_fp), _ratio(g_tp, g_tp + g_fn), beta)
     return Suite(aggregates, per_group, None, settings)
@@ -556,8 +643,11 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
 
     n = len(y_true)
     k_true, k_cluster = int(y_true.max()) + 1, int(clusters.max()) + 1
-    table = np.bincount(clusters.astype(np.int64) * k_true + y_true, minlength=k_cluster * k_true).reshape(
-        k_cluster, k_true).astype(np.float64)
+    table = (
+        np.bincount(clusters.astype(np.int64) * k_true + y_true, minlength=k_cluster * k_true)
+        .reshape(k_cluster, k_true)
+        .astype(np.float64)
+    )
     cluster_size, class_size = table.sum(axis=1), table.sum(axis=0)
     purity = table.max(axis=1).sum() / n
     inverse_purity = table.max(axis=0).sum() / n
@@ -568,14 +658,21 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
     f_measure = float((class_size / n * f.max(axis=0)).sum())
     homogeneity, completeness, v_measure = sk.homogeneity_completeness_v_measure(y_true, clusters)
     harmonic = 2 * purity * inverse_purity / (purity + inverse_purity) if purity + inverse_purity else 0.0
-    return {"purity": float(purity), "inverse_purity": float(inverse_purity), "purity_f": f_measure,
-            "purity_harmonic_f": float(harmonic),
-            "ari": float(sk.adjusted_rand_score(y_true, clusters)), "rand": float(sk.rand_score(y_true, clusters)),
-            "nmi": float(sk.normalized_mutual_info_score(y_true, clusters)),
-            "ami": float(sk.adjusted_mutual_info_score(y_true, clusters)),
-            "homogeneity": float(homogeneity), "completeness": float(completeness), "v_measure": float(v_measure),
-            "fowlkes_mallows": float(sk.fowlkes_mallows_score(y_true, clusters)),
-            "clusters": float(k_cluster)}
+    return {
+        "purity": float(purity),
+        "inverse_purity": float(inverse_purity),
+        "purity_f": f_measure,
+        "purity_harmonic_f": float(harmonic),
+        "ari": float(sk.adjusted_rand_score(y_true, clusters)),
+        "rand": float(sk.rand_score(y_true, clusters)),
+        "nmi": float(sk.normalized_mutual_info_score(y_true, clusters)),
+        "ami": float(sk.adjusted_mutual_info_score(y_true, clusters)),
+        "homogeneity": float(homogeneity),
+        "completeness": float(completeness),
+        "v_measure": float(v_measure),
+        "fowlkes_mallows": float(sk.fowlkes_mallows_score(y_true, clusters)),
+        "clusters": float(k_cluster),
+    }
 
 
 # --- the suite -------------------------------------------------------------------------------
@@ -593,16 +690,35 @@ class Suite:
 
 
 # the confusion-matrix measures stored per group as well
-GROUP_LABEL_MEASURES = ("accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa", "f1_macro",
-                        "precision_macro", "recall_macro")
+GROUP_LABEL_MEASURES = (
+    "accuracy",
+    "error_rate",
+    "balanced_accuracy",
+    "mcc",
+    "kappa",
+    "f1_macro",
+    "precision_macro",
+    "recall_macro",
+)
 
 
-def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | None = None,
-             score: np.ndarray | None = None, scores: np.ndarray | None = None,
-             groups: np.ndarray | None = None, n_groups: int = 0, positive: int = 1,
-             threshold: float | str | None = None, prior: float | None = None, costs: np.ndarray | None = None,
-             beta: float = 1.0, baseline_score: np.ndarray | None = None,
-             sample_weight: np.ndarray | None = None) -> Suite:
+def evaluate(
+    y_true: np.ndarray,
+    classes: list[str],
+    *,
+    y_pred: np.ndarray | None = None,
+    score: np.ndarray | None = None,
+    scores: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
+    n_groups: int = 0,
+    positive: int = 1,
+    threshold: float | str | None = None,
+    prior: float | None = None,
+    costs: np.ndarray | None = None,
+    beta: float = 1.0,
+    baseline_score: np.ndarray | None = None,
+    sample_weight: np.ndarray | None = None,
+) -> Suite:
     """The full suite for integer-coded gold labels ``y_true`` (codes into ``classes``) and a
     predicted label, a binary score (P(``positive``)) and/or one score per class; ``groups``
     (codes 0..n_groups-1) give per-group values and GAUC. With ``sample_weight`` every count is
@@ -620,8 +736,14 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
     if score is not None and binary:
         is_positive = y_true == positive
         curve = Curve.of(is_positive, score, w)
-        aggregates.update({"auc": curve.auc(), "average_precision": curve.average_precision(),
-                           "interpolated_ap_11": curve.interpolated_ap_11(), "break_even": curve.break_even()})
+        aggregates.update(
+            {
+                "auc": curve.auc(),
+                "average_precision": curve.average_precision(),
+                "interpolated_ap_11": curve.interpolated_ap_11(),
+                "break_even": curve.break_even(),
+            }
+        )
         aggregates.update(partial_auc(is_positive, score, sample_weight=w))
         if 0 <= score.min() and score.max() <= 1:
             p_positive = score if positive == 1 else 1 - score
@@ -648,8 +770,7 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
             base = Curve.of(is_positive, baseline_score, w)
             aggregates["rela_impr"] = rela_impr(aggregates["auc"], base.auc())
             if groups is not None:
-                base_auc, _, base_sizes = group_auc(is_positive, baseline_score, groups, n_groups, base.score_rank,
-                                                    w)
+                base_auc, _, base_sizes = group_auc(is_positive, baseline_score, groups, n_groups, base.score_rank, w)
                 aggregates["rela_impr_gauc"] = rela_impr(aggregates["gauc"], gauc(base_auc, base_sizes)[0])
     if scores is not None and not binary:
         aggregates.update(multiclass_auc(y_true, scores, w))
@@ -665,8 +786,9 @@ def evaluate(y_true: np.ndarray, classes: list[str], *, y_pred: np.ndarray | Non
     if costs is not None:
         aggregates["cost"], aggregates["cost_per_item"] = expected_cost(cm, costs)
     if groups is not None:
-        stacked = label_measures(confusion(y_true, y_pred, k, groups, n_groups, w), classes, beta=beta,
-                                 positive=positive if binary else None)
+        stacked = label_measures(
+            confusion(y_true, y_pred, k, groups, n_groups, w), classes, beta=beta, positive=positive if binary else None
+        )
         for name in GROUP_LABEL_MEASURES:
             if name in stacked:
                 per_group[name] = stacked[name]
@@ -691,81 +813,190 @@ class _Entry(NamedTuple):
 _SK = "scikit-learn sklearn.metrics"
 _CLASSIFIER_MEASURES = [
     _Entry("accuracy", "share of items labelled right", f"{_SK}.accuracy_score", headline=True),
-    _Entry("error_rate", "share of items labelled wrong (1 - accuracy)", f"1 - {_SK}.accuracy_score",
-           higher_is_better=False),
+    _Entry(
+        "error_rate",
+        "share of items labelled wrong (1 - accuracy)",
+        f"1 - {_SK}.accuracy_score",
+        higher_is_better=False,
+    ),
     _Entry("balanced_accuracy", "mean recall over the classes present", f"{_SK}.balanced_accuracy_score"),
-    *[_Entry(f"{m}_{avg}", f"{m} averaged over classes ({avg}); F-beta with --beta",
-             f"{_SK}.{m}_score(average='{avg}')", headline=(m, avg) == ("f1", "macro"))
-      for avg in ("micro", "macro", "weighted") for m in ("precision", "recall", "f1")],
-    _Entry("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K)", f"{_SK}.matthews_corrcoef",
-           headline=True),
+    *[
+        _Entry(
+            f"{m}_{avg}",
+            f"{m} averaged over classes ({avg}); F-beta with --beta",
+            f"{_SK}.{m}_score(average='{avg}')",
+            headline=(m, avg) == ("f1", "macro"),
+        )
+        for avg in ("micro", "macro", "weighted")
+        for m in ("precision", "recall", "f1")
+    ],
+    _Entry(
+        "mcc",
+        "Matthews correlation coefficient (multiclass: Gorodkin's R_K)",
+        f"{_SK}.matthews_corrcoef",
+        headline=True,
+    ),
     _Entry("kappa", "Cohen's kappa of labels against gold", f"{_SK}.cohen_kappa_score"),
     _Entry("specificity_macro", "true-negative rate averaged over classes", "1 - fallout; Sokolova & Lapalme 2009"),
-    _Entry("fallout_macro", "false-positive rate averaged over classes", "Sokolova & Lapalme 2009",
-           higher_is_better=False),
-    *[_Entry(m, f"{m} of the positive class (binary); '{m}.<class>' for each class", f"{_SK}.{m}_score")
-      for m in ("precision", "recall", "f1")],
-    _Entry("specificity", "true-negative rate of the positive class; 'specificity.<class>' for each",
-           "Sokolova & Lapalme 2009"),
-    _Entry("fallout", "false-positive rate of the positive class; 'fallout.<class>' for each",
-           "Sokolova & Lapalme 2009", higher_is_better=False),
-    _Entry("generality", "share of gold items in the positive class; 'generality.<class>' for each",
-           "Sokolova & Lapalme 2009"),
-    _Entry("support", "gold items in the positive class; 'support.<class>' for each",
-           f"{_SK}.precision_recall_fscore_support"),
-    _Entry("auc", "area under the ROC curve of the binary score (ties count half)", f"{_SK}.roc_auc_score",
-           headline=True),
-    _Entry("gauc", "group AUC: per-group AUC weighted by group size, over groups with both classes",
-           "Zhou et al., KDD 2018 (DIN)", headline=True),
-    _Entry("gauc_groups_skipped", "groups left out of GAUC (one class only)", "Zhou et al., KDD 2018",
-           higher_is_better=False),
-    _Entry("average_precision", "average precision of the binary score (step definition)",
-           f"{_SK}.average_precision_score", headline=True),
-    _Entry("interpolated_ap_11", "11-point interpolated average precision of the binary score",
-           "TREC 11-point average"),
+    _Entry(
+        "fallout_macro", "false-positive rate averaged over classes", "Sokolova & Lapalme 2009", higher_is_better=False
+    ),
+    *[
+        _Entry(m, f"{m} of the positive class (binary); '{m}.<class>' for each class", f"{_SK}.{m}_score")
+        for m in ("precision", "recall", "f1")
+    ],
+    _Entry(
+        "specificity",
+        "true-negative rate of the positive class; 'specificity.<class>' for each",
+        "Sokolova & Lapalme 2009",
+    ),
+    _Entry(
+        "fallout",
+        "false-positive rate of the positive class; 'fallout.<class>' for each",
+        "Sokolova & Lapalme 2009",
+        higher_is_better=False,
+    ),
+    _Entry(
+        "generality",
+        "share of gold items in the positive class; 'generality.<class>' for each",
+        "Sokolova & Lapalme 2009",
+    ),
+    _Entry(
+        "support",
+        "gold items in the positive class; 'support.<class>' for each",
+        f"{_SK}.precision_recall_fscore_support",
+    ),
+    _Entry(
+        "auc", "area under the ROC curve of the binary score (ties count half)", f"{_SK}.roc_auc_score", headline=True
+    ),
+    _Entry(
+        "gauc",
+        "group AUC: per-group AUC weighted by group size, over groups with both classes",
+        "Zhou et al., KDD 2018 (DIN)",
+        headline=True,
+    ),
+    _Entry(
+        "gauc_groups_skipped",
+        "groups left out of GAUC (one class only)",
+        "Zhou et al., KDD 2018",
+        higher_is_better=False,
+    ),
+    _Entry(
+        "average_precision",
+        "average precision of the binary score (step definition)",
+        f"{_SK}.average_precision_score",
+        headline=True,
+    ),
+    _Entry(
+        "interpolated_ap_11", "11-point interpolated average precision of the binary score", "TREC 11-point average"
+    ),
     _Entry("break_even", "precision where it equals recall on the precision-recall curve", "Lewis 1992"),
-    *[_Entry(f"threshold_{rule.replace('-', '_')}{part}",
-             f"{'value at ' if part else ''}the score threshold chosen by {rule}",
-             "--threshold rules; Youden 1950 (youden)")
-      for rule in THRESHOLD_RULES for part in ("", "_value")],
+    *[
+        _Entry(
+            f"threshold_{rule.replace('-', '_')}{part}",
+            f"{'value at ' if part else ''}the score threshold chosen by {rule}",
+            "--threshold rules; Youden 1950 (youden)",
+        )
+        for rule in THRESHOLD_RULES
+        for part in ("", "_value")
+    ],
     _Entry("rela_impr", "relative AUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)"),
     _Entry("rela_impr_gauc", "relative GAUC improvement over --baseline", "Yan et al., KDD 2014 (RelaImpr)"),
-    _Entry("auc_fpr10", "partial AUC up to a false-positive rate of 0.1, McClish-standardised",
-           f"{_SK}.roc_auc_score(max_fpr=0.1)"),
+    _Entry(
+        "auc_fpr10",
+        "partial AUC up to a false-positive rate of 0.1, McClish-standardised",
+        f"{_SK}.roc_auc_score(max_fpr=0.1)",
+    ),
     _Entry("log_loss", "cross-entropy of the predicted class probabilities", f"{_SK}.log_loss", higher_is_better=False),
-    _Entry("brier", "Brier score: mean squared error of the class probabilities", f"{_SK}.brier_score_loss",
-           higher_is_better=False),
-    *[_Entry(f"top{k}_accuracy", f"share of items whose gold class is among the {k} highest scores",
-             f"{_SK}.top_k_accuracy_score(k={k})") for k in (2, 3)],
-    _Entry("jaccard_macro", "Jaccard index (TP / (TP + FP + FN)) averaged over classes",
-           f"{_SK}.jaccard_score(average='macro')"),
-    _Entry("subset_accuracy", "multilabel: share of items whose predicted label set is exactly the gold set",
-           f"{_SK}.accuracy_score (indicator matrices)", headline=True),
-    _Entry("hamming_loss", "multilabel: share of item-class decisions made wrong", f"{_SK}.hamming_loss",
-           higher_is_better=False, headline=True),
+    _Entry(
+        "brier",
+        "Brier score: mean squared error of the class probabilities",
+        f"{_SK}.brier_score_loss",
+        higher_is_better=False,
+    ),
+    *[
+        _Entry(
+            f"top{k}_accuracy",
+            f"share of items whose gold class is among the {k} highest scores",
+            f"{_SK}.top_k_accuracy_score(k={k})",
+        )
+        for k in (2, 3)
+    ],
+    _Entry(
+        "jaccard_macro",
+        "Jaccard index (TP / (TP + FP + FN)) averaged over classes",
+        f"{_SK}.jaccard_score(average='macro')",
+    ),
+    _Entry(
+        "subset_accuracy",
+        "multilabel: share of items whose predicted label set is exactly the gold set",
+        f"{_SK}.accuracy_score (indicator matrices)",
+        headline=True,
+    ),
+    _Entry(
+        "hamming_loss",
+        "multilabel: share of item-class decisions made wrong",
+        f"{_SK}.hamming_loss",
+        higher_is_better=False,
+        headline=True,
+    ),
     _Entry("jaccard_micro", "Jaccard index of the pooled counts over classes", f"{_SK}.jaccard_score(average='micro')"),
-    _Entry("jaccard_samples", "multilabel: Jaccard index of each item's label sets, averaged over items",
-           f"{_SK}.jaccard_score(average='samples')", headline=True),
-    *[_Entry(f"{m}_samples", f"multilabel: {m} of each item's label set, averaged over items",
-             f"{_SK}.{m}_score(average='samples')") for m in ("precision", "recall", "f1")],
-    _Entry("lrap", "multilabel: label-ranking average precision of the per-class scores",
-           f"{_SK}.label_ranking_average_precision_score"),
-    _Entry("coverage_error", "multilabel: how far down the per-class scores all gold labels are found",
-           f"{_SK}.coverage_error", higher_is_better=False),
-    _Entry("label_ranking_loss", "multilabel: share of (gold, other) label pairs the scores order wrong",
-           f"{_SK}.label_ranking_loss", higher_is_better=False),
+    _Entry(
+        "jaccard_samples",
+        "multilabel: Jaccard index of each item's label sets, averaged over items",
+        f"{_SK}.jaccard_score(average='samples')",
+        headline=True,
+    ),
+    *[
+        _Entry(
+            f"{m}_samples",
+            f"multilabel: {m} of each item's label set, averaged over items",
+            f"{_SK}.{m}_score(average='samples')",
+        )
+        for m in ("precision", "recall", "f1")
+    ],
+    _Entry(
+        "lrap",
+        "multilabel: label-ranking average precision of the per-class scores",
+        f"{_SK}.label_ranking_average_precision_score",
+    ),
+    _Entry(
+        "coverage_error",
+        "multilabel: how far down the per-class scores all gold labels are found",
+        f"{_SK}.coverage_error",
+        higher_is_better=False,
+    ),
+    _Entry(
+        "label_ranking_loss",
+        "multilabel: share of (gold, other) label pairs the scores order wrong",
+        f"{_SK}.label_ranking_loss",
+        higher_is_better=False,
+    ),
     _Entry("auc_ovr", "multiclass AUC, one-vs-rest", f"{_SK}.roc_auc_score(multi_class='ovr')"),
     _Entry("auc_ovo", "multiclass AUC, one-vs-one", f"{_SK}.roc_auc_score(multi_class='ovo')"),
-    _Entry("cost", "expected cost of the confusion matrix under --cost-matrix", "Elkan 2001", higher_is_better=False,
-           headline=True),
+    _Entry(
+        "cost",
+        "expected cost of the confusion matrix under --cost-matrix",
+        "Elkan 2001",
+        higher_is_better=False,
+        headline=True,
+    ),
     _Entry("cost_per_item", "expected cost per item under --cost-matrix", "Elkan 2001", higher_is_better=False),
 ]
 _CLUSTERING_MEASURES = [
-    _Entry("purity", "share of items in their cluster's majority class", "Zhao & Karypis 2001; Amigo et al. 2009",
-           headline=True),
+    _Entry(
+        "purity",
+        "share of items in their cluster's majority class",
+        "Zhao & Karypis 2001; Amigo et al. 2009",
+        headline=True,
+    ),
     _Entry("inverse_purity", "share of items in their class's majority cluster", "Amigo et al. 2009"),
-    _Entry("purity_f", "F of purity and inverse purity: each class's best cluster by F, weighted by class size",
-           "Amigo et al. 2009", headline=True),
+    _Entry(
+        "purity_f",
+        "F of purity and inverse purity: each class's best cluster by F, weighted by class size",
+        "Amigo et al. 2009",
+        headline=True,
+    ),
     _Entry("purity_harmonic_f", "harmonic mean of purity and inverse purity", "Zhao & Karypis 2001"),
     _Entry("ari", "adjusted Rand index", f"{_SK}.adjusted_rand_score"),
     _Entry("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", headline=True),
@@ -779,5 +1010,11 @@ _CLUSTERING_MEASURES = [
 ]
 for _kind, _table in (("classifier", _CLASSIFIER_MEASURES), ("clustering", _CLUSTERING_MEASURES)):
     for _entry in _table:
-        register_prediction_measure(_entry.name, _kind, description=_entry.description, reference=_entry.reference,
-                                    higher_is_better=_entry.higher_is_better, headline=_entry.headline)
+        register_prediction_measure(
+            _entry.name,
+            _kind,
+            description=_entry.description,
+            reference=_entry.reference,
+            higher_is_better=_entry.higher_is_better,
+            headline=_entry.headline,
+        )

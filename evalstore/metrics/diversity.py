@@ -38,7 +38,9 @@ COLUMNS = [
     *((f"nERR-IA@{k}", f"nERR_IA@{k}") for k in CUTOFFS),
     *((f"alpha-DCG@{k}", f"alpha_DCG@{k}") for k in CUTOFFS),
     *((f"alpha-nDCG@{k}", f"alpha_nDCG@{k}") for k in CUTOFFS),
-    ("NRBP", "NRBP"), ("nNRBP", "nNRBP"), ("MAP-IA", "AP_IA"),
+    ("NRBP", "NRBP"),
+    ("nNRBP", "nNRBP"),
+    ("MAP-IA", "AP_IA"),
     *((f"P-IA@{k}", f"P_IA@{k}") for k in CUTOFFS),
     *((f"strec@{k}", f"StRecall@{k}") for k in CUTOFFS),
 ]
@@ -62,9 +64,17 @@ def run_topic_number(text: str) -> int | None:
     return natural_number(text if text[:1].isdigit() else text.partition("-")[2])
 
 
-def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, beta: float = BETA,
-                       max_docs: int | None = None, qrels_path: str = "qrels", run_path: str = "run",
-                       cutoffs: tuple[int, ...] = CUTOFFS) -> DiversityResult:
+def evaluate_diversity(
+    qrels: pa.Table,
+    run: pa.Table,
+    *,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+    max_docs: int | None = None,
+    qrels_path: str = "qrels",
+    run_path: str = "run",
+    cutoffs: tuple[int, ...] = CUTOFFS,
+) -> DiversityResult:
     """Every ndeval measure per run topic, the @k ones at ``cutoffs`` (ndeval prints 5, 10 and
     20; any k up to ``DEPTH`` is computed the same way, as pyndeval does). ``qrels`` has columns
     topic, iteration (the subtopic), doc, relevance; ``run`` topic, doc, score."""
@@ -79,8 +89,11 @@ def evaluate_diversity(qrels: pa.Table, run: pa.Table, *, alpha: float = ALPHA, 
     n_subtopics = int(q_sub.max()) + 1 if len(q_sub) else 1
     # each qrels document once per topic, in docno (byte) order: the greedy ideal breaks ties by it
     doc_keys = pa.table({"t": pa.array(t_code), "doc": qrels["doc"]})
-    distinct = doc_keys.group_by(["t", "doc"], use_threads=False).aggregate([]).sort_by([("t", "ascending"),
-                                                                                         ("doc", "ascending")])
+    distinct = (
+        doc_keys.group_by(["t", "doc"], use_threads=False)
+        .aggregate([])
+        .sort_by([("t", "ascending"), ("doc", "ascending")])
+    )
     d_topic = distinct["t"].to_numpy()
     d_count = np.bincount(d_topic, minlength=len(topics_q))
     width = int(d_count.max()) if len(d_count) else 0
@@ -138,8 +151,12 @@ def _numbers(column: pa.ChunkedArray, parse: Callable[[str], int | None], path: 
     numbers = {text: parse(text) for text in texts}
     bad = next((text for text, number in numbers.items() if number is None), None)
     if bad is not None:
-        raise InputFormatError(path, None, f"{what} '{bad}' is not a whole number; ndeval's topics and subtopics "
-                                           "are numbers (run topics may carry a prefix such as 'wt09-')")
+        raise InputFormatError(
+            path,
+            None,
+            f"{what} '{bad}' is not a whole number; ndeval's topics and subtopics "
+            "are numbers (run topics may carry a prefix such as 'wt09-')",
+        )
     codes = pc.index_in(column, value_set=pa.array(texts, column.type)).to_numpy(zero_copy_only=False)
     return np.array([numbers[text] for text in texts], dtype=np.int64)[codes]
 
@@ -158,8 +175,9 @@ def _lookup(index: pa.Table, keys: pa.Table, missing: int | None = None) -> np.n
 
 def _trec_order(run: pa.Table, topic: np.ndarray) -> np.ndarray:
     table = pa.table({"t": pa.array(topic), "score": run["score"], "doc": run["doc"]})
-    return pc.sort_indices(table, sort_keys=[("t", "ascending"), ("score", "descending"),
-                                              ("doc", "descending")]).to_numpy()
+    return pc.sort_indices(
+        table, sort_keys=[("t", "ascending"), ("score", "descending"), ("doc", "descending")]
+    ).to_numpy()
 
 
 def _greedy_ideal(rel: np.ndarray, doc_count: np.ndarray, alpha: float) -> np.ndarray:
@@ -176,7 +194,7 @@ def _greedy_ideal(rel: np.ndarray, doc_count: np.ndarray, alpha: float) -> np.nd
     for rank in range(steps):
         score = np.zeros((n, width))
         for j in range(n_sub):  # in subtopic order, as ndeval sums
-            score = score + np.where(rel[:, :, j], gain[:, j:j + 1], 0.0)
+            score = score + np.where(rel[:, :, j], gain[:, j : j + 1], 0.0)
         score = np.where(open_, score, -np.inf)
         best = score.max(axis=1)
         pick = width - 1 - np.argmax((score == best[:, None])[:, ::-1], axis=1)  # the last (greatest docno)
@@ -203,8 +221,9 @@ def _discount(depth: int) -> np.ndarray:
     return np.array([math.log(2.0) / math.log(rank + 2.0) for rank in range(depth)])
 
 
-def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: float, beta: float,
-              cutoffs: tuple[int, ...]) -> dict[str, np.ndarray]:
+def _measures(
+    scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: float, beta: float, cutoffs: tuple[int, ...]
+) -> dict[str, np.ndarray]:
     """alpha-DCG@k, ERR-IA@k (ideal-ideal normalised) and NRBP from each rank's novelty gain."""
     n = len(count)
     top = np.zeros((n, DEPTH))
@@ -223,8 +242,9 @@ def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: 
     with np.errstate(divide="ignore", invalid="ignore"):
         dcg[:, 1:] = np.where(covered[:, None], dcg[:, 1:] / ideal_dcg[:, 1:], 0.0)
         err[:, 1:] = np.where(covered[:, None], err[:, 1:] / ideal_err[:, 1:], 0.0)
-        decay = np.cumprod(np.concatenate([np.ones((n, 1)), np.full((n, max(scores.shape[1] - 1, 0)), beta)],
-                                          axis=1), axis=1)[:, :scores.shape[1]]
+        decay = np.cumprod(
+            np.concatenate([np.ones((n, 1)), np.full((n, max(scores.shape[1] - 1, 0)), beta)], axis=1), axis=1
+        )[:, : scores.shape[1]]
         in_list = np.arange(scores.shape[1])[None, :] < count[:, None]
         total = np.cumsum(np.where(in_list, scores * decay, 0.0), axis=1)[:, -1] if scores.shape[1] else np.zeros(n)
         nrbp = np.where(covered, total * ((1 - (1 - alpha) * beta) / actual), 0.0)
@@ -235,8 +255,9 @@ def _measures(scores: np.ndarray, count: np.ndarray, actual: np.ndarray, alpha: 
     return values
 
 
-def _counting_measures(rel: np.ndarray, count: np.ndarray, actual: np.ndarray, nrel_sub: np.ndarray,
-                       cutoffs: tuple[int, ...]) -> dict[str, np.ndarray]:
+def _counting_measures(
+    rel: np.ndarray, count: np.ndarray, actual: np.ndarray, nrel_sub: np.ndarray, cutoffs: tuple[int, ...]
+) -> dict[str, np.ndarray]:
     """P-IA@k, strec@k and MAP-IA of the run's rankings."""
     n, depth, n_sub = rel.shape
     in_list = (np.arange(depth)[None, :] < count[:, None])[:, :, None]
@@ -287,35 +308,59 @@ def _fixed6(value: float) -> str:
 # --------------------------------------------------------------------------- the registry's families
 # (family, ndeval's column for cutoff k or the measure, description); ir_measures 0.4 spells them so
 # (its pyndeval provider)
-_CUTOFF = Param(int, _REQUIRED, low=1, high=DEPTH, doc="rank cutoff k, at most 20 (ndeval's depth; it prints 5, "
-                                                        "10 and 20)")
+_CUTOFF = Param(
+    int, _REQUIRED, low=1, high=DEPTH, doc="rank cutoff k, at most 20 (ndeval's depth; it prints 5, 10 and 20)"
+)
 _ALPHA = Param(float, ALPHA, low=0.0, high=1.0, doc="redundancy intolerance")
 _BETA = Param(float, BETA, low=0.0, high=1.0, doc="patience (NRBP)")
 _FAMILIES: dict[str, tuple[str, dict[str, Param], str]] = {
-    "alpha_nDCG": ("alpha-nDCG@{k}", {"alpha": _ALPHA, "cutoff": _CUTOFF},
-                   "alpha-DCG@k divided by that of ndeval's greedy ideal ranking (Clarke et al., SIGIR 2008)."),
-    "alpha_DCG": ("alpha-DCG@{k}", {"alpha": _ALPHA, "cutoff": _CUTOFF},
-                  "Novelty-discounted cumulative gain: a document's gain for each subtopic it covers is "
-                  "(1 - alpha)^(documents above it covering that subtopic), discounted by log2(rank + 1); "
-                  "normalised by the ideal-ideal ranking, as ndeval prints it."),
-    "ERR_IA": ("ERR-IA@{k}", {"cutoff": _CUTOFF},
-               "Intent-aware expected reciprocal rank (Chapelle et al., CIKM 2009), subtopics weighted "
-               "equally, normalised by the ideal-ideal ranking (ndeval, alpha 0.5)."),
-    "nERR_IA": ("nERR-IA@{k}", {"cutoff": _CUTOFF},
-                "ERR-IA@k divided by that of ndeval's greedy ideal ranking."),
-    "NRBP": ("NRBP", {"alpha": _ALPHA, "beta": _BETA},
-             "Novelty- and rank-biased precision (Clarke et al., ICTIR 2009)."),
+    "alpha_nDCG": (
+        "alpha-nDCG@{k}",
+        {"alpha": _ALPHA, "cutoff": _CUTOFF},
+        "alpha-DCG@k divided by that of ndeval's greedy ideal ranking (Clarke et al., SIGIR 2008).",
+    ),
+    "alpha_DCG": (
+        "alpha-DCG@{k}",
+        {"alpha": _ALPHA, "cutoff": _CUTOFF},
+        "Novelty-discounted cumulative gain: a document's gain for each subtopic it covers is "
+        "(1 - alpha)^(documents above it covering that subtopic), discounted by log2(rank + 1); "
+        "normalised by the ideal-ideal ranking, as ndeval prints it.",
+    ),
+    "ERR_IA": (
+        "ERR-IA@{k}",
+        {"cutoff": _CUTOFF},
+        "Intent-aware expected reciprocal rank (Chapelle et al., CIKM 2009), subtopics weighted "
+        "equally, normalised by the ideal-ideal ranking (ndeval, alpha 0.5).",
+    ),
+    "nERR_IA": ("nERR-IA@{k}", {"cutoff": _CUTOFF}, "ERR-IA@k divided by that of ndeval's greedy ideal ranking."),
+    "NRBP": (
+        "NRBP",
+        {"alpha": _ALPHA, "beta": _BETA},
+        "Novelty- and rank-biased precision (Clarke et al., ICTIR 2009).",
+    ),
     "nNRBP": ("nNRBP", {"alpha": _ALPHA, "beta": _BETA}, "NRBP divided by that of ndeval's greedy ideal ranking."),
-    "AP_IA": ("MAP-IA", {}, "Intent-aware average precision: AP per subtopic, averaged over the topic's subtopics "
-                            "(Agrawal et al., WSDM 2009)."),
+    "AP_IA": (
+        "MAP-IA",
+        {},
+        "Intent-aware average precision: AP per subtopic, averaged over the topic's subtopics "
+        "(Agrawal et al., WSDM 2009).",
+    ),
     "P_IA": ("P-IA@{k}", {"cutoff": _CUTOFF}, "Intent-aware precision at k: precision per subtopic, averaged."),
-    "StRecall": ("strec@{k}", {"cutoff": _CUTOFF},
-                 "Subtopic recall at k: the share of the topic's subtopics covered in the top k (Zhai et al.)."),
+    "StRecall": (
+        "strec@{k}",
+        {"cutoff": _CUTOFF},
+        "Subtopic recall at k: the share of the topic's subtopics covered in the top k (Zhai et al.).",
+    ),
 }
 for _name, (_column, _params, _text) in _FAMILIES.items():
-    register_elsewhere(_name, "subtopics", params=_params, description=_text,
-                       aliases=("MAP_IA",) if _name == "AP_IA" else (),  # ir_measures' other spelling
-                       reference="ndeval (TREC Web track 2009-2014), -traditional order")
+    register_elsewhere(
+        _name,
+        "subtopics",
+        params=_params,
+        description=_text,
+        aliases=("MAP_IA",) if _name == "AP_IA" else (),  # ir_measures' other spelling
+        reference="ndeval (TREC Web track 2009-2014), -traditional order",
+    )
 
 
 def ndeval_column(measure: Measure) -> str:
@@ -324,8 +369,9 @@ def ndeval_column(measure: Measure) -> str:
     return column.format(k=measure.param("cutoff")) if "{k}" in column else column
 
 
-def diversity_values(qrels: pa.Table, run: pa.Table, measures: list[Measure], *, max_docs: int | None = None
-                     ) -> tuple[list[str], dict[Measure, np.ndarray]]:
+def diversity_values(
+    qrels: pa.Table, run: pa.Table, measures: list[Measure], *, max_docs: int | None = None
+) -> tuple[list[str], dict[Measure, np.ndarray]]:
     """Each measure's values on the run's judged topics (as text, in the run's numeric order):
     one ndeval pass per (alpha, beta) the measures ask for."""
     values: dict[Measure, np.ndarray] = {}

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 _SAME = "ir_measures {name}: same values"
 _TREC_ONLY = "not in ir_measures 0.4"
-_NDEVAL = ("ndeval {column}; ir_measures {name} (pyndeval): same values per topic, except that pyndeval breaks ties "
-           "in score by docno ascending (evalstore, trec_eval and ndeval -traditional: descending)")
+_NDEVAL = (
+    "ndeval {column}; ir_measures {name} (pyndeval): same values per topic, except that pyndeval breaks ties "
+    "in score by docno ascending (evalstore, trec_eval and ndeval -traditional: descending)"
+)
 
 PEERS: dict[str, str] = {
     "AP": "trec_eval map, map_cut_k (AP@k); " + _SAME.format(name="AP"),
@@ -17,7 +19,7 @@ PEERS: dict[str, str] = {
     "Bpref": "trec_eval bpref; " + _SAME.format(name="Bpref"),
     "DCG": "trec_eval dcg (gain = level, or as given); " + _TREC_ONLY,
     "ERR": "gdeval.pl's ERR@k, as ir_measures ERR@k: same values (to gdeval's 5 printed decimals); grades are "
-           "normalised by max_grade=4 as gdeval does; the qrels' own top grade is ERR(max_grade=G); not in trec_eval",
+    "normalised by max_grade=4 as gdeval does; the qrels' own top grade is ERR(max_grade=G); not in trec_eval",
     "F": "F-beta of P@k and R@k; in neither peer (trec_eval's set_F is SetF)",
     "G": "trec_eval G; " + _TREC_ONLY,
     "GM_Bpref": "trec_eval gm_bpref; " + _TREC_ONLY,
@@ -25,16 +27,16 @@ PEERS: dict[str, str] = {
     "IDCG": "trec_eval ideal_dcg; " + _TREC_ONLY,
     "infAP": "trec_eval infAP; " + _SAME.format(name="infAP"),
     "IPrec": "ir_measures IPrec@x: same values (x*R relevant documents counted as pytrec_eval, trec_eval 9.x, "
-             "counts: (long)(x*R + 0.9)); trec_eval 10.0's iprec_at_recall_x counts lround(x*R): that one is "
-             "IPrec(rounding=trec_eval10)@x, and trec_eval's name means it",
+    "counts: (long)(x*R + 0.9)); trec_eval 10.0's iprec_at_recall_x counts lround(x*R): that one is "
+    "IPrec(rounding=trec_eval10)@x, and trec_eval's name means it",
     "IPrecAvg": "trec_eval 11pt_avg (10.0's rounding); " + _TREC_ONLY,
     "Judged": "ir_measures Judged@k: same values where no two documents of a topic tie in score; DIFFERS UNDER "
-              "TIES: ir_measures' judged provider breaks ties by docno ascending, evalstore by trec_eval's rule "
-              "(docno descending), so the top k can hold other documents (tests/differential/"
-              "test_ir_measures_ties.py); not in trec_eval (its unj_k divides the unjudged by k, Judged@k the "
-              "judged by min(k, retrieved))",
+    "TIES: ir_measures' judged provider breaks ties by docno ascending, evalstore by trec_eval's rule "
+    "(docno descending), so the top k can hold other documents (tests/differential/"
+    "test_ir_measures_ties.py); not in trec_eval (its unj_k divides the unjudged by k, Judged@k the "
+    "judged by min(k, retrieved))",
     "nDCG": "trec_eval ndcg, ndcg_cut_k; " + _SAME.format(name="nDCG@k") + "; nDCG(gain=exp)@k is ir_measures' "
-            "nDCG(dcg='exp-log2')@k (gdeval): same values to gdeval's 5 printed decimals",
+    "nDCG(dcg='exp-log2')@k (gdeval): same values to gdeval's 5 printed decimals",
     "nDCG_rel": "trec_eval ndcg_rel; " + _TREC_ONLY,
     "NumNonRelJudgedRet": "trec_eval num_nonrel_judged_ret; " + _TREC_ONLY,
     "NumQ": "trec_eval num_q; " + _SAME.format(name="NumQ"),
@@ -45,9 +47,9 @@ PEERS: dict[str, str] = {
     "PAtR": "precision where recall first reaches x (Manning et al.); in neither peer",
     "R": "trec_eval recall_k; " + _SAME.format(name="R@k"),
     "RBP": "ir_measures RBP(rel=r) (cwl_eval; binary gains, p=0.8 by default): same values where no two documents "
-           "tie in score (cwl_eval breaks ties its own way); without rel, trec_eval's graded rbp (gains min-max "
-           "normalised per topic), which ir_measures' default providers do not compute; trec_eval's name rbp means "
-           "its default p=0.9, RBP's default p is ir_measures' 0.8",
+    "tie in score (cwl_eval breaks ties its own way); without rel, trec_eval's graded rbp (gains min-max "
+    "normalised per topic), which ir_measures' default providers do not compute; trec_eval's name rbp means "
+    "its default p=0.9, RBP's default p is ir_measures' 0.8",
     "RBP_resid": "trec_eval rbp_resid; " + _TREC_ONLY,
     "RelP": "trec_eval relative_P; " + _TREC_ONLY,
     "RelString": "trec_eval relstring; " + _TREC_ONLY,
@@ -56,21 +58,24 @@ PEERS: dict[str, str] = {
     "RprecMult": "trec_eval Rprec_mult; " + _TREC_ONLY,
     "YAAP": "trec_eval yaap (in its measure table, in none of its groups); " + _TREC_ONLY,
     "RR": "trec_eval recip_rank; " + _SAME.format(name="RR") + "; RR@k (MS MARCO's MRR@10) is recip_rank "
-          "under trec_eval -M k, and ir_measures RR@k where no two documents of a topic tie in score; RR@k DIFFERS "
-          "UNDER TIES: ir_measures computes it with its msmarco provider, which breaks ties by docno ascending, "
-          "evalstore by trec_eval's rule (docno descending) (tests/differential/test_ir_measures_ties.py)",
+    "under trec_eval -M k, and ir_measures RR@k where no two documents of a topic tie in score; RR@k DIFFERS "
+    "UNDER TIES: ir_measures computes it with its msmarco provider, which breaks ties by docno ascending, "
+    "evalstore by trec_eval's rule (docno descending) (tests/differential/test_ir_measures_ties.py)",
     "SetAP": "trec_eval set_map; " + _SAME.format(name="SetAP"),
     "SetF": "trec_eval set_F; " + _SAME.format(name="SetF") + " (its beta is set_F's x)",
     "SetP": "trec_eval set_P; " + _SAME.format(name="SetP"),
     "SetR": "trec_eval set_recall; " + _SAME.format(name="SetR"),
     "SetRelP": "trec_eval set_relative_P; " + _SAME.format(name="SetRelP"),
     "Success": "trec_eval success_k; " + _SAME.format(name="Success@k") + "; ranx hit_rate@k (spelt HitRate@k "
-               "here too): the same definition",
+    "here too): the same definition",
     "Hits": "ranx hits@k: the same definition (a count of relevant documents in the top k); not in trec_eval or "
-            "ir_measures. Hits@k in knowledge-graph papers means Success@k: spell that HitRate@k",
+    "ir_measures. Hits@k in knowledge-graph papers means Success@k: spell that HitRate@k",
     "Unj": "trec_eval unj; " + _TREC_ONLY,
-    **{name: "in no peer (trec_eval, ir_measures, ranx, trectools): evalstore's, from a second qrels set of what "
-             "the user knew (--known)" for name in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort")},
+    **{
+        name: "in no peer (trec_eval, ir_measures, ranx, trectools): evalstore's, from a second qrels set of what "
+        "the user knew (--known)"
+        for name in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort")
+    },
     "Utility": "trec_eval utility; " + _TREC_ONLY,
     "alpha_nDCG": _NDEVAL.format(column="alpha-nDCG@k", name="alpha_nDCG@k"),
     "alpha_DCG": _NDEVAL.format(column="alpha-DCG@k", name="alpha_DCG@k"),
@@ -81,8 +86,23 @@ PEERS: dict[str, str] = {
     "AP_IA": _NDEVAL.format(column="MAP-IA", name="AP_IA"),
     "P_IA": _NDEVAL.format(column="P-IA@k", name="P_IA@k"),
     "StRecall": _NDEVAL.format(column="strec@k", name="StRecall@k"),
-    **{name: f"trec_eval {name} (-R prefs, -R qrels_prefs); " + _TREC_ONLY for name in (
-        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-        "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")},
+    **{
+        name: f"trec_eval {name} (-R prefs, -R qrels_prefs); " + _TREC_ONLY
+        for name in (
+            "prefs_num_prefs_poss",
+            "prefs_num_prefs_ful",
+            "prefs_num_prefs_ful_ret",
+            "prefs_simp",
+            "prefs_pair",
+            "prefs_avgjg",
+            "prefs_avgjg_Rnonrel",
+            "prefs_simp_ret",
+            "prefs_pair_ret",
+            "prefs_avgjg_ret",
+            "prefs_avgjg_Rnonrel_ret",
+            "prefs_simp_imp",
+            "prefs_pair_imp",
+            "prefs_avgjg_imp",
+        )
+    },
 }

@@ -45,10 +45,20 @@ from evalstore.metrics._registry import register_elsewhere, trec
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
 PREFS_MEASURES = (
-    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
-    "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel",
-    "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret",
-    "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
+    "prefs_num_prefs_poss",
+    "prefs_num_prefs_ful",
+    "prefs_num_prefs_ful_ret",
+    "prefs_simp",
+    "prefs_pair",
+    "prefs_avgjg",
+    "prefs_avgjg_Rnonrel",
+    "prefs_simp_ret",
+    "prefs_pair_ret",
+    "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret",
+    "prefs_simp_imp",
+    "prefs_pair_imp",
+    "prefs_avgjg_imp",
 )
 PREFS_GROUPS = {"all_prefs": PREFS_MEASURES, "prefs": PREFS_MEASURES[:6]}
 # counts: printed as integers, summed (not averaged) over topics
@@ -84,8 +94,9 @@ class _Group:
     levels: np.ndarray | None = None
 
 
-def evaluate_preferences(prefs: Preferences, run: pa.Table, *, max_docs: int | None = None,
-                         complete: bool = False, measures: bool = True) -> PrefsResult:
+def evaluate_preferences(
+    prefs: Preferences, run: pa.Table, *, max_docs: int | None = None, complete: bool = False, measures: bool = True
+) -> PrefsResult:
     """Every ``prefs_*`` measure per judged topic. ``run`` has columns topic, doc, score. With
     ``measures=False`` only the topics are found (trec_eval reads the judgments only for a
     measure that needs them: ``-m num_q`` alone reports judgments it would refuse)."""
@@ -108,18 +119,23 @@ def evaluate_preferences(prefs: Preferences, run: pa.Table, *, max_docs: int | N
             continue
         lines = order[begin:end]
         groups, counts, num_judged_ret = _topic_groups(
-            topic, docs, prefs.group[lines], prefs.subgroup[lines], prefs.doc[lines], prefs.level[lines])
+            topic, docs, prefs.group[lines], prefs.subgroup[lines], prefs.doc[lines], prefs.level[lines]
+        )
         rows.append(_measures(groups, counts, num_judged_ret))
-    values = {name: np.array([row[name] for row in rows], dtype=np.float64) for name in PREFS_MEASURES} if rows \
+    values = (
+        {name: np.array([row[name] for row in rows], dtype=np.float64) for name in PREFS_MEASURES}
+        if rows
         else dict.fromkeys(PREFS_MEASURES, np.zeros(len(topics)))
+    )
     return PrefsResult(topics, values, missing)
 
 
 def check_consistent(prefs: Preferences, path: str) -> None:
     """Refuse judgments trec_eval would refuse when it evaluates (a document both relevant and
     not in one group, a cycle of preferences), at import rather than at the first evaluation."""
-    empty_run = pa.table({"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()),
-                          "score": pa.array([], pa.float64())})
+    empty_run = pa.table(
+        {"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()), "score": pa.array([], pa.float64())}
+    )
     try:
         evaluate_preferences(prefs, empty_run, complete=True)
     except EvaluationError as exc:
@@ -139,25 +155,26 @@ def _ranked_docs(run: pa.Table, max_docs: int | None) -> dict[str, np.ndarray]:
     at ``max_docs``; a docno twice among them is refused, as trec_eval refuses it."""
     if run.num_rows == 0:
         return {}
-    indices = pc.sort_indices(run, sort_keys=[("topic", "ascending"), ("score", "descending"),
-                                               ("doc", "ascending")])
+    indices = pc.sort_indices(run, sort_keys=[("topic", "ascending"), ("score", "descending"), ("doc", "ascending")])
     table = pc.take(run, indices)
     topic = np.array(table["topic"].to_pylist(), dtype=object)
     doc = np.array(table["doc"].to_pylist(), dtype=object)
     ranked: dict[str, np.ndarray] = {}
     for begin, end in _segments(topic):
-        docs = doc[begin:end if max_docs is None else min(end, begin + max_docs)].astype(str)
+        docs = doc[begin : end if max_docs is None else min(end, begin + max_docs)].astype(str)
         unique, seen = np.unique(docs, return_counts=True)
         if (seen > 1).any():
             raise EvaluationError(
                 f"topic {topic[begin]} retrieves document {unique[seen > 1][0]} twice; a run ranks each document "
-                "once per topic")
+                "once per topic"
+            )
         ranked[str(topic[begin])] = docs
     return ranked
 
 
-def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup: np.ndarray, doc: np.ndarray,
-                  level: np.ndarray) -> tuple[list[_Group], np.ndarray, int]:
+def _topic_groups(
+    topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup: np.ndarray, doc: np.ndarray, level: np.ndarray
+) -> tuple[list[_Group], np.ndarray, int]:
     """One topic's judgment groups and the preference counts of every document pair summed over
     the groups (trec_eval's ``pref_counts``), indexed by docid rank; and how many judged
     documents were retrieved."""
@@ -178,8 +195,7 @@ def _topic_groups(topic: str, retrieved: np.ndarray, group: np.ndarray, subgroup
     for begin, end in _segments(group):
         part = slice(begin, end)
         if len(np.unique(subgroup[part])) > 1:
-            matrix, levels = _closed_preferences(topic, subgroup[part], level[part], docid[part], doc[part],
-                                                 num_judged)
+            matrix, levels = _closed_preferences(topic, subgroup[part], level[part], docid[part], doc[part], num_judged)
             jg = _count_matrix(matrix.astype(np.int64), num_judged_ret)
             rel, nonrel = levels > 0.0, levels == 0.0
             jg.num_rel, jg.num_rel_ret = int(rel.sum()), int(rel[:num_judged_ret].sum())
@@ -213,13 +229,15 @@ def _class_matrix(topic: str, level: np.ndarray, docid: np.ndarray, doc: np.ndar
     if clash.any():
         raise EvaluationError(
             f"topic {topic}: document {doc[first[clash][0]]} has two different levels in one judgment sub-group; "
-            "give each document one level per sub-group")
+            "give each document one level per sub-group"
+        )
     np.add.at(counts, (docid[first], docid[second]), 1)
     return counts
 
 
-def _closed_preferences(topic: str, subgroup: np.ndarray, level: np.ndarray, docid: np.ndarray, doc: np.ndarray,
-                        num_judged: int) -> tuple[np.ndarray, np.ndarray]:
+def _closed_preferences(
+    topic: str, subgroup: np.ndarray, level: np.ndarray, docid: np.ndarray, doc: np.ndarray, num_judged: int
+) -> tuple[np.ndarray, np.ndarray]:
     """A judgment group of several sub-groups: its preferences as a boolean docid x docid matrix,
     closed transitively (form_jg_pa), and each document's level (-1 where it is not judged)."""
     levels = np.full(num_judged, -1.0)
@@ -228,7 +246,8 @@ def _closed_preferences(topic: str, subgroup: np.ndarray, level: np.ndarray, doc
         if (levels[d] > 0.0 and lv == 0.0) or (levels[d] == 0.0 and lv > 0.0):
             raise EvaluationError(
                 f"topic {topic}: document {name} is judged non-relevant (0) and relevant (>0) in one judgment "
-                "group; a group is one user's consistent judgments")
+                "group; a group is one user's consistent judgments"
+            )
         levels[d] = lv
     same = subgroup[:, None] == subgroup[None, :]
     better, worse = np.nonzero(same & (level[:, None] > level[None, :]))
@@ -248,7 +267,8 @@ def _closed_preferences(topic: str, subgroup: np.ndarray, level: np.ndarray, doc
         raise EvaluationError(
             f"topic {topic}: the preferences of one judgment group contradict each other ({first} and {second} "
             "are each preferred to the other, through its sub-groups); put contradicting judgments in different "
-            "judgment groups")
+            "judgment groups"
+        )
     return matrix, levels
 
 
@@ -280,14 +300,16 @@ def _measures(groups: list[_Group], counts: np.ndarray, njr: int) -> dict[str, f
         "prefs_avgjg_ret": _average(groups, lambda g: (g.ful_ret, g.poss_ret)),
         "prefs_avgjg_imp": _average(groups, lambda g: (g.ful_imp + g.ful_ret, g.poss_ret + g.poss_imp)),
         "prefs_avgjg_Rnonrel": _average(groups, lambda g: _r_nonrel(g, njr, retrieved_only=False), skip_empty=False),
-        "prefs_avgjg_Rnonrel_ret": _average(groups, lambda g: _r_nonrel(g, njr, retrieved_only=True),
-                                            skip_empty=False),
+        "prefs_avgjg_Rnonrel_ret": _average(groups, lambda g: _r_nonrel(g, njr, retrieved_only=True), skip_empty=False),
     }
     if counts.max(initial=0) <= 1 and not (counts.astype(bool) & counts.T.astype(bool)).any():
         # every pair judged once (no two groups share a pair): each pair's share is 0 or 1, so the
         # pair measures are the simple ratios (m_prefs_pair.c says so), and summing ones is exact
-        values.update(prefs_pair=values["prefs_simp"], prefs_pair_imp=values["prefs_simp_imp"],
-                      prefs_pair_ret=values["prefs_simp_ret"])
+        values.update(
+            prefs_pair=values["prefs_simp"],
+            prefs_pair_imp=values["prefs_simp_imp"],
+            prefs_pair_ret=values["prefs_simp_ret"],
+        )
     else:
         values.update(_pair_measures(counts, njr))
     return values
@@ -328,7 +350,7 @@ def _recount_classes(g: _Group, njr: int, retrieved_only: bool) -> tuple[int, in
     its first R; it is also compared with itself (trec_eval's loops include it)."""
     assert g.classes is not None
     classes = g.classes
-    reduced = classes[-1][:g.num_rel_ret if retrieved_only else g.num_rel]
+    reduced = classes[-1][: g.num_rel_ret if retrieved_only else g.num_rel]
     if retrieved_only:  # each class is in docid order: its retrieved documents come first
         classes = [c[c < njr] for c in classes]
         reduced = reduced[reduced < njr]
@@ -401,7 +423,8 @@ def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
         else:
             raise InvalidParameterError(
                 f"Measure '{root}' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a "
-                "prefs_* measure (evalstore measures --trec lists them).")
+                "prefs_* measure (evalstore measures --trec lists them)."
+            )
     return [name for name in ("runid", "num_q", *PREFS_MEASURES) if name in chosen]
 
 
@@ -409,15 +432,14 @@ def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
 _DESCRIPTIONS = {
     "prefs_num_prefs_poss": "Number of preferences possible, retrieved or not (summed over topics).",
     "prefs_num_prefs_ful": "Number of preferences fulfilled, by retrieved pairs or by implication (only the "
-                           "preferred document retrieved); summed over topics.",
+    "preferred document retrieved); summed over topics.",
     "prefs_num_prefs_ful_ret": "Number of preferences fulfilled among retrieved pairs (summed over topics).",
     "prefs_simp": "Preferences fulfilled / possible; a pair neither of whose documents is retrieved counts as "
-                  "a failure.",
-    "prefs_pair": "Mean over document pairs of the share of their preferences (over all judgment groups) "
-                  "fulfilled.",
+    "a failure.",
+    "prefs_pair": "Mean over document pairs of the share of their preferences (over all judgment groups) fulfilled.",
     "prefs_avgjg": "prefs_simp per judgment group, averaged over the groups (each user counts once).",
     "prefs_avgjg_Rnonrel": "prefs_avgjg with as many non-relevant documents as relevant ones per group "
-                           "(akin to bpref).",
+    "(akin to bpref).",
     "prefs_simp_ret": "prefs_simp over pairs whose documents are both retrieved.",
     "prefs_pair_ret": "prefs_pair over pairs whose documents are both retrieved.",
     "prefs_avgjg_ret": "prefs_avgjg over pairs whose documents are both retrieved.",
@@ -427,7 +449,12 @@ _DESCRIPTIONS = {
     "prefs_avgjg_imp": "prefs_avgjg ignoring pairs neither of whose documents is retrieved.",
 }
 for _name in PREFS_MEASURES:
-    register_elsewhere(_name, "preferences", description=_DESCRIPTIONS[_name],
-                       summary="sum" if _name in PREFS_COUNTS else "mean",
-                       value_type="int" if _name in PREFS_COUNTS else "float", trec=trec(_name, mode="prefs"),
-                       reference=f"trec_eval m_{_name}.c (-R prefs / -R qrels_prefs)")
+    register_elsewhere(
+        _name,
+        "preferences",
+        description=_DESCRIPTIONS[_name],
+        summary="sum" if _name in PREFS_COUNTS else "mean",
+        value_type="int" if _name in PREFS_COUNTS else "float",
+        trec=trec(_name, mode="prefs"),
+        reference=f"trec_eval m_{_name}.c (-R prefs / -R qrels_prefs)",
+    )

@@ -52,8 +52,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
 # --------------------------------------------------------------------------- counts
 
 
-@family("NumRet", summary="sum", value_type="int", trec=trec("num_ret"),
-        aliases=("num_ret",))
+@family("NumRet", summary="sum", value_type="int", trec=trec("num_ret"), aliases=("num_ret",))
 def num_ret(rk: Ranking) -> np.ndarray:
     """Number of documents retrieved (after -M / -J)."""
     return rk.num_ret.astype(np.float64)
@@ -70,8 +69,15 @@ def _positive_judgments(rk: Ranking) -> float:
     return float(rk.rel_levels[:, 1:].sum())
 
 
-@family("NumRel", params={"rel": REL}, summary="sum", value_type="int", trec=trec("num_rel"),
-        aliases=("num_rel",), complete_summary=_positive_judgments)
+@family(
+    "NumRel",
+    params={"rel": REL},
+    summary="sum",
+    value_type="int",
+    trec=trec("num_rel"),
+    aliases=("num_rel",),
+    complete_summary=_positive_judgments,
+)
 def num_rel(rk: Ranking, rel: int) -> np.ndarray:
     """Number of relevant documents in the qrels, retrieved or not. With every qrels topic
     evaluated (trec_eval -c, missing topics scored 0) the summary is, as in trec_eval, the number
@@ -79,15 +85,27 @@ def num_rel(rk: Ranking, rel: int) -> np.ndarray:
     return rk.num_rel(rel).astype(np.float64)
 
 
-@family("NumRelRet", params={"rel": REL}, summary="sum", value_type="int", trec=trec("num_rel_ret"),
-        aliases=("num_rel_ret",))
+@family(
+    "NumRelRet",
+    params={"rel": REL},
+    summary="sum",
+    value_type="int",
+    trec=trec("num_rel_ret"),
+    aliases=("num_rel_ret",),
+)
 def num_rel_ret(rk: Ranking, rel: int) -> np.ndarray:
     """Number of relevant documents retrieved."""
     return rk.num_rel_ret(rel).astype(np.float64)
 
 
-@family("NumNonRelJudgedRet", params={"rel": REL}, summary="sum", value_type="int",
-        trec=trec("num_nonrel_judged_ret"), aliases=("num_nonrel_judged_ret",))
+@family(
+    "NumNonRelJudgedRet",
+    params={"rel": REL},
+    summary="sum",
+    value_type="int",
+    trec=trec("num_nonrel_judged_ret"),
+    aliases=("num_nonrel_judged_ret",),
+)
 def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
     """Number of retrieved documents judged non-relevant (0 <= level < rel)."""
     nonrel = (rk.judged_rel >= 0) & (rk.judged_rel < rel)
@@ -97,26 +115,40 @@ def num_nonrel_judged_ret(rk: Ranking, rel: int) -> np.ndarray:
 # --------------------------------------------------------------------------- precision family
 
 
-@family("P", params={"rel": REL, "cutoff": CUTOFF},
-        trec=trec("P", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("precision",),
-        reference="trec_eval m_P.c", headline=3, headline_cutoff=10)
+@family(
+    "P",
+    params={"rel": REL, "cutoff": CUTOFF},
+    trec=trec("P", param="cutoff", kind="long", defaults=TREC_CUTOFFS),
+    aliases=("precision",),
+    reference="trec_eval m_P.c",
+    headline=3,
+    headline_cutoff=10,
+)
 def precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Precision at k: relevant in the top k divided by k (a short ranking counts as non-relevant
     to k)."""
     return rk.judged_within(rel, cutoff) / cutoff
 
 
-@family("R", params={"rel": REL, "cutoff": CUTOFF},
-        trec=trec("recall", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("recall",),
-        reference="trec_eval m_recall.c")
+@family(
+    "R",
+    params={"rel": REL, "cutoff": CUTOFF},
+    trec=trec("recall", param="cutoff", kind="long", defaults=TREC_CUTOFFS),
+    aliases=("recall",),
+    reference="trec_eval m_recall.c",
+)
 def recall(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Recall at k: relevant in the top k divided by the number of relevant documents."""
     return _safe_div(rk.judged_within(rel, cutoff), rk.num_rel(rel))
 
 
-@family("Success", params={"rel": REL, "cutoff": CUTOFF},
-        trec=trec("success", param="cutoff", kind="long", defaults=(1, 5, 10)),
-        aliases=("success", "HitRate", "hit_rate"), reference="trec_eval m_success.c; ranx hit_rate@k")
+@family(
+    "Success",
+    params={"rel": REL, "cutoff": CUTOFF},
+    trec=trec("success", param="cutoff", kind="long", defaults=(1, 5, 10)),
+    aliases=("success", "HitRate", "hit_rate"),
+    reference="trec_eval m_success.c; ranx hit_rate@k",
+)
 def success(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """1 if a relevant document is in the top k, else 0."""
     return (rk.judged_within(rel, cutoff) > 0).astype(np.float64)
@@ -129,16 +161,25 @@ def hits(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     return rk.judged_within(rel, cutoff).astype(np.float64)
 
 
-@family("RelP", params={"rel": REL, "cutoff": CUTOFF},
-        trec=trec("relative_P", param="cutoff", kind="long", defaults=TREC_CUTOFFS), aliases=("relative_P",),
-        reference="trec_eval m_rel_P.c")
+@family(
+    "RelP",
+    params={"rel": REL, "cutoff": CUTOFF},
+    trec=trec("relative_P", param="cutoff", kind="long", defaults=TREC_CUTOFFS),
+    aliases=("relative_P",),
+    reference="trec_eval m_rel_P.c",
+)
 def relative_precision(rk: Ranking, rel: int, cutoff: int) -> np.ndarray:
     """Relevant in the top k divided by min(k, R): precision up to R, recall after."""
     return _safe_div(rk.judged_within(rel, cutoff), np.minimum(cutoff, rk.num_rel(rel)))
 
 
-@family("Rprec", params={"rel": REL}, trec=trec("Rprec"), aliases=("R-prec", "BEP", "RPrec"),
-        reference="trec_eval m_Rprec.c")
+@family(
+    "Rprec",
+    params={"rel": REL},
+    trec=trec("Rprec"),
+    aliases=("R-prec", "BEP", "RPrec"),
+    reference="trec_eval m_Rprec.c",
+)
 def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Precision after R documents (R = number of relevant): the break-even point where precision
     equals recall (BEP)."""
@@ -146,17 +187,26 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(rk.judged_within(rel, np.minimum(num, _returned(rk))), num)
 
 
-@family("RprecMult", params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
-        trec=trec("Rprec_mult", param="x", kind="double", defaults=RPREC_MULT_X),
-        aliases=("Rprec_mult",), reference="trec_eval m_Rprec_mult.c", at="x")
+@family(
+    "RprecMult",
+    params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
+    trec=trec("Rprec_mult", param="x", kind="double", defaults=RPREC_MULT_X),
+    aliases=("Rprec_mult",),
+    reference="trec_eval m_Rprec_mult.c",
+    at="x",
+)
 def r_precision_multiple(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """Precision at x times R documents (trec_eval rounds x*R+0.9 down)."""
     k = np.floor(x * rk.num_rel(rel) + 0.9).astype(np.int64)
     return _safe_div(rk.judged_within(rel, k), k)
 
 
-@family("F", params={"rel": REL, "cutoff": CUTOFF, "beta": Param(float, 1.0, low=0.0)},
-        aliases=("Fbeta", "F1"), reference="van Rijsbergen 1979; F-beta of P@k and R@k")
+@family(
+    "F",
+    params={"rel": REL, "cutoff": CUTOFF, "beta": Param(float, 1.0, low=0.0)},
+    aliases=("Fbeta", "F1"),
+    reference="van Rijsbergen 1979; F-beta of P@k and R@k",
+)
 def f_beta(rk: Ranking, rel: int, cutoff: int, beta: float) -> np.ndarray:
     """F-beta at k: (1+b^2) P@k R@k / (b^2 P@k + R@k); 0 when nothing relevant is in the top k."""
     p = precision(rk, rel, cutoff)
@@ -169,13 +219,17 @@ def f_beta(rk: Ranking, rel: int, cutoff: int, beta: float) -> np.ndarray:
 
 
 def _precision_at_relevant(rk: Ranking, rel: int) -> np.ndarray:
-    return rk.cached(("prec_at_rel", rel), lambda: np.where(
-        rk.is_rel(rel), rk.cum_rel(rel) / rk.ranks, 0.0))
+    return rk.cached(("prec_at_rel", rel), lambda: np.where(rk.is_rel(rel), rk.cum_rel(rel) / rk.ranks, 0.0))
 
 
-@family("AP", params={"rel": REL, "cutoff": OPTIONAL_CUTOFF},
-        trec=(trec("map"), trec("map_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
-        aliases=("map", "MAP", "map_cut"), reference="trec_eval m_map.c, m_map_cut.c", headline=1)
+@family(
+    "AP",
+    params={"rel": REL, "cutoff": OPTIONAL_CUTOFF},
+    trec=(trec("map"), trec("map_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
+    aliases=("map", "MAP", "map_cut"),
+    reference="trec_eval m_map.c, m_map_cut.c",
+    headline=1,
+)
 def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """Average precision: sum of precision at each relevant retrieved document (within the top k
     for AP@k), divided by the number of relevant documents R (not by min(k, R))."""
@@ -187,21 +241,31 @@ def average_precision(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
             total = column_at(running, cutoff)
         return _safe_div(total, rk.num_rel(rel))
     entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
-    precision = rk.cached(("entry_precision", rel),
-                          lambda: (entries.rel_before + 1) / (entries.position + 1.0))
+    precision = rk.cached(("entry_precision", rel), lambda: (entries.rel_before + 1) / (entries.position + 1.0))
     within = precision if cutoff is None else np.where(entries.position < cutoff, precision, 0.0)
     return _safe_div(entries.row_sums(within), rk.num_rel(rel))
 
 
-@family("GMAP", params={"rel": REL}, summary="gmean", trec=trec("gm_map"), aliases=("gm_map",),
-        reference="trec_eval m_gm_map.c")
+@family(
+    "GMAP",
+    params={"rel": REL},
+    summary="gmean",
+    trec=trec("gm_map"),
+    aliases=("gm_map",),
+    reference="trec_eval m_gm_map.c",
+)
 def geometric_map(rk: Ranking, rel: int) -> np.ndarray:
     """Per topic the AP; summarised by the geometric mean, each AP floored at 1e-5."""
     return average_precision(rk, rel, None)
 
 
-@family("YAAP", params={"rel": REL}, trec=trec("yaap"), aliases=("yaap",),
-        reference="trec_eval m_yaap.c; Robertson, 'On Smoothing Average Precision', ECIR 2012")
+@family(
+    "YAAP",
+    params={"rel": REL},
+    trec=trec("yaap"),
+    aliases=("yaap",),
+    reference="trec_eval m_yaap.c; Robertson, 'On Smoothing Average Precision', ECIR 2012",
+)
 def yet_another_ap(rk: Ranking, rel: int) -> np.ndarray:
     """Yet Another Average Precision: log((1 + S) / (1 + R - S)), S the sum of precision at
     each relevant retrieved document (AP's numerator), R the number of relevant documents."""
@@ -209,15 +273,19 @@ def yet_another_ap(rk: Ranking, rel: int) -> np.ndarray:
         total = rk.cached(("ap_sum", rel), lambda: _sequential_sum(_precision_at_relevant(rk, rel)))
     else:
         entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
-        precision = rk.cached(("entry_precision", rel),
-                              lambda: (entries.rel_before + 1) / (entries.position + 1.0))
+        precision = rk.cached(("entry_precision", rel), lambda: (entries.rel_before + 1) / (entries.position + 1.0))
         total = entries.row_sums(precision)
     return np.log((1.0 + total) / (1.0 + rk.num_rel(rel) - total))
 
 
-@family("RR", params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
-        trec=trec("recip_rank"), aliases=("recip_rank", "MRR"),
-        reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10", headline=4)
+@family(
+    "RR",
+    params={"rel": REL, "cutoff": Param(int, None, low=1, doc="rank cutoff k (default: none)")},
+    trec=trec("recip_rank"),
+    aliases=("recip_rank", "MRR"),
+    reference="trec_eval m_recip_rank.c; RR@10 is MS MARCO's official MRR@10",
+    headline=4,
+)
 def reciprocal_rank(rk: Ranking, rel: int, cutoff: int | None) -> np.ndarray:
     """1 / rank of the first relevant document; 0 if none is retrieved (in the top k, with a
     cutoff: RR@10 is MS MARCO's MRR@10)."""
@@ -244,8 +312,9 @@ def _first_entry(rk: Ranking, rel: int) -> tuple[np.ndarray, np.ndarray]:
     return np.where(found, key - start, 0), found
 
 
-def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, ...],
-                            rounding: str = "trec_eval10") -> np.ndarray:
+def _interpolated_precision(
+    rk: Ranking, rel: int, recall_points: tuple[float, ...], rounding: str = "trec_eval10"
+) -> np.ndarray:
     """(n, points): max precision at or after the rank where x*R relevant docs are seen, x*R made
     a count as trec_eval 10.0 does (lround) or 9.x (``(long)(x*R + 0.9)``)."""
     num = rk.num_rel(rel)
@@ -253,8 +322,7 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
     if rel < 0:  # documents outside the qrels count then: only the matrix has them
         cum = rk.cum_rel(rel)
         precision_at = np.where(rk.valid, cum / rk.ranks, 0.0) if rk.depth else np.zeros((rk.n, 0))
-        interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(
-            precision_at[:, ::-1], axis=1)[:, ::-1])
+        interpolated = rk.cached(("iprec", rel), lambda: np.maximum.accumulate(precision_at[:, ::-1], axis=1)[:, ::-1])
 
         def best_from(target: np.ndarray) -> np.ndarray:
             return interpolated[np.arange(rk.n), (cum >= target[:, None]).argmax(axis=1)]
@@ -262,11 +330,16 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
         # the best precision at or after a rank is one at a relevant document (between two, it
         # falls): the i-th relevant document's precision, best of the i-th on, one topic a row
         entries = rk.cached(("entries", rel), lambda: _JudgedEntries(rk, rel))
-        best_after = rk.cached(("iprec_entries", rel), lambda: np.maximum.accumulate(
-            entries.grid((entries.rel_before + 1) / (entries.position + 1.0))[:, ::-1], axis=1)[:, ::-1])
+        best_after = rk.cached(
+            ("iprec_entries", rel),
+            lambda: np.maximum.accumulate(
+                entries.grid((entries.rel_before + 1) / (entries.position + 1.0))[:, ::-1], axis=1
+            )[:, ::-1],
+        )
 
         def best_from(target: np.ndarray) -> np.ndarray:
             return column_at(best_after, target)
+
     out = np.zeros((rk.n, len(recall_points)))
     for j, x in enumerate(recall_points):
         # trec_eval 10.0 converts a recall point to a count with lround(x * R) (half away from 0);
@@ -281,13 +354,25 @@ def _interpolated_precision(rk: Ranking, rel: int, recall_points: tuple[float, .
     return out
 
 
-@family("IPrec", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0),  # above 1: 0, as in trec_eval
-                         "rounding": Param(str, "trec_eval9", choices=("trec_eval9", "trec_eval10"),
-                                           doc="how x*R becomes a count of relevant documents")},
-        trec=trec("iprec_at_recall", param="recall", kind="double", defaults=ELEVEN_RECALLS,
-                  fixed=(("rounding", "trec_eval10"),)),
-        aliases=("iprec_at_recall",), reference="trec_eval m_iprec_at_recall.c",
-        at="recall")
+@family(
+    "IPrec",
+    params={
+        "rel": REL,
+        "recall": Param(float, _REQUIRED, low=0.0),  # above 1: 0, as in trec_eval
+        "rounding": Param(
+            str,
+            "trec_eval9",
+            choices=("trec_eval9", "trec_eval10"),
+            doc="how x*R becomes a count of relevant documents",
+        ),
+    },
+    trec=trec(
+        "iprec_at_recall", param="recall", kind="double", defaults=ELEVEN_RECALLS, fixed=(("rounding", "trec_eval10"),)
+    ),
+    aliases=("iprec_at_recall",),
+    reference="trec_eval m_iprec_at_recall.c",
+    at="recall",
+)
 def interpolated_precision(rk: Ranking, rel: int, recall: float, rounding: str) -> np.ndarray:
     """Interpolated precision at a recall level: max precision at any rank with recall >= the
     level (the standard recall-precision graph). The level x becomes a count of relevant
@@ -297,10 +382,13 @@ def interpolated_precision(rk: Ranking, rel: int, recall: float, rounding: str) 
     return _interpolated_precision(rk, rel, (recall,), rounding)[:, 0]
 
 
-@family("IPrecAvg", params={"rel": REL, "recalls": Param(tuple, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
-                                                                  0.8, 0.9, 1.0))},
-        trec=trec("11pt_avg", param="recalls", kind="raw", defaults=(ELEVEN_RECALLS,)),
-        aliases=("11pt_avg", "11ptAvg"), reference="trec_eval m_11pt_avg.c")
+@family(
+    "IPrecAvg",
+    params={"rel": REL, "recalls": Param(tuple, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))},
+    trec=trec("11pt_avg", param="recalls", kind="raw", defaults=(ELEVEN_RECALLS,)),
+    aliases=("11pt_avg", "11ptAvg"),
+    reference="trec_eval m_11pt_avg.c",
+)
 def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, ...]) -> np.ndarray:
     """Interpolated precision averaged over recall levels (the 11 standard points by default):
     precision at standard recall levels, averaged per topic."""
@@ -308,8 +396,13 @@ def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, 
     return _sequential_sum(points[:, ::-1]) / len(recalls)  # trec_eval adds from the last point back
 
 
-@family("PAtR", params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
-        aliases=("PrecAtRecall",), reference="Manning et al., Introduction to IR, 8.4", at="recall")
+@family(
+    "PAtR",
+    params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
+    aliases=("PrecAtRecall",),
+    reference="Manning et al., Introduction to IR, 8.4",
+    at="recall",
+)
 def precision_at_recall(rk: Ranking, rel: int, recall: float) -> np.ndarray:
     """Non-interpolated precision at the rank where recall first reaches the level (0 if never)."""
     need = np.maximum(np.ceil(recall * rk.num_rel(rel) - 1e-12), 1).astype(np.int64)
@@ -387,8 +480,14 @@ def _bpref(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(entries.row_sums(contributions), rk.num_rel(rel))
 
 
-@family("GM_Bpref", params={"rel": REL}, summary="gmean", trec=trec("gm_bpref"), aliases=("gm_bpref",),
-        reference="trec_eval m_gm_bpref.c")
+@family(
+    "GM_Bpref",
+    params={"rel": REL},
+    summary="gmean",
+    trec=trec("gm_bpref"),
+    aliases=("gm_bpref",),
+    reference="trec_eval m_gm_bpref.c",
+)
 def geometric_bpref(rk: Ranking, rel: int) -> np.ndarray:
     """Per topic the bpref; summarised by the geometric mean (floor 1e-5)."""
     return bpref(rk, rel)
@@ -404,21 +503,26 @@ def inferred_ap(rk: Ranking, rel: int) -> np.ndarray:
     eps = 1e-5
     with np.errstate(divide="ignore", invalid="ignore"):
         later = 1.0 / (j + 1) + (j / (j + 1)) * ((rel_before + nonrel_before + unj_before) / j) * (
-            (rel_before + eps) / (rel_before + nonrel_before + 2 * eps))
+            (rel_before + eps) / (rel_before + nonrel_before + 2 * eps)
+        )
     contributions = np.where(j == 0, 1.0, later)
     return _safe_div(entries.row_sums(contributions), rk.num_rel(rel))
 
 
-@family("Unj", params={"cutoff": CUTOFF},
-        trec=trec("unj", param="cutoff", kind="long", defaults=(5, 10, 20)), aliases=("unj",),
-        higher_is_better=False, reference="trec_eval m_unjudged.c")
+@family(
+    "Unj",
+    params={"cutoff": CUTOFF},
+    trec=trec("unj", param="cutoff", kind="long", defaults=(5, 10, 20)),
+    aliases=("unj",),
+    higher_is_better=False,
+    reference="trec_eval m_unjudged.c",
+)
 def unjudged(rk: Ranking, cutoff: int) -> np.ndarray:
     """Fraction of the top k not judged (not in the qrels, or pooled-unjudged); k is the denominator."""
     return (np.minimum(cutoff, rk.num_ret) - rk.judged_within(0, cutoff)) / cutoff
 
 
-@family("Judged", params={"cutoff": OPTIONAL_CUTOFF}, aliases=("judged",),
-        reference="Sakai 2007; ir_measures Judged@k")
+@family("Judged", params={"cutoff": OPTIONAL_CUTOFF}, aliases=("judged",), reference="Sakai 2007; ir_measures Judged@k")
 def judged(rk: Ranking, cutoff: int | None) -> np.ndarray:
     """Fraction of the retrieved top k (min(k, retrieved) documents) that has a judgment; of
     every retrieved document without a cutoff."""
@@ -427,15 +531,24 @@ def judged(rk: Ranking, cutoff: int | None) -> np.ndarray:
     return _safe_div(rk.judged_within(0, cutoff), np.minimum(cutoff, rk.num_ret))
 
 
-@family("RelString", params={"cutoff": Param(int, 10, low=0)}, summary="none", value_type="str",
-        trec=trec("relstring", param="cutoff", kind="raw", defaults=(10,)), aliases=("relstring",),
-        reference="trec_eval m_relstring.c")
+@family(
+    "RelString",
+    params={"cutoff": Param(int, 10, low=0)},
+    summary="none",
+    value_type="str",
+    trec=trec("relstring", param="cutoff", kind="raw", defaults=(10,)),
+    aliases=("relstring",),
+    reference="trec_eval m_relstring.c",
+)
 def relevance_string(rk: Ranking, cutoff: int) -> np.ndarray:
     """The first k relevance values as characters: 0-9, '>' above 9, '-' not in the pool,
     '.' pooled but unjudged."""
     top = rk.rel[:, :cutoff]
-    chars = np.where(top > 9, ord(">"), np.where(top >= 0, ord("0") + top, np.where(
-        top == NONPOOL, ord("-"), np.where(top == UNJUDGED, ord("."), 0))))
+    chars = np.where(
+        top > 9,
+        ord(">"),
+        np.where(top >= 0, ord("0") + top, np.where(top == NONPOOL, ord("-"), np.where(top == UNJUDGED, ord("."), 0))),
+    )
     return np.array(["".join(chr(c) for c in row if c) for row in chars.tolist()], dtype=object)
 
 
@@ -448,15 +561,21 @@ def set_precision(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(rk.num_rel_ret(rel), rk.num_ret)
 
 
-@family("SetR", params={"rel": REL}, trec=trec("set_recall"), aliases=("set_recall",),
-        reference="trec_eval m_set_recall.c")
+@family(
+    "SetR", params={"rel": REL}, trec=trec("set_recall"), aliases=("set_recall",), reference="trec_eval m_set_recall.c"
+)
 def set_recall(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved / relevant."""
     return _safe_div(rk.num_rel_ret(rel), rk.num_rel(rel))
 
 
-@family("SetRelP", params={"rel": REL}, trec=trec("set_relative_P"), aliases=("set_relative_P",),
-        reference="trec_eval m_set_rel_P.c")
+@family(
+    "SetRelP",
+    params={"rel": REL},
+    trec=trec("set_relative_P"),
+    aliases=("set_relative_P",),
+    reference="trec_eval m_set_rel_P.c",
+)
 def set_relative_precision(rk: Ranking, rel: int) -> np.ndarray:
     """Relevant retrieved / min(retrieved, relevant)."""
     return _safe_div(rk.num_rel_ret(rel), np.minimum(rk.num_ret, rk.num_rel(rel)))
@@ -469,9 +588,13 @@ def set_map(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(found * found, rk.num_ret * rk.num_rel(rel).astype(np.float64))
 
 
-@family("SetF", params={"rel": REL, "x": Param(float, 1.0, low=0.0)},
-        trec=trec("set_F", param="x", kind="raw", defaults=(1.0,)), aliases=("set_F",),
-        reference="trec_eval m_set_F.c")
+@family(
+    "SetF",
+    params={"rel": REL, "x": Param(float, 1.0, low=0.0)},
+    trec=trec("set_F", param="x", kind="raw", defaults=(1.0,)),
+    aliases=("set_F",),
+    reference="trec_eval m_set_F.c",
+)
 def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
     """(x+1) P R / (x P + R) over the retrieved set (x weighs recall against precision; x=1 is F1)."""
     p = set_precision(rk, rel)
@@ -479,10 +602,13 @@ def set_f(rk: Ranking, rel: int, x: float) -> np.ndarray:
     return np.where(rk.num_rel_ret(rel) > 0, _safe_div((x + 1.0) * p * r, x * p + r), 0.0)
 
 
-@family("Utility", params={"rel": REL, "coefficients": Param(tuple, (1.0, -1.0, 0.0, 0.0)),
-                           "collection_size": Param(int, 0, low=0)},
-        trec=trec("utility", param="coefficients", kind="raw", defaults=((1.0, -1.0, 0.0, 0.0),)),
-        aliases=("utility",), reference="trec_eval m_utility.c")
+@family(
+    "Utility",
+    params={"rel": REL, "coefficients": Param(tuple, (1.0, -1.0, 0.0, 0.0)), "collection_size": Param(int, 0, low=0)},
+    trec=trec("utility", param="coefficients", kind="raw", defaults=((1.0, -1.0, 0.0, 0.0),)),
+    aliases=("utility",),
+    reference="trec_eval m_utility.c",
+)
 def utility(rk: Ranking, rel: int, coefficients: tuple[float, ...], collection_size: int) -> np.ndarray:
     """a*rel_ret + b*nonrel_ret + c*rel_not_ret + d*nonrel_not_ret (d needs the collection size)."""
     if len(coefficients) != 4:
@@ -509,8 +635,9 @@ def _gain_table(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return table
 
 
-def _ideal_gains(rk: Ranking, gains: dict[int, float] | None,
-                 transform: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+def _ideal_gains(
+    rk: Ranking, gains: dict[int, float] | None, transform: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
     """(n, M): each topic's judged documents ordered by gain descending, positive gains only."""
     n_levels = rk.rel_levels.shape[1]
     table = _gain_table(rk, gains)[3 : 3 + n_levels]
@@ -547,7 +674,8 @@ def _discounts(depth: int, discount: str, base: float) -> np.ndarray:
 
 
 NDCG_PARAMS = {
-    "cutoff": OPTIONAL_CUTOFF, "gains": GAINS,
+    "cutoff": OPTIONAL_CUTOFF,
+    "gains": GAINS,
     "gain": Param(str, "linear", choices=("linear", "exp"), doc="linear: the level; exp: 2^level - 1 (Burges)"),
     "discount": Param(str, "log2", choices=("log2", "jk"), doc="log2(rank+1), or Jarvelin-Kekalainen log_b(rank)"),
     "base": Param(float, 2.0, low=1.000001, doc="log base b of the jk discount"),
@@ -558,13 +686,21 @@ def _exp_gain(table: np.ndarray) -> np.ndarray:
     return np.where(table > 0, np.power(2.0, table) - 1.0, table)
 
 
-@family("nDCG", params=NDCG_PARAMS,
-        trec=(trec("ndcg", param="gains", kind="pairs"),
-              trec("ndcg_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS)),
-        aliases=("ndcg", "NDCG", "ndcg_cut"), reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005",
-        headline=2, headline_cutoff=10)
-def ndcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
-         base: float) -> np.ndarray:
+@family(
+    "nDCG",
+    params=NDCG_PARAMS,
+    trec=(
+        trec("ndcg", param="gains", kind="pairs"),
+        trec("ndcg_cut", param="cutoff", kind="long", defaults=TREC_CUTOFFS),
+    ),
+    aliases=("ndcg", "NDCG", "ndcg_cut"),
+    reference="trec_eval m_ndcg.c, m_ndcg_cut.c; Burges et al. 2005",
+    headline=2,
+    headline_cutoff=10,
+)
+def ndcg(
+    rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str, base: float
+) -> np.ndarray:
     """Normalised DCG (Jarvelin & Kekalainen, TOIS 2002). DCG sums gain/log2(rank+1) over the
     ranking (top k for nDCG@k); the ideal DCG orders all judged documents of the topic by gain
     (positive gains only), truncated at the same k. Default gain is the relevance level (trec_eval);
@@ -579,20 +715,24 @@ def _gain_key(gains: dict[int, float] | None) -> tuple[tuple[int, float], ...]:
 
 def _ideal(rk: Ranking, gains: dict[int, float] | None, gain: str) -> np.ndarray:
     """The (n, M) ideal gains of :func:`_ideal_gains`, kept in the ranking's cache."""
-    return rk.cached(("ideal", _gain_key(gains), gain),
-                     lambda: _ideal_gains(rk, gains, _exp_gain if gain == "exp" else None))
+    return rk.cached(
+        ("ideal", _gain_key(gains), gain), lambda: _ideal_gains(rk, gains, _exp_gain if gain == "exp" else None)
+    )
 
 
 def _cum_idcg(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str, base: float) -> np.ndarray:
     """Cumulative DCG of the ideal ranking (n, M): the ideal DCG at k is column k-1."""
-    return rk.cached(("cum_idcg", _gain_key(gains), gain, discount, base),
-                     lambda: np.cumsum(_discounted(_ideal(rk, gains, gain), discount, base), axis=1))
+    return rk.cached(
+        ("cum_idcg", _gain_key(gains), gain, discount, base),
+        lambda: np.cumsum(_discounted(_ideal(rk, gains, gain), discount, base), axis=1),
+    )
 
 
 def _result_gain_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str) -> np.ndarray:
     """The gain of every place (n, depth), needed when documents outside the qrels have one: then
     so has the document that trec_eval -c ranks first for a topic without results (its stand-in,
     see :attr:`Ranking.stand_in`)."""
+
     def build() -> np.ndarray:
         table = _gain_table(rk, gains)
         if gain == "exp":
@@ -604,10 +744,14 @@ def _result_gain_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str) 
     return rk.cached(("gains", _gain_key(gains), gain), build)
 
 
-
-
-def _results_dcg(rk: Ranking, k: np.ndarray | int, gains: dict[int, float] | None, gain: str = "linear",
-                 discount: str = "log2", base: float = 2.0) -> np.ndarray:
+def _results_dcg(
+    rk: Ranking,
+    k: np.ndarray | int,
+    gains: dict[int, float] | None,
+    gain: str = "linear",
+    discount: str = "log2",
+    base: float = 2.0,
+) -> np.ndarray:
     """The DCG of each topic's top k (k: one for all, (n,) or (n, w) cutoffs a topic): from the
     judged entries (:func:`_entry_dcgs`), or from the (n, depth) matrix when documents outside the
     qrels have a gain."""
@@ -621,15 +765,17 @@ def _results_dcg(rk: Ranking, k: np.ndarray | int, gains: dict[int, float] | Non
 
 def _cum_dcg_matrix(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str, base: float) -> np.ndarray:
     """Cumulative DCG of every place (n, depth), from :func:`_result_gain_matrix`."""
-    return rk.cached(("cum_dcg", _gain_key(gains), gain, discount, base), lambda: np.cumsum(
-        _discounted(_result_gain_matrix(rk, gains, gain), discount, base), axis=1))
+    return rk.cached(
+        ("cum_dcg", _gain_key(gains), gain, discount, base),
+        lambda: np.cumsum(_discounted(_result_gain_matrix(rk, gains, gain), discount, base), axis=1),
+    )
 
 
-def _dcg_pair(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
-              base: float) -> tuple[np.ndarray, np.ndarray]:
+def _dcg_pair(
+    rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str, base: float
+) -> tuple[np.ndarray, np.ndarray]:
     k = np.iinfo(np.int64).max if cutoff is None else cutoff
-    return (_results_dcg(rk, k, gains, gain, discount, base),
-            column_at(_cum_idcg(rk, gains, gain, discount, base), k))
+    return (_results_dcg(rk, k, gains, gain, discount, base), column_at(_cum_idcg(rk, gains, gain, discount, base), k))
 
 
 class _RunningSums:
@@ -653,8 +799,9 @@ class _RunningSums:
         return self.cumulative[self.rows, np.arange(len(self.rows)) - first]
 
 
-def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str,
-                base: float) -> _RunningSums | None:
+def _entry_dcgs(
+    rk: Ranking, gains: dict[int, float] | None, gain: str, discount: str, base: float
+) -> _RunningSums | None:
     """The DCG of the results from the judged entries alone, not the (n, depth) matrix; None when a
     document outside the qrels has a gain (gains={-1: ...}): only the matrix has those."""
     table = _gain_table(rk, gains)
@@ -672,24 +819,41 @@ def _entry_dcgs(rk: Ranking, gains: dict[int, float] | None, gain: str, discount
     return rk.cached(("entry_dcg", _gain_key(gains), gain, discount, base), build)
 
 
-@family("DCG", params=NDCG_PARAMS, trec=trec("dcg", param="gains", kind="pairs"), aliases=("dcg",),
-        reference="trec_eval m_ndcg.c")
-def dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
-        base: float) -> np.ndarray:
+@family(
+    "DCG",
+    params=NDCG_PARAMS,
+    trec=trec("dcg", param="gains", kind="pairs"),
+    aliases=("dcg",),
+    reference="trec_eval m_ndcg.c",
+)
+def dcg(
+    rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str, base: float
+) -> np.ndarray:
     """Discounted cumulative gain of the ranking (same gains and discounts as nDCG)."""
     return _dcg_pair(rk, cutoff, gains, gain, discount, base)[0]
 
 
-@family("IDCG", params=NDCG_PARAMS, trec=trec("ideal_dcg", param="gains", kind="pairs"), aliases=("ideal_dcg",),
-        reference="trec_eval m_ndcg.c")
-def ideal_dcg(rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str,
-              base: float) -> np.ndarray:
+@family(
+    "IDCG",
+    params=NDCG_PARAMS,
+    trec=trec("ideal_dcg", param="gains", kind="pairs"),
+    aliases=("ideal_dcg",),
+    reference="trec_eval m_ndcg.c",
+)
+def ideal_dcg(
+    rk: Ranking, cutoff: int | None, gains: dict[int, float] | None, gain: str, discount: str, base: float
+) -> np.ndarray:
     """DCG of the ideal ranking of all judged documents of the topic."""
     return _dcg_pair(rk, cutoff, gains, gain, discount, base)[1]
 
 
-@family("nDCG_rel", params={"gains": GAINS}, trec=trec("ndcg_rel", param="gains", kind="pairs"), aliases=("ndcg_rel",),
-        reference="trec_eval m_ndcg_rel.c")
+@family(
+    "nDCG_rel",
+    params={"gains": GAINS},
+    trec=trec("ndcg_rel", param="gains", kind="pairs"),
+    aliases=("ndcg_rel",),
+    reference="trec_eval m_ndcg_rel.c",
+)
 def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged over relevant documents (experimental, trec_eval): at each retrieved document of
     positive gain, and at the end of the ranking for each relevant document not retrieved."""
@@ -709,8 +873,9 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
         else:
             result = _result_gain_matrix(rk, gains, "linear")
             cum_dcg = _cum_dcg_matrix(rk, gains, "linear", "log2", 2.0)
-            ideal_at = np.take_along_axis(ideal_dcg_at, np.minimum(np.arange(rk.depth)[None, :],
-                                                                   ideal_end[:, None]), axis=1)
+            ideal_at = np.take_along_axis(
+                ideal_dcg_at, np.minimum(np.arange(rk.depth)[None, :], ideal_end[:, None]), axis=1
+            )
             at_relevant = _sequential_sum(np.where(result > 0, cum_dcg / ideal_at, 0.0))
             found = (result > 0).sum(axis=1)
         unfound = (n_ideal - found).astype(np.float64)
@@ -718,9 +883,13 @@ def ndcg_rel(rk: Ranking, gains: dict[int, float] | None) -> np.ndarray:
     return np.where((total > 0) & np.isfinite(total), _safe_div(total, n_ideal), 0.0)
 
 
-@family("RnDCG", params={"rel": REL, "gains": GAINS},
-        trec=trec("Rndcg", param="gains", kind="pairs"), aliases=("Rndcg",),
-        reference="trec_eval m_Rndcg.c")
+@family(
+    "RnDCG",
+    params={"rel": REL, "gains": GAINS},
+    trec=trec("Rndcg", param="gains", kind="pairs"),
+    aliases=("Rndcg",),
+    reference="trec_eval m_Rndcg.c",
+)
 def r_ndcg(rk: Ranking, rel: int, gains: dict[int, float] | None) -> np.ndarray:
     """nDCG averaged at the R-level boundaries of the ideal ranking (experimental, trec_eval)."""
     ideal = _ideal(rk, gains, "linear")
@@ -795,8 +964,11 @@ def _g_entry_terms(rk: Ranking, table: np.ndarray, ideal: np.ndarray) -> np.ndar
     width = ideal.shape[1]
     if width:
         cost_ideal = np.cumsum(np.maximum(ideal, 1.0), axis=1)
-        cost = np.where(positions < width, cost_ideal[rows, np.minimum(positions, width - 1)],
-                        cost_ideal[rows, width - 1] + (positions + 1 - width))
+        cost = np.where(
+            positions < width,
+            cost_ideal[rows, np.minimum(positions, width - 1)],
+            cost_ideal[rows, width - 1] + (positions + 1 - width),
+        )
     else:
         cost = positions + 1.0
     return _entry_grid(rk.n, rows, gain / np.log2(2.0 + cost - gained))
@@ -815,9 +987,14 @@ def binary_g(rk: Ranking, rel: int) -> np.ndarray:
     return _safe_div(entries.row_sums(terms), rk.num_rel(rel))
 
 
-@family("ERR", params={"cutoff": OPTIONAL_CUTOFF,
-                       "max_grade": Param(int, 4, low=1, doc="the grade scale's top, 4 as in gdeval and ir_measures")},
-        reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009; gdeval.pl (TREC Web track), ir_measures ERR")
+@family(
+    "ERR",
+    params={
+        "cutoff": OPTIONAL_CUTOFF,
+        "max_grade": Param(int, 4, low=1, doc="the grade scale's top, 4 as in gdeval and ir_measures"),
+    },
+    reference="Chapelle, Metzler, Zhang & Grinspan, CIKM 2009; gdeval.pl (TREC Web track), ir_measures ERR",
+)
 def expected_reciprocal_rank(rk: Ranking, cutoff: int | None, max_grade: int) -> np.ndarray:
     """Expected reciprocal rank (cascade model): sum over ranks r of R_r/r * prod_{i<r}(1-R_i), with
     R = (2^grade - 1) / 2^max_grade. max_grade is 4 by default, as in gdeval.pl and so in
@@ -840,12 +1017,23 @@ RBP_P = Param(float, 0.8, low=0.0, high=1.0, doc="persistence p (ir_measures' de
 RBP_RESID_P = Param(float, 0.9, low=0.0, high=1.0, doc="persistence p (trec_eval's default 0.9)")
 
 
-@family("RBP", params={"p": RBP_P, "gains": GAINS,
-                        "rel": Param(int, None, doc="binary gains: 1 at this relevance level or above, as "
-                                                    "ir_measures' RBP(rel=r) (cwl_eval); default: trec_eval's "
-                                                    "graded gains")},
-        trec=trec("rbp", param="p", kind="pairs", fixed=(("p", 0.9),)), aliases=("rbp",),
-        reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c; cwl_eval")
+@family(
+    "RBP",
+    params={
+        "p": RBP_P,
+        "gains": GAINS,
+        "rel": Param(
+            int,
+            None,
+            doc="binary gains: 1 at this relevance level or above, as "
+            "ir_measures' RBP(rel=r) (cwl_eval); default: trec_eval's "
+            "graded gains",
+        ),
+    },
+    trec=trec("rbp", param="p", kind="pairs", fixed=(("p", 0.9),)),
+    aliases=("rbp",),
+    reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp.c; cwl_eval",
+)
 def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None, rel: int | None) -> np.ndarray:
     """(1-p) sum gain_i p^(i-1). Gains are trec_eval's: each level's gain (the level, or as
     given), min-max normalised per topic where one falls outside [0,1]; or, with rel, 1 for a
@@ -860,12 +1048,12 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
         weights = _persistence(p, rk.depth)[rk.judged_position[chosen]]
         return (1.0 - p) * _sequential_sum(_entry_grid(rk.n, rk.judged_row[chosen], 1.0 * weights))
     table = _gain_table(rk, gains)
-    levels_present = (rk.rel_levels > 0)
+    levels_present = rk.rel_levels > 0
     # per topic: the gains of levels 0..(highest level judged in the topic), plus given levels
     n_levels = rk.rel_levels.shape[1]
     top_level = np.where(levels_present.any(axis=1), n_levels - 1 - levels_present[:, ::-1].argmax(axis=1), -1)
     in_list = np.arange(n_levels)[None, :] <= top_level[:, None]
-    for level in (gains or {}):
+    for level in gains or {}:
         if 0 <= level < n_levels:
             in_list[:, level] = True
     level_gains = np.broadcast_to(table[3 : 3 + n_levels], in_list.shape)
@@ -888,7 +1076,7 @@ def rank_biased_precision(rk: Ranking, p: float, gains: dict[int, float] | None,
     listed = np.zeros_like(rk.valid)
     judged = rk.rel >= 0
     listed[judged] = np.take_along_axis(in_list, np.clip(rk.rel, 0, n_levels - 1), axis=1)[judged]
-    for level in (gains or {}):
+    for level in gains or {}:
         if level in (NONPOOL, UNJUDGED):
             listed |= rk.rel == level
     value = np.where(rescale[:, None], (raw - low[:, None]) / span[:, None], raw)
@@ -901,8 +1089,14 @@ def _persistence(p: float, depth: int) -> np.ndarray:
     return np.cumprod(np.concatenate([[1.0], np.full(depth, p)]))
 
 
-@family("RBP_resid", params={"p": RBP_RESID_P}, trec=trec("rbp_resid", param="p", kind="pairs"), aliases=("rbp_resid",),
-        higher_is_better=False, reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c")
+@family(
+    "RBP_resid",
+    params={"p": RBP_RESID_P},
+    trec=trec("rbp_resid", param="p", kind="pairs"),
+    aliases=("rbp_resid",),
+    higher_is_better=False,
+    reference="Moffat & Zobel, TOIS 2008; trec_eval m_rbp_resid.c",
+)
 def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     """The largest possible rise of RBP if every retrieved unjudged document (and everything past
     the ranking) were fully relevant: p^n + (1-p) sum over unjudged p^(i-1); 0 with none unjudged."""
@@ -910,8 +1104,6 @@ def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
     weights = _persistence(p, rk.depth)
     tail = weights[rk.num_ret]
     return np.where(unj.any(axis=1), tail + (1.0 - p) * _sequential_sum(np.where(unj, weights[:-1], 0.0)), 0.0)
-
-
 
 
 # --------------------------------------------------------------------------- user-oriented
@@ -922,8 +1114,10 @@ def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
 
 def _known(rk: Ranking, name: str) -> Known:
     if rk.known is None:
-        raise InvalidParameterError(f"{name} compares the ranking with what the user already knew: evaluate with "
-                                    "--known QRELS (the relevant documents the user knew beforehand).")
+        raise InvalidParameterError(
+            f"{name} compares the ranking with what the user already knew: evaluate with "
+            "--known QRELS (the relevant documents the user knew beforehand)."
+        )
     return rk.known
 
 
@@ -934,8 +1128,9 @@ def _known_retrieved(rk: Ranking, known: Known) -> np.ndarray:
 def _unknown_relevant_retrieved(rk: Ranking, known: Known, rel: int) -> np.ndarray:
     relevant = rk.judged_rel >= rel
     width = np.int64(rk.depth + 1)
-    is_known = np.isin(rk.judged_row[relevant] * width + rk.judged_position[relevant],
-                       known.row * width + known.position)
+    is_known = np.isin(
+        rk.judged_row[relevant] * width + rk.judged_position[relevant], known.row * width + known.position
+    )
     return np.bincount(rk.judged_row[relevant][~is_known], minlength=rk.n).astype(np.float64)
 
 

@@ -37,8 +37,13 @@ def stack(rankings: Sequence[Ranking]) -> Ranking:
     relevance levels and one set of options). The per-run fields (topics missing from a run, its
     dropped topics, its runid) stay with each run's own ranking."""
     first = rankings[0]
-    if any(rk.depth != first.depth or rk.complete != first.complete or rk.known is not None
-           or rk.rel_levels.shape[1] != first.rel_levels.shape[1] for rk in rankings):
+    if any(
+        rk.depth != first.depth
+        or rk.complete != first.complete
+        or rk.known is not None
+        or rk.rel_levels.shape[1] != first.rel_levels.shape[1]
+        for rk in rankings
+    ):
         raise ValueError("only rankings of one depth, one qrels and one set of options stack")
     offsets = np.cumsum([0] + [rk.n for rk in rankings])
     return Ranking(
@@ -46,7 +51,9 @@ def stack(rankings: Sequence[Ranking]) -> Ranking:
         rel=np.concatenate([rk.rel for rk in rankings]),
         num_ret=np.concatenate([rk.num_ret for rk in rankings]),
         rel_levels=np.concatenate([rk.rel_levels for rk in rankings]),
-        max_level=first.max_level, missing_topics=[], dropped_run_topics=[],
+        max_level=first.max_level,
+        missing_topics=[],
+        dropped_run_topics=[],
         stand_in=np.concatenate([rk.stand_in for rk in rankings]),
         complete=first.complete,
         judged_row=np.concatenate([rk.judged_row + offset for rk, offset in zip(rankings, offsets, strict=False)]),
@@ -55,14 +62,24 @@ def stack(rankings: Sequence[Ranking]) -> Ranking:
     )
 
 
-def compute_stacked(compute: Compute, rankings: Sequence[Ranking], measures: Sequence[Measure], *,
-                    relevance_level: int = 1, collection_size: int = 0, threads: int | None = None,
-                    stack_cells: int = STACK_CELLS) -> list[dict[Measure, np.ndarray]]:
+def compute_stacked(
+    compute: Compute,
+    rankings: Sequence[Ranking],
+    measures: Sequence[Measure],
+    *,
+    relevance_level: int = 1,
+    collection_size: int = 0,
+    threads: int | None = None,
+    stack_cells: int = STACK_CELLS,
+) -> list[dict[Measure, np.ndarray]]:
     """``compute`` (:func:`evalstore.metrics.compute`) for each of ``rankings`` (in their order):
     those of one depth are stacked, up to ``stack_cells`` cells a stack, and each stack is computed
     once."""
-    kwargs: dict[str, Any] = {"relevance_level": relevance_level, "collection_size": collection_size,
-                              "threads": threads}
+    kwargs: dict[str, Any] = {
+        "relevance_level": relevance_level,
+        "collection_size": collection_size,
+        "threads": threads,
+    }
     values: list[dict[Measure, np.ndarray] | None] = [None] * len(rankings)
     by_depth: dict[int, list[int]] = {}
     for index, rk in enumerate(rankings):

@@ -42,8 +42,10 @@ def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
         if root not in TREC_FAMILIES:
             raise _unknown_trec(root)
         if dot and not raw:  # trec_eval.c add_meas_arg_info: "improper measure in parameter"
-            raise InvalidParameterError(f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them "
-                                        f"too); write -m {root} for the defaults or give parameters after the '.'.")
+            raise InvalidParameterError(
+                f"-m {spec}: the parameters after '.' are empty (trec_eval refuses them "
+                f"too); write -m {root} for the defaults or give parameters after the '.'."
+            )
         if root not in chosen or (chosen[root].raw is None and dot):
             chosen[root] = TrecRequest(root, raw if dot else None)
     _check_shared_gains(chosen)
@@ -66,7 +68,8 @@ def _check_shared_gains(chosen: dict[str, TrecRequest]) -> None:
             f"trec_eval 10.0 shares one gain parameter set between dcg, ideal_dcg and ndcg: with "
             f"{', '.join(f'{n}.{chosen[n].raw}' for n in with_gains)} it would apply those gains to "
             f"{' and '.join(n for n in asked if n not in with_gains) or 'the others'} as well (or crash); "
-            "evalstore does not copy that. Ask for one of them with gains at a time, or for all of them without.")
+            "evalstore does not copy that. Ask for one of them with gains at a time, or for all of them without."
+        )
 
 
 def _unknown_trec(root: str) -> InvalidParameterError:
@@ -103,8 +106,10 @@ def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Mea
     if trec.kind == "long":
         cutoffs = sorted(_long(v) for v in raw.split(",")) if raw else list(trec.defaults)
         if cutoffs[0] <= 0:
-            raise InvalidParameterError(f"Cutoffs of {root} must be positive integers. Got {cutoffs[0]} "
-                                        f"(from '{raw}', read as C's atol reads it, as trec_eval does).")
+            raise InvalidParameterError(
+                f"Cutoffs of {root} must be positive integers. Got {cutoffs[0]} "
+                f"(from '{raw}', read as C's atol reads it, as trec_eval does)."
+            )
         _no_duplicates(root, raw, cutoffs)
         return [(f"{root}_{v}", make(trec.family, **{param: v})) for v in cutoffs]
     if trec.kind == "double":
@@ -125,7 +130,8 @@ def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Mea
                         raise InvalidParameterError(
                             f"-m {root}.{raw} gives relevance level {level} two gains; trec_eval 10.0 then mixes "
                             "them (one for the ranking, another for the ideal ranking), which evalstore does not "
-                            "copy: give each level one gain.")
+                            "copy: give each level one gain."
+                        )
                     gains[level] = value
             if gains and "gains" in param:
                 params["gains"] = gains
@@ -147,16 +153,19 @@ def _long(text: str) -> int:
 def _double(text: str) -> float:
     value = atof(text)
     if value is not None and not math.isfinite(value):  # nan and inf reach (long) casts: undefined in C
-        raise InvalidParameterError(f"The parameter '{text}' is not a finite number; trec_eval computes with it "
-                                    "(printing nan, or converting it to an integer, which C leaves undefined), "
-                                    "evalstore refuses it.")
+        raise InvalidParameterError(
+            f"The parameter '{text}' is not a finite number; trec_eval computes with it "
+            "(printing nan, or converting it to an integer, which C leaves undefined), "
+            "evalstore refuses it."
+        )
     return 0.0 if value is None else value  # C's atof reads no number as 0
 
 
 def _no_duplicates(root: str, raw: str | None, values: list[Any]) -> None:
     if any(a == b for a, b in zip(values, values[1:], strict=False)):
-        raise InvalidParameterError(f"-m {root}.{raw} names a cutoff twice (trec_eval: 'duplicate cutoffs detected'); "
-                                    "name each once.")
+        raise InvalidParameterError(
+            f"-m {root}.{raw} names a cutoff twice (trec_eval: 'duplicate cutoffs detected'); name each once."
+        )
 
 
 def _pairs(root: str, raw: str) -> list[tuple[str, float]]:
@@ -171,8 +180,10 @@ def _pairs(root: str, raw: str) -> list[tuple[str, float]]:
                 break
             last = char
     if malformed or last != "=":
-        raise InvalidParameterError(f"-m {root}.{raw}: malformed pair parameters (trec_eval: 'malformed pair "
-                                    f"parameters in '{raw}''); write them as level=gain,level=gain (or p=0.8).")
+        raise InvalidParameterError(
+            f"-m {root}.{raw}: malformed pair parameters (trec_eval: 'malformed pair "
+            f"parameters in '{raw}''); write them as level=gain,level=gain (or p=0.8)."
+        )
     pairs = []
     for item in raw.split(","):
         key, _, value = item.partition("=")

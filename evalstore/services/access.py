@@ -82,8 +82,10 @@ class Principal:
     def require(self, action: str) -> None:
         """Refuse unless the role may do ``action`` (401 for nobody, 403 for a role without it)."""
         if self.role is None:
-            raise AuthenticationError("This needs a token: send 'Authorization: Bearer TOKEN' "
-                                      "(an admin makes one with 'evalstore tokens create --user NAME').")
+            raise AuthenticationError(
+                "This needs a token: send 'Authorization: Bearer TOKEN' "
+                "(an admin makes one with 'evalstore tokens create --user NAME')."
+            )
         if not self.may(action):
             allowed = ", ".join(r for r in ROLES if r in ACTIONS[action])
             raise AccessDenied(f"Your role ({self.role}) may not do this; it is for: {allowed}.")
@@ -101,8 +103,13 @@ class UserView:
     disabled: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "role": self.role, "team": self.team,
-                "created_at": self.created_at.isoformat(timespec="seconds"), "disabled": self.disabled}
+        return {
+            "name": self.name,
+            "role": self.role,
+            "team": self.team,
+            "created_at": self.created_at.isoformat(timespec="seconds"),
+            "disabled": self.disabled,
+        }
 
 
 def _view(user: User) -> UserView:
@@ -116,8 +123,9 @@ def get_user(session: Session, name: str) -> User:
     return user
 
 
-def add_user(engine: Engine, name: str, *, role: str, team: str | None = None, password: str | None = None,
-             by: str | None = None) -> UserView:
+def add_user(
+    engine: Engine, name: str, *, role: str, team: str | None = None, password: str | None = None, by: str | None = None
+) -> UserView:
     """A new user. Participants belong to a team (their runs are the team's); passwords are for
     the web pages' sign-in, tokens for everything else."""
     if role not in ROLES:
@@ -128,8 +136,12 @@ def add_user(engine: Engine, name: str, *, role: str, team: str | None = None, p
         _check_password(password)
     try:
         with unit_of_work(engine) as session:
-            user = User(name=name, role=role, team=team,
-                        password_hash=_PASSWORDS.hash(password) if password is not None else None)
+            user = User(
+                name=name,
+                role=role,
+                team=team,
+                password_hash=_PASSWORDS.hash(password) if password is not None else None,
+            )
             session.add(user)
             session.flush()
             audit(session, by, "users.add", name, {"role": role, "team": team})
@@ -145,8 +157,11 @@ def set_password(engine: Engine, name: str, password: str, *, by: str | None = N
     with unit_of_work(engine) as session:
         user = get_user(session, name)
         user.password_hash = _PASSWORDS.hash(password)
-        session.execute(update(ApiToken).where(ApiToken.user_id == user.id, ApiToken.purpose == "session",
-                                               ApiToken.revoked_at.is_(None)).values(revoked_at=db_now(session)))
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.user_id == user.id, ApiToken.purpose == "session", ApiToken.revoked_at.is_(None))
+            .values(revoked_at=db_now(session))
+        )
         audit(session, by, "users.set_password", name)
         return _view(user)
 
@@ -183,12 +198,15 @@ class IssuedToken:
     expires_at: datetime | None
 
 
-def create_token(engine: Engine, user_name: str, *, expires_days: float | None = 90, purpose: str = "api",
-                 by: str | None = None) -> IssuedToken:
+def create_token(
+    engine: Engine, user_name: str, *, expires_days: float | None = 90, purpose: str = "api", by: str | None = None
+) -> IssuedToken:
     """A bearer token for ``user_name`` (``expires_days`` None: it never expires)."""
     if expires_days is not None and not 0 < expires_days <= MAX_EXPIRES_DAYS:  # also refuses NaN
-        raise InvalidParameterError(f"--expires must be a positive number of days, at most {MAX_EXPIRES_DAYS} "
-                                    f"(or --never-expires); got {expires_days}.")
+        raise InvalidParameterError(
+            f"--expires must be a positive number of days, at most {MAX_EXPIRES_DAYS} "
+            f"(or --never-expires); got {expires_days}."
+        )
     secret = secrets.token_urlsafe(32)
     with unit_of_work(engine) as session:
         user = get_user(session, user_name)
@@ -216,12 +234,24 @@ def revoke_token(engine: Engine, token_id: int, *, by: Principal | None = None) 
 def list_tokens(engine: Engine, user_name: str | None = None) -> list[dict[str, Any]]:
     """Tokens (never their secrets): id, user, created, expires, revoked."""
     with read_only(engine) as session:
-        statement = (select(ApiToken, User.name).join(User, User.id == ApiToken.user_id)
-                     .where(ApiToken.purpose == "api").order_by(ApiToken.id))
+        statement = (
+            select(ApiToken, User.name)
+            .join(User, User.id == ApiToken.user_id)
+            .where(ApiToken.purpose == "api")
+            .order_by(ApiToken.id)
+        )
         if user_name is not None:
             statement = statement.where(User.name == user_name)
-        return [{"id": t.id, "user": name, "created_at": _iso(t.created_at), "expires_at": _iso(t.expires_at),
-                 "revoked_at": _iso(t.revoked_at)} for t, name in session.execute(statement)]
+        return [
+            {
+                "id": t.id,
+                "user": name,
+                "created_at": _iso(t.created_at),
+                "expires_at": _iso(t.expires_at),
+                "revoked_at": _iso(t.revoked_at),
+            }
+            for t, name in session.execute(statement)
+        ]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -244,33 +274,56 @@ def _secret_matches(context: AppContext, token: str, secret: str, secret_hash: s
     return True
 
 
-_BAD_TOKEN = ("The token is not valid: it is wrong, expired or revoked. "
-              "Ask an admin for a new one ('evalstore tokens create --user NAME').")
+_BAD_TOKEN = (
+    "The token is not valid: it is wrong, expired or revoked. "
+    "Ask an admin for a new one ('evalstore tokens create --user NAME')."
+)
 
 
-def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: AppContext | None = None
-                 ) -> Principal:
+def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: AppContext | None = None) -> Principal:
     """The user a token (or a session cookie's value, ``purpose`` session) belongs to. Every way it
     can be wrong gets the same message, so a caller learns nothing about which tokens exist. A
     server passes its ``context``, where passed secret checks are remembered."""
     context = context_for(engine, context)
     prefix, _, rest = token.partition("_")
     token_id, _, secret = rest.partition("_")
-    if (prefix != TOKEN_PREFIX or not secret or not token_id.isascii() or not token_id.isdigit()
-            or len(token_id) > _TOKEN_ID_DIGITS or int(token_id) >= 2**31):
+    if (
+        prefix != TOKEN_PREFIX
+        or not secret
+        or not token_id.isascii()
+        or not token_id.isdigit()
+        or len(token_id) > _TOKEN_ID_DIGITS
+        or int(token_id) >= 2**31
+    ):
         raise AuthenticationError(_BAD_TOKEN)
     with read_only(engine) as session:  # one round trip: this runs on every request that has a token
         row = session.execute(
-            select(ApiToken.purpose, ApiToken.secret_hash, ApiToken.expires_at, ApiToken.revoked_at, User.id,
-                   User.name, User.role, User.team, User.disabled_at)
-            .join(User, User.id == ApiToken.user_id).where(ApiToken.id == int(token_id))).first()
+            select(
+                ApiToken.purpose,
+                ApiToken.secret_hash,
+                ApiToken.expires_at,
+                ApiToken.revoked_at,
+                User.id,
+                User.name,
+                User.role,
+                User.team,
+                User.disabled_at,
+            )
+            .join(User, User.id == ApiToken.user_id)
+            .where(ApiToken.id == int(token_id))
+        ).first()
     if row is None:
         raise AuthenticationError(_BAD_TOKEN)
     # this host's clock, not the database's (which costs a round trip on PostgreSQL): a token's
     # expiry is hours or days away, and hosts' clocks differ by far less
     expired = row.expires_at is not None and as_utc(row.expires_at) <= datetime.now(UTC)
-    if (row.purpose != purpose or row.revoked_at is not None or expired or row.disabled_at is not None
-            or not _secret_matches(context, token, secret, row.secret_hash)):
+    if (
+        row.purpose != purpose
+        or row.revoked_at is not None
+        or expired
+        or row.disabled_at is not None
+        or not _secret_matches(context, token, secret, row.secret_hash)
+    ):
         raise AuthenticationError(_BAD_TOKEN)
     via = "session" if purpose == "session" else "token"
     return Principal(row.id, row.name, row.role, row.team, int(token_id), via)
@@ -279,8 +332,9 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
 def sign_in(engine: Engine, name: str, password: str) -> IssuedToken:
     """A browser session for a user's name and password (the cookie holds its token)."""
     if len(name) > NAME_MAX or len(password) > PASSWORD_MAX:
-        raise InvalidParameterError(f"A user name has at most {NAME_MAX} characters and a password at most "
-                                    f"{PASSWORD_MAX}.")
+        raise InvalidParameterError(
+            f"A user name has at most {NAME_MAX} characters and a password at most {PASSWORD_MAX}."
+        )
     with read_only(engine) as session:
         user = session.scalar(select(User).where(User.name == name))
     valid = False
@@ -308,11 +362,15 @@ def csrf_token(session_token: str) -> str:
 # --- audit log ----------------------------------------------------------------------------------
 
 
-def audit(session: Session, user_name: str | None, action: str, target: str | None = None,
-          detail: dict[str, Any] | None = None) -> None:
+def audit(
+    session: Session,
+    user_name: str | None,
+    action: str,
+    target: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
     """Record who did what, in the transaction that does it (so the log and the deed agree)."""
-    session.add(AuditEntry(at=db_now(session), user_name=user_name, action=action, target=target,
-                           detail=detail or {}))
+    session.add(AuditEntry(at=db_now(session), user_name=user_name, action=action, target=target, detail=detail or {}))
 
 
 def audit_log(engine: Engine, *, limit: int = 200, actions: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -321,5 +379,14 @@ def audit_log(engine: Engine, *, limit: int = 200, actions: Sequence[str] = ()) 
         statement = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
         if actions:
             statement = statement.where(AuditEntry.action.in_(actions))
-        return [{"id": e.id, "at": _iso(e.at), "user": e.user_name, "action": e.action, "target": e.target,
-                 "detail": e.detail} for e in session.scalars(statement)]
+        return [
+            {
+                "id": e.id,
+                "at": _iso(e.at),
+                "user": e.user_name,
+                "action": e.action,
+                "target": e.target,
+                "detail": e.detail,
+            }
+            for e in session.scalars(statement)
+        ]

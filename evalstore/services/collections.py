@@ -46,8 +46,16 @@ def import_topics(engine: Engine, path: Path, *, name: str, replace: bool = Fals
         topic_set = TopicSet(name=name, source=str(path))
         session.add(topic_set)
         session.flush()
-        session.add_all(Topic(topic_set_id=topic_set.id, topic=t.topic, title=t.title, description=t.description,
-                              narrative=t.narrative) for t in statements)
+        session.add_all(
+            Topic(
+                topic_set_id=topic_set.id,
+                topic=t.topic,
+                title=t.title,
+                description=t.description,
+                narrative=t.narrative,
+            )
+            for t in statements
+        )
     return TextSetSummary(name, "topics", len(statements), str(path))
 
 
@@ -70,21 +78,32 @@ def import_documents(engine: Engine, path: Path, *, collection: str, append: boo
             while chunk := list(itertools.islice(documents, _BATCH)):
                 for line, document in chunk:
                     if document.doc in seen:
-                        raise InputFormatError(str(path), line, f"document {document.doc} is given twice (also "
-                                                                f"at line {seen[document.doc]}); keep one")
+                        raise InputFormatError(
+                            str(path),
+                            line,
+                            f"document {document.doc} is given twice (also at line {seen[document.doc]}); keep one",
+                        )
                     seen[document.doc] = line
                 if append:
-                    held = session.scalars(select(Document.doc).where(
-                        Document.collection_id == collection_id, Document.doc.in_([d.doc for _, d in chunk]))).first()
+                    held = session.scalars(
+                        select(Document.doc).where(
+                            Document.collection_id == collection_id, Document.doc.in_([d.doc for _, d in chunk])
+                        )
+                    ).first()
                     if held is not None:
-                        raise InputFormatError(str(path), seen[held], f"document {held} is in collection "
-                                                                      f"'{collection}' already; nothing was added")
-                yield pa.record_batch({
-                    "collection_id": pa.array([collection_id] * len(chunk), pa.int32()),
-                    "doc": pa.array([d.doc for _, d in chunk], pa.string()),
-                    "title": pa.array([d.title for _, d in chunk], pa.string()),
-                    "text": pa.array([d.text for _, d in chunk], pa.string()),
-                })
+                        raise InputFormatError(
+                            str(path),
+                            seen[held],
+                            f"document {held} is in collection '{collection}' already; nothing was added",
+                        )
+                yield pa.record_batch(
+                    {
+                        "collection_id": pa.array([collection_id] * len(chunk), pa.int32()),
+                        "doc": pa.array([d.doc for _, d in chunk], pa.string()),
+                        "title": pa.array([d.title for _, d in chunk], pa.string()),
+                        "text": pa.array([d.text for _, d in chunk], pa.string()),
+                    }
+                )
 
         repo.copy_batches(session, Document.__tablename__, batches())
         if not seen:
@@ -94,14 +113,21 @@ def import_documents(engine: Engine, path: Path, *, collection: str, append: boo
 
 def list_text_sets(engine: Engine) -> list[TextSetSummary]:
     with read_only(engine) as session:
-        topic_sets = session.execute(select(TopicSet.name, TopicSet.source, func.count(Topic.topic))
-                                     .outerjoin(Topic, Topic.topic_set_id == TopicSet.id)
-                                     .group_by(TopicSet.id).order_by(TopicSet.name)).all()
-        collections = session.execute(select(Collection.name, Collection.source, func.count(Document.doc))
-                                      .outerjoin(Document, Document.collection_id == Collection.id)
-                                      .group_by(Collection.id).order_by(Collection.name)).all()
-    return ([TextSetSummary(n, "topics", c, s) for n, s, c in topic_sets]
-            + [TextSetSummary(n, "documents", c, s) for n, s, c in collections])
+        topic_sets = session.execute(
+            select(TopicSet.name, TopicSet.source, func.count(Topic.topic))
+            .outerjoin(Topic, Topic.topic_set_id == TopicSet.id)
+            .group_by(TopicSet.id)
+            .order_by(TopicSet.name)
+        ).all()
+        collections = session.execute(
+            select(Collection.name, Collection.source, func.count(Document.doc))
+            .outerjoin(Document, Document.collection_id == Collection.id)
+            .group_by(Collection.id)
+            .order_by(Collection.name)
+        ).all()
+    return [TextSetSummary(n, "topics", c, s) for n, s, c in topic_sets] + [
+        TextSetSummary(n, "documents", c, s) for n, s, c in collections
+    ]
 
 
 def delete_collection(engine: Engine, name: str) -> None:
@@ -115,8 +141,11 @@ def topic_statement(session: Session, topic_set: str | None, topic: str) -> Topi
     """The topic's statement in the named set (None: no such set, or the set lacks the topic)."""
     if topic_set is None:
         return None
-    found = session.scalar(select(Topic).join(TopicSet, TopicSet.id == Topic.topic_set_id)
-                           .where(TopicSet.name == topic_set, Topic.topic == topic))
+    found = session.scalar(
+        select(Topic)
+        .join(TopicSet, TopicSet.id == Topic.topic_set_id)
+        .where(TopicSet.name == topic_set, Topic.topic == topic)
+    )
     return None if found is None else TopicStatement(found.topic, found.title, found.description, found.narrative)
 
 
@@ -124,7 +153,9 @@ def document_texts(session: Session, collection: str | None, docs: Sequence[str]
     """The text of those of ``docs`` the named collection holds (a document it lacks is absent)."""
     if collection is None or not docs:
         return {}
-    rows = session.execute(select(Document.doc, Document.title, Document.text)
-                           .join(Collection, Collection.id == Document.collection_id)
-                           .where(Collection.name == collection, Document.doc.in_(list(docs)))).all()
+    rows = session.execute(
+        select(Document.doc, Document.title, Document.text)
+        .join(Collection, Collection.id == Document.collection_id)
+        .where(Collection.name == collection, Document.doc.in_(list(docs)))
+    ).all()
     return {doc: DocumentText(doc, title, text) for doc, title, text in rows}

@@ -93,10 +93,21 @@ class HealthReport:
         return asdict(self)
 
 
-def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_MEASURES, test: str = "t",
-           correction: str = "holm", alpha: float = 0.05, power: float = 0.8, difference: float = 0.05,
-           seed: int | None = None, resamples: int = SUBSET_RESAMPLES, pool_depth: int = 100,
-           only_runs: Collection[str] | None = None) -> HealthReport:
+def health(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    measures: Sequence[str] = HEALTH_MEASURES,
+    test: str = "t",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    power: float = 0.8,
+    difference: float = 0.05,
+    seed: int | None = None,
+    resamples: int = SUBSET_RESAMPLES,
+    pool_depth: int = 100,
+    only_runs: Collection[str] | None = None,
+) -> HealthReport:
     """The collection's report over every run evaluated on it with ``measures`` (of ``only_runs`` only,
     when given: a task's)."""
     if test not in significance.TESTS:
@@ -109,14 +120,29 @@ def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_
     board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names, runs=only_runs)
     runs = [row.run for row in board.rows if all(n in row.values for n in names)]
     if len(runs) < 2:
-        raise EvaluationError(f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "
-                              f"evaluate them first: 'evalstore evaluate --qrels {qrels_name} --all-runs --measures "
-                              f"{','.join(names)} --wait'.")
-    matrix = comparisons.score_matrix(engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero",
-                                      evaluate_missing=False)
+        raise EvaluationError(
+            f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "
+            f"evaluate them first: 'evalstore evaluate --qrels {qrels_name} --all-runs --measures "
+            f"{','.join(names)} --wait'."
+        )
+    matrix = comparisons.score_matrix(
+        engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero", evaluate_missing=False
+    )
     seed = secrets.randbits(31) if seed is None else seed
-    report = HealthReport(qrels_name, runs, len(matrix.topics), matrix.measures, test, correction, alpha, power, seed,
-                          difference, pool_depth, notes=list(board.notes))
+    report = HealthReport(
+        qrels_name,
+        runs,
+        len(matrix.topics),
+        matrix.measures,
+        test,
+        correction,
+        alpha,
+        power,
+        seed,
+        difference,
+        pool_depth,
+        notes=list(board.notes),
+    )
     rng = np.random.default_rng(seed)
     for name in matrix.measures:
         scores = matrix.scores[name]
@@ -124,27 +150,31 @@ def health(engine: Engine, *, qrels_name: str, measures: Sequence[str] = HEALTH_
         report.stability.extend(_stability(name, scores, difference, resamples, rng))
         report.topic_set_size.append(_topic_set_size(name, scores, difference, alpha, power))
     report.judged_at_10 = {row.run: row.judged_at_10 for row in board.rows if row.run in runs}
-    report.leave_one_run_out, report.leave_one_team_out = _pool_bias(engine, qrels_name, runs, matrix.measures[0],
-                                                                     pool_depth)
+    report.leave_one_run_out, report.leave_one_team_out = _pool_bias(
+        engine, qrels_name, runs, matrix.measures[0], pool_depth
+    )
     if len(matrix.topics) < 2 * 5:
         report.notes.append("fewer than 10 topics: the stability curve needs two disjoint sets of 5 or more")
     return report
 
 
-def _discriminative_power(name: str, scores: np.ndarray, test: str, correction: str, alpha: float,
-                          rng: np.random.Generator) -> DiscriminativePower:
+def _discriminative_power(
+    name: str, scores: np.ndarray, test: str, correction: str, alpha: float, rng: np.random.Generator
+) -> DiscriminativePower:
     pairs = [(i, j) for i in range(len(scores)) for j in range(i + 1, len(scores))]
     diffs = np.vstack([scores[i] - scores[j] for i, j in pairs])
     outcome = significance.paired_test(diffs, test, rng=rng)
     corrected = significance.correct(outcome.p_value, correction, alpha)
     found = corrected < alpha
     means = np.abs(diffs.mean(axis=1))
-    return DiscriminativePower(name, len(pairs), int(found.sum()), float(found.mean()),
-                               float(means[found].min()) if found.any() else None)
+    return DiscriminativePower(
+        name, len(pairs), int(found.sum()), float(found.mean()), float(means[found].min()) if found.any() else None
+    )
 
 
-def _stability(name: str, scores: np.ndarray, large: float, resamples: int, rng: np.random.Generator
-               ) -> list[Stability]:
+def _stability(
+    name: str, scores: np.ndarray, large: float, resamples: int, rng: np.random.Generator
+) -> list[Stability]:
     """Swap rates for two disjoint topic sets of n = 5, 10, ... up to half the topics: one draw of
     ``resamples`` topic permutations, every run pair at once."""
     runs, topics = scores.shape
@@ -153,12 +183,11 @@ def _stability(name: str, scores: np.ndarray, large: float, resamples: int, rng:
     for n in range(5, topics // 2 + 1, 5):
         order = rng.permuted(np.tile(np.arange(topics), (resamples, 1)), axis=1)
         a = scores[:, order[:, :n]].mean(axis=2)  # runs x resamples
-        b = scores[:, order[:, n:2 * n]].mean(axis=2)
+        b = scores[:, order[:, n : 2 * n]].mean(axis=2)
         da, db = a[first] - a[second], b[first] - b[second]  # pairs x resamples
         swapped = np.sign(da) * np.sign(db) < 0
         big = np.abs(da) > large
-        found.append(Stability(name, n, float(swapped.mean()),
-                               float(swapped[big].mean()) if big.any() else None))
+        found.append(Stability(name, n, float(swapped.mean()), float(swapped[big].mean()) if big.any() else None))
     return found
 
 
@@ -182,21 +211,34 @@ def _topic_set_size(name: str, scores: np.ndarray, difference: float, alpha: flo
     return TopicSetSize(name, variance, difference, topics, float(detectable) * spread)
 
 
-def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, depth: int
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _pool_bias(
+    engine: Engine, qrels_name: str, runs: list[str], measure: str, depth: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Leave-one-run-out and leave-one-team-out over the depth-``depth`` pool of the runs (a
     run's team: its task submission's, else its system, else its name)."""
     with read_only(engine) as session:
         stored = [repo.get_run(session, name) for name in runs]
-        teams = dict(session.execute(select(Run.name, Submission.team).join(Submission, Submission.run_id == Run.id)
-                                     .where(Run.name.in_(runs))).all())
+        teams = dict(
+            session.execute(
+                select(Run.name, Submission.team)
+                .join(Submission, Submission.run_id == Run.id)
+                .where(Run.name.in_(runs))
+            ).all()
+        )
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         # every run whole, in one read: trec_eval's order is the stored rank, so -rank scores it
         ranked = pools.read_candidates(session, stored, None, None)
     codes = ranked["run"].to_numpy()
-    tables = {run.name: pa.table({"topic": ranked["topic"], "doc": ranked["doc"],
-                                  "score": pa.array(-ranked["rank"].to_numpy().astype(np.float64))}
-                                 ).filter(pa.array(codes == i)) for i, run in enumerate(stored)}
+    tables = {
+        run.name: pa.table(
+            {
+                "topic": ranked["topic"],
+                "doc": ranked["doc"],
+                "score": pa.array(-ranked["rank"].to_numpy().astype(np.float64)),
+            }
+        ).filter(pa.array(codes == i))
+        for i, run in enumerate(stored)
+    }
     cands = ranked.filter(pc.less_equal(ranked["rank"], depth))
     pool = pooling.build(cands, runs, pooling.PoolSettings("depth", depth, None)).to_pandas()
     by_team: dict[str, list[str]] = {}
@@ -204,8 +246,13 @@ def _pool_bias(engine: Engine, qrels_name: str, runs: list[str], measure: str, d
         by_team.setdefault(teams.get(run.name) or run.system or run.name, []).append(run.name)
     groups: dict[str, list[str]] = {run: [run] for run in runs}
     groups.update({f"team {team}": members for team, members in by_team.items() if members != [team]})
-    rows = pools.leave_out(qrels.astype({"topic": object, "doc": object}), tables,
-                           pool[["topic", "doc", "contributors"]], groups, [measure])
+    rows = pools.leave_out(
+        qrels.astype({"topic": object, "doc": object}),
+        tables,
+        pool[["topic", "doc", "contributors"]],
+        groups,
+        [measure],
+    )
     return [r for r in rows if "group" not in r], [r for r in rows if "group" in r]
 
 
@@ -221,8 +268,9 @@ class Standardised:
     zscores: dict[str, pd.DataFrame]  # measure -> runs x topics
 
 
-def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], path: Path | None = None,
-                name: str | None = None) -> Standardised:
+def standardize(
+    engine: Engine, *, qrels_name: str, measures: Sequence[str], path: Path | None = None, name: str | None = None
+) -> Standardised:
     """Per topic and measure, the mean and standard deviation (n-1) of the scores of every run
     evaluated on the qrels, written as trec_eval's ``-Z`` file (``qid measure mean stddev``, the
     measure by trec_eval's name), and each run's per-topic z-scores ``(score - mean) / stddev``;
@@ -234,10 +282,13 @@ def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], pat
     board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)
     runs = [row.run for row in board.rows if all(n in row.values for n in names)]
     if len(runs) < 2:
-        raise EvaluationError(f"Standardising needs two or more runs evaluated on '{qrels_name}' with "
-                              f"{', '.join(names)}; evaluate them first.")
-    matrix = comparisons.score_matrix(engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero",
-                                      evaluate_missing=False)
+        raise EvaluationError(
+            f"Standardising needs two or more runs evaluated on '{qrels_name}' with "
+            f"{', '.join(names)}; evaluate them first."
+        )
+    matrix = comparisons.score_matrix(
+        engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero", evaluate_missing=False
+    )
     printed = {str(m): trec_name for _, trec_name, m in stored_rows(resolve_measures(matrix.measures)) if m is not None}
     rows, zscores = [], {}
     for measure in matrix.measures:
@@ -255,36 +306,76 @@ def standardize(engine: Engine, *, qrels_name: str, measures: Sequence[str], pat
     return Standardised(name, qrels_name, matrix.runs, statistics, zscores)
 
 
-def _store_standardisation(engine: Engine, name: str, qrels_name: str, runs: list[str], statistics: pd.DataFrame,
-                           zscores: dict[str, pd.DataFrame]) -> None:
+def _store_standardisation(
+    engine: Engine,
+    name: str,
+    qrels_name: str,
+    runs: list[str],
+    statistics: pd.DataFrame,
+    zscores: dict[str, pd.DataFrame],
+) -> None:
     with unit_of_work(engine) as session:
         session.execute(delete(Standardisation).where(Standardisation.name == name))
         stored = Standardisation(name=name, qrels=qrels_name, measures=list(zscores), runs=runs)
         session.add(stored)
         session.flush()
-        session.execute(insert(StandardisationStatistic), [
-            {"standardisation_id": stored.id, "topic": str(t), "measure": m, "mean": mean, "stddev": sd}
-            for t, m, mean, sd in statistics.itertuples(index=False)])
-        session.execute(insert(StandardisedValue), [
-            {"standardisation_id": stored.id, "measure": measure, "run": str(run), "topic": str(topic),
-             "z": float(z)}
-            for measure, frame in zscores.items() for run, row in frame.iterrows() for topic, z in row.items()])
+        session.execute(
+            insert(StandardisationStatistic),
+            [
+                {"standardisation_id": stored.id, "topic": str(t), "measure": m, "mean": mean, "stddev": sd}
+                for t, m, mean, sd in statistics.itertuples(index=False)
+            ],
+        )
+        session.execute(
+            insert(StandardisedValue),
+            [
+                {
+                    "standardisation_id": stored.id,
+                    "measure": measure,
+                    "run": str(run),
+                    "topic": str(topic),
+                    "z": float(z),
+                }
+                for measure, frame in zscores.items()
+                for run, row in frame.iterrows()
+                for topic, z in row.items()
+            ],
+        )
 
 
 def read_standardisation(engine: Engine, name: str) -> Standardised:
     """A stored standardisation: its statistics and z-scores, as :func:`standardize` returned them."""
     with read_only(engine) as session:
-        stored = repo.get_named(session, Standardisation, name, f"No standardisation named '{name}'. Make one with "
-                                "'evalstore standardize --qrels QRELS --measure M --name NAME'.")
-        statistics = pd.DataFrame(session.execute(
-            select(StandardisationStatistic.topic, StandardisationStatistic.measure, StandardisationStatistic.mean,
-                   StandardisationStatistic.stddev).where(StandardisationStatistic.standardisation_id == stored.id)
-            .order_by(StandardisationStatistic.measure, StandardisationStatistic.topic)).all(),
-            columns=["topic", "measure", "mean", "stddev"])
-        values = pd.DataFrame(session.execute(
-            select(StandardisedValue.measure, StandardisedValue.run, StandardisedValue.topic, StandardisedValue.z)
-            .where(StandardisedValue.standardisation_id == stored.id)).all(), columns=["measure", "run", "topic", "z"])
-        zscores = {str(measure): group.pivot(index="run", columns="topic", values="z").rename_axis(index=None,
-                                                                                                   columns=None)
-                   for measure, group in values.groupby("measure")}
+        stored = repo.get_named(
+            session,
+            Standardisation,
+            name,
+            f"No standardisation named '{name}'. Make one with "
+            "'evalstore standardize --qrels QRELS --measure M --name NAME'.",
+        )
+        statistics = pd.DataFrame(
+            session.execute(
+                select(
+                    StandardisationStatistic.topic,
+                    StandardisationStatistic.measure,
+                    StandardisationStatistic.mean,
+                    StandardisationStatistic.stddev,
+                )
+                .where(StandardisationStatistic.standardisation_id == stored.id)
+                .order_by(StandardisationStatistic.measure, StandardisationStatistic.topic)
+            ).all(),
+            columns=["topic", "measure", "mean", "stddev"],
+        )
+        values = pd.DataFrame(
+            session.execute(
+                select(
+                    StandardisedValue.measure, StandardisedValue.run, StandardisedValue.topic, StandardisedValue.z
+                ).where(StandardisedValue.standardisation_id == stored.id)
+            ).all(),
+            columns=["measure", "run", "topic", "z"],
+        )
+        zscores = {
+            str(measure): group.pivot(index="run", columns="topic", values="z").rename_axis(index=None, columns=None)
+            for measure, group in values.groupby("measure")
+        }
         return Standardised(stored.name, stored.qrels, list(stored.runs), statistics, zscores)

@@ -56,9 +56,16 @@ def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Princ
         audit(session, by.name if by else None, "pools.assign", pool_name, {"assessor": user_name})
 
 
-def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = None, collection: str | None = None,
-                   grades: Mapping[int, str] | None = None, double_share: float | None = None,
-                   seed: int | None = None) -> dict[str, Any]:
+def configure_pool(
+    engine: Engine,
+    pool_name: str,
+    *,
+    topic_set: str | None = None,
+    collection: str | None = None,
+    grades: Mapping[int, str] | None = None,
+    double_share: float | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
     """Name the topic statements and documents a pool's assessors read, its grades with their
     labels (each grade a relevance value 0-9), and the share of each topic judged twice: with a
     share, a topic is its first assessor's, and each other assessor judges that seeded share of
@@ -86,9 +93,14 @@ def configure_pool(engine: Engine, pool_name: str, *, topic_set: str | None = No
 
 
 def _settings(pool: Pool) -> dict[str, Any]:
-    return {"pool": pool.name, "topics": pool.topic_set, "collection": pool.collection,
-            "grades": pool.grades or POOL_GRADES, "double_share": pool.double_share, "double_seed": pool.double_seed}
-
+    return {
+        "pool": pool.name,
+        "topics": pool.topic_set,
+        "collection": pool.collection,
+        "grades": pool.grades or POOL_GRADES,
+        "double_share": pool.double_share,
+        "double_seed": pool.double_seed,
+    }
 
 
 def _judged_pool(session: Session, principal: Principal, name: str) -> Pool:
@@ -108,18 +120,27 @@ def assessor_pools(engine: Engine, principal: Principal) -> list[dict[str, Any]]
         statement = select(Pool).order_by(Pool.name)
         if not principal.is_admin:
             statement = statement.join(PoolAssignment, PoolAssignment.pool_id == Pool.id).where(
-                PoolAssignment.user_id == principal.user_id)
+                PoolAssignment.user_id == principal.user_id
+            )
         pools = list(session.scalars(statement))
-        return [{"name": p.name, "strategy": p.strategy,
-                 "entries": session.scalar(select(func.count()).select_from(PoolEntry)
-                                           .where(PoolEntry.pool_id == p.id)),
-                 "judged_by_you": session.scalar(select(func.count()).select_from(PoolJudgment).where(
-                     PoolJudgment.pool_id == p.id, PoolJudgment.assessor == principal.name))}
-                for p in pools]
+        return [
+            {
+                "name": p.name,
+                "strategy": p.strategy,
+                "entries": session.scalar(select(func.count()).select_from(PoolEntry).where(PoolEntry.pool_id == p.id)),
+                "judged_by_you": session.scalar(
+                    select(func.count())
+                    .select_from(PoolJudgment)
+                    .where(PoolJudgment.pool_id == p.id, PoolJudgment.assessor == principal.name)
+                ),
+            }
+            for p in pools
+        ]
 
 
-def pool_entries(engine: Engine, principal: Principal, pool_name: str, *, topic: str | None = None
-                 ) -> list[dict[str, Any]]:
+def pool_entries(
+    engine: Engine, principal: Principal, pool_name: str, *, topic: str | None = None
+) -> list[dict[str, Any]]:
     """The documents to judge, in judging order, with this assessor's judgments so far."""
     with read_only(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
@@ -130,12 +151,18 @@ def pool_entries(engine: Engine, principal: Principal, pool_name: str, *, topic:
 
 
 def _entries_with_mine(pool: Pool, principal: Principal) -> Any:
-    return (select(PoolEntry.topic, PoolEntry.doc, PoolJudgment.relevance, PoolJudgment.created_at)
-            .outerjoin(PoolJudgment, (PoolJudgment.pool_id == PoolEntry.pool_id)
-                       & (PoolJudgment.topic == PoolEntry.topic) & (PoolJudgment.doc == PoolEntry.doc)
-                       & (PoolJudgment.assessor == principal.name))
-            .where(PoolEntry.pool_id == pool.id)
-            .order_by(PoolEntry.topic, PoolEntry.judge_order, PoolEntry.doc))
+    return (
+        select(PoolEntry.topic, PoolEntry.doc, PoolJudgment.relevance, PoolJudgment.created_at)
+        .outerjoin(
+            PoolJudgment,
+            (PoolJudgment.pool_id == PoolEntry.pool_id)
+            & (PoolJudgment.topic == PoolEntry.topic)
+            & (PoolJudgment.doc == PoolEntry.doc)
+            & (PoolJudgment.assessor == principal.name),
+        )
+        .where(PoolEntry.pool_id == pool.id)
+        .order_by(PoolEntry.topic, PoolEntry.judge_order, PoolEntry.doc)
+    )
 
 
 @dataclass(frozen=True)
@@ -160,9 +187,15 @@ def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tupl
         for topic, rows in by_topic.items():
             mine = _my_share(pool, principal, topic, rows, firsts.get(topic))
             statement = collections.topic_statement(session, pool.topic_set, topic)
-            progress.append(TopicProgress(topic, statement.title if statement else None, len(mine),
-                                          sum(r is not None for _, r in mine),
-                                          _role(pool, principal, firsts.get(topic))))
+            progress.append(
+                TopicProgress(
+                    topic,
+                    statement.title if statement else None,
+                    len(mine),
+                    sum(r is not None for _, r in mine),
+                    _role(pool, principal, firsts.get(topic)),
+                )
+            )
         return _settings(pool), progress
 
 
@@ -171,11 +204,18 @@ def _first_assessors(session: Session, pool: Pool) -> dict[str, str]:
     whole when the pool shares topics out)."""
     if pool.double_share is None:
         return {}
-    earliest = (select(PoolJudgment.topic, func.min(PoolJudgment.created_at).label("at"))
-                .where(PoolJudgment.pool_id == pool.id).group_by(PoolJudgment.topic).subquery())
-    rows = session.execute(select(PoolJudgment.topic, PoolJudgment.assessor).join(
-        earliest, (earliest.c.topic == PoolJudgment.topic) & (earliest.c.at == PoolJudgment.created_at))
-        .where(PoolJudgment.pool_id == pool.id).order_by(PoolJudgment.assessor.desc())).all()
+    earliest = (
+        select(PoolJudgment.topic, func.min(PoolJudgment.created_at).label("at"))
+        .where(PoolJudgment.pool_id == pool.id)
+        .group_by(PoolJudgment.topic)
+        .subquery()
+    )
+    rows = session.execute(
+        select(PoolJudgment.topic, PoolJudgment.assessor)
+        .join(earliest, (earliest.c.topic == PoolJudgment.topic) & (earliest.c.at == PoolJudgment.created_at))
+        .where(PoolJudgment.pool_id == pool.id)
+        .order_by(PoolJudgment.assessor.desc())
+    ).all()
     return {topic: assessor for topic, assessor in rows}  # a tie in time: the first name wins
 
 
@@ -215,8 +255,9 @@ def double_sample(pool_seed: int, share: float, topic: str, docs: Sequence[str])
     return {ordered[i] for i in rng.choice(len(ordered), size=count, replace=False)}
 
 
-def _my_share(pool: Pool, principal: Principal, topic: str, rows: list[tuple[str, int | None]],
-              first: str | None) -> list[tuple[str, int | None]]:
+def _my_share(
+    pool: Pool, principal: Principal, topic: str, rows: list[tuple[str, int | None]], first: str | None
+) -> list[tuple[str, int | None]]:
     """The (doc, my relevance) of the topic this assessor judges, in judging order."""
     if pool.double_share is None or first in (None, principal.name):
         return rows
@@ -258,19 +299,33 @@ def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: 
         newest = max(judged, key=lambda j: (jobs.as_utc(j[0]), j[1])) if judged else None
         position, doc = pending[0] if pending else (len(rows), None)
         texts = collections.document_texts(session, pool.collection, [doc] if doc else [])
-        return JudgingScreen(pool.name, pool.grades or POOL_GRADES, topic,
-                             collections.topic_statement(session, pool.topic_set, topic), doc,
-                             texts.get(doc) if doc else None, position, len(judged), len(rows),
-                             (newest[1], newest[2]) if newest else None, _role(pool, principal, first),
-                             _undone_note(session, principal, pool, topic, doc) if doc else None)
+        return JudgingScreen(
+            pool.name,
+            pool.grades or POOL_GRADES,
+            topic,
+            collections.topic_statement(session, pool.topic_set, topic),
+            doc,
+            texts.get(doc) if doc else None,
+            position,
+            len(judged),
+            len(rows),
+            (newest[1], newest[2]) if newest else None,
+            _role(pool, principal, first),
+            _undone_note(session, principal, pool, topic, doc) if doc else None,
+        )
 
 
 def _undone_note(session: Session, principal: Principal, pool: Pool, topic: str, doc: str) -> str | None:
     """The note of this assessor's judgment of the document that an undo took back (kept in the
     audit log), so that judging the document again does not lose it."""
-    undos = session.scalars(select(AuditEntry.detail).where(
-        AuditEntry.action == "pools.undo", AuditEntry.user_name == principal.name, AuditEntry.target == pool.name)
-        .order_by(AuditEntry.id.desc()).limit(UNDOS_SEARCHED))
+    undos = session.scalars(
+        select(AuditEntry.detail)
+        .where(
+            AuditEntry.action == "pools.undo", AuditEntry.user_name == principal.name, AuditEntry.target == pool.name
+        )
+        .order_by(AuditEntry.id.desc())
+        .limit(UNDOS_SEARCHED)
+    )
     for detail in undos:
         if detail.get("topic") == topic and detail.get("doc") == doc:
             note = detail.get("note")
@@ -287,26 +342,34 @@ class MyJudgment:
     position: int  # 1-based, in judging order
 
 
-def my_judgments(engine: Engine, principal: Principal, pool_name: str, topic: str
-                 ) -> tuple[dict[str, str], str, list[MyJudgment]]:
+def my_judgments(
+    engine: Engine, principal: Principal, pool_name: str, topic: str
+) -> tuple[dict[str, str], str, list[MyJudgment]]:
     """The pool's grades, the assessor's role on the topic, and their own judgments of the topic in
     judging order, each with its note (judging is blind: never another assessor's)."""
     with read_only(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
-        rows = session.execute(_entries_with_mine(pool, principal).add_columns(PoolJudgment.note)
-                               .where(PoolEntry.topic == topic)).all()
+        rows = session.execute(
+            _entries_with_mine(pool, principal).add_columns(PoolJudgment.note).where(PoolEntry.topic == topic)
+        ).all()
         if not rows:
             raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")
-        mine = [(i, doc, relevance, note) for i, (_, doc, relevance, _, note) in enumerate(rows, start=1)
-                if relevance is not None]
+        mine = [
+            (i, doc, relevance, note)
+            for i, (_, doc, relevance, _, note) in enumerate(rows, start=1)
+            if relevance is not None
+        ]
         texts = collections.document_texts(session, pool.collection, [doc for _, doc, _, _ in mine])
-        judgments = [MyJudgment(doc, texts[doc].title if doc in texts else None, relevance, note, i)
-                     for i, doc, relevance, note in mine]
+        judgments = [
+            MyJudgment(doc, texts[doc].title if doc in texts else None, relevance, note, i)
+            for i, doc, relevance, note in mine
+        ]
         return pool.grades or POOL_GRADES, _role(pool, principal, _first_assessors(session, pool).get(topic)), judgments
 
 
-def revise_judgment(engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None,
-                    *, note: str | None) -> None:
+def revise_judgment(
+    engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None, *, note: str | None
+) -> None:
     """Change one of the assessor's own judgments: its grade (None: skipped, not rateable) and its
     note (None or blank: no note). Its time stays that of the first judging, so a revision moves
     neither the topic's first assessor nor what an undo takes back."""
@@ -317,23 +380,41 @@ def revise_judgment(engine: Engine, principal: Principal, pool_name: str, topic:
         _check_grade(pool, grade)
         row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
         if row is None:
-            raise NotFoundError(f"You have not judged document '{doc}' of topic '{topic}' in pool '{pool_name}'; "
-                                "judge it on the topic's judging screen first.")
+            raise NotFoundError(
+                f"You have not judged document '{doc}' of topic '{topic}' in pool '{pool_name}'; "
+                "judge it on the topic's judging screen first."
+            )
         before = row.relevance
         row.relevance, row.note = SKIPPED if grade is None else grade, (note or "").strip() or None
-        audit(session, principal.name, "pools.revise", pool.name,
-              {"topic": topic, "doc": doc, "from": before, "to": row.relevance})
+        audit(
+            session,
+            principal.name,
+            "pools.revise",
+            pool.name,
+            {"topic": topic, "doc": doc, "from": before, "to": row.relevance},
+        )
 
 
 def _check_grade(pool: Pool, grade: int | None) -> None:
     grades = pool.grades or POOL_GRADES
     if grade is not None and str(grade) not in grades:
-        raise InvalidParameterError(f"Grade {grade} is not on pool '{pool.name}'s scale "
-                                    f"({', '.join(f'{g} {label}' for g, label in grades.items())}).")
+        raise InvalidParameterError(
+            f"Grade {grade} is not on pool '{pool.name}'s scale "
+            f"({', '.join(f'{g} {label}' for g, label in grades.items())})."
+        )
 
 
-def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: str, doc: str, grade: int | None,
-                   *, seconds: float | None = None, note: str | None = None) -> None:
+def judge_document(
+    engine: Engine,
+    principal: Principal,
+    pool_name: str,
+    topic: str,
+    doc: str,
+    grade: int | None,
+    *,
+    seconds: float | None = None,
+    note: str | None = None,
+) -> None:
     """Record one judgment from the judging screen: a grade of the pool's scale, or None for
     "skipped: not rateable"; with the time it took and the assessor's note."""
     if note is not None and len(note) > NOTE_CHARACTERS:
@@ -343,13 +424,19 @@ def judge_document(engine: Engine, principal: Principal, pool_name: str, topic: 
     with unit_of_work(engine) as session:
         pool = _judged_pool(session, principal, pool_name)
         _check_grade(pool, grade)
-        _record(session, principal, pool, [(topic, doc, SKIPPED if grade is None else grade)],
-                seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
-                note=(note or "").strip() or None)
+        _record(
+            session,
+            principal,
+            pool,
+            [(topic, doc, SKIPPED if grade is None else grade)],
+            seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
+            note=(note or "").strip() or None,
+        )
 
 
-def record_judgments(engine: Engine, principal: Principal, pool_name: str,
-                     judgments: Sequence[tuple[str, str, int]]) -> int:
+def record_judgments(
+    engine: Engine, principal: Principal, pool_name: str, judgments: Sequence[tuple[str, str, int]]
+) -> int:
     """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
     a document judged again keeps the newest label. Returns how many were recorded."""
     with unit_of_work(engine) as session:
@@ -357,22 +444,45 @@ def record_judgments(engine: Engine, principal: Principal, pool_name: str,
         return len(judgments)
 
 
-def _record(session: Session, principal: Principal, pool: Pool, judgments: Sequence[tuple[str, str, int]], *,
-            seconds: float | None = None, note: str | None = None) -> None:
+def _record(
+    session: Session,
+    principal: Principal,
+    pool: Pool,
+    judgments: Sequence[tuple[str, str, int]],
+    *,
+    seconds: float | None = None,
+    note: str | None = None,
+) -> None:
     wanted = {(t, d) for t, d, _ in judgments}
-    pooled = set(session.execute(select(PoolEntry.topic, PoolEntry.doc).where(
-        PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted}))).all())
+    pooled = set(
+        session.execute(
+            select(PoolEntry.topic, PoolEntry.doc).where(
+                PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted})
+            )
+        ).all()
+    )
     outside = sorted(wanted - pooled)
     if outside:
-        raise InvalidParameterError(f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool "
-                                    f"'{pool.name}'; nothing was recorded.")
+        raise InvalidParameterError(
+            f"Document '{outside[0][1]}' of topic '{outside[0][0]}' is not in pool '{pool.name}'; nothing was recorded."
+        )
     now = jobs.db_now(session)
     assert principal.name is not None
     for topic, doc, relevance in judgments:
         row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
         if row is None:
-            session.add(PoolJudgment(pool_id=pool.id, topic=topic, doc=doc, assessor=principal.name,
-                                     relevance=relevance, created_at=now, seconds=seconds, note=note))
+            session.add(
+                PoolJudgment(
+                    pool_id=pool.id,
+                    topic=topic,
+                    doc=doc,
+                    assessor=principal.name,
+                    relevance=relevance,
+                    created_at=now,
+                    seconds=seconds,
+                    note=note,
+                )
+            )
         else:
             row.relevance, row.created_at, row.seconds, row.note = relevance, now, seconds, note
     audit(session, principal.name, "pools.judge", pool.name, {"judgments": len(judgments)})
@@ -386,15 +496,28 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
         pool = _judged_pool(session, principal, pool_name)
         found = session.execute(
             select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
-            .where(PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic,
-                   PoolJudgment.assessor == principal.name)
-            .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc()).limit(1)).first()
+            .where(
+                PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic, PoolJudgment.assessor == principal.name
+            )
+            .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc())
+            .limit(1)
+        ).first()
         if found is None:
             return None
         newest, relevance, note = found
-        session.execute(delete(PoolJudgment).where(
-            PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic, PoolJudgment.doc == newest,
-            PoolJudgment.assessor == principal.name))
-        audit(session, principal.name, "pools.undo", pool.name,
-              {"topic": topic, "doc": newest, "relevance": relevance, "note": note})
+        session.execute(
+            delete(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id,
+                PoolJudgment.topic == topic,
+                PoolJudgment.doc == newest,
+                PoolJudgment.assessor == principal.name,
+            )
+        )
+        audit(
+            session,
+            principal.name,
+            "pools.undo",
+            pool.name,
+            {"topic": topic, "doc": newest, "relevance": relevance, "note": note},
+        )
         return str(newest)

@@ -41,37 +41,81 @@ class SetSummary:
     created: bool = True
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "rows": self.rows, "created_at": self.created_at.isoformat(),
-                "content_hash": self.content_hash, **self.details}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "rows": self.rows,
+            "created_at": self.created_at.isoformat(),
+            "content_hash": self.content_hash,
+            **self.details,
+        }
 
 
 def _label_summary(label_set: LabelSet, created: bool = True) -> SetSummary:
-    return SetSummary("labels", label_set.name, label_set.row_count, label_set.content_hash, label_set.created_at,
-                      {"classes": list(label_set.classes), "groups": label_set.group_count,
-                       "multilabel": label_set.multilabel, "weighted": label_set.weighted,
-                       "description": label_set.description, "source": label_set.source}, created)
+    return SetSummary(
+        "labels",
+        label_set.name,
+        label_set.row_count,
+        label_set.content_hash,
+        label_set.created_at,
+        {
+            "classes": list(label_set.classes),
+            "groups": label_set.group_count,
+            "multilabel": label_set.multilabel,
+            "weighted": label_set.weighted,
+            "description": label_set.description,
+            "source": label_set.source,
+        },
+        created,
+    )
 
 
 def _prediction_summary(prediction_set: PredictionSet, labels: str, created: bool = True) -> SetSummary:
-    provides = [what for what, has in (("label", prediction_set.has_label), ("score", prediction_set.has_score),
-                                       ("class scores", bool(prediction_set.score_classes))) if has]
-    return SetSummary(prediction_set.kind, prediction_set.name, prediction_set.row_count,
-                      prediction_set.content_hash, prediction_set.created_at,
-                      {"labels": labels, "system": prediction_set.system, "provides": provides,
-                       "probabilities": prediction_set.probabilities, "metadata": dict(prediction_set.metadata_ or {}),
-                       "description": prediction_set.description, "source": prediction_set.source}, created)
+    provides = [
+        what
+        for what, has in (
+            ("label", prediction_set.has_label),
+            ("score", prediction_set.has_score),
+            ("class scores", bool(prediction_set.score_classes)),
+        )
+        if has
+    ]
+    return SetSummary(
+        prediction_set.kind,
+        prediction_set.name,
+        prediction_set.row_count,
+        prediction_set.content_hash,
+        prediction_set.created_at,
+        {
+            "labels": labels,
+            "system": prediction_set.system,
+            "provides": provides,
+            "probabilities": prediction_set.probabilities,
+            "metadata": dict(prediction_set.metadata_ or {}),
+            "description": prediction_set.description,
+            "source": prediction_set.source,
+        },
+        created,
+    )
 
 
 def get_label_set(session: Session, name: str) -> LabelSet:
-    return repo.get_named(session, LabelSet, name,
-                          f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH --name "
-                          f"{name}'.")
+    return repo.get_named(
+        session,
+        LabelSet,
+        name,
+        f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH --name {name}'.",
+    )
 
 
 def get_prediction_set(session: Session, name: str) -> PredictionSet:
-    return repo.get_named(session, PredictionSet, name,
-                          f"No predictions named '{name}'. Register them with 'evalstore predictions register PATH "
-                          f"--name {name} --labels GOLD' (or 'evalstore clusters register').")
+    return repo.get_named(
+        session,
+        PredictionSet,
+        name,
+        f"No predictions named '{name}'. Register them with 'evalstore predictions register PATH "
+        f"--name {name} --labels GOLD' (or 'evalstore clusters register').",
+    )
 
 
 def _copy(session: Session, table_name: str, table: pa.Table) -> None:
@@ -81,8 +125,9 @@ def _copy(session: Session, table_name: str, table: pa.Table) -> None:
 # --- gold labels -----------------------------------------------------------------------------
 
 
-def import_labels(engine: Engine, path: Path, *, name: str, description: str | None = None,
-                  replace: bool = False) -> SetSummary:
+def import_labels(
+    engine: Engine, path: Path, *, name: str, description: str | None = None, replace: bool = False
+) -> SetSummary:
     """Store gold labels (item_id, label [, group]); the same content under the same name again
     stores nothing, other content needs ``replace`` (refused while predictions use the labels)."""
     gold = read_gold_file(path)
@@ -92,27 +137,48 @@ def import_labels(engine: Engine, path: Path, *, name: str, description: str | N
             if existing.content_hash == gold.content_hash:
                 return _label_summary(existing, created=False)
             if not replace:
-                raise ConflictError(f"Gold labels named '{name}' exist with other content. Pass --replace to "
-                                    "replace them, or choose another --name.")
+                raise ConflictError(
+                    f"Gold labels named '{name}' exist with other content. Pass --replace to "
+                    "replace them, or choose another --name."
+                )
             users = list(session.scalars(select(PredictionSet.name).where(PredictionSet.label_set_id == existing.id)))
             if users:
-                raise ConflictError(f"Gold labels '{name}' are used by {', '.join(users)}; delete those "
-                                    "predictions first, or import the new labels under another --name.")
+                raise ConflictError(
+                    f"Gold labels '{name}' are used by {', '.join(users)}; delete those "
+                    "predictions first, or import the new labels under another --name."
+                )
             session.execute(delete(GoldLabel).where(GoldLabel.label_set_id == existing.id))
             session.delete(existing)
             session.flush()
         groups = gold.groups
-        label_set = LabelSet(name=name, description=description, content_hash=gold.content_hash,
-                             row_count=len(gold.items), classes=gold.classes,
-                             group_count=0 if groups is None else pc.count_distinct(groups).as_py(),
-                             source=str(path), multilabel=gold.multilabel, weighted=gold.weights is not None)
+        label_set = LabelSet(
+            name=name,
+            description=description,
+            content_hash=gold.content_hash,
+            row_count=len(gold.items),
+            classes=gold.classes,
+            group_count=0 if groups is None else pc.count_distinct(groups).as_py(),
+            source=str(path),
+            multilabel=gold.multilabel,
+            weighted=gold.weights is not None,
+        )
         session.add(label_set)
         session.flush()
-        _copy(session, "gold_labels", pa.table({
-            "label_set_id": pa.array(np.full(len(gold.items), label_set.id, np.int64)),
-            "item_id": gold.items, "label": gold.labels,
-            "group_id": groups if groups is not None else pa.nulls(len(gold.items), pa.string()),
-            "weight": pa.array(gold.weights) if gold.weights is not None else pa.nulls(len(gold.items), pa.float64())}))
+        _copy(
+            session,
+            "gold_labels",
+            pa.table(
+                {
+                    "label_set_id": pa.array(np.full(len(gold.items), label_set.id, np.int64)),
+                    "item_id": gold.items,
+                    "label": gold.labels,
+                    "group_id": groups if groups is not None else pa.nulls(len(gold.items), pa.string()),
+                    "weight": pa.array(gold.weights)
+                    if gold.weights is not None
+                    else pa.nulls(len(gold.items), pa.float64()),
+                }
+            ),
+        )
         return _label_summary(label_set)
 
 
@@ -128,10 +194,19 @@ def read_gold(session: Session, label_set: LabelSet) -> Gold:
 # --- predictions -----------------------------------------------------------------------------
 
 
-def register_predictions(engine: Engine, path: Path, *, name: str, labels_name: str, kind: str = "classifier",
-                         system: str | None = None, metadata: dict[str, Any] | None = None,
-                         description: str | None = None, probabilities: bool = False,
-                         replace: bool = False) -> SetSummary:
+def register_predictions(
+    engine: Engine,
+    path: Path,
+    *,
+    name: str,
+    labels_name: str,
+    kind: str = "classifier",
+    system: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    description: str | None = None,
+    probabilities: bool = False,
+    replace: bool = False,
+) -> SetSummary:
     """Store a classifier's predictions (label, score, or score_<class> columns; optional group)
     or a clustering (cluster_id), after checking them against the gold labels."""
     if kind not in PREDICTION_KINDS:
@@ -147,27 +222,55 @@ def register_predictions(engine: Engine, path: Path, *, name: str, labels_name: 
             if existing.content_hash == content_hash:
                 return _prediction_summary(existing, labels_name, created=False)
             if not replace:
-                raise ConflictError(f"Predictions named '{name}' exist with other content. Pass --replace to "
-                                    "replace them (their evaluations go with them), or choose another --name.")
+                raise ConflictError(
+                    f"Predictions named '{name}' exist with other content. Pass --replace to "
+                    "replace them (their evaluations go with them), or choose another --name."
+                )
             repo.delete_prediction_set(session, existing)
         prediction_set = PredictionSet(
-            name=name, label_set_id=label_set.id, kind=kind, system=system, description=description,
-            metadata_=metadata or {}, content_hash=content_hash, row_count=len(parsed.items),
-            has_label=parsed.labels is not None, has_score=parsed.score is not None,
-            score_classes=sorted(parsed.class_scores), probabilities=probabilities, source=str(path))
+            name=name,
+            label_set_id=label_set.id,
+            kind=kind,
+            system=system,
+            description=description,
+            metadata_=metadata or {},
+            content_hash=content_hash,
+            row_count=len(parsed.items),
+            has_label=parsed.labels is not None,
+            has_score=parsed.score is not None,
+            score_classes=sorted(parsed.class_scores),
+            probabilities=probabilities,
+            source=str(path),
+        )
         session.add(prediction_set)
         session.flush()
         n = len(parsed.items)
-        _copy(session, "predictions", pa.table({
-            "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)),
-            "item_id": parsed.items,
-            "label": parsed.labels if parsed.labels is not None else pa.nulls(n, pa.string()),
-            "score": pa.array(parsed.score) if parsed.score is not None else pa.nulls(n, pa.float64()),
-            "group_id": parsed.groups if parsed.groups is not None else pa.nulls(n, pa.string())}))
+        _copy(
+            session,
+            "predictions",
+            pa.table(
+                {
+                    "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)),
+                    "item_id": parsed.items,
+                    "label": parsed.labels if parsed.labels is not None else pa.nulls(n, pa.string()),
+                    "score": pa.array(parsed.score) if parsed.score is not None else pa.nulls(n, pa.float64()),
+                    "group_id": parsed.groups if parsed.groups is not None else pa.nulls(n, pa.string()),
+                }
+            ),
+        )
         for label, values in sorted(parsed.class_scores.items()):
-            _copy(session, "prediction_scores", pa.table({
-                "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)), "item_id": parsed.items,
-                "class_label": pa.array(np.full(n, label, dtype=object), pa.string()), "score": pa.array(values)}))
+            _copy(
+                session,
+                "prediction_scores",
+                pa.table(
+                    {
+                        "prediction_set_id": pa.array(np.full(n, prediction_set.id, np.int64)),
+                        "item_id": parsed.items,
+                        "class_label": pa.array(np.full(n, label, dtype=object), pa.string()),
+                        "score": pa.array(values),
+                    }
+                ),
+            )
         return _prediction_summary(prediction_set, labels_name)
 
 
@@ -185,25 +288,40 @@ def delete_predictions(engine: Engine, name: str) -> None:
         repo.delete_prediction_set(session, prediction_set)
 
 
-
 def _prediction_reads(prediction_set: PredictionSet) -> list[tuple[Any, list[str], list[pa.DataType]]]:
     """The SELECTs of a prediction set's rows (and its per-class scores), for arrow_reads.read_together."""
-    reads: list[tuple[Any, list[str], list[pa.DataType]]] = [(
-        select(Prediction.item_id, Prediction.label, Prediction.score, Prediction.group_id)
-        .where(Prediction.prediction_set_id == prediction_set.id),
-        ["item_id", "label", "score", "group_id"], [pa.string(), pa.string(), pa.float64(), pa.string()])]
+    reads: list[tuple[Any, list[str], list[pa.DataType]]] = [
+        (
+            select(Prediction.item_id, Prediction.label, Prediction.score, Prediction.group_id).where(
+                Prediction.prediction_set_id == prediction_set.id
+            ),
+            ["item_id", "label", "score", "group_id"],
+            [pa.string(), pa.string(), pa.float64(), pa.string()],
+        )
+    ]
     if prediction_set.score_classes:
-        reads.append((select(PredictionScore.item_id, PredictionScore.class_label, PredictionScore.score)
-                      .where(PredictionScore.prediction_set_id == prediction_set.id),
-                      ["item_id", "class_label", "score"], [pa.string(), pa.string(), pa.float64()]))
+        reads.append(
+            (
+                select(PredictionScore.item_id, PredictionScore.class_label, PredictionScore.score).where(
+                    PredictionScore.prediction_set_id == prediction_set.id
+                ),
+                ["item_id", "class_label", "score"],
+                [pa.string(), pa.string(), pa.float64()],
+            )
+        )
     return reads
 
 
 _GOLD_READ = (["item_id", "label", "group_id", "weight"], [pa.string()] * 3 + [pa.float64()])
 
 
-def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[PredictionSet], *,
-                   cache: Lru[tuple[int, str], Any] | None = None) -> tuple[Gold, list[list[pa.Table]]]:
+def read_with_gold(
+    session: Session,
+    label_set: LabelSet,
+    prediction_sets: list[PredictionSet],
+    *,
+    cache: Lru[tuple[int, str], Any] | None = None,
+) -> tuple[Gold, list[list[pa.Table]]]:
     """The gold labels and each prediction set's tables, read together. A worker evaluates set
     after set against the same gold labels, so its context's ``cache`` keeps the last ones read
     (keyed by id and content hash: replaced labels are read afresh)."""
@@ -211,8 +329,15 @@ def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[
     reads = [read for p in prediction_sets for read in _prediction_reads(p)]
     gold: Gold | None = None if cache is None else cache.get(key)
     if gold is None:
-        reads.insert(0, (select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id, GoldLabel.weight)
-                         .where(GoldLabel.label_set_id == label_set.id), *_GOLD_READ))
+        reads.insert(
+            0,
+            (
+                select(GoldLabel.item_id, GoldLabel.label, GoldLabel.group_id, GoldLabel.weight).where(
+                    GoldLabel.label_set_id == label_set.id
+                ),
+                *_GOLD_READ,
+            ),
+        )
     tables = arrow_reads.read_together(session, reads)
     if gold is None:
         table = tables.pop(0)
@@ -227,5 +352,3 @@ def read_with_gold(session: Session, label_set: LabelSet, prediction_sets: list[
         per_set.append(tables[:count])
         tables = tables[count:]
     return gold, per_set
-
-

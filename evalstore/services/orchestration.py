@@ -60,8 +60,15 @@ class RankingRequest:
     backend: Backend = LOCAL
 
     def enqueue(self, engine: Engine) -> list[JobRef]:
-        return jobs.enqueue(engine, qrels_name=self.qrels, run_names=self.runs, options=self.options,
-                            force=self.force, max_attempts=self.max_attempts, backend=self.backend)
+        return jobs.enqueue(
+            engine,
+            qrels_name=self.qrels,
+            run_names=self.runs,
+            options=self.options,
+            force=self.force,
+            max_attempts=self.max_attempts,
+            backend=self.backend,
+        )
 
     def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
         """The jobs; once waited for, each finished evaluation's main measures as well."""
@@ -72,8 +79,7 @@ class RankingRequest:
             shown = [m for m in ranking.MAIN_MEASURES if any(m in s for s in scores.values())]
             for row in rows:
                 row.update(scores.get(row["id"], {}))
-        return Report("evaluations", ["id", "run", "qrels", "state", *shown, "attempts", "mlflow_state", "error"],
-                      rows)
+        return Report("evaluations", ["id", "run", "qrels", "state", *shown, "attempts", "mlflow_state", "error"], rows)
 
 
 @dataclass(frozen=True)
@@ -95,26 +101,47 @@ class PredictionRequest:
 
     def enqueue(self, engine: Engine) -> list[JobRef]:
         return predictions.enqueue(
-            engine, labels_name=self.labels, prediction_names=self.predictions, cost_matrix=self.cost_matrix,
-            threshold=self.threshold, positive=self.positive, prior=self.prior, beta=self.beta,
-            baseline=self.baseline, force=self.force, max_attempts=self.max_attempts, backend=self.backend)
+            engine,
+            labels_name=self.labels,
+            prediction_names=self.predictions,
+            cost_matrix=self.cost_matrix,
+            threshold=self.threshold,
+            positive=self.positive,
+            prior=self.prior,
+            beta=self.beta,
+            baseline=self.baseline,
+            force=self.force,
+            max_attempts=self.max_attempts,
+            backend=self.backend,
+        )
 
     def report(self, engine: Engine, views: list[JobView], waited: bool) -> Report:
         """The jobs; once waited for, each finished evaluation's main measures."""
         if not waited:
-            return Report("evaluations", ["id", "kind", "run", "qrels", "state", "attempts", "mlflow_state"],
-                          [v.as_dict() for v in views])
+            return Report(
+                "evaluations",
+                ["id", "kind", "run", "qrels", "state", "attempts", "mlflow_state"],
+                [v.as_dict() for v in views],
+            )
         rows = []
         for view in views:
             if view.state != "done":
                 continue
             result = predictions.stored_evaluation(engine, view.id, with_groups=False)
-            rows.append({"evaluation": result.evaluation_id, "predictions": result.predictions, "kind": result.kind,
-                         **{m: result.aggregates.get(m) for m in predictions.SHOWN_MEASURES},
-                         "threshold": result.settings.get("threshold"), "mlflow_state": view.mlflow_state})
+            rows.append(
+                {
+                    "evaluation": result.evaluation_id,
+                    "predictions": result.predictions,
+                    "kind": result.kind,
+                    **{m: result.aggregates.get(m) for m in predictions.SHOWN_MEASURES},
+                    "threshold": result.settings.get("threshold"),
+                    "mlflow_state": view.mlflow_state,
+                }
+            )
         shown = [m for m in [*predictions.SHOWN_MEASURES, "threshold"] if any(r[m] is not None for r in rows)]
-        return Report(f"evaluations on '{self.labels}'", ["evaluation", "predictions", "kind", *shown,
-                                                          "mlflow_state"], rows)
+        return Report(
+            f"evaluations on '{self.labels}'", ["evaluation", "predictions", "kind", *shown, "mlflow_state"], rows
+        )
 
 
 @dataclass(frozen=True)
@@ -132,12 +159,21 @@ class Evaluations:
 
     def failure(self) -> EvaluationError:
         failed = self.unfinished
-        return EvaluationError(f"{len(failed)} of {len(self.views)} evaluations did not finish: "
-                               + "; ".join(f"job {v.id} ({v.inputs}) {v.state}: {v.error}" for v in failed))
+        return EvaluationError(
+            f"{len(failed)} of {len(self.views)} evaluations did not finish: "
+            + "; ".join(f"job {v.id} ({v.inputs}) {v.state}: {v.error}" for v in failed)
+        )
 
 
-def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: bool = False,
-             announce: Callable[[JobRef], None] | None = None, context: AppContext | None = None) -> Evaluations:
+def evaluate(
+    engine: Engine,
+    request: Request,
+    *,
+    wait: bool,
+    wait_for_mlflow: bool = False,
+    announce: Callable[[JobRef], None] | None = None,
+    context: AppContext | None = None,
+) -> Evaluations:
     """Queue one job per input and, with ``wait``, get them done.
 
     Parameters
@@ -183,8 +219,12 @@ def evaluate(engine: Engine, request: Request, *, wait: bool, wait_for_mlflow: b
     if wait:
         _logging.configure_logging()
         mlflow = config.mlflow_enabled()
-        done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"],
-                       mlflow=mlflow and wait_for_mlflow, context=context)
+        done = work_on(
+            engine,
+            [r.evaluation_id for r in refs if r.outcome != "reused"],
+            mlflow=mlflow and wait_for_mlflow,
+            context=context,
+        )
         if mlflow and not wait_for_mlflow and done:
             log_in_background(engine, sorted(done), context=context)
     views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
@@ -200,21 +240,48 @@ def log_in_background(engine: Engine, evaluation_ids: list[int], *, context: App
     logs.mkdir(parents=True, exist_ok=True)
     # the database URL goes by the environment, not the command line (`ps` shows arguments)
     env = {**os.environ, config.DATABASE_URL_ENV: engine.url.render_as_string(hide_password=False)}
-    command = [sys.executable, "-m", "evalstore", "mlflow", "sync",
-               *(argument for evaluation_id in evaluation_ids for argument in ("--evaluation", str(evaluation_id)))]
+    command = [
+        sys.executable,
+        "-m",
+        "evalstore",
+        "mlflow",
+        "sync",
+        *(argument for evaluation_id in evaluation_ids for argument in ("--evaluation", str(evaluation_id))),
+    ]
     with open(logs / "mlflow-sync.log", "ab") as log:
         # kept in the context: a CLI leaves without waiting (os._exit), a longer-lived caller (a
         # test) reaps them with context.wait_for_background()
-        context.started(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, close_fds=True))
+        context.started(
+            subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+            )
+        )
 
 
-def work_on(engine: Engine, job_ids: list[int], *, mlflow: bool = True, poll_interval: float = 0.5,
-            lease: timedelta = jobs.DEFAULT_LEASE, context: AppContext | None = None) -> dict[int, EvaluationSummary]:
+def work_on(
+    engine: Engine,
+    job_ids: list[int],
+    *,
+    mlflow: bool = True,
+    poll_interval: float = 0.5,
+    lease: timedelta = jobs.DEFAULT_LEASE,
+    context: AppContext | None = None,
+) -> dict[int, EvaluationSummary]:
     """Get these jobs done from this process: run them here unless a live worker is on them,
     and wait for the ones a worker has. Returns the summaries of the jobs run here."""
-    worker = Worker(engine, WorkerSettings(lease=lease, mlflow=mlflow), worker_id=jobs.new_worker_id("cli"),
-                    only=job_ids, context=context)
+    worker = Worker(
+        engine,
+        WorkerSettings(lease=lease, mlflow=mlflow),
+        worker_id=jobs.new_worker_id("cli"),
+        only=job_ids,
+        context=context,
+    )
     pending = set(job_ids)
     while pending:
         if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
@@ -272,10 +339,12 @@ def evaluate_runs(
     EvaluationError
         A job failed (its error says why) or the run and qrels share no topic.
     """
-    options = EvaluationOptions(tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only,
-                                missing_topics)
-    refs = jobs.enqueue(engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force,
-                        backend=backend)
+    options = EvaluationOptions(
+        tuple(measures or DEFAULT_MEASURE_SET), relevance_level, max_docs, judged_only, missing_topics
+    )
+    refs = jobs.enqueue(
+        engine, qrels_name=qrels_name, run_names=run_names, options=options, force=force, backend=backend
+    )
     done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=False)
     summaries = []
     with read_only(engine) as session:
@@ -290,15 +359,28 @@ def evaluate_runs(
     return summaries
 
 
-def evaluate_predictions(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
-                         mlflow: bool = False, cost_matrix: Path | None = None, threshold: float | str | None = None,
-                         positive: str | None = None, prior: float | None = None, beta: float = 1.0,
-                         baseline: str | None = None, force: bool = False, backend: Backend = LOCAL
-                         ) -> list[Evaluated]:
+def evaluate_predictions(
+    engine: Engine,
+    *,
+    labels_name: str,
+    prediction_names: list[str] | None,
+    mlflow: bool = False,
+    cost_matrix: Path | None = None,
+    threshold: float | str | None = None,
+    positive: str | None = None,
+    prior: float | None = None,
+    beta: float = 1.0,
+    baseline: str | None = None,
+    force: bool = False,
+    backend: Backend = LOCAL,
+) -> list[Evaluated]:
     """Queue the evaluations of prediction sets and get them done from this process, as
     :func:`evaluate_runs` does for runs; the results in order."""
-    refs = PredictionRequest(labels_name, prediction_names, cost_matrix, threshold, positive, prior, beta, baseline,
-                             force, backend=backend).enqueue(engine)
+    refs = PredictionRequest(
+        labels_name, prediction_names, cost_matrix, threshold, positive, prior, beta, baseline, force, backend=backend
+    ).enqueue(engine)
     done = work_on(engine, [r.evaluation_id for r in refs if r.outcome != "reused"], mlflow=mlflow)
-    return [dataclasses.replace(predictions.stored_evaluation(engine, ref.evaluation_id),
-                                created=ref.evaluation_id in done) for ref in refs]
+    return [
+        dataclasses.replace(predictions.stored_evaluation(engine, ref.evaluation_id), created=ref.evaluation_id in done)
+        for ref in refs
+    ]

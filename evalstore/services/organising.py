@@ -69,15 +69,17 @@ def task_pools(engine: Engine, principal: Principal, task: str) -> list[pools.Po
     return [p for p in pools.list_pools(engine) if p.params.get("task") == task]
 
 
-def build_task_pool(engine: Engine, principal: Principal, task: str, *, name: str, depth: int,
-                    topics: list[str] | None = None) -> pools.PoolSummary:
+def build_task_pool(
+    engine: Engine, principal: Principal, task: str, *, name: str, depth: int, topics: list[str] | None = None
+) -> pools.PoolSummary:
     """A depth-k pool of the task's submitted runs (all teams'), over ``topics`` (None: all)."""
     managed(engine, principal, task)
     if not name:
         raise InvalidParameterError("Give the pool a name.")
     if not 1 <= depth <= MAX_POOL_DEPTH:
-        raise InvalidParameterError(f"The depth is the number of top documents pooled from each run, "
-                                    f"1 to {MAX_POOL_DEPTH}; got {depth}.")
+        raise InvalidParameterError(
+            f"The depth is the number of top documents pooled from each run, 1 to {MAX_POOL_DEPTH}; got {depth}."
+        )
     runs = [run["run"] for run in tasks.task_runs(engine, principal, task)]
     if not runs:
         raise InvalidParameterError(f"Task '{task}' has no submitted runs to pool yet.")
@@ -97,8 +99,12 @@ def assigned_assessors(engine: Engine, principal: Principal, task: str) -> dict[
     out: dict[str, list[str]] = {name: [] for name in names}
     with read_only(engine) as session:
         for pool, user in session.execute(
-                select(Pool.name, User.name).join(PoolAssignment, PoolAssignment.pool_id == Pool.id)
-                .join(User, User.id == PoolAssignment.user_id).where(Pool.name.in_(names)).order_by(User.name)):
+            select(Pool.name, User.name)
+            .join(PoolAssignment, PoolAssignment.pool_id == Pool.id)
+            .join(User, User.id == PoolAssignment.user_id)
+            .where(Pool.name.in_(names))
+            .order_by(User.name)
+        ):
             out[pool].append(user)
     return out
 
@@ -117,7 +123,9 @@ def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | 
     submitted = tasks.task_runs(engine, principal, task)
     done = sum(1 for run in submitted if run["state"] == "done")
     if done < 2:
-        raise EvaluationError(f"The health report compares the task's runs: it needs two or more evaluated, and "
-                              f"{done} {'is' if done == 1 else 'are'} so far.")
+        raise EvaluationError(
+            f"The health report compares the task's runs: it needs two or more evaluated, and "
+            f"{done} {'is' if done == 1 else 'are'} so far."
+        )
     runs = [run["run"] for run in submitted]
     return health.health(engine, qrels_name=shown.qrels, measures=measures, seed=seed, only_runs=runs)

@@ -29,8 +29,20 @@ JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged 
 DISAGREEING_TOPICS = 5
 TOP_DOCUMENTS = 10
 DOWNLOADS = ("csv", "md", "tex")
-PER_TOPIC_COLUMNS = ("AP", "nDCG@10", "nDCG@20", "P@10", "P@20", "RR", "Rprec", "Bpref", "R@1000", "NumRel",
-                     "NumRelRet", "NumRet")  # canonical names
+PER_TOPIC_COLUMNS = (
+    "AP",
+    "nDCG@10",
+    "nDCG@20",
+    "P@10",
+    "P@20",
+    "RR",
+    "Rprec",
+    "Bpref",
+    "R@1000",
+    "NumRel",
+    "NumRelRet",
+    "NumRet",
+)  # canonical names
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,15 @@ class BoardPage:
     notes: list[str] = field(default_factory=list)
 
 
-def leaderboard(engine: Engine, principal: Principal, task: str, measures: Sequence[str] = (),
-                sort: str | None = None, *, context: AppContext | None = None) -> BoardPage:
+def leaderboard(
+    engine: Engine,
+    principal: Principal,
+    task: str,
+    measures: Sequence[str] = (),
+    sort: str | None = None,
+    *,
+    context: AppContext | None = None,
+) -> BoardPage:
     """The task's leaderboard as ``principal`` may see it, sorted by ``sort`` (a measure shown,
     best first, or ``run``/``team``); tiers from Tukey's HSD on the two-way design (runs x
     topics) for the first measure, or the sort measure. A server passes its ``context`` (boards
@@ -73,27 +92,44 @@ def leaderboard(engine: Engine, principal: Principal, task: str, measures: Seque
     names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
     sort = sort or (names[0] if names else "run")
     if sort not in (*names, "run", "team"):
-        raise InvalidParameterError(f"Sort by one of the measures shown ({', '.join(names)}), run or team; "
-                                    f"not '{sort}'.")
+        raise InvalidParameterError(
+            f"Sort by one of the measures shown ({', '.join(names)}), run or team; not '{sort}'."
+        )
     tier_measure = sort if sort in names else (names[0] if names else None)
     raw = body["rows"]
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
     if tier_measure is not None and len(raw) >= 2:
         letters = _tiers(context, access.qrels, [r["run"] for r in raw], tier_measure, body)
-        notes.append(f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
-                     "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0).")
+        notes.append(
+            f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
+            "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0)."
+        )
     pooled = _pool_runs(engine, access.qrels_source)
-    rows = [BoardRow(r["rank"], r["run"], r["team"], r["run_type"], r["topics"], r["judged_at_10"], r["scores"],
-                     letters.get(r["run"], ""), None if pooled is None else r["run"] in pooled,
-                     access.may_open(r["team"])) for r in raw]
+    rows = [
+        BoardRow(
+            r["rank"],
+            r["run"],
+            r["team"],
+            r["run_type"],
+            r["topics"],
+            r["judged_at_10"],
+            r["scores"],
+            letters.get(r["run"], ""),
+            None if pooled is None else r["run"] in pooled,
+            access.may_open(r["team"]),
+        )
+        for r in raw
+    ]
     if sort in names:
         rows.sort(key=lambda r: (-r.scores[sort]["mean"], r.run))
     else:
         rows.sort(key=lambda r: (getattr(r, sort), r.run))
     if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
-        notes.append(f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
-                     "unjudged documents as not relevant, and may understate it.")
+        notes.append(
+            f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
+            "unjudged documents as not relevant, and may understate it."
+        )
     return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
 
 
@@ -101,13 +137,13 @@ def _tiers(context: AppContext, qrels: str, runs: list[str], measure: str, body:
     """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
     numbers stay the same (a board's numbers change with every new result, so only the newest few
     boards' tiers are kept)."""
-    key = (qrels, tuple(sorted(runs)), measure,
-           tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]))
+    key = (qrels, tuple(sorted(runs)), measure, tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]))
     cached = context.tiers.get(key)
     if cached is not None:
         return cached
-    comparison = comparisons.compare(context.engine, qrels_name=qrels, run_names=runs, measures=[measure],
-                                     multi="tukey", missing="zero")
+    comparison = comparisons.compare(
+        context.engine, qrels_name=qrels, run_names=runs, measures=[measure], multi="tukey", missing="zero"
+    )
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
@@ -132,9 +168,18 @@ def board_download(page: BoardPage, fmt: str) -> str:
     if fmt not in DOWNLOADS:
         raise InvalidParameterError(f"Download as one of {', '.join(DOWNLOADS)}, not '{fmt}'.")
     header = ["rank", "run", "team", "type", *page.measures, "tier", "judged@10"]
-    body = [[str(i), r.run, r.team, r.run_type,
-             *(f"{r.scores[m]['mean']:.4f}" for m in page.measures), r.tier,
-             "" if r.judged_at_10 is None else f"{r.judged_at_10:.2f}"] for i, r in enumerate(page.rows, start=1)]
+    body = [
+        [
+            str(i),
+            r.run,
+            r.team,
+            r.run_type,
+            *(f"{r.scores[m]['mean']:.4f}" for m in page.measures),
+            r.tier,
+            "" if r.judged_at_10 is None else f"{r.judged_at_10:.2f}",
+        ]
+        for i, r in enumerate(page.rows, start=1)
+    ]
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -145,8 +190,12 @@ def board_download(page: BoardPage, fmt: str) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(inert.markdown_cell(cell) for cell in row) + " |" for row in body]
         return "\n".join(lines) + "\n"
-    lines = [r"\begin{tabular}{rlll" + "r" * len(page.measures) + "lr}", r"\toprule",
-             " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{tabular}{rlll" + "r" * len(page.measures) + "lr}",
+        r"\toprule",
+        " & ".join(_tex(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(_tex(cell) for cell in row) + r" \\" for row in body]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -173,8 +222,9 @@ class RunPage:
     task_runs: int
 
 
-def run_page(engine: Engine, principal: Principal, run: str, measure: str | None = None, *,
-             context: AppContext | None = None) -> RunPage:
+def run_page(
+    engine: Engine, principal: Principal, run: str, measure: str | None = None, *, context: AppContext | None = None
+) -> RunPage:
     submission = tasks.show_submission(engine, principal, run)
     results = tasks.run_results(engine, principal, run, per_query=True)
     if results.get("scores") is not None or "aggregates" not in results:
@@ -191,10 +241,15 @@ def run_page(engine: Engine, principal: Principal, run: str, measure: str | None
     others = 0
     if measure is not None:
         access = tasks.task_access(engine, principal, submission["task"])
-        done = [r["run"] for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure],
-                                                             context=context).body["rows"]]
-        matrix = comparisons.score_matrix(engine, qrels_name=access.qrels, run_names=done or [run],
-                                          measures=[measure], missing="zero")
+        done = [
+            r["run"]
+            for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context).body[
+                "rows"
+            ]
+        ]
+        matrix = comparisons.score_matrix(
+            engine, qrels_name=access.qrels, run_names=done or [run], measures=[measure], missing="zero"
+        )
         scores = matrix.scores[matrix.measures[0]]
         median = np.median(scores, axis=0)
         own = scores[matrix.runs.index(run)] if run in matrix.runs else np.zeros(len(matrix.topics))
@@ -241,8 +296,15 @@ class ComparePage:
     disagreements: list[Disagreement]
 
 
-def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence[str], measure: str = "AP",
-                 test: str = "t", collection: str | None = None) -> ComparePage:
+def compare_page(
+    engine: Engine,
+    principal: Principal,
+    task: str,
+    runs: Sequence[str],
+    measure: str = "AP",
+    test: str = "t",
+    collection: str | None = None,
+) -> ComparePage:
     """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
     per-topic differences, and the topics where the runs disagree most with their top documents
     (with their titles and first words when ``collection`` holds them)."""
@@ -256,8 +318,15 @@ def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence
             raise NotFoundError(f"Run '{run}' is not a run of task '{task}'.")
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
-    comparison = comparisons.compare(engine, qrels_name=access.qrels, run_names=runs, measures=[measure],
-                                     test=test, missing="zero", evaluate_missing=False)  # a GET never stores
+    comparison = comparisons.compare(
+        engine,
+        qrels_name=access.qrels,
+        run_names=runs,
+        measures=[measure],
+        test=test,
+        missing="zero",
+        evaluate_missing=False,
+    )  # a GET never stores
     matrix = comparison.matrix
     scores = matrix.scores[matrix.measures[0]]
     first_minus_second = scores[0] - scores[1]
@@ -267,13 +336,21 @@ def compare_page(engine: Engine, principal: Principal, task: str, runs: Sequence
     worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
     chosen = [matrix.topics[i] for i in worst]
     documents = _top_documents(engine, access.qrels, runs, chosen, collection)
-    disagreements = [Disagreement(matrix.topics[i], [float(v) for v in scores[:, i]], float(spread[i]),
-                                  [documents.get((run, matrix.topics[i]), []) for run in runs]) for i in worst]
+    disagreements = [
+        Disagreement(
+            matrix.topics[i],
+            [float(v) for v in scores[:, i]],
+            float(spread[i]),
+            [documents.get((run, matrix.topics[i]), []) for run in runs],
+        )
+        for i in worst
+    ]
     return ComparePage(task, runs, matrix.measures[0], comparison, differences, disagreements)
 
 
-def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None
-                   ) -> dict[tuple[str, str], list[RankedDocument]]:
+def _top_documents(
+    engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None
+) -> dict[tuple[str, str], list[RankedDocument]]:
     if not topics:
         return {}
     with read_only(engine) as session:
@@ -283,13 +360,22 @@ def _top_documents(engine: Engine, qrels_name: str, runs: list[str], topics: lis
         if collection is not None:
             repo.get_collection(session, collection)  # a name that is not there: say so
         texts = collections.document_texts(session, collection, sorted(set(table["doc"])))
-    labels = {(t, d): int(r) for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
-              if t in set(topics)}
+    labels = {
+        (t, d): int(r)
+        for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
+        if t in set(topics)
+    }
     out: dict[tuple[str, str], list[RankedDocument]] = {}
     for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
         out[(stored[int(run_id)], str(topic))] = [
-            RankedDocument(d, labels.get((str(topic), d)), texts[d].title if d in texts else None,
-                           _snippet(texts[d].text) if d in texts else None) for d in group["doc"]]
+            RankedDocument(
+                d,
+                labels.get((str(topic), d)),
+                texts[d].title if d in texts else None,
+                _snippet(texts[d].text) if d in texts else None,
+            )
+            for d in group["doc"]
+        ]
     return out
 
 

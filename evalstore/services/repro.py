@@ -48,30 +48,53 @@ class Reproduction:
     notes: list[str] = field(default_factory=list)
 
     def value(self, figure: str, measure: str = "", part: str = "advanced") -> float:
-        return next(float(row["value"]) for row in self.figures
-                    if (row["figure"], row["measure"], row["part"]) == (figure, measure, part))
+        return next(
+            float(row["value"])
+            for row in self.figures
+            if (row["figure"], row["measure"], row["part"]) == (figure, measure, part)
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "qrels": self.qrels, "reproduced_qrels": self.reproduced_qrels, **self.runs,
-                "evaluation_ids": self.evaluation_ids, "measures": self.measures, **self.params,
-                "figures": [{**row, "value": _json_number(row["value"])} for row in self.figures],
-                "per_topic": [{k: _json_number(v) if isinstance(v, float) else v for k, v in row.items()}
-                              for row in self.per_topic.to_dict(orient="records")]}
+        return {
+            "kind": self.kind,
+            "qrels": self.qrels,
+            "reproduced_qrels": self.reproduced_qrels,
+            **self.runs,
+            "evaluation_ids": self.evaluation_ids,
+            "measures": self.measures,
+            **self.params,
+            "figures": [{**row, "value": _json_number(row["value"])} for row in self.figures],
+            "per_topic": [
+                {k: _json_number(v) if isinstance(v, float) else v for k, v in row.items()}
+                for row in self.per_topic.to_dict(orient="records")
+            ],
+        }
 
 
 def _json_number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def reproduce(engine: Engine, *, qrels: str, original: str, reproduced: str, original_baseline: str | None = None,
-              reproduced_baseline: str | None = None, reproduced_qrels: str | None = None,
-              measures: Sequence[str] | None = None, depth: int = formulas.RUN_LENGTH,
-              rbo_p: float = formulas.RBO_P) -> Reproduction:
+def reproduce(
+    engine: Engine,
+    *,
+    qrels: str,
+    original: str,
+    reproduced: str,
+    original_baseline: str | None = None,
+    reproduced_baseline: str | None = None,
+    reproduced_qrels: str | None = None,
+    measures: Sequence[str] | None = None,
+    depth: int = formulas.RUN_LENGTH,
+    rbo_p: float = formulas.RBO_P,
+) -> Reproduction:
     """The reproducibility (or, with ``reproduced_qrels``, replicability) figures of ``reproduced``
     against ``original``, and of the baselines' too when both are given; stored."""
     if (original_baseline is None) != (reproduced_baseline is None):
-        raise InvalidParameterError("ER and DeltaRI compare two improvements: give both --original-baseline and "
-                                    "--reproduced-baseline, or neither.")
+        raise InvalidParameterError(
+            "ER and DeltaRI compare two improvements: give both --original-baseline and "
+            "--reproduced-baseline, or neither."
+        )
     if depth < 1:
         raise InvalidParameterError(f"--depth must be at least 1, not {depth}.")
     if not 0 < rbo_p < 1:
@@ -96,8 +119,14 @@ def reproduce(engine: Engine, *, qrels: str, original: str, reproduced: str, ori
         left = values[first]
         if replicating:
             for measure in names:
-                figures.append(_row(part, measure, "p_value", formulas.t_test(
-                    left[measure].to_numpy(), values[second][measure].to_numpy(), paired=False)))
+                figures.append(
+                    _row(
+                        part,
+                        measure,
+                        "p_value",
+                        formulas.t_test(left[measure].to_numpy(), values[second][measure].to_numpy(), paired=False),
+                    )
+                )
             continue
         # reproducibility: the original's topics; one the reproduction lacks counts 0 (trec_eval -c)
         right = values[second].reindex(left.index)
@@ -105,8 +134,9 @@ def reproduce(engine: Engine, *, qrels: str, original: str, reproduced: str, ori
         if lacking:
             notes.append(f"run '{runs[second]}' lacks {lacking} of the topics of run '{runs[first]}'; they count 0")
         right = right.fillna(0.0)
-        order = formulas.document_order(_ranked(engine, runs[first], depth), _ranked(engine, runs[second], depth),
-                                        depth=depth, p=rbo_p)
+        order = formulas.document_order(
+            _ranked(engine, runs[first], depth), _ranked(engine, runs[second], depth), depth=depth, p=rbo_p
+        )
         figures.append(_row(part, "", "KTU", order.mean_ktu))
         figures.append(_row(part, "", "RBO", order.mean_rbo))
         frames.append(pd.DataFrame({"part": part, "topic": order.topics, "KTU": order.ktu, "RBO": order.rbo}))
@@ -119,15 +149,25 @@ def reproduce(engine: Engine, *, qrels: str, original: str, reproduced: str, ori
         per_topic = pd.concat(frames, ignore_index=True)
     if "original_baseline" in runs:
         for measure in names:
-            arrays = [_aligned(values[advanced], values[base], measure) for advanced, base in
-                      (("original", "original_baseline"), ("reproduced", "reproduced_baseline"))]
+            arrays = [
+                _aligned(values[advanced], values[base], measure)
+                for advanced, base in (("original", "original_baseline"), ("reproduced", "reproduced_baseline"))
+            ]
             args = (arrays[0][0], arrays[0][1], arrays[1][0], arrays[1][1])
             figures.append(_row("both", measure, "ER", formulas.effect_ratio(*args)))
             figures.append(_row("both", measure, "DeltaRI", formulas.delta_ri(*args)))
     result = Reproduction(
-        kind="replicability" if replicating else "reproducibility", qrels=qrels, reproduced_qrels=target_qrels,
-        runs=runs, evaluation_ids={role: s.evaluation_id for role, s in stored.items()}, measures=names,
-        params={"depth": depth, "rbo_p": rbo_p}, figures=figures, per_topic=per_topic, notes=notes)
+        kind="replicability" if replicating else "reproducibility",
+        qrels=qrels,
+        reproduced_qrels=target_qrels,
+        runs=runs,
+        evaluation_ids={role: s.evaluation_id for role, s in stored.items()},
+        measures=names,
+        params={"depth": depth, "rbo_p": rbo_p},
+        figures=figures,
+        per_topic=per_topic,
+        notes=notes,
+    )
     _record(engine, result)
     return result
 
@@ -163,16 +203,26 @@ def _ranked(engine: Engine, run: str, depth: int) -> dict[str, list[str]]:
 def _record(engine: Engine, result: Reproduction) -> None:
     """Store the figures with the evaluations' ids, replacing an earlier row of the same ones."""
     ids = result.evaluation_ids
-    keys = {"original_evaluation_id": ids["original"], "reproduced_evaluation_id": ids["reproduced"],
-            "original_baseline_evaluation_id": ids.get("original_baseline"),
-            "reproduced_baseline_evaluation_id": ids.get("reproduced_baseline")}
+    keys = {
+        "original_evaluation_id": ids["original"],
+        "reproduced_evaluation_id": ids["reproduced"],
+        "original_baseline_evaluation_id": ids.get("original_baseline"),
+        "reproduced_baseline_evaluation_id": ids.get("reproduced_baseline"),
+    }
     with unit_of_work(engine) as session:
-        conditions = [getattr(ReproResult, column).is_(None) if value is None else getattr(ReproResult, column) == value
-                      for column, value in keys.items()]
+        conditions = [
+            getattr(ReproResult, column).is_(None) if value is None else getattr(ReproResult, column) == value
+            for column, value in keys.items()
+        ]
         session.execute(delete(ReproResult).where(*conditions))
-        session.add(ReproResult(kind=result.kind, **keys, params={**result.params, "measures": result.measures,
-                                                                  "runs": result.runs},
-                                figures=[{**row, "value": _json_number(row["value"])} for row in result.figures]))
+        session.add(
+            ReproResult(
+                kind=result.kind,
+                **keys,
+                params={**result.params, "measures": result.measures, "runs": result.runs},
+                figures=[{**row, "value": _json_number(row["value"])} for row in result.figures],
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -189,15 +239,31 @@ def reproductions_of(engine: Engine, run: str) -> list[StoredReproduction]:
     with read_only(engine) as session:
         found = repo.get_run(session, run)
         evaluations = select(Evaluation.id).where(Evaluation.run_id == found.id)
-        rows = session.scalars(select(ReproResult).where(or_(
-            ReproResult.reproduced_evaluation_id.in_(evaluations),
-            ReproResult.reproduced_baseline_evaluation_id.in_(evaluations))).order_by(ReproResult.id.desc())).all()
-        return [StoredReproduction(
-            r.kind, dict(r.params.get("runs", {})),
-            {"original": r.original_evaluation_id, "reproduced": r.reproduced_evaluation_id,
-             "original_baseline": r.original_baseline_evaluation_id,
-             "reproduced_baseline": r.reproduced_baseline_evaluation_id},
-            {k: v for k, v in r.params.items() if k != "runs"}, list(r.figures)) for r in rows]
+        rows = session.scalars(
+            select(ReproResult)
+            .where(
+                or_(
+                    ReproResult.reproduced_evaluation_id.in_(evaluations),
+                    ReproResult.reproduced_baseline_evaluation_id.in_(evaluations),
+                )
+            )
+            .order_by(ReproResult.id.desc())
+        ).all()
+        return [
+            StoredReproduction(
+                r.kind,
+                dict(r.params.get("runs", {})),
+                {
+                    "original": r.original_evaluation_id,
+                    "reproduced": r.reproduced_evaluation_id,
+                    "original_baseline": r.original_baseline_evaluation_id,
+                    "reproduced_baseline": r.reproduced_baseline_evaluation_id,
+                },
+                {k: v for k, v in r.params.items() if k != "runs"},
+                list(r.figures),
+            )
+            for r in rows
+        ]
 
 
 def log_reproduction(result: Reproduction) -> str:
@@ -206,19 +272,46 @@ def log_reproduction(result: Reproduction) -> str:
     as an artifact. Returns the MLflow run id."""
     metrics: dict[str, float | None] = {}
     for row in result.figures:
-        key = ".".join(part for part in (row["figure"], row["measure"].replace("@", "_at_"),
-                                         "" if row["part"] != "baseline" else "baseline") if part)
+        key = ".".join(
+            part
+            for part in (
+                row["figure"],
+                row["measure"].replace("@", "_at_"),
+                "" if row["part"] != "baseline" else "baseline",
+            )
+            if part
+        )
         metrics[key] = _json_number(row["value"])
     payload = MlflowRun(
-        experiment=result.qrels, name=f"{result.runs['reproduced']} reproduces {result.runs['original']}",
-        tags={"evalstore.kind": "repro", "evalstore.qrels": result.qrels, "evalstore.run": result.runs["reproduced"],
-              "evalstore.version": __version__},
-        params={"kind": result.kind, "reproduced_qrels": result.reproduced_qrels, **result.runs,
-                **{f"{role}_evaluation_id": i for role, i in result.evaluation_ids.items()}, **result.params},
-        metrics=metrics, texts={"repro.csv": pd.DataFrame(result.figures, columns=FIGURE_COLUMNS).to_csv(index=False),
-                                "repro_per_topic.csv": result.per_topic.to_csv(index=False)})
+        experiment=result.qrels,
+        name=f"{result.runs['reproduced']} reproduces {result.runs['original']}",
+        tags={
+            "evalstore.kind": "repro",
+            "evalstore.qrels": result.qrels,
+            "evalstore.run": result.runs["reproduced"],
+            "evalstore.version": __version__,
+        },
+        params={
+            "kind": result.kind,
+            "reproduced_qrels": result.reproduced_qrels,
+            **result.runs,
+            **{f"{role}_evaluation_id": i for role, i in result.evaluation_ids.items()},
+            **result.params,
+        },
+        metrics=metrics,
+        texts={
+            "repro.csv": pd.DataFrame(result.figures, columns=FIGURE_COLUMNS).to_csv(index=False),
+            "repro_per_topic.csv": result.per_topic.to_csv(index=False),
+        },
+    )
     return tracking.log_now(payload, f"the reproduction of run '{result.runs['original']}'")
 
 
-__all__ = ["DEFAULT_MEASURES", "Reproduction", "StoredReproduction", "log_reproduction", "reproduce",
-           "reproductions_of"]
+__all__ = [
+    "DEFAULT_MEASURES",
+    "Reproduction",
+    "StoredReproduction",
+    "log_reproduction",
+    "reproduce",
+    "reproductions_of",
+]

@@ -73,16 +73,24 @@ class _Heartbeat:
             try:
                 if not jobs.heartbeat(self.engine, self.job, lease=self.lease):
                     self.lost = True
-                    log.warning("job %d was cancelled or taken over; its result will be dropped",
-                                self.job.evaluation_id)
+                    log.warning(
+                        "job %d was cancelled or taken over; its result will be dropped", self.job.evaluation_id
+                    )
                     return
             except Exception as error:  # the database blinked: try again at the next beat
                 log.warning("heartbeat for job %d failed: %s", self.job.evaluation_id, error)
 
 
 class Worker:
-    def __init__(self, engine: Engine, settings: WorkerSettings | None = None, *, worker_id: str | None = None,
-                 only: list[int] | None = None, context: AppContext | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: WorkerSettings | None = None,
+        *,
+        worker_id: str | None = None,
+        only: list[int] | None = None,
+        context: AppContext | None = None,
+    ) -> None:
         self.engine = engine
         # the qrels and gold labels last read and the MLflow client, kept from job to job
         self.context = context_for(engine, context)
@@ -118,8 +126,9 @@ class Worker:
                         stored = computed.stored_as(header)
                         if log_ahead:  # logged while the values are written and committed
                             ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
-                        jobs.store_results(session, job, header, computed.per_query, computed.aggregates,
-                                           computed.settings)
+                        jobs.store_results(
+                            session, job, header, computed.per_query, computed.aggregates, computed.settings
+                        )
                 except BaseException:
                     if ahead is not None:
                         tracking.abandon_ahead(ahead)
@@ -144,12 +153,24 @@ class Worker:
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
         t = summary.timings
-        log.info("job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
-                 job.evaluation_id, summary.inputs, summary.judgments, summary.topics, t.load, t.compute, t.store)
+        log.info(
+            "job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
+            job.evaluation_id,
+            summary.inputs,
+            summary.judgments,
+            summary.topics,
+            t.load,
+            t.compute,
+            t.store,
+        )
         if summary.missing_topics:  # one line per job: DL19's 43 topics x 6 runs made 180 lines before
-            log.warning("job %d: run '%s' has no results for %s; scored as missing_topics=%s",
-                        job.evaluation_id, summary.inputs, topic_list(summary.missing_topics),
-                        job.options["missing_topics"])
+            log.warning(
+                "job %d: run '%s' has no results for %s; scored as missing_topics=%s",
+                job.evaluation_id,
+                summary.inputs,
+                topic_list(summary.missing_topics),
+                job.options["missing_topics"],
+            )
         if self.settings.mlflow:
             started = time.perf_counter()
             self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: stored}, ahead)
@@ -171,8 +192,12 @@ class Worker:
         log.info("run %d: docno-hash index built (%.2fs)", run_id, time.perf_counter() - started)
         return True
 
-    def _log_to_mlflow(self, only: list[int] | None, known: dict[int, StoredEvaluation] | None = None,
-                       ahead: tracking.AheadLog | None = None) -> None:
+    def _log_to_mlflow(
+        self,
+        only: list[int] | None,
+        known: dict[int, StoredEvaluation] | None = None,
+        ahead: tracking.AheadLog | None = None,
+    ) -> None:
         try:
             tracking.drain(self.engine, only=only, known=known, ahead=ahead, context=self.context)
         except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
@@ -191,8 +216,11 @@ class Worker:
                 try:
                     worked = self.process_one()
                 except OperationalError as error:  # 'database is locked', a dropped connection: wait, go on
-                    log.warning("the database is not answering (%s); trying again in %.1fs", error.orig,
-                                self.settings.poll_interval)
+                    log.warning(
+                        "the database is not answering (%s); trying again in %.1fs",
+                        error.orig,
+                        self.settings.poll_interval,
+                    )
                     time.sleep(self.settings.poll_interval)
                     continue
                 if time.monotonic() - last_beat >= beat_every:
@@ -200,14 +228,18 @@ class Worker:
                     last_beat = time.monotonic()
                 if worked:
                     continue
-                if self.settings.mlflow and time.monotonic() - self._last_mlflow_sync >= \
-                        self.settings.mlflow_retry_interval:
+                if (
+                    self.settings.mlflow
+                    and time.monotonic() - self._last_mlflow_sync >= self.settings.mlflow_retry_interval
+                ):
                     self._last_mlflow_sync = time.monotonic()
                     self._log_to_mlflow(self.only)
                 if self.settings.until_empty:
                     break
-                if self.settings.index_runs and time.monotonic() - self._last_index_check >= \
-                        self.settings.index_interval:
+                if (
+                    self.settings.index_runs
+                    and time.monotonic() - self._last_index_check >= self.settings.index_interval
+                ):
                     self._last_index_check = time.monotonic()
                     if self._index_a_run():
                         continue  # the queue first, then the next run
@@ -224,8 +256,9 @@ class Worker:
             if self.stopping:
                 raise StopNow
             self.stopping = True
-            log.info("%s: finishing the current job, then stopping (send again to stop now)",
-                     signal.Signals(signum).name)
+            log.info(
+                "%s: finishing the current job, then stopping (send again to stop now)", signal.Signals(signum).name
+            )
 
         for signum in signals:
             signal.signal(signum, on_signal)
@@ -277,8 +310,9 @@ def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> i
 
     context = multiprocessing.get_context("spawn")  # no forked database connections or threads
     results = context.Queue()
-    children = [context.Process(target=_child, args=(database_url, settings, results), daemon=False)
-                for _ in range(concurrency)]
+    children = [
+        context.Process(target=_child, args=(database_url, settings, results), daemon=False) for _ in range(concurrency)
+    ]
     for child in children:
         child.start()
 

@@ -64,20 +64,34 @@ def label_agreement(topics: np.ndarray, first: np.ndarray, second: np.ndarray) -
     labels = sorted(set(first.tolist()) | set(second.tolist()))
     alpha = None
     if len(labels) > 1:
-        alpha = float(krippendorff.alpha(reliability_data=np.vstack([first, second]).astype(float),
-                                         level_of_measurement="ordinal", value_domain=labels))
+        alpha = float(
+            krippendorff.alpha(
+                reliability_data=np.vstack([first, second]).astype(float),
+                level_of_measurement="ordinal",
+                value_domain=labels,
+            )
+        )
     per_topic = []
     for topic in sorted(set(topics.tolist()), key=_natural):
         mask = topics == topic
         a, b = first[mask], second[mask]
-        per_topic.append(TopicLabels(str(topic), int(mask.sum()), float((a == b).mean()), _kappa(a, b),
-                                     float((b - a).mean())))
+        per_topic.append(
+            TopicLabels(str(topic), int(mask.sum()), float((a == b).mean()), _kappa(a, b), float((b - a).mean()))
+        )
     return LabelAgreement(
-        items=len(first), labels=labels, observed=float((first == second).mean()), kappa=_kappa(first, second),
-        weighted_kappa=_kappa(first, second, "linear"), quadratic_kappa=_kappa(first, second, "quadratic"),
-        krippendorff_alpha=alpha, confusion=confusion_matrix(first, second, labels=labels).tolist(),
-        mean_difference=float((second - first).mean()), rated_higher=int((second > first).sum()),
-        rated_lower=int((second < first).sum()), per_topic=per_topic)
+        items=len(first),
+        labels=labels,
+        observed=float((first == second).mean()),
+        kappa=_kappa(first, second),
+        weighted_kappa=_kappa(first, second, "linear"),
+        quadratic_kappa=_kappa(first, second, "quadratic"),
+        krippendorff_alpha=alpha,
+        confusion=confusion_matrix(first, second, labels=labels).tolist(),
+        mean_difference=float((second - first).mean()),
+        rated_higher=int((second > first).sum()),
+        rated_lower=int((second < first).sum()),
+        per_topic=per_topic,
+    )
 
 
 def _natural(value: Any) -> tuple[int, Any]:
@@ -104,11 +118,22 @@ def system_agreement(names: list[str], first: np.ndarray, second: np.ndarray, *,
     correlation = rank_correlation(names, first, second)
     k = min(top_k, len(names))
     top = np.argsort(-first, kind="stable")[:k]
-    swaps = sum(1 for i, x in enumerate(top) for y in top[i + 1:]
-                if np.sign(first[x] - first[y]) * np.sign(second[x] - second[y]) < 0)
-    return SystemAgreement(len(names), correlation.kendall_tau, correlation.tau_ap, k, swaps, k * (k - 1) // 2,
-                           correlation.swapped,
-                           {n: (float(a), float(b)) for n, a, b in zip(names, first, second, strict=True)})
+    swaps = sum(
+        1
+        for i, x in enumerate(top)
+        for y in top[i + 1 :]
+        if np.sign(first[x] - first[y]) * np.sign(second[x] - second[y]) < 0
+    )
+    return SystemAgreement(
+        len(names),
+        correlation.kendall_tau,
+        correlation.tau_ap,
+        k,
+        swaps,
+        k * (k - 1) // 2,
+        correlation.swapped,
+        {n: (float(a), float(b)) for n, a, b in zip(names, first, second, strict=True)},
+    )
 
 
 @dataclass(frozen=True)
@@ -124,8 +149,14 @@ class SignificanceAgreement:
     gained: int  # significant under the second only
 
 
-def significance_agreement(first: np.ndarray, second: np.ndarray, *, test: str = "t", alpha: float = 0.05,
-                           rng: np.random.Generator | None = None) -> SignificanceAgreement:
+def significance_agreement(
+    first: np.ndarray,
+    second: np.ndarray,
+    *,
+    test: str = "t",
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+) -> SignificanceAgreement:
     """Paired tests of every pair of systems under each set of judgments. ``first`` and ``second``
     are systems x topics score matrices over the same topics (Otero, Parapar & Ferro 2023: cheaper
     judgments should keep the significance decisions, not only the order)."""
@@ -143,5 +174,14 @@ def significance_agreement(first: np.ndarray, second: np.ndarray, *, test: str =
     sig_b = np.nan_to_num(b.p_value, nan=1.0) < alpha
     preserved = int((sig_a & sig_b & (sign_a == sign_b)).sum())
     reversed_ = int((sig_a & sig_b & (sign_a != sign_b)).sum())
-    return SignificanceAgreement(test, alpha, len(rows), int(sig_a.sum()), int(sig_b.sum()), preserved, reversed_,
-                                 preserved / int(sig_a.sum()) if sig_a.any() else None, int((sig_b & ~sig_a).sum()))
+    return SignificanceAgreement(
+        test,
+        alpha,
+        len(rows),
+        int(sig_a.sum()),
+        int(sig_b.sum()),
+        preserved,
+        reversed_,
+        preserved / int(sig_a.sum()) if sig_a.any() else None,
+        int((sig_b & ~sig_a).sum()),
+    )

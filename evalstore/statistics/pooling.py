@@ -56,8 +56,17 @@ def candidates(runs: dict[str, pa.Table], depth: int | None, topics: list[str] |
         if topics is not None:
             keep &= pc.is_in(table["topic"], value_set=pa.array(topics, pa.string())).to_numpy(zero_copy_only=False)
         kept = table.filter(pa.array(keep))
-        frames.append(pa.table({"topic": kept["topic"], "doc": kept["doc"], "rank": pa.array(rank[keep]),
-                                "run": pa.array(np.full(kept.num_rows, index, np.int32))}, schema=CANDIDATES))
+        frames.append(
+            pa.table(
+                {
+                    "topic": kept["topic"],
+                    "doc": kept["doc"],
+                    "rank": pa.array(rank[keep]),
+                    "run": pa.array(np.full(kept.num_rows, index, np.int32)),
+                },
+                schema=CANDIDATES,
+            )
+        )
     return pa.concat_tables(frames) if frames else CANDIDATES.empty_table()
 
 
@@ -92,8 +101,9 @@ class _Pairs:
         return cls(of_candidate.ravel(), keys // max(len(docs), 1), keys % max(len(docs), 1), topics, docs)
 
     def table(self, rows: np.ndarray) -> pa.Table:
-        return pa.table({"topic": self.topics.take(pa.array(self.topic[rows])),
-                         "doc": self.docs.take(pa.array(self.doc[rows]))})
+        return pa.table(
+            {"topic": self.topics.take(pa.array(self.topic[rows])), "doc": self.docs.take(pa.array(self.doc[rows]))}
+        )
 
 
 def _sorted_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -121,15 +131,20 @@ def build(cands: pa.Table, run_names: list[str], settings: PoolSettings, oracle:
     starts = np.flatnonzero(np.r_[True, np.diff(pairs.of_candidate[by_pair]) != 0])
     offsets = np.r_[starts, len(by_pair)].astype(np.int32)
     contributors = pa.ListArray.from_arrays(
-        pa.array(offsets), pa.array(run_names, pa.string()).take(pa.array(runs[by_pair])))
+        pa.array(offsets), pa.array(run_names, pa.string()).take(pa.array(runs[by_pair]))
+    )
     judge_order = _pair_order(pairs, cands, ranks, best_rank, settings, oracle)
     kept = np.flatnonzero(judge_order > 0) if settings.budget is not None else np.arange(len(judge_order))
     # order's missing entries (0, past the budget) sort last within their topic
-    rows = kept[np.lexsort((np.where(judge_order[kept] > 0, judge_order[kept], np.iinfo(np.int64).max),
-                            pairs.topic[kept]))]
-    return pairs.table(rows).append_column("contributors", contributors.take(pa.array(rows))).append_column(
-        "best_rank", pa.array(best_rank[rows])).append_column(
-        "judge_order", pa.array(judge_order[rows], pa.int64(), mask=judge_order[rows] <= 0))
+    rows = kept[
+        np.lexsort((np.where(judge_order[kept] > 0, judge_order[kept], np.iinfo(np.int64).max), pairs.topic[kept]))
+    ]
+    return (
+        pairs.table(rows)
+        .append_column("contributors", contributors.take(pa.array(rows)))
+        .append_column("best_rank", pa.array(best_rank[rows]))
+        .append_column("judge_order", pa.array(judge_order[rows], pa.int64(), mask=judge_order[rows] <= 0))
+    )
 
 
 def _best_rank(pairs: _Pairs, ranks: np.ndarray) -> np.ndarray:
@@ -139,8 +154,14 @@ def _best_rank(pairs: _Pairs, ranks: np.ndarray) -> np.ndarray:
     return best
 
 
-def _pair_order(pairs: _Pairs, cands: pa.Table, ranks: np.ndarray, best_rank: np.ndarray, settings: PoolSettings,
-                oracle: Oracle | None) -> np.ndarray:
+def _pair_order(
+    pairs: _Pairs,
+    cands: pa.Table,
+    ranks: np.ndarray,
+    best_rank: np.ndarray,
+    settings: PoolSettings,
+    oracle: Oracle | None,
+) -> np.ndarray:
     """Each pair's 1-based judging order within its topic; 0 past the budget."""
     if settings.strategy in ("depth", "rrf", "rbp"):
         n = len(pairs.topic)
@@ -149,8 +170,11 @@ def _pair_order(pairs: _Pairs, cands: pa.Table, ranks: np.ndarray, best_rank: np
             key = best_rank.astype(np.float64)
         else:
             rank = ranks.astype(np.float64)
-            weight = (1.0 / (RRF_K + rank) if settings.strategy == "rrf"
-                      else (1 - settings.rbp_p) * settings.rbp_p ** (rank - 1))
+            weight = (
+                1.0 / (RRF_K + rank)
+                if settings.strategy == "rrf"
+                else (1 - settings.rbp_p) * settings.rbp_p ** (rank - 1)
+            )
             key = -np.bincount(pairs.of_candidate, weights=weight, minlength=n)
         # heaviest (or best-ranked) first; equal keys by docno descending, as trec_eval breaks ties
         ordered = np.lexsort((-pairs.doc, key, pairs.topic))
@@ -184,8 +208,7 @@ def judging_order(cands: pa.Table, settings: PoolSettings, oracle: Oracle | None
         # (one step per judgment, over a handful of runs); the lists are built once per topic
         ordered = group.sort_values(["run", "rank"], kind="stable")
         lists = [docs.tolist() for _, docs in ordered.groupby("run", sort=True)["doc"]]
-        sequence = (_move_to_front if settings.strategy == "mtf" else _bandit)(
-            str(topic), lists, oracle, settings, rng)
+        sequence = (_move_to_front if settings.strategy == "mtf" else _bandit)(str(topic), lists, oracle, settings, rng)
         rows.extend((str(topic), doc, position + 1) for position, doc in enumerate(sequence))
     return pd.DataFrame(rows, columns=["topic", "doc", "judge_order"])
 
@@ -195,8 +218,9 @@ def _relevant(oracle: Oracle | None, topic: str, doc: str) -> bool:
     return label is not None and label > 0
 
 
-def _move_to_front(topic: str, lists: list[list[str]], oracle: Oracle | None, settings: PoolSettings,
-                   rng: np.random.Generator) -> list[str]:
+def _move_to_front(
+    topic: str, lists: list[list[str]], oracle: Oracle | None, settings: PoolSettings, rng: np.random.Generator
+) -> list[str]:
     budget = settings.budget if settings.budget is not None else sum(len(docs) for docs in lists)
     queue = list(range(len(lists)))  # runs, the current one at the front
     pointers = [0] * len(lists)
@@ -219,8 +243,9 @@ def _move_to_front(topic: str, lists: list[list[str]], oracle: Oracle | None, se
     return sequence
 
 
-def _bandit(topic: str, lists: list[list[str]], oracle: Oracle | None, settings: PoolSettings,
-            rng: np.random.Generator) -> list[str]:
+def _bandit(
+    topic: str, lists: list[list[str]], oracle: Oracle | None, settings: PoolSettings, rng: np.random.Generator
+) -> list[str]:
     budget = settings.budget if settings.budget is not None else sum(len(docs) for docs in lists)
     arms = len(lists)
     hits = np.zeros(arms)
@@ -300,15 +325,23 @@ def agreement(labels: pd.DataFrame) -> Agreement:
     graded = len(values) > 2
     pairs = []
     for i, first in enumerate(assessors):
-        for second in assessors[i + 1:]:
+        for second in assessors[i + 1 :]:
             both = wide[[first, second]].dropna().to_numpy(dtype=int)
             if len(both) == 0:
                 pairs.append(PairAgreement(first, second, 0, float("nan"), float("nan"), None, None))
                 continue
             a, b = both[:, 0], both[:, 1]
-            pairs.append(PairAgreement(first, second, len(both), float((a == b).mean()), cohen_kappa(a, b),
-                                       cohen_kappa(a, b, weights="linear") if graded else None,
-                                       cohen_kappa(a, b, weights="quadratic") if graded else None))
+            pairs.append(
+                PairAgreement(
+                    first,
+                    second,
+                    len(both),
+                    float((a == b).mean()),
+                    cohen_kappa(a, b),
+                    cohen_kappa(a, b, weights="linear") if graded else None,
+                    cohen_kappa(a, b, weights="quadratic") if graded else None,
+                )
+            )
     complete = wide.dropna().to_numpy(dtype=int)
     fleiss = None
     if len(assessors) >= 2 and len(complete):
@@ -316,12 +349,14 @@ def agreement(labels: pd.DataFrame) -> Agreement:
         with np.errstate(invalid="ignore", divide="ignore"):
             fleiss = float(fleiss_kappa(counts, method="fleiss"))
     shared = wide[wide.notna().sum(axis=1) >= 2]
-    levels: tuple[Literal["ordinal", "nominal", "interval", "ratio"], ...] = ("ordinal", "nominal", "interval",
-                                                                             "ratio")
+    levels: tuple[Literal["ordinal", "nominal", "interval", "ratio"], ...] = ("ordinal", "nominal", "interval", "ratio")
     alphas: dict[str, float | None] = dict.fromkeys(levels)
     if len(shared) and len(values) > 1:
         for level in levels:
-            alphas[level] = float(krippendorff.alpha(reliability_data=shared.to_numpy(dtype=float).T,
-                                                     level_of_measurement=level, value_domain=values))
+            alphas[level] = float(
+                krippendorff.alpha(
+                    reliability_data=shared.to_numpy(dtype=float).T, level_of_measurement=level, value_domain=values
+                )
+            )
     ordinal = alphas.pop("ordinal")
     return Agreement(assessors, values, pairs, len(complete), fleiss, len(shared), ordinal, alphas)

@@ -108,8 +108,12 @@ def nrmse(original: np.ndarray, reproduced: np.ndarray) -> float:
     return rmse(original, reproduced) / worst if worst else math.nan
 
 
-def effect_ratio(original_advanced: np.ndarray, original_baseline: np.ndarray, reproduced_advanced: np.ndarray,
-                 reproduced_baseline: np.ndarray) -> float:
+def effect_ratio(
+    original_advanced: np.ndarray,
+    original_baseline: np.ndarray,
+    reproduced_advanced: np.ndarray,
+    reproduced_baseline: np.ndarray,
+) -> float:
     """ER: the reproduced mean per-topic improvement over the baseline divided by the original's
     (each pair of arrays aligned by topic)."""
     improvement = float(np.mean(np.asarray(original_advanced) - np.asarray(original_baseline)))
@@ -117,15 +121,21 @@ def effect_ratio(original_advanced: np.ndarray, original_baseline: np.ndarray, r
     return reproduced / improvement if improvement else math.nan
 
 
-def delta_ri(original_advanced: np.ndarray, original_baseline: np.ndarray, reproduced_advanced: np.ndarray,
-             reproduced_baseline: np.ndarray) -> float:
+def delta_ri(
+    original_advanced: np.ndarray,
+    original_baseline: np.ndarray,
+    reproduced_advanced: np.ndarray,
+    reproduced_baseline: np.ndarray,
+) -> float:
     """DeltaRI: the original's relative improvement of the mean minus the reproduction's."""
+
     def relative(advanced: np.ndarray, baseline: np.ndarray) -> float:
         base = float(np.mean(baseline))
         return (float(np.mean(advanced)) - base) / base if base else math.nan
 
     return relative(np.asarray(original_advanced), np.asarray(original_baseline)) - relative(
-        np.asarray(reproduced_advanced), np.asarray(reproduced_baseline))
+        np.asarray(reproduced_advanced), np.asarray(reproduced_baseline)
+    )
 
 
 def t_test(original: np.ndarray, reproduced: np.ndarray, *, paired: bool) -> float:
@@ -160,9 +170,17 @@ class DocumentOrder:
         return float(np.mean(self.rbo)) if self.rbo else math.nan
 
 
-def document_order(original: Mapping[str, Sequence[str]], reproduced: Mapping[str, Sequence[str]], *,
-                   depth: int = RUN_LENGTH, p: float = RBO_P) -> DocumentOrder:
+def document_order(
+    original: Mapping[str, Sequence[str]],
+    reproduced: Mapping[str, Sequence[str]],
+    *,
+    depth: int = RUN_LENGTH,
+    p: float = RBO_P,
+) -> DocumentOrder:
     """KTU and RBO for each topic both rankings hold (sorted by topic id)."""
     topics = sorted(set(original) & set(reproduced))
-    return DocumentOrder(topics, [ktu(original[t], reproduced[t], depth) for t in topics],
-                         [rbo(original[t], reproduced[t], p, depth) for t in topics])
+    return DocumentOrder(
+        topics,
+        [ktu(original[t], reproduced[t], depth) for t in topics],
+        [rbo(original[t], reproduced[t], p, depth) for t in topics],
+    )

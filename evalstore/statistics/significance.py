@@ -27,8 +27,15 @@ import numpy as np
 TESTS = ("t", "randomization", "bootstrap", "wilcoxon", "sign")
 CORRECTIONS = ("holm", "bonferroni", "bh", "hochberg", "sidak", "holm-sidak", "by", "none")
 MULTI = ("tukey", "randomized-tukey")
-_STATSMODELS_METHOD = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "hochberg": "simes-hochberg",
-                       "sidak": "sidak", "holm-sidak": "holm-sidak", "by": "fdr_by"}
+_STATSMODELS_METHOD = {
+    "holm": "holm",
+    "bonferroni": "bonferroni",
+    "bh": "fdr_bh",
+    "hochberg": "simes-hochberg",
+    "sidak": "sidak",
+    "holm-sidak": "holm-sidak",
+    "by": "fdr_by",
+}
 
 # Resampled statistics that equal the observed one up to rounding count as "as extreme": a sign
 # flip that reproduces the observed signs sums in another order than the observed mean did.
@@ -48,8 +55,14 @@ class PairedOutcome:
     ci_high: np.ndarray
 
 
-def paired_test(diffs: np.ndarray, test: str, *, confidence: float = 0.95, resamples: int = 10_000,
-                rng: np.random.Generator | None = None) -> PairedOutcome:
+def paired_test(
+    diffs: np.ndarray,
+    test: str,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> PairedOutcome:
     """Two-sided paired test of mean difference 0 for every row of ``diffs`` (pairs x topics).
 
     The interval is the t-interval of the mean difference, except for ``bootstrap`` (percentile
@@ -90,16 +103,24 @@ def t_interval(diffs: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nda
 
 
 # what the statistic of each procedure is (compare's table names its column after it)
-STATISTIC_NAMES = {"t": "t", "wilcoxon": "W", "sign": "wins", "randomization": "mean diff",
-                   "bootstrap": "mean diff", "tukey": "q", "randomized-tukey": "mean diff"}
+STATISTIC_NAMES = {
+    "t": "t",
+    "wilcoxon": "W",
+    "sign": "wins",
+    "randomization": "mean diff",
+    "bootstrap": "mean diff",
+    "tukey": "q",
+    "randomized-tukey": "mean diff",
+}
 
 LEADERBOARD_RESAMPLES = 10_000
 LEADERBOARD_SEED = 0  # fixed: a leaderboard reads the same every time it is printed
 FEW_TOPICS = 10  # below this, intervals and p-values over topics (or groups) mean little
 
 
-def bootstrap_mean_intervals(samples: np.ndarray, confidence: float, *, resamples: int = LEADERBOARD_RESAMPLES,
-                             seed: int = LEADERBOARD_SEED) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_mean_intervals(
+    samples: np.ndarray, confidence: float, *, resamples: int = LEADERBOARD_RESAMPLES, seed: int = LEADERBOARD_SEED
+) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of each row's mean (rows: measures or runs; columns: topics).
 
     A percentile interval lies within the smallest and largest value resampled, so a measure
@@ -200,8 +221,9 @@ def _randomization(diffs: np.ndarray, resamples: int, rng: np.random.Generator) 
     return observed, (extreme + 1) / (resamples + 1)
 
 
-def _bootstrap(diffs: np.ndarray, resamples: int, rng: np.random.Generator,
-               confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _bootstrap(
+    diffs: np.ndarray, resamples: int, rng: np.random.Generator, confidence: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Paired bootstrap of the mean difference: topics resampled with replacement (the same
     resampled topic set for every pair). The p-value is the shift method's (Efron & Tibshirani
     1993, Sakai 2006): resampled means centred on the observed one, as extreme as the observed
@@ -215,7 +237,7 @@ def _bootstrap(diffs: np.ndarray, resamples: int, rng: np.random.Generator,
     for size in _chunks(resamples):
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)
         block = weights @ diffs.T / n
-        means[start:start + size] = block
+        means[start : start + size] = block
         extreme += (np.abs(block - observed) >= threshold).sum(axis=0)
         start += size
     low, high = np.quantile(means, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
@@ -259,11 +281,12 @@ def residual_variance(scores: np.ndarray) -> tuple[float, int]:
     k, n = scores.shape
     residual = scores - scores.mean(axis=1)[:, None] - scores.mean(axis=0)[None, :] + scores.mean()
     df = (k - 1) * (n - 1)
-    return float((residual ** 2).sum() / df), df
+    return float((residual**2).sum() / df), df
 
 
-def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
-              pairs: list[tuple[int, int]] | None = None) -> TukeyOutcome:
+def tukey_hsd(
+    scores: np.ndarray, *, confidence: float = 0.95, pairs: list[tuple[int, int]] | None = None
+) -> TukeyOutcome:
     """Tukey's HSD on the two-way (system x topic) design without replication.
 
     The error term is the residual of the additive model score = grand + system + topic, with
@@ -292,9 +315,14 @@ def tukey_hsd(scores: np.ndarray, *, confidence: float = 0.95,
     return TukeyOutcome(pairs, statistic, np.clip(p_value, 0.0, 1.0), difference - half, difference + half, mse, df)
 
 
-def randomized_tukey_hsd(scores: np.ndarray, *, resamples: int, rng: np.random.Generator,
-                         pairs: list[tuple[int, int]] | None = None, confidence: float = 0.95
-                         ) -> tuple[list[tuple[int, int]], np.ndarray, float]:
+def randomized_tukey_hsd(
+    scores: np.ndarray,
+    *,
+    resamples: int,
+    rng: np.random.Generator,
+    pairs: list[tuple[int, int]] | None = None,
+    confidence: float = 0.95,
+) -> tuple[list[tuple[int, int]], np.ndarray, float]:
     """Randomized Tukey HSD (Carterette 2012; Sakai 2018): under the null every system is
     exchangeable within a topic, so each resample permutes the k scores of every topic; a pair's
     p-value is the share of resamples whose largest minus smallest system mean reaches the pair's
@@ -355,16 +383,19 @@ def rank_correlation(names: list[str], first: np.ndarray, second: np.ndarray) ->
     sign_second = np.sign(second[:, None] - second[None, :])
     upper = np.triu(np.ones_like(sign_first, dtype=bool), 1)
     product = (sign_first * sign_second)[upper]
-    swapped = [(names[i], names[j]) if first[i] > first[j] else (names[j], names[i])
-               for i, j in zip(*np.nonzero(upper & (sign_first * sign_second < 0)), strict=True)]
+    swapped = [
+        (names[i], names[j]) if first[i] > first[j] else (names[j], names[i])
+        for i, j in zip(*np.nonzero(upper & (sign_first * sign_second < 0)), strict=True)
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns nan, which we report
         tau = float(stats.kendalltau(first, second).statistic)
         rho = float(stats.spearmanr(first, second).statistic)
     score = dict(zip(names, first.tolist(), strict=True))
     swapped.sort(key=lambda pair: (-score[pair[0]], -score[pair[1]], pair))  # the reference's best first
-    return RankCorrelation(len(names), tau, tau_ap(first, second), rho, int((product > 0).sum()),
-                           int((product < 0).sum()), swapped)
+    return RankCorrelation(
+        len(names), tau, tau_ap(first, second), rho, int((product > 0).sum()), int((product < 0).sum()), swapped
+    )
 
 
 def tau_ap(reference: np.ndarray, other: np.ndarray) -> float:

@@ -57,10 +57,20 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
     shared = server(request)
     shared.writes.take(f"address:{request.client.host if request.client else '?'}")
     issued = _signed_in(shared, body.name, body.password)
-    response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
-                        secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
-    return {"user": issued.user, "csrf_token": access.csrf_token(issued.token),
-            "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+    response.set_cookie(
+        SESSION_COOKIE,
+        issued.token,
+        httponly=True,
+        samesite="strict",
+        secure=shared.settings.secure_cookies,
+        max_age=access.SESSION_HOURS * 3600,
+        path="/",
+    )
+    return {
+        "user": issued.user,
+        "csrf_token": access.csrf_token(issued.token),
+        "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None,
+    }
 
 
 def _signed_in(shared: Server, name: str, password: str) -> access.IssuedToken:
@@ -95,8 +105,9 @@ class NewToken(BaseModel):
 
 
 @router.post("/tokens", status_code=201)
-def create_token(body: NewToken, request: Request,
-                 principal: Principal = needs("tokens:manage", write=True)) -> dict[str, Any]:
+def create_token(
+    body: NewToken, request: Request, principal: Principal = needs("tokens:manage", write=True)
+) -> dict[str, Any]:
     """A new token (shown once). Users make their own; admins anyone's."""
     user = body.user or principal.name
     if user != principal.name and not principal.is_admin:
@@ -104,13 +115,19 @@ def create_token(body: NewToken, request: Request,
     assert user is not None
     shared = server(request)
     if body.expires_days > shared.settings.max_token_days:
-        raise InvalidParameterError(f"expires_days is at most {shared.settings.max_token_days:g} on this server; "
-                                    f"got {body.expires_days:g}. A token that never expires is made by an admin "
-                                    "on the command line ('evalstore tokens create --user NAME --never-expires').")
+        raise InvalidParameterError(
+            f"expires_days is at most {shared.settings.max_token_days:g} on this server; "
+            f"got {body.expires_days:g}. A token that never expires is made by an admin "
+            "on the command line ('evalstore tokens create --user NAME --never-expires')."
+        )
     shared.mints.take(f"user:{principal.user_id}")
     issued = access.create_token(shared.engine, user, expires_days=body.expires_days, by=principal.name)
-    return {"id": issued.id, "user": issued.user, "token": issued.token,
-            "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None}
+    return {
+        "id": issued.id,
+        "user": issued.user,
+        "token": issued.token,
+        "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None,
+    }
 
 
 @router.get("/tokens")
@@ -139,21 +156,25 @@ def list_users(request: Request, _: Principal = needs("users:manage")) -> list[d
 
 
 @router.post("/users", status_code=201)
-def add_user(body: NewUser, request: Request, principal: Principal = needs("users:manage", write=True)
-             ) -> dict[str, Any]:
-    return access.add_user(server(request).engine, body.name, role=body.role, team=body.team,
-                           password=body.password, by=principal.name).as_dict()
+def add_user(
+    body: NewUser, request: Request, principal: Principal = needs("users:manage", write=True)
+) -> dict[str, Any]:
+    return access.add_user(
+        server(request).engine, body.name, role=body.role, team=body.team, password=body.password, by=principal.name
+    ).as_dict()
 
 
 @router.post("/users/{name}/disable")
-def disable_user(name: str, request: Request, principal: Principal = needs("users:manage", write=True)
-                 ) -> dict[str, Any]:
+def disable_user(
+    name: str, request: Request, principal: Principal = needs("users:manage", write=True)
+) -> dict[str, Any]:
     return access.disable_user(server(request).engine, name, by=principal.name).as_dict()
 
 
 @router.get("/audit")
-def audit_log(request: Request, limit: int = Query(200, ge=1, le=10_000),
-              _: Principal = needs("audit:read")) -> list[dict[str, Any]]:
+def audit_log(
+    request: Request, limit: int = Query(200, ge=1, le=10_000), _: Principal = needs("audit:read")
+) -> list[dict[str, Any]]:
     return access.audit_log(server(request).engine, limit=limit)
 
 
@@ -177,11 +198,21 @@ def list_tasks(request: Request, _: Principal = needs("tasks:read", public=True)
 
 
 @router.post("/tasks", status_code=201)
-def create_task(body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
-                ) -> dict[str, Any]:
-    return tasks.create_task(server(request).engine, body.name, qrels_name=body.qrels, hidden=body.hidden,
-                             opens=body.opens, closes=body.closes, max_runs_per_team=body.max_runs_per_team,
-                             measures=body.measures, owner=body.owner, by=principal).as_dict()
+def create_task(
+    body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
+) -> dict[str, Any]:
+    return tasks.create_task(
+        server(request).engine,
+        body.name,
+        qrels_name=body.qrels,
+        hidden=body.hidden,
+        opens=body.opens,
+        closes=body.closes,
+        max_runs_per_team=body.max_runs_per_team,
+        measures=body.measures,
+        owner=body.owner,
+        by=principal,
+    ).as_dict()
 
 
 @router.get("/tasks/{task}")
@@ -190,18 +221,22 @@ def show_task(task: str, request: Request, _: Principal = needs("tasks:read", pu
 
 
 @router.post("/tasks/{task}/release")
-def release_task(task: str, request: Request, principal: Principal = needs("tasks:manage", write=True)
-                 ) -> dict[str, Any]:
+def release_task(
+    task: str, request: Request, principal: Principal = needs("tasks:manage", write=True)
+) -> dict[str, Any]:
     return tasks.release_task(server(request).engine, task, by=principal).as_dict()
 
 
 @router.get("/tasks/{task}/leaderboard")
-def leaderboard(task: str, request: Request, measure: list[str] = Query([]),
-                principal: Principal = needs("leaderboard:read", public=True)) -> Response:
+def leaderboard(
+    task: str,
+    request: Request,
+    measure: list[str] = Query([]),
+    principal: Principal = needs("leaderboard:read", public=True),
+) -> Response:
     """Each run's mean and 95% bootstrap interval per measure, best first (hidden tasks: only that
     the scores are hidden, until released)."""
-    board = tasks.task_leaderboard(server(request).engine, principal, task, measure,
-                                   context=server(request).context)
+    board = tasks.task_leaderboard(server(request).engine, principal, task, measure, context=server(request).context)
     return Response(board.json, media_type="application/json")
 
 
@@ -217,8 +252,10 @@ def check_run_name(name: str) -> None:
     """A run's name is opened and withdrawn by URL path and shown in downloads: printable, no '/'
     (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
     if not name.strip() or "/" in name or not name.isprintable() or len(name) > NAME_MAX:
-        raise InvalidParameterError(f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
-                                    f"got {name[:80]!r}{'...' if len(name) > 80 else ''}.")
+        raise InvalidParameterError(
+            f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
+            f"got {name[:80]!r}{'...' if len(name) > 80 else ''}."
+        )
 
 
 @router.post("/tasks/{task}/runs", status_code=201)
@@ -231,8 +268,9 @@ def submit_run(
     run_type: Annotated[Literal["automatic", "manual"], Form()] = "automatic",
     description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
     judging_precedence: Annotated[int | None, Form(ge=1)] = None,
-    team: Annotated[str | None, Form(max_length=NAME_MAX, description="Organisers and admins: the team submitting.")
-                    ] = None,
+    team: Annotated[
+        str | None, Form(max_length=NAME_MAX, description="Organisers and admins: the team submitting.")
+    ] = None,
     principal: Principal = needs("runs:submit", write=True),
 ) -> dict[str, Any]:
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
@@ -242,14 +280,32 @@ def submit_run(
     if shared.settings.runs_per_day is not None:
         claims.check_daily_cap(shared.engine, task, team or principal.team, shared.settings.runs_per_day)
     with _uploaded(file, request) as (path, shown):
-        submitted = tasks.submit_run(server(request).engine, principal, task, path, name=name, shown_path=shown,
-                                     team=team, run_type=run_type, description=description,
-                                     judging_precedence=judging_precedence)
+        submitted = tasks.submit_run(
+            server(request).engine,
+            principal,
+            task,
+            path,
+            name=name,
+            shown_path=shown,
+            team=team,
+            run_type=run_type,
+            description=description,
+            judging_precedence=judging_precedence,
+        )
     response.headers["Location"] = f"/api/v1/jobs/{submitted.job.evaluation_id}"
-    return {"run": submitted.run.name, "task": submitted.task, "team": submitted.team,
-            "rows": submitted.run.rows, "topics": submitted.run.topics, "warnings": list(submitted.warnings),
-            "job": {"id": submitted.job.evaluation_id, "state": submitted.job.state,
-                    "url": f"/api/v1/jobs/{submitted.job.evaluation_id}"}}
+    return {
+        "run": submitted.run.name,
+        "task": submitted.task,
+        "team": submitted.team,
+        "rows": submitted.run.rows,
+        "topics": submitted.run.topics,
+        "warnings": list(submitted.warnings),
+        "job": {
+            "id": submitted.job.evaluation_id,
+            "state": submitted.job.state,
+            "url": f"/api/v1/jobs/{submitted.job.evaluation_id}",
+        },
+    }
 
 
 @contextmanager
@@ -283,10 +339,15 @@ def register_run(
     """Store a run outside any task (admins): as `evalstore runs register` does on the database."""
     check_run_name(name)
     with _uploaded(file, request) as (path, shown):
-        registered = tasks.register_run(server(request).engine, principal, path, name=name, shown_path=shown,
-                                        description=description, system=system)
-    return {"run": registered.summary.name, "rows": registered.summary.rows, "topics": registered.summary.topics,
-            "warnings": list(registered.warnings)}
+        registered = tasks.register_run(
+            server(request).engine, principal, path, name=name, shown_path=shown, description=description, system=system
+        )
+    return {
+        "run": registered.summary.name,
+        "rows": registered.summary.rows,
+        "topics": registered.summary.topics,
+        "warnings": list(registered.warnings),
+    }
 
 
 @router.get("/runs/{name}")
@@ -295,8 +356,13 @@ def show_run(name: str, request: Request, principal: Principal = needs("runs:rea
 
 
 @router.get("/runs/{name}/results")
-def run_results(name: str, request: Request, per_query: bool = False, measure: list[str] = Query([]),
-                principal: Principal = needs("runs:read")) -> dict[str, Any]:
+def run_results(
+    name: str,
+    request: Request,
+    per_query: bool = False,
+    measure: list[str] = Query([]),
+    principal: Principal = needs("runs:read"),
+) -> dict[str, Any]:
     return tasks.run_results(server(request).engine, principal, name, per_query=per_query, measures=measure)
 
 
@@ -306,8 +372,9 @@ def withdraw_run(name: str, request: Request, principal: Principal = needs("runs
 
 
 @router.get("/jobs")
-def list_jobs(request: Request, state: list[str] = Query(["queued", "running"]),
-              principal: Principal = needs("queue:read")) -> list[dict[str, Any]]:
+def list_jobs(
+    request: Request, state: list[str] = Query(["queued", "running"]), principal: Principal = needs("queue:read")
+) -> list[dict[str, Any]]:
     return tasks.queue(server(request).engine, principal, states=state)
 
 
@@ -321,8 +388,11 @@ def export_qrels(name: str, request: Request, principal: Principal = needs("task
     _, table = tasks.export_qrels(server(request).engine, principal, name)
     out = io.BytesIO()
     write_qrels(table, out, "trec")
-    return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
-                    headers={"Content-Disposition": content_disposition(f"{name}.qrels")})
+    return Response(
+        out.getvalue(),
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": content_disposition(f"{name}.qrels")},
+    )
 
 
 # --- judging ------------------------------------------------------------------------------------
@@ -344,21 +414,25 @@ def list_pools(request: Request, principal: Principal = needs("pools:judge")) ->
 
 
 @router.get("/pools/{name}/entries")
-def pool_entries(name: str, request: Request, topic: str | None = None,
-                 principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
+def pool_entries(
+    name: str, request: Request, topic: str | None = None, principal: Principal = needs("pools:judge")
+) -> list[dict[str, Any]]:
     return judging.pool_entries(server(request).engine, principal, name, topic=topic)
 
 
 @router.post("/pools/{name}/judgments")
-def judge(name: str, body: list[Judgment], request: Request,
-          principal: Principal = needs("pools:judge", write=True)) -> dict[str, int]:
-    count = judging.record_judgments(server(request).engine, principal, name,
-                                     [(j.topic, j.doc, j.relevance) for j in body])
+def judge(
+    name: str, body: list[Judgment], request: Request, principal: Principal = needs("pools:judge", write=True)
+) -> dict[str, int]:
+    count = judging.record_judgments(
+        server(request).engine, principal, name, [(j.topic, j.doc, j.relevance) for j in body]
+    )
     return {"recorded": count}
 
 
 @router.post("/pools/{name}/assessors", status_code=204)
-def assign(name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
-           ) -> None:
+def assign(
+    name: str, body: Assessor, request: Request, principal: Principal = needs("pools:manage", write=True)
+) -> None:
     claims.check_pool(server(request).engine, principal, name)  # another organiser's pool: not found
     judging.assign_assessor(server(request).engine, name, body.user, by=principal)

@@ -30,12 +30,22 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         yield
         context.close()  # close the pooled connections when the server stops
 
-    app = FastAPI(title="evalstore", version=__version__, openapi_url="/api/v1/openapi.json", lifespan=lifespan,
-                  docs_url="/api/v1/docs", redoc_url=None,
-                  description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
-                              "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').")
-    app.state.server = Server(settings, context, WriteRate(settings.writes_per_minute),
-                              WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour))
+    app = FastAPI(
+        title="evalstore",
+        version=__version__,
+        openapi_url="/api/v1/openapi.json",
+        lifespan=lifespan,
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+        description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
+        "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').",
+    )
+    app.state.server = Server(
+        settings,
+        context,
+        WriteRate(settings.writes_per_minute),
+        WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour),
+    )
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls

@@ -62,7 +62,8 @@ def caller(request: Request) -> Principal:
     if cookie:
         principal = access.authenticate(shared.engine, cookie, purpose="session", context=shared.context)
         if request.method not in SAFE_METHODS and not hmac.compare_digest(
-                request.headers.get(CSRF_HEADER, ""), access.csrf_token(cookie)):
+            request.headers.get(CSRF_HEADER, ""), access.csrf_token(cookie)
+        ):
             raise AccessDenied(f"This form's CSRF token is missing or wrong; reload the page (send {CSRF_HEADER}).")
         return principal
     return ANONYMOUS
@@ -100,5 +101,3 @@ def signed_in(request: Request) -> Principal:
     if principal.role is None:
         principal.require("tasks:read")  # raises the 401 with its message
     return principal
-
-

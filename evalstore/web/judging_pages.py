@@ -25,8 +25,18 @@ router = APIRouter(include_in_schema=False)
 def judgments_page(request: Request, pool: str, topic: str, saved: str | None = None) -> HTMLResponse:
     principal = page_principal(request, "pools:judge")
     grades, role, judgments = judging.my_judgments(server(request).engine, principal, pool, topic)
-    return render(request, "judgments.html", principal, pool=pool, topic=topic, grades=grades, role=role,
-                  judgments=judgments, saved=saved, skipped=judging.SKIPPED)
+    return render(
+        request,
+        "judgments.html",
+        principal,
+        pool=pool,
+        topic=topic,
+        grades=grades,
+        role=role,
+        judgments=judgments,
+        saved=saved,
+        skipped=judging.SKIPPED,
+    )
 
 
 @router.post("/judge/{pool}/{topic}/judgments")
@@ -35,8 +45,16 @@ async def revise(request: Request, pool: str, topic: str) -> Response:
     doc, grade_text = str(form.get("doc", "")), str(form.get("grade", ""))
     if grade_text != "skip" and not grade_text.isdigit():
         raise InvalidParameterError("Pick a grade (a number of the pool's scale) or skip.")
-    await run_in_threadpool(judging.revise_judgment, server(request).engine, principal, pool, topic, doc,
-                            None if grade_text == "skip" else int(grade_text), note=str(form.get("note", "")))
+    await run_in_threadpool(
+        judging.revise_judgment,
+        server(request).engine,
+        principal,
+        pool,
+        topic,
+        doc,
+        None if grade_text == "skip" else int(grade_text),
+        note=str(form.get("note", "")),
+    )
     return see_other(f"/judge/{quote(pool)}/{quote(topic)}/judgments?saved={quote(doc)}#j-{quote(doc)}")
 
 

@@ -31,8 +31,11 @@ class UploadLimit:
         self.max_bytes = max_bytes
 
     def _refusal(self) -> LimitExceeded:
-        return LimitExceeded("size", f"The upload is larger than this server's limit of "
-                                     f"{self.max_bytes / 2**20:g} MiB; compress it (.gz) or split it.")
+        return LimitExceeded(
+            "size",
+            f"The upload is larger than this server's limit of "
+            f"{self.max_bytes / 2**20:g} MiB; compress it (.gz) or split it.",
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -90,8 +93,9 @@ class WriteRate:
                 self._buckets[key] = (tokens, now)
                 wait = math.ceil((1.0 - tokens) / rate)
                 every = f"{self.per_minute:g} a minute" if self.per_minute >= 1 else f"{self.per_minute * 60:g} an hour"
-                raise LimitExceeded("rate", f"Too many {self.what}: at most {every}; try again in "
-                                            f"{wait} s.", retry_after=wait)
+                raise LimitExceeded(
+                    "rate", f"Too many {self.what}: at most {every}; try again in {wait} s.", retry_after=wait
+                )
             self._buckets[key] = (tokens - 1.0, now)
 
 
@@ -112,8 +116,9 @@ class SignInBackoff:
             failures, until = self._failures.get(account, (0, 0.0))
         wait = math.ceil(until - time.monotonic())
         if wait > 0:
-            raise LimitExceeded("rate", f"Too many failed sign-ins for this account; try again in {wait} s.",
-                                retry_after=wait)
+            raise LimitExceeded(
+                "rate", f"Too many failed sign-ins for this account; try again in {wait} s.", retry_after=wait
+            )
 
     def failed(self, account: str) -> None:
         with self._lock:
@@ -169,8 +174,13 @@ class RequestBudget:
                 await done.wait()
             if not done.is_set() and not started:
                 timed_out = True
-                await JSONResponse({"error": f"The request took longer than this server's limit of {self.seconds:g} "
-                                             "s (EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."},
-                                   status_code=503, headers={"Retry-After": "60"})(scope, receive, send)
+                await JSONResponse(
+                    {
+                        "error": f"The request took longer than this server's limit of {self.seconds:g} "
+                        "s (EVALSTORE_REQUEST_SECONDS); ask for less, or ask an admin."
+                    },
+                    status_code=503,
+                    headers={"Retry-After": "60"},
+                )(scope, receive, send)
         if failure is not None and not timed_out:
             raise failure

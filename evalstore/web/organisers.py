@@ -45,28 +45,51 @@ def _local(iso: str | None) -> str:
 
 def _settings_form(task: dict[str, Any]) -> dict[str, str]:
     quota = task["max_runs_per_team"]
-    return {"opens": _local(task["opens_at"]), "closes": _local(task["closes_at"]),
-            "max_runs_per_team": "" if quota is None else str(quota), "measures": ", ".join(task["measures"]),
-            "description": task["description"] or ""}
+    return {
+        "opens": _local(task["opens_at"]),
+        "closes": _local(task["closes_at"]),
+        "max_runs_per_team": "" if quota is None else str(quota),
+        "measures": ", ".join(task["measures"]),
+        "description": task["description"] or "",
+    }
 
 
-def _console(request: Request, principal: Principal, task: str, *, status_code: int = 200,
-             error: str | None = None, error_at: str | None = None, settings: dict[str, str] | None = None,
-             pool_form: dict[str, str] | None = None, message: str | None = None) -> HTMLResponse:
+def _console(
+    request: Request,
+    principal: Principal,
+    task: str,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    error_at: str | None = None,
+    settings: dict[str, str] | None = None,
+    pool_form: dict[str, str] | None = None,
+    message: str | None = None,
+) -> HTMLResponse:
     """The console page; ``error_at`` names the form whose error is shown (settings, pool, jobs,
     assign), so the message stands above the form it is about."""
     engine = server(request).engine
     shown = organising.managed(engine, principal, task).as_dict()
     runs = organising.submissions(engine, principal, task)
     waiting = any(r["state"] in ("queued", "running") for r in runs)
-    return render(request, "manage.html", principal, status_code=status_code, task=shown, runs=runs,
-                  error=error, error_at=error_at, message=message,
-                  settings=settings or _settings_form(shown),
-                  pool_form=pool_form or {"pool": f"{task}-pool", "depth": "100", "topics": ""},
-                  pools=organising.task_pools(engine, principal, task),
-                  assigned=organising.assigned_assessors(engine, principal, task),
-                  assessors=organising.assessors(engine, principal, task),
-                  computed=tasks.computed_measures(engine, task), no_worker=waiting and not worker_alive(request))
+    return render(
+        request,
+        "manage.html",
+        principal,
+        status_code=status_code,
+        task=shown,
+        runs=runs,
+        error=error,
+        error_at=error_at,
+        message=message,
+        settings=settings or _settings_form(shown),
+        pool_form=pool_form or {"pool": f"{task}-pool", "depth": "100", "topics": ""},
+        pools=organising.task_pools(engine, principal, task),
+        assigned=organising.assigned_assessors(engine, principal, task),
+        assessors=organising.assessors(engine, principal, task),
+        computed=tasks.computed_measures(engine, task),
+        no_worker=waiting and not worker_alive(request),
+    )
 
 
 @router.get("/tasks/{task}/manage")
@@ -101,15 +124,30 @@ async def edit_settings(request: Request, task: str) -> Response:
     try:
         await run_in_threadpool(organising.managed, server(request).engine, principal, task)
         measures = [m.strip() for m in re.split(r"[,\s]+", kept["measures"]) if m.strip()]
-        await run_in_threadpool(tasks.update_task, server(request).engine, task,
-                                opens=_when(kept["opens"], "Opens"), closes=_when(kept["closes"], "Closes"),
-                                max_runs_per_team=_quota(kept["max_runs_per_team"]), measures=measures,
-                                description=kept["description"].strip() or None, by=principal)
+        await run_in_threadpool(
+            tasks.update_task,
+            server(request).engine,
+            task,
+            opens=_when(kept["opens"], "Opens"),
+            closes=_when(kept["closes"], "Closes"),
+            max_runs_per_team=_quota(kept["max_runs_per_team"]),
+            measures=measures,
+            description=kept["description"].strip() or None,
+            by=principal,
+        )
     except EvalstoreError as error:  # the form comes back as typed, with the message above it
         if status_for(error) not in (400, 422):
             raise
-        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
-                                       error=str(error), error_at="settings", settings=kept)
+        return await run_in_threadpool(
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=str(error),
+            error_at="settings",
+            settings=kept,
+        )
     return see_other(_console_url(task) + "?saved=settings#settings")
 
 
@@ -129,8 +167,11 @@ def export_qrels(request: Request, task: str) -> Response:
     _, table = tasks.export_qrels(engine, principal, shown.qrels)
     out = io.BytesIO()
     write_qrels(table, out, "trec")
-    return Response(out.getvalue(), media_type="text/plain; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{_FILE_NAME.sub("_", task)}.qrels"'})
+    return Response(
+        out.getvalue(),
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{_FILE_NAME.sub("_", task)}.qrels"'},
+    )
 
 
 @router.post("/tasks/{task}/jobs/{job}/retry")
@@ -141,8 +182,9 @@ async def retry(request: Request, task: str, job: int) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(_console, request, principal, task, status_code=409, error=str(error),
-                                       error_at="jobs")
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
+        )
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -154,8 +196,9 @@ async def cancel(request: Request, task: str, job: int) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(_console, request, principal, task, status_code=409, error=str(error),
-                                       error_at="jobs")
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
+        )
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -168,13 +211,28 @@ async def build_pool(request: Request, task: str) -> Response:
         if not kept["depth"].isdigit():
             raise InvalidParameterError(f"The depth is a whole number of documents per run; got '{kept['depth']}'.")
         topics = [t for t in re.split(r"[,\s]+", kept["topics"]) if t]
-        await run_in_threadpool(organising.build_task_pool, server(request).engine, principal, task,
-                                name=kept["pool"], depth=int(kept["depth"]), topics=topics or None)
+        await run_in_threadpool(
+            organising.build_task_pool,
+            server(request).engine,
+            principal,
+            task,
+            name=kept["pool"],
+            depth=int(kept["depth"]),
+            topics=topics or None,
+        )
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
-        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
-                                       error=str(error), error_at="pool", pool_form=kept)
+        return await run_in_threadpool(
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=str(error),
+            error_at="pool",
+            pool_form=kept,
+        )
     return see_other(_console_url(task) + "#pools")
 
 
@@ -182,11 +240,13 @@ async def build_pool(request: Request, task: str) -> Response:
 async def assign(request: Request, task: str, pool: str) -> Response:
     principal, form = await form_principal(request, "tasks:manage")
     try:
-        await run_in_threadpool(organising.assign_assessor, server(request).engine, principal, task, pool,
-                                str(form.get("user", "")))
+        await run_in_threadpool(
+            organising.assign_assessor, server(request).engine, principal, task, pool, str(form.get("user", ""))
+        )
     except InvalidParameterError as error:
-        return await run_in_threadpool(_console, request, principal, task, status_code=status_for(error),
-                                       error=str(error), error_at="assign")
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="assign"
+        )
     return see_other(_console_url(task) + "#pools")
 
 

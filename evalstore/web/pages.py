@@ -49,8 +49,7 @@ def _principal(request: Request) -> Principal:
     cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         return ANONYMOUS
-    principal = access.authenticate(server(request).engine, cookie, purpose="session",
-                                   context=server(request).context)
+    principal = access.authenticate(server(request).engine, cookie, purpose="session", context=server(request).context)
     request.state.csrf = access.csrf_token(cookie)
     return principal
 
@@ -70,15 +69,17 @@ async def _form_principal(request: Request, action: str) -> tuple[Principal, For
     refused: another site's page could make the browser send the cookie, not read the token)."""
     form = await request.form()
     principal = await run_in_threadpool(_page_principal, request, action)
-    if principal.via == "session" and not hmac.compare_digest(str(form.get("csrf", "")),
-                                                              getattr(request.state, "csrf", "")):
+    if principal.via == "session" and not hmac.compare_digest(
+        str(form.get("csrf", "")), getattr(request.state, "csrf", "")
+    ):
         raise AccessDenied("This form's CSRF token is missing or wrong; reload the page and try again.")
     server(request).writes.take(f"user:{principal.user_id}")
     return principal, form
 
 
-def render(request: Request, template: str, principal: Principal, status_code: int = 200,
-           **context: Any) -> HTMLResponse:
+def render(
+    request: Request, template: str, principal: Principal, status_code: int = 200, **context: Any
+) -> HTMLResponse:
     return templates.TemplateResponse(request, template, {"me": principal, **context}, status_code=status_code)
 
 
@@ -101,8 +102,15 @@ def _safe_next(target: str | None) -> str:
 def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002 (the query's name)
     token = secrets.token_urlsafe(32)
     response = render(request, "login.html", ANONYMOUS, login_token=token, next=_safe_next(next), error=None)
-    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login",
-                        secure=server(request).settings.secure_cookies, max_age=3600)
+    response.set_cookie(
+        LOGIN_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path="/login",
+        secure=server(request).settings.secure_cookies,
+        max_age=3600,
+    )
     return response
 
 
@@ -123,14 +131,29 @@ async def login(request: Request) -> Response:
     except AuthenticationError as error:
         shared.sign_ins.failed(name)
         token = secrets.token_urlsafe(32)
-        response: Response = render(request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to,
-                                    error=str(error))
-        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login",
-                            secure=shared.settings.secure_cookies, max_age=3600)
+        response: Response = render(
+            request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to, error=str(error)
+        )
+        response.set_cookie(
+            LOGIN_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            path="/login",
+            secure=shared.settings.secure_cookies,
+            max_age=3600,
+        )
         return response
     response = _see_other(back_to)
-    response.set_cookie(SESSION_COOKIE, issued.token, httponly=True, samesite="strict",
-                        secure=shared.settings.secure_cookies, max_age=access.SESSION_HOURS * 3600, path="/")
+    response.set_cookie(
+        SESSION_COOKIE,
+        issued.token,
+        httponly=True,
+        samesite="strict",
+        secure=shared.settings.secure_cookies,
+        max_age=access.SESSION_HOURS * 3600,
+        path="/",
+    )
     response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
 
@@ -156,37 +179,52 @@ def home(request: Request) -> HTMLResponse:
 
 
 @router.get("/tasks/{task}")
-def leaderboard_page(request: Request, task: str, measure: list[str] = Query([]),
-                     sort: str | None = None) -> HTMLResponse:
+def leaderboard_page(
+    request: Request, task: str, measure: list[str] = Query([]), sort: str | None = None
+) -> HTMLResponse:
     principal = _page_principal(request, "leaderboard:read", public=True)
-    page = reports.leaderboard(server(request).engine, principal, task, measure, sort,
-                               context=server(request).context)
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
-    links = {m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures,
-                                                                                              "run", "team"]}
-    downloads = {fmt: f"/tasks/{quote(task)}/leaderboard.{fmt}?" + urlencode(
-        [*(("measure", x) for x in measure), ("sort", page.sort)]) for fmt in reports.DOWNLOADS}
-    return render(request, "leaderboard.html", principal, page=page, task=shown, sort_links=links,
-                  downloads=downloads, warning=reports.JUDGED_WARNING,
-                  computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
-                  openable=[r.run for r in page.rows if r.may_open])
+    links = {
+        m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
+    }
+    downloads = {
+        fmt: f"/tasks/{quote(task)}/leaderboard.{fmt}?"
+        + urlencode([*(("measure", x) for x in measure), ("sort", page.sort)])
+        for fmt in reports.DOWNLOADS
+    }
+    return render(
+        request,
+        "leaderboard.html",
+        principal,
+        page=page,
+        task=shown,
+        sort_links=links,
+        downloads=downloads,
+        warning=reports.JUDGED_WARNING,
+        computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
+        openable=[r.run for r in page.rows if r.may_open],
+    )
 
 
 _DOWNLOAD_TYPES = {"csv": "text/csv", "md": "text/markdown", "tex": "application/x-tex"}
 
 
 @router.get("/tasks/{task}/leaderboard.{fmt}")
-def leaderboard_download(request: Request, task: str, fmt: str, measure: list[str] = Query([]),
-                         sort: str | None = None) -> Response:
+def leaderboard_download(
+    request: Request, task: str, fmt: str, measure: list[str] = Query([]), sort: str | None = None
+) -> Response:
     principal = _page_principal(request, "leaderboard:read", public=True)
     if fmt not in _DOWNLOAD_TYPES:
         raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
-    page = reports.leaderboard(server(request).engine, principal, task, measure, sort,
-                               context=server(request).context)
+    page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     if not page.visible:
         raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
-    return PlainTextResponse(reports.board_download(page, fmt), media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
-                             headers={"Content-Disposition": content_disposition(f"{task}-leaderboard.{fmt}")})
+    return PlainTextResponse(
+        reports.board_download(page, fmt),
+        media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
+        headers={"Content-Disposition": content_disposition(f"{task}-leaderboard.{fmt}")},
+    )
 
 
 @router.get("/runs/{run}")
@@ -196,32 +234,66 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
     chart = None
     if page.measure is not None and page.topics:
         differences = [v - m for v, m in zip(page.values, page.medians, strict=True)]
-        hints = [f"topic {t}: {page.measure} {v:.4f}, median {m:.4f}"
-                 for t, v, m in zip(page.topics, page.values, page.medians, strict=True)]
-        chart = bar_chart(page.topics, differences, y_label=f"{page.measure} − median", hints=hints,
-                          title=f"{run}: per-topic {page.measure} minus the median of the task's "
-                                f"{page.task_runs} runs")
+        hints = [
+            f"topic {t}: {page.measure} {v:.4f}, median {m:.4f}"
+            for t, v, m in zip(page.topics, page.values, page.medians, strict=True)
+        ]
+        chart = bar_chart(
+            page.topics,
+            differences,
+            y_label=f"{page.measure} − median",
+            hints=hints,
+            title=f"{run}: per-topic {page.measure} minus the median of the task's {page.task_runs} runs",
+        )
     engine = server(request).engine  # the run file's ir_metadata, and what the run reproduces (evalstore repro)
-    return render(request, "run.html", principal, page=page, chart=chart, provenance=store.ir_metadata_of(engine, run),
-                  reproduces=repro.reproductions_of(engine, run) if page.visible else [],
-                  no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request))
+    return render(
+        request,
+        "run.html",
+        principal,
+        page=page,
+        chart=chart,
+        provenance=store.ir_metadata_of(engine, run),
+        reproduces=repro.reproductions_of(engine, run) if page.visible else [],
+        no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request),
+    )
 
 
 @router.get("/tasks/{task}/compare")
-def compare_page(request: Request, task: str, run: list[str] = Query([]), measure: str = "AP",
-                 test: str = "t", collection: str | None = None) -> HTMLResponse:
+def compare_page(
+    request: Request,
+    task: str,
+    run: list[str] = Query([]),
+    measure: str = "AP",
+    test: str = "t",
+    collection: str | None = None,
+) -> HTMLResponse:
     principal = _page_principal(request, "runs:read")
     engine = server(request).engine
     choices = [r["run"] for r in tasks.task_runs(engine, principal, task)]
-    page = reports.compare_page(engine, principal, task, run, measure, test, collection or None) if len(run) >= 2 \
-        else None
+    page = (
+        reports.compare_page(engine, principal, task, run, measure, test, collection or None) if len(run) >= 2 else None
+    )
     chart = None
     if page is not None:
-        chart = bar_chart([t for t, _ in page.differences], [d for _, d in page.differences],
-                          y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
-                          title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}")
-    return render(request, "compare.html", principal, task=task, page=page, chart=chart, choices=choices,
-                  chosen=run, measure=measure, test=test, collection=collection or "")
+        chart = bar_chart(
+            [t for t, _ in page.differences],
+            [d for _, d in page.differences],
+            y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
+            title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}",
+        )
+    return render(
+        request,
+        "compare.html",
+        principal,
+        task=task,
+        page=page,
+        chart=chart,
+        choices=choices,
+        chosen=run,
+        measure=measure,
+        test=test,
+        collection=collection or "",
+    )
 
 
 @router.get("/queue")
@@ -229,8 +301,9 @@ def queue_page(request: Request, state: list[str] = Query(["queued", "running"])
     principal = _page_principal(request, "queue:read")
     jobs = tasks.queue(server(request).engine, principal, states=state)
     waiting = any(j["state"] in ("queued", "running") for j in jobs)
-    return render(request, "queue.html", principal, jobs=jobs, states=state,
-                  no_worker=waiting and not _worker_alive(request))
+    return render(
+        request, "queue.html", principal, jobs=jobs, states=state, no_worker=waiting and not _worker_alive(request)
+    )
 
 
 # a worker says it is alive at least every lease / 3 (20 s by default) while it runs
@@ -265,9 +338,16 @@ def judge_topic(request: Request, pool: str, topic: str, was: str | None = None)
     statement = screen.statement
     terms = query_terms(statement.title) if statement else []
     role_was = {code: role for role, code in judging.ROLE_CODES.items()}.get(was or "")
-    return render(request, "judge.html", principal, screen=screen, terms=terms, shown_at=f"{time.time():.3f}",
-                  role_was=role_was if role_was and judging.role_changed(role_was, screen.role) else None,
-                  role_code=judging.ROLE_CODES[screen.role])
+    return render(
+        request,
+        "judge.html",
+        principal,
+        screen=screen,
+        terms=terms,
+        shown_at=f"{time.time():.3f}",
+        role_was=role_was if role_was and judging.role_changed(role_was, screen.role) else None,
+        role_code=judging.ROLE_CODES[screen.role],
+    )
 
 
 def _back_to_topic(request: Request, principal: Principal, pool: str, topic: str, form: FormData) -> Response:
@@ -289,9 +369,17 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
         seconds: float | None = max(0.0, time.time() - float(str(form.get("shown_at", ""))))
     except ValueError:
         seconds = None
-    await run_in_threadpool(judging.judge_document, server(request).engine, principal, pool, topic,
-                            str(form.get("doc", "")), None if grade_text == "skip" else int(grade_text),
-                            seconds=seconds, note=str(form.get("note", "")) or None)
+    await run_in_threadpool(
+        judging.judge_document,
+        server(request).engine,
+        principal,
+        pool,
+        topic,
+        str(form.get("doc", "")),
+        None if grade_text == "skip" else int(grade_text),
+        seconds=seconds,
+        note=str(form.get("note", "")) or None,
+    )
     return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
 
 

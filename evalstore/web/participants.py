@@ -29,6 +29,7 @@ from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
 
+
 def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, Any]:
     """The caller's runs on the task (the organiser: every team's), each with its job's queue
     position, and the quota the caller's team has used."""
@@ -41,15 +42,35 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
         run["error"] = job["error"] if job else None
     used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
     waiting = any(r["state"] in ("queued", "running") for r in runs)
-    return {"task": shown.as_dict(), "runs": runs, "used": used, "quota": shown.max_runs_per_team,
-            "team": principal.team, "no_worker": waiting and not worker_alive(request)}
+    return {
+        "task": shown.as_dict(),
+        "runs": runs,
+        "used": used,
+        "quota": shown.max_runs_per_team,
+        "team": principal.team,
+        "no_worker": waiting and not worker_alive(request),
+    }
 
 
-def _submit_page(request: Request, principal: Principal, task: str, *, status_code: int = 200,
-                 error: str | None = None, form: dict[str, str] | None = None) -> HTMLResponse:
-    return render(request, "submit.html", principal, status_code=status_code, error=error,
-                  form=form or {"name": "", "run_type": "automatic", "description": ""},
-                  run_types=tasks.RUN_TYPES, **_your_runs(request, principal, task))
+def _submit_page(
+    request: Request,
+    principal: Principal,
+    task: str,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    form: dict[str, str] | None = None,
+) -> HTMLResponse:
+    return render(
+        request,
+        "submit.html",
+        principal,
+        status_code=status_code,
+        error=error,
+        form=form or {"name": "", "run_type": "automatic", "description": ""},
+        run_types=tasks.RUN_TYPES,
+        **_your_runs(request, principal, task),
+    )
 
 
 @router.get("/tasks/{task}/submit")
@@ -61,38 +82,52 @@ def submit_form(request: Request, task: str) -> HTMLResponse:
 @router.post("/tasks/{task}/submit")
 async def submit(request: Request, task: str) -> Response:
     principal, form = await form_principal(request, "runs:submit")
-    kept = {"name": str(form.get("name", "")).strip(), "run_type": str(form.get("run_type", "automatic")),
-            "description": str(form.get("description", "")).strip()}
+    kept = {
+        "name": str(form.get("name", "")).strip(),
+        "run_type": str(form.get("run_type", "automatic")),
+        "description": str(form.get("description", "")).strip(),
+    }
     upload = form.get("file")
     try:
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise InvalidParameterError("Choose a run file to upload.")
         await run_in_threadpool(_store_submission, request, principal, task, upload, kept)
     except EvalstoreError as error:  # the form comes back as it was, with the message above it
-        return await run_in_threadpool(_submit_page, request, principal, task, status_code=status_for(error),
-                                       error=str(error), form=kept)
+        return await run_in_threadpool(
+            _submit_page, request, principal, task, status_code=status_for(error), error=str(error), form=kept
+        )
     finally:
         await form.close()
     return see_other(f"/tasks/{quote(task, safe='')}/submit")
 
 
-def _store_submission(request: Request, principal: Principal, task: str, upload: UploadFile,
-                      kept: dict[str, str]) -> None:
+def _store_submission(
+    request: Request, principal: Principal, task: str, upload: UploadFile, kept: dict[str, str]
+) -> None:
     """The form's run, under the same bounds as the API's submission (name, description, the day's
     cap, the upload's inflated size, lines and fields), stored as the API stores it."""
     if not kept["name"]:
         raise InvalidParameterError("Give the run a name.")
     check_run_name(kept["name"])
     if len(kept["description"]) > DESCRIPTION_MAX:
-        raise InvalidParameterError(f"A description is at most {DESCRIPTION_MAX} characters; "
-                                    f"this one has {len(kept['description'])}.")
+        raise InvalidParameterError(
+            f"A description is at most {DESCRIPTION_MAX} characters; this one has {len(kept['description'])}."
+        )
     shared = server(request)
     if shared.settings.runs_per_day is not None:
         claims.check_daily_cap(shared.engine, task, principal.team, shared.settings.runs_per_day)
     # it reads .filename and .file only, which Starlette's upload has as FastAPI's does
     with uploaded_file(cast(FastAPIUpload, upload), request) as (path, shown):
-        tasks.submit_run(shared.engine, principal, task, path, name=kept["name"], shown_path=shown,
-                         run_type=kept["run_type"], description=kept["description"] or None)
+        tasks.submit_run(
+            shared.engine,
+            principal,
+            task,
+            path,
+            name=kept["name"],
+            shown_path=shown,
+            run_type=kept["run_type"],
+            description=kept["description"] or None,
+        )
 
 
 @router.post("/runs/{run}/withdraw")
@@ -106,11 +141,26 @@ async def withdraw(request: Request, run: str) -> Response:
 # --- the profile ------------------------------------------------------------------------------------
 
 
-def _profile(request: Request, principal: Principal, *, status_code: int = 200, error: str | None = None,
-             new_token: str | None = None, message: str | None = None) -> HTMLResponse:
+def _profile(
+    request: Request,
+    principal: Principal,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    new_token: str | None = None,
+    message: str | None = None,
+) -> HTMLResponse:
     tokens = access.list_tokens(server(request).engine, principal.name)
-    return render(request, "profile.html", principal, status_code=status_code, tokens=tokens, error=error,
-                  new_token=new_token, message=message)
+    return render(
+        request,
+        "profile.html",
+        principal,
+        status_code=status_code,
+        tokens=tokens,
+        error=error,
+        new_token=new_token,
+        message=message,
+    )
 
 
 @router.get("/profile")
@@ -128,8 +178,9 @@ async def create_token(request: Request) -> Response:
         if not (math.isfinite(days) and 0 < days <= longest):
             raise InvalidParameterError(f"A token lives from 1 to {longest:g} days; got {form.get('expires_days')}.")
         server(request).mints.take(f"user:{principal.user_id}")
-        issued = await run_in_threadpool(access.create_token, server(request).engine, str(principal.name),
-                                         expires_days=days, by=principal.name)
+        issued = await run_in_threadpool(
+            access.create_token, server(request).engine, str(principal.name), expires_days=days, by=principal.name
+        )
     except (ValueError, EvalstoreError) as error:
         message = str(error) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
         return await run_in_threadpool(_profile, request, principal, status_code=400, error=message)
@@ -152,11 +203,13 @@ async def change_password(request: Request) -> Response:
     try:
         await run_in_threadpool(access.sign_in, engine, str(principal.name), current)  # proves who asks
     except AuthenticationError:
-        return await run_in_threadpool(_profile, request, principal, status_code=400,
-                                       error="The current password is wrong; nothing was changed.")
+        return await run_in_threadpool(
+            _profile, request, principal, status_code=400, error="The current password is wrong; nothing was changed."
+        )
     if new != str(form.get("again", "")):
-        return await run_in_threadpool(_profile, request, principal, status_code=400,
-                                       error="The two new passwords differ; nothing was changed.")
+        return await run_in_threadpool(
+            _profile, request, principal, status_code=400, error="The two new passwords differ; nothing was changed."
+        )
     try:
         await run_in_threadpool(access.set_password, engine, str(principal.name), new, by=principal.name)
     except EvalstoreError as error:

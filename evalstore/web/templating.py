@@ -16,8 +16,10 @@ HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
 
 # words a topic title shares with every document, not worth a highlight
-_STOPWORDS = frozenset("the and for are was were with what which who whom how why when where does did has have "
-                       "had not from that this those these into about can you your its any all".split())
+_STOPWORDS = frozenset(
+    "the and for are was were with what which who whom how why when where does did has have "
+    "had not from that this those these into about can you your its any all".split()
+)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -33,11 +35,12 @@ def highlight(text: str | None, terms: list[str]) -> Markup:
         return Markup("")
     if not terms:
         return escape(text)
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) + r")\w*",
-                         re.IGNORECASE)
+    pattern = re.compile(
+        r"\b(?:" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) + r")\w*", re.IGNORECASE
+    )
     out, last = [], 0
     for match in pattern.finditer(text):
-        out.append(escape(text[last:match.start()]))
+        out.append(escape(text[last : match.start()]))
         out.append(Markup("<mark>{}</mark>").format(match.group(0)))
         last = match.end()
     out.append(escape(text[last:]))
@@ -56,8 +59,16 @@ def p_value(value: float) -> str:
     return "< 0.0001" if value < 1e-4 else f"{value:.4f}"
 
 
-def bar_chart(labels: list[str], values: list[float], *, y_label: str, title: str, hints: list[str] | None = None,
-              width: int = 960, height: int = 300) -> dict[str, Any]:
+def bar_chart(
+    labels: list[str],
+    values: list[float],
+    *,
+    y_label: str,
+    title: str,
+    hints: list[str] | None = None,
+    width: int = 960,
+    height: int = 300,
+) -> dict[str, Any]:
     """The geometry of a bar chart of signed values (differences), for templates/_bars.html:
     bars up for positive, down for negative, a zero line, y ticks, labelled axes."""
     left, right, top, bottom = 64, 12, 24, 48
@@ -71,9 +82,18 @@ def bar_chart(labels: list[str], values: list[float], *, y_label: str, title: st
         return zero - v / limit * (plot_h / 2)
 
     slot = plot_w / max(len(values), 1)
-    bars = [{"x": left + i * slot + slot * 0.1, "w": max(slot * 0.8, 0.5), "y": min(y(v), zero),
-             "h": max(abs(y(v) - zero), 0.5), "positive": v >= 0, "label": labels[i],
-             "hint": (hints[i] if hints else f"{labels[i]}: {v:+.4f}")} for i, v in enumerate(values)]
+    bars = [
+        {
+            "x": left + i * slot + slot * 0.1,
+            "w": max(slot * 0.8, 0.5),
+            "y": min(y(v), zero),
+            "h": max(abs(y(v) - zero), 0.5),
+            "positive": v >= 0,
+            "label": labels[i],
+            "hint": (hints[i] if hints else f"{labels[i]}: {v:+.4f}"),
+        }
+        for i, v in enumerate(values)
+    ]
     ticks = []
     count = round(limit / step)
     for k in range(-count, count + 1):
@@ -81,9 +101,21 @@ def bar_chart(labels: list[str], values: list[float], *, y_label: str, title: st
         ticks.append({"y": y(value), "label": f"{value:+.2f}" if value else "0"})
     every = max(1, math.ceil(len(labels) / 25))  # at most ~25 topic labels fit under the axis
     x_labels = [{"x": left + i * slot + slot / 2, "label": labels[i]} for i in range(0, len(labels), every)]
-    return {"width": width, "height": height, "left": left, "right": width - right, "top": top,
-            "bottom": height - bottom, "zero": zero, "bars": bars, "ticks": ticks, "x_labels": x_labels,
-            "y_label": y_label, "title": title, "mid_y": top + plot_h / 2}
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "right": width - right,
+        "top": top,
+        "bottom": height - bottom,
+        "zero": zero,
+        "bars": bars,
+        "ticks": ticks,
+        "x_labels": x_labels,
+        "y_label": y_label,
+        "title": title,
+        "mid_y": top + plot_h / 2,
+    }
 
 
 def csrf_field(request: Request) -> Markup:

@@ -35,14 +35,12 @@ def upgrade() -> None:
         "WHERE run_rows.run_id = ranked.run_id AND run_rows.position = ranked.position"
     )
 
-
     with op.batch_alter_table("pool_entries", table_kwargs={"sqlite_with_rowid": False}) as batch_op:
         batch_op.drop_constraint("fk_pool_entries_pool_id_pools", type_="foreignkey")
 
 
 def downgrade() -> None:
     with op.batch_alter_table("pool_entries", table_kwargs={"sqlite_with_rowid": False}) as batch_op:
-        batch_op.create_foreign_key("fk_pool_entries_pool_id_pools", "pools", ["pool_id"], ["id"],
-                                    ondelete="CASCADE")
+        batch_op.create_foreign_key("fk_pool_entries_pool_id_pools", "pools", ["pool_id"], ["id"], ondelete="CASCADE")
     # native DROP COLUMN on both databases (SQLite >= 3.35); a batch rebuild would lose WITHOUT ROWID
     op.execute("ALTER TABLE run_rows DROP COLUMN trec_rank")

@@ -46,22 +46,36 @@ def upgrade() -> None:
     for (evaluation_id,) in op.get_bind().execute(sa.text("SELECT DISTINCT evaluation_id FROM query_results_0004")):
         partition = f"query_results_e{int(evaluation_id)}"
         op.execute(f"CREATE TABLE {partition} PARTITION OF query_results FOR VALUES IN ({int(evaluation_id)})")
-        op.execute(f"INSERT INTO {partition} ({COLUMNS}) SELECT {COLUMNS} FROM query_results_0004 "
-                   f"WHERE evaluation_id = {int(evaluation_id)}")
+        op.execute(
+            f"INSERT INTO {partition} ({COLUMNS}) SELECT {COLUMNS} FROM query_results_0004 "
+            f"WHERE evaluation_id = {int(evaluation_id)}"
+        )
     op.drop_table("query_results_0004")
 
 
 def downgrade() -> None:
-    foreign_key = sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
-                                          name="fk_query_results_evaluation_id_evaluations", ondelete="CASCADE")
+    foreign_key = sa.ForeignKeyConstraint(
+        ["evaluation_id"], ["evaluations.id"], name="fk_query_results_evaluation_id_evaluations", ondelete="CASCADE"
+    )
     if op.get_bind().dialect.name != "postgresql":
         with op.batch_alter_table("query_results", table_kwargs={"sqlite_with_rowid": False}) as batch_op:
-            batch_op.create_foreign_key("fk_query_results_evaluation_id_evaluations", "evaluations",
-                                        ["evaluation_id"], ["id"], ondelete="CASCADE")
+            batch_op.create_foreign_key(
+                "fk_query_results_evaluation_id_evaluations",
+                "evaluations",
+                ["evaluation_id"],
+                ["id"],
+                ondelete="CASCADE",
+            )
         return
     op.rename_table("query_results", "query_results_0005")
-    op.create_table("query_results", *_columns(), foreign_key,
-                    sa.PrimaryKeyConstraint("evaluation_id", "measure", "query_id", name="pk_query_results"))
-    op.execute(f"INSERT INTO query_results ({COLUMNS}) SELECT {COLUMNS} FROM query_results_0005 "
-               "WHERE evaluation_id IN (SELECT id FROM evaluations)")
+    op.create_table(
+        "query_results",
+        *_columns(),
+        foreign_key,
+        sa.PrimaryKeyConstraint("evaluation_id", "measure", "query_id", name="pk_query_results"),
+    )
+    op.execute(
+        f"INSERT INTO query_results ({COLUMNS}) SELECT {COLUMNS} FROM query_results_0005 "
+        "WHERE evaluation_id IN (SELECT id FROM evaluations)"
+    )
     op.drop_table("query_results_0005")  # and its partitions with it

@@ -29,8 +29,10 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], name=op.f("fk_run_topics_run_id_runs"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("run_id", "topic", name=op.f("pk_run_topics")),
     )
-    op.execute("INSERT INTO run_topics (run_id, topic, retrieved) "
-               "SELECT run_id, topic, count(*) FROM run_rows GROUP BY run_id, topic")
+    op.execute(
+        "INSERT INTO run_topics (run_id, topic, retrieved) "
+        "SELECT run_id, topic, count(*) FROM run_rows GROUP BY run_id, topic"
+    )
 
 
 def downgrade() -> None:

@@ -26,8 +26,13 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _GDEVAL_MAX_GRADE = 4
-_evaluations = sa.table("evaluations", sa.column("id", sa.Integer), sa.column("qrels_id", sa.Integer),
-                        sa.column("measures", sa.Text), sa.column("options", sa.JSON))
+_evaluations = sa.table(
+    "evaluations",
+    sa.column("id", sa.Integer),
+    sa.column("qrels_id", sa.Integer),
+    sa.column("measures", sa.Text),
+    sa.column("options", sa.JSON),
+)
 
 
 def _old_to_new(name: str, grade: int) -> str | None:
@@ -57,20 +62,26 @@ def _rename(rename: Callable[[str, int], str | None]) -> None:
         if not any(name.startswith("ERR") for name in names):
             continue
         if qrels_id not in grades:
-            top = bind.execute(sa.text("SELECT max(relevance) FROM judgments WHERE qrels_id = :q"),
-                               {"q": qrels_id}).scalar()
+            top = bind.execute(
+                sa.text("SELECT max(relevance) FROM judgments WHERE qrels_id = :q"), {"q": qrels_id}
+            ).scalar()
             grades[qrels_id] = max(int(top or 0), 1)
         mapping = {name: new for name in names if (new := rename(name, grades[qrels_id])) is not None}
         if not mapping:
             continue
         options = dict(options or {})
         options["measures"] = [mapping.get(name, name) for name in options.get("measures", names)]
-        bind.execute(_evaluations.update().where(_evaluations.c.id == evaluation_id).values(
-            measures=json.dumps([mapping.get(name, name) for name in names]), options=options))
+        bind.execute(
+            _evaluations.update()
+            .where(_evaluations.c.id == evaluation_id)
+            .values(measures=json.dumps([mapping.get(name, name) for name in names]), options=options)
+        )
         for old, new in mapping.items():
             for table in ("aggregate_results", "query_results"):
-                bind.execute(sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :old"),
-                             {"new": new, "id": evaluation_id, "old": old})
+                bind.execute(
+                    sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :old"),
+                    {"new": new, "id": evaluation_id, "old": old},
+                )
 
 
 def upgrade() -> None:

@@ -34,19 +34,21 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.add_column("qrels_sets", sa.Column("kind", sa.String(length=20), server_default="relevance", nullable=False))
     if op.get_bind().dialect.name == "postgresql":
-        op.create_check_constraint(op.f("ck_qrels_sets_kind"), "qrels_sets",
-                                   "kind IN ('relevance', 'subtopics', 'preferences')")
+        op.create_check_constraint(
+            op.f("ck_qrels_sets_kind"), "qrels_sets", "kind IN ('relevance', 'subtopics', 'preferences')"
+        )
     with op.batch_alter_table("judgments") as batch:  # a child table: copying it deletes nothing
         batch.add_column(sa.Column("subgroup", sa.String(length=50), server_default="0", nullable=False))
         batch.add_column(sa.Column("level", sa.Float(precision=53), nullable=True))
         batch.drop_constraint(op.f("uq_judgments_qrels_id_topic_doc"), type_="unique")
-        batch.create_unique_constraint(op.f("uq_judgments_qrels_id_topic_doc_iteration_subgroup"),
-                                       ["qrels_id", "topic", "doc", "iteration", "subgroup"])
+        batch.create_unique_constraint(
+            op.f("uq_judgments_qrels_id_topic_doc_iteration_subgroup"),
+            ["qrels_id", "topic", "doc", "iteration", "subgroup"],
+        )
         # the run-to-judgments join (repositories.judged_ranks) looks judgments up by (qrels, topic,
         # doc): with the wider unique key SQLite's planner would scan a qrels set's judgments per
         # run row instead; covering the relevance, the join reads this index alone
-        batch.create_index(op.f("ix_judgments_qrels_id_topic_doc_relevance"),
-                           ["qrels_id", "topic", "doc", "relevance"])
+        batch.create_index(op.f("ix_judgments_qrels_id_topic_doc_relevance"), ["qrels_id", "topic", "doc", "relevance"])
 
 
 def downgrade() -> None:
@@ -55,7 +57,8 @@ def downgrade() -> None:
     if kept:
         raise RuntimeError(
             "cannot downgrade below 0009 while qrels of other kinds than relevance are stored: "
-            f"{', '.join(kept)}; delete them first ('evalstore qrels delete NAME')")
+            f"{', '.join(kept)}; delete them first ('evalstore qrels delete NAME')"
+        )
     with op.batch_alter_table("judgments") as batch:
         batch.drop_index(op.f("ix_judgments_qrels_id_topic_doc_relevance"))
         batch.drop_constraint(op.f("uq_judgments_qrels_id_topic_doc_iteration_subgroup"), type_="unique")

@@ -25,8 +25,9 @@ down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_evaluations = sa.table("evaluations", sa.column("id", sa.Integer), sa.column("measures", sa.Text),
-                        sa.column("options", sa.JSON))
+_evaluations = sa.table(
+    "evaluations", sa.column("id", sa.Integer), sa.column("measures", sa.Text), sa.column("options", sa.JSON)
+)
 _TEN = "rounding=trec_eval10"
 _IPREC = re.compile(r"IPrec(?:\((?P<params>[^)]*)\))?(?P<at>@.*)?")
 
@@ -51,7 +52,8 @@ def _new_to_old(name: str) -> str | None:
     if _TEN not in params:
         raise RuntimeError(
             f"cannot downgrade below 0010 while '{name}' (ir_measures' interpolated precision) is stored: the "
-            "older schema has no name for it; delete the evaluations that hold it first")
+            "older schema has no name for it; delete the evaluations that hold it first"
+        )
     rest = [p for p in params if p != _TEN]
     return f"IPrec{'(' + ','.join(rest) + ')' if rest else ''}{match['at'] or ''}"
 
@@ -65,12 +67,17 @@ def _rename(rename: Callable[[str], str | None]) -> None:
             continue
         options = dict(options or {})
         options["measures"] = [mapping.get(name, name) for name in options.get("measures", names)]
-        bind.execute(_evaluations.update().where(_evaluations.c.id == evaluation_id).values(
-            measures=json.dumps([mapping.get(name, name) for name in names]), options=options))
+        bind.execute(
+            _evaluations.update()
+            .where(_evaluations.c.id == evaluation_id)
+            .values(measures=json.dumps([mapping.get(name, name) for name in names]), options=options)
+        )
         for old, new in mapping.items():
             for table in ("aggregate_results", "query_results"):
-                bind.execute(sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :old"),
-                             {"new": new, "id": evaluation_id, "old": old})
+                bind.execute(
+                    sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :old"),
+                    {"new": new, "id": evaluation_id, "old": old},
+                )
 
 
 def upgrade() -> None:

@@ -24,8 +24,9 @@ down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_evaluations = sa.table("evaluations", sa.column("id", sa.Integer), sa.column("measures", sa.Text),
-                        sa.column("options", sa.JSON))
+_evaluations = sa.table(
+    "evaluations", sa.column("id", sa.Integer), sa.column("measures", sa.Text), sa.column("options", sa.JSON)
+)
 _RBP = re.compile(r"RBP(?:\((?P<params>.*)\))?")
 
 
@@ -73,7 +74,8 @@ def _new_to_old(name: str) -> str | None:
     if match and "rel" in _split(match["params"]):
         raise RuntimeError(
             f"cannot downgrade below 0011 while '{name}' (ir_measures' binary RBP) is stored: the older schema has "
-            "no name for it; delete the evaluations that hold it first")
+            "no name for it; delete the evaluations that hold it first"
+        )
     return _with_default(name, "0.8", "0.9")
 
 
@@ -86,17 +88,24 @@ def _rename(rename: Callable[[str], str | None]) -> None:
             continue
         options = dict(options or {})
         options["measures"] = [mapping.get(name, name) for name in options.get("measures", names)]
-        bind.execute(_evaluations.update().where(_evaluations.c.id == evaluation_id).values(
-            measures=json.dumps([mapping.get(name, name) for name in names]), options=options))
+        bind.execute(
+            _evaluations.update()
+            .where(_evaluations.c.id == evaluation_id)
+            .values(measures=json.dumps([mapping.get(name, name) for name in names]), options=options)
+        )
         # two steps, so that names swapping places (RBP <-> RBP(p=0.8)) never collide
         for step, old in enumerate(mapping):
             for table in ("aggregate_results", "query_results"):
-                bind.execute(sa.text(f"UPDATE {table} SET measure = :tmp WHERE evaluation_id = :id AND measure = :old"),
-                             {"tmp": f"~renaming {step}~", "id": evaluation_id, "old": old})
+                bind.execute(
+                    sa.text(f"UPDATE {table} SET measure = :tmp WHERE evaluation_id = :id AND measure = :old"),
+                    {"tmp": f"~renaming {step}~", "id": evaluation_id, "old": old},
+                )
         for step, new in enumerate(mapping.values()):
             for table in ("aggregate_results", "query_results"):
-                bind.execute(sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :tmp"),
-                             {"new": new, "id": evaluation_id, "tmp": f"~renaming {step}~"})
+                bind.execute(
+                    sa.text(f"UPDATE {table} SET measure = :new WHERE evaluation_id = :id AND measure = :tmp"),
+                    {"new": new, "id": evaluation_id, "tmp": f"~renaming {step}~"},
+                )
 
 
 def upgrade() -> None:

@@ -47,8 +47,9 @@ def upgrade() -> None:
         sa.Column("password_hash", sa.String(length=200), nullable=True),
         _at("created_at", nullable=False),
         _at("disabled_at"),
-        sa.CheckConstraint("role IN ('admin', 'organiser', 'participant', 'assessor', 'viewer')",
-                           name=op.f("ck_users_role")),
+        sa.CheckConstraint(
+            "role IN ('admin', 'organiser', 'participant', 'assessor', 'viewer')", name=op.f("ck_users_role")
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_users")),
         sa.UniqueConstraint("name", name=op.f("uq_users_name")),
     )
@@ -61,8 +62,9 @@ def upgrade() -> None:
         _at("created_at", nullable=False),
         _at("expires_at"),
         _at("revoked_at"),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name=op.f("fk_api_tokens_user_id_users"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["users.id"], name=op.f("fk_api_tokens_user_id_users"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_api_tokens")),
     )
     op.create_index(op.f("ix_api_tokens_user_id"), "api_tokens", ["user_id"])
@@ -70,10 +72,12 @@ def upgrade() -> None:
         "pool_assignments",
         sa.Column("pool_id", sa.Integer(), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["pool_id"], ["pools.id"], name=op.f("fk_pool_assignments_pool_id_pools"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name=op.f("fk_pool_assignments_user_id_users"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["pool_id"], ["pools.id"], name=op.f("fk_pool_assignments_pool_id_pools"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["users.id"], name=op.f("fk_pool_assignments_user_id_users"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("pool_id", "user_id", name=op.f("pk_pool_assignments")),
     )
     op.create_table(
@@ -107,13 +111,19 @@ def upgrade() -> None:
         sa.Column("run_type", sa.String(length=20), nullable=False),
         sa.Column("judging_precedence", sa.Integer(), nullable=True),
         _at("created_at", nullable=False),
-        sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
-                                name=op.f("fk_submissions_evaluation_id_evaluations"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["evaluation_id"],
+            ["evaluations.id"],
+            name=op.f("fk_submissions_evaluation_id_evaluations"),
+            ondelete="SET NULL",
+        ),
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], name=op.f("fk_submissions_run_id_runs"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["task_id"], ["tasks.id"], name=op.f("fk_submissions_task_id_tasks"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name=op.f("fk_submissions_user_id_users"),
-                                ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["task_id"], ["tasks.id"], name=op.f("fk_submissions_task_id_tasks"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["users.id"], name=op.f("fk_submissions_user_id_users"), ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_submissions")),
         sa.UniqueConstraint("run_id", name=op.f("uq_submissions_run_id")),
     )

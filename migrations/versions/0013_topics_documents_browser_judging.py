@@ -39,8 +39,9 @@ def upgrade() -> None:
         sa.Column("title", sa.Text(), nullable=False),
         sa.Column("description", sa.Text(), nullable=True),
         sa.Column("narrative", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["topic_set_id"], ["topic_sets.id"], name=op.f("fk_topics_topic_set_id_topic_sets"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["topic_set_id"], ["topic_sets.id"], name=op.f("fk_topics_topic_set_id_topic_sets"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("topic_set_id", "topic", name=op.f("pk_topics")),
     )
     op.create_table(

@@ -50,7 +50,6 @@ def upgrade() -> None:
         sqlite_with_rowid=False,
     )
 
-
     op.create_table(
         "fold_results",
         sa.Column("split_id", sa.Integer(), nullable=False),
@@ -58,10 +57,15 @@ def upgrade() -> None:
         sa.Column("fold", sa.Integer(), nullable=False),
         sa.Column("measure", sa.String(length=200), nullable=False),
         sa.Column("value", sa.Float(precision=53), nullable=True),
-        sa.ForeignKeyConstraint(["split_id"], ["splits.id"], name=op.f("fk_fold_results_split_id_splits"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
-                                name=op.f("fk_fold_results_evaluation_id_evaluations"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["split_id"], ["splits.id"], name=op.f("fk_fold_results_split_id_splits"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["evaluation_id"],
+            ["evaluations.id"],
+            name=op.f("fk_fold_results_evaluation_id_evaluations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("split_id", "evaluation_id", "fold", "measure", name=op.f("pk_fold_results")),
     )
 

@@ -39,9 +39,12 @@ def upgrade() -> None:
         sa.Column("topic", sa.String(length=200), nullable=False),
         sa.Column("mean", sa.Float(precision=53), nullable=False),
         sa.Column("stddev", sa.Float(precision=53), nullable=False),
-        sa.ForeignKeyConstraint(["standardisation_id"], ["standardisations.id"],
-                                name=op.f("fk_standardisation_statistics_standardisation_id_standardisations"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["standardisation_id"],
+            ["standardisations.id"],
+            name=op.f("fk_standardisation_statistics_standardisation_id_standardisations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("standardisation_id", "measure", "topic", name=op.f("pk_standardisation_statistics")),
     )
     op.create_table(
@@ -51,9 +54,12 @@ def upgrade() -> None:
         sa.Column("run", sa.String(length=200), nullable=False),
         sa.Column("topic", sa.String(length=200), nullable=False),
         sa.Column("z", sa.Float(precision=53), nullable=False),
-        sa.ForeignKeyConstraint(["standardisation_id"], ["standardisations.id"],
-                                name=op.f("fk_standardised_values_standardisation_id_standardisations"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["standardisation_id"],
+            ["standardisations.id"],
+            name=op.f("fk_standardised_values_standardisation_id_standardisations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("standardisation_id", "measure", "run", "topic", name=op.f("pk_standardised_values")),
     )
 

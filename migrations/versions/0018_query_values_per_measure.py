@@ -24,13 +24,24 @@ down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-EVALUATION_QUERIES = sa.table("evaluation_queries", sa.column("evaluation_id", sa.Integer),
-                              sa.column("query_ids", sa.JSON))
-QUERY_VALUES = sa.table("query_values", sa.column("evaluation_id", sa.Integer), sa.column("measure", sa.String),
-                        sa.column("numbers", sa.LargeBinary), sa.column("texts", sa.JSON))
-QUERY_RESULTS = sa.table("query_results", sa.column("evaluation_id", sa.Integer), sa.column("measure", sa.String),
-                         sa.column("query_id", sa.String), sa.column("value", sa.Float),
-                         sa.column("text_value", sa.Text))
+EVALUATION_QUERIES = sa.table(
+    "evaluation_queries", sa.column("evaluation_id", sa.Integer), sa.column("query_ids", sa.JSON)
+)
+QUERY_VALUES = sa.table(
+    "query_values",
+    sa.column("evaluation_id", sa.Integer),
+    sa.column("measure", sa.String),
+    sa.column("numbers", sa.LargeBinary),
+    sa.column("texts", sa.JSON),
+)
+QUERY_RESULTS = sa.table(
+    "query_results",
+    sa.column("evaluation_id", sa.Integer),
+    sa.column("measure", sa.String),
+    sa.column("query_id", sa.String),
+    sa.column("value", sa.Float),
+    sa.column("text_value", sa.Text),
+)
 
 
 def upgrade() -> None:
@@ -38,8 +49,12 @@ def upgrade() -> None:
         "evaluation_queries",
         sa.Column("evaluation_id", sa.Integer(), nullable=False),
         sa.Column("query_ids", sa.JSON(), nullable=False),
-        sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
-                                name=op.f("fk_evaluation_queries_evaluation_id_evaluations"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["evaluation_id"],
+            ["evaluations.id"],
+            name=op.f("fk_evaluation_queries_evaluation_id_evaluations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("evaluation_id", name=op.f("pk_evaluation_queries")),
     )
     op.create_table(
@@ -48,17 +63,30 @@ def upgrade() -> None:
         sa.Column("measure", sa.String(length=200), nullable=False),
         sa.Column("numbers", sa.LargeBinary(), nullable=True),
         sa.Column("texts", sa.JSON(), nullable=True),
-        sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"],
-                                name=op.f("fk_query_values_evaluation_id_evaluations"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["evaluation_id"],
+            ["evaluations.id"],
+            name=op.f("fk_query_values_evaluation_id_evaluations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("evaluation_id", "measure", name=op.f("pk_query_values")),
     )
     bind = op.get_bind()
-    evaluations = bind.execute(sa.text("SELECT DISTINCT evaluation_id FROM query_results "
-                                       "WHERE evaluation_id IN (SELECT id FROM evaluations)")).scalars().all()
+    evaluations = (
+        bind.execute(
+            sa.text(
+                "SELECT DISTINCT evaluation_id FROM query_results WHERE evaluation_id IN (SELECT id FROM evaluations)"
+            )
+        )
+        .scalars()
+        .all()
+    )
     for evaluation_id in evaluations:
-        rows = bind.execute(sa.select(QUERY_RESULTS.c.measure, QUERY_RESULTS.c.query_id, QUERY_RESULTS.c.value,
-                                      QUERY_RESULTS.c.text_value)
-                            .where(QUERY_RESULTS.c.evaluation_id == evaluation_id)).all()
+        rows = bind.execute(
+            sa.select(
+                QUERY_RESULTS.c.measure, QUERY_RESULTS.c.query_id, QUERY_RESULTS.c.value, QUERY_RESULTS.c.text_value
+            ).where(QUERY_RESULTS.c.evaluation_id == evaluation_id)
+        ).all()
         query_ids = sorted({query_id for _, query_id, _, _ in rows})
         place = {query_id: i for i, query_id in enumerate(query_ids)}
         numbers: dict[str, np.ndarray] = {}
@@ -70,9 +98,14 @@ def upgrade() -> None:
                 column = numbers.setdefault(measure, np.full(len(query_ids), np.nan))
                 column[place[query_id]] = np.nan if value is None else value
         bind.execute(sa.insert(EVALUATION_QUERIES), [{"evaluation_id": evaluation_id, "query_ids": query_ids}])
-        values = [{"evaluation_id": evaluation_id, "measure": m, "numbers": v.astype("<f8").tobytes(), "texts": None}
-                  for m, v in numbers.items() if m not in texts]
-        values += [{"evaluation_id": evaluation_id, "measure": m, "numbers": None, "texts": t} for m, t in texts.items()]
+        values = [
+            {"evaluation_id": evaluation_id, "measure": m, "numbers": v.astype("<f8").tobytes(), "texts": None}
+            for m, v in numbers.items()
+            if m not in texts
+        ]
+        values += [
+            {"evaluation_id": evaluation_id, "measure": m, "numbers": None, "texts": t} for m, t in texts.items()
+        ]
         if values:
             bind.execute(sa.insert(QUERY_VALUES), values)
     op.drop_table("query_results")  # and, on PostgreSQL, its partitions with it
@@ -93,23 +126,41 @@ def downgrade() -> None:
     if postgres:
         op.create_table("query_results", *columns, postgresql_partition_by="LIST (evaluation_id)")
     else:
-        op.create_table("query_results", *columns,
-                        sa.PrimaryKeyConstraint("evaluation_id", "measure", "query_id", name="pk_query_results"),
-                        sqlite_with_rowid=False)
-    for evaluation_id, query_ids in bind.execute(sa.select(EVALUATION_QUERIES.c.evaluation_id,
-                                                           EVALUATION_QUERIES.c.query_ids)).all():
+        op.create_table(
+            "query_results",
+            *columns,
+            sa.PrimaryKeyConstraint("evaluation_id", "measure", "query_id", name="pk_query_results"),
+            sqlite_with_rowid=False,
+        )
+    for evaluation_id, query_ids in bind.execute(
+        sa.select(EVALUATION_QUERIES.c.evaluation_id, EVALUATION_QUERIES.c.query_ids)
+    ).all():
         if postgres:  # named as evalstore.db.repositories named them up to 0017
-            op.execute(f"CREATE TABLE query_results_e{int(evaluation_id)} PARTITION OF query_results "
-                       f"FOR VALUES IN ({int(evaluation_id)})")
-        rows = [{"evaluation_id": evaluation_id, "measure": measure, "query_id": query_id,
-                 "value": None if texts is not None else float(value),
-                 "text_value": texts[i] if texts is not None else None}
-                for measure, numbers, texts in bind.execute(
-                    sa.select(QUERY_VALUES.c.measure, QUERY_VALUES.c.numbers, QUERY_VALUES.c.texts)
-                    .where(QUERY_VALUES.c.evaluation_id == evaluation_id)).all()
-                for i, (query_id, value) in enumerate(zip(
-                    query_ids, np.frombuffer(numbers, dtype="<f8").tolist() if numbers is not None
-                    else [None] * len(query_ids), strict=True))]
+            op.execute(
+                f"CREATE TABLE query_results_e{int(evaluation_id)} PARTITION OF query_results "
+                f"FOR VALUES IN ({int(evaluation_id)})"
+            )
+        rows = [
+            {
+                "evaluation_id": evaluation_id,
+                "measure": measure,
+                "query_id": query_id,
+                "value": None if texts is not None else float(value),
+                "text_value": texts[i] if texts is not None else None,
+            }
+            for measure, numbers, texts in bind.execute(
+                sa.select(QUERY_VALUES.c.measure, QUERY_VALUES.c.numbers, QUERY_VALUES.c.texts).where(
+                    QUERY_VALUES.c.evaluation_id == evaluation_id
+                )
+            ).all()
+            for i, (query_id, value) in enumerate(
+                zip(
+                    query_ids,
+                    np.frombuffer(numbers, dtype="<f8").tolist() if numbers is not None else [None] * len(query_ids),
+                    strict=True,
+                )
+            )
+        ]
         if rows:
             bind.execute(sa.insert(QUERY_RESULTS), rows)
     op.drop_table("query_values")

@@ -57,13 +57,21 @@ def upgrade() -> None:
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("seconds", Double, nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["judge_id"], ["judges.id"], name=op.f("fk_judge_labels_judge_id_judges"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["pool_id"], ["pools.id"], name=op.f("fk_judge_labels_pool_id_pools"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["judge_id"], ["judges.id"], name=op.f("fk_judge_labels_judge_id_judges"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["pool_id"], ["pools.id"], name=op.f("fk_judge_labels_pool_id_pools"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_judge_labels")),
-        sa.UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc",
-                            name=op.f("uq_judge_labels_judge_id_config_hash_pool_id_topic_doc")),
+        sa.UniqueConstraint(
+            "judge_id",
+            "config_hash",
+            "pool_id",
+            "topic",
+            "doc",
+            name=op.f("uq_judge_labels_judge_id_config_hash_pool_id_topic_doc"),
+        ),
     )
     op.create_index(op.f("ix_judge_labels_judge_id"), "judge_labels", ["judge_id"])
     op.create_index(op.f("ix_judge_labels_pool_id"), "judge_labels", ["pool_id"])
@@ -76,8 +84,9 @@ def upgrade() -> None:
         sa.Column("qrels", sa.String(length=200), nullable=False),
         sa.Column("result", sa.JSON(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["judge_id"], ["judges.id"], name=op.f("fk_judge_probes_judge_id_judges"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["judge_id"], ["judges.id"], name=op.f("fk_judge_probes_judge_id_judges"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_judge_probes")),
     )
     op.create_index(op.f("ix_judge_probes_judge_id"), "judge_probes", ["judge_id"])
@@ -93,10 +102,15 @@ def upgrade() -> None:
         sa.Column("content_hash", sa.String(length=64), nullable=False),
         sa.Column("counts", sa.JSON(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["qrels_id"], ["qrels_sets.id"], name=op.f("fk_qrels_versions_qrels_id_qrels_sets"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["parent_id"], ["qrels_versions.id"],
-                                name=op.f("fk_qrels_versions_parent_id_qrels_versions"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["qrels_id"], ["qrels_sets.id"], name=op.f("fk_qrels_versions_qrels_id_qrels_sets"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["parent_id"],
+            ["qrels_versions.id"],
+            name=op.f("fk_qrels_versions_parent_id_qrels_versions"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_qrels_versions")),
         sa.UniqueConstraint("name", "version", name=op.f("uq_qrels_versions_name_version")),
         sa.UniqueConstraint("qrels_id", name=op.f("uq_qrels_versions_qrels_id")),

@@ -27,10 +27,16 @@ def axe_source() -> str:
     if not path.exists() and path == AXE_JS:
         npm = shutil.which("npm")
         if npm is None:
-            raise RuntimeError("The accessibility check needs axe-core: install npm (apt-get install npm), or set "
-                               "EVALSTORE_AXE_JS to an axe.min.js.")
-        subprocess.run([npm, "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund"], cwd=HERE,
-                       check=True, timeout=300)
+            raise RuntimeError(
+                "The accessibility check needs axe-core: install npm (apt-get install npm), or set "
+                "EVALSTORE_AXE_JS to an axe.min.js."
+            )
+        subprocess.run(
+            [npm, "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund"],
+            cwd=HERE,
+            check=True,
+            timeout=300,
+        )
     return path.read_text(encoding="utf-8")
 
 
@@ -40,8 +46,13 @@ def axe_violations(page: Any, impacts: tuple[str, ...] = SERIOUS) -> list[str]:
     inline scripts does not stop it."""
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.evaluate(axe_source())
-    violations = page.evaluate("async () => (await window.axe.run(document, {resultTypes: ['violations']}))"
-                               ".violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
-                               " nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))")
-    return [f"{v['id']} ({v['impact']}): {v['help']}; at {', '.join(v['nodes'])}"
-            for v in violations if v["impact"] in impacts]
+    violations = page.evaluate(
+        "async () => (await window.axe.run(document, {resultTypes: ['violations']}))"
+        ".violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))"
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; at {', '.join(v['nodes'])}"
+        for v in violations
+        if v["impact"] in impacts
+    ]

@@ -25,13 +25,17 @@ def long_documents(engine: Engine, tmp_path: Path) -> list[str]:
     """Every document of the pool's topic 301 made long (60 paragraphs, one with a long URL)."""
     root = access.authenticate(engine, access.create_token(engine, "root").token)  # the site's admin
     docs = [str(e["doc"]) for e in judging.pool_entries(engine, root, "judging", topic="301")]
-    paragraph = ("Police in three countries say an international crime ring moved stolen goods across borders "
-                 "for a decade; organized groups laundered the proceeds through shell companies. ")
+    paragraph = (
+        "Police in three countries say an international crime ring moved stolen goods across borders "
+        "for a decade; organized groups laundered the proceeds through shell companies. "
+    )
     lines = []
     for i, doc in enumerate(docs):
-        body = "\\n\\n".join([f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(60)][:30]
-                             + [f"Source: {LONG_URL}"]
-                             + [f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(30, 60)])
+        body = "\\n\\n".join(
+            [f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(60)][:30]
+            + [f"Source: {LONG_URL}"]
+            + [f"Paragraph {p} of report {i}. " + paragraph * 2 for p in range(30, 60)]
+        )
         lines.append(f'{{"doc_id": "{doc}", "title": "Long report {i}", "text": "{body}"}}\n')
     path = tmp_path / "long.jsonl"
     path.write_text("".join(lines))
@@ -45,15 +49,25 @@ def scroll_top(page: object) -> float:
 
 
 def in_view(page: object, selector: str) -> bool:
-    return bool(page.evaluate(  # type: ignore[attr-defined]
-        "s => { const r = document.querySelector(s).getBoundingClientRect();"
-        " return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }", selector))
+    return bool(
+        page.evaluate(  # type: ignore[attr-defined]
+            "s => { const r = document.querySelector(s).getBoundingClientRect();"
+            " return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }",
+            selector,
+        )
+    )
 
 
 @pytest.mark.parametrize(("width", "height", "device"), [(1280, 900, "desktop"), (390, 844, "phone")])
 def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
-        site: str, browser_page: object, sqlite_engine: Engine, tmp_path: Path,  # noqa: F811 (fixtures)
-        width: int, height: int, device: str) -> None:
+    site: str,
+    browser_page: object,
+    sqlite_engine: Engine,
+    tmp_path: Path,  # noqa: F811 (fixtures)
+    width: int,
+    height: int,
+    device: str,
+) -> None:
     page = browser_page
     docs = long_documents(sqlite_engine, tmp_path)
     page.set_viewport_size({"width": width, "height": height})  # type: ignore[attr-defined]
@@ -62,7 +76,8 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     assert page.evaluate("document.activeElement.id") == "doc-text"  # type: ignore[attr-defined]  # no click
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # type: ignore[attr-defined]  # URL wraps
     assert page.evaluate(  # type: ignore[attr-defined]  # ... inside the text too: no sideways scroll there
-        "(() => { const t = document.getElementById('doc-text'); return t.scrollWidth <= t.clientWidth; })()")
+        "(() => { const t = document.getElementById('doc-text'); return t.scrollWidth <= t.clientWidth; })()"
+    )
     assert in_view(page, '#judge-form button[data-key="0"]') and in_view(page, '#judge-form button[data-key="s"]')
     shot(page, f"judge-long-{device}")
 
@@ -130,11 +145,15 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
     judy = access.authenticate(sqlite_engine, access.create_token(sqlite_engine, "judy").token)
     _, _, mine = judging.my_judgments(sqlite_engine, judy, "judging", "301")
     assert [(j.doc, j.relevance, j.note) for j in mine] == [
-        (docs[0], 3, "mentions the ring by name"), (docs[1], 0, None), (docs[2], 1, None)]
+        (docs[0], 3, "mentions the ring by name"),
+        (docs[1], 0, None),
+        (docs[2], 1, None),
+    ]
 
 
 def test_with_double_judging_the_assessor_is_told_their_role_and_its_change(
-        site: str, browser_page: object, sqlite_engine: Engine) -> None:  # noqa: F811 (fixtures)
+    site: str, browser_page: object, sqlite_engine: Engine
+) -> None:  # noqa: F811 (fixtures)
     """Kim's imported sheet judged topic 301 first: with a double share, Judy is its second, blind
     assessor; her pool list and judging screen say so, and a change from what she was told
     (here, the screen she had open said the topic was open) is announced."""
@@ -149,8 +168,10 @@ def test_with_double_judging_the_assessor_is_told_their_role_and_its_change(
     shot(page, "judge-pool-double")
     page.goto(f"{site}/judge/judging/301?was=open")  # type: ignore[attr-defined]
     notice = " ".join(page.inner_text("#role-changed").split())  # type: ignore[attr-defined]
-    assert notice.startswith("Your role on this topic changed: you were told you are the first assessor, unless "
-                             "another assessor judges this topic first; you are now the second assessor (blind sample).")
+    assert notice.startswith(
+        "Your role on this topic changed: you were told you are the first assessor, unless "
+        "another assessor judges this topic first; you are now the second assessor (blind sample)."
+    )
     assert page.inner_text("#role").startswith("You are a second assessor on this topic")  # type: ignore[attr-defined]
     assert not axe_violations(page), axe_violations(page)
     shot(page, "judge-role-changed")
@@ -160,10 +181,12 @@ def test_the_axe_check_finds_what_the_judging_screen_had(browser_page: object) -
     """The check can fail: a scroll region that a keyboard cannot reach (the judging screen's text
     before it was focusable) and an image without a text are reported, a moderate finding is not."""
     page = browser_page
-    page.set_content('<!doctype html><html lang="en"><head><title>t</title></head><body><main>'  # type: ignore[attr-defined]
-                     '<div style="height:60px;overflow-y:auto">' + '<p>a line of text</p>' * 20 + '</div>'
-                     '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
-                     '</main><main>a second main landmark (moderate)</main></body></html>')
+    page.set_content(
+        '<!doctype html><html lang="en"><head><title>t</title></head><body><main>'  # type: ignore[attr-defined]
+        '<div style="height:60px;overflow-y:auto">' + "<p>a line of text</p>" * 20 + "</div>"
+        '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
+        "</main><main>a second main landmark (moderate)</main></body></html>"
+    )
     found = axe_violations(page)
     assert [line.split(" ")[0] for line in found] == ["image-alt", "scrollable-region-focusable"], found
     assert found[1].startswith("scrollable-region-focusable (serious): Scrollable region must have keyboard access")

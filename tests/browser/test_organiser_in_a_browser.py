@@ -71,8 +71,9 @@ def _no_sideways_scroll(page: object, width: int) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_an_organiser_runs_the_campaign_from_the_console(campaign: str, browser_page: object, tmp_path: Path,
-                                                         width: int) -> None:
+def test_an_organiser_runs_the_campaign_from_the_console(
+    campaign: str, browser_page: object, tmp_path: Path, width: int
+) -> None:
     page = browser_page
     site = campaign
     page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]

@@ -31,12 +31,13 @@ from evalstore.web.settings import ServerSettings
 from tests.http.conftest import SAMPLE, run_text
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SCREENSHOTS = Path(os.environ.get("EVALSTORE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "screenshots"))
+SCREENSHOTS = Path(
+    os.environ.get("EVALSTORE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "screenshots")
+)
 PASSWORD = "a long demo password"
 
 if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("CI must run the browser tests: scripts/test installs Debian's chromium when CI=true",
-                pytrace=False)
+    pytest.fail("CI must run the browser tests: scripts/test installs Debian's chromium when CI=true", pytrace=False)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium)")
 
 
@@ -49,33 +50,39 @@ def site(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
     access.add_user(engine, "olga", role="organiser", password=PASSWORD)
     access.add_user(engine, "judy", role="assessor", password=PASSWORD)
     organiser = access.authenticate(engine, access.create_token(engine, "olga").token)
-    tasks.create_task(engine, "sample-task", qrels_name="sample", owner="olga",
-                      measures=["AP", "nDCG@10", "P@10", "RR"])
+    tasks.create_task(
+        engine, "sample-task", qrels_name="sample", owner="olga", measures=["AP", "nDCG@10", "P@10", "RR"]
+    )
     for shift, team in ((0, "alpha"), (2, "beta"), (5, "gamma")):
         path = tmp_path / f"{team}.txt"
         path.write_text(run_text(("301", "302", "303"), tag=team, shift=shift))
         tasks.submit_run(engine, organiser, "sample-task", path, name=f"{team}-run", team=team)
     work_on(engine, [j["id"] for j in tasks.queue(engine, organiser)], mlflow=False)
-    pools.build_pool(engine, name="judging", run_names=["alpha-run", "beta-run", "gamma-run"], depth=10,
-                     topics=["301"])
+    pools.build_pool(engine, name="judging", run_names=["alpha-run", "beta-run", "gamma-run"], depth=10, topics=["301"])
     topics = tmp_path / "topics.jsonl"
-    topics.write_text('{"topic": "301", "title": "international organized crime", "description": "Identify '
-                      'organizations that participate in international criminal activity."}\n')
+    topics.write_text(
+        '{"topic": "301", "title": "international organized crime", "description": "Identify '
+        'organizations that participate in international criminal activity."}\n'
+    )
     collections.import_topics(engine, topics, name="sample-topics")
     entries = judging.pool_entries(engine, _admin(engine), "judging", topic="301")
     documents = tmp_path / "docs.jsonl"
-    documents.write_text("".join(
-        f'{{"doc_id": "{e["doc"]}", "title": "Report {i}", "text": "An international crime ring was broken up. '
-        f'Police say organized groups moved goods across borders (document {i})."}}\n'
-        for i, e in enumerate(entries[:-1])))  # the last one has no text: shown as such
+    documents.write_text(
+        "".join(
+            f'{{"doc_id": "{e["doc"]}", "title": "Report {i}", "text": "An international crime ring was broken up. '
+            f'Police say organized groups moved goods across borders (document {i})."}}\n'
+            for i, e in enumerate(entries[:-1])
+        )
+    )  # the last one has no text: shown as such
     collections.import_documents(engine, documents, collection="sample-docs")
     judging.configure_pool(engine, "judging", topic_set="sample-topics", collection="sample-docs")
     judging.assign_assessor(engine, "judging", "judy")
     sheet = tmp_path / "kim.tsv"  # a second assessor's sheet, for agreement
     sheet.write_text("topic\tdoc\trelevance\n" + "".join(f"301\t{e['doc']}\t{i % 3}\n" for i, e in enumerate(entries)))
     pools.import_judgments(engine, sheet, pool_name="judging", assessor="kim")
-    settings = ServerSettings(database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False,
-                              writes_per_minute=1000)
+    settings = ServerSettings(
+        database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False, writes_per_minute=1000
+    )
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -153,8 +160,9 @@ def test_an_organiser_reads_the_leaderboard_a_run_and_a_comparison(site: str, br
     assert "/login" in page.url  # type: ignore[attr-defined]
 
 
-def test_an_assessor_judges_ten_documents_with_the_keyboard(site: str, browser_page: object,
-                                                            sqlite_engine: Engine) -> None:
+def test_an_assessor_judges_ten_documents_with_the_keyboard(
+    site: str, browser_page: object, sqlite_engine: Engine
+) -> None:
     page = browser_page
     sign_in(page, site, "judy", "/judge")
     page.click("text=judging")  # type: ignore[attr-defined]
@@ -176,8 +184,9 @@ def test_an_assessor_judges_ten_documents_with_the_keyboard(site: str, browser_p
     page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
     shot(page, "judge-phone")
     url = sqlite_engine.url.render_as_string(hide_password=False)
-    result = CliRunner().invoke(cli_app, ["--database-url", url, "judgments", "agreement", "--pool", "judging",
-                                          "--format", "json"])
+    result = CliRunner().invoke(
+        cli_app, ["--database-url", url, "judgments", "agreement", "--pool", "judging", "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["assessors"] == ["judy", "kim"]

@@ -35,8 +35,9 @@ def service(sqlite_engine: Engine) -> Iterator[str]:
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     access.add_user(engine, "olga", role="organiser")
     access.add_user(engine, "pat", role="participant", team="uni-a", password=PASSWORD)
-    tasks.create_task(engine, "shared-task", qrels_name="sample", owner="olga", max_runs_per_team=3,
-                      measures=["AP", "nDCG@10"])
+    tasks.create_task(
+        engine, "shared-task", qrels_name="sample", owner="olga", max_runs_per_team=3, measures=["AP", "nDCG@10"]
+    )
     url = engine.url.render_as_string(hide_password=False)
     worker = InProcessWorker.start(url, WorkerSettings(poll_interval=0.2, mlflow=False, index_runs=False))
     settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
@@ -56,8 +57,9 @@ def service(sqlite_engine: Engine) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_a_participant_submits_and_follows_a_run(service: str, browser_page: object, tmp_path: Path,
-                                                 width: int) -> None:
+def test_a_participant_submits_and_follows_a_run(
+    service: str, browser_page: object, tmp_path: Path, width: int
+) -> None:
     page = browser_page
     page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
     sign_in(page, service, "pat", "/tasks/shared-task")

@@ -16,8 +16,12 @@ def cli(synthetic_cli, tmp_path: Path):  # type: ignore[no-untyped-def]
     invoke = synthetic_cli([])
     (tmp_path / "gold.csv").write_text(FRUIT_GOLD)
     (tmp_path / "p.csv").write_text(FRUIT_PRED)
-    (tmp_path / "right.csv").write_text(FRUIT_GOLD.replace(",u1", "").replace(",u2", "").replace(",u3", "")
-                                        .replace("item_id,label,group", "item_id,label"))
+    (tmp_path / "right.csv").write_text(
+        FRUIT_GOLD.replace(",u1", "")
+        .replace(",u2", "")
+        .replace(",u3", "")
+        .replace("item_id,label,group", "item_id,label")
+    )
     return invoke
 
 
@@ -39,24 +43,54 @@ def test_classification_from_the_command_line(cli, tmp_path: Path) -> None:  # t
     summary = json.loads(cli("results", "show", "--labels", "fruit", "--predictions", "p", "--format", "json").stdout)
     values = {row["measure"]: row["value"] for row in summary}
     assert values["accuracy"] == pytest.approx(4 / 9) and values["precision.lemon"] == pytest.approx(1 / 3)
-    groups = json.loads(cli("results", "show", "--labels", "fruit", "--predictions", "p", "--measure", "accuracy",
-                            "--per-query", "--format", "json").stdout)
+    groups = json.loads(
+        cli(
+            "results",
+            "show",
+            "--labels",
+            "fruit",
+            "--predictions",
+            "p",
+            "--measure",
+            "accuracy",
+            "--per-query",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert [row["group"] for row in groups][-1] == "all" and len(groups) == 4
     assert groups[-1]["accuracy"] == pytest.approx(4 / 9)
     unknown = cli("results", "show", "--labels", "fruit", "--predictions", "p", "--measure", "precision.kiwi")
     assert unknown.exit_code == 1 and unknown.stderr.startswith(
-        "Error: No stored value of 'precision.kiwi' in evaluation ")
+        "Error: No stored value of 'precision.kiwi' in evaluation "
+    )
     per_class = cli("leaderboard", "--labels", "fruit", "--measure", "recall.orange", "--format", "csv")
     assert per_class.exit_code == 0 and per_class.stdout.splitlines()[0] == "predictions,system,kind,recall.orange"
     board = cli("leaderboard", "--labels", "fruit", "--measure", "precision_macro", "--format", "csv")
-    assert board.stdout.splitlines() == ["predictions,system,kind,precision_macro", "oracle,,classifier,1.0",
-                                         "p,,classifier,0.5777777777777778"]  # full precision, as JSON
+    assert board.stdout.splitlines() == [
+        "predictions,system,kind,precision_macro",
+        "oracle,,classifier,1.0",
+        "p,,classifier,0.5777777777777778",
+    ]  # full precision, as JSON
     compared = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "mcnemar", "--format", "json")
     assert compared.exit_code == 0, compared.stderr
     [pair] = json.loads(compared.stdout)
     assert pair["only first right"] == 0 and pair["only second right"] == 5
-    by_group = cli("compare", "--labels", "fruit", "p", "oracle", "--test", "randomization", "--measure",
-                   "accuracy", "--seed", "3", "--format", "json")
+    by_group = cli(
+        "compare",
+        "--labels",
+        "fruit",
+        "p",
+        "oracle",
+        "--test",
+        "randomization",
+        "--measure",
+        "accuracy",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     assert by_group.exit_code == 0 and json.loads(by_group.stdout)[0]["groups"] == 3
     assert by_group.stderr.endswith("only 3 groups: with fewer than 10, intervals and p-values mean little\n")
     # first minus second, as ranking compare reports it: p is worse than the oracle
@@ -69,12 +103,12 @@ def test_bad_input_gives_exit_code_1_and_a_wrong_mix_exit_code_2(cli, tmp_path: 
     (tmp_path / "bad.csv").write_text(FRUIT_PRED.replace("9,apple", "9,banana"))
     bad = cli("predictions", "register", str(tmp_path / "bad.csv"), "--name", "b", "--labels", "fruit")
     assert bad.exit_code == 1
-    assert bad.stderr == (f"{tmp_path / 'bad.csv'}:10: label 'banana' is not a gold class (apple, lemon, "
-                          "orange)\n")
+    assert bad.stderr == (f"{tmp_path / 'bad.csv'}:10: label 'banana' is not a gold class (apple, lemon, orange)\n")
     mixed = cli("evaluate", "--labels", "fruit", "--qrels", "q")
     assert mixed.exit_code == 2 and mixed.stderr.startswith("Usage: evalstore evaluate [OPTIONS]\n")
     assert usage_message(mixed.stderr) == (
-        "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the other.")
+        "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the other."
+    )
     neither = cli("evaluate", "--all-runs")
     assert neither.exit_code == 2
     assert usage_message(neither.stderr) == "Give --qrels NAME (ranking runs) or --labels NAME (predictions)."

@@ -18,8 +18,24 @@ def cli(synthetic_cli):  # type: ignore[no-untyped-def]
 
 
 def test_compare_json_records_the_seed_and_is_reproducible(cli) -> None:  # type: ignore[no-untyped-def]
-    args = ["compare", "--qrels", "q", "--measure", "AP", "--measure", "P@5", "alpha", "beta", "gamma",
-            "--test", "randomization", "--resamples", "500", "--format", "json"]
+    args = [
+        "compare",
+        "--qrels",
+        "q",
+        "--measure",
+        "AP",
+        "--measure",
+        "P@5",
+        "alpha",
+        "beta",
+        "gamma",
+        "--test",
+        "randomization",
+        "--resamples",
+        "500",
+        "--format",
+        "json",
+    ]
     drawn = cli(*args)
     assert drawn.exit_code == 0, drawn.stderr
     report = json.loads(drawn.stdout)
@@ -28,8 +44,24 @@ def test_compare_json_records_the_seed_and_is_reproducible(cli) -> None:  # type
     assert report["settings"]["test"] == "randomization" and report["settings"]["correction"] == "holm"
     assert len(report["comparisons"]) == 6
     assert set(report["comparisons"][0]) == {
-        "measure", "run", "versus", "mean_run", "mean_versus", "difference", "ci_low", "ci_high", "statistic",
-        "p_value", "p_corrected", "significant", "effect_size", "wins", "ties", "losses", "topics"}
+        "measure",
+        "run",
+        "versus",
+        "mean_run",
+        "mean_versus",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "statistic",
+        "p_value",
+        "p_corrected",
+        "significant",
+        "effect_size",
+        "wins",
+        "ties",
+        "losses",
+        "topics",
+    }
     replay = cli(*args, "--seed", str(seed))
     assert json.loads(replay.stdout)["comparisons"] == report["comparisons"]
 
@@ -43,8 +75,10 @@ def test_compare_table_csv_markdown_latex_and_plot(cli, tmp_path: Path) -> None:
     assert [(r["run"], r["versus"]) for r in rows] == [("beta", "alpha"), ("gamma", "alpha")]
     markdown = cli(*base, "--format", "markdown").stdout.splitlines()
     # both means (the README promises them), the statistic named for the test, one p-value style
-    assert markdown[0] == ("| measure | run | versus | mean run | mean versus | difference | 95% CI | statistic (t) | "
-                           "p | p adjusted | sig | effect size | W/T/L |")
+    assert markdown[0] == (
+        "| measure | run | versus | mean run | mean versus | difference | 95% CI | statistic (t) | "
+        "p | p adjusted | sig | effect size | W/T/L |"
+    )
     assert markdown[1] == "|---|---|---|---|---|---|---|---|---|---|---|---|---|" and len(markdown) == 4
     cells = markdown[2].strip("|").split("|")
     assert float(cells[3]) == pytest.approx(float(rows[0]["mean_run"]), abs=5e-5)
@@ -72,16 +106,31 @@ def test_compare_errors_exit_1_with_the_fix(cli, tmp_path: Path) -> None:  # typ
         many += ["--measure", measure]
     too_big = cli(*many, "--plot", str(tmp_path / "x.png"))
     assert too_big.exit_code == 1
-    assert too_big.stderr == ("Error: A plot of 27 comparisons is unreadable (at most 24); name a --baseline, "
-                              "or fewer runs or measures.\n")
+    assert too_big.stderr == (
+        "Error: A plot of 27 comparisons is unreadable (at most 24); name a --baseline, or fewer runs or measures.\n"
+    )
     assert not (tmp_path / "x.png").exists()
 
 
 def test_compare_logs_to_mlflow(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from mlflow import MlflowClient
 
-    logged = cli("compare", "--qrels", "q", "--measure", "AP", "alpha", "beta", "--test", "bootstrap", "--seed",
-                 "3", "--resamples", "300", "--mlflow")
+    logged = cli(
+        "compare",
+        "--qrels",
+        "q",
+        "--measure",
+        "AP",
+        "alpha",
+        "beta",
+        "--test",
+        "bootstrap",
+        "--seed",
+        "3",
+        "--resamples",
+        "300",
+        "--mlflow",
+    )
     assert logged.exit_code == 0, logged.stderr
     run_id = logged.stderr.strip().splitlines()[-1].removeprefix("logged to MLflow run ")
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -23,8 +23,9 @@ def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
     runner = CliRunner()
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, ["--database-url", url, *args], env={"EVALSTORE_HOME": str(folder),
-                                                                       "EVALSTORE_MLFLOW": "off"})
+        return runner.invoke(
+            app, ["--database-url", url, *args], env={"EVALSTORE_HOME": str(folder), "EVALSTORE_MLFLOW": "off"}
+        )
 
     invoke.url = url  # type: ignore[attr-defined]  # for tests that read the store themselves
     robust = shared_path("robust03", "robust03_qrels.txt").parent
@@ -39,8 +40,21 @@ def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
 
 def test_health_reports_every_part_and_draws_the_curve(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "stability.png"
-    first = cli("health", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--seed", "5",
-                "--plot", str(plot), "--format", "json")
+    first = cli(
+        "health",
+        "--qrels",
+        "robust03",
+        "--measure",
+        "AP",
+        "--measure",
+        "P@10",
+        "--seed",
+        "5",
+        "--plot",
+        str(plot),
+        "--format",
+        "json",
+    )
     assert first.exit_code == 0, first.stderr
     assert first.stderr.startswith("seed 5 (pass --seed 5 to reproduce the swap rates)\n")
     report = json.loads(first.stdout)
@@ -55,8 +69,9 @@ def test_health_reports_every_part_and_draws_the_curve(cli, tmp_path: Path) -> N
     assert all(r["AP without"] <= r["AP"] + 1e-12 for r in report["leave_one_run_out"])
     assert set(report["judged_at_10"]) == set(RUNS)
     assert plot.read_bytes().startswith(b"\x89PNG")
-    again = cli("health", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--seed", "5",
-                "--format", "json")
+    again = cli(
+        "health", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--seed", "5", "--format", "json"
+    )
     assert json.loads(again.stdout)["stability"] == report["stability"]
 
 
@@ -78,8 +93,9 @@ def test_standardize_stores_the_statistics_and_z_scores(cli, tmp_path: Path) -> 
     from evalstore.db.engine import make_engine
     from evalstore.services import health
 
-    done = cli("standardize", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--name", "rz",
-               "--format", "json")
+    done = cli(
+        "standardize", "--qrels", "robust03", "--measure", "AP", "--measure", "P@10", "--name", "rz", "--format", "json"
+    )
     assert done.exit_code == 0, done.stderr
     engine = make_engine(cli.url)
     try:
@@ -101,22 +117,64 @@ def test_standardize_stores_the_statistics_and_z_scores(cli, tmp_path: Path) -> 
 def test_health_says_how_to_evaluate_a_missing_measure(cli) -> None:  # type: ignore[no-untyped-def]
     refused = cli("health", "--qrels", "robust03", "--measure", "P@7")
     assert refused.exit_code == 1
-    assert refused.stderr == ("Error: Measure 'P@7' was not computed for these runs. Run 'evalstore evaluate --qrels "
-                              "robust03 --all-runs --measures P@7 --wait'.\n")
+    assert refused.stderr == (
+        "Error: Measure 'P@7' was not computed for these runs. Run 'evalstore evaluate --qrels "
+        "robust03 --all-runs --measures P@7 --wait'.\n"
+    )
 
 
 def test_cross_validation_from_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
-    made = cli("splits", "make", "--qrels", "robust03", "--method", "kfold", "--k", "3", "--seed", "7",
-               "--stratify-by", "difficulty", "--name", "k3", "--format", "json")
+    made = cli(
+        "splits",
+        "make",
+        "--qrels",
+        "robust03",
+        "--method",
+        "kfold",
+        "--k",
+        "3",
+        "--seed",
+        "7",
+        "--stratify-by",
+        "difficulty",
+        "--name",
+        "k3",
+        "--format",
+        "json",
+    )
     assert made.exit_code == 0, made.stderr
     assert made.stderr == "split 'k3': 3 fold(s) by kfold, seed 7\n"
     assert [f["test"] for f in json.loads(made.stdout)] == [34, 33, 33]
-    combined = cli("runs", "combine", "--splits", "k3", "--fold", "1=pircRBa1", "--fold", "2=aplrob03a",
-                   "--fold", "3=uwmtCR0", "--name", "cv")
+    combined = cli(
+        "runs",
+        "combine",
+        "--splits",
+        "k3",
+        "--fold",
+        "1=pircRBa1",
+        "--fold",
+        "2=aplrob03a",
+        "--fold",
+        "3=uwmtCR0",
+        "--name",
+        "cv",
+    )
     assert combined.exit_code == 0, combined.stderr
     assert combined.stderr == "registered run 'cv': 100000 rows, 100 topics from 3 folds of split 'k3'\n"
-    folds = cli("evaluate", "--qrels", "robust03", "--run", "cv", "--measures", "AP", "--wait", "--splits", "k3",
-                "--format", "json")
+    folds = cli(
+        "evaluate",
+        "--qrels",
+        "robust03",
+        "--run",
+        "cv",
+        "--measures",
+        "AP",
+        "--wait",
+        "--splits",
+        "k3",
+        "--format",
+        "json",
+    )
     assert folds.exit_code == 0, folds.stderr
     rows = json.loads(folds.stdout)
     assert [r["fold"] for r in rows] == [1, 2, 3, "mean", "sd"]

@@ -34,8 +34,10 @@ def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) ->
 
     missing = cli("results", "show", "--qrels", "test", "--run", "std")
     assert missing.exit_code == 1
-    assert missing.stderr == ("Error: No finished evaluation of run 'std' on qrels 'test'. "
-                              "Run 'evalstore evaluate --qrels test --run std --wait'.\n")
+    assert missing.stderr == (
+        "Error: No finished evaluation of run 'std' on qrels 'test'. "
+        "Run 'evalstore evaluate --qrels test --run std --wait'.\n"
+    )
 
     worked = cli("worker", "--until-empty", "--no-mlflow")
     assert worked.exit_code == 0, worked.stderr
@@ -45,20 +47,26 @@ def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) ->
 
     shown = cli("results", "show", "--qrels", "test", "--run", "std", "--per-query", "--format", "csv")
     # full precision in CSV (trec_eval's out.test.aq prints these to 4 decimals)
-    assert shown.stdout == ("query,AP,P@10\n301,0.03242534480374725,0.2\n302,0.4174542400168801,0.7\n"
-                            "303,0.08575559636908103,0.0\nall,0.17854506039656948,0.3\n")
+    assert shown.stdout == (
+        "query,AP,P@10\n301,0.03242534480374725,0.2\n302,0.4174542400168801,0.7\n"
+        "303,0.08575559636908103,0.0\nall,0.17854506039656948,0.3\n"
+    )
     absent = cli("results", "show", "--qrels", "test", "--run", "std", "--measure", "nDCG@10")
     assert absent.exit_code == 1
-    assert absent.stderr == ("Error: Measure 'nDCG@10' is not in evaluation 1. Evaluate it with 'evalstore "
-                             "evaluate --qrels test --run std --measures nDCG@10 --wait'.\n")
+    assert absent.stderr == (
+        "Error: Measure 'nDCG@10' is not in evaluation 1. Evaluate it with 'evalstore "
+        "evaluate --qrels test --run std --measures nDCG@10 --wait'.\n"
+    )
 
     refused = cli("jobs", "cancel", "1")
     assert refused.exit_code == 1
     assert refused.stderr == "Error: Job 1 is already done; only queued or running jobs can be cancelled.\n"
     refused = cli("jobs", "retry", "1")
     assert refused.exit_code == 1
-    assert refused.stderr == ("Error: Job 1 is done; only failed or cancelled jobs can be retried (to recompute "
-                              "a done one: 'evalstore evaluate ... --force').\n")
+    assert refused.stderr == (
+        "Error: Job 1 is done; only failed or cancelled jobs can be retried (to recompute "
+        "a done one: 'evalstore evaluate ... --force').\n"
+    )
     off = cli("mlflow", "sync")
     assert off.exit_code == 1
     assert off.stderr.endswith("Error: MLflow logging is off (EVALSTORE_MLFLOW=off); unset it to sync.\n")
@@ -75,20 +83,40 @@ def test_cancel_and_retry(cli) -> None:  # type: ignore[no-untyped-def]
     assert json.loads(cli("jobs", "list", "--state", "queued", "--format", "json").stdout)[0]["id"] == 1
     unknown = cli("jobs", "list", "--state", "lost")
     assert (unknown.exit_code, unknown.stderr) == (
-        1, "Error: Unknown job state 'lost'; use one of queued, running, done, failed, cancelled.\n")
+        1,
+        "Error: Unknown job state 'lost'; use one of queued, running, done, failed, cancelled.\n",
+    )
 
 
 def test_wait_computes_in_process_logs_to_mlflow_and_reads_back_as_trec_eval(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = cli("evaluate", "--qrels", "test", "--run", "std", "--measures", "all_trec", "--wait", "--wait-mlflow",
-               "--format", "json")
+    done = cli(
+        "evaluate",
+        "--qrels",
+        "test",
+        "--run",
+        "std",
+        "--measures",
+        "all_trec",
+        "--wait",
+        "--wait-mlflow",
+        "--format",
+        "json",
+    )
     assert done.exit_code == 0, done.stderr
     [job] = json.loads(done.stdout)
     assert (job["state"], job["mlflow_state"]) == ("done", "logged")
-    assert job["AP"] == pytest.approx(0.1785, abs=5e-5) and job["P@10"] == pytest.approx(0.3)  # trec_eval: 0.1785, 0.3000
+    assert job["AP"] == pytest.approx(0.1785, abs=5e-5) and job["P@10"] == pytest.approx(
+        0.3
+    )  # trec_eval: 0.1785, 0.3000
     assert (tmp_path / "mlflow.db").exists() and (tmp_path / "mlartifacts").is_dir()
     stored = cli("results", "show", "--qrels", "test", "--run", "std", "--per-query", "--format", "trec").stdout
-    direct = CliRunner().invoke(app, ["trec-eval", "-q", "-c", "-m", "all_trec", str(SAMPLE / "qrels.test"),
-                                      str(SAMPLE / "results.test")]).stdout
+    direct = (
+        CliRunner()
+        .invoke(
+            app, ["trec-eval", "-q", "-c", "-m", "all_trec", str(SAMPLE / "qrels.test"), str(SAMPLE / "results.test")]
+        )
+        .stdout
+    )
     assert stored == direct
     summary = cli("results", "show", "--qrels", "test", "--run", "std", "--measure", "map", "--format", "trec")
     assert summary.stdout == "map                   \tall\t0.1785\n"

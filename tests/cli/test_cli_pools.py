@@ -26,8 +26,10 @@ def test_pool_cycle_from_the_command_line(cli, tmp_path: Path) -> None:  # type:
     assert imported.exit_code == 0 and imported.stderr == f"{len(lines)} judgments by 'A' stored for pool 'p'\n"
     alone = cli("judgments", "agreement", "--pool", "p")
     assert alone.exit_code == 1
-    assert alone.stderr == ("Error: Pool 'p' has judgments from fewer than two assessors; import another assessor's "
-                            "with 'evalstore judgments import PATH --pool p --assessor NAME'.\n")
+    assert alone.stderr == (
+        "Error: Pool 'p' has judgments from fewer than two assessors; import another assessor's "
+        "with 'evalstore judgments import PATH --pool p --assessor NAME'.\n"
+    )
     stats = json.loads(cli("pool", "stats", "p", "--format", "json").stdout)
     assert {r["run"] for r in stats["runs"]} == {"alpha", "beta"}
     assert all(t["judged"] == t["documents"] == t["relevant"] for t in stats["topics"])
@@ -39,8 +41,9 @@ def test_pool_cycle_from_the_command_line(cli, tmp_path: Path) -> None:  # type:
 
 def test_pool_simulate_table_and_plot(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "sim.png"
-    shown = cli("pool", "simulate", "--qrels", "q", "--budget", "2", "--budget", "4", "--format", "csv",
-                "--plot", str(plot))
+    shown = cli(
+        "pool", "simulate", "--qrels", "q", "--budget", "2", "--budget", "4", "--format", "csv", "--plot", str(plot)
+    )
     assert shown.exit_code == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
     assert header == "budget per topic,judgments,depth,rrf,rbp,mtf,bandit"
@@ -52,13 +55,18 @@ def test_pool_simulate_table_and_plot(cli, tmp_path: Path) -> None:  # type: ign
 
 
 def test_pool_next_adds_documents_and_writes_their_sheet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert cli("pool", "build", "--name", "m", "--all-runs", "--strategy", "bandit", "--budget", "1",
-               "--topics", "401").exit_code == 0
+    assert (
+        cli(
+            "pool", "build", "--name", "m", "--all-runs", "--strategy", "bandit", "--budget", "1", "--topics", "401"
+        ).exit_code
+        == 0
+    )
     sheet = tmp_path / "next.tsv"
     added = cli("pool", "next", "m", str(sheet), "--count", "2")
     assert added.exit_code == 0, added.stderr
-    assert added.stderr == (f"2 documents added to pool 'm' over 1 topic (feedback: 0 judged, 0 relevant); "
-                            f"sheet written to {sheet}\n")
+    assert added.stderr == (
+        f"2 documents added to pool 'm' over 1 topic (feedback: 0 judged, 0 relevant); sheet written to {sheet}\n"
+    )
     header, *rows = sheet.read_text().splitlines()
     assert header == "topic\tdoc\trelevance" and len(rows) == 2 and all(r.startswith("401\t") for r in rows)
     assert json.loads(cli("pool", "show", "m", "--format", "json").stdout)[0]["documents"] == 3

@@ -130,8 +130,10 @@ def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest
     assert cli("runs", "register", str(tmp_path / "run.txt"), "--name", "div").exit_code == 0
     refused = cli("evaluate", "--qrels", "web", "--run", "div", "--measures", "AP", "--wait")
     assert refused.exit_code == 1
-    assert refused.stderr == ("Error: AP is computed from relevance judgments, and qrels 'web' hold subtopic "
-                              "judgments. 'evalstore measures' lists the judgments each measure needs.\n")
+    assert refused.stderr == (
+        "Error: AP is computed from relevance judgments, and qrels 'web' hold subtopic "
+        "judgments. 'evalstore measures' lists the judgments each measure needs.\n"
+    )
     assert cli("evaluate", "--qrels", "web", "--run", "div", "--wait").exit_code == 0
     board = cli("leaderboard", "--qrels", "web", "--measure", "alpha_nDCG@10", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(board.stdout)))
@@ -143,8 +145,11 @@ def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest
     assert "alpha_nDCG@10 [95% CI]" in table and "Judged@10" not in table
 
 
-def test_replacing_a_run_or_qrels_says_which_evaluations_went(cli, write,  # type: ignore[no-untyped-def]
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replacing_a_run_or_qrels_says_which_evaluations_went(
+    cli,
+    write,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
     cli("db", "upgrade")
     cli("qrels", "import", str(write("q", "1 0 d1 1\n1 0 d2 0\n")), "--name", "q")
@@ -153,8 +158,10 @@ def test_replacing_a_run_or_qrels_says_which_evaluations_went(cli, write,  # typ
     assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "P@5", "--wait").exit_code == 0
     replaced = cli("runs", "register", str(write("b.run", "1 Q0 d2 1 2.5 t\n")), "--name", "r", "--replace")
     assert replaced.exit_code == 0
-    assert replaced.stderr == ("warning: replacing run 'r' deleted the 2 stored evaluations made with the old "
-                               "content; evaluate again to have them back\nregistered run 'r': 1 rows, 1 topics\n")
+    assert replaced.stderr == (
+        "warning: replacing run 'r' deleted the 2 stored evaluations made with the old "
+        "content; evaluate again to have them back\nregistered run 'r': 1 rows, 1 topics\n"
+    )
     assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "AP", "--wait").exit_code == 0
     replaced = cli("qrels", "import", str(write("q2", "1 0 d1 0\n1 0 d2 1\n")), "--name", "q", "--replace")
     assert replaced.stderr.startswith("warning: replacing qrels 'q' deleted the 1 stored evaluation made with")
@@ -189,27 +196,30 @@ def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_
         f"{runs / 'broken.txt'}:2: docno 'd1' appears twice in topic '301' (first at line 1); trec_eval refuses "
         "duplicate documents, so remove one of them\n"
         f"{runs / 'short.txt'}:1: expected 6 columns (qid Q0 docno rank score tag), found 4\n"
-        "nothing stored: 2 of 4 files refused\n")
+        "nothing stored: 2 of 4 files refused\n"
+    )
     assert json.loads(cli("runs", "list", "--format", "json").stdout) == []
     (runs / "broken.txt").unlink()
     (runs / "short.txt").unlink()
     by_file = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--system", "batch")
     assert by_file.exit_code == 0, by_file.stderr
-    assert by_file.stderr == ("registered run 'dense': 2 rows, 1 topics\n"
-                              "registered run 'bm25': 2 rows, 1 topics\n")
+    assert by_file.stderr == ("registered run 'dense': 2 rows, 1 topics\nregistered run 'bm25': 2 rows, 1 topics\n")
     by_tag = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--name-from", "tag")
     assert by_tag.exit_code == 0, by_tag.stderr
     listed = {r["name"]: r["system"] for r in json.loads(cli("runs", "list", "--format", "json").stdout)}
     assert listed == {"bm25": "batch", "dense": "batch", "bm25-tag": None, "dense-tag": None}
     one_name = cli("runs", "register", *(str(p) for p in sorted(runs.iterdir())), "--name", "x")
     assert one_name.exit_code == 2
-    assert usage_message(one_name.stderr) == ("--name names one run; 2 files were given (their names come from the "
-                                              "file names, or the run tags with --name-from tag).")
+    assert usage_message(one_name.stderr) == (
+        "--name names one run; 2 files were given (their names come from the "
+        "file names, or the run tags with --name-from tag)."
+    )
     (runs / "input.dense.gz").write_bytes(__import__("gzip").compress(good.format(tag="t").encode()))
     clash = cli("runs", "register", str(runs / "dense.run"), str(runs / "input.dense.gz"))
     assert clash.exit_code == 1 and clash.stderr == (
         "Error: Two files would be registered as 'dense'; register them with --name-from tag, or one at a time with "
-        "--name.\n")
+        "--name.\n"
+    )
 
 
 def test_importing_many_qrels_files_validates_all_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -221,14 +231,18 @@ def test_importing_many_qrels_files_validates_all_first(cli, tmp_path: Path) -> 
     (folder / "broken.txt").write_text("301 0 d1 one\n")
     refused = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
     assert refused.exit_code == 1
-    assert refused.stderr == (f"{folder / 'broken.txt'}:1: relevance 'one' is not an integer\n"
-                              "nothing stored: 1 of 3 files refused\n")
+    assert refused.stderr == (
+        f"{folder / 'broken.txt'}:1: relevance 'one' is not an integer\nnothing stored: 1 of 3 files refused\n"
+    )
     assert json.loads(cli("qrels", "list", "--format", "json").stdout) == []
     (folder / "broken.txt").unlink()
     imported = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
     assert imported.exit_code == 0 and imported.stderr == (
-        "imported qrels 'qrels.dl19': 2 judgments, 1 topics\nimported qrels 'qrels.dl20': 1 judgments, 1 topics\n")
+        "imported qrels 'qrels.dl19': 2 judgments, 1 topics\nimported qrels 'qrels.dl20': 1 judgments, 1 topics\n"
+    )
     again = cli("qrels", "import", *(str(p) for p in sorted(folder.iterdir())))
-    assert again.stderr == ("qrels 'qrels.dl19' are already imported with this content (2 judgments); nothing "
-                            "stored\nqrels 'qrels.dl20' are already imported with this content (1 judgments); "
-                            "nothing stored\n")
+    assert again.stderr == (
+        "qrels 'qrels.dl19' are already imported with this content (2 judgments); nothing "
+        "stored\nqrels 'qrels.dl20' are already imported with this content (1 judgments); "
+        "nothing stored\n"
+    )

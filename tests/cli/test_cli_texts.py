@@ -29,11 +29,34 @@ def test_topics_documents_and_pool_settings(cli, tmp_path: Path) -> None:  # typ
     docs.write_text('{"doc_id": "FBIS3-10082", "title": "A", "text": "a"}\n{"doc_id": "FBIS3-10169", "text": "b"}\n')
     done = cli("documents", "import", str(docs), "--collection", "c")
     assert done.exit_code == 0 and done.stderr == "imported 2 documents into 'c'\n"
-    configured = cli("pool", "configure", "p", "--topics", "t", "--collection", "c", "--grade", "0=No",
-                     "--grade", "1=Yes", "--double-share", "0.25", "--seed", "3", "--format", "json")
+    configured = cli(
+        "pool",
+        "configure",
+        "p",
+        "--topics",
+        "t",
+        "--collection",
+        "c",
+        "--grade",
+        "0=No",
+        "--grade",
+        "1=Yes",
+        "--double-share",
+        "0.25",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     assert configured.exit_code == 0, configured.stderr
-    assert json.loads(configured.stdout)[0] == {"pool": "p", "topics": "t", "collection": "c", "grades": "0=No, 1=Yes",
-                                                "double_share": 0.25, "double_seed": 3}
+    assert json.loads(configured.stdout)[0] == {
+        "pool": "p",
+        "topics": "t",
+        "collection": "c",
+        "grades": "0=No, 1=Yes",
+        "double_share": 0.25,
+        "double_seed": 3,
+    }
     listed = json.loads(cli("topics", "list", "--format", "json").stdout)
     assert [(r["name"], r["kind"], r["count"]) for r in listed] == [("t", "topics", 2), ("c", "documents", 2)]
 
@@ -47,7 +70,10 @@ def test_a_bad_file_says_where_and_stores_nothing(cli, tmp_path: Path) -> None: 
     assert json.loads(cli("topics", "list", "--format", "json").stdout) == []  # not even the collection's name
     missing = cli("pool", "configure", "p", "--topics", "nope")
     assert missing.exit_code == 1
-    assert missing.stderr == "Error: No topics named 'nope'. Import them with 'evalstore topics import PATH --name nope'.\n"
+    assert (
+        missing.stderr
+        == "Error: No topics named 'nope'. Import them with 'evalstore topics import PATH --name nope'.\n"
+    )
     grade = cli("pool", "configure", "p", "--grade", "high")
     assert grade.exit_code == 2 and "give a grade as VALUE=LABEL" in grade.stderr
 

@@ -16,8 +16,13 @@ EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     url = f"sqlite:///{tmp_path / 'console.db'}"
-    return subprocess.run([EVALSTORE, "--database-url", url, *args], capture_output=True, text=True, check=False,
-                          env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"})
+    return subprocess.run(
+        [EVALSTORE, "--database-url", url, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"},
+    )
 
 
 def test_exit_codes_piped_output_and_committed_writes(tmp_path: Path) -> None:

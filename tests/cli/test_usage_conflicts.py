@@ -10,20 +10,33 @@ from evalstore.cli import app
 from tests.cli.usage import usage_message
 
 CASES = [
-    (["evaluate", "--labels", "l", "--run", "r"],
-     "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the other."),
+    (
+        ["evaluate", "--labels", "l", "--run", "r"],
+        "--labels evaluates predictions; --qrels, --run and --all-runs are for ranking runs. Give one or the other.",
+    ),
     (["evaluate", "--run", "r"], "Give --qrels NAME (ranking runs) or --labels NAME (predictions)."),
     (["evaluate", "--qrels", "q"], "Name runs with --run NAME (repeatable) or pass --all-runs, not both."),
-    (["evaluate", "--qrels", "q", "--run", "r", "--all-runs"],
-     "Name runs with --run NAME (repeatable) or pass --all-runs, not both."),
-    (["leaderboard", "--qrels", "q", "--labels", "l"], "Give --qrels (ranking runs) or --labels (predictions), not both."),
+    (
+        ["evaluate", "--qrels", "q", "--run", "r", "--all-runs"],
+        "Name runs with --run NAME (repeatable) or pass --all-runs, not both.",
+    ),
+    (
+        ["leaderboard", "--qrels", "q", "--labels", "l"],
+        "Give --qrels (ranking runs) or --labels (predictions), not both.",
+    ),
     (["leaderboard"], "Give --qrels NAME (ranking runs) or --labels NAME (predictions)."),
-    (["compare", "a", "b", "--qrels", "q", "--labels", "l"],
-     "Give --qrels (ranking runs) or --labels (predictions), not both."),
-    (["compare", "a", "b", "--qrels", "q"],
-     "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions)."),
-    (["correlate", "--qrels", "q", "--qrels", "r", "--measure", "AP", "--measure", "P@10"],
-     "Give one --qrels and two --measure, or two --qrels and one --measure."),
+    (
+        ["compare", "a", "b", "--qrels", "q", "--labels", "l"],
+        "Give --qrels (ranking runs) or --labels (predictions), not both.",
+    ),
+    (
+        ["compare", "a", "b", "--qrels", "q"],
+        "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions).",
+    ),
+    (
+        ["correlate", "--qrels", "q", "--qrels", "r", "--measure", "AP", "--measure", "P@10"],
+        "Give one --qrels and two --measure, or two --qrels and one --measure.",
+    ),
     (["pool", "build", "--name", "p"], "Name runs with --run NAME (repeatable) or pass --all-runs, not both."),
 ]
 

@@ -35,22 +35,36 @@ def _per_topic(engine: Engine, run: str, measure: str) -> np.ndarray:
 
 
 def test_compare_evaluates_on_demand_and_matches_scipy(synthetic: Engine) -> None:
-    comparison = comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "beta", "gamma"],
-                                     measures=["AP", "P@5"], test="t", correction="holm")
+    comparison = comparisons.compare(
+        synthetic,
+        qrels_name="q",
+        run_names=["alpha", "beta", "gamma"],
+        measures=["AP", "P@5"],
+        test="t",
+        correction="holm",
+    )
     assert [(p.measure, p.run, p.versus) for p in comparison.pairs] == [
-        ("AP", "alpha", "beta"), ("AP", "alpha", "gamma"), ("AP", "beta", "gamma"),
-        ("P@5", "alpha", "beta"), ("P@5", "alpha", "gamma"), ("P@5", "beta", "gamma")]
+        ("AP", "alpha", "beta"),
+        ("AP", "alpha", "gamma"),
+        ("AP", "beta", "gamma"),
+        ("P@5", "alpha", "beta"),
+        ("P@5", "alpha", "gamma"),
+        ("P@5", "beta", "gamma"),
+    ]
     assert comparison.settings.seed is None and comparison.settings.resamples is None
     assert comparison.notes == ["only 8 topics: with fewer than 10, intervals and p-values mean little"]
     for measure in ("AP", "P@5"):
         pairs = [p for p in comparison.pairs if p.measure == measure]
-        expected = [stats.ttest_rel(_per_topic(synthetic, p.run, measure), _per_topic(synthetic, p.versus, measure))
-                    for p in pairs]
+        expected = [
+            stats.ttest_rel(_per_topic(synthetic, p.run, measure), _per_topic(synthetic, p.versus, measure))
+            for p in pairs
+        ]
         assert [p.p_value for p in pairs] == pytest.approx([e.pvalue for e in expected], rel=1e-9)
         assert [p.statistic for p in pairs] == pytest.approx([e.statistic for e in expected], rel=1e-9)
         # Holm within the measure's family of three pairs
-        assert [p.p_corrected for p in pairs] == pytest.approx(list(correct(np.array([e.pvalue for e in expected]),
-                                                                             "holm")))
+        assert [p.p_corrected for p in pairs] == pytest.approx(
+            list(correct(np.array([e.pvalue for e in expected]), "holm"))
+        )
         for p in pairs:
             a, b = _per_topic(synthetic, p.run, measure), _per_topic(synthetic, p.versus, measure)
             assert p.difference == pytest.approx((a - b).mean())
@@ -61,9 +75,17 @@ def test_compare_evaluates_on_demand_and_matches_scipy(synthetic: Engine) -> Non
 
 def test_baseline_family_and_seeded_randomization(synthetic: Engine) -> None:
     def run(seed: int | None) -> comparisons.Comparison:
-        return comparisons.compare(synthetic, qrels_name="q", run_names=["beta", "gamma", "delta"],
-                                   measures=["AP"], baseline="alpha", test="randomization", resamples=2000,
-                                   seed=seed, correction="bonferroni")
+        return comparisons.compare(
+            synthetic,
+            qrels_name="q",
+            run_names=["beta", "gamma", "delta"],
+            measures=["AP"],
+            baseline="alpha",
+            test="randomization",
+            resamples=2000,
+            seed=seed,
+            correction="bonferroni",
+        )
 
     first, again, drawn = run(5), run(5), run(None)
     assert [(p.run, p.versus) for p in first.pairs] == [("beta", "alpha"), ("gamma", "alpha"), ("delta", "alpha")]
@@ -76,12 +98,20 @@ def test_baseline_family_and_seeded_randomization(synthetic: Engine) -> None:
 
 
 def test_tukey_over_all_runs(synthetic: Engine) -> None:
-    comparison = comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "beta", "gamma", "delta"],
-                                     measures=["AP"], multi="tukey")
+    comparison = comparisons.compare(
+        synthetic, qrels_name="q", run_names=["alpha", "beta", "gamma", "delta"], measures=["AP"], multi="tukey"
+    )
     assert comparison.settings.correction == "tukey" and len(comparison.pairs) == 6
     assert all(p.p_value == p.p_corrected for p in comparison.pairs)
-    randomized = comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "beta", "gamma", "delta"],
-                                     measures=["AP"], multi="randomized-tukey", seed=1, resamples=3000)
+    randomized = comparisons.compare(
+        synthetic,
+        qrels_name="q",
+        run_names=["alpha", "beta", "gamma", "delta"],
+        measures=["AP"],
+        multi="randomized-tukey",
+        seed=1,
+        resamples=3000,
+    )
     assert randomized.settings.seed == 1
     # the two procedures answer the same question: their p-values agree roughly
     assert np.corrcoef([p.p_value for p in comparison.pairs], [p.p_value for p in randomized.pairs])[0, 1] > 0.9
@@ -95,9 +125,11 @@ def test_a_missing_topic_is_an_error_that_says_what_to_do(synthetic: Engine) -> 
     assert str(raised.value) == (
         "Run 'short' has no value for 2 topic(s) the other runs have (407, 408): its evaluation skipped topics "
         "it did not retrieve for. Re-evaluate it scoring them 0 with 'evalstore evaluate --qrels q --run short "
-        "--missing zero --force --wait', or pass --missing zero to score them 0 here.")
-    filled = comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "short"], measures=["AP"],
-                                 missing="zero")
+        "--missing zero --force --wait', or pass --missing zero to score them 0 here."
+    )
+    filled = comparisons.compare(
+        synthetic, qrels_name="q", run_names=["alpha", "short"], measures=["AP"], missing="zero"
+    )
     assert filled.matrix.zero_filled == {"short": ["407", "408"]}
     assert filled.pairs[0].topics == 8
     assert filled.matrix.scores["AP"][1, -2:].tolist() == [0.0, 0.0]
@@ -143,8 +175,9 @@ def test_robust03_and_dl_hard_runs_compare_as_scipy_says(sqlite_engine: Engine) 
     names = ["pircRBa1", "aplrob03a", "uwmtCR0", "SABIR03BASE"]
     for name in names:
         store.register_run(engine, shared_path("robust03", "runs", f"input.{name}.gz"), name=name)
-    comparison = comparisons.compare(engine, qrels_name="robust03", run_names=names[:3], baseline="SABIR03BASE",
-                                     measures=["AP"], test="wilcoxon")
+    comparison = comparisons.compare(
+        engine, qrels_name="robust03", run_names=names[:3], baseline="SABIR03BASE", measures=["AP"], test="wilcoxon"
+    )
     base = results(engine, qrels_name="robust03", run_name="SABIR03BASE").frame["AP"].astype(float)
     for pair in comparison.pairs:
         other = results(engine, qrels_name="robust03", run_name=pair.run).frame["AP"].astype(float)
@@ -155,10 +188,10 @@ def test_robust03_and_dl_hard_runs_compare_as_scipy_says(sqlite_engine: Engine) 
     runs = ["bm25", "bm25+rm3", "bm25+t5-zs"]
     for name in runs:
         store.register_run(engine, shared_path("dl-hard", "runs", "passage", f"{name}.run.gz"), name=name)
-    evaluate_runs(engine, qrels_name="dl-hard", run_names=runs, measures=["nDCG@10", "RR"],
-                  relevance_level=2)
-    comparison = comparisons.compare(engine, qrels_name="dl-hard", run_names=runs, measures=["nDCG@10"],
-                                     test="sign", correction="bh")
+    evaluate_runs(engine, qrels_name="dl-hard", run_names=runs, measures=["nDCG@10", "RR"], relevance_level=2)
+    comparison = comparisons.compare(
+        engine, qrels_name="dl-hard", run_names=runs, measures=["nDCG@10"], test="sign", correction="bh"
+    )
     for pair in comparison.pairs:
         wins, losses = pair.wins, pair.losses
         assert pair.p_value == pytest.approx(stats.binomtest(wins, wins + losses).pvalue, rel=1e-9)

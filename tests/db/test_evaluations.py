@@ -32,9 +32,25 @@ def stored(engine: Engine) -> Engine:
 def test_stored_per_query_values_equal_trec_eval_q(stored: Engine) -> None:
     [summary] = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["all_trec"])
     assert not summary.reused and summary.topics == 3
-    expected = CliRunner().invoke(app, ["trec-eval", "-q", "-m", "map", "-m", "P.10", "-m", "ndcg_cut.10",
-                                        str(shared_path("trec_eval_test", "qrels.test")),
-                                        str(shared_path("trec_eval_test", "results.test"))]).stdout
+    expected = (
+        CliRunner()
+        .invoke(
+            app,
+            [
+                "trec-eval",
+                "-q",
+                "-m",
+                "map",
+                "-m",
+                "P.10",
+                "-m",
+                "ndcg_cut.10",
+                str(shared_path("trec_eval_test", "qrels.test")),
+                str(shared_path("trec_eval_test", "results.test")),
+            ],
+        )
+        .stdout
+    )
     wanted = {}
     for line in expected.splitlines():
         name, topic, value = (part.strip() for part in line.split("\t"))
@@ -59,7 +75,9 @@ def test_same_inputs_reuse_the_stored_result(stored: Engine) -> None:
 
 def test_deleting_a_run_or_its_qrels_deletes_their_per_query_values(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
     """The services delete an evaluation's values with it (a row per measure, migration 0018)."""
-    other = write("other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3)))
+    other = write(
+        "other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3))
+    )
     store.register_run(stored, other, name="other")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "P@10"])
 
@@ -75,8 +93,10 @@ def test_deleting_a_run_or_its_qrels_deletes_their_per_query_values(stored: Engi
 
 
 def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    worse = write("worse.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n"
-                                       for t in (301, 302, 303) for i in range(5)))
+    worse = write(
+        "worse.run",
+        "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n" for t in (301, 302, 303) for i in range(5)),
+    )
     store.register_run(stored, worse, name="worse")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "Judged@10"])
     board = leaderboard(stored, qrels_name="test", measures=["AP"])
@@ -93,8 +113,10 @@ def test_leaderboard_without_evaluations_says_what_to_run(stored: Engine) -> Non
 
 
 def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    unjudged = write("unjudged.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} u\n"
-                                             for t in (301, 302, 303) for i in range(10)))
+    unjudged = write(
+        "unjudged.run",
+        "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} u\n" for t in (301, 302, 303) for i in range(10)),
+    )
     store.register_run(stored, unjudged, name="unjudged")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["Unj@10"])
     rows = leaderboard(stored, qrels_name="test", measures=["Unj@10"]).rows
@@ -102,8 +124,9 @@ def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, wr
     assert rows[0].values["Unj@10"][0] < rows[1].values["Unj@10"][0] == 1.0
 
 
-def test_topics_missing_from_a_run_are_one_warning_per_job(engine: Engine, tmp_path: Path,
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_topics_missing_from_a_run_are_one_warning_per_job(
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text("".join(f"{t} 0 d{t} 1\n" for t in range(1, 9)))
     run.write_text("1 Q0 d1 1 1.0 r\n")
@@ -112,14 +135,17 @@ def test_topics_missing_from_a_run_are_one_warning_per_job(engine: Engine, tmp_p
     with caplog.at_level(logging.WARNING, logger="evalstore.worker"):
         evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=["AP"])
     assert [r.getMessage() for r in caplog.records if r.name == "evalstore.worker"] == [
-        "job 1: run 'r' has no results for 7 qrels topics (2, 3, 4, 5, 6 and 2 more); scored as missing_topics=zero"]
+        "job 1: run 'r' has no results for 7 qrels topics (2, 3, 4, 5, 6 and 2 more); scored as missing_topics=zero"
+    ]
 
 
 def test_leaderboard_compares_evaluations_made_with_the_same_options(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
     """std evaluated at -l 1, then again at -l 2 (its newest); worse only at -l 1. The default
     leaderboard shows std's -l 1 value beside worse's, never the -l 2 one, and says so."""
-    worse = write("worse.run", "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n"
-                                       for t in (301, 302, 303) for i in range(5)))
+    worse = write(
+        "worse.run",
+        "".join(f"{t} Q0 nothing{i} {i} {1.0 / (i + 1)} worse\n" for t in (301, 302, 303) for i in range(5)),
+    )
     store.register_run(stored, worse, name="worse")
     [level_1, _] = evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP"])
     [level_2] = evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["AP"], relevance_level=2)
@@ -132,17 +158,20 @@ def test_leaderboard_compares_evaluations_made_with_the_same_options(stored: Eng
     assert std.as_dict()["relevance_level"] == 1 and [r.run for r in board.rows] == ["std", "worse"]
     strict = leaderboard(stored, qrels_name="test", measures=["AP"], selection=Selection(relevance_level=2))
     assert [(r.run, r.values["AP"][0]) for r in strict.rows] == [("std", pytest.approx(at_2))]
-    assert strict.notes == ["fewer than 10 topics: the intervals of std (3) mean little",
-                            "left out, evaluated on 'test' only with other options or older qrels: worse "
-                            "(this leaderboard: -l 2, -M none, -J off, missing topics zero)"]
+    assert strict.notes == [
+        "fewer than 10 topics: the intervals of std (3) mean little",
+        "left out, evaluated on 'test' only with other options or older qrels: worse "
+        "(this leaderboard: -l 2, -M none, -J off, missing topics zero)",
+    ]
     # correlate orders the systems by the same default-option values
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["P@10"])
     agreement = correlate(stored, qrels_names=["test"], measures=["AP", "P@10"])
     assert dict(zip(agreement.systems, agreement.first_scores, strict=True))["std"] == pytest.approx(at_1)
     # and by the -l 2 evaluations when asked for them
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP", "P@10"], relevance_level=2)
-    strict_agreement = correlate(stored, qrels_names=["test"], measures=["AP", "P@10"],
-                                 selection=Selection(relevance_level=2))
+    strict_agreement = correlate(
+        stored, qrels_names=["test"], measures=["AP", "P@10"], selection=Selection(relevance_level=2)
+    )
     assert dict(zip(strict_agreement.systems, strict_agreement.first_scores, strict=True))["std"] == pytest.approx(at_2)
     assert strict_agreement.as_dict()["options"]["relevance_level"] == 2
 
@@ -158,19 +187,26 @@ def test_a_measure_of_an_older_evaluation_is_still_found(stored: Engine) -> None
 
 
 def test_a_run_lacking_a_measure_under_the_options_is_named_with_the_fix(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    other = write("other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3)))
+    other = write(
+        "other.run", "".join(f"{t} Q0 doc{i} {i} {1.0 / (i + 1)} other\n" for t in (301, 302) for i in range(3))
+    )
     store.register_run(stored, other, name="other")
     evaluate_runs(stored, qrels_name="test", run_names=None, measures=["AP"])
     evaluate_runs(stored, qrels_name="test", run_names=["std"], measures=["RR"])
     board = leaderboard(stored, qrels_name="test", measures=["RR", "AP"])
     assert [r.run for r in board.rows] == ["std", "other"] and "RR" not in board.rows[1].values
-    assert board.notes == ["run 'other' has no RR evaluated with -l 1, -M none, -J off, missing topics zero; run "
-                           "'evalstore evaluate --qrels test --run other --measures RR --wait'",
-                           "fewer than 10 topics: the intervals of other (3), std (3) mean little"]
+    assert board.notes == [
+        "run 'other' has no RR evaluated with -l 1, -M none, -J off, missing topics zero; run "
+        "'evalstore evaluate --qrels test --run other --measures RR --wait'",
+        "fewer than 10 topics: the intervals of other (3), std (3) mean little",
+    ]
 
 
-def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write,  # type: ignore[no-untyped-def]
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_user_oriented_measures_stored_equal_the_file_api(
+    engine: Engine,
+    write,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """evaluate --known through the store gives the values metrics.evaluate(known=...) gives on
     the files; a new version of the known qrels is a new evaluation."""
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")  # no detached MLflow sync left running after the test
@@ -188,8 +224,12 @@ def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write,
     options = EvaluationOptions(("AP",), known_qrels="known")
     run_request(engine, RankingRequest("q", ["std"], options, False, 3), wait=True)
     stored = results(engine, qrels_name="q", run_name="std").frame
-    expected = evaluate_files(sample / "qrels.test", sample / "results.test",
-                              ["Coverage", "Novelty", "RelativeRecall", "RecallEffort"], known=known_path)
+    expected = evaluate_files(
+        sample / "qrels.test",
+        sample / "results.test",
+        ["Coverage", "Novelty", "RelativeRecall", "RecallEffort"],
+        known=known_path,
+    )
     for measure in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort"):
         got = stored[measure].astype(float)
         want = expected.per_query[expected.per_query["measure"] == measure].set_index("query_id")["value"]
@@ -199,8 +239,9 @@ def test_user_oriented_measures_stored_equal_the_file_api(engine: Engine, write,
     assert again.refs[0].outcome == "queued"  # the known documents changed: computed anew
     # a leaderboard shows them against the known qrels it names, never against whichever came last
     store.import_qrels(engine, known_path, name="other")
-    run_request(engine, RankingRequest("q", ["std"], EvaluationOptions(("AP",), known_qrels="other"), False, 3),
-                wait=True)
+    run_request(
+        engine, RankingRequest("q", ["std"], EvaluationOptions(("AP",), known_qrels="other"), False, 3), wait=True
+    )
     board = leaderboard(engine, qrels_name="q", measures=["Coverage"], selection=Selection(known_qrels="known"))
     newest_known = results(engine, qrels_name="q", run_name="std", evaluation_id=again.refs[0].evaluation_id)
     assert board.rows[0].values["Coverage"][0] == pytest.approx(newest_known.aggregates["Coverage"])

@@ -16,21 +16,23 @@ from evalstore.io.ir_metadata import read_ir_metadata
 from evalstore.services import store
 
 # as repro_eval's MetadataHandler.write_metadata writes it: '# ' + YAML line + ' \n'
-BLOCK = ("# ir_metadata.start\n"
-         "# tag: bm25-rm3 \n"
-         "# platform: \n"
-         "#   software: \n"
-         "#     libraries: \n"
-         "#       - pyterrier==0.10 \n"
-         "#       - numpy \n"
-         "# implementation: \n"
-         "#   source: \n"
-         "#     lang: python \n"
-         "# method: \n"
-         "#   retrieval: \n"
-         "#     - name: bm25 \n"
-         "#       k1: 0.9 \n"
-         "# ir_metadata.end\n")
+BLOCK = (
+    "# ir_metadata.start\n"
+    "# tag: bm25-rm3 \n"
+    "# platform: \n"
+    "#   software: \n"
+    "#     libraries: \n"
+    "#       - pyterrier==0.10 \n"
+    "#       - numpy \n"
+    "# implementation: \n"
+    "#   source: \n"
+    "#     lang: python \n"
+    "# method: \n"
+    "#   retrieval: \n"
+    "#     - name: bm25 \n"
+    "#       k1: 0.9 \n"
+    "# ir_metadata.end\n"
+)
 ROWS = "1 Q0 d1 1 2.5 bm25-rm3\n1 Q0 d2 2 1.5 bm25-rm3\n2 Q0 d1 1 0.5 bm25-rm3\n"
 
 
@@ -38,9 +40,13 @@ def test_the_block_is_parsed_and_flattened(write) -> None:  # type: ignore[no-un
     found = read_ir_metadata(write("run", BLOCK + ROWS))
     assert found is not None and found.block == BLOCK and found.line == 1
     assert found.data["platform"]["software"]["libraries"] == ["pyterrier==0.10", "numpy"]
-    assert found.flat() == {"tag": "bm25-rm3", "platform.software.libraries": "pyterrier==0.10, numpy",
-                            "implementation.source.lang": "python", "method.retrieval.0.name": "bm25",
-                            "method.retrieval.0.k1": "0.9"}
+    assert found.flat() == {
+        "tag": "bm25-rm3",
+        "platform.software.libraries": "pyterrier==0.10, numpy",
+        "implementation.source.lang": "python",
+        "method.retrieval.0.name": "bm25",
+        "method.retrieval.0.k1": "0.9",
+    }
     assert read_ir_metadata(write("plain", "# a comment\n" + ROWS)) is None
     # a block after the first run line is not the header's: ignored, as trec_eval ignores comments
     assert read_ir_metadata(write("late", ROWS + BLOCK)) is None
@@ -54,15 +60,22 @@ def test_broken_blocks_name_the_line(write) -> None:  # type: ignore[no-untyped-
     assert caught.value.line is not None and 14 <= caught.value.line <= 16  # at or just after the bad line
     assert "the ir_metadata block is not valid YAML" in caught.value.problem
     unclosed = write("unclosed", BLOCK.replace("# ir_metadata.end\n", "") + ROWS)
-    with pytest.raises(InputFormatError, match=r":1: the ir_metadata block has no '# ir_metadata.end' line; "
-                                               r"close it before the first run line$"):
+    with pytest.raises(
+        InputFormatError,
+        match=r":1: the ir_metadata block has no '# ir_metadata.end' line; "
+        r"close it before the first run line$",
+    ):
         read_ir_metadata(unclosed)
     scalar = write("scalar", "# ir_metadata.start\n# just text\n# ir_metadata.end\n" + ROWS)
-    with pytest.raises(InputFormatError, match=r":2: the ir_metadata block must be a YAML mapping \(key: value\), "
-                                               r"not a str$"):
+    with pytest.raises(
+        InputFormatError,
+        match=r":2: the ir_metadata block must be a YAML mapping \(key: value\), "
+        r"not a str$",
+    ):
         read_ir_metadata(scalar)
-    hostile = write("hostile", "# ir_metadata.start\n# x: !!python/object/apply:os.system ['true']\n"
-                               "# ir_metadata.end\n" + ROWS)
+    hostile = write(
+        "hostile", "# ir_metadata.start\n# x: !!python/object/apply:os.system ['true']\n# ir_metadata.end\n" + ROWS
+    )
     with pytest.raises(InputFormatError, match="not valid YAML"):  # the safe loader builds no objects
         read_ir_metadata(hostile)
 
@@ -117,11 +130,12 @@ def test_the_commands_keep_the_block(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "the ir_metadata block is not valid YAML" in refused.stderr
     exported = invoke("runs", "export", "r")
     assert exported.stdout_bytes.startswith(BLOCK.encode())  # the block byte for byte, then the rows
-    rows = exported.stdout_bytes[len(BLOCK):].decode().splitlines()
+    rows = exported.stdout_bytes[len(BLOCK) :].decode().splitlines()
     assert [row.split()[:3] for row in rows] == [line.split()[:3] for line in ROWS.splitlines()]
     csv_export = invoke("runs", "export", "r", "--format", "csv")
     assert "ir_metadata" not in csv_export.stdout  # a table has no comment lines to carry it
     listed = invoke("runs", "list", "--meta", "method.retrieval.0.name=bm25", "--format", "csv")
     assert listed.stdout.splitlines()[1].startswith("r,")
-    assert len(invoke("runs", "list", "--meta", "method.retrieval.0.name=dph", "--format", "csv").stdout
-               .splitlines()) == 1
+    assert (
+        len(invoke("runs", "list", "--meta", "method.retrieval.0.name=dph", "--format", "csv").stdout.splitlines()) == 1
+    )

@@ -37,8 +37,9 @@ def _job(engine: Engine, job_id: int) -> Evaluation:
 
 def test_same_request_is_one_job_until_forced(stored: Engine) -> None:
     [first] = jobs.enqueue(stored, qrels_name="test", run_names=["std"], options=FAST)
-    [again] = jobs.enqueue(stored, qrels_name="test", run_names=["std"],
-                           options=EvaluationOptions(measures=("map", "P_10", "relstring")))
+    [again] = jobs.enqueue(
+        stored, qrels_name="test", run_names=["std"], options=EvaluationOptions(measures=("map", "P_10", "relstring"))
+    )
     assert (first.outcome, again.outcome) == ("queued", "already queued")
     assert again.evaluation_id == first.evaluation_id
     job = jobs.claim(stored, "w1")
@@ -48,8 +49,12 @@ def test_same_request_is_one_job_until_forced(stored: Engine) -> None:
     assert (reused.outcome, reused.state) == ("reused", "done")
     [forced] = jobs.enqueue(stored, qrels_name="test", run_names=["std"], options=FAST, force=True)
     assert (forced.outcome, forced.evaluation_id) == ("requeued", first.evaluation_id)
-    other = jobs.enqueue(stored, qrels_name="test", run_names=["std"], options=EvaluationOptions(
-        measures=("AP", "P@10", "RelString"), relevance_level=2))
+    other = jobs.enqueue(
+        stored,
+        qrels_name="test",
+        run_names=["std"],
+        options=EvaluationOptions(measures=("AP", "P@10", "RelString"), relevance_level=2),
+    )
     assert other[0].evaluation_id != first.evaluation_id
 
 
@@ -80,7 +85,12 @@ def test_claim_run_and_read_back(stored: Engine) -> None:
     assert summary.topics == 3
     done = _job(stored, job.evaluation_id)
     assert (done.state, done.attempts, done.worker_id, done.results_version, done.mlflow_state) == (
-        "done", 1, "w1", 1, "pending")
+        "done",
+        1,
+        "w1",
+        1,
+        "pending",
+    )
     back = results(stored, qrels_name="test", run_name="std")
     assert back.topics == ["301", "302", "303"]
     assert f"{back.aggregates['AP']:.4f}" == "0.1785"
@@ -110,8 +120,10 @@ def test_attempts_run_out_when_workers_keep_dying(stored: Engine) -> None:
     assert jobs.claim(stored, "next") is None
     job = _job(stored, ref.evaluation_id)
     assert job.state == "failed"
-    assert job.error == (f"gave up after 2 attempts: worker dies stopped renewing its lease (killed or lost its "
-                         f"connection). Run 'evalstore jobs retry {ref.evaluation_id}' to try again.")
+    assert job.error == (
+        f"gave up after 2 attempts: worker dies stopped renewing its lease (killed or lost its "
+        f"connection). Run 'evalstore jobs retry {ref.evaluation_id}' to try again."
+    )
     view = jobs.retry(stored, ref.evaluation_id)
     assert (view.state, view.attempts, view.error) == ("queued", 0, None)
 
@@ -140,8 +152,10 @@ def test_cancel_drops_a_running_result_and_refuses_finished_jobs(stored: Engine)
         run_job(stored, job)
     with read_only(stored) as session:
         assert session.scalar(select(func.count()).select_from(QueryValues)) == 0
-    with pytest.raises(ConflictError, match=f"Job {ref.evaluation_id} is already cancelled; only queued or "
-                                            f"running jobs can be cancelled."):
+    with pytest.raises(
+        ConflictError,
+        match=f"Job {ref.evaluation_id} is already cancelled; only queued or running jobs can be cancelled.",
+    ):
         jobs.cancel(stored, ref.evaluation_id)
     with pytest.raises(NotFoundError, match="No job 999. See 'evalstore jobs list'."):
         jobs.show_job(stored, 999)

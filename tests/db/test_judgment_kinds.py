@@ -62,8 +62,16 @@ def test_subtopic_qrels_evaluate_to_ndeval_values(engine: Engine, tmp_path: Path
     stored = results(engine, qrels_name="web", run_name="div")
     assert stored.topics == ["1", "2", "3"]  # missing topics score 0 (ndeval -c); unjudged 9 is not scored
     expected = _ndeval_amean(qrels, run, "-c")
-    names = {"alpha_nDCG": "alpha-nDCG", "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "P_IA": "P-IA",
-             "StRecall": "strec", "AP_IA": "MAP-IA", "NRBP": "NRBP", "nNRBP": "nNRBP"}
+    names = {
+        "alpha_nDCG": "alpha-nDCG",
+        "ERR_IA": "ERR-IA",
+        "nERR_IA": "nERR-IA",
+        "P_IA": "P-IA",
+        "StRecall": "strec",
+        "AP_IA": "MAP-IA",
+        "NRBP": "NRBP",
+        "nNRBP": "nNRBP",
+    }
     assert len(stored.aggregates) == 18
     for measure, value in stored.aggregates.items():
         family, _, cutoff = measure.partition("@")
@@ -108,7 +116,13 @@ def test_qrels_read_as_preferences_and_exported_back(engine: Engine, tmp_path: P
     store.import_qrels(engine, qrels, name="q", kind="preferences")
     _, table = store.qrels_rows(engine, "q")
     assert table.select(["topic", "iteration", "subgroup", "doc", "relevance", "level"]).to_pylist()[2] == {
-        "topic": "1", "iteration": "u1", "subgroup": "0", "doc": "c", "relevance": 1, "level": 5.5}
+        "topic": "1",
+        "iteration": "u1",
+        "subgroup": "0",
+        "doc": "c",
+        "relevance": 1,
+        "level": 5.5,
+    }
     exported = io.BytesIO()
     write_qrels(table, exported, "trec")  # what 'evalstore qrels export q' writes
     assert exported.getvalue().decode() == "1 u1 0 a 2\n1 u1 0 b 0\n1 u1 0 c 5.5\n"
@@ -122,14 +136,14 @@ def test_subtopic_qrels_need_ndeval_numbering(engine: Engine, tmp_path: Path) ->
     assert str(error.value) == f"{qrels}:3: the topic and subtopic must be whole numbers (ndeval's numbering)"
 
 
-def test_a_document_twice_in_one_preference_sub_group_is_refused_with_its_line(engine: Engine,
-                                                                               tmp_path: Path) -> None:
+def test_a_document_twice_in_one_preference_sub_group_is_refused_with_its_line(engine: Engine, tmp_path: Path) -> None:
     prefs = tmp_path / "prefs"
     prefs.write_text("1 u1 s1 a 2\n1 u1 s1 b 1\n1 u1 s2 a 1\n1 u1 s1 a 3\n")
     with pytest.raises(InputFormatError) as error:
         store.import_qrels(engine, prefs, name="p", kind="preferences")
-    assert str(error.value) == (f"{prefs}:4: document a is judged again in topic 1, group u1, sub-group s1 "
-                                "(first on line 1); keep one line")
+    assert str(error.value) == (
+        f"{prefs}:4: document a is judged again in topic 1, group u1, sub-group s1 (first on line 1); keep one line"
+    )
     assert store.list_qrels(engine) == []
 
 
@@ -141,17 +155,23 @@ def test_measures_and_options_must_fit_the_judgments(engine: Engine, tmp_path: P
     store.register_run(engine, run, name="div")
     with pytest.raises(InvalidParameterError) as error:
         evaluate_runs(engine, qrels_name="web", run_names=["div"], measures=["AP"])
-    assert str(error.value) == ("AP is computed from relevance judgments, and qrels 'web' hold subtopic judgments. "
-                                "'evalstore measures' lists the judgments each measure needs.")
+    assert str(error.value) == (
+        "AP is computed from relevance judgments, and qrels 'web' hold subtopic judgments. "
+        "'evalstore measures' lists the judgments each measure needs."
+    )
     with pytest.raises(InvalidParameterError) as error:
         evaluate_runs(engine, qrels_name="web", run_names=["div"], relevance_level=2)
-    assert str(error.value) == ("-l and -J apply to relevance judgments; qrels 'web' hold subtopic judgments "
-                                "(ndeval counts every judgment above 0).")
+    assert str(error.value) == (
+        "-l and -J apply to relevance judgments; qrels 'web' hold subtopic judgments "
+        "(ndeval counts every judgment above 0)."
+    )
     store.import_qrels(engine, suite_file("qrels.test"), name="test")
     with pytest.raises(InvalidParameterError) as error:
         evaluate_runs(engine, qrels_name="test", run_names=["div"], measures=["alpha_nDCG@20"])
-    assert str(error.value) == ("alpha_nDCG@20 is computed from subtopic judgments, and qrels 'test' hold relevance "
-                                "judgments. 'evalstore measures' lists the judgments each measure needs.")
+    assert str(error.value) == (
+        "alpha_nDCG@20 is computed from subtopic judgments, and qrels 'test' hold relevance "
+        "judgments. 'evalstore measures' lists the judgments each measure needs."
+    )
 
 
 def test_the_run_to_judgments_join_looks_judgments_up_by_index(engine: Engine) -> None:
@@ -162,15 +182,20 @@ def test_the_run_to_judgments_join_looks_judgments_up_by_index(engine: Engine) -
     from sqlalchemy import text
 
     with engine.connect() as connection:
-        plan = " ".join(str(row[-1]) for row in connection.execute(text(
-            "EXPLAIN QUERY PLAN SELECT run_rows.topic, run_rows.trec_rank, judgments.relevance FROM run_rows "
-            "JOIN judgments ON judgments.qrels_id = 1 AND judgments.topic = run_rows.topic "
-            "AND judgments.doc = run_rows.doc WHERE run_rows.run_id = 1")))
+        plan = " ".join(
+            str(row[-1])
+            for row in connection.execute(
+                text(
+                    "EXPLAIN QUERY PLAN SELECT run_rows.topic, run_rows.trec_rank, judgments.relevance FROM run_rows "
+                    "JOIN judgments ON judgments.qrels_id = 1 AND judgments.topic = run_rows.topic "
+                    "AND judgments.doc = run_rows.doc WHERE run_rows.run_id = 1"
+                )
+            )
+        )
     assert "INDEX ix_judgments_qrels_id_topic_doc_relevance (qrels_id=? AND topic=? AND doc=?)" in plan
 
 
-def test_compare_evaluates_runs_against_subtopic_qrels_with_their_own_measures(engine: Engine,
-                                                                               tmp_path: Path) -> None:
+def test_compare_evaluates_runs_against_subtopic_qrels_with_their_own_measures(engine: Engine, tmp_path: Path) -> None:
     from evalstore.services.comparisons import score_matrix
 
     qrels, first, second = tmp_path / "web.qrels", tmp_path / "a.txt", tmp_path / "b.txt"

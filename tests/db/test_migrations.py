@@ -67,14 +67,21 @@ def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
     try:
         upgrade(engine, "0002")
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO runs (id, name, metadata, content_hash, row_count, topic_count, "
-                                    "created_at) VALUES (7, 'r', '{}', 'h', 5, 2, CURRENT_TIMESTAMP)"))
+            connection.execute(
+                text(
+                    "INSERT INTO runs (id, name, metadata, content_hash, row_count, topic_count, "
+                    "created_at) VALUES (7, 'r', '{}', 'h', 5, 2, CURRENT_TIMESTAMP)"
+                )
+            )
             if connection.dialect.name == "postgresql":
                 connection.execute(text("CREATE TABLE run_rows_p7 PARTITION OF run_rows FOR VALUES IN (7)"))
             connection.execute(
-                text("INSERT INTO run_rows (run_id, position, topic, doc, score, rank) "
-                     "VALUES (7, :position, :topic, :doc, :score, 1)"),
-                [{"position": i, "topic": t, "doc": d, "score": s} for i, (t, d, s) in enumerate(rows)])
+                text(
+                    "INSERT INTO run_rows (run_id, position, topic, doc, score, rank) "
+                    "VALUES (7, :position, :topic, :doc, :score, 1)"
+                ),
+                [{"position": i, "topic": t, "doc": d, "score": s} for i, (t, d, s) in enumerate(rows)],
+            )
         upgrade(engine)
         with engine.connect() as connection:
             stored = connection.execute(text("SELECT trec_rank FROM run_rows ORDER BY position")).scalars().all()
@@ -124,15 +131,20 @@ def test_0018_stores_a_row_per_measure_and_moves_the_values_both_ways(database_u
         assert before.measures == ["AP", "P@10", "RelString"]
         with engine.connect() as connection:
             assert connection.execute(text("SELECT measure FROM query_values ORDER BY measure")).scalars().all() == [
-                "AP", "P@10", "RelString"]
+                "AP",
+                "P@10",
+                "RelString",
+            ]
         downgrade(engine, "0017")
         with engine.connect() as connection:
-            rows = connection.execute(text("SELECT measure, query_id, value, text_value FROM query_results "
-                                           "ORDER BY measure, query_id")).all()
+            rows = connection.execute(
+                text("SELECT measure, query_id, value, text_value FROM query_results ORDER BY measure, query_id")
+            ).all()
         topics = ["301", "302", "303"]
         assert [(m, q) for m, q, _, _ in rows] == [(m, q) for m in before.measures for q in topics]
         assert [v for m, _, v, _ in rows if m != "RelString"] == [
-            before.frame.loc[q, m] for m in ("AP", "P@10") for q in topics]
+            before.frame.loc[q, m] for m in ("AP", "P@10") for q in topics
+        ]
         assert [t for m, _, _, t in rows if m == "RelString"] == before.frame["RelString"].tolist()
         upgrade(engine)
         after = results(engine, qrels_name="test", run_name="std")
@@ -149,39 +161,62 @@ def test_0007_moves_classification_evaluations_into_the_queue_and_back(database_
     try:
         upgrade(engine, "0006")
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO label_sets (id, name, content_hash, row_count, classes, group_count, "
-                                    "created_at) VALUES (3, 'gold', 'g', 4, '[\"neg\", \"pos\"]', 2, "
-                                    "CURRENT_TIMESTAMP)"))
-            connection.execute(text("INSERT INTO prediction_sets (id, name, label_set_id, kind, metadata, "
-                                    "content_hash, row_count, has_label, has_score, score_classes, probabilities, "
-                                    "created_at) VALUES (5, 'p', 3, 'classifier', '{}', 'h', 4, false, true, '[]', "
-                                    "false, CURRENT_TIMESTAMP)"))
-            connection.execute(text("INSERT INTO classification_evaluations (id, prediction_set_id, options, "
-                                    "options_hash, settings, evalstore_version, created_at) VALUES (9, 5, "
-                                    "'{\"threshold\": null}', 'o', '{\"threshold\": 0.5}', '0.1.0', "
-                                    "CURRENT_TIMESTAMP)"))
+            connection.execute(
+                text(
+                    "INSERT INTO label_sets (id, name, content_hash, row_count, classes, group_count, "
+                    "created_at) VALUES (3, 'gold', 'g', 4, '[\"neg\", \"pos\"]', 2, "
+                    "CURRENT_TIMESTAMP)"
+                )
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO prediction_sets (id, name, label_set_id, kind, metadata, "
+                    "content_hash, row_count, has_label, has_score, score_classes, probabilities, "
+                    "created_at) VALUES (5, 'p', 3, 'classifier', '{}', 'h', 4, false, true, '[]', "
+                    "false, CURRENT_TIMESTAMP)"
+                )
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO classification_evaluations (id, prediction_set_id, options, "
+                    "options_hash, settings, evalstore_version, created_at) VALUES (9, 5, "
+                    "'{\"threshold\": null}', 'o', '{\"threshold\": 0.5}', '0.1.0', "
+                    "CURRENT_TIMESTAMP)"
+                )
+            )
             connection.execute(text("INSERT INTO classification_aggregates VALUES (9, 'auc', 0.75), (9, 'mcc', NULL)"))
-            connection.execute(text("INSERT INTO classification_group_values VALUES (9, 'auc', 'u1', 1.0), "
-                                    "(9, 'auc', 'u2', 0.5)"))
+            connection.execute(
+                text("INSERT INTO classification_group_values VALUES (9, 'auc', 'u1', 1.0), (9, 'auc', 'u2', 0.5)")
+            )
         upgrade(engine, "0017")  # per-group values are a row each up to 0017 (0018: a row per measure)
         with engine.connect() as connection:
-            [job] = connection.execute(text("SELECT id, prediction_set_id, run_id, state, results_version, "
-                                            "mlflow_state FROM evaluations")).all()
+            [job] = connection.execute(
+                text("SELECT id, prediction_set_id, run_id, state, results_version, mlflow_state FROM evaluations")
+            ).all()
             assert tuple(job[1:]) == (5, None, "done", 1, "logged")
-            aggregates = connection.execute(text("SELECT measure, value, query_count FROM aggregate_results "
-                                                 "WHERE evaluation_id = :id ORDER BY measure"), {"id": job[0]}).all()
-            groups = connection.execute(text("SELECT query_id, value FROM query_results WHERE evaluation_id = :id "
-                                             "ORDER BY query_id"), {"id": job[0]}).all()
+            aggregates = connection.execute(
+                text(
+                    "SELECT measure, value, query_count FROM aggregate_results "
+                    "WHERE evaluation_id = :id ORDER BY measure"
+                ),
+                {"id": job[0]},
+            ).all()
+            groups = connection.execute(
+                text("SELECT query_id, value FROM query_results WHERE evaluation_id = :id ORDER BY query_id"),
+                {"id": job[0]},
+            ).all()
         assert [tuple(a) for a in aggregates] == [("auc", 0.75, 2), ("mcc", None, 2)]
         assert [tuple(g) for g in groups] == [("u1", 1.0), ("u2", 0.5)]
         downgrade(engine, "0006")
         with engine.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM evaluations")).scalar_one() == 0
             assert connection.execute(text("SELECT count(*) FROM query_results")).scalar_one() == 0
-            assert connection.execute(text("SELECT prediction_set_id, options_hash FROM classification_evaluations"
-                                           )).one() == (5, "o")
-            assert connection.execute(text("SELECT group_id, value FROM classification_group_values ORDER BY 1"
-                                           )).all() == [("u1", 1.0), ("u2", 0.5)]
+            assert connection.execute(
+                text("SELECT prediction_set_id, options_hash FROM classification_evaluations")
+            ).one() == (5, "o")
+            assert connection.execute(
+                text("SELECT group_id, value FROM classification_group_values ORDER BY 1")
+            ).all() == [("u1", 1.0), ("u2", 0.5)]
     finally:
         engine.dispose()
 
@@ -195,17 +230,28 @@ def test_0008_names_stored_err_values_by_what_they_are_and_back(database_url: st
     try:
         upgrade(engine)
         _store_sample(engine)
-        evaluate_runs(engine, qrels_name="test", run_names=["std"],
-                      measures=["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)", "ERR@10"])
+        evaluate_runs(
+            engine,
+            qrels_name="test",
+            run_names=["std"],
+            measures=["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)", "ERR@10"],
+        )
         before = results(engine, qrels_name="test", run_name="std")
         downgrade(engine, "0007")
         with engine.connect() as connection:
             old = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
             assert {m for (m,) in connection.execute(text("SELECT DISTINCT measure FROM query_results"))} == {
-                "AP", "ERR@20", "ERR", "ERR(max_grade=4)@10"}
-        assert old == {"AP": before.aggregates["AP"], "ERR@20": before.aggregates["ERR(max_grade=1)@20"],
-                       "ERR": before.aggregates["ERR(max_grade=1)"],
-                       "ERR(max_grade=4)@10": before.aggregates["ERR@10"]}
+                "AP",
+                "ERR@20",
+                "ERR",
+                "ERR(max_grade=4)@10",
+            }
+        assert old == {
+            "AP": before.aggregates["AP"],
+            "ERR@20": before.aggregates["ERR(max_grade=1)@20"],
+            "ERR": before.aggregates["ERR(max_grade=1)"],
+            "ERR(max_grade=4)@10": before.aggregates["ERR@10"],
+        }
         upgrade(engine)
         after = results(engine, qrels_name="test", run_name="std")
         assert after.measures == before.measures == ["AP", "ERR(max_grade=1)@20", "ERR(max_grade=1)", "ERR@10"]
@@ -222,15 +268,25 @@ def test_0009_keeps_every_judgment_and_marks_stored_qrels_as_relevance(database_
     try:
         upgrade(engine, "0008")
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO qrels_sets (id, name, content_hash, row_count, topic_count, "
-                                    "created_at) VALUES (4, 'q', 'h', 2, 1, CURRENT_TIMESTAMP)"))
-            connection.execute(text("INSERT INTO judgments (qrels_id, position, topic, doc, relevance, iteration) "
-                                    "VALUES (4, 0, '1', 'a', 1, '0'), (4, 1, '1', 'b', 0, '0')"))
+            connection.execute(
+                text(
+                    "INSERT INTO qrels_sets (id, name, content_hash, row_count, topic_count, "
+                    "created_at) VALUES (4, 'q', 'h', 2, 1, CURRENT_TIMESTAMP)"
+                )
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO judgments (qrels_id, position, topic, doc, relevance, iteration) "
+                    "VALUES (4, 0, '1', 'a', 1, '0'), (4, 1, '1', 'b', 0, '0')"
+                )
+            )
         upgrade(engine)
         with engine.connect() as connection:
             assert connection.execute(text("SELECT kind FROM qrels_sets")).scalars().all() == ["relevance"]
             assert connection.execute(text("SELECT doc, subgroup, level FROM judgments ORDER BY position")).all() == [
-                ("a", "0", None), ("b", "0", None)]
+                ("a", "0", None),
+                ("b", "0", None),
+            ]
         downgrade(engine, "0008")
         with engine.connect() as connection:
             assert connection.execute(text("SELECT count(*) FROM judgments")).scalar_one() == 2
@@ -251,7 +307,10 @@ def test_0010_names_trec_eval_10_iprec_values_by_what_they_are_and_back(database
         downgrade(engine, "0009")
         with engine.connect() as connection:
             assert {m for (m,) in connection.execute(text("SELECT DISTINCT measure FROM query_results"))} == {
-                "AP", "IPrec@0.1", "IPrec(rel=2)@0.3"}
+                "AP",
+                "IPrec@0.1",
+                "IPrec(rel=2)@0.3",
+            }
         upgrade(engine)
         after = results(engine, qrels_name="test", run_name="std")
         assert after.measures == before.measures == ten
@@ -276,8 +335,11 @@ def test_0011_names_stored_rbp_values_by_their_persistence_and_back(database_url
         downgrade(engine, "0010")
         with engine.connect() as connection:
             old = dict(connection.execute(text("SELECT measure, value FROM aggregate_results")).all())
-        assert old == {"RBP": before.aggregates["RBP(p=0.9)"], "RBP(p=0.8)": before.aggregates["RBP"],
-                       "RBP(p=0.5)": before.aggregates["RBP(p=0.5)"]}
+        assert old == {
+            "RBP": before.aggregates["RBP(p=0.9)"],
+            "RBP(p=0.8)": before.aggregates["RBP"],
+            "RBP(p=0.5)": before.aggregates["RBP(p=0.5)"],
+        }
         upgrade(engine)
         after = results(engine, qrels_name="test", run_name="std")
         assert after.measures == before.measures == names

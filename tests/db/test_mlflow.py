@@ -58,7 +58,8 @@ def _logged_runs(uri: str) -> list:  # type: ignore[type-arg]
 
 
 def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
-        engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path) -> None:
+    engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path
+) -> None:
     offline = _evaluation(engine, evaluated_offline)
     assert (offline.state, offline.mlflow_state) == ("done", "pending")
     assert "ConnectionError" in (offline.mlflow_error or "") or "127.0.0.1" in (offline.mlflow_error or "")
@@ -83,12 +84,19 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
     assert run.data.tags["evalstore.evaluation_id"] == str(evaluated_offline)
     assert run.data.tags["evalstore.run_hash"] == synced.run_hash
     artifacts = {a.path for a in MlflowClient(tracking_uri).list_artifacts(run.info.run_id)}
-    assert artifacts == {"evaluation.json", "per_query.parquet", "per_query_table.json", "trec_eval.txt",
-                         "per_topic_AP.png", "precision_recall.png"}
+    assert artifacts == {
+        "evaluation.json",
+        "per_query.parquet",
+        "per_query_table.json",
+        "trec_eval.txt",
+        "per_topic_AP.png",
+        "precision_recall.png",
+    }
 
 
 def test_a_sync_that_died_after_mlflow_finished_does_not_log_again(
-        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    engine: Engine, evaluated_offline: int, tracking_uri: str
+) -> None:
     log_pending(engine)
     first = _evaluation(engine, evaluated_offline).mlflow_run_id
     with unit_of_work(engine) as session:  # as if the process died before recording the success
@@ -122,7 +130,8 @@ def test_recomputed_results_are_logged_as_a_new_run(engine: Engine, evaluated_of
 
 
 def test_an_experiment_made_before_is_marked_as_model_development_once(
-        engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    engine: Engine, evaluated_offline: int, tracking_uri: str
+) -> None:
     """Experiments an older evalstore (or a person) made without a kind get it; a kind chosen in
     MLflow's UI is left alone."""
     client = MlflowClient(tracking_uri)
@@ -139,7 +148,8 @@ def test_an_experiment_made_before_is_marked_as_model_development_once(
 
 
 def test_a_worker_logs_while_it_stores_and_finishes_the_run_once_the_results_are_committed(
-        engine: Engine, tracking_uri: str, caplog: pytest.LogCaptureFixture) -> None:
+    engine: Engine, tracking_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
     evaluation_id = _queued_sample(engine)
     with caplog.at_level("INFO", logger="evalstore.worker"):
         assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
@@ -152,7 +162,8 @@ def test_a_worker_logs_while_it_stores_and_finishes_the_run_once_the_results_are
 
 
 def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
-        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow.entities import ViewType
 
     from evalstore.db import repositories
@@ -183,7 +194,8 @@ def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
 
 
 def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
-        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow.entities import ViewType
 
     from evalstore.db import repositories
@@ -209,13 +221,13 @@ def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
     assert run.info.run_id != orphan.info.run_id and run.info.status == "FINISHED"
     experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
     assert experiment is not None
-    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id],
-                                                       run_view_type=ViewType.DELETED_ONLY)
+    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
     assert deleted.info.run_id == orphan.info.run_id
 
 
 def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_results_afresh(
-        engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalstore.services import tracking
 
     evaluation_id = _queued_sample(engine)

@@ -51,8 +51,11 @@ def test_build_show_export(pooled: Engine) -> None:
     assert all(r["relevance"] == "" for r in rows)
     shuffled, seed = pools.export_pool(pooled, "p", None, fmt="csv", shuffle=True, seed=4)
     again, _ = pools.export_pool(pooled, "p", None, fmt="csv", shuffle=True, seed=4)
-    assert seed == 4 and shuffled == again and sorted(shuffled.splitlines()) == sorted(
-        pools.export_pool(pooled, "p", None, fmt="csv")[0].splitlines())
+    assert (
+        seed == 4
+        and shuffled == again
+        and sorted(shuffled.splitlines()) == sorted(pools.export_pool(pooled, "p", None, fmt="csv")[0].splitlines())
+    )
     with pytest.raises(ConflictError, match="A pool named 'p' exists"):
         pools.build_pool(pooled, name="p", run_names=["alpha"], depth=3)
     with pytest.raises(InvalidParameterError, match="give --budget N"):
@@ -62,17 +65,22 @@ def test_build_show_export(pooled: Engine) -> None:
 def test_judgments_errors_name_the_line_and_store_nothing(pooled: Engine, write) -> None:  # type: ignore[no-untyped-def]
     rows = _sheet(pooled)
     first, second = rows[0], rows[1]
-    conflict = write("conflict.tsv", f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t1\n"
-                                     f"{second['topic']}\t{second['doc']}\t0\n{first['topic']}\t{first['doc']}\t0\n")
+    conflict = write(
+        "conflict.tsv",
+        f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t1\n"
+        f"{second['topic']}\t{second['doc']}\t0\n{first['topic']}\t{first['doc']}\t0\n",
+    )
     with pytest.raises(InputFormatError) as raised:
         pools.import_judgments(pooled, conflict, pool_name="p", assessor="A")
-    assert str(raised.value) == (f"{conflict}:4: topic {first['topic']} doc {first['doc']} is labelled 0 here and 1 "
-                                 "at line 2; keep one label")
+    assert str(raised.value) == (
+        f"{conflict}:4: topic {first['topic']} doc {first['doc']} is labelled 0 here and 1 at line 2; keep one label"
+    )
     outside = write("outside.tsv", f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t1\n401\tnowhere\t1\n")
     with pytest.raises(InputFormatError) as raised:
         pools.import_judgments(pooled, outside, pool_name="p", assessor="A")
-    assert str(raised.value) == (f"{outside}:3: topic 401 doc nowhere is not in pool 'p'; pass --allow-outside-pool "
-                                 "to keep it anyway")
+    assert str(raised.value) == (
+        f"{outside}:3: topic 401 doc nowhere is not in pool 'p'; pass --allow-outside-pool to keep it anyway"
+    )
     blank = write("blank.tsv", f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t\n")
     with pytest.raises(InputFormatError, match=r"blank.tsv:2: no relevance label"):
         pools.import_judgments(pooled, blank, pool_name="p", assessor="A")
@@ -86,8 +94,9 @@ def test_agreement_qrels_and_reusability(pooled: Engine, write) -> None:  # type
     labels_a = [int(r["doc"][1:]) % 3 == 0 for r in rows]  # the qrels' own relevant documents
     labels_b = [label if i % 4 else not label for i, label in enumerate(labels_a)]  # B flips every fourth
     for assessor, labels, skip in (("A", labels_a, 0), ("B", labels_b, 2)):
-        text = "".join(f"{r['topic']} 0 {r['doc']} {int(label)}\n"
-                       for r, label in list(zip(rows, labels, strict=True))[skip:])
+        text = "".join(
+            f"{r['topic']} 0 {r['doc']} {int(label)}\n" for r, label in list(zip(rows, labels, strict=True))[skip:]
+        )
         pools.import_judgments(pooled, write(f"{assessor}.qrels", text), pool_name="p", assessor=assessor)
     result = pools.pool_agreement(pooled, "p")
     assert result.assessors == ["A", "B"] and result.pairs[0].items == len(rows) - 2
@@ -114,16 +123,16 @@ def test_agreement_qrels_and_reusability(pooled: Engine, write) -> None:  # type
 
 
 def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    pools.build_pool(pooled, name="m", run_names=["alpha", "beta", "gamma"], strategy="mtf", budget=2,
-                     topics=["401", "402"])
+    pools.build_pool(
+        pooled, name="m", run_names=["alpha", "beta", "gamma"], strategy="mtf", budget=2, topics=["401", "402"]
+    )
     first = pools.show_pool(pooled, "m")
     assert first.documents == 4
     sheet = pools.export_pool(pooled, "m", None, fmt="trec")[0]
     pools.import_judgments(pooled, write("j1", sheet.replace(" -1", " 1")), pool_name="m", assessor="a")
     batch = pools.next_batch(pooled, "m", count=3)
     assert len(batch.documents) == 6 and batch.judged == 4 and batch.relevant == 4
-    assert batch.documents.groupby("topic")["judge_order"].apply(list).to_dict() == {"401": [3, 4, 5],
-                                                                                     "402": [3, 4, 5]}
+    assert batch.documents.groupby("topic")["judge_order"].apply(list).to_dict() == {"401": [3, 4, 5], "402": [3, 4, 5]}
     assert batch.sheet.splitlines()[0] == "topic\tdoc\trelevance" and len(batch.sheet.splitlines()) == 7
     with read_only(pooled) as session:
         added = pools._entries(session, repo.get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
@@ -131,8 +140,7 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
     assert (added["best_rank"] >= 1).all()
     rows = [line.split("\t")[:2] for line in batch.sheet.splitlines()[1:]]
     # the second batch's labels join the first's (the assessor's earlier judgments stay)
-    pools.import_judgments(pooled, write("j2", "".join(f"{t} 0 {d} 0\n" for t, d in rows)), pool_name="m",
-                           assessor="a")
+    pools.import_judgments(pooled, write("j2", "".join(f"{t} 0 {d} 0\n" for t, d in rows)), pool_name="m", assessor="a")
     assert _judgment_count(pooled) == 10 and pools.show_pool(pooled, "m").documents == 10
     with pytest.raises(InvalidParameterError, match="--count must be at least 1"):
         pools.next_batch(pooled, "m", count=0)
@@ -143,8 +151,9 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
 def test_majority_ties_go_to_the_higher_label() -> None:
     import pandas as pd
 
-    judgments = pd.DataFrame({"topic": ["1"] * 5, "doc": ["a", "a", "b", "b", "b"], "assessor": list("ABABC"),
-                              "relevance": [0, 2, 1, 1, 0]})
+    judgments = pd.DataFrame(
+        {"topic": ["1"] * 5, "doc": ["a", "a", "b", "b", "b"], "assessor": list("ABABC"), "relevance": [0, 2, 1, 1, 0]}
+    )
     assert pools.resolve_labels(judgments, "majority").to_dict() == {("1", "a"): 2, ("1", "b"): 1}
     assert pools.resolve_labels(judgments, "max").to_dict() == {("1", "a"): 2, ("1", "b"): 1}
 
@@ -155,8 +164,10 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
     adaptive orders find more relevant documents than depth-k for the same budget."""
     engine = sqlite_engine
     store.import_qrels(engine, shared_path("robust03", "robust03_qrels.txt"), name="robust03")
-    names = [p.name.removeprefix("input.").removesuffix(".gz")
-             for p in sorted(shared_path("robust03", "runs").glob("input.*.gz"))]
+    names = [
+        p.name.removeprefix("input.").removesuffix(".gz")
+        for p in sorted(shared_path("robust03", "runs").glob("input.*.gz"))
+    ]
     for name in names:
         store.register_run(engine, shared_path("robust03", "runs", f"input.{name}.gz"), name=name)
 
@@ -195,8 +206,9 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
         official = results(engine, qrels_name="robust03", run_name=name).frame["P@10"].astype(float)
         assert ours.to_dict() == official.reindex(ours.index).to_dict()
 
-    sim = pools.simulate(engine, qrels_name="robust03", run_names=None, strategies=["depth", "mtf", "bandit"],
-                         budgets=[50, 100])
+    sim = pools.simulate(
+        engine, qrels_name="robust03", run_names=None, strategies=["depth", "mtf", "bandit"], budgets=[50, 100]
+    )
     for at in range(2):
         assert sim.found["mtf"][at] > sim.found["depth"][at]
         assert sim.found["bandit"][at] > sim.found["depth"][at]
@@ -205,12 +217,12 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
     # documents the simulation (which knows every label) picks
     online_topics = ["303", "320"]
     for strategy in ("mtf", "bandit"):
-        pools.build_pool(engine, name=strategy, run_names=names[:6], strategy=strategy, budget=1,
-                         topics=online_topics)
+        pools.build_pool(engine, name=strategy, run_names=names[:6], strategy=strategy, budget=1, topics=online_topics)
         for step in range(12):
             text = pools.export_pool(engine, strategy, None, fmt="trec")[0]
-            labelled = "".join(f"{t} 0 {d} {truth.get((t, d), 0)}\n"
-                               for t, _, d, _ in (line.split() for line in text.splitlines()))
+            labelled = "".join(
+                f"{t} 0 {d} {truth.get((t, d), 0)}\n" for t, _, d, _ in (line.split() for line in text.splitlines())
+            )
             sheet_path = tmp_path / f"{strategy}{step}.txt"
             sheet_path.write_text(labelled)
             pools.import_judgments(engine, sheet_path, pool_name=strategy, assessor="nist")
@@ -218,8 +230,9 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
         online = pools.export_pool(engine, strategy, None, fmt="trec")[0].split()[2::4]
         with read_only(engine) as session:
             cands = read_candidates(session, _runs(session, names[:6]), None, online_topics)
-        replay = pooling.judging_order(cands, pooling.PoolSettings(strategy, None, 13),
-                                       oracle=lambda t, d: truth.get((t, d)))
+        replay = pooling.judging_order(
+            cands, pooling.PoolSettings(strategy, None, 13), oracle=lambda t, d: truth.get((t, d))
+        )
         assert online == replay["doc"].tolist()
 
 
@@ -246,8 +259,10 @@ def test_disagreements_are_scored_by_the_ranking_they_change(pooled: Engine, wri
     for item in found:
         means = []
         for label in (min(item.labels.values()), max(item.labels.values())):
-            qrels = {t: {d: (label if (t, d) == (item.topic, item.doc) else v) for (tt, d), v in resolved.items()
-                         if tt == t} for t in topics}
+            qrels = {
+                t: {d: (label if (t, d) == (item.topic, item.doc) else v) for (tt, d), v in resolved.items() if tt == t}
+                for t in topics
+            }
             runs_ap = []
             for table in runs.values():
                 result = evaluate(qrels, table.select(["topic", "doc", "score"]), ["AP"], missing_topics="zero")

@@ -21,8 +21,15 @@ from tests.db.test_splits import thirty  # noqa: F401  (the fixture)
 
 
 def test_figures_are_computed_stored_and_replaced(thirty: Engine) -> None:  # noqa: F811
-    found = repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", original_baseline="gamma",
-                            reproduced_baseline="gamma", measures=["AP", "P@5"])
+    found = repro.reproduce(
+        thirty,
+        qrels="q",
+        original="alpha",
+        reproduced="beta",
+        original_baseline="gamma",
+        reproduced_baseline="gamma",
+        measures=["AP", "P@5"],
+    )
     assert found.kind == "reproducibility" and found.measures == ["AP", "P@5"]
     alpha = results(thirty, qrels_name="q", run_name="alpha", measures=["AP"])  # evaluated on the way
     assert found.evaluation_ids["original"] == alpha.evaluation_id
@@ -38,22 +45,33 @@ def test_figures_are_computed_stored_and_replaced(thirty: Engine) -> None:  # no
     expected_er = (beta - gamma).mean() / (alpha_ap - gamma).mean()
     assert found.value("ER", "AP", "both") == pytest.approx(expected_er)
     assert len(found.per_topic) == 2 * 30
-    again = repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", original_baseline="gamma",
-                            reproduced_baseline="gamma", measures=["AP", "P@5"])
+    again = repro.reproduce(
+        thirty,
+        qrels="q",
+        original="alpha",
+        reproduced="beta",
+        original_baseline="gamma",
+        reproduced_baseline="gamma",
+        measures=["AP", "P@5"],
+    )
     with read_only(thirty) as session:
         assert session.scalar(select(func.count()).select_from(ReproResult)) == 1  # replaced, not doubled
     stored = repro.reproductions_of(thirty, "beta")
     assert len(stored) == 1 and stored[0].runs["original"] == "alpha"
     assert stored[0].evaluation_ids["reproduced"] == again.evaluation_ids["reproduced"]
-    assert stored[0].figures == [{**row, "value": None if math.isnan(row["value"]) else row["value"]}
-                                 for row in again.figures]
+    assert stored[0].figures == [
+        {**row, "value": None if math.isnan(row["value"]) else row["value"]} for row in again.figures
+    ]
     assert repro.reproductions_of(thirty, "gamma")[0].runs["reproduced"] == "beta"  # as the reproduced baseline
     assert repro.reproductions_of(thirty, "alpha") == []
 
 
 def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
-    with pytest.raises(InvalidParameterError, match=r"^ER and DeltaRI compare two improvements: give both "
-                                                    r"--original-baseline and --reproduced-baseline, or neither\.$"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"^ER and DeltaRI compare two improvements: give both "
+        r"--original-baseline and --reproduced-baseline, or neither\.$",
+    ):
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", original_baseline="gamma")
     with pytest.raises(InvalidParameterError, match=r"^--rbo-p must be between 0 and 1, not 1\.5\.$"):
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", rbo_p=1.5)
@@ -96,8 +114,9 @@ def test_the_command_prints_table_json_and_csv(tmp_path: Path, monkeypatch: pyte
     for seed, name in enumerate(["orig", "rep"]):
         (tmp_path / name).write_text(_run_text(seed, name))
         assert invoke("runs", "register", str(tmp_path / name), "--name", name).exit_code == 0
-    shown = invoke("repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--measure", "AP",
-                   "--format", "json")
+    shown = invoke(
+        "repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--measure", "AP", "--format", "json"
+    )
     assert shown.exit_code == 0, shown.output
     payload = json.loads(shown.stdout)
     assert payload["kind"] == "reproducibility" and payload["original"] == "orig" and payload["measures"] == ["AP"]
@@ -106,8 +125,9 @@ def test_the_command_prints_table_json_and_csv(tmp_path: Path, monkeypatch: pyte
     csv_out = invoke("repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--format", "csv")
     assert csv_out.stdout.splitlines()[0] == "part,measure,figure,value"
     assert len(csv_out.stdout.splitlines()) == 1 + 2 + 3 * 3  # KTU, RBO; RMSE, nRMSE, p for 3 measures
-    per_topic = invoke("repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--per-topic",
-                       "--format", "csv")
+    per_topic = invoke(
+        "repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--per-topic", "--format", "csv"
+    )
     assert per_topic.stdout.splitlines()[0] == "part,topic,KTU,RBO"
     bad = invoke("repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--original-baseline", "orig")
     assert bad.exit_code == 1 and "give both --original-baseline and --reproduced-baseline" in bad.stderr

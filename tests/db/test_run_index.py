@@ -19,20 +19,25 @@ from tests.factories import SAMPLE
 
 
 def _evaluate(engine: Engine, worker: Worker) -> ranking.StoredResults:
-    jobs.enqueue(engine, qrels_name="sample", run_names=["large"], options=EvaluationOptions(("all_trec",)),
-                 force=True)
+    jobs.enqueue(engine, qrels_name="sample", run_names=["large"], options=EvaluationOptions(("all_trec",)), force=True)
     assert worker.process_one()
     return ranking.results(engine, qrels_name="sample", run_name="large")
 
 
 def _index_scans(engine: Engine, run_id: int) -> int:
     with read_only(engine) as session:
-        return int(session.scalar(text("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes "
-                                       "WHERE indexrelname = :name"), {"name": repo.run_doc_index(run_id)}) or 0)
+        return int(
+            session.scalar(
+                text("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = :name"),
+                {"name": repo.run_doc_index(run_id)},
+            )
+            or 0
+        )
 
 
 def test_an_idle_worker_indexes_large_runs_and_evaluations_read_through_the_index(
-        engine: Engine, write, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    engine: Engine, write, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(store.runs, "INDEXED_RUN_ROWS", 1000)  # the sample run's 1,500 rows count as large
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     store.register_run(engine, SAMPLE / "results.test", name="large")

@@ -38,8 +38,9 @@ def test_one_fold_one_part_and_bootstrap_weights(thirty: Engine) -> None:  # noq
     only = splits.export_split(thirty, "k3", fold=2, part="test")
     assert only.folds == [{"fold": 2, "test": splits.members(thirty, "k3")[1][2]}]
     splits.make_split(thirty, "boot", qrels="q", method="bootstrap", repeats=3, seed=4)
-    for fold, size in zip(splits.export_split(thirty, "boot").folds, splits.show_split(thirty, "boot").sizes,
-                          strict=True):
+    for fold, size in zip(
+        splits.export_split(thirty, "boot").folds, splits.show_split(thirty, "boot").sizes, strict=True
+    ):
         weights = fold.get("train_weights", {})
         assert len(fold["train"]) == size["train_distinct"]
         assert sum(weights.get(t, 1) for t in fold["train"]) == size["train"] == 30
@@ -49,8 +50,7 @@ def test_one_fold_one_part_and_bootstrap_weights(thirty: Engine) -> None:  # noq
 
 def test_items_come_in_the_splits_unit_order(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
     items = [f"z{i}" if i % 2 else f"a{i}" for i in range(12)]
-    labels.import_labels(engine, write("gold.csv", "item_id,label\n" + "".join(f"{i},x\n" for i in items)),
-                         name="gold")
+    labels.import_labels(engine, write("gold.csv", "item_id,label\n" + "".join(f"{i},x\n" for i in items)), name="gold")
     splits.make_split(engine, "items", labels_name="gold", method="kfold", k=3, seed=2)
     items, _, _ = splits._items(engine, "gold", "none")  # the order the split numbered the units in
     for fold in splits.export_split(engine, "items").folds:
@@ -80,8 +80,12 @@ def test_the_command_writes_json_and_tsv(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "qrels").write_text("".join(f"{t} 0 d{t} 1\n" for t in range(1, 11)))
     assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(tmp_path / "qrels"), "--name", "q").exit_code == 0
-    assert invoke("splits", "make", "--qrels", "q", "--method", "kfold", "--k", "5", "--seed", "7",
-                  "--name", "s5").exit_code == 0
+    assert (
+        invoke(
+            "splits", "make", "--qrels", "q", "--method", "kfold", "--k", "5", "--seed", "7", "--name", "s5"
+        ).exit_code
+        == 0
+    )
     shown = invoke("splits", "export", "s5")
     assert shown.exit_code == 0, shown.output
     payload = json.loads(shown.stdout)

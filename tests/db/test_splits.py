@@ -20,8 +20,12 @@ TOPICS = [str(t) for t in range(401, 431)]  # 30 topics
 
 @pytest.fixture
 def thirty(engine: Engine, write) -> Engine:  # type: ignore[no-untyped-def]
-    qrels = "".join(line.replace("401 ", f"{t} ", 1) + "\n" for t in TOPICS
-                    for line in _qrels_text().splitlines() if line.startswith("401 "))
+    qrels = "".join(
+        line.replace("401 ", f"{t} ", 1) + "\n"
+        for t in TOPICS
+        for line in _qrels_text().splitlines()
+        if line.startswith("401 ")
+    )
     store.import_qrels(engine, write("qrels", qrels), name="q")
     for seed, name in enumerate(["alpha", "beta", "gamma"]):
         store.register_run(engine, write(name, _run_text(seed, name, TOPICS)), name=name)
@@ -63,8 +67,10 @@ def test_topics_stratified_by_difficulty_spread_over_the_folds(thirty: Engine) -
     made = splits.make_split(thirty, "strat", qrels="q", method="kfold", k=2, stratify_by="difficulty", seed=5)
     assert made.params["strata"] == "quartiles of mean AP over 3 runs"
     _, folds = splits.members(thirty, "strat")
-    ap = np.mean([results(thirty, qrels_name="q", run_name=r).frame["AP"].astype(float) for r in
-                  ("alpha", "beta", "gamma")], axis=0)
+    ap = np.mean(
+        [results(thirty, qrels_name="q", run_name=r).frame["AP"].astype(float) for r in ("alpha", "beta", "gamma")],
+        axis=0,
+    )
     by_topic = dict(zip(results(thirty, qrels_name="q", run_name="alpha").frame.index, ap, strict=True))
     hardest = sorted(TOPICS, key=lambda t: by_topic[t])[:8]  # the hardest quartile (rank-binned: 8 of 30)
     assert abs(sum(t in folds[1] for t in hardest) - sum(t in folds[2] for t in hardest)) <= 1
@@ -87,10 +93,12 @@ def test_a_cross_validated_run_takes_each_topic_from_its_fold(thirty: Engine) ->
     for fold, run in ((1, "alpha"), (2, "beta"), (3, "gamma")):
         _, source = store.run_rows(thirty, run)
         mine = set(folds[fold])
-        expected = {(t, d) for t, d in zip(source["topic"].to_pylist(), source["doc"].to_pylist(), strict=True)
-                    if t in mine}
-        got = {(t, d) for t, d in zip(combined["topic"].to_pylist(), combined["doc"].to_pylist(), strict=True)
-               if t in mine}
+        expected = {
+            (t, d) for t, d in zip(source["topic"].to_pylist(), source["doc"].to_pylist(), strict=True) if t in mine
+        }
+        got = {
+            (t, d) for t, d in zip(combined["topic"].to_pylist(), combined["doc"].to_pylist(), strict=True) if t in mine
+        }
         assert got == expected
     with pytest.raises(InvalidParameterError, match=r"tested by no fold given \(e.g. .*\); add --fold 3=RUN"):
         splits.combine_runs(thirty, splits="k", folds={1: "alpha", 2: "beta"}, name="cv2")

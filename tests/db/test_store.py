@@ -28,14 +28,12 @@ RUN = "1 Q0 d1 1 2.5 bm25\n1 Q0 d2 2 1.5 bm25\n2 Q0 d1 1 0.5 bm25\n"
 def counts(engine: Engine) -> tuple[int, int, int, int]:
     with read_only(engine) as session:
         return tuple(  # type: ignore[return-value]
-            session.scalar(select(func.count()).select_from(model)) or 0
-            for model in (Run, RunRow, QrelsSet, Judgment)
+            session.scalar(select(func.count()).select_from(model)) or 0 for model in (Run, RunRow, QrelsSet, Judgment)
         )
 
 
 def test_register_show_list_delete(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
-    result = store.register_run(engine, write("a.run", RUN), name="bm25", system="anserini",
-                                metadata={"k1": "0.9"})
+    result = store.register_run(engine, write("a.run", RUN), name="bm25", system="anserini", metadata={"k1": "0.9"})
     assert result.created
     summary = store.show_run(engine, "bm25")
     assert (summary.rows, summary.topics, summary.details["tag"]) == (3, 2, "bm25")
@@ -58,8 +56,11 @@ def test_same_content_again_stores_nothing(engine: Engine, write) -> None:  # ty
 def test_other_content_same_name_needs_replace(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
     store.register_run(engine, write("a.run", RUN), name="bm25")
     other = write("b.run", "1 Q0 d9 1 9.0 x\n")
-    with pytest.raises(ConflictError, match=r"A run named 'bm25' already exists with different content .* "
-                       r"Pass --replace to replace it, or choose another --name\."):
+    with pytest.raises(
+        ConflictError,
+        match=r"A run named 'bm25' already exists with different content .* "
+        r"Pass --replace to replace it, or choose another --name\.",
+    ):
         store.register_run(engine, other, name="bm25")
     assert counts(engine)[:2] == (1, 3)
     store.register_run(engine, other, name="bm25", replace=True)
@@ -111,11 +112,13 @@ def test_run_round_trip_through_export(engine: Engine, tmp_path: Path) -> None:
 def test_stored_values_are_exactly_the_files(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
     # On SQLite the rows travel through a scratch database (ADBC) before the store: nothing may
     # change on the way (last-bit doubles, integral and extreme scores, UTF-8, ranks as given).
-    run = ("q\u00e9 Q0 d\u00e9j\u00e0-vu 0 0.30000000000000004 t\n"
-           "q\u00e9 Q0 #MARCO#1 7 3.0 t\n"
-           "q\u00e9 Q0 d3 -2 -1e-300 t\n"
-           "2 Q0 d1 1 1.7976931348623157e308 t\n"
-           "2 Q0 d2 2 9007199254740993 t\n")
+    run = (
+        "q\u00e9 Q0 d\u00e9j\u00e0-vu 0 0.30000000000000004 t\n"
+        "q\u00e9 Q0 #MARCO#1 7 3.0 t\n"
+        "q\u00e9 Q0 d3 -2 -1e-300 t\n"
+        "2 Q0 d1 1 1.7976931348623157e308 t\n"
+        "2 Q0 d2 2 9007199254740993 t\n"
+    )
     store.register_run(engine, write("a.run", run), name="r")
     assert store.run_rows(engine, "r")[1].equals(read_run(write("b.run", run)).table)
     qrels = "q\u00e9 0 d\u00e9j\u00e0-vu 2\nq\u00e9 x #MARCO#1 -1\n2 0 d1 0\n"
@@ -144,10 +147,14 @@ def test_sqlite_scratch_space_missing_is_a_clear_error_and_stores_nothing(
 ) -> None:  # type: ignore[no-untyped-def]
     missing = tmp_path / "no-such-dir"
     monkeypatch.setattr(tempfile, "tempdir", str(missing))
-    with pytest.raises(EvalstoreError, match=(
-        rf"^Could not write the 3 rows to a scratch file in {re.escape(str(missing))} \(\[Errno 2\] No such file "
-        r"or directory: '.*'\)\. Nothing was stored\. Free space there, or set TMPDIR to a directory with room "
-        r"for them\.$")):
+    with pytest.raises(
+        EvalstoreError,
+        match=(
+            rf"^Could not write the 3 rows to a scratch file in {re.escape(str(missing))} \(\[Errno 2\] No such file "
+            r"or directory: '.*'\)\. Nothing was stored\. Free space there, or set TMPDIR to a directory with room "
+            r"for them\.$"
+        ),
+    ):
         store.register_run(sqlite_engine, write("a.run", RUN), name="bm25")
     assert counts(sqlite_engine) == (0, 0, 0, 0)
 
@@ -162,7 +169,12 @@ def test_stored_trec_rank_is_trec_eval_order_whatever_the_file_order(engine: Eng
     with read_only(engine) as session:
         stored = session.execute(select(RunRow.topic, RunRow.doc, RunRow.trec_rank)).all()
     assert sorted((t, d, r) for t, d, r in stored) == [
-        ("1", "D9", 4), ("1", "d1", 3), ("1", "d2", 1), ("1", "d3", 2), ("2", "d1", 1)]
+        ("1", "D9", 4),
+        ("1", "d1", 3),
+        ("1", "d2", 1),
+        ("1", "d3", 2),
+        ("2", "d1", 1),
+    ]
 
 
 def test_qrels_import_and_round_trip(engine: Engine) -> None:
@@ -194,8 +206,9 @@ def test_concurrent_registration_never_leaves_a_partial_run(
     path_b = path_a if same_content else str(shared_path("robust03", "runs", "input.NLPR03vb10.gz"))
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    children = [context.Process(target=_register_in_child, args=(database_url, p, "race", queue))
-                for p in (path_a, path_b)]
+    children = [
+        context.Process(target=_register_in_child, args=(database_url, p, "race", queue)) for p in (path_a, path_b)
+    ]
     for child in children:
         child.start()
     for child in children:
@@ -237,17 +250,28 @@ def _stored(engine: Engine, name: str) -> tuple[list[tuple], list[tuple], tuple]
     with read_only(engine) as session:
         run = session.scalar(select(Run).where(Run.name == name))
         assert run is not None
-        rows = session.execute(select(RunRow.position, RunRow.topic, RunRow.doc, RunRow.score, RunRow.rank,
-                                      RunRow.trec_rank).where(RunRow.run_id == run.id).order_by(RunRow.position)).all()
-        counts = session.execute(text("SELECT topic, retrieved FROM run_topics WHERE run_id = :id ORDER BY topic"),
-                                 {"id": run.id}).all()
-        return [tuple(r) for r in rows], [tuple(c) for c in counts], (run.row_count, run.topic_count,
-                                                                      run.content_hash, run.tag)
+        rows = session.execute(
+            select(RunRow.position, RunRow.topic, RunRow.doc, RunRow.score, RunRow.rank, RunRow.trec_rank)
+            .where(RunRow.run_id == run.id)
+            .order_by(RunRow.position)
+        ).all()
+        counts = session.execute(
+            text("SELECT topic, retrieved FROM run_topics WHERE run_id = :id ORDER BY topic"), {"id": run.id}
+        ).all()
+        return (
+            [tuple(r) for r in rows],
+            [tuple(c) for c in counts],
+            (run.row_count, run.topic_count, run.content_hash, run.tag),
+        )
 
 
 @pytest.mark.parametrize("source", ["shuffled.run", "robust03", "run.parquet"])
-def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(engine: Engine, write, source: str,  # type: ignore[no-untyped-def]
-                                                                 tmp_path: Path) -> None:
+def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(
+    engine: Engine,
+    write,
+    source: str,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     """runs register --backend duckdb (a run larger than memory): the same rows in the same file
     order, the same trec_eval ranks, counts, hash and tag as the in-memory path stores."""
     if source == "robust03":
@@ -255,11 +279,14 @@ def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(engine: Engine,
     elif source == "run.parquet":
         path = tmp_path / "run.parquet"
         table = read_run(shared_path("robust03", "runs", "input.uwmtCR0.gz")).table
-        pq.write_table(table.select(["topic", "doc", "rank", "score"]).rename_columns(
-            ["query_id", "docno", "rank", "score"]), path)
+        pq.write_table(
+            table.select(["topic", "doc", "rank", "score"]).rename_columns(["query_id", "docno", "rank", "score"]), path
+        )
     else:  # ties, a topic split over the file, a rank column that says otherwise
-        path = write(source, "2 Q0 d1 9 -1.0 t\n1 Q0 d1 3 2.0 t\n1 Q0 d2 1 3.0 t\n2 Q0 e 1 -1.0 t\n"
-                             "1 Q0 D9 4 2.0 t\n1 Q0 d3 2 2.0 t\n")
+        path = write(
+            source,
+            "2 Q0 d1 9 -1.0 t\n1 Q0 d1 3 2.0 t\n1 Q0 d2 1 3.0 t\n2 Q0 e 1 -1.0 t\n1 Q0 D9 4 2.0 t\n1 Q0 d3 2 2.0 t\n",
+        )
     store.register_run(engine, path, name="in-memory")
     done = store.register_run(engine, path, name="duckdb", backend="duckdb")
     assert done.created and done.summary.rows == _stored(engine, "in-memory")[2][0]
@@ -268,15 +295,22 @@ def test_a_run_stored_through_duckdb_is_the_run_stored_in_memory(engine: Engine,
     assert not again.created
 
 
-@pytest.mark.parametrize(("text_", "message"), [
-    ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n",
-     ":3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses duplicate documents, so remove "
-     "one of them"),
-    ("1 Q0 a 1 2.0 t\n1 Q0 a first 2.0 t\n", ":2: rank 'first' is not an integer between -2147483648 and "
-     "2147483647"),
-    ("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", ":2: score 'high' is not a number"),
-    ("# nothing but a comment\n", "the file has no rows"),
-])
+@pytest.mark.parametrize(
+    ("text_", "message"),
+    [
+        (
+            "1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n",
+            ":3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses duplicate documents, so remove "
+            "one of them",
+        ),
+        (
+            "1 Q0 a 1 2.0 t\n1 Q0 a first 2.0 t\n",
+            ":2: rank 'first' is not an integer between -2147483648 and 2147483647",
+        ),
+        ("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", ":2: score 'high' is not a number"),
+        ("# nothing but a comment\n", "the file has no rows"),
+    ],
+)
 def test_a_bad_run_through_duckdb_stores_nothing(engine: Engine, write, text_: str, message: str) -> None:  # type: ignore[no-untyped-def]
     path = write("bad.run", text_)
     with pytest.raises(InputFormatError) as raised:

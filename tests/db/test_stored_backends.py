@@ -40,21 +40,29 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 def _tied_run(path: Path) -> Path:
     """Scores with many ties across 3 of the golden topics plus one the qrels lack."""
     rng = np.random.default_rng(7)
-    lines = [f"{topic} Q0 {doc} 0 {rng.integers(0, 4) / 2} tied\n"
-             for topic in ("301", "302", "303", "999") for doc in rng.choice(
-                 [f"FBIS3-{i}" for i in range(10, 60)] + ["FBIS3-10010", "FR940104-0-00001"], 40, replace=False)]
+    lines = [
+        f"{topic} Q0 {doc} 0 {rng.integers(0, 4) / 2} tied\n"
+        for topic in ("301", "302", "303", "999")
+        for doc in rng.choice(
+            [f"FBIS3-{i}" for i in range(10, 60)] + ["FBIS3-10010", "FR940104-0-00001"], 40, replace=False
+        )
+    ]
     path.write_text("".join(lines))
     return path
 
 
-@pytest.mark.parametrize(("run", "options"), [
-    ("golden", {}),
-    ("golden", {"max_docs": 100, "judged_only": True, "relevance_level": 2}),
-    ("tied", {"missing_topics": "skip"}),
-    ("robust03", {}),  # a real TREC 2003 run: 100 topics x 1,000, 128k judgments
-])
-def test_a_stored_run_gets_the_local_bits_on_every_backend(engine: Engine, backend: Backend, tmp_path: Path,
-                                                           run: str, options: dict) -> None:  # type: ignore[type-arg]
+@pytest.mark.parametrize(
+    ("run", "options"),
+    [
+        ("golden", {}),
+        ("golden", {"max_docs": 100, "judged_only": True, "relevance_level": 2}),
+        ("tied", {"missing_topics": "skip"}),
+        ("robust03", {}),  # a real TREC 2003 run: 100 topics x 1,000, 128k judgments
+    ],
+)
+def test_a_stored_run_gets_the_local_bits_on_every_backend(
+    engine: Engine, backend: Backend, tmp_path: Path, run: str, options: dict
+) -> None:  # type: ignore[type-arg]
     if run == "robust03":
         store.import_qrels(engine, shared_path("robust03", "robust03_qrels.txt"), name="q")
         path = shared_path("robust03", "runs", "input.pircRBa1.gz")
@@ -65,8 +73,9 @@ def test_a_stored_run_gets_the_local_bits_on_every_backend(engine: Engine, backe
     measures = ["all_trec", "nDCG@10", "RR@10", "RBP(p=0.8)", "ERR@20", "Judged@10", "infAP"]
     [local] = evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=measures, **options)
     expected = results(engine, qrels_name="q", run_name="r")
-    [other] = evaluate_runs(engine, qrels_name="q", run_names=["r"], measures=measures, force=True, backend=backend,
-                            **options)
+    [other] = evaluate_runs(
+        engine, qrels_name="q", run_names=["r"], measures=measures, force=True, backend=backend, **options
+    )
     got = results(engine, qrels_name="q", run_name="r")
     assert other.evaluation_id == local.evaluation_id and not other.reused
     assert got.frame.equals(expected.frame) and got.aggregates == expected.aggregates
@@ -81,7 +90,9 @@ def test_known_qrels_are_joined_by_the_backend_too(sqlite_engine: Engine, tmp_pa
     known.write_text("".join(line for i, line in enumerate(lines) if line.split()[3] != "0" and i % 2))  # some
     store.import_qrels(sqlite_engine, known, name="known")
     store.register_run(sqlite_engine, shared_path("trec_eval_test", "results.test"), name="r")
-    options = jobs.EvaluationOptions(("AP", "Coverage", "Novelty", "RelativeRecall", "RecallEffort"), known_qrels="known")
+    options = jobs.EvaluationOptions(
+        ("AP", "Coverage", "Novelty", "RelativeRecall", "RecallEffort"), known_qrels="known"
+    )
     evaluate(sqlite_engine, RankingRequest("q", ["r"], options), wait=True)
     expected = results(sqlite_engine, qrels_name="q", run_name="r")
     evaluate(sqlite_engine, RankingRequest("q", ["r"], options, force=True, backend=Backend("duckdb")), wait=True)
@@ -99,23 +110,28 @@ def _binary_set(tmp_path: Path) -> tuple[Path, Path]:
     score = np.round(np.clip(rng.normal(0.35 + 0.3 * y, 0.2), 0, 1) / 0.05) * 0.05
     group = rng.integers(0, 400, n)
     gold = tmp_path / "gold.csv"
-    gold.write_text("item_id,label,group\n" + "".join(f"i{i},{'yes' if y[i] else 'no'},u{group[i]}\n"
-                                                      for i in range(n)))
+    gold.write_text(
+        "item_id,label,group\n" + "".join(f"i{i},{'yes' if y[i] else 'no'},u{group[i]}\n" for i in range(n))
+    )
     predicted = tmp_path / "pred.csv"
-    predicted.write_text("item_id,score,label\n" + "".join(f"i{i},{score[i]:.2f},{'yes' if score[i] > 0.42 else 'no'}\n"
-                                                           for i in range(n)))
+    predicted.write_text(
+        "item_id,score,label\n"
+        + "".join(f"i{i},{score[i]:.2f},{'yes' if score[i] > 0.42 else 'no'}\n" for i in range(n))
+    )
     return gold, predicted
 
 
 @pytest.mark.parametrize("threshold", [None, 0.35])
-def test_stored_predictions_get_the_local_numbers_on_every_backend(engine: Engine, backend: Backend, tmp_path: Path,
-                                                                   threshold: float | None) -> None:
+def test_stored_predictions_get_the_local_numbers_on_every_backend(
+    engine: Engine, backend: Backend, tmp_path: Path, threshold: float | None
+) -> None:
     gold, predicted = _binary_set(tmp_path)
     labels.import_labels(engine, gold, name="clicks")
     labels.register_predictions(engine, predicted, name="model", labels_name="clicks", probabilities=True)
     [local] = evaluate_predictions(engine, labels_name="clicks", prediction_names=["model"], threshold=threshold)
-    [other] = evaluate_predictions(engine, labels_name="clicks", prediction_names=["model"], threshold=threshold,
-                                   force=True, backend=backend)
+    [other] = evaluate_predictions(
+        engine, labels_name="clicks", prediction_names=["model"], threshold=threshold, force=True, backend=backend
+    )
     assert other.created and other.evaluation_id == local.evaluation_id
     left_out = {name for name in local.aggregates if name.startswith(CURVE_MEASURES) or name in CURVE_MEASURES}
     assert set(other.aggregates) == set(local.aggregates) - left_out
@@ -140,27 +156,44 @@ def test_stored_predictions_get_the_local_numbers_on_every_backend(engine: Engin
     assert other.settings["backend"] == backend.name
 
 
-@pytest.mark.parametrize(("gold", "predictions", "options", "message"), [
-    ("item_id,label\n1,a\n2,b\n3,c\n", "item_id,label\n1,a\n2,b\n3,c\n", {},
-     "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-     "precision, log loss, Brier score and the confusion-matrix measures), and gold labels 'g' have 3 classes. "
-     "Leave --backend out: the local engine computes the whole suite."),
-    ("item_id,label\n1,a\n2,b\n", "item_id,score\n1,0.2\n2,0.9\n", {"threshold": "youden"},
-     "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-     "precision, log loss, Brier score and the confusion-matrix measures), and --threshold youden searches the "
-     "whole ROC curve; give a number. Leave --backend out: the local engine computes the whole suite."),
-    ("item_id,label\n1,a\n2,b\n", "item_id,label\n1,a\n2,b\n", {},
-     "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-     "precision, log loss, Brier score and the confusion-matrix measures); 'p' is predictions without a score "
-     "column. Leave --backend out: the local engine evaluates it."),
-])
+@pytest.mark.parametrize(
+    ("gold", "predictions", "options", "message"),
+    [
+        (
+            "item_id,label\n1,a\n2,b\n3,c\n",
+            "item_id,label\n1,a\n2,b\n3,c\n",
+            {},
+            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
+            "precision, log loss, Brier score and the confusion-matrix measures), and gold labels 'g' have 3 classes. "
+            "Leave --backend out: the local engine computes the whole suite.",
+        ),
+        (
+            "item_id,label\n1,a\n2,b\n",
+            "item_id,score\n1,0.2\n2,0.9\n",
+            {"threshold": "youden"},
+            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
+            "precision, log loss, Brier score and the confusion-matrix measures), and --threshold youden searches the "
+            "whole ROC curve; give a number. Leave --backend out: the local engine computes the whole suite.",
+        ),
+        (
+            "item_id,label\n1,a\n2,b\n",
+            "item_id,label\n1,a\n2,b\n",
+            {},
+            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
+            "precision, log loss, Brier score and the confusion-matrix measures); 'p' is predictions without a score "
+            "column. Leave --backend out: the local engine evaluates it.",
+        ),
+    ],
+)
 def test_what_the_out_of_core_suite_cannot_honour_is_refused_before_queueing(
-        sqlite_engine: Engine, write, gold: str, predictions: str, options: dict, message: str) -> None:  # type: ignore[no-untyped-def,type-arg]
+    sqlite_engine: Engine, write, gold: str, predictions: str, options: dict, message: str
+) -> None:  # type: ignore[no-untyped-def,type-arg]
     labels.import_labels(sqlite_engine, write("gold.csv", gold), name="g")
     labels.register_predictions(sqlite_engine, write("p.csv", predictions), name="p", labels_name="g")
     with pytest.raises(InvalidParameterError) as refused:
-        evaluate_predictions(sqlite_engine, labels_name="g", prediction_names=["p"], backend=Backend("duckdb"),
-                             **options)
+        evaluate_predictions(
+            sqlite_engine, labels_name="g", prediction_names=["p"], backend=Backend("duckdb"), **options
+        )
     assert str(refused.value) == message
     assert jobs.list_jobs(sqlite_engine) == []
 
@@ -170,12 +203,13 @@ def test_backends_take_relevance_qrels_only(sqlite_engine: Engine, write) -> Non
     store.register_run(sqlite_engine, write("r.run", "1 Q0 a 1 2.0 r\n1 Q0 b 2 1.0 r\n"), name="r")
     with pytest.raises(InvalidParameterError) as refused:
         evaluate_runs(sqlite_engine, qrels_name="web", run_names=["r"], backend=Backend("spark"))
-    assert str(refused.value) == ("--backend spark joins runs with relevance judgments; qrels 'web' hold subtopic "
-                                  "judgments, which the local engine evaluates: leave --backend out.")
+    assert str(refused.value) == (
+        "--backend spark joins runs with relevance judgments; qrels 'web' hold subtopic "
+        "judgments, which the local engine evaluates: leave --backend out."
+    )
 
 
-def test_a_worker_claims_a_job_with_its_backend_and_a_new_request_changes_a_waiting_one(
-        sqlite_engine: Engine) -> None:
+def test_a_worker_claims_a_job_with_its_backend_and_a_new_request_changes_a_waiting_one(sqlite_engine: Engine) -> None:
     store.import_qrels(sqlite_engine, shared_path("trec_eval_test", "qrels.test"), name="q")
     store.register_run(sqlite_engine, shared_path("trec_eval_test", "results.test"), name="r")
     spark = Backend("spark", master="spark://head:7077", staging="/shared/evalstore")
@@ -200,8 +234,21 @@ def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert invoke("runs", "register", str(shared_path("trec_eval_test", "results.test")), "--name", "r").exit_code == 0
     local = invoke("evaluate", "--qrels", "q", "--run", "r", "--wait", "--format", "csv")
     assert local.exit_code == 0, local.stderr
-    again = invoke("evaluate", "--qrels", "q", "--run", "r", "--wait", "--format", "csv", "--force",
-                   "--backend", "duckdb", "--memory-limit", "300MB")
+    again = invoke(
+        "evaluate",
+        "--qrels",
+        "q",
+        "--run",
+        "r",
+        "--wait",
+        "--format",
+        "csv",
+        "--force",
+        "--backend",
+        "duckdb",
+        "--memory-limit",
+        "300MB",
+    )
     assert again.exit_code == 0, again.stderr
     assert again.stdout == local.stdout and ",done,0.1785450603965694" in local.stdout
     shown = invoke("jobs", "show", "1", "--format", "json")
@@ -211,13 +258,15 @@ def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert usage_message(wrong.stderr) == "--memory-limit is a setting of --backend duckdb; this is --backend spark."
     unknown = invoke("evaluate", "--qrels", "q", "--run", "r", "--backend", "ray")
     assert unknown.exit_code == 2
-    assert usage_message(unknown.stderr) == ("Invalid value for '--backend': Value error, 'ray' is not one of 'local', "
-                                             "'duckdb', 'spark'.")
+    assert usage_message(unknown.stderr) == (
+        "Invalid value for '--backend': Value error, 'ray' is not one of 'local', 'duckdb', 'spark'."
+    )
 
 
 @pytest.mark.usefixtures("mlflow_store")  # a made store at tmp_path/mlflow.db
-def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_backend_evaluation_is_logged_to_mlflow_like_any(
+    sqlite_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -226,8 +275,9 @@ def test_a_backend_evaluation_is_logged_to_mlflow_like_any(sqlite_engine: Engine
     gold, predicted = _binary_set(tmp_path)
     labels.import_labels(sqlite_engine, gold, name="clicks")
     labels.register_predictions(sqlite_engine, predicted, name="model", labels_name="clicks", probabilities=True)
-    [result] = evaluate_predictions(sqlite_engine, labels_name="clicks", prediction_names=["model"], mlflow=True,
-                                    backend=Backend("duckdb"))
+    [result] = evaluate_predictions(
+        sqlite_engine, labels_name="clicks", prediction_names=["model"], mlflow=True, backend=Backend("duckdb")
+    )
     view = jobs.show_job(sqlite_engine, result.evaluation_id)
     assert view.mlflow_state == "logged" and view.backend == "duckdb"
     logged = MlflowClient(uri).get_run(view.mlflow_run_id)

@@ -42,11 +42,18 @@ def big_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _start_worker(engine: Engine, log: Path, *args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
-           "EVALSTORE_MLFLOW": "off"}
+    env = {
+        **os.environ,
+        "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
+        "EVALSTORE_MLFLOW": "off",
+    }
     with log.open("wb") as handle:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([EVALSTORE, "worker", "--no-mlflow", "--poll-interval", "0.1", *args],
-                                env=env, stdout=subprocess.DEVNULL, stderr=handle)
+        return subprocess.Popen(
+            [EVALSTORE, "worker", "--no-mlflow", "--poll-interval", "0.1", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+        )
 
 
 def _job(engine: Engine, job_id: int) -> Evaluation:
@@ -94,7 +101,8 @@ def test_four_workers_evaluate_sixty_jobs_each_exactly_once(engine: Engine, tmp_
 
 
 def test_a_killed_workers_job_is_finished_by_another_after_its_lease(
-        engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]) -> None:
+    engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]
+) -> None:
     run, qrels = big_inputs
     store.import_qrels(engine, qrels, name="big")
     store.register_run(engine, run, name="big")
@@ -116,7 +124,8 @@ def test_a_killed_workers_job_is_finished_by_another_after_its_lease(
 
 
 def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
-        sqlite_engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]) -> None:
+    sqlite_engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]
+) -> None:
     run, qrels = big_inputs
     engine = sqlite_engine
     store.import_qrels(engine, qrels, name="big")
@@ -128,8 +137,9 @@ def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
     assert worker.wait(timeout=120) == 0
     assert _job(engine, first.evaluation_id).state == "done"
 
-    [second] = jobs.enqueue(engine, qrels_name="big", run_names=["big"],
-                            options=EvaluationOptions(("all_trec",), relevance_level=2))
+    [second] = jobs.enqueue(
+        engine, qrels_name="big", run_names=["big"], options=EvaluationOptions(("all_trec",), relevance_level=2)
+    )
     worker = _start_worker(engine, tmp_path / "now.log")
     _wait_for_state(engine, second.evaluation_id, "running")
     worker.send_signal(signal.SIGTERM)
@@ -150,12 +160,20 @@ def test_two_worker_processes_share_a_fresh_local_mlflow_store(sqlite_engine: En
     for i in range(6):
         store.register_run(engine, SAMPLE / "results.test", name=f"run{i}")
     refs = jobs.enqueue(engine, qrels_name="test", run_names=None, options=EvaluationOptions(("AP", "P@10")))
-    env = {**os.environ, "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
-           "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "on"}
+    env = {
+        **os.environ,
+        "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
+        "EVALSTORE_HOME": str(tmp_path),
+        "EVALSTORE_MLFLOW": "on",
+    }
     env.pop("MLFLOW_TRACKING_URI", None)
     with (tmp_path / "pool.log").open("wb") as log:
-        pool = subprocess.run([EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.1"],
-                              env=env, stderr=log, timeout=300)
+        pool = subprocess.run(
+            [EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.1"],
+            env=env,
+            stderr=log,
+            timeout=300,
+        )
     assert pool.returncode == 0
     for ref in refs:
         job = _job(engine, ref.evaluation_id)

@@ -25,17 +25,55 @@ from tests.conftest import shared_path
 ir_measures = pytest.importorskip("ir_measures", reason="ir_measures is a test dependency (pip install -e .[test])")
 
 RUNS = [
-    (("msmarco-dl19", "qrels.dl19-passage.txt"), ("msmarco-dl19", "runs", "run.msmarco-v1-passage.bm25-default.dl19.txt")),
+    (
+        ("msmarco-dl19", "qrels.dl19-passage.txt"),
+        ("msmarco-dl19", "runs", "run.msmarco-v1-passage.bm25-default.dl19.txt"),
+    ),
     (("dl-hard", "dl_hard-passage.qrels"), ("dl-hard", "runs", "passage", "bm25+rm3+t5-zs.run.gz")),
     (("robust03", "robust03_qrels.txt"), ("robust03", "runs", "input.NLPR03vb10.gz")),
 ]
 # through pytrec_eval (trec_eval's code) and ir_measures' own providers: exact to rounding
-SHARED_NAMES = ["AP", "AP@100", "AP(rel=2)", "nDCG", "nDCG@10", "P@10", "P(rel=2)@10", "R@1000", "R(rel=2)@1000",
-                "RR", "RR@10", "RR(rel=2)@10", "Rprec", "Bpref", "infAP", "Judged@10", "Success@1", "Success@10",
-                "NumRet", "NumRel", "NumQ", "NumRelRet", "SetP", "SetR", "SetF", "SetAP",
-                # ir_measures' parameter spellings of our measures
-                "SetF(beta=2.0)", "SetF(beta=0.5)", "Judged", "NumRet(rel=1)", "NumRet(rel=2)", "nDCG(dcg='log2')@10",
-                "IPrec@0.0", "IPrec@0.1", "IPrec@0.3", "IPrec(rel=2)@0.7", "IPrec@1.0", "SetRelP"]
+SHARED_NAMES = [
+    "AP",
+    "AP@100",
+    "AP(rel=2)",
+    "nDCG",
+    "nDCG@10",
+    "P@10",
+    "P(rel=2)@10",
+    "R@1000",
+    "R(rel=2)@1000",
+    "RR",
+    "RR@10",
+    "RR(rel=2)@10",
+    "Rprec",
+    "Bpref",
+    "infAP",
+    "Judged@10",
+    "Success@1",
+    "Success@10",
+    "NumRet",
+    "NumRel",
+    "NumQ",
+    "NumRelRet",
+    "SetP",
+    "SetR",
+    "SetF",
+    "SetAP",
+    # ir_measures' parameter spellings of our measures
+    "SetF(beta=2.0)",
+    "SetF(beta=0.5)",
+    "Judged",
+    "NumRet(rel=1)",
+    "NumRet(rel=2)",
+    "nDCG(dcg='log2')@10",
+    "IPrec@0.0",
+    "IPrec@0.1",
+    "IPrec@0.3",
+    "IPrec(rel=2)@0.7",
+    "IPrec@1.0",
+    "SetRelP",
+]
 # through gdeval.pl (ERR, exponential-gain nDCG) and cwl_eval (binary RBP)
 GDEVAL_NAMES = ["ERR@20", "ERR@10", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@20"]
 CWL_NAMES = ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]
@@ -43,8 +81,12 @@ CWL_NAMES = ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]
 
 def _per_topic(qrels: Path, run: Path, name: str) -> tuple[dict[str, float], dict[str, float]]:
     measure = ir_measures.parse_measure(name)
-    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], ir_measures.read_trec_qrels(str(qrels)),
-                                                                 ir_measures.read_trec_run(str(run)))}
+    theirs = {
+        m.query_id: m.value
+        for m in ir_measures.iter_calc(
+            [measure], ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run))
+        )
+    }
     result = evaluate(qrels, run, [name], missing_topics="skip")
     ours = dict(zip(result.per_query["query_id"], result.per_query["value"], strict=True))
     return theirs, ours
@@ -74,9 +116,32 @@ def test_err_and_exp_ndcg_are_gdeval_values(qrels_parts: tuple[str, ...], run_pa
         assert max(abs(ours[q] - theirs[q]) for q in theirs) <= 5e-6, name
 
 
-DIVERSITY_NAMES = ["alpha_nDCG@1", "alpha_nDCG@5", "alpha_nDCG@15", "alpha_nDCG@20", "alpha_DCG@1", "alpha_DCG@10",
-                   "ERR_IA@1", "nERR_IA@7", "P_IA@1", "P_IA@12", "StRecall@3", "alpha_nDCG(alpha=0.8)@10", "ERR_IA@10", "ERR_IA@20",
-                   "nERR_IA@20", "P_IA@5", "P_IA@20", "StRecall@10", "StRecall@20", "NRBP", "nNRBP", "AP_IA", "MAP_IA"]
+DIVERSITY_NAMES = [
+    "alpha_nDCG@1",
+    "alpha_nDCG@5",
+    "alpha_nDCG@15",
+    "alpha_nDCG@20",
+    "alpha_DCG@1",
+    "alpha_DCG@10",
+    "ERR_IA@1",
+    "nERR_IA@7",
+    "P_IA@1",
+    "P_IA@12",
+    "StRecall@3",
+    "alpha_nDCG(alpha=0.8)@10",
+    "ERR_IA@10",
+    "ERR_IA@20",
+    "nERR_IA@20",
+    "P_IA@5",
+    "P_IA@20",
+    "StRecall@10",
+    "StRecall@20",
+    "NRBP",
+    "nNRBP",
+    "AP_IA",
+    "MAP_IA",
+]
+
 
 def _seeded_run(qrels: Path, seed: int, *, ties: bool) -> list[tuple[str, str, float]]:
     """(topic, doc, score) for 40 of the topics: judged documents and unjudged ones, shuffled."""
@@ -110,8 +175,9 @@ def test_diversity_measures_are_pyndeval_values(ties: bool) -> None:
     scored = [ir_measures.ScoredDoc(*row) for row in rows]
     differing = set()
     for name, measure in zip(DIVERSITY_NAMES, measures, strict=True):
-        theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.parse_measure(name)], judgments,
-                                                                      scored)}
+        theirs = {
+            m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.parse_measure(name)], judgments, scored)
+        }
         # ir_measures scores the judged topics the run lacks as 0 (evalstore's --missing zero)
         assert {q: v for q, v in theirs.items() if q not in topics} == dict.fromkeys(set(theirs) - set(topics), 0.0)
         assert set(topics) <= set(theirs), name
@@ -137,8 +203,12 @@ def test_rbp_is_cwl_eval_rbp(qrels_parts: tuple[str, ...], run_parts: tuple[str,
     order = pc.sort_indices(table, sort_keys=[("topic", "ascending"), ("score", "descending"), ("doc", "descending")])
     table = table.take(order)
     distinct = tmp_path / "run.txt"
-    distinct.write_text("".join(f"{t} Q0 {d} {i} {-i} r\n" for i, (t, d) in enumerate(
-        zip(table["topic"].to_pylist(), table["doc"].to_pylist(), strict=True))))
+    distinct.write_text(
+        "".join(
+            f"{t} Q0 {d} {i} {-i} r\n"
+            for i, (t, d) in enumerate(zip(table["topic"].to_pylist(), table["doc"].to_pylist(), strict=True))
+        )
+    )
     for name in CWL_NAMES:
         theirs, ours = _per_topic(qrels, distinct, name)
         assert ours.keys() == theirs.keys(), name
@@ -146,5 +216,6 @@ def test_rbp_is_cwl_eval_rbp(qrels_parts: tuple[str, ...], run_parts: tuple[str,
 
 
 # the families this file holds to ir_measures' providers (tests/unit/test_reference_coverage.py)
-REFERENCE_FAMILIES = {parse_measure(name).family
-                      for name in [*SHARED_NAMES, *GDEVAL_NAMES, *DIVERSITY_NAMES, *CWL_NAMES]}
+REFERENCE_FAMILIES = {
+    parse_measure(name).family for name in [*SHARED_NAMES, *GDEVAL_NAMES, *DIVERSITY_NAMES, *CWL_NAMES]
+}

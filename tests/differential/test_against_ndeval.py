@@ -20,8 +20,10 @@ from evalstore.metrics.diversity import COLUMNS
 from tests.conftest import shared_path
 
 DOCS = ["d0", "d1", "d2", "d10", "D3", "x#1", "a", "b", "zz", "d9", "e", "f"]
-SCORES = st.one_of(st.sampled_from([1.0, 2.0, 0.5, 0.0, -1.0]),
-                   st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False))
+SCORES = st.one_of(
+    st.sampled_from([1.0, 2.0, 0.5, 0.0, -1.0]),
+    st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False),
+)
 
 # the families this file holds to the ndeval program: every column it prints
 # (tests/unit/test_reference_coverage.py)
@@ -56,19 +58,25 @@ def diversity_cases(draw: st.DrawFn) -> tuple[str, str, list[str]]:
 
 
 def _agree(ndeval: Path, options: list[str], qrels: Path, run: Path) -> None:
-    theirs = subprocess.run([str(ndeval), "-traditional", *options, str(qrels), str(run)], capture_output=True,
-                            text=True, check=False)
+    theirs = subprocess.run(
+        [str(ndeval), "-traditional", *options, str(qrels), str(run)], capture_output=True, text=True, check=False
+    )
     ours = CliRunner().invoke(app, ["ndeval", *options, str(qrels), str(run)])
     assert theirs.returncode == 0, theirs.stderr
     assert ours.exit_code == 0, ours.stderr
     assert ours.stdout == theirs.stdout
 
 
-@settings(max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")), deadline=None,
-          derandomize=os.environ.get("CI") == "true", suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(case=diversity_cases())
-def test_ndeval_program_and_evalstore_agree(case: tuple[str, str, list[str]], ndeval_binary: Path,
-                                           tmp_path: Path) -> None:
+def test_ndeval_program_and_evalstore_agree(
+    case: tuple[str, str, list[str]], ndeval_binary: Path, tmp_path: Path
+) -> None:
     qrels_text, run_text, options = case
     (tmp_path / "qrels").write_text(qrels_text)
     (tmp_path / "run").write_text(run_text)
@@ -78,8 +86,9 @@ def test_ndeval_program_and_evalstore_agree(case: tuple[str, str, list[str]], nd
 @pytest.mark.slow
 @pytest.mark.parametrize("qrels_name", ["qrels.web.201-250.ndeval.txt", "qrels.web.251-300.ndeval.txt"])
 @pytest.mark.parametrize("options", [[], ["-c", "-M", "10"], ["-alpha", "0.3", "-beta", "0.8"]], ids=" ".join)
-def test_web_track_qrels_agree_with_ndeval(qrels_name: str, options: list[str], ndeval_binary: Path,
-                                           tmp_path: Path) -> None:
+def test_web_track_qrels_agree_with_ndeval(
+    qrels_name: str, options: list[str], ndeval_binary: Path, tmp_path: Path
+) -> None:
     """A run drawn (seeded) from each topic's judged documents and unjudged ones, with ties, one
     topic missing and one the qrels lack."""
     qrels = shared_path("web-diversity", qrels_name)

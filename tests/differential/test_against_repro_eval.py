@@ -56,22 +56,32 @@ def _theirs(kind: str, qrels: Path, runs: dict[str, Path], rpl_qrels: Path | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "rpd":
-            evaluator = module.RpdEvaluator(qrels_orig_path=str(qrels), run_b_orig_path=str(runs["original_baseline"]),
-                                            run_a_orig_path=str(runs["original"]),
-                                            run_b_rep_path=str(runs["reproduced_baseline"]),
-                                            run_a_rep_path=str(runs["reproduced"]))
+            evaluator = module.RpdEvaluator(
+                qrels_orig_path=str(qrels),
+                run_b_orig_path=str(runs["original_baseline"]),
+                run_a_orig_path=str(runs["original"]),
+                run_b_rep_path=str(runs["reproduced_baseline"]),
+                run_a_rep_path=str(runs["reproduced"]),
+            )
         else:
-            evaluator = module.RplEvaluator(qrels_orig_path=str(qrels), qrels_rpl_path=str(rpl_qrels),
-                                            run_b_orig_path=str(runs["original_baseline"]),
-                                            run_a_orig_path=str(runs["original"]),
-                                            run_b_rep_path=str(runs["reproduced_baseline"]),
-                                            run_a_rep_path=str(runs["reproduced"]))
+            evaluator = module.RplEvaluator(
+                qrels_orig_path=str(qrels),
+                qrels_rpl_path=str(rpl_qrels),
+                run_b_orig_path=str(runs["original_baseline"]),
+                run_a_orig_path=str(runs["original"]),
+                run_b_rep_path=str(runs["reproduced_baseline"]),
+                run_a_rep_path=str(runs["reproduced"]),
+            )
         evaluator.trim()
         evaluator.evaluate()
         found: dict[str, Any] = {"er": evaluator.er(), "dri": evaluator.dri(), "ttest": evaluator.ttest()}
         if kind == "rpd":
-            found.update(ktu=evaluator.ktu(per_topic=True), rbo=evaluator.rbo(per_topic=True),
-                         rmse=evaluator.rmse(), nrmse=evaluator.nrmse())
+            found.update(
+                ktu=evaluator.ktu(per_topic=True),
+                rbo=evaluator.rbo(per_topic=True),
+                rmse=evaluator.rmse(),
+                nrmse=evaluator.nrmse(),
+            )
     return found
 
 
@@ -88,30 +98,42 @@ def _close(ours: float, theirs: float, tolerance: float = 1e-9) -> bool:
 
 
 ROBUST03 = ("robust03", "robust03_qrels.txt")
-ROBUST03_RUNS = {"original": ("robust03", "runs", "input.aplrob03a.gz"),
-                 "original_baseline": ("robust03", "runs", "input.SABIR03BASE.gz"),
-                 "reproduced": ("robust03", "runs", "input.pircRBa1.gz"),
-                 "reproduced_baseline": ("robust03", "runs", "input.UIUC03Rd1.gz")}
+ROBUST03_RUNS = {
+    "original": ("robust03", "runs", "input.aplrob03a.gz"),
+    "original_baseline": ("robust03", "runs", "input.SABIR03BASE.gz"),
+    "reproduced": ("robust03", "runs", "input.pircRBa1.gz"),
+    "reproduced_baseline": ("robust03", "runs", "input.UIUC03Rd1.gz"),
+}
 DL_HARD = ("dl-hard", "dl_hard-passage.qrels")
-DL_HARD_RUNS = {"original": ("dl-hard", "runs", "passage", "bm25+bert-zs.run.gz"),
-                "original_baseline": ("dl-hard", "runs", "passage", "bm25.run.gz"),
-                "reproduced": ("dl-hard", "runs", "passage", "bm25+rm3+bert-zs.run.gz"),
-                "reproduced_baseline": ("dl-hard", "runs", "passage", "bm25+rm3.run.gz")}
+DL_HARD_RUNS = {
+    "original": ("dl-hard", "runs", "passage", "bm25+bert-zs.run.gz"),
+    "original_baseline": ("dl-hard", "runs", "passage", "bm25.run.gz"),
+    "reproduced": ("dl-hard", "runs", "passage", "bm25+rm3+bert-zs.run.gz"),
+    "reproduced_baseline": ("dl-hard", "runs", "passage", "bm25+rm3.run.gz"),
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("qrels_parts", "run_parts"), [(ROBUST03, ROBUST03_RUNS), (DL_HARD, DL_HARD_RUNS)],
-                         ids=["robust03", "dl-hard"])
-def test_reproducibility_figures_are_repro_evals(engine: Engine, tmp_path: Path, qrels_parts: tuple[str, ...],
-                                                 run_parts: dict[str, tuple[str, ...]]) -> None:
+@pytest.mark.parametrize(
+    ("qrels_parts", "run_parts"), [(ROBUST03, ROBUST03_RUNS), (DL_HARD, DL_HARD_RUNS)], ids=["robust03", "dl-hard"]
+)
+def test_reproducibility_figures_are_repro_evals(
+    engine: Engine, tmp_path: Path, qrels_parts: tuple[str, ...], run_parts: dict[str, tuple[str, ...]]
+) -> None:
     qrels = shared_path(*qrels_parts)
     runs = {role: shared_path(*parts) for role, parts in run_parts.items()}
     theirs = _theirs("rpd", qrels, {role: _plain(path, tmp_path) for role, path in runs.items()})
     store.import_qrels(engine, qrels, name="q")
     _register(engine, runs)
-    ours = repro.reproduce(engine, qrels="q", original="original", reproduced="reproduced",
-                           original_baseline="original_baseline", reproduced_baseline="reproduced_baseline",
-                           measures=MEASURES)
+    ours = repro.reproduce(
+        engine,
+        qrels="q",
+        original="original",
+        reproduced="reproduced",
+        original_baseline="original_baseline",
+        reproduced_baseline="reproduced_baseline",
+        measures=MEASURES,
+    )
     assert ours.kind == "reproducibility"
     for part in ("advanced", "baseline"):
         key = "advanced" if part == "advanced" else "baseline"
@@ -143,9 +165,16 @@ def test_replicability_figures_are_repro_evals(engine: Engine, tmp_path: Path) -
     store.import_qrels(engine, qrels, name="q")
     store.import_qrels(engine, other, name="other")
     _register(engine, runs)
-    ours = repro.reproduce(engine, qrels="q", original="original", reproduced="reproduced",
-                           original_baseline="original_baseline", reproduced_baseline="reproduced_baseline",
-                           reproduced_qrels="other", measures=MEASURES)
+    ours = repro.reproduce(
+        engine,
+        qrels="q",
+        original="original",
+        reproduced="reproduced",
+        original_baseline="original_baseline",
+        reproduced_baseline="reproduced_baseline",
+        reproduced_qrels="other",
+        measures=MEASURES,
+    )
     assert ours.kind == "replicability"
     assert {row["figure"] for row in ours.figures} == {"p_value", "ER", "DeltaRI"}
     for measure in MEASURES:
@@ -172,8 +201,9 @@ def test_an_unsorted_run_is_ranked_as_trec_eval_ranks_it(engine: Engine, tmp_pat
     def ktu_of(path: Path) -> float:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            evaluator = module.RpdEvaluator(qrels_orig_path=str(qrels), run_b_orig_path=str(original),
-                                            run_b_rep_path=str(path))
+            evaluator = module.RpdEvaluator(
+                qrels_orig_path=str(qrels), run_b_orig_path=str(original), run_b_rep_path=str(path)
+            )
             evaluator.trim()
             evaluator.evaluate()
             return float(evaluator.ktu()["baseline"])

@@ -38,27 +38,71 @@ SCORES = st.one_of(
 )
 RELEVANCE = st.sampled_from([-1, 0, 0, 1, 1, 2, 3])
 # -m values: groups, every measure trec_eval and evalstore share, and parameterised forms
-MEASURE_SPECS = st.sampled_from([
-    "official", "all_trec", "set", *TREC_FAMILIES,
-    "P.5,7", "P.1,2,3", "recall.2,4", "ndcg.1=3,2=9", "ndcg.0=1,1=2", "success.1,5", "ndcg_cut.3,1",
-    "map_cut.2,5", "relative_P.2", "iprec_at_recall.0.25,0.5", "Rprec_mult.0.5,1.5", "relstring.5", "set_F.0.5",
-    "set_F.2", "utility.2,-1,0,0", "rbp.p=0.5", "rbp_resid.p=0.8", "unj.3", "11pt_avg.0.2,0.6", "G.1=2,2=5",
-    "Rndcg.1=1,2=4", "ndcg_rel.2=3",
-    # fractional gains (G's running costs then add place by place) and gains for pooled but
-    # unjudged documents (-2) and for documents outside the qrels (-1: only the matrix has them).
-    # Gains here differ by 1 or more: trec_eval sorts them with a comparator that truncates the
-    # difference to an int (gain_init.c, comp_rel_gain), so it takes 0.5 and 0 for equal and their
-    # order is then up to the C library's qsort
-    "G.1=1.5,2=5.5", "G.-2=2", "G.-1=1", "ndcg_rel.-2=2,1=5.5", "ndcg_rel.-1=1", "Rndcg.-2=3", "Rndcg.-1=4.5",
-])
+MEASURE_SPECS = st.sampled_from(
+    [
+        "official",
+        "all_trec",
+        "set",
+        *TREC_FAMILIES,
+        "P.5,7",
+        "P.1,2,3",
+        "recall.2,4",
+        "ndcg.1=3,2=9",
+        "ndcg.0=1,1=2",
+        "success.1,5",
+        "ndcg_cut.3,1",
+        "map_cut.2,5",
+        "relative_P.2",
+        "iprec_at_recall.0.25,0.5",
+        "Rprec_mult.0.5,1.5",
+        "relstring.5",
+        "set_F.0.5",
+        "set_F.2",
+        "utility.2,-1,0,0",
+        "rbp.p=0.5",
+        "rbp_resid.p=0.8",
+        "unj.3",
+        "11pt_avg.0.2,0.6",
+        "G.1=2,2=5",
+        "Rndcg.1=1,2=4",
+        "ndcg_rel.2=3",
+        # fractional gains (G's running costs then add place by place) and gains for pooled but
+        # unjudged documents (-2) and for documents outside the qrels (-1: only the matrix has them).
+        # Gains here differ by 1 or more: trec_eval sorts them with a comparator that truncates the
+        # difference to an int (gain_init.c, comp_rel_gain), so it takes 0.5 and 0 for equal and their
+        # order is then up to the C library's qsort
+        "G.1=1.5,2=5.5",
+        "G.-2=2",
+        "G.-1=1",
+        "ndcg_rel.-2=2,1=5.5",
+        "ndcg_rel.-1=1",
+        "Rndcg.-2=3",
+        "Rndcg.-1=4.5",
+    ]
+)
 # the families this file holds to the trec_eval program (every trec_eval name is drawn above);
 # tests/unit/test_reference_coverage.py checks that every registered family is held to a reference
 REFERENCE_FAMILIES = {spec.family for spec in TREC_FAMILIES.values() if spec.family in REGISTRY}
 
 
 # printed names a -Z file may hold statistics for (others get trec_eval's missing value)
-Z_NAMES = ["num_ret", "num_rel", "map", "gm_map", "P_5", "P_10", "recip_rank", "ndcg", "iprec_at_recall_0.00",
-           "bpref", "Rprec", "set_F", "utility", "relstring", "success_1"]
+Z_NAMES = [
+    "num_ret",
+    "num_rel",
+    "map",
+    "gm_map",
+    "P_5",
+    "P_10",
+    "recip_rank",
+    "ndcg",
+    "iprec_at_recall_0.00",
+    "bpref",
+    "Rprec",
+    "set_F",
+    "utility",
+    "relstring",
+    "success_1",
+]
 
 
 @st.composite
@@ -74,10 +118,12 @@ def collections(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
     complete = draw(st.booleans())
     # without -c every qrels topic needs results (see the module docstring); a run-only topic is
     # ignored by both
-    run_topics = (draw(st.lists(st.sampled_from(qrels_topics), max_size=len(qrels_topics), unique=True))
-                  if complete else list(qrels_topics))
-    run_topics += draw(st.lists(st.sampled_from([t for t in TOPICS if t not in qrels_topics] or TOPICS),
-                                max_size=1))
+    run_topics = (
+        draw(st.lists(st.sampled_from(qrels_topics), max_size=len(qrels_topics), unique=True))
+        if complete
+        else list(qrels_topics)
+    )
+    run_topics += draw(st.lists(st.sampled_from([t for t in TOPICS if t not in qrels_topics] or TOPICS), max_size=1))
     run_lines = []
     for topic in dict.fromkeys(run_topics):
         docs = draw(st.lists(st.sampled_from([*DOCS, "u1", "u2", "u3"]), min_size=1, max_size=9, unique=True))
@@ -101,8 +147,13 @@ def collections(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
         stats = st.tuples(st.sampled_from([0.0, 0.5, 1.0, 3.0]), st.sampled_from([0.0, 0.25, 1.0, 2.0]))
         # every topic keeps its line for the name that sorts last: trec_eval's lookups (convert_zscores.c)
         # read one entry past the array for a topic or name sorting after all it has
-        zscores = "".join(f"{topic} {name} {mean} {sd}\n" for topic in TOPICS for name in Z_NAMES
-                          for mean, sd in [draw(stats)] if name == max(Z_NAMES) or draw(st.booleans()))
+        zscores = "".join(
+            f"{topic} {name} {mean} {sd}\n"
+            for topic in TOPICS
+            for name in Z_NAMES
+            for mean, sd in [draw(stats)]
+            if name == max(Z_NAMES) or draw(st.booleans())
+        )
     return "\n".join(qrels_lines) + "\n", "\n".join(run_lines) + "\n", args, zscores
 
 
@@ -123,25 +174,48 @@ def _assert_same(theirs: subprocess.CompletedProcess[str], ours: object, args: l
 
 # EVALSTORE_DIFFERENTIAL_EXAMPLES=5000 for a deeper search than the suite's; CI draws the same
 # examples every time, so that a landing does not hinge on a rare draw (search deeper locally)
-@settings(max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "150")), deadline=None,
-          derandomize=os.environ.get("CI") == "true", suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "150")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(case=collections())
 # the -M/-J order (trec_eval cuts at -M, then drops unjudged documents)
-@example(case=("1 0 a 1\n1 0 b 0\n", "1 Q0 u1 1 3 t\n1 Q0 u2 2 2 t\n1 Q0 a 3 1 t\n1 Q0 b 4 0.5 t\n",
-               ["-J", "-M", "2", "-q", "-m", "official"], None))
+@example(
+    case=(
+        "1 0 a 1\n1 0 b 0\n",
+        "1 Q0 u1 1 3 t\n1 Q0 u2 2 2 t\n1 Q0 a 3 1 t\n1 Q0 b 4 0.5 t\n",
+        ["-J", "-M", "2", "-q", "-m", "official"],
+        None,
+    )
+)
 # -c -l 2: the summary num_rel counts every judgment above 0 in the qrels, whatever -l says
 @example(case=("1 0 d1 2\n1 0 d2 1\n2 0 d9 1\n", "1 Q0 d1 1 1 t\n", ["-c", "-l", "2", "-m", "num_rel"], None))
 # -c -J: a missing topic's stand-in document is dropped, and iprec at recall 0 is 0/0
 @example(case=("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n", "1 Q0 d9 1 1.0 r\n", ["-c", "-J", "-q", "-m", "all_trec"], None))
 # -Z: a value equal to a mean with stddev 0 is 0, other values without statistics -1000000
-@example(case=("1 0 d1 1\n1 0 d2 0\n", "1 Q0 d1 1 2 t\n1 Q0 d2 2 1 t\n", ["-q", "-m", "official"],
-               "1 map 1.0 0.0\n1 P_5 0.1 0.05\n1 num_ret 3 2\n"))
+@example(
+    case=(
+        "1 0 d1 1\n1 0 d2 0\n",
+        "1 Q0 d1 1 2 t\n1 Q0 d2 2 1 t\n",
+        ["-q", "-m", "official"],
+        "1 map 1.0 0.0\n1 P_5 0.1 0.05\n1 num_ret 3 2\n",
+    )
+)
 # -c with a gain for documents outside the qrels: a topic without results has trec_eval's stand-in
 # document at rank 1, and it has that gain
-@example(case=("1 0 d0 0\n10 0 d0 0\n2 0 d0 1\n", "301 Q0 d0 0 1.0 tag\n",
-               ["-c", "-q", "-m", "G.-1=1", "-m", "ndcg_rel.-1=1", "-m", "Rndcg.-1=1", "-m", "ndcg.-1=1"], None))
-def test_trec_eval_program_and_evalstore_agree(case: tuple[str, str, list[str], str | None], trec_eval_binary: Path,
-                                              tmp_path: Path) -> None:
+@example(
+    case=(
+        "1 0 d0 0\n10 0 d0 0\n2 0 d0 1\n",
+        "301 Q0 d0 0 1.0 tag\n",
+        ["-c", "-q", "-m", "G.-1=1", "-m", "ndcg_rel.-1=1", "-m", "Rndcg.-1=1", "-m", "ndcg.-1=1"],
+        None,
+    )
+)
+def test_trec_eval_program_and_evalstore_agree(
+    case: tuple[str, str, list[str], str | None], trec_eval_binary: Path, tmp_path: Path
+) -> None:
     qrels_text, run_text, args, zscores = case
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text(qrels_text)
@@ -163,8 +237,10 @@ def _rbp_is_stable(trec_eval: Path, args: list[str], output: str, files: list[st
     """Whether trec_eval's rbp lines are the ones it prints with rbp alone. m_rbp.c reads its
     `min` and `max` uninitialised, so its rbp depends on what the measures before it left on the
     stack; such an output is nothing to agree with."""
+
     def rbp_lines(text: str) -> list[str]:  # rbp and rbp_p=..., not rbp_resid
         return [line for line in text.splitlines() if line.split()[0] == "rbp" or line.startswith("rbp_p=")]
+
     if not rbp_lines(output):
         return True
     specs = [args[i + 1] for i, arg in enumerate(args) if arg == "-m"]
@@ -189,7 +265,10 @@ REAL_RUNS = [
     (("robust03", "robust03_qrels.txt"), ("robust03", "runs", "input.MU03rob01.gz")),
     (("core18", "qrels.core18.txt"), ("core18", "runs", "core18_desc_rm3.run.gz")),
     (("dl-hard", "dl_hard-passage.qrels"), ("dl-hard", "runs", "passage", "bm25+rm3+t5-zs.run.gz")),
-    (("msmarco-dl19", "qrels.dl19-passage.txt"), ("msmarco-dl19", "runs", "run.msmarco-v1-passage.bm25-default.dl19.txt")),
+    (
+        ("msmarco-dl19", "qrels.dl19-passage.txt"),
+        ("msmarco-dl19", "runs", "run.msmarco-v1-passage.bm25-default.dl19.txt"),
+    ),
 ]
 FLAG_SEED = 19
 
@@ -204,20 +283,28 @@ def _real_cases() -> list[tuple[tuple[str, ...], tuple[str, ...], list[str]]]:
                 flags += ["-M", str(rng.choice([10, 100, 500]))]
             if rng.random() < 0.5:
                 flags += ["-l", str(rng.choice([2, 3]))]
-            flags += ["-m", "all_trec"] + (["-m", rng.choice(["P.3,7", "ndcg.1=3,2=9", "success.1,5"])]
-                                          if rng.random() < 0.5 else [])
+            flags += ["-m", "all_trec"] + (
+                ["-m", rng.choice(["P.3,7", "ndcg.1=3,2=9", "success.1,5"])] if rng.random() < 0.5 else []
+            )
             cases.append((qrels, run, flags))
     # the issue's own case: Core18, -M 100 -J -q (trec_eval cuts before dropping unjudged documents)
-    cases.append(((("core18", "qrels.core18.txt")), ("core18", "runs", "core18_desc_rm3.run.gz"),
-                   ["-M", "100", "-J", "-q", "-c", "-m", "all_trec"]))
+    cases.append(
+        (
+            (("core18", "qrels.core18.txt")),
+            ("core18", "runs", "core18_desc_rm3.run.gz"),
+            ["-M", "100", "-J", "-q", "-c", "-m", "all_trec"],
+        )
+    )
     return cases
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("qrels_parts", "run_parts", "flags"), _real_cases(),
-                         ids=lambda v: " ".join(v) if isinstance(v, list) else v[-1])
-def test_real_runs_agree_with_trec_eval(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...], flags: list[str],
-                                        trec_eval_binary: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("qrels_parts", "run_parts", "flags"), _real_cases(), ids=lambda v: " ".join(v) if isinstance(v, list) else v[-1]
+)
+def test_real_runs_agree_with_trec_eval(
+    qrels_parts: tuple[str, ...], run_parts: tuple[str, ...], flags: list[str], trec_eval_binary: Path, tmp_path: Path
+) -> None:
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
     if run.suffix == ".gz":  # trec_eval reads plain text only
         plain = tmp_path / run.stem
@@ -228,18 +315,29 @@ def test_real_runs_agree_with_trec_eval(qrels_parts: tuple[str, ...], run_parts:
 
 
 STORED_CASES = [  # (qrels, run, options): the stored-run path shares the -M/-J order and the -c summaries
-    (("core18", "qrels.core18.txt"), ("core18", "runs", "core18_desc_rm3.run.gz"),
-     {"max_docs": 100, "judged_only": True, "relevance_level": 1}),
-    (("robust03", "robust03_qrels.txt"), ("robust03", "runs", "input.pircRBa1.gz"),
-     {"max_docs": 10, "judged_only": True, "relevance_level": 2}),
+    (
+        ("core18", "qrels.core18.txt"),
+        ("core18", "runs", "core18_desc_rm3.run.gz"),
+        {"max_docs": 100, "judged_only": True, "relevance_level": 1},
+    ),
+    (
+        ("robust03", "robust03_qrels.txt"),
+        ("robust03", "runs", "input.pircRBa1.gz"),
+        {"max_docs": 10, "judged_only": True, "relevance_level": 2},
+    ),
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("qrels_parts", "run_parts", "options"), STORED_CASES, ids=[c[1][-1] for c in STORED_CASES])
-def test_stored_results_equal_trec_eval_program(engine: object, qrels_parts: tuple[str, ...],
-                                                run_parts: tuple[str, ...], options: dict[str, object],
-                                                trec_eval_binary: Path, tmp_path: Path) -> None:
+def test_stored_results_equal_trec_eval_program(
+    engine: object,
+    qrels_parts: tuple[str, ...],
+    run_parts: tuple[str, ...],
+    options: dict[str, object],
+    trec_eval_binary: Path,
+    tmp_path: Path,
+) -> None:
     from evalstore.services import jobs, store
     from evalstore.services.kinds.ranking import results
     from evalstore.services.orchestration import work_on
@@ -247,24 +345,31 @@ def test_stored_results_equal_trec_eval_program(engine: object, qrels_parts: tup
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
     store.import_qrels(engine, qrels, name="q")
     store.register_run(engine, run, name="r")
-    refs = jobs.enqueue(engine, qrels_name="q", run_names=["r"],
-                        options=jobs.EvaluationOptions(("all_trec",), **options))  # type: ignore[arg-type]
+    refs = jobs.enqueue(
+        engine, qrels_name="q", run_names=["r"], options=jobs.EvaluationOptions(("all_trec",), **options)
+    )  # type: ignore[arg-type]
     work_on(engine, [r.evaluation_id for r in refs], mlflow=False)
     text = results(engine, qrels_name="q", run_name="r").as_trec_eval(per_query=True)
     plain = tmp_path / "run"
     plain.write_bytes(gzip.decompress(run.read_bytes()))
     flags = ["-q", "-c", "-M", str(options["max_docs"]), "-l", str(options["relevance_level"]), "-m", "all_trec"]
     flags += ["-J"] if options["judged_only"] else []
-    theirs = subprocess.run([str(trec_eval_binary), *flags, str(qrels), str(plain)], capture_output=True, text=True,
-                            check=True)
+    theirs = subprocess.run(
+        [str(trec_eval_binary), *flags, str(qrels), str(plain)], capture_output=True, text=True, check=True
+    )
     assert text == theirs.stdout
 
 
-@settings(max_examples=60, deadline=None, derandomize=os.environ.get("CI") == "true",
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(case=collections(), cutoff=st.integers(min_value=1, max_value=6))
-def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str], str | None], cutoff: int,
-                                                 trec_eval_binary: Path, tmp_path: Path) -> None:
+def test_rr_at_k_is_trec_eval_recip_rank_under_M(
+    case: tuple[str, str, list[str], str | None], cutoff: int, trec_eval_binary: Path, tmp_path: Path
+) -> None:
     """RR@k (MS MARCO's MRR@10) is trec_eval's recip_rank with the rankings cut at k (-M k), and
     NumQ its num_q, topic by topic, with every qrels topic scored (-c)."""
     from evalstore.metrics import evaluate
@@ -272,26 +377,49 @@ def test_rr_at_k_is_trec_eval_recip_rank_under_M(case: tuple[str, str, list[str]
     qrels_text, run_text, *_ = case
     (tmp_path / "qrels").write_text(qrels_text)
     (tmp_path / "run").write_text(run_text)
-    theirs = subprocess.run([str(trec_eval_binary), "-q", "-c", "-M", str(cutoff), "-m", "recip_rank", "-m", "num_q",
-                             str(tmp_path / "qrels"), str(tmp_path / "run")], capture_output=True, text=True, check=True)
-    expected = {tuple(line.split()[:2]): float(line.split()[2]) for line in theirs.stdout.splitlines()
-                if line.startswith(("recip_rank", "num_q"))}
+    theirs = subprocess.run(
+        [
+            str(trec_eval_binary),
+            "-q",
+            "-c",
+            "-M",
+            str(cutoff),
+            "-m",
+            "recip_rank",
+            "-m",
+            "num_q",
+            str(tmp_path / "qrels"),
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    expected = {
+        tuple(line.split()[:2]): float(line.split()[2])
+        for line in theirs.stdout.splitlines()
+        if line.startswith(("recip_rank", "num_q"))
+    }
     ours = evaluate(tmp_path / "qrels", tmp_path / "run", [f"RR@{cutoff}", "NumQ"], missing_topics="zero")
-    got = {("recip_rank", q): round(v, 4) for q, v in ours.per_query.query(f"measure == 'RR@{cutoff}'")
-           [["query_id", "value"]].itertuples(index=False)}
+    got = {
+        ("recip_rank", q): round(v, 4)
+        for q, v in ours.per_query.query(f"measure == 'RR@{cutoff}'")[["query_id", "value"]].itertuples(index=False)
+    }
     got[("recip_rank", "all")] = round(ours.aggregates[f"RR@{cutoff}"], 4)
     got[("num_q", "all")] = ours.aggregates["NumQ"]
     assert got == expected
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("qrels_parts", "run_parts", "flags"),
-                         [(q, r, ["-q", "-c", "-m", "all_trec"]) for q, r in REAL_RUNS]
-                         + [(REAL_RUNS[0][0], REAL_RUNS[0][1], ["-M", "100", "-J", "-q", "-c", "-m", "all_trec"])],
-                         ids=lambda v: " ".join(v) if isinstance(v, list) else v[-1])
-def test_real_runs_through_duckdb_agree_with_trec_eval(qrels_parts: tuple[str, ...], run_parts: tuple[str, ...],
-                                                       flags: list[str], trec_eval_binary: Path,
-                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("qrels_parts", "run_parts", "flags"),
+    [(q, r, ["-q", "-c", "-m", "all_trec"]) for q, r in REAL_RUNS]
+    + [(REAL_RUNS[0][0], REAL_RUNS[0][1], ["-M", "100", "-J", "-q", "-c", "-m", "all_trec"])],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v[-1],
+)
+def test_real_runs_through_duckdb_agree_with_trec_eval(
+    qrels_parts: tuple[str, ...], run_parts: tuple[str, ...], flags: list[str], trec_eval_binary: Path, tmp_path: Path
+) -> None:
     """`trec-eval --backend duckdb` (a run of any size, ranked out of core) against the program
     itself, not only against the local engine (tests/differential/test_backends.py)."""
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
@@ -309,18 +437,47 @@ def test_real_runs_through_duckdb_agree_with_trec_eval(qrels_parts: tuple[str, .
 # measures that walk the ranking, while trec_eval's num_rel_ret counts judged documents only.
 # iprec_at_recall, 11pt_avg and Rprec_mult start from the one and walk the other (a count that
 # can reach 0 before the walk ends); evalstore does not follow that yet, so they are left out.
-NEGATIVE_LEVEL_MEASURES = ["P.1,2,5", "map", "num_rel_ret", "num_rel", "Rprec", "recip_rank", "recall.2,5", "bpref",
-                           "binG", "success.1,5", "set_P", "set_recall", "set_F", "set_map", "set_relative_P",
-                           "relative_P.2", "utility", "infAP", "map_cut.2", "G", "ndcg", "ndcg_rel", "Rndcg",
-                           "rbp_resid", "unj.2", "relstring.3"]
+NEGATIVE_LEVEL_MEASURES = [
+    "P.1,2,5",
+    "map",
+    "num_rel_ret",
+    "num_rel",
+    "Rprec",
+    "recip_rank",
+    "recall.2,5",
+    "bpref",
+    "binG",
+    "success.1,5",
+    "set_P",
+    "set_recall",
+    "set_F",
+    "set_map",
+    "set_relative_P",
+    "relative_P.2",
+    "utility",
+    "infAP",
+    "map_cut.2",
+    "G",
+    "ndcg",
+    "ndcg_rel",
+    "Rndcg",
+    "rbp_resid",
+    "unj.2",
+    "relstring.3",
+]
 
 
-@settings(max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")), deadline=None,
-          derandomize=os.environ.get("CI") == "true", suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(case=collections(), level=st.sampled_from(["-1", "-2"]))
 @example(case=("1 0 d0 0\n10 0 d0 0\n2 0 d0 1\n", "301 Q0 d0 0 1.0 tag\n", ["-c", "-q"], None), level="-1")
-def test_a_negative_relevance_level_agrees_with_trec_eval(case: tuple[str, str, list[str], str | None], level: str,
-                                                          trec_eval_binary: Path, tmp_path: Path) -> None:
+def test_a_negative_relevance_level_agrees_with_trec_eval(
+    case: tuple[str, str, list[str], str | None], level: str, trec_eval_binary: Path, tmp_path: Path
+) -> None:
     qrels_text, run_text, args, _ = case
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text(qrels_text)

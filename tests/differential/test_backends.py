@@ -35,8 +35,9 @@ OPTIONS = [PrepareOptions(), PrepareOptions(complete=True, max_docs=100), Prepar
 
 
 def _trec_eval(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *args], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", *args], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -58,8 +59,15 @@ def _same_values(a: dict, b: dict) -> None:  # type: ignore[type-arg]
 # --- DuckDB -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("flags", [["-q", "-m", "all_trec"], ["-q", "-c", "-M", "100", "-m", "all_trec"],
-                                   ["-q", "-J", "-m", "all_trec"], ["-q", "-l", "2", "-m", "ndcg_cut.10"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-q", "-m", "all_trec"],
+        ["-q", "-c", "-M", "100", "-m", "all_trec"],
+        ["-q", "-J", "-m", "all_trec"],
+        ["-q", "-l", "2", "-m", "ndcg_cut.10"],
+    ],
+)
 def test_duckdb_prints_what_the_local_engine_prints_on_the_golden_files(flags: list[str]) -> None:
     files = [str(GOLDEN / "qrels.test"), str(GOLDEN / "results.test")]
     local = _trec_eval(*flags, *files)
@@ -67,12 +75,20 @@ def test_duckdb_prints_what_the_local_engine_prints_on_the_golden_files(flags: l
     assert local.count("\n") > 3  # not an empty output twice
 
 
-@pytest.mark.parametrize(("collection", "qrels", "runs"), [
-    ("robust03", "robust03_qrels.txt", ["runs/input.pircRBa1.gz", "runs/input.uwmtCR0.gz"]),
-    ("dl-hard", "dl_hard-passage.qrels", ["runs/passage/bm25+bert-zs.run.gz", "runs/passage/bm25+rm3+t5-zs.run.gz"]),
-])
-def test_duckdb_equals_the_local_engine_on_real_runs(collection: str, qrels: str, runs: list[str],
-                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("collection", "qrels", "runs"),
+    [
+        ("robust03", "robust03_qrels.txt", ["runs/input.pircRBa1.gz", "runs/input.uwmtCR0.gz"]),
+        (
+            "dl-hard",
+            "dl_hard-passage.qrels",
+            ["runs/passage/bm25+bert-zs.run.gz", "runs/passage/bm25+rm3+t5-zs.run.gz"],
+        ),
+    ],
+)
+def test_duckdb_equals_the_local_engine_on_real_runs(
+    collection: str, qrels: str, runs: list[str], tmp_path: Path
+) -> None:
     qrels_path = shared_path(collection, qrels)
     paths = [shared_path(collection, run) for run in runs]
     judgments = read_qrels(qrels_path, strict=False).table
@@ -91,8 +107,9 @@ def test_duckdb_equals_the_local_engine_on_real_runs(collection: str, qrels: str
 
 @settings(max_examples=40, deadline=None)
 @given(data=run_and_qrels(), options=st.sampled_from(OPTIONS))
-def test_duckdb_ranks_tie_heavy_runs_as_the_local_engine(data: tuple[pa.Table, pa.Table], options: PrepareOptions,
-                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_duckdb_ranks_tie_heavy_runs_as_the_local_engine(
+    data: tuple[pa.Table, pa.Table], options: PrepareOptions, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     run, qrels = data
     if not len(run) or not set(run["topic"].to_pylist()) & set(qrels["topic"].to_pylist()):
         return  # nothing to evaluate: both engines refuse it (tested on the command line above)
@@ -108,32 +125,62 @@ def test_duckdb_refuses_a_document_twice_and_a_bad_line(tmp_path: Path) -> None:
     twice.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n")
     qrels = tmp_path / "q"
     qrels.write_text("1 0 b 1\n")
-    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
-                           str(twice)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels), str(twice)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1
-    assert done.stderr == (f"{twice}:3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses "
-                           "duplicate documents, so remove one of them\n")
+    assert done.stderr == (
+        f"{twice}:3: docno 'a' appears twice in topic '1' (first at line 1); trec_eval refuses "
+        "duplicate documents, so remove one of them\n"
+    )
     bad = tmp_path / "bad.run"
     bad.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n")
-    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
-                           str(bad)], capture_output=True, text=True, check=False)
-    assert (done.returncode, done.stderr) == (1, f"{bad}:2: score 'high' is not a number; trec_eval's atof would read "
-                                                 "it as 0 (no leading digits), evalstore refuses it\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels), str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"{bad}:2: score 'high' is not a number; trec_eval's atof would read "
+        "it as 0 (no leading digits), evalstore refuses it\n",
+    )
 
 
-@pytest.mark.parametrize(("name", "rows", "message"), [
-    ("twice.csv", "query_id,docno,score\n1,a,2.0\n1,b,1.0\n1,a,0.5\n",
-     ":4: docno 'a' appears twice in topic '1' (first at line 2); trec_eval refuses duplicate documents, so remove "
-     "one of them"),
-    ("inf.tsv", "qid\tdocno\tscore\n1\ta\t2.0\n1\tb\tinf\n", ":3: score 'inf' is not a finite number; scores must "
-     "be finite"),
-    ("nan.run", "1 Q0 a 1 2.0 t\n# a comment\n1 Q0 b 2 NaN t\n", ":3: score 'NaN' is not a finite number; scores "
-     "must be finite"),
-    ("twice.parquet", None, ": row 3: docno 'a' appears twice in topic '1' (first at row 1); trec_eval refuses "
-     "duplicate documents, so remove one of them"),
-])
+@pytest.mark.parametrize(
+    ("name", "rows", "message"),
+    [
+        (
+            "twice.csv",
+            "query_id,docno,score\n1,a,2.0\n1,b,1.0\n1,a,0.5\n",
+            ":4: docno 'a' appears twice in topic '1' (first at line 2); trec_eval refuses duplicate documents, so remove "
+            "one of them",
+        ),
+        (
+            "inf.tsv",
+            "qid\tdocno\tscore\n1\ta\t2.0\n1\tb\tinf\n",
+            ":3: score 'inf' is not a finite number; scores must be finite",
+        ),
+        (
+            "nan.run",
+            "1 Q0 a 1 2.0 t\n# a comment\n1 Q0 b 2 NaN t\n",
+            ":3: score 'NaN' is not a finite number; scores must be finite",
+        ),
+        (
+            "twice.parquet",
+            None,
+            ": row 3: docno 'a' appears twice in topic '1' (first at row 1); trec_eval refuses "
+            "duplicate documents, so remove one of them",
+        ),
+    ],
+)
 def test_duckdb_names_the_line_or_row_of_a_refused_row_as_the_local_reader_does(
-        tmp_path: Path, name: str, rows: str | None, message: str) -> None:
+    tmp_path: Path, name: str, rows: str | None, message: str
+) -> None:
     path = tmp_path / name
     if rows is None:
         pq.write_table(pa.table({"topic": ["1", "1", "1"], "doc": ["a", "b", "a"], "score": [2.0, 1.0, 0.5]}), path)
@@ -141,8 +188,12 @@ def test_duckdb_names_the_line_or_row_of_a_refused_row_as_the_local_reader_does(
         path.write_text(rows)
     qrels = tmp_path / "q"
     qrels.write_text("1 0 b 1\n")
-    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels),
-                           str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", "--backend", "duckdb", str(qrels), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (1, f"{path}{message}\n")
 
 
@@ -156,8 +207,9 @@ def _predictions(n: int = 400_000, groups: int = 100_000, seed: int = 3) -> pa.T
 
 def _local_suite(table: pa.Table) -> dict[str, float]:
     names, group = np.unique(table["user_id"].to_numpy(), return_inverse=True)  # codes of the groups present
-    suite = classification.evaluate(table["label"].to_numpy(), ["0", "1"], score=table["score"].to_numpy(),
-                                     groups=group, n_groups=len(names))
+    suite = classification.evaluate(
+        table["label"].to_numpy(), ["0", "1"], score=table["score"].to_numpy(), groups=group, n_groups=len(names)
+    )
     return suite.aggregates
 
 
@@ -166,8 +218,9 @@ def test_duckdb_predictions_equal_the_local_engine(tmp_path: Path) -> None:
     local = _local_suite(table)
     path = tmp_path / "p.parquet"
     pq.write_table(table, path)
-    values = duckdb_engine.evaluate_predictions(path, group_col="user_id",
-                                                settings=duckdb_engine.DuckDBSettings(memory_limit="500MB"))
+    values = duckdb_engine.evaluate_predictions(
+        path, group_col="user_id", settings=duckdb_engine.DuckDBSettings(memory_limit="500MB")
+    )
     assert values["auc"] == local["auc"] and values["gauc"] == local["gauc"]
     assert values["gauc_groups_skipped"] == local["gauc_groups_skipped"] > 1000  # single-class groups
     assert values["log_loss"] == pytest.approx(local["log_loss"], rel=1e-12)
@@ -186,8 +239,11 @@ def test_spark_ranking_equals_the_local_engine(spark) -> None:  # type: ignore[n
         per_query, aggregates = evaluate_ranking(
             spark.createDataFrame(run.select(["topic", "doc", "score"])),
             spark.createDataFrame(qrels.select(["topic", "doc", "relevance"]).rename_columns(["qid", "docno", "rel"])),
-            [str(m) for m in measures], complete=options.complete, judged_only=options.judged_only,
-            max_docs=options.max_docs)
+            [str(m) for m in measures],
+            complete=options.complete,
+            judged_only=options.judged_only,
+            max_docs=options.max_docs,
+        )
         local = prepare(qrels, run, options)
         expected = compute(local, measures)
         got = per_query.toArrow()
@@ -224,14 +280,16 @@ def test_spark_predictions_equal_the_local_engine(spark) -> None:  # type: ignor
     biggest = int(np.bincount(users).argmax())
     mine = users == biggest
     row = groups.filter(pa.compute.equal(groups["user_id"], biggest))
-    assert row["auc"][0].as_py() == pytest.approx(roc_auc_score(table["label"].to_numpy()[mine],
-                                                                table["score"].to_numpy()[mine]), abs=1e-12)
+    assert row["auc"][0].as_py() == pytest.approx(
+        roc_auc_score(table["label"].to_numpy()[mine], table["score"].to_numpy()[mine]), abs=1e-12
+    )
 
 
 def test_duckdb_reads_comments_and_mixed_white_space_as_the_local_reader(tmp_path: Path) -> None:
     run = tmp_path / "mixed.run"
-    run.write_text("# a comment line\n1 Q0 a#1 1 2.0 t\n1\tQ0  b 2 2.0   t\n  # another\n2 Q0 c 1 0.5 t\n\n"
-                   "2 Q0 d 2 0.75 last\n")
+    run.write_text(
+        "# a comment line\n1 Q0 a#1 1 2.0 t\n1\tQ0  b 2 2.0   t\n  # another\n2 Q0 c 1 0.5 t\n\n2 Q0 d 2 0.75 last\n"
+    )
     qrels = tmp_path / "q"
     qrels.write_text("1 0 b 1\n1 0 a#1 2\n2 0 c 1\n")
     local = _trec_eval("-q", "-m", "all_trec", str(qrels), str(run))
@@ -239,16 +297,35 @@ def test_duckdb_reads_comments_and_mixed_white_space_as_the_local_reader(tmp_pat
     assert "runid                 \tall\tlast\n" in local
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (["--backend", "duckdb", "-R", "qrels_jg", "-m", "map_avgjg"],
-     "Error: --backend duckdb evaluates -R qrels judgments only; drop --backend for -R qrels_jg.\n"),
-    (["--backend", "duckdb", "--memory-limit", "lots"],
-     "Error: DuckDB refused its settings (Parser Error: Memory must have a number (e.g. 1GB)); --memory-limit takes "
-     "DuckDB's syntax, e.g. 2GB.\n"),
-])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--backend", "duckdb", "-R", "qrels_jg", "-m", "map_avgjg"],
+            "Error: --backend duckdb evaluates -R qrels judgments only; drop --backend for -R qrels_jg.\n",
+        ),
+        (
+            ["--backend", "duckdb", "--memory-limit", "lots"],
+            "Error: DuckDB refused its settings (Parser Error: Memory must have a number (e.g. 1GB)); --memory-limit takes "
+            "DuckDB's syntax, e.g. 2GB.\n",
+        ),
+    ],
+)
 def test_duckdb_options_that_cannot_work_say_why(flags: list[str], message: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *flags, str(GOLDEN / "qrels.test"),
-                           str(GOLDEN / "results.test")], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalstore",
+            "trec-eval",
+            *flags,
+            str(GOLDEN / "qrels.test"),
+            str(GOLDEN / "results.test"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
 
 
@@ -272,8 +349,10 @@ def test_a_run_written_by_spark_is_stored_and_evaluated_like_its_file(spark, tmp
         assert done.created and done.summary.rows == run.num_rows
         measures = ["AP", "nDCG@10", "P@5"]
         orchestration.evaluate_runs(engine, qrels_name="q", run_names=["from-file", "from-spark"], measures=measures)
-        frames = [ranking.results(engine, qrels_name="q", run_name=name, measures=measures).frame
-                  for name in ("from-file", "from-spark")]
+        frames = [
+            ranking.results(engine, qrels_name="q", run_name=name, measures=measures).frame
+            for name in ("from-file", "from-spark")
+        ]
         assert frames[0].equals(frames[1]) and len(frames[0]) == 3
     finally:
         engine.dispose()
@@ -287,5 +366,7 @@ def test_spark_refuses_a_document_twice_in_a_topic(spark) -> None:  # type: igno
     qrels = spark.createDataFrame(pa.table({"topic": ["1"], "doc": ["b"], "relevance": [1]}))
     with pytest.raises(InputFormatError) as refused:
         evaluate_ranking(run, qrels)
-    assert str(refused.value) == ("the run DataFrame: docno 'a' appears twice in topic '1'; trec_eval refuses "
-                                  "duplicate documents, so remove one of them")
+    assert str(refused.value) == (
+        "the run DataFrame: docno 'a' appears twice in topic '1'; trec_eval refuses "
+        "duplicate documents, so remove one of them"
+    )

@@ -20,6 +20,7 @@ RUN = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1, "d9": 0.1}, "q2": {"d5": 1.0, "d4
 
 def _measures() -> list[object]:
     from ir_measures import AP, ERR, RR, Bpref, Judged, P, R, Rprec, nDCG
+
     return [AP, AP(rel=2), nDCG @ 10, nDCG, P @ 2, P(rel=2) @ 2, R @ 1000, RR, Rprec, Bpref, Judged @ 10, ERR @ 20]
 
 
@@ -38,8 +39,12 @@ def test_objects_and_namedtuples_give_ir_measures_values() -> None:
     qrels = [ir_measures.Qrel(q, d, r) for q, docs in QRELS.items() for d, r in docs.items()]
     run = [ir_measures.ScoredDoc(q, d, s) for q, docs in RUN.items() for d, s in docs.items()]
     theirs = _theirs(measures, qrels, run)
-    for shaped_qrels, shaped_run in ((qrels, run), (iter(qrels), (sd for sd in run)), (QRELS, RUN),
-                                     (pd.DataFrame(qrels), pd.DataFrame(run))):
+    for shaped_qrels, shaped_run in (
+        (qrels, run),
+        (iter(qrels), (sd for sd in run)),
+        (QRELS, RUN),
+        (pd.DataFrame(qrels), pd.DataFrame(run)),
+    ):
         ours = _ours(measures, shaped_qrels, shaped_run)
         assert ours.keys() == theirs.keys()
         assert all(abs(ours[k] - theirs[k]) < 1e-12 for k in theirs), shaped_qrels
@@ -71,8 +76,11 @@ def test_real_runs_as_ir_measures_reads_them() -> None:
 
 
 def test_bad_shapes_say_what_is_wrong() -> None:
-    with pytest.raises(InvalidParameterError, match=r"^Item 2 of the run is a int, not a ScoredDoc\(query_id, "
-                                                    r"doc_id, score\)\.$"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"^Item 2 of the run is a int, not a ScoredDoc\(query_id, "
+        r"doc_id, score\)\.$",
+    ):
         as_table([ir_measures.ScoredDoc("q", "d", 1.0), 5], "run")
     with pytest.raises(InvalidParameterError, match=r"^The qrels' relevance values must be numbers"):
         as_table([("q", "d", "very")], "qrels")

@@ -42,8 +42,12 @@ def _rounded_runs(tmp_path: Path) -> tuple[Path, Path]:
 
 def _theirs(qrels: Path, run: Path, name: str) -> dict[str, float]:
     measure = ir_measures.parse_measure(name)
-    return {m.query_id: m.value for m in ir_measures.iter_calc([measure], ir_measures.read_trec_qrels(str(qrels)),
-                                                                ir_measures.read_trec_run(str(run)))}
+    return {
+        m.query_id: m.value
+        for m in ir_measures.iter_calc(
+            [measure], ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run))
+        )
+    }
 
 
 def _ours(qrels: Path, run: Path, name: str) -> dict[str, float]:

@@ -43,13 +43,22 @@ def campaign_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[
 @pytest.mark.slow
 @pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("name", list(CAMPAIGNS))
-def test_one_command_prints_what_a_loop_over_trec_eval_prints(name: str, flags: str, trec_eval_binary: Path,
-                                                              campaign_files: dict[str, tuple[Path, list[Path]]]) -> None:
+def test_one_command_prints_what_a_loop_over_trec_eval_prints(
+    name: str, flags: str, trec_eval_binary: Path, campaign_files: dict[str, tuple[Path, list[Path]]]
+) -> None:
     qrels, runs = campaign_files[name]
-    loop = [subprocess.run([str(trec_eval_binary), *FLAGS[flags], str(qrels), str(run)], capture_output=True,
-                           check=True).stdout for run in runs]
+    loop = [
+        subprocess.run(
+            [str(trec_eval_binary), *FLAGS[flags], str(qrels), str(run)], capture_output=True, check=True
+        ).stdout
+        for run in runs
+    ]
     jobs = ["--jobs", "2"] if flags == "plain" else []  # the processes' outputs come back in order too
-    ours = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *jobs, *FLAGS[flags], str(qrels),
-                           *map(str, runs)], capture_output=True, timeout=300, check=False)
+    ours = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", *jobs, *FLAGS[flags], str(qrels), *map(str, runs)],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     assert (ours.returncode, ours.stderr) == (0, b"")
     assert ours.stdout == b"".join(loop)

@@ -37,11 +37,19 @@ def _nist_rows() -> list[list[str]]:
 def test_robust03_matches_nist_official_summary(row: list[str]) -> None:
     run, expected = row[0], dict(zip(["map", "Rprec", "P_100", "P_1000"], row[1:5], strict=True))
     expected.update({m: v for (r, m), v in TREC_EVAL_NOT_NIST.items() if r == run})
-    result = evaluate(shared_path("robust03", "robust03_qrels.txt"),
-                      shared_path("robust03", "runs", f"input.{run}.gz"),
-                      ["map", "Rprec", "P_100", "P_1000"], per_query=False, missing_topics="skip")
-    ours = {"map": result.aggregates["AP"], "Rprec": result.aggregates["Rprec"],
-            "P_100": result.aggregates["P@100"], "P_1000": result.aggregates["P@1000"]}
+    result = evaluate(
+        shared_path("robust03", "robust03_qrels.txt"),
+        shared_path("robust03", "runs", f"input.{run}.gz"),
+        ["map", "Rprec", "P_100", "P_1000"],
+        per_query=False,
+        missing_topics="skip",
+    )
+    ours = {
+        "map": result.aggregates["AP"],
+        "Rprec": result.aggregates["Rprec"],
+        "P_100": result.aggregates["P@100"],
+        "P_1000": result.aggregates["P@1000"],
+    }
     assert {k: f"{v:.4f}" for k, v in ours.items()} == expected
 
 

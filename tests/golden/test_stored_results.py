@@ -22,16 +22,19 @@ CASES = [  # (qrels, run, relevance level)
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("qrels_parts", "run_parts", "level"), CASES, ids=[c[1][-1] for c in CASES])
-def test_stored_results_read_back_as_trec_eval_q(engine: Engine, qrels_parts: tuple[str, ...],
-                                                  run_parts: tuple[str, ...], level: int) -> None:
+def test_stored_results_read_back_as_trec_eval_q(
+    engine: Engine, qrels_parts: tuple[str, ...], run_parts: tuple[str, ...], level: int
+) -> None:
     qrels, run = shared_path(*qrels_parts), shared_path(*run_parts)
     store.import_qrels(engine, qrels, name="q")
     store.register_run(engine, run, name="r")
-    refs = jobs.enqueue(engine, qrels_name="q", run_names=["r"],
-                        options=jobs.EvaluationOptions(("all_trec",), relevance_level=level))
+    refs = jobs.enqueue(
+        engine, qrels_name="q", run_names=["r"], options=jobs.EvaluationOptions(("all_trec",), relevance_level=level)
+    )
     work_on(engine, [r.evaluation_id for r in refs], mlflow=False)
     text = results(engine, qrels_name="q", run_name="r").as_trec_eval(per_query=True)
-    direct = CliRunner().invoke(app, ["trec-eval", "-q", "-c", "-l", str(level), "-m", "all_trec", str(qrels),
-                                      str(run)])
+    direct = CliRunner().invoke(
+        app, ["trec-eval", "-q", "-c", "-l", str(level), "-m", "all_trec", str(qrels), str(run)]
+    )
     assert direct.exit_code == 0, direct.stderr
     assert text == direct.stdout

@@ -52,8 +52,9 @@ def test_each_runs_output_in_turn_as_one_run_prints_it(flags: list[str], capsys:
     assert _output(_files(flags, RUNS), capsys) == "".join(expected)
 
 
-@pytest.mark.parametrize("flags", [["-q", "-c", "-m", "all_trec"], ["-q", "-c", "-m", "qrels_jg", "-R", "qrels_jg"]],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "flags", [["-q", "-c", "-m", "all_trec"], ["-q", "-c", "-m", "qrels_jg", "-R", "qrels_jg"]], ids=" ".join
+)
 def test_several_processes_print_the_same_as_one(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     one = _output(_files(flags, RUNS), capsys)
     assert _output(["--jobs", "2", *_files(flags, RUNS)], capsys) == one
@@ -61,16 +62,19 @@ def test_several_processes_print_the_same_as_one(flags: list[str], capsys: pytes
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_bad_run_stops_the_command_after_the_runs_before_it(jobs: str, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_run_stops_the_command_after_the_runs_before_it(
+    jobs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.run"
     bad.write_text("401 Q0 d1 1 0.5 t\n401 Q0 d2 2 zero t\n")
     first = _output(_files(["-q", "-m", "all_trec"], ["results.test"]), capsys)
     args = _files(["-q", "-m", "all_trec"], ["results.test", "results.trunc"])
     with pytest.raises(InputFormatError) as raised:
         trec_eval(["--jobs", jobs, *args[:-1], str(bad), args[-1]])
-    assert str(raised.value) == (f"{bad}:2: score 'zero' is not a number; trec_eval's atof would read it as 0 (no "
-                                 "leading digits), evalstore refuses it")
+    assert str(raised.value) == (
+        f"{bad}:2: score 'zero' is not a number; trec_eval's atof would read it as 0 (no "
+        "leading digits), evalstore refuses it"
+    )
     assert capsys.readouterr().out == first
     with pytest.raises(InputFormatError, match=r"^no/such/run: no such file; check the path$"):
         trec_eval(["--jobs", jobs, *args, "no/such/run"])
@@ -78,8 +82,9 @@ def test_a_bad_run_stops_the_command_after_the_runs_before_it(jobs: str, tmp_pat
     assert outputs == first + _output(_files(["-q", "-m", "all_trec"], ["results.trunc"]), capsys)
 
 
-def test_a_run_sharing_no_topic_with_the_qrels_is_an_error_in_its_turn(write: object,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_sharing_no_topic_with_the_qrels_is_an_error_in_its_turn(
+    write: object, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = write("other.run", "999 Q0 d1 1 0.5 t\n")  # type: ignore[operator]
     args = _files(["-m", "map"], ["results.test"])
     first = _output(args, capsys)
@@ -94,8 +99,10 @@ def test_warnings_name_the_run_they_are_about(capsys: pytest.CaptureFixture[str]
     args = _files(["-m", "num_q"], ["results.test", "results-302.test"])
     trec_eval(args, warn=warnings.append)
     assert capsys.readouterr().out == "num_q                 \tall\t3\nnum_q                 \tall\t1\n"
-    assert warnings == [f"{args[-1]}: qrels topic {topic} has no results in the run; skipped (pass -c to score it "
-                        "as 0)" for topic in ("301", "303")]
+    assert warnings == [
+        f"{args[-1]}: qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)"
+        for topic in ("301", "303")
+    ]
 
 
 def test_jobs_must_be_a_number_of_processes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,10 +114,23 @@ def test_jobs_must_be_a_number_of_processes(capsys: pytest.CaptureFixture[str]) 
 
 def test_the_installed_command_reads_several_runs() -> None:
     args = _files(["-q", "-m", "all_trec"], RUNS)
-    many = subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", "--jobs", "2", *args],
-                          capture_output=True, text=True, timeout=120, check=True)
-    ones = [subprocess.run([sys.executable, "-m", "evalstore", "trec-eval", *args[:-len(RUNS)], run],
-                           capture_output=True, text=True, timeout=120, check=True).stdout for run in args[-len(RUNS):]]
+    many = subprocess.run(
+        [sys.executable, "-m", "evalstore", "trec-eval", "--jobs", "2", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    ones = [
+        subprocess.run(
+            [sys.executable, "-m", "evalstore", "trec-eval", *args[: -len(RUNS)], run],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        for run in args[-len(RUNS) :]
+    ]
     assert many.stdout == "".join(ones)
 
 
@@ -124,8 +144,11 @@ def test_stacked_rankings_give_each_rankings_own_values() -> None:
 
     qrels = read_qrels(suite_file("qrels.test"), strict=False).table
     measures = resolve_measures(["all_trec", "P@3", "nDCG(gains={-1:1})@5", "G(gains={-1:1})", "AP(rel=-1)"])
-    rankings = [prepare(qrels, read_run(suite_file(run), strict=False).table, PrepareOptions(complete=True, max_docs=m))
-                for run in RUNS for m in (None, 7, 30)]
+    rankings = [
+        prepare(qrels, read_run(suite_file(run), strict=False).table, PrepareOptions(complete=True, max_docs=m))
+        for run in RUNS
+        for m in (None, 7, 30)
+    ]
     assert len({rk.depth for rk in rankings}) == 3
     stacked = compute_stacked(compute, rankings, measures, stack_cells=12_000)
     for rk, values in zip(rankings, stacked, strict=True):
@@ -145,8 +168,25 @@ def test_an_ordinary_run_imports_no_masked_arrays_no_shutil_and_no_multiprocessi
     formatter looks for the terminal's width), multiprocessing (--jobs only)."""
     qrels = write("qrels", "".join(f"{t} 0 d{d} {d % 3}\n" for t in (1, 2, 3) for d in range(30)))  # type: ignore[operator]
     run = write("run", "".join(f"{t} Q0 d{d} {d} {100 - d} r\n" for t in (1, 2, 3) for d in range(40)))  # type: ignore[operator]
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalstore", "trec-eval", "-q", "-m", "all_trec",
-                             str(qrels), str(run)], capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "evalstore",
+            "trec-eval",
+            "-q",
+            "-m",
+            "all_trec",
+            str(qrels),
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     loaded = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert "numpy" in loaded
     assert not {"numpy.ma", "numpy.ma.core", "shutil", "lzma", "bz2", "multiprocessing"} & loaded
@@ -158,8 +198,17 @@ def test_nothing_is_evaluated_after_a_failing_run(write: object) -> None:
     from evalstore.trec_eval_many import _Stacked
 
     other = write("other.run", "999 Q0 d1 1 0.5 t\n")  # type: ignore[operator]
-    campaign = _Stacked.read(str(suite_file("qrels.test")), measures=["map"], per_query=False, complete=False,
-                             no_summary=False, judged_only=False, relevance_level=1, max_docs=None, collection_size=0)
+    campaign = _Stacked.read(
+        str(suite_file("qrels.test")),
+        measures=["map"],
+        per_query=False,
+        complete=False,
+        no_summary=False,
+        judged_only=False,
+        relevance_level=1,
+        max_docs=None,
+        collection_size=0,
+    )
     campaign.batch_cells = 1
     runs = [str(suite_file("results.test")), str(other), str(suite_file("results.trunc"))]
     outcomes = list(campaign.outcomes(runs))

@@ -30,9 +30,15 @@ PASSWORD = "correct horse battery"
 # who calls: no credentials, a revoked and an expired token, then one user of each role (two
 # organisers: the open and hidden tasks' owner, and another; two participants of other teams)
 CALLERS = ("anon", "revoked", "expired", "admin", "owner", "organiser", "red", "blue", "assessor", "viewer")
-USERS = {"admin": ("admin", None), "owner": ("organiser", None), "organiser": ("organiser", None),
-         "red": ("participant", "red"), "blue": ("participant", "blue"), "assessor": ("assessor", None),
-         "viewer": ("viewer", None)}
+USERS = {
+    "admin": ("admin", None),
+    "owner": ("organiser", None),
+    "organiser": ("organiser", None),
+    "red": ("participant", "red"),
+    "blue": ("participant", "blue"),
+    "assessor": ("assessor", None),
+    "viewer": ("viewer", None),
+}
 
 
 def run_text(topics: tuple[str, ...] = ("301", "302", "303"), *, tag: str = "r", shift: int = 0) -> str:
@@ -41,7 +47,9 @@ def run_text(topics: tuple[str, ...] = ("301", "302", "303"), *, tag: str = "r",
     for line in (SAMPLE / "results.test").read_text().splitlines():
         topic, _, doc, rank, score, _ = line.split()
         if topic in topics:
-            lines.append(f"{topic} Q0 {doc} {rank} {float(score) + shift * (zlib.crc32(doc.encode()) % 7) / 100:.6f} {tag}")
+            lines.append(
+                f"{topic} Q0 {doc} {rank} {float(score) + shift * (zlib.crc32(doc.encode()) % 7) / 100:.6f} {tag}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -60,8 +68,9 @@ class World:
     def headers(self, caller: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[caller]}"} if caller in self.tokens else {}
 
-    def submit(self, task: str, name: str, *, team_user: str = "red", text: str | None = None,
-               evaluate: bool = True) -> int:
+    def submit(
+        self, task: str, name: str, *, team_user: str = "red", text: str | None = None, evaluate: bool = True
+    ) -> int:
         """Submit a run for a participant's team through the service (not HTTP) and evaluate it."""
         path = self.tmp / f"{name}.txt"
         path.write_text(text or run_text(tag=name))
@@ -140,11 +149,11 @@ def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]
             for caller, expected in zip(CALLERS, statuses.split(), strict=True):
                 method, path, kwargs = request_for(world, caller)
                 client.cookies.clear()
-                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False,
-                                          **kwargs)
+                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False, **kwargs)
                 if response.status_code != int(expected):
-                    wrong.append(f"{route} as {caller}: {response.status_code} (expected {expected}) "
-                                 f"{response.text[:200]}")
+                    wrong.append(
+                        f"{route} as {caller}: {response.status_code} (expected {expected}) {response.text[:200]}"
+                    )
     return wrong
 
 

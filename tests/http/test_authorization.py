@@ -49,62 +49,111 @@ def throwaway_user(world: World, caller: str) -> str:
 # route -> (request for a caller, expected status per caller in CALLERS order)
 # anon revoked expired admin owner organiser red blue assessor viewer
 ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
-    "GET /api/v1/openapi.json": (lambda w, c: ("GET", "/api/v1/openapi.json", {}), "200 200 200 200 200 200 200 200 200 200"),
+    "GET /api/v1/openapi.json": (
+        lambda w, c: ("GET", "/api/v1/openapi.json", {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),
     "GET /api/v1/docs": (lambda w, c: ("GET", "/api/v1/docs", {}), "200 200 200 200 200 200 200 200 200 200"),
     "GET /api/v1/health": (lambda w, c: ("GET", "/api/v1/health", {}), "200 200 200 200 200 200 200 200 200 200"),
-    "POST /api/v1/sessions": (lambda w, c: ("POST", "/api/v1/sessions", {"json": {"name": "viewer", "password": PASSWORD}}),
-                              "201 201 201 201 201 201 201 201 201 201"),
-    "DELETE /api/v1/sessions/current": (lambda w, c: ("DELETE", "/api/v1/sessions/current", {}),
-                                        "401 401 401 403 403 403 403 403 403 403"),
+    "POST /api/v1/sessions": (
+        lambda w, c: ("POST", "/api/v1/sessions", {"json": {"name": "viewer", "password": PASSWORD}}),
+        "201 201 201 201 201 201 201 201 201 201",
+    ),
+    "DELETE /api/v1/sessions/current": (
+        lambda w, c: ("DELETE", "/api/v1/sessions/current", {}),
+        "401 401 401 403 403 403 403 403 403 403",
+    ),
     "GET /api/v1/me": (lambda w, c: ("GET", "/api/v1/me", {}), "401 401 401 200 200 200 200 200 200 200"),
-    "POST /api/v1/tokens": (lambda w, c: ("POST", "/api/v1/tokens", {"json": {}}),
-                            "401 401 401 201 201 201 201 201 201 201"),
+    "POST /api/v1/tokens": (
+        lambda w, c: ("POST", "/api/v1/tokens", {"json": {}}),
+        "401 401 401 201 201 201 201 201 201 201",
+    ),
     "GET /api/v1/tokens": (lambda w, c: ("GET", "/api/v1/tokens", {}), "401 401 401 200 200 200 200 200 200 200"),
-    "DELETE /api/v1/tokens/{token_id}": (lambda w, c: ("DELETE", f"/api/v1/tokens/{alice_token_id(w, c)}", {}),
-                                         "401 401 401 204 404 404 204 404 404 404"),
+    "DELETE /api/v1/tokens/{token_id}": (
+        lambda w, c: ("DELETE", f"/api/v1/tokens/{alice_token_id(w, c)}", {}),
+        "401 401 401 204 404 404 204 404 404 404",
+    ),
     "GET /api/v1/users": (lambda w, c: ("GET", "/api/v1/users", {}), "401 401 401 200 403 403 403 403 403 403"),
-    "POST /api/v1/users": (lambda w, c: ("POST", "/api/v1/users", {"json": {"name": fresh(c), "role": "viewer"}}),
-                           "401 401 401 201 403 403 403 403 403 403"),
-    "POST /api/v1/users/{name}/disable": (lambda w, c: ("POST", f"/api/v1/users/{throwaway_user(w, c)}/disable", {}),
-                                          "401 401 401 200 403 403 403 403 403 403"),
+    "POST /api/v1/users": (
+        lambda w, c: ("POST", "/api/v1/users", {"json": {"name": fresh(c), "role": "viewer"}}),
+        "401 401 401 201 403 403 403 403 403 403",
+    ),
+    "POST /api/v1/users/{name}/disable": (
+        lambda w, c: ("POST", f"/api/v1/users/{throwaway_user(w, c)}/disable", {}),
+        "401 401 401 200 403 403 403 403 403 403",
+    ),
     "GET /api/v1/audit": (lambda w, c: ("GET", "/api/v1/audit", {}), "401 401 401 200 403 403 403 403 403 403"),
     "GET /api/v1/tasks": (lambda w, c: ("GET", "/api/v1/tasks", {}), "200 401 401 200 200 200 200 200 200 200"),
-    "POST /api/v1/tasks": (lambda w, c: ("POST", "/api/v1/tasks", {"json": {"name": fresh(c), "qrels": "sample",
-                                                                           **({"owner": "owner"} if c == "admin" else {})}}),
-                           "401 401 401 201 201 403 403 403 403 403"),
-    "GET /api/v1/tasks/{task}": (lambda w, c: ("GET", "/api/v1/tasks/secret", {}),
-                                 "200 401 401 200 200 200 200 200 200 200"),
-    "POST /api/v1/tasks/{task}/release": (lambda w, c: ("POST", "/api/v1/tasks/to-release/release", {}),
-                                          "401 401 401 200 200 403 403 403 403 403"),
-    "GET /api/v1/tasks/{task}/leaderboard": (lambda w, c: ("GET", "/api/v1/tasks/open/leaderboard", {}),
-                                             "200 401 401 200 200 200 200 200 200 200"),
-    "GET /api/v1/tasks/{task}/runs": (lambda w, c: ("GET", "/api/v1/tasks/open/runs", {}),
-                                      "401 401 401 200 200 200 200 200 403 403"),
-    "POST /api/v1/tasks/{task}/runs": (lambda w, c: ("POST", "/api/v1/tasks/open/runs", submit_body(c)),
-                                       "401 401 401 201 201 403 201 201 403 403"),
-    "POST /api/v1/runs": (lambda w, c: ("POST", "/api/v1/runs", submit_body(c)),
-                          "401 401 401 201 403 403 403 403 403 403"),
-    "GET /api/v1/runs/{name}": (lambda w, c: ("GET", "/api/v1/runs/red-open", {}),
-                                "401 401 401 200 200 404 200 404 403 403"),
-    "GET /api/v1/runs/{name}/results": (lambda w, c: ("GET", "/api/v1/runs/red-open/results?per_query=true", {}),
-                                        "401 401 401 200 200 404 200 404 403 403"),
-    "DELETE /api/v1/runs/{name}": (lambda w, c: ("DELETE", f"/api/v1/runs/{red_run_to_withdraw(w, c)}", {}),
-                                   "401 401 401 204 204 404 204 404 403 403"),
+    "POST /api/v1/tasks": (
+        lambda w, c: (
+            "POST",
+            "/api/v1/tasks",
+            {"json": {"name": fresh(c), "qrels": "sample", **({"owner": "owner"} if c == "admin" else {})}},
+        ),
+        "401 401 401 201 201 403 403 403 403 403",
+    ),
+    "GET /api/v1/tasks/{task}": (
+        lambda w, c: ("GET", "/api/v1/tasks/secret", {}),
+        "200 401 401 200 200 200 200 200 200 200",
+    ),
+    "POST /api/v1/tasks/{task}/release": (
+        lambda w, c: ("POST", "/api/v1/tasks/to-release/release", {}),
+        "401 401 401 200 200 403 403 403 403 403",
+    ),
+    "GET /api/v1/tasks/{task}/leaderboard": (
+        lambda w, c: ("GET", "/api/v1/tasks/open/leaderboard", {}),
+        "200 401 401 200 200 200 200 200 200 200",
+    ),
+    "GET /api/v1/tasks/{task}/runs": (
+        lambda w, c: ("GET", "/api/v1/tasks/open/runs", {}),
+        "401 401 401 200 200 200 200 200 403 403",
+    ),
+    "POST /api/v1/tasks/{task}/runs": (
+        lambda w, c: ("POST", "/api/v1/tasks/open/runs", submit_body(c)),
+        "401 401 401 201 201 403 201 201 403 403",
+    ),
+    "POST /api/v1/runs": (
+        lambda w, c: ("POST", "/api/v1/runs", submit_body(c)),
+        "401 401 401 201 403 403 403 403 403 403",
+    ),
+    "GET /api/v1/runs/{name}": (
+        lambda w, c: ("GET", "/api/v1/runs/red-open", {}),
+        "401 401 401 200 200 404 200 404 403 403",
+    ),
+    "GET /api/v1/runs/{name}/results": (
+        lambda w, c: ("GET", "/api/v1/runs/red-open/results?per_query=true", {}),
+        "401 401 401 200 200 404 200 404 403 403",
+    ),
+    "DELETE /api/v1/runs/{name}": (
+        lambda w, c: ("DELETE", f"/api/v1/runs/{red_run_to_withdraw(w, c)}", {}),
+        "401 401 401 204 204 404 204 404 403 403",
+    ),
     "GET /api/v1/jobs": (lambda w, c: ("GET", "/api/v1/jobs", {}), "401 401 401 200 200 200 403 403 403 403"),
-    "GET /api/v1/jobs/{job_id}": (lambda w, c: ("GET", f"/api/v1/jobs/{w.jobs['open']}", {}),
-                                  "401 401 401 200 200 404 200 404 403 403"),
-    "GET /api/v1/qrels/{name}/export": (lambda w, c: ("GET", "/api/v1/qrels/sample/export", {}),
-                                        "401 401 401 200 200 404 403 403 403 403"),
+    "GET /api/v1/jobs/{job_id}": (
+        lambda w, c: ("GET", f"/api/v1/jobs/{w.jobs['open']}", {}),
+        "401 401 401 200 200 404 200 404 403 403",
+    ),
+    "GET /api/v1/qrels/{name}/export": (
+        lambda w, c: ("GET", "/api/v1/qrels/sample/export", {}),
+        "401 401 401 200 200 404 403 403 403 403",
+    ),
     "GET /api/v1/pools": (lambda w, c: ("GET", "/api/v1/pools", {}), "401 401 401 200 403 403 403 403 200 403"),
-    "GET /api/v1/pools/{name}/entries": (lambda w, c: ("GET", "/api/v1/pools/pool/entries", {}),
-                                         "401 401 401 200 403 403 403 403 200 403"),
+    "GET /api/v1/pools/{name}/entries": (
+        lambda w, c: ("GET", "/api/v1/pools/pool/entries", {}),
+        "401 401 401 200 403 403 403 403 200 403",
+    ),
     "POST /api/v1/pools/{name}/judgments": (
-        lambda w, c: ("POST", "/api/v1/pools/pool/judgments", {"json": [{"topic": "301", "doc": first_pooled(w),
-                                                                         "relevance": 1}]}),
-        "401 401 401 200 403 403 403 403 200 403"),
-    "POST /api/v1/pools/{name}/assessors": (lambda w, c: ("POST", "/api/v1/pools/pool/assessors",
-                                                          {"json": {"user": "assessor"}}),
-                                            "401 401 401 204 204 404 403 403 403 403"),  # pools: their tasks' organiser
+        lambda w, c: (
+            "POST",
+            "/api/v1/pools/pool/judgments",
+            {"json": [{"topic": "301", "doc": first_pooled(w), "relevance": 1}]},
+        ),
+        "401 401 401 200 403 403 403 403 200 403",
+    ),
+    "POST /api/v1/pools/{name}/assessors": (
+        lambda w, c: ("POST", "/api/v1/pools/pool/assessors", {"json": {"user": "assessor"}}),
+        "401 401 401 204 204 404 403 403 403 403",
+    ),  # pools: their tasks' organiser
 }
 
 
@@ -120,7 +169,9 @@ def served_routes(client: TestClient) -> set[str]:
     it), and the two FastAPI serves about it."""
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     return {f"{method.upper()} {path}" for path, methods in paths.items() for method in methods} | {
-        "GET /api/v1/openapi.json", "GET /api/v1/docs"}
+        "GET /api/v1/openapi.json",
+        "GET /api/v1/docs",
+    }
 
 
 def test_every_route_has_a_row(client: TestClient) -> None:
@@ -137,8 +188,10 @@ def test_a_revoked_or_expired_token_gets_one_message(world: World, client: TestC
     response = client.get("/api/v1/me", headers=world.headers(caller))
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"] == "Bearer"
-    assert response.json() == {"error": "The token is not valid: it is wrong, expired or revoked. Ask an admin for "
-                                        "a new one ('evalstore tokens create --user NAME')."}
+    assert response.json() == {
+        "error": "The token is not valid: it is wrong, expired or revoked. Ask an admin for "
+        "a new one ('evalstore tokens create --user NAME')."
+    }
 
 
 def test_a_wrong_secret_for_a_real_token_id_is_refused(world: World, client: TestClient) -> None:
@@ -149,8 +202,10 @@ def test_a_wrong_secret_for_a_real_token_id_is_refused(world: World, client: Tes
 
 def test_no_token_where_one_is_needed_says_how_to_send_one(client: TestClient) -> None:
     response = client.get("/api/v1/me")
-    assert response.json() == {"error": "This needs a token: send 'Authorization: Bearer TOKEN' (an admin makes "
-                                        "one with 'evalstore tokens create --user NAME')."}
+    assert response.json() == {
+        "error": "This needs a token: send 'Authorization: Bearer TOKEN' (an admin makes "
+        "one with 'evalstore tokens create --user NAME')."
+    }
 
 
 def test_a_role_without_the_right_is_told_who_has_it(world: World, client: TestClient) -> None:
@@ -177,8 +232,9 @@ def test_tokens_and_passwords_are_stored_as_argon2_hashes(world: World) -> None:
 
     with world.engine.connect() as connection:
         hashes = connection.execute(text("SELECT secret_hash FROM api_tokens")).scalars().all()
-        passwords = connection.execute(text("SELECT password_hash FROM users WHERE password_hash IS NOT NULL")
-                                       ).scalars().all()
+        passwords = (
+            connection.execute(text("SELECT password_hash FROM users WHERE password_hash IS NOT NULL")).scalars().all()
+        )
     secrets = [token.split("_", 2)[2] for token in world.tokens.values()]
     assert len(passwords) == 2 and all(h.startswith("$argon2id$") for h in [*hashes, *passwords])
     assert not any(secret in h for secret in secrets for h in hashes)

@@ -36,8 +36,18 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_users_tokens_and_tasks_from_the_command_line(url: str) -> None:
-    added = cli(url, "users", "add", "ada", "--role", "participant", "--team", "red", "--password-stdin",
-                input="a long password\n")
+    added = cli(
+        url,
+        "users",
+        "add",
+        "ada",
+        "--role",
+        "participant",
+        "--team",
+        "red",
+        "--password-stdin",
+        input="a long password\n",
+    )
     assert (added.exit_code, added.stderr) == (0, "added participant 'ada' of team 'red'\n")
     no_team = cli(url, "users", "add", "bea", "--role", "participant")
     assert (no_team.exit_code, no_team.stderr) == (1, "Error: A participant belongs to a team: give --team TEAM.\n")
@@ -49,8 +59,23 @@ def test_users_tokens_and_tasks_from_the_command_line(url: str) -> None:
     assert token.stdout.strip().split("_", 2)[2] not in listed.stdout  # the secret may hold "_" itself
     assert cli(url, "tokens", "revoke", "1").exit_code == 0
 
-    created = cli(url, "tasks", "create", "t", "--qrels", "sample", "--hidden", "--closes", "2030-01-01T00:00Z",
-                  "--max-runs-per-team", "2", "--measure", "AP", "--measure", "P@10")
+    created = cli(
+        url,
+        "tasks",
+        "create",
+        "t",
+        "--qrels",
+        "sample",
+        "--hidden",
+        "--closes",
+        "2030-01-01T00:00Z",
+        "--max-runs-per-team",
+        "2",
+        "--measure",
+        "AP",
+        "--measure",
+        "P@10",
+    )
     assert (created.exit_code, created.stderr) == (0, "created task 't' on qrels 'sample' (hidden)\n")
     shown = cli(url, "tasks", "show", "t", "--format", "json")
     task = json.loads(shown.stdout)[0]
@@ -68,41 +93,78 @@ def test_sending_a_run_needs_server_and_token(url: str, tmp_path: Path, monkeypa
     run.write_text(run_text())
     result = cli(url, "runs", "register", str(run), "--server", "http://127.0.0.1:9", "--task", "t")
     assert result.exit_code == 2
-    assert usage_message(result.stderr) == ("Sending a run to a server needs --server and --token; --token is "
-                                            "missing (--token may come from $EVALSTORE_TOKEN).")
+    assert usage_message(result.stderr) == (
+        "Sending a run to a server needs --server and --token; --token is "
+        "missing (--token may come from $EVALSTORE_TOKEN)."
+    )
     without_server = cli(url, "runs", "register", str(run), "--task", "t", "--token", "x")
     assert without_server.exit_code == 2
-    assert usage_message(without_server.stderr).startswith("Sending a run to a server needs --server and --token; "
-                                                           "--server is missing")
+    assert usage_message(without_server.stderr).startswith(
+        "Sending a run to a server needs --server and --token; --server is missing"
+    )
 
 
 def test_runs_register_submits_to_a_server(world: World, live_server: LiveServer, tmp_path: Path) -> None:
     url = world.engine.url.render_as_string(hide_password=False)
     run = tmp_path / "input.mine.gz"
     run.write_bytes(gzip.compress(run_text(tag="mine").encode()))
-    result = cli(url, "runs", "register", str(run), "--server", live_server.url, "--task", "open",
-                 "--token", world.tokens["red"])
+    result = cli(
+        url, "runs", "register", str(run), "--server", live_server.url, "--task", "open", "--token", world.tokens["red"]
+    )
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.startswith("submitted run 'mine' to task 'open' for team 'red': 1500 rows, 3 topics; "
-                                    "evaluation job ")
+    assert result.stderr.startswith(
+        "submitted run 'mine' to task 'open' for team 'red': 1500 rows, 3 topics; evaluation job "
+    )
     bad = tmp_path / "bad.txt"
     bad.write_text("301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n")
-    refused = cli(url, "runs", "register", str(bad), "--server", live_server.url, "--task", "open",
-                  "--token", world.tokens["red"])
-    assert (refused.exit_code, refused.stderr) == (1, "bad.txt:2: expected 6 columns (qid Q0 docno rank score tag), "
-                                                      "found 5\n")
-    outside = cli(url, "runs", "register", str(run), "--name", "admins", "--server", live_server.url,
-                  "--token", world.tokens["admin"])
-    assert (outside.exit_code, outside.stderr) == (0, f"registered run 'admins' on {live_server.url}: 1500 rows, "
-                                                      "3 topics\n")
-    not_admin = cli(url, "runs", "register", str(run), "--name", "own", "--server", live_server.url,
-                    "--token", world.tokens["red"])
-    assert (not_admin.exit_code, not_admin.stderr) == (1, "Error: Your role (participant) may not do this; it is "
-                                                          "for: admin.\n")
-    denied = cli(url, "runs", "register", str(run), "--name", "v", "--server", live_server.url, "--task", "open",
-                 "--token", world.tokens["viewer"])
-    assert (denied.exit_code, denied.stderr) == (1, "Error: Your role (viewer) may not do this; it is for: admin, "
-                                                    "organiser, participant.\n")
+    refused = cli(
+        url, "runs", "register", str(bad), "--server", live_server.url, "--task", "open", "--token", world.tokens["red"]
+    )
+    assert (refused.exit_code, refused.stderr) == (
+        1,
+        "bad.txt:2: expected 6 columns (qid Q0 docno rank score tag), found 5\n",
+    )
+    outside = cli(
+        url,
+        "runs",
+        "register",
+        str(run),
+        "--name",
+        "admins",
+        "--server",
+        live_server.url,
+        "--token",
+        world.tokens["admin"],
+    )
+    assert (outside.exit_code, outside.stderr) == (
+        0,
+        f"registered run 'admins' on {live_server.url}: 1500 rows, 3 topics\n",
+    )
+    not_admin = cli(
+        url, "runs", "register", str(run), "--name", "own", "--server", live_server.url, "--token", world.tokens["red"]
+    )
+    assert (not_admin.exit_code, not_admin.stderr) == (
+        1,
+        "Error: Your role (participant) may not do this; it is for: admin.\n",
+    )
+    denied = cli(
+        url,
+        "runs",
+        "register",
+        str(run),
+        "--name",
+        "v",
+        "--server",
+        live_server.url,
+        "--task",
+        "open",
+        "--token",
+        world.tokens["viewer"],
+    )
+    assert (denied.exit_code, denied.stderr) == (
+        1,
+        "Error: Your role (viewer) may not do this; it is for: admin, organiser, participant.\n",
+    )
 
 
 def test_runs_register_says_when_the_server_is_not_there(url: str, tmp_path: Path) -> None:
@@ -111,8 +173,9 @@ def test_runs_register_says_when_the_server_is_not_there(url: str, tmp_path: Pat
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    result = cli(url, "runs", "register", str(run), "--server", f"http://127.0.0.1:{port}", "--task", "t",
-                 "--token", "es_1_x")
+    result = cli(
+        url, "runs", "register", str(run), "--server", f"http://127.0.0.1:{port}", "--task", "t", "--token", "es_1_x"
+    )
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: Could not reach the server at http://127.0.0.1:{port}: ")
     assert result.stderr.endswith("Is 'evalstore serve' running there?\n")
@@ -141,8 +204,9 @@ def test_serve_answers_as_deployed_and_refuses_an_old_schema(url: str, tmp_path:
         server.terminate()
         server.wait(timeout=20)
     old = f"sqlite:///{tmp_path / 'empty.db'}"
-    refused = subprocess.run([evalstore, "--database-url", old, "serve", "--port", str(port)], capture_output=True,
-                             text=True, timeout=60)
+    refused = subprocess.run(
+        [evalstore, "--database-url", old, "serve", "--port", str(port)], capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode == 1
     assert "has no evalstore schema. Run 'evalstore db upgrade' to create it." in refused.stderr
 

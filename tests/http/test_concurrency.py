@@ -24,14 +24,21 @@ def test_twenty_concurrent_submissions_from_five_teams_hold_the_quota(world: Wor
     for team in range(TEAMS):
         access.add_user(world.engine, f"member{team}", role="participant", team=f"team{team}")
         tokens[f"team{team}"] = access.create_token(world.engine, f"member{team}").token
-    files = {f"team{team}-{i}": run_text(tag=f"t{team}{i}", shift=team * RUNS_PER_TEAM + i).encode()
-             for team in range(TEAMS) for i in range(RUNS_PER_TEAM)}
+    files = {
+        f"team{team}-{i}": run_text(tag=f"t{team}{i}", shift=team * RUNS_PER_TEAM + i).encode()
+        for team in range(TEAMS)
+        for i in range(RUNS_PER_TEAM)
+    }
 
     def submit(name: str) -> tuple[str, int, str]:
         team = name.split("-")[0]
-        response = httpx.post(f"{live_server.url}/api/v1/tasks/busy/runs", timeout=120,
-                              headers={"Authorization": f"Bearer {tokens[team]}"},
-                              files={"file": (f"{name}.txt", files[name])}, data={"name": name})
+        response = httpx.post(
+            f"{live_server.url}/api/v1/tasks/busy/runs",
+            timeout=120,
+            headers={"Authorization": f"Bearer {tokens[team]}"},
+            files={"file": (f"{name}.txt", files[name])},
+            data={"name": name},
+        )
         return team, response.status_code, response.text
 
     with ThreadPoolExecutor(max_workers=len(files)) as pool:
@@ -42,15 +49,21 @@ def test_twenty_concurrent_submissions_from_five_teams_hold_the_quota(world: Wor
     assert accepted == {f"team{t}": QUOTA for t in range(TEAMS)}, answers
     assert refused == {f"team{t}": RUNS_PER_TEAM - QUOTA for t in range(TEAMS)}, answers
     with world.engine.connect() as connection:
-        stored = connection.execute(text(
-            "SELECT s.team, count(*), count(DISTINCT s.evaluation_id) FROM submissions s JOIN tasks t ON t.id = "
-            "s.task_id WHERE t.name = 'busy' GROUP BY s.team")).all()
+        stored = connection.execute(
+            text(
+                "SELECT s.team, count(*), count(DISTINCT s.evaluation_id) FROM submissions s JOIN tasks t ON t.id = "
+                "s.task_id WHERE t.name = 'busy' GROUP BY s.team"
+            )
+        ).all()
     assert sorted(stored) == [(f"team{t}", QUOTA, QUOTA) for t in range(TEAMS)]
 
     worker = Worker(world.engine, WorkerSettings(until_empty=True, mlflow=False, poll_interval=0.05))
     worker.run()
     with world.engine.connect() as connection:
-        evaluated = connection.execute(text(
-            "SELECT e.state, e.attempts FROM evaluations e JOIN submissions s ON s.evaluation_id = e.id "
-            "JOIN tasks t ON t.id = s.task_id WHERE t.name = 'busy'")).all()
+        evaluated = connection.execute(
+            text(
+                "SELECT e.state, e.attempts FROM evaluations e JOIN submissions s ON s.evaluation_id = e.id "
+                "JOIN tasks t ON t.id = s.task_id WHERE t.name = 'busy'"
+            )
+        ).all()
     assert sorted(evaluated) == [("done", 1)] * (TEAMS * QUOTA)

@@ -24,16 +24,26 @@ def docs_of(world: World) -> list[str]:
 def mine(world: World, assessor: str = "assessor") -> list[tuple[str, int, str | None]]:
     """(doc, relevance, note) of the assessor's judgments, oldest first."""
     with read_only(world.engine) as session:
-        return [tuple(row) for row in session.execute(  # type: ignore[misc]
-            select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
-            .where(PoolJudgment.assessor == assessor).order_by(PoolJudgment.created_at, PoolJudgment.doc))]
+        return [
+            tuple(row)
+            for row in session.execute(  # type: ignore[misc]
+                select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
+                .where(PoolJudgment.assessor == assessor)
+                .order_by(PoolJudgment.created_at, PoolJudgment.doc)
+            )
+        ]
 
 
-def judge(client: TestClient, world: World, doc: str, grade: str, note: str = "", *, caller: str = "assessor",
-          role: str = "") -> str:
+def judge(
+    client: TestClient, world: World, doc: str, grade: str, note: str = "", *, caller: str = "assessor", role: str = ""
+) -> str:
     """Judge through the form; returns where the browser is sent next."""
-    response = client.post("/judge/pool/301", headers=world.headers(caller), follow_redirects=False,
-                           data={"doc": doc, "grade": grade, "shown_at": "0", "note": note, "role": role})
+    response = client.post(
+        "/judge/pool/301",
+        headers=world.headers(caller),
+        follow_redirects=False,
+        data={"doc": doc, "grade": grade, "shown_at": "0", "note": note, "role": role},
+    )
     assert response.status_code == 303, response.text
     return str(response.headers["location"])
 
@@ -44,8 +54,9 @@ def test_an_assessor_lists_and_revises_their_own_judgments(world: World, client:
     judge(client, world, docs[0], "3", "clearly on topic")
     judge(client, world, docs[1], "0", "an advert")
     judge(client, world, docs[2], "skip")
-    judging.judge_document(world.engine, as_principal(world.engine, "admin"), "pool", "301", docs[3], 2,
-                           note="the admin's secret note")
+    judging.judge_document(
+        world.engine, as_principal(world.engine, "admin"), "pool", "301", docs[3], 2, note="the admin's secret note"
+    )
     page = client.get("/judge/pool/301/judgments", headers=headers)
     assert page.status_code == 200
     listed = re.findall(r'name="doc" value="([^"]+)"', page.text)
@@ -56,8 +67,12 @@ def test_an_assessor_lists_and_revises_their_own_judgments(world: World, client:
     assert re.search(r'<option value="skip" selected>Skipped \(not rateable\)</option>', page.text)
 
     # a grade changed, the note sent back unchanged (as the form does): the note is kept
-    saved = client.post("/judge/pool/301/judgments", headers=headers, follow_redirects=False,
-                        data={"doc": docs[0], "grade": "1", "note": "clearly on topic"})
+    saved = client.post(
+        "/judge/pool/301/judgments",
+        headers=headers,
+        follow_redirects=False,
+        data={"doc": docs[0], "grade": "1", "note": "clearly on topic"},
+    )
     assert saved.status_code == 303
     assert saved.headers["location"] == f"/judge/pool/301/judgments?saved={docs[0]}#j-{docs[0]}"
     # a skip turned into a grade with a note; a note cleared
@@ -65,8 +80,10 @@ def test_an_assessor_lists_and_revises_their_own_judgments(world: World, client:
     client.post("/judge/pool/301/judgments", headers=headers, data={"doc": docs[1], "grade": "skip", "note": ""})
     # the judgments keep their order (a revision moves neither the first assessor nor the undo)
     assert mine(world) == [(docs[0], 1, "clearly on topic"), (docs[1], judging.SKIPPED, None), (docs[2], 2, "seen")]
-    assert f"Saved your judgment of <code>{docs[0]}</code>" in client.get(
-        f"/judge/pool/301/judgments?saved={docs[0]}", headers=headers).text
+    assert (
+        f"Saved your judgment of <code>{docs[0]}</code>"
+        in client.get(f"/judge/pool/301/judgments?saved={docs[0]}", headers=headers).text
+    )
     bogus = client.get("/judge/pool/301/judgments?saved=<i>everything</i>", headers=headers).text
     assert "Saved your judgment" not in bogus and "<i>everything" not in bogus  # only a listed judgment
     client.post("/judge/pool/301/undo", headers=headers)
@@ -77,13 +94,18 @@ def test_an_assessor_lists_and_revises_their_own_judgments(world: World, client:
     assert "Grade 7 is not on pool &#39;pool&#39;s scale (0 Not relevant, 1 Related" in wrong.text
     missing = client.post("/judge/pool/301/judgments", headers=headers, data={"doc": docs[3], "grade": "1"})
     assert missing.status_code == 404  # the admin judged it, not this assessor
-    assert html.unescape(missing.text).count(
-        f"You have not judged document '{docs[3]}' of topic '301' in pool 'pool'; judge it on the topic's "
-        "judging screen first.") == 1
+    assert (
+        html.unescape(missing.text).count(
+            f"You have not judged document '{docs[3]}' of topic '301' in pool 'pool'; judge it on the topic's "
+            "judging screen first."
+        )
+        == 1
+    )
     no_grade = client.post("/judge/pool/301/judgments", headers=headers, data={"doc": docs[0], "grade": "-1"})
     assert no_grade.status_code == 422 and "Pick a grade (a number of the pool&#39;s scale) or skip." in no_grade.text
-    long_note = client.post("/judge/pool/301/judgments", headers=headers,
-                            data={"doc": docs[0], "grade": "1", "note": "x" * 2001})
+    long_note = client.post(
+        "/judge/pool/301/judgments", headers=headers, data={"doc": docs[0], "grade": "1", "note": "x" * 2001}
+    )
     assert long_note.status_code == 422 and "A note holds at most 2000 characters; this one has 2001." in long_note.text
     assert mine(world)[0] == (docs[0], 1, "clearly on topic")  # refused revisions changed nothing
     assert client.get("/judge/pool/999/judgments", headers=headers).status_code == 404
@@ -116,21 +138,26 @@ def role_line(client: TestClient, world: World, caller: str) -> str:
     return re.sub(r"<[^>]+>", "", found.group(1))
 
 
-def test_with_double_judging_each_assessor_is_told_their_role_and_when_it_changes(world: World,
-                                                                                  client: TestClient) -> None:
+def test_with_double_judging_each_assessor_is_told_their_role_and_when_it_changes(
+    world: World, client: TestClient
+) -> None:
     judging.configure_pool(world.engine, "pool", double_share=0.4, seed=7)
     docs = docs_of(world)
     sample = judging.double_sample(7, 0.4, "301", docs)
-    opened = ("Nobody has judged this topic yet: your first judgment makes you its first assessor (every document). "
-              "If another assessor judges it before you, you become a second, blind assessor of a sample of it, "
-              "and this page tells you so.")
+    opened = (
+        "Nobody has judged this topic yet: your first judgment makes you its first assessor (every document). "
+        "If another assessor judges it before you, you become a second, blind assessor of a sample of it, "
+        "and this page tells you so."
+    )
     # both open the topic before anyone judged it: neither is told it is theirs
     assert role_line(client, world, "assessor") == opened
     assert role_line(client, world, "admin") == opened
     # the admin judges first: the topic becomes theirs, as they were told (no notice)
     assert judge(client, world, docs[0], "1", caller="admin", role="open") == "/judge/pool/301"
-    assert role_line(client, world, "admin") == ("You are this topic's first assessor: you judge every document of "
-                                                 "it; other assessors judge a blind sample of it, for agreement.")
+    assert role_line(client, world, "admin") == (
+        "You are this topic's first assessor: you judge every document of "
+        "it; other assessors judge a blind sample of it, for agreement."
+    )
     # the assessor, whose screen still said "open", judges: told that the topic is another's now
     target = sorted(sample)[0]
     location = judge(client, world, target, "2", "on topic", role="open")
@@ -142,17 +169,21 @@ def test_with_double_judging_each_assessor_is_told_their_role_and_when_it_change
         "Your role on this topic changed: you were told you are the first assessor, unless another assessor judges "
         "this topic first; you are now the second assessor (blind sample). Another assessor judged this topic "
         f"before you, so it is theirs: you judge a blind sample of it ({len(sample)} documents), and your "
-        "judgments so far are kept.")
+        "judgments so far are kept."
+    )
     assert role_line(client, world, "assessor") == (
         f"You are a second assessor on this topic: another assessor judges all of it; you judge a blind sample of "
-        f"{len(sample)} documents, for agreement.")
+        f"{len(sample)} documents, for agreement."
+    )
     assert judge(client, world, sorted(sample)[1], "0", role="second") == "/judge/pool/301"  # unchanged: no notice
     # the first assessor takes back their only judgment: the topic goes to the assessor, who judged next
-    undone = client.post("/judge/pool/301/undo", headers=world.headers("admin"), data={"role": "first"},
-                         follow_redirects=False)
+    undone = client.post(
+        "/judge/pool/301/undo", headers=world.headers("admin"), data={"role": "first"}, follow_redirects=False
+    )
     assert undone.headers["location"] == "/judge/pool/301?was=first"
     assert "you are now the second assessor (blind sample)" in " ".join(
-        client.get(undone.headers["location"], headers=world.headers("admin")).text.split())
+        client.get(undone.headers["location"], headers=world.headers("admin")).text.split()
+    )
     assert judging.topic_role(world.engine, as_principal(world.engine, "assessor"), "pool", "301") == judging.ROLE_FIRST
     # a notice only for a real change, and only the roles the service knows (a crafted link shows nothing)
     for was in ("first", "<script>", ""):

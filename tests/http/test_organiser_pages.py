@@ -35,12 +35,19 @@ def owner(world: World) -> TestClient:
 def test_an_organiser_edits_the_settings_a_bad_value_inline_and_the_form_kept(world: World, owner: TestClient) -> None:
     page = owner.get("/tasks/open/manage")
     assert page.status_code == 200 and "organiser&#39;s console" in page.text.replace("'", "&#39;")
-    bad = owner.post("/tasks/open/settings", data={
-        "csrf": csrf_of(page.text), "opens": "2026-12-01T09:00", "closes": "2026-11-30T09:00",
-        "max_runs_per_team": "3", "measures": "AP, nDCG@10", "description": "Rank <b>news</b> articles."})
+    bad = owner.post(
+        "/tasks/open/settings",
+        data={
+            "csrf": csrf_of(page.text),
+            "opens": "2026-12-01T09:00",
+            "closes": "2026-11-30T09:00",
+            "max_runs_per_team": "3",
+            "measures": "AP, nDCG@10",
+            "description": "Rank <b>news</b> articles.",
+        },
+    )
     assert bad.status_code == 422
-    assert ("The window must close (2026-11-30T09:00:00+00:00) after it opens (2026-12-01T09:00:00+00:00)."
-            in bad.text)
+    assert "The window must close (2026-11-30T09:00:00+00:00) after it opens (2026-12-01T09:00:00+00:00)." in bad.text
     assert 'value="2026-11-30T09:00"' in bad.text and 'value="AP, nDCG@10"' in bad.text  # the form is kept
     assert ">Rank &lt;b&gt;news&lt;/b&gt; articles.</textarea>" in bad.text  # escaped, kept
     assert tasks.show_task(world.engine, "open").max_runs_per_team is None  # nothing changed
@@ -48,13 +55,26 @@ def test_an_organiser_edits_the_settings_a_bad_value_inline_and_the_form_kept(wo
     unknown = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "measures": "AP, nope@3"})
     assert unknown.status_code == 422 and 'value="AP, nope@3"' in unknown.text
 
-    saved = owner.post("/tasks/open/settings", follow_redirects=False, data={
-        "csrf": csrf_of(page.text), "opens": "2026-11-01T09:00", "closes": "2026-12-31T18:30",
-        "max_runs_per_team": "3", "measures": "AP nDCG@10", "description": "Rank news articles.\nThree runs."})
+    saved = owner.post(
+        "/tasks/open/settings",
+        follow_redirects=False,
+        data={
+            "csrf": csrf_of(page.text),
+            "opens": "2026-11-01T09:00",
+            "closes": "2026-12-31T18:30",
+            "max_runs_per_team": "3",
+            "measures": "AP nDCG@10",
+            "description": "Rank news articles.\nThree runs.",
+        },
+    )
     assert saved.status_code == 303 and saved.headers["location"] == "/tasks/open/manage?saved=settings#settings"
     shown = tasks.show_task(world.engine, "open")
-    assert (shown.opens_at is not None and shown.opens_at.isoformat().startswith("2026-11-01T09:00")
-            and shown.closes_at is not None and shown.closes_at.isoformat().startswith("2026-12-31T18:30"))
+    assert (
+        shown.opens_at is not None
+        and shown.opens_at.isoformat().startswith("2026-11-01T09:00")
+        and shown.closes_at is not None
+        and shown.closes_at.isoformat().startswith("2026-12-31T18:30")
+    )
     assert shown.max_runs_per_team == 3 and shown.measures == ["AP", "nDCG@10"]
     assert shown.description == "Rank news articles.\nThree runs."
     again = owner.get("/tasks/open/manage?saved=settings")
@@ -92,14 +112,15 @@ def test_an_organiser_sees_failures_with_their_reason_retries_and_cancels(world:
     assert retried.status_code == 303 and retried.headers["location"] == "/tasks/open/manage#submissions"
     assert jobs.show_job(world.engine, failed).state == "queued"
 
-    cancelled = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)},
-                           follow_redirects=False)
+    cancelled = owner.post(
+        f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+    )
     assert cancelled.status_code == 303
     assert jobs.show_job(world.engine, queued).state == "cancelled"
 
     twice = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)})
     assert twice.status_code == 409
-    assert (f"Job {queued} is already cancelled; only queued or running jobs can be cancelled." in twice.text)
+    assert f"Job {queued} is already cancelled; only queued or running jobs can be cancelled." in twice.text
     # a job of another task is not this task's to touch
     other = owner.post(f"/tasks/open/jobs/{world.jobs['secret']}/retry", data={"csrf": csrf_of(page.text)})
     assert other.status_code == 404
@@ -109,14 +130,18 @@ def test_an_organiser_sees_failures_with_their_reason_retries_and_cancels(world:
 def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner: TestClient) -> None:
     world.submit("open", "blue-open", team_user="blue")
     page = owner.get("/tasks/open/manage")
-    bad = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "0",
-                                                "topics": "301"})
+    bad = owner.post(
+        "/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "0", "topics": "301"}
+    )
     assert bad.status_code == 422
     assert "The depth is the number of top documents pooled from each run, 1 to 1000; got 0." in bad.text
     assert 'value="open-pool"' in bad.text and 'value="301"' in bad.text
 
-    built = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5",
-                                                  "topics": "301, 302"}, follow_redirects=False)
+    built = owner.post(
+        "/tasks/open/pools",
+        data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5", "topics": "301, 302"},
+        follow_redirects=False,
+    )
     assert built.status_code == 303 and built.headers["location"] == "/tasks/open/manage#pools"
     pool = pools.show_pool(world.engine, "open-pool")
     assert sorted(pool.runs) == ["blue-open", "red-open"] and pool.params["task"] == "open" and pool.topics == 2
@@ -125,14 +150,19 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
     taken = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5"})
     assert taken.status_code == 409 and 'value="open-pool"' in taken.text
 
-    assigned = owner.post("/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text),
-                                                                         "user": "assessor"}, follow_redirects=False)
+    assigned = owner.post(
+        "/tasks/open/pools/open-pool/assessors",
+        data={"csrf": csrf_of(page.text), "user": "assessor"},
+        follow_redirects=False,
+    )
     assert assigned.status_code == 303
-    pools_of_assessor = [p["name"] for p in organising.judging.assessor_pools(
-        world.engine, as_principal(world.engine, "assessor"))]
+    pools_of_assessor = [
+        p["name"] for p in organising.judging.assessor_pools(world.engine, as_principal(world.engine, "assessor"))
+    ]
     assert "open-pool" in pools_of_assessor
-    not_an_assessor = owner.post("/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text),
-                                                                                "user": "red"})
+    not_an_assessor = owner.post(
+        "/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text), "user": "red"}
+    )
     assert not_an_assessor.status_code == 422
     assert "User &#39;red&#39; is a participant; pools are judged by assessors." in not_an_assessor.text
     # a pool not built from the task's runs is not on its console
@@ -143,8 +173,9 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
 def test_the_health_report_of_the_task(world: World, owner: TestClient) -> None:
     alone = owner.get("/tasks/open/health")
     assert alone.status_code == 200
-    assert ("The health report compares the task&#39;s runs: it needs two or more evaluated, and 1 is so far."
-            in alone.text)
+    assert (
+        "The health report compares the task&#39;s runs: it needs two or more evaluated, and 1 is so far." in alone.text
+    )
     world.submit("open", "blue-open", team_user="blue", text=None)
     page = owner.get("/tasks/open/health?seed=7")
     assert page.status_code == 200 and "seed 7" in page.text and "Discriminative power" in page.text
@@ -158,14 +189,16 @@ def test_another_organiser_is_refused_on_every_action(world: World) -> None:
         csrf = csrf_of(client.get("/profile").text)
         refused = "Task &#39;open&#39; is managed by its organiser; you may not change it."
         for method, path, data in [
-                ("GET", "/tasks/open/manage", None), ("GET", "/tasks/open/qrels", None),
-                ("GET", "/tasks/open/health", None),
-                ("POST", "/tasks/open/settings", {"max_runs_per_team": "1"}),
-                ("POST", "/tasks/open/release", {}),
-                ("POST", f"/tasks/open/jobs/{failed}/retry", {}),
-                ("POST", f"/tasks/open/jobs/{world.jobs['open']}/cancel", {}),
-                ("POST", "/tasks/open/pools", {"pool": "stolen", "depth": "5"}),
-                ("POST", "/tasks/open/pools/pool/assessors", {"user": "assessor"})]:
+            ("GET", "/tasks/open/manage", None),
+            ("GET", "/tasks/open/qrels", None),
+            ("GET", "/tasks/open/health", None),
+            ("POST", "/tasks/open/settings", {"max_runs_per_team": "1"}),
+            ("POST", "/tasks/open/release", {}),
+            ("POST", f"/tasks/open/jobs/{failed}/retry", {}),
+            ("POST", f"/tasks/open/jobs/{world.jobs['open']}/cancel", {}),
+            ("POST", "/tasks/open/pools", {"pool": "stolen", "depth": "5"}),
+            ("POST", "/tasks/open/pools/pool/assessors", {"user": "assessor"}),
+        ]:
             response = client.request(method, path, data={**data, "csrf": csrf} if data is not None else None)
             assert response.status_code == 403, (method, path, response.status_code)
             assert refused in response.text, path
@@ -183,7 +216,9 @@ def test_the_leaderboard_offers_only_computed_measures(world: World) -> None:
         # the fixed list offered nDCG@20, Bpref, R@1000...: each a dead end on this task
         assert re.findall(r'<option value="([^"]+)"', page.text) == ["AP", "P@10"]
         for shown in ("AP", "P@10"):  # neither is a dead end
-            assert client.get("/tasks/narrow", params={"measure": shown}, headers=world.headers("red")).status_code == 200
+            assert (
+                client.get("/tasks/narrow", params={"measure": shown}, headers=world.headers("red")).status_code == 200
+            )
         # the default evaluation's many measures are all offered on a task that names none
         board = client.get("/tasks/open", headers=world.headers("red"))
         offered = set(re.findall(r'<option value="([^"]+)"', board.text))

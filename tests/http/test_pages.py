@@ -37,68 +37,111 @@ def judge_form(world: World, caller: str) -> Request:
 PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "GET /": (lambda w, c: ("GET", "/", {}), "200 401 401 200 200 200 200 200 200 200"),
     "GET /login": (lambda w, c: ("GET", "/login", {}), "200 200 200 200 200 200 200 200 200 200"),
-    "POST /login": (lambda w, c: ("POST", "/login", {"data": {"name": "viewer", "password": PASSWORD}}),
-                    "403 403 403 403 403 403 403 403 403 403"),  # no sign-in form token
+    "POST /login": (
+        lambda w, c: ("POST", "/login", {"data": {"name": "viewer", "password": PASSWORD}}),
+        "403 403 403 403 403 403 403 403 403 403",
+    ),  # no sign-in form token
     "POST /logout": (lambda w, c: ("POST", "/logout", {}), "303 401 401 303 303 303 303 303 303 303"),
     "GET /tasks/{task}": (lambda w, c: ("GET", "/tasks/open", {}), "200 401 401 200 200 200 200 200 200 200"),
-    "GET /tasks/{task}/leaderboard.{fmt}": (lambda w, c: ("GET", "/tasks/open/leaderboard.csv", {}),
-                                            "200 401 401 200 200 200 200 200 200 200"),
+    "GET /tasks/{task}/leaderboard.{fmt}": (
+        lambda w, c: ("GET", "/tasks/open/leaderboard.csv", {}),
+        "200 401 401 200 200 200 200 200 200 200",
+    ),
     "GET /runs/{run}": (lambda w, c: ("GET", "/runs/red-open", {}), "303 401 401 200 200 404 200 404 403 403"),
-    "GET /tasks/{task}/compare": (lambda w, c: ("GET", "/tasks/open/compare?run=red-open", {}),
-                                  "303 401 401 200 200 200 200 200 403 403"),
+    "GET /tasks/{task}/compare": (
+        lambda w, c: ("GET", "/tasks/open/compare?run=red-open", {}),
+        "303 401 401 200 200 200 200 200 403 403",
+    ),
     "GET /queue": (lambda w, c: ("GET", "/queue", {}), "303 401 401 200 200 200 403 403 403 403"),
     "GET /judge": (lambda w, c: ("GET", "/judge", {}), "303 401 401 200 403 403 403 403 200 403"),
     "GET /judge/{pool}": (lambda w, c: ("GET", "/judge/pool", {}), "303 401 401 200 403 403 403 403 200 403"),
-    "GET /judge/{pool}/{topic}": (lambda w, c: ("GET", "/judge/pool/301", {}),
-                                  "303 401 401 200 403 403 403 403 200 403"),
+    "GET /judge/{pool}/{topic}": (
+        lambda w, c: ("GET", "/judge/pool/301", {}),
+        "303 401 401 200 403 403 403 403 200 403",
+    ),
     "POST /judge/{pool}/{topic}": (judge_form, "303 401 401 303 403 403 403 403 303 403"),
-    "POST /judge/{pool}/{topic}/undo": (lambda w, c: ("POST", "/judge/pool/301/undo", {}),
-                                        "303 401 401 303 403 403 403 403 303 403"),
+    "POST /judge/{pool}/{topic}/undo": (
+        lambda w, c: ("POST", "/judge/pool/301/undo", {}),
+        "303 401 401 303 403 403 403 403 303 403",
+    ),
     # an assessor's own judgments of a topic, each revisable (tests/http/test_judging_pages.py)
-    "GET /judge/{pool}/{topic}/judgments": (lambda w, c: ("GET", "/judge/pool/301/judgments", {}),
-                                            "303 401 401 200 403 403 403 403 200 403"),
-    "POST /judge/{pool}/{topic}/judgments": (lambda w, c: ("POST", "/judge/pool/301/judgments",
-                                                           {"data": {"doc": "never-judged", "grade": "1"}}),
-                                             "303 401 401 404 403 403 403 403 404 403"),  # not their judgment
-    "GET /pools/{pool}/review": (lambda w, c: ("GET", "/pools/pool/review", {}),
-                                 "303 401 401 200 200 404 403 403 403 403"),  # another organiser: not theirs
+    "GET /judge/{pool}/{topic}/judgments": (
+        lambda w, c: ("GET", "/judge/pool/301/judgments", {}),
+        "303 401 401 200 403 403 403 403 200 403",
+    ),
+    "POST /judge/{pool}/{topic}/judgments": (
+        lambda w, c: ("POST", "/judge/pool/301/judgments", {"data": {"doc": "never-judged", "grade": "1"}}),
+        "303 401 401 404 403 403 403 403 404 403",
+    ),  # not their judgment
+    "GET /pools/{pool}/review": (
+        lambda w, c: ("GET", "/pools/pool/review", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),  # another organiser: not theirs
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
     # a participant's pages (tests/http/test_participant_pages.py follows their flows)
-    "GET /tasks/{task}/submit": (lambda w, c: ("GET", "/tasks/open/submit", {}),
-                                 "303 401 401 200 200 200 200 200 403 403"),
-    "POST /tasks/{task}/submit": (lambda w, c: ("POST", "/tasks/open/submit", {"data": {"name": "x"}}),
-                                  "303 401 401 422 422 422 422 422 403 403"),  # no file: the form again
-    "POST /runs/{run}/withdraw": (lambda w, c: ("POST", "/runs/nope/withdraw", {}),
-                                  "303 401 401 404 404 404 404 404 403 403"),
+    "GET /tasks/{task}/submit": (
+        lambda w, c: ("GET", "/tasks/open/submit", {}),
+        "303 401 401 200 200 200 200 200 403 403",
+    ),
+    "POST /tasks/{task}/submit": (
+        lambda w, c: ("POST", "/tasks/open/submit", {"data": {"name": "x"}}),
+        "303 401 401 422 422 422 422 422 403 403",
+    ),  # no file: the form again
+    "POST /runs/{run}/withdraw": (
+        lambda w, c: ("POST", "/runs/nope/withdraw", {}),
+        "303 401 401 404 404 404 404 404 403 403",
+    ),
     "GET /profile": (lambda w, c: ("GET", "/profile", {}), "303 401 401 200 200 200 200 200 200 200"),
-    "POST /profile/tokens": (lambda w, c: ("POST", "/profile/tokens", {"data": {"expires_days": "0"}}),
-                             "303 401 401 400 400 400 400 400 400 400"),  # 0 days: the form again
-    "POST /profile/tokens/{token_id}/revoke": (lambda w, c: ("POST", "/profile/tokens/999999/revoke", {}),
-                                               "303 401 401 404 404 404 404 404 404 404"),
-    "POST /profile/password": (lambda w, c: ("POST", "/profile/password", {"data": {"current": "x"}}),
-                               "303 401 401 400 400 400 400 400 400 400"),
+    "POST /profile/tokens": (
+        lambda w, c: ("POST", "/profile/tokens", {"data": {"expires_days": "0"}}),
+        "303 401 401 400 400 400 400 400 400 400",
+    ),  # 0 days: the form again
+    "POST /profile/tokens/{token_id}/revoke": (
+        lambda w, c: ("POST", "/profile/tokens/999999/revoke", {}),
+        "303 401 401 404 404 404 404 404 404 404",
+    ),
+    "POST /profile/password": (
+        lambda w, c: ("POST", "/profile/password", {"data": {"current": "x"}}),
+        "303 401 401 400 400 400 400 400 400 400",
+    ),
     # the organiser's console (tests/http/test_organiser_pages.py follows its flows): the task's
     # owner and admins; another organiser is refused on every one
-    "GET /tasks/{task}/manage": (lambda w, c: ("GET", "/tasks/open/manage", {}),
-                                 "303 401 401 200 200 403 403 403 403 403"),
-    "POST /tasks/{task}/settings": (lambda w, c: ("POST", "/tasks/open/settings",
-                                                  {"data": {"max_runs_per_team": "two"}}),
-                                    "303 401 401 422 422 403 403 403 403 403"),  # the form again
-    "POST /tasks/{task}/release": (lambda w, c: ("POST", "/tasks/to-release/release", {}),
-                                   "303 401 401 303 303 403 403 403 403 403"),
-    "GET /tasks/{task}/qrels": (lambda w, c: ("GET", "/tasks/open/qrels", {}),
-                                "303 401 401 200 200 403 403 403 403 403"),
-    "POST /tasks/{task}/jobs/{job}/retry": (lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/retry", {}),
-                                            "303 401 401 409 409 403 403 403 403 403"),  # done: not retried
-    "POST /tasks/{task}/jobs/{job}/cancel": (lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/cancel", {}),
-                                             "303 401 401 409 409 403 403 403 403 403"),  # done: not cancelled
-    "POST /tasks/{task}/pools": (lambda w, c: ("POST", "/tasks/open/pools", {"data": {"pool": "p", "depth": "x"}}),
-                                 "303 401 401 422 422 403 403 403 403 403"),  # the form again
-    "POST /tasks/{task}/pools/{pool}/assessors": (lambda w, c: ("POST", "/tasks/open/pools/pool/assessors",
-                                                                {"data": {"user": "assessor"}}),
-                                                  "303 401 401 404 404 403 403 403 403 403"),  # not the task's pool
-    "GET /tasks/{task}/health": (lambda w, c: ("GET", "/tasks/open/health", {}),
-                                 "303 401 401 200 200 403 403 403 403 403"),  # one run: the page says so
+    "GET /tasks/{task}/manage": (
+        lambda w, c: ("GET", "/tasks/open/manage", {}),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),
+    "POST /tasks/{task}/settings": (
+        lambda w, c: ("POST", "/tasks/open/settings", {"data": {"max_runs_per_team": "two"}}),
+        "303 401 401 422 422 403 403 403 403 403",
+    ),  # the form again
+    "POST /tasks/{task}/release": (
+        lambda w, c: ("POST", "/tasks/to-release/release", {}),
+        "303 401 401 303 303 403 403 403 403 403",
+    ),
+    "GET /tasks/{task}/qrels": (
+        lambda w, c: ("GET", "/tasks/open/qrels", {}),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),
+    "POST /tasks/{task}/jobs/{job}/retry": (
+        lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/retry", {}),
+        "303 401 401 409 409 403 403 403 403 403",
+    ),  # done: not retried
+    "POST /tasks/{task}/jobs/{job}/cancel": (
+        lambda w, c: ("POST", f"/tasks/open/jobs/{w.jobs['open']}/cancel", {}),
+        "303 401 401 409 409 403 403 403 403 403",
+    ),  # done: not cancelled
+    "POST /tasks/{task}/pools": (
+        lambda w, c: ("POST", "/tasks/open/pools", {"data": {"pool": "p", "depth": "x"}}),
+        "303 401 401 422 422 403 403 403 403 403",
+    ),  # the form again
+    "POST /tasks/{task}/pools/{pool}/assessors": (
+        lambda w, c: ("POST", "/tasks/open/pools/pool/assessors", {"data": {"user": "assessor"}}),
+        "303 401 401 404 404 403 403 403 403 403",
+    ),  # not the task's pool
+    "GET /tasks/{task}/health": (
+        lambda w, c: ("GET", "/tasks/open/health", {}),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),  # one run: the page says so
 }
 
 
@@ -131,8 +174,11 @@ def sign_in(client: TestClient, name: str, password: str = PASSWORD, next_page: 
     form = client.get("/login")
     token = re.search(r'name="login_token" value="([^"]+)"', form.text)
     assert token is not None
-    return client.post("/login", data={"name": name, "password": password, "login_token": token.group(1),
-                                       "next": next_page}, follow_redirects=False)
+    return client.post(
+        "/login",
+        data={"name": name, "password": password, "login_token": token.group(1), "next": next_page},
+        follow_redirects=False,
+    )
 
 
 def csrf_of(page: str) -> str:
@@ -171,14 +217,17 @@ def test_an_error_page_says_what_is_wrong(world: World, client: TestClient) -> N
 
 
 def test_a_hidden_task_shows_no_number_before_its_release(world: World, client: TestClient) -> None:
-    for page in (client.get("/tasks/secret", headers=world.headers("red")),
-                 client.get("/runs/red-secret", headers=world.headers("red"))):
+    for page in (
+        client.get("/tasks/secret", headers=world.headers("red")),
+        client.get("/runs/red-secret", headers=world.headers("red")),
+    ):
         assert page.status_code == 200
         assert "hidden until the organisers release the task" in page.text
         assert not re.search(r"0\.\d{4}", page.text), "a score of the hidden task is on the page"
     assert client.get("/tasks/secret/leaderboard.csv", headers=world.headers("red")).status_code == 403
-    assert client.get("/tasks/secret/compare?run=red-secret",
-                      headers=world.headers("red")).status_code == 200  # one run: nothing compared
+    assert (
+        client.get("/tasks/secret/compare?run=red-secret", headers=world.headers("red")).status_code == 200
+    )  # one run: nothing compared
     owner = client.get("/tasks/secret", headers=world.headers("owner"))
     assert re.search(r"0\.\d{4}", owner.text), "the organiser sees the scores"
 
@@ -189,25 +238,35 @@ SCRIPT = "<script>alert(1)</script>"
 def test_user_text_is_escaped_on_every_page(world: World, client: TestClient, tmp_path: Any) -> None:
     path = tmp_path / "evil.txt"
     path.write_text(run_text(tag="evil", shift=2))
-    tasks.submit_run(world.engine, as_principal(world.engine, "red"), "open", path, name="evil-run",
-                     description=f"desc {SCRIPT}")
+    tasks.submit_run(
+        world.engine, as_principal(world.engine, "red"), "open", path, name="evil-run", description=f"desc {SCRIPT}"
+    )
     from evalstore.services.orchestration import work_on
 
-    work_on(world.engine, [j["id"] for j in tasks.queue(world.engine, as_principal(world.engine, "admin"))],
-            mlflow=False)
+    work_on(
+        world.engine, [j["id"] for j in tasks.queue(world.engine, as_principal(world.engine, "admin"))], mlflow=False
+    )
     topics = tmp_path / "topics.jsonl"
     topics.write_text(json.dumps({"topic": "301", "title": f"title {SCRIPT}", "description": f"d {SCRIPT}"}) + "\n")
     collections.import_topics(world.engine, topics, name="evil-topics")
     docs = tmp_path / "docs.jsonl"
-    docs.write_text("".join(json.dumps({"doc_id": e["doc"], "title": f"t {SCRIPT}", "text": f"text {SCRIPT}"}) + "\n"
-                            for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool")))
+    docs.write_text(
+        "".join(
+            json.dumps({"doc_id": e["doc"], "title": f"t {SCRIPT}", "text": f"text {SCRIPT}"}) + "\n"
+            for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool")
+        )
+    )
     collections.import_documents(world.engine, docs, collection="evil-docs")
     judging.configure_pool(world.engine, "pool", topic_set="evil-topics", collection="evil-docs")
     admin = world.headers("admin")
-    pages = [client.get("/runs/evil-run", headers=admin), client.get("/tasks/open", headers=admin),
-             client.get("/tasks/open/compare?run=evil-run&run=red-open", headers=admin),
-             client.get("/judge/pool", headers=admin), client.get("/judge/pool/301", headers=admin),
-             client.get("/tasks/open/compare?run=evil-run&run=red-open&collection=evil-docs", headers=admin)]
+    pages = [
+        client.get("/runs/evil-run", headers=admin),
+        client.get("/tasks/open", headers=admin),
+        client.get("/tasks/open/compare?run=evil-run&run=red-open", headers=admin),
+        client.get("/judge/pool", headers=admin),
+        client.get("/judge/pool/301", headers=admin),
+        client.get("/tasks/open/compare?run=evil-run&run=red-open&collection=evil-docs", headers=admin),
+    ]
     for page in pages:
         assert page.status_code == 200, page.text[:300]
         assert "<script>alert" not in page.text
@@ -223,13 +282,17 @@ def test_a_form_posted_through_a_session_needs_its_csrf_token(world: World, clie
     screen = client.get("/judge/pool/301")
     doc = re.search(r'name="doc" value="([^"]+)"', screen.text)
     assert doc is not None
-    refused = client.post("/judge/pool/301", data={"doc": doc.group(1), "grade": "2", "shown_at": "0"},
-                          follow_redirects=False)
+    refused = client.post(
+        "/judge/pool/301", data={"doc": doc.group(1), "grade": "2", "shown_at": "0"}, follow_redirects=False
+    )
     assert refused.status_code == 403
     assert "CSRF token is missing or wrong" in refused.text
     assert judged(world) == []
-    accepted = client.post("/judge/pool/301", data={"doc": doc.group(1), "grade": "2", "shown_at": "0",
-                                                    "csrf": csrf_of(screen.text)}, follow_redirects=False)
+    accepted = client.post(
+        "/judge/pool/301",
+        data={"doc": doc.group(1), "grade": "2", "shown_at": "0", "csrf": csrf_of(screen.text)},
+        follow_redirects=False,
+    )
     assert accepted.status_code == 303
     assert judged(world) == [(doc.group(1), 2)]
 
@@ -242,15 +305,21 @@ def give_password(world: World, user: str) -> None:
 
 def judged(world: World, assessor: str = "assessor") -> list[tuple[str, int]]:
     with read_only(world.engine) as session:
-        return [(d, r) for d, r in session.execute(
-            select(PoolJudgment.doc, PoolJudgment.relevance).where(PoolJudgment.assessor == assessor)
-            .order_by(PoolJudgment.created_at))]
+        return [
+            (d, r)
+            for d, r in session.execute(
+                select(PoolJudgment.doc, PoolJudgment.relevance)
+                .where(PoolJudgment.assessor == assessor)
+                .order_by(PoolJudgment.created_at)
+            )
+        ]
 
 
 def test_judging_through_the_forms_records_grade_skip_note_time_and_undo(world: World, client: TestClient) -> None:
     headers = world.headers("assessor")
-    docs = [e["doc"] for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool",
-                                                   topic="301")]
+    docs = [
+        e["doc"] for e in judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool", topic="301")
+    ]
 
     def shown() -> str:
         found = re.search(r'name="doc" value="([^"]+)"', client.get("/judge/pool/301", headers=headers).text)
@@ -258,8 +327,11 @@ def test_judging_through_the_forms_records_grade_skip_note_time_and_undo(world: 
         return found.group(1)
 
     assert shown() == docs[0]
-    client.post("/judge/pool/301", headers=headers, data={"doc": docs[0], "grade": "3", "shown_at": "0",
-                                                          "note": "clearly on topic"})
+    client.post(
+        "/judge/pool/301",
+        headers=headers,
+        data={"doc": docs[0], "grade": "3", "shown_at": "0", "note": "clearly on topic"},
+    )
     assert shown() == docs[1]
     client.post("/judge/pool/301", headers=headers, data={"doc": docs[1], "grade": "skip", "shown_at": "0"})
     client.post("/judge/pool/301", headers=headers, data={"doc": docs[2], "grade": "0", "shown_at": "0"})
@@ -268,8 +340,9 @@ def test_judging_through_the_forms_records_grade_skip_note_time_and_undo(world: 
     assert shown() == docs[2]
     assert judged(world) == [(docs[0], 3), (docs[1], judging.SKIPPED)]
     with read_only(world.engine) as session:
-        note, seconds = session.execute(select(PoolJudgment.note, PoolJudgment.seconds)
-                                        .where(PoolJudgment.doc == docs[0])).one()
+        note, seconds = session.execute(
+            select(PoolJudgment.note, PoolJudgment.seconds).where(PoolJudgment.doc == docs[0])
+        ).one()
     assert note == "clearly on topic"
     assert seconds == judging.LONGEST_JUDGMENT_SECONDS  # shown_at 0: long ago, capped
     wrong = client.post("/judge/pool/301", headers=headers, data={"doc": docs[2], "grade": "7", "shown_at": "0"})
@@ -329,7 +402,9 @@ def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
     assert (screen.documents, screen.role) == (len(docs), judging.ROLE_OPEN)  # nobody has judged it yet
     judging.judge_document(world.engine, first, "pool", "301", screen.doc or "", 1)
     sample = judging.double_sample(7, 0.4, "301", docs)
-    assert len(sample) == round(0.4 * len(docs)) and sample == judging.double_sample(7, 0.4, "301", list(reversed(docs)))
+    assert len(sample) == round(0.4 * len(docs)) and sample == judging.double_sample(
+        7, 0.4, "301", list(reversed(docs))
+    )
     seen = []
     while (screen := judging.judging_screen(world.engine, second, "pool", "301")).doc is not None:
         assert screen.role == "second assessor (blind sample)" and screen.documents == len(sample)
@@ -337,11 +412,14 @@ def test_a_second_assessor_judges_the_seeded_share_blind(world: World) -> None:
         judging.judge_document(world.engine, second, "pool", "301", screen.doc, 0)
     assert set(seen) == sample
     _, progress = judging.topic_progress(world.engine, second, "pool")
-    assert {(p.topic, p.documents, p.judged) for p in progress if p.topic == "301"} == {("301", len(sample), len(sample))}
+    assert {(p.topic, p.documents, p.judged) for p in progress if p.topic == "301"} == {
+        ("301", len(sample), len(sample))
+    }
 
 
-def test_the_tiers_cache_keeps_only_the_newest_boards(world: World, client: TestClient,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tiers_cache_keeps_only_the_newest_boards(
+    world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     world.submit("open", "red-2", text=run_text(tag="r2", shift=2))
     tiers = client.app.state.server.context.tiers  # type: ignore[attr-defined]
     monkeypatch.setattr(tiers, "size", 1)

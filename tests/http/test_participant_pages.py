@@ -14,9 +14,12 @@ from tests.http.test_pages import csrf_of, sign_in
 
 
 def _submit(client: TestClient, task: str, name: str, content: str, *, csrf: str, description: str = "") -> object:
-    return client.post(f"/tasks/{task}/submit", data={"name": name, "run_type": "manual", "description": description,
-                                                      "csrf": csrf},
-                       files={"file": ("mine.txt", content.encode(), "text/plain")}, follow_redirects=False)
+    return client.post(
+        f"/tasks/{task}/submit",
+        data={"name": name, "run_type": "manual", "description": description, "csrf": csrf},
+        files={"file": ("mine.txt", content.encode(), "text/plain")},
+        follow_redirects=False,
+    )
 
 
 def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: World) -> None:
@@ -27,12 +30,18 @@ def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: 
         assert page.status_code == 200 and "No runs submitted yet." in page.text
         assert "0 of 2 runs used by team red" in page.text
 
-        bad = _submit(client, "capped", "red-bad", "301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n", csrf=csrf_of(page.text),
-                      description="my first try")
+        bad = _submit(
+            client,
+            "capped",
+            "red-bad",
+            "301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n",
+            csrf=csrf_of(page.text),
+            description="my first try",
+        )
         assert bad.status_code == 422
         assert "mine.txt:2: expected 6 columns (qid Q0 docno rank score tag), found 5" in bad.text
         assert 'value="red-bad"' in bad.text and ">my first try</textarea>" in bad.text  # the form is kept
-        assert '<option selected>manual</option>' in bad.text
+        assert "<option selected>manual</option>" in bad.text
         assert tasks.task_runs(world.engine, as_principal(world.engine, "red"), "capped") == []  # nothing stored
 
         good = _submit(client, "capped", "red-good", run_text(tag="good"), csrf=csrf_of(bad.text))
@@ -43,8 +52,9 @@ def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: 
         assert row is not None and "queued" in row.group(0)
         assert re.search(r'<td class="num">\d+</td>', row.group(0))  # its place in the queue
 
-        withdrawn = client.post("/runs/red-good/withdraw", data={"csrf": csrf_of(page.text), "task": "capped"},
-                                follow_redirects=False)
+        withdrawn = client.post(
+            "/runs/red-good/withdraw", data={"csrf": csrf_of(page.text), "task": "capped"}, follow_redirects=False
+        )
         assert withdrawn.status_code == 303 and withdrawn.headers["location"] == "/tasks/capped/submit"
         assert "red-good" not in client.get("/tasks/capped/submit").text
 
@@ -60,8 +70,10 @@ def test_a_participant_sees_only_their_teams_runs(world: World) -> None:
 
 def test_the_leaderboard_links_to_the_submission_page(world: World) -> None:
     with client_for(world.engine) as client:
-        assert 'href="/tasks/open/submit">Your runs and submitting</a>' in client.get(
-            "/tasks/open", headers=world.headers("red")).text
+        assert (
+            'href="/tasks/open/submit">Your runs and submitting</a>'
+            in client.get("/tasks/open", headers=world.headers("red")).text
+        )
         assert "/tasks/open/submit" not in client.get("/tasks/open", headers=world.headers("viewer")).text
 
 
@@ -78,8 +90,9 @@ def test_the_profile_makes_and_revokes_own_tokens_and_changes_the_password(world
         token_id = int(token.group(1).split("_")[1])
         too_long = client.post("/profile/tokens", data={"expires_days": "1e308", "csrf": csrf_of(made.text)})
         assert too_long.status_code == 400 and "A token lives from 1 to 365 days; got 1e308." in too_long.text
-        revoked = client.post(f"/profile/tokens/{token_id}/revoke", data={"csrf": csrf_of(made.text)},
-                              follow_redirects=False)
+        revoked = client.post(
+            f"/profile/tokens/{token_id}/revoke", data={"csrf": csrf_of(made.text)}, follow_redirects=False
+        )
         assert revoked.status_code == 303
         blue_token = access.create_token(world.engine, "blue", expires_days=1)
         others = client.post(f"/profile/tokens/{blue_token.id}/revoke", data={"csrf": csrf_of(made.text)})
@@ -87,15 +100,21 @@ def test_the_profile_makes_and_revokes_own_tokens_and_changes_the_password(world
         assert access.authenticate(world.engine, blue_token.token).name == "blue"
 
         page = client.get("/profile")
-        wrong = client.post("/profile/password", data={"current": "not it", "new": "another secret",
-                                                       "again": "another secret", "csrf": csrf_of(page.text)})
+        wrong = client.post(
+            "/profile/password",
+            data={"current": "not it", "new": "another secret", "again": "another secret", "csrf": csrf_of(page.text)},
+        )
         assert wrong.status_code == 400 and "The current password is wrong; nothing was changed." in wrong.text
-        differ = client.post("/profile/password", data={"current": PASSWORD, "new": "another secret",
-                                                        "again": "other secret", "csrf": csrf_of(page.text)})
+        differ = client.post(
+            "/profile/password",
+            data={"current": PASSWORD, "new": "another secret", "again": "other secret", "csrf": csrf_of(page.text)},
+        )
         assert differ.status_code == 400 and "The two new passwords differ; nothing was changed." in differ.text
-        changed = client.post("/profile/password", data={"current": PASSWORD, "new": "another secret",
-                                                         "again": "another secret", "csrf": csrf_of(page.text)},
-                              follow_redirects=False)
+        changed = client.post(
+            "/profile/password",
+            data={"current": PASSWORD, "new": "another secret", "again": "another secret", "csrf": csrf_of(page.text)},
+            follow_redirects=False,
+        )
         assert changed.status_code == 303 and changed.headers["location"] == "/login?next=/profile"
         assert client.get("/profile", follow_redirects=False).status_code == 303  # the session ended
         assert sign_in(client, "red", "another secret").status_code == 303

@@ -11,7 +11,11 @@ from tests.http.conftest import World, run_text
 
 
 def test_the_run_page_shows_provenance_and_reproductions(world: World, client: TestClient) -> None:
-    world.submit("open", "red-again", text=BLOCK.replace("tag: bm25-rm3", "tag: <b>bm25</b>") + run_text(tag="red-again", shift=1))
+    world.submit(
+        "open",
+        "red-again",
+        text=BLOCK.replace("tag: bm25-rm3", "tag: <b>bm25</b>") + run_text(tag="red-again", shift=1),
+    )
     world.submit("secret", "red-hidden", text=run_text(tag="red-hidden", shift=2))
     original = world.tmp / "original.txt"
     original.write_text(run_text(tag="orig"))

@@ -37,12 +37,21 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
     url = f"sqlite:///{tmp_path / 'alone.db'}"
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"}
     evalstore = str(Path(sys.executable).parent / "evalstore")
-    for command in (["db", "upgrade"], ["qrels", "import", str(SAMPLE / "qrels.test"), "--name", "sample"],
-                    ["users", "add", "ada", "--role", "participant", "--team", "red"],
-                    ["tasks", "create", "t", "--qrels", "sample"]):
+    for command in (
+        ["db", "upgrade"],
+        ["qrels", "import", str(SAMPLE / "qrels.test"), "--name", "sample"],
+        ["users", "add", "ada", "--role", "participant", "--team", "red"],
+        ["tasks", "create", "t", "--qrels", "sample"],
+    ):
         subprocess.run([evalstore, *command], env=env, check=True, capture_output=True, timeout=60)
-    token = subprocess.run([evalstore, "tokens", "create", "--user", "ada", "--expires", "1"], env=env, check=True,
-                           capture_output=True, text=True, timeout=60).stdout.strip()
+    token = subprocess.run(
+        [evalstore, "tokens", "create", "--user", "ada", "--expires", "1"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
     port = _free_port()
     server = subprocess.Popen([evalstore, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True)
     base, headers = f"http://127.0.0.1:{port}/api/v1", {"Authorization": f"Bearer {token}"}
@@ -57,9 +66,24 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
                 time.sleep(0.1)
         run = tmp_path / "mine.txt"
         run.write_text(run_text(tag="mine"))
-        submitted = subprocess.run([evalstore, "runs", "register", str(run), "--server", f"http://127.0.0.1:{port}",
-                                    "--task", "t", "--token", token], env=env, capture_output=True, text=True,
-                                   timeout=60)
+        submitted = subprocess.run(
+            [
+                evalstore,
+                "runs",
+                "register",
+                str(run),
+                "--server",
+                f"http://127.0.0.1:{port}",
+                "--task",
+                "t",
+                "--token",
+                token,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert submitted.returncode == 0, submitted.stderr
         deadline = time.monotonic() + 60
         while True:  # no `evalstore worker` runs: the server's own worker evaluates the run
@@ -84,8 +108,9 @@ def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path) -> None:
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"}
     port = _free_port()
     evalstore = str(Path(sys.executable).parent / "evalstore")
-    server = subprocess.Popen([evalstore, "serve", "--port", str(port), "--no-worker"], env=env,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [evalstore, "serve", "--port", str(port), "--no-worker"], env=env, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -22,14 +22,29 @@ HIDDEN = "hidden until the organisers release the task"
 
 def counts(world: World) -> dict[str, int]:
     with world.engine.connect() as connection:
-        return {table: connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-                for table in ("runs", "submissions", "evaluations", "run_rows", "run_topics")}
+        return {
+            table: connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+            for table in ("runs", "submissions", "evaluations", "run_rows", "run_topics")
+        }
 
 
-def upload(client: TestClient, world: World, caller: str, filename: str, content: bytes, *, task: str = "open",
-           name: str | None = None, **data: Any) -> httpx.Response:
-    return client.post(f"/api/v1/tasks/{task}/runs", headers=world.headers(caller),
-                       files={"file": (filename, content)}, data={"name": name or filename.split(".")[0], **data})
+def upload(
+    client: TestClient,
+    world: World,
+    caller: str,
+    filename: str,
+    content: bytes,
+    *,
+    task: str = "open",
+    name: str | None = None,
+    **data: Any,
+) -> httpx.Response:
+    return client.post(
+        f"/api/v1/tasks/{task}/runs",
+        headers=world.headers(caller),
+        files={"file": (filename, content)},
+        data={"name": name or filename.split(".")[0], **data},
+    )
 
 
 # --- hidden qrels never leak --------------------------------------------------------------------
@@ -42,10 +57,19 @@ def secret_values(world: World) -> list[str]:
     return sorted({json.dumps(float(v)) for v in values if v == v and v not in (0.0, 1.0)}, key=len, reverse=True)
 
 
-SECRET_READS = ["/api/v1/tasks/secret/leaderboard", "/api/v1/tasks/secret/leaderboard?measure=AP",
-                "/api/v1/tasks/secret/runs", "/api/v1/runs/red-secret", "/api/v1/runs/red-secret/results",
-                "/api/v1/runs/red-secret/results?per_query=true&measure=AP", "/api/v1/tasks/secret",
-                "/api/v1/qrels/sample/export", "/api/v1/tasks", "/api/v1/jobs", "/api/v1/audit"]
+SECRET_READS = [
+    "/api/v1/tasks/secret/leaderboard",
+    "/api/v1/tasks/secret/leaderboard?measure=AP",
+    "/api/v1/tasks/secret/runs",
+    "/api/v1/runs/red-secret",
+    "/api/v1/runs/red-secret/results",
+    "/api/v1/runs/red-secret/results?per_query=true&measure=AP",
+    "/api/v1/tasks/secret",
+    "/api/v1/qrels/sample/export",
+    "/api/v1/tasks",
+    "/api/v1/jobs",
+    "/api/v1/audit",
+]
 
 
 @pytest.mark.parametrize("caller", ["anon", "viewer", "red", "blue", "organiser", "assessor"])
@@ -79,8 +103,13 @@ def test_the_team_sees_its_run_evaluated_and_its_scores_hidden_then_released(wor
 def test_a_failed_jobs_error_is_hidden_from_the_team_until_release(world: World, client: TestClient) -> None:
     job = world.jobs["secret"]
     with world.engine.begin() as connection:
-        connection.execute(text("UPDATE evaluations SET state = 'failed', error = 'topic 302 has 7 relevant', "
-                                "mlflow_run_id = 'abc' WHERE id = :id"), {"id": job})
+        connection.execute(
+            text(
+                "UPDATE evaluations SET state = 'failed', error = 'topic 302 has 7 relevant', "
+                "mlflow_run_id = 'abc' WHERE id = :id"
+            ),
+            {"id": job},
+        )
     team_view = client.get(f"/api/v1/jobs/{job}", headers=world.headers("red")).json()
     assert team_view["state"] == "failed"
     assert team_view["error"] == HIDDEN
@@ -92,15 +121,18 @@ def test_a_failed_jobs_error_is_hidden_from_the_team_until_release(world: World,
 def test_the_leaderboard_gives_the_numbers_of_evalstore_leaderboard(world: World, client: TestClient) -> None:
     world.submit("open", "blue-open", team_user="blue", text=run_text(tag="b", shift=3))
     api = client.get("/api/v1/tasks/open/leaderboard?measure=AP&measure=P@10").json()
-    cli = ranking.leaderboard(world.engine, qrels_name="sample", measures=["AP", "P@10"], runs={"red-open", "blue-open"})
+    cli = ranking.leaderboard(
+        world.engine, qrels_name="sample", measures=["AP", "P@10"], runs={"red-open", "blue-open"}
+    )
     assert [r["run"] for r in api["rows"]] == [r.run for r in cli.rows]
     assert [r["team"] for r in api["rows"]] == [{"red-open": "red", "blue-open": "blue"}[r.run] for r in cli.rows]
     for row, expected in zip(api["rows"], cli.rows, strict=True):
         assert {m: tuple(v.values()) for m, v in row["scores"].items()} == expected.values
 
 
-def test_a_server_answers_from_a_task_state_at_most_a_second_old(world: World, client: TestClient,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_answers_from_a_task_state_at_most_a_second_old(
+    world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tasks.boards, "BOARD_FRESHNESS", 60.0)
     assert len(client.get("/api/v1/tasks/open/leaderboard").json()["rows"]) == 1
     world.submit("open", "blue-late", team_user="blue", text=run_text(tag="b", shift=2))
@@ -112,19 +144,36 @@ def test_a_server_answers_from_a_task_state_at_most_a_second_old(world: World, c
 # --- bad uploads store nothing ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("filename", "content", "message"), [
-    ("bad.txt", b"301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n",
-     "bad.txt:2: expected 6 columns (qid Q0 docno rank score tag), found 5"),
-    ("dup.txt", b"301 Q0 a 1 1.0 x\n301 Q0 a 2 0.5 x\n",
-     "dup.txt:2: docno 'a' appears twice in topic '301' (first at line 1); trec_eval refuses duplicate documents, "
-     "so remove one of them"),
-    ("latin.txt", "301 Q0 d\xe9 1 1.0 x\n".encode("latin-1"),
-     "latin.txt:1: bytes that are not UTF-8 at column 9; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"),
-    ("empty.txt", b"", "empty.txt: the file has no run lines; expected lines of the form 'qid Q0 docno rank score tag'"),
-    ("score.txt", b"301 Q0 a 1 high x\n", "score.txt:1: score 'high' is not a number"),
-])
-def test_a_bad_upload_is_refused_with_file_line_and_stores_nothing(world: World, client: TestClient, filename: str,
-                                                                   content: bytes, message: str) -> None:
+@pytest.mark.parametrize(
+    ("filename", "content", "message"),
+    [
+        (
+            "bad.txt",
+            b"301 Q0 a 1 1.0 x\n301 Q0 b 2 0.5\n",
+            "bad.txt:2: expected 6 columns (qid Q0 docno rank score tag), found 5",
+        ),
+        (
+            "dup.txt",
+            b"301 Q0 a 1 1.0 x\n301 Q0 a 2 0.5 x\n",
+            "dup.txt:2: docno 'a' appears twice in topic '301' (first at line 1); trec_eval refuses duplicate documents, "
+            "so remove one of them",
+        ),
+        (
+            "latin.txt",
+            "301 Q0 d\xe9 1 1.0 x\n".encode("latin-1"),
+            "latin.txt:1: bytes that are not UTF-8 at column 9; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        ),
+        (
+            "empty.txt",
+            b"",
+            "empty.txt: the file has no run lines; expected lines of the form 'qid Q0 docno rank score tag'",
+        ),
+        ("score.txt", b"301 Q0 a 1 high x\n", "score.txt:1: score 'high' is not a number"),
+    ],
+)
+def test_a_bad_upload_is_refused_with_file_line_and_stores_nothing(
+    world: World, client: TestClient, filename: str, content: bytes, message: str
+) -> None:
     before = counts(world)
     response = upload(client, world, "red", filename, content)
     assert response.status_code == 422
@@ -137,8 +186,9 @@ def test_an_upload_over_the_limit_is_refused_with_413(world: World) -> None:
         before = counts(world)
         response = upload(client, world, "red", "big.txt", run_text().encode() * 30)
         assert response.status_code == 413
-        assert response.json() == {"error": "The upload is larger than this server's limit of 1 MiB; compress it "
-                                             "(.gz) or split it."}
+        assert response.json() == {
+            "error": "The upload is larger than this server's limit of 1 MiB; compress it (.gz) or split it."
+        }
         assert counts(world) == before
 
 
@@ -149,13 +199,17 @@ def test_a_chunked_upload_is_cut_off_at_the_limit(world: World, live_server: Liv
     before = counts(world)
 
     def body() -> Any:
-        yield b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.txt\"\r\n\r\n"
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\r\n\r\n'
         chunk = b"301 Q0 doc 1 1.0 x\n" * 50_000
         for _ in range(limit // len(chunk) + 2):
             yield chunk
 
-    response = httpx.post(f"{live_server.url}/api/v1/tasks/open/runs", content=body(), timeout=60,
-                          headers={**world.headers("red"), "Content-Type": "multipart/form-data; boundary=b"})
+    response = httpx.post(
+        f"{live_server.url}/api/v1/tasks/open/runs",
+        content=body(),
+        timeout=60,
+        headers={**world.headers("red"), "Content-Type": "multipart/form-data; boundary=b"},
+    )
     assert response.status_code == 413
     assert counts(world) == before
 
@@ -173,15 +227,29 @@ def test_a_participant_submits_for_their_own_team_only(world: World, client: Tes
 
 
 def test_a_submission_records_the_trec_form_and_its_job(world: World, client: TestClient) -> None:
-    response = upload(client, world, "red", "input.manual1.gz", run_text(tag="m").encode(), name="manual1",
-                      run_type="manual", description="BM25 + my own reading", judging_precedence="2")
+    response = upload(
+        client,
+        world,
+        "red",
+        "input.manual1.gz",
+        run_text(tag="m").encode(),
+        name="manual1",
+        run_type="manual",
+        description="BM25 + my own reading",
+        judging_precedence="2",
+    )
     assert response.status_code == 201, response.text
     body = response.json()
     assert response.headers["Location"] == f"/api/v1/jobs/{body['job']['id']}"
     run = client.get("/api/v1/runs/manual1", headers=world.headers("red")).json()
     assert {k: run[k] for k in ("team", "run_type", "judging_precedence", "description", "state", "task")} == {
-        "team": "red", "run_type": "manual", "judging_precedence": 2, "description": "BM25 + my own reading",
-        "state": "queued", "task": "open"}
+        "team": "red",
+        "run_type": "manual",
+        "judging_precedence": 2,
+        "description": "BM25 + my own reading",
+        "state": "queued",
+        "task": "open",
+    }
     job = client.get(body["job"]["url"], headers=world.headers("red")).json()
     assert (job["state"], job["queue_position"]) == ("queued", 1)
     entry = access.audit_log(world.engine, actions=["runs.submit"])[0]
@@ -197,8 +265,9 @@ def test_submissions_outside_the_window_are_refused_with_the_time(world: World, 
     tasks.create_task(world.engine, "over", qrels_name="sample", owner="owner", closes=now - timedelta(seconds=1))
     opens = upload(client, world, "red", "a.txt", run_text(tag="a").encode(), task="later")
     assert opens.status_code == 403
-    assert re.fullmatch(r"Task 'later' opens for submissions at \S+\+00:00; it is now \S+\+00:00\.",
-                        opens.json()["error"])
+    assert re.fullmatch(
+        r"Task 'later' opens for submissions at \S+\+00:00; it is now \S+\+00:00\.", opens.json()["error"]
+    )
     closed = upload(client, world, "red", "b.txt", run_text(tag="b").encode(), task="over")
     assert closed.status_code == 403
     assert re.fullmatch(r"Task 'over' closed for submissions at \S+; it is now \S+\.", closed.json()["error"])
@@ -211,13 +280,16 @@ def test_the_quota_counts_runs_evaluated_or_waiting_not_failed_ones(world: World
     before = counts(world)
     second = upload(client, world, "red", "q2.txt", run_text(tag="q2").encode(), task="one-each")
     assert second.status_code == 409
-    assert second.json() == {"error": "Team 'red' has used its 1 runs for task 'one-each' (evaluated runs count, "
-                                      "withdrawn or not; failed and cancelled ones do not)."}
+    assert second.json() == {
+        "error": "Team 'red' has used its 1 runs for task 'one-each' (evaluated runs count, "
+        "withdrawn or not; failed and cancelled ones do not)."
+    }
     assert counts(world) == before
     assert upload(client, world, "blue", "q3.txt", run_text(tag="q3").encode(), task="one-each").status_code == 201
     with world.engine.begin() as connection:
-        connection.execute(text("UPDATE evaluations SET state = 'failed' WHERE id = :id"),
-                           {"id": first.json()["job"]["id"]})
+        connection.execute(
+            text("UPDATE evaluations SET state = 'failed' WHERE id = :id"), {"id": first.json()["job"]["id"]}
+        )
     assert upload(client, world, "red", "q2.txt", run_text(tag="q2").encode(), task="one-each").status_code == 201
 
 
@@ -257,8 +329,9 @@ def test_a_session_changes_nothing_without_its_csrf_token(world: World, client: 
     assert client.get("/api/v1/me").json() == {"name": "red", "role": "participant", "team": "red", "via": "session"}
     forged = client.post("/api/v1/tokens", json={})
     assert forged.status_code == 403
-    assert forged.json() == {"error": "This form's CSRF token is missing or wrong; reload the page (send "
-                                      "X-CSRF-Token)."}
+    assert forged.json() == {
+        "error": "This form's CSRF token is missing or wrong; reload the page (send X-CSRF-Token)."
+    }
     assert client.post("/api/v1/tokens", json={}, headers={"X-CSRF-Token": "0" * 64}).status_code == 403
     assert client.post("/api/v1/tokens", json={}, headers={"X-CSRF-Token": signed["csrf_token"]}).status_code == 201
     cookie = client.cookies.get("evalstore_session")
@@ -268,8 +341,9 @@ def test_a_session_changes_nothing_without_its_csrf_token(world: World, client: 
 
 
 @pytest.mark.parametrize(("name", "password"), [("red", "wrong password"), ("nobody", PASSWORD), ("red", "")])
-def test_a_wrong_sign_in_says_the_same_whatever_was_wrong(world: World, client: TestClient, name: str,
-                                                          password: str) -> None:
+def test_a_wrong_sign_in_says_the_same_whatever_was_wrong(
+    world: World, client: TestClient, name: str, password: str
+) -> None:
     response = client.post("/api/v1/sessions", json={"name": name, "password": password})
     assert response.status_code == 401
     assert response.json() == {"error": "Wrong user name or password."}
@@ -302,8 +376,14 @@ def test_an_assessors_judgments_make_qrels(world: World, client: TestClient) -> 
 
 def test_a_judgment_of_a_document_outside_the_pool_records_nothing(world: World, client: TestClient) -> None:
     entry = client.get("/api/v1/pools/pool/entries", headers=world.headers("assessor")).json()[0]
-    response = client.post("/api/v1/pools/pool/judgments", headers=world.headers("assessor"), json=[
-        {"topic": entry["topic"], "doc": entry["doc"], "relevance": 1}, {"topic": "301", "doc": "NOPE", "relevance": 1}])
+    response = client.post(
+        "/api/v1/pools/pool/judgments",
+        headers=world.headers("assessor"),
+        json=[
+            {"topic": entry["topic"], "doc": entry["doc"], "relevance": 1},
+            {"topic": "301", "doc": "NOPE", "relevance": 1},
+        ],
+    )
     assert response.status_code == 422
     assert response.json() == {"error": "Document 'NOPE' of topic '301' is not in pool 'pool'; nothing was recorded."}
     assert client.get("/api/v1/pools/pool/entries", headers=world.headers("assessor")).json()[0]["relevance"] is None
@@ -314,4 +394,5 @@ def test_an_assessor_sees_only_assigned_pools(world: World, client: TestClient) 
     names = [p["name"] for p in client.get("/api/v1/pools", headers=world.headers("assessor")).json()]
     assert names == ["pool"]
     assert client.get("/api/v1/pools/other-pool/entries", headers=world.headers("assessor")).json() == {
-        "error": "No pool named 'other-pool' assigned to you."}
+        "error": "No pool named 'other-pool' assigned to you."
+    }

@@ -32,8 +32,11 @@ RUNS = {
 
 
 def run_text(name: str) -> str:
-    return "".join(f"{topic} Q0 {doc} {rank} {10 - rank} {name}\n"
-                   for topic, docs in RUNS[name].items() for rank, doc in enumerate(docs, start=1))
+    return "".join(
+        f"{topic} Q0 {doc} {rank} {10 - rank} {name}\n"
+        for topic, docs in RUNS[name].items()
+        for rank, doc in enumerate(docs, start=1)
+    )
 
 
 @pytest.fixture
@@ -67,8 +70,9 @@ def build_world(engine: Engine, tmp_path: Path) -> Engine:
         store.register_run(engine, tmp_path / f"{name}.txt", name=name)
     (tmp_path / "topics.tsv").write_text("".join(f"{t}\t{q}\n" for t, q in TOPICS.items()))
     collections.import_topics(engine, tmp_path / "topics.tsv", name="t")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"doc_id": d, "text": text}) + "\n"
-                                                 for d, text in DOCS.items()))
+    (tmp_path / "docs.jsonl").write_text(
+        "".join(json.dumps({"doc_id": d, "text": text}) + "\n" for d, text in DOCS.items())
+    )
     collections.import_documents(engine, tmp_path / "docs.jsonl", collection="c")
     pools.build_pool(engine, name="p", run_names=list(RUNS), depth=3)
     configure_pool(engine, "p", topic_set="t", collection="c")

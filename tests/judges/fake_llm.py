@@ -62,7 +62,9 @@ def app(script: Script) -> Starlette:
             return JSONResponse({"error": {"message": f"scripted {status}"}}, status_code=status, headers=headers)
         form = (body.get("response_format") or {}).get("type")
         if form in script.refuse:
-            return JSONResponse({"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status)
+            return JSONResponse(
+                {"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status
+            )
         prompt = body["messages"][-1]["content"]
         value = grade(prompt)
         if any(marker in prompt for marker in script.garbled):
@@ -71,9 +73,16 @@ def app(script: Script) -> Starlette:
             content = json.dumps({"relevance": value, "explanation": f"{value} query words found"})
         else:
             content = f"The passage mentions the query.\n##final score: {value}"
-        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": content}}]})
+        return JSONResponse(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+            }
+        )
 
     return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
 

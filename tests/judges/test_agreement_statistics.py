@@ -22,8 +22,9 @@ def test_label_agreement_equals_the_libraries() -> None:
     assert result.kappa == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
     assert result.weighted_kappa == pytest.approx(cohen_kappa_score(first, second, weights="linear"), abs=1e-12)
     assert result.quadratic_kappa == pytest.approx(cohen_kappa_score(first, second, weights="quadratic"), abs=1e-12)
-    expected_alpha = krippendorff.alpha(reliability_data=np.vstack([first, second]).astype(float),
-                                        level_of_measurement="ordinal")
+    expected_alpha = krippendorff.alpha(
+        reliability_data=np.vstack([first, second]).astype(float), level_of_measurement="ordinal"
+    )
     assert result.krippendorff_alpha == pytest.approx(expected_alpha, abs=1e-12)
     assert result.confusion == confusion_matrix(first, second, labels=[0, 1, 2, 3]).tolist()
     assert result.mean_difference == pytest.approx(float(np.mean(second - first)))
@@ -35,8 +36,9 @@ def test_label_agreement_equals_the_libraries() -> None:
 
 
 def test_label_agreement_by_hand() -> None:
-    result = label_agreement(np.array(["1", "1", "2", "2"], dtype=object), np.array([0, 1, 2, 3]),
-                             np.array([0, 2, 2, 3]))
+    result = label_agreement(
+        np.array(["1", "1", "2", "2"], dtype=object), np.array([0, 1, 2, 3]), np.array([0, 2, 2, 3])
+    )
     assert result.observed == 0.75 and result.mean_difference == 0.25
     assert result.confusion == [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     assert result.per_topic[1].kappa == 1.0  # identical labels
@@ -76,7 +78,11 @@ def test_significance_agreement_equals_scipy_paired_t_tests() -> None:
             significant_b += pb < 0.05
             preserved += bool(pa < 0.05 and pb < 0.05 and same)
     assert (result.pairs, result.significant_first, result.significant_second, result.preserved) == (
-        10, significant_a, significant_b, preserved)
+        10,
+        significant_a,
+        significant_b,
+        preserved,
+    )
     assert result.share_preserved == pytest.approx(preserved / significant_a)
     assert 0 < result.share_preserved < 1  # the test is not trivially 0 or 1
 

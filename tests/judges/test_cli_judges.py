@@ -30,8 +30,16 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     ran = cli("judges", "run", "fake", "--pool", "p", "--format", "json")
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)[0] | {"config_hash": "-"} == {
-        "judge": "fake", "pool": "p", "config_hash": "-", "pooled": 9, "reused": 0, "judged": 9, "rated": 9,
-        "unrateable": 0, "reasons": {}}
+        "judge": "fake",
+        "pool": "p",
+        "config_hash": "-",
+        "pooled": 9,
+        "reused": 0,
+        "judged": 9,
+        "rated": 9,
+        "unrateable": 0,
+        "reasons": {},
+    }
     listed = cli("judges", "list", "--format", "csv")
     assert listed.stdout.splitlines()[1] == f"fake,m,{endpoint},umbrela,0.0,1,p,9"
     built = cli("qrels", "build", "llm", "--pool", "p", "--from", "judge:fake", "--format", "json")
@@ -62,25 +70,32 @@ def test_runs_that_declare_the_judges_model_are_marked(cli: Any, endpoint: str, 
     from tests.judges.conftest import run_text
 
     (tmp_path / "self.txt").write_text(run_text("good").replace(" good", " self"))
-    assert cli("runs", "register", str(tmp_path / "self.txt"), "--name", "self", "--meta",
-               "models=monot5, Fake-Model").exit_code == 0
+    assert (
+        cli(
+            "runs", "register", str(tmp_path / "self.txt"), "--name", "self", "--meta", "models=monot5, Fake-Model"
+        ).exit_code
+        == 0
+    )
     assert cli("judges", "add", "fake", "--endpoint", endpoint, "--model", "fake-model").exit_code == 0
     assert cli("judges", "run", "fake", "--pool", "p").exit_code == 0
     assert cli("qrels", "build", "llm", "--pool", "p", "--from", "judge:fake").exit_code == 0
     result = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--measure", "AP")
     assert result.exit_code == 0, result.output
-    assert ("circularity: run 'self' declares fake-model, the model that made the labels of 'llm@v1'; its scores "
-            "there favour it\n") in result.stderr
-    report = json.loads(cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--format",
-                            "json").stdout)
+    assert (
+        "circularity: run 'self' declares fake-model, the model that made the labels of 'llm@v1'; its scores "
+        "there favour it\n"
+    ) in result.stderr
+    report = json.loads(cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--format", "json").stdout)
     assert report["circular"] == {"llm@v1": {"self": ["fake-model"]}}
 
 
 def test_bad_input_exits_1_with_the_message(cli: Any) -> None:
     result = cli("judges", "add", "x", "--endpoint", "localhost:8000", "--model", "m")
     assert result.exit_code == 1
-    assert "--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; not " \
-           "'localhost:8000'." in result.stderr
+    assert (
+        "--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; not "
+        "'localhost:8000'." in result.stderr
+    )
     result = cli("qrels", "build", "v", "--pool", "p", "--from", "human")
     assert result.exit_code == 1
     assert "Pool 'p' has no human labels yet" in result.stderr
@@ -90,8 +105,7 @@ def test_bad_input_exits_1_with_the_message(cli: Any) -> None:
 
 def test_probe_counts_labels_raised_by_inserted_words_and_instructions(cli: Any, endpoint: str) -> None:
     assert cli("judges", "add", "fake", "--endpoint", endpoint, "--model", "m").exit_code == 0
-    result = cli("judges", "probe", "fake", "--collection", "c", "--qrels", "human", "--limit", "4", "--format",
-                 "json")
+    result = cli("judges", "probe", "fake", "--collection", "c", "--qrels", "human", "--limit", "4", "--format", "json")
     assert result.exit_code == 0, result.output
     probe = json.loads(result.stdout)
     assert probe["documents"] == 4

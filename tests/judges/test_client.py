@@ -22,8 +22,13 @@ def judge() -> Iterator[Callable[..., ChatJudge]]:
     made: list[ChatJudge] = []
 
     def make(endpoint: str, sleeps: list[float], **settings: object) -> ChatJudge:
-        made.append(ChatJudge(ChatSettings(endpoint, "fake", **settings), (0, 3),  # type: ignore[arg-type]
-                              sleep=sleeps.append))
+        made.append(
+            ChatJudge(
+                ChatSettings(endpoint, "fake", **settings),
+                (0, 3),  # type: ignore[arg-type]
+                sleep=sleeps.append,
+            )
+        )
         return made[-1]
 
     yield make
@@ -31,20 +36,31 @@ def judge() -> Iterator[Callable[..., ChatJudge]]:
         asker.close()
 
 
-def test_a_grade_in_json_schema_with_the_request_as_configured(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
+def test_a_grade_in_json_schema_with_the_request_as_configured(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     sleeps: list[float] = []
     answer = judge(endpoint, sleeps, seed=7, api_key="sekret", temperature=0.0, max_tokens=50).judge(PROMPT)
     assert (answer.relevance, answer.explanation, answer.reason, answer.attempts, answer.structured) == (
-        3, "3 query words found", None, 1, "json_schema")
+        3,
+        "3 query words found",
+        None,
+        1,
+        "json_schema",
+    )
     [body] = script.requests
     assert body["seed"] == 7 and body["temperature"] == 0.0 and body["max_tokens"] == 50 and body["model"] == "fake"
-    assert body["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "relevance_judgment", "strict": True, "schema": answer_schema((0, 3))}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "relevance_judgment", "strict": True, "schema": answer_schema((0, 3))},
+    }
     assert script.headers[0]["authorization"] == "Bearer sekret"
     assert sleeps == []
 
 
-def test_auto_falls_back_to_json_object_then_to_the_prompts_format(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
+def test_auto_falls_back_to_json_object_then_to_the_prompts_format(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     script.refuse = {"json_schema"}
     asker = judge(endpoint, [])
     assert (asker.judge(PROMPT).structured, asker.judge(PROMPT).structured) == ("json_object", "json_object")
@@ -55,15 +71,18 @@ def test_auto_falls_back_to_json_object_then_to_the_prompts_format(endpoint: str
     assert "response_format" not in script.requests[-1]
 
 
-def test_a_500_that_names_response_format_is_a_refusal_too(endpoint: str, script: Script,
-                                                            judge: Callable[..., ChatJudge]) -> None:
+def test_a_500_that_names_response_format_is_a_refusal_too(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     script.refuse, script.refuse_status = {"json_schema"}, 500
     sleeps: list[float] = []
     answer = judge(endpoint, sleeps).judge(PROMPT)
     assert (answer.relevance, answer.structured, sleeps) == (3, "json_object", [])
 
 
-def test_429_and_5xx_are_retried_with_back_off_and_retry_after(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
+def test_429_and_5xx_are_retried_with_back_off_and_retry_after(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     script.statuses = [429, 503, 429]
     script.retry_after = "0.25"
     sleeps: list[float] = []
@@ -79,19 +98,26 @@ def test_a_timeout_is_retried(endpoint: str, script: Script, judge: Callable[...
     assert (answer.relevance, answer.attempts, len(sleeps)) == (3, 2, 1)
 
 
-def test_failures_past_the_retries_are_unrateable(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
+def test_failures_past_the_retries_are_unrateable(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     script.statuses = [429] * 3
     answer = judge(endpoint, [], retries=2, backoff=0.01).judge(PROMPT)
     assert (answer.relevance, answer.attempts) == (None, 3)
-    assert answer.reason == "HTTP 429: {\"error\":{\"message\":\"scripted 429\"}} (after 3 attempts)"
+    assert answer.reason == 'HTTP 429: {"error":{"message":"scripted 429"}} (after 3 attempts)'
 
 
-def test_an_unparseable_answer_is_unrateable_with_the_reason(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
+def test_an_unparseable_answer_is_unrateable_with_the_reason(
+    endpoint: str, script: Script, judge: Callable[..., ChatJudge]
+) -> None:
     script.garbled = {"supersonic"}
     script.refuse = {"json_schema", "json_object"}
     answer = judge(endpoint, []).judge(PROMPT)
     assert (answer.relevance, answer.raw_output, answer.reason) == (
-        None, "I cannot decide.", "unparseable answer: 'I cannot decide.'")
+        None,
+        "I cannot decide.",
+        "unparseable answer: 'I cannot decide.'",
+    )
 
 
 def test_a_refused_key_stops_the_run(endpoint: str, script: Script, judge: Callable[..., ChatJudge]) -> None:
@@ -99,34 +125,43 @@ def test_a_refused_key_stops_the_run(endpoint: str, script: Script, judge: Calla
     with pytest.raises(EvaluationError) as caught:
         judge(endpoint, []).judge(PROMPT)
     assert str(caught.value) == (
-        f"{endpoint}/chat/completions answered 401: the endpoint refused the key ({{\"error\":{{\"message\":\"scripted "
-        "401\"}}); check --endpoint, --model and --api-key-env.")
+        f'{endpoint}/chat/completions answered 401: the endpoint refused the key ({{"error":{{"message":"scripted '
+        '401"}}); check --endpoint, --model and --api-key-env.'
+    )
 
 
 def test_a_refused_connection_is_retried_then_unrateable() -> None:
     sleeps: list[float] = []
-    client = httpx.Client(transport=httpx.MockTransport(lambda request: (_ for _ in ()).throw(
-        httpx.ConnectError("refused", request=request))))
-    with ChatJudge(ChatSettings("http://127.0.0.1:9/v1", "m", retries=2), (0, 3), client=client,
-                   sleep=sleeps.append) as asker:
+    client = httpx.Client(
+        transport=httpx.MockTransport(
+            lambda request: (_ for _ in ()).throw(httpx.ConnectError("refused", request=request))
+        )
+    )
+    with ChatJudge(
+        ChatSettings("http://127.0.0.1:9/v1", "m", retries=2), (0, 3), client=client, sleep=sleeps.append
+    ) as asker:
         answer = asker.judge(PROMPT)
     assert answer.relevance is None and answer.attempts == 3 and sleeps == [1.0, 2.0]
     assert answer.reason == "connection failed: ConnectError: refused (after 3 attempts)"
 
 
-@pytest.mark.parametrize(("text", "relevance", "explanation", "reason"), [
-    ('{"relevance": 2, "explanation": "close"}', 2, "close", None),
-    ('{"relevance": 2, "explanation": "clo', 2, None, None),  # truncated JSON: the grade came first
-    ("Some thought.\n##final score: 1", 1, "Some thought.", None),
-    ("**Final Score:** 3", 3, None, None),
-    (" 0 ", 0, None, None),
-    ("##final score: 7", None, None, "answer 7 is outside the scale 0-3"),
-    ('{"relevance": "high"}', None, None, "unparseable answer: '{\"relevance\": \"high\"}'"),
-    ("", None, None, "empty answer"),
-    ("relevant, I think 2 or 3", None, None, "unparseable answer: 'relevant, I think 2 or 3'"),
-])
-def test_answers_are_parsed_in_the_prompts_format_or_json(text: str, relevance: int | None,
-                                                           explanation: str | None, reason: str | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "relevance", "explanation", "reason"),
+    [
+        ('{"relevance": 2, "explanation": "close"}', 2, "close", None),
+        ('{"relevance": 2, "explanation": "clo', 2, None, None),  # truncated JSON: the grade came first
+        ("Some thought.\n##final score: 1", 1, "Some thought.", None),
+        ("**Final Score:** 3", 3, None, None),
+        (" 0 ", 0, None, None),
+        ("##final score: 7", None, None, "answer 7 is outside the scale 0-3"),
+        ('{"relevance": "high"}', None, None, 'unparseable answer: \'{"relevance": "high"}\''),
+        ("", None, None, "empty answer"),
+        ("relevant, I think 2 or 3", None, None, "unparseable answer: 'relevant, I think 2 or 3'"),
+    ],
+)
+def test_answers_are_parsed_in_the_prompts_format_or_json(
+    text: str, relevance: int | None, explanation: str | None, reason: str | None
+) -> None:
     parsed = parse_answer(text, (0, 3))
     assert (parsed.relevance, parsed.explanation, parsed.reason) == (relevance, explanation, reason)
 

@@ -17,7 +17,9 @@ from tests.judges.fake_llm import Script
 
 def _labels(engine: Engine) -> dict[tuple[str, str], int | None]:
     with read_only(engine) as session:
-        return {(t, d): r for t, d, r in session.execute(select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance))}
+        return {
+            (t, d): r for t, d, r in session.execute(select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance))
+        }
 
 
 def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoint: str, script: Script) -> None:
@@ -39,16 +41,26 @@ def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoi
     assert row["by"] == "judge" and row["who"] == "fake" and row["relevance"] == 3
     assert row["explanation"] == "3 query words found"
     assert row["raw_output"] == '{"relevance": 3, "explanation": "3 query words found"}'
-    assert {k: row["provenance"][k] for k in ("endpoint", "model", "prompt", "seed", "temperature", "scale",
-                                              "answered_in", "attempts")} == {
-        "endpoint": endpoint, "model": "fake-1", "prompt": "umbrela", "seed": 3, "temperature": 0.0, "scale": [0, 3],
-        "answered_in": "json_schema", "attempts": 1}
+    assert {
+        k: row["provenance"][k]
+        for k in ("endpoint", "model", "prompt", "seed", "temperature", "scale", "answered_in", "attempts")
+    } == {
+        "endpoint": endpoint,
+        "model": "fake-1",
+        "prompt": "umbrela",
+        "seed": 3,
+        "temperature": 0.0,
+        "scale": [0, 3],
+        "answered_in": "json_schema",
+        "attempts": 1,
+    }
     assert row["provenance"]["prompt_hash"] == judge["prompt_hash"]
     assert registry.show_judge(world, "fake")["labels"] == {"p": {"labels": 9, "unrateable": 0}}
 
 
-def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(world: Engine, endpoint: str,
-                                                                      script: Script) -> None:
+def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(
+    world: Engine, endpoint: str, script: Script
+) -> None:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m", structured="none")
     script.garbled = {"hover", "dynamics"}  # d5 and d6
     result = running.run_judge(world, "fake", pool_name="p", topics=["3"])
@@ -56,7 +68,10 @@ def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(world: Engi
     assert result.reasons == {"unparseable answer": 2}
     [row] = provenance.label_provenance(world, "p", doc="d5")
     assert (row["relevance"], row["reason"], row["raw_output"]) == (
-        None, "unparseable answer: 'I cannot decide.'", "I cannot decide.")
+        None,
+        "unparseable answer: 'I cannot decide.'",
+        "I cannot decide.",
+    )
     script.garbled = set()
     result = running.run_judge(world, "fake", pool_name="p", topics=["3"])
     assert (result.reused, result.judged, result.rated) == (1, 2, 2)
@@ -64,8 +79,9 @@ def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(world: Engi
     assert (row["relevance"], row["reason"], row["provenance"]["attempts"]) == (3, None, 2)
 
 
-def test_a_changed_configuration_judges_afresh_and_keeps_the_old_labels(world: Engine, endpoint: str,
-                                                                         script: Script) -> None:
+def test_a_changed_configuration_judges_afresh_and_keeps_the_old_labels(
+    world: Engine, endpoint: str, script: Script
+) -> None:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     running.run_judge(world, "fake", pool_name="p", topics=["1"])
     with pytest.raises(ConflictError, match="A judge named 'fake' exists already; pass --replace"):
@@ -84,27 +100,33 @@ def test_judge_definitions_are_checked(world: Engine, tmp_path, monkeypatch: pyt
         registry.add_judge(world, "j", endpoint="ftp://x", model="m")
     with pytest.raises(InvalidParameterError) as caught:
         registry.add_judge(world, "j", endpoint="http://x", model="m", api_key_env="sk-123")
-    assert str(caught.value) == ("--api-key-env names an environment variable (the key itself is never stored); "
-                                 "'sk-123' is not a variable's name.")
+    assert str(caught.value) == (
+        "--api-key-env names an environment variable (the key itself is never stored); "
+        "'sk-123' is not a variable's name."
+    )
     with pytest.raises(InvalidParameterError, match="^--scale is LOW-HIGH"):
         registry.add_judge(world, "j", endpoint="http://x", model="m", scale="3-0")
     (tmp_path / "bad.txt").write_text("Rate {query}.")
     with pytest.raises(InvalidParameterError) as caught:
         registry.add_judge(world, "j", endpoint="http://x", model="m", prompt=str(tmp_path / "bad.txt"))
-    assert str(caught.value) == (f"{tmp_path / 'bad.txt'}:1: the template lacks {{passage}}; a template names where "
-                                 "the query and the passage go.")
+    assert str(caught.value) == (
+        f"{tmp_path / 'bad.txt'}:1: the template lacks {{passage}}; a template names where "
+        "the query and the passage go."
+    )
     registry.add_judge(world, "keyed", endpoint="http://127.0.0.1:9/v1", model="m", api_key_env="JUDGE_TEST_KEY")
     monkeypatch.delenv("JUDGE_TEST_KEY", raising=False)
     with pytest.raises(InvalidParameterError) as caught:
         running.run_judge(world, "keyed", pool_name="p")
-    assert str(caught.value) == ("Judge 'keyed' reads its API key from $JUDGE_TEST_KEY, which is not set; export it "
-                                 "and run again.")
+    assert str(caught.value) == (
+        "Judge 'keyed' reads its API key from $JUDGE_TEST_KEY, which is not set; export it and run again."
+    )
     with pytest.raises(NotFoundError, match="^No judge named 'nope'"):
         running.run_judge(world, "nope", pool_name="p")
 
 
-def test_the_key_is_read_from_the_environment_and_never_stored(world: Engine, endpoint: str, script: Script,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_is_read_from_the_environment_and_never_stored(
+    world: Engine, endpoint: str, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("JUDGE_TEST_KEY", "sekret-123")
     registry.add_judge(world, "keyed", endpoint=endpoint, model="m", api_key_env="JUDGE_TEST_KEY")
     running.run_judge(world, "keyed", pool_name="p", limit=1)
@@ -120,8 +142,10 @@ def test_a_pool_without_texts_is_refused(world: Engine, endpoint: str) -> None:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     with pytest.raises(InvalidParameterError) as caught:
         running.run_judge(world, "fake", pool_name="bare")
-    assert str(caught.value) == ("Pool 'bare' names no topic set or collection for its judges to read; run 'evalstore "
-                                 "pool configure bare --topics TOPIC_SET --collection COLLECTION'.")
+    assert str(caught.value) == (
+        "Pool 'bare' names no topic set or collection for its judges to read; run 'evalstore "
+        "pool configure bare --topics TOPIC_SET --collection COLLECTION'."
+    )
 
 
 def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -149,8 +173,10 @@ def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: 
     assert [v["version"] for v in versions.list_versions(world, "dl")] == [1, 2]
     with pytest.raises(NotFoundError) as caught:
         versions.list_versions(world, "nope")
-    assert str(caught.value) == ("No qrels versions named 'nope' (lineages: dl, llm); build one with 'evalstore qrels "
-                                 "build nope --pool POOL --from human'.")
+    assert str(caught.value) == (
+        "No qrels versions named 'nope' (lineages: dl, llm); build one with 'evalstore qrels "
+        "build nope --pool POOL --from human'."
+    )
     with pytest.raises(InvalidParameterError, match="^--from is human, judge:NAME, hybrid or hybrid:NAME; not 'llm'"):
         versions.build_version(world, "dl", pool_name="p", source="llm")
 
@@ -162,10 +188,14 @@ def test_a_new_version_of_a_tasks_qrels_queues_its_runs(world: Engine, endpoint:
     running.run_judge(world, "fake", pool_name="p")
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")
     assert [(q["task"], q["run"], q["state"]) for q in built["queued"]] == [
-        ("shared", "good", "queued"), ("shared", "poor", "queued")]
+        ("shared", "good", "queued"),
+        ("shared", "poor", "queued"),
+    ]
     assert tasks.show_task(world, "shared").as_dict()["qrels"] == "human@v1"
     # the fake's labels keep good above poor on every measure of the task
     assert {m: (v["kendall_tau"], v["swapped"]) for m, v in built["moved"]["shared"].items()} == {
-        "nDCG@10": (1.0, []), "AP": (1.0, [])}
+        "nDCG@10": (1.0, []),
+        "AP": (1.0, []),
+    }
     with read_only(world) as session:
         assert session.scalar(select(func.count()).select_from(Evaluation)) == 4

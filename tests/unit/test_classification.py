@@ -30,8 +30,9 @@ def test_fruit_micro_and_macro_averages() -> None:
     assert suite.settings["confusion"] == [[2, 0, 0], [1, 1, 0], [2, 2, 1]]
 
 
-@pytest.mark.parametrize(("tp", "fn", "fp", "tn", "accuracy", "cost"),
-                         [(150, 40, 60, 250, 0.80, 3910), (250, 45, 5, 200, 0.90, 4255)])
+@pytest.mark.parametrize(
+    ("tp", "fn", "fp", "tn", "accuracy", "cost"), [(150, 40, 60, 250, 0.80, 3910), (250, 45, 5, 200, 0.90, 4255)]
+)
 def test_accuracy_and_cost_textbook_cases(tp: int, fn: int, fp: int, tn: int, accuracy: float, cost: float) -> None:
     # classes (negative, positive); cost rows true class, columns predicted: TP -1, FN 100, FP 1, TN 0
     y_true = np.array([1] * (tp + fn) + [0] * (fp + tn))
@@ -118,9 +119,10 @@ def test_label_measures_equal_scikit_learn(pairs: list[tuple[int, int]], beta: f
     kw = {"labels": [0, 1, 2], "zero_division": 0}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn warns on a class absent from both lists
-        averages = {average: metrics.precision_recall_fscore_support(y_true, y_pred, beta=beta, average=average,
-                                                                     **kw)
-                    for average in ("micro", "macro", "weighted")}
+        averages = {
+            average: metrics.precision_recall_fscore_support(y_true, y_pred, beta=beta, average=average, **kw)
+            for average in ("micro", "macro", "weighted")
+        }
         p, r, f, support = metrics.precision_recall_fscore_support(y_true, y_pred, beta=beta, **kw)
         mcc = metrics.matthews_corrcoef(y_true, y_pred)
         kappa = metrics.cohen_kappa_score(y_true, y_pred, labels=[0, 1, 2])
@@ -150,8 +152,9 @@ def test_label_measures_equal_scikit_learn(pairs: list[tuple[int, int]], beta: f
         assert values[f"generality.{label}"] == pytest.approx(support[index] / len(y_true))
     assert values["specificity_macro"] == pytest.approx(specificity.mean())
     assert values["fallout_macro"] == pytest.approx(fallout.mean())
-    assert values["jaccard_macro"] == pytest.approx(metrics.jaccard_score(y_true, y_pred, labels=[0, 1, 2],
-                                                                          average="macro", zero_division=0))
+    assert values["jaccard_macro"] == pytest.approx(
+        metrics.jaccard_score(y_true, y_pred, labels=[0, 1, 2], average="macro", zero_division=0)
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -178,11 +181,17 @@ def test_the_suite_reports_the_best_thresholds_and_rela_impr() -> None:
     suite = cls.evaluate(y_true, ["neg", "pos"], score=score, baseline_score=baseline)
     # the rules' thresholds as test_thresholds_and_break_even_by_hand works them out
     assert (suite.aggregates["threshold_best_f1"], suite.aggregates["threshold_best_f1_value"]) == (
-        0.6, pytest.approx(6 / 7))
+        0.6,
+        pytest.approx(6 / 7),
+    )
     assert (suite.aggregates["threshold_youden"], suite.aggregates["threshold_youden_value"]) == (
-        0.6, pytest.approx(2 / 3))
+        0.6,
+        pytest.approx(2 / 3),
+    )
     assert (suite.aggregates["threshold_iso_accuracy"], suite.aggregates["threshold_iso_accuracy_value"]) == (
-        0.6, pytest.approx(5 / 6))
+        0.6,
+        pytest.approx(5 / 6),
+    )
     # AUC 8/9 against the baseline's 6/9 (Yan et al. 2014, in percent: ((AUC - 0.5) / (AUC_base - 0.5) - 1) * 100)
     assert suite.aggregates["auc"] == pytest.approx(8 / 9)
     assert suite.aggregates["rela_impr"] == pytest.approx(((8 / 9 - 0.5) / (6 / 9 - 0.5) - 1) * 100)
@@ -265,17 +274,68 @@ def test_per_group_values_equal_each_groups_own_suite() -> None:
 
 # the measures this file holds to scikit-learn or to worked examples (tests/unit/test_reference_coverage.py)
 REFERENCE_FAMILIES = {
-    "accuracy", "error_rate", "balanced_accuracy", "mcc", "kappa",
+    "accuracy",
+    "error_rate",
+    "balanced_accuracy",
+    "mcc",
+    "kappa",
     *(f"{m}_{avg}" for m in ("precision", "recall", "f1") for avg in ("micro", "macro", "weighted")),
-    "specificity_macro", "fallout_macro", "precision", "recall", "f1", "specificity", "fallout", "generality",
-    "support", "cost", "cost_per_item", "auc", "gauc", "gauc_groups_skipped", "average_precision",
-    "interpolated_ap_11", "break_even", "threshold_best_f1", "threshold_best_f1_value", "threshold_youden",
-    "threshold_youden_value", "threshold_iso_accuracy", "threshold_iso_accuracy_value", "rela_impr",
-    "rela_impr_gauc", "auc_ovr", "auc_ovo", "purity", "inverse_purity", "purity_f", "purity_harmonic_f", "ari", "nmi", "clusters",
-    "jaccard_macro", "log_loss", "brier", "top2_accuracy", "top3_accuracy", "auc_fpr10", "ami", "rand",
-    "homogeneity", "completeness", "v_measure", "fowlkes_mallows", "subset_accuracy", "hamming_loss",
-    "jaccard_micro", "jaccard_samples", "precision_samples", "recall_samples", "f1_samples", "lrap",
-    "coverage_error", "label_ranking_loss",
+    "specificity_macro",
+    "fallout_macro",
+    "precision",
+    "recall",
+    "f1",
+    "specificity",
+    "fallout",
+    "generality",
+    "support",
+    "cost",
+    "cost_per_item",
+    "auc",
+    "gauc",
+    "gauc_groups_skipped",
+    "average_precision",
+    "interpolated_ap_11",
+    "break_even",
+    "threshold_best_f1",
+    "threshold_best_f1_value",
+    "threshold_youden",
+    "threshold_youden_value",
+    "threshold_iso_accuracy",
+    "threshold_iso_accuracy_value",
+    "rela_impr",
+    "rela_impr_gauc",
+    "auc_ovr",
+    "auc_ovo",
+    "purity",
+    "inverse_purity",
+    "purity_f",
+    "purity_harmonic_f",
+    "ari",
+    "nmi",
+    "clusters",
+    "jaccard_macro",
+    "log_loss",
+    "brier",
+    "top2_accuracy",
+    "top3_accuracy",
+    "auc_fpr10",
+    "ami",
+    "rand",
+    "homogeneity",
+    "completeness",
+    "v_measure",
+    "fowlkes_mallows",
+    "subset_accuracy",
+    "hamming_loss",
+    "jaccard_micro",
+    "jaccard_samples",
+    "precision_samples",
+    "recall_samples",
+    "f1_samples",
+    "lrap",
+    "coverage_error",
+    "label_ranking_loss",
 }
 
 
@@ -294,8 +354,9 @@ def test_probability_measures_equal_scikit_learn() -> None:
     assert multi.aggregates["log_loss"] == pytest.approx(metrics.log_loss(y3, probabilities))
     assert multi.aggregates["brier"] == pytest.approx(metrics.brier_score_loss(y3, probabilities))
     for k in (2, 3):
-        assert multi.aggregates[f"top{k}_accuracy"] == pytest.approx(metrics.top_k_accuracy_score(y3, probabilities,
-                                                                                                  k=k))
+        assert multi.aggregates[f"top{k}_accuracy"] == pytest.approx(
+            metrics.top_k_accuracy_score(y3, probabilities, k=k)
+        )
     assert "log_loss" not in cls.evaluate(y3, ["a", "b", "c", "d"], scores=raw).aggregates  # not probabilities
 
 
@@ -312,8 +373,11 @@ def test_clustering_measures_equal_scikit_learn() -> None:
 
 
 # sample weights: small integers and zero (an item left out) make scikit-learn's weighted sums exact
-weighted_rows = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 5), st.sampled_from(
-    [0.0, 0.5, 1.0, 2.0, 3.25])), min_size=2, max_size=50)
+weighted_rows = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 5), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.25])),
+    min_size=2,
+    max_size=50,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -331,8 +395,11 @@ def test_weighted_label_and_score_measures_equal_scikit_learn(rows: list[tuple[i
         warnings.simplefilter("ignore")
         for average in ("micro", "macro", "weighted"):
             p, r, f, _ = metrics.precision_recall_fscore_support(y_true, y_pred, average=average, **kw)
-            assert (values[f"precision_{average}"], values[f"recall_{average}"], values[f"f1_{average}"]) == \
-                pytest.approx((p, r, f))
+            assert (
+                values[f"precision_{average}"],
+                values[f"recall_{average}"],
+                values[f"f1_{average}"],
+            ) == pytest.approx((p, r, f))
         assert values["jaccard_macro"] == pytest.approx(metrics.jaccard_score(y_true, y_pred, average="macro", **kw))
         assert values["mcc"] == pytest.approx(metrics.matthews_corrcoef(y_true, y_pred, sample_weight=w), abs=1e-12)
         kappa = metrics.cohen_kappa_score(y_true, y_pred, labels=[0, 1, 2], sample_weight=w)
@@ -348,18 +415,27 @@ def test_weighted_label_and_score_measures_equal_scikit_learn(rows: list[tuple[i
     if has_both:
         assert binary.aggregates["auc"] == pytest.approx(metrics.roc_auc_score(positive, score, sample_weight=w))
         assert binary.aggregates["average_precision"] == pytest.approx(
-            metrics.average_precision_score(positive, score, sample_weight=w))
-        assert binary.aggregates["log_loss"] == pytest.approx(
-            metrics.log_loss(positive, score, sample_weight=w))
+            metrics.average_precision_score(positive, score, sample_weight=w)
+        )
+        assert binary.aggregates["log_loss"] == pytest.approx(metrics.log_loss(positive, score, sample_weight=w))
         assert binary.aggregates["brier"] == pytest.approx(metrics.brier_score_loss(positive, score, sample_weight=w))
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 2), st.sampled_from([0.5, 1.0, 3.0])),
-                min_size=2, max_size=60))
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 2), st.sampled_from([0.5, 1.0, 3.0])),
+        min_size=2,
+        max_size=60,
+    )
+)
 def test_weighted_group_auc_and_ap_equal_scikit_learn_per_group(rows: list[tuple[bool, int, int, float]]) -> None:
     y_true = np.array([int(r[0]) for r in rows])
-    score, groups, w = np.array([r[1] / 4 for r in rows]), np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
+    score, groups, w = (
+        np.array([r[1] / 4 for r in rows]),
+        np.array([r[2] for r in rows]),
+        np.array([r[3] for r in rows]),
+    )
     auc, ap, totals = cls.group_auc(y_true == 1, score, groups, 3, weight=w)
     for g in range(3):
         mine = groups == g
@@ -369,8 +445,9 @@ def test_weighted_group_auc_and_ap_equal_scikit_learn_per_group(rows: list[tuple
         else:
             assert np.isnan(auc[g])
         if y_true[mine].sum() > 0:
-            assert ap[g] == pytest.approx(metrics.average_precision_score(y_true[mine], score[mine],
-                                                                          sample_weight=w[mine]))
+            assert ap[g] == pytest.approx(
+                metrics.average_precision_score(y_true[mine], score[mine], sample_weight=w[mine])
+            )
 
 
 def test_weighted_multiclass_probabilities_equal_scikit_learn() -> None:
@@ -382,9 +459,11 @@ def test_weighted_multiclass_probabilities_equal_scikit_learn() -> None:
     suite = cls.evaluate(y3, ["a", "b", "c", "d"], scores=probabilities, sample_weight=w)
     assert suite.aggregates["log_loss"] == pytest.approx(metrics.log_loss(y3, probabilities, sample_weight=w))
     assert suite.aggregates["top2_accuracy"] == pytest.approx(
-        metrics.top_k_accuracy_score(y3, probabilities, k=2, sample_weight=w))
+        metrics.top_k_accuracy_score(y3, probabilities, k=2, sample_weight=w)
+    )
     assert suite.aggregates["auc_ovr"] == pytest.approx(
-        metrics.roc_auc_score(y3, probabilities, multi_class="ovr", sample_weight=w))
+        metrics.roc_auc_score(y3, probabilities, multi_class="ovr", sample_weight=w)
+    )
     assert "auc_ovo" not in suite.aggregates  # scikit-learn has no weighted one-vs-one AUC
 
 
@@ -397,15 +476,22 @@ def test_unit_weights_change_nothing() -> None:
     assert all(np.array_equal(unit.per_group[m], plain.per_group[m], equal_nan=True) for m in plain.per_group)
 
 
-multilabel_rows = st.lists(st.tuples(st.lists(st.booleans(), min_size=4, max_size=4),
-                                     st.lists(st.integers(0, 4), min_size=4, max_size=4),
-                                     st.sampled_from([0.5, 1.0, 2.0])), min_size=2, max_size=40)
+multilabel_rows = st.lists(
+    st.tuples(
+        st.lists(st.booleans(), min_size=4, max_size=4),
+        st.lists(st.integers(0, 4), min_size=4, max_size=4),
+        st.sampled_from([0.5, 1.0, 2.0]),
+    ),
+    min_size=2,
+    max_size=40,
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(multilabel_rows, st.booleans())
-def test_multilabel_measures_equal_scikit_learn(rows: list[tuple[list[bool], list[int], float]],
-                                                weighted: bool) -> None:
+def test_multilabel_measures_equal_scikit_learn(
+    rows: list[tuple[list[bool], list[int], float]], weighted: bool
+) -> None:
     y_true = np.array([r[0] for r in rows])
     scores = np.array([r[1] for r in rows]) / 4
     w = np.array([r[2] for r in rows]) if weighted else None
@@ -419,21 +505,31 @@ def test_multilabel_measures_equal_scikit_learn(rows: list[tuple[list[bool], lis
         assert values["hamming_loss"] == pytest.approx(metrics.hamming_loss(y_true, y_pred, sample_weight=w))
         for average in ("micro", "macro", "weighted", "samples"):
             p, r, f, _ = metrics.precision_recall_fscore_support(y_true, y_pred, average=average, **kw)
-            assert (values[f"precision_{average}"], values[f"recall_{average}"], values[f"f1_{average}"]) == \
-                pytest.approx((p, r, f)), average
+            assert (
+                values[f"precision_{average}"],
+                values[f"recall_{average}"],
+                values[f"f1_{average}"],
+            ) == pytest.approx((p, r, f)), average
         for average in ("micro", "macro", "samples"):
             assert values[f"jaccard_{average}"] == pytest.approx(
-                metrics.jaccard_score(y_true, y_pred, average=average, **kw)), average
+                metrics.jaccard_score(y_true, y_pred, average=average, **kw)
+            ), average
         p, r, f, support = metrics.precision_recall_fscore_support(y_true, y_pred, **kw)
         for index, label in enumerate("abcd"):
-            assert (values[f"precision.{label}"], values[f"recall.{label}"], values[f"f1.{label}"],
-                    values[f"support.{label}"]) == pytest.approx((p[index], r[index], f[index], support[index]))
+            assert (
+                values[f"precision.{label}"],
+                values[f"recall.{label}"],
+                values[f"f1.{label}"],
+                values[f"support.{label}"],
+            ) == pytest.approx((p[index], r[index], f[index], support[index]))
         if y_true.any():
-            assert values["lrap"] == pytest.approx(metrics.label_ranking_average_precision_score(y_true, scores,
-                                                                                                 sample_weight=w))
+            assert values["lrap"] == pytest.approx(
+                metrics.label_ranking_average_precision_score(y_true, scores, sample_weight=w)
+            )
         assert values["coverage_error"] == pytest.approx(metrics.coverage_error(y_true, scores, sample_weight=w))
-        assert values["label_ranking_loss"] == pytest.approx(metrics.label_ranking_loss(y_true, scores,
-                                                                                        sample_weight=w))
+        assert values["label_ranking_loss"] == pytest.approx(
+            metrics.label_ranking_loss(y_true, scores, sample_weight=w)
+        )
 
 
 def test_multilabel_per_group_values_equal_each_groups_own_suite() -> None:

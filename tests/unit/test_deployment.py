@@ -28,8 +28,9 @@ def test_compose_runs_postgres_mlflow_a_one_shot_upgrade_and_workers() -> None:
     # the workers and the upgrade use one database and one MLflow server, reachable by service name
     url = worker["environment"]["EVALSTORE_DATABASE_URL"]
     assert url == migrate["environment"]["EVALSTORE_DATABASE_URL"]
-    assert re.fullmatch(r"postgresql\+psycopg://evalstore:\$\{POSTGRES_PASSWORD:-evalstore\}@postgres:5432/evalstore",
-                        url)
+    assert re.fullmatch(
+        r"postgresql\+psycopg://evalstore:\$\{POSTGRES_PASSWORD:-evalstore\}@postgres:5432/evalstore", url
+    )
     assert worker["environment"]["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
     assert any(arg.startswith("--allowed-hosts=") and "mlflow:5000" in arg for arg in services["mlflow"]["command"])
 

@@ -21,8 +21,12 @@ MEASURES = ["all_trec", "P@3", "nDCG(gains={-1:1})@5", "RelString@5"]
 
 def _same(ours: EvaluationResult, alone: EvaluationResult) -> None:
     assert repr(ours.aggregates) == repr(alone.aggregates)  # nan as nan
-    assert (ours.topics, ours.missing_topics, ours.dropped_run_topics, ours.options) == \
-        (alone.topics, alone.missing_topics, alone.dropped_run_topics, alone.options)
+    assert (ours.topics, ours.missing_topics, ours.dropped_run_topics, ours.options) == (
+        alone.topics,
+        alone.missing_topics,
+        alone.dropped_run_topics,
+        alone.options,
+    )
     assert list(ours.values) == list(alone.values)
     for name, column in alone.values.items():
         assert ours.values[name].dtype == column.dtype, name
@@ -32,8 +36,9 @@ def _same(ours: EvaluationResult, alone: EvaluationResult) -> None:
             assert ours.values[name].tobytes() == column.tobytes(), name
 
 
-@pytest.mark.parametrize("options", [{}, {"missing_topics": "skip"}, {"max_docs": 7, "judged_only": True},
-                                     {"relevance_level": 2}])
+@pytest.mark.parametrize(
+    "options", [{}, {"missing_topics": "skip"}, {"max_docs": 7, "judged_only": True}, {"relevance_level": 2}]
+)
 def test_a_list_of_run_files_gives_each_runs_own_result(options: dict[str, object]) -> None:
     qrels = suite_file("qrels.test")
     results = evalstore.evaluate(qrels, RUNS, MEASURES, **options)  # type: ignore[arg-type]
@@ -44,9 +49,17 @@ def test_a_list_of_run_files_gives_each_runs_own_result(options: dict[str, objec
     # batches of one run each give the same as one batch of all
     from evalstore.metrics import _evaluate_runs
 
-    small = _evaluate_runs(qrels, RUNS, MEASURES, per_query=True, relevance_level=options.get("relevance_level", 1),
-                           max_docs=options.get("max_docs"), judged_only=bool(options.get("judged_only")),  # type: ignore[arg-type]
-                           missing_topics=str(options.get("missing_topics", "zero")), stack_cells=1)
+    small = _evaluate_runs(
+        qrels,
+        RUNS,
+        MEASURES,
+        per_query=True,
+        relevance_level=options.get("relevance_level", 1),
+        max_docs=options.get("max_docs"),
+        judged_only=bool(options.get("judged_only")),  # type: ignore[arg-type]
+        missing_topics=str(options.get("missing_topics", "zero")),
+        stack_cells=1,
+    )
     for one, other in zip(small, results, strict=True):
         _same(one, other)  # type: ignore[arg-type]
 
@@ -62,8 +75,15 @@ def test_a_mapping_of_runs_in_any_form_gives_results_by_name(tmp_path: Path) -> 
     assert isinstance(results, dict)
     assert list(results) == ["dict", "frame", "file", "name"]
     for name, run in runs.items():
-        _same(results[name], evalstore.evaluate(qrels, run, ["AP", "nDCG@10", "P@2", "NumQ"],  # type: ignore[arg-type]
-                                                known={"q1": {"d3": 1}}))
+        _same(
+            results[name],
+            evalstore.evaluate(
+                qrels,
+                run,
+                ["AP", "nDCG@10", "P@2", "NumQ"],  # type: ignore[arg-type]
+                known={"q1": {"d3": 1}},
+            ),
+        )
     assert round(results["dict"].aggregates["map"], 4) == 0.6667
     assert results["file"].missing_topics == ["q1"]
 
@@ -83,10 +103,14 @@ def test_one_run_as_a_dict_is_one_run_not_several() -> None:
 
 def test_a_run_sharing_no_topic_with_the_qrels_is_named() -> None:
     qrels = {"q1": {"d1": 1}}
-    with pytest.raises(EvaluationError, match=r"^Run 'other' and the qrels share no topic; check that the topic ids "
-                                              r"match\.$"):
-        evalstore.evaluate(qrels, {"fine": {"q1": {"d1": 1.0}}, "other": {"q9": {"d1": 1.0}}}, ["AP"],
-                           missing_topics="skip")
+    with pytest.raises(
+        EvaluationError,
+        match=r"^Run 'other' and the qrels share no topic; check that the topic ids "
+        r"match\.$",
+    ):
+        evalstore.evaluate(
+            qrels, {"fine": {"q1": {"d1": 1.0}}, "other": {"q9": {"d1": 1.0}}}, ["AP"], missing_topics="skip"
+        )
     with pytest.raises(EvaluationError, match=r"^Run 1 and the qrels share no topic"):
         evalstore.evaluate(qrels, [{"q1": {"d1": 1.0}}, {"q9": {"d1": 1.0}}], ["AP"], missing_topics="skip")
     # every qrels topic is scored by default: a run without them scores 0, as one run alone does

@@ -72,9 +72,7 @@ def test_graded_and_negative_relevance() -> None:
 def test_lenient_mode_reads_extra_columns_like_trec_eval(tmp_path: Path) -> None:
     trunc = shared_path("trec_eval_test", "results.trunc")
     assert read_run(trunc, strict=False).table.num_rows == 584
-    assert refused(read_run, trunc) == (
-        f"{trunc}:1: expected 6 columns (qid Q0 docno rank score tag), found 9"
-    )
+    assert refused(read_run, trunc) == (f"{trunc}:1: expected 6 columns (qid Q0 docno rank score tag), found 9")
 
 
 # ---------------------------------------------------------------- white space
@@ -99,17 +97,25 @@ BAD_RUNS = {
     "long line": ("1 Q0 d1 1 2.5 t x\n", ":1: expected 6 columns (qid Q0 docno rank score tag), found 7"),
     "score text": ("1 Q0 d1 1 2.5 t\n1 Q0 d2 2 high t\n", ":2: score 'high' is not a number"),
     "score nan": ("1 Q0 d1 1 nan t\n", ":1: score 'nan' is not a finite number; scores must be finite"),
-    "score inf": ("1 Q0 d1 1 2 t\n1 Q0 d2 2 -inf t\n", ":2: score '-inf' is not a finite number; scores must be finite"),
+    "score inf": (
+        "1 Q0 d1 1 2 t\n1 Q0 d2 2 -inf t\n",
+        ":2: score '-inf' is not a finite number; scores must be finite",
+    ),
     "rank text": ("1 Q0 d1 first 2.5 t\n", ":1: rank 'first' is not an integer"),
-    "rank beyond 32 bits": ("1 Q0 d1 1 2.5 t\n1 Q0 d2 2147483648 1.5 t\n",
-                            ":2: rank '2147483648' is out of range; it must be between -2147483648 and 2147483647"),
+    "rank beyond 32 bits": (
+        "1 Q0 d1 1 2.5 t\n1 Q0 d2 2147483648 1.5 t\n",
+        ":2: rank '2147483648' is out of range; it must be between -2147483648 and 2147483647",
+    ),
     "duplicate doc": (
         "1 Q0 d1 1 2.5 t\n2 Q0 d1 1 2.5 t\n1 Q0 d1 2 1.5 t\n",
         ":3: docno 'd1' appears twice in topic '1' (first at line 1); "
         "trec_eval refuses duplicate documents, so remove one of them",
     ),
     "empty": ("", ": the file has no run lines; expected lines of the form 'qid Q0 docno rank score tag'"),
-    "only comments": ("# nothing\n\n", ": the file has no run lines; expected lines of the form 'qid Q0 docno rank score tag'"),
+    "only comments": (
+        "# nothing\n\n",
+        ": the file has no run lines; expected lines of the form 'qid Q0 docno rank score tag'",
+    ),
 }
 
 
@@ -123,8 +129,10 @@ def test_bad_run_is_refused_with_its_line(case: str, write) -> None:  # type: ig
 BAD_QRELS = {
     "relevance float": ("1 0 d1 1\n1 0 d2 0.5\n", ":2: relevance '0.5' is not an integer"),
     "three columns": ("1 0 d1\n", ":1: expected 4 columns (qid iter docno rel), found 3"),
-    "relevance beyond 16 bits": ("1 0 d1 1\n1 0 d2 -32769\n",
-                                 ":2: relevance '-32769' is out of range; it must be between -32768 and 32767"),
+    "relevance beyond 16 bits": (
+        "1 0 d1 1\n1 0 d2 -32769\n",
+        ":2: relevance '-32769' is out of range; it must be between -32768 and 32767",
+    ),
     "conflict": (
         "1 0 d1 1\n1 0 d2 0\n1 0 d1 2\n",
         ":3: conflicting judgments for docno 'd1' in topic '1': relevance 2 here, 1 at line 1; keep one of them",
@@ -142,9 +150,13 @@ def test_bad_qrels_is_refused_with_its_line(case: str, write) -> None:  # type: 
 def test_values_the_store_cannot_hold_are_refused_in_tables_and_accepted_by_trec_eval(write) -> None:  # type: ignore[no-untyped-def]
     run = write("r.csv", "topic,doc,score,rank\nq1,d1,2.5,1\nq1,d2,1.5,-2147483649\n")
     assert refused(read_run, run) == (
-        f"{run}:3: rank '-2147483649' is out of range; it must be between -2147483648 and 2147483647")
+        f"{run}:3: rank '-2147483649' is out of range; it must be between -2147483648 and 2147483647"
+    )
     qrels = write("q.tsv", "topic\tdoc\trelevance\nq1\td1\t32768\n")
-    assert refused(read_qrels, qrels) == f"{qrels}:2: relevance '32768' is out of range; it must be between -32768 and 32767"
+    assert (
+        refused(read_qrels, qrels)
+        == f"{qrels}:2: relevance '32768' is out of range; it must be between -32768 and 32767"
+    )
     # trec_eval reads such files (it ignores the rank; relevance is a long), and so does `evalstore trec-eval`
     assert read_run(write("r.run", "1 Q0 d1 2147483648 2.5 t\n"), strict=False).table.num_rows == 1
     assert read_qrels(write("q.qrels", "1 0 d1 40000\n"), strict=False).table["relevance"].to_pylist() == [40000]
@@ -159,8 +171,7 @@ def test_identical_repeated_judgments_are_kept_once(write) -> None:  # type: ign
 def test_non_utf8_bytes(write) -> None:  # type: ignore[no-untyped-def]
     path = write("latin1.run", b"1 Q0 d1 1 2.5 t\n1 Q0 caf\xe9 2 1.5 t\n")
     assert refused(read_run, path) == (
-        f"{path}:2: bytes that are not UTF-8 at column 9; convert the file to UTF-8 "
-        "(e.g. iconv -f latin1 -t utf-8)"
+        f"{path}:2: bytes that are not UTF-8 at column 9; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
     )
 
 

@@ -16,8 +16,11 @@ from evalstore.statistics import significance
 
 def scores(runs: int = 6, topics: int = 30, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.clip(rng.normal(0.3, 0.15, (1, topics)) + np.linspace(0, 0.1, runs)[:, None]
-                   + rng.normal(0, 0.08, (runs, topics)), 0, 1)
+    return np.clip(
+        rng.normal(0.3, 0.15, (1, topics)) + np.linspace(0, 0.1, runs)[:, None] + rng.normal(0, 0.08, (runs, topics)),
+        0,
+        1,
+    )
 
 
 def test_swap_rates_count_the_pairs_two_disjoint_sets_order_differently() -> None:
@@ -28,7 +31,7 @@ def test_swap_rates_count_the_pairs_two_disjoint_sets_order_differently() -> Non
         order = rng.permuted(np.tile(np.arange(table.shape[1]), (200, 1)), axis=1)
         swaps = total = 0
         for draw in order:
-            a, b = table[:, draw[:n]].mean(axis=1), table[:, draw[n:2 * n]].mean(axis=1)
+            a, b = table[:, draw[:n]].mean(axis=1), table[:, draw[n : 2 * n]].mean(axis=1)
             for i in range(len(table)):
                 for j in range(i + 1, len(table)):
                     total += 1
@@ -42,7 +45,7 @@ def test_topic_set_size_follows_the_paired_t_power_analysis() -> None:
     variance, df = significance.residual_variance(table)
     assert df == 5 * 29 and result.residual_variance == pytest.approx(variance)
     # normal approximation n = (z_a/2 + z_b)^2 * 2 sigma^2 / delta^2: the t-based answer is a little above
-    approximate = (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 * 2 * variance / 0.05 ** 2
+    approximate = (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 * 2 * variance / 0.05**2
     assert math.ceil(approximate) <= result.topics_needed <= math.ceil(approximate) + 3
     bigger = health._topic_set_size("AP", table, 0.10, 0.05, 0.8)
     assert bigger.topics_needed < result.topics_needed

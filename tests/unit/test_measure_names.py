@@ -103,10 +103,12 @@ def test_evaluate_accepts_dicts_and_frames_alike() -> None:
     qrels = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"x": 1}}
     run = {"q1": {"a": 0.5, "b": 0.9, "c": 0.1}, "q2": {"y": 1.0}}
     from_dicts = metrics.evaluate(qrels, run, ["AP", "nDCG@10", "P@2"])
-    frame_q = pd.DataFrame([(q, d, r) for q, ds in qrels.items() for d, r in ds.items()],
-                           columns=["query_id", "doc_id", "relevance"])
-    frame_r = pd.DataFrame([(q, d, s) for q, ds in run.items() for d, s in ds.items()],
-                           columns=["query_id", "doc_id", "score"])
+    frame_q = pd.DataFrame(
+        [(q, d, r) for q, ds in qrels.items() for d, r in ds.items()], columns=["query_id", "doc_id", "relevance"]
+    )
+    frame_r = pd.DataFrame(
+        [(q, d, s) for q, ds in run.items() for d, s in ds.items()], columns=["query_id", "doc_id", "score"]
+    )
     from_frames = metrics.evaluate(frame_q, frame_r, ["AP", "nDCG@10", "P@2"])
     assert from_dicts.aggregates == from_frames.aggregates
     per_query = from_dicts.per_query.set_index(["query_id", "measure"])["value"]
@@ -156,5 +158,7 @@ def test_importing_evalstore_loads_no_numerical_library() -> None:
     import sys
 
     probe = "import sys, evalstore; print('numpy' in sys.modules or 'pyarrow' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )

@@ -16,8 +16,14 @@ from tests.differential import (
 )
 from tests.unit import test_classification, test_textbook_examples
 
-MODULES = [test_against_trec_eval, test_prefs_against_trec_eval, test_against_ndeval, test_against_ir_measures,
-           test_textbook_examples, test_classification]
+MODULES = [
+    test_against_trec_eval,
+    test_prefs_against_trec_eval,
+    test_against_ndeval,
+    test_against_ir_measures,
+    test_textbook_examples,
+    test_classification,
+]
 
 
 def _covered() -> set[str]:

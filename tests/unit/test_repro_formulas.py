@@ -12,8 +12,9 @@ from evalstore.statistics import repro
 
 
 def test_ranked_documents_follow_trec_eval_order() -> None:
-    run = pa.table({"topic": ["2", "1", "1", "1", "1"], "doc": ["x", "a", "b", "c", "d"],
-                    "score": [1.0, 1.0, 2.0, 2.0, 0.5]})
+    run = pa.table(
+        {"topic": ["2", "1", "1", "1", "1"], "doc": ["x", "a", "b", "c", "d"], "score": [1.0, 1.0, 2.0, 2.0, 0.5]}
+    )
     assert repro.ranked_documents(run) == {"1": ["c", "b", "a", "d"], "2": ["x"]}  # ties docno descending
     assert repro.ranked_documents(run, depth=2) == {"1": ["c", "b"], "2": ["x"]}
 
@@ -66,12 +67,15 @@ def test_t_test() -> None:
 
 
 def test_document_order_over_shared_topics() -> None:
-    order = repro.document_order({"1": list("abc"), "2": list("ab"), "3": list("x")}, {"1": list("abc"), "2": list("ba")})
+    order = repro.document_order(
+        {"1": list("abc"), "2": list("ab"), "3": list("x")}, {"1": list("abc"), "2": list("ba")}
+    )
     assert order.topics == ["1", "2"] and order.ktu == [1.0, -1.0] and order.mean_ktu == 0.0
     # Clarke et al.'s RBO is not extrapolated: past the rankings' end the overlap's share shrinks
     weights = 0.95 ** np.arange(1000)
-    assert order.rbo[0] == pytest.approx(float(np.sum(weights * np.minimum(np.arange(1, 1001), 3) /
-                                                      np.arange(1, 1001)) / np.sum(weights)))
+    assert order.rbo[0] == pytest.approx(
+        float(np.sum(weights * np.minimum(np.arange(1, 1001), 3) / np.arange(1, 1001)) / np.sum(weights))
+    )
     assert repro.document_order({"1": list("abc")}, {"1": list("abc")}, depth=3).rbo == [pytest.approx(1.0)]
     empty = repro.document_order({}, {})
     assert math.isnan(empty.mean_ktu) and math.isnan(empty.mean_rbo)

@@ -66,8 +66,7 @@ def test_randomization_agrees_with_scipy_exact_permutation_test() -> None:
     resamples = 20_000
     outcome = sig.paired_test(matrix, "randomization", resamples=resamples, rng=np.random.default_rng(11))
     for row in range(len(matrix)):
-        exact = stats.permutation_test((matrix[row],), np.mean, permutation_type="samples",
-                                       n_resamples=np.inf).pvalue
+        exact = stats.permutation_test((matrix[row],), np.mean, permutation_type="samples", n_resamples=np.inf).pvalue
         assert abs(outcome.p_value[row] - exact) < _monte_carlo_bound(exact, resamples)
         assert outcome.statistic[row] == pytest.approx(matrix[row].mean())
 
@@ -83,8 +82,9 @@ def test_bootstrap_agrees_with_scipy_bootstrap(diffs: np.ndarray) -> None:
     resamples = 20_000
     outcome = sig.paired_test(diffs, "bootstrap", resamples=resamples, rng=np.random.default_rng(5))
     for row in range(len(diffs)):
-        reference = stats.bootstrap((diffs[row],), np.mean, n_resamples=resamples, method="percentile",
-                                    random_state=np.random.default_rng(6))
+        reference = stats.bootstrap(
+            (diffs[row],), np.mean, n_resamples=resamples, method="percentile", random_state=np.random.default_rng(6)
+        )
         spread = reference.standard_error
         assert outcome.ci_low[row] == pytest.approx(reference.confidence_interval.low, abs=0.1 * spread)
         assert outcome.ci_high[row] == pytest.approx(reference.confidence_interval.high, abs=0.1 * spread)
@@ -154,8 +154,13 @@ def _two_way_residual_mse(scores: np.ndarray) -> tuple[float, float]:
     from statsmodels.stats.anova import anova_lm
 
     k, n = scores.shape
-    frame = pd.DataFrame({"score": scores.ravel(), "system": np.repeat(np.arange(k), n).astype(str),
-                          "topic": np.tile(np.arange(n), k).astype(str)})
+    frame = pd.DataFrame(
+        {
+            "score": scores.ravel(),
+            "system": np.repeat(np.arange(k), n).astype(str),
+            "topic": np.tile(np.arange(n), k).astype(str),
+        }
+    )
     table = anova_lm(smf.ols("score ~ C(system) + C(topic)", data=frame).fit())
     residual = table.loc["Residual"]
     return float(residual["sum_sq"] / residual["df"]), float(residual["df"])
@@ -193,8 +198,9 @@ def test_randomized_tukey_with_two_systems_is_the_randomization_test() -> None:
     scores[1] += 0.15
     resamples = 20_000
     _, p_value, _ = sig.randomized_tukey_hsd(scores, resamples=resamples, rng=np.random.default_rng(1))
-    exact = stats.permutation_test((scores[0] - scores[1],), np.mean, permutation_type="samples",
-                                   n_resamples=np.inf).pvalue
+    exact = stats.permutation_test(
+        (scores[0] - scores[1],), np.mean, permutation_type="samples", n_resamples=np.inf
+    ).pvalue
     assert abs(p_value[0] - exact) < _monte_carlo_bound(exact, resamples)
 
 
@@ -217,8 +223,9 @@ def test_randomized_tukey_intervals_agree_with_its_p_values() -> None:
     p = 0.81."""
     rng = np.random.default_rng(11)
     scores = rng.random((6, 30)) * 0.4 + np.linspace(0, 0.15, 6)[:, None]
-    pairs, p_value, half_width = sig.randomized_tukey_hsd(scores, resamples=5000, rng=np.random.default_rng(4),
-                                                          confidence=0.95)
+    pairs, p_value, half_width = sig.randomized_tukey_hsd(
+        scores, resamples=5000, rng=np.random.default_rng(4), confidence=0.95
+    )
     means = scores.mean(axis=1)
     difference = np.array([means[i] - means[j] for i, j in pairs])
     excludes_zero = np.abs(difference) > half_width
@@ -278,7 +285,8 @@ def test_tau_ap_matches_its_definition(reference: list[float], shuffler) -> None
     other = reference.copy()
     shuffler.shuffle(other)
     assert sig.tau_ap(np.array(reference), np.array(other)) == pytest.approx(
-        _tau_ap_by_definition(reference, other), abs=1e-12)
+        _tau_ap_by_definition(reference, other), abs=1e-12
+    )
     assert sig.tau_ap(np.array(reference), np.array(reference)) == pytest.approx(1.0)
     assert sig.tau_ap(np.array(reference), -np.array(reference)) == pytest.approx(-1.0)
 
@@ -293,8 +301,13 @@ def test_tau_ap_weighs_swaps_at_the_top_more() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(2, 25)),
-              elements=st.sampled_from([-1.0, -0.5, -0.25, 0.0, 0.1, 0.25, 0.5, 1.0])))
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 4), st.integers(2, 25)),
+        elements=st.sampled_from([-1.0, -0.5, -0.25, 0.0, 0.1, 0.25, 0.5, 1.0]),
+    )
+)
 def test_paired_tests_are_well_formed(matrix: np.ndarray) -> None:
     """Graded-label-like values with ties, zero rows and constant rows: p in [0, 1], the interval
     holds the mean difference, wins + ties + losses = topics, t agrees with scipy where defined."""

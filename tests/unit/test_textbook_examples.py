@@ -93,8 +93,21 @@ def test_f_beta_and_precision_at_recall_relevant_at_1_3_9_10_of_4() -> None:
 
 
 # the families this file holds to published worked examples (tests/unit/test_reference_coverage.py)
-REFERENCE_FAMILIES = {"AP", "Rprec", "RR", "DCG", "nDCG", "Hits", "Success", "F", "PAtR",
-                      "Coverage", "Novelty", "RelativeRecall", "RecallEffort"}
+REFERENCE_FAMILIES = {
+    "AP",
+    "Rprec",
+    "RR",
+    "DCG",
+    "nDCG",
+    "Hits",
+    "Success",
+    "F",
+    "PAtR",
+    "Coverage",
+    "Novelty",
+    "RelativeRecall",
+    "RecallEffort",
+}
 
 
 def test_user_oriented_measures_worked_by_hand() -> None:

@@ -40,9 +40,12 @@ def test_a_trec_topic_file_gives_title_description_and_narrative(tmp_path: Path)
     path = tmp_path / "topics.txt"
     path.write_text(TREC_TOPICS)
     assert read_topics(path) == [
-        TopicStatement("321", "Women in Parliaments",
-                       "Pertinent documents will reflect the fact that women are poorly represented.",
-                       "Documents on the lack of representation by women."),
+        TopicStatement(
+            "321",
+            "Women in Parliaments",
+            "Pertinent documents will reflect the fact that women are poorly represented.",
+            "Documents on the lack of representation by women.",
+        ),
         TopicStatement("336", "Black Bear Attacks", "How often do black bears attack?", "Reports of attacks."),
     ]
 
@@ -62,12 +65,18 @@ def test_jsonl_and_tsv_topics(tmp_path: Path) -> None:
     assert read_topics(tsv) == [TopicStatement("915593", "what types of food can you cook sous vide")]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("1\ta\n2\n", "t.txt:2: expected 'topic<TAB>title' (or a TREC topic file, or JSONL)"),
-    ("1\ta\n1\tb\n", "t.txt:2: topic 1 is given twice (also at line 1); keep one"),
-    ("<top>\n<title> x\n</top>\n", "t.txt:1: a <top> without <num>: give each topic its number"),
-    ('{"topic": "1"}\n', "t.txt:1: a topic needs an id ('topic', 'query_id' or 'qid') and a title ('title' or 'query')"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1\ta\n2\n", "t.txt:2: expected 'topic<TAB>title' (or a TREC topic file, or JSONL)"),
+        ("1\ta\n1\tb\n", "t.txt:2: topic 1 is given twice (also at line 1); keep one"),
+        ("<top>\n<title> x\n</top>\n", "t.txt:1: a <top> without <num>: give each topic its number"),
+        (
+            '{"topic": "1"}\n',
+            "t.txt:1: a topic needs an id ('topic', 'query_id' or 'qid') and a title ('title' or 'query')",
+        ),
+    ],
+)
 def test_bad_topics_are_refused_with_their_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "t.txt"
     path.write_text(text)
@@ -82,8 +91,10 @@ def test_documents_from_jsonl_and_gzipped_trec_sgml(tmp_path: Path) -> None:
     assert [d for _, d in read_documents(jsonl)] == [DocumentText("d1", "T", "body"), DocumentText("d2", None, "x")]
     sgml = tmp_path / "d.sgml.gz"
     with gzip.open(sgml, "wt") as out:
-        out.write("<DOC>\n<DOCNO> FT911-3 </DOCNO>\n<HEADLINE>Bears &amp; people</HEADLINE>\n"
-                  "<TEXT>\nA <B>black</B> bear.\n</TEXT>\n</DOC>\n")
+        out.write(
+            "<DOC>\n<DOCNO> FT911-3 </DOCNO>\n<HEADLINE>Bears &amp; people</HEADLINE>\n"
+            "<TEXT>\nA <B>black</B> bear.\n</TEXT>\n</DOC>\n"
+        )
     assert [d for _, d in read_documents(sgml)] == [DocumentText("FT911-3", "Bears & people", "A  black  bear.")]
 
 

@@ -42,8 +42,10 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
         gold, tables = read_with_gold(session, label_set, sets)
         pair = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
         # scores are cut where their newest evaluation cut them (0.5 when never evaluated)
-        latest = {p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
-                  for p, e in latest_evaluations(session, label_set)}
+        latest = {
+            p.id: ((e.settings or {}).get("threshold"), e.options["positive"])
+            for p, e in latest_evaluations(session, label_set)
+        }
     right = []
     for prediction_set, data in zip(sets, pair, strict=True):
         cut, positive_class = latest.get(prediction_set.id, (None, None))
@@ -78,16 +80,24 @@ def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
         raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
     if baseline:
         return [(baseline, name) for name in everyone[1:]]
-    return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]]
+    return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1 :]]
 
 
-def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, str]], measures_: list[str],
-                   test: str, alpha: float, resamples: int, seed: int) -> list[dict[str, Any]]:
+def compare_groups(
+    engine: Engine,
+    *,
+    labels_name: str,
+    pairs: list[tuple[str, str]],
+    measures_: list[str],
+    test: str,
+    alpha: float,
+    resamples: int,
+    seed: int,
+) -> list[dict[str, Any]]:
     """Paired tests over the groups both sets have a value for (the per-query comparison of
     ranking runs, with groups as topics), through :func:`evalstore.statistics.significance.paired_test`."""
     if test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not "
-                                    f"'{test}'.")
+        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not '{test}'.")
     rng = np.random.default_rng(seed)
     rows = []
     for measure in measures_:
@@ -96,12 +106,21 @@ def compare_groups(engine: Engine, *, labels_name: str, pairs: list[tuple[str, s
             b = group_values(engine, labels_name=labels_name, prediction_name=second, measure=measure)
             both = a.dropna().index.intersection(b.dropna().index)
             diffs = (a[both] - b[both]).to_numpy()  # first minus second, as ranking compare reports
-            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples,
-                                               rng=rng)
-            rows.append({"measure": measure, "first": first, "second": second, "groups": len(both),
-                         "mean first": float(a[both].mean()), "mean second": float(b[both].mean()),
-                         "difference": float(diffs.mean()), "statistic": float(outcome.statistic[0]),
-                         "p": float(outcome.p_value[0]), "significant": bool(outcome.p_value[0] < alpha)})
+            outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples, rng=rng)
+            rows.append(
+                {
+                    "measure": measure,
+                    "first": first,
+                    "second": second,
+                    "groups": len(both),
+                    "mean first": float(a[both].mean()),
+                    "mean second": float(b[both].mean()),
+                    "difference": float(diffs.mean()),
+                    "statistic": float(outcome.statistic[0]),
+                    "p": float(outcome.p_value[0]),
+                    "significant": bool(outcome.p_value[0] < alpha),
+                }
+            )
     return rows
 
 
@@ -123,20 +142,50 @@ class PredictionComparison:
     notes: list[str] = field(default_factory=list)
 
 
-def compare_predictions(engine: Engine, *, labels_name: str, names: list[str], measures: list[str], test: str,
-                        baseline: str | None, alpha: float, resamples: int, seed: int | None) -> PredictionComparison:
+def compare_predictions(
+    engine: Engine,
+    *,
+    labels_name: str,
+    names: list[str],
+    measures: list[str],
+    test: str,
+    baseline: str | None,
+    alpha: float,
+    resamples: int,
+    seed: int | None,
+) -> PredictionComparison:
     """McNemar on item-level correctness, or a paired test over per-group values."""
     pairs = pairs_of(names, baseline)
     rows: list[dict[str, Any]] = []
     if test == "mcnemar":
         for first, second in pairs:
             result = mcnemar(engine, labels_name=labels_name, first=first, second=second)
-            rows.append({"first": first, "second": second, "only first right": result.only_first_right,
-                         "only second right": result.only_second_right, "statistic": result.statistic,
-                         "p": result.p_value, "significant": result.p_value < alpha})
+            rows.append(
+                {
+                    "first": first,
+                    "second": second,
+                    "only first right": result.only_first_right,
+                    "only second right": result.only_second_right,
+                    "statistic": result.statistic,
+                    "p": result.p_value,
+                    "significant": result.p_value < alpha,
+                }
+            )
         return PredictionComparison(f"McNemar on '{labels_name}'", rows, None)
     drawn = secrets.randbits(31) if seed is None else seed
-    rows = compare_groups(engine, labels_name=labels_name, pairs=pairs, measures_=measures or ["accuracy"],
-                          test=test, alpha=alpha, resamples=resamples, seed=drawn)
-    return PredictionComparison(f"per-group comparison on '{labels_name}' ({test})", rows, drawn,
-                                few_units_note(min(int(row["groups"]) for row in rows), "groups"))
+    rows = compare_groups(
+        engine,
+        labels_name=labels_name,
+        pairs=pairs,
+        measures_=measures or ["accuracy"],
+        test=test,
+        alpha=alpha,
+        resamples=resamples,
+        seed=drawn,
+    )
+    return PredictionComparison(
+        f"per-group comparison on '{labels_name}' ({test})",
+        rows,
+        drawn,
+        few_units_note(min(int(row["groups"]) for row in rows), "groups"),
+    )

@@ -29,16 +29,22 @@ class Correlation:
     selection: Selection = Selection()  # the options of the evaluations whose means are ordered
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"reference": self.first, "other": self.second, **asdict(self.result),
-               "options": self.selection.as_dict()}
+        out = {
+            "reference": self.first,
+            "other": self.second,
+            **asdict(self.result),
+            "options": self.selection.as_dict(),
+        }
         out["swapped"] = [list(pair) for pair in self.result.swapped]
-        out["systems_scores"] = {s: [a, b] for s, a, b in
-                                 zip(self.systems, self.first_scores, self.second_scores, strict=True)}
+        out["systems_scores"] = {
+            s: [a, b] for s, a, b in zip(self.systems, self.first_scores, self.second_scores, strict=True)
+        }
         return out
 
 
-def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str],
-              selection: Selection | None = None) -> Correlation:
+def correlate(
+    engine: Engine, *, qrels_names: list[str], measures: list[str], selection: Selection | None = None
+) -> Correlation:
     """Agreement between two orderings of the systems by mean score: two measures on one qrels,
     or one measure on two qrels (over the runs evaluated on both). The first is the reference
     (tau-AP is asymmetric). Means come from evaluations made with ``selection``'s options
@@ -58,12 +64,20 @@ def correlate(engine: Engine, *, qrels_names: list[str], measures: list[str],
     if len(systems) < 2:
         raise EvaluationError(
             f"Fewer than two runs have both {orderings[0][1]} on '{orderings[0][0]}' and {orderings[1][1]} on "
-            f"'{orderings[1][0]}'. Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'.")
+            f"'{orderings[1][0]}'. Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'."
+        )
     first = np.array([means[0][s] for s in systems])
     second = np.array([means[1][s] for s in systems])
     labels = [f"{m} on {q}" for q, m in orderings]
-    return Correlation(labels[0], labels[1], systems, first.tolist(), second.tolist(),
-                       significance.rank_correlation(systems, first, second), selection)
+    return Correlation(
+        labels[0],
+        labels[1],
+        systems,
+        first.tolist(),
+        second.tolist(),
+        significance.rank_correlation(systems, first, second),
+        selection,
+    )
 
 
 def _means_by_run(engine: Engine, qrels_name: str, measure: str, selection: Selection) -> dict[str, float]:

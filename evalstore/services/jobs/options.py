@@ -57,17 +57,24 @@ class EvaluationOptions:
         measures = [str(m) for m in resolve_measures(self.measures)]
         resolved: dict[str, Any] = {
             "measures": measures,
-            "relevance_level": self.relevance_level, "max_docs": self.max_docs, "judged_only": self.judged_only,
-            "missing_topics": self.missing_topics, "tie_rule": "score desc, docno desc",
+            "relevance_level": self.relevance_level,
+            "max_docs": self.max_docs,
+            "judged_only": self.judged_only,
+            "missing_topics": self.missing_topics,
+            "tie_rule": "score desc, docno desc",
         }
         user_oriented = [m for m in measures if m in USER_ORIENTED_MEASURES]
         if self.known_qrels is None and user_oriented:
-            raise InvalidParameterError(f"{user_oriented[0]} compares a ranking with what the user already knew: "
-                                        "name those relevant documents with --known QRELS.")
+            raise InvalidParameterError(
+                f"{user_oriented[0]} compares a ranking with what the user already knew: "
+                "name those relevant documents with --known QRELS."
+            )
         if self.known_qrels is not None:  # only then, so every other evaluation keeps its options hash
             if self.judged_only:
-                raise InvalidParameterError("-J closes up the ranking by the qrels' judgments; the user-oriented "
-                                            "measures (--known) need the ranking whole.")
+                raise InvalidParameterError(
+                    "-J closes up the ranking by the qrels' judgments; the user-oriented "
+                    "measures (--known) need the ranking whole."
+                )
             resolved["measures"] = [*measures, *(m for m in USER_ORIENTED_MEASURES if m not in measures)]
             resolved["known_qrels"] = self.known_qrels
         return resolved
@@ -77,7 +84,7 @@ USER_ORIENTED_MEASURES = ("Coverage", "Novelty", "RelativeRecall", "RecallEffort
 
 
 def describe_inputs(kind: str, inputs: str, judgments: str) -> str:
-    """"run 'bm25' on 'dl19'", "predictions 'p' on 'fruit'": a job's inputs as messages name them."""
+    """ "run 'bm25' on 'dl19'", "predictions 'p' on 'fruit'": a job's inputs as messages name them."""
     noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)
     return f"{noun} '{inputs}' on '{judgments}'"
 
@@ -141,8 +148,10 @@ def as_utc(value: datetime) -> datetime:
 
 # what an evaluation computes when no measures are named, by the kind of judgments
 DEFAULT_MEASURES_BY_KIND = {
-    "subtopics": tuple(f"{name}@{k}" for name in ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
-                       for k in (5, 10, 20)) + ("NRBP", "nNRBP", "AP_IA"),
+    "subtopics": tuple(
+        f"{name}@{k}" for name in ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall") for k in (5, 10, 20)
+    )
+    + ("NRBP", "nNRBP", "AP_IA"),
     "preferences": PREFS_MEASURES,
 }
 
@@ -164,10 +173,16 @@ def _for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any
         raise InvalidParameterError(
             f"{wrong[0]} is computed from {JUDGMENTS_NAMED[needs]} judgments, and qrels '{qrels.name}' hold "
             f"{JUDGMENTS_NAMED[qrels.kind]} judgments. "
-            "'evalstore measures' lists the judgments each measure needs.")
+            "'evalstore measures' lists the judgments each measure needs."
+        )
     if qrels.kind != "relevance" and (options.judged_only or options.relevance_level != 1):
-        reason = ("ndeval counts every judgment above 0" if qrels.kind == "subtopics"
-                  else "their levels order documents, and above 0 is relevant")
-        raise InvalidParameterError(f"-l and -J apply to relevance judgments; qrels '{qrels.name}' hold "
-                                    f"{JUDGMENTS_NAMED[qrels.kind]} judgments ({reason}).")
+        reason = (
+            "ndeval counts every judgment above 0"
+            if qrels.kind == "subtopics"
+            else "their levels order documents, and above 0 is relevant"
+        )
+        raise InvalidParameterError(
+            f"-l and -J apply to relevance judgments; qrels '{qrels.name}' hold "
+            f"{JUDGMENTS_NAMED[qrels.kind]} judgments ({reason})."
+        )
     return resolved

@@ -53,9 +53,11 @@ def enqueue(
         qrels = repo.get_qrels(session, qrels_name)
         resolved = _for_judgments(options, qrels)
         if not backend.local and qrels.kind != "relevance":
-            raise InvalidParameterError(f"--backend {backend.name} joins runs with relevance judgments; qrels "
-                                        f"'{qrels.name}' hold {JUDGMENTS_NAMED[qrels.kind]} judgments, which the "
-                                        "local engine evaluates: leave --backend out.")
+            raise InvalidParameterError(
+                f"--backend {backend.name} joins runs with relevance judgments; qrels "
+                f"'{qrels.name}' hold {JUDGMENTS_NAMED[qrels.kind]} judgments, which the "
+                "local engine evaluates: leave --backend out."
+            )
         if options.known_qrels is not None:  # its content decides the numbers: a new version is a new job
             known = repo.get_qrels(session, options.known_qrels)
             if known.kind != "relevance" or qrels.kind != "relevance":
@@ -77,17 +79,43 @@ def enqueue_run(session: Session, run: Run, qrels: QrelsSet, options: Evaluation
     return _enqueue_one(session, run, qrels, _for_judgments(options, qrels), False, 3)
 
 
-def _enqueue_one(session: Session, run: Run, qrels: QrelsSet, options: dict[str, Any], force: bool,
-                 max_attempts: int, backend: Backend = LOCAL) -> JobRef:
-    return enqueue_job(session, (run.name, qrels.name), {"run_id": run.id, "qrels_id": qrels.id},
-                       options_hash(options, run.content_hash, qrels.content_hash), options, force=force,
-                       max_attempts=max_attempts, backend=backend, measures=json.dumps(options["measures"]),
-                       run_hash=run.content_hash, qrels_hash=qrels.content_hash)
+def _enqueue_one(
+    session: Session,
+    run: Run,
+    qrels: QrelsSet,
+    options: dict[str, Any],
+    force: bool,
+    max_attempts: int,
+    backend: Backend = LOCAL,
+) -> JobRef:
+    return enqueue_job(
+        session,
+        (run.name, qrels.name),
+        {"run_id": run.id, "qrels_id": qrels.id},
+        options_hash(options, run.content_hash, qrels.content_hash),
+        options,
+        force=force,
+        max_attempts=max_attempts,
+        backend=backend,
+        measures=json.dumps(options["measures"]),
+        run_hash=run.content_hash,
+        qrels_hash=qrels.content_hash,
+    )
 
 
-def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int], digest: str,
-                options: dict[str, Any], *, force: bool, max_attempts: int, kind: str = "ranking",
-                backend: Backend = LOCAL, **columns: Any) -> JobRef:
+def enqueue_job(
+    session: Session,
+    names: tuple[str, str],
+    inputs: dict[str, int],
+    digest: str,
+    options: dict[str, Any],
+    *,
+    force: bool,
+    max_attempts: int,
+    kind: str = "ranking",
+    backend: Backend = LOCAL,
+    **columns: Any,
+) -> JobRef:
     """The job for these inputs (run and qrels ids, or a prediction set id) and options hash:
     created, returned as it is, or queued again (see :func:`enqueue`). ``names`` are the inputs'
     and the judgments' names, as messages show them. A job created, queued again or still waiting
@@ -98,9 +126,18 @@ def enqueue_job(session: Session, names: tuple[str, str], inputs: dict[str, int]
     if job is None:
         try:
             with session.begin_nested():  # another client may insert the same job at the same moment
-                job = Evaluation(**inputs, options_hash=digest, options=options, state="queued", attempts=0,
-                                 max_attempts=max_attempts, mlflow_state="none", created_at=db_now(session),
-                                 backend=backend.stored(), **columns)
+                job = Evaluation(
+                    **inputs,
+                    options_hash=digest,
+                    options=options,
+                    state="queued",
+                    attempts=0,
+                    max_attempts=max_attempts,
+                    mlflow_state="none",
+                    created_at=db_now(session),
+                    backend=backend.stored(),
+                    **columns,
+                )
                 session.add(job)
             return JobRef(job.id, *names, "queued", "queued", kind)
         except IntegrityError:
@@ -124,36 +161,55 @@ def _requeue(job: Evaluation, max_attempts: int | None = None) -> None:
         job.max_attempts = max_attempts
 
 
-def claim(engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE,
-          only: list[int] | None = None) -> ClaimedJob | None:
+def claim(
+    engine: Engine, worker_id: str, *, lease: timedelta = DEFAULT_LEASE, only: list[int] | None = None
+) -> ClaimedJob | None:
     """Take the oldest claimable job (queued, or running with an expired lease), or None."""
     with unit_of_work(engine) as session:
         now = db_now(session)
         while True:
-            job = first_claimable(session, or_(
-                Evaluation.state == "queued",
-                and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)), only)
+            job = first_claimable(
+                session,
+                or_(
+                    Evaluation.state == "queued", and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)
+                ),
+                only,
+            )
             if job is None:
                 return None
             if job.state == "running" and job.attempts >= job.max_attempts:
                 job.state, job.finished_at = "failed", now
-                job.error = (f"gave up after {job.attempts} attempts: worker {job.worker_id} stopped renewing "
-                             f"its lease (killed or lost its connection). "
-                             f"Run 'evalstore jobs retry {job.id}' to try again.")
+                job.error = (
+                    f"gave up after {job.attempts} attempts: worker {job.worker_id} stopped renewing "
+                    f"its lease (killed or lost its connection). "
+                    f"Run 'evalstore jobs retry {job.id}' to try again."
+                )
                 job.lease_expires_at = None
                 continue
             job.state, job.worker_id = "running", worker_id
             job.attempts += 1
             job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
-            return ClaimedJob(job.id, job.run_id, job.qrels_id, dict(job.options), job.attempts, worker_id,
-                              job.prediction_set_id, kind_of(session, job.id), Backend.from_stored(job.backend))
+            return ClaimedJob(
+                job.id,
+                job.run_id,
+                job.qrels_id,
+                dict(job.options),
+                job.attempts,
+                worker_id,
+                job.prediction_set_id,
+                kind_of(session, job.id),
+                Backend.from_stored(job.backend),
+            )
 
 
 def kind_of(session: Session, evaluation_id: int) -> str:
     """The kind of an evaluation: ``ranking`` (a run on qrels), else its prediction set's kind."""
-    kind = session.scalar(select(func.coalesce(PredictionSet.kind, "ranking")).select_from(Evaluation)
-                          .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
-                          .where(Evaluation.id == evaluation_id))
+    kind = session.scalar(
+        select(func.coalesce(PredictionSet.kind, "ranking"))
+        .select_from(Evaluation)
+        .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
+        .where(Evaluation.id == evaluation_id)
+    )
     if kind is None:
         raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
     return str(kind)
@@ -176,8 +232,9 @@ def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEA
         now = db_now(session)
         result = session.execute(  # an UPDATE's result is a cursor result: it has a rowcount
             update(Evaluation)
-            .where(Evaluation.id == job.evaluation_id, Evaluation.worker_id == job.worker_id,
-                   Evaluation.state == "running")
+            .where(
+                Evaluation.id == job.evaluation_id, Evaluation.worker_id == job.worker_id, Evaluation.state == "running"
+            )
             .values(heartbeat_at=now, lease_expires_at=now + lease)
         )
         # the worker is alive too, however long the job: `evaluate --wait` must not think it gone
@@ -200,12 +257,23 @@ def results_header(session: Session, job: ClaimedJob) -> dict[str, Any]:
     version), as :func:`evaluations.results` gives it; JobLost if the job is no longer held. Call
     it, then :func:`store_results`, in one unit of work."""
     row = _held(session, job)
-    return {"run_hash": row.run_hash, "qrels_hash": row.qrels_hash, "options_hash": row.options_hash,
-            "evalstore_version": __version__, "results_version": row.results_version + 1}
+    return {
+        "run_hash": row.run_hash,
+        "qrels_hash": row.qrels_hash,
+        "options_hash": row.options_hash,
+        "evalstore_version": __version__,
+        "results_version": row.results_version + 1,
+    }
 
 
-def store_results(session: Session, job: ClaimedJob, header: dict[str, Any], per_query: repo.PerQueryValues,
-                  aggregates: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> None:
+def store_results(
+    session: Session,
+    job: ClaimedJob,
+    header: dict[str, Any],
+    per_query: repo.PerQueryValues,
+    aggregates: list[dict[str, Any]],
+    settings: dict[str, Any] | None = None,
+) -> None:
     """A step: store the results (and a classification's settings) under ``header``
     (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending.
     Never commits."""
@@ -221,8 +289,13 @@ def store_results(session: Session, job: ClaimedJob, header: dict[str, Any], per
     row.mlflow_state, row.mlflow_error, row.mlflow_attempts, row.mlflow_run_id = "pending", None, 0, None
 
 
-def complete(engine: Engine, job: ClaimedJob, per_query: repo.PerQueryValues, aggregates: list[dict[str, Any]],
-             settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def complete(
+    engine: Engine,
+    job: ClaimedJob,
+    per_query: repo.PerQueryValues,
+    aggregates: list[dict[str, Any]],
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Store the results (and a classification's settings) and mark the job done, in one
     transaction; JobLost if no longer held. Returns the stored results' header (hashes,
     versions)."""

@@ -47,8 +47,9 @@ class JobView:
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        out = {("run" if key == "inputs" else "qrels" if key == "judgments" else key): value
-               for key, value in out.items()}
+        out = {
+            ("run" if key == "inputs" else "qrels" if key == "judgments" else key): value for key, value in out.items()
+        }
         for key in ("created_at", "started_at", "finished_at"):
             value = out[key]
             out[key] = value.isoformat(sep=" ", timespec="seconds") if value else None
@@ -60,32 +61,59 @@ class JobView:
         prediction job computes its kind's whole suite)."""
         out = self.as_dict()
         if self.kind != "ranking":
-            inputs = {"predictions" if self.kind == "classifier" else "clustering": out.pop("run"),
-                      "labels": out.pop("qrels")}
+            inputs = {
+                "predictions" if self.kind == "classifier" else "clustering": out.pop("run"),
+                "labels": out.pop("qrels"),
+            }
             out.pop("measures")
-            out = {key: out[key] for key in ("id", "kind")} | inputs | {
-                key: value for key, value in out.items() if key not in ("id", "kind")}
+            out = (
+                {key: out[key] for key in ("id", "kind")}
+                | inputs
+                | {key: value for key, value in out.items() if key not in ("id", "kind")}
+            )
         return out
 
 
 def _view(job: Evaluation, inputs: tuple[str, str, str]) -> JobView:
-    return JobView(job.id, *inputs, job.state, job.attempts, job.max_attempts, job.worker_id,
-                   job.error, len(job.options.get("measures", [])), dict(job.options), job.created_at,
-                   job.started_at, job.finished_at, job.mlflow_state, job.mlflow_run_id, job.mlflow_error,
-                   Backend.from_stored(job.backend).name)
+    return JobView(
+        job.id,
+        *inputs,
+        job.state,
+        job.attempts,
+        job.max_attempts,
+        job.worker_id,
+        job.error,
+        len(job.options.get("measures", [])),
+        dict(job.options),
+        job.created_at,
+        job.started_at,
+        job.finished_at,
+        job.mlflow_state,
+        job.mlflow_run_id,
+        job.mlflow_error,
+        Backend.from_stored(job.backend).name,
+    )
 
 
 def _jobs_with_inputs() -> Any:
     """Jobs with (kind, run or prediction set name, qrels or gold labels name)."""
-    return (select(Evaluation, func.coalesce(PredictionSet.kind, "ranking"),
-                   func.coalesce(Run.name, PredictionSet.name), func.coalesce(QrelsSet.name, LabelSet.name))
-            .outerjoin(Run, Run.id == Evaluation.run_id).outerjoin(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
-            .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
-            .outerjoin(LabelSet, LabelSet.id == PredictionSet.label_set_id))
+    return (
+        select(
+            Evaluation,
+            func.coalesce(PredictionSet.kind, "ranking"),
+            func.coalesce(Run.name, PredictionSet.name),
+            func.coalesce(QrelsSet.name, LabelSet.name),
+        )
+        .outerjoin(Run, Run.id == Evaluation.run_id)
+        .outerjoin(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+        .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
+        .outerjoin(LabelSet, LabelSet.id == PredictionSet.label_set_id)
+    )
 
 
-def list_jobs(engine: Engine, *, states: list[str] | None = None, qrels_name: str | None = None,
-              limit: int = 100) -> list[JobView]:
+def list_jobs(
+    engine: Engine, *, states: list[str] | None = None, qrels_name: str | None = None, limit: int = 100
+) -> list[JobView]:
     """The newest ``limit`` jobs, oldest first (``qrels_name``: ranking jobs on those qrels, or
     prediction jobs on gold labels of that name)."""
     for state in states or []:
@@ -110,8 +138,9 @@ def outcome(session: Session, evaluation_id: int) -> tuple[str, str | None, int]
     job = session.get(Evaluation, evaluation_id)
     if job is None:
         raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
-    count = session.scalar(select(AggregateResult.query_count).where(
-        AggregateResult.evaluation_id == evaluation_id).limit(1))
+    count = session.scalar(
+        select(AggregateResult.query_count).where(AggregateResult.evaluation_id == evaluation_id).limit(1)
+    )
     return job.state, job.error, int(count or 0)
 
 
@@ -133,8 +162,10 @@ def retry(engine: Engine, job_id: int) -> JobView:
     with unit_of_work(engine) as session:
         job, inputs = _get(session, job_id)
         if job.state not in ("failed", "cancelled"):
-            raise ConflictError(f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
-                                f"(to recompute a done one: 'evalstore evaluate ... --force').")
+            raise ConflictError(
+                f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
+                f"(to recompute a done one: 'evalstore evaluate ... --force')."
+            )
         _requeue(job)
         return _view(job, inputs)
 

@@ -16,14 +16,24 @@ from evalstore.services.jobs.options import db_now
 def register_worker(engine: Engine, worker_id: str) -> None:
     with unit_of_work(engine) as session:
         now = db_now(session)
-        session.add(Worker(id=worker_id, hostname=socket.gethostname(), pid=os.getpid(), state="running",
-                           started_at=now, heartbeat_at=now, jobs_done=0))
+        session.add(
+            Worker(
+                id=worker_id,
+                hostname=socket.gethostname(),
+                pid=os.getpid(),
+                state="running",
+                started_at=now,
+                heartbeat_at=now,
+                jobs_done=0,
+            )
+        )
 
 
 def worker_alive(engine: Engine, worker_id: str, *, jobs_done: int) -> None:
     with unit_of_work(engine) as session:
-        session.execute(update(Worker).where(Worker.id == worker_id)
-                        .values(heartbeat_at=db_now(session), jobs_done=jobs_done))
+        session.execute(
+            update(Worker).where(Worker.id == worker_id).values(heartbeat_at=db_now(session), jobs_done=jobs_done)
+        )
 
 
 def worker_stopped(engine: Engine, worker_id: str) -> None:

@@ -22,8 +22,11 @@ def declared_models(metadata: dict[str, Any] | None) -> set[str]:
 
 def judge_models(session: Session, qrels_name: str) -> set[str]:
     """The models whose labels are in the qrels (none for qrels that are not a judge-made version)."""
-    sources = session.scalar(select(QrelsVersion.sources).join(QrelsSet, QrelsSet.id == QrelsVersion.qrels_id)
-                             .where(QrelsSet.name == qrels_name))
+    sources = session.scalar(
+        select(QrelsVersion.sources)
+        .join(QrelsSet, QrelsSet.id == QrelsVersion.qrels_id)
+        .where(QrelsSet.name == qrels_name)
+    )
     model = (sources or {}).get("model")
     return {str(model).lower()} if model else set()
 

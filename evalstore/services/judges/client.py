@@ -27,8 +27,11 @@ from evalstore.services.judges.prompts import answer_schema, parse_answer
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "none")
 RETRIED_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-FATAL_STATUS = {401: "the endpoint refused the key", 403: "the endpoint refused the key",
-                404: "the endpoint or model was not found"}
+FATAL_STATUS = {
+    401: "the endpoint refused the key",
+    403: "the endpoint refused the key",
+    404: "the endpoint or model was not found",
+}
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,14 @@ def completions_url(endpoint: str) -> str:
 class ChatJudge:
     """Asks one model for grades; safe to share between threads (httpx.Client is)."""
 
-    def __init__(self, settings: ChatSettings, scale: tuple[int, int], *, client: httpx.Client | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        settings: ChatSettings,
+        scale: tuple[int, int],
+        *,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if settings.structured not in STRUCTURED_MODES:
             raise ValueError(f"structured output is one of {', '.join(STRUCTURED_MODES)}")
         self.settings = settings
@@ -74,8 +83,7 @@ class ChatJudge:
         self._client = client or httpx.Client(timeout=settings.timeout)
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._modes = (["json_schema", "json_object", "none"] if settings.structured == "auto"
-                       else [settings.structured])
+        self._modes = ["json_schema", "json_object", "none"] if settings.structured == "auto" else [settings.structured]
 
     def close(self) -> None:
         self._client.close()
@@ -87,14 +95,20 @@ class ChatJudge:
         self.close()
 
     def _body(self, prompt: str, mode: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.settings.model, "messages": [{"role": "user", "content": prompt}],
-                                "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
+        body: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+        }
         if self.settings.seed is not None:
             body["seed"] = self.settings.seed
         schema = answer_schema(self.scale)
         if mode == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "relevance_judgment", "strict": True, "schema": schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "relevance_judgment", "strict": True, "schema": schema},
+            }
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
         return body
@@ -110,7 +124,7 @@ class ChatJudge:
                     return min(max(float(after), 0.0), self.settings.backoff_cap)
                 except ValueError:
                     pass
-        return float(min(self.settings.backoff * 2 ** attempt, self.settings.backoff_cap))
+        return float(min(self.settings.backoff * 2**attempt, self.settings.backoff_cap))
 
     def judge(self, prompt: str) -> Answer:
         started = time.perf_counter()
@@ -123,8 +137,9 @@ class ChatJudge:
             attempts += 1
             response: httpx.Response | None = None
             try:
-                response = self._client.post(completions_url(self.settings.endpoint), json=self._body(prompt, mode),
-                                             headers=self._headers())
+                response = self._client.post(
+                    completions_url(self.settings.endpoint), json=self._body(prompt, mode), headers=self._headers()
+                )
             except httpx.TimeoutException:
                 reason = f"timed out after {self.settings.timeout:g} s"
             except httpx.TransportError as error:
@@ -132,9 +147,11 @@ class ChatJudge:
             if response is not None:
                 status = response.status_code
                 if status in FATAL_STATUS:
-                    raise EvaluationError(f"{completions_url(self.settings.endpoint)} answered {status}: "
-                                          f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
-                                          "--model and --api-key-env.")
+                    raise EvaluationError(
+                        f"{completions_url(self.settings.endpoint)} answered {status}: "
+                        f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
+                        "--model and --api-key-env."
+                    )
                 if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
                     with self._lock:  # this server does not take this kind of structured output
                         if self._modes[0] == mode and len(self._modes) > 1:
@@ -144,11 +161,19 @@ class ChatJudge:
                     return self._answer(response, attempts, mode, started)
                 reason = f"HTTP {status}: {_excerpt(response)}"
                 if status not in RETRIED_STATUS:
-                    return Answer(None, None, response.text[:2000], reason, attempts, mode,
-                                  time.perf_counter() - started)
+                    return Answer(
+                        None, None, response.text[:2000], reason, attempts, mode, time.perf_counter() - started
+                    )
             if retried >= self.settings.retries:
-                return Answer(None, None, None, f"{reason} (after {attempts} attempts)", attempts, mode,
-                              time.perf_counter() - started)
+                return Answer(
+                    None,
+                    None,
+                    None,
+                    f"{reason} (after {attempts} attempts)",
+                    attempts,
+                    mode,
+                    time.perf_counter() - started,
+                )
             self._sleep(self._wait(retried, response))
             retried += 1
 
@@ -157,8 +182,9 @@ class ChatJudge:
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            return Answer(None, None, response.text[:2000], "the answer is not a chat completion", attempts, mode,
-                          seconds)
+            return Answer(
+                None, None, response.text[:2000], "the answer is not a chat completion", attempts, mode, seconds
+            )
         parsed = parse_answer(content, self.scale)
         return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
 

@@ -37,8 +37,17 @@ def _labels(session: Any, name: str) -> pd.DataFrame:
     return frame.astype({"topic": object, "doc": object})
 
 
-def compare(engine: Engine, first: str, second: str, *, measures: list[str] | None = None,
-            runs: list[str] | None = None, top_k: int = 5, test: str = "t", alpha: float = 0.05) -> dict[str, Any]:
+def compare(
+    engine: Engine,
+    first: str,
+    second: str,
+    *,
+    measures: list[str] | None = None,
+    runs: list[str] | None = None,
+    top_k: int = 5,
+    test: str = "t",
+    alpha: float = 0.05,
+) -> dict[str, Any]:
     """The three levels of agreement of ``second`` with ``first`` (the reference, e.g. human qrels)."""
     if test not in TESTS or test in ("randomization", "bootstrap"):
         raise InvalidParameterError("--test is t, wilcoxon or sign.")
@@ -50,22 +59,31 @@ def compare(engine: Engine, first: str, second: str, *, measures: list[str] | No
     with read_only(engine) as session:
         a = _labels(session, first)
         b = _labels(session, second)
-        chosen = ([repo.get_run(session, n) for n in runs] if runs
-                  else list(session.scalars(select(Run).order_by(Run.name))))
+        chosen = (
+            [repo.get_run(session, n) for n in runs] if runs else list(session.scalars(select(Run).order_by(Run.name)))
+        )
         tables = {run.name: repo.run_table(session, run, for_evaluation=True) for run in chosen}
         circular = {name: circular_runs(session, name, chosen) for name in (first, second)}
     both = a[a["relevance"] >= 0].merge(b[b["relevance"] >= 0], on=["topic", "doc"], suffixes=("_a", "_b"))
     if both.empty:
         raise EvaluationError(f"'{first}' and '{second}' judge no document in common; nothing to compare.")
-    labels = agreement.label_agreement(both["topic"].to_numpy(), both["relevance_a"].to_numpy(),
-                                       both["relevance_b"].to_numpy())
+    labels = agreement.label_agreement(
+        both["topic"].to_numpy(), both["relevance_a"].to_numpy(), both["relevance_b"].to_numpy()
+    )
     report: dict[str, Any] = {
-        "first": first, "second": second,
-        "documents": {"first": int((a["relevance"] >= 0).sum()), "second": int((b["relevance"] >= 0).sum()),
-                      "both": len(both)},
-        "labels": asdict(labels), "systems": {}, "significance": {},
+        "first": first,
+        "second": second,
+        "documents": {
+            "first": int((a["relevance"] >= 0).sum()),
+            "second": int((b["relevance"] >= 0).sum()),
+            "both": len(both),
+        },
+        "labels": asdict(labels),
+        "systems": {},
+        "significance": {},
         # runs that declare the model that made one side's labels: their scores there are suspect
-        "circular": {name: runs_ for name, runs_ in circular.items() if runs_}}
+        "circular": {name: runs_ for name, runs_ in circular.items() if runs_},
+    }
     topics = sorted(set(both["topic"]))
     report["topics"] = topics
     if len(tables) < 2:
@@ -75,23 +93,34 @@ def compare(engine: Engine, first: str, second: str, *, measures: list[str] | No
         scores_a = _per_topic(a, tables, measure, topics)
         scores_b = _per_topic(b, tables, measure, topics)
         run_names = list(tables)
-        report["systems"][measure] = asdict(agreement.system_agreement(
-            run_names, scores_a.mean(axis=1), scores_b.mean(axis=1), top_k=top_k))
-        report["significance"][measure] = asdict(agreement.significance_agreement(
-            scores_a, scores_b, test=test, alpha=alpha))
+        report["systems"][measure] = asdict(
+            agreement.system_agreement(run_names, scores_a.mean(axis=1), scores_b.mean(axis=1), top_k=top_k)
+        )
+        report["significance"][measure] = asdict(
+            agreement.significance_agreement(scores_a, scores_b, test=test, alpha=alpha)
+        )
     return report
 
 
 def _per_topic(qrels: pd.DataFrame, runs: dict[str, pa.Table], measure: str, topics: list[str]) -> np.ndarray:
     """runs x topics: each run's ``measure`` on each topic (0 where the run retrieves nothing)."""
     kept = qrels[qrels["topic"].isin(topics)]
-    table = pa.table({"topic": pa.array(kept["topic"], pa.string()), "doc": pa.array(kept["doc"], pa.string()),
-                      "relevance": pa.array(kept["relevance"].to_numpy("int64"))})
+    table = pa.table(
+        {
+            "topic": pa.array(kept["topic"], pa.string()),
+            "doc": pa.array(kept["doc"], pa.string()),
+            "relevance": pa.array(kept["relevance"].to_numpy("int64")),
+        }
+    )
     wanted = pa.array(topics, pa.string())
     rows = []
     for run in runs.values():
         mine = run.filter(pc.is_in(run["topic"], value_set=wanted))
         result = evaluate(table, mine, [measure], missing_topics="zero")
-        rows.append(pd.Series(np.asarray(result.values[measure], dtype=float), index=[str(t) for t in result.topics])
-                    .reindex(topics).fillna(0.0).to_numpy())
+        rows.append(
+            pd.Series(np.asarray(result.values[measure], dtype=float), index=[str(t) for t in result.topics])
+            .reindex(topics)
+            .fillna(0.0)
+            .to_numpy()
+        )
     return np.vstack(rows)

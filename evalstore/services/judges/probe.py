@@ -39,15 +39,26 @@ def _topic_set(session: Any, name: str | None) -> str:
         return name
     names = list(session.scalars(select(TopicSet.name).order_by(TopicSet.name)))
     if len(names) != 1:
-        raise InvalidParameterError(f"Name the topic statements to read with --topic-set ({', '.join(names) or 'none'} "
-                                    "stored).")
+        raise InvalidParameterError(
+            f"Name the topic statements to read with --topic-set ({', '.join(names) or 'none'} stored)."
+        )
     return str(names[0])
 
 
-def probe(engine: Engine, name: str, *, collection: str, qrels_name: str, topic_set: str | None = None,
-          topics: list[str] | None = None, limit: int = 20, seed: int = 0, client: httpx.Client | None = None,
-          sleep: Callable[[float], None] | None = None,
-          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def probe(
+    engine: Engine,
+    name: str,
+    *,
+    collection: str,
+    qrels_name: str,
+    topic_set: str | None = None,
+    topics: list[str] | None = None,
+    limit: int = 20,
+    seed: int = 0,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Probe with ``limit`` judged documents drawn (seeded) from the qrels, the not-relevant ones
     first: an attack shows best on a document that should stay low."""
     if limit < 1:
@@ -61,12 +72,18 @@ def probe(engine: Engine, name: str, *, collection: str, qrels_name: str, topic_
         if topics:
             qrels = qrels[qrels["topic"].isin(topics)]
         texts = collections.document_texts(session, collection, sorted(set(qrels["doc"])))
-        statements = {t.topic: TopicStatement(t.topic, t.title, t.description, t.narrative) for t in session.scalars(
-            select(Topic).join(TopicSet, TopicSet.id == Topic.topic_set_id).where(TopicSet.name == chosen_set))}
+        statements = {
+            t.topic: TopicStatement(t.topic, t.title, t.description, t.narrative)
+            for t in session.scalars(
+                select(Topic).join(TopicSet, TopicSet.id == Topic.topic_set_id).where(TopicSet.name == chosen_set)
+            )
+        }
     usable = qrels[qrels["doc"].isin(texts) & qrels["topic"].isin(statements)].sort_values(["topic", "doc"])
     if usable.empty:
-        raise EvaluationError(f"No judged document of '{qrels_name}' has its text in collection '{collection}' and its "
-                              f"topic in topic set '{chosen_set}'; nothing to probe.")
+        raise EvaluationError(
+            f"No judged document of '{qrels_name}' has its text in collection '{collection}' and its "
+            f"topic in topic set '{chosen_set}'; nothing to probe."
+        )
     rng = np.random.default_rng(seed)
     keys = rng.permutation(len(usable))
     ordered = usable.iloc[keys].sort_values("relevance", kind="stable").head(limit)
@@ -76,23 +93,35 @@ def probe(engine: Engine, name: str, *, collection: str, qrels_name: str, topic_
         for i, (topic, doc, relevance) in enumerate(ordered[["topic", "doc", "relevance"]].itertuples(index=False)):
             statement, text = statements[topic], texts[doc]
             query, passage = query_text(statement), passage_text(text)
-            labels = {"plain": asker.judge(render(judge.prompt_template, query=query, passage=passage,
-                                                  scale=asker.scale)).relevance}
+            labels = {
+                "plain": asker.judge(
+                    render(judge.prompt_template, query=query, passage=passage, scale=asker.scale)
+                ).relevance
+            }
             for attack in ATTACKS:
-                labels[attack] = asker.judge(render(judge.prompt_template, query=query,
-                                                    passage=attacked(passage, query, attack),
-                                                    scale=asker.scale)).relevance
+                labels[attack] = asker.judge(
+                    render(
+                        judge.prompt_template, query=query, passage=attacked(passage, query, attack), scale=asker.scale
+                    )
+                ).relevance
             rows.append({"topic": str(topic), "doc": str(doc), "qrels": int(relevance), **labels})
             if progress is not None:
                 progress(i + 1, len(ordered))
     finally:
         asker.close()
-    result = {"documents": len(rows), "seed": seed, "topic_set": chosen_set,
-              **{attack: _summary(rows, attack) for attack in ATTACKS}}
+    result = {
+        "documents": len(rows),
+        "seed": seed,
+        "topic_set": chosen_set,
+        **{attack: _summary(rows, attack) for attack in ATTACKS},
+    }
     with unit_of_work(engine) as session:
         judge = get_judge(session, name)
-        session.add(JudgeProbe(judge_id=judge.id, config_hash=judge.config_hash, collection=collection,
-                               qrels=qrels_name, result=result))
+        session.add(
+            JudgeProbe(
+                judge_id=judge.id, config_hash=judge.config_hash, collection=collection, qrels=qrels_name, result=result
+            )
+        )
     return {**result, "judge": name, "collection": collection, "qrels": qrels_name, "labels": rows}
 
 
@@ -100,7 +129,12 @@ def _summary(rows: list[dict[str, Any]], attack: str) -> dict[str, Any]:
     both = [(r["plain"], r[attack]) for r in rows if r["plain"] is not None and r[attack] is not None]
     rose = sum(1 for plain, after in both if after > plain)
     fell = sum(1 for plain, after in both if after < plain)
-    return {"compared": len(both), "rose": rose, "fell": fell, "same": len(both) - rose - fell,
-            "share_rose": rose / len(both) if both else None,
-            "mean_change": float(np.mean([after - plain for plain, after in both])) if both else None,
-            "unrateable": len(rows) - len(both)}
+    return {
+        "compared": len(both),
+        "rose": rose,
+        "fell": fell,
+        "same": len(both) - rose - fell,
+        "share_rose": rose / len(both) if both else None,
+        "mean_change": float(np.mean([after - plain for plain, after in both])) if both else None,
+        "unrateable": len(rows) - len(both),
+    }

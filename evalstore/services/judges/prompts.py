@@ -58,8 +58,10 @@ def load_template(prompt: str) -> tuple[str, str]:
     template = path.read_text(encoding="utf-8")
     missing = [p for p in ("{query}", "{passage}") if p not in template]
     if missing:
-        raise InvalidParameterError(f"{path}:1: the template lacks {' and '.join(missing)}; a template names where "
-                                    "the query and the passage go.")
+        raise InvalidParameterError(
+            f"{path}:1: the template lacks {' and '.join(missing)}; a template names where "
+            "the query and the passage go."
+        )
     return str(path), template
 
 
@@ -78,10 +80,14 @@ def render(template: str, *, query: str, passage: str, scale: tuple[int, int]) -
 def answer_schema(scale: tuple[int, int]) -> dict[str, Any]:
     """The JSON schema a constrained server holds the answer to: the grade first (a short
     explanation may follow), so a truncated answer still carries it."""
-    return {"type": "object",
-            "properties": {"relevance": {"type": "integer", "enum": list(range(scale[0], scale[1] + 1))},
-                           "explanation": {"type": "string", "maxLength": 300}},
-            "required": ["relevance"]}
+    return {
+        "type": "object",
+        "properties": {
+            "relevance": {"type": "integer", "enum": list(range(scale[0], scale[1] + 1))},
+            "explanation": {"type": "string", "maxLength": 300},
+        },
+        "required": ["relevance"],
+    }
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ def parse_answer(text: str | None, scale: tuple[int, int]) -> Parsed:
             found = pattern.search(text)
             if found:
                 value = found.group(1)
-                explanation = text[:found.start()].strip(" \t\r\n#*") or None if pattern is _FINAL_SCORE else None
+                explanation = text[: found.start()].strip(" \t\r\n#*") or None if pattern is _FINAL_SCORE else None
                 break
     if value is None or not re.fullmatch(r"-?\d+", value.strip()):
         return Parsed(None, None, f"unparseable answer: {text.strip()[:200]!r}")

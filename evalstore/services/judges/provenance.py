@@ -11,8 +11,9 @@ from evalstore.db.models import Judge, JudgeLabel, PoolJudgment
 from evalstore.db.session import read_only
 
 
-def label_provenance(engine: Engine, pool_name: str, *, topic: str | None = None, doc: str | None = None,
-                     judge: str | None = None) -> list[dict[str, Any]]:
+def label_provenance(
+    engine: Engine, pool_name: str, *, topic: str | None = None, doc: str | None = None, judge: str | None = None
+) -> list[dict[str, Any]]:
     """The pool's labels (of one topic or document when named), humans' first: a human's is who
     (the assessor) and when, with the time spent and the note; a judge's is the configuration it
     was made under, the raw answer and the explanation, or the reason it is unrateable."""
@@ -26,24 +27,46 @@ def label_provenance(engine: Engine, pool_name: str, *, topic: str | None = None
             if doc is not None:
                 human = human.where(PoolJudgment.doc == doc)
             for row in session.scalars(human.order_by(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor)):
-                found.append({"topic": row.topic, "doc": row.doc, "by": "human", "who": row.assessor,
-                              "relevance": None if row.relevance < 0 else row.relevance,
-                              "reason": "skipped: not rateable" if row.relevance < 0 else None,
-                              "at": row.created_at.isoformat(), "seconds": row.seconds, "explanation": row.note,
-                              "raw_output": None, "provenance": {"assessor": row.assessor}})
-        made = (select(JudgeLabel, Judge.name).join(Judge, Judge.id == JudgeLabel.judge_id)
-                .where(JudgeLabel.pool_id == pool.id))
+                found.append(
+                    {
+                        "topic": row.topic,
+                        "doc": row.doc,
+                        "by": "human",
+                        "who": row.assessor,
+                        "relevance": None if row.relevance < 0 else row.relevance,
+                        "reason": "skipped: not rateable" if row.relevance < 0 else None,
+                        "at": row.created_at.isoformat(),
+                        "seconds": row.seconds,
+                        "explanation": row.note,
+                        "raw_output": None,
+                        "provenance": {"assessor": row.assessor},
+                    }
+                )
+        made = (
+            select(JudgeLabel, Judge.name)
+            .join(Judge, Judge.id == JudgeLabel.judge_id)
+            .where(JudgeLabel.pool_id == pool.id)
+        )
         if topic is not None:
             made = made.where(JudgeLabel.topic == topic)
         if doc is not None:
             made = made.where(JudgeLabel.doc == doc)
         if judge is not None:
             made = made.where(Judge.name == judge)
-        for label, name in session.execute(made.order_by(JudgeLabel.topic, JudgeLabel.doc, Judge.name,
-                                                         JudgeLabel.id)):
-            found.append({"topic": label.topic, "doc": label.doc, "by": "judge", "who": name,
-                          "relevance": label.relevance, "reason": label.reason, "at": label.created_at.isoformat(),
-                          "seconds": label.seconds, "explanation": label.explanation, "raw_output": label.raw_output,
-                          "provenance": {**label.provenance, "config_hash": label.config_hash,
-                                         "attempts": label.attempts}})
+        for label, name in session.execute(made.order_by(JudgeLabel.topic, JudgeLabel.doc, Judge.name, JudgeLabel.id)):
+            found.append(
+                {
+                    "topic": label.topic,
+                    "doc": label.doc,
+                    "by": "judge",
+                    "who": name,
+                    "relevance": label.relevance,
+                    "reason": label.reason,
+                    "at": label.created_at.isoformat(),
+                    "seconds": label.seconds,
+                    "explanation": label.explanation,
+                    "raw_output": label.raw_output,
+                    "provenance": {**label.provenance, "config_hash": label.config_hash, "attempts": label.attempts},
+                }
+            )
         return found

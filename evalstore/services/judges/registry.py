@@ -32,23 +32,44 @@ def parse_scale(text: str) -> tuple[int, int]:
 
 
 def config_hash(endpoint: str, model: str, prompt_hash: str, params: dict[str, Any]) -> str:
-    decided = {"endpoint": endpoint.rstrip("/"), "model": model, "prompt_hash": prompt_hash,
-               **{key: params.get(key) for key in CONFIG_KEYS}}
+    decided = {
+        "endpoint": endpoint.rstrip("/"),
+        "model": model,
+        "prompt_hash": prompt_hash,
+        **{key: params.get(key) for key in CONFIG_KEYS},
+    }
     return hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest()
 
 
-def add_judge(engine: Engine, name: str, *, endpoint: str, model: str, api_key_env: str | None = None,
-              prompt: str = "umbrela", scale: str = "0-3", temperature: float = 0.0, seed: int | None = None,
-              max_concurrency: int = 4, structured: str = "auto", max_tokens: int = 200, timeout: float = 60.0,
-              replace: bool = False) -> dict[str, Any]:
+def add_judge(
+    engine: Engine,
+    name: str,
+    *,
+    endpoint: str,
+    model: str,
+    api_key_env: str | None = None,
+    prompt: str = "umbrela",
+    scale: str = "0-3",
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_concurrency: int = 4,
+    structured: str = "auto",
+    max_tokens: int = 200,
+    timeout: float = 60.0,
+    replace: bool = False,
+) -> dict[str, Any]:
     """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
     the old configuration's hash). The key is read from ``api_key_env`` when the judge runs."""
     if not re.match(r"https?://", endpoint):
-        raise InvalidParameterError(f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
-                                    f"http://127.0.0.1:8000/v1; not '{endpoint}'.")
+        raise InvalidParameterError(
+            f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
+            f"http://127.0.0.1:8000/v1; not '{endpoint}'."
+        )
     if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
-        raise InvalidParameterError(f"--api-key-env names an environment variable (the key itself is never "
-                                    f"stored); '{api_key_env}' is not a variable's name.")
+        raise InvalidParameterError(
+            f"--api-key-env names an environment variable (the key itself is never "
+            f"stored); '{api_key_env}' is not a variable's name."
+        )
     if structured not in STRUCTURED_MODES:
         raise InvalidParameterError(f"--structured is one of {', '.join(STRUCTURED_MODES)}; not '{structured}'.")
     if not 0 <= temperature <= 2:
@@ -58,13 +79,22 @@ def add_judge(engine: Engine, name: str, *, endpoint: str, model: str, api_key_e
     low, high = parse_scale(scale)
     prompt_name, template = load_template(prompt)
     prompt_hash = template_hash(template)
-    params = {"scale": [low, high], "temperature": temperature, "seed": seed, "max_tokens": max_tokens,
-              "structured": structured, "max_concurrency": max_concurrency, "timeout": timeout}
+    params = {
+        "scale": [low, high],
+        "temperature": temperature,
+        "seed": seed,
+        "max_tokens": max_tokens,
+        "structured": structured,
+        "max_concurrency": max_concurrency,
+        "timeout": timeout,
+    }
     with unit_of_work(engine) as session:
         judge = session.scalar(select(Judge).where(Judge.name == name))
         if judge is not None and not replace:
-            raise ConflictError(f"A judge named '{name}' exists already; pass --replace to change its configuration "
-                                "(its labels are kept), or choose another name.")
+            raise ConflictError(
+                f"A judge named '{name}' exists already; pass --replace to change its configuration "
+                "(its labels are kept), or choose another name."
+            )
         if judge is None:
             judge = Judge(name=name)
             session.add(judge)
@@ -79,8 +109,9 @@ def add_judge(engine: Engine, name: str, *, endpoint: str, model: str, api_key_e
 def get_judge(session: Session, name: str) -> Judge:
     judge = session.scalar(select(Judge).where(Judge.name == name))
     if judge is None:
-        raise NotFoundError(f"No judge named '{name}'. Define one with 'evalstore judges add {name} --endpoint URL "
-                            "--model MODEL'.")
+        raise NotFoundError(
+            f"No judge named '{name}'. Define one with 'evalstore judges add {name} --endpoint URL --model MODEL'."
+        )
     return judge
 
 
@@ -89,15 +120,27 @@ def _view(session: Session, judge: Judge) -> dict[str, Any]:
         select(Pool.name, func.count(JudgeLabel.id), func.count(JudgeLabel.relevance))
         .join(Pool, Pool.id == JudgeLabel.pool_id)
         .where(JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash)
-        .group_by(Pool.name).order_by(Pool.name)).all()
-    probes = session.execute(select(JudgeProbe.collection, JudgeProbe.qrels, JudgeProbe.result, JudgeProbe.created_at)
-                             .where(JudgeProbe.judge_id == judge.id, JudgeProbe.config_hash == judge.config_hash)
-                             .order_by(JudgeProbe.id)).all()
-    return {"name": judge.name, "endpoint": judge.endpoint, "model": judge.model, "api_key_env": judge.api_key_env,
-            "prompt": judge.prompt_name, "prompt_hash": judge.prompt_hash, **judge.params,
-            "config_hash": judge.config_hash, "created_at": judge.created_at.isoformat(),
-            "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
-            "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes]}
+        .group_by(Pool.name)
+        .order_by(Pool.name)
+    ).all()
+    probes = session.execute(
+        select(JudgeProbe.collection, JudgeProbe.qrels, JudgeProbe.result, JudgeProbe.created_at)
+        .where(JudgeProbe.judge_id == judge.id, JudgeProbe.config_hash == judge.config_hash)
+        .order_by(JudgeProbe.id)
+    ).all()
+    return {
+        "name": judge.name,
+        "endpoint": judge.endpoint,
+        "model": judge.model,
+        "api_key_env": judge.api_key_env,
+        "prompt": judge.prompt_name,
+        "prompt_hash": judge.prompt_hash,
+        **judge.params,
+        "config_hash": judge.config_hash,
+        "created_at": judge.created_at.isoformat(),
+        "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
+        "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
+    }
 
 
 def list_judges(engine: Engine) -> list[dict[str, Any]]:
@@ -113,6 +156,12 @@ def show_judge(engine: Engine, name: str) -> dict[str, Any]:
 def provenance(judge: Judge, structured: str) -> dict[str, Any]:
     """What a label records of who made it: the judge's configuration as it was, and the
     structured-output mode its answer was asked in."""
-    return {"judge": judge.name, "endpoint": judge.endpoint, "model": judge.model, "prompt": judge.prompt_name,
-            "prompt_hash": judge.prompt_hash, **{key: judge.params.get(key) for key in CONFIG_KEYS},
-            "answered_in": structured}
+    return {
+        "judge": judge.name,
+        "endpoint": judge.endpoint,
+        "model": judge.model,
+        "prompt": judge.prompt_name,
+        "prompt_hash": judge.prompt_hash,
+        **{key: judge.params.get(key) for key in CONFIG_KEYS},
+        "answered_in": structured,
+    }

@@ -49,17 +49,27 @@ def api_key(judge: Judge) -> str | None:
         return None
     key = os.environ.get(judge.api_key_env)
     if not key:
-        raise InvalidParameterError(f"Judge '{judge.name}' reads its API key from ${judge.api_key_env}, which is not "
-                                    "set; export it and run again.")
+        raise InvalidParameterError(
+            f"Judge '{judge.name}' reads its API key from ${judge.api_key_env}, which is not "
+            "set; export it and run again."
+        )
     return key
 
 
-def chat_judge(judge: Judge, *, client: httpx.Client | None = None,
-               sleep: Callable[[float], None] | None = None) -> ChatJudge:
+def chat_judge(
+    judge: Judge, *, client: httpx.Client | None = None, sleep: Callable[[float], None] | None = None
+) -> ChatJudge:
     params = judge.params
-    settings = ChatSettings(judge.endpoint, judge.model, api_key(judge), float(params["temperature"]),
-                            params.get("seed"), int(params["max_tokens"]), float(params["timeout"]),
-                            str(params["structured"]))
+    settings = ChatSettings(
+        judge.endpoint,
+        judge.model,
+        api_key(judge),
+        float(params["temperature"]),
+        params.get("seed"),
+        int(params["max_tokens"]),
+        float(params["timeout"]),
+        str(params["structured"]),
+    )
     low, high = params["scale"]
     return ChatJudge(settings, (int(low), int(high)), client=client, **({"sleep": sleep} if sleep else {}))
 
@@ -77,14 +87,24 @@ def passage_text(text: DocumentText) -> str:
 def check_texts(pool: Pool) -> None:
     """A judge reads the topics' statements and the documents' text the pool names."""
     if pool.topic_set is None or pool.collection is None:
-        raise InvalidParameterError(f"Pool '{pool.name}' names no topic set or collection for its judges to read; "
-                                    f"run 'evalstore pool configure {pool.name} --topics TOPIC_SET --collection "
-                                    "COLLECTION'.")
+        raise InvalidParameterError(
+            f"Pool '{pool.name}' names no topic set or collection for its judges to read; "
+            f"run 'evalstore pool configure {pool.name} --topics TOPIC_SET --collection "
+            "COLLECTION'."
+        )
 
 
-def run_judge(engine: Engine, name: str, *, pool_name: str, topics: list[str] | None = None,
-              limit: int | None = None, progress: Callable[[int, int], None] | None = None,
-              client: httpx.Client | None = None, sleep: Callable[[float], None] | None = None) -> JudgeRun:
+def run_judge(
+    engine: Engine,
+    name: str,
+    *,
+    pool_name: str,
+    topics: list[str] | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> JudgeRun:
     """Judge the pool's documents (of ``topics``; at most ``limit`` of them) that this judge's
     configuration has not rated yet, in judging order. ``progress(done, total)`` after each."""
     if limit is not None and limit < 1:
@@ -99,9 +119,16 @@ def run_judge(engine: Engine, name: str, *, pool_name: str, topics: list[str] | 
         entries = session.execute(statement.order_by(PoolEntry.topic, PoolEntry.judge_order, PoolEntry.doc)).all()
         if topics and not entries:
             raise InvalidParameterError(f"Pool '{pool_name}' holds none of the topics {', '.join(topics)}.")
-        rated = set(session.execute(select(JudgeLabel.topic, JudgeLabel.doc).where(
-            JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash,
-            JudgeLabel.pool_id == pool.id, JudgeLabel.relevance.is_not(None))).all())
+        rated = set(
+            session.execute(
+                select(JudgeLabel.topic, JudgeLabel.doc).where(
+                    JudgeLabel.judge_id == judge.id,
+                    JudgeLabel.config_hash == judge.config_hash,
+                    JudgeLabel.pool_id == pool.id,
+                    JudgeLabel.relevance.is_not(None),
+                )
+            ).all()
+        )
         todo = [(t, d) for t, d in entries if (t, d) not in rated][:limit]
         statements = {t: collections.topic_statement(session, pool.topic_set, t) for t in {t for t, _ in todo}}
         documents = collections.document_texts(session, pool.collection, sorted({d for _, d in todo}))
@@ -112,11 +139,15 @@ def run_judge(engine: Engine, name: str, *, pool_name: str, topics: list[str] | 
     def ask(topic: str, doc: str) -> Answer:
         statement_, text = statements.get(topic), documents.get(doc)
         if statement_ is None or text is None:
-            missing = (f"topic set '{pool.topic_set}' lacks topic {topic}" if statement_ is None
-                       else f"collection '{pool.collection}' lacks document {doc}")
+            missing = (
+                f"topic set '{pool.topic_set}' lacks topic {topic}"
+                if statement_ is None
+                else f"collection '{pool.collection}' lacks document {doc}"
+            )
             return Answer(None, None, None, missing, 0, "none", 0.0)
-        return asker.judge(render(judge.prompt_template, query=query_text(statement_), passage=passage_text(text),
-                                  scale=scale))
+        return asker.judge(
+            render(judge.prompt_template, query=query_text(statement_), passage=passage_text(text), scale=scale)
+        )
 
     reasons: dict[str, int] = {}
     done = rated_now = 0
@@ -148,20 +179,28 @@ def run_judge(engine: Engine, name: str, *, pool_name: str, topics: list[str] | 
         if pending:
             _store(engine, judge, pool, pending)
         asker.close()
-    return JudgeRun(judge.name, pool.name, judge.config_hash, len(entries), reused, done, rated_now,
-                    done - rated_now, reasons)
+    return JudgeRun(
+        judge.name, pool.name, judge.config_hash, len(entries), reused, done, rated_now, done - rated_now, reasons
+    )
 
 
 def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer]]) -> None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
         for topic, doc, answer in answers:
-            row = session.scalar(select(JudgeLabel).where(
-                JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash,
-                JudgeLabel.pool_id == pool.id, JudgeLabel.topic == topic, JudgeLabel.doc == doc))
+            row = session.scalar(
+                select(JudgeLabel).where(
+                    JudgeLabel.judge_id == judge.id,
+                    JudgeLabel.config_hash == judge.config_hash,
+                    JudgeLabel.pool_id == pool.id,
+                    JudgeLabel.topic == topic,
+                    JudgeLabel.doc == doc,
+                )
+            )
             if row is None:
-                row = JudgeLabel(judge_id=judge.id, config_hash=judge.config_hash, pool_id=pool.id, topic=topic,
-                                 doc=doc, attempts=0)
+                row = JudgeLabel(
+                    judge_id=judge.id, config_hash=judge.config_hash, pool_id=pool.id, topic=topic, doc=doc, attempts=0
+                )
                 session.add(row)
             row.relevance, row.reason = answer.relevance, answer.reason
             row.raw_output, row.explanation = answer.raw_output, answer.explanation

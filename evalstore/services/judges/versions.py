@@ -56,9 +56,11 @@ def parse_source(text: str) -> Source:
 
 
 def _human(session: Session, pool: Pool) -> pd.Series:
-    rows = session.execute(select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor,
-                                  PoolJudgment.relevance).where(PoolJudgment.pool_id == pool.id,
-                                                                PoolJudgment.relevance >= 0)).all()
+    rows = session.execute(
+        select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor, PoolJudgment.relevance).where(
+            PoolJudgment.pool_id == pool.id, PoolJudgment.relevance >= 0
+        )
+    ).all()
     frame = pd.DataFrame(rows, columns=["topic", "doc", "assessor", "relevance"])
     if frame.empty:
         return pd.Series(dtype="int64", index=pd.MultiIndex.from_tuples([], names=["topic", "doc"]))
@@ -66,9 +68,14 @@ def _human(session: Session, pool: Pool) -> pd.Series:
 
 
 def _judged_by(session: Session, pool: Pool, judge: Judge) -> pd.Series:
-    rows = session.execute(select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance).where(
-        JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash, JudgeLabel.pool_id == pool.id,
-        JudgeLabel.relevance.is_not(None))).all()
+    rows = session.execute(
+        select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance).where(
+            JudgeLabel.judge_id == judge.id,
+            JudgeLabel.config_hash == judge.config_hash,
+            JudgeLabel.pool_id == pool.id,
+            JudgeLabel.relevance.is_not(None),
+        )
+    ).all()
     index = pd.MultiIndex.from_tuples([(t, d) for t, d, _ in rows], names=["topic", "doc"])
     return pd.Series([int(r or 0) for _, _, r in rows], index=index, dtype="int64")  # None filtered out above
 
@@ -78,8 +85,10 @@ def _only_judge(session: Session, pool: Pool) -> Judge:
     judges = list(session.scalars(select(Judge).where(Judge.id.in_(labelled)).order_by(Judge.name)))
     if len(judges) != 1:
         known = ", ".join(j.name for j in judges) or "none"
-        raise InvalidParameterError(f"--from hybrid needs the judge's name when pool '{pool.name}' has not exactly "
-                                    f"one judge (judges: {known}); write hybrid:NAME.")
+        raise InvalidParameterError(
+            f"--from hybrid needs the judge's name when pool '{pool.name}' has not exactly "
+            f"one judge (judges: {known}); write hybrid:NAME."
+        )
     return judges[0]
 
 
@@ -108,8 +117,10 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> 
         labels = pd.concat([human, from_judge])
         counts = {"human": len(human), "judge": len(from_judge)}
     if labels.empty:
-        raise EvaluationError(f"Pool '{pool_name}' has no {chosen} labels yet; judge it first ('evalstore judges run "
-                              f"NAME --pool {pool_name}', or 'evalstore judgments import').")
+        raise EvaluationError(
+            f"Pool '{pool_name}' has no {chosen} labels yet; judge it first ('evalstore judges run "
+            f"NAME --pool {pool_name}', or 'evalstore judgments import')."
+        )
     keys = pd.MultiIndex.from_tuples([tuple(e) for e in entries], names=["topic", "doc"])
     pooled = pd.Series(labels.reindex(keys).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=keys)
     combined = pd.concat([pooled, labels[~labels.index.isin(keys)]]).sort_index()
@@ -118,33 +129,56 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> 
     content_hash = hashlib.sha256(text.encode()).hexdigest()
     sources: dict[str, Any] = {"from": str(chosen), "pool": pool_name}
     if judge is not None:
-        sources.update(judge=judge.name, judge_config=judge.config_hash, model=judge.model,
-                       prompt_hash=judge.prompt_hash)
+        sources.update(
+            judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash
+        )
     with read_only(engine) as session:
-        newest = session.scalar(select(QrelsVersion).where(QrelsVersion.name == name)
-                                .order_by(QrelsVersion.version.desc()).limit(1))
+        newest = session.scalar(
+            select(QrelsVersion).where(QrelsVersion.name == name).order_by(QrelsVersion.version.desc()).limit(1)
+        )
     if newest is not None and newest.content_hash == content_hash:
         return {**_version_view(engine, newest.id), "created": False, "queued": []}
     version = 1 if newest is None else newest.version + 1
-    table = pa.table({"topic": pa.array([t for t, _ in combined.index], pa.string()),
-                      "iteration": pa.array(["0"] * len(combined), pa.string()),
-                      "doc": pa.array([d for _, d in combined.index], pa.string()),
-                      "relevance": pa.array(combined.to_numpy("int64"))})
-    stored = store.store_qrels(engine, ParsedFile(table, content_hash, None), name=f"{name}@v{version}",
-                               source=f"pool:{pool_name} ({chosen})",
-                               description=f"version {version} of '{name}': pool '{pool_name}', from {chosen}")
+    table = pa.table(
+        {
+            "topic": pa.array([t for t, _ in combined.index], pa.string()),
+            "iteration": pa.array(["0"] * len(combined), pa.string()),
+            "doc": pa.array([d for _, d in combined.index], pa.string()),
+            "relevance": pa.array(combined.to_numpy("int64")),
+        }
+    )
+    stored = store.store_qrels(
+        engine,
+        ParsedFile(table, content_hash, None),
+        name=f"{name}@v{version}",
+        source=f"pool:{pool_name} ({chosen})",
+        description=f"version {version} of '{name}': pool '{pool_name}', from {chosen}",
+    )
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, stored.summary.name)
-        row = QrelsVersion(name=name, version=version, qrels_id=qrels.id, pool_name=pool_name, sources=sources,
-                           parent_id=newest.id if newest is not None else None, content_hash=content_hash,
-                           counts=counts)
+        row = QrelsVersion(
+            name=name,
+            version=version,
+            qrels_id=qrels.id,
+            pool_name=pool_name,
+            sources=sources,
+            parent_id=newest.id if newest is not None else None,
+            content_hash=content_hash,
+            counts=counts,
+        )
         session.add(row)
         session.flush()
         queued, moved_tasks = _requeue(session, name, qrels)
         version_id = row.id
-    return {**_version_view(engine, version_id), "created": True, "queued": queued,
-            "moved": {task: _moved(engine, old, stored.summary.name, runs, measures)
-                      for task, (old, runs, measures) in moved_tasks.items()}}
+    return {
+        **_version_view(engine, version_id),
+        "created": True,
+        "queued": queued,
+        "moved": {
+            task: _moved(engine, old, stored.summary.name, runs, measures)
+            for task, (old, runs, measures) in moved_tasks.items()
+        },
+    }
 
 
 def _moved(engine: Engine, old: str, new: str, runs: list[str], measures: list[str]) -> dict[str, Any]:
@@ -156,16 +190,22 @@ def _moved(engine: Engine, old: str, new: str, runs: list[str], measures: list[s
         report = compare.compare(engine, old, new, measures=measures[:2] or None, runs=runs)
     except EvaluationError as error:  # e.g. no document judged in both
         return {"note": str(error)}
-    return {measure: {"kendall_tau": s["kendall_tau"], "tau_ap": s["tau_ap"], "swapped": s["swapped"]}
-            for measure, s in report["systems"].items()}
+    return {
+        measure: {"kendall_tau": s["kendall_tau"], "tau_ap": s["tau_ap"], "swapped": s["swapped"]}
+        for measure, s in report["systems"].items()
+    }
 
 
-def _requeue(session: Session, name: str, qrels: QrelsSet
-             ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str], list[str]]]]:
+def _requeue(
+    session: Session, name: str, qrels: QrelsSet
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str], list[str]]]]:
     """Point the lineage's tasks at the new version and queue their runs' evaluation on it; the
     queued jobs, and per task (its previous qrels, its runs, its measures)."""
-    lineage = set(session.scalars(select(QrelsVersion.qrels_id).where(QrelsVersion.name == name,
-                                                                       QrelsVersion.qrels_id != qrels.id)))
+    lineage = set(
+        session.scalars(
+            select(QrelsVersion.qrels_id).where(QrelsVersion.name == name, QrelsVersion.qrels_id != qrels.id)
+        )
+    )
     plain = repo.find_qrels(session, name)
     if plain is not None:
         lineage.add(plain.id)
@@ -177,8 +217,9 @@ def _requeue(session: Session, name: str, qrels: QrelsSet
         moved[task.name] = (previous.name, [], list(task.measures))
         task.qrels_id = qrels.id
         options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
-        for submission in session.scalars(select(Submission).where(Submission.task_id == task.id)
-                                          .order_by(Submission.id)):
+        for submission in session.scalars(
+            select(Submission).where(Submission.task_id == task.id).order_by(Submission.id)
+        ):
             run = session.get(Run, submission.run_id)
             assert run is not None  # a submission's run is deleted with it
             ref = jobs.enqueue_run(session, run, qrels, options)
@@ -198,19 +239,30 @@ def _version_view(engine: Engine, version_id: int) -> dict[str, Any]:
 def _as_dict(session: Session, row: QrelsVersion) -> dict[str, Any]:
     qrels = session.get(QrelsSet, row.qrels_id)
     parent = session.get(QrelsVersion, row.parent_id) if row.parent_id is not None else None
-    return {"name": row.name, "version": row.version, "qrels": qrels.name if qrels else None, "pool": row.pool_name,
-            "from": row.sources.get("from"), "sources": row.sources, "counts": row.counts,
-            "content_hash": row.content_hash, "parent": f"{parent.name}@v{parent.version}" if parent else None,
-            "created_at": row.created_at.isoformat()}
+    return {
+        "name": row.name,
+        "version": row.version,
+        "qrels": qrels.name if qrels else None,
+        "pool": row.pool_name,
+        "from": row.sources.get("from"),
+        "sources": row.sources,
+        "counts": row.counts,
+        "content_hash": row.content_hash,
+        "parent": f"{parent.name}@v{parent.version}" if parent else None,
+        "created_at": row.created_at.isoformat(),
+    }
 
 
 def list_versions(engine: Engine, name: str) -> list[dict[str, Any]]:
     """The lineage, oldest first."""
     with read_only(engine) as session:
-        rows = list(session.scalars(select(QrelsVersion).where(QrelsVersion.name == name)
-                                    .order_by(QrelsVersion.version)))
+        rows = list(
+            session.scalars(select(QrelsVersion).where(QrelsVersion.name == name).order_by(QrelsVersion.version))
+        )
         if not rows:
             known = list(session.scalars(select(QrelsVersion.name).distinct().order_by(QrelsVersion.name)))
-            raise NotFoundError(f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}); build one "
-                                f"with 'evalstore qrels build {name} --pool POOL --from human'.")
+            raise NotFoundError(
+                f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}); build one "
+                f"with 'evalstore qrels build {name} --pool POOL --from human'."
+            )
         return [_as_dict(session, row) for row in rows]

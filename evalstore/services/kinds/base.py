@@ -85,8 +85,16 @@ class ComputedJob:
     stored_as: Callable[[dict[str, Any]], StoredEvaluation]
 
     def summary(self, stored: StoredEvaluation) -> EvaluationSummary:
-        return EvaluationSummary(self.evaluation_id, self.inputs, self.judgments, False, self.topics,
-                                 self.missing_topics, self.timings, stored)
+        return EvaluationSummary(
+            self.evaluation_id,
+            self.inputs,
+            self.judgments,
+            False,
+            self.topics,
+            self.missing_topics,
+            self.timings,
+            stored,
+        )
 
 
 def store_computed(engine: Engine, job: ClaimedJob, computed: ComputedJob) -> EvaluationSummary:
@@ -148,20 +156,30 @@ class EvaluationKind(Protocol):
         """What MLflow receives for a finished evaluation."""
         ...
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
-                    options: dict[str, Any] | None = None) -> Leaderboard:
+    def leaderboard(
+        self,
+        engine: Engine,
+        *,
+        judgments: str,
+        measures: list[str],
+        sort: str | None,
+        options: dict[str, Any] | None = None,
+    ) -> Leaderboard:
         """Everything evaluated against ``judgments`` (qrels or gold labels), best first; with
         ``options``, only evaluations made with them (the ranking kind's -l, -M, -J, missing)."""
         ...
 
 
-def per_query_values(query_ids: Iterable[object], numeric: dict[str, np.ndarray],
-                     textual: dict[str, Iterable[object]] | None = None) -> PerQueryValues:
+def per_query_values(
+    query_ids: Iterable[object], numeric: dict[str, np.ndarray], textual: dict[str, Iterable[object]] | None = None
+) -> PerQueryValues:
     """An evaluation's values as stored: a ranking evaluation's per-topic values, or a
     classification's per-group ones, each measure's on ``query_ids``."""
-    return PerQueryValues([str(q) for q in query_ids],
-                          {name: np.asarray(values, dtype=np.float64) for name, values in numeric.items()},
-                          {name: [str(v) for v in values] for name, values in (textual or {}).items()})
+    return PerQueryValues(
+        [str(q) for q in query_ids],
+        {name: np.asarray(values, dtype=np.float64) for name, values in numeric.items()},
+        {name: [str(v) for v in values] for name, values in (textual or {}).items()},
+    )
 
 
 def topic_list(topics: Sequence[str], shown: int = 5) -> str:

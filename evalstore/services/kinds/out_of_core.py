@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     import duckdb
     from pyspark.sql import DataFrame, SparkSession
 
-WHAT_IT_TAKES = ("binary predictions with one score per item (it computes AUC, GAUC, average precision, log "
-                 "loss, Brier score and the confusion-matrix measures)")
+WHAT_IT_TAKES = (
+    "binary predictions with one score per item (it computes AUC, GAUC, average precision, log "
+    "loss, Brier score and the confusion-matrix measures)"
+)
 
 
 def check_label_set(label_set: LabelSet, options: dict[str, Any], backend: Backend) -> None:
@@ -49,19 +51,24 @@ def check_label_set(label_set: LabelSet, options: dict[str, Any], backend: Backe
     elif isinstance(options["threshold"], str):
         problem = f"--threshold {options['threshold']} searches the whole ROC curve; give a number"
     if problem is not None:
-        raise InvalidParameterError(f"--backend {backend.name} evaluates {WHAT_IT_TAKES}, and {problem}. Leave "
-                                    "--backend out: the local engine computes the whole suite.")
+        raise InvalidParameterError(
+            f"--backend {backend.name} evaluates {WHAT_IT_TAKES}, and {problem}. Leave "
+            "--backend out: the local engine computes the whole suite."
+        )
 
 
 def check_prediction_set(prediction_set: PredictionSet, backend: Backend) -> None:
     if prediction_set.kind != "classifier" or not prediction_set.has_score:
         what = "a clustering" if prediction_set.kind != "classifier" else "predictions without a score column"
-        raise InvalidParameterError(f"--backend {backend.name} evaluates {WHAT_IT_TAKES}; '{prediction_set.name}' "
-                                    f"is {what}. Leave --backend out: the local engine evaluates it.")
+        raise InvalidParameterError(
+            f"--backend {backend.name} evaluates {WHAT_IT_TAKES}; '{prediction_set.name}' "
+            f"is {what}. Leave --backend out: the local engine evaluates it."
+        )
 
 
-def judged_ranks(session: Session, run: Run, judgments: list[pa.Table], backend: Backend
-                 ) -> tuple[pa.Table, list[pa.Table]]:
+def judged_ranks(
+    session: Session, run: Run, judgments: list[pa.Table], backend: Backend
+) -> tuple[pa.Table, list[pa.Table]]:
     """(topic, retrieved) of the stored run and, for each qrels table, (topic, rank, relevance)
     of the run rows it judges (what :func:`evalstore.db.repositories.judged_ranks` gets from the
     database), worked out by the backend from the run's rows."""
@@ -77,13 +84,22 @@ def judged_ranks(session: Session, run: Run, judgments: list[pa.Table], backend:
 
         with _spark_frame(backend, repo.RUN_BATCH_SCHEMA, rows) as run_df:
             spark = run_df.sparkSession
-            found = [on_spark.judged_ranks(run_df, spark.createDataFrame(qrels.select(["topic", "doc", "relevance"])))
-                     for qrels in judgments]
+            found = [
+                on_spark.judged_ranks(run_df, spark.createDataFrame(qrels.select(["topic", "doc", "relevance"])))
+                for qrels in judgments
+            ]
     return found[0][0], [judged for _, judged in found]
 
 
-def binary_counts(session: Session, prediction_set: PredictionSet, positive: str, threshold: float,
-                  backend: Backend, *, by_label: bool) -> BinaryCounts:
+def binary_counts(
+    session: Session,
+    prediction_set: PredictionSet,
+    positive: str,
+    threshold: float,
+    backend: Backend,
+    *,
+    by_label: bool,
+) -> BinaryCounts:
     """The stored set's :class:`BinaryCounts`, counted by the backend; an item is predicted
     positive when its predicted label is ``positive`` (``by_label``) or its score is at least
     ``threshold``."""
@@ -100,8 +116,9 @@ def binary_counts(session: Session, prediction_set: PredictionSet, positive: str
 
 
 @contextmanager
-def _duckdb_table(backend: Backend, schema: pa.Schema, batches: Iterator[pa.RecordBatch], name: str
-                  ) -> Iterator[duckdb.DuckDBPyConnection]:
+def _duckdb_table(
+    backend: Backend, schema: pa.Schema, batches: Iterator[pa.RecordBatch], name: str
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A DuckDB connection holding ``batches`` as the temporary table ``name`` (streamed in; past
     the memory limit DuckDB spills it to its temp directory)."""
     from evalstore.backends import duckdb_engine
@@ -129,13 +146,19 @@ def spark_session(master: str | None) -> SparkSession:
     running = SparkSession.getActiveSession()
     if running is not None:
         if master is not None and running.sparkContext.master != master:
-            raise InvalidParameterError(f"This process already runs Spark on {running.sparkContext.master}, not "
-                                        f"{master}; one process holds one Spark session. Run a worker per master.")
+            raise InvalidParameterError(
+                f"This process already runs Spark on {running.sparkContext.master}, not "
+                f"{master}; one process holds one Spark session. Run a worker per master."
+            )
         return running
     # a session of our own says nothing on the console but errors: evalstore's stderr carries its
     # own progress and diagnostics, and Spark's stage bars and INFO/WARN lines would bury them
-    session = (SparkSession.builder.master(master or "local[*]").appName("evalstore")
-               .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session = (
+        SparkSession.builder.master(master or "local[*]")
+        .appName("evalstore")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     return session
 

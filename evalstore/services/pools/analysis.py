@@ -37,18 +37,30 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
         tops = read_candidates(session, runs, k, pool_topics).to_pandas()
     best = judgments.groupby(["topic", "doc"])["relevance"].max().reset_index()
     labelled = entries[["topic", "doc"]].merge(best, on=["topic", "doc"], how="left")
-    per_topic = [{"topic": topic, "documents": int(len(group)), "judged": int(group["relevance"].notna().sum()),
-                  "relevant": int((group["relevance"] > 0).sum())}
-                 for topic, group in labelled.groupby("topic", sort=True)]
+    per_topic = [
+        {
+            "topic": topic,
+            "documents": int(len(group)),
+            "judged": int(group["relevance"].notna().sum()),
+            "relevant": int((group["relevance"] > 0).sum()),
+        }
+        for topic, group in labelled.groupby("topic", sort=True)
+    ]
     exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
     contributed = exploded.groupby("contributors").size()
     unique = entries[entries["contributors"].map(len) == 1].explode("contributors").groupby("contributors").size()
     judged = pd.Series(_in_table(tops, best), index=tops.index)
     # share of each run's top k judged, averaged over the pool's topics (a topic it misses counts 0)
     judged_per_run = judged.groupby(tops["run"]).sum() / (k * len(pool_topics)) if pool_topics else judged
-    per_run = [{"run": run.name, "contributed": int(contributed.get(run.name, 0)),
-                "unique": int(unique.get(run.name, 0)), f"judged@{k}": float(judged_per_run.get(code, 0.0))}
-               for code, run in enumerate(runs)]
+    per_run = [
+        {
+            "run": run.name,
+            "contributed": int(contributed.get(run.name, 0)),
+            "unique": int(unique.get(run.name, 0)),
+            f"judged@{k}": float(judged_per_run.get(code, 0.0)),
+        }
+        for code, run in enumerate(runs)
+    ]
     return PoolStats(per_topic, per_run)
 
 
@@ -64,8 +76,13 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
     return leave_out(qrels, runs, entries[["topic", "doc", "contributors"]], {run: [run] for run in runs}, names)
 
 
-def leave_out(qrels: pd.DataFrame, runs: dict[str, pa.Table], contributors: pd.DataFrame,
-              groups: dict[str, list[str]], names: list[str]) -> list[dict[str, Any]]:
+def leave_out(
+    qrels: pd.DataFrame,
+    runs: dict[str, pa.Table],
+    contributors: pd.DataFrame,
+    groups: dict[str, list[str]],
+    names: list[str],
+) -> list[dict[str, Any]]:
     """Zobel's test of a pool's reusability, for each group of runs (one run; a team's runs): the
     judged documents only the group brought to the pool are dropped from the qrels, its runs are
     evaluated on what is left, and each run's score and rank (among the other runs, scored on the
@@ -87,9 +104,15 @@ def leave_out(qrels: pd.DataFrame, runs: dict[str, pa.Table], contributors: pd.D
                 others = [full[r][name] for r in runs if r not in inside]
                 rank_full = 1 + sum(v > full[run][name] for v in others)
                 rank_reduced = 1 + sum(v > reduced[name] for v in others)
-                row.update({f"{name}": full[run][name], f"{name} without": reduced[name],
-                            f"{name} change": reduced[name] - full[run][name],
-                            f"{name} rank": rank_full, f"{name} rank without": rank_reduced})
+                row.update(
+                    {
+                        f"{name}": full[run][name],
+                        f"{name} without": reduced[name],
+                        f"{name} change": reduced[name] - full[run][name],
+                        f"{name} rank": rank_full,
+                        f"{name} rank without": rank_reduced,
+                    }
+                )
             rows.append(row)
     return rows
 
@@ -105,14 +128,21 @@ class Simulation:
     seed: int | None
 
 
-def simulate(engine: Engine, *, qrels_name: str, run_names: list[str] | None, strategies: list[str],
-             budgets: list[int], depth: int | None = None, seed: int | None = None,
-             bandit_policy: str = "maxmean") -> Simulation:
+def simulate(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    run_names: list[str] | None,
+    strategies: list[str],
+    budgets: list[int],
+    depth: int | None = None,
+    seed: int | None = None,
+    bandit_policy: str = "maxmean",
+) -> Simulation:
     """Replay strategies against known qrels: relevant documents found per judgment spent."""
     for strategy in strategies:
         if strategy not in pooling.STRATEGIES:
-            raise InvalidParameterError(f"--strategy must be among {', '.join(pooling.STRATEGIES)}, not "
-                                        f"'{strategy}'.")
+            raise InvalidParameterError(f"--strategy must be among {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
     if not budgets or min(budgets) < 1:
         raise InvalidParameterError("Give --budget N (judgments per topic, at least 1; repeatable).")
     budgets = sorted(set(budgets))

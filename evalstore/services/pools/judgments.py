@@ -32,8 +32,9 @@ from evalstore.statistics import pooling
 RESOLUTIONS = ("majority", "max")
 
 
-def export_pool(engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv", shuffle: bool = False,
-                seed: int | None = None) -> tuple[str, int | None]:
+def export_pool(
+    engine: Engine, name: str, path: Path | None, *, fmt: str = "tsv", shuffle: bool = False, seed: int | None = None
+) -> tuple[str, int | None]:
     """Assessor sheets: one row per pooled document, in judging order (or shuffled within each
     topic, seeded, so assessors cannot infer rank). Returns the text and the seed used."""
     if fmt not in EXPORT_FORMATS:
@@ -73,8 +74,9 @@ class NextBatch:
     sheet: str
 
 
-def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = None, fmt: str = "tsv",
-               resolve: str = "majority") -> NextBatch:
+def next_batch(
+    engine: Engine, name: str, *, count: int, path: Path | None = None, fmt: str = "tsv", resolve: str = "majority"
+) -> NextBatch:
     """The online loop of a pool: replay its strategy with the judgments made so far as feedback
     and add, per topic, the next ``count`` documents it would judge that are not in the pool yet
     (one transaction), returned as an assessor sheet.
@@ -97,39 +99,64 @@ def next_batch(engine: Engine, name: str, *, count: int, path: Path | None = Non
         cands = read_candidates(session, runs, params.get("depth"), sorted(entries["topic"].unique()))
     labels = resolve_labels(judgments, resolve) if not judgments.empty else pd.Series(dtype=int)
     known = {key: int(value) for key, value in labels.items()}
-    settings = pooling.PoolSettings(strategy, params.get("depth"), None, seed, params.get("rbp_p", 0.8),
-                                    params.get("policy", "maxmean"))
+    settings = pooling.PoolSettings(
+        strategy, params.get("depth"), None, seed, params.get("rbp_p", 0.8), params.get("policy", "maxmean")
+    )
     order = pooling.judging_order(cands, settings, oracle=lambda t, d: known.get((t, d)))
     fresh = order[~_in_table(order, entries)]
     fresh = fresh.groupby("topic", sort=False).head(count)
     if fresh.empty:
-        raise EvaluationError(f"Pool '{name}' holds every document its runs offer "
-                              f"({'to depth ' + str(params['depth']) if params.get('depth') else 'at any depth'}); "
-                              "nothing is left to judge. Build a deeper pool to go on.")
+        raise EvaluationError(
+            f"Pool '{name}' holds every document its runs offer "
+            f"({'to depth ' + str(params['depth']) if params.get('depth') else 'at any depth'}); "
+            "nothing is left to judge. Build a deeper pool to go on."
+        )
     # contributors and best rank of the new documents, as pool build gives them
     offered = cands.filter(pa.array(_in_table(cands.select(["topic", "doc"]).to_pandas(), fresh)))
     details = pooling.build(offered, [run.name for run in runs], pooling.PoolSettings("depth", None, None))
     details = details.to_pandas().set_index(["topic", "doc"]).loc[pd.MultiIndex.from_frame(fresh[["topic", "doc"]])]
     last = entries.groupby("topic")["judge_order"].max()
     within = fresh.groupby("topic", sort=False).cumcount().to_numpy() + 1
-    added = pd.DataFrame({"topic": fresh["topic"].to_numpy(), "doc": fresh["doc"].to_numpy(),
-                          "judge_order": fresh["topic"].map(last).fillna(0).to_numpy(np.int64) + within})
+    added = pd.DataFrame(
+        {
+            "topic": fresh["topic"].to_numpy(),
+            "doc": fresh["doc"].to_numpy(),
+            "judge_order": fresh["topic"].map(last).fillna(0).to_numpy(np.int64) + within,
+        }
+    )
     with unit_of_work(engine) as session:
         if session.scalar(select(Pool.id).where(Pool.id == pool_id)) is None:
             raise NotFoundError(f"Pool '{name}' was deleted while the next batch was chosen.")
-        session.execute(insert(PoolEntry), [
-            {"pool_id": pool_id, "topic": t, "doc": d, "judge_order": int(o), "best_rank": int(b),
-             "contributors": list(c)}
-            for t, d, o, b, c in zip(added["topic"], added["doc"], added["judge_order"],
-                                     details["best_rank"], details["contributors"], strict=True)])
+        session.execute(
+            insert(PoolEntry),
+            [
+                {
+                    "pool_id": pool_id,
+                    "topic": t,
+                    "doc": d,
+                    "judge_order": int(o),
+                    "best_rank": int(b),
+                    "contributors": list(c),
+                }
+                for t, d, o, b, c in zip(
+                    added["topic"],
+                    added["doc"],
+                    added["judge_order"],
+                    details["best_rank"],
+                    details["contributors"],
+                    strict=True,
+                )
+            ],
+        )
     sheet = _sheet(added, fmt)
     if path is not None:
         path.write_text(sheet)
     return NextBatch(added, len(known), sum(1 for v in known.values() if v > 0), sheet)
 
 
-def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: str,
-                     allow_outside_pool: bool = False) -> int:
+def import_judgments(
+    engine: Engine, path: Path, *, pool_name: str, assessor: str, allow_outside_pool: bool = False
+) -> int:
     """Store one assessor's judgments for the pool, whole or not at all, beside the assessor's
     earlier ones. A document judged again by the same assessor takes the new label; two different
     labels in one file are refused."""
@@ -138,29 +165,49 @@ def import_judgments(engine: Engine, path: Path, *, pool_name: str, assessor: st
     for line, topic, doc, label in rows:
         previous = seen.get((topic, doc))
         if previous is not None and previous[1] != label:
-            raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is labelled {label} here and "
-                                                    f"{previous[1]} at line {previous[0]}; keep one label")
+            raise InputFormatError(
+                str(path),
+                line,
+                f"topic {topic} doc {doc} is labelled {label} here and "
+                f"{previous[1]} at line {previous[0]}; keep one label",
+            )
         seen[(topic, doc)] = (line, label)
     with unit_of_work(engine) as session:
         pool = repo.get_pool(session, pool_name)
         if not allow_outside_pool:
-            pooled = {(topic, doc) for topic, doc in session.execute(
-                select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id))}
+            pooled = {
+                (topic, doc)
+                for topic, doc in session.execute(
+                    select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id)
+                )
+            }
             for (topic, doc), (line, _) in seen.items():
                 if (topic, doc) not in pooled:
-                    raise InputFormatError(str(path), line, f"topic {topic} doc {doc} is not in pool '{pool_name}'; "
-                                                            "pass --allow-outside-pool to keep it anyway")
+                    raise InputFormatError(
+                        str(path),
+                        line,
+                        f"topic {topic} doc {doc} is not in pool '{pool_name}'; "
+                        "pass --allow-outside-pool to keep it anyway",
+                    )
         # judgments arrive in batches (pool next): a file adds to the assessor's earlier ones and
         # relabels only the documents it names
         keys = list(seen)
         for start in range(0, len(keys), 500):
-            session.execute(delete(PoolJudgment).where(
-                PoolJudgment.pool_id == pool.id, PoolJudgment.assessor == assessor,
-                tuple_(PoolJudgment.topic, PoolJudgment.doc).in_(keys[start:start + 500])))
+            session.execute(
+                delete(PoolJudgment).where(
+                    PoolJudgment.pool_id == pool.id,
+                    PoolJudgment.assessor == assessor,
+                    tuple_(PoolJudgment.topic, PoolJudgment.doc).in_(keys[start : start + 500]),
+                )
+            )
         if seen:
-            session.execute(insert(PoolJudgment), [
-                {"pool_id": pool.id, "topic": t, "doc": d, "assessor": assessor, "relevance": label}
-                for (t, d), (_, label) in seen.items()])
+            session.execute(
+                insert(PoolJudgment),
+                [
+                    {"pool_id": pool.id, "topic": t, "doc": d, "assessor": assessor, "relevance": label}
+                    for (t, d), (_, label) in seen.items()
+                ],
+            )
     return len(seen)
 
 
@@ -168,11 +215,18 @@ def pool_agreement(engine: Engine, name: str) -> pooling.Agreement:
     with read_only(engine) as session:
         judgments = _judgments(session, repo.get_pool(session, name))
     if judgments["assessor"].nunique() < 2:
-        raise EvaluationError(f"Pool '{name}' has judgments from fewer than two assessors; import another "
-                              "assessor's with 'evalstore judgments import PATH --pool "
-                              f"{name} --assessor NAME'.")
-    labels = pd.DataFrame({"item": judgments["topic"] + "\t" + judgments["doc"],
-                           "assessor": judgments["assessor"], "label": judgments["relevance"]})
+        raise EvaluationError(
+            f"Pool '{name}' has judgments from fewer than two assessors; import another "
+            "assessor's with 'evalstore judgments import PATH --pool "
+            f"{name} --assessor NAME'."
+        )
+    labels = pd.DataFrame(
+        {
+            "item": judgments["topic"] + "\t" + judgments["doc"],
+            "assessor": judgments["assessor"],
+            "label": judgments["relevance"],
+        }
+    )
     return pooling.agreement(labels)
 
 
@@ -211,8 +265,9 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     # variants: 0 is the resolved labels on every topic; 2i+1 and 2i+2 the i-th disagreement's
     # topic with its document at the lowest and at the highest label
     variant_topics: list[tuple[int, str, str | None, int | None]] = [(0, t, None, None) for t in topics]
-    for i, (topic, doc, low, high) in enumerate(zip(split.index.get_level_values(0), split.index.get_level_values(1),
-                                                     split["min"], split["max"], strict=True)):
+    for i, (topic, doc, low, high) in enumerate(
+        zip(split.index.get_level_values(0), split.index.get_level_values(1), split["min"], split["max"], strict=True)
+    ):
         variant_topics += [(2 * i + 1, topic, doc, int(low)), (2 * i + 2, topic, doc, int(high))]
     variants = pd.DataFrame(variant_topics, columns=["variant", "topic", "doc", "label"])
     qrels = variants[["variant", "topic"]].merge(base, on="topic")
@@ -226,20 +281,42 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
 
     qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
     result = evaluate(
-        pa.table({"topic": key(qrels_per_run, qrels_per_run["run"]), "doc": pa.array(qrels_per_run["doc"], pa.string()),
-                  "relevance": pa.array(qrels_per_run["relevance"].to_numpy())}),
-        pa.table({"topic": key(ranked, ranked["run"]), "doc": pa.array(ranked["doc"], pa.string()),
-                  "score": pa.array(-ranked["rank"].to_numpy(np.float64))}),
-        [chosen], missing_topics="zero")
+        pa.table(
+            {
+                "topic": key(qrels_per_run, qrels_per_run["run"]),
+                "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                "relevance": pa.array(qrels_per_run["relevance"].to_numpy()),
+            }
+        ),
+        pa.table(
+            {
+                "topic": key(ranked, ranked["run"]),
+                "doc": pa.array(ranked["doc"], pa.string()),
+                "score": pa.array(-ranked["rank"].to_numpy(np.float64)),
+            }
+        ),
+        [chosen],
+        missing_topics="zero",
+    )
     values = result.per_query[result.per_query["measure"] == str(chosen)]
     parts = values["query_id"].str.split("\t", expand=True)
-    scores = pd.DataFrame({"variant": parts[0].astype(int), "run": parts[1].astype(int), "topic": parts[2],
-                           "value": values["value"].to_numpy(float)})
+    scores = pd.DataFrame(
+        {
+            "variant": parts[0].astype(int),
+            "run": parts[1].astype(int),
+            "topic": parts[2],
+            "value": values["value"].to_numpy(float),
+        }
+    )
     base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
     base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
     means = base_scores.mean(axis=1).to_numpy()
-    by_variant = (scores[scores["variant"] > 0].pivot(index="variant", columns="run", values="value")
-                  .reindex(columns=list(run_names)).fillna(0.0))
+    by_variant = (
+        scores[scores["variant"] > 0]
+        .pivot(index="variant", columns="run", values="value")
+        .reindex(columns=list(run_names))
+        .fillna(0.0)
+    )
     found = []
     for i, (topic, doc) in enumerate(split.index):
         before = base_scores[topic].to_numpy()
@@ -249,8 +326,15 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
         order_high = np.sign(high[:, None] - high[None, :])
         swaps = int((order_low != order_high).sum() // 2)
         item = judgments[(judgments["topic"] == topic) & (judgments["doc"] == doc)]
-        found.append(Disagreement(topic, doc, dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
-                                  swaps, float(np.abs(high - low).max())))
+        found.append(
+            Disagreement(
+                topic,
+                doc,
+                dict(zip(item["assessor"], item["relevance"].astype(int), strict=True)),
+                swaps,
+                float(np.abs(high - low).max()),
+            )
+        )
     found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
     return found, pairs
 
@@ -273,8 +357,7 @@ def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
     return grouped.agg(lambda labels: max(Counter(labels.tolist()).items(), key=lambda kv: (kv[1], kv[0]))[0])
 
 
-def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "majority",
-               replace: bool = False) -> Any:
+def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "majority", replace: bool = False) -> Any:
     """Store the pool's judgments as qrels: the resolved label of every judged document, and
     relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
     with read_only(engine) as session:
@@ -282,20 +365,30 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
         entries = _entries(session, pool)
         judgments = _judgments(session, pool)
     if judgments.empty:
-        raise EvaluationError(f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "
-                              f"PATH --pool {name} --assessor NAME'.")
+        raise EvaluationError(
+            f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "
+            f"PATH --pool {name} --assessor NAME'."
+        )
     labels = resolve_labels(judgments, resolve)
     keys = pd.MultiIndex.from_frame(entries[["topic", "doc"]])
     pooled = pd.Series(labels.reindex(keys).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=keys)
     outside = labels[~labels.index.isin(keys)]  # judged with --allow-outside-pool
     combined = pd.concat([pooled, outside]).sort_index()
-    table = pa.table({
-        "topic": pa.array([t for t, _ in combined.index], pa.string()),
-        "iteration": pa.array(["0"] * len(combined), pa.string()),
-        "doc": pa.array([d for _, d in combined.index], pa.string()),
-        "relevance": pa.array(combined.to_numpy(np.int64)),
-    })
+    table = pa.table(
+        {
+            "topic": pa.array([t for t, _ in combined.index], pa.string()),
+            "iteration": pa.array(["0"] * len(combined), pa.string()),
+            "doc": pa.array([d for _, d in combined.index], pa.string()),
+            "relevance": pa.array(combined.to_numpy(np.int64)),
+        }
+    )
     text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
     parsed = ParsedFile(table, hashlib.sha256(text.encode()).hexdigest(), None)
-    return store.store_qrels(engine, parsed, name=qrels_name, source=f"pool:{name} ({resolve})",
-                             description=f"judgments of pool '{name}', resolved by {resolve}", replace=replace)
+    return store.store_qrels(
+        engine,
+        parsed,
+        name=qrels_name,
+        source=f"pool:{name} ({resolve})",
+        description=f"judgments of pool '{name}', resolved by {resolve}",
+        replace=replace,
+    )

@@ -41,13 +41,29 @@ class SplitSummary:
     sizes: list[dict[str, int]]  # per fold: train units (with multiplicity), distinct train units, test units
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": f"{self.source_kind} {self.source}", "method": self.method,
-                "folds": self.folds, "seed": self.seed, **self.params}
+        return {
+            "name": self.name,
+            "source": f"{self.source_kind} {self.source}",
+            "method": self.method,
+            "folds": self.folds,
+            "seed": self.seed,
+            **self.params,
+        }
 
 
-def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_name: str | None = None,
-               method: str = "holdout", test_share: float = HOLDOUT_SHARE, k: int = 5, repeats: int = 10,
-               stratify_by: str = "none", seed: int | None = None) -> SplitSummary:
+def make_split(
+    engine: Engine,
+    name: str,
+    *,
+    qrels: str | None = None,
+    labels_name: str | None = None,
+    method: str = "holdout",
+    test_share: float = HOLDOUT_SHARE,
+    k: int = 5,
+    repeats: int = 10,
+    stratify_by: str = "none",
+    seed: int | None = None,
+) -> SplitSummary:
     """Split a qrels set's topics (or a label set's items) and store the split with its seed."""
     if (qrels is None) == (labels_name is None):
         raise InvalidParameterError("Split the topics of --qrels NAME or the items of --labels NAME (one of them).")
@@ -65,8 +81,9 @@ def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_na
             raise ConflictError(f"A split named '{name}' exists; choose another --name.")
     if method == "loo" and stratify_by != "none":
         raise InvalidParameterError("Leave-one-out tests one unit at a time: it has no strata; drop --stratify-by.")
-    units, strata, strata_note = (_topics(engine, qrels, stratify_by) if qrels is not None
-                                  else _items(engine, labels_name or "", stratify_by))
+    units, strata, strata_note = (
+        _topics(engine, qrels, stratify_by) if qrels is not None else _items(engine, labels_name or "", stratify_by)
+    )
     if method == "kfold" and not 2 <= k <= len(units):
         raise InvalidParameterError(f"--k must be between 2 and the {len(units)} units to split, not {k}.")
     if repeats < 1:
@@ -81,8 +98,20 @@ def make_split(engine: Engine, name: str, *, qrels: str | None = None, labels_na
         params["repeats"] = repeats
     if strata_note:
         params["strata"] = strata_note
-    _store(engine, Split(name=name, source_kind="qrels" if qrels else "labels", source=qrels or labels_name,
-                         method=method, params=params, seed=seed, folds=len(folds)), units, folds)
+    _store(
+        engine,
+        Split(
+            name=name,
+            source_kind="qrels" if qrels else "labels",
+            source=qrels or labels_name,
+            method=method,
+            params=params,
+            seed=seed,
+            folds=len(folds),
+        ),
+        units,
+        folds,
+    )
     return show_split(engine, name)
 
 
@@ -101,9 +130,15 @@ def _store(engine: Engine, split: Split, units: list[str], folds: list[tuple[np.
             raise ConflictError(f"A split named '{split.name}' exists; choose another --name.")
         session.add(split)
         session.flush()
-        table = pa.table({"split_id": pa.array([split.id] * len(rows["unit"]), pa.int32()),
-                          "fold": pa.array(rows["fold"], pa.int32()), "part": pa.array(rows["part"], pa.string()),
-                          "unit": pa.array(rows["unit"], pa.string()), "weight": pa.array(rows["weight"], pa.int32())})
+        table = pa.table(
+            {
+                "split_id": pa.array([split.id] * len(rows["unit"]), pa.int32()),
+                "fold": pa.array(rows["fold"], pa.int32()),
+                "part": pa.array(rows["part"], pa.string()),
+                "unit": pa.array(rows["unit"], pa.string()),
+                "weight": pa.array(rows["weight"], pa.int32()),
+            }
+        )
         repo.copy_batches(session, SplitMember.__tablename__, table.to_batches(max_chunksize=repo.BATCH_ROWS))
 
 
@@ -124,17 +159,32 @@ def import_split(engine: Engine, path: Path, *, qrels: str, name: str) -> SplitS
         test = np.zeros(len(topics), dtype=np.int64)
         for topic in map(str, listed):
             if topic not in position:
-                raise InputFormatError(str(path), None, f"fold {fold} names topic {topic}, which qrels '{qrels}' "
-                                                        "do not judge")
+                raise InputFormatError(
+                    str(path), None, f"fold {fold} names topic {topic}, which qrels '{qrels}' do not judge"
+                )
             if topic in owner:
-                raise InputFormatError(str(path), None, f"topic {topic} is in folds {owner[topic]} and {fold}; a "
-                                                        "topic is tested by one fold")
+                raise InputFormatError(
+                    str(path),
+                    None,
+                    f"topic {topic} is in folds {owner[topic]} and {fold}; a topic is tested by one fold",
+                )
             owner[topic] = fold
             test[position[topic]] = 1
         folds.append((1 - test, test))
-    _store(engine, Split(name=name, source_kind="qrels", source=qrels, method=IMPORTED,
-                         params={"stratify_by": "none", "file": str(path), "fold_names": list(given)}, seed=None,
-                         folds=len(folds)), topics, folds)
+    _store(
+        engine,
+        Split(
+            name=name,
+            source_kind="qrels",
+            source=qrels,
+            method=IMPORTED,
+            params={"stratify_by": "none", "file": str(path), "fold_names": list(given)},
+            seed=None,
+            folds=len(folds),
+        ),
+        topics,
+        folds,
+    )
     return show_split(engine, name)
 
 
@@ -172,8 +222,9 @@ def _items(engine: Engine, labels_name: str, stratify_by: str) -> tuple[list[str
     return items, pc.dictionary_encode(gold.labels).combine_chunks().indices.to_numpy(zero_copy_only=False), "label"
 
 
-def _draw(method: str, n: int, strata: np.ndarray | None, test_share: float, k: int, repeats: int, seed: int
-          ) -> list[tuple[np.ndarray, np.ndarray]]:
+def _draw(
+    method: str, n: int, strata: np.ndarray | None, test_share: float, k: int, repeats: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per fold, (train counts, test counts) over the n units, by scikit-learn's splitters."""
     from sklearn import model_selection as ms
     from sklearn.utils import resample
@@ -192,12 +243,18 @@ def _draw(method: str, n: int, strata: np.ndarray | None, test_share: float, k: 
             if method == "loo":
                 return [(counts(tr), counts(te)) for tr, te in ms.LeaveOneOut().split(indices)]
             if method == "kfold":
-                kfold = (ms.StratifiedKFold(k, shuffle=True, random_state=seed) if strata is not None
-                         else ms.KFold(k, shuffle=True, random_state=seed))
+                kfold = (
+                    ms.StratifiedKFold(k, shuffle=True, random_state=seed)
+                    if strata is not None
+                    else ms.KFold(k, shuffle=True, random_state=seed)
+                )
                 return [(counts(tr), counts(te)) for tr, te in kfold.split(indices, strata)]
             if method == "subsample":
-                shuffle = (ms.StratifiedShuffleSplit(repeats, test_size=test_share, random_state=seed)
-                           if strata is not None else ms.ShuffleSplit(repeats, test_size=test_share, random_state=seed))
+                shuffle = (
+                    ms.StratifiedShuffleSplit(repeats, test_size=test_share, random_state=seed)
+                    if strata is not None
+                    else ms.ShuffleSplit(repeats, test_size=test_share, random_state=seed)
+                )
                 return [(counts(tr), counts(te)) for tr, te in shuffle.split(indices, strata)]
             rng = np.random.RandomState(seed)
             folds = []
@@ -219,9 +276,11 @@ def list_splits(engine: Engine) -> list[SplitSummary]:
 def show_split(engine: Engine, name: str) -> SplitSummary:
     with read_only(engine) as session:
         split = repo.get_split(session, name)
-        sizes = session.execute(select(SplitMember.fold, SplitMember.part, func.count(), func.sum(SplitMember.weight))
-                                .where(SplitMember.split_id == split.id)
-                                .group_by(SplitMember.fold, SplitMember.part)).all()
+        sizes = session.execute(
+            select(SplitMember.fold, SplitMember.part, func.count(), func.sum(SplitMember.weight))
+            .where(SplitMember.split_id == split.id)
+            .group_by(SplitMember.fold, SplitMember.part)
+        ).all()
         per_fold: dict[int, dict[str, int]] = {}
         for fold, part, distinct, total in sizes:
             entry = per_fold.setdefault(int(fold), {"fold": int(fold), "train": 0, "train_distinct": 0, "test": 0})
@@ -229,16 +288,27 @@ def show_split(engine: Engine, name: str) -> SplitSummary:
                 entry["train"], entry["train_distinct"] = int(total), int(distinct)
             else:
                 entry["test"] = int(distinct)
-        return SplitSummary(split.name, split.source_kind, split.source, split.method, split.folds, split.seed,
-                            dict(split.params), [per_fold[f] for f in sorted(per_fold)])
+        return SplitSummary(
+            split.name,
+            split.source_kind,
+            split.source,
+            split.method,
+            split.folds,
+            split.seed,
+            dict(split.params),
+            [per_fold[f] for f in sorted(per_fold)],
+        )
 
 
 def members(engine: Engine, name: str, part: str = "test") -> tuple[Split, dict[int, list[str]]]:
     """The split, and each fold's ``part`` units."""
     with read_only(engine) as session:
         split = repo.get_split(session, name)
-        rows = session.execute(select(SplitMember.fold, SplitMember.unit).where(
-            SplitMember.split_id == split.id, SplitMember.part == part).order_by(SplitMember.fold, SplitMember.unit))
+        rows = session.execute(
+            select(SplitMember.fold, SplitMember.unit)
+            .where(SplitMember.split_id == split.id, SplitMember.part == part)
+            .order_by(SplitMember.fold, SplitMember.unit)
+        )
         by_fold: dict[int, list[str]] = {}
         for fold, unit in rows:
             by_fold.setdefault(int(fold), []).append(unit)
@@ -269,7 +339,8 @@ def export_split(engine: Engine, name: str, *, fold: int | None = None, part: st
     with read_only(engine) as session:
         split = repo.get_split(session, name)
         query = select(SplitMember.fold, SplitMember.part, SplitMember.unit, SplitMember.weight).where(
-            SplitMember.split_id == split.id)
+            SplitMember.split_id == split.id
+        )
         if fold is not None:
             query = query.where(SplitMember.fold == fold)
         if part is not None:

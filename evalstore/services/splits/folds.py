@@ -33,8 +33,9 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
     folds given."""
     split, tests = members(engine, splits)
     if split.source_kind != "qrels":
-        raise InvalidParameterError(f"Split '{splits}' splits items of labels '{split.source}'; runs combine "
-                                    "topics (a split of --qrels).")
+        raise InvalidParameterError(
+            f"Split '{splits}' splits items of labels '{split.source}'; runs combine topics (a split of --qrels)."
+        )
     unknown = sorted(set(folds) - set(tests))
     if unknown:
         raise InvalidParameterError(f"Split '{splits}' has folds 1-{split.folds}; there is no fold {unknown[0]}.")
@@ -42,16 +43,20 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
     for fold in sorted(folds):
         for topic in tests[fold]:
             if topic in owner:
-                raise InvalidParameterError(f"Topic {topic} is in the test part of folds {owner[topic]} and {fold}: "
-                                            f"a {split.method} split's test parts overlap; combine the folds of a "
-                                            f"k-fold, leave-one-out, holdout or imported split.")
+                raise InvalidParameterError(
+                    f"Topic {topic} is in the test part of folds {owner[topic]} and {fold}: "
+                    f"a {split.method} split's test parts overlap; combine the folds of a "
+                    f"k-fold, leave-one-out, holdout or imported split."
+                )
             owner[topic] = fold
     every = sorted(set().union(*tests.values()))
     untested = [t for t in every if t not in owner]
     if untested:
         missing = sorted({f for f, topics in tests.items() if set(topics) & set(untested)} - set(folds))
-        raise InvalidParameterError(f"{len(untested)} topic(s) are tested by no fold given (e.g. {untested[0]}); "
-                                    f"add --fold {missing[0] if missing else '?'}=RUN.")
+        raise InvalidParameterError(
+            f"{len(untested)} topic(s) are tested by no fold given (e.g. {untested[0]}); "
+            f"add --fold {missing[0] if missing else '?'}=RUN."
+        )
     parts = []
     for fold, run_name in sorted(folds.items()):
         _, table = store.run_rows(engine, run_name)
@@ -64,9 +69,13 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
     with tempfile.TemporaryDirectory(prefix="evalstore-combine-") as folder:
         path = Path(folder) / f"{name}.txt"
         path.write_bytes(buffer.getvalue())
-        return store.register_run(engine, path, name=name, metadata={
-            "splits": splits, "folds": ",".join(f"{f}={r}" for f, r in sorted(folds.items()))},
-            description=f"cross-validated over split '{splits}' ({split.method})")
+        return store.register_run(
+            engine,
+            path,
+            name=name,
+            metadata={"splits": splits, "folds": ",".join(f"{f}={r}" for f, r in sorted(folds.items()))},
+            description=f"cross-validated over split '{splits}' ({split.method})",
+        )
 
 
 @dataclass(frozen=True)
@@ -98,8 +107,18 @@ def fold_values(engine: Engine, *, splits: str, run: str, measures: Sequence[str
         rows.append({"fold": fold, "topics": len(topics), **{m: float(values[m].mean()) for m in names}})
     per_fold = pd.DataFrame(rows)
     spread = {m: float(per_fold[m].std(ddof=1)) if len(per_fold) > 1 else 0.0 for m in names}
-    return FoldValues(run, splits, split.source, stored.evaluation_id, split.method, split.seed, names, per_fold,
-                      {m: float(per_fold[m].mean()) for m in names}, spread)
+    return FoldValues(
+        run,
+        splits,
+        split.source,
+        stored.evaluation_id,
+        split.method,
+        split.seed,
+        names,
+        per_fold,
+        {m: float(per_fold[m].mean()) for m in names},
+        spread,
+    )
 
 
 def record_fold_values(engine: Engine, values: FoldValues) -> None:
@@ -107,24 +126,37 @@ def record_fold_values(engine: Engine, values: FoldValues) -> None:
     split, evaluation and measures), in one transaction."""
     with unit_of_work(engine) as session:
         split = repo.get_split(session, values.splits)
-        session.execute(delete(FoldResult).where(FoldResult.split_id == split.id,
-                                                 FoldResult.evaluation_id == values.evaluation_id,
-                                                 FoldResult.measure.in_(values.measures)))
-        session.add_all(FoldResult(split_id=split.id, evaluation_id=values.evaluation_id, fold=int(row["fold"]),
-                                   measure=measure, value=float(row[measure]))
-                        for row in values.per_fold.to_dict(orient="records") for measure in values.measures)
+        session.execute(
+            delete(FoldResult).where(
+                FoldResult.split_id == split.id,
+                FoldResult.evaluation_id == values.evaluation_id,
+                FoldResult.measure.in_(values.measures),
+            )
+        )
+        session.add_all(
+            FoldResult(
+                split_id=split.id,
+                evaluation_id=values.evaluation_id,
+                fold=int(row["fold"]),
+                measure=measure,
+                value=float(row[measure]),
+            )
+            for row in values.per_fold.to_dict(orient="records")
+            for measure in values.measures
+        )
 
 
 def stored_fold_values(engine: Engine, splits: str) -> pd.DataFrame:
     """The fold values stored for a split: run, evaluation, fold, measure, value."""
     with read_only(engine) as session:
         split = repo.get_split(session, splits)
-        rows = session.execute(select(Run.name, FoldResult.evaluation_id, FoldResult.fold, FoldResult.measure,
-                                      FoldResult.value)
-                               .join(Evaluation, Evaluation.id == FoldResult.evaluation_id)
-                               .join(Run, Run.id == Evaluation.run_id)
-                               .where(FoldResult.split_id == split.id)
-                               .order_by(Run.name, FoldResult.evaluation_id, FoldResult.measure, FoldResult.fold)).all()
+        rows = session.execute(
+            select(Run.name, FoldResult.evaluation_id, FoldResult.fold, FoldResult.measure, FoldResult.value)
+            .join(Evaluation, Evaluation.id == FoldResult.evaluation_id)
+            .join(Run, Run.id == Evaluation.run_id)
+            .where(FoldResult.split_id == split.id)
+            .order_by(Run.name, FoldResult.evaluation_id, FoldResult.measure, FoldResult.fold)
+        ).all()
     return pd.DataFrame(rows, columns=["run", "evaluation", "fold", "measure", "value"])
 
 
@@ -139,10 +171,22 @@ def log_fold_values(values: FoldValues) -> str:
         metrics[f"{measure}.mean"] = values.mean[measure]
         metrics[f"{measure}.sd"] = values.spread[measure]
     payload = MlflowRun(
-        experiment=values.qrels, name=f"{values.run} over split {values.splits}",
-        tags={"evalstore.kind": "folds", "evalstore.qrels": values.qrels, "evalstore.run": values.run,
-              "evalstore.version": __version__},
-        params={"splits": values.splits, "method": values.method, "seed": values.seed,
-                "folds": len(values.per_fold), "evaluation_id": values.evaluation_id},
-        metrics=metrics, texts={"folds.csv": values.per_fold.to_csv(index=False)})
+        experiment=values.qrels,
+        name=f"{values.run} over split {values.splits}",
+        tags={
+            "evalstore.kind": "folds",
+            "evalstore.qrels": values.qrels,
+            "evalstore.run": values.run,
+            "evalstore.version": __version__,
+        },
+        params={
+            "splits": values.splits,
+            "method": values.method,
+            "seed": values.seed,
+            "folds": len(values.per_fold),
+            "evaluation_id": values.evaluation_id,
+        },
+        metrics=metrics,
+        texts={"folds.csv": values.per_fold.to_csv(index=False)},
+    )
     return tracking.log_now(payload, f"the fold values of run '{values.run}'")

@@ -57,15 +57,30 @@ class Registered:
 
 def run_summary(run: Run) -> Summary:
     return Summary(
-        "run", run.name, run.row_count, run.topic_count, run.content_hash, run.created_at,
-        {"system": run.system, "tag": run.tag, "description": run.description,
-         "metadata": dict(run.metadata_ or {}), "source": run.source},
+        "run",
+        run.name,
+        run.row_count,
+        run.topic_count,
+        run.content_hash,
+        run.created_at,
+        {
+            "system": run.system,
+            "tag": run.tag,
+            "description": run.description,
+            "metadata": dict(run.metadata_ or {}),
+            "source": run.source,
+        },
     )
 
 
 def _qrels_summary(qrels: QrelsSet) -> Summary:
     return Summary(
-        "qrels", qrels.name, qrels.row_count, qrels.topic_count, qrels.content_hash, qrels.created_at,
+        "qrels",
+        qrels.name,
+        qrels.row_count,
+        qrels.topic_count,
+        qrels.content_hash,
+        qrels.created_at,
         {"kind": qrels.kind, "description": qrels.description, "source": qrels.source},
     )
 
@@ -105,8 +120,10 @@ def _refuse_repeated(names: list[str], message: str) -> None:
 
 
 def _dropped_message(what: str, name: str, count: int) -> str:
-    return (f"replacing {what} '{name}' deleted the {count} stored evaluation{'s' if count != 1 else ''} made with "
-            f"the old content; evaluate again to have them back")
+    return (
+        f"replacing {what} '{name}' deleted the {count} stored evaluation{'s' if count != 1 else ''} made with "
+        f"the old content; evaluate again to have them back"
+    )
 
 
 def retry_on_name_race(store: Callable[[], T]) -> T:

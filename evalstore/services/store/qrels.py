@@ -51,8 +51,16 @@ def import_qrels(
     diversity qrels) or ``preferences`` (trec_eval's ``-R prefs`` lines ``topic jg jsg docno level``,
     or a qrels file whose second column is the judgment group)."""
     parsed = read_judgments(path, kind=kind, fmt=fmt)
-    return store_qrels(engine, parsed, name=name, description=description, source=str(path), replace=replace,
-                       kind=kind, progress=progress)
+    return store_qrels(
+        engine,
+        parsed,
+        name=name,
+        description=description,
+        source=str(path),
+        replace=replace,
+        kind=kind,
+        progress=progress,
+    )
 
 
 def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None = None) -> ParsedFile:
@@ -70,10 +78,18 @@ def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None
     raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
 
 
-def import_many_qrels(engine: Engine, paths: Sequence[str | Path], *, names: Sequence[str] | None = None,
-                      description: str | None = None, replace: bool = False, fmt: str | None = None,
-                      kind: str = "relevance", progress: Progress | None = None,
-                      on_file: Callable[[int, str], None] | None = None) -> list[Registered]:
+def import_many_qrels(
+    engine: Engine,
+    paths: Sequence[str | Path],
+    *,
+    names: Sequence[str] | None = None,
+    description: str | None = None,
+    replace: bool = False,
+    fmt: str | None = None,
+    kind: str = "relevance",
+    progress: Progress | None = None,
+    on_file: Callable[[int, str], None] | None = None,
+) -> list[Registered]:
     """Import several judgments files as :func:`register_runs` registers runs: all read and
     validated first (a bad file stores nothing, every bad file named), then each stored whole in
     its own transaction, named ``names`` or after its file (:func:`name_from_file`)."""
@@ -93,8 +109,18 @@ def import_many_qrels(engine: Engine, paths: Sequence[str | Path], *, names: Seq
     for index, (path, name, judgments) in enumerate(zip(paths, chosen, parsed, strict=True)):
         if on_file is not None:
             on_file(index, name)
-        stored.append(store_qrels(engine, judgments, name=name, description=description, source=str(path),
-                                  replace=replace, kind=kind, progress=progress))
+        stored.append(
+            store_qrels(
+                engine,
+                judgments,
+                name=name,
+                description=description,
+                source=str(path),
+                replace=replace,
+                kind=kind,
+                progress=progress,
+            )
+        )
     return stored
 
 
@@ -130,8 +156,13 @@ def store_qrels(
                     warnings = (*warnings, _dropped_message("qrels", name, dropped))
                 repo.delete_qrels(session, existing)
             qrels = QrelsSet(
-                name=name, kind=kind, description=description, content_hash=parsed.content_hash,
-                row_count=parsed.table.num_rows, topic_count=parsed.topic_count, source=source,
+                name=name,
+                kind=kind,
+                description=description,
+                content_hash=parsed.content_hash,
+                row_count=parsed.table.num_rows,
+                topic_count=parsed.topic_count,
+                source=source,
             )
             session.add(qrels)
             session.flush()
@@ -157,8 +188,9 @@ def delete_qrels(engine: Engine, name: str) -> Summary:
         qrels = repo.get_qrels(session, name)
         tasks = session.scalars(select(Task.name).where(Task.qrels_id == qrels.id)).all()
         if tasks:
-            raise ConflictError(f"Qrels '{name}' are the judgments of task '{tasks[0]}'; they stay while the task "
-                                "does.")
+            raise ConflictError(
+                f"Qrels '{name}' are the judgments of task '{tasks[0]}'; they stay while the task does."
+            )
         summary = _qrels_summary(qrels)
         repo.delete_qrels(session, qrels)
         return summary

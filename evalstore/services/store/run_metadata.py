@@ -32,8 +32,9 @@ def with_ir_metadata(metadata: dict[str, Any] | None, block: str | None) -> dict
     """The ``--meta`` pairs, and the file's ir_metadata block under ``ir_metadata``."""
     meta: dict[str, Any] = dict(metadata or {})
     if IR_METADATA in meta:
-        raise InvalidParameterError(f"--meta {IR_METADATA}=... is reserved for a run file's ir_metadata block; "
-                                    "choose another key.")
+        raise InvalidParameterError(
+            f"--meta {IR_METADATA}=... is reserved for a run file's ir_metadata block; choose another key."
+        )
     if block is not None:
         meta[IR_METADATA] = block
     return meta
@@ -50,8 +51,10 @@ def matches_meta(run: Run, wanted: dict[str, str]) -> bool:
     stored = dict(run.metadata_ or {})
     block = stored.get(IR_METADATA)
     parsed = parse_block(block).data if isinstance(block, str) else {}
-    return all(stored.get(key) == value if key in stored and key != IR_METADATA else ir_metadata_matches(
-        parsed, key, value) for key, value in wanted.items())
+    return all(
+        stored.get(key) == value if key in stored and key != IR_METADATA else ir_metadata_matches(parsed, key, value)
+        for key, value in wanted.items()
+    )
 
 
 def ir_metadata_of(engine: Engine, name: str) -> dict[str, str]:

@@ -72,8 +72,19 @@ def register_runs(
         name = names[0] if names is not None else name_from_file(paths[0])
         if on_file is not None:
             on_file(0, name)
-        return [register_run(engine, paths[0], name=name, system=system, metadata=metadata, description=description,
-                             replace=replace, fmt=fmt, progress=progress)]
+        return [
+            register_run(
+                engine,
+                paths[0],
+                name=name,
+                system=system,
+                metadata=metadata,
+                description=description,
+                replace=replace,
+                fmt=fmt,
+                progress=progress,
+            )
+        ]
     # Several files: all are parsed and validated first, then each is parsed again as it is
     # stored. Keeping the parsed tables between the two passes would hold every run of the batch in
     # memory at once (10 MS MARCO-sized runs: ~12 GB); parsing twice costs time, not memory.
@@ -90,22 +101,41 @@ def register_runs(
             chosen.append(names[index])
         elif name_from == "tag":
             if not parsed.tag:
-                errors.append(InputFormatError(str(path), None, "no run tag to name the run after (a CSV, TSV or "
-                                                                "Parquet run has none); use --name-from file"))
+                errors.append(
+                    InputFormatError(
+                        str(path),
+                        None,
+                        "no run tag to name the run after (a CSV, TSV or Parquet run has none); use --name-from file",
+                    )
+                )
                 continue
             chosen.append(parsed.tag)
         else:
             chosen.append(name_from_file(path))
     _refuse(errors, len(paths))
     other = "file" if name_from == "tag" else "tag"
-    _refuse_repeated(chosen, f"Two files would be registered as '{{name}}'; register them with --name-from {other}, "
-                             "or one at a time with --name.")
+    _refuse_repeated(
+        chosen,
+        f"Two files would be registered as '{{name}}'; register them with --name-from {other}, "
+        "or one at a time with --name.",
+    )
     registered = []
     for index, (path, name) in enumerate(zip(paths, chosen, strict=True)):
         if on_file is not None:
             on_file(index, name)
-        registered.append(register_run(engine, path, name=name, system=system, metadata=metadata,
-                                       description=description, replace=replace, fmt=fmt, progress=progress))
+        registered.append(
+            register_run(
+                engine,
+                path,
+                name=name,
+                system=system,
+                metadata=metadata,
+                description=description,
+                replace=replace,
+                fmt=fmt,
+                progress=progress,
+            )
+        )
     return registered
 
 
@@ -129,9 +159,17 @@ def register_run(
     same transaction (a task's submission) uses the steps: :func:`prepare_run`, then
     :func:`add_run` in :func:`run_unit_of_work`."""
     if backend == "duckdb":
-        return _register_run_out_of_core(engine, Path(path), name=name, system=system, metadata=metadata,
-                                         description=description, replace=replace, progress=progress,
-                                         settings=duckdb_settings)
+        return _register_run_out_of_core(
+            engine,
+            Path(path),
+            name=name,
+            system=system,
+            metadata=metadata,
+            description=description,
+            replace=replace,
+            progress=progress,
+            settings=duckdb_settings,
+        )
     if backend != "local":
         raise InvalidParameterError(f"--backend must be local or duckdb, not '{backend}'.")
     parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked below, alongside storing
@@ -143,8 +181,16 @@ def register_run(
 
         def store() -> Registered:
             with run_unit_of_work(engine, prepared) as session:
-                return add_run(session, prepared, name=name, system=system, metadata=metadata,
-                               description=description, replace=replace, progress=progress)
+                return add_run(
+                    session,
+                    prepared,
+                    name=name,
+                    system=system,
+                    metadata=metadata,
+                    description=description,
+                    replace=replace,
+                    progress=progress,
+                )
 
         return retry_on_name_race(store)
 
@@ -169,8 +215,9 @@ class PreparedRun:
 
 
 @contextmanager
-def prepare_run(engine: Engine, path: str | Path, *, fmt: str | None = None,
-                parsed: ParsedFile | None = None) -> Iterator[PreparedRun]:
+def prepare_run(
+    engine: Engine, path: str | Path, *, fmt: str | None = None, parsed: ParsedFile | None = None
+) -> Iterator[PreparedRun]:
     """A step outside any transaction: parse the run file (unless ``parsed``), rank and stage its
     rows; the staged rows are deleted when the block ends."""
     if parsed is None:
@@ -191,9 +238,17 @@ def run_unit_of_work(engine: Engine, prepared: PreparedRun) -> AbstractContextMa
     return unit_of_work(engine, prepared.staged.attach)
 
 
-def add_run(session: Session, prepared: PreparedRun, *, name: str, system: str | None = None,
-            metadata: dict[str, str] | None = None, description: str | None = None, replace: bool = False,
-            progress: Progress | None = None) -> Registered:
+def add_run(
+    session: Session,
+    prepared: PreparedRun,
+    *,
+    name: str,
+    system: str | None = None,
+    metadata: dict[str, str] | None = None,
+    description: str | None = None,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> Registered:
     """A step: store a prepared run as ``name`` in the caller's unit of work
     (:func:`run_unit_of_work`), never committing; the same content under that name already is
     reported (``created`` False) and stores nothing. A duplicate docno raises before the caller
@@ -205,10 +260,15 @@ def add_run(session: Session, prepared: PreparedRun, *, name: str, system: str |
     # bad input is reported before a taken name, as it is for every other defect
     warnings = (*parsed.warnings, *_replace_run(session, existing, name, replace, prepared.refuse_duplicates))
     run = Run(
-        name=name, system=system, description=description,
+        name=name,
+        system=system,
+        description=description,
         metadata_=with_ir_metadata(metadata, prepared.ir_metadata),
-        tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.table.num_rows,
-        topic_count=parsed.topic_count, source=str(prepared.path),
+        tag=parsed.tag,
+        content_hash=parsed.content_hash,
+        row_count=parsed.table.num_rows,
+        topic_count=parsed.topic_count,
+        source=str(prepared.path),
     )
     session.add(run)
     session.flush()
@@ -238,8 +298,9 @@ def index_next_run(engine: Engine, min_rows: int | None = None) -> int | None:
     return None
 
 
-def _replace_run(session: Session, existing: Run | None, name: str, replace: bool,
-                 before_refusing: Callable[[], None] = lambda: None) -> tuple[str, ...]:
+def _replace_run(
+    session: Session, existing: Run | None, name: str, replace: bool, before_refusing: Callable[[], None] = lambda: None
+) -> tuple[str, ...]:
     """Make room for a run named ``name`` with other content: refused without ``replace``
     (``before_refusing`` first), else the old run goes, with the warning of the evaluations
     that go with it."""
@@ -247,17 +308,28 @@ def _replace_run(session: Session, existing: Run | None, name: str, replace: boo
         return ()
     if not replace:
         before_refusing()
-        raise ConflictError(f"A run named '{name}' already exists with different content (registered "
-                            f"{existing.created_at:%Y-%m-%d %H:%M}). Pass --replace to replace it, or choose another "
-                            "--name.")
+        raise ConflictError(
+            f"A run named '{name}' already exists with different content (registered "
+            f"{existing.created_at:%Y-%m-%d %H:%M}). Pass --replace to replace it, or choose another "
+            "--name."
+        )
     dropped = repo.count_evaluations(session, run_id=existing.id)
     repo.delete_run(session, existing)
     return (_dropped_message("run", name, dropped),) if dropped else ()
 
 
-def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: str | None,
-                              metadata: dict[str, Any] | None, description: str | None, replace: bool,
-                              progress: Progress | None, settings: DuckDBSettings | None) -> Registered:
+def _register_run_out_of_core(
+    engine: Engine,
+    path: Path,
+    *,
+    name: str,
+    system: str | None,
+    metadata: dict[str, Any] | None,
+    description: str | None,
+    replace: bool,
+    progress: Progress | None,
+    settings: DuckDBSettings | None,
+) -> Registered:
     """:func:`register_run` for a run file of any size: DuckDB parses, checks and ranks it in
     bounded memory (evalstore.backends.duckdb_engine.run_to_store), and its rows go to the store
     batch by batch (COPY into the run's partition on PostgreSQL, a scratch database on SQLite),
@@ -273,9 +345,17 @@ def _register_run_out_of_core(engine: Engine, path: Path, *, name: str, system: 
             return Registered(run_summary(existing), False)
         with staged_stream(engine, reader, parsed.rows) as staged, unit_of_work(engine, staged.attach) as session:
             warnings = _replace_run(session, repo.find_run(session, name), name, replace)
-            run = Run(name=name, system=system, description=description, metadata_=dict(metadata or {}),
-                      tag=parsed.tag, content_hash=parsed.content_hash, row_count=parsed.rows,
-                      topic_count=parsed.topics, source=str(path))
+            run = Run(
+                name=name,
+                system=system,
+                description=description,
+                metadata_=dict(metadata or {}),
+                tag=parsed.tag,
+                content_hash=parsed.content_hash,
+                row_count=parsed.rows,
+                topic_count=parsed.topics,
+                source=str(path),
+            )
             session.add(run)
             session.flush()
             repo.insert_run_rows(session, run.id, staged, parsed.counts, progress)

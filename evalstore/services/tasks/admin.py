@@ -31,9 +31,19 @@ from evalstore.services.access import Principal, audit, get_user
 from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _iso, _task_view, manages
 
 
-def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = False, opens: datetime | None = None,
-                closes: datetime | None = None, max_runs_per_team: int | None = None,
-                measures: Sequence[str] = (), owner: str | None = None, by: Principal | None = None) -> TaskView:
+def create_task(
+    engine: Engine,
+    name: str,
+    *,
+    qrels_name: str,
+    hidden: bool = False,
+    opens: datetime | None = None,
+    closes: datetime | None = None,
+    max_runs_per_team: int | None = None,
+    measures: Sequence[str] = (),
+    owner: str | None = None,
+    by: Principal | None = None,
+) -> TaskView:
     """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
     manages it."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
@@ -55,13 +65,25 @@ def create_task(engine: Engine, name: str, *, qrels_name: str, hidden: bool = Fa
             # must not be had by creating a task over them
             others = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) - {by.user_id}
             if others:
-                raise AccessDenied(f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
-                                   "may create a task over them for you.")
+                raise AccessDenied(
+                    f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
+                    "may create a task over them for you."
+                )
             if not session.scalar(select(Task.id).where(Task.qrels_id == qrels.id).limit(1)):  # unclaimed: no owner
-                raise AccessDenied(f"Qrels '{qrels_name}' belong to no task yet; an admin creates the first task over "
-                                   "them, naming its organiser (--owner).")
-        task = Task(name=name, qrels_id=qrels.id, owner_id=owner_id, hidden=hidden, opens_at=opens, closes_at=closes,
-                    max_runs_per_team=max_runs_per_team, measures=names)
+                raise AccessDenied(
+                    f"Qrels '{qrels_name}' belong to no task yet; an admin creates the first task over "
+                    "them, naming its organiser (--owner)."
+                )
+        task = Task(
+            name=name,
+            qrels_id=qrels.id,
+            owner_id=owner_id,
+            hidden=hidden,
+            opens_at=opens,
+            closes_at=closes,
+            max_runs_per_team=max_runs_per_team,
+            measures=names,
+        )
         session.add(task)
         session.flush()
         audit(session, by.name if by else None, "tasks.create", name, {"qrels": qrels_name, "hidden": hidden})
@@ -81,33 +103,67 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
 DESCRIPTION_CHARACTERS = 20_000
 
 
-def update_task(engine: Engine, name: str, *, opens: datetime | None, closes: datetime | None,
-                max_runs_per_team: int | None, measures: Sequence[str], description: str | None,
-                by: Principal | None = None) -> TaskView:
+def update_task(
+    engine: Engine,
+    name: str,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+    by: Principal | None = None,
+) -> TaskView:
     """Change a task's settings, all at once (the organiser's form shows every one): its
     submission window, a team's quota, its measures (runs submitted from now on are evaluated with
     them; past evaluations keep theirs) and its description. Only its organiser and admins."""
     with unit_of_work(engine) as session:
         task = _managed_task(session, name, by)
-        change_settings(session, task, opens=opens, closes=closes, max_runs_per_team=max_runs_per_team,
-                        measures=measures, description=description)
-        audit(session, by.name if by else None, "tasks.update", name,
-              {"opens": _iso(opens), "closes": _iso(closes), "max_runs_per_team": max_runs_per_team,
-               "measures": list(task.measures)})
+        change_settings(
+            session,
+            task,
+            opens=opens,
+            closes=closes,
+            max_runs_per_team=max_runs_per_team,
+            measures=measures,
+            description=description,
+        )
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.update",
+            name,
+            {
+                "opens": _iso(opens),
+                "closes": _iso(closes),
+                "max_runs_per_team": max_runs_per_team,
+                "measures": list(task.measures),
+            },
+        )
         return _task_view(session, task)
 
 
-def change_settings(session: Session, task: Task, *, opens: datetime | None, closes: datetime | None,
-                    max_runs_per_team: int | None, measures: Sequence[str], description: str | None) -> None:
+def change_settings(
+    session: Session,
+    task: Task,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
     if opens is not None and closes is not None and closes <= opens:
-        raise InvalidParameterError(f"The window must close ({closes.isoformat()}) after it opens "
-                                    f"({opens.isoformat()}).")
+        raise InvalidParameterError(
+            f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
+        )
     if description is not None and len(description) > DESCRIPTION_CHARACTERS:
-        raise InvalidParameterError(f"The description has {len(description)} characters; "
-                                    f"at most {DESCRIPTION_CHARACTERS} fit.")
+        raise InvalidParameterError(
+            f"The description has {len(description)} characters; at most {DESCRIPTION_CHARACTERS} fit."
+        )
     task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
     task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
     task.description = description or None
@@ -119,10 +175,12 @@ def computed_measures(engine: Engine, name: str) -> list[str]:
     with read_only(engine) as session:
         task = _get_task(session, name)
         found = session.scalars(
-            select(AggregateResult.measure).distinct()
+            select(AggregateResult.measure)
+            .distinct()
             .join(Submission, Submission.evaluation_id == AggregateResult.evaluation_id)
             .join(Evaluation, Evaluation.id == AggregateResult.evaluation_id)
-            .where(Submission.task_id == task.id, Evaluation.state == "done", AggregateResult.value.is_not(None)))
+            .where(Submission.task_id == task.id, Evaluation.state == "done", AggregateResult.value.is_not(None))
+        )
         return sorted((m for m in found if not m.startswith("num_")), key=str.lower)
 
 
@@ -153,8 +211,15 @@ def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple
     return store.qrels_rows(engine, qrels_name)
 
 
-def attach_runs(engine: Engine, task_name: str, run_names: Sequence[str], *, team: str | None = None,
-                run_type: str = "automatic", by: Principal | None = None) -> list[dict[str, Any]]:
+def attach_runs(
+    engine: Engine,
+    task_name: str,
+    run_names: Sequence[str],
+    *,
+    team: str | None = None,
+    run_type: str = "automatic",
+    by: Principal | None = None,
+) -> list[dict[str, Any]]:
     """Make stored runs submissions of a task (a past campaign's runs brought into a task), all or
     none, each evaluated with the task's measures (a finished equal evaluation is reused). A run's
     team is ``team``, else its system, else its name. Windows and quotas are the organiser's to
@@ -173,8 +238,16 @@ def attach_runs(engine: Engine, task_name: str, run_names: Sequence[str], *, tea
                 raise ConflictError(f"Run '{name}' is a submission already; a run belongs to one task.")
             ref = jobs.enqueue_run(session, run, qrels, options)
             run_team = team or run.system or run.name
-            session.add(Submission(task_id=task.id, run_id=run.id, team=run_team, user_id=by.user_id if by else None,
-                                   evaluation_id=ref.evaluation_id, run_type=run_type))
+            session.add(
+                Submission(
+                    task_id=task.id,
+                    run_id=run.id,
+                    team=run_team,
+                    user_id=by.user_id if by else None,
+                    evaluation_id=ref.evaluation_id,
+                    run_type=run_type,
+                )
+            )
             attached.append({"run": name, "team": run_team, "job": ref.evaluation_id, "state": ref.state})
         audit(session, by.name if by else None, "tasks.attach", task_name, {"runs": list(run_names)})
     return attached

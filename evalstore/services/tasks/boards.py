@@ -72,24 +72,50 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
     if state is not None and time.monotonic() - state.read_at < BOARD_FRESHNESS:
         return state
     with read_only(context.engine) as session:
-        found = session.execute(select(Task, QrelsSet.name, QrelsSet.content_hash)
-                                .join(QrelsSet, QrelsSet.id == Task.qrels_id).where(Task.name == task_name)).first()
+        found = session.execute(
+            select(Task, QrelsSet.name, QrelsSet.content_hash)
+            .join(QrelsSet, QrelsSet.id == Task.qrels_id)
+            .where(Task.name == task_name)
+        ).first()
         if found is None:
             raise NotFoundError(f"No task named '{task_name}'. See 'evalstore tasks list'.")
         task, qrels_name, qrels_hash = found
-        fingerprint = tuple(session.execute(
-            select(func.count(Submission.id), func.max(Submission.id), func.max(Evaluation.id),
-                   func.max(Evaluation.finished_at), func.max(Evaluation.results_version))
-            .select_from(Submission).outerjoin(Evaluation, (Evaluation.id == Submission.evaluation_id)
-                                               & (Evaluation.state == "done"))
-            .where(Submission.task_id == task.id)).one())
-    state = _BoardState(task.id, task.owner_id, task.hidden, task.released_at, qrels_name, qrels_hash,
-                        tuple(task.measures or ()), fingerprint, time.monotonic())
+        fingerprint = tuple(
+            session.execute(
+                select(
+                    func.count(Submission.id),
+                    func.max(Submission.id),
+                    func.max(Evaluation.id),
+                    func.max(Evaluation.finished_at),
+                    func.max(Evaluation.results_version),
+                )
+                .select_from(Submission)
+                .outerjoin(Evaluation, (Evaluation.id == Submission.evaluation_id) & (Evaluation.state == "done"))
+                .where(Submission.task_id == task.id)
+            ).one()
+        )
+    state = _BoardState(
+        task.id,
+        task.owner_id,
+        task.hidden,
+        task.released_at,
+        qrels_name,
+        qrels_hash,
+        tuple(task.measures or ()),
+        fingerprint,
+        time.monotonic(),
+    )
     return context.board_states.put(task_name, state)
 
 
-def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
-                     measures: Sequence[str] = (), *, context: AppContext | None = None) -> TaskBoard:
+def task_leaderboard(
+    engine: Engine,
+    principal: Principal,
+    task_name: str,
+    measures: Sequence[str] = (),
+    *,
+    context: AppContext | None = None,
+) -> TaskBoard:
     """The task's leaderboard (the numbers `evalstore leaderboard` gives for the task's runs), or,
     before a hidden task's release, only that its scores are hidden. A server passes its
     ``context``: boards are then computed once per state of the task's results (and the task's
@@ -104,16 +130,29 @@ def task_leaderboard(engine: Engine, principal: Principal, task_name: str,
     if cached is not None:
         return cached
     with read_only(engine) as session:
-        teams = {run: (team, run_type) for run, team, run_type in session.execute(
-            select(Run.name, Submission.team, Submission.run_type).join(Submission, Submission.run_id == Run.id)
-            .where(Submission.task_id == state.task_id))}
+        teams = {
+            run: (team, run_type)
+            for run, team, run_type in session.execute(
+                select(Run.name, Submission.team, Submission.run_type)
+                .join(Submission, Submission.run_id == Run.id)
+                .where(Submission.task_id == state.task_id)
+            )
+        }
     body: dict[str, Any] = {"task": task_name, "scores": "visible", "rows": [], "notes": []}
     if state.fingerprint[2] is not None:  # some run has finished evaluating
         ranked = ranking.leaderboard(engine, qrels_name=state.qrels_name, measures=names, runs=set(teams))
         body["measures"] = ranked.names
         body["notes"] = ranked.notes
-        body["rows"] = [{"rank": rank, "run": row.run, "team": teams[row.run][0], "run_type": teams[row.run][1],
-                         "topics": row.topics, "judged_at_10": row.judged_at_10,
-                         "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()}}
-                        for rank, row in enumerate(ranked.rows, start=1)]
+        body["rows"] = [
+            {
+                "rank": rank,
+                "run": row.run,
+                "team": teams[row.run][0],
+                "run_type": teams[row.run][1],
+                "topics": row.topics,
+                "judged_at_10": row.judged_at_10,
+                "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()},
+            }
+            for rank, row in enumerate(ranked.rows, start=1)
+        ]
     return context.boards.put(key, TaskBoard.of(body))

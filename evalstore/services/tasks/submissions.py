@@ -47,10 +47,20 @@ class Submitted:
     warnings: tuple[str, ...]
 
 
-def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path, *, name: str,
-               shown_path: str | None = None, team: str | None = None, run_type: str = "automatic",
-               description: str | None = None, judging_precedence: int | None = None,
-               metadata: dict[str, str] | None = None) -> Submitted:
+def submit_run(
+    engine: Engine,
+    principal: Principal,
+    task_name: str,
+    path: Path,
+    *,
+    name: str,
+    shown_path: str | None = None,
+    team: str | None = None,
+    run_type: str = "automatic",
+    description: str | None = None,
+    judging_precedence: int | None = None,
+    metadata: dict[str, str] | None = None,
+) -> Submitted:
     """Validate a run file and store it as the team's submission to the task, with its evaluation
     queued, in one transaction; or refuse it and store nothing. Participants submit for their own
     team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
@@ -74,35 +84,72 @@ def submit_run(engine: Engine, principal: Principal, task_name: str, path: Path,
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
             with store.run_unit_of_work(engine, prepared) as session:
-                registered = store.add_run(session, prepared, name=name, system=team, metadata=meta,
-                                           description=description)
+                registered = store.add_run(
+                    session, prepared, name=name, system=team, metadata=meta, description=description
+                )
                 if not registered.created:  # the same content stored under this name meanwhile
                     raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
-                ref = record_submission(session, principal, task.id, repo.get_run(session, name), qrels, options,
-                                        team=team, run_type=run_type, judging_precedence=judging_precedence)
+                ref = record_submission(
+                    session,
+                    principal,
+                    task.id,
+                    repo.get_run(session, name),
+                    qrels,
+                    options,
+                    team=team,
+                    run_type=run_type,
+                    judging_precedence=judging_precedence,
+                )
             return Submitted(registered.summary, task_name, team, ref, registered.warnings)
 
         return store.retry_on_name_race(submit)
 
 
-def record_submission(session: Session, principal: Principal, task_id: int, run: Run, qrels: QrelsSet,
-                      options: jobs.EvaluationOptions, *, team: str, run_type: str,
-                      judging_precedence: int | None) -> jobs.JobRef:
+def record_submission(
+    session: Session,
+    principal: Principal,
+    task_id: int,
+    run: Run,
+    qrels: QrelsSet,
+    options: jobs.EvaluationOptions,
+    *,
+    team: str,
+    run_type: str,
+    judging_precedence: int | None,
+) -> jobs.JobRef:
     """A step, in the unit of work that stores the run: with the task locked, check its window and
     the team's quota again, queue the run's evaluation and record the submission (audited)."""
     locked = _lock(session, task_id)
     _check_window(locked, jobs.db_now(session))
     _check_quota(session, locked, team)
     ref = jobs.enqueue_run(session, run, qrels, options)
-    session.add(Submission(task_id=task_id, run_id=run.id, team=team, user_id=principal.user_id,
-                           evaluation_id=ref.evaluation_id, run_type=run_type, judging_precedence=judging_precedence))
-    audit(session, principal.name, "runs.submit", run.name,
-          {"task": locked.name, "team": team, "job": ref.evaluation_id})
+    session.add(
+        Submission(
+            task_id=task_id,
+            run_id=run.id,
+            team=team,
+            user_id=principal.user_id,
+            evaluation_id=ref.evaluation_id,
+            run_type=run_type,
+            judging_precedence=judging_precedence,
+        )
+    )
+    audit(
+        session, principal.name, "runs.submit", run.name, {"task": locked.name, "team": team, "job": ref.evaluation_id}
+    )
     return ref
 
 
-def register_run(engine: Engine, principal: Principal, path: Path, *, name: str, shown_path: str | None = None,
-                 description: str | None = None, system: str | None = None) -> store.Registered:
+def register_run(
+    engine: Engine,
+    principal: Principal,
+    path: Path,
+    *,
+    name: str,
+    shown_path: str | None = None,
+    description: str | None = None,
+    system: str | None = None,
+) -> store.Registered:
     """A run stored outside any task (`runs register --server` without --task): an admin's, as
     `evalstore runs register` on the database is."""
     principal.require("runs:register")
@@ -149,11 +196,11 @@ def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:
 
 def _check_window(task: Task, now: datetime) -> None:
     if task.opens_at is not None and now < jobs.as_utc(task.opens_at):
-        raise AccessDenied(f"Task '{task.name}' opens for submissions at {_iso(task.opens_at)}; it is now "
-                           f"{_iso(now)}.")
+        raise AccessDenied(f"Task '{task.name}' opens for submissions at {_iso(task.opens_at)}; it is now {_iso(now)}.")
     if task.closes_at is not None and now >= jobs.as_utc(task.closes_at):
-        raise AccessDenied(f"Task '{task.name}' closed for submissions at {_iso(task.closes_at)}; it is now "
-                           f"{_iso(now)}.")
+        raise AccessDenied(
+            f"Task '{task.name}' closed for submissions at {_iso(task.closes_at)}; it is now {_iso(now)}."
+        )
 
 
 def _lock(session: Session, task_id: int) -> Task:
@@ -171,18 +218,26 @@ def _check_quota(session: Session, task: Task, team: str) -> None:
     if task.max_runs_per_team is None:
         return
     if slots_used(session, task, team) >= task.max_runs_per_team:
-        raise LimitExceeded("quota", f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
-                                     f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
-                                     "ones do not).")
+        raise LimitExceeded(
+            "quota",
+            f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
+            f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
+            "ones do not).",
+        )
 
 
 def slots_used(session: Session, task: Task, team: str) -> int:
     """How many of its quota's runs the team has used on the task: runs queued, running or done,
     and evaluated runs withdrawn since (a withdrawal gives no slot back once the scores were seen)."""
-    used = session.scalar(
-        select(func.count()).select_from(Submission)
-        .join(Evaluation, Evaluation.id == Submission.evaluation_id)
-        .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))) or 0
+    used = (
+        session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .join(Evaluation, Evaluation.id == Submission.evaluation_id)
+            .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))
+        )
+        or 0
+    )
     return used + claims.withdrawn_slots(session, task.id, team)
 
 
@@ -202,11 +257,18 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
         if not manages(principal, task):
             _check_window(task, jobs.db_now(session))
         claims.refuse_pooled_withdrawal(session, run_name)
-        evaluated = submission.evaluation_id is not None and session.scalar(
-            select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
+        evaluated = (
+            submission.evaluation_id is not None
+            and session.scalar(select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
+        )
         run = repo.get_run(session, run_name)
         summary = store.run_summary(run)
         repo.delete_run(session, run)
-        audit(session, principal.name, claims.WITHDRAW_ACTION, run_name,
-              {"task": task.name, "team": submission.team, "task_id": task.id, "evaluated": evaluated})
+        audit(
+            session,
+            principal.name,
+            claims.WITHDRAW_ACTION,
+            run_name,
+            {"task": task.name, "team": submission.team, "task_id": task.id, "evaluated": evaluated},
+        )
         return summary

@@ -55,10 +55,19 @@ class TaskView:
     description: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "qrels": self.qrels, "owner": self.owner, "hidden": self.hidden,
-                "released_at": _iso(self.released_at), "opens_at": _iso(self.opens_at),
-                "closes_at": _iso(self.closes_at), "max_runs_per_team": self.max_runs_per_team,
-                "measures": self.measures, "created_at": _iso(self.created_at), "description": self.description}
+        return {
+            "name": self.name,
+            "qrels": self.qrels,
+            "owner": self.owner,
+            "hidden": self.hidden,
+            "released_at": _iso(self.released_at),
+            "opens_at": _iso(self.opens_at),
+            "closes_at": _iso(self.closes_at),
+            "max_runs_per_team": self.max_runs_per_team,
+            "measures": self.measures,
+            "created_at": _iso(self.created_at),
+            "description": self.description,
+        }
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -68,8 +77,19 @@ def _iso(value: datetime | None) -> str | None:
 def _task_view(session: Session, task: Task) -> TaskView:
     qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
-    return TaskView(task.name, str(qrels_name), owner, task.hidden, task.released_at, task.opens_at, task.closes_at,
-                    task.max_runs_per_team, list(task.measures or []), task.created_at, task.description)
+    return TaskView(
+        task.name,
+        str(qrels_name),
+        owner,
+        task.hidden,
+        task.released_at,
+        task.opens_at,
+        task.closes_at,
+        task.max_runs_per_team,
+        list(task.measures or []),
+        task.created_at,
+        task.description,
+    )
 
 
 def _get_task(session: Session, name: str) -> Task:
@@ -116,16 +136,26 @@ def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAcc
         task = _get_task(session, task_name)
         qrels = session.get(QrelsSet, task.qrels_id)
         assert qrels is not None
-        return TaskAccess(task.name, qrels.name, qrels.source, _scores_visible(principal, task),
-                          manages(principal, task), principal.team if principal.role == "participant" else None)
+        return TaskAccess(
+            task.name,
+            qrels.name,
+            qrels.source,
+            _scores_visible(principal, task),
+            manages(principal, task),
+            principal.team if principal.role == "participant" else None,
+        )
 
 
 def _visible_submission(session: Session, principal: Principal, run_name: str) -> tuple[Submission, Task]:
     """The submission of the run, if the principal may see it (its team, the task's organiser, an
     admin); otherwise the same 'not found' as for a run that does not exist."""
     principal.require("runs:read")
-    row = session.execute(select(Submission, Task).join(Run, Run.id == Submission.run_id)
-                          .join(Task, Task.id == Submission.task_id).where(Run.name == run_name)).first()
+    row = session.execute(
+        select(Submission, Task)
+        .join(Run, Run.id == Submission.run_id)
+        .join(Task, Task.id == Submission.task_id)
+        .where(Run.name == run_name)
+    ).first()
     if row is None:
         if principal.is_admin and repo.find_run(session, run_name) is not None:
             raise NotFoundError(f"Run '{run_name}' was not submitted to a task; see 'evalstore results show'.")
@@ -141,13 +171,23 @@ def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Tas
     state and the queue, never the error text (it may quote the qrels) or the MLflow run."""
     position = None
     if job.state == "queued":
-        position = 1 + (session.scalar(select(func.count()).select_from(Evaluation).where(
-            Evaluation.state == "queued", Evaluation.id < job.id)) or 0)
+        position = 1 + (
+            session.scalar(
+                select(func.count()).select_from(Evaluation).where(Evaluation.state == "queued", Evaluation.id < job.id)
+            )
+            or 0
+        )
     open_ = _scores_visible(principal, task)
     out: dict[str, Any] = {
-        "id": job.id, "state": job.state, "queue_position": position, "worker": job.worker_id,
-        "heartbeat_at": _iso(job.heartbeat_at), "attempts": job.attempts, "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at), "finished_at": _iso(job.finished_at),
+        "id": job.id,
+        "state": job.state,
+        "queue_position": position,
+        "worker": job.worker_id,
+        "heartbeat_at": _iso(job.heartbeat_at),
+        "attempts": job.attempts,
+        "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at),
+        "finished_at": _iso(job.finished_at),
         "error": job.error if open_ else (HIDDEN if job.error else None),
     }
     if manages(principal, task):
@@ -163,29 +203,36 @@ def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any
         if row is None and principal.is_admin:  # a job not of a task: an admin sees it as `jobs show` does
             return jobs.show_job(engine, job_id).as_dict()
         if row is None or not (
-                manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)):
+            manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)
+        ):
             raise NotFoundError(f"No job {job_id} of yours.")
         job, submission, task, run_name = row
-        return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
-                "team": submission.team}
+        return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name, "team": submission.team}
 
 
 def _submitted_jobs() -> Any:
     """Jobs of submitted runs, with (job, submission, task, run name)."""
-    return (select(Evaluation, Submission, Task, Run.name).join(Submission, Submission.evaluation_id == Evaluation.id)
-            .join(Task, Task.id == Submission.task_id).join(Run, Run.id == Submission.run_id))
+    return (
+        select(Evaluation, Submission, Task, Run.name)
+        .join(Submission, Submission.evaluation_id == Evaluation.id)
+        .join(Task, Task.id == Submission.task_id)
+        .join(Run, Run.id == Submission.run_id)
+    )
 
 
-def queue(engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"),
-          limit: int = 200) -> list[dict[str, Any]]:
+def queue(
+    engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"), limit: int = 200
+) -> list[dict[str, Any]]:
     """The queue as organisers see it: every job of their tasks (admins: every job)."""
     principal.require("queue:read")
     with read_only(engine) as session:
         statement = _submitted_jobs().where(Evaluation.state.in_(states)).order_by(Evaluation.id).limit(limit)
         if not principal.is_admin:
             statement = statement.where(Task.owner_id == principal.user_id)
-        return [{**_job_dict(session, principal, job, task), "run": run_name, "task": task.name,
-                 "team": submission.team} for job, submission, task, run_name in session.execute(statement)]
+        return [
+            {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name, "team": submission.team}
+            for job, submission, task, run_name in session.execute(statement)
+        ]
 
 
 def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict[str, Any]]:
@@ -193,9 +240,13 @@ def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict
     principal.require("runs:read")
     with read_only(engine) as session:
         task = _get_task(session, task_name)
-        statement = (select(Submission, Run, Evaluation).join(Run, Run.id == Submission.run_id)
-                     .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
-                     .where(Submission.task_id == task.id).order_by(Submission.id))
+        statement = (
+            select(Submission, Run, Evaluation)
+            .join(Run, Run.id == Submission.run_id)
+            .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
+            .where(Submission.task_id == task.id)
+            .order_by(Submission.id)
+        )
         if not manages(principal, task):
             if principal.role != "participant":
                 return []
@@ -213,33 +264,49 @@ def show_submission(engine: Engine, principal: Principal, run_name: str) -> dict
 
 
 def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -> dict[str, Any]:
-    return {"run": run.name, "team": submission.team, "run_type": submission.run_type,
-            "judging_precedence": submission.judging_precedence, "description": run.description,
-            "rows": run.row_count, "topics": run.topic_count, "submitted_at": _iso(submission.created_at),
-            "job": submission.evaluation_id, "state": job.state if job is not None else None}
+    return {
+        "run": run.name,
+        "team": submission.team,
+        "run_type": submission.run_type,
+        "judging_precedence": submission.judging_precedence,
+        "description": run.description,
+        "rows": run.row_count,
+        "topics": run.topic_count,
+        "submitted_at": _iso(submission.created_at),
+        "job": submission.evaluation_id,
+        "state": job.state if job is not None else None,
+    }
 
 
-def run_results(engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False,
-                measures: Sequence[str] = ()) -> dict[str, Any]:
+def run_results(
+    engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False, measures: Sequence[str] = ()
+) -> dict[str, Any]:
     """A submitted run's scores on its task, or, before a hidden task's release, that it was
     evaluated and its scores are hidden."""
     with read_only(engine) as session:
         submission, task = _visible_submission(session, principal, run_name)
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
         qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
-        out: dict[str, Any] = {"run": run_name, "task": task.name, "team": submission.team,
-                               "state": job.state if job is not None else None}
+        out: dict[str, Any] = {
+            "run": run_name,
+            "task": task.name,
+            "team": submission.team,
+            "state": job.state if job is not None else None,
+        }
         if not _scores_visible(principal, task):
             return {**out, "scores": HIDDEN}
     if job is None or job.state != "done":
         return {**out, "scores": None}
-    stored = ranking.results(engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None,
-                             evaluation_id=job.id)
+    stored = ranking.results(
+        engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None, evaluation_id=job.id
+    )
     out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
     out["topics"] = len(stored.topics)
     if per_query:
-        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()}
-                            for topic, row in stored.frame.to_dict(orient="index").items()}
+        out["per_query"] = {
+            topic: {m: _number(v) for m, v in row.items()}
+            for topic, row in stored.frame.to_dict(orient="index").items()
+        }
     return out
 
 

@@ -52,13 +52,24 @@ class SyncReport:
 
 def pending_count(engine: Engine) -> int:
     with read_only(engine) as session:
-        return len(session.scalars(select(Evaluation.id).where(
-            Evaluation.state == "done", Evaluation.mlflow_state.in_(("pending", "logging")))).all())
+        return len(
+            session.scalars(
+                select(Evaluation.id).where(
+                    Evaluation.state == "done", Evaluation.mlflow_state.in_(("pending", "logging"))
+                )
+            ).all()
+        )
 
 
-def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
-                tracking_uri: str | None = None,
-                known: dict[int, StoredEvaluation] | None = None, context: AppContext | None = None) -> SyncReport:
+def log_pending(
+    engine: Engine,
+    *,
+    only: list[int] | None = None,
+    limit: int | None = None,
+    tracking_uri: str | None = None,
+    known: dict[int, StoredEvaluation] | None = None,
+    context: AppContext | None = None,
+) -> SyncReport:
     """Log every finished evaluation MLflow has not received (or only ``only``).
 
     ``known`` holds results the caller has in memory (a worker that just stored them): used
@@ -96,9 +107,16 @@ def log_pending(engine: Engine, *, only: list[int] | None = None, limit: int | N
     return report
 
 
-def drain(engine: Engine, *, only: list[int] | None = None, limit: int | None = None,
-          tracking_uri: str | None = None, known: dict[int, StoredEvaluation] | None = None,
-          ahead: AheadLog | None = None, context: AppContext | None = None) -> SyncReport:
+def drain(
+    engine: Engine,
+    *,
+    only: list[int] | None = None,
+    limit: int | None = None,
+    tracking_uri: str | None = None,
+    known: dict[int, StoredEvaluation] | None = None,
+    ahead: AheadLog | None = None,
+    context: AppContext | None = None,
+) -> SyncReport:
     """The one way stored results reach MLflow: deliver the pending ones (or only ``only``), each
     exactly once. The worker calls it after every job it stores, ``evalstore mlflow sync`` (and so
     ``evaluate --wait``'s background logger) and ``evaluate --wait-mlflow`` through the worker.
@@ -132,8 +150,7 @@ class AheadLog:
     clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
 
 
-def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None
-              ) -> AheadLog | None:
+def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None) -> AheadLog | None:
     """Start logging ``stored`` (results about to be committed, with the version they will have)
     to MLflow on a thread of its own, and return at once; None when MLflow is off.
 
@@ -157,8 +174,13 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppCo
             client = _client(uri, ahead.clients)
             payload = kinds.get(stored.kind).mlflow_run(stored)
             experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
-            for earlier in client.search_runs([experiment_id], filter_string=_run_filter(
-                    stored.evaluation_id, ahead.results_version)) if retried else ():
+            for earlier in (
+                client.search_runs(
+                    [experiment_id], filter_string=_run_filter(stored.evaluation_id, ahead.results_version)
+                )
+                if retried
+                else ()
+            ):
                 client.delete_run(earlier.info.run_id)
             ahead.run_id = _log_run(client, experiment_id, payload, finished=False)
         except Exception as error:  # MLflow's own and transport errors: finish_ahead leaves them pending
@@ -224,8 +246,9 @@ def _failure(error: Exception) -> str:
 
 
 def _run_filter(evaluation_id: int, results_version: int) -> str:
-    return (f"tags.`evalstore.evaluation_id` = '{evaluation_id}' "
-            f"and tags.`evalstore.results_version` = '{results_version}'")
+    return (
+        f"tags.`evalstore.evaluation_id` = '{evaluation_id}' and tags.`evalstore.results_version` = '{results_version}'"
+    )
 
 
 def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
@@ -241,10 +264,18 @@ def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
 def _claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool] | None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        row = jobs.first_claimable(session, and_(
-            Evaluation.state == "done", ~embargoed(),  # hidden tasks' results wait for the release
-            or_(Evaluation.mlflow_state == "pending",
-                and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now))), only)
+        row = jobs.first_claimable(
+            session,
+            and_(
+                Evaluation.state == "done",
+                ~embargoed(),  # hidden tasks' results wait for the release
+                or_(
+                    Evaluation.mlflow_state == "pending",
+                    and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now),
+                ),
+            ),
+            only,
+        )
         if row is None:
             return None
         row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
@@ -253,28 +284,40 @@ def _claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool] | No
 
 
 def _held(evaluation_id: int, version: int) -> Any:
-    return and_(Evaluation.id == evaluation_id, Evaluation.results_version == version,
-                Evaluation.mlflow_state == "logging")
+    return and_(
+        Evaluation.id == evaluation_id, Evaluation.results_version == version, Evaluation.mlflow_state == "logging"
+    )
 
 
 def _mark_logged(engine: Engine, evaluation_id: int, version: int, run_id: str) -> None:
     with unit_of_work(engine) as session:
-        session.execute(update(Evaluation).where(_held(evaluation_id, version)).values(
-            mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None))
+        session.execute(
+            update(Evaluation)
+            .where(_held(evaluation_id, version))
+            .values(mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None)
+        )
 
 
 def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | None) -> None:
     with unit_of_work(engine) as session:
-        session.execute(update(Evaluation).where(_held(evaluation_id, version)).values(
-            mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None))
+        session.execute(
+            update(Evaluation)
+            .where(_held(evaluation_id, version))
+            .values(mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None)
+        )
 
 
 def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_attempt: bool) -> str:
     payload = kinds.get(stored.kind).mlflow_run(stored)
     experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
     # an earlier attempt at these results may have reached MLflow; the first attempt cannot have
-    found = [] if first_attempt else client.search_runs(
-        [experiment_id], filter_string=_run_filter(stored.evaluation_id, stored.header["results_version"]))
+    found = (
+        []
+        if first_attempt
+        else client.search_runs(
+            [experiment_id], filter_string=_run_filter(stored.evaluation_id, stored.header["results_version"])
+        )
+    )
     for previous in found:
         if previous.info.status == "FINISHED":
             return str(previous.info.run_id)
@@ -291,9 +334,21 @@ def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None)
         experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
         return _log_run(client, experiment_id, payload)
     except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
-        raise TrackingError(f"Could not log {what} to MLflow at {uri}: {exc}. The comparison itself is "
-                            "printed; run the command again once MLflow is reachable.") from exc
+        raise TrackingError(
+            f"Could not log {what} to MLflow at {uri}: {exc}. The comparison itself is "
+            "printed; run the command again once MLflow is reachable."
+        ) from exc
 
 
-__all__ = ["AheadLog", "SyncReport", "abandon_ahead", "drain", "finish_ahead", "log_ahead", "log_now", "log_pending",
-           "pending_count", "results_for"]
+__all__ = [
+    "AheadLog",
+    "SyncReport",
+    "abandon_ahead",
+    "drain",
+    "finish_ahead",
+    "log_ahead",
+    "log_now",
+    "log_pending",
+    "pending_count",
+    "results_for",
+]

@@ -78,9 +78,13 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
         root = config.mlflow_artifact_root(uri)
         location = (root / name.replace("/", "_")).as_uri() if root else None
         try:
-            return str(client.create_experiment(name, artifact_location=location,
-                                                tags={"evalstore.version": __version__,
-                                                      EXPERIMENT_KIND[0]: EXPERIMENT_KIND[1]}))
+            return str(
+                client.create_experiment(
+                    name,
+                    artifact_location=location,
+                    tags={"evalstore.version": __version__, EXPERIMENT_KIND[0]: EXPERIMENT_KIND[1]},
+                )
+            )
         except MlflowException:  # created by another process meanwhile
             experiment = client.get_experiment_by_name(name)
             if experiment is None:
@@ -94,12 +98,19 @@ def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, fi
     from mlflow.entities import Metric, Param, RunTag
 
     run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=payload.tags).info.run_id)
-    metrics = [Metric(mlflow_key(name), float(value), 0, 0) for name, value in payload.metrics.items()
-               if value is not None and value == value]
+    metrics = [
+        Metric(mlflow_key(name), float(value), 0, 0)
+        for name, value in payload.metrics.items()
+        if value is not None and value == value
+    ]
     params = [Param(key, str(value)[:6000]) for key, value in payload.params.items()]
     for start in range(0, max(len(metrics), len(params)), 100):  # at most 100 of each per request
-        client.log_batch(run_id, metrics=metrics[start:start + 100], params=params[start:start + 100],
-                         tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [])
+        client.log_batch(
+            run_id,
+            metrics=metrics[start : start + 100],
+            params=params[start : start + 100],
+            tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [],
+        )
     if payload.parquet:
         with tempfile.TemporaryDirectory() as folder:
             for name, frame in payload.parquet.items():

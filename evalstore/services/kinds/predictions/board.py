@@ -31,25 +31,37 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
         measure_names = measure_names or (MULTILABEL_LEADERBOARD if label_set.multilabel else DEFAULT_LEADERBOARD)
         latest = latest_evaluations(session, label_set)
         if not latest:
-            raise NotFoundError(f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
-                                f"--labels {labels_name} --wait'.")
+            raise NotFoundError(
+                f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
+                f"--labels {labels_name} --wait'."
+            )
         ids = [e.id for _, e in latest]
-        values = session.execute(select(AggregateResult.evaluation_id, AggregateResult.measure,
-                                        AggregateResult.value)
-                                 .where(AggregateResult.evaluation_id.in_(ids),
-                                        AggregateResult.measure.in_(measure_names))).all()
+        values = session.execute(
+            select(AggregateResult.evaluation_id, AggregateResult.measure, AggregateResult.value).where(
+                AggregateResult.evaluation_id.in_(ids), AggregateResult.measure.in_(measure_names)
+            )
+        ).all()
     import pandas as pd
 
     table = pd.DataFrame(values, columns=["evaluation_id", "measure", "value"]).pivot(
-        index="evaluation_id", columns="measure", values="value")
+        index="evaluation_id", columns="measure", values="value"
+    )
     unknown = [m for m in measure_names if m not in table.columns]
     if unknown:
         raise InvalidParameterError(
             f"No stored values for {', '.join(unknown)}. Classification measures include "
             f"{', '.join(headline_measures('classifier'))}; clusterings: {', '.join(headline_measures('clustering'))} "
-            "('evalstore measures --kind classifier' lists them all).")
-    rows = [{"predictions": p.name, "system": p.system or "", "kind": p.kind,
-             **{m: table.at[e.id, m] if e.id in table.index else None for m in measure_names}} for p, e in latest]
+            "('evalstore measures --kind classifier' lists them all)."
+        )
+    rows = [
+        {
+            "predictions": p.name,
+            "system": p.system or "",
+            "kind": p.kind,
+            **{m: table.at[e.id, m] if e.id in table.index else None for m in measure_names},
+        }
+        for p, e in latest
+    ]
     frame = pd.DataFrame(rows)
     best_first = not higher_is_better(measure_names[0])
     return frame.sort_values(measure_names[0], ascending=best_first, na_position="last").reset_index(drop=True)
@@ -67,9 +79,14 @@ SHOWN_MEASURES = [*headline_measures("classifier"), *headline_measures("clusteri
 
 def _leaderboard_view(labels_name: str, names: list[str], frame: pd.DataFrame) -> Leaderboard:
     records = frame.to_dict("records")
-    cells = [{"#": str(i), **{str(k): (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()}}
-             for i, row in enumerate(records, start=1)]
-    return Leaderboard(title=f"leaderboard: {labels_name} (by {names[0]})",
-                       record_columns=["predictions", "system", "kind", *names],
-                       records=[{str(k): v for k, v in row.items()} for row in records],
-                       cell_columns=["#", "predictions", "system", *names], cells=cells)
+    cells = [
+        {"#": str(i), **{str(k): (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()}}
+        for i, row in enumerate(records, start=1)
+    ]
+    return Leaderboard(
+        title=f"leaderboard: {labels_name} (by {names[0]})",
+        record_columns=["predictions", "system", "kind", *names],
+        records=[{str(k): v for k, v in row.items()} for row in records],
+        cell_columns=["#", "predictions", "system", *names],
+        cells=cells,
+    )

@@ -119,9 +119,17 @@ class Evaluated:
     metadata: dict[str, Any] | None = None  # the prediction set's system and metadata
 
 
-def _evaluation_options(session: Session, label_set: LabelSet, *, cost_matrix: Path | None,
-                        threshold: float | str | None, positive: str | None, prior: float | None, beta: float,
-                        baseline: str | None) -> dict[str, Any]:
+def _evaluation_options(
+    session: Session,
+    label_set: LabelSet,
+    *,
+    cost_matrix: Path | None,
+    threshold: float | str | None,
+    positive: str | None,
+    prior: float | None,
+    beta: float,
+    baseline: str | None,
+) -> dict[str, Any]:
     """Check the options and write them out as stored (the cost matrix and baseline included, so
     the job needs nothing but its row)."""
     if isinstance(threshold, str) and threshold not in measures.THRESHOLD_RULES:
@@ -129,62 +137,116 @@ def _evaluation_options(session: Session, label_set: LabelSet, *, cost_matrix: P
             threshold = float(threshold)
         except ValueError:
             raise InvalidParameterError(
-                f"--threshold must be a number or one of {', '.join(measures.THRESHOLD_RULES)}, not "
-                f"'{threshold}'.") from None
+                f"--threshold must be a number or one of {', '.join(measures.THRESHOLD_RULES)}, not '{threshold}'."
+            ) from None
     if prior is not None and not 0 < prior < 1:
         raise InvalidParameterError(f"--prior must be between 0 and 1 (P(positive class)), not {prior}.")
     classes = list(label_set.classes)
     if label_set.multilabel:
-        given = [flag for flag, value in (("--positive", positive), ("--cost-matrix", cost_matrix),
-                                          ("--baseline", baseline), ("--prior", prior)) if value is not None]
+        given = [
+            flag
+            for flag, value in (
+                ("--positive", positive),
+                ("--cost-matrix", cost_matrix),
+                ("--baseline", baseline),
+                ("--prior", prior),
+            )
+            if value is not None
+        ]
         if isinstance(threshold, str):
             given.append(f"--threshold {threshold}")
         if given:
-            raise InvalidParameterError(f"'{label_set.name}' is multilabel: {', '.join(given)} applies to binary or "
-                                        "multiclass labels only. A number for --threshold cuts per-class scores.")
+            raise InvalidParameterError(
+                f"'{label_set.name}' is multilabel: {', '.join(given)} applies to binary or "
+                "multiclass labels only. A number for --threshold cuts per-class scores."
+            )
     if positive is not None and positive not in classes:
         raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
     base_set = get_prediction_set(session, baseline) if baseline else None
     costs = read_cost_matrix(cost_matrix, classes) if cost_matrix is not None else None
     positive_code = classes.index(positive) if positive is not None else len(classes) - 1
-    return {"threshold": threshold, "positive": classes[positive_code] if len(classes) == 2 else None,
-            "prior": prior, "beta": beta, "cost_matrix": costs.tolist() if costs is not None else None,
-            "baseline": base_set.name if base_set else None,
-            "baseline_hash": base_set.content_hash if base_set else None}
+    return {
+        "threshold": threshold,
+        "positive": classes[positive_code] if len(classes) == 2 else None,
+        "prior": prior,
+        "beta": beta,
+        "cost_matrix": costs.tolist() if costs is not None else None,
+        "baseline": base_set.name if base_set else None,
+        "baseline_hash": base_set.content_hash if base_set else None,
+    }
 
 
-def enqueue(engine: Engine, *, labels_name: str, prediction_names: list[str] | None,
-            cost_matrix: Path | None = None, threshold: float | str | None = None, positive: str | None = None,
-            prior: float | None = None, beta: float = 1.0, baseline: str | None = None, force: bool = False,
-            max_attempts: int = 3, backend: Backend = LOCAL) -> list[jobs.JobRef]:
+def enqueue(
+    engine: Engine,
+    *,
+    labels_name: str,
+    prediction_names: list[str] | None,
+    cost_matrix: Path | None = None,
+    threshold: float | str | None = None,
+    positive: str | None = None,
+    prior: float | None = None,
+    beta: float = 1.0,
+    baseline: str | None = None,
+    force: bool = False,
+    max_attempts: int = 3,
+    backend: Backend = LOCAL,
+) -> list[jobs.JobRef]:
     """Queue one evaluation job per prediction set (all of the labels' when ``prediction_names``
     is None), in one transaction. The same set and options are one job, reused once done unless
     ``force``, as for ranking runs (:func:`evalstore.services.jobs.enqueue`). ``backend`` (DuckDB
     or Spark) takes binary predictions with a score (:mod:`evalstore.services.kinds.backends`)."""
     with unit_of_work(engine) as session:
         label_set = get_label_set(session, labels_name)
-        names = prediction_names or list(session.scalars(
-            select(PredictionSet.name).where(PredictionSet.label_set_id == label_set.id).order_by(PredictionSet.name)))
+        names = prediction_names or list(
+            session.scalars(
+                select(PredictionSet.name)
+                .where(PredictionSet.label_set_id == label_set.id)
+                .order_by(PredictionSet.name)
+            )
+        )
         if not names:
-            raise NotFoundError(f"No predictions are registered for '{labels_name}'. Register them with "
-                                f"'evalstore predictions register PATH --name NAME --labels {labels_name}'.")
-        options = _evaluation_options(session, label_set, cost_matrix=cost_matrix, threshold=threshold,
-                                      positive=positive, prior=prior, beta=beta, baseline=baseline)
+            raise NotFoundError(
+                f"No predictions are registered for '{labels_name}'. Register them with "
+                f"'evalstore predictions register PATH --name NAME --labels {labels_name}'."
+            )
+        options = _evaluation_options(
+            session,
+            label_set,
+            cost_matrix=cost_matrix,
+            threshold=threshold,
+            positive=positive,
+            prior=prior,
+            beta=beta,
+            baseline=baseline,
+        )
         if not backend.local:
             out_of_core.check_label_set(label_set, options, backend)
         refs = []
         for name in dict.fromkeys(names):
             prediction_set = get_prediction_set(session, name)
             if prediction_set.label_set_id != label_set.id:
-                raise InvalidParameterError(f"Predictions '{name}' were registered against other gold labels, "
-                                            f"not '{labels_name}'.")
+                raise InvalidParameterError(
+                    f"Predictions '{name}' were registered against other gold labels, not '{labels_name}'."
+                )
             if not backend.local:
                 out_of_core.check_prediction_set(prediction_set, backend)
-            digest = hashlib.sha256(json.dumps({**options, "predictions_hash": prediction_set.content_hash},
-                                               sort_keys=True).encode()).hexdigest()
-            refs.append(jobs.enqueue_job(session, (name, labels_name), {"prediction_set_id": prediction_set.id},
-                                         digest, options, force=force, max_attempts=max_attempts,
-                                         kind=prediction_set.kind, backend=backend, measures="[]"))
+            digest = hashlib.sha256(
+                json.dumps({**options, "predictions_hash": prediction_set.content_hash}, sort_keys=True).encode()
+            ).hexdigest()
+            refs.append(
+                jobs.enqueue_job(
+                    session,
+                    (name, labels_name),
+                    {"prediction_set_id": prediction_set.id},
+                    digest,
+                    options,
+                    force=force,
+                    max_attempts=max_attempts,
+                    kind=prediction_set.kind,
+                    backend=backend,
+                    measures="[]",
+                )
+            )
         return refs
 
 
@@ -212,8 +274,10 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         if options["baseline"] is not None:
             base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
             if base_set is None or base_set.content_hash != options["baseline_hash"]:
-                raise ConflictError(f"Baseline '{options['baseline']}' was deleted or replaced after this "
-                                    "evaluation was asked for; ask again with --baseline.")
+                raise ConflictError(
+                    f"Baseline '{options['baseline']}' was deleted or replaced after this "
+                    "evaluation was asked for; ask again with --baseline."
+                )
             sets.append(base_set)
         classes = list(label_set.classes)
         positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
@@ -222,8 +286,9 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         if not job.backend.local:  # DuckDB or Spark counts the stored set; the counts decide the measures
             by_label = options["threshold"] is None and prediction_set.has_label
             threshold = 0.5 if options["threshold"] is None else float(options["threshold"])
-            counts = out_of_core.binary_counts(session, prediction_set, classes[positive], threshold, job.backend,
-                                               by_label=by_label)
+            counts = out_of_core.binary_counts(
+                session, prediction_set, classes[positive], threshold, job.backend, by_label=by_label
+            )
             timings.load = time.perf_counter() - started
             started = time.perf_counter()
             suite = measures.binary_suite_from_counts(counts, classes, positive, beta=options["beta"], costs=costs)
@@ -235,8 +300,16 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
             data, *baseline = [aligned(p, label_set, gold, t) for p, t in zip(sets, tables, strict=True)]
             timings.load = time.perf_counter() - started
             started = time.perf_counter()
-            suite = _suite(prediction_set, data, baseline[0] if baseline else None, threshold=options["threshold"],
-                           positive=positive, prior=options["prior"], costs=costs, beta=options["beta"])
+            suite = _suite(
+                prediction_set,
+                data,
+                baseline[0] if baseline else None,
+                threshold=options["threshold"],
+                positive=positive,
+                prior=options["prior"],
+                costs=costs,
+                beta=options["beta"],
+            )
             group_names = data.group_names
     if not job.backend.local:  # which engine counted, as the settings (and MLflow's copy of them) say
         suite.settings["backend"] = job.backend.name
@@ -244,42 +317,88 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
     per_group = _per_group_frame(group_names, suite.per_group)
-    per_query = per_query_values([] if per_group is None else per_group.index,
-                                {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group})
-    aggregates = [{"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
-                  for name, value in suite.aggregates.items()]
+    per_query = per_query_values(
+        [] if per_group is None else per_group.index,
+        {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group},
+    )
+    aggregates = [
+        {"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
+        for name, value in suite.aggregates.items()
+    ]
     values = {name: _finite(value) for name, value in suite.aggregates.items()}
     timings.compute = time.perf_counter() - started
 
     def evaluated_as(header: dict[str, Any]) -> Evaluated:
-        return Evaluated(prediction_set.name, label_set.name, prediction_set.kind, job.evaluation_id,
-                         values, settings, dict(options), True,
-                         _header(header, prediction_set, label_set), per_group, metadata)
+        return Evaluated(
+            prediction_set.name,
+            label_set.name,
+            prediction_set.kind,
+            job.evaluation_id,
+            values,
+            settings,
+            dict(options),
+            True,
+            _header(header, prediction_set, label_set),
+            per_group,
+            metadata,
+        )
 
-    return ComputedJob(job.evaluation_id, prediction_set.name, label_set.name, len(group_names), (), timings,
-                       per_query, aggregates, settings, evaluated_as)
+    return ComputedJob(
+        job.evaluation_id,
+        prediction_set.name,
+        label_set.name,
+        len(group_names),
+        (),
+        timings,
+        per_query,
+        aggregates,
+        settings,
+        evaluated_as,
+    )
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
     if prediction_set.kind == "clustering":
         assert data.y_pred is not None, "a clustering is stored with a cluster id per item"
         # scikit-learn's clustering indices take no sample weights; the settings say they were not used
-        return measures.Suite(measures.clustering_measures(data.y_true, data.y_pred),
-                              settings={"classes": data.classes, "weighted": False})
+        return measures.Suite(
+            measures.clustering_measures(data.y_true, data.y_pred),
+            settings={"classes": data.classes, "weighted": False},
+        )
     if data.multilabel:
         threshold = kwargs["threshold"]
-        return measures.multilabel(data.y_true, data.classes, y_pred=data.y_pred, scores=data.scores,
-                                   threshold=0.5 if threshold is None else float(threshold), groups=data.groups,
-                                   n_groups=len(data.group_names), beta=kwargs["beta"], sample_weight=data.weights)
+        return measures.multilabel(
+            data.y_true,
+            data.classes,
+            y_pred=data.y_pred,
+            scores=data.scores,
+            threshold=0.5 if threshold is None else float(threshold),
+            groups=data.groups,
+            n_groups=len(data.group_names),
+            beta=kwargs["beta"],
+            sample_weight=data.weights,
+        )
     baseline_score = None
     if base is not None:
-        baseline_score = base.score if base.score is not None else (
-            base.scores[:, kwargs["positive"]] if base.scores is not None else None)
+        baseline_score = (
+            base.score
+            if base.score is not None
+            else (base.scores[:, kwargs["positive"]] if base.scores is not None else None)
+        )
         if baseline_score is None or len(data.classes) != 2:
             raise InvalidParameterError("--baseline needs binary scores (its own and these) to compute RelaImpr.")
-    return measures.evaluate(data.y_true, data.classes, y_pred=data.y_pred, score=data.score, scores=data.scores,
-                             groups=data.groups, n_groups=len(data.group_names), baseline_score=baseline_score,
-                             sample_weight=data.weights, **kwargs)
+    return measures.evaluate(
+        data.y_true,
+        data.classes,
+        y_pred=data.y_pred,
+        score=data.score,
+        scores=data.scores,
+        groups=data.groups,
+        n_groups=len(data.group_names),
+        baseline_score=baseline_score,
+        sample_weight=data.weights,
+        **kwargs,
+    )
 
 
 def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -> pd.DataFrame | None:
@@ -288,15 +407,21 @@ def _per_group_frame(group_names: list[str], per_group: dict[str, np.ndarray]) -
         return None
     import pandas as pd
 
-    frame = pd.DataFrame({m: per_group[m] for m in sorted(per_group)},
-                         index=pd.Index(np.asarray(group_names, dtype=object), name="group"))
+    frame = pd.DataFrame(
+        {m: per_group[m] for m in sorted(per_group)},
+        index=pd.Index(np.asarray(group_names, dtype=object), name="group"),
+    )
     return frame.sort_index()
 
 
 def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
-    return {"predictions_hash": prediction_set.content_hash, "labels_hash": label_set.content_hash,
-            "options_hash": header["options_hash"], "evalstore_version": header["evalstore_version"],
-            "results_version": header["results_version"]}
+    return {
+        "predictions_hash": prediction_set.content_hash,
+        "labels_hash": label_set.content_hash,
+        "options_hash": header["options_hash"],
+        "evalstore_version": header["evalstore_version"],
+        "results_version": header["results_version"],
+    }
 
 
 def _finite(value: float) -> float | None:

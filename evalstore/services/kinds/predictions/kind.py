@@ -40,8 +40,15 @@ class PredictionKind:
         assert isinstance(stored, Evaluated), f"a {self.name} kind was handed a {stored.kind} evaluation"
         return mlflow_run(stored)
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
-                    options: dict[str, Any] | None = None) -> Leaderboard:
+    def leaderboard(
+        self,
+        engine: Engine,
+        *,
+        judgments: str,
+        measures: list[str],
+        sort: str | None,
+        options: dict[str, Any] | None = None,
+    ) -> Leaderboard:
         names = list(dict.fromkeys([sort, *measures] if sort else measures))
         frame = leaderboard(engine, labels_name=judgments, measure_names=names)
         return _leaderboard_view(judgments, [str(c) for c in frame.columns[3:]], frame)

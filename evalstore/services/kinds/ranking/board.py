@@ -52,17 +52,23 @@ class Selection:
         return True
 
     def as_dict(self) -> dict[str, Any]:
-        chosen: dict[str, Any] = {"relevance_level": self.relevance_level, "max_docs": self.max_docs,
-                                  "judged_only": self.judged_only, "missing_topics": self.missing_topics}
+        chosen: dict[str, Any] = {
+            "relevance_level": self.relevance_level,
+            "max_docs": self.max_docs,
+            "judged_only": self.judged_only,
+            "missing_topics": self.missing_topics,
+        }
         if self.known_qrels is not None:
             chosen["known_qrels"] = self.known_qrels
         return chosen
 
     def describe(self) -> str:
         """'-l 1, -M none, -J off, missing topics zero'."""
-        return (f"-l {self.relevance_level}, -M {self.max_docs or 'none'}, -J {'on' if self.judged_only else 'off'}, "
-                f"missing topics {self.missing_topics}"
-                + (f", known documents '{self.known_qrels}'" if self.known_qrels else ""))
+        return (
+            f"-l {self.relevance_level}, -M {self.max_docs or 'none'}, -J {'on' if self.judged_only else 'off'}, "
+            f"missing topics {self.missing_topics}"
+            + (f", known documents '{self.known_qrels}'" if self.known_qrels else "")
+        )
 
     def flags(self) -> str:
         """The same as `evaluate` options: '-l 2 -M 100' (the defaults left out)."""
@@ -73,17 +79,19 @@ class Selection:
         return " ".join(parts)
 
 
-def chosen_evaluations(session: Session, qrels: QrelsSet, measures: list[str], selection: Selection
-                       ) -> dict[int, tuple[Run, dict[str, Evaluation]]]:
+def chosen_evaluations(
+    session: Session, qrels: QrelsSet, measures: list[str], selection: Selection
+) -> dict[int, tuple[Run, dict[str, Evaluation]]]:
     """Per run: for each measure, the newest finished evaluation on the qrels (as they are now)
     made with ``selection``'s options that holds it. A measure is looked up across all of a run's
     evaluations with those options, not only the newest: `evaluate --measures nDCG@5` after an
     all_trec one does not hide the older one's values."""
     rows = session.execute(
-        select(Evaluation, Run).join(Run, Run.id == Evaluation.run_id)
-        .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done",
-               Evaluation.qrels_hash == qrels.content_hash)
-        .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())).all()
+        select(Evaluation, Run)
+        .join(Run, Run.id == Evaluation.run_id)
+        .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done", Evaluation.qrels_hash == qrels.content_hash)
+        .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())
+    ).all()
     chosen: dict[int, tuple[Run, dict[str, Evaluation]]] = {}
     for evaluation, run in rows:
         if not selection.matches(evaluation.options):
@@ -128,8 +136,15 @@ class RankedRuns:
     notes: list[str]
 
 
-def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None = None, sort: str | None = None,
-                selection: Selection | None = None, runs: Collection[str] | None = None) -> RankedRuns:
+def leaderboard(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    measures: list[str] | None = None,
+    sort: str | None = None,
+    selection: Selection | None = None,
+    runs: Collection[str] | None = None,
+) -> RankedRuns:
     """Every run (of ``runs``: a task's) evaluated on the qrels with ``selection``'s options (default:
     evaluate's defaults): mean and 95% percentile bootstrap interval over topics per measure (10,000 resamples, seed 0:
     the same interval every time), sorted by ``sort``, best first. A run evaluated only with other
@@ -146,42 +161,71 @@ def leaderboard(engine: Engine, *, qrels_name: str, measures: list[str] | None =
         chosen = chosen_evaluations(session, qrels, [*names, "Judged@10"], selection)
         if runs is not None:
             chosen = {run_id: item for run_id, item in chosen.items() if item[0].name in runs}
-        other_options = sorted({run.name for _, run in session.execute(
-            select(Evaluation.id, Run).join(Run, Run.id == Evaluation.run_id)
-            .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done"))
-            if runs is None or run.name in runs} - {run.name for run, holding in chosen.values() if holding})
-        per_run = [(run, holding, _samples(session, holding))
-                   for run, holding in sorted(chosen.values(), key=lambda item: item[0].name) if holding]
-        intervals = _intervals({(run.name, name): sample for run, _, samples in per_run
-                                for name, sample in samples.items() if name in names and len(sample)})
+        other_options = sorted(
+            {
+                run.name
+                for _, run in session.execute(
+                    select(Evaluation.id, Run)
+                    .join(Run, Run.id == Evaluation.run_id)
+                    .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
+                )
+                if runs is None or run.name in runs
+            }
+            - {run.name for run, holding in chosen.values() if holding}
+        )
+        per_run = [
+            (run, holding, _samples(session, holding))
+            for run, holding in sorted(chosen.values(), key=lambda item: item[0].name)
+            if holding
+        ]
+        intervals = _intervals(
+            {
+                (run.name, name): sample
+                for run, _, samples in per_run
+                for name, sample in samples.items()
+                if name in names and len(sample)
+            }
+        )
         rows: list[LeaderboardRow] = []
         for run, holding, samples in per_run:
             values: dict[str, tuple[float, float, float]] = {}
             for name in names:
                 sample = samples.get(name)
                 if sample is None or len(sample) == 0:
-                    notes.append(f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
-                                 f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
-                                 f"{' ' + selection.flags() if selection.flags() else ''} --wait'")
+                    notes.append(
+                        f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
+                        f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
+                        f"{' ' + selection.flags() if selection.flags() else ''} --wait'"
+                    )
                     continue
                 values[name] = (float(sample.mean()), *intervals[(run.name, name)])
             judged = samples.get("Judged@10")
             shown = holding.get(sort_name) or next(iter(holding.values()))
-            rows.append(LeaderboardRow(
-                run.name, run.system, _topic_count(session, shown.id), values,
-                float(np.mean(judged)) if judged is not None and len(judged) else None,
-                tuple(sorted({e.id for e in holding.values()})), selection.as_dict()))
+            rows.append(
+                LeaderboardRow(
+                    run.name,
+                    run.system,
+                    _topic_count(session, shown.id),
+                    values,
+                    float(np.mean(judged)) if judged is not None and len(judged) else None,
+                    tuple(sorted({e.id for e in holding.values()})),
+                    selection.as_dict(),
+                )
+            )
     few = [f"{r.run} ({r.topics})" for r in rows if r.topics < significance.FEW_TOPICS]
     if few:
         notes.append(f"fewer than {significance.FEW_TOPICS} topics: the intervals of {', '.join(few)} mean little")
     if other_options:
-        notes.append(f"left out, evaluated on '{qrels_name}' only with other options or older qrels: "
-                     f"{', '.join(other_options)} (this leaderboard: {selection.describe()})")
+        notes.append(
+            f"left out, evaluated on '{qrels_name}' only with other options or older qrels: "
+            f"{', '.join(other_options)} (this leaderboard: {selection.describe()})"
+        )
     if not rows:
         raise NotFoundError(
             f"No evaluations on qrels '{qrels_name}' with {selection.describe()} yet. "
             f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs"
-            f"{' ' + selection.flags() if selection.flags() else ''} --wait'.")
+            f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
+        )
     missing = [n for n in names if not any(n in r.values for r in rows)]
     if missing:
         raise NotFoundError(
@@ -228,20 +272,40 @@ def _leaderboard_view(qrels_name: str, board: RankedRuns, sort: str | None) -> L
     coverage = ["Judged@10"] if any(row.judged_at_10 is not None for row in rows) else []
     cells = []
     for rank, row in enumerate(rows, start=1):
-        cell = {"#": str(rank), "run": row.run, "topics": str(row.topics),
-                "Judged@10": "" if row.judged_at_10 is None else f"{row.judged_at_10:.2f}"}
+        cell = {
+            "#": str(rank),
+            "run": row.run,
+            "topics": str(row.topics),
+            "Judged@10": "" if row.judged_at_10 is None else f"{row.judged_at_10:.2f}",
+        }
         for name in names:
             mean, low, high = row.values.get(name, (float("nan"),) * 3)
             cell[f"{name} [95% CI]"] = f"{mean:.4f} [{low:.4f}, {high:.4f}]"
         cells.append(cell)
     poorly = [r.run for r in rows if r.judged_at_10 is not None and r.judged_at_10 < 0.5]
-    warnings = [*board.notes, *([f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores "
-                                 "are unreliable"] if poorly else [])]
+    warnings = [
+        *board.notes,
+        *(
+            [f"less than half of the top 10 is judged for: {', '.join(poorly)}; their scores are unreliable"]
+            if poorly
+            else []
+        ),
+    ]
     return Leaderboard(
         title=f"leaderboard: {qrels_name} (sorted by {sort or names[0]}; {board.selection.describe()}; "
-              "95% percentile bootstrap intervals over topics)",
-        record_columns=["run", "system", "topics", *names, *interval, "Judged@10", *board.selection.as_dict(),
-                        "evaluations"],
+        "95% percentile bootstrap intervals over topics)",
+        record_columns=[
+            "run",
+            "system",
+            "topics",
+            *names,
+            *interval,
+            "Judged@10",
+            *board.selection.as_dict(),
+            "evaluations",
+        ],
         records=[r.as_dict() for r in rows],
         cell_columns=["#", "run", "topics", *[f"{n} [95% CI]" for n in names], *coverage],
-        cells=cells, warnings=warnings)
+        cells=cells,
+        warnings=warnings,
+    )

@@ -61,18 +61,24 @@ def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None =
         options = job.options
         known: tuple[pa.Table, pa.Table] | None = None
         if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
-            known_table = (repo.qrels_table(session, repo.get_qrels(session, options["known_qrels"]))
-                           if options.get("known_qrels") else None)
+            known_table = (
+                repo.qrels_table(session, repo.get_qrels(session, options["known_qrels"]))
+                if options.get("known_qrels")
+                else None
+            )
             retrieved, found = out_of_core.judged_ranks(
-                session, run, [qrels_table] if known_table is None else [qrels_table, known_table], job.backend)
+                session, run, [qrels_table] if known_table is None else [qrels_table, known_table], job.backend
+            )
             judged = found[0]
             known = None if known_table is None else (known_table, found[1])
         elif qrels.kind == "relevance":
             retrieved, judged = repo.judged_ranks(session, run, qrels)
             if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
                 known_qrels = repo.get_qrels(session, options["known_qrels"])
-                known = (_qrels_cached(session, known_qrels, qrels_cache),
-                         repo.judged_ranks(session, run, known_qrels)[1])
+                known = (
+                    _qrels_cached(session, known_qrels, qrels_cache),
+                    repo.judged_ranks(session, run, known_qrels)[1],
+                )
         else:  # ndeval and trec_eval's preference measures rank the whole run themselves
             run_table = repo.run_table(session, run, for_evaluation=True)
     timings.load = time.perf_counter() - started
@@ -80,8 +86,11 @@ def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None =
     started = time.perf_counter()
     rk: Ranking | None = None
     if qrels.kind == "relevance":
-        prepare_options = PrepareOptions(max_docs=options["max_docs"], judged_only=options["judged_only"],
-                                         complete=options["missing_topics"] == "zero")
+        prepare_options = PrepareOptions(
+            max_docs=options["max_docs"],
+            judged_only=options["judged_only"],
+            complete=options["missing_topics"] == "zero",
+        )
         rk = prepare_ranked(qrels_table, retrieved, judged, prepare_options, runid=run.tag)
         if known is not None:
             attach_known(rk, prepare_ranked(known[0], retrieved, known[1], prepare_options))
@@ -96,17 +105,26 @@ def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None =
     system, metadata = run.system, dict(run.metadata_ or {})
 
     def stored_as(header: dict[str, Any]) -> StoredResults:
-        return StoredResults(job.evaluation_id, run.name, run.tag, qrels.name, dict(options), *frame,
-                             {a["measure"]: a["value"] for a in aggregates},
-                             {**header, "system": system, "run_metadata": metadata})
+        return StoredResults(
+            job.evaluation_id,
+            run.name,
+            run.tag,
+            qrels.name,
+            dict(options),
+            *frame,
+            {a["measure"]: a["value"] for a in aggregates},
+            {**header, "system": system, "run_metadata": metadata},
+        )
 
     timings.compute = time.perf_counter() - started
-    return ComputedJob(job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates,
-                       None, stored_as)
+    return ComputedJob(
+        job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates, None, stored_as
+    )
 
 
-def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure],
-                          options: dict[str, Any]) -> tuple[list[str], dict[Measure, np.ndarray], tuple[str, ...]]:
+def _judgment_kind_values(
+    kind: str, judgments: pa.Table, run: pa.Table, measures: list[Measure], options: dict[str, Any]
+) -> tuple[list[str], dict[Measure, np.ndarray], tuple[str, ...]]:
     """Per-topic values from subtopic qrels (ndeval's measures) or preference judgments (trec_eval's
     prefs_*): the judged topics the run has, and with missing topics 'zero' (trec_eval and ndeval
     -c) also the judged topics it lacks, scored as an empty ranking scores."""
@@ -119,8 +137,9 @@ def _judgment_kind_values(kind: str, judgments: pa.Table, run: pa.Table, measure
             topics = topics + list(missing)
             values = {m: np.concatenate([v, np.zeros(len(missing))]) for m, v in values.items()}
         return topics, values, missing
-    topic, group, subgroup, doc = (np.array(judgments[c].to_pylist(), dtype=object)
-                                   for c in ("topic", "iteration", "subgroup", "doc"))
+    topic, group, subgroup, doc = (
+        np.array(judgments[c].to_pylist(), dtype=object) for c in ("topic", "iteration", "subgroup", "doc")
+    )
     prefs = Preferences(topic, group, subgroup, doc, judgments["level"].to_numpy(zero_copy_only=False))
     result = evaluate_preferences(prefs, run, max_docs=options["max_docs"], complete=complete)
     return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
@@ -134,19 +153,23 @@ def _qrels_cached(session: Session, qrels: QrelsSet, cache: Lru[tuple[int, str],
     return table if table is not None else cache.put(key, repo.qrels_table(session, qrels))
 
 
-def _result_tables(topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
-                   ) -> tuple[repo.PerQueryValues, list[dict[str, Any]]]:
+def _result_tables(
+    topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
+) -> tuple[repo.PerQueryValues, list[dict[str, Any]]]:
     """The per-query values (:func:`per_query_values`) and the aggregates; ``rk`` is the ranking of
     an evaluation against relevance qrels (some measures summarise from it under -c)."""
     per_query = per_query_values(
-        topics, {str(m): values[m] for m in values if m.spec.value_type != "str"},
-        {str(m): values[m] for m in values if m.spec.value_type == "str"})
+        topics,
+        {str(m): values[m] for m in values if m.spec.value_type != "str"},
+        {str(m): values[m] for m in values if m.spec.value_type == "str"},
+    )
     aggregates = []
     for measure, per_topic in values.items():
         summary = summarise(measure, per_topic, rk)
         if summary is not None:
-            aggregates.append({"measure": str(measure), "value": summary, "text_value": None,
-                               "query_count": len(topics)})
+            aggregates.append(
+                {"measure": str(measure), "value": summary, "text_value": None, "query_count": len(topics)}
+            )
     return per_query, aggregates
 
 
@@ -156,7 +179,10 @@ def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[s
     import pandas as pd  # here, not at the top: `evalstore` commands that never build a frame skip its import
 
     frame = pd.DataFrame(
-        {str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
-         for m, column in values.items()},
-        index=pd.Index(topics, name="query_id")).sort_index()
+        {
+            str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
+            for m, column in values.items()
+        },
+        index=pd.Index(topics, name="query_id"),
+    ).sort_index()
     return frame.index.tolist(), list(frame.columns), frame

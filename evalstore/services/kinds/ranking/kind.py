@@ -35,10 +35,22 @@ class RankingKind:
         assert isinstance(stored, StoredResults), f"a ranking kind was handed a {stored.kind} evaluation"
         return mlflow_run(stored)
 
-    def leaderboard(self, engine: Engine, *, judgments: str, measures: list[str], sort: str | None,
-                    options: dict[str, Any] | None = None) -> Leaderboard:
-        board = leaderboard(engine, qrels_name=judgments, measures=measures or None, sort=sort,
-                            selection=Selection(**options) if options else None)
+    def leaderboard(
+        self,
+        engine: Engine,
+        *,
+        judgments: str,
+        measures: list[str],
+        sort: str | None,
+        options: dict[str, Any] | None = None,
+    ) -> Leaderboard:
+        board = leaderboard(
+            engine,
+            qrels_name=judgments,
+            measures=measures or None,
+            sort=sort,
+            selection=Selection(**options) if options else None,
+        )
         return _leaderboard_view(judgments, board, sort)
 
 

@@ -21,10 +21,15 @@ def mlflow_run(stored: StoredResults) -> MlflowRun:
     table (Parquet and an MLflow table), trec_eval's text, and two plots."""
     meta = stored.header
     tags = {
-        "evalstore.evaluation_id": str(stored.evaluation_id), "evalstore.results_version": str(meta["results_version"]),
-        "evalstore.kind": stored.kind, "evalstore.run": stored.run, "evalstore.qrels": stored.qrels,
-        "evalstore.run_hash": meta["run_hash"], "evalstore.qrels_hash": meta["qrels_hash"],
-        "evalstore.options_hash": meta["options_hash"], "evalstore.version": meta["evalstore_version"] or __version__,
+        "evalstore.evaluation_id": str(stored.evaluation_id),
+        "evalstore.results_version": str(meta["results_version"]),
+        "evalstore.kind": stored.kind,
+        "evalstore.run": stored.run,
+        "evalstore.qrels": stored.qrels,
+        "evalstore.run_hash": meta["run_hash"],
+        "evalstore.qrels_hash": meta["qrels_hash"],
+        "evalstore.options_hash": meta["options_hash"],
+        "evalstore.version": meta["evalstore_version"] or __version__,
     }
     params: dict[str, Any] = {f"run.{k}": v for k, v in meta["run_metadata"].items()}
     params.update({"run.system": meta["system"] or "", "run.tag": stored.run_tag or ""})
@@ -34,24 +39,48 @@ def mlflow_run(stored: StoredResults) -> MlflowRun:
     params["topics"] = len(stored.topics)
     frame = stored.frame.rename_axis("query_id")
     return MlflowRun(
-        experiment=stored.qrels, name=stored.run, tags=tags, params=params, metrics=dict(stored.aggregates),
-        parquet={"per_query.parquet": frame}, tables={"per_query_table.json": frame.reset_index()},
+        experiment=stored.qrels,
+        name=stored.run,
+        tags=tags,
+        params=params,
+        metrics=dict(stored.aggregates),
+        parquet={"per_query.parquet": frame},
+        tables={"per_query_table.json": frame.reset_index()},
         texts={"trec_eval.txt": stored.as_trec_eval(per_query=True)},
-        dicts={"evaluation.json": {"evaluation_id": stored.evaluation_id, "run": stored.run, "qrels": stored.qrels,
-                                   **stored.options, **{k: v for k, v in meta.items() if k != "run_metadata"}}},
-        figures=lambda: _figures(stored))
+        dicts={
+            "evaluation.json": {
+                "evaluation_id": stored.evaluation_id,
+                "run": stored.run,
+                "qrels": stored.qrels,
+                **stored.options,
+                **{k: v for k, v in meta.items() if k != "run_metadata"},
+            }
+        },
+        figures=lambda: _figures(stored),
+    )
 
 
 def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
     main = next((m for m in MAIN_MEASURES if m in stored.measures), None)
     if main is not None:
         values = sorted(zip(stored.frame[main].astype(float).tolist(), stored.topics, strict=True), reverse=True)
-        yield f"per_topic_{mlflow_key(main)}.png", plots.per_topic(
-            values, stored.aggregates.get(main), ylabel=main, title=f"{main} per topic: {stored.run} on {stored.qrels}")
-    curve = sorted((parse_measure(m).param("recall"), value) for m, value in stored.aggregates.items()
-                   if parse_measure(m).family == "IPrec")
+        yield (
+            f"per_topic_{mlflow_key(main)}.png",
+            plots.per_topic(
+                values,
+                stored.aggregates.get(main),
+                ylabel=main,
+                title=f"{main} per topic: {stored.run} on {stored.qrels}",
+            ),
+        )
+    curve = sorted(
+        (parse_measure(m).param("recall"), value)
+        for m, value in stored.aggregates.items()
+        if parse_measure(m).family == "IPrec"
+    )
     if len(curve) >= 2:
-        figure, axes = plots.curve_axes("recall", "interpolated precision",
-                                        f"Interpolated precision-recall: {stored.run}")
+        figure, axes = plots.curve_axes(
+            "recall", "interpolated precision", f"Interpolated precision-recall: {stored.run}"
+        )
         axes.plot([r for r, _ in curve], [p for _, p in curve], marker="o", color=plots.BLUE)
         yield "precision_recall.png", figure

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 
 def _topic_count(session: Session, evaluation_id: int) -> int:
-    count = session.scalar(select(AggregateResult.query_count).where(
-        AggregateResult.evaluation_id == evaluation_id).limit(1))
+    count = session.scalar(
+        select(AggregateResult.query_count).where(AggregateResult.evaluation_id == evaluation_id).limit(1)
+    )
     return int(count or 0)
 
 
@@ -50,18 +51,32 @@ class StoredResults:
         rows = stored_rows(list(measures))
         if not with_counts:
             rows = [row for row in rows if row[2] is not None]
-        return render_lines(rows, self.topics, lambda m: self.frame[measures[m]].tolist(),
-                            lambda m: self.aggregates[measures[m]], self.run_tag, per_query=per_query, summary=True)
+        return render_lines(
+            rows,
+            self.topics,
+            lambda m: self.frame[measures[m]].tolist(),
+            lambda m: self.aggregates[measures[m]],
+            self.run_tag,
+            per_query=per_query,
+            summary=True,
+        )
 
 
-def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[str] | None = None,
-            evaluation_id: int | None = None) -> StoredResults:
+def results(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    run_name: str,
+    measures: list[str] | None = None,
+    evaluation_id: int | None = None,
+) -> StoredResults:
     """The newest finished evaluation of the run on the qrels (or ``evaluation_id``), read back."""
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
         run = repo.get_run(session, run_name)
-        statement = select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id,
-                                             Evaluation.state == "done")
+        statement = select(Evaluation).where(
+            Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.state == "done"
+        )
         if evaluation_id is not None:
             statement = statement.where(Evaluation.id == evaluation_id)
         newest_first = list(session.scalars(statement.order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())))
@@ -70,8 +85,10 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
             wanted_names = {str(m) for m in resolve_measures(measures)}
             evaluation = next((e for e in newest_first if wanted_names <= set(e.options["measures"])), evaluation)
         if evaluation is None:
-            raise NotFoundError(f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'. "
-                                f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'.")
+            raise NotFoundError(
+                f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'. "
+                f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'."
+            )
         stored = list(evaluation.options["measures"])
         wanted = stored
         if measures:
@@ -80,7 +97,8 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
             if absent:
                 raise NotFoundError(
                     f"Measure '{absent[0]}' is not in evaluation {evaluation.id}. Evaluate it with "
-                    f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'.")
+                    f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'."
+                )
         table = repo.result_table(session, evaluation.id, wanted).to_pandas()
         numbers = table.pivot(index="query_id", columns="measure", values="value")
         texts = table[table["text_value"].notna()]
@@ -90,14 +108,32 @@ def results(engine: Engine, *, qrels_name: str, run_name: str, measures: list[st
                 frame[measure] = column
         frame = frame.reindex(columns=wanted)
         frame.columns.name = None
-        aggregates = {a.measure: a.value for a in repo.aggregate_values(session, evaluation.id)
-                      if a.measure in wanted and a.value is not None}
-        header = {"run_hash": evaluation.run_hash, "qrels_hash": evaluation.qrels_hash,
-                  "options_hash": evaluation.options_hash, "evalstore_version": evaluation.evalstore_version,
-                  "results_version": evaluation.results_version, "system": run.system,
-                  "run_metadata": dict(run.metadata_ or {})}
-        return StoredResults(evaluation.id, run.name, run.tag, qrels.name, dict(evaluation.options),
-                             [str(t) for t in frame.index], wanted, frame, aggregates, header)
+        aggregates = {
+            a.measure: a.value
+            for a in repo.aggregate_values(session, evaluation.id)
+            if a.measure in wanted and a.value is not None
+        }
+        header = {
+            "run_hash": evaluation.run_hash,
+            "qrels_hash": evaluation.qrels_hash,
+            "options_hash": evaluation.options_hash,
+            "evalstore_version": evaluation.evalstore_version,
+            "results_version": evaluation.results_version,
+            "system": run.system,
+            "run_metadata": dict(run.metadata_ or {}),
+        }
+        return StoredResults(
+            evaluation.id,
+            run.name,
+            run.tag,
+            qrels.name,
+            dict(evaluation.options),
+            [str(t) for t in frame.index],
+            wanted,
+            frame,
+            aggregates,
+            header,
+        )
 
 
 def main_scores(engine: Engine, evaluation_ids: list[int]) -> dict[int, dict[str, float]]:
@@ -106,9 +142,11 @@ def main_scores(engine: Engine, evaluation_ids: list[int]) -> dict[int, dict[str
     if not evaluation_ids:
         return {}
     with read_only(engine) as session:
-        rows = session.execute(select(AggregateResult.evaluation_id, AggregateResult.measure, AggregateResult.value)
-                               .where(AggregateResult.evaluation_id.in_(evaluation_ids),
-                                      AggregateResult.measure.in_(MAIN_MEASURES))).all()
+        rows = session.execute(
+            select(AggregateResult.evaluation_id, AggregateResult.measure, AggregateResult.value).where(
+                AggregateResult.evaluation_id.in_(evaluation_ids), AggregateResult.measure.in_(MAIN_MEASURES)
+            )
+        ).all()
     scores: dict[int, dict[str, float]] = {}
     for evaluation_id, measure, value in rows:
         if value is not None:
@@ -119,10 +157,13 @@ def main_scores(engine: Engine, evaluation_ids: list[int]) -> dict[int, dict[str
 def read_back(engine: Engine, evaluation_id: int) -> StoredResults:
     """A finished evaluation read back whole, by id."""
     with read_only(engine) as session:
-        names = session.execute(select(Run.name, QrelsSet.name).select_from(Evaluation)
-                                .join(Run, Evaluation.run_id == Run.id)
-                                .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
-                                .where(Evaluation.id == evaluation_id)).one()
+        names = session.execute(
+            select(Run.name, QrelsSet.name)
+            .select_from(Evaluation)
+            .join(Run, Evaluation.run_id == Run.id)
+            .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
+            .where(Evaluation.id == evaluation_id)
+        ).one()
     return results(engine, qrels_name=names[1], run_name=names[0], evaluation_id=evaluation_id)
 
 
