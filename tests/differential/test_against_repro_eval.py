@@ -118,8 +118,9 @@ DL_HARD_RUNS = {
     ("qrels_parts", "run_parts"), [(ROBUST03, ROBUST03_RUNS), (DL_HARD, DL_HARD_RUNS)], ids=["robust03", "dl-hard"]
 )
 def test_reproducibility_figures_are_repro_evals(
-    engine: Engine, tmp_path: Path, qrels_parts: tuple[str, ...], run_parts: dict[str, tuple[str, ...]]
+    sqlite_engine: Engine, tmp_path: Path, qrels_parts: tuple[str, ...], run_parts: dict[str, tuple[str, ...]]
 ) -> None:
+    engine = sqlite_engine  # the figures are the point here; both databases: tests/db/test_repro.py
     qrels = shared_path(*qrels_parts)
     runs = {role: shared_path(*parts) for role, parts in run_parts.items()}
     theirs = _theirs("rpd", qrels, {role: _plain(path, tmp_path) for role, path in runs.items()})
@@ -156,7 +157,8 @@ def test_reproducibility_figures_are_repro_evals(
 
 
 @pytest.mark.slow
-def test_replicability_figures_are_repro_evals(engine: Engine, tmp_path: Path) -> None:
+def test_replicability_figures_are_repro_evals(sqlite_engine: Engine, tmp_path: Path) -> None:
+    engine = sqlite_engine  # the figures are the point here; both databases: tests/db/test_repro.py
     """The original runs on robust03, their replication on DL-HARD: other topics, unpaired."""
     qrels, other = shared_path(*ROBUST03), shared_path(*DL_HARD)
     runs = {role: shared_path(*ROBUST03_RUNS[role]) for role in ("original", "original_baseline")}
