@@ -116,6 +116,7 @@ def root(
     # a caller may hand in its own state (a test that reaps the MLflow loggers a command starts)
     if not (isinstance(ctx.obj, CliState) and ctx.obj.database_url == url):
         ctx.obj = CliState(url)
+    ctx.call_on_close(ctx.obj.release)
 
 
 def main() -> None:

@@ -30,6 +30,13 @@ class CliState:
             verify_schema(self._engine)
         return self._engine
 
+    def release(self) -> None:
+        """Close the pooled connections at the command's end (the engine stays usable: a caller
+        that handed this state in may read through it afterwards). An `evalstore` process exits
+        anyway; a command run in-process (a test's CliRunner) would leave them to the collector."""
+        if self._engine is not None:
+            self._engine.dispose()
+
     def context(self) -> AppContext:
         """The command's application context, over :meth:`engine` (made on first use)."""
         from evalstore.services.context import AppContext
