@@ -26,8 +26,18 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/uv.l
     # --inexact: keep what the lock does not list (uv itself, another extra's packages);
     # --compile-bytecode: write .pyc at install time, so start-up does not recompile pandas &co
     # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines)
-    UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" sync --project "$ROOT" \
-        --locked --inexact --compile-bytecode --quiet ${extra_args[@]+"${extra_args[@]}"} >&2
+    # --offline first: the cache's packages, and above all the wheels it built from sdists
+    # (llama-cpp-python's takes 15+ minutes), are used as they are; online, uv revalidates an sdist
+    # whose HTTP cache entry has aged and builds it again. A machine whose cache lacks something
+    # (a new one) falls back to the registry.
+    sync() {
+        UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" sync --project "$ROOT" \
+            --locked --inexact --compile-bytecode --quiet "$@" ${extra_args[@]+"${extra_args[@]}"} >&2
+    }
+    if ! sync --offline 2>/dev/null; then
+        echo "not everything is in uv's cache: installing from the registry" >&2
+        sync
+    fi
     touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
