@@ -6,13 +6,10 @@ collection-health report; the console never scrolls sideways."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 
 from evalstore.services import access, jobs, store, tasks
@@ -21,7 +18,7 @@ from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
 from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, sign_in
 from tests.browser.test_participant_in_a_browser import WIDER_THAN_THE_SCREEN
-from tests.http.conftest import SAMPLE, run_text
+from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
 
@@ -50,18 +47,8 @@ def campaign(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
             jobs.fail(engine, claimed, "worker ran out of memory while reading the run", retryable=False)
     url = engine.url.render_as_string(hide_password=False)
     settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url
 
 
 def _no_sideways_scroll(page: object, width: int) -> None:

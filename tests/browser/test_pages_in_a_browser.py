@@ -13,13 +13,10 @@ import json
 import os
 import re
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
@@ -28,7 +25,7 @@ from evalstore.services import access, collections, judging, pools, store, tasks
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
-from tests.http.conftest import SAMPLE, run_text
+from tests.http.conftest import SAMPLE, run_text, serving
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOTS = Path(
@@ -83,18 +80,8 @@ def site(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
     settings = ServerSettings(
         database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False, writes_per_minute=1000
     )
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url
 
 
 def _admin(engine: Engine) -> access.Principal:

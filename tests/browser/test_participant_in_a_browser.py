@@ -5,13 +5,11 @@ done with only the service running (its in-process worker), then withdraws it.""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 
 from evalstore.services import access, store, tasks
@@ -19,7 +17,7 @@ from evalstore.services.worker import InProcessWorker, WorkerSettings
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
 from tests.browser.test_pages_in_a_browser import PASSWORD, SCREENSHOTS, browser_page, shot, sign_in
-from tests.http.conftest import SAMPLE, run_text
+from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]
 # the elements whose right edge passes the screen's, outermost first (for the failure message)
@@ -41,18 +39,10 @@ def service(sqlite_engine: Engine) -> Iterator[str]:
     url = engine.url.render_as_string(hide_password=False)
     worker = InProcessWorker.start(url, WorkerSettings(poll_interval=0.2, mlflow=False, index_runs=False))
     settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        with serving(create_app(settings)) as url:
+            yield url
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         worker.stop(timeout=30)
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,26 +172,29 @@ def client(world: World) -> Iterator[TestClient]:
 @dataclass
 class LiveServer:
     url: str
-    server: uvicorn.Server
-    thread: threading.Thread
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on a thread, on a free port of 127.0.0.1, for the block: its base
+    URL (the live server below and the browser tests' sites)."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 @pytest.fixture
 def live_server(world: World) -> Iterator[LiveServer]:
     """The service on a real socket (uvicorn in a thread), for concurrent clients."""
     url = world.engine.url.render_as_string(hide_password=False)
-    app = create_app(ServerSettings(database_url=url, writes_per_minute=1000))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield LiveServer(f"http://127.0.0.1:{port}", server, thread)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(ServerSettings(database_url=url, writes_per_minute=1000))) as base:
+        yield LiveServer(base)
