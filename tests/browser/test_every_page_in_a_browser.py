@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from evalstore.db.engine import make_engine
 from evalstore.services import access, collections, judging, orchestration, pools, store, tasks
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
@@ -18,6 +19,7 @@ from evalstore.web.settings import ServerSettings
 from tests.browser.axe import axe_violations
 from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, sign_in
 from tests.browser.test_participant_in_a_browser import WIDER_THAN_THE_SCREEN
+from tests.conftest import Templates, migrated_copy
 from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
@@ -26,13 +28,22 @@ LONG_RUN = "gamma-bm25-rm3-expansion-tuned-on-robust04-title-and-description"
 USERS = {"root": "admin", "olga": "organiser", "pat": "participant", "judy": "assessor", "vera": "viewer"}
 
 
-@pytest.fixture
-def lab(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def lab(templates: Templates, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The site below, built once for this module's tests (they only read it)."""
+    folder = tmp_path_factory.mktemp("lab")
+    engine = make_engine(migrated_copy(templates, "sqlite", folder))
+    try:
+        yield from _lab(engine, folder)
+    finally:
+        engine.dispose()
+
+
+def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
     """A task of organiser olga with three evaluated runs (one with a long name), a lab run
     evaluated on the same qrels outside the task, and a pool of the task's runs on topic 301 with
     documents, judged by judy and by kim (so the review page has disagreements); one user of each
     role, each with a password. Served by uvicorn on a free port."""
-    engine = sqlite_engine
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     for name, role in USERS.items():
         access.add_user(engine, name, role=role, team="alpha" if role == "participant" else None, password=PASSWORD)
@@ -175,7 +186,6 @@ PAGES = {
         "/tasks/sample-task",
         "/tasks/sample-task/manage",
         "/tasks/sample-task/submit",
-        "/tasks/sample-task/health",
         "/queue",
         "/pools/judging/review",
         "/collections",
@@ -198,7 +208,8 @@ def test_no_page_has_a_serious_accessibility_violation(lab: str, browser_page: o
             if user is not None:
                 sign_in(page, lab, user, "/profile")
             for path in paths:
-                page.goto(f"{lab}{path}")
+                response = page.goto(f"{lab}{path}")
+                assert response is not None and response.status < 500, (path, user)
                 found += [f"{path} as {user or 'nobody'}: {v}" for v in axe_violations(page)]
         finally:
             context.close()
