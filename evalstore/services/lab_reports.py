@@ -17,7 +17,7 @@ from evalstore.services import reports, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
-from evalstore.services.tasks.visibility import _number
+from evalstore.services.tasks.visibility import _iso, _number
 
 
 def collection_leaderboard(
@@ -60,7 +60,7 @@ def _run_view(engine: Engine, run_name: str) -> dict[str, Any]:
             "description": run.description,
             "rows": run.row_count,
             "topics": run.topic_count,
-            "submitted_at": (submission.created_at if submission else run.created_at).isoformat(timespec="seconds"),
+            "submitted_at": _iso(submission.created_at if submission else run.created_at),
             "state": "done",
             "task": task,
         }
