@@ -84,7 +84,8 @@ def collection_run_page(
         raise NotFoundError(f"Run '{run}' has no finished evaluation on collection '{name}'.") from None
     aggregates = {m: _number(v) for m, v in stored.aggregates.items()}
     per_query = {
-        topic: {m: _number(v) for m, v in row.items()} for topic, row in stored.frame.to_dict(orient="index").items()
+        str(topic): {str(m): _number(v) for m, v in row.items()}
+        for topic, row in stored.frame.to_dict(orient="index").items()
     }
 
     def peers(measure: str) -> tuple[str, list[str]]:
