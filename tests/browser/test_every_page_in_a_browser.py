@@ -145,6 +145,7 @@ def test_the_boards_runs_and_comparisons_fit_a_phone(lab: str, browser_page: obj
         page.click("label[for=all-columns]")  # type: ignore[attr-defined]  # the rest, scrolling in its box
         assert page.locator("th >> text=Judged@10").is_visible()  # type: ignore[attr-defined]
         _fits(page, f"{path} with every column")
+        shot(page, f"{name}-every-column")
     for path, name in (
         (f"/runs/{LONG_RUN}", "run-phone"),
         (f"/tasks/sample-task/compare?run={LONG_RUN}&run=alpha-run", "compare-phone"),
