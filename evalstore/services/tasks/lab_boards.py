@@ -93,9 +93,12 @@ def list_collections(engine: Engine, principal: Principal) -> list[dict[str, Any
                 .group_by(Evaluation.qrels_id)
             ).all()
         )
+        over: dict[int, list[Task]] = {}
+        for task in session.scalars(select(Task).order_by(Task.name)):
+            over.setdefault(task.qrels_id, []).append(task)
         out = []
         for qrels in session.scalars(select(QrelsSet).where(QrelsSet.kind == "relevance").order_by(QrelsSet.name)):
-            tasks_over = _tasks_over(session, qrels.id)
+            tasks_over = over.get(qrels.id, [])
             if _sees(principal, tasks_over):
                 out.append(
                     {
