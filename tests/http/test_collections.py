@@ -13,12 +13,12 @@ from tests.factories import SAMPLE
 from tests.http.conftest import World, client_for, run_text
 
 
-def lab_run(world: World, name: str = "lab-bm25", *, qrels: str = "sample", shift: int = 3) -> None:
+def lab_run(world: World, name: str = "lab-bm25", *, measures: list[str] | None = None) -> None:
     """A run registered and evaluated outside any task (what a lab does from the CLI)."""
     path = world.tmp / f"{name}.txt"
-    path.write_text(run_text(tag=name, shift=shift))
+    path.write_text(run_text(tag=name, shift=3))
     store.register_run(world.engine, path, name=name, system="bm25", description="BM25, k1 0.9")
-    orchestration.evaluate_runs(world.engine, qrels_name=qrels, run_names=[name])
+    orchestration.evaluate_runs(world.engine, qrels_name="sample", run_names=[name], measures=measures)
 
 
 def board_runs(html: str) -> list[str]:
@@ -58,6 +58,16 @@ def test_the_measure_picker_offers_only_measures_some_run_has(world: World, clie
     assert offered == sorted(set(offered), key=offered.index)  # no duplicates
     assert set(offered) <= set(tasks.collection_measures(world.engine, "sample"))
     assert "num_ret" not in offered and offered
+
+
+def test_a_run_lacking_a_measure_shown_is_named_under_the_board(world: World, client: TestClient) -> None:
+    lab_run(world, "lab-ap-only", measures=["AP"])
+    default = client.get("/collections/sample", headers=world.headers("admin")).text
+    assert "lab-ap-only" in board_runs(default)  # the default columns: what every run has
+    page = client.get("/collections/sample?measure=AP&measure=P@10", headers=world.headers("admin"))
+    assert page.status_code == 200
+    assert "lab-ap-only" not in board_runs(page.text) and "red-open" in board_runs(page.text)
+    assert "run &#39;lab-ap-only&#39; has no P@10 evaluated with" in page.text
 
 
 def test_a_collection_is_for_admins_and_the_organisers_of_its_tasks(world: World, client: TestClient) -> None:
