@@ -23,6 +23,7 @@ PATH_VALUES = {
     "fmt": "csv",
     "token_id": "1",
     "job_id": None,
+    "qrels": "sample",
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
@@ -31,6 +32,9 @@ QUERIES = {
     "/api/v1/runs/{name}/results": "?measure=AP(rel=2)&per_query=true",
     "/pools/{pool}/review": "?measure=RR(rel=2)",
     "/runs/{run}": "?measure=RR(rel=2)",
+    "/collections/{qrels}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
+    "/collections/{qrels}": "?measure=AP(rel=2)",
+    "/collections/{qrels}/runs/{run}": "?measure=RR(rel=2)",
 }
 
 

@@ -138,6 +138,25 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/tasks/open/pools/pool/assessors", {"data": {"user": "assessor"}}),
         "303 401 401 404 404 403 403 403 403 403",
     ),  # not the task's pool
+    # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
+    # qrels' tasks; another organiser is told there is none
+    "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "GET /collections/{qrels}": (
+        lambda w, c: ("GET", "/collections/sample", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/leaderboard.{fmt}": (
+        lambda w, c: ("GET", "/collections/sample/leaderboard.md", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/runs/{run}": (
+        lambda w, c: ("GET", "/collections/sample/runs/red-secret", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/compare": (
+        lambda w, c: ("GET", "/collections/sample/compare?run=red-open&run=red-secret", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
     "GET /tasks/{task}/health": (
         lambda w, c: ("GET", "/tasks/open/health", {}),
         "303 401 401 200 200 403 403 403 403 403",
