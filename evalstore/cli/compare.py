@@ -55,7 +55,7 @@ _FLAT_COLUMNS = [
 
 def compare(
     ctx: typer.Context,
-    runs: Annotated[list[str], typer.Argument(help="Runs to compare (with --baseline, one is enough).")] = None,
+    runs: Annotated[list[str] | None, typer.Argument(help="Runs to compare (with --baseline, one is enough).")] = None,
     qrels: Annotated[str | None, typer.Option("--qrels", help="Name of the stored qrels.")] = None,
     measure: Annotated[list[str], typer.Option("--measure", help="Measure (repeatable).")] = [],
     baseline: Annotated[
