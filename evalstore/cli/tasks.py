@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
 import typer
 
@@ -28,24 +29,25 @@ def _moment(value: str | None, option: str) -> datetime | None:
 def create(
     ctx: typer.Context,
     name: str,
-    qrels: str = typer.Option(..., "--qrels", help="Stored qrels the runs are evaluated against."),
-    hidden: bool = typer.Option(
-        False, "--hidden", help="Scores visible to the organisers only, until 'evalstore tasks release NAME'."
-    ),
-    opens: str | None = typer.Option(
-        None, "--opens", help="Submissions open at this time (ISO 8601; UTC unless it says)."
-    ),
-    closes: str | None = typer.Option(None, "--closes", help="Submissions close at this time."),
-    max_runs_per_team: int | None = typer.Option(
-        None,
-        "--max-runs-per-team",
-        min=1,
-        help="Runs a team may have evaluated (failed or cancelled ones do not count).",
-    ),
-    measure: list[str] = typer.Option(
-        [], "--measure", help="Measures to evaluate (repeatable; default: evaluate's defaults)."
-    ),
-    owner: str | None = typer.Option(None, "--owner", help="The organiser user who manages the task."),
+    qrels: Annotated[str, typer.Option("--qrels", help="Stored qrels the runs are evaluated against.")],
+    hidden: Annotated[
+        bool,
+        typer.Option("--hidden", help="Scores visible to the organisers only, until 'evalstore tasks release NAME'."),
+    ] = False,
+    opens: Annotated[
+        str | None, typer.Option("--opens", help="Submissions open at this time (ISO 8601; UTC unless it says).")
+    ] = None,
+    closes: Annotated[str | None, typer.Option("--closes", help="Submissions close at this time.")] = None,
+    max_runs_per_team: Annotated[
+        int | None,
+        typer.Option(
+            "--max-runs-per-team", min=1, help="Runs a team may have evaluated (failed or cancelled ones do not count)."
+        ),
+    ] = None,
+    measure: Annotated[
+        list[str], typer.Option("--measure", help="Measures to evaluate (repeatable; default: evaluate's defaults).")
+    ] = [],
+    owner: Annotated[str | None, typer.Option("--owner", help="The organiser user who manages the task.")] = None,
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
@@ -77,10 +79,12 @@ def release(ctx: typer.Context, name: str) -> None:
 def attach(
     ctx: typer.Context,
     name: str,
-    run: list[str] = typer.Argument(..., help="Stored runs ('evalstore runs list')."),
-    team: str | None = typer.Option(None, "--team", help="The runs' team (default: each run's system, else its name)."),
-    run_type: str = typer.Option("automatic", "--run-type", help="automatic | manual."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    run: Annotated[list[str], typer.Argument(help="Stored runs ('evalstore runs list').")],
+    team: Annotated[
+        str | None, typer.Option("--team", help="The runs' team (default: each run's system, else its name).")
+    ] = None,
+    run_type: Annotated[str, typer.Option("--run-type", help="automatic | manual.")] = "automatic",
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Make stored runs submissions of a task (e.g. a past campaign's runs), queueing their
     evaluation with the task's measures (a finished one is reused)."""
@@ -91,7 +95,7 @@ def attach(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """List the tasks."""
     from evalstore.services import tasks
 
@@ -99,7 +103,9 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 
 
 @app.command()
-def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context, name: str, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """Show one task."""
     from evalstore.services import tasks
 
