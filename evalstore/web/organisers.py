@@ -30,7 +30,7 @@ from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
 _FILE_NAME = re.compile(r"[^A-Za-z0-9._-]")
-_SETTINGS = ("opens", "closes", "max_runs_per_team", "measures", "description")
+_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
 _POOL = ("pool", "depth", "topics")
 
 
@@ -44,11 +44,12 @@ def _local(iso: str | None) -> str:
 
 
 def _settings_form(task: dict[str, Any]) -> dict[str, str]:
-    quota = task["max_runs_per_team"]
+    quota, cap = task["max_runs_per_team"], task["daily_cap"]
     return {
         "opens": _local(task["opens_at"]),
         "closes": _local(task["closes_at"]),
         "max_runs_per_team": "" if quota is None else str(quota),
+        "daily_cap": "" if cap is None else str(cap),
         "measures": ", ".join(task["measures"]),
         "description": task["description"] or "",
     }
@@ -88,6 +89,7 @@ def _console(
         assigned=organising.assigned_assessors(engine, principal, task),
         assessors=organising.assessors(engine, principal, task),
         computed=tasks.computed_measures(engine, task),
+        server_daily_cap=server(request).settings.runs_per_day,
         no_worker=waiting and not worker_alive(request),
     )
 
@@ -109,11 +111,11 @@ def _when(text: str, field: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _quota(text: str) -> int | None:
+def _runs(text: str, what: str, empty: str) -> int | None:
     if not text.strip():
         return None
     if not text.strip().isdigit():
-        raise InvalidParameterError(f"The quota per team is a whole number of runs (empty: no limit); got '{text}'.")
+        raise InvalidParameterError(f"{what} is a whole number of runs (empty: {empty}); got '{text}'.")
     return int(text)
 
 
@@ -130,7 +132,8 @@ async def edit_settings(request: Request, task: str) -> Response:
             task,
             opens=_when(kept["opens"], "Opens"),
             closes=_when(kept["closes"], "Closes"),
-            max_runs_per_team=_quota(kept["max_runs_per_team"]),
+            max_runs_per_team=_runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
+            daily_cap=_runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
             measures=measures,
             description=kept["description"].strip() or None,
             by=principal,

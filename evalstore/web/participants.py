@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, claims, tasks
+from evalstore.services import access, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import DESCRIPTION_MAX, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
@@ -114,8 +114,6 @@ def _store_submission(
             f"A description is at most {DESCRIPTION_MAX} characters; this one has {len(kept['description'])}."
         )
     shared = server(request)
-    if shared.settings.runs_per_day is not None:
-        claims.check_daily_cap(shared.engine, task, principal.team, shared.settings.runs_per_day)
     # it reads .filename and .file only, which Starlette's upload has as FastAPI's does
     with uploaded_file(cast(FastAPIUpload, upload), request) as (path, shown):
         tasks.submit_run(
@@ -127,6 +125,7 @@ def _store_submission(
             shown_path=shown,
             run_type=kept["run_type"],
             description=kept["description"] or None,
+            server_daily_cap=shared.settings.runs_per_day,
         )
 
 
