@@ -202,6 +202,7 @@ def list_tasks(request: Request, _: Principal = needs("tasks:read", public=True)
 def create_task(
     body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
 ) -> dict[str, Any]:
+    check_name(body.name, "task")
     return tasks.create_task(
         server(request).engine,
         body.name,
@@ -271,14 +272,18 @@ def task_runs(task: str, request: Request, principal: Principal = needs("runs:re
 _UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def check_run_name(name: str) -> None:
-    """A run's name is opened and withdrawn by URL path and shown in downloads: printable, no '/'
-    (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
+def check_name(name: str, kind: str = "run") -> None:
+    """A run's, task's or pool's name is opened by URL path and shown in downloads: printable, no
+    '/' (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
     if not name.strip() or "/" in name or not name.isprintable() or len(name) > NAME_MAX:
         raise InvalidParameterError(
-            f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
+            f"A {kind}'s name is 1-{NAME_MAX} printable characters without '/'; "
             f"got {name[:80]!r}{'...' if len(name) > 80 else ''}."
         )
+
+
+def check_run_name(name: str) -> None:
+    check_name(name, "run")
 
 
 @router.post("/tasks/{task}/runs", status_code=201)

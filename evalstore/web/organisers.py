@@ -20,8 +20,10 @@ from evalstore.errors import EvalstoreError, InvalidParameterError
 from evalstore.io.writers import write_qrels
 from evalstore.services import organising, tasks
 from evalstore.services.access import Principal
+from evalstore.web.api import check_name
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
+from evalstore.web.headers import content_disposition
 from evalstore.web.pages import _form_principal as form_principal
 from evalstore.web.pages import _page_principal as page_principal
 from evalstore.web.pages import _see_other as see_other
@@ -29,7 +31,6 @@ from evalstore.web.pages import _worker_alive as worker_alive
 from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
-_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
 _POOL = ("pool", "depth", "topics")
 
@@ -173,7 +174,7 @@ def export_qrels(request: Request, task: str) -> Response:
     return Response(
         out.getvalue(),
         media_type="text/plain; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{_FILE_NAME.sub("_", task)}.qrels"'},
+        headers={"Content-Disposition": content_disposition(f"{task}.qrels")},
     )
 
 
@@ -211,6 +212,7 @@ async def build_pool(request: Request, task: str) -> Response:
     kept = {k: str(form.get(k, "")).strip() for k in _POOL}
     try:
         await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        check_name(kept["pool"], "pool")
         if not kept["depth"].isdigit():
             raise InvalidParameterError(f"The depth is a whole number of documents per run; got '{kept['depth']}'.")
         topics = [t for t in re.split(r"[,\s]+", kept["topics"]) if t]

@@ -10,8 +10,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from evalstore.services import store
-from tests.http.conftest import World, client_for, run_text
+from evalstore.services import access, store
+from tests.http.conftest import PASSWORD, World, client_for, run_text
 from tests.http.test_pages import csrf_of, sign_in
 
 
@@ -93,3 +93,20 @@ def test_the_browser_form_and_page_answer_alike(world: World) -> None:
     assert page.status_code == submitted.status_code == 403
     assert message in page.text and message in submitted.text
     assert missing.status_code == 404 and str(escape("No run named 'nobody'.")) in missing.text
+
+
+def test_task_and_pool_names_are_printable_and_slash_free(world: World, client: TestClient) -> None:
+    task = client.post("/api/v1/tasks", headers=world.headers("owner"), json={"name": "a/b", "qrels": "sample"})
+    assert (task.status_code, task.json()) == (
+        422,
+        {"error": "A task's name is 1-200 printable characters without '/'; got 'a/b'."},
+    )
+    access.set_password(world.engine, "owner", PASSWORD)
+    with client_for(world.engine) as owner:
+        assert sign_in(owner, "owner").status_code == 303
+        page = owner.get("/tasks/open/manage")
+        pool = owner.post(
+            "/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "p/q", "depth": "5", "topics": ""}
+        )
+    assert pool.status_code == 422
+    assert str(escape("A pool's name is 1-200 printable characters without '/'; got 'p/q'.")) in pool.text
