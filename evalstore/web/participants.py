@@ -41,12 +41,15 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
         run["queue_position"] = job["queue_position"] if job else None
         run["error"] = job["error"] if job else None
     used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
+    daily_cap, used_today = tasks.day_used(engine, principal, task, server(request).settings.runs_per_day)
     waiting = any(r["state"] in ("queued", "running") for r in runs)
     return {
         "task": shown.as_dict(),
         "runs": runs,
         "used": used,
         "quota": shown.max_runs_per_team,
+        "daily_cap": daily_cap,
+        "used_today": used_today,
         "team": principal.team,
         "no_worker": waiting and not worker_alive(request),
     }

@@ -83,6 +83,8 @@ def test_the_tasks_cap_overrides_the_servers_and_the_api_changes_it(world: World
         assert _submit(client, world, "red", "loose", "l-1").status_code == 201
         refused = _submit(client, world, "red", "loose", "l-2")
         assert (refused.status_code, refused.json()) == (409, {"error": _refusal("red", 1, "loose", "this server's")})
+        page = client.get("/tasks/loose/submit", headers=world.headers("red"))
+        assert "<dt>Per day</dt><dd>1 of 1 runs used today by team red (UTC days" in page.text
 
         changed = client.patch("/api/v1/tasks/loose", headers=world.headers("owner"), json={"daily_cap": 2})
         assert changed.status_code == 200 and changed.json()["daily_cap"] == 2

@@ -35,6 +35,7 @@ from evalstore.services.tasks.boards import (
 )
 from evalstore.services.tasks.submissions import (
     Submitted,
+    day_used,
     quota_used,
     record_submission,
     register_run,
@@ -61,6 +62,7 @@ __all__ = [
     "change_settings",
     "computed_measures",
     "update_task",
+    "day_used",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",

@@ -293,6 +293,20 @@ def quota_used(engine: Engine, principal: Principal, task_name: str) -> int:
         return slots_used(session, _get_task(session, task_name), principal.team)
 
 
+def day_used(
+    engine: Engine, principal: Principal, task_name: str, server_daily_cap: int | None
+) -> tuple[int | None, int]:
+    """The daily cap on each team's runs to the task (the task's, else ``server_daily_cap``; None:
+    none) and how many of today's (UTC) the principal's team has used (0 for one without a team)."""
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        cap = task.daily_cap if task.daily_cap is not None else server_daily_cap
+        if cap is None or principal.team is None:
+            return cap, 0
+        day_start, _ = claims.utc_day(jobs.db_now(session))
+        return cap, claims.runs_today(session, task.id, principal.team, day_start, _HOLDS_SLOT)
+
+
 def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
     """Delete a submitted run and its evaluation: its team while the task is open, or the task's
     organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
