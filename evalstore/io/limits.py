@@ -143,6 +143,8 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
 
 # a Parquet run or qrels file has a handful of columns; thousands make its metadata the attack
 MAX_PARQUET_COLUMNS = 64
+# writers group a million rows or ~128 MB at a time: thousands of groups are metadata to walk
+MAX_PARQUET_ROW_GROUPS = 10_000
 # a decoded row costs at least this much (a TREC run line is ~20-60 bytes): with the inflated
 # limit it bounds the rows, as dictionary and run-length encoding let a few bytes stand for
 # millions of rows that the compressed and even the uncompressed page sizes never show
@@ -174,6 +176,12 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
         if meta.num_columns > MAX_PARQUET_COLUMNS:
             raise InputFormatError(
                 shown, None, f"has {meta.num_columns} columns; this server reads at most {MAX_PARQUET_COLUMNS}"
+            )
+        if meta.num_row_groups > MAX_PARQUET_ROW_GROUPS:
+            raise InputFormatError(
+                shown,
+                None,
+                f"has {meta.num_row_groups} row groups; this server reads at most {MAX_PARQUET_ROW_GROUPS}",
             )
         if meta.num_rows > max_rows:
             raise LimitExceeded(

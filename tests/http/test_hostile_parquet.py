@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evalstore.errors import LimitExceeded
+from evalstore.errors import InputFormatError, LimitExceeded
 from evalstore.io import limits
 from evalstore.io.limits import MIN_ROW_BYTES, Bounds
 from tests.http.conftest import World, client_for, run_text
@@ -133,3 +133,15 @@ def test_a_valid_parquet_run_and_a_gzipped_one_are_stored(world: World) -> None:
     pq.write_table(shifted, out)
     response = _post(world, gzip.compress(out.getvalue()), "pq-gz-run", filename="run.parquet.gz")
     assert response.status_code == 201, response.text
+
+
+def test_columns_and_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wide = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({f"c{i}": [1] for i in range(65)}), wide)
+    with pytest.raises(InputFormatError, match=r"^wide.parquet: has 65 columns; this server reads at most 64$"):
+        limits.check_parquet(wide, Bounds(2**30), "wide.parquet")
+    monkeypatch.setattr(limits, "MAX_PARQUET_ROW_GROUPS", 3)
+    grouped = tmp_path / "grouped.parquet"
+    grouped.write_bytes(_parquet(40, row_group=10))
+    with pytest.raises(InputFormatError, match=r"^grouped.parquet: has 4 row groups; this server reads at most 3$"):
+        limits.check_parquet(grouped, Bounds(2**30), "grouped.parquet")
