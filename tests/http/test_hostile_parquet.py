@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -145,3 +147,35 @@ def test_columns_and_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.
     grouped.write_bytes(_parquet(40, row_group=10))
     with pytest.raises(InputFormatError, match=r"^grouped.parquet: has 4 row groups; this server reads at most 3$"):
         limits.check_parquet(grouped, Bounds(2**30), "grouped.parquet")
+
+
+def test_the_row_bomb_is_refused_with_bounded_memory(tmp_path: Path) -> None:
+    """5M equal rows (~140 MB decoded) in a file of a few hundred KB: refused from its footer, the
+    Arrow memory of a fresh process that checks it measured (reading it whole took all 140 MB)."""
+    path = tmp_path / "bomb.parquet"
+    batch = pa.table(
+        {
+            "qid": pa.repeat("301", 100_000),
+            "docno": pa.repeat("same", 100_000),
+            "rank": pa.repeat(1, 100_000),
+            "score": pa.repeat(1.0, 100_000),
+        }
+    )
+    with pq.ParquetWriter(path, batch.schema, compression="zstd") as writer:
+        for _ in range(50):
+            writer.write_table(batch)
+    assert path.stat().st_size < 2**20
+    probe = (
+        "import sys, pyarrow as pa\n"
+        "from pathlib import Path\n"
+        "from evalstore.errors import LimitExceeded\n"
+        "from evalstore.io.limits import Bounds, check_parquet\n"
+        "try:\n"
+        "    check_parquet(Path(sys.argv[1]), Bounds(16 * 2**20), 'bomb.parquet')\n"
+        "except LimitExceeded as error:\n"
+        "    print(pa.default_memory_pool().max_memory(), error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
+    peak, message = done.stdout.split(" ", 1)
+    assert message.startswith("bomb.parquet has 5000000 rows; this server takes at most 524288"), done.stdout
+    assert int(peak) < 4 * 2**20, f"peak Arrow memory {int(peak) / 2**20:.1f} MiB"
