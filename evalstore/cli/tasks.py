@@ -12,7 +12,21 @@ from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(help="Create, list, show and release shared tasks.", no_args_is_help=True)
 
-LIST_COLUMNS = ["name", "qrels", "owner", "hidden", "released_at", "opens_at", "closes_at", "max_runs_per_team"]
+LIST_COLUMNS = [
+    "name",
+    "qrels",
+    "owner",
+    "hidden",
+    "released_at",
+    "opens_at",
+    "closes_at",
+    "max_runs_per_team",
+    "daily_cap",
+]
+_DAILY_CAP_HELP = (
+    "Runs a team may submit per UTC day (evaluated ones count, withdrawn or not; failed or cancelled "
+    "ones do not). Default: the server's EVALSTORE_RUNS_PER_DAY."
+)
 
 
 def _moment(value: str | None, option: str) -> datetime | None:
@@ -48,6 +62,7 @@ def create(
         list[str], typer.Option("--measure", help="Measures to evaluate (repeatable; default: evaluate's defaults).")
     ] = [],
     owner: Annotated[str | None, typer.Option("--owner", help="The organiser user who manages the task.")] = None,
+    daily_cap: Annotated[int | None, typer.Option("--daily-cap", min=1, help=_DAILY_CAP_HELP)] = None,
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
@@ -62,8 +77,53 @@ def create(
         max_runs_per_team=max_runs_per_team,
         measures=measure,
         owner=owner,
+        daily_cap=daily_cap,
     )
     info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    name: str,
+    opens: str | None = typer.Option(None, "--opens", help="Submissions open at this time (ISO 8601)."),
+    closes: str | None = typer.Option(None, "--closes", help="Submissions close at this time."),
+    max_runs_per_team: int | None = typer.Option(
+        None, "--max-runs-per-team", min=1, help="Runs a team may have evaluated in all."
+    ),
+    daily_cap: int | None = typer.Option(None, "--daily-cap", min=1, help=_DAILY_CAP_HELP),
+    no_daily_cap: bool = typer.Option(
+        False, "--no-daily-cap", help="Drop the task's daily cap (the server's setting applies)."
+    ),
+    no_quota: bool = typer.Option(False, "--no-max-runs-per-team", help="Drop the quota of runs per team."),
+    measure: list[str] = typer.Option([], "--measure", help="Measures for runs submitted from now on (repeatable)."),
+    description: str | None = typer.Option(None, "--description", help="What participants are told."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Change some of a task's settings; those not given stay as they are."""
+    from evalstore.services import tasks
+
+    if daily_cap is not None and no_daily_cap:
+        raise typer.BadParameter("give --daily-cap N or --no-daily-cap, not both", param_hint="--daily-cap")
+    if max_runs_per_team is not None and no_quota:
+        raise typer.BadParameter(
+            "give --max-runs-per-team N or --no-max-runs-per-team, not both", param_hint="--max-runs-per-team"
+        )
+    changes: dict[str, object] = {}
+    if opens is not None:
+        changes["opens"] = _moment(opens, "--opens")
+    if closes is not None:
+        changes["closes"] = _moment(closes, "--closes")
+    if max_runs_per_team is not None or no_quota:
+        changes["max_runs_per_team"] = max_runs_per_team
+    if daily_cap is not None or no_daily_cap:
+        changes["daily_cap"] = daily_cap
+    if measure:
+        changes["measures"] = measure
+    if description is not None:
+        changes["description"] = description
+    task = tasks.patch_task(state(ctx).engine(), name, changes)
+    render_record(task.as_dict(), fmt, title=name)
 
 
 @app.command()

@@ -25,6 +25,7 @@ from evalstore.services.tasks.admin import (
     create_task,
     export_qrels,
     list_tasks,
+    patch_task,
     release_task,
     show_task,
     update_task,
@@ -42,6 +43,7 @@ from evalstore.services.tasks.lab_boards import (
 )
 from evalstore.services.tasks.submissions import (
     Submitted,
+    day_used,
     quota_used,
     record_submission,
     register_run,
@@ -73,6 +75,7 @@ __all__ = [
     "change_settings",
     "computed_measures",
     "update_task",
+    "day_used",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",
@@ -85,6 +88,7 @@ __all__ = [
     "create_task",
     "export_qrels",
     "list_tasks",
+    "patch_task",
     "manages",
     "queue",
     "record_submission",
