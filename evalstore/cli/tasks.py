@@ -46,10 +46,24 @@ def create(
         [], "--measure", help="Measures to evaluate (repeatable; default: evaluate's defaults)."
     ),
     owner: str | None = typer.Option(None, "--owner", help="The organiser user who manages the task."),
+    official_measure: str | None = typer.Option(
+        None, "--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."
+    ),
+    private_topics: float | None = typer.Option(
+        None,
+        "--private-topics",
+        help="Keep this share of the topics private (e.g. 0.5): until release, participants' leaderboard "
+        "ranks on the other (public) topics only; at release the private ranking is shown beside it.",
+    ),
+    split_seed: int | None = typer.Option(
+        None, "--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."
+    ),
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
 
+    if split_seed is not None and private_topics is None:
+        raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
     task = tasks.create_task(
         state(ctx).engine(),
         name,
@@ -60,8 +74,62 @@ def create(
         max_runs_per_team=max_runs_per_team,
         measures=measure,
         owner=owner,
+        official_measure=official_measure,
+        private_fraction=private_topics,
+        split_seed=split_seed,
     )
     info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
+    if task.private_topics:
+        info(_split_said(task.private_topics, task.split_seed))
+
+
+def _split_said(private: tuple[str, ...], seed: int | None) -> str:
+    return f"{len(private)} private topics (seed {seed}): {', '.join(private)}"
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    name: str,
+    official_measure: str | None = typer.Option(
+        None, "--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."
+    ),
+    private_topics: float | None = typer.Option(
+        None,
+        "--private-topics",
+        help="Draw this share of the topics as private (0: no split). Fixed once a run is submitted.",
+    ),
+    split_seed: int | None = typer.Option(
+        None, "--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."
+    ),
+) -> None:
+    """Set a task's official measure, or draw its public/private topic split (the browser's
+    console edits the other settings)."""
+    from evalstore.services import tasks
+
+    if split_seed is not None and private_topics is None:
+        raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
+    if private_topics is None and official_measure is None:
+        raise typer.BadParameter("Nothing to change: give --official-measure or --private-topics.")
+    engine = state(ctx).engine()
+    if private_topics is None:
+        shown = tasks.show_task(engine, name)
+        task = tasks.update_task(
+            engine,
+            name,
+            opens=shown.opens_at,
+            closes=shown.closes_at,
+            max_runs_per_team=shown.max_runs_per_team,
+            measures=shown.measures,
+            description=shown.description,
+            official_measure=official_measure,
+        )
+    else:
+        task = tasks.set_split(
+            engine, name, private_fraction=private_topics, split_seed=split_seed, official_measure=official_measure
+        )
+    info(f"updated task '{name}'" + (f": official measure {task.official_measure}" if task.official_measure else ""))
+    info(_split_said(task.private_topics, task.split_seed) if task.private_topics else "no public/private split")
 
 
 @app.command()
@@ -103,4 +171,6 @@ def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputF
     """Show one task."""
     from evalstore.services import tasks
 
-    render_record(tasks.show_task(state(ctx).engine(), name).as_dict(), fmt, title=name)
+    task = tasks.show_task(state(ctx).engine(), name)
+    # the command line is the organisers' (and admins'): it lists the private topics, the pages never do
+    render_record({**task.as_dict(), "private_topic_ids": ", ".join(task.private_topics) or None}, fmt, title=name)

@@ -190,6 +190,9 @@ class NewTask(BaseModel):
     max_runs_per_team: int | None = Field(None, ge=1)
     measures: list[Annotated[str, Field(max_length=NAME_MAX)]] = Field([], max_length=200)
     owner: str | None = Field(None, max_length=NAME_MAX)
+    official_measure: str | None = Field(None, max_length=NAME_MAX)
+    private_topics: float | None = Field(None, gt=0, lt=1)  # the share of topics kept private until release
+    split_seed: int | None = Field(None, ge=0, lt=2**63)
 
 
 @router.get("/tasks")
@@ -211,6 +214,9 @@ def create_task(
         max_runs_per_team=body.max_runs_per_team,
         measures=body.measures,
         owner=body.owner,
+        official_measure=body.official_measure,
+        private_fraction=body.private_topics,
+        split_seed=body.split_seed,
         by=principal,
     ).as_dict()
 

@@ -207,7 +207,7 @@ def leaderboard_page(
     )
 
 
-_DOWNLOAD_TYPES = {"csv": "text/csv", "md": "text/markdown", "tex": "application/x-tex"}
+_DOWNLOAD_TYPES = {"csv": "text/csv", "json": "application/json", "md": "text/markdown", "tex": "application/x-tex"}
 
 
 @router.get("/tasks/{task}/leaderboard.{fmt}")
@@ -253,7 +253,8 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
         page=page,
         chart=chart,
         provenance=store.ir_metadata_of(engine, run),
-        reproduces=repro.reproductions_of(engine, run) if page.visible else [],
+        # a reproduction's figures are over every topic: none while a split task's private topics are not shown
+        reproduces=repro.reproductions_of(engine, run) if page.visible and not page.public_only else [],
         no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request),
     )
 

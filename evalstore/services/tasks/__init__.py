@@ -25,11 +25,13 @@ from evalstore.services.tasks.admin import (
     export_qrels,
     list_tasks,
     release_task,
+    set_split,
     show_task,
     update_task,
 )
 from evalstore.services.tasks.boards import (
     TaskBoard,
+    default_measures,
     task_leaderboard,
 )
 from evalstore.services.tasks.submissions import (
@@ -47,6 +49,8 @@ from evalstore.services.tasks.visibility import (
     TaskAccess,
     TaskView,
     manages,
+    public_only,
+    public_topics,
     queue,
     run_results,
     show_job,
@@ -60,6 +64,10 @@ __all__ = [
     "change_settings",
     "computed_measures",
     "update_task",
+    "set_split",
+    "default_measures",
+    "public_only",
+    "public_topics",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -14,6 +16,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import (
     AggregateResult,
     Evaluation,
+    Judgment,
     QrelsSet,
     Submission,
     Task,
@@ -42,10 +45,14 @@ def create_task(
     max_runs_per_team: int | None = None,
     measures: Sequence[str] = (),
     owner: str | None = None,
+    official_measure: str | None = None,
+    private_fraction: float | None = None,
+    split_seed: int | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
-    manages it."""
+    manages it. With ``private_fraction``, that share of the qrels' topics is drawn (from
+    ``split_seed``; drawn at random and recorded when not given) as the private topics."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
     if opens is not None and closes is not None and closes <= opens:
@@ -83,9 +90,12 @@ def create_task(
             closes_at=closes,
             max_runs_per_team=max_runs_per_team,
             measures=names,
+            official_measure=_official(official_measure, names),
         )
         session.add(task)
         session.flush()
+        if private_fraction is not None:
+            draw_split(session, task, private_fraction, split_seed)
         audit(session, by.name if by else None, "tasks.create", name, {"qrels": qrels_name, "hidden": hidden})
         return _task_view(session, task)
 
@@ -112,6 +122,7 @@ def update_task(
     max_runs_per_team: int | None,
     measures: Sequence[str],
     description: str | None,
+    official_measure: str | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """Change a task's settings, all at once (the organiser's form shows every one): its
@@ -127,6 +138,7 @@ def update_task(
             max_runs_per_team=max_runs_per_team,
             measures=measures,
             description=description,
+            official_measure=official_measure,
         )
         audit(
             session,
@@ -138,6 +150,7 @@ def update_task(
                 "closes": _iso(closes),
                 "max_runs_per_team": max_runs_per_team,
                 "measures": list(task.measures),
+                "official_measure": task.official_measure,
             },
         )
         return _task_view(session, task)
@@ -152,6 +165,7 @@ def change_settings(
     max_runs_per_team: int | None,
     measures: Sequence[str],
     description: str | None,
+    official_measure: str | None = None,
 ) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
@@ -166,7 +180,82 @@ def change_settings(
         )
     task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
     task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    task.official_measure = _official(official_measure, task.measures)
     task.description = description or None
+
+
+def _official(measure: str | None, measures: Sequence[str]) -> str | None:
+    """The official measure by its canonical name; it must be one the task evaluates (with the
+    default measures: one of evaluate's defaults), or the board could not rank by it."""
+    if not measure:
+        return None
+    name = str(resolve_measures([measure])[0])
+    evaluated = list(measures) or [str(m) for m in resolve_measures(list(jobs.EvaluationOptions().measures))]
+    if name not in evaluated:
+        listed = ", ".join(measures) if measures else "evaluate's defaults"
+        raise InvalidParameterError(
+            f"The official measure {name} is not one the task evaluates ({listed}); add it to the measures."
+        )
+    return name
+
+
+def set_split(
+    engine: Engine,
+    name: str,
+    *,
+    private_fraction: float,
+    split_seed: int | None = None,
+    official_measure: str | None = None,
+    by: Principal | None = None,
+) -> TaskView:
+    """Draw (or, with a fraction of 0, remove) the task's public/private topic split, and set its
+    official measure when given. The drawn topics are stored: a split is fixed once a run has been
+    submitted (redrawing then could favour runs already seen)."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        if task.private_topics and session.scalar(select(Submission.id).where(Submission.task_id == task.id).limit(1)):
+            raise ConflictError(
+                f"Task '{name}' has submissions: its private topics are fixed (seed {task.split_seed}). "
+                "Create a new task to split its topics otherwise."
+            )
+        if official_measure is not None:
+            task.official_measure = _official(official_measure, task.measures)
+        if private_fraction == 0:
+            task.private_topics = task.private_fraction = task.split_seed = None
+        else:
+            draw_split(session, task, private_fraction, split_seed)
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.split",
+            name,
+            {"private_fraction": private_fraction, "seed": task.split_seed, "official_measure": task.official_measure},
+        )
+        return _task_view(session, task)
+
+
+def draw_split(session: Session, task: Task, fraction: float, seed: int | None) -> None:
+    """The step of :func:`set_split`: draw ``fraction`` of the qrels' topics (sorted, then a
+    permutation from ``seed``) as the task's private topics, and record the fraction and seed."""
+    if not 0 < fraction < 1:
+        raise InvalidParameterError(
+            f"--private-topics is the share of topics kept private, between 0 and 1; got {fraction}."
+        )
+    topics = sorted(set(session.scalars(select(Judgment.topic).where(Judgment.qrels_id == task.qrels_id).distinct())))
+    count = round(fraction * len(topics))
+    if not 1 <= count < len(topics):
+        raise InvalidParameterError(
+            f"A share of {fraction} of the {len(topics)} topics leaves no public or no private topic; "
+            "pick a share that keeps at least one of each."
+        )
+    seed = secrets.randbits(31) if seed is None else seed
+    chosen = np.random.default_rng(seed).permutation(len(topics))[:count]
+    task.private_topics = sorted((topics[i] for i in chosen), key=_topic_order)
+    task.private_fraction, task.split_seed = fraction, seed
+
+
+def _topic_order(topic: str) -> tuple[int, int | str]:
+    return (0, int(topic)) if topic.isdigit() else (1, topic)
 
 
 def computed_measures(engine: Engine, name: str) -> list[str]:

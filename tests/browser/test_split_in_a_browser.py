@@ -1,0 +1,88 @@
+"""A released task with a public/private topic split, in Chromium at 1280 and 390 px: a participant
+reads the final standings (the public ranking, the private rank beside it, the swaps marked);
+before the release the same participant saw the public ranking only. axe finds no serious
+violation; the page does not scroll sideways on a phone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from evalstore.services import access, store, tasks
+from evalstore.services.orchestration import work_on
+from evalstore.web.app import create_app
+from evalstore.web.settings import ServerSettings
+from tests.browser.axe import axe_violations
+from tests.browser.test_organiser_in_a_browser import _no_sideways_scroll
+from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, sign_in
+from tests.http.conftest import SAMPLE, run_text, serving
+
+__all__ = ["browser_page"]  # the fixture, shared with the other browser tests
+
+TOPICS = ("301", "302", "303")
+
+
+@pytest.fixture
+def split_task(sqlite_engine: Engine, tmp_path: Path) -> Iterator[tuple[str, Engine]]:
+    """Task 'split-task' with one of its three topics private and four teams' runs: beta retrieves
+    for the public topics only and gamma for the private one only, so the rankings differ."""
+    engine = sqlite_engine
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
+    access.add_user(engine, "olga", role="organiser", password=PASSWORD)
+    task = tasks.create_task(
+        engine,
+        "split-task",
+        qrels_name="sample",
+        owner="olga",
+        measures=["AP", "nDCG@10", "P@10"],
+        official_measure="AP",
+        private_fraction=1 / 3,
+        split_seed=2026,
+    )
+    public = tuple(t for t in TOPICS if t not in task.private_topics)
+    runs = {"alpha": (TOPICS, 0), "beta": (public, 2), "gamma": (task.private_topics, 1), "delta": (TOPICS, 5)}
+    for team, (topics, shift) in runs.items():
+        access.add_user(engine, team, role="participant", team=team, password=PASSWORD if team == "alpha" else None)
+        path = tmp_path / f"{team}.txt"
+        path.write_text(run_text(topics, tag=team, shift=shift))
+        participant = access.authenticate(engine, access.create_token(engine, team).token)
+        job = tasks.submit_run(engine, participant, "split-task", path, name=f"{team}-run").job.evaluation_id
+        work_on(engine, [job], mlflow=False)
+    settings = ServerSettings(
+        database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False, writes_per_minute=1000
+    )
+    with serving(create_app(settings)) as url:
+        yield url, engine
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_participant_reads_the_final_standings_with_the_swaps(
+    split_task: tuple[str, Engine], browser_page: object, width: int
+) -> None:
+    site, engine = split_task
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, site, "alpha", "/tasks/split-task")
+    main = page.inner_text("main")  # type: ignore[attr-defined]
+    assert "Ranked on the public topics only" in main and "Private #" not in main
+
+    tasks.release_task(engine, "split-task")
+    page.reload()  # type: ignore[attr-defined]
+    assert "Final standings" in page.inner_text("#split-note")  # type: ignore[attr-defined]
+    header = page.inner_text("table.board thead")  # type: ignore[attr-defined]
+    assert "Private #" in header and "Swap" in header
+    swapped = page.locator("table.board tr.swapped")  # type: ignore[attr-defined]
+    assert swapped.count() >= 2  # a swap moves at least two runs
+    assert any("gamma-run" in swapped.nth(i).inner_text() for i in range(swapped.count()))
+    assert "▲" in page.inner_text("table.board")  # type: ignore[attr-defined]
+    # run, the official measure, tier and the private rank fit a phone's width
+    for column in ("Run", "AP", "Tier", "Private #"):
+        cell = page.locator("table.board th", has_text=column).first  # type: ignore[attr-defined]
+        box = cell.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width, (column, box)
+    shot(page, "split-released" if width == 1280 else f"split-released-{width}")
+    _no_sideways_scroll(page, width)
+    assert not axe_violations(page)
