@@ -76,7 +76,7 @@ def test_a_participant_gets_no_private_topic_number_from_any_route(
     rows = list(csv.reader(io.StringIO(client.get("/tasks/split/leaderboard.csv", headers=red).text)))
     assert rows[0][rows[0].index("topics")] == "topics" and {r[rows[0].index("topics")] for r in rows[1:]} == {"2"}
     page = client.get("/tasks/split", headers=red).text
-    assert "Ranked on the public topics only: 1 of the task&#39;s topics are kept private" in page
+    assert "Ranked on the public topics only: 1 of the task's topics are kept private" in page
 
 
 def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
@@ -85,7 +85,8 @@ def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
     private, _ = split
     board = client.get("/api/v1/tasks/split/leaderboard", headers=world.headers("owner")).json()
     ranks = {r["run"]: (r["rank"], r["private"]["rank"], r["swap"]) for r in board["rows"]}
-    assert ranks["blue-private"][1] == 1 and ranks["blue-private"][2] > 0  # blue rises on the private topic
+    assert ranks["blue-private"][0] == 3 and ranks["blue-private"][2] > 0  # blue rises on the private topic
+    assert ranks["red-public"][1] == 3 and ranks["red-public"][2] < 0  # red-public, which has none of it, falls
     owner_page = client.get("/runs/red-all", headers=world.headers("owner")).text
     assert f"<td>{private}</td>" in owner_page  # the organiser's run page has every topic
     owner_download = json.loads(client.get("/tasks/split/leaderboard.json", headers=world.headers("owner")).text)
@@ -102,5 +103,5 @@ def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
     page = client.get("/tasks/split", headers=red).text
     assert "Final standings" in page and "Private #" in page and 'class="swapped"' in page
     download = json.loads(client.get("/tasks/split/leaderboard.json", headers=red).text)
-    assert {r["run"]: r["private"]["rank"] for r in download["rows"]}["blue-private"] == 1
+    assert {r["run"]: r["private"]["rank"] for r in download["rows"]}["red-public"] == 3
     assert "private rank" in client.get("/tasks/split/leaderboard.csv", headers=red).text.splitlines()[0]

@@ -143,7 +143,8 @@ def task_leaderboard(
     names = list(measures) or default_measures(state.official_measure, state.measures)
     split = bool(state.private_topics)
     with_private = split and not public_only(principal, state)
-    key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint, state.private_topics, with_private)
+    final = state.released_at is not None  # a split board says whether its private ranking is the final one
+    key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint, state.private_topics, with_private, final)
     cached: TaskBoard | None = context.boards.get(key)
     if cached is not None:
         return cached
@@ -161,7 +162,7 @@ def task_leaderboard(
         body["split"] = {
             "public": "every topic but the private ones",
             "private_topics": len(state.private_topics),
-            "final": state.released_at is not None,
+            "final": final,
             "private_shown": with_private,
         }
     if state.fingerprint[2] is not None:  # some run has finished evaluating
