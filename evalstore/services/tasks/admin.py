@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -86,8 +86,8 @@ def create_task(
             qrels_id=qrels.id,
             owner_id=owner_id,
             hidden=hidden,
-            opens_at=opens,
-            closes_at=closes,
+            opens_at=_utc(opens),
+            closes_at=_utc(closes),
             max_runs_per_team=max_runs_per_team,
             measures=names,
             official_measure=_official(official_measure, names),
@@ -178,10 +178,15 @@ def change_settings(
         raise InvalidParameterError(
             f"The description has {len(description)} characters; at most {DESCRIPTION_CHARACTERS} fit."
         )
-    task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
+    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
     task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
     task.official_measure = _official(official_measure, task.measures)
     task.description = description or None
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A time with an offset as UTC: SQLite keeps no offset, so 12:00+01:00 would read back as 12:00 UTC."""
+    return moment.astimezone(UTC) if moment is not None and moment.tzinfo is not None else moment
 
 
 def _official(measure: str | None, measures: Sequence[str]) -> str | None:
