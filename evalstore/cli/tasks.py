@@ -84,7 +84,7 @@ def create(
 
 
 def _split_said(private: tuple[str, ...], seed: int | None) -> str:
-    return f"{len(private)} private topics (seed {seed}): {', '.join(private)}"
+    return f"{len(private)} private topic{'s' if len(private) != 1 else ''} (seed {seed}): {', '.join(private)}"
 
 
 @app.command()

@@ -91,7 +91,7 @@ def test_a_task_split_and_official_measure_from_the_command_line(url: str) -> No
     args = ("tasks", "create", "s", "--qrels", "sample", "--measure", "AP", "--measure", "P@10")
     created = cli(url, *args, "--official-measure", "P_10", "--private-topics", "0.34", "--split-seed", "5")
     assert created.exit_code == 0, created.output
-    assert created.stderr.splitlines()[1].startswith("1 private topics (seed 5): 30")
+    assert created.stderr.splitlines()[1].startswith("1 private topic (seed 5): 30")
     task = json.loads(cli(url, "tasks", "show", "s", "--format", "json").stdout)[0]
     assert (task["official_measure"], task["private_topics"], task["split_seed"]) == ("P@10", 1, 5)
     assert task["private_topic_ids"] in ("301", "302", "303")  # the organisers' command line lists them

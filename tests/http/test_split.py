@@ -76,7 +76,7 @@ def test_a_participant_gets_no_private_topic_number_from_any_route(
     rows = list(csv.reader(io.StringIO(client.get("/tasks/split/leaderboard.csv", headers=red).text)))
     assert rows[0][rows[0].index("topics")] == "topics" and {r[rows[0].index("topics")] for r in rows[1:]} == {"2"}
     page = client.get("/tasks/split", headers=red).text
-    assert "Ranked on the public topics only: 1 of the task's topics are kept private" in page
+    assert "Ranked on the public topics only: 1 of the task's topics is kept private" in page
 
 
 def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
