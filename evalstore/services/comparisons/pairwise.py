@@ -65,10 +65,10 @@ def score_matrix(
     measures: list[str],
     missing: str = "error",
     evaluate_missing: bool = True,
-    topics: TopicFilter | None = None,
+    topic_filter: TopicFilter | None = None,
 ) -> ScoreMatrix:
     """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels (of
-    the topics ``topics`` keeps: a task's public ones)."""
+    the topics ``topic_filter`` keeps: a split task's public ones)."""
     if missing not in MISSING_POLICIES:
         raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
     if len(set(run_names)) != len(run_names):
@@ -112,7 +112,8 @@ def score_matrix(
         for run in run_names:
             table = repo.result_table(session, chosen[run].id, names).to_pandas()
             frame = table.pivot(index="query_id", columns="measure", values="value")
-            frames[run] = frame if topics is None else frame[[topics.keeps(str(t)) for t in frame.index]]
+            kept = frame if topic_filter is None else frame[[topic_filter.keeps(str(t)) for t in frame.index]]
+            frames[run] = kept
     topics = sorted(set().union(*(frame.index for frame in frames.values())))
     zero_filled: dict[str, list[str]] = {}
     for run, frame in frames.items():
@@ -256,7 +257,7 @@ def compare(
     missing: str = "error",
     multi: str | None = None,
     evaluate_missing: bool = True,
-    topics: TopicFilter | None = None,
+    topic_filter: TopicFilter | None = None,
 ) -> Comparison:
     """Paired comparison of runs on each measure, p-values corrected within each measure's family
     (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
@@ -284,7 +285,7 @@ def compare(
         measures=measures,
         missing=missing,
         evaluate_missing=evaluate_missing,
-        topics=topics,
+        topic_filter=topic_filter,
     )
     random = (multi or test) in ("randomization", "bootstrap", "randomized-tukey")
     if random and seed is None:

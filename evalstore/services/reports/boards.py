@@ -149,7 +149,7 @@ def _tiers(
         measures=[measure],
         multi="tukey",
         missing="zero",
-        topics=topics,
+        topic_filter=topics,
     )
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]

@@ -85,7 +85,7 @@ def run_page(
             run_names=done or [run],
             measures=[measure],
             missing="zero",
-            topics=access.topics,  # a split task before its release: its public topics only
+            topic_filter=access.topics,  # a split task before its release: its public topics only
         )
         scores = matrix.scores[matrix.measures[0]]
         median = np.median(scores, axis=0)
@@ -166,7 +166,7 @@ def compare_page(
         test=test,
         missing="zero",
         evaluate_missing=False,
-        topics=access.topics,  # a split task before its release: its public topics only
+        topic_filter=access.topics,  # a split task before its release: its public topics only
     )  # a GET never stores
     matrix = comparison.matrix
     scores = matrix.scores[matrix.measures[0]]

@@ -336,7 +336,7 @@ def run_results(
     stored = ranking.results(
         engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None, evaluation_id=job.id
     )
-    per_topic = stored.frame.to_dict(orient="index")
+    per_topic: dict[Any, dict[str, Any]] = stored.frame.to_dict(orient="index")  # type: ignore[assignment]
     if public_only(principal, task):  # a split task before its release: the public topics' values only
         shown = public_topics(task)
         per_topic = {t: row for t, row in per_topic.items() if shown.keeps(str(t))}
