@@ -88,7 +88,7 @@ def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
     assert ranks["blue-private"][0] == 3 and ranks["blue-private"][2] > 0  # blue rises on the private topic
     assert ranks["red-public"][1] == 3 and ranks["red-public"][2] < 0  # red-public, which has none of it, falls
     owner_page = client.get("/runs/red-all", headers=world.headers("owner")).text
-    assert f"<td>{private}</td>" in owner_page  # the organiser's run page has every topic
+    assert f'<td>{private} <small class="muted">private</small></td>' in owner_page  # every topic, the private marked
     owner_download = json.loads(client.get("/tasks/split/leaderboard.json", headers=world.headers("owner")).text)
     assert owner_download["split"]["private_shown"] and all("swap" in r for r in owner_download["rows"])
     assert client.post("/api/v1/tasks/split/release", headers=world.headers("owner")).status_code == 200

@@ -52,6 +52,7 @@ class RunPage:
     columns: list[str]  # of the per-topic table (the API's per_query holds every measure)
     task_runs: int
     public_only: bool = False  # a split task before its release: the values are the public topics' only
+    private_topics: frozenset[str] = frozenset()  # of a split task, for whoever sees their values
 
 
 def run_page(
@@ -98,8 +99,22 @@ def run_page(
     columns = [m for m in dict.fromkeys((measure or "", *PER_TOPIC_COLUMNS)) if m in measures]
     rows = [{"topic": t, **{m: per_query[t].get(m) for m in columns}} for t in sorted(per_query, key=_topic_key)]
     public_only = results.get("topic_set") == "public"
+    split = tasks.task_access(engine, principal, submission["task"]).board_topics
+    private = split.topics if split is not None and not public_only else frozenset()
     return RunPage(
-        submission, True, aggregates, measure, topics, values, medians, rows, measures, columns, others, public_only
+        submission,
+        True,
+        aggregates,
+        measure,
+        topics,
+        values,
+        medians,
+        rows,
+        measures,
+        columns,
+        others,
+        public_only,
+        private,
     )
 
 
