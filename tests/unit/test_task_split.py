@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from evalstore.errors import ConflictError, InvalidParameterError
-from evalstore.services import access, reports, store, tasks
+from evalstore.services import access, embargo, reports, store, tasks
 from evalstore.services.kinds import ranking
 from evalstore.services.orchestration import work_on
 from tests.http.conftest import SAMPLE, as_principal, run_text
@@ -154,3 +154,13 @@ def test_downloads_carry_interval_bounds_topic_counts_and_the_private_ranking(
     assert lines[1].startswith("1,red-public,red,automatic,") and lines[1].endswith(",2,0.0000,0.0000,1,-1")
     assert "\\begin{tabular}{rlll" in reports.board_download(page, "tex")
     assert "| private rank |" in reports.board_download(page, "md")
+
+
+def test_mlflow_gets_a_split_tasks_results_only_at_its_release(sqlite_engine: Engine, tmp_path: Path) -> None:
+    """MLflow knows no roles: whoever reads it would read the private topics' values."""
+    _task(sqlite_engine)
+    _submit(sqlite_engine, tmp_path, "red", "red-run", TOPICS)
+    job = tasks.show_submission(sqlite_engine, as_principal(sqlite_engine, "owner"), "red-run")["job"]
+    assert embargo.is_embargoed(sqlite_engine, job)
+    tasks.release_task(sqlite_engine, "split")
+    assert not embargo.is_embargoed(sqlite_engine, job)
