@@ -87,3 +87,31 @@ def test_a_participant_reads_the_final_standings_with_the_swaps(
     shot(page, "split-released" if width == 1280 else f"split-released-{width}")
     _no_sideways_scroll(page, width)
     assert not axe_violations(page)
+
+
+def test_an_organiser_sets_times_in_their_own_time_zone(split_task: tuple[str, Engine], browser_page: object) -> None:
+    """A browser in Berlin: the form shows and takes local time, the server stores UTC, and the
+    task's pages show the time in Berlin's time (UTC in the page's text without the script)."""
+    site, engine = split_task
+    context = browser_page.context.browser.new_context(timezone_id="Europe/Berlin")  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        sign_in(page, site, "olga", "/tasks/split-task/manage")
+        assert page.inner_text("[data-zone-of=closes]") == "(Europe/Berlin)"
+        shot(page, "console-split")
+        page.fill("#closes", "2027-01-31T18:00")
+        page.fill("#official_measure", "nDCG@10")
+        page.click("text=Save settings")
+        assert page.inner_text("[role=status] >> nth=0") == "Settings saved."
+        shown = tasks.show_task(engine, "split-task").as_dict()
+        assert shown["closes_at"] == "2027-01-31T17:00:00+00:00"  # 18:00 in Berlin (CET, UTC+1)
+        assert shown["official_measure"] == "nDCG@10"
+        assert page.input_value("#closes") == "2027-01-31T18:00"  # shown in Berlin's time again
+        page.goto(f"{site}/tasks/split-task")
+        closes = page.locator("time[datetime='2027-01-31T17:00:00+00:00']")
+        assert "18:00" in closes.inner_text() or "6:00" in closes.inner_text()
+        assert closes.get_attribute("title") == "2027-01-31 17:00 UTC"
+        assert "official measure nDCG@10" in page.inner_text("main")
+        assert not axe_violations(page)
+    finally:
+        context.close()
