@@ -20,7 +20,9 @@ from tests.http.conftest import SAMPLE, as_principal, run_text
 TOPICS = ("301", "302", "303")
 
 
-def _task(engine: Engine, seed: int = 7, fraction: float = 1 / 3) -> tasks.TaskView:
+def _task(
+    engine: Engine, seed: int = 7, fraction: float = 1 / 3, measures: tuple[str, ...] = ("AP", "P@10")
+) -> tasks.TaskView:
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     access.add_user(engine, "owner", role="organiser")
     for team in ("red", "blue"):
@@ -30,7 +32,7 @@ def _task(engine: Engine, seed: int = 7, fraction: float = 1 / 3) -> tasks.TaskV
         "split",
         qrels_name="sample",
         owner="owner",
-        measures=["AP", "P@10"],
+        measures=list(measures),
         official_measure="map",
         private_fraction=fraction,
         split_seed=seed,
@@ -86,7 +88,7 @@ def test_the_split_is_fixed_once_a_run_is_submitted(sqlite_engine: Engine, tmp_p
 
 
 def test_a_participant_ranks_on_the_public_topics_from_the_stored_values(sqlite_engine: Engine, tmp_path: Path) -> None:
-    task = _task(sqlite_engine)
+    task = _task(sqlite_engine, measures=("AP", "P@10", "num_ret"))
     _submit(sqlite_engine, tmp_path, "red", "red-all", TOPICS, shift=1)
     _submit(sqlite_engine, tmp_path, "blue", "blue-all", TOPICS, shift=3)
     stored = ranking.results(sqlite_engine, qrels_name="sample", run_name="red-all", measures=["AP"]).frame["AP"]
@@ -107,6 +109,8 @@ def test_a_participant_ranks_on_the_public_topics_from_the_stored_values(sqlite_
     results = tasks.run_results(sqlite_engine, red, "red-all", per_query=True)
     assert sorted(results["per_query"]) == public and results["topics"] == len(public)
     assert results["aggregates"]["AP"] == pytest.approx(stored[public].mean())
+    counts = ranking.results(sqlite_engine, qrels_name="sample", run_name="red-all", measures=["num_ret"]).frame
+    assert results["aggregates"]["NumRet"] == counts["NumRet"][public].sum()  # a count sums, as trec_eval's does
     # the run page's per-topic picture: the public topics only
     page = reports.run_page(sqlite_engine, red, "red-all")
     assert sorted(page.topics) == public and [r["topic"] for r in page.per_topic] == public

@@ -24,9 +24,10 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only
 from evalstore.errors import (
+    InvalidParameterError,
     NotFoundError,
 )
-from evalstore.metrics import headline_measures
+from evalstore.metrics import headline_measures, resolve_measures, summarise
 from evalstore.services import jobs
 from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
@@ -352,14 +353,22 @@ def run_results(
 
 
 def _public_means(per_topic: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    """Each measure's mean over the given topics' stored values; a measure that is not a mean of
-    per-topic values (num_q, gm_map's geometric mean...) is left out rather than given over all topics."""
+    """Each measure's summary (trec_eval's: a mean, a sum or a geometric mean) over the given
+    topics' stored values, as the evaluation summarised all of them; a measure with no per-topic
+    values is left out rather than given over every topic."""
     columns: dict[str, list[float]] = {}
     for row in per_topic.values():
         for measure, value in row.items():
-            if isinstance(value, float | np.floating | int) and not isinstance(value, bool):
+            if isinstance(value, float | np.floating | int) and not isinstance(value, bool) and not np.isnan(value):
                 columns.setdefault(measure, []).append(float(value))
-    return {m: _number(float(np.nanmean(v))) if not np.all(np.isnan(v)) else None for m, v in columns.items()}
+    out: dict[str, Any] = {}
+    for name, values in columns.items():
+        try:
+            (resolved,) = resolve_measures([name])
+        except InvalidParameterError:  # not a registry measure (none is stored so): no summary known
+            continue
+        out[name] = _number(summarise(resolved, np.array(values)))
+    return out
 
 
 def _number(value: Any) -> Any:
