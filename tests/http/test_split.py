@@ -105,3 +105,16 @@ def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
     download = json.loads(client.get("/tasks/split/leaderboard.json", headers=red).text)
     assert {r["run"]: r["private"]["rank"] for r in download["rows"]}["red-public"] == 3
     assert "private rank" in client.get("/tasks/split/leaderboard.csv", headers=red).text.splitlines()[0]
+
+
+def test_an_organiser_creates_a_split_task_over_the_api(world: World, client: TestClient) -> None:
+    body = {"name": "api-split", "qrels": "sample", "private_topics": 0.5, "split_seed": 3, "official_measure": "P_10"}
+    created = client.post("/api/v1/tasks", json=body, headers=world.headers("owner"))
+    assert created.status_code == 201, created.text
+    shown = created.json()
+    assert (shown["private_topics"], shown["split_seed"], shown["official_measure"]) == (2, 3, "P@10")
+    assert not any(topic in created.text for topic in TOPICS)  # how many topics are private, never which
+    refused = client.post(
+        "/api/v1/tasks", json={**body, "name": "x", "private_topics": 1.5}, headers=world.headers("owner")
+    )
+    assert refused.status_code == 422
