@@ -193,7 +193,9 @@ def board_download(page: BoardPage, fmt: str) -> str:
             for i, r in enumerate(page.rows, start=1)
         ]
         board = {"task": page.task, "measures": page.measures, "sort": page.sort, "split": page.split, "rows": rows}
-        return json.dumps(board, indent=1) + "\n"
+        # the same JSON, with no "<", ">" or "&" a browser sniffing it as HTML could act on
+        text = json.dumps(board, indent=1).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return text + "\n"
     header = ["rank", "run", "team", "type", *(f"{m}{end}" for m in page.measures for end in _BOUNDS), "topics"]
     header += ["tier", "judged@10"]
     if private:
