@@ -63,10 +63,28 @@ def create(
     ] = [],
     owner: Annotated[str | None, typer.Option("--owner", help="The organiser user who manages the task.")] = None,
     daily_cap: Annotated[int | None, typer.Option("--daily-cap", min=1, help=_DAILY_CAP_HELP)] = None,
+    official_measure: Annotated[
+        str | None,
+        typer.Option("--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."),
+    ] = None,
+    private_topics: Annotated[
+        float | None,
+        typer.Option(
+            "--private-topics",
+            help="Keep this share of the topics private (e.g. 0.5): until release, participants' leaderboard "
+            "ranks on the other (public) topics only; at release the private ranking is shown beside it.",
+        ),
+    ] = None,
+    split_seed: Annotated[
+        int | None,
+        typer.Option("--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."),
+    ] = None,
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
 
+    if split_seed is not None and private_topics is None:
+        raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
     task = tasks.create_task(
         state(ctx).engine(),
         name,
@@ -78,30 +96,60 @@ def create(
         measures=measure,
         owner=owner,
         daily_cap=daily_cap,
+        official_measure=official_measure,
+        private_fraction=private_topics,
+        split_seed=split_seed,
     )
     info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
+    if task.private_topics:
+        info(_split_said(task.private_topics, task.split_seed))
+
+
+def _split_said(private: tuple[str, ...], seed: int | None) -> str:
+    return f"{len(private)} private topic{'s' if len(private) != 1 else ''} (seed {seed}): {', '.join(private)}"
 
 
 @app.command()
 def update(
     ctx: typer.Context,
     name: str,
-    opens: str | None = typer.Option(None, "--opens", help="Submissions open at this time (ISO 8601)."),
-    closes: str | None = typer.Option(None, "--closes", help="Submissions close at this time."),
-    max_runs_per_team: int | None = typer.Option(
-        None, "--max-runs-per-team", min=1, help="Runs a team may have evaluated in all."
-    ),
-    daily_cap: int | None = typer.Option(None, "--daily-cap", min=1, help=_DAILY_CAP_HELP),
-    no_daily_cap: bool = typer.Option(
-        False, "--no-daily-cap", help="Drop the task's daily cap (the server's setting applies)."
-    ),
-    no_quota: bool = typer.Option(False, "--no-max-runs-per-team", help="Drop the quota of runs per team."),
-    measure: list[str] = typer.Option([], "--measure", help="Measures for runs submitted from now on (repeatable)."),
-    description: str | None = typer.Option(None, "--description", help="What participants are told."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    opens: Annotated[str | None, typer.Option("--opens", help="Submissions open at this time (ISO 8601).")] = None,
+    closes: Annotated[str | None, typer.Option("--closes", help="Submissions close at this time.")] = None,
+    max_runs_per_team: Annotated[
+        int | None, typer.Option("--max-runs-per-team", min=1, help="Runs a team may have evaluated in all.")
+    ] = None,
+    daily_cap: Annotated[int | None, typer.Option("--daily-cap", min=1, help=_DAILY_CAP_HELP)] = None,
+    no_daily_cap: Annotated[
+        bool, typer.Option("--no-daily-cap", help="Drop the task's daily cap (the server's setting applies).")
+    ] = False,
+    no_quota: Annotated[bool, typer.Option("--no-max-runs-per-team", help="Drop the quota of runs per team.")] = False,
+    measure: Annotated[
+        list[str], typer.Option("--measure", help="Measures for runs submitted from now on (repeatable).")
+    ] = [],
+    description: Annotated[str | None, typer.Option("--description", help="What participants are told.")] = None,
+    official_measure: Annotated[
+        str | None,
+        typer.Option("--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."),
+    ] = None,
+    private_topics: Annotated[
+        float | None,
+        typer.Option(
+            "--private-topics",
+            help="Draw this share of the topics as private (0: no split). Fixed once a run is submitted.",
+        ),
+    ] = None,
+    split_seed: Annotated[
+        int | None,
+        typer.Option("--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."),
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
-    """Change some of a task's settings; those not given stay as they are."""
+    """Change some of a task's settings; those not given stay as they are. --private-topics draws
+    its public/private topic split (0 removes it)."""
     from evalstore.services import tasks
+
+    if split_seed is not None and private_topics is None:
+        raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
 
     if daily_cap is not None and no_daily_cap:
         raise typer.BadParameter("give --daily-cap N or --no-daily-cap, not both", param_hint="--daily-cap")
@@ -122,7 +170,17 @@ def update(
         changes["measures"] = measure
     if description is not None:
         changes["description"] = description
-    task = tasks.patch_task(state(ctx).engine(), name, changes)
+    if official_measure is not None:
+        changes["official_measure"] = official_measure
+    if not changes and private_topics is None:
+        raise typer.BadParameter("Nothing to change: give at least one setting (see --help).")
+    engine = state(ctx).engine()
+    task = tasks.patch_task(engine, name, changes) if changes else tasks.show_task(engine, name)
+    if private_topics is not None:
+        task = tasks.set_split(engine, name, private_fraction=private_topics, split_seed=split_seed)
+        info(_split_said(task.private_topics, task.split_seed) if task.private_topics else "no public/private split")
+    if official_measure is not None:
+        info(f"updated task '{name}': official measure {task.official_measure}")
     render_record(task.as_dict(), fmt, title=name)
 
 
@@ -169,4 +227,6 @@ def show(
     """Show one task."""
     from evalstore.services import tasks
 
-    render_record(tasks.show_task(state(ctx).engine(), name).as_dict(), fmt, title=name)
+    task = tasks.show_task(state(ctx).engine(), name)
+    # the command line is the organisers' (and admins'): it lists the private topics, the pages never do
+    render_record({**task.as_dict(), "private_topic_ids": ", ".join(task.private_topics) or None}, fmt, title=name)

@@ -608,6 +608,12 @@ class Task(Base):
     measures: Mapped[list[str]] = mapped_column(JSON, default=list)  # empty: evaluate's defaults
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     description: Mapped[str | None] = mapped_column(Text)  # the organiser's words to participants (0020)
+    official_measure: Mapped[str | None] = mapped_column(String(200))  # what ranks the leaderboard (0022)
+    # a public/private topic split (0022): the drawn private topics, stored so that they never change
+    # (the qrels may gain topics later: those are public), and the fraction and seed they were drawn with
+    private_topics: Mapped[list[str] | None] = mapped_column(JSON)
+    private_fraction: Mapped[float | None] = mapped_column(Double)
+    split_seed: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Submission(Base):

@@ -5,6 +5,8 @@ who may be adversaries."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 
 # OWASP's "CSV injection" rule: a cell that begins with one of these is read as a formula by
@@ -64,3 +66,28 @@ def latex_cell(text: str) -> str:
     """``text`` typeset literally in a LaTeX document: its special characters escaped, line breaks
     and other control characters (which end a paragraph or a table row) made spaces."""
     return "".join(_TEX.get(c, " " if ord(c) < 32 or ord(c) == 127 else c) for c in text)
+
+
+TABLE_FORMATS = ("csv", "md", "tex")
+
+
+def table(header: list[str], rows: list[list[str]], fmt: str, *, right: frozenset[int] = frozenset()) -> str:
+    """A downloadable table, every cell made inert: CSV, a Markdown table, or a LaTeX tabular
+    (booktabs rules; the columns in ``right`` right-aligned, for numbers)."""
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([csv_cell(h) for h in header])
+        writer.writerows([csv_cell(cell) for cell in row] for row in rows)
+        return out.getvalue()
+    if fmt == "md":
+        lines = ["| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+    if fmt != "tex":
+        raise ValueError(f"no table format '{fmt}'")
+    columns = "".join("r" if i in right else "l" for i in range(len(header)))
+    lines = [rf"\begin{{tabular}}{{{columns}}}", r"\toprule", " & ".join(latex_cell(h) for h in header) + r" \\"]
+    lines += [r"\midrule", *(" & ".join(latex_cell(cell) for cell in row) + r" \\" for row in rows)]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"

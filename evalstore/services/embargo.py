@@ -1,6 +1,7 @@
-"""What MLflow must not receive yet: the results of runs submitted to a hidden task that is not
-released. MLflow has no notion of evalstore's roles, so whoever reads its experiments would read
-hidden scores; such evaluations stay ``pending`` (never claimed for logging) until the task is
+"""What MLflow must not receive yet: the results of runs submitted to a hidden task, or to a task
+with private topics (a public/private split), that is not released. MLflow has no notion of
+evalstore's roles, so whoever reads its experiments would read hidden scores (or the private
+topics' values); such evaluations stay ``pending`` (never claimed for logging) until the task is
 released, and are then logged like any other by the worker's idle sync or ``evalstore mlflow sync``."""
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ from evalstore.db.session import read_only
 
 
 def embargoed() -> ColumnElement[bool]:
-    """True for an evaluation whose run is a submission to a hidden, unreleased task."""
+    """True for an evaluation whose run is a submission to an unreleased task that is hidden or
+    keeps topics private (a split's private_fraction is set exactly while it has private topics)."""
     return exists(
         select(Submission.id)
         .join(Task, Task.id == Submission.task_id)
-        .where(Submission.run_id == Evaluation.run_id, Task.hidden.is_(True), Task.released_at.is_(None))
+        .where(
+            Submission.run_id == Evaluation.run_id,
+            Task.released_at.is_(None),
+            Task.hidden.is_(True) | Task.private_fraction.is_not(None),
+        )
     )
 
 

@@ -191,6 +191,9 @@ class NewTask(BaseModel):
     daily_cap: int | None = Field(None, ge=1)  # each team's runs per UTC day (none: the server's setting)
     measures: list[Annotated[str, Field(max_length=NAME_MAX)]] = Field([], max_length=200)
     owner: str | None = Field(None, max_length=NAME_MAX)
+    official_measure: str | None = Field(None, max_length=NAME_MAX)
+    private_topics: float | None = Field(None, gt=0, lt=1)  # the share of topics kept private until release
+    split_seed: int | None = Field(None, ge=0, lt=2**63)
 
 
 @router.get("/tasks")
@@ -214,6 +217,9 @@ def create_task(
         measures=body.measures,
         owner=body.owner,
         daily_cap=body.daily_cap,
+        official_measure=body.official_measure,
+        private_fraction=body.private_topics,
+        split_seed=body.split_seed,
         by=principal,
     ).as_dict()
 
@@ -232,6 +238,7 @@ class TaskSettings(BaseModel):
     daily_cap: int | None = Field(None, ge=1)
     measures: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=tasks.DESCRIPTION_CHARACTERS)
+    official_measure: str | None = Field(None, max_length=NAME_MAX)
 
 
 @router.patch("/tasks/{task}")
@@ -239,7 +246,8 @@ def change_task(
     task: str, body: TaskSettings, request: Request, principal: Principal = needs("tasks:manage", write=True)
 ) -> dict[str, Any]:
     """Change a task's settings (its organiser, admins): the window, the quota, the daily cap per
-    team (each team's runs per UTC day; null: the server's setting), the measures, the description."""
+    team (each team's runs per UTC day; null: the server's setting), the measures, the description,
+    the official measure (one the task evaluates; it ranks the board)."""
     changes = {field: getattr(body, field) for field in body.model_fields_set}
     return tasks.patch_task(server(request).engine, task, changes, by=principal).as_dict()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -31,7 +31,17 @@ from evalstore.web.pages import _worker_alive as worker_alive
 from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
-_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
+_SETTINGS = (
+    "opens",
+    "opens_offset",
+    "closes",
+    "closes_offset",
+    "max_runs_per_team",
+    "daily_cap",
+    "measures",
+    "official_measure",
+    "description",
+)
 _POOL = ("pool", "depth", "topics")
 
 
@@ -40,7 +50,8 @@ def _console_url(task: str) -> str:
 
 
 def _local(iso: str | None) -> str:
-    """A stored UTC time as a datetime-local field's value (minutes)."""
+    """A stored UTC time as a datetime-local field's value (minutes; the page's script shows it in
+    the reader's time zone)."""
     return iso[:16] if iso else ""
 
 
@@ -48,10 +59,13 @@ def _settings_form(task: dict[str, Any]) -> dict[str, str]:
     quota, cap = task["max_runs_per_team"], task["daily_cap"]
     return {
         "opens": _local(task["opens_at"]),
+        "opens_offset": "",
         "closes": _local(task["closes_at"]),
+        "closes_offset": "",
         "max_runs_per_team": "" if quota is None else str(quota),
         "daily_cap": "" if cap is None else str(cap),
         "measures": ", ".join(task["measures"]),
+        "official_measure": task["official_measure"] or "",
         "description": task["description"] or "",
     }
 
@@ -101,15 +115,24 @@ def console(request: Request, task: str) -> HTMLResponse:
     return _console(request, principal, task)
 
 
-def _when(text: str, field: str) -> datetime | None:
-    """A datetime-local field's value, read as UTC."""
+def _when(text: str, offset: str, field: str) -> datetime | None:
+    """A datetime-local field's value: with its own offset if it has one ("...T12:00+01:00"),
+    else at ``offset`` (minutes east of UTC, which the page's script sends: the reader's time
+    zone at that moment), else UTC (a browser without the script shows and sends UTC)."""
     if not text.strip():
         return None
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise InvalidParameterError(f"{field}: give a date and time as YYYY-MM-DDTHH:MM (UTC); got '{text}'.") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+        raise InvalidParameterError(
+            f"{field}: give a date and time as YYYY-MM-DDTHH:MM (your time zone; UTC without the page's "
+            f"script), or with its offset (2026-12-01T12:00+01:00); got '{text}'."
+        ) from None
+    if value.tzinfo:
+        return value
+    if offset.strip().lstrip("-").isdigit() and abs(int(offset)) <= 18 * 60:
+        return value.replace(tzinfo=timezone(timedelta(minutes=int(offset))))
+    return value.replace(tzinfo=UTC)
 
 
 def _runs(text: str, what: str, empty: str) -> int | None:
@@ -131,12 +154,13 @@ async def edit_settings(request: Request, task: str) -> Response:
             tasks.update_task,
             server(request).engine,
             task,
-            opens=_when(kept["opens"], "Opens"),
-            closes=_when(kept["closes"], "Closes"),
+            opens=_when(kept["opens"], kept["opens_offset"], "Opens"),
+            closes=_when(kept["closes"], kept["closes_offset"], "Closes"),
             max_runs_per_team=_runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
             daily_cap=_runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
             measures=measures,
             description=kept["description"].strip() or None,
+            official_measure=kept["official_measure"].strip() or None,
             by=principal,
         )
     except EvalstoreError as error:  # the form comes back as typed, with the message above it

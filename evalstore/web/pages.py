@@ -216,7 +216,7 @@ def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dic
     }
 
 
-_DOWNLOAD_TYPES = {"csv": "text/csv", "md": "text/markdown", "tex": "application/x-tex"}
+_DOWNLOAD_TYPES = {"csv": "text/csv", "json": "application/json", "md": "text/markdown", "tex": "application/x-tex"}
 
 
 @router.get("/tasks/{task}/leaderboard.{fmt}")
@@ -277,7 +277,8 @@ def run_context(request: Request, page: reports.RunPage, of: str, compare_url: s
         "page": page,
         "chart": chart,
         "provenance": store.ir_metadata_of(engine, run),
-        "reproduces": repro.reproductions_of(engine, run) if page.visible else [],
+        # a reproduction's figures are over every topic: none while a split task's private topics are not shown
+        "reproduces": repro.reproductions_of(engine, run) if page.visible and not page.public_only else [],
         "compare_url": compare_url,
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,21 @@ def number(value: Any, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def moment(value: Any, empty: str = "–") -> Markup:
+    """A stored time as ``<time>``: UTC in the text ("2026-12-01 12:00 UTC"), which the pages'
+    script (static/times.js) rewrites in the reader's time zone."""
+    if value is None or value == "":
+        return Markup(escape(empty))
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return escape(str(value))
+    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    return Markup('<time datetime="{}">{}</time>').format(
+        when.isoformat(timespec="seconds"), when.strftime("%Y-%m-%d %H:%M UTC")
+    )
 
 
 def p_value(value: float) -> str:
@@ -125,5 +141,6 @@ def csrf_field(request: Request) -> Markup:
 
 templates.env.filters["number"] = number
 templates.env.filters["p_value"] = p_value
+templates.env.filters["moment"] = moment
 templates.env.globals["csrf_field"] = csrf_field
 templates.env.globals["highlight"] = highlight

@@ -87,6 +87,25 @@ def test_users_tokens_and_tasks_from_the_command_line(url: str) -> None:
     assert "'tomorrow' is not a time; write e.g. 2026-12-01T12:00Z" in usage_message(bad_time.stderr)
 
 
+def test_a_task_split_and_official_measure_from_the_command_line(url: str) -> None:
+    args = ("tasks", "create", "s", "--qrels", "sample", "--measure", "AP", "--measure", "P@10")
+    created = cli(url, *args, "--official-measure", "P_10", "--private-topics", "0.34", "--split-seed", "5")
+    assert created.exit_code == 0, created.output
+    assert created.stderr.splitlines()[1].startswith("1 private topic (seed 5): 30")
+    task = json.loads(cli(url, "tasks", "show", "s", "--format", "json").stdout)[0]
+    assert (task["official_measure"], task["private_topics"], task["split_seed"]) == ("P@10", 1, 5)
+    assert task["private_topic_ids"] in ("301", "302", "303")  # the organisers' command line lists them
+    redrawn = cli(url, "tasks", "update", "s", "--private-topics", "0.67", "--split-seed", "5")
+    assert redrawn.exit_code == 0 and "2 private topics (seed 5)" in redrawn.stderr
+    official = cli(url, "tasks", "update", "s", "--official-measure", "AP")
+    assert official.exit_code == 0 and "official measure AP" in official.stderr
+    assert json.loads(cli(url, "tasks", "show", "s", "--format", "json").stdout)[0]["private_topics"] == 2
+    removed = cli(url, "tasks", "update", "s", "--private-topics", "0")
+    assert removed.exit_code == 0 and "no public/private split" in removed.stderr
+    lonely_seed = cli(url, "tasks", "update", "s", "--split-seed", "5")
+    assert lonely_seed.exit_code == 2 and "give --private-topics too" in usage_message(lonely_seed.stderr)
+
+
 def test_sending_a_run_needs_server_and_token(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVALSTORE_TOKEN", raising=False)
     run = tmp_path / "r.txt"

@@ -113,6 +113,20 @@ def test_another_organisers_hidden_task_keeps_the_qrels_collection_from_you(worl
         assert refused.status_code == 404
 
 
+def test_another_organisers_split_task_keeps_the_qrels_collection_from_you_until_released(world: World) -> None:
+    """A public task with a public/private split shows its private topics' values to nobody but its
+    organiser before its release: the collection over its qrels must not show them either."""
+    store.import_qrels(world.engine, SAMPLE / "qrels.test", name="shared")
+    tasks.create_task(world.engine, "public-one", qrels_name="shared", owner="organiser")
+    tasks.create_task(world.engine, "split-one", qrels_name="shared", owner="owner", private_fraction=0.5, split_seed=3)
+    world.submit("split-one", "red-split")
+    with client_for(world.engine) as client:
+        assert client.get("/collections/shared", headers=world.headers("organiser")).status_code == 404
+        assert client.get("/collections/shared", headers=world.headers("owner")).status_code == 200
+        tasks.release_task(world.engine, "split-one")
+        assert client.get("/collections/shared", headers=world.headers("organiser")).status_code == 200
+
+
 def test_a_collection_without_runs_says_so(world: World, client: TestClient) -> None:
     store.import_qrels(world.engine, SAMPLE / "qrels.test", name="fresh")
     page = client.get("/collections/fresh", headers=world.headers("admin"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 from fastapi.testclient import TestClient
 
@@ -52,6 +53,11 @@ def test_a_run_named_as_a_formula_is_text_in_every_download(world: World, client
     assert "<script>" not in markdown and "&lt;script&gt;alert\\(1\\)&lt;\\\\script&gt;" in markdown
     tex = client.get("/tasks/open/leaderboard.tex").text
     assert "\\textless{}script\\textgreater{}" in tex and "<script>" not in tex
+    board = client.get("/tasks/open/leaderboard.json").text
+    assert "<script>" not in board and {r["run"] for r in json.loads(board)["rows"]} >= {
+        FORMULA,
+        "<script>alert(1)<\\script>",
+    }
 
 
 def test_content_disposition_survives_quotes_and_non_ascii_names(world: World, client: TestClient) -> None:

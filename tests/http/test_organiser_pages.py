@@ -223,3 +223,39 @@ def test_the_leaderboard_offers_only_computed_measures(world: World) -> None:
         board = client.get("/tasks/open", headers=world.headers("red"))
         offered = set(re.findall(r'<option value="([^"]+)"', board.text))
         assert offered == set(tasks.computed_measures(world.engine, "open")) and "nDCG@20" in offered
+
+
+def test_the_settings_take_the_official_measure_and_local_times_with_their_offset(
+    world: World, owner: TestClient
+) -> None:
+    page = owner.get("/tasks/open/manage")
+    assert 'data-offset="opens_offset"' in page.text and 'id="official_measure"' in page.text
+    form = {
+        "csrf": csrf_of(page.text),
+        "opens": "2026-12-01T09:00",
+        "opens_offset": "60",  # what the page's script sends from a browser in Central European Time
+        "closes": "2026-12-20T18:00+05:30",  # typed with its own offset: taken as typed
+        "closes_offset": "60",
+        "measures": "AP, nDCG@10",
+        "official_measure": "ndcg_cut_10",
+    }
+    assert owner.post("/tasks/open/settings", data=form, follow_redirects=False).status_code == 303
+    shown = tasks.show_task(world.engine, "open").as_dict()
+    assert (shown["opens_at"], shown["closes_at"]) == ("2026-12-01T08:00:00+00:00", "2026-12-20T12:30:00+00:00")
+    assert shown["official_measure"] == "nDCG@10"
+    console = owner.get("/tasks/open/manage").text
+    assert 'value="2026-12-01T08:00"' in console and 'value="nDCG@10"' in console  # UTC, which the script shows locally
+    board = owner.get("/tasks/open").text
+    assert "official measure <strong>nDCG@10</strong>" in board
+    assert '<time datetime="2026-12-20T12:30:00+00:00">2026-12-20 12:30 UTC</time>' in board
+    assert re.search(r'<th scope="col" class="num"[^>]*><a [^>]*>nDCG@10', board)  # it leads the board
+
+    without_script = owner.post("/tasks/open/settings", data={**form, "opens_offset": ""}, follow_redirects=False)
+    assert without_script.status_code == 303
+    assert tasks.show_task(world.engine, "open").as_dict()["opens_at"] == "2026-12-01T09:00:00+00:00"
+
+    bad = owner.post("/tasks/open/settings", data={**form, "official_measure": "P@10"})
+    assert bad.status_code == 422
+    assert "The official measure P@10 is not one the task evaluates (AP, nDCG@10)" in bad.text
+    assert 'value="P@10"' in bad.text and 'value="60"' in bad.text  # the form is kept, with the offsets
+    assert tasks.show_task(world.engine, "open").official_measure == "nDCG@10"

@@ -396,8 +396,13 @@ def test_the_leaderboard_sorts_downloads_and_marks_tiers(world: World, client: T
     assert runs == sorted(runs) and len(runs) == 3
     assert "Runs sharing a letter are not significantly different on AP" in page.text
     csv_text = client.get("/tasks/open/leaderboard.csv?measure=AP&measure=P@10").text
-    assert csv_text.splitlines()[0] == "rank,run,team,type,AP,P@10,tier,judged@10"
+    header = "rank,run,team,type,AP,AP CI low,AP CI high,P@10,P@10 CI low,P@10 CI high,topics,tier,judged@10"
+    assert csv_text.splitlines()[0] == header  # each mean with its interval's bounds, and the topics it is over
     assert len(csv_text.splitlines()) == 4
+    row = csv_text.splitlines()[1].split(",")
+    assert float(row[5]) <= float(row[4]) <= float(row[6]) and row[10] == "3"
+    board = client.get("/tasks/open/leaderboard.json?measure=AP").json()
+    assert board["rows"][0]["topics"] == 3 and set(board["rows"][0]["scores"]["AP"]) == {"mean", "ci_low", "ci_high"}
     tex = client.get("/tasks/open/leaderboard.tex").text
     assert tex.startswith(r"\begin{tabular}") and r"red\_open" not in tex and r"red-open" in tex
     assert client.get("/tasks/open?sort=nope").status_code == 422

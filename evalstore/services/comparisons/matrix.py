@@ -17,6 +17,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.metrics import resolve_measures
 from evalstore.services.jobs import default_measures
+from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.services.orchestration import evaluate_runs
 
 log = logging.getLogger("evalstore.compare")
@@ -51,8 +52,10 @@ def score_matrix(
     measures: list[str],
     missing: str = "error",
     evaluate_missing: bool = True,
+    topic_filter: TopicFilter | None = None,
 ) -> ScoreMatrix:
-    """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels."""
+    """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels (of
+    the topics ``topic_filter`` keeps: a split task's public ones)."""
     if missing not in MISSING_POLICIES:
         raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
     if len(set(run_names)) != len(run_names):
@@ -95,7 +98,9 @@ def score_matrix(
         frames = {}
         for run in run_names:
             table = repo.result_table(session, chosen[run].id, names).to_pandas()
-            frames[run] = table.pivot(index="query_id", columns="measure", values="value")
+            frame = table.pivot(index="query_id", columns="measure", values="value")
+            kept = frame if topic_filter is None else frame[[topic_filter.keeps(str(t)) for t in frame.index]]
+            frames[run] = kept
     topics = sorted(set().union(*(frame.index for frame in frames.values())))
     zero_filled: dict[str, list[str]] = {}
     for run, frame in frames.items():

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from evalstore.errors import InvalidParameterError
 from evalstore.services.comparisons.matrix import ScoreMatrix, score_matrix
 from evalstore.services.comparisons.predictions import few_units_note
+from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.statistics import significance
 
 
@@ -107,6 +108,7 @@ def compare(
     missing: str = "error",
     multi: str | None = None,
     evaluate_missing: bool = True,
+    topic_filter: TopicFilter | None = None,
 ) -> Comparison:
     """Paired comparison of runs on each measure, p-values corrected within each measure's family
     (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
@@ -134,6 +136,7 @@ def compare(
         measures=measures,
         missing=missing,
         evaluate_missing=evaluate_missing,
+        topic_filter=topic_filter,
     )
     random = (multi or test) in ("randomization", "bootstrap", "randomized-tukey")
     if random and seed is None:

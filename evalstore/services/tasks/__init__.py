@@ -27,11 +27,13 @@ from evalstore.services.tasks.admin import (
     list_tasks,
     patch_task,
     release_task,
+    set_split,
     show_task,
     update_task,
 )
 from evalstore.services.tasks.boards import (
     TaskBoard,
+    default_measures,
     task_leaderboard,
 )
 from evalstore.services.tasks.lab_boards import (
@@ -57,6 +59,8 @@ from evalstore.services.tasks.visibility import (
     TaskAccess,
     TaskView,
     manages,
+    public_only,
+    public_topics,
     queue,
     run_results,
     show_job,
@@ -76,6 +80,10 @@ __all__ = [
     "computed_measures",
     "update_task",
     "day_used",
+    "set_split",
+    "default_measures",
+    "public_only",
+    "public_topics",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",

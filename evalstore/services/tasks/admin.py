@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +28,7 @@ from evalstore.errors import (
 from evalstore.metrics import resolve_measures
 from evalstore.services import jobs, store
 from evalstore.services.access import Principal, audit, get_user
+from evalstore.services.tasks.topic_split import draw_split
 from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _iso, _task_view, manages
 
 
@@ -43,10 +44,15 @@ def create_task(
     measures: Sequence[str] = (),
     owner: str | None = None,
     daily_cap: int | None = None,
+    official_measure: str | None = None,
+    private_fraction: float | None = None,
+    split_seed: int | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
-    manages it; ``daily_cap`` caps each team's runs per UTC day (default: the server's setting)."""
+    manages it; ``daily_cap`` caps each team's runs per UTC day (default: the server's setting).
+    With ``private_fraction``, that share of the qrels' topics is drawn (from ``split_seed``; drawn
+    at random and recorded when not given) as the private topics."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
     _check_daily_cap(daily_cap)
@@ -81,14 +87,17 @@ def create_task(
             qrels_id=qrels.id,
             owner_id=owner_id,
             hidden=hidden,
-            opens_at=opens,
-            closes_at=closes,
+            opens_at=_utc(opens),
+            closes_at=_utc(closes),
             max_runs_per_team=max_runs_per_team,
             daily_cap=daily_cap,
             measures=names,
+            official_measure=_official(official_measure, names),
         )
         session.add(task)
         session.flush()
+        if private_fraction is not None:
+            draw_split(session, task, private_fraction, split_seed)
         audit(
             session,
             by.name if by else None,
@@ -122,6 +131,7 @@ def update_task(
     measures: Sequence[str],
     description: str | None,
     daily_cap: int | None = None,
+    official_measure: str | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """Change a task's settings, all at once (the organiser's form shows every one): its
@@ -139,6 +149,7 @@ def update_task(
             measures=measures,
             description=description,
             daily_cap=daily_cap,
+            official_measure=official_measure,
         )
         audit(
             session,
@@ -151,12 +162,13 @@ def update_task(
                 "max_runs_per_team": max_runs_per_team,
                 "daily_cap": daily_cap,
                 "measures": list(task.measures),
+                "official_measure": task.official_measure,
             },
         )
         return _task_view(session, task)
 
 
-TASK_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
+TASK_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description", "official_measure")
 
 
 def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Principal | None = None) -> TaskView:
@@ -176,6 +188,7 @@ def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Pri
             "daily_cap": task.daily_cap,
             "measures": list(task.measures or []),
             "description": task.description,
+            "official_measure": task.official_measure,
         }
         merged = {**current, **changes}
         merged["measures"] = merged["measures"] or []
@@ -200,6 +213,7 @@ def change_settings(
     measures: Sequence[str],
     description: str | None,
     daily_cap: int | None = None,
+    official_measure: str | None = None,
 ) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
     _check_daily_cap(daily_cap)
@@ -213,9 +227,10 @@ def change_settings(
         raise InvalidParameterError(
             f"The description has {len(description)} characters; at most {DESCRIPTION_CHARACTERS} fit."
         )
-    task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
+    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
     task.daily_cap = daily_cap
     task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    task.official_measure = _official(official_measure, task.measures)
     task.description = description or None
 
 
@@ -224,6 +239,61 @@ def _check_daily_cap(daily_cap: int | None) -> None:
         raise InvalidParameterError(
             f"The daily cap is at least 1 run per team per day (none: the server's setting); got {daily_cap}."
         )
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A time with an offset as UTC: SQLite keeps no offset, so 12:00+01:00 would read back as 12:00 UTC."""
+    return moment.astimezone(UTC) if moment is not None and moment.tzinfo is not None else moment
+
+
+def _official(measure: str | None, measures: Sequence[str]) -> str | None:
+    """The official measure by its canonical name; it must be one the task evaluates (with the
+    default measures: one of evaluate's defaults), or the board could not rank by it."""
+    if not measure:
+        return None
+    name = str(resolve_measures([measure])[0])
+    evaluated = list(measures) or [str(m) for m in resolve_measures(list(jobs.EvaluationOptions().measures))]
+    if name not in evaluated:
+        listed = ", ".join(measures) if measures else "evaluate's defaults"
+        raise InvalidParameterError(
+            f"The official measure {name} is not one the task evaluates ({listed}); add it to the measures."
+        )
+    return name
+
+
+def set_split(
+    engine: Engine,
+    name: str,
+    *,
+    private_fraction: float,
+    split_seed: int | None = None,
+    official_measure: str | None = None,
+    by: Principal | None = None,
+) -> TaskView:
+    """Draw (or, with a fraction of 0, remove) the task's public/private topic split, and set its
+    official measure when given. The drawn topics are stored: a split is fixed once a run has been
+    submitted (redrawing then could favour runs already seen)."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        if task.private_topics and session.scalar(select(Submission.id).where(Submission.task_id == task.id).limit(1)):
+            raise ConflictError(
+                f"Task '{name}' has submissions: its private topics are fixed (seed {task.split_seed}). "
+                "Create a new task to split its topics otherwise."
+            )
+        if official_measure is not None:
+            task.official_measure = _official(official_measure, task.measures)
+        if private_fraction == 0:
+            task.private_topics = task.private_fraction = task.split_seed = None
+        else:
+            draw_split(session, task, private_fraction, split_seed)
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.split",
+            name,
+            {"private_fraction": private_fraction, "seed": task.split_seed, "official_measure": task.official_measure},
+        )
+        return _task_view(session, task)
 
 
 def computed_measures(engine: Engine, name: str) -> list[str]:

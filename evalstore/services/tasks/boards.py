@@ -27,7 +27,14 @@ from evalstore.errors import (
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
-from evalstore.services.tasks.visibility import HIDDEN, LEADERBOARD_MEASURES, _scores_visible
+from evalstore.services.tasks.visibility import (
+    HIDDEN,
+    LEADERBOARD_MEASURES,
+    _scores_visible,
+    private_topics,
+    public_only,
+    public_topics,
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class _BoardState:
     qrels_name: str
     qrels_hash: str
     measures: tuple[str, ...]
+    official_measure: str | None
+    private_topics: tuple[str, ...]
     fingerprint: tuple[Any, ...]
     read_at: float
 
@@ -102,6 +111,8 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
         qrels_name,
         qrels_hash,
         tuple(task.measures or ()),
+        task.official_measure,
+        tuple(task.private_topics or ()),
         fingerprint,
         time.monotonic(),
     )
@@ -119,13 +130,21 @@ def task_leaderboard(
     """The task's leaderboard (the numbers `evalstore leaderboard` gives for the task's runs), or,
     before a hidden task's release, only that its scores are hidden. A server passes its
     ``context``: boards are then computed once per state of the task's results (and the task's
-    state read at most once every :data:`BOARD_FRESHNESS` seconds)."""
+    state read at most once every :data:`BOARD_FRESHNESS` seconds).
+
+    A task with a public/private topic split ranks on its public topics; its organiser and admins,
+    and everyone once it is released, also get each row's ``private`` ranking (its rank, means and
+    topics on the private topics) and its ``swap`` (public rank minus private rank). Before the
+    release no one else gets a number computed from a private topic."""
     context = context_for(engine, context)
     state = _board_state(context, task_name)
     if not _scores_visible(principal, state):
         return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
-    names = list(measures) or ([m for m in state.measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES))
-    key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint)
+    names = list(measures) or default_measures(state.official_measure, state.measures)
+    split = bool(state.private_topics)
+    with_private = split and not public_only(principal, state)
+    final = state.released_at is not None  # a split board says whether its private ranking is the final one
+    key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint, state.private_topics, with_private, final)
     cached: TaskBoard | None = context.boards.get(key)
     if cached is not None:
         return cached
@@ -139,8 +158,21 @@ def task_leaderboard(
             )
         }
     body: dict[str, Any] = {"task": task_name, "scores": "visible", "rows": [], "notes": []}
+    if split:
+        body["split"] = {
+            "public": "every topic but the private ones",
+            "private_topics": len(state.private_topics),
+            "final": final,
+            "private_shown": with_private,
+        }
     if state.fingerprint[2] is not None:  # some run has finished evaluating
-        ranked = ranking.leaderboard(engine, qrels_name=state.qrels_name, measures=names, runs=set(teams))
+        ranked = ranking.leaderboard(
+            engine,
+            qrels_name=state.qrels_name,
+            measures=names,
+            runs=set(teams),
+            topics=public_topics(state) if split else None,
+        )
         body["measures"] = ranked.names
         body["notes"] = ranked.notes
         body["rows"] = [
@@ -155,4 +187,37 @@ def task_leaderboard(
             }
             for rank, row in enumerate(ranked.rows, start=1)
         ]
+        if with_private:
+            _add_private(engine, state, ranked.names, set(teams), body)
     return context.boards.put(key, TaskBoard.of(body))
+
+
+def default_measures(official: str | None, measures: Sequence[str]) -> list[str]:
+    """A board's measures when none are asked for: the official measure first, then the task's
+    (up to six; per-cutoff families such as P_5 left out), else the registry's headline ones."""
+    names = [m for m in measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES)
+    return [official, *(m for m in names if m != official)] if official else names
+
+
+def _add_private(engine: Engine, state: _BoardState, names: list[str], runs: set[str], body: dict[str, Any]) -> None:
+    """Each row's ranking on the private topics (the first measure ranks), from the same stored
+    per-topic values as the public one, and its swap: public rank minus private rank (> 0: it
+    rose on the private topics)."""
+    try:
+        ranked = ranking.leaderboard(
+            engine, qrels_name=state.qrels_name, measures=names, runs=runs, topics=private_topics(state)
+        )
+    except NotFoundError:  # no run has a value on a private topic: nothing to show beside the public board
+        return
+    private = {
+        row.run: {
+            "rank": rank,
+            "topics": row.topics,
+            "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()},
+        }
+        for rank, row in enumerate(ranked.rows, start=1)
+    }
+    for row in body["rows"]:
+        found = private.get(row["run"])
+        row["private"] = found
+        row["swap"] = None if found is None else row["rank"] - found["rank"]

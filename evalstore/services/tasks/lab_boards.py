@@ -2,8 +2,9 @@
 or out of a task, with the leaderboard a task has.
 
 Who may see one: admins, and the organisers who may export those qrels (they organise a task over
-them), unless a hidden task over the same qrels is still unreleased and not theirs: its scores
-must not be had through the qrels instead of the task. To anyone else a collection does not exist
+them), unless a hidden task, or one with a public/private topic split, over the same qrels is
+still unreleased and not theirs: its scores (its private topics' values) must not be had through
+the qrels instead of the task. To anyone else a collection does not exist
 (not found, as another team's run). Inside one, a run submitted to a task the reader does not
 organise is listed but not opened (its page is its team's and its organiser's).
 """
@@ -25,7 +26,7 @@ from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.boards import TaskBoard
-from evalstore.services.tasks.visibility import LEADERBOARD_MEASURES, _scores_visible, manages
+from evalstore.services.tasks.visibility import LEADERBOARD_MEASURES, _scores_visible, manages, public_only
 
 BOARD_MEASURES = 6  # the board's default columns when no headline measure was computed
 
@@ -46,7 +47,9 @@ class CollectionAccess:
 def _sees(principal: Principal, tasks_over: Sequence[Task]) -> bool:
     if principal.is_admin:
         return True
-    return any(manages(principal, t) for t in tasks_over) and all(_scores_visible(principal, t) for t in tasks_over)
+    return any(manages(principal, t) for t in tasks_over) and not any(
+        not _scores_visible(principal, t) or public_only(principal, t) for t in tasks_over
+    )
 
 
 def _not_found(name: str) -> NotFoundError:

@@ -25,9 +25,10 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only
 from evalstore.errors import (
     AccessDenied,
+    InvalidParameterError,
     NotFoundError,
 )
-from evalstore.metrics import headline_measures
+from evalstore.metrics import headline_measures, resolve_measures, summarise
 from evalstore.services import jobs
 from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
@@ -55,8 +56,14 @@ class TaskView:
     created_at: datetime
     description: str | None = None
     daily_cap: int | None = None
+    official_measure: str | None = None
+    private_topics: tuple[str, ...] = ()  # a public/private split's private topics (empty: no split)
+    private_fraction: float | None = None
+    split_seed: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The task as anyone who may see it sees it: a split says how many topics are private and
+        how they were drawn, never which (the organisers' `tasks show` lists them)."""
         return {
             "name": self.name,
             "qrels": self.qrels,
@@ -70,6 +77,10 @@ class TaskView:
             "measures": self.measures,
             "created_at": _iso(self.created_at),
             "description": self.description,
+            "official_measure": self.official_measure,
+            "private_topics": len(self.private_topics) if self.private_topics else None,
+            "private_fraction": self.private_fraction,
+            "split_seed": self.split_seed,
         }
 
 
@@ -93,6 +104,10 @@ def _task_view(session: Session, task: Task) -> TaskView:
         task.created_at,
         task.description,
         task.daily_cap,
+        task.official_measure,
+        tuple(task.private_topics or ()),
+        task.private_fraction,
+        task.split_seed,
     )
 
 
@@ -109,6 +124,8 @@ class _TaskLike(Protocol):
     def hidden(self) -> bool: ...
     @property
     def released_at(self) -> datetime | None: ...
+    @property
+    def private_topics(self) -> Sequence[str] | None: ...
 
 
 def manages(principal: Principal, task: _TaskLike) -> bool:
@@ -118,6 +135,22 @@ def manages(principal: Principal, task: _TaskLike) -> bool:
 
 def _scores_visible(principal: Principal, task: _TaskLike) -> bool:
     return not task.hidden or task.released_at is not None or manages(principal, task)
+
+
+def public_only(principal: Principal, task: _TaskLike) -> bool:
+    """Whether the principal sees the task's public topics only: a task with a public/private
+    split, before its release, to everyone but its organiser and admins (Kaggle's public board)."""
+    return bool(task.private_topics) and task.released_at is None and not manages(principal, task)
+
+
+def public_topics(task: _TaskLike) -> ranking.TopicFilter:
+    """The topics a split task's public board is over: every topic but the private ones (topics
+    the qrels gain after the draw are public)."""
+    return ranking.TopicFilter(frozenset(task.private_topics or ()), exclude=True)
+
+
+def private_topics(task: _TaskLike) -> ranking.TopicFilter:
+    return ranking.TopicFilter(frozenset(task.private_topics or ()))
 
 
 @dataclass(frozen=True)
@@ -130,6 +163,8 @@ class TaskAccess:
     scores_visible: bool
     manages: bool
     team: str | None  # a participant's team, whose runs they may open
+    topics: ranking.TopicFilter | None = None  # the topics the principal may see values of (None: all)
+    board_topics: ranking.TopicFilter | None = None  # what the board ranks on: a split task's public topics
 
     def may_open(self, team: str) -> bool:
         return self.manages or (self.team is not None and team == self.team)
@@ -147,6 +182,8 @@ def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAcc
             _scores_visible(principal, task),
             manages(principal, task),
             principal.team if principal.role == "participant" else None,
+            public_topics(task) if public_only(principal, task) else None,
+            public_topics(task) if task.private_topics else None,
         )
 
 
@@ -321,13 +358,37 @@ def run_results(
     stored = ranking.results(
         engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None, evaluation_id=job.id
     )
-    out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
-    out["topics"] = len(stored.topics)
+    per_topic: dict[Any, dict[str, Any]] = stored.frame.to_dict(orient="index")  # type: ignore[assignment]
+    if public_only(principal, task):  # a split task before its release: the public topics' values only
+        shown = public_topics(task)
+        per_topic = {t: row for t, row in per_topic.items() if shown.keeps(str(t))}
+        out["aggregates"] = _public_means(per_topic)
+        out["topics"] = len(per_topic)
+        out["topic_set"] = "public"
+    else:
+        out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
+        out["topics"] = len(stored.topics)
     if per_query:
-        out["per_query"] = {
-            topic: {m: _number(v) for m, v in row.items()}
-            for topic, row in stored.frame.to_dict(orient="index").items()
-        }
+        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()} for topic, row in per_topic.items()}
+    return out
+
+
+def _public_means(per_topic: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """Each measure's summary (trec_eval's: a mean, a sum or a geometric mean) over the given
+    topics' stored values, as the evaluation summarised all of them; a measure with no per-topic
+    values is left out rather than given over every topic."""
+    columns: dict[str, list[float]] = {}
+    for row in per_topic.values():
+        for measure, value in row.items():
+            if isinstance(value, float | np.floating | int) and not isinstance(value, bool) and not np.isnan(value):
+                columns.setdefault(measure, []).append(float(value))
+    out: dict[str, Any] = {}
+    for name, values in columns.items():
+        try:
+            (resolved,) = resolve_measures([name])
+        except InvalidParameterError:  # not a registry measure (none is stored so): no summary known
+            continue
+        out[name] = _number(summarise(resolved, np.array(values)))
     return out
 
 

@@ -10,6 +10,7 @@ from evalstore.services.kinds.ranking.board import (
     LeaderboardRow,
     RankedRuns,
     Selection,
+    TopicFilter,
     chosen_evaluations,
     leaderboard,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "RankingKind",
     "Selection",
     "StoredResults",
+    "TopicFilter",
     "chosen_evaluations",
     "compute_job",
     "leaderboard",

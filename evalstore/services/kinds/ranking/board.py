@@ -105,6 +105,18 @@ def chosen_evaluations(
 
 
 @dataclass(frozen=True)
+class TopicFilter:
+    """Which topics a mean is over: ``topics`` only, or (``exclude``) every topic but them. A
+    task's public/private split ranks on a subset of the stored per-topic values (no re-evaluation)."""
+
+    topics: frozenset[str]
+    exclude: bool = False
+
+    def keeps(self, topic: str) -> bool:
+        return (topic in self.topics) != self.exclude
+
+
+@dataclass(frozen=True)
 class LeaderboardRow:
     run: str
     system: str | None
@@ -144,12 +156,14 @@ def leaderboard(
     sort: str | None = None,
     selection: Selection | None = None,
     runs: Collection[str] | None = None,
+    topics: TopicFilter | None = None,
 ) -> RankedRuns:
     """Every run (of ``runs``: a task's) evaluated on the qrels with ``selection``'s options (default:
     evaluate's defaults): mean and 95% percentile bootstrap interval over topics per measure (10,000 resamples, seed 0:
     the same interval every time), sorted by ``sort``, best first. A run evaluated only with other
     options, or lacking a measure under these, is named in ``notes`` with the command that fills
-    the gap; it is never shown beside values that mean something else."""
+    the gap; it is never shown beside values that mean something else. With ``topics``, means,
+    intervals and topic counts are over the topics it keeps."""
     selection = selection or Selection()
     names = [str(m) for m in resolve_measures(measures or list(MAIN_MEASURES))]
     sort_name = str(resolve_measures([sort])[0]) if sort else names[0]
@@ -174,7 +188,7 @@ def leaderboard(
             - {run.name for run, holding in chosen.values() if holding}
         )
         per_run = [
-            (run, holding, _samples(session, holding))
+            (run, holding, _samples(session, holding, topics))
             for run, holding in sorted(chosen.values(), key=lambda item: item[0].name)
             if holding
         ]
@@ -205,7 +219,7 @@ def leaderboard(
                 LeaderboardRow(
                     run.name,
                     run.system,
-                    _topic_count(session, shown.id),
+                    _topic_count(session, shown.id) if topics is None else _subset_count(samples, sort_name),
                     values,
                     float(np.mean(judged)) if judged is not None and len(judged) else None,
                     tuple(sorted({e.id for e in holding.values()})),
@@ -253,15 +267,25 @@ def _intervals(samples: dict[tuple[str, str], np.ndarray]) -> dict[tuple[str, st
     return out
 
 
-def _samples(session: Session, holding: dict[str, Evaluation]) -> dict[str, np.ndarray]:
-    """Per-topic values of each measure, from the evaluation chosen for it (one read each)."""
+def _subset_count(samples: dict[str, np.ndarray], sort_name: str) -> int:
+    sample = samples.get(sort_name)
+    if sample is None:
+        sample = next(iter(samples.values()), np.array([]))
+    return len(sample)
+
+
+def _samples(session: Session, holding: dict[str, Evaluation], topics: TopicFilter | None) -> dict[str, np.ndarray]:
+    """Per-topic values of each measure, from the evaluation chosen for it (one read each), of the
+    topics ``topics`` keeps."""
     by_evaluation: dict[int, list[str]] = {}
     for measure, evaluation in holding.items():
         by_evaluation.setdefault(evaluation.id, []).append(measure)
     samples: dict[str, np.ndarray] = {}
     for evaluation_id, measures in by_evaluation.items():
-        table = repo.result_table(session, evaluation_id, measures)
-        samples.update(table.to_pandas().groupby("measure")["value"].apply(lambda v: v.to_numpy()).to_dict())
+        frame = repo.result_table(session, evaluation_id, measures).to_pandas()
+        if topics is not None:
+            frame = frame[[topics.keeps(str(t)) for t in frame["query_id"]]]
+        samples.update(frame.groupby("measure")["value"].apply(lambda v: v.to_numpy()).to_dict())
     return samples
 
 

@@ -1,0 +1,51 @@
+"""What the service's pages show: a task's leaderboard with significance tiers and pool
+contribution (boards), a run's per-topic picture against the median run and a comparison of runs
+with the topics where they disagree most (runs). Every function takes the principal asking; the
+visibility rules are the tasks service's (a hidden task's scores, another team's runs, a split
+task's private topics before its release: never shown)."""
+
+from __future__ import annotations
+
+from evalstore.services.reports.boards import (
+    DOWNLOADS,
+    JUDGED_WARNING,
+    BoardPage,
+    BoardRow,
+    board_download,
+    board_page,
+    leaderboard,
+)
+from evalstore.services.reports.runs import (
+    DISAGREEING_TOPICS,
+    PER_TOPIC_COLUMNS,
+    TOP_DOCUMENTS,
+    ComparePage,
+    Disagreement,
+    RankedDocument,
+    RunPage,
+    compare_page,
+    compared,
+    run_page,
+    scored_run_page,
+)
+
+__all__ = [
+    "DISAGREEING_TOPICS",
+    "DOWNLOADS",
+    "JUDGED_WARNING",
+    "PER_TOPIC_COLUMNS",
+    "TOP_DOCUMENTS",
+    "BoardPage",
+    "BoardRow",
+    "ComparePage",
+    "Disagreement",
+    "RankedDocument",
+    "RunPage",
+    "board_download",
+    "board_page",
+    "compare_page",
+    "compared",
+    "leaderboard",
+    "run_page",
+    "scored_run_page",
+]

@@ -1,0 +1,247 @@
+"""A task's leaderboard as its page shows it: significance tiers, pool contribution, a split
+task's private ranking and swaps; and its downloads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, select
+
+from evalstore.db.models import Pool
+from evalstore.db.session import read_only
+from evalstore.errors import InvalidParameterError
+from evalstore.io import inert
+from evalstore.metrics import resolve_measures
+from evalstore.services import comparisons, tasks
+from evalstore.services.access import Principal
+from evalstore.services.context import AppContext, context_for
+from evalstore.services.kinds import ranking
+from evalstore.statistics import significance
+
+JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
+DOWNLOADS = ("csv", "json", "md", "tex")
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    rank: int
+    run: str
+    team: str
+    run_type: str
+    topics: int
+    judged_at_10: float | None
+    scores: dict[str, dict[str, float]]  # measure -> mean, ci_low, ci_high
+    tier: str  # compact letters: rows sharing a letter are not significantly different
+    pooled: bool | None  # contributed to the pool the qrels came from (None: the qrels came from no pool)
+    may_open: bool  # the caller may open the run's page
+    private: dict[str, Any] | None = None  # a split task's ranking on its private topics: rank, topics, scores
+    swap: int | None = None  # public rank minus private rank (> 0: the run rose on the private topics)
+
+
+@dataclass(frozen=True)
+class BoardPage:
+    task: str
+    visible: bool
+    measures: list[str]
+    sort: str
+    rows: list[BoardRow]
+    tier_measure: str | None
+    tier_test: str | None
+    notes: list[str] = field(default_factory=list)
+    split: dict[str, Any] | None = None  # a public/private split: its private topic count, whether final
+
+
+def leaderboard(
+    engine: Engine,
+    principal: Principal,
+    task: str,
+    measures: Sequence[str] = (),
+    sort: str | None = None,
+    *,
+    context: AppContext | None = None,
+) -> BoardPage:
+    """The task's leaderboard as ``principal`` may see it, sorted by ``sort`` (a measure shown,
+    best first, or ``run``/``team``); tiers from Tukey's HSD on the two-way design (runs x
+    topics) for the first measure, or the sort measure. A server passes its ``context`` (boards
+    and tiers are kept there)."""
+    context = context_for(engine, context)
+    access = tasks.task_access(engine, principal, task)
+    body = tasks.task_leaderboard(engine, principal, task, list(measures), context=context).body
+    if not access.scores_visible:
+        return BoardPage(task, False, [], "", [], None, None, [tasks.HIDDEN])
+    return board_page(
+        context,
+        task,
+        body,
+        access.qrels,
+        access.qrels_source,
+        lambda run, team: access.may_open(team),
+        measures,
+        sort,
+        topics=access.board_topics,
+    )
+
+
+def board_page(
+    context: AppContext,
+    name: str,
+    body: dict[str, Any],
+    qrels: str,
+    qrels_source: str | None,
+    may_open: Callable[[str, str], bool],
+    measures: Sequence[str] = (),
+    sort: str | None = None,
+    *,
+    topics: ranking.TopicFilter | None = None,
+) -> BoardPage:
+    """A board's body (a task's, or a collection's) as a page: sorted, with tiers and notes;
+    ``may_open(run, team)`` tells which runs' pages the reader may open; ``topics``: the topics the
+    board ranks on (a split task's public ones before its release)."""
+    engine = context.engine
+    names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
+    sort = sort or (names[0] if names else "run")
+    if sort not in (*names, "run", "team"):
+        raise InvalidParameterError(
+            f"Sort by one of the measures shown ({', '.join(names)}), run or team; not '{sort}'."
+        )
+    tier_measure = sort if sort in names else (names[0] if names else None)
+    raw = body["rows"]
+    letters: dict[str, str] = {}
+    notes = list(body.get("notes", []))
+    if tier_measure is not None and len(raw) >= 2:
+        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics)
+        notes.append(
+            f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
+            "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0"
+            + ("; public topics)." if topics else ").")
+        )
+    pooled = _pool_runs(engine, qrels_source)
+    rows = [
+        BoardRow(
+            r["rank"],
+            r["run"],
+            r["team"],
+            r["run_type"],
+            r["topics"],
+            r["judged_at_10"],
+            r["scores"],
+            letters.get(r["run"], ""),
+            None if pooled is None else r["run"] in pooled,
+            may_open(r["run"], r["team"]),
+            r.get("private"),
+            r.get("swap"),
+        )
+        for r in raw
+    ]
+    if sort in names:
+        rows.sort(key=lambda r: (-r.scores[sort]["mean"], r.run))
+    else:
+        rows.sort(key=lambda r: (getattr(r, sort), r.run))
+    if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
+        notes.append(
+            f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
+            "unjudged documents as not relevant, and may understate it."
+        )
+    split = body.get("split")
+    return BoardPage(name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, split)
+
+
+def _tiers(
+    context: AppContext,
+    qrels: str,
+    runs: list[str],
+    measure: str,
+    body: dict[str, Any],
+    topics: ranking.TopicFilter | None,
+) -> dict[str, str]:
+    """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
+    numbers stay the same (a board's numbers change with every new result, so only the newest few
+    boards' tiers are kept)."""
+    key = (
+        qrels,
+        tuple(sorted(runs)),
+        measure,
+        tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]),
+        topics,
+    )
+    cached = context.tiers.get(key)
+    if cached is not None:
+        return cached
+    comparison = comparisons.compare(
+        context.engine,
+        qrels_name=qrels,
+        run_names=runs,
+        measures=[measure],
+        multi="tukey",
+        missing="zero",
+        topic_filter=topics,
+    )
+    means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
+    order = [int(i) for i in np.argsort(-means, kind="stable")]
+    position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
+    different = {(position[p.run], position[p.versus]) for p in comparison.pairs if p.significant}
+    letters = significance.compact_letters(len(order), different)
+    tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
+    return context.tiers.put(key, tiers)
+
+
+def _pool_runs(engine: Engine, qrels_source: str | None) -> set[str] | None:
+    """The runs of the pool the qrels were made from (``pool qrels``), or None."""
+    if not qrels_source or not qrels_source.startswith("pool:"):
+        return None
+    name = qrels_source.removeprefix("pool:").split(" (")[0]
+    with read_only(engine) as session:
+        params = session.scalar(select(Pool.params).where(Pool.name == name))
+    return None if params is None else set(params.get("runs", []))
+
+
+def board_download(page: BoardPage, fmt: str) -> str:
+    """The leaderboard as CSV, JSON, a Markdown table or a LaTeX tabular (for a paper): each
+    measure's mean with its 95% interval's bounds, and the number of topics the means are over
+    (a split task's public topics; its private ranking too, where the reader may see it)."""
+    if fmt not in DOWNLOADS:
+        raise InvalidParameterError(f"Download as one of {', '.join(DOWNLOADS)}, not '{fmt}'.")
+    private = bool(page.split and page.split.get("private_shown"))
+    if fmt == "json":
+        rows = [
+            {
+                "rank": i,
+                "run": r.run,
+                "team": r.team,
+                "type": r.run_type,
+                "topics": r.topics,
+                "scores": r.scores,
+                "tier": r.tier,
+                "judged_at_10": r.judged_at_10,
+                **({"private": r.private, "swap": r.swap} if private else {}),
+            }
+            for i, r in enumerate(page.rows, start=1)
+        ]
+        board = {"task": page.task, "measures": page.measures, "sort": page.sort, "split": page.split, "rows": rows}
+        # the same JSON, with no "<", ">" or "&" a browser sniffing it as HTML could act on
+        text = json.dumps(board, indent=1).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return text + "\n"
+    header = ["rank", "run", "team", "type", *(f"{m}{end}" for m in page.measures for end in _BOUNDS), "topics"]
+    header += ["tier", "judged@10"]
+    if private:
+        header += ["private rank", *(f"private {m}" for m in page.measures), "private topics", "swap"]
+    body = []
+    for i, r in enumerate(page.rows, start=1):
+        row = [str(i), r.run, r.team, r.run_type]
+        row += [f"{r.scores[m][key]:.4f}" for m in page.measures for key in ("mean", "ci_low", "ci_high")]
+        row += [str(r.topics), r.tier, "" if r.judged_at_10 is None else f"{r.judged_at_10:.2f}"]
+        if private:
+            mine = r.private or {"scores": {}}
+            row += [str(mine.get("rank", ""))]
+            row += [f"{mine['scores'][m]['mean']:.4f}" if m in mine["scores"] else "" for m in page.measures]
+            row += [str(mine.get("topics", "")), "" if r.swap is None else f"{r.swap:+d}"]
+        body.append(row)
+    numeric = frozenset(i for i, h in enumerate(header) if h not in ("run", "team", "type", "tier"))
+    return inert.table(header, body, fmt, right=numeric)
+
+
+_BOUNDS = ("", " CI low", " CI high")
