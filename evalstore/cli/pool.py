@@ -309,11 +309,21 @@ def configure(
     seed: int | None = typer.Option(
         None, "--seed", help="Seed of the double-judged sample (default: drawn, recorded)."
     ),
+    suggestions: str | None = typer.Option(
+        None,
+        "--suggestions",
+        help="JUDGE: show this judge's label and explanation beside each document as a suggestion "
+        "(its agreement with the assessors is reported apart: 'judgments suggestions'); off: none (the default).",
+    ),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
 ) -> None:
-    """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
+    """Set what the pool's assessors see in the browser: topic statements, documents, grades, a
+    judge's suggestions."""
     from evalstore.services import judging
+    from evalstore.services.judges import suggestions as suggesting
 
+    if suggestions is not None:
+        suggesting.set_suggestions(state(ctx).engine(), name, None if suggestions == "off" else suggestions)
     settings = judging.configure_pool(
         state(ctx).engine(),
         name,
@@ -323,8 +333,13 @@ def configure(
         double_share=double_share,
         seed=seed,
     )
+    shown = suggesting.shown_by(state(ctx).engine(), name)
     render_record(
-        {**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
+        {
+            **settings,
+            "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items()),
+            "suggestions": shown or "off",
+        },
         fmt,
         title=f"pool '{name}'",
     )

@@ -57,6 +57,8 @@ class BoardRow:
     tier: str  # compact letters: rows sharing a letter are not significantly different
     pooled: bool | None  # contributed to the pool the qrels came from (None: the qrels came from no pool)
     may_open: bool  # the caller may open the run's page
+    # the models of the judge that made the qrels' labels that the run declares it used (circularity)
+    circular: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class BoardPage:
     tier_measure: str | None
     tier_test: str | None
     notes: list[str] = field(default_factory=list)
+    judge: dict[str, Any] | None = None  # the judge behind judge-made qrels: name, model, probe
 
 
 def leaderboard(
@@ -118,6 +121,7 @@ def leaderboard(
             letters.get(r["run"], ""),
             None if pooled is None else r["run"] in pooled,
             access.may_open(r["team"]),
+            tuple(r.get("circular", ())),
         )
         for r in raw
     ]
@@ -130,7 +134,9 @@ def leaderboard(
             f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
             "unjudged documents as not relevant, and may understate it."
         )
-    return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
+    return BoardPage(
+        task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, body.get("judge")
+    )
 
 
 def _tiers(context: AppContext, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
