@@ -408,7 +408,12 @@ def judgments_suggestions(
         {"judgments": title, **{k: _number(part[k]) if part else "-" for k in keys}}
         for title, part in (("suggestion shown", report["shown"]), ("not shown", report["not_shown"]))
     ]
-    render(rows, ["judgments", *keys], OutputFormat.table, title=f"pool {pool}: assessors against judge {report['judge'] or '-'}")
+    render(
+        rows,
+        ["judgments", *keys],
+        OutputFormat.table,
+        title=f"pool {pool}: assessors against judge {report['judge'] or '-'}",
+    )
     render(
         [{k: _number(v) for k, v in a.items()} for a in report["assessors"]],
         ["assessor", "shown", "followed", "share_followed"],

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from evalstore.db.models import Evaluation, PoolJudgment
@@ -115,7 +114,7 @@ def test_the_judging_page_shows_a_suggestion_only_when_the_organiser_turns_it_on
     table = review.text[review.text.index('id="suggestion-agreement"') :]
     assert re.search(r"suggestion shown</th><td class=\"num\">1</td>", table)
     assert re.search(r"suggestion not shown</th><td class=\"num\">1</td>", table)
-    assert f"<td>ann</td><td class=\"num\">1</td><td class=\"num\">{int(grade == 1)}</td>" in review.text
+    assert f'<td>ann</td><td class="num">1</td><td class="num">{int(grade == 1)}</td>' in review.text
 
 
 def test_the_compare_page_is_the_organisers_and_admins_only(site: Engine) -> None:
@@ -183,10 +182,15 @@ def test_the_compare_page_reports_the_commands_numbers_and_its_get_writes_nothin
             ("Significance preserved", "1 (1.0000)"),
             ("Reversed / gained", "0 / 4"),
         ):
-            assert re.search(rf"<td[^>]*>{re.escape(name)}</td><td class=\"num\">{re.escape(value)}</td>", systems), name
+            assert re.search(rf"<td[^>]*>{re.escape(name)}</td><td class=\"num\">{re.escape(value)}</td>", systems), (
+                name
+            )
         assert "Swapped pairs</td><td>self › fair</td>" in systems
         assert "⊙ Run <strong>self</strong> declares fake-model" in text
-        assert re.search(r'class="probe">query words inserted: 4 of 4 labels rose \(mean change \+[0-9.]+\); instruction inserted: 4 of 4', text)
+        assert re.search(
+            r'class="probe">query words inserted: 4 of 4 labels rose \(mean change \+[0-9.]+\); instruction inserted: 4 of 4',
+            text,
+        )
         assert re.search(r"on <strong>human</strong>: poor\. on <strong>human@v1</strong>: poor\.", text)
 
         queued = client.post(

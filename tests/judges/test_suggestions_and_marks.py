@@ -113,7 +113,9 @@ def test_agreement_with_suggestions_is_reported_over_the_judgments_they_were_sho
 
 
 def test_runs_declare_models_by_meta_or_in_their_ir_metadata() -> None:
-    block = "# ir_metadata.start\n# method:\n#   reranker:\n#     model: GPT-4o\n#   models: [monot5]\n# ir_metadata.end\n"
+    block = (
+        "# ir_metadata.start\n# method:\n#   reranker:\n#     model: GPT-4o\n#   models: [monot5]\n# ir_metadata.end\n"
+    )
     assert judge_made.declared_models({"models": "a, B"}) == {"a", "b"}
     assert judge_made.declared_models({"ir_metadata": block}) == {"gpt-4o", "monot5"}
     assert judge_made.declared_models(None) == set()
@@ -187,9 +189,10 @@ def test_the_commands_show_suggestions_agreement_and_probes(judged: Engine, tmp_
     assert json.loads(report.stdout)["shown"]["items"] == 1
     table = cli("judgments", "suggestions", "--pool", "p")
     assert "suggestion shown" in table.stdout and "ann" in table.stdout
-    assert json.loads(cli("pool", "configure", "p", "--suggestions", "off", "--format", "json").stdout)[0][
-        "suggestions"
-    ] == "off"
+    assert (
+        json.loads(cli("pool", "configure", "p", "--suggestions", "off", "--format", "json").stdout)[0]["suggestions"]
+        == "off"
+    )
 
     assert cli("qrels", "build", "llm", "--pool", "p", "--from", "judge:fake").exit_code == 0
     assert cli("judges", "probe", "fake", "--collection", "c", "--qrels", "human", "--limit", "2").exit_code == 0

@@ -58,7 +58,10 @@ def qrels_choices(engine: Engine, task: str) -> list[str]:
 def _runs(session: Session, task: Task) -> list[Run]:
     return list(
         session.scalars(
-            select(Run).join(Submission, Submission.run_id == Run.id).where(Submission.task_id == task.id).order_by(Run.name)
+            select(Run)
+            .join(Submission, Submission.run_id == Run.id)
+            .where(Submission.task_id == task.id)
+            .order_by(Run.name)
         )
     )
 
@@ -105,9 +108,7 @@ def task_report(
         runs = [run.name for run in _runs(session, found)]
         missing = _missing(session, found, [first, second])
         measures = measures or list(found.measures[:2]) or None
-    report = compare.compare(
-        engine, first, second, measures=measures, runs=runs, top_k=top_k, test=test, alpha=alpha
-    )
+    report = compare.compare(engine, first, second, measures=measures, runs=runs, top_k=top_k, test=test, alpha=alpha)
     return report | {"missing": missing}
 
 
