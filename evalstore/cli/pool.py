@@ -322,8 +322,6 @@ def configure(
     from evalstore.services import judging
     from evalstore.services.judges import suggestions as suggesting
 
-    if suggestions is not None:
-        suggesting.set_suggestions(state(ctx).engine(), name, None if suggestions == "off" else suggestions)
     settings = judging.configure_pool(
         state(ctx).engine(),
         name,
@@ -333,6 +331,8 @@ def configure(
         double_share=double_share,
         seed=seed,
     )
+    if suggestions is not None:
+        suggesting.set_suggestions(state(ctx).engine(), name, None if suggestions == "off" else suggestions)
     shown = suggesting.shown_by(state(ctx).engine(), name)
     render_record(
         {
