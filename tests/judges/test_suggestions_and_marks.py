@@ -200,6 +200,25 @@ def test_the_commands_show_suggestions_agreement_and_probes(judged: Engine, tmp_
     assert "query words inserted: 2 of 2 labels rose" in listed.stdout.replace("\n", " ").replace("│", "")
     as_json = json.loads(cli("qrels", "versions", "llm", "--format", "json").stdout)
     assert as_json[0]["probe"]["attacks"]["query_words"]["rose"] == 2
+    (tmp_path / "self.txt").write_text(run_text("poor").replace(" poor", " self"))
+    assert (
+        cli("runs", "register", str(tmp_path / "self.txt"), "--name", "self", "--meta", "models=fake-model").exit_code
+        == 0
+    )
+    evaluated = cli("evaluate", "--qrels", "llm@v1", "--all-runs", "--measures", "AP", "--wait")
+    assert evaluated.exit_code == 0, evaluated.output
+    board = cli("leaderboard", "--qrels", "llm@v1", "--measure", "AP")
+    assert board.exit_code == 0, board.output
+    assert board.stderr.splitlines()[-2:] == [
+        "warning: labels of 'llm@v1' are from judge:fake (model fake-model); probe: query words inserted: 2 of 2 "
+        f"labels rose (mean change {as_json[0]['probe']['attacks']['query_words']['mean_change']:+.2f}); "
+        f"instruction inserted: 2 of 2 labels rose (mean change "
+        f"{as_json[0]['probe']['attacks']['instruction']['mean_change']:+.2f})",
+        "warning: circularity: run 'self' declares fake-model, the model that made these labels; its scores here "
+        "favour it",
+    ]
+    human_board = cli("leaderboard", "--qrels", "human", "--measure", "AP")
+    assert "circularity" not in human_board.stderr and "probe" not in human_board.stderr
     compared = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--measure", "AP")
     assert compared.exit_code == 0, compared.output
     assert "labels of 'llm@v1' are from judge:fake (model fake-model); probe: query words inserted: 2 of 2" in (

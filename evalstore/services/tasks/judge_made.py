@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import Judge, JudgeProbe, QrelsSet, QrelsVersion, Run
+from evalstore.db.session import read_only
 from evalstore.io.ir_metadata import METADATA_KEY as IR_METADATA
 from evalstore.io.ir_metadata import parse_block
 
@@ -142,3 +143,22 @@ def circular_by_name(session: Session, qrels_name: str, run_names: Iterable[str]
     if not names or not judge_models(session, qrels_name):
         return {}
     return circular_runs(session, qrels_name, session.scalars(select(Run).where(Run.name.in_(names))))
+
+
+def board_notes(engine: Engine, qrels_name: str, run_names: Iterable[str]) -> list[str]:
+    """What `evalstore leaderboard --qrels` says on stderr under a board on judge-made labels: the
+    judge with its probe, and each run that declares the judge's model."""
+    with read_only(engine) as session:
+        behind = judge_behind(session, qrels_name)
+        if behind is None:
+            return []
+        circular = circular_by_name(session, qrels_name, run_names)
+    notes = [
+        f"labels of '{qrels_name}' are from {behind['from']} (model {behind['model']}); probe: {behind['probe_text']}"
+    ]
+    notes += [
+        f"circularity: run '{run}' declares {', '.join(models)}, the model that made these labels; its scores "
+        "here favour it"
+        for run, models in circular.items()
+    ]
+    return notes
