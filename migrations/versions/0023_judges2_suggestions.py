@@ -2,10 +2,10 @@
 label and explanation the pool's assessors see beside each document (None: none, the default, so
 human labels stay independent); pool_judgments.suggested and suggested_by record the suggestion an
 assessor was shown when they judged (None: none was shown), so that agreement with it is reported
-apart.
+apart. Chained after 0022_hostile2, the head of main when main was merged into this branch.
 
-Revision ID: 0022_judges2
-Revises: 0021_console
+Revision ID: 0023_judges2
+Revises: 0022_hostile2
 Create Date: 2026-11-26 17:00:00
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0022_judges2"
-down_revision: str | None = "0021_console"
+revision: str = "0023_judges2"
+down_revision: str | None = "0022_hostile2"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
