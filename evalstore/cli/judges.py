@@ -250,12 +250,20 @@ def qrels_versions(
     from evalstore.services.judges import versions
 
     rows = [
-        v | {"hash": v["content_hash"][:12], "counts": json.dumps(v["counts"])}
+        v
+        | {
+            "hash": v["content_hash"][:12],
+            "counts": json.dumps(v["counts"]),
+            # a table shows the judge's probe as a line; JSON and CSV give its figures
+            "probe": v["probe_text"] or "-"
+            if fmt is OutputFormat.table
+            else (v["probe"] if fmt is OutputFormat.json else json.dumps(v["probe"])),
+        }
         for v in versions.list_versions(state(ctx).engine(), name)
     ]
     render(
         rows,
-        ["version", "qrels", "pool", "from", "counts", "hash", "parent", "created_at"],
+        ["version", "qrels", "pool", "from", "counts", "hash", "parent", "created_at", "probe"],
         fmt,
         title=f"versions of {name}",
     )
@@ -360,6 +368,8 @@ def _compare_tables(report: dict[str, Any]) -> None:
     )
     if report.get("note"):
         info(report["note"])
+    for qrels, behind in report.get("judges", {}).items():
+        info(f"labels of '{qrels}' are from {behind['from']} (model {behind['model']}); probe: {behind['probe_text']}")
     for qrels, runs in report["circular"].items():
         for run, models in runs.items():
             info(
@@ -396,6 +406,38 @@ def judgments_provenance(
     )
 
 
+def judgments_suggestions(
+    ctx: typer.Context,
+    pool: Annotated[str, typer.Option("--pool")],
+    fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
+) -> None:
+    """Assessors' labels against the judge's suggestions the judging page showed them, over those
+    judgments only; beside it, against the same judge where no suggestion was shown."""
+    from evalstore.services.judges import suggestions
+
+    report = suggestions.suggestion_agreement(state(ctx).engine(), pool)
+    if fmt is CompareFormat.json:
+        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+        return
+    keys = ("items", "observed", "kappa", "weighted_kappa", "krippendorff_alpha", "mean_difference")
+    rows = [
+        {"judgments": title, **{k: _number(part[k]) if part else "-" for k in keys}}
+        for title, part in (("suggestion shown", report["shown"]), ("not shown", report["not_shown"]))
+    ]
+    render(
+        rows,
+        ["judgments", *keys],
+        OutputFormat.table,
+        title=f"pool {pool}: assessors against judge {report['judge'] or '-'}",
+    )
+    render(
+        [{k: _number(v) for k, v in a.items()} for a in report["assessors"]],
+        ["assessor", "shown", "followed", "share_followed"],
+        OutputFormat.table,
+        title="per assessor: suggestions shown and followed",
+    )
+
+
 def register(
     root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer, *, panel: str | None = None
 ) -> None:
@@ -406,3 +448,4 @@ def register(
     qrels_app.command("versions")(qrels_versions)
     judgments_app.command("compare")(judgments_compare)
     judgments_app.command("provenance")(judgments_provenance)
+    judgments_app.command("suggestions")(judgments_suggestions)

@@ -69,3 +69,8 @@ def leaderboard(
     render(board.cells, board.cell_columns, fmt, title=board.title)
     for message in board.warnings:
         warn(message)
+    if kind == "ranking":  # on a judge's labels: the judge's probe, and the runs that use its model
+        from evalstore.services.tasks.judge_made import board_notes
+
+        for message in board_notes(state(ctx).engine(), judgments, [r["run"] for r in board.records]):
+            warn(message)

@@ -337,10 +337,20 @@ def configure(
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seed of the double-judged sample (default: drawn, recorded).")
     ] = None,
+    suggestions: Annotated[
+        str | None,
+        typer.Option(
+            "--suggestions",
+            help="JUDGE: show this judge's label and explanation beside each document as a suggestion "
+            "(its agreement with the assessors is reported apart: 'judgments suggestions'); off: none (the default).",
+        ),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
-    """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
+    """Set what the pool's assessors see in the browser: topic statements, documents, grades, a
+    judge's suggestions."""
     from evalstore.services import judging
+    from evalstore.services.judges import suggestions as suggesting
 
     settings = judging.configure_pool(
         state(ctx).engine(),
@@ -351,8 +361,15 @@ def configure(
         double_share=double_share,
         seed=seed,
     )
+    if suggestions is not None:
+        suggesting.set_suggestions(state(ctx).engine(), name, None if suggestions == "off" else suggestions)
+    shown = suggesting.shown_by(state(ctx).engine(), name)
     render_record(
-        {**settings, "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items())},
+        {
+            **settings,
+            "grades": ", ".join(f"{g}={label}" for g, label in settings["grades"].items()),
+            "suggestions": shown or "off",
+        },
         fmt,
         title=f"pool '{name}'",
     )

@@ -280,6 +280,9 @@ class Pool(Base):
     # this seeded share of it is shown, blind, to each other assessor (for agreement)
     double_share: Mapped[float | None] = mapped_column(Double)
     double_seed: Mapped[int | None] = mapped_column(BigInteger)
+    # the judge whose label and explanation assessors see beside each document (None: none, so
+    # human labels stay independent; 0023)
+    suggest_judge: Mapped[str | None] = mapped_column(String(200))
 
 
 class PoolEntry(Base):
@@ -313,6 +316,10 @@ class PoolJudgment(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     seconds: Mapped[float | None] = mapped_column(Double)  # time the assessor spent on it (browser judging)
     note: Mapped[str | None] = mapped_column(Text)
+    # the judge's label shown to the assessor as a suggestion when they judged, and the judge's
+    # name (None: no suggestion was shown); agreement with it is reported apart (0023)
+    suggested: Mapped[int | None] = mapped_column(SmallInteger)
+    suggested_by: Mapped[str | None] = mapped_column(String(200))
 
 
 class TopicSet(Base):

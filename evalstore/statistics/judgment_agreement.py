@@ -86,7 +86,8 @@ def label_agreement(topics: np.ndarray, first: np.ndarray, second: np.ndarray) -
         weighted_kappa=_kappa(first, second, "linear"),
         quadratic_kappa=_kappa(first, second, "quadratic"),
         krippendorff_alpha=alpha,
-        confusion=confusion_matrix(first, second, labels=labels).tolist(),
+        # one label only: scikit-learn warns that the matrix may lack labels; it is one cell
+        confusion=[[len(first)]] if len(labels) == 1 else confusion_matrix(first, second, labels=labels).tolist(),
         mean_difference=float((second - first).mean()),
         rated_higher=int((second > first).sum()),
         rated_lower=int((second < first).sum()),

@@ -26,6 +26,7 @@ from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, 
 from evalstore.services import access, claims, judging, pools, reports, repro, store, tasks
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.services.judges import suggestions
 from evalstore.web.auth import SESSION_COOKIE, caller, server
 from evalstore.web.headers import content_disposition
 from evalstore.web.templating import bar_chart, query_terms, templates
@@ -363,7 +364,7 @@ def judge_pool(request: Request, pool: str) -> HTMLResponse:
 @router.get("/judge/{pool}/{topic}")
 def judge_topic(request: Request, pool: str, topic: str, was: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "pools:judge")
-    screen = judging.judging_screen(server(request).engine, principal, pool, topic)
+    screen, suggestion = suggestions.judging_screen(server(request).engine, principal, pool, topic)
     statement = screen.statement
     terms = query_terms(statement.title) if statement else []
     role_was = {code: role for role, code in judging.ROLE_CODES.items()}.get(was or "")
@@ -372,6 +373,7 @@ def judge_topic(request: Request, pool: str, topic: str, was: str | None = None)
         "judge.html",
         principal,
         screen=screen,
+        suggestion=suggestion,
         terms=terms,
         shown_at=f"{time.time():.3f}",
         role_was=role_was if role_was and judging.role_changed(role_was, screen.role) else None,
@@ -398,8 +400,9 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
         seconds: float | None = max(0.0, time.time() - float(str(form.get("shown_at", ""))))
     except ValueError:
         seconds = None
+    suggested = str(form.get("suggested", ""))
     await run_in_threadpool(
-        judging.judge_document,
+        suggestions.judge_document,
         server(request).engine,
         principal,
         pool,
@@ -408,6 +411,8 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
         None if grade_text == "skip" else int(grade_text),
         seconds=seconds,
         note=str(form.get("note", "")) or None,
+        suggested=int(suggested) if suggested.isdigit() else None,
+        suggested_by=str(form.get("suggested_by", "")) or None,
     )
     return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
 
@@ -426,7 +431,10 @@ def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLRespons
     principal = _page_principal(request, "pools:manage")
     claims.check_pool(server(request).engine, principal, pool)  # another organiser's pool: not found
     found, pairs = pools.disagreements(server(request).engine, pool, measure=measure)
-    return render(request, "review.html", principal, pool=pool, found=found, pairs=pairs, measure=measure)
+    suggested = suggestions.suggestion_agreement(server(request).engine, pool)
+    return render(
+        request, "review.html", principal, pool=pool, found=found, pairs=pairs, measure=measure, suggested=suggested
+    )
 
 
 def error_page(request: Request, status: int, error: EvalstoreError | str) -> Response:

@@ -186,6 +186,7 @@ PAGES = {
     "olga": [
         "/tasks/sample-task",
         "/tasks/sample-task/manage",
+        "/tasks/sample-task/judgments?first=sample&second=sample",
         "/tasks/sample-task/submit",
         "/queue",
         "/pools/judging/review",

@@ -56,6 +56,7 @@ def test_topics_documents_and_pool_settings(cli, tmp_path: Path) -> None:  # typ
         "grades": "0=No, 1=Yes",
         "double_share": 0.25,
         "double_seed": 3,
+        "suggestions": "off",  # no judge's suggestions unless the organiser turns them on
     }
     listed = json.loads(cli("topics", "list", "--format", "json").stdout)
     assert [(r["name"], r["kind"], r["count"]) for r in listed] == [("t", "topics", 2), ("c", "documents", 2)]

@@ -164,6 +164,15 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("GET", "/tasks/open/health", {}),
         "303 401 401 200 200 403 403 403 403 403",
     ),  # one run: the page says so
+    # judgments compare for the task's organiser (tests/judges/test_judges_pages.py follows it)
+    "GET /tasks/{task}/judgments": (
+        lambda w, c: ("GET", "/tasks/open/judgments?first=sample&second=sample", {}),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),
+    "POST /tasks/{task}/judgments/evaluate": (
+        lambda w, c: ("POST", "/tasks/open/judgments/evaluate", {"data": {"qrels": "sample"}}),
+        "303 401 401 303 303 403 403 403 403 403",
+    ),  # nothing missing: nothing queued
 }
 
 

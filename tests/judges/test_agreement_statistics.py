@@ -91,3 +91,9 @@ def test_nothing_significant_has_no_share() -> None:
     same = np.ones((3, 5))
     result = significance_agreement(same, same)
     assert (result.significant_first, result.share_preserved) == (0, None)
+
+
+def test_one_label_in_common_is_one_cell_of_agreement() -> None:
+    # scikit-learn's confusion_matrix warns here (an error under the suite's filterwarnings)
+    result = label_agreement(np.array(["1", "2"], dtype=object), np.array([2, 2]), np.array([2, 2]))
+    assert (result.items, result.labels, result.confusion, result.observed, result.kappa) == (2, [2], [[2]], 1.0, 1.0)

@@ -46,7 +46,7 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)[0]["qrels"] == "llm@v1"
     versions = cli("qrels", "versions", "llm", "--format", "csv")
-    assert versions.stdout.splitlines()[0] == "version,qrels,pool,from,counts,hash,parent,created_at"
+    assert versions.stdout.splitlines()[0] == "version,qrels,pool,from,counts,hash,parent,created_at,probe"
     assert versions.stdout.splitlines()[1].startswith('1,llm@v1,p,judge:fake,"{""judge"": 9, ""unjudged"": 0}",')
     compared = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--format", "json")
     assert compared.exit_code == 0, compared.output

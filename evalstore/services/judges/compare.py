@@ -23,6 +23,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services.judges.circularity import circular_runs
+from evalstore.services.tasks.judge_made import judge_behind
 from evalstore.statistics import judgment_agreement as agreement
 from evalstore.statistics.significance import TESTS
 
@@ -64,6 +65,7 @@ def compare(
         )
         tables = {run.name: repo.run_table(session, run, for_evaluation=True) for run in chosen}
         circular = {name: circular_runs(session, name, chosen) for name in (first, second)}
+        judges = {name: judge_behind(session, name) for name in (first, second)}
     both = a[a["relevance"] >= 0].merge(b[b["relevance"] >= 0], on=["topic", "doc"], suffixes=("_a", "_b"))
     if both.empty:
         raise EvaluationError(f"'{first}' and '{second}' judge no document in common; nothing to compare.")
@@ -83,6 +85,8 @@ def compare(
         "significance": {},
         # runs that declare the model that made one side's labels: their scores there are suspect
         "circular": {name: runs_ for name, runs_ in circular.items() if runs_},
+        # the judge behind either side's labels, with its stored probe result
+        "judges": {name: behind for name, behind in judges.items() if behind},
     }
     topics = sorted(set(both["topic"]))
     report["topics"] = topics

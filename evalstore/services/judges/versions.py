@@ -37,6 +37,7 @@ from evalstore.io.judgments import TREC_UNJUDGED
 from evalstore.services import jobs, pools, store
 from evalstore.services.judges import compare
 from evalstore.services.judges.registry import get_judge
+from evalstore.services.tasks.judge_made import judge_behind
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def _version_view(engine: Engine, version_id: int) -> dict[str, Any]:
 def _as_dict(session: Session, row: QrelsVersion) -> dict[str, Any]:
     qrels = session.get(QrelsSet, row.qrels_id)
     parent = session.get(QrelsVersion, row.parent_id) if row.parent_id is not None else None
+    behind = judge_behind(session, qrels.name) if qrels else None
     return {
         "name": row.name,
         "version": row.version,
@@ -250,6 +252,9 @@ def _as_dict(session: Session, row: QrelsVersion) -> dict[str, Any]:
         "content_hash": row.content_hash,
         "parent": f"{parent.name}@v{parent.version}" if parent else None,
         "created_at": row.created_at.isoformat(),
+        # the judge's stored probe (None: no judge made these labels, or it was not probed so)
+        "probe": behind["probe"] if behind else None,
+        "probe_text": behind["probe_text"] if behind else None,
     }
 
 

@@ -69,9 +69,11 @@ def judge_document(
     *,
     seconds: float | None = None,
     note: str | None = None,
+    suggestion: tuple[str, int] | None = None,
 ) -> None:
     """Record one judgment from the judging screen: a grade of the pool's scale, or None for
-    "skipped: not rateable"; with the time it took and the assessor's note."""
+    "skipped: not rateable"; with the time it took, the assessor's note, and the suggestion
+    (judge, label) the screen showed (services.judges.suggestions checks it)."""
     if note is not None and len(note) > NOTE_CHARACTERS:
         raise InvalidParameterError(f"A note holds at most {NOTE_CHARACTERS} characters; this one has {len(note)}.")
     if seconds is not None and not 0 <= seconds:
@@ -86,6 +88,7 @@ def judge_document(
             [(topic, doc, SKIPPED if grade is None else grade)],
             seconds=None if seconds is None else min(seconds, LONGEST_JUDGMENT_SECONDS),
             note=(note or "").strip() or None,
+            suggestion=suggestion,
         )
 
 
@@ -107,6 +110,7 @@ def _record(
     *,
     seconds: float | None = None,
     note: str | None = None,
+    suggestion: tuple[str, int] | None = None,
 ) -> None:
     wanted = {(t, d) for t, d, _ in judgments}
     pooled = set(
@@ -136,10 +140,13 @@ def _record(
                     created_at=now,
                     seconds=seconds,
                     note=note,
+                    suggested_by=suggestion[0] if suggestion else None,
+                    suggested=suggestion[1] if suggestion else None,
                 )
             )
         else:
             row.relevance, row.created_at, row.seconds, row.note = relevance, now, seconds, note
+            row.suggested_by, row.suggested = suggestion or (None, None)
     audit(session, principal.name, "pools.judge", pool.name, {"judgments": len(judgments)})
 
 

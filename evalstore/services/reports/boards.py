@@ -40,6 +40,8 @@ class BoardRow:
     may_open: bool  # the caller may open the run's page
     private: dict[str, Any] | None = None  # a split task's ranking on its private topics: rank, topics, scores
     swap: int | None = None  # public rank minus private rank (> 0: the run rose on the private topics)
+    # the models of the judge that made the qrels' labels that the run declares it used (circularity)
+    circular: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class BoardPage:
     tier_test: str | None
     notes: list[str] = field(default_factory=list)
     split: dict[str, Any] | None = None  # a public/private split: its private topic count, whether final
+    judge: dict[str, Any] | None = None  # the judge behind judge-made qrels: name, model, probe
 
 
 def leaderboard(
@@ -134,6 +137,7 @@ def board_page(
             may_open(r["run"], r["team"]),
             r.get("private"),
             r.get("swap"),
+            tuple(r.get("circular", ())),
         )
         for r in raw
     ]
@@ -147,7 +151,9 @@ def board_page(
             "unjudged documents as not relevant, and may understate it."
         )
     split = body.get("split")
-    return BoardPage(name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, split)
+    return BoardPage(
+        name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, split, body.get("judge")
+    )
 
 
 def _tiers(

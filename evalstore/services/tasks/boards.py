@@ -15,6 +15,7 @@ from sqlalchemy import Engine, func, select
 
 from evalstore.db.models import (
     Evaluation,
+    JudgeProbe,
     QrelsSet,
     Run,
     Submission,
@@ -27,6 +28,7 @@ from evalstore.errors import (
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
+from evalstore.services.tasks import judge_made
 from evalstore.services.tasks.visibility import (
     HIDDEN,
     LEADERBOARD_MEASURES,
@@ -97,6 +99,8 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
                     func.max(Evaluation.id),
                     func.max(Evaluation.finished_at),
                     func.max(Evaluation.results_version),
+                    # a judge's new probe shows on boards of its labels
+                    select(func.max(JudgeProbe.id)).scalar_subquery(),
                 )
                 .select_from(Submission)
                 .outerjoin(Evaluation, (Evaluation.id == Submission.evaluation_id) & (Evaluation.state == "done"))
@@ -189,6 +193,7 @@ def task_leaderboard(
         ]
         if with_private:
             _add_private(engine, state, ranked.names, set(teams), body)
+        _mark_judge_made(engine, state.qrels_name, body)
     return context.boards.put(key, TaskBoard.of(body))
 
 
@@ -221,3 +226,16 @@ def _add_private(engine: Engine, state: _BoardState, names: list[str], runs: set
         found = private.get(row["run"])
         row["private"] = found
         row["swap"] = None if found is None else row["rank"] - found["rank"]
+
+
+def _mark_judge_made(engine: Engine, qrels_name: str, body: dict[str, Any]) -> None:
+    """On labels a judge made: the judge, its model and probe result under ``judge``, and on each
+    row the judge's models the run declares (``circular``: empty when none)."""
+    with read_only(engine) as session:
+        behind = judge_made.judge_behind(session, qrels_name)
+        if behind is None:
+            return
+        circular = judge_made.circular_by_name(session, qrels_name, [r["run"] for r in body["rows"]])
+    body["judge"] = behind
+    for row in body["rows"]:
+        row["circular"] = circular.get(row["run"], [])
