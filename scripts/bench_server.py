@@ -251,7 +251,6 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
             process.wait(timeout=30)
 
 
-
 THROUGHPUT_MEASURES: list[str] = []  # the task's default: evalstore's default measure set
 
 
@@ -270,7 +269,9 @@ def throughput(make_url: Callable[[], tuple[str, Callable[[], None]]], label: st
         for batch_jobs, what in ((16, "batches of up to 16 jobs (the default)"), (1, "one job at a time")):
             url, drop = make_url()
             try:
-                seconds, stored[batch_jobs] = submitted_and_evaluated(url, folder / f"b{batch_jobs}", files, batch_jobs, args)
+                seconds, stored[batch_jobs] = submitted_and_evaluated(
+                    url, folder / f"b{batch_jobs}", files, batch_jobs, args
+                )
             finally:
                 drop()
             print(
@@ -315,7 +316,11 @@ def submitted_and_evaluated(
         tokens[f"team{team}"] = access.create_token(engine, f"member{team}").token
     # MLflow's store made before the clock, as a deployment has it
     subprocess.run(
-        [sys.executable, "-c", "import sys; from mlflow import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()"],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mlflow import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()",
+        ],
         env=env,
         check=True,
         stderr=subprocess.DEVNULL,
@@ -365,29 +370,35 @@ def stored_values(engine: Any) -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     with read_only(engine) as session:
-        for evaluation_id, name in session.execute(select(Evaluation.id, Run.name).join(Run, Run.id == Evaluation.run_id)):
+        for evaluation_id, name in session.execute(
+            select(Evaluation.id, Run.name).join(Run, Run.id == Evaluation.run_id)
+        ):
             found[name] = (
-                session.scalar(select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id)),
+                session.scalar(
+                    select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id)
+                ),
                 sorted(
                     session.execute(
                         select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
                             QueryValues.evaluation_id == evaluation_id
                         )
-                    ).tuples()
+                    )
                 ),
                 sorted(
                     session.execute(
                         select(AggregateResult.measure, AggregateResult.value, AggregateResult.text_value).where(
                             AggregateResult.evaluation_id == evaluation_id
                         )
-                    ).tuples(),
+                    ),
                     key=lambda row: row[0],
                 ),
             )
     return found
 
 
-async def submit_some(base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str], at_once: int) -> list[int]:
+async def submit_some(
+    base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str], at_once: int
+) -> list[int]:
     """Post every file, ``at_once`` at a time (participants submitting over a day, compressed)."""
     limit = asyncio.Semaphore(at_once)
     async with httpx.AsyncClient(base_url=base, timeout=300) as client:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 from evalstore import _logging
 from evalstore.db.engine import make_engine
 from evalstore.db.session import unit_of_work
-from evalstore.errors import EvalstoreError
+from evalstore.errors import EvalstoreError, InvalidParameterError
 from evalstore.services import embargo, jobs, kinds, store, tracking
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, StoredEvaluation, topic_list
@@ -133,7 +133,9 @@ class Worker:
             with _Heartbeat(self.engine, held, self.settings.lease) as heartbeat:
                 # one job alone is computed in _finish, as it always was
                 outcomes: list[ComputedJob | Exception | None] = (
-                    [None] if len(claimed) == 1 else list(kinds.compute_many(self.engine, claimed, context=self.context))
+                    [None]
+                    if len(claimed) == 1
+                    else list(kinds.compute_many(self.engine, claimed, context=self.context))
                 )
                 for job, outcome in zip(claimed, outcomes, strict=True):
                     self._finish(job, outcome)
@@ -312,7 +314,7 @@ class InProcessWorker:
     def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
         from evalstore.config import mlflow_enabled
 
-        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled())
+        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled(), batch=batch_from_env())
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()
         return background
@@ -327,6 +329,20 @@ class InProcessWorker:
         self.worker.stopping = True
         self._thread.join(timeout)
         self.worker.engine.dispose()
+
+
+def batch_from_env() -> jobs.BatchBound:
+    """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
+    environment variables (the worker inside `evalstore serve` has no options of its own)."""
+    try:
+        return jobs.BatchBound(
+            jobs=max(1, int(os.environ.get("EVALSTORE_BATCH_JOBS", jobs.BATCH_JOBS))),
+            rows=max(1, int(os.environ.get("EVALSTORE_BATCH_ROWS", jobs.BATCH_ROWS))),
+        )
+    except ValueError as error:
+        raise InvalidParameterError(
+            f"EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers: {error}"
+        ) from None
 
 
 # --- several processes -------------------------------------------------------------------------

@@ -33,9 +33,12 @@ def _runs(folder: Path) -> dict[str, str]:
     """Five runs unlike each other: full ones, one missing topics, one cut to 6 documents a topic
     (another depth, stacked apart), one with ties and a topic the qrels lack."""
     cut = "".join(line + "\n" for line in synthetic_run_text(3, "cut").splitlines() if int(line.split()[3]) <= 6)
-    tied = "".join(  # scores tied in pairs (ranked by docno), and a topic the qrels lack
-        f"{t} Q0 d{d} {d + 1} {(12 - d) // 2}.0 tied\n" for t in SYNTHETIC_TOPICS for d in range(12)
-    ) + "999 Q0 d1 1 5.0 tied\n"
+    tied = (
+        "".join(  # scores tied in pairs (ranked by docno), and a topic the qrels lack
+            f"{t} Q0 d{d} {d + 1} {(12 - d) // 2}.0 tied\n" for t in SYNTHETIC_TOPICS for d in range(12)
+        )
+        + "999 Q0 d1 1 5.0 tied\n"
+    )
     texts = {
         "full1": synthetic_run_text(1, "full1"),
         "full2": synthetic_run_text(2, "full2"),
@@ -76,7 +79,7 @@ def _stored(engine: Engine, qrels_name: str) -> dict[str, Any]:
             .join(Run, Run.id == Evaluation.run_id)
             .join(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
             .where(QrelsSet.name == qrels_name)
-        ).tuples()
+        )
         for evaluation, run_name in rows:
             eid = evaluation.id
             found[run_name] = {
@@ -109,7 +112,12 @@ def _stored(engine: Engine, qrels_name: str) -> dict[str, Any]:
                     for row in session.scalars(select(QueryValues).where(QueryValues.evaluation_id == eid))
                 ),
                 "aggregates": sorted(
-                    (row.measure, np.float64(row.value).tobytes() if row.value is not None else None, row.text_value, row.query_count)
+                    (
+                        row.measure,
+                        np.float64(row.value).tobytes() if row.value is not None else None,
+                        row.text_value,
+                        row.query_count,
+                    )
                     for row in session.scalars(select(AggregateResult).where(AggregateResult.evaluation_id == eid))
                 ),
             }
@@ -139,6 +147,8 @@ def test_batched_results_equal_one_at_a_time_bit_for_bit(
     engine = two_qrels
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    # the two figures are drawn from the stored values compared below (~0.5 s a run with matplotlib)
+    monkeypatch.setattr("evalstore.services.kinds.ranking.payload._figures", lambda _: iter(()))
     batched = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="batched", run_names=None)]
     alone = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="alone", run_names=None)]
 
@@ -248,7 +258,9 @@ def test_other_kinds_and_other_options_go_one_at_a_time(two_qrels: Engine, tmp_p
         classification.register_predictions(engine, tmp_path / "p.csv", name=name, labels_name="gold")
     predicted = predictions.enqueue(engine, labels_name="gold", prediction_names=["p1", "p2"])
     ap = jobs.enqueue(engine, qrels_name="batched", run_names=["full1"], options=EvaluationOptions(("AP",)))
-    cut = jobs.enqueue(engine, qrels_name="batched", run_names=["full2"], options=EvaluationOptions(("AP",), max_docs=5))
+    cut = jobs.enqueue(
+        engine, qrels_name="batched", run_names=["full2"], options=EvaluationOptions(("AP",), max_docs=5)
+    )
     more = jobs.enqueue(engine, qrels_name="batched", run_names=["cut", "half"], options=EvaluationOptions(("AP",)))
     on_duckdb = jobs.enqueue(
         engine, qrels_name="batched", run_names=["tied"], options=EvaluationOptions(("AP",)), backend=Backend("duckdb")

@@ -98,7 +98,7 @@ def _companions(
     if session.get_bind().dialect.name == "postgresql":
         statement = statement.with_for_update(skip_locked=True, of=Evaluation)
     taken: list[ClaimedJob] = []
-    for job, run_rows in session.execute(statement).tuples():
+    for job, run_rows in session.execute(statement):
         if len(taken) + 1 >= bound.jobs:
             break
         if job.options != first.options or not Backend.from_stored(job.backend).local:

@@ -28,9 +28,7 @@ from evalstore.services.kinds.ranking.job import LoadedJob, finish_job, load_job
 Outcome = ComputedJob | Exception
 
 
-def compute_batch(
-    engine: Engine, claimed: Sequence[ClaimedJob], *, context: AppContext | None = None
-) -> list[Outcome]:
+def compute_batch(engine: Engine, claimed: Sequence[ClaimedJob], *, context: AppContext | None = None) -> list[Outcome]:
     """Each claimed job's results (or the error that stopped it), in their order, storing nothing.
     Jobs asked with the same options are stacked together."""
     context = context_for(engine, context)
@@ -63,9 +61,7 @@ def _computed(members: list[tuple[int, LoadedJob, Ranking, float]]) -> list[Outc
     rankings = [rk for _, _, rk, _ in members]
     started = time.perf_counter()
     try:
-        values = compute_stacked(
-            compute, rankings, first.measures, relevance_level=first.options["relevance_level"]
-        )
+        values = compute_stacked(compute, rankings, first.measures, relevance_level=first.options["relevance_level"])
     except Exception:  # whose error it is shows when each job is computed alone
         return [_alone(loaded, rk, prepared) for _, loaded, rk, prepared in members]
     share = (time.perf_counter() - started) / len(members)  # each job's part of the stacked kernels
