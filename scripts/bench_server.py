@@ -320,6 +320,7 @@ def submitted_and_evaluated(
             sys.executable,
             "-c",
             "import sys; from mlflow import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()",
+            env["MLFLOW_TRACKING_URI"],
         ],
         env=env,
         check=True,

@@ -243,6 +243,16 @@ def test_the_bound_holds_in_jobs_and_in_rows(two_qrels: Engine) -> None:
     assert sum(sizes) == 5 and max(sizes) > 1
 
 
+def test_a_batch_is_no_more_than_a_fair_share_among_live_workers(two_qrels: Engine) -> None:
+    engine = two_qrels
+    jobs.enqueue(engine, qrels_name="batched", run_names=None, options=EvaluationOptions(("AP",)))
+    jobs.register_worker(engine, "other")  # alive: it takes its share of the five
+    sizes = []
+    while claimed := jobs.claim_batch(engine, "w"):
+        sizes.append(len(claimed))
+    assert sizes == [3, 1, 1]  # then one each
+
+
 def store_rows(session: Any, run_id: int | None) -> int:
     run = session.get(Run, run_id)
     assert run is not None

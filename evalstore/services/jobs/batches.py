@@ -14,13 +14,13 @@ DuckDB or Spark, and one against subtopic or preference judgments go one at a ti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from evalstore.backends import Backend
-from evalstore.db.models import Evaluation, QrelsSet, Run
+from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
 from evalstore.db.session import unit_of_work
 from evalstore.services.jobs.options import DEFAULT_LEASE, ClaimedJob, db_now
 from evalstore.services.jobs.queue import claim_in, take
@@ -64,7 +64,8 @@ def claim_batch(
 def _companions(
     session: Session, first: ClaimedJob, worker_id: str, lease: timedelta, only: list[int] | None, bound: BatchBound
 ) -> list[ClaimedJob]:
-    """The jobs claimed beside ``first`` (claimed in this transaction)."""
+    """The jobs claimed beside ``first`` (claimed in this transaction): the oldest that fit the
+    bound, and of those no more than this worker's share among the live workers."""
     qrels_kind = session.scalar(select(QrelsSet.kind).where(QrelsSet.id == first.qrels_id))
     rows = session.scalar(select(Run.row_count).where(Run.id == first.run_id)) or 0
     if qrels_kind != "relevance" or rows >= bound.rows:
@@ -91,20 +92,36 @@ def _companions(
             ),
         )
         .order_by(Evaluation.id)
-        .limit(4 * bound.jobs)  # a few with other options may be among them
+        .limit(8 * bound.jobs)  # some with other options may be among them
     )
     if only is not None:
         statement = statement.where(Evaluation.id.in_(only))
     if session.get_bind().dialect.name == "postgresql":
         statement = statement.with_for_update(skip_locked=True, of=Evaluation)
+    matching = [
+        (job, run_rows)
+        for job, run_rows in session.execute(statement)
+        if job.options == first.options and Backend.from_stored(job.backend).local
+    ]
+    # a fair share of what waits: the other live workers find the rest (one worker taking all ten
+    # queued jobs while the other idled halved a two-worker service's throughput)
+    live = _live_workers(session, worker_id, now, lease)
+    wanted = min(bound.jobs, -(-(len(matching) + 1) // live)) - 1
     taken: list[ClaimedJob] = []
-    for job, run_rows in session.execute(statement):
-        if len(taken) + 1 >= bound.jobs:
+    for job, run_rows in matching:
+        if len(taken) >= wanted:
             break
-        if job.options != first.options or not Backend.from_stored(job.backend).local:
-            continue
-        if rows + run_rows > bound.rows:
-            continue
-        rows += run_rows
-        taken.append(take(session, job, worker_id, now, lease, "ranking"))
+        if rows + run_rows <= bound.rows:
+            rows += run_rows
+            taken.append(take(session, job, worker_id, now, lease, "ranking"))
     return taken
+
+
+def _live_workers(session: Session, worker_id: str, now: datetime, lease: timedelta) -> int:
+    """The workers that said they were alive within two leases (this one counted)."""
+    others = session.scalar(
+        select(func.count())
+        .select_from(Worker)
+        .where(Worker.state == "running", Worker.heartbeat_at >= now - 2 * lease, Worker.id != worker_id)
+    )
+    return 1 + (others or 0)
