@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +296,7 @@ def submitted_and_evaluated(
     from evalstore.db.engine import make_engine, upgrade
     from evalstore.db.models import Evaluation
     from evalstore.db.session import read_only
-    from evalstore.services import access, tasks
+    from evalstore.services import access, jobs, tasks
 
     folder.mkdir()
     env = {
@@ -335,6 +336,11 @@ def submitted_and_evaluated(
         stderr=open(f"{log}.workers{batch_jobs}" if log else os.devnull, "wb"),
     )
     try:
+        deadline = time.monotonic() + 120
+        while len(jobs.live_workers(engine, within=timedelta(minutes=1))) < 2:  # running, as deployed
+            if time.monotonic() > deadline:
+                raise SystemExit("the 2 workers did not start within 2 minutes")
+            time.sleep(0.2)
         started = time.perf_counter()
         statuses = asyncio.run(submit_some(base, files, tokens, at_once=8))
         if any(status != 201 for status in statuses):

@@ -138,7 +138,7 @@ class Worker:
                     else list(kinds.compute_many(self.engine, claimed, context=self.context))
                 )
                 for job, outcome in zip(claimed, outcomes, strict=True):
-                    self._finish(job, outcome)
+                    self._finish(job, outcome, heartbeat)
                     held.remove(job)
                     heartbeat.let_go(job)
         except StopNow:
@@ -148,7 +148,7 @@ class Worker:
             raise
         return True
 
-    def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None) -> None:
+    def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> None:
         """The use case of one job, from its computed ``outcome`` (computed here when None): in one
         unit of work read the header its results get, start MLflow logging ahead of the commit, and
         store them; then deliver them to MLflow (:func:`tracking.drain`). An error fails this job
@@ -172,6 +172,7 @@ class Worker:
                 if ahead is not None:
                     tracking.abandon_ahead(ahead)
                 raise
+            heartbeat.let_go(job)  # stored: MLflow logging below needs no lease
             computed.timings.store = time.perf_counter() - started
             summary = computed.summary(stored)
         except jobs.JobLost:
