@@ -298,3 +298,18 @@ def test_the_worker_command_defaults_are_the_bound() -> None:
     assert defaults["batch_jobs"].default.default == jobs.BATCH_JOBS
     assert defaults["batch_rows"].default.default == jobs.BATCH_ROWS
     assert jobs.BATCH_ROWS == stacked.STACK_CELLS
+
+
+def test_the_serve_worker_takes_the_bound_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstore.errors import InvalidParameterError
+    from evalstore.services.worker import batch_from_env
+
+    monkeypatch.delenv("EVALSTORE_BATCH_JOBS", raising=False)
+    monkeypatch.delenv("EVALSTORE_BATCH_ROWS", raising=False)
+    assert batch_from_env() == BatchBound()
+    monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "1")
+    monkeypatch.setenv("EVALSTORE_BATCH_ROWS", "1000")
+    assert batch_from_env() == BatchBound(jobs=1, rows=1000)
+    monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "many")
+    with pytest.raises(InvalidParameterError, match="EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers"):
+        batch_from_env()
