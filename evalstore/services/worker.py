@@ -1,9 +1,11 @@
 """The evaluation worker: claim a job, compute it under a heartbeat, store it, log it to MLflow.
+Queued ranking jobs with one qrels and one set of options are claimed as a batch, computed in one
+pass and then stored and logged one by one, each exactly as a job alone (docs/multi.md).
 
-Stopping: the first SIGTERM/SIGINT lets the current job finish and then exits; a second one
-gives the job back to the queue (not counted as an attempt) and exits at once. A worker killed
-outright (SIGKILL, power loss) stops renewing its lease, and another worker takes the job over
-when the lease runs out.
+Stopping: the first SIGTERM/SIGINT lets the current job (or batch) finish and then exits; a second
+one gives the jobs not yet stored back to the queue (not counted as an attempt) and exits at once.
+A worker killed outright (SIGKILL, power loss) stops renewing its leases, and other workers take
+its jobs over when the leases run out.
 """
 
 from __future__ import annotations
