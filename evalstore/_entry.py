@@ -1,8 +1,9 @@
 """The ``evalstore`` command's entry point.
 
-``evalstore trec-eval ...`` goes straight to its own parser (:mod:`evalstore.trec_eval_cli`):
-evaluating a file then loads numpy, pyarrow and the measures, not typer, pydantic, rich and the
-services. Everything else goes to the typer CLI (:mod:`evalstore.cli`).
+``evalstore trec-eval ...`` goes straight to its own parser
+(:mod:`evalstore.trec_eval.command_line`): evaluating a file then loads numpy, pyarrow and the
+measures, not typer, pydantic, rich and the services. Everything else goes to the typer CLI
+(:mod:`evalstore.cli`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _trec_eval(args: list[str]) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     _pyarrow_without_pandas()
     from evalstore.errors import EvalstoreError, InputFormatError
-    from evalstore.trec_eval_cli import run
+    from evalstore.trec_eval.command_line import run
 
     try:
         run(args)

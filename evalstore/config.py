@@ -66,3 +66,29 @@ def limit_mlflow_http_retries() -> None:
         ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
     ):
         os.environ.setdefault(key, value)
+
+
+class Settings:
+    """The settings as one object, which an application context carries
+    (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
+    when asked, as the functions above read it: an operator's or a test's change shows in a
+    running server or worker, as it did before the context carried them."""
+
+    @property
+    def data_home(self) -> Path:
+        return data_home()
+
+    @property
+    def database_url(self) -> str:
+        return default_database_url()
+
+    @property
+    def mlflow_enabled(self) -> bool:
+        return mlflow_enabled()
+
+    @property
+    def mlflow_tracking_uri(self) -> str:
+        return mlflow_tracking_uri()
+
+    def mlflow_experiment_name(self, qrels_name: str) -> str:
+        return mlflow_experiment_name(qrels_name)

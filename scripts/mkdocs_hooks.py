@@ -74,12 +74,12 @@ def _context(cmd: Any, path: str) -> Any:
 
 
 def _own_help(name: str) -> str | None:
-    """`trec-eval` parses trec_eval's own options with argparse (evalstore/trec_eval_cli.py): its help."""
+    """`trec-eval` parses trec_eval's own options with argparse (evalstore/trec_eval/command_line.py): its help."""
     if name != "trec-eval":
         return None
-    from evalstore import trec_eval_cli
+    from evalstore.trec_eval import command_line
 
-    return trec_eval_cli.parser().format_help()
+    return command_line.parser().format_help()
 
 
 def _param_line(param: Any, ctx: Any) -> str:

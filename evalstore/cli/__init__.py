@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli import (
@@ -101,16 +103,19 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    database_url: str | None = typer.Option(
-        None,
-        "--database-url",
-        envvar=DATABASE_URL_ENV,
-        show_envvar=True,
-        help="SQLAlchemy URL (default: a SQLite file in ~/.evalstore or $EVALSTORE_HOME).",
-    ),
-    version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version, help="Print evalstore's version and exit."
-    ),
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar=DATABASE_URL_ENV,
+            show_envvar=True,
+            help="SQLAlchemy URL (default: a SQLite file in ~/.evalstore or $EVALSTORE_HOME).",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print evalstore's version and exit."),
+    ] = False,
 ) -> None:
     url = database_url or default_database_url()
     # a caller may hand in its own state (a test that reaps the MLflow loggers a command starts)

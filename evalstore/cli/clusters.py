@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,13 +15,13 @@ app = typer.Typer(help="Clusterings (item_id, cluster_id), evaluated against gol
 @app.command("register")
 def register_clusters(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="CSV, TSV or Parquet with columns item_id, cluster_id."),
-    name: str = typer.Option(..., "--name"),
-    labels: str = typer.Option(..., "--labels", help="Gold labels (the classes the clusters should recover)."),
-    system: str | None = typer.Option(None, "--system"),
-    meta: list[str] = typer.Option([], "--meta", help="KEY=VALUE metadata (repeatable)."),
-    description: str | None = typer.Option(None, "--description"),
-    replace: bool = typer.Option(False, "--replace"),
+    path: Annotated[Path, typer.Argument(help="CSV, TSV or Parquet with columns item_id, cluster_id.")],
+    name: Annotated[str, typer.Option("--name")],
+    labels: Annotated[str, typer.Option("--labels", help="Gold labels (the classes the clusters should recover).")],
+    system: Annotated[str | None, typer.Option("--system")] = None,
+    meta: Annotated[list[str], typer.Option("--meta", help="KEY=VALUE metadata (repeatable).")] = [],
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    replace: Annotated[bool, typer.Option("--replace")] = False,
 ) -> None:
     """Register a clustering, checked against the gold labels' items."""
     register_set(ctx, path, name, labels, "clustering", system, meta, description, False, replace)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -55,47 +55,64 @@ _FLAT_COLUMNS = [
 
 def compare(
     ctx: typer.Context,
-    runs: list[str] = typer.Argument(None, help="Runs to compare (with --baseline, one is enough)."),
-    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
-    measure: list[str] = typer.Option([], "--measure", help="Measure (repeatable)."),
-    baseline: str | None = typer.Option(
-        None,
-        "--baseline",
-        help="Compare every run with this one only; the "
-        "correction family is then these comparisons (default: all pairs).",
-    ),
-    test: str = typer.Option(
-        "t",
-        "--test",
-        help="t | randomization | bootstrap | wilcoxon | sign; with --labels also mcnemar (item-level correctness).",
-    ),
-    correction: str = typer.Option(
-        "holm",
-        "--correction",
-        help="holm | bonferroni | bh | hochberg | sidak | holm-sidak | by | none, within each measure.",
-    ),
-    multi: str | None = typer.Option(
-        None,
-        "--multi",
-        help="tukey | randomized-tukey: all runs at once on the "
-        "system x topic design (replaces --test and --correction).",
-    ),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level; intervals are at 1 - alpha."),
-    resamples: int = typer.Option(
-        10_000, "--resamples", help="Resamples of the randomization, bootstrap and randomized Tukey procedures."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the resampling (default: drawn and printed)."),
-    missing: str = typer.Option(
-        "error", "--missing", help="A topic one run lacks: 'error' (say how to fix it) or 'zero' (score it 0)."
-    ),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
-    plot: Path | None = typer.Option(None, "--plot", help="Write the per-topic differences, sorted, to this PNG."),
-    mlflow: bool = typer.Option(False, "--mlflow", help="Log the comparison to MLflow (table and plot)."),
-    labels: str | None = typer.Option(
-        None,
-        "--labels",
-        help="Compare prediction sets on these gold labels: McNemar, or a paired test over per-group values.",
-    ),
+    runs: Annotated[list[str] | None, typer.Argument(help="Runs to compare (with --baseline, one is enough).")] = None,
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Name of the stored qrels.")] = None,
+    measure: Annotated[list[str], typer.Option("--measure", help="Measure (repeatable).")] = [],
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="Compare every run with this one only; the "
+            "correction family is then these comparisons (default: all pairs).",
+        ),
+    ] = None,
+    test: Annotated[
+        str,
+        typer.Option(
+            "--test",
+            help="t | randomization | bootstrap | wilcoxon | sign; "
+            "with --labels also mcnemar (item-level correctness).",
+        ),
+    ] = "t",
+    correction: Annotated[
+        str,
+        typer.Option(
+            "--correction",
+            help="holm | bonferroni | bh | hochberg | sidak | holm-sidak | by | none, within each measure.",
+        ),
+    ] = "holm",
+    multi: Annotated[
+        str | None,
+        typer.Option(
+            "--multi",
+            help="tukey | randomized-tukey: all runs at once on the "
+            "system x topic design (replaces --test and --correction).",
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level; intervals are at 1 - alpha.")] = 0.05,
+    resamples: Annotated[
+        int,
+        typer.Option("--resamples", help="Resamples of the randomization, bootstrap and randomized Tukey procedures."),
+    ] = 10_000,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the resampling (default: drawn and printed).")
+    ] = None,
+    missing: Annotated[
+        str,
+        typer.Option("--missing", help="A topic one run lacks: 'error' (say how to fix it) or 'zero' (score it 0)."),
+    ] = "error",
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the per-topic differences, sorted, to this PNG.")
+    ] = None,
+    mlflow: Annotated[bool, typer.Option("--mlflow", help="Log the comparison to MLflow (table and plot).")] = False,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            "--labels",
+            help="Compare prediction sets on these gold labels: McNemar, or a paired test over per-group values.",
+        ),
+    ] = None,
 ) -> None:
     """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test
     statistic, p-value and corrected p-value, effect size (d_z), and per-topic wins/ties/losses.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Annotated
 
 import typer
 
@@ -14,12 +15,12 @@ from evalstore.cli._output import ReportFormat, render
 
 def correlate(
     ctx: typer.Context,
-    qrels: list[str] = typer.Option(..., "--qrels", help="Qrels name (once, or twice with one --measure)."),
-    measure: list[str] = typer.Option(..., "--measure", help="Measure (twice, or once with two --qrels)."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
-    relevance_level: int = typer.Option(1, "-l", help="Order the runs by evaluations made with this level."),
-    max_docs: int | None = typer.Option(None, "-M", min=1, help="... made with this -M."),
-    missing: str = typer.Option("zero", "--missing", help="... made with this missing-topic policy."),
+    qrels: Annotated[list[str], typer.Option("--qrels", help="Qrels name (once, or twice with one --measure).")],
+    measure: Annotated[list[str], typer.Option("--measure", help="Measure (twice, or once with two --qrels).")],
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
+    relevance_level: Annotated[int, typer.Option("-l", help="Order the runs by evaluations made with this level.")] = 1,
+    max_docs: Annotated[int | None, typer.Option("-M", min=1, help="... made with this -M.")] = None,
+    missing: Annotated[str, typer.Option("--missing", help="... made with this missing-topic policy.")] = "zero",
 ) -> None:
     """Agreement of two system rankings (by mean score): Kendall's tau, tau-AP (the first ordering is
     the reference) and Spearman's rho, with the pairs of systems the two orderings swap. The means

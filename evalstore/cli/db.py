@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._context import state
@@ -11,7 +13,7 @@ app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_ar
 
 
 @app.command()
-def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Target revision.")) -> None:
+def upgrade(ctx: typer.Context, revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Create the schema or upgrade it to the latest revision (Alembic)."""
     from evalstore.db import engine as db_engine
 
@@ -24,7 +26,7 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
 
 
 @app.command()
-def downgrade(ctx: typer.Context, revision: str = typer.Argument(..., help="Target revision, e.g. base.")) -> None:
+def downgrade(ctx: typer.Context, revision: Annotated[str, typer.Argument(help="Target revision, e.g. base.")]) -> None:
     """Downgrade the schema to an older revision (data in dropped tables is lost)."""
     from evalstore.db import engine as db_engine
 

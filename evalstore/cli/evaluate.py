@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -23,90 +23,117 @@ class BackendName(StrEnum):
 
 def evaluate(
     ctx: typer.Context,
-    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels (ranking runs)."),
-    run: list[str] = typer.Option([], "--run", help="Run name (repeatable)."),
-    all_runs: bool = typer.Option(False, "--all-runs", help="Evaluate every registered run."),
-    measures: str | None = typer.Option(
-        None,
-        "--measures",
-        help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-        "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
-    ),
-    relevance_level: int = typer.Option(1, "-l", help="Relevance level: judged at least this is relevant."),
-    max_docs: int | None = typer.Option(None, "-M", help="Keep only the top N documents per topic.", min=1),
-    known: str | None = typer.Option(
-        None,
-        "--known",
-        help="Qrels of the relevant documents the user already knew: "
-        "adds Coverage, Novelty, RelativeRecall and RecallEffort.",
-    ),
-    missing: str = typer.Option(
-        "zero",
-        "--missing",
-        help="A qrels topic the run lacks: 'zero' scores it 0 (trec_eval -c), 'skip' leaves it out.",
-    ),
-    force: bool = typer.Option(False, "--force", help="Compute again even if a stored result exists."),
-    wait: bool = typer.Option(
-        False,
-        "--wait",
-        help="Wait for the results; with no worker running, compute them "
-        "in this process, print the main measures, and hand MLflow logging to a "
-        "background process.",
-    ),
-    wait_mlflow: bool = typer.Option(False, "--wait-mlflow", help="With --wait: log to MLflow before returning."),
-    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Claims before a job is failed."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
-    labels: str | None = typer.Option(
-        None, "--labels", help="Gold labels (classification and clustering; instead of --qrels)."
-    ),
-    predictions: list[str] = typer.Option(
-        [], "--predictions", help="Prediction set or clustering (repeatable; default: all of the labels')."
-    ),
-    cost_matrix: Path | None = typer.Option(None, "--cost-matrix", help="CSV/TSV: true, predicted, cost."),
-    threshold: str | None = typer.Option(
-        None,
-        "--threshold",
-        help="Binary scores: a number, or best-f1 | youden | iso-accuracy (default: the predicted labels, else 0.5).",
-    ),
-    positive: str | None = typer.Option(
-        None, "--positive", help="Positive class of a binary task (default: the last in sorted order)."
-    ),
-    prior: float | None = typer.Option(
-        None, "--prior", help="P(positive) for --threshold iso-accuracy (default: the gold labels' prevalence)."
-    ),
-    beta: float = typer.Option(1.0, "--beta", help="F-beta's beta."),
-    baseline: str | None = typer.Option(None, "--baseline", help="Prediction set to report RelaImpr against."),
-    splits: str | None = typer.Option(
-        None,
-        "--splits",
-        help="With --wait: each fold's mean over its test topics "
-        "(a split of these qrels' topics), and the mean and spread over the folds.",
-    ),
-    backend: BackendName = typer.Option(
-        BackendName.local,
-        "--backend",
-        help="Where the part that grows with the inputs runs: local (the database "
-        "joins a run with its qrels; predictions are read into memory), duckdb (out of core, spilling to disk) or "
-        "spark. duckdb and spark take relevance qrels, and binary predictions with a score.",
-    ),
-    memory_limit: str | None = typer.Option(
-        None, "--memory-limit", help="--backend duckdb: DuckDB's memory limit (default 2GB)."
-    ),
-    temp_directory: str | None = typer.Option(
-        None,
-        "--temp-directory",
-        help="--backend duckdb: where DuckDB spills (default: under the system's temporary folder).",
-    ),
-    spark_master: str | None = typer.Option(
-        None, "--spark-master", help="--backend spark: the master URL (default local[*])."
-    ),
-    spark_staging: str | None = typer.Option(
-        None,
-        "--spark-staging",
-        help="--backend spark: the folder the stored "
-        "rows are written to as Parquet for Spark to read (on a cluster: a "
-        "shared one; default: the system's temporary folder).",
-    ),
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Name of the stored qrels (ranking runs).")] = None,
+    run: Annotated[list[str], typer.Option("--run", help="Run name (repeatable).")] = [],
+    all_runs: Annotated[bool, typer.Option("--all-runs", help="Evaluate every registered run.")] = False,
+    measures: Annotated[
+        str | None,
+        typer.Option(
+            "--measures",
+            help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
+            "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
+        ),
+    ] = None,
+    relevance_level: Annotated[int, typer.Option("-l", help="Relevance level: judged at least this is relevant.")] = 1,
+    max_docs: Annotated[int | None, typer.Option("-M", help="Keep only the top N documents per topic.", min=1)] = None,
+    known: Annotated[
+        str | None,
+        typer.Option(
+            "--known",
+            help="Qrels of the relevant documents the user already knew: "
+            "adds Coverage, Novelty, RelativeRecall and RecallEffort.",
+        ),
+    ] = None,
+    missing: Annotated[
+        str,
+        typer.Option(
+            "--missing", help="A qrels topic the run lacks: 'zero' scores it 0 (trec_eval -c), 'skip' leaves it out."
+        ),
+    ] = "zero",
+    force: Annotated[bool, typer.Option("--force", help="Compute again even if a stored result exists.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Wait for the results; with no worker running, compute them "
+            "in this process, print the main measures, and hand MLflow logging to a "
+            "background process.",
+        ),
+    ] = False,
+    wait_mlflow: Annotated[
+        bool, typer.Option("--wait-mlflow", help="With --wait: log to MLflow before returning.")
+    ] = False,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, help="Claims before a job is failed.")] = 3,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Gold labels (classification and clustering; instead of --qrels).")
+    ] = None,
+    predictions: Annotated[
+        list[str],
+        typer.Option("--predictions", help="Prediction set or clustering (repeatable; default: all of the labels')."),
+    ] = [],
+    cost_matrix: Annotated[Path | None, typer.Option("--cost-matrix", help="CSV/TSV: true, predicted, cost.")] = None,
+    threshold: Annotated[
+        str | None,
+        typer.Option(
+            "--threshold",
+            help="Binary scores: a number, or best-f1 | youden | iso-accuracy "
+            "(default: the predicted labels, else 0.5).",
+        ),
+    ] = None,
+    positive: Annotated[
+        str | None,
+        typer.Option("--positive", help="Positive class of a binary task (default: the last in sorted order)."),
+    ] = None,
+    prior: Annotated[
+        float | None,
+        typer.Option(
+            "--prior", help="P(positive) for --threshold iso-accuracy (default: the gold labels' prevalence)."
+        ),
+    ] = None,
+    beta: Annotated[float, typer.Option("--beta", help="F-beta's beta.")] = 1.0,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Prediction set to report RelaImpr against.")
+    ] = None,
+    splits: Annotated[
+        str | None,
+        typer.Option(
+            "--splits",
+            help="With --wait: each fold's mean over its test topics "
+            "(a split of these qrels' topics), and the mean and spread over the folds.",
+        ),
+    ] = None,
+    backend: Annotated[
+        BackendName,
+        typer.Option(
+            "--backend",
+            help="Where the part that grows with the inputs runs: local (the database "
+            "joins a run with its qrels; predictions are read into memory), duckdb (out of core, spilling to disk) or "
+            "spark. duckdb and spark take relevance qrels, and binary predictions with a score.",
+        ),
+    ] = BackendName.local,
+    memory_limit: Annotated[
+        str | None, typer.Option("--memory-limit", help="--backend duckdb: DuckDB's memory limit (default 2GB).")
+    ] = None,
+    temp_directory: Annotated[
+        str | None,
+        typer.Option(
+            "--temp-directory",
+            help="--backend duckdb: where DuckDB spills (default: under the system's temporary folder).",
+        ),
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="--backend spark: the master URL (default local[*]).")
+    ] = None,
+    spark_staging: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-staging",
+            help="--backend spark: the folder the stored "
+            "rows are written to as Parquet for Spark to read (on a cluster: a "
+            "shared one; default: the system's temporary folder).",
+        ),
+    ] = None,
 ) -> None:
     """Queue evaluations of stored runs against stored qrels (one job per run), or of
     predictions against gold labels (--labels, one job per prediction set).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,29 +15,39 @@ from evalstore.cli._output import ReportFormat, info, render
 
 def health(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="Stored qrels whose evaluated runs are examined."),
-    measure: list[str] = typer.Option([], "--measure", help="Measures (repeatable; default AP, nDCG@10, P@10)."),
-    test: str = typer.Option(
-        "t", "--test", help="Paired test of discriminative power: t, randomization, bootstrap, wilcoxon, sign."
-    ),
-    correction: str = typer.Option(
-        "holm",
-        "--correction",
-        help="holm, bonferroni, bh, hochberg, sidak, holm-sidak, by (Benjamini-Yekutieli), none.",
-    ),
-    alpha: float = typer.Option(0.05, "--alpha"),
-    power: float = typer.Option(0.8, "--power", help="Power the topic-set size is designed for."),
-    difference: float = typer.Option(
-        0.05,
-        "--difference",
-        help="The difference in a measure worth detecting (topic-set size) and a 'large' one (swap rates).",
-    ),
-    pool_depth: int = typer.Option(
-        100, "--pool-depth", min=1, help="Depth of the runs' pool for the leave-one-run/team-out test."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the topic resampling (default: drawn, recorded)."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write the swap-rate curve to this PNG."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    qrels: Annotated[str, typer.Option("--qrels", help="Stored qrels whose evaluated runs are examined.")],
+    measure: Annotated[
+        list[str], typer.Option("--measure", help="Measures (repeatable; default AP, nDCG@10, P@10).")
+    ] = [],
+    test: Annotated[
+        str,
+        typer.Option(
+            "--test", help="Paired test of discriminative power: t, randomization, bootstrap, wilcoxon, sign."
+        ),
+    ] = "t",
+    correction: Annotated[
+        str,
+        typer.Option(
+            "--correction", help="holm, bonferroni, bh, hochberg, sidak, holm-sidak, by (Benjamini-Yekutieli), none."
+        ),
+    ] = "holm",
+    alpha: Annotated[float, typer.Option("--alpha")] = 0.05,
+    power: Annotated[float, typer.Option("--power", help="Power the topic-set size is designed for.")] = 0.8,
+    difference: Annotated[
+        float,
+        typer.Option(
+            "--difference",
+            help="The difference in a measure worth detecting (topic-set size) and a 'large' one (swap rates).",
+        ),
+    ] = 0.05,
+    pool_depth: Annotated[
+        int, typer.Option("--pool-depth", min=1, help="Depth of the runs' pool for the leave-one-run/team-out test.")
+    ] = 100,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the topic resampling (default: drawn, recorded).")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the swap-rate curve to this PNG.")] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """A collection's health from its runs' stored per-topic scores: discriminative power, ranking
     stability over topic subsets (swap rates), the topics needed to detect a difference, pool bias
@@ -165,20 +176,24 @@ def health(
 
 def standardize(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels"),
-    measure: list[str] = typer.Option(..., "--measure", help="Measures (repeatable)."),
-    output: Path | None = typer.Option(
-        None,
-        "-o",
-        "--output",
-        help="Write trec_eval's -Z file here (qid measure mean stddev), for 'evalstore trec-eval -Z FILE'.",
-    ),
-    name: str | None = typer.Option(
-        None,
-        "--name",
-        help="Store the statistics and z-scores under this name (default QRELS-z), replacing what it held.",
-    ),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    qrels: Annotated[str, typer.Option("--qrels")],
+    measure: Annotated[list[str], typer.Option("--measure", help="Measures (repeatable).")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Write trec_eval's -Z file here (qid measure mean stddev), for 'evalstore trec-eval -Z FILE'.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Store the statistics and z-scores under this name (default QRELS-z), replacing what it held.",
+        ),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """Per-topic z-scores (Webber, Moffat & Zobel 2008): each topic's mean and standard deviation
     over the runs evaluated on the qrels, and each run's mean z-score; stored, and written as

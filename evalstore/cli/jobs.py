@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._context import state
@@ -15,12 +17,13 @@ LIST_COLUMNS = ["id", "kind", "run", "qrels", "state", "attempts", "worker_id", 
 @app.command("list")
 def list_jobs(
     ctx: typer.Context,
-    job_state: list[str] = typer.Option(
-        [], "--state", help="Only jobs in this state (repeatable): queued, running, done, failed, cancelled."
-    ),
-    qrels: str | None = typer.Option(None, "--qrels", help="Only jobs on these qrels (or gold labels)."),
-    limit: int = typer.Option(100, "--limit", min=1, help="The newest N jobs."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    job_state: Annotated[
+        list[str],
+        typer.Option("--state", help="Only jobs in this state (repeatable): queued, running, done, failed, cancelled."),
+    ] = [],
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Only jobs on these qrels (or gold labels).")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="The newest N jobs.")] = 100,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Jobs, oldest first, with their state, attempts and error. For predictions (kind
     classifier or clustering), run is the prediction set and qrels its gold labels."""
@@ -33,8 +36,8 @@ def list_jobs(
 @app.command("show")
 def show(
     ctx: typer.Context,
-    job_id: int = typer.Argument(..., help="Job id (see 'evalstore jobs list')."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    job_id: Annotated[int, typer.Argument(help="Job id (see 'evalstore jobs list').")],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """One job: state, attempts, worker, timestamps, options and errors."""
     from evalstore.services import jobs
@@ -43,7 +46,7 @@ def show(
 
 
 @app.command("retry")
-def retry(ctx: typer.Context, job_id: int = typer.Argument(..., help="A failed or cancelled job.")) -> None:
+def retry(ctx: typer.Context, job_id: Annotated[int, typer.Argument(help="A failed or cancelled job.")]) -> None:
     """Queue a failed or cancelled job again, with its attempts reset."""
     from evalstore.services import jobs
 
@@ -52,7 +55,7 @@ def retry(ctx: typer.Context, job_id: int = typer.Argument(..., help="A failed o
 
 
 @app.command("cancel")
-def cancel(ctx: typer.Context, job_id: int = typer.Argument(..., help="A queued or running job.")) -> None:
+def cancel(ctx: typer.Context, job_id: Annotated[int, typer.Argument(help="A queued or running job.")]) -> None:
     """Cancel a queued or running job (a running job's result is dropped when its worker notices)."""
     from evalstore.services import jobs
 

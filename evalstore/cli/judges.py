@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -51,32 +51,41 @@ def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
 @app.command("add")
 def add(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    endpoint: str = typer.Option(
-        ...,
-        "--endpoint",
-        help="An OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (llama.cpp, vLLM, Ollama, OpenAI, Azure).",
-    ),
-    model: str = typer.Option(..., "--model"),
-    api_key_env: str | None = typer.Option(
-        None, "--api-key-env", help="The environment variable holding the key (the key is never stored)."
-    ),
-    prompt: str = typer.Option("umbrela", "--prompt", help="umbrela, or a template file with {query} and {passage}."),
-    scale: str = typer.Option("0-3", "--scale"),
-    temperature: float = typer.Option(0.0, "--temperature"),
-    seed: int | None = typer.Option(None, "--seed", help="Sent to the endpoint and recorded with every label."),
-    max_concurrency: int = typer.Option(4, "--max-concurrency", help="Requests in flight at once."),
-    structured: Structured = typer.Option(
-        Structured.auto,
-        "--structured",
-        help="Constrained output: json_schema "
-        "(OpenAI, vLLM), json_object with a schema (llama-cpp-python), none (the "
-        "prompt's answer format is parsed); auto tries them in that order.",
-    ),
-    max_tokens: int = typer.Option(200, "--max-tokens"),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
-    replace: bool = typer.Option(False, "--replace", help="Change an existing judge (its labels are kept)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint",
+            help="An OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (llama.cpp, vLLM, Ollama, OpenAI, Azure).",
+        ),
+    ],
+    model: Annotated[str, typer.Option("--model")],
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="The environment variable holding the key (the key is never stored)."),
+    ] = None,
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="umbrela, or a template file with {query} and {passage}.")
+    ] = "umbrela",
+    scale: Annotated[str, typer.Option("--scale")] = "0-3",
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Sent to the endpoint and recorded with every label.")
+    ] = None,
+    max_concurrency: Annotated[int, typer.Option("--max-concurrency", help="Requests in flight at once.")] = 4,
+    structured: Annotated[
+        Structured,
+        typer.Option(
+            "--structured",
+            help="Constrained output: json_schema "
+            "(OpenAI, vLLM), json_object with a schema (llama-cpp-python), none (the "
+            "prompt's answer format is parsed); auto tries them in that order.",
+        ),
+    ] = Structured.auto,
+    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 200,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 60.0,
+    replace: Annotated[bool, typer.Option("--replace", help="Change an existing judge (its labels are kept).")] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Define an LLM judge."""
     from evalstore.services.judges import registry
@@ -105,7 +114,7 @@ def _flat(judge: dict[str, Any]) -> dict[str, Any]:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """Every judge with its model and how many labels it has made under its configuration."""
     from evalstore.services.judges import registry
 
@@ -121,8 +130,8 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 @app.command("show")
 def show(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """A judge's configuration, labels per pool and probe results."""
     from evalstore.services.judges import registry
@@ -134,11 +143,11 @@ def show(
 @app.command("run")
 def run(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    pool: str = typer.Option(..., "--pool"),
-    topics: list[str] | None = typer.Option(None, "--topics", help="Judge these topics only (repeat)."),
-    limit: int | None = typer.Option(None, "--limit", help="Judge at most this many documents now."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    pool: Annotated[str, typer.Option("--pool")],
+    topics: Annotated[list[str] | None, typer.Option("--topics", help="Judge these topics only (repeat).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Judge at most this many documents now.")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Judge the pool's documents this judge has not rated yet (resumable: run it again to go on)."""
     from evalstore.services.judges import running
@@ -156,14 +165,16 @@ def run(
 @app.command("probe")
 def probe(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    collection: str = typer.Option(..., "--collection"),
-    qrels: str = typer.Option(..., "--qrels"),
-    topic_set: str | None = typer.Option(None, "--topic-set", help="The topic statements (default: the only one)."),
-    topics: list[str] | None = typer.Option(None, "--topics"),
-    limit: int = typer.Option(20, "--limit", help="Documents to probe with (each judged three times)."),
-    seed: int = typer.Option(0, "--seed", help="Draws the documents."),
-    fmt: CompareFormat = typer.Option(CompareFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    collection: Annotated[str, typer.Option("--collection")],
+    qrels: Annotated[str, typer.Option("--qrels")],
+    topic_set: Annotated[
+        str | None, typer.Option("--topic-set", help="The topic statements (default: the only one).")
+    ] = None,
+    topics: Annotated[list[str] | None, typer.Option("--topics")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Documents to probe with (each judged three times).")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="Draws the documents.")] = 0,
+    fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
     """How many labels rise when the query's words, or an instruction, are inserted into documents."""
     from evalstore.services.judges import probe as probing
@@ -196,14 +207,15 @@ def probe(
 
 def qrels_build(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="The lineage; its versions are stored as qrels NAME@v1, NAME@v2, ..."),
-    pool: str = typer.Option(..., "--pool"),
-    source: str = typer.Option(
-        "human",
-        "--from",
-        help="human, judge:NAME, or hybrid[:NAME] (human labels where there are, the judge's elsewhere).",
-    ),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument(help="The lineage; its versions are stored as qrels NAME@v1, NAME@v2, ...")],
+    pool: Annotated[str, typer.Option("--pool")],
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from", help="human, judge:NAME, or hybrid[:NAME] (human labels where there are, the judge's elsewhere)."
+        ),
+    ] = "human",
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Build an immutable, content-hashed qrels version from a pool's labels; the tasks on this
     lineage move to it and their runs are queued for re-evaluation."""
@@ -231,8 +243,8 @@ def qrels_build(
 
 def qrels_versions(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """A lineage of qrels versions: pool, sources, counts, hash and parent of each."""
     from evalstore.services.judges import versions
@@ -254,13 +266,17 @@ def qrels_versions(
 
 def judgments_compare(
     ctx: typer.Context,
-    qrels: list[str] = typer.Option(..., "--qrels", help="Twice: the reference (e.g. human) first, then the other."),
-    measures: list[str] | None = typer.Option(None, "--measure", help="Repeat (default: nDCG@10 and AP)."),
-    runs: list[str] | None = typer.Option(None, "--run", help="The systems (repeat; default: every stored run)."),
-    top_k: int = typer.Option(5, "--top-k", help="Swaps are counted among the reference's top k systems."),
-    test: str = typer.Option("t", "--test", help="t, wilcoxon or sign."),
-    alpha: float = typer.Option(0.05, "--alpha"),
-    fmt: CompareFormat = typer.Option(CompareFormat.table, "--format"),
+    qrels: Annotated[
+        list[str], typer.Option("--qrels", help="Twice: the reference (e.g. human) first, then the other.")
+    ],
+    measures: Annotated[list[str] | None, typer.Option("--measure", help="Repeat (default: nDCG@10 and AP).")] = None,
+    runs: Annotated[
+        list[str] | None, typer.Option("--run", help="The systems (repeat; default: every stored run).")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="Swaps are counted among the reference's top k systems.")] = 5,
+    test: Annotated[str, typer.Option("--test", help="t, wilcoxon or sign.")] = "t",
+    alpha: Annotated[float, typer.Option("--alpha")] = 0.05,
+    fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
     """How far two qrels agree: labels (kappa, weighted kappa, Krippendorff's alpha, confusion,
     over-rating), system order (Kendall's tau, tau-AP, top-k swaps) and significance decisions."""
@@ -354,11 +370,11 @@ def _compare_tables(report: dict[str, Any]) -> None:
 
 def judgments_provenance(
     ctx: typer.Context,
-    pool: str = typer.Option(..., "--pool"),
-    topic: str | None = typer.Option(None, "--topic"),
-    doc: str | None = typer.Option(None, "--doc"),
-    judge: str | None = typer.Option(None, "--judge", help="This judge's labels only."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    pool: Annotated[str, typer.Option("--pool")],
+    topic: Annotated[str | None, typer.Option("--topic")] = None,
+    doc: Annotated[str | None, typer.Option("--doc")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="This judge's labels only.")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Every label of a pool's documents with who made it, when, and how (a judge's configuration,
     raw answer and explanation; the reason when unrateable)."""

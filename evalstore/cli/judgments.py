@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -17,14 +18,14 @@ app = typer.Typer(no_args_is_help=True, help="Assessors' judgments of a pool, an
 @app.command("import")
 def import_judgments(
     ctx: typer.Context,
-    path: Path = typer.Argument(
-        ..., help="Filled-in sheet: TSV/CSV with topic, doc, relevance columns, or TREC qrels lines."
-    ),
-    pool: str = typer.Option(..., "--pool"),
-    assessor: str = typer.Option(..., "--assessor"),
-    allow_outside_pool: bool = typer.Option(
-        False, "--allow-outside-pool", help="Keep judgments of documents the pool does not hold."
-    ),
+    path: Annotated[
+        Path, typer.Argument(help="Filled-in sheet: TSV/CSV with topic, doc, relevance columns, or TREC qrels lines.")
+    ],
+    pool: Annotated[str, typer.Option("--pool")],
+    assessor: Annotated[str, typer.Option("--assessor")],
+    allow_outside_pool: Annotated[
+        bool, typer.Option("--allow-outside-pool", help="Keep judgments of documents the pool does not hold.")
+    ] = False,
 ) -> None:
     """Store one assessor's judgments (all or nothing); a re-import replaces that assessor's labels."""
     from evalstore.services import pools
@@ -38,8 +39,8 @@ def import_judgments(
 @app.command("agreement")
 def agreement(
     ctx: typer.Context,
-    pool: str = typer.Option(..., "--pool"),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    pool: Annotated[str, typer.Option("--pool")],
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """Cohen's kappa per pair of assessors (linearly weighted too for graded labels), Fleiss' kappa and
     Krippendorff's ordinal alpha, with the number of items each is computed over."""

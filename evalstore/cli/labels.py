@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -15,15 +16,19 @@ app = typer.Typer(help="Gold labels of classification and clustering tasks.", no
 @app.command("import")
 def import_labels(
     ctx: typer.Context,
-    path: Path = typer.Argument(
-        ...,
-        help="CSV, TSV or Parquet with columns item_id, label [, group] [, weight]; "
-        "a multilabel task has 'labels' (each item's labels joined by '|') in "
-        "place of 'label'; 'weight' holds sample weights.",
-    ),
-    name: str = typer.Option(..., "--name"),
-    description: str | None = typer.Option(None, "--description"),
-    replace: bool = typer.Option(False, "--replace", help="Replace labels of this name holding other content."),
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV, TSV or Parquet with columns item_id, label [, group] [, weight]; "
+            "a multilabel task has 'labels' (each item's labels joined by '|') in "
+            "place of 'label'; 'weight' holds sample weights."
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name")],
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace labels of this name holding other content.")
+    ] = False,
 ) -> None:
     """Store gold labels; the same file again stores nothing."""
     from evalstore.services import labels as catalogue
@@ -38,7 +43,9 @@ def import_labels(
 
 
 @app.command("list")
-def list_labels(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_labels(
+    ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     from evalstore.services import labels as catalogue
 
     rows = [s.as_dict() for s in catalogue.list_label_sets(state(ctx).engine())]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._context import state
@@ -11,26 +13,32 @@ from evalstore.cli._output import ReportFormat, render, warn
 
 def leaderboard(
     ctx: typer.Context,
-    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
-    measure: list[str] = typer.Option(
-        [],
-        "--measure",
-        help="Measure to show (repeatable; default AP, nDCG@10, P@10, RR; with --labels f1_macro, accuracy, mcc).",
-    ),
-    sort: str | None = typer.Option(None, "--sort", help="Measure to sort by (default: the first)."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
-    labels: str | None = typer.Option(None, "--labels", help="Rank prediction sets on these gold labels instead."),
-    relevance_level: int = typer.Option(1, "-l", help="Compare evaluations made with this relevance level."),
-    max_docs: int | None = typer.Option(None, "-M", min=1, help="Compare evaluations made with this -M."),
-    missing: str = typer.Option(
-        "zero", "--missing", help="Compare evaluations made with this missing-topic policy (zero or skip)."
-    ),
-    known: str | None = typer.Option(
-        None,
-        "--known",
-        help="The user-oriented measures (Coverage, Novelty, ...) "
-        "against these known qrels (as evaluated with --known).",
-    ),
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Name of the stored qrels.")] = None,
+    measure: Annotated[
+        list[str],
+        typer.Option(
+            "--measure",
+            help="Measure to show (repeatable; default AP, nDCG@10, P@10, RR; with --labels f1_macro, accuracy, mcc).",
+        ),
+    ] = [],
+    sort: Annotated[str | None, typer.Option("--sort", help="Measure to sort by (default: the first).")] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Rank prediction sets on these gold labels instead.")
+    ] = None,
+    relevance_level: Annotated[int, typer.Option("-l", help="Compare evaluations made with this relevance level.")] = 1,
+    max_docs: Annotated[int | None, typer.Option("-M", min=1, help="Compare evaluations made with this -M.")] = None,
+    missing: Annotated[
+        str, typer.Option("--missing", help="Compare evaluations made with this missing-topic policy (zero or skip).")
+    ] = "zero",
+    known: Annotated[
+        str | None,
+        typer.Option(
+            "--known",
+            help="The user-oriented measures (Coverage, Novelty, ...) "
+            "against these known qrels (as evaluated with --known).",
+        ),
+    ] = None,
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
     (or, with --labels, every prediction set evaluated on the gold labels).

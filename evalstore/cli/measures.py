@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._output import OutputFormat, render
@@ -9,11 +11,12 @@ from evalstore.errors import InvalidParameterError
 
 
 def measures(
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
-    trec: bool = typer.Option(False, "--trec", help="List trec_eval's measure names and what they map to."),
-    kind: str = typer.Option(
-        "ranking", "--kind", help="ranking (runs on qrels), classifier or clustering (predictions on gold labels)."
-    ),
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+    trec: Annotated[bool, typer.Option("--trec", help="List trec_eval's measure names and what they map to.")] = False,
+    kind: Annotated[
+        str,
+        typer.Option("--kind", help="ranking (runs on qrels), classifier or clustering (predictions on gold labels)."),
+    ] = "ranking",
 ) -> None:
     """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
     trec_eval and ir_measures call it and whether their values are the same, reference."""

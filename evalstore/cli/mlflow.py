@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._context import state
@@ -16,9 +18,9 @@ app = typer.Typer(
 @app.command("sync")
 def sync(
     ctx: typer.Context,
-    evaluation: list[int] = typer.Option(
-        [], "--evaluation", help="Only these evaluations (repeatable; default: all pending)."
-    ),
+    evaluation: Annotated[
+        list[int], typer.Option("--evaluation", help="Only these evaluations (repeatable; default: all pending).")
+    ] = [],
 ) -> None:
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
     from evalstore._logging import configure_logging

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
 def ndeval(
-    qrels: Path = typer.Argument(..., help="Subtopic qrels (topic subtopic docno judgment)."),
-    run: Path = typer.Argument(..., help="Run file (qid Q0 docno rank score tag)."),
-    alpha: float = typer.Option(0.5, "-alpha", min=0.0, max=1.0, help="Redundancy intolerance (alpha-nDCG, NRBP)."),
-    beta: float = typer.Option(0.5, "-beta", min=0.0, max=1.0, help="Patience (NRBP)."),
-    max_docs: int | None = typer.Option(None, "-M", min=1, help="Keep only the top N documents per topic."),
-    complete: bool = typer.Option(False, "-c", help="Average over every qrels topic."),
-    traditional: bool = typer.Option(
-        True, "-traditional", hidden=True, help="Accepted for ndeval's command lines; the order is always trec_eval's."
-    ),
+    qrels: Annotated[Path, typer.Argument(help="Subtopic qrels (topic subtopic docno judgment).")],
+    run: Annotated[Path, typer.Argument(help="Run file (qid Q0 docno rank score tag).")],
+    alpha: Annotated[
+        float, typer.Option("-alpha", min=0.0, max=1.0, help="Redundancy intolerance (alpha-nDCG, NRBP).")
+    ] = 0.5,
+    beta: Annotated[float, typer.Option("-beta", min=0.0, max=1.0, help="Patience (NRBP).")] = 0.5,
+    max_docs: Annotated[int | None, typer.Option("-M", min=1, help="Keep only the top N documents per topic.")] = None,
+    complete: Annotated[bool, typer.Option("-c", help="Average over every qrels topic.")] = False,
+    traditional: Annotated[
+        bool,
+        typer.Option(
+            "-traditional", hidden=True, help="Accepted for ndeval's command lines; the order is always trec_eval's."
+        ),
+    ] = True,
 ) -> None:
     """The TREC Web track's diversity measures, exactly as ndeval -traditional prints them (CSV)."""
     from evalstore.io.formats import read_qrels, read_run

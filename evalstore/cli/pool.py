@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -27,25 +28,34 @@ def _topics(text: str | None) -> list[str] | None:
 @app.command("build")
 def build(
     ctx: typer.Context,
-    name: str = typer.Option(..., "--name", help="Name of the new pool."),
-    run: list[str] = typer.Option([], "--run", help="Contributing run (repeatable)."),
-    all_runs: bool = typer.Option(False, "--all-runs", help="Every registered run contributes."),
-    topics: str | None = typer.Option(None, "--topics", help="Comma-separated topic ids, or a file of them."),
-    strategy: str = typer.Option("depth", "--strategy", help="depth | rrf | rbp | mtf | bandit."),
-    depth: int | None = typer.Option(
-        None,
-        "--depth",
-        min=1,
-        help="Top K of each run (depth: default 100; other strategies: candidates, default whole runs).",
-    ),
-    budget: int | None = typer.Option(
-        None, "--budget", min=1, help="Documents to judge per topic (required for rrf, rbp, mtf, bandit)."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of Thompson sampling (default: drawn, recorded)."),
-    rbp_p: float = typer.Option(0.8, "--rbp-p", help="Persistence p of the rbp strategy's weights."),
-    policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
-    replace: bool = typer.Option(False, "--replace", help="Rebuild an existing pool (its judgments are dropped)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Option("--name", help="Name of the new pool.")],
+    run: Annotated[list[str], typer.Option("--run", help="Contributing run (repeatable).")] = [],
+    all_runs: Annotated[bool, typer.Option("--all-runs", help="Every registered run contributes.")] = False,
+    topics: Annotated[
+        str | None, typer.Option("--topics", help="Comma-separated topic ids, or a file of them.")
+    ] = None,
+    strategy: Annotated[str, typer.Option("--strategy", help="depth | rrf | rbp | mtf | bandit.")] = "depth",
+    depth: Annotated[
+        int | None,
+        typer.Option(
+            "--depth",
+            min=1,
+            help="Top K of each run (depth: default 100; other strategies: candidates, default whole runs).",
+        ),
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", min=1, help="Documents to judge per topic (required for rrf, rbp, mtf, bandit)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of Thompson sampling (default: drawn, recorded).")
+    ] = None,
+    rbp_p: Annotated[float, typer.Option("--rbp-p", help="Persistence p of the rbp strategy's weights.")] = 0.8,
+    policy: Annotated[str, typer.Option("--policy", help="Bandit policy: maxmean | thompson.")] = "maxmean",
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Rebuild an existing pool (its judgments are dropped).")
+    ] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Build a pool from stored runs, read in trec_eval order (score, then docno, descending).
 
@@ -73,7 +83,7 @@ def build(
 
 
 @app.command("list")
-def list_pools(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_pools(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """Every pool with its size and judgments."""
     from evalstore.services import pools
 
@@ -87,8 +97,8 @@ def list_pools(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat
 @app.command("show")
 def show(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """A pool's settings, size and judgments so far."""
     from evalstore.services import pools
@@ -99,9 +109,9 @@ def show(
 @app.command("stats")
 def stats(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    k: int = typer.Option(10, "-k", min=1, help="Depth of the judged@k coverage per run."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    name: Annotated[str, typer.Argument()],
+    k: Annotated[int, typer.Option("-k", min=1, help="Depth of the judged@k coverage per run.")] = 10,
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """Size, judged and relevant per topic; contributed and unique documents and judged@k per run."""
     from evalstore.services import pools
@@ -118,13 +128,16 @@ def stats(
 @app.command("export")
 def export(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    path: Path = typer.Argument(..., help="Assessor sheet to write ('-' for stdout)."),
-    fmt: str = typer.Option(
-        "tsv", "--format", help="tsv | csv (topic, doc, empty relevance) | trec (qrels lines with relevance -1)."
-    ),
-    shuffle: bool = typer.Option(False, "--shuffle", help="Shuffle the documents within each topic."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of --shuffle (default: drawn and printed)."),
+    name: Annotated[str, typer.Argument()],
+    path: Annotated[Path, typer.Argument(help="Assessor sheet to write ('-' for stdout).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="tsv | csv (topic, doc, empty relevance) | trec (qrels lines with relevance -1)."
+        ),
+    ] = "tsv",
+    shuffle: Annotated[bool, typer.Option("--shuffle", help="Shuffle the documents within each topic.")] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of --shuffle (default: drawn and printed).")] = None,
 ) -> None:
     """Write assessor sheets: one row per pooled document, in judging order or shuffled."""
     from evalstore.services import pools
@@ -143,15 +156,16 @@ def export(
 @app.command("next")
 def next_batch(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    path: Path = typer.Argument(..., help="Assessor sheet of the new documents ('-' for stdout)."),
-    count: int = typer.Option(10, "--count", help="Documents to add per topic."),
-    fmt: str = typer.Option("tsv", "--format", help="tsv | csv | trec, as for 'pool export'."),
-    resolve: str = typer.Option(
-        "majority",
-        "--resolve",
-        help="How several assessors' labels become the feedback: majority | max | assessor:NAME.",
-    ),
+    name: Annotated[str, typer.Argument()],
+    path: Annotated[Path, typer.Argument(help="Assessor sheet of the new documents ('-' for stdout).")],
+    count: Annotated[int, typer.Option("--count", help="Documents to add per topic.")] = 10,
+    fmt: Annotated[str, typer.Option("--format", help="tsv | csv | trec, as for 'pool export'.")] = "tsv",
+    resolve: Annotated[
+        str,
+        typer.Option(
+            "--resolve", help="How several assessors' labels become the feedback: majority | max | assessor:NAME."
+        ),
+    ] = "majority",
 ) -> None:
     """Add the next documents to judge, chosen with the judgments imported so far (the online loop
     of move-to-front and the bandit; the continuation of the order for rrf and rbp)."""
@@ -173,12 +187,12 @@ def next_batch(
 @app.command("qrels")
 def qrels(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    qrels_name: str = typer.Option(..., "--name", help="Name of the qrels to store."),
-    resolve: str = typer.Option(
-        "majority", "--resolve", help="majority (ties: the higher label) | max | assessor:NAME."
-    ),
-    replace: bool = typer.Option(False, "--replace", help="Replace qrels of that name."),
+    name: Annotated[str, typer.Argument()],
+    qrels_name: Annotated[str, typer.Option("--name", help="Name of the qrels to store.")],
+    resolve: Annotated[
+        str, typer.Option("--resolve", help="majority (ties: the higher label) | max | assessor:NAME.")
+    ] = "majority",
+    replace: Annotated[bool, typer.Option("--replace", help="Replace qrels of that name.")] = False,
 ) -> None:
     """Turn the pool's judgments into stored qrels; pooled documents nobody judged get relevance -1
     (trec_eval's 'pooled but unjudged')."""
@@ -193,10 +207,10 @@ def qrels(
 @app.command("reusability")
 def reusability(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="Qrels made from the pool."),
-    pool: str = typer.Option(..., "--pool", help="The pool (its contributing runs are tested)."),
-    measure: list[str] = typer.Option(["AP", "P@10"], "--measure", help="Measure (repeatable)."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    qrels: Annotated[str, typer.Option("--qrels", help="Qrels made from the pool.")],
+    pool: Annotated[str, typer.Option("--pool", help="The pool (its contributing runs are tested).")],
+    measure: Annotated[list[str], typer.Option("--measure", help="Measure (repeatable).")] = ["AP", "P@10"],
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """Leave-one-run-out (Zobel 1998): each run scored without the documents only it contributed,
     with the change in score and in leaderboard rank."""
@@ -213,19 +227,25 @@ def reusability(
 @app.command("simulate")
 def simulate(
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="Known qrels to replay against."),
-    run: list[str] = typer.Option([], "--run", help="Run (repeatable; default: every registered run)."),
-    strategy: list[str] = typer.Option(
-        list(("depth", "rrf", "rbp", "mtf", "bandit")), "--strategy", help="Strategy (repeatable; default all)."
+    qrels: Annotated[str, typer.Option("--qrels", help="Known qrels to replay against.")],
+    run: Annotated[list[str], typer.Option("--run", help="Run (repeatable; default: every registered run).")] = [],
+    strategy: Annotated[list[str], typer.Option("--strategy", help="Strategy (repeatable; default all).")] = list(
+        ("depth", "rrf", "rbp", "mtf", "bandit")
     ),
-    budget: list[int] = typer.Option(
-        [10, 50, 100, 200, 500], "--budget", help="Judgments per topic to report (repeatable)."
-    ),
-    depth: int | None = typer.Option(None, "--depth", min=1, help="Candidates: each run's top K (default all)."),
-    policy: str = typer.Option("maxmean", "--policy", help="Bandit policy: maxmean | thompson."),
-    seed: int | None = typer.Option(None, "--seed"),
-    plot: Path | None = typer.Option(None, "--plot", help="Write relevant found vs judgments to this PNG."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format"),
+    budget: Annotated[list[int], typer.Option("--budget", help="Judgments per topic to report (repeatable).")] = [
+        10,
+        50,
+        100,
+        200,
+        500,
+    ],
+    depth: Annotated[
+        int | None, typer.Option("--depth", min=1, help="Candidates: each run's top K (default all).")
+    ] = None,
+    policy: Annotated[str, typer.Option("--policy", help="Bandit policy: maxmean | thompson.")] = "maxmean",
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write relevant found vs judgments to this PNG.")] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.table,
 ) -> None:
     """Replay pooling strategies against known qrels: relevant documents found per judgment spent."""
     from evalstore.services import pools
@@ -261,7 +281,7 @@ def simulate(
 def assign(
     ctx: typer.Context,
     name: str,
-    assessor: list[str] = typer.Option(..., "--assessor", help="An assessor user (repeatable)."),
+    assessor: Annotated[list[str], typer.Option("--assessor", help="An assessor user (repeatable).")],
 ) -> None:
     """Let assessors judge a pool over HTTP (their judgments land beside 'judgments import' ones)."""
     from evalstore.services import judging
@@ -289,27 +309,35 @@ def _grades(texts: list[str]) -> dict[int, str] | None:
 def configure(
     ctx: typer.Context,
     name: str,
-    topics: str | None = typer.Option(None, "--topics", help="Topic statements assessors read ('topics import')."),
-    collection: str | None = typer.Option(None, "--collection", help="Documents' text ('documents import')."),
-    grade: list[str] = typer.Option(
-        [],
-        "--grade",
-        help="A grade and its label, VALUE=LABEL (repeatable; "
-        "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant).",
-    ),
-    double_share: float | None = typer.Option(
-        None,
-        "--double-share",
-        min=0.0,
-        max=1.0,
-        help="Share each topic "
-        "out to its first assessor, and show this share of it, blind, to "
-        "every other assessor (for agreement).",
-    ),
-    seed: int | None = typer.Option(
-        None, "--seed", help="Seed of the double-judged sample (default: drawn, recorded)."
-    ),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    topics: Annotated[
+        str | None, typer.Option("--topics", help="Topic statements assessors read ('topics import').")
+    ] = None,
+    collection: Annotated[
+        str | None, typer.Option("--collection", help="Documents' text ('documents import').")
+    ] = None,
+    grade: Annotated[
+        list[str],
+        typer.Option(
+            "--grade",
+            help="A grade and its label, VALUE=LABEL (repeatable; "
+            "default 0=Not relevant 1=Related 2=Highly relevant 3=Perfectly relevant).",
+        ),
+    ] = [],
+    double_share: Annotated[
+        float | None,
+        typer.Option(
+            "--double-share",
+            min=0.0,
+            max=1.0,
+            help="Share each topic "
+            "out to its first assessor, and show this share of it, blind, to "
+            "every other assessor (for agreement).",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the double-judged sample (default: drawn, recorded).")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Set what the pool's assessors see in the browser: topic statements, documents, grades."""
     from evalstore.services import judging

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -48,21 +49,23 @@ def register_set(
 @app.command("register")
 def register_predictions(
     ctx: typer.Context,
-    path: Path = typer.Argument(
-        ...,
-        help="CSV, TSV or Parquet: item_id and label and/or score (binary: "
-        "P(positive class)) or one score_<class> column per class; optional group. "
-        "For multilabel gold labels: 'labels' (joined by '|') and/or score_<class>.",
-    ),
-    name: str = typer.Option(..., "--name"),
-    labels: str = typer.Option(..., "--labels", help="Gold labels the predictions are for."),
-    system: str | None = typer.Option(None, "--system"),
-    meta: list[str] = typer.Option([], "--meta", help="KEY=VALUE metadata (repeatable)."),
-    description: str | None = typer.Option(None, "--description"),
-    probabilities: bool = typer.Option(
-        False, "--probabilities", help="Scores are probabilities: refuse any outside [0, 1]."
-    ),
-    replace: bool = typer.Option(False, "--replace"),
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV, TSV or Parquet: item_id and label and/or score (binary: "
+            "P(positive class)) or one score_<class> column per class; optional group. "
+            "For multilabel gold labels: 'labels' (joined by '|') and/or score_<class>."
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name")],
+    labels: Annotated[str, typer.Option("--labels", help="Gold labels the predictions are for.")],
+    system: Annotated[str | None, typer.Option("--system")] = None,
+    meta: Annotated[list[str], typer.Option("--meta", help="KEY=VALUE metadata (repeatable).")] = [],
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    probabilities: Annotated[
+        bool, typer.Option("--probabilities", help="Scores are probabilities: refuse any outside [0, 1].")
+    ] = False,
+    replace: Annotated[bool, typer.Option("--replace")] = False,
 ) -> None:
     """Register a classifier's predictions, checked against the gold labels."""
     register_set(ctx, path, name, labels, "classifier", system, meta, description, probabilities, replace)
@@ -71,8 +74,8 @@ def register_predictions(
 @app.command("list")
 def list_predictions(
     ctx: typer.Context,
-    labels: str | None = typer.Option(None, "--labels"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    labels: Annotated[str | None, typer.Option("--labels")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     from evalstore.services import labels as catalogue
 
@@ -81,7 +84,7 @@ def list_predictions(
 
 
 @app.command("delete")
-def delete_predictions(ctx: typer.Context, name: str = typer.Argument(...)) -> None:
+def delete_predictions(ctx: typer.Context, name: Annotated[str, typer.Argument()]) -> None:
     from evalstore.services import labels as catalogue
 
     catalogue.delete_predictions(state(ctx).engine(), name)

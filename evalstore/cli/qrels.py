@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -30,24 +31,32 @@ class JudgmentKind(StrEnum):
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(
-        ..., help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet: one file or many."
-    ),
-    name: str | None = typer.Option(
-        None,
-        "--name",
-        help="Name of the qrels in the store (one file; default: from the file name, qrels.dl19.txt -> qrels.dl19).",
-    ),
-    description: str | None = typer.Option(None, "--description"),
-    replace: bool = typer.Option(False, "--replace", help="Replace qrels of this name with other content."),
-    fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
-    kind: JudgmentKind = typer.Option(
-        JudgmentKind.relevance,
-        "--kind",
-        help="relevance: qrels (qid iter docno rel). subtopics: diversity qrels (qid subtopic docno judgment), "
-        "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
-        "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*.",
-    ),
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="TREC qrels (qid iter docno rel; .gz too), CSV, TSV or Parquet: one file or many."),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Name of the qrels in the store (one file; default: from the file name, "
+            "qrels.dl19.txt -> qrels.dl19).",
+        ),
+    ] = None,
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace qrels of this name with other content.")] = False,
+    fmt: Annotated[
+        InputFormat | None, typer.Option("--format", help="Input format (default: from the file name).")
+    ] = None,
+    kind: Annotated[
+        JudgmentKind,
+        typer.Option(
+            "--kind",
+            help="relevance: qrels (qid iter docno rel). subtopics: diversity qrels (qid subtopic docno judgment), "
+            "for alpha_nDCG, ERR_IA and the other ndeval measures. preferences: trec_eval's -R prefs lines "
+            "(qid jg jsg docno level) or a qrels file whose second column is the judgment group, for prefs_*.",
+        ),
+    ] = JudgmentKind.relevance,
 ) -> None:
     """Validate judgments files and store them, each whole or not at all; with several files every
     one is validated before any is stored."""
@@ -86,7 +95,7 @@ def import_(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """List the imported qrels."""
     from evalstore.services import store
 
@@ -95,7 +104,9 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 
 
 @app.command()
-def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context, name: str, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """Show one qrels set."""
     from evalstore.services import store
 
@@ -115,8 +126,8 @@ def delete(ctx: typer.Context, name: str) -> None:
 def export(
     ctx: typer.Context,
     name: str,
-    output: Path | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
-    fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    fmt: Annotated[InputFormat, typer.Option("--format")] = InputFormat.trec,
 ) -> None:
     """Write qrels back out in their original order (TREC by default)."""
     from evalstore.io.writers import write_qrels

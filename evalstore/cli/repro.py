@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Annotated
 
 import typer
 
@@ -12,26 +13,40 @@ from evalstore.cli._output import OutputFormat, info, render, warn
 
 
 def repro(
+    *,
     ctx: typer.Context,
-    qrels: str = typer.Option(..., "--qrels", help="The qrels the original runs were evaluated on."),
-    original: str = typer.Option(..., "--original", help="The original (advanced) run."),
-    original_baseline: str | None = typer.Option(
-        None, "--original-baseline", help="The original baseline run (with --reproduced-baseline: ER and DeltaRI)."
-    ),
-    reproduced: str = typer.Option(..., "--reproduced", help="The reproduced (or replicated) advanced run."),
-    reproduced_baseline: str | None = typer.Option(None, "--reproduced-baseline", help="The reproduced baseline."),
-    reproduced_qrels: str | None = typer.Option(
-        None,
-        "--reproduced-qrels",
-        help="Replicability: the other "
-        "collection's qrels the reproduced runs are evaluated on (unpaired "
-        "t-test, ER, DeltaRI; no KTU, RBO or RMSE across collections).",
-    ),
-    measure: list[str] = typer.Option([], "--measure", help="Measure (repeatable; default AP, nDCG@10, P@10)."),
-    depth: int = typer.Option(1000, "--depth", help="KTU and RBO compare the top DEPTH documents (repro_eval: 1000)."),
-    rbo_p: float = typer.Option(0.95, "--rbo-p", help="RBO's persistence (repro_eval: 0.95)."),
-    per_topic: bool = typer.Option(False, "--per-topic", help="Print each topic's KTU and RBO (table, csv)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    qrels: Annotated[str, typer.Option("--qrels", help="The qrels the original runs were evaluated on.")],
+    original: Annotated[str, typer.Option("--original", help="The original (advanced) run.")],
+    original_baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--original-baseline", help="The original baseline run (with --reproduced-baseline: ER and DeltaRI)."
+        ),
+    ] = None,
+    reproduced: Annotated[str, typer.Option("--reproduced", help="The reproduced (or replicated) advanced run.")],
+    reproduced_baseline: Annotated[
+        str | None, typer.Option("--reproduced-baseline", help="The reproduced baseline.")
+    ] = None,
+    reproduced_qrels: Annotated[
+        str | None,
+        typer.Option(
+            "--reproduced-qrels",
+            help="Replicability: the other "
+            "collection's qrels the reproduced runs are evaluated on (unpaired "
+            "t-test, ER, DeltaRI; no KTU, RBO or RMSE across collections).",
+        ),
+    ] = None,
+    measure: Annotated[
+        list[str], typer.Option("--measure", help="Measure (repeatable; default AP, nDCG@10, P@10).")
+    ] = [],
+    depth: Annotated[
+        int, typer.Option("--depth", help="KTU and RBO compare the top DEPTH documents (repro_eval: 1000).")
+    ] = 1000,
+    rbo_p: Annotated[float, typer.Option("--rbo-p", help="RBO's persistence (repro_eval: 0.95).")] = 0.95,
+    per_topic: Annotated[
+        bool, typer.Option("--per-topic", help="Print each topic's KTU and RBO (table, csv).")
+    ] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """How far a reproduced run is from the original: KTU and RBO (document order), RMSE and nRMSE
     (per-topic values), the t-test's p-value (paired on the same qrels, unpaired across

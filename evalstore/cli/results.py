@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from typing import Annotated
 
 import typer
 
@@ -24,26 +25,27 @@ class ResultsFormat(StrEnum):
 @app.command("show")
 def show(
     ctx: typer.Context,
-    qrels: str | None = typer.Option(None, "--qrels", help="Name of the stored qrels."),
-    run: str | None = typer.Option(None, "--run", help="Name of the stored run."),
-    labels: str | None = typer.Option(
-        None, "--labels", help="Gold labels (with --predictions, instead of --qrels and --run)."
-    ),
-    predictions: str | None = typer.Option(
-        None, "--predictions", help="A prediction set or clustering evaluated on --labels."
-    ),
-    per_query: bool = typer.Option(
-        False, "--per-query", help="One row per query (per group, for predictions) as well as the summary."
-    ),
-    measure: list[str] = typer.Option([], "--measure", help="Only this measure (repeatable; any spelling)."),
-    evaluation: int | None = typer.Option(
-        None, "--evaluation", help="A specific evaluation id (default: the newest finished one)."
-    ),
-    fmt: ResultsFormat = typer.Option(
-        ResultsFormat.table,
-        "--format",
-        help="trec: exactly what 'evalstore trec-eval' prints for the same files and options.",
-    ),
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Name of the stored qrels.")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Name of the stored run.")] = None,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Gold labels (with --predictions, instead of --qrels and --run).")
+    ] = None,
+    predictions: Annotated[
+        str | None, typer.Option("--predictions", help="A prediction set or clustering evaluated on --labels.")
+    ] = None,
+    per_query: Annotated[
+        bool, typer.Option("--per-query", help="One row per query (per group, for predictions) as well as the summary.")
+    ] = False,
+    measure: Annotated[list[str], typer.Option("--measure", help="Only this measure (repeatable; any spelling).")] = [],
+    evaluation: Annotated[
+        int | None, typer.Option("--evaluation", help="A specific evaluation id (default: the newest finished one).")
+    ] = None,
+    fmt: Annotated[
+        ResultsFormat,
+        typer.Option(
+            "--format", help="trec: exactly what 'evalstore trec-eval' prints for the same files and options."
+        ),
+    ] = ResultsFormat.table,
 ) -> None:
     """Stored results of a run on qrels: summary values, and per query with --per-query (or of a
     prediction set on gold labels: every aggregate of its newest evaluation, per group with

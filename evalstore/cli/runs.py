@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
@@ -44,48 +44,67 @@ def parse_meta(values: list[str]) -> dict[str, str]:
 @app.command()
 def register(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(
-        ...,
-        help="TREC runs (qid Q0 docno rank score tag; .gz too), CSV, TSV or Parquet: one file or many (RUN_DIR/*.gz).",
-    ),
-    name: str | None = typer.Option(
-        None,
-        "--name",
-        help="Name of the run in the store (one file; default: from "
-        "the file name, or the run tag with --name-from tag).",
-    ),
-    name_from: str = typer.Option(
-        "file",
-        "--name-from",
-        help="Without --name: file (input.bm25.gz -> bm25) or tag (the run tag in the file's last column).",
-    ),
-    system: str | None = typer.Option(None, "--system", help="The system that produced the run."),
-    meta: list[str] = typer.Option([], "--meta", help="Metadata KEY=VALUE (repeatable)."),
-    description: str | None = typer.Option(None, "--description"),
-    replace: bool = typer.Option(False, "--replace", help="Replace a run of this name with other content."),
-    fmt: InputFormat | None = typer.Option(None, "--format", help="Input format (default: from the file name)."),
-    server: str | None = typer.Option(
-        None,
-        "--server",
-        envvar="EVALSTORE_SERVER",
-        help="Submit to an evalstore server (http://HOST:PORT) instead of the database; needs --task and --token.",
-    ),
-    token: str | None = typer.Option(None, "--token", envvar="EVALSTORE_TOKEN", help="Your API token (with --server)."),
-    task: str | None = typer.Option(
-        None,
-        "--task",
-        help="With --server: the shared task to submit to (without "
-        "it, an admin's token stores the run outside any task).",
-    ),
-    run_type: str = typer.Option("automatic", "--run-type", help="With --server: automatic or manual."),
-    backend: str = typer.Option(
-        "local",
-        "--backend",
-        help="local (default): the file is read into memory; duckdb: "
-        "a run larger than memory (one file) is parsed, checked and ranked by DuckDB and "
-        "stored batch by batch.",
-    ),
-    memory_limit: str = typer.Option("2GB", "--memory-limit", help="--backend duckdb: DuckDB's memory limit."),
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="TREC runs (qid Q0 docno rank score tag; .gz too), CSV, TSV or Parquet: "
+            "one file or many (RUN_DIR/*.gz)."
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Name of the run in the store (one file; default: from "
+            "the file name, or the run tag with --name-from tag).",
+        ),
+    ] = None,
+    name_from: Annotated[
+        str,
+        typer.Option(
+            "--name-from",
+            help="Without --name: file (input.bm25.gz -> bm25) or tag (the run tag in the file's last column).",
+        ),
+    ] = "file",
+    system: Annotated[str | None, typer.Option("--system", help="The system that produced the run.")] = None,
+    meta: Annotated[list[str], typer.Option("--meta", help="Metadata KEY=VALUE (repeatable).")] = [],
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a run of this name with other content.")] = False,
+    fmt: Annotated[
+        InputFormat | None, typer.Option("--format", help="Input format (default: from the file name).")
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            envvar="EVALSTORE_SERVER",
+            help="Submit to an evalstore server (http://HOST:PORT) instead of the database; needs --task and --token.",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="EVALSTORE_TOKEN", help="Your API token (with --server).")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="With --server: the shared task to submit to (without "
+            "it, an admin's token stores the run outside any task).",
+        ),
+    ] = None,
+    run_type: Annotated[str, typer.Option("--run-type", help="With --server: automatic or manual.")] = "automatic",
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="local (default): the file is read into memory; duckdb: "
+            "a run larger than memory (one file) is parsed, checked and ranked by DuckDB and "
+            "stored batch by batch.",
+        ),
+    ] = "local",
+    memory_limit: Annotated[
+        str, typer.Option("--memory-limit", help="--backend duckdb: DuckDB's memory limit.")
+    ] = "2GB",
 ) -> None:
     """Validate run files and store them, each whole or not at all. With several files every one
     is validated before any is stored: a bad file stores nothing and each bad file is named.
@@ -186,14 +205,16 @@ def _register_out_of_core(
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    meta: list[str] = typer.Option(
-        [],
-        "--meta",
-        help="Only runs with this metadata KEY=VALUE (repeatable): a "
-        "--meta pair, or a dotted key of the run file's ir_metadata block "
-        "(platform.software.libraries=pyterrier).",
-    ),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    meta: Annotated[
+        list[str],
+        typer.Option(
+            "--meta",
+            help="Only runs with this metadata KEY=VALUE (repeatable): a "
+            "--meta pair, or a dotted key of the run file's ir_metadata block "
+            "(platform.software.libraries=pyterrier).",
+        ),
+    ] = [],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """List the registered runs."""
     from evalstore.services import store
@@ -203,7 +224,9 @@ def list_(
 
 
 @app.command()
-def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context, name: str, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """Show one run."""
     from evalstore.services import store
 
@@ -223,8 +246,8 @@ def delete(ctx: typer.Context, name: str) -> None:
 def export(
     ctx: typer.Context,
     name: str,
-    output: Path | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
-    fmt: InputFormat = typer.Option(InputFormat.trec, "--format"),
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    fmt: Annotated[InputFormat, typer.Option("--format")] = InputFormat.trec,
 ) -> None:
     """Write a run back out, rows in their original order (TREC by default), after the file's
     ir_metadata block when it had one (TREC only)."""
@@ -290,11 +313,14 @@ def _submit(
 @app.command()
 def combine(
     ctx: typer.Context,
-    splits: str = typer.Option(..., "--splits", help="A k-fold, leave-one-out or holdout split of the topics."),
-    fold: list[str] = typer.Option(
-        ..., "--fold", help="FOLD=RUN: the run trained without that fold's test topics (repeatable, one per fold)."
-    ),
-    name: str = typer.Option(..., "--name", help="Name of the cross-validated run."),
+    splits: Annotated[str, typer.Option("--splits", help="A k-fold, leave-one-out or holdout split of the topics.")],
+    fold: Annotated[
+        list[str],
+        typer.Option(
+            "--fold", help="FOLD=RUN: the run trained without that fold's test topics (repeatable, one per fold)."
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name", help="Name of the cross-validated run.")],
 ) -> None:
     """Store a cross-validated run: each topic's ranking from the run of the fold that tested it.
     A topic tested by two of the folds, or by none, is refused."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from types import FrameType
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -17,23 +17,27 @@ from evalstore.web.settings import FORWARDED_ALLOW_IPS_ENV
 
 def serve(
     ctx: typer.Context,
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
-    port: int = typer.Option(8000, "--port", min=1, max=65535),
-    workers: int = typer.Option(1, "--workers", min=1, help="Server processes (each answers requests)."),
-    worker: bool | None = typer.Option(
-        None,
-        "--worker/--no-worker",
-        help="Evaluate submitted runs in this "
-        "process as well. Default: on for SQLite (the embedded default, where one "
-        "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
-        "processes on any host share the queue.",
-    ),
-    forwarded_allow_ips: str | None = typer.Option(
-        None,
-        "--forwarded-allow-ips",
-        help="Comma-separated addresses of the proxies whose X-Forwarded-For/-Proto are believed (default: "
-        f"${FORWARDED_ALLOW_IPS_ENV}, else none: a client cannot choose the address it is limited by).",
-    ),
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes (each answers requests).")] = 1,
+    worker: Annotated[
+        bool | None,
+        typer.Option(
+            "--worker/--no-worker",
+            help="Evaluate submitted runs in this "
+            "process as well. Default: on for SQLite (the embedded default, where one "
+            "command is the whole service), off for PostgreSQL, where 'evalstore worker' "
+            "processes on any host share the queue.",
+        ),
+    ] = None,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Comma-separated addresses of the proxies whose X-Forwarded-For/-Proto are believed (default: "
+            f"${FORWARDED_ALLOW_IPS_ENV}, else none: a client cannot choose the address it is limited by).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the JSON API (/api/v1; its description at /api/v1/openapi.json). Settings come from
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE

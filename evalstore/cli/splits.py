@@ -6,6 +6,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -19,22 +20,24 @@ app = typer.Typer(no_args_is_help=True, help="Holdout, subsampling, k-fold, leav
 @app.command("make")
 def make(
     ctx: typer.Context,
-    name: str = typer.Option(..., "--name", help="Name of the new split."),
-    qrels: str | None = typer.Option(None, "--qrels", help="Split these qrels' topics."),
-    labels: str | None = typer.Option(None, "--labels", help="Split these gold labels' items."),
-    method: str = typer.Option("holdout", "--method", help="holdout | subsample | kfold | loo | bootstrap."),
-    test_share: float = typer.Option(
-        1 / 3, "--test-share", help="holdout, subsample: the test part's share (default one third)."
-    ),
-    k: int = typer.Option(5, "--k", help="kfold: the number of folds."),
-    repeats: int = typer.Option(10, "--repeats", help="subsample, bootstrap: the number of draws."),
-    stratify_by: str = typer.Option(
-        "none",
-        "--stratify-by",
-        help="none | difficulty (topics: quartiles of mean AP over the evaluated runs) | label (items).",
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed (default: drawn, recorded)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    name: Annotated[str, typer.Option("--name", help="Name of the new split.")],
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Split these qrels' topics.")] = None,
+    labels: Annotated[str | None, typer.Option("--labels", help="Split these gold labels' items.")] = None,
+    method: Annotated[str, typer.Option("--method", help="holdout | subsample | kfold | loo | bootstrap.")] = "holdout",
+    test_share: Annotated[
+        float, typer.Option("--test-share", help="holdout, subsample: the test part's share (default one third).")
+    ] = 1 / 3,
+    k: Annotated[int, typer.Option("--k", help="kfold: the number of folds.")] = 5,
+    repeats: Annotated[int, typer.Option("--repeats", help="subsample, bootstrap: the number of draws.")] = 10,
+    stratify_by: Annotated[
+        str,
+        typer.Option(
+            "--stratify-by",
+            help="none | difficulty (topics: quartiles of mean AP over the evaluated runs) | label (items).",
+        ),
+    ] = "none",
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: drawn, recorded).")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Split topics (--qrels) or items (--labels) into folds and store the split with its seed."""
     from evalstore.services import splits
@@ -59,9 +62,9 @@ def make(
 def import_(
     ctx: typer.Context,
     path: Path,
-    qrels: str = typer.Option(..., "--qrels", help="The qrels whose topics the folds name."),
-    name: str = typer.Option(..., "--name", help="Name of the split."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    qrels: Annotated[str, typer.Option("--qrels", help="The qrels whose topics the folds name.")],
+    name: Annotated[str, typer.Option("--name", help="Name of the split.")],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Import a collection's own folds: JSON {"1": [topic, ...], "2": [...]}, each fold's test
     topics (DL-HARD's folds.json); each fold trains on the other topics."""
@@ -73,7 +76,7 @@ def import_(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """List the splits."""
     from evalstore.services import splits
 
@@ -82,7 +85,9 @@ def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.tabl
 
 
 @app.command("show")
-def show(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def show(
+    ctx: typer.Context, name: str, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """A split's settings and each fold's sizes."""
     from evalstore.services import splits
 
@@ -101,13 +106,15 @@ class ExportFormat(StrEnum):
 def export(
     ctx: typer.Context,
     name: str,
-    fold: int | None = typer.Option(None, "--fold", help="Only this fold (1-based)."),
-    part: str | None = typer.Option(None, "--part", help="Only the train or the test units."),
-    fmt: ExportFormat = typer.Option(
-        ExportFormat.json,
-        "--format",
-        help="json: the settings, seed and each fold's lists | tsv: one line per fold, part, unit, weight.",
-    ),
+    fold: Annotated[int | None, typer.Option("--fold", help="Only this fold (1-based).")] = None,
+    part: Annotated[str | None, typer.Option("--part", help="Only the train or the test units.")] = None,
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            help="json: the settings, seed and each fold's lists | tsv: one line per fold, part, unit, weight.",
+        ),
+    ] = ExportFormat.json,
 ) -> None:
     """Each fold's train and test topics (or items), in the split's order, with its seed: what to
     train a learned system on."""
@@ -141,7 +148,9 @@ def export(
 
 
 @app.command("results")
-def results(ctx: typer.Context, name: str, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def results(
+    ctx: typer.Context, name: str, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """The fold values stored for a split by 'evaluate --splits'."""
     from evalstore.services import splits
 

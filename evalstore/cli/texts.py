@@ -4,6 +4,7 @@ browser (topic statements, documents' text)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -18,8 +19,8 @@ documents_app = typer.Typer(no_args_is_help=True, help="Documents' text, for jud
 def import_topics(
     ctx: typer.Context,
     path: Path,
-    name: str = typer.Option(..., "--name", help="Name of the topic set."),
-    replace: bool = typer.Option(False, "--replace", help="Overwrite a topic set of that name."),
+    name: Annotated[str, typer.Option("--name", help="Name of the topic set.")],
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a topic set of that name.")] = False,
 ) -> None:
     """Import topics: a TREC topic file (<top> <num> <title> <desc> <narr>), JSONL
     ({"topic", "title", "description", "narrative"}) or TSV (id<TAB>title)."""
@@ -30,7 +31,9 @@ def import_topics(
 
 
 @topics_app.command("list")
-def list_topics(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_topics(
+    ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table
+) -> None:
     """List topic sets and collections."""
     from evalstore.services import collections
 
@@ -42,8 +45,8 @@ def list_topics(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputForma
 def import_documents(
     ctx: typer.Context,
     path: Path,
-    collection: str = typer.Option(..., "--collection", help="Name of the collection."),
-    append: bool = typer.Option(False, "--append", help="Add to an existing collection."),
+    collection: Annotated[str, typer.Option("--collection", help="Name of the collection.")],
+    append: Annotated[bool, typer.Option("--append", help="Add to an existing collection.")] = False,
 ) -> None:
     """Import documents: JSONL ({"doc_id", "title", "text"}) or TREC SGML (<DOC><DOCNO>...),
     .gz too. Only the documents your pools hold are needed."""

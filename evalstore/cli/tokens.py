@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalstore.cli._context import state
@@ -13,9 +15,9 @@ app = typer.Typer(help="Create, list and revoke API tokens.", no_args_is_help=Tr
 @app.command()
 def create(
     ctx: typer.Context,
-    user: str = typer.Option(..., "--user", help="Whose token it is."),
-    expires: float | None = typer.Option(90, "--expires", help="Days until it expires."),
-    never_expires: bool = typer.Option(False, "--never-expires", help="A token that does not expire."),
+    user: Annotated[str, typer.Option("--user", help="Whose token it is.")],
+    expires: Annotated[float | None, typer.Option("--expires", help="Days until it expires.")] = 90,
+    never_expires: Annotated[bool, typer.Option("--never-expires", help="A token that does not expire.")] = False,
 ) -> None:
     """Make a token and print it on stdout, this once: only its hash is kept."""
     from evalstore.services import access
@@ -29,8 +31,8 @@ def create(
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    user: str | None = typer.Option(None, "--user"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    user: Annotated[str | None, typer.Option("--user")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """List tokens (never their secrets)."""
     from evalstore.services import access
@@ -44,7 +46,9 @@ def list_(
 
 
 @app.command()
-def revoke(ctx: typer.Context, token_id: int = typer.Argument(..., help="The token's id (see 'tokens list').")) -> None:
+def revoke(
+    ctx: typer.Context, token_id: Annotated[int, typer.Argument(help="The token's id (see 'tokens list').")]
+) -> None:
     """Revoke a token: it stops working at once."""
     from evalstore.services import access
 

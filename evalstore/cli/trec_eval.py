@@ -1,5 +1,5 @@
 """`evalstore trec-eval`: a drop-in for trec_eval 10.0's command line and output. Its options are
-parsed by :mod:`evalstore.trec_eval_cli` (argparse), the one parser of the command: the
+parsed by :mod:`evalstore.trec_eval.command_line` (argparse), the one parser of the command: the
 ``evalstore`` entry point runs it without loading this CLI when ``trec-eval`` comes first."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from evalstore.cli._output import warn
 def trec_eval(ctx: typer.Context) -> None:
     """Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output
     ('evalstore trec-eval --help' lists its options: -q -c -n -J -l -M -m -N -R -T -Z)."""
-    from evalstore.trec_eval_cli import run
+    from evalstore.trec_eval.command_line import run
 
     run(ctx.args, warn=warn)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from typing import Annotated
 
 import typer
 
@@ -25,18 +26,24 @@ class Role(StrEnum):
 def add(
     ctx: typer.Context,
     name: str,
-    role: Role = typer.Option(
-        ...,
-        "--role",
-        help="admin: everything; organiser: their tasks; participant: their "
-        "team's runs; assessor: the pools assigned to them; viewer: public leaderboards.",
-    ),
-    team: str | None = typer.Option(None, "--team", help="The participant's team (required for participants)."),
-    password_stdin: bool = typer.Option(
-        False,
-        "--password-stdin",
-        help="Read a password for the web pages' sign-in from standard input (kept as an argon2 hash).",
-    ),
+    role: Annotated[
+        Role,
+        typer.Option(
+            "--role",
+            help="admin: everything; organiser: their tasks; participant: their "
+            "team's runs; assessor: the pools assigned to them; viewer: public leaderboards.",
+        ),
+    ],
+    team: Annotated[
+        str | None, typer.Option("--team", help="The participant's team (required for participants).")
+    ] = None,
+    password_stdin: Annotated[
+        bool,
+        typer.Option(
+            "--password-stdin",
+            help="Read a password for the web pages' sign-in from standard input (kept as an argon2 hash).",
+        ),
+    ] = False,
 ) -> None:
     """Add a user. Tokens for the API: 'evalstore tokens create --user NAME'."""
     from evalstore.services import access
@@ -65,7 +72,7 @@ def set_password(ctx: typer.Context, name: str) -> None:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """List the users."""
     from evalstore.services import access
 

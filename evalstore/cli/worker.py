@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
 import typer
 
@@ -12,46 +13,57 @@ from evalstore.cli._output import info
 
 def worker(
     ctx: typer.Context,
-    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Worker processes on this host."),
-    until_empty: bool = typer.Option(False, "--until-empty", help="Exit when no job is left to claim."),
-    poll_interval: float = typer.Option(
-        2.0, "--poll-interval", min=0.05, help="Seconds between looks at an empty queue."
-    ),
-    lease_seconds: float = typer.Option(
-        60.0,
-        "--lease-seconds",
-        min=0.5,
-        help="A job whose worker has not renewed its lease for this long is taken over by another.",
-    ),
-    mlflow: bool = typer.Option(
-        True, "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay pending for 'evalstore mlflow sync')."
-    ),
-    index_runs: bool = typer.Option(
-        True,
-        "--index-runs/--no-index-runs",
-        help="When idle, give stored runs "
-        "of 500,000 rows or more an index on their docnos (PostgreSQL), so their "
-        "evaluations read the judged rows through it.",
-    ),
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes on this host.")] = 1,
+    until_empty: Annotated[bool, typer.Option("--until-empty", help="Exit when no job is left to claim.")] = False,
+    poll_interval: Annotated[
+        float, typer.Option("--poll-interval", min=0.05, help="Seconds between looks at an empty queue.")
+    ] = 2.0,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            "--lease-seconds",
+            min=0.5,
+            help="A job whose worker has not renewed its lease for this long is taken over by another.",
+        ),
+    ] = 60.0,
+    mlflow: Annotated[
+        bool,
+        typer.Option(
+            "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay pending for 'evalstore mlflow sync')."
+        ),
+    ] = True,
+    index_runs: Annotated[
+        bool,
+        typer.Option(
+            "--index-runs/--no-index-runs",
+            help="When idle, give stored runs "
+            "of 500,000 rows or more an index on their docnos (PostgreSQL), so their "
+            "evaluations read the judged rows through it.",
+        ),
+    ] = True,
     # jobs.BATCH_JOBS and jobs.BATCH_ROWS (written out: the services are not imported to parse options)
-    batch_jobs: int = typer.Option(
-        16,
-        "--batch-jobs",
-        min=1,
-        envvar="EVALSTORE_BATCH_JOBS",
-        help="Claim up to this many queued ranking jobs with the same qrels and options at once and compute "
-        "them in one pass, each stored as its own evaluation (1: one job at a time).",
-    ),
-    batch_rows: int = typer.Option(
-        500_000,
-        "--batch-rows",
-        min=1,
-        envvar="EVALSTORE_BATCH_ROWS",
-        help="At most this many stored run rows in one batch (a larger run is evaluated alone).",
-    ),
+    batch_jobs: Annotated[
+        int,
+        typer.Option(
+            "--batch-jobs",
+            min=1,
+            envvar="EVALSTORE_BATCH_JOBS",
+            help="Claim up to this many queued ranking jobs with the same qrels and options at once and compute "
+            "them in one pass, each stored as its own evaluation (1: one job at a time).",
+        ),
+    ] = 16,
+    batch_rows: Annotated[
+        int,
+        typer.Option(
+            "--batch-rows",
+            min=1,
+            envvar="EVALSTORE_BATCH_ROWS",
+            help="At most this many stored run rows in one batch (a larger run is evaluated alone).",
+        ),
+    ] = 500_000,
 ) -> None:
-    """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job, then exit;
-    a second one: put the job back in the queue and exit now."""
+    """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job (or batch),
+    then exit; a second one: put the jobs not yet stored back in the queue and exit now."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled
     from evalstore.services.jobs import BatchBound

@@ -603,6 +603,8 @@ class Task(Base):
     opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     max_runs_per_team: Mapped[int | None] = mapped_column(Integer)
+    # each team's runs per UTC day; null: the server's EVALSTORE_RUNS_PER_DAY, if set (0022)
+    daily_cap: Mapped[int | None] = mapped_column(Integer)
     measures: Mapped[list[str]] = mapped_column(JSON, default=list)  # empty: evaluate's defaults
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     description: Mapped[str | None] = mapped_column(Text)  # the organiser's words to participants (0020)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from evalstore.errors import InputFormatError
-from evalstore.io.formats import _read_bytes
+from evalstore.io.parsed import _read_bytes
 
 SCORE_PREFIX = "score_"
 LABEL_SEPARATOR = "|"  # between the labels of a multilabel item: "sports|politics"

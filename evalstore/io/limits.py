@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
@@ -90,11 +91,13 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
     at the first line or field past its limit (422, with the line)."""
     head = source.read(4)
     gzipped = head[:2] == GZIP_MAGIC
-    check = None if head == PARQUET_MAGIC else _TextCheck(shown, bounds)
+    check: _TextCheck | None = None
     written = 0
 
     def put(data: bytes) -> None:
-        nonlocal written
+        nonlocal written, check
+        if not written and data:  # Parquet (a gzipped one too) is bounded by check_parquet instead
+            check = None if data[:4] == PARQUET_MAGIC else _TextCheck(shown, bounds)
         written += len(data)
         if gzipped and written > bounds.max_inflated:
             raise LimitExceeded(
@@ -136,3 +139,88 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
     if not inflater.eof:
         raise InputFormatError(shown, None, "the file looks gzip-compressed but is cut short")
     return True
+
+
+# a Parquet run or qrels file has a handful of columns; thousands make its metadata the attack
+MAX_PARQUET_COLUMNS = 64
+# writers group a million rows or ~128 MB at a time: thousands of groups are metadata to walk
+MAX_PARQUET_ROW_GROUPS = 10_000
+# a decoded row costs at least this much (a TREC run line is ~20-60 bytes): with the inflated
+# limit it bounds the rows, as dictionary and run-length encoding let a few bytes stand for
+# millions of rows that the compressed and even the uncompressed page sizes never show
+MIN_ROW_BYTES = 32
+_PARQUET_BATCH_ROWS = 8192
+
+
+def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
+    """Refuse a Parquet upload that decodes past the server's limits before any reader loads it
+    whole: its metadata's rows (413 past ``max_inflated / MIN_ROW_BYTES``), uncompressed size and
+    columns first, then, reading it a batch of rows at a time (memory: one batch), every text
+    field's length (422 naming the row and column) and the decoded bytes (413). A file that is
+    not Parquet is left alone (the readers say what it is)."""
+    with path.open("rb") as file:
+        if file.read(4) != PARQUET_MAGIC:
+            return
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq  # ~40 ms; Parquet uploads only
+
+    limit_mib = f"{bounds.max_inflated / 2**20:g} MiB"
+    max_rows = bounds.max_inflated // MIN_ROW_BYTES
+    try:
+        # the footer's own strings and lists are bounded too (pyarrow's defaults are ~100 MB)
+        parquet = pq.ParquetFile(
+            path, thrift_string_size_limit=bounds.max_field * 64, thrift_container_size_limit=100_000
+        )
+        meta = parquet.metadata
+        if meta.num_columns > MAX_PARQUET_COLUMNS:
+            raise InputFormatError(
+                shown, None, f"has {meta.num_columns} columns; this server reads at most {MAX_PARQUET_COLUMNS}"
+            )
+        if meta.num_row_groups > MAX_PARQUET_ROW_GROUPS:
+            raise InputFormatError(
+                shown,
+                None,
+                f"has {meta.num_row_groups} row groups; this server reads at most {MAX_PARQUET_ROW_GROUPS}",
+            )
+        if meta.num_rows > max_rows:
+            raise LimitExceeded(
+                "size",
+                f"{shown} has {meta.num_rows} rows; this server takes at most {max_rows} "
+                f"({MIN_ROW_BYTES} bytes a row within its limit of {limit_mib}); split it.",
+            )
+        uncompressed = sum(
+            max(meta.row_group(g).column(c).total_uncompressed_size, 0)
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        )
+        if uncompressed > bounds.max_inflated:
+            raise LimitExceeded("size", f"{shown} inflates to more than this server's limit of {limit_mib}; split it.")
+        decoded, first_row = 0, 1
+        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+            decoded += batch.nbytes
+            if decoded > bounds.max_inflated or first_row - 1 + batch.num_rows > max_rows:
+                raise LimitExceeded(
+                    "size", f"{shown} decodes to more than this server's limit of {limit_mib}; split it."
+                )
+            for name, column in zip(batch.schema.names, batch.columns, strict=True):
+                if not (
+                    pa.types.is_string(column.type)
+                    or pa.types.is_large_string(column.type)
+                    or pa.types.is_binary(column.type)
+                    or pa.types.is_large_binary(column.type)
+                ):
+                    continue
+                lengths = pc.binary_length(column)
+                longest = pc.max(lengths).as_py()
+                if longest is not None and longest > bounds.max_field:
+                    row = first_row + pc.index(pc.greater(lengths, bounds.max_field), True).as_py()
+                    raise InputFormatError(
+                        shown,
+                        None,
+                        f"row {row}: column '{name}' holds a field longer than this server's limit of "
+                        f"{bounds.max_field} bytes (a docno, topic id, tag or label)",
+                    )
+            first_row += batch.num_rows
+    except (pa.ArrowException, OSError) as error:
+        raise InputFormatError(shown, None, f"cannot be read as PARQUET: {error}".rstrip()) from None

@@ -567,7 +567,7 @@ def _as_table(source: Any, kind: str) -> pa.Table:
     as a file is (:func:`evalstore.io.formats.check_in_memory`: messages name the row)."""
     if isinstance(source, (str, Path)):
         # evaluating stores nothing: files are read as trec-eval reads them (no content hash; a
-        # plain run file streamed, evalstore.io.formats._stream_trec_run)
+        # plain run file streamed, evalstore.io.trec_text._stream_trec_run)
         parsed = (
             read_qrels(source, strict=False, content_hash=False)
             if kind == "qrels"

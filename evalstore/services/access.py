@@ -40,6 +40,7 @@ ACTIONS: dict[str, frozenset[str]] = {
     "runs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
     "jobs:read": frozenset({"admin", "organiser", "participant"}),  # participants: their team's
     "queue:read": frozenset({"admin", "organiser"}),
+    "collections:read": frozenset({"admin", "organiser"}),  # organisers: the qrels of their tasks
     "pools:judge": frozenset({"admin", "assessor"}),  # assessors: the pools assigned to them
     "pools:manage": frozenset({"admin", "organiser"}),
     "tokens:manage": frozenset(ROLES),  # their own; admins anyone's

@@ -7,20 +7,21 @@ pool and judging services change by a line each.
   scores: a submit-read-withdraw loop would otherwise read the qrels out); the withdrawal's audit
   entry is the record. Failed and cancelled runs still give their slot back.
 - A run a pool uses cannot be withdrawn: the pool's review would lose it.
-- A server may cap each team's runs per task per day (``EVALSTORE_RUNS_PER_DAY``).
+- Each team's runs per task per UTC day may be capped: by the task (``daily_cap``) or, for tasks
+  without one, the server (``EVALSTORE_RUNS_PER_DAY``); the day's slots are counted as the quota's.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import AuditEntry, Pool, Run, Submission, Task
+from evalstore.db.models import AuditEntry, Evaluation, Pool, Run, Submission, Task
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, LimitExceeded, NotFoundError
-from evalstore.services import jobs
+from evalstore.errors import ConflictError, NotFoundError
 from evalstore.services.access import Principal
 
 WITHDRAW_ACTION = "runs.withdraw"
@@ -76,35 +77,47 @@ def check_pool(engine: Engine, principal: Principal, name: str) -> None:
         require_pool(session, principal, name)
 
 
-def check_daily_cap(engine: Engine, task_name: str, team: str | None, per_day: int) -> None:
-    """At most ``per_day`` runs of ``team`` to the task in the last 24 hours (EvalAI's daily
-    submission limit), withdrawn evaluated ones included. Checked before the run is stored, not
-    under the task's lock: two submissions racing for the last slot of the day may both pass (the
-    task's own quota, checked under the lock, stays exact)."""
-    if team is None:
-        return
-    with read_only(engine) as session:
-        task = session.scalar(select(Task).where(Task.name == task_name))
-        if task is None:
-            return  # the service says it is not found
-        since = jobs.db_now(session) - timedelta(days=1)
-        made = (
-            session.scalar(
-                select(func.count())
-                .select_from(Submission)
-                .where(Submission.task_id == task.id, Submission.team == team, Submission.created_at >= since)
+def utc_day(now: datetime) -> tuple[datetime, datetime]:
+    """The UTC day ``now`` falls in: its start and the next day's (when a daily cap resets)."""
+    start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def runs_today(session: Session, task_id: int, team: str, day_start: datetime, holds_slot: Sequence[str]) -> int:
+    """The team's runs submitted to the task since ``day_start`` that hold a slot (their job in
+    ``holds_slot``), and those withdrawn since after their evaluation: the same slots a quota
+    counts, within the UTC day."""
+    made = (
+        session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .join(Evaluation, Evaluation.id == Submission.evaluation_id)
+            .where(
+                Submission.task_id == task_id,
+                Submission.team == team,
+                Submission.created_at >= day_start,
+                Evaluation.state.in_(holds_slot),
             )
-            or 0
         )
-        details = session.scalars(
-            select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION, AuditEntry.at >= since)
-        )
-        made += sum(
-            1 for d in details if d and d.get("task_id") == task.id and d.get("team") == team and d.get("evaluated")
-        )
-    if made >= per_day:
-        raise LimitExceeded(
-            "quota",
-            f"Team '{team}' has submitted {per_day} runs to task '{task_name}' in the last "
-            "24 hours, this server's daily limit; try again tomorrow.",
-        )
+        or 0
+    )
+    # a run submitted today was withdrawn today; one withdrawn today may be yesterday's
+    details = session.scalars(
+        select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION, AuditEntry.at >= day_start)
+    )
+    return made + sum(
+        1
+        for d in details
+        if d
+        and d.get("task_id") == task_id
+        and d.get("team") == team
+        and d.get("evaluated")
+        and _submitted_since(d.get("submitted_at"), day_start)
+    )
+
+
+def _submitted_since(submitted_at: object, day_start: datetime) -> bool:
+    if not isinstance(submitted_at, str):
+        return True  # withdrawn before withdrawals recorded it: counted, as the stricter reading
+    moment = datetime.fromisoformat(submitted_at)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= day_start

@@ -1,5 +1,6 @@
 """Topic statements and documents' text: what an assessor reads when judging in the browser
-(``evalstore topics import``, ``evalstore documents import``)."""
+(``evalstore topics import``, ``evalstore documents import``), and what the compare page shows of
+the runs' top documents."""
 
 from __future__ import annotations
 
@@ -159,3 +160,52 @@ def document_texts(session: Session, collection: str | None, docs: Sequence[str]
         .where(Collection.name == collection, Document.doc.in_(list(docs)))
     ).all()
     return {doc: DocumentText(doc, title, text) for doc, title, text in rows}
+
+
+# --- the compare page's documents -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankedDocument:
+    doc: str
+    relevance: int | None  # None: not judged
+    title: str | None = None  # from the collection named on the page, when it holds the document
+    snippet: str | None = None
+
+
+def top_documents(
+    engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None, depth: int
+) -> dict[tuple[str, str], list[RankedDocument]]:
+    """Each run's top ``depth`` documents of each topic, with their judgment in the qrels and, when
+    ``collection`` holds them, their titles and first words (the compare page's disagreements)."""
+    if not topics:
+        return {}
+    with read_only(engine) as session:
+        stored = {repo.get_run(session, name).id: name for name in runs}
+        table = repo.top_ranked(session, list(stored), depth, topics).to_pandas()
+        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        if collection is not None:
+            repo.get_collection(session, collection)  # a name that is not there: say so
+        texts = document_texts(session, collection, sorted(set(table["doc"])))
+    labels = {
+        (t, d): int(r)
+        for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
+        if t in set(topics)
+    }
+    out: dict[tuple[str, str], list[RankedDocument]] = {}
+    for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
+        out[(stored[int(run_id)], str(topic))] = [
+            RankedDocument(
+                d,
+                labels.get((str(topic), d)),
+                texts[d].title if d in texts else None,
+                _snippet(texts[d].text) if d in texts else None,
+            )
+            for d in group["doc"]
+        ]
+    return out
+
+
+def _snippet(text: str, words: int = 30) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")

@@ -1,8 +1,9 @@
 """The application context: what one process (a CLI command, the server, a worker) keeps while it
 runs, owned in one place instead of in module globals.
 
-An :class:`AppContext` holds the engine and every cache the services use, each with an explicit
-size, and the MLflow logging processes the process started. The CLI makes one per command
+An :class:`AppContext` holds the engine, the settings (:class:`evalstore.config.Settings`), every
+cache the services use, each with an explicit size, and the MLflow logging processes the process
+started. The CLI makes one per command
 (:mod:`evalstore.cli._context`), the server one at start-up (:mod:`evalstore.web.app`) and a worker
 one for its life (:class:`evalstore.services.worker.Worker`). Services take it as ``context=``;
 called without one they make a short-lived one, so a library caller or a test gets the same
@@ -22,6 +23,8 @@ from collections import OrderedDict
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine
+
+from evalstore.config import Settings
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -76,12 +79,13 @@ class Lru(Generic[K, V]):
 
 
 class AppContext:
-    """The engine, the caches and the background processes of one process (see the module's
-    docstring). Values are typed ``Any`` here: this module sits below the services whose types it
+    """The engine, the settings, the caches and the background processes of one process (see the
+    module's docstring). Values are typed ``Any`` here: this module sits below the services whose types it
     keeps (boards, tiers, qrels tables, gold labels, MLflow clients)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, settings: Settings | None = None) -> None:
         self.engine = engine
+        self.settings = settings if settings is not None else Settings()
         self.boards: Lru[tuple[Any, ...], Any] = Lru(BOARDS_KEPT)
         self.board_states: Lru[str, Any] = Lru(BOARD_STATES_KEPT)
         self.tiers: Lru[tuple[Any, ...], dict[str, str]] = Lru(TIER_BOARDS_KEPT)

@@ -276,7 +276,7 @@ def standardize(
     measure by trec_eval's name), and each run's per-topic z-scores ``(score - mean) / stddev``;
     both stored under ``name`` (default ``QRELS-z``), replacing what that name held: they are
     derived from stored scores, so standardising again loses nothing."""
-    from evalstore.trec_eval import stored_rows
+    from evalstore.trec_eval.output import stored_rows
 
     names = [str(m) for m in resolve_measures(list(measures))]
     board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names)

@@ -218,7 +218,7 @@ def evaluate(
     done: dict[int, EvaluationSummary] = {}
     if wait:
         _logging.configure_logging()
-        mlflow = config.mlflow_enabled()
+        mlflow = context.settings.mlflow_enabled
         done = work_on(
             engine,
             [r.evaluation_id for r in refs if r.outcome != "reused"],
@@ -236,7 +236,7 @@ def log_in_background(engine: Engine, evaluation_ids: list[int], *, context: App
     session: it outlives the command and a Ctrl-C at the terminal). The evaluations are stored and
     marked pending; if the process fails, they stay pending for a worker or a later sync, as when
     MLflow is down. Its output goes to ``$EVALSTORE_HOME/logs/mlflow-sync.log``."""
-    logs = config.data_home() / "logs"
+    logs = context.settings.data_home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     # the database URL goes by the environment, not the command line (`ps` shows arguments)
     env = {**os.environ, config.DATABASE_URL_ENV: engine.url.render_as_string(hide_password=False)}

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, select
 
-from evalstore.db import repositories as repo
 from evalstore.db.models import Pool
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
@@ -22,6 +21,7 @@ from evalstore.io import inert
 from evalstore.metrics import resolve_measures
 from evalstore.services import collections, comparisons, tasks
 from evalstore.services.access import Principal
+from evalstore.services.collections import RankedDocument
 from evalstore.services.context import AppContext, context_for
 from evalstore.statistics import significance
 
@@ -29,20 +29,8 @@ JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged 
 DISAGREEING_TOPICS = 5
 TOP_DOCUMENTS = 10
 DOWNLOADS = ("csv", "md", "tex")
-PER_TOPIC_COLUMNS = (
-    "AP",
-    "nDCG@10",
-    "nDCG@20",
-    "P@10",
-    "P@20",
-    "RR",
-    "Rprec",
-    "Bpref",
-    "R@1000",
-    "NumRel",
-    "NumRelRet",
-    "NumRet",
-)  # canonical names
+# canonical names
+PER_TOPIC_COLUMNS = tuple("AP nDCG@10 nDCG@20 P@10 P@20 RR Rprec Bpref R@1000 NumRel NumRelRet NumRet".split())
 
 
 @dataclass(frozen=True)
@@ -89,6 +77,24 @@ def leaderboard(
     body = tasks.task_leaderboard(engine, principal, task, list(measures), context=context).body
     if not access.scores_visible:
         return BoardPage(task, False, [], "", [], None, None, [tasks.HIDDEN])
+    return board_page(
+        context, task, body, access.qrels, access.qrels_source, lambda run, team: access.may_open(team), measures, sort
+    )
+
+
+def board_page(
+    context: AppContext,
+    name: str,
+    body: dict[str, Any],
+    qrels: str,
+    qrels_source: str | None,
+    may_open: Callable[[str, str], bool],
+    measures: Sequence[str] = (),
+    sort: str | None = None,
+) -> BoardPage:
+    """A board's body (a task's, or a collection's) as a page: sorted, with tiers and notes;
+    ``may_open(run, team)`` tells which runs' pages the reader may open."""
+    engine = context.engine
     names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
     sort = sort or (names[0] if names else "run")
     if sort not in (*names, "run", "team"):
@@ -100,12 +106,12 @@ def leaderboard(
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
     if tier_measure is not None and len(raw) >= 2:
-        letters = _tiers(context, access.qrels, [r["run"] for r in raw], tier_measure, body)
+        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body)
         notes.append(
             f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
             "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0)."
         )
-    pooled = _pool_runs(engine, access.qrels_source)
+    pooled = _pool_runs(engine, qrels_source)
     rows = [
         BoardRow(
             r["rank"],
@@ -117,7 +123,7 @@ def leaderboard(
             r["scores"],
             letters.get(r["run"], ""),
             None if pooled is None else r["run"] in pooled,
-            access.may_open(r["team"]),
+            may_open(r["run"], r["team"]),
         )
         for r in raw
     ]
@@ -130,7 +136,7 @@ def leaderboard(
             f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
             "unjudged documents as not relevant, and may understate it."
         )
-    return BoardPage(task, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
+    return BoardPage(name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes)
 
 
 def _tiers(context: AppContext, qrels: str, runs: list[str], measure: str, body: dict[str, Any]) -> dict[str, str]:
@@ -229,8 +235,26 @@ def run_page(
     results = tasks.run_results(engine, principal, run, per_query=True)
     if results.get("scores") is not None or "aggregates" not in results:
         return RunPage(submission, results.get("scores") != tasks.HIDDEN, {}, None, [], [], [], [], [], [], 0)
-    aggregates = results["aggregates"]
-    per_query: dict[str, dict[str, Any]] = results["per_query"]
+
+    def peers(measure: str) -> tuple[str, list[str]]:
+        access = tasks.task_access(engine, principal, submission["task"])
+        board = tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context)
+        return access.qrels, [r["run"] for r in board.body["rows"]]
+
+    return scored_run_page(engine, submission, results["aggregates"], results["per_query"], measure, peers)
+
+
+def scored_run_page(
+    engine: Engine,
+    submission: dict[str, Any],
+    aggregates: dict[str, Any],
+    per_query: dict[str, dict[str, Any]],
+    measure: str | None,
+    peers: Callable[[str], tuple[str, list[str]]],
+) -> RunPage:
+    """A run's page from its scores: the per-topic picture of ``measure`` against the median of
+    the runs ``peers(measure)`` gives (their qrels and names: a task's, or a collection's)."""
+    run = submission["run"]
     measures = [m for m in aggregates if any(isinstance(v.get(m), float) for v in per_query.values())]
     measure = measure or next((m for m in ("AP", "nDCG@10", *measures) if m in measures), None)
     if measure is not None and measure not in measures:
@@ -240,15 +264,9 @@ def run_page(
     medians: list[float] = []
     others = 0
     if measure is not None:
-        access = tasks.task_access(engine, principal, submission["task"])
-        done = [
-            r["run"]
-            for r in tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context).body[
-                "rows"
-            ]
-        ]
+        qrels, done = peers(measure)
         matrix = comparisons.score_matrix(
-            engine, qrels_name=access.qrels, run_names=done or [run], measures=[measure], missing="zero"
+            engine, qrels_name=qrels, run_names=done or [run], measures=[measure], missing="zero"
         )
         scores = matrix.scores[matrix.measures[0]]
         median = np.median(scores, axis=0)
@@ -268,14 +286,6 @@ def _topic_key(topic: str) -> tuple[int, int | str]:
 
 
 # --- comparing runs -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RankedDocument:
-    doc: str
-    relevance: int | None  # None: not judged
-    title: str | None = None  # from the collection named on the page, when it holds the document
-    snippet: str | None = None
 
 
 @dataclass(frozen=True)
@@ -318,9 +328,17 @@ def compare_page(
             raise NotFoundError(f"Run '{run}' is not a run of task '{task}'.")
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
+    return compared(engine, task, access.qrels, runs, measure, test, collection)
+
+
+def compared(
+    engine: Engine, name: str, qrels: str, runs: list[str], measure: str, test: str, collection: str | None
+) -> ComparePage:
+    """The comparison of runs the caller may see, on ``qrels``, for the page of ``name`` (a task or
+    a collection); only what their evaluations stored is used."""
     comparison = comparisons.compare(
         engine,
-        qrels_name=access.qrels,
+        qrels_name=qrels,
         run_names=runs,
         measures=[measure],
         test=test,
@@ -335,7 +353,7 @@ def compare_page(
     spread = scores.max(axis=0) - scores.min(axis=0)
     worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
     chosen = [matrix.topics[i] for i in worst]
-    documents = _top_documents(engine, access.qrels, runs, chosen, collection)
+    documents = collections.top_documents(engine, qrels, runs, chosen, collection, TOP_DOCUMENTS)
     disagreements = [
         Disagreement(
             matrix.topics[i],
@@ -345,40 +363,4 @@ def compare_page(
         )
         for i in worst
     ]
-    return ComparePage(task, runs, matrix.measures[0], comparison, differences, disagreements)
-
-
-def _top_documents(
-    engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None
-) -> dict[tuple[str, str], list[RankedDocument]]:
-    if not topics:
-        return {}
-    with read_only(engine) as session:
-        stored = {repo.get_run(session, name).id: name for name in runs}
-        table = repo.top_ranked(session, list(stored), TOP_DOCUMENTS, topics).to_pandas()
-        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
-        if collection is not None:
-            repo.get_collection(session, collection)  # a name that is not there: say so
-        texts = collections.document_texts(session, collection, sorted(set(table["doc"])))
-    labels = {
-        (t, d): int(r)
-        for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
-        if t in set(topics)
-    }
-    out: dict[tuple[str, str], list[RankedDocument]] = {}
-    for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
-        out[(stored[int(run_id)], str(topic))] = [
-            RankedDocument(
-                d,
-                labels.get((str(topic), d)),
-                texts[d].title if d in texts else None,
-                _snippet(texts[d].text) if d in texts else None,
-            )
-            for d in group["doc"]
-        ]
-    return out
-
-
-def _snippet(text: str, words: int = 30) -> str:
-    parts = text.split()
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    return ComparePage(name, runs, matrix.measures[0], comparison, differences, disagreements)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from evalstore._version import __version__
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
-from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, copy_bounded
+from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
@@ -188,6 +188,7 @@ class NewTask(BaseModel):
     opens: datetime | None = None
     closes: datetime | None = None
     max_runs_per_team: int | None = Field(None, ge=1)
+    daily_cap: int | None = Field(None, ge=1)  # each team's runs per UTC day (none: the server's setting)
     measures: list[Annotated[str, Field(max_length=NAME_MAX)]] = Field([], max_length=200)
     owner: str | None = Field(None, max_length=NAME_MAX)
 
@@ -201,6 +202,7 @@ def list_tasks(request: Request, _: Principal = needs("tasks:read", public=True)
 def create_task(
     body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
 ) -> dict[str, Any]:
+    check_name(body.name, "task")
     return tasks.create_task(
         server(request).engine,
         body.name,
@@ -211,6 +213,7 @@ def create_task(
         max_runs_per_team=body.max_runs_per_team,
         measures=body.measures,
         owner=body.owner,
+        daily_cap=body.daily_cap,
         by=principal,
     ).as_dict()
 
@@ -218,6 +221,27 @@ def create_task(
 @router.get("/tasks/{task}")
 def show_task(task: str, request: Request, _: Principal = needs("tasks:read", public=True)) -> dict[str, Any]:
     return tasks.show_task(server(request).engine, task).as_dict()
+
+
+class TaskSettings(BaseModel):
+    """The settings a PATCH changes: those the body names (null clears one), the others stay."""
+
+    opens: datetime | None = None
+    closes: datetime | None = None
+    max_runs_per_team: int | None = Field(None, ge=1)
+    daily_cap: int | None = Field(None, ge=1)
+    measures: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = Field(None, max_length=200)
+    description: str | None = Field(None, max_length=tasks.DESCRIPTION_CHARACTERS)
+
+
+@router.patch("/tasks/{task}")
+def change_task(
+    task: str, body: TaskSettings, request: Request, principal: Principal = needs("tasks:manage", write=True)
+) -> dict[str, Any]:
+    """Change a task's settings (its organiser, admins): the window, the quota, the daily cap per
+    team (each team's runs per UTC day; null: the server's setting), the measures, the description."""
+    changes = {field: getattr(body, field) for field in body.model_fields_set}
+    return tasks.patch_task(server(request).engine, task, changes, by=principal).as_dict()
 
 
 @router.post("/tasks/{task}/release")
@@ -248,14 +272,18 @@ def task_runs(task: str, request: Request, principal: Principal = needs("runs:re
 _UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def check_run_name(name: str) -> None:
-    """A run's name is opened and withdrawn by URL path and shown in downloads: printable, no '/'
-    (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
+def check_name(name: str, kind: str = "run") -> None:
+    """A run's, task's or pool's name is opened by URL path and shown in downloads: printable, no
+    '/' (a name with one could be neither opened nor withdrawn), at most NAME_MAX characters."""
     if not name.strip() or "/" in name or not name.isprintable() or len(name) > NAME_MAX:
         raise InvalidParameterError(
-            f"A run's name is 1-{NAME_MAX} printable characters without '/'; "
+            f"A {kind}'s name is 1-{NAME_MAX} printable characters without '/'; "
             f"got {name[:80]!r}{'...' if len(name) > 80 else ''}."
         )
+
+
+def check_run_name(name: str) -> None:
+    check_name(name, "run")
 
 
 @router.post("/tasks/{task}/runs", status_code=201)
@@ -277,11 +305,9 @@ def submit_run(
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
     check_run_name(name)
     shared = server(request)
-    if shared.settings.runs_per_day is not None:
-        claims.check_daily_cap(shared.engine, task, team or principal.team, shared.settings.runs_per_day)
     with _uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(
-            server(request).engine,
+            shared.engine,
             principal,
             task,
             path,
@@ -291,6 +317,7 @@ def submit_run(
             run_type=run_type,
             description=description,
             judging_precedence=judging_precedence,
+            server_daily_cap=shared.settings.runs_per_day,
         )
     response.headers["Location"] = f"/api/v1/jobs/{submitted.job.evaluation_id}"
     return {
@@ -319,6 +346,7 @@ def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
         path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
             inflated = copy_bounded(file.file, out, bounds, shown)
+        check_parquet(path, bounds, shown)  # Parquet's encodings inflate past what the copy sees
         if inflated and path.suffix == ".gz":
             path = path.rename(path.with_suffix(""))
         yield path, shown

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
-from evalstore.web import api, errors, judging_pages, organisers, pages, participants
+from evalstore.web import api, errors, judging_pages, labs, organisers, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore
 from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate
@@ -51,6 +51,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     participants.install(app)  # before the pages' catch-alls
     judging_pages.install(app)
     organisers.install(app)
+    labs.install(app)
     pages.install(app)
     app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(RequestBudget, seconds=settings.request_seconds)

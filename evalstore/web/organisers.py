@@ -20,8 +20,10 @@ from evalstore.errors import EvalstoreError, InvalidParameterError
 from evalstore.io.writers import write_qrels
 from evalstore.services import organising, tasks
 from evalstore.services.access import Principal
+from evalstore.web.api import check_name
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
+from evalstore.web.headers import content_disposition
 from evalstore.web.pages import _form_principal as form_principal
 from evalstore.web.pages import _page_principal as page_principal
 from evalstore.web.pages import _see_other as see_other
@@ -29,8 +31,7 @@ from evalstore.web.pages import _worker_alive as worker_alive
 from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
-_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]")
-_SETTINGS = ("opens", "closes", "max_runs_per_team", "measures", "description")
+_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
 _POOL = ("pool", "depth", "topics")
 
 
@@ -44,11 +45,12 @@ def _local(iso: str | None) -> str:
 
 
 def _settings_form(task: dict[str, Any]) -> dict[str, str]:
-    quota = task["max_runs_per_team"]
+    quota, cap = task["max_runs_per_team"], task["daily_cap"]
     return {
         "opens": _local(task["opens_at"]),
         "closes": _local(task["closes_at"]),
         "max_runs_per_team": "" if quota is None else str(quota),
+        "daily_cap": "" if cap is None else str(cap),
         "measures": ", ".join(task["measures"]),
         "description": task["description"] or "",
     }
@@ -88,6 +90,7 @@ def _console(
         assigned=organising.assigned_assessors(engine, principal, task),
         assessors=organising.assessors(engine, principal, task),
         computed=tasks.computed_measures(engine, task),
+        server_daily_cap=server(request).settings.runs_per_day,
         no_worker=waiting and not worker_alive(request),
     )
 
@@ -109,11 +112,11 @@ def _when(text: str, field: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _quota(text: str) -> int | None:
+def _runs(text: str, what: str, empty: str) -> int | None:
     if not text.strip():
         return None
     if not text.strip().isdigit():
-        raise InvalidParameterError(f"The quota per team is a whole number of runs (empty: no limit); got '{text}'.")
+        raise InvalidParameterError(f"{what} is a whole number of runs (empty: {empty}); got '{text}'.")
     return int(text)
 
 
@@ -130,7 +133,8 @@ async def edit_settings(request: Request, task: str) -> Response:
             task,
             opens=_when(kept["opens"], "Opens"),
             closes=_when(kept["closes"], "Closes"),
-            max_runs_per_team=_quota(kept["max_runs_per_team"]),
+            max_runs_per_team=_runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
+            daily_cap=_runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
             measures=measures,
             description=kept["description"].strip() or None,
             by=principal,
@@ -170,7 +174,7 @@ def export_qrels(request: Request, task: str) -> Response:
     return Response(
         out.getvalue(),
         media_type="text/plain; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{_FILE_NAME.sub("_", task)}.qrels"'},
+        headers={"Content-Disposition": content_disposition(f"{task}.qrels")},
     )
 
 
@@ -208,6 +212,7 @@ async def build_pool(request: Request, task: str) -> Response:
     kept = {k: str(form.get(k, "")).strip() for k in _POOL}
     try:
         await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        check_name(kept["pool"], "pool")
         if not kept["depth"].isdigit():
             raise InvalidParameterError(f"The depth is a whole number of documents per run; got '{kept['depth']}'.")
         topics = [t for t in re.split(r"[,\s]+", kept["topics"]) if t]

@@ -185,26 +185,35 @@ def leaderboard_page(
     principal = _page_principal(request, "leaderboard:read", public=True)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
-    links = {
-        m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
-    }
-    downloads = {
-        fmt: f"/tasks/{quote(task)}/leaderboard.{fmt}?"
-        + urlencode([*(("measure", x) for x in measure), ("sort", page.sort)])
-        for fmt in reports.DOWNLOADS
-    }
     return render(
         request,
         "leaderboard.html",
         principal,
-        page=page,
         task=shown,
-        sort_links=links,
-        downloads=downloads,
-        warning=reports.JUDGED_WARNING,
+        **board_context(f"/tasks/{quote(task, safe='')}", page, measure),
         computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
-        openable=[r.run for r in page.rows if r.may_open],
+        run_base="/runs/",
     )
+
+
+def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dict[str, Any]:
+    """What leaderboard.html needs beside the board's own data, for the board at ``base`` (a
+    task's, a collection's): its sort links, downloads and compare form."""
+    links = {
+        m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
+    }
+    downloads = {
+        fmt: f"{base}/leaderboard.{fmt}?" + urlencode([*(("measure", x) for x in measure), ("sort", page.sort)])
+        for fmt in reports.DOWNLOADS
+    }
+    return {
+        "page": page,
+        "sort_links": links,
+        "downloads": downloads,
+        "warning": reports.JUDGED_WARNING,
+        "openable": [r.run for r in page.rows if r.may_open],
+        "compare_url": f"{base}/compare",
+    }
 
 
 _DOWNLOAD_TYPES = {"csv": "text/csv", "md": "text/markdown", "tex": "application/x-tex"}
@@ -220,10 +229,15 @@ def leaderboard_download(
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     if not page.visible:
         raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
+    return board_file(page, fmt)
+
+
+def board_file(page: reports.BoardPage, fmt: str) -> Response:
+    """A board (a task's, a collection's) as a download."""
     return PlainTextResponse(
         reports.board_download(page, fmt),
         media_type=f"{_DOWNLOAD_TYPES[fmt]}; charset=utf-8",
-        headers={"Content-Disposition": content_disposition(f"{task}-leaderboard.{fmt}")},
+        headers={"Content-Disposition": content_disposition(f"{page.task}-leaderboard.{fmt}")},
     )
 
 
@@ -231,7 +245,20 @@ def leaderboard_download(
 def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResponse:
     principal = _page_principal(request, "runs:read")
     page = reports.run_page(server(request).engine, principal, run, measure, context=server(request).context)
+    return render(
+        request,
+        "run.html",
+        principal,
+        **run_context(request, page, "task", f"/tasks/{quote(page.run['task'], safe='')}/compare"),
+        no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request),
+    )
+
+
+def run_context(request: Request, page: reports.RunPage, of: str, compare_url: str) -> dict[str, Any]:
+    """What run.html needs for a run's page (of a task's, a collection's runs): its per-topic
+    chart, the run file's ir_metadata and what the run reproduces (evalstore repro)."""
     chart = None
+    run = page.run["run"]
     if page.measure is not None and page.topics:
         differences = [v - m for v, m in zip(page.values, page.medians, strict=True)]
         hints = [
@@ -243,19 +270,16 @@ def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResp
             differences,
             y_label=f"{page.measure} − median",
             hints=hints,
-            title=f"{run}: per-topic {page.measure} minus the median of the task's {page.task_runs} runs",
+            title=f"{run}: per-topic {page.measure} minus the median of the {of}'s {page.task_runs} runs",
         )
-    engine = server(request).engine  # the run file's ir_metadata, and what the run reproduces (evalstore repro)
-    return render(
-        request,
-        "run.html",
-        principal,
-        page=page,
-        chart=chart,
-        provenance=store.ir_metadata_of(engine, run),
-        reproduces=repro.reproductions_of(engine, run) if page.visible else [],
-        no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request),
-    )
+    engine = server(request).engine
+    return {
+        "page": page,
+        "chart": chart,
+        "provenance": store.ir_metadata_of(engine, run),
+        "reproduces": repro.reproductions_of(engine, run) if page.visible else [],
+        "compare_url": compare_url,
+    }
 
 
 @router.get("/tasks/{task}/compare")
@@ -273,26 +297,30 @@ def compare_page(
     page = (
         reports.compare_page(engine, principal, task, run, measure, test, collection or None) if len(run) >= 2 else None
     )
-    chart = None
-    if page is not None:
-        chart = bar_chart(
-            [t for t, _ in page.differences],
-            [d for _, d in page.differences],
-            y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
-            title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}",
-        )
     return render(
         request,
         "compare.html",
         principal,
         task=task,
         page=page,
-        chart=chart,
+        chart=compare_chart(page),
         choices=choices,
         chosen=run,
         measure=measure,
         test=test,
         collection=collection or "",
+    )
+
+
+def compare_chart(page: reports.ComparePage | None) -> Any:
+    """The per-topic differences of a comparison's first two runs, as a bar chart."""
+    if page is None:
+        return None
+    return bar_chart(
+        [t for t, _ in page.differences],
+        [d for _, d in page.differences],
+        y_label=f"{page.measure}: {page.runs[0]} − {page.runs[1]}",
+        title=f"Per-topic {page.measure} of {page.runs[0]} minus {page.runs[1]}",
     )
 
 

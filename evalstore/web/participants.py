@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
-from evalstore.services import access, claims, tasks
+from evalstore.services import access, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import DESCRIPTION_MAX, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
@@ -41,12 +41,15 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
         run["queue_position"] = job["queue_position"] if job else None
         run["error"] = job["error"] if job else None
     used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
+    daily_cap, used_today = tasks.day_used(engine, principal, task, server(request).settings.runs_per_day)
     waiting = any(r["state"] in ("queued", "running") for r in runs)
     return {
         "task": shown.as_dict(),
         "runs": runs,
         "used": used,
         "quota": shown.max_runs_per_team,
+        "daily_cap": daily_cap,
+        "used_today": used_today,
         "team": principal.team,
         "no_worker": waiting and not worker_alive(request),
     }
@@ -114,8 +117,6 @@ def _store_submission(
             f"A description is at most {DESCRIPTION_MAX} characters; this one has {len(kept['description'])}."
         )
     shared = server(request)
-    if shared.settings.runs_per_day is not None:
-        claims.check_daily_cap(shared.engine, task, principal.team, shared.settings.runs_per_day)
     # it reads .filename and .file only, which Starlette's upload has as FastAPI's does
     with uploaded_file(cast(FastAPIUpload, upload), request) as (path, shown):
         tasks.submit_run(
@@ -127,6 +128,7 @@ def _store_submission(
             shown_path=shown,
             run_type=kept["run_type"],
             description=kept["description"] or None,
+            server_daily_cap=shared.settings.runs_per_day,
         )
 
 

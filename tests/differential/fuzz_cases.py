@@ -179,7 +179,7 @@ def run_evalstore(args: list[str]) -> Result:
     """`evalstore trec-eval ARGS` in this process, as the entry point runs it (exit 1 on an
     evalstore error, argparse's 2 on a usage error)."""
     from evalstore.errors import EvalstoreError, InputFormatError
-    from evalstore.trec_eval_cli import run
+    from evalstore.trec_eval.command_line import run
 
     out, err = io.StringIO(), io.StringIO()
     code = 0

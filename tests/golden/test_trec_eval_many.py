@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from evalstore.errors import EvaluationError, InputFormatError
-from evalstore.trec_eval_cli import run as trec_eval
+from evalstore.trec_eval.command_line import run as trec_eval
 from tests.golden.test_trec_eval_golden import suite_file
 
 # runs of different depths and topics: results.trunc is results.test cut short, results-302.test
@@ -195,7 +195,7 @@ def test_an_ordinary_run_imports_no_masked_arrays_no_shutil_and_no_multiprocessi
 def test_nothing_is_evaluated_after_a_failing_run(write: object) -> None:
     """Batches of one run each: a run that fails in its batch ends the outcomes (a --jobs worker
     stops there too, not computing runs whose output will never be printed)."""
-    from evalstore.trec_eval_many import _Stacked
+    from evalstore.trec_eval.many_runs import _Stacked
 
     other = write("other.run", "999 Q0 d1 1 0.5 t\n")  # type: ignore[operator]
     campaign = _Stacked.read(

@@ -12,6 +12,7 @@ from evalstore.errors import AccessDenied, LimitExceeded
 from evalstore.services import pools, store, tasks
 from evalstore.services.orchestration import work_on
 from tests.http.conftest import SAMPLE, World, as_principal, client_for, run_text
+from tests.http.test_hostile_daily_cap import _refusal
 
 
 def test_a_withdrawn_evaluated_run_keeps_its_quota_slot(world: World) -> None:
@@ -101,7 +102,4 @@ def test_a_server_may_cap_each_teams_runs_per_day(world: World) -> None:
         assert submit(client, "daily-1").status_code == 201
         refused = submit(client, "daily-2")
     assert refused.status_code == 409
-    assert refused.json()["error"] == (
-        "Team 'red' has submitted 2 runs to task 'open' in the last 24 hours, this "
-        "server's daily limit; try again tomorrow."
-    )
+    assert refused.json()["error"] == _refusal("red", 2, "open", "this server's")

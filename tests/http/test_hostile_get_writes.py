@@ -1,5 +1,5 @@
 """GET never writes: every GET route the app serves, asked by every role, leaves every row of
-the database as it was. The compare page computes only from what the task's evaluations stored
+the database as it was, and every answer says ``Cache-Control: private, no-store``. The compare page computes only from what the task's evaluations stored
 (it used to evaluate and store any measure named in its query string, 6-7 s each)."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ PATH_VALUES = {
     "fmt": "csv",
     "token_id": "1",
     "job_id": None,
+    "qrels": "sample",
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
@@ -31,6 +32,9 @@ QUERIES = {
     "/api/v1/runs/{name}/results": "?measure=AP(rel=2)&per_query=true",
     "/pools/{pool}/review": "?measure=RR(rel=2)",
     "/runs/{run}": "?measure=RR(rel=2)",
+    "/collections/{qrels}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
+    "/collections/{qrels}": "?measure=AP(rel=2)",
+    "/collections/{qrels}/runs/{run}": "?measure=RR(rel=2)",
 }
 
 
@@ -77,14 +81,17 @@ def test_no_get_route_changes_a_row(world: World) -> None:
     paths = get_paths(world)
     assert len(paths) >= 20 and any("/compare?" in p for p in paths)
     before = snapshot(world.engine)
-    statuses = {}
+    statuses, cached = {}, {}
     with client_for(world.engine, writes_per_minute=10_000) as client:
         for caller in ("anon", "admin", "owner", "organiser", "red", "blue", "assessor", "viewer"):
             for path in paths:
-                statuses[(caller, path)] = client.get(
-                    path, headers=world.headers(caller), follow_redirects=False
-                ).status_code
+                response = client.get(path, headers=world.headers(caller), follow_redirects=False)
+                statuses[(caller, path)] = response.status_code
+                if response.headers.get("cache-control") != "private, no-store":
+                    cached[(caller, path)] = response.headers.get("cache-control")
     assert not [k for k, status in statuses.items() if status >= 500], statuses
+    # every answer, pages, downloads, errors and redirects alike, is the caller's alone to keep
+    assert cached == {}
     changed = {name for name, digest in snapshot(world.engine).items() if before[name] != digest}
     assert changed == set()
 

@@ -94,7 +94,7 @@ def test_an_organiser_releases_the_task_and_exports_its_qrels(world: World, owne
 
     exported = owner.get("/tasks/open/qrels")
     assert exported.status_code == 200
-    assert exported.headers["content-disposition"] == 'attachment; filename="open.qrels"'
+    assert exported.headers["content-disposition"] == "attachment; filename=\"open.qrels\"; filename*=UTF-8''open.qrels"
     lines = exported.text.splitlines()
     assert lines and all(len(line.split()) == 4 for line in lines)  # topic 0 doc grade
 

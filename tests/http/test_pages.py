@@ -47,7 +47,10 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("GET", "/tasks/open/leaderboard.csv", {}),
         "200 401 401 200 200 200 200 200 200 200",
     ),
-    "GET /runs/{run}": (lambda w, c: ("GET", "/runs/red-open", {}), "303 401 401 200 200 404 200 404 403 403"),
+    "GET /runs/{run}": (
+        lambda w, c: ("GET", "/runs/red-open", {}),
+        "303 401 401 200 200 403 200 403 403 403",
+    ),  # another team's run: its name is taken, as a submission under it is told (test_hostile_names)
     "GET /tasks/{task}/compare": (
         lambda w, c: ("GET", "/tasks/open/compare?run=red-open", {}),
         "303 401 401 200 200 200 200 200 403 403",
@@ -138,6 +141,25 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/tasks/open/pools/pool/assessors", {"data": {"user": "assessor"}}),
         "303 401 401 404 404 403 403 403 403 403",
     ),  # not the task's pool
+    # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
+    # qrels' tasks; another organiser is told there is none
+    "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "GET /collections/{qrels}": (
+        lambda w, c: ("GET", "/collections/sample", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/leaderboard.{fmt}": (
+        lambda w, c: ("GET", "/collections/sample/leaderboard.md", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/runs/{run}": (
+        lambda w, c: ("GET", "/collections/sample/runs/red-secret", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
+    "GET /collections/{qrels}/compare": (
+        lambda w, c: ("GET", "/collections/sample/compare?run=red-open&run=red-secret", {}),
+        "303 401 401 200 200 404 403 403 403 403",
+    ),
     "GET /tasks/{task}/health": (
         lambda w, c: ("GET", "/tasks/open/health", {}),
         "303 401 401 200 200 403 403 403 403 403",
@@ -212,8 +234,8 @@ def test_a_page_that_needs_a_user_sends_the_browser_to_sign_in_and_back(client: 
 
 def test_an_error_page_says_what_is_wrong(world: World, client: TestClient) -> None:
     response = client.get("/runs/red-open", headers=world.headers("blue"))
-    assert response.status_code == 404
-    assert "No run named &#39;red-open&#39; of yours." in response.text
+    assert response.status_code == 403
+    assert "The run name &#39;red-open&#39; belongs to another team&#39;s run" in response.text
 
 
 def test_a_hidden_task_shows_no_number_before_its_release(world: World, client: TestClient) -> None:

@@ -215,9 +215,12 @@ def test_a_chunked_upload_is_cut_off_at_the_limit(world: World, live_server: Liv
 
 
 def test_a_run_name_taken_is_a_conflict(world: World, client: TestClient) -> None:
-    response = upload(client, world, "blue", "red-open.txt", run_text(tag="x").encode(), name="red-open")
+    response = upload(client, world, "red", "red-open.txt", run_text(tag="x").encode(), name="red-open")
     assert response.status_code == 409
     assert response.json() == {"error": "A run named 'red-open' exists already; submit it under another name."}
+    # another team's name: refused as reading that run is (test_hostile_names)
+    response = upload(client, world, "blue", "red-open.txt", run_text(tag="x").encode(), name="red-open")
+    assert response.status_code == 403
 
 
 def test_a_participant_submits_for_their_own_team_only(world: World, client: TestClient) -> None:
@@ -296,7 +299,7 @@ def test_the_quota_counts_runs_evaluated_or_waiting_not_failed_ones(world: World
 def test_withdrawing_a_run_frees_its_slot_and_deletes_it(world: World, client: TestClient) -> None:
     tasks.create_task(world.engine, "one", qrels_name="sample", owner="owner", max_runs_per_team=1)
     assert upload(client, world, "red", "w1.txt", run_text(tag="w1").encode(), task="one").status_code == 201
-    assert client.delete("/api/v1/runs/w1", headers=world.headers("blue")).status_code == 404
+    assert client.delete("/api/v1/runs/w1", headers=world.headers("blue")).status_code == 403  # not theirs
     assert client.delete("/api/v1/runs/w1", headers=world.headers("red")).status_code == 204
     assert client.get("/api/v1/runs/w1", headers=world.headers("red")).status_code == 404
     assert upload(client, world, "red", "w2.txt", run_text(tag="w2").encode(), task="one").status_code == 201

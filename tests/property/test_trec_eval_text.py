@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore.metrics import parse_measure
-from evalstore.trec_eval import _format_column, _label, render_lines
+from evalstore.trec_eval.output import _format_column, _label, render_lines
 
 MEASURES = [
     ("P_5", parse_measure("P@5")),

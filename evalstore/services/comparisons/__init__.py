@@ -5,31 +5,27 @@ that holds the asked measures; a run without one is evaluated first, in this pro
 job queue (so a worker's result is reused, never computed twice). The statistics themselves are
 in :mod:`evalstore.statistics.significance`.
 
-The package's modules, by job: pairwise (the score matrix, paired tests and Tukey HSD between runs,
-their figure and MLflow run, and the kind-generic leaderboard), rankings (rank correlation of system
-orderings across qrels or measures) and predictions (comparisons of prediction sets: McNemar and
-per-group tests).
+The package's modules, by job: matrix (the runs' per-topic values, aligned by topic), pairwise
+(paired tests and Tukey HSD between runs), figures (the comparison's figure, drawn by
+:mod:`evalstore.plots`), payload (the comparison's MLflow run), rankings (rank correlation of system
+orderings across qrels or measures), predictions (comparisons of prediction sets: McNemar and
+per-group tests) and boards (the leaderboard of any kind).
 """
 
 from __future__ import annotations
 
+from evalstore.services.comparisons.boards import leaderboard
+from evalstore.services.comparisons.figures import MAX_PLOT_PANELS, check_plot_size, comparison_figure
+from evalstore.services.comparisons.matrix import MISSING_POLICIES, ScoreMatrix, log, score_matrix
 from evalstore.services.comparisons.pairwise import (
-    MAX_PLOT_PANELS,
-    MISSING_POLICIES,
     Comparison,
     ComparisonSettings,
     Outcomes,
     PairComparison,
-    ScoreMatrix,
-    check_plot_size,
     compare,
-    comparison_figure,
-    leaderboard,
-    log,
-    log_comparison,
     pairs_for,
-    score_matrix,
 )
+from evalstore.services.comparisons.payload import log_comparison
 from evalstore.services.comparisons.predictions import (
     McNemar,
     PredictionComparison,

@@ -10,8 +10,9 @@ it may see; the HTTP routes only pass it on.
 
 The package's modules, by job: visibility (what a principal may see: tasks, jobs, submissions,
 results), admin (organising: create, release, attach runs, export qrels), submissions (submitting
-and withdrawing runs: window, quota, the one unit of work of a submission) and boards (a task's
-leaderboard, kept in the application context).
+and withdrawing runs: window, quota, the one unit of work of a submission), boards (a task's
+leaderboard, kept in the application context) and lab_boards (a qrels set's runs, in or out of
+tasks, as a lab sees them: the pages' collections).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from evalstore.services.tasks.admin import (
     create_task,
     export_qrels,
     list_tasks,
+    patch_task,
     release_task,
     show_task,
     update_task,
@@ -32,8 +34,16 @@ from evalstore.services.tasks.boards import (
     TaskBoard,
     task_leaderboard,
 )
+from evalstore.services.tasks.lab_boards import (
+    CollectionAccess,
+    collection_access,
+    collection_board,
+    collection_measures,
+    list_collections,
+)
 from evalstore.services.tasks.submissions import (
     Submitted,
+    day_used,
     quota_used,
     record_submission,
     register_run,
@@ -56,10 +66,16 @@ from evalstore.services.tasks.visibility import (
 )
 
 __all__ = [
+    "CollectionAccess",
+    "collection_access",
+    "collection_board",
+    "collection_measures",
+    "list_collections",
     "DESCRIPTION_CHARACTERS",
     "change_settings",
     "computed_measures",
     "update_task",
+    "day_used",
     "quota_used",
     "HIDDEN",
     "LEADERBOARD_MEASURES",
@@ -72,6 +88,7 @@ __all__ = [
     "create_task",
     "export_qrels",
     "list_tasks",
+    "patch_task",
     "manages",
     "queue",
     "record_submission",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,12 +42,14 @@ def create_task(
     max_runs_per_team: int | None = None,
     measures: Sequence[str] = (),
     owner: str | None = None,
+    daily_cap: int | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
-    manages it."""
+    manages it; ``daily_cap`` caps each team's runs per UTC day (default: the server's setting)."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+    _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
     names = [str(m) for m in resolve_measures(list(measures))] if measures else []
@@ -82,11 +84,18 @@ def create_task(
             opens_at=opens,
             closes_at=closes,
             max_runs_per_team=max_runs_per_team,
+            daily_cap=daily_cap,
             measures=names,
         )
         session.add(task)
         session.flush()
-        audit(session, by.name if by else None, "tasks.create", name, {"qrels": qrels_name, "hidden": hidden})
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.create",
+            name,
+            {"qrels": qrels_name, "hidden": hidden, "daily_cap": daily_cap},
+        )
         return _task_view(session, task)
 
 
@@ -112,11 +121,13 @@ def update_task(
     max_runs_per_team: int | None,
     measures: Sequence[str],
     description: str | None,
+    daily_cap: int | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """Change a task's settings, all at once (the organiser's form shows every one): its
-    submission window, a team's quota, its measures (runs submitted from now on are evaluated with
-    them; past evaluations keep theirs) and its description. Only its organiser and admins."""
+    submission window, a team's quota and daily cap, its measures (runs submitted from now on are
+    evaluated with them; past evaluations keep theirs) and its description. Only its organiser and
+    admins."""
     with unit_of_work(engine) as session:
         task = _managed_task(session, name, by)
         change_settings(
@@ -127,6 +138,7 @@ def update_task(
             max_runs_per_team=max_runs_per_team,
             measures=measures,
             description=description,
+            daily_cap=daily_cap,
         )
         audit(
             session,
@@ -137,8 +149,43 @@ def update_task(
                 "opens": _iso(opens),
                 "closes": _iso(closes),
                 "max_runs_per_team": max_runs_per_team,
+                "daily_cap": daily_cap,
                 "measures": list(task.measures),
             },
+        )
+        return _task_view(session, task)
+
+
+TASK_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description")
+
+
+def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Principal | None = None) -> TaskView:
+    """Change some of a task's settings (``changes``, keyed by :data:`TASK_SETTINGS`; None clears
+    one), keeping the others: the API's and the CLI's edit, checked as :func:`update_task`."""
+    unknown = sorted(set(changes) - set(TASK_SETTINGS))
+    if unknown:
+        raise InvalidParameterError(
+            f"A task has no setting {', '.join(unknown)}; its settings: {', '.join(TASK_SETTINGS)}."
+        )
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        current: dict[str, Any] = {
+            "opens": jobs.as_utc(task.opens_at) if task.opens_at else None,
+            "closes": jobs.as_utc(task.closes_at) if task.closes_at else None,
+            "max_runs_per_team": task.max_runs_per_team,
+            "daily_cap": task.daily_cap,
+            "measures": list(task.measures or []),
+            "description": task.description,
+        }
+        merged = {**current, **changes}
+        merged["measures"] = merged["measures"] or []
+        change_settings(session, task, **merged)
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.update",
+            name,
+            {k: _iso(v) if isinstance(v, datetime) else v for k, v in changes.items() if k != "description"},
         )
         return _task_view(session, task)
 
@@ -152,8 +199,10 @@ def change_settings(
     max_runs_per_team: int | None,
     measures: Sequence[str],
     description: str | None,
+    daily_cap: int | None = None,
 ) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
+    _check_daily_cap(daily_cap)
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
     if opens is not None and closes is not None and closes <= opens:
@@ -165,8 +214,16 @@ def change_settings(
             f"The description has {len(description)} characters; at most {DESCRIPTION_CHARACTERS} fit."
         )
     task.opens_at, task.closes_at, task.max_runs_per_team = opens, closes, max_runs_per_team
+    task.daily_cap = daily_cap
     task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
     task.description = description or None
+
+
+def _check_daily_cap(daily_cap: int | None) -> None:
+    if daily_cap is not None and daily_cap < 1:
+        raise InvalidParameterError(
+            f"The daily cap is at least 1 run per team per day (none: the server's setting); got {daily_cap}."
+        )
 
 
 def computed_measures(engine: Engine, name: str) -> list[str]:

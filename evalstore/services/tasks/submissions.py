@@ -32,7 +32,15 @@ from evalstore.errors import (
 )
 from evalstore.services import claims, jobs, store
 from evalstore.services.access import Principal, audit
-from evalstore.services.tasks.visibility import RUN_TYPES, _get_task, _iso, _visible_submission, manages
+from evalstore.services.tasks.visibility import (
+    RUN_TYPES,
+    _get_task,
+    _iso,
+    _visible_submission,
+    manages,
+    name_taken,
+    sees_submission,
+)
 
 # a job's state as a slot in a team's quota: failed and cancelled runs give theirs back
 _HOLDS_SLOT = ("queued", "running", "done")
@@ -60,11 +68,13 @@ def submit_run(
     description: str | None = None,
     judging_precedence: int | None = None,
     metadata: dict[str, str] | None = None,
+    server_daily_cap: int | None = None,
 ) -> Submitted:
     """Validate a run file and store it as the team's submission to the task, with its evaluation
     queued, in one transaction; or refuse it and store nothing. Participants submit for their own
     team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
-    call the file (an upload's own name, not where the server kept it)."""
+    call the file (an upload's own name, not where the server kept it). ``server_daily_cap`` caps
+    each team's runs per UTC day on tasks without a ``daily_cap`` of their own."""
     if run_type not in RUN_TYPES:
         raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
     with read_only(engine) as session:
@@ -73,9 +83,8 @@ def submit_run(
         assert qrels is not None
         team = _submitting_team(principal, task, team)
         _check_window(task, jobs.db_now(session))
-        if repo.find_run(session, name) is not None:
-            raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
-        _check_quota(session, task, team)  # early, before parsing; checked again under the lock
+        _refuse_taken_name(session, principal, name)
+        _check_quota(session, task, team, server_daily_cap)  # early, before parsing; again under the lock
     options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
@@ -84,11 +93,12 @@ def submit_run(
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
             with store.run_unit_of_work(engine, prepared) as session:
+                _refuse_taken_name(session, principal, name)  # again: a run may have taken it meanwhile
                 registered = store.add_run(
                     session, prepared, name=name, system=team, metadata=meta, description=description
                 )
                 if not registered.created:  # the same content stored under this name meanwhile
-                    raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+                    _refuse_taken_name(session, principal, name)
                 ref = record_submission(
                     session,
                     principal,
@@ -99,6 +109,7 @@ def submit_run(
                     team=team,
                     run_type=run_type,
                     judging_precedence=judging_precedence,
+                    server_daily_cap=server_daily_cap,
                 )
             return Submitted(registered.summary, task_name, team, ref, registered.warnings)
 
@@ -116,12 +127,13 @@ def record_submission(
     team: str,
     run_type: str,
     judging_precedence: int | None,
+    server_daily_cap: int | None = None,
 ) -> jobs.JobRef:
     """A step, in the unit of work that stores the run: with the task locked, check its window and
     the team's quota again, queue the run's evaluation and record the submission (audited)."""
     locked = _lock(session, task_id)
     _check_window(locked, jobs.db_now(session))
-    _check_quota(session, locked, team)
+    _check_quota(session, locked, team, server_daily_cap)
     ref = jobs.enqueue_run(session, run, qrels, options)
     session.add(
         Submission(
@@ -166,6 +178,20 @@ def register_run(
                 return registered
 
         return store.retry_on_name_race(register)
+
+
+def _refuse_taken_name(session: Session, principal: Principal, name: str) -> None:
+    """A taken name is a conflict when the caller may see the run holding it (their team's), and
+    otherwise the very answer reading that run gets (no oracle between the two)."""
+    run = repo.find_run(session, name)
+    if run is None:
+        return
+    row = session.execute(
+        select(Submission, Task).join(Task, Task.id == Submission.task_id).where(Submission.run_id == run.id)
+    ).first()
+    if principal.is_admin or (row is not None and sees_submission(principal, *row)):
+        raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
+    raise name_taken(name)
 
 
 @contextmanager
@@ -214,7 +240,8 @@ def _lock(session: Session, task_id: int) -> Task:
     return task
 
 
-def _check_quota(session: Session, task: Task, team: str) -> None:
+def _check_quota(session: Session, task: Task, team: str, server_daily_cap: int | None) -> None:
+    _check_daily_cap(session, task, team, server_daily_cap)
     if task.max_runs_per_team is None:
         return
     if slots_used(session, task, team) >= task.max_runs_per_team:
@@ -223,6 +250,23 @@ def _check_quota(session: Session, task: Task, team: str) -> None:
             f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
             f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
             "ones do not).",
+        )
+
+
+def _check_daily_cap(session: Session, task: Task, team: str, server_daily_cap: int | None) -> None:
+    """The task's own daily cap, else the server's: each team's runs per UTC day, counted as the
+    quota counts them (EvalAI's daily submission limit)."""
+    cap = task.daily_cap if task.daily_cap is not None else server_daily_cap
+    if cap is None:
+        return
+    day_start, resets = claims.utc_day(jobs.db_now(session))
+    if claims.runs_today(session, task.id, team, day_start, _HOLDS_SLOT) >= cap:
+        whose = "the task's" if task.daily_cap is not None else "this server's"
+        raise LimitExceeded(
+            "quota",
+            f"Team '{team}' has used today's {cap} runs for task '{task.name}' ({whose} daily cap; evaluated "
+            "runs count, withdrawn or not; failed and cancelled ones do not). The cap resets at "
+            f"{_iso(resets)} (midnight UTC).",
         )
 
 
@@ -249,6 +293,20 @@ def quota_used(engine: Engine, principal: Principal, task_name: str) -> int:
         return slots_used(session, _get_task(session, task_name), principal.team)
 
 
+def day_used(
+    engine: Engine, principal: Principal, task_name: str, server_daily_cap: int | None
+) -> tuple[int | None, int]:
+    """The daily cap on each team's runs to the task (the task's, else ``server_daily_cap``; None:
+    none) and how many of today's (UTC) the principal's team has used (0 for one without a team)."""
+    with read_only(engine) as session:
+        task = _get_task(session, task_name)
+        cap = task.daily_cap if task.daily_cap is not None else server_daily_cap
+        if cap is None or principal.team is None:
+            return cap, 0
+        day_start, _ = claims.utc_day(jobs.db_now(session))
+        return cap, claims.runs_today(session, task.id, principal.team, day_start, _HOLDS_SLOT)
+
+
 def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
     """Delete a submitted run and its evaluation: its team while the task is open, or the task's
     organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
@@ -269,6 +327,12 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
             principal.name,
             claims.WITHDRAW_ACTION,
             run_name,
-            {"task": task.name, "team": submission.team, "task_id": task.id, "evaluated": evaluated},
+            {
+                "task": task.name,
+                "team": submission.team,
+                "task_id": task.id,
+                "evaluated": evaluated,
+                "submitted_at": _iso(submission.created_at),  # the day whose daily cap it counts in
+            },
         )
         return summary

@@ -24,6 +24,7 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only
 from evalstore.errors import (
+    AccessDenied,
     NotFoundError,
 )
 from evalstore.metrics import headline_measures
@@ -53,6 +54,7 @@ class TaskView:
     measures: list[str]
     created_at: datetime
     description: str | None = None
+    daily_cap: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class TaskView:
             "opens_at": _iso(self.opens_at),
             "closes_at": _iso(self.closes_at),
             "max_runs_per_team": self.max_runs_per_team,
+            "daily_cap": self.daily_cap,
             "measures": self.measures,
             "created_at": _iso(self.created_at),
             "description": self.description,
@@ -89,6 +92,7 @@ def _task_view(session: Session, task: Task) -> TaskView:
         list(task.measures or []),
         task.created_at,
         task.description,
+        task.daily_cap,
     )
 
 
@@ -157,13 +161,30 @@ def _visible_submission(session: Session, principal: Principal, run_name: str) -
         .where(Run.name == run_name)
     ).first()
     if row is None:
-        if principal.is_admin and repo.find_run(session, run_name) is not None:
+        if repo.find_run(session, run_name) is None:
+            raise NotFoundError(f"No run named '{run_name}'.")
+        if principal.is_admin:
             raise NotFoundError(f"Run '{run_name}' was not submitted to a task; see 'evalstore results show'.")
-        raise NotFoundError(f"No run named '{run_name}' of yours.")
+        raise name_taken(run_name)
     submission, task = row
-    if not (manages(principal, task) or (principal.role == "participant" and submission.team == principal.team)):
-        raise NotFoundError(f"No run named '{run_name}' of yours.")
+    if not sees_submission(principal, submission, task):
+        raise name_taken(run_name)
     return submission, task
+
+
+def sees_submission(principal: Principal, submission: Submission, task: Task) -> bool:
+    return manages(principal, task) or (principal.role == "participant" and submission.team == principal.team)
+
+
+def name_taken(run_name: str) -> AccessDenied:
+    """What reading, withdrawing or submitting under the name of a run the caller may not see
+    answers, alike (403): run names are unique across teams, so a submission under a taken name
+    must be refused, which tells that it exists; reading it saying "not found" would only make
+    the two answers an oracle that tells the caller which names belong to someone else."""
+    return AccessDenied(
+        f"The run name '{run_name}' belongs to another team's run (or one you may not see): it can "
+        "be neither read nor submitted under. Choose another name for a run of yours."
+    )
 
 
 def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Task) -> dict[str, Any]:

@@ -78,18 +78,18 @@ def log_pending(
     rest stay pending. Returns what was logged and what failed. ``context`` keeps the MLflow
     client open for the next call (a worker's).
     """
-    clients = context_for(engine, context).mlflow_clients
+    context = context_for(engine, context)
     report = SyncReport()
-    if not config.mlflow_enabled():
+    if not context.settings.mlflow_enabled:
         return report
-    uri = tracking_uri or config.mlflow_tracking_uri()
+    uri = tracking_uri or context.settings.mlflow_tracking_uri
     while limit is None or len(report.logged) < limit:
         claimed = _claim(engine, only)
         if claimed is None:
             break
         evaluation_id, version, first_attempt = claimed
         try:
-            client = _client(uri, clients)
+            client = _client(uri, context.mlflow_clients)
             stored = (known or {}).get(evaluation_id)
             if stored is None or stored.header["results_version"] != version:
                 stored = results_for(engine, evaluation_id)
@@ -328,10 +328,11 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_att
 def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None) -> str:
     """Log ``payload`` as its own MLflow run now, outside the evaluations' pending state (a
     comparison: nothing stored to retry from). ``what`` names it in the error. Returns the run id."""
-    uri = config.mlflow_tracking_uri()
+    settings = context.settings if context is not None else config.Settings()
+    uri = settings.mlflow_tracking_uri
     try:
         client = _client(uri, context.mlflow_clients if context is not None else Lru(MLFLOW_CLIENTS_KEPT))
-        experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
+        experiment_id = _experiment_id(client, uri, settings.mlflow_experiment_name(payload.experiment))
         return _log_run(client, experiment_id, payload)
     except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
         raise TrackingError(

@@ -3,26 +3,30 @@
 
 The sets themselves are stored and read by :mod:`evalstore.services.labels`.
 
-The package's modules, by job: job (queueing and computing a prediction set's evaluation), readback
-(finished evaluations read back), board (the leaderboard of prediction sets on one set of gold
-labels), payload (what MLflow receives) and kind (the classifier and clustering kinds the registry
-holds).
+The package's modules, by job: queueing (options checked, one job per prediction set), alignment
+(predictions in the gold labels' order, as codes), job (a worker computing the suite), evaluated
+(the evaluation as the kind hands it on), readback (finished evaluations read back), board (the
+leaderboard of prediction sets on one set of gold labels), payload (what MLflow receives) and kind
+(the classifier and clustering kinds the registry holds).
 """
 
 from __future__ import annotations
 
+from evalstore.services.kinds.predictions.alignment import (
+    Aligned,
+    aligned,
+)
 from evalstore.services.kinds.predictions.board import (
     DEFAULT_LEADERBOARD,
     MULTILABEL_LEADERBOARD,
     SHOWN_MEASURES,
     leaderboard,
 )
-from evalstore.services.kinds.predictions.job import (
-    Aligned,
+from evalstore.services.kinds.predictions.evaluated import (
     Evaluated,
-    aligned,
+)
+from evalstore.services.kinds.predictions.job import (
     compute_job,
-    enqueue,
     run_job,
 )
 from evalstore.services.kinds.predictions.kind import (
@@ -32,6 +36,9 @@ from evalstore.services.kinds.predictions.kind import (
 )
 from evalstore.services.kinds.predictions.payload import (
     mlflow_run,
+)
+from evalstore.services.kinds.predictions.queueing import (
+    enqueue,
 )
 from evalstore.services.kinds.predictions.readback import (
     group_values,

@@ -17,7 +17,8 @@ from evalstore.services.kinds.base import (
     StoredEvaluation,
 )
 from evalstore.services.kinds.predictions.board import _leaderboard_view, leaderboard
-from evalstore.services.kinds.predictions.job import Evaluated, compute_job
+from evalstore.services.kinds.predictions.evaluated import Evaluated
+from evalstore.services.kinds.predictions.job import compute_job
 from evalstore.services.kinds.predictions.payload import mlflow_run
 from evalstore.services.kinds.predictions.readback import stored_evaluation
 

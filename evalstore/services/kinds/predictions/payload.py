@@ -10,7 +10,7 @@ from evalstore._version import __version__
 from evalstore.services.kinds.base import (
     MlflowRun,
 )
-from evalstore.services.kinds.predictions.job import Evaluated
+from evalstore.services.kinds.predictions.evaluated import Evaluated
 
 
 def mlflow_run(result: Evaluated) -> MlflowRun:

@@ -14,7 +14,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, LabelSet, PredictionSet
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
-from evalstore.services.kinds.predictions.job import Evaluated, _header
+from evalstore.services.kinds.predictions.evaluated import Evaluated, _header
 from evalstore.services.labels import get_label_set, get_prediction_set
 
 if TYPE_CHECKING:

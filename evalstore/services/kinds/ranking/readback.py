@@ -15,7 +15,7 @@ from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
 from evalstore.metrics import headline_measures, parse_measure, resolve_measures
-from evalstore.trec_eval import render_lines, stored_rows
+from evalstore.trec_eval.output import render_lines, stored_rows
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,7 +16,7 @@ the loop ``for r in RUNS; do trec_eval QRELS $r || break; done`` stops). Warning
 the run they are about.
 
 The -R qrels_jg, prefs and qrels_prefs formats and ``--backend duckdb`` evaluate the runs one after
-another with the one-run code (:func:`evalstore.trec_eval.run_trec_eval`), each reading the
+another with the one-run code (:func:`evalstore.trec_eval.one_run.run_trec_eval`), each reading the
 judgments again; ``--jobs`` shares them among processes all the same.
 """
 
@@ -38,14 +38,9 @@ from evalstore.metrics._prepare import PrepareOptions, Ranking
 from evalstore.metrics._registry import Measure
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
-from evalstore.trec_eval import (
-    _keep_stand_in_values,
-    _summary,
-    read_zscores,
-    render_lines,
-    run_trec_eval,
-    standardise,
-)
+from evalstore.trec_eval.one_run import _keep_stand_in_values, _summary, run_trec_eval
+from evalstore.trec_eval.output import render_lines
+from evalstore.trec_eval.zscores import read_zscores, standardise
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

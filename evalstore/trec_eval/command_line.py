@@ -237,7 +237,7 @@ def debug_option(text: str | None) -> tuple[int, str | None]:
 def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> None:
     """Parse ``args`` and write trec_eval's output to stdout (usage errors: SystemExit 2)."""
     from evalstore.errors import InvalidParameterError
-    from evalstore.trec_eval_many import run_trec_eval_runs
+    from evalstore.trec_eval.many_runs import run_trec_eval_runs
 
     options = parser().parse_args(list(args))
     if options.rel_format not in RELATION_FORMATS:

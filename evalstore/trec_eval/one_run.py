@@ -1,44 +1,36 @@
-"""``evalstore trec-eval``: a drop-in for trec_eval 10.0's command line and output.
+"""One run evaluated against one qrels (or judgment groups, or preferences), as ``trec_eval
+[flags] QRELS RUN`` does: the measures asked for, the run prepared and ranked, the values computed
+and printed by :mod:`evalstore.trec_eval.output`.
 
-Output lines are ``%-22s\\t%s\\t%s`` (measure, topic or ``all``, value), values with 4 decimals,
-counts as integers, in trec_eval's measure order whatever the order of ``-m`` flags. One
-deliberate difference: without ``-c``, a qrels topic missing from the run is skipped with a
-warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
+One deliberate difference from trec_eval 10.0: without ``-c``, a qrels topic missing from the run
+is skipped with a warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval skip silently).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
-from evalstore.io.cnumbers import atof
+from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.metrics import compute, prepare_run_file, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
-from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
+from evalstore.trec_eval.output import render_lines
+from evalstore.trec_eval.zscores import read_zscores, standardise
 
 if TYPE_CHECKING:
     from evalstore.backends.duckdb_engine import DuckDBSettings
 
 # where a run file is ranked: in this process's memory, or by DuckDB in bounded memory (spilling)
 BACKENDS = ("local", "duckdb")
-
-SUMMARY_ONLY = {  # printed on the 'all' line only
-    "runid",
-    "num_q",
-    "gm_map",
-    "gm_bpref",
-}
 
 
 # -R qrels_jg: a measure computed against each judgment group's qrels, averaged over the groups.
@@ -332,82 +324,6 @@ def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zsco
     return summarise(measure, column, ranking)
 
 
-# trec_eval.h MISSING_ZSCORE_VALUE: a value with no mean and standard deviation to standardise by
-MISSING_ZSCORE = -1000000.0
-
-
-def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """trec_eval's ``-Z`` file: lines ``qid measure mean stddev`` (per-topic statistics of each
-    printed measure over a reference set of runs)."""
-    table: dict[tuple[str, str], tuple[float, float]] = {}
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFormatError(
-            path, None, f"cannot read the z-scores file ({exc}); pass a readable text file"
-        ) from None
-    if not text:
-        raise InputFormatError(path, None, "the z-scores file is empty; expected lines 'qid measure mean stddev'")
-    for number, line in enumerate(text.splitlines(), start=1):  # a blank line is malformed too, as in trec_eval
-        fields = line.split()
-        # get_zscores.c reads both with atof ('nan' is a mean too); text that is no number is refused
-        numbers = [atof(field) for field in fields[2:4]]
-        well_formed = len(fields) == 4 and None not in numbers
-        mean, stddev = (float(n) for n in numbers) if well_formed else (0.0, 0.0)  # type: ignore[arg-type]
-        if not well_formed:
-            raise InputFormatError(
-                path,
-                number,
-                "expected 4 columns (qid measure mean stddev) with numbers "
-                f"for the mean and standard deviation, found '{line.strip()}'",
-            )
-        if (fields[0], fields[1]) in table:  # trec_eval's binary search would pick one of them at random
-            raise InputFormatError(
-                path,
-                number,
-                f"statistics for topic {fields[0]} and measure {fields[1]} are "
-                "given twice; keep one line per topic and measure",
-            )
-        table[(fields[0], fields[1])] = (mean, stddev)
-    return table
-
-
-def standardise(
-    rows: list[tuple[str, str, Measure | None]],
-    topics: list[str],
-    values: dict[Measure, np.ndarray],
-    zscores: dict[tuple[str, str], tuple[float, float]],
-) -> dict[Measure, np.ndarray]:
-    """Each printed per-topic value as a z-score, ``(value - mean) / stddev`` with the topic's and
-    measure's statistics (``convert_zscores.c``): a value equal to a mean with stddev 0 is 0, and
-    any other value without usable statistics is :data:`MISSING_ZSCORE`. Keyed by measure; a
-    measure printed under two names is not possible (one row per trec_eval measure)."""
-    converted = dict(values)
-    for _, name, measure in rows:
-        if measure is None or measure.spec.value_type == "str":
-            continue
-        raw = np.asarray(values[measure], dtype=np.float64)
-        if measure.spec.summary == "gmean":  # trec_eval standardises the log it averages
-            raw = np.log(np.maximum(raw, MIN_GEO_MEAN))
-        converted[measure] = _standardise_column(name, topics, raw, zscores)
-    return converted
-
-
-def _standardise_column(
-    name: str, topics: list[str], raw: np.ndarray, zscores: dict[tuple[str, str], tuple[float, float]]
-) -> np.ndarray:
-    found = np.array([(topic, name) in zscores for topic in topics], dtype=bool)
-    stats = np.array([zscores.get((topic, name), (0.0, 1.0)) for topic in topics]).reshape(len(topics), 2)
-    mean, stddev = stats[:, 0], stats[:, 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = (raw - mean) / stddev
-    # convert_zscores.c: 'if (stddev)' (a NaN stddev divides), else 0 for the mean itself; a NaN
-    # printed as trec_eval prints it: -nan where the value was its 0/0, nan where a statistic was nan
-    z = np.where(np.isnan(z), np.where(np.isnan(raw), -np.nan, np.nan), z)
-    z = np.where(stddev == 0, np.where(raw == mean, 0.0, MISSING_ZSCORE), z)
-    return np.where(found, z, MISSING_ZSCORE)
-
-
 # What the stand-in document of a missing topic (trec_eval -c) gives where it is not reset
 _STAND_IN_EFFECT: dict[str, Callable[[Measure, np.ndarray], np.ndarray]] = {
     # one retrieved non-relevant document more, one non-retrieved non-relevant one fewer
@@ -431,123 +347,6 @@ def _keep_stand_in_values(
             column = np.array(values[measure], copy=True)
             column[rk.stand_in] = _STAND_IN_EFFECT[root](measure, column[rk.stand_in])
             values[measure] = column
-
-
-def render_lines(
-    rows: list[tuple[str, str, Measure | None]],
-    topics: list[str],
-    column_of: Callable[[Measure], Sequence[Any] | np.ndarray],
-    summary_of: Callable[[Measure], Any],
-    runid: str | None,
-    *,
-    per_query: bool,
-    summary: bool,
-    zscores: bool = False,
-) -> str:
-    """trec_eval's output text: per-topic lines (``-q``) then the ``all`` lines. ``column_of``
-    gives a measure's values for all ``topics``, in their order. With ``zscores`` (``-Z``) the
-    numeric measures print as ``Z<name>`` with 4 decimals, counts too, as trec_eval prints them."""
-    text = ""
-    shown = [(name, measure) for root, name, measure in rows if root not in SUMMARY_ONLY and measure is not None]
-    if per_query and shown and topics:
-        text = _per_topic_text(shown, topics, column_of, zscores)
-    lines: list[str] = []
-    if summary:
-        for root, name, summarised in rows:
-            if root == "runid":
-                lines.append(_line(name, "all", runid or "unknown"))
-            elif root == "num_q":
-                lines.append(
-                    f"Z{name:<22s}\tall\t{len(topics):6.4f}\n" if zscores else _line(name, "all", str(len(topics)))
-                )
-            elif summarised is not None and summarised.spec.summary != "none":
-                value = _format_column(summarised, [summary_of(summarised)], zscores)[0]
-                lines.append(f"{_label(name, summarised, zscores)}\tall\t{value}\n")
-    return text + "".join(lines)
-
-
-def _per_topic_text(
-    shown: list[tuple[str, Measure]],
-    topics: list[str],
-    column_of: Callable[[Measure], Sequence[Any] | np.ndarray],
-    zscores: bool,
-) -> str:
-    """The per-topic lines, topic by topic, each in the measures' order. Each measure's distinct
-    values (bit patterns, so -0.0 and 0.0 stay apart) are formatted once, and pyarrow's string
-    kernels join labels, topics and values into lines: 7,000 topics x 98 measures took ~0.45 s a
-    line at a time in Python, ~0.1 s so."""
-    formatted: list[str] = []
-    codes = np.empty((len(shown), len(topics)), dtype=np.int64)
-    for i, (_, measure) in enumerate(shown):
-        values = column_of(measure)
-        if measure.spec.value_type == "str":
-            texts, inverse = _format_column(measure, values, zscores), np.arange(len(topics))
-        else:
-            numbers = np.asarray(values, dtype=np.float64)
-            _, first, inverse = np.unique(numbers.view(np.int64), return_index=True, return_inverse=True)
-            texts = _format_column(measure, numbers[first], zscores)
-        codes[i] = inverse.reshape(-1) + len(formatted)
-        formatted.extend(text + "\n" for text in texts)
-
-    def column(indices: np.ndarray, values: list[str]) -> pa.Array:
-        return pc.cast(
-            pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.large_string())), pa.large_string()
-        )
-
-    labels = [_label(name, measure, zscores) for name, measure in shown]
-    lines = pc.binary_join_element_wise(
-        column(np.tile(np.arange(len(shown)), len(topics)), labels),
-        column(np.repeat(np.arange(len(topics)), len(shown)), topics),
-        column(codes.T.ravel(), formatted),
-        pa.scalar("\t", pa.large_string()),
-    )
-    # every line ends in a line end: their bytes back to back are the text
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
-    return lines.buffers()[2].to_pybytes()[offsets[0] : offsets[-1]].decode()
-
-
-def stored_rows(measures: Iterable[Measure]) -> list[tuple[str, str, Measure | None]]:
-    """Output rows for stored measures: trec_eval's name and order for those in ``all_trec``
-    (with runid and num_q), then the others under their canonical names."""
-    wanted = list(measures)
-    trec_rows = [
-        (request.root, name, measure)
-        for request in parse_trec_specs(["all_trec"])
-        for name, measure in expand(request)
-        if measure is None or measure in wanted
-    ]
-    covered = {measure for _, _, measure in trec_rows}
-    return trec_rows + [(str(m), str(m), m) for m in wanted if m not in covered]
-
-
-def _line(name: str, topic: str, value: str) -> str:
-    return f"{name:<22s}\t{topic}\t{value}\n"
-
-
-def _label(name: str, measure: Measure, zscores: bool) -> str:
-    # trec_eval -Z prefixes the numeric measures' names (relstring prints as it is)
-    return f"Z{name:<22s}" if zscores and measure.spec.value_type != "str" else f"{name:<22s}"
-
-
-def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores: bool = False) -> list[str]:
-    """trec_eval's text for each value: quoted strings, integers (rint rounds half to even, as
-    trec_eval's printf does; z-scores of counts print as %6.4f), or %6.4f (NaN as glibc prints
-    trec_eval's: -nan)."""
-    kind = measure.spec.value_type
-    if kind == "str":
-        return [f"'{value}'" for value in values]
-    numbers = np.asarray(values, dtype=np.float64)
-    if kind == "int" and not zscores:
-        return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
-    # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan; a
-    # z-score keeps the sign standardise gave it (nan from a 'nan' statistic of the -Z file)
-    texts = list(map("{:6.4f}".format, numbers.tolist()))
-    if zscores:
-        return [
-            ("  -nan" if np.signbit(number) else "   nan") if text == "   nan" else text
-            for text, number in zip(texts, numbers.tolist(), strict=True)
-        ]
-    return [text if text != "   nan" else "  -nan" for text in texts]
 
 
 __all__ = ["expand_trec_spec", "parse_trec_specs", "run_trec_eval"]

@@ -1,0 +1,148 @@
+"""The score matrix: the stored per-topic values of several runs on one qrels, aligned by topic,
+read from each run's newest finished evaluation holding the measures (evaluating first where none
+does)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, select
+
+from evalstore.db import repositories as repo
+from evalstore.db.models import Evaluation
+from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.metrics import resolve_measures
+from evalstore.services.jobs import default_measures
+from evalstore.services.orchestration import evaluate_runs
+
+log = logging.getLogger("evalstore.compare")
+
+
+# Options that change what a value means; runs compared must agree on them.
+_MEANING_OPTIONS = ("relevance_level", "max_docs", "judged_only", "missing_topics")
+
+
+MISSING_POLICIES = ("error", "zero")
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    """Per-topic values of several runs on one qrels, aligned by topic."""
+
+    qrels: str
+    runs: list[str]
+    topics: list[str]
+    measures: list[str]
+    scores: dict[str, np.ndarray]  # measure -> (runs x topics)
+    evaluation_ids: dict[str, int]  # run -> evaluation read
+    options: dict[str, Any]  # the evaluation options the runs share
+    zero_filled: dict[str, list[str]] = field(default_factory=dict)  # run -> topics scored 0 (--missing zero)
+
+
+def score_matrix(
+    engine: Engine,
+    *,
+    qrels_name: str,
+    run_names: list[str],
+    measures: list[str],
+    missing: str = "error",
+    evaluate_missing: bool = True,
+) -> ScoreMatrix:
+    """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels."""
+    if missing not in MISSING_POLICIES:
+        raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
+    if len(set(run_names)) != len(run_names):
+        raise InvalidParameterError("A run is named twice; name each run once.")
+    names = [str(m) for m in resolve_measures(measures)]
+    chosen = _newest_evaluations(engine, qrels_name, run_names, names)
+    lacking = [r for r in run_names if r not in chosen]
+    if lacking and evaluate_missing:
+        with read_only(engine) as session:
+            kind_defaults = list(default_measures(repo.get_qrels(session, qrels_name).kind))
+        default = {str(m) for m in resolve_measures(kind_defaults)}
+        log.info(
+            "evaluating %d run(s) with no stored result for %s: %s", len(lacking), ", ".join(names), ", ".join(lacking)
+        )
+        evaluate_runs(
+            engine,
+            qrels_name=qrels_name,
+            run_names=lacking,
+            measures=[*kind_defaults, *(n for n in names if n not in default)],
+        )
+        chosen = _newest_evaluations(engine, qrels_name, run_names, names)
+    if lacking and not evaluate_missing:  # a caller that must not write (a GET page): say what is there
+        raise NotFoundError(
+            f"Run '{lacking[0]}' has no stored {', '.join(names)} on '{qrels_name}'; pick a measure its evaluation has."
+        )
+    assert all(r in chosen for r in run_names), "evaluate_runs stores every run or raises"
+    first_options = chosen[run_names[0]].options
+    for run in run_names[1:]:
+        options = chosen[run].options
+        differing = [k for k in _MEANING_OPTIONS if options.get(k) != first_options.get(k)]
+        if differing:
+            key = differing[0]
+            raise EvaluationError(
+                f"Runs '{run_names[0]}' and '{run}' were evaluated with different {key} "
+                f"({first_options.get(key)} vs {options.get(key)}), so their values do not compare. "
+                f"Evaluate both with the same options: 'evalstore evaluate --qrels {qrels_name} "
+                f"--run {run_names[0]} --run {run} --force --wait'."
+            )
+    with read_only(engine) as session:
+        frames = {}
+        for run in run_names:
+            table = repo.result_table(session, chosen[run].id, names).to_pandas()
+            frames[run] = table.pivot(index="query_id", columns="measure", values="value")
+    topics = sorted(set().union(*(frame.index for frame in frames.values())))
+    zero_filled: dict[str, list[str]] = {}
+    for run, frame in frames.items():
+        absent = sorted(set(topics) - set(frame.index))
+        if not absent:
+            continue
+        if missing == "error":
+            shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+            raise EvaluationError(
+                f"Run '{run}' has no value for {len(absent)} topic(s) the other runs have ({shown}): its "
+                f"evaluation skipped topics it did not retrieve for. Re-evaluate it scoring them 0 with "
+                f"'evalstore evaluate --qrels {qrels_name} --run {run} --missing zero --force --wait', "
+                f"or pass --missing zero to score them 0 here."
+            )
+        zero_filled[run] = absent
+    scores = {
+        name: np.vstack([frames[run].reindex(topics)[name].fillna(0.0).to_numpy(dtype=float) for run in run_names])
+        for name in names
+    }
+    options = {k: first_options.get(k) for k in _MEANING_OPTIONS}
+    return ScoreMatrix(
+        qrels_name,
+        list(run_names),
+        topics,
+        names,
+        scores,
+        {run: chosen[run].id for run in run_names},
+        options,
+        zero_filled,
+    )
+
+
+def _newest_evaluations(
+    engine: Engine, qrels_name: str, run_names: list[str], measures: list[str]
+) -> dict[str, Evaluation]:
+    """For each run, its newest finished evaluation on the qrels holding all ``measures``."""
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, qrels_name)
+        chosen: dict[str, Evaluation] = {}
+        for name in run_names:
+            run = repo.get_run(session, name)
+            for evaluation in session.scalars(
+                select(Evaluation)
+                .where(Evaluation.run_id == run.id, Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
+                .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())
+            ):
+                if set(measures) <= set(evaluation.options["measures"]):
+                    chosen[name] = evaluation
+                    break
+    return chosen
