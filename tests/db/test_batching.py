@@ -295,8 +295,8 @@ def test_the_worker_command_defaults_are_the_bound() -> None:
     from evalstore.cli.worker import worker
 
     defaults = inspect.signature(worker).parameters
-    assert defaults["batch_jobs"].default.default == jobs.BATCH_JOBS
-    assert defaults["batch_rows"].default.default == jobs.BATCH_ROWS
+    assert defaults["batch_jobs"].default == jobs.BATCH_JOBS
+    assert defaults["batch_rows"].default == jobs.BATCH_ROWS
     assert jobs.BATCH_ROWS == stacked.STACK_CELLS
 
 
