@@ -50,8 +50,9 @@ def claim_batch(
     bound: BatchBound = BatchBound(),
 ) -> list[ClaimedJob]:
     """The oldest claimable job (as :func:`claim`) and, when it is a ranking job that batches,
-    the oldest claimable ones with its qrels and options, up to ``bound``; all claimed in one
-    transaction. Empty when there was nothing to claim."""
+    the oldest claimable ones with its qrels and options, up to ``bound`` and to this worker's
+    fair share of them among the live workers; all claimed in one transaction. Empty when there
+    was nothing to claim."""
     with unit_of_work(engine) as session:
         first = claim_in(session, worker_id, lease=lease, only=only)
         if first is None:
