@@ -313,3 +313,28 @@ def test_the_serve_worker_takes_the_bound_from_the_environment(monkeypatch: pyte
     monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "many")
     with pytest.raises(InvalidParameterError, match="EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers"):
         batch_from_env()
+
+
+def test_a_second_stop_signal_gives_back_the_jobs_not_yet_stored(
+    two_qrels: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalstore.services.worker import StopNow
+
+    engine = two_qrels
+    refs = jobs.enqueue(engine, qrels_name="batched", run_names=None, options=EvaluationOptions(("AP",)))
+    real_store = jobs.store_results
+    stored = []
+
+    def stop_at_the_second(*args: Any, **kwargs: Any) -> None:
+        if stored:
+            raise StopNow
+        stored.append(real_store(*args, **kwargs))
+
+    monkeypatch.setattr(jobs, "store_results", stop_at_the_second)
+    worker = _worker(engine, BatchBound(), mlflow=False)
+    with pytest.raises(StopNow):
+        worker.process_one()
+    with read_only(engine) as session:
+        rows = session.scalars(select(Evaluation).where(Evaluation.id.in_([r.evaluation_id for r in refs]))).all()
+        states = sorted((row.state, row.attempts, row.worker_id) for row in rows)
+    assert states == [("done", 1, worker.worker_id)] + [("queued", 0, None)] * 4
