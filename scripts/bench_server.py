@@ -6,12 +6,18 @@
    credentials (a public board) and with a participant's token.
 2. submissions: 20 DL-sized runs (43 topics x 1,000 documents, 5 teams) posted at once; the time
    until the last one is accepted (validated, stored, its evaluation queued), and each one's.
+3. throughput: --submissions DL-sized runs (200) posted to one task, 8 at a time, through `evalstore
+   serve` and evaluated by 2 worker processes (`evalstore worker --concurrency 2`) with MLflow on;
+   jobs per minute from the first post until every evaluation is stored and logged to MLflow. Once
+   with the workers batching (their default) and once one job at a time (--batch-jobs 1), each on
+   a fresh store; every run's stored values must be the same both times, bit for bit.
 
 The server is `evalstore serve --workers W` in its own process, as deployed; the clients run in
 this process (asyncio + httpx) on the same 2-core machine, so they take CPU from the server too.
 
     python scripts/bench_server.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
-        [--server-workers 2] [--clients 50] [--seconds 20] [--runs 100]
+        [--server-workers 2] [--clients 50] [--seconds 20] [--runs 100] [--submissions 200]
+        [--only leaderboard,submissions,throughput]
 
 Without --postgres the store is a SQLite file; with it, a scratch database it creates and drops.
 """
@@ -28,7 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 from _scratch import scratch_postgres  # scripts/_scratch.py
@@ -96,16 +105,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_server(url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    url: str, workers: int, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {
-        **os.environ,
+        **(env or {**os.environ, "EVALSTORE_MLFLOW": "off"}),
         "EVALSTORE_DATABASE_URL": url,
-        "EVALSTORE_MLFLOW": "off",
         "EVALSTORE_WRITES_PER_MINUTE": "100000",
     }
     process = subprocess.Popen(
-        [EVALSTORE, "serve", "--port", str(port), "--workers", str(workers)],
+        [EVALSTORE, "serve", "--port", str(port), "--workers", str(workers), *args],
         env=env,
         stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
     )
@@ -204,6 +214,7 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
         folder = Path(tmp)
         began = time.perf_counter()
         tokens = prepare(url, folder, args.runs)
+        only = set(args.only)
         print(f"[{label}] prepared {args.runs} evaluated runs in {time.perf_counter() - began:.1f} s", file=sys.stderr)
         process, base = start_server(url, args.server_workers)
         try:
@@ -214,7 +225,7 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
                 f"changes) | {time.perf_counter() - started:.2f} s"
             )
             token = {"Authorization": f"Bearer {tokens['team0']}"}
-            for who, headers in (("anonymous", {}), ("participant token", token)):
+            for who, headers in (("anonymous", {}), ("participant token", token)) if "leaderboard" in only else ():
                 latencies, errors = asyncio.run(read_load(base, args.clients, args.seconds, headers))
                 print(
                     f"{label} | leaderboard of {args.runs} runs, {args.clients} clients, {who} | "
@@ -222,6 +233,8 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
                     f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms | p99 {percentile(latencies, 0.99) * 1000:.0f} "
                     f"ms | errors {errors}"
                 )
+            if "submissions" not in only:
+                return
             rng = random.Random(11)
             files = {}
             for index in range(20):
@@ -239,6 +252,193 @@ def bench(url: str, label: str, args: argparse.Namespace) -> None:
             process.wait(timeout=30)
 
 
+THROUGHPUT_MEASURES: list[str] = []  # the task's default: evalstore's default measure set
+
+
+def throughput(make_url: Callable[[], tuple[str, Callable[[], None]]], label: str, args: argparse.Namespace) -> None:
+    """The throughput row, batching and one job at a time, and the check that both stored the
+    same values."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        rng = random.Random(13)
+        files = {}
+        for index in range(args.submissions):
+            path = folder / f"dl{index}.txt"
+            write_run(path, 43, 1000, rng, f"dl{index}")
+            files[f"dl{index}"] = (f"team{index % 5}", path.read_bytes())
+        stored = {}
+        for batch_jobs, what in ((16, "batches of up to 16 jobs (the default)"), (1, "one job at a time")):
+            url, drop = make_url()
+            try:
+                seconds, stored[batch_jobs] = submitted_and_evaluated(
+                    url, folder / f"b{batch_jobs}", files, batch_jobs, args
+                )
+            finally:
+                drop()
+            print(
+                f"{label} | {args.submissions} DL-sized submissions (43 x 1,000 rows) to one task through `evalstore "
+                f"serve`, 2 workers, MLflow on, {what} | {args.submissions / seconds * 60:.0f} jobs/min | "
+                f"all stored and logged in {seconds:.1f} s"
+            )
+        if stored[16] != stored[1]:
+            differ = sorted(name for name in stored[1] if stored[16].get(name) != stored[1][name])
+            raise SystemExit(f"{label}: batched results differ from one-at-a-time ones for {differ[:5]}")
+        print(f"{label} | every submission's stored values batched = one at a time, bit for bit | yes")
+
+
+def submitted_and_evaluated(
+    url: str, folder: Path, files: dict[str, tuple[str, bytes]], batch_jobs: int, args: argparse.Namespace
+) -> tuple[float, dict[str, Any]]:
+    """Seconds from the first post until every submission is evaluated and logged to MLflow, and
+    each run's stored values (measure -> per-topic values' bytes, and the aggregates)."""
+
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import access, jobs, tasks
+
+    folder.mkdir()
+    env = {
+        **os.environ,
+        "EVALSTORE_DATABASE_URL": url,
+        "EVALSTORE_HOME": str(folder / "home"),
+        "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
+    }
+    env.pop("EVALSTORE_MLFLOW", None)
+    engine = make_engine(url)
+    upgrade(engine)
+    write_qrels(folder / "dl-qrels", 43, random.Random(7))
+    cli(url, "qrels", "import", str(folder / "dl-qrels"), "--name", "dl-qrels")
+    tasks.create_task(engine, "dl", qrels_name="dl-qrels", measures=THROUGHPUT_MEASURES)
+    tokens = {}
+    for team in range(5):
+        access.add_user(engine, f"member{team}", role="participant", team=f"team{team}")
+        tokens[f"team{team}"] = access.create_token(engine, f"member{team}").token
+    # MLflow's store made before the clock, as a deployment has it
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mlflow import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()",
+            env["MLFLOW_TRACKING_URI"],
+        ],
+        env=env,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    server, base = start_server(url, args.server_workers, "--no-worker", env=env)
+    log = os.environ.get("BENCH_SERVER_LOG")
+    workers = subprocess.Popen(
+        [EVALSTORE, "worker", "--concurrency", "2", "--poll-interval", "0.2", "--batch-jobs", str(batch_jobs)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(f"{log}.workers{batch_jobs}" if log else os.devnull, "wb"),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(jobs.live_workers(engine, within=timedelta(minutes=1))) < 2:  # running, as deployed
+            if time.monotonic() > deadline:
+                raise SystemExit("the 2 workers did not start within 2 minutes")
+            time.sleep(0.2)
+        # two warm-up submissions first, one a worker: a running service has its imports (MLflow,
+        # matplotlib: ~10 s on a loaded machine) behind it
+        warm = {f"warm{i}": (team, content.replace(b"dl", b"warm")) for i, (team, content) in enumerate(files.values())}
+        warm = dict(list(warm.items())[:2])
+        all_evaluated(engine, base, warm, tokens, 0)
+        started = time.perf_counter()
+        all_evaluated(engine, base, files, tokens, len(warm))
+        seconds = time.perf_counter() - started
+    finally:
+        workers.terminate()
+        workers.wait(timeout=120)
+        server.terminate()
+        server.wait(timeout=30)
+    values = stored_values(engine)
+    engine.dispose()
+    return seconds, values
+
+
+def all_evaluated(
+    engine: Any, base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str], before: int
+) -> None:
+    """Post ``files`` (8 at a time) and wait until they are evaluated and logged to MLflow, beside
+    the ``before`` evaluations done already."""
+    from sqlalchemy import select
+
+    from evalstore.db.models import Evaluation
+    from evalstore.db.session import read_only
+
+    statuses = asyncio.run(submit_some(base, files, tokens, at_once=8))
+    if any(status != 201 for status in statuses):
+        raise SystemExit(f"submissions refused: {sorted(set(statuses))}")
+    deadline = time.monotonic() + 60 + 5 * len(files)
+    while True:
+        with read_only(engine) as session:
+            states = session.execute(select(Evaluation.state, Evaluation.mlflow_state)).all()
+        if len(states) == before + len(files) and all(s == "done" and logged == "logged" for s, logged in states):
+            return
+        if any(state == "failed" for state, _ in states):
+            raise SystemExit("an evaluation failed; run with BENCH_SERVER_LOG=path to see the workers' log")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not all evaluated and logged in time: {sorted(set(states))}")
+        time.sleep(0.1)
+
+
+def stored_values(engine: Any) -> dict[str, Any]:
+    """Each run's stored results: its topics, each measure's per-topic values as bytes (texts as
+    they are) and its aggregates."""
+    from sqlalchemy import select
+
+    from evalstore.db.models import AggregateResult, Evaluation, EvaluationQueries, QueryValues, Run
+    from evalstore.db.session import read_only
+
+    found: dict[str, Any] = {}
+    with read_only(engine) as session:
+        for evaluation_id, name in session.execute(
+            select(Evaluation.id, Run.name).join(Run, Run.id == Evaluation.run_id)
+        ):
+            found[name] = (
+                session.scalar(
+                    select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id)
+                ),
+                sorted(
+                    session.execute(
+                        select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
+                            QueryValues.evaluation_id == evaluation_id
+                        )
+                    )
+                ),
+                sorted(
+                    session.execute(
+                        select(AggregateResult.measure, AggregateResult.value, AggregateResult.text_value).where(
+                            AggregateResult.evaluation_id == evaluation_id
+                        )
+                    ),
+                    key=lambda row: row[0],
+                ),
+            )
+    return found
+
+
+async def submit_some(
+    base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str], at_once: int
+) -> list[int]:
+    """Post every file, ``at_once`` at a time (participants submitting over a day, compressed)."""
+    limit = asyncio.Semaphore(at_once)
+    async with httpx.AsyncClient(base_url=base, timeout=300) as client:
+
+        async def one(name: str) -> int:
+            team, content = files[name]
+            async with limit:
+                response = await client.post(
+                    "/api/v1/tasks/dl/runs",
+                    headers={"Authorization": f"Bearer {tokens[team]}"},
+                    files={"file": (f"{name}.txt", content)},
+                    data={"name": name},
+                )
+            return response.status_code
+
+        return list(await asyncio.gather(*(one(name) for name in files)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--postgres", help="run on PostgreSQL too (a scratch database on this server)")
@@ -246,15 +446,29 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--submissions", type=int, default=200, help="DL-sized submissions of the throughput row")
+    parser.add_argument(
+        "--only",
+        type=lambda text: text.split(","),
+        default=["leaderboard", "submissions", "throughput"],
+        help="comma-separated: leaderboard, submissions, throughput (default: all)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        bench(f"sqlite:///{tmp}/bench.db", "SQLite", args)
+        if {"leaderboard", "submissions"} & set(args.only):
+            bench(f"sqlite:///{tmp}/bench.db", "SQLite", args)
+        if "throughput" in args.only:
+            fresh = iter(range(1000))
+            throughput(lambda: (f"sqlite:///{tmp}/throughput{next(fresh)}.db", lambda: None), "SQLite", args)
     if args.postgres:
-        url, drop = scratch_postgres(args.postgres)
-        try:
-            bench(url, "PostgreSQL", args)
-        finally:
-            drop()
+        if {"leaderboard", "submissions"} & set(args.only):
+            url, drop = scratch_postgres(args.postgres)
+            try:
+                bench(url, "PostgreSQL", args)
+            finally:
+                drop()
+        if "throughput" in args.only:
+            throughput(lambda: scratch_postgres(args.postgres), "PostgreSQL", args)
 
 
 if __name__ == "__main__":

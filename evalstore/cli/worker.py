@@ -41,11 +41,32 @@ def worker(
             "evaluations read the judged rows through it.",
         ),
     ] = True,
+    # jobs.BATCH_JOBS and jobs.BATCH_ROWS (written out: the services are not imported to parse options)
+    batch_jobs: Annotated[
+        int,
+        typer.Option(
+            "--batch-jobs",
+            min=1,
+            envvar="EVALSTORE_BATCH_JOBS",
+            help="Claim up to this many queued ranking jobs with the same qrels and options at once and compute "
+            "them in one pass, each stored as its own evaluation (1: one job at a time).",
+        ),
+    ] = 16,
+    batch_rows: Annotated[
+        int,
+        typer.Option(
+            "--batch-rows",
+            min=1,
+            envvar="EVALSTORE_BATCH_ROWS",
+            help="At most this many stored run rows in one batch (a larger run is evaluated alone).",
+        ),
+    ] = 500_000,
 ) -> None:
-    """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job, then exit;
-    a second one: put the job back in the queue and exit now."""
+    """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job (or batch),
+    then exit; a second one: put the jobs not yet stored back in the queue and exit now."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled
+    from evalstore.services.jobs import BatchBound
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
@@ -57,6 +78,7 @@ def worker(
         until_empty=until_empty,
         mlflow=mlflow and mlflow_enabled(),
         index_runs=index_runs,
+        batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
     done = run_pool(cli.database_url, settings, concurrency)
     info(f"worker stopped: {done} jobs done")

@@ -1,9 +1,11 @@
 """The evaluation worker: claim a job, compute it under a heartbeat, store it, log it to MLflow.
+Queued ranking jobs with one qrels and one set of options are claimed as a batch, computed in one
+pass and then stored and logged one by one, each exactly as a job alone (docs/multi.md).
 
-Stopping: the first SIGTERM/SIGINT lets the current job finish and then exits; a second one
-gives the job back to the queue (not counted as an attempt) and exits at once. A worker killed
-outright (SIGKILL, power loss) stops renewing its lease, and another worker takes the job over
-when the lease runs out.
+Stopping: the first SIGTERM/SIGINT lets the current job (or batch) finish and then exits; a second
+one gives the jobs not yet stored back to the queue (not counted as an attempt) and exits at once.
+A worker killed outright (SIGKILL, power loss) stops renewing its leases, and other workers take
+its jobs over when the leases run out.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from sqlalchemy.exc import OperationalError
 from evalstore import _logging
 from evalstore.db.engine import make_engine
 from evalstore.db.session import unit_of_work
-from evalstore.errors import EvalstoreError
+from evalstore.errors import EvalstoreError, InvalidParameterError
 from evalstore.services import embargo, jobs, kinds, store, tracking
 from evalstore.services.context import AppContext, context_for
-from evalstore.services.kinds.base import EvaluationSummary, StoredEvaluation, topic_list
+from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, StoredEvaluation, topic_list
 
 log = logging.getLogger("evalstore.worker")
 
@@ -48,16 +50,21 @@ class WorkerSettings:
     # evaluation of the run then reads its judged rows through it (7M rows: ~0.1 s, not ~0.7 s)
     index_runs: bool = True
     index_interval: float = 5.0  # how often an idle worker looks for a run to index
+    # queued ranking jobs on one qrels with one set of options are claimed and computed together,
+    # up to this bound (jobs.BatchBound(jobs=1): one at a time)
+    batch: jobs.BatchBound = jobs.BatchBound()
 
 
 class _Heartbeat:
-    """Renews a job's lease from a side thread while the main thread computes."""
+    """Renews the leases of the jobs a worker holds from a side thread while the main thread
+    computes and stores them; a job leaves it once stored (:meth:`let_go`)."""
 
-    def __init__(self, engine: Engine, job: jobs.ClaimedJob, lease: timedelta) -> None:
-        self.engine, self.job, self.lease = engine, job, lease
-        self.lost = False
+    def __init__(self, engine: Engine, held: list[jobs.ClaimedJob], lease: timedelta) -> None:
+        self.engine, self.lease = engine, lease
+        self._held = {job.evaluation_id: job for job in held}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job.evaluation_id}", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{held[0].evaluation_id}", daemon=True)
 
     def __enter__(self) -> _Heartbeat:
         self._thread.start()
@@ -67,18 +74,24 @@ class _Heartbeat:
         self._stop.set()
         self._thread.join()
 
+    def let_go(self, job: jobs.ClaimedJob) -> None:
+        with self._lock:
+            self._held.pop(job.evaluation_id, None)
+
     def _beat(self) -> None:
         interval = max(self.lease.total_seconds() / 3, 0.2)
         while not self._stop.wait(interval):
-            try:
-                if not jobs.heartbeat(self.engine, self.job, lease=self.lease):
-                    self.lost = True
-                    log.warning(
-                        "job %d was cancelled or taken over; its result will be dropped", self.job.evaluation_id
-                    )
-                    return
-            except Exception as error:  # the database blinked: try again at the next beat
-                log.warning("heartbeat for job %d failed: %s", self.job.evaluation_id, error)
+            with self._lock:
+                held = list(self._held.values())
+            for job in held:
+                try:
+                    kept = jobs.heartbeat(self.engine, job, lease=self.lease)
+                except Exception as error:  # the database blinked: try again at the next beat
+                    log.warning("heartbeat for job %d failed: %s", job.evaluation_id, error)
+                    continue
+                with self._lock:
+                    if not kept and self._held.pop(job.evaluation_id, None) is not None:
+                        log.warning("job %d was cancelled or taken over; its result will be dropped", job.evaluation_id)
 
 
 class Worker:
@@ -102,54 +115,79 @@ class Worker:
         self._last_mlflow_sync = 0.0
         self._last_index_check = 0.0
 
-    # one job ------------------------------------------------------------------------------
+    # one job, or a batch -----------------------------------------------------------------
 
     def process_one(self) -> bool:
-        """Claim and run one job; False when there was nothing to claim. The use case of one job:
-        compute it (the kind's step, under a heartbeat), then in one unit of work read the header
-        its results get, start MLflow logging ahead of the commit, and store them; then deliver
-        them to MLflow (:func:`tracking.drain`)."""
-        job = jobs.claim(self.engine, self.worker_id, lease=self.settings.lease, only=self.only)
-        if job is None:
+        """Claim a job, or a batch of ranking jobs with one qrels and one set of options
+        (:func:`jobs.claim_batch`, up to ``settings.batch``), and run them; False when there was
+        nothing to claim. A batch is computed in one pass (:func:`kinds.compute_many`), then each
+        job is finished as a job alone is (:meth:`_finish`)."""
+        claimed = jobs.claim_batch(
+            self.engine, self.worker_id, lease=self.settings.lease, only=self.only, bound=self.settings.batch
+        )
+        if not claimed:
             return False
-        log.info("job %d: claimed (attempt %d)", job.evaluation_id, job.attempt)
+        batch = f" in a batch of {len(claimed)}" if len(claimed) > 1 else ""
+        for job in claimed:
+            log.info("job %d: claimed (attempt %d)%s", job.evaluation_id, job.attempt, batch)
+        held = list(claimed)
+        try:
+            with _Heartbeat(self.engine, held, self.settings.lease) as heartbeat:
+                # one job alone is computed in _finish, as it always was
+                outcomes: list[ComputedJob | Exception | None] = (
+                    [None]
+                    if len(claimed) == 1
+                    else list(kinds.compute_many(self.engine, claimed, context=self.context))
+                )
+                for job, outcome in zip(claimed, outcomes, strict=True):
+                    self._finish(job, outcome, heartbeat)
+                    held.remove(job)
+                    heartbeat.let_go(job)
+        except StopNow:
+            for job in held:
+                jobs.release(self.engine, job)
+                log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
+            raise
+        return True
+
+    def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> None:
+        """The use case of one job, from its computed ``outcome`` (computed here when None): in one
+        unit of work read the header its results get, start MLflow logging ahead of the commit, and
+        store them; then deliver them to MLflow (:func:`tracking.drain`). An error fails this job
+        alone."""
         ahead: tracking.AheadLog | None = None
         try:
-            with _Heartbeat(self.engine, job, self.settings.lease):
-                computed = kinds.get(job.kind).compute(self.engine, job, context=self.context)
-                # a hidden task's results wait for its release before MLflow sees them (services/embargo)
-                log_ahead = self.settings.mlflow and not embargo.is_embargoed(self.engine, job.evaluation_id)
-                started = time.perf_counter()
-                try:
-                    with unit_of_work(self.engine) as session:
-                        header = jobs.results_header(session, job)
-                        stored = computed.stored_as(header)
-                        if log_ahead:  # logged while the values are written and committed
-                            ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
-                        jobs.store_results(
-                            session, job, header, computed.per_query, computed.aggregates, computed.settings
-                        )
-                except BaseException:
-                    if ahead is not None:
-                        tracking.abandon_ahead(ahead)
-                    raise
-                computed.timings.store = time.perf_counter() - started
-                summary = computed.summary(stored)
-        except StopNow:
-            jobs.release(self.engine, job)
-            log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
-            raise
+            if isinstance(outcome, Exception):
+                raise outcome
+            computed = outcome or kinds.get(job.kind).compute(self.engine, job, context=self.context)
+            # a hidden task's results wait for its release before MLflow sees them (services/embargo)
+            log_ahead = self.settings.mlflow and not embargo.is_embargoed(self.engine, job.evaluation_id)
+            started = time.perf_counter()
+            try:
+                with unit_of_work(self.engine) as session:
+                    header = jobs.results_header(session, job)
+                    stored = computed.stored_as(header)
+                    if log_ahead:  # logged while the values are written and committed
+                        ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
+                    jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
+            except BaseException:
+                if ahead is not None:
+                    tracking.abandon_ahead(ahead)
+                raise
+            heartbeat.let_go(job)  # stored: MLflow logging below needs no lease
+            computed.timings.store = time.perf_counter() - started
+            summary = computed.summary(stored)
         except jobs.JobLost:
             log.warning("job %d: result dropped, the job was cancelled or taken over", job.evaluation_id)
-            return True
+            return
         except EvalstoreError as error:  # bad input: trying again gives the same answer
             state = jobs.fail(self.engine, job, str(error), retryable=False)
             log.error("job %d: %s (%s)", job.evaluation_id, error, state)
-            return True
+            return
         except Exception as error:  # the database or the machine: worth another attempt
             state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
-            log.exception("job %d: failed (%s)", job.evaluation_id, state)
-            return True
+            log.error("job %d: failed (%s)", job.evaluation_id, state, exc_info=error)
+            return
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
         t = summary.timings
@@ -176,7 +214,6 @@ class Worker:
             self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: stored}, ahead)
             beside = f" after the store ({ahead.seconds:.2f}s alongside it)" if ahead and ahead.run_id else ""
             log.info("job %d: MLflow logging took %.2fs%s", job.evaluation_id, time.perf_counter() - started, beside)
-        return True
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""
@@ -280,7 +317,7 @@ class InProcessWorker:
     def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
         from evalstore.config import mlflow_enabled
 
-        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled())
+        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled(), batch=batch_from_env())
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()
         return background
@@ -295,6 +332,20 @@ class InProcessWorker:
         self.worker.stopping = True
         self._thread.join(timeout)
         self.worker.engine.dispose()
+
+
+def batch_from_env() -> jobs.BatchBound:
+    """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
+    environment variables (the worker inside `evalstore serve` has no options of its own)."""
+    try:
+        return jobs.BatchBound(
+            jobs=max(1, int(os.environ.get("EVALSTORE_BATCH_JOBS", jobs.BATCH_JOBS))),
+            rows=max(1, int(os.environ.get("EVALSTORE_BATCH_ROWS", jobs.BATCH_ROWS))),
+        )
+    except ValueError as error:
+        raise InvalidParameterError(
+            f"EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers: {error}"
+        ) from None
 
 
 # --- several processes -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from tests.http.conftest import World
 
 def test_the_worker_waits_out_a_locked_database(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     job = world.submit("open", "red-later", evaluate=False)
-    real_claim = jobs.claim
+    real_claim = jobs.claim_batch
     refusals = iter(range(2))
 
     def locked_twice(engine: Engine, *args: Any, **kwargs: Any) -> Any:
@@ -24,7 +24,7 @@ def test_the_worker_waits_out_a_locked_database(world: World, monkeypatch: pytes
             raise OperationalError("BEGIN IMMEDIATE", {}, Exception("database is locked"))
         return real_claim(engine, *args, **kwargs)
 
-    monkeypatch.setattr(jobs, "claim", locked_twice)
+    monkeypatch.setattr(jobs, "claim_batch", locked_twice)
     worker = Worker(world.engine, WorkerSettings(until_empty=True, mlflow=False, poll_interval=0.01, index_runs=False))
     assert worker.run() == 1
     assert list(worker.done) == [job]

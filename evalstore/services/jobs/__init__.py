@@ -15,12 +15,19 @@ if the caller still holds the job: a worker that lost its lease cannot overwrite
 
 The package's modules, by job: options (what a job is asked with, its identity and the types the
 other layers share), queue (asking for jobs and working on them: enqueue, claim, heartbeat, the
-steps that store results, fail, release), views (listing, showing, retrying and cancelling jobs) and
-workers (which workers are alive).
+steps that store results, fail, release), batches (claiming the jobs that share qrels and options
+together, for a worker that evaluates them in one pass), views (listing, showing, retrying and
+cancelling jobs) and workers (which workers are alive).
 """
 
 from __future__ import annotations
 
+from evalstore.services.jobs.batches import (
+    BATCH_JOBS,
+    BATCH_ROWS,
+    BatchBound,
+    claim_batch,
+)
 from evalstore.services.jobs.options import (
     DEFAULT_LEASE,
     DEFAULT_MEASURE_SET,
@@ -42,6 +49,7 @@ from evalstore.services.jobs.options import (
 )
 from evalstore.services.jobs.queue import (
     claim,
+    claim_in,
     complete,
     enqueue,
     enqueue_job,
@@ -71,6 +79,9 @@ from evalstore.services.jobs.workers import (
 )
 
 __all__ = [
+    "BATCH_JOBS",
+    "BATCH_ROWS",
+    "BatchBound",
     "ClaimedJob",
     "DEFAULT_LEASE",
     "DEFAULT_MEASURES_BY_KIND",
@@ -86,6 +97,8 @@ __all__ = [
     "as_utc",
     "cancel",
     "claim",
+    "claim_batch",
+    "claim_in",
     "complete",
     "db_now",
     "default_measures",

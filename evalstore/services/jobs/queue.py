@@ -166,40 +166,51 @@ def claim(
 ) -> ClaimedJob | None:
     """Take the oldest claimable job (queued, or running with an expired lease), or None."""
     with unit_of_work(engine) as session:
-        now = db_now(session)
-        while True:
-            job = first_claimable(
-                session,
-                or_(
-                    Evaluation.state == "queued", and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)
-                ),
-                only,
+        return claim_in(session, worker_id, lease=lease, only=only)
+
+
+def claim_in(
+    session: Session, worker_id: str, *, lease: timedelta = DEFAULT_LEASE, only: list[int] | None = None
+) -> ClaimedJob | None:
+    """A step: :func:`claim` in the caller's unit of work."""
+    now = db_now(session)
+    while True:
+        job = first_claimable(
+            session,
+            or_(Evaluation.state == "queued", and_(Evaluation.state == "running", Evaluation.lease_expires_at < now)),
+            only,
+        )
+        if job is None:
+            return None
+        if job.state == "running" and job.attempts >= job.max_attempts:
+            job.state, job.finished_at = "failed", now
+            job.error = (
+                f"gave up after {job.attempts} attempts: worker {job.worker_id} stopped renewing "
+                f"its lease (killed or lost its connection). "
+                f"Run 'evalstore jobs retry {job.id}' to try again."
             )
-            if job is None:
-                return None
-            if job.state == "running" and job.attempts >= job.max_attempts:
-                job.state, job.finished_at = "failed", now
-                job.error = (
-                    f"gave up after {job.attempts} attempts: worker {job.worker_id} stopped renewing "
-                    f"its lease (killed or lost its connection). "
-                    f"Run 'evalstore jobs retry {job.id}' to try again."
-                )
-                job.lease_expires_at = None
-                continue
-            job.state, job.worker_id = "running", worker_id
-            job.attempts += 1
-            job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
-            return ClaimedJob(
-                job.id,
-                job.run_id,
-                job.qrels_id,
-                dict(job.options),
-                job.attempts,
-                worker_id,
-                job.prediction_set_id,
-                kind_of(session, job.id),
-                Backend.from_stored(job.backend),
-            )
+            job.lease_expires_at = None
+            continue
+        return take(session, job, worker_id, now, lease, kind_of(session, job.id))
+
+
+def take(session: Session, job: Evaluation, worker_id: str, now: Any, lease: timedelta, kind: str) -> ClaimedJob:
+    """A step: mark ``job`` (claimable, locked by this transaction) as this worker's, under a
+    lease from ``now``."""
+    job.state, job.worker_id = "running", worker_id
+    job.attempts += 1
+    job.started_at, job.heartbeat_at, job.lease_expires_at = now, now, now + lease
+    return ClaimedJob(
+        job.id,
+        job.run_id,
+        job.qrels_id,
+        dict(job.options),
+        job.attempts,
+        worker_id,
+        job.prediction_set_id,
+        kind,
+        Backend.from_stored(job.backend),
+    )
 
 
 def kind_of(session: Session, evaluation_id: int) -> str:

@@ -1,4 +1,5 @@
-"""The package's modules, by job: job (a claimed job's inputs read and its results computed), readback
+"""The package's modules, by job: job (a claimed job's inputs read and its results computed), batch
+(claimed jobs on one qrels computed in one pass, their rankings stacked), readback
 (a finished evaluation read back, as `results show` and MLflow get it), board (the leaderboard of
 runs on one qrels: which evaluations count, means and intervals), payload (what MLflow receives) and
 kind (the RankingKind the registry holds).
@@ -6,6 +7,9 @@ kind (the RankingKind the registry holds).
 
 from __future__ import annotations
 
+from evalstore.services.kinds.ranking.batch import (
+    compute_batch,
+)
 from evalstore.services.kinds.ranking.board import (
     LeaderboardRow,
     RankedRuns,
@@ -44,6 +48,7 @@ __all__ = [
     "StoredResults",
     "TopicFilter",
     "chosen_evaluations",
+    "compute_batch",
     "compute_job",
     "leaderboard",
     "log",

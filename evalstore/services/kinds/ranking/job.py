@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,6 +50,36 @@ def run_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = Non
 def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
     """Read a claimed job's run and qrels and compute its results, storing nothing (raises
     jobs.JobLost if either was deleted). ``context`` keeps the qrels read for the next job."""
+    loaded = load_job(engine, job, context=context)
+    started = time.perf_counter()
+    rk = prepare_job(loaded)
+    values = None if rk is None else compute(rk, loaded.measures, relevance_level=loaded.options["relevance_level"])
+    return finish_job(loaded, rk, values, started)
+
+
+@dataclass
+class LoadedJob:
+    """A claimed job's inputs as read from the store: the run's judged ranks (relevance qrels), or
+    the run itself (the judgment kinds that rank it themselves)."""
+
+    job: ClaimedJob
+    run: Run
+    qrels: QrelsSet
+    qrels_table: pa.Table
+    measures: list[Measure]
+    timings: JobTimings
+    retrieved: pa.Table | None = None
+    judged: pa.Table | None = None
+    known: tuple[pa.Table, pa.Table] | None = None
+    run_table: pa.Table | None = None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.job.options
+
+
+def load_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = None) -> LoadedJob:
+    """A step of :func:`compute_job`: read its inputs (JobLost if the run or qrels were deleted)."""
     qrels_cache = context_for(engine, context).qrels
     timings = JobTimings()
     started = time.perf_counter()
@@ -59,45 +90,63 @@ def compute_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None =
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
         qrels_table = _qrels_cached(session, qrels, qrels_cache)
         options = job.options
-        known: tuple[pa.Table, pa.Table] | None = None
+        loaded = LoadedJob(job, run, qrels, qrels_table, [parse_measure(name) for name in options["measures"]], timings)
         if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
             known_table = (
                 repo.qrels_table(session, repo.get_qrels(session, options["known_qrels"]))
                 if options.get("known_qrels")
                 else None
             )
-            retrieved, found = out_of_core.judged_ranks(
+            loaded.retrieved, found = out_of_core.judged_ranks(
                 session, run, [qrels_table] if known_table is None else [qrels_table, known_table], job.backend
             )
-            judged = found[0]
-            known = None if known_table is None else (known_table, found[1])
+            loaded.judged = found[0]
+            loaded.known = None if known_table is None else (known_table, found[1])
         elif qrels.kind == "relevance":
-            retrieved, judged = repo.judged_ranks(session, run, qrels)
+            loaded.retrieved, loaded.judged = repo.judged_ranks(session, run, qrels)
             if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
                 known_qrels = repo.get_qrels(session, options["known_qrels"])
-                known = (
+                loaded.known = (
                     _qrels_cached(session, known_qrels, qrels_cache),
                     repo.judged_ranks(session, run, known_qrels)[1],
                 )
         else:  # ndeval and trec_eval's preference measures rank the whole run themselves
-            run_table = repo.run_table(session, run, for_evaluation=True)
+            loaded.run_table = repo.run_table(session, run, for_evaluation=True)
     timings.load = time.perf_counter() - started
-    measures = [parse_measure(name) for name in options["measures"]]
-    started = time.perf_counter()
-    rk: Ranking | None = None
-    if qrels.kind == "relevance":
-        prepare_options = PrepareOptions(
-            max_docs=options["max_docs"],
-            judged_only=options["judged_only"],
-            complete=options["missing_topics"] == "zero",
-        )
-        rk = prepare_ranked(qrels_table, retrieved, judged, prepare_options, runid=run.tag)
-        if known is not None:
-            attach_known(rk, prepare_ranked(known[0], retrieved, known[1], prepare_options))
-        values = compute(rk, measures, relevance_level=options["relevance_level"])
+    return loaded
+
+
+def prepare_job(loaded: LoadedJob) -> Ranking | None:
+    """A step of :func:`compute_job`: the run's ranking against relevance qrels (None for the
+    judgment kinds that rank the run themselves)."""
+    if loaded.qrels.kind != "relevance":
+        return None
+    assert loaded.retrieved is not None and loaded.judged is not None
+    options = loaded.options
+    prepare_options = PrepareOptions(
+        max_docs=options["max_docs"],
+        judged_only=options["judged_only"],
+        complete=options["missing_topics"] == "zero",
+    )
+    rk = prepare_ranked(loaded.qrels_table, loaded.retrieved, loaded.judged, prepare_options, runid=loaded.run.tag)
+    if loaded.known is not None:
+        attach_known(rk, prepare_ranked(loaded.known[0], loaded.retrieved, loaded.known[1], prepare_options))
+    return rk
+
+
+def finish_job(
+    loaded: LoadedJob, rk: Ranking | None, values: dict[Measure, np.ndarray] | None, started: float
+) -> ComputedJob:
+    """A step of :func:`compute_job`: the results as stored, from the ranking's ``values`` (the
+    judgment kinds' computed here); ``started`` is when the computing began."""
+    job, run, qrels, options, timings = loaded.job, loaded.run, loaded.qrels, loaded.options, loaded.timings
+    if rk is not None and values is not None:
         topics, missing = rk.topics, tuple(rk.missing_topics)
     else:
-        topics, values, missing = _judgment_kind_values(qrels.kind, qrels_table, run_table, measures, options)
+        assert loaded.run_table is not None
+        topics, values, missing = _judgment_kind_values(
+            qrels.kind, loaded.qrels_table, loaded.run_table, loaded.measures, options
+        )
     if not topics:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
     per_query, aggregates = _result_tables(topics, values, rk)
