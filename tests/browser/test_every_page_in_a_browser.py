@@ -24,6 +24,9 @@ from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
 
+# one xdist worker builds the module's site (``lab``) and browser for all of its tests
+pytestmark = pytest.mark.xdist_group("every_page")
+
 LONG_RUN = "gamma-bm25-rm3-expansion-tuned-on-robust04-title-and-description"
 USERS = {"root": "admin", "olga": "organiser", "pat": "participant", "judy": "assessor", "vera": "viewer"}
 

@@ -13,6 +13,9 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from tests.conftest import shared_path
 
+# one xdist worker builds the module's store (six robust03 runs evaluated) for all of its tests
+pytestmark = pytest.mark.xdist_group("cli_health")
+
 RUNS = ("pircRBa1", "aplrob03a", "uwmtCR0", "SABIR03BASE", "humR03dc", "rutcor03100")
 
 
