@@ -175,7 +175,7 @@ def _assert_same(theirs: subprocess.CompletedProcess[str], ours: object, args: l
 # EVALSTORE_DIFFERENTIAL_EXAMPLES=5000 for a deeper search than the suite's; CI draws the same
 # examples every time, so that a landing does not hinge on a rare draw (search deeper locally)
 @settings(
-    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")),
     deadline=None,
     derandomize=os.environ.get("CI") == "true",
     suppress_health_check=[HealthCheck.function_scoped_fixture],

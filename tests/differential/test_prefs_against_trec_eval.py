@@ -100,7 +100,7 @@ def preference_cases(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
 
 
 @settings(
-    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("EVALSTORE_DIFFERENTIAL_EXAMPLES", "100")),
     deadline=None,
     derandomize=os.environ.get("CI") == "true",
     suppress_health_check=[HealthCheck.function_scoped_fixture],
