@@ -63,6 +63,10 @@ def _tied_run(path: Path) -> Path:
 def test_a_stored_run_gets_the_local_bits_on_every_backend(
     engine: Engine, backend: Backend, tmp_path: Path, run: str, options: dict
 ) -> None:  # type: ignore[type-arg]
+    if run == "robust03" and backend.name == "spark" and engine.dialect.name == "postgresql":
+        # Spark reads a stored run the same way from either database (the golden and tied runs
+        # show it on PostgreSQL); its JVM on a 100k-row run is the suite's single largest cost
+        pytest.skip("Spark on robust03 runs on SQLite; on PostgreSQL with the golden and tied runs")
     if run == "robust03":
         store.import_qrels(engine, shared_path("robust03", "robust03_qrels.txt"), name="q")
         path = shared_path("robust03", "runs", "input.pircRBa1.gz")

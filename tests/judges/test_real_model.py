@@ -135,12 +135,12 @@ def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compare
     # a handful of judgments is what this test is for (each is a real generation on 2 CPU cores);
     # what depends on the labels' values is tested against a deterministic endpoint (fake_llm.py)
     first = running.run_judge(engine, "gemma", pool_name="cran", topics=TOPICS, limit=2)
-    rest = running.run_judge(engine, "gemma", pool_name="cran", topics=TOPICS, limit=2)
-    assert (first.judged, rest.reused, rest.judged) == (2, first.rated, 2)
+    rest = running.run_judge(engine, "gemma", pool_name="cran", topics=TOPICS, limit=1)
+    assert (first.judged, rest.reused, rest.judged) == (2, first.rated, 1)
     labels = provenance.label_provenance(engine, "cran", judge="gemma")
-    assert len(labels) == 4
+    assert len(labels) == 3
     rated = [r for r in labels if r["relevance"] is not None]
-    assert len(rated) >= 3, [r["reason"] for r in labels]  # constrained output: on the scale every time
+    assert len(rated) >= 2, [r["reason"] for r in labels]  # constrained output: on the scale every time
     assert all(0 <= r["relevance"] <= 3 for r in rated)
     # llama-cpp-python's server refuses OpenAI's json_schema form (HTTP 422) and takes json_object with a schema
     assert {r["provenance"]["answered_in"] for r in labels} == {"json_object"}
