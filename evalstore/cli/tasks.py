@@ -29,6 +29,17 @@ _DAILY_CAP_HELP = (
 )
 
 
+# the options `create` and `update` share
+OfficialMeasure = Annotated[
+    str | None,
+    typer.Option("--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."),
+]
+SplitSeed = Annotated[
+    int | None,
+    typer.Option("--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."),
+]
+
+
 def _moment(value: str | None, option: str) -> datetime | None:
     if value is None:
         return None
@@ -63,10 +74,7 @@ def create(
     ] = [],
     owner: Annotated[str | None, typer.Option("--owner", help="The organiser user who manages the task.")] = None,
     daily_cap: Annotated[int | None, typer.Option("--daily-cap", min=1, help=_DAILY_CAP_HELP)] = None,
-    official_measure: Annotated[
-        str | None,
-        typer.Option("--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."),
-    ] = None,
+    official_measure: OfficialMeasure = None,
     private_topics: Annotated[
         float | None,
         typer.Option(
@@ -75,10 +83,7 @@ def create(
             "ranks on the other (public) topics only; at release the private ranking is shown beside it.",
         ),
     ] = None,
-    split_seed: Annotated[
-        int | None,
-        typer.Option("--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."),
-    ] = None,
+    split_seed: SplitSeed = None,
 ) -> None:
     """Create a shared task over stored qrels."""
     from evalstore.services import tasks
@@ -127,10 +132,7 @@ def update(
         list[str], typer.Option("--measure", help="Measures for runs submitted from now on (repeatable).")
     ] = [],
     description: Annotated[str | None, typer.Option("--description", help="What participants are told.")] = None,
-    official_measure: Annotated[
-        str | None,
-        typer.Option("--official-measure", help="The measure that ranks the leaderboard (one the task evaluates)."),
-    ] = None,
+    official_measure: OfficialMeasure = None,
     private_topics: Annotated[
         float | None,
         typer.Option(
@@ -138,10 +140,7 @@ def update(
             help="Draw this share of the topics as private (0: no split). Fixed once a run is submitted.",
         ),
     ] = None,
-    split_seed: Annotated[
-        int | None,
-        typer.Option("--split-seed", help="The seed that draws the private topics (default: drawn, and recorded)."),
-    ] = None,
+    split_seed: SplitSeed = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Change some of a task's settings; those not given stay as they are. --private-topics draws
