@@ -10,11 +10,10 @@ from urllib.parse import quote
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from evalstore.errors import InvalidParameterError
-from evalstore.services import lab_reports, reports, tasks
+from evalstore.services import lab_reports, tasks
 from evalstore.web.auth import server
-from evalstore.web.pages import _DOWNLOAD_TYPES, board_context, board_file, compare_chart, render, run_context
 from evalstore.web.pages import _page_principal as page_principal
+from evalstore.web.pages import board_context, board_file, compare_chart, download_format, render, run_context
 
 router = APIRouter(include_in_schema=False)
 ACTION = "collections:read"
@@ -54,8 +53,7 @@ def collection_download(
     request: Request, qrels: str, fmt: str, measure: list[str] = Query([]), sort: str | None = None
 ) -> Response:
     principal = page_principal(request, ACTION)
-    if fmt not in _DOWNLOAD_TYPES:
-        raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
+    download_format(fmt)
     engine = server(request).engine
     return board_file(
         lab_reports.collection_leaderboard(engine, principal, qrels, measure, sort, context=server(request).context),

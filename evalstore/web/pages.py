@@ -225,12 +225,17 @@ def leaderboard_download(
     request: Request, task: str, fmt: str, measure: list[str] = Query([]), sort: str | None = None
 ) -> Response:
     principal = _page_principal(request, "leaderboard:read", public=True)
-    if fmt not in _DOWNLOAD_TYPES:
-        raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
+    download_format(fmt)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     if not page.visible:
         raise AccessDenied(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     return board_file(page, fmt)
+
+
+def download_format(fmt: str) -> None:
+    """Refuse a board download's format before the board is computed (a task's, a collection's)."""
+    if fmt not in _DOWNLOAD_TYPES:
+        raise InvalidParameterError(f"Download as one of {', '.join(reports.DOWNLOADS)}, not '{fmt}'.")
 
 
 def board_file(page: reports.BoardPage, fmt: str) -> Response:
