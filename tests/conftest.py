@@ -40,6 +40,19 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """typer's CliRunner builds the app's click command afresh on every invoke: ~0.1 s of CPU (the
+    type hints of every option of ~30 commands), more than most commands take. Tests invoke the CLI
+    in-process ~2,000 times (each hypothesis example of the differential tests is one), so each app's
+    command is built once per test process: the same command typer would build."""
+    import functools
+
+    import typer.main
+    import typer.testing
+
+    typer.testing._get_command = functools.cache(typer.main.get_command)  # noqa: SLF001
+
+
 # tests that share one expensive session fixture run in one xdist worker (``--dist loadgroup``):
 # one Spark JVM (2 GB) for the session instead of one per worker
 XDIST_GROUPS = {"spark": "spark"}
