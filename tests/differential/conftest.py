@@ -1,12 +1,12 @@
 """The reference programs themselves: trec_eval 10.0 and ndeval, built from ../shared/tools.
 
-``EVALSTORE_TREC_EVAL`` and ``EVALSTORE_NDEVAL`` name binaries to use instead (``scripts/test`` builds one under CI and
-sets it). Without either, the differential tests skip with the reason; under CI (``CI=true``)
+``EVALSTORE_TREC_EVAL`` and ``EVALSTORE_NDEVAL`` name binaries to use instead. Without either, the differential tests skip with the reason; under CI (``CI=true``)
 a missing ../shared/tools or a failed build fails them instead, so CI cannot pass vacuously.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from pathlib import Path
@@ -39,10 +39,18 @@ def _reference_program(name: str, env: str, tmp_path_factory: pytest.TempPathFac
         if os.environ.get("CI") == "true":  # a clone without ../shared must not pass with skips
             pytest.fail(f"{name} cannot be built under CI: {build} not found (set {env} to a binary)")
         pytest.skip(f"{name} cannot be built here: {build} not found (set {env} to a binary)")
-    out = tmp_path_factory.getbasetemp() / "reference-tools"
+    # one build serves both programs and every xdist worker: the workers' temporary folders share
+    # a parent, and the first worker to get there builds while the others wait on the lock
+    base = tmp_path_factory.getbasetemp()
+    out = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "reference-tools"
     binary = out / name
-    if not os.access(binary, os.X_OK):  # one build serves both programs
-        done = subprocess.run(["bash", str(build), str(out)], capture_output=True, text=True, check=False)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / "reference-tools.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = None
+        if not os.access(binary, os.X_OK):
+            done = subprocess.run(["bash", str(build), str(out)], capture_output=True, text=True, check=False)
+    if done is not None:
         if done.returncode != 0 or not os.access(binary, os.X_OK):
             reason = f"building {name} with {build} failed: {done.stderr.strip()[-500:]}"
             if os.environ.get("CI") == "true":
