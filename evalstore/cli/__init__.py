@@ -1,7 +1,5 @@
 """The `evalstore` command line: a root Typer app with one sub-app per noun."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

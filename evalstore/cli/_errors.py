@@ -4,8 +4,6 @@ Exit codes: 0 success; 1 an evalstore error (bad input, not found, conflict, sch
 date...), printed on stderr; 2 a usage error (unknown option, bad value), printed by typer.
 """
 
-from __future__ import annotations
-
 import sys
 from enum import IntEnum
 from typing import Any

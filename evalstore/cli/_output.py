@@ -1,7 +1,5 @@
 """Rendering: results to stdout (rich table, JSON or CSV); diagnostics to stderr."""
 
-from __future__ import annotations
-
 import csv
 import json
 import sys

@@ -1,7 +1,5 @@
 """A progress bar on stderr for bulk loads (shown only on a terminal)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path

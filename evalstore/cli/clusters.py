@@ -1,7 +1,5 @@
 """`evalstore clusters ...`: clusterings (item_id, cluster_id), evaluated against gold labels."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

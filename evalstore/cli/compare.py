@@ -1,7 +1,5 @@
 """`evalstore compare`: is one system better than another, topic by topic (or group by group)?"""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path
@@ -186,7 +184,7 @@ def compare(
         info(f"logged to MLflow run {run_id}")
 
 
-def _print_comparison(result: comparisons.Comparison, fmt: ReportFormat) -> None:
+def _print_comparison(result: "comparisons.Comparison", fmt: ReportFormat) -> None:
     from evalstore.statistics.significance import STATISTIC_NAMES
 
     settings = result.settings

@@ -1,7 +1,5 @@
 """`evalstore correlate`: do two orderings of the systems agree?"""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`evalstore db`: create, upgrade and inspect the schema."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

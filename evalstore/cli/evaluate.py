@@ -1,7 +1,5 @@
 """`evalstore evaluate`: queue evaluations of stored runs (or of predictions) and, with --wait, get them done."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any

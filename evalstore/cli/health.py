@@ -1,7 +1,5 @@
 """`evalstore health` and `evalstore standardize`: how much a test collection can be trusted."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`evalstore jobs ...`: look after the queued evaluations."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,8 +1,6 @@
 """`evalstore judges ...` (LLM assessors), `qrels build | versions` (qrels versions) and `judgments
 compare | provenance` (two sets of judgments side by side; who made each label)."""
 
-from __future__ import annotations
-
 import json
 import sys
 from collections.abc import Callable, Iterator

@@ -1,7 +1,5 @@
 """`evalstore judgments ...`: assessors' judgments of a pool, and their agreement."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

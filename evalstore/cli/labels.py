@@ -1,7 +1,5 @@
 """`evalstore labels ...`: gold labels of classification and clustering tasks."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

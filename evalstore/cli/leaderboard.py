@@ -1,7 +1,5 @@
 """`evalstore leaderboard`: everything evaluated against one set of judgments, best first."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

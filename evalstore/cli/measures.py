@@ -1,7 +1,5 @@
 """`evalstore measures`: every measure the registry holds, and trec_eval's names for them."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`evalstore mlflow`: what MLflow has not received yet, and sending it."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

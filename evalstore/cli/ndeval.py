@@ -1,7 +1,5 @@
 """`evalstore ndeval`: the TREC Web track's diversity measures, as ndeval prints them."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

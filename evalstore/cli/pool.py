@@ -1,7 +1,5 @@
 """`evalstore pool ...`: TREC-style judging pools, built from stored runs."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`evalstore predictions ...`: a classifier's predictions (labels and/or scores)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

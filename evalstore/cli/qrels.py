@@ -1,7 +1,5 @@
 """`evalstore qrels`: import, list, show, export and delete relevance judgments."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path

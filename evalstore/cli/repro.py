@@ -1,7 +1,5 @@
 """`evalstore repro`: reproducibility and replicability figures of a reproduced run (Breuer et al. 2020)."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Annotated

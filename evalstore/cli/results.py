@@ -1,7 +1,5 @@
 """`evalstore results show`: stored values of one evaluation, as a table or as trec_eval prints them."""
 
-from __future__ import annotations
-
 import sys
 from enum import StrEnum
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`evalstore runs`: register, list, show, export and delete system runs."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -162,7 +160,7 @@ def register(
         _report(result)
 
 
-def _report(result: Registered) -> None:
+def _report(result: "Registered") -> None:
     for message in result.warnings:
         warn(message)
     s = result.summary
@@ -173,7 +171,7 @@ def _report(result: Registered) -> None:
 
 
 def _register_out_of_core(
-    engine: Engine,
+    engine: "Engine",
     path: Path,
     *,
     name: str,

@@ -1,7 +1,5 @@
 """`evalstore serve`: the HTTP service."""
 
-from __future__ import annotations
-
 import os
 import signal
 from types import FrameType

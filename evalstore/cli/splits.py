@@ -1,7 +1,5 @@
 """`evalstore splits ...`: topic and item splits for estimating a system's quality."""
 
-from __future__ import annotations
-
 import json
 import sys
 from enum import StrEnum

@@ -1,7 +1,5 @@
 """`evalstore tasks`: shared tasks that teams submit runs to over HTTP."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Annotated
 

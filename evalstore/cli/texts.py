@@ -1,8 +1,6 @@
 """`evalstore topics ...` and `evalstore documents ...`: what assessors read when judging in the
 browser (topic statements, documents' text)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

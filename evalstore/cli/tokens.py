@@ -1,7 +1,5 @@
 """`evalstore tokens`: API tokens (shown once, stored hashed)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -2,8 +2,6 @@
 parsed by :mod:`evalstore.trec_eval.command_line` (argparse), the one parser of the command: the
 ``evalstore`` entry point runs it without loading this CLI when ``trec-eval`` comes first."""
 
-from __future__ import annotations
-
 import typer
 
 from evalstore.cli._output import warn

@@ -1,7 +1,5 @@
 """`evalstore users`: the people the HTTP service knows, and their roles."""
 
-from __future__ import annotations
-
 import sys
 from enum import StrEnum
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`evalstore worker`: evaluate queued jobs until stopped."""
 
-from __future__ import annotations
-
 from datetime import timedelta
 from typing import Annotated
 
