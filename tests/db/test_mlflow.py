@@ -16,6 +16,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.services import jobs, kinds, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.tracking import log_pending, pending_count, results_for
+from evalstore.services.tracking.client import PNG_COMPRESS_LEVEL
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.factories import SAMPLE, queue_sample
 
@@ -123,7 +124,7 @@ def test_a_logged_run_holds_what_mlflows_own_log_calls_write(
     for name, content in payload.dicts.items():
         client.log_dict(reference, content, name)
     for name, figure in payload.figures() if payload.figures else ():
-        client.log_figure(reference, figure, name)
+        client.log_figure(reference, figure, name, save_kwargs={"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}})
     client.set_terminated(reference, "FINISHED")
 
     expected = client.get_run(reference)
