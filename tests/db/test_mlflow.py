@@ -8,13 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
 from sqlalchemy import Engine, update
 
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.services import jobs, store
+from evalstore.services import jobs, kinds, store
 from evalstore.services.jobs import EvaluationOptions
-from evalstore.services.tracking import log_pending, pending_count
+from evalstore.services.tracking import log_pending, pending_count, results_for
+from evalstore.services.tracking.client import PNG_COMPRESS_LEVEL
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.factories import SAMPLE, queue_sample
 
@@ -92,6 +94,50 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
         "per_topic_AP.png",
         "precision_recall.png",
     }
+
+
+def test_a_logged_run_holds_what_mlflows_own_log_calls_write(
+    engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path
+) -> None:
+    """evalstore writes the artifact files itself and uploads them at once: the run must hold
+    the same tags, params, metrics and files, byte for byte, as MLflow's log_table, log_text,
+    log_dict and log_figure give, with the tag by which the MLflow UI shows the table."""
+    log_pending(engine)
+    [logged] = _logged_runs(tracking_uri)
+    client = MlflowClient(tracking_uri)
+    payload = kinds.get("ranking").mlflow_run(results_for(engine, evaluated_offline))
+    reference = client.create_run(logged.info.experiment_id, run_name=payload.name, tags=payload.tags).info.run_id
+    client.log_batch(
+        reference,
+        metrics=[Metric(name, float(value), 0, 0) for name, value in logged.data.metrics.items()],
+        params=[Param(key, value) for key, value in logged.data.params.items()],
+        tags=[RunTag("evalstore.logged_by", "evalstore")],
+    )
+    for name, frame in payload.parquet.items():
+        frame.to_parquet(tmp_path / name)
+        client.log_artifact(reference, str(tmp_path / name))
+    for name, table in payload.tables.items():  # text columns as categoricals: the same JSON, no pandas warning
+        text = [c for c in table.columns if pd.api.types.is_string_dtype(table[c])]
+        client.log_table(reference, table.astype(dict.fromkeys(text, "category")), artifact_file=name)
+    for name, text in payload.texts.items():
+        client.log_text(reference, text, name)
+    for name, content in payload.dicts.items():
+        client.log_dict(reference, content, name)
+    for name, figure in payload.figures() if payload.figures else ():
+        client.log_figure(reference, figure, name, save_kwargs={"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}})
+    client.set_terminated(reference, "FINISHED")
+
+    expected = client.get_run(reference)
+    assert logged.data.tags["mlflow.loggedArtifacts"] == '[{"path": "per_query_table.json", "type": "table"}]'
+    assert logged.data.tags == expected.data.tags
+    assert (logged.data.params, logged.data.metrics) == (expected.data.params, expected.data.metrics)
+    files = sorted(a.path for a in client.list_artifacts(logged.info.run_id))
+    assert files == sorted(a.path for a in client.list_artifacts(reference))
+    assert len(files) == 6
+    for name in files:
+        ours = Path(client.download_artifacts(logged.info.run_id, name, str(tmp_path / "ours"))).read_bytes()
+        theirs = Path(client.download_artifacts(reference, name, str(tmp_path / "theirs"))).read_bytes()
+        assert ours == theirs, name
 
 
 def test_a_sync_that_died_after_mlflow_finished_does_not_log_again(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -20,7 +21,6 @@ from evalstore.services.context import Lru
 from evalstore.services.kinds.base import MlflowRun
 
 if TYPE_CHECKING:
-    import pandas as pd
     from mlflow import MlflowClient
 
 
@@ -94,47 +94,62 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
 
 def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, finished: bool = True) -> str:
     """One MLflow run holding everything in ``payload``; finished, or (``finished=False``) left
-    running for the caller to finish."""
-    from mlflow.entities import Metric, Param, RunTag
+    running for the caller to finish.
 
-    run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=payload.tags).info.run_id)
+    Few requests: the tags go with the run's creation, params and metrics in one ``log_batch``
+    (MLflow splits it within its request limits), and every artifact file is written to one
+    folder and uploaded at once. Each ``log_*`` call of MLflow's client is a request of its own
+    (and, on a SQLite store, a transaction); ``log_table`` also reads the run back to merge a
+    table already there (a new run has none) and to set its tag."""
+    from mlflow.entities import Metric, Param
+
+    tags = {**payload.tags, "evalstore.logged_by": "evalstore"}
+    if payload.tables:
+        tags[LOGGED_ARTIFACTS] = json.dumps([{"path": name, "type": "table"} for name in payload.tables])
+    run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=tags).info.run_id)
     metrics = [
         Metric(mlflow_key(name), float(value), 0, 0)
         for name, value in payload.metrics.items()
         if value is not None and value == value
     ]
     params = [Param(key, str(value)[:6000]) for key, value in payload.params.items()]
-    for start in range(0, max(len(metrics), len(params)), 100):  # at most 100 of each per request
-        client.log_batch(
-            run_id,
-            metrics=metrics[start : start + 100],
-            params=params[start : start + 100],
-            tags=[RunTag("evalstore.logged_by", "evalstore")] if start == 0 else [],
-        )
-    if payload.parquet:
-        with tempfile.TemporaryDirectory() as folder:
-            for name, frame in payload.parquet.items():
-                path = Path(folder) / name
-                frame.to_parquet(path)
-                client.log_artifact(run_id, str(path))
-    for name, frame in payload.tables.items():
-        client.log_table(run_id, _for_log_table(frame), artifact_file=name)
-    for name, text in payload.texts.items():
-        client.log_text(run_id, text, name)
-    for name, content in payload.dicts.items():
-        client.log_dict(run_id, content, name)
-    for name, figure in payload.figures() if payload.figures else ():
-        client.log_figure(run_id, figure, name)
-        figure.clear()
+    client.log_batch(run_id, metrics=metrics, params=params)
+    with tempfile.TemporaryDirectory() as folder:
+        _write_artifacts(payload, Path(folder))
+        client.log_artifacts(run_id, folder)
     if finished:
         client.set_terminated(run_id, "FINISHED")
     return run_id
 
 
-def _for_log_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Text columns as categoricals for MLflow's log_table (same JSON). MLflow 3.17 looks for
-    images cell by cell in every column as soon as one column is `object` (0.65 s for 7k topics
-    x 99 measures), and selecting `object` columns while pandas 3 `str` columns exist warns."""
-    import pandas as pd
+# The tag MLflow's log_table sets: the UI shows a run's artifacts listed in it as tables.
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 
-    return table.astype({c: "category" for c in table.columns if pd.api.types.is_string_dtype(table[c])})
+
+# PNGs compressed less than matplotlib's default: the same pixels, a few KB larger, and the
+# encoding was a noticeable part of a job's logging.
+PNG_COMPRESS_LEVEL = 1
+
+
+def _write_artifacts(payload: MlflowRun, folder: Path) -> None:
+    """Every artifact file of ``payload`` in ``folder``, each as the MLflow client's own
+    ``log_artifact``, ``log_table``, ``log_text``, ``log_dict`` and ``log_figure`` (PNGs at
+    :data:`PNG_COMPRESS_LEVEL`) write it."""
+    for name, frame in payload.parquet.items():
+        frame.to_parquet(_file(folder, name))
+    for name, frame in payload.tables.items():
+        frame.to_json(_file(folder, name), orient="split", index=False, date_format="iso")
+    for name, text in payload.texts.items():
+        _file(folder, name).write_text(text, encoding="utf-8")
+    for name, content in payload.dicts.items():  # JSON: log_dict writes YAML only for .yml/.yaml, none of ours
+        with open(_file(folder, name), "w") as out:
+            json.dump(content, out, indent=2, default=str)
+    for name, figure in payload.figures() if payload.figures else ():
+        figure.savefig(_file(folder, name), pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+
+
+def _file(folder: Path, name: str) -> Path:
+    """Where artifact ``name`` (a run-relative path) is written in ``folder``."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
