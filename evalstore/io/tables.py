@@ -140,8 +140,8 @@ def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.
     for name in ("topic", "doc", "iteration"):
         if name in table.column_names:
             columns[name] = pc.cast(table[name], pa.string())
-            nulls = np.flatnonzero(columns[name].is_null().to_numpy(zero_copy_only=False))
-            if len(nulls):
+            if columns[name].null_count:  # the rows only when there is one to name
+                nulls = np.flatnonzero(columns[name].is_null().to_numpy(zero_copy_only=False))
                 raise _located(path, offset, int(nulls[0]), f"{name} is missing; every row needs a {name}")
     n = table.num_rows
     if kind == "run":
@@ -159,15 +159,15 @@ def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.
     else:
         columns["relevance"] = _stored_integers(path, table["relevance"], "relevance", offset)
         if "iteration" not in columns:
-            columns["iteration"] = pa.chunked_array([pa.array(["0"] * n, pa.string())])
+            columns["iteration"] = pa.chunked_array([pa.repeat(pa.scalar("0", pa.string()), n)])
     return pa.table(columns)
 
 
 def _numeric(
     path: Path, column: pa.ChunkedArray, target: pa.DataType, label: str, what: str, offset: int
 ) -> pa.ChunkedArray:
-    nulls = np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))
-    if len(nulls):
+    if column.null_count:
+        nulls = np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))
         raise _located(path, offset, int(nulls[0]), f"{label} is missing; every row needs {what}")
     try:
         return pc.cast(column, target)

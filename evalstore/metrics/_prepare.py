@@ -15,7 +15,6 @@ sorts or loops over topics in Python.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,22 +211,36 @@ class _Topics:
     dropped: list[str]
 
 
-_last_topics: tuple[weakref.ref[pa.Table], tuple[pa.Array, np.ndarray]] | None = None
+def _column_key(column: pa.ChunkedArray | pa.Array) -> tuple[tuple[int, ...], ...]:
+    """Where a column's values are in memory. Arrow never changes a buffer once written, so two
+    columns with the same key hold the same values while the first is alive; the caches below
+    keep the column they were computed from, so its buffers cannot be freed and reused. Not the
+    table's identity: ``evaluate`` validates in-memory qrels into a new Table a call, over the
+    caller's buffers (a loop over 17 runs encoded the same judgments 17 times)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return tuple(
+        (chunk.offset, len(chunk), *(0 if buffer is None else buffer.address for buffer in chunk.buffers()))
+        for chunk in chunks
+    )
+
+
+_last_topics: tuple[pa.ChunkedArray, tuple[tuple[int, ...], ...], tuple[pa.Array, np.ndarray]] | None = None
 
 
 def _qrels_topics(qrels: pa.Table) -> tuple[pa.Array, np.ndarray]:
     """The qrels' topics, sorted, and each judgment's topic code into them: one hash pass over
-    the judgments' topics, kept for the last qrels table seen (a loop over runs)."""
+    the judgments' topics, kept for the last qrels topics seen (a loop over runs)."""
     global _last_topics
-    if _last_topics is not None and _last_topics[0]() is qrels:
-        return _last_topics[1]
+    key = _column_key(qrels["topic"])
+    if _last_topics is not None and _last_topics[1] == key:
+        return _last_topics[2]
     encoded = pc.dictionary_encode(qrels["topic"])
     encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
     order = pc.array_sort_indices(encoded.dictionary).to_numpy()
     place = np.empty(len(order), dtype=np.int64)
     place[order] = np.arange(len(order))
     found = (pc.take(encoded.dictionary, pa.array(order)), place[encoded.indices.to_numpy(zero_copy_only=False)])
-    _last_topics = (weakref.ref(qrels), found)
+    _last_topics = (qrels["topic"], key, found)
     return found
 
 
@@ -393,20 +406,21 @@ class _JudgedDocs:
     sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
 
 
-_last_judged: dict[bool, tuple[weakref.ref[pa.Table], _JudgedDocs]] = {}
+_last_judged: dict[bool, tuple[pa.ChunkedArray, tuple[tuple[int, ...], ...], _JudgedDocs]] = {}
 
 
 def _judged_docs(qrels: pa.Table, hashed: bool) -> _JudgedDocs:
-    """Kept for the last qrels table seen: a loop evaluating many runs against one qrels encodes
-    its docnos once, not once a run."""
+    """Kept for the last qrels docnos seen (:func:`_column_key`): a loop evaluating many runs
+    against one qrels encodes its docnos once, not once a run."""
     kept = _last_judged.get(hashed)
-    if kept is not None and kept[0]() is qrels:
-        return kept[1]
+    key = _column_key(qrels["doc"])
+    if kept is not None and kept[1] == key:
+        return kept[2]
     docs = pa.array(doc_hashes(qrels["doc"])) if hashed else qrels["doc"]
     encoded = pc.dictionary_encode(docs)
     encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
     judged = _JudgedDocs(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary)
-    _last_judged[hashed] = (weakref.ref(qrels), judged)
+    _last_judged[hashed] = (qrels["doc"], key, judged)
     return judged
 
 

@@ -123,3 +123,28 @@ def test_per_query_false_keeps_no_values_and_aggregates_stay() -> None:
     alone = evalstore.evaluate(suite_file("qrels.test"), RUNS[1], ["AP"])
     assert results[1].aggregates == alone.aggregates
     assert np.isfinite(results[0].aggregates["AP"])
+
+
+def test_a_loop_over_runs_encodes_an_in_memory_qrels_table_once() -> None:
+    """`evaluate(table, run)` in a loop: the table is validated into a new Table each call, over
+    the caller's buffers, and the judged docnos and topics are encoded on the first call only;
+    other judgments (new buffers, even with the same values) are encoded afresh."""
+    import pyarrow as pa
+
+    from evalstore.io.formats import read_qrels
+    from evalstore.metrics import _prepare
+
+    def encodings() -> tuple[object, object]:  # what the last evaluation's qrels were encoded into
+        assert _prepare._last_topics is not None
+        return _prepare._last_judged[True][2], _prepare._last_topics[2]
+
+    qrels = read_qrels(suite_file("qrels.test"), strict=False).table
+    first, seen = [], []
+    for run in RUNS:
+        first.append(evalstore.evaluate(qrels, run, ["AP"]).aggregates["AP"])
+        seen.append(encodings())
+    assert all(s[0] is seen[0][0] and s[1] is seen[0][1] for s in seen)
+    copy = pa.table({name: pa.array(qrels[name].to_pylist(), qrels[name].type) for name in qrels.column_names})
+    again = [evalstore.evaluate(copy, run, ["AP"]).aggregates["AP"] for run in RUNS]
+    assert again == first
+    assert encodings()[0] is not seen[0][0] and encodings()[1] is not seen[0][1]
