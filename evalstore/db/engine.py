@@ -33,12 +33,14 @@ def make_engine(url: str, *, pool_size: int | None = None) -> Engine:
     SQLAlchemy's 5, growing to 15 under load)."""
     if is_sqlite(url):
         database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        # the server's pool size holds for SQLite too: past SQLAlchemy's 5 its overflow
+        in_file = bool(database) and database != ":memory:"
+        if in_file:
+            Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
+        # the server's pool size holds for a SQLite file too: past SQLAlchemy's 5 its overflow
         # connections were closed on return, and each new one costs ~50 ms of pragmas and file
-        # mapping (20 clients sending tokens: a new connection every ~200 requests)
-        sized = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
+        # mapping (20 clients sending tokens: a new connection every ~200 requests). An in-memory
+        # database has one connection a thread: no pool to size.
+        sized = {"pool_size": pool_size, "max_overflow": 0} if pool_size is not None and in_file else {}
         engine = create_engine(url, connect_args={"timeout": 60}, **sized)
         event.listen(engine, "connect", _sqlite_pragmas)
         # pysqlite opens transactions lazily and never for DDL/SELECT; take control so that

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -349,3 +351,25 @@ def test_0011_names_stored_rbp_values_by_their_persistence_and_back(database_url
             downgrade(engine, "0010")
     finally:
         engine.dispose()
+
+
+def test_a_sqlite_file_keeps_the_servers_pool_size_and_memory_needs_none(tmp_path: Path) -> None:
+    """The server's EVALSTORE_DB_POOL_SIZE holds for a SQLite file: connections past SQLAlchemy's
+    default five were closed on return and opened again (~50 ms each). An in-memory database
+    takes the option without a pool to size."""
+    from evalstore.db.engine import make_engine
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'pooled.db'}", pool_size=12)
+    connections = [engine.connect() for _ in range(12)]
+    opened = {id(c.connection.dbapi_connection) for c in connections}
+    for connection in connections:
+        connection.close()
+    again = [engine.connect() for _ in range(12)]
+    assert {id(c.connection.dbapi_connection) for c in again} == opened  # the same twelve, kept
+    for connection in again:
+        connection.close()
+    engine.dispose()
+    memory = make_engine("sqlite://", pool_size=12)
+    with memory.connect() as connection:
+        assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+    memory.dispose()
