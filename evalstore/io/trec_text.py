@@ -73,8 +73,27 @@ _COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
 _HEX_PREFIX = re.compile(rb"(?:^|[ \t])[+-]?0[xX]", re.MULTILINE)
 
 
-# qrels lines the precise reader must see: blank ones, comments (indented or not)
-_QRELS_IRREGULAR = re.compile(rb"(?m)^[ \t\r\f\v]*[#\n]|^[ \t\r\f\v]+\Z")
+# qrels lines the precise reader must see: blank ones, comments (indented or not). Three
+# scans, not one multiline pattern (^...|^...\Z, tried at every byte: 27 ms of robust03's 2.7 MB
+# qrels, a tenth of an ordinary trec-eval; these take 3 ms): the first line, every line after a
+# newline, and the last line when it is white space only.
+_FIRST_LINE_IRREGULAR = re.compile(rb"[ \t\r\f\v]*[#\n]")
+_LATER_LINE_IRREGULAR = re.compile(rb"\n[ \t\r\f\v]*[#\n]")
+
+
+def _qrels_irregular(data: bytes) -> bool:
+    last = data[data.rfind(b"\n") + 1 :]
+    return bool(
+        _FIRST_LINE_IRREGULAR.match(data)
+        or _LATER_LINE_IRREGULAR.search(data)
+        or (last and not last.strip(b" \t\r\f\v"))
+    )
+
+
+def _has_hex_prefix(data: bytes) -> bool:
+    # the pattern only where the bytes occur at all (a substring test is ~10x faster than the
+    # pattern's scan of a file without them: 5 ms against 59 for robust03's qrels)
+    return (b"0x" in data or b"0X" in data) and _HEX_PREFIX.search(data) is not None
 
 
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
@@ -200,7 +219,7 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
     irregularities costs more than parsing it). If that fails, normalise (drop '#' comment
     lines, fold runs of white space into one tab) and try once more.
     """
-    if kind == "qrels" and (_QRELS_IRREGULAR.search(data) or _HEX_PREFIX.search(data)):
+    if kind == "qrels" and (_qrels_irregular(data) or _has_hex_prefix(data)):
         return None  # comment or blank lines: get_qrels.c's rules are line by line (_qrels_line_problem)
     first_line = data[: data.find(b"\n")] if b"\n" in data[:65536] else data[:65536]
     delimiter = b"\t" if b"\t" in first_line else b" "
