@@ -9,8 +9,6 @@ duplicate: callers confirm it exactly (collisions are then harmless, merely slow
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pyarrow as pa
 
@@ -60,7 +58,11 @@ def _string_hashes(array: pa.Array) -> np.ndarray:
         # run (14-45 s inside the storing transaction, issue 36). Past _VECTOR_BYTES, a string's
         # remaining bytes are hashed on their own: the cost is linear in the bytes, whatever one
         # field's length.
-        for i in np.flatnonzero(lengths > _VECTOR_BYTES):
+        long_rows = np.flatnonzero(lengths > _VECTOR_BYTES)
+        if len(long_rows):
+            import hashlib  # here only: OpenSSL's ~4 ms of start-up, for a field no real docno has
+
+        for i in long_rows:
             start, stop = int(starts[i]) + _VECTOR_BYTES, int(offsets[i + 1])
             tail = hashlib.blake2b(raw[start:stop].tobytes(), digest_size=8).digest()
             h[i] ^= np.frombuffer(tail, dtype="<u8")[0]
