@@ -50,9 +50,10 @@ class WorkerSettings:
     # evaluation of the run then reads its judged rows through it (7M rows: ~0.1 s, not ~0.7 s)
     index_runs: bool = True
     index_interval: float = 5.0  # how often an idle worker looks for a run to index
-    # queued ranking jobs on one qrels with one set of options are claimed and computed together,
-    # up to this bound (jobs.BatchBound(jobs=1): one at a time)
+    # queued ranking jobs on one qrels with one set of options are claimed and computed together
     batch: jobs.BatchBound = jobs.BatchBound()
+    settle: float = 0.0  # seconds of quiet in the queue before claiming (jobs.arrivals_settle_in)
+    settle_longest: float = 10.0  # ... unless the oldest queued job has waited this long
 
 
 class _Heartbeat:
@@ -122,6 +123,11 @@ class Worker:
         (:func:`jobs.claim_batch`, up to ``settings.batch``), and run them; False when there was
         nothing to claim. A batch is computed in one pass (:func:`kinds.compute_many`), then each
         job is finished as a job alone is (:meth:`_finish`)."""
+        while self.settings.settle > 0 and not self.stopping:
+            wait = jobs.arrivals_settle_in(self.engine, self.settings.settle, self.settings.settle_longest)
+            if wait <= 0:
+                break
+            time.sleep(wait)
         claimed = jobs.claim_batch(
             self.engine, self.worker_id, lease=self.settings.lease, only=self.only, bound=self.settings.batch
         )
@@ -317,7 +323,9 @@ class InProcessWorker:
     def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
         from evalstore.config import mlflow_enabled
 
-        settings = settings or WorkerSettings(poll_interval=1.0, mlflow=mlflow_enabled(), batch=batch_from_env())
+        settings = settings or WorkerSettings(
+            poll_interval=1.0, mlflow=mlflow_enabled(), batch=batch_from_env(), settle=jobs.SERVE_SETTLE
+        )
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()
         return background

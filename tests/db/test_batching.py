@@ -5,6 +5,7 @@ claimed again, the bound holds, and other kinds still go one at a time. SQLite a
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,23 @@ def test_a_batch_is_no_more_than_a_fair_share_among_live_workers(two_qrels: Engi
     while claimed := jobs.claim_batch(engine, "w"):
         sizes.append(len(claimed))
     assert sizes == [3, 1, 1]  # then one each
+
+
+def test_the_serve_worker_waits_for_a_burst_to_settle_then_claims_it_in_one_batch(two_qrels: Engine) -> None:
+    """The worker inside `evalstore serve` claims nothing while jobs keep arriving (the server
+    and it share the cores and SQLite's write lock), then the burst in one batch; a job that has
+    waited `settle_longest` is claimed whatever arrives."""
+    engine = two_qrels
+    assert jobs.arrivals_settle_in(engine, 0.5, 10.0) == 0.0  # nothing queued
+    refs = jobs.enqueue(engine, qrels_name="batched", run_names=None, options=EvaluationOptions(("AP",)))
+    assert 0.3 < jobs.arrivals_settle_in(engine, 0.5, 10.0) <= 0.5  # they just arrived
+    assert jobs.arrivals_settle_in(engine, 0.5, 0.0) == 0.0  # the oldest has waited long enough
+    worker = Worker(engine, WorkerSettings(mlflow=False, settle=0.3))
+    started = time.monotonic()
+    assert worker.process_one()
+    assert time.monotonic() - started >= 0.25  # it waited for the quiet
+    assert sorted(worker.done) == sorted(r.evaluation_id for r in refs)  # then took the five at once
+    assert jobs.arrivals_settle_in(engine, 0.5, 10.0) == 0.0
 
 
 def store_rows(session: Any, run_id: int | None) -> int:

@@ -25,7 +25,9 @@ from __future__ import annotations
 from evalstore.services.jobs.batches import (
     BATCH_JOBS,
     BATCH_ROWS,
+    SERVE_SETTLE,
     BatchBound,
+    arrivals_settle_in,
     claim_batch,
 )
 from evalstore.services.jobs.options import (
@@ -82,8 +84,10 @@ __all__ = [
     "BATCH_JOBS",
     "BATCH_ROWS",
     "BatchBound",
+    "SERVE_SETTLE",
     "ClaimedJob",
     "DEFAULT_LEASE",
+    "arrivals_settle_in",
     "DEFAULT_MEASURES_BY_KIND",
     "DEFAULT_MEASURE_SET",
     "EvaluationOptions",

@@ -14,15 +14,15 @@ DuckDB or Spark, and one against subtopic or preference judgments go one at a ti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from evalstore.backends import Backend
 from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
-from evalstore.db.session import unit_of_work
-from evalstore.services.jobs.options import DEFAULT_LEASE, ClaimedJob, db_now
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.services.jobs.options import DEFAULT_LEASE, ClaimedJob, as_utc, db_now
 from evalstore.services.jobs.queue import claim_in, take
 
 # a batch's default bound: its runs' rows stacked at once (as evalstore.metrics.stacked.STACK_CELLS,
@@ -30,6 +30,8 @@ from evalstore.services.jobs.queue import claim_in, take
 # whole campaign from the others
 BATCH_JOBS = 16
 BATCH_ROWS = 500_000
+# seconds of quiet in the queue before the worker inside `evalstore serve` claims (arrivals_settle_in)
+SERVE_SETTLE = 0.5
 
 
 @dataclass(frozen=True)
@@ -126,3 +128,24 @@ def _live_workers(session: Session, worker_id: str, now: datetime, lease: timede
         .where(Worker.state == "running", Worker.heartbeat_at >= now - 2 * lease, Worker.id != worker_id)
     )
     return 1 + (others or 0)
+
+
+def arrivals_settle_in(engine: Engine, settle: float, longest: float) -> float:
+    """Seconds until the queue has been quiet for ``settle`` seconds: 0 when no job arrived in
+    the last ``settle`` seconds, or when the oldest queued job has waited ``longest`` already (a
+    steady stream of submissions does not starve the first). The worker beside `evalstore serve`
+    waits this long before claiming, so a burst of submissions is stored before any of them is
+    evaluated (the server and the worker share the cores and SQLite's write lock), and is then
+    claimed in batches."""
+    with read_only(engine) as session:
+        row = session.execute(
+            select(func.min(Evaluation.created_at), func.max(Evaluation.created_at)).where(Evaluation.state == "queued")
+        ).one()
+    oldest: datetime | None = row[0]
+    newest: datetime | None = row[1]
+    if oldest is None or newest is None:
+        return 0.0
+    now = datetime.now(UTC)
+    if (now - as_utc(oldest)).total_seconds() >= longest:
+        return 0.0
+    return max(0.0, settle - (now - as_utc(newest)).total_seconds())
