@@ -255,9 +255,24 @@ def correct(p_values: np.ndarray, method: str, alpha: float = 0.05) -> np.ndarra
     p_values = np.asarray(p_values, dtype=float)
     if method == "none" or len(p_values) == 0:
         return p_values.copy()
+    if method == "holm":
+        return _holm(p_values)
     from statsmodels.stats.multitest import multipletests
 
     return np.asarray(multipletests(p_values, alpha=alpha, method=_STATSMODELS_METHOD[method])[1])
+
+
+def _holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment, statsmodels' multipletests(method="holm") operation for
+    operation (tests/property/test_holm.py holds the two to the bit). Ours because statsmodels'
+    Holm branch ends in ``gc.collect()``: a full collection on every call, ~0.2 s in a server or a
+    CLI holding a few million objects, paid by every compare page and health report."""
+    order = np.argsort(p_values)
+    adjusted = np.maximum.accumulate(p_values[order] * np.arange(len(p_values), 0, -1))
+    adjusted[adjusted > 1] = 1
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return out
 
 
 @dataclass(frozen=True)
