@@ -68,6 +68,36 @@ def limit_mlflow_http_retries() -> None:
         os.environ.setdefault(key, value)
 
 
+PASSWORD_COST_ENV = "EVALSTORE_PASSWORD_COST"
+# argon2id's cost for passwords: RFC 9106's second recommended choice (3 passes over 64 MiB, 4
+# lanes), ~50 ms on a server core, 100-200 ms on a small shared one
+DEFAULT_PASSWORD_COST = (3, 65536, 4)
+
+
+def password_cost() -> tuple[int, int, int]:
+    """argon2id's (time cost, memory in KiB, lanes) for the passwords set from now on:
+    ``$EVALSTORE_PASSWORD_COST`` as ``TIME,MEMORY_KIB,LANES``, else RFC 9106's second choice.
+    Each hash records its own cost, so a change never locks anyone out: passwords set before keep
+    theirs until they are set again."""
+    value = os.environ.get(PASSWORD_COST_ENV)
+    if not value:
+        return DEFAULT_PASSWORD_COST
+    from evalstore.errors import InvalidParameterError
+
+    parts = value.split(",")
+    if len(parts) != 3 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+        raise InvalidParameterError(
+            f"{PASSWORD_COST_ENV}={value!r} is not TIME,MEMORY_KIB,LANES (e.g. 3,65536,4); unset it for the default."
+        )
+    time_cost, memory, lanes = (int(p) for p in parts)
+    if not (1 <= time_cost <= 100 and 1 <= lanes <= 64 and 8 * lanes <= memory <= 4 * 1024 * 1024):
+        raise InvalidParameterError(
+            f"{PASSWORD_COST_ENV}={value!r} is out of range: TIME 1-100, LANES 1-64, "
+            "MEMORY_KIB from 8 x LANES to 4194304 (4 GiB)."
+        )
+    return time_cost, memory, lanes
+
+
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment

@@ -22,6 +22,12 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TREC_EVAL_TEST = SHARED / "trec_eval_test"
 PG_ENV = "EVALSTORE_TEST_DATABASE_URL"
 
+# argon2 at its production cost takes 100-200 ms of CPU for each password set or checked on our
+# two-core machines, and the tests set and check hundreds (in-process, and in the servers and
+# CLIs they start, which inherit this): the tests' passwords get argon2's cheapest cost.
+# tests/http/test_password_cost.py holds the default and the setting to what they must do.
+os.environ.setdefault("EVALSTORE_PASSWORD_COST", "1,8,1")
+
 
 VENDORED = Path(__file__).resolve().parent / "data"  # trec_eval's own test files, with the NIST notice
 

@@ -24,6 +24,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from evalstore.config import password_cost
 from evalstore.db.models import ROLES, ApiToken, AuditEntry, User
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import AccessDenied, AuthenticationError, ConflictError, InvalidParameterError, NotFoundError
@@ -49,11 +50,19 @@ ACTIONS: dict[str, frozenset[str]] = {
 }
 
 # Passwords are guessable, so they get argon2's recommended cost (RFC 9106's second choice,
-# ~50 ms). Token secrets are 256 random bits that no cost setting makes easier or harder to guess;
-# their hash only keeps a copied database from yielding usable tokens, so a cheap setting serves
-# and a client's every request does not pay 50 ms.
-_PASSWORDS = PasswordHasher()
+# ~50 ms; an operator may choose another: config.password_cost). Token secrets are 256 random bits
+# that no cost setting makes easier or harder to guess; their hash only keeps a copied database from
+# yielding usable tokens, so a cheap setting serves and a client's every request does not pay 50 ms.
 _SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+
+
+def _passwords() -> PasswordHasher:
+    """The hasher for passwords at the configured cost (a verification uses the cost the hash
+    records, whatever this one's)."""
+    time_cost, memory, lanes = password_cost()
+    return PasswordHasher(time_cost=time_cost, memory_cost=memory, parallelism=lanes)
+
+
 TOKEN_PREFIX = "es"
 SESSION_HOURS = 12
 MAX_EXPIRES_DAYS = 36_500  # a century: beyond it timedelta overflows (a 500, before)
@@ -141,7 +150,7 @@ def add_user(
                 name=name,
                 role=role,
                 team=team,
-                password_hash=_PASSWORDS.hash(password) if password is not None else None,
+                password_hash=_passwords().hash(password) if password is not None else None,
             )
             session.add(user)
             session.flush()
@@ -157,7 +166,7 @@ def set_password(engine: Engine, name: str, password: str, *, by: str | None = N
     _check_password(password)
     with unit_of_work(engine) as session:
         user = get_user(session, name)
-        user.password_hash = _PASSWORDS.hash(password)
+        user.password_hash = _passwords().hash(password)
         session.execute(
             update(ApiToken)
             .where(ApiToken.user_id == user.id, ApiToken.purpose == "session", ApiToken.revoked_at.is_(None))
@@ -341,11 +350,11 @@ def sign_in(engine: Engine, name: str, password: str) -> IssuedToken:
     valid = False
     if user is not None and user.password_hash is not None and user.disabled_at is None:
         try:
-            valid = _PASSWORDS.verify(user.password_hash, password)
+            valid = _passwords().verify(user.password_hash, password)
         except (VerificationError, InvalidHashError):
             valid = False
     else:
-        _PASSWORDS.hash(password)  # the same time spent: whether a user exists does not show in timing
+        _passwords().hash(password)  # the same time spent: whether a user exists does not show in timing
     if not valid:
         with unit_of_work(engine) as session:
             audit(session, name, "sessions.refused", name)

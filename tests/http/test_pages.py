@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from starlette.routing import Mount
 
+from evalstore.config import password_cost
 from evalstore.db.models import PoolJudgment, User
 from evalstore.db.session import read_only
 from evalstore.services import collections, judging, pools, store, tasks
@@ -328,10 +329,13 @@ def test_a_form_posted_through_a_session_needs_its_csrf_token(world: World, clie
     assert judged(world) == [(doc.group(1), 2)]
 
 
+_HASHER = PasswordHasher(*password_cost())  # the tests' cost (tests/conftest.py), as the server's would be
+
+
 def give_password(world: World, user: str) -> None:
     """The world's users have tokens; this one signs in with a password too."""
     with world.engine.begin() as connection:
-        connection.execute(update(User).where(User.name == user).values(password_hash=PasswordHasher().hash(PASSWORD)))
+        connection.execute(update(User).where(User.name == user).values(password_hash=_HASHER.hash(PASSWORD)))
 
 
 def judged(world: World, assessor: str = "assessor") -> list[tuple[str, int]]:
