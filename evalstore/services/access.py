@@ -49,18 +49,15 @@ ACTIONS: dict[str, frozenset[str]] = {
     "audit:read": frozenset({"admin"}),
 }
 
-# Passwords are guessable, so they get argon2's recommended cost (RFC 9106's second choice,
-# ~50 ms; an operator may choose another: config.password_cost). Token secrets are 256 random bits
-# that no cost setting makes easier or harder to guess; their hash only keeps a copied database from
-# yielding usable tokens, so a cheap setting serves and a client's every request does not pay 50 ms.
+# Passwords are guessable: they get argon2's recommended cost (~50 ms; config.password_cost). Token
+# secrets are 256 random bits that no cost makes easier or harder to guess; their hash only keeps a
+# copied database from yielding usable tokens: a cheap setting spares each request 50 ms.
 _SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 
 def _passwords() -> PasswordHasher:
-    """The hasher for passwords at the configured cost (a verification uses the cost the hash
-    records, whatever this one's)."""
-    time_cost, memory, lanes = password_cost()
-    return PasswordHasher(time_cost=time_cost, memory_cost=memory, parallelism=lanes)
+    """Hashes at the configured cost (a check uses the cost its hash records, whatever this is)."""
+    return PasswordHasher(*password_cost())
 
 
 TOKEN_PREFIX = "es"
