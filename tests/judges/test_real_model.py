@@ -66,10 +66,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             str(port),
             "--n_ctx",
             "2048",
-            # one thread: the suite keeps both cores busy, and ggml's threads wait for each other
-            # at every layer spinning, so two of them beside other work ran a token in 0.9 s, not
-            # 20 ms (the server's log: eval time); alone, one thread is as fast
+            # one thread, for the prompt too (its own default is a thread a core): the suite keeps
+            # both cores busy, and ggml's threads wait for each other at every layer spinning, so
+            # two of them beside other work ran a token in 0.9 s, not 20 ms (the server's log:
+            # eval time); alone, one thread is as fast
             "--n_threads",
+            "1",
+            "--n_threads_batch",
             "1",
             "--seed",
             "7",
