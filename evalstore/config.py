@@ -78,20 +78,19 @@ def password_cost() -> tuple[int, int, int]:
     """argon2id's (time cost, memory in KiB, lanes) for the passwords set from now on:
     ``$EVALSTORE_PASSWORD_COST`` as ``TIME,MEMORY_KIB,LANES``, else RFC 9106's second choice.
     Each hash records its own cost, so a change never locks anyone out: passwords set before keep
-    theirs until they are set again."""
+    theirs until they are set again. A bad value raises ValueError (this module sits below the
+    exception tree: its callers say it in their own terms)."""
     value = os.environ.get(PASSWORD_COST_ENV)
     if not value:
         return DEFAULT_PASSWORD_COST
-    from evalstore.errors import InvalidParameterError
-
     parts = value.split(",")
     if len(parts) != 3 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
-        raise InvalidParameterError(
+        raise ValueError(
             f"{PASSWORD_COST_ENV}={value!r} is not TIME,MEMORY_KIB,LANES (e.g. 3,65536,4); unset it for the default."
         )
     time_cost, memory, lanes = (int(p) for p in parts)
     if not (1 <= time_cost <= 100 and 1 <= lanes <= 64 and 8 * lanes <= memory <= 4 * 1024 * 1024):
-        raise InvalidParameterError(
+        raise ValueError(
             f"{PASSWORD_COST_ENV}={value!r} is out of range: TIME 1-100, LANES 1-64, "
             "MEMORY_KIB from 8 x LANES to 4194304 (4 GiB)."
         )

@@ -49,15 +49,16 @@ ACTIONS: dict[str, frozenset[str]] = {
     "audit:read": frozenset({"admin"}),
 }
 
-# Passwords are guessable: they get argon2's recommended cost (~50 ms; config.password_cost). Token
-# secrets are 256 random bits that no cost makes easier or harder to guess; their hash only keeps a
-# copied database from yielding usable tokens: a cheap setting spares each request 50 ms.
+# Passwords are guessable: argon2's recommended cost (~50 ms; config.password_cost). Tokens are 256
+# random bits: their hash only keeps a copied database from yielding them, so it can be cheap.
 _SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 
-def _passwords() -> PasswordHasher:
-    """Hashes at the configured cost (a check uses the cost its hash records, whatever this is)."""
-    return PasswordHasher(*password_cost())
+def _passwords() -> PasswordHasher:  # a check uses the cost its hash records, whatever this one's
+    try:
+        return PasswordHasher(*password_cost())
+    except ValueError as bad:
+        raise InvalidParameterError(str(bad)) from None
 
 
 TOKEN_PREFIX = "es"

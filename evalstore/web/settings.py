@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from evalstore.config import DATABASE_URL_ENV, default_database_url, password_cost
+from evalstore.errors import InvalidParameterError
 
 MAX_UPLOAD_ENV = "EVALSTORE_MAX_UPLOAD_MB"
 PUBLIC_LEADERBOARDS_ENV = "EVALSTORE_PUBLIC_LEADERBOARDS"
@@ -54,7 +55,10 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls) -> ServerSettings:
-        password_cost()  # a bad $EVALSTORE_PASSWORD_COST stops the server at start, not at a sign-in
+        try:  # a bad $EVALSTORE_PASSWORD_COST stops the server at start, not at a sign-in
+            password_cost()
+        except ValueError as bad:
+            raise InvalidParameterError(str(bad)) from None
         return cls(
             database_url=os.environ.get(DATABASE_URL_ENV) or default_database_url(),
             max_upload_bytes=int(float(os.environ.get(MAX_UPLOAD_ENV, "256")) * 2**20),
