@@ -25,14 +25,22 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/uv.l
     done
     # --inexact: keep what the lock does not list (uv itself, another extra's packages);
     # --compile-bytecode: write .pyc at install time, so start-up does not recompile pandas &co
-    # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines)
+    # from source in every process when PYTHONDONTWRITEBYTECODE is set (it is on our machines).
+    # scripts/test asks for none (EVALSTORE_LAZY_BYTECODE=1): it lets Python write the .pyc of what
+    # its processes import, as they import it; compiling every installed module up front took 21 s
+    # of a fresh clone's run (39 s of CPU), mostly for modules no test imports.
     # --offline first: the cache's packages, and above all the wheels it built from sdists
     # (llama-cpp-python's takes 15+ minutes), are used as they are; online, uv revalidates an sdist
     # whose HTTP cache entry has aged and builds it again. A machine whose cache lacks something
     # (a new one) falls back to the registry.
+    compile_args=(--compile-bytecode)
+    if [ "${EVALSTORE_LAZY_BYTECODE:-}" = "1" ]; then
+        compile_args=()
+    fi
     sync() {
         UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" sync --project "$ROOT" \
-            --locked --inexact --compile-bytecode --quiet "$@" ${extra_args[@]+"${extra_args[@]}"} >&2
+            --locked --inexact --quiet ${compile_args[@]+"${compile_args[@]}"} "$@" \
+            ${extra_args[@]+"${extra_args[@]}"} >&2
     }
     if ! sync --offline 2>/dev/null; then
         echo "not everything is in uv's cache: installing from the registry" >&2
