@@ -19,8 +19,10 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pyarrow as pa
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 BATCH_ROWS = 200_000  # rows per Arrow batch read or written
@@ -91,7 +93,17 @@ def _postgres_read(session: Session, statement: Any) -> tuple[str, str]:
     """(ADBC URI, SQL text) of a statement, for :func:`_fetch_arrow`."""
     engine = session.get_bind().engine
     sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
-    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False), sql
+    return libpq_uri(engine.url), sql
+
+
+def libpq_uri(url: URL) -> str:
+    """``url`` as a libpq connection URI, for ADBC. SQLAlchemy renders a space in a query value as
+    ``+`` (form encoding), which libpq keeps as a plus: ``?options=-c%20statement_timeout%3D5s``
+    reached the server as ``-c+statement_timeout=5s`` and every ADBC read failed to connect."""
+    url = url.set(drivername="postgresql")
+    base = url.set(query={}).render_as_string(hide_password=False)
+    query = urlencode(list(url.query.items()), doseq=True, quote_via=quote)
+    return f"{base}?{query}" if query else base
 
 
 def _fetch_arrow(uri: str, sql: str, *, index_join: bool = False) -> pa.Table:
