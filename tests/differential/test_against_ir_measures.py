@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,19 +80,31 @@ GDEVAL_NAMES = ["ERR@20", "ERR@10", "nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-lo
 CWL_NAMES = ["RBP(rel=1)", "RBP(p=0.5,rel=1)", "RBP(p=0.95,rel=2)"]
 
 
-def _per_topic(qrels: Path, run: Path, names: list[str]) -> dict[str, tuple[dict[str, float], dict[str, float]]]:
-    """For each name, (ir_measures' values, ours) by topic. Both sides compute all the names in one
-    call, as their users would: ir_measures groups them by provider, evalstore reads the files
-    once (one name per call re-read robust03 for each: most of this file's time)."""
-    spelled: dict[object, list[str]] = {}
-    for name in names:  # NumRelRet is NumRet(rel=1) to ir_measures: one measure, two of our names
+def _theirs(names: list[str], qrels: list[Any], run: list[Any]) -> dict[str, dict[str, float]]:
+    """ir_measures' values of each name by topic, the names computed together as its users would
+    (one name per call re-read robust03 for each: most of this file's time). Together, but one
+    call per setting of the parameters other than the cutoff: ir_measures hands a provider one
+    setting for all the measures of a call (pyndeval got alpha 0.5 for alpha_nDCG(alpha=0.8)
+    beside the default), and names it reads as one measure (NumRelRet is NumRet(rel=1), MAP_IA is
+    AP_IA) share its values."""
+    spelled: dict[Any, list[str]] = {}
+    for name in names:
         spelled.setdefault(ir_measures.parse_measure(name), []).append(name)
-    theirs: dict[str, dict[str, float]] = {name: {} for name in names}
-    for m in ir_measures.iter_calc(
-        list(spelled), ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run))
-    ):
-        for name in spelled[m.measure]:
-            theirs[name][m.query_id] = m.value
+    calls: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
+    for measure in spelled:
+        setting = tuple(sorted((k, v) for k, v in measure.params.items() if k != "cutoff"))
+        calls.setdefault(setting, []).append(measure)
+    values: dict[str, dict[str, float]] = {name: {} for name in names}
+    for measures in calls.values():
+        for m in ir_measures.iter_calc(measures, qrels, run):
+            for name in spelled[m.measure]:
+                values[name][m.query_id] = m.value
+    return values
+
+
+def _per_topic(qrels: Path, run: Path, names: list[str]) -> dict[str, tuple[dict[str, float], dict[str, float]]]:
+    """For each name, (ir_measures' values, ours) by topic; evalstore too computes them together."""
+    theirs = _theirs(names, list(ir_measures.read_trec_qrels(str(qrels))), list(ir_measures.read_trec_run(str(run))))
     # per canonical name: nDCG@10 and nDCG(dcg='log2')@10 are one measure to evalstore
     frame = evaluate(qrels, run, names, missing_topics="skip").per_query
     ours: dict[str, dict[str, float]] = {}
@@ -179,20 +192,7 @@ def test_diversity_measures_are_pyndeval_values(ties: bool) -> None:
     topics, ours = diversity_values(read_qrels(qrels, judgment_groups=True).table, run, measures)
     judgments = list(ir_measures.read_trec_qrels(str(qrels)))
     scored = [ir_measures.ScoredDoc(*row) for row in rows]
-    spelled: dict[object, list[str]] = {}
-    for name in DIVERSITY_NAMES:  # AP_IA and MAP_IA are one measure to ir_measures
-        spelled.setdefault(ir_measures.parse_measure(name), []).append(name)
-    # one pyndeval pass per setting of its parameters other than the cutoff: ir_measures hands
-    # pyndeval one alpha for all the measures of a call (alpha=0.8 beside the default gets 0.5)
-    passes: dict[tuple[tuple[str, object], ...], list[object]] = {}
-    for measure in spelled:
-        params = getattr(measure, "params", {})
-        passes.setdefault(tuple(sorted((k, v) for k, v in params.items() if k != "cutoff")), []).append(measure)
-    by_name: dict[str, dict[str, float]] = {name: {} for name in DIVERSITY_NAMES}
-    for batch in passes.values():
-        for m in ir_measures.iter_calc(batch, judgments, scored):
-            for name in spelled[m.measure]:
-                by_name[name][m.query_id] = m.value
+    by_name = _theirs(DIVERSITY_NAMES, judgments, scored)
     differing = set()
     for name, measure in zip(DIVERSITY_NAMES, measures, strict=True):
         theirs = by_name[name]
