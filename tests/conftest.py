@@ -9,7 +9,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,12 +163,12 @@ class Templates:
         self.built: dict[tuple[str, str], Any] = {}  # (backend, name) -> what the builder returned
         self.created: list[str] = []  # PostgreSQL databases to drop at the end
         self.copies = 0
-        # PostgreSQL copies are put back as their template was after their test and handed to the
-        # next one: CREATE DATABASE cost the server ~0.2 s of CPU a test (mostly system time: every
-        # relation's file created and WAL-logged); putting back a template's few rows, ~10-30 ms
+        # PostgreSQL copies of an empty template (``REUSED``), emptied after their test and handed
+        # to the next one: CREATE DATABASE cost the server ~0.2 s of CPU a test (mostly system
+        # time: every relation's file created and WAL-logged), emptying a few rows costs ~10 ms
         self._copy_of: dict[str, str] = {}  # database -> the template it was copied from
-        self._snapshots: dict[str, _Snapshot] = {}  # template -> what a copy is put back to
-        self._restored: dict[str, list[str]] = {}  # template -> copies put back, ready for a test
+        self._fingerprints: dict[str, str] = {}  # template -> its schema's fingerprint
+        self._emptied: dict[str, list[str]] = {}  # template -> emptied copies ready for a test
         self._to_drop: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._dropper: threading.Thread | None = None
         self._closing = False
@@ -234,32 +233,32 @@ class Templates:
             shutil.copyfile(make_url(template_url).database, target)
             return f"sqlite:///{target}"
         assert self.postgres_base is not None
-        if self._restored.get(name):
-            database = self._restored[name].pop()
+        if self._emptied.get(name):
+            database = self._emptied[name].pop()
             return make_url(self.postgres_base).set(database=database).render_as_string(hide_password=False)
-        if name not in self._snapshots:
-            self._snapshots[name] = _Snapshot.of(template_url)
         database = self._postgres_name(f"c{self.copies}")
         admin = self._admin()
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{database}" TEMPLATE "{make_url(template_url).database}"'))
+            if name in REUSED and name not in self._fingerprints:
+                self._fingerprints[name] = _schema_fingerprint(template_url)
         admin.dispose()
         self.created.append(database)
         self._copy_of[database] = name
         return make_url(self.postgres_base).set(database=database).render_as_string(hide_password=False)
 
-    def _put_back(self, url: str) -> bool:
-        """Put a used PostgreSQL copy back as its template is (the template's rows and run
-        partitions, its sequences where they were), for the next test. False, and the copy is
-        dropped instead, when its schema is no longer the template's (a test migrated it, or
-        indexed a run), a partition of the template is gone, or a lock is still held."""
-        database = make_url(url).database or ""
-        snapshot = self._snapshots.get(self._copy_of.get(database, ""))
-        if snapshot is None:
+    def _empty_for_reuse(self, url: str) -> bool:
+        """Empty a used copy of a ``REUSED`` template so that it holds what the template holds
+        (no rows, no run partitions, sequences at their start), for the next test. False, and
+        the copy is dropped instead, when its schema is no longer the template's (a test that
+        migrated it) or it cannot be emptied at once (a lock still held)."""
+        database = make_url(url).database
+        template = self._copy_of.get(database or "")
+        if template not in REUSED or template not in self._fingerprints:
             return False
         engine = create_engine(url, poolclass=NullPool)
         try:
-            with engine.connect() as connection:  # one connection: each costs the server a fork
+            with engine.begin() as connection:
                 # what the test left connected (ADBC's kept connections, a server's pool) goes:
                 # a session-level lock or setting must not outlive its test
                 connection.execute(
@@ -268,16 +267,36 @@ class Templates:
                         "WHERE datname = current_database() AND pid <> pg_backend_pid()"
                     )
                 )
-                connection.commit()
-                with connection.begin() as transaction:
-                    if not snapshot.put_back(connection):
-                        transaction.rollback()
-                        return False
+            with engine.begin() as connection:
+                connection.execute(text("SET LOCAL lock_timeout = '5s'"))
+                # foreign keys are not checked while emptying (the tables in any order)
+                connection.execute(text("SET LOCAL session_replication_role = replica"))
+                partitions = connection.scalars(
+                    text("SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid")
+                ).all()
+                if partitions:
+                    connection.execute(text(f"DROP TABLE {', '.join(partitions)}"))
+                if _schema_fingerprint(url, connection) != self._fingerprints[template]:
+                    return False
+                tables = connection.scalars(
+                    text(
+                        "SELECT c.oid::regclass::text FROM pg_class c "
+                        "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') "
+                        "AND c.relname <> 'alembic_version'"
+                    )
+                ).all()
+                for table in tables:
+                    connection.execute(text(f"DELETE FROM {table}"))
+                connection.execute(
+                    text(
+                        "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
+                    )
+                )
         except Exception:  # noqa: BLE001 - any failure: the copy is dropped, not reused
             return False
         finally:
             engine.dispose()
-        self._restored.setdefault(self._copy_of[database], []).append(database)
+        self._emptied.setdefault(template, []).append(database)  # type: ignore[arg-type]
         return True
 
     def drop(self, url: str) -> None:
@@ -287,7 +306,7 @@ class Templates:
         database = make_url(url).database
         if make_url(url).get_backend_name() == "sqlite" or database not in self.created:
             return
-        if not self._closing and self._put_back(url):
+        if not self._closing and self._empty_for_reuse(url):
             return
         self.created.remove(database)
         if self._dropper is None:
@@ -322,91 +341,12 @@ class Templates:
             self._dropper.join(timeout=600)
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """What a PostgreSQL template holds, to put a used copy back to it: its schema's fingerprint,
-    its run partitions, every table's rows (as JSON) and its sequences' positions."""
-
-    fingerprint: str
-    partitions: frozenset[str]
-    rows: dict[str, str]  # table -> its rows, a JSON array
-    sequences: dict[str, tuple[int, bool]]  # sequence -> (value, is_called) for setval
-
-    @classmethod
-    def of(cls, url: str) -> _Snapshot:
-        engine = create_engine(url, poolclass=NullPool)  # closed before the template is copied
-        try:
-            with engine.connect() as connection:
-                rows = {
-                    table: str(connection.scalar(text(f"SELECT coalesce(jsonb_agg(t), '[]')::text FROM {table} t")))
-                    for table in _tables(connection)
-                }
-                sequences = {
-                    name: (int(value if value is not None else start), value is not None)
-                    for name, value, start in connection.execute(
-                        text(
-                            "SELECT format('%I.%I', schemaname, sequencename), last_value, start_value "
-                            "FROM pg_sequences"
-                        )
-                    )
-                }
-                return cls(_schema_fingerprint(connection), _partitions(connection), rows, sequences)
-        finally:
-            engine.dispose()
-
-    def put_back(self, connection: Any) -> bool:
-        """In the caller's transaction: False when the copy cannot be put back (its schema or the
-        template's partitions changed)."""
-        connection.execute(text("SET LOCAL lock_timeout = '5s'"))
-        # foreign keys are not checked while the rows go and come back (the tables in any order)
-        connection.execute(text("SET LOCAL session_replication_role = replica"))
-        partitions = _partitions(connection)
-        if not self.partitions <= partitions:
-            return False
-        if partitions - self.partitions:
-            connection.execute(text(f"DROP TABLE {', '.join(sorted(partitions - self.partitions))}"))
-        if _schema_fingerprint(connection) != self.fingerprint:
-            return False
-        for table in _tables(connection):
-            connection.execute(text(f"DELETE FROM {table}"))
-        for table, rows in self.rows.items():
-            if rows != "[]":
-                connection.execute(
-                    text(
-                        f"INSERT INTO {table} SELECT * FROM jsonb_populate_recordset(NULL::{table}, CAST(:rows AS jsonb))"
-                    ),
-                    {"rows": rows},
-                )
-        for name, (value, called) in self.sequences.items():
-            connection.execute(
-                text("SELECT setval(:name, :value, :called)"), {"name": name, "value": value, "called": called}
-            )
-        return True
+# templates whose PostgreSQL copies are emptied and reused (see Templates._empty_for_reuse): those
+# that hold a schema and no rows
+REUSED = frozenset({"migrated"})
 
 
-def _tables(connection: Any) -> list[str]:
-    """The tables whose rows a test may change: all but Alembic's and the run partitions (their
-    rows are their parent table's)."""
-    return list(
-        connection.scalars(
-            text(
-                "SELECT c.oid::regclass::text FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace "
-                "AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> 'alembic_version' "
-                "ORDER BY 1"
-            )
-        )
-    )
-
-
-def _partitions(connection: Any) -> frozenset[str]:
-    return frozenset(
-        connection.scalars(
-            text("SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid")
-        )
-    )
-
-
-def _schema_fingerprint(connection: Any) -> str:
+def _schema_fingerprint(url: str, connection: Any = None) -> str:
     """What a database's schema is, as one hash: its relations (run partitions aside), columns,
     constraints, indexes, sequences and schemas, and the Alembic revision."""
     query = text(
@@ -432,7 +372,14 @@ def _schema_fingerprint(connection: Any) -> str:
         ) items
         """
     )
-    return str(connection.scalar(query))
+    if connection is not None:
+        return str(connection.scalar(query))
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as fresh:
+            return str(fresh.scalar(query))
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="session")
