@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
 
 from evalstore.db.engine import make_engine, upgrade
 
@@ -163,15 +162,8 @@ class Templates:
         self.built: dict[tuple[str, str], Any] = {}  # (backend, name) -> what the builder returned
         self.created: list[str] = []  # PostgreSQL databases to drop at the end
         self.copies = 0
-        # PostgreSQL copies of an empty template (``REUSED``), emptied after their test and handed
-        # to the next one: CREATE DATABASE cost the server ~0.2 s of CPU a test (mostly system
-        # time: every relation's file created and WAL-logged), emptying a few rows costs ~10 ms
-        self._copy_of: dict[str, str] = {}  # database -> the template it was copied from
-        self._fingerprints: dict[str, str] = {}  # template -> its schema's fingerprint
-        self._emptied: dict[str, list[str]] = {}  # template -> emptied copies ready for a test
         self._to_drop: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._dropper: threading.Thread | None = None
-        self._closing = False
 
     def _postgres_name(self, name: str) -> str:
         return f"evalstore_test_{uuid.uuid4().hex[:10]}_{name}"[:63]
@@ -232,72 +224,14 @@ class Templates:
             target = into or self.folder / f"copy-{self.copies}.db"
             shutil.copyfile(make_url(template_url).database, target)
             return f"sqlite:///{target}"
-        assert self.postgres_base is not None
-        if self._emptied.get(name):
-            database = self._emptied[name].pop()
-            return make_url(self.postgres_base).set(database=database).render_as_string(hide_password=False)
         database = self._postgres_name(f"c{self.copies}")
         admin = self._admin()
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{database}" TEMPLATE "{make_url(template_url).database}"'))
-            if name in REUSED and name not in self._fingerprints:
-                self._fingerprints[name] = _schema_fingerprint(template_url)
         admin.dispose()
         self.created.append(database)
-        self._copy_of[database] = name
+        assert self.postgres_base is not None
         return make_url(self.postgres_base).set(database=database).render_as_string(hide_password=False)
-
-    def _empty_for_reuse(self, url: str) -> bool:
-        """Empty a used copy of a ``REUSED`` template so that it holds what the template holds
-        (no rows, no run partitions, sequences at their start), for the next test. False, and
-        the copy is dropped instead, when its schema is no longer the template's (a test that
-        migrated it) or it cannot be emptied at once (a lock still held)."""
-        database = make_url(url).database
-        template = self._copy_of.get(database or "")
-        if template not in REUSED or template not in self._fingerprints:
-            return False
-        engine = create_engine(url, poolclass=NullPool)
-        try:
-            with engine.begin() as connection:
-                # what the test left connected (ADBC's kept connections, a server's pool) goes:
-                # a session-level lock or setting must not outlive its test
-                connection.execute(
-                    text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-            with engine.begin() as connection:
-                connection.execute(text("SET LOCAL lock_timeout = '5s'"))
-                # foreign keys are not checked while emptying (the tables in any order)
-                connection.execute(text("SET LOCAL session_replication_role = replica"))
-                partitions = connection.scalars(
-                    text("SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid")
-                ).all()
-                if partitions:
-                    connection.execute(text(f"DROP TABLE {', '.join(partitions)}"))
-                if _schema_fingerprint(url, connection) != self._fingerprints[template]:
-                    return False
-                tables = connection.scalars(
-                    text(
-                        "SELECT c.oid::regclass::text FROM pg_class c "
-                        "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') "
-                        "AND c.relname <> 'alembic_version'"
-                    )
-                ).all()
-                for table in tables:
-                    connection.execute(text(f"DELETE FROM {table}"))
-                connection.execute(
-                    text(
-                        "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
-                    )
-                )
-        except Exception:  # noqa: BLE001 - any failure: the copy is dropped, not reused
-            return False
-        finally:
-            engine.dispose()
-        self._emptied.setdefault(template, []).append(database)  # type: ignore[arg-type]
-        return True
 
     def drop(self, url: str) -> None:
         """Drop a PostgreSQL copy once its test is done (SQLite copies go with the test's folder).
@@ -305,8 +239,6 @@ class Templates:
         thread, in batches whose checkpoints coincide, while the next tests run."""
         database = make_url(url).database
         if make_url(url).get_backend_name() == "sqlite" or database not in self.created:
-            return
-        if not self._closing and self._empty_for_reuse(url):
             return
         self.created.remove(database)
         if self._dropper is None:
@@ -333,53 +265,11 @@ class Templates:
 
     def drop_all(self) -> None:
         """Drop every database this session made (at its end)."""
-        self._closing = True
         for database in list(self.created):
             self.drop(make_url(self.postgres_base or "").set(database=database).render_as_string(hide_password=False))
         if self._dropper is not None:
             self._to_drop.put(None)
             self._dropper.join(timeout=600)
-
-
-# templates whose PostgreSQL copies are emptied and reused (see Templates._empty_for_reuse): those
-# that hold a schema and no rows
-REUSED = frozenset({"migrated"})
-
-
-def _schema_fingerprint(url: str, connection: Any = None) -> str:
-    """What a database's schema is, as one hash: its relations (run partitions aside), columns,
-    constraints, indexes, sequences and schemas, and the Alembic revision."""
-    query = text(
-        """
-        SELECT md5(string_agg(item, ';' ORDER BY item)) FROM (
-            SELECT c.relname || ':' || c.relkind::text || ':' || a.attname || ':'
-                   || format_type(a.atttypid, a.atttypmod) || ':' || a.attnotnull::text
-                   || ':' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS item
-              FROM pg_class c
-              JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-              LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-             WHERE c.relnamespace = 'public'::regnamespace AND NOT c.relispartition AND c.relkind <> 'i'
-            UNION ALL
-            SELECT conname || ':' || pg_get_constraintdef(oid) FROM pg_constraint
-             WHERE connamespace = 'public'::regnamespace
-            UNION ALL
-            SELECT indexrelid::regclass::text || ':' || pg_get_indexdef(indexrelid) FROM pg_index
-             WHERE indrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace)
-            UNION ALL
-            SELECT 'schema:' || nspname FROM pg_namespace
-            UNION ALL
-            SELECT 'revision:' || version_num FROM alembic_version
-        ) items
-        """
-    )
-    if connection is not None:
-        return str(connection.scalar(query))
-    engine = create_engine(url, poolclass=NullPool)
-    try:
-        with engine.connect() as fresh:
-            return str(fresh.scalar(query))
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture(scope="session")
