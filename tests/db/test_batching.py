@@ -148,8 +148,6 @@ def test_batched_results_equal_one_at_a_time_bit_for_bit(
     engine = two_qrels
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
-    # the two figures are drawn from the stored values compared below (~0.5 s a run with matplotlib)
-    monkeypatch.setattr("evalstore.services.kinds.ranking.payload._figures", lambda _: iter(()))
     batched = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="batched", run_names=None)]
     alone = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="alone", run_names=None)]
 

@@ -206,8 +206,8 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(
     for run in (worker_run, sync_run):
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {
-            "roc_curve.png",
-            "precision_recall_curve.png",
+            "roc_curve.svg",
+            "precision_recall_curve.svg",
             "per_group.parquet",
             "per_group_table.json",
             "evaluation.json",

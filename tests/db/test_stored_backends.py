@@ -289,7 +289,7 @@ def test_a_backend_evaluation_is_logged_to_mlflow_like_any(
     assert logged.data.metrics["gauc"] == result.aggregates["gauc"]
     assert "threshold_youden" not in logged.data.metrics  # not computed out of core, so not logged as 0
     artifacts = {a.path for a in MlflowClient(uri).list_artifacts(logged.info.run_id)}
-    assert {"per_group.parquet", "evaluation.json"} <= artifacts and "roc_curve.png" not in artifacts
+    assert {"per_group.parquet", "evaluation.json"} <= artifacts and "roc_curve.svg" not in artifacts
 
 
 def test_the_cli_lists_every_backend() -> None:

@@ -64,6 +64,7 @@ class EvaluationSummary:
     stored: StoredEvaluation | None = None
 
 
+# (artifact file, figure): SVG text (evalstore.svg_charts) or a matplotlib Figure (evalstore.plots)
 Figures = Callable[[], Iterator[tuple[str, Any]]]
 
 
@@ -122,7 +123,7 @@ class MlflowRun:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # MLflow log_table file -> frame
     texts: dict[str, str] = field(default_factory=dict)
     dicts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    figures: Figures | None = None  # drawn only when logged (matplotlib is slow to import)
+    figures: Figures | None = None  # drawn only when logged
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ PNG_COMPRESS_LEVEL = 1
 def _write_artifacts(payload: MlflowRun, folder: Path) -> None:
     """Every artifact file of ``payload`` in ``folder``, each as the MLflow client's own
     ``log_artifact``, ``log_table``, ``log_text``, ``log_dict`` and ``log_figure`` (PNGs at
-    :data:`PNG_COMPRESS_LEVEL`) write it."""
+    :data:`PNG_COMPRESS_LEVEL`) write it; an SVG figure is text."""
     for name, frame in payload.parquet.items():
         frame.to_parquet(_file(folder, name))
     for name, frame in payload.tables.items():
@@ -145,7 +145,10 @@ def _write_artifacts(payload: MlflowRun, folder: Path) -> None:
         with open(_file(folder, name), "w") as out:
             json.dump(content, out, indent=2, default=str)
     for name, figure in payload.figures() if payload.figures else ():
-        figure.savefig(_file(folder, name), pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+        if isinstance(figure, str):  # SVG text (evalstore.svg_charts), as log_text writes it
+            _file(folder, name).write_text(figure, encoding="utf-8")
+        else:
+            figure.savefig(_file(folder, name), pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
 
 
 def _file(folder: Path, name: str) -> Path:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from evalstore import plots
+from evalstore import svg_charts
 from evalstore._version import __version__
 from evalstore.services.kinds.base import (
     MlflowRun,
@@ -56,35 +55,22 @@ def mlflow_run(result: Evaluated) -> MlflowRun:
     )
 
 
-def _curve_figures(result: Evaluated) -> Iterator[tuple[str, Any]]:
-    """The ROC and precision-recall plots, from the curve points the evaluation stored."""
+def _curve_figures(result: Evaluated) -> Iterator[tuple[str, str]]:
+    """The ROC and precision-recall figures (SVG), from the curve points the evaluation stored."""
     points = result.settings.get("curve")
     if not points:
         return
-    for name, x, y, xlabel, ylabel, value in (
-        (
-            "roc_curve.png",
-            points["fpr"],
-            points["tpr"],
-            "false positive rate",
-            "true positive rate",
-            f"AUC {_shown(result.aggregates.get('auc'))}",
-        ),
-        (
-            "precision_recall_curve.png",
-            points["recall"],
-            points["precision"],
-            "recall",
-            "precision",
-            f"AP {_shown(result.aggregates.get('average_precision'))}",
-        ),
-    ):
-        figure, axes = plots.curve_axes(xlabel, ylabel, f"{result.predictions} on {result.labels}")
-        axes.plot(x, y, color=plots.BLUE, label=value)
-        if name == "roc_curve.png":
-            axes.plot([0, 1], [0, 1], color=plots.GREY, linestyle=":")
-        axes.legend(loc="lower right")
-        yield name, figure
+    title = f"{result.predictions} on {result.labels}"
+    roc = svg_charts.Line(points["fpr"], points["tpr"], label=f"AUC {_shown(result.aggregates.get('auc'))}")
+    chance = svg_charts.Line([0, 1], [0, 1], colour=svg_charts.GREY, dotted=True)
+    yield (
+        "roc_curve.svg",
+        svg_charts.curves([roc, chance], xlabel="false positive rate", ylabel="true positive rate", title=title),
+    )
+    pr = svg_charts.Line(
+        points["recall"], points["precision"], label=f"AP {_shown(result.aggregates.get('average_precision'))}"
+    )
+    yield "precision_recall_curve.svg", svg_charts.curves([pr], xlabel="recall", ylabel="precision", title=title)
 
 
 def _shown(value: float | None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from evalstore import plots
+from evalstore import svg_charts
 from evalstore._version import __version__
 from evalstore.metrics import mlflow_key, parse_measure
 from evalstore.services.kinds.base import (
@@ -18,7 +18,7 @@ from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, StoredResul
 
 def mlflow_run(stored: StoredResults) -> MlflowRun:
     """Params (the run's metadata and the options), every aggregate as a metric, the per-topic
-    table (Parquet and an MLflow table), trec_eval's text, and two plots."""
+    table (Parquet and an MLflow table), trec_eval's text, and two figures (SVG)."""
     meta = stored.header
     tags = {
         "evalstore.evaluation_id": str(stored.evaluation_id),
@@ -60,13 +60,13 @@ def mlflow_run(stored: StoredResults) -> MlflowRun:
     )
 
 
-def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
+def _figures(stored: StoredResults) -> Iterator[tuple[str, str]]:
     main = next((m for m in MAIN_MEASURES if m in stored.measures), None)
     if main is not None:
         values = sorted(zip(stored.frame[main].astype(float).tolist(), stored.topics, strict=True), reverse=True)
         yield (
-            f"per_topic_{mlflow_key(main)}.png",
-            plots.per_topic(
+            f"per_topic_{mlflow_key(main)}.svg",
+            svg_charts.per_topic(
                 values,
                 stored.aggregates.get(main),
                 ylabel=main,
@@ -79,8 +79,12 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, Any]]:
         if parse_measure(m).family == "IPrec"
     )
     if len(curve) >= 2:
-        figure, axes = plots.curve_axes(
-            "recall", "interpolated precision", f"Interpolated precision-recall: {stored.run}"
+        yield (
+            "precision_recall.svg",
+            svg_charts.curves(
+                [svg_charts.Line([r for r, _ in curve], [p for _, p in curve], markers=True)],
+                xlabel="recall",
+                ylabel="interpolated precision",
+                title=f"Interpolated precision-recall: {stored.run}",
+            ),
         )
-        axes.plot([r for r, _ in curve], [p for _, p in curve], marker="o", color=plots.BLUE)
-        yield "precision_recall.png", figure
