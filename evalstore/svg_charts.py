@@ -21,6 +21,7 @@ from html import escape
 
 BLUE, RED, GREY = "#4c72b0", "#c44e52", "#999999"
 FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
+LABEL_GAP = 10  # pixels between two rotated topic labels (8 px text)
 
 # XML 1.0 allows no C0 control character but tab, newline and carriage return, even escaped
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -117,7 +118,8 @@ def _y_axis(frame: _Frame, ticks: list[float], label: str, grid: bool) -> list[s
 
 def per_topic(values: Sequence[tuple[float, str]], mean: float | None, *, ylabel: str, title: str) -> str:
     """One measure's per-topic values, best to worst (``values`` come sorted), as one filled
-    outline of steps, with the mean as a dashed line; the 5 best and 5 worst topics are named."""
+    outline of steps, with the mean as a dashed line; the 5 best and 5 worst topics are named, as
+    many of them as fit side by side."""
     count = len(values)
     heights = [v if math.isfinite(v) else 0.0 for v, _ in values]
     low = min([0.0, *heights])
@@ -134,8 +136,7 @@ def per_topic(values: Sequence[tuple[float, str]], mean: float | None, *, ylabel
             steps.append(f"V{y}H{_number(frame.x(i + 1))}")
         steps.append(f"V{base}Z")
         body.append(f'<path d="{"".join(steps)}" fill="{BLUE}"/>')
-    named = sorted({*range(min(5, count)), *range(max(0, count - 5), count)})
-    for i in named:
+    for i in _named_topics(frame, count):
         x = _number(frame.x(i + 0.5))
         y = _number(frame.bottom + 6)
         body.append(
@@ -159,6 +160,24 @@ def per_topic(values: Sequence[tuple[float, str]], mean: float | None, *, ylabel
         f"{text(f'topics, best to worst ({count})')}</text>"
     )
     return _document(frame, title, body)
+
+
+def _named_topics(frame: _Frame, count: int) -> list[int]:
+    """The places of the 5 best and 5 worst topics whose labels fit side by side: the best and the
+    worst are always named; where a step is too narrow for a label each (many topics), the labels
+    nearest them are kept and the rest dropped."""
+
+    def spaced(places: range) -> list[int]:
+        kept: list[int] = []
+        for i in places:
+            if not kept or abs(frame.x(i + 0.5) - frame.x(kept[-1] + 0.5)) >= LABEL_GAP:
+                kept.append(i)
+        return kept
+
+    best = spaced(range(min(5, count)))
+    worst = [i for i in spaced(range(count - 1, max(0, count - 5) - 1, -1)) if i not in best]
+    worst = [i for i in worst if not best or frame.x(i + 0.5) - frame.x(best[-1] + 0.5) >= LABEL_GAP]
+    return best + worst[::-1]
 
 
 @dataclass(frozen=True)

@@ -86,3 +86,16 @@ def test_ticks_are_round_even_and_cover_the_range(low: float, width: float) -> N
     assert all(abs((b - a) - step) <= 1e-6 * step for a, b in zip(ticks, ticks[1:], strict=False))
     mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
     assert min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 1e-6
+
+
+def test_topic_labels_never_overlap_however_many_topics() -> None:
+    for count, expected in ((20, 10), (100, 6), (7000, 2)):
+        values = [(1.0 - i / count, f"t{i}") for i in range(count)]
+        root = _parsed(svg_charts.per_topic(values, None, ylabel="AP", title="AP per topic"))
+        labels = [
+            e for e in root.iter(f"{SVG}text") if (e.text or "").startswith("t") and "rotate" in e.get("transform", "")
+        ]
+        xs = [float(e.attrib["x"]) for e in labels]
+        assert len(xs) == expected, count
+        assert all(b - a >= svg_charts.LABEL_GAP for a, b in zip(xs, xs[1:], strict=False))
+        assert labels[0].text == "t0" and labels[-1].text == f"t{count - 1}"
