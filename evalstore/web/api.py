@@ -22,7 +22,7 @@ from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bou
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
-from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, server, signed_in
+from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, csrf_token, server, signed_in
 from evalstore.web.headers import content_disposition
 
 router = APIRouter(prefix="/api/v1")
@@ -68,7 +68,7 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
     )
     return {
         "user": issued.user,
-        "csrf_token": access.csrf_token(issued.token),
+        "csrf_token": csrf_token(issued.token),
         "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None,
     }
 

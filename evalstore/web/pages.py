@@ -27,7 +27,7 @@ from evalstore.services import access, claims, judging, pools, reports, repro, s
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.services.judges import suggestions
-from evalstore.web.auth import SESSION_COOKIE, caller, server
+from evalstore.web.auth import SESSION_COOKIE, caller, csrf_token, server
 from evalstore.web.headers import content_disposition
 from evalstore.web.templating import bar_chart, query_terms, templates
 
@@ -51,7 +51,7 @@ def _principal(request: Request) -> Principal:
     if not cookie:
         return ANONYMOUS
     principal = access.authenticate(server(request).engine, cookie, purpose="session", context=server(request).context)
-    request.state.csrf = access.csrf_token(cookie)
+    request.state.csrf = csrf_token(cookie)
     return principal
 
 

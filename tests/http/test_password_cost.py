@@ -43,6 +43,24 @@ def test_passwords_take_the_set_cost_and_rfc_9106s_without_it(
     assert _hashes(sqlite_engine)["dear"].startswith("$argon2id$v=19$m=16,t=2,p=1$")
 
 
+def test_a_sign_in_makes_a_hash_of_another_cost_again_at_the_cost_set_now(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a change of setting, a user whose hash is older would sign in at the old cost while an
+    unknown name costs the new one: a timing difference. The first sign-in closes it."""
+    monkeypatch.setenv(PASSWORD_COST_ENV, "1,8,1")
+    access.add_user(sqlite_engine, "old", role="viewer", password=PASSWORD)
+    monkeypatch.setenv(PASSWORD_COST_ENV, "2,16,1")
+    with pytest.raises(AuthenticationError):
+        access.sign_in(sqlite_engine, "old", PASSWORD + "!")
+    assert _hashes(sqlite_engine)["old"].startswith("$argon2id$v=19$m=8,t=1,p=1$")  # not on a wrong password
+    assert access.sign_in(sqlite_engine, "old", PASSWORD).token
+    rehashed = _hashes(sqlite_engine)["old"]
+    assert rehashed.startswith("$argon2id$v=19$m=16,t=2,p=1$")
+    assert access.sign_in(sqlite_engine, "old", PASSWORD).token  # the new hash holds the same password
+    assert _hashes(sqlite_engine)["old"] == rehashed  # and is not made again at the same cost
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
