@@ -18,8 +18,8 @@ import types
 # The cyclic garbage collector's first generation is collected every 50,000 allocations net, not
 # Python's 700. Starting a command imports some 1,000-3,000 modules whose objects all survive, and
 # at 700 the collector walked them again and again while they were imported: 0.1 s of the ~0.8 s
-# of CPU an `evalstore worker` took to start, ~0.03 s of an ordinary `trec-eval`. At this module's
-# import, not in main(): a `worker --concurrency N` child is spawned, and imports this module
+# of CPU an `evalstore worker` took to start (`trec-eval` imports too little to notice). At this
+# module's import, not in main(): a `worker --concurrency N` child is spawned, and imports this module
 # (the parent's __main__ does) before the worker's own modules. Long-running processes keep a
 # working collector; cycles wait for 50,000 allocations instead of 700.
 GEN0_THRESHOLD = 50_000
