@@ -23,7 +23,13 @@ import types
 # (the parent's __main__ does) before the worker's own modules. Long-running processes keep a
 # working collector; cycles wait for 50,000 allocations instead of 700.
 GEN0_THRESHOLD = 50_000
-gc.set_threshold(GEN0_THRESHOLD, 10, 10)
+
+
+def tune_collector() -> None:
+    gc.set_threshold(GEN0_THRESHOLD, 10, 10)
+
+
+tune_collector()
 
 
 def main() -> None:

@@ -53,6 +53,13 @@ def _tick_label(value: float, step: float) -> str:
     return f"{value:.{decimals}f}"
 
 
+def _line(x1: float, x2: float, y1: float, y2: float, style: str = 'stroke="black"') -> str:
+    return f'<line x1="{_number(x1)}" x2="{_number(x2)}" y1="{_number(y1)}" y2="{_number(y2)}" {style}/>'
+
+
+GRID = 'stroke="#b0b0b0" stroke-opacity="0.6" stroke-width="0.8"'
+
+
 @dataclass(frozen=True)
 class _Frame:
     """A figure's plotting area: ``width`` x ``height`` pixels, the axes' box inside it, and the
@@ -94,19 +101,23 @@ def _document(frame: _Frame, title: str, body: list[str]) -> str:
     )
 
 
+def _legend_entry(frame: _Frame, y: float, style: str, label: str) -> str:
+    """A legend's line (drawn as its curve is) and label, at the axes' right, ``y`` down."""
+    return _line(frame.right - 128, frame.right - 104, y, y, style) + (
+        f'<text x="{_number(frame.right - 98)}" y="{_number(y)}" dominant-baseline="middle">{text(label)}</text>'
+    )
+
+
 def _y_axis(frame: _Frame, ticks: list[float], label: str, grid: bool) -> list[str]:
     step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
     parts = []
     for tick in ticks:
-        y = _number(frame.y(tick))
+        y = frame.y(tick)
         if grid:
-            parts.append(
-                f'<line x1="{_number(frame.left)}" x2="{_number(frame.right)}" y1="{y}" y2="{y}" '
-                'stroke="#b0b0b0" stroke-opacity="0.6" stroke-width="0.8"/>'
-            )
+            parts.append(_line(frame.left, frame.right, y, y, GRID))
         parts.append(
-            f'<line x1="{_number(frame.left - 4)}" x2="{_number(frame.left)}" y1="{y}" y2="{y}" stroke="black"/>'
-            f'<text x="{_number(frame.left - 6)}" y="{y}" text-anchor="end" dominant-baseline="middle">'
+            _line(frame.left - 4, frame.left, y, y)
+            + f'<text x="{_number(frame.left - 6)}" y="{_number(y)}" text-anchor="end" dominant-baseline="middle">'
             f"{_tick_label(tick, step)}</text>"
         )
     middle = _number((frame.top + frame.bottom) / 2)
@@ -137,22 +148,18 @@ def per_topic(values: Sequence[tuple[float, str]], mean: float | None, *, ylabel
         steps.append(f"V{base}Z")
         body.append(f'<path d="{"".join(steps)}" fill="{BLUE}"/>')
     for i in _named_topics(frame, count):
-        x = _number(frame.x(i + 0.5))
-        y = _number(frame.bottom + 6)
+        x, y = _number(frame.x(i + 0.5)), _number(frame.bottom + 6)
         body.append(
-            f'<line x1="{x}" x2="{x}" y1="{_number(frame.bottom)}" y2="{_number(frame.bottom + 4)}" stroke="black"/>'
-            f'<text x="{x}" y="{y}" text-anchor="end" dominant-baseline="middle" font-size="8" '
+            _line(frame.x(i + 0.5), frame.x(i + 0.5), frame.bottom, frame.bottom + 4)
+            + f'<text x="{x}" y="{y}" text-anchor="end" dominant-baseline="middle" font-size="8" '
             f'transform="rotate(-90 {x} {y})">{text(values[i][1])}</text>'
         )
     if mean is not None and math.isfinite(mean):
-        y = _number(frame.y(mean))
+        dashed = f'stroke="{RED}" stroke-width="1.5" stroke-dasharray="6 3"'
+        at = frame.y(mean)
         body.append(
-            f'<line x1="{_number(frame.left)}" x2="{_number(frame.right)}" y1="{y}" y2="{y}" stroke="{RED}" '
-            'stroke-width="1.5" stroke-dasharray="6 3"/>'
-            f'<line x1="{_number(frame.right - 128)}" x2="{_number(frame.right - 104)}" y1="{_number(frame.top + 14)}" '
-            f'y2="{_number(frame.top + 14)}" stroke="{RED}" stroke-width="1.5" stroke-dasharray="6 3"/>'
-            f'<text x="{_number(frame.right - 98)}" y="{_number(frame.top + 14)}" dominant-baseline="middle">'
-            f"mean {mean:.4f}</text>"
+            _line(frame.left, frame.right, at, at, dashed)
+            + _legend_entry(frame, frame.top + 14, dashed, f"mean {mean:.4f}")
         )
     centre = _number((frame.left + frame.right) / 2)
     body.append(
@@ -199,12 +206,11 @@ def curves(lines: Sequence[Line], *, xlabel: str, ylabel: str, title: str) -> st
     ticks = [i / 5 for i in range(6)]
     body = _y_axis(frame, ticks, ylabel, grid=True)
     for tick in ticks:
-        x = _number(frame.x(tick))
+        x = frame.x(tick)
         body.append(
-            f'<line x1="{x}" x2="{x}" y1="{_number(frame.top)}" y2="{_number(frame.bottom)}" stroke="#b0b0b0" '
-            f'stroke-opacity="0.6" stroke-width="0.8"/><line x1="{x}" x2="{x}" y1="{_number(frame.bottom)}" '
-            f'y2="{_number(frame.bottom + 4)}" stroke="black"/><text x="{x}" y="{_number(frame.bottom + 15)}" '
-            f'text-anchor="middle">{tick:.1f}</text>'
+            _line(x, x, frame.top, frame.bottom, GRID)
+            + _line(x, x, frame.bottom, frame.bottom + 4)
+            + f'<text x="{_number(x)}" y="{_number(frame.bottom + 15)}" text-anchor="middle">{tick:.1f}</text>'
         )
     body.append(
         f'<text x="{_number((frame.left + frame.right) / 2)}" y="{frame.height - 8:g}" text-anchor="middle">'
@@ -217,17 +223,12 @@ def curves(lines: Sequence[Line], *, xlabel: str, ylabel: str, title: str) -> st
             for x, y in zip(line.x, line.y, strict=True)
             if math.isfinite(x) and math.isfinite(y)
         ]
-        dash = ' stroke-dasharray="1.5 3"' if line.dotted else ""
+        style = f'stroke="{line.colour}" stroke-width="1.5"' + (' stroke-dasharray="1.5 3"' if line.dotted else "")
         coordinates = " ".join(f"{_number(x)},{_number(y)}" for x, y in points)
-        body.append(f'<polyline points="{coordinates}" fill="none" stroke="{line.colour}" stroke-width="1.5"{dash}/>')
+        body.append(f'<polyline points="{coordinates}" fill="none" {style}/>')
         if line.markers:
             body.extend(f'<circle cx="{_number(x)}" cy="{_number(y)}" r="3" fill="{line.colour}"/>' for x, y in points)
         if line.label is not None:
-            y = _number(frame.bottom - 14 - 16 * legend)
-            body.append(
-                f'<line x1="{_number(frame.right - 128)}" x2="{_number(frame.right - 104)}" y1="{y}" y2="{y}" '
-                f'stroke="{line.colour}" stroke-width="1.5"{dash}/><text x="{_number(frame.right - 98)}" y="{y}" '
-                f'dominant-baseline="middle">{text(line.label)}</text>'
-            )
+            body.append(_legend_entry(frame, frame.bottom - 14 - 16 * legend, style, line.label))
             legend += 1
     return _document(frame, title, body)

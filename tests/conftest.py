@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import gc
+from evalstore._entry import tune_collector
 
-# As in the `evalstore` command (evalstore._entry): each test process imports ~3,000 modules and
-# collecting its first generation every 700 allocations walked them again and again (a pytest
-# worker's collection: ~0.6 s of CPU). Set before the imports below.
-gc.set_threshold(50_000, 10, 10)
+# As in the `evalstore` command: each test process imports ~3,000 modules and collecting its first
+# generation every 700 allocations walked them again and again (a pytest worker's collection:
+# ~0.6 s of CPU). Set before the imports below.
+tune_collector()
 
 import os
 import queue
