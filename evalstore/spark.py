@@ -109,11 +109,11 @@ def evaluate_ranking(
     judged_only: bool = False,
     max_docs: int | None = None,
 ) -> tuple[DataFrame, DataFrame]:
-    """(per query: topic, measure, value (text: for text-valued measures); aggregates: measure,
-    value) of a run against qrels, both
-    Spark DataFrames with any of evalstore's column names (topic/query_id/qid, doc/docno,
-    score; relevance/rel/label). ``complete``, ``judged_only`` and ``max_docs`` are trec_eval's
-    -c, -J and -M."""
+    """(per query: query_id, measure, value (text_value: for text-valued measures); aggregates: measure,
+    value) of a run against qrels, both Spark DataFrames with any of evalstore's column names
+    (topic/query_id/qid, doc/docno, score; relevance/rel/label). The per-query table names its
+    query column as :func:`evalstore.evaluate`'s does. ``complete``, ``judged_only`` and
+    ``max_docs`` are trec_eval's -c, -J and -M."""
     from evalstore.metrics import compute, resolve_measures, summarise
     from evalstore.metrics._prepare import PrepareOptions, prepare_ranked
 
@@ -132,10 +132,10 @@ def evaluate_ranking(
     if not rk.topics:
         raise InvalidParameterError("No queries with both results and relevance info; check that the topic ids match.")
     values = compute(rk, chosen, relevance_level=relevance_level)
-    numeric = [m for m in chosen if values[m].dtype != object]  # text values (relstring) go in 'text'
+    numeric = [m for m in chosen if values[m].dtype != object]  # text values (relstring) go in 'text_value'
     per_query = pa.table(
         {
-            "topic": pa.array(rk.topics * len(chosen), pa.string()),
+            "query_id": pa.array(rk.topics * len(chosen), pa.string()),
             "measure": pa.array([str(m) for m in chosen for _ in rk.topics], pa.string()),
             "value": pa.array(
                 np.concatenate(
@@ -143,7 +143,7 @@ def evaluate_ranking(
                 ),
                 from_pandas=True,
             ),
-            "text": pa.array([None if m in numeric else str(v) for m in chosen for v in values[m]], pa.string()),
+            "text_value": pa.array([None if m in numeric else str(v) for m in chosen for v in values[m]], pa.string()),
         }
     )
     aggregates = pa.table(

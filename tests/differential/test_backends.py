@@ -248,12 +248,13 @@ def test_spark_ranking_equals_the_local_engine(spark) -> None:  # type: ignore[n
         local = prepare(qrels, run, options)
         expected = compute(local, measures)
         got = per_query.toArrow()
+        assert got.column_names == ["query_id", "measure", "value", "text_value"]  # as evalstore.evaluate's
         for measure in measures:
             if expected[measure].dtype == object:
                 continue  # text values (relstring) are not numbers: trec-eval prints them
             mine = got.filter(pa.compute.equal(got["measure"], str(measure)))
-            order = np.argsort(mine["topic"].to_numpy(zero_copy_only=False))
-            topics = np.asarray(mine["topic"].to_pylist())[order].tolist()
+            order = np.argsort(mine["query_id"].to_numpy(zero_copy_only=False))
+            topics = np.asarray(mine["query_id"].to_pylist())[order].tolist()
             assert topics == sorted(local.topics)
             values = mine["value"].to_numpy()[order]
             want = np.asarray(expected[measure], dtype=np.float64)[np.argsort(np.asarray(local.topics))]
