@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import sys
 import threading
@@ -76,7 +77,9 @@ class _WriteTurns:
     queue on a lock of their own (released at commit or rollback, woken at once), and the one at
     the front asks SQLite again every 0.5-2 ms (a writer of another process may hold it), not by
     SQLite's steps. After BUSY_SECONDS it fails as SQLite's busy timeout would ('database is
-    locked'). Plain BEGIN (readers) is SQLite's own, as are PostgreSQL's transactions."""
+    locked'). A turn ends at the commit or rollback event (just before the statement is sent) or,
+    for a connection invalidated or closed mid-transaction, when it goes back to the pool. Plain
+    BEGIN (readers) is SQLite's own, as are PostgreSQL's transactions."""
 
     def __init__(self) -> None:
         self._turn = threading.Lock()
@@ -96,9 +99,11 @@ class _WriteTurns:
             connection.exec_driver_sql("BEGIN")
             return
         deadline = time.monotonic() + BUSY_SECONDS
-        if self._turn.acquire(timeout=BUSY_SECONDS):
-            connection.connection.info["write_turn"] = True
         try:
+            # taken and recorded in one statement: only an exception raised by a signal handler
+            # between the two would leave the turn taken (each later writer of the process would
+            # then wait BUSY_SECONDS for it, and go on asking SQLite: slow, not stuck)
+            connection.connection.info["write_turn"] = self._turn.acquire(timeout=BUSY_SECONDS)
             self._begin_immediate(connection, deadline)
         except BaseException:
             self.end(connection)
@@ -107,24 +112,20 @@ class _WriteTurns:
     @staticmethod
     def _begin_immediate(connection: Any, deadline: float) -> None:
         raw = connection.connection.dbapi_connection
-        raw.execute("PRAGMA busy_timeout = 0")
         try:
-            pause = _FIRST_PAUSE
-            while time.monotonic() < deadline:
-                try:
-                    raw.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as error:
-                    if error.sqlite_errorcode & 0xFF != _SQLITE_BUSY:
-                        break
-                time.sleep(pause)
-                pause = min(2 * pause, _LONGEST_PAUSE)
-            # out of time, or another error: raised as SQLAlchemy raises it (at once: no wait left)
+            if _polled(raw, deadline):
+                return
+            # out of time, or another error: raised as SQLAlchemy raises it (wrapped, a lost
+            # connection recognised as one), at once (the busy timeout is still 0)
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         finally:
-            raw.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
+            with contextlib.suppress(sqlite3.Error):  # a closed connection: the error above says so
+                raw.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
 
     def end(self, connection: Any) -> None:
+        """At commit or rollback (SQLAlchemy's events come just before the statement is sent)."""
+        if connection.invalidated or connection.closed:
+            return  # its pool entry's checkin gives the turn back
         if connection.connection.info.pop("write_turn", False):
             self._turn.release()
 
@@ -136,6 +137,27 @@ class _WriteTurns:
         if dbapi_connection is not None:
             for schema in attached:
                 dbapi_connection.execute(f"DETACH DATABASE {schema}")
+
+
+def _polled(raw: sqlite3.Connection, deadline: float) -> bool:
+    """BEGIN IMMEDIATE on ``raw``, asked again after a short pause while another connection holds
+    the write lock, until ``deadline``: True once it began; False out of time or on another
+    error (which the caller raises as SQLAlchemy would)."""
+    pause = _FIRST_PAUSE
+    try:
+        raw.execute("PRAGMA busy_timeout = 0")
+        while time.monotonic() < deadline:
+            try:
+                raw.execute("BEGIN IMMEDIATE")
+                return True
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode & 0xFF != _SQLITE_BUSY:
+                    return False
+            time.sleep(pause)
+            pause = min(2 * pause, _LONGEST_PAUSE)
+    except sqlite3.Error:
+        return False
+    return False
 
 
 def writer(engine: Engine, attach: Mapping[str, Path] | None = None) -> Engine:

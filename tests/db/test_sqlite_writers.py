@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import OperationalError
 
 from evalstore.db import engine as engines
@@ -139,3 +139,28 @@ def test_no_turn_outlives_its_transaction(engine: Engine) -> None:
             "committed",
             "from another thread",
         ]
+
+
+class _Stop(BaseException):
+    """As the worker's StopNow: raised by a signal handler, not an Exception."""
+
+
+def test_a_base_exception_inside_a_write_reaches_the_caller_as_itself_and_frees_the_turn(engine: Engine) -> None:
+    """SQLAlchemy invalidates a connection on a BaseException during a statement and then sends
+    the rollback event: the turn must come back through the pool, and the caller see its own
+    exception (a second SIGTERM's StopNow), not an error about the invalidated connection."""
+
+    def stop(*_: object) -> None:
+        raise _Stop
+
+    event.listen(engine, "before_cursor_execute", stop)
+    try:
+        with pytest.raises(_Stop), writer(engine).begin() as connection:
+            connection.execute(text("INSERT INTO log VALUES ('stopped')"))
+    finally:
+        event.remove(engine, "before_cursor_execute", stop)
+    done = threading.Thread(target=_write, args=(engine, "next"))
+    started = time.monotonic()
+    done.start()
+    done.join(timeout=10)
+    assert not done.is_alive() and time.monotonic() - started < 1
