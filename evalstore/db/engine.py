@@ -72,7 +72,7 @@ class _WriteTurns:
     """How an engine's writers take SQLite's write lock (BEGIN IMMEDIATE), one at a time.
 
     SQLite's own wait for a taken lock (its busy handler) sleeps in growing steps up to 100 ms
-    and is woken by nothing: 20 uploads at once left the lock idle ~45 % of the time they queued
+    and is woken by nothing: 20 uploads at once left the lock idle ~37 % of the time they queued
     for it, between one writer's commit and the next one's waking. So the writers of this process
     queue on a lock of their own (released at commit or rollback, woken at once), and the one at
     the front asks SQLite again every 0.5-2 ms (a writer of another process may hold it), not by
