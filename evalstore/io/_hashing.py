@@ -83,15 +83,15 @@ def doc_hashes(docs: pa.ChunkedArray) -> np.ndarray:
 
 def pair_hashes(topics: pa.ChunkedArray, docs: pa.ChunkedArray) -> np.ndarray:
     """One uint64 per row identifying the (topic, doc) pair (equal pairs, equal hashes)."""
-    return _with_topics(doc_hashes(docs), _topic_codes(topics))
+    return with_topics(doc_hashes(docs), _topic_codes(topics))
 
 
 def _topic_codes(topics: pa.ChunkedArray) -> np.ndarray:
     return pc.dictionary_encode(topics).combine_chunks().indices.to_numpy()
 
 
-def _with_topics(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Docno hashes made (topic, doc) hashes, in place."""
+def with_topics(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Docno hashes made (topic, doc) hashes, in place: ``codes`` are the topics as integers."""
     mixed = codes.astype(np.uint64)
     with np.errstate(over="ignore"):
         mixed += np.uint64(1)
@@ -115,7 +115,7 @@ def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray, codes: np.
         within = _repeated_within_topics(docs, starts)
         if within is not None:
             return within
-    keys = _with_topics(doc_hashes(docs), codes)
+    keys = with_topics(doc_hashes(docs), codes)
     keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
 
@@ -158,3 +158,64 @@ def _repeated_within_groups(keys: np.ndarray, starts: np.ndarray) -> bool | None
         return None
     matrix.sort(axis=1)
     return bool((matrix[:, 1:] == matrix[:, :-1]).any())
+
+
+class KeyIndex:
+    """Where each of some 64-bit keys is, for looking keys up among them many times: an
+    open-addressing table with linear probing, built and probed by whole arrays in numpy.
+
+    Why our own: pyarrow's ``index_in`` builds a hash table of its value set at every call
+    (~3 ms for robust03's 128k judgments, once a run of a campaign, where a look-up here takes
+    ~1 ms), and no library that `trec-eval` loads keeps one between calls (pandas' index engine
+    would, at ~0.1 s of import). A key given more than once is found at one of its places;
+    :attr:`distinct` says whether that happened."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = keys
+        # a power of two at least four times the keys: with the keys' bits well mixed (the
+        # splitmix finaliser), nearly every probe ends at the first or second slot
+        bits = max(int(len(keys)).bit_length() + 2, 4)
+        self._shift = np.uint64(64 - bits)
+        self._mask = (1 << bits) - 1
+        self._slots = np.full(1 << bits, -1, dtype=np.int64)
+        pending = np.arange(len(keys), dtype=np.int64)
+        slot = self._home(keys)
+        self._probes = 0
+        while len(pending):
+            self._probes += 1
+            free = self._slots[slot] == -1
+            # keys sharing a free slot: one of them takes it (numpy keeps one of the writes), the
+            # others go on to the next slot, as a look-up of theirs will
+            self._slots[slot[free]] = pending[free]
+            placed = self._slots[slot] == pending
+            pending, slot = pending[~placed], (slot[~placed] + 1) & self._mask
+        found = self.find(keys)
+        self.distinct = bool((found == np.arange(len(keys))).all())
+
+    def _home(self, keys: np.ndarray) -> np.ndarray:
+        return (keys >> self._shift).astype(np.int64)  # the top bits: the finaliser mixes them best
+
+    def find(self, queries: np.ndarray) -> np.ndarray:
+        """Each query's place among the keys, or -1."""
+        if not len(self.keys):
+            return np.full(len(queries), -1, dtype=np.int64)
+        slot = self._home(queries)
+        at = self._slots[slot]
+        # the first probe over every query at once, without boolean selections (each costs more
+        # than the probe itself); an empty slot's -1 takes a key that the mask then disregards
+        held = at >= 0
+        hit = held & (self.keys.take(at, mode="clip") == queries)
+        found = np.where(hit, at, -1)
+        asking = np.flatnonzero(held & ~hit)
+        slot = (slot[asking] + 1) & self._mask
+        # the few left, a slot further each time: no key lies more than self._probes slots away
+        for _ in range(self._probes - 1):
+            if not len(asking):
+                break
+            at = self._slots[slot]
+            held = at >= 0
+            hit = held & (self.keys.take(at, mode="clip") == queries[asking])
+            found[asking[hit]] = at[hit]
+            going = held & ~hit
+            asking, slot = asking[going], (slot[going] + 1) & self._mask
+        return found

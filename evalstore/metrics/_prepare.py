@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.io._hashing import doc_hashes
+from evalstore.io._hashing import KeyIndex, doc_hashes, with_topics
 from evalstore.trec_order import EncodedRanks, encoded_ranks, positions_within_groups, take_rows
 
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval
@@ -396,14 +397,38 @@ HASHED_LOOKUP_ROWS = 1_000_000
 
 @dataclass(frozen=True)
 class _JudgedDocs:
-    """A qrels table's judged docnos as codes: each judgment's, and the values they index (the
-    docnos as text, or their 64-bit hashes)."""
+    """A qrels table's judged docnos (``docs``): as codes, each judgment's, and the values they
+    index (the docnos as text, or their 64-bit hashes), and as the hashes themselves. Each is
+    computed when first asked for."""
 
-    codes: np.ndarray
-    values: pa.Array
+    docs: pa.ChunkedArray
+    hashed: bool
     # the judgments' (topic row, docno code) keys, sorted, and their judgments, for the last
     # topic rows seen (keyed by row_of's bytes): the runs of a campaign nearly all have every topic
     sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
+    # the judgments' (topic, docno) hash keys indexed, for the last qrels topic column seen (kept
+    # alive beside its _column_key); None where two judgments share a key
+    pairs: dict[tuple[tuple[int, ...], ...], tuple[pa.ChunkedArray, KeyIndex | None]] = field(
+        default_factory=dict, compare=False
+    )
+
+    @cached_property
+    def hashes(self) -> np.ndarray:
+        return doc_hashes(self.docs)
+
+    @cached_property
+    def _encoded(self) -> tuple[np.ndarray, pa.Array]:
+        encoded = pc.dictionary_encode(pa.array(self.hashes) if self.hashed else self.docs)
+        encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+        return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self._encoded[0]
+
+    @property
+    def values(self) -> pa.Array:
+        return self._encoded[1]
 
 
 _last_judged: dict[bool, tuple[pa.ChunkedArray, tuple[tuple[int, ...], ...], _JudgedDocs]] = {}
@@ -416,12 +441,21 @@ def _judged_docs(qrels: pa.Table, hashed: bool) -> _JudgedDocs:
     key = _column_key(qrels["doc"])
     if kept is not None and kept[1] == key:
         return kept[2]
-    docs = pa.array(doc_hashes(qrels["doc"])) if hashed else qrels["doc"]
-    encoded = pc.dictionary_encode(docs)
-    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
-    judged = _JudgedDocs(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary)
+    judged = _JudgedDocs(qrels["doc"], hashed)
     _last_judged[hashed] = (qrels["doc"], key, judged)
     return judged
+
+
+def _judgment_pairs(judged: _JudgedDocs, qrels: pa.Table, resolved: _Topics) -> KeyIndex | None:
+    """Every judgment's (topic, docno) as a 64-bit key (its docno's hash mixed with its topic's
+    code), indexed; None when two judgments share a key (a pair judged twice, or two pairs whose
+    hashes collide): those qrels take the sorted look-up, which keeps each row's first judgment."""
+    memo = _column_key(qrels["topic"])
+    if memo not in judged.pairs:
+        index = KeyIndex(with_topics(judged.hashes.copy(), resolved.judgment_code))
+        judged.pairs.clear()
+        judged.pairs[memo] = (qrels["topic"], index if index.distinct else None)
+    return judged.pairs[memo][1]
 
 
 def _judged_rows(
@@ -439,6 +473,8 @@ def _judged_rows(
     large run's docnos are looked up as text: there hashing 7M docnos first cost more than it saved."""
     hashed = len(docs) < HASHED_LOOKUP_ROWS
     judged = _judged_docs(qrels, hashed)
+    if hashed and (pairs := _judgment_pairs(judged, qrels, resolved)) is not None:
+        return _judged_rows_by_pair(docs, topic_row, codes, qrels, resolved, pairs)
     width = len(judged.values)
     if hashed:  # one look-up of the hashes, as numpy (their codes, or -1)
         found = pc.index_in(doc_hashes(docs), value_set=judged.values)
@@ -476,6 +512,30 @@ def _judged_rows(
         run_row, pair_judgment = run_row[keep], pair_judgment[keep]
     run_row, first = np.unique(run_row, return_index=True)  # each row's first judgment
     levels = qrels["relevance"].to_numpy()[pair_judgment[first]]
+    return run_row, np.where(levels < 0, UNJUDGED, levels).astype(np.int32)
+
+
+def _judged_rows_by_pair(
+    docs: pa.ChunkedArray,
+    topic_row: np.ndarray,
+    codes: np.ndarray,
+    qrels: pa.Table,
+    resolved: _Topics,
+    pairs: KeyIndex,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_judged_rows` for an ordinary run against qrels that judge each (topic, docno) once:
+    each row's (topic, docno) key is looked up among the judgments' in one pass. A key found is a
+    candidate, confirmed on the judgment's topic code and docno text. A campaign's runs share the
+    index (the qrels side is built once): ~2 ms a robust03 run where the two-step look-up took ~8."""
+    code = resolved.code[codes]  # each row's topic as a qrels topic code, -1 where the qrels lack it
+    judgment = pairs.find(with_topics(doc_hashes(docs), np.maximum(code, 0)))
+    run_row = np.flatnonzero((judgment >= 0) & (topic_row[codes] >= 0))
+    judgment = judgment[run_row]
+    same_topic = resolved.judgment_code[judgment] == code[run_row]
+    run_row, judgment = run_row[same_topic], judgment[same_topic]
+    same_doc = pc.equal(take_rows(docs, run_row), take_rows(qrels["doc"], judgment)).to_numpy(zero_copy_only=False)
+    run_row, judgment = run_row[same_doc], judgment[same_doc]
+    levels = qrels["relevance"].to_numpy()[judgment]
     return run_row, np.where(levels < 0, UNJUDGED, levels).astype(np.int32)
 
 

@@ -133,8 +133,11 @@ def test_docnos_looked_up_by_hash_by_text_and_through_collisions_agree(
 ) -> None:
     """prepare looks an ordinary run's docnos up by 64-bit hash (a match confirmed on the text),
     a large run's as text: the two, and the hashed one with every hash colliding, find the same
-    judged places. Plain patching (not pytest's fixture, which hypothesis would share between
-    examples) and restored in finally."""
+    judged places. Qrels that judge each pair once take the (topic, docno) key index (``single``,
+    and ``colliding_once`` where no two judgments' keys collide: there a run docno's key meets a
+    judgment of another docno), qrels with a judgment given twice the sorted look-up. Plain
+    patching (not pytest's fixture, which hypothesis would share between examples) and restored in
+    finally."""
     run, once = data
     qrels = pa.concat_tables([once, once.slice(0, 1)])  # a judgment given twice: a place is judged once
     options = PrepareOptions(complete=complete)
@@ -147,10 +150,11 @@ def test_docnos_looked_up_by_hash_by_text_and_through_collisions_agree(
         _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original[0], _colliding_hashes
         _prepare._last_judged.clear()
         colliding = prepare(qrels, run, options)
+        colliding_once = prepare(once, run, options)
     finally:
         _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original
         _prepare._last_judged.clear()
-    for got in (single, by_text, colliding):
+    for got in (single, by_text, colliding, colliding_once):
         np.testing.assert_array_equal(got.rel, by_hash.rel)
         np.testing.assert_array_equal(got.judged_row, by_hash.judged_row)
         np.testing.assert_array_equal(got.judged_position, by_hash.judged_position)

@@ -148,3 +148,20 @@ def test_a_loop_over_runs_encodes_an_in_memory_qrels_table_once() -> None:
     again = [evalstore.evaluate(copy, run, ["AP"]).aggregates["AP"] for run in RUNS]
     assert again == first
     assert encodings()[0] is not seen[0][0] and encodings()[1] is not seen[0][1]
+
+
+def test_a_key_that_meets_another_topics_judgment_is_not_a_judgment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare looks a run's (topic, docno) keys up among the judgments' and confirms a key found
+    on the topic and the docno. With keys that ignore the topic, topic 1's d2 meets topic 2's
+    judgment of d2: it stays unjudged in topic 1."""
+    import pyarrow as pa
+
+    from evalstore.metrics import _prepare
+    from evalstore.metrics._prepare import NONPOOL, prepare
+
+    monkeypatch.setattr(_prepare, "with_topics", lambda keys, codes: keys)
+    monkeypatch.setattr(_prepare, "_last_judged", {})
+    qrels = pa.table({"topic": ["1", "2"], "doc": ["d1", "d2"], "relevance": pa.array([1, 2], pa.int64())})
+    run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})
+    ranking = prepare(qrels, run)
+    assert ranking.rel.tolist() == [[NONPOOL, 1], [2, _prepare.PAD]]
