@@ -101,9 +101,15 @@ def with_topics(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return _finalise(keys)
 
 
-def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray, codes: np.ndarray | None = None) -> bool:
+def has_repeated_pair(
+    topics: pa.ChunkedArray,
+    docs: pa.ChunkedArray,
+    codes: np.ndarray | None = None,
+    doc_keys: np.ndarray | None = None,
+) -> bool:
     """True when two rows *may* share a (topic, doc) pair; confirm exactly before reporting.
-    ``codes``: the topics as integer codes, when the caller has them already.
+    ``codes``: the topics as integer codes, ``doc_keys`` the docnos' :func:`doc_hashes`, when the
+    caller has them already (they are left as they are).
 
     A run lists each topic's rows together (nearly all do): then only docnos within a topic are
     compared, as rows of one (topics, longest topic) matrix sorted along its rows, a block of
@@ -112,10 +118,10 @@ def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray, codes: np.
     codes = _topic_codes(topics) if codes is None else codes
     starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))) if len(codes) else codes
     if len(starts) == len(np.unique(codes[starts])):  # each topic's rows together
-        within = _repeated_within_topics(docs, starts)
+        within = _repeated_within_topics(docs, starts, doc_keys)
         if within is not None:
             return within
-    keys = with_topics(doc_hashes(docs), codes)
+    keys = with_topics(doc_hashes(docs) if doc_keys is None else doc_keys.copy(), codes)
     keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
 
@@ -125,13 +131,15 @@ def has_repeated_pair(topics: pa.ChunkedArray, docs: pa.ChunkedArray, codes: np.
 HASH_BLOCK_ROWS = 1 << 20
 
 
-def _repeated_within_topics(docs: pa.ChunkedArray, starts: np.ndarray) -> bool | None:
+def _repeated_within_topics(docs: pa.ChunkedArray, starts: np.ndarray, doc_keys: np.ndarray | None) -> bool | None:
     """Whether a docno repeats within one of the topics whose rows begin at ``starts``, hashed a
-    block of whole topics at a time; None as :func:`_repeated_within_groups`."""
+    block of whole topics at a time (or their ``doc_keys`` copied); None as
+    :func:`_repeated_within_groups`."""
     cuts = np.append(starts[np.flatnonzero(np.diff(starts // HASH_BLOCK_ROWS, prepend=-1))], len(docs))
     for low, high in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         first, last = np.searchsorted(starts, [low, high])
-        within = _repeated_within_groups(doc_hashes(docs.slice(low, high - low)), starts[first:last] - low)
+        keys = doc_hashes(docs.slice(low, high - low)) if doc_keys is None else doc_keys[low:high].copy()
+        within = _repeated_within_groups(keys, starts[first:last] - low)
         if within is None or within:
             return within
     return False

@@ -103,11 +103,13 @@ def _is_gzip_file(path: Path) -> bool:
         return handle.read(2) == b"\x1f\x8b"
 
 
-def has_duplicate_docs(table: pa.Table, topic_codes: np.ndarray | None = None) -> bool:
+def has_duplicate_docs(
+    table: pa.Table, topic_codes: np.ndarray | None = None, doc_keys: np.ndarray | None = None
+) -> bool:
     """Whether a (topic, doc) pair *may* repeat in a run table; re-read with check_duplicates=True
     to get the exact error (a 64-bit hash collision then passes). ``topic_codes``: the topics as
-    integer codes, when the caller has them."""
-    return has_repeated_pair(table["topic"], table["doc"], topic_codes)
+    integer codes, ``doc_keys`` the docnos' hashes, when the caller has them."""
+    return has_repeated_pair(table["topic"], table["doc"], topic_codes, doc_keys)
 
 
 def _sha256(data: bytes) -> str:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io import ir_measures_compat
+from evalstore.io._hashing import doc_hashes
 from evalstore.io.formats import (
     ParsedFile,
     check_in_memory,
@@ -519,8 +520,10 @@ def prepare_run_file(qrels: pa.Table, path: str | Path, options: PrepareOptions)
     large run; if it finds one, the file is read again the precise way, which raises with the line."""
     run = read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
     if run.table.num_rows < PARALLEL_CHECK_ROWS:
-        duplicated = has_duplicate_docs(run.table)
-        rk = prepare(qrels, run.table, options, runid=run.tag)
+        # the docnos hashed and the topics coded once, for the check and the look-up of judgments
+        ranked, keys = encoded_ranks(run.table), doc_hashes(run.table["doc"])
+        duplicated = has_duplicate_docs(run.table, ranked.codes, keys)
+        rk = prepare(qrels, run.table, options, runid=run.tag, ranked=ranked, doc_keys=keys)
     else:
         # the parser's spare buffers back to the OS before ranking allocates: ~100 MB of a 7M-row
         # run's peak, in a few milliseconds

@@ -269,13 +269,15 @@ def prepare(
     options: PrepareOptions = PrepareOptions(),
     runid: str | None = None,
     ranked: EncodedRanks | None = None,
+    doc_keys: np.ndarray | None = None,
 ) -> Ranking:
     """Rank ``run`` (topic, doc, score) in trec_eval order and look its judgments up in ``qrels``
     (topic, doc, relevance). Only the judged documents' places are kept: a topic's other places,
     up to its number of retrieved documents, are unjudged. A large run's judged documents are a
     few thousand of its millions, so nothing the size of the run is sorted or joined: run files
     in rank order (nearly all) are only checked to be (:func:`encoded_ranks`, or ``ranked`` when the
-    caller has it)."""
+    caller has it). ``doc_keys``: the run's docnos' :func:`doc_hashes`, when the caller has them
+    (left as they are)."""
     ranked = encoded_ranks(run) if ranked is None else ranked
     resolved = _resolve_topics(qrels, ranked.topics, options.complete)
     n = len(resolved.topics)
@@ -284,7 +286,7 @@ def prepare(
     evaluated = topic_row >= 0
     counts = np.zeros(n, dtype=np.int64)
     counts[topic_row[evaluated]] = ranked.counts[evaluated]
-    judged, rel = _judged_rows(run["doc"], topic_row, ranked.codes, qrels, resolved)
+    judged, rel = _judged_rows(run["doc"], topic_row, ranked.codes, qrels, resolved, doc_keys)
     rows = topic_row[ranked.codes[judged]]
     position = ranked.ranks_at(judged) - 1
     order = np.lexsort((position, rows))
@@ -459,7 +461,12 @@ def _judgment_pairs(judged: _JudgedDocs, qrels: pa.Table, resolved: _Topics) -> 
 
 
 def _judged_rows(
-    docs: pa.ChunkedArray, topic_row: np.ndarray, codes: np.ndarray, qrels: pa.Table, resolved: _Topics
+    docs: pa.ChunkedArray,
+    topic_row: np.ndarray,
+    codes: np.ndarray,
+    qrels: pa.Table,
+    resolved: _Topics,
+    doc_keys: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The run rows the qrels judge for their (evaluated) topic, and their relevance codes (the
     level, or UNJUDGED for a negative one). Not pyarrow's hash join: it loads pyarrow.dataset and
@@ -474,7 +481,8 @@ def _judged_rows(
     hashed = len(docs) < HASHED_LOOKUP_ROWS
     judged = _judged_docs(qrels, hashed)
     if hashed and (pairs := _judgment_pairs(judged, qrels, resolved)) is not None:
-        return _judged_rows_by_pair(docs, topic_row, codes, qrels, resolved, pairs)
+        keys = doc_hashes(docs) if doc_keys is None else doc_keys.copy()
+        return _judged_rows_by_pair(docs, topic_row, codes, qrels, resolved, pairs, keys)
     width = len(judged.values)
     if hashed:  # one look-up of the hashes, as numpy (their codes, or -1)
         found = pc.index_in(doc_hashes(docs), value_set=judged.values)
@@ -522,13 +530,14 @@ def _judged_rows_by_pair(
     qrels: pa.Table,
     resolved: _Topics,
     pairs: KeyIndex,
+    doc_keys: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_judged_rows` for an ordinary run against qrels that judge each (topic, docno) once:
     each row's (topic, docno) key is looked up among the judgments' in one pass. A key found is a
     candidate, confirmed on the judgment's topic code and docno text. A campaign's runs share the
     index (the qrels side is built once): ~2 ms a robust03 run where the two-step look-up took ~8."""
     code = resolved.code[codes]  # each row's topic as a qrels topic code, -1 where the qrels lack it
-    judgment = pairs.find(with_topics(doc_hashes(docs), np.maximum(code, 0)))
+    judgment = pairs.find(with_topics(doc_keys, np.maximum(code, 0)))  # doc_keys made pair keys in place
     run_row = np.flatnonzero((judgment >= 0) & (topic_row[codes] >= 0))
     judgment = judgment[run_row]
     same_topic = resolved.judgment_code[judgment] == code[run_row]
