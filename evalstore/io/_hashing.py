@@ -189,16 +189,20 @@ class KeyIndex:
         pending = np.arange(len(keys), dtype=np.int64)
         slot = self._home(keys)
         self._probes = 0
+        self.distinct = True
         while len(pending):
             self._probes += 1
             free = self._slots[slot] == -1
             # keys sharing a free slot: one of them takes it (numpy keeps one of the writes), the
             # others go on to the next slot, as a look-up of theirs will
             self._slots[slot[free]] = pending[free]
-            placed = self._slots[slot] == pending
-            pending, slot = pending[~placed], (slot[~placed] + 1) & self._mask
-        found = self.find(keys)
-        self.distinct = bool((found == np.arange(len(keys))).all())
+            holder = self._slots[slot]
+            moving = holder != pending
+            # a key equal to one placed before it passes that one's slot on its way (equal keys
+            # share their home, and no slot is emptied): there it is seen to be given twice
+            if self.distinct and (keys[holder[moving]] == keys[pending[moving]]).any():
+                self.distinct = False
+            pending, slot = pending[moving], (slot[moving] + 1) & self._mask
 
     def _home(self, keys: np.ndarray) -> np.ndarray:
         return (keys >> self._shift).astype(np.int64)  # the top bits: the finaliser mixes them best

@@ -84,16 +84,33 @@ _LATER_LINE_IRREGULAR = re.compile(rb"\n[ \t\r\f\v]*[#\n]")
 def _qrels_irregular(data: bytes) -> bool:
     last = data[data.rfind(b"\n") + 1 :]
     return bool(
-        _FIRST_LINE_IRREGULAR.match(data)
-        or _LATER_LINE_IRREGULAR.search(data)
-        or (last and not last.strip(b" \t\r\f\v"))
+        _FIRST_LINE_IRREGULAR.match(data) or _later_line_irregular(data) or (last and not last.strip(b" \t\r\f\v"))
     )
 
 
+# a line's first byte: '#' or a newline makes it irregular, white space may (the pattern decides)
+_LINE_START = np.zeros(256, dtype=np.int8)
+_LINE_START[[ord("#"), ord("\n")]] = 1
+_LINE_START[[ord(c) for c in " \t\r\f\v"]] = 2
+
+
+def _later_line_irregular(data: bytes) -> bool:
+    """``_LATER_LINE_IRREGULAR.search(data)``, answered from the first byte of every line after the
+    first in numpy; the pattern runs only when a line begins with white space (~0.5 ms where the
+    pattern's scan took ~2 of robust03's qrels)."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    starts = _LINE_START[codes[np.flatnonzero(codes[:-1] == 0x0A) + 1]]
+    if (starts == 1).any():
+        return True
+    return bool((starts == 2).any()) and _LATER_LINE_IRREGULAR.search(data) is not None
+
+
 def _has_hex_prefix(data: bytes) -> bool:
-    # the pattern only where the bytes occur at all (a substring test is ~10x faster than the
-    # pattern's scan of a file without them: 5 ms against 59 for robust03's qrels)
-    return (b"0x" in data or b"0X" in data) and _HEX_PREFIX.search(data) is not None
+    # the pattern only where '0x' or '0X' occurs at all, found in numpy (the pattern's scan of a
+    # file without them took 59 ms of robust03's qrels, two substring tests 4.5, this 0.5)
+    codes = np.frombuffer(data, dtype=np.uint8)
+    maybe = ((codes[:-1] == 0x30) & ((codes[1:] | 0x20) == 0x78)).any()
+    return bool(maybe) and _HEX_PREFIX.search(data) is not None
 
 
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
