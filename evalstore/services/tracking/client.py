@@ -106,7 +106,8 @@ def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, fi
     tags = {**payload.tags, "evalstore.logged_by": "evalstore"}
     if payload.tables:
         tags[LOGGED_ARTIFACTS] = json.dumps([{"path": name, "type": "table"} for name in payload.tables])
-    run_id = str(client.create_run(experiment_id, run_name=payload.name, tags=tags).info.run_id)
+    created = client.create_run(experiment_id, run_name=payload.name, tags=tags)
+    run_id = str(created.info.run_id)
     metrics = [
         Metric(mlflow_key(name), float(value), 0, 0)
         for name, value in payload.metrics.items()
@@ -116,10 +117,22 @@ def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, fi
     client.log_batch(run_id, metrics=metrics, params=params)
     with tempfile.TemporaryDirectory() as folder:
         _write_artifacts(payload, Path(folder))
-        client.log_artifacts(run_id, folder)
+        _artifact_repository(client, created.info.artifact_uri).log_artifacts(folder)
     if finished:
         client.set_terminated(run_id, "FINISHED")
     return run_id
+
+
+def _artifact_repository(client: MlflowClient, artifact_uri: str) -> Any:
+    """The run's artifact store, as ``client.log_artifacts`` finds it, from the artifact URI the
+    run was created with: MLflow's client reads the run back for it first (a request, and on a
+    SQLite store a query of the run with its params, metrics and tags: ~4 ms of a DL-sized job)."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+    from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
+
+    return get_artifact_repository(
+        add_databricks_profile_info_to_artifact_uri(artifact_uri, client.tracking_uri), tracking_uri=client.tracking_uri
+    )
 
 
 # The tag MLflow's log_table sets: the UI shows a run's artifacts listed in it as tables.
