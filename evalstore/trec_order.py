@@ -106,7 +106,11 @@ class EncodedRanks:
         if self.tied_scores is None:
             return rows - first + 1
         ends = np.append(self.starts, len(self.codes))[topic + 1]
-        bounds = _tie_bounds(self.tied_scores, rows, first, ends)
+        bounds = (
+            _tie_bounds_of_all(self.tied_scores, self.starts, rows)
+            if len(self.codes) <= ALL_TIES_PER_ASKED_ROW * len(rows)
+            else _tie_bounds(self.tied_scores, rows, first, ends)
+        )
         if bounds is None:
             return self.ranks[rows].astype(np.int64)
         low, high = bounds
@@ -163,6 +167,26 @@ def _tie_bounds(
     if _widen(score, low, first, -1) and _widen(score, high, ends, 1):
         return low, high
     return None
+
+
+# ranks_at finds the ties of the rows asked for by marking every tie of the run (a few passes over
+# all rows) when those rows are at least this share of the run (an ordinary run's judged ones: ~2 ms
+# of widening became ~0.3), else by widening from the rows asked for
+ALL_TIES_PER_ASKED_ROW = 16
+
+
+def _tie_bounds_of_all(score: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_tie_bounds`, from every run of equal scores within a topic (topics begin at
+    ``starts``); None likewise, when a tie of an asked-for row is longer than :data:`MAX_TIE_LENGTH`."""
+    begins = np.ones(len(score), dtype=bool)
+    begins[1:] = score[1:] != score[:-1]
+    begins[starts] = True
+    first_rows = np.flatnonzero(begins)
+    tie = np.cumsum(begins)[rows] - 1
+    low, high = first_rows[tie], np.append(first_rows[1:], len(score))[tie]
+    if len(rows) and int((high - low).max()) > MAX_TIE_LENGTH:
+        return None
+    return low, high
 
 
 def _widen(score: np.ndarray, bound: np.ndarray, limit: np.ndarray, step: int) -> bool:

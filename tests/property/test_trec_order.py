@@ -81,6 +81,19 @@ def test_a_listed_run_is_ranked_without_sorting_and_its_ties_by_docno_descending
     assert ranked.ranks_at(np.array([1, 2, 3])).tolist() == [3, 2, 4]
 
 
+@pytest.mark.parametrize("all_ties", [0, 10**9])
+def test_a_tie_ends_where_its_topic_ends(monkeypatch: pytest.MonkeyPatch, all_ties: int) -> None:
+    """Topic 1's last score equals topic 2's first ones: the ties are two, one a topic, whether the
+    rows asked for are widened to their ties (all_ties 0) or every tie of the run is marked."""
+    monkeypatch.setattr(trec_order, "ALL_TIES_PER_ASKED_ROW", all_ties)
+    # untied rows after them, so that the ties' pairs stay under TIE_PAIRS_PER_ROW of the run
+    rows = [("1", "z", 1.0), ("1", "a", 0.5), ("2", "b", 0.5), ("2", "c", 0.5)]
+    rows += [("2", f"u{i}", 0.4 - i / 100) for i in range(36)]
+    ranked = encoded_ranks(as_table(rows, 1))
+    assert ranked.starts is not None and ranked.tied_scores is not None
+    assert ranked.ranks_at(np.array([1, 2, 3])).tolist() == [2, 2, 1]
+
+
 @pytest.mark.parametrize("limit", ["TIE_PAIRS_PER_ROW", "MAX_TIE_LENGTH"])
 def test_a_run_tied_throughout_is_sorted(monkeypatch: pytest.MonkeyPatch, limit: str) -> None:
     monkeypatch.setattr(trec_order, limit, 1)
