@@ -514,11 +514,20 @@ def evaluate(
 PARALLEL_CHECK_ROWS = 1_000_000
 
 
-def prepare_run_file(qrels: pa.Table, path: str | Path, options: PrepareOptions) -> tuple[Ranking, ParsedFile]:
-    """Read a run file to evaluate it (nothing stored: no content hash) and rank it against
-    ``qrels``. trec_eval refuses a docno twice in a topic: that check runs beside the ranking for a
-    large run; if it finds one, the file is read again the precise way, which raises with the line."""
-    run = read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+def read_run_to_evaluate(path: str | Path) -> ParsedFile:
+    """A run file read to be evaluated (nothing stored: no content hash), its duplicate-docno check
+    left to :func:`prepare_run_file`."""
+    return read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+
+
+def prepare_run_file(
+    qrels: pa.Table, path: str | Path, options: PrepareOptions, run: ParsedFile | None = None
+) -> tuple[Ranking, ParsedFile]:
+    """Read a run file to evaluate it (:func:`read_run_to_evaluate`, or ``run``, what it read
+    already) and rank it against ``qrels``. trec_eval refuses a docno twice in a topic: that check
+    runs beside the ranking for a large run; if it finds one, the file is read again the precise
+    way, which raises with the line."""
+    run = read_run_to_evaluate(path) if run is None else run
     if run.table.num_rows < PARALLEL_CHECK_ROWS:
         # the docnos hashed and the topics coded once, for the check and the look-up of judgments
         ranked, keys = encoded_ranks(run.table), doc_hashes(run.table["doc"])

@@ -215,3 +215,29 @@ def test_nothing_is_evaluated_after_a_failing_run(write: object) -> None:
     assert [outcome.error is None for outcome in outcomes] == [True, False]
     assert outcomes[1].error is not None
     assert outcomes[1].error.message.startswith("No queries with both results and relevance info")
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 26])
+def test_the_next_run_is_read_while_one_is_ranked_unless_it_is_large(
+    limit: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A campaign reads each run after the first on a thread of its own while the run before it is
+    ranked (a file over READ_AHEAD_BYTES in its turn, on the main thread); the output is the same."""
+    import threading
+
+    from evalstore import metrics
+    from evalstore.trec_eval import many_runs
+
+    read_on: list[bool] = []
+    real = many_runs.read_run_to_evaluate
+
+    def recorded(path: str) -> object:
+        read_on.append(threading.current_thread() is threading.main_thread())
+        return real(path)
+
+    expected = _output(_files(["-q", "-m", "all_trec"], RUNS), capsys)
+    monkeypatch.setattr(many_runs, "READ_AHEAD_BYTES", limit)
+    monkeypatch.setattr(many_runs, "read_run_to_evaluate", recorded)
+    monkeypatch.setattr(metrics, "read_run_to_evaluate", recorded)
+    assert _output(_files(["-q", "-m", "all_trec"], RUNS), capsys) == expected
+    assert read_on == ([False] * len(RUNS) if limit else [True] * len(RUNS))
