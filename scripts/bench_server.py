@@ -10,14 +10,18 @@
    serve` and evaluated by 2 worker processes (`evalstore worker --concurrency 2`) with MLflow on;
    jobs per minute from the first post until every evaluation is stored and logged to MLflow. Once
    with the workers batching (their default) and once one job at a time (--batch-jobs 1), each on
-   a fresh store; every run's stored values must be the same both times, bit for bit.
+   a fresh store; every run's stored values must be the same both times, bit for bit. With
+   --against CHECKOUT, the default pass only, this checkout's code and CHECKOUT's (an older commit,
+   e.g. `git worktree add /tmp/old c5c2f6e`) alternating over --rounds rounds, each a process of
+   this script with PYTHONPATH at its code (CHECKOUT's workers are started without --batch-jobs
+   when they do not take it); medians.
 
 The server is `evalstore serve --workers W` in its own process, as deployed; the clients run in
 this process (asyncio + httpx) on the same 2-core machine, so they take CPU from the server too.
 
     python scripts/bench_server.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--server-workers 2] [--clients 50] [--seconds 20] [--runs 100] [--submissions 200]
-        [--only leaderboard,submissions,throughput]
+        [--only leaderboard,submissions,throughput] [--against CHECKOUT --rounds 3]
 
 Without --postgres the store is a SQLite file; with it, a scratch database it creates and drops.
 """
@@ -267,7 +271,8 @@ def throughput(make_url: Callable[[], tuple[str, Callable[[], None]]], label: st
             write_run(path, 43, 1000, rng, f"dl{index}")
             files[f"dl{index}"] = (f"team{index % 5}", path.read_bytes())
         stored = {}
-        for batch_jobs, what in ((16, "batches of up to 16 jobs (the default)"), (1, "one job at a time")):
+        passes = ((16, "batches of up to 16 jobs (the default)"), (1, "one job at a time"))
+        for batch_jobs, what in passes[:1] if args.default_pass_only else passes:
             url, drop = make_url()
             try:
                 seconds, stored[batch_jobs] = submitted_and_evaluated(
@@ -280,6 +285,8 @@ def throughput(make_url: Callable[[], tuple[str, Callable[[], None]]], label: st
                 f"serve`, 2 workers, MLflow on, {what} | {args.submissions / seconds * 60:.0f} jobs/min | "
                 f"all stored and logged in {seconds:.1f} s"
             )
+        if args.default_pass_only:
+            return
         if stored[16] != stored[1]:
             differ = sorted(name for name in stored[1] if stored[16].get(name) != stored[1][name])
             raise SystemExit(f"{label}: batched results differ from one-at-a-time ones for {differ[:5]}")
@@ -327,7 +334,7 @@ def submitted_and_evaluated(
     server, base = start_server(url, args.server_workers, "--no-worker", env=env)
     log = os.environ.get("BENCH_SERVER_LOG")
     workers = subprocess.Popen(
-        [EVALSTORE, "worker", "--concurrency", "2", "--poll-interval", "0.2", "--batch-jobs", str(batch_jobs)],
+        [EVALSTORE, "worker", "--concurrency", "2", "--poll-interval", "0.2", *_batch_option(batch_jobs, env)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(f"{log}.workers{batch_jobs}" if log else os.devnull, "wb"),
@@ -354,6 +361,38 @@ def submitted_and_evaluated(
     values = stored_values(engine)
     engine.dispose()
     return seconds, values
+
+
+def _batch_option(batch_jobs: int, env: dict[str, str]) -> list[str]:
+    """``--batch-jobs N``, unless the worker of the code under test predates it (--against)."""
+    usage = subprocess.run([EVALSTORE, "worker", "--help"], env=env, capture_output=True, text=True, check=True)
+    return ["--batch-jobs", str(batch_jobs)] if "--batch-jobs" in usage.stdout else []
+
+
+def against(checkout: str, args: argparse.Namespace) -> None:
+    """The throughput row's default pass, this checkout's code and ``checkout``'s alternating."""
+    codes = {"this checkout": str(Path(__file__).resolve().parents[1]), checkout: str(Path(checkout).resolve())}
+    rates: dict[str, list[float]] = {label: [] for label in codes}
+    for round_ in range(args.rounds):
+        for label, code in codes.items() if round_ % 2 == 0 else reversed(codes.items()):
+            done = subprocess.run(
+                [sys.executable, __file__, "--only", "throughput", "--default-pass-only"]
+                + ["--submissions", str(args.submissions)],
+                env={**os.environ, "PYTHONPATH": code},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            rate = float(done.stdout.split(" jobs/min")[0].rsplit("| ", 1)[1])
+            rates[label].append(rate)
+            print(f"round {round_ + 1}: {label}: {rate:.0f} jobs/min", file=sys.stderr)
+    for label, values in rates.items():
+        print(
+            f"SQLite | {args.submissions} DL-sized submissions, `evalstore serve`, 2 workers, MLflow on | {label} | "
+            f"median {statistics.median(values):.0f} jobs/min ({', '.join(f'{v:.0f}' for v in values)})"
+        )
+    mine, theirs = (statistics.median(v) for v in rates.values())
+    print(f"SQLite | this checkout against {checkout} | {mine / theirs:.2f}x the jobs per minute")
 
 
 def all_evaluated(
@@ -453,7 +492,13 @@ def main() -> None:
         default=["leaderboard", "submissions", "throughput"],
         help="comma-separated: leaderboard, submissions, throughput (default: all)",
     )
+    parser.add_argument("--against", metavar="CHECKOUT", help="the throughput row against the code of another checkout")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --against")
+    parser.add_argument("--default-pass-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.against:
+        against(args.against, args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if {"leaderboard", "submissions"} & set(args.only):
             bench(f"sqlite:///{tmp}/bench.db", "SQLite", args)
