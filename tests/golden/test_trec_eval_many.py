@@ -241,3 +241,32 @@ def test_the_next_run_is_read_while_one_is_ranked_unless_it_is_large(
     monkeypatch.setattr(metrics, "read_run_to_evaluate", recorded)
     assert _output(_files(["-q", "-m", "all_trec"], RUNS), capsys) == expected
     assert read_on == ([False] * len(RUNS) if limit else [True] * len(RUNS))
+
+
+def test_a_gzipped_run_counts_at_its_inflated_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gzipped run is read ahead only if GZIP_INFLATION times its size on disk is within
+    READ_AHEAD_BYTES: here it is not, so it is read in its turn, on the main thread."""
+    import gzip
+    import threading
+
+    from evalstore import metrics
+    from evalstore.trec_eval import many_runs
+
+    packed = tmp_path / "results.test.gz"
+    packed.write_bytes(gzip.compress(suite_file("results.test").read_bytes()))
+    runs = [str(suite_file("results.trunc")), str(packed)]
+    monkeypatch.setattr(many_runs, "READ_AHEAD_BYTES", packed.stat().st_size * (many_runs.GZIP_INFLATION - 1))
+    read_on: dict[str, bool] = {}
+    real = many_runs.read_run_to_evaluate
+
+    def recorded(path: str) -> object:
+        read_on[Path(path).name] = threading.current_thread() is threading.main_thread()
+        return real(path)
+
+    monkeypatch.setattr(many_runs, "read_run_to_evaluate", recorded)
+    monkeypatch.setattr(metrics, "read_run_to_evaluate", recorded)
+    trec_eval([str(suite_file("qrels.test")), *runs])
+    assert capsys.readouterr().out
+    assert read_on == {"results.trunc": False, "results.test.gz": True}

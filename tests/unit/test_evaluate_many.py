@@ -165,3 +165,21 @@ def test_a_key_that_meets_another_topics_judgment_is_not_a_judgment(monkeypatch:
     run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})
     ranking = prepare(qrels, run)
     assert ranking.rel.tolist() == [[NONPOOL, 1], [2, _prepare.PAD]]
+
+
+def test_the_hashes_given_to_prepare_and_the_duplicate_check_are_left_as_they_are() -> None:
+    """prepare_run_file hashes a run's docnos once for both: each works on a copy (the look-up
+    mixes the topics into its keys, the check sorts them)."""
+    import pyarrow as pa
+
+    from evalstore.io._hashing import doc_hashes
+    from evalstore.io.parsed import has_duplicate_docs
+    from evalstore.metrics._prepare import prepare
+
+    qrels = pa.table({"topic": ["1", "2"], "doc": ["d1", "d2"], "relevance": pa.array([1, 2], pa.int64())})
+    run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})
+    keys = doc_hashes(run["doc"])
+    before = keys.copy()
+    prepare(qrels, run, doc_keys=keys)
+    assert not has_duplicate_docs(run, doc_keys=keys)
+    np.testing.assert_array_equal(keys, before)
