@@ -393,18 +393,17 @@ def _ranking(
     )
 
 
-# runs shorter than this look their docnos up by 64-bit hash, longer ones as text (see _judged_rows)
+# runs shorter than this look their (topic, docno) pairs up by 64-bit key, longer ones as text (see
+# _judged_rows)
 HASHED_LOOKUP_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
 class _JudgedDocs:
-    """A qrels table's judged docnos (``docs``): as codes, each judgment's, and the values they
-    index (the docnos as text, or their 64-bit hashes), and as the hashes themselves. Each is
-    computed when first asked for."""
+    """A qrels table's judged docnos (``docs``): as their 64-bit hashes, and as codes, each
+    judgment's, into the distinct docnos (``values``). Each is computed when first asked for."""
 
     docs: pa.ChunkedArray
-    hashed: bool
     # the judgments' (topic row, docno code) keys, sorted, and their judgments, for the last
     # topic rows seen (keyed by row_of's bytes): the runs of a campaign nearly all have every topic
     sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
@@ -420,7 +419,7 @@ class _JudgedDocs:
 
     @cached_property
     def _encoded(self) -> tuple[np.ndarray, pa.Array]:
-        encoded = pc.dictionary_encode(pa.array(self.hashes) if self.hashed else self.docs)
+        encoded = pc.dictionary_encode(self.docs)
         encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
         return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
 
@@ -433,25 +432,25 @@ class _JudgedDocs:
         return self._encoded[1]
 
 
-_last_judged: dict[bool, tuple[pa.ChunkedArray, tuple[tuple[int, ...], ...], _JudgedDocs]] = {}
+# the last qrels docnos seen, their _column_key and what was worked out of them
+_last_judged: list[tuple[pa.ChunkedArray, tuple[tuple[int, ...], ...], _JudgedDocs]] = []
 
 
-def _judged_docs(qrels: pa.Table, hashed: bool) -> _JudgedDocs:
+def _judged_docs(qrels: pa.Table) -> _JudgedDocs:
     """Kept for the last qrels docnos seen (:func:`_column_key`): a loop evaluating many runs
-    against one qrels encodes its docnos once, not once a run."""
-    kept = _last_judged.get(hashed)
+    against one qrels hashes and encodes its docnos once, not once a run."""
     key = _column_key(qrels["doc"])
-    if kept is not None and kept[1] == key:
-        return kept[2]
-    judged = _JudgedDocs(qrels["doc"], hashed)
-    _last_judged[hashed] = (qrels["doc"], key, judged)
+    if _last_judged and _last_judged[0][1] == key:
+        return _last_judged[0][2]
+    judged = _JudgedDocs(qrels["doc"])
+    _last_judged[:] = [(qrels["doc"], key, judged)]
     return judged
 
 
 def _judgment_pairs(judged: _JudgedDocs, qrels: pa.Table, resolved: _Topics) -> KeyIndex | None:
     """Every judgment's (topic, docno) as a 64-bit key (its docno's hash mixed with its topic's
     code), indexed; None when two judgments share a key (a pair judged twice, or two pairs whose
-    hashes collide): those qrels take the sorted look-up, which keeps each row's first judgment."""
+    hashes collide): those qrels take the look-up as text, which keeps each row's first judgment."""
     memo = _column_key(qrels["topic"])
     if memo not in judged.pairs:
         index = KeyIndex(with_topics(judged.hashes.copy(), resolved.judgment_code))
@@ -470,38 +469,30 @@ def _judged_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The run rows the qrels judge for their (evaluated) topic, and their relevance codes (the
     level, or UNJUDGED for a negative one). Not pyarrow's hash join: it loads pyarrow.dataset and
-    pandas (0.16 s of an ordinary run's start-up) and joins every row. The run's docnos are looked
-    up among the judged ones (one hash pass); the few found are matched by (topic row, docno code)
-    integer pairs.
+    pandas (0.16 s of an ordinary run's start-up) and joins every row.
 
-    An ordinary run's docnos and the judged ones are looked up by their 64-bit hashes, computed
-    in numpy: pyarrow's hashing of the text took 40-80 ms of a fresh process for robust03's 100k
-    rows and 128k judgments, the numpy hashes ~5 ms; a match is then confirmed on the text. A
-    large run's docnos are looked up as text: there hashing 7M docnos first cost more than it saved."""
-    hashed = len(docs) < HASHED_LOOKUP_ROWS
-    judged = _judged_docs(qrels, hashed)
-    if hashed and (pairs := _judgment_pairs(judged, qrels, resolved)) is not None:
+    An ordinary run's (topic, docno) pairs are looked up by 64-bit key among the judgments'
+    (:func:`_judged_rows_by_pair`): hashed in numpy, where pyarrow's hashing of the text took 40-80
+    ms of a fresh process for robust03's 100k rows and 128k judgments. A large run's docnos are
+    looked up as text (hashing 7M docnos first cost more than it saved), and so are any run's when
+    two judgments share a key: the rows holding a judged docno, then those few matched by (topic
+    row, docno code) integer pairs."""
+    judged = _judged_docs(qrels)
+    if len(docs) < HASHED_LOOKUP_ROWS and (pairs := _judgment_pairs(judged, qrels, resolved)) is not None:
         keys = doc_hashes(docs) if doc_keys is None else doc_keys.copy()
         return _judged_rows_by_pair(docs, topic_row, codes, qrels, resolved, pairs, keys)
     width = len(judged.values)
-    if hashed:  # one look-up of the hashes, as numpy (their codes, or -1)
-        found = pc.index_in(doc_hashes(docs), value_set=judged.values)
-        code_of_row = pc.fill_null(found, -1).to_numpy(zero_copy_only=False)
-        candidates = np.flatnonzero(code_of_row >= 0)
-    else:  # which rows hold a judged docno (a bit a row), then the codes of those few: index_in
-        # over every row answered 4 bytes a row, and its joined copy another 4
-        member = pc.is_in(docs, value_set=judged.values)
-        candidates = np.flatnonzero(member.to_numpy(zero_copy_only=False)) if len(docs) else np.zeros(0, np.int64)
+    # which rows hold a judged docno (a bit a row), then the codes of those few: index_in over
+    # every row answered 4 bytes a row, and its joined copy another 4
+    member = pc.is_in(docs, value_set=judged.values)
+    candidates = np.flatnonzero(member.to_numpy(zero_copy_only=False)) if len(docs) else np.zeros(0, np.int64)
     if not len(candidates) or not width:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     qrels_key, judgment = _sorted_judgment_keys(judged, resolved, width)
     if not len(judgment):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    doc_code = (
-        code_of_row[candidates]
-        if hashed
-        else pc.index_in(take_rows(docs, candidates), value_set=judged.values).to_numpy(zero_copy_only=False)
-    ).astype(np.int64)
+    found = pc.index_in(take_rows(docs, candidates), value_set=judged.values)
+    doc_code = found.to_numpy(zero_copy_only=False).astype(np.int64)
     # a row of a topic that is not evaluated has row -1: a negative key, never a judgment's
     key = topic_row[codes[candidates]].astype(np.int64) * width + doc_code
     low = np.searchsorted(qrels_key, key)
@@ -509,15 +500,10 @@ def _judged_rows(
         size = (qrels_key[np.minimum(low, len(qrels_key) - 1)] == key).astype(np.int64)
     else:
         size = np.searchsorted(qrels_key, key, side="right") - low
-    # each run row with every judgment of its key (one, but for a judgment given twice or docnos
-    # whose hashes collide)
+    # each run row with every judgment of its key (one, but for a judgment given twice)
     owner = np.repeat(np.arange(len(candidates)), size)
     run_row = candidates[owner]
     pair_judgment = judgment[low[owner] + positions_within_groups(owner) - 1]
-    if hashed:  # a hash match is a candidate: the docnos must be the same text
-        same = pc.equal(take_rows(docs, run_row), take_rows(qrels["doc"], pair_judgment))
-        keep = same.to_numpy(zero_copy_only=False)
-        run_row, pair_judgment = run_row[keep], pair_judgment[keep]
     run_row, first = np.unique(run_row, return_index=True)  # each row's first judgment
     levels = qrels["relevance"].to_numpy()[pair_judgment[first]]
     return run_row, np.where(levels < 0, UNJUDGED, levels).astype(np.int32)

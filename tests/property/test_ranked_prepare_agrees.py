@@ -135,7 +135,7 @@ def test_docnos_looked_up_by_hash_by_text_and_through_collisions_agree(
     a large run's as text: the two, and the hashed one with every hash colliding, find the same
     judged places. Qrels that judge each pair once take the (topic, docno) key index (``single``,
     and ``colliding_once`` where no two judgments' keys collide: there a run docno's key meets a
-    judgment of another docno), qrels with a judgment given twice the sorted look-up. Plain
+    judgment of another docno), qrels with a judgment given twice the look-up as text. Plain
     patching (not pytest's fixture, which hypothesis would share between examples) and restored in
     finally."""
     run, once = data

@@ -136,7 +136,7 @@ def test_a_loop_over_runs_encodes_an_in_memory_qrels_table_once() -> None:
 
     def encodings() -> tuple[object, object]:  # what the last evaluation's qrels were encoded into
         assert _prepare._last_topics is not None
-        return _prepare._last_judged[True][2], _prepare._last_topics[2]
+        return _prepare._last_judged[0][2], _prepare._last_topics[2]
 
     qrels = read_qrels(suite_file("qrels.test"), strict=False).table
     first, seen = [], []
@@ -160,7 +160,7 @@ def test_a_key_that_meets_another_topics_judgment_is_not_a_judgment(monkeypatch:
     from evalstore.metrics._prepare import NONPOOL, prepare
 
     monkeypatch.setattr(_prepare, "with_topics", lambda keys, codes: keys)
-    monkeypatch.setattr(_prepare, "_last_judged", {})
+    monkeypatch.setattr(_prepare, "_last_judged", [])
     qrels = pa.table({"topic": ["1", "2"], "doc": ["d1", "d2"], "relevance": pa.array([1, 2], pa.int64())})
     run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})
     ranking = prepare(qrels, run)
