@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import InputFormatError, InvalidParameterError
-from evalstore.io.formats import choose_columns
+from evalstore.io.formats import choose_columns, is_gzip_file
 from evalstore.metrics.classification import BinaryCounts, gauc_of_pairs, ratio_of_pairs
 
 if TYPE_CHECKING:
@@ -332,7 +332,11 @@ def _found(path: Path, wanted: Callable[[dict[str, str]], bool], limit: int = 1)
 
 def _text(path: Path) -> IO[str]:
     """A text file opened for reading again, gunzipped when gzipped; bad bytes replaced."""
-    return gzip.open(path, "rt", errors="replace") if _is_gzip(path) else open(path, encoding="utf-8", errors="replace")
+    return (
+        gzip.open(path, "rt", errors="replace")
+        if is_gzip_file(path)
+        else open(path, encoding="utf-8", errors="replace")
+    )
 
 
 def _bad_score(row: dict[str, str]) -> bool:
@@ -382,16 +386,9 @@ def _parquet_files(path: Path) -> str:
     return "[" + ", ".join(_quoted(str(part)) for part in _parquet_parts(path)) + "]"
 
 
-def _is_gzip(path: Path) -> bool:
-    if path.is_dir():
-        return False
-    with open(path, "rb") as handle:
-        return handle.read(2) == b"\x1f\x8b"
-
-
 def _last_tag(path: Path) -> str | None:
     """The last line's tag (trec_eval's runid), read from the file's end; None for gzip."""
-    if _is_gzip(path) or path.is_dir():
+    if is_gzip_file(path) or path.is_dir():
         return None
     with open(path, "rb") as handle:
         handle.seek(0, os.SEEK_END)
@@ -671,7 +668,7 @@ def _content_hash(path: Path) -> str:
 
     digest = hashlib.sha256()
     for part in _parquet_parts(path) if path.is_dir() else [path]:  # a folder: its part files in name order
-        with gzip.open(part, "rb") if _is_gzip(part) else open(part, "rb") as handle:
+        with gzip.open(part, "rb") if is_gzip_file(part) else open(part, "rb") as handle:
             while block := handle.read(1 << 22):
                 digest.update(block)
     return digest.hexdigest()

@@ -27,6 +27,7 @@ from evalstore.io.parsed import (
     ParsedFile,
     duplicate_docno_error,
     has_duplicate_docs,
+    is_gzip_file,
 )
 from evalstore.io.readers import (
     FORMATS,
@@ -61,6 +62,7 @@ __all__ = [
     "duplicate_docno_error",
     "duplicate_row_error",
     "has_duplicate_docs",
+    "is_gzip_file",
     "preferences_layout",
     "read_preferences",
     "read_prefs",

@@ -78,7 +78,7 @@ def duplicate_docno_error(path: str | Path, topic: str, doc: str) -> InputFormat
     """The refusal of a docno twice in a topic of a TREC run file, at its second line, naming the
     first (the file is read again, line by line: an error path only)."""
     places: list[int] = []
-    with gzip.open(path, "rb") if _is_gzip_file(Path(path)) else open(path, "rb") as handle:
+    with gzip.open(path, "rb") if is_gzip_file(Path(path)) else open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             fields = raw.split()
             if (
@@ -98,7 +98,10 @@ def duplicate_docno_error(path: str | Path, topic: str, doc: str) -> InputFormat
     return InputFormatError(str(path), places[1] if len(places) == 2 else None, problem)
 
 
-def _is_gzip_file(path: Path) -> bool:
+def is_gzip_file(path: Path) -> bool:
+    """Whether a file (not a folder) begins with gzip's magic bytes."""
+    if path.is_dir():
+        return False
     with path.open("rb") as handle:
         return handle.read(2) == b"\x1f\x8b"
 

@@ -28,13 +28,14 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError
-from evalstore.io.formats import ParsedFile, read_qrels
+from evalstore.io.formats import ParsedFile, is_gzip_file, read_qrels
 from evalstore.metrics import compute, prepare_run_file, read_run_to_evaluate
 from evalstore.metrics._prepare import PrepareOptions, Ranking
 from evalstore.metrics._registry import Measure
@@ -81,8 +82,7 @@ def _read_ahead(pool: ThreadPoolExecutor, path: str) -> Future[ParsedFile] | Non
     try:
         if not os.path.isfile(path):
             return None
-        with open(path, "rb") as handle:
-            inflation = GZIP_INFLATION if handle.read(2) == b"\x1f\x8b" else 1
+        inflation = GZIP_INFLATION if is_gzip_file(Path(path)) else 1
         small = os.stat(path).st_size * inflation <= READ_AHEAD_BYTES
     except OSError:
         return None
