@@ -130,6 +130,21 @@ def _evalstore_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("EVALSTORE_HOME", None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _evalstore_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`trec-eval`'s kept qrels (evalstore.io.parsed_cache) go to a folder of the session's own,
+    not ~/.cache: the shared data's qrels are kept there and used by later tests, as by a user's
+    loop over runs (a file a test has just written is too new to be kept)."""
+    if os.environ.get("EVALSTORE_CACHE_DIR"):
+        yield
+        return
+    os.environ["EVALSTORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("evalstore-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("EVALSTORE_CACHE_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
     """A scratch database created for this test session on the server in $EVALSTORE_TEST_DATABASE_URL."""

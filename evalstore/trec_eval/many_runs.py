@@ -35,13 +35,13 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError
-from evalstore.io.formats import ParsedFile, is_gzip_file, read_qrels
+from evalstore.io.formats import ParsedFile, is_gzip_file
 from evalstore.metrics import compute, prepare_run_file, read_run_to_evaluate
 from evalstore.metrics._prepare import PrepareOptions, Ranking
 from evalstore.metrics._registry import Measure
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
-from evalstore.trec_eval.one_run import _keep_stand_in_values, _summary, run_trec_eval
+from evalstore.trec_eval.one_run import _keep_stand_in_values, _summary, read_qrels_to_evaluate, run_trec_eval
 from evalstore.trec_eval.output import render_lines
 from evalstore.trec_eval.zscores import read_zscores, standardise
 
@@ -209,7 +209,7 @@ class _Stacked(_Campaign):
     ) -> _Stacked:
         requests = parse_trec_specs(measures or ["official"])  # the measures before the files, as one run
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = read_qrels(qrels_path, strict=False, content_hash=False)
+        qrels = read_qrels_to_evaluate(qrels_path)
         return cls(
             qrels=qrels,
             rows=rows,

@@ -9,6 +9,7 @@ is skipped with a warning naming it (trec_eval 10.0 aborts; 9.x and pytrec_eval 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -18,6 +19,7 @@ import pyarrow as pa
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
+from evalstore.io.parsed_cache import ParsedCache, cache_dir
 from evalstore.metrics import compute, prepare_run_file, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
 from evalstore.metrics._registry import Measure, TrecFamily, make
@@ -107,6 +109,20 @@ def _jg_values(
     return topics, {m: np.array([sums[t][m] / counts[t] for t in topics]) for m in measures}
 
 
+def read_qrels_to_evaluate(path: str, *, evaluated_topic: str | None = None) -> ParsedFile:
+    """-R qrels judgments read as trec_eval reads them (nothing stored), kept between commands
+    in the cache of :mod:`evalstore.io.parsed_cache` unless ``EVALSTORE_CACHE_DIR=off``."""
+
+    def reader() -> ParsedFile:
+        return read_qrels(path, strict=False, content_hash=False, evaluated_topic=evaluated_topic)
+
+    folder = cache_dir()
+    if folder is None:
+        return reader()
+    options = {"path": os.path.abspath(path), "strict": False, "evaluated_topic": evaluated_topic}
+    return ParsedCache(folder).read(path, options, reader)
+
+
 def _prepare_in_memory(qrels: ParsedFile, run_path: str, options: PrepareOptions) -> tuple[Ranking, str | None]:
     rk, run = prepare_run_file(qrels.table, run_path, options)
     tag = run.tag
@@ -177,9 +193,7 @@ def run_trec_eval(
     else:
         requests = parse_trec_specs(measures or ["official"])
         rows = [(request.root, name, measure) for request in requests for name, measure in expand(request)]
-        qrels = _only_topic(
-            read_qrels(qrels_path, strict=False, content_hash=False, evaluated_topic=debug_query), debug_query
-        )
+        qrels = _only_topic(read_qrels_to_evaluate(qrels_path, evaluated_topic=debug_query), debug_query)
         if backend == "duckdb":  # a run of any size, in bounded memory (evalstore.backends.duckdb_engine)
             from evalstore.backends import duckdb_engine
 

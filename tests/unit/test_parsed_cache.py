@@ -1,0 +1,191 @@
+"""Qrels kept between `evalstore trec-eval` commands (evalstore.io.parsed_cache): used only while
+the file, the options and the reader are as they were; anything wrong with the cache reads the file."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from evalstore.io.formats import ParsedFile, read_qrels
+from evalstore.io.parsed_cache import ABANDONED_SECONDS, KEPT_FILES, ParsedCache, cache_dir
+from evalstore.trec_eval.command_line import run as trec_eval
+from tests.conftest import shared_path
+
+OPTIONS = {"strict": False}
+
+
+class Reader:
+    """read_qrels, counting its calls."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.calls = path, 0
+
+    def __call__(self) -> ParsedFile:
+        self.calls += 1
+        return read_qrels(self.path, strict=False, content_hash=False)
+
+
+def qrels_file(tmp_path: Path, text: str = "1 0 d1 1\n1 0 d2 0\n2 0 d1 2\n") -> Path:
+    path = tmp_path / "qrels.txt"
+    path.write_text(text)
+    return path
+
+
+def test_a_settled_file_is_read_once_then_its_kept_copy_is_used(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    first = cache.read(path, OPTIONS, reader)
+    second = cache.read(path, OPTIONS, reader)
+    assert reader.calls == 1
+    assert second.table.equals(first.table) and second.table.schema.metadata is None
+    assert (second.tag, second.warnings, second.content_hash) == (first.tag, first.warnings, first.content_hash)
+    assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == 1
+
+
+def test_tags_and_warnings_come_back_as_they_were_read(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    table = read_qrels(path, strict=False, content_hash=False).table
+    for tag, warnings in (("run\x1etag", ("one", "two: x")), (None, ()), ("", ("only",))):
+        os.utime(path)  # a new state: read (and kept) again
+        cache.read(path, OPTIONS, lambda t=tag, w=warnings: ParsedFile(table, "abc", t, w))
+        kept = cache.read(path, OPTIONS, lambda: pytest.fail("read again"))
+        assert (kept.tag, kept.warnings, kept.content_hash) == (tag, warnings, "abc")
+
+
+def test_a_file_changed_to_the_same_size_with_its_old_mtime_is_read_again(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    cache.read(path, OPTIONS, reader)
+    before = path.stat()
+    path.write_text("1 0 d1 0\n1 0 d2 1\n2 0 d1 2\n")  # the same bytes but two
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -d: the change time still moves
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    again = cache.read(path, OPTIONS, reader)
+    assert reader.calls == 2
+    assert again.table["relevance"].to_pylist() == [0, 1, 2]
+
+
+def test_a_file_changed_just_now_is_read_and_not_kept(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache")  # settled: 3 s
+    reader = Reader(path)
+    cache.read(path, OPTIONS, reader)
+    cache.read(path, OPTIONS, reader)
+    assert reader.calls == 2
+    assert not (tmp_path / "cache").exists()
+
+
+def test_other_options_are_kept_apart(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    cache.read(path, {"evaluated_topic": None}, reader)
+    cache.read(path, {"evaluated_topic": "1"}, reader)
+    cache.read(path, {"evaluated_topic": None}, reader)
+    assert reader.calls == 2
+
+
+@pytest.mark.parametrize("damage", [b"", b"not arrow at all", None])
+def test_a_damaged_or_foreign_copy_is_read_anew_and_replaced(tmp_path: Path, damage: bytes | None) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    expected = cache.read(path, OPTIONS, reader).table
+    (entry,) = (tmp_path / "cache").glob("qrels-*.arrow")
+    if damage is None:  # a valid Arrow file, not of ours
+        with pa.OSFile(str(entry), "wb") as out, pa.ipc.new_file(out, expected.schema) as writer:
+            writer.write_table(expected)
+    else:
+        entry.write_bytes(damage)
+    assert cache.read(path, OPTIONS, reader).table.equals(expected)
+    assert reader.calls == 2
+    assert cache.read(path, OPTIONS, reader).table.equals(expected)
+    assert reader.calls == 2  # kept again
+
+
+def test_a_cache_that_cannot_be_written_only_reads(tmp_path: Path) -> None:
+    path = qrels_file(tmp_path)
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    cache = ParsedCache(blocked / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    assert cache.read(path, OPTIONS, reader).table.num_rows == 3
+    assert cache.read(path, OPTIONS, reader).table.num_rows == 3
+    assert reader.calls == 2
+
+
+def test_reader_errors_are_the_readers(tmp_path: Path) -> None:
+    cache = ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    with pytest.raises(Exception, match="no such file"):
+        cache.read(tmp_path / "missing", OPTIONS, Reader(tmp_path / "missing"))
+    bad = qrels_file(tmp_path, "1 0 d1 x\n")
+    with pytest.raises(Exception, match=":1:"):
+        cache.read(bad, OPTIONS, Reader(bad))
+    assert not list((tmp_path / "cache").glob("*")) if (tmp_path / "cache").exists() else True
+
+
+def test_at_most_kept_files_are_kept_the_least_recently_used_dropped(tmp_path: Path) -> None:
+    cache = ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    paths = []
+    for number in range(KEPT_FILES + 2):
+        folder = tmp_path / f"q{number}"
+        folder.mkdir()
+        paths.append(qrels_file(folder))
+    for path in paths[: KEPT_FILES + 1]:
+        cache.read(path, OPTIONS, Reader(path))
+    assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
+    abandoned, writing = (tmp_path / "cache" / f".qrels-x.arrow.{pid}.partial" for pid in (1, 2))
+    abandoned.write_bytes(b"half")
+    writing.write_bytes(b"half")
+    os.utime(abandoned, (0, time.time() - 2 * ABANDONED_SECONDS))
+    first_reader = Reader(paths[0])  # the oldest, dropped
+    cache.read(paths[0], OPTIONS, first_reader)
+    assert first_reader.calls == 1
+    assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
+    assert not abandoned.exists() and writing.exists()
+
+
+def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for off in ("off", "OFF", "0", "false", "no", ""):
+        monkeypatch.setenv("EVALSTORE_CACHE_DIR", off)
+        assert cache_dir() is None
+    monkeypatch.setenv("EVALSTORE_CACHE_DIR", str(tmp_path))
+    assert cache_dir() == tmp_path
+    monkeypatch.delenv("EVALSTORE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "evalstore"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "evalstore"
+
+
+def trec_eval_text(*args: str) -> str:
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        trec_eval(list(args))
+    return out.getvalue()
+
+
+def test_trec_eval_keeps_settled_qrels_and_prints_the_same(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The command's output with the qrels kept equals its output with the cache off (which the
+    differential tests hold to trec_eval's); the kept copy is what the later commands used."""
+    qrels, run = tmp_path / "qrels.test", shared_path("trec_eval_test", "results.test")
+    qrels.write_bytes(shared_path("trec_eval_test", "qrels.test").read_bytes())
+    args = ("-q", "-m", "all_trec", str(qrels), str(run))
+    monkeypatch.setenv("EVALSTORE_CACHE_DIR", "off")
+    expected = trec_eval_text(*args)
+    monkeypatch.setenv("EVALSTORE_CACHE_DIR", str(tmp_path / "cache"))
+    assert trec_eval_text(*args) == expected
+    assert not (tmp_path / "cache").exists()  # written just now: not kept
+    monkeypatch.setattr("evalstore.io.parsed_cache.SETTLED_SECONDS", 0.0)
+    assert trec_eval_text(*args) == expected
+    (entry,) = (tmp_path / "cache").glob("qrels-*.arrow")
+    with monkeypatch.context() as patched:
+        patched.setattr("evalstore.trec_eval.one_run.read_qrels", lambda *a, **k: pytest.fail("read the file"))
+        assert trec_eval_text(*args) == expected
+        assert trec_eval_text(*args[:-1], str(run), str(run)) == expected * 2  # several runs: kept too
+    assert [entry] == list((tmp_path / "cache").glob("qrels-*.arrow"))
