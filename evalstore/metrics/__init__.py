@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -195,6 +194,8 @@ def compute(
         rk.cum_rel(level)  # build it once, before the threads start
     # the heaviest families first, so the two threads finish together
     order = sorted(measures, key=lambda m: m.family not in _HEAVY)
+    from concurrent.futures import ThreadPoolExecutor  # here: it imports logging (~4 ms of start-up)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = dict(zip(order, pool.map(one, order), strict=True))
     return {measure: results[measure] for measure in measures}
@@ -538,6 +539,8 @@ def prepare_run_file(
         # run's peak, in a few milliseconds
         pa.default_memory_pool().release_unused()
         ranked = encoded_ranks(run.table)  # its topic codes serve the check too
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=1) as pool:
             duplicates = pool.submit(has_duplicate_docs, run.table, ranked.codes)
             rk = prepare(qrels, run.table, options, runid=run.tag, ranked=ranked)

@@ -14,7 +14,6 @@ grammar (:data:`_GRAMMAR`), never by splitting on separators.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import re
 from collections.abc import Callable
@@ -465,6 +464,8 @@ def unknown_measure(name: str) -> InvalidParameterError:
             f"'{name}' is a line trec_eval prints (with 'evalstore trec-eval -m {name}'), not a measure to store; "
             "the run tag is kept with every run. Run 'evalstore measures' for the measures."
         )
+    import difflib  # here: an error path's, not every `trec-eval`'s start-up
+
     known = sorted({*REGISTRY, *TREC_FAMILIES} - {name})  # the name itself is never its own correction
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or difflib.get_close_matches(
         name.lower(), [k.lower() for k in known], n=1, cutoff=0.6

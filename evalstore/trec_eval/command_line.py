@@ -237,7 +237,6 @@ def debug_option(text: str | None) -> tuple[int, str | None]:
 def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> None:
     """Parse ``args`` and write trec_eval's output to stdout (usage errors: SystemExit 2)."""
     from evalstore.errors import InvalidParameterError
-    from evalstore.trec_eval.many_runs import run_trec_eval_runs
 
     options = parser().parse_args(list(args))
     if options.rel_format not in RELATION_FORMATS:
@@ -256,27 +255,30 @@ def run(args: Sequence[str], *, warn: Callable[[str], None] | None = None) -> No
         settings = DuckDBSettings(memory_limit=options.memory_limit, temp_directory=options.temp_directory)
     # -D's options go only where given: the several-run path evaluates runs together without them
     debug = {"debug_level": debug_level, "debug_query": debug_query} if options.debug is not None else {}
+    flags = {
+        "measures": options.measure,
+        "per_query": options.per_query,
+        "complete": options.complete,
+        "no_summary": options.no_summary,
+        "judged_only": options.judged_only,
+        "relevance_level": options.relevance_level,
+        "max_docs": options.max_docs,
+        "collection_size": options.collection_size,
+        "rel_format": options.rel_format,
+        "zscores_path": options.zscores,
+        "backend": options.backend,
+        "duckdb_settings": settings,
+        **debug,
+    }
     with _stdin_as_file(options.run) as run_paths:
-        run_trec_eval_runs(
-            options.qrels,
-            run_paths,
-            measures=options.measure,
-            per_query=options.per_query,
-            complete=options.complete,
-            no_summary=options.no_summary,
-            judged_only=options.judged_only,
-            relevance_level=options.relevance_level,
-            max_docs=options.max_docs,
-            collection_size=options.collection_size,
-            rel_format=options.rel_format,
-            zscores_path=options.zscores,
-            out=sys.stdout,
-            warn=warn or _warn,
-            backend=options.backend,
-            duckdb_settings=settings,
-            jobs=options.jobs,
-            **debug,
-        )
+        if len(run_paths) == 1:  # the several-run module (its processes, its stacking) is not imported
+            from evalstore.trec_eval.one_run import run_trec_eval
+
+            run_trec_eval(options.qrels, run_paths[0], out=sys.stdout, warn=warn or _warn, **flags)
+        else:
+            from evalstore.trec_eval.many_runs import run_trec_eval_runs
+
+            run_trec_eval_runs(options.qrels, run_paths, out=sys.stdout, warn=warn or _warn, jobs=options.jobs, **flags)
 
 
 @contextlib.contextmanager
