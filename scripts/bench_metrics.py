@@ -14,7 +14,8 @@ printed.
    scores): trec_eval 10.0 (built by ../shared/tools/build, or $EVALSTORE_TREC_EVAL) against
    `evalstore trec-eval`; pytrec_eval computing every measure it supports from the same files.
 2. ordinary: `-q -m all_trec` on robust03's pircRBa1 (100 topics x 1,000, from ../shared/data):
-   trec_eval against `evalstore trec-eval`.
+   trec_eval against `evalstore trec-eval`, with the qrels kept from the command before (as in a
+   loop over runs, evalstore.io.parsed_cache) and read anew (EVALSTORE_CACHE_DIR=off).
 3. API: map, ndcg_cut_10, P_10, recall_1000, recip_rank on a 5,000 x 1,000 run, loading included:
    `evalstore.evaluate` against ir_measures and ranx (its process includes compiling its Numba kernels).
 4. in one process: the 17 robust03 runs (gzipped, as distributed), every measure each tool has
@@ -283,6 +284,8 @@ def main() -> None:
         )
     evalstore = str(Path(sys.executable).with_name("evalstore"))
     with tempfile.TemporaryDirectory() as tmp:
+        # `trec-eval` keeps the qrels it reads (evalstore.io.parsed_cache): here, not in the user's cache
+        os.environ["EVALSTORE_CACHE_DIR"] = str(Path(tmp, "cache"))
         if "large" in args.only:
             big = Path(tmp, "big")
             subprocess.run(
@@ -305,7 +308,21 @@ def main() -> None:
                 plain = Path(tmp, "pircRBa1.txt")  # trec_eval reads no gzip: both tools read the same text file
                 plain.write_bytes(__import__("gzip").decompress((robust / "runs" / "input.pircRBa1.gz").read_bytes()))
                 ordinary_files = [str(robust / "robust03_qrels.txt"), str(plain)]
-                ordinary = {"evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files]}
+                ordinary = {
+                    "evalstore": [evalstore, "trec-eval", "-q", "-m", "all_trec", *ordinary_files],
+                    # the qrels read anew each time, as the first command after they change reads them
+                    # (`env` adds its exec, ~1 ms)
+                    "evalstore, qrels not kept": [
+                        "env",
+                        "EVALSTORE_CACHE_DIR=off",
+                        evalstore,
+                        "trec-eval",
+                        "-q",
+                        "-m",
+                        "all_trec",
+                        *ordinary_files,
+                    ],
+                }
                 if binary:
                     ordinary["trec_eval 10.0"] = [binary, "-q", "-m", "all_trec", *ordinary_files]
                 side_by_side("-q -m all_trec, robust03 pircRBa1 (100 x 1,000)", ordinary, args, results)
