@@ -204,6 +204,24 @@ class KeyIndex:
                 self.distinct = False
             pending, slot = pending[moving], (slot[moving] + 1) & self._mask
 
+    @classmethod
+    def restored(cls, keys: np.ndarray, slots: np.ndarray, probes: int, distinct: bool) -> KeyIndex:
+        """The index whose :attr:`keys`, :attr:`slots`, :attr:`probes` and :attr:`distinct` these
+        were (kept on disk with the qrels they index: evalstore.io.parsed_cache)."""
+        index = cls.__new__(cls)
+        index.keys, index._slots, index._probes, index.distinct = keys, slots, probes, distinct
+        bits = len(slots).bit_length() - 1
+        index._shift, index._mask = np.uint64(64 - bits), (1 << bits) - 1
+        return index
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._slots
+
+    @property
+    def probes(self) -> int:
+        return self._probes
+
     def _home(self, keys: np.ndarray) -> np.ndarray:
         return (keys >> self._shift).astype(np.int64)  # the top bits: the finaliser mixes them best
 

@@ -45,7 +45,9 @@ ABANDONED_SECONDS = 3600.0
 # be worth keeping, but the cache should not grow by gigabytes unasked)
 LARGEST_KEPT_BYTES = 1 << 29
 # changes when what is kept changes shape
-FORMAT = "evalstore-parsed-qrels-1"
+FORMAT = "evalstore-parsed-qrels-2"
+# the kept file's column names: the table's, and the derived arrays'
+TABLE, DERIVED = "table:", "derived:"
 # between the warnings kept in one metadata value (no reader's message has it)
 _SEPARATOR = "\x1f"
 
@@ -68,31 +70,39 @@ class ParsedCache:
     folder: Path
     settled_seconds: float | None = None  # SETTLED_SECONDS
 
-    def read(self, path: str | Path, options: dict[str, object], reader: Callable[[], ParsedFile]) -> ParsedFile:
+    def read(
+        self,
+        path: str | Path,
+        options: dict[str, object],
+        reader: Callable[[], ParsedFile],
+        derive: Callable[[ParsedFile], dict[str, pa.Array]] | None = None,
+    ) -> tuple[ParsedFile, dict[str, pa.Array] | None]:
         """What ``reader()`` returns for ``path`` read with ``options``: the kept copy when the file
-        is as it was then, else read (and kept when it has settled). The reader's errors are its own."""
+        is as it was then, else read (and kept when it has settled). ``derive`` works out arrays to
+        keep beside it (when it is kept); they come back with the kept copy, and are None when the
+        file was read and not kept. The reader's errors are its own."""
         before = _state(path)
         if before is None:  # no such file, or not a regular one: the reader says what is wrong
-            return reader()
+            return reader(), None
         source = _source(before, options)
-        entry = (
-            self.folder
-            / f"qrels-{before[0]}-{before[1]}-{zlib.crc32(repr(sorted(options.items())).encode()):08x}.arrow"
-        )
+        named = f"{before[0]}-{before[1]}-{zlib.crc32(repr(sorted(options.items())).encode()):08x}"
+        entry = self.folder / f"qrels-{named}.arrow"
         kept = _load(entry, source)
         if kept is not None:
             return kept
         parsed = reader()
         settled = SETTLED_SECONDS if self.settled_seconds is None else self.settled_seconds
-        if (
+        if not (
             _state(path) == before
             and time.time() - max(before[3], before[4]) / 1e9 > settled
             and before[2] <= LARGEST_KEPT_BYTES
         ):
-            self._keep(entry, source, parsed)
-        return parsed
+            return parsed, None
+        derived = derive(parsed) if derive is not None else {}
+        self._keep(entry, source, parsed, derived)
+        return parsed, derived
 
-    def _keep(self, entry: Path, source: str, parsed: ParsedFile) -> None:
+    def _keep(self, entry: Path, source: str, parsed: ParsedFile, derived: dict[str, pa.Array]) -> None:
         metadata = {
             b"evalstore": FORMAT.encode(),
             b"source": source.encode(),
@@ -100,7 +110,15 @@ class ParsedCache:
             b"tag": b"" if parsed.tag is None else b"=" + parsed.tag.encode(),
             b"content_hash": parsed.content_hash.encode(),
         }
-        table = parsed.table.replace_schema_metadata(metadata)
+        # one row, each column a list: the table's columns and the derived arrays, of any lengths
+        columns = {f"{TABLE}{name}": parsed.table[name].combine_chunks() for name in parsed.table.column_names}
+        columns.update({f"{DERIVED}{name}": array for name, array in derived.items()})
+        table = pa.table(
+            {
+                name: pa.LargeListArray.from_arrays(pa.array([0, len(array)], pa.int64()), array)
+                for name, array in columns.items()
+            }
+        ).replace_schema_metadata(metadata)
         partial = entry.with_name(f".{entry.name}.{os.getpid()}.partial")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -153,23 +171,27 @@ def _source(state: tuple[int, ...], options: dict[str, object]) -> str:
     return repr((FORMAT, list(state), sorted(options.items()), reader, pa.__version__))
 
 
-def _load(entry: Path, source: str) -> ParsedFile | None:
+def _load(entry: Path, source: str) -> tuple[ParsedFile, dict[str, pa.Array]] | None:
     if not entry.exists():
         return None
     try:
         with pa.memory_map(str(entry)) as mapped:
-            table = pa.ipc.open_file(mapped).read_all()
-        metadata = table.schema.metadata or {}
+            kept = pa.ipc.open_file(mapped).read_all()
+        metadata = kept.schema.metadata or {}
         if metadata.get(b"evalstore") != FORMAT.encode() or metadata.get(b"source") != source.encode():
             return None  # kept of the file as it was, or by other code: read it, and keep it anew
         text = metadata[b"warnings"].decode()
         warnings = tuple(text.split(_SEPARATOR)) if text else ()
         tag = metadata[b"tag"].decode()[1:] if metadata[b"tag"] else None
         content_hash = metadata[b"content_hash"].decode()
-    except (OSError, KeyError, ValueError, pa.ArrowException):
+        # each column's one list, its values as they lie in the mapped file (no copy)
+        arrays = {name: kept[name].chunk(0).values for name in kept.column_names}
+        table = pa.table({name[len(TABLE) :]: array for name, array in arrays.items() if name.startswith(TABLE)})
+        derived = {name[len(DERIVED) :]: array for name, array in arrays.items() if name.startswith(DERIVED)}
+    except (OSError, KeyError, ValueError, IndexError, pa.ArrowException):
         with contextlib.suppress(OSError):
             entry.unlink()  # damaged (or not ours): read the file instead, and keep it afresh
         return None
     with contextlib.suppress(OSError):
         os.utime(entry)  # used now: the last to be dropped
-    return ParsedFile(table.replace_schema_metadata(None), content_hash, tag, warnings)
+    return ParsedFile(table, content_hash, tag, warnings), derived

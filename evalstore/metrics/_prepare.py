@@ -459,6 +459,43 @@ def _judgment_pairs(judged: _JudgedDocs, qrels: pa.Table, resolved: _Topics) -> 
     return judged.pairs[memo][1]
 
 
+def qrels_lookups(qrels: pa.Table) -> dict[str, pa.Array]:
+    """What :func:`prepare` works out of the qrels alone, as arrays to keep with them on disk
+    (evalstore.io.parsed_cache): their topics sorted, each judgment's topic code and docno hash,
+    and the index of the judgments' (topic, docno) keys. In a fresh process these took 20-30 ms
+    of robust03's qrels (numpy's first calls, new memory); :func:`remember_qrels_lookups` gives
+    them back to the next command for nothing. Worked out here, they are remembered too."""
+    topics, code = _qrels_topics(qrels)
+    judged = _judged_docs(qrels)
+    index = KeyIndex(with_topics(judged.hashes.copy(), code))
+    judged.pairs.clear()
+    judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], index if index.distinct else None)
+    return {
+        "topics": topics,
+        "judgment_code": pa.array(code),
+        "doc_hash": pa.array(judged.hashes),
+        "pair_key": pa.array(index.keys),
+        "pair_slot": pa.array(index.slots),
+        "pair_probes_distinct": pa.array([index.probes, int(index.distinct)], pa.int64()),
+    }
+
+
+def remember_qrels_lookups(qrels: pa.Table, lookups: dict[str, pa.Array]) -> None:
+    """Take :func:`qrels_lookups`' arrays as worked out of ``qrels`` (the next :func:`prepare`
+    against them uses these instead of working them out again)."""
+    global _last_topics
+    code = lookups["judgment_code"].to_numpy()
+    if len(code) != qrels.num_rows or len(lookups["doc_hash"]) != qrels.num_rows:
+        return  # not these qrels' (the cache checks what it keeps; this is a last guard)
+    _last_topics = (qrels["topic"], _column_key(qrels["topic"]), (lookups["topics"], code))
+    judged = _JudgedDocs(qrels["doc"])
+    judged.__dict__["hashes"] = lookups["doc_hash"].to_numpy()  # the cached_property's value
+    probes, distinct = lookups["pair_probes_distinct"].to_pylist()
+    index = KeyIndex.restored(lookups["pair_key"].to_numpy(), lookups["pair_slot"].to_numpy(), probes, bool(distinct))
+    judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], index if index.distinct else None)
+    _last_judged[:] = [(qrels["doc"], _column_key(qrels["doc"]), judged)]
+
+
 def _judged_rows(
     docs: pa.ChunkedArray,
     topic_row: np.ndarray,

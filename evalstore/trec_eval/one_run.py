@@ -21,7 +21,7 @@ from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.io.parsed_cache import ParsedCache, cache_dir
 from evalstore.metrics import compute, prepare_run_file, summarise
-from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
+from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare, qrels_lookups, remember_qrels_lookups
 from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
@@ -111,7 +111,8 @@ def _jg_values(
 
 def read_qrels_to_evaluate(path: str, *, evaluated_topic: str | None = None) -> ParsedFile:
     """-R qrels judgments read as trec_eval reads them (nothing stored), kept between commands
-    in the cache of :mod:`evalstore.io.parsed_cache` unless ``EVALSTORE_CACHE_DIR=off``."""
+    in the cache of :mod:`evalstore.io.parsed_cache` unless ``EVALSTORE_CACHE_DIR=off``, with
+    what :func:`~evalstore.metrics._prepare.prepare` works out of them alone."""
 
     def reader() -> ParsedFile:
         return read_qrels(path, strict=False, content_hash=False, evaluated_topic=evaluated_topic)
@@ -120,7 +121,10 @@ def read_qrels_to_evaluate(path: str, *, evaluated_topic: str | None = None) -> 
     if folder is None:
         return reader()
     options = {"path": os.path.abspath(path), "strict": False, "evaluated_topic": evaluated_topic}
-    return ParsedCache(folder).read(path, options, reader)
+    parsed, lookups = ParsedCache(folder).read(path, options, reader, lambda read: qrels_lookups(read.table))
+    if lookups is not None:  # what prepare works out of the qrels alone, kept with them
+        remember_qrels_lookups(parsed.table, lookups)
+    return parsed
 
 
 def _prepare_in_memory(qrels: ParsedFile, run_path: str, options: PrepareOptions) -> tuple[Ranking, str | None]:

@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -39,8 +40,8 @@ def qrels_file(tmp_path: Path, text: str = "1 0 d1 1\n1 0 d2 0\n2 0 d1 2\n") -> 
 def test_a_settled_file_is_read_once_then_its_kept_copy_is_used(tmp_path: Path) -> None:
     path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
     reader = Reader(path)
-    first = cache.read(path, OPTIONS, reader)
-    second = cache.read(path, OPTIONS, reader)
+    first = cache.read(path, OPTIONS, reader)[0]
+    second = cache.read(path, OPTIONS, reader)[0]
     assert reader.calls == 1
     assert second.table.equals(first.table) and second.table.schema.metadata is None
     assert (second.tag, second.warnings, second.content_hash) == (first.tag, first.warnings, first.content_hash)
@@ -52,20 +53,20 @@ def test_tags_and_warnings_come_back_as_they_were_read(tmp_path: Path) -> None:
     table = read_qrels(path, strict=False, content_hash=False).table
     for tag, warnings in (("run\x1etag", ("one", "two: x")), (None, ()), ("", ("only",))):
         os.utime(path)  # a new state: read (and kept) again
-        cache.read(path, OPTIONS, lambda t=tag, w=warnings: ParsedFile(table, "abc", t, w))
-        kept = cache.read(path, OPTIONS, lambda: pytest.fail("read again"))
+        cache.read(path, OPTIONS, lambda t=tag, w=warnings: ParsedFile(table, "abc", t, w))[0]
+        kept = cache.read(path, OPTIONS, lambda: pytest.fail("read again"))[0]
         assert (kept.tag, kept.warnings, kept.content_hash) == (tag, warnings, "abc")
 
 
 def test_a_file_changed_to_the_same_size_with_its_old_mtime_is_read_again(tmp_path: Path) -> None:
     path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
     reader = Reader(path)
-    cache.read(path, OPTIONS, reader)
+    cache.read(path, OPTIONS, reader)[0]
     before = path.stat()
     path.write_text("1 0 d1 0\n1 0 d2 1\n2 0 d1 2\n")  # the same bytes but two
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -d: the change time still moves
     assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
-    again = cache.read(path, OPTIONS, reader)
+    again = cache.read(path, OPTIONS, reader)[0]
     assert reader.calls == 2
     assert again.table["relevance"].to_pylist() == [0, 1, 2]
 
@@ -73,8 +74,8 @@ def test_a_file_changed_to_the_same_size_with_its_old_mtime_is_read_again(tmp_pa
 def test_a_file_changed_just_now_is_read_and_not_kept(tmp_path: Path) -> None:
     path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache")  # settled: 3 s
     reader = Reader(path)
-    cache.read(path, OPTIONS, reader)
-    cache.read(path, OPTIONS, reader)
+    cache.read(path, OPTIONS, reader)[0]
+    cache.read(path, OPTIONS, reader)[0]
     assert reader.calls == 2
     assert not (tmp_path / "cache").exists()
 
@@ -82,9 +83,9 @@ def test_a_file_changed_just_now_is_read_and_not_kept(tmp_path: Path) -> None:
 def test_other_options_are_kept_apart(tmp_path: Path) -> None:
     path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
     reader = Reader(path)
-    cache.read(path, {"evaluated_topic": None}, reader)
-    cache.read(path, {"evaluated_topic": "1"}, reader)
-    cache.read(path, {"evaluated_topic": None}, reader)
+    cache.read(path, {"evaluated_topic": None}, reader)[0]
+    cache.read(path, {"evaluated_topic": "1"}, reader)[0]
+    cache.read(path, {"evaluated_topic": None}, reader)[0]
     assert reader.calls == 2
 
 
@@ -92,16 +93,16 @@ def test_other_options_are_kept_apart(tmp_path: Path) -> None:
 def test_a_damaged_or_foreign_copy_is_read_anew_and_replaced(tmp_path: Path, damage: bytes | None) -> None:
     path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
     reader = Reader(path)
-    expected = cache.read(path, OPTIONS, reader).table
+    expected = cache.read(path, OPTIONS, reader)[0].table
     (entry,) = (tmp_path / "cache").glob("qrels-*.arrow")
     if damage is None:  # a valid Arrow file, not of ours
         with pa.OSFile(str(entry), "wb") as out, pa.ipc.new_file(out, expected.schema) as writer:
             writer.write_table(expected)
     else:
         entry.write_bytes(damage)
-    assert cache.read(path, OPTIONS, reader).table.equals(expected)
+    assert cache.read(path, OPTIONS, reader)[0].table.equals(expected)
     assert reader.calls == 2
-    assert cache.read(path, OPTIONS, reader).table.equals(expected)
+    assert cache.read(path, OPTIONS, reader)[0].table.equals(expected)
     assert reader.calls == 2  # kept again
 
 
@@ -111,18 +112,18 @@ def test_a_cache_that_cannot_be_written_only_reads(tmp_path: Path) -> None:
     blocked.write_text("")
     cache = ParsedCache(blocked / "cache", settled_seconds=0.0)
     reader = Reader(path)
-    assert cache.read(path, OPTIONS, reader).table.num_rows == 3
-    assert cache.read(path, OPTIONS, reader).table.num_rows == 3
+    assert cache.read(path, OPTIONS, reader)[0].table.num_rows == 3
+    assert cache.read(path, OPTIONS, reader)[0].table.num_rows == 3
     assert reader.calls == 2
 
 
 def test_reader_errors_are_the_readers(tmp_path: Path) -> None:
     cache = ParsedCache(tmp_path / "cache", settled_seconds=0.0)
     with pytest.raises(Exception, match="no such file"):
-        cache.read(tmp_path / "missing", OPTIONS, Reader(tmp_path / "missing"))
+        cache.read(tmp_path / "missing", OPTIONS, Reader(tmp_path / "missing"))[0]
     bad = qrels_file(tmp_path, "1 0 d1 x\n")
     with pytest.raises(Exception, match=":1:"):
-        cache.read(bad, OPTIONS, Reader(bad))
+        cache.read(bad, OPTIONS, Reader(bad))[0]
     assert not list((tmp_path / "cache").glob("*")) if (tmp_path / "cache").exists() else True
 
 
@@ -134,17 +135,70 @@ def test_at_most_kept_files_are_kept_the_least_recently_used_dropped(tmp_path: P
         folder.mkdir()
         paths.append(qrels_file(folder))
     for path in paths[: KEPT_FILES + 1]:
-        cache.read(path, OPTIONS, Reader(path))
+        cache.read(path, OPTIONS, Reader(path))[0]
     assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
     abandoned, writing = (tmp_path / "cache" / f".qrels-x.arrow.{pid}.partial" for pid in (1, 2))
     abandoned.write_bytes(b"half")
     writing.write_bytes(b"half")
     os.utime(abandoned, (0, time.time() - 2 * ABANDONED_SECONDS))
     first_reader = Reader(paths[0])  # the oldest, dropped
-    cache.read(paths[0], OPTIONS, first_reader)
+    cache.read(paths[0], OPTIONS, first_reader)[0]
     assert first_reader.calls == 1
     assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
     assert not abandoned.exists() and writing.exists()
+
+
+def test_derived_arrays_are_kept_beside_and_come_back(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    derived = {"codes": pa.array(np.arange(5)), "names": pa.array(["a", "b"]), "none": pa.array([], pa.int64())}
+    calls = []
+
+    def derive(parsed: ParsedFile) -> dict[str, pa.Array]:
+        calls.append(parsed.table.num_rows)
+        return derived
+
+    first, made = cache.read(path, OPTIONS, Reader(path), derive)
+    kept, again = cache.read(path, OPTIONS, lambda: pytest.fail("read again"), derive)
+    assert calls == [3] and made == derived
+    assert again is not None and set(again) == set(derived)
+    assert all(again[name].equals(array) for name, array in derived.items())
+    assert kept.table.equals(first.table)
+
+
+def test_nothing_is_derived_for_a_file_not_kept(tmp_path: Path) -> None:
+    path = qrels_file(tmp_path)  # written just now
+    parsed, derived = ParsedCache(tmp_path / "cache").read(
+        path, OPTIONS, Reader(path), lambda _: pytest.fail("derived")
+    )
+    assert derived is None and parsed.table.num_rows == 3
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_the_qrels_lookups_remembered_are_the_ones_worked_out(twice: bool) -> None:
+    """prepare's qrels-side arrays, kept and given back: the same topics, codes, hashes, and an
+    index that finds every key where the one built finds it (and knows when a key is given twice)."""
+    from evalstore.io._hashing import KeyIndex
+    from evalstore.metrics import _prepare
+
+    rng = np.random.default_rng(7)
+    pairs = rng.choice(30 * 5_000, 2_000, replace=False)  # (topic, docno) pairs, each once
+    topics, docs = [str(p // 5_000) for p in pairs], [f"doc{p % 5_000}" for p in pairs]
+    if twice:
+        topics.append(topics[0])
+        docs.append(docs[0])
+    qrels = pa.table({"topic": topics, "iteration": ["0"] * len(docs), "doc": docs, "relevance": [1] * len(docs)})
+    lookups = _prepare.qrels_lookups(qrels)
+    built = KeyIndex(lookups["pair_key"].to_numpy().copy())
+    again = pa.table({name: qrels[name].combine_chunks() for name in qrels.column_names})  # other buffers
+    _prepare.remember_qrels_lookups(again, lookups)
+    judged = _prepare._judged_docs(again)
+    assert np.array_equal(judged.hashes, lookups["doc_hash"].to_numpy())
+    assert _prepare._qrels_topics(again)[0].equals(lookups["topics"])
+    (_, remembered) = judged.pairs[_prepare._column_key(again["topic"])]
+    assert (remembered is None) == twice == (not built.distinct)
+    if remembered is not None:
+        queries = np.concatenate([built.keys, rng.integers(0, 2**63, 1_000, dtype=np.int64).astype(np.uint64)])
+        assert np.array_equal(remembered.find(queries), built.find(queries))
 
 
 def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
