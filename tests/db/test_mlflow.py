@@ -3,6 +3,8 @@ stored and its logging pending; a sync logs it; nothing is ever logged twice."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -94,6 +96,18 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
         "per_topic_AP.svg",
         "precision_recall.svg",
     }
+
+
+def test_a_local_mlflow_store_is_put_in_wal_mode(engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
+    """MLflow makes its SQLite store with a rollback journal; evalstore's client puts it in WAL
+    mode (kept in the file), and logs into it as before."""
+    path = tracking_uri.removeprefix("sqlite:///")
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA journal_mode = DELETE")
+    log_pending(engine)
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert len(_logged_runs(tracking_uri)) == 1
 
 
 def test_a_logged_run_holds_what_mlflows_own_log_calls_write(

@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +41,27 @@ def _client(uri: str, clients: Lru[str, Any]) -> MlflowClient:
     with _local_store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # a new local store creates its schema here
+        _write_ahead_log(uri)
     return clients.put(uri, client)
+
+
+def _write_ahead_log(uri: str) -> None:
+    """A local SQLite store in WAL mode (kept in the file: set once, for every process). MLflow
+    leaves SQLite's default, a rollback journal: each of a job's three MLflow transactions
+    created, synced and deleted a journal file, and a writer shut every reader out, which the
+    workers logging side by side, and the MLflow UI reading, waited on. WAL appends to one log:
+    ~1.7 ms less system CPU and ~3.5 ms less wall a job's MLflow run (create, log_batch,
+    set_terminated; `scripts/bench_server.py` measures the throughput). SQLite's WAL needs the
+    processes on one host, as a local store has them."""
+    if not uri.startswith("sqlite:///"):
+        return
+    path = uri.removeprefix("sqlite:///")
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as connection:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                connection.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.Error as error:  # left as MLflow made it: slower, not wrong
+        logging.getLogger("evalstore.mlflow").warning("MLflow's store %s stays in its journal mode: %s", path, error)
 
 
 @contextlib.contextmanager
