@@ -17,7 +17,8 @@ the state as it was (git's index guards against the same "racy" case). A network
 system whose times do not move is the one case this cannot see: ``EVALSTORE_CACHE_DIR=off``.
 
 Where: ``$EVALSTORE_CACHE_DIR`` (``off`` turns it off), else ``$XDG_CACHE_HOME/evalstore``, else
-``~/.cache/evalstore``; at most :data:`KEPT_FILES` qrels, the least recently used dropped. A
+``~/.cache/evalstore`` (made for its user alone, and not used when others can write to it); at
+most :data:`KEPT_FILES` qrels, the least recently used dropped. A
 failure to read or write the cache (a full disk, a read-only home, a damaged file) reads the
 qrels as if there were none, and says nothing: it can only be slower.
 """
@@ -41,9 +42,9 @@ CACHE_DIR_ENV = "EVALSTORE_CACHE_DIR"
 SETTLED_SECONDS = 3.0
 KEPT_FILES = 8
 ABANDONED_SECONDS = 3600.0
-# qrels larger than this are read every time (a memory-mapped copy of MS MARCO's full qrels would
-# be worth keeping, but the cache should not grow by gigabytes unasked)
-LARGEST_KEPT_BYTES = 1 << 29
+# qrels larger than this (some 3M judgments) are read every time: a kept copy is ~4x its file with
+# what prepare works out, and KEPT_FILES of them should not fill a disk unasked (at most ~2 GB)
+LARGEST_KEPT_BYTES = 1 << 26
 # changes when what is kept changes shape
 FORMAT = "evalstore-parsed-qrels-2"
 # the kept file's column names: the table's, and the derived arrays'
@@ -82,7 +83,7 @@ class ParsedCache:
         keep beside it (when it is kept); they come back with the kept copy, and are None when the
         file was read and not kept. The reader's errors are its own."""
         before = _state(path)
-        if before is None:  # no such file, or not a regular one: the reader says what is wrong
+        if before is None or not _private(self.folder):  # the reader says what is wrong with the file
             return reader(), None
         source = _source(before, options)
         named = f"{before[0]}-{before[1]}-{zlib.crc32(repr(sorted(options.items())).encode()):08x}"
@@ -121,7 +122,7 @@ class ParsedCache:
         ).replace_schema_metadata(metadata)
         partial = entry.with_name(f".{entry.name}.{os.getpid()}.partial")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             with pa.OSFile(str(partial), "wb") as out, pa.ipc.new_file(out, table.schema) as writer:
                 writer.write_table(table)
             os.replace(partial, entry)  # whole or not at all: a reader never sees half a file
@@ -141,6 +142,20 @@ class ParsedCache:
         for child in [child for _, child in sorted(entries, reverse=True)[KEPT_FILES:]] + stale:
             with contextlib.suppress(OSError):
                 child.unlink()
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is this user's alone (or not made yet): a kept copy is trusted as the
+    file it was read from, so a folder that someone else can write to (``EVALSTORE_CACHE_DIR=/tmp``)
+    could be given another user's made-up qrels. Such a folder is not used (ssh treats its keys'
+    folder the same way)."""
+    try:
+        state = folder.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return state.st_uid == os.getuid() and not state.st_mode & 0o022
 
 
 def _age(path: Path) -> float:

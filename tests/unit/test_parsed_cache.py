@@ -201,6 +201,20 @@ def test_the_qrels_lookups_remembered_are_the_ones_worked_out(twice: bool) -> No
         assert np.array_equal(remembered.find(queries), built.find(queries))
 
 
+def test_a_folder_others_can_write_to_is_not_used_and_a_new_one_is_the_users_alone(tmp_path: Path) -> None:
+    path = qrels_file(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # as /tmp is: anyone could leave made-up qrels there
+    reader = Reader(path)
+    for _ in range(2):
+        assert ParsedCache(shared, settled_seconds=0.0).read(path, OPTIONS, reader)[1] is None
+    assert reader.calls == 2 and not list(shared.iterdir())
+    mine = tmp_path / "mine" / "cache"
+    ParsedCache(mine, settled_seconds=0.0).read(path, OPTIONS, reader)
+    assert mine.stat().st_mode & 0o077 == 0 and len(list(mine.iterdir())) == 1
+
+
 def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for off in ("off", "OFF", "0", "false", "no", ""):
         monkeypatch.setenv("EVALSTORE_CACHE_DIR", off)
