@@ -6,9 +6,11 @@ of a fresh process's ~240 (numpy's and pyarrow's first calls are slow in a new p
 memory-mapping the checked table takes ~1 ms. trec_eval keeps nothing: it reads them every time.
 
 What is kept: the table, tag and warnings the reader returned, beside what they were read from:
-the file's identity and state as ``os.stat`` tells them (device, inode, size, modification and
-change times in nanoseconds), the reader's options, and the reader's code (this package's modules'
-sizes and times, pyarrow's version). A kept copy is used only when all of that is the same again.
+the file's identity and state as ``fstat`` tells them once it is opened (device, inode, size,
+modification and change times in nanoseconds; opened, so that NFS asks its server, where a bare
+``stat`` may answer from a cache for up to a minute), the reader's options, and the code that made
+the copy (the modules of this package, of ``evalstore.metrics._prepare`` and of the kernels, by size
+and time; pyarrow's version). A kept copy is used only when all of that is the same again.
 Writing a file moves both its times; ``touch -d`` can set the modification time back, not the
 change time. A file is kept only when it was last changed more than :data:`SETTLED_SECONDS` before
 it was read, and did not change while it was read: a file system's clock ticks coarsely (ext4 every
@@ -17,16 +19,20 @@ the state as it was (git's index guards against the same "racy" case). A network
 system whose times do not move is the one case this cannot see: ``EVALSTORE_CACHE_DIR=off``.
 
 Where: ``$EVALSTORE_CACHE_DIR`` (``off`` turns it off), else ``$XDG_CACHE_HOME/evalstore``, else
-``~/.cache/evalstore`` (made for its user alone, and not used when others can write to it); at
-most :data:`KEPT_FILES` qrels, the least recently used dropped. A
-failure to read or write the cache (a full disk, a read-only home, a damaged file) reads the
-qrels as if there were none, and says nothing: it can only be slower.
+``~/.cache/evalstore`` (made for its user alone; a folder or a kept file that is not the user's
+alone is not used); at most :data:`KEPT_FILES` qrels, the least recently used dropped (only files
+named as this module names them are ever deleted). A failure to read or write the cache (a full
+disk, a read-only home, no home at all, a damaged file) reads the qrels as if there were none, and
+says nothing: it can only be slower. A kept file has no checksum: a bit flipped on the disk inside
+a value goes unseen, as it would in the qrels file itself; a damaged structure is found.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
+import re
 import time
 import zlib
 from collections.abc import Callable
@@ -42,8 +48,8 @@ CACHE_DIR_ENV = "EVALSTORE_CACHE_DIR"
 SETTLED_SECONDS = 3.0
 KEPT_FILES = 8
 ABANDONED_SECONDS = 3600.0
-# qrels larger than this (some 3M judgments) are read every time: a kept copy is ~4x its file with
-# what prepare works out, and KEPT_FILES of them should not fill a disk unasked (at most ~2 GB)
+# qrels whose table is larger than this (some 3M judgments) are read every time: a kept copy is
+# ~2.5x the table with what prepare works out, and KEPT_FILES of them should not fill a disk unasked
 LARGEST_KEPT_BYTES = 1 << 26
 # changes when what is kept changes shape
 FORMAT = "evalstore-parsed-qrels-2"
@@ -51,17 +57,27 @@ FORMAT = "evalstore-parsed-qrels-2"
 TABLE, DERIVED = "table:", "derived:"
 # between the warnings kept in one metadata value (no reader's message has it)
 _SEPARATOR = "\x1f"
+# the only names this module writes, and so the only ones it deletes
+_ENTRY = re.compile(r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow")
+_PARTIAL = re.compile(r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial")
+# the code whose work is kept: its modules' sizes and times are part of what a copy was made from
+_CODE = ("io", "metrics/_prepare.py", "_kernels.py", "trec_order.py")
 
 
 def cache_dir() -> Path | None:
-    """The folder of kept qrels, or None when ``EVALSTORE_CACHE_DIR=off``."""
+    """The folder of kept qrels, or None when ``EVALSTORE_CACHE_DIR=off`` (or there is no home)."""
     chosen = os.environ.get(CACHE_DIR_ENV)
     if chosen is not None and chosen.strip().lower() in ("off", "0", "false", "no", ""):
         return None
     if chosen:
         return Path(chosen)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "evalstore"
+    if xdg:
+        return Path(xdg) / "evalstore"
+    try:
+        return Path.home() / ".cache" / "evalstore"
+    except (RuntimeError, KeyError):  # no $HOME and no passwd entry (a container's bare uid)
+        return None
 
 
 @dataclass(frozen=True)
@@ -88,7 +104,7 @@ class ParsedCache:
         source = _source(before, options)
         named = f"{before[0]}-{before[1]}-{zlib.crc32(repr(sorted(options.items())).encode()):08x}"
         entry = self.folder / f"qrels-{named}.arrow"
-        kept = _load(entry, source)
+        kept = _load(entry, source) if self.folder.is_dir() else None
         if kept is not None:
             return kept
         parsed = reader()
@@ -96,7 +112,7 @@ class ParsedCache:
         if not (
             _state(path) == before
             and time.time() - max(before[3], before[4]) / 1e9 > settled
-            and before[2] <= LARGEST_KEPT_BYTES
+            and parsed.table.nbytes <= LARGEST_KEPT_BYTES
         ):
             return parsed, None
         derived = derive(parsed) if derive is not None else {}
@@ -104,44 +120,55 @@ class ParsedCache:
         return parsed, derived
 
     def _keep(self, entry: Path, source: str, parsed: ParsedFile, derived: dict[str, pa.Array]) -> None:
-        metadata = {
-            b"evalstore": FORMAT.encode(),
-            b"source": source.encode(),
-            b"warnings": _SEPARATOR.join(parsed.warnings).encode(),
-            b"tag": b"" if parsed.tag is None else b"=" + parsed.tag.encode(),
-            b"content_hash": parsed.content_hash.encode(),
-        }
-        # one row, each column a list: the table's columns and the derived arrays, of any lengths
-        columns = {f"{TABLE}{name}": parsed.table[name].combine_chunks() for name in parsed.table.column_names}
-        columns.update({f"{DERIVED}{name}": array for name, array in derived.items()})
-        table = pa.table(
-            {
-                name: pa.LargeListArray.from_arrays(pa.array([0, len(array)], pa.int64()), array)
-                for name, array in columns.items()
-            }
-        ).replace_schema_metadata(metadata)
         partial = entry.with_name(f".{entry.name}.{os.getpid()}.partial")
         try:
+            metadata = {
+                b"evalstore": FORMAT.encode(),
+                b"source": _bytes(source),
+                b"warnings": _bytes(_SEPARATOR.join(parsed.warnings)),
+                b"tag": b"" if parsed.tag is None else b"=" + _bytes(parsed.tag),
+                b"content_hash": _bytes(parsed.content_hash),
+            }
+            # one row, each column a list: the table's columns and the derived arrays, of any lengths
+            columns = {f"{TABLE}{name}": parsed.table[name].combine_chunks() for name in parsed.table.column_names}
+            columns.update({f"{DERIVED}{name}": array for name, array in derived.items()})
+            offsets = {length: pa.array([0, length], pa.int64()) for length in {len(a) for a in columns.values()}}
+            table = pa.table(
+                {name: pa.LargeListArray.from_arrays(offsets[len(array)], array) for name, array in columns.items()}
+            ).replace_schema_metadata(metadata)
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _private(self.folder):  # made by someone else meanwhile: leave it alone
+                return
             with pa.OSFile(str(partial), "wb") as out, pa.ipc.new_file(out, table.schema) as writer:
                 writer.write_table(table)
             os.replace(partial, entry)  # whole or not at all: a reader never sees half a file
             self._prune()
-        except (OSError, pa.ArrowException):
+        except (OSError, ValueError, pa.ArrowException):
             with contextlib.suppress(OSError):
                 partial.unlink()
 
     def _prune(self) -> None:
         """At most KEPT_FILES kept, the most recently used; and no partial file of a process that
-        died while writing one (an hour is longer than any write takes)."""
-        entries = []
-        for child in self.folder.glob("qrels-*.arrow"):
+        died while writing one (an hour is longer than any write takes). Only this module's names."""
+        entries, stale = [], []
+        for child in self.folder.iterdir():
             with contextlib.suppress(OSError):
-                entries.append((child.stat().st_mtime_ns, child))
-        stale = [child for child in self.folder.glob(".qrels-*.partial") if _age(child) > ABANDONED_SECONDS]
+                if _ENTRY.fullmatch(child.name):
+                    entries.append((child.stat().st_mtime_ns, child))
+                elif _PARTIAL.fullmatch(child.name) and time.time() - child.stat().st_mtime > ABANDONED_SECONDS:
+                    stale.append(child)
         for child in [child for _, child in sorted(entries, reverse=True)[KEPT_FILES:]] + stale:
             with contextlib.suppress(OSError):
                 child.unlink()
+
+
+def _bytes(text: str) -> bytes:
+    # a file name that is not UTF-8 (a warning may name it) comes back as it was
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "surrogateescape")
 
 
 def _private(folder: Path) -> bool:
@@ -158,51 +185,62 @@ def _private(folder: Path) -> bool:
     return state.st_uid == os.getuid() and not state.st_mode & 0o022
 
 
-def _age(path: Path) -> float:
-    try:
-        return time.time() - path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 def _state(path: str | Path) -> tuple[int, int, int, int, int] | None:
+    """The file's state once opened (None: no regular file to open; the reader will say why)."""
     try:
-        state = os.stat(path)
+        handle = os.open(path, os.O_RDONLY)
     except (OSError, ValueError):
         return None
-    if not (state.st_mode & 0o170000 == 0o100000):  # a regular file (stdin's copy is one too)
+    try:
+        state = os.fstat(handle)
+    finally:
+        os.close(handle)
+    if state.st_mode & 0o170000 != 0o100000:  # a regular file (stdin's copy is one too)
         return None
     return (state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
 
 
 def _source(state: tuple[int, ...], options: dict[str, object]) -> str:
-    """What a kept copy was read from, all of it: the file's state, the options, the reader."""
-    folder = Path(__file__).parent
-    reader = sorted(
-        (entry.name, entry.stat().st_size, entry.stat().st_mtime_ns)
-        for entry in os.scandir(folder)
-        if entry.name.endswith(".py")
-    )
-    return repr((FORMAT, list(state), sorted(options.items()), reader, pa.__version__))
+    """What a kept copy was read from, all of it: the file's state, the options, the code."""
+    package = Path(__file__).parents[1]
+    code = []
+    for part in _CODE:
+        place = package / part
+        files = sorted(place.glob("*.py")) if place.is_dir() else [place]
+        for module in files:
+            with contextlib.suppress(OSError):
+                found = module.stat()
+                code.append((part, module.name, found.st_size, found.st_mtime_ns))
+    return repr((FORMAT, list(state), sorted(options.items()), code, pa.__version__))
 
 
 def _load(entry: Path, source: str) -> tuple[ParsedFile, dict[str, pa.Array]] | None:
-    if not entry.exists():
+    try:
+        handle = os.open(entry, os.O_RDONLY)
+    except OSError:
         return None
     try:
-        with pa.memory_map(str(entry)) as mapped:
-            kept = pa.ipc.open_file(mapped).read_all()
+        try:
+            state = os.fstat(handle)
+            if state.st_uid != os.getuid() or state.st_mode & 0o170000 != 0o100000 or not state.st_size:
+                raise ValueError("not a kept file of this user's")
+            mapped = mmap.mmap(handle, 0, access=mmap.ACCESS_READ)  # the buffers below keep it open
+        finally:
+            os.close(handle)
+        kept = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
         metadata = kept.schema.metadata or {}
-        if metadata.get(b"evalstore") != FORMAT.encode() or metadata.get(b"source") != source.encode():
+        if metadata.get(b"evalstore") != FORMAT.encode() or metadata.get(b"source") != _bytes(source):
             return None  # kept of the file as it was, or by other code: read it, and keep it anew
-        text = metadata[b"warnings"].decode()
+        text = _text(metadata[b"warnings"])
         warnings = tuple(text.split(_SEPARATOR)) if text else ()
-        tag = metadata[b"tag"].decode()[1:] if metadata[b"tag"] else None
-        content_hash = metadata[b"content_hash"].decode()
+        tag = _text(metadata[b"tag"])[1:] if metadata[b"tag"] else None
+        content_hash = _text(metadata[b"content_hash"])
+        kept.validate()
         # each column's one list, its values as they lie in the mapped file (no copy)
         arrays = {name: kept[name].chunk(0).values for name in kept.column_names}
         table = pa.table({name[len(TABLE) :]: array for name, array in arrays.items() if name.startswith(TABLE)})
         derived = {name[len(DERIVED) :]: array for name, array in arrays.items() if name.startswith(DERIVED)}
+        table.validate()
     except (OSError, KeyError, ValueError, IndexError, pa.ArrowException):
         with contextlib.suppress(OSError):
             entry.unlink()  # damaged (or not ours): read the file instead, and keep it afresh

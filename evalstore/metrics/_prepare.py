@@ -480,20 +480,40 @@ def qrels_lookups(qrels: pa.Table) -> dict[str, pa.Array]:
     }
 
 
-def remember_qrels_lookups(qrels: pa.Table, lookups: dict[str, pa.Array]) -> None:
+def remember_qrels_lookups(qrels: pa.Table, lookups: dict[str, pa.Array]) -> bool:
     """Take :func:`qrels_lookups`' arrays as worked out of ``qrels`` (the next :func:`prepare`
-    against them uses these instead of working them out again)."""
+    against them uses these instead of working them out again). False, and nothing taken, when
+    they do not fit ``qrels`` (a kept file damaged on the disk): they are then worked out again."""
     global _last_topics
-    code = lookups["judgment_code"].to_numpy()
-    if len(code) != qrels.num_rows or len(lookups["doc_hash"]) != qrels.num_rows:
-        return  # not these qrels' (the cache checks what it keeps; this is a last guard)
-    _last_topics = (qrels["topic"], _column_key(qrels["topic"]), (lookups["topics"], code))
+    try:
+        topics, code, hashes, keys, slots = (
+            lookups[name] for name in ("topics", "judgment_code", "doc_hash", "pair_key", "pair_slot")
+        )
+        probes, distinct = lookups["pair_probes_distinct"].to_pylist()
+        code, hashes, keys, slots = (array.to_numpy() for array in (code, hashes, keys, slots))
+        fits = (
+            pa.types.is_string(topics.type)
+            and len(code) == len(hashes) == len(keys) == qrels.num_rows
+            and (not len(code) or (0 <= code.min() and code.max() < len(topics)))
+            and len(slots) >= 16
+            and len(slots) & (len(slots) - 1) == 0
+            and (not len(slots) or (-1 <= slots.min() and slots.max() < len(keys)))
+            and 1 <= probes <= len(slots)
+            and code.dtype == np.int64
+            and hashes.dtype == keys.dtype == np.uint64
+            and slots.dtype == np.int64
+        )
+    except (KeyError, ValueError, TypeError, pa.ArrowException):
+        return False
+    if not fits:
+        return False
+    _last_topics = (qrels["topic"], _column_key(qrels["topic"]), (topics, code))
     judged = _JudgedDocs(qrels["doc"])
-    judged.__dict__["hashes"] = lookups["doc_hash"].to_numpy()  # the cached_property's value
-    probes, distinct = lookups["pair_probes_distinct"].to_pylist()
-    index = KeyIndex.restored(lookups["pair_key"].to_numpy(), lookups["pair_slot"].to_numpy(), probes, bool(distinct))
+    judged.__dict__["hashes"] = hashes  # the cached_property's value
+    index = KeyIndex.restored(keys, slots, probes, bool(distinct))
     judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], index if index.distinct else None)
     _last_judged[:] = [(qrels["doc"], _column_key(qrels["doc"]), judged)]
+    return True
 
 
 def _judged_rows(

@@ -110,6 +110,18 @@ def test_a_local_mlflow_store_is_put_in_wal_mode(engine: Engine, evaluated_offli
     assert len(_logged_runs(tracking_uri)) == 1
 
 
+def test_wal_mode_goes_to_the_file_a_uri_with_a_query_names(tmp_path: Path) -> None:
+    from evalstore.services.tracking.client import _write_ahead_log
+
+    path = tmp_path / "m.db"
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE t (x)")
+    _write_ahead_log(f"sqlite:///{path}?timeout=20")
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("m.db-")) == ["m.db"]
+
+
 def test_a_logged_run_holds_what_mlflows_own_log_calls_write(
     engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path
 ) -> None:

@@ -137,15 +137,22 @@ def test_at_most_kept_files_are_kept_the_least_recently_used_dropped(tmp_path: P
     for path in paths[: KEPT_FILES + 1]:
         cache.read(path, OPTIONS, Reader(path))[0]
     assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
-    abandoned, writing = (tmp_path / "cache" / f".qrels-x.arrow.{pid}.partial" for pid in (1, 2))
+    abandoned, writing = (tmp_path / "cache" / f".qrels-1-2-0000abcd.arrow.{pid}.partial" for pid in (1, 2))
     abandoned.write_bytes(b"half")
     writing.write_bytes(b"half")
-    os.utime(abandoned, (0, time.time() - 2 * ABANDONED_SECONDS))
+    old = time.time() - 2 * ABANDONED_SECONDS
+    os.utime(abandoned, (old, old))
+    # the user's own files in the folder, named nearly as ours, and old: never deleted
+    theirs = [tmp_path / "cache" / name for name in ("qrels-trec1.arrow", ".qrels-trec.arrow.1.partial", "notes")]
+    for path in theirs:
+        path.write_bytes(b"mine")
+        os.utime(path, (old, old))
     first_reader = Reader(paths[0])  # the oldest, dropped
     cache.read(paths[0], OPTIONS, first_reader)[0]
     assert first_reader.calls == 1
-    assert len(list((tmp_path / "cache").glob("qrels-*.arrow"))) == KEPT_FILES
+    assert len([path for path in (tmp_path / "cache").glob("qrels-*.arrow") if path not in theirs]) == KEPT_FILES
     assert not abandoned.exists() and writing.exists()
+    assert all(path.exists() for path in theirs)
 
 
 def test_derived_arrays_are_kept_beside_and_come_back(tmp_path: Path) -> None:
@@ -215,6 +222,50 @@ def test_a_folder_others_can_write_to_is_not_used_and_a_new_one_is_the_users_alo
     assert mine.stat().st_mode & 0o077 == 0 and len(list(mine.iterdir())) == 1
 
 
+def test_text_that_is_not_utf8_comes_back_as_it_was(tmp_path: Path) -> None:
+    """A warning naming a file whose name is not UTF-8 (os.fsdecode's surrogates) is kept too."""
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    table = read_qrels(path, strict=False, content_hash=False).table
+    warnings = ("q\udce9.csv:2: a judgment given twice",)
+    cache.read(path, OPTIONS, lambda: ParsedFile(table, "", "t\udce9", warnings))
+    kept = cache.read(path, OPTIONS, lambda: pytest.fail("read again"))[0]
+    assert (kept.warnings, kept.tag) == (warnings, "t\udce9")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user takes root")
+def test_a_kept_file_that_is_not_the_users_is_not_used(tmp_path: Path) -> None:
+    path, cache = qrels_file(tmp_path), ParsedCache(tmp_path / "cache", settled_seconds=0.0)
+    reader = Reader(path)
+    cache.read(path, OPTIONS, reader)
+    (entry,) = (tmp_path / "cache").glob("qrels-*.arrow")
+    os.chown(entry, 54321, 54321)
+    cache.read(path, OPTIONS, reader)
+    assert reader.calls == 2
+    (entry,) = (tmp_path / "cache").glob("qrels-*.arrow")
+    assert entry.stat().st_uid == os.getuid()  # kept afresh, as the user's
+
+
+def test_lookups_that_do_not_fit_the_qrels_are_not_remembered() -> None:
+    from evalstore.metrics import _prepare
+
+    qrels = pa.table({"topic": ["1", "1", "2"], "iteration": ["0"] * 3, "doc": ["a", "b", "a"], "relevance": [1, 0, 2]})
+    good = _prepare.qrels_lookups(qrels)
+    again = pa.table({name: qrels[name].combine_chunks() for name in qrels.column_names})
+    damaged = [
+        {name: array for name, array in good.items() if name != "pair_slot"},
+        {**good, "pair_slot": good["pair_slot"].slice(1)},  # not a power of two
+        {**good, "judgment_code": pa.array([0, 0, 7])},  # a topic code past the topics
+        {**good, "doc_hash": good["doc_hash"].slice(1)},  # a judgment short
+        {**good, "pair_slot": pa.array(np.full(len(good["pair_slot"]), 99))},  # slots past the keys
+        {**good, "topics": pa.array([1, 2])},
+    ]
+    for lookups in damaged:
+        assert not _prepare.remember_qrels_lookups(again, lookups)
+        assert _prepare._column_key(again["doc"]) != _prepare._last_judged[0][1]
+    assert _prepare.remember_qrels_lookups(again, good)
+    assert _prepare._column_key(again["doc"]) == _prepare._last_judged[0][1]
+
+
 def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for off in ("off", "OFF", "0", "false", "no", ""):
         monkeypatch.setenv("EVALSTORE_CACHE_DIR", off)
@@ -227,6 +278,12 @@ def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "evalstore"
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", no_home)  # no $HOME, and a uid without a passwd entry
+    assert cache_dir() is None
 
 
 def trec_eval_text(*args: str) -> str:

@@ -52,10 +52,15 @@ def _write_ahead_log(uri: str) -> None:
     workers logging side by side, and the MLflow UI reading, waited on. WAL appends to one log:
     ~1.7 ms less system CPU and ~3.5 ms less wall a job's MLflow run (create, log_batch,
     set_terminated; `scripts/bench_server.py` measures the throughput). SQLite's WAL needs the
-    processes on one host, as a local store has them."""
+    processes on one host, as a local store has them, and a reader that may write beside the file
+    (its shared-memory index): a user with read-only access to the folder cannot open it."""
     if not uri.startswith("sqlite:///"):
         return
-    path = uri.removeprefix("sqlite:///")
+    from sqlalchemy.engine import make_url
+
+    path = make_url(uri).database  # as MLflow's engine reads it (a query string is not the file's)
+    if not path or path == ":memory:":
+        return
     try:
         with contextlib.closing(sqlite3.connect(path, timeout=30)) as connection:
             if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
