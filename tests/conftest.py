@@ -116,33 +116,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _evalstore_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """No test writes to ~/.evalstore, and no two xdist workers share a store: $EVALSTORE_HOME is
-    a folder of the session's own unless set (tests that need another set it themselves)."""
-    if os.environ.get("EVALSTORE_HOME"):
-        yield
-        return
-    os.environ["EVALSTORE_HOME"] = str(tmp_path_factory.mktemp("evalstore-home"))
-    try:
-        yield
-    finally:
-        os.environ.pop("EVALSTORE_HOME", None)
+# the folders evalstore writes to outside a test's own, each given a folder of the session's own
+# (unless set: tests that need another set it themselves):
+# - $EVALSTORE_HOME: no test writes to ~/.evalstore, and no two xdist workers share a store;
+# - $EVALSTORE_CACHE_DIR: `trec-eval`'s kept qrels (evalstore.io.parsed_cache) do not go to
+#   ~/.cache; the shared data's qrels are kept there and used by later tests, as by a user's loop
+#   over runs (a file a test has just written is too new to be kept).
+SESSION_FOLDERS = {"EVALSTORE_HOME": "evalstore-home", "EVALSTORE_CACHE_DIR": "evalstore-cache"}
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _evalstore_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """`trec-eval`'s kept qrels (evalstore.io.parsed_cache) go to a folder of the session's own,
-    not ~/.cache: the shared data's qrels are kept there and used by later tests, as by a user's
-    loop over runs (a file a test has just written is too new to be kept)."""
-    if os.environ.get("EVALSTORE_CACHE_DIR"):
-        yield
-        return
-    os.environ["EVALSTORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("evalstore-cache"))
+def _session_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    made = [name for name in SESSION_FOLDERS if not os.environ.get(name)]
+    for name in made:
+        os.environ[name] = str(tmp_path_factory.mktemp(SESSION_FOLDERS[name]))
     try:
         yield
     finally:
-        os.environ.pop("EVALSTORE_CACHE_DIR", None)
+        for name in made:
+            os.environ.pop(name, None)
 
 
 @pytest.fixture(scope="session")
