@@ -33,6 +33,7 @@ import contextlib
 import mmap
 import os
 import re
+import stat
 import time
 import zlib
 from collections.abc import Callable
@@ -195,7 +196,7 @@ def _state(path: str | Path) -> tuple[int, int, int, int, int] | None:
         state = os.fstat(handle)
     finally:
         os.close(handle)
-    if state.st_mode & 0o170000 != 0o100000:  # a regular file (stdin's copy is one too)
+    if not stat.S_ISREG(state.st_mode):  # a regular file (stdin's copy is one too)
         return None
     return (state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
 
@@ -222,7 +223,7 @@ def _load(entry: Path, source: str) -> tuple[ParsedFile, dict[str, pa.Array]] | 
     try:
         try:
             state = os.fstat(handle)
-            if state.st_uid != os.getuid() or state.st_mode & 0o170000 != 0o100000 or not state.st_size:
+            if state.st_uid != os.getuid() or not stat.S_ISREG(state.st_mode) or not state.st_size:
                 raise ValueError("not a kept file of this user's")
             mapped = mmap.mmap(handle, 0, access=mmap.ACCESS_READ)  # the buffers below keep it open
         finally:

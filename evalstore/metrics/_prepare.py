@@ -408,8 +408,8 @@ class _JudgedDocs:
     # topic rows seen (keyed by row_of's bytes): the runs of a campaign nearly all have every topic
     sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
     # the judgments' (topic, docno) hash keys indexed, for the last qrels topic column seen (kept
-    # alive beside its _column_key); None where two judgments share a key
-    pairs: dict[tuple[tuple[int, ...], ...], tuple[pa.ChunkedArray, KeyIndex | None]] = field(
+    # alive beside its _column_key)
+    pairs: dict[tuple[tuple[int, ...], ...], tuple[pa.ChunkedArray, KeyIndex]] = field(
         default_factory=dict, compare=False
     )
 
@@ -448,14 +448,20 @@ def _judged_docs(qrels: pa.Table) -> _JudgedDocs:
 
 
 def _judgment_pairs(judged: _JudgedDocs, qrels: pa.Table, resolved: _Topics) -> KeyIndex | None:
-    """Every judgment's (topic, docno) as a 64-bit key (its docno's hash mixed with its topic's
-    code), indexed; None when two judgments share a key (a pair judged twice, or two pairs whose
-    hashes collide): those qrels take the look-up as text, which keeps each row's first judgment."""
+    """Every judgment's (topic, docno) as a 64-bit key, indexed (:func:`_pair_index`); None when
+    two judgments share a key (a pair judged twice, or two pairs whose hashes collide): those
+    qrels take the look-up as text, which keeps each row's first judgment."""
+    index = _pair_index(judged, qrels, resolved.judgment_code)
+    return index if index.distinct else None
+
+
+def _pair_index(judged: _JudgedDocs, qrels: pa.Table, judgment_code: np.ndarray) -> KeyIndex:
+    """The judgments' (topic, docno) keys (each docno's hash mixed with its topic's code),
+    indexed once for the qrels' topic column (a campaign's runs share it)."""
     memo = _column_key(qrels["topic"])
     if memo not in judged.pairs:
-        index = KeyIndex(with_topics(judged.hashes.copy(), resolved.judgment_code))
         judged.pairs.clear()
-        judged.pairs[memo] = (qrels["topic"], index if index.distinct else None)
+        judged.pairs[memo] = (qrels["topic"], KeyIndex(with_topics(judged.hashes.copy(), judgment_code)))
     return judged.pairs[memo][1]
 
 
@@ -467,9 +473,7 @@ def qrels_lookups(qrels: pa.Table) -> dict[str, pa.Array]:
     them back to the next command for nothing. Worked out here, they are remembered too."""
     topics, code = _qrels_topics(qrels)
     judged = _judged_docs(qrels)
-    index = KeyIndex(with_topics(judged.hashes.copy(), code))
-    judged.pairs.clear()
-    judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], index if index.distinct else None)
+    index = _pair_index(judged, qrels, code)
     return {
         "topics": topics,
         "judgment_code": pa.array(code),
@@ -510,8 +514,7 @@ def remember_qrels_lookups(qrels: pa.Table, lookups: dict[str, pa.Array]) -> boo
     _last_topics = (qrels["topic"], _column_key(qrels["topic"]), (topics, code))
     judged = _JudgedDocs(qrels["doc"])
     judged.__dict__["hashes"] = hashes  # the cached_property's value
-    index = KeyIndex.restored(keys, slots, probes, bool(distinct))
-    judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], index if index.distinct else None)
+    judged.pairs[_column_key(qrels["topic"])] = (qrels["topic"], KeyIndex.restored(keys, slots, probes, bool(distinct)))
     _last_judged[:] = [(qrels["doc"], _column_key(qrels["doc"]), judged)]
     return True
 

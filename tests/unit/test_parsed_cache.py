@@ -202,8 +202,8 @@ def test_the_qrels_lookups_remembered_are_the_ones_worked_out(twice: bool) -> No
     assert np.array_equal(judged.hashes, lookups["doc_hash"].to_numpy())
     assert _prepare._qrels_topics(again)[0].equals(lookups["topics"])
     (_, remembered) = judged.pairs[_prepare._column_key(again["topic"])]
-    assert (remembered is None) == twice == (not built.distinct)
-    if remembered is not None:
+    assert (not remembered.distinct) == twice == (not built.distinct)
+    if remembered.distinct:
         queries = np.concatenate([built.keys, rng.integers(0, 2**63, 1_000, dtype=np.int64).astype(np.uint64)])
         assert np.array_equal(remembered.find(queries), built.find(queries))
 

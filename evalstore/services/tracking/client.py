@@ -54,12 +54,8 @@ def _write_ahead_log(uri: str) -> None:
     set_terminated; `scripts/bench_server.py` measures the throughput). SQLite's WAL needs the
     processes on one host, as a local store has them, and a reader that may write beside the file
     (its shared-memory index): a user with read-only access to the folder cannot open it."""
-    if not uri.startswith("sqlite:///"):
-        return
-    from sqlalchemy.engine import make_url
-
-    path = make_url(uri).database  # as MLflow's engine reads it (a query string is not the file's)
-    if not path or path == ":memory:":
+    path = _sqlite_file(uri)
+    if path is None:
         return
     try:
         with contextlib.closing(sqlite3.connect(path, timeout=30)) as connection:
@@ -69,14 +65,26 @@ def _write_ahead_log(uri: str) -> None:
         logging.getLogger("evalstore.mlflow").warning("MLflow's store %s stays in its journal mode: %s", path, error)
 
 
+def _sqlite_file(uri: str) -> str | None:
+    """A local SQLite store's file, as MLflow's engine reads the URI (a query string is not part
+    of it); None for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    path = make_url(uri).database
+    return path if path and path != ":memory:" else None
+
+
 @contextlib.contextmanager
 def _local_store_lock(uri: str) -> Iterator[None]:
     """MLflow creates its SQLite schema on first use; two local processes doing that at once
     collide, so they take turns (a server-backed store needs no lock)."""
-    if not uri.startswith("sqlite:///"):
+    path = _sqlite_file(uri)
+    if path is None:
         yield
         return
-    lock_path = Path(uri.removeprefix("sqlite:///") + ".lock")
+    lock_path = Path(path + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
