@@ -9,7 +9,7 @@ import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -543,6 +543,11 @@ class PerQueryValues:
     texts: dict[str, list[str]]
 
 
+def _core(model: type[Any]) -> sa.Table:
+    """A mapped class's table, for Core statements."""
+    return cast(sa.Table, model.__table__)
+
+
 def replace_results(
     session: Session, evaluation_id: int, per_query: PerQueryValues, aggregates: list[dict[str, Any]]
 ) -> None:
@@ -550,7 +555,9 @@ def replace_results(
     query_count): one row per measure, its values side by side (models.QueryValues)."""
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
-    session.execute(insert(EvaluationQueries).values(evaluation_id=evaluation_id, query_ids=per_query.query_ids))
+    # Core inserts into the tables, not the ORM's bulk inserts of the entities: the same rows and one
+    # executemany each, without the ORM's per-row bookkeeping (~6 ms of a DL-sized job's ~14 ms store)
+    session.execute(insert(_core(EvaluationQueries)).values(evaluation_id=evaluation_id, query_ids=per_query.query_ids))
     rows: list[dict[str, Any]] = [
         {
             "evaluation_id": evaluation_id,
@@ -565,9 +572,9 @@ def replace_results(
         for measure, values in per_query.texts.items()
     ]
     if rows:
-        session.execute(insert(QueryValues), rows)
+        session.execute(insert(_core(QueryValues)), rows)
     if aggregates:
-        session.execute(insert(AggregateResult), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
+        session.execute(insert(_core(AggregateResult)), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 
 
 def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:

@@ -118,17 +118,13 @@ def higher_is_better(name: str) -> bool:
 
 def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
     """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) expand."""
-    resolved: list[Measure] = []
+    resolved: dict[Measure, None] = {}  # insertion-ordered and deduplicated (all_trec alone is ~100)
     for name in names:
         if isinstance(name, str) and name in TREC_GROUPS:
-            for _, measure in expand_trec_spec(name):
-                if measure is not None and measure not in resolved:
-                    resolved.append(measure)
+            resolved.update((measure, None) for _, measure in expand_trec_spec(name) if measure is not None)
             continue
-        measure = parse_measure(name)
-        if measure not in resolved:
-            resolved.append(measure)
-    return resolved
+        resolved[parse_measure(name)] = None
+    return list(resolved)
 
 
 # Rankings larger than this many cells (topics x depth) are evaluated in batches of topics, so

@@ -37,6 +37,7 @@ QRELS_KEPT = 1  # a worker evaluates run after run against the same qrels: the l
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
+PARQUET_SCHEMAS_KEPT = 16  # the per-topic tables' Arrow schemas, one per measure set (tracking.client)
 
 
 class Lru(Generic[K, V]):
@@ -93,6 +94,7 @@ class AppContext:
         self.gold: Lru[tuple[int, str], Any] = Lru(GOLD_KEPT)
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
+        self.parquet_schemas: Lru[tuple[Any, ...], Any] = Lru(PARQUET_SCHEMAS_KEPT)
         # MLflow loggers this process started (`evaluate --wait`): a CLI leaves without waiting for
         # them (os._exit); a longer-lived caller reaps them with wait_for_background
         self.background: list[subprocess.Popen[bytes]] = []

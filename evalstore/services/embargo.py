@@ -7,6 +7,7 @@ released, and are then logged like any other by the worker's idle sync or ``eval
 from __future__ import annotations
 
 from sqlalchemy import ColumnElement, Engine, exists, select
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import Evaluation, Submission, Task
 from evalstore.db.session import read_only
@@ -28,4 +29,9 @@ def embargoed() -> ColumnElement[bool]:
 
 def is_embargoed(engine: Engine, evaluation_id: int) -> bool:
     with read_only(engine) as session:
-        return bool(session.scalar(select(embargoed()).select_from(Evaluation).where(Evaluation.id == evaluation_id)))
+        return embargoed_in(session, evaluation_id)
+
+
+def embargoed_in(session: Session, evaluation_id: int) -> bool:
+    """A step: :func:`is_embargoed` in the caller's unit of work."""
+    return bool(session.scalar(select(embargoed()).select_from(Evaluation).where(Evaluation.id == evaluation_id)))

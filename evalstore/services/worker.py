@@ -158,24 +158,24 @@ class Worker:
 
     def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> None:
         """The use case of one job, from its computed ``outcome`` (computed here when None): in one
-        unit of work read the header its results get, start MLflow logging ahead of the commit, and
-        store them; then deliver them to MLflow (:func:`tracking.drain`). An error fails this job
-        alone."""
+        unit of work read the header its results get, start MLflow logging ahead of the commit, store
+        them; then deliver them to MLflow (:func:`tracking.drain`). An error fails this job alone."""
         ahead: tracking.AheadLog | None = None
         try:
             if isinstance(outcome, Exception):
                 raise outcome
             computed = outcome or kinds.get(job.kind).compute(self.engine, job, context=self.context)
-            # a hidden task's results wait for its release before MLflow sees them (services/embargo)
-            log_ahead = self.settings.mlflow and not embargo.is_embargoed(self.engine, job.evaluation_id)
             started = time.perf_counter()
             try:
                 with unit_of_work(self.engine) as session:
                     header = jobs.results_header(session, job)
                     stored = computed.stored_as(header)
-                    if log_ahead:  # logged while the values are written and committed
+                    # logged while the values are written, claimed for logging in the same commit; a
+                    # hidden task's results wait for its release before MLflow sees them (services/embargo)
+                    if self.settings.mlflow and not embargo.embargoed_in(session, job.evaluation_id):
                         ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
                     jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
+                    tracking.hold_ahead(session, ahead)
             except BaseException:
                 if ahead is not None:
                     tracking.abandon_ahead(ahead)

@@ -324,3 +324,46 @@ def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_resu
     assert log_pending(engine).logged == [evaluation_id]
     [run] = _logged_runs(tracking_uri)
     assert (run.info.run_id, run.info.status) == (_evaluation(engine, evaluation_id).mlflow_run_id, "FINISHED")
+
+
+def test_results_are_stored_held_for_logging_and_a_worker_dying_before_the_runs_finish_loses_nothing(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker claims the logging in the commit that stores the results (tracking.hold_ahead): if
+    it dies before finishing the MLflow run, nothing else logs them while its lease lasts, and the
+    next logger's attempt, not the first, deletes the run it left unfinished and logs one afresh."""
+    from datetime import UTC, datetime, timedelta
+
+    from mlflow.entities import ViewType
+
+    from evalstore.services import tracking
+
+    class Died(BaseException):
+        pass
+
+    def dies(engine: Engine, ahead: tracking.AheadLog) -> bool:
+        assert ahead.thread is not None
+        ahead.thread.join()
+        raise Died
+
+    evaluation_id = _queued_sample(engine)
+    monkeypatch.setattr(tracking, "finish_ahead", dies)
+    with pytest.raises(Died):
+        Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    held = _evaluation(engine, evaluation_id)
+    assert (held.state, held.mlflow_state, held.mlflow_attempts) == ("done", "logging", 1)
+    assert held.mlflow_lease_expires_at is not None
+    [orphan] = _logged_runs(tracking_uri)
+    assert orphan.info.status == "RUNNING"
+    assert log_pending(engine).logged == []  # held under the lease
+
+    with unit_of_work(engine) as session:  # the lease runs out
+        session.execute(update(Evaluation).values(mlflow_lease_expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+    assert log_pending(engine).logged == [evaluation_id]
+    [run] = _logged_runs(tracking_uri)
+    logged = _evaluation(engine, evaluation_id)
+    assert (run.info.run_id, run.info.status, logged.mlflow_state) == (logged.mlflow_run_id, "FINISHED", "logged")
+    experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
+    assert experiment is not None
+    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
+    assert deleted.info.run_id == orphan.info.run_id

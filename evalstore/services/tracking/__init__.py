@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, and_, or_, select, update
+from sqlalchemy.orm import Session
 
 from evalstore import config
 from evalstore.db.models import Evaluation
@@ -93,7 +94,7 @@ def log_pending(
             stored = (known or {}).get(evaluation_id)
             if stored is None or stored.header["results_version"] != version:
                 stored = results_for(engine, evaluation_id)
-            run_id = _log_one(client, uri, stored, first_attempt)
+            run_id = _log_one(client, uri, stored, first_attempt, context.parquet_schemas)
         except Exception as error:
             message = _failure(error)
             _give_back(engine, evaluation_id, version, message)
@@ -148,6 +149,8 @@ class AheadLog:
     error: str | None = None
     seconds: float = 0.0
     clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
+    schemas: Lru[tuple[Any, ...], Any] | None = None  # the context's Parquet schemas (tracking.client)
+    held: bool = False  # claimed for logging in the results' own unit of work (:func:`hold_ahead`)
 
 
 def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None) -> AheadLog | None:
@@ -166,7 +169,7 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppCo
     uri = config.mlflow_tracking_uri()
     ahead = AheadLog(stored.evaluation_id, int(stored.header["results_version"]))
     if context is not None:
-        ahead.clients = context.mlflow_clients
+        ahead.clients, ahead.schemas = context.mlflow_clients, context.parquet_schemas
 
     def log_now() -> None:
         started = time.perf_counter()
@@ -182,7 +185,7 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppCo
                 else ()
             ):
                 client.delete_run(earlier.info.run_id)
-            ahead.run_id = _log_run(client, experiment_id, payload, finished=False)
+            ahead.run_id = _log_run(client, experiment_id, payload, finished=False, schemas=ahead.schemas)
         except Exception as error:  # MLflow's own and transport errors: finish_ahead leaves them pending
             ahead.error = _failure(error)
         ahead.seconds = time.perf_counter() - started
@@ -190,6 +193,26 @@ def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppCo
     ahead.thread = threading.Thread(target=log_now, name=f"mlflow-{stored.evaluation_id}", daemon=True)
     ahead.thread.start()
     return ahead
+
+
+def hold_ahead(session: Session, ahead: AheadLog | None) -> None:
+    """A step, in the unit of work that stores the results :func:`log_ahead` is logging (if any),
+    after :func:`evalstore.services.jobs.store_results`: the results are stored already claimed for
+    logging (``logging``, under a lease, first attempt), as :func:`_claim` would claim them after
+    the commit, so :func:`finish_ahead` needs no transaction of its own for it (one fewer write
+    transaction a job). The caller has checked in this unit of work that the results are not
+    embargoed (:func:`_claim` checks it too).
+
+    Nothing else can claim them between the commit and the run's finish; and if the worker dies
+    in between, the lease runs out and the next logger's attempt is not the first, so it looks for
+    the run this one left unfinished and deletes it before logging afresh."""
+    if ahead is None:
+        return
+    row = session.get(Evaluation, ahead.evaluation_id)  # loaded by results_header: no round trip
+    assert row is not None and row.results_version == ahead.results_version, "store_results first"
+    row.mlflow_state, row.mlflow_lease_expires_at = "logging", jobs.db_now(session) + MLFLOW_LEASE
+    row.mlflow_attempts += 1
+    ahead.held = True
 
 
 def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
@@ -200,7 +223,8 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
     assert ahead.thread is not None
     ahead.thread.join()
     uri = config.mlflow_tracking_uri()
-    claimed = _claim(engine, [ahead.evaluation_id])
+    held = (ahead.evaluation_id, ahead.results_version, True)
+    claimed = held if ahead.held else _claim(engine, [ahead.evaluation_id])
     if claimed is None or claimed[1] != ahead.results_version:
         if ahead.run_id is not None:
             _delete_run(uri, ahead.run_id, ahead.clients)
@@ -307,7 +331,13 @@ def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | No
         )
 
 
-def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_attempt: bool) -> str:
+def _log_one(
+    client: MlflowClient,
+    uri: str,
+    stored: StoredEvaluation,
+    first_attempt: bool,
+    schemas: Lru[tuple[Any, ...], Any] | None = None,
+) -> str:
     payload = kinds.get(stored.kind).mlflow_run(stored)
     experiment_id = _experiment_id(client, uri, config.mlflow_experiment_name(payload.experiment))
     # an earlier attempt at these results may have reached MLflow; the first attempt cannot have
@@ -322,7 +352,7 @@ def _log_one(client: MlflowClient, uri: str, stored: StoredEvaluation, first_att
         if previous.info.status == "FINISHED":
             return str(previous.info.run_id)
         client.delete_run(previous.info.run_id)  # a logger died midway: start over
-    return _log_run(client, experiment_id, payload)
+    return _log_run(client, experiment_id, payload, schemas=schemas)
 
 
 def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None) -> str:
@@ -333,7 +363,7 @@ def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None)
     try:
         client = _client(uri, context.mlflow_clients if context is not None else Lru(MLFLOW_CLIENTS_KEPT))
         experiment_id = _experiment_id(client, uri, settings.mlflow_experiment_name(payload.experiment))
-        return _log_run(client, experiment_id, payload)
+        return _log_run(client, experiment_id, payload, schemas=context.parquet_schemas if context else None)
     except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
         raise TrackingError(
             f"Could not log {what} to MLflow at {uri}: {exc}. The comparison itself is "
@@ -347,6 +377,7 @@ __all__ = [
     "abandon_ahead",
     "drain",
     "finish_ahead",
+    "hold_ahead",
     "log_ahead",
     "log_now",
     "log_pending",

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from evalstore import config
 from evalstore._version import __version__
 from evalstore.metrics import mlflow_key
@@ -22,6 +24,7 @@ from evalstore.services.context import Lru
 from evalstore.services.kinds.base import MlflowRun
 
 if TYPE_CHECKING:
+    import pandas as pd
     from mlflow import MlflowClient
 
 
@@ -126,9 +129,17 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
             return str(experiment.experiment_id)
 
 
-def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, finished: bool = True) -> str:
+def _log_run(
+    client: MlflowClient,
+    experiment_id: str,
+    payload: MlflowRun,
+    *,
+    finished: bool = True,
+    schemas: Lru[tuple[Any, ...], Any] | None = None,
+) -> str:
     """One MLflow run holding everything in ``payload``; finished, or (``finished=False``) left
-    running for the caller to finish.
+    running for the caller to finish. ``schemas`` keeps the Parquet tables' schemas from run to
+    run (an application context's, :func:`_write_parquet`).
 
     Few requests: the tags go with the run's creation, params and metrics in one ``log_batch``
     (MLflow splits it within its request limits), and every artifact file is written to one
@@ -152,10 +163,10 @@ def _log_run(client: MlflowClient, experiment_id: str, payload: MlflowRun, *, fi
     repository = _artifact_repository(client, created.info.artifact_uri)
     local = _local_folder(repository)
     if local is not None:  # a folder on this machine: the files are written where MLflow would copy them
-        _write_artifacts(payload, local)
+        _write_artifacts(payload, local, schemas)
     else:
         with tempfile.TemporaryDirectory() as folder:
-            _write_artifacts(payload, Path(folder))
+            _write_artifacts(payload, Path(folder), schemas)
             repository.log_artifacts(folder)
     if finished:
         client.set_terminated(run_id, "FINISHED")
@@ -198,12 +209,12 @@ LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 PNG_COMPRESS_LEVEL = 1
 
 
-def _write_artifacts(payload: MlflowRun, folder: Path) -> None:
+def _write_artifacts(payload: MlflowRun, folder: Path, schemas: Lru[tuple[Any, ...], Any] | None = None) -> None:
     """Every artifact file of ``payload`` in ``folder``, each as the MLflow client's own
     ``log_artifact``, ``log_table``, ``log_text``, ``log_dict`` and ``log_figure`` (PNGs at
     :data:`PNG_COMPRESS_LEVEL`) write it; an SVG figure is text."""
     for name, frame in payload.parquet.items():
-        frame.to_parquet(_file(folder, name))
+        _write_parquet(frame, _file(folder, name), schemas)
     for name, frame in payload.tables.items():
         frame.to_json(_file(folder, name), orient="split", index=False, date_format="iso")
     for name, text in payload.texts.items():
@@ -223,3 +234,34 @@ def _file(folder: Path, name: str) -> Path:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path, schemas: Lru[tuple[Any, ...], Any] | None) -> None:
+    """``frame.to_parquet(path)``, the same bytes, in about half the time for our per-topic frames.
+
+    pandas converts a frame to Arrow column by column and works out the schema, with its pandas
+    metadata, every time: ~4 ms of the ~8 ms a DL-sized job's table (43 topics x ~100 measures)
+    took. The schema depends only on the columns, their dtypes and the index, so ``schemas`` keeps
+    it, and the float columns go to Arrow as one block. NaN becomes null, as pandas writes it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    key = (tuple(frame.columns), tuple(map(str, frame.dtypes)), frame.index.name, str(frame.index.dtype))
+    schema = schemas.get(key) if schemas is not None else None
+    if schema is None:
+        table = pa.Table.from_pandas(frame)
+        if schemas is not None and table.schema.names == [*map(str, frame.columns), frame.index.name]:
+            schemas.put(key, table.schema)  # a layout the block path below rebuilds (one named index)
+    else:
+        dtypes = frame.dtypes.tolist()
+        floats = [i for i, dtype in enumerate(dtypes) if dtype == np.float64]
+        block = np.ascontiguousarray(frame.iloc[:, floats].to_numpy(dtype=np.float64).T)
+        arrays: list[Any] = [None] * len(dtypes)
+        for row, column in enumerate(floats):
+            arrays[column] = pa.array(block[row], pa.float64(), from_pandas=True)
+        for column, array in enumerate(arrays):
+            if array is None:
+                arrays[column] = pa.array(frame.iloc[:, column], schema.field(column).type, from_pandas=True)
+        arrays.append(pa.array(frame.index, schema.field(len(dtypes)).type, from_pandas=True))
+        table = pa.Table.from_arrays(arrays, schema=schema)
+    pq.write_table(table, path)

@@ -1,0 +1,49 @@
+"""The per-topic Parquet artifact written from a kept schema (tracking.client._write_parquet) is the
+file pandas' own ``to_parquet`` writes, byte for byte, the first time and every time after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from evalstore.services.context import Lru
+from evalstore.services.tracking.client import _write_parquet
+
+
+def _per_topic(seed: int) -> pd.DataFrame:
+    """A frame shaped as a ranking evaluation's: query_id index, float columns (NaN in one), a text
+    column between them."""
+    rng = np.random.default_rng(seed)
+    topics = [str(t) for t in rng.choice(1000, size=7, replace=False)]
+    columns: dict[str, object] = {f"P@{k}": rng.random(7) for k in (5, 10)}
+    columns["relstring@10"] = ["-1-0--", "0", "", "11", "-", "1", "0-"]
+    columns["nDCG"] = np.where(rng.random(7) < 0.3, np.nan, rng.random(7))
+    columns["num_ret"] = rng.integers(0, 1000, 7).astype(np.float64)
+    return pd.DataFrame(columns, index=pd.Index(topics, name="query_id")).sort_index()
+
+
+def test_the_kept_schema_writes_the_bytes_pandas_writes(tmp_path: Path) -> None:
+    schemas: Lru[tuple[object, ...], object] = Lru(4)
+    for seed in range(4):  # the first builds the schema, the rest use it
+        frame = _per_topic(seed)
+        frame.to_parquet(tmp_path / f"pandas{seed}.parquet")
+        _write_parquet(frame, tmp_path / f"ours{seed}.parquet", schemas)
+        assert (tmp_path / f"ours{seed}.parquet").read_bytes() == (tmp_path / f"pandas{seed}.parquet").read_bytes()
+        assert len(schemas) == 1
+    nan = pq.read_table(tmp_path / "ours0.parquet").column("nDCG")
+    assert nan.null_count == int(_per_topic(0)["nDCG"].isna().sum()) > 0  # NaN written as null, as pandas does
+
+
+def test_a_frame_without_a_named_index_is_written_by_pandas_and_its_schema_not_kept(tmp_path: Path) -> None:
+    schemas: Lru[tuple[object, ...], object] = Lru(4)
+    frame = _per_topic(1).reset_index()  # a RangeIndex: pandas keeps it as metadata, not a column
+    for _ in range(2):
+        frame.to_parquet(tmp_path / "pandas.parquet")
+        _write_parquet(frame, tmp_path / "ours.parquet", schemas)
+        assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "pandas.parquet").read_bytes()
+    assert len(schemas) == 0
+    _write_parquet(_per_topic(2), tmp_path / "none.parquet", None)  # no cache at all: pandas' way
+    assert pd.read_parquet(tmp_path / "none.parquet").equals(_per_topic(2))
