@@ -107,7 +107,11 @@ def _later_line_irregular(data: bytes) -> bool:
 
 def _has_hex_prefix(data: bytes) -> bool:
     # the pattern only where '0x' or '0X' occurs at all, found in numpy (the pattern's scan of a
-    # file without them took 59 ms of robust03's qrels, two substring tests 4.5, this 0.5)
+    # file without them took 59 ms of robust03's qrels, two substring tests 4.5, this 0.5); and
+    # that pass only when an 'x' or 'X' occurs at all: a one-byte search is memchr (0.06 ms of
+    # robust03's qrels, against the numpy pass's ~2.5 ms), and docnos rarely hold one
+    if b"x" not in data and b"X" not in data:
+        return False
     codes = np.frombuffer(data, dtype=np.uint8)
     maybe = ((codes[:-1] == 0x30) & ((codes[1:] | 0x20) == 0x78)).any()
     return bool(maybe) and _HEX_PREFIX.search(data) is not None
