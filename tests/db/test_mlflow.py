@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -367,3 +371,76 @@ def test_results_are_stored_held_for_logging_and_a_worker_dying_before_the_runs_
     assert experiment is not None
     [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
     assert deleted.info.run_id == orphan.info.run_id
+
+
+def _ahead_held_back(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The worker's ahead thread (named mlflow-<id>) waits before making its MLflow run, as it does
+    while MLflow is slow to answer (its client retries for minutes): (reached, go)."""
+    from evalstore.services import tracking
+
+    reached, go = threading.Event(), threading.Event()
+    log_run = tracking._log_run
+
+    def held_back(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name.startswith("mlflow-"):
+            reached.set()
+            assert go.wait(60)
+        return log_run(*args, **kwargs)
+
+    monkeypatch.setattr(tracking, "_log_run", held_back)
+    return reached, go
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "not within a minute"
+        time.sleep(0.02)
+
+
+def test_a_sync_that_claims_the_results_after_the_workers_lease_ran_out_logs_them_once(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow is slower than the lease the worker's results were stored under: a sync claims and
+    logs them meanwhile, and the worker, finding its claim taken (a later attempt counted), deletes
+    the run it was making instead of finishing a second one."""
+    from datetime import UTC, datetime, timedelta
+
+    evaluation_id = _queued_sample(engine)
+    reached, go = _ahead_held_back(monkeypatch)
+    worker = threading.Thread(target=Worker(engine, WorkerSettings(mlflow=True)).process_one)
+    worker.start()
+    assert reached.wait(60)
+    _until(lambda: _evaluation(engine, evaluation_id).state == "done")
+    with unit_of_work(engine) as session:  # the lease runs out
+        session.execute(update(Evaluation).values(mlflow_lease_expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+    assert log_pending(engine).logged == [evaluation_id]  # `evalstore mlflow sync`: attempt 2, no run yet
+    go.set()
+    worker.join(60)
+    [run] = _logged_runs(tracking_uri)
+    logged = _evaluation(engine, evaluation_id)
+    assert (run.info.run_id, run.info.status, logged.mlflow_state) == (logged.mlflow_run_id, "FINISHED", "logged")
+
+
+def test_results_that_become_hidden_while_the_worker_logs_them_are_not_logged(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run becomes a submission to a hidden task after the worker's unit of work found it not
+    embargoed and before the MLflow run is finished: the run is deleted and the results wait,
+    pending, for the task's release."""
+    from evalstore.services import tasks
+
+    evaluation_id = _queued_sample(engine)
+    tasks.create_task(engine, "secret", qrels_name="test", hidden=True)
+    reached, go = _ahead_held_back(monkeypatch)
+    worker = threading.Thread(target=Worker(engine, WorkerSettings(mlflow=True)).process_one)
+    worker.start()
+    assert reached.wait(60)
+    _until(lambda: _evaluation(engine, evaluation_id).state == "done")
+    tasks.attach_runs(engine, "secret", ["std"])
+    go.set()
+    worker.join(60)
+    assert _logged_runs(tracking_uri) == []
+    waiting = _evaluation(engine, evaluation_id)
+    assert (waiting.mlflow_state, waiting.mlflow_run_id, waiting.mlflow_lease_expires_at) == ("pending", None, None)
+    assert log_pending(engine).logged == []  # embargoed until the release

@@ -20,28 +20,28 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, and_, or_, select, update
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from evalstore import config
 from evalstore.db.models import Evaluation
-from evalstore.db.session import read_only, unit_of_work
+from evalstore.db.session import read_only
 from evalstore.errors import TrackingError
 from evalstore.services import jobs, kinds
 from evalstore.services.context import MLFLOW_CLIENTS_KEPT, AppContext, Lru, context_for
-from evalstore.services.embargo import embargoed
 from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
 from evalstore.services.tracking.client import _client, _experiment_id, _log_run
+from evalstore.services.tracking.states import MLFLOW_LEASE, confirm_held
+from evalstore.services.tracking.states import claim as _claim
+from evalstore.services.tracking.states import give_back as _give_back
+from evalstore.services.tracking.states import mark_logged as _mark_logged
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 log = logging.getLogger("evalstore.mlflow")
-
-MLFLOW_LEASE = timedelta(minutes=5)
 
 
 @dataclass
@@ -88,7 +88,7 @@ def log_pending(
         claimed = _claim(engine, only)
         if claimed is None:
             break
-        evaluation_id, version, first_attempt = claimed
+        evaluation_id, version, first_attempt, attempt = claimed
         try:
             client = _client(uri, context.mlflow_clients)
             stored = (known or {}).get(evaluation_id)
@@ -97,11 +97,11 @@ def log_pending(
             run_id = _log_one(client, uri, stored, first_attempt, context.parquet_schemas)
         except Exception as error:
             message = _failure(error)
-            _give_back(engine, evaluation_id, version, message)
+            _give_back(engine, evaluation_id, version, message, attempt)
             report.failed[evaluation_id] = message
             log.warning("evaluation %d: MLflow logging failed (left pending): %s", evaluation_id, message)
             break
-        _mark_logged(engine, evaluation_id, version, run_id)
+        _mark_logged(engine, evaluation_id, version, run_id, attempt)
         report.logged.append(evaluation_id)
         log.info("evaluation %d: logged to MLflow run %s", evaluation_id, run_id)
     report.left_pending = pending_count(engine) if only is None else 0
@@ -151,6 +151,7 @@ class AheadLog:
     clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
     schemas: Lru[tuple[Any, ...], Any] | None = None  # the context's Parquet schemas (tracking.client)
     held: bool = False  # claimed for logging in the results' own unit of work (:func:`hold_ahead`)
+    attempt: int | None = None  # that claim's mlflow_attempts: whoever claims after it counts one more
 
 
 def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None) -> AheadLog | None:
@@ -203,16 +204,17 @@ def hold_ahead(session: Session, ahead: AheadLog | None) -> None:
     transaction a job). The caller has checked in this unit of work that the results are not
     embargoed (:func:`_claim` checks it too).
 
-    Nothing else can claim them between the commit and the run's finish; and if the worker dies
-    in between, the lease runs out and the next logger's attempt is not the first, so it looks for
-    the run this one left unfinished and deletes it before logging afresh."""
+    If the worker dies before the run is finished, the lease runs out and the next logger's attempt
+    is not the first, so it looks for the run this one left unfinished and deletes it before logging
+    afresh. The claim is confirmed before the run is finished (:func:`.states.confirm_held`): the
+    lease may have run out while MLflow was slow, and the results may have become embargoed meanwhile."""
     if ahead is None:
         return
     row = session.get(Evaluation, ahead.evaluation_id)  # loaded by results_header: no round trip
     assert row is not None and row.results_version == ahead.results_version, "store_results first"
     row.mlflow_state, row.mlflow_lease_expires_at = "logging", jobs.db_now(session) + MLFLOW_LEASE
     row.mlflow_attempts += 1
-    ahead.held = True
+    ahead.held, ahead.attempt = True, row.mlflow_attempts
 
 
 def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
@@ -223,29 +225,41 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
     assert ahead.thread is not None
     ahead.thread.join()
     uri = config.mlflow_tracking_uri()
-    held = (ahead.evaluation_id, ahead.results_version, True)
-    claimed = held if ahead.held else _claim(engine, [ahead.evaluation_id])
-    if claimed is None or claimed[1] != ahead.results_version:
-        if ahead.run_id is not None:
+    evaluation_id, version, attempt = ahead.evaluation_id, ahead.results_version, ahead.attempt
+    if ahead.held:
+        held = "held" if ahead.run_id is None else confirm_held(engine, evaluation_id, version, attempt)
+        if held != "held":
+            assert ahead.run_id is not None
             _delete_run(uri, ahead.run_id, ahead.clients)
-        if claimed is None:  # logged, or being logged, by another process
-            return True
-        # replaced by newer results meanwhile: those are logged the ordinary way
-        _give_back(engine, claimed[0], claimed[1], None)
-        return False
+            return held != "replaced"  # newer results are logged the ordinary way (drain)
+    else:
+        claimed = _claim(engine, [evaluation_id])
+        if claimed is None or claimed[1] != version:
+            if ahead.run_id is not None:
+                _delete_run(uri, ahead.run_id, ahead.clients)
+            if claimed is None:  # logged, or being logged, by another process
+                return True
+            # replaced by newer results meanwhile: those are logged the ordinary way
+            _give_back(engine, claimed[0], claimed[1], None, claimed[3])
+            return False
+        attempt = claimed[3]
     if ahead.run_id is None:  # as log_pending leaves a failure: pending, with the error
-        _give_back(engine, ahead.evaluation_id, ahead.results_version, ahead.error)
-        log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, ahead.error)
+        _give_back(engine, evaluation_id, version, ahead.error, attempt)
+        log.warning("evaluation %d: MLflow logging failed (left pending): %s", evaluation_id, ahead.error)
         return True
     try:
         _client(uri, ahead.clients).set_terminated(ahead.run_id, "FINISHED")
     except Exception as error:  # left unfinished: the next attempt deletes it and logs afresh
         message = _failure(error)
-        _give_back(engine, ahead.evaluation_id, ahead.results_version, message)
-        log.warning("evaluation %d: MLflow logging failed (left pending): %s", ahead.evaluation_id, message)
+        _give_back(engine, evaluation_id, version, message, attempt)
+        log.warning("evaluation %d: MLflow logging failed (left pending): %s", evaluation_id, message)
         return True
-    _mark_logged(engine, ahead.evaluation_id, ahead.results_version, ahead.run_id)
-    log.info("evaluation %d: logged to MLflow run %s", ahead.evaluation_id, ahead.run_id)
+    if not _mark_logged(engine, evaluation_id, version, ahead.run_id, attempt):
+        # claimed by another logger after our lease ran out: it adopts this finished run, or it
+        # deleted it as unfinished and logged its own (then finishing it above failed)
+        log.warning("evaluation %d: another logger took over MLflow run %s", evaluation_id, ahead.run_id)
+        return True
+    log.info("evaluation %d: logged to MLflow run %s", evaluation_id, ahead.run_id)
     return True
 
 
@@ -280,55 +294,6 @@ def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
     with read_only(engine) as session:
         kind = jobs.kind_of(session, evaluation_id)
     return kinds.get(kind).read_back(engine, evaluation_id)
-
-
-# --- the state machine in our database ---------------------------------------------------------
-
-
-def _claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool] | None:
-    with unit_of_work(engine) as session:
-        now = jobs.db_now(session)
-        row = jobs.first_claimable(
-            session,
-            and_(
-                Evaluation.state == "done",
-                ~embargoed(),  # hidden tasks' results wait for the release
-                or_(
-                    Evaluation.mlflow_state == "pending",
-                    and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now),
-                ),
-            ),
-            only,
-        )
-        if row is None:
-            return None
-        row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
-        row.mlflow_attempts += 1
-        return row.id, row.results_version, row.mlflow_attempts == 1
-
-
-def _held(evaluation_id: int, version: int) -> Any:
-    return and_(
-        Evaluation.id == evaluation_id, Evaluation.results_version == version, Evaluation.mlflow_state == "logging"
-    )
-
-
-def _mark_logged(engine: Engine, evaluation_id: int, version: int, run_id: str) -> None:
-    with unit_of_work(engine) as session:
-        session.execute(
-            update(Evaluation)
-            .where(_held(evaluation_id, version))
-            .values(mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None)
-        )
-
-
-def _give_back(engine: Engine, evaluation_id: int, version: int, error: str | None) -> None:
-    with unit_of_work(engine) as session:
-        session.execute(
-            update(Evaluation)
-            .where(_held(evaluation_id, version))
-            .values(mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None)
-        )
 
 
 def _log_one(

@@ -241,27 +241,51 @@ def _write_parquet(frame: pd.DataFrame, path: Path, schemas: Lru[tuple[Any, ...]
 
     pandas converts a frame to Arrow column by column and works out the schema, with its pandas
     metadata, every time: ~4 ms of the ~8 ms a DL-sized job's table (43 topics x ~100 measures)
-    took. The schema depends only on the columns, their dtypes and the index, so ``schemas`` keeps
-    it, and the float columns go to Arrow as one block. NaN becomes null, as pandas writes it."""
+    took. For a frame whose Arrow types follow from its dtypes alone (:func:`_typed_by_dtypes`: float
+    and string columns with text labels, a named index of text), the schema depends only on the
+    columns, their dtypes and the index, so ``schemas`` keeps it, and the float columns go to Arrow
+    as one block. NaN becomes null, as pandas writes it. Any other frame is pandas' to write."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    key = (tuple(frame.columns), tuple(map(str, frame.dtypes)), frame.index.name, str(frame.index.dtype))
-    schema = schemas.get(key) if schemas is not None else None
+    if schemas is None or not _typed_by_dtypes(frame):
+        frame.to_parquet(path)
+        return
+    dtypes = frame.dtypes.tolist()
+    key = (tuple(frame.columns), tuple(map(repr, dtypes)), frame.index.name, repr(frame.index.dtype))
+    schema = schemas.get(key)
     if schema is None:
-        table = pa.Table.from_pandas(frame)
-        if schemas is not None and table.schema.names == [*map(str, frame.columns), frame.index.name]:
-            schemas.put(key, table.schema)  # a layout the block path below rebuilds (one named index)
-    else:
-        dtypes = frame.dtypes.tolist()
-        floats = [i for i, dtype in enumerate(dtypes) if dtype == np.float64]
-        block = np.ascontiguousarray(frame.iloc[:, floats].to_numpy(dtype=np.float64).T)
-        arrays: list[Any] = [None] * len(dtypes)
-        for row, column in enumerate(floats):
-            arrays[column] = pa.array(block[row], pa.float64(), from_pandas=True)
-        for column, array in enumerate(arrays):
-            if array is None:
-                arrays[column] = pa.array(frame.iloc[:, column], schema.field(column).type, from_pandas=True)
-        arrays.append(pa.array(frame.index, schema.field(len(dtypes)).type, from_pandas=True))
-        table = pa.Table.from_arrays(arrays, schema=schema)
-    pq.write_table(table, path)
+        frame.to_parquet(path)
+        schemas.put(key, pa.Schema.from_pandas(frame))
+        return
+    floats = [i for i, dtype in enumerate(dtypes) if dtype == np.float64]
+    block = np.ascontiguousarray(frame.iloc[:, floats].to_numpy(dtype=np.float64).T)
+    arrays: list[Any] = [None] * len(dtypes)
+    for row, column in enumerate(floats):
+        arrays[column] = pa.array(block[row], pa.float64(), from_pandas=True)
+    for column, array in enumerate(arrays):
+        if array is None:
+            arrays[column] = pa.array(frame.iloc[:, column], schema.field(column).type, from_pandas=True)
+    arrays.append(pa.array(frame.index, schema.field(len(dtypes)).type, from_pandas=True))
+    pq.write_table(pa.Table.from_arrays(arrays, schema=schema), path)
+
+
+def _typed_by_dtypes(frame: pd.DataFrame) -> bool:
+    """Whether pandas gives ``frame`` an Arrow schema that follows from its dtypes and labels alone,
+    whatever the values: float64 and string columns under distinct text labels (no name for the
+    labels, no MultiIndex), a plain index of text under a name, no ``attrs``. An object column's
+    type depends on its values (all NaN: null), so such a frame is pandas' to write."""
+    import pandas as pd
+
+    columns, index = frame.columns, frame.index
+    return (
+        not frame.attrs
+        and type(columns) is pd.Index
+        and columns.name is None
+        and columns.is_unique
+        and all(isinstance(label, str) for label in columns)
+        and all(dtype == np.float64 or isinstance(dtype, pd.StringDtype) for dtype in frame.dtypes)
+        and type(index) is pd.Index
+        and isinstance(index.name, str)
+        and isinstance(index.dtype, pd.StringDtype)
+    )
