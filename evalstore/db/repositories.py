@@ -556,7 +556,7 @@ def replace_results(
     _delete_results(session, [evaluation_id])
     session.execute(delete(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id))
     # Core inserts into the tables, not the ORM's bulk inserts of the entities: the same rows and one
-    # executemany each, without the ORM's per-row bookkeeping (~6 ms of a DL-sized job's ~14 ms store)
+    # executemany each, without the ORM's bulk-insert bookkeeping (a DL-sized job's: 3.0 -> 2.0 ms)
     session.execute(insert(_core(EvaluationQueries)).values(evaluation_id=evaluation_id, query_ids=per_query.query_ids))
     rows: list[dict[str, Any]] = [
         {

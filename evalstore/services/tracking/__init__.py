@@ -200,9 +200,9 @@ def hold_ahead(session: Session, ahead: AheadLog | None) -> None:
     """A step, in the unit of work that stores the results :func:`log_ahead` is logging (if any),
     after :func:`evalstore.services.jobs.store_results`: the results are stored already claimed for
     logging (``logging``, under a lease, first attempt), as :func:`_claim` would claim them after
-    the commit, so :func:`finish_ahead` needs no transaction of its own for it (one fewer write
-    transaction a job). The caller has checked in this unit of work that the results are not
-    embargoed (:func:`_claim` checks it too).
+    the commit, so :func:`finish_ahead` need not claim them: it confirms this claim with one
+    conditional update instead of the claim's select and update. The caller has checked in this
+    unit of work that the results are not embargoed (:func:`_claim` checks it too).
 
     If the worker dies before the run is finished, the lease runs out and the next logger's attempt
     is not the first, so it looks for the run this one left unfinished and deletes it before logging
