@@ -326,6 +326,7 @@ def submit_run(
             description=description,
             judging_precedence=judging_precedence,
             server_daily_cap=shared.settings.runs_per_day,
+            context=shared.context,
         )
     response.headers["Location"] = f"/api/v1/jobs/{submitted.job.evaluation_id}"
     return {

@@ -129,6 +129,7 @@ def _store_submission(
             run_type=kept["run_type"],
             description=kept["description"] or None,
             server_daily_cap=shared.settings.runs_per_day,
+            context=shared.context,
         )
 
 

@@ -11,10 +11,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pyarrow as pa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
+from evalstore.db import repositories as repo
 from evalstore.db.models import QrelsSet, Run
 from evalstore.errors import InputFormatError, InvalidParameterError
+from evalstore.services.context import Lru
 
 log = logging.getLogger("evalstore")
 
@@ -133,3 +137,13 @@ def retry_on_name_race(store: Callable[[], T]) -> T:
         return store()
     except IntegrityError:
         return store()
+
+
+def qrels_table_kept(session: Session, qrels: QrelsSet, cache: Lru[tuple[int, str], Any]) -> pa.Table:
+    """The qrels' judgments (:func:`repositories.qrels_table`), from ``cache`` (an
+    :class:`AppContext`'s ``qrels``) where they were read before: a worker evaluates run after run
+    against the same qrels, a server stores submission after submission to one task. Keyed by id
+    and content hash, so replaced qrels are read afresh."""
+    key = (qrels.id, qrels.content_hash)
+    table = cache.get(key)
+    return table if table is not None else cache.put(key, repo.qrels_table(session, qrels))

@@ -32,6 +32,7 @@ from evalstore.errors import (
 )
 from evalstore.services import claims, jobs, store
 from evalstore.services.access import Principal, audit
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.tasks.visibility import (
     RUN_TYPES,
     _get_task,
@@ -69,12 +70,15 @@ def submit_run(
     judging_precedence: int | None = None,
     metadata: dict[str, str] | None = None,
     server_daily_cap: int | None = None,
+    context: AppContext | None = None,
 ) -> Submitted:
     """Validate a run file and store it as the team's submission to the task, with its evaluation
     queued, in one transaction; or refuse it and store nothing. Participants submit for their own
     team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
     call the file (an upload's own name, not where the server kept it). ``server_daily_cap`` caps
-    each team's runs per UTC day on tasks without a ``daily_cap`` of their own."""
+    each team's runs per UTC day on tasks without a ``daily_cap`` of their own. The run's judged
+    ranks against the task's qrels are kept with it (:func:`store.keep_judged_ranks`: the qrels
+    from ``context``'s cache, read once for submission after submission)."""
     if run_type not in RUN_TYPES:
         raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
     with read_only(engine) as session:
@@ -89,6 +93,7 @@ def submit_run(
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
+    qrels_cache = context_for(engine, context).qrels
     with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
@@ -99,11 +104,12 @@ def submit_run(
                 )
                 if not registered.created:  # the same content stored under this name meanwhile
                     _refuse_taken_name(session, principal, name)
+                run = repo.get_run(session, name)
                 ref = record_submission(
                     session,
                     principal,
                     task.id,
-                    repo.get_run(session, name),
+                    run,
                     qrels,
                     options,
                     team=team,
@@ -111,6 +117,7 @@ def submit_run(
                     judging_precedence=judging_precedence,
                     server_daily_cap=server_daily_cap,
                 )
+                store.keep_judged_ranks(session, prepared, run, qrels, qrels_cache)
             return Submitted(registered.summary, task_name, team, ref, registered.warnings)
 
         return store.retry_on_name_race(submit)

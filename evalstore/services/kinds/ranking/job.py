@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import QrelsSet, Run
@@ -23,8 +22,8 @@ from evalstore.metrics import Measure, compute, parse_measure, summarise
 from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare_ranked
 from evalstore.metrics.diversity import diversity_values
 from evalstore.metrics.preferences import evaluate_preferences
-from evalstore.services import jobs
-from evalstore.services.context import AppContext, Lru, context_for
+from evalstore.services import jobs, store
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import ClaimedJob
 from evalstore.services.kinds import out_of_core
 from evalstore.services.kinds.base import (
@@ -88,7 +87,7 @@ def load_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = No
         qrels = session.get(QrelsSet, job.qrels_id)
         if run is None or qrels is None:  # deleted or replaced since: the job went with them
             raise jobs.JobLost(f"the run or qrels of job {job.evaluation_id} was deleted")
-        qrels_table = _qrels_cached(session, qrels, qrels_cache)
+        qrels_table = store.qrels_table_kept(session, qrels, qrels_cache)
         options = job.options
         loaded = LoadedJob(job, run, qrels, qrels_table, [parse_measure(name) for name in options["measures"]], timings)
         if qrels.kind == "relevance" and not job.backend.local:  # DuckDB or Spark joins the run's rows
@@ -107,7 +106,7 @@ def load_job(engine: Engine, job: ClaimedJob, *, context: AppContext | None = No
             if options.get("known_qrels"):  # the user-oriented measures: what the user knew, ranked
                 known_qrels = repo.get_qrels(session, options["known_qrels"])
                 loaded.known = (
-                    _qrels_cached(session, known_qrels, qrels_cache),
+                    store.qrels_table_kept(session, known_qrels, qrels_cache),
                     repo.judged_ranks(session, run, known_qrels)[1],
                 )
         else:  # ndeval and trec_eval's preference measures rank the whole run themselves
@@ -192,14 +191,6 @@ def _judgment_kind_values(
     prefs = Preferences(topic, group, subgroup, doc, judgments["level"].to_numpy(zero_copy_only=False))
     result = evaluate_preferences(prefs, run, max_docs=options["max_docs"], complete=complete)
     return result.topics, {m: result.values[m.family] for m in measures}, tuple(result.missing)
-
-
-def _qrels_cached(session: Session, qrels: QrelsSet, cache: Lru[tuple[int, str], Any]) -> pa.Table:
-    """A worker evaluates run after run against the same qrels: its context keeps the last ones
-    read. Keyed by id and content hash, so replaced qrels are read afresh."""
-    key = (qrels.id, qrels.content_hash)
-    table = cache.get(key)
-    return table if table is not None else cache.put(key, repo.qrels_table(session, qrels))
 
 
 def _result_tables(
