@@ -156,8 +156,9 @@ class RunJudgedRanks(Base):
     """A run's judged ranks against one relevance qrels set, as :func:`repositories.judged_ranks`
     joins them (topic, rank, relevance; Arrow IPC), worked out in memory when a task's submission
     is stored: the server holds the run's rows and the task's qrels then, and the worker reads this
-    one row instead of joining the run's rows with the judgments (~17 ms of a DL-sized job on
-    SQLite). Kept only while both hashes match the run and qrels they were worked out from."""
+    one row instead of joining the run's rows with the judgments (~20-28 ms of a DL-sized job on
+    SQLite). Read only while both hashes match the run and qrels they were worked out from, and
+    the version the way they were worked out."""
 
     __tablename__ = "run_judged_ranks"
 
@@ -165,6 +166,7 @@ class RunJudgedRanks(Base):
     qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True)
     run_hash: Mapped[str] = mapped_column(String(64))
     qrels_hash: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer)  # repositories.JUDGED_RANKS_VERSION
     ranks: Mapped[bytes] = mapped_column(LargeBinary)
 
 

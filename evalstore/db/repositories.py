@@ -412,6 +412,10 @@ def run_table(session: Session, run: Run, *, for_evaluation: bool = False) -> pa
     )
 
 
+# How kept judged ranks were worked out (judged_ranks_in_memory, the trec_eval ranks of
+# ranks_and_counts): raise it with any change to either, or to a stored run's trec_rank, and the
+# ranks kept before are no longer read (the worker joins in the database instead).
+JUDGED_RANKS_VERSION = 1
 # what evaluating a stored run needs of the documents the qrels judge: (topic, rank, relevance)
 JUDGED_SCHEMA = pa.schema([("topic", pa.string()), ("rank", pa.int32()), ("relevance", pa.int64())])
 
@@ -485,6 +489,7 @@ def keep_judged_ranks(session: Session, run: Run, qrels: QrelsSet, judged: pa.Ta
             qrels_id=qrels.id,
             run_hash=run.content_hash,
             qrels_hash=qrels.content_hash,
+            version=JUDGED_RANKS_VERSION,
             ranks=sink.getvalue().to_pybytes(),
         )
     )
@@ -492,13 +497,15 @@ def keep_judged_ranks(session: Session, run: Run, qrels: QrelsSet, judged: pa.Ta
 
 def kept_judged_ranks(session: Session, run: Run, qrels: QrelsSet) -> pa.Table | None:
     """The judged ranks kept for the run against ``qrels`` (:func:`keep_judged_ranks`), or None
-    where none were kept or the run or qrels are no longer what they were worked out from."""
+    where none were kept, the run or qrels are no longer what they were worked out from, or they
+    were worked out another way (:data:`JUDGED_RANKS_VERSION`)."""
     ranks = session.execute(
         select(RunJudgedRanks.ranks).where(
             RunJudgedRanks.run_id == run.id,
             RunJudgedRanks.qrels_id == qrels.id,
             RunJudgedRanks.run_hash == run.content_hash,
             RunJudgedRanks.qrels_hash == qrels.content_hash,
+            RunJudgedRanks.version == JUDGED_RANKS_VERSION,
         )
     ).scalar_one_or_none()
     return None if ranks is None else pa.ipc.open_stream(ranks).read_all()

@@ -33,7 +33,9 @@ V = TypeVar("V")
 BOARDS_KEPT = 64  # computed task leaderboards (their bootstrap intervals cost ~10 ms a run), newest kept
 BOARD_STATES_KEPT = 1024  # tasks whose state (visibility, fingerprint) was read in the last second
 TIER_BOARDS_KEPT = 64  # significance tiers of the newest boards (a board's numbers change with each result)
-QRELS_KEPT = 1  # a worker evaluates run after run against the same qrels: the last one read
+# a worker evaluates run after run against the same qrels; a server stores submissions to a few
+# open tasks (store.judged_ranks_to_keep): the last four read
+QRELS_KEPT = 4
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few

@@ -24,6 +24,7 @@ def upgrade() -> None:
         sa.Column("qrels_id", sa.Integer(), nullable=False),
         sa.Column("run_hash", sa.String(length=64), nullable=False),
         sa.Column("qrels_hash", sa.String(length=64), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("ranks", sa.LargeBinary(), nullable=False),
         sa.ForeignKeyConstraint(
             ["qrels_id"],

@@ -122,3 +122,42 @@ def test_ranks_kept_for_other_contents_are_not_read(submitted: Engine) -> None:
         session.execute(update(RunJudgedRanks).values(qrels_hash=qrels.content_hash, run_hash="0" * 64))
     with read_only(submitted) as session:
         assert repo.kept_judged_ranks(session, repo.get_run(session, "full"), repo.get_qrels(session, "judged")) is None
+    with unit_of_work(submitted) as session:  # worked out another way (an older JUDGED_RANKS_VERSION)
+        session.execute(update(RunJudgedRanks).values(run_hash=run.content_hash, version=0))
+    with read_only(submitted) as session:
+        assert repo.kept_judged_ranks(session, repo.get_run(session, "full"), repo.get_qrels(session, "judged")) is None
+    with unit_of_work(submitted) as session:
+        session.execute(update(RunJudgedRanks).values(version=repo.JUDGED_RANKS_VERSION))
+    with read_only(submitted) as session:  # the test's own premise: as kept, they are read
+        assert repo.kept_judged_ranks(session, repo.get_run(session, "full"), repo.get_qrels(session, "judged"))
+
+
+def test_withdrawing_a_run_takes_what_was_kept_with_it(submitted: Engine) -> None:
+    with read_only(submitted) as session:
+        run_id = repo.get_run(session, "tied").id
+    tasks.withdraw_run(submitted, as_principal(submitted, "red"), "tied")
+    with read_only(submitted) as session:
+        assert session.scalars(select(RunJudgedRanks).where(RunJudgedRanks.run_id == run_id)).all() == []
+        assert len(session.scalars(select(RunJudgedRanks)).all()) == len(_runs()) - 1
+
+
+def test_a_submission_whose_ranks_cannot_be_worked_out_is_stored_all_the_same(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Keeping the judged ranks saves the worker time; it never refuses a submission."""
+    (tmp_path / "qrels").write_text(QRELS)
+    store.import_qrels(engine, tmp_path / "qrels", name="judged")
+    access.add_user(engine, "red", role="participant", team="red")
+    tasks.create_task(engine, "t", qrels_name="judged", measures=["P@5"])
+
+    def broken(rows: pa.Table, qrels: pa.Table) -> pa.Table:
+        raise pa.ArrowInvalid("no memory left")
+
+    monkeypatch.setattr(repo, "judged_ranks_in_memory", broken)
+    (tmp_path / "full.run").write_text(_runs()["full"])
+    submitted = tasks.submit_run(engine, as_principal(engine, "red"), "t", tmp_path / "full.run", name="full")
+    assert "the judged ranks of" in caplog.text and "no memory left" in caplog.text
+    with read_only(engine) as session:
+        assert session.scalars(select(RunJudgedRanks)).all() == []
+    Worker(engine, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False, mlflow=False)).run()
+    assert jobs.show_job(engine, submitted.job.evaluation_id).state == "done"

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import QrelsSet, Run
+from evalstore.db.models import Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows, staged_stream
 from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
@@ -25,7 +25,6 @@ from evalstore.io.formats import (
     has_duplicate_docs,
     read_run,
 )
-from evalstore.services.context import Lru
 from evalstore.services.store.common import (
     NAME_SOURCES,
     Progress,
@@ -35,7 +34,6 @@ from evalstore.services.store.common import (
     _refuse,
     _refuse_repeated,
     name_from_file,
-    qrels_table_kept,
     retry_on_name_race,
     run_summary,
 )
@@ -282,20 +280,6 @@ def add_run(
 # runs this long get a docno-hash index (repositories.index_run): a shorter run's judged rows are
 # found fast enough by hashing (a 50k-row run: ~10 ms), and every index costs a build and space
 INDEXED_RUN_ROWS = 500_000
-
-
-def keep_judged_ranks(
-    session: Session, prepared: PreparedRun, run: Run, qrels: QrelsSet, qrels_cache: Lru[tuple[int, str], Any]
-) -> None:
-    """A step, in the unit of work that stores a task's submission: work out the run's judged ranks
-    against the task's relevance qrels from the rows this process holds (an Arrow hash join) and
-    keep them, so the worker reads one row instead of joining in the database
-    (:func:`repositories.judged_ranks`). Rows too many to hold (staged as a stream) are left to
-    the database's join."""
-    if qrels.kind != "relevance" or prepared.staged.count is not None:
-        return
-    judgments = qrels_table_kept(session, qrels, qrels_cache)
-    repo.keep_judged_ranks(session, run, qrels, repo.judged_ranks_in_memory(prepared.staged.table, judgments))
 
 
 def index_next_run(engine: Engine, min_rows: int | None = None) -> int | None:

@@ -4,12 +4,15 @@ nothing), registering runs over the service, and withdrawing them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -32,7 +35,7 @@ from evalstore.errors import (
 )
 from evalstore.services import claims, jobs, store
 from evalstore.services.access import Principal, audit
-from evalstore.services.context import AppContext, context_for
+from evalstore.services.context import AppContext, Lru, context_for
 from evalstore.services.tasks.visibility import (
     RUN_TYPES,
     _get_task,
@@ -42,6 +45,8 @@ from evalstore.services.tasks.visibility import (
     name_taken,
     sees_submission,
 )
+
+log = logging.getLogger("evalstore.tasks")
 
 # a job's state as a slot in a team's quota: failed and cancelled runs give theirs back
 _HOLDS_SLOT = ("queued", "running", "done")
@@ -77,8 +82,8 @@ def submit_run(
     team; admins and the task's organiser for any team they name. ``shown_path`` is what errors
     call the file (an upload's own name, not where the server kept it). ``server_daily_cap`` caps
     each team's runs per UTC day on tasks without a ``daily_cap`` of their own. The run's judged
-    ranks against the task's qrels are kept with it (:func:`store.keep_judged_ranks`: the qrels
-    from ``context``'s cache, read once for submission after submission)."""
+    ranks against the task's qrels are worked out before the unit of work and kept with the run
+    (:func:`_judged_ranks_to_keep`; the qrels from ``context``'s cache)."""
     if run_type not in RUN_TYPES:
         raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
     with read_only(engine) as session:
@@ -95,6 +100,7 @@ def submit_run(
         meta["judging_precedence"] = str(judging_precedence)
     qrels_cache = context_for(engine, context).qrels
     with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+        judged = _judged_ranks_to_keep(engine, prepared, qrels, qrels_cache)
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
             with store.run_unit_of_work(engine, prepared) as session:
@@ -117,7 +123,8 @@ def submit_run(
                     judging_precedence=judging_precedence,
                     server_daily_cap=server_daily_cap,
                 )
-                store.keep_judged_ranks(session, prepared, run, qrels, qrels_cache)
+                if judged is not None:
+                    repo.keep_judged_ranks(session, run, qrels, judged)
             return Submitted(registered.summary, task_name, team, ref, registered.warnings)
 
         return store.retry_on_name_race(submit)
@@ -157,6 +164,30 @@ def record_submission(
         session, principal.name, "runs.submit", run.name, {"task": locked.name, "team": team, "job": ref.evaluation_id}
     )
     return ref
+
+
+def _judged_ranks_to_keep(
+    engine: Engine, prepared: store.PreparedRun, qrels: QrelsSet, qrels_cache: Lru[tuple[int, str], Any]
+) -> pa.Table | None:
+    """A step outside any transaction, for a run submitted to a task: its judged ranks against the
+    task's relevance qrels, worked out from the rows this process holds (an Arrow hash join,
+    :func:`repositories.judged_ranks_in_memory`) for the submission's unit of work to keep
+    (:func:`repositories.keep_judged_ranks`), so the worker reads one row instead of joining in the
+    database. The qrels come from ``qrels_cache`` (read once, outside the write transaction, for
+    submission after submission). None where nothing is kept: other kinds of judgments, rows too
+    many to hold (staged as a stream), or working them out failed (logged): the worker then joins
+    in the database, as for any run."""
+    if qrels.kind != "relevance" or prepared.staged.count is not None:
+        return None
+    try:
+        with read_only(engine) as session:
+            judgments = store.qrels_table_kept(session, qrels, qrels_cache)
+        return repo.judged_ranks_in_memory(prepared.staged.table, judgments)
+    except Exception:  # noqa: BLE001 (a saving only: never the reason a submission is refused)
+        log.warning(
+            "the judged ranks of %s were not worked out; the worker will join them", prepared.path, exc_info=True
+        )
+        return None
 
 
 def register_run(
