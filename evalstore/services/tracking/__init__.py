@@ -33,8 +33,8 @@ from evalstore.services import jobs, kinds
 from evalstore.services.context import MLFLOW_CLIENTS_KEPT, AppContext, Lru, context_for
 from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
 from evalstore.services.tracking.client import _client, _experiment_id, _log_run
-from evalstore.services.tracking.states import MLFLOW_LEASE, confirm_held
 from evalstore.services.tracking.states import claim as _claim
+from evalstore.services.tracking.states import confirm_held, take
 from evalstore.services.tracking.states import give_back as _give_back
 from evalstore.services.tracking.states import mark_logged as _mark_logged
 
@@ -150,8 +150,9 @@ class AheadLog:
     seconds: float = 0.0
     clients: Lru[str, Any] = field(default_factory=lambda: Lru(MLFLOW_CLIENTS_KEPT))  # the context's
     schemas: Lru[tuple[Any, ...], Any] | None = None  # the context's Parquet schemas (tracking.client)
-    held: bool = False  # claimed for logging in the results' own unit of work (:func:`hold_ahead`)
-    attempt: int | None = None  # that claim's mlflow_attempts: whoever claims after it counts one more
+    # the claim's mlflow_attempts, made in the results' own unit of work (:func:`hold_ahead`):
+    # whoever claims after it counts one more
+    attempt: int | None = None
 
 
 def log_ahead(stored: StoredEvaluation, *, retried: bool = False, context: AppContext | None = None) -> AheadLog | None:
@@ -212,9 +213,7 @@ def hold_ahead(session: Session, ahead: AheadLog | None) -> None:
         return
     row = session.get(Evaluation, ahead.evaluation_id)  # loaded by results_header: no round trip
     assert row is not None and row.results_version == ahead.results_version, "store_results first"
-    row.mlflow_state, row.mlflow_lease_expires_at = "logging", jobs.db_now(session) + MLFLOW_LEASE
-    row.mlflow_attempts += 1
-    ahead.held, ahead.attempt = True, row.mlflow_attempts
+    ahead.attempt = take(row, jobs.db_now(session))
 
 
 def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
@@ -222,27 +221,15 @@ def finish_ahead(engine: Engine, ahead: AheadLog) -> bool:
     under the same state machine as :func:`log_pending`: a run that could not be made leaves the
     results pending with the error, as log_pending does. False when the results were replaced
     meanwhile: the newer ones are pending, for :func:`log_pending`."""
-    assert ahead.thread is not None
+    assert ahead.thread is not None and ahead.attempt is not None, "hold_ahead in the results' unit of work"
     ahead.thread.join()
     uri = config.mlflow_tracking_uri()
     evaluation_id, version, attempt = ahead.evaluation_id, ahead.results_version, ahead.attempt
-    if ahead.held:
-        held = "held" if ahead.run_id is None else confirm_held(engine, evaluation_id, version, attempt)
-        if held != "held":
-            assert ahead.run_id is not None
-            _delete_run(uri, ahead.run_id, ahead.clients)
-            return held != "replaced"  # newer results are logged the ordinary way (drain)
-    else:
-        claimed = _claim(engine, [evaluation_id])
-        if claimed is None or claimed[1] != version:
-            if ahead.run_id is not None:
-                _delete_run(uri, ahead.run_id, ahead.clients)
-            if claimed is None:  # logged, or being logged, by another process
-                return True
-            # replaced by newer results meanwhile: those are logged the ordinary way
-            _give_back(engine, claimed[0], claimed[1], None, claimed[3])
-            return False
-        attempt = claimed[3]
+    held = "held" if ahead.run_id is None else confirm_held(engine, evaluation_id, version, attempt)
+    if held != "held":
+        assert ahead.run_id is not None
+        _delete_run(uri, ahead.run_id, ahead.clients)
+        return held != "replaced"  # newer results are logged the ordinary way (drain)
     if ahead.run_id is None:  # as log_pending leaves a failure: pending, with the error
         _give_back(engine, evaluation_id, version, ahead.error, attempt)
         log.warning("evaluation %d: MLflow logging failed (left pending): %s", evaluation_id, ahead.error)

@@ -5,7 +5,7 @@ again, changes nothing), and what ends them. :mod:`evalstore.services.tracking` 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Engine, and_, or_, update
@@ -36,9 +36,16 @@ def claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool, int] 
         )
         if row is None:
             return None
-        row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
-        row.mlflow_attempts += 1
-        return row.id, row.results_version, row.mlflow_attempts == 1, row.mlflow_attempts
+        attempt = take(row, now)
+        return row.id, row.results_version, attempt == 1, attempt
+
+
+def take(row: Evaluation, now: datetime) -> int:
+    """A step: claim ``row``'s results for logging, in the caller's unit of work (``logging``,
+    under the lease, one more attempt); the claim's attempt count, its fencing token."""
+    row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
+    row.mlflow_attempts += 1
+    return row.mlflow_attempts
 
 
 def held(evaluation_id: int, version: int, attempt: int | None = None) -> Any:
@@ -72,7 +79,7 @@ def give_back(engine: Engine, evaluation_id: int, version: int, error: str | Non
         )
 
 
-def confirm_held(engine: Engine, evaluation_id: int, version: int, attempt: int | None) -> str:
+def confirm_held(engine: Engine, evaluation_id: int, version: int, attempt: int) -> str:
     """Before finishing the run of a claim :func:`~evalstore.services.tracking.hold_ahead` made (its
     ``attempt``): renew its lease if it is still
     this claim (no later attempt counted) and the results are not embargoed. "held", or why not:
