@@ -30,7 +30,7 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/uv.l
     # its processes import, as they import it; compiling every installed module up front took 21 s
     # of a fresh clone's run (39 s of CPU), mostly for modules no test imports.
     # --offline first: the cache's packages, and above all the wheels it built from sdists
-    # (llama-cpp-python's takes 15+ minutes), are used as they are; online, uv revalidates an sdist
+    # are used as they are; online, uv revalidates an sdist
     # whose HTTP cache entry has aged and builds it again. A machine whose cache lacks something
     # (a new one) falls back to the registry.
     compile_args=(--compile-bytecode)
