@@ -333,7 +333,9 @@ def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
     schema = openapi_schema()
-    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    # CHANGELOG.md links to the manual from the repository's root (docs/...), as GitHub shows it; the
+    # site's changelog page sits beside the manual's pages
+    changelog = re.sub(r"\]\(docs/", "](", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"))
     generated = {
         "reference/cli.md": cli_reference(),
         "reference/measures.md": measure_reference(),
