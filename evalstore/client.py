@@ -11,7 +11,6 @@ import httpx
 
 from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
 
-TOKEN_ENV = "EVALSTORE_TOKEN"
 SERVER_ENV = "EVALSTORE_SERVER"
 _WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+): (?P<problem>.*)", re.DOTALL)
 

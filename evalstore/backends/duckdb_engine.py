@@ -261,22 +261,6 @@ def _binary(path: Path) -> Iterator[IO[bytes]]:
             yield raw
 
 
-def _first_bad_line(path: Path, fields: list[str]) -> InputFormatError:
-    """The path:line of a malformed TREC line (read again in Python: an error path only)."""
-    wanted = " ".join(fields)
-    with _text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if " ".join(line.split()) == wanted:
-                found = len(line.split())
-                problem = (
-                    f"expected 6 columns (qid Q0 docno rank score tag), found {found}"
-                    if found != 6
-                    else f"score '{line.split()[4]}' is not a number"
-                )
-                return InputFormatError(str(path), number, problem)
-    return InputFormatError(str(path), None, f"a line reads '{wanted}', not qid Q0 docno rank score tag")
-
-
 # --- where a refused row is: read the file again (an error path only) ----------------------------
 # DuckDB finds what is wrong without keeping where it was; the local reader says path:line (or
 # "row N" of a Parquet file), and so do these, by reading the file once more in Python for the

@@ -11,6 +11,8 @@ from typing import Any, BinaryIO
 from rich.console import Console
 from rich.table import Table
 
+from evalstore.io.inert import latex_cell
+
 stdout = Console(soft_wrap=True)
 if not stdout.is_terminal:
     # piped or captured output: do not squeeze tables into 80 columns
@@ -96,26 +98,10 @@ def write_output(output: Path | None, write: Callable[[BinaryIO], None]) -> None
         write(handle)
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
 def _latex(rows: Sequence[dict[str, Any]], columns: Sequence[str], caption: str | None) -> str:
     """A booktabs table, cells escaped, ready for \\input."""
 
-    def escape(text: str) -> str:
-        return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
-
+    escape = latex_cell
     lines = [r"\begin{table}[t]", r"\centering"]
     if caption:
         lines.append(rf"\caption{{{escape(caption)}}}")

@@ -454,7 +454,7 @@ class ReproResult(Base):
 class Standardisation(Base):
     """Per-topic means and standard deviations of measures over a qrels set's runs (Webber, Moffat
     & Zobel 2008), with the z-scores of the runs they came from (``evalstore standardize``); the
-    statistics standardise later runs too (``trec-eval -Z``)."""
+    statistics standardize later runs too (``trec-eval -Z``)."""
 
     __tablename__ = "standardisations"
 

@@ -68,9 +68,6 @@ def latex_cell(text: str) -> str:
     return "".join(_TEX.get(c, " " if ord(c) < 32 or ord(c) == 127 else c) for c in text)
 
 
-TABLE_FORMATS = ("csv", "md", "tex")
-
-
 def table(header: list[str], rows: list[list[str]], fmt: str, *, right: frozenset[int] = frozenset()) -> str:
     """A downloadable table, every cell made inert: CSV, a Markdown table, or a LaTeX tabular
     (booktabs rules; the columns in ``right`` right-aligned, for numbers)."""

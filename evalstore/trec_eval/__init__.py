@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from evalstore.trec_eval.many_runs import run_trec_eval_runs
     from evalstore.trec_eval.one_run import BACKENDS, expand_trec_spec, parse_trec_specs, run_trec_eval
     from evalstore.trec_eval.output import render_lines, stored_rows
-    from evalstore.trec_eval.zscores import read_zscores, standardise
+    from evalstore.trec_eval.zscores import read_zscores, standardize
 
 # each name, and the module of this package that defines it
 _HOMES = {
@@ -35,7 +35,7 @@ _HOMES = {
     "render_lines": "output",
     "stored_rows": "output",
     "read_zscores": "zscores",
-    "standardise": "zscores",
+    "standardize": "zscores",
 }
 
 
@@ -56,6 +56,6 @@ __all__ = [
     "run",
     "run_trec_eval",
     "run_trec_eval_runs",
-    "standardise",
+    "standardize",
     "stored_rows",
 ]

@@ -42,7 +42,7 @@ from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 from evalstore.trec_eval.one_run import _keep_stand_in_values, _summary, read_qrels_to_evaluate, run_trec_eval
 from evalstore.trec_eval.output import render_lines
-from evalstore.trec_eval.zscores import read_zscores, standardise
+from evalstore.trec_eval.zscores import read_zscores, standardize
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -294,7 +294,7 @@ class _Stacked(_Campaign):
         if self.zscores_path is not None:
             if self.zscores is None:  # read once, when first needed (as one run reads it)
                 self.zscores = read_zscores(self.zscores_path)
-            values = standardise(self.rows, rk.topics, values, self.zscores)
+            values = standardize(self.rows, rk.topics, values, self.zscores)
         return render_lines(
             self.rows,
             rk.topics,

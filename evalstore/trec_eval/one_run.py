@@ -26,7 +26,7 @@ from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
 from evalstore.trec_eval.output import render_lines
-from evalstore.trec_eval.zscores import read_zscores, standardise
+from evalstore.trec_eval.zscores import read_zscores, standardize
 
 if TYPE_CHECKING:
     from evalstore.backends.duckdb_engine import DuckDBSettings
@@ -216,7 +216,7 @@ def run_trec_eval(
     if not topics:
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
     if zscores_path is not None:
-        values = standardise(rows, topics, values, read_zscores(zscores_path))
+        values = standardize(rows, topics, values, read_zscores(zscores_path))
 
     zscored = zscores_path is not None
     out.write(
@@ -322,7 +322,7 @@ def _preference_lines(
         raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
     values = {measure: result.values[measure.family] for _, _, measure in rows if measure is not None}
     if zscores_path is not None:
-        values = standardise(rows, result.topics, values, read_zscores(zscores_path))
+        values = standardize(rows, result.topics, values, read_zscores(zscores_path))
     return render_lines(
         rows,
         result.topics,

@@ -140,7 +140,7 @@ def _format_column(measure: Measure, values: Sequence[Any] | np.ndarray, zscores
     if kind == "int" and not zscores:
         return list(map(str, np.rint(numbers).astype(np.int64).tolist()))
     # glibc prints the NaN of trec_eval's 0/0 (x86's default NaN has its sign bit set) as -nan; a
-    # z-score keeps the sign standardise gave it (nan from a 'nan' statistic of the -Z file)
+    # z-score keeps the sign standardize gave it (nan from a 'nan' statistic of the -Z file)
     texts = list(map("{:6.4f}".format, numbers.tolist()))
     if zscores:
         return [

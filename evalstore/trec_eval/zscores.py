@@ -12,7 +12,7 @@ from evalstore.io.cnumbers import atof
 from evalstore.metrics._registry import Measure
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 
-# trec_eval.h MISSING_ZSCORE_VALUE: a value with no mean and standard deviation to standardise by
+# trec_eval.h MISSING_ZSCORE_VALUE: a value with no mean and standard deviation to standardize by
 MISSING_ZSCORE = -1000000.0
 
 
@@ -52,7 +52,7 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     return table
 
 
-def standardise(
+def standardize(
     rows: list[tuple[str, str, Measure | None]],
     topics: list[str],
     values: dict[Measure, np.ndarray],
