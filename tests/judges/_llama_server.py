@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 
 import xllamacpp
@@ -43,7 +44,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server = xllamacpp.Server(params)  # listens on its own threads from here
-    print(f"listening on {server.listening_address}", flush=True)
+    sys.stdout.write(f"listening on {server.listening_address}\n")
+    sys.stdout.flush()
     stop.wait()
 
 
