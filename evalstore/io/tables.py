@@ -14,6 +14,7 @@ import pyarrow.csv as pacsv
 
 from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
+from evalstore.io.limits import check_fields
 from evalstore.io.parsed import (
     _STORED_RANGE,
     Kind,
@@ -58,6 +59,7 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()) from None
     header_offset = 0 if fmt == "parquet" else 2  # 1-based line of row 0, after the header
+    check_fields(table, str(path), first_line=header_offset or None)
     table = _select_columns(path, table, kind)
     table = _coerce_columns(path, table, kind, header_offset)
     if table.num_rows == 0:
