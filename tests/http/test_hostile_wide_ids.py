@@ -84,3 +84,25 @@ def test_a_judgment_key_past_postgresqls_index_entry_is_refused_in_words(world: 
         "index ix_judgments_qrels_id_topic_doc_relevance, which holds at most 2704 (ids of a judgment, pool "
         "entry, document or topic are indexed together); shorten it."
     ), imported.stderr
+
+
+def test_a_4096_byte_topic_id_over_http_is_stored_or_refused_in_words(world: World, db_backend: str) -> None:
+    """A run's topic id is its per-topic count's key: 4096 bytes that do not compress are stored
+    on SQLite and refused on PostgreSQL with the index named (before: a 500)."""
+    topic = "".join(random.Random(9).choices(string.ascii_letters + string.digits, k=4096))
+    with client_for(world.engine) as client:
+        response = client.post(
+            "/api/v1/tasks/open/runs",
+            headers=world.headers("red"),
+            data={"name": "wide-topic"},
+            files={"file": ("t.txt", f"{topic} Q0 d1 1 1.0 t\n301 Q0 d2 1 1.0 t\n".encode())},
+        )
+    if db_backend == "sqlite":
+        assert response.status_code == 201, response.text
+        return
+    assert response.status_code == 413, response.text
+    assert response.json()["error"] == (
+        "A topic id, docno or other id is too long for this PostgreSQL store: its key takes 4112 bytes of "
+        "index pk_run_topics, which holds at most 2704 (ids of a judgment, pool entry, document or topic "
+        "are indexed together); shorten it."
+    )
