@@ -83,15 +83,15 @@ class Judgment(Base):
 
     qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     relevance: Mapped[int] = mapped_column(SmallInteger)
     # TREC's second qrels column: usually 0; the judgment group under `-R qrels_jg` and in
     # preference judgments; the subtopic in subtopic qrels.
-    iteration: Mapped[str] = mapped_column(String(50), default="0")
+    iteration: Mapped[str] = mapped_column(Text, default="0")
     # preference judgments: the judgment sub-group, and the level as written (relevance then says
     # relevant, level > 0, or not); "0" and NULL for the other kinds
-    subgroup: Mapped[str] = mapped_column(String(50), server_default="0")
+    subgroup: Mapped[str] = mapped_column(Text, server_default="0")
     level: Mapped[float | None] = mapped_column(Double)
     assessor: Mapped[str | None] = mapped_column(String(200))
 
@@ -106,7 +106,7 @@ class Run(Base):
     system: Mapped[str | None] = mapped_column(String(200))
     description: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
-    tag: Mapped[str | None] = mapped_column(String(200))
+    tag: Mapped[str | None] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64), index=True)
     row_count: Mapped[int] = mapped_column(Integer)
     topic_count: Mapped[int] = mapped_column(Integer)
@@ -131,8 +131,8 @@ class RunRow(Base):
 
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     score: Mapped[float] = mapped_column(Double)
     rank: Mapped[int] = mapped_column(Integer)
     # 1-based rank within the topic in trec_eval order (score desc, docno desc), computed at
@@ -148,7 +148,7 @@ class RunTopic(Base):
     __tablename__ = "run_topics"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     retrieved: Mapped[int] = mapped_column(Integer)
 
 
@@ -313,8 +313,8 @@ class PoolEntry(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     pool_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     contributors: Mapped[list[str]] = mapped_column(JSON, default=list)
     best_rank: Mapped[int] = mapped_column(Integer)
     judge_order: Mapped[int | None] = mapped_column(Integer)
@@ -327,8 +327,8 @@ class PoolJudgment(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
     relevance: Mapped[int] = mapped_column(SmallInteger)  # -1: seen, not rateable (skipped)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -355,7 +355,7 @@ class Topic(Base):
     __tablename__ = "topics"
 
     topic_set_id: Mapped[int] = mapped_column(ForeignKey("topic_sets.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     title: Mapped[str] = mapped_column(Text)
     description: Mapped[str | None] = mapped_column(Text)
     narrative: Mapped[str | None] = mapped_column(Text)
@@ -380,7 +380,7 @@ class Document(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     title: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
 
@@ -413,7 +413,7 @@ class SplitMember(Base):
     split_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     fold: Mapped[int] = mapped_column(Integer, primary_key=True)
     part: Mapped[str] = mapped_column(String(5), primary_key=True)
-    unit: Mapped[str] = mapped_column(String(400), primary_key=True)
+    unit: Mapped[str] = mapped_column(Text, primary_key=True)
     weight: Mapped[int] = mapped_column(Integer, default=1)
 
 
@@ -473,7 +473,7 @@ class StandardisationStatistic(Base):
         ForeignKey("standardisations.id", ondelete="CASCADE"), primary_key=True
     )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     mean: Mapped[float] = mapped_column(Double)
     stddev: Mapped[float] = mapped_column(Double)
 
@@ -488,7 +488,7 @@ class StandardisedValue(Base):
     )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     run: Mapped[str] = mapped_column(String(200), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     z: Mapped[float] = mapped_column(Double)
 
 
@@ -522,9 +522,9 @@ class GoldLabel(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     label_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
     label: Mapped[str] = mapped_column(Text)  # multilabel: the set as "a|b"
-    group_id: Mapped[str | None] = mapped_column(String(200))
+    group_id: Mapped[str | None] = mapped_column(Text)
     weight: Mapped[float | None] = mapped_column(Double)
 
 
@@ -556,10 +556,10 @@ class Prediction(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
     label: Mapped[str | None] = mapped_column(Text)  # multilabel: the set as "a|b"
     score: Mapped[float | None] = mapped_column(Double)
-    group_id: Mapped[str | None] = mapped_column(String(200))
+    group_id: Mapped[str | None] = mapped_column(Text)
 
 
 class PredictionScore(Base):
@@ -569,8 +569,8 @@ class PredictionScore(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
-    class_label: Mapped[str] = mapped_column(String(200), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    class_label: Mapped[str] = mapped_column(Text, primary_key=True)
     score: Mapped[float] = mapped_column(Double)
 
 
@@ -711,8 +711,8 @@ class JudgeLabel(Base):
     judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
     config_hash: Mapped[str] = mapped_column(String(64))
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), index=True)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     relevance: Mapped[int | None] = mapped_column(SmallInteger)
     reason: Mapped[str | None] = mapped_column(Text)
     raw_output: Mapped[str | None] = mapped_column(Text)

@@ -27,6 +27,7 @@ from evalstore.io.formats import (
     read_qrels,
     read_run,
 )
+from evalstore.io.tables import id_texts_of
 from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
@@ -618,9 +619,10 @@ def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
                 return source[columns[n]]
         raise InvalidParameterError(f"The {kind} frame needs a column named one of {', '.join(names)}.")
 
-    def text(series: pd.Series) -> pa.Array:  # values as strings, missing ones as nulls (refused with their row)
-        missing = series.isna().to_numpy()
-        return pa.array(series.astype(str).to_numpy(dtype=object), pa.string(), mask=missing)
+    def text(
+        series: pd.Series,
+    ) -> pa.Array:  # ids as a Table's or a file's are, missing ones as nulls (refused with their row)
+        return id_texts_of(series.to_numpy(dtype=object))
 
     numbers = pick("relevance", "rel", "label") if kind == "qrels" else pick("score", "sim")
     try:

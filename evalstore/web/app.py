@@ -15,6 +15,7 @@ from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore
 from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate
 from evalstore.web.settings import ServerSettings
+from evalstore.web.sign_in_first import SignInFirst
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -54,6 +55,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     labs.install(app)
     agreement_pages.install(app)
     pages.install(app)
+    app.add_middleware(SignInFirst, before_sign_in=settings.max_body_before_sign_in)
     app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(RequestBudget, seconds=settings.request_seconds)
     app.add_middleware(NoStore)
