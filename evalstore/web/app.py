@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
@@ -13,7 +13,7 @@ from evalstore.services.context import AppContext
 from evalstore.web import agreement_pages, api, errors, judging_pages, labs, organisers, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore
-from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate
+from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate, no_nul
 from evalstore.web.settings import ServerSettings
 
 
@@ -31,6 +31,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         context.close()  # close the pooled connections when the server stops
 
     app = FastAPI(
+        dependencies=[Depends(no_nul)],
         title="evalstore",
         version=__version__,
         openapi_url="/api/v1/openapi.json",
