@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import threading
 import time
@@ -23,15 +24,40 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def no_nul(request: Request) -> None:
-    """Every route's dependency: a NUL character in the path or the query (``/tasks/%00``) is
-    refused before any handler runs. PostgreSQL's text cannot hold one (its driver raised, a 500),
-    and no name, id or option holds one, so a path with it names nothing (404) and a query with it
-    is not valid (422)."""
+async def no_nul(request: Request) -> None:
+    """Every route's dependency: a NUL character in the path, the query, a JSON body or a form's
+    field (``/tasks/%00``, ``{"description": "a\\u0000b"}``) is refused before any handler runs.
+    PostgreSQL's text cannot hold one (its driver raised, a 500), and no name, id, option or text
+    holds one, so a path with it names nothing (404) and the rest is not valid (422). A multipart
+    body (an upload) is left to its route, which reads it after checking who sends it."""
     if "\x00" in request.url.path:
         raise NotFoundError("Nothing is named with a NUL character (%00); check the address.")
     if any("\x00" in key or "\x00" in value for key, value in request.query_params.multi_items()):
         raise InvalidParameterError("The query holds a NUL character (%00): no parameter's value has one.")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        body = await request.body()  # read once: the route's parsing reads the same bytes
+        if b"\\u0000" in body or b"\x00" in body:
+            try:
+                holds = _holds_nul(json.loads(body))
+            except ValueError:
+                holds = False  # not JSON: the route says so
+            if holds:
+                raise InvalidParameterError("The body holds a NUL character (\\u0000): no field's value has one.")
+    elif kind == "application/x-www-form-urlencoded":
+        form = await request.form()  # kept by the request: the route reads the same form
+        if any("\x00" in key or (isinstance(value, str) and "\x00" in value) for key, value in form.multi_items()):
+            raise InvalidParameterError("The form holds a NUL character: no field's value has one.")
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 class UploadLimit:

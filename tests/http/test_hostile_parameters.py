@@ -153,3 +153,15 @@ def test_a_pool_of_100k_listed_topics_is_built_in_seconds_and_more_are_refused(w
             "A pool is built over at most 100,000 listed topics; 100,002 were listed. Leave the topics empty to "
             "pool every topic of the task&#39;s runs." in more.text
         )
+
+
+def test_a_nul_in_a_json_body_or_a_form_is_422(world: World) -> None:
+    with client_for(world.engine, raise_errors=False) as client:
+        patched = client.patch("/api/v1/tasks/open", json={"description": "a\u0000b"}, headers=world.headers("owner"))
+    assert patched.status_code == 422
+    assert patched.json()["error"] == "The body holds a NUL character (\\u0000): no field's value has one."
+    with _organiser(world) as owner:
+        page = owner.get("/tasks/open/manage")
+        form = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "description": "a\u0000b"})
+    assert form.status_code == 422 and "The form holds a NUL character: no field&#39;s value has one." in form.text
+    assert tasks.show_task(world.engine, "open").description is None
