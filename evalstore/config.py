@@ -97,6 +97,24 @@ def password_cost() -> tuple[int, int, int]:
     return time_cost, memory, lanes
 
 
+PASSWORD_CHECKS_ENV = "EVALSTORE_PASSWORD_CHECKS"
+# argon2 passwords checked (or hashed) at once by one process: each takes its cost's memory (64 MiB
+# by default) and its lanes' threads, so 16 anonymous sign-ins at once took +1 GB and made public
+# pages 20-30 times slower; past this many, a sign-in is refused at once with a Retry-After
+DEFAULT_PASSWORD_CHECKS = 2
+
+
+def password_checks() -> int:
+    """How many passwords one process checks at once: ``$EVALSTORE_PASSWORD_CHECKS`` (1-64), else
+    2. A bad value raises ValueError."""
+    value = os.environ.get(PASSWORD_CHECKS_ENV)
+    if not value:
+        return DEFAULT_PASSWORD_CHECKS
+    if not (value.strip().isascii() and value.strip().isdigit() and 1 <= int(value) <= 64):
+        raise ValueError(f"{PASSWORD_CHECKS_ENV}={value!r} is not a whole number from 1 to 64; unset it for 2.")
+    return int(value)
+
+
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
@@ -121,3 +139,7 @@ class Settings:
 
     def mlflow_experiment_name(self, qrels_name: str) -> str:
         return mlflow_experiment_name(qrels_name)
+
+    @property
+    def password_checks(self) -> int:
+        return password_checks()

@@ -69,8 +69,9 @@ class AccessDenied(EvalstoreError):
 
 
 class LimitExceeded(EvalstoreError):
-    """A limit was reached: ``limit`` is ``quota`` (a team's runs in a task), ``size`` (an upload)
-    or ``rate`` (writes per minute; ``retry_after`` seconds)."""
+    """A limit was reached: ``limit`` is ``quota`` (a team's runs in a task), ``size`` (an upload),
+    ``rate`` (writes per minute; ``retry_after`` seconds) or ``busy`` (the server does as much of
+    this at once as it may: a password check; ``retry_after`` seconds)."""
 
     def __init__(self, limit: str, message: str, retry_after: int | None = None) -> None:
         self.limit = limit
@@ -88,4 +89,4 @@ HTTP_STATUS: tuple[tuple[type[EvalstoreError], int], ...] = (
     (InputFormatError, 422),
     (InvalidParameterError, 422),
 )
-LIMIT_HTTP_STATUS = {"quota": 409, "size": 413, "rate": 429}
+LIMIT_HTTP_STATUS = {"quota": 409, "size": 413, "rate": 429, "busy": 503}

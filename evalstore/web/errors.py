@@ -50,7 +50,10 @@ def install(app: FastAPI, page_error: PageError) -> None:
     async def evalstore_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, EvalstoreError)
         if _is_page(request):
-            return page_error(request, status_for(error), error)
+            response = page_error(request, status_for(error), error)
+            if isinstance(error, LimitExceeded) and error.retry_after is not None:
+                response.headers["Retry-After"] = str(error.retry_after)
+            return response
         return error_response(error)
 
     async def invalid_request(request: Request, error: Exception) -> Response:

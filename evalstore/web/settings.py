@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from evalstore.config import DATABASE_URL_ENV, default_database_url, password_cost
+from evalstore.config import DATABASE_URL_ENV, default_database_url, password_checks, password_cost
 from evalstore.errors import InvalidParameterError
 
 MAX_UPLOAD_ENV = "EVALSTORE_MAX_UPLOAD_MB"
@@ -58,8 +58,9 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls) -> ServerSettings:
-        try:  # a bad $EVALSTORE_PASSWORD_COST stops the server at start, not at a sign-in
+        try:  # a bad $EVALSTORE_PASSWORD_COST or _CHECKS stops the server at start, not at a sign-in
             password_cost()
+            password_checks()
         except ValueError as bad:
             raise InvalidParameterError(str(bad)) from None
         return cls(
