@@ -1,0 +1,46 @@
+"""Generated answers (TREC RAG): answer runs with their citations and references, nugget banks and
+the assignments that judge answers by them.
+
+Modules: runs (register, list, show answer runs; each one's references are a ranking run of
+its name) and nuggets (import banks and NIST's assignment files, matching the runs they assess).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.answers.nuggets import (
+    HUMAN,
+    BankSummary,
+    ImportedNuggets,
+    RunMatch,
+    get_bank,
+    import_nuggets,
+    list_banks,
+)
+from evalstore.services.answers.runs import (
+    AnswerRunSummary,
+    ShownAnswer,
+    ShownSentence,
+    get_answer_run,
+    list_answer_runs,
+    register_answers,
+    show_answers,
+    topic_ids,
+)
+
+__all__ = [
+    "HUMAN",
+    "AnswerRunSummary",
+    "BankSummary",
+    "ImportedNuggets",
+    "RunMatch",
+    "ShownAnswer",
+    "ShownSentence",
+    "get_answer_run",
+    "get_bank",
+    "import_nuggets",
+    "list_answer_runs",
+    "list_banks",
+    "register_answers",
+    "show_answers",
+    "topic_ids",
+]

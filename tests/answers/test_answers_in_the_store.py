@@ -1,0 +1,192 @@
+"""Answer runs and nugget banks through the command line, on SQLite and PostgreSQL: TREC RAG
+2024's three baselines and NIST's example assignments end to end (the leaderboard equal to the
+track's formulas worked out here from the files), refusals that store nothing, and how an
+assessed run is matched to a registered one."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from typer.testing import CliRunner
+
+from evalstore.cli import app
+from tests.conftest import shared_path
+
+BASELINES = ("command-r-plus", "gpt-4o", "l31_70b_instruct")
+# NIST's names for the baselines (PROVENANCE.md: two carry "frag_")
+NIST_NAMES = {
+    "baseline_frag_rag24.test_command-r-plus_top20": "baseline_rag24.test_command-r-plus_top20",
+    "baseline_frag_rag24.test_gpt-4o_top20": "baseline_rag24.test_gpt-4o_top20",
+    "baseline_rag24.test_l31_70b_instruct_top20": "baseline_rag24.test_l31_70b_instruct_top20",
+}
+
+
+@pytest.fixture
+def evalstore(engine: Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
+    url = engine.url.render_as_string(hide_password=False)
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        return runner.invoke(app, ["--database-url", url, *args])
+
+    return invoke
+
+
+def _csv(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _expected_scores() -> dict[str, dict[str, float]]:
+    """V_strict, A_strict, V, A, W of each run on the example topic, from NIST's file."""
+    out = {}
+    for line in shared_path("rag24", "nugget_assignment.example.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        value = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
+        vital = [value[n["assignment"]] for n in record["nuggets"] if n["importance"] == "vital"]
+        okay = [value[n["assignment"]] for n in record["nuggets"] if n["importance"] == "okay"]
+        every = vital + okay
+        out[NIST_NAMES[record["run_id"]]] = {
+            "V_strict": sum(v == 1.0 for v in vital) / len(vital),
+            "A_strict": sum(v == 1.0 for v in every) / len(every),
+            "V": sum(vital) / len(vital),
+            "A": sum(every) / len(every),
+            "W": (sum(vital) + 0.5 * sum(okay)) / (len(vital) + 0.5 * len(okay)),
+        }
+    return out
+
+
+def test_the_rag24_baselines_and_nists_assignments_end_to_end(evalstore: Any) -> None:
+    for model in BASELINES:
+        done = evalstore(
+            "answers", "register", str(shared_path("rag24", "answers", f"baseline_rag24.test_{model}_top20.jsonl"))
+        )
+        assert done.exit_code == 0, done.stderr
+    listed = json.loads(evalstore("answers", "list", "--format", "json").stdout)
+    assert [(r["name"], r["topics"], r["ranking_run"]) for r in listed] == [
+        (name, 301, name) for name in sorted(NIST_NAMES.values())
+    ]
+    imported = evalstore(
+        "nuggets",
+        "import",
+        str(shared_path("rag24", "nugget_assignment.example.jsonl")),
+        "--name",
+        "rag24",
+        "--format",
+        "csv",
+    )
+    assert imported.exit_code == 0, imported.stderr
+    assert "stored 48 human assignments" in imported.stderr
+    assert {(r["assessed run"], r["stored for"], r["matched by"]) for r in _csv(imported.stdout)} == {
+        ("baseline_frag_rag24.test_command-r-plus_top20", "baseline_rag24.test_command-r-plus_top20", "answer text"),
+        ("baseline_frag_rag24.test_gpt-4o_top20", "baseline_rag24.test_gpt-4o_top20", "answer text"),
+        ("baseline_rag24.test_l31_70b_instruct_top20", "baseline_rag24.test_l31_70b_instruct_top20", "name"),
+    }
+    evaluated = evalstore("evaluate", "--nuggets", "rag24", "--all-answers", "--wait")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    board = evalstore("leaderboard", "--nuggets", "rag24", "--format", "csv")
+    assert board.exit_code == 0, board.stderr
+    rows = _csv(board.stdout)
+    expected = _expected_scores()
+    assert [r["answers"] for r in rows] == sorted(expected, key=lambda n: (-expected[n]["V_strict"], n))
+    for row in rows:
+        for measure, value in expected[row["answers"]].items():
+            assert float(row[measure]) == pytest.approx(value, abs=1e-12), (row["answers"], measure)
+            assert row[f"{measure}_topics"] == "1"
+    # nuggetizer's names are accepted, and shown under the canonical one
+    named = _csv(
+        evalstore("leaderboard", "--nuggets", "rag24", "--measure", "weighted_score", "--format", "csv").stdout
+    )
+    assert [float(r["W"]) for r in named] == sorted((e["W"] for e in expected.values()), reverse=True)
+    shown = evalstore(
+        "answers", "show", "baseline_rag24.test_gpt-4o_top20", "--topic", "2024-105741", "--format", "json"
+    )
+    sentences = json.loads(shown.stdout)
+    assert sentences[1]["citations"] == (
+        "[0] msmarco_v2.1_doc_11_1429319552#2_3022858430; [1] msmarco_v2.1_doc_11_1429319552#1_3022856821"
+    )
+    # the same evaluation asked again is reused, not computed twice
+    again = evalstore("evaluate", "--nuggets", "rag24", "--all-answers")
+    assert again.stderr.count(": reused") == 3
+
+
+def _answer(run: str, topic: str, sentences: list[str], references: list[str] | None = None) -> str:
+    refs = references if references is not None else ["s0", "s1"]
+    return json.dumps(
+        {
+            "run_id": run,
+            "topic_id": topic,
+            "references": refs,
+            "answer": [{"text": text, "citations": [0] if refs else []} for text in sentences],
+        }
+    )
+
+
+def test_a_bad_answer_file_is_refused_at_its_line_and_stores_nothing(evalstore: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    past = json.dumps(
+        {"run_id": "r", "topic_id": "t3", "references": ["s0"], "answer": [{"text": "x", "citations": [1]}]}
+    )
+    bad.write_text("\n".join([_answer("r", "t1", ["a."]), _answer("r", "t2", ["b."]), past]) + "\n")
+    done = evalstore("answers", "register", str(bad))
+    assert done.exit_code == 1
+    assert done.stderr.strip() == (f"{bad}:3: sentence 1 cites reference 1, but 'references' has 1 (indexes 0 to 0)")
+    assert "Traceback" not in done.stderr + done.stdout
+    assert json.loads(evalstore("answers", "list", "--format", "json").stdout) == []
+    assert json.loads(evalstore("runs", "list", "--format", "json").stdout) == []
+
+
+def _assignments(path: Path, run: str, answer_text: str, labels: list[str]) -> Path:
+    nuggets = [
+        {"text": f"n{i}", "importance": "vital" if i == 0 else "okay", "assignment": label}
+        for i, label in enumerate(labels)
+    ]
+    path.write_text(
+        json.dumps({"qid": "t1", "query": "q", "nuggets": nuggets, "run_id": run, "answer_text": answer_text}) + "\n"
+    )
+    return path
+
+
+def test_an_assessed_run_is_matched_by_alias_and_refused_when_its_answer_differs(
+    evalstore: Any, tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(_answer("ours", "t1", ["One.", "Two."]) + "\n" + _answer("other", "t1", ["Else."]) + "\n")
+    assert evalstore("answers", "register", str(answers)).exit_code == 0
+    nist = _assignments(tmp_path / "a.jsonl", "theirs", "One. Two.", ["support", "not_support"])
+    wrong = evalstore("nuggets", "import", str(nist), "--name", "b", "--run-alias", "theirs=other")
+    assert wrong.exit_code == 1
+    assert (
+        f"{nist}:1: the answer of theirs assessed on topic t1 is not the answer of registered run 'other'"
+        in wrong.stderr
+    )
+    assert json.loads(evalstore("nuggets", "list", "--format", "json").stdout) == []  # nothing stored
+    right = evalstore("nuggets", "import", str(nist), "--name", "b", "--run-alias", "theirs=ours", "--format", "json")
+    assert right.exit_code == 0, right.stderr
+    assert json.loads(right.stdout) == [{"assessed run": "theirs", "stored for": "ours", "matched by": "alias"}]
+    unknown = evalstore("nuggets", "import", str(nist), "--name", "b", "--run-alias", "nobody=ours")
+    assert unknown.exit_code == 1 and "No run named nobody is assessed in" in unknown.stderr
+
+
+def test_an_unregistered_assessed_run_is_registered_from_its_answer_text(evalstore: Any, tmp_path: Path) -> None:
+    nist = _assignments(tmp_path / "a.jsonl", "new", "Only text.", ["partial_support", "support"])
+    done = evalstore("nuggets", "import", str(nist), "--name", "b", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        {"assessed run": "new", "stored for": "new", "matched by": "registered from the answer text"}
+    ]
+    listed = json.loads(evalstore("answers", "list", "--format", "json").stdout)
+    assert [(r["name"], r["layout"], r["ranking_run"]) for r in listed] == [("new", "assessed", None)]
+    assert evalstore("evaluate", "--nuggets", "b", "--answers", "new", "--wait").exit_code == 0
+    (row,) = _csv(
+        evalstore("leaderboard", "--nuggets", "b", "--measure", "V", "--measure", "W", "--format", "csv").stdout
+    )
+    assert float(row["V"]) == 0.5  # the vital nugget partly supported
+    assert float(row["W"]) == pytest.approx((0.5 + 0.5 * 1) / (1 + 0.5))
