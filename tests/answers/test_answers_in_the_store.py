@@ -190,3 +190,88 @@ def test_an_unregistered_assessed_run_is_registered_from_its_answer_text(evalsto
     )
     assert float(row["V"]) == 0.5  # the vital nugget partly supported
     assert float(row["W"]) == pytest.approx((0.5 + 0.5 * 1) / (1 + 0.5))
+
+
+def test_citation_support_labels_give_support_precision_and_recall(
+    engine: Engine, evalstore: Any, tmp_path: Path
+) -> None:
+    from evalstore.db.models import AnswerRun, CitationSupport
+    from evalstore.db.session import unit_of_work
+
+    answers = tmp_path / "answers.jsonl"
+    record = {
+        "run_id": "r",
+        "topic_id": "t1",
+        "references": ["s0", "s1"],
+        "answer": [
+            {"text": "Full.", "citations": [1, 0]},
+            {"text": "Partly.", "citations": [0]},
+            {"text": "Not.", "citations": [1]},
+            {"text": "Uncited.", "citations": []},
+            {"text": "Unjudged.", "citations": [0]},
+        ],
+    }
+    answers.write_text(json.dumps(record) + "\n")
+    assert evalstore("answers", "register", str(answers)).exit_code == 0
+    nist = _assignments(tmp_path / "a.jsonl", "r", "Full. Partly. Not. Uncited. Unjudged.", ["support", "not_support"])
+    assert evalstore("nuggets", "import", str(nist), "--name", "b").exit_code == 0
+    with unit_of_work(engine) as session:  # an assessor's judgments of each first citation
+        run_id = session.query(AnswerRun.id).filter(AnswerRun.name == "r").scalar()
+        session.add_all(
+            CitationSupport(answer_run_id=run_id, topic="t1", sentence=sentence, assessor="human", label=label)
+            for sentence, label in ((0, 2), (1, 1), (2, 0))
+        )
+    assert evalstore("evaluate", "--nuggets", "b", "--all-answers", "--wait").exit_code == 0
+    board = evalstore(
+        "leaderboard",
+        "--nuggets",
+        "b",
+        "--measure",
+        "support_precision",
+        "--measure",
+        "support_recall",
+        "--format",
+        "csv",
+    )
+    (row,) = _csv(board.stdout)
+    assert float(row["support_precision"]) == pytest.approx(1.5 / 3)  # three judged cited sentences
+    assert float(row["support_recall"]) == pytest.approx(1.5 / 4)  # and the uncited one
+
+
+def test_a_topic_labelled_in_part_is_refused_with_the_count(engine: Engine, evalstore: Any, tmp_path: Path) -> None:
+    from evalstore.db.models import NuggetAssignment
+    from evalstore.db.session import unit_of_work
+
+    nist = _assignments(tmp_path / "a.jsonl", "new", "Text.", ["support", "support", "not_support"])
+    assert evalstore("nuggets", "import", str(nist), "--name", "b").exit_code == 0
+    with unit_of_work(engine) as session:
+        first = session.query(NuggetAssignment).order_by(NuggetAssignment.nugget_id).first()
+        session.delete(first)
+    done = evalstore("evaluate", "--nuggets", "b", "--all-answers", "--wait")
+    assert done.exit_code == 1
+    assert (
+        "Answer run 'new' has human labels for 2 of the 3 nuggets of topic t1 in bank 'b'; "
+        "label them all (or none) before evaluating." in done.stderr
+    )
+
+
+def test_an_answer_evaluation_is_logged_to_mlflow(
+    cli: Any, mlflow_store: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mlflow import MlflowClient
+
+    monkeypatch.delenv("EVALSTORE_MLFLOW", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
+    cli.upgrade()
+    nist = _assignments(tmp_path / "a.jsonl", "new", "Only text.", ["partial_support", "support"])
+    assert cli("nuggets", "import", str(nist), "--name", "b").exit_code == 0
+    done = cli("evaluate", "--nuggets", "b", "--all-answers", "--wait", "--wait-mlflow")
+    assert done.exit_code == 0, done.stderr
+    client = MlflowClient(mlflow_store)
+    experiment = client.get_experiment_by_name("evalstore/b")
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.data.tags["evalstore.kind"] == "answers"
+    assert run.data.tags["evalstore.answers"] == "new"
+    assert run.data.metrics["V"] == 0.5
+    assert run.data.metrics["W"] == pytest.approx((0.5 + 0.5 * 1) / 1.5)
