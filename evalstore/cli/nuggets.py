@@ -1,5 +1,6 @@
 """`evalstore nuggets ...`: nugget banks, and the assignments that judge answers by them."""
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +26,10 @@ def import_nuggets(
             "answer run REGISTERED (repeatable).",
         ),
     ] = [],
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="Whose assignments the file holds: human, or judge:NAME (a judge's output)."),
+    ] = "human",
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Import a nugget bank (JSONL: qid, query, nuggets [{text, importance: vital|okay}]) or one
@@ -40,7 +45,7 @@ def import_nuggets(
         if not equals or not assessed.strip() or not registered.strip():
             raise usage_conflict(ctx, f"--run-alias takes FILE_RUN=REGISTERED, not '{given}'.")
         aliases[assessed.strip()] = registered.strip()
-    imported = answers.import_nuggets(state(ctx).engine(), path, name=name, run_aliases=aliases)
+    imported = answers.import_nuggets(state(ctx).engine(), path, name=name, run_aliases=aliases, assessor=assessor)
     what = "imported" if imported.created else "found"
     info(f"{what} nugget bank '{name}': {imported.nuggets} nuggets on {imported.topics} topics")
     if imported.assignments:
@@ -63,3 +68,78 @@ def list_banks(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--
         for b in answers.list_banks(state(ctx).engine())
     ]
     render(rows, ["name", "topics", "nuggets", "assessed runs", "source"], fmt, title="nugget banks")
+
+
+@app.command("compare")
+def compare(
+    ctx: typer.Context,
+    bank: str,
+    assignments: Annotated[
+        list[str],
+        typer.Option("--assignments", help="An assessor: human, or judge:NAME; give two, the reference first."),
+    ],
+    measure: Annotated[str, typer.Option("--measure", help="The measure that orders the runs.")] = "W",
+    top_k: Annotated[int, typer.Option("--top-k", min=2, help="Swaps counted among the reference's top k runs.")] = 5,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """How far two assessors' nugget assignments agree: on the labels (kappa, linear and
+    quadratic weighted kappa, Krippendorff's alpha; not_support < partial_support < support) and
+    on the order of the answer runs (Kendall's tau, tau-AP of the measure's means over the topics
+    both assessed in full)."""
+    from evalstore.services import answers
+
+    if len(assignments) != 2:
+        raise usage_conflict(ctx, "Give --assignments twice: the reference (e.g. human), then the other (judge:NAME).")
+    report = answers.compare_assignments(
+        state(ctx).engine(), bank, assignments[0], assignments[1], measure=measure, top_k=top_k
+    )
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+        return
+    labels = report["labels"]
+    rows = [
+        {"level": "labels", "items": labels["items"], "agreement": "observed", "value": labels["observed"]},
+        {"level": "labels", "items": labels["items"], "agreement": "Cohen's kappa", "value": labels["kappa"]},
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "weighted kappa (linear)",
+            "value": labels["weighted_kappa"],
+        },
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "weighted kappa (quadratic)",
+            "value": labels["quadratic_kappa"],
+        },
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "Krippendorff's alpha",
+            "value": labels["krippendorff_alpha"],
+        },
+    ]
+    systems = report.get("systems")
+    if systems is not None:
+        rows += [
+            {
+                "level": f"runs by {report['measure']}",
+                "items": systems["systems"],
+                "agreement": "Kendall's tau",
+                "value": systems["kendall_tau"],
+            },
+            {
+                "level": f"runs by {report['measure']}",
+                "items": systems["systems"],
+                "agreement": "tau-AP",
+                "value": systems["tau_ap"],
+            },
+        ]
+    render(
+        rows,
+        ["level", "items", "agreement", "value"],
+        fmt,
+        title=f"{report['second']} against {report['first']} on '{bank}'",
+    )
+    if "note" in report:
+        info(report["note"])

@@ -275,3 +275,52 @@ def test_an_answer_evaluation_is_logged_to_mlflow(
     assert run.data.tags["evalstore.answers"] == "new"
     assert run.data.metrics["V"] == 0.5
     assert run.data.metrics["W"] == pytest.approx((0.5 + 0.5 * 1) / 1.5)
+
+
+def test_nuggets_compare_reports_label_agreement_and_run_order(evalstore: Any, tmp_path: Path) -> None:
+    from scipy.stats import kendalltau
+    from sklearn.metrics import cohen_kappa_score
+
+    order = {"not_support": 0, "partial_support": 1, "support": 2}
+    human, judge = [], []
+    people, machine = [], []
+    scores: dict[str, list[float]] = {"human": [], "judge": []}
+    value = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
+    base = ["support", "partial_support", "not_support", "support", "not_support", "support"]
+    # the human labels rank a > b > c; the judge turns the first `flips` supports down, and puts c above b
+    for run, supported, flips in (("a", 6, 3), ("b", 4, 2), ("c", 2, 0)):
+        labels = ["support" if i >= 6 - supported and i % 2 == 0 else label for i, label in enumerate(base)]
+        judged = ["not_support" if i < flips and label == "support" else label for i, label in enumerate(labels)]
+        for side, given in (("human", labels), ("judge", judged)):
+            nuggets = [
+                {"text": f"n{i}", "importance": "vital" if i < 2 else "okay", "assignment": label}
+                for i, label in enumerate(given)
+            ]
+            line = json.dumps({"qid": "t1", "nuggets": nuggets, "run_id": run, "answer_text": f"answer {run}"})
+            (human if side == "human" else judge).append(line)
+            vital, okay = [value[x] for x in given[:2]], [value[x] for x in given[2:]]
+            scores[side].append((sum(vital) + 0.5 * sum(okay)) / (2 + 0.5 * 4))
+        people += [order[x] for x in labels]
+        machine += [order[x] for x in judged]
+    (tmp_path / "human.jsonl").write_text("\n".join(human) + "\n")
+    (tmp_path / "judge.jsonl").write_text("\n".join(judge) + "\n")
+    assert evalstore("nuggets", "import", str(tmp_path / "human.jsonl"), "--name", "b").exit_code == 0
+    judged_import = evalstore(
+        "nuggets", "import", str(tmp_path / "judge.jsonl"), "--name", "b", "--assessor", "judge:x"
+    )
+    assert judged_import.exit_code == 0, judged_import.stderr
+    done = evalstore(
+        "nuggets", "compare", "b", "--assignments", "human", "--assignments", "judge:x", "--format", "json"
+    )
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["pairs"] == {"first": 18, "second": 18, "both": 18}
+    assert report["labels"]["kappa"] == pytest.approx(cohen_kappa_score(people, machine))
+    assert report["labels"]["weighted_kappa"] == pytest.approx(cohen_kappa_score(people, machine, weights="linear"))
+    tau = kendalltau(scores["human"], scores["judge"]).statistic
+    assert -1 < tau < 1  # the orders differ, and not entirely
+    assert report["systems"]["kendall_tau"] == pytest.approx(tau)
+    assert report["systems"]["scores"]["c"] == pytest.approx([scores["human"][2], scores["judge"][2]])
+    wrong = evalstore("nuggets", "compare", "b", "--assignments", "human", "--assignments", "judge:nobody")
+    assert wrong.exit_code == 1
+    assert "'judge:nobody' assigned none of the nuggets of bank 'b'." in wrong.stderr

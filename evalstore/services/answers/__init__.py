@@ -2,11 +2,13 @@
 the assignments that judge answers by them.
 
 Modules: runs (register, list, show answer runs; each one's references are a ranking run of
-its name) and nuggets (import banks and NIST's assignment files, matching the runs they assess).
+its name), nuggets (import banks and NIST's assignment files, matching the runs they assess) and
+compare (two assessors' assignments: label agreement and the order of the runs).
 """
 
 from __future__ import annotations
 
+from evalstore.services.answers.compare import compare_assignments
 from evalstore.services.answers.nuggets import (
     HUMAN,
     BankSummary,
@@ -33,6 +35,7 @@ __all__ = [
     "BankSummary",
     "ImportedNuggets",
     "RunMatch",
+    "compare_assignments",
     "ShownAnswer",
     "ShownSentence",
     "get_answer_run",

@@ -36,7 +36,7 @@ from evalstore.db.models import (
     NuggetTopic,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError, NotFoundError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io import answers as answer_files
 from evalstore.io import nuggets as nugget_files
 from evalstore.services.answers.runs import add_answer_run
@@ -82,6 +82,8 @@ def import_nuggets(
     """Store a nugget bank (or find it stored with the same nuggets) and, from an assignment
     file, its assignments under ``assessor``, the answers they assess matched to registered
     answer runs (the module says how); one unit of work: a refusal stores nothing."""
+    if assessor != HUMAN and not (assessor.startswith("judge:") and 6 < len(assessor) <= 200):
+        raise InvalidParameterError(f"An assessor is human or judge:NAME, not '{assessor[:60]}'.")
     parsed = nugget_files.read_nuggets(path, limits=limits)
     aliases = dict(run_aliases or {})
     unused = set(aliases) - {a.run for a in parsed.assessments}
