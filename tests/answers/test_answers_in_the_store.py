@@ -324,3 +324,34 @@ def test_nuggets_compare_reports_label_agreement_and_run_order(evalstore: Any, t
     wrong = evalstore("nuggets", "compare", "b", "--assignments", "human", "--assignments", "judge:nobody")
     assert wrong.exit_code == 1
     assert "'judge:nobody' assigned none of the nuggets of bank 'b'." in wrong.stderr
+
+
+def test_the_longest_ids_and_texts_the_readers_accept_are_stored(evalstore: Any, tmp_path: Path) -> None:
+    run, topic, segment = "r" * 200, "t" * 200, "é" * 400  # characters, not bytes
+    sentence = "word " * 4000  # 20,000 characters
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        json.dumps(
+            {
+                "run_id": run,
+                "topic_id": topic,
+                "references": [segment],
+                "answer": [{"text": sentence, "citations": [0]}],
+            }
+        )
+        + "\n"
+    )
+    done = evalstore("answers", "register", str(answers))
+    assert done.exit_code == 0, done.stderr
+    nuggets = [{"text": "n" * 5000, "importance": "vital", "assignment": "support"}]
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(json.dumps({"qid": topic, "nuggets": nuggets, "run_id": run, "answer_text": sentence}) + "\n")
+    imported = evalstore("nuggets", "import", str(bank), "--name", "b" * 200, "--assessor", "judge:" + "j" * 194)
+    assert imported.exit_code == 0, imported.stderr
+    (shown,) = json.loads(evalstore("answers", "show", run, "--format", "json").stdout)
+    assert (shown["topic"], shown["text"], shown["citations"]) == (topic, sentence, f"[0] {segment}")
+    too_long = tmp_path / "long.jsonl"
+    too_long.write_text(answers.read_text().replace(topic, topic + "t"))
+    refused = evalstore("answers", "register", str(too_long))
+    assert refused.exit_code == 1
+    assert f"{too_long}:1: topic_id is 201 characters long; the limit is 200" in refused.stderr
