@@ -73,6 +73,8 @@ def test_the_rag24_baselines_and_nists_assignments_end_to_end(evalstore: Any) ->
     assert [(r["name"], r["topics"], r["ranking_run"]) for r in listed] == [
         (name, 301, name) for name in sorted(NIST_NAMES.values())
     ]
+    bank = evalstore("nuggets", "import", str(shared_path("rag24", "nuggets.example.jsonl")), "--name", "rag24")
+    assert bank.exit_code == 0, bank.stderr  # the bank first, then NIST's assignments on it
     imported = evalstore(
         "nuggets",
         "import",
@@ -355,3 +357,25 @@ def test_the_longest_ids_and_texts_the_readers_accept_are_stored(evalstore: Any,
     refused = evalstore("answers", "register", str(too_long))
     assert refused.exit_code == 1
     assert f"{too_long}:1: topic_id is 201 characters long; the limit is 200" in refused.stderr
+
+
+def test_assignments_on_a_stored_bank_must_carry_its_nuggets(evalstore: Any, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.jsonl"
+    lines = [
+        {"qid": t, "nuggets": [{"text": f"{t} fact", "importance": "vital"}, {"text": "other", "importance": "okay"}]}
+        for t in ("t1", "t2")
+    ]
+    bank.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert evalstore("nuggets", "import", str(bank), "--name", "b").exit_code == 0
+    one_topic = _assignments(tmp_path / "a.jsonl", "new", "Text.", ["support", "not_support"])
+    record = json.loads(one_topic.read_text())
+    record["nuggets"][0]["text"] = "t1 fact"
+    record["nuggets"][1]["text"] = "other"
+    one_topic.write_text(json.dumps(record) + "\n")
+    done = evalstore("nuggets", "import", str(one_topic), "--name", "b")
+    assert done.exit_code == 0, done.stderr  # one topic of the bank's two
+    record["nuggets"][1]["importance"] = "vital"
+    one_topic.write_text(json.dumps(record) + "\n")
+    changed = evalstore("nuggets", "import", str(one_topic), "--name", "b")
+    assert changed.exit_code == 1
+    assert f"{one_topic}:1: topic t1 has other nuggets than it has in nugget bank 'b'" in changed.stderr

@@ -36,7 +36,7 @@ from evalstore.db.models import (
     NuggetTopic,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.errors import InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io import answers as answer_files
 from evalstore.io import nuggets as nugget_files
 from evalstore.services.answers.runs import add_answer_run
@@ -79,8 +79,8 @@ def import_nuggets(
     assessor: str = HUMAN,
     limits: nugget_files.NuggetLimits | None = None,
 ) -> ImportedNuggets:
-    """Store a nugget bank (or find it stored with the same nuggets) and, from an assignment
-    file, its assignments under ``assessor``, the answers they assess matched to registered
+    """Store a nugget bank (or find it stored with the same nuggets for the file's topics) and,
+    from an assignment file, its assignments under ``assessor``, the answers they assess matched to registered
     answer runs (the module says how); one unit of work: a refusal stores nothing."""
     if assessor != HUMAN and not (assessor.startswith("judge:") and 6 < len(assessor) <= 200):
         raise InvalidParameterError(f"An assessor is human or judge:NAME, not '{assessor[:60]}'.")
@@ -134,9 +134,7 @@ def _bank(
     bank = session.scalar(select(NuggetBank).where(NuggetBank.name == name))
     if bank is not None:
         if bank.content_hash != digest:
-            raise ConflictError(
-                f"A nugget bank named '{name}' already exists with other nuggets; choose another --name."
-            )
+            _same_nuggets(session, bank, parsed, source)
         return bank, False
     bank = NuggetBank(
         name=name,
@@ -155,6 +153,24 @@ def _bank(
     )
     session.flush()
     return bank, True
+
+
+def _same_nuggets(session: Session, bank: NuggetBank, parsed: nugget_files.NuggetFile, source: str) -> None:
+    """A file for a stored bank (NIST's assignments of some of its topics) must give each of its
+    topics the bank's nuggets, in the bank's order: its labels are stored against them."""
+    stored: dict[str, list[tuple[str, str]]] = {}
+    for topic, text, importance in session.execute(
+        select(Nugget.topic, Nugget.text, Nugget.importance).where(Nugget.bank_id == bank.id).order_by(Nugget.position)
+    ):
+        stored.setdefault(topic, []).append((text, importance))
+    for topic in parsed.topics:
+        if stored.get(topic.topic) != [(n.text, n.importance) for n in topic.nuggets]:
+            what = "is not in" if topic.topic not in stored else "has other nuggets than it has in"
+            raise InputFormatError(
+                source,
+                topic.line,
+                f"topic {topic.topic} {what} nugget bank '{bank.name}'; import it under another --name",
+            )
 
 
 def _answer_texts(session: Session, topic: str) -> dict[str, str]:
