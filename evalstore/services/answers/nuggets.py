@@ -159,17 +159,17 @@ def _same_nuggets(session: Session, bank: NuggetBank, parsed: nugget_files.Nugge
     """A file for a stored bank (NIST's assignments of some of its topics) must give each of its
     topics the bank's nuggets, in the bank's order: its labels are stored against them."""
     stored: dict[str, list[tuple[str, str]]] = {}
-    for topic, text, importance in session.execute(
+    for key, text, importance in session.execute(
         select(Nugget.topic, Nugget.text, Nugget.importance).where(Nugget.bank_id == bank.id).order_by(Nugget.position)
     ):
-        stored.setdefault(topic, []).append((text, importance))
-    for topic in parsed.topics:
-        if stored.get(topic.topic) != [(n.text, n.importance) for n in topic.nuggets]:
-            what = "is not in" if topic.topic not in stored else "has other nuggets than it has in"
+        stored.setdefault(key, []).append((text, importance))
+    for given in parsed.topics:
+        if stored.get(given.topic) != [(n.text, n.importance) for n in given.nuggets]:
+            what = "is not in" if given.topic not in stored else "has other nuggets than it has in"
             raise InputFormatError(
                 source,
-                topic.line,
-                f"topic {topic.topic} {what} nugget bank '{bank.name}'; import it under another --name",
+                given.line,
+                f"topic {given.topic} {what} nugget bank '{bank.name}'; import it under another --name",
             )
 
 
