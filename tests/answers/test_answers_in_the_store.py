@@ -187,6 +187,8 @@ def test_an_unregistered_assessed_run_is_registered_from_its_answer_text(evalsto
     listed = json.loads(evalstore("answers", "list", "--format", "json").stdout)
     assert [(r["name"], r["layout"], r["ranking_run"]) for r in listed] == [("new", "assessed", None)]
     assert evalstore("evaluate", "--nuggets", "b", "--answers", "new", "--wait").exit_code == 0
+    (job,) = json.loads(evalstore("jobs", "show", "1", "--format", "json").stdout)
+    assert (job["kind"], job["answers"], job["nuggets"], job["state"]) == ("answers", "new", "b", "done")
     (row,) = _csv(
         evalstore("leaderboard", "--nuggets", "b", "--measure", "V", "--measure", "W", "--format", "csv").stdout
     )

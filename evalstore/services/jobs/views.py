@@ -66,14 +66,14 @@ class JobView:
 
     def as_record(self) -> dict[str, Any]:
         """One job as `jobs show` prints it: its inputs under their own names (a prediction job has
-        predictions and gold labels, not a run and qrels) and, for a ranking job, its measures (a
-        prediction job computes its kind's whole suite)."""
+        predictions and gold labels, an answers job answers and nuggets, not a run and qrels) and,
+        for a ranking job, its measures (the others compute their kind's whole suite)."""
         out = self.as_dict()
         if self.kind != "ranking":
-            inputs = {
-                "predictions" if self.kind == "classifier" else "clustering": out.pop("run"),
-                "labels": out.pop("qrels"),
-            }
+            named, judged_by = {"classifier": ("predictions", "labels"), "answers": ("answers", "nuggets")}.get(
+                self.kind, (self.kind, "labels")
+            )
+            inputs = {named: out.pop("run"), judged_by: out.pop("qrels")}
             out.pop("measures")
             out = (
                 {key: out[key] for key in ("id", "kind")}
