@@ -29,6 +29,7 @@ from evalstore.cli import (
     runs,
     serve,
     splits,
+    support,
     tasks,
     texts,
     tokens,
@@ -85,6 +86,7 @@ app.add_typer(predictions.app, name="predictions", rich_help_panel=_CLASSIFICATI
 app.add_typer(clusters.app, name="clusters", rich_help_panel=_CLASSIFICATION)
 app.add_typer(answers.app, name="answers", rich_help_panel=_ANSWERS)
 app.add_typer(nuggets.app, name="nuggets", rich_help_panel=_ANSWERS)
+app.add_typer(support.app, name="support", rich_help_panel=_ANSWERS)
 app.command("serve", rich_help_panel=_SERVICE)(serve.serve)
 app.add_typer(users.app, name="users", rich_help_panel=_SERVICE)
 app.add_typer(tokens.app, name="tokens", rich_help_panel=_SERVICE)

@@ -887,7 +887,8 @@ class NuggetAssignment(Base):
 
 
 class CitationSupport(Base):
-    """Whether a sentence's first citation supports it: 2 fully, 1 partly, 0 not; who said so."""
+    """Whether a sentence's first citation (``segment``) supports it: 2 fully, 1 partly, 0 not;
+    who said so."""
 
     __tablename__ = "citation_supports"
     __table_args__ = (CheckConstraint("label IN (0, 1, 2)", name="label"),)
@@ -896,5 +897,6 @@ class CitationSupport(Base):
     topic: Mapped[str] = mapped_column(String(200), primary_key=True)
     sentence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
+    segment: Mapped[str] = mapped_column(String(400))
     label: Mapped[int] = mapped_column(SmallInteger)
     assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -170,6 +170,7 @@ def upgrade() -> None:
         sa.Column("topic", sa.String(length=200), nullable=False),
         sa.Column("sentence", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("assessor", sa.String(length=200), nullable=False),
+        sa.Column("segment", sa.String(length=400), nullable=False),
         sa.Column("label", sa.SmallInteger(), nullable=False),
         sa.Column("assessed_at", sa.DateTime(timezone=True), nullable=False),
         sa.CheckConstraint("label IN (0, 1, 2)", name=op.f("ck_citation_supports_label")),

@@ -196,12 +196,7 @@ def test_an_unregistered_assessed_run_is_registered_from_its_answer_text(evalsto
     assert float(row["W"]) == pytest.approx((0.5 + 0.5 * 1) / (1 + 0.5))
 
 
-def test_citation_support_labels_give_support_precision_and_recall(
-    engine: Engine, evalstore: Any, tmp_path: Path
-) -> None:
-    from evalstore.db.models import AnswerRun, CitationSupport
-    from evalstore.db.session import unit_of_work
-
+def test_citation_support_labels_give_support_precision_and_recall(evalstore: Any, tmp_path: Path) -> None:
     answers = tmp_path / "answers.jsonl"
     record = {
         "run_id": "r",
@@ -219,12 +214,29 @@ def test_citation_support_labels_give_support_precision_and_recall(
     assert evalstore("answers", "register", str(answers)).exit_code == 0
     nist = _assignments(tmp_path / "a.jsonl", "r", "Full. Partly. Not. Uncited. Unjudged.", ["support", "not_support"])
     assert evalstore("nuggets", "import", str(nist), "--name", "b").exit_code == 0
-    with unit_of_work(engine) as session:  # an assessor's judgments of each first citation
-        run_id = session.query(AnswerRun.id).filter(AnswerRun.name == "r").scalar()
-        session.add_all(
-            CitationSupport(answer_run_id=run_id, topic="t1", sentence=sentence, assessor="human", label=label)
-            for sentence, label in ((0, 2), (1, 1), (2, 0))
-        )
+    labels = tmp_path / "support.jsonl"
+
+    def write(*lines: dict[str, Any]) -> Path:
+        labels.write_text("".join(json.dumps({"run_id": "r", "topic_id": "t1", **line}) + "\n" for line in lines))
+        return labels
+
+    judged = [
+        {"sentence": 1, "support": 2, "segment": "s1"},  # the first citation: s1, not s0
+        {"sentence": 2, "support": 1},
+        {"sentence": 3, "support": 0},
+    ]
+    for bad, problem in (
+        ({"sentence": 4, "support": 2}, "sentence 4 of run r on topic t1 does not exist or cites nothing"),
+        ({"sentence": 5, "support": 2, "segment": "s1"}, "sentence 5 of run r on topic t1 first cites s0, not s1"),
+        ({"sentence": 2, "support": 3}, "'support' must be 2 (full), 1 (partial) or 0 (none)"),
+        ({"sentence": 2, "support": 1}, "sentence 2 of run r on topic t1 is labelled twice (also at line 2)"),
+    ):
+        refused = evalstore("support", "import", str(write(*judged, bad)))
+        assert refused.exit_code == 1
+        assert f"{labels}:4: {problem}" in refused.stderr
+    done = evalstore("support", "import", str(write(*judged)))
+    assert done.exit_code == 0, done.stderr
+    assert "stored 3 human citation-support labels of 1 answer runs" in done.stderr
     assert evalstore("evaluate", "--nuggets", "b", "--all-answers", "--wait").exit_code == 0
     board = evalstore(
         "leaderboard",

@@ -2,8 +2,9 @@
 the assignments that judge answers by them.
 
 Modules: runs (register, list, show answer runs; each one's references are a ranking run of
-its name), nuggets (import banks and NIST's assignment files, matching the runs they assess) and
-compare (two assessors' assignments: label agreement and the order of the runs).
+its name), nuggets (import banks and NIST's assignment files, matching the runs they assess),
+support (citation-support labels from a file) and compare (two assessors' assignments: label
+agreement and the order of the runs).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from evalstore.services.answers.runs import (
     show_answers,
     topic_ids,
 )
+from evalstore.services.answers.support import ImportedSupport, import_support
 
 __all__ = [
     "HUMAN",
     "AnswerRunSummary",
     "BankSummary",
     "ImportedNuggets",
+    "ImportedSupport",
     "RunMatch",
     "compare_assignments",
     "ShownAnswer",
@@ -41,6 +44,7 @@ __all__ = [
     "get_answer_run",
     "get_bank",
     "import_nuggets",
+    "import_support",
     "list_answer_runs",
     "list_banks",
     "register_answers",
