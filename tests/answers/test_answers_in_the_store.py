@@ -393,3 +393,16 @@ def test_assignments_on_a_stored_bank_must_carry_its_nuggets(evalstore: Any, tmp
     changed = evalstore("nuggets", "import", str(one_topic), "--name", "b")
     assert changed.exit_code == 1
     assert f"{one_topic}:1: topic t1 has other nuggets than it has in nugget bank 'b'" in changed.stderr
+
+
+def test_a_name_taken_by_a_ranking_run_refuses_the_whole_file(evalstore: Any, tmp_path: Path) -> None:
+    ranking = tmp_path / "ranking.run"
+    ranking.write_text("t1 Q0 d1 1 1.0 tag\n")
+    assert evalstore("runs", "register", str(ranking), "--name", "second").exit_code == 0
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(_answer("first", "t1", ["A."]) + "\n" + _answer("second", "t1", ["B."]) + "\n")
+    done = evalstore("answers", "register", str(answers))
+    assert done.exit_code == 1
+    assert "A ranking run named 'second' is registered already" in done.stderr
+    assert json.loads(evalstore("answers", "list", "--format", "json").stdout) == []
+    assert [r["name"] for r in json.loads(evalstore("runs", "list", "--format", "json").stdout)] == ["second"]

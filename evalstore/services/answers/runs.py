@@ -127,6 +127,11 @@ def register_answers(
             existing = session.scalar(select(AnswerRun).where(AnswerRun.name == run_name))
             if existing is not None and existing.content_hash != content_hash(run):
                 raise _taken(existing)
+            if existing is None and repo.find_run(session, run_name) is not None:
+                raise ConflictError(
+                    f"A ranking run named '{run_name}' is registered already; an answer run's references "
+                    "are registered as a ranking run of its name. Choose another name."
+                )
     return [store_answer_run(engine, run, run_name, str(path)) for run, run_name in named]
 
 
