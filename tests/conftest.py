@@ -26,7 +26,11 @@ from sqlalchemy.engine import make_url
 
 from evalstore.db.engine import make_engine, upgrade
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the checkout; EVALSTORE_TEST_SHARED_DATA names it for a checkout elsewhere
+# (a git worktree)
+SHARED = Path(
+    os.environ.get("EVALSTORE_TEST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 TREC_EVAL_TEST = SHARED / "trec_eval_test"
 PG_ENV = "EVALSTORE_TEST_DATABASE_URL"
 

@@ -93,6 +93,20 @@ def evaluate(
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="Prediction set to report RelaImpr against.")
     ] = None,
+    nuggets: Annotated[
+        str | None,
+        typer.Option(
+            "--nuggets", help="Nugget bank: evaluate generated answers on its assignments (instead of --qrels)."
+        ),
+    ] = None,
+    answers: Annotated[list[str], typer.Option("--answers", help="Answer run (repeatable; with --nuggets).")] = [],
+    all_answers: Annotated[
+        bool, typer.Option("--all-answers", help="With --nuggets: every answer run assessed on the bank.")
+    ] = False,
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="With --nuggets: whose assignments (human, or judge:NAME)."),
+    ] = "human",
     splits: Annotated[
         str | None,
         typer.Option(
@@ -133,8 +147,9 @@ def evaluate(
         ),
     ] = None,
 ) -> None:
-    """Queue evaluations of stored runs against stored qrels (one job per run), or of
-    predictions against gold labels (--labels, one job per prediction set).
+    """Queue evaluations of stored runs against stored qrels (one job per run), of
+    predictions against gold labels (--labels, one job per prediction set), or of answer runs
+    against a nugget bank's assignments (--nuggets, one job per answer run).
 
     The same inputs and options are one job: a finished one is reused unless --force. Without
     --wait the jobs wait for 'evalstore worker'. --backend duckdb|spark hands the part
@@ -149,7 +164,15 @@ def evaluate(
     except InvalidParameterError as conflict:  # a setting of the other backend's
         raise usage_conflict(ctx, str(conflict)) from None
     request: orchestration.Request
-    if labels is not None:
+    if nuggets is not None:
+        if qrels is not None or labels is not None or run or all_runs:
+            raise usage_conflict(
+                ctx, "--nuggets evaluates answer runs; --qrels, --labels, --run and --all-runs are for the others."
+            )
+        if bool(answers) == all_answers:
+            raise usage_conflict(ctx, "Name answer runs with --answers NAME (repeatable) or pass --all-answers.")
+        request = orchestration.AnswerRequest(nuggets, None if all_answers else answers, assessor, force, max_attempts)
+    elif labels is not None:
         if qrels is not None or run or all_runs:
             raise usage_conflict(
                 ctx,
@@ -201,7 +224,7 @@ def evaluate(
     if wait and outcome.unfinished:
         raise outcome.failure()
     if splits is not None:
-        if labels is not None or not wait:
+        if labels is not None or nuggets is not None or not wait:
             raise usage_conflict(
                 ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: pass --wait."
             )

@@ -85,7 +85,7 @@ def list_measures() -> list[Family]:
 def prediction_registry() -> dict[str, Family]:
     """The classification measures, registered when first asked for: importing their module
     costs ~10 ms that `trec-eval` on an ordinary run need not spend."""
-    from evalstore.metrics import classification  # noqa: F401  (registers the families)
+    from evalstore.metrics import answers, classification  # noqa: F401  (register the families)
 
     return PREDICTION_REGISTRY
 
@@ -97,7 +97,7 @@ def prediction_family(stored: str) -> Family | None:
 
 
 def prediction_measures(kind: str) -> list[Family]:
-    """The classifier's or the clustering's measures, in the suite's order."""
+    """The classifier's, the clustering's or the answers' measures, in the suite's order."""
     return [family for family in prediction_registry().values() if family.kind == kind]
 
 

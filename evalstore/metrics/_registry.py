@@ -286,6 +286,7 @@ JUDGMENTS_NAMED = {
     "subtopics": "subtopic",
     "preferences": "preference",
     "labels": "gold label",
+    "nuggets": "nugget",
 }
 
 # Classifier and clustering measures, by name. Their own namespace: they are computed together by

@@ -6,7 +6,7 @@ text, as SQLite's documentation describes for a change that leaves the stored ro
 rebuilding run_rows would copy every row of every run).
 
 Revision ID: 0027_wide_ids
-Revises: 0025_run_judged_ranks
+Revises: 0026_answers
 Create Date: 2026-12-06 07:40:00
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0027_wide_ids"
-down_revision: str | None = "0025_run_judged_ranks"
+down_revision: str | None = "0026_answers"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

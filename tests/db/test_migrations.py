@@ -124,6 +124,41 @@ def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None
         engine.dispose()
 
 
+def test_0026_keeps_every_stored_evaluation_and_its_values_both_ways(database_url: str) -> None:
+    """0026 changes the evaluations' inputs check in place: on SQLite a table copy would drop the
+    old table, and with foreign keys on every stored value would go with it."""
+    engine = make_engine(database_url)
+    try:
+        before = _evaluated_sample(engine)
+
+        def counts() -> tuple[int, int, int]:
+            with engine.connect() as connection:
+                return tuple(  # type: ignore[return-value]
+                    connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()
+                    for table in ("evaluations", "aggregate_results", "query_values")
+                )
+
+        stored = counts()
+        assert stored[1] > 0 and stored[2] > 0
+        downgrade(engine, "0025_run_judged_ranks")
+        assert counts() == stored
+        upgrade(engine)
+        assert counts() == stored
+        pd.testing.assert_frame_equal(results(engine, qrels_name="test", run_name="std").frame, before.frame)
+        with engine.connect() as connection:  # the check still holds: no evaluation without inputs
+            with pytest.raises(Exception, match="(?i)check"):
+                connection.execute(
+                    text(
+                        "INSERT INTO evaluations (measures, options, options_hash, state, attempts, max_attempts, "
+                        "results_version, mlflow_state, mlflow_attempts, created_at) "
+                        "VALUES ('[]', '{}', 'x', 'queued', 0, 1, 0, 'none', 0, CURRENT_TIMESTAMP)"
+                    )
+                )
+            connection.rollback()
+    finally:
+        engine.dispose()
+
+
 def test_0018_stores_a_row_per_measure_and_moves_the_values_both_ways(database_url: str) -> None:
     """Since 0018 an evaluation's values are a row per measure; down to 0017 they are a row per
     (measure, query) again, every value as it was, and back up the same."""

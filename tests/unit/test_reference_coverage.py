@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from evalstore.metrics import prediction_registry
 from evalstore.metrics._registry import REGISTRY
+from tests.answers import test_answer_measures
 from tests.differential import (
     test_against_ir_measures,
     test_against_ndeval,
@@ -23,6 +24,7 @@ MODULES = [
     test_against_ir_measures,
     test_textbook_examples,
     test_classification,
+    test_answer_measures,
 ]
 
 

@@ -85,7 +85,7 @@ USER_ORIENTED_MEASURES = ("Coverage", "Novelty", "RelativeRecall", "RecallEffort
 
 def describe_inputs(kind: str, inputs: str, judgments: str) -> str:
     """ "run 'bm25' on 'dl19'", "predictions 'p' on 'fruit'": a job's inputs as messages name them."""
-    noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)
+    noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)  # answers: "answers 'r' on 'bank'"
     return f"{noun} '{inputs}' on '{judgments}'"
 
 

@@ -8,7 +8,7 @@ import json
 from datetime import timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Engine, and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -214,9 +214,12 @@ def take(session: Session, job: Evaluation, worker_id: str, now: Any, lease: tim
 
 
 def kind_of(session: Session, evaluation_id: int) -> str:
-    """The kind of an evaluation: ``ranking`` (a run on qrels), else its prediction set's kind."""
+    """The kind of an evaluation: ``ranking`` (a run on qrels), ``answers`` (an answer run on a
+    nugget bank), else its prediction set's kind."""
     kind = session.scalar(
-        select(func.coalesce(PredictionSet.kind, "ranking"))
+        select(
+            func.coalesce(PredictionSet.kind, case((Evaluation.answer_run_id.is_not(None), "answers"), else_="ranking"))
+        )
         .select_from(Evaluation)
         .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
         .where(Evaluation.id == evaluation_id)
