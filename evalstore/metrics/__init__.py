@@ -27,7 +27,9 @@ from evalstore.io.formats import (
     read_qrels,
     read_run,
 )
-from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
+from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
+from evalstore.metrics import diversity as _diversity  # noqa: F401
+from evalstore.metrics import ordering as _ordering  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare
@@ -208,6 +210,8 @@ def summarise(measure: Measure, per_topic: np.ndarray, rk: Ranking | None = None
         return None
     if rk is not None and rk.complete and measure.spec.complete_summary is not None:
         return measure.spec.complete_summary(rk)
+    if how == "defined_mean":  # a topic where the measure is undefined (NaN) has no value to average
+        per_topic = per_topic[~np.isnan(per_topic)]
     if len(per_topic) == 0:
         return 0.0
     # topic by topic, left to right, as trec_eval accumulates (numpy's pairwise sum can round the
