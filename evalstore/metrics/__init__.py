@@ -26,6 +26,7 @@ from evalstore.io.formats import (
     has_duplicate_docs,
     read_qrels,
     read_run,
+    read_subtopic_qrels,
 )
 from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
 from evalstore.metrics import diversity as _diversity  # noqa: F401
@@ -46,7 +47,7 @@ from evalstore.metrics._registry import (
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
-from evalstore.metrics.trec_names import expand_trec_spec
+from evalstore.metrics.trec_names import expand_trec_spec, split_measure_names, trec_list
 from evalstore.trec_order import encoded_ranks
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ __all__ = [
     "prediction_measures",
     "prepare",
     "resolve_measures",
+    "split_measure_names",
     "summarise",
 ]
 
@@ -119,11 +121,16 @@ def higher_is_better(name: str) -> bool:
 
 
 def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
-    """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) expand."""
+    """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) and trec_eval
+    lists (``P_5,10``, ``ndcg_cut.5,10``) expand."""
     resolved: dict[Measure, None] = {}  # insertion-ordered and deduplicated (all_trec alone is ~100)
     for name in names:
         if isinstance(name, str) and name in TREC_GROUPS:
             resolved.update((measure, None) for _, measure in expand_trec_spec(name) if measure is not None)
+            continue
+        listed = trec_list(name) if isinstance(name, str) else None
+        if listed is not None:  # P_5,10: ir_measures' parse_trec_measure reads trec_eval lists
+            resolved.update((measure, None) for measure in listed)
             continue
         resolved[parse_measure(name)] = None
     return list(resolved)
@@ -464,6 +471,15 @@ def evaluate(
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
         )
+    if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+        return _evaluate_subtopics(
+            qrels,
+            run,
+            resolve_measures(measures),
+            max_docs=max_docs,
+            judged_only=judged_only,
+            missing_topics=missing_topics,
+        )
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
     qrels_table = _as_table(qrels, "qrels")
     if isinstance(run, (str, Path)):
@@ -507,6 +523,62 @@ def evaluate(
         spelled = {str(parse_measure(m)): str(m) for m in measures if not (isinstance(m, str) and m in TREC_GROUPS)}
         result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
     return result
+
+
+def _named(measures: Iterable[str | Measure]) -> list[str | Measure]:
+    """The measures named one by one (trec_eval's groups and lists are of relevance measures)."""
+    return [m for m in measures if not (isinstance(m, str) and (m in TREC_GROUPS or trec_list(m) is not None))]
+
+
+def _evaluate_subtopics(
+    qrels: Any, run: Any, wanted: list[Measure], *, max_docs: int | None, judged_only: bool, missing_topics: str
+) -> EvaluationResult:
+    """``evaluate`` of the diversity measures (ndeval's, :mod:`evalstore.metrics.diversity`) on
+    subtopic qrels (``topic subtopic docno judgment``): per judged run topic ndeval's values, and
+    with ``missing_topics="zero"`` a 0 for each qrels topic the run lacks (ndeval -c)."""
+    other = next((m for m in wanted if m.spec.judgments != "subtopics"), None)
+    if other is not None:
+        raise InvalidParameterError(
+            f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments and the diversity measures "
+            "from subtopic judgments: evaluate them in two calls."
+        )
+    if judged_only:
+        raise InvalidParameterError(
+            "The diversity measures have no judged-only mode (ndeval has none); evaluate them without it."
+        )
+    qrels_table = _subtopic_table(qrels)
+    run_table = _as_table(run, "run")
+    topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
+    qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
+    missing = [str(t) for t in qrels_topics if str(t) not in set(topics)]
+    if not topics and (missing_topics == "skip" or not missing):
+        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    if missing_topics == "zero" and missing:
+        order = np.argsort([int(t) for t in topics + missing], kind="stable")
+        topics = [(topics + missing)[i] for i in order]
+        values = {m: np.concatenate([v, np.zeros(len(missing))])[order] for m, v in values.items()}
+    return EvaluationResult(
+        aggregates=MeasureValues({str(m): summarise(m, v) for m, v in values.items()}),
+        topics=topics,
+        missing_topics=missing,
+        options={"max_docs": max_docs, "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
+        values={str(m): v for m, v in values.items()},
+    )
+
+
+def _subtopic_table(qrels: Any) -> pa.Table:
+    """Subtopic qrels as ndeval reads them: a file, or a table with the subtopic in ``iteration``
+    (or ``subtopic``) beside topic, doc and relevance."""
+    if isinstance(qrels, (str, Path)):
+        return read_subtopic_qrels(qrels).table
+    if isinstance(qrels, pa.Table):
+        table = qrels.rename_columns(["iteration" if c == "subtopic" else c for c in qrels.column_names])
+        if {"topic", "iteration", "doc", "relevance"} <= set(table.column_names):
+            return table.select(["topic", "iteration", "doc", "relevance"])
+    raise InvalidParameterError(
+        "The diversity measures need subtopic qrels: a file of 'topic subtopic docno judgment' lines, or a table "
+        "with columns topic, subtopic, doc and relevance."
+    )
 
 
 # a run this long checks for duplicate docnos on a thread of its own while it is ranked; an
