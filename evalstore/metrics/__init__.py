@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError
 from evalstore.io import ir_measures_compat
 from evalstore.io._hashing import doc_hashes
 from evalstore.io.formats import (
@@ -589,8 +589,25 @@ PARALLEL_CHECK_ROWS = 1_000_000
 
 def read_run_to_evaluate(path: str | Path) -> ParsedFile:
     """A run file read to be evaluated (nothing stored: no content hash), its duplicate-docno check
-    left to :func:`prepare_run_file`."""
-    return read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+    left to :func:`prepare_run_file`. A file of comments or blank lines alone is a run with no
+    results (every qrels topic scores 0 under -c, as in trec_eval); an empty file (0 bytes) is
+    refused, as trec_eval cannot read it."""
+    try:
+        return read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+    except NoRowsError as error:
+        if error.zero_bytes:
+            raise NoRowsError(
+                error.path,
+                "the file is empty (0 bytes), which trec_eval cannot read either; a run with no results at all "
+                "is a file of comment lines (# ...), or no rows in memory",
+                zero_bytes=True,
+            ) from None
+        return ParsedFile(_EMPTY_RUN, "", None)
+
+
+_EMPTY_RUN = pa.table(
+    {"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()), "score": pa.array([], pa.float64())}
+)
 
 
 def prepare_run_file(
@@ -662,6 +679,8 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         )
         return parsed.table
     value = "relevance" if kind == "qrels" else "score"
+    if kind == "run" and _no_rows(source):  # a run with no results: -c scores every qrels topic 0
+        return _EMPTY_RUN
     if isinstance(source, pa.Table):
         missing = [name for name in ("topic", "doc", value) if name not in source.column_names]
         if missing:
@@ -674,6 +693,15 @@ def _as_table(source: Any, kind: str) -> pa.Table:
     return check_in_memory(
         table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}", check_duplicates=False
     ).select(["topic", "doc", value])
+
+
+def _no_rows(source: Any) -> bool:
+    """An in-memory run with no rows: ``{}``, ``{query: {}}``, an empty frame or table."""
+    if isinstance(source, Mapping):
+        return all(isinstance(docs, Mapping) and not docs for docs in source.values())
+    return (
+        isinstance(source, pa.Table) and source.num_rows == 0 or type(source).__name__ == "DataFrame" and source.empty
+    )
 
 
 def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
