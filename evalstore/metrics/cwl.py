@@ -72,6 +72,7 @@ def _ranks() -> np.ndarray:
 
 @family(
     "BPM",
+    aliases=("BPM-Static",),  # cwl_eval's name
     params={"T": T_GOAL, "cutoff": CWL_CUTOFF, "min_rel": MIN_REL, "max_rel": MAX_REL},
     reference="Zhang et al., SIGIR 2017 (static BPM); " + CWL_REFERENCE,
 )
@@ -87,6 +88,7 @@ def bejeweled_player_model(rk: Ranking, T: float, cutoff: int, min_rel: int, max
 
 @family(
     "SDCG",
+    aliases=("NDCG-k",),  # cwl_eval's name
     params={"cutoff": CWL_CUTOFF, "min_rel": MIN_REL, "max_rel": MAX_REL},
     reference="Jarvelin & Kekalainen, TOIS 2002; " + CWL_REFERENCE + " (NDCG-k)",
 )
@@ -134,6 +136,7 @@ NERR_REFERENCE = "Azzopardi, Mackenzie & Moffat, ICTIR 2021, eq. {}; " + CWL_REF
 
 @family(
     "NERR8",
+    aliases=("NERR-EQ8",),  # cwl_eval's name
     params={"cutoff": CWL_CUTOFF, "min_rel": MIN_REL, "max_rel": MAX_REL},
     reference=NERR_REFERENCE.format(8),
 )
@@ -146,6 +149,7 @@ def nerr8(rk: Ranking, cutoff: int, min_rel: int, max_rel: int) -> np.ndarray:
 
 @family(
     "NERR9",
+    aliases=("NERR-EQ9",),  # cwl_eval's name
     params={"cutoff": CWL_CUTOFF, "min_rel": MIN_REL, "max_rel": MAX_REL},
     reference=NERR_REFERENCE.format(9),
 )
@@ -161,6 +165,7 @@ def nerr9(rk: Ranking, cutoff: int, min_rel: int, max_rel: int) -> np.ndarray:
 
 @family(
     "NERR10",
+    aliases=("NERR-EQ10",),  # cwl_eval's name
     params={
         "p": Param(float, 0.9, low=0.0, high=1.0, doc="persistence, as RBP's (cwl_eval's phi)"),
         "min_rel": MIN_REL,
@@ -175,6 +180,7 @@ def nerr10(rk: Ranking, p: float, min_rel: int, max_rel: int) -> np.ndarray:
 
 @family(
     "NERR11",
+    aliases=("NERR-EQ11",),  # cwl_eval's name
     params={"T": T_GOAL, "min_rel": MIN_REL, "max_rel": MAX_REL},
     reference=NERR_REFERENCE.format(11),
 )

@@ -273,6 +273,10 @@ def test_cwl_measures_need_max_rel_and_a_scale() -> None:
     assert str(parse_measure("INST(T=1.0,max_rel=3)")) == "INST(max_rel=3)"
     assert str(parse_measure("NERR10(p=0.9,max_rel=3)")) == "NERR10(max_rel=3)"
     assert str(parse_measure("BPM(T=2,max_rel=3)@10")) == "BPM(T=2,max_rel=3)@10"
+    # cwl_eval's names of the families
+    assert str(parse_measure("NERR-EQ10(p=0.8,max_rel=1)")) == "NERR10(max_rel=1,p=0.8)"
+    assert str(parse_measure("BPM-Static(max_rel=2)@5")) == "BPM(max_rel=2)@5"
+    assert str(parse_measure("NDCG-k(max_rel=2)@5")) == "SDCG(max_rel=2)@5"
 
 
 # ir_measures' own test of its compat provider (tests/test_compat.py: "based on a manual execution of
