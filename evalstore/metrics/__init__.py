@@ -520,7 +520,7 @@ def evaluate(
         values={str(m): v for m, v in values.items()} if per_query else {},
     )
     if as_ir_measures:  # per-query values as ir_measures names them: query_id, measure (as spelled), value
-        spelled = {str(parse_measure(m)): str(m) for m in measures if not (isinstance(m, str) and m in TREC_GROUPS)}
+        spelled = {str(parse_measure(m)): str(m) for m in _named(measures)}
         result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
     return result
 

@@ -192,6 +192,8 @@ def test_trec_eval_lists_in_evaluate_and_the_cli_measure_text() -> None:
     result = metrics.evaluate(qrels, run, ["P_1,2", "ndcg_cut.2"])
     assert list(result.aggregates) == ["P@1", "P@2", "nDCG@2"]
     assert result.aggregates["P_1"] == 0.5 and result.aggregates["P@2"] == 0.5
+    shaped = metrics.evaluate(qrels, run, ["P_1,2", "map"], as_ir_measures=True).per_query
+    assert list(dict.fromkeys(shaped["measure"])) == ["P@1", "P@2", "map"]  # a list's measures by their names
     assert split_measures("AP,P_5,10,nDCG(gain=exp,discount=jk)@10,ndcg_cut.5,10,20,RR,1") == [
         "AP",
         "P_5,10",
