@@ -29,7 +29,8 @@ def evaluate(
         typer.Option(
             "--measures",
             help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-            "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
+            "nDCG(gain=exp)@10 and Compat; for subtopic qrels every ndeval measure, for preference judgments "
+            "every prefs_* one).",
         ),
     ] = None,
     relevance_level: Annotated[int, typer.Option("-l", help="Relevance level: judged at least this is relevant.")] = 1,
