@@ -11,8 +11,9 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import QueryValues
 from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError
 from evalstore.metrics import evaluate
-from evalstore.services import store
+from evalstore.services import comparisons, store
 from evalstore.services.kinds.ranking import leaderboard
 from evalstore.services.orchestration import evaluate_runs
 from tests.conftest import shared_path
@@ -51,3 +52,13 @@ def test_stored_values_equal_the_file_api_and_rank_the_board(engine: Engine, wri
     rows = leaderboard(engine, qrels_name="test", measures=["Accuracy"]).rows
     assert [r.run for r in rows] == ["std", "worse"]
     assert rows[0].values["Accuracy"][0] == pytest.approx(expected.aggregates["Accuracy"])
+    # a comparison topic by topic would read Accuracy's undefined topics as 0: refused, with where
+    with pytest.raises(
+        EvaluationError,
+        match=r"^Accuracy has no value for run 'worse' on 3 topic\(s\) \(301, 302, 303\): the measure is undefined "
+        r"there, and a comparison topic by topic needs a value on every topic\. Compare a measure defined on every "
+        r"topic\.$",
+    ):
+        comparisons.compare(engine, qrels_name="test", run_names=["std", "worse"], measures=["Accuracy"])
+    compared = comparisons.compare(engine, qrels_name="test", run_names=["std", "worse"], measures=["INST(max_rel=1)"])
+    assert compared.matrix.measures == ["INST(max_rel=1)"] and len(compared.pairs) == 1
