@@ -455,6 +455,15 @@ def evaluate(
             if isinstance(run, Mapping)
             else [ir_measures_compat.as_table(r, "run") for r in run]
         )
+        if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+            wanted = resolve_measures(measures)
+
+            def one(each: Any) -> EvaluationResult:
+                return _evaluate_subtopics(
+                    qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
+                )
+
+            return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
         return _evaluate_runs(
             qrels,
             runs,

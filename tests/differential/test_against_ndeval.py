@@ -168,3 +168,8 @@ def test_evaluate_refuses_diversity_measures_beside_relevance_ones(tmp_path: Pat
     result = evaluate(qrels, run, ["alpha_nDCG@10", "StRecall@1"])
     assert result.aggregates["StRecall@1"] == 0.5
     assert result.aggregates["alpha_nDCG@10"] == 1.0
+    reversed_run = tmp_path / "reversed"
+    reversed_run.write_text("1 Q0 b 1 2.0 r\n1 Q0 a 2 1.0 r\n")
+    both = evaluate(qrels, {"same": run, "reversed": reversed_run}, ["alpha_nDCG@10", "StRecall@1"])
+    assert both["same"].aggregates == result.aggregates
+    assert both["reversed"].aggregates == evaluate(qrels, reversed_run, ["alpha_nDCG@10", "StRecall@1"]).aggregates

@@ -130,7 +130,7 @@ def collections(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
         docs = draw(st.lists(st.sampled_from([*DOCS, "u1", "u2", "u3"]), min_size=1, max_size=9, unique=True))
         for rank, doc in enumerate(docs):  # ranks as written are ignored by both
             run_lines.append(f"{topic} Q0 {doc} {rank} {draw(SCORES)!r} tag")
-    if not run_lines:  # trec_eval and evalstore both refuse an empty run; not what this tests
+    if not run_lines:  # trec_eval's runid of a run without run lines is whatever its memory held (tested below)
         run_lines.append(f"{qrels_topics[0]} Q0 d0 1 1.0 tag")
     draw(st.randoms()).shuffle(run_lines)  # runs need not be in rank order
 
