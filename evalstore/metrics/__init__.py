@@ -559,7 +559,8 @@ def _evaluate_subtopics(
     run_table = _as_table(run, "run")
     topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
     qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
-    missing = [str(t) for t in qrels_topics if str(t) not in set(topics)]
+    evaluated = set(topics)
+    missing = [str(t) for t in qrels_topics if str(t) not in evaluated]
     if not topics and (missing_topics == "skip" or not missing):
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     if missing_topics == "zero" and missing:
