@@ -35,6 +35,15 @@ class InputFormatError(EvalstoreError):
         super().__init__(f"{where}: {problem}")
 
 
+class NoRowsError(InputFormatError):
+    """A run or qrels (a file, or in-memory input) holds no run or qrels lines at all: comments and
+    blank lines only, or nothing (``zero_bytes``: not even a byte, which trec_eval cannot read)."""
+
+    def __init__(self, path: str, problem: str, *, zero_bytes: bool = False) -> None:
+        super().__init__(path, None, problem)
+        self.zero_bytes = zero_bytes
+
+
 class NotFoundError(EvalstoreError):
     """A named object does not exist in the store."""
 

@@ -29,7 +29,8 @@ def evaluate(
         typer.Option(
             "--measures",
             help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-            "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
+            "nDCG(gain=exp)@10 and Compat; for subtopic qrels every ndeval measure, for preference judgments "
+            "every prefs_* one).",
         ),
     ] = None,
     relevance_level: Annotated[int, typer.Option("-l", help="Relevance level: judged at least this is relevant.")] = 1,
@@ -252,14 +253,7 @@ def _per_fold(ctx: typer.Context, splits: str, outcome: Any, measures: list[str]
 
 
 def split_measures(text: str) -> list[str]:
-    """Split on commas outside parentheses: 'AP,P(rel=2)@5,nDCG(gain=exp,discount=jk)@10'."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    parts.append(current.strip())
-    return [p for p in parts if p]
+    """Split on commas outside parentheses and trec_eval lists: 'AP,P(rel=2)@5,P_5,10'."""
+    from evalstore.metrics import split_measure_names
+
+    return split_measure_names(text)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from evalstore import _kernels as pc
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, NoRowsError
 from evalstore.io.limits import check_fields
 from evalstore.io.parsed import (
     _STORED_RANGE,
@@ -46,7 +46,7 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
     raw = _read_bytes(path)
     content_hash = _sha256(raw)
     if not raw.strip():
-        raise InputFormatError(str(path), None, _empty_message(kind))
+        raise NoRowsError(str(path), _empty_message(kind), zero_bytes=not raw)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq  # ~40 ms with the file systems it loads; Parquet input only
@@ -69,7 +69,7 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
     table = _select_columns(path, table, kind)
     table = _coerce_columns(path, table, kind, header_offset)
     if table.num_rows == 0:
-        raise InputFormatError(str(path), None, _empty_message(kind))
+        raise NoRowsError(str(path), _empty_message(kind))
     if check_duplicates or kind != "run":
         _check_duplicates(path, table, kind, header_offset)
     if kind == "run":
@@ -117,9 +117,8 @@ def check_in_memory(table: pa.Table, kind: Kind, label: str, check_duplicates: b
     path = Path(label)
     table = _coerce_columns(path, table, kind, 0)
     if table.num_rows == 0:
-        raise InputFormatError(
+        raise NoRowsError(
             label,
-            None,
             f"no {kind} rows; expected columns " + ("topic, doc, score" if kind == "run" else "topic, doc, relevance"),
         )
     if check_duplicates or kind != "run":
