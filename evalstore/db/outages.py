@@ -6,8 +6,12 @@ in their own words (and a worker waits them out: none of them is worth exiting o
 from __future__ import annotations
 
 import errno
+import logging
+import random
 import shutil
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -15,7 +19,8 @@ from typing import Literal
 from sqlalchemy import exc
 from sqlalchemy.engine import make_url
 
-from evalstore.config import SQLITE_BUSY_SECONDS_ENV
+from evalstore.config import SQLITE_BUSY_SECONDS_ENV, retry_longest_seconds
+from evalstore.errors import InvalidParameterError
 
 OutageKind = Literal["unreachable", "locked", "disk_full", "read_only"]
 
@@ -148,3 +153,89 @@ def _free(folder: Path | None) -> int | None:
 def _first_line(error: BaseException | None) -> str:
     text = str(error or "").strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+class Backoff:
+    """Waits out outages for a process that must not exit over one (a worker): after each failed
+    try a pause, doubling from ``first`` up to ``longest`` seconds, each drawn from its upper half
+    (jitter, so that workers cut off together do not all come back in step). One log line when an
+    outage begins or changes kind, one when the database answers again; none per try.
+    ``stopping``: asked between short sleeps, so a stop request ends a pause at once."""
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        database_url: str,
+        *,
+        first: float = 0.5,
+        longest: float = 30.0,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.log, self.database_url = log, database_url
+        self.first, self.longest = first, max(first, longest)
+        self.stopping = stopping
+        self.current: Outage | None = None
+        self._since = 0.0
+        self._tries = 0
+        self._random = random.Random()
+
+    def failed(self, error: BaseException) -> bool:
+        """After ``error``: False when it is no outage (the caller raises it); else say so if it is
+        a new one, pause, and True (the caller tries again)."""
+        found = outage(error, self.database_url)
+        if found is None:
+            return False
+        if self.current is None or (found.kind, found.where) != (self.current.kind, self.current.where):
+            if self.current is None:
+                self._since = time.monotonic()
+            self.log.warning(
+                "%s; trying again with pauses of up to %gs until it is back", found.describe(), self.longest
+            )
+        self.current = found
+        self._tries += 1
+        self._pause(self.next_pause())
+        return True
+
+    def next_pause(self) -> float:
+        ceiling = min(self.longest, self.first * 2 ** min(self._tries - 1, 30))
+        return self._random.uniform(ceiling / 2, ceiling)
+
+    def answered(self) -> None:
+        """The database answered: say so once, after an outage, and start the pauses afresh."""
+        if self.current is not None:
+            self.log.warning(
+                "the database answers again after %.1fs (%d tries); carrying on",
+                time.monotonic() - self._since,
+                self._tries,
+            )
+        self.current, self._tries = None, 0
+
+    def call(self, step: Callable[[], object], *, give_up_after: float | None = None) -> bool:
+        """Run ``step`` until it works: True; False when stopping (or after ``give_up_after``
+        seconds of outage) first. An error that is no outage is raised."""
+        started = time.monotonic()
+        while True:
+            try:
+                step()
+            except Exception as error:
+                if not self.failed(error):
+                    raise
+                if self.stopping() or (give_up_after is not None and time.monotonic() - started >= give_up_after):
+                    return False
+                continue
+            self.answered()
+            return True
+
+    def _pause(self, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while not self.stopping() and (left := until - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
+
+
+def worker_backoff(log: logging.Logger, database_url: str, stopping: Callable[[], bool]) -> Backoff:
+    """A worker's :class:`Backoff`: pauses from 0.5 s up to ``config.retry_longest_seconds``."""
+    try:
+        longest = retry_longest_seconds()
+    except ValueError as error:
+        raise InvalidParameterError(str(error)) from None
+    return Backoff(log, database_url, first=min(0.5, longest), longest=longest, stopping=stopping)

@@ -1,0 +1,231 @@
+"""Real `evalstore worker` processes through database outages: PostgreSQL cut off by a TCP proxy
+this test controls (the shared server itself is never stopped), and a SQLite store whose write
+lock another process holds when the worker starts. The worker waits them out, says so once per
+change on stderr, and then finishes the queued jobs with every value stored."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+from sqlalchemy.engine import make_url
+
+from evalstore.db.engine import make_engine
+from evalstore.db.models import AggregateResult, Evaluation, QueryValues
+from evalstore.db.session import read_only
+from evalstore.services import jobs, store
+from evalstore.services.jobs import EvaluationOptions
+from tests.conftest import Templates, migrated_copy
+from tests.factories import SAMPLE
+
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+MEASURES = ("AP", "P@10", "nDCG@10", "RR")
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:port to ``upstream``; :meth:`cut` closes the listener and every
+    connection (a database gone: connections refused), :meth:`restore` listens on the port again."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.port = 0
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listener: socket.socket | None = None
+        self.restore()
+
+    def restore(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        assert self._listener is not None
+        self._listener.close()
+        self._listener = None
+        with self._lock:
+            for sock in self._sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+            self._sockets.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # cut
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, server]
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, target: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, target):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def _start_worker(url: str, log: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    with log.open("wb") as handle:
+        return subprocess.Popen(
+            [EVALSTORE, "--database-url", url, "worker", "--no-mlflow", "--poll-interval", "0.1", *args],
+            env={**os.environ, "EVALSTORE_MLFLOW": "off", "EVALSTORE_RETRY_LONGEST_SECONDS": "2", **env},
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+        )
+
+
+def _enqueue(engine: Engine, run: str) -> int:
+    [ref] = jobs.enqueue(engine, qrels_name="q", run_names=[run], options=EvaluationOptions(MEASURES))
+    return ref.evaluation_id
+
+
+def _wait_done(engine: Engine, ids: list[int], *logs: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with read_only(engine) as session:
+            states = session.execute(
+                select(Evaluation.id, Evaluation.state, Evaluation.error).where(Evaluation.id.in_(ids))
+            ).all()
+        if all(state == "done" for _, state, _ in states):
+            return
+        assert time.monotonic() < deadline and all(state != "failed" for _, state, _ in states), (
+            states,
+            [log.read_text() for log in logs],
+        )
+        time.sleep(0.05)
+
+
+def _stored(engine: Engine, job_id: int) -> tuple[dict[str, float | None], int]:
+    """The job's aggregate values and how many per-query value rows it has."""
+    with read_only(engine) as session:
+        aggregates = dict(
+            session.execute(
+                select(AggregateResult.measure, AggregateResult.value).where(AggregateResult.evaluation_id == job_id)
+            ).all()
+        )
+        rows = session.scalar(select(func.count()).select_from(QueryValues).where(QueryValues.evaluation_id == job_id))
+    return aggregates, int(rows or 0)
+
+
+def _stop(worker: subprocess.Popen[bytes]) -> int:
+    worker.send_signal(signal.SIGTERM)
+    return worker.wait(timeout=60)
+
+
+@pytest.fixture
+def postgres_store(templates: Templates, tmp_path: Path) -> Iterator[tuple[Engine, str]]:
+    """A migrated PostgreSQL database holding qrels 'q' and runs a-d (the sample run): an engine
+    straight to it, and its URL (to be pointed through a proxy)."""
+    url = migrated_copy(templates, "postgres", tmp_path)
+    engine = make_engine(url)
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="q")
+    for name in "abcd":
+        store.register_run(engine, SAMPLE / "results.test", name=name)
+    yield engine, url
+    engine.dispose()
+    templates.drop(url)
+
+
+@pytest.mark.postgres
+def test_workers_live_through_a_postgres_outage_and_finish_the_jobs(
+    postgres_store: tuple[Engine, str], tmp_path: Path
+) -> None:
+    engine, url = postgres_store
+    parsed = make_url(url)
+    proxy = TcpProxy((parsed.host or "127.0.0.1", parsed.port or 5432))
+    proxied = parsed.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    logs = [tmp_path / "running.log", tmp_path / "started-in-outage.log"]
+    # a short lease: heartbeats and the register's "alive" writes every second, so the outage hits them
+    running = _start_worker(proxied, logs[0], "--lease-seconds", "3")
+    first = _enqueue(engine, "a")
+    _wait_done(engine, [first])
+    proxy.cut()
+    started_in_outage = _start_worker(proxied, logs[1], "--lease-seconds", "3")
+    later = [_enqueue(engine, run) for run in "bcd"]  # straight to the database, past the proxy
+    time.sleep(5)
+    assert running.poll() is None, logs[0].read_text()
+    assert started_in_outage.poll() is None, logs[1].read_text()
+    proxy.restore()
+    _wait_done(engine, later, *logs)
+    assert _stop(running) == 0
+    assert _stop(started_in_outage) == 0
+    reference, rows = _stored(engine, first)
+    assert set(reference) >= set(MEASURES) and rows > 0
+    for job_id in later:
+        assert _stored(engine, job_id) == (reference, rows)
+    shown = make_url(proxied).render_as_string(hide_password=True)
+    for log in logs:
+        text = log.read_text()
+        assert "Traceback" not in text, text
+        # one line when the outage began, one when it ended: not one per try
+        assert text.count(f"the database {shown} is not answering") == 1, text
+        assert text.count("the database answers again after") == 1, text
+
+
+def test_a_worker_started_while_sqlite_is_locked_waits_and_then_works(templates: Templates, tmp_path: Path) -> None:
+    url = migrated_copy(templates, "sqlite", tmp_path)
+    engine = make_engine(url)
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="q")
+    store.register_run(engine, SAMPLE / "results.test", name="a")
+    job = _enqueue(engine, "a")
+    path = make_url(url).database
+    assert path is not None
+    holder = sqlite3.connect(path, isolation_level=None)  # another process's writer, stalled
+    holder.execute("BEGIN IMMEDIATE")
+    log = tmp_path / "worker.log"
+    try:
+        worker = _start_worker(url, log, "--until-empty", EVALSTORE_SQLITE_BUSY_SECONDS="0.5")
+        deadline = time.monotonic() + 30
+        while "is locked by another writer" not in log.read_text():
+            assert worker.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(1.5)  # locked a while longer: a few tries, no more lines
+        assert worker.poll() is None, log.read_text()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert worker.wait(timeout=60) == 0, log.read_text()
+    aggregates, rows = _stored(engine, job)
+    assert set(aggregates) >= set(MEASURES) and rows > 0
+    text = log.read_text()
+    assert (
+        text.count(f"the database {path} is locked by another writer for longer than EVALSTORE_SQLITE_BUSY_SECONDS")
+        == 1
+    )
+    assert text.count("the database answers again after") == 1
+    assert "Traceback" not in text
+    engine.dispose()
