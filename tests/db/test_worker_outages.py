@@ -25,6 +25,7 @@ from evalstore.db.models import AggregateResult, Evaluation, QueryValues
 from evalstore.db.session import read_only
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
+from evalstore.services.worker import Worker, WorkerSettings
 from tests.conftest import Templates, migrated_copy
 from tests.factories import SAMPLE
 
@@ -229,3 +230,99 @@ def test_a_worker_started_while_sqlite_is_locked_waits_and_then_works(templates:
     assert text.count("the database answers again after") == 1
     assert "Traceback" not in text
     engine.dispose()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of 8 MiB that a test can fill (a tmpfs: mounting one needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    """Write to ``disk`` until it is full; the filler file."""
+    filler = disk / "filler"
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 16, 512, 1):
+            try:
+                while os.write(descriptor, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(descriptor)
+    return filler
+
+
+def test_a_full_disk_is_named_recorded_on_the_job_and_waited_out(
+    templates: Templates, tmp_path: Path, small_disk: Path
+) -> None:
+    # 1,000 topics x 50 documents: all_trec's per-query values (~0.8 MB) do not fit in what the
+    # disk has left, the claim and the note on the job do
+    rows = [f"{t} Q0 d{t}_{d} {d + 1} {100 - d} r\n" for t in range(1000) for d in range(50)]
+    qrels = [f"{t} 0 d{t}_{d} {int(d % 7 == 0)}\n" for t in range(1000) for d in range(0, 50, 2)]
+    (tmp_path / "run").write_text("".join(rows))
+    (tmp_path / "qrels").write_text("".join(qrels))
+    built = make_engine(migrated_copy(templates, "sqlite", tmp_path))
+    store.import_qrels(built, tmp_path / "qrels", name="q")
+    store.register_run(built, tmp_path / "run", name="a")
+    with built.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    built.dispose()
+    path = small_disk / "evalstore.db"
+    path.write_bytes((tmp_path / "evalstore.db").read_bytes())
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    [ref] = jobs.enqueue(engine, qrels_name="q", run_names=["a"], options=EvaluationOptions(("all_trec",)))
+    # this connection stays open, so the -wal and -shm files stay (SQLite deletes them with the
+    # last connection); the WAL's frames, checkpointed, are written again from its start
+    keeper = sqlite3.connect(path, isolation_level=None)
+    keeper.execute("CREATE TABLE pad (b BLOB)")
+    keeper.execute("INSERT INTO pad VALUES (zeroblob(200000))")
+    keeper.execute("DROP TABLE pad")
+    keeper.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    filler = _fill(small_disk)
+    log = tmp_path / "worker.log"
+    worker = _start_worker(url, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with read_only(engine) as session:
+                job = session.get(Evaluation, ref.evaluation_id)
+                assert job is not None
+            if job.error:
+                break
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        assert (job.state, job.attempts) == ("queued", 0)
+        assert job.error is not None and job.error.startswith(
+            f"waiting: the disk holding {path} is full (database or disk is full, "
+        ), job.error
+        time.sleep(2)  # full a while longer: a few tries, no more lines
+        assert worker.poll() is None, log.read_text()
+        filler.unlink()
+        _wait_done(engine, [ref.evaluation_id], log)
+        assert _stop(worker) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        keeper.close()
+        engine.dispose()
+    # the same job on a store with room: the same values, all of them
+    roomy = make_engine(f"sqlite:///{tmp_path / 'evalstore.db'}")
+    [same] = jobs.enqueue(roomy, qrels_name="q", run_names=["a"], options=EvaluationOptions(("all_trec",)))
+    Worker(roomy, WorkerSettings(until_empty=True, mlflow=False, index_runs=False)).run()
+    assert _stored(engine, ref.evaluation_id) == _stored(roomy, same.evaluation_id)
+    roomy.dispose()
+    text = log.read_text()
+    assert text.count(f"the disk holding {path} is full") == 1, text
+    assert "not answering" not in text and "Traceback" not in text, text
+    assert text.count("the database answers again after") == 1, text
