@@ -5,6 +5,7 @@ runs them in its thread pool, as the database calls they make block."""
 from __future__ import annotations
 
 import io
+import logging
 import re
 import tempfile
 from collections.abc import Iterator
@@ -14,17 +15,22 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from evalstore._version import __version__
+from evalstore.db.outages import Outage
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
+from evalstore.services.readiness import ReadinessCheck
+from evalstore.web import errors
 from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, csrf_token, server, signed_in
 from evalstore.web.headers import content_disposition
 
+log = logging.getLogger("evalstore.web")
 router = APIRouter(prefix="/api/v1")
 NAME_MAX = access.NAME_MAX  # names: users, teams, tasks, runs, systems (the columns' width)
 DESCRIPTION_MAX = 4000
@@ -42,7 +48,31 @@ def needs(action: str, *, write: bool = False, public: bool = False) -> Any:
 
 @router.get("/health")
 def health(_: Anyone) -> dict[str, str]:
+    """Liveness: the process answers (the database is not asked; see /health/ready)."""
     return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/live")
+def health_live(_: Anyone) -> dict[str, str]:
+    """Liveness, as /health."""
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/ready")
+def health_ready(request: Request, _: Anyone) -> Any:
+    """Readiness: a quick database query under a short deadline; 503 with Retry-After when the
+    database does not answer (what failed is in the server's log, not in the answer)."""
+    readiness = request.app.state.readiness
+    assert isinstance(readiness, ReadinessCheck)
+    checked = readiness.check()
+    if checked.ready:
+        return {"status": "ready", "version": __version__, "database_seconds": round(checked.seconds, 4)}
+    log.warning("readiness: %s", checked.problem.describe() if isinstance(checked.problem, Outage) else checked.problem)
+    return JSONResponse(
+        {"status": "not ready", "error": errors.OUTAGE_MESSAGES["unreachable"]},
+        status_code=503,
+        headers={"Retry-After": str(errors.DATABASE_RETRY_AFTER)},
+    )
 
 
 class SignIn(BaseModel):

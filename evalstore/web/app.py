@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
+from evalstore.services.readiness import ReadinessCheck
 from evalstore.web import agreement_pages, api, errors, judging_pages, labs, organisers, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore
@@ -46,6 +47,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         WriteRate(settings.writes_per_minute),
         WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour),
     )
+    app.state.readiness = ReadinessCheck(engine)  # /api/v1/health/ready: one database query at a time
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls

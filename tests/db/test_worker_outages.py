@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,74 +26,10 @@ from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.conftest import Templates, migrated_copy
 from tests.factories import SAMPLE
+from tests.proxy import TcpProxy
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 MEASURES = ("AP", "P@10", "nDCG@10", "RR")
-
-
-class TcpProxy:
-    """Forwards 127.0.0.1:port to ``upstream``; :meth:`cut` closes the listener and every
-    connection (a database gone: connections refused), :meth:`restore` listens on the port again."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.port = 0
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._listener: socket.socket | None = None
-        self.restore()
-
-    def restore(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self.port = listener.getsockname()[1]
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def cut(self) -> None:
-        assert self._listener is not None
-        self._listener.close()
-        self._listener = None
-        with self._lock:
-            for sock in self._sockets:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                sock.close()
-            self._sockets.clear()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # cut
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._sockets += [client, server]
-            for source, target in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, target: socket.socket) -> None:
-        try:
-            while chunk := source.recv(65536):
-                target.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for sock in (source, target):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 def _start_worker(url: str, log: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
@@ -183,6 +117,7 @@ def test_workers_live_through_a_postgres_outage_and_finish_the_jobs(
     _wait_done(engine, later, *logs)
     assert _stop(running) == 0
     assert _stop(started_in_outage) == 0
+    proxy.close()
     reference, rows = _stored(engine, first)
     assert set(reference) >= set(MEASURES) and rows > 0
     for job_id in later:
