@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 from sqlalchemy import Engine
 
+from evalstore import scratch
 from evalstore.db.engine import is_sqlite
 from evalstore.errors import EvalstoreError
 
@@ -90,7 +91,9 @@ def _scratch(rows: pa.Table | pa.RecordBatchReader, count: int) -> Iterator[Path
 
     with ExitStack() as cleanup:
         try:
-            path = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="evalstore-stage-"))) / "rows.db"
+            # what registrations killed before they could remove theirs left (tens of MB each)
+            scratch.clean_stale()
+            path = cleanup.enter_context(scratch.folder("stage")) / "rows.db"
             # The file is thrown away if anything fails, so it needs neither a journal nor fsync.
             with adbc_driver_sqlite.dbapi.connect(str(path), autocommit=True) as connection:
                 with connection.cursor() as cursor:

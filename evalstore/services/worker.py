@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from evalstore import _logging
+from evalstore import _logging, scratch
 from evalstore.db.engine import make_engine
 from evalstore.db.outages import outage, worker_backoff
 from evalstore.db.session import unit_of_work
@@ -256,6 +256,7 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
+        scratch.clean_stale()  # what killed processes of this user left in the temporary directory
         if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
             return 0  # stopped before the database came back
         log.info("worker %s started", self.worker_id)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -18,6 +17,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, Up
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.db.outages import Outage
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
@@ -381,8 +381,8 @@ def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
     server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
     shown = Path(file.filename or "run").name
     bounds = Bounds(server(request).settings.max_inflated_bytes)
-    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
-        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
+    with scratch.folder("upload") as folder:
+        path = folder / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
             inflated = copy_bounded(file.file, out, bounds, shown)
         check_parquet(path, bounds, shown)  # Parquet's encodings inflate past what the copy sees

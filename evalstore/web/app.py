@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
@@ -22,6 +23,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The service on ``settings`` (default: from the environment). The database must be at this
     version's schema: the server refuses to start otherwise, with the command that fixes it."""
     settings = settings or ServerSettings.from_env()
+    scratch.clean_stale()  # uploads and staged rows of server processes that were killed
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
     context = AppContext(engine)  # the caches every request shares, for the server's life
