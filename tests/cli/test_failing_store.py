@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.conftest import Cli
+from tests.conftest import Cli, fill_disk
 from tests.factories import SAMPLE
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
@@ -149,3 +150,41 @@ def test_a_read_only_file_in_a_writable_folder_is_read(cli: Cli) -> None:
         refused = _run(store, "qrels", "import", str(QRELS), "--name", "q")
         assert refused.returncode == 1
         assert refused.stderr.startswith(f"Error: the database {store} is read-only for this user")
+
+
+def test_a_database_that_is_not_there_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql+psycopg://evalstore:secret@127.0.0.1:{port}/evalstore"
+    refused = subprocess.run(
+        [EVALSTORE, "--database-url", url, "runs", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path)},
+    )
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"Error: the database postgresql+psycopg://evalstore:***@127.0.0.1:{port}/evalstore is not answering "
+        f'(connection failed: connection to server at "127.0.0.1", port {port} failed: Connection refused). '
+        "Check that it is running and reachable, then try again.\n"
+    )
+
+
+def test_a_full_disk_under_the_store_is_named_and_nothing_is_stored(cli: Cli, small_disk: Path) -> None:
+    cli.upgrade()
+    store = small_disk / "evalstore.db"
+    with sqlite3.connect(cli.folder / "cli.db") as connection:
+        connection.execute("VACUUM INTO ?", (str(store),))
+    fill_disk(small_disk)
+    refused = _run(store, "qrels", "import", str(QRELS), "--name", "q", TMPDIR=str(cli.folder))
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"Error: the disk holding {store} is full (database or disk is full, 0 bytes free). Nothing was stored. "
+        "Free space there, then try again.\n"
+    )
+    (small_disk / "filler").unlink()
+    listed = _run(store, "qrels", "list", "--format", "json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])

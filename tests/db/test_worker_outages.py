@@ -24,7 +24,7 @@ from evalstore.db.session import read_only
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.worker import Worker, WorkerSettings
-from tests.conftest import Templates, migrated_copy
+from tests.conftest import Templates, fill_disk, migrated_copy
 from tests.factories import SAMPLE
 from tests.proxy import TcpProxy
 
@@ -167,36 +167,6 @@ def test_a_worker_started_while_sqlite_is_locked_waits_and_then_works(templates:
     engine.dispose()
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A filesystem of 8 MiB that a test can fill (a tmpfs: mounting one needs root)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], check=True)
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=True)
-
-
-def _fill(disk: Path) -> Path:
-    """Write to ``disk`` until it is full; the filler file."""
-    filler = disk / "filler"
-    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        for size in (1 << 16, 512, 1):
-            try:
-                while os.write(descriptor, b"\0" * size):
-                    pass
-            except OSError:
-                pass
-    finally:
-        os.close(descriptor)
-    return filler
-
-
 def test_a_full_disk_is_named_recorded_on_the_job_and_waited_out(
     templates: Templates, tmp_path: Path, small_disk: Path
 ) -> None:
@@ -224,7 +194,7 @@ def test_a_full_disk_is_named_recorded_on_the_job_and_waited_out(
     keeper.execute("INSERT INTO pad VALUES (zeroblob(200000))")
     keeper.execute("DROP TABLE pad")
     keeper.execute("PRAGMA wal_checkpoint(PASSIVE)")
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
     log = tmp_path / "worker.log"
     worker = _start_worker(url, log)
     try:
