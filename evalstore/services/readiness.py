@@ -8,6 +8,7 @@ load balancer asking every second during an outage does not pile up threads and 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from sqlalchemy import Engine, text
 
 from evalstore.db.outages import Outage, outage
 
+log = logging.getLogger("evalstore.web")
 READY_TIMEOUT = 2.0  # seconds; load balancers usually allow a check 2-5 s
 
 
@@ -36,8 +38,18 @@ class ReadinessCheck:
         self.engine, self.timeout = engine, timeout
         self._lock = threading.Lock()
         self._out: _Query | None = None
+        self._was_ready = True
 
     def check(self) -> Readiness:
+        """The database's answer, within ``timeout``; the server's log says when it changes."""
+        found = self._check()
+        if found.ready != self._was_ready:
+            self._was_ready = found.ready
+            problem = found.problem.describe() if isinstance(found.problem, Outage) else found.problem
+            log.warning("readiness: %s", "the database answers again" if found.ready else f"not ready, {problem}")
+        return found
+
+    def _check(self) -> Readiness:
         started = time.monotonic()
         with self._lock:
             if self._out is None or self._out.finished.is_set():

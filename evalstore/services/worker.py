@@ -65,6 +65,7 @@ class _Heartbeat:
         self._held = {job.evaluation_id: job for job in held}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._failing = False
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{held[0].evaluation_id}", daemon=True)
 
     def __enter__(self) -> _Heartbeat:
@@ -87,9 +88,12 @@ class _Heartbeat:
             for job in held:
                 try:
                     kept = jobs.heartbeat(self.engine, job, lease=self.lease)
-                except Exception as error:  # the database blinked: try again at the next beat
-                    log.warning("heartbeat for job %d failed: %s", job.evaluation_id, error)
+                except Exception as error:  # the database blinked: try again at the next beat (said once)
+                    if not self._failing:
+                        log.warning("heartbeat for job %d failed: %s", job.evaluation_id, str(error).splitlines()[0])
+                    self._failing = True
                     continue
+                self._failing = False
                 with self._lock:
                     if not kept and self._held.pop(job.evaluation_id, None) is not None:
                         log.warning("job %d was cancelled or taken over; its result will be dropped", job.evaluation_id)

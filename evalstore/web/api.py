@@ -5,7 +5,6 @@ runs them in its thread pool, as the database calls they make block."""
 from __future__ import annotations
 
 import io
-import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,6 @@ from pydantic import BaseModel, Field
 
 from evalstore import scratch
 from evalstore._version import __version__
-from evalstore.db.outages import Outage
 from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
@@ -30,7 +28,6 @@ from evalstore.web import errors
 from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, csrf_token, server, signed_in
 from evalstore.web.headers import content_disposition
 
-log = logging.getLogger("evalstore.web")
 router = APIRouter(prefix="/api/v1")
 NAME_MAX = access.NAME_MAX  # names: users, teams, tasks, runs, systems (the columns' width)
 DESCRIPTION_MAX = 4000
@@ -67,7 +64,6 @@ def health_ready(request: Request, _: Anyone) -> Any:
     checked = readiness.check()
     if checked.ready:
         return {"status": "ready", "version": __version__, "database_seconds": round(checked.seconds, 4)}
-    log.warning("readiness: %s", checked.problem.describe() if isinstance(checked.problem, Outage) else checked.problem)
     return JSONResponse(
         {"status": "not ready", "error": errors.OUTAGE_MESSAGES["unreachable"]},
         status_code=503,

@@ -8,6 +8,7 @@ Every error body is ``{"error": message}``; a refused upload adds ``"errors"``, 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request
@@ -25,6 +26,7 @@ log = logging.getLogger("evalstore.web")
 # The database failing a request, told to whoever sent it: 503 and when to ask again. What failed,
 # and where, goes to the server's log only (a participant has no business with the store's path).
 DATABASE_RETRY_AFTER = 5
+LOG_EVERY = 10.0  # seconds between the log's lines about one kind of outage
 OUTAGE_MESSAGES = {
     "unreachable": "The database is not answering; try again in a few seconds.",
     "locked": "The database is busy with another writer; try again in a few seconds.",
@@ -82,11 +84,16 @@ def install(app: FastAPI, page_error: PageError) -> None:
             return page_error(request, error.status_code, str(error.detail))
         return await http_exception_handler(request, error)
 
+    said: dict[str, float] = {}  # outage kind -> when the log last said it
+
     async def database_trouble(request: Request, error: Exception) -> Response:
         found = outage(error, str(request.app.state.server.engine.url))
         if found is None:
             raise error  # a bug: the server's own 500
-        log.warning("%s %s: %s", request.method, request.url.path, found.describe())
+        now = time.monotonic()
+        if now - said.get(found.kind, -LOG_EVERY) >= LOG_EVERY:  # not a line per request of an outage
+            said[found.kind] = now
+            log.warning("%s %s answered 503: %s", request.method, request.url.path, found.describe())
         message = OUTAGE_MESSAGES[found.kind]
         headers = {"Retry-After": str(DATABASE_RETRY_AFTER)}
         if _is_page(request):
