@@ -237,7 +237,7 @@ class Worker:
         try:
             run_id = store.index_next_run(self.engine)
         except Exception as error:  # never lose the worker over a chore; evaluations work without
-            log.warning("indexing a run's docnos failed: %s", error)
+            log.warning("indexing a run's docnos failed: %s", str(error).splitlines()[0])
             return False
         if run_id is None:
             return False
@@ -261,8 +261,11 @@ class Worker:
     def run(self) -> int:
         """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
         scratch.clean_stale()  # what killed processes of this user left in the temporary directory
-        if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
-            return 0  # stopped before the database came back
+        try:  # stopped (once, or twice: StopNow) before the database came back: nothing to undo
+            if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
+                return 0
+        except StopNow:
+            return 0
         log.info("worker %s started", self.worker_id)
         beat_every = max(self.settings.lease.total_seconds() / 3, 0.2)
         last_beat = time.monotonic()
