@@ -110,7 +110,12 @@ def test_workers_live_through_a_postgres_outage_and_finish_the_jobs(
     proxy.cut()
     started_in_outage = _start_worker(proxied, logs[1], "--lease-seconds", "3")
     later = [_enqueue(engine, run) for run in "bcd"]  # straight to the database, past the proxy
-    time.sleep(5)
+    cut_at = time.monotonic()
+    for log in logs:  # each has met the outage (a process starting on a loaded machine takes seconds)
+        while "is not answering" not in log.read_text():
+            assert time.monotonic() - cut_at < 60, log.read_text()
+            time.sleep(0.05)
+    time.sleep(max(2.0, 5 - (time.monotonic() - cut_at)))  # cut ~5 s, and a few tries after both met it
     assert running.poll() is None, logs[0].read_text()
     assert started_in_outage.poll() is None, logs[1].read_text()
     proxy.restore()
