@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -187,4 +188,25 @@ def test_a_full_disk_under_the_store_is_named_and_nothing_is_stored(cli: Cli, sm
     )
     (small_disk / "filler").unlink()
     listed = _run(store, "qrels", "list", "--format", "json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+
+
+def test_a_full_temporary_directory_is_named_and_nothing_is_stored(cli: Cli, small_disk: Path) -> None:
+    store = cli.upgrade().folder / "cli.db"
+    run = cli.folder / "run"
+    run.write_text("".join(f"{t} Q0 d{t}_{d} {d + 1} {1000 - d} r\n" for t in range(100) for d in range(1000)))
+    # room for Python's look at the directory (it would choose another one that it cannot write
+    # to), not for the 100,000 rows staged there
+    filler = fill_disk(small_disk)
+    os.truncate(filler, filler.stat().st_size - (256 << 10))
+    refused = _run(store, "runs", "register", str(run), "--name", "big", TMPDIR=str(small_disk))
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert re.fullmatch(
+        f"Error: Could not write the 100,000 rows to a scratch file in {re.escape(str(small_disk))} "
+        r"\(the disk is full: [\d,]+ bytes free\)\. Nothing was stored\. Free space there, or set TMPDIR to a "
+        r"directory with room for them\.\n",
+        refused.stderr,
+    ), refused.stderr
+    assert [path.name for path in small_disk.iterdir()] == ["filler"]  # no scratch folder left behind
+    listed = _run(store, "runs", "list", "--format", "json")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
