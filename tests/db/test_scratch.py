@@ -4,16 +4,22 @@ serve` and by `evalstore worker` at start."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from evalstore import scratch
+from evalstore.db.engine import make_engine
+from evalstore.services import access
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
 from tests.conftest import Templates, migrated_copy
@@ -91,3 +97,64 @@ def test_the_server_cleans_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / "tmp" / f"evalstore-upload-{gone.pid}.5-xyz").mkdir(parents=True)
     create_app(ServerSettings(database_url=migrated_copy(templates, "sqlite", tmp_path)))
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def _serve(url: str, tmp: Path, port: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "TMPDIR": str(tmp), "EVALSTORE_MLFLOW": "off"}
+    env.update(EVALSTORE_HOME=str(tmp.parent))
+    server = subprocess.Popen(
+        [EVALSTORE, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+            return server
+        except httpx.TransportError:
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def test_a_killed_servers_upload_is_removed_when_it_starts_again(templates: Templates, tmp_path: Path) -> None:
+    url = migrated_copy(templates, "sqlite", tmp_path)
+    engine = make_engine(url)
+    access.add_user(engine, "root", role="admin")
+    token = access.create_token(engine, "root").token
+    engine.dispose()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    big = _big_run(tmp_path / "big.run")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = _serve(url, tmp, port)
+
+    def upload() -> None:
+        with big.open("rb") as body, contextlib.suppress(httpx.TransportError):
+            httpx.post(
+                f"http://127.0.0.1:{port}/api/v1/runs",
+                headers={"Authorization": f"Bearer {token}"},
+                files={"file": ("big.run", body)},
+                data={"name": "big"},
+                timeout=120,
+            )
+
+    sender = threading.Thread(target=upload)
+    sender.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp.glob("evalstore-stage-*/rows.db")):  # the upload is in, being stored
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+    finally:
+        sender.join()
+    left = sorted(path.name.split("-")[1] for path in tmp.iterdir())
+    assert left == ["stage", "upload"]  # a killed server cannot remove its own
+    again = _serve(url, tmp, port)
+    try:
+        assert list(tmp.iterdir()) == []
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(timeout=60)
