@@ -115,6 +115,52 @@ def password_checks() -> int:
     return int(value)
 
 
+SQLITE_BUSY_SECONDS_ENV = "EVALSTORE_SQLITE_BUSY_SECONDS"
+# How long a SQLite writer waits for the write lock another holds. Long enough for a 7M-row run to
+# be stored (~5 s) while others queue behind it; short enough that a stalled writer is reported
+# to whoever waits for it, by name, within seconds rather than a minute.
+DEFAULT_SQLITE_BUSY_SECONDS = 15.0
+
+
+def sqlite_busy_seconds() -> float:
+    """``$EVALSTORE_SQLITE_BUSY_SECONDS`` (0.1 to 3600), else 15. A bad value raises ValueError."""
+    value = os.environ.get(SQLITE_BUSY_SECONDS_ENV)
+    if not value:
+        return DEFAULT_SQLITE_BUSY_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0.1 <= seconds <= 3600:
+        raise ValueError(
+            f"{SQLITE_BUSY_SECONDS_ENV}={value!r} is not a number of seconds from 0.1 to 3600; unset it for "
+            f"the default ({DEFAULT_SQLITE_BUSY_SECONDS:g})."
+        )
+    return seconds
+
+
+RETRY_LONGEST_ENV = "EVALSTORE_RETRY_LONGEST_SECONDS"
+DEFAULT_RETRY_LONGEST = 30.0
+
+
+def retry_longest_seconds() -> float:
+    """The longest pause of a worker waiting for its database to come back
+    (``$EVALSTORE_RETRY_LONGEST_SECONDS``, 1 to 600, else 30). A bad value raises ValueError."""
+    value = os.environ.get(RETRY_LONGEST_ENV)
+    if not value:
+        return DEFAULT_RETRY_LONGEST
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 1 <= seconds <= 600:
+        raise ValueError(
+            f"{RETRY_LONGEST_ENV}={value!r} is not a number of seconds from 1 to 600; unset it for "
+            f"the default ({DEFAULT_RETRY_LONGEST:g})."
+        )
+    return seconds
+
+
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
@@ -143,3 +189,11 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
+
+    @property
+    def sqlite_busy_seconds(self) -> float:
+        return sqlite_busy_seconds()
+
+    @property
+    def retry_longest_seconds(self) -> float:
+        return retry_longest_seconds()

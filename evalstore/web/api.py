@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -15,15 +14,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
 from fastapi import Path as PathParameter
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.errors import AccessDenied, InvalidParameterError
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
-from evalstore.web import auth
+from evalstore.services.readiness import ReadinessCheck
+from evalstore.web import auth, errors
 from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, csrf_token, server, signed_in
 from evalstore.web.headers import content_disposition
 
@@ -49,7 +51,30 @@ def needs(action: str, *, write: bool = False, public: bool = False) -> Any:
 
 @router.get("/health")
 def health(_: Anyone) -> dict[str, str]:
+    """Liveness: the process answers (the database is not asked; see /health/ready)."""
     return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/live")
+def health_live(_: Anyone) -> dict[str, str]:
+    """Liveness, as /health."""
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/ready")
+def health_ready(request: Request, _: Anyone) -> Any:
+    """Readiness: a quick database query under a short deadline; 503 with Retry-After when the
+    database does not answer (what failed is in the server's log, not in the answer)."""
+    readiness = request.app.state.readiness
+    assert isinstance(readiness, ReadinessCheck)
+    checked = readiness.check()
+    if checked.ready:
+        return {"status": "ready", "version": __version__, "database_seconds": round(checked.seconds, 4)}
+    return JSONResponse(
+        {"status": "not ready", "error": errors.OUTAGE_MESSAGES["unreachable"]},
+        status_code=503,
+        headers={"Retry-After": str(errors.DATABASE_RETRY_AFTER)},
+    )
 
 
 class SignIn(BaseModel):
@@ -345,8 +370,8 @@ def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
     server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
     shown = Path(file.filename or "run").name
     bounds = Bounds(server(request).settings.max_inflated_bytes)
-    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
-        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
+    with scratch.folder("upload") as folder:
+        path = folder / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
             inflated = copy_bounded(file.file, out, bounds, shown)
         check_parquet(path, bounds, shown)  # Parquet's encodings inflate past what the copy sees

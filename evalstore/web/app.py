@@ -8,9 +8,11 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
+from evalstore.services.readiness import ReadinessCheck
 from evalstore.web import agreement_pages, api, errors, headers, judging_pages, labs, organisers, pages, participants
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore, SecurityHeaders
@@ -29,6 +31,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The service on ``settings`` (default: from the environment). The database must be at this
     version's schema: the server refuses to start otherwise, with the command that fixes it."""
     settings = settings or ServerSettings.from_env()
+    scratch.clean_stale()  # uploads and staged rows of server processes that were killed
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
     context = AppContext(engine)  # the caches every request shares, for the server's life
@@ -55,6 +58,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         WriteRate(settings.writes_per_minute),
         WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour),
     )
+    app.state.readiness = ReadinessCheck(engine)  # /api/v1/health/ready: one database query at a time
 
     @app.get("/api/v1/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:

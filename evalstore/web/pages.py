@@ -19,6 +19,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
@@ -450,10 +452,11 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
 
 def _signed_in(request: Request) -> Principal:
     """Who is signed in, for an error page's header (a signed-in user is not offered "Sign in");
-    anonymous when that cannot be told (the error may be the session itself)."""
+    anonymous when that cannot be told (the error may be the session itself, or the database not
+    answering)."""
     try:
         return _principal(request)
-    except EvalstoreError:
+    except (EvalstoreError, DBAPIError, SQLAlchemyTimeoutError):
         return ANONYMOUS
 
 

@@ -318,17 +318,16 @@ def test_the_worker_command_defaults_are_the_bound() -> None:
 
 def test_the_serve_worker_takes_the_bound_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from evalstore.errors import InvalidParameterError
-    from evalstore.services.worker import batch_from_env
 
     monkeypatch.delenv("EVALSTORE_BATCH_JOBS", raising=False)
     monkeypatch.delenv("EVALSTORE_BATCH_ROWS", raising=False)
-    assert batch_from_env() == BatchBound()
+    assert jobs.batch_bound_from_env() == BatchBound()
     monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "1")
     monkeypatch.setenv("EVALSTORE_BATCH_ROWS", "1000")
-    assert batch_from_env() == BatchBound(jobs=1, rows=1000)
+    assert jobs.batch_bound_from_env() == BatchBound(jobs=1, rows=1000)
     monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "many")
     with pytest.raises(InvalidParameterError, match="EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers"):
-        batch_from_env()
+        jobs.batch_bound_from_env()
 
 
 def test_a_second_stop_signal_gives_back_the_jobs_not_yet_stored(

@@ -13,6 +13,7 @@ DuckDB or Spark, and one against subtopic or preference judgments go one at a ti
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 from evalstore.backends import Backend
 from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import InvalidParameterError
 from evalstore.services.jobs.options import DEFAULT_LEASE, ClaimedJob, as_utc, db_now
 from evalstore.services.jobs.queue import claim_in, take
 
@@ -41,6 +43,20 @@ class BatchBound:
 
     jobs: int = BATCH_JOBS
     rows: int = BATCH_ROWS
+
+
+def batch_bound_from_env() -> BatchBound:
+    """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
+    environment variables (the worker inside `evalstore serve` has no options of its own)."""
+    try:
+        return BatchBound(
+            jobs=max(1, int(os.environ.get("EVALSTORE_BATCH_JOBS", BATCH_JOBS))),
+            rows=max(1, int(os.environ.get("EVALSTORE_BATCH_ROWS", BATCH_ROWS))),
+        )
+    except ValueError as error:
+        raise InvalidParameterError(
+            f"EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers: {error}"
+        ) from None
 
 
 def claim_batch(

@@ -334,12 +334,15 @@ def fail(engine: Engine, job: ClaimedJob, error: str, *, retryable: bool) -> str
         return row.state
 
 
-def release(engine: Engine, job: ClaimedJob) -> None:
-    """Give a job back untouched (the worker is stopping); the attempt does not count."""
+def release(engine: Engine, job: ClaimedJob, *, reason: str | None = None) -> None:
+    """Give a job back untouched (the worker is stopping, or waits out an outage: ``reason``,
+    shown as its error until it is done); the attempt does not count."""
     with unit_of_work(engine) as session:
         try:
             row = _held(session, job)
         except JobLost:
             return
         row.state, row.worker_id, row.lease_expires_at = "queued", None, None
+        if reason is not None:
+            row.error = reason
         row.attempts = max(0, row.attempts - 1)
