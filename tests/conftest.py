@@ -26,7 +26,9 @@ from sqlalchemy.engine import make_url
 
 from evalstore.db.engine import make_engine, upgrade
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the repository, or where $EVALSTORE_SHARED_DATA says (a git worktree kept
+# elsewhere than beside ../shared)
+SHARED = Path(os.environ.get("EVALSTORE_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 TREC_EVAL_TEST = SHARED / "trec_eval_test"
 PG_ENV = "EVALSTORE_TEST_DATABASE_URL"
 

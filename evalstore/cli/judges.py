@@ -174,7 +174,8 @@ def probe(
     seed: Annotated[int, typer.Option("--seed", help="Draws the documents.")] = 0,
     fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
-    """How many labels rise when the query's words, or an instruction, are inserted into documents."""
+    """How many labels rise when the query's words, an instruction, or a quoted final score are
+    inserted into documents."""
     from evalstore.services.judges import probe as probing
 
     with _bar("probing") as advance:
@@ -193,7 +194,7 @@ def probe(
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
     render(
-        [{"attack": attack, **result[attack]} for attack in ("query_words", "instruction")],
+        [{"attack": attack, **result[attack]} for attack in probing.ATTACKS],
         ["attack", "compared", "rose", "same", "fell", "share_rose", "mean_change", "unrateable"],
         OutputFormat.table,
         title=f"probe of {name}: {result['documents']} documents",

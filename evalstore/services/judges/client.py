@@ -8,6 +8,8 @@ or 422; llama-cpp-python's server says 500 and names response_format). Rate limi
 server errors (5xx), timeouts and dropped connections are retried with exponential back-off
 (``Retry-After`` is honoured); what still fails is returned as unrateable
 with the reason, never raised, except a refused key or an unknown model, which stop the run.
+Every text the endpoint sends back is redacted (:mod:`.redaction`) before it is returned or raised:
+an error body that echoes the request's ``Authorization`` header must not store the key.
 
 The back-off is a dozen lines rather than tenacity's: one more dependency for one loop.
 """
@@ -24,6 +26,7 @@ import httpx
 
 from evalstore.errors import EvaluationError
 from evalstore.services.judges.prompts import answer_schema, parse_answer
+from evalstore.services.judges.redaction import redact
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "none")
 RETRIED_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -143,13 +146,13 @@ class ChatJudge:
             except httpx.TimeoutException:
                 reason = f"timed out after {self.settings.timeout:g} s"
             except httpx.TransportError as error:
-                reason = f"connection failed: {type(error).__name__}: {error}"
+                reason = f"connection failed: {type(error).__name__}: {self._redact(str(error))}"
             if response is not None:
                 status = response.status_code
                 if status in FATAL_STATUS:
                     raise EvaluationError(
                         f"{completions_url(self.settings.endpoint)} answered {status}: "
-                        f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
+                        f"{FATAL_STATUS[status]} ({self._excerpt(response)}); check --endpoint, "
                         "--model and --api-key-env."
                     )
                 if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
@@ -159,10 +162,16 @@ class ChatJudge:
                     continue
                 if status < 400:
                     return self._answer(response, attempts, mode, started)
-                reason = f"HTTP {status}: {_excerpt(response)}"
+                reason = f"HTTP {status}: {self._excerpt(response)}"
                 if status not in RETRIED_STATUS:
                     return Answer(
-                        None, None, response.text[:2000], reason, attempts, mode, time.perf_counter() - started
+                        None,
+                        None,
+                        self._redact(response.text)[:2000],
+                        reason,
+                        attempts,
+                        mode,
+                        time.perf_counter() - started,
                     )
             if retried >= self.settings.retries:
                 return Answer(
@@ -177,14 +186,30 @@ class ChatJudge:
             self._sleep(self._wait(retried, response))
             retried += 1
 
+    def _redact(self, text: str) -> str:
+        return redact(text, [self.settings.api_key]) or ""
+
+    def _excerpt(self, response: httpx.Response) -> str:
+        # redacted before it is cut: a cut through the key would leave its start unrecognised
+        return " ".join(self._redact(response.text).split())[:200] or response.reason_phrase
+
     def _answer(self, response: httpx.Response, attempts: int, mode: str, started: float) -> Answer:
         seconds = time.perf_counter() - started
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return Answer(
-                None, None, response.text[:2000], "the answer is not a chat completion", attempts, mode, seconds
+                None,
+                None,
+                self._redact(response.text)[:2000],
+                "the answer is not a chat completion",
+                attempts,
+                mode,
+                seconds,
             )
+        if content is not None and not isinstance(content, str):
+            content = str(content)
+        content = redact(content, [self.settings.api_key])
         parsed = parse_answer(content, self.scale)
         return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
 
@@ -193,7 +218,3 @@ def _refused_format(response: httpx.Response) -> bool:
     """The server does not take this response_format: 400 or 422, or a 500 that says so
     (llama-cpp-python's server answers a request it cannot validate with 500)."""
     return response.status_code in (400, 422) or (response.status_code == 500 and "response_format" in response.text)
-
-
-def _excerpt(response: httpx.Response) -> str:
-    return " ".join(response.text.split())[:200] or response.reason_phrase

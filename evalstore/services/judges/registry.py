@@ -18,6 +18,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.services.judges.client import STRUCTURED_MODES
 from evalstore.services.judges.prompts import load_template, template_hash
+from evalstore.services.judges.redaction import url_credentials
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what decides a label; max_concurrency and timeout do not
@@ -64,6 +65,13 @@ def add_judge(
         raise InvalidParameterError(
             f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
             f"http://127.0.0.1:8000/v1; not '{endpoint}'."
+        )
+    credentials = url_credentials(endpoint)
+    if credentials:
+        raise InvalidParameterError(
+            f"The endpoint's URL carries {' and '.join(credentials)}; a judge's endpoint is stored and "
+            "shown, its key never is: give the URL without it, and the key by the name of the "
+            "environment variable that holds it."
         )
     if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
         raise InvalidParameterError(
