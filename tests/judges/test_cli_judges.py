@@ -58,7 +58,7 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert report["systems"]["nDCG@10"]["kendall_tau"] == 1.0
     table = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--measure", "AP")
     assert table.exit_code == 0, table.output
-    for word in ("kappa", "krippendorff_alpha", "kendall_tau", "tau_ap", "share_preserved", "per topic"):
+    for word in ("Cohen's kappa", "Krippendorff's alpha", "Kendall's tau-b", "tau_AP_b", "share kept", "per topic"):
         assert word in table.stdout
     assert report["circular"] == {}
     provenance = cli("judgments", "provenance", "--pool", "p", "--doc", "d3", "--format", "json")
