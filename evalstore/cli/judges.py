@@ -302,12 +302,16 @@ def judgments_compare(
         str, typer.Option("--correction", help="Of the p-values over all pairs: holm, bonferroni, bh, ..., none.")
     ] = "holm",
     alpha: Annotated[float, typer.Option("--alpha")] = 0.05,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Of the prediction-powered intervals (B an LLM's, A people's).")
+    ] = 0.95,
     fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
     """How far two qrels agree: labels (kappa, weighted kappa, Krippendorff's alpha, confusion,
     over-labelling, the relevant sets' precision, recall, F1, Jaccard and kappa), system order
     (Kendall's tau-b, Spearman, Pearson, tau-AP, tau_AP_b, tau@k, mean per-topic tau, swaps) and
-    significance decisions (kept, reversed, lost)."""
+    significance decisions (kept, reversed, lost); and each system's prediction-powered mean and
+    interval (B's scores on every topic it judges, corrected by A's on the topics both judge)."""
     from evalstore.services.judges import compare
 
     if len(qrels) != 2:
@@ -332,6 +336,7 @@ def judgments_compare(
         alpha=alpha,
         correction=correction,
         relevant_from=relevant_from,
+        confidence=confidence,
     )
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
@@ -443,6 +448,23 @@ def _compare_tables(report: dict[str, Any]) -> None:
         OutputFormat.table,
         title="per topic",
     )
+    for measure, intervals in report.get("ppi", {}).items():
+        any_run = next(iter(intervals.values()))
+        render(
+            [
+                {"run": run, **{k: _number(v) for k, v in i.items()}}
+                for run, i in sorted(intervals.items(), key=lambda item: -item[1]["mean"])
+            ],
+            ["run", "llm_mean", "correction", "mean", "low", "high", "half_width", "human_mean", "human_half_width"],
+            OutputFormat.table,
+            title=f"{measure}: prediction-powered means, {any_run['confidence']:.0%} intervals "
+            f"(B on {any_run['llm_topics']} topics, corrected by A on {any_run['human_topics']})",
+        )
+    if report.get("ppi"):
+        info(
+            "the prediction-powered half-widths count the covariance of the topics both judge (they are "
+            "among B's); --format json gives half_width_independent too, the formula for separate topics"
+        )
     if report.get("note"):
         info(report["note"])
     for qrels, behind in report.get("judges", {}).items():

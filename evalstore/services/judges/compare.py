@@ -28,6 +28,7 @@ from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services.judges.circularity import circular_runs
 from evalstore.services.tasks.judge_made import judge_behind
 from evalstore.statistics import judgment_agreement as agreement
+from evalstore.statistics.prediction_powered import prediction_powered
 from evalstore.statistics.significance import CORRECTIONS, TESTS
 
 DEFAULT_MEASURES = ("nDCG@10", "AP")
@@ -76,12 +77,16 @@ def compare(
     alpha: float = 0.05,
     correction: str = "holm",
     relevant_from: int = 1,
+    confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The three levels of agreement of ``second`` with ``first`` (the reference, e.g. human qrels):
     labels (the relevant sets at ``relevant_from`` or more), the systems' order (``top_k``: tau over
     the first's top k, swaps among them) and significance (``test`` at ``alpha``, p-values under
     ``correction``). The systems are the stored ``runs`` and the ``run_files`` (every stored run
-    when neither is given)."""
+    when neither is given). With ``second`` an LLM's labels and ``first`` people's, ``ppi`` holds
+    each system's prediction-powered mean and interval at ``confidence``: the LLM's scores on
+    every topic it judges corrected by people's on the topics both judge
+    (:mod:`evalstore.statistics.prediction_powered`)."""
     if test not in TESTS or test in ("randomization", "bootstrap"):
         raise InvalidParameterError("--test is t, wilcoxon or sign.")
     if correction not in CORRECTIONS:
@@ -90,6 +95,8 @@ def compare(
         raise InvalidParameterError(f"--alpha is between 0 and 1; not {alpha:g}.")
     if top_k < 2:
         raise InvalidParameterError(f"--top-k is at least 2; not {top_k}.")
+    if not 0 < confidence < 1:
+        raise InvalidParameterError(f"The confidence is between 0 and 1; not {confidence:g}.")
     if relevant_from < 1:
         raise InvalidParameterError(f"The relevant grade is at least 1; not {relevant_from}.")
     names = [str(m) for m in resolve_measures(list(measures or DEFAULT_MEASURES))]
@@ -135,6 +142,7 @@ def compare(
         "labels": asdict(labels),
         "systems": {},
         "significance": {},
+        "ppi": {},
         # runs that declare the model that made one side's labels: their scores there are suspect
         "circular": {name: runs_ for name, runs_ in circular.items() if runs_},
         # the judge behind either side's labels, with its stored probe result
@@ -146,9 +154,17 @@ def compare(
         report["note"] = "fewer than two runs: no system order or significance to compare"
         return report
     run_names = list(tables)
+    # PPI's N: every topic the second (the LLM) judges; its n: the topics both judge
+    llm_topics = sorted(set(b.loc[b["relevance"] >= 0, "topic"]))
+    where = [llm_topics.index(t) for t in topics]
+    report["ppi_topics"] = {"llm": len(llm_topics), "human": len(topics)}
     for measure in names:
         scores_a = _per_topic(a, tables, measure, topics)
         scores_b = _per_topic(b, tables, measure, topics)
+        if len(topics) >= 2:
+            llm_all = scores_b if llm_topics == topics else _per_topic(b, tables, measure, llm_topics)
+            intervals = prediction_powered(llm_all, scores_a, llm_all[:, where], confidence=confidence)
+            report["ppi"][measure] = {run: asdict(i) for run, i in zip(run_names, intervals, strict=True)}
         report["systems"][measure] = asdict(
             agreement.system_agreement(
                 run_names,
