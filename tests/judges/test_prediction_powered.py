@@ -133,3 +133,56 @@ def test_compare_on_fewer_human_topics(world: Engine, endpoint: str, tmp_path) -
         ],
     )
     assert json.loads(as_json.stdout)["ppi"]["AP"]["good"]["human_topics"] == 2
+
+
+def test_a_hybrid_versions_board_has_prediction_powered_intervals_and_tiers(
+    world: Engine,
+    endpoint: str,
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    """People judged topics 1 and 2 completely and topic 3 in part; the judge judged all three.
+    The board equals `judgments compare`'s intervals of the same labels stored as qrels."""
+    from evalstore.services import pools, store
+    from evalstore.services.judges import ppi_board
+
+    registry.add_judge(world, "fake", endpoint=endpoint, model="m")
+    running.run_judge(world, "fake", pool_name="p")
+    people = "1 0 d1 3\n1 0 d2 1\n1 0 d7 0\n2 0 d3 2\n2 0 d4 0\n2 0 d7 0\n"
+    (tmp_path / "sheet.txt").write_text(people + "3 0 d5 3\n")
+    pools.import_judgments(world, tmp_path / "sheet.txt", pool_name="p", assessor="ann")
+    versions.build_version(world, "hyb", pool_name="p", source="hybrid:fake")
+    versions.build_version(world, "llm", pool_name="p", source="judge:fake")
+    (tmp_path / "people.txt").write_text(people)
+    store.import_qrels(world, tmp_path / "people.txt", name="people")
+
+    board = ppi_board.ppi_board(world, "hyb", measure="AP")
+    assert (board["qrels"], board["llm_topics"], board["human_topics"], board["partly_judged_topics"]) == (
+        "hyb@v1",
+        3,
+        2,
+        ["3"],
+    )
+    expected = compare.compare(world, "people", "llm", measures=["AP"])["ppi"]["AP"]
+    assert [row["run"] for row in board["rows"]] == sorted(expected, key=lambda r: -expected[r]["mean"])
+    for row in board["rows"]:
+        assert row["mean"] == pytest.approx(expected[row["run"]]["mean"])
+        assert row["half_width"] == pytest.approx(expected[row["run"]]["half_width"])
+    tiers = [row["tier"] for row in board["rows"]]
+    assert tiers[0] == 1 and tiers == sorted(tiers)
+    for above, below in zip(board["rows"], board["rows"][1:], strict=False):
+        if below["tier"] > above["tier"]:  # a new tier: wholly below the interval that opened the last
+            opener = next(r for r in board["rows"] if r["tier"] == above["tier"])
+            assert below["high"] < opener["low"]
+
+    url = world.url.render_as_string(hide_password=False)
+    shown = CliRunner().invoke(
+        app, ["--database-url", url, "leaderboard", "--qrels", "hyb", "--ppi", "--measure", "AP"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "AP on hyb@v1: prediction-powered means, 95% intervals (judge fake on 3 topics, corrected by people's" in (
+        " ".join(shown.stdout.split())
+    )
+    assert "topics people judged in part are left out of the correction: 3" in shown.stderr
+    refused = CliRunner().invoke(app, ["--database-url", url, "leaderboard", "--qrels", "llm", "--ppi"])
+    assert refused.exit_code == 1
+    assert "'llm@v1' is not a hybrid qrels version" in " ".join(refused.stderr.split())

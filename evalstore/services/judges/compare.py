@@ -159,10 +159,10 @@ def compare(
     where = [llm_topics.index(t) for t in topics]
     report["ppi_topics"] = {"llm": len(llm_topics), "human": len(topics)}
     for measure in names:
-        scores_a = _per_topic(a, tables, measure, topics)
-        scores_b = _per_topic(b, tables, measure, topics)
+        scores_a = per_topic(a, tables, measure, topics)
+        scores_b = per_topic(b, tables, measure, topics)
         if len(topics) >= 2:
-            llm_all = scores_b if llm_topics == topics else _per_topic(b, tables, measure, llm_topics)
+            llm_all = scores_b if llm_topics == topics else per_topic(b, tables, measure, llm_topics)
             intervals = prediction_powered(llm_all, scores_a, llm_all[:, where], confidence=confidence)
             report["ppi"][measure] = {run: asdict(i) for run, i in zip(run_names, intervals, strict=True)}
         report["systems"][measure] = asdict(
@@ -181,7 +181,7 @@ def compare(
     return report
 
 
-def _per_topic(qrels: pd.DataFrame, runs: dict[str, pa.Table], measure: str, topics: list[str]) -> np.ndarray:
+def per_topic(qrels: pd.DataFrame, runs: dict[str, pa.Table], measure: str, topics: list[str]) -> np.ndarray:
     """runs x topics: each run's ``measure`` on each topic (0 where the run retrieves nothing)."""
     kept = qrels[qrels["topic"].isin(topics)]
     table = pa.table(

@@ -56,7 +56,8 @@ def parse_source(text: str) -> Source:
     return Source(kind, judge or None)
 
 
-def _human(session: Session, pool: Pool) -> pd.Series:
+def human_labels(session: Session, pool: Pool) -> pd.Series:
+    """People's labels of the pool's documents (0 or more), one per document by majority."""
     rows = session.execute(
         select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor, PoolJudgment.relevance).where(
             PoolJudgment.pool_id == pool.id, PoolJudgment.relevance >= 0
@@ -68,11 +69,13 @@ def _human(session: Session, pool: Pool) -> pd.Series:
     return pools.resolve_labels(frame, "majority")
 
 
-def _judged_by(session: Session, pool: Pool, judge: Judge) -> pd.Series:
+def judge_labels(session: Session, pool: Pool, judge: Judge, *, config_hash: str | None = None) -> pd.Series:
+    """The judge's grades of the pool's documents under ``config_hash`` (default: its current
+    configuration), unrateable ones left out."""
     rows = session.execute(
         select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance).where(
             JudgeLabel.judge_id == judge.id,
-            JudgeLabel.config_hash == judge.config_hash,
+            JudgeLabel.config_hash == (config_hash or judge.config_hash),
             JudgeLabel.pool_id == pool.id,
             JudgeLabel.relevance.is_not(None),
         )
@@ -101,11 +104,11 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> 
     with read_only(engine) as session:
         pool = repo.get_pool(session, pool_name)
         entries = session.execute(select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id)).all()
-        human = _human(session, pool) if chosen.kind in ("human", "hybrid") else None
+        human = human_labels(session, pool) if chosen.kind in ("human", "hybrid") else None
         judge = None
         if chosen.kind != "human":
             judge = get_judge(session, chosen.judge) if chosen.judge else _only_judge(session, pool)
-        judged = _judged_by(session, pool, judge) if judge is not None else None
+        judged = judge_labels(session, pool, judge) if judge is not None else None
     if chosen.kind == "human":
         assert human is not None
         labels, counts = human, {"human": len(human)}
