@@ -83,6 +83,12 @@ def add(
     ] = Structured.auto,
     max_tokens: Annotated[int, typer.Option("--max-tokens")] = 200,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 60.0,
+    price_in: Annotated[
+        float | None, typer.Option("--price-in", help="US dollars per million input tokens (the cost ledger).")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option("--price-out", help="US dollars per million output tokens (the cost ledger).")
+    ] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Change an existing judge (its labels are kept).")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
@@ -103,6 +109,8 @@ def add(
         structured=structured.value,
         max_tokens=max_tokens,
         timeout=timeout,
+        price_in=price_in,
+        price_out=price_out,
         replace=replace,
     )
     render_record(_flat(judge), fmt, title=f"judge {name}")
@@ -146,19 +154,50 @@ def run(
     pool: Annotated[str, typer.Option("--pool")],
     topics: Annotated[list[str] | None, typer.Option("--topics", help="Judge these topics only (repeat).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Judge at most this many documents now.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Judge the pool's documents this judge has not rated yet (resumable: run it again to go on)."""
     from evalstore.services.judges import running
 
+    if dry_run:
+        estimate = running.estimate_run(state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit)
+        render_record(estimate, fmt, title=f"judge {name} on {pool}: estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
     with _bar(f"judging {pool}") as advance:
         result = running.run_judge(
-            state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit, progress=advance
+            state(ctx).engine(),
+            name,
+            pool_name=pool,
+            topics=topics or None,
+            limit=limit,
+            max_cost=max_cost,
+            progress=advance,
         )
-    row = result.as_dict() | {"reasons": json.dumps(result.reasons)}
-    render_record(row if fmt is not OutputFormat.json else result.as_dict(), fmt, title=f"judge {name} on {pool}")
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "skipped")} | {
+        "reasons": json.dumps(result.reasons),
+        "failed": len(result.failed),
+        "skipped": len(result.skipped),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"judge {name} on {pool}")
+    for item in result.failed:
+        info(f"unrateable: topic {item['topic']}, document {item['doc']}: {item['reason']}")
     if result.unrateable:
         info(f"{result.unrateable} documents are unrateable (stored with the reason; run again to ask again).")
+    if result.skipped:
+        info(
+            f"the budget of {max_cost:g} USD was reached: {len(result.skipped)} documents were not sent "
+            f"(first: topic {result.skipped[0]['topic']}, document {result.skipped[0]['doc']}); run again to go on."
+        )
 
 
 @app.command("probe")

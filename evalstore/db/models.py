@@ -720,6 +720,9 @@ class JudgeLabel(Base):
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # endpoint, model, prompt hash, params
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     seconds: Mapped[float | None] = mapped_column(Double)
+    # tokens the calls for this label used, summed over its attempts and runs (None: not reported)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

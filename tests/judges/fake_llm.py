@@ -90,6 +90,8 @@ def app(script: Script) -> Starlette:
                 "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 ],
+                # tokens: words, so that a test can count them
+                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split())},
             }
         )
 

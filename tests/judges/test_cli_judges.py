@@ -29,7 +29,18 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert json.loads(added.stdout)[0]["seed"] == 1
     ran = cli("judges", "run", "fake", "--pool", "p", "--format", "json")
     assert ran.exit_code == 0, ran.output
-    assert json.loads(ran.stdout)[0] | {"config_hash": "-"} == {
+    ledger = ("input_tokens", "output_tokens", "seconds", "cost_usd", "failed", "skipped", "budget_usd")
+    ran_json = json.loads(ran.stdout)[0]
+    assert {k: ran_json[k] for k in ledger} | {"input_tokens": 0, "output_tokens": 0, "seconds": 0} == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "seconds": 0,
+        "cost_usd": None,  # no prices declared
+        "failed": [],
+        "skipped": [],
+        "budget_usd": None,
+    }
+    assert {k: v for k, v in ran_json.items() if k not in ledger} | {"config_hash": "-"} == {
         "judge": "fake",
         "pool": "p",
         "config_hash": "-",

@@ -61,6 +61,9 @@ class Answer:
     attempts: int
     structured: str  # the mode the answer was asked in
     seconds: float
+    input_tokens: int | None = None  # as the endpoint's ``usage`` reports them (None: not reported)
+    output_tokens: int | None = None
+    sent: bool = True  # False: never asked (e.g. the budget was reached first)
 
 
 def completions_url(endpoint: str) -> str:
@@ -211,10 +214,26 @@ class ChatJudge:
             content = str(content)
         content = redact(content, [self.settings.api_key])
         parsed = parse_answer(content, self.scale)
-        return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
+        used_in, used_out = _usage(response)
+        return Answer(
+            parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds, used_in, used_out
+        )
 
 
 def _refused_format(response: httpx.Response) -> bool:
     """The server does not take this response_format: 400 or 422, or a 500 that says so
     (llama-cpp-python's server answers a request it cannot validate with 500)."""
     return response.status_code in (400, 422) or (response.status_code == 500 and "response_format" in response.text)
+
+
+def _usage(response: httpx.Response) -> tuple[int | None, int | None]:
+    """The tokens a chat completion reports (``usage.prompt_tokens``, ``usage.completion_tokens``)."""
+    try:
+        usage = response.json().get("usage") or {}
+    except ValueError:
+        return None, None
+    found = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
+    return (
+        found[0] if isinstance(found[0], int) and found[0] >= 0 else None,
+        found[1] if isinstance(found[1], int) and found[1] >= 0 else None,
+    )

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import Judge, JudgeLabel, JudgeProbe, Pool
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.services.judges import costs
 from evalstore.services.judges.client import STRUCTURED_MODES
 from evalstore.services.judges.prompts import load_template, template_hash
 from evalstore.services.judges.redaction import url_credentials
@@ -57,10 +58,14 @@ def add_judge(
     structured: str = "auto",
     max_tokens: int = 200,
     timeout: float = 60.0,
+    price_in: float | None = None,
+    price_out: float | None = None,
     replace: bool = False,
 ) -> dict[str, Any]:
     """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
-    the old configuration's hash). The key is read from ``api_key_env`` when the judge runs."""
+    the old configuration's hash). The key is read from ``api_key_env`` when the judge runs.
+    ``price_in``/``price_out``: US dollars per million input and output tokens, for its cost
+    ledger (both or neither; they do not decide a label, so they are not in its configuration)."""
     if not re.match(r"https?://", endpoint):
         raise InvalidParameterError(
             f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
@@ -84,6 +89,13 @@ def add_judge(
         raise InvalidParameterError(f"--temperature is 0 to 2; not {temperature:g}.")
     if max_concurrency < 1 or max_tokens < 1 or timeout <= 0:
         raise InvalidParameterError("--max-concurrency, --max-tokens and --timeout must be positive.")
+    if (price_in is None) != (price_out is None):
+        raise InvalidParameterError("A judge's prices are two: per million input tokens and per million output tokens.")
+    for price in (price_in, price_out):
+        if price is not None and not 0 <= price < 1e6:
+            raise InvalidParameterError(
+                f"A price per million tokens is 0 or more dollars (below a million); not {price:g}."
+            )
     low, high = parse_scale(scale)
     prompt_name, template = load_template(prompt)
     prompt_hash = template_hash(template)
@@ -95,6 +107,8 @@ def add_judge(
         "structured": structured,
         "max_concurrency": max_concurrency,
         "timeout": timeout,
+        "price_in": price_in,
+        "price_out": price_out,
     }
     with unit_of_work(engine) as session:
         judge = session.scalar(select(Judge).where(Judge.name == name))
@@ -148,6 +162,7 @@ def _view(session: Session, judge: Judge) -> dict[str, Any]:
         "created_at": judge.created_at.isoformat(),
         "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
         "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
+        "costs": costs.ledger(session, judge),
     }
 
 
