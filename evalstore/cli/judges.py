@@ -161,6 +161,10 @@ def run(
         float | None,
         typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
     ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option("--repeats", help="Ask each document this many times; the repeats give self-consistency."),
+    ] = 1,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Judge the pool's documents this judge has not rated yet (resumable: run it again to go on)."""
@@ -180,11 +184,13 @@ def run(
             topics=topics or None,
             limit=limit,
             max_cost=max_cost,
+            repeats=repeats,
             progress=advance,
         )
     whole = result.as_dict()
     row = {k: v for k, v in whole.items() if k not in ("failed", "skipped")} | {
         "reasons": json.dumps(result.reasons),
+        "self_consistency": json.dumps(result.self_consistency),
         "failed": len(result.failed),
         "skipped": len(result.skipped),
     }

@@ -36,6 +36,7 @@ class Script:
     refuse_status: int = 400  # llama-cpp-python's server refuses with 500
     echo_headers: bool = False  # a scripted error's body repeats the request's headers
     echo_passage: bool = False  # a text answer repeats the passage (delimiters and all) before its grade
+    vary: bool = False  # every other request's grade is one higher (at most 3): answers that move
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -73,6 +74,8 @@ def app(script: Script) -> Starlette:
             )
         prompt = body["messages"][-1]["content"]
         value = grade(prompt)
+        if script.vary and len(script.requests) % 2 == 0:
+            value = min(3, value + 1)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
         elif form in ("json_schema", "json_object"):

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import Judge, JudgeLabel, Pool
+from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool
 
 # a prompt's tokens before it is sent, when the judge has no call of its own to learn from: about 4
 # characters a token in English text (OpenAI's rule of thumb); an estimate, said to be one
@@ -37,8 +37,8 @@ def money(judge: Judge, input_tokens: int, output_tokens: int) -> float | None:
 
 
 def ledger(session: Session, judge: Judge) -> dict[str, Any]:
-    """The judge's calls under its configuration, summed: labels, attempts, tokens, seconds and
-    money, and the unrateable labels (counted, the first ``LISTED`` listed with their reason)."""
+    """The judge's calls under its configuration, summed (labels and their repeats): attempts,
+    tokens, seconds and money, and the unrateable labels (counted, the first ``LISTED`` listed with their reason)."""
     current = (JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash)
     labels, attempts, tokens_in, tokens_out, seconds, reported = session.execute(
         select(
@@ -50,20 +50,34 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
             func.count(JudgeLabel.input_tokens),
         ).where(*current)
     ).one()
+    repeat_rows = session.execute(
+        select(
+            func.count(JudgeRepeat.id),
+            func.coalesce(func.sum(JudgeRepeat.attempts), 0),
+            func.coalesce(func.sum(JudgeRepeat.input_tokens), 0),
+            func.coalesce(func.sum(JudgeRepeat.output_tokens), 0),
+            func.coalesce(func.sum(JudgeRepeat.seconds), 0.0),
+        ).where(JudgeRepeat.judge_id == judge.id, JudgeRepeat.config_hash == judge.config_hash)
+    ).one()
+    repeats = int(repeat_rows[0])
+    attempts = int(attempts or 0) + int(repeat_rows[1] or 0)
+    tokens_in = int(tokens_in or 0) + int(repeat_rows[2] or 0)
+    tokens_out = int(tokens_out or 0) + int(repeat_rows[3] or 0)
+    seconds = float(seconds or 0.0) + float(repeat_rows[4] or 0.0)
     unrateable = session.execute(
         select(Pool.name, JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.reason)
         .join(Pool, Pool.id == JudgeLabel.pool_id)
         .where(*current, JudgeLabel.relevance.is_(None))
         .order_by(Pool.name, JudgeLabel.topic, JudgeLabel.doc)
     ).all()
-    tokens_in, tokens_out = int(tokens_in or 0), int(tokens_out or 0)
     return {
         "labels": int(labels),
-        "attempts": int(attempts or 0),
+        "repeats": repeats,  # answers asked again (judges run --repeats), counted in what follows
+        "attempts": attempts,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
         "labels_without_tokens": int(labels) - int(reported),  # the endpoint reported no usage
-        "seconds": float(seconds or 0.0),
+        "seconds": seconds,
         "cost_usd": money(judge, tokens_in, tokens_out),
         "unrateable": len(unrateable),
         "unrateable_listed": [

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import Judge, JudgeLabel, JudgeProbe, Pool
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
-from evalstore.services.judges import costs
+from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import STRUCTURED_MODES
 from evalstore.services.judges.prompts import load_template, template_hash
 from evalstore.services.judges.redaction import url_credentials
@@ -163,6 +163,8 @@ def _view(session: Session, judge: Judge) -> dict[str, Any]:
         "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
         "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
         "costs": costs.ledger(session, judge),
+        # agreement of the judge's answers across repeats (None: no document asked twice)
+        "self_consistency": consistency.self_consistency(session, judge),
     }
 
 

@@ -16,12 +16,12 @@ import httpx
 from sqlalchemy import Engine, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Judge, JudgeLabel, Pool, PoolEntry
+from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
-from evalstore.services.judges import costs
+from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
 from evalstore.services.judges.prompts import render
 from evalstore.services.judges.registry import get_judge, provenance
@@ -47,6 +47,8 @@ class JudgeRun:
     failed: list[dict[str, str]] = field(default_factory=list)  # unrateable now: topic, doc, reason
     skipped: list[dict[str, str]] = field(default_factory=list)  # not sent: the budget was reached first
     budget_usd: float | None = None
+    repeats: int = 1  # answers asked per document (the first is its label)
+    self_consistency: dict[str, Any] | None = None  # with repeats: the judge's, over all its repeats
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -193,6 +195,7 @@ def run_judge(
     topics: list[str] | None = None,
     limit: int | None = None,
     max_cost: float | None = None,
+    repeats: int = 1,
     progress: Callable[[int, int], None] | None = None,
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] | None = None,
@@ -201,7 +204,11 @@ def run_judge(
     configuration has not rated yet, in judging order. ``progress(done, total)`` after each. With
     ``max_cost`` (US dollars, the judge's prices) a call is sent only while the budget holds its
     worst case (:class:`evalstore.services.judges.costs.Budget`); the rest are skipped, listed and
-    left for the next run."""
+    left for the next run. With ``repeats`` K above 1 each document is asked K times: the first
+    answer is its label, the others are stored as its repeats (the judge's self-consistency,
+    :mod:`evalstore.services.judges.consistency`)."""
+    if not 1 <= repeats <= 20:
+        raise InvalidParameterError(f"A document is asked 1 to 20 times; not {repeats}.")
     if max_cost is not None and max_cost <= 0:
         raise InvalidParameterError(f"The budget must be above 0 dollars; not {max_cost:g}.")
     plan = _plan(engine, name, pool_name, topics, limit)
@@ -214,10 +221,7 @@ def run_judge(
     budget = costs.Budget(judge, max_cost) if max_cost is not None else None
     asker = chat_judge(judge, client=client, sleep=sleep)
 
-    def ask(topic: str, doc: str) -> Answer:
-        prompt = plan.prompts[(topic, doc)]
-        if prompt is None:
-            return Answer(None, None, None, plan.missing[(topic, doc)], 0, "none", 0.0)
+    def once(prompt: str) -> Answer:
         reserved = budget.reserve(prompt) if budget is not None else 0.0
         if reserved is None:
             return Answer(
@@ -228,28 +232,42 @@ def run_judge(
             budget.settle(reserved, answer.input_tokens, answer.output_tokens, prompt)
         return answer
 
+    def ask(topic: str, doc: str) -> tuple[Answer, list[Answer]]:
+        prompt = plan.prompts[(topic, doc)]
+        if prompt is None:
+            return Answer(None, None, None, plan.missing[(topic, doc)], 0, "none", 0.0), []
+        first = once(prompt)
+        again: list[Answer] = []
+        while first.sent and len(again) < repeats - 1:
+            answer = once(prompt)
+            if not answer.sent:  # the budget ends the repeats; the label stands
+                break
+            again.append(answer)
+        return first, again
+
     todo = list(plan.prompts)
     reasons: dict[str, int] = {}
     failed: list[dict[str, str]] = []
     skipped: list[dict[str, str]] = []
     done = rated_now = tokens_in = tokens_out = 0
     seconds = 0.0
-    pending: list[tuple[str, str, Answer]] = []
+    pending: list[tuple[str, str, Answer, list[Answer]]] = []
     try:
         with ThreadPoolExecutor(max_workers=int(judge.params["max_concurrency"])) as executor:
             futures = {executor.submit(ask, t, d): (t, d) for t, d in todo}
             try:
                 for future in as_completed(futures):
                     topic, doc = futures[future]
-                    answer = future.result()
+                    answer, again = future.result()
                     if not answer.sent:  # never asked: no label, nothing stored; counted and listed
                         skipped.append({"topic": topic, "doc": doc, "reason": answer.reason or ""})
                         continue
-                    pending.append((topic, doc, answer))
+                    pending.append((topic, doc, answer, again))
                     done += 1
-                    tokens_in += answer.input_tokens or 0
-                    tokens_out += answer.output_tokens or 0
-                    seconds += answer.seconds
+                    for call in (answer, *again):
+                        tokens_in += call.input_tokens or 0
+                        tokens_out += call.output_tokens or 0
+                        seconds += call.seconds
                     if answer.relevance is None:
                         key = (answer.reason or "unknown").split(":")[0]
                         reasons[key] = reasons.get(key, 0) + 1
@@ -269,6 +287,10 @@ def run_judge(
         if pending:
             _store(engine, judge, pool, pending)
         asker.close()
+    consistent = None
+    if repeats > 1:
+        with read_only(engine) as session:
+            consistent = consistency.self_consistency(session, get_judge(session, judge.name))
     order = {key: i for i, key in enumerate(todo)}
     failed.sort(key=lambda row: order[(row["topic"], row["doc"])])
     skipped.sort(key=lambda row: order[(row["topic"], row["doc"])])
@@ -289,13 +311,16 @@ def run_judge(
         failed,
         skipped,
         max_cost,
+        repeats,
+        consistent,
     )
 
 
-def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer]]) -> None:
+def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer, list[Answer]]]) -> None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        for topic, doc, answer in answers:
+        for topic, doc, answer, again in answers:
+            _store_repeats(session, judge, pool, topic, doc, again, now)
             row = session.scalar(
                 select(JudgeLabel).where(
                     JudgeLabel.judge_id == judge.id,
@@ -320,3 +345,26 @@ def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, st
                 row.input_tokens = (row.input_tokens or 0) + answer.input_tokens
             if answer.output_tokens is not None:
                 row.output_tokens = (row.output_tokens or 0) + answer.output_tokens
+
+
+def _store_repeats(session: Any, judge: Judge, pool: Pool, topic: str, doc: str, again: list[Answer], now: Any) -> None:
+    """Repeats 2.. of a label (a run with more repeats replaces those it asks again)."""
+    for number, answer in enumerate(again, start=2):
+        row = session.scalar(
+            select(JudgeRepeat).where(
+                JudgeRepeat.judge_id == judge.id,
+                JudgeRepeat.config_hash == judge.config_hash,
+                JudgeRepeat.pool_id == pool.id,
+                JudgeRepeat.topic == topic,
+                JudgeRepeat.doc == doc,
+                JudgeRepeat.repeat == number,
+            )
+        )
+        if row is None:
+            row = JudgeRepeat(
+                judge_id=judge.id, config_hash=judge.config_hash, pool_id=pool.id, topic=topic, doc=doc, repeat=number
+            )
+            session.add(row)
+        row.relevance, row.reason, row.raw_output = answer.relevance, answer.reason, answer.raw_output
+        row.attempts, row.seconds, row.created_at = answer.attempts, answer.seconds, now
+        row.input_tokens, row.output_tokens = answer.input_tokens, answer.output_tokens
