@@ -30,6 +30,8 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     ran = cli("judges", "run", "fake", "--pool", "p", "--format", "json")
     assert ran.exit_code == 0, ran.output
     ledger = ("input_tokens", "output_tokens", "seconds", "cost_usd", "failed", "skipped", "budget_usd")
+    assert (json.loads(ran.stdout)[0]["repeats"], json.loads(ran.stdout)[0]["self_consistency"]) == (1, None)
+    ledger += ("repeats", "self_consistency")
     ran_json = json.loads(ran.stdout)[0]
     assert {k: ran_json[k] for k in ledger} | {"input_tokens": 0, "output_tokens": 0, "seconds": 0} == {
         "input_tokens": 0,
@@ -39,6 +41,8 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
         "failed": [],
         "skipped": [],
         "budget_usd": None,
+        "repeats": 1,
+        "self_consistency": None,
     }
     assert {k: v for k, v in ran_json.items() if k not in ledger} | {"config_hash": "-"} == {
         "judge": "fake",
