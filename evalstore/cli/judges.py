@@ -257,16 +257,21 @@ def qrels_build(
     source: Annotated[
         str,
         typer.Option(
-            "--from", help="human, judge:NAME, or hybrid[:NAME] (human labels where there are, the judge's elsewhere)."
+            "--from",
+            help="human, judge:NAME, hybrid[:NAME] (human labels where there are, the judge's elsewhere), "
+            "or ensemble:A,B,... (judges combined by --rule).",
         ),
     ] = "human",
+    rule: Annotated[
+        str, typer.Option("--rule", help="An ensemble's grade: majority (ties to the lowest), mean or median.")
+    ] = "majority",
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Build an immutable, content-hashed qrels version from a pool's labels; the tasks on this
     lineage move to it and their runs are queued for re-evaluation."""
     from evalstore.services.judges import versions
 
-    built = versions.build_version(state(ctx).engine(), name, pool_name=pool, source=source)
+    built = versions.build_version(state(ctx).engine(), name, pool_name=pool, source=source, rule=rule)
     if not built["created"]:
         info(f"{built['qrels']} has this content already; no new version.")
     for queued in built["queued"]:

@@ -70,8 +70,9 @@ def _version(session: Session, qrels_name: str) -> QrelsVersion | None:
 def judge_models(session: Session, qrels_name: str) -> set[str]:
     """The models whose labels are in the qrels (none for qrels that are not a judge-made version)."""
     version = _version(session, qrels_name)
-    model = (version.sources if version is not None else {}).get("model")
-    return {str(model).lower()} if model else set()
+    sources = version.sources if version is not None else {}
+    models = [sources.get("model")] + [m.get("model") for m in sources.get("members") or [] if isinstance(m, dict)]
+    return {str(model).lower() for model in models if model}  # an ensemble: every member's
 
 
 def probe_result(session: Session, judge_name: str, config_hash: str | None) -> dict[str, Any] | None:
