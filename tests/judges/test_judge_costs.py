@@ -41,6 +41,7 @@ def test_every_call_is_in_the_ledger_with_money_and_time(world: Engine, endpoint
     ledger = registry.show_judge(world, "fake")["costs"]
     assert ledger | {"seconds": 0} == {
         "labels": 9,
+        "repeats": 0,
         "attempts": 9,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
