@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from evalstore.statistics.pooling import cohen_kappa
 from evalstore.statistics.significance import correct, paired_test, rank_correlation, tau_ap_b
@@ -129,12 +130,14 @@ def label_agreement(
                 )
             )
     per_topic = []
-    for topic in sorted(set(topics.tolist()), key=_natural):
-        mask = topics == topic
-        a, b = first[mask], second[mask]
-        per_topic.append(
-            TopicLabels(str(topic), int(mask.sum()), float((a == b).mean()), _kappa(a, b), float((b - a).mean()))
-        )
+    # each topic's rows found once (a mask per topic is topics x items comparisons of objects)
+    codes, names = pd.factorize(pd.Series(topics, dtype=object))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    rows = {names[i]: order[bounds[i] : bounds[i + 1]] for i in range(len(names))}
+    for topic in sorted(rows, key=_natural):
+        a, b = first[rows[topic]], second[rows[topic]]
+        per_topic.append(TopicLabels(str(topic), len(a), float((a == b).mean()), _kappa(a, b), float((b - a).mean())))
     return LabelAgreement(
         items=len(first),
         labels=labels,
