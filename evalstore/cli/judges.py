@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -82,6 +83,12 @@ def add(
     ] = Structured.auto,
     max_tokens: Annotated[int, typer.Option("--max-tokens")] = 200,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 60.0,
+    price_in: Annotated[
+        float | None, typer.Option("--price-in", help="US dollars per million input tokens (the cost ledger).")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option("--price-out", help="US dollars per million output tokens (the cost ledger).")
+    ] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Change an existing judge (its labels are kept).")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
@@ -102,6 +109,8 @@ def add(
         structured=structured.value,
         max_tokens=max_tokens,
         timeout=timeout,
+        price_in=price_in,
+        price_out=price_out,
         replace=replace,
     )
     render_record(_flat(judge), fmt, title=f"judge {name}")
@@ -145,19 +154,56 @@ def run(
     pool: Annotated[str, typer.Option("--pool")],
     topics: Annotated[list[str] | None, typer.Option("--topics", help="Judge these topics only (repeat).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Judge at most this many documents now.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option("--repeats", help="Ask each document this many times; the repeats give self-consistency."),
+    ] = 1,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Judge the pool's documents this judge has not rated yet (resumable: run it again to go on)."""
     from evalstore.services.judges import running
 
+    if dry_run:
+        estimate = running.estimate_run(state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit)
+        render_record(estimate, fmt, title=f"judge {name} on {pool}: estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
     with _bar(f"judging {pool}") as advance:
         result = running.run_judge(
-            state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit, progress=advance
+            state(ctx).engine(),
+            name,
+            pool_name=pool,
+            topics=topics or None,
+            limit=limit,
+            max_cost=max_cost,
+            repeats=repeats,
+            progress=advance,
         )
-    row = result.as_dict() | {"reasons": json.dumps(result.reasons)}
-    render_record(row if fmt is not OutputFormat.json else result.as_dict(), fmt, title=f"judge {name} on {pool}")
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "skipped")} | {
+        "reasons": json.dumps(result.reasons),
+        "self_consistency": json.dumps(result.self_consistency),
+        "failed": len(result.failed),
+        "skipped": len(result.skipped),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"judge {name} on {pool}")
+    for item in result.failed:
+        info(f"unrateable: topic {item['topic']}, document {item['doc']}: {item['reason']}")
     if result.unrateable:
         info(f"{result.unrateable} documents are unrateable (stored with the reason; run again to ask again).")
+    if result.skipped:
+        info(
+            f"the budget of {max_cost:g} USD was reached: {len(result.skipped)} documents were not sent "
+            f"(first: topic {result.skipped[0]['topic']}, document {result.skipped[0]['doc']}); run again to go on."
+        )
 
 
 @app.command("probe")
@@ -174,7 +220,8 @@ def probe(
     seed: Annotated[int, typer.Option("--seed", help="Draws the documents.")] = 0,
     fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
-    """How many labels rise when the query's words, or an instruction, are inserted into documents."""
+    """How many labels rise when the query's words, an instruction, or a quoted final score are
+    inserted into documents."""
     from evalstore.services.judges import probe as probing
 
     with _bar("probing") as advance:
@@ -193,7 +240,7 @@ def probe(
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
     render(
-        [{"attack": attack, **result[attack]} for attack in ("query_words", "instruction")],
+        [{"attack": attack, **result[attack]} for attack in probing.ATTACKS],
         ["attack", "compared", "rose", "same", "fell", "share_rose", "mean_change", "unrateable"],
         OutputFormat.table,
         title=f"probe of {name}: {result['documents']} documents",
@@ -210,16 +257,21 @@ def qrels_build(
     source: Annotated[
         str,
         typer.Option(
-            "--from", help="human, judge:NAME, or hybrid[:NAME] (human labels where there are, the judge's elsewhere)."
+            "--from",
+            help="human, judge:NAME, hybrid[:NAME] (human labels where there are, the judge's elsewhere), "
+            "or ensemble:A,B,... (judges combined by --rule).",
         ),
     ] = "human",
+    rule: Annotated[
+        str, typer.Option("--rule", help="An ensemble's grade: majority (ties to the lowest), mean or median.")
+    ] = "majority",
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Build an immutable, content-hashed qrels version from a pool's labels; the tasks on this
     lineage move to it and their runs are queued for re-evaluation."""
     from evalstore.services.judges import versions
 
-    built = versions.build_version(state(ctx).engine(), name, pool_name=pool, source=source)
+    built = versions.build_version(state(ctx).engine(), name, pool_name=pool, source=source, rule=rule)
     if not built["created"]:
         info(f"{built['qrels']} has this content already; no new version.")
     for queued in built["queued"]:
@@ -273,32 +325,68 @@ def qrels_versions(
 def judgments_compare(
     ctx: typer.Context,
     qrels: Annotated[
-        list[str], typer.Option("--qrels", help="Twice: the reference (e.g. human) first, then the other.")
+        list[str],
+        typer.Option(
+            "--qrels",
+            help="Twice: the reference (e.g. human) first, then the other. A lineage's name means its newest version.",
+        ),
     ],
     measures: Annotated[list[str] | None, typer.Option("--measure", help="Repeat (default: nDCG@10 and AP).")] = None,
     runs: Annotated[
-        list[str] | None, typer.Option("--run", help="The systems (repeat; default: every stored run).")
+        list[str] | None,
+        typer.Option("--run", "--runs", help="Stored runs as the systems (repeat; default: every stored run)."),
     ] = None,
-    top_k: Annotated[int, typer.Option("--top-k", help="Swaps are counted among the reference's top k systems.")] = 5,
+    run_files: Annotated[
+        list[Path] | None,
+        typer.Option("--run-file", help="A run file as a system, named by its file (repeat); nothing is stored."),
+    ] = None,
+    runs_dir: Annotated[
+        Path | None, typer.Option("--runs-dir", help="Every file in this folder is a run file (as --run-file).")
+    ] = None,
+    relevant_from: Annotated[
+        int, typer.Option("--relevant-from", help="The grade from which a label is relevant, for the set figures.")
+    ] = 1,
+    top_k: Annotated[int, typer.Option("--top-k", help="tau@k and swaps are over the reference's top k systems.")] = 5,
     test: Annotated[str, typer.Option("--test", help="t, wilcoxon or sign.")] = "t",
+    correction: Annotated[
+        str, typer.Option("--correction", help="Of the p-values over all pairs: holm, bonferroni, bh, ..., none.")
+    ] = "holm",
     alpha: Annotated[float, typer.Option("--alpha")] = 0.05,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Of the prediction-powered intervals (B an LLM's, A people's).")
+    ] = 0.95,
     fmt: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.table,
 ) -> None:
     """How far two qrels agree: labels (kappa, weighted kappa, Krippendorff's alpha, confusion,
-    over-rating), system order (Kendall's tau, tau-AP, top-k swaps) and significance decisions."""
+    over-labelling, the relevant sets' precision, recall, F1, Jaccard and kappa), system order
+    (Kendall's tau-b, Spearman, Pearson, tau-AP, tau_AP_b, tau@k, mean per-topic tau, swaps) and
+    significance decisions (kept, reversed, lost); and each system's prediction-powered mean and
+    interval (B's scores on every topic it judges, corrected by A's on the topics both judge)."""
     from evalstore.services.judges import compare
 
     if len(qrels) != 2:
         raise typer.BadParameter(f"give --qrels twice (A then B); got {len(qrels)}", param_hint="--qrels")
+    files = list(run_files or [])
+    if runs_dir is not None:
+        if not runs_dir.is_dir():
+            raise typer.BadParameter(f"{runs_dir} is not a folder", param_hint="--runs-dir")
+        files += sorted(p for p in runs_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    for path in files:
+        if not path.is_file():
+            raise typer.BadParameter(f"{path} is not a file", param_hint="--run-file")
     report = compare.compare(
         state(ctx).engine(),
         qrels[0],
         qrels[1],
         measures=measures or None,
         runs=runs or None,
+        run_files=files or None,
         top_k=top_k,
         test=test,
         alpha=alpha,
+        correction=correction,
+        relevant_from=relevant_from,
+        confidence=confidence,
     )
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
@@ -310,46 +398,90 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
+LABEL_FIGURES = (
+    ("items", "pairs judged in both"),
+    ("observed", "observed agreement"),
+    ("kappa", "Cohen's kappa"),
+    ("weighted_kappa", "Cohen's kappa, linear weights"),
+    ("quadratic_kappa", "Cohen's kappa, quadratic weights"),
+    ("krippendorff_alpha", "Krippendorff's alpha (ordinal)"),
+    ("krippendorff_alpha_nominal", "Krippendorff's alpha (nominal)"),
+    ("mean_difference", "mean label difference (B - A)"),
+    ("over_labelling", "over-labelling (share B above A)"),
+    ("under_labelling", "under-labelling (share B below A)"),
+)
+SET_FIGURES = (
+    ("relevant_first", "relevant under A"),
+    ("relevant_second", "relevant under B"),
+    ("relevant_both", "relevant under both"),
+    ("precision", "precision of B's relevant set"),
+    ("recall", "recall of A's relevant set"),
+    ("f1", "F1"),
+    ("jaccard", "Jaccard"),
+    ("kappa", "Cohen's kappa (binary)"),
+)
+SYSTEM_FIGURES = (
+    ("systems", "systems"),
+    ("kendall_tau", "Kendall's tau-b"),
+    ("spearman", "Spearman's rho"),
+    ("pearson", "Pearson's r"),
+    ("tau_ap", "tau-AP (A as reference)"),
+    ("tau_ap_b", "tau_AP_b (ties, both directions)"),
+    ("tau_at_k", "tau@k (A's top k)"),
+    ("top_k", "k"),
+    ("top_k_swaps", "swaps among A's top k"),
+    ("per_topic_tau", "mean per-topic tau-b"),
+    ("per_topic_topics", "topics in that mean"),
+    ("per_topic_undefined", "topics with all systems tied"),
+)
+SIGNIFICANCE_FIGURES = (
+    ("pairs", "system pairs"),
+    ("significant_first", "significant under A"),
+    ("significant_second", "significant under B"),
+    ("preserved", "kept"),
+    ("share_preserved", "share kept"),
+    ("reversed", "reversed"),
+    ("share_reversed", "share reversed"),
+    ("lost", "lost"),
+    ("share_lost", "share lost"),
+    ("gained", "significant under B only"),
+)
+
+
 def _compare_tables(report: dict[str, Any]) -> None:
     labels = report["labels"]
     docs = report["documents"]
-    rows = [
-        {"level": "labels", "statistic": k, "value": _number(labels[k])}
-        for k in (
-            "items",
-            "observed",
-            "kappa",
-            "weighted_kappa",
-            "quadratic_kappa",
-            "krippendorff_alpha",
-            "mean_difference",
-            "rated_higher",
-            "rated_lower",
-        )
+    relevant = labels["relevant"]
+    rows = [{"level": "labels", "statistic": title, "value": _number(labels[k])} for k, title in LABEL_FIGURES]
+    rows += [
+        {
+            "level": f"relevant sets (grade >= {relevant['relevant_from']})",
+            "statistic": title,
+            "value": _number(relevant[k]),
+        }
+        for k, title in SET_FIGURES
     ]
     for measure, systems in report["systems"].items():
         rows += [
-            {"level": f"systems ({measure})", "statistic": k, "value": _number(systems[k])}
-            for k in ("systems", "kendall_tau", "tau_ap", "top_k", "top_k_swaps", "top_k_pairs")
+            {"level": f"systems ({measure})", "statistic": title, "value": _number(systems[k])}
+            for k, title in SYSTEM_FIGURES
         ]
         significance = report["significance"][measure]
+        level = (
+            f"significance ({measure}, {significance['test']} test, {significance['correction']}, "
+            f"alpha {significance['alpha']:g})"
+        )
         rows += [
-            {"level": f"significance ({measure})", "statistic": k, "value": _number(significance[k])}
-            for k in (
-                "pairs",
-                "significant_first",
-                "significant_second",
-                "preserved",
-                "share_preserved",
-                "reversed",
-                "gained",
-            )
+            {"level": level, "statistic": title, "value": _number(significance[k])} for k, title in SIGNIFICANCE_FIGURES
         ]
+    resolved = report.get("qrels", {})
+    first = resolved.get("first", report["first"])
+    second = resolved.get("second", report["second"])
     render(
         rows,
         ["level", "statistic", "value"],
         OutputFormat.table,
-        title=f"{report['second']} against {report['first']}: {docs['both']} documents judged in both, "
+        title=f"B = {second} against A = {first}: {docs['both']} documents judged in both, "
         f"{len(report['topics'])} topics",
     )
     names = [str(v) for v in labels["labels"]]
@@ -357,13 +489,32 @@ def _compare_tables(report: dict[str, Any]) -> None:
         {"first \\ second": name, **{n: str(c) for n, c in zip(names, row, strict=True)}}
         for name, row in zip(names, labels["confusion"], strict=True)
     ]
-    render(confusion, ["first \\ second", *names], OutputFormat.table, title="confusion (rows: first's label)")
+    render(
+        confusion, ["first \\ second", *names], OutputFormat.table, title="confusion (rows: A's label, columns: B's)"
+    )
     render(
         [{k: _number(v) for k, v in t.items()} for t in labels["per_topic"]],
         ["topic", "items", "observed", "kappa", "mean_difference"],
         OutputFormat.table,
         title="per topic",
     )
+    for measure, intervals in report.get("ppi", {}).items():
+        any_run = next(iter(intervals.values()))
+        render(
+            [
+                {"run": run, **{k: _number(v) for k, v in i.items()}}
+                for run, i in sorted(intervals.items(), key=lambda item: -item[1]["mean"])
+            ],
+            ["run", "llm_mean", "correction", "mean", "low", "high", "half_width", "human_mean", "human_half_width"],
+            OutputFormat.table,
+            title=f"{measure}: prediction-powered means, {any_run['confidence']:.0%} intervals "
+            f"(B on {any_run['llm_topics']} topics, corrected by A on {any_run['human_topics']})",
+        )
+    if report.get("ppi"):
+        info(
+            "the prediction-powered half-widths count the covariance of the topics both judge (they are "
+            "among B's); --format json gives half_width_independent too, the formula for separate topics"
+        )
     if report.get("note"):
         info(report["note"])
     for qrels, behind in report.get("judges", {}).items():

@@ -44,6 +44,14 @@ def leaderboard(
             "against these known qrels (as evaluated with --known).",
         ),
     ] = None,
+    ppi: Annotated[
+        bool,
+        typer.Option(
+            "--ppi",
+            help="On a hybrid qrels version: prediction-powered means and 95% intervals (the judge's labels "
+            "corrected by people's), and tiers from them; computed from the labels, for the first --measure.",
+        ),
+    ] = False,
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
     (or, with --labels, every prediction set evaluated on the gold labels; with --nuggets, every
@@ -67,6 +75,11 @@ def leaderboard(
         raise usage_conflict(
             ctx, "Give --qrels NAME (ranking runs), --labels NAME (predictions) or --nuggets NAME (answer runs)."
         )
+    if ppi:
+        if qrels is None:
+            raise usage_conflict(ctx, "--ppi ranks runs on a hybrid qrels version: give --qrels NAME.")
+        _ppi_board(ctx, qrels, measure[0] if measure else "nDCG@10", fmt)
+        return
     kind = "ranking" if qrels is not None else "classifier" if labels is not None else "answers"
     judgments = given[0]
     options: dict[str, object] | None = None
@@ -93,3 +106,22 @@ def leaderboard(
 
         for message in board_notes(state(ctx).engine(), judgments, [r["run"] for r in board.records]):
             warn(message)
+
+
+def _ppi_board(ctx: typer.Context, qrels: str, measure: str, fmt: ReportFormat) -> None:
+    from evalstore.services.judges import ppi_board
+
+    board = ppi_board.ppi_board(state(ctx).engine(), qrels, measure=measure)
+    columns = ["tier", "run", "mean", "low", "high", "half_width", "llm_mean", "correction", "human_mean"]
+    columns += ["human_half_width", "half_width_independent"]
+    title = (
+        f"{board['measure']} on {board['qrels']}: prediction-powered means, {board['confidence']:.0%} intervals "
+        f"(judge {board['judge']} on {board['llm_topics']} topics, corrected by people's labels on "
+        f"{board['human_topics']})"
+    )
+    rows = board["rows"]
+    if fmt not in (ReportFormat.json, ReportFormat.csv):
+        rows = [{k: f"{v:.4f}" if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+    render(rows, columns, fmt, title=title)
+    if board["partly_judged_topics"]:
+        warn(f"topics people judged in part are left out of the correction: {', '.join(board['partly_judged_topics'])}")

@@ -732,6 +732,33 @@ class JudgeLabel(Base):
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # endpoint, model, prompt hash, params
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     seconds: Mapped[float | None] = mapped_column(Double)
+    # tokens the calls for this label used, summed over its attempts and runs (None: not reported)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class JudgeRepeat(Base):
+    """A label asked again (``judges run --repeats K``: repeats 2..K; the first is the
+    ``JudgeLabel``), kept for the judge's self-consistency and cost, never used as a label."""
+
+    __tablename__ = "judge_repeats"
+    __table_args__ = (UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc", "repeat"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"))
+    topic: Mapped[str] = mapped_column(String(200))
+    doc: Mapped[str] = mapped_column(String(400))
+    repeat: Mapped[int] = mapped_column(Integer)
+    relevance: Mapped[int | None] = mapped_column(SmallInteger)
+    reason: Mapped[str | None] = mapped_column(Text)
+    raw_output: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    seconds: Mapped[float | None] = mapped_column(Double)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

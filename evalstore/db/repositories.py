@@ -34,6 +34,7 @@ from evalstore.db.models import (
     PredictionScore,
     PredictionSet,
     QrelsSet,
+    QrelsVersion,
     QueryValues,
     Run,
     RunJudgedRanks,
@@ -119,9 +120,26 @@ def list_runs(session: Session) -> list[Run]:
     return list(session.scalars(select(Run).order_by(Run.name)))
 
 
-def get_qrels(session: Session, name: str) -> QrelsSet:
-    return get_named(
-        session, QrelsSet, name, f"No qrels named '{name}'. See 'evalstore qrels list' for the imported qrels."
+def get_qrels(session: Session, name: str, *, latest: bool = True) -> QrelsSet:
+    """The qrels named ``name``; a lineage's name (``qrels build NAME``: its versions are qrels
+    ``NAME@v1``, ``NAME@v2``, ...) with no qrels of its own means its newest version, wherever a
+    user names qrels (``latest=False``: the name exactly, for what must not guess, e.g. deleting)."""
+    found = find_qrels(session, name)
+    if found is None and latest:
+        found = newest_version(session, name)
+    if found is None:
+        raise NotFoundError(f"No qrels named '{name}'. See 'evalstore qrels list' for the imported qrels.")
+    return found
+
+
+def newest_version(session: Session, lineage: str) -> QrelsSet | None:
+    """The qrels of the newest version of the lineage ``lineage``, or None when it has none."""
+    return session.scalar(
+        select(QrelsSet)
+        .join(QrelsVersion, QrelsVersion.qrels_id == QrelsSet.id)
+        .where(QrelsVersion.name == lineage)
+        .order_by(QrelsVersion.version.desc())
+        .limit(1)
     )
 
 

@@ -429,6 +429,33 @@ def tau_ap(reference: np.ndarray, other: np.ndarray) -> float:
     return float(2.0 / (count - 1) * (correct_above / np.arange(1, count)).sum() - 1.0)
 
 
+def tau_ap_b(first: np.ndarray, second: np.ndarray) -> float:
+    """tau_AP_b with ties (Urbano & Marrero 2017, "The treatment of ties in AP correlation"): the
+    mean of tau_AP_b walked down each ordering, as ``autojudge_evaluate/pyircore.py`` computes it
+    (``tauap_b``, after eldrin/pyircore; autojudge-evaluate 1.1.0 on PyPI), transcribed here in
+    numpy: that module is not installable alone (its package wants NLTK data at import) and is a
+    double loop. Walking ``y`` with ``x`` as the other (scores, higher is better): every item
+    outside ``y``'s top tie group counts the items of strictly higher tie groups of ``y`` that
+    ``x`` also puts strictly above it, divided by the number of items in those groups;
+    2 / (items counted) * sum - 1. An ordering that is all one tie counts 0, as pyircore's does."""
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    return (_tau_ap_b_ties(first, second) + _tau_ap_b_ties(second, first)) / 2
+
+
+def _tau_ap_b_ties(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats
+
+    rank_x = stats.rankdata(-x)  # average ranks: a tie in x is neither concordant nor discordant
+    above = stats.rankdata(-y, "min") - 1  # items in the tie groups of y strictly above each
+    counted = above > 0
+    if not counted.any():
+        return 0.0
+    higher_in_y = above[None, :] < above[:, None]  # [i, j]: j is in a strictly higher group of y
+    concordant = (higher_in_y & (rank_x[:, None] > rank_x[None, :])).sum(axis=1)
+    return float(2.0 / counted.sum() * (concordant[counted] / above[counted]).sum() - 1.0)
+
+
 def compact_letters(count: int, different: set[tuple[int, int]]) -> list[str]:
     """The compact letter display of ``count`` systems listed best first: systems that share a
     letter are not significantly different; ``different`` holds the significantly different pairs

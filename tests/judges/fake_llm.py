@@ -3,7 +3,8 @@ uvicorn on 127.0.0.1, in a thread). Its grade of a prompt is the number of the q
 letters or more) found in the passage, at most 3; a passage that says it is "perfectly relevant"
 gets 3 (it is fooled, as real judges are). Scripted failures: HTTP statuses to answer first,
 answers to delay past the client's timeout, documents answered with text that holds no grade,
-and structured-output modes it refuses."""
+structured-output modes it refuses, error bodies that echo the request's headers (as some proxies
+do), and answers that repeat the passage before the grade (as a chatty model does)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class Script:
     garbled: set[str] = field(default_factory=set)  # passages holding one of these get an answer with no grade
     refuse: set[str] = field(default_factory=set)  # response_format types refused
     refuse_status: int = 400  # llama-cpp-python's server refuses with 500
+    echo_headers: bool = False  # a scripted error's body repeats the request's headers
+    echo_passage: bool = False  # a text answer repeats the passage (delimiters and all) before its grade
+    vary: bool = False  # every other request's grade is one higher (at most 3): answers that move
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -59,7 +63,10 @@ def app(script: Script) -> Starlette:
         if script.statuses:
             status = script.statuses.pop(0)
             headers = {"Retry-After": script.retry_after} if status == 429 and script.retry_after else {}
-            return JSONResponse({"error": {"message": f"scripted {status}"}}, status_code=status, headers=headers)
+            error: dict[str, Any] = {"message": f"scripted {status}"}
+            if script.echo_headers:
+                error["request_headers"] = dict(request.headers)
+            return JSONResponse({"error": error}, status_code=status, headers=headers)
         form = (body.get("response_format") or {}).get("type")
         if form in script.refuse:
             return JSONResponse(
@@ -67,10 +74,15 @@ def app(script: Script) -> Starlette:
             )
         prompt = body["messages"][-1]["content"]
         value = grade(prompt)
+        if script.vary and len(script.requests) % 2 == 0:
+            value = min(3, value + 1)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
         elif form in ("json_schema", "json_object"):
             content = json.dumps({"relevance": value, "explanation": f"{value} query words found"})
+        elif script.echo_passage:
+            passage = re.search(r"Passage: (.*?)\n\nSplit this problem", prompt, re.S)
+            content = f"The passage reads: {passage.group(1) if passage else ''}\n##final score: {value}"
         else:
             content = f"The passage mentions the query.\n##final score: {value}"
         return JSONResponse(
@@ -81,6 +93,8 @@ def app(script: Script) -> Starlette:
                 "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 ],
+                # tokens: words, so that a test can count them
+                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split())},
             }
         )
 

@@ -29,7 +29,22 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert json.loads(added.stdout)[0]["seed"] == 1
     ran = cli("judges", "run", "fake", "--pool", "p", "--format", "json")
     assert ran.exit_code == 0, ran.output
-    assert json.loads(ran.stdout)[0] | {"config_hash": "-"} == {
+    ledger = ("input_tokens", "output_tokens", "seconds", "cost_usd", "failed", "skipped", "budget_usd")
+    assert (json.loads(ran.stdout)[0]["repeats"], json.loads(ran.stdout)[0]["self_consistency"]) == (1, None)
+    ledger += ("repeats", "self_consistency")
+    ran_json = json.loads(ran.stdout)[0]
+    assert {k: ran_json[k] for k in ledger} | {"input_tokens": 0, "output_tokens": 0, "seconds": 0} == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "seconds": 0,
+        "cost_usd": None,  # no prices declared
+        "failed": [],
+        "skipped": [],
+        "budget_usd": None,
+        "repeats": 1,
+        "self_consistency": None,
+    }
+    assert {k: v for k, v in ran_json.items() if k not in ledger} | {"config_hash": "-"} == {
         "judge": "fake",
         "pool": "p",
         "config_hash": "-",
@@ -58,7 +73,7 @@ def test_the_loop_pool_judge_version_compare(cli: Any, endpoint: str, script: Sc
     assert report["systems"]["nDCG@10"]["kendall_tau"] == 1.0
     table = cli("judgments", "compare", "--qrels", "human", "--qrels", "llm@v1", "--measure", "AP")
     assert table.exit_code == 0, table.output
-    for word in ("kappa", "krippendorff_alpha", "kendall_tau", "tau_ap", "share_preserved", "per topic"):
+    for word in ("Cohen's kappa", "Krippendorff's alpha", "Kendall's tau-b", "tau_AP_b", "share kept", "per topic"):
         assert word in table.stdout
     assert report["circular"] == {}
     provenance = cli("judgments", "provenance", "--pool", "p", "--doc", "d3", "--format", "json")

@@ -168,6 +168,6 @@ def test_answers_are_parsed_in_the_prompts_format_or_json(
 
 def test_prompts_replace_literally_and_urls_are_completed() -> None:
     text = render("Q={query} P={passage} {x} {min}-{max}", query="a {passage} b", passage="{query} c", scale=(0, 2))
-    assert text == "Q=a { passage} b P={query} c {x} 0-2"
+    assert text == "Q=a { passage} b P=<document>\n{query} c\n</document> {x} 0-2"
     assert completions_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
     assert completions_url("http://h:1/v1/chat/completions") == "http://h:1/v1/chat/completions"

@@ -177,7 +177,9 @@ def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: 
         "No qrels versions named 'nope' (lineages: dl, llm); build one with 'evalstore qrels "
         "build nope --pool POOL --from human'."
     )
-    with pytest.raises(InvalidParameterError, match="^--from is human, judge:NAME, hybrid or hybrid:NAME; not 'llm'"):
+    with pytest.raises(
+        InvalidParameterError, match="^--from is human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not 'llm'"
+    ):
         versions.build_version(world, "dl", pool_name="p", source="llm")
 
 

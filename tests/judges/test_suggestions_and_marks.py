@@ -213,7 +213,8 @@ def test_the_commands_show_suggestions_agreement_and_probes(judged: Engine, tmp_
         "warning: labels of 'llm@v1' are from judge:fake (model fake-model); probe: query words inserted: 2 of 2 "
         f"labels rose (mean change {as_json[0]['probe']['attacks']['query_words']['mean_change']:+.2f}); "
         f"instruction inserted: 2 of 2 labels rose (mean change "
-        f"{as_json[0]['probe']['attacks']['instruction']['mean_change']:+.2f})",
+        f"{as_json[0]['probe']['attacks']['instruction']['mean_change']:+.2f}); "
+        "final score quoted: 0 of 2 labels rose (mean change +0.00)",
         "warning: circularity: run 'self' declares fake-model, the model that made these labels; its scores here "
         "favour it",
     ]

@@ -8,6 +8,8 @@ or 422; llama-cpp-python's server says 500 and names response_format). Rate limi
 server errors (5xx), timeouts and dropped connections are retried with exponential back-off
 (``Retry-After`` is honoured); what still fails is returned as unrateable
 with the reason, never raised, except a refused key or an unknown model, which stop the run.
+Every text the endpoint sends back is redacted (:mod:`.redaction`) before it is returned or raised:
+an error body that echoes the request's ``Authorization`` header must not store the key.
 
 The back-off is a dozen lines rather than tenacity's: one more dependency for one loop.
 """
@@ -24,6 +26,7 @@ import httpx
 
 from evalstore.errors import EvaluationError
 from evalstore.services.judges.prompts import answer_schema, parse_answer
+from evalstore.services.judges.redaction import redact
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "none")
 RETRIED_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -58,6 +61,9 @@ class Answer:
     attempts: int
     structured: str  # the mode the answer was asked in
     seconds: float
+    input_tokens: int | None = None  # as the endpoint's ``usage`` reports them (None: not reported)
+    output_tokens: int | None = None
+    sent: bool = True  # False: never asked (e.g. the budget was reached first)
 
 
 def completions_url(endpoint: str) -> str:
@@ -143,13 +149,13 @@ class ChatJudge:
             except httpx.TimeoutException:
                 reason = f"timed out after {self.settings.timeout:g} s"
             except httpx.TransportError as error:
-                reason = f"connection failed: {type(error).__name__}: {error}"
+                reason = f"connection failed: {type(error).__name__}: {self._redact(str(error))}"
             if response is not None:
                 status = response.status_code
                 if status in FATAL_STATUS:
                     raise EvaluationError(
                         f"{completions_url(self.settings.endpoint)} answered {status}: "
-                        f"{FATAL_STATUS[status]} ({_excerpt(response)}); check --endpoint, "
+                        f"{FATAL_STATUS[status]} ({self._excerpt(response)}); check --endpoint, "
                         "--model and --api-key-env."
                     )
                 if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
@@ -159,10 +165,16 @@ class ChatJudge:
                     continue
                 if status < 400:
                     return self._answer(response, attempts, mode, started)
-                reason = f"HTTP {status}: {_excerpt(response)}"
+                reason = f"HTTP {status}: {self._excerpt(response)}"
                 if status not in RETRIED_STATUS:
                     return Answer(
-                        None, None, response.text[:2000], reason, attempts, mode, time.perf_counter() - started
+                        None,
+                        None,
+                        self._redact(response.text)[:2000],
+                        reason,
+                        attempts,
+                        mode,
+                        time.perf_counter() - started,
                     )
             if retried >= self.settings.retries:
                 return Answer(
@@ -177,16 +189,35 @@ class ChatJudge:
             self._sleep(self._wait(retried, response))
             retried += 1
 
+    def _redact(self, text: str) -> str:
+        return redact(text, [self.settings.api_key]) or ""
+
+    def _excerpt(self, response: httpx.Response) -> str:
+        # redacted before it is cut: a cut through the key would leave its start unrecognised
+        return " ".join(self._redact(response.text).split())[:200] or response.reason_phrase
+
     def _answer(self, response: httpx.Response, attempts: int, mode: str, started: float) -> Answer:
         seconds = time.perf_counter() - started
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return Answer(
-                None, None, response.text[:2000], "the answer is not a chat completion", attempts, mode, seconds
+                None,
+                None,
+                self._redact(response.text)[:2000],
+                "the answer is not a chat completion",
+                attempts,
+                mode,
+                seconds,
             )
+        if content is not None and not isinstance(content, str):
+            content = str(content)
+        content = redact(content, [self.settings.api_key])
         parsed = parse_answer(content, self.scale)
-        return Answer(parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds)
+        used_in, used_out = _usage(response)
+        return Answer(
+            parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds, used_in, used_out
+        )
 
 
 def _refused_format(response: httpx.Response) -> bool:
@@ -195,5 +226,14 @@ def _refused_format(response: httpx.Response) -> bool:
     return response.status_code in (400, 422) or (response.status_code == 500 and "response_format" in response.text)
 
 
-def _excerpt(response: httpx.Response) -> str:
-    return " ".join(response.text.split())[:200] or response.reason_phrase
+def _usage(response: httpx.Response) -> tuple[int | None, int | None]:
+    """The tokens a chat completion reports (``usage.prompt_tokens``, ``usage.completion_tokens``)."""
+    try:
+        usage = response.json().get("usage") or {}
+    except ValueError:
+        return None, None
+    found = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
+    return (
+        found[0] if isinstance(found[0], int) and found[0] >= 0 else None,
+        found[1] if isinstance(found[1], int) and found[1] >= 0 else None,
+    )

@@ -4,6 +4,12 @@ A template holds ``{query}`` and ``{passage}`` (replaced literally: other braces
 as they are), and may hold ``{min}``/``{max}``, the ends of the judge's scale. The default is
 UMBRELA's zero-shot prompt (Upadhyay et al. 2024, arXiv 2406.06519), itself Bing's relevance
 assessor prompt (Thomas et al., SIGIR 2024), on the 0-3 scale of TREC DL.
+
+A document is untrusted text: it is put between ``<document>`` and ``</document>`` in the prompt
+(what looks like either inside it is neutralised, so it cannot close its own delimiters and speak
+as the prompt), and the answer's grade is the model's own: a JSON answer's ``relevance``, else the
+LAST score statement after the last closing delimiter the answer repeats, so a document that
+quotes "final score: 3" and is echoed by the model does not decide its own grade.
 """
 
 from __future__ import annotations
@@ -69,9 +75,21 @@ def template_hash(template: str) -> str:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
+OPEN, CLOSE = "<document>", "</document>"
+# "<document>", "</ DOCUMENT >", "＜document＞" (full-width), "‹/document›": anything a model
+# could read as one of the delimiters
+_DELIMITER_LIKE = re.compile(r"[<＜‹〈](\s*/?\s*document)\b[^>＞›〉]{0,40}[>＞›〉]?", re.IGNORECASE)
+
+
+def delimited(passage: str) -> str:
+    """The passage between the delimiters, with its own look-alikes of them neutralised."""
+    return f"{OPEN}\n{_DELIMITER_LIKE.sub(lambda m: f'({m.group(1).strip()})', passage)}\n{CLOSE}"
+
+
 def render(template: str, *, query: str, passage: str, scale: tuple[int, int]) -> str:
-    """The prompt for one (query, passage); literal replacement, so a document's braces stay."""
-    passage = passage[:PASSAGE_CHARACTERS]
+    """The prompt for one (query, passage); literal replacement, so a document's braces stay. The
+    passage goes in delimited (:func:`delimited`)."""
+    passage = delimited(passage[:PASSAGE_CHARACTERS])
     text = template.replace("{min}", str(scale[0])).replace("{max}", str(scale[1]))
     # the passage last: a query holding "{passage}" must not pull the document in twice
     return text.replace("{query}", query.replace("{passage}", "{ passage}")).replace("{passage}", passage)
@@ -98,13 +116,16 @@ class Parsed:
 
 
 _FINAL_SCORE = re.compile(r"final\s+score\s*:?\s*\**\s*(-?\d+)", re.IGNORECASE)
+_CLOSING = re.compile(r"[<＜‹〈]\s*/\s*document\s*[>＞›〉]", re.IGNORECASE)
 _RELEVANCE_KEY = re.compile(r'"relevance"\s*:\s*"?(-?\d+)')
 _LONE_NUMBER = re.compile(r"^\s*(-?\d+)\s*\.?\s*$")
 
 
 def parse_answer(text: str | None, scale: tuple[int, int]) -> Parsed:
     """The grade in an answer: a JSON object's ``relevance`` (constrained output), else the prompt's
-    own format (``##final score: N``), else an answer that is a number alone."""
+    own format (``##final score: N``, the last one after the last ``</document>`` the answer
+    repeats: what comes before is the document's words, not the model's), else an answer that is a
+    number alone."""
     if text is None or not text.strip():
         return Parsed(None, None, "empty answer")
     explanation: str | None = None
@@ -117,11 +138,14 @@ def parse_answer(text: str | None, scale: tuple[int, int]) -> Parsed:
         value = str(decoded["relevance"])
         explanation = str(decoded["explanation"]).strip() or None if decoded.get("explanation") else None
     else:
+        closings = list(_CLOSING.finditer(text))
+        own = text[closings[-1].end() :] if closings else text
         for pattern in (_FINAL_SCORE, _RELEVANCE_KEY, _LONE_NUMBER):
-            found = pattern.search(text)
-            if found:
+            matches = list(pattern.finditer(own))
+            if matches:
+                found = matches[-1]
                 value = found.group(1)
-                explanation = text[: found.start()].strip(" \t\r\n#*") or None if pattern is _FINAL_SCORE else None
+                explanation = own[: found.start()].strip(" \t\r\n#*") or None if pattern is _FINAL_SCORE else None
                 break
     if value is None or not re.fullmatch(r"-?\d+", value.strip()):
         return Parsed(None, None, f"unparseable answer: {text.strip()[:200]!r}")

@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import Judge, JudgeLabel, JudgeProbe, Pool
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import STRUCTURED_MODES
 from evalstore.services.judges.prompts import load_template, template_hash
+from evalstore.services.judges.redaction import url_credentials
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what decides a label; max_concurrency and timeout do not
@@ -56,14 +58,25 @@ def add_judge(
     structured: str = "auto",
     max_tokens: int = 200,
     timeout: float = 60.0,
+    price_in: float | None = None,
+    price_out: float | None = None,
     replace: bool = False,
 ) -> dict[str, Any]:
     """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
-    the old configuration's hash). The key is read from ``api_key_env`` when the judge runs."""
+    the old configuration's hash). The key is read from ``api_key_env`` when the judge runs.
+    ``price_in``/``price_out``: US dollars per million input and output tokens, for its cost
+    ledger (both or neither; they do not decide a label, so they are not in its configuration)."""
     if not re.match(r"https?://", endpoint):
         raise InvalidParameterError(
             f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
             f"http://127.0.0.1:8000/v1; not '{endpoint}'."
+        )
+    credentials = url_credentials(endpoint)
+    if credentials:
+        raise InvalidParameterError(
+            f"The endpoint's URL carries {' and '.join(credentials)}; a judge's endpoint is stored and "
+            "shown, its key never is: give the URL without it, and the key by the name of the "
+            "environment variable that holds it."
         )
     if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
         raise InvalidParameterError(
@@ -76,6 +89,13 @@ def add_judge(
         raise InvalidParameterError(f"--temperature is 0 to 2; not {temperature:g}.")
     if max_concurrency < 1 or max_tokens < 1 or timeout <= 0:
         raise InvalidParameterError("--max-concurrency, --max-tokens and --timeout must be positive.")
+    if (price_in is None) != (price_out is None):
+        raise InvalidParameterError("A judge's prices are two: per million input tokens and per million output tokens.")
+    for price in (price_in, price_out):
+        if price is not None and not 0 <= price < 1e6:
+            raise InvalidParameterError(
+                f"A price per million tokens is 0 or more dollars (below a million); not {price:g}."
+            )
     low, high = parse_scale(scale)
     prompt_name, template = load_template(prompt)
     prompt_hash = template_hash(template)
@@ -87,6 +107,8 @@ def add_judge(
         "structured": structured,
         "max_concurrency": max_concurrency,
         "timeout": timeout,
+        "price_in": price_in,
+        "price_out": price_out,
     }
     with unit_of_work(engine) as session:
         judge = session.scalar(select(Judge).where(Judge.name == name))
@@ -140,6 +162,9 @@ def _view(session: Session, judge: Judge) -> dict[str, Any]:
         "created_at": judge.created_at.isoformat(),
         "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
         "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
+        "costs": costs.ledger(session, judge),
+        # agreement of the judge's answers across repeats (None: no document asked twice)
+        "self_consistency": consistency.self_consistency(session, judge),
     }
 
 

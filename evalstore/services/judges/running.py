@@ -9,18 +9,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from sqlalchemy import Engine, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Judge, JudgeLabel, Pool, PoolEntry
+from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
+from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
 from evalstore.services.judges.prompts import render
 from evalstore.services.judges.registry import get_judge, provenance
@@ -39,6 +40,15 @@ class JudgeRun:
     rated: int  # of those, with a grade
     unrateable: int
     reasons: dict[str, int]  # unrateable: how many per reason (first words)
+    input_tokens: int = 0  # of the calls made now
+    output_tokens: int = 0
+    seconds: float = 0.0  # summed over the calls
+    cost_usd: float | None = None  # None: the judge declares no prices
+    failed: list[dict[str, str]] = field(default_factory=list)  # unrateable now: topic, doc, reason
+    skipped: list[dict[str, str]] = field(default_factory=list)  # not sent: the budget was reached first
+    budget_usd: float | None = None
+    repeats: int = 1  # answers asked per document (the first is its label)
+    self_consistency: dict[str, Any] | None = None  # with repeats: the judge's, over all its repeats
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -94,19 +104,19 @@ def check_texts(pool: Pool) -> None:
         )
 
 
-def run_judge(
-    engine: Engine,
-    name: str,
-    *,
-    pool_name: str,
-    topics: list[str] | None = None,
-    limit: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    client: httpx.Client | None = None,
-    sleep: Callable[[float], None] | None = None,
-) -> JudgeRun:
-    """Judge the pool's documents (of ``topics``; at most ``limit`` of them) that this judge's
-    configuration has not rated yet, in judging order. ``progress(done, total)`` after each."""
+@dataclass(frozen=True)
+class _Plan:
+    judge: Judge
+    pool: Pool
+    entries: int  # pooled documents of the chosen topics
+    reused: int
+    prompts: dict[tuple[str, str], str | None]  # (topic, doc) to ask -> its prompt (None: a text is missing)
+    missing: dict[tuple[str, str], str]  # why a prompt is None
+
+
+def _plan(engine: Engine, name: str, pool_name: str, topics: list[str] | None, limit: int | None) -> _Plan:
+    """What a run would ask: the pool's documents (of ``topics``; at most ``limit``) this judge's
+    configuration has not rated yet, in judging order, with their prompts."""
     if limit is not None and limit < 1:
         raise InvalidParameterError(f"--limit must be at least 1; not {limit}.")
     with read_only(engine) as session:
@@ -132,45 +142,143 @@ def run_judge(
         todo = [(t, d) for t, d in entries if (t, d) not in rated][:limit]
         statements = {t: collections.topic_statement(session, pool.topic_set, t) for t in {t for t, _ in todo}}
         documents = collections.document_texts(session, pool.collection, sorted({d for _, d in todo}))
-    reused = sum(1 for t, d in entries if (t, d) in rated)
-    asker = chat_judge(judge, client=client, sleep=sleep)
-    scale = asker.scale
-
-    def ask(topic: str, doc: str) -> Answer:
+        session.expunge(judge)
+        session.expunge(pool)
+    low, high = judge.params["scale"]
+    prompts: dict[tuple[str, str], str | None] = {}
+    missing: dict[tuple[str, str], str] = {}
+    for topic, doc in todo:
         statement_, text = statements.get(topic), documents.get(doc)
         if statement_ is None or text is None:
-            missing = (
+            prompts[(topic, doc)] = None
+            missing[(topic, doc)] = (
                 f"topic set '{pool.topic_set}' lacks topic {topic}"
                 if statement_ is None
                 else f"collection '{pool.collection}' lacks document {doc}"
             )
-            return Answer(None, None, None, missing, 0, "none", 0.0)
-        return asker.judge(
-            render(judge.prompt_template, query=query_text(statement_), passage=passage_text(text), scale=scale)
+            continue
+        prompts[(topic, doc)] = render(
+            judge.prompt_template,
+            query=query_text(statement_),
+            passage=passage_text(text),
+            scale=(int(low), int(high)),
         )
+    reused = sum(1 for t, d in entries if (t, d) in rated)
+    return _Plan(judge, pool, len(entries), reused, prompts, missing)
 
+
+def estimate_run(
+    engine: Engine, name: str, *, pool_name: str, topics: list[str] | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """What ``run_judge`` with these arguments would send and cost, nothing sent
+    (:func:`evalstore.services.judges.costs.estimate`)."""
+    plan = _plan(engine, name, pool_name, topics, limit)
+    with read_only(engine) as session:
+        past = costs.per_call(session, get_judge(session, name))
+    sent = [p for p in plan.prompts.values() if p is not None]
+    found = costs.estimate(plan.judge, sent, past)
+    return {
+        "judge": plan.judge.name,
+        "pool": plan.pool.name,
+        "pooled": plan.entries,
+        "reused": plan.reused,
+        **found.__dict__,
+        "unaskable": len(plan.missing),  # a text is missing: would be stored unrateable, not sent
+    }
+
+
+def run_judge(
+    engine: Engine,
+    name: str,
+    *,
+    pool_name: str,
+    topics: list[str] | None = None,
+    limit: int | None = None,
+    max_cost: float | None = None,
+    repeats: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> JudgeRun:
+    """Judge the pool's documents (of ``topics``; at most ``limit`` of them) that this judge's
+    configuration has not rated yet, in judging order. ``progress(done, total)`` after each. With
+    ``max_cost`` (US dollars, the judge's prices) a call is sent only while the budget holds its
+    worst case (:class:`evalstore.services.judges.costs.Budget`); the rest are skipped, listed and
+    left for the next run. With ``repeats`` K above 1 each document is asked K times: the first
+    answer is its label, the others are stored as its repeats (the judge's self-consistency,
+    :mod:`evalstore.services.judges.consistency`)."""
+    if not 1 <= repeats <= 20:
+        raise InvalidParameterError(f"A document is asked 1 to 20 times; not {repeats}.")
+    if max_cost is not None and max_cost <= 0:
+        raise InvalidParameterError(f"The budget must be above 0 dollars; not {max_cost:g}.")
+    plan = _plan(engine, name, pool_name, topics, limit)
+    judge, pool = plan.judge, plan.pool
+    if max_cost is not None and costs.prices(judge) is None:
+        raise InvalidParameterError(
+            f"Judge '{judge.name}' declares no prices, so a budget cannot be kept; declare its prices per "
+            "million input and output tokens (judges add --replace)."
+        )
+    budget = costs.Budget(judge, max_cost) if max_cost is not None else None
+    asker = chat_judge(judge, client=client, sleep=sleep)
+
+    def once(prompt: str) -> Answer:
+        reserved = budget.reserve(prompt) if budget is not None else 0.0
+        if reserved is None:
+            return Answer(
+                None, None, None, f"skipped: the budget of {max_cost:g} USD was reached", 0, "none", 0.0, sent=False
+            )
+        answer = asker.judge(prompt)
+        if budget is not None:
+            budget.settle(reserved, answer.input_tokens, answer.output_tokens, prompt)
+        return answer
+
+    def ask(topic: str, doc: str) -> tuple[Answer, list[Answer]]:
+        prompt = plan.prompts[(topic, doc)]
+        if prompt is None:
+            return Answer(None, None, None, plan.missing[(topic, doc)], 0, "none", 0.0), []
+        first = once(prompt)
+        again: list[Answer] = []
+        while first.sent and len(again) < repeats - 1:
+            answer = once(prompt)
+            if not answer.sent:  # the budget ends the repeats; the label stands
+                break
+            again.append(answer)
+        return first, again
+
+    todo = list(plan.prompts)
     reasons: dict[str, int] = {}
-    done = rated_now = 0
-    pending: list[tuple[str, str, Answer]] = []
+    failed: list[dict[str, str]] = []
+    skipped: list[dict[str, str]] = []
+    done = rated_now = tokens_in = tokens_out = 0
+    seconds = 0.0
+    pending: list[tuple[str, str, Answer, list[Answer]]] = []
     try:
         with ThreadPoolExecutor(max_workers=int(judge.params["max_concurrency"])) as executor:
             futures = {executor.submit(ask, t, d): (t, d) for t, d in todo}
             try:
                 for future in as_completed(futures):
                     topic, doc = futures[future]
-                    answer = future.result()
-                    pending.append((topic, doc, answer))
+                    answer, again = future.result()
+                    if not answer.sent:  # never asked: no label, nothing stored; counted and listed
+                        skipped.append({"topic": topic, "doc": doc, "reason": answer.reason or ""})
+                        continue
+                    pending.append((topic, doc, answer, again))
                     done += 1
+                    for call in (answer, *again):
+                        tokens_in += call.input_tokens or 0
+                        tokens_out += call.output_tokens or 0
+                        seconds += call.seconds
                     if answer.relevance is None:
                         key = (answer.reason or "unknown").split(":")[0]
                         reasons[key] = reasons.get(key, 0) + 1
+                        failed.append({"topic": topic, "doc": doc, "reason": answer.reason or "unknown"})
                     else:
                         rated_now += 1
                     if len(pending) >= WRITE_EVERY:
                         _store(engine, judge, pool, pending)
                         pending = []
                     if progress is not None:
-                        progress(done, len(todo))
+                        progress(done + len(skipped), len(todo))
             except BaseException:
                 for future in futures:
                     future.cancel()
@@ -179,15 +287,40 @@ def run_judge(
         if pending:
             _store(engine, judge, pool, pending)
         asker.close()
+    consistent = None
+    if repeats > 1:
+        with read_only(engine) as session:
+            consistent = consistency.self_consistency(session, get_judge(session, judge.name))
+    order = {key: i for i, key in enumerate(todo)}
+    failed.sort(key=lambda row: order[(row["topic"], row["doc"])])
+    skipped.sort(key=lambda row: order[(row["topic"], row["doc"])])
     return JudgeRun(
-        judge.name, pool.name, judge.config_hash, len(entries), reused, done, rated_now, done - rated_now, reasons
+        judge.name,
+        pool.name,
+        judge.config_hash,
+        plan.entries,
+        plan.reused,
+        done,
+        rated_now,
+        done - rated_now,
+        reasons,
+        tokens_in,
+        tokens_out,
+        seconds,
+        costs.money(judge, tokens_in, tokens_out),
+        failed,
+        skipped,
+        max_cost,
+        repeats,
+        consistent,
     )
 
 
-def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer]]) -> None:
+def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer, list[Answer]]]) -> None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        for topic, doc, answer in answers:
+        for topic, doc, answer, again in answers:
+            _store_repeats(session, judge, pool, topic, doc, again, now)
             row = session.scalar(
                 select(JudgeLabel).where(
                     JudgeLabel.judge_id == judge.id,
@@ -207,3 +340,31 @@ def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, st
             row.provenance = provenance(judge, answer.structured)
             row.attempts = (row.attempts or 0) + answer.attempts
             row.seconds, row.created_at = answer.seconds, now
+            # tokens add up over the label's runs, as attempts do: each call is paid for
+            if answer.input_tokens is not None:
+                row.input_tokens = (row.input_tokens or 0) + answer.input_tokens
+            if answer.output_tokens is not None:
+                row.output_tokens = (row.output_tokens or 0) + answer.output_tokens
+
+
+def _store_repeats(session: Any, judge: Judge, pool: Pool, topic: str, doc: str, again: list[Answer], now: Any) -> None:
+    """Repeats 2.. of a label (a run with more repeats replaces those it asks again)."""
+    for number, answer in enumerate(again, start=2):
+        row = session.scalar(
+            select(JudgeRepeat).where(
+                JudgeRepeat.judge_id == judge.id,
+                JudgeRepeat.config_hash == judge.config_hash,
+                JudgeRepeat.pool_id == pool.id,
+                JudgeRepeat.topic == topic,
+                JudgeRepeat.doc == doc,
+                JudgeRepeat.repeat == number,
+            )
+        )
+        if row is None:
+            row = JudgeRepeat(
+                judge_id=judge.id, config_hash=judge.config_hash, pool_id=pool.id, topic=topic, doc=doc, repeat=number
+            )
+            session.add(row)
+        row.relevance, row.reason, row.raw_output = answer.relevance, answer.reason, answer.raw_output
+        row.attempts, row.seconds, row.created_at = answer.attempts, answer.seconds, now
+        row.input_tokens, row.output_tokens = answer.input_tokens, answer.output_tokens

@@ -108,7 +108,10 @@ def task_report(
         runs = [run.name for run in _runs(session, found)]
         missing = _missing(session, found, [first, second])
         measures = measures or list(found.measures[:2]) or None
-    report = compare.compare(engine, first, second, measures=measures, runs=runs, top_k=top_k, test=test, alpha=alpha)
+    # uncorrected, as the agreement page states its test (the command corrects, by Holm's method unless told)
+    report = compare.compare(
+        engine, first, second, measures=measures, runs=runs, top_k=top_k, test=test, alpha=alpha, correction="none"
+    )
     return report | {"missing": missing}
 
 

@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from sqlalchemy import Engine, select
@@ -42,21 +43,60 @@ from evalstore.services.tasks.judge_made import judge_behind
 
 @dataclass(frozen=True)
 class Source:
-    kind: str  # human | judge | hybrid
-    judge: str | None
+    kind: str  # human | judge | hybrid | ensemble
+    judge: str | None  # ensemble: the members' names, separated by commas
 
     def __str__(self) -> str:
         return self.kind if self.judge is None else f"{self.kind}:{self.judge}"
 
+    @property
+    def members(self) -> list[str]:
+        return [n.strip() for n in (self.judge or "").split(",") if n.strip()]
+
+
+ENSEMBLE_RULES = ("majority", "mean", "median")
+
 
 def parse_source(text: str) -> Source:
     kind, _, judge = text.partition(":")
+    if kind == "ensemble":
+        found = Source(kind, judge)
+        if len(found.members) < 2 or len(set(found.members)) != len(found.members):
+            raise InvalidParameterError(
+                f"An ensemble is of two or more different judges (ensemble:A,B,C); not '{text}'."
+            )
+        return Source(kind, ",".join(found.members))
     if kind not in ("human", "judge", "hybrid") or (kind == "human" and judge) or (kind == "judge" and not judge):
-        raise InvalidParameterError(f"--from is human, judge:NAME, hybrid or hybrid:NAME; not '{text}'.")
+        raise InvalidParameterError(
+            f"--from is human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not '{text}'."
+        )
     return Source(kind, judge or None)
 
 
-def _human(session: Session, pool: Pool) -> pd.Series:
+def combine(members: list[pd.Series], rule: str) -> tuple[pd.Series, pd.Series]:
+    """One grade per document from the members' grades of it (JudgeBlender, Rahmani et al. 2024,
+    arXiv 2412.13268), over the members that graded it: ``majority`` the most frequent grade (a tie
+    goes to the lowest of the tied: a document is not promoted on a split vote), ``mean`` and
+    ``median`` rounded half up. Also, per document, how many members graded it."""
+    frame = pd.concat(members, axis=1)
+    values = frame.to_numpy(dtype=float)
+    graded = (~np.isnan(values)).sum(axis=1)
+    if rule == "mean":
+        combined = np.floor(np.nanmean(values, axis=1) + 0.5)
+    elif rule == "median":
+        combined = np.floor(np.nanmedian(values, axis=1) + 0.5)
+    else:
+        grades = np.arange(int(np.nanmax(values)) + 1)
+        votes = (values[:, :, None] == grades[None, None, :]).sum(axis=1)
+        combined = votes.argmax(axis=1).astype(float)  # argmax: the first (lowest) of the tied
+    return (
+        pd.Series(combined.astype(np.int64), index=frame.index),
+        pd.Series(graded.astype(np.int64), index=frame.index),
+    )
+
+
+def human_labels(session: Session, pool: Pool) -> pd.Series:
+    """People's labels of the pool's documents (0 or more), one per document by majority."""
     rows = session.execute(
         select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor, PoolJudgment.relevance).where(
             PoolJudgment.pool_id == pool.id, PoolJudgment.relevance >= 0
@@ -68,11 +108,13 @@ def _human(session: Session, pool: Pool) -> pd.Series:
     return pools.resolve_labels(frame, "majority")
 
 
-def _judged_by(session: Session, pool: Pool, judge: Judge) -> pd.Series:
+def judge_labels(session: Session, pool: Pool, judge: Judge, *, config_hash: str | None = None) -> pd.Series:
+    """The judge's grades of the pool's documents under ``config_hash`` (default: its current
+    configuration), unrateable ones left out."""
     rows = session.execute(
         select(JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.relevance).where(
             JudgeLabel.judge_id == judge.id,
-            JudgeLabel.config_hash == judge.config_hash,
+            JudgeLabel.config_hash == (config_hash or judge.config_hash),
             JudgeLabel.pool_id == pool.id,
             JudgeLabel.relevance.is_not(None),
         )
@@ -93,20 +135,34 @@ def _only_judge(session: Session, pool: Pool) -> Judge:
     return judges[0]
 
 
-def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> dict[str, Any]:
-    """Build (or find, when the content is the newest version's) a version of the lineage ``name``."""
+def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rule: str = "majority") -> dict[str, Any]:
+    """Build (or find, when the content is the newest version's) a version of the lineage ``name``
+    (``rule``: how an ensemble's members' grades are combined, :func:`combine`)."""
     chosen = parse_source(source)
+    if rule not in ENSEMBLE_RULES:
+        raise InvalidParameterError(f"An ensemble's rule is {', '.join(ENSEMBLE_RULES)}; not '{rule}'.")
     if "@" in name:
         raise InvalidParameterError(f"A qrels lineage's name holds no '@' (its versions are NAME@vN); not '{name}'.")
     with read_only(engine) as session:
         pool = repo.get_pool(session, pool_name)
         entries = session.execute(select(PoolEntry.topic, PoolEntry.doc).where(PoolEntry.pool_id == pool.id)).all()
-        human = _human(session, pool) if chosen.kind in ("human", "hybrid") else None
+        human = human_labels(session, pool) if chosen.kind in ("human", "hybrid") else None
         judge = None
-        if chosen.kind != "human":
+        if chosen.kind in ("judge", "hybrid"):
             judge = get_judge(session, chosen.judge) if chosen.judge else _only_judge(session, pool)
-        judged = _judged_by(session, pool, judge) if judge is not None else None
-    if chosen.kind == "human":
+        judged = judge_labels(session, pool, judge) if judge is not None else None
+        members = [get_judge(session, member) for member in chosen.members] if chosen.kind == "ensemble" else []
+        member_labels = [judge_labels(session, pool, member).rename(member.name) for member in members]
+    if chosen.kind == "ensemble":
+        if any(found.empty for found in member_labels):
+            empty = [m.name for m, found in zip(members, member_labels, strict=True) if found.empty]
+            raise EvaluationError(
+                f"Pool '{pool_name}' has no labels of judge {', '.join(empty)} yet; judge it first ('evalstore "
+                f"judges run NAME --pool {pool_name}')."
+            )
+        labels, graded = combine(member_labels, rule)
+        counts = {"ensemble": len(labels), "by_all_members": int((graded == len(members)).sum())}
+    elif chosen.kind == "human":
         assert human is not None
         labels, counts = human, {"human": len(human)}
     elif chosen.kind == "judge":
@@ -129,6 +185,14 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str) -> 
     text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
     content_hash = hashlib.sha256(text.encode()).hexdigest()
     sources: dict[str, Any] = {"from": str(chosen), "pool": pool_name}
+    if chosen.kind == "ensemble":
+        # each member's labels stay in judge_labels under its configuration: `judgments provenance
+        # --judge MEMBER` shows every member's label of a document, with its own provenance
+        sources["rule"] = rule
+        sources["members"] = [
+            {"judge": m.name, "judge_config": m.config_hash, "model": m.model, "prompt_hash": m.prompt_hash}
+            for m in members
+        ]
     if judge is not None:
         sources.update(
             judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash

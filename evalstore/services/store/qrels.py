@@ -185,7 +185,7 @@ def show_qrels(engine: Engine, name: str) -> Summary:
 
 def delete_qrels(engine: Engine, name: str) -> Summary:
     with unit_of_work(engine) as session:
-        qrels = repo.get_qrels(session, name)
+        qrels = repo.get_qrels(session, name, latest=False)  # a deletion names what it deletes
         tasks = session.scalars(select(Task.name).where(Task.qrels_id == qrels.id)).all()
         if tasks:
             raise ConflictError(

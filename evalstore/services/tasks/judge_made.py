@@ -1,6 +1,6 @@
 """What a leaderboard, a qrels version and an agreement report say about labels a judge made
 (issue 39): which judge and model made them, the judge's stored probe result (how far inserted
-query words and an inserted instruction raised its labels), and the runs that declare that model
+query words, an inserted instruction and a quoted final score raised its labels), and the runs that declare that model
 (circularity: Clarke & Dietz 2024; a run reranked by the judge's own LLM is favoured by its labels).
 
 A run declares the models it used in its metadata: ``runs register --meta models=gpt-4o,monot5``
@@ -24,7 +24,11 @@ from evalstore.db.session import read_only
 from evalstore.io.ir_metadata import METADATA_KEY as IR_METADATA
 from evalstore.io.ir_metadata import parse_block
 
-ATTACK_NAMES = {"query_words": "query words inserted", "instruction": "instruction inserted"}
+ATTACK_NAMES = {
+    "query_words": "query words inserted",
+    "instruction": "instruction inserted",
+    "quoted_score": "final score quoted",
+}
 
 
 def _names(value: Any) -> set[str]:
@@ -66,8 +70,9 @@ def _version(session: Session, qrels_name: str) -> QrelsVersion | None:
 def judge_models(session: Session, qrels_name: str) -> set[str]:
     """The models whose labels are in the qrels (none for qrels that are not a judge-made version)."""
     version = _version(session, qrels_name)
-    model = (version.sources if version is not None else {}).get("model")
-    return {str(model).lower()} if model else set()
+    sources = version.sources if version is not None else {}
+    models = [sources.get("model")] + [m.get("model") for m in sources.get("members") or [] if isinstance(m, dict)]
+    return {str(model).lower() for model in models if model}  # an ensemble: every member's
 
 
 def probe_result(session: Session, judge_name: str, config_hash: str | None) -> dict[str, Any] | None:
