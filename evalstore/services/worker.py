@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from evalstore import _logging
+from evalstore import _logging, config
 from evalstore.db.engine import make_engine
 from evalstore.db.session import unit_of_work
 from evalstore.errors import EvalstoreError, InvalidParameterError
@@ -346,14 +346,9 @@ def batch_from_env() -> jobs.BatchBound:
     """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
     environment variables (the worker inside `evalstore serve` has no options of its own)."""
     try:
-        return jobs.BatchBound(
-            jobs=max(1, int(os.environ.get("EVALSTORE_BATCH_JOBS", jobs.BATCH_JOBS))),
-            rows=max(1, int(os.environ.get("EVALSTORE_BATCH_ROWS", jobs.BATCH_ROWS))),
-        )
-    except ValueError as error:
-        raise InvalidParameterError(
-            f"EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers: {error}"
-        ) from None
+        return jobs.BatchBound(jobs=config.batch_jobs(jobs.BATCH_JOBS), rows=config.batch_rows(jobs.BATCH_ROWS))
+    except config.SettingsError as error:
+        raise InvalidParameterError(str(error)) from None
 
 
 # --- several processes -------------------------------------------------------------------------
