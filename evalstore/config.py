@@ -290,6 +290,15 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
+            "EVALSTORE_PASSWORD_CHECKS",
+            "a whole number from 1 to 64",
+            "2",
+            "argon2 password checks one process runs at once (each takes its cost's memory and threads); past "
+            "them a sign-in is refused at once (503 with Retry-After).",
+            _number(int, 1, 64),
+            "Service",
+        ),
+        Variable(
             "EVALSTORE_PASSWORD_COST",
             "TIME,MEMORY_KIB,LANES (e.g. 3,65536,4; TIME 1-100, LANES 1-64, MEMORY_KIB from 8 x LANES to 4194304)",
             "3,65536,4",
@@ -444,6 +453,10 @@ def _or(name: str, default: Any) -> Any:
     return default if found is None else found
 
 
+def password_checks() -> int:
+    return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
+
+
 def sqlite_busy_seconds() -> float:
     return float(_or("EVALSTORE_SQLITE_BUSY_SECONDS", 15.0))
 
@@ -524,3 +537,7 @@ class Settings:
     @property
     def log_level(self) -> str:
         return log_level()
+
+    @property
+    def password_checks(self) -> int:
+        return password_checks()
