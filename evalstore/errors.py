@@ -35,6 +35,15 @@ class InputFormatError(EvalstoreError):
         super().__init__(f"{where}: {problem}")
 
 
+class NoRowsError(InputFormatError):
+    """A run or qrels (a file, or in-memory input) holds no run or qrels lines at all: comments and
+    blank lines only, or nothing (``zero_bytes``: not even a byte, which trec_eval cannot read)."""
+
+    def __init__(self, path: str, problem: str, *, zero_bytes: bool = False) -> None:
+        super().__init__(path, None, problem)
+        self.zero_bytes = zero_bytes
+
+
 class NotFoundError(EvalstoreError):
     """A named object does not exist in the store."""
 
@@ -69,8 +78,9 @@ class AccessDenied(EvalstoreError):
 
 
 class LimitExceeded(EvalstoreError):
-    """A limit was reached: ``limit`` is ``quota`` (a team's runs in a task), ``size`` (an upload)
-    or ``rate`` (writes per minute; ``retry_after`` seconds)."""
+    """A limit was reached: ``limit`` is ``quota`` (a team's runs in a task), ``size`` (an upload),
+    ``rate`` (writes per minute; ``retry_after`` seconds) or ``busy`` (the server does as much of
+    this at once as it may: a password check; ``retry_after`` seconds)."""
 
     def __init__(self, limit: str, message: str, retry_after: int | None = None) -> None:
         self.limit = limit
@@ -88,4 +98,4 @@ HTTP_STATUS: tuple[tuple[type[EvalstoreError], int], ...] = (
     (InputFormatError, 422),
     (InvalidParameterError, 422),
 )
-LIMIT_HTTP_STATUS = {"quota": 409, "size": 413, "rate": 429}
+LIMIT_HTTP_STATUS = {"quota": 409, "size": 413, "rate": 429, "busy": 503}

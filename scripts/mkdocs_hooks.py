@@ -178,7 +178,7 @@ def settings_reference() -> str:
 
 
 def measure_reference() -> str:
-    """reference/measures.md: every family of the registry (ranking, classifier, clustering)."""
+    """reference/measures.md: every family of the registry (ranking, classifier, clustering, answers)."""
     from evalstore.metrics import list_measures, prediction_measures
     from evalstore.metrics._registry import _REQUIRED
     from evalstore.metrics.peers import PEERS
@@ -230,11 +230,13 @@ def measure_reference() -> str:
         if fam.reference:
             lines.append(f"- **Reference**: {_text(fam.reference)}")
         lines.append("")
-    for kind in ("classifier", "clustering"):
+    judged_on = {"classifier": "gold labels (`evaluate --labels`)", "clustering": "gold labels (`evaluate --labels`)"}
+    judged_on["answers"] = "a nugget bank's assignments and citation-support labels (`evaluate --nuggets`)"
+    for kind in ("classifier", "clustering", "answers"):
         lines += [
             f"## {kind.capitalize()} measures",
             "",
-            f"Evaluated on gold labels (`evaluate --labels`); `evalstore measures --kind {kind}` prints this table.",
+            f"Evaluated on {judged_on[kind]}; `evalstore measures --kind {kind}` prints this table.",
             "",
             "| name | better | shown by default | definition | reference |",
             "|---|---|---|---|---|",

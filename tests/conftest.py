@@ -13,6 +13,7 @@ tune_collector()
 import os
 import queue
 import shutil
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,7 +27,11 @@ from sqlalchemy.engine import make_url
 
 from evalstore.db.engine import make_engine, upgrade
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the checkout; EVALSTORE_TEST_SHARED_DATA names it for a checkout elsewhere
+# (a git worktree)
+SHARED = Path(
+    os.environ.get("EVALSTORE_TEST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 TREC_EVAL_TEST = SHARED / "trec_eval_test"
 PG_ENV = "EVALSTORE_TEST_DATABASE_URL"
 
@@ -447,3 +452,33 @@ def spark():  # type: ignore[no-untyped-def]
         gateway.proc.stdin.close()  # the JVM exits when its launcher's stdin closes
         gateway.proc.wait(timeout=60)
         SparkContext._gateway = SparkContext._jvm = None
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of 8 MiB that a test can fill (a tmpfs: mounting one needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def fill_disk(disk: Path) -> Path:
+    """Write to ``disk`` until it is full; the filler file."""
+    filler = disk / "filler"
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 16, 512, 1):
+            try:
+                while os.write(descriptor, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(descriptor)
+    return filler

@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from evalstore.cli import (
+    answers,
     clusters,
     compare,
     correlate,
@@ -19,6 +20,7 @@ from evalstore.cli import (
     measures,
     mlflow,
     ndeval,
+    nuggets,
     pool,
     predictions,
     qrels,
@@ -27,6 +29,7 @@ from evalstore.cli import (
     runs,
     serve,
     splits,
+    support,
     tasks,
     texts,
     tokens,
@@ -42,6 +45,7 @@ from evalstore.errors import InvalidParameterError
 # `evalstore --help` groups the commands into these panels (so does the docs' CLI reference)
 _STORE = "Store"
 _CLASSIFICATION = "Classification"
+_ANSWERS = "Generated answers"
 _EVALUATE_FILES = "Evaluate files"
 _EVALUATE_STORED_RUNS = "Evaluate stored runs"
 _COMPARE_AND_ANALYSE = "Compare and analyse"
@@ -81,6 +85,9 @@ app.add_typer(judgments.app, name="judgments", rich_help_panel=_JUDGING)
 app.add_typer(labels.app, name="labels", rich_help_panel=_CLASSIFICATION)
 app.add_typer(predictions.app, name="predictions", rich_help_panel=_CLASSIFICATION)
 app.add_typer(clusters.app, name="clusters", rich_help_panel=_CLASSIFICATION)
+app.add_typer(answers.app, name="answers", rich_help_panel=_ANSWERS)
+app.add_typer(nuggets.app, name="nuggets", rich_help_panel=_ANSWERS)
+app.add_typer(support.app, name="support", rich_help_panel=_ANSWERS)
 app.command("serve", rich_help_panel=_SERVICE)(serve.serve)
 app.add_typer(users.app, name="users", rich_help_panel=_SERVICE)
 app.add_typer(tokens.app, name="tokens", rich_help_panel=_SERVICE)

@@ -29,7 +29,8 @@ def evaluate(
         typer.Option(
             "--measures",
             help="Comma-separated measures or groups (default: all_trec plus Judged@10, ERR@20, "
-            "nDCG(gain=exp)@10; for subtopic qrels every ndeval measure, for preference judgments every prefs_* one).",
+            "nDCG(gain=exp)@10 and Compat; for subtopic qrels every ndeval measure, for preference judgments "
+            "every prefs_* one).",
         ),
     ] = None,
     relevance_level: Annotated[int, typer.Option("-l", help="Relevance level: judged at least this is relevant.")] = 1,
@@ -93,6 +94,20 @@ def evaluate(
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="Prediction set to report RelaImpr against.")
     ] = None,
+    nuggets: Annotated[
+        str | None,
+        typer.Option(
+            "--nuggets", help="Nugget bank: evaluate generated answers on its assignments (instead of --qrels)."
+        ),
+    ] = None,
+    answers: Annotated[list[str], typer.Option("--answers", help="Answer run (repeatable; with --nuggets).")] = [],
+    all_answers: Annotated[
+        bool, typer.Option("--all-answers", help="With --nuggets: every answer run assessed on the bank.")
+    ] = False,
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="With --nuggets: whose assignments (human, or judge:NAME)."),
+    ] = "human",
     splits: Annotated[
         str | None,
         typer.Option(
@@ -133,8 +148,9 @@ def evaluate(
         ),
     ] = None,
 ) -> None:
-    """Queue evaluations of stored runs against stored qrels (one job per run), or of
-    predictions against gold labels (--labels, one job per prediction set).
+    """Queue evaluations of stored runs against stored qrels (one job per run), of
+    predictions against gold labels (--labels, one job per prediction set), or of answer runs
+    against a nugget bank's assignments (--nuggets, one job per answer run).
 
     The same inputs and options are one job: a finished one is reused unless --force. Without
     --wait the jobs wait for 'evalstore worker'. --backend duckdb|spark hands the part
@@ -149,7 +165,15 @@ def evaluate(
     except InvalidParameterError as conflict:  # a setting of the other backend's
         raise usage_conflict(ctx, str(conflict)) from None
     request: orchestration.Request
-    if labels is not None:
+    if nuggets is not None:
+        if qrels is not None or labels is not None or run or all_runs:
+            raise usage_conflict(
+                ctx, "--nuggets evaluates answer runs; --qrels, --labels, --run and --all-runs are for the others."
+            )
+        if bool(answers) == all_answers:
+            raise usage_conflict(ctx, "Name answer runs with --answers NAME (repeatable) or pass --all-answers.")
+        request = orchestration.AnswerRequest(nuggets, None if all_answers else answers, assessor, force, max_attempts)
+    elif labels is not None:
         if qrels is not None or run or all_runs:
             raise usage_conflict(
                 ctx,
@@ -201,7 +225,7 @@ def evaluate(
     if wait and outcome.unfinished:
         raise outcome.failure()
     if splits is not None:
-        if labels is not None or not wait:
+        if labels is not None or nuggets is not None or not wait:
             raise usage_conflict(
                 ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: pass --wait."
             )
@@ -229,14 +253,7 @@ def _per_fold(ctx: typer.Context, splits: str, outcome: Any, measures: list[str]
 
 
 def split_measures(text: str) -> list[str]:
-    """Split on commas outside parentheses: 'AP,P(rel=2)@5,nDCG(gain=exp,discount=jk)@10'."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    parts.append(current.strip())
-    return [p for p in parts if p]
+    """Split on commas outside parentheses and trec_eval lists: 'AP,P(rel=2)@5,P_5,10'."""
+    from evalstore.metrics import split_measure_names
+
+    return split_measure_names(text)

@@ -16,7 +16,8 @@ def leaderboard(
         list[str],
         typer.Option(
             "--measure",
-            help="Measure to show (repeatable; default AP, nDCG@10, P@10, RR; with --labels f1_macro, accuracy, mcc).",
+            help="Measure to show (repeatable; default AP, nDCG@10, P@10, RR; with --labels f1_macro, accuracy, mcc; "
+            "with --nuggets V_strict, A_strict, V, A, W).",
         ),
     ] = [],
     sort: Annotated[str | None, typer.Option("--sort", help="Measure to sort by (default: the first).")] = None,
@@ -24,6 +25,12 @@ def leaderboard(
     labels: Annotated[
         str | None, typer.Option("--labels", help="Rank prediction sets on these gold labels instead.")
     ] = None,
+    nuggets: Annotated[
+        str | None, typer.Option("--nuggets", help="Rank answer runs on this nugget bank's assignments instead.")
+    ] = None,
+    assessor: Annotated[
+        str, typer.Option("--assessor", help="With --nuggets: whose assignments (human, or judge:NAME).")
+    ] = "human",
     relevance_level: Annotated[int, typer.Option("-l", help="Compare evaluations made with this relevance level.")] = 1,
     max_docs: Annotated[int | None, typer.Option("-M", min=1, help="Compare evaluations made with this -M.")] = None,
     missing: Annotated[
@@ -39,7 +46,11 @@ def leaderboard(
     ] = None,
 ) -> None:
     """Every run evaluated on the qrels: mean with 95% confidence interval, topics, judged@10
-    (or, with --labels, every prediction set evaluated on the gold labels).
+    (or, with --labels, every prediction set evaluated on the gold labels; with --nuggets, every
+    answer run evaluated on the nugget bank: V_strict, A_strict, V, A, W by default).
+
+    An answer run's references are a ranking run of its name: --qrels lists them beside the
+    ranking runs.
 
     Only evaluations made with the same options are put side by side (-l, -M, --missing; by
     default evaluate's defaults): each measure comes from a run's newest evaluation with them that
@@ -47,17 +58,27 @@ def leaderboard(
     print the table ready to paste into a report."""
     from evalstore.services import comparisons
 
-    if qrels is not None and labels is not None:
-        raise usage_conflict(ctx, "Give --qrels (ranking runs) or --labels (predictions), not both.")
-    if qrels is None and labels is None:
-        raise usage_conflict(ctx, "Give --qrels NAME (ranking runs) or --labels NAME (predictions).")
-    kind, judgments = ("ranking", qrels) if qrels is not None else ("classifier", labels)
-    assert judgments is not None
-    options = (
-        {"relevance_level": relevance_level, "max_docs": max_docs, "missing_topics": missing, "known_qrels": known}
-        if kind == "ranking"
-        else None
-    )
+    given = [name for name in (qrels, labels, nuggets) if name is not None]
+    if len(given) > 1:
+        raise usage_conflict(
+            ctx, "Give one of --qrels (ranking runs), --labels (predictions) or --nuggets (answer runs)."
+        )
+    if not given:
+        raise usage_conflict(
+            ctx, "Give --qrels NAME (ranking runs), --labels NAME (predictions) or --nuggets NAME (answer runs)."
+        )
+    kind = "ranking" if qrels is not None else "classifier" if labels is not None else "answers"
+    judgments = given[0]
+    options: dict[str, object] | None = None
+    if kind == "ranking":
+        options = {
+            "relevance_level": relevance_level,
+            "max_docs": max_docs,
+            "missing_topics": missing,
+            "known_qrels": known,
+        }
+    elif kind == "answers":
+        options = {"assessor": assessor}
     board = comparisons.leaderboard(
         state(ctx).engine(), kind=kind, judgments=judgments, measures=measure, sort=sort, options=options
     )

@@ -13,7 +13,11 @@ def measures(
     trec: Annotated[bool, typer.Option("--trec", help="List trec_eval's measure names and what they map to.")] = False,
     kind: Annotated[
         str,
-        typer.Option("--kind", help="ranking (runs on qrels), classifier or clustering (predictions on gold labels)."),
+        typer.Option(
+            "--kind",
+            help="ranking (runs on qrels), classifier or clustering (predictions on gold labels), "
+            "answers (generated answers on nuggets).",
+        ),
     ] = "ranking",
 ) -> None:
     """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
@@ -22,8 +26,8 @@ def measures(
     from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES, TREC_ORDER
     from evalstore.metrics.peers import PEERS
 
-    if kind not in ("ranking", "classifier", "clustering"):
-        raise InvalidParameterError(f"--kind must be ranking, classifier or clustering, not '{kind}'.")
+    if kind not in ("ranking", "classifier", "clustering", "answers"):
+        raise InvalidParameterError(f"--kind must be ranking, classifier, clustering or answers, not '{kind}'.")
     if trec:
         qrels_mode = [TREC_FAMILIES[name] for name in TREC_ORDER]
         # in registration order, which is trec_eval's printing order of them (metrics.preferences)
@@ -43,6 +47,7 @@ def measures(
         rows = [
             {
                 "name": family.name,
+                "aliases": ", ".join(family.aliases),
                 "better": "higher" if family.higher_is_better else "lower",
                 "shown by default": "yes" if family.headline else "",
                 "definition": family.description,
@@ -50,7 +55,8 @@ def measures(
             }
             for family in prediction_measures(kind)
         ]
-        render(rows, ["name", "better", "shown by default", "definition", "reference"], fmt, title=f"{kind} measures")
+        columns = ["name", "aliases", "better", "shown by default", "definition", "reference"]
+        render(rows, columns, fmt, title=f"{kind} measures")
         return
     rows = []
     for family in list_measures():

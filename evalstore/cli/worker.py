@@ -1,5 +1,6 @@
 """`evalstore worker`: evaluate queued jobs until stopped."""
 
+import logging
 from datetime import timedelta
 from typing import Annotated
 
@@ -64,12 +65,17 @@ def worker(
     then exit; a second one: put the jobs not yet stored back in the queue and exit now."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled
+    from evalstore.db.engine import verify_schema
+    from evalstore.db.outages import worker_backoff
     from evalstore.services.jobs import BatchBound
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
     cli = state(ctx)
-    cli.engine()  # refuse to start on an out-of-date schema
+    engine = cli.engine(check_schema=False)
+    # refuse to start on an out-of-date schema; wait for a database that is not answering yet
+    waiting = worker_backoff(logging.getLogger("evalstore.worker"), cli.database_url, lambda: False)
+    waiting.call(lambda: verify_schema(engine))
     settings = WorkerSettings(
         lease=timedelta(seconds=lease_seconds),
         poll_interval=poll_interval,

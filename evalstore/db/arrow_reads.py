@@ -57,7 +57,8 @@ def select_table(
     # SQLite: the sqlite3 cursor itself, not SQLAlchemy's result rows (5x faster: ~1M rows/s,
     # where ORM row processing made reading 1.7M run rows take 9 s)
     compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    parameters = [compiled.params[name] for name in compiled.positiontup or []]
+    values = compiled.params  # a property that builds the dict anew: once, not once a parameter (quadratic)
+    parameters = [values[name] for name in compiled.positiontup or []]
     cursor = driver_connection(session).cursor()
     cursor.execute(str(compiled), parameters)
     row_type = _row_type(names, types)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import sys
 import threading
@@ -11,11 +12,13 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
-from evalstore.errors import SchemaOutOfDateError
+from evalstore.config import sqlite_busy_seconds
+from evalstore.errors import InvalidParameterError, SchemaOutOfDateError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -26,9 +29,6 @@ def migrations_dir() -> Path:
     return shipped if shipped.is_dir() else _PACKAGE_DIR.parent / "migrations"
 
 
-# How long a writer waits for SQLite's write lock before 'database is locked' (the connection's
-# busy timeout too).
-BUSY_SECONDS = 60.0
 # A writer that finds the write lock taken tries again after this long, doubling up to the cap.
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.0005, 0.002
 _SQLITE_BUSY = 5  # the primary result code (an extended code holds it in its low byte)
@@ -39,25 +39,39 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, pool_size: int | None = None) -> Engine:
+def make_engine(url: str, *, pool_size: int | None = None, busy_seconds: float | None = None) -> Engine:
     """An engine with the settings evalstore relies on (SQLite: WAL, foreign keys, busy timeout).
     ``pool_size``: a fixed number of pooled connections (the HTTP server's; a command keeps
-    SQLAlchemy's 5, growing to 15 under load)."""
+    SQLAlchemy's 5, growing to 15 under load). ``busy_seconds``: how long a SQLite writer waits
+    for another's write lock (default: ``config.sqlite_busy_seconds``). A SQLite file this
+    process cannot write (its mode, its folder's, a read-only mount) is opened read-only: reads
+    work, and a write fails as SQLite's 'attempt to write a readonly database'."""
     if is_sqlite(url):
+        if busy_seconds is None:
+            try:
+                busy_seconds = sqlite_busy_seconds()
+            except ValueError as error:
+                raise InvalidParameterError(str(error)) from None
         database = make_url(url).database
-        in_file = bool(database) and database != ":memory:"
+        in_file = bool(database) and database != ":memory:" and not str(database).startswith("file:")
+        read_only = False
         if in_file:
-            Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(str(database))
+            if not path.parent.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            read_only = _unwritable(path)
+            if read_only:
+                url = _read_only_url(path)
         # the server's pool size holds for a SQLite file too: past SQLAlchemy's 5 its overflow
         # connections were closed on return, and each new one costs ~50 ms of pragmas and file
         # mapping (20 clients sending tokens: a new connection every ~200 requests). An in-memory
         # database has one connection a thread: no pool to size.
         sized = {"pool_size": pool_size, "max_overflow": 0} if pool_size is not None and in_file else {}
-        engine = create_engine(url, connect_args={"timeout": BUSY_SECONDS}, **sized)
-        event.listen(engine, "connect", _sqlite_pragmas)
+        engine = create_engine(url, connect_args={"timeout": busy_seconds}, **sized)
+        event.listen(engine, "connect", _read_only_pragmas if read_only else _pragmas(busy_seconds))
         # pysqlite opens transactions lazily and never for DDL/SELECT; take control so that
         # BEGIN is emitted by SQLAlchemy and every unit of work is one real transaction.
-        turns = _WriteTurns()
+        turns = _WriteTurns(busy_seconds)
         event.listen(engine, "begin", turns.begin)
         event.listen(engine, "commit", turns.end)
         event.listen(engine, "rollback", turns.end)
@@ -68,6 +82,24 @@ def make_engine(url: str, *, pool_size: int | None = None) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def _unwritable(path: Path) -> bool:
+    """Whether this process cannot write the SQLite file at ``path`` (a WAL database also needs
+    its folder, for the -wal and -shm files). ``os.access`` asks as the process would write: a
+    read-only mount refuses even root."""
+    if not path.exists():
+        return False  # made here, where its folder is writable or the error says why
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK))
+
+
+def _read_only_url(path: Path) -> str:
+    """The URL that opens ``path`` read-only. In a folder no one may write, no -wal file can be
+    made or grow, so none left behind means the file alone is the database: opened immutable
+    (SQLite then needs no -shm file, which it could not make there)."""
+    immutable = not os.access(path.parent, os.W_OK | os.X_OK) and not Path(f"{path}-wal").exists()
+    query = "mode=ro" + ("&immutable=1" if immutable else "")
+    return f"sqlite:///file:{quote(str(path.resolve()))}?{query}&uri=true"
+
+
 class _WriteTurns:
     """How an engine's writers take SQLite's write lock (BEGIN IMMEDIATE), one at a time.
 
@@ -76,13 +108,14 @@ class _WriteTurns:
     for it, between one writer's commit and the next one's waking. So the writers of this process
     queue on a lock of their own (released at commit or rollback, woken at once), and the one at
     the front asks SQLite again every 0.5-2 ms (a writer of another process may hold it), not by
-    SQLite's steps. After BUSY_SECONDS it fails as SQLite's busy timeout would ('database is
+    SQLite's steps. After busy_seconds it fails as SQLite's busy timeout would ('database is
     locked'). A turn ends at the commit or rollback event (just before the statement is sent) or,
     for a connection invalidated or closed mid-transaction, when it goes back to the pool. Plain
     BEGIN (readers) is SQLite's own, as are PostgreSQL's transactions."""
 
-    def __init__(self) -> None:
+    def __init__(self, busy_seconds: float) -> None:
         self._turn = threading.Lock()
+        self.busy_seconds = busy_seconds
 
     def begin(self, connection: Any) -> None:
         options = connection.get_execution_options()
@@ -98,19 +131,19 @@ class _WriteTurns:
         if not options.get("sqlite_immediate", False):
             connection.exec_driver_sql("BEGIN")
             return
-        deadline = time.monotonic() + BUSY_SECONDS
+        deadline = time.monotonic() + self.busy_seconds
         try:
             # taken and recorded in one statement: only an exception raised by a signal handler
             # between the two would leave the turn taken (each later writer of the process would
-            # then wait BUSY_SECONDS for it, and go on asking SQLite: slow, not stuck)
-            connection.connection.info["write_turn"] = self._turn.acquire(timeout=BUSY_SECONDS)
-            self._begin_immediate(connection, deadline)
+            # then wait busy_seconds for it, and go on asking SQLite: slow, not stuck)
+            connection.connection.info["write_turn"] = self._turn.acquire(timeout=self.busy_seconds)
+            self._begin_immediate(connection, deadline, self.busy_seconds)
         except BaseException:
             self.end(connection)
             raise
 
     @staticmethod
-    def _begin_immediate(connection: Any, deadline: float) -> None:
+    def _begin_immediate(connection: Any, deadline: float, busy_seconds: float) -> None:
         raw = connection.connection.dbapi_connection
         try:
             if _polled(raw, deadline):
@@ -120,7 +153,7 @@ class _WriteTurns:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         finally:
             with contextlib.suppress(sqlite3.Error):  # a closed connection: the error above says so
-                raw.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
+                raw.execute(f"PRAGMA busy_timeout = {int(busy_seconds * 1000)}")
 
     def end(self, connection: Any) -> None:
         """At commit or rollback (SQLAlchemy's events come just before the statement is sent)."""
@@ -168,7 +201,23 @@ def writer(engine: Engine, attach: Mapping[str, Path] | None = None) -> Engine:
     return engine.execution_options(sqlite_immediate=True, sqlite_attach=dict(attach or {}))
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _pragmas(busy_seconds: float) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        _sqlite_pragmas(dbapi_connection, busy_seconds)
+
+    return on_connect
+
+
+def _read_only_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA cache_size = -262144")
+    cursor.execute("PRAGMA temp_store = MEMORY")
+    cursor.close()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, busy_seconds: float) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
@@ -180,7 +229,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL + NORMAL is durable against application crashes; only a power loss may drop the
     # last commits, never corrupt the file.
     cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
+    cursor.execute(f"PRAGMA busy_timeout = {int(busy_seconds * 1000)}")
     cursor.execute("PRAGMA cache_size = -262144")
     cursor.execute("PRAGMA temp_store = MEMORY")
     cursor.close()
@@ -201,7 +250,7 @@ def alembic_config(url: str) -> Any:
 # The newest migration, which this code's models match. Every command checks the database against
 # it: reading it from the migrations with alembic took 0.2-0.3 s of each command's start-up.
 # tests/db/test_migrations.py keeps it equal to the migrations' head.
-SCHEMA_REVISION = "0025_run_judged_ranks"
+SCHEMA_REVISION = "0027_wide_ids"
 
 
 @cache

@@ -83,15 +83,15 @@ class Judgment(Base):
 
     qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     relevance: Mapped[int] = mapped_column(SmallInteger)
     # TREC's second qrels column: usually 0; the judgment group under `-R qrels_jg` and in
     # preference judgments; the subtopic in subtopic qrels.
-    iteration: Mapped[str] = mapped_column(String(50), default="0")
+    iteration: Mapped[str] = mapped_column(Text, default="0")
     # preference judgments: the judgment sub-group, and the level as written (relevance then says
     # relevant, level > 0, or not); "0" and NULL for the other kinds
-    subgroup: Mapped[str] = mapped_column(String(50), server_default="0")
+    subgroup: Mapped[str] = mapped_column(Text, server_default="0")
     level: Mapped[float | None] = mapped_column(Double)
     assessor: Mapped[str | None] = mapped_column(String(200))
 
@@ -106,7 +106,7 @@ class Run(Base):
     system: Mapped[str | None] = mapped_column(String(200))
     description: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
-    tag: Mapped[str | None] = mapped_column(String(200))
+    tag: Mapped[str | None] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64), index=True)
     row_count: Mapped[int] = mapped_column(Integer)
     topic_count: Mapped[int] = mapped_column(Integer)
@@ -131,8 +131,8 @@ class RunRow(Base):
 
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     score: Mapped[float] = mapped_column(Double)
     rank: Mapped[int] = mapped_column(Integer)
     # 1-based rank within the topic in trec_eval order (score desc, docno desc), computed at
@@ -148,7 +148,7 @@ class RunTopic(Base):
     __tablename__ = "run_topics"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     retrieved: Mapped[int] = mapped_column(Integer)
 
 
@@ -170,6 +170,17 @@ class RunJudgedRanks(Base):
     ranks: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+# what one evaluation evaluates: a run on qrels, a prediction set, or an answer run on a nugget bank
+EVALUATION_INPUTS = (
+    "(run_id IS NOT NULL AND qrels_id IS NOT NULL AND prediction_set_id IS NULL "
+    "AND answer_run_id IS NULL AND nugget_bank_id IS NULL) OR "
+    "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NOT NULL "
+    "AND answer_run_id IS NULL AND nugget_bank_id IS NULL) OR "
+    "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NULL "
+    "AND answer_run_id IS NOT NULL AND nugget_bank_id IS NOT NULL)"
+)
+
+
 class Evaluation(Base):
     """An evaluation job and the header of its results: one per (run, qrels, measures, options)
     for a ranking run, or one per (prediction set, options) for classifier predictions or a
@@ -180,11 +191,9 @@ class Evaluation(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "qrels_id", "options_hash"),
         UniqueConstraint("prediction_set_id", "options_hash"),
-        CheckConstraint(
-            "(run_id IS NOT NULL AND qrels_id IS NOT NULL AND prediction_set_id IS NULL) OR "
-            "(run_id IS NULL AND qrels_id IS NULL AND prediction_set_id IS NOT NULL)",
-            name="inputs",
-        ),
+        CheckConstraint(EVALUATION_INPUTS, name="inputs"),
+        # an index rather than a constraint: SQLite adds it without copying the table (0026_answers)
+        Index("ix_evaluations_answers_options", "answer_run_id", "nugget_bank_id", "options_hash", unique=True),
         Index("ix_evaluations_state_lease", "state", "lease_expires_at"),
         Index("ix_evaluations_mlflow_state", "mlflow_state"),
     )
@@ -195,6 +204,9 @@ class Evaluation(Base):
     prediction_set_id: Mapped[int | None] = mapped_column(
         ForeignKey("prediction_sets.id", ondelete="CASCADE"), index=True
     )
+    # an answer run judged by a nugget bank (migration 0026_answers)
+    answer_run_id: Mapped[int | None] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), index=True)
+    nugget_bank_id: Mapped[int | None] = mapped_column(ForeignKey("nugget_banks.id", ondelete="CASCADE"), index=True)
     # classification: what the options led to (threshold used, confusion matrix, curve points)
     settings: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
     # where the heavy part runs and with what settings ({"name": "duckdb", "memory_limit": "2GB"});
@@ -313,8 +325,8 @@ class PoolEntry(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     pool_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     contributors: Mapped[list[str]] = mapped_column(JSON, default=list)
     best_rank: Mapped[int] = mapped_column(Integer)
     judge_order: Mapped[int | None] = mapped_column(Integer)
@@ -327,8 +339,8 @@ class PoolJudgment(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
     relevance: Mapped[int] = mapped_column(SmallInteger)  # -1: seen, not rateable (skipped)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -355,7 +367,7 @@ class Topic(Base):
     __tablename__ = "topics"
 
     topic_set_id: Mapped[int] = mapped_column(ForeignKey("topic_sets.id", ondelete="CASCADE"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     title: Mapped[str] = mapped_column(Text)
     description: Mapped[str | None] = mapped_column(Text)
     narrative: Mapped[str | None] = mapped_column(Text)
@@ -380,7 +392,7 @@ class Document(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    doc: Mapped[str] = mapped_column(String(400), primary_key=True)
+    doc: Mapped[str] = mapped_column(Text, primary_key=True)
     title: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
 
@@ -413,7 +425,7 @@ class SplitMember(Base):
     split_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     fold: Mapped[int] = mapped_column(Integer, primary_key=True)
     part: Mapped[str] = mapped_column(String(5), primary_key=True)
-    unit: Mapped[str] = mapped_column(String(400), primary_key=True)
+    unit: Mapped[str] = mapped_column(Text, primary_key=True)
     weight: Mapped[int] = mapped_column(Integer, default=1)
 
 
@@ -473,7 +485,7 @@ class StandardisationStatistic(Base):
         ForeignKey("standardisations.id", ondelete="CASCADE"), primary_key=True
     )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     mean: Mapped[float] = mapped_column(Double)
     stddev: Mapped[float] = mapped_column(Double)
 
@@ -488,7 +500,7 @@ class StandardisedValue(Base):
     )
     measure: Mapped[str] = mapped_column(String(200), primary_key=True)
     run: Mapped[str] = mapped_column(String(200), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
     z: Mapped[float] = mapped_column(Double)
 
 
@@ -522,9 +534,9 @@ class GoldLabel(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     label_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
     label: Mapped[str] = mapped_column(Text)  # multilabel: the set as "a|b"
-    group_id: Mapped[str | None] = mapped_column(String(200))
+    group_id: Mapped[str | None] = mapped_column(Text)
     weight: Mapped[float | None] = mapped_column(Double)
 
 
@@ -556,10 +568,10 @@ class Prediction(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
     label: Mapped[str | None] = mapped_column(Text)  # multilabel: the set as "a|b"
     score: Mapped[float | None] = mapped_column(Double)
-    group_id: Mapped[str | None] = mapped_column(String(200))
+    group_id: Mapped[str | None] = mapped_column(Text)
 
 
 class PredictionScore(Base):
@@ -569,8 +581,8 @@ class PredictionScore(Base):
     __table_args__ = ({"sqlite_with_rowid": False},)
 
     prediction_set_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    item_id: Mapped[str] = mapped_column(String(400), primary_key=True)
-    class_label: Mapped[str] = mapped_column(String(200), primary_key=True)
+    item_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    class_label: Mapped[str] = mapped_column(Text, primary_key=True)
     score: Mapped[float] = mapped_column(Double)
 
 
@@ -711,8 +723,8 @@ class JudgeLabel(Base):
     judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
     config_hash: Mapped[str] = mapped_column(String(64))
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), index=True)
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     relevance: Mapped[int | None] = mapped_column(SmallInteger)
     reason: Mapped[str | None] = mapped_column(Text)
     raw_output: Mapped[str | None] = mapped_column(Text)
@@ -755,3 +767,136 @@ class QrelsVersion(Base):
     content_hash: Mapped[str] = mapped_column(String(64))
     counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# --- generated answers and nuggets (TREC RAG; migration 0026_answers) ----------------------------
+# Ids are as long as the readers accept (evalstore.io.answers: runs and topics 200 characters,
+# segments 400, as a ranking run's), texts of any length (Text).
+
+
+class AnswerRun(Base):
+    """A run of generated answers with citations. ``ranking_run_id``: its references, registered
+    with it as a ranking run of the same name (rank = position in ``references``)."""
+
+    __tablename__ = "answer_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    team: Mapped[str | None] = mapped_column(String(200))
+    layout: Mapped[str] = mapped_column(String(20))  # rag24 | rag25 | assessed (text from an assignment file)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    topic_count: Mapped[int] = mapped_column(Integer)
+    ranking_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AnswerTopic(Base):
+    """One topic's answer: the topic's text as the run gives it, and its length in words."""
+
+    __tablename__ = "answers"
+
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic_text: Mapped[str | None] = mapped_column(Text)
+    response_length: Mapped[int | None] = mapped_column(Integer)
+
+
+class AnswerReference(Base):
+    __tablename__ = "answer_references"
+
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)  # 0-based, as cited
+    segment: Mapped[str] = mapped_column(String(400))
+
+
+class AnswerSentence(Base):
+    __tablename__ = "answer_sentences"
+
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)  # 0-based
+    text: Mapped[str] = mapped_column(Text)
+
+
+class AnswerCitation(Base):
+    """A sentence's citation: ``position`` 0 is its first."""
+
+    __tablename__ = "answer_citations"
+
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sentence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    reference: Mapped[int] = mapped_column(Integer)  # the position in the answer's references
+    score: Mapped[float | None] = mapped_column(Double)
+
+
+class NuggetBank(Base):
+    __tablename__ = "nugget_banks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    topic_count: Mapped[int] = mapped_column(Integer)
+    nugget_count: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class NuggetTopic(Base):
+    __tablename__ = "nugget_topics"
+
+    bank_id: Mapped[int] = mapped_column(ForeignKey("nugget_banks.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    query: Mapped[str | None] = mapped_column(Text)
+
+
+class Nugget(Base):
+    __tablename__ = "nuggets"
+    __table_args__ = (
+        UniqueConstraint("bank_id", "topic", "position"),
+        CheckConstraint("importance IN ('vital', 'okay')", name="importance"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bank_id: Mapped[int] = mapped_column(ForeignKey("nugget_banks.id", ondelete="CASCADE"))
+    topic: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer)  # 0-based, the bank's order
+    text: Mapped[str] = mapped_column(Text)
+    importance: Mapped[str] = mapped_column(String(10))
+
+
+class NuggetAssignment(Base):
+    """Whether an answer holds a nugget, and who said so: ``assessor`` is ``human`` (an assessor's
+    or NIST's labels, imported) or ``judge:NAME`` (an LLM judge)."""
+
+    __tablename__ = "nugget_assignments"
+    __table_args__ = (
+        CheckConstraint("label IN ('support', 'partial_support', 'not_support')", name="label"),
+        Index("ix_nugget_assignments_answer_run_id", "answer_run_id"),
+    )
+
+    nugget_id: Mapped[int] = mapped_column(ForeignKey("nuggets.id", ondelete="CASCADE"), primary_key=True)
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
+    label: Mapped[str] = mapped_column(String(20))
+    source: Mapped[str | None] = mapped_column(Text)  # the file imported, or the judge's model
+    assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CitationSupport(Base):
+    """Whether a sentence's first citation (``segment``) supports it: 2 fully, 1 partly, 0 not;
+    who said so."""
+
+    __tablename__ = "citation_supports"
+    __table_args__ = (CheckConstraint("label IN (0, 1, 2)", name="label"),)
+
+    answer_run_id: Mapped[int] = mapped_column(ForeignKey("answer_runs.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sentence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
+    segment: Mapped[str] = mapped_column(String(400))
+    label: Mapped[int] = mapped_column(SmallInteger)
+    assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,14 +11,44 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from evalstore.db.engine import writer
+from evalstore.errors import LimitExceeded
 
 
 @contextmanager
 def unit_of_work(engine: Engine, attach: Mapping[str, Path] | None = None) -> Iterator[Session]:
     """One transaction: committed when the block ends, rolled back whole on any exception.
-    ``attach`` (SQLite: schema name -> file) is readable inside it, e.g. staged bulk rows."""
-    with Session(writer(engine, attach), expire_on_commit=False) as session, session.begin():
-        yield session
+    ``attach`` (SQLite: schema name -> file) is readable inside it, e.g. staged bulk rows. Keys
+    PostgreSQL cannot index are refused with what is too long (:func:`_unindexable`)."""
+    try:
+        with Session(writer(engine, attach), expire_on_commit=False) as session, session.begin():
+            yield session
+    except Exception as error:
+        refusal = _unindexable(error)
+        if refusal is None:
+            raise
+        raise refusal from None
+
+
+# PostgreSQL's "program_limit_exceeded": a B-tree index entry is at most 2704 bytes (a third of a
+# page), after compression
+_PROGRAM_LIMIT_EXCEEDED = "54000"
+
+
+def _unindexable(error: BaseException) -> LimitExceeded | None:
+    """The refusal of a row whose key is too long for PostgreSQL's B-tree index: ids of up to the
+    readers' 4 KiB each are stored as text, but a key of several of them (a judgment's topic and
+    docno, a pool entry's) must fit one index entry. SQLite has no such bound."""
+    cause = getattr(error, "orig", None) or error
+    if getattr(cause, "sqlstate", None) != _PROGRAM_LIMIT_EXCEEDED or "index row size" not in str(cause):
+        return None
+    found = re.search(r"index row size (\d+) exceeds .* maximum (\d+) for index \"([^\"]+)\"", str(cause))
+    size, limit, index = found.groups() if found else ("?", "2704", "?")
+    return LimitExceeded(
+        "size",
+        f"A topic id, docno or other id is too long for this PostgreSQL store: its key takes {size} bytes "
+        f"of index {index}, which holds at most {limit} (ids of a judgment, pool entry, document or "
+        "topic are indexed together); shorten it.",
+    )
 
 
 @contextmanager

@@ -16,6 +16,7 @@ written and closed by ADBC before sqlite3 opens it, and no other code ever opens
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -25,6 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 from sqlalchemy import Engine
 
+from evalstore import scratch
 from evalstore.db.engine import is_sqlite
 from evalstore.errors import EvalstoreError
 
@@ -90,7 +92,9 @@ def _scratch(rows: pa.Table | pa.RecordBatchReader, count: int) -> Iterator[Path
 
     with ExitStack() as cleanup:
         try:
-            path = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="evalstore-stage-"))) / "rows.db"
+            # what registrations killed before they could remove theirs left (tens of MB each)
+            scratch.clean_stale()
+            path = cleanup.enter_context(scratch.folder("stage")) / "rows.db"
             # The file is thrown away if anything fails, so it needs neither a journal nor fsync.
             with adbc_driver_sqlite.dbapi.connect(str(path), autocommit=True) as connection:
                 with connection.cursor() as cursor:
@@ -99,9 +103,20 @@ def _scratch(rows: pa.Table | pa.RecordBatchReader, count: int) -> Iterator[Path
                     cursor.execute("PRAGMA synchronous = OFF")
                     cursor.adbc_ingest(STAGE_TABLE, rows, mode="create")
         except (OSError, adbc_driver_sqlite.dbapi.Error) as exc:
+            where = tempfile.gettempdir()
+            reason = str(exc).splitlines()[0]
+            free = _free_bytes(where)
+            if free is not None and free < 1 << 20:  # ADBC tells a full disk as a failed rollback
+                reason = f"the disk is full: {free:,} bytes free"
             raise EvalstoreError(
-                f"Could not write the {count:,} rows to a scratch file in {tempfile.gettempdir()} "
-                f"({str(exc).splitlines()[0]}). Nothing was stored. Free space there, or set TMPDIR to a "
-                "directory with room for them."
+                f"Could not write the {count:,} rows to a scratch file in {where} ({reason}). Nothing was "
+                "stored. Free space there, or set TMPDIR to a directory with room for them."
             ) from exc
         yield path
+
+
+def _free_bytes(folder: str) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from evalstore.errors import InvalidParameterError
+from evalstore.io.tables import id_texts_of
 
 PER_QUERY_COLUMNS = ["query_id", "measure", "value"]  # ir_measures' Metric(query_id, measure, value)
 
@@ -65,8 +66,8 @@ def as_table(source: Any, kind: str) -> Any:
             raise InvalidParameterError(
                 f"Item {number} of the {kind} is a {type(item).__name__}, not a {shape}."
             ) from None
-        topics.append(str(topic))
-        docs.append(str(doc))
+        topics.append(topic)
+        docs.append(doc)
         values.append(amount)
     try:
         column = (
@@ -76,7 +77,7 @@ def as_table(source: Any, kind: str) -> Any:
         )
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"The {kind}' {value} values must be numbers ({exc}).") from None
-    return pa.table({"topic": pa.array(topics, pa.string()), "doc": pa.array(docs, pa.string()), value: column})
+    return pa.table({"topic": id_texts_of(topics), "doc": id_texts_of(docs), value: column})
 
 
 def adapt(qrels: Any, run: Any, measures: Iterable[Any]) -> tuple[Any, Any, list[Any]]:

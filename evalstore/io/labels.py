@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from evalstore.errors import InputFormatError
+from evalstore.io.limits import check_fields
 from evalstore.io.parsed import _read_bytes
 
 SCORE_PREFIX = "score_"
@@ -68,6 +69,7 @@ def read_table_file(path: Path, what: str, fmt: str | None = None) -> TableFile:
         raise InputFormatError(str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()) from None
     if table.num_rows == 0:
         raise InputFormatError(str(path), None, f"the file has a header but no rows; a {what} file needs rows")
+    check_fields(table, str(path), first_line=first_line)
     return TableFile(str(path), table, hashlib.sha256(raw).hexdigest(), first_line)
 
 

@@ -12,20 +12,30 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
 from evalstore.errors import InputFormatError, LimitExceeded
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 CHUNK = 2**20
 MAX_LINE_BYTES = 16 * 2**10  # a TREC run or qrels line is ~60 bytes; 16 KiB leaves room for URLs as docnos
 MAX_FIELD_BYTES = 4 * 2**10  # a docno, topic id, tag or label: the longest real ones are URLs (~2 KiB)
+# real runs and qrels inflate 2-6 times (the robust03 runs, TREC DL qrels) and a table's column
+# chunks a few times more; whitespace or one repeated line inflates ~1000 times, so past the grace
+# a higher ratio is a bomb, refused before the readers load what it inflates to
+MAX_INFLATE_RATIO = 100
+RATIO_GRACE = 2**20  # a small file's ratio says little (a header, a footer, a few repeated lines)
 _IS_SEPARATOR = np.zeros(256, dtype=bool)
 _IS_SEPARATOR[list(b" \t,\r\n")] = True
 _NEWLINE = ord("\n")
+_TEXT_SLICE = 64 * 2**10
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,12 @@ class _TextCheck:
     field_length: int = 0
 
     def feed(self, chunk: bytes) -> None:
+        # a slice at a time: a chunk of blank lines is a million newlines, and the positions of
+        # each (8 bytes) in four arrays would be ~32 MiB per chunk
+        for start in range(0, len(chunk), _TEXT_SLICE):
+            self._feed(chunk[start : start + _TEXT_SLICE])
+
+    def _feed(self, chunk: bytes) -> None:
         data = np.frombuffer(chunk, dtype=np.uint8)
         if data.size == 0:
             return
@@ -92,7 +108,7 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
     head = source.read(4)
     gzipped = head[:2] == GZIP_MAGIC
     check: _TextCheck | None = None
-    written = 0
+    written = consumed = 0
 
     def put(data: bytes) -> None:
         nonlocal written, check
@@ -104,6 +120,8 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
                 "size",
                 f"{shown} inflates to more than this server's limit of {bounds.max_inflated / 2**20:g} MiB; split it.",
             )
+        if gzipped and written > RATIO_GRACE and written > MAX_INFLATE_RATIO * consumed:
+            raise LimitExceeded("size", _ratio_refusal(shown))
         if check is not None:
             check.feed(data)
         target.write(data)
@@ -122,14 +140,17 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
                 break
         try:
             # at most CHUNK bytes out per call: memory stays bounded whatever the ratio
-            put(inflater.decompress(pending, CHUNK))
+            out = inflater.decompress(pending, CHUNK)
         except zlib.error as error:
             raise InputFormatError(
                 shown, None, f"the file looks gzip-compressed but cannot be read ({error})"
             ) from None
+        consumed += len(pending) - len(inflater.unconsumed_tail)
+        put(out)
         pending = inflater.unconsumed_tail
         if inflater.eof:  # a gzip file may hold several members, one after the other
             pending = inflater.unused_data
+            consumed -= len(pending)  # the next member's bytes, counted when they are inflated
             inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
             if not pending:
                 pending = source.read(CHUNK)
@@ -139,6 +160,13 @@ def copy_bounded(source: BinaryIO, target: BinaryIO, bounds: Bounds, shown: str)
     if not inflater.eof:
         raise InputFormatError(shown, None, "the file looks gzip-compressed but is cut short")
     return True
+
+
+def _ratio_refusal(shown: str) -> str:
+    return (
+        f"{shown} inflates to more than {MAX_INFLATE_RATIO} times its size; this server refuses "
+        "such files (real runs and qrels inflate less than 10 times): remove the repeated or blank content."
+    )
 
 
 # a Parquet run or qrels file has a handful of columns; thousands make its metadata the attack
@@ -152,6 +180,108 @@ MIN_ROW_BYTES = 32
 _PARQUET_BATCH_ROWS = 8192
 
 
+def longest_field_row(array: pa.Array, limit: int) -> int | None:
+    """The first row of ``array`` holding a text or binary value longer than ``limit`` bytes, or
+    None: whatever the Arrow type says it is (string, large, view, fixed size or binary; dictionary
+    encoded, where the values the rows refer to count; inside lists, maps, structs), so that no
+    encoding of a Parquet or Arrow file carries a field past the bound."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if isinstance(kind, pa.ExtensionType):
+        return longest_field_row(array.storage, limit)
+    if pa.types.is_dictionary(kind):
+        over = longest_rows(array.dictionary, limit)
+        if over is None:
+            return None
+        hits = pc.is_in(array.indices, value_set=pa.array(over, type=array.indices.type))
+        found = pc.index(hits, True).as_py()
+        return None if found < 0 else int(found)
+    if pa.types.is_fixed_size_binary(kind):
+        return 0 if len(array) and kind.byte_width > limit else None
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
+        # each value's view is 16 bytes, its length the first 4 (little-endian); no kernel reads it
+        views = np.frombuffer(array.buffers()[1], dtype="<i4")[4 * array.offset : 4 * (array.offset + len(array)) : 4]
+        return _first_over(views, array, limit)
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    ):
+        lengths = pc.binary_length(array).to_numpy(zero_copy_only=False)
+        return _first_over(lengths, array, limit)
+    if pa.types.is_struct(kind):
+        rows = [longest_field_row(array.field(i), limit) for i in range(kind.num_fields)]
+        found = [row for row in rows if row is not None]
+        return min(found) if found else None
+    if (
+        pa.types.is_list(kind)
+        or pa.types.is_large_list(kind)
+        or pa.types.is_fixed_size_list(kind)
+        or pa.types.is_map(kind)
+        or pa.types.is_list_view(kind)
+        or pa.types.is_large_list_view(kind)
+    ):
+        values = array.flatten()
+        row = longest_field_row(values, limit)
+        if row is None:
+            return None
+        return int(pc.list_parent_indices(array)[row].as_py())
+    if pa.types.is_union(kind) or pa.types.is_run_end_encoded(kind):
+        rows = [
+            longest_field_row(array.field(i) if pa.types.is_union(kind) else array.values, limit)
+            for i in range(kind.num_fields if pa.types.is_union(kind) else 1)
+        ]
+        return 0 if any(row is not None for row in rows) else None
+    return None  # numbers, dates, booleans: fixed width, bounded by the rows
+
+
+def longest_rows(array: pa.Array, limit: int) -> list[int] | None:
+    """The rows of a flat array (a dictionary's values) holding a value longer than ``limit``."""
+    if longest_field_row(array, limit) is None:
+        return None
+    return [i for i in range(len(array)) if longest_field_row(array.slice(i, 1), limit) is not None]
+
+
+def _first_over(lengths: np.ndarray, array: pa.Array, limit: int) -> int | None:
+    over = lengths > limit
+    if array.null_count:
+        over &= array.is_valid().to_numpy(zero_copy_only=False)
+    return int(np.argmax(over)) if over.any() else None
+
+
+def check_fields(
+    table: pa.Table | pa.RecordBatch,
+    shown: str,
+    limit: int = MAX_FIELD_BYTES,
+    *,
+    first_line: int | None = None,
+    first_row: int = 1,
+) -> None:
+    """Refuse a table (a file read, a batch of one) with a field longer than ``limit`` bytes in
+    any column, of any type (:func:`longest_field_row`), naming the row (``first_row`` is row 0's
+    number) or, for a text file whose row 0 is on line ``first_line``, the line: the bound every
+    reader of runs, qrels, labels and predictions applies to what it decoded."""
+    import pyarrow as pa
+
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        before = 0
+        for chunk in chunks:
+            row = longest_field_row(chunk, limit)
+            if row is not None:
+                problem = (
+                    f"column '{name}' holds a field longer than this server's limit of {limit} bytes "
+                    "(a docno, topic id, tag or label)"
+                )
+                if first_line is not None:
+                    raise InputFormatError(shown, first_line + before + row, problem)
+                raise InputFormatError(shown, None, f"row {first_row + before + row}: {problem}")
+            before += len(chunk)
+
+
 def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
     """Refuse a Parquet upload that decodes past the server's limits before any reader loads it
     whole: its metadata's rows (413 past ``max_inflated / MIN_ROW_BYTES``), uncompressed size and
@@ -162,7 +292,6 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
         if file.read(4) != PARQUET_MAGIC:
             return
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq  # ~40 ms; Parquet uploads only
 
     limit_mib = f"{bounds.max_inflated / 2**20:g} MiB"
@@ -196,6 +325,9 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
         )
         if uncompressed > bounds.max_inflated:
             raise LimitExceeded("size", f"{shown} inflates to more than this server's limit of {limit_mib}; split it.")
+        if uncompressed > RATIO_GRACE and uncompressed > MAX_INFLATE_RATIO * path.stat().st_size:
+            raise LimitExceeded("size", _ratio_refusal(shown))
+        _check_statistics(meta, bounds.max_field, shown)
         decoded, first_row = 0, 1
         for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
             decoded += batch.nbytes
@@ -203,24 +335,33 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
                 raise LimitExceeded(
                     "size", f"{shown} decodes to more than this server's limit of {limit_mib}; split it."
                 )
-            for name, column in zip(batch.schema.names, batch.columns, strict=True):
-                if not (
-                    pa.types.is_string(column.type)
-                    or pa.types.is_large_string(column.type)
-                    or pa.types.is_binary(column.type)
-                    or pa.types.is_large_binary(column.type)
-                ):
-                    continue
-                lengths = pc.binary_length(column)
-                longest = pc.max(lengths).as_py()
-                if longest is not None and longest > bounds.max_field:
-                    row = first_row + pc.index(pc.greater(lengths, bounds.max_field), True).as_py()
-                    raise InputFormatError(
-                        shown,
-                        None,
-                        f"row {row}: column '{name}' holds a field longer than this server's limit of "
-                        f"{bounds.max_field} bytes (a docno, topic id, tag or label)",
-                    )
+            check_fields(batch, shown, bounds.max_field, first_row=first_row)
             first_row += batch.num_rows
     except (pa.ArrowException, OSError) as error:
         raise InputFormatError(shown, None, f"cannot be read as PARQUET: {error}".rstrip()) from None
+
+
+def _check_statistics(meta: pq.FileMetaData, limit: int, shown: str) -> None:
+    """A row group's text statistics (its least and greatest value, when the writer kept them)
+    longer than the bound: refused from the footer, before a page is decoded."""
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            stats = column.statistics
+            if (
+                stats is None
+                or not stats.has_min_max
+                or column.physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")
+            ):
+                continue
+            if any(
+                isinstance(v, (str, bytes)) and len(v.encode() if isinstance(v, str) else v) > limit
+                for v in (stats.min, stats.max)
+            ):
+                raise InputFormatError(
+                    shown,
+                    None,
+                    f"row group {g + 1}: column '{column.path_in_schema}' holds a field longer than this "
+                    f"server's limit of {limit} bytes (a docno, topic id, tag or label)",
+                )

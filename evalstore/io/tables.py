@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from evalstore import _kernels as pc
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, NoRowsError
+from evalstore.io.limits import check_fields
 from evalstore.io.parsed import (
     _STORED_RANGE,
     Kind,
@@ -38,30 +39,37 @@ COLUMN_ALIASES = {
     "tag": ("tag", "run_id", "runid"),
 }
 
+_ID_ALIASES = frozenset(COLUMN_ALIASES["topic"] + COLUMN_ALIASES["doc"] + COLUMN_ALIASES["iteration"])
+
 
 def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True) -> ParsedFile:
     raw = _read_bytes(path)
     content_hash = _sha256(raw)
     if not raw.strip():
-        raise InputFormatError(str(path), None, _empty_message(kind))
+        raise NoRowsError(str(path), _empty_message(kind), zero_bytes=not raw)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq  # ~40 ms with the file systems it loads; Parquet input only
 
             table = pq.read_table(io.BytesIO(raw))
         else:
+            parse = pacsv.ParseOptions(delimiter="," if fmt == "csv" else "\t")
+            # ids are read as the text they are, as trec_eval reads them ("007", "1.0"), not as numbers
+            header = pacsv.open_csv(io.BytesIO(raw), parse_options=parse).schema.names
+            ids = {name: pa.string() for name in header if name.lower() in _ID_ALIASES}
             table = pacsv.read_csv(
                 io.BytesIO(raw),
-                parse_options=pacsv.ParseOptions(delimiter="," if fmt == "csv" else "\t"),
-                convert_options=pacsv.ConvertOptions(strings_can_be_null=False),
+                parse_options=parse,
+                convert_options=pacsv.ConvertOptions(strings_can_be_null=False, column_types=ids),
             )
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(str(path), None, f"cannot be read as {fmt.upper()}: {exc}".rstrip()) from None
     header_offset = 0 if fmt == "parquet" else 2  # 1-based line of row 0, after the header
+    check_fields(table, str(path), first_line=header_offset or None)
     table = _select_columns(path, table, kind)
     table = _coerce_columns(path, table, kind, header_offset)
     if table.num_rows == 0:
-        raise InputFormatError(str(path), None, _empty_message(kind))
+        raise NoRowsError(str(path), _empty_message(kind))
     if check_duplicates or kind != "run":
         _check_duplicates(path, table, kind, header_offset)
     if kind == "run":
@@ -109,9 +117,8 @@ def check_in_memory(table: pa.Table, kind: Kind, label: str, check_duplicates: b
     path = Path(label)
     table = _coerce_columns(path, table, kind, 0)
     if table.num_rows == 0:
-        raise InputFormatError(
+        raise NoRowsError(
             label,
-            None,
             f"no {kind} rows; expected columns " + ("topic, doc, score" if kind == "run" else "topic, doc, relevance"),
         )
     if check_duplicates or kind != "run":
@@ -135,11 +142,56 @@ def duplicate_row_error(label: str, table: pa.Table, topic: str, doc: str) -> In
     )
 
 
+# an integral float is written as the integer it is, below this (a float64 holds every integer
+# up to 2**53 exactly); past it, and for the others, Python's shortest text of the number
+_EXACT_INTEGERS = 2.0**53
+
+
+def id_texts(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """Topic ids and docnos as text, one way for every input (a file's columns, a Table's, a
+    DataFrame's, a dict's keys): text stays as it is; an integer is its decimal digits; a float
+    that is an integer is that integer's digits (``1.0`` is ``'1'``, as the id reads in a TREC
+    file; pandas makes ids floats when a column has a gap); any other float Python's shortest
+    text (``'1.5'``). Arrow's own cast writes large integral floats with an exponent
+    (``'1.23456789012e+11'``) and pandas' ``astype(str)`` writes ``'1.0'``: a run and qrels given
+    in two forms matched nothing."""
+    column = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+    if pa.types.is_dictionary(column.type):
+        column = pc.cast(column, column.type.value_type)
+    if not pa.types.is_floating(column.type):
+        return pc.cast(column, pa.string())
+    numbers = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    valid = ~np.isnan(numbers) if column.null_count == 0 else column.is_valid().to_numpy(zero_copy_only=False)
+    integral = valid & np.isfinite(numbers) & (np.abs(numbers) < _EXACT_INTEGERS) & (numbers == np.round(numbers))
+    texts = np.empty(len(numbers), dtype=object)
+    texts[integral] = numbers[integral].astype(np.int64).astype(str)
+    others = valid & ~integral
+    texts[others] = [repr(float(v)) for v in numbers[others]]
+    return pa.chunked_array([pa.array(texts, pa.string(), mask=~valid)])
+
+
+def id_texts_of(values: Sequence[object] | np.ndarray) -> pa.Array:
+    """:func:`id_texts` of Python values (a frame's column, a dict's keys): a column of one kind
+    is read by Arrow and converted as a Table's would be; a mixed one value by value."""
+    try:
+        array = pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        texts = [
+            None if _missing(v) else (v if isinstance(v, str) else id_texts(pa.array([v]))[0].as_py()) for v in values
+        ]
+        return pa.array(texts, pa.string())
+    return id_texts(array).combine_chunks()
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def _coerce_columns(path: Path, table: pa.Table, kind: Kind, offset: int) -> pa.Table:
     columns: dict[str, pa.ChunkedArray] = {}
     for name in ("topic", "doc", "iteration"):
         if name in table.column_names:
-            columns[name] = pc.cast(table[name], pa.string())
+            columns[name] = id_texts(table[name])
             if columns[name].null_count:  # the rows only when there is one to name
                 nulls = np.flatnonzero(columns[name].is_null().to_numpy(zero_copy_only=False))
                 raise _located(path, offset, int(nulls[0]), f"{name} is missing; every row needs a {name}")

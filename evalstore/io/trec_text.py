@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from evalstore import _kernels as pc
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, NoRowsError
 from evalstore.io.cnumbers import atof, atol, strict_float
 from evalstore.io.parsed import (
     _TREC_NAMES,
@@ -132,7 +132,7 @@ def _parse_trec_file(
     data = _read_bytes(path)
     content_hash = _sha256(data) if hash_content else ""
     if not data.strip():
-        raise InputFormatError(str(path), None, _empty_message(kind))
+        raise NoRowsError(str(path), _empty_message(kind), zero_bytes=not data)
     table = _fast_trec_table(data, kind)
     del data
     if table is not None and _fast_checks_pass(table, kind, check_duplicates, strict):
@@ -463,7 +463,7 @@ def _first_trec_error(
         for name, value in zip(_TREC_NAMES[kind], row, strict=True):
             columns[name].append(value)
     if not seen:
-        return InputFormatError(path, None, _empty_message(kind)), None
+        return NoRowsError(path, _empty_message(kind)), None
     types = {"rank": pa.int64(), "score": pa.float64(), "relevance": pa.int64()}
     return None, pa.table(
         {name: pa.array(values, type=types.get(name, pa.string())) for name, values in columns.items()}

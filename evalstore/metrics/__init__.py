@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError
 from evalstore.io import ir_measures_compat
 from evalstore.io._hashing import doc_hashes
 from evalstore.io.formats import (
@@ -26,8 +26,12 @@ from evalstore.io.formats import (
     has_duplicate_docs,
     read_qrels,
     read_run,
+    read_subtopic_qrels,
 )
-from evalstore.metrics import diversity as _diversity  # noqa: F401  (these register the families)
+from evalstore.io.tables import id_texts_of
+from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
+from evalstore.metrics import diversity as _diversity  # noqa: F401
+from evalstore.metrics import ordering as _ordering  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
 from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare
@@ -44,7 +48,7 @@ from evalstore.metrics._registry import (
 )
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
-from evalstore.metrics.trec_names import expand_trec_spec
+from evalstore.metrics.trec_names import expand_trec_spec, split_measure_names, trec_list
 from evalstore.trec_order import encoded_ranks
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ __all__ = [
     "prediction_measures",
     "prepare",
     "resolve_measures",
+    "split_measure_names",
     "summarise",
 ]
 
@@ -84,7 +89,7 @@ def list_measures() -> list[Family]:
 def prediction_registry() -> dict[str, Family]:
     """The classification measures, registered when first asked for: importing their module
     costs ~10 ms that `trec-eval` on an ordinary run need not spend."""
-    from evalstore.metrics import classification  # noqa: F401  (registers the families)
+    from evalstore.metrics import answers, classification  # noqa: F401  (register the families)
 
     return PREDICTION_REGISTRY
 
@@ -96,7 +101,7 @@ def prediction_family(stored: str) -> Family | None:
 
 
 def prediction_measures(kind: str) -> list[Family]:
-    """The classifier's or the clustering's measures, in the suite's order."""
+    """The classifier's, the clustering's or the answers' measures, in the suite's order."""
     return [family for family in prediction_registry().values() if family.kind == kind]
 
 
@@ -117,11 +122,16 @@ def higher_is_better(name: str) -> bool:
 
 
 def resolve_measures(names: Iterable[str | Measure]) -> list[Measure]:
-    """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) expand."""
+    """Measures from names; trec_eval groups (``all_trec``, ``official``, ``set``) and trec_eval
+    lists (``P_5,10``, ``ndcg_cut.5,10``) expand."""
     resolved: dict[Measure, None] = {}  # insertion-ordered and deduplicated (all_trec alone is ~100)
     for name in names:
         if isinstance(name, str) and name in TREC_GROUPS:
             resolved.update((measure, None) for _, measure in expand_trec_spec(name) if measure is not None)
+            continue
+        listed = trec_list(name) if isinstance(name, str) else None
+        if listed is not None:  # P_5,10: ir_measures' parse_trec_measure reads trec_eval lists
+            resolved.update((measure, None) for measure in listed)
             continue
         resolved[parse_measure(name)] = None
     return list(resolved)
@@ -208,6 +218,8 @@ def summarise(measure: Measure, per_topic: np.ndarray, rk: Ranking | None = None
         return None
     if rk is not None and rk.complete and measure.spec.complete_summary is not None:
         return measure.spec.complete_summary(rk)
+    if how == "defined_mean":  # a topic where the measure is undefined (NaN) has no value to average
+        per_topic = per_topic[~np.isnan(per_topic)]
     if len(per_topic) == 0:
         return 0.0
     # topic by topic, left to right, as trec_eval accumulates (numpy's pairwise sum can round the
@@ -444,6 +456,15 @@ def evaluate(
             if isinstance(run, Mapping)
             else [ir_measures_compat.as_table(r, "run") for r in run]
         )
+        if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+            wanted = resolve_measures(measures)
+
+            def one(each: Any) -> EvaluationResult:
+                return _evaluate_subtopics(
+                    qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
+                )
+
+            return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
         return _evaluate_runs(
             qrels,
             runs,
@@ -459,6 +480,15 @@ def evaluate(
     if missing_topics not in ("zero", "skip"):
         raise InvalidParameterError(
             f"The 'missing_topics' parameter of evaluate must be 'zero' or 'skip'. Got {missing_topics!r} instead."
+        )
+    if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+        return _evaluate_subtopics(
+            qrels,
+            run,
+            resolve_measures(measures),
+            max_docs=max_docs,
+            judged_only=judged_only,
+            missing_topics=missing_topics,
         )
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
     qrels_table = _as_table(qrels, "qrels")
@@ -500,9 +530,66 @@ def evaluate(
         values={str(m): v for m, v in values.items()} if per_query else {},
     )
     if as_ir_measures:  # per-query values as ir_measures names them: query_id, measure (as spelled), value
-        spelled = {str(parse_measure(m)): str(m) for m in measures if not (isinstance(m, str) and m in TREC_GROUPS)}
+        spelled = {str(parse_measure(m)): str(m) for m in _named(measures)}
         result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
     return result
+
+
+def _named(measures: Iterable[str | Measure]) -> list[str | Measure]:
+    """The measures named one by one (trec_eval's groups and lists are of relevance measures)."""
+    return [m for m in measures if not (isinstance(m, str) and (m in TREC_GROUPS or trec_list(m) is not None))]
+
+
+def _evaluate_subtopics(
+    qrels: Any, run: Any, wanted: list[Measure], *, max_docs: int | None, judged_only: bool, missing_topics: str
+) -> EvaluationResult:
+    """``evaluate`` of the diversity measures (ndeval's, :mod:`evalstore.metrics.diversity`) on
+    subtopic qrels (``topic subtopic docno judgment``): per judged run topic ndeval's values, and
+    with ``missing_topics="zero"`` a 0 for each qrels topic the run lacks (ndeval -c)."""
+    other = next((m for m in wanted if m.spec.judgments != "subtopics"), None)
+    if other is not None:
+        raise InvalidParameterError(
+            f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments and the diversity measures "
+            "from subtopic judgments: evaluate them in two calls."
+        )
+    if judged_only:
+        raise InvalidParameterError(
+            "The diversity measures have no judged-only mode (ndeval has none); evaluate them without it."
+        )
+    qrels_table = _subtopic_table(qrels)
+    run_table = _as_table(run, "run")
+    topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
+    qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
+    evaluated = set(topics)
+    missing = [str(t) for t in qrels_topics if str(t) not in evaluated]
+    if not topics and (missing_topics == "skip" or not missing):
+        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    if missing_topics == "zero" and missing:
+        order = np.argsort([int(t) for t in topics + missing], kind="stable")
+        topics = [(topics + missing)[i] for i in order]
+        values = {m: np.concatenate([v, np.zeros(len(missing))])[order] for m, v in values.items()}
+    return EvaluationResult(
+        aggregates=MeasureValues({str(m): summarise(m, v) for m, v in values.items()}),
+        topics=topics,
+        missing_topics=missing,
+        options={"max_docs": max_docs, "missing_topics": missing_topics, "tie_rule": "score desc, docno desc"},
+        values={str(m): v for m, v in values.items()},
+    )
+
+
+def _subtopic_table(qrels: Any) -> pa.Table:
+    """Subtopic qrels as ndeval reads them: a file, or a table with the subtopic in ``iteration``
+    (or ``subtopic``) beside topic, doc and relevance."""
+    if isinstance(qrels, (str, Path)):
+        return read_subtopic_qrels(qrels).table
+    if isinstance(qrels, pa.Table):
+        table = qrels.rename_columns(["iteration" if c == "subtopic" else c for c in qrels.column_names])
+        if {"topic", "iteration", "doc", "relevance"} <= set(table.column_names):
+            return table.select(["topic", "iteration", "doc", "relevance"])
+    raise InvalidParameterError(
+        "The diversity measures need subtopic qrels: a file of 'topic subtopic docno judgment' lines, or a table "
+        "with columns topic, subtopic, doc and relevance."
+    )
 
 
 # a run this long checks for duplicate docnos on a thread of its own while it is ranked; an
@@ -513,8 +600,25 @@ PARALLEL_CHECK_ROWS = 1_000_000
 
 def read_run_to_evaluate(path: str | Path) -> ParsedFile:
     """A run file read to be evaluated (nothing stored: no content hash), its duplicate-docno check
-    left to :func:`prepare_run_file`."""
-    return read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+    left to :func:`prepare_run_file`. A file of comments or blank lines alone is a run with no
+    results (every qrels topic scores 0 under -c, as in trec_eval); an empty file (0 bytes) is
+    refused, as trec_eval cannot read it."""
+    try:
+        return read_run(path, strict=False, content_hash=False, check_duplicates=False, coded_topics=True)
+    except NoRowsError as error:
+        if error.zero_bytes:
+            raise NoRowsError(
+                error.path,
+                "the file is empty (0 bytes), which trec_eval cannot read either; a run with no results at all "
+                "is a file of comment lines (# ...), or no rows in memory",
+                zero_bytes=True,
+            ) from None
+        return ParsedFile(_EMPTY_RUN, "", None)
+
+
+_EMPTY_RUN = pa.table(
+    {"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()), "score": pa.array([], pa.float64())}
+)
 
 
 def prepare_run_file(
@@ -586,6 +690,8 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         )
         return parsed.table
     value = "relevance" if kind == "qrels" else "score"
+    if kind == "run" and _no_rows(source):  # a run with no results: -c scores every qrels topic 0
+        return _EMPTY_RUN
     if isinstance(source, pa.Table):
         missing = [name for name in ("topic", "doc", value) if name not in source.column_names]
         if missing:
@@ -598,6 +704,15 @@ def _as_table(source: Any, kind: str) -> pa.Table:
     return check_in_memory(
         table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}", check_duplicates=False
     ).select(["topic", "doc", value])
+
+
+def _no_rows(source: Any) -> bool:
+    """An in-memory run with no rows: ``{}``, ``{query: {}}``, an empty frame or table."""
+    if isinstance(source, Mapping):
+        return all(isinstance(docs, Mapping) and not docs for docs in source.values())
+    return (
+        isinstance(source, pa.Table) and source.num_rows == 0 or type(source).__name__ == "DataFrame" and source.empty
+    )
 
 
 def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
@@ -618,9 +733,10 @@ def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
                 return source[columns[n]]
         raise InvalidParameterError(f"The {kind} frame needs a column named one of {', '.join(names)}.")
 
-    def text(series: pd.Series) -> pa.Array:  # values as strings, missing ones as nulls (refused with their row)
-        missing = series.isna().to_numpy()
-        return pa.array(series.astype(str).to_numpy(dtype=object), pa.string(), mask=missing)
+    def text(
+        series: pd.Series,
+    ) -> pa.Array:  # ids as a Table's or a file's are, missing ones as nulls (refused with their row)
+        return id_texts_of(series.to_numpy(dtype=object))
 
     numbers = pick("relevance", "rel", "label") if kind == "qrels" else pick("score", "sim")
     try:

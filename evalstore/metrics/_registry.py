@@ -58,6 +58,15 @@ class Param:
                 )
             # stored as sorted pairs so that a Measure stays hashable
             return tuple(sorted((int(k), float(v)) for k, v in value.items()))
+        if self.kind is bool:  # True/False, 1/0 or their words; bool("False") would be True
+            words = {"true": True, "1": True, "false": False, "0": False}
+            if isinstance(value, bool) or value in (0, 1):
+                return bool(value)
+            if isinstance(value, str) and value.lower() in words:
+                return words[value.lower()]
+            raise InvalidParameterError(
+                f"The '{name}' parameter of {family} must be True or False. Got {value!r} instead."
+            )
         try:
             if self.kind is int and isinstance(value, float) and not value.is_integer():
                 raise ValueError
@@ -121,7 +130,7 @@ class Family:
     name: str
     kernel: Kernel
     params: dict[str, Param]
-    summary: str = "mean"  # mean | sum | gmean | none
+    summary: str = "mean"  # mean | sum | gmean | defined_mean (over the topics not NaN) | none
     # the 'all' value when every qrels topic is evaluated (-c), where trec_eval's differs from
     # the summary rule applied to the per-topic values (num_rel: m_num_rel.c te_calc_avg_num_rel)
     complete_summary: Callable[[Any], float] | None = None
@@ -286,6 +295,7 @@ JUDGMENTS_NAMED = {
     "subtopics": "subtopic",
     "preferences": "preference",
     "labels": "gold label",
+    "nuggets": "nugget",
 }
 
 # Classifier and clustering measures, by name. Their own namespace: they are computed together by
@@ -380,7 +390,8 @@ def make(family_name: str, **params: Any) -> Measure:
             checked[name] = value
     missing = [n for n, p in spec.params.items() if p.default is _REQUIRED and n not in checked]
     if missing:
-        raise InvalidParameterError(f"{canonical} needs a value for '{missing[0]}' (e.g. {canonical}@10).")
+        example = f"{canonical}@10" if missing[0] == spec.at else f"{canonical}({missing[0]}=...)"
+        raise InvalidParameterError(f"{canonical} needs a value for '{missing[0]}' (e.g. {example}).")
     return Measure(canonical, tuple(sorted(checked.items())))
 
 

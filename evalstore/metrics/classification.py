@@ -657,6 +657,11 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
     f = _ratio(2 * recall * precision, recall + precision)
     f_measure = float((class_size / n * f.max(axis=0)).sum())
     homogeneity, completeness, v_measure = sk.homogeneity_completeness_v_measure(y_true, clusters)
+    # ordered pairs of distinct items: [[apart in both, together in the clusters only], [together
+    # in the classes only, together in both]] (ELKI's PairCounting counts each unordered pair once:
+    # the ratios are the same, its Mirkin index is 2 x its disagreeing pairs, the sum here)
+    (apart, clusters_only), (classes_only, together) = sk.pair_confusion_matrix(y_true, clusters).astype(np.float64)
+    disagree = clusters_only + classes_only
     harmonic = 2 * purity * inverse_purity / (purity + inverse_purity) if purity + inverse_purity else 0.0
     return {
         "purity": float(purity),
@@ -665,6 +670,9 @@ def clustering_measures(y_true: np.ndarray, clusters: np.ndarray) -> dict[str, f
         "purity_harmonic_f": float(harmonic),
         "ari": float(sk.adjusted_rand_score(y_true, clusters)),
         "rand": float(sk.rand_score(y_true, clusters)),
+        "pair_jaccard": float(_ratio(together, together + disagree)) if together + disagree else 1.0,
+        "pair_f1": float(_ratio(2 * together, 2 * together + disagree)) if together + disagree else 1.0,
+        "mirkin": float(disagree),
         "nmi": float(sk.normalized_mutual_info_score(y_true, clusters)),
         "ami": float(sk.adjusted_mutual_info_score(y_true, clusters)),
         "homogeneity": float(homogeneity),
@@ -1002,6 +1010,25 @@ _CLUSTERING_MEASURES = [
     _Entry("nmi", "normalised mutual information", f"{_SK}.normalized_mutual_info_score", headline=True),
     _Entry("ami", "adjusted mutual information", f"{_SK}.adjusted_mutual_info_score"),
     _Entry("rand", "Rand index: share of item pairs the clustering and the classes treat alike", f"{_SK}.rand_score"),
+    _Entry(
+        "pair_jaccard",
+        "pair-counting Jaccard: item pairs together in both over pairs together in either (1 when no pair is "
+        "together in either)",
+        "ELKI PairCounting.jaccard; from sklearn.metrics.cluster.pair_confusion_matrix",
+    ),
+    _Entry(
+        "pair_f1",
+        "pair-counting F1: the F of the pairs put together against the pairs of one class (1 when no pair is "
+        "together in either)",
+        "ELKI PairCounting.f1Measure; from sklearn.metrics.cluster.pair_confusion_matrix",
+    ),
+    _Entry(
+        "mirkin",
+        "Mirkin metric: twice the item pairs the clustering and the classes treat differently (sum of squared "
+        "class and cluster sizes less twice the squared cells)",
+        "Mirkin 1996; ELKI PairCounting.mirkin; from sklearn.metrics.cluster.pair_confusion_matrix",
+        higher_is_better=False,
+    ),
     _Entry("homogeneity", "each cluster holds one class only", f"{_SK}.homogeneity_score"),
     _Entry("completeness", "each class lies in one cluster only", f"{_SK}.completeness_score"),
     _Entry("v_measure", "harmonic mean of homogeneity and completeness", f"{_SK}.v_measure_score"),

@@ -77,6 +77,31 @@ PEERS: dict[str, str] = {
         for name in ("Coverage", "Novelty", "RelativeRecall", "RecallEffort")
     },
     "Utility": "trec_eval utility; " + _TREC_ONLY,
+    **{
+        name: f"ir_measures {name}{spelling} (its cwl_eval provider; cwl_eval's {cwl}): same values per topic where "
+        "no two documents of a topic tie in score (cwl_eval keeps tied documents in the run's order; evalstore, "
+        "trec_eval's: docno descending); gains are ir_measures' (levels clipped to [min_rel, max_rel], scaled to "
+        "[0, 1]; cwl_eval alone reads the qrels' values as gains); not in trec_eval"
+        for name, spelling, cwl in (
+            ("BPM", "(T, max_rel)@k", "BPM-Static-T-K"),
+            ("SDCG", "(max_rel)@k", "NDCG-k"),
+            ("INST", "(T, max_rel)", "INST-T"),
+            ("INSQ", "(T, max_rel)", "INSQ-T"),
+            ("NERR8", "(max_rel)@k", "NERR-EQ8"),
+            ("NERR9", "(max_rel)@k", "NERR-EQ9"),
+            ("NERR10", "(p, max_rel)", "NERR-EQ10, p its phi"),
+            ("NERR11", "(T, max_rel)", "NERR-EQ11"),
+        )
+    },
+    "Compat": "ir_measures Compat(p) (its compat provider, Clarke's compatibility code): same values per topic "
+    "where no two documents tie in score and scores are positive; DIFFERS with negative scores: ir_measures "
+    "orders the ideal ranking's documents of one level by their scores, an unretrieved one as if it scored 0 "
+    "(above every retrieved document of a negative score); evalstore puts the retrieved ones first, in the "
+    "ranking's order; not in trec_eval",
+    "Accuracy": "ir_measures Accuracy(rel)@k (its accuracy provider): same values per topic where no two documents "
+    "tie in score, and no value (NaN, left out of the mean) where ir_measures reports none (no relevant document "
+    "retrieved); where the top k holds no non-relevant document, 1 (ir_measures 0.4 divides by zero); not in "
+    "trec_eval",
     "alpha_nDCG": _NDEVAL.format(column="alpha-nDCG@k", name="alpha_nDCG@k"),
     "alpha_DCG": _NDEVAL.format(column="alpha-DCG@k", name="alpha_DCG@k"),
     "ERR_IA": _NDEVAL.format(column="ERR-IA@k", name="ERR_IA@k"),

@@ -4,6 +4,7 @@ such as ``all_trec``) expanded into the measures they mean and the names trec_ev
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -199,3 +200,55 @@ def _is_int(text: str) -> bool:
 def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:
     """All (printed name, measure) pairs of one ``-m`` value or group."""
     return [pair for request in parse_trec_specs([spec]) for pair in expand(request)]
+
+
+# ir_measures' parse_trec_measure (after pytrec_eval): a trec_eval name with its parameters after
+# '_' or '.', several separated by commas (P_5,10, ndcg_cut.5,10, iprec_at_recall_0.1,0.2)
+_TREC_LIST = re.compile(r"^(?P<root>\w+?)(?P<sep>[._])(?P<values>[0-9]+(?:\.[0-9]+)?(?:,[0-9]+(?:\.[0-9]+)?)*)$")
+_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
+
+
+def trec_list(name: str) -> list[Measure] | None:
+    """The measures of a trec_eval name with a list of cutoffs or levels, as ir_measures'
+    ``parse_trec_measure`` accepts it (``P_5,10``, ``P.5,10``, ``ndcg_cut_5,10``), each meaning
+    what the trec_eval name means (``P_5``, ``P_10``); None for any other name."""
+    match = _TREC_LIST.match(name.strip())
+    if match is None or ("," not in match["values"] and match["sep"] == "_"):
+        return None  # P_10 and iprec_at_recall_0.10 are names of one measure: parse reads them
+    spec = TREC_FAMILIES.get(match["root"])
+    if spec is None or spec.kind not in ("long", "double"):
+        return None
+    try:
+        expanded = expand_trec_spec(f"{match['root']}.{match['values']}")
+    except InvalidParameterError as error:
+        if "twice" in str(error):
+            raise InvalidParameterError(f"'{name.strip()}' names a cutoff twice; name each once.") from None
+        raise
+    return [measure for _, measure in expanded if measure is not None]
+
+
+def split_measure_names(text: str) -> list[str]:
+    """Measure names from one comma-separated text: commas inside parentheses belong to a name
+    (``AP,P(rel=2)@5,nDCG(gain=exp,discount=jk)@10``), and so do those of a trec_eval list
+    (``P_5,10,AP`` is ``P_5,10`` and ``AP``)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    names: list[str] = []
+    for part in (p for p in parts if p):
+        if (
+            names
+            and _NUMBER.match(part)
+            and _TREC_LIST.match(f"{names[-1]},{part}")
+            and trec_list(f"{names[-1]},{part}")
+        ):
+            names[-1] = f"{names[-1]},{part}"
+        else:
+            names.append(part)
+    return names

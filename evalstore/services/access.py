@@ -24,10 +24,16 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from evalstore.config import password_cost
 from evalstore.db.models import ROLES, ApiToken, AuditEntry, User
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import AccessDenied, AuthenticationError, ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import (
+    AccessDenied,
+    AuthenticationError,
+    ConflictError,
+    InvalidParameterError,
+    NotFoundError,
+)
+from evalstore.services import passwords
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import as_utc, db_now
 
@@ -49,16 +55,9 @@ ACTIONS: dict[str, frozenset[str]] = {
     "audit:read": frozenset({"admin"}),
 }
 
-# Passwords are guessable: argon2's recommended cost (~50 ms; config.password_cost). Tokens are 256
+# Passwords are guessable: argon2's recommended cost (services.passwords). Tokens are 256
 # random bits: their hash only keeps a copied database from yielding them, so it can be cheap.
 _SECRETS = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
-
-
-def _passwords() -> PasswordHasher:  # a check uses the cost its hash records, whatever this one's
-    try:
-        return PasswordHasher(*password_cost())
-    except ValueError as bad:
-        raise InvalidParameterError(str(bad)) from None
 
 
 TOKEN_PREFIX = "es"
@@ -142,14 +141,10 @@ def add_user(
         raise InvalidParameterError("A participant belongs to a team: give --team TEAM.")
     if password is not None:
         _check_password(password)
+    hashed = passwords.hash_password(password, context_for(engine, None)) if password is not None else None
     try:
         with unit_of_work(engine) as session:
-            user = User(
-                name=name,
-                role=role,
-                team=team,
-                password_hash=_passwords().hash(password) if password is not None else None,
-            )
+            user = User(name=name, role=role, team=team, password_hash=hashed)
             session.add(user)
             session.flush()
             audit(session, by, "users.add", name, {"role": role, "team": team})
@@ -158,13 +153,16 @@ def add_user(
         raise ConflictError(f"A user named '{name}' exists already; choose another name.") from None
 
 
-def set_password(engine: Engine, name: str, password: str, *, by: str | None = None) -> UserView:
+def set_password(
+    engine: Engine, name: str, password: str, *, by: str | None = None, context: AppContext | None = None
+) -> UserView:
     """Give a user a (new) password for the web pages' sign-in; their signed-in sessions end, so
     a password changed because it leaked locks out whoever used it. API tokens stay valid."""
     _check_password(password)
+    hashed = passwords.hash_password(password, context_for(engine, context))
     with unit_of_work(engine) as session:
         user = get_user(session, name)
-        user.password_hash = _passwords().hash(password)
+        user.password_hash = hashed
         session.execute(
             update(ApiToken)
             .where(ApiToken.user_id == user.id, ApiToken.purpose == "session", ApiToken.revoked_at.is_(None))
@@ -337,33 +335,33 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
     return Principal(row.id, row.name, row.role, row.team, int(token_id), via)
 
 
-def sign_in(engine: Engine, name: str, password: str) -> IssuedToken:
-    """A browser session for a user's name and password (the cookie holds its token)."""
+def check_password(engine: Engine, name: str, password: str, *, context: AppContext | None = None) -> None:
+    """Whether ``password`` is the user's: AuthenticationError if not (audited), whatever the
+    reason (no such user, none set, disabled). A hash made at another cost than the one set now
+    is made again at it. The argon2 work runs in one of ``context.password_slots``."""
     if len(name) > NAME_MAX or len(password) > PASSWORD_MAX:
         raise InvalidParameterError(
             f"A user name has at most {NAME_MAX} characters and a password at most {PASSWORD_MAX}."
         )
     with read_only(engine) as session:
         user = session.scalar(select(User).where(User.name == name))
-    valid = False
-    if user is not None and user.password_hash is not None and user.disabled_at is None:
-        try:
-            valid = _passwords().verify(user.password_hash, password)
-        except (VerificationError, InvalidHashError):
-            valid = False
-    else:
-        _passwords().hash(password)  # the same time spent: whether a user exists does not show in timing
+    usable = user is not None and user.disabled_at is None
+    valid, rehashed = passwords.verify(
+        user.password_hash if user is not None and usable else None, password, context_for(engine, context)
+    )
     if not valid:
         with unit_of_work(engine) as session:
             audit(session, name, "sessions.refused", name)
         raise AuthenticationError("Wrong user name or password.")
-    # a hash made at another cost is made again at the one set now: its user's sign-in then takes
-    # as long as an unknown name's, and timing tells nothing (a concurrent change of password wins)
-    hasher = _passwords()
-    if user is not None and hasher.check_needs_rehash(user.password_hash or ""):
+    if rehashed is not None and user is not None:
         with unit_of_work(engine) as session:
             changed = update(User).where(User.id == user.id, User.password_hash == user.password_hash)
-            session.execute(changed.values(password_hash=hasher.hash(password)))
+            session.execute(changed.values(password_hash=rehashed))
+
+
+def sign_in(engine: Engine, name: str, password: str, *, context: AppContext | None = None) -> IssuedToken:
+    """A browser session for a user's name and password (the cookie holds its token)."""
+    check_password(engine, name, password, context=context)
     return create_token(engine, name, expires_days=SESSION_HOURS / 24, purpose="session")
 
 

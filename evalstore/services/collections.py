@@ -174,24 +174,34 @@ class RankedDocument:
 
 
 def top_documents(
-    engine: Engine, qrels_name: str, runs: list[str], topics: list[str], collection: str | None, depth: int
+    engine: Engine, qrels_name: str | None, runs: list[str], topics: list[str], collection: str | None, depth: int
 ) -> dict[tuple[str, str], list[RankedDocument]]:
-    """Each run's top ``depth`` documents of each topic, with their judgment in the qrels and, when
-    ``collection`` holds them, their titles and first words (the compare page's disagreements)."""
+    """Each run's top ``depth`` documents of each topic, with their judgment in the qrels (none
+    read without ``qrels_name``: the reader may not see them) and, when ``collection`` holds them,
+    their titles and first words (the compare page's disagreements)."""
     if not topics:
         return {}
     with read_only(engine) as session:
         stored = {repo.get_run(session, name).id: name for name in runs}
         table = repo.top_ranked(session, list(stored), depth, topics).to_pandas()
-        qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+        qrels = (
+            repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
+            if qrels_name is not None
+            else None
+        )
         if collection is not None:
             repo.get_collection(session, collection)  # a name that is not there: say so
         texts = document_texts(session, collection, sorted(set(table["doc"])))
-    labels = {
-        (t, d): int(r)
-        for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
-        if t in set(topics)
-    }
+    wanted = set(topics)
+    labels = (
+        {}
+        if qrels is None
+        else {
+            (t, d): int(r)
+            for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
+            if t in wanted
+        }
+    )
     out: dict[tuple[str, str], list[RankedDocument]] = {}
     for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
         out[(stored[int(run_id)], str(topic))] = [

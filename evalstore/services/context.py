@@ -97,9 +97,21 @@ class AppContext:
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
         self.parquet_schemas: Lru[tuple[Any, ...], Any] = Lru(PARQUET_SCHEMAS_KEPT)
+        self._password_slots: threading.BoundedSemaphore | None = None
+        self._slots_lock = threading.Lock()
         # MLflow loggers this process started (`evaluate --wait`): a CLI leaves without waiting for
         # them (os._exit); a longer-lived caller reaps them with wait_for_background
         self.background: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def password_slots(self) -> threading.BoundedSemaphore:
+        """The argon2 password checks this process runs at once (each takes 64 MiB and its lanes'
+        threads at the default cost): one more is refused, not queued (``access.password_slot``).
+        Made at the first check, so a command that checks none never reads the setting."""
+        with self._slots_lock:
+            if self._password_slots is None:
+                self._password_slots = threading.BoundedSemaphore(self.settings.password_checks)
+            return self._password_slots
 
     def invalidate(self) -> None:
         """Forget everything cached (the database was changed behind this process's back)."""

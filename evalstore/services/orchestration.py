@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import Engine
 
@@ -25,18 +25,10 @@ from evalstore.services import jobs
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
 from evalstore.services.kinds import predictions, ranking
-from evalstore.services.kinds.base import EvaluationSummary
+from evalstore.services.kinds.answers.request import AnswerRequest  # noqa: F401  (evaluate takes it)
+from evalstore.services.kinds.base import EvaluationSummary, Report
 from evalstore.services.kinds.predictions import Evaluated
 from evalstore.services.worker import Worker, WorkerSettings
-
-
-@dataclass(frozen=True)
-class Report:
-    """What ``evaluate`` shows of the jobs it asked for."""
-
-    title: str
-    columns: list[str]
-    rows: list[dict[str, Any]]
 
 
 class Request(Protocol):
@@ -180,8 +172,9 @@ def evaluate(
     engine
         The store (:func:`evalstore.db.engine.make_engine`).
     request
-        What to evaluate: a :class:`RankingRequest` (runs against qrels) or a
-        :class:`PredictionRequest` (prediction sets against gold labels). The same inputs and
+        What to evaluate: a :class:`RankingRequest` (runs against qrels), a
+        :class:`PredictionRequest` (prediction sets against gold labels) or an
+        :class:`AnswerRequest` (answer runs against a nugget bank). The same inputs and
         options are one job: a finished one is reused unless the request says ``force``.
     wait
         Get the jobs done before returning: run them in this process when no worker is alive, wait

@@ -22,12 +22,12 @@ from types import FrameType
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
 
-from evalstore import _logging, config
+from evalstore import _logging, scratch
 from evalstore.db.engine import make_engine
+from evalstore.db.outages import outage, worker_backoff
 from evalstore.db.session import unit_of_work
-from evalstore.errors import EvalstoreError, InvalidParameterError
+from evalstore.errors import EvalstoreError
 from evalstore.services import embargo, jobs, kinds, store, tracking
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, StoredEvaluation, topic_list
@@ -65,6 +65,7 @@ class _Heartbeat:
         self._held = {job.evaluation_id: job for job in held}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._failing = False
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{held[0].evaluation_id}", daemon=True)
 
     def __enter__(self) -> _Heartbeat:
@@ -87,9 +88,12 @@ class _Heartbeat:
             for job in held:
                 try:
                     kept = jobs.heartbeat(self.engine, job, lease=self.lease)
-                except Exception as error:  # the database blinked: try again at the next beat
-                    log.warning("heartbeat for job %d failed: %s", job.evaluation_id, error)
+                except Exception as error:  # the database blinked: try again at the next beat (said once)
+                    if not self._failing:
+                        log.warning("heartbeat for job %d failed: %s", job.evaluation_id, str(error).splitlines()[0])
+                    self._failing = True
                     continue
+                self._failing = False
                 with self._lock:
                     if not kept and self._held.pop(job.evaluation_id, None) is not None:
                         log.warning("job %d was cancelled or taken over; its result will be dropped", job.evaluation_id)
@@ -115,6 +119,8 @@ class Worker:
         self.stopping = False
         self._last_mlflow_sync = 0.0
         self._last_index_check = 0.0
+        # an outage of the database or its disk is waited out, never exited over
+        self.backoff = worker_backoff(log, str(engine.url), lambda: self.stopping)
 
     # one job, or a batch -----------------------------------------------------------------
 
@@ -191,6 +197,10 @@ class Worker:
             log.error("job %d: %s (%s)", job.evaluation_id, error, state)
             return
         except Exception as error:  # the database or the machine: worth another attempt
+            found = outage(error, str(self.engine.url))
+            if found is not None:  # not the job's doing: back in the queue, why shown, attempt uncounted
+                jobs.release(self.engine, job, reason=f"waiting: {found.describe()}")
+                raise  # the loop waits the outage out
             state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
             log.error("job %d: failed (%s)", job.evaluation_id, state, exc_info=error)
             return
@@ -227,7 +237,7 @@ class Worker:
         try:
             run_id = store.index_next_run(self.engine)
         except Exception as error:  # never lose the worker over a chore; evaluations work without
-            log.warning("indexing a run's docnos failed: %s", error)
+            log.warning("indexing a run's docnos failed: %s", str(error).splitlines()[0])
             return False
         if run_id is None:
             return False
@@ -250,7 +260,12 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
-        jobs.register_worker(self.engine, self.worker_id)
+        scratch.clean_stale()  # what killed processes of this user left in the temporary directory
+        try:  # stopped (once, or twice: StopNow) before the database came back: nothing to undo
+            if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
+                return 0
+        except StopNow:
+            return 0
         log.info("worker %s started", self.worker_id)
         beat_every = max(self.settings.lease.total_seconds() / 3, 0.2)
         last_beat = time.monotonic()
@@ -258,17 +273,14 @@ class Worker:
             while not self.stopping:
                 try:
                     worked = self.process_one()
-                except OperationalError as error:  # 'database is locked', a dropped connection: wait, go on
-                    log.warning(
-                        "the database is not answering (%s); trying again in %.1fs",
-                        error.orig,
-                        self.settings.poll_interval,
-                    )
-                    time.sleep(self.settings.poll_interval)
+                    if time.monotonic() - last_beat >= beat_every:
+                        jobs.worker_alive(self.engine, self.worker_id, jobs_done=len(self.done))
+                        last_beat = time.monotonic()
+                except Exception as error:  # the database, locked, gone or full: wait, go on
+                    if not self.backoff.failed(error):
+                        raise
                     continue
-                if time.monotonic() - last_beat >= beat_every:
-                    jobs.worker_alive(self.engine, self.worker_id, jobs_done=len(self.done))
-                    last_beat = time.monotonic()
+                self.backoff.answered()
                 if worked:
                     continue
                 if (
@@ -290,7 +302,9 @@ class Worker:
         except StopNow:
             pass
         finally:
-            jobs.worker_stopped(self.engine, self.worker_id)
+            # the register says "stopped"; in an outage it shows the worker's heartbeat ageing instead
+            self.backoff.stopping = lambda: False
+            self.backoff.call(lambda: jobs.worker_stopped(self.engine, self.worker_id), give_up_after=10.0)
             log.info("worker %s stopped after %d jobs", self.worker_id, len(self.done))
         return len(self.done)
 
@@ -324,7 +338,7 @@ class InProcessWorker:
         from evalstore.config import mlflow_enabled
 
         settings = settings or WorkerSettings(
-            poll_interval=1.0, mlflow=mlflow_enabled(), batch=batch_from_env(), settle=jobs.SERVE_SETTLE
+            poll_interval=1.0, mlflow=mlflow_enabled(), batch=jobs.batch_bound_from_env(), settle=jobs.SERVE_SETTLE
         )
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()
@@ -340,15 +354,6 @@ class InProcessWorker:
         self.worker.stopping = True
         self._thread.join(timeout)
         self.worker.engine.dispose()
-
-
-def batch_from_env() -> jobs.BatchBound:
-    """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
-    environment variables (the worker inside `evalstore serve` has no options of its own)."""
-    try:
-        return jobs.BatchBound(jobs=config.batch_jobs(jobs.BATCH_JOBS), rows=config.batch_rows(jobs.BATCH_ROWS))
-    except config.SettingsError as error:
-        raise InvalidParameterError(str(error)) from None
 
 
 # --- several processes -------------------------------------------------------------------------

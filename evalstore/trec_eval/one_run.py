@@ -167,6 +167,7 @@ def run_trec_eval(
             f"--backend {backend} evaluates -R qrels judgments only; drop --backend for -R {rel_format}."
         )
     _check_debug_level(debug_level, measures, rel_format)
+    _check_negative_level(relevance_level, judged_only, measures, rel_format)
     if rel_format in ("prefs", "qrels_prefs"):
         out.write(
             _preference_lines(
@@ -247,6 +248,30 @@ _TRACED_ABOVE = {
     "rbp": 0,
     "gm_bpref": 1,
 }
+
+
+# At a negative -l trec_eval counts a retrieved document that is not in the qrels (its level -1)
+# as relevant while it walks the ranking back (m_Rprec_mult.c, m_Rprec_mult_avgjg.c,
+# m_iprec_at_recall.c, and 11pt_avg from it), but not in the relevant retrieved it starts from
+# (form_res_rels.c): the values mix two definitions, which evalstore does not reproduce
+_MIXED_AT_NEGATIVE_LEVEL = frozenset({"Rprec_mult", "Rprec_mult_avgjg", "iprec_at_recall", "11pt_avg"})
+
+
+def _check_negative_level(level: int, judged_only: bool, measures: list[str], rel_format: str) -> None:
+    if level >= 0 or judged_only or rel_format not in ("qrels", "qrels_jg"):
+        return
+    if rel_format == "qrels_jg":  # its measures (the _avgjg ones) are named, not parsed as -R qrels' are
+        roots = {measure.split(".", 1)[0] for measure in measures}
+    else:
+        roots = {request.root for request in parse_trec_specs(measures or ["official"])}
+    names = sorted(roots & _MIXED_AT_NEGATIVE_LEVEL)
+    if names:
+        raise InvalidParameterError(
+            f"-l {level}: at a negative relevance level trec_eval 10.0 counts a retrieved document "
+            f"missing from the qrels as relevant in one part of {', '.join(names)} and not in "
+            "another, which evalstore does not reproduce; use -l 0 or more, add -J, or leave "
+            "those measures out."
+        )
 
 
 def _check_debug_level(level: int, measures: list[str], rel_format: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -14,20 +13,30 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi import Path as PathParameter
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from evalstore import scratch
 from evalstore._version import __version__
-from evalstore.errors import AccessDenied, AuthenticationError, InvalidParameterError
+from evalstore.errors import AccessDenied, InvalidParameterError
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
-from evalstore.web.auth import SESSION_COOKIE, Requires, Server, anyone, csrf_token, server, signed_in
+from evalstore.services.readiness import ReadinessCheck
+from evalstore.web import auth, errors
+from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, csrf_token, server, signed_in
 from evalstore.web.headers import content_disposition
 
 router = APIRouter(prefix="/api/v1")
 NAME_MAX = access.NAME_MAX  # names: users, teams, tasks, runs, systems (the columns' width)
 DESCRIPTION_MAX = 4000
+
+# the id columns are 32-bit on PostgreSQL: a larger id in a URL is refused (422) before any query
+# (it was a 500 from both databases' drivers)
+ROW_ID_MAX = 2**31 - 1
+RowId = Annotated[int, PathParameter(ge=1, le=ROW_ID_MAX, description="A row's id.")]
 
 Anyone = Annotated[Principal, Depends(anyone)]
 SignedIn = Annotated[Principal, Depends(signed_in)]
@@ -42,7 +51,30 @@ def needs(action: str, *, write: bool = False, public: bool = False) -> Any:
 
 @router.get("/health")
 def health(_: Anyone) -> dict[str, str]:
+    """Liveness: the process answers (the database is not asked; see /health/ready)."""
     return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/live")
+def health_live(_: Anyone) -> dict[str, str]:
+    """Liveness, as /health."""
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/health/ready")
+def health_ready(request: Request, _: Anyone) -> Any:
+    """Readiness: a quick database query under a short deadline; 503 with Retry-After when the
+    database does not answer (what failed is in the server's log, not in the answer)."""
+    readiness = request.app.state.readiness
+    assert isinstance(readiness, ReadinessCheck)
+    checked = readiness.check()
+    if checked.ready:
+        return {"status": "ready", "version": __version__, "database_seconds": round(checked.seconds, 4)}
+    return JSONResponse(
+        {"status": "not ready", "error": errors.OUTAGE_MESSAGES["unreachable"]},
+        status_code=503,
+        headers={"Retry-After": str(errors.DATABASE_RETRY_AFTER)},
+    )
 
 
 class SignIn(BaseModel):
@@ -55,8 +87,7 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
     """A browser session: sets an HttpOnly, SameSite=Strict cookie; send the returned CSRF token
     in X-CSRF-Token with every change made through the cookie."""
     shared = server(request)
-    shared.writes.take(f"address:{request.client.host if request.client else '?'}")
-    issued = _signed_in(shared, body.name, body.password)
+    issued = auth.sign_in(shared, request, body.name, body.password)
     response.set_cookie(
         SESSION_COOKIE,
         issued.token,
@@ -71,18 +102,6 @@ def sign_in(body: SignIn, request: Request, response: Response, _: Anyone) -> di
         "csrf_token": csrf_token(issued.token),
         "expires_at": issued.expires_at.isoformat(timespec="seconds") if issued.expires_at else None,
     }
-
-
-def _signed_in(shared: Server, name: str, password: str) -> access.IssuedToken:
-    """``access.sign_in`` behind the account's back-off: failures in a row make it wait."""
-    shared.sign_ins.check(name)
-    try:
-        issued = access.sign_in(shared.engine, name, password)
-    except AuthenticationError:
-        shared.sign_ins.failed(name)
-        raise
-    shared.sign_ins.succeeded(name)
-    return issued
 
 
 @router.delete("/sessions/current", status_code=204)
@@ -136,7 +155,7 @@ def list_tokens(request: Request, principal: Principal = needs("tokens:manage"))
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-def revoke_token(token_id: int, request: Request, principal: Principal = needs("tokens:manage", write=True)) -> None:
+def revoke_token(token_id: RowId, request: Request, principal: Principal = needs("tokens:manage", write=True)) -> None:
     access.revoke_token(server(request).engine, token_id, by=principal)
 
 
@@ -351,8 +370,8 @@ def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
     server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
     shown = Path(file.filename or "run").name
     bounds = Bounds(server(request).settings.max_inflated_bytes)
-    with tempfile.TemporaryDirectory(prefix="evalstore-upload-") as folder:
-        path = Path(folder) / (_UPLOAD_NAME.sub("_", shown) or "run")
+    with scratch.folder("upload") as folder:
+        path = folder / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:
             inflated = copy_bounded(file.file, out, bounds, shown)
         check_parquet(path, bounds, shown)  # Parquet's encodings inflate past what the copy sees
@@ -416,7 +435,7 @@ def list_jobs(
 
 
 @router.get("/jobs/{job_id}")
-def show_job(job_id: int, request: Request, principal: Principal = needs("jobs:read")) -> dict[str, Any]:
+def show_job(job_id: RowId, request: Request, principal: Principal = needs("jobs:read")) -> dict[str, Any]:
     return tasks.show_job(server(request).engine, principal, job_id)
 
 

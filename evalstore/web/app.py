@@ -5,22 +5,33 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.responses import HTMLResponse
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
-from evalstore.web import agreement_pages, api, errors, judging_pages, labs, organisers, pages, participants
+from evalstore.services.readiness import ReadinessCheck
+from evalstore.web import agreement_pages, api, errors, headers, judging_pages, labs, organisers, pages, participants
 from evalstore.web.auth import Server
-from evalstore.web.headers import NoStore
-from evalstore.web.limits import RequestBudget, UploadLimit, WriteRate
+from evalstore.web.headers import NoStore, SecurityHeaders
+from evalstore.web.limits import ASGIApp, RequestBudget, UploadLimit, WriteRate, no_nul
 from evalstore.web.settings import ServerSettings
+from evalstore.web.sign_in_first import SignInFirst
+
+
+class _App(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # outside Starlette's own error middleware, so that a 500 says the security headers too
+        return SecurityHeaders(super().build_middleware_stack())
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The service on ``settings`` (default: from the environment). The database must be at this
     version's schema: the server refuses to start otherwise, with the command that fixes it."""
     settings = settings or ServerSettings.from_env()
+    scratch.clean_stale()  # uploads and staged rows of server processes that were killed
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
     context = AppContext(engine)  # the caches every request shares, for the server's life
@@ -30,12 +41,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         yield
         context.close()  # close the pooled connections when the server stops
 
-    app = FastAPI(
+    app = _App(
+        dependencies=[Depends(no_nul)],
         title="evalstore",
         version=__version__,
         openapi_url="/api/v1/openapi.json",
         lifespan=lifespan,
-        docs_url="/api/v1/docs",
+        docs_url=None,  # served below, with its own Content-Security-Policy
         redoc_url=None,
         description="Runs, qrels, shared tasks and their leaderboards. Authenticate with "
         "'Authorization: Bearer TOKEN' ('evalstore tokens create --user NAME').",
@@ -46,6 +58,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         WriteRate(settings.writes_per_minute),
         WriteRate(settings.tokens_per_hour / 60, "new tokens", burst=settings.tokens_per_hour),
     )
+    app.state.readiness = ReadinessCheck(engine)  # /api/v1/health/ready: one database query at a time
+
+    @app.get("/api/v1/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return headers.api_docs("/api/v1/openapi.json", "evalstore - Swagger UI")
+
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls
@@ -54,6 +72,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     labs.install(app)
     agreement_pages.install(app)
     pages.install(app)
+    app.add_middleware(SignInFirst, before_sign_in=settings.max_body_before_sign_in)
     app.add_middleware(UploadLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(RequestBudget, seconds=settings.request_seconds)
     app.add_middleware(NoStore)

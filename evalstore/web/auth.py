@@ -57,6 +57,33 @@ def server(request: Request) -> Server:
     return found
 
 
+def client_address(request: Request) -> str:
+    """The client's address: the socket's peer, or what a proxy of ``--forwarded-allow-ips`` says
+    (uvicorn puts it there); a client cannot choose it."""
+    return request.client.host if request.client else "?"
+
+
+def check_password(shared: Server, request: Request, name: str, password: str) -> None:
+    """``access.check_password`` behind the back-off of the account and client address (failures
+    in a row make that address wait), in one of the server's password slots."""
+    address = client_address(request)
+    shared.sign_ins.check(name, address)
+    try:
+        access.check_password(shared.engine, name, password, context=shared.context)
+    except AuthenticationError:
+        shared.sign_ins.failed(name, address)
+        raise
+    shared.sign_ins.succeeded(name, address)
+
+
+def sign_in(shared: Server, request: Request, name: str, password: str) -> access.IssuedToken:
+    """A session for the name and password, behind the sign-in limits: the address's rate (one
+    client trying many accounts), the account's and address's back-off, the password slots."""
+    shared.writes.take(f"address:{client_address(request)}")
+    check_password(shared, request, name, password)
+    return access.create_token(shared.engine, name, expires_days=access.SESSION_HOURS / 24, purpose="session")
+
+
 def caller(request: Request) -> Principal:
     """The principal a request speaks for (nobody, without credentials)."""
     shared = server(request)

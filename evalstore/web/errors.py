@@ -7,15 +7,32 @@ Every error body is ``{"error": message}``; a refused upload adds ``"errors"``, 
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy import exc
 from starlette.exceptions import HTTPException
 
+from evalstore.db.outages import outage
 from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
+
+log = logging.getLogger("evalstore.web")
+
+# The database failing a request, told to whoever sent it: 503 and when to ask again. What failed,
+# and where, goes to the server's log only (a participant has no business with the store's path).
+DATABASE_RETRY_AFTER = 5
+LOG_EVERY = 10.0  # seconds between the log's lines about one kind of outage
+OUTAGE_MESSAGES = {
+    "unreachable": "The database is not answering; try again in a few seconds.",
+    "locked": "The database is busy with another writer; try again in a few seconds.",
+    "disk_full": "The service cannot store anything now: its disk is full. Try again later.",
+    "read_only": "The service's store cannot be written now; reading works. Try again later.",
+}
 
 
 def status_for(error: EvalstoreError) -> int:
@@ -50,7 +67,10 @@ def install(app: FastAPI, page_error: PageError) -> None:
     async def evalstore_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, EvalstoreError)
         if _is_page(request):
-            return page_error(request, status_for(error), error)
+            response = page_error(request, status_for(error), error)
+            if isinstance(error, LimitExceeded) and error.retry_after is not None:
+                response.headers["Retry-After"] = str(error.retry_after)
+            return response
         return error_response(error)
 
     async def invalid_request(request: Request, error: Exception) -> Response:
@@ -67,6 +87,26 @@ def install(app: FastAPI, page_error: PageError) -> None:
             return page_error(request, error.status_code, str(error.detail))
         return await http_exception_handler(request, error)
 
+    said: dict[str, float] = {}  # outage kind -> when the log last said it
+
+    async def database_trouble(request: Request, error: Exception) -> Response:
+        found = outage(error, str(request.app.state.server.engine.url))
+        if found is None:
+            raise error  # a bug: the server's own 500
+        now = time.monotonic()
+        if now - said.get(found.kind, -LOG_EVERY) >= LOG_EVERY:  # not a line per request of an outage
+            said[found.kind] = now
+            log.warning("%s %s answered 503: %s", request.method, request.url.path, found.describe())
+        message = OUTAGE_MESSAGES[found.kind]
+        headers = {"Retry-After": str(DATABASE_RETRY_AFTER)}
+        if _is_page(request):
+            response = page_error(request, 503, message)
+            response.headers.update(headers)
+            return response
+        return JSONResponse({"error": message}, status_code=503, headers=headers)
+
     app.add_exception_handler(EvalstoreError, evalstore_error)
+    app.add_exception_handler(exc.DBAPIError, database_trouble)
+    app.add_exception_handler(exc.TimeoutError, database_trouble)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(HTTPException, not_found)

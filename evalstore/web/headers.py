@@ -1,11 +1,18 @@
 """Response headers that keep what a user sees to that user: ``Cache-Control: private, no-store``
 on every response but static files (a shared proxy or the browser's disk cache would otherwise
-keep an organiser's hidden scores), and a ``Content-Disposition`` that any name survives."""
+keep an organiser's hidden scores), a ``Content-Disposition`` that any name survives, and the
+security headers on every response (a Content-Security-Policy, no framing, no sniffing, no
+referrer beyond this site)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from urllib.parse import quote
+
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 
 from evalstore.web.limits import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,3 +49,66 @@ class NoStore:
             await send(message)
 
         await self.app(scope, receive, adding)
+
+
+# The pages' policy: scripts and styles from this site's own files only (the templates hold no
+# inline script, style or event handler: the charts are SVG drawn with classes), no plugins, no
+# framing by any site (clickjacking), forms posting back here only, and <base> never moved.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = (
+    (b"x-frame-options", b"DENY"),  # frame-ancestors' older spelling, for the browsers without CSP 2
+    (b"x-content-type-options", b"nosniff"),  # a download or an upload's echo is never run as a page
+    (b"referrer-policy", b"same-origin"),  # a link out never carries a run's or a task's name
+)
+
+
+class SecurityHeaders:
+    """Every response (pages, API, static files, errors, even a 500) says the security headers,
+    and ``Content-Security-Policy`` unless the route set its own (the API's documentation page)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def adding(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (name, value)
+                    for name, value in message.get("headers") or []
+                    if name.lower() not in {n for n, _ in SECURITY_HEADERS}
+                ]
+                headers += SECURITY_HEADERS
+                if not any(name.lower() == b"content-security-policy" for name, _ in headers):
+                    headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, adding)
+
+
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+_SWAGGER_CDN = "https://cdn.jsdelivr.net"
+
+
+def api_docs(openapi_url: str, title: str) -> HTMLResponse:
+    """The API's documentation (Swagger UI, from its CDN) with a policy of its own: the CDN's
+    script and styles, and its one inline script by its hash (no other inline script runs);
+    Swagger UI sets styles inline. Still never framed."""
+    page = get_swagger_ui_html(openapi_url=openapi_url, title=title)
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()}'"
+        for script in _INLINE_SCRIPT.findall(bytes(page.body).decode())
+    )
+    page.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src {_SWAGGER_CDN} {hashes}; style-src {_SWAGGER_CDN} 'unsafe-inline'; "
+        f"img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    return page

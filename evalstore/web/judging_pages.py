@@ -43,7 +43,7 @@ def judgments_page(request: Request, pool: str, topic: str, saved: str | None = 
 async def revise(request: Request, pool: str, topic: str) -> Response:
     principal, form = await form_principal(request, "pools:judge")
     doc, grade_text = str(form.get("doc", "")), str(form.get("grade", ""))
-    if grade_text != "skip" and not grade_text.isdigit():
+    if grade_text != "skip" and not (grade_text.isascii() and grade_text.isdigit()):
         raise InvalidParameterError("Pick a grade (a number of the pool's scale) or skip.")
     await run_in_threadpool(
         judging.revise_judgment,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import threading
 import time
@@ -10,9 +11,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from evalstore.errors import LimitExceeded
+from evalstore.errors import InvalidParameterError, LimitExceeded, NotFoundError
 from evalstore.web.errors import error_response
 
 Scope = MutableMapping[str, Any]
@@ -20,6 +22,42 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def no_nul(request: Request) -> None:
+    """Every route's dependency: a NUL character in the path, the query, a JSON body or a form's
+    field (``/tasks/%00``, ``{"description": "a\\u0000b"}``) is refused before any handler runs.
+    PostgreSQL's text cannot hold one (its driver raised, a 500), and no name, id, option or text
+    holds one, so a path with it names nothing (404) and the rest is not valid (422). A multipart
+    body (an upload) is left to its route, which reads it after checking who sends it."""
+    if "\x00" in request.url.path:
+        raise NotFoundError("Nothing is named with a NUL character (%00); check the address.")
+    if any("\x00" in key or "\x00" in value for key, value in request.query_params.multi_items()):
+        raise InvalidParameterError("The query holds a NUL character (%00): no parameter's value has one.")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        body = await request.body()  # read once: the route's parsing reads the same bytes
+        if b"\\u0000" in body or b"\x00" in body:
+            try:
+                holds = _holds_nul(json.loads(body))
+            except ValueError:
+                holds = False  # not JSON: the route says so
+            if holds:
+                raise InvalidParameterError("The body holds a NUL character (\\u0000): no field's value has one.")
+    elif kind == "application/x-www-form-urlencoded":
+        form = await request.form()  # kept by the request: the route reads the same form
+        if any("\x00" in key or (isinstance(value, str) and "\x00" in value) for key, value in form.multi_items()):
+            raise InvalidParameterError("The form holds a NUL character: no field's value has one.")
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 class UploadLimit:
@@ -106,38 +144,66 @@ class WriteRate:
 
 
 class SignInBackoff:
-    """Failed sign-ins back off per account, whatever address they come from: after ``free``
-    failures in a row, the account's next attempt waits 2, 4, 8, ... seconds (at most
-    ``longest``); a success clears it. The address limit (:class:`WriteRate`) stops one client
-    trying many accounts; this stops many clients trying one. At most ``size`` accounts are
-    remembered (the oldest forgotten), so names an attacker makes up cannot fill the memory."""
+    """Failed password checks back off per account **and client address**: after ``free``
+    failures in a row from one address, that address's next attempt on the account waits 2, 4, 8,
+    ... seconds (at most ``longest``); its success clears them. Keyed by the account alone, as it
+    was, anyone anywhere could lock an organiser out for 15 minutes by failing five times: the
+    right password from the organiser's own address was refused too.
 
-    def __init__(self, free: int = 5, longest: float = 900.0, size: int = 10_000) -> None:
-        self.free, self.longest, self.size = free, longest, size
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
+    Many addresses against one account (a botnet) meet the account's ceiling: once it has had
+    ``ceiling`` failures from all addresses together (forgotten after ``longest`` without one), an
+    address that has failed on it even once waits as above from its first failure, so each further
+    address gets one guess; an address that has not failed on it (the owner's) still gets in with
+    the right password. The address limit (:class:`WriteRate`) stops one client trying many
+    accounts. At most ``size`` accounts and pairs are remembered (the oldest forgotten), so names
+    an attacker makes up cannot fill the memory."""
+
+    def __init__(self, free: int = 5, longest: float = 900.0, size: int = 10_000, ceiling: int = 50) -> None:
+        self.free, self.longest, self.size, self.ceiling = free, longest, size, ceiling
+        self._pairs: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()  # failures, last
+        self._accounts: OrderedDict[str, tuple[int, float]] = OrderedDict()  # failures, last
         self._lock = threading.Lock()
 
-    def check(self, account: str) -> None:
+    def _delay(self, failures: int, free: int) -> float:
+        return 0.0 if failures < free else min(self.longest, 2.0 ** (failures - free + 1))
+
+    def _account_failures(self, account: str, now: float) -> int:
+        failures, last = self._accounts.get(account, (0, 0.0))
+        return failures if now - last < self.longest else 0
+
+    def check(self, account: str, address: str) -> None:
+        """Refuse (429, with Retry-After) an attempt on ``account`` from ``address`` that must
+        wait; an attempt that may go on is let through (its outcome is told with :meth:`failed`
+        or :meth:`succeeded`)."""
+        now = time.monotonic()
         with self._lock:
-            failures, until = self._failures.get(account, (0, 0.0))
-        wait = math.ceil(until - time.monotonic())
+            failures, last = self._pairs.get((account, address), (0, 0.0))
+            free = 1 if self._account_failures(account, now) >= self.ceiling else self.free
+        wait = math.ceil(last + self._delay(failures, free) - now) if failures else 0
         if wait > 0:
             raise LimitExceeded(
-                "rate", f"Too many failed sign-ins for this account; try again in {wait} s.", retry_after=wait
+                "rate",
+                f"Too many failed sign-ins for this account from your address; try again in {wait} s.",
+                retry_after=wait,
             )
 
-    def failed(self, account: str) -> None:
+    def failed(self, account: str, address: str) -> None:
+        now = time.monotonic()
         with self._lock:
-            failures, _ = self._failures.pop(account, (0, 0.0))
-            failures += 1
-            delay = 0.0 if failures < self.free else min(self.longest, 2.0 ** (failures - self.free + 1))
-            self._failures[account] = (failures, time.monotonic() + delay)
-            while len(self._failures) > self.size:
-                self._failures.popitem(last=False)
+            failures, _ = self._pairs.pop((account, address), (0, 0.0))
+            self._pairs[(account, address)] = (failures + 1, now)
+            total = self._account_failures(account, now)
+            self._accounts.pop(account, None)
+            self._accounts[account] = (total + 1, now)
+            for kept in (self._pairs, self._accounts):
+                while len(kept) > self.size:
+                    kept.popitem(last=False)
 
-    def succeeded(self, account: str) -> None:
+    def succeeded(self, account: str, address: str) -> None:
+        """The address's failures on the account are cleared; the account's count stays (the
+        owner signing in does not give an attacker elsewhere their guesses back)."""
         with self._lock:
-            self._failures.pop(account, None)
+            self._pairs.pop((account, address), None)
 
 
 class RequestBudget:

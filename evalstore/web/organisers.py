@@ -9,10 +9,10 @@ from __future__ import annotations
 import io
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -20,7 +20,7 @@ from evalstore.errors import EvalstoreError, InvalidParameterError
 from evalstore.io.writers import write_qrels
 from evalstore.services import organising, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import check_name
+from evalstore.web.api import RowId, check_name
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
 from evalstore.web.headers import content_disposition
@@ -31,6 +31,7 @@ from evalstore.web.pages import _worker_alive as worker_alive
 from evalstore.web.pages import render
 
 router = APIRouter(include_in_schema=False)
+SEED_MAX = 2**63 - 1  # a seed is a non-negative whole number (numpy's generators refuse a negative one)
 _SETTINGS = (
     "opens",
     "opens_offset",
@@ -130,7 +131,7 @@ def _when(text: str, offset: str, field: str) -> datetime | None:
         ) from None
     if value.tzinfo:
         return value
-    if offset.strip().lstrip("-").isdigit() and abs(int(offset)) <= 18 * 60:
+    if offset.strip().isascii() and offset.strip().lstrip("-").isdigit() and abs(int(offset)) <= 18 * 60:
         return value.replace(tzinfo=timezone(timedelta(minutes=int(offset))))
     return value.replace(tzinfo=UTC)
 
@@ -138,7 +139,7 @@ def _when(text: str, offset: str, field: str) -> datetime | None:
 def _runs(text: str, what: str, empty: str) -> int | None:
     if not text.strip():
         return None
-    if not text.strip().isdigit():
+    if not (text.strip().isascii() and text.strip().isdigit()):
         raise InvalidParameterError(f"{what} is a whole number of runs (empty: {empty}); got '{text}'.")
     return int(text)
 
@@ -203,7 +204,7 @@ def export_qrels(request: Request, task: str) -> Response:
 
 
 @router.post("/tasks/{task}/jobs/{job}/retry")
-async def retry(request: Request, task: str, job: int) -> Response:
+async def retry(request: Request, task: str, job: RowId) -> Response:
     principal, _ = await form_principal(request, "tasks:manage")
     try:
         await run_in_threadpool(organising.retry_job, server(request).engine, principal, task, job)
@@ -217,7 +218,7 @@ async def retry(request: Request, task: str, job: int) -> Response:
 
 
 @router.post("/tasks/{task}/jobs/{job}/cancel")
-async def cancel(request: Request, task: str, job: int) -> Response:
+async def cancel(request: Request, task: str, job: RowId) -> Response:
     principal, _ = await form_principal(request, "tasks:manage")
     try:
         await run_in_threadpool(organising.cancel_job, server(request).engine, principal, task, job)
@@ -237,7 +238,7 @@ async def build_pool(request: Request, task: str) -> Response:
     try:
         await run_in_threadpool(organising.managed, server(request).engine, principal, task)
         check_name(kept["pool"], "pool")
-        if not kept["depth"].isdigit():
+        if not (kept["depth"].isascii() and kept["depth"].isdigit()):
             raise InvalidParameterError(f"The depth is a whole number of documents per run; got '{kept['depth']}'.")
         topics = [t for t in re.split(r"[,\s]+", kept["topics"]) if t]
         await run_in_threadpool(
@@ -280,7 +281,9 @@ async def assign(request: Request, task: str, pool: str) -> Response:
 
 
 @router.get("/tasks/{task}/health")
-def health_page(request: Request, task: str, seed: int | None = None) -> HTMLResponse:
+def health_page(
+    request: Request, task: str, seed: Annotated[int | None, Query(ge=0, le=SEED_MAX)] = None
+) -> HTMLResponse:
     """The collection-health report of the task's qrels (`evalstore health`)."""
     principal = page_principal(request, "tasks:manage")
     engine = server(request).engine

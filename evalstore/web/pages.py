@@ -19,6 +19,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
@@ -27,6 +29,7 @@ from evalstore.services import access, claims, judging, pools, reports, repro, s
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
 from evalstore.services.judges import suggestions
+from evalstore.web import auth
 from evalstore.web.auth import SESSION_COOKIE, caller, csrf_token, server
 from evalstore.web.headers import content_disposition
 from evalstore.web.templating import bar_chart, query_terms, templates
@@ -123,14 +126,10 @@ async def login(request: Request) -> Response:
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not hmac.compare_digest(str(form.get("login_token", "")), expected):
         raise AccessDenied("This sign-in form has expired or was not sent by this site; reload it and try again.")
-    shared.writes.take(f"address:{request.client.host if request.client else '?'}")
     name = str(form.get("name", ""))
-    shared.sign_ins.check(name)
     try:
-        issued = await run_in_threadpool(access.sign_in, shared.engine, name, str(form.get("password", "")))
-        shared.sign_ins.succeeded(name)
+        issued = await run_in_threadpool(auth.sign_in, shared, request, name, str(form.get("password", "")))
     except AuthenticationError as error:
-        shared.sign_ins.failed(name)
         token = secrets.token_urlsafe(32)
         response: Response = render(
             request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to, error=str(error)
@@ -321,7 +320,7 @@ def compare_page(
 
 def compare_chart(page: reports.ComparePage | None) -> Any:
     """The per-topic differences of a comparison's first two runs, as a bar chart."""
-    if page is None:
+    if page is None or not page.differences:  # a split task before its release names no topic
         return None
     return bar_chart(
         [t for t, _ in page.differences],
@@ -399,7 +398,7 @@ def _back_to_topic(request: Request, principal: Principal, pool: str, topic: str
 async def judge_submit(request: Request, pool: str, topic: str) -> Response:
     principal, form = await _form_principal(request, "pools:judge")
     grade_text = str(form.get("grade", ""))
-    if grade_text != "skip" and not grade_text.lstrip("-").isdigit():
+    if grade_text != "skip" and not (grade_text.isascii() and grade_text.lstrip("-").isdigit()):
         raise InvalidParameterError("Pick a grade (a number of the pool's scale) or skip.")
     try:
         seconds: float | None = max(0.0, time.time() - float(str(form.get("shown_at", ""))))
@@ -416,7 +415,7 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
         None if grade_text == "skip" else int(grade_text),
         seconds=seconds,
         note=str(form.get("note", "")) or None,
-        suggested=int(suggested) if suggested.isdigit() else None,
+        suggested=int(suggested) if suggested.isascii() and suggested.isdigit() else None,
         suggested_by=str(form.get("suggested_by", "")) or None,
     )
     return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
@@ -453,10 +452,11 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
 
 def _signed_in(request: Request) -> Principal:
     """Who is signed in, for an error page's header (a signed-in user is not offered "Sign in");
-    anonymous when that cannot be told (the error may be the session itself)."""
+    anonymous when that cannot be told (the error may be the session itself, or the database not
+    answering)."""
     try:
         return _principal(request)
-    except EvalstoreError:
+    except (EvalstoreError, DBAPIError, SQLAlchemyTimeoutError):
         return ANONYMOUS
 
 

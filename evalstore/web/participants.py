@@ -17,9 +17,9 @@ from starlette.datastructures import UploadFile
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import DESCRIPTION_MAX, check_run_name
+from evalstore.web.api import DESCRIPTION_MAX, RowId, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
-from evalstore.web.auth import server
+from evalstore.web.auth import check_password, server
 from evalstore.web.errors import status_for
 from evalstore.web.pages import _form_principal as form_principal
 from evalstore.web.pages import _page_principal as page_principal
@@ -192,7 +192,7 @@ async def create_token(request: Request) -> Response:
 
 
 @router.post("/profile/tokens/{token_id}/revoke")
-async def revoke_token(request: Request, token_id: int) -> Response:
+async def revoke_token(request: Request, token_id: RowId) -> Response:
     principal, _ = await form_principal(request, "tokens:manage")
     await run_in_threadpool(access.revoke_token, server(request).engine, token_id, by=principal)
     return see_other("/profile")
@@ -201,10 +201,11 @@ async def revoke_token(request: Request, token_id: int) -> Response:
 @router.post("/profile/password")
 async def change_password(request: Request) -> Response:
     principal, form = await form_principal(request, "tasks:read")
-    engine = server(request).engine
+    shared = server(request)
+    engine = shared.engine
     current, new = str(form.get("current", "")), str(form.get("new", ""))
-    try:
-        await run_in_threadpool(access.sign_in, engine, str(principal.name), current)  # proves who asks
+    try:  # proves who asks, behind the sign-in's back-off (a stolen session must not guess it freely)
+        await run_in_threadpool(check_password, shared, request, str(principal.name), current)
     except AuthenticationError:
         return await run_in_threadpool(
             _profile, request, principal, status_code=400, error="The current password is wrong; nothing was changed."
@@ -214,7 +215,9 @@ async def change_password(request: Request) -> Response:
             _profile, request, principal, status_code=400, error="The two new passwords differ; nothing was changed."
         )
     try:
-        await run_in_threadpool(access.set_password, engine, str(principal.name), new, by=principal.name)
+        await run_in_threadpool(
+            access.set_password, engine, str(principal.name), new, by=principal.name, context=shared.context
+        )
     except EvalstoreError as error:
         return await run_in_threadpool(_profile, request, principal, status_code=400, error=str(error))
     # every session ended with the change, this one too: sign in again with the new password

@@ -28,6 +28,9 @@ class ServerSettings:
     # the addresses whose X-Forwarded-For / X-Forwarded-Proto are believed (a TLS proxy in front):
     # none by default, so a client cannot choose the address its sign-in limit is counted on
     forwarded_allow_ips: str = ""
+    # a request body larger than this is read only when its credentials are valid (a token, or the
+    # session cookie with its CSRF token in a header or the query): forms before sign-in are small
+    max_body_before_sign_in: int = 64 * 2**10
     # a .gz upload inflates to at most this many bytes (413 past it, found while streaming)
     max_inflated_bytes: int = 1024 * 2**20
     # a request's time budget: past it the client gets 503 (the work in a thread is not killed,

@@ -22,9 +22,25 @@ CASES = [
     ),
     (
         ["leaderboard", "--qrels", "q", "--labels", "l"],
-        "Give --qrels (ranking runs) or --labels (predictions), not both.",
+        "Give one of --qrels (ranking runs), --labels (predictions) or --nuggets (answer runs).",
     ),
-    (["leaderboard"], "Give --qrels NAME (ranking runs) or --labels NAME (predictions)."),
+    (
+        ["leaderboard", "--qrels", "q", "--nuggets", "b"],
+        "Give one of --qrels (ranking runs), --labels (predictions) or --nuggets (answer runs).",
+    ),
+    (
+        ["evaluate", "--nuggets", "b", "--qrels", "q", "--all-answers"],
+        "--nuggets evaluates answer runs; --qrels, --labels, --run and --all-runs are for the others.",
+    ),
+    (
+        ["evaluate", "--nuggets", "b"],
+        "Name answer runs with --answers NAME (repeatable) or pass --all-answers.",
+    ),
+    (["nuggets", "import", "f", "--name", "b", "--run-alias", "x"], "--run-alias takes FILE_RUN=REGISTERED, not 'x'."),
+    (
+        ["leaderboard"],
+        "Give --qrels NAME (ranking runs), --labels NAME (predictions) or --nuggets NAME (answer runs).",
+    ),
     (
         ["compare", "a", "b", "--qrels", "q", "--labels", "l"],
         "Give --qrels (ranking runs) or --labels (predictions), not both.",

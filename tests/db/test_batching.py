@@ -318,17 +318,16 @@ def test_the_worker_command_defaults_are_the_bound() -> None:
 
 def test_the_serve_worker_takes_the_bound_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from evalstore.errors import InvalidParameterError
-    from evalstore.services.worker import batch_from_env
 
     monkeypatch.delenv("EVALSTORE_BATCH_JOBS", raising=False)
     monkeypatch.delenv("EVALSTORE_BATCH_ROWS", raising=False)
-    assert batch_from_env() == BatchBound()
+    assert jobs.batch_bound_from_env() == BatchBound()
     monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "1")
     monkeypatch.setenv("EVALSTORE_BATCH_ROWS", "1000")
-    assert batch_from_env() == BatchBound(jobs=1, rows=1000)
+    assert jobs.batch_bound_from_env() == BatchBound(jobs=1, rows=1000)
     monkeypatch.setenv("EVALSTORE_BATCH_JOBS", "many")
     with pytest.raises(InvalidParameterError) as refused:
-        batch_from_env()
+        jobs.batch_bound_from_env()
     assert str(refused.value) == (
         "EVALSTORE_BATCH_JOBS='many' is not a whole number from 1 to 10000; unset it for the default (16)."
     )

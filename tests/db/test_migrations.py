@@ -57,7 +57,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0025_run_judged_ranks"
+    assert head_revision() == SCHEMA_REVISION == "0027_wide_ids"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
@@ -120,6 +120,41 @@ def test_0005_keeps_stored_per_query_values_both_ways(database_url: str) -> None
         with engine.connect() as connection:  # a row per measure since 0018
             assert connection.execute(text("SELECT count(*) FROM query_values")).scalar() == 0
             assert connection.execute(text("SELECT count(*) FROM evaluation_queries")).scalar() == 0
+    finally:
+        engine.dispose()
+
+
+def test_0026_keeps_every_stored_evaluation_and_its_values_both_ways(database_url: str) -> None:
+    """0026 changes the evaluations' inputs check in place: on SQLite a table copy would drop the
+    old table, and with foreign keys on every stored value would go with it."""
+    engine = make_engine(database_url)
+    try:
+        before = _evaluated_sample(engine)
+
+        def counts() -> tuple[int, int, int]:
+            with engine.connect() as connection:
+                return tuple(  # type: ignore[return-value]
+                    connection.execute(text(f"SELECT count(*) FROM {table}")).scalar()
+                    for table in ("evaluations", "aggregate_results", "query_values")
+                )
+
+        stored = counts()
+        assert stored[1] > 0 and stored[2] > 0
+        downgrade(engine, "0025_run_judged_ranks")
+        assert counts() == stored
+        upgrade(engine)
+        assert counts() == stored
+        pd.testing.assert_frame_equal(results(engine, qrels_name="test", run_name="std").frame, before.frame)
+        with engine.connect() as connection:  # the check still holds: no evaluation without inputs
+            with pytest.raises(Exception, match="(?i)check"):
+                connection.execute(
+                    text(
+                        "INSERT INTO evaluations (measures, options, options_hash, state, attempts, max_attempts, "
+                        "results_version, mlflow_state, mlflow_attempts, created_at) "
+                        "VALUES ('[]', '{}', 'x', 'queued', 0, 1, 0, 'none', 0, CURRENT_TIMESTAMP)"
+                    )
+                )
+            connection.rollback()
     finally:
         engine.dispose()
 

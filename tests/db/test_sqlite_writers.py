@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import OperationalError
 
-from evalstore.db import engine as engines
 from evalstore.db.engine import make_engine, writer
 
 # SQLite's own busy handler (sqlite3_busy_timeout) tries again 1, 3, 8, ... 228 and 328 ms after a
@@ -96,29 +95,28 @@ def test_a_writer_starts_as_soon_as_another_process_releases_the_lock(engine: En
     assert sum(delay < PROMPT for delay in delays) >= TRIALS - 1, delays
 
 
-def test_a_writer_that_cannot_have_the_lock_fails_as_sqlite_would(
-    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(engines, "BUSY_SECONDS", 0.2)
+def test_a_writer_that_cannot_have_the_lock_fails_as_sqlite_would(engine: Engine, tmp_path: Path) -> None:
+    impatient = make_engine(str(engine.url), busy_seconds=0.2)
     other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
         started = time.monotonic()
         with pytest.raises(OperationalError, match="database is locked"):
-            _write(engine, "late")
+            _write(impatient, "late")
         assert 0.2 <= time.monotonic() - started < 5
     finally:
         other.execute("ROLLBACK")
         other.close()
     # the failed writer gave its turn back: the next one goes ahead at once
     started = time.monotonic()
-    _write(engine, "next")
+    _write(impatient, "next")
     assert time.monotonic() - started < 1
+    impatient.dispose()
 
 
 def test_no_turn_outlives_its_transaction(engine: Engine) -> None:
     """Commit, rollback and an exception inside the block all give the turn back: otherwise the
-    next writer would wait out BUSY_SECONDS."""
+    next writer would wait out the busy timeout."""
     _write(engine, "committed")
     with pytest.raises(RuntimeError), writer(engine).begin() as connection:
         connection.execute(text("INSERT INTO log VALUES ('rolled back')"))

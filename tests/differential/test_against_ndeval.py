@@ -104,3 +104,72 @@ def test_web_track_qrels_agree_with_ndeval(
             lines.append(f"{topic} Q0 {doc} {rank + 1} {rng.choice([1.0, 0.5, rng.random()])!r} sys")
     (tmp_path / "run").write_text("\n".join(lines) + "\n")
     _agree(ndeval_binary, options, qrels, tmp_path / "run")
+
+
+EVALUATE_NAMES = ["ERR_IA@20", "nERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@20", "alpha_DCG@10", "NRBP", "nNRBP"]
+EVALUATE_NAMES += ["AP_IA", "P_IA@10", "StRecall@20"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+def test_evaluate_gives_ndeval_values_on_subtopic_qrels(missing: str, ndeval_binary: Path, tmp_path: Path) -> None:
+    """evalstore.evaluate on subtopic qrels: each topic's value and the mean are ndeval's (with -c
+    for missing_topics="zero": a judged topic the run lacks scores 0)."""
+    import math
+
+    from evalstore.metrics import evaluate
+    from evalstore.metrics.diversity import ndeval_column
+
+    qrels = shared_path("web-diversity", "qrels.web.201-250.ndeval.txt")
+    docs: dict[str, set[str]] = {}
+    for line in qrels.read_text().splitlines():
+        topic, _, doc, _ = line.split()
+        docs.setdefault(topic, set()).add(doc)
+    rng = random.Random(missing)
+    lines = []
+    for topic in [*sorted(docs, key=int)[2:], "999"]:  # two judged topics missing, one the qrels lack
+        pool = sorted(docs[topic]) + [f"unjudged-{i}" for i in range(20)] if topic in docs else ["x", "y"]
+        for rank, doc in enumerate(rng.sample(pool, min(len(pool), 60))):
+            lines.append(f"{topic} Q0 {doc} {rank + 1} {rng.choice([1.0, 0.5, rng.random()])!r} sys")
+    run = tmp_path / "run"
+    run.write_text("\n".join(lines) + "\n")
+    options = ["-c"] if missing == "zero" else []
+    printed = subprocess.run(
+        [str(ndeval_binary), "-traditional", *options, str(qrels), str(run)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    header = printed[0].split(",")
+    rows = {line.split(",")[1]: dict(zip(header, line.split(","), strict=True)) for line in printed[1:]}
+    result = evaluate(qrels, run, EVALUATE_NAMES, missing_topics=missing)
+    judged = sorted((t for t in docs if t != "999"), key=int)
+    assert result.topics == (judged if missing == "zero" else judged[2:])
+    assert result.missing_topics == judged[:2]
+    for name in EVALUATE_NAMES:
+        column = ndeval_column(parse_measure(name))
+        frame = result.per_query[result.per_query["measure"] == str(parse_measure(name))]
+        ours = dict(zip(frame["query_id"], frame["value"], strict=True))
+        for topic in result.topics:
+            theirs = float(rows[topic][column]) if topic in rows else 0.0
+            assert math.isclose(ours[topic], theirs, abs_tol=5e-7), (name, topic)  # ndeval prints 6 decimals
+        assert math.isclose(result.aggregates[name], float(rows["amean"][column]), abs_tol=5e-7), name
+
+
+def test_evaluate_refuses_diversity_measures_beside_relevance_ones(tmp_path: Path) -> None:
+    from evalstore.errors import InvalidParameterError
+    from evalstore.metrics import evaluate
+
+    qrels = tmp_path / "qrels"
+    qrels.write_text("1 1 a 1\n1 2 b 1\n")
+    run = tmp_path / "run"
+    run.write_text("1 Q0 a 1 2.0 r\n1 Q0 b 2 1.0 r\n")
+    with pytest.raises(InvalidParameterError, match=r"^AP is computed from relevance judgments and the diversity"):
+        evaluate(qrels, run, ["alpha_nDCG@10", "AP"])
+    with pytest.raises(InvalidParameterError, match=r"^The diversity measures need subtopic qrels"):
+        evaluate({"1": {"a": 1}}, {"1": {"a": 1.0}}, ["alpha_nDCG@10"])
+    result = evaluate(qrels, run, ["alpha_nDCG@10", "StRecall@1"])
+    assert result.aggregates["StRecall@1"] == 0.5
+    assert result.aggregates["alpha_nDCG@10"] == 1.0
+    reversed_run = tmp_path / "reversed"
+    reversed_run.write_text("1 Q0 b 1 2.0 r\n1 Q0 a 2 1.0 r\n")
+    both = evaluate(qrels, {"same": run, "reversed": reversed_run}, ["alpha_nDCG@10", "StRecall@1"])
+    assert both["same"].aggregates == result.aggregates
+    assert both["reversed"].aggregates == evaluate(qrels, reversed_run, ["alpha_nDCG@10", "StRecall@1"]).aggregates

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.errors import EvaluationError
 from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES
 from tests.conftest import shared_path
 
@@ -129,7 +130,7 @@ def collections(draw: st.DrawFn) -> tuple[str, str, list[str], str | None]:
         docs = draw(st.lists(st.sampled_from([*DOCS, "u1", "u2", "u3"]), min_size=1, max_size=9, unique=True))
         for rank, doc in enumerate(docs):  # ranks as written are ignored by both
             run_lines.append(f"{topic} Q0 {doc} {rank} {draw(SCORES)!r} tag")
-    if not run_lines:  # trec_eval and evalstore both refuse an empty run; not what this tests
+    if not run_lines:  # trec_eval's runid of a run without run lines is whatever its memory held (tested below)
         run_lines.append(f"{qrels_topics[0]} Q0 d0 1 1.0 tag")
     draw(st.randoms()).shuffle(run_lines)  # runs need not be in rank order
 
@@ -255,6 +256,72 @@ def test_relevance_written_as_a_decimal_is_read_as_trec_eval_reads_it(trec_eval_
     (tmp_path / "run").write_text("1 Q0 d1 1 1.0 r\n2 Q0 d3 1 1.0 r\n")
     args = ["-q", "-m", "num_rel", "-m", "ndcg", str(tmp_path / "qrels"), str(tmp_path / "run")]
     _assert_same(*_both(trec_eval_binary, args), args)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-c"],
+        ["-c", "-q", "-m", "all_trec"],
+        ["-c", "-q", "-m", "P.5,10", "-m", "ndcg_cut.10"],
+        ["-c", "-J"],
+        ["-c", "-M", "0"],
+    ],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("content", ["# no results\n", "\n"], ids=["comment", "blank-line"])
+def test_a_run_without_run_lines_scores_zeros_under_c(
+    flags: list[str], content: str, trec_eval_binary: Path, tmp_path: Path
+) -> None:
+    """A run file with no run lines (a comment, a blank line) under -c: every qrels topic scores
+    0, line for line as trec_eval prints it, but for the runid (trec_eval prints whatever its
+    memory held there; evalstore 'unknown')."""
+    (tmp_path / "qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n3 0 d4 -1\n")
+    (tmp_path / "run").write_text(content)
+    args = [*flags, str(tmp_path / "qrels"), str(tmp_path / "run")]
+    theirs = subprocess.run([str(trec_eval_binary), *args], capture_output=True, check=False)  # runid: any bytes
+    ours = CliRunner().invoke(app, ["trec-eval", *args])
+    assert theirs.returncode == 0 and ours.exit_code == 0, ours.stderr
+    printed = theirs.stdout.decode("utf-8", errors="replace")
+
+    def without_runid(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("runid ")]
+
+    assert without_runid(ours.stdout) == without_runid(printed)
+    assert ("runid                 \tall\tunknown" in ours.stdout) == ("runid " in printed)
+    # without -c there is nothing to evaluate: both refuse
+    plain = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+    refused = subprocess.run([str(trec_eval_binary), *plain], capture_output=True, check=False)
+    assert refused.returncode != 0 and CliRunner().invoke(app, ["trec-eval", *plain]).exit_code == 1
+
+
+def test_an_empty_run_file_is_refused_as_trec_eval_refuses_it(trec_eval_binary: Path, tmp_path: Path) -> None:
+    (tmp_path / "qrels").write_text("1 0 d1 1\n")
+    (tmp_path / "run").write_bytes(b"")
+    args = ["-c", str(tmp_path / "qrels"), str(tmp_path / "run")]
+    theirs, ours = _both(trec_eval_binary, args)
+    assert theirs.returncode != 0 and ours.exit_code == 1  # type: ignore[attr-defined]
+    assert ours.stderr.strip().endswith(  # type: ignore[attr-defined]
+        "run: the file is empty (0 bytes), which trec_eval cannot read either; a run with no results at all is "
+        "a file of comment lines (# ...), or no rows in memory"
+    )
+
+
+def test_evaluate_gives_an_empty_run_zeros_as_ir_measures_does() -> None:
+    ir_measures = pytest.importorskip("ir_measures")
+    from evalstore.metrics import evaluate
+
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2}}
+    names = ["AP", "P@10", "nDCG@10", "RR", "R@1000", "Bpref", "INST(T=1.0,max_rel=2)", "Compat"]
+    result = evaluate(qrels, {}, names)
+    assert result.topics == ["q1", "q2"] and result.missing_topics == ["q1", "q2"]
+    spelled = [ir_measures.parse_measure(n) for n in names]
+    theirs = ir_measures.calc_aggregate(spelled, qrels, {})
+    assert [result.aggregates[n] for n in names] == [theirs[m] for m in spelled] == [0.0] * len(names)
+    # a query with no documents is no result either (pytrec_eval, behind ir_measures, crashes on it)
+    assert evaluate(qrels, {"q1": {}}, names).aggregates == result.aggregates
+    with pytest.raises(EvaluationError, match="share no topic"):
+        evaluate(qrels, {}, ["AP"], missing_topics="skip")
 
 
 # Real runs: each with a seeded sample of flag combinations (the seed is fixed so that CI checks

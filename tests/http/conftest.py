@@ -158,9 +158,17 @@ def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]
     return wrong
 
 
-def client_for(engine: Engine, **settings: Any) -> TestClient:
+def client_for(
+    engine: Engine, *, address: str = "testclient", raise_errors: bool = True, **settings: Any
+) -> TestClient:
+    """A client of a new app on ``engine`` with ``settings``; its requests come from ``address``;
+    without ``raise_errors`` an unhandled error is the 500 a client would get."""
     url = engine.url.render_as_string(hide_password=False)
-    return TestClient(create_app(ServerSettings(database_url=url, **{"secure_cookies": False, **settings})))
+    return TestClient(
+        create_app(ServerSettings(database_url=url, **{"secure_cookies": False, **settings})),
+        client=(address, 50000),
+        raise_server_exceptions=raise_errors,
+    )
 
 
 @pytest.fixture

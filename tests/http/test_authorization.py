@@ -55,6 +55,14 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     ),
     "GET /api/v1/docs": (lambda w, c: ("GET", "/api/v1/docs", {}), "200 200 200 200 200 200 200 200 200 200"),
     "GET /api/v1/health": (lambda w, c: ("GET", "/api/v1/health", {}), "200 200 200 200 200 200 200 200 200 200"),
+    "GET /api/v1/health/live": (
+        lambda w, c: ("GET", "/api/v1/health/live", {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),
+    "GET /api/v1/health/ready": (
+        lambda w, c: ("GET", "/api/v1/health/ready", {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),
     "POST /api/v1/sessions": (
         lambda w, c: ("POST", "/api/v1/sessions", {"json": {"name": "viewer", "password": PASSWORD}}),
         "201 201 201 201 201 201 201 201 201 201",

@@ -71,12 +71,56 @@ def test_a_participant_gets_no_private_topic_number_from_any_route(
     assert {r["run"]: r["topics"] for r in board["rows"]} == {"red-all": 2, "red-public": 2, "blue-private": 2}
     assert all("private" not in r and "swap" not in r for r in board["rows"])
     results = client.get("/api/v1/runs/red-all/results?per_query=true", headers=red).json()
-    assert sorted(results["per_query"]) == public and f"{results['aggregates']['AP']:.4f}" == public_mean
+    assert results["per_query"] is None and f"{results['aggregates']['AP']:.4f}" == public_mean
+    assert results["per_query_withheld"] == (
+        "The task keeps some topics private until the organisers release it: until then its runs' scores are "
+        "aggregates over the public topics, and no topic is named."
+    )
     assert public_mean in client.get("/runs/red-all", headers=red).text
     rows = list(csv.reader(io.StringIO(client.get("/tasks/split/leaderboard.csv", headers=red).text)))
     assert rows[0][rows[0].index("topics")] == "topics" and {r[rows[0].index("topics")] for r in rows[1:]} == {"2"}
     page = client.get("/tasks/split", headers=red).text
     assert "Ranked on the public topics only: 1 of the task's topics is kept private" in page
+
+
+def test_before_the_release_a_participant_gets_aggregates_only_no_topic_named(
+    world: World, client: TestClient, split: tuple[str, list[str]]
+) -> None:
+    """Naming the public topics names the private ones (the rest of the qrels' topics, which the
+    participants have): no per-topic row, no topic id, in pages, API, downloads and charts."""
+    red = world.headers("red")
+    routes = [
+        "/api/v1/tasks/split/leaderboard",
+        "/api/v1/runs/red-all/results?per_query=true",
+        "/api/v1/runs/red-public/results?per_query=true&measure=AP",
+        "/tasks/split",
+        "/runs/red-all",
+        "/runs/red-all?measure=P@10",
+        "/tasks/split/compare?run=red-all&run=red-public&measure=AP",
+        "/tasks/split/compare?run=red-all&run=red-public&measure=P@10&test=wilcoxon",
+        *(f"/tasks/split/leaderboard.{fmt}" for fmt in ("csv", "json", "md", "tex")),
+    ]
+    for route in routes:
+        response = client.get(route, headers=red)
+        assert response.status_code == 200, (route, response.text[:300])
+        for topic in TOPICS:
+            assert not _says_private_topic(response.text, topic), (route, topic)
+            assert f"<td>{topic}" not in response.text and f"{topic}:" not in response.text, (route, topic)
+        assert "<svg" not in response.text and "Per topic" not in response.text, route
+    run_page = client.get("/runs/red-all", headers=red).text
+    assert "Over the task's public topics only, as aggregates: which topics they are" in run_page
+    compare = client.get("/tasks/split/compare?run=red-all&run=red-public&measure=AP", headers=red).text
+    assert "<caption>t test, holm-corrected over the 1 pairs, alpha 0.05; 2 topics</caption>" in compare
+    assert "Where they disagree most" not in compare and "Per-topic differences" not in compare
+
+    # the organiser sees every topic; after the release, so does everyone
+    owner = client.get("/runs/red-all", headers=world.headers("owner")).text
+    assert all(f"<td>{topic}" in owner for topic in TOPICS)
+    assert client.post("/api/v1/tasks/split/release", headers=world.headers("owner")).status_code == 200
+    results = client.get("/api/v1/runs/red-all/results?per_query=true", headers=red).json()
+    assert sorted(results["per_query"]) == list(TOPICS) and "per_query_withheld" not in results
+    released = client.get("/tasks/split/compare?run=red-all&run=red-public&measure=AP", headers=red).text
+    assert "Per-topic differences" in released and "<svg" in released
 
 
 def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(

@@ -322,6 +322,9 @@ REFERENCE_FAMILIES = {
     "auc_fpr10",
     "ami",
     "rand",
+    "pair_jaccard",
+    "pair_f1",
+    "mirkin",
     "homogeneity",
     "completeness",
     "v_measure",
@@ -370,6 +373,27 @@ def test_clustering_measures_equal_scikit_learn() -> None:
     assert values["ami"] == pytest.approx(metrics.adjusted_mutual_info_score(truth, clusters))
     assert values["rand"] == pytest.approx(metrics.rand_score(truth, clusters))
     assert values["fowlkes_mallows"] == pytest.approx(metrics.fowlkes_mallows_score(truth, clusters))
+    # the pair-counting measures from scikit-learn's pair confusion matrix (ordered pairs)
+    (_, clusters_only), (classes_only, together) = metrics.cluster.pair_confusion_matrix(truth, clusters)
+    assert values["pair_jaccard"] == pytest.approx(together / (together + clusters_only + classes_only))
+    assert values["pair_f1"] == pytest.approx(2 * together / (2 * together + clusters_only + classes_only))
+    # Mirkin's own formula on the contingency table: sum of squared class and cluster sizes less
+    # twice the squared cells
+    table = metrics.cluster.contingency_matrix(truth, clusters)
+    mirkin = (table.sum(axis=1) ** 2).sum() + (table.sum(axis=0) ** 2).sum() - 2 * (table**2).sum()
+    assert values["mirkin"] == mirkin
+
+
+def test_pair_counting_measures_on_a_worked_example() -> None:
+    """Five items, classes aab|bb against clusters aa|abb: of the 10 pairs 2 are together in both,
+    2 in the clusters only, 2 in the classes only, 4 apart in both."""
+    values = cls.clustering_measures(np.array([0, 0, 0, 1, 1]), np.array([0, 0, 1, 1, 1]))
+    assert values["rand"] == pytest.approx(0.6)
+    assert values["pair_jaccard"] == pytest.approx(2 / 6)
+    assert values["pair_f1"] == pytest.approx(0.5)
+    assert values["mirkin"] == 8.0
+    same = cls.clustering_measures(np.array([0, 1, 2]), np.array([2, 0, 1]))  # no pair together anywhere
+    assert (same["pair_jaccard"], same["pair_f1"], same["mirkin"]) == (1.0, 1.0, 0.0)
 
 
 # sample weights: small integers and zero (an item left out) make scikit-learn's weighted sums exact

@@ -162,3 +162,45 @@ def test_importing_evalstore_loads_no_numerical_library() -> None:
         subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
     )
+
+
+# ir_measures' parse_trec_measure reads these as lists of measures (ir_measures 0.4's spellings:
+# trec_eval's name, '_' or '.', comma-separated values)
+TREC_LISTS = {
+    "P_5,10": ["P@5", "P@10"],
+    "P.5,10": ["P@5", "P@10"],
+    "ndcg_cut_5,10": ["nDCG@5", "nDCG@10"],
+    "ndcg_cut.20": ["nDCG@20"],
+    "map_cut_10,100,1000": ["AP@10", "AP@100", "AP@1000"],
+    "recall_100,1000": ["R@100", "R@1000"],
+    "success_1,5": ["Success@1", "Success@5"],
+}
+
+
+@pytest.mark.parametrize("name", list(TREC_LISTS))
+def test_trec_eval_lists_name_their_measures_as_ir_measures_reads_them(name: str) -> None:
+    ir_measures = pytest.importorskip("ir_measures")
+    assert [str(m) for m in metrics.resolve_measures([name])] == TREC_LISTS[name]
+    assert [str(m) for m in ir_measures.parse_trec_measure(name)] == TREC_LISTS[name]
+
+
+def test_trec_eval_lists_in_evaluate_and_the_cli_measure_text() -> None:
+    from evalstore.cli.evaluate import split_measures
+
+    qrels = {"q1": {"a": 1, "b": 0, "c": 1}, "q2": {"d": 1}}
+    run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 2.0, "d": 1.0}}
+    result = metrics.evaluate(qrels, run, ["P_1,2", "ndcg_cut.2"])
+    assert list(result.aggregates) == ["P@1", "P@2", "nDCG@2"]
+    assert result.aggregates["P_1"] == 0.5 and result.aggregates["P@2"] == 0.5
+    shaped = metrics.evaluate(qrels, run, ["P_1,2", "map"], as_ir_measures=True).per_query
+    assert list(dict.fromkeys(shaped["measure"])) == ["P@1", "P@2", "map"]  # a list's measures by their names
+    assert split_measures("AP,P_5,10,nDCG(gain=exp,discount=jk)@10,ndcg_cut.5,10,20,RR,1") == [
+        "AP",
+        "P_5,10",
+        "nDCG(gain=exp,discount=jk)@10",
+        "ndcg_cut.5,10,20",
+        "RR",
+        "1",
+    ]
+    with pytest.raises(InvalidParameterError, match=r"^'P_5,5' names a cutoff twice; name each once\.$"):
+        metrics.resolve_measures(["P_5,5"])

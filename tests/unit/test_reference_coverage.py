@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from evalstore.metrics import prediction_registry
 from evalstore.metrics._registry import REGISTRY
+from tests.answers import test_answer_measures
 from tests.differential import (
+    test_against_cwl_eval,
     test_against_ir_measures,
     test_against_ndeval,
     test_against_trec_eval,
@@ -17,12 +19,14 @@ from tests.differential import (
 from tests.unit import test_classification, test_textbook_examples
 
 MODULES = [
+    test_against_cwl_eval,
     test_against_trec_eval,
     test_prefs_against_trec_eval,
     test_against_ndeval,
     test_against_ir_measures,
     test_textbook_examples,
     test_classification,
+    test_answer_measures,
 ]
 
 

@@ -15,7 +15,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
-from evalstore.metrics import resolve_measures
+from evalstore.metrics import parse_measure, resolve_measures
 from evalstore.services.jobs import default_measures
 from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.services.orchestration import evaluate_runs
@@ -101,6 +101,7 @@ def score_matrix(
             frame = table.pivot(index="query_id", columns="measure", values="value")
             kept = frame if topic_filter is None else frame[[topic_filter.keeps(str(t)) for t in frame.index]]
             frames[run] = kept
+    _refuse_undefined(frames, names)
     topics = sorted(set().union(*(frame.index for frame in frames.values())))
     zero_filled: dict[str, list[str]] = {}
     for run, frame in frames.items():
@@ -151,3 +152,20 @@ def _newest_evaluations(
                     chosen[name] = evaluation
                     break
     return chosen
+
+
+def _refuse_undefined(frames: dict[str, Any], names: list[str]) -> None:
+    """A stored value that is no number (Accuracy on a topic with no relevant document retrieved,
+    trec_eval's 0/0) would be read as 0 by the paired tests below: refused, with where it is."""
+    for run, frame in frames.items():
+        for name in names:
+            if name not in frame.columns or parse_measure(name).spec.value_type == "str":
+                continue
+            undefined = sorted(str(t) for t in frame.index[frame[name].isna()])
+            if undefined:
+                shown = ", ".join(undefined[:5]) + (f" and {len(undefined) - 5} more" if len(undefined) > 5 else "")
+                raise EvaluationError(
+                    f"{name} has no value for run '{run}' on {len(undefined)} topic(s) ({shown}): the measure is "
+                    "undefined there, and a comparison topic by topic needs a value on every topic. Compare a "
+                    "measure defined on every topic."
+                )

@@ -28,6 +28,7 @@ from evalstore.services.jobs.batches import (
     SERVE_SETTLE,
     BatchBound,
     arrivals_settle_in,
+    batch_bound_from_env,
     claim_batch,
 )
 from evalstore.services.jobs.options import (
@@ -84,6 +85,7 @@ __all__ = [
     "BATCH_JOBS",
     "BATCH_ROWS",
     "BatchBound",
+    "batch_bound_from_env",
     "SERVE_SETTLE",
     "ClaimedJob",
     "DEFAULT_LEASE",

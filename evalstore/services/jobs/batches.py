@@ -19,9 +19,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from evalstore import config
 from evalstore.backends import Backend
 from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import InvalidParameterError
 from evalstore.services.jobs.options import DEFAULT_LEASE, ClaimedJob, as_utc, db_now
 from evalstore.services.jobs.queue import claim_in, take
 
@@ -41,6 +43,15 @@ class BatchBound:
 
     jobs: int = BATCH_JOBS
     rows: int = BATCH_ROWS
+
+
+def batch_bound_from_env() -> BatchBound:
+    """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
+    environment variables (the worker inside `evalstore serve` has no options of its own)."""
+    try:
+        return BatchBound(jobs=config.batch_jobs(BATCH_JOBS), rows=config.batch_rows(BATCH_ROWS))
+    except config.SettingsError as error:
+        raise InvalidParameterError(str(error)) from None
 
 
 def claim_batch(

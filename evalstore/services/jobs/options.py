@@ -29,7 +29,10 @@ STATES = ("queued", "running", "done", "failed", "cancelled")
 TERMINAL = frozenset({"done", "failed", "cancelled"})
 
 
-DEFAULT_MEASURE_SET = ("all_trec", "Judged@10", "ERR@20", "nDCG(gain=exp)@10")
+# Compat is the one measure beyond these that needs no grade scale to be named (the C/W/L ones take
+# max_rel) and is defined on every topic (Accuracy is not): ~4 % of the suite's time on robust03's
+# 17 runs (51 ms against 1.15 s, best of 7), where the eight C/W/L measures would add ~55 %
+DEFAULT_MEASURE_SET = ("all_trec", "Judged@10", "ERR@20", "nDCG(gain=exp)@10", "Compat")
 
 
 DEFAULT_LEASE = timedelta(seconds=60)
@@ -85,7 +88,7 @@ USER_ORIENTED_MEASURES = ("Coverage", "Novelty", "RelativeRecall", "RecallEffort
 
 def describe_inputs(kind: str, inputs: str, judgments: str) -> str:
     """ "run 'bm25' on 'dl19'", "predictions 'p' on 'fruit'": a job's inputs as messages name them."""
-    noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)
+    noun = {"ranking": "run", "classifier": "predictions"}.get(kind, kind)  # answers: "answers 'r' on 'bank'"
     return f"{noun} '{inputs}' on '{judgments}'"
 
 

@@ -8,7 +8,7 @@ import json
 from datetime import timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Engine, and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -214,9 +214,12 @@ def take(session: Session, job: Evaluation, worker_id: str, now: Any, lease: tim
 
 
 def kind_of(session: Session, evaluation_id: int) -> str:
-    """The kind of an evaluation: ``ranking`` (a run on qrels), else its prediction set's kind."""
+    """The kind of an evaluation: ``ranking`` (a run on qrels), ``answers`` (an answer run on a
+    nugget bank), else its prediction set's kind."""
     kind = session.scalar(
-        select(func.coalesce(PredictionSet.kind, "ranking"))
+        select(
+            func.coalesce(PredictionSet.kind, case((Evaluation.answer_run_id.is_not(None), "answers"), else_="ranking"))
+        )
         .select_from(Evaluation)
         .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
         .where(Evaluation.id == evaluation_id)
@@ -331,12 +334,15 @@ def fail(engine: Engine, job: ClaimedJob, error: str, *, retryable: bool) -> str
         return row.state
 
 
-def release(engine: Engine, job: ClaimedJob) -> None:
-    """Give a job back untouched (the worker is stopping); the attempt does not count."""
+def release(engine: Engine, job: ClaimedJob, *, reason: str | None = None) -> None:
+    """Give a job back untouched (the worker is stopping, or waits out an outage: ``reason``,
+    shown as its error until it is done); the attempt does not count."""
     with unit_of_work(engine) as session:
         try:
             row = _held(session, job)
         except JobLost:
             return
         row.state, row.worker_id, row.lease_expires_at = "queued", None, None
+        if reason is not None:
+            row.error = reason
         row.attempts = max(0, row.attempts - 1)

@@ -6,11 +6,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, select
+from sqlalchemy import Engine, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from evalstore.backends import Backend
-from evalstore.db.models import AggregateResult, Evaluation, LabelSet, PredictionSet, QrelsSet, Run
+from evalstore.db.models import (
+    AggregateResult,
+    AnswerRun,
+    Evaluation,
+    LabelSet,
+    NuggetBank,
+    PredictionSet,
+    QrelsSet,
+    Run,
+)
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.services.jobs.options import STATES, db_now, describe_inputs
@@ -57,14 +66,14 @@ class JobView:
 
     def as_record(self) -> dict[str, Any]:
         """One job as `jobs show` prints it: its inputs under their own names (a prediction job has
-        predictions and gold labels, not a run and qrels) and, for a ranking job, its measures (a
-        prediction job computes its kind's whole suite)."""
+        predictions and gold labels, an answers job answers and nuggets, not a run and qrels) and,
+        for a ranking job, its measures (the others compute their kind's whole suite)."""
         out = self.as_dict()
         if self.kind != "ranking":
-            inputs = {
-                "predictions" if self.kind == "classifier" else "clustering": out.pop("run"),
-                "labels": out.pop("qrels"),
-            }
+            named, judged_by = {"classifier": ("predictions", "labels"), "answers": ("answers", "nuggets")}.get(
+                self.kind, (self.kind, "labels")
+            )
+            inputs = {named: out.pop("run"), judged_by: out.pop("qrels")}
             out.pop("measures")
             out = (
                 {key: out[key] for key in ("id", "kind")}
@@ -96,18 +105,22 @@ def _view(job: Evaluation, inputs: tuple[str, str, str]) -> JobView:
 
 
 def _jobs_with_inputs() -> Any:
-    """Jobs with (kind, run or prediction set name, qrels or gold labels name)."""
+    """Jobs with (kind, run, prediction set or answer run name, qrels, gold labels or nugget bank name)."""
     return (
         select(
             Evaluation,
-            func.coalesce(PredictionSet.kind, "ranking"),
-            func.coalesce(Run.name, PredictionSet.name),
-            func.coalesce(QrelsSet.name, LabelSet.name),
+            func.coalesce(
+                PredictionSet.kind, case((Evaluation.answer_run_id.is_not(None), "answers"), else_="ranking")
+            ),
+            func.coalesce(Run.name, PredictionSet.name, AnswerRun.name),
+            func.coalesce(QrelsSet.name, LabelSet.name, NuggetBank.name),
         )
         .outerjoin(Run, Run.id == Evaluation.run_id)
         .outerjoin(QrelsSet, QrelsSet.id == Evaluation.qrels_id)
         .outerjoin(PredictionSet, PredictionSet.id == Evaluation.prediction_set_id)
         .outerjoin(LabelSet, LabelSet.id == PredictionSet.label_set_id)
+        .outerjoin(AnswerRun, AnswerRun.id == Evaluation.answer_run_id)
+        .outerjoin(NuggetBank, NuggetBank.id == Evaluation.nugget_bank_id)
     )
 
 
@@ -124,7 +137,9 @@ def list_jobs(
         if states:
             statement = statement.where(Evaluation.state.in_(states))
         if qrels_name:
-            statement = statement.where(or_(QrelsSet.name == qrels_name, LabelSet.name == qrels_name))
+            statement = statement.where(
+                or_(QrelsSet.name == qrels_name, LabelSet.name == qrels_name, NuggetBank.name == qrels_name)
+            )
         return [_view(job, (kind, run, qrels)) for job, kind, run, qrels in session.execute(statement)][::-1]
 
 

@@ -1,5 +1,5 @@
 """The evaluation kinds, registered in one place: :data:`KINDS` maps a job's kind (``ranking``,
-``classifier``, ``clustering``; :attr:`evalstore.services.jobs.ClaimedJob.kind`) to the object
+``classifier``, ``clustering``, ``answers``; :attr:`evalstore.services.jobs.ClaimedJob.kind`) to the object
 that runs it, reads it back, ranks it and describes it to MLflow (:class:`base.EvaluationKind`).
 """
 
@@ -11,14 +11,15 @@ from sqlalchemy import Engine
 
 from evalstore.services.context import AppContext
 from evalstore.services.jobs import ClaimedJob
+from evalstore.services.kinds.answers import ANSWERS
 from evalstore.services.kinds.base import ComputedJob, EvaluationKind
 from evalstore.services.kinds.predictions import CLASSIFIER, CLUSTERING
 from evalstore.services.kinds.ranking import RANKING, compute_batch
 
-KINDS: dict[str, EvaluationKind] = {kind.name: kind for kind in (RANKING, CLASSIFIER, CLUSTERING)}
+KINDS: dict[str, EvaluationKind] = {kind.name: kind for kind in (RANKING, CLASSIFIER, CLUSTERING, ANSWERS)}
 
-# what each kind is evaluated against, as the CLI names it (--qrels, --labels)
-JUDGED_BY = {"ranking": "qrels", "classifier": "labels", "clustering": "labels"}
+# what each kind is evaluated against, as the CLI names it (--qrels, --labels, --nuggets)
+JUDGED_BY = {"ranking": "qrels", "classifier": "labels", "clustering": "labels", "answers": "nuggets"}
 
 
 def get(name: str) -> EvaluationKind:

@@ -127,6 +127,15 @@ class MlflowRun:
 
 
 @dataclass(frozen=True)
+class Report:
+    """What ``evaluate`` shows of the jobs it asked for (:mod:`evalstore.services.orchestration`)."""
+
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     """Everything evaluated against one set of judgments, best first. ``records`` carry full
     precision (JSON, CSV); ``cells`` are the same rows as a table shows them."""

@@ -70,6 +70,8 @@ def run_page(
         return access.qrels, [r["run"] for r in board.body["rows"]]
 
     public_only = results.get("topic_set") == "public"
+    if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
+        return RunPage(submission, True, results["aggregates"], None, [], [], [], [], [], [], 0, public_only=True)
     split = access.board_topics
     return scored_run_page(
         engine,
@@ -169,6 +171,8 @@ class ComparePage:
     comparison: comparisons.Comparison
     differences: list[tuple[str, float]]  # (topic, first run - second run), largest first
     disagreements: list[Disagreement]
+    judgments_shown: bool = True  # the top documents' grades in the qrels (the organisers', or after release)
+    aggregates_only: bool = False  # a split task before its release: the tests alone, no topic named
 
 
 def compare_page(
@@ -193,7 +197,18 @@ def compare_page(
             raise NotFoundError(f"Run '{run}' is not a run of task '{task}'.")
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
-    return compared(engine, task, access.qrels, runs, measure, test, collection, shown=access.topics)
+    return compared(
+        engine,
+        task,
+        access.qrels,
+        runs,
+        measure,
+        test,
+        collection,
+        shown=access.topics,
+        judgments=access.judgments_visible,
+        per_topic=not access.aggregates_only,
+    )
 
 
 def compared(
@@ -206,10 +221,13 @@ def compared(
     collection: str | None,
     *,
     shown: ranking.TopicFilter | None = None,
+    judgments: bool = True,
+    per_topic: bool = True,
 ) -> ComparePage:
     """The comparison of runs the caller may see, on ``qrels``, for the page of ``name`` (a task or
     a collection), over the topics ``shown`` (None: all); only what their evaluations stored is
-    used."""
+    used. ``judgments``: whether the top documents carry their grades in the qrels; without
+    ``per_topic``, the tests alone (no topic's difference, no disagreement named)."""
     comparison = comparisons.compare(
         engine,
         qrels_name=qrels,
@@ -221,6 +239,8 @@ def compared(
         topic_filter=shown,  # a split task before its release: its public topics only
     )  # a GET never stores
     matrix = comparison.matrix
+    if not per_topic:
+        return ComparePage(name, runs, matrix.measures[0], comparison, [], [], judgments, aggregates_only=True)
     scores = matrix.scores[matrix.measures[0]]
     first_minus_second = scores[0] - scores[1]
     order = np.lexsort((np.array(matrix.topics), -first_minus_second))
@@ -228,7 +248,7 @@ def compared(
     spread = scores.max(axis=0) - scores.min(axis=0)
     worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
     chosen = [matrix.topics[i] for i in worst]
-    documents = collections.top_documents(engine, qrels, runs, chosen, collection, TOP_DOCUMENTS)
+    documents = collections.top_documents(engine, qrels if judgments else None, runs, chosen, collection, TOP_DOCUMENTS)
     disagreements = [
         Disagreement(
             matrix.topics[i],
@@ -238,4 +258,4 @@ def compared(
         )
         for i in worst
     ]
-    return ComparePage(name, runs, matrix.measures[0], comparison, differences, disagreements)
+    return ComparePage(name, runs, matrix.measures[0], comparison, differences, disagreements, judgments)

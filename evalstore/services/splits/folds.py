@@ -4,16 +4,15 @@ values of a run on each fold's test topics (see the package's docstring)."""
 from __future__ import annotations
 
 import io
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Engine, delete, select
 
+from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, FoldResult, Run
@@ -66,8 +65,8 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
         raise EvaluationError("The runs retrieve nothing for their folds' test topics; nothing to combine.")
     buffer = io.BytesIO()
     write_run(combined, buffer, "trec", tag=name)
-    with tempfile.TemporaryDirectory(prefix="evalstore-combine-") as folder:
-        path = Path(folder) / f"{name}.txt"
+    with scratch.folder("combine") as folder:
+        path = folder / f"{name}.txt"
         path.write_bytes(buffer.getvalue())
         return store.register_run(
             engine,

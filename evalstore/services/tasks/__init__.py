@@ -10,7 +10,8 @@ it may see; the HTTP routes only pass it on.
 
 The package's modules, by job: visibility (what a principal may see: tasks, jobs, submissions,
 results), admin (organising: create, release, attach runs, export qrels), submissions (submitting
-and withdrawing runs: window, quota, the one unit of work of a submission), boards (a task's
+and withdrawing runs: window, quota, the one unit of work of a submission), results (a run's
+scores as the asker may see them), boards (a task's
 leaderboard, kept in the application context) and lab_boards (a qrels set's runs, in or out of
 tasks, as a lab sees them: the pages' collections).
 """
@@ -43,6 +44,7 @@ from evalstore.services.tasks.lab_boards import (
     collection_measures,
     list_collections,
 )
+from evalstore.services.tasks.results import PER_TOPIC_WITHHELD, run_results
 from evalstore.services.tasks.submissions import (
     Submitted,
     day_used,
@@ -62,7 +64,6 @@ from evalstore.services.tasks.visibility import (
     public_only,
     public_topics,
     queue,
-    run_results,
     show_job,
     show_submission,
     task_access,
@@ -86,6 +87,7 @@ __all__ = [
     "public_topics",
     "quota_used",
     "HIDDEN",
+    "PER_TOPIC_WITHHELD",
     "LEADERBOARD_MEASURES",
     "RUN_TYPES",
     "Submitted",

@@ -55,6 +55,7 @@ def create_task(
     at random and recorded when not given) as the private topics."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+    _check_runs(max_runs_per_team, "The quota per team")
     _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
@@ -219,6 +220,7 @@ def change_settings(
     _check_daily_cap(daily_cap)
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
+    _check_runs(max_runs_per_team, "The quota per team")
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidParameterError(
             f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
@@ -238,6 +240,19 @@ def _check_daily_cap(daily_cap: int | None) -> None:
     if daily_cap is not None and daily_cap < 1:
         raise InvalidParameterError(
             f"The daily cap is at least 1 run per team per day (none: the server's setting); got {daily_cap}."
+        )
+    _check_runs(daily_cap, "The daily cap")
+
+
+# a quota or a daily cap is a 32-bit column; a million runs is no limit in practice (a larger
+# number was a 500 from the database's driver)
+MAX_RUNS_SETTING = 1_000_000
+
+
+def _check_runs(runs: int | None, what: str) -> None:
+    if runs is not None and runs > MAX_RUNS_SETTING:
+        raise InvalidParameterError(
+            f"{what} is at most {MAX_RUNS_SETTING:,} runs (leave it empty for no limit); got {runs:,}."
         )
 
 

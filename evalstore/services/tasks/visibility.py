@@ -25,10 +25,9 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only
 from evalstore.errors import (
     AccessDenied,
-    InvalidParameterError,
     NotFoundError,
 )
-from evalstore.metrics import headline_measures, resolve_measures, summarise
+from evalstore.metrics import headline_measures
 from evalstore.services import jobs
 from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
@@ -143,6 +142,14 @@ def public_only(principal: Principal, task: _TaskLike) -> bool:
     return bool(task.private_topics) and task.released_at is None and not manages(principal, task)
 
 
+def judgments_visible(principal: Principal, task: _TaskLike) -> bool:
+    """Whether the principal may see the task's qrels' labels themselves (a document's grade):
+    its organisers and admins always, everyone else once the task is released. Before, a
+    participant's own runs' top documents with their grades would hand out the qrels a page at a
+    time, past any quota, on an open task as on a hidden one."""
+    return manages(principal, task) or task.released_at is not None
+
+
 def public_topics(task: _TaskLike) -> ranking.TopicFilter:
     """The topics a split task's public board is over: every topic but the private ones (topics
     the qrels gain after the draw are public)."""
@@ -165,6 +172,13 @@ class TaskAccess:
     team: str | None  # a participant's team, whose runs they may open
     topics: ranking.TopicFilter | None = None  # the topics the principal may see values of (None: all)
     board_topics: ranking.TopicFilter | None = None  # what the board ranks on: a split task's public topics
+    judgments_visible: bool = False  # the qrels' own labels: the organisers', everyone's after the release
+
+    @property
+    def aggregates_only(self) -> bool:
+        """A split task before its release, to a participant: no per-topic value and no topic id
+        (naming the public topics names the private ones, the rest of the qrels' topics)."""
+        return self.topics is not None
 
     def may_open(self, team: str) -> bool:
         return self.manages or (self.team is not None and team == self.team)
@@ -184,6 +198,7 @@ def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAcc
             principal.team if principal.role == "participant" else None,
             public_topics(task) if public_only(principal, task) else None,
             public_topics(task) if task.private_topics else None,
+            judgments_visible(principal, task),
         )
 
 
@@ -334,62 +349,6 @@ def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -
         "job": submission.evaluation_id,
         "state": job.state if job is not None else None,
     }
-
-
-def run_results(
-    engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False, measures: Sequence[str] = ()
-) -> dict[str, Any]:
-    """A submitted run's scores on its task, or, before a hidden task's release, that it was
-    evaluated and its scores are hidden."""
-    with read_only(engine) as session:
-        submission, task = _visible_submission(session, principal, run_name)
-        job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
-        qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
-        out: dict[str, Any] = {
-            "run": run_name,
-            "task": task.name,
-            "team": submission.team,
-            "state": job.state if job is not None else None,
-        }
-        if not _scores_visible(principal, task):
-            return {**out, "scores": HIDDEN}
-    if job is None or job.state != "done":
-        return {**out, "scores": None}
-    stored = ranking.results(
-        engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None, evaluation_id=job.id
-    )
-    per_topic: dict[Any, dict[str, Any]] = stored.frame.to_dict(orient="index")  # type: ignore[assignment]
-    if public_only(principal, task):  # a split task before its release: the public topics' values only
-        shown = public_topics(task)
-        per_topic = {t: row for t, row in per_topic.items() if shown.keeps(str(t))}
-        out["aggregates"] = _public_means(per_topic)
-        out["topics"] = len(per_topic)
-        out["topic_set"] = "public"
-    else:
-        out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
-        out["topics"] = len(stored.topics)
-    if per_query:
-        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()} for topic, row in per_topic.items()}
-    return out
-
-
-def _public_means(per_topic: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    """Each measure's summary (trec_eval's: a mean, a sum or a geometric mean) over the given
-    topics' stored values, as the evaluation summarised all of them; a measure with no per-topic
-    values is left out rather than given over every topic."""
-    columns: dict[str, list[float]] = {}
-    for row in per_topic.values():
-        for measure, value in row.items():
-            if isinstance(value, float | np.floating | int) and not isinstance(value, bool) and not np.isnan(value):
-                columns.setdefault(measure, []).append(float(value))
-    out: dict[str, Any] = {}
-    for name, values in columns.items():
-        try:
-            (resolved,) = resolve_measures([name])
-        except InvalidParameterError:  # not a registry measure (none is stored so): no summary known
-            continue
-        out[name] = _number(summarise(resolved, np.array(values)))
-    return out
 
 
 def _number(value: Any) -> Any:

@@ -1,0 +1,145 @@
+"""`evalstore nuggets ...`: nugget banks, and the assignments that judge answers by them."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
+from evalstore.cli._output import OutputFormat, info, render
+
+app = typer.Typer(no_args_is_help=True, help="Nugget banks and nugget assignments (TREC RAG).")
+
+
+@app.command("import")
+def import_nuggets(
+    ctx: typer.Context,
+    path: Path,
+    name: Annotated[str, typer.Option("--name", help="Name of the nugget bank.")],
+    run_alias: Annotated[
+        list[str],
+        typer.Option(
+            "--run-alias",
+            help="FILE_RUN=REGISTERED: store the labels of the file's run FILE_RUN for the registered "
+            "answer run REGISTERED (repeatable).",
+        ),
+    ] = [],
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="Whose assignments the file holds: human, or judge:NAME (a judge's output)."),
+    ] = "human",
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Import a nugget bank (JSONL: qid, query, nuggets [{text, importance: vital|okay}]) or one
+    of NIST's assignment files, which also bring their human assignments (support,
+    partial_support, not_support). An assessed run is matched to a registered answer run by
+    --run-alias, else by name, else by its answer text (word for word, one match only); a run
+    matching none is registered from the assessed answer text. Each match is printed."""
+    from evalstore.services import answers
+
+    aliases: dict[str, str] = {}
+    for given in run_alias:
+        assessed, equals, registered = given.partition("=")
+        if not equals or not assessed.strip() or not registered.strip():
+            raise usage_conflict(ctx, f"--run-alias takes FILE_RUN=REGISTERED, not '{given}'.")
+        aliases[assessed.strip()] = registered.strip()
+    imported = answers.import_nuggets(state(ctx).engine(), path, name=name, run_aliases=aliases, assessor=assessor)
+    what = "imported" if imported.created else "found"
+    info(f"{what} nugget bank '{name}': {imported.nuggets} nuggets on {imported.topics} topics")
+    if imported.assignments:
+        info(f"stored {imported.assignments} {imported.assessor} assignments")
+    render(
+        [{"assessed run": m.assessed, "stored for": m.stored, "matched by": m.how} for m in imported.runs],
+        ["assessed run", "stored for", "matched by"],
+        fmt,
+        title=f"runs assessed in {path.name}",
+    )
+
+
+@app.command("list")
+def list_banks(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
+    """List the nugget banks."""
+    from evalstore.services import answers
+
+    rows = [
+        {"name": b.name, "topics": b.topics, "nuggets": b.nuggets, "assessed runs": b.assessed_runs, "source": b.source}
+        for b in answers.list_banks(state(ctx).engine())
+    ]
+    render(rows, ["name", "topics", "nuggets", "assessed runs", "source"], fmt, title="nugget banks")
+
+
+@app.command("compare")
+def compare(
+    ctx: typer.Context,
+    bank: str,
+    assignments: Annotated[
+        list[str],
+        typer.Option("--assignments", help="An assessor: human, or judge:NAME; give two, the reference first."),
+    ],
+    measure: Annotated[str, typer.Option("--measure", help="The measure that orders the runs.")] = "W",
+    top_k: Annotated[int, typer.Option("--top-k", min=2, help="Swaps counted among the reference's top k runs.")] = 5,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """How far two assessors' nugget assignments agree: on the labels (kappa, linear and
+    quadratic weighted kappa, Krippendorff's alpha; not_support < partial_support < support) and
+    on the order of the answer runs (Kendall's tau, tau-AP of the measure's means over the topics
+    both assessed in full)."""
+    from evalstore.services import answers
+
+    if len(assignments) != 2:
+        raise usage_conflict(ctx, "Give --assignments twice: the reference (e.g. human), then the other (judge:NAME).")
+    report = answers.compare_assignments(
+        state(ctx).engine(), bank, assignments[0], assignments[1], measure=measure, top_k=top_k
+    )
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+        return
+    labels = report["labels"]
+    rows = [
+        {"level": "labels", "items": labels["items"], "agreement": "observed", "value": labels["observed"]},
+        {"level": "labels", "items": labels["items"], "agreement": "Cohen's kappa", "value": labels["kappa"]},
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "weighted kappa (linear)",
+            "value": labels["weighted_kappa"],
+        },
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "weighted kappa (quadratic)",
+            "value": labels["quadratic_kappa"],
+        },
+        {
+            "level": "labels",
+            "items": labels["items"],
+            "agreement": "Krippendorff's alpha",
+            "value": labels["krippendorff_alpha"],
+        },
+    ]
+    systems = report.get("systems")
+    if systems is not None:
+        rows += [
+            {
+                "level": f"runs by {report['measure']}",
+                "items": systems["systems"],
+                "agreement": "Kendall's tau",
+                "value": systems["kendall_tau"],
+            },
+            {
+                "level": f"runs by {report['measure']}",
+                "items": systems["systems"],
+                "agreement": "tau-AP",
+                "value": systems["tau_ap"],
+            },
+        ]
+    render(
+        rows,
+        ["level", "items", "agreement", "value"],
+        fmt,
+        title=f"{report['second']} against {report['first']} on '{bank}'",
+    )
+    if "note" in report:
+        info(report["note"])

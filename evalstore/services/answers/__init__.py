@@ -1,0 +1,53 @@
+"""Generated answers (TREC RAG): answer runs with their citations and references, nugget banks and
+the assignments that judge answers by them.
+
+Modules: runs (register, list, show answer runs; each one's references are a ranking run of
+its name), nuggets (import banks and NIST's assignment files, matching the runs they assess),
+support (citation-support labels from a file) and compare (two assessors' assignments: label
+agreement and the order of the runs).
+"""
+
+from __future__ import annotations
+
+from evalstore.services.answers.compare import compare_assignments
+from evalstore.services.answers.nuggets import (
+    HUMAN,
+    BankSummary,
+    ImportedNuggets,
+    RunMatch,
+    get_bank,
+    import_nuggets,
+    list_banks,
+)
+from evalstore.services.answers.runs import (
+    AnswerRunSummary,
+    ShownAnswer,
+    ShownSentence,
+    get_answer_run,
+    list_answer_runs,
+    register_answers,
+    show_answers,
+    topic_ids,
+)
+from evalstore.services.answers.support import ImportedSupport, import_support
+
+__all__ = [
+    "HUMAN",
+    "AnswerRunSummary",
+    "BankSummary",
+    "ImportedNuggets",
+    "ImportedSupport",
+    "RunMatch",
+    "compare_assignments",
+    "ShownAnswer",
+    "ShownSentence",
+    "get_answer_run",
+    "get_bank",
+    "import_nuggets",
+    "import_support",
+    "list_answer_runs",
+    "list_banks",
+    "register_answers",
+    "show_answers",
+    "topic_ids",
+]

@@ -1,0 +1,107 @@
+"""Answer runs' evaluations on a nugget bank asked for: one job per answer run assessed on it.
+
+The options name whose labels are read (``assessor``: ``human``, or ``judge:NAME``); the job's
+hash covers the answers, the bank and the labels themselves, so new or revised labels make a
+new job rather than reusing the old values."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from evalstore.db.models import AnswerRun, CitationSupport, Nugget, NuggetAssignment, NuggetBank
+from evalstore.db.session import unit_of_work
+from evalstore.errors import NotFoundError
+from evalstore.services import jobs
+from evalstore.services.answers import get_answer_run, get_bank
+
+
+def labels_hash(session: Session, answer_run: AnswerRun, bank: NuggetBank, assessor: str) -> str:
+    """The labels an evaluation reads: nugget assignments on the bank and citation support."""
+    digest = hashlib.sha256()
+    for nugget_id, label in session.execute(
+        select(NuggetAssignment.nugget_id, NuggetAssignment.label)
+        .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
+        .where(
+            Nugget.bank_id == bank.id,
+            NuggetAssignment.answer_run_id == answer_run.id,
+            NuggetAssignment.assessor == assessor,
+        )
+        .order_by(NuggetAssignment.nugget_id)
+    ):
+        digest.update(f"{nugget_id}:{label}\n".encode())
+    digest.update(b"--\n")
+    for topic, sentence, support in session.execute(
+        select(CitationSupport.topic, CitationSupport.sentence, CitationSupport.label)
+        .where(CitationSupport.answer_run_id == answer_run.id, CitationSupport.assessor == assessor)
+        .order_by(CitationSupport.topic, CitationSupport.sentence)
+    ):
+        digest.update(json.dumps([topic, sentence, support]).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def assessed_runs(session: Session, bank: NuggetBank, assessor: str) -> list[str]:
+    """The answer runs with labels by ``assessor`` on the bank's nuggets, by name."""
+    return list(
+        session.scalars(
+            select(AnswerRun.name)
+            .join(NuggetAssignment, NuggetAssignment.answer_run_id == AnswerRun.id)
+            .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
+            .where(Nugget.bank_id == bank.id, NuggetAssignment.assessor == assessor)
+            .distinct()
+            .order_by(AnswerRun.name)
+        )
+    )
+
+
+def enqueue(
+    engine: Engine,
+    *,
+    bank_name: str,
+    answer_names: list[str] | None,
+    assessor: str = "human",
+    force: bool = False,
+    max_attempts: int = 3,
+) -> list[jobs.JobRef]:
+    """One job per answer run (every run ``assessor`` labelled on the bank when ``answer_names``
+    is None), in one transaction; the same run, bank, labels and options are one job."""
+    with unit_of_work(engine) as session:
+        bank = get_bank(session, bank_name)
+        names = answer_names or assessed_runs(session, bank, assessor)
+        if not names:
+            raise NotFoundError(
+                f"No answer run has {assessor} assignments on nugget bank '{bank_name}'. Import them with "
+                f"'evalstore nuggets import FILE --name {bank_name}'."
+            )
+        refs = []
+        for name in dict.fromkeys(names):
+            answer_run = get_answer_run(session, name)
+            options = {"assessor": assessor}
+            digest = hashlib.sha256(
+                json.dumps(
+                    {
+                        **options,
+                        "answers_hash": answer_run.content_hash,
+                        "bank_hash": bank.content_hash,
+                        "labels_hash": labels_hash(session, answer_run, bank, assessor),
+                    },
+                    sort_keys=True,
+                ).encode()
+            ).hexdigest()
+            refs.append(
+                jobs.enqueue_job(
+                    session,
+                    (name, bank_name),
+                    {"answer_run_id": answer_run.id, "nugget_bank_id": bank.id},
+                    digest,
+                    options,
+                    force=force,
+                    max_attempts=max_attempts,
+                    kind="answers",
+                    measures="[]",
+                )
+            )
+        return refs

@@ -1,0 +1,167 @@
+"""No 500 from what a client puts in a URL: every route's path and query parameters are swept with
+hostile values (huge, negative and float ids, NUL, long strings, unicode, broken UTF-8), on both
+databases; and the cases the hardening issue found, each with its exact answer."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from evalstore.services import access, pools, tasks
+from tests.http.conftest import PASSWORD, World, client_for, run_text
+from tests.http.test_hostile_get_writes import _routes
+from tests.http.test_pages import csrf_of, sign_in
+
+# what a number's place gets, and what a name's (each also gets the other's NUL)
+NUMBERS = ("1e20", "99999999999999999999999", "-9223372036854775809", "-1", "1.5", "nan", "%00")
+TEXTS = ("%00", "a%00b", "x" * 1000, "%C3%A9%E2%9C%93", "%ED%A0%80", "%FF", "1e20")
+# a valid value of each path parameter (the one swept takes the hostile values), by route prefix
+VALID = {"task": "open", "run": "red-open", "pool": "pool", "topic": "301", "fmt": "csv", "qrels": "sample"}
+NAMES = {"/api/v1/users/": "viewer", "/api/v1/runs/": "red-open", "/api/v1/qrels/": "sample", "/api/v1/pools/": "pool"}
+
+
+def _valid(world: World, path: str, parameter: str) -> str:
+    if parameter == "name":
+        return next(value for prefix, value in NAMES.items() if path.startswith(prefix))
+    if parameter in ("job_id", "job"):
+        return str(world.jobs["open"])
+    if parameter == "token_id":
+        return "1"
+    return VALID[parameter]
+
+
+def _requests(world: World, routes: list[Any]) -> list[tuple[str, str]]:
+    out = []
+    for route in routes:
+        methods = sorted((getattr(route, "methods", None) or set()) - {"HEAD"})
+        if not methods or route.path.startswith(("/api/v1/openapi", "/api/v1/docs", "/docs/")):
+            continue
+        parameters = list(route.param_convertors)
+        queries = [q.name for q in route.dependant.query_params]
+        numeric = {
+            (f"?{p.name}" if p in route.dependant.query_params else p.name)
+            for p in [*route.dependant.path_params, *route.dependant.query_params]
+            if any(kind in str(p.field_info.annotation) for kind in ("int", "float"))
+        }
+        for method in methods:
+            for swept in [*parameters, *(f"?{q}" for q in queries)]:
+                for value in NUMBERS if swept in numeric else TEXTS:
+                    path = route.path
+                    for parameter in parameters:
+                        shown = value if parameter == swept else _valid(world, route.path, parameter)
+                        path = path.replace(f"{{{parameter}}}", shown)
+                    if swept.startswith("?"):
+                        path += f"{swept}={value}"
+                    out.append((method, path))
+    return out
+
+
+def test_no_parameter_makes_a_500(world: World) -> None:
+    with client_for(world.engine, raise_errors=False, writes_per_minute=100_000) as client:
+        requests = _requests(world, _routes(client.app.routes))  # type: ignore[attr-defined]
+        assert len(requests) > 500
+        failed = {}
+        for caller in ("admin",):  # who reaches every handler's code
+            for method, path in requests:
+                response = client.request(method, path, headers=world.headers(caller), follow_redirects=False)
+                if response.status_code >= 500:
+                    failed[(caller, method, path[:120])] = response.text[:200]
+    assert failed == {}, "\n".join(f"{k}" for k in failed)
+
+
+def _organiser(world: World) -> TestClient:
+    access.set_password(world.engine, "owner", PASSWORD)
+    client = client_for(world.engine, raise_errors=False)
+    assert sign_in(client, "owner").status_code == 303
+    return client
+
+
+def test_huge_ids_and_a_nul_are_4xx_with_their_reason(world: World) -> None:
+    admin = world.headers("admin")
+    with client_for(world.engine, raise_errors=False) as client:
+        for method, path, parameter in (
+            ("GET", "/api/v1/jobs/99999999999999999999", "job_id"),
+            ("DELETE", "/api/v1/tokens/99999999999999999999", "token_id"),
+        ):
+            response = client.request(method, path, headers=admin)
+            assert response.status_code == 422, path
+            assert response.json()["error"] == (
+                f"The request is not valid: path.{parameter}: Input should be less than or equal to 2147483647"
+            )
+        assert client.get("/api/v1/jobs/1e20", headers=admin).status_code == 422
+        nul = client.get("/api/v1/tasks/%00", headers=admin)
+        assert nul.status_code == 404
+        assert nul.json() == {"error": "Nothing is named with a NUL character (%00); check the address."}
+        page = client.get("/tasks/%00", headers=admin)
+        assert (
+            page.status_code == 404 and "Nothing is named with a NUL character (%00); check the address." in page.text
+        )
+        query = client.get("/tasks/open?measure=%00", headers=admin)
+        assert query.status_code == 422
+        assert "The query holds a NUL character (%00): no parameter&#39;s value has one." in query.text
+
+
+def test_a_negative_seed_and_a_huge_quota_on_the_console_are_422(world: World) -> None:
+    world.submit("open", "red-two", text=run_text(tag="two", shift=2))  # the report needs two runs
+    with _organiser(world) as owner:
+        health = owner.get("/tasks/open/health?seed=-1")
+        assert health.status_code == 422
+        assert "The request is not valid: query.seed: Input should be greater than or equal to 0" in health.text
+        page = owner.get("/tasks/open/manage")
+        huge = owner.post(
+            "/tasks/open/settings", data={"csrf": csrf_of(page.text), "max_runs_per_team": "99999999999999999999"}
+        )
+        assert huge.status_code == 422
+        assert (
+            "The quota per team is at most 1,000,000 runs (leave it empty for no limit); "
+            "got 99,999,999,999,999,999,999." in huge.text
+        )
+        digits = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "daily_cap": "\u00b2"})
+        assert digits.status_code == 422
+        assert "The runs per team per day is a whole number of runs (empty: the server&#39;s limit); got" in digits.text
+    with client_for(world.engine, raise_errors=False) as client:
+        patched = client.patch("/api/v1/tasks/open", json={"daily_cap": 2**40}, headers=world.headers("owner"))
+        assert patched.status_code == 422
+        assert patched.json()["error"] == (
+            "The daily cap is at most 1,000,000 runs (leave it empty for no limit); got 1,099,511,627,776."
+        )
+    assert tasks.show_task(world.engine, "open").max_runs_per_team is None
+
+
+def test_a_pool_of_100k_listed_topics_is_built_in_seconds_and_more_are_refused(world: World) -> None:
+    topics = " ".join(str(300 + i) for i in range(100_000))
+    with _organiser(world) as owner:
+        page = owner.get("/tasks/open/manage")
+        started = time.monotonic()
+        built = owner.post(
+            "/tasks/open/pools",
+            data={"csrf": csrf_of(page.text), "pool": "wide", "depth": "5", "topics": topics},
+            follow_redirects=False,
+        )
+        took = time.monotonic() - started
+        assert built.status_code == 303, built.text[-500:]
+        assert took < 20  # over 120 s before: SQLite's reader rebuilt its parameters once per parameter
+        assert pools.show_pool(world.engine, "wide").topics == 3
+        more = owner.post(
+            "/tasks/open/pools",
+            data={"csrf": csrf_of(page.text), "pool": "wider", "depth": "5", "topics": topics + " 1 2"},
+        )
+        assert more.status_code == 422
+        assert (
+            "A pool is built over at most 100,000 listed topics; 100,002 were listed. Leave the topics empty to "
+            "pool every topic of the task&#39;s runs." in more.text
+        )
+
+
+def test_a_nul_in_a_json_body_or_a_form_is_422(world: World) -> None:
+    with client_for(world.engine, raise_errors=False) as client:
+        patched = client.patch("/api/v1/tasks/open", json={"description": "a\u0000b"}, headers=world.headers("owner"))
+    assert patched.status_code == 422
+    assert patched.json()["error"] == "The body holds a NUL character (\\u0000): no field's value has one."
+    with _organiser(world) as owner:
+        page = owner.get("/tasks/open/manage")
+        form = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "description": "a\u0000b"})
+    assert form.status_code == 422 and "The form holds a NUL character: no field&#39;s value has one." in form.text
+    assert tasks.show_task(world.engine, "open").description is None

@@ -1,0 +1,85 @@
+"""Every response carries the security headers: a Content-Security-Policy that runs this site's
+own scripts and styles only and forbids framing, X-Frame-Options DENY, nosniff and a same-origin
+Referrer-Policy; pages, the API, static files, downloads, redirects and errors (a 500 too). The
+templates hold nothing the policy would block (inline script, style or event handler)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from evalstore.web import headers
+from tests.http.conftest import World, client_for
+
+EXPECTED = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+}
+TEMPLATES = Path(headers.__file__).parent / "templates"
+
+
+def test_every_kind_of_response_carries_the_security_headers(world: World) -> None:
+    with client_for(world.engine, raise_errors=False, max_upload_bytes=1000) as client:
+
+        @client.app.get("/boom")  # type: ignore[attr-defined,untyped-decorator]
+        def boom() -> None:
+            raise RuntimeError("a bug")
+
+        answers = {
+            "page": client.get("/tasks/open"),
+            "page error": client.get("/tasks/nope"),
+            "sign-in redirect": client.get("/runs/red-open", follow_redirects=False),
+            "API": client.get("/api/v1/tasks/open/leaderboard"),
+            "API error": client.get("/api/v1/runs/nope", headers=world.headers("red")),
+            "download": client.get("/tasks/open/leaderboard.csv"),
+            "static": client.get("/static/style.css"),
+            "no such route": client.get("/no/such/thing"),
+            "upload too large": client.post("/api/v1/runs", content=b"x" * 2000, headers=world.headers("admin")),
+            "500": client.get("/boom"),
+        }
+    statuses = {what: response.status_code for what, response in answers.items()}
+    assert statuses == {
+        "page": 200,
+        "page error": 404,
+        "sign-in redirect": 303,
+        "API": 200,
+        "API error": 404,
+        "download": 200,
+        "static": 200,
+        "no such route": 404,
+        "upload too large": 413,
+        "500": 500,
+    }
+    wrong = {
+        (what, name): response.headers.get(name)
+        for what, response in answers.items()
+        for name, value in EXPECTED.items()
+        if response.headers.get(name) != value
+    }
+    assert wrong == {}
+
+
+def test_the_api_documentation_runs_its_own_inline_script_only(world: World) -> None:
+    with client_for(world.engine) as client:
+        docs = client.get("/api/v1/docs")
+    assert docs.status_code == 200 and "SwaggerUIBundle" in docs.text
+    policy = docs.headers["content-security-policy"]
+    (script_sources,) = re.findall(r"script-src ([^;]+);", policy)
+    assert re.fullmatch(r"https://cdn\.jsdelivr\.net 'sha256-[A-Za-z0-9+/]+=*'", script_sources)
+    assert "frame-ancestors 'none'" in policy and docs.headers["x-frame-options"] == "DENY"
+
+
+def test_the_templates_hold_nothing_the_policy_blocks() -> None:
+    found = {}
+    for template in sorted(TEMPLATES.glob("*.html")):
+        text = template.read_text()
+        blocked = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>|<style\b|\sstyle=|\son[a-z]+=|javascript:", text)
+        if blocked:
+            found[template.name] = blocked
+    assert found == {}
+    assert len(list(TEMPLATES.glob("*.html"))) > 15
