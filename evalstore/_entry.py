@@ -50,7 +50,9 @@ def _trec_eval(args: list[str]) -> None:
     # One BLAS thread: nothing here multiplies matrices of any size, and OpenBLAS otherwise starts
     # a thread per core at numpy's import that spins beside pyarrow's (user time of numpy's import
     # 0.17-0.19 s against 0.07 s on the 2-core benchmark VM)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from evalstore.config import limit_blas_threads
+
+    limit_blas_threads()
     _pyarrow_without_pandas()
     from evalstore.errors import EvalstoreError, InputFormatError
     from evalstore.trec_eval.command_line import run

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
+
+from evalstore.config import log_level
 
 
 def configure_logging() -> None:
-    level = os.environ.get("EVALSTORE_LOG_LEVEL", "INFO").upper()
+    level = log_level()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     # MLflow announces its own database set-up and experiment creation at INFO on every start
     logging.getLogger("mlflow").setLevel(logging.WARNING)

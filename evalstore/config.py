@@ -1,22 +1,402 @@
-"""Where evalstore keeps its data, read from the environment once."""
+"""evalstore's settings: every environment variable it reads, declared once in :data:`VARIABLES`
+with what it accepts, its default and what it does (the manual's settings reference is generated
+from it), read through one object, :class:`Settings`, that an application context carries.
+
+No other module reads the environment: they ask this one. A value is read when asked, not once at
+start-up, so an operator's or a test's change shows in a running server or worker; a bad value
+raises :class:`SettingsError` naming the variable and what it accepts, and every entry point
+checks them all at start (:func:`check_environment`), so a typo stops a server before it serves.
+
+Our own small declaration rather than pydantic-settings: `evalstore trec-eval` is measured
+against trec_eval's whole run (~0.13 s), and importing pydantic costs ~60 ms of it; the variables
+are flat strings that a parser per kind reads in a few lines.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """An environment variable's value that its parser refuses. This module sits below the
+    exception tree (:mod:`evalstore.errors`): its callers say it in their own terms."""
+
+    def __init__(self, variable: Variable, value: str) -> None:
+        self.variable = variable
+        self.value = value
+        default = "" if variable.default is None else f" ({variable.default})"
+        super().__init__(f"{variable.name}={value!r} is not {variable.accepts}; unset it for the default{default}.")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    accepts: str  # what a value may be, in words, after "is not"
+    default: str | None  # as a user would write it; None: unset means "none"
+    description: str
+    parse: Callable[[str], Any]
+    group: str  # the settings reference's sections
+
+
+def _number(kind: type, low: float, high: float) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)  # ValueError for what is not a number
+        if not low <= value <= high:
+            raise ValueError(text)
+        return value
+
+    return parse
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "on", "true", "yes"):
+        return True
+    if lowered in ("0", "off", "false", "no"):
+        return False
+    raise ValueError(text)
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _password_cost(text: str) -> tuple[int, int, int]:
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+        raise ValueError(text)
+    time_cost, memory, lanes = (int(p) for p in parts)
+    if not (1 <= time_cost <= 100 and 1 <= lanes <= 64 and 8 * lanes <= memory <= 4 * 1024 * 1024):
+        raise ValueError(text)
+    return time_cost, memory, lanes
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ValueError(text)
+    return level
+
+
+def _cache_dir(text: str) -> Path | None:
+    return None if text.strip().lower() in ("off", "0", "none", "") else Path(text)
+
+
+_SECONDS = "a number of seconds from {} to {}"
+VARIABLES: Mapping[str, Variable] = {
+    v.name: v
+    for v in (
+        # the store
+        Variable(
+            "EVALSTORE_HOME",
+            "a folder",
+            "~/.evalstore",
+            "Where the embedded default keeps its SQLite store, MLflow store and logs.",
+            Path,
+            "Store",
+        ),
+        Variable(
+            "EVALSTORE_DATABASE_URL",
+            "a SQLAlchemy database URL",
+            "sqlite:///$EVALSTORE_HOME/evalstore.db",
+            "The store: a SQLite file or PostgreSQL (`postgresql+psycopg://user@host/db`).",
+            _text,
+            "Store",
+        ),
+        Variable(
+            "EVALSTORE_SQLITE_BUSY_SECONDS",
+            _SECONDS.format(0.1, 3600),
+            "15",
+            "How long a SQLite writer waits for the write lock another holds before it says who waits for what.",
+            _number(float, 0.1, 3600),
+            "Store",
+        ),
+        Variable(
+            "EVALSTORE_RETRY_LONGEST_SECONDS",
+            _SECONDS.format(1, 600),
+            "30",
+            "The longest pause of a worker waiting for its database to come back (the pauses double up to it).",
+            _number(float, 1, 600),
+            "Store",
+        ),
+        # MLflow
+        Variable(
+            "MLFLOW_TRACKING_URI",
+            "an MLflow tracking URI",
+            "sqlite:///$EVALSTORE_HOME/mlflow.db",
+            "Where evaluations are delivered: a SQLite store (MLflow's file store is refused) or a tracking server.",
+            _text,
+            "MLflow",
+        ),
+        Variable(
+            "EVALSTORE_MLFLOW",
+            "on or off",
+            "on",
+            "off: nothing is delivered to MLflow; results stay pending for a later `evalstore mlflow sync`.",
+            _flag,
+            "MLflow",
+        ),
+        Variable(
+            "EVALSTORE_MLFLOW_EXPERIMENT",
+            "a name, where {qrels} stands for the qrels set's",
+            "evalstore/{qrels}",
+            "The MLflow experiment of each qrels set's evaluations.",
+            _text,
+            "MLflow",
+        ),
+        Variable(
+            "EVALSTORE_MLFLOW_LEASE",
+            _SECONDS.format(1, 3600),
+            "15",
+            "How long a deliverer's claim on a delivery lasts unless renewed: a dead deliverer's work is taken "
+            "over after it.",
+            _number(float, 1, 3600),
+            "MLflow",
+        ),
+        Variable(
+            "EVALSTORE_MLFLOW_BACKOFF",
+            _SECONDS.format(1, 3600),
+            "60",
+            "The longest wait between a deliverer's attempts while MLflow fails (it doubles from 1 s).",
+            _number(float, 1, 3600),
+            "MLflow",
+        ),
+        # workers
+        Variable(
+            "EVALSTORE_BATCH_JOBS",
+            "a whole number from 1 to 10000",
+            "16",
+            "The most queued ranking jobs on one qrels a worker claims and computes in one pass "
+            "(`worker --batch-jobs`).",
+            _number(int, 1, 10000),
+            "Workers",
+        ),
+        Variable(
+            "EVALSTORE_BATCH_ROWS",
+            "a whole number from 1 to 100000000",
+            "500000",
+            "The most stored run rows in one batch (`worker --batch-rows`).",
+            _number(int, 1, 100_000_000),
+            "Workers",
+        ),
+        Variable(
+            "EVALSTORE_LOG_LEVEL",
+            "DEBUG, INFO, WARNING or ERROR",
+            "INFO",
+            "How much the worker, the server and `mlflow sync` log on stderr.",
+            _log_level,
+            "Workers",
+        ),
+        # files
+        Variable(
+            "EVALSTORE_CACHE_DIR",
+            "a folder, or off",
+            "$XDG_CACHE_HOME/evalstore (~/.cache/evalstore)",
+            "Where `trec-eval` keeps the qrels it has read for the next command; off keeps nothing.",
+            _cache_dir,
+            "Files",
+        ),
+        # the HTTP service
+        Variable(
+            "EVALSTORE_MAX_UPLOAD_MB",
+            "a number of MiB from 1 to 65536",
+            "256",
+            "The largest request body the service takes (an upload, as sent).",
+            _number(float, 1, 65536),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_MAX_INFLATED_MB",
+            "a number of MiB from 1 to 1048576",
+            "1024",
+            "The most a gzipped upload may inflate to (413 past it, found while streaming).",
+            _number(float, 1, 1_048_576),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_PUBLIC_LEADERBOARDS",
+            "on or off",
+            "on",
+            "off: nobody without a token or a session sees any page or board.",
+            _flag,
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_WRITES_PER_MINUTE",
+            "a whole number from 1 to 1000000",
+            "60",
+            "Writes per user (and sign-ins per address) a minute, in each server process.",
+            _number(int, 1, 1_000_000),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_SECURE_COOKIES",
+            "on or off",
+            "on",
+            "off only for plain-HTTP development on this machine: the session cookie is then not marked Secure.",
+            _flag,
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_DB_POOL_SIZE",
+            "a whole number from 1 to 1000",
+            "20",
+            "PostgreSQL connections per server process (mind max_connections across servers and workers).",
+            _number(int, 1, 1000),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_MAX_TOKEN_DAYS",
+            "a number of days from 0.01 to 36500",
+            "365",
+            "The longest life of a token made over the API.",
+            _number(float, 0.01, 36500),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_TOKENS_PER_HOUR",
+            "a whole number from 1 to 100000",
+            "20",
+            "How many tokens a user may make an hour.",
+            _number(int, 1, 100_000),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_FORWARDED_ALLOW_IPS",
+            "a comma-separated list of addresses",
+            "",
+            "The proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (a TLS proxy in front).",
+            _text,
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_REQUEST_SECONDS",
+            _SECONDS.format(1, 86400),
+            "120",
+            "A request's time budget: past it the client gets 503.",
+            _number(float, 1, 86400),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_RUNS_PER_DAY",
+            "a whole number from 1 to 100000",
+            None,
+            "Each team's runs per task in 24 hours, where a task sets no daily cap of its own (none by default).",
+            _number(int, 1, 100_000),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_PASSWORD_CHECKS",
+            "a whole number from 1 to 64",
+            "2",
+            "argon2 password checks one process runs at once (each takes its cost's memory and threads); past "
+            "them a sign-in is refused at once (503 with Retry-After).",
+            _number(int, 1, 64),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_PASSWORD_COST",
+            "TIME,MEMORY_KIB,LANES (e.g. 3,65536,4; TIME 1-100, LANES 1-64, MEMORY_KIB from 8 x LANES to 4194304)",
+            "3,65536,4",
+            "argon2id's cost for the passwords set from then on (RFC 9106's second choice by default); each hash "
+            "keeps its own, so a change locks nobody out.",
+            _password_cost,
+            "Service",
+        ),
+    )
+}
+
+
+def value(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The variable's value as its parser reads it, None when unset and without a default that
+    parses (a default written for people, like ``~/.evalstore``, is worked out by its caller)."""
+    variable = VARIABLES[name]
+    text = (os.environ if environ is None else environ).get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return variable.parse(text)
+    except (ValueError, TypeError):
+        raise SettingsError(variable, text) from None
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> list[SettingsError]:
+    """Every set variable that its parser refuses: what an entry point checks at start."""
+    problems = []
+    for name in VARIABLES:
+        try:
+            value(name, environ)
+        except SettingsError as bad:
+            problems.append(bad)
+    return problems
+
+
+def secret(name: str) -> str | None:
+    """The value of an environment variable a user named to hold a secret (a judge's API key):
+    read when used, never stored."""
+    return os.environ.get(name) or None
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """The environment a process this one starts gets: this one's, with ``overrides``."""
+    return {**os.environ, **overrides}
+
+
+def terminal_columns() -> int:
+    """``$COLUMNS`` as a shell sets it, else 0 (the caller asks the terminal)."""
+    try:
+        return int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        return 0
+
+
+def pass_on(name: str, text: str) -> None:
+    """Set ``name`` for the processes this one starts from now on (the server's processes read
+    their settings from the environment they inherit)."""
+    os.environ[name] = text
+
+
+def limit_blas_threads() -> None:
+    """One BLAS thread, before numpy is imported: nothing evalstore does multiplies matrices of any
+    size, and OpenBLAS otherwise starts a thread per core at numpy's import that spins beside
+    pyarrow's (user time of numpy's import 0.17-0.19 s against 0.07 s on a 2-core machine). The
+    user's own setting wins."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def xdg_cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
 
 DATABASE_URL_ENV = "EVALSTORE_DATABASE_URL"
 HOME_ENV = "EVALSTORE_HOME"
+MLFLOW_TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+MLFLOW_EXPERIMENT_ENV = "EVALSTORE_MLFLOW_EXPERIMENT"
+MLFLOW_ENABLED_ENV = "EVALSTORE_MLFLOW"
+PASSWORD_COST_ENV = "EVALSTORE_PASSWORD_COST"
+PASSWORD_CHECKS_ENV = "EVALSTORE_PASSWORD_CHECKS"
+SQLITE_BUSY_SECONDS_ENV = "EVALSTORE_SQLITE_BUSY_SECONDS"
+RETRY_LONGEST_ENV = "EVALSTORE_RETRY_LONGEST_SECONDS"
+MLFLOW_LEASE_ENV = "EVALSTORE_MLFLOW_LEASE"
+MLFLOW_BACKOFF_ENV = "EVALSTORE_MLFLOW_BACKOFF"
+# argon2id's cost for passwords: RFC 9106's second recommended choice (3 passes over 64 MiB, 4
+# lanes), ~50 ms on a server core, 100-200 ms on a small shared one
+DEFAULT_PASSWORD_COST = (3, 65536, 4)
 
 
 def data_home() -> Path:
     """The folder of the embedded default store (``$EVALSTORE_HOME`` or ``~/.evalstore``)."""
-    return Path(os.environ.get(HOME_ENV) or Path.home() / ".evalstore")
+    home = value(HOME_ENV)
+    return home if home is not None else Path.home() / ".evalstore"
 
 
 def default_database_url() -> str:
     """``$EVALSTORE_DATABASE_URL``, else a SQLite file in :func:`data_home`."""
-    return os.environ.get(DATABASE_URL_ENV) or _sqlite_in_home("evalstore.db")
+    return value(DATABASE_URL_ENV) or _sqlite_in_home("evalstore.db")
 
 
 def _sqlite_in_home(filename: str) -> str:
@@ -25,15 +405,10 @@ def _sqlite_in_home(filename: str) -> str:
     return f"sqlite:///{home / filename}"
 
 
-MLFLOW_TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
-MLFLOW_EXPERIMENT_ENV = "EVALSTORE_MLFLOW_EXPERIMENT"
-MLFLOW_ENABLED_ENV = "EVALSTORE_MLFLOW"
-
-
 def mlflow_tracking_uri() -> str:
     """``$MLFLOW_TRACKING_URI``, else a SQLite file beside evalstore's own (a separate database:
     MLflow 3 refuses the old ``./mlruns`` file store by default)."""
-    return os.environ.get(MLFLOW_TRACKING_URI_ENV) or _sqlite_in_home("mlflow.db")
+    return value(MLFLOW_TRACKING_URI_ENV) or _sqlite_in_home("mlflow.db")
 
 
 def mlflow_artifact_root(tracking_uri: str) -> Path | None:
@@ -48,124 +423,86 @@ def mlflow_artifact_root(tracking_uri: str) -> Path | None:
 def mlflow_experiment_name(qrels_name: str) -> str:
     """One MLflow experiment per qrels set: ``$EVALSTORE_MLFLOW_EXPERIMENT`` with ``{qrels}``
     replaced (default ``evalstore/{qrels}``)."""
-    return os.environ.get(MLFLOW_EXPERIMENT_ENV, "evalstore/{qrels}").replace("{qrels}", qrels_name)
+    return (value(MLFLOW_EXPERIMENT_ENV) or "evalstore/{qrels}").replace("{qrels}", qrels_name)
 
 
 def mlflow_enabled() -> bool:
     """``EVALSTORE_MLFLOW=off`` leaves results pending for a later ``evalstore mlflow sync``."""
-    return os.environ.get(MLFLOW_ENABLED_ENV, "on").lower() not in ("off", "0", "false", "no")
+    enabled = value(MLFLOW_ENABLED_ENV)
+    return True if enabled is None else bool(enabled)
 
 
 def limit_mlflow_http_retries() -> None:
     """MLflow's HTTP client retries 7 times with exponential back-off by default (minutes against
-    a dead server); a worker should put the logging back to pending quickly and carry on with its
-    jobs. Called before MLflow is first used; the user's own settings win."""
-    for key, value in (
+    a dead server); a deliverer should put the delivery back to pending quickly and carry on.
+    Called before MLflow is first used; the user's own settings win."""
+    for key, setting in (
         ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
         ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
         ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
     ):
-        os.environ.setdefault(key, value)
-
-
-PASSWORD_COST_ENV = "EVALSTORE_PASSWORD_COST"
-# argon2id's cost for passwords: RFC 9106's second recommended choice (3 passes over 64 MiB, 4
-# lanes), ~50 ms on a server core, 100-200 ms on a small shared one
-DEFAULT_PASSWORD_COST = (3, 65536, 4)
+        os.environ.setdefault(key, setting)
 
 
 def password_cost() -> tuple[int, int, int]:
     """argon2id's (time cost, memory in KiB, lanes) for the passwords set from now on:
     ``$EVALSTORE_PASSWORD_COST`` as ``TIME,MEMORY_KIB,LANES``, else RFC 9106's second choice.
     Each hash records its own cost, so a change never locks anyone out: passwords set before keep
-    theirs until they are set again. A bad value raises ValueError (this module sits below the
-    exception tree: its callers say it in their own terms)."""
-    value = os.environ.get(PASSWORD_COST_ENV)
-    if not value:
-        return DEFAULT_PASSWORD_COST
-    parts = value.split(",")
-    if len(parts) != 3 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
-        raise ValueError(
-            f"{PASSWORD_COST_ENV}={value!r} is not TIME,MEMORY_KIB,LANES (e.g. 3,65536,4); unset it for the default."
-        )
-    time_cost, memory, lanes = (int(p) for p in parts)
-    if not (1 <= time_cost <= 100 and 1 <= lanes <= 64 and 8 * lanes <= memory <= 4 * 1024 * 1024):
-        raise ValueError(
-            f"{PASSWORD_COST_ENV}={value!r} is out of range: TIME 1-100, LANES 1-64, "
-            "MEMORY_KIB from 8 x LANES to 4194304 (4 GiB)."
-        )
-    return time_cost, memory, lanes
+    theirs until they are set again. A bad value raises SettingsError (a ValueError)."""
+    cost = value(PASSWORD_COST_ENV)
+    return DEFAULT_PASSWORD_COST if cost is None else cost
 
 
-PASSWORD_CHECKS_ENV = "EVALSTORE_PASSWORD_CHECKS"
-# argon2 passwords checked (or hashed) at once by one process: each takes its cost's memory (64 MiB
-# by default) and its lanes' threads, so 16 anonymous sign-ins at once took +1 GB and made public
-# pages 20-30 times slower; past this many, a sign-in is refused at once with a Retry-After
-DEFAULT_PASSWORD_CHECKS = 2
+def _or(name: str, default: Any) -> Any:
+    found = value(name)
+    return default if found is None else found
 
 
 def password_checks() -> int:
-    """How many passwords one process checks at once: ``$EVALSTORE_PASSWORD_CHECKS`` (1-64), else
-    2. A bad value raises ValueError."""
-    value = os.environ.get(PASSWORD_CHECKS_ENV)
-    if not value:
-        return DEFAULT_PASSWORD_CHECKS
-    if not (value.strip().isascii() and value.strip().isdigit() and 1 <= int(value) <= 64):
-        raise ValueError(f"{PASSWORD_CHECKS_ENV}={value!r} is not a whole number from 1 to 64; unset it for 2.")
-    return int(value)
-
-
-SQLITE_BUSY_SECONDS_ENV = "EVALSTORE_SQLITE_BUSY_SECONDS"
-# How long a SQLite writer waits for the write lock another holds. Long enough for a 7M-row run to
-# be stored (~5 s) while others queue behind it; short enough that a stalled writer is reported
-# to whoever waits for it, by name, within seconds rather than a minute.
-DEFAULT_SQLITE_BUSY_SECONDS = 15.0
+    return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
 
 
 def sqlite_busy_seconds() -> float:
-    """``$EVALSTORE_SQLITE_BUSY_SECONDS`` (0.1 to 3600), else 15. A bad value raises ValueError."""
-    value = os.environ.get(SQLITE_BUSY_SECONDS_ENV)
-    if not value:
-        return DEFAULT_SQLITE_BUSY_SECONDS
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not 0.1 <= seconds <= 3600:
-        raise ValueError(
-            f"{SQLITE_BUSY_SECONDS_ENV}={value!r} is not a number of seconds from 0.1 to 3600; unset it for "
-            f"the default ({DEFAULT_SQLITE_BUSY_SECONDS:g})."
-        )
-    return seconds
-
-
-RETRY_LONGEST_ENV = "EVALSTORE_RETRY_LONGEST_SECONDS"
-DEFAULT_RETRY_LONGEST = 30.0
+    return float(_or("EVALSTORE_SQLITE_BUSY_SECONDS", 15.0))
 
 
 def retry_longest_seconds() -> float:
-    """The longest pause of a worker waiting for its database to come back
-    (``$EVALSTORE_RETRY_LONGEST_SECONDS``, 1 to 600, else 30). A bad value raises ValueError."""
-    value = os.environ.get(RETRY_LONGEST_ENV)
-    if not value:
-        return DEFAULT_RETRY_LONGEST
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not 1 <= seconds <= 600:
-        raise ValueError(
-            f"{RETRY_LONGEST_ENV}={value!r} is not a number of seconds from 1 to 600; unset it for "
-            f"the default ({DEFAULT_RETRY_LONGEST:g})."
-        )
-    return seconds
+    return float(_or("EVALSTORE_RETRY_LONGEST_SECONDS", 30.0))
+
+
+def mlflow_lease_seconds() -> float:
+    return float(_or("EVALSTORE_MLFLOW_LEASE", 15.0))
+
+
+def mlflow_backoff_seconds() -> float:
+    return float(_or("EVALSTORE_MLFLOW_BACKOFF", 60.0))
+
+
+def batch_jobs(default: int) -> int:
+    return int(_or("EVALSTORE_BATCH_JOBS", default))
+
+
+def batch_rows(default: int) -> int:
+    return int(_or("EVALSTORE_BATCH_ROWS", default))
+
+
+def log_level() -> str:
+    return str(_or("EVALSTORE_LOG_LEVEL", "INFO"))
+
+
+def cache_dir() -> Path | None:
+    """Where `trec-eval` keeps parsed qrels: ``$EVALSTORE_CACHE_DIR`` (None for off), else
+    ``$XDG_CACHE_HOME/evalstore``."""
+    if os.environ.get("EVALSTORE_CACHE_DIR") is not None:
+        chosen: Path | None = VARIABLES["EVALSTORE_CACHE_DIR"].parse(os.environ["EVALSTORE_CACHE_DIR"])
+        return chosen
+    return xdg_cache_home() / "evalstore"
 
 
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
-    when asked, as the functions above read it: an operator's or a test's change shows in a
-    running server or worker, as it did before the context carried them."""
+    when asked: an operator's or a test's change shows in a running server or worker."""
 
     @property
     def data_home(self) -> Path:
@@ -187,13 +524,25 @@ class Settings:
         return mlflow_experiment_name(qrels_name)
 
     @property
-    def password_checks(self) -> int:
-        return password_checks()
-
-    @property
     def sqlite_busy_seconds(self) -> float:
         return sqlite_busy_seconds()
 
     @property
     def retry_longest_seconds(self) -> float:
         return retry_longest_seconds()
+
+    @property
+    def mlflow_lease_seconds(self) -> float:
+        return mlflow_lease_seconds()
+
+    @property
+    def mlflow_backoff_seconds(self) -> float:
+        return mlflow_backoff_seconds()
+
+    @property
+    def log_level(self) -> str:
+        return log_level()
+
+    @property
+    def password_checks(self) -> int:
+        return password_checks()

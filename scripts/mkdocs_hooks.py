@@ -2,6 +2,7 @@
 so a command, measure or route added on any branch appears in the docs without anyone writing it.
 
 - reference/cli.md: every command of the typer app (`evalstore.cli.app`), with its options;
+- reference/settings.md: every environment variable (`evalstore.config.VARIABLES`);
 - reference/measures.md: every measure family of the registry (`evalstore.metrics`), with its
   parameters, trec_eval and ir_measures names and where values differ;
 - reference/http-api.md and reference/openapi.json: the service's OpenAPI (`create_app()`);
@@ -149,6 +150,31 @@ def _anchor(path: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Measures
+
+
+def settings_reference() -> str:
+    """reference/settings.md: every environment variable evalstore reads (`evalstore.config.VARIABLES`)."""
+    from evalstore.config import VARIABLES
+
+    lines = [
+        "# Settings",
+        "",
+        "Every environment variable evalstore reads, generated from its one declaration "
+        "(`evalstore.config.VARIABLES`). A value is read when it is used, so a running server or worker "
+        "sees a change; a value that is not what the variable accepts stops every command, `serve` and "
+        "`worker` at start with the variable's name and what it accepts, e.g. "
+        "`Error: EVALSTORE_MLFLOW='maybe' is not on or off; unset it for the default (on).`",
+    ]
+    groups: dict[str, list[Any]] = {}
+    for variable in VARIABLES.values():
+        groups.setdefault(variable.group, []).append(variable)
+    for group, variables in groups.items():
+        lines += ["", f"## {group}", "", "| variable | accepts | default | what it does |", "|---|---|---|---|"]
+        for v in variables:
+            default = "none" if v.default is None else (f"`{v.default}`" if v.default else "empty")
+            cells = [f"`{v.name}`", v.accepts, default, v.description]
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def measure_reference() -> str:
@@ -341,6 +367,7 @@ def on_files(files: Any, config: Any) -> Any:
     generated = {
         "reference/cli.md": cli_reference(),
         "reference/measures.md": measure_reference(),
+        "reference/settings.md": settings_reference(),
         "reference/http-api.md": http_reference(schema),
         "reference/openapi.json": json.dumps(schema, indent=2),
         "changelog.md": changelog,

@@ -39,7 +39,8 @@ from evalstore.cli import (
 )
 from evalstore.cli._context import CliState
 from evalstore.cli._errors import ErrorMappingGroup
-from evalstore.config import DATABASE_URL_ENV, default_database_url
+from evalstore.config import DATABASE_URL_ENV, check_environment, default_database_url
+from evalstore.errors import InvalidParameterError
 
 # `evalstore --help` groups the commands into these panels (so does the docs' CLI reference)
 _STORE = "Store"
@@ -122,6 +123,9 @@ def root(
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print evalstore's version and exit."),
     ] = False,
 ) -> None:
+    problems = check_environment()  # a typo in a setting stops every command, named, before it acts
+    if problems:
+        raise InvalidParameterError(" ".join(str(problem) for problem in problems))
     url = database_url or default_database_url()
     # a caller may hand in its own state (a test that reaps the MLflow loggers a command starts)
     if not (isinstance(ctx.obj, CliState) and ctx.obj.database_url == url):

@@ -63,12 +63,11 @@ def ui(
     evaluation. Uses the full mlflow package when it is installed, else runs the same MLflow
     release through uv in an environment of its own (evalstore itself logs with mlflow-skinny,
     which has no UI)."""
-    import os
     import shlex
     import subprocess
     import sys
 
-    from evalstore.config import mlflow_artifact_root, mlflow_tracking_uri
+    from evalstore.config import child_environment, mlflow_artifact_root, mlflow_tracking_uri
     from evalstore.errors import InvalidParameterError
 
     uri = mlflow_tracking_uri()
@@ -85,7 +84,7 @@ def ui(
         return
     info(f"MLflow's UI on {uri}: http://{host}:{port} (Ctrl-C stops it)")
     try:
-        raise typer.Exit(subprocess.call(command, env={**os.environ, "MLFLOW_TRACKING_URI": uri}))
+        raise typer.Exit(subprocess.call(command, env=child_environment(MLFLOW_TRACKING_URI=uri)))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 

@@ -1,6 +1,5 @@
 """`evalstore serve`: the HTTP service."""
 
-import os
 import signal
 from types import FrameType
 from typing import Annotated, Any
@@ -9,8 +8,9 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import info
-from evalstore.config import DATABASE_URL_ENV
-from evalstore.web.settings import FORWARDED_ALLOW_IPS_ENV
+from evalstore.config import DATABASE_URL_ENV, pass_on, value
+
+FORWARDED_ALLOW_IPS_ENV = "EVALSTORE_FORWARDED_ALLOW_IPS"
 
 
 def serve(
@@ -41,7 +41,7 @@ def serve(
     the environment: EVALSTORE_DATABASE_URL, EVALSTORE_MAX_UPLOAD_MB (256), EVALSTORE_WRITES_PER_MINUTE
     (60 per user), EVALSTORE_PUBLIC_LEADERBOARDS (on), EVALSTORE_SECURE_COOKIES (on; off only for
     plain-HTTP development), EVALSTORE_DB_POOL_SIZE (20 PostgreSQL connections per process), and the
-    limits of docs/hostile.md (EVALSTORE_MAX_TOKEN_DAYS, EVALSTORE_TOKENS_PER_HOUR,
+    limits of the security page (EVALSTORE_MAX_TOKEN_DAYS, EVALSTORE_TOKENS_PER_HOUR,
     EVALSTORE_MAX_INFLATED_MB, EVALSTORE_REQUEST_SECONDS, EVALSTORE_FORWARDED_ALLOW_IPS).
     Submitted runs are evaluated by the in-process worker (--worker) or by 'evalstore worker'
     processes."""
@@ -51,7 +51,7 @@ def serve(
 
     cli = state(ctx)
     cli.engine()  # refuse to start on an out-of-date schema, with the command that fixes it
-    os.environ[DATABASE_URL_ENV] = cli.database_url  # the server processes read their settings from here
+    pass_on(DATABASE_URL_ENV, cli.database_url)  # the server processes read their settings from the environment
     in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
     background = InProcessWorker.start(cli.database_url) if in_process else None
     info(
@@ -72,7 +72,7 @@ def serve(
             log_level="warning",
             access_log=False,
             **proxy_options(
-                os.environ.get(FORWARDED_ALLOW_IPS_ENV, "") if forwarded_allow_ips is None else forwarded_allow_ips
+                (value(FORWARDED_ALLOW_IPS_ENV) or "") if forwarded_allow_ips is None else forwarded_allow_ips
             ),
         )
     finally:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from evalstore import config
 from evalstore.io.parsed import ParsedFile
 
 CACHE_DIR_ENV = "EVALSTORE_CACHE_DIR"
@@ -67,16 +68,8 @@ _CODE = ("io", "metrics/_prepare.py", "_kernels.py", "trec_order.py")
 
 def cache_dir() -> Path | None:
     """The folder of kept qrels, or None when ``EVALSTORE_CACHE_DIR=off`` (or there is no home)."""
-    chosen = os.environ.get(CACHE_DIR_ENV)
-    if chosen is not None and chosen.strip().lower() in ("off", "0", "false", "no", ""):
-        return None
-    if chosen:
-        return Path(chosen)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg) / "evalstore"
     try:
-        return Path.home() / ".cache" / "evalstore"
+        return config.cache_dir()
     except (RuntimeError, KeyError):  # no $HOME and no passwd entry (a container's bare uid)
         return None
 

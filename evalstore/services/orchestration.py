@@ -6,7 +6,6 @@ wait for the ones a worker holds. The one place this is written; the CLI (and th
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import sys
 import time
@@ -232,7 +231,7 @@ def log_in_background(engine: Engine, evaluation_ids: list[int], *, context: App
     logs = context.settings.data_home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     # the database URL goes by the environment, not the command line (`ps` shows arguments)
-    env = {**os.environ, config.DATABASE_URL_ENV: engine.url.render_as_string(hide_password=False)}
+    env = config.child_environment(**{config.DATABASE_URL_ENV: engine.url.render_as_string(hide_password=False)})
     command = [
         sys.executable,
         "-m",

@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+from evalstore.config import terminal_columns
+
 RELATION_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
 
 
@@ -170,10 +172,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _columns() -> int:
     """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
+    columns = terminal_columns()
     if columns <= 0:
         try:
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]

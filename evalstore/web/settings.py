@@ -1,29 +1,12 @@
-"""The server's settings, from the environment (a deployment sets them; clients never see them)."""
+"""The server's settings, as evalstore's settings (:mod:`evalstore.config`) give them (a deployment
+sets them; clients never see them)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from evalstore.config import DATABASE_URL_ENV, default_database_url, password_checks, password_cost
+from evalstore import config
 from evalstore.errors import InvalidParameterError
-
-MAX_UPLOAD_ENV = "EVALSTORE_MAX_UPLOAD_MB"
-PUBLIC_LEADERBOARDS_ENV = "EVALSTORE_PUBLIC_LEADERBOARDS"
-WRITES_PER_MINUTE_ENV = "EVALSTORE_WRITES_PER_MINUTE"
-SECURE_COOKIES_ENV = "EVALSTORE_SECURE_COOKIES"
-DB_POOL_ENV = "EVALSTORE_DB_POOL_SIZE"
-MAX_TOKEN_DAYS_ENV = "EVALSTORE_MAX_TOKEN_DAYS"
-TOKENS_PER_HOUR_ENV = "EVALSTORE_TOKENS_PER_HOUR"
-FORWARDED_ALLOW_IPS_ENV = "EVALSTORE_FORWARDED_ALLOW_IPS"
-MAX_INFLATED_ENV = "EVALSTORE_MAX_INFLATED_MB"
-REQUEST_SECONDS_ENV = "EVALSTORE_REQUEST_SECONDS"
-RUNS_PER_DAY_ENV = "EVALSTORE_RUNS_PER_DAY"
-
-
-def _flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    return default if value is None else value.strip().lower() not in ("0", "off", "false", "no")
 
 
 @dataclass(frozen=True)
@@ -58,22 +41,27 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls) -> ServerSettings:
-        try:  # a bad $EVALSTORE_PASSWORD_COST or _CHECKS stops the server at start, not at a sign-in
-            password_cost()
-            password_checks()
-        except ValueError as bad:
-            raise InvalidParameterError(str(bad)) from None
+        """The settings now; a bad value of any of evalstore's variables (not only the server's)
+        stops the server at start, with the variable's name and what it accepts."""
+        problems = config.check_environment()
+        if problems:
+            raise InvalidParameterError(" ".join(str(p) for p in problems))
+
+        def setting(name: str, default: object) -> object:
+            found = config.value(name)
+            return default if found is None else found
+
         return cls(
-            database_url=os.environ.get(DATABASE_URL_ENV) or default_database_url(),
-            max_upload_bytes=int(float(os.environ.get(MAX_UPLOAD_ENV, "256")) * 2**20),
-            public_leaderboards=_flag(PUBLIC_LEADERBOARDS_ENV, True),
-            writes_per_minute=int(os.environ.get(WRITES_PER_MINUTE_ENV, "60")),
-            secure_cookies=_flag(SECURE_COOKIES_ENV, True),
-            db_pool_size=int(os.environ.get(DB_POOL_ENV, "20")),
-            max_token_days=float(os.environ.get(MAX_TOKEN_DAYS_ENV, "365")),
-            tokens_per_hour=int(os.environ.get(TOKENS_PER_HOUR_ENV, "20")),
-            forwarded_allow_ips=os.environ.get(FORWARDED_ALLOW_IPS_ENV, ""),
-            max_inflated_bytes=int(float(os.environ.get(MAX_INFLATED_ENV, "1024")) * 2**20),
-            request_seconds=float(os.environ.get(REQUEST_SECONDS_ENV, "120")),
-            runs_per_day=int(os.environ[RUNS_PER_DAY_ENV]) if os.environ.get(RUNS_PER_DAY_ENV) else None,
+            database_url=config.default_database_url(),
+            max_upload_bytes=int(float(setting("EVALSTORE_MAX_UPLOAD_MB", 256)) * 2**20),  # type: ignore[arg-type]
+            public_leaderboards=bool(setting("EVALSTORE_PUBLIC_LEADERBOARDS", True)),
+            writes_per_minute=int(setting("EVALSTORE_WRITES_PER_MINUTE", 60)),  # type: ignore[call-overload]
+            secure_cookies=bool(setting("EVALSTORE_SECURE_COOKIES", True)),
+            db_pool_size=int(setting("EVALSTORE_DB_POOL_SIZE", 20)),  # type: ignore[call-overload]
+            max_token_days=float(setting("EVALSTORE_MAX_TOKEN_DAYS", 365.0)),  # type: ignore[arg-type]
+            tokens_per_hour=int(setting("EVALSTORE_TOKENS_PER_HOUR", 20)),  # type: ignore[call-overload]
+            forwarded_allow_ips=str(setting("EVALSTORE_FORWARDED_ALLOW_IPS", "")),
+            max_inflated_bytes=int(float(setting("EVALSTORE_MAX_INFLATED_MB", 1024)) * 2**20),  # type: ignore[arg-type]
+            request_seconds=float(setting("EVALSTORE_REQUEST_SECONDS", 120.0)),  # type: ignore[arg-type]
+            runs_per_day=config.value("EVALSTORE_RUNS_PER_DAY"),
         )

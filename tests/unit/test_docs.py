@@ -20,7 +20,13 @@ from evalstore.metrics import prediction_registry
 from evalstore.metrics._registry import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = {"reference/cli.md", "reference/measures.md", "reference/http-api.md", "changelog.md"}
+GENERATED = {
+    "reference/cli.md",
+    "reference/measures.md",
+    "reference/settings.md",
+    "reference/http-api.md",
+    "changelog.md",
+}
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +154,12 @@ def test_the_readme_is_short_and_opens_with_the_two_commands() -> None:
     assert len(lines) <= 200
     opening = [line for line in lines[:12] if line.startswith("scripts/")]
     assert [line.split()[0] for line in opening] == ["scripts/demo", "scripts/test"]
+
+
+def test_every_setting_is_in_the_settings_reference(hooks: ModuleType) -> None:
+    from evalstore.config import VARIABLES
+
+    text = hooks.settings_reference()
+    for name, variable in VARIABLES.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
+        assert variable.description in row

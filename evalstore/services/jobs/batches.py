@@ -13,13 +13,13 @@ DuckDB or Spark, and one against subtopic or preference judgments go one at a ti
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from evalstore import config
 from evalstore.backends import Backend
 from evalstore.db.models import Evaluation, QrelsSet, Run, Worker
 from evalstore.db.session import read_only, unit_of_work
@@ -49,14 +49,9 @@ def batch_bound_from_env() -> BatchBound:
     """The batch bound `evalstore worker` takes from --batch-jobs and --batch-rows, from their
     environment variables (the worker inside `evalstore serve` has no options of its own)."""
     try:
-        return BatchBound(
-            jobs=max(1, int(os.environ.get("EVALSTORE_BATCH_JOBS", BATCH_JOBS))),
-            rows=max(1, int(os.environ.get("EVALSTORE_BATCH_ROWS", BATCH_ROWS))),
-        )
-    except ValueError as error:
-        raise InvalidParameterError(
-            f"EVALSTORE_BATCH_JOBS and EVALSTORE_BATCH_ROWS are whole numbers: {error}"
-        ) from None
+        return BatchBound(jobs=config.batch_jobs(BATCH_JOBS), rows=config.batch_rows(BATCH_ROWS))
+    except config.SettingsError as error:
+        raise InvalidParameterError(str(error)) from None
 
 
 def claim_batch(

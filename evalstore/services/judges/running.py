@@ -6,7 +6,6 @@ reason and asked again on the next run; a human label is never touched (judges' 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, select
 
+from evalstore import config
 from evalstore.db import repositories as repo
 from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
@@ -57,7 +57,7 @@ class JudgeRun:
 def api_key(judge: Judge) -> str | None:
     if judge.api_key_env is None:
         return None
-    key = os.environ.get(judge.api_key_env)
+    key = config.secret(judge.api_key_env)
     if not key:
         raise InvalidParameterError(
             f"Judge '{judge.name}' reads its API key from ${judge.api_key_env}, which is not "
