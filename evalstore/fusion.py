@@ -452,8 +452,8 @@ def _fuse(grid: _Grid, method: Method, params: Mapping[str, Any]) -> np.ndarray:
 def _rank_scores(grid: _Grid, name: str, params: Mapping[str, Any]) -> np.ndarray:
     """A rank-based method's score of each run's document (NaN where the run lacks it, except
     bordafuse's, which gives those (n - m + 1)/2 points: n candidates, m retrieved)."""
-    rank = grid.ranks.astype(np.float64)
     present = grid.present()
+    rank = np.where(present, grid.ranks, 0).astype(np.float64)  # absent: any rank, its score is dropped
     if name == "rrf":
         return np.where(present, 1 / (params["k"] + rank + 1), np.nan)
     if name in ("isr", "log_isr", "logn_isr"):
