@@ -362,7 +362,9 @@ def fuse(
     ctx: typer.Context,
     runs: Annotated[
         list[str],
-        typer.Argument(help="The stored runs to fuse (two or more); with --files, run files.", show_default=False),
+        typer.Argument(
+            help="The stored runs to fuse (two or more); with --files, run files.", show_default=False, metavar="RUN"
+        ),
     ],
     method: Annotated[
         str,
