@@ -331,7 +331,12 @@ def lines(run: Mapping[str, Mapping[str, float]], tag: str) -> str:
 
 @pytest.mark.parametrize(
     ("method", "measure", "metric"),
-    [("wsum", "nDCG@10", "ndcg@10"), ("wmnz", "AP", "map"), ("mixed", "P@5", "precision@5")],
+    [
+        ("wsum", "nDCG@10", "ndcg@10"),
+        ("wmnz", "AP", "map"),
+        ("mixed", "P@5", "precision@5"),
+        ("w_bordafuse", "nDCG@10", "ndcg@10"),
+    ],
 )
 def test_weights_chosen_on_a_split_are_ranx_s(engine, write, method: str, measure: str, metric: str) -> None:  # type: ignore[no-untyped-def]
     from evalstore.services import fusion as service
