@@ -403,7 +403,7 @@ def fuse(
         str | None,
         typer.Option(
             "--optimize",
-            help="Choose the weights that give the best mean of this measure on --split's training topics.",
+            help="Choose the weights (rrf: k) that give the best mean of this measure on --split's training topics.",
         ),
     ] = None,
     split: Annotated[
@@ -468,7 +468,7 @@ def fuse(
     if result.optimised is not None:
         o = result.optimised
         info(
-            f"chose weights {','.join(repr(w) for w in o.weights)}: {o.measure} {o.value:.4f} on the {o.topics} "
+            f"chose {o.chosen()}: {o.measure} {o.value:.4f} on the {o.topics} "
             f"training topics of split '{o.split}' fold {o.fold} (seed {o.seed}), best of {o.trials} weightings"
         )
     _report(result.registered)

@@ -48,9 +48,16 @@ class Optimised:
     seed: int | None  # the split's: the draw that chose the training topics
     step: float
     topics: int
-    weights: list[float]
+    weights: list[float]  # empty: the method takes none (rrf: its k was chosen)
     value: float
     trials: int
+    params: dict[str, float] = field(default_factory=dict)  # rrf: the k chosen
+
+    def chosen(self) -> str:
+        """What was chosen, as a user reads it."""
+        if self.weights:
+            return "weights " + ",".join(repr(w) for w in self.weights)
+        return ", ".join(f"{key} {value!r}" for key, value in self.params.items())
 
     def provenance(self) -> dict[str, str]:
         return {
@@ -120,7 +127,13 @@ def fuse_runs(
         if split is None:
             raise InvalidParameterError("Weights are chosen on a split's training topics; name the split.")
         optimised = optimise(engine, tables, recipe, runs=runs, measure=optimise_for, split=split, fold=fold, step=step)
-        recipe = Recipe(recipe.method, recipe.norm, optimised.weights, recipe.params, recipe.depth)
+        recipe = Recipe(
+            recipe.method,
+            recipe.norm,
+            optimised.weights or None,
+            {**recipe.params, **optimised.params},
+            recipe.depth,
+        )
     fused = fusion.fuse(
         tables,
         recipe.method,
@@ -183,16 +196,26 @@ def optimise(
     fold: int | None,
     step: float,
 ) -> Optimised:
-    """The weights of ``recipe``'s weighted method that give the best mean ``measure`` over the
-    training topics of ``split``'s ``fold`` (against the split's qrels), as ranx's
-    ``optimize_fusion``: every combination of weights from 0 to 1 in ``step``s that adds up to 1,
-    each fused and evaluated; the last of the best wins."""
+    """The weights of ``recipe``'s weighted method (or rrf's k) that give the best mean
+    ``measure`` over the training topics of ``split``'s ``fold`` (against the split's qrels), as
+    ranx's ``optimize_fusion``: every combination of weights from 0 to 1 in ``step``s that adds up
+    to 1 (rrf: k from 10 to 100 in 10s, ranx's default), each fused and evaluated; the last of the
+    best wins."""
     method = fusion.method_named(recipe.method)
-    if not method.weighted:
+    configs: list[tuple[list[float], dict[str, float]]]
+    if method.name == "rrf":
+        if "k" in recipe.params:
+            raise InvalidParameterError("Either give rrf's k or have it chosen on a split, not both.")
+        configs = [([], {"k": k}) for k in range(10, 101, 10)]  # ranx's optimize_rrf: min_k 10, max_k 100, step 10
+    elif method.weighted:
+        if recipe.weights is not None:
+            raise InvalidParameterError("Either give the weights or have them chosen on a split, not both.")
+        configs = [(w, {}) for w in weight_trials(step, len(tables))]
+    else:
         weighted = ", ".join(m.name for m in fusion.METHODS.values() if m.weighted)
-        raise InvalidParameterError(f"Only weights are chosen on a split; {method.name} takes none ({weighted} do).")
-    if recipe.weights is not None:
-        raise InvalidParameterError("Either give the weights or have them chosen on a split, not both.")
+        raise InvalidParameterError(
+            f"Weights (or rrf's k) are chosen on a split; {method.name} has neither (the weighted methods: {weighted})."
+        )
     summary, train = splits.members(engine, split, "train")
     if summary.source_kind != "qrels":
         raise InvalidParameterError(
@@ -206,7 +229,6 @@ def optimise(
         raise InvalidParameterError(f"Split '{split}' has folds 1-{summary.folds}; there is no fold {fold}.")
     topics = sorted(set(train[fold]))
     name = str(resolve_measures([measure])[0])
-    trials = weight_trials(step, len(tables))
     _, qrels = store.qrels_rows(engine, summary.source)
     qrels = qrels.filter(pc.is_in(qrels["topic"], pa.array(topics, pa.string())))
     chosen = [t.filter(pc.is_in(t["topic"], pa.array(topics, pa.string()))) for t in tables]
@@ -217,14 +239,20 @@ def optimise(
             )
     normalised = fusion.Normalised.of(chosen, recipe.norm, names=[f"run '{r}'" for r in runs])
     values = [
-        _mean(qrels, normalised.fuse(method.name, weights=w, params=recipe.params, depth=recipe.depth).table, name)
-        for w in trials
+        _mean(
+            qrels,
+            normalised.fuse(method.name, weights=w or None, params={**recipe.params, **p}, depth=recipe.depth).table,
+            name,
+        )
+        for w, p in configs
     ]
-    best, best_value = trials[0], 0.0
-    for w, value in zip(trials, values, strict=True):
+    best, best_value = configs[0], 0.0
+    for config, value in zip(configs, values, strict=True):
         if value >= best_value:  # ranx's rule: the last of equal bests
-            best, best_value = w, value
-    return Optimised(name, split, fold, summary.seed, step, len(topics), list(best), best_value, len(trials))
+            best, best_value = config, value
+    return Optimised(
+        name, split, fold, summary.seed, step, len(topics), list(best[0]), best_value, len(configs), dict(best[1])
+    )
 
 
 def weight_trials(step: float, runs: int) -> list[list[float]]:

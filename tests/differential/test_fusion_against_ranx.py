@@ -336,6 +336,7 @@ def lines(run: Mapping[str, Mapping[str, float]], tag: str) -> str:
         ("wmnz", "AP", "map"),
         ("mixed", "P@5", "precision@5"),
         ("w_bordafuse", "nDCG@10", "ndcg@10"),
+        ("rrf", "AP", "map"),
     ],
 )
 def test_weights_chosen_on_a_split_are_ranx_s(engine, write, method: str, measure: str, metric: str) -> None:  # type: ignore[no-untyped-def]
@@ -370,12 +371,16 @@ def test_weights_chosen_on_a_split_are_ranx_s(engine, write, method: str, measur
         norm="min-max",
         method=method,
         metric=metric,
-        step=0.1,
         show_progress=False,
+        **({} if method == "rrf" else {"step": 0.1}),  # rrf: k 10 to 100 in 10s, ranx's default
     )
     assert made.optimised is not None
-    assert made.optimised.weights == list(expected["weights"])
     assert made.optimised.topics == len(chosen) == 10
-    assert made.provenance["fusion.weights"] == ",".join(repr(float(w)) for w in expected["weights"])
+    if method == "rrf":
+        assert made.optimised.params == expected == {"k": made.optimised.params["k"]}
+        assert made.provenance["fusion.params"] == f'{{"k": {expected["k"]}}}'
+    else:
+        assert made.optimised.weights == list(expected["weights"])
+        assert made.provenance["fusion.weights"] == ",".join(repr(float(w)) for w in expected["weights"])
     assert made.provenance["fusion.seed"] == "5"
     assert made.provenance["fusion.split"] == "h" and made.provenance["fusion.fold"] == "1"
