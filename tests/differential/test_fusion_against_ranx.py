@@ -310,9 +310,9 @@ def test_dl19_runs_fuse_as_ranx(dl19: Runs, method: str, norm: str) -> None:
 
 
 # weights chosen on a split's training topics, against ranx's optimize_fusion on the same topics;
-# not w_bordafuse's: Borda points tie often, and ranx ranks a fused run's ties in the order its sort
-# leaves them, which follows Python's string hashing, so the weights ranx chooses change from one
-# process to the next
+# not w_bordafuse's: on these very inputs ranx chose 0.6,0.1,0.3 in one pytest process and
+# 0.7,...,0.2 in another (fused Borda points tie often, and ranx orders a fused run's ties as its
+# sort leaves them), so its choice is no reference
 def synthetic(seed: int, topics: Sequence[str], docs: int = 40) -> tuple[Runs, dict[str, dict[str, int]]]:
     rng = np.random.default_rng(seed)
     qrels = {q: {f"d{j:03d}": int(rng.integers(0, 3)) for j in range(docs)} for q in topics}
