@@ -337,3 +337,138 @@ def combine(
         f"registered run '{name}': {registered.summary.rows} rows, {registered.summary.topics} topics from "
         f"{len(folds)} folds of split '{splits}'"
     )
+
+
+def _numbers(text: str | None, option: str) -> list[float] | None:
+    """``w1,w2,...`` as numbers; a word that is not one is named (one line, exit 1, as the
+    library's refusals of a weight's count or sign)."""
+    from evalstore.errors import InvalidParameterError
+
+    if text is None:
+        return None
+    values = []
+    for word in text.split(","):
+        try:
+            values.append(float(word))
+        except ValueError:
+            raise InvalidParameterError(
+                f"{option}: '{word.strip()}' is not a number; give one number per run, separated by commas."
+            ) from None
+    return values
+
+
+@app.command()
+def fuse(
+    ctx: typer.Context,
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="The stored runs to fuse (two or more); with --files, run files.", show_default=False, metavar="RUN"
+        ),
+    ],
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            help="rrf, combsum, combmnz, combmax, combmin, combmed, combanz, combgmnz, isr, log_isr, logn_isr, "
+            "rbc, wsum, wmnz, mixed, bordafuse, w_bordafuse, condorcet or w_condorcet (ranx's names too: "
+            "sum, mnz, ...).",
+        ),
+    ],
+    name: Annotated[str | None, typer.Option("--name", help="Name of the fused run in the store.")] = None,
+    norm: Annotated[
+        str,
+        typer.Option(
+            "--norm",
+            help="Each run's scores normalised per topic first: min-max, min-max-inverted, max, sum, zmuv, "
+            "rank, borda or none.",
+        ),
+    ] = "min-max",
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            "--weights",
+            help="w1,w2,...: one weight per run (wsum, wmnz, mixed, w_bordafuse, w_condorcet; default 1 each).",
+        ),
+    ] = None,
+    k: Annotated[float | None, typer.Option("--k", help="rrf's k (default 60).")] = None,
+    phi: Annotated[float | None, typer.Option("--phi", help="rbc's persistence, between 0 and 1.")] = None,
+    gamma: Annotated[float | None, typer.Option("--gamma", help="combgmnz's exponent.")] = None,
+    sigma: Annotated[float | None, typer.Option("--sigma", help="logn_isr's sigma (default 0.01).")] = None,
+    depth: Annotated[
+        int | None,
+        typer.Option("--depth", help="Documents kept per topic, the best fused first (default 1000; 0: all, as ranx)."),
+    ] = 1000,
+    optimize: Annotated[
+        str | None,
+        typer.Option(
+            "--optimize",
+            help="Choose the weights (rrf: k) that give the best mean of this measure on --split's training topics.",
+        ),
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option("--split", help="With --optimize: the split of the topics to train on.")
+    ] = None,
+    fold: Annotated[
+        int | None,
+        typer.Option(
+            "--fold", help="With --optimize: the split's fold whose training topics are used (a holdout split has one)."
+        ),
+    ] = None,
+    step: Annotated[float, typer.Option("--step", help="With --optimize: the weights' grid step (ranx's).")] = 0.1,
+    files: Annotated[bool, typer.Option("--files", help="RUN... are run files, fused into --out (no store).")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="With --files: the fused TREC run file to write.")] = None,
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a run of this name with other content.")] = False,
+) -> None:
+    """Fuse runs into one (ranx's fusion methods and normalisations, with ranx's values) and store
+    it with its provenance (runs show NAME). With --files, fuse run files into a TREC run file."""
+    from evalstore.services import fusion
+
+    params = {
+        key: value for key, value in (("k", k), ("phi", phi), ("gamma", gamma), ("sigma", sigma)) if value is not None
+    }
+    recipe = fusion.Recipe(method, norm, _numbers(weights, "--weights"), params, depth or None)
+    if depth is not None and depth < 0:
+        raise typer.BadParameter(f"{depth} documents per topic; give 1 or more, or 0 for all.", param_hint="--depth")
+    if optimize is None and (split is not None or fold is not None):
+        raise usage_conflict(ctx, "--split and --fold choose the weights with --optimize MEASURE; give it too.")
+    if optimize is not None and split is None:
+        raise usage_conflict(ctx, "--optimize chooses the weights on a split's training topics; give --split SPLIT.")
+    if files:
+        if out is None:
+            raise usage_conflict(ctx, "--files writes the fused run to a file; give --out FILE.")
+        if optimize is not None:
+            raise usage_conflict(
+                ctx, "--optimize needs the store's splits and qrels; fuse stored runs instead of --files."
+            )
+        made = fusion.fuse_files([Path(r) for r in runs], recipe, out=out, tag=name or out.stem)
+        for message in made.warnings:
+            warn(message)
+        info(f"wrote {made.rows} rows, {made.topics} topics to {made.path}")
+        return
+    if name is None:
+        raise usage_conflict(ctx, "Name the fused run with --name (or fuse files with --files --out FILE).")
+    if out is not None:
+        raise usage_conflict(ctx, "--out is for --files; a fused stored run is exported with 'evalstore runs export'.")
+    result = fusion.fuse_runs(
+        state(ctx).engine(),
+        runs,
+        recipe,
+        name=name,
+        optimise_for=optimize,
+        split=split,
+        fold=fold,
+        step=step,
+        description=description,
+        replace=replace,
+    )
+    for message in result.warnings:
+        warn(message)
+    if result.optimised is not None:
+        o = result.optimised
+        info(
+            f"chose {o.chosen()}: {o.measure} {o.value:.4f} on the {o.topics} "
+            f"training topics of split '{o.split}' fold {o.fold} (seed {o.seed}), best of {o.trials} weightings"
+        )
+    _report(result.registered)
