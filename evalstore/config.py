@@ -83,7 +83,7 @@ def _log_level(text: str) -> str:
 
 
 def _cache_dir(text: str) -> Path | None:
-    return None if text.strip().lower() in ("off", "0", "none", "") else Path(text)
+    return None if text.strip().lower() in ("off", "0", "false", "no", "none", "") else Path(text)
 
 
 _SECONDS = "a number of seconds from {} to {}"
