@@ -56,6 +56,40 @@ def mlflow_enabled() -> bool:
     return os.environ.get(MLFLOW_ENABLED_ENV, "on").lower() not in ("off", "0", "false", "no")
 
 
+MLFLOW_LEASE_ENV = "EVALSTORE_MLFLOW_LEASE"
+MLFLOW_BACKOFF_ENV = "EVALSTORE_MLFLOW_BACKOFF"
+# A deliverer renews its claim on a delivery every third of the lease while it talks to MLflow,
+# so a dead deliverer's claim runs out in this many seconds and another delivers in its place.
+DEFAULT_MLFLOW_LEASE = 15.0
+# The longest a deliverer waits before trying MLflow again after failures (it doubles from 1 s).
+DEFAULT_MLFLOW_BACKOFF = 60.0
+
+
+def mlflow_lease_seconds() -> float:
+    """``$EVALSTORE_MLFLOW_LEASE``: seconds a deliverer's claim on a delivery lasts unless renewed
+    (default 15; 1 to 3600). A bad value raises ValueError, for the caller to say in its words."""
+    return _seconds(MLFLOW_LEASE_ENV, DEFAULT_MLFLOW_LEASE, 1.0, 3600.0)
+
+
+def mlflow_backoff_seconds() -> float:
+    """``$EVALSTORE_MLFLOW_BACKOFF``: the longest wait between a deliverer's attempts while MLflow
+    fails (default 60; 1 to 3600)."""
+    return _seconds(MLFLOW_BACKOFF_ENV, DEFAULT_MLFLOW_BACKOFF, 1.0, 3600.0)
+
+
+def _seconds(name: str, default: float, low: float, high: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number of seconds; unset it for {default:g}.") from None
+    if not low <= seconds <= high:
+        raise ValueError(f"{name}={value!r} is out of range: {low:g} to {high:g} seconds; unset it for {default:g}.")
+    return seconds
+
+
 def limit_mlflow_http_retries() -> None:
     """MLflow's HTTP client retries 7 times with exponential back-off by default (minutes against
     a dead server); a worker should put the logging back to pending quickly and carry on with its
@@ -121,3 +155,11 @@ class Settings:
 
     def mlflow_experiment_name(self, qrels_name: str) -> str:
         return mlflow_experiment_name(qrels_name)
+
+    @property
+    def mlflow_lease_seconds(self) -> float:
+        return mlflow_lease_seconds()
+
+    @property
+    def mlflow_backoff_seconds(self) -> float:
+        return mlflow_backoff_seconds()

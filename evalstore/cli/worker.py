@@ -27,7 +27,9 @@ def worker(
     mlflow: Annotated[
         bool,
         typer.Option(
-            "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay pending for 'evalstore mlflow sync')."
+            "--mlflow/--no-mlflow",
+            help="Deliver results to MLflow from a thread beside the workers (else they stay pending for "
+            "'evalstore mlflow sync'); the jobs never wait on MLflow either way.",
         ),
     ] = True,
     index_runs: Annotated[
@@ -65,6 +67,7 @@ def worker(
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled
     from evalstore.services.jobs import BatchBound
+    from evalstore.services.tracking import BackgroundDeliverer, deliver
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
@@ -74,9 +77,27 @@ def worker(
         lease=timedelta(seconds=lease_seconds),
         poll_interval=poll_interval,
         until_empty=until_empty,
-        mlflow=mlflow and mlflow_enabled(),
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
-    done = run_pool(cli.database_url, settings, concurrency)
+    # the deliverer runs in this process (the pool's parent, which otherwise only waits), never
+    # on a job's path: a slow or hung MLflow holds up deliveries, not jobs
+    deliverer = (
+        BackgroundDeliverer(cli.engine(), context=cli.context(), poll_interval=min(poll_interval, 1.0)).start()
+        if mlflow and mlflow_enabled()
+        else None
+    )
+    try:
+        done = run_pool(cli.database_url, settings, concurrency)
+    except BaseException:
+        if deliverer is not None and not deliverer.stop(timeout=5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        raise
+    if deliverer is not None:
+        # stopped by a signal: at most a few seconds for the delivery in hand (a hung MLflow is
+        # left to the claim's lease); --until-empty: the deliveries of what was stored, then leave
+        if not deliverer.stop(timeout=None if until_empty else 5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        elif until_empty:
+            deliver(cli.engine(), context=cli.context())
     info(f"worker stopped: {done} jobs done")

@@ -22,7 +22,7 @@ from evalstore import _logging, config
 from evalstore.backends import LOCAL, Backend
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
-from evalstore.services import jobs
+from evalstore.services import jobs, tracking
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
 from evalstore.services.kinds import predictions, ranking
@@ -274,13 +274,11 @@ def work_on(
     context: AppContext | None = None,
 ) -> dict[int, EvaluationSummary]:
     """Get these jobs done from this process: run them here unless a live worker is on them,
-    and wait for the ones a worker has. Returns the summaries of the jobs run here."""
+    and wait for the ones a worker has; with ``mlflow`` (and MLflow on), then deliver the ones run
+    here to MLflow once (:func:`tracking.deliver`; a failure leaves them pending, as the deliverer
+    does). Returns the summaries of the jobs run here."""
     worker = Worker(
-        engine,
-        WorkerSettings(lease=lease, mlflow=mlflow),
-        worker_id=jobs.new_worker_id("cli"),
-        only=job_ids,
-        context=context,
+        engine, WorkerSettings(lease=lease), worker_id=jobs.new_worker_id("cli"), only=job_ids, context=context
     )
     pending = set(job_ids)
     while pending:
@@ -291,6 +289,8 @@ def work_on(
         pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
         if pending:
             time.sleep(poll_interval)
+    if mlflow and worker.done:
+        tracking.deliver(engine, only=sorted(worker.done), context=worker.context)
     return worker.done
 
 
