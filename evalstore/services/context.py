@@ -2,8 +2,8 @@
 runs, owned in one place instead of in module globals.
 
 An :class:`AppContext` holds the engine, the settings (:class:`evalstore.config.Settings`), every
-cache the services use, each with an explicit size, and the MLflow logging processes the process
-started. The CLI makes one per command
+cache the services use, each with an explicit size, and the detached MLflow delivery processes
+it started. The CLI makes one per command
 (:mod:`evalstore.cli._context`), the server one at start-up (:mod:`evalstore.web.app`) and a worker
 one for its life (:class:`evalstore.services.worker.Worker`). Services take it as ``context=``;
 called without one they make a short-lived one, so a library caller or a test gets the same
@@ -39,7 +39,6 @@ QRELS_KEPT = 4
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
-PARQUET_SCHEMAS_KEPT = 16  # the per-topic tables' Arrow schemas, one per measure set (tracking.client)
 
 
 class Lru(Generic[K, V]):
@@ -96,9 +95,8 @@ class AppContext:
         self.gold: Lru[tuple[int, str], Any] = Lru(GOLD_KEPT)
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
-        self.parquet_schemas: Lru[tuple[Any, ...], Any] = Lru(PARQUET_SCHEMAS_KEPT)
-        # MLflow loggers this process started (`evaluate --wait`): a CLI leaves without waiting for
-        # them (os._exit); a longer-lived caller reaps them with wait_for_background
+        # detached `mlflow sync` processes this process started (`evaluate --wait`): a CLI leaves
+        # without waiting for them (os._exit); a longer-lived caller reaps them with wait_for_background
         self.background: list[subprocess.Popen[bytes]] = []
 
     def invalidate(self) -> None:
