@@ -280,6 +280,9 @@ def work_on(
     worker = Worker(
         engine, WorkerSettings(lease=lease), worker_id=jobs.new_worker_id("cli"), only=job_ids, context=context
     )
+    context = worker.context
+    # MLflow opened while the jobs run, for their delivery after them
+    opening = tracking.warm_up(context) if mlflow and job_ids and context.settings.mlflow_enabled else None
     pending = set(job_ids)
     while pending:
         if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
@@ -289,8 +292,10 @@ def work_on(
         pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
         if pending:
             time.sleep(poll_interval)
-    if mlflow and worker.done:
-        tracking.deliver(engine, only=sorted(worker.done), context=worker.context)
+    if opening is not None:
+        opening.join()
+        if worker.done:
+            tracking.deliver(engine, only=sorted(worker.done), context=context)
     return worker.done
 
 

@@ -12,6 +12,7 @@ from evalstore.services.tracking.deliverer import (
     log_now,
     prepare,
     results_for,
+    warm_up,
 )
 from evalstore.services.tracking.states import undelivered as pending_count
 
@@ -23,4 +24,5 @@ __all__ = [
     "pending_count",
     "prepare",
     "results_for",
+    "warm_up",
 ]

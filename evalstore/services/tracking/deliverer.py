@@ -207,6 +207,22 @@ class BackgroundDeliverer:
         return not self._thread.is_alive()
 
 
+def warm_up(context: AppContext) -> threading.Thread:
+    """Import MLflow and open its store on a thread, while the caller does something else (a
+    command that delivers once its jobs are done: ~2 s of MLflow's import and its store's checks
+    overlap the jobs instead of following them). A failure is left for the delivery to meet."""
+
+    def open_now() -> None:
+        try:
+            mlflow_client.open_client(context.settings.mlflow_tracking_uri, context.mlflow_clients)
+        except Exception as error:  # the delivery tries again, and says why if it fails
+            log.debug("opening MLflow ahead failed: %s", error)
+
+    thread = threading.Thread(target=open_now, name="mlflow-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
     """A finished evaluation read back as MLflow gets it, by its kind."""
     with read_only(engine) as session:
