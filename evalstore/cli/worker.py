@@ -12,7 +12,14 @@ from evalstore.cli._output import info
 def worker(
     ctx: typer.Context,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes on this host.")] = 1,
-    until_empty: Annotated[bool, typer.Option("--until-empty", help="Exit when no job is left to claim.")] = False,
+    until_empty: Annotated[
+        bool,
+        typer.Option(
+            "--until-empty",
+            help="Exit when no job is left to claim, once what was stored is delivered to MLflow "
+            "(left pending if MLflow fails).",
+        ),
+    ] = False,
     poll_interval: Annotated[
         float, typer.Option("--poll-interval", min=0.05, help="Seconds between looks at an empty queue.")
     ] = 2.0,
@@ -80,8 +87,9 @@ def worker(
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
-    # the deliverer runs in this process (the pool's parent, which otherwise only waits), never
-    # on a job's path: a slow or hung MLflow holds up deliveries, not jobs
+    # the deliverer runs on a thread of this process (with --concurrency above 1, the pool's
+    # parent, which otherwise only waits), never on a job's path: a slow or hung MLflow holds up
+    # deliveries, not jobs
     deliverer = (
         BackgroundDeliverer(cli.engine(), context=cli.context(), poll_interval=min(poll_interval, 1.0)).start()
         if mlflow and mlflow_enabled()
