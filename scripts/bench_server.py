@@ -409,7 +409,7 @@ def all_evaluated(
     statuses = asyncio.run(submit_some(base, files, tokens, at_once=8))
     if any(status != 201 for status in statuses):
         raise SystemExit(f"submissions refused: {sorted(set(statuses))}")
-    deadline = time.monotonic() + 60 + 5 * len(files)
+    deadline = time.monotonic() + 300 + 5 * len(files)  # a loaded machine: minutes for the first imports
     while True:
         with read_only(engine) as session:
             states = session.execute(select(Evaluation.state, Evaluation.mlflow_state)).all()
