@@ -39,6 +39,7 @@ QRELS_KEPT = 4
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
+MLFLOW_EXPERIMENTS_KEPT = 64  # experiment ids by (tracking URI, name): one per qrels or label set delivered to
 
 
 class Lru(Generic[K, V]):
@@ -95,6 +96,7 @@ class AppContext:
         self.gold: Lru[tuple[int, str], Any] = Lru(GOLD_KEPT)
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
+        self.mlflow_experiments: Lru[tuple[str, str], str] = Lru(MLFLOW_EXPERIMENTS_KEPT)
         # detached `mlflow sync` processes this process started (`evaluate --wait`): a CLI leaves
         # without waiting for them (os._exit); a longer-lived caller reaps them with wait_for_background
         self.background: list[subprocess.Popen[bytes]] = []

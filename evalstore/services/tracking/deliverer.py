@@ -82,6 +82,7 @@ def deliver(
             with _LeaseKeeper(engine, held, lease):
                 run_id = _deliver_one(engine, held, lease, context)
         except Exception as error:  # MLflow's own and transport errors, or the database blinked
+            context.mlflow_experiments.clear()
             message = failure(error)
             try:
                 states.give_back(engine, held, message)
@@ -112,7 +113,12 @@ def _deliver_one(engine: Engine, held: states.Claim, lease: timedelta, context: 
         return None  # replaced since the claim: the newer results are pending, for their own claim
     payload = kinds.get(stored.kind).mlflow_run(stored)
     client = mlflow_client.open_client(uri, context.mlflow_clients)
-    experiment = mlflow_client.experiment_id(client, uri, settings.mlflow_experiment_name(payload.experiment))
+    name = settings.mlflow_experiment_name(payload.experiment)
+    # looked up once per process (a query of MLflow's and a file lock a delivery); forgotten on
+    # any failure, in case it was deleted in MLflow meanwhile
+    experiment = context.mlflow_experiments.get((uri, name))
+    if experiment is None:
+        experiment = context.mlflow_experiments.put((uri, name), mlflow_client.experiment_id(client, uri, name))
     if not held.first:  # an earlier claim may have reached MLflow; the first cannot have
         for run_id, status in mlflow_client.runs_of(client, experiment, held.evaluation_id, held.results_version):
             if status == "FINISHED":  # its deliverer died before recording it: adopt it
