@@ -383,6 +383,10 @@ SQLITE_BUSY_SECONDS_ENV = "EVALSTORE_SQLITE_BUSY_SECONDS"
 RETRY_LONGEST_ENV = "EVALSTORE_RETRY_LONGEST_SECONDS"
 MLFLOW_LEASE_ENV = "EVALSTORE_MLFLOW_LEASE"
 MLFLOW_BACKOFF_ENV = "EVALSTORE_MLFLOW_BACKOFF"
+# a deliverer renews its claim every third of the lease; the longest wait between its attempts while
+# MLflow fails (it doubles from 1 s)
+DEFAULT_MLFLOW_LEASE = 15.0
+DEFAULT_MLFLOW_BACKOFF = 60.0
 # argon2id's cost for passwords: RFC 9106's second recommended choice (3 passes over 64 MiB, 4
 # lanes), ~50 ms on a server core, 100-200 ms on a small shared one
 DEFAULT_PASSWORD_COST = (3, 65536, 4)
@@ -471,11 +475,11 @@ def retry_longest_seconds() -> float:
 
 
 def mlflow_lease_seconds() -> float:
-    return float(_or("EVALSTORE_MLFLOW_LEASE", 15.0))
+    return float(_or("EVALSTORE_MLFLOW_LEASE", DEFAULT_MLFLOW_LEASE))
 
 
 def mlflow_backoff_seconds() -> float:
-    return float(_or("EVALSTORE_MLFLOW_BACKOFF", 60.0))
+    return float(_or("EVALSTORE_MLFLOW_BACKOFF", DEFAULT_MLFLOW_BACKOFF))
 
 
 def batch_jobs(default: int) -> int:

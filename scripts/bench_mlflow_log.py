@@ -3,7 +3,7 @@
 
 One DL-sized run (43 topics x 1,000 documents, the default measures) is evaluated with MLflow
 off, then logged --jobs times in a row to a local SQLite MLflow store, as a worker logs it
-(the payload built, then `_log_run`), after one untimed run for the imports. Prints the wall
+(the payload built, then `tracking.client.log_run`), after one untimed run for the imports. Prints the wall
 and CPU time per job and the wall time of each MLflow client call and of the artifact files.
 
     python scripts/bench_mlflow_log.py [--jobs 10]
@@ -69,8 +69,8 @@ def main() -> None:
         stored = results_for(engine, evaluation_id)
 
         uri = f"sqlite:///{folder / 'mlflow.db'}"
-        client = tracking_client._client(uri, Lru(1))
-        experiment_id = tracking_client._experiment_id(client, uri, "evalstore/dl-qrels")
+        client = tracking_client.open_client(uri, Lru(1))
+        experiment_id = tracking_client.experiment_id(client, uri, "evalstore/dl-qrels")
         spent: dict[str, float] = collections.defaultdict(float)
         for name in CALLS:
             setattr(client, name, timed(spent, name, getattr(client, name)))
@@ -78,9 +78,9 @@ def main() -> None:
             tracking_client._write_artifacts = timed(spent, "artifact files", tracking_client._write_artifacts)  # type: ignore[attr-defined]
 
         def log_one() -> None:
-            tracking_client._log_run(client, experiment_id, kinds.get(stored.kind).mlflow_run(stored))
+            tracking_client.log_run(client, experiment_id, kinds.get(stored.kind).mlflow_run(stored))
 
-        log_one()  # MLflow's and matplotlib's imports and first use, as a running worker has them
+        log_one()  # MLflow's and matplotlib's imports and first use, as a running deliverer has them
         spent.clear()
         walls = []
         cpu = time.process_time()

@@ -91,7 +91,7 @@ def large(
         directs.append(timed([EVALSTORE, "trec-eval", "-q", "-m", "all_trec", str(qrels), str(run)], env))
         text = log.read_text()
         steps = re.search(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)
-        mlflow = re.search(r"MLflow logging took ([\d.]+)s", text)
+        mlflow = re.search(r"logged to MLflow run \S+ \(([\d.]+)s\)", text)
         print(f"large, round {round_ + 1}: {topics * depth:,} stored rows, all_trec, PostgreSQL + local MLflow")
         print(
             f"  evalstore evaluate --wait : {services[-1]:6.1f} s  (read {steps[1]} s, compute {steps[2]} s, "
@@ -221,14 +221,14 @@ def through_a_running_worker(url: str, env: dict[str, str], folder: Path, repeat
     finally:
         # the job is marked logged just before the worker writes its last line: wait for that line
         deadline = time.perf_counter() + 10
-        while log.read_text().count("MLflow logging took") < repeat + 1 and time.perf_counter() < deadline:
+        while log.read_text().count("logged to MLflow run") < repeat + 1 and time.perf_counter() < deadline:
             time.sleep(0.05)
         worker.terminate()
         worker.wait()
         engine.dispose()
         text = log.read_text()
         steps = re.findall(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)[1:]  # after the warm-up
-        mlflow = re.findall(r"MLflow logging took ([\d.]+)s", text)[1:]
+        mlflow = re.findall(r"logged to MLflow run \S+ \(([\d.]+)s\)", text)[1:]
         for (load, compute, store_s), logged in zip(steps, mlflow, strict=False):
             print(f"  worker job: read {load} s, compute {compute} s, store {store_s} s, MLflow {logged} s")
 
@@ -252,7 +252,7 @@ def throughput(url: str, env: dict[str, str], folder: Path, runs: int) -> None:
     seconds = timed([EVALSTORE, "worker", "--concurrency", "2", "--until-empty", "--poll-interval", "0.2"], env, log)
     text = log.read_text()
     steps = [tuple(map(float, m)) for m in re.findall(r"load ([\d.]+)s, compute ([\d.]+)s, store ([\d.]+)s", text)]
-    mlflow = [float(m) for m in re.findall(r"MLflow logging took ([\d.]+)s", text)]
+    mlflow = [float(m) for m in re.findall(r"logged to MLflow run \S+ \(([\d.]+)s\)", text)]
     done = len(steps)
     failures = re.findall(r"MLflow logging failed.*", text)
     assert not failures, failures[0]

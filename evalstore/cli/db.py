@@ -6,6 +6,7 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import info
+from evalstore.config import mlflow_enabled, mlflow_tracking_uri
 
 app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 
@@ -21,6 +22,23 @@ def upgrade(ctx: typer.Context, revision: Annotated[str, typer.Argument(help="Ta
         f"database {engine.url.render_as_string(hide_password=True)} is at revision "
         f"{db_engine.current_revision(engine)}"
     )
+    if mlflow_enabled() and revision == "head":
+        _prepare_mlflow(ctx)
+
+
+def _prepare_mlflow(ctx: typer.Context) -> None:
+    """MLflow's store and experiments made now, so the first delivery does not wait for them; a
+    failure leaves that to the first delivery (the upgrade itself is done)."""
+    from evalstore.errors import TrackingError
+    from evalstore.services.tracking import prepare
+
+    cli = state(ctx)
+    try:
+        experiments = prepare(cli.engine(), context=cli.context())
+    except TrackingError as error:
+        info(f"warning: {error}. The first delivery to MLflow will try again.")
+        return
+    info(f"MLflow store {mlflow_tracking_uri()} ready ({len(experiments)} experiments)")
 
 
 @app.command()

@@ -23,12 +23,12 @@ def sync(
     """Log every finished evaluation that MLflow has not received yet (each exactly once)."""
     from evalstore._logging import configure_logging
     from evalstore.config import mlflow_enabled, mlflow_tracking_uri
-    from evalstore.services.tracking import drain
+    from evalstore.services.tracking import deliver
 
     configure_logging()
     if not mlflow_enabled():
         raise TrackingError("MLflow logging is off (EVALSTORE_MLFLOW=off); unset it to sync.")
-    report = drain(state(ctx).engine(), only=evaluation or None, context=state(ctx).context())
+    report = deliver(state(ctx).engine(), only=evaluation or None, context=state(ctx).context())
     info(f"logged {len(report.logged)} evaluations to {mlflow_tracking_uri()}; {report.left_pending} pending")
     if report.failed:
         evaluation_id, error = next(iter(report.failed.items()))

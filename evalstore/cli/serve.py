@@ -44,9 +44,11 @@ def serve(
     limits of the security page (EVALSTORE_MAX_TOKEN_DAYS, EVALSTORE_TOKENS_PER_HOUR,
     EVALSTORE_MAX_INFLATED_MB, EVALSTORE_REQUEST_SECONDS, EVALSTORE_FORWARDED_ALLOW_IPS).
     Submitted runs are evaluated by the in-process worker (--worker) or by 'evalstore worker'
-    processes."""
+    processes; this process delivers finished results to MLflow (unless EVALSTORE_MLFLOW=off)."""
     import uvicorn
 
+    from evalstore.config import mlflow_enabled
+    from evalstore.services.tracking import BackgroundDeliverer
     from evalstore.services.worker import InProcessWorker
 
     cli = state(ctx)
@@ -54,6 +56,8 @@ def serve(
     pass_on(DATABASE_URL_ENV, cli.database_url)  # the server processes read their settings from the environment
     in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
     background = InProcessWorker.start(cli.database_url) if in_process else None
+    # MLflow delivery on a thread of this process (not of the server processes answering requests)
+    deliverer = BackgroundDeliverer(cli.engine(), context=cli.context()).start() if mlflow_enabled() else None
     info(
         f"serving on http://{host}:{port}/api/v1 (API description: /api/v1/openapi.json)"
         + ("; evaluating submitted runs in this process" if background else "")
@@ -78,6 +82,8 @@ def serve(
     finally:
         if background is not None:
             background.stop()
+        if deliverer is not None:
+            deliverer.stop()
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:

@@ -13,7 +13,14 @@ from evalstore.cli._output import info
 def worker(
     ctx: typer.Context,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes on this host.")] = 1,
-    until_empty: Annotated[bool, typer.Option("--until-empty", help="Exit when no job is left to claim.")] = False,
+    until_empty: Annotated[
+        bool,
+        typer.Option(
+            "--until-empty",
+            help="Exit when no job is left to claim, once what was stored is delivered to MLflow "
+            "(left pending if MLflow fails).",
+        ),
+    ] = False,
     poll_interval: Annotated[
         float, typer.Option("--poll-interval", min=0.05, help="Seconds between looks at an empty queue.")
     ] = 2.0,
@@ -28,7 +35,9 @@ def worker(
     mlflow: Annotated[
         bool,
         typer.Option(
-            "--mlflow/--no-mlflow", help="Log results to MLflow (else they stay pending for 'evalstore mlflow sync')."
+            "--mlflow/--no-mlflow",
+            help="Deliver results to MLflow from a thread beside the workers (else they stay pending for "
+            "'evalstore mlflow sync'); the jobs never wait on MLflow either way.",
         ),
     ] = True,
     index_runs: Annotated[
@@ -68,6 +77,7 @@ def worker(
     from evalstore.db.engine import verify_schema
     from evalstore.db.outages import worker_backoff
     from evalstore.services.jobs import BatchBound
+    from evalstore.services.tracking import BackgroundDeliverer, deliver
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
@@ -80,9 +90,28 @@ def worker(
         lease=timedelta(seconds=lease_seconds),
         poll_interval=poll_interval,
         until_empty=until_empty,
-        mlflow=mlflow and mlflow_enabled(),
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
-    done = run_pool(cli.database_url, settings, concurrency)
+    # the deliverer runs on a thread of this process (with --concurrency above 1, the pool's
+    # parent, which otherwise only waits), never on a job's path: a slow or hung MLflow holds up
+    # deliveries, not jobs
+    deliverer = (
+        BackgroundDeliverer(cli.engine(), context=cli.context(), poll_interval=min(poll_interval, 1.0)).start()
+        if mlflow and mlflow_enabled()
+        else None
+    )
+    try:
+        done = run_pool(cli.database_url, settings, concurrency)
+    except BaseException:
+        if deliverer is not None and not deliverer.stop(timeout=5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        raise
+    if deliverer is not None:
+        # stopped by a signal: at most a few seconds for the delivery in hand (a hung MLflow is
+        # left to the claim's lease); --until-empty: the deliveries of what was stored, then leave
+        if not deliverer.stop(timeout=None if until_empty else 5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        elif until_empty:
+            deliver(cli.engine(), context=cli.context())
     info(f"worker stopped: {done} jobs done")

@@ -2,8 +2,8 @@
 runs, owned in one place instead of in module globals.
 
 An :class:`AppContext` holds the engine, the settings (:class:`evalstore.config.Settings`), every
-cache the services use, each with an explicit size, and the MLflow logging processes the process
-started. The CLI makes one per command
+cache the services use, each with an explicit size, and the detached MLflow delivery processes
+it started. The CLI makes one per command
 (:mod:`evalstore.cli._context`), the server one at start-up (:mod:`evalstore.web.app`) and a worker
 one for its life (:class:`evalstore.services.worker.Worker`). Services take it as ``context=``;
 called without one they make a short-lived one, so a library caller or a test gets the same
@@ -11,8 +11,7 @@ answers with nothing remembered between calls.
 
 Every cache is keyed so that a change in the database shows: a board by its task's fingerprint of
 finished evaluations, qrels and gold labels by their content hash, a verified token secret by its
-stored hash. :meth:`AppContext.invalidate` empties them all (a test that rewrites the database
-under a running server, or an operator's reload).
+stored hash.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ QRELS_KEPT = 4
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
-PARQUET_SCHEMAS_KEPT = 16  # the per-topic tables' Arrow schemas, one per measure set (tracking.client)
+MLFLOW_EXPERIMENTS_KEPT = 64  # experiment ids by (tracking URI, name): one per qrels or label set delivered to
 
 
 class Lru(Generic[K, V]):
@@ -96,11 +95,11 @@ class AppContext:
         self.gold: Lru[tuple[int, str], Any] = Lru(GOLD_KEPT)
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
-        self.parquet_schemas: Lru[tuple[Any, ...], Any] = Lru(PARQUET_SCHEMAS_KEPT)
+        self.mlflow_experiments: Lru[tuple[str, str], str] = Lru(MLFLOW_EXPERIMENTS_KEPT)
         self._password_slots: threading.BoundedSemaphore | None = None
         self._slots_lock = threading.Lock()
-        # MLflow loggers this process started (`evaluate --wait`): a CLI leaves without waiting for
-        # them (os._exit); a longer-lived caller reaps them with wait_for_background
+        # detached `mlflow sync` processes this process started (`evaluate --wait`): a CLI leaves
+        # without waiting for them (os._exit); a longer-lived caller reaps them with wait_for_background
         self.background: list[subprocess.Popen[bytes]] = []
 
     @property
@@ -112,11 +111,6 @@ class AppContext:
             if self._password_slots is None:
                 self._password_slots = threading.BoundedSemaphore(self.settings.password_checks)
             return self._password_slots
-
-    def invalidate(self) -> None:
-        """Forget everything cached (the database was changed behind this process's back)."""
-        for cache in (self.boards, self.board_states, self.tiers, self.qrels, self.gold, self.verified_secrets):
-            cache.clear()
 
     def started(self, process: subprocess.Popen[bytes]) -> None:
         """Keep a background process, and let go of the ones that have finished. A daemon thread

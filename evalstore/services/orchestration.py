@@ -21,7 +21,7 @@ from evalstore import _logging, config
 from evalstore.backends import LOCAL, Backend
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
-from evalstore.services import jobs
+from evalstore.services import jobs, tracking
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
 from evalstore.services.kinds import predictions, ranking
@@ -266,14 +266,15 @@ def work_on(
     context: AppContext | None = None,
 ) -> dict[int, EvaluationSummary]:
     """Get these jobs done from this process: run them here unless a live worker is on them,
-    and wait for the ones a worker has. Returns the summaries of the jobs run here."""
+    and wait for the ones a worker has; with ``mlflow`` (and MLflow on), then deliver the ones run
+    here to MLflow once (:func:`tracking.deliver`; a failure leaves them pending, as the deliverer
+    does). Returns the summaries of the jobs run here."""
     worker = Worker(
-        engine,
-        WorkerSettings(lease=lease, mlflow=mlflow),
-        worker_id=jobs.new_worker_id("cli"),
-        only=job_ids,
-        context=context,
+        engine, WorkerSettings(lease=lease), worker_id=jobs.new_worker_id("cli"), only=job_ids, context=context
     )
+    context = worker.context
+    # MLflow opened while the jobs run, for their delivery after them
+    opening = tracking.warm_up(context) if mlflow and job_ids and context.settings.mlflow_enabled else None
     pending = set(job_ids)
     while pending:
         if not jobs.live_workers(engine, within=3 * lease) and worker.process_one():
@@ -283,6 +284,10 @@ def work_on(
         pending = {job_id for job_id, state in states.items() if state not in jobs.TERMINAL}
         if pending:
             time.sleep(poll_interval)
+    if opening is not None:
+        opening.join()
+        if worker.done:
+            tracking.deliver(engine, only=sorted(worker.done), context=context)
     return worker.done
 
 

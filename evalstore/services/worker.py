@@ -1,6 +1,8 @@
-"""The evaluation worker: claim a job, compute it under a heartbeat, store it, log it to MLflow.
-Queued ranking jobs with one qrels and one set of options are claimed as a batch, computed in one
-pass and then stored and logged one by one, each exactly as a job alone (docs/multi.md).
+"""The evaluation worker: claim a job, compute it under a heartbeat, store it. The job is done
+when its results commit, with their MLflow delivery ``pending``: the worker knows nothing of
+MLflow (the deliverer, :mod:`evalstore.services.tracking.deliverer`, delivers them). Queued ranking
+jobs with one qrels and one set of options are claimed as a batch, computed in one pass and then
+stored one by one, each exactly as a job alone (docs/multi.md).
 
 Stopping: the first SIGTERM/SIGINT lets the current job (or batch) finish and then exits; a second
 one gives the jobs not yet stored back to the queue (not counted as an attempt) and exits at once.
@@ -28,9 +30,9 @@ from evalstore.db.engine import make_engine
 from evalstore.db.outages import outage, worker_backoff
 from evalstore.db.session import unit_of_work
 from evalstore.errors import EvalstoreError
-from evalstore.services import embargo, jobs, kinds, store, tracking
+from evalstore.services import jobs, kinds, store
 from evalstore.services.context import AppContext, context_for
-from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, StoredEvaluation, topic_list
+from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_list
 
 log = logging.getLogger("evalstore.worker")
 
@@ -44,8 +46,6 @@ class WorkerSettings:
     lease: timedelta = jobs.DEFAULT_LEASE
     poll_interval: float = 2.0
     until_empty: bool = False
-    mlflow: bool = True
-    mlflow_retry_interval: float = 60.0  # how often an idle worker retries pending MLflow logging
     # an idle worker gives large runs their docno-hash index (store.index_next_run): every
     # evaluation of the run then reads its judged rows through it (7M rows: ~0.1 s, not ~0.7 s)
     index_runs: bool = True
@@ -110,14 +110,13 @@ class Worker:
         context: AppContext | None = None,
     ) -> None:
         self.engine = engine
-        # the qrels and gold labels last read and the MLflow client, kept from job to job
+        # the qrels and gold labels last read, kept from job to job
         self.context = context_for(engine, context)
         self.settings = settings or WorkerSettings()
         self.worker_id = worker_id or jobs.new_worker_id()
         self.only = only
         self.done: dict[int, EvaluationSummary] = {}
         self.stopping = False
-        self._last_mlflow_sync = 0.0
         self._last_index_check = 0.0
         # an outage of the database or its disk is waited out, never exited over
         self.backoff = worker_backoff(log, str(engine.url), lambda: self.stopping)
@@ -164,29 +163,18 @@ class Worker:
 
     def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> None:
         """The use case of one job, from its computed ``outcome`` (computed here when None): in one
-        unit of work read the header its results get, start MLflow logging ahead of the commit, store
-        them; then deliver them to MLflow (:func:`tracking.drain`). An error fails this job alone."""
-        ahead: tracking.AheadLog | None = None
+        unit of work read the header its results get and store them, their MLflow delivery
+        ``pending`` (the deliverer's from then on). An error fails this job alone."""
         try:
             if isinstance(outcome, Exception):
                 raise outcome
             computed = outcome or kinds.get(job.kind).compute(self.engine, job, context=self.context)
             started = time.perf_counter()
-            try:
-                with unit_of_work(self.engine) as session:
-                    header = jobs.results_header(session, job)
-                    stored = computed.stored_as(header)
-                    # logged while the values are written, claimed for logging in the same commit; a
-                    # hidden task's results wait for its release before MLflow sees them (services/embargo)
-                    if self.settings.mlflow and not embargo.embargoed_in(session, job.evaluation_id):
-                        ahead = tracking.log_ahead(stored, retried=job.attempt > 1, context=self.context)
-                    jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
-                    tracking.hold_ahead(session, ahead)
-            except BaseException:
-                if ahead is not None:
-                    tracking.abandon_ahead(ahead)
-                raise
-            heartbeat.let_go(job)  # stored: MLflow logging below needs no lease
+            with unit_of_work(self.engine) as session:
+                header = jobs.results_header(session, job)
+                stored = computed.stored_as(header)
+                jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
+            heartbeat.let_go(job)  # stored: the job is done
             computed.timings.store = time.perf_counter() - started
             summary = computed.summary(stored)
         except jobs.JobLost:
@@ -225,11 +213,6 @@ class Worker:
                 topic_list(summary.missing_topics),
                 job.options["missing_topics"],
             )
-        if self.settings.mlflow:
-            started = time.perf_counter()
-            self._log_to_mlflow([job.evaluation_id], {job.evaluation_id: stored}, ahead)
-            beside = f" after the store ({ahead.seconds:.2f}s alongside it)" if ahead and ahead.run_id else ""
-            log.info("job %d: MLflow logging took %.2fs%s", job.evaluation_id, time.perf_counter() - started, beside)
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""
@@ -244,17 +227,6 @@ class Worker:
         self._last_index_check = 0.0  # another run may be waiting
         log.info("run %d: docno-hash index built (%.2fs)", run_id, time.perf_counter() - started)
         return True
-
-    def _log_to_mlflow(
-        self,
-        only: list[int] | None,
-        known: dict[int, StoredEvaluation] | None = None,
-        ahead: tracking.AheadLog | None = None,
-    ) -> None:
-        try:
-            tracking.drain(self.engine, only=only, known=known, ahead=ahead, context=self.context)
-        except Exception as error:  # never lose the worker over MLflow; the evaluation is stored
-            log.warning("MLflow logging failed, left pending for 'evalstore mlflow sync': %s", error)
 
     # the loop -----------------------------------------------------------------------------
 
@@ -283,12 +255,6 @@ class Worker:
                 self.backoff.answered()
                 if worked:
                     continue
-                if (
-                    self.settings.mlflow
-                    and time.monotonic() - self._last_mlflow_sync >= self.settings.mlflow_retry_interval
-                ):
-                    self._last_mlflow_sync = time.monotonic()
-                    self._log_to_mlflow(self.only)
                 if self.settings.until_empty:
                     break
                 if (
@@ -335,10 +301,8 @@ class InProcessWorker:
 
     @classmethod
     def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
-        from evalstore.config import mlflow_enabled
-
         settings = settings or WorkerSettings(
-            poll_interval=1.0, mlflow=mlflow_enabled(), batch=jobs.batch_bound_from_env(), settle=jobs.SERVE_SETTLE
+            poll_interval=1.0, batch=jobs.batch_bound_from_env(), settle=jobs.SERVE_SETTLE
         )
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()

@@ -37,7 +37,7 @@ def service(sqlite_engine: Engine) -> Iterator[str]:
         engine, "shared-task", qrels_name="sample", owner="olga", max_runs_per_team=3, measures=["AP", "nDCG@10"]
     )
     url = engine.url.render_as_string(hide_password=False)
-    worker = InProcessWorker.start(url, WorkerSettings(poll_interval=0.2, mlflow=False, index_runs=False))
+    worker = InProcessWorker.start(url, WorkerSettings(poll_interval=0.2, index_runs=False))
     settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
     try:
         with serving(create_app(settings)) as url:

@@ -20,7 +20,7 @@ from evalstore.db.models import AggregateResult, Evaluation, EvaluationQueries, 
 from evalstore.db.repositories import PerQueryValues
 from evalstore.db.session import read_only
 from evalstore.metrics import stacked
-from evalstore.services import jobs, store
+from evalstore.services import jobs, store, tracking
 from evalstore.services import labels as classification
 from evalstore.services.jobs import BatchBound, EvaluationOptions
 from evalstore.services.kinds import predictions
@@ -151,13 +151,16 @@ def test_batched_results_equal_one_at_a_time_bit_for_bit(
     batched = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="batched", run_names=None)]
     alone = [r.evaluation_id for r in jobs.enqueue(engine, qrels_name="alone", run_names=None)]
 
-    worker = Worker(engine, WorkerSettings(mlflow=True, index_runs=False), only=batched)
+    worker = Worker(engine, WorkerSettings(index_runs=False), only=batched)
     assert worker.process_one()
     assert sorted(worker.done) == sorted(batched)  # all five in one batch (two depths: two stacks)
-    one_by_one = Worker(engine, WorkerSettings(mlflow=True, index_runs=False, batch=ONE_AT_A_TIME), only=alone)
+    one_by_one = Worker(engine, WorkerSettings(index_runs=False, batch=ONE_AT_A_TIME), only=alone)
     for done in range(1, 6):
         assert one_by_one.process_one()
         assert len(one_by_one.done) == done
+    # the jobs are done with their delivery pending; the deliverer logs each of them once
+    assert {run["evaluation"]["mlflow_state"] for run in _stored(engine, "batched").values()} == {"pending"}
+    assert sorted(tracking.deliver(engine).logged) == sorted(batched + alone)
 
     with_batching, without = _stored(engine, "batched"), _stored(engine, "alone")
     assert sorted(with_batching) == ["cut", "full1", "full2", "half", "tied"]
@@ -175,7 +178,7 @@ def test_a_failing_run_fails_alone_and_the_rest_store(two_qrels: Engine, tmp_pat
     store.register_run(engine, tmp_path / "elsewhere.run", name="elsewhere")
     skip = EvaluationOptions(("AP", "nDCG@10"), missing_topics="skip")
     refs = jobs.enqueue(engine, qrels_name="batched", run_names=["full1", "elsewhere", "cut"], options=skip)
-    worker = _worker(engine, BatchBound(), mlflow=False)
+    worker = _worker(engine, BatchBound())
     assert worker.process_one() and not worker.process_one()
     states = jobs.job_states(engine, [r.evaluation_id for r in refs])
     assert [states[r.evaluation_id] for r in refs] == ["done", "failed", "done"]
@@ -197,7 +200,7 @@ def test_an_error_in_the_stacked_kernels_leaves_each_job_to_itself(
 
     monkeypatch.setattr("evalstore.services.kinds.ranking.batch.compute_stacked", broken)
     refs = jobs.enqueue(engine, qrels_name="batched", run_names=["full1", "full2"], options=EvaluationOptions(("AP",)))
-    worker = _worker(engine, BatchBound(), mlflow=False)
+    worker = _worker(engine, BatchBound())
     assert worker.process_one()
     assert sorted(worker.done) == sorted(r.evaluation_id for r in refs)
 
@@ -208,7 +211,7 @@ def test_a_dead_workers_batch_is_claimed_again(two_qrels: Engine) -> None:
     # a worker claims the five and dies: its leases run out at once
     dead = jobs.claim_batch(engine, "dead-worker", lease=timedelta(0))
     assert sorted(job.evaluation_id for job in dead) == sorted(r.evaluation_id for r in refs)
-    worker = _worker(engine, BatchBound(), mlflow=False)
+    worker = _worker(engine, BatchBound())
     assert worker.process_one()
     assert sorted(worker.done) == sorted(r.evaluation_id for r in refs)
     with read_only(engine) as session:
@@ -261,7 +264,7 @@ def test_the_serve_worker_waits_for_a_burst_to_settle_then_claims_it_in_one_batc
     refs = jobs.enqueue(engine, qrels_name="batched", run_names=None, options=EvaluationOptions(("AP",)))
     assert 0.3 < jobs.arrivals_settle_in(engine, 0.5, 10.0) <= 0.5  # they just arrived
     assert jobs.arrivals_settle_in(engine, 0.5, 0.0) == 0.0  # the oldest has waited long enough
-    worker = Worker(engine, WorkerSettings(mlflow=False, settle=0.3))
+    worker = Worker(engine, WorkerSettings(settle=0.3))
     started = time.monotonic()
     assert worker.process_one()
     assert time.monotonic() - started >= 0.25  # it waited for the quiet
@@ -349,7 +352,7 @@ def test_a_second_stop_signal_gives_back_the_jobs_not_yet_stored(
         stored.append(real_store(*args, **kwargs))
 
     monkeypatch.setattr(jobs, "store_results", stop_at_the_second)
-    worker = _worker(engine, BatchBound(), mlflow=False)
+    worker = _worker(engine, BatchBound())
     with pytest.raises(StopNow):
         worker.process_one()
     with read_only(engine) as session:

@@ -154,13 +154,13 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(
     tmp_path,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Through the worker (in-memory results) and through 'mlflow sync' (read back): the same
-    metrics, params and per-group table, the curves as figures, each stored result logged once."""
+    """Delivered as the jobs end (``mlflow=True``, as --wait-mlflow) and later by 'mlflow sync':
+    the same metrics, params and per-group table, the curves as figures, each result logged once."""
     import pandas as pd
     from mlflow import MlflowClient
 
     from evalstore.services import jobs
-    from evalstore.services.tracking import log_pending, pending_count
+    from evalstore.services.tracking import deliver, pending_count
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
@@ -184,7 +184,7 @@ def test_evaluation_logged_to_mlflow_with_curves_and_groups(
         sqlite_engine, labels_name="users", prediction_names=["s"], threshold="youden"
     )
     assert pending_count(sqlite_engine) == 1
-    assert log_pending(sqlite_engine).logged == [by_sync.evaluation_id] and pending_count(sqlite_engine) == 0
+    assert deliver(sqlite_engine).logged == [by_sync.evaluation_id] and pending_count(sqlite_engine) == 0
     client = MlflowClient(uri)
     runs = {}
     for result in (by_worker, by_sync):

@@ -99,7 +99,7 @@ def test_evaluations_from_kept_ranks_equal_those_joined(submitted: Engine, monke
         return found
 
     monkeypatch.setattr(repo, "kept_judged_ranks", spied)
-    Worker(submitted, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False, mlflow=False)).run()
+    Worker(submitted, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False)).run()
     assert sorted(read) == sorted(_runs())  # the submissions' evaluations read the kept ranks
     stored = _stored(submitted, "judged")
     for name in _runs():
@@ -159,5 +159,5 @@ def test_a_submission_whose_ranks_cannot_be_worked_out_is_stored_all_the_same(
     assert "the judged ranks of" in caplog.text and "no memory left" in caplog.text
     with read_only(engine) as session:
         assert session.scalars(select(RunJudgedRanks)).all() == []
-    Worker(engine, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False, mlflow=False)).run()
+    Worker(engine, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False)).run()
     assert jobs.show_job(engine, submitted.job.evaluation_id).state == "done"

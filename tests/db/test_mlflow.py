@@ -1,5 +1,7 @@
-"""MLflow logging: every aggregate, params, tags and artifacts; MLflow down leaves the evaluation
-stored and its logging pending; a sync logs it; nothing is ever logged twice."""
+"""MLflow delivery (the outbox): every aggregate, params, tags and artifacts; a worker stores its
+results with their delivery pending and never talks to MLflow; the deliverer logs each result
+exactly once (a half-done delivery is replaced or adopted by its run tags, never duplicated),
+under a short lease it renews while it works, and never a hidden task's before its release."""
 
 from __future__ import annotations
 
@@ -19,9 +21,10 @@ from sqlalchemy import Engine, update
 
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.services import jobs, kinds, store
+from evalstore.services import jobs, kinds, store, tracking
 from evalstore.services.jobs import EvaluationOptions
-from evalstore.services.tracking import log_pending, pending_count, results_for
+from evalstore.services.tracking import client as mlflow_client
+from evalstore.services.tracking import deliver, pending_count, results_for, states
 from evalstore.services.tracking.client import PNG_COMPRESS_LEVEL
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.factories import SAMPLE, queue_sample
@@ -37,14 +40,16 @@ def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store: 
 
 @pytest.fixture
 def evaluated_offline(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> int:
-    """One evaluation done by a worker while MLflow was unreachable."""
+    """One evaluation done by a worker, and a delivery tried while MLflow was unreachable."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens on the discard port
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
     store.register_run(engine, SAMPLE / "results.test", name="std", system="smart", metadata={"k1": "0.9"})
     [ref] = jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)))
-    worker = Worker(engine, WorkerSettings(mlflow=True))
-    assert worker.process_one()
+    assert Worker(engine, WorkerSettings()).process_one()
+    assert (_evaluation(engine, ref.evaluation_id).mlflow_state, pending_count(engine)) == ("pending", 1)
+    report = deliver(engine)
+    assert (report.logged, list(report.failed), report.left_pending) == ([], [ref.evaluation_id], 1)
     return ref.evaluation_id
 
 
@@ -69,15 +74,15 @@ def test_mlflow_down_keeps_the_evaluation_and_sync_logs_it_once(
     engine: Engine, evaluated_offline: int, tracking_uri: str, tmp_path: Path
 ) -> None:
     offline = _evaluation(engine, evaluated_offline)
-    assert (offline.state, offline.mlflow_state) == ("done", "pending")
+    assert (offline.state, offline.mlflow_state, offline.mlflow_lease_expires_at) == ("done", "pending", None)
     assert "ConnectionError" in (offline.mlflow_error or "") or "127.0.0.1" in (offline.mlflow_error or "")
     assert pending_count(engine) == 1
 
-    report = log_pending(engine)
+    report = deliver(engine)
     assert (report.logged, report.failed, report.left_pending) == ([evaluated_offline], {}, 0)
     synced = _evaluation(engine, evaluated_offline)
     assert (synced.mlflow_state, synced.mlflow_error) == ("logged", None)
-    assert log_pending(engine).logged == []
+    assert deliver(engine).logged == []
 
     [run] = _logged_runs(tracking_uri)
     experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
@@ -108,7 +113,7 @@ def test_a_local_mlflow_store_is_put_in_wal_mode(engine: Engine, evaluated_offli
     path = tracking_uri.removeprefix("sqlite:///")
     with contextlib.closing(sqlite3.connect(path)) as connection:
         connection.execute("PRAGMA journal_mode = DELETE")
-    log_pending(engine)
+    deliver(engine)
     with contextlib.closing(sqlite3.connect(path)) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert len(_logged_runs(tracking_uri)) == 1
@@ -132,7 +137,7 @@ def test_a_logged_run_holds_what_mlflows_own_log_calls_write(
     """evalstore writes the artifact files itself and uploads them at once: the run must hold
     the same tags, params, metrics and files, byte for byte, as MLflow's log_table, log_text,
     log_dict and log_figure give, with the tag by which the MLflow UI shows the table."""
-    log_pending(engine)
+    deliver(engine)
     [logged] = _logged_runs(tracking_uri)
     client = MlflowClient(tracking_uri)
     payload = kinds.get("ranking").mlflow_run(results_for(engine, evaluated_offline))
@@ -178,25 +183,26 @@ def test_a_logged_run_holds_what_mlflows_own_log_calls_write(
 def test_a_sync_that_died_after_mlflow_finished_does_not_log_again(
     engine: Engine, evaluated_offline: int, tracking_uri: str
 ) -> None:
-    log_pending(engine)
+    deliver(engine)
     first = _evaluation(engine, evaluated_offline).mlflow_run_id
     with unit_of_work(engine) as session:  # as if the process died before recording the success
         session.execute(update(Evaluation).values(mlflow_state="pending", mlflow_run_id=None))
-    assert log_pending(engine).logged == [evaluated_offline]
+    assert deliver(engine).logged == [evaluated_offline]
     assert _evaluation(engine, evaluated_offline).mlflow_run_id == first
     assert len(_logged_runs(tracking_uri)) == 1
 
 
 def test_recomputed_results_are_logged_as_a_new_run(engine: Engine, evaluated_offline: int, tracking_uri: str) -> None:
-    log_pending(engine)
+    deliver(engine)
     jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)), force=True)
-    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    assert Worker(engine, WorkerSettings()).process_one()
+    assert _evaluation(engine, evaluated_offline).mlflow_state == "pending"  # version 2, not yet delivered
+    assert deliver(engine).logged == [evaluated_offline]
     recomputed = _evaluation(engine, evaluated_offline)
     assert (recomputed.results_version, recomputed.mlflow_state) == (2, "logged")
     runs = _logged_runs(tracking_uri)
     assert sorted(r.data.tags["evalstore.results_version"] for r in runs) == ["1", "2"]
-    # version 1 was read back from the database by the sync, version 2 logged by the worker from
-    # the results it had just computed: the same content either way
+    # the same results computed twice: the same content in both runs
     client = MlflowClient(tracking_uri)
     synced, from_memory = sorted(runs, key=lambda r: r.data.tags["evalstore.results_version"])
     assert synced.data.metrics == from_memory.data.metrics and synced.data.params == from_memory.data.params
@@ -217,178 +223,113 @@ def test_an_experiment_made_before_is_marked_as_model_development_once(
     MLflow's UI is left alone."""
     client = MlflowClient(tracking_uri)
     client.create_experiment("evalstore/test")
-    log_pending(engine)
+    deliver(engine)
     experiment = client.get_experiment_by_name("evalstore/test")
     assert experiment is not None and experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     other = client.create_experiment("evalstore/other", tags={"mlflow.experimentKind": "finetuning"})
     store.import_qrels(engine, SAMPLE / "qrels.test", name="other")
     [ref] = jobs.enqueue(engine, qrels_name="other", run_names=["std"], options=EvaluationOptions(("AP",)))
-    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
+    assert Worker(engine, WorkerSettings()).process_one()
+    assert deliver(engine).logged == [ref.evaluation_id]
     assert client.get_experiment(other).tags["mlflow.experimentKind"] == "finetuning"
     assert _evaluation(engine, ref.evaluation_id).mlflow_state == "logged"
 
 
-def test_a_worker_logs_while_it_stores_and_finishes_the_run_once_the_results_are_committed(
-    engine: Engine, tracking_uri: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    evaluation_id = _queued_sample(engine)
-    with caplog.at_level("INFO", logger="evalstore.worker"):
-        assert Worker(engine, WorkerSettings(mlflow=True)).process_one()
-    assert "after the store" in caplog.text and "alongside it" in caplog.text
-    evaluation = _evaluation(engine, evaluation_id)
-    assert (evaluation.state, evaluation.mlflow_state, evaluation.mlflow_error) == ("done", "logged", None)
-    [run] = _logged_runs(tracking_uri)
-    assert (run.info.run_id, run.info.status) == (evaluation.mlflow_run_id, "FINISHED")
-    assert run.data.tags["evalstore.results_version"] == str(evaluation.results_version) == "1"
-
-
-def test_results_that_fail_to_store_leave_no_mlflow_run_and_the_retry_logs_one(
-    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from mlflow.entities import ViewType
-
-    from evalstore.db import repositories
-
-    evaluation_id = _queued_sample(engine)
-    replace_results = repositories.replace_results
-
-    def the_disk_is_full(*args: object, **kwargs: object) -> None:
-        raise OSError("No space left on device")
-
-    monkeypatch.setattr(repositories, "replace_results", the_disk_is_full)
-    worker = Worker(engine, WorkerSettings(mlflow=True))
-    assert worker.process_one()
-    failed = _evaluation(engine, evaluation_id)
-    assert (failed.state, failed.error) == ("queued", "OSError: No space left on device")
-    client = MlflowClient(tracking_uri)
-    experiment = client.get_experiment_by_name("evalstore/test")
-    assert experiment is not None  # the logging had begun alongside the store
-    assert client.search_runs([experiment.experiment_id]) == []
-    [deleted] = client.search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
-
-    monkeypatch.setattr(repositories, "replace_results", replace_results)
-    assert worker.process_one()
-    done = _evaluation(engine, evaluation_id)
-    assert (done.state, done.mlflow_state) == ("done", "logged")
-    [run] = _logged_runs(tracking_uri)
-    assert run.info.run_id == done.mlflow_run_id != deleted.info.run_id and run.info.status == "FINISHED"
-
-
-def test_a_retried_job_deletes_the_run_an_attempt_that_died_left_unfinished(
-    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from mlflow.entities import ViewType
-
-    from evalstore.db import repositories
-    from evalstore.services import tracking
-
-    _queued_sample(engine)
-    replace_results = repositories.replace_results
-
-    def the_worker_dies(*args: object, **kwargs: object) -> None:
-        raise OSError("killed")
-
-    # the first attempt dies while storing: nothing gets to delete the run it began logging
-    monkeypatch.setattr(repositories, "replace_results", the_worker_dies)
-    monkeypatch.setattr(tracking, "abandon_ahead", lambda ahead: ahead.thread.join())
-    worker = Worker(engine, WorkerSettings(mlflow=True))
-    assert worker.process_one()
-    [orphan] = _logged_runs(tracking_uri)
-    assert orphan.info.status == "RUNNING"
-
-    monkeypatch.setattr(repositories, "replace_results", replace_results)
-    assert worker.process_one()  # attempt 2
-    [run] = _logged_runs(tracking_uri)
-    assert run.info.run_id != orphan.info.run_id and run.info.status == "FINISHED"
-    experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
-    assert experiment is not None
-    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
-    assert deleted.info.run_id == orphan.info.run_id
-
-
-def test_a_worker_that_cannot_record_the_run_deletes_it_and_a_sync_logs_the_results_afresh(
-    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from evalstore.services import tracking
-
-    evaluation_id = _queued_sample(engine)
-    mark_logged = tracking._mark_logged
-
-    def the_database_went_away(*args: object) -> None:
-        raise ConnectionError("server closed the connection unexpectedly")
-
-    monkeypatch.setattr(tracking, "_mark_logged", the_database_went_away)
-    assert Worker(engine, WorkerSettings(mlflow=True)).process_one()  # the worker carries on
-    assert _evaluation(engine, evaluation_id).state == "done"
-    assert _logged_runs(tracking_uri) == []  # the run it could not record is deleted
-
-    monkeypatch.setattr(tracking, "_mark_logged", mark_logged)
-    with unit_of_work(engine) as session:  # as if the claim's lease had run out
-        session.execute(update(Evaluation).values(mlflow_state="pending"))
-    assert log_pending(engine).logged == [evaluation_id]
-    [run] = _logged_runs(tracking_uri)
-    assert (run.info.run_id, run.info.status) == (_evaluation(engine, evaluation_id).mlflow_run_id, "FINISHED")
-
-
-def test_results_are_stored_held_for_logging_and_a_worker_dying_before_the_runs_finish_loses_nothing(
-    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The worker claims the logging in the commit that stores the results (tracking.hold_ahead): if
-    it dies before finishing the MLflow run, nothing else logs them while its lease lasts, and the
-    next logger's attempt, not the first, deletes the run it left unfinished and logs one afresh."""
+def _expire_lease(engine: Engine) -> None:
+    """As if the deliverer holding the claim had died: its lease has run out."""
     from datetime import UTC, datetime, timedelta
 
+    with unit_of_work(engine) as session:
+        session.execute(update(Evaluation).values(mlflow_lease_expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+
+
+def _deleted_runs(uri: str) -> list[str]:
     from mlflow.entities import ViewType
 
-    from evalstore.services import tracking
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("evalstore/test")
+    assert experiment is not None
+    return [r.info.run_id for r in client.search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)]
 
-    class Died(BaseException):
-        pass
 
-    def dies(engine: Engine, ahead: tracking.AheadLog) -> bool:
-        assert ahead.thread is not None
-        ahead.thread.join()
-        raise Died
-
+def test_a_worker_stores_its_results_pending_and_never_calls_mlflow(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     evaluation_id = _queued_sample(engine)
-    monkeypatch.setattr(tracking, "finish_ahead", dies)
-    with pytest.raises(Died):
-        Worker(engine, WorkerSettings(mlflow=True)).process_one()
-    held = _evaluation(engine, evaluation_id)
-    assert (held.state, held.mlflow_state, held.mlflow_attempts) == ("done", "logging", 1)
-    assert held.mlflow_lease_expires_at is not None
-    [orphan] = _logged_runs(tracking_uri)
-    assert orphan.info.status == "RUNNING"
-    assert log_pending(engine).logged == []  # held under the lease
+    open_client, start_run = mlflow_client.open_client, mlflow_client.start_run
 
-    with unit_of_work(engine) as session:  # the lease runs out
-        session.execute(update(Evaluation).values(mlflow_lease_expires_at=datetime.now(UTC) - timedelta(seconds=1)))
-    assert log_pending(engine).logged == [evaluation_id]
+    def not_on_the_jobs_path(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the worker called MLflow")
+
+    monkeypatch.setattr(mlflow_client, "open_client", not_on_the_jobs_path)
+    monkeypatch.setattr(mlflow_client, "start_run", not_on_the_jobs_path)
+    worker = Worker(engine, WorkerSettings())
+    assert worker.process_one() and list(worker.done) == [evaluation_id]
+    stored = _evaluation(engine, evaluation_id)
+    assert (stored.state, stored.mlflow_state, stored.mlflow_error, stored.mlflow_attempts) == (
+        "done",
+        "pending",
+        None,
+        0,
+    )
+
+    monkeypatch.setattr(mlflow_client, "open_client", open_client)
+    monkeypatch.setattr(mlflow_client, "start_run", start_run)
+    assert deliver(engine).logged == [evaluation_id]
     [run] = _logged_runs(tracking_uri)
     logged = _evaluation(engine, evaluation_id)
     assert (run.info.run_id, run.info.status, logged.mlflow_state) == (logged.mlflow_run_id, "FINISHED", "logged")
-    experiment = MlflowClient(tracking_uri).get_experiment_by_name("evalstore/test")
-    assert experiment is not None
-    [deleted] = MlflowClient(tracking_uri).search_runs([experiment.experiment_id], run_view_type=ViewType.DELETED_ONLY)
-    assert deleted.info.run_id == orphan.info.run_id
+    assert run.data.tags["evalstore.results_version"] == "1" and logged.mlflow_attempts == 1
 
 
-def _ahead_held_back(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """The worker's ahead thread (named mlflow-<id>) waits before making its MLflow run, as it does
-    while MLflow is slow to answer (its client retries for minutes): (reached, go)."""
-    from evalstore.services import tracking
+def test_a_delivery_left_half_done_by_a_dead_deliverer_is_replaced_not_duplicated(
+    engine: Engine, tracking_uri: str
+) -> None:
+    """The deliverer was killed after MLflow's run was created and before it was finished: the
+    run shows RUNNING. Nothing delivers again while its lease lasts; then the next claim finds that
+    run by its tags, deletes it and logs the results once."""
+    from datetime import timedelta
 
+    evaluation_id = _queued_sample(engine)
+    assert Worker(engine, WorkerSettings()).process_one()
+    assert states.claim(engine, None, timedelta(seconds=60)) is not None
+    client = MlflowClient(tracking_uri)
+    experiment = mlflow_client.experiment_id(client, tracking_uri, "evalstore/test")
+    payload = kinds.get("ranking").mlflow_run(results_for(engine, evaluation_id))
+    orphan = mlflow_client.start_run(client, experiment, payload)  # ... and then the deliverer died
+    assert client.get_run(orphan).info.status == "RUNNING"
+    assert deliver(engine).logged == []  # held under the dead deliverer's lease
+
+    _expire_lease(engine)
+    assert deliver(engine).logged == [evaluation_id]
+    [run] = _logged_runs(tracking_uri)
+    logged = _evaluation(engine, evaluation_id)
+    assert (run.info.run_id, run.info.status, logged.mlflow_state) == (logged.mlflow_run_id, "FINISHED", "logged")
+    assert run.info.run_id != orphan and _deleted_runs(tracking_uri) == [orphan]
+    assert logged.mlflow_attempts == 2
+
+
+def _start_run_held_back(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """A deliverer on a thread named ``slow`` waits before making its MLflow run, as it does while
+    MLflow is slow to answer: (reached, go)."""
     reached, go = threading.Event(), threading.Event()
-    log_run = tracking._log_run
+    start_run = mlflow_client.start_run
 
     def held_back(*args: Any, **kwargs: Any) -> Any:
-        if threading.current_thread().name.startswith("mlflow-"):
+        if threading.current_thread().name == "slow":
             reached.set()
             assert go.wait(60)
-        return log_run(*args, **kwargs)
+        return start_run(*args, **kwargs)
 
-    monkeypatch.setattr(tracking, "_log_run", held_back)
+    monkeypatch.setattr(mlflow_client, "start_run", held_back)
     return reached, go
+
+
+def _slow_deliverer(engine: Engine) -> tuple[threading.Thread, list[tracking.SyncReport]]:
+    reports: list[tracking.SyncReport] = []
+    thread = threading.Thread(target=lambda: reports.append(deliver(engine)), name="slow")
+    thread.start()
+    return thread, reports
 
 
 def _until(condition: Callable[[], bool]) -> None:
@@ -398,49 +339,131 @@ def _until(condition: Callable[[], bool]) -> None:
         time.sleep(0.02)
 
 
-def test_a_sync_that_claims_the_results_after_the_workers_lease_ran_out_logs_them_once(
+def test_a_deliverer_whose_claim_was_taken_over_deletes_its_run_and_the_results_are_logged_once(
     engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """MLflow is slower than the lease the worker's results were stored under: a sync claims and
-    logs them meanwhile, and the worker, finding its claim taken (a later attempt counted), deletes
-    the run it was making instead of finishing a second one."""
-    from datetime import UTC, datetime, timedelta
-
+    """The slow deliverer's lease runs out (as if its heartbeat had stopped) and another claims and
+    logs the results; the slow one, finding its claim taken (a later attempt counted), deletes
+    the run it made instead of finishing a second one."""
     evaluation_id = _queued_sample(engine)
-    reached, go = _ahead_held_back(monkeypatch)
-    worker = threading.Thread(target=Worker(engine, WorkerSettings(mlflow=True)).process_one)
-    worker.start()
+    assert Worker(engine, WorkerSettings()).process_one()
+    reached, go = _start_run_held_back(monkeypatch)
+    slow, reports = _slow_deliverer(engine)
     assert reached.wait(60)
-    _until(lambda: _evaluation(engine, evaluation_id).state == "done")
-    with unit_of_work(engine) as session:  # the lease runs out
-        session.execute(update(Evaluation).values(mlflow_lease_expires_at=datetime.now(UTC) - timedelta(seconds=1)))
-    assert log_pending(engine).logged == [evaluation_id]  # `evalstore mlflow sync`: attempt 2, no run yet
+    _expire_lease(engine)
+    assert deliver(engine).logged == [evaluation_id]  # attempt 2
     go.set()
-    worker.join(60)
+    slow.join(60)
+    assert [r.logged for r in reports] == [[]]
     [run] = _logged_runs(tracking_uri)
     logged = _evaluation(engine, evaluation_id)
     assert (run.info.run_id, run.info.status, logged.mlflow_state) == (logged.mlflow_run_id, "FINISHED", "logged")
+    assert len(_deleted_runs(tracking_uri)) == 1
 
 
-def test_results_that_become_hidden_while_the_worker_logs_them_are_not_logged(
+def test_results_that_become_hidden_while_they_are_delivered_are_not_logged(
     engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The run becomes a submission to a hidden task after the worker's unit of work found it not
-    embargoed and before the MLflow run is finished: the run is deleted and the results wait,
-    pending, for the task's release."""
+    """The run becomes a submission to a hidden task after the claim and before the MLflow run is
+    finished: the run is deleted and the results wait, pending, for the task's release."""
     from evalstore.services import tasks
 
     evaluation_id = _queued_sample(engine)
     tasks.create_task(engine, "secret", qrels_name="test", hidden=True)
-    reached, go = _ahead_held_back(monkeypatch)
-    worker = threading.Thread(target=Worker(engine, WorkerSettings(mlflow=True)).process_one)
-    worker.start()
+    assert Worker(engine, WorkerSettings()).process_one()
+    reached, go = _start_run_held_back(monkeypatch)
+    slow, reports = _slow_deliverer(engine)
     assert reached.wait(60)
-    _until(lambda: _evaluation(engine, evaluation_id).state == "done")
     tasks.attach_runs(engine, "secret", ["std"])
     go.set()
-    worker.join(60)
-    assert _logged_runs(tracking_uri) == []
+    slow.join(60)
+    assert [r.logged for r in reports] == [[]] and _logged_runs(tracking_uri) == []
     waiting = _evaluation(engine, evaluation_id)
     assert (waiting.mlflow_state, waiting.mlflow_run_id, waiting.mlflow_lease_expires_at) == ("pending", None, None)
-    assert log_pending(engine).logged == []  # embargoed until the release
+    assert deliver(engine).logged == []  # embargoed until the release
+    tasks.release_task(engine, "secret")
+    assert deliver(engine).logged == [evaluation_id]
+    assert len(_logged_runs(tracking_uri)) == 1
+
+
+def test_a_dead_deliverers_claim_runs_out_in_seconds_and_a_live_one_keeps_its_claim(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a 1 s lease: a claim nobody renews is delivered by another deliverer about a second
+    later (not after minutes); a deliverer slower than its lease renews it while it works, so no
+    other claims the results meanwhile."""
+    from datetime import timedelta
+
+    monkeypatch.setenv("EVALSTORE_MLFLOW_LEASE", "1")
+    evaluation_id = _queued_sample(engine)
+    assert Worker(engine, WorkerSettings()).process_one()
+    assert states.claim(engine, None, timedelta(seconds=1)) is not None  # its deliverer dies at once
+    claimed = time.monotonic()
+    _until(lambda: deliver(engine).logged == [evaluation_id])
+    assert time.monotonic() - claimed < 10
+
+    jobs.enqueue(engine, qrels_name="test", run_names=["std"], options=EvaluationOptions(("all_trec",)), force=True)
+    assert Worker(engine, WorkerSettings()).process_one()
+    reached, go = _start_run_held_back(monkeypatch)
+    slow, reports = _slow_deliverer(engine)
+    assert reached.wait(60)
+    held_since = time.monotonic()
+    while time.monotonic() - held_since < 2.5:  # two and a half leases
+        assert deliver(engine).logged == []
+        time.sleep(0.1)
+    go.set()
+    slow.join(60)
+    assert [r.logged for r in reports] == [[evaluation_id]]
+    assert sorted(r.data.tags["evalstore.results_version"] for r in _logged_runs(tracking_uri)) == ["1", "2"]
+
+
+def test_the_background_deliverer_backs_off_while_mlflow_is_down_and_catches_up(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evaluation_id = _queued_sample(engine)
+    assert Worker(engine, WorkerSettings()).process_one()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # down
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("EVALSTORE_MLFLOW_BACKOFF", "1")
+    deliverer = tracking.BackgroundDeliverer(engine, poll_interval=0.05).start()
+    try:
+        _until(lambda: deliverer.failures >= 2)
+        assert _evaluation(engine, evaluation_id).mlflow_state == "pending"
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # back
+        _until(lambda: _evaluation(engine, evaluation_id).mlflow_state == "logged")
+    finally:
+        assert deliverer.stop()
+    assert deliverer.failures == 0 and len(_logged_runs(tracking_uri)) == 1
+
+
+def test_the_back_off_doubles_up_to_its_bound(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    deliverer = tracking.BackgroundDeliverer(engine, poll_interval=0.25)
+    waits = []
+    for failures in (0, 1, 2, 3, 6, 7, 40):
+        deliverer.failures = failures
+        waits.append(deliverer.next_wait())
+    assert waits == [0.25, 1, 2, 4, 32, 60, 60]
+    monkeypatch.setenv("EVALSTORE_MLFLOW_BACKOFF", "5")
+    assert deliverer.next_wait() == 5
+
+
+def test_db_upgrade_makes_the_mlflow_store_and_the_experiments(cli: Any, mlflow_store: str) -> None:
+    """So that the first delivery need not: MLflow's store (a copy of a made one here), and an
+    experiment for every qrels set already stored."""
+    assert cli("db", "upgrade").exit_code == 0
+    assert cli("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "test").exit_code == 0
+    upgraded = cli("db", "upgrade")
+    assert upgraded.exit_code == 0
+    assert upgraded.stderr.endswith(f"MLflow store {mlflow_store} ready (1 experiments)\n")
+    experiment = MlflowClient(mlflow_store).get_experiment_by_name("evalstore/test")
+    assert experiment is not None and experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_a_bad_lease_setting_is_refused_with_what_to_do(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli.upgrade()
+    monkeypatch.setenv("EVALSTORE_MLFLOW_LEASE", "soon")
+    refused = cli("mlflow", "sync")
+    assert refused.exit_code == 1
+    assert refused.stderr.endswith(
+        "Error: EVALSTORE_MLFLOW_LEASE='soon' is not a number of seconds from 1 to 3600; unset it for the default (15).\n"
+    )

@@ -44,7 +44,7 @@ def test_an_idle_worker_indexes_large_runs_and_evaluations_read_through_the_inde
     store.register_run(engine, write("small.run", "401 Q0 d1 1 1.0 t\n"), name="small")
     with read_only(engine) as session:
         large, small = repo.get_run(session, "large").id, repo.get_run(session, "small").id
-    worker = Worker(engine, WorkerSettings(mlflow=False, poll_interval=0.01, index_interval=0.0))
+    worker = Worker(engine, WorkerSettings(poll_interval=0.01, index_interval=0.0))
     before = _evaluate(engine, worker)
 
     loop = threading.Thread(target=worker.run)

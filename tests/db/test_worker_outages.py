@@ -229,7 +229,7 @@ def test_a_full_disk_is_named_recorded_on_the_job_and_waited_out(
     # the same job on a store with room: the same values, all of them
     roomy = make_engine(f"sqlite:///{tmp_path / 'evalstore.db'}")
     [same] = jobs.enqueue(roomy, qrels_name="q", run_names=["a"], options=EvaluationOptions(("all_trec",)))
-    Worker(roomy, WorkerSettings(until_empty=True, mlflow=False, index_runs=False)).run()
+    Worker(roomy, WorkerSettings(until_empty=True, index_runs=False)).run()
     assert _stored(engine, ref.evaluation_id) == _stored(roomy, same.evaluation_id)
     roomy.dispose()
     text = log.read_text()

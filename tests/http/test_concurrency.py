@@ -57,7 +57,7 @@ def test_twenty_concurrent_submissions_from_five_teams_hold_the_quota(world: Wor
         ).all()
     assert sorted(stored) == [(f"team{t}", QUOTA, QUOTA) for t in range(TEAMS)]
 
-    worker = Worker(world.engine, WorkerSettings(until_empty=True, mlflow=False, poll_interval=0.05))
+    worker = Worker(world.engine, WorkerSettings(until_empty=True, poll_interval=0.05))
     worker.run()
     with world.engine.connect() as connection:
         evaluated = connection.execute(

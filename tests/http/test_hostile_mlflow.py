@@ -12,14 +12,14 @@ from sqlalchemy import Engine
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.services import access, store, tasks
-from evalstore.services.tracking import log_pending
+from evalstore.services.tracking import deliver
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.http.conftest import SAMPLE, as_principal, run_text
 
 
 @pytest.fixture
-def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store: str) -> str:
+    uri = mlflow_store
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.delenv("EVALSTORE_MLFLOW", raising=False)
@@ -54,15 +54,16 @@ def test_a_hidden_tasks_results_reach_mlflow_only_at_release(engine: Engine, tmp
         path.write_text(run_text(tag=task))
         ids[task] = tasks.submit_run(engine, red, task, path, name=f"red-{task}").job.evaluation_id
 
-    worker = Worker(engine, WorkerSettings(mlflow=True))
+    worker = Worker(engine, WorkerSettings())
     while worker.process_one():  # one batch (the tasks share their qrels), or one job after another
         pass
     assert sorted(worker.done) == sorted(ids.values())
+    assert deliver(engine).logged == [ids["open"]]
     assert _logged_run_names(tracking_uri) == {"red-open"}  # the hidden task's run is not there
     assert _mlflow_state(engine, ids["secret"]) == "pending"
-    assert log_pending(engine).logged == []  # a sync does not log it either
+    assert deliver(engine).logged == []  # a sync does not log it either
 
     tasks.release_task(engine, "secret")
-    assert log_pending(engine).logged == [ids["secret"]]
+    assert deliver(engine).logged == [ids["secret"]]
     assert _logged_run_names(tracking_uri) == {"red-open", "red-secret"}
     assert _mlflow_state(engine, ids["secret"]) == "logged"

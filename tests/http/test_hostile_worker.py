@@ -25,6 +25,6 @@ def test_the_worker_waits_out_a_locked_database(world: World, monkeypatch: pytes
         return real_claim(engine, *args, **kwargs)
 
     monkeypatch.setattr(jobs, "claim_batch", locked_twice)
-    worker = Worker(world.engine, WorkerSettings(until_empty=True, mlflow=False, poll_interval=0.01, index_runs=False))
+    worker = Worker(world.engine, WorkerSettings(until_empty=True, poll_interval=0.01, index_runs=False))
     assert worker.run() == 1
     assert list(worker.done) == [job]

@@ -1,108 +1,158 @@
-"""The MLflow logging state machine in our database (``evaluations.mlflow_state``): claims under a
-lease, fenced by the attempt count (a logger whose lease ran out, and whose results were claimed
-again, changes nothing), and what ends them. :mod:`evalstore.services.tracking` drives it.
+"""The MLflow delivery state machine in our database (``evaluations.mlflow_state``), the outbox:
+
+```
+none (not finished) --results committed--> pending --claim (lease)--> logging --run FINISHED--> logged
+                                              ^                          |
+                                              +-------any failure--------+   (mlflow_error says why)
+```
+
+A claim is held under a short lease that its deliverer renews while it talks to MLflow
+(:func:`renew`), so a dead deliverer's claim runs out in seconds. Every claim is fenced by the
+attempt count (``mlflow_attempts``): a deliverer whose lease ran out, and whose delivery another
+then claimed, changes nothing. :mod:`evalstore.services.tracking.deliverer` drives it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, and_, or_, update
+from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
 
 from evalstore.db.models import Evaluation
-from evalstore.db.session import unit_of_work
+from evalstore.db.session import read_only, unit_of_work
 from evalstore.services import jobs
 from evalstore.services.embargo import embargoed
 
-MLFLOW_LEASE = timedelta(minutes=5)
+
+@dataclass(frozen=True)
+class Claim:
+    """One deliverer's claim on one result's delivery; ``attempt`` is its fencing token."""
+
+    evaluation_id: int
+    results_version: int
+    attempt: int
+
+    @property
+    def first(self) -> bool:
+        """No earlier claim on these results: nothing of them can be in MLflow yet."""
+        return self.attempt == 1
 
 
-def claim(engine: Engine, only: list[int] | None) -> tuple[int, int, bool, int] | None:
-    """Claim the oldest loggable results (or only ``only``): (id, version, first attempt, attempts)."""
+def claim(engine: Engine, only: list[int] | None, lease: timedelta) -> Claim | None:
+    """Claim the oldest deliverable results (or only ``only``): pending, or held by a deliverer
+    whose lease ran out; never a hidden task's before its release. On PostgreSQL the row is taken
+    with ``FOR UPDATE SKIP LOCKED`` (deliverers on other hosts skip it); on SQLite the unit of work
+    holds the write lock from its start."""
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        row = jobs.first_claimable(
-            session,
-            and_(
-                Evaluation.state == "done",
-                ~embargoed(),  # hidden tasks' results wait for the release
-                or_(
-                    Evaluation.mlflow_state == "pending",
-                    and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now),
-                ),
-            ),
-            only,
-        )
+        row = jobs.first_claimable(session, _claimable(now), only)
         if row is None:
             return None
-        attempt = take(row, now)
-        return row.id, row.results_version, attempt == 1, attempt
+        row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + lease
+        row.mlflow_attempts += 1
+        return Claim(row.id, row.results_version, row.mlflow_attempts)
 
 
-def take(row: Evaluation, now: datetime) -> int:
-    """A step: claim ``row``'s results for logging, in the caller's unit of work (``logging``,
-    under the lease, one more attempt); the claim's attempt count, its fencing token."""
-    row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + MLFLOW_LEASE
-    row.mlflow_attempts += 1
-    return row.mlflow_attempts
-
-
-def held(evaluation_id: int, version: int, attempt: int | None = None) -> Any:
-    """The claim on these results for logging; ``attempt``: that very claim (its mlflow_attempts),
-    so a logger whose lease ran out and was claimed again changes nothing (a fencing token)."""
-    claimed = and_(
-        Evaluation.id == evaluation_id, Evaluation.results_version == version, Evaluation.mlflow_state == "logging"
+def _claimable(now: Any) -> Any:
+    return and_(
+        Evaluation.state == "done",
+        ~embargoed(),
+        or_(
+            Evaluation.mlflow_state == "pending",
+            and_(Evaluation.mlflow_state == "logging", Evaluation.mlflow_lease_expires_at < now),
+        ),
     )
-    return claimed if attempt is None else and_(claimed, Evaluation.mlflow_attempts == attempt)
 
 
-def mark_logged(engine: Engine, evaluation_id: int, version: int, run_id: str, attempt: int | None = None) -> bool:
-    """Record the run; False when the claim is no longer this logger's (nothing is changed)."""
+def any_claimable(engine: Engine) -> bool:
+    """Whether :func:`claim` would find something: read first, so that an idle deliverer's look
+    does not take SQLite's write lock (which the workers' commits queue on) twice a second."""
+    with read_only(engine) as session:
+        now = jobs.db_now(session)
+        return session.scalar(select(Evaluation.id).where(_claimable(now)).limit(1)) is not None
+
+
+def _held(held: Claim) -> Any:
+    return and_(
+        Evaluation.id == held.evaluation_id,
+        Evaluation.results_version == held.results_version,
+        Evaluation.mlflow_state == "logging",
+        Evaluation.mlflow_attempts == held.attempt,
+    )
+
+
+def renew(engine: Engine, held: Claim, lease: timedelta) -> bool:
+    """The heartbeat: extend the claim's lease; False when it is no longer this claim."""
+    with unit_of_work(engine) as session:
+        now = jobs.db_now(session)
+        renewed = session.execute(
+            update(Evaluation)
+            .where(_held(held))
+            .values(mlflow_lease_expires_at=now + lease)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(cast(CursorResult[Any], renewed).rowcount)  # an UPDATE's result is a cursor result
+
+
+def confirm(engine: Engine, held: Claim, lease: timedelta) -> str:
+    """Before the MLflow run is finished: renew the claim if it is still this one and the results
+    are not embargoed. "held", or why not: "embargoed" (given back as pending in the same
+    transaction, to be delivered after the release), "replaced" (newer results were stored) or
+    "lost" (another deliverer claimed them after the lease ran out, or the evaluation is gone)."""
+    with unit_of_work(engine) as session:
+        now = jobs.db_now(session)
+        renewed = session.execute(
+            update(Evaluation)
+            .where(_held(held), ~embargoed())
+            .values(mlflow_lease_expires_at=now + lease)
+            .execution_options(synchronize_session=False)
+        )
+        if cast(CursorResult[Any], renewed).rowcount:
+            return "held"
+        row = session.get(Evaluation, held.evaluation_id)
+        if row is None:
+            return "lost"
+        if row.results_version != held.results_version:
+            return "replaced"
+        if row.mlflow_state != "logging" or row.mlflow_attempts != held.attempt:
+            return "lost"
+        row.mlflow_state, row.mlflow_error, row.mlflow_lease_expires_at = "pending", None, None
+        return "embargoed"
+
+
+def mark_logged(engine: Engine, held: Claim, run_id: str) -> bool:
+    """Record the finished run; False when the claim is no longer this one (nothing changed)."""
     with unit_of_work(engine) as session:
         done = session.execute(
             update(Evaluation)
-            .where(held(evaluation_id, version, attempt))
+            .where(_held(held))
             .values(mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None)
             .execution_options(synchronize_session=False)
         )
         return bool(cast(CursorResult[Any], done).rowcount)
 
 
-def give_back(engine: Engine, evaluation_id: int, version: int, error: str | None, attempt: int | None = None) -> None:
+def give_back(engine: Engine, held: Claim, error: str | None) -> None:
+    """Put the delivery back to pending with the reason (a failure); nothing if no longer held."""
     with unit_of_work(engine) as session:
         session.execute(
             update(Evaluation)
-            .where(held(evaluation_id, version, attempt))
+            .where(_held(held))
             .values(mlflow_state="pending", mlflow_error=error, mlflow_lease_expires_at=None)
             .execution_options(synchronize_session=False)
         )
 
 
-def confirm_held(engine: Engine, evaluation_id: int, version: int, attempt: int) -> str:
-    """Before finishing the run of a claim :func:`~evalstore.services.tracking.hold_ahead` made (its
-    ``attempt``): renew its lease if it is still
-    this claim (no later attempt counted) and the results are not embargoed. "held", or why not:
-    "embargoed" (given back as pending, in the same transaction, to be logged after the release),
-    "replaced" (newer results were stored) or "lost" (another logger claimed them after the lease
-    ran out, or the evaluation is gone)."""
-    with unit_of_work(engine) as session:
-        now = jobs.db_now(session)
-        mine = held(evaluation_id, version, attempt)
-        renewed = session.execute(
-            update(Evaluation)
-            .where(mine, ~embargoed())
-            .values(mlflow_lease_expires_at=now + MLFLOW_LEASE)
-            .execution_options(synchronize_session=False)
+def undelivered(engine: Engine) -> int:
+    """Finished results MLflow has not received (pending, or being delivered)."""
+    with read_only(engine) as session:
+        return int(
+            session.scalar(
+                select(func.count())
+                .select_from(Evaluation)
+                .where(Evaluation.state == "done", Evaluation.mlflow_state.in_(("pending", "logging")))
+            )
+            or 0
         )
-        if cast(CursorResult[Any], renewed).rowcount:  # an UPDATE's result is a cursor result
-            return "held"
-        row = session.get(Evaluation, evaluation_id)
-        if row is None:
-            return "lost"
-        if row.results_version != version:
-            return "replaced"
-        if row.mlflow_state != "logging" or row.mlflow_attempts != attempt:
-            return "lost"
-        row.mlflow_state, row.mlflow_error, row.mlflow_lease_expires_at = "pending", None, None
-        return "embargoed"

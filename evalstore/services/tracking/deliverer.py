@@ -1,0 +1,293 @@
+"""The deliverer: the one path by which stored results reach MLflow (an outbox).
+
+A worker commits its results with their delivery ``pending`` and is done; it never waits on
+MLflow, so MLflow being slow, hung or down costs the job queue nothing. A deliverer claims
+pending deliveries under a short lease (:mod:`.states`), renews the lease while it talks to MLflow
+(a dead deliverer's claim runs out in seconds), builds each one's payload from its kind (read
+back from the store), logs it through MLflow's public client (:mod:`.client`), and marks it
+``logged``. It runs as a thread beside ``evalstore worker`` and ``evalstore serve``
+(:class:`BackgroundDeliverer`), as ``evalstore mlflow sync``, and once from ``evaluate
+--wait-mlflow`` (:func:`deliver`).
+
+Exactly once per result: every MLflow run carries the tags ``evalstore.evaluation_id`` and
+``evalstore.results_version``. A claim that is not the first on these results looks for the runs
+an earlier one left: a FINISHED one is adopted (its deliverer died before our database recorded
+it), an unfinished one (its deliverer died midway) is deleted and the results logged afresh. The
+run is finished only after the claim is confirmed still this deliverer's and the results not
+embargoed; a deliverer that lost its claim deletes the run it was making.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, select
+
+from evalstore.config import DEFAULT_MLFLOW_BACKOFF
+from evalstore.db.models import LabelSet, QrelsSet
+from evalstore.db.session import read_only
+from evalstore.errors import TrackingError
+from evalstore.services import jobs, kinds
+from evalstore.services.context import AppContext, context_for
+from evalstore.services.kinds.base import MlflowRun, StoredEvaluation
+from evalstore.services.tracking import client as mlflow_client
+from evalstore.services.tracking import states
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+log = logging.getLogger("evalstore.mlflow")
+
+
+@dataclass
+class SyncReport:
+    """What one :func:`deliver` did: results logged, the failure it stopped at, what is left."""
+
+    logged: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    left_pending: int = 0
+
+
+def deliver(
+    engine: Engine,
+    *,
+    only: list[int] | None = None,
+    limit: int | None = None,
+    context: AppContext | None = None,
+    stop: threading.Event | None = None,
+) -> SyncReport:
+    """Deliver every finished result MLflow has not received (or only ``only``), each exactly
+    once, until none is left, ``limit`` are logged or ``stop`` is set. Stops at the first failure,
+    since the next ones would most likely fail the same way; that one goes back to pending with
+    the reason. Nothing when MLflow is off (``EVALSTORE_MLFLOW=off``): the results stay pending."""
+    context = context_for(engine, context)
+    report = SyncReport()
+    if not context.settings.mlflow_enabled:
+        return report
+    try:
+        lease = timedelta(seconds=context.settings.mlflow_lease_seconds)
+    except ValueError as error:  # the setting's own message says what to do
+        raise TrackingError(str(error)) from None
+    while (limit is None or len(report.logged) < limit) and not (stop is not None and stop.is_set()):
+        held = states.claim(engine, only, lease)
+        if held is None:
+            break
+        started = time.perf_counter()
+        try:
+            with _LeaseKeeper(engine, held, lease):
+                run_id = _deliver_one(engine, held, lease, context)
+        except Exception as error:  # MLflow's own and transport errors, or the database blinked
+            context.mlflow_experiments.clear()
+            message = failure(error)
+            try:
+                states.give_back(engine, held, message)
+            except Exception as database:  # the claim runs out by its lease instead
+                log.warning("evaluation %d: could not give the delivery back: %s", held.evaluation_id, database)
+            report.failed[held.evaluation_id] = message
+            log.warning("evaluation %d: MLflow delivery failed (left pending): %s", held.evaluation_id, message)
+            break
+        if run_id is not None:
+            report.logged.append(held.evaluation_id)
+            log.info(
+                "evaluation %d: logged to MLflow run %s (%.2fs)",
+                held.evaluation_id,
+                run_id,
+                time.perf_counter() - started,
+            )
+    report.left_pending = states.undelivered(engine) if only is None else 0
+    return report
+
+
+def _deliver_one(engine: Engine, held: states.Claim, lease: timedelta, context: AppContext) -> str | None:
+    """Deliver the claimed results; the MLflow run id, or None when the claim came to nothing
+    (the results were replaced or embargoed meanwhile, or another deliverer took them over)."""
+    settings = context.settings
+    uri = settings.mlflow_tracking_uri
+    stored = results_for(engine, held.evaluation_id)
+    if int(stored.header["results_version"]) != held.results_version:
+        return None  # replaced since the claim: the newer results are pending, for their own claim
+    payload = kinds.get(stored.kind).mlflow_run(stored)
+    client = mlflow_client.open_client(uri, context.mlflow_clients)
+    name = settings.mlflow_experiment_name(payload.experiment)
+    # looked up once per process (a query of MLflow's and a file lock a delivery); forgotten on
+    # any failure, in case it was deleted in MLflow meanwhile
+    experiment = context.mlflow_experiments.get((uri, name))
+    if experiment is None:
+        experiment = context.mlflow_experiments.put((uri, name), mlflow_client.experiment_id(client, uri, name))
+    if not held.first:  # an earlier claim may have reached MLflow; the first cannot have
+        for run_id, status in mlflow_client.runs_of(client, experiment, held.evaluation_id, held.results_version):
+            if status == "FINISHED":  # its deliverer died before recording it: adopt it
+                return run_id if states.mark_logged(engine, held, run_id) else None
+            client.delete_run(run_id)  # its deliverer died midway: replaced by the run below
+    run_id = mlflow_client.start_run(client, experiment, payload)
+    verdict = states.confirm(engine, held, lease)
+    if verdict != "held":
+        log.info("evaluation %d: MLflow run %s deleted, the results were %s", held.evaluation_id, run_id, verdict)
+        client.delete_run(run_id)
+        return None
+    mlflow_client.finish_run(client, run_id)
+    if not states.mark_logged(engine, held, run_id):
+        # taken over after our lease ran out: the next claim adopts this finished run by its tags
+        log.warning("evaluation %d: another deliverer took over MLflow run %s", held.evaluation_id, run_id)
+        return None
+    return run_id
+
+
+class _LeaseKeeper:
+    """Renews a claim's lease from a side thread every third of it while its deliverer talks to
+    MLflow, however long MLflow takes; a deliverer that dies stops renewing it."""
+
+    def __init__(self, engine: Engine, held: states.Claim, lease: timedelta) -> None:
+        self.engine, self.held, self.lease = engine, held, lease
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"mlflow-lease-{held.evaluation_id}", daemon=True)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease.total_seconds() / 3):
+            try:
+                if not states.renew(self.engine, self.held, self.lease):
+                    return  # no longer ours: the deliverer finds that out when it confirms
+            except Exception as error:  # the database blinked: try again at the next beat
+                log.warning("renewing the MLflow delivery of evaluation %d failed: %s", self.held.evaluation_id, error)
+
+
+class BackgroundDeliverer:
+    """:func:`deliver` on threads of its own (``lanes``), beside ``evalstore worker`` or
+    ``evalstore serve``: each looks for pending deliveries every ``poll_interval`` seconds and
+    delivers them, and while MLflow fails they wait 1, 2, 4 ... seconds between attempts, up to the
+    settings' back-off (``EVALSTORE_MLFLOW_BACKOFF``), then catch up once MLflow answers. A
+    delivery spends most of its time waiting (MLflow's store, our database's write lock), so two
+    lanes deliver about twice as many as one while jobs keep coming."""
+
+    def __init__(
+        self, engine: Engine, *, context: AppContext | None = None, poll_interval: float = 0.5, lanes: int = 2
+    ) -> None:
+        self.engine = engine
+        self.context = context_for(engine, context)
+        self.poll_interval = poll_interval
+        self.failures = 0  # in a row, in any lane; the back-off grows with them
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"mlflow-deliverer-{lane}", daemon=True) for lane in range(lanes)
+        ]
+
+    def start(self) -> BackgroundDeliverer:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def next_wait(self) -> float:
+        """Seconds until the next look: the poll interval, or the back-off after failures."""
+        if not self.failures:
+            return self.poll_interval
+        try:
+            longest = self.context.settings.mlflow_backoff_seconds
+        except ValueError as error:
+            log.warning("%s", error)
+            longest = DEFAULT_MLFLOW_BACKOFF
+        return float(min(longest, 2.0 ** (self.failures - 1)))
+
+    def _counted(self, failed: bool) -> None:
+        with self._lock:
+            self.failures = self.failures + 1 if failed else 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.context.settings.mlflow_enabled and states.any_claimable(self.engine):
+                    self._counted(bool(deliver(self.engine, context=self.context, stop=self._stop).failed))
+            except Exception as error:  # the database is not answering, or a bad setting: go on
+                self._counted(True)
+                log.warning("MLflow delivery stopped (trying again in %.0fs): %s", self.next_wait(), error)
+            self._stop.wait(self.next_wait())
+
+    def stop(self, timeout: float | None = 10.0) -> bool:
+        """Stop after the deliveries in hand, waiting at most ``timeout`` seconds for each lane
+        (None: as long as it takes; a hung MLflow is otherwise left to its thread, whose claim runs
+        out by its lease); whether all have stopped."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        return not any(thread.is_alive() for thread in self._threads)
+
+
+def warm_up(context: AppContext) -> threading.Thread:
+    """Import MLflow and open its store on a thread, while the caller does something else (a
+    command that delivers once its jobs are done: ~2 s of MLflow's import and its store's checks
+    overlap the jobs instead of following them). A failure is left for the delivery to meet."""
+
+    def open_now() -> None:
+        try:
+            mlflow_client.open_client(context.settings.mlflow_tracking_uri, context.mlflow_clients)
+        except Exception as error:  # the delivery tries again, and says why if it fails
+            log.debug("opening MLflow ahead failed: %s", error)
+
+    thread = threading.Thread(target=open_now, name="mlflow-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def results_for(engine: Engine, evaluation_id: int) -> StoredEvaluation:
+    """A finished evaluation read back as MLflow gets it, by its kind."""
+    with read_only(engine) as session:
+        kind = jobs.kind_of(session, evaluation_id)
+    return kinds.get(kind).read_back(engine, evaluation_id)
+
+
+def prepare(engine: Engine, *, context: AppContext | None = None) -> list[str]:
+    """Make MLflow's store (a new local SQLite store creates its schema on first use, which took
+    most of the first delivery's time) and an experiment for every qrels and label set stored, so
+    the first delivery is quick; the experiments' names. ``evalstore db upgrade`` calls it."""
+    context = context_for(engine, context)
+    settings = context.settings
+    uri = settings.mlflow_tracking_uri
+    with read_only(engine) as session:
+        judgments = sorted({*session.scalars(select(QrelsSet.name)), *session.scalars(select(LabelSet.name))})
+    try:
+        client = mlflow_client.open_client(uri, context.mlflow_clients)
+        names = [settings.mlflow_experiment_name(name) for name in judgments]
+        for name in names:
+            mlflow_client.experiment_id(client, uri, name)
+    except Exception as exc:  # MLflow raises its own and transport errors; the caller needs one
+        raise TrackingError(f"Could not prepare MLflow at {uri}: {failure(exc)}") from exc
+    return names
+
+
+def log_now(payload: MlflowRun, what: str, *, context: AppContext | None = None) -> str:
+    """Log ``payload`` as its own MLflow run now, outside the evaluations' deliveries (a
+    comparison: nothing stored to retry from). ``what`` names it in the error. Returns the run id."""
+    from evalstore import config
+    from evalstore.services.context import MLFLOW_CLIENTS_KEPT, Lru
+
+    settings = context.settings if context is not None else config.Settings()
+    uri = settings.mlflow_tracking_uri
+    try:
+        client: MlflowClient = mlflow_client.open_client(
+            uri, context.mlflow_clients if context is not None else Lru[str, Any](MLFLOW_CLIENTS_KEPT)
+        )
+        experiment = mlflow_client.experiment_id(client, uri, settings.mlflow_experiment_name(payload.experiment))
+        return mlflow_client.log_run(client, experiment, payload)
+    except Exception as exc:  # MLflow raises its own and transport errors; the user needs one message
+        raise TrackingError(
+            f"Could not log {what} to MLflow at {uri}: {exc}. The comparison itself is "
+            "printed; run the command again once MLflow is reachable."
+        ) from exc
+
+
+def failure(error: Exception) -> str:
+    """An MLflow failure as it is stored in ``mlflow_error`` and logged."""
+    return f"{type(error).__name__}: {error}".strip()[:2000]
