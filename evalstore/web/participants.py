@@ -14,12 +14,13 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
+from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import DESCRIPTION_MAX, RowId, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
+from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.pages import _form_principal as form_principal
 from evalstore.web.pages import _page_principal as page_principal
@@ -137,8 +138,29 @@ def _store_submission(
 async def withdraw(request: Request, run: str) -> Response:
     principal, form = await form_principal(request, "runs:submit")
     task = str(form.get("task", ""))
+    back = f"/tasks/{quote(task, safe='')}/submit" if task else "/"
+    if not confirmed(form):  # the run must be the caller's to withdraw before it is asked about
+        shown = await run_in_threadpool(tasks.show_submission, server(request).engine, principal, run)
+        evaluated = shown["state"] == "done"
+        return confirmation_page(
+            request,
+            principal,
+            Confirmation(
+                heading=f"Withdraw run {run}?",
+                consequences=[
+                    f"Run {run} of team {shown['team']} is deleted from task {shown['task']}, "
+                    "with its evaluation and scores. This cannot be undone.",
+                    f"It keeps its place in team {shown['team']}'s quota: it was evaluated."
+                    if evaluated
+                    else f"Its place in team {shown['team']}'s quota is free again.",
+                ],
+                button=f"Withdraw {run}",
+                back=back,
+                fields={"task": task},
+            ),
+        )
     await run_in_threadpool(tasks.withdraw_run, server(request).engine, principal, run)
-    return see_other(f"/tasks/{quote(task, safe='')}/submit" if task else "/")
+    return see_other(back)
 
 
 # --- the profile ------------------------------------------------------------------------------------
@@ -193,7 +215,25 @@ async def create_token(request: Request) -> Response:
 
 @router.post("/profile/tokens/{token_id}/revoke")
 async def revoke_token(request: Request, token_id: RowId) -> Response:
-    principal, _ = await form_principal(request, "tokens:manage")
+    principal, form = await form_principal(request, "tokens:manage")
+    if not confirmed(form):
+        owned = await run_in_threadpool(access.list_tokens, server(request).engine, principal.name)
+        token = next((t for t in owned if t["id"] == token_id), None)
+        if token is None:
+            raise NotFoundError(f"No token {token_id} of yours; your profile lists your tokens.")
+        return confirmation_page(
+            request,
+            principal,
+            Confirmation(
+                heading=f"Revoke token {token_id}?",
+                consequences=[
+                    f"Token {token_id} stops working at once: every script that uses it is refused from then on. "
+                    "This cannot be undone; you can create a new token afterwards."
+                ],
+                button=f"Revoke token {token_id}",
+                back="/profile",
+            ),
+        )
     await run_in_threadpool(access.revoke_token, server(request).engine, token_id, by=principal)
     return see_other("/profile")
 

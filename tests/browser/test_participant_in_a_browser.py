@@ -20,6 +20,7 @@ from tests.browser.test_pages_in_a_browser import PASSWORD, SCREENSHOTS, browser
 from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]
+CONFIRM = "main form:has(input[name=confirm]) button[type=submit]"  # a confirmation page's button
 # the elements whose right edge passes the screen's, outermost first (for the failure message)
 WIDER_THAN_THE_SCREEN = """() => [...document.querySelectorAll('body *')]
   .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
@@ -88,6 +89,18 @@ def test_a_participant_submits_and_follows_a_run(
     page.wait_for_url(f"{service}/runs/pat-1")  # type: ignore[attr-defined]
     page.go_back()  # type: ignore[attr-defined]
     page.click("button[aria-label='Withdraw pat-1']")  # type: ignore[attr-defined]
+    # asked first: nothing is withdrawn until the confirmation page's button
+    page.wait_for_url(f"{service}/runs/pat-1/withdraw")  # type: ignore[attr-defined]
+    assert page.inner_text("h1") == "Withdraw run pat-1?"  # type: ignore[attr-defined]
+    assert "It keeps its place in team uni-a's quota: it was evaluated." in page.inner_text("main")  # type: ignore[attr-defined]
+    shot(page, f"withdraw-asked-{width}")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the confirmation scrolls sideways by {overflow} px at {width} px"
+    page.click("text=No, go back")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    assert "pat-1" in page.inner_text("main")  # type: ignore[attr-defined]  # still there
+    page.click("button[aria-label='Withdraw pat-1']")  # type: ignore[attr-defined]
+    page.click(CONFIRM)  # type: ignore[attr-defined]
     page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
     assert "No runs submitted yet." in page.inner_text("main")  # type: ignore[attr-defined]
     assert SCREENSHOTS.joinpath(f"submit-done-{width}.png").exists()
