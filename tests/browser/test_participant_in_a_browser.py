@@ -104,3 +104,19 @@ def test_a_participant_submits_and_follows_a_run(
     page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
     assert "No runs submitted yet." in page.inner_text("main")  # type: ignore[attr-defined]
     assert SCREENSHOTS.joinpath(f"submit-done-{width}.png").exists()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_an_error_page_keeps_the_layout_at_any_name_length(service: str, browser_page: object, width: int) -> None:
+    """A name of 200 characters without a space (a run's, from a link) wraps inside the page."""
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "pat", "/tasks/shared-task")
+    name = "x" * 200
+    response = page.goto(f"{service}/runs/{name}")  # type: ignore[attr-defined]
+    assert response.status == 404
+    assert page.inner_text("p.error") == f"No run named '{name}'."  # type: ignore[attr-defined]
+    shot(page, f"error-long-name-{width}")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    wide = page.evaluate(WIDER_THAN_THE_SCREEN)  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the error page scrolls sideways by {overflow} px at {width} px: {wide}"
