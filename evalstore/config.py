@@ -115,6 +115,36 @@ def password_checks() -> int:
     return int(value)
 
 
+MISSING_TOPICS_WARN_ENV = "EVALSTORE_MISSING_TOPICS_WARN"
+REFUSE_NO_SHARED_TOPIC_ENV = "EVALSTORE_REFUSE_NO_SHARED_TOPIC"
+# a run most of whose topics the qrels do not judge was most likely made for another collection:
+# its mean is taken over the qrels' topics and reads as a poor system, not as a wrong file
+DEFAULT_MISSING_TOPICS_WARN = 0.5
+
+
+def missing_topics_warn() -> float:
+    """The share of a submitted run's topics missing from the task's qrels above which the
+    submission is accepted with a warning: ``$EVALSTORE_MISSING_TOPICS_WARN`` (0 to 1), else 0.5.
+    A bad value raises ValueError."""
+    value = os.environ.get(MISSING_TOPICS_WARN_ENV)
+    if not value:
+        return DEFAULT_MISSING_TOPICS_WARN
+    try:
+        share = float(value)
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 1:
+        raise ValueError(f"{MISSING_TOPICS_WARN_ENV}={value!r} is not a share from 0 to 1; unset it for 0.5.")
+    return share
+
+
+def refuse_no_shared_topic() -> bool:
+    """Whether a run sharing no topic with the qrels is refused (submitted to a task) and skipped
+    (``evaluate --all-runs``) rather than scored 0 on every topic:
+    ``EVALSTORE_REFUSE_NO_SHARED_TOPIC=off`` scores it; on by default."""
+    return os.environ.get(REFUSE_NO_SHARED_TOPIC_ENV, "on").lower() not in ("off", "0", "false", "no")
+
+
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
@@ -143,3 +173,11 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
+
+    @property
+    def missing_topics_warn(self) -> float:
+        return missing_topics_warn()
+
+    @property
+    def refuse_no_shared_topic(self) -> bool:
+        return refuse_no_shared_topic()

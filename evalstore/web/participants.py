@@ -5,10 +5,10 @@ tokens, their password). Forms post with the session's CSRF token, as every page
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Annotated, Any, cast
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi import UploadFile as FastAPIUpload
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import DESCRIPTION_MAX, RowId, check_run_name
+from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
@@ -64,6 +64,8 @@ def _submit_page(
     status_code: int = 200,
     error: str | None = None,
     form: dict[str, str] | None = None,
+    warning: str | None = None,
+    submitted: str | None = None,
 ) -> HTMLResponse:
     return render(
         request,
@@ -71,6 +73,8 @@ def _submit_page(
         principal,
         status_code=status_code,
         error=error,
+        warning=warning,
+        submitted=submitted,
         form=form or {"name": "", "run_type": "automatic", "description": ""},
         run_types=tasks.RUN_TYPES,
         **_your_runs(request, principal, task),
@@ -78,9 +82,18 @@ def _submit_page(
 
 
 @router.get("/tasks/{task}/submit")
-def submit_form(request: Request, task: str) -> HTMLResponse:
+def submit_form(
+    request: Request, task: str, submitted: Annotated[str | None, Query(max_length=NAME_MAX)] = None
+) -> HTMLResponse:
     principal = page_principal(request, "runs:read")
-    return _submit_page(request, principal, task)
+    warning = None
+    if submitted:  # a run of the caller's just stored: its warning, read again (never from the URL)
+        try:
+            shared = server(request)
+            warning = tasks.submission_warning(shared.engine, principal, submitted, context=shared.context)
+        except EvalstoreError:  # not theirs, or withdrawn since: no warning to say
+            warning = None
+    return _submit_page(request, principal, task, warning=warning, submitted=submitted if warning else None)
 
 
 @router.post("/tasks/{task}/submit")
@@ -102,7 +115,8 @@ async def submit(request: Request, task: str) -> Response:
         )
     finally:
         await form.close()
-    return see_other(f"/tasks/{quote(task, safe='')}/submit")
+    # the page after the upload names the run, and says its topic-coverage warning if it has one
+    return see_other(f"/tasks/{quote(task, safe='')}/submit?submitted={quote(kept['name'], safe='')}")
 
 
 def _store_submission(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from evalstore.config import DATABASE_URL_ENV, default_database_url, password_checks, password_cost
+from evalstore.config import (
+    DATABASE_URL_ENV,
+    default_database_url,
+    missing_topics_warn,
+    password_checks,
+    password_cost,
+)
 from evalstore.errors import InvalidParameterError
 
 MAX_UPLOAD_ENV = "EVALSTORE_MAX_UPLOAD_MB"
@@ -58,9 +64,10 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls) -> ServerSettings:
-        try:  # a bad $EVALSTORE_PASSWORD_COST or _CHECKS stops the server at start, not at a sign-in
-            password_cost()
+        try:  # a bad $EVALSTORE_PASSWORD_COST, _CHECKS or _MISSING_TOPICS_WARN stops the server at
+            password_cost()  # start, not at a sign-in or a submission
             password_checks()
+            missing_topics_warn()
         except ValueError as bad:
             raise InvalidParameterError(str(bad)) from None
         return cls(

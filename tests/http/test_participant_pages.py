@@ -45,7 +45,7 @@ def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: 
         assert tasks.task_runs(world.engine, as_principal(world.engine, "red"), "capped") == []  # nothing stored
 
         good = _submit(client, "capped", "red-good", run_text(tag="good"), csrf=csrf_of(bad.text))
-        assert good.status_code == 303 and good.headers["location"] == "/tasks/capped/submit"
+        assert good.status_code == 303 and good.headers["location"] == "/tasks/capped/submit?submitted=red-good"
         page = client.get("/tasks/capped/submit")
         assert "1 of 2 runs used by team red" in page.text
         row = re.search(r'<a href="/runs/red-good">red-good</a>.*?</tr>', page.text, re.S)
