@@ -74,7 +74,7 @@ def test_a_participant_submits_and_follows_a_run(
     good.write_text(run_text(tag="pat"))
     page.set_input_files("#file", str(good))  # type: ignore[attr-defined]
     page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
-    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit?submitted=pat-1")  # type: ignore[attr-defined]
     deadline = time.monotonic() + 60
     while "done" not in page.inner_text("td.state-done, td[class^=state-]"):  # type: ignore[attr-defined]
         assert time.monotonic() < deadline, "the run was not evaluated within 60 s"
@@ -120,3 +120,23 @@ def test_an_error_page_keeps_the_layout_at_any_name_length(service: str, browser
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
     wide = page.evaluate(WIDER_THAN_THE_SCREEN)  # type: ignore[attr-defined]
     assert overflow <= 0, f"the error page scrolls sideways by {overflow} px at {width} px: {wide}"
+
+
+def test_a_run_mostly_missing_from_the_qrels_is_stored_with_a_warning(
+    service: str, browser_page: object, tmp_path: Path
+) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "pat", "/tasks/shared-task/submit")
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text(run_text(tag="x") + "".join(f"{t} Q0 doc-{t} 1 1.0 x\n" for t in range(901, 905)))
+    page.set_input_files("#file", str(mixed))  # type: ignore[attr-defined]
+    page.fill("#name", "pat-mixed")  # type: ignore[attr-defined]
+    page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit?submitted=pat-mixed")  # type: ignore[attr-defined]
+    assert page.inner_text("#submitted-warning").startswith(  # type: ignore[attr-defined]
+        "Run pat-mixed was stored, with a warning: 4 of the 7 topics of run 'pat-mixed' (57%) are not in the qrels"
+    )
+    shot(page, "submit-warning-390")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
