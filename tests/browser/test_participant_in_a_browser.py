@@ -16,6 +16,7 @@ from evalstore.services import access, store, tasks
 from evalstore.services.worker import InProcessWorker, WorkerSettings
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
+from tests.browser.axe import axe_violations
 from tests.browser.test_pages_in_a_browser import PASSWORD, SCREENSHOTS, browser_page, shot, sign_in
 from tests.http.conftest import SAMPLE, run_text, serving
 
@@ -94,6 +95,7 @@ def test_a_participant_submits_and_follows_a_run(
     assert page.inner_text("h1") == "Withdraw run pat-1?"  # type: ignore[attr-defined]
     assert "It keeps its place in team uni-a's quota: it was evaluated." in page.inner_text("main")  # type: ignore[attr-defined]
     shot(page, f"withdraw-asked-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
     assert overflow <= 0, f"the confirmation scrolls sideways by {overflow} px at {width} px"
     page.click("text=No, go back")  # type: ignore[attr-defined]
@@ -117,6 +119,7 @@ def test_an_error_page_keeps_the_layout_at_any_name_length(service: str, browser
     assert response.status == 404
     assert page.inner_text("p.error") == f"No run named '{name}'."  # type: ignore[attr-defined]
     shot(page, f"error-long-name-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
     wide = page.evaluate(WIDER_THAN_THE_SCREEN)  # type: ignore[attr-defined]
     assert overflow <= 0, f"the error page scrolls sideways by {overflow} px at {width} px: {wide}"
