@@ -290,6 +290,24 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
+            "EVALSTORE_MISSING_TOPICS_WARN",
+            "a share from 0 to 1",
+            "0.5",
+            "A submitted run more of whose topics than this share the task's qrels do not judge is stored with a "
+            "warning (most likely made for another collection).",
+            _number(float, 0, 1),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_REFUSE_NO_SHARED_TOPIC",
+            "on or off",
+            "on",
+            "on: a run sharing no topic with the qrels is refused when submitted and skipped by "
+            "`evaluate --all-runs`; off scores it 0 on every topic.",
+            _flag,
+            "Service",
+        ),
+        Variable(
             "EVALSTORE_PASSWORD_CHECKS",
             "a whole number from 1 to 64",
             "2",
@@ -503,6 +521,25 @@ def cache_dir() -> Path | None:
     return xdg_cache_home() / "evalstore"
 
 
+MISSING_TOPICS_WARN_ENV = "EVALSTORE_MISSING_TOPICS_WARN"
+REFUSE_NO_SHARED_TOPIC_ENV = "EVALSTORE_REFUSE_NO_SHARED_TOPIC"
+# a run most of whose topics the qrels do not judge was most likely made for another collection:
+# its mean is taken over the qrels' topics and reads as a poor system, not as a wrong file
+DEFAULT_MISSING_TOPICS_WARN = 0.5
+
+
+def missing_topics_warn() -> float:
+    """The share of a submitted run's topics missing from the task's qrels above which the
+    submission is accepted with a warning."""
+    return float(_or(MISSING_TOPICS_WARN_ENV, DEFAULT_MISSING_TOPICS_WARN))
+
+
+def refuse_no_shared_topic() -> bool:
+    """Whether a run sharing no topic with the qrels is refused (submitted to a task) and skipped
+    (``evaluate --all-runs``) rather than scored 0 on every topic."""
+    return bool(_or(REFUSE_NO_SHARED_TOPIC_ENV, True))
+
+
 class Settings:
     """The settings as one object, which an application context carries
     (:attr:`evalstore.services.context.AppContext.settings`). Each is read from the environment
@@ -550,3 +587,11 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
+
+    @property
+    def missing_topics_warn(self) -> float:
+        return missing_topics_warn()
+
+    @property
+    def refuse_no_shared_topic(self) -> bool:
+        return refuse_no_shared_topic()

@@ -8,7 +8,7 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
-from evalstore.cli._output import OutputFormat, info, render
+from evalstore.cli._output import OutputFormat, info, render, warn
 
 
 class BackendName(StrEnum):
@@ -219,6 +219,13 @@ def evaluate(
         announce=announce,
         context=state(ctx).context(),
     )
+    for name in outcome.skipped:
+        warn(f"skipped run '{name}': it shares no topic with qrels '{qrels}' and would score 0 on every topic")
+    if outcome.skipped:
+        info(
+            f"{len(outcome.skipped)} of the runs skipped: they share no topic with qrels '{qrels}' "
+            f"(EVALSTORE_REFUSE_NO_SHARED_TOPIC=off evaluates them)"
+        )
     report = outcome.report
     if splits is None or fmt is OutputFormat.table:  # json/csv: one document, the per-fold table
         render(report.rows, report.columns, fmt, title=report.title)

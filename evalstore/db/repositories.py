@@ -120,6 +120,19 @@ def list_runs(session: Session) -> list[Run]:
     return list(session.scalars(select(Run).order_by(Run.name)))
 
 
+def runs_sharing_no_topic(session: Session, qrels: QrelsSet) -> list[str]:
+    """The names of the runs none of whose topics the qrels judge (by name); an empty run is not
+    one of them (it has no topic to miss)."""
+    has_topics = select(RunTopic.run_id).where(RunTopic.run_id == Run.id).exists()
+    shared = (
+        select(RunTopic.run_id)
+        .join(Judgment, and_(Judgment.qrels_id == qrels.id, Judgment.topic == RunTopic.topic))
+        .where(RunTopic.run_id == Run.id)
+        .exists()
+    )
+    return list(session.scalars(select(Run.name).where(has_topics, ~shared).order_by(Run.name)))
+
+
 def get_qrels(session: Session, name: str, *, latest: bool = True) -> QrelsSet:
     """The qrels named ``name``; a lineage's name (``qrels build NAME``: its versions are qrels
     ``NAME@v1``, ``NAME@v2``, ...) with no qrels of its own means its newest version, wherever a

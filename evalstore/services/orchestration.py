@@ -19,8 +19,9 @@ from sqlalchemy import Engine
 
 from evalstore import _logging, config
 from evalstore.backends import LOCAL, Backend
+from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError
+from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.services import jobs, tracking
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import DEFAULT_MEASURE_SET, EvaluationOptions, JobRef, JobView
@@ -143,6 +144,7 @@ class Evaluations:
     views: list[JobView]
     done_here: dict[int, EvaluationSummary]
     report: Report
+    skipped: tuple[str, ...] = ()  # runs left out of "every run": they share no topic with the qrels
 
     @property
     def unfinished(self) -> list[JobView]:
@@ -203,6 +205,9 @@ def evaluate(
         Unknown qrels, runs or prediction sets; measures or options the judgments cannot take.
     """
     context = context_for(engine, context)
+    skipped: tuple[str, ...] = ()
+    if isinstance(request, RankingRequest) and request.runs is None and context.settings.refuse_no_shared_topic:
+        request, skipped = _without_unshared_runs(engine, request)
     refs = request.enqueue(engine)
     for ref in refs:
         if announce is not None:
@@ -220,7 +225,25 @@ def evaluate(
         if mlflow and not wait_for_mlflow and done:
             log_in_background(engine, sorted(done), context=context)
     views = [jobs.show_job(engine, r.evaluation_id) for r in refs]
-    return Evaluations(refs, views, done, request.report(engine, views, wait))
+    return Evaluations(refs, views, done, request.report(engine, views, wait), skipped)
+
+
+def _without_unshared_runs(engine: Engine, request: RankingRequest) -> tuple[RankingRequest, tuple[str, ...]]:
+    """Every run but those sharing no topic with the qrels (they would score 0 on every topic and
+    be logged to MLflow as if they were poor systems), and the names of those left out."""
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, request.qrels)
+        unshared = repo.runs_sharing_no_topic(session, qrels)
+        names = [r.name for r in repo.list_runs(session)]
+    if not unshared:
+        return request, ()
+    kept = [n for n in names if n not in set(unshared)]
+    if not kept and names:
+        raise InvalidParameterError(
+            f"None of the {len(names)} runs shares a topic with the qrels '{request.qrels}': "
+            "each would score 0 on every topic, so none was evaluated."
+        )
+    return dataclasses.replace(request, runs=kept), tuple(unshared)
 
 
 def log_in_background(engine: Engine, evaluation_ids: list[int], *, context: AppContext) -> None:

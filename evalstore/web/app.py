@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
 
 from evalstore import scratch
 from evalstore._version import __version__
@@ -64,6 +66,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def api_docs() -> HTMLResponse:
         return headers.api_docs("/api/v1/openapi.json", "evalstore - Swagger UI")
 
+    # before the pages' /static mount, which would otherwise answer for these paths
+    app.mount(headers.SWAGGER_UI_ASSETS, StaticFiles(directory=swagger_ui_path), name="swagger-ui")
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls

@@ -16,12 +16,13 @@ from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from evalstore.errors import EvalstoreError, InvalidParameterError
+from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_qrels
 from evalstore.services import organising, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import RowId, check_name
 from evalstore.web.auth import server
+from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.headers import content_disposition
 from evalstore.web.pages import _form_principal as form_principal
@@ -182,9 +183,31 @@ async def edit_settings(request: Request, task: str) -> Response:
 
 @router.post("/tasks/{task}/release")
 async def release(request: Request, task: str) -> Response:
-    principal, _ = await form_principal(request, "tasks:manage")
+    principal, form = await form_principal(request, "tasks:manage")
+    if not confirmed(form):
+        shown = await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        return confirmation_page(request, principal, _release_question(shown.as_dict()))
     await run_in_threadpool(tasks.release_task, server(request).engine, task, by=principal)
     return see_other(_console_url(task))
+
+
+def _release_question(task: dict[str, Any]) -> Confirmation:
+    name = task["name"]
+    if task["released_at"]:
+        said = [f"Task {name} is already released; releasing it again changes nothing."]
+    else:
+        said = [f"Everyone who may see task {name} sees its scores from then on."]
+        if task["private_topics"]:
+            said.append(
+                f"The final ranking on its {task['private_topics']} private topics is shown to every participant."
+            )
+        said.append("This cannot be undone: a released task cannot be hidden again.")
+    return Confirmation(
+        heading=f"Release the scores of {name}?",
+        consequences=said,
+        button="Release the scores",
+        back=_console_url(name),
+    )
 
 
 @router.get("/tasks/{task}/qrels")
@@ -219,8 +242,11 @@ async def retry(request: Request, task: str, job: RowId) -> Response:
 
 @router.post("/tasks/{task}/jobs/{job}/cancel")
 async def cancel(request: Request, task: str, job: RowId) -> Response:
-    principal, _ = await form_principal(request, "tasks:manage")
+    principal, form = await form_principal(request, "tasks:manage")
     try:
+        if not confirmed(form):
+            asked = await run_in_threadpool(_cancel_question, request, principal, task, job)
+            return confirmation_page(request, principal, asked)
         await run_in_threadpool(organising.cancel_job, server(request).engine, principal, task, job)
     except EvalstoreError as error:
         if status_for(error) != 409:
@@ -229,6 +255,26 @@ async def cancel(request: Request, task: str, job: RowId) -> Response:
             _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
         )
     return see_other(_console_url(task) + "#submissions")
+
+
+def _cancel_question(request: Request, principal: Principal, task: str, job: int) -> Confirmation:
+    """What cancelling the job does; refused as the cancel itself would be (not the task's job,
+    or no longer queued or running) before anything is asked."""
+    runs = organising.submissions(server(request).engine, principal, task)
+    run = next((r for r in runs if r["job"] == job), None)
+    if run is None:
+        raise NotFoundError(f"No job {job} among the submissions of task '{task}'.")
+    if run["state"] not in ("queued", "running"):
+        raise ConflictError(f"Job {job} is already {run['state']}; only queued or running jobs can be cancelled.")
+    return Confirmation(
+        heading=f"Cancel the evaluation of {run['run']}?",
+        consequences=[
+            f"The {run['state']} evaluation of run {run['run']} (team {run['team']}) stops and is not scored.",
+            f"Team {run['team']}'s place in the quota is free again; you can retry the evaluation later.",
+        ],
+        button=f"Cancel the evaluation of {run['run']}",
+        back=_console_url(task) + "#submissions",
+    )
 
 
 @router.post("/tasks/{task}/pools")

@@ -33,6 +33,7 @@ from evalstore.web import auth
 from evalstore.web.auth import SESSION_COOKIE, caller, csrf_token, server
 from evalstore.web.headers import content_disposition
 from evalstore.web.templating import bar_chart, query_terms, templates
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 LOGIN_COOKIE = "evalstore_login"  # the sign-in form's CSRF token (double submit): there is no session yet
@@ -84,6 +85,9 @@ async def _form_principal(request: Request, action: str) -> tuple[Principal, For
 def render(
     request: Request, template: str, principal: Principal, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
+    for key in ("error", "message"):  # the services' messages, in the words of who reads the page
+        if isinstance(context.get(key), str):
+            context[key] = for_reader(context[key], principal)
     return templates.TemplateResponse(request, template, {"me": principal, **context}, status_code=status_code)
 
 

@@ -5,21 +5,22 @@ tokens, their password). Forms post with the session's CSRF token, as every page
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Annotated, Any, cast
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi import UploadFile as FastAPIUpload
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError
+from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import DESCRIPTION_MAX, RowId, check_run_name
+from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, check_run_name
 from evalstore.web.api import _uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
+from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.pages import _form_principal as form_principal
 from evalstore.web.pages import _page_principal as page_principal
@@ -63,6 +64,8 @@ def _submit_page(
     status_code: int = 200,
     error: str | None = None,
     form: dict[str, str] | None = None,
+    warning: str | None = None,
+    submitted: str | None = None,
 ) -> HTMLResponse:
     return render(
         request,
@@ -70,6 +73,8 @@ def _submit_page(
         principal,
         status_code=status_code,
         error=error,
+        warning=warning,
+        submitted=submitted,
         form=form or {"name": "", "run_type": "automatic", "description": ""},
         run_types=tasks.RUN_TYPES,
         **_your_runs(request, principal, task),
@@ -77,9 +82,18 @@ def _submit_page(
 
 
 @router.get("/tasks/{task}/submit")
-def submit_form(request: Request, task: str) -> HTMLResponse:
+def submit_form(
+    request: Request, task: str, submitted: Annotated[str | None, Query(max_length=NAME_MAX)] = None
+) -> HTMLResponse:
     principal = page_principal(request, "runs:read")
-    return _submit_page(request, principal, task)
+    warning = None
+    if submitted:  # a run of the caller's just stored: its warning, read again (never from the URL)
+        try:
+            shared = server(request)
+            warning = tasks.submission_warning(shared.engine, principal, submitted, context=shared.context)
+        except EvalstoreError:  # not theirs, or withdrawn since: no warning to say
+            warning = None
+    return _submit_page(request, principal, task, warning=warning, submitted=submitted if warning else None)
 
 
 @router.post("/tasks/{task}/submit")
@@ -101,7 +115,8 @@ async def submit(request: Request, task: str) -> Response:
         )
     finally:
         await form.close()
-    return see_other(f"/tasks/{quote(task, safe='')}/submit")
+    # the page after the upload names the run, and says its topic-coverage warning if it has one
+    return see_other(f"/tasks/{quote(task, safe='')}/submit?submitted={quote(kept['name'], safe='')}")
 
 
 def _store_submission(
@@ -137,8 +152,29 @@ def _store_submission(
 async def withdraw(request: Request, run: str) -> Response:
     principal, form = await form_principal(request, "runs:submit")
     task = str(form.get("task", ""))
+    back = f"/tasks/{quote(task, safe='')}/submit" if task else "/"
+    if not confirmed(form):  # the run must be the caller's to withdraw before it is asked about
+        shown = await run_in_threadpool(tasks.show_submission, server(request).engine, principal, run)
+        evaluated = shown["state"] == "done"
+        return confirmation_page(
+            request,
+            principal,
+            Confirmation(
+                heading=f"Withdraw run {run}?",
+                consequences=[
+                    f"Run {run} of team {shown['team']} is deleted from task {shown['task']}, "
+                    "with its evaluation and scores. This cannot be undone.",
+                    f"It keeps its place in team {shown['team']}'s quota: it was evaluated."
+                    if evaluated
+                    else f"Its place in team {shown['team']}'s quota is free again.",
+                ],
+                button=f"Withdraw {run}",
+                back=back,
+                fields={"task": task},
+            ),
+        )
     await run_in_threadpool(tasks.withdraw_run, server(request).engine, principal, run)
-    return see_other(f"/tasks/{quote(task, safe='')}/submit" if task else "/")
+    return see_other(back)
 
 
 # --- the profile ------------------------------------------------------------------------------------
@@ -193,7 +229,25 @@ async def create_token(request: Request) -> Response:
 
 @router.post("/profile/tokens/{token_id}/revoke")
 async def revoke_token(request: Request, token_id: RowId) -> Response:
-    principal, _ = await form_principal(request, "tokens:manage")
+    principal, form = await form_principal(request, "tokens:manage")
+    if not confirmed(form):
+        owned = await run_in_threadpool(access.list_tokens, server(request).engine, principal.name)
+        token = next((t for t in owned if t["id"] == token_id), None)
+        if token is None:
+            raise NotFoundError(f"No token {token_id} of yours; your profile lists your tokens.")
+        return confirmation_page(
+            request,
+            principal,
+            Confirmation(
+                heading=f"Revoke token {token_id}?",
+                consequences=[
+                    f"Token {token_id} stops working at once: every script that uses it is refused from then on. "
+                    "This cannot be undone; you can create a new token afterwards."
+                ],
+                button=f"Revoke token {token_id}",
+                back="/profile",
+            ),
+        )
     await run_in_threadpool(access.revoke_token, server(request).engine, token_id, by=principal)
     return see_other("/profile")
 

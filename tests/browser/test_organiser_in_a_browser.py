@@ -17,7 +17,7 @@ from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
 from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, sign_in
-from tests.browser.test_participant_in_a_browser import WIDER_THAN_THE_SCREEN
+from tests.browser.test_participant_in_a_browser import CONFIRM, WIDER_THAN_THE_SCREEN
 from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
@@ -87,8 +87,13 @@ def test_an_organiser_runs_the_campaign_from_the_console(
     assert page.inner_text("[role=status] >> nth=0") == "Settings saved."  # type: ignore[attr-defined]
     assert page.input_value("#closes") == "2027-01-31T18:00"  # type: ignore[attr-defined]
 
-    # release the scores
-    page.click("text=Release the scores")  # type: ignore[attr-defined]
+    # release the scores: asked first, then confirmed
+    page.click("button:has-text('Release the scores')")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/tasks/campaign/release")  # type: ignore[attr-defined]
+    assert page.inner_text("h1") == "Release the scores of campaign?"  # type: ignore[attr-defined]
+    assert "This cannot be undone" in page.inner_text("main")  # type: ignore[attr-defined]
+    shot(page, f"console-release-asked-{width}")
+    page.click(CONFIRM)  # type: ignore[attr-defined]
     page.wait_for_url(f"{site}/tasks/campaign/manage")  # type: ignore[attr-defined]
     assert "Released" in page.inner_text("main")  # type: ignore[attr-defined]
 
@@ -107,7 +112,9 @@ def test_an_organiser_runs_the_campaign_from_the_console(
     row = page.locator("tr", has_text="gamma-run")  # type: ignore[attr-defined]
     assert "queued" in row.inner_text()
     page.click("button[aria-label='Cancel delta-run']")  # type: ignore[attr-defined]
-    page.wait_for_load_state()  # type: ignore[attr-defined]
+    assert page.inner_text("h1") == "Cancel the evaluation of delta-run?"  # type: ignore[attr-defined]
+    page.click(CONFIRM)  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/tasks/campaign/manage#submissions")  # type: ignore[attr-defined]
     assert "cancelled" in page.locator("tr", has_text="delta-run").inner_text()  # type: ignore[attr-defined]
 
     # build a pool of the task's runs and assign judy to it

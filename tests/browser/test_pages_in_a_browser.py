@@ -178,3 +178,26 @@ def test_an_assessor_judges_ten_documents_with_the_keyboard(
     report = json.loads(result.stdout)
     assert report["assessors"] == ["judy", "kim"]
     assert report["pairs"][0]["items"] == 9  # the ten judged, one undone
+
+
+def test_the_api_documentation_shows_its_operations_offline(site: str, browser_page: object) -> None:
+    """Swagger UI from the service's own files: every request elsewhere is refused, and the page
+    still lists the API's operations."""
+    page = browser_page
+    elsewhere: list[str] = []
+
+    def only_this_site(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(site):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            elsewhere.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    page.route("**/*", only_this_site)  # type: ignore[attr-defined]
+    page.goto(f"{site}/api/v1/docs")  # type: ignore[attr-defined]
+    page.wait_for_selector(".opblock-summary-path")  # type: ignore[attr-defined]
+    paths = page.locator(".opblock-summary-path").all_inner_texts()  # type: ignore[attr-defined]
+    assert "/api/v1/tasks/{task}/leaderboard" in [p.replace("\u200b", "") for p in paths]
+    assert elsewhere == []
+    shot(page, "api-docs")

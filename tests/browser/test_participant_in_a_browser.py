@@ -16,10 +16,12 @@ from evalstore.services import access, store, tasks
 from evalstore.services.worker import InProcessWorker, WorkerSettings
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
+from tests.browser.axe import axe_violations
 from tests.browser.test_pages_in_a_browser import PASSWORD, SCREENSHOTS, browser_page, shot, sign_in
 from tests.http.conftest import SAMPLE, run_text, serving
 
 __all__ = ["browser_page"]
+CONFIRM = "main form:has(input[name=confirm]) button[type=submit]"  # a confirmation page's button
 # the elements whose right edge passes the screen's, outermost first (for the failure message)
 WIDER_THAN_THE_SCREEN = """() => [...document.querySelectorAll('body *')]
   .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
@@ -73,7 +75,7 @@ def test_a_participant_submits_and_follows_a_run(
     good.write_text(run_text(tag="pat"))
     page.set_input_files("#file", str(good))  # type: ignore[attr-defined]
     page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
-    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit?submitted=pat-1")  # type: ignore[attr-defined]
     deadline = time.monotonic() + 60
     while "done" not in page.inner_text("td.state-done, td[class^=state-]"):  # type: ignore[attr-defined]
         assert time.monotonic() < deadline, "the run was not evaluated within 60 s"
@@ -88,6 +90,56 @@ def test_a_participant_submits_and_follows_a_run(
     page.wait_for_url(f"{service}/runs/pat-1")  # type: ignore[attr-defined]
     page.go_back()  # type: ignore[attr-defined]
     page.click("button[aria-label='Withdraw pat-1']")  # type: ignore[attr-defined]
+    # asked first: nothing is withdrawn until the confirmation page's button
+    page.wait_for_url(f"{service}/runs/pat-1/withdraw")  # type: ignore[attr-defined]
+    assert page.inner_text("h1") == "Withdraw run pat-1?"  # type: ignore[attr-defined]
+    assert "It keeps its place in team uni-a's quota: it was evaluated." in page.inner_text("main")  # type: ignore[attr-defined]
+    shot(page, f"withdraw-asked-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the confirmation scrolls sideways by {overflow} px at {width} px"
+    page.click("text=No, go back")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
+    assert "pat-1" in page.inner_text("main")  # type: ignore[attr-defined]  # still there
+    page.click("button[aria-label='Withdraw pat-1']")  # type: ignore[attr-defined]
+    page.click(CONFIRM)  # type: ignore[attr-defined]
     page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
     assert "No runs submitted yet." in page.inner_text("main")  # type: ignore[attr-defined]
     assert SCREENSHOTS.joinpath(f"submit-done-{width}.png").exists()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_an_error_page_keeps_the_layout_at_any_name_length(service: str, browser_page: object, width: int) -> None:
+    """A name of 200 characters without a space (a run's, from a link) wraps inside the page."""
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "pat", "/tasks/shared-task")
+    name = "x" * 200
+    response = page.goto(f"{service}/runs/{name}")  # type: ignore[attr-defined]
+    assert response.status == 404
+    assert page.inner_text("p.error") == f"No run named '{name}'."  # type: ignore[attr-defined]
+    shot(page, f"error-long-name-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    wide = page.evaluate(WIDER_THAN_THE_SCREEN)  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the error page scrolls sideways by {overflow} px at {width} px: {wide}"
+
+
+def test_a_run_mostly_missing_from_the_qrels_is_stored_with_a_warning(
+    service: str, browser_page: object, tmp_path: Path
+) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "pat", "/tasks/shared-task/submit")
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text(run_text(tag="x") + "".join(f"{t} Q0 doc-{t} 1 1.0 x\n" for t in range(901, 905)))
+    page.set_input_files("#file", str(mixed))  # type: ignore[attr-defined]
+    page.fill("#name", "pat-mixed")  # type: ignore[attr-defined]
+    page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{service}/tasks/shared-task/submit?submitted=pat-mixed")  # type: ignore[attr-defined]
+    assert page.inner_text("#submitted-warning").startswith(  # type: ignore[attr-defined]
+        "Run pat-mixed was stored, with a warning: 4 of the 7 topics of run 'pat-mixed' (57%) are not in the qrels"
+    )
+    shot(page, "submit-warning-390")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"

@@ -18,7 +18,7 @@ from tests.http.test_pages import csrf_of, sign_in
 def taken(name: str) -> str:
     return (
         f"The run name '{name}' belongs to another team's run (or one you may not see): it can be "
-        "neither read nor submitted under. Choose another name for a run of yours."
+        "neither read nor submitted under."
     )
 
 

@@ -87,7 +87,9 @@ def test_an_organiser_edits_the_settings_a_bad_value_inline_and_the_form_kept(wo
 def test_an_organiser_releases_the_task_and_exports_its_qrels(world: World, owner: TestClient) -> None:
     page = owner.get("/tasks/to-release/manage")
     assert "Release the scores" in page.text
-    released = owner.post("/tasks/to-release/release", data={"csrf": csrf_of(page.text)}, follow_redirects=False)
+    released = owner.post(
+        "/tasks/to-release/release", data={"csrf": csrf_of(page.text), "confirm": "yes"}, follow_redirects=False
+    )
     assert released.status_code == 303 and released.headers["location"] == "/tasks/to-release/manage"
     assert tasks.show_task(world.engine, "to-release").released_at is not None
     assert "Release the scores" not in owner.get("/tasks/to-release/manage").text
@@ -113,12 +115,12 @@ def test_an_organiser_sees_failures_with_their_reason_retries_and_cancels(world:
     assert jobs.show_job(world.engine, failed).state == "queued"
 
     cancelled = owner.post(
-        f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)}, follow_redirects=False
+        f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text), "confirm": "yes"}, follow_redirects=False
     )
     assert cancelled.status_code == 303
     assert jobs.show_job(world.engine, queued).state == "cancelled"
 
-    twice = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text)})
+    twice = owner.post(f"/tasks/open/jobs/{queued}/cancel", data={"csrf": csrf_of(page.text), "confirm": "yes"})
     assert twice.status_code == 409
     assert f"Job {queued} is already cancelled; only queued or running jobs can be cancelled." in twice.text
     # a job of another task is not this task's to touch
@@ -194,8 +196,10 @@ def test_another_organiser_is_refused_on_every_action(world: World) -> None:
             ("GET", "/tasks/open/health", None),
             ("POST", "/tasks/open/settings", {"max_runs_per_team": "1"}),
             ("POST", "/tasks/open/release", {}),
+            ("POST", "/tasks/open/release", {"confirm": "yes"}),
             ("POST", f"/tasks/open/jobs/{failed}/retry", {}),
             ("POST", f"/tasks/open/jobs/{world.jobs['open']}/cancel", {}),
+            ("POST", f"/tasks/open/jobs/{world.jobs['open']}/cancel", {"confirm": "yes"}),
             ("POST", "/tasks/open/pools", {"pool": "stolen", "depth": "5"}),
             ("POST", "/tasks/open/pools/pool/assessors", {"user": "assessor"}),
         ]:

@@ -82,6 +82,10 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         "303 401 401 200 200 404 403 403 403 403",
     ),  # another organiser: not theirs
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
+    "GET /static/swagger-ui": (
+        lambda w, c: ("GET", "/static/swagger-ui/swagger-ui.css", {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),  # the API page's Swagger UI files
     # a participant's pages (tests/http/test_participant_pages.py follows their flows)
     "GET /tasks/{task}/submit": (
         lambda w, c: ("GET", "/tasks/open/submit", {}),
@@ -120,8 +124,8 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     ),  # the form again
     "POST /tasks/{task}/release": (
         lambda w, c: ("POST", "/tasks/to-release/release", {}),
-        "303 401 401 303 303 403 403 403 403 403",
-    ),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),  # not confirmed: the question, nothing released
     "GET /tasks/{task}/qrels": (
         lambda w, c: ("GET", "/tasks/open/qrels", {}),
         "303 401 401 200 200 403 403 403 403 403",

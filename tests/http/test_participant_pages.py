@@ -45,7 +45,7 @@ def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: 
         assert tasks.task_runs(world.engine, as_principal(world.engine, "red"), "capped") == []  # nothing stored
 
         good = _submit(client, "capped", "red-good", run_text(tag="good"), csrf=csrf_of(bad.text))
-        assert good.status_code == 303 and good.headers["location"] == "/tasks/capped/submit"
+        assert good.status_code == 303 and good.headers["location"] == "/tasks/capped/submit?submitted=red-good"
         page = client.get("/tasks/capped/submit")
         assert "1 of 2 runs used by team red" in page.text
         row = re.search(r'<a href="/runs/red-good">red-good</a>.*?</tr>', page.text, re.S)
@@ -53,7 +53,9 @@ def test_a_participant_submits_follows_and_withdraws_runs_in_the_browser(world: 
         assert re.search(r'<td class="num">\d+</td>', row.group(0))  # its place in the queue
 
         withdrawn = client.post(
-            "/runs/red-good/withdraw", data={"csrf": csrf_of(page.text), "task": "capped"}, follow_redirects=False
+            "/runs/red-good/withdraw",
+            data={"csrf": csrf_of(page.text), "task": "capped", "confirm": "yes"},
+            follow_redirects=False,
         )
         assert withdrawn.status_code == 303 and withdrawn.headers["location"] == "/tasks/capped/submit"
         assert "red-good" not in client.get("/tasks/capped/submit").text
@@ -91,12 +93,17 @@ def test_the_profile_makes_and_revokes_own_tokens_and_changes_the_password(world
         too_long = client.post("/profile/tokens", data={"expires_days": "1e308", "csrf": csrf_of(made.text)})
         assert too_long.status_code == 400 and "A token lives from 1 to 365 days; got 1e308." in too_long.text
         revoked = client.post(
-            f"/profile/tokens/{token_id}/revoke", data={"csrf": csrf_of(made.text)}, follow_redirects=False
+            f"/profile/tokens/{token_id}/revoke",
+            data={"csrf": csrf_of(made.text), "confirm": "yes"},
+            follow_redirects=False,
         )
         assert revoked.status_code == 303
         blue_token = access.create_token(world.engine, "blue", expires_days=1)
-        others = client.post(f"/profile/tokens/{blue_token.id}/revoke", data={"csrf": csrf_of(made.text)})
-        assert others.status_code == 404  # not theirs to revoke
+        for confirm in ("", "yes"):  # neither asked about nor revoked
+            others = client.post(
+                f"/profile/tokens/{blue_token.id}/revoke", data={"csrf": csrf_of(made.text), "confirm": confirm}
+            )
+            assert others.status_code == 404  # not theirs to revoke
         assert access.authenticate(world.engine, blue_token.token).name == "blue"
 
         page = client.get("/profile")

@@ -51,6 +51,7 @@ from evalstore.services.tasks.submissions import (
     quota_used,
     record_submission,
     register_run,
+    submission_warning,
     submit_run,
     withdraw_run,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "show_job",
     "show_submission",
     "show_task",
+    "submission_warning",
     "submit_run",
     "task_access",
     "task_leaderboard",

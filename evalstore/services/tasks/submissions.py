@@ -21,6 +21,7 @@ from evalstore.db.models import (
     Evaluation,
     QrelsSet,
     Run,
+    RunTopic,
     Submission,
     Task,
 )
@@ -36,6 +37,7 @@ from evalstore.errors import (
 from evalstore.services import claims, jobs, store
 from evalstore.services.access import Principal, audit
 from evalstore.services.context import AppContext, Lru, context_for
+from evalstore.services.tasks import coverage
 from evalstore.services.tasks.visibility import (
     RUN_TYPES,
     _get_task,
@@ -98,8 +100,13 @@ def submit_run(
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
-    qrels_cache = context_for(engine, context).qrels
+    shared = context_for(engine, context)
+    qrels_cache = shared.qrels
     with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+        with read_only(engine) as session:  # the qrels as the judged ranks below read them (cached)
+            judged_topics = store.qrels_table_kept(session, qrels, qrels_cache)["topic"].to_pylist()
+        found = coverage.coverage(prepared.counts["topic"].to_pylist(), judged_topics)
+        covered = coverage.check(name, qrels.name, found, shared.settings)
         judged = _judged_ranks_to_keep(engine, prepared, qrels, qrels_cache)
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
@@ -125,9 +132,28 @@ def submit_run(
                 )
                 if judged is not None:
                     repo.keep_judged_ranks(session, run, qrels, judged)
-            return Submitted(registered.summary, task_name, team, ref, registered.warnings)
+            said = (*registered.warnings, covered) if covered else registered.warnings
+            return Submitted(registered.summary, task_name, team, ref, said)
 
         return store.retry_on_name_race(submit)
+
+
+def submission_warning(
+    engine: Engine, principal: Principal, run_name: str, context: AppContext | None = None
+) -> str | None:
+    """The topic-coverage warning of a submitted run the principal may see (its team, the task's
+    organiser), as its submission gave it; None when it has none."""
+    shared = context_for(engine, context)
+    with read_only(engine) as session:
+        submission, task = _visible_submission(session, principal, run_name)
+        qrels = session.get(QrelsSet, task.qrels_id)
+        assert qrels is not None
+        topics = session.scalars(select(RunTopic.topic).where(RunTopic.run_id == submission.run_id)).all()
+        judged = store.qrels_table_kept(session, qrels, shared.qrels)["topic"].to_pylist()
+    found = coverage.coverage(topics, judged)
+    if coverage.shares_no_topic(found):  # stored while the server scored such runs
+        return coverage.no_shared_topic_message(run_name, qrels.name, found)
+    return coverage.check(run_name, qrels.name, found, shared.settings)
 
 
 def record_submission(

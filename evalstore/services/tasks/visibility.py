@@ -232,10 +232,11 @@ def name_taken(run_name: str) -> AccessDenied:
     """What reading, withdrawing or submitting under the name of a run the caller may not see
     answers, alike (403): run names are unique across teams, so a submission under a taken name
     must be refused, which tells that it exists; reading it saying "not found" would only make
-    the two answers an oracle that tells the caller which names belong to someone else."""
+    the two answers an oracle that tells the caller which names belong to someone else. It says
+    no "choose another name": the same words answer someone only reading the run."""
     return AccessDenied(
         f"The run name '{run_name}' belongs to another team's run (or one you may not see): it can "
-        "be neither read nor submitted under. Choose another name for a run of yours."
+        "be neither read nor submitted under."
     )
 
 

@@ -1,0 +1,140 @@
+"""Pages speak to participants, assessors and viewers in the browser's words: no command to type
+(they have no terminal on the server), in the templates or in the messages the services give;
+what to do is said in the browser or "ask your organiser". Admins and organisers, who run the
+service, keep the commands. Reading another team's run does not say "choose another name"."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from jinja2 import ChainableUndefined
+
+from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.web.templating import templates
+from evalstore.web.wording import ASK, for_reader
+from tests.http.conftest import CALLERS, World, client_for
+from tests.http.test_pages import PAGES
+
+ADVICE = re.compile(r"\bevalstore [a-z]|(?<![\w-])--[a-z]|Run '")
+TEMPLATES = Path(__file__).resolve().parents[2] / "evalstore" / "web" / "templates"
+# the pages only admins and organisers reach (the route x role matrix of tests/http/test_pages.py)
+ORGANISERS_ONLY = {
+    "agreement.html",
+    "collection.html",
+    "collection_compare.html",
+    "collection_run.html",
+    "collections.html",
+    "health.html",
+    "judgments.html",
+    "manage.html",
+    "review.html",
+}
+READERS = {
+    "participant": Principal(user_id=1, name="red", role="participant", team="red", via="session"),
+    "assessor": Principal(user_id=2, name="judy", role="assessor", via="session"),
+    "viewer": Principal(user_id=3, name="vic", role="viewer", via="session"),
+    "anonymous": ANONYMOUS,
+}
+# what a template needs beyond "nothing there" to render
+CONTEXT: dict[str, dict[str, Any]] = {
+    "pool.html": {"settings": SimpleNamespace(grades={}, topics=None, collection=None, double_share=None)},
+}
+
+
+class _Nothing(ChainableUndefined):
+    """Every value a template does not get: empty, false, callable, so each template renders its
+    empty states (the ones that used to say which command to run)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> _Nothing:
+        return self
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_no_template_a_participant_assessor_or_viewer_reaches_gives_a_command(reader: str) -> None:
+    env = templates.env.overlay(undefined=_Nothing)
+    request = SimpleNamespace(
+        url=SimpleNamespace(path="/x", query=""), query_params={}, state=SimpleNamespace(csrf="t")
+    )
+    reached = sorted(p.name for p in TEMPLATES.glob("*.html") if p.name not in ORGANISERS_ONLY)
+    assert {"login.html", "home.html", "pools.html", "judge.html", "profile.html", "submit.html"} <= set(reached)
+    advice = {}
+    for name in reached:
+        page = env.get_template(name).render(me=READERS[reader], request=request, **CONTEXT.get(name, {}))
+        if found := ADVICE.findall(page):
+            advice[name] = found
+    assert advice == {}
+
+
+def test_no_page_a_participant_assessor_or_viewer_reads_gives_a_command(world: World) -> None:
+    readers = ("red", "assessor", "viewer")
+    advice = []
+    with client_for(world.engine, writes_per_minute=10_000) as client:
+        for route, (request_for, statuses) in PAGES.items():
+            if not route.startswith("GET "):
+                continue
+            for caller, status in zip(CALLERS, statuses.split(), strict=True):
+                if caller not in readers or status in ("303", "401"):
+                    continue
+                _, path, kwargs = request_for(world, caller)
+                response = client.get(path, headers=world.headers(caller), **kwargs)
+                if "html" in response.headers.get("content-type", "") and ADVICE.search(response.text):
+                    advice.append(f"{route} as {caller}: {ADVICE.findall(response.text)}")
+    assert advice == []
+
+
+def test_a_services_message_loses_its_command_for_a_participant_only(world: World) -> None:
+    with client_for(world.engine) as client:
+        participant = client.get("/tasks/open?measure=nosuch", headers=world.headers("red"))
+        organiser = client.get("/tasks/open?measure=nosuch", headers=world.headers("owner"))
+    assert participant.status_code == organiser.status_code == 422
+    assert "Run &#39;evalstore measures&#39; for the list." in organiser.text
+    said = re.search(r'<p class="error" role="alert">(.*?)</p>', participant.text, re.S)
+    assert said is not None and said.group(1) == f"Unknown measure &#39;nosuch&#39;. {ASK}"
+
+
+def test_reading_another_teams_run_does_not_say_choose_another_name(world: World) -> None:
+    world.submit("open", "blue-run", team_user="blue", evaluate=False)
+    with client_for(world.engine) as client:
+        page = client.get("/runs/blue-run", headers=world.headers("red"))
+    assert page.status_code == 403
+    said = re.search(r'<p class="error" role="alert">(.*?)</p>', page.text, re.S)
+    assert said is not None
+    assert said.group(1) == (
+        "The run name &#39;blue-run&#39; belongs to another team&#39;s run (or one you may not see): "
+        "it can be neither read nor submitted under."
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "read"),
+    [
+        ("No task named 'x'. See 'evalstore tasks list'.", f"No task named 'x'. {ASK}"),
+        (
+            "Run 'r' was not submitted to a task; see 'evalstore results show'.",
+            f"Run 'r' was not submitted to a task. {ASK}",
+        ),
+        (
+            "This token has expired. Ask an admin for a new one ('evalstore tokens create --user NAME').",
+            f"This token has expired. Ask an admin for a new one. {ASK}",
+        ),
+        (
+            "run.txt:2: expected 6 columns, found 5\nrun.txt:3: bad score 'x'",
+            "run.txt:2: expected 6 columns, found 5\nrun.txt:3: bad score 'x'",
+        ),
+        ("Give the run a name.", "Give the run a name."),
+    ],
+)
+def test_a_message_in_a_participants_words(message: str, read: str) -> None:
+    assert for_reader(message, READERS["participant"]) == read
+    organiser = Principal(user_id=4, name="olga", role="organiser", via="session")
+    assert for_reader(message, organiser) == message
