@@ -8,7 +8,7 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
-from evalstore.cli._output import OutputFormat, info, render
+from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(no_args_is_help=True, help="Nugget banks and nugget assignments (TREC RAG).")
 
@@ -56,6 +56,55 @@ def import_nuggets(
         fmt,
         title=f"runs assessed in {path.name}",
     )
+
+
+@app.command("assign")
+def assign(
+    ctx: typer.Context,
+    bank: str,
+    judge: Annotated[str, typer.Option("--judge", help="The LLM judge that assigns ('evalstore judges add').")],
+    runs: Annotated[list[str], typer.Option("--runs", help="Answer run to assess (repeatable).")] = [],
+    all_answers: Annotated[
+        bool, typer.Option("--all-answers", help="Assess every answer run that answers a topic of the bank.")
+    ] = False,
+    topics: Annotated[list[str], typer.Option("--topics", help="Assess these topics only (repeatable).")] = [],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Have an LLM judge assign the bank's nuggets to the runs' answers: support, partial_support
+    or not_support per (run, topic, nugget), stored as assignments by judge:NAME beside people's
+    (resumable: what the judge assigned is reused; run again to retry what failed). Then
+    'evaluate --nuggets BANK --assessor judge:NAME' scores on them, and 'nuggets compare BANK
+    --assignments human --assignments judge:NAME' sets them against people's."""
+    from evalstore.cli._progress import row_progress
+    from evalstore.services.judges import nugget_assignment
+
+    if bool(runs) == all_answers:
+        raise usage_conflict(ctx, "Give --runs RUN (repeatable) or --all-answers, one of the two.")
+    with row_progress(f"assigning nuggets of {bank}") as advance:
+        done = [0]
+
+        def step(asked: int, _total: int) -> None:
+            advance(asked - done[0])
+            done[0] = asked
+
+        result = nugget_assignment.assign_nuggets(
+            state(ctx).engine(),
+            bank,
+            judge_name=judge,
+            runs=None if all_answers else runs,
+            topics=topics or None,
+            progress=step,
+        )
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "labels")} | {
+        "labels": json.dumps(result.labels),
+        "failed": len(result.failed),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"judge {judge} on nugget bank {bank}")
+    for item in result.failed:
+        info(f"not assigned: run {item['run']}, topic {item['topic']}, nugget {item['nugget']}: {item['reason']}")
+    if result.failed:
+        info(f"{len(result.failed)} assignments failed (nothing stored for them); run again to ask again.")
 
 
 @app.command("list")

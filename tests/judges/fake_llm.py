@@ -1,7 +1,7 @@
 """A deterministic, local OpenAI-compatible chat-completions endpoint for tests (Starlette under
 uvicorn on 127.0.0.1, in a thread). Its grade of a prompt is the number of the query's words (4
 letters or more) found in the passage, at most 3; a passage that says it is "perfectly relevant"
-gets 3 (it is fooled, as real judges are). Scripted failures: HTTP statuses to answer first,
+gets 3 (it is fooled, as real judges are). A nugget's label (:func:`nugget_label`) is as plain. Scripted failures: HTTP statuses to answer first,
 answers to delay past the client's timeout, documents answered with text that holds no grade,
 structured-output modes it refuses, error bodies that echo the request's headers (as some proxies
 do), and answers that repeat the passage before the grade (as a chatty model does)."""
@@ -53,6 +53,18 @@ def grade(prompt: str) -> int:
     return min(3, len(words & found))
 
 
+def nugget_label(prompt: str) -> str | None:
+    """A nugget assignment prompt's label: support when the answer holds every word of the nugget
+    (4 letters or more), partial_support when some, not_support when none; None: not such a prompt."""
+    nugget = re.search(r"\nNugget: (.*)\n", prompt)
+    answer = re.search(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    if nugget is None or answer is None:
+        return None
+    words = {w for w in re.findall(r"[a-z]+", nugget.group(1).lower()) if len(w) >= 4}
+    found = words & set(re.findall(r"[a-z]+", answer.group(1).lower()))
+    return "support" if found and found == words else "partial_support" if found else "not_support"
+
+
 def app(script: Script) -> Starlette:
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
@@ -76,8 +88,11 @@ def app(script: Script) -> Starlette:
         value = grade(prompt)
         if script.vary and len(script.requests) % 2 == 0:
             value = min(3, value + 1)
+        label = nugget_label(prompt)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
+        elif label is not None:
+            content = json.dumps({"label": label}) if form in ("json_schema", "json_object") else f"Label: {label}"
         elif form in ("json_schema", "json_object"):
             content = json.dumps({"relevance": value, "explanation": f"{value} query words found"})
         elif script.echo_passage:
