@@ -65,6 +65,18 @@ def nugget_label(prompt: str) -> str | None:
     return "support" if found and found == words else "partial_support" if found else "not_support"
 
 
+def support_grade(prompt: str) -> int | None:
+    """A citation-support prompt's grade: 2 when the passage holds every word of the statement (4
+    letters or more), 1 when some, 0 when none; None: not such a prompt."""
+    statement = re.search(r"\nStatement: (.*)\n", prompt)
+    passage = re.search(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    if statement is None or passage is None:
+        return None
+    words = {w for w in re.findall(r"[a-z]+", statement.group(1).lower()) if len(w) >= 4}
+    found = words & set(re.findall(r"[a-z]+", passage.group(1).lower()))
+    return 2 if found and found == words else 1 if found else 0
+
+
 def app(script: Script) -> Starlette:
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
@@ -85,7 +97,8 @@ def app(script: Script) -> Starlette:
                 {"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status
             )
         prompt = body["messages"][-1]["content"]
-        value = grade(prompt)
+        supported = support_grade(prompt)
+        value = grade(prompt) if supported is None else supported
         if script.vary and len(script.requests) % 2 == 0:
             value = min(3, value + 1)
         label = nugget_label(prompt)
