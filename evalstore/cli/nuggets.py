@@ -107,6 +107,51 @@ def assign(
         info(f"{len(result.failed)} assignments failed (nothing stored for them); run again to ask again.")
 
 
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    bank: str,
+    judge: Annotated[str, typer.Option("--judge", help="The LLM judge that drafts ('evalstore judges add').")],
+    topics: Annotated[list[str], typer.Option("--topics", help="A topic to draft nuggets for (repeatable).")] = [],
+    from_runs: Annotated[
+        list[str],
+        typer.Option("--from-runs", help="An answer run whose answers the nuggets are drawn from (repeatable)."),
+    ] = [],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Have an LLM judge draft a nugget bank for the topics from the runs' answers (the nuggetizer's
+    rules: 1 to 12 words each, at most 30 per topic, each vital or okay). The bank is stored as the
+    judge's draft: review it, then 'evalstore nuggets accept BANK' before scoring on it."""
+    from evalstore.services.judges import nugget_drafts
+
+    if not topics or not from_runs:
+        raise usage_conflict(ctx, "Give --topics T (repeatable) and --from-runs RUN (repeatable).")
+    result = nugget_drafts.create_bank(state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs)
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "rejected")} | {
+        "rejected": len(result.rejected),
+        "failed": len(result.failed),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"nugget bank {bank} drafted by {judge}")
+    for item in result.rejected:
+        info(f"rejected: topic {item['topic']}: '{item['text']}': {item['reason']}")
+    for item in result.failed:
+        info(f"no nuggets drafted for topic {item['topic']}: {item['reason']}")
+    if result.topics:
+        info(f"'{bank}' is a draft: review its nuggets, then 'evalstore nuggets accept {bank}' to score on it.")
+    else:
+        info("nothing stored: no topic got a valid nugget.")
+
+
+@app.command("accept")
+def accept(ctx: typer.Context, bank: str) -> None:
+    """Accept a nugget bank an LLM judge drafted, once a person has reviewed it: it is scored on from now on."""
+    from evalstore.services import answers
+
+    accepted = answers.accept_bank(state(ctx).engine(), bank)
+    info(f"accepted nugget bank '{bank}' (drafted by {accepted.drafted_by})")
+
+
 @app.command("list")
 def list_banks(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """List the nugget banks."""

@@ -77,6 +77,19 @@ def support_grade(prompt: str) -> int | None:
     return 2 if found and found == words else 1 if found else 0
 
 
+def drafted_nuggets(prompt: str) -> list[dict[str, str]] | None:
+    """A nugget creation prompt's nuggets: each sentence of the answers (delimited), vital when more
+    than one answer holds it, okay otherwise; None: not such a prompt."""
+    if "\nAnswers:\n" not in prompt:
+        return None
+    answers = re.findall(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    held: dict[str, int] = {}
+    for answer in answers:
+        for sentence in dict.fromkeys(s.strip(" .") for s in answer.split(". ") if s.strip(" .")):
+            held[sentence] = held.get(sentence, 0) + 1
+    return [{"text": s, "importance": "vital" if n > 1 else "okay"} for s, n in held.items()]
+
+
 def app(script: Script) -> Starlette:
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
@@ -102,8 +115,11 @@ def app(script: Script) -> Starlette:
         if script.vary and len(script.requests) % 2 == 0:
             value = min(3, value + 1)
         label = nugget_label(prompt)
+        drafted = drafted_nuggets(prompt)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
+        elif drafted is not None:
+            content = json.dumps({"nuggets": drafted})
         elif label is not None:
             content = json.dumps({"label": label}) if form in ("json_schema", "json_object") else f"Label: {label}"
         elif form in ("json_schema", "json_object"):
