@@ -193,13 +193,13 @@ def test_a_real_model_assigns_nuggets_on_one_rag24_topic(
         model="gemma-3-270m",
         seed=7,
         max_concurrency=1,
-        max_tokens=48,
+        max_tokens=160,  # the base model may write many whitespace tokens inside the JSON grammar first
         timeout=300,
     )
     done = nugget_assignment.assign_nuggets(engine, "rag24", judge_name="gemma", runs=None, topics=[record["qid"]])
     assert (done.items, done.asked) == (2, 2)
-    # every item is labelled on the scale or listed with its reason, none dropped (this base model
-    # may spend its tokens on whitespace inside the JSON grammar and give no label at all)
+    # constrained output: one of the three labels; an item without one is listed with its reason
+    assert done.assigned >= 1, done.failed
     assert set(done.labels) <= {"support", "partial_support", "not_support"}
     assert sum(done.labels.values()) == done.assigned
     assert done.assigned + len(done.failed) == 2
