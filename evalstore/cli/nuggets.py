@@ -8,7 +8,7 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._errors import usage_conflict
-from evalstore.cli._output import OutputFormat, info, render
+from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(no_args_is_help=True, help="Nugget banks and nugget assignments (TREC RAG).")
 
@@ -56,6 +56,100 @@ def import_nuggets(
         fmt,
         title=f"runs assessed in {path.name}",
     )
+
+
+@app.command("assign")
+def assign(
+    ctx: typer.Context,
+    bank: str,
+    judge: Annotated[str, typer.Option("--judge", help="The LLM judge that assigns ('evalstore judges add').")],
+    runs: Annotated[list[str], typer.Option("--runs", help="Answer run to assess (repeatable).")] = [],
+    all_answers: Annotated[
+        bool, typer.Option("--all-answers", help="Assess every answer run that answers a topic of the bank.")
+    ] = False,
+    topics: Annotated[list[str], typer.Option("--topics", help="Assess these topics only (repeatable).")] = [],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Have an LLM judge assign the bank's nuggets to the runs' answers: support, partial_support
+    or not_support per (run, topic, nugget), stored as assignments by judge:NAME beside people's
+    (resumable: what the judge assigned is reused; run again to retry what failed). Then
+    'evaluate --nuggets BANK --assessor judge:NAME' scores on them, and 'nuggets compare BANK
+    --assignments human --assignments judge:NAME' sets them against people's."""
+    from evalstore.cli._progress import row_progress
+    from evalstore.services.judges import nugget_assignment
+
+    if bool(runs) == all_answers:
+        raise usage_conflict(ctx, "Give --runs RUN (repeatable) or --all-answers, one of the two.")
+    with row_progress(f"assigning nuggets of {bank}") as advance:
+        done = [0]
+
+        def step(asked: int, _total: int) -> None:
+            advance(asked - done[0])
+            done[0] = asked
+
+        result = nugget_assignment.assign_nuggets(
+            state(ctx).engine(),
+            bank,
+            judge_name=judge,
+            runs=None if all_answers else runs,
+            topics=topics or None,
+            progress=step,
+        )
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "labels")} | {
+        "labels": json.dumps(result.labels),
+        "failed": len(result.failed),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"judge {judge} on nugget bank {bank}")
+    for item in result.failed:
+        info(f"not assigned: run {item['run']}, topic {item['topic']}, nugget {item['nugget']}: {item['reason']}")
+    if result.failed:
+        info(f"{len(result.failed)} assignments failed (nothing stored for them); run again to ask again.")
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    bank: str,
+    judge: Annotated[str, typer.Option("--judge", help="The LLM judge that drafts ('evalstore judges add').")],
+    topics: Annotated[list[str], typer.Option("--topics", help="A topic to draft nuggets for (repeatable).")] = [],
+    from_runs: Annotated[
+        list[str],
+        typer.Option("--from-runs", help="An answer run whose answers the nuggets are drawn from (repeatable)."),
+    ] = [],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Have an LLM judge draft a nugget bank for the topics from the runs' answers (the nuggetizer's
+    rules: 1 to 12 words each, at most 30 per topic, each vital or okay). The bank is stored as the
+    judge's draft: review it, then 'evalstore nuggets accept BANK' before scoring on it."""
+    from evalstore.services.judges import nugget_drafts
+
+    if not topics or not from_runs:
+        raise usage_conflict(ctx, "Give --topics T (repeatable) and --from-runs RUN (repeatable).")
+    result = nugget_drafts.create_bank(state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs)
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "rejected")} | {
+        "rejected": len(result.rejected),
+        "failed": len(result.failed),
+    }
+    render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"nugget bank {bank} drafted by {judge}")
+    for item in result.rejected:
+        info(f"rejected: topic {item['topic']}: '{item['text']}': {item['reason']}")
+    for item in result.failed:
+        info(f"no nuggets drafted for topic {item['topic']}: {item['reason']}")
+    if result.topics:
+        info(f"'{bank}' is a draft: review its nuggets, then 'evalstore nuggets accept {bank}' to score on it.")
+    else:
+        info("nothing stored: no topic got a valid nugget.")
+
+
+@app.command("accept")
+def accept(ctx: typer.Context, bank: str) -> None:
+    """Accept a nugget bank an LLM judge drafted, once a person has reviewed it: it is scored on from now on."""
+    from evalstore.services import answers
+
+    accepted = answers.accept_bank(state(ctx).engine(), bank)
+    info(f"accepted nugget bank '{bank}' (drafted by {accepted.drafted_by})")
 
 
 @app.command("list")

@@ -870,6 +870,10 @@ class NuggetBank(Base):
     nugget_count: Mapped[int] = mapped_column(Integer)
     source: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # ``judge:NAME`` for a bank an LLM judge drafted (``nuggets create``): a draft is not used for
+    # scoring until a person accepts it (``accepted_at``)
+    drafted_by: Mapped[str | None] = mapped_column(String(200))
+    accepted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class NuggetTopic(Base):

@@ -1,7 +1,7 @@
 """A deterministic, local OpenAI-compatible chat-completions endpoint for tests (Starlette under
 uvicorn on 127.0.0.1, in a thread). Its grade of a prompt is the number of the query's words (4
 letters or more) found in the passage, at most 3; a passage that says it is "perfectly relevant"
-gets 3 (it is fooled, as real judges are). Scripted failures: HTTP statuses to answer first,
+gets 3 (it is fooled, as real judges are). A nugget's label (:func:`nugget_label`) is as plain. Scripted failures: HTTP statuses to answer first,
 answers to delay past the client's timeout, documents answered with text that holds no grade,
 structured-output modes it refuses, error bodies that echo the request's headers (as some proxies
 do), and answers that repeat the passage before the grade (as a chatty model does)."""
@@ -53,6 +53,43 @@ def grade(prompt: str) -> int:
     return min(3, len(words & found))
 
 
+def nugget_label(prompt: str) -> str | None:
+    """A nugget assignment prompt's label: support when the answer holds every word of the nugget
+    (4 letters or more), partial_support when some, not_support when none; None: not such a prompt."""
+    nugget = re.search(r"\nNugget: (.*)\n", prompt)
+    answer = re.search(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    if nugget is None or answer is None:
+        return None
+    words = {w for w in re.findall(r"[a-z]+", nugget.group(1).lower()) if len(w) >= 4}
+    found = words & set(re.findall(r"[a-z]+", answer.group(1).lower()))
+    return "support" if found and found == words else "partial_support" if found else "not_support"
+
+
+def support_grade(prompt: str) -> int | None:
+    """A citation-support prompt's grade: 2 when the passage holds every word of the statement (4
+    letters or more), 1 when some, 0 when none; None: not such a prompt."""
+    statement = re.search(r"\nStatement: (.*)\n", prompt)
+    passage = re.search(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    if statement is None or passage is None:
+        return None
+    words = {w for w in re.findall(r"[a-z]+", statement.group(1).lower()) if len(w) >= 4}
+    found = words & set(re.findall(r"[a-z]+", passage.group(1).lower()))
+    return 2 if found and found == words else 1 if found else 0
+
+
+def drafted_nuggets(prompt: str) -> list[dict[str, str]] | None:
+    """A nugget creation prompt's nuggets: each sentence of the answers (delimited), vital when more
+    than one answer holds it, okay otherwise; None: not such a prompt."""
+    if "\nAnswers:\n" not in prompt:
+        return None
+    answers = re.findall(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    held: dict[str, int] = {}
+    for answer in answers:
+        for sentence in dict.fromkeys(s.strip(" .") for s in answer.split(". ") if s.strip(" .")):
+            held[sentence] = held.get(sentence, 0) + 1
+    return [{"text": s, "importance": "vital" if n > 1 else "okay"} for s, n in held.items()]
+
+
 def app(script: Script) -> Starlette:
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
@@ -73,11 +110,18 @@ def app(script: Script) -> Starlette:
                 {"error": {"message": f"response_format {form} is not supported"}}, status_code=script.refuse_status
             )
         prompt = body["messages"][-1]["content"]
-        value = grade(prompt)
+        supported = support_grade(prompt)
+        value = grade(prompt) if supported is None else supported
         if script.vary and len(script.requests) % 2 == 0:
             value = min(3, value + 1)
+        label = nugget_label(prompt)
+        drafted = drafted_nuggets(prompt)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
+        elif drafted is not None:
+            content = json.dumps({"nuggets": drafted})
+        elif label is not None:
+            content = json.dumps({"label": label}) if form in ("json_schema", "json_object") else f"Label: {label}"
         elif form in ("json_schema", "json_object"):
             content = json.dumps({"relevance": value, "explanation": f"{value} query words found"})
         elif script.echo_passage:

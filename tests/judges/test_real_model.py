@@ -168,3 +168,39 @@ def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compare
     systems = report["systems"]["nDCG@10"]
     assert systems["systems"] == 4 and -1 <= systems["tau_ap"] <= 1 and "kendall_tau" in systems
     assert "share_preserved" in report["significance"]["nDCG@10"]
+
+
+def test_a_real_model_assigns_nuggets_on_one_rag24_topic(
+    sqlite_engine: Engine, llama_server: str, tmp_path: Path
+) -> None:
+    """`nuggets assign` end to end on the real model: one topic of the rag24 example, its first two
+    nuggets (each a real generation), one baseline run; only the path and the scale are asserted."""
+    import json
+
+    from evalstore.services import answers
+    from evalstore.services.judges import nugget_assignment
+
+    engine = sqlite_engine
+    record = json.loads(shared_path("rag24", "nuggets.example.jsonl").read_text().splitlines()[0])
+    answers.register_answers(engine, shared_path("rag24", "answers", "baseline_rag24.test_gpt-4o_top20.jsonl"))
+    record["nuggets"] = record["nuggets"][:2]
+    (tmp_path / "bank.jsonl").write_text(json.dumps(record) + "\n")
+    answers.import_nuggets(engine, tmp_path / "bank.jsonl", name="rag24")
+    registry.add_judge(
+        engine,
+        "gemma",
+        endpoint=llama_server,
+        model="gemma-3-270m",
+        seed=7,
+        max_concurrency=1,
+        max_tokens=160,  # the base model may write many whitespace tokens inside the JSON grammar first
+        timeout=300,
+    )
+    done = nugget_assignment.assign_nuggets(engine, "rag24", judge_name="gemma", runs=None, topics=[record["qid"]])
+    assert (done.items, done.asked) == (2, 2)
+    # constrained output: one of the three labels; an item without one is listed with its reason
+    assert done.assigned >= 1, done.failed
+    assert set(done.labels) <= {"support", "partial_support", "not_support"}
+    assert sum(done.labels.values()) == done.assigned
+    assert done.assigned + len(done.failed) == 2
+    assert all(item["reason"] for item in done.failed)

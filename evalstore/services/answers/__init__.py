@@ -15,6 +15,7 @@ from evalstore.services.answers.nuggets import (
     BankSummary,
     ImportedNuggets,
     RunMatch,
+    accept_bank,
     get_bank,
     import_nuggets,
     list_banks,
@@ -33,6 +34,7 @@ from evalstore.services.answers.support import ImportedSupport, import_support
 
 __all__ = [
     "HUMAN",
+    "accept_bank",
     "AnswerRunSummary",
     "BankSummary",
     "ImportedNuggets",

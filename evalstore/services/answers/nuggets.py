@@ -36,9 +36,10 @@ from evalstore.db.models import (
     NuggetTopic,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io import answers as answer_files
 from evalstore.io import nuggets as nugget_files
+from evalstore.services import jobs
 from evalstore.services.answers.runs import add_answer_run
 
 HUMAN = "human"
@@ -153,6 +154,19 @@ def _bank(
     )
     session.flush()
     return bank, True
+
+
+def add_bank(
+    session: Session, parsed: nugget_files.NuggetFile, name: str, source: str, *, drafted_by: str | None = None
+) -> NuggetBank:
+    """Store a new bank (a name taken is refused): ``drafted_by`` marks a judge's draft, not scored
+    on until a person accepts it."""
+    if session.scalar(select(NuggetBank.id).where(NuggetBank.name == name)) is not None:
+        raise ConflictError(f"A nugget bank named '{name}' exists; choose another name.")
+    bank, _ = _bank(session, parsed, name, bank_hash(parsed), source)
+    bank.drafted_by = drafted_by
+    session.flush()
+    return bank
 
 
 def _same_nuggets(session: Session, bank: NuggetBank, parsed: nugget_files.NuggetFile, source: str) -> None:
@@ -290,3 +304,16 @@ def get_bank(session: Session, name: str) -> NuggetBank:
     if bank is None:
         raise NotFoundError(f"No nugget bank named '{name}'. See 'evalstore nuggets list'.")
     return bank
+
+
+def accept_bank(engine: Engine, name: str) -> NuggetBank:
+    """A person accepts a drafted bank after reviewing it: from now on it is scored on."""
+    with unit_of_work(engine) as session:
+        bank = get_bank(session, name)
+        if bank.drafted_by is None:
+            raise InvalidParameterError(f"Nugget bank '{name}' is not a draft; there is nothing to accept.")
+        if bank.accepted_at is None:
+            bank.accepted_at = jobs.db_now(session)
+        session.flush()
+        session.expunge(bank)
+        return bank

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from evalstore.errors import EvaluationError
-from evalstore.services.judges.prompts import answer_schema, parse_answer
+from evalstore.services.judges.prompts import Parsed, answer_schema, parse_answer
 from evalstore.services.judges.redaction import redact
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "none")
@@ -81,13 +81,19 @@ class ChatJudge:
         *,
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        schema: tuple[str, dict[str, Any]] | None = None,
+        parse: Callable[[str | None], Parsed] | None = None,
     ) -> None:
+        """``schema`` (its name, the JSON schema) and ``parse`` ask for another answer than a grade on
+        ``scale`` (a nugget's label, say): ``parse`` turns the answer into a ``relevance`` code."""
         if settings.structured not in STRUCTURED_MODES:
             raise ValueError(f"structured output is one of {', '.join(STRUCTURED_MODES)}")
         self.settings = settings
         self.scale = scale
         self._client = client or httpx.Client(timeout=settings.timeout)
         self._sleep = sleep
+        self._schema = schema or ("relevance_judgment", answer_schema(scale))
+        self._parse = parse or (lambda text: parse_answer(text, scale))
         self._lock = threading.Lock()
         self._modes = ["json_schema", "json_object", "none"] if settings.structured == "auto" else [settings.structured]
 
@@ -109,11 +115,11 @@ class ChatJudge:
         }
         if self.settings.seed is not None:
             body["seed"] = self.settings.seed
-        schema = answer_schema(self.scale)
+        name, schema = self._schema
         if mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "relevance_judgment", "strict": True, "schema": schema},
+                "json_schema": {"name": name, "strict": True, "schema": schema},
             }
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
@@ -213,7 +219,7 @@ class ChatJudge:
         if content is not None and not isinstance(content, str):
             content = str(content)
         content = redact(content, [self.settings.api_key])
-        parsed = parse_answer(content, self.scale)
+        parsed = self._parse(content)
         used_in, used_out = _usage(response)
         return Answer(
             parsed.relevance, parsed.explanation, content, parsed.reason, attempts, mode, seconds, used_in, used_out

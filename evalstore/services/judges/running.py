@@ -23,7 +23,7 @@ from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
-from evalstore.services.judges.prompts import render
+from evalstore.services.judges.prompts import Parsed, render
 from evalstore.services.judges.registry import get_judge, provenance
 
 WRITE_EVERY = 20  # labels per transaction: a crash loses at most these
@@ -67,7 +67,12 @@ def api_key(judge: Judge) -> str | None:
 
 
 def chat_judge(
-    judge: Judge, *, client: httpx.Client | None = None, sleep: Callable[[float], None] | None = None
+    judge: Judge,
+    *,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] | None = None,
+    schema: tuple[str, dict[str, Any]] | None = None,
+    parse: Callable[[str | None], Parsed] | None = None,
 ) -> ChatJudge:
     params = judge.params
     settings = ChatSettings(
@@ -81,7 +86,14 @@ def chat_judge(
         str(params["structured"]),
     )
     low, high = params["scale"]
-    return ChatJudge(settings, (int(low), int(high)), client=client, **({"sleep": sleep} if sleep else {}))
+    return ChatJudge(
+        settings,
+        (int(low), int(high)),
+        client=client,
+        schema=schema,
+        parse=parse,
+        **({"sleep": sleep} if sleep else {}),
+    )
 
 
 def query_text(statement: TopicStatement) -> str:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db.models import AnswerRun, CitationSupport, Nugget, NuggetAssignment, NuggetBank
 from evalstore.db.session import unit_of_work
-from evalstore.errors import NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services import jobs
 from evalstore.services.answers import get_answer_run, get_bank
 
@@ -70,6 +70,11 @@ def enqueue(
     is None), in one transaction; the same run, bank, labels and options are one job."""
     with unit_of_work(engine) as session:
         bank = get_bank(session, bank_name)
+        if bank.drafted_by is not None and bank.accepted_at is None:
+            raise InvalidParameterError(
+                f"Nugget bank '{bank_name}' is a draft by {bank.drafted_by}, not reviewed yet; review its nuggets "
+                f"and accept it with 'evalstore nuggets accept {bank_name}' before scoring on it."
+            )
         names = answer_names or assessed_runs(session, bank, assessor)
         if not names:
             raise NotFoundError(
