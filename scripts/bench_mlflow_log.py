@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where one job's MLflow logging goes (docs/multi.md, "A cheaper MLflow run per job").
+"""Where one job's MLflow logging goes (docs/guide/many-runs.md, "A cheaper MLflow run per job").
 
 One DL-sized run (43 topics x 1,000 documents, the default measures) is evaluated with MLflow
 off, then logged --jobs times in a row to a local SQLite MLflow store, as a worker logs it

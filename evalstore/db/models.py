@@ -692,7 +692,7 @@ class AuditEntry(Base):
 
 
 class Judge(Base):
-    """An LLM assessor (issue 39): one OpenAI-compatible endpoint, model, prompt and parameters.
+    """An LLM assessor: one OpenAI-compatible endpoint, model, prompt and parameters.
     The API key is never stored: ``api_key_env`` names the environment variable that holds it."""
 
     __tablename__ = "judges"

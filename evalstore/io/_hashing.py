@@ -55,7 +55,7 @@ def _string_hashes(array: pa.Array) -> np.ndarray:
             h *= _MULT
             _finalise(h)
         # Each pass above touches every row, so one 4 MB docno made 500k passes over the whole
-        # run (14-45 s inside the storing transaction, issue 36). Past _VECTOR_BYTES, a string's
+        # run (14-45 s inside the storing transaction). Past _VECTOR_BYTES, a string's
         # remaining bytes are hashed on their own: the cost is linear in the bytes, whatever one
         # field's length.
         long_rows = np.flatnonzero(lengths > _VECTOR_BYTES)

@@ -5,7 +5,7 @@ is 1 and a relevance ``0x3`` is 0 (``atol`` reads decimal digits only), ``-m P.1
 Digits are ASCII ``0``-``9`` only (Python's ``float``/``int`` also read other scripts' digits and
 ``_`` separators, which C does not). Where no prefix is a number at all, C returns 0 silently;
 these functions return None so that callers can refuse the text with its place instead
-(a documented difference, docs/conf.md). Written by hand: the standard library has no prefix
+(a documented difference, docs/conformance.md). Written by hand: the standard library has no prefix
 parser with C's grammar (``float`` wants the whole text and reads more than C does).
 """
 

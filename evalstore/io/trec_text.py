@@ -380,7 +380,7 @@ def _first_trec_error(
                 f"bytes that are not UTF-8 at column {exc.start + 1}; convert the file to UTF-8 "
                 "(e.g. iconv -f latin1 -t utf-8)",
             ), None
-        if kind == "qrels":  # get_qrels.c: stricter than the run reader (docs/conf.md)
+        if kind == "qrels":  # get_qrels.c: stricter than the run reader (docs/conformance.md)
             problem = _qrels_line_problem(raw, after_comment, number == len(lines))
             if problem is not None:
                 return InputFormatError(path, number, problem), None

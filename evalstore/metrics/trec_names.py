@@ -61,7 +61,7 @@ def _check_shared_gains(chosen: dict[str, TrecRequest]) -> None:
     """trec_eval 10.0 gives dcg, ideal_dcg and ndcg one parameter set: gains given to one of them
     apply to the others asked for without (``-m ideal_dcg.1=5 -m all_trec`` prints ``ndcg_1=5``),
     and gains given to two of them crash it (a double free). evalstore keeps each measure's own
-    parameters, so it refuses the combinations where that would differ (docs/conf.md)."""
+    parameters, so it refuses the combinations where that would differ (docs/conformance.md)."""
     asked = [name for name in SHARED_GAINS if name in chosen]
     with_gains = [name for name in asked if chosen[name].raw is not None]
     if with_gains and len(asked) > 1:

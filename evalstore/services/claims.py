@@ -1,4 +1,4 @@
-"""Who may reach what beyond the role table: the rules issue 36 added, kept here so the task,
+"""Who may reach what beyond the role table: the rules against hostile participants, kept here so the task,
 pool and judging services change by a line each.
 
 - A pool belongs to the organisers of the tasks whose runs it pools (admins: every pool). A pool

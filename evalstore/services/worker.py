@@ -2,7 +2,7 @@
 when its results commit, with their MLflow delivery ``pending``: the worker knows nothing of
 MLflow (the deliverer, :mod:`evalstore.services.tracking.deliverer`, delivers them). Queued ranking
 jobs with one qrels and one set of options are claimed as a batch, computed in one pass and then
-stored one by one, each exactly as a job alone (docs/multi.md).
+stored one by one, each exactly as a job alone (docs/guide/many-runs.md).
 
 Stopping: the first SIGTERM/SIGINT lets the current job (or batch) finish and then exits; a second
 one gives the jobs not yet stored back to the queue (not counted as an attempt) and exits at once.

@@ -7,7 +7,7 @@ malformed parameters), comment, blank, indented and duplicate lines, number spel
 ``0x3``, ``+.5``, Arabic-Indic digits), separators and encodings (no-break spaces, Latin-1
 bytes), on both backends. Each case ends in one of a few outcomes (:func:`trec_eval_outcome`):
 the same output and a zero exit status, both refusing, or a difference the decisions table lists
-(docs/conf.md), told apart by evalstore's message; anything else fails. Used by
+(docs/conformance.md), told apart by evalstore's message; anything else fails. Used by
 tests/differential/test_fuzz_conformance.py (a bounded number of examples) and
 scripts/fuzz_conformance.py (longer, printing the count of each outcome).
 """
@@ -69,7 +69,7 @@ MEASURES = [
 ODD_MEASURES = ["P.5,5", "ndcg.1=3,1=5", "ndcg.1=3,,2=4", "ndcg.", "rbp.0.5", "iprec_at_recall.0.5,0.5", "rbp.p=nan"]
 SEPARATORS = [" ", " ", "\t", "  ", " \t"]
 
-# evalstore refuses, trec_eval prints: each a row of docs/conf.md's table of deliberate differences
+# evalstore refuses, trec_eval prints: each a row of docs/conformance.md's table of deliberate differences
 DOCUMENTED_REFUSALS = {
     "no leading number read as 0": re.compile(r"trec_eval's ato[fl] would read it as 0"),
     "scores must be finite": re.compile(r"is not a finite number; scores must be finite"),

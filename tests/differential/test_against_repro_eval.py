@@ -4,7 +4,7 @@ scores (listed in ascending docno order within a tie: repro_eval and trec_eval b
 docno descending). Reproducibility (same qrels: KTU, RBO, RMSE, nRMSE, ER, DeltaRI, paired
 t-test) and replicability (other qrels: ER, DeltaRI, unpaired t-test).
 
-Decided difference (docs/research.md): repro_eval takes a run's documents in file order, breaking
+Decided difference (docs/guide/research.md): repro_eval takes a run's documents in file order, breaking
 only adjacent ties; evalstore ranks by score, then docno descending, as trec_eval does. On a file
 not sorted by score their KTU and RBO differ; the last test shows it, with evalstore's value equal
 to repro_eval's on the same run sorted.

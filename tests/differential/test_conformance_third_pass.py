@@ -1,6 +1,6 @@
 """Issue #40, item by item: each edge either gives trec_eval 10.0's output and exit status (checked
 against the program) or is refused with a message naming the difference (asserted exactly; the
-table of deliberate differences in docs/conf.md lists each)."""
+table of deliberate differences in docs/conformance.md lists each)."""
 
 from __future__ import annotations
 

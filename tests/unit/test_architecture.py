@@ -10,7 +10,7 @@ import grimp
 
 import evalstore.services
 
-# docs/arch.md: a module of evalstore/services that grows past this is split by job (the files are
+# docs/explanation/architecture.md: a module of evalstore/services that grows past this is split by job (the files are
 # counted as `ruff format` leaves them, which `ruff format --check` in scripts/test makes sure of)
 LONGEST_SERVICES_MODULE = 400
 

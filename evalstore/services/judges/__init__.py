@@ -1,4 +1,4 @@
-"""LLM assessors beside human ones (issue 39): judges that label a pool's documents through any
+"""LLM assessors beside human ones: judges that label a pool's documents through any
 OpenAI-compatible chat-completions endpoint, with provenance on every label; qrels versions built
 from human labels, a judge's or both; and the report of how far two sets of judgments agree.
 

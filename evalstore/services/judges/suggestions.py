@@ -1,4 +1,4 @@
-"""A judge's suggestion on the judging page (issue 39), as Argilla keeps a model's suggestions apart
+"""A judge's suggestion on the judging page, as Argilla keeps a model's suggestions apart
 from human responses: only when the pool's organiser turns it on (``pool configure POOL
 --suggestions JUDGE``; off by default, so human labels stay independent) does the page show the
 judge's label and explanation beside the document. The assessor's label is stored as usual, with

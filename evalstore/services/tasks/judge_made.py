@@ -1,5 +1,5 @@
-"""What a leaderboard, a qrels version and an agreement report say about labels a judge made
-(issue 39): which judge and model made them, the judge's stored probe result (how far inserted
+"""What a leaderboard, a qrels version and an agreement report say about labels a judge made:
+which judge and model made them, the judge's stored probe result (how far inserted
 query words, an inserted instruction and a quoted final score raised its labels), and the runs that declare that model
 (circularity: Clarke & Dietz 2024; a run reranked by the judge's own LLM is favoured by its labels).
 
