@@ -18,9 +18,6 @@ from evalstore.services.kinds.ranking import RANKING, compute_batch
 
 KINDS: dict[str, EvaluationKind] = {kind.name: kind for kind in (RANKING, CLASSIFIER, CLUSTERING, ANSWERS)}
 
-# what each kind is evaluated against, as the CLI names it (--qrels, --labels, --nuggets)
-JUDGED_BY = {"ranking": "qrels", "classifier": "labels", "clustering": "labels", "answers": "nuggets"}
-
 
 def get(name: str) -> EvaluationKind:
     """The kind called ``name`` (a job's, or a stored evaluation's)."""
