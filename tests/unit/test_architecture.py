@@ -4,15 +4,7 @@ are import-linter's (pyproject.toml, run by scripts/test); this test names the c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import grimp
-
-import evalstore.services
-
-# docs/explanation/architecture.md: a module of evalstore/services that grows past this is split by job (the files are
-# counted as `ruff format` leaves them, which `ruff format --check` in scripts/test makes sure of)
-LONGEST_SERVICES_MODULE = 400
 
 
 def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -71,21 +63,3 @@ def test_the_circle_finder_finds_a_circle() -> None:
     for importer, imported in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d")):
         graph.add_import(importer=importer, imported=imported)
     assert _circles(graph) == [["p.a", "p.b", "p.c"]]
-
-
-def _too_long(root: Path, longest: int) -> dict[str, int]:
-    """The modules under ``root`` longer than ``longest`` lines, with their length."""
-    lengths = {str(path.relative_to(root)): len(path.read_text().splitlines()) for path in root.rglob("*.py")}
-    return {name: lines for name, lines in sorted(lengths.items()) if lines > longest}
-
-
-def test_no_services_module_is_over_400_lines() -> None:
-    root = Path(evalstore.services.__file__).parent
-    assert _too_long(root, LONGEST_SERVICES_MODULE) == {}
-
-
-def test_the_length_check_finds_a_long_module(tmp_path: Path) -> None:
-    (tmp_path / "package").mkdir()
-    (tmp_path / "package" / "long.py").write_text("x = 1\n" * 401)
-    (tmp_path / "short.py").write_text("x = 1\n" * 400)
-    assert _too_long(tmp_path, LONGEST_SERVICES_MODULE) == {"package/long.py": 401}
