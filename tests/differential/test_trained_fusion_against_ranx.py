@@ -7,6 +7,7 @@ them where evalstore ranks them by score: the runs given to ranx are in score or
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -127,3 +128,36 @@ def test_training_on_some_topics_fuses_them_all() -> None:
     # trained on q1 and q2 only: run 1 has a relevant document first in q1 only, none second
     assert got.trained.values[0][:2] == (0.5, 0.0)
     assert np.isclose(got.trained.values[2][1], 0.5)
+
+
+def test_trained_on_a_split_learns_from_its_training_topics_and_records_them(engine, write) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.services import fusion as service
+    from evalstore.services import splits, store
+    from tests.differential.test_fusion_against_ranx import lines, synthetic
+
+    topics = [str(t) for t in range(1, 11)]
+    runs, qrels = synthetic(3, topics)
+    store.import_qrels(
+        engine,
+        write("q.txt", "".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items())),
+        name="q",
+    )
+    for i, run in enumerate(runs):
+        store.register_run(engine, write(f"r{i}.txt", lines(run, f"r{i}")), name=f"r{i}")
+    splits.make_split(engine, "h", qrels="q", seed=5)
+    _, train = splits.members(engine, "h", "train")
+    chosen = set(train[1])
+
+    made = service.fuse_runs(
+        engine, ["r0", "r1", "r2"], service.Recipe("mapfuse", "min-max", depth=None), name="fused", split="h"
+    )
+
+    expected = ranx_fusion.mapfuse_train(
+        ranx.Qrels({q: v for q, v in qrels.items() if q in chosen}),
+        [ranx.Run({q: v for q, v in run.items() if q in chosen}) for run in in_score_order(runs)],
+    )
+    learnt = json.loads(made.provenance["fusion.trained"])
+    np.testing.assert_allclose([v[0] for v in learnt], expected, rtol=1e-9)
+    assert made.provenance["fusion.training_topics"] == str(len(chosen))
+    assert made.provenance["fusion.split"] == "h" and made.provenance["fusion.fold"] == "1"
+    assert made.provenance["fusion.seed"] == "5"
