@@ -39,7 +39,7 @@ CONDORCET_MAX_CANDIDATES = 3000
 # slidefuse takes a vector step per position of its window
 MAX_SEGMENTS = 10_000
 MAX_WINDOW = 1000
-# segfuse's segments: positions [0, 5), [5, 15), [15, 35), ... (sizes 10 x 2^(k-1) - 5, ranx's)
+# segfuse's segments: positions [0, 5), [5, 15), [15, 35), ... (the k-th ending at 10 x 2^(k-1) - 5, ranx's)
 _SEGFUSE_BOUNDS = np.array([0] + [10 * 2 ** (k - 1) - 5 for k in range(1, 11)])
 # bayesfuse's segments of positions, ranx's; its log-odds for a document a run lacks
 _BAYES_CUTS = np.array([0, 5, 10, 15, 20, 30, 100, 200, 500, 1000])
