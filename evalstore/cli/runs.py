@@ -452,7 +452,7 @@ def fuse(
             raise usage_conflict(ctx, f"{method_named(method).name} is trained on judgments; give {training}.")
         if train_qrels is not None and split is not None:
             raise usage_conflict(ctx, "Train on --train-qrels or on --split, not both.")
-    elif train_qrels is not None or train_qrels_file is not None:
+    elif not trained and (train_qrels is not None or train_qrels_file is not None):
         names = ", ".join(m.name for m in METHODS.values() if m.trained)
         raise usage_conflict(ctx, f"--train-qrels trains one of {names}; {method} is not trained.")
     if optimize is None and not trained and (split is not None or fold is not None):
@@ -465,6 +465,10 @@ def fuse(
         if optimize is not None:
             raise usage_conflict(
                 ctx, "--optimize needs the store's splits and qrels; fuse stored runs instead of --files."
+            )
+        if split is not None or train_qrels is not None:
+            raise usage_conflict(
+                ctx, "With --files a trained method learns from a qrels file; give --train-qrels-file."
             )
         made = fusion.fuse_files(
             [Path(r) for r in runs], recipe, out=out, tag=name or out.stem, train_qrels=train_qrels_file

@@ -190,3 +190,26 @@ def test_a_trained_method_without_training_is_refused_in_one_line(store: Cli, ar
     assert result.exit_code == 2
     assert usage_message(result.stderr) == message
     assert "x," not in store("runs", "list", "--format", "csv").stdout
+
+
+def test_files_train_on_a_qrels_file_only(cli: Cli) -> None:
+    result = cli(
+        "runs",
+        "fuse",
+        "--files",
+        "x.txt",
+        "y.txt",
+        "--method",
+        "mapfuse",
+        "--split",
+        "s",
+        "--train-qrels-file",
+        "q.txt",
+        "--out",
+        "f.txt",
+    )
+    assert result.exit_code == 2
+    assert (
+        usage_message(result.stderr)
+        == "With --files a trained method learns from a qrels file; give --train-qrels-file."
+    )
