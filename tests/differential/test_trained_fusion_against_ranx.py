@@ -161,3 +161,16 @@ def test_trained_on_a_split_learns_from_its_training_topics_and_records_them(eng
     assert made.provenance["fusion.training_topics"] == str(len(chosen))
     assert made.provenance["fusion.split"] == "h" and made.provenance["fusion.fold"] == "1"
     assert made.provenance["fusion.seed"] == "5"
+
+
+def test_bayesfuse_refuses_a_topic_past_its_1000_positions() -> None:
+    deep = pa.table(
+        {"topic": ["q"] * 1001, "doc": [f"d{i:04d}" for i in range(1001)], "score": np.arange(1001.0)[::-1]}
+    )
+    short = pa.table({"topic": ["q"], "doc": ["d0000"], "score": [1.0]})
+    with pytest.raises(InvalidParameterError) as error:
+        fuse([short, deep], "bayesfuse", "min-max", qrels=qrels_table({"q": {"d0000": 1}}))
+    assert str(error.value) == (
+        "bayesfuse learns log-odds for the first 1000 positions; run 2 has more documents in topic q; "
+        "fuse runs cut to 1000 documents per topic."
+    )
