@@ -35,6 +35,15 @@ _ABSENT_RANK = 1_000_000
 # Condorcet compares every pair of a topic's candidates: a topic of more is refused (the pairs'
 # votes take candidates^2 x 8 bytes, 72 MB at this size)
 CONDORCET_MAX_CANDIDATES = 3000
+# probfuse's segments and slidefuse's half-window (ranx's optimisers try 1 to 100): bounded, as
+# slidefuse takes a vector step per position of its window
+MAX_SEGMENTS = 10_000
+MAX_WINDOW = 1000
+# segfuse's segments: positions [0, 5), [5, 15), [15, 35), ... (the k-th ending at 10 x 2^(k-1) - 5, ranx's)
+_SEGFUSE_BOUNDS = np.array([0] + [10 * 2 ** (k - 1) - 5 for k in range(1, 11)])
+# bayesfuse's segments of positions, ranx's; its log-odds for a document a run lacks
+_BAYES_CUTS = np.array([0, 5, 10, 15, 20, 30, 100, 200, 500, 1000])
+_BAYES_ABSENT = float(np.log(0.001 / 0.999))
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Method:
     params: Mapping[str, float | None] = field(default_factory=dict)
     weighted: bool = False
     by_rank: bool = False
+    trained: bool = False  # trained on qrels first (:meth:`Normalised.train`)
 
 
 _FOX = "Fox and Shaw, Combination of Multiple Searches, TREC-2 (1993)"
@@ -55,6 +65,7 @@ _MOURAO = "Mourão et al., Inverse Square Rank Fusion for Multimodal Search, CBM
 _WU = "Wu, Data Fusion in Information Retrieval, Springer (2012)"
 _ASLAM = "Aslam and Montague, Models for Metasearch, SIGIR (2001)"
 _MONTAGUE = "Montague and Aslam, Condorcet Fusion for Improved Retrieval, CIKM (2002)"
+_LILLIS10 = "Lillis et al., Estimating Probabilities for Effective Data Fusion, SIGIR (2010)"
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -100,6 +111,32 @@ METHODS: dict[str, Method] = {
         Method("w_bordafuse", "w_bordafuse", _ASLAM, weighted=True, by_rank=True),
         Method("condorcet", "condorcet", _MONTAGUE, by_rank=True),
         Method("w_condorcet", "w_condorcet", _MONTAGUE, weighted=True, by_rank=True),
+        Method(
+            "probfuse",
+            "probfuse",
+            "Lillis et al., ProbFuse: a Probabilistic Approach to Data Fusion, SIGIR (2006)",
+            {"n_segments": None},
+            by_rank=True,
+            trained=True,
+        ),
+        Method(
+            "segfuse",
+            "segfuse",
+            "Shokouhi, Segmentation of Search Engine Results for Effective Data-Fusion, ECIR (2007)",
+            by_rank=True,
+            trained=True,
+        ),
+        Method(
+            "slidefuse",
+            "slidefuse",
+            "Lillis et al., Extending Probabilistic Data Fusion Using Sliding Windows, ECIR (2008)",
+            {"w": None},
+            by_rank=True,
+            trained=True,
+        ),
+        Method("bayesfuse", "bayesfuse", _ASLAM, by_rank=True, trained=True),
+        Method("mapfuse", "mapfuse", _LILLIS10, by_rank=True, trained=True),
+        Method("posfuse", "posfuse", _LILLIS10, by_rank=True, trained=True),
     )
 }
 
@@ -145,6 +182,18 @@ class Fused:
     params: dict[str, Any]
     warnings: tuple[str, ...] = ()
     undecided: tuple[str, ...] = ()  # condorcet: the topics where the runs' majority ties or cycles
+    trained: Trained | None = None  # the trained methods: what was learnt from the training qrels
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What a trained method learnt from the training qrels, per run (in the runs' order):
+    ``values`` are probfuse's, segfuse's, posfuse's and slidefuse's probabilities of relevance
+    (per segment, or per position from 0), bayesfuse's log-odds per position, mapfuse's MAP;
+    ``topics`` the training topics (the qrels' topics the runs have)."""
+
+    values: tuple[tuple[float, ...], ...]
+    topics: int
 
 
 def fuse(
@@ -156,14 +205,18 @@ def fuse(
     params: Mapping[str, float] | None = None,
     depth: int | None = None,
     names: Sequence[str] | None = None,
+    qrels: pa.Table | None = None,
 ) -> Fused:
     """Fuse ``runs`` (tables with columns topic, doc, score; each topic's documents unique) by
     ``method`` after normalising each run's scores by ``norm``, as ``ranx.fuse(runs, norm,
     method, params)``. ``weights``: one per run, for the weighted methods (default: 1 each);
-    ``params``: k (rrf), phi (rbc), gamma (combgmnz), sigma (logn_isr); ``depth``: keep each
-    topic's first ``depth`` fused documents (ranx keeps them all). ``names`` name the runs in
-    messages (default: run 1, run 2, ...). Every run must have the same topics."""
-    return Normalised.of(runs, norm, names=names).fuse(method, weights=weights, params=params, depth=depth)
+    ``params``: k (rrf), phi (rbc), gamma (combgmnz), sigma (logn_isr), n_segments (probfuse),
+    w (slidefuse); ``depth``: keep each topic's first ``depth`` fused documents (ranx keeps them
+    all). ``names`` name the runs in messages (default: run 1, run 2, ...). Every run must have
+    the same topics. ``qrels`` (topic, doc, relevance): the trained methods' training judgments,
+    as ``ranx.optimize_fusion(qrels, runs, ...)`` takes them (a document of relevance 1 or more
+    is relevant); the methods are trained on the runs' topics the qrels have."""
+    return Normalised.of(runs, norm, names=names).fuse(method, weights=weights, params=params, depth=depth, qrels=qrels)
 
 
 @dataclass(frozen=True)
@@ -194,9 +247,17 @@ class Normalised:
         weights: Sequence[float] | None = None,
         params: Mapping[str, float] | None = None,
         depth: int | None = None,
+        qrels: pa.Table | None = None,
     ) -> Fused:
         """These runs fused by ``method`` (see :func:`fuse`)."""
         chosen = method_named(method)
+        if chosen.trained and qrels is None:
+            raise InvalidParameterError(f"{chosen.name} is trained on judgments first; give the training qrels.")
+        if not chosen.trained and qrels is not None:
+            trained = ", ".join(m.name for m in METHODS.values() if m.trained)
+            raise InvalidParameterError(
+                f"{chosen.name} is not trained on judgments; the trained methods are {trained}."
+            )
         values = _parameters(chosen, params or {})
         w = _weights(chosen, weights, self.runs)
         if chosen.weighted:
@@ -222,9 +283,21 @@ class Normalised:
                     "from docno order, where ranx's changes with Python's string hashing from one process to "
                     "the next",
                 )
+        elif chosen.trained:
+            assert qrels is not None
+            learnt = _train(grid, chosen.name, values, _relevant(grid, qrels))
+            scores = _fuse_trained(grid, chosen.name, values, learnt)
         else:
             scores = _fuse(grid, chosen, values)
-        return Fused(_ranked(grid, scores, depth), chosen.name, self.norm, values, warnings, tuple(undecided))
+        return Fused(
+            _ranked(grid, scores, depth),
+            chosen.name,
+            self.norm,
+            values,
+            warnings,
+            tuple(undecided),
+            learnt if chosen.trained else None,
+        )
 
 
 def _parameters(method: Method, given: Mapping[str, float]) -> dict[str, Any]:
@@ -244,7 +317,13 @@ def _parameters(method: Method, given: Mapping[str, float]) -> dict[str, Any]:
             raise InvalidParameterError(f"rbc's phi must be between 0 and 1 (exclusive), not {value}.")
         if key == "k" and value < 0:
             raise InvalidParameterError(f"rrf's k must be 0 or more, not {value}.")
-        values[key] = int(value) if key == "k" and value.is_integer() else value
+        if key == "n_segments" and not (value.is_integer() and 1 <= value <= MAX_SEGMENTS):
+            raise InvalidParameterError(
+                f"probfuse's n_segments must be a whole number from 1 to {MAX_SEGMENTS}, not {value}."
+            )
+        if key == "w" and not (value.is_integer() and 0 <= value <= MAX_WINDOW):
+            raise InvalidParameterError(f"slidefuse's w must be a whole number from 0 to {MAX_WINDOW}, not {value}.")
+        values[key] = int(value) if key in ("k", "n_segments", "w") and value.is_integer() else value
     return values
 
 
@@ -465,6 +544,156 @@ def _rank_scores(grid: _Grid, name: str, params: Mapping[str, Any]) -> np.ndarra
     n = grid.candidates[grid.topic_of][:, None].astype(np.float64)
     m = grid.retrieved.T[grid.topic_of].astype(np.float64)
     return np.where(present, n - rank, (n - m + 1) / 2)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The training qrels on the grid: per candidate, relevant (relevance 1 or more) and in a
+    training topic (a topic the qrels have); per topic, its relevant documents in the qrels."""
+
+    relevant: np.ndarray
+    training: np.ndarray  # per topic: a training topic
+    relevant_count: np.ndarray  # per topic
+
+    @property
+    def topics(self) -> int:
+        return int(self.training.sum())
+
+
+def _relevant(grid: _Grid, qrels: pa.Table) -> _Judged:
+    missing = {"topic", "doc", "relevance"} - set(qrels.column_names)
+    if missing:
+        raise InvalidParameterError(f"The training qrels lack the column {sorted(missing)[0]}.")
+    judged = pd.DataFrame(
+        {
+            "topic": qrels["topic"].cast(pa.string()).to_numpy(zero_copy_only=False),
+            "doc": qrels["doc"].cast(pa.string()).to_numpy(zero_copy_only=False),
+            "relevance": qrels["relevance"].cast(pa.float64()).to_numpy(zero_copy_only=False),
+        }
+    )
+    training = np.isin(grid.topics, judged["topic"].unique())
+    if not training.any():
+        raise InvalidParameterError(
+            "The training qrels judge none of the runs' topics; train on judgments of the runs' topics."
+        )
+    relevant = judged[judged["relevance"] >= 1].drop_duplicates(["topic", "doc"])
+    counts = relevant.groupby("topic").size()
+    relevant_count = counts.reindex(grid.topics, fill_value=0).to_numpy(np.int64)
+    wanted = pd.MultiIndex.from_arrays([relevant["topic"], relevant["doc"]])
+    mine = pd.MultiIndex.from_arrays([grid.topics[grid.topic_of].astype(str), grid.docs.astype(str)])
+    return _Judged(np.asarray(mine.isin(wanted)), training, relevant_count)
+
+
+def _training_positions(grid: _Grid, judged: _Judged, run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A run's documents in the training topics, by topic then rank: their topic codes, ranks
+    (from 0) and hits (1.0 relevant, 0.0 not)."""
+    rows = np.flatnonzero(judged.training[grid.topic_of] & (grid.ranks[:, run] >= 0))
+    topic, rank = grid.topic_of[rows], grid.ranks[rows, run]
+    order = np.lexsort((rank, topic))
+    rows = rows[order]
+    return topic[order], rank[order], judged.relevant[rows].astype(np.float64)
+
+
+def _segment_means(
+    topic: np.ndarray, segment: np.ndarray, hits: np.ndarray, size: np.ndarray, n: int, per: int = 1
+) -> np.ndarray:
+    """Per segment, its topics' precisions (hits / ``size``) added up topic by topic (ranx's
+    order of sums), each divided by ``per`` first: ``topic`` and ``segment`` per document,
+    sorted by topic."""
+    key = topic.astype(np.int64) * n + segment
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    found = np.bincount(inverse, weights=hits)
+    return np.bincount(keys % n, weights=found / size[first] / per, minlength=n)
+
+
+def _train(grid: _Grid, name: str, params: Mapping[str, Any], judged: _Judged) -> Trained:
+    """What ``name`` learns from each run's hits in the training topics (ranx's *_train)."""
+    topics = judged.topics
+    learnt: list[tuple[float, ...]] = []
+    for j in range(grid.scores.shape[1]):  # a step per run
+        topic, rank, hits = _training_positions(grid, judged, j)
+        if name in ("posfuse", "slidefuse"):
+            # per position, the share of the training topics retrieving a document there whose one is relevant
+            length = int(rank.max()) + 1
+            values = np.bincount(rank, weights=hits, minlength=length) / np.bincount(rank, minlength=length)
+        elif name == "probfuse":
+            segments = int(params["n_segments"])
+            n = grid.retrieved[j, topic]
+            width = -(-n // segments)  # each topic of the run cut into n_segments of ceil(n / n_segments)
+            segment = rank // width
+            size = np.minimum(width, n - segment * width)
+            values = _segment_means(topic, segment, hits, size.astype(np.float64), segments) / topics
+        elif name == "segfuse":
+            kept = rank < _SEGFUSE_BOUNDS[-1]
+            segment = np.searchsorted(_SEGFUSE_BOUNDS, rank[kept], side="right") - 1
+            size = np.diff(_SEGFUSE_BOUNDS)[segment].astype(np.float64)
+            values = _segment_means(topic[kept], segment, hits[kept], size, len(_SEGFUSE_BOUNDS) - 1) / topics
+        elif name == "bayesfuse":
+            kept = rank < _BAYES_CUTS[-1]
+            segment = np.searchsorted(_BAYES_CUTS, rank[kept], side="right") - 1
+            size = np.diff(_BAYES_CUTS)[segment].astype(np.float64)
+            precision = _segment_means(topic[kept], segment, hits[kept], size, len(_BAYES_CUTS) - 1, per=topics)
+            precision = np.where(precision == 0, 0.001, precision)
+            against = 1 - precision
+            values = np.log(precision / np.where(against == 0, against + 0.001, against))
+        else:  # mapfuse: the run's MAP over the training topics (ranx's: a topic without relevant documents scores 0)
+            starts = np.r_[0, np.flatnonzero(np.diff(topic)) + 1]
+            found = np.cumsum(hits)
+            found = found - np.repeat(np.r_[0.0, found[starts[1:] - 1]], np.diff(np.r_[starts, len(topic)]))
+            precision = np.bincount(
+                topic, weights=np.where(hits > 0, found / (rank + 1), 0.0), minlength=len(grid.topics)
+            )
+            relevant = judged.relevant_count
+            ap = np.divide(precision, relevant, out=np.zeros(len(relevant)), where=relevant > 0)
+            values = np.array([ap[judged.training].mean()])
+        learnt.append(tuple(float(v) for v in values))
+    return Trained(tuple(learnt), topics)
+
+
+def _fuse_trained(grid: _Grid, name: str, params: Mapping[str, Any], trained: Trained) -> np.ndarray:
+    """Each candidate's fused score by a trained method: each run's documents scored by their
+    position (from 0, in the run's order) and what was learnt, then added up (bayesfuse: a
+    document a run lacks counts its log-odds of 0.001)."""
+    present = grid.present()
+    columns = np.zeros(grid.scores.shape)
+    for j, learnt in enumerate(trained.values):  # a step per run
+        values = np.asarray(learnt, np.float64)
+        rank = np.where(present[:, j], grid.ranks[:, j], 0)
+        n = grid.retrieved[j, grid.topic_of]
+        if name == "probfuse":
+            segment = rank // -(-n // len(values))
+            column = values[segment] / (segment + 1)
+        elif name == "segfuse":
+            segment = np.searchsorted(_SEGFUSE_BOUNDS, rank, side="right") - 1
+            padded = np.r_[values, 0.0]  # past the last segment: probability 0
+            column = padded[np.minimum(segment, len(values))] * (np.nan_to_num(grid.scores[:, j]) + 1)
+        elif name == "posfuse":
+            column = np.where(rank < len(values), values[np.minimum(rank, len(values) - 1)], 0.0)
+        elif name == "slidefuse":
+            w = int(params["w"])
+            low, high = np.maximum(rank - w, 0), np.minimum(rank + w, n - 1)
+            padded = np.r_[values, 0.0]
+            total = np.zeros(len(rank))
+            for offset in range(-w, w + 1):  # a step per position of the window, added in ranx's order
+                at = rank + offset
+                inside = (at >= low) & (at <= high)
+                total = total + np.where(inside, padded[np.clip(at, 0, len(values))], 0.0)
+            column = total / (high - low + 1)
+        elif name == "bayesfuse":
+            deep = present[:, j] & (rank >= _BAYES_CUTS[-1])
+            if deep.any():
+                topic = grid.topics[grid.topic_of[np.argmax(deep)]]
+                raise InvalidParameterError(
+                    f"bayesfuse learns log-odds for the first {_BAYES_CUTS[-1]} positions; {grid.names[j]} has more "
+                    f"documents in topic {topic}; fuse runs cut to {_BAYES_CUTS[-1]} documents per topic."
+                )
+            odds = np.repeat(values, np.diff(_BAYES_CUTS))
+            columns[:, j] = np.where(present[:, j], odds[np.minimum(rank, len(odds) - 1)], _BAYES_ABSENT)
+            continue
+        else:  # mapfuse
+            column = values[0] / (rank + 1)
+        columns[:, j] = np.where(present[:, j], column, 0.0)
+    return _in_turn(columns)
 
 
 def _condorcet(grid: _Grid, weights: Sequence[float]) -> tuple[np.ndarray, list[str]]:

@@ -371,8 +371,9 @@ def fuse(
         typer.Option(
             "--method",
             help="rrf, combsum, combmnz, combmax, combmin, combmed, combanz, combgmnz, isr, log_isr, logn_isr, "
-            "rbc, wsum, wmnz, mixed, bordafuse, w_bordafuse, condorcet or w_condorcet (ranx's names too: "
-            "sum, mnz, ...).",
+            "rbc, wsum, wmnz, mixed, bordafuse, w_bordafuse, condorcet, w_condorcet; trained on judgments "
+            "(--train-qrels or --split): probfuse, segfuse, slidefuse, bayesfuse, mapfuse or posfuse (ranx's names "
+            "too: sum, mnz, ...).",
         ),
     ],
     name: Annotated[str | None, typer.Option("--name", help="Name of the fused run in the store.")] = None,
@@ -395,6 +396,18 @@ def fuse(
     phi: Annotated[float | None, typer.Option("--phi", help="rbc's persistence, between 0 and 1.")] = None,
     gamma: Annotated[float | None, typer.Option("--gamma", help="combgmnz's exponent.")] = None,
     sigma: Annotated[float | None, typer.Option("--sigma", help="logn_isr's sigma (default 0.01).")] = None,
+    n_segments: Annotated[
+        int | None, typer.Option("--n-segments", help="probfuse's number of segments per topic.")
+    ] = None,
+    w: Annotated[int | None, typer.Option("--w", help="slidefuse's window: w positions each side.")] = None,
+    train_qrels: Annotated[
+        str | None,
+        typer.Option("--train-qrels", help="A trained method's training judgments: stored qrels by name."),
+    ] = None,
+    train_qrels_file: Annotated[
+        Path | None,
+        typer.Option("--train-qrels-file", help="With --files: a trained method's training judgments, a qrels file."),
+    ] = None,
     depth: Annotated[
         int | None,
         typer.Option("--depth", help="Documents kept per topic, the best fused first (default 1000; 0: all, as ranx)."),
@@ -407,7 +420,8 @@ def fuse(
         ),
     ] = None,
     split: Annotated[
-        str | None, typer.Option("--split", help="With --optimize: the split of the topics to train on.")
+        str | None,
+        typer.Option("--split", help="With --optimize or a trained method: the split of the topics to train on."),
     ] = None,
     fold: Annotated[
         int | None,
@@ -423,15 +437,25 @@ def fuse(
 ) -> None:
     """Fuse runs into one (ranx's fusion methods and normalisations, with ranx's values) and store
     it with its provenance (runs show NAME). With --files, fuse run files into a TREC run file."""
+    from evalstore.fusion import METHODS, method_named
     from evalstore.services import fusion
 
-    params = {
-        key: value for key, value in (("k", k), ("phi", phi), ("gamma", gamma), ("sigma", sigma)) if value is not None
-    }
+    given = (("k", k), ("phi", phi), ("gamma", gamma), ("sigma", sigma), ("n_segments", n_segments), ("w", w))
+    params: dict[str, float] = {key: value for key, value in given if value is not None}
     recipe = fusion.Recipe(method, norm, _numbers(weights, "--weights"), params, depth or None)
     if depth is not None and depth < 0:
         raise typer.BadParameter(f"{depth} documents per topic; give 1 or more, or 0 for all.", param_hint="--depth")
-    if optimize is None and (split is not None or fold is not None):
+    trained = method_named(method).trained
+    if trained and optimize is None:
+        training = "--train-qrels-file QRELS" if files else "--train-qrels QRELS or --split SPLIT"
+        if (train_qrels_file if files else train_qrels or split) is None:
+            raise usage_conflict(ctx, f"{method_named(method).name} is trained on judgments; give {training}.")
+        if train_qrels is not None and split is not None:
+            raise usage_conflict(ctx, "Train on --train-qrels or on --split, not both.")
+    elif not trained and (train_qrels is not None or train_qrels_file is not None):
+        names = ", ".join(m.name for m in METHODS.values() if m.trained)
+        raise usage_conflict(ctx, f"--train-qrels trains one of {names}; {method} is not trained.")
+    if optimize is None and not trained and (split is not None or fold is not None):
         raise usage_conflict(ctx, "--split and --fold choose the weights with --optimize MEASURE; give it too.")
     if optimize is not None and split is None:
         raise usage_conflict(ctx, "--optimize chooses the weights on a split's training topics; give --split SPLIT.")
@@ -442,7 +466,13 @@ def fuse(
             raise usage_conflict(
                 ctx, "--optimize needs the store's splits and qrels; fuse stored runs instead of --files."
             )
-        made = fusion.fuse_files([Path(r) for r in runs], recipe, out=out, tag=name or out.stem)
+        if split is not None or train_qrels is not None:
+            raise usage_conflict(
+                ctx, "With --files a trained method learns from a qrels file; give --train-qrels-file."
+            )
+        made = fusion.fuse_files(
+            [Path(r) for r in runs], recipe, out=out, tag=name or out.stem, train_qrels=train_qrels_file
+        )
         for message in made.warnings:
             warn(message)
         info(f"wrote {made.rows} rows, {made.topics} topics to {made.path}")
@@ -451,6 +481,8 @@ def fuse(
         raise usage_conflict(ctx, "Name the fused run with --name (or fuse files with --files --out FILE).")
     if out is not None:
         raise usage_conflict(ctx, "--out is for --files; a fused stored run is exported with 'evalstore runs export'.")
+    if train_qrels_file is not None:
+        raise usage_conflict(ctx, "--train-qrels-file is for --files; train stored runs with --train-qrels QRELS.")
     result = fusion.fuse_runs(
         state(ctx).engine(),
         runs,
@@ -462,6 +494,7 @@ def fuse(
         step=step,
         description=description,
         replace=replace,
+        train_qrels=train_qrels,
     )
     for message in result.warnings:
         warn(message)

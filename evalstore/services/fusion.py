@@ -5,7 +5,9 @@ split's training topics for a measure, as ranx's ``optimize_fusion`` chooses the
 The provenance is the fused run's metadata, flat ``fusion.*`` keys (``runs show`` lists them,
 ``runs list --meta fusion.method=rrf`` finds the runs): the inputs by name and content hash, the
 method, the normalisation, every parameter (weights included), the depth, evalstore's version and,
-when optimised, the measure, split, fold, its seed, the step and the training topics' count.
+when optimised, the measure, split, fold, its seed, the step and the training topics' count; when
+trained (probfuse, segfuse, slidefuse, bayesfuse, mapfuse, posfuse), the training qrels by name and
+content hash, or the split, fold and seed, the training topics' count and what was learnt.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sqlalchemy import Engine
 from evalstore import fusion
 from evalstore._version import __version__
 from evalstore.errors import InvalidParameterError
-from evalstore.io.formats import read_run
+from evalstore.io.formats import read_qrels, read_run
 from evalstore.io.writers import write_run
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services import splits, store
@@ -72,6 +74,40 @@ class Optimised:
 
 
 @dataclass(frozen=True)
+class Training:
+    """The judgments a trained method learnt from: stored qrels (``qrels``), or the training
+    topics of a split's fold (``split``, ``fold``, ``seed``), or a qrels file (``path``)."""
+
+    table: pa.Table
+    provenance: dict[str, str]
+
+
+def training_qrels(engine: Engine, name: str) -> Training:
+    """Stored qrels ``name`` as a trained method's training judgments."""
+    summary, table = store.qrels_rows(engine, name)
+    return Training(table, {"fusion.training_qrels": f"{summary.name} ({summary.content_hash})"})
+
+
+def training_file(path: Path) -> Training:
+    """A qrels file as a trained method's training judgments (nothing stored)."""
+    parsed = read_qrels(path)
+    return Training(parsed.table, {"fusion.training_qrels": f"{path} ({parsed.content_hash})"})
+
+
+def training_split(engine: Engine, split: str, fold: int | None) -> Training:
+    """The judgments of the training topics of ``split``'s ``fold`` (a holdout split's one)."""
+    seed, fold, _, qrels = _split_training(engine, split, fold)
+    return Training(
+        qrels,
+        {
+            "fusion.split": split,
+            "fusion.fold": str(fold),
+            "fusion.seed": "" if seed is None else str(seed),
+        },
+    )
+
+
+@dataclass(frozen=True)
 class FusedRun:
     """A fused run stored (``registered``) with its ``provenance`` (the run's metadata)."""
 
@@ -112,11 +148,19 @@ def fuse_runs(
     step: float = 0.1,
     description: str | None = None,
     replace: bool = False,
+    train_qrels: str | None = None,
 ) -> FusedRun:
     """Fuse stored runs into a new stored run ``name`` (through store.register_run, as any run),
     with the provenance as its metadata. ``optimise_for`` a measure: the weights are chosen first,
-    on the training topics of ``split``'s ``fold`` (:func:`optimise`)."""
+    on the training topics of ``split``'s ``fold`` (:func:`optimise`). A trained method learns
+    from stored qrels ``train_qrels``, or else from the judgments of ``split``'s training topics."""
     _distinct(runs)
+    training = None
+    if fusion.method_named(recipe.method).trained and optimise_for is None:
+        if train_qrels is not None:
+            training = training_qrels(engine, train_qrels)
+        elif split is not None:
+            training = training_split(engine, split, fold)
     tables, summaries = [], []
     for run in runs:
         summary, table = store.run_rows(engine, run)
@@ -142,11 +186,13 @@ def fuse_runs(
         params=recipe.params,
         depth=recipe.depth,
         names=[f"run '{r}'" for r in runs],
+        qrels=training.table if training is not None else None,
     )
     provenance = {
         "fusion.inputs": ", ".join(f"{s.name} ({s.content_hash})" for s in summaries),
         **_recipe_provenance(fused, recipe.depth),
         **(optimised.provenance() if optimised is not None else {}),
+        **(training.provenance if training is not None else {}),
     }
     buffer = io.BytesIO()
     write_run(fused.table, buffer, "trec", tag=name)
@@ -164,11 +210,14 @@ def fuse_runs(
     return FusedRun(registered, provenance, fused.warnings, optimised)
 
 
-def fuse_files(paths: Sequence[Path], recipe: Recipe, *, out: Path, tag: str) -> FusedFile:
+def fuse_files(
+    paths: Sequence[Path], recipe: Recipe, *, out: Path, tag: str, train_qrels: Path | None = None
+) -> FusedFile:
     """Fuse run files into a TREC run file ``out`` (every file read and checked first; nothing is
-    written when one is refused)."""
+    written when one is refused); a trained method learns from the qrels file ``train_qrels``."""
     _distinct([str(p) for p in paths])
     tables = [read_run(path).table for path in paths]
+    training = training_file(train_qrels) if train_qrels is not None else None
     fused = fusion.fuse(
         tables,
         recipe.method,
@@ -177,6 +226,7 @@ def fuse_files(paths: Sequence[Path], recipe: Recipe, *, out: Path, tag: str) ->
         params=recipe.params,
         depth=recipe.depth,
         names=[str(p) for p in paths],
+        qrels=training.table if training is not None else None,
     )
     buffer = io.BytesIO()
     write_run(fused.table, buffer, "trec", tag=tag)
@@ -216,21 +266,8 @@ def optimise(
         raise InvalidParameterError(
             f"Weights (or rrf's k) are chosen on a split; {method.name} has neither (the weighted methods: {weighted})."
         )
-    summary, train = splits.members(engine, split, "train")
-    if summary.source_kind != "qrels":
-        raise InvalidParameterError(
-            f"Split '{split}' splits the items of labels '{summary.source}'; runs need a split of topics."
-        )
-    if fold is None:
-        if summary.folds != 1:
-            raise InvalidParameterError(f"Split '{split}' has {summary.folds} folds; choose the fold to train on.")
-        fold = 1
-    if fold not in train:
-        raise InvalidParameterError(f"Split '{split}' has folds 1-{summary.folds}; there is no fold {fold}.")
-    topics = sorted(set(train[fold]))
+    seed, fold, topics, qrels = _split_training(engine, split, fold)
     name = str(resolve_measures([measure])[0])
-    _, qrels = store.qrels_rows(engine, summary.source)
-    qrels = qrels.filter(pc.is_in(qrels["topic"], pa.array(topics, pa.string())))
     chosen = [t.filter(pc.is_in(t["topic"], pa.array(topics, pa.string()))) for t in tables]
     for run, table in zip(runs, chosen, strict=True):
         if table.num_rows == 0:
@@ -250,9 +287,27 @@ def optimise(
     for config, value in zip(configs, values, strict=True):
         if value >= best_value:  # ranx's rule: the last of equal bests
             best, best_value = config, value
-    return Optimised(
-        name, split, fold, summary.seed, step, len(topics), list(best[0]), best_value, len(configs), dict(best[1])
-    )
+    return Optimised(name, split, fold, seed, step, len(topics), list(best[0]), best_value, len(configs), dict(best[1]))
+
+
+def _split_training(engine: Engine, split: str, fold: int | None) -> tuple[int | None, int, list[str], pa.Table]:
+    """A split of topics' fold (a holdout split's one): its seed, the fold, its training topics
+    and their judgments."""
+    summary, train = splits.members(engine, split, "train")
+    if summary.source_kind != "qrels":
+        raise InvalidParameterError(
+            f"Split '{split}' splits the items of labels '{summary.source}'; runs need a split of topics."
+        )
+    if fold is None:
+        if summary.folds != 1:
+            raise InvalidParameterError(f"Split '{split}' has {summary.folds} folds; choose the fold to train on.")
+        fold = 1
+    if fold not in train:
+        raise InvalidParameterError(f"Split '{split}' has folds 1-{summary.folds}; there is no fold {fold}.")
+    topics = sorted(set(train[fold]))
+    _, qrels = store.qrels_rows(engine, summary.source)
+    qrels = qrels.filter(pc.is_in(qrels["topic"], pa.array(topics, pa.string())))
+    return summary.seed, fold, topics, qrels
 
 
 def weight_trials(step: float, runs: int) -> list[list[float]]:
@@ -293,6 +348,9 @@ def _recipe_provenance(fused: fusion.Fused, depth: int | None) -> dict[str, str]
     }
     if "weights" in fused.params:
         out["fusion.weights"] = ",".join(repr(float(w)) for w in fused.params["weights"])
+    if fused.trained is not None:
+        out["fusion.training_topics"] = str(fused.trained.topics)
+        out["fusion.trained"] = json.dumps([list(values) for values in fused.trained.values])
     return out
 
 

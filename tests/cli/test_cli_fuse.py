@@ -98,7 +98,7 @@ def test_file_mode_writes_a_trec_run(cli: Cli) -> None:
         ),
         (
             ["a", "b", "--method", "comb"],
-            "Error: Unknown fusion method 'comb'; the methods are combsum, combmnz, combmax, combmin, combmed, combanz, combgmnz, rrf, isr, log_isr, logn_isr, rbc, wsum, wmnz, mixed, bordafuse, w_bordafuse, condorcet, w_condorcet.",
+            "Error: Unknown fusion method 'comb'; the methods are combsum, combmnz, combmax, combmin, combmed, combanz, combgmnz, rrf, isr, log_isr, logn_isr, rbc, wsum, wmnz, mixed, bordafuse, w_bordafuse, condorcet, w_condorcet, probfuse, segfuse, slidefuse, bayesfuse, mapfuse, posfuse.",
         ),
         (["a", "a", "--method", "rrf"], "Error: 'a' is given twice; fuse each run once (weigh it instead)."),
         (["a", "b", "--method", "rbc"], "Error: rbc needs its parameter phi."),
@@ -124,3 +124,92 @@ def test_files_need_out(cli: Cli, tmp_path: Path) -> None:
     result = cli("runs", "fuse", "--files", "x.txt", "y.txt", "--method", "rrf")
     assert result.exit_code == 2
     assert usage_message(result.stderr) == "--files writes the fused run to a file; give --out FILE."
+
+
+QRELS = "1 0 d3 1\n1 0 d2 0\n2 0 d5 2\n"
+
+
+def test_a_trained_method_learns_from_stored_qrels_and_records_them(store: Cli) -> None:
+    (store.folder / "q.txt").write_text(QRELS)
+    assert store("qrels", "import", str(store.folder / "q.txt"), "--name", "q").exit_code == 0
+    result = store("runs", "fuse", "a", "b", "--method", "mapfuse", "--train-qrels", "q", "--name", "m")
+    assert result.exit_code == 0, result.stderr
+    meta = json.loads(store("runs", "show", "m", "--format", "json").stdout)[0]["metadata"]
+    qrels_hash = json.loads(store("qrels", "show", "q", "--format", "json").stdout)[0]["content_hash"]
+    assert meta["fusion.method"] == "mapfuse" and meta["fusion.training_qrels"] == f"q ({qrels_hash})"
+    assert meta["fusion.training_topics"] == "2"
+    # a's MAP: topic 1 (d3 third) 1/3, topic 2 (d5 second) 1/2; b's: d3 first, d5 first
+    assert json.loads(meta["fusion.trained"]) == [[(1 / 3 + 1 / 2) / 2], [1.0]]
+    shown = store(
+        "runs", "fuse", "a", "b", "--method", "probfuse", "--n-segments", "2", "--train-qrels", "q", "--name", "p"
+    )
+    assert shown.exit_code == 0, shown.stderr
+    meta = json.loads(store("runs", "show", "p", "--format", "json").stdout)[0]["metadata"]
+    assert meta["fusion.params"] == '{"n_segments": 2}'
+
+
+def test_a_trained_method_in_file_mode_learns_from_a_qrels_file(cli: Cli) -> None:
+    for name in "ab":
+        (cli.folder / f"{name}.txt").write_text(RUNS[name])
+    (cli.folder / "q.txt").write_text(QRELS)
+    out = cli.folder / "fused.txt"
+    files = [str(cli.folder / f"{n}.txt") for n in "ab"]
+    result = cli(
+        "runs",
+        "fuse",
+        "--files",
+        *files,
+        "--method",
+        "posfuse",
+        "--train-qrels-file",
+        str(cli.folder / "q.txt"),
+        "--out",
+        str(out),
+    )
+    assert result.exit_code == 0, result.stderr
+    # posfuse: d3 is first in b (relevant there in both topics: 1.0) and third in a (relevant there in
+    # the one topic a has three documents of: 1.0)
+    assert out.read_text().splitlines()[0] == "1 Q0 d3 1 2 fused"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["a", "b", "--method", "probfuse", "--n-segments", "2"],
+            "probfuse is trained on judgments; give --train-qrels QRELS or --split SPLIT.",
+        ),
+        (
+            ["a", "b", "--method", "rrf", "--train-qrels", "q"],
+            "--train-qrels trains one of probfuse, segfuse, slidefuse, bayesfuse, mapfuse, posfuse; rrf is not trained.",
+        ),
+    ],
+)
+def test_a_trained_method_without_training_is_refused_in_one_line(store: Cli, args: list[str], message: str) -> None:
+    result = store("runs", "fuse", *args, "--name", "x")
+    assert result.exit_code == 2
+    assert usage_message(result.stderr) == message
+    assert "x," not in store("runs", "list", "--format", "csv").stdout
+
+
+def test_files_train_on_a_qrels_file_only(cli: Cli) -> None:
+    result = cli(
+        "runs",
+        "fuse",
+        "--files",
+        "x.txt",
+        "y.txt",
+        "--method",
+        "mapfuse",
+        "--split",
+        "s",
+        "--train-qrels-file",
+        "q.txt",
+        "--out",
+        "f.txt",
+    )
+    assert result.exit_code == 2
+    assert (
+        usage_message(result.stderr)
+        == "With --files a trained method learns from a qrels file; give --train-qrels-file."
+    )
