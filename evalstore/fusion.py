@@ -2,10 +2,10 @@
 
 The methods and normalisations are ranx's (``ranx.fuse``, ranx 0.3.21), with its definitions,
 its names accepted beside ours (``sum`` for combsum, ``min_max`` for min-max, ...), and its
-answers: tests/fusion/test_against_ranx.py holds every method under every normalisation equal to
+answers: tests/differential/test_fusion_against_ranx.py holds every method under every normalisation equal to
 ranx's on hand-made and real runs. Where ranx's answer depends on something other than the runs
 (the order its sort leaves tied scores in, or Python's string hashing), ours follows trec_eval's
-order instead, and :func:`fuse` says so in its warnings (docs/fuse-runs.md).
+order instead, and :func:`fuse` says so in its warnings (docs/guide/fusion.md).
 
 Everything is computed over all topics at once: the runs' documents become the rows of one
 candidate-by-run matrix (a candidate is a topic's document retrieved by any run), each method one
