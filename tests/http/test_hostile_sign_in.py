@@ -137,7 +137,9 @@ def test_a_sign_in_beyond_the_password_slots_is_refused_at_once(world: World) ->
         assert refused.status_code == 503 and refused.json() == {"error": BUSY}
         assert refused.headers["retry-after"] == "1"
         assert page.status_code == 503 and BUSY in page.text and page.headers["retry-after"] == "1"
-        assert took < 2.0  # refused after a short wait, not queued
+        # refused after a short wait: had they queued for a slot, they would have waited for the slots
+        # this test holds until after them (the bound leaves room for a loaded machine)
+        assert took < 10.0
         # a refusal for being busy is no failure: the back-off has not counted it
         assert shared.sign_ins._pairs == {}
         assert client.post("/api/v1/sessions", json={"name": "red", "password": PASSWORD}).status_code == 201

@@ -311,8 +311,10 @@ def test_writes_are_rate_limited_per_token(world: World) -> None:
             assert client.post("/api/v1/tokens", json={}, headers=world.headers("viewer")).status_code == 201
         refused = client.post("/api/v1/tokens", json={}, headers=world.headers("viewer"))
         assert refused.status_code == 429
-        assert refused.headers["Retry-After"] == "30"
-        assert refused.json() == {"error": "Too many writes: at most 2 a minute; try again in 30 s."}
+        # the next write is allowed 30 s after the first one: less the seconds a loaded machine took
+        wait = int(refused.headers["Retry-After"])
+        assert 20 <= wait <= 30
+        assert refused.json() == {"error": f"Too many writes: at most 2 a minute; try again in {wait} s."}
         assert client.post("/api/v1/tokens", json={}, headers=world.headers("red")).status_code == 201
 
 
