@@ -10,7 +10,7 @@ Ranking: Spark does the part that grows with the run, as the DuckDB backend does
 row's trec_eval rank (a window over its topic: score descending, docno descending; Spark
 compares strings by their bytes, as strcmp), and each topic's row count. Those are a few
 rows per topic, so they come to the driver, where the local engine's kernels compute every
-measure from them (:func:`evalstore.metrics._prepare.prepare_ranked`): the values are the local
+measure from them (:func:`evalstore.metrics.preparation.prepare_ranked`): the values are the local
 engine's by construction, for every measure it has.
 
 Predictions: exact AUC and GAUC from per-(group, distinct score) counts and a window over each
@@ -115,7 +115,7 @@ def evaluate_ranking(
     query column as :func:`evalstore.evaluate`'s does. ``complete``, ``judged_only`` and
     ``max_docs`` are trec_eval's -c, -J and -M."""
     from evalstore.metrics import compute, resolve_measures, summarise
-    from evalstore.metrics._prepare import PrepareOptions, prepare_ranked
+    from evalstore.metrics.preparation import PrepareOptions, prepare_ranked
 
     spark = run_df.sparkSession
     chosen = resolve_measures(list(measures))

@@ -159,7 +159,7 @@ import pyarrow.compute as pc
 from evalstore.backends import duckdb_engine as de
 from evalstore.io.formats import read_qrels
 from evalstore.metrics import compute, resolve_measures
-from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.metrics.preparation import PrepareOptions, prepare
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 run_path, qrels_path, sample, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 table = pq.read_table(run_path)

@@ -180,11 +180,11 @@ def settings_reference() -> str:
 def measure_reference() -> str:
     """reference/measures.md: every family of the registry (ranking, classifier, clustering, answers)."""
     from evalstore.metrics import list_measures, prediction_measures
-    from evalstore.metrics._registry import _REQUIRED
     from evalstore.metrics.peers import PEERS
+    from evalstore.metrics.registry import REQUIRED
 
     def show(value: object) -> str:
-        return "required" if value is _REQUIRED else ("the evaluation's" if value is None else str(value))
+        return "required" if value is REQUIRED else ("the evaluation's" if value is None else str(value))
 
     lines = [
         "# Measure reference",

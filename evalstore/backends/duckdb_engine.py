@@ -1,7 +1,7 @@
 """Out-of-core evaluation with DuckDB: runs and predictions larger than memory, in bounded memory.
 
 Every ranking measure here needs only where each *judged* document sits in its topic's ranking
-and how many documents the topic retrieved (:func:`evalstore.metrics._prepare.prepare_ranked`,
+and how many documents the topic retrieved (:func:`evalstore.metrics.preparation.prepare_ranked`,
 what the store computes for a stored run). DuckDB computes exactly that from a file of any size
 with three streaming passes and no sort of the run: the judged rows (a hash join with the
 qrels, which are small); each judged row's trec_eval rank as 1 + the rows of its topic ahead of
@@ -42,7 +42,7 @@ from evalstore.metrics.classification import BinaryCounts, gauc_of_pairs, ratio_
 if TYPE_CHECKING:
     import duckdb
 
-    from evalstore.metrics._prepare import PrepareOptions, Ranking
+    from evalstore.metrics.preparation import PrepareOptions, Ranking
 
 
 @dataclass(frozen=True)
@@ -431,7 +431,7 @@ def prepare_file(
     qrels: pa.Table, run_path: str | Path, options: PrepareOptions, settings: DuckDBSettings
 ) -> tuple[Ranking, str | None]:
     """The local engine's :class:`Ranking` of a run file of any size, and its tag."""
-    from evalstore.metrics._prepare import prepare, prepare_ranked
+    from evalstore.metrics.preparation import prepare, prepare_ranked
 
     path = Path(run_path)
     con = connect(settings)

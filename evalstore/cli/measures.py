@@ -23,8 +23,8 @@ def measures(
     """Every measure: canonical name, aliases, parameters, the judgments it needs, definition, what
     trec_eval and ir_measures call it and whether their values are the same, reference."""
     from evalstore.metrics import list_measures, prediction_measures
-    from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES, TREC_ORDER
     from evalstore.metrics.peers import PEERS
+    from evalstore.metrics.registry import REGISTRY, TREC_FAMILIES, TREC_ORDER
 
     if kind not in ("ranking", "classifier", "clustering", "answers"):
         raise InvalidParameterError(f"--kind must be ranking, classifier, clustering or answers, not '{kind}'.")
@@ -85,6 +85,6 @@ def measures(
 
 
 def _show(value: object) -> str:
-    from evalstore.metrics._registry import _REQUIRED
+    from evalstore.metrics.registry import REQUIRED
 
-    return "required" if value is _REQUIRED else ("default" if value is None else str(value))
+    return "required" if value is REQUIRED else ("default" if value is None else str(value))

@@ -453,7 +453,7 @@ JUDGED_SCHEMA = pa.schema([("topic", pa.string()), ("rank", pa.int32()), ("relev
 
 def judged_ranks(session: Session, run: Run, qrels: QrelsSet, *, kept: bool = True) -> tuple[pa.Table, pa.Table]:
     """What evaluating a stored run needs, worked out by the database from the stored trec_eval
-    ranks (see :func:`evalstore.metrics._prepare.prepare_ranked`): (topic, retrieved), each run
+    ranks (see :func:`evalstore.metrics.preparation.prepare_ranked`): (topic, retrieved), each run
     topic's number of documents (kept at registration), and (topic, rank, relevance) for each run
     document the qrels judge, joined in the database. For a 7M-row run that is 7k + ~10k rows to
     send instead of 7M (4-4.5 s of reading, joining and sorting became ~1.2 s on PostgreSQL).

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from evalstore.errors import InputFormatError
 from evalstore.io.cnumbers import atof
-from evalstore.io.parsed import QRELS_LAYOUT, ParsedFile, _read_bytes, _sha256
+from evalstore.io.parsed import QRELS_LAYOUT, ParsedFile, read_bytes, sha256_hex
 from evalstore.io.readers import read_qrels
 
 PREFS_LAYOUT = "qid jg jsg docno rel_level"
@@ -44,7 +44,7 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
     layout = QRELS_LAYOUT.replace("iter", "jg") if qrels_layout else PREFS_LAYOUT
     width = len(layout.split())
     try:
-        text = _read_bytes(file).decode("utf-8")
+        text = read_bytes(file).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputFormatError(str(file), None, f"not UTF-8 text ({exc}); save the judgments as UTF-8") from None
     columns: list[list[str]] = [[] for _ in range(width)]
@@ -75,7 +75,7 @@ def read_prefs(path: str | Path, *, qrels_layout: bool = False) -> Preferences:
 def preferences_layout(path: str | Path) -> bool:
     """Whether a preference file is laid out as qrels (4 columns: -R qrels_prefs) rather than as
     trec_eval's prefs (5 columns), judging by its first judgment line."""
-    for line in _read_bytes(Path(path)).decode("utf-8", errors="replace").splitlines():
+    for line in read_bytes(Path(path)).decode("utf-8", errors="replace").splitlines():
         if not line.startswith("#") and line.strip():
             return len(line.split()) == 4
     return False
@@ -113,7 +113,7 @@ def read_preferences(path: str | Path) -> tuple[ParsedFile, Preferences]:
             "level": pa.array(prefs.level),
         }
     )
-    return ParsedFile(table, _sha256(_read_bytes(file)), None), prefs
+    return ParsedFile(table, sha256_hex(read_bytes(file)), None), prefs
 
 
 def read_subtopic_qrels(path: str | Path) -> ParsedFile:
@@ -144,7 +144,7 @@ def read_subtopic_qrels(path: str | Path) -> ParsedFile:
 def _judgment_line(path: Path, row: int) -> int | None:
     """The line of the ``row``-th judgment (0-based) of a TREC text file, comments skipped."""
     seen = -1
-    for number, line in enumerate(_read_bytes(path).decode("utf-8", errors="replace").splitlines(), start=1):
+    for number, line in enumerate(read_bytes(path).decode("utf-8", errors="replace").splitlines(), start=1):
         if line.strip() and not line.lstrip().startswith("#"):
             seen += 1
             if seen == row:

@@ -8,7 +8,7 @@ from pathlib import Path
 from evalstore.errors import InputFormatError
 
 # what a qrels file says of a pooled document nobody judged: relevance -1 (trec_eval reads a
-# negative relevance as "pooled but not judged"; metrics._prepare codes it internally as UNJUDGED)
+# negative relevance as "pooled but not judged"; metrics.preparation codes it internally as UNJUDGED)
 TREC_UNJUDGED = -1
 
 

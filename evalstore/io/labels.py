@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 
 from evalstore.errors import InputFormatError
 from evalstore.io.limits import check_fields
-from evalstore.io.parsed import _read_bytes
+from evalstore.io.parsed import read_bytes
 
 SCORE_PREFIX = "score_"
 LABEL_SEPARATOR = "|"  # between the labels of a multilabel item: "sports|politics"
@@ -41,7 +41,7 @@ class TableFile:
 def read_table_file(path: Path, what: str, fmt: str | None = None) -> TableFile:
     """A CSV/TSV/Parquet file read with every column as text except Parquet's own types."""
     fmt = fmt or _format_of(path)
-    raw = _read_bytes(path)
+    raw = read_bytes(path)
     if not raw.strip():
         raise InputFormatError(str(path), None, f"the file is empty; a {what} file needs a header row and rows")
     try:

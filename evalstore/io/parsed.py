@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
-from evalstore.io._hashing import has_repeated_pair, pair_hashes
+from evalstore.io.hashing import has_repeated_pair, pair_hashes
 
 Kind = Literal["run", "qrels"]
 
@@ -26,7 +26,7 @@ RUN_LAYOUT = "qid Q0 docno rank score tag"
 QRELS_LAYOUT = "qid iter docno rel"
 
 
-_TREC_NAMES = {
+TREC_NAMES = {
     "run": ["topic", "q0", "doc", "rank", "score", "tag"],
     "qrels": ["topic", "iteration", "doc", "relevance"],
 }
@@ -34,16 +34,16 @@ _TREC_NAMES = {
 
 # The stored integer columns' ranges (run_rows.rank INTEGER, judgments.relevance SMALLINT, in
 # both databases): a value outside is bad input, refused with its line like any other.
-_STORED_RANGE = {"rank": (-(2**31), 2**31 - 1), "relevance": (-(2**15), 2**15 - 1)}
+STORED_RANGE = {"rank": (-(2**31), 2**31 - 1), "relevance": (-(2**15), 2**15 - 1)}
 
 
-def _out_of_range(label: str, text: object) -> str:
-    low, high = _STORED_RANGE[label]
+def out_of_range(label: str, text: object) -> str:
+    low, high = STORED_RANGE[label]
     return f"{label} '{text}' is out of range; it must be between {low} and {high}"
 
 
-def _in_range(label: str, value: int) -> bool:
-    low, high = _STORED_RANGE[label]
+def in_range(label: str, value: int) -> bool:
+    low, high = STORED_RANGE[label]
     return low <= value <= high
 
 
@@ -115,13 +115,13 @@ def has_duplicate_docs(
     return has_repeated_pair(table["topic"], table["doc"], topic_codes, doc_keys)
 
 
-def _sha256(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     import hashlib  # ~3 ms of start-up (OpenSSL), which evaluating a file never needs
 
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
     with path.open("rb") as handle:
         data = handle.read()
     if data[:2] == b"\x1f\x8b":
@@ -134,7 +134,7 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True, strict: bool = True) -> bool:
+def fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True, strict: bool = True) -> bool:
     if table.num_rows == 0:
         return False
     if kind == "run":
@@ -143,12 +143,12 @@ def _fast_checks_pass(table: pa.Table, kind: Kind, check_duplicates: bool = True
             return False
     label = "rank" if kind == "run" else "relevance"
     extremes = pc.min_max(table[label])
-    if strict and not (_in_range(label, extremes["min"].as_py()) and _in_range(label, extremes["max"].as_py())):
+    if strict and not (in_range(label, extremes["min"].as_py()) and in_range(label, extremes["max"].as_py())):
         return False
-    return not (check_duplicates and _has_duplicate_pairs(table, kind, identical_too=not strict))
+    return not (check_duplicates and has_duplicate_pairs(table, kind, identical_too=not strict))
 
 
-def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = False) -> bool:
+def has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = False) -> bool:
     """Whether a (topic, doc) pair occurs twice (qrels: with different relevance only, unless
     ``identical_too``: trec_eval refuses any repeated judgment)."""
     if kind == "run":
@@ -169,7 +169,7 @@ def _has_duplicate_pairs(table: pa.Table, kind: Kind, identical_too: bool = Fals
     return bool((relevance[1:][same] != relevance[:-1][same]).any())
 
 
-def _repeated_judgment(doc: str, topic: str, first: int | str) -> str:
+def repeated_judgment(doc: str, topic: str, first: int | str) -> str:
     first_at = f"line {first}" if isinstance(first, int) else first
     return (
         f"docno '{doc}' is judged twice in topic '{topic}' (first at {first_at}); trec_eval refuses "
@@ -177,26 +177,26 @@ def _repeated_judgment(doc: str, topic: str, first: int | str) -> str:
     )
 
 
-def _empty_message(kind: Kind) -> str:
+def empty_message(kind: Kind) -> str:
     layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
     return f"the file has no {kind} lines; expected lines of the form '{layout}'"
 
 
-def _finish(table: pa.Table, kind: Kind, content_hash: str, path: str) -> ParsedFile:
+def finish_table(table: pa.Table, kind: Kind, content_hash: str, path: str) -> ParsedFile:
     if kind == "run":
         tags = table["tag"]
         tag = str(tags[-1].as_py()) if len(tags) else None
         warnings: tuple[str, ...] = ()
-        if len(_distinct_values(tags)) > 1:
+        if len(distinct_values(tags)) > 1:
             warnings = (
                 f"{path}: the run tag is not the same on every line; using '{tag}' from the last "
                 "line, as trec_eval does",
             )
         return ParsedFile(table.select(["topic", "doc", "rank", "score"]), content_hash, tag, warnings)
-    return _dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, path)
+    return dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, path)
 
 
-def _distinct_values(column: pa.ChunkedArray) -> set[object]:
+def distinct_values(column: pa.ChunkedArray) -> set[object]:
     values: set[object] = set()
     for chunk in column.chunks:
         unique = pc.unique(chunk)
@@ -221,7 +221,7 @@ def _pairs_increase(table: pa.Table) -> bool:
     return bool(pc.all(increasing).as_py())
 
 
-def _dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
+def dedupe_qrels(table: pa.Table, content_hash: str, path: str) -> ParsedFile:
     """Identical repeated judgments are kept once (conflicting ones were refused already). Rows
     whose (topic, doc) hash is shared are compared as strings: a hash collision keeps both."""
     if _pairs_increase(table):

@@ -9,7 +9,7 @@ What is kept: the table, tag and warnings the reader returned, beside what they 
 the file's identity and state as ``fstat`` tells them once it is opened (device, inode, size,
 modification and change times in nanoseconds; opened, so that NFS asks its server, where a bare
 ``stat`` may answer from a cache for up to a minute), the reader's options, and the code that made
-the copy (the modules of this package, of ``evalstore.metrics._prepare`` and of the kernels, by size
+the copy (the modules of this package, of ``evalstore.metrics.preparation`` and of the kernels, by size
 and time; pyarrow's version). A kept copy is used only when all of that is the same again.
 Writing a file moves both its times; ``touch -d`` can set the modification time back, not the
 change time. A file is kept only when it was last changed more than :data:`SETTLED_SECONDS` before
@@ -63,7 +63,7 @@ _SEPARATOR = "\x1f"
 _ENTRY = re.compile(r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow")
 _PARTIAL = re.compile(r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial")
 # the code whose work is kept: its modules' sizes and times are part of what a copy was made from
-_CODE = ("io", "metrics/_prepare.py", "_kernels.py", "trec_order.py")
+_CODE = ("io", "metrics/preparation.py", "_kernels.py", "trec_order.py")
 
 
 def cache_dir() -> Path | None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from evalstore.errors import InputFormatError
 from evalstore.io.parsed import Kind, ParsedFile, has_duplicate_docs
-from evalstore.io.tables import _parse_table
-from evalstore.io.trec_text import _parse_trec_file, _read_qrels_jg, _stream_trec_run
+from evalstore.io.tables import parse_table
+from evalstore.io.trec_text import parse_trec_file, read_qrels_jg, stream_trec_run
 
 FORMATS = ("trec", "csv", "tsv", "parquet")
 
@@ -79,7 +79,7 @@ def read_qrels(
     ``evaluated_topic`` (trec_eval ``-D LEVEL.QID``) only in that topic (others are kept once).
     """
     if judgment_groups:
-        return _read_qrels_jg(Path(path), strict)
+        return read_qrels_jg(Path(path), strict)
     return _read(Path(path), "qrels", fmt, strict, content_hash, evaluated_topic=evaluated_topic)
 
 
@@ -98,8 +98,8 @@ def _read(
     resolved = detect_format(path, fmt)
     if resolved == "trec":
         if kind == "run" and not strict and not content_hash:  # read to evaluate, nothing stored
-            streamed = _stream_trec_run(path, coded_topics)
+            streamed = stream_trec_run(path, coded_topics)
             if streamed is not None and not (check_duplicates and has_duplicate_docs(streamed.table)):
                 return streamed
-        return _parse_trec_file(path, kind, strict, content_hash, check_duplicates, evaluated_topic)
-    return _parse_table(path, resolved, kind, check_duplicates)
+        return parse_trec_file(path, kind, strict, content_hash, check_duplicates, evaluated_topic)
+    return parse_table(path, resolved, kind, check_duplicates)

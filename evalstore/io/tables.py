@@ -16,16 +16,16 @@ from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError, NoRowsError
 from evalstore.io.limits import check_fields
 from evalstore.io.parsed import (
-    _STORED_RANGE,
+    STORED_RANGE,
     Kind,
     ParsedFile,
-    _dedupe_qrels,
-    _empty_message,
-    _has_duplicate_pairs,
-    _out_of_range,
-    _read_bytes,
-    _repeated_judgment,
-    _sha256,
+    dedupe_qrels,
+    empty_message,
+    has_duplicate_pairs,
+    out_of_range,
+    read_bytes,
+    repeated_judgment,
+    sha256_hex,
 )
 
 # Accepted header names for CSV/TSV/Parquet input, canonical name first.
@@ -42,11 +42,11 @@ COLUMN_ALIASES = {
 _ID_ALIASES = frozenset(COLUMN_ALIASES["topic"] + COLUMN_ALIASES["doc"] + COLUMN_ALIASES["iteration"])
 
 
-def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True) -> ParsedFile:
-    raw = _read_bytes(path)
-    content_hash = _sha256(raw)
+def parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True) -> ParsedFile:
+    raw = read_bytes(path)
+    content_hash = sha256_hex(raw)
     if not raw.strip():
-        raise NoRowsError(str(path), _empty_message(kind), zero_bytes=not raw)
+        raise NoRowsError(str(path), empty_message(kind), zero_bytes=not raw)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq  # ~40 ms with the file systems it loads; Parquet input only
@@ -69,12 +69,12 @@ def _parse_table(path: Path, fmt: str, kind: Kind, check_duplicates: bool = True
     table = _select_columns(path, table, kind)
     table = _coerce_columns(path, table, kind, header_offset)
     if table.num_rows == 0:
-        raise NoRowsError(str(path), _empty_message(kind))
+        raise NoRowsError(str(path), empty_message(kind))
     if check_duplicates or kind != "run":
         _check_duplicates(path, table, kind, header_offset)
     if kind == "run":
         return ParsedFile(table.select(["topic", "doc", "rank", "score"]), content_hash, None)
-    return _dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, str(path))
+    return dedupe_qrels(table.select(["topic", "iteration", "doc", "relevance"]), content_hash, str(path))
 
 
 def _select_columns(path: Path, table: pa.Table, kind: Kind) -> pa.Table:
@@ -236,11 +236,11 @@ def _numeric(
 
 def _stored_integers(path: Path, column: pa.ChunkedArray, label: str, offset: int) -> pa.ChunkedArray:
     values = _numeric(path, column, pa.int64(), label, "an integer", offset)
-    low, high = _STORED_RANGE[label]
+    low, high = STORED_RANGE[label]
     as_numpy = values.to_numpy()
     bad = np.flatnonzero((as_numpy < low) | (as_numpy > high))
     if len(bad):
-        raise _located(path, offset, int(bad[0]), _out_of_range(label, as_numpy[bad[0]]))
+        raise _located(path, offset, int(bad[0]), out_of_range(label, as_numpy[bad[0]]))
     return values
 
 
@@ -252,7 +252,7 @@ def _located(path: Path, offset: int, row: int, problem: str) -> InputFormatErro
 
 
 def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int, identical_too: bool = False) -> None:
-    if not _has_duplicate_pairs(table, kind, identical_too):
+    if not has_duplicate_pairs(table, kind, identical_too):
         return
     # Rare path: locate the first offending row.
     topics = table["topic"].to_pylist()
@@ -282,4 +282,4 @@ def _check_duplicates(path: Path, table: pa.Table, kind: Kind, offset: int, iden
                 f"{rels[row]} here, {rels[first[key]]} at {earlier}; keep one of them",
             )
         if identical_too:
-            raise _located(path, offset, row, _repeated_judgment(key[1], key[0], earlier))
+            raise _located(path, offset, row, repeated_judgment(key[1], key[0], earlier))

@@ -27,42 +27,42 @@ from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError, NoRowsError
 from evalstore.io.cnumbers import atof, atol, strict_float
 from evalstore.io.parsed import (
-    _TREC_NAMES,
     QRELS_LAYOUT,
     RUN_LAYOUT,
+    TREC_NAMES,
     Kind,
     ParsedFile,
-    _distinct_values,
-    _empty_message,
-    _fast_checks_pass,
-    _finish,
-    _has_duplicate_pairs,
-    _in_range,
-    _out_of_range,
-    _read_bytes,
-    _repeated_judgment,
-    _sha256,
+    distinct_values,
+    empty_message,
+    fast_checks_pass,
+    finish_table,
+    has_duplicate_pairs,
+    in_range,
+    out_of_range,
+    read_bytes,
+    repeated_judgment,
+    sha256_hex,
 )
 
 
-def _read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
+def read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
     """Each judgment group is validated as a qrels file of its own; the groups are then stacked."""
     if not path.is_file():
         raise InputFormatError(str(path), None, "no such file; check the path")
-    data = _read_bytes(path)
+    data = read_bytes(path)
     whole = _fast_trec_table(data, "qrels")
     if whole is None:
         error, whole = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
         if error is not None:
             raise error
     assert whole is not None
-    for group in _distinct_values(whole["iteration"]):
+    for group in distinct_values(whole["iteration"]):
         part = pc.filter(whole, pc.equal(whole["iteration"], group))
-        if _has_duplicate_pairs(part, "qrels", identical_too=not strict):
+        if has_duplicate_pairs(part, "qrels", identical_too=not strict):
             error, _ = _first_trec_error(str(path), data, "qrels", strict, keyed_by_group=True)
             if error is not None:
                 raise error
-    return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), _sha256(data), None)
+    return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), sha256_hex(data), None)
 
 
 _COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
@@ -120,7 +120,7 @@ def _has_hex_prefix(data: bytes) -> bool:
 _WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
 
 
-def _parse_trec_file(
+def parse_trec_file(
     path: Path,
     kind: Kind,
     strict: bool,
@@ -129,26 +129,26 @@ def _parse_trec_file(
     evaluated_topic: str | None = None,
 ) -> ParsedFile:
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
-    data = _read_bytes(path)
-    content_hash = _sha256(data) if hash_content else ""
+    data = read_bytes(path)
+    content_hash = sha256_hex(data) if hash_content else ""
     if not data.strip():
-        raise NoRowsError(str(path), _empty_message(kind), zero_bytes=not data)
+        raise NoRowsError(str(path), empty_message(kind), zero_bytes=not data)
     table = _fast_trec_table(data, kind)
     del data
-    if table is not None and _fast_checks_pass(table, kind, check_duplicates, strict):
-        return _finish(table, kind, content_hash, str(path))
+    if table is not None and fast_checks_pass(table, kind, check_duplicates, strict):
+        return finish_table(table, kind, content_hash, str(path))
     del table
     # Something is off: find the exact line (or, in lenient mode, parse it the slow way).
     error, table = _first_trec_error(
-        str(path), _read_bytes(path), kind, strict, check_duplicates=check_duplicates, evaluated_topic=evaluated_topic
+        str(path), read_bytes(path), kind, strict, check_duplicates=check_duplicates, evaluated_topic=evaluated_topic
     )
     if error is not None:
         raise error
     assert table is not None
-    return _finish(table, kind, content_hash, str(path))
+    return finish_table(table, kind, content_hash, str(path))
 
 
-def _stream_trec_run(path: Path, coded_topics: bool) -> ParsedFile | None:
+def stream_trec_run(path: Path, coded_topics: bool) -> ParsedFile | None:
     """A plain (not compressed) TREC run's topic, doc and score, for evaluating it: pyarrow reads
     the file in blocks, so its bytes are never held whole, and converts only those three columns
     (Q0, rank and tag are not read by trec_eval either). A 7M-row run: ~0.4 s and ~0.3 GB, where
@@ -218,7 +218,7 @@ def _read_run_columns(path: Path, delimiter: str, coded_topics: bool) -> pa.Tabl
     try:
         return pacsv.read_csv(
             str(path),
-            read_options=pacsv.ReadOptions(column_names=_TREC_NAMES["run"], block_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=TREC_NAMES["run"], block_size=1 << 22),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, escape_char=False, double_quote=False
             ),
@@ -310,7 +310,7 @@ def _has_comment_rows(table: pa.Table) -> bool:
 
 
 def _pyarrow_trec(data: bytes, kind: Kind, delimiter: str) -> pa.Table | None:
-    names = _TREC_NAMES[kind]
+    names = TREC_NAMES[kind]
     # The run tag is one value repeated, Q0 too: dictionary-encoded they cost almost nothing (Q0 is
     # read only to see that it is not empty)
     types = (
@@ -362,7 +362,7 @@ def _first_trec_error(
     ncols = 6 if kind == "run" else 4
     layout = RUN_LAYOUT if kind == "run" else QRELS_LAYOUT
     seen: dict[tuple[str, str], tuple[int, int]] = {}  # (topic, doc) -> (line, relevance)
-    columns: dict[str, list[object]] = {name: [] for name in _TREC_NAMES[kind]}
+    columns: dict[str, list[object]] = {name: [] for name in TREC_NAMES[kind]}
     lines = data.split(b"\n")
     if lines and not lines[-1]:  # the end of the last line, not a line
         lines.pop()
@@ -411,12 +411,12 @@ def _first_trec_error(
                     path, number, f"score '{score_text}' is not a finite number; scores must be finite"
                 ), None
             rank = _parse_int(rank_text)
-            if rank is None or (strict and not _in_range("rank", rank)):
+            if rank is None or (strict and not in_range("rank", rank)):
                 if strict:
                     return InputFormatError(
                         path,
                         number,
-                        f"rank '{rank_text}' is not an integer" if rank is None else _out_of_range("rank", rank_text),
+                        f"rank '{rank_text}' is not an integer" if rank is None else out_of_range("rank", rank_text),
                     ), None
                 rank = 0  # trec_eval never reads the rank column
             key = (topic, doc)
@@ -443,8 +443,8 @@ def _first_trec_error(
                         else "; trec_eval's atol would read it as 0 (no leading digits), evalstore refuses it"
                     ),
                 ), None
-            if strict and not _in_range("relevance", relevance):
-                return InputFormatError(path, number, _out_of_range("relevance", rel_text)), None
+            if strict and not in_range("relevance", relevance):
+                return InputFormatError(path, number, out_of_range("relevance", rel_text)), None
             key = (topic, doc) if not keyed_by_group else (topic, f"{fields[1]}\0{doc}")
             if key in seen and seen[key][1] != relevance:
                 first_line, first_rel = seen[key]
@@ -456,14 +456,14 @@ def _first_trec_error(
                 ), None
             if key in seen and not strict:
                 if evaluated_topic is None or topic == evaluated_topic:  # trec_eval: "duplicate docs" (exit 4)
-                    return InputFormatError(path, number, _repeated_judgment(doc, topic, seen[key][0])), None
+                    return InputFormatError(path, number, repeated_judgment(doc, topic, seen[key][0])), None
                 continue  # a topic trec_eval skips (-D): kept once
             seen.setdefault(key, (number, relevance))
             row = (topic, fields[1], doc, relevance)
-        for name, value in zip(_TREC_NAMES[kind], row, strict=True):
+        for name, value in zip(TREC_NAMES[kind], row, strict=True):
             columns[name].append(value)
     if not seen:
-        return NoRowsError(path, _empty_message(kind)), None
+        return NoRowsError(path, empty_message(kind)), None
     types = {"rank": pa.int64(), "score": pa.float64(), "relevance": pa.int64()}
     return None, pa.table(
         {name: pa.array(values, type=types.get(name, pa.string())) for name, values in columns.items()}

@@ -17,7 +17,6 @@ import pyarrow as pa
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError
 from evalstore.io import ir_measures_compat
-from evalstore.io._hashing import doc_hashes
 from evalstore.io.formats import (
     ParsedFile,
     check_in_memory,
@@ -28,14 +27,16 @@ from evalstore.io.formats import (
     read_run,
     read_subtopic_qrels,
 )
+from evalstore.io.hashing import doc_hashes
 from evalstore.io.tables import id_texts_of
 from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
 from evalstore.metrics import diversity as _diversity  # noqa: F401
 from evalstore.metrics import ordering as _ordering  # noqa: F401
 from evalstore.metrics import preferences as _preferences  # noqa: F401
 from evalstore.metrics import ranking as _ranking  # noqa: F401
-from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare
-from evalstore.metrics._registry import (
+from evalstore.metrics.preparation import PrepareOptions, Ranking, attach_known, prepare
+from evalstore.metrics.ranking import MIN_GEO_MEAN
+from evalstore.metrics.registry import (
     JUDGMENTS_NAMED,
     PREDICTION_REGISTRY,
     REGISTRY,
@@ -46,7 +47,6 @@ from evalstore.metrics._registry import (
     parse,
     prediction_family_in,
 )
-from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand_trec_spec, split_measure_names, trec_list
 from evalstore.trec_order import encoded_ranks

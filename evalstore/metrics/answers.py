@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._registry import PREDICTION_REGISTRY, Family
+from evalstore.metrics.registry import PREDICTION_REGISTRY, Family
 
 # a(n) by assignment, and the citation-support grades (2 / 1 / 0) as values
 ASSIGNMENT_VALUE = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}

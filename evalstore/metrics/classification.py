@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from evalstore.metrics._registry import register_prediction_measure
+from evalstore.metrics.registry import register_prediction_measure
 
 if TYPE_CHECKING:
     import pyarrow as pa

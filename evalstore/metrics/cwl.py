@@ -22,16 +22,16 @@ from collections.abc import Callable
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import Ranking
-from evalstore.metrics._registry import _REQUIRED, Param, family
+from evalstore.metrics.preparation import Ranking
+from evalstore.metrics.registry import REQUIRED, Param, family
 
 CWL_DEPTH = 1000  # cwl_eval's max_n (ir_measures passes its default)
 BLOCK_TOPICS = 2000  # (2000 x 1000) float64 matrices: 16 MB each
 
-MAX_REL = Param(int, _REQUIRED, doc="the grade scaled to gain 1 (higher grades count as it)")
+MAX_REL = Param(int, REQUIRED, doc="the grade scaled to gain 1 (higher grades count as it)")
 MIN_REL = Param(int, 0, doc="the grade scaled to gain 0 (lower grades count as it)")
 T_GOAL = Param(float, 1.0, low=1e-9, doc="T, the gain the user wants (in gains of [0, 1])")
-CWL_CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
+CWL_CUTOFF = Param(int, REQUIRED, low=1, doc="rank cutoff k")
 CWL_REFERENCE = "Azzopardi, Thomas & Moffat, SIGIR 2019 (cwl_eval); ir_measures' cwl_eval provider"
 
 ContinuationOf = Callable[[np.ndarray], np.ndarray]

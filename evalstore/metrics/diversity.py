@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError
-from evalstore.metrics._registry import _REQUIRED, Measure, Param, register_elsewhere
+from evalstore.metrics.registry import REQUIRED, Measure, Param, register_elsewhere
 
 DEPTH = 20  # ndeval's deepest @k
 CUTOFFS = (5, 10, 20)  # the ones it prints
@@ -309,7 +309,7 @@ def _fixed6(value: float) -> str:
 # (family, ndeval's column for cutoff k or the measure, description); ir_measures 0.4 spells them so
 # (its pyndeval provider)
 _CUTOFF = Param(
-    int, _REQUIRED, low=1, high=DEPTH, doc="rank cutoff k, at most 20 (ndeval's depth; it prints 5, 10 and 20)"
+    int, REQUIRED, low=1, high=DEPTH, doc="rank cutoff k, at most 20 (ndeval's depth; it prints 5, 10 and 20)"
 )
 _ALPHA = Param(float, ALPHA, low=0.0, high=1.0, doc="redundancy intolerance")
 _BETA = Param(float, BETA, low=0.0, high=1.0, doc="patience (NRBP)")

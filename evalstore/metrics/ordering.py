@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import Ranking
-from evalstore.metrics._registry import Param, family
+from evalstore.metrics.preparation import Ranking
 from evalstore.metrics.ranking import REL
+from evalstore.metrics.registry import Param, family
 
 BLOCK_CELLS = 2_000_000  # topics x depth of one block's float64 matrices (16 MB)
 

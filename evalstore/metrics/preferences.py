@@ -41,7 +41,7 @@ import pyarrow as pa
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
 from evalstore.io.formats import Preferences
-from evalstore.metrics._registry import register_elsewhere, trec
+from evalstore.metrics.registry import register_elsewhere, trec
 
 # trec_eval's order (measures.c); the 'prefs' group is trec_eval's official subset
 PREFS_MEASURES = (

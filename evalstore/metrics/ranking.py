@@ -13,11 +13,11 @@ from collections.abc import Callable
 import numpy as np
 
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._prepare import NONPOOL, UNJUDGED, Known, Ranking, column_at, count_within
-from evalstore.metrics._registry import _REQUIRED, Param, family, trec
+from evalstore.metrics.preparation import NONPOOL, UNJUDGED, Known, Ranking, column_at, count_within
+from evalstore.metrics.registry import REQUIRED, Param, family, trec
 
 REL = Param(int, None, doc="relevance level (default: the evaluation's, trec_eval -l)", from_evaluation=True)
-CUTOFF = Param(int, _REQUIRED, low=1, doc="rank cutoff k")
+CUTOFF = Param(int, REQUIRED, low=1, doc="rank cutoff k")
 OPTIONAL_CUTOFF = Param(int, None, low=1, doc="rank cutoff k (default: the whole ranking)")
 GAINS = Param(dict, None, doc="gain per relevance level, e.g. {1:3,2:9}; others keep gain = level")
 MIN_GEO_MEAN = 1e-5  # trec_eval's floor before taking logs for gm_map/gm_bpref
@@ -189,7 +189,7 @@ def r_precision(rk: Ranking, rel: int) -> np.ndarray:
 
 @family(
     "RprecMult",
-    params={"rel": REL, "x": Param(float, _REQUIRED, low=0.0)},
+    params={"rel": REL, "x": Param(float, REQUIRED, low=0.0)},
     trec=trec("Rprec_mult", param="x", kind="double", defaults=RPREC_MULT_X),
     aliases=("Rprec_mult",),
     reference="trec_eval m_Rprec_mult.c",
@@ -358,7 +358,7 @@ def _interpolated_precision(
     "IPrec",
     params={
         "rel": REL,
-        "recall": Param(float, _REQUIRED, low=0.0),  # above 1: 0, as in trec_eval
+        "recall": Param(float, REQUIRED, low=0.0),  # above 1: 0, as in trec_eval
         "rounding": Param(
             str,
             "trec_eval9",
@@ -398,7 +398,7 @@ def interpolated_precision_average(rk: Ranking, rel: int, recalls: tuple[float, 
 
 @family(
     "PAtR",
-    params={"rel": REL, "recall": Param(float, _REQUIRED, low=0.0, high=1.0)},
+    params={"rel": REL, "recall": Param(float, REQUIRED, low=0.0, high=1.0)},
     aliases=("PrecAtRecall",),
     reference="Manning et al., Introduction to IR, 8.4",
     at="recall",

@@ -1,5 +1,5 @@
 """Many runs' rankings against one qrels, evaluated as one: their rows stacked into one
-:class:`~evalstore.metrics._prepare.Ranking`, each measure's kernel called once for all of them.
+:class:`~evalstore.metrics.preparation.Ranking`, each measure's kernel called once for all of them.
 
 Every measure is computed topic by topic, a row of the ranking's matrices at a time, so a topic's
 value does not depend on the rows beside it: the rows of several runs' rankings, one under the
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from evalstore.metrics._prepare import Ranking
-from evalstore.metrics._registry import Measure
+from evalstore.metrics.preparation import Ranking
+from evalstore.metrics.registry import Measure
 
 # evalstore.metrics.compute, passed in: this module is imported by the package, not the other way
 Compute = Callable[..., dict[Measure, np.ndarray]]

@@ -11,7 +11,7 @@ from typing import Any
 
 from evalstore.errors import InvalidParameterError
 from evalstore.io.cnumbers import atof, atol
-from evalstore.metrics._registry import (
+from evalstore.metrics.registry import (
     TREC_FAMILIES,
     TREC_GROUPS,
     TREC_ORDER,
@@ -85,7 +85,7 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
     if trec.family in ("runid", "num_q"):
         return [(root, None)]
     try:
-        return _expand(root, raw, trec)
+        return expand_root(root, raw, trec)
     except InvalidParameterError:
         raise
     except (ValueError, IndexError):
@@ -95,7 +95,7 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
         ) from None
 
 
-def _expand(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Measure | None]]:
+def expand_root(root: str, raw: str | None, trec: TrecFamily) -> list[tuple[str, Measure | None]]:
     """Parameters read as trec_eval's meas_init.c reads them: comma-separated, each with C's
     ``atol`` (cutoffs: ``P.1e1`` is P_1, ``P.5abc`` P_5) or ``atof`` (everything else; text that is
     no number reads as 0, as in C); duplicate cutoffs and malformed ``name=value`` pairs refused

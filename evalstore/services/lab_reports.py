@@ -17,7 +17,7 @@ from evalstore.services import reports, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
-from evalstore.services.tasks.visibility import _iso, _number
+from evalstore.services.tasks.visibility import iso_text, number_text
 
 
 def collection_leaderboard(
@@ -60,7 +60,7 @@ def _run_view(engine: Engine, run_name: str) -> dict[str, Any]:
             "description": run.description,
             "rows": run.row_count,
             "topics": run.topic_count,
-            "submitted_at": _iso(submission.created_at if submission else run.created_at),
+            "submitted_at": iso_text(submission.created_at if submission else run.created_at),
             "state": "done",
             "task": task,
         }
@@ -82,9 +82,9 @@ def collection_run_page(
         stored = ranking.results(engine, qrels_name=access.qrels, run_name=run)
     except NotFoundError:
         raise NotFoundError(f"Run '{run}' has no finished evaluation on collection '{name}'.") from None
-    aggregates = {m: _number(v) for m, v in stored.aggregates.items()}
+    aggregates = {m: number_text(v) for m, v in stored.aggregates.items()}
     per_query = {
-        str(topic): {str(m): _number(v) for m, v in row.items()}
+        str(topic): {str(m): number_text(v) for m, v in row.items()}
         for topic, row in stored.frame.to_dict(orient="index").items()
     }
 

@@ -36,11 +36,11 @@ import pyarrow as pa
 from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError
 from evalstore.io.formats import ParsedFile, is_gzip_file
 from evalstore.metrics import compute, prepare_run_file, read_run_to_evaluate
-from evalstore.metrics._prepare import PrepareOptions, Ranking
-from evalstore.metrics._registry import Measure
+from evalstore.metrics.preparation import PrepareOptions, Ranking
+from evalstore.metrics.registry import Measure
 from evalstore.metrics.stacked import STACK_CELLS, compute_stacked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
-from evalstore.trec_eval.one_run import _keep_stand_in_values, _summary, read_qrels_to_evaluate, run_trec_eval
+from evalstore.trec_eval.one_run import keep_stand_in_values, read_qrels_to_evaluate, run_trec_eval, summary_value
 from evalstore.trec_eval.output import render_lines
 from evalstore.trec_eval.zscores import read_zscores, standardize
 
@@ -287,7 +287,7 @@ class _Stacked(_Campaign):
         for topic in rk.missing_topics if not self.options.complete else []:
             warnings.append(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
         values = dict(values)
-        _keep_stand_in_values(self.rows, values, rk)
+        keep_stand_in_values(self.rows, values, rk)
         if not rk.topics:
             raise EvaluationError("No queries with both results and relevance info; check that the topic ids match.")
         zscored = self.zscores_path is not None
@@ -299,7 +299,7 @@ class _Stacked(_Campaign):
             self.rows,
             rk.topics,
             values.__getitem__,
-            lambda m: _summary(m, values[m], rk, zscored),
+            lambda m: summary_value(m, values[m], rk, zscored),
             runid,
             per_query=self.per_query,
             summary=not self.no_summary,

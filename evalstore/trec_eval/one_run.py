@@ -21,10 +21,10 @@ from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
 from evalstore.io.parsed_cache import ParsedCache, cache_dir
 from evalstore.metrics import compute, prepare_run_file, summarise
-from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare, qrels_lookups, remember_qrels_lookups
-from evalstore.metrics._registry import Measure, TrecFamily, make
 from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
-from evalstore.metrics.trec_names import _expand, expand, expand_trec_spec, parse_trec_specs
+from evalstore.metrics.preparation import PrepareOptions, Ranking, prepare, qrels_lookups, remember_qrels_lookups
+from evalstore.metrics.registry import Measure, TrecFamily, make
+from evalstore.metrics.trec_names import expand, expand_root, expand_trec_spec, parse_trec_specs
 from evalstore.trec_eval.output import render_lines
 from evalstore.trec_eval.zscores import read_zscores, standardize
 
@@ -76,7 +76,7 @@ def _expand_jg(specs: list[str]) -> list[tuple[str, str, Measure | None]]:
         if root in ("runid", "num_q"):
             rows.append((root, root, None))
         else:
-            rows.extend((root, name, measure) for name, measure in _expand(root, chosen[root], JG_FAMILIES[root]))
+            rows.extend((root, name, measure) for name, measure in expand_root(root, chosen[root], JG_FAMILIES[root]))
     return rows
 
 
@@ -112,7 +112,7 @@ def _jg_values(
 def read_qrels_to_evaluate(path: str, *, evaluated_topic: str | None = None) -> ParsedFile:
     """-R qrels judgments read as trec_eval reads them (nothing stored), kept between commands
     in the cache of :mod:`evalstore.io.parsed_cache` unless ``EVALSTORE_CACHE_DIR=off``, with
-    what :func:`~evalstore.metrics._prepare.prepare` works out of them alone."""
+    what :func:`~evalstore.metrics.preparation.prepare` works out of them alone."""
 
     def reader() -> ParsedFile:
         return read_qrels(path, strict=False, content_hash=False, evaluated_topic=evaluated_topic)
@@ -211,7 +211,7 @@ def run_trec_eval(
             warn(f"qrels topic {topic} has no results in the run; skipped (pass -c to score it as 0)")
         measures_needed = list(dict.fromkeys(m for _, _, m in rows if m is not None))
         values = compute(rk, measures_needed, relevance_level=relevance_level, collection_size=collection_size)
-        _keep_stand_in_values(rows, values, rk)
+        keep_stand_in_values(rows, values, rk)
         topics = rk.topics
         ranking = rk
     if not topics:
@@ -225,7 +225,7 @@ def run_trec_eval(
             rows,
             topics,
             values.__getitem__,
-            lambda m: _summary(m, values[m], ranking, zscored),
+            lambda m: summary_value(m, values[m], ranking, zscored),
             runid,
             per_query=per_query,
             summary=not no_summary,
@@ -360,7 +360,7 @@ def _preference_lines(
     )
 
 
-def _summary(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:
+def summary_value(measure: Measure, column: np.ndarray, ranking: Ranking | None, zscored: bool) -> float | None:
     if zscored and measure.spec.summary == "gmean" and len(column):
         # the z-scores are of the per-topic logs (m_gm_map.c keeps log(max(AP, 1e-5))): average, then exp
         return float(np.exp(np.cumsum(column)[-1] / len(column)))
@@ -376,7 +376,7 @@ _STAND_IN_EFFECT: dict[str, Callable[[Measure, np.ndarray], np.ndarray]] = {
 }
 
 
-def _keep_stand_in_values(
+def keep_stand_in_values(
     rows: list[tuple[str, str, Measure | None]], values: dict[Measure, np.ndarray], rk: Ranking
 ) -> None:
     """trec_eval -c ranks a missing topic as one non-pool stand-in document, then resets num_ret,

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.metrics._registry import Measure
+from evalstore.metrics.registry import Measure
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 
 SUMMARY_ONLY = {  # printed on the 'all' line only

@@ -9,8 +9,8 @@ import numpy as np
 
 from evalstore.errors import InputFormatError
 from evalstore.io.cnumbers import atof
-from evalstore.metrics._registry import Measure
 from evalstore.metrics.ranking import MIN_GEO_MEAN
+from evalstore.metrics.registry import Measure
 
 # trec_eval.h MISSING_ZSCORE_VALUE: a value with no mean and standard deviation to standardize by
 MISSING_ZSCORE = -1000000.0

@@ -20,10 +20,7 @@ from evalstore.services.judges import task_agreement
 from evalstore.services.tasks.judge_made import ATTACK_NAMES
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
-from evalstore.web.pages import _form_principal as form_principal
-from evalstore.web.pages import _page_principal as page_principal
-from evalstore.web.pages import _see_other as see_other
-from evalstore.web.pages import render
+from evalstore.web.pages import form_principal, page_principal, render, see_other
 
 router = APIRouter(include_in_schema=False)
 

@@ -332,7 +332,7 @@ def submit_run(
     or 4xx with ``file:line: what is wrong`` and nothing stored."""
     check_run_name(name)
     shared = server(request)
-    with _uploaded(file, request) as (path, shown):
+    with uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(
             shared.engine,
             principal,
@@ -364,7 +364,7 @@ def submit_run(
 
 
 @contextmanager
-def _uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
+def uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
     """The upload in a private folder under its own name (its suffix, .parquet, decides how it is
     read), and the name errors call it by. A gzip upload is inflated here, as a stream, up to the
     server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
@@ -394,7 +394,7 @@ def register_run(
 ) -> dict[str, Any]:
     """Store a run outside any task (admins): as `evalstore runs register` does on the database."""
     check_run_name(name)
-    with _uploaded(file, request) as (path, shown):
+    with uploaded(file, request) as (path, shown):
         registered = tasks.register_run(
             server(request).engine, principal, path, name=name, shown_path=shown, description=description, system=system
         )

@@ -13,10 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from evalstore.errors import InvalidParameterError
 from evalstore.services import judging
 from evalstore.web.auth import server
-from evalstore.web.pages import _form_principal as form_principal
-from evalstore.web.pages import _page_principal as page_principal
-from evalstore.web.pages import _see_other as see_other
-from evalstore.web.pages import render
+from evalstore.web.pages import form_principal, page_principal, render, see_other
 
 router = APIRouter(include_in_schema=False)
 

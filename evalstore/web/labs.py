@@ -12,8 +12,15 @@ from fastapi.responses import HTMLResponse, Response
 
 from evalstore.services import lab_reports, tasks
 from evalstore.web.auth import server
-from evalstore.web.pages import _page_principal as page_principal
-from evalstore.web.pages import board_context, board_file, compare_chart, download_format, render, run_context
+from evalstore.web.pages import (
+    board_context,
+    board_file,
+    compare_chart,
+    download_format,
+    page_principal,
+    render,
+    run_context,
+)
 
 router = APIRouter(include_in_schema=False)
 ACTION = "collections:read"

@@ -25,11 +25,7 @@ from evalstore.web.auth import server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.headers import content_disposition
-from evalstore.web.pages import _form_principal as form_principal
-from evalstore.web.pages import _page_principal as page_principal
-from evalstore.web.pages import _see_other as see_other
-from evalstore.web.pages import _worker_alive as worker_alive
-from evalstore.web.pages import render
+from evalstore.web.pages import form_principal, page_principal, render, see_other, worker_alive
 
 router = APIRouter(include_in_schema=False)
 SEED_MAX = 2**63 - 1  # a seed is a non-negative whole number (numpy's generators refuse a negative one)

@@ -59,7 +59,7 @@ def _principal(request: Request) -> Principal:
     return principal
 
 
-def _page_principal(request: Request, action: str, *, public: bool = False) -> Principal:
+def page_principal(request: Request, action: str, *, public: bool = False) -> Principal:
     principal = _principal(request)
     if public and principal.role is None and server(request).settings.public_leaderboards:
         return principal
@@ -69,11 +69,11 @@ def _page_principal(request: Request, action: str, *, public: bool = False) -> P
     return principal
 
 
-async def _form_principal(request: Request, action: str) -> tuple[Principal, FormData]:
+async def form_principal(request: Request, action: str) -> tuple[Principal, FormData]:
     """The principal of a form post, its CSRF token checked (a cookie-borne post without it is
     refused: another site's page could make the browser send the cookie, not read the token)."""
     form = await request.form()
-    principal = await run_in_threadpool(_page_principal, request, action)
+    principal = await run_in_threadpool(page_principal, request, action)
     if principal.via == "session" and not hmac.compare_digest(
         str(form.get("csrf", "")), getattr(request.state, "csrf", "")
     ):
@@ -91,7 +91,7 @@ def render(
     return templates.TemplateResponse(request, template, {"me": principal, **context}, status_code=status_code)
 
 
-def _see_other(url: str) -> RedirectResponse:
+def see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
@@ -148,7 +148,7 @@ async def login(request: Request) -> Response:
             max_age=3600,
         )
         return response
-    response = _see_other(back_to)
+    response = see_other(back_to)
     response.set_cookie(
         SESSION_COOKIE,
         issued.token,
@@ -164,10 +164,10 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    principal, _ = await _form_principal(request, "tasks:read")
+    principal, _ = await form_principal(request, "tasks:read")
     if principal.via == "session" and principal.token_id is not None:
         await run_in_threadpool(access.revoke_token, server(request).engine, principal.token_id, by=principal)
-    response = _see_other("/")
+    response = see_other("/")
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
@@ -177,7 +177,7 @@ async def logout(request: Request) -> Response:
 
 @router.get("/")
 def home(request: Request) -> HTMLResponse:
-    principal = _page_principal(request, "tasks:read", public=True)
+    principal = page_principal(request, "tasks:read", public=True)
     listed = [t.as_dict() for t in tasks.list_tasks(server(request).engine)]
     return render(request, "home.html", principal, tasks=listed)
 
@@ -186,7 +186,7 @@ def home(request: Request) -> HTMLResponse:
 def leaderboard_page(
     request: Request, task: str, measure: list[str] = Query([]), sort: str | None = None
 ) -> HTMLResponse:
-    principal = _page_principal(request, "leaderboard:read", public=True)
+    principal = page_principal(request, "leaderboard:read", public=True)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
     return render(
@@ -227,7 +227,7 @@ _DOWNLOAD_TYPES = {"csv": "text/csv", "json": "application/json", "md": "text/ma
 def leaderboard_download(
     request: Request, task: str, fmt: str, measure: list[str] = Query([]), sort: str | None = None
 ) -> Response:
-    principal = _page_principal(request, "leaderboard:read", public=True)
+    principal = page_principal(request, "leaderboard:read", public=True)
     download_format(fmt)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     if not page.visible:
@@ -252,14 +252,14 @@ def board_file(page: reports.BoardPage, fmt: str) -> Response:
 
 @router.get("/runs/{run}")
 def run_page(request: Request, run: str, measure: str | None = None) -> HTMLResponse:
-    principal = _page_principal(request, "runs:read")
+    principal = page_principal(request, "runs:read")
     page = reports.run_page(server(request).engine, principal, run, measure, context=server(request).context)
     return render(
         request,
         "run.html",
         principal,
         **run_context(request, page, "task", f"/tasks/{quote(page.run['task'], safe='')}/compare"),
-        no_worker=page.run.get("state") in ("queued", "running") and not _worker_alive(request),
+        no_worker=page.run.get("state") in ("queued", "running") and not worker_alive(request),
     )
 
 
@@ -301,7 +301,7 @@ def compare_page(
     test: str = "t",
     collection: str | None = None,
 ) -> HTMLResponse:
-    principal = _page_principal(request, "runs:read")
+    principal = page_principal(request, "runs:read")
     engine = server(request).engine
     choices = [r["run"] for r in tasks.task_runs(engine, principal, task)]
     page = (
@@ -336,11 +336,11 @@ def compare_chart(page: reports.ComparePage | None) -> Any:
 
 @router.get("/queue")
 def queue_page(request: Request, state: list[str] = Query(["queued", "running"])) -> HTMLResponse:
-    principal = _page_principal(request, "queue:read")
+    principal = page_principal(request, "queue:read")
     jobs = tasks.queue(server(request).engine, principal, states=state)
     waiting = any(j["state"] in ("queued", "running") for j in jobs)
     return render(
-        request, "queue.html", principal, jobs=jobs, states=state, no_worker=waiting and not _worker_alive(request)
+        request, "queue.html", principal, jobs=jobs, states=state, no_worker=waiting and not worker_alive(request)
     )
 
 
@@ -348,7 +348,7 @@ def queue_page(request: Request, state: list[str] = Query(["queued", "running"])
 WORKER_SILENCE = timedelta(seconds=90)
 
 
-def _worker_alive(request: Request) -> bool:
+def worker_alive(request: Request) -> bool:
     """Whether any evaluation worker said lately that it is alive: queued work waits without one."""
     return bool(job_queue.live_workers(server(request).engine, within=WORKER_SILENCE))
 
@@ -358,20 +358,20 @@ def _worker_alive(request: Request) -> bool:
 
 @router.get("/judge")
 def judge_home(request: Request) -> HTMLResponse:
-    principal = _page_principal(request, "pools:judge")
+    principal = page_principal(request, "pools:judge")
     return render(request, "pools.html", principal, pools=judging.assessor_pools(server(request).engine, principal))
 
 
 @router.get("/judge/{pool}")
 def judge_pool(request: Request, pool: str) -> HTMLResponse:
-    principal = _page_principal(request, "pools:judge")
+    principal = page_principal(request, "pools:judge")
     settings, topics = judging.topic_progress(server(request).engine, principal, pool)
     return render(request, "pool.html", principal, pool=pool, settings=settings, topics=topics)
 
 
 @router.get("/judge/{pool}/{topic}")
 def judge_topic(request: Request, pool: str, topic: str, was: str | None = None) -> HTMLResponse:
-    principal = _page_principal(request, "pools:judge")
+    principal = page_principal(request, "pools:judge")
     screen, suggestion = suggestions.judging_screen(server(request).engine, principal, pool, topic)
     statement = screen.statement
     terms = query_terms(statement.title) if statement else []
@@ -395,12 +395,12 @@ def _back_to_topic(request: Request, principal: Principal, pool: str, topic: str
     shown = {code: role for role, code in judging.ROLE_CODES.items()}.get(str(form.get("role", "")), "")
     now = judging.topic_role(server(request).engine, principal, pool, topic)
     was = f"?was={judging.ROLE_CODES[shown]}" if judging.role_changed(shown, now) else ""
-    return _see_other(f"/judge/{quote(pool)}/{quote(topic)}{was}")
+    return see_other(f"/judge/{quote(pool)}/{quote(topic)}{was}")
 
 
 @router.post("/judge/{pool}/{topic}")
 async def judge_submit(request: Request, pool: str, topic: str) -> Response:
-    principal, form = await _form_principal(request, "pools:judge")
+    principal, form = await form_principal(request, "pools:judge")
     grade_text = str(form.get("grade", ""))
     if grade_text != "skip" and not (grade_text.isascii() and grade_text.lstrip("-").isdigit()):
         raise InvalidParameterError("Pick a grade (a number of the pool's scale) or skip.")
@@ -427,7 +427,7 @@ async def judge_submit(request: Request, pool: str, topic: str) -> Response:
 
 @router.post("/judge/{pool}/{topic}/undo")
 async def judge_undo(request: Request, pool: str, topic: str) -> Response:
-    principal, form = await _form_principal(request, "pools:judge")
+    principal, form = await form_principal(request, "pools:judge")
     await run_in_threadpool(judging.undo_last, server(request).engine, principal, pool, topic)
     return await run_in_threadpool(_back_to_topic, request, principal, pool, topic, form)
 
@@ -436,7 +436,7 @@ async def judge_undo(request: Request, pool: str, topic: str) -> Response:
 def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLResponse:
     """Where assessors disagree, the disagreements that change the ranking of the pool's runs most
     first (organisers and admins)."""
-    principal = _page_principal(request, "pools:manage")
+    principal = page_principal(request, "pools:manage")
     claims.check_pool(server(request).engine, principal, pool)  # another organiser's pool: not found
     found, pairs = pools.disagreements(server(request).engine, pool, measure=measure)
     suggested = suggestions.suggestion_agreement(server(request).engine, pool)
@@ -448,7 +448,7 @@ def review_page(request: Request, pool: str, measure: str = "AP") -> HTMLRespons
 def error_page(request: Request, status: int, error: EvalstoreError | str) -> Response:
     """An error as a page (the API answers JSON): what is wrong and what to do, with the status."""
     if isinstance(error, AuthenticationError) and request.cookies.get(SESSION_COOKIE):
-        response: Response = _see_other("/login?" + urlencode({"next": request.url.path}))
+        response: Response = see_other("/login?" + urlencode({"next": request.url.path}))
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
     return render(request, "error.html", _signed_in(request), status, status=status, message=str(error))
@@ -469,7 +469,7 @@ def install(app: FastAPI) -> None:
 
     async def sign_in_needed(_request: Request, error: Exception) -> Response:
         assert isinstance(error, SignInNeeded)
-        return _see_other("/login?" + urlencode({"next": error.back_to}))
+        return see_other("/login?" + urlencode({"next": error.back_to}))
 
     app.include_router(router)
     app.mount("/static", StaticFiles(packages=[("evalstore.web", "static")]), name="static")

@@ -18,15 +18,11 @@ from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParamet
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, check_run_name
-from evalstore.web.api import _uploaded as uploaded_file
+from evalstore.web.api import uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
-from evalstore.web.pages import _form_principal as form_principal
-from evalstore.web.pages import _page_principal as page_principal
-from evalstore.web.pages import _see_other as see_other
-from evalstore.web.pages import _worker_alive as worker_alive
-from evalstore.web.pages import render
+from evalstore.web.pages import form_principal, page_principal, render, see_other, worker_alive
 
 router = APIRouter(include_in_schema=False)
 

@@ -18,7 +18,7 @@ from evalstore.errors import ConflictError, EvaluationError, InputFormatError, I
 from evalstore.services import pools, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
-from evalstore.services.pools import _runs, read_candidates
+from evalstore.services.pools import pool_runs, read_candidates
 from evalstore.statistics import pooling
 from tests.conftest import shared_path
 from tests.db.test_compare import _qrels_text, _run_text
@@ -135,7 +135,7 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
     assert batch.documents.groupby("topic")["judge_order"].apply(list).to_dict() == {"401": [3, 4, 5], "402": [3, 4, 5]}
     assert batch.sheet.splitlines()[0] == "topic\tdoc\trelevance" and len(batch.sheet.splitlines()) == 7
     with read_only(pooled) as session:
-        added = pools._entries(session, repo.get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
+        added = pools.pool_entries(session, repo.get_pool(session, "m")).merge(batch.documents[["topic", "doc"]])
     assert len(added) == 6 and all(c and set(c) <= {"alpha", "beta", "gamma"} for c in added["contributors"])
     assert (added["best_rank"] >= 1).all()
     rows = [line.split("\t")[:2] for line in batch.sheet.splitlines()[1:]]
@@ -229,7 +229,7 @@ def test_full_cycle_and_simulation_on_robust03(sqlite_engine: Engine, tmp_path: 
             pools.next_batch(engine, strategy, count=1)
         online = pools.export_pool(engine, strategy, None, fmt="trec")[0].split()[2::4]
         with read_only(engine) as session:
-            cands = read_candidates(session, _runs(session, names[:6]), None, online_topics)
+            cands = read_candidates(session, pool_runs(session, names[:6]), None, online_topics)
         replay = pooling.judging_order(
             cands, pooling.PoolSettings(strategy, None, 13), oracle=lambda t, d: truth.get((t, d))
         )
@@ -253,7 +253,7 @@ def test_disagreements_are_scored_by_the_ranking_they_change(pooled: Engine, wri
     assert all(a.swaps >= b.swaps for a, b in zip(found, found[1:], strict=False))
     assert any(d.swaps for d in found) and any(not d.swaps for d in found)  # both kinds are checked below
     with read_only(pooled) as session:
-        runs = pools._read_runs(session, ["alpha", "beta", "gamma"])
+        runs = pools.read_runs(session, ["alpha", "beta", "gamma"])
     resolved = {key: max(labels_a[key], labels_b[key]) for key in labels_a}  # majority of two: the higher
     topics = sorted({t for t, _ in labels_a})
     for item in found:

@@ -52,7 +52,7 @@ def test_items_come_in_the_splits_unit_order(engine: Engine, write) -> None:  # 
     items = [f"z{i}" if i % 2 else f"a{i}" for i in range(12)]
     labels.import_labels(engine, write("gold.csv", "item_id,label\n" + "".join(f"{i},x\n" for i in items)), name="gold")
     splits.make_split(engine, "items", labels_name="gold", method="kfold", k=3, seed=2)
-    items, _, _ = splits._items(engine, "gold", "none")  # the order the split numbered the units in
+    items, _, _ = splits.split_items(engine, "gold", "none")  # the order the split numbered the units in
     for fold in splits.export_split(engine, "items").folds:
         for part in ("train", "test"):
             assert fold[part] == sorted(fold[part], key=items.index)

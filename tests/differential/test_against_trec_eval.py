@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.errors import EvaluationError
-from evalstore.metrics._registry import REGISTRY, TREC_FAMILIES
+from evalstore.metrics.registry import REGISTRY, TREC_FAMILIES
 from tests.conftest import shared_path
 
 # Topic names whose byte order is not their numeric order; docnos with '#' (trec_eval 10.0 reads

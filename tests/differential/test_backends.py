@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from evalstore.backends import duckdb_engine
 from evalstore.io.formats import read_qrels, read_run
 from evalstore.metrics import classification, compute, resolve_measures
-from evalstore.metrics._prepare import PrepareOptions, Ranking, prepare
+from evalstore.metrics.preparation import PrepareOptions, Ranking, prepare
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 from tests.conftest import shared_path
 from tests.property.test_ranked_prepare_agrees import run_and_qrels

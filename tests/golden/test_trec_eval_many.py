@@ -139,7 +139,7 @@ def test_stacked_rankings_give_each_rankings_own_values() -> None:
     the stacks bounded to a few cells so that one depth makes several stacks."""
     from evalstore.io.formats import read_qrels, read_run
     from evalstore.metrics import compute, prepare, resolve_measures
-    from evalstore.metrics._prepare import PrepareOptions
+    from evalstore.metrics.preparation import PrepareOptions
     from evalstore.metrics.stacked import compute_stacked
 
     qrels = read_qrels(suite_file("qrels.test"), strict=False).table

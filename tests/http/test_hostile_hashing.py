@@ -8,7 +8,7 @@ import time
 
 import pyarrow as pa
 
-from evalstore.io._hashing import doc_hashes, pair_hashes
+from evalstore.io.hashing import doc_hashes, pair_hashes
 
 
 def _docs(long_doc: str) -> pa.ChunkedArray:

@@ -137,7 +137,7 @@ def test_every_table_reader_bounds_its_fields(tmp_path: Path) -> None:
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("qid\tdocno\trel\n301\td1\t1\n301\t" + "z" * 5000 + "\t0\n")
     with pytest.raises(InputFormatError) as raised:
-        tables._parse_table(qrels, "tsv", "qrels")
+        tables.parse_table(qrels, "tsv", "qrels")
     assert str(raised.value) == f"{qrels}:3: {FIELD_REFUSAL}"
     gold = tmp_path / "gold.parquet"
     pq.write_table(pa.table({"item_id": pa.array(["a", "b" * 5000]).dictionary_encode(), "label": ["x", "y"]}), gold)

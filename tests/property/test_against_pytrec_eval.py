@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore.metrics import compute
-from evalstore.metrics._prepare import PrepareOptions, prepare
+from evalstore.metrics.preparation import PrepareOptions, prepare
 from evalstore.metrics.trec_names import expand_trec_spec
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore.metrics import compute, parse_measure
-from evalstore.metrics._prepare import NONPOOL, PAD, UNJUDGED, PrepareOptions, prepare
+from evalstore.metrics.preparation import NONPOOL, PAD, UNJUDGED, PrepareOptions, prepare
 
 TOPICS = ["1", "2", "3"]
 DOCS = [f"d{i}" for i in range(12)]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from evalstore.errors import InputFormatError
 from evalstore.io import formats
-from evalstore.io.parsed import _empty_message, _finish
+from evalstore.io.parsed import empty_message, finish_table
 from evalstore.io.trec_text import _first_trec_error
 
 TOKEN = st.sampled_from(["1", "2", "10", "d1", "d2", "d#3", "Q0", "0", "-1", "2.5", "1e3", "nan", "x", "#"])
@@ -55,12 +55,12 @@ def outcome(call, path: Path) -> tuple[str, object]:  # type: ignore[no-untyped-
 
 def reference(path: Path, data: bytes, kind: formats.Kind) -> tuple[str, object]:
     if not data.strip():
-        return "error", str(InputFormatError(str(path), None, _empty_message(kind)))
+        return "error", str(InputFormatError(str(path), None, empty_message(kind)))
     error, table = _first_trec_error(str(path), data, kind, True)
     if error is not None:
         return "error", str(error)
     assert isinstance(table, pa.Table)
-    return "ok", _finish(table, kind, "", str(path)).table.to_pydict()
+    return "ok", finish_table(table, kind, "", str(path)).table.to_pydict()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -83,12 +83,12 @@ def test_qrels_readers_agree(tmp_path: Path, data: bytes) -> None:
 
 def lenient_reference(path: Path, data: bytes) -> tuple[str, object]:
     if not data.strip():
-        return "error", str(InputFormatError(str(path), None, _empty_message("run")))
+        return "error", str(InputFormatError(str(path), None, empty_message("run")))
     error, table = _first_trec_error(str(path), data, "run", False)
     if error is not None:
         return "error", str(error)
     assert isinstance(table, pa.Table)
-    parsed = _finish(table, "run", "", str(path))
+    parsed = finish_table(table, "run", "", str(path))
     return "ok", (parsed.table.select(["topic", "doc", "score"]).to_pydict(), parsed.tag)
 
 

@@ -1,4 +1,4 @@
-"""evalstore.io._hashing.KeyIndex, the vectorised open-addressing table that prepare looks a
+"""evalstore.io.hashing.KeyIndex, the vectorised open-addressing table that prepare looks a
 run's (topic, docno) keys up in, against a dict."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstore.io._hashing import KeyIndex
+from evalstore.io.hashing import KeyIndex
 
 # few distinct values, so keys repeat and their home slots (the top bits) meet; and full-width ones
 KEYS = st.one_of(st.integers(0, 40), st.integers(0, 2**64 - 1), st.integers(0, 7).map(lambda k: k << 60))

@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstore.metrics import _prepare, compute, resolve_measures
-from evalstore.metrics._prepare import PrepareOptions, prepare, prepare_ranked
+from evalstore.metrics import compute, preparation, resolve_measures
+from evalstore.metrics.preparation import PrepareOptions, prepare, prepare_ranked
 from evalstore.metrics.trec_names import expand, parse_trec_specs
 from evalstore.trec_order import trec_rank
 
@@ -142,18 +142,18 @@ def test_docnos_looked_up_by_hash_by_text_and_through_collisions_agree(
     qrels = pa.concat_tables([once, once.slice(0, 1)])  # a judgment given twice: a place is judged once
     options = PrepareOptions(complete=complete)
     single = prepare(once, run, options)
-    original = (_prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes)
+    original = (preparation.HASHED_LOOKUP_ROWS, preparation.doc_hashes)
     try:
         by_hash = prepare(qrels, run, options)
-        _prepare.HASHED_LOOKUP_ROWS = 0
+        preparation.HASHED_LOOKUP_ROWS = 0
         by_text = prepare(qrels, run, options)
-        _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original[0], _colliding_hashes
-        _prepare._last_judged.clear()
+        preparation.HASHED_LOOKUP_ROWS, preparation.doc_hashes = original[0], _colliding_hashes
+        preparation._last_judged.clear()
         colliding = prepare(qrels, run, options)
         colliding_once = prepare(once, run, options)
     finally:
-        _prepare.HASHED_LOOKUP_ROWS, _prepare.doc_hashes = original
-        _prepare._last_judged.clear()
+        preparation.HASHED_LOOKUP_ROWS, preparation.doc_hashes = original
+        preparation._last_judged.clear()
     for got in (single, by_text, colliding, colliding_once):
         np.testing.assert_array_equal(got.rel, by_hash.rel)
         np.testing.assert_array_equal(got.judged_row, by_hash.judged_row)

@@ -1,5 +1,5 @@
 """trec_eval's ranking order (score descending, ties by docno descending in byte order) from the
-shortcuts of evalstore.trec_order and the duplicate check of evalstore.io._hashing, against a
+shortcuts of evalstore.trec_order and the duplicate check of evalstore.io.hashing, against a
 plain sort and a set: runs listed by topic and score with their ties in any order (Anserini lists
 them by docno ascending), runs with a topic's rows apart, tables in several chunks."""
 
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstore import trec_order
-from evalstore.io import _hashing
-from evalstore.io._hashing import has_repeated_pair
+from evalstore.io import hashing
+from evalstore.io.hashing import has_repeated_pair
 from evalstore.trec_order import encoded_ranks, take_rows
 
 TOPICS = ["1", "2", "10", "B"]
@@ -112,12 +112,12 @@ def pairs(draw: st.DrawFn) -> list[tuple[str, str]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(rows=pairs(), chunks=st.integers(1, 3), block=st.sampled_from([1, 3, _hashing.HASH_BLOCK_ROWS]))
+@given(rows=pairs(), chunks=st.integers(1, 3), block=st.sampled_from([1, 3, hashing.HASH_BLOCK_ROWS]))
 def test_a_repeated_pair_is_found_whatever_the_order(rows: list[tuple[str, str]], chunks: int, block: int) -> None:
     """Whatever the blocks of topics the docnos are hashed in (a topic longer than a block is one
     block of its own)."""
     table = as_table([(topic, doc, 0.0) for topic, doc in rows], chunks)
-    with mock.patch.object(_hashing, "HASH_BLOCK_ROWS", block):
+    with mock.patch.object(hashing, "HASH_BLOCK_ROWS", block):
         assert has_repeated_pair(table["topic"], table["doc"]) == (len(set(rows)) < len(rows))
 
 

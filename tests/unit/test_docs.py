@@ -17,7 +17,7 @@ import yaml
 
 from evalstore.cli import app
 from evalstore.metrics import prediction_registry
-from evalstore.metrics._registry import REGISTRY
+from evalstore.metrics.registry import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = {

@@ -132,11 +132,11 @@ def test_a_loop_over_runs_encodes_an_in_memory_qrels_table_once() -> None:
     import pyarrow as pa
 
     from evalstore.io.formats import read_qrels
-    from evalstore.metrics import _prepare
+    from evalstore.metrics import preparation
 
     def encodings() -> tuple[object, object]:  # what the last evaluation's qrels were encoded into
-        assert _prepare._last_topics is not None
-        return _prepare._last_judged[0][2], _prepare._last_topics[2]
+        assert preparation._last_topics is not None
+        return preparation._last_judged[0][2], preparation._last_topics[2]
 
     qrels = read_qrels(suite_file("qrels.test"), strict=False).table
     first, seen = [], []
@@ -156,15 +156,15 @@ def test_a_key_that_meets_another_topics_judgment_is_not_a_judgment(monkeypatch:
     judgment of d2: it stays unjudged in topic 1."""
     import pyarrow as pa
 
-    from evalstore.metrics import _prepare
-    from evalstore.metrics._prepare import NONPOOL, prepare
+    from evalstore.metrics import preparation
+    from evalstore.metrics.preparation import NONPOOL, prepare
 
-    monkeypatch.setattr(_prepare, "with_topics", lambda keys, codes: keys)
-    monkeypatch.setattr(_prepare, "_last_judged", [])
+    monkeypatch.setattr(preparation, "with_topics", lambda keys, codes: keys)
+    monkeypatch.setattr(preparation, "_last_judged", [])
     qrels = pa.table({"topic": ["1", "2"], "doc": ["d1", "d2"], "relevance": pa.array([1, 2], pa.int64())})
     run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})
     ranking = prepare(qrels, run)
-    assert ranking.rel.tolist() == [[NONPOOL, 1], [2, _prepare.PAD]]
+    assert ranking.rel.tolist() == [[NONPOOL, 1], [2, preparation.PAD]]
 
 
 def test_the_hashes_given_to_prepare_and_the_duplicate_check_are_left_as_they_are() -> None:
@@ -172,9 +172,9 @@ def test_the_hashes_given_to_prepare_and_the_duplicate_check_are_left_as_they_ar
     mixes the topics into its keys, the check sorts them)."""
     import pyarrow as pa
 
-    from evalstore.io._hashing import doc_hashes
+    from evalstore.io.hashing import doc_hashes
     from evalstore.io.parsed import has_duplicate_docs
-    from evalstore.metrics._prepare import prepare
+    from evalstore.metrics.preparation import prepare
 
     qrels = pa.table({"topic": ["1", "2"], "doc": ["d1", "d2"], "relevance": pa.array([1, 2], pa.int64())})
     run = pa.table({"topic": ["1", "1", "2"], "doc": ["d2", "d1", "d2"], "score": [2.0, 1.0, 1.0]})

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from evalstore import metrics
 from evalstore.cli import app
 from evalstore.errors import InvalidParameterError
-from evalstore.metrics._registry import mlflow_key
+from evalstore.metrics.registry import mlflow_key
 
 SPELLINGS = {
     "nDCG@10": ["ndcg_cut_10", "NDCG@10", "ndcg_cut(cutoff=10)"],
@@ -129,8 +129,8 @@ def test_missing_topics_policy() -> None:
 def test_every_measure_says_what_the_peers_call_it() -> None:
     """`evalstore measures` prints, per family, trec_eval's and ir_measures' names for it and
     whether their values are the same: a new family must decide."""
-    from evalstore.metrics._registry import REGISTRY
     from evalstore.metrics.peers import PEERS
+    from evalstore.metrics.registry import REGISTRY
 
     assert set(PEERS) == set(REGISTRY)
 

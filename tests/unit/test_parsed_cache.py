@@ -184,8 +184,8 @@ def test_nothing_is_derived_for_a_file_not_kept(tmp_path: Path) -> None:
 def test_the_qrels_lookups_remembered_are_the_ones_worked_out(twice: bool) -> None:
     """prepare's qrels-side arrays, kept and given back: the same topics, codes, hashes, and an
     index that finds every key where the one built finds it (and knows when a key is given twice)."""
-    from evalstore.io._hashing import KeyIndex
-    from evalstore.metrics import _prepare
+    from evalstore.io.hashing import KeyIndex
+    from evalstore.metrics import preparation
 
     rng = np.random.default_rng(7)
     pairs = rng.choice(30 * 5_000, 2_000, replace=False)  # (topic, docno) pairs, each once
@@ -194,14 +194,14 @@ def test_the_qrels_lookups_remembered_are_the_ones_worked_out(twice: bool) -> No
         topics.append(topics[0])
         docs.append(docs[0])
     qrels = pa.table({"topic": topics, "iteration": ["0"] * len(docs), "doc": docs, "relevance": [1] * len(docs)})
-    lookups = _prepare.qrels_lookups(qrels)
+    lookups = preparation.qrels_lookups(qrels)
     built = KeyIndex(lookups["pair_key"].to_numpy().copy())
     again = pa.table({name: qrels[name].combine_chunks() for name in qrels.column_names})  # other buffers
-    _prepare.remember_qrels_lookups(again, lookups)
-    judged = _prepare._judged_docs(again)
+    preparation.remember_qrels_lookups(again, lookups)
+    judged = preparation._judged_docs(again)
     assert np.array_equal(judged.hashes, lookups["doc_hash"].to_numpy())
-    assert _prepare._qrels_topics(again)[0].equals(lookups["topics"])
-    (_, remembered) = judged.pairs[_prepare._column_key(again["topic"])]
+    assert preparation._qrels_topics(again)[0].equals(lookups["topics"])
+    (_, remembered) = judged.pairs[preparation._column_key(again["topic"])]
     assert (not remembered.distinct) == twice == (not built.distinct)
     if remembered.distinct:
         queries = np.concatenate([built.keys, rng.integers(0, 2**63, 1_000, dtype=np.int64).astype(np.uint64)])
@@ -246,10 +246,10 @@ def test_a_kept_file_that_is_not_the_users_is_not_used(tmp_path: Path) -> None:
 
 
 def test_lookups_that_do_not_fit_the_qrels_are_not_remembered() -> None:
-    from evalstore.metrics import _prepare
+    from evalstore.metrics import preparation
 
     qrels = pa.table({"topic": ["1", "1", "2"], "iteration": ["0"] * 3, "doc": ["a", "b", "a"], "relevance": [1, 0, 2]})
-    good = _prepare.qrels_lookups(qrels)
+    good = preparation.qrels_lookups(qrels)
     again = pa.table({name: qrels[name].combine_chunks() for name in qrels.column_names})
     damaged = [
         {name: array for name, array in good.items() if name != "pair_slot"},
@@ -260,10 +260,10 @@ def test_lookups_that_do_not_fit_the_qrels_are_not_remembered() -> None:
         {**good, "topics": pa.array([1, 2])},
     ]
     for lookups in damaged:
-        assert not _prepare.remember_qrels_lookups(again, lookups)
-        assert _prepare._column_key(again["doc"]) != _prepare._last_judged[0][1]
-    assert _prepare.remember_qrels_lookups(again, good)
-    assert _prepare._column_key(again["doc"]) == _prepare._last_judged[0][1]
+        assert not preparation.remember_qrels_lookups(again, lookups)
+        assert preparation._column_key(again["doc"]) != preparation._last_judged[0][1]
+    assert preparation.remember_qrels_lookups(again, good)
+    assert preparation._column_key(again["doc"]) == preparation._last_judged[0][1]
 
 
 def test_where_the_cache_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

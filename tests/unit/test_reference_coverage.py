@@ -7,7 +7,7 @@ derived from the names it actually evaluates wherever it can be."""
 from __future__ import annotations
 
 from evalstore.metrics import prediction_registry
-from evalstore.metrics._registry import REGISTRY
+from evalstore.metrics.registry import REGISTRY
 from tests.answers import test_answer_measures
 from tests.differential import (
     test_against_cwl_eval,

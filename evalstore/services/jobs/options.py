@@ -20,8 +20,8 @@ from evalstore.backends import LOCAL, Backend
 from evalstore.db.models import QrelsSet
 from evalstore.errors import InvalidParameterError
 from evalstore.metrics import parse_measure, resolve_measures
-from evalstore.metrics._registry import JUDGMENTS_NAMED
 from evalstore.metrics.preferences import PREFS_MEASURES
+from evalstore.metrics.registry import JUDGMENTS_NAMED
 
 STATES = ("queued", "running", "done", "failed", "cancelled")
 
@@ -164,7 +164,7 @@ def default_measures(kind: str) -> tuple[str, ...]:
     return DEFAULT_MEASURES_BY_KIND.get(kind, DEFAULT_MEASURE_SET)
 
 
-def _for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]:
+def for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]:
     """The options resolved for these judgments: a kind's own default measures, and a clear
     refusal of a measure or option the kind cannot give a meaning to."""
     if options.measures == DEFAULT_MEASURE_SET:

@@ -18,15 +18,15 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
-from evalstore.metrics._registry import JUDGMENTS_NAMED
+from evalstore.metrics.registry import JUDGMENTS_NAMED
 from evalstore.services.jobs.options import (
     DEFAULT_LEASE,
     ClaimedJob,
     EvaluationOptions,
     JobLost,
     JobRef,
-    _for_judgments,
     db_now,
+    for_judgments,
     options_hash,
 )
 
@@ -51,7 +51,7 @@ def enqueue(
         raise InvalidParameterError(f"max_attempts must be at least 1; got {max_attempts}.")
     with unit_of_work(engine) as session:
         qrels = repo.get_qrels(session, qrels_name)
-        resolved = _for_judgments(options, qrels)
+        resolved = for_judgments(options, qrels)
         if not backend.local and qrels.kind != "relevance":
             raise InvalidParameterError(
                 f"--backend {backend.name} joins runs with relevance judgments; qrels "
@@ -76,7 +76,7 @@ def enqueue(
 def enqueue_run(session: Session, run: Run, qrels: QrelsSet, options: EvaluationOptions) -> JobRef:
     """:func:`enqueue` for one run, inside the caller's transaction (a task's submission queues its
     evaluation in the transaction that stores the run)."""
-    return _enqueue_one(session, run, qrels, _for_judgments(options, qrels), False, 3)
+    return _enqueue_one(session, run, qrels, for_judgments(options, qrels), False, 3)
 
 
 def _enqueue_one(
@@ -149,12 +149,12 @@ def enqueue_job(
         return JobRef(job.id, *names, job.state, "already queued", kind)
     if job.state == "done" and not force:
         return JobRef(job.id, *names, "done", "reused", kind)
-    _requeue(job, max_attempts)
+    requeue(job, max_attempts)
     job.backend = backend.stored()
     return JobRef(job.id, *names, "queued", "requeued", kind)
 
 
-def _requeue(job: Evaluation, max_attempts: int | None = None) -> None:
+def requeue(job: Evaluation, max_attempts: int | None = None) -> None:
     job.state, job.attempts, job.error, job.worker_id = "queued", 0, None, None
     job.lease_expires_at = job.heartbeat_at = None
     if max_attempts is not None:

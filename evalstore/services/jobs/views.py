@@ -23,7 +23,7 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.services.jobs.options import STATES, db_now, describe_inputs
-from evalstore.services.jobs.queue import _requeue
+from evalstore.services.jobs.queue import requeue
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def retry(engine: Engine, job_id: int) -> JobView:
                 f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
                 f"(to recompute a done one: 'evalstore evaluate ... --force')."
             )
-        _requeue(job)
+        requeue(job)
         return _view(job, inputs)
 
 

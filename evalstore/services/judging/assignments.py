@@ -65,10 +65,10 @@ def configure_pool(
                 raise InvalidParameterError(f"--double-share is a share of each topic, 0 to 1; not {double_share}.")
             pool.double_share = double_share
             pool.double_seed = seed if seed is not None else secrets.randbits(31)
-        return _settings(pool)
+        return judging_settings(pool)
 
 
-def _settings(pool: Pool) -> dict[str, Any]:
+def judging_settings(pool: Pool) -> dict[str, Any]:
     return {
         "pool": pool.name,
         "topics": pool.topic_set,
@@ -79,7 +79,7 @@ def _settings(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _judged_pool(session: Session, principal: Principal, name: str) -> Pool:
+def judged_pool(session: Session, principal: Principal, name: str) -> Pool:
     """A pool the principal judges: an assessor's assigned pools; any pool for an admin."""
     principal.require("pools:judge")
     pool = session.scalar(select(Pool).where(Pool.name == name))

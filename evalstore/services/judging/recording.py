@@ -13,7 +13,7 @@ from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services import jobs
 from evalstore.services.access import Principal, audit
-from evalstore.services.judging.assignments import POOL_GRADES, _judged_pool
+from evalstore.services.judging.assignments import POOL_GRADES, judged_pool
 
 SKIPPED = -1  # seen, not rateable: left out of agreement, and -1 (pooled, not judged) in the qrels
 NOTE_CHARACTERS = 2000
@@ -31,7 +31,7 @@ def revise_judgment(
     if note is not None and len(note) > NOTE_CHARACTERS:
         raise InvalidParameterError(f"A note holds at most {NOTE_CHARACTERS} characters; this one has {len(note)}.")
     with unit_of_work(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         _check_grade(pool, grade)
         row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
         if row is None:
@@ -79,7 +79,7 @@ def judge_document(
     if seconds is not None and not 0 <= seconds:
         raise InvalidParameterError("The time spent on a judgment cannot be negative.")
     with unit_of_work(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         _check_grade(pool, grade)
         _record(
             session,
@@ -98,7 +98,7 @@ def record_judgments(
     """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
     a document judged again keeps the newest label. Returns how many were recorded."""
     with unit_of_work(engine) as session:
-        _record(session, principal, _judged_pool(session, principal, pool_name), judgments)
+        _record(session, principal, judged_pool(session, principal, pool_name), judgments)
         return len(judgments)
 
 
@@ -155,7 +155,7 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
     was none), which the judging screen then shows again, with the judgment's note (the audit log
     keeps the grade and the note taken back)."""
     with unit_of_work(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         found = session.execute(
             select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
             .where(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import Pool, PoolJudgment
 from evalstore.db.session import read_only
 from evalstore.services.access import Principal
-from evalstore.services.judging.assignments import _judged_pool
+from evalstore.services.judging.assignments import judged_pool
 
 # an assessor's role on a topic of a pool: with no double judging, every document; with it, a
 # topic is its first assessor's (who made its earliest judgment) and a sample of it each other's
@@ -25,7 +25,7 @@ ROLE_OPEN = "first assessor, unless another assessor judges this topic first"  #
 ROLE_CODES = {ROLE_EVERY: "every", ROLE_FIRST: "first", ROLE_SECOND: "second", ROLE_OPEN: "open"}  # for URLs
 
 
-def _first_assessors(session: Session, pool: Pool) -> dict[str, str]:
+def first_assessors(session: Session, pool: Pool) -> dict[str, str]:
     """Each topic's first assessor: who made its earliest judgment (a topic is theirs to judge
     whole when the pool shares topics out)."""
     if pool.double_share is None:
@@ -45,7 +45,7 @@ def _first_assessors(session: Session, pool: Pool) -> dict[str, str]:
     return {topic: assessor for topic, assessor in rows}  # a tie in time: the first name wins
 
 
-def _role(pool: Pool, principal: Principal, first: str | None) -> str:
+def role_of(pool: Pool, principal: Principal, first: str | None) -> str:
     """The assessor's role on a topic. Before anyone has judged it, nobody is its first assessor
     yet: two assessors who open it then are both told it is open, not both told it is theirs."""
     if pool.double_share is None:
@@ -59,8 +59,8 @@ def topic_role(engine: Engine, principal: Principal, pool_name: str, topic: str)
     """The principal's role on a topic of the pool now (the judging screen compares it with the
     role it showed, and tells the assessor when it changed)."""
     with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
-        return _role(pool, principal, _first_assessors(session, pool).get(topic))
+        pool = judged_pool(session, principal, pool_name)
+        return role_of(pool, principal, first_assessors(session, pool).get(topic))
 
 
 def role_changed(shown: str, now: str) -> bool:
@@ -81,7 +81,7 @@ def double_sample(pool_seed: int, share: float, topic: str, docs: Sequence[str])
     return {ordered[i] for i in rng.choice(len(ordered), size=count, replace=False)}
 
 
-def _my_share(
+def my_share(
     pool: Pool, principal: Principal, topic: str, rows: list[tuple[str, int | None]], first: str | None
 ) -> list[tuple[str, int | None]]:
     """The (doc, my relevance) of the topic this assessor judges, in judging order."""

@@ -16,8 +16,8 @@ from evalstore.errors import NotFoundError
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.access import Principal
-from evalstore.services.judging.assignments import POOL_GRADES, _judged_pool, _settings
-from evalstore.services.judging.roles import _first_assessors, _my_share, _role
+from evalstore.services.judging.assignments import POOL_GRADES, judged_pool, judging_settings
+from evalstore.services.judging.roles import first_assessors, my_share, role_of
 
 # how many of an assessor's newest undos are searched for the note of the document shown again
 UNDOS_SEARCHED = 50
@@ -28,7 +28,7 @@ def pool_entries(
 ) -> list[dict[str, Any]]:
     """The documents to judge, in judging order, with this assessor's judgments so far."""
     with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         statement = _entries_with_mine(pool, principal)
         if topic is not None:
             statement = statement.where(PoolEntry.topic == topic)
@@ -63,14 +63,14 @@ def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tupl
     """The pool's settings, and per topic the documents this assessor judges (all, or the
     double-judged share of another assessor's topic) and how many they have judged."""
     with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         by_topic: dict[str, list[tuple[str, int | None]]] = {}
         for topic, doc, relevance, _ in session.execute(_entries_with_mine(pool, principal)):
             by_topic.setdefault(topic, []).append((doc, relevance))
-        firsts = _first_assessors(session, pool)
+        firsts = first_assessors(session, pool)
         progress = []
         for topic, rows in by_topic.items():
-            mine = _my_share(pool, principal, topic, rows, firsts.get(topic))
+            mine = my_share(pool, principal, topic, rows, firsts.get(topic))
             statement = collections.topic_statement(session, pool.topic_set, topic)
             progress.append(
                 TopicProgress(
@@ -78,10 +78,10 @@ def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tupl
                     statement.title if statement else None,
                     len(mine),
                     sum(r is not None for _, r in mine),
-                    _role(pool, principal, firsts.get(topic)),
+                    role_of(pool, principal, firsts.get(topic)),
                 )
             )
-        return _settings(pool), progress
+        return judging_settings(pool), progress
 
 
 @dataclass(frozen=True)
@@ -105,12 +105,12 @@ class JudgingScreen:
 
 def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: str) -> JudgingScreen:
     with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         everything = session.execute(_entries_with_mine(pool, principal).where(PoolEntry.topic == topic)).all()
         if not everything:
             raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")
-        first = _first_assessors(session, pool).get(topic)
-        share = {d for d, _ in _my_share(pool, principal, topic, [(d, r) for _, d, r, _ in everything], first)}
+        first = first_assessors(session, pool).get(topic)
+        share = {d for d, _ in my_share(pool, principal, topic, [(d, r) for _, d, r, _ in everything], first)}
         rows = [row for row in everything if row[1] in share]
         pending = [(i, doc) for i, (_, doc, relevance, _) in enumerate(rows, start=1) if relevance is None]
         judged = [(at, doc, relevance) for _, doc, relevance, at in rows if relevance is not None]
@@ -128,7 +128,7 @@ def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: 
             len(judged),
             len(rows),
             (newest[1], newest[2]) if newest else None,
-            _role(pool, principal, first),
+            role_of(pool, principal, first),
             _undone_note(session, principal, pool, topic, doc) if doc else None,
         )
 
@@ -166,7 +166,7 @@ def my_judgments(
     """The pool's grades, the assessor's role on the topic, and their own judgments of the topic in
     judging order, each with its note (judging is blind: never another assessor's)."""
     with read_only(engine) as session:
-        pool = _judged_pool(session, principal, pool_name)
+        pool = judged_pool(session, principal, pool_name)
         rows = session.execute(
             _entries_with_mine(pool, principal).add_columns(PoolJudgment.note).where(PoolEntry.topic == topic)
         ).all()
@@ -182,4 +182,8 @@ def my_judgments(
             MyJudgment(doc, texts[doc].title if doc in texts else None, relevance, note, i)
             for i, doc, relevance, note in mine
         ]
-        return pool.grades or POOL_GRADES, _role(pool, principal, _first_assessors(session, pool).get(topic)), judgments
+        return (
+            pool.grades or POOL_GRADES,
+            role_of(pool, principal, first_assessors(session, pool).get(topic)),
+            judgments,
+        )

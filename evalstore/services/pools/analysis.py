@@ -17,7 +17,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError
 from evalstore.metrics import evaluate, resolve_measures
-from evalstore.services.pools.build import _entries, _in_table, _judgments, _read_runs, _runs, read_candidates
+from evalstore.services.pools.build import in_table, pool_entries, pool_judgments, pool_runs, read_candidates, read_runs
 from evalstore.statistics import pooling
 
 
@@ -30,9 +30,9 @@ class PoolStats:
 def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     with read_only(engine) as session:
         pool = repo.get_pool(session, name)
-        entries = _entries(session, pool)
-        judgments = _judgments(session, pool)
-        runs = _runs(session, list(pool.params["runs"]))
+        entries = pool_entries(session, pool)
+        judgments = pool_judgments(session, pool)
+        runs = pool_runs(session, list(pool.params["runs"]))
         pool_topics = sorted(entries["topic"].unique())
         tops = read_candidates(session, runs, k, pool_topics).to_pandas()
     best = judgments.groupby(["topic", "doc"])["relevance"].max().reset_index()
@@ -49,7 +49,7 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
     contributed = exploded.groupby("contributors").size()
     unique = entries[entries["contributors"].map(len) == 1].explode("contributors").groupby("contributors").size()
-    judged = pd.Series(_in_table(tops, best), index=tops.index)
+    judged = pd.Series(in_table(tops, best), index=tops.index)
     # share of each run's top k judged, averaged over the pool's topics (a topic it misses counts 0)
     judged_per_run = judged.groupby(tops["run"]).sum() / (k * len(pool_topics)) if pool_topics else judged
     per_run = [
@@ -69,9 +69,9 @@ def reusability(engine: Engine, *, qrels_name: str, pool_name: str, measures: li
     names = [str(m) for m in resolve_measures(measures)]
     with read_only(engine) as session:
         pool = repo.get_pool(session, pool_name)
-        entries = _entries(session, pool)
+        entries = pool_entries(session, pool)
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
-        runs = _read_runs(session, list(pool.params["runs"]))
+        runs = read_runs(session, list(pool.params["runs"]))
     qrels = qrels.astype({"topic": object, "doc": object})
     return leave_out(qrels, runs, entries[["topic", "doc", "contributors"]], {run: [run] for run in runs}, names)
 
@@ -92,7 +92,7 @@ def leave_out(
     for group, members in groups.items():
         inside = set(members)
         only = contributors[contributors["contributors"].map(lambda c, inside=inside: set(c) <= inside)]
-        dropped = _in_table(qrels, only)
+        dropped = in_table(qrels, only)
         kept = qrels[~dropped]
         unique_relevant = int((dropped & (qrels["relevance"].to_numpy() > 0)).sum())
         for run in members:
@@ -151,7 +151,7 @@ def simulate(
     with read_only(engine) as session:
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
         qrels_topics = sorted(qrels["topic"].unique())
-        cands = read_candidates(session, _runs(session, run_names), depth, qrels_topics)
+        cands = read_candidates(session, pool_runs(session, run_names), depth, qrels_topics)
     labels = dict(zip(zip(qrels["topic"], qrels["doc"], strict=True), qrels["relevance"].astype(int), strict=True))
     top = max(budgets)
     found: dict[str, list[int]] = {}

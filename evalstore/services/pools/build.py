@@ -50,22 +50,22 @@ def _name_taken(name: str) -> ConflictError:
     )
 
 
-def _in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+def in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
     """For each (topic, doc) row of ``frame``, whether ``keys`` holds the pair (a hash join, not a
     Python loop per row)."""
     index = pd.MultiIndex.from_frame(keys[["topic", "doc"]])
     return pd.MultiIndex.from_frame(frame[["topic", "doc"]]).isin(index)
 
 
-def _runs(session: Session, run_names: list[str] | None) -> list[Run]:
+def pool_runs(session: Session, run_names: list[str] | None) -> list[Run]:
     runs = repo.list_runs(session) if run_names is None else [repo.get_run(session, n) for n in run_names]
     if not runs:
         raise NotFoundError("No runs are registered. Register runs with 'evalstore runs register PATH --name NAME'.")
     return runs
 
 
-def _read_runs(session: Session, run_names: list[str] | None) -> dict[str, pa.Table]:
-    return {run.name: repo.run_table(session, run, for_evaluation=True) for run in _runs(session, run_names)}
+def read_runs(session: Session, run_names: list[str] | None) -> dict[str, pa.Table]:
+    return {run.name: repo.run_table(session, run, for_evaluation=True) for run in pool_runs(session, run_names)}
 
 
 def read_candidates(session: Session, runs: list[Run], depth: int | None, topics: list[str] | None) -> pa.Table:
@@ -129,7 +129,7 @@ def build_pool(
     with read_only(engine) as session:
         if not replace and session.scalar(select(Pool.id).where(Pool.name == name)) is not None:
             raise _name_taken(name)  # before reading the runs; checked again in the writing transaction
-        runs = _runs(session, run_names)
+        runs = pool_runs(session, run_names)
         cands = read_candidates(session, runs, depth, topics)
     if cands.num_rows == 0:
         raise EvaluationError("The runs retrieve nothing for the chosen topics; check --topics.")
@@ -216,7 +216,7 @@ def show_pool(engine: Engine, name: str) -> PoolSummary:
         )
 
 
-def _entries(session: Session, pool: Pool) -> pd.DataFrame:
+def pool_entries(session: Session, pool: Pool) -> pd.DataFrame:
     rows = session.execute(
         select(
             PoolEntry.topic, PoolEntry.doc, PoolEntry.contributors, PoolEntry.best_rank, PoolEntry.judge_order
@@ -227,7 +227,7 @@ def _entries(session: Session, pool: Pool) -> pd.DataFrame:
     return frame.sort_values(["topic", "judge_order"], kind="stable").reset_index(drop=True)
 
 
-def _judgments(session: Session, pool: Pool) -> pd.DataFrame:
+def pool_judgments(session: Session, pool: Pool) -> pd.DataFrame:
     """The pool's labels; a document an assessor skipped as not rateable (relevance -1) is no label."""
     rows = session.execute(
         select(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor, PoolJudgment.relevance).where(

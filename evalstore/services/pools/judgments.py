@@ -26,7 +26,14 @@ from evalstore.io.formats import ParsedFile
 from evalstore.io.judgments import TREC_UNJUDGED, read_judgments
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services import store
-from evalstore.services.pools.build import EXPORT_FORMATS, _entries, _in_table, _judgments, _runs, read_candidates
+from evalstore.services.pools.build import (
+    EXPORT_FORMATS,
+    in_table,
+    pool_entries,
+    pool_judgments,
+    pool_runs,
+    read_candidates,
+)
 from evalstore.statistics import pooling
 
 RESOLUTIONS = ("majority", "max")
@@ -42,7 +49,7 @@ def export_pool(
     if shuffle and seed is None:
         seed = secrets.randbits(31)
     with read_only(engine) as session:
-        entries = _entries(session, repo.get_pool(session, name))
+        entries = pool_entries(session, repo.get_pool(session, name))
     if shuffle:
         rng = np.random.default_rng(seed)
         entries = entries.assign(key=rng.random(len(entries))).sort_values(["topic", "key"], kind="stable")
@@ -93,9 +100,9 @@ def next_batch(
     with read_only(engine) as session:
         pool = repo.get_pool(session, name)
         pool_id, strategy, params, seed = pool.id, pool.strategy, dict(pool.params), pool.seed
-        entries = _entries(session, pool)
-        judgments = _judgments(session, pool)
-        runs = _runs(session, list(params["runs"]))
+        entries = pool_entries(session, pool)
+        judgments = pool_judgments(session, pool)
+        runs = pool_runs(session, list(params["runs"]))
         cands = read_candidates(session, runs, params.get("depth"), sorted(entries["topic"].unique()))
     labels = resolve_labels(judgments, resolve) if not judgments.empty else pd.Series(dtype=int)
     known = {key: int(value) for key, value in labels.items()}
@@ -103,7 +110,7 @@ def next_batch(
         strategy, params.get("depth"), None, seed, params.get("rbp_p", 0.8), params.get("policy", "maxmean")
     )
     order = pooling.judging_order(cands, settings, oracle=lambda t, d: known.get((t, d)))
-    fresh = order[~_in_table(order, entries)]
+    fresh = order[~in_table(order, entries)]
     fresh = fresh.groupby("topic", sort=False).head(count)
     if fresh.empty:
         raise EvaluationError(
@@ -112,7 +119,7 @@ def next_batch(
             "nothing is left to judge. Build a deeper pool to go on."
         )
     # contributors and best rank of the new documents, as pool build gives them
-    offered = cands.filter(pa.array(_in_table(cands.select(["topic", "doc"]).to_pandas(), fresh)))
+    offered = cands.filter(pa.array(in_table(cands.select(["topic", "doc"]).to_pandas(), fresh)))
     details = pooling.build(offered, [run.name for run in runs], pooling.PoolSettings("depth", None, None))
     details = details.to_pandas().set_index(["topic", "doc"]).loc[pd.MultiIndex.from_frame(fresh[["topic", "doc"]])]
     last = entries.groupby("topic")["judge_order"].max()
@@ -213,7 +220,7 @@ def import_judgments(
 
 def pool_agreement(engine: Engine, name: str) -> pooling.Agreement:
     with read_only(engine) as session:
-        judgments = _judgments(session, repo.get_pool(session, name))
+        judgments = pool_judgments(session, repo.get_pool(session, name))
     if judgments["assessor"].nunique() < 2:
         raise EvaluationError(
             f"Pool '{name}' has judgments from fewer than two assessors; import another "
@@ -251,8 +258,8 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     [chosen] = resolve_measures([measure])
     with read_only(engine) as session:
         pool = repo.get_pool(session, name)
-        judgments = _judgments(session, pool)
-        runs = _runs(session, list(pool.params["runs"]))
+        judgments = pool_judgments(session, pool)
+        runs = pool_runs(session, list(pool.params["runs"]))
         topics = sorted(judgments["topic"].unique())
         cands = read_candidates(session, runs, None, topics).to_pandas() if topics else None
     labels_per_item = judgments.groupby(["topic", "doc"])["relevance"]
@@ -362,8 +369,8 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
     relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
     with read_only(engine) as session:
         pool = repo.get_pool(session, name)
-        entries = _entries(session, pool)
-        judgments = _judgments(session, pool)
+        entries = pool_entries(session, pool)
+        judgments = pool_judgments(session, pool)
     if judgments.empty:
         raise EvaluationError(
             f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "

@@ -82,7 +82,9 @@ def make_split(
     if method == "loo" and stratify_by != "none":
         raise InvalidParameterError("Leave-one-out tests one unit at a time: it has no strata; drop --stratify-by.")
     units, strata, strata_note = (
-        _topics(engine, qrels, stratify_by) if qrels is not None else _items(engine, labels_name or "", stratify_by)
+        split_topics(engine, qrels, stratify_by)
+        if qrels is not None
+        else split_items(engine, labels_name or "", stratify_by)
     )
     if method == "kfold" and not 2 <= k <= len(units):
         raise InvalidParameterError(f"--k must be between 2 and the {len(units)} units to split, not {k}.")
@@ -151,7 +153,7 @@ def import_split(engine: Engine, path: Path, *, qrels: str, name: str) -> SplitS
         raise InputFormatError(str(path), None, f"not a JSON file of folds ({exc})") from None
     if not isinstance(given, dict) or not given or not all(isinstance(v, list) for v in given.values()):
         raise InputFormatError(str(path), None, 'expected a JSON object of folds: {"1": [topic, ...], ...}')
-    topics, _, _ = _topics(engine, qrels, "none")
+    topics, _, _ = split_topics(engine, qrels, "none")
     position = {topic: i for i, topic in enumerate(topics)}
     owner: dict[str, str] = {}
     folds = []
@@ -188,7 +190,7 @@ def import_split(engine: Engine, path: Path, *, qrels: str, name: str) -> SplitS
     return show_split(engine, name)
 
 
-def _topics(engine: Engine, qrels: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
+def split_topics(engine: Engine, qrels: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
     """The qrels' topics, and with ``difficulty`` their quartile of difficulty: the mean AP of the
     runs evaluated on the qrels, or, with none, the number of relevant documents."""
     with read_only(engine) as session:
@@ -213,7 +215,7 @@ def _topics(engine: Engine, qrels: str, stratify_by: str) -> tuple[list[str], np
     return topics, bins, note
 
 
-def _items(engine: Engine, labels_name: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
+def split_items(engine: Engine, labels_name: str, stratify_by: str) -> tuple[list[str], np.ndarray | None, str | None]:
     with read_only(engine) as session:
         gold = labels.read_gold(session, labels.get_label_set(session, labels_name))
     items = gold.items.to_pylist()
@@ -347,7 +349,7 @@ def export_split(engine: Engine, name: str, *, fold: int | None = None, part: st
             query = query.where(SplitMember.part == part)
         rows = list(session.execute(query).all())
     if summary.source_kind == "qrels":
-        order: dict[str, int] | None = None  # the topics sorted by code point, as _topics sorted them
+        order: dict[str, int] | None = None  # the topics sorted by code point, as split_topics sorted them
     else:
         with read_only(engine) as session:
             items = labels.read_gold(session, labels.get_label_set(session, summary.source)).items.to_pylist()

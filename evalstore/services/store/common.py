@@ -77,7 +77,7 @@ def run_summary(run: Run) -> Summary:
     )
 
 
-def _qrels_summary(qrels: QrelsSet) -> Summary:
+def qrels_summary(qrels: QrelsSet) -> Summary:
     return Summary(
         "qrels",
         qrels.name,
@@ -107,7 +107,7 @@ def name_from_file(path: str | Path) -> str:
     return name.removeprefix("input.") or name
 
 
-def _refuse(errors: list[InputFormatError], files: int) -> None:
+def refuse(errors: list[InputFormatError], files: int) -> None:
     """Refuse a batch with a bad file: every bad file's ``path:line: problem``, one per line."""
     if len(errors) == 1 and files == 1:
         raise errors[0]
@@ -117,13 +117,13 @@ def _refuse(errors: list[InputFormatError], files: int) -> None:
         raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
 
 
-def _refuse_repeated(names: list[str], message: str) -> None:
+def refuse_repeated(names: list[str], message: str) -> None:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise InvalidParameterError(message.format(name=repeated[0]))
 
 
-def _dropped_message(what: str, name: str, count: int) -> str:
+def dropped_message(what: str, name: str, count: int) -> str:
     return (
         f"replacing {what} '{name}' deleted the {count} stored evaluation{'s' if count != 1 else ''} made with "
         f"the old content; evaluate again to have them back"

@@ -26,11 +26,11 @@ from evalstore.services.store.common import (
     Progress,
     Registered,
     Summary,
-    _dropped_message,
-    _qrels_summary,
-    _refuse,
-    _refuse_repeated,
+    dropped_message,
     name_from_file,
+    qrels_summary,
+    refuse,
+    refuse_repeated,
     retry_on_name_race,
 )
 
@@ -103,8 +103,8 @@ def import_many_qrels(
             parsed.append(read_judgments(path, kind=kind, fmt=fmt))
         except InputFormatError as error:
             errors.append(error)
-    _refuse(errors, len(paths))
-    _refuse_repeated(chosen, "Two files would be imported as '{name}'; import them one at a time with --name.")
+    refuse(errors, len(paths))
+    refuse_repeated(chosen, "Two files would be imported as '{name}'; import them one at a time with --name.")
     stored = []
     for index, (path, name, judgments) in enumerate(zip(paths, chosen, parsed, strict=True)):
         if on_file is not None:
@@ -141,7 +141,7 @@ def store_qrels(
         with unit_of_work(engine, staged.attach) as session:
             existing = repo.find_qrels(session, name)
             if existing is not None and existing.content_hash == parsed.content_hash and existing.kind == kind:
-                return Registered(_qrels_summary(existing), False, parsed.warnings)
+                return Registered(qrels_summary(existing), False, parsed.warnings)
             if existing is not None and not replace:
                 what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
                 raise ConflictError(
@@ -153,7 +153,7 @@ def store_qrels(
             if existing is not None:
                 dropped = repo.count_evaluations(session, qrels_id=existing.id)
                 if dropped:
-                    warnings = (*warnings, _dropped_message("qrels", name, dropped))
+                    warnings = (*warnings, dropped_message("qrels", name, dropped))
                 repo.delete_qrels(session, existing)
             qrels = QrelsSet(
                 name=name,
@@ -167,7 +167,7 @@ def store_qrels(
             session.add(qrels)
             session.flush()
             repo.insert_judgments(session, qrels.id, staged, progress)
-            return Registered(_qrels_summary(qrels), True, warnings)
+            return Registered(qrels_summary(qrels), True, warnings)
 
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
         return retry_on_name_race(lambda: store(staged))
@@ -175,12 +175,12 @@ def store_qrels(
 
 def list_qrels(engine: Engine) -> list[Summary]:
     with read_only(engine) as session:
-        return [_qrels_summary(q) for q in repo.list_qrels(session)]
+        return [qrels_summary(q) for q in repo.list_qrels(session)]
 
 
 def show_qrels(engine: Engine, name: str) -> Summary:
     with read_only(engine) as session:
-        return _qrels_summary(repo.get_qrels(session, name))
+        return qrels_summary(repo.get_qrels(session, name))
 
 
 def delete_qrels(engine: Engine, name: str) -> Summary:
@@ -191,7 +191,7 @@ def delete_qrels(engine: Engine, name: str) -> Summary:
             raise ConflictError(
                 f"Qrels '{name}' are the judgments of task '{tasks[0]}'; they stay while the task does."
             )
-        summary = _qrels_summary(qrels)
+        summary = qrels_summary(qrels)
         repo.delete_qrels(session, qrels)
         return summary
 
@@ -199,4 +199,4 @@ def delete_qrels(engine: Engine, name: str) -> Summary:
 def qrels_rows(engine: Engine, name: str) -> tuple[Summary, pa.Table]:
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, name)
-        return _qrels_summary(qrels), repo.qrels_table(session, qrels)
+        return qrels_summary(qrels), repo.qrels_table(session, qrels)

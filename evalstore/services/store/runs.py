@@ -30,10 +30,10 @@ from evalstore.services.store.common import (
     Progress,
     Registered,
     Summary,
-    _dropped_message,
-    _refuse,
-    _refuse_repeated,
+    dropped_message,
     name_from_file,
+    refuse,
+    refuse_repeated,
     retry_on_name_race,
     run_summary,
 )
@@ -112,9 +112,9 @@ def register_runs(
             chosen.append(parsed.tag)
         else:
             chosen.append(name_from_file(path))
-    _refuse(errors, len(paths))
+    refuse(errors, len(paths))
     other = "file" if name_from == "tag" else "tag"
-    _refuse_repeated(
+    refuse_repeated(
         chosen,
         f"Two files would be registered as '{{name}}'; register them with --name-from {other}, "
         "or one at a time with --name.",
@@ -315,7 +315,7 @@ def _replace_run(
         )
     dropped = repo.count_evaluations(session, run_id=existing.id)
     repo.delete_run(session, existing)
-    return (_dropped_message("run", name, dropped),) if dropped else ()
+    return (dropped_message("run", name, dropped),) if dropped else ()
 
 
 def _register_run_out_of_core(

@@ -29,7 +29,7 @@ from evalstore.metrics import resolve_measures
 from evalstore.services import jobs, store
 from evalstore.services.access import Principal, audit, get_user
 from evalstore.services.tasks.topic_split import draw_split
-from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, _get_task, _iso, _task_view, manages
+from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, get_task, iso_text, manages, task_view
 
 
 def create_task(
@@ -106,7 +106,7 @@ def create_task(
             name,
             {"qrels": qrels_name, "hidden": hidden, "daily_cap": daily_cap},
         )
-        return _task_view(session, task)
+        return task_view(session, task)
 
 
 def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> TaskView:
@@ -115,7 +115,7 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
         task = _managed_task(session, name, by)
         task.released_at = task.released_at or jobs.db_now(session)
         audit(session, by.name if by else None, "tasks.release", name)
-        return _task_view(session, task)
+        return task_view(session, task)
 
 
 # a task's description is a few paragraphs for participants, not a document store
@@ -158,15 +158,15 @@ def update_task(
             "tasks.update",
             name,
             {
-                "opens": _iso(opens),
-                "closes": _iso(closes),
+                "opens": iso_text(opens),
+                "closes": iso_text(closes),
                 "max_runs_per_team": max_runs_per_team,
                 "daily_cap": daily_cap,
                 "measures": list(task.measures),
                 "official_measure": task.official_measure,
             },
         )
-        return _task_view(session, task)
+        return task_view(session, task)
 
 
 TASK_SETTINGS = ("opens", "closes", "max_runs_per_team", "daily_cap", "measures", "description", "official_measure")
@@ -199,9 +199,9 @@ def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Pri
             by.name if by else None,
             "tasks.update",
             name,
-            {k: _iso(v) if isinstance(v, datetime) else v for k, v in changes.items() if k != "description"},
+            {k: iso_text(v) if isinstance(v, datetime) else v for k, v in changes.items() if k != "description"},
         )
-        return _task_view(session, task)
+        return task_view(session, task)
 
 
 def change_settings(
@@ -308,14 +308,14 @@ def set_split(
             name,
             {"private_fraction": private_fraction, "seed": task.split_seed, "official_measure": task.official_measure},
         )
-        return _task_view(session, task)
+        return task_view(session, task)
 
 
 def computed_measures(engine: Engine, name: str) -> list[str]:
     """The measures some finished evaluation of the task's runs holds a number for: what its
     leaderboard can show (counts such as num_ret are left out: they rank nothing)."""
     with read_only(engine) as session:
-        task = _get_task(session, name)
+        task = get_task(session, name)
         found = session.scalars(
             select(AggregateResult.measure)
             .distinct()
@@ -327,7 +327,7 @@ def computed_measures(engine: Engine, name: str) -> list[str]:
 
 
 def _managed_task(session: Session, name: str, by: Principal | None) -> Task:
-    task = _get_task(session, name)
+    task = get_task(session, name)
     if by is not None and not manages(by, task):
         raise AccessDenied(f"Task '{name}' is managed by its organiser; you may not change it.")
     return task
@@ -335,12 +335,12 @@ def _managed_task(session: Session, name: str, by: Principal | None) -> Task:
 
 def list_tasks(engine: Engine) -> list[TaskView]:
     with read_only(engine) as session:
-        return [_task_view(session, t) for t in session.scalars(select(Task).order_by(Task.name))]
+        return [task_view(session, t) for t in session.scalars(select(Task).order_by(Task.name))]
 
 
 def show_task(engine: Engine, name: str) -> TaskView:
     with read_only(engine) as session:
-        return _task_view(session, _get_task(session, name))
+        return task_view(session, get_task(session, name))
 
 
 def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple[store.Summary, pa.Table]:

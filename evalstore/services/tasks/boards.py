@@ -32,10 +32,10 @@ from evalstore.services.tasks import judge_made
 from evalstore.services.tasks.visibility import (
     HIDDEN,
     LEADERBOARD_MEASURES,
-    _scores_visible,
     private_topics,
     public_only,
     public_topics,
+    scores_are_visible,
 )
 
 
@@ -142,7 +142,7 @@ def task_leaderboard(
     release no one else gets a number computed from a private topic."""
     context = context_for(engine, context)
     state = _board_state(context, task_name)
-    if not _scores_visible(principal, state):
+    if not scores_are_visible(principal, state):
         return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
     names = list(measures) or default_measures(state.official_measure, state.measures)
     split = bool(state.private_topics)

@@ -26,7 +26,7 @@ from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.boards import TaskBoard
-from evalstore.services.tasks.visibility import LEADERBOARD_MEASURES, _scores_visible, manages, public_only
+from evalstore.services.tasks.visibility import LEADERBOARD_MEASURES, manages, public_only, scores_are_visible
 
 BOARD_MEASURES = 6  # the board's default columns when no headline measure was computed
 
@@ -48,7 +48,7 @@ def _sees(principal: Principal, tasks_over: Sequence[Task]) -> bool:
     if principal.is_admin:
         return True
     return any(manages(principal, t) for t in tasks_over) and not any(
-        not _scores_visible(principal, t) or public_only(principal, t) for t in tasks_over
+        not scores_are_visible(principal, t) or public_only(principal, t) for t in tasks_over
     )
 
 

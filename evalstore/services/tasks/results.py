@@ -18,11 +18,11 @@ from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.visibility import (
     HIDDEN,
-    _number,
-    _scores_visible,
-    _visible_submission,
+    number_text,
     public_only,
     public_topics,
+    scores_are_visible,
+    visible_submission,
 )
 
 PER_TOPIC_WITHHELD = (
@@ -37,7 +37,7 @@ def run_results(
     """A submitted run's scores on its task, or, before a hidden task's release, that it was
     evaluated and its scores are hidden."""
     with read_only(engine) as session:
-        submission, task = _visible_submission(session, principal, run_name)
+        submission, task = visible_submission(session, principal, run_name)
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
         qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
         out: dict[str, Any] = {
@@ -46,7 +46,7 @@ def run_results(
             "team": submission.team,
             "state": job.state if job is not None else None,
         }
-        if not _scores_visible(principal, task):
+        if not scores_are_visible(principal, task):
             return {**out, "scores": HIDDEN}
     if job is None or job.state != "done":
         return {**out, "scores": None}
@@ -61,14 +61,14 @@ def run_results(
         out["topics"] = len(per_topic)
         out["topic_set"] = "public"
     else:
-        out["aggregates"] = {m: _number(v) for m, v in stored.aggregates.items()}
+        out["aggregates"] = {m: number_text(v) for m, v in stored.aggregates.items()}
         out["topics"] = len(stored.topics)
     if per_query and out.get("topic_set") == "public":
         # naming the public topics would name the private ones (the rest of the qrels' topics)
         out["per_query"] = None
         out["per_query_withheld"] = PER_TOPIC_WITHHELD
     elif per_query:
-        out["per_query"] = {topic: {m: _number(v) for m, v in row.items()} for topic, row in per_topic.items()}
+        out["per_query"] = {topic: {m: number_text(v) for m, v in row.items()} for topic, row in per_topic.items()}
     return out
 
 
@@ -87,5 +87,5 @@ def _public_means(per_topic: dict[Any, dict[str, Any]]) -> dict[str, Any]:
             (resolved,) = resolve_measures([name])
         except InvalidParameterError:  # not a registry measure (none is stored so): no summary known
             continue
-        out[name] = _number(summarise(resolved, np.array(values)))
+        out[name] = number_text(summarise(resolved, np.array(values)))
     return out

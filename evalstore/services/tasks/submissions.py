@@ -40,12 +40,12 @@ from evalstore.services.context import AppContext, Lru, context_for
 from evalstore.services.tasks import coverage
 from evalstore.services.tasks.visibility import (
     RUN_TYPES,
-    _get_task,
-    _iso,
-    _visible_submission,
+    get_task,
+    iso_text,
     manages,
     name_taken,
     sees_submission,
+    visible_submission,
 )
 
 log = logging.getLogger("evalstore.tasks")
@@ -89,7 +89,7 @@ def submit_run(
     if run_type not in RUN_TYPES:
         raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
     with read_only(engine) as session:
-        task = _get_task(session, task_name)
+        task = get_task(session, task_name)
         qrels = session.get(QrelsSet, task.qrels_id)
         assert qrels is not None
         team = _submitting_team(principal, task, team)
@@ -145,7 +145,7 @@ def submission_warning(
     organiser), as its submission gave it; None when it has none."""
     shared = context_for(engine, context)
     with read_only(engine) as session:
-        submission, task = _visible_submission(session, principal, run_name)
+        submission, task = visible_submission(session, principal, run_name)
         qrels = session.get(QrelsSet, task.qrels_id)
         assert qrels is not None
         topics = session.scalars(select(RunTopic.topic).where(RunTopic.run_id == submission.run_id)).all()
@@ -286,10 +286,12 @@ def _submitting_team(principal: Principal, task: Task, team: str | None) -> str:
 
 def _check_window(task: Task, now: datetime) -> None:
     if task.opens_at is not None and now < jobs.as_utc(task.opens_at):
-        raise AccessDenied(f"Task '{task.name}' opens for submissions at {_iso(task.opens_at)}; it is now {_iso(now)}.")
+        raise AccessDenied(
+            f"Task '{task.name}' opens for submissions at {iso_text(task.opens_at)}; it is now {iso_text(now)}."
+        )
     if task.closes_at is not None and now >= jobs.as_utc(task.closes_at):
         raise AccessDenied(
-            f"Task '{task.name}' closed for submissions at {_iso(task.closes_at)}; it is now {_iso(now)}."
+            f"Task '{task.name}' closed for submissions at {iso_text(task.closes_at)}; it is now {iso_text(now)}."
         )
 
 
@@ -330,7 +332,7 @@ def _check_daily_cap(session: Session, task: Task, team: str, server_daily_cap: 
             "quota",
             f"Team '{team}' has used today's {cap} runs for task '{task.name}' ({whose} daily cap; evaluated "
             "runs count, withdrawn or not; failed and cancelled ones do not). The cap resets at "
-            f"{_iso(resets)} (midnight UTC).",
+            f"{iso_text(resets)} (midnight UTC).",
         )
 
 
@@ -354,7 +356,7 @@ def quota_used(engine: Engine, principal: Principal, task_name: str) -> int:
     if principal.team is None:
         return 0
     with read_only(engine) as session:
-        return slots_used(session, _get_task(session, task_name), principal.team)
+        return slots_used(session, get_task(session, task_name), principal.team)
 
 
 def day_used(
@@ -363,7 +365,7 @@ def day_used(
     """The daily cap on each team's runs to the task (the task's, else ``server_daily_cap``; None:
     none) and how many of today's (UTC) the principal's team has used (0 for one without a team)."""
     with read_only(engine) as session:
-        task = _get_task(session, task_name)
+        task = get_task(session, task_name)
         cap = task.daily_cap if task.daily_cap is not None else server_daily_cap
         if cap is None or principal.team is None:
             return cap, 0
@@ -375,7 +377,7 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
     """Delete a submitted run and its evaluation: its team while the task is open, or the task's
     organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
     with unit_of_work(engine) as session:
-        submission, task = _visible_submission(session, principal, run_name)
+        submission, task = visible_submission(session, principal, run_name)
         if not manages(principal, task):
             _check_window(task, jobs.db_now(session))
         claims.refuse_pooled_withdrawal(session, run_name)
@@ -396,7 +398,7 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
                 "team": submission.team,
                 "task_id": task.id,
                 "evaluated": evaluated,
-                "submitted_at": _iso(submission.created_at),  # the day whose daily cap it counts in
+                "submitted_at": iso_text(submission.created_at),  # the day whose daily cap it counts in
             },
         )
         return summary

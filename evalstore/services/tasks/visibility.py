@@ -68,13 +68,13 @@ class TaskView:
             "qrels": self.qrels,
             "owner": self.owner,
             "hidden": self.hidden,
-            "released_at": _iso(self.released_at),
-            "opens_at": _iso(self.opens_at),
-            "closes_at": _iso(self.closes_at),
+            "released_at": iso_text(self.released_at),
+            "opens_at": iso_text(self.opens_at),
+            "closes_at": iso_text(self.closes_at),
             "max_runs_per_team": self.max_runs_per_team,
             "daily_cap": self.daily_cap,
             "measures": self.measures,
-            "created_at": _iso(self.created_at),
+            "created_at": iso_text(self.created_at),
             "description": self.description,
             "official_measure": self.official_measure,
             "private_topics": len(self.private_topics) if self.private_topics else None,
@@ -83,11 +83,11 @@ class TaskView:
         }
 
 
-def _iso(value: datetime | None) -> str | None:
+def iso_text(value: datetime | None) -> str | None:
     return jobs.as_utc(value).isoformat(timespec="seconds") if value else None
 
 
-def _task_view(session: Session, task: Task) -> TaskView:
+def task_view(session: Session, task: Task) -> TaskView:
     qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
     return TaskView(
@@ -110,7 +110,7 @@ def _task_view(session: Session, task: Task) -> TaskView:
     )
 
 
-def _get_task(session: Session, name: str) -> Task:
+def get_task(session: Session, name: str) -> Task:
     return repo.get_named(session, Task, name, f"No task named '{name}'. See 'evalstore tasks list'.")
 
 
@@ -132,7 +132,7 @@ def manages(principal: Principal, task: _TaskLike) -> bool:
     return principal.is_admin or (principal.role == "organiser" and task.owner_id == principal.user_id)
 
 
-def _scores_visible(principal: Principal, task: _TaskLike) -> bool:
+def scores_are_visible(principal: Principal, task: _TaskLike) -> bool:
     return not task.hidden or task.released_at is not None or manages(principal, task)
 
 
@@ -186,14 +186,14 @@ class TaskAccess:
 
 def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAccess:
     with read_only(engine) as session:
-        task = _get_task(session, task_name)
+        task = get_task(session, task_name)
         qrels = session.get(QrelsSet, task.qrels_id)
         assert qrels is not None
         return TaskAccess(
             task.name,
             qrels.name,
             qrels.source,
-            _scores_visible(principal, task),
+            scores_are_visible(principal, task),
             manages(principal, task),
             principal.team if principal.role == "participant" else None,
             public_topics(task) if public_only(principal, task) else None,
@@ -202,7 +202,7 @@ def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAcc
         )
 
 
-def _visible_submission(session: Session, principal: Principal, run_name: str) -> tuple[Submission, Task]:
+def visible_submission(session: Session, principal: Principal, run_name: str) -> tuple[Submission, Task]:
     """The submission of the run, if the principal may see it (its team, the task's organiser, an
     admin); otherwise the same 'not found' as for a run that does not exist."""
     principal.require("runs:read")
@@ -251,17 +251,17 @@ def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Tas
             )
             or 0
         )
-    open_ = _scores_visible(principal, task)
+    open_ = scores_are_visible(principal, task)
     out: dict[str, Any] = {
         "id": job.id,
         "state": job.state,
         "queue_position": position,
         "worker": job.worker_id,
-        "heartbeat_at": _iso(job.heartbeat_at),
+        "heartbeat_at": iso_text(job.heartbeat_at),
         "attempts": job.attempts,
-        "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
+        "created_at": iso_text(job.created_at),
+        "started_at": iso_text(job.started_at),
+        "finished_at": iso_text(job.finished_at),
         "error": job.error if open_ else (HIDDEN if job.error else None),
     }
     if manages(principal, task):
@@ -313,7 +313,7 @@ def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict
     """The task's runs the principal may see: their team's, or all for the organiser."""
     principal.require("runs:read")
     with read_only(engine) as session:
-        task = _get_task(session, task_name)
+        task = get_task(session, task_name)
         statement = (
             select(Submission, Run, Evaluation)
             .join(Run, Run.id == Submission.run_id)
@@ -331,7 +331,7 @@ def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict
 def show_submission(engine: Engine, principal: Principal, run_name: str) -> dict[str, Any]:
     """A submitted run as its team, the task's organiser and admins see it."""
     with read_only(engine) as session:
-        submission, task = _visible_submission(session, principal, run_name)
+        submission, task = visible_submission(session, principal, run_name)
         run = repo.get_run(session, run_name)
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
         return {**_submission_dict(submission, run, job), "task": task.name}
@@ -346,13 +346,13 @@ def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -
         "description": run.description,
         "rows": run.row_count,
         "topics": run.topic_count,
-        "submitted_at": _iso(submission.created_at),
+        "submitted_at": iso_text(submission.created_at),
         "job": submission.evaluation_id,
         "state": job.state if job is not None else None,
     }
 
 
-def _number(value: Any) -> Any:
+def number_text(value: Any) -> Any:
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(value)
     return value

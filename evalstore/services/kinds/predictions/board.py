@@ -77,7 +77,7 @@ MULTILABEL_LEADERBOARD = ["f1_macro", "jaccard_samples", "subset_accuracy", "ham
 SHOWN_MEASURES = [*headline_measures("classifier"), *headline_measures("clustering")]
 
 
-def _leaderboard_view(labels_name: str, names: list[str], frame: pd.DataFrame) -> Leaderboard:
+def leaderboard_view(labels_name: str, names: list[str], frame: pd.DataFrame) -> Leaderboard:
     records = frame.to_dict("records")
     cells = [
         {"#": str(i), **{str(k): (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()}}

@@ -29,7 +29,7 @@ class Evaluated:
     metadata: dict[str, Any] | None = None  # the prediction set's system and metadata
 
 
-def _header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
+def evaluated_header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
     return {
         "predictions_hash": prediction_set.content_hash,
         "labels_hash": label_set.content_hash,

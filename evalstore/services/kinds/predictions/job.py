@@ -25,7 +25,7 @@ from evalstore.services.kinds.base import (
     store_computed,
 )
 from evalstore.services.kinds.predictions.alignment import Aligned, aligned
-from evalstore.services.kinds.predictions.evaluated import Evaluated, _header
+from evalstore.services.kinds.predictions.evaluated import Evaluated, evaluated_header
 from evalstore.services.labels import read_with_gold
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
             settings,
             dict(options),
             True,
-            _header(header, prediction_set, label_set),
+            evaluated_header(header, prediction_set, label_set),
             per_group,
             metadata,
         )

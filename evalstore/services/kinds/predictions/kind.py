@@ -16,7 +16,7 @@ from evalstore.services.kinds.base import (
     MlflowRun,
     StoredEvaluation,
 )
-from evalstore.services.kinds.predictions.board import _leaderboard_view, leaderboard
+from evalstore.services.kinds.predictions.board import leaderboard, leaderboard_view
 from evalstore.services.kinds.predictions.evaluated import Evaluated
 from evalstore.services.kinds.predictions.job import compute_job
 from evalstore.services.kinds.predictions.payload import mlflow_run
@@ -52,7 +52,7 @@ class PredictionKind:
     ) -> Leaderboard:
         names = list(dict.fromkeys([sort, *measures] if sort else measures))
         frame = leaderboard(engine, labels_name=judgments, measure_names=names)
-        return _leaderboard_view(judgments, [str(c) for c in frame.columns[3:]], frame)
+        return leaderboard_view(judgments, [str(c) for c in frame.columns[3:]], frame)
 
 
 CLASSIFIER = PredictionKind("classifier")

@@ -14,7 +14,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, LabelSet, PredictionSet
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, NotFoundError
-from evalstore.services.kinds.predictions.evaluated import Evaluated, _header
+from evalstore.services.kinds.predictions.evaluated import Evaluated, evaluated_header
 from evalstore.services.labels import get_label_set, get_prediction_set
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool =
             dict(evaluation.settings or {}),
             dict(evaluation.options),
             False,
-            _header(header, prediction_set, label_set),
+            evaluated_header(header, prediction_set, label_set),
             per_group,
             {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})},
         )

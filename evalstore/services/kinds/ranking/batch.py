@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from evalstore.metrics import compute
-from evalstore.metrics._prepare import Ranking
+from evalstore.metrics.preparation import Ranking
 from evalstore.metrics.stacked import compute_stacked
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import ClaimedJob

@@ -22,7 +22,7 @@ from evalstore.services import jobs
 from evalstore.services.kinds.base import (
     Leaderboard,
 )
-from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, _topic_count
+from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, topic_count
 from evalstore.statistics import significance
 
 
@@ -219,7 +219,7 @@ def leaderboard(
                 LeaderboardRow(
                     run.name,
                     run.system,
-                    _topic_count(session, shown.id) if topics is None else _subset_count(samples, sort_name),
+                    topic_count(session, shown.id) if topics is None else _subset_count(samples, sort_name),
                     values,
                     float(np.mean(judged)) if judged is not None and len(judged) else None,
                     tuple(sorted({e.id for e in holding.values()})),
@@ -289,7 +289,7 @@ def _samples(session: Session, holding: dict[str, Evaluation], topics: TopicFilt
     return samples
 
 
-def _leaderboard_view(qrels_name: str, board: RankedRuns, sort: str | None) -> Leaderboard:
+def leaderboard_view(qrels_name: str, board: RankedRuns, sort: str | None) -> Leaderboard:
     names, rows = board.names, board.rows
     interval = [f"{n} CI {end}" for n in names for end in ("low", "high")]
     # subtopic and preference judgments have no Judged@10: no empty column for them

@@ -19,9 +19,9 @@ from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.io.formats import Preferences
 from evalstore.metrics import Measure, compute, parse_measure, summarise
-from evalstore.metrics._prepare import PrepareOptions, Ranking, attach_known, prepare_ranked
 from evalstore.metrics.diversity import diversity_values
 from evalstore.metrics.preferences import evaluate_preferences
+from evalstore.metrics.preparation import PrepareOptions, Ranking, attach_known, prepare_ranked
 from evalstore.services import jobs, store
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import ClaimedJob

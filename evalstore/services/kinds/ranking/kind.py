@@ -14,7 +14,7 @@ from evalstore.services.kinds.base import (
     MlflowRun,
     StoredEvaluation,
 )
-from evalstore.services.kinds.ranking.board import Selection, _leaderboard_view, leaderboard
+from evalstore.services.kinds.ranking.board import Selection, leaderboard, leaderboard_view
 from evalstore.services.kinds.ranking.job import compute_job
 from evalstore.services.kinds.ranking.payload import mlflow_run
 from evalstore.services.kinds.ranking.readback import StoredResults, read_back
@@ -51,7 +51,7 @@ class RankingKind:
             sort=sort,
             selection=Selection(**options) if options else None,
         )
-        return _leaderboard_view(judgments, board, sort)
+        return leaderboard_view(judgments, board, sort)
 
 
 RANKING = RankingKind()

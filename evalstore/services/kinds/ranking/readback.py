@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _topic_count(session: Session, evaluation_id: int) -> int:
+def topic_count(session: Session, evaluation_id: int) -> int:
     count = session.scalar(
         select(AggregateResult.query_count).where(AggregateResult.evaluation_id == evaluation_id).limit(1)
     )

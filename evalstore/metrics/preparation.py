@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.io._hashing import KeyIndex, doc_hashes, with_topics
+from evalstore.io.hashing import KeyIndex, doc_hashes, with_topics
 from evalstore.trec_order import EncodedRanks, encoded_ranks, positions_within_groups, take_rows
 
 # codes in Ranking.rel (not the relevance values of a qrels file: there, -1 is what trec_eval

@@ -388,14 +388,14 @@ def make(family_name: str, **params: Any) -> Measure:
         value = spec.params[name].check(canonical, name, value)
         if value != spec.params[name].default:
             checked[name] = value
-    missing = [n for n, p in spec.params.items() if p.default is _REQUIRED and n not in checked]
+    missing = [n for n, p in spec.params.items() if p.default is REQUIRED and n not in checked]
     if missing:
         example = f"{canonical}@10" if missing[0] == spec.at else f"{canonical}({missing[0]}=...)"
         raise InvalidParameterError(f"{canonical} needs a value for '{missing[0]}' (e.g. {example}).")
     return Measure(canonical, tuple(sorted(checked.items())))
 
 
-_REQUIRED = object()
+REQUIRED = object()
 
 
 def parse(text: str) -> Measure:
