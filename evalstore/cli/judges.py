@@ -276,16 +276,11 @@ def qrels_build(
         info(f"{built['qrels']} has this content already; no new version.")
     for queued in built["queued"]:
         info(f"queued run '{queued['run']}' of task '{queued['task']}' on {built['qrels']} (job {queued['job']})")
-    for task, measures in built.get("moved", {}).items():
-        for measure, moved in measures.items():
-            if measure == "note":
-                info(f"task '{task}': {moved}")
-                continue
-            swaps = ", ".join(f"{a}>{b}" for a, b in moved["swapped"]) or "none"
-            info(
-                f"task '{task}' on {built['qrels']}, {measure}: Kendall's tau {moved['kendall_tau']:.4f}, "
-                f"tau-AP {moved['tau_ap']:.4f}, swapped: {swaps}"
-            )
+    for task, moved in built["moved"].items():
+        info(
+            f"task '{task}' moved from {moved['from']} to {built['qrels']}; once its runs are evaluated, "
+            f"'evalstore judgments compare --qrels {moved['from']} --qrels {built['qrels']}' shows what changed"
+        )
     brief = {k: v for k, v in built.items() if k not in ("queued", "moved")}
     shown = built if fmt is OutputFormat.json else _flat(brief)
     render_record(shown, fmt, title=f"qrels {built['qrels']}")

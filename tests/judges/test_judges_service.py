@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine, func, select
 
-from evalstore.db.models import Evaluation, JudgeLabel, PoolJudgment
+from evalstore.db import repositories as repo
+from evalstore.db.models import Evaluation, JudgeLabel, PoolJudgment, QrelsVersion
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.services import pools, store, tasks
@@ -194,10 +195,30 @@ def test_a_new_version_of_a_tasks_qrels_queues_its_runs(world: Engine, endpoint:
         ("shared", "poor", "queued"),
     ]
     assert tasks.show_task(world, "shared").as_dict()["qrels"] == "human@v1"
-    # the fake's labels keep good above poor on every measure of the task
-    assert {m: (v["kendall_tau"], v["swapped"]) for m, v in built["moved"]["shared"].items()} == {
-        "nDCG@10": (1.0, []),
-        "AP": (1.0, []),
-    }
+    # what the new version does to the ranking is for the queued jobs to find: nothing is
+    # evaluated beside them
+    assert built["moved"] == {"shared": {"from": "human", "runs": ["good", "poor"]}}
     with read_only(world) as session:
         assert session.scalar(select(func.count()).select_from(Evaluation)) == 4
+
+
+def test_a_version_and_its_qrels_are_stored_together_or_not_at_all(
+    world: Engine, endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after the version's qrels are added (here: while its tasks are re-pointed) leaves
+    neither the qrels NAME@v1 nor the version's row behind."""
+    tasks.create_task(world, "shared", qrels_name="human")
+    registry.add_judge(world, "fake", endpoint=endpoint, model="m")
+    running.run_judge(world, "fake", pool_name="p")
+
+    def fail(*args: object) -> None:
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr(versions, "_requeue", fail)
+    with pytest.raises(RuntimeError, match="died"):
+        versions.build_version(world, "human", pool_name="p", source="judge:fake")
+    with read_only(world) as session:
+        assert session.scalar(select(func.count()).select_from(QrelsVersion)) == 0
+        assert repo.find_qrels(session, "human@v1") is None
+    monkeypatch.undo()
+    assert versions.build_version(world, "human", pool_name="p", source="judge:fake")["qrels"] == "human@v1"

@@ -8,13 +8,11 @@ any of its versions, or on qrels named NAME) and queues their runs' re-evaluatio
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -32,11 +30,11 @@ from evalstore.db.models import (
     Task,
 )
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.db.staging import StagedRows, staged_rows
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
-from evalstore.io.formats import ParsedFile
 from evalstore.io.judgments import TREC_UNJUDGED
-from evalstore.services import jobs, pools, store
-from evalstore.services.judges import compare
+from evalstore.services import jobs, pools
+from evalstore.services import store as store_module
 from evalstore.services.judges.registry import get_judge
 from evalstore.services.tasks.judge_made import judge_behind
 
@@ -179,11 +177,9 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
             f"NAME --pool {pool_name}', or 'evalstore judgments import')."
         )
     keys = pd.MultiIndex.from_tuples([tuple(e) for e in entries], names=["topic", "doc"])
-    pooled = pd.Series(labels.reindex(keys).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=keys)
-    combined = pd.concat([pooled, labels[~labels.index.isin(keys)]]).sort_index()
+    parsed, combined = pools.qrels_of_labels(keys, labels)
     counts["unjudged"] = int((combined == TREC_UNJUDGED).sum())
-    text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
-    content_hash = hashlib.sha256(text.encode()).hexdigest()
+    content_hash = parsed.content_hash
     sources: dict[str, Any] = {"from": str(chosen), "pool": pool_name}
     if chosen.kind == "ensemble":
         # each member's labels stay in judge_labels under its configuration: `judgments provenance
@@ -197,75 +193,51 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
         sources.update(
             judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash
         )
-    with read_only(engine) as session:
-        newest = session.scalar(
-            select(QrelsVersion).where(QrelsVersion.name == name).order_by(QrelsVersion.version.desc()).limit(1)
-        )
-    if newest is not None and newest.content_hash == content_hash:
-        return {**_version_view(engine, newest.id), "created": False, "queued": []}
-    version = 1 if newest is None else newest.version + 1
-    table = pa.table(
-        {
-            "topic": pa.array([t for t, _ in combined.index], pa.string()),
-            "iteration": pa.array(["0"] * len(combined), pa.string()),
-            "doc": pa.array([d for _, d in combined.index], pa.string()),
-            "relevance": pa.array(combined.to_numpy("int64")),
-        }
-    )
-    stored = store.store_qrels(
-        engine,
-        ParsedFile(table, content_hash, None),
-        name=f"{name}@v{version}",
-        source=f"pool:{pool_name} ({chosen})",
-        description=f"version {version} of '{name}': pool '{pool_name}', from {chosen}",
-    )
-    with unit_of_work(engine) as session:
-        qrels = repo.get_qrels(session, stored.summary.name)
-        row = QrelsVersion(
-            name=name,
-            version=version,
-            qrels_id=qrels.id,
-            pool_name=pool_name,
-            sources=sources,
-            parent_id=newest.id if newest is not None else None,
-            content_hash=content_hash,
-            counts=counts,
-        )
-        session.add(row)
-        session.flush()
-        queued, moved_tasks = _requeue(session, name, qrels)
-        version_id = row.id
-    return {
-        **_version_view(engine, version_id),
-        "created": True,
-        "queued": queued,
-        "moved": {
-            task: _moved(engine, old, stored.summary.name, runs, measures)
-            for task, (old, runs, measures) in moved_tasks.items()
-        },
-    }
+
+    def store(staged: StagedRows) -> dict[str, Any]:
+        # the version's qrels, its row and the re-pointed tasks with their queued jobs commit
+        # together: a crash in between leaves no NAME@vN without its version, nor the reverse
+        with unit_of_work(engine, staged.attach) as session:
+            newest = session.scalar(
+                select(QrelsVersion).where(QrelsVersion.name == name).order_by(QrelsVersion.version.desc()).limit(1)
+            )
+            if newest is not None and newest.content_hash == content_hash:
+                return {**_as_dict(session, newest), "created": False, "queued": [], "moved": {}}
+            version = 1 if newest is None else newest.version + 1
+            stored = store_module.add_qrels(
+                session,
+                staged,
+                parsed,
+                name=f"{name}@v{version}",
+                source=f"pool:{pool_name} ({chosen})",
+                description=f"version {version} of '{name}': pool '{pool_name}', from {chosen}",
+            )
+            qrels = repo.get_qrels(session, stored.summary.name)
+            row = QrelsVersion(
+                name=name,
+                version=version,
+                qrels_id=qrels.id,
+                pool_name=pool_name,
+                sources=sources,
+                parent_id=newest.id if newest is not None else None,
+                content_hash=content_hash,
+                counts=counts,
+            )
+            session.add(row)
+            session.flush()
+            queued, moved = _requeue(session, name, qrels)
+            return {**_as_dict(session, row), "created": True, "queued": queued, "moved": moved}
+
+    with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
+        # two builds of one lineage at once: the loser sees the winner's version and decides again
+        return store_module.retry_on_name_race(lambda: store(staged))
 
 
-def _moved(engine: Engine, old: str, new: str, runs: list[str], measures: list[str]) -> dict[str, Any]:
-    """What the new version does to a task's ranking of its runs (in this process; the queued
-    evaluations are the stored record): Kendall's tau, tau-AP and the swapped pairs per measure."""
-    if len(runs) < 2:
-        return {}
-    try:
-        report = compare.compare(engine, old, new, measures=measures[:2] or None, runs=runs)
-    except EvaluationError as error:  # e.g. no document judged in both
-        return {"note": str(error)}
-    return {
-        measure: {"kendall_tau": s["kendall_tau"], "tau_ap": s["tau_ap"], "swapped": s["swapped"]}
-        for measure, s in report["systems"].items()
-    }
-
-
-def _requeue(
-    session: Session, name: str, qrels: QrelsSet
-) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str], list[str]]]]:
+def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Point the lineage's tasks at the new version and queue their runs' evaluation on it; the
-    queued jobs, and per task (its previous qrels, its runs, its measures)."""
+    queued jobs, and per task the qrels it was on and its runs. What the new version does to a
+    task's ranking is for the queued jobs to find (``judgments compare`` once they are done): it is
+    never evaluated here, beside them."""
     lineage = set(
         session.scalars(
             select(QrelsVersion.qrels_id).where(QrelsVersion.name == name, QrelsVersion.qrels_id != qrels.id)
@@ -275,11 +247,11 @@ def _requeue(
     if plain is not None:
         lineage.add(plain.id)
     queued = []
-    moved: dict[str, tuple[str, list[str], list[str]]] = {}
+    moved: dict[str, dict[str, Any]] = {}
     for task in session.scalars(select(Task).where(Task.qrels_id.in_(lineage)).order_by(Task.name)):
         previous = session.get(QrelsSet, task.qrels_id)
         assert previous is not None
-        moved[task.name] = (previous.name, [], list(task.measures))
+        moved[task.name] = {"from": previous.name, "runs": []}
         task.qrels_id = qrels.id
         options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
         for submission in session.scalars(
@@ -290,15 +262,8 @@ def _requeue(
             ref = jobs.enqueue_run(session, run, qrels, options)
             submission.evaluation_id = ref.evaluation_id
             queued.append({"task": task.name, "run": run.name, "job": ref.evaluation_id, "state": ref.state})
-            moved[task.name][1].append(run.name)
+            moved[task.name]["runs"].append(run.name)
     return queued, moved
-
-
-def _version_view(engine: Engine, version_id: int) -> dict[str, Any]:
-    with read_only(engine) as session:
-        row = session.get(QrelsVersion, version_id)
-        assert row is not None
-        return _as_dict(session, row)
 
 
 def _as_dict(session: Session, row: QrelsVersion) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from evalstore.services.pools.judgments import (
     next_batch,
     pool_agreement,
     pool_qrels,
+    qrels_of_labels,
     resolve_labels,
 )
 
@@ -68,6 +69,7 @@ __all__ = [
     "pool_qrels",
     "pool_stats",
     "read_candidates",
+    "qrels_of_labels",
     "resolve_labels",
     "reusability",
     "show_pool",

@@ -364,6 +364,25 @@ def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
     return grouped.agg(lambda labels: max(Counter(labels.tolist()).items(), key=lambda kv: (kv[1], kv[0]))[0])
 
 
+def qrels_of_labels(pooled: pd.MultiIndex, labels: pd.Series) -> tuple[ParsedFile, pd.Series]:
+    """Labels as qrels, the one way evalstore turns labels into judgments (``pool qrels`` and qrels
+    versions): every pooled (topic, doc) with its label, or -1 (pooled, not judged) where it has
+    none, so judged@k stays honest; a label outside the pool (judged with --allow-outside-pool)
+    kept. The parsed qrels, content-hashed as their TREC text, and the grade per (topic, doc)."""
+    inside = pd.Series(labels.reindex(pooled).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=pooled)
+    combined = pd.concat([inside, labels[~labels.index.isin(pooled)]]).sort_index()
+    table = pa.table(
+        {
+            "topic": pa.array([t for t, _ in combined.index], pa.string()),
+            "iteration": pa.array(["0"] * len(combined), pa.string()),
+            "doc": pa.array([d for _, d in combined.index], pa.string()),
+            "relevance": pa.array(combined.to_numpy(np.int64)),
+        }
+    )
+    text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
+    return ParsedFile(table, hashlib.sha256(text.encode()).hexdigest(), None), combined
+
+
 def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "majority", replace: bool = False) -> Any:
     """Store the pool's judgments as qrels: the resolved label of every judged document, and
     relevance -1 (pooled, not judged) for the rest of the pool, so judged@k stays honest."""
@@ -376,21 +395,8 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
             f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "
             f"PATH --pool {name} --assessor NAME'."
         )
-    labels = resolve_labels(judgments, resolve)
     keys = pd.MultiIndex.from_frame(entries[["topic", "doc"]])
-    pooled = pd.Series(labels.reindex(keys).fillna(TREC_UNJUDGED).astype(int).to_numpy(), index=keys)
-    outside = labels[~labels.index.isin(keys)]  # judged with --allow-outside-pool
-    combined = pd.concat([pooled, outside]).sort_index()
-    table = pa.table(
-        {
-            "topic": pa.array([t for t, _ in combined.index], pa.string()),
-            "iteration": pa.array(["0"] * len(combined), pa.string()),
-            "doc": pa.array([d for _, d in combined.index], pa.string()),
-            "relevance": pa.array(combined.to_numpy(np.int64)),
-        }
-    )
-    text = "".join(f"{t} 0 {d} {r}\n" for (t, d), r in combined.items())
-    parsed = ParsedFile(table, hashlib.sha256(text.encode()).hexdigest(), None)
+    parsed, _ = qrels_of_labels(keys, resolve_labels(judgments, resolve))
     return store.store_qrels(
         engine,
         parsed,

@@ -21,6 +21,7 @@ from evalstore.services.store.common import (
     run_summary,
 )
 from evalstore.services.store.qrels import (
+    add_qrels,
     delete_qrels,
     import_many_qrels,
     import_qrels,
@@ -76,5 +77,6 @@ __all__ = [
     "run_unit_of_work",
     "show_qrels",
     "show_run",
+    "add_qrels",
     "store_qrels",
 ]

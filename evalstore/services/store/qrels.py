@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import QRELS_KINDS, QrelsSet, Task
@@ -139,38 +140,66 @@ def store_qrels(
 
     def store(staged: StagedRows) -> Registered:
         with unit_of_work(engine, staged.attach) as session:
-            existing = repo.find_qrels(session, name)
-            if existing is not None and existing.content_hash == parsed.content_hash and existing.kind == kind:
-                return Registered(qrels_summary(existing), False, parsed.warnings)
-            if existing is not None and not replace:
-                what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
-                raise ConflictError(
-                    f"Qrels named '{name}' already exist with {what} "
-                    f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
-                    "Pass --replace to replace them, or choose another --name."
-                )
-            warnings = parsed.warnings
-            if existing is not None:
-                dropped = repo.count_evaluations(session, qrels_id=existing.id)
-                if dropped:
-                    warnings = (*warnings, dropped_message("qrels", name, dropped))
-                repo.delete_qrels(session, existing)
-            qrels = QrelsSet(
+            return add_qrels(
+                session,
+                staged,
+                parsed,
                 name=name,
-                kind=kind,
-                description=description,
-                content_hash=parsed.content_hash,
-                row_count=parsed.table.num_rows,
-                topic_count=parsed.topic_count,
                 source=source,
+                description=description,
+                replace=replace,
+                kind=kind,
+                progress=progress,
             )
-            session.add(qrels)
-            session.flush()
-            repo.insert_judgments(session, qrels.id, staged, progress)
-            return Registered(qrels_summary(qrels), True, warnings)
 
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
         return retry_on_name_race(lambda: store(staged))
+
+
+def add_qrels(
+    session: Session,
+    staged: StagedRows,
+    parsed: ParsedFile,
+    *,
+    name: str,
+    source: str,
+    description: str | None = None,
+    replace: bool = False,
+    kind: str = "relevance",
+    progress: Progress | None = None,
+) -> Registered:
+    """The step of :func:`store_qrels`: the qrels row and its judgments added in the caller's unit
+    of work (opened with ``staged.attach``), so that what else the caller stores with them (a qrels
+    version's row) commits with them or not at all."""
+    existing = repo.find_qrels(session, name)
+    if existing is not None and existing.content_hash == parsed.content_hash and existing.kind == kind:
+        return Registered(qrels_summary(existing), False, parsed.warnings)
+    if existing is not None and not replace:
+        what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
+        raise ConflictError(
+            f"Qrels named '{name}' already exist with {what} "
+            f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
+            "Pass --replace to replace them, or choose another --name."
+        )
+    warnings = parsed.warnings
+    if existing is not None:
+        dropped = repo.count_evaluations(session, qrels_id=existing.id)
+        if dropped:
+            warnings = (*warnings, dropped_message("qrels", name, dropped))
+        repo.delete_qrels(session, existing)
+    qrels = QrelsSet(
+        name=name,
+        kind=kind,
+        description=description,
+        content_hash=parsed.content_hash,
+        row_count=parsed.table.num_rows,
+        topic_count=parsed.topic_count,
+        source=source,
+    )
+    session.add(qrels)
+    session.flush()
+    repo.insert_judgments(session, qrels.id, staged, progress)
+    return Registered(qrels_summary(qrels), True, warnings)
 
 
 def list_qrels(engine: Engine) -> list[Summary]:
