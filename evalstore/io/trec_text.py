@@ -391,75 +391,16 @@ def _first_trec_error(
             continue
         if len(fields) != ncols and (strict or kind == "qrels" or len(fields) < ncols):
             return InputFormatError(path, number, f"expected {ncols} columns ({layout}), found {len(fields)}"), None
-        topic, doc = fields[0], fields[2]
-        if kind == "run":
-            rank_text, score_text = fields[3], fields[4]
-            score = strict_float(score_text) if strict else atof(score_text)
-            if score is None:
-                return InputFormatError(
-                    path,
-                    number,
-                    f"score '{score_text}' is not a number"
-                    + (
-                        ""
-                        if strict
-                        else "; trec_eval's atof would read it as 0 (no leading digits), evalstore refuses it"
-                    ),
-                ), None
-            if not math.isfinite(score):
-                return InputFormatError(
-                    path, number, f"score '{score_text}' is not a finite number; scores must be finite"
-                ), None
-            rank = _parse_int(rank_text)
-            if rank is None or (strict and not in_range("rank", rank)):
-                if strict:
-                    return InputFormatError(
-                        path,
-                        number,
-                        f"rank '{rank_text}' is not an integer" if rank is None else out_of_range("rank", rank_text),
-                    ), None
-                rank = 0  # trec_eval never reads the rank column
-            key = (topic, doc)
-            if key in seen and check_duplicates:
-                return InputFormatError(
-                    path,
-                    number,
-                    f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "
-                    "trec_eval refuses duplicate documents, so remove one of them",
-                ), None
-            seen[key] = (number, 0)
-            row: tuple[str | int | float, ...] = (topic, fields[1], doc, rank, score, fields[5])
-        else:
-            rel_text = fields[3]
-            relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)
-            if relevance is None:
-                return InputFormatError(
-                    path,
-                    number,
-                    f"relevance '{rel_text}' is not an integer"
-                    + (
-                        ""
-                        if strict
-                        else "; trec_eval's atol would read it as 0 (no leading digits), evalstore refuses it"
-                    ),
-                ), None
-            if strict and not in_range("relevance", relevance):
-                return InputFormatError(path, number, out_of_range("relevance", rel_text)), None
-            key = (topic, doc) if not keyed_by_group else (topic, f"{fields[1]}\0{doc}")
-            if key in seen and seen[key][1] != relevance:
-                first_line, first_rel = seen[key]
-                return InputFormatError(
-                    path,
-                    number,
-                    f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
-                    f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
-                ), None
-            if key in seen and not strict:
-                if evaluated_topic is None or topic == evaluated_topic:  # trec_eval: "duplicate docs" (exit 4)
-                    return InputFormatError(path, number, repeated_judgment(doc, topic, seen[key][0])), None
-                continue  # a topic trec_eval skips (-D): kept once
-            seen.setdefault(key, (number, relevance))
-            row = (topic, fields[1], doc, relevance)
+        found = (
+            _run_row(path, number, fields, seen, strict, check_duplicates)
+            if kind == "run"
+            else _qrels_row(path, number, fields, seen, strict, keyed_by_group, evaluated_topic)
+        )
+        if isinstance(found, InputFormatError):
+            return found, None
+        if found is None:
+            continue
+        row = found
         for name, value in zip(TREC_NAMES[kind], row, strict=True):
             columns[name].append(value)
     if not seen:
@@ -468,6 +409,83 @@ def _first_trec_error(
     return None, pa.table(
         {name: pa.array(values, type=types.get(name, pa.string())) for name, values in columns.items()}
     )
+
+
+Row = tuple[str | int | float, ...]
+
+
+def _run_row(
+    path: str,
+    number: int,
+    fields: list[str],
+    seen: dict[tuple[str, str], tuple[int, int]],
+    strict: bool,
+    check_duplicates: bool,
+) -> InputFormatError | Row:
+    """A run line's row (its first sighting noted in ``seen``), or what is wrong with it."""
+    topic, doc = fields[0], fields[2]
+    rank_text, score_text = fields[3], fields[4]
+    score = strict_float(score_text) if strict else atof(score_text)
+    if score is None:
+        lenient = "; trec_eval's atof would read it as 0 (no leading digits), evalstore refuses it"
+        return InputFormatError(path, number, f"score '{score_text}' is not a number" + ("" if strict else lenient))
+    if not math.isfinite(score):
+        return InputFormatError(path, number, f"score '{score_text}' is not a finite number; scores must be finite")
+    rank = _parse_int(rank_text)
+    if rank is None or (strict and not in_range("rank", rank)):
+        if strict:
+            return InputFormatError(
+                path,
+                number,
+                f"rank '{rank_text}' is not an integer" if rank is None else out_of_range("rank", rank_text),
+            )
+        rank = 0  # trec_eval never reads the rank column
+    key = (topic, doc)
+    if key in seen and check_duplicates:
+        return InputFormatError(
+            path,
+            number,
+            f"docno '{doc}' appears twice in topic '{topic}' (first at line {seen[key][0]}); "
+            "trec_eval refuses duplicate documents, so remove one of them",
+        )
+    seen[key] = (number, 0)
+    return (topic, fields[1], doc, rank, score, fields[5])
+
+
+def _qrels_row(
+    path: str,
+    number: int,
+    fields: list[str],
+    seen: dict[tuple[str, str], tuple[int, int]],
+    strict: bool,
+    keyed_by_group: bool,
+    evaluated_topic: str | None,
+) -> InputFormatError | Row | None:
+    """A qrels line's row (its first sighting noted in ``seen``), None for a repeated judgment of a
+    topic trec_eval skips (kept once), or what is wrong with it."""
+    topic, doc = fields[0], fields[2]
+    rel_text = fields[3]
+    relevance = _parse_int(rel_text) if strict else _parse_int_as_atol(rel_text)
+    if relevance is None:
+        lenient = "; trec_eval's atol would read it as 0 (no leading digits), evalstore refuses it"
+        return InputFormatError(path, number, f"relevance '{rel_text}' is not an integer" + ("" if strict else lenient))
+    if strict and not in_range("relevance", relevance):
+        return InputFormatError(path, number, out_of_range("relevance", rel_text))
+    key = (topic, doc) if not keyed_by_group else (topic, f"{fields[1]}\0{doc}")
+    if key in seen and seen[key][1] != relevance:
+        first_line, first_rel = seen[key]
+        return InputFormatError(
+            path,
+            number,
+            f"conflicting judgments for docno '{doc}' in topic '{topic}': relevance "
+            f"{relevance} here, {first_rel} at line {first_line}; keep one of them",
+        )
+    if key in seen and not strict:
+        if evaluated_topic is None or topic == evaluated_topic:  # trec_eval: "duplicate docs" (exit 4)
+            return InputFormatError(path, number, repeated_judgment(doc, topic, seen[key][0]))
+        return None  # a topic trec_eval skips (-D): kept once
+    seen.setdefault(key, (number, relevance))
+    return (topic, fields[1], doc, relevance)
 
 
 _INT_PATTERN = re.compile(r"[+-]?[0-9]+\Z")  # ASCII digits: \d would take other scripts' digits
