@@ -3,12 +3,15 @@
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import ReportFormat, info, render
+
+if TYPE_CHECKING:  # the services load when a command runs, not when the CLI starts
+    from evalstore.services.health import HealthReport
 
 
 def health(
@@ -66,22 +69,31 @@ def health(
     )
     info(f"seed {report.seed} (pass --seed {report.seed} to reproduce the swap rates)")
     if plot is not None:
-        from evalstore.plots import swap_rates
-
-        series = {
-            m: (
-                [s.topics for s in report.stability if s.measure == m],
-                [s.swap_rate for s in report.stability if s.measure == m],
-            )
-            for m in report.measures
-        }
-        swap_rates(series, title=f"{qrels}: ranking stability over topic subsets ({len(report.runs)} runs)").savefig(
-            plot
-        )
-        info(f"plot written to {plot}")
+        _plot(report, qrels, plot)
     if fmt is ReportFormat.json:
         sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
         return
+    _tables(report, qrels, fmt)
+    for note in report.notes:
+        info(f"note: {note}")
+
+
+def _plot(report: "HealthReport", qrels: str, plot: Path) -> None:
+    from evalstore.plots import swap_rates
+
+    series = {
+        m: (
+            [s.topics for s in report.stability if s.measure == m],
+            [s.swap_rate for s in report.stability if s.measure == m],
+        )
+        for m in report.measures
+    }
+    swap_rates(series, title=f"{qrels}: ranking stability over topic subsets ({len(report.runs)} runs)").savefig(plot)
+    info(f"plot written to {plot}")
+
+
+def _tables(report: "HealthReport", qrels: str, fmt: ReportFormat) -> None:
+    """The report's tables: discriminative power, stability, topic-set size, pool bias, Judged@10."""
     head = f"{qrels}: {len(report.runs)} runs, {report.topics} topics"
     render(
         [
@@ -168,8 +180,6 @@ def health(
         fmt,
         title="Judged@10 per run",
     )
-    for note in report.notes:
-        info(f"note: {note}")
 
 
 def standardize(
