@@ -219,6 +219,30 @@ def evaluate(
         announce=announce,
         context=state(ctx).context(),
     )
+    _report(
+        ctx,
+        outcome,
+        qrels=qrels,
+        splits=splits,
+        other_kind=labels is not None or nuggets is not None,
+        wait=wait,
+        measures=measures,
+        fmt=fmt,
+    )
+
+
+def _report(
+    ctx: typer.Context,
+    outcome: Any,
+    *,
+    qrels: str | None,
+    splits: str | None,
+    other_kind: bool,
+    wait: bool,
+    measures: str | None,
+    fmt: OutputFormat,
+) -> None:
+    """What the evaluations came to: the runs skipped, the table, a failure, the per-fold values."""
     for name in outcome.skipped:
         warn(f"skipped run '{name}': it shares no topic with qrels '{qrels}' and would score 0 on every topic")
     if outcome.skipped:
@@ -232,7 +256,7 @@ def evaluate(
     if wait and outcome.unfinished:
         raise outcome.failure()
     if splits is not None:
-        if labels is not None or nuggets is not None or not wait:
+        if other_kind or not wait:
             raise usage_conflict(
                 ctx, "--splits gives per-fold values of ranking runs (--qrels) once evaluated: pass --wait."
             )
