@@ -117,18 +117,7 @@ def compare(
         run_names = [baseline, *run_names]
     if len(run_names) < 2:
         raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
-    if multi is None and test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
-    if multi is not None and multi not in significance.MULTI:
-        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
-    if correction not in significance.CORRECTIONS:
-        raise InvalidParameterError(
-            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
-        )
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
-    if resamples < 1:
-        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+    _check_settings(test, multi, correction, alpha, resamples)
     matrix = score_matrix(
         engine,
         qrels_name=qrels_name,
@@ -165,6 +154,17 @@ def compare(
         if multi
         else _paired_outcomes(differences, test, correction, alpha, resamples, rng)
     )
+    return Comparison(settings, _pairs(matrix, differences, index_pairs, outcomes, alpha), matrix)
+
+
+def _pairs(
+    matrix: ScoreMatrix,
+    differences: dict[str, np.ndarray],
+    index_pairs: list[tuple[int, int]],
+    outcomes: dict[str, Outcomes],
+    alpha: float,
+) -> list[PairComparison]:
+    """One comparison per measure and pair, from the pairs' per-topic differences and test outcomes."""
     pairs = []
     for measure in matrix.measures:
         scores = matrix.scores[measure]
@@ -194,7 +194,22 @@ def compare(
                     len(matrix.topics),
                 )
             )
-    return Comparison(settings, pairs, matrix)
+    return pairs
+
+
+def _check_settings(test: str, multi: str | None, correction: str, alpha: float, resamples: int) -> None:
+    if multi is None and test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+    if multi is not None and multi not in significance.MULTI:
+        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
+    if correction not in significance.CORRECTIONS:
+        raise InvalidParameterError(
+            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
+        )
+    if not 0 < alpha < 1:
+        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
+    if resamples < 1:
+        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
 
 
 # per pair of one measure: statistic, p-value, corrected p-value, interval low and high
