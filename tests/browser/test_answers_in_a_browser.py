@@ -114,6 +114,10 @@ def test_a_draft_is_reviewed_then_answers_are_assessed_by_keyboard(
     assert "Bank accepted: it is scored on from now on." in main
     assert "drafted by judge:stub · edited by olga · reviewed by olga" in main
     shot(page, f"bank-reviewed{suffix}")
+    page.goto(f"{site}/banks")  # type: ignore[attr-defined]
+    assert "drafted by judge:stub, accepted" in page.inner_text("main")  # type: ignore[attr-defined]
+    _no_sideways_scroll(page, width)
+    assert not axe_violations(page), axe_violations(page)
 
     # the judge assigns the reviewed nuggets to every answer
     assigned = nugget_assignment.assign_nuggets(engine, "helicopters", judge_name="stub")
@@ -121,7 +125,14 @@ def test_a_draft_is_reviewed_then_answers_are_assessed_by_keyboard(
 
     # the assessor labels each answer by keyboard: support when the answer says it, else no support
     page.context.clear_cookies()  # type: ignore[attr-defined]
-    sign_in(page, site, "ann", "/assess/helicopters/t1")
+    sign_in(page, site, "ann", "/assess")
+    page.click("text=helicopters")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/assess/helicopters")  # type: ignore[attr-defined]
+    assert "0 / 3 answers" in page.inner_text("main")  # type: ignore[attr-defined]
+    _no_sideways_scroll(page, width)
+    assert not axe_violations(page), axe_violations(page)
+    page.click("a[href='/assess/helicopters/t1']")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/assess/helicopters/t1")  # type: ignore[attr-defined]
     for number in range(1, len(ANSWERS) + 1):
         assert f"Answer {number} of 3" in page.inner_text("main")  # type: ignore[attr-defined]
         answer = page.inner_text("#answer")  # type: ignore[attr-defined]

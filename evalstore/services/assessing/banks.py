@@ -61,7 +61,7 @@ def configure_bank(
             user = get_user(session, organiser)
             if user.role not in ("organiser", "admin"):
                 raise InvalidParameterError(
-                    f"User '{organiser}' is a {user.role}; a bank is organised by an organiser."
+                    f"User '{organiser}' is {_a(user.role)}; a bank is organised by an organiser."
                 )
             bank.organiser_id = user.id
         if collection is not None:
@@ -81,6 +81,10 @@ def configure_bank(
         )
         session.flush()
         return bank_settings(session, bank)
+
+
+def _a(role: str) -> str:
+    return f"{'an' if role[:1] in 'aeiou' else 'a'} {role}"
 
 
 def bank_settings(session: Session, bank: NuggetBank) -> BankSettings:
@@ -107,7 +111,7 @@ def assign_bank_assessor(engine: Engine, name: str, user_name: str, *, by: Princ
         bank = get_bank(session, name)
         user = get_user(session, user_name)
         if user.role not in ("assessor", "admin"):
-            raise InvalidParameterError(f"User '{user_name}' is a {user.role}; answers are assessed by assessors.")
+            raise InvalidParameterError(f"User '{user_name}' is {_a(user.role)}; answers are assessed by assessors.")
         if session.get(NuggetBankAssessor, (bank.id, user.id)) is None:
             session.add(NuggetBankAssessor(bank_id=bank.id, user_id=user.id))
         audit(session, by.name if by else None, "nuggets.assign", name, {"assessor": user_name})
