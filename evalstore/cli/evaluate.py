@@ -106,7 +106,10 @@ def evaluate(
     ] = False,
     assessor: Annotated[
         str,
-        typer.Option("--assessor", help="With --nuggets: whose assignments (human, or judge:NAME)."),
+        typer.Option(
+            "--assessor",
+            help="With --nuggets: whose assignments (human, human:NAME from the nugget page, or judge:NAME).",
+        ),
     ] = "human",
     splits: Annotated[
         str | None,

@@ -29,7 +29,11 @@ def leaderboard(
         str | None, typer.Option("--nuggets", help="Rank answer runs on this nugget bank's assignments instead.")
     ] = None,
     assessor: Annotated[
-        str, typer.Option("--assessor", help="With --nuggets: whose assignments (human, or judge:NAME).")
+        str,
+        typer.Option(
+            "--assessor",
+            help="With --nuggets: whose assignments (human, human:NAME from the nugget page, or judge:NAME).",
+        ),
     ] = "human",
     relevance_level: Annotated[int, typer.Option("-l", help="Compare evaluations made with this relevance level.")] = 1,
     max_docs: Annotated[int | None, typer.Option("-M", min=1, help="Compare evaluations made with this -M.")] = None,

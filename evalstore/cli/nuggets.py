@@ -170,7 +170,11 @@ def compare(
     bank: str,
     assignments: Annotated[
         list[str],
-        typer.Option("--assignments", help="An assessor: human, or judge:NAME; give two, the reference first."),
+        typer.Option(
+            "--assignments",
+            help="An assessor: human, human:NAME (a person on the nugget page) or judge:NAME; "
+            "give two, the reference first.",
+        ),
     ],
     measure: Annotated[str, typer.Option("--measure", help="The measure that orders the runs.")] = "W",
     top_k: Annotated[int, typer.Option("--top-k", min=2, help="Swaps counted among the reference's top k runs.")] = 5,
@@ -237,3 +241,65 @@ def compare(
     )
     if "note" in report:
         info(report["note"])
+
+
+@app.command("configure")
+def configure(
+    ctx: typer.Context,
+    bank: str,
+    organiser: Annotated[
+        str | None, typer.Option("--organiser", help="The organiser who edits the bank in the browser.")
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", help="The cited segments' texts ('documents import'), for the support page."),
+    ] = None,
+    double_share: Annotated[
+        float | None,
+        typer.Option(
+            "--double-share",
+            min=0.0,
+            max=1.0,
+            help="Give each topic to its first assessor, and show this share of its answers, blind, to "
+            "every other assessor (for agreement).",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the sample assessed twice (default: drawn, recorded).")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Set how a bank is assessed in the browser: its organiser (who edits it and reviews a judge's
+    draft of it), the segments' texts the support page shows, and the share assessed twice."""
+    from evalstore.services import assessing
+
+    settings = assessing.configure_bank(
+        state(ctx).engine(), bank, organiser=organiser, collection=collection, double_share=double_share, seed=seed
+    )
+    render_record(
+        {
+            "bank": settings.bank,
+            "organiser": settings.organiser,
+            "collection": settings.collection,
+            "double_share": settings.double_share,
+            "double_seed": settings.double_seed,
+            "assessors": ", ".join(settings.assessors),
+        },
+        fmt,
+        title=f"nugget bank '{bank}'",
+    )
+
+
+@app.command("assessors")
+def assessors(
+    ctx: typer.Context,
+    bank: str,
+    assessor: Annotated[list[str], typer.Option("--assessor", help="An assessor user (repeatable).")],
+) -> None:
+    """Let assessors assess answers by the bank in the browser (the nugget and support pages);
+    their labels are stored as human:NAME."""
+    from evalstore.services import assessing
+
+    for user in assessor:
+        assessing.assign_bank_assessor(state(ctx).engine(), bank, user)
+        info(f"assessor '{user}' assesses answers by nugget bank '{bank}'")

@@ -874,6 +874,22 @@ class NuggetBank(Base):
     # scoring until a person accepts it (``accepted_at``)
     drafted_by: Mapped[str | None] = mapped_column(String(200))
     accepted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # assessing in the browser (0036): who edits the bank (None: admins only), the segments'
+    # texts the support page shows, and the share of each topic's answers a second assessor
+    # assesses, blind, with its recorded seed (None: every assessor assesses every answer)
+    organiser_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    collection: Mapped[str | None] = mapped_column(String(200))
+    double_share: Mapped[float | None] = mapped_column(Double)
+    double_seed: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class NuggetBankAssessor(Base):
+    """An assessor assigned to assess answers by a nugget bank in the browser."""
+
+    __tablename__ = "nugget_bank_assessors"
+
+    bank_id: Mapped[int] = mapped_column(ForeignKey("nugget_banks.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
 
 
 class NuggetTopic(Base):
@@ -897,6 +913,11 @@ class Nugget(Base):
     position: Mapped[int] = mapped_column(Integer)  # 0-based, the bank's order
     text: Mapped[str] = mapped_column(Text)
     importance: Mapped[str] = mapped_column(String(10))
+    # provenance (0036): the judge that drafted it (``judge:NAME``), the person who last changed
+    # it (added, edited, merged, split) and the person who reviewed it (accepted or edited)
+    drafted_by: Mapped[str | None] = mapped_column(String(200))
+    edited_by: Mapped[str | None] = mapped_column(String(200))
+    reviewed_by: Mapped[str | None] = mapped_column(String(200))
 
 
 class NuggetAssignment(Base):
@@ -915,6 +936,7 @@ class NuggetAssignment(Base):
     label: Mapped[str] = mapped_column(String(20))
     source: Mapped[str | None] = mapped_column(Text)  # the file imported, or the judge's model
     assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seconds: Mapped[float | None] = mapped_column(Double)  # a person's time on it (browser assessing)
 
 
 class CitationSupport(Base):
@@ -931,3 +953,4 @@ class CitationSupport(Base):
     segment: Mapped[str] = mapped_column(String(400))
     label: Mapped[int] = mapped_column(SmallInteger)
     assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seconds: Mapped[float | None] = mapped_column(Double)  # a person's time on it (browser assessing)

@@ -50,6 +50,8 @@ ACTIONS: dict[str, frozenset[str]] = {
     "collections:read": frozenset({"admin", "organiser"}),  # organisers: the qrels of their tasks
     "pools:judge": frozenset({"admin", "assessor"}),  # assessors: the pools assigned to them
     "pools:manage": frozenset({"admin", "organiser"}),
+    "nuggets:assess": frozenset({"admin", "assessor"}),  # assessors: the nugget banks assigned to them
+    "nuggets:manage": frozenset({"admin", "organiser"}),  # organisers: the banks they organise
     "tokens:manage": frozenset(ROLES),  # their own; admins anyone's
     "users:manage": frozenset({"admin"}),
     "audit:read": frozenset({"admin"}),

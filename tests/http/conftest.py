@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from evalstore.db.engine import make_engine, upgrade
-from evalstore.services import access, judging, pools, store, tasks
+from evalstore.services import access, answers, assessing, judging, pools, store, tasks
 from evalstore.services.access import Principal
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
@@ -101,6 +101,14 @@ def build_world(engine: Engine, tmp: Path) -> World:
     world.jobs["secret"] = world.submit("secret", "red-secret")
     pools.build_pool(engine, name="pool", run_names=["red-open"], depth=5)
     judging.assign_assessor(engine, "pool", "assessor")
+    bank = tmp / "bank.jsonl"
+    bank.write_text(
+        '{"qid": "301", "query": "international organized crime", "nuggets": '
+        '[{"text": "Crime crosses borders", "importance": "vital"}, {"text": "Police cooperate", "importance": "okay"}]}\n'
+    )
+    answers.import_nuggets(engine, bank, name="bank")
+    assessing.configure_bank(engine, "bank", organiser="owner")
+    assessing.assign_bank_assessor(engine, "bank", "assessor")
     return world
 
 

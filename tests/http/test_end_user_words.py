@@ -24,6 +24,8 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "evalstore" / "web" / "templat
 # the pages only admins and organisers reach (the route x role matrix of tests/http/test_pages.py)
 ORGANISERS_ONLY = {
     "agreement.html",
+    "bank.html",
+    "banks.html",
     "collection.html",
     "collection_compare.html",
     "collection_run.html",

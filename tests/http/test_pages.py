@@ -178,6 +178,45 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/tasks/open/judgments/evaluate", {"data": {"qrels": "sample"}}),
         "303 401 401 303 303 403 403 403 403 403",
     ),  # nothing missing: nothing queued
+    # answers assessed in the browser (tests/http/test_assessing_pages.py): the bank's assessors
+    # (and admins) on the assessing pages, its organiser (and admins) on the bank's page; another
+    # organiser is told there is no such bank
+    "GET /assess": (lambda w, c: ("GET", "/assess", {}), "303 401 401 200 403 403 403 403 200 403"),
+    "GET /assess/{bank}": (lambda w, c: ("GET", "/assess/bank", {}), "303 401 401 200 403 403 403 403 200 403"),
+    "GET /assess/{bank}/{topic}": (
+        lambda w, c: ("GET", "/assess/bank/301", {}),
+        "303 401 401 200 403 403 403 403 200 403",
+    ),
+    "POST /assess/{bank}/{topic}": (
+        lambda w, c: ("POST", "/assess/bank/301", {"data": {"answer": "none", "label_1": "support"}}),
+        "303 401 401 404 403 403 403 403 404 403",
+    ),  # no such answer
+    "GET /assess/{bank}/{topic}/support": (
+        lambda w, c: ("GET", "/assess/bank/301/support", {}),
+        "303 401 401 200 403 403 403 403 200 403",
+    ),
+    "POST /assess/{bank}/{topic}/support": (
+        lambda w, c: ("POST", "/assess/bank/301/support", {"data": {"answer": "none", "support_0": "2"}}),
+        "303 401 401 404 403 403 403 403 404 403",
+    ),  # no such answer
+    "GET /banks": (lambda w, c: ("GET", "/banks", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "GET /banks/{bank}": (lambda w, c: ("GET", "/banks/bank", {}), "303 401 401 200 200 404 403 403 403 403"),
+    "POST /banks/{bank}/nuggets": (
+        lambda w, c: ("POST", "/banks/bank/nuggets", {"data": {"topic": "301", "text": " ", "importance": "okay"}}),
+        "303 401 401 422 422 404 403 403 403 403",
+    ),  # no text: refused
+    "POST /banks/{bank}/nuggets/{nugget}": (
+        lambda w, c: ("POST", "/banks/bank/nuggets/999999", {"data": {"action": "accept"}}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),  # no such nugget
+    "POST /banks/{bank}/merge": (
+        lambda w, c: ("POST", "/banks/bank/merge", {"data": {"text": "x", "importance": "okay"}}),
+        "303 401 401 422 422 404 403 403 403 403",
+    ),  # nothing picked
+    "POST /banks/{bank}/accept": (
+        lambda w, c: ("POST", "/banks/bank/accept", {}),
+        "303 401 401 422 422 404 403 403 403 403",
+    ),  # not a draft
 }
 
 

@@ -16,9 +16,11 @@ from evalstore.services.answers.nuggets import (
     ImportedNuggets,
     RunMatch,
     accept_bank,
+    bank_hash,
     get_bank,
     import_nuggets,
     list_banks,
+    stored_bank_hash,
 )
 from evalstore.services.answers.runs import (
     AnswerRunSummary,
@@ -28,6 +30,7 @@ from evalstore.services.answers.runs import (
     list_answer_runs,
     register_answers,
     show_answers,
+    shown_answer,
     topic_ids,
 )
 from evalstore.services.answers.support import ImportedSupport, import_support
@@ -44,6 +47,7 @@ __all__ = [
     "ShownAnswer",
     "ShownSentence",
     "get_answer_run",
+    "bank_hash",
     "get_bank",
     "import_nuggets",
     "import_support",
@@ -51,5 +55,7 @@ __all__ = [
     "list_banks",
     "register_answers",
     "show_answers",
+    "stored_bank_hash",
+    "shown_answer",
     "topic_ids",
 ]

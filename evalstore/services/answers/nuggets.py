@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,11 +64,34 @@ class ImportedNuggets:
 
 
 def bank_hash(parsed: nugget_files.NuggetFile) -> str:
+    return _hash(
+        (topic.topic, topic.query, [(n.text, n.importance) for n in topic.nuggets])
+        for topic in sorted(parsed.topics, key=lambda t: t.topic)
+    )
+
+
+def _hash(topics: Iterable[tuple[str, str | None, list[tuple[str, str]]]]) -> str:
     digest = hashlib.sha256()
-    for topic in sorted(parsed.topics, key=lambda t: t.topic):
-        record = [topic.topic, topic.query, [[n.text, n.importance] for n in topic.nuggets]]
+    for topic, query, nuggets in topics:
+        record = [topic, query, [[text, importance] for text, importance in nuggets]]
         digest.update(json.dumps(record, ensure_ascii=False).encode() + b"\n")
     return digest.hexdigest()
+
+
+def stored_bank_hash(session: Session, bank: NuggetBank) -> str:
+    """The hash of a stored bank's nuggets as they are now (after edits in the browser), the same
+    as ``bank_hash`` of a file holding them."""
+    nuggets: dict[str, list[tuple[str, str]]] = {}
+    for topic, text, importance in session.execute(
+        select(Nugget.topic, Nugget.text, Nugget.importance)
+        .where(Nugget.bank_id == bank.id)
+        .order_by(Nugget.topic, Nugget.position)
+    ):
+        nuggets.setdefault(topic, []).append((text, importance))
+    topics = session.execute(
+        select(NuggetTopic.topic, NuggetTopic.query).where(NuggetTopic.bank_id == bank.id).order_by(NuggetTopic.topic)
+    ).all()
+    return _hash((topic, query, nuggets.get(topic, [])) for topic, query in topics)
 
 
 def import_nuggets(
@@ -165,6 +188,8 @@ def add_bank(
         raise ConflictError(f"A nugget bank named '{name}' exists; choose another name.")
     bank, _ = _bank(session, parsed, name, bank_hash(parsed), source)
     bank.drafted_by = drafted_by
+    for nugget in session.scalars(select(Nugget).where(Nugget.bank_id == bank.id)):
+        nugget.drafted_by = drafted_by
     session.flush()
     return bank
 

@@ -311,28 +311,26 @@ def show_answers(engine: Engine, name: str, *, topic: str | None = None) -> list
         answers = session.scalars(topics_query).all()
         if topic is not None and not answers:
             raise NotFoundError(f"Answer run '{name}' has no answer to topic {topic}.")
-        shown = []
-        for answer in answers:
-            where = (AnswerReference.answer_run_id == run.id, AnswerReference.topic == answer.topic)
-            references = list(
-                session.scalars(select(AnswerReference.segment).where(*where).order_by(AnswerReference.position))
-            )
-            cited: dict[int, list[int]] = {}
-            for sentence, reference in session.execute(
-                select(AnswerCitation.sentence, AnswerCitation.reference)
-                .where(AnswerCitation.answer_run_id == run.id, AnswerCitation.topic == answer.topic)
-                .order_by(AnswerCitation.sentence, AnswerCitation.position)
-            ):
-                cited.setdefault(sentence, []).append(reference)
-            sentences = [
-                ShownSentence(s.position, s.text, [(r, references[r]) for r in cited.get(s.position, [])])
-                for s in session.scalars(
-                    select(AnswerSentence)
-                    .where(AnswerSentence.answer_run_id == run.id, AnswerSentence.topic == answer.topic)
-                    .order_by(AnswerSentence.position)
-                )
-            ]
-            shown.append(
-                ShownAnswer(run.name, answer.topic, answer.topic_text, answer.response_length, references, sentences)
-            )
-        return shown
+        return [shown_answer(session, run, answer) for answer in answers]
+
+
+def shown_answer(session: Session, run: AnswerRun, answer: AnswerTopic) -> ShownAnswer:
+    """One answer, sentence by sentence, each citation resolved to the segment it cites."""
+    where = (AnswerReference.answer_run_id == run.id, AnswerReference.topic == answer.topic)
+    references = list(session.scalars(select(AnswerReference.segment).where(*where).order_by(AnswerReference.position)))
+    cited: dict[int, list[int]] = {}
+    for sentence, reference in session.execute(
+        select(AnswerCitation.sentence, AnswerCitation.reference)
+        .where(AnswerCitation.answer_run_id == run.id, AnswerCitation.topic == answer.topic)
+        .order_by(AnswerCitation.sentence, AnswerCitation.position)
+    ):
+        cited.setdefault(sentence, []).append(reference)
+    sentences = [
+        ShownSentence(s.position, s.text, [(r, references[r]) for r in cited.get(s.position, [])])
+        for s in session.scalars(
+            select(AnswerSentence)
+            .where(AnswerSentence.answer_run_id == run.id, AnswerSentence.topic == answer.topic)
+            .order_by(AnswerSentence.position)
+        )
+    ]
+    return ShownAnswer(run.name, answer.topic, answer.topic_text, answer.response_length, references, sentences)
