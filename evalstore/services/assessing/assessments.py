@@ -15,11 +15,9 @@ answers, as a pool's topics are judged twice (:mod:`evalstore.services.judging.r
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -41,6 +39,7 @@ from evalstore.io.texts import DocumentText
 from evalstore.services import collections, jobs
 from evalstore.services.access import Principal, audit
 from evalstore.services.answers import ShownAnswer, shown_answer
+from evalstore.statistics.sampling import double_sample
 
 LABELS = ("support", "partial_support", "not_support")
 SUPPORT_LABELS = {2: "full", 1: "partial", 0: "none"}
@@ -67,18 +66,6 @@ def assessed_bank(session: Session, principal: Principal, name: str) -> NuggetBa
     if bank is None or not (principal.is_admin or assigned):
         raise NotFoundError(f"No nugget bank named '{name}' assigned to you.")
     return bank
-
-
-def double_sample(seed: int, share: float, topic: str, answers: Sequence[str]) -> set[str]:
-    """The answers of a topic a second assessor assesses: ``share`` of them (at least one when the
-    share is above 0), drawn by a generator seeded with the bank's seed and the topic, so every
-    assessor and every server process draws the same ones."""
-    if share <= 0 or not answers:
-        return set()
-    count = min(len(answers), max(1, round(share * len(answers))))
-    rng = np.random.default_rng([seed, zlib.crc32(topic.encode())])
-    ordered = sorted(answers)
-    return {ordered[i] for i in rng.choice(len(ordered), size=count, replace=False)}
 
 
 def _first_assessor(session: Session, bank: NuggetBank, topic: str) -> str | None:

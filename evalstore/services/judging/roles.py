@@ -4,10 +4,6 @@ each other assessor's, for agreement."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
-
-import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -15,6 +11,7 @@ from evalstore.db.models import Pool, PoolJudgment
 from evalstore.db.session import read_only
 from evalstore.services.access import Principal
 from evalstore.services.judging.assignments import judged_pool
+from evalstore.statistics.sampling import double_sample
 
 # an assessor's role on a topic of a pool: with no double judging, every document; with it, a
 # topic is its first assessor's (who made its earliest judgment) and a sample of it each other's
@@ -67,18 +64,6 @@ def role_changed(shown: str, now: str) -> bool:
     """Whether the assessor must be told that their role changed since the screen showed ``shown``
     (an open topic becoming theirs with their first judgment is what they were told would happen)."""
     return shown in ROLE_CODES and shown != now and (shown, now) != (ROLE_OPEN, ROLE_FIRST)
-
-
-def double_sample(pool_seed: int, share: float, topic: str, docs: Sequence[str]) -> set[str]:
-    """The documents of a topic a second assessor judges: ``share`` of them (at least one when the
-    share is above 0), drawn by a generator seeded with the pool's seed and the topic, so every
-    assessor and every server process draws the same ones."""
-    if share <= 0 or not docs:
-        return set()
-    count = min(len(docs), max(1, round(share * len(docs))))
-    rng = np.random.default_rng([pool_seed, zlib.crc32(topic.encode())])
-    ordered = sorted(docs)
-    return {ordered[i] for i in rng.choice(len(ordered), size=count, replace=False)}
 
 
 def my_share(
