@@ -101,10 +101,14 @@ def test_a_hybrid_board_offers_and_shows_the_commands_intervals(site: Engine) ->
         assert '<a href="?measure=AP&amp;measure=nDCG%4010&amp;sort=AP">Hide this section</a>' in shown.text
 
 
-def test_other_boards_offer_nothing(site: Engine) -> None:
+def test_other_boards_offer_nothing_and_a_bad_switch_is_refused_in_words(site: Engine) -> None:
     with client_for(site) as client:
         page = client.get("/tasks/plain?ppi=1", headers=_headers(site, "viewer"))
         assert page.status_code == 200 and "Prediction-powered" not in page.text
+        bad = client.get("/tasks/task?ppi=maybe", headers=_headers(site, "viewer"))
+    assert bad.status_code == 422
+    assert "The request is not valid: query.ppi: Input should be a valid boolean, unable to interpret input" in bad.text
+    assert "Traceback" not in bad.text
 
 
 def test_too_few_topics_judged_by_people_is_said_in_words(
