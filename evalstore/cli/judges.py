@@ -1,5 +1,6 @@
-"""`evalstore judges ...` (LLM assessors), `qrels build | versions` (qrels versions) and `judgments
-compare | provenance` (two sets of judgments side by side; who made each label)."""
+"""`evalstore judges ...` (LLM assessors, their labels and pairwise preferences), `qrels build |
+versions` (qrels versions) and `judgments compare | provenance | preferences` (two sets of
+judgments side by side; who made each label; a judge's preferences as ratings)."""
 
 import json
 import sys
@@ -245,6 +246,78 @@ def probe(
         OutputFormat.table,
         title=f"probe of {name}: {result['documents']} documents",
     )
+
+
+class PreferenceKind(StrEnum):
+    ranking = "ranking"
+    answers = "answers"
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Names given repeated or separated by commas (--runs A,B --runs C)."""
+    return [n.strip() for v in values or [] for n in v.split(",") if n.strip()]
+
+
+@app.command("prefer")
+def prefer(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument()],
+    runs: Annotated[list[str], typer.Option("--runs", help="The runs to compare: A,B,C or repeated (2 to 20).")],
+    kind: Annotated[
+        PreferenceKind,
+        typer.Option("--kind", help="ranking: the runs' top documents; answers: answer runs' answers."),
+    ] = PreferenceKind.ranking,
+    top_k: Annotated[int, typer.Option("--top-k", help="A ranking's top documents the judge reads (1-20).")] = 10,
+    collection: Annotated[str | None, typer.Option("--collection", help="The documents' texts (rankings).")] = None,
+    topic_set: Annotated[
+        str | None, typer.Option("--topic-set", help="The topic statements (rankings; default: the only one).")
+    ] = None,
+    topics: Annotated[list[str] | None, typer.Option("--topics", help="These topics only (repeat).")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Ask the judge which of two runs serves each topic better, for every pair of the runs, in
+    both orders (resumable: run it again to go on)."""
+    from evalstore.services.judges import preferences
+
+    arguments: dict[str, Any] = {
+        "kind": kind.value,
+        "depth": top_k,
+        "topics": topics or None,
+        "collection": collection,
+        "topic_set": topic_set,
+    }
+    if kind is PreferenceKind.ranking and collection is None:
+        raise typer.BadParameter("name the collection whose texts the judge reads", param_hint="--collection")
+    chosen = _names(runs)
+    if dry_run:
+        estimate = preferences.estimate_preferences(state(ctx).engine(), name, chosen, **arguments)
+        shown = estimate if fmt is OutputFormat.json else estimate | {"runs": ", ".join(estimate["runs"])}
+        render_record(shown, fmt, title=f"judge {name}: preferences estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
+    with _bar("comparing") as advance:
+        result = preferences.prefer(state(ctx).engine(), name, chosen, max_cost=max_cost, progress=advance, **arguments)
+    whole = result.as_dict()
+    row = {k: v for k, v in whole.items() if k not in ("failed", "skipped")} | {
+        "runs": ", ".join(result.runs),
+        "failed": len(result.failed),
+        "skipped": len(result.skipped),
+    }
+    render_record(whole if fmt is OutputFormat.json else row, fmt, title=f"judge {name}: preferences")
+    for item in result.failed:
+        info(f"unanswered: topic {item['topic']}, {item['first']} then {item['second']}: {item['reason']}")
+    for item in result.skipped:
+        info(f"skipped: topic {item['topic']}, {item['first']} then {item['second']}: {item['reason']}")
+    if result.failed or result.skipped:
+        info("run again to ask what was not answered")
 
 
 # --- qrels build | versions ---------------------------------------------------------------------
@@ -582,6 +655,80 @@ def judgments_suggestions(
     )
 
 
+def judgments_preferences(
+    ctx: typer.Context,
+    judge: Annotated[str, typer.Argument(help="The judge whose pairwise preferences to read.")],
+    kind: Annotated[PreferenceKind, typer.Option("--kind")] = PreferenceKind.ranking,
+    top_k: Annotated[int, typer.Option("--top-k", help="As `judges prefer` was given (rankings).")] = 10,
+    runs: Annotated[list[str] | None, typer.Option("--runs", help="These runs only: A,B,C or repeated.")] = None,
+    topics: Annotated[list[str] | None, typer.Option("--topics", help="These topics only (repeat).")] = None,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Samples of topics drawn for the ratings' intervals.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Draws the bootstrap samples (recorded in the output).")] = 0,
+    confidence: Annotated[float, typer.Option("--confidence")] = 0.95,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """A judge's pairwise preferences as Bradley-Terry ratings with bootstrap intervals over
+    topics, and how often each run beats each other one (ties: the judge said so, or its two
+    orders disagreed); with the judge's position-bias rate."""
+    from evalstore.services.judges import preferences
+
+    report = preferences.preference_report(
+        state(ctx).engine(),
+        judge,
+        kind=kind.value,
+        depth=top_k,
+        runs=_names(runs) or None,
+        topics=topics or None,
+        samples=bootstrap,
+        seed=seed,
+        confidence=confidence,
+    )
+    if fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
+        return
+    rates = {(p.row, p.column): p for p in report.table}
+    rows = []
+    for rank, r in enumerate(report.ratings, start=1):
+        row: dict[str, Any] = {
+            "rank": rank,
+            "run": r.run,
+            "rating": _number(r.rating),
+            "low": _number(r.low),
+            "high": _number(r.high),
+            "wins": r.wins,
+            "ties": r.ties,
+            "losses": r.losses,
+        }
+        for other in report.runs:
+            rate = rates.get((r.run, other))
+            if fmt is OutputFormat.csv:
+                row[other] = "" if rate is None else f"{rate.share:.4f}"
+            else:
+                row[other] = "-" if rate is None else f"{rate.share:.2f} ({rate.wins}/{rate.ties}/{rate.losses})"
+        rows.append(row)
+    what = f"top {report.depth} rankings" if report.kind == "ranking" else "answers"
+    render(
+        rows,
+        ["rank", "run", "rating", "low", "high", "wins", "ties", "losses", *report.runs],
+        fmt,
+        title=f"judge {report.judge}: {what} preferred, {report.compared} pairs on {report.topics} topics; "
+        f"Bradley-Terry ratings, {report.confidence:.0%} bootstrap intervals ({report.samples} samples, "
+        f"seed {report.seed}); row beats column: share (wins/ties/losses)",
+    )
+    if fmt is OutputFormat.table:
+        bias = "-" if report.position_bias_rate is None else f"{report.position_bias_rate:.1%}"
+        first = "-" if report.first_chosen_rate is None else f"{report.first_chosen_rate:.1%}"
+        info(
+            f"position bias: {report.position_biased} of {report.compared} pairs ({bias}) got the same position "
+            f"both times; the first shown was chosen in {first} of the answers that chose; "
+            f"{report.inconsistent} pairs judged differently in the two orders count as ties, "
+            f"{report.stated_ties} were called equal both times; {report.incomplete} pairs with one order "
+            "unanswered are left out"
+        )
+
+
 def register(
     root: typer.Typer, qrels_app: typer.Typer, judgments_app: typer.Typer, *, panel: str | None = None
 ) -> None:
@@ -593,3 +740,4 @@ def register(
     judgments_app.command("compare")(judgments_compare)
     judgments_app.command("provenance")(judgments_provenance)
     judgments_app.command("suggestions")(judgments_suggestions)
+    judgments_app.command("preferences")(judgments_preferences)

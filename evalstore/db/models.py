@@ -762,6 +762,43 @@ class JudgeRepeat(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class JudgePreference(Base):
+    """One pairwise preference of a judge: for a topic, which of two runs' top ``depth`` documents
+    (``kind`` "ranking") or two answer runs' answers (``kind`` "answers", depth 0) it prefers, shown
+    in the order ``first``, ``second`` (each pair is asked in both orders: two rows).
+    ``preferred`` 1 is the first, 2 the second, 0 a tie, None unrateable (``reason`` says why).
+    ``prompt_hash`` is the SHA-256 of the prompt as sent: an answer is reused only while the runs
+    still show the judge the same texts."""
+
+    __tablename__ = "judge_preferences"
+    # named by hand: the convention's name would pass PostgreSQL's 63 characters
+    __table_args__ = (
+        UniqueConstraint(
+            "judge_id", "config_hash", "kind", "depth", "topic", "first", "second", name="uq_judge_preferences_pair"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(20))
+    depth: Mapped[int] = mapped_column(Integer)
+    topic: Mapped[str] = mapped_column(String(200))
+    first: Mapped[str] = mapped_column(String(200))
+    second: Mapped[str] = mapped_column(String(200))
+    prompt_hash: Mapped[str] = mapped_column(String(64))
+    preferred: Mapped[int | None] = mapped_column(SmallInteger)
+    reason: Mapped[str | None] = mapped_column(Text)
+    raw_output: Mapped[str | None] = mapped_column(Text)
+    explanation: Mapped[str | None] = mapped_column(Text)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    seconds: Mapped[float | None] = mapped_column(Double)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class JudgeProbe(Base):
     """A robustness probe of a judge: how many labels rise when query words or an instruction are
     inserted into judged documents."""

@@ -28,7 +28,7 @@ from evalstore.errors import AccessDenied, AuthenticationError, EvalstoreError, 
 from evalstore.services import access, claims, judging, pools, reports, repro, store, tasks
 from evalstore.services import jobs as job_queue
 from evalstore.services.access import ANONYMOUS, Principal
-from evalstore.services.judges import suggestions
+from evalstore.services.judges import ppi_board, suggestions
 from evalstore.web import auth
 from evalstore.web.auth import SESSION_COOKIE, caller, csrf_token, server
 from evalstore.web.headers import content_disposition
@@ -184,7 +184,7 @@ def home(request: Request) -> HTMLResponse:
 
 @router.get("/tasks/{task}")
 def leaderboard_page(
-    request: Request, task: str, measure: list[str] = Query([]), sort: str | None = None
+    request: Request, task: str, measure: list[str] = Query([]), sort: str | None = None, ppi: bool = False
 ) -> HTMLResponse:
     principal = page_principal(request, "leaderboard:read", public=True)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
@@ -197,7 +197,44 @@ def leaderboard_page(
         **board_context(f"/tasks/{quote(task, safe='')}", page, measure),
         computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
         run_base="/runs/",
+        ppi=ppi_context(request, principal, page, measure, ppi),
     )
+
+
+def ppi_context(
+    request: Request, principal: Principal, page: reports.BoardPage, measure: list[str], asked: bool
+) -> dict[str, Any] | None:
+    """The board's prediction-powered intervals (as `leaderboard --ppi` gives them), offered only
+    on a hybrid version's board (a judge's labels corrected by people's) whose every topic the
+    reader may see: the intervals are over all the version's topics, and a split task's private
+    ones must not move a public board. None: not offered; computed when ``asked``."""
+    judge = page.judge
+    if (
+        not page.visible
+        or not page.rows
+        or page.tier_measure is None
+        or judge is None
+        or not str(judge.get("from") or "").startswith("hybrid")
+        or (page.split is not None and not page.split.get("private_shown"))
+    ):
+        return None
+    keep = [("measure", m) for m in measure] + ([("sort", page.sort)] if page.sort else [])
+    offered: dict[str, Any] = {
+        "measure": page.tier_measure,
+        "show": "?" + urlencode([*keep, ("ppi", "1")]) + "#ppi",
+        "hide": "?" + urlencode(keep),
+        "board": None,
+        "error": None,
+    }
+    if not asked:
+        return offered
+    try:
+        offered["board"] = ppi_board.ppi_board(
+            server(request).engine, str(judge["version"]), measure=page.tier_measure, runs=[r.run for r in page.rows]
+        )
+    except EvalstoreError as error:
+        offered["error"] = for_reader(str(error), principal)
+    return offered
 
 
 def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Judges in a real browser (Playwright driving Debian's Chromium): an organiser opens the compare
 report from their console, compares the human qrels with a judge-made version and reads it, on
 desktop and on a 390 px phone, without sideways scrolling; an assessor judges with a judge's
-suggestion shown. Both pages pass axe's serious and critical rules."""
+suggestion shown; a reader shows a hybrid board's prediction-powered intervals. The pages pass
+axe's serious and critical rules."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, 
 from tests.http.conftest import serving
 from tests.judges.conftest import build_world
 from tests.judges.fake_llm import Script, serve
+from tests.judges.test_ppi_board_page import build_hybrid
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
 
@@ -79,3 +81,36 @@ def test_an_assessor_sees_the_judges_suggestion(judged_site: str, browser_page: 
         page.keyboard.press("2")  # type: ignore[attr-defined]
     assert "1 / 3 judged" in page.inner_text("#progress")  # type: ignore[attr-defined]
     assert page.locator("#suggestion").count() == 1  # type: ignore[attr-defined]  # the next document's
+
+
+@pytest.fixture
+def hybrid_site(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
+    """Task 'task' of organiser olga on the hybrid version human@v1 (judge 'fake', people on
+    topics 1 and 2), as tests/judges/test_ppi_board_page.py builds it; viewer vic."""
+    engine = build_world(sqlite_engine, tmp_path)
+    access.add_user(engine, "olga", role="organiser", password=PASSWORD)
+    access.add_user(engine, "vic", role="viewer", password=PASSWORD)
+    with serve(Script()) as endpoint:
+        build_hybrid(engine, tmp_path, endpoint, owner="olga")
+    url = engine.url.render_as_string(hide_password=False)
+    with serving(create_app(ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000))) as site:
+        yield site
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_reader_shows_a_hybrid_boards_prediction_powered_intervals(
+    hybrid_site: str, browser_page: object, width: int
+) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, hybrid_site, "vic", "/tasks/task")
+    page.click("text=Show them on AP")  # type: ignore[attr-defined]
+    page.wait_for_selector("#ppi-board")  # type: ignore[attr-defined]
+    section = page.inner_text("#ppi")  # type: ignore[attr-defined]
+    assert "corrected by people's labels on 2 topics they judged completely" in section
+    assert "1 topic people judged in part is left out of the correction" in section
+    assert page.locator("#ppi-board tbody tr").count() == 3  # type: ignore[attr-defined]
+    page.locator("#ppi").scroll_into_view_if_needed()  # type: ignore[attr-defined]
+    shot(page, f"ppi-board-{width}")
+    _no_sideways_scroll(page, width)
+    assert not axe_violations(page), axe_violations(page)

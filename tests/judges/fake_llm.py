@@ -37,6 +37,7 @@ class Script:
     echo_headers: bool = False  # a scripted error's body repeats the request's headers
     echo_passage: bool = False  # a text answer repeats the passage (delimiters and all) before its grade
     vary: bool = False  # every other request's grade is one higher (at most 3): answers that move
+    first_always: bool = False  # a pairwise prompt is always answered "the first": pure position bias
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -75,6 +76,26 @@ def support_grade(prompt: str) -> int | None:
     words = {w for w in re.findall(r"[a-z]+", statement.group(1).lower()) if len(w) >= 4}
     found = words & set(re.findall(r"[a-z]+", passage.group(1).lower()))
     return 2 if found and found == words else 1 if found else 0
+
+
+def preference(prompt: str) -> int | None:
+    """A pairwise prompt's choice: the text (1 or 2) whose lines hold more of the query's words (4
+    letters or more), each line's count divided by its position (a ranking's top counts most); 0
+    when equal; None: not such a prompt."""
+    if "##preferred" not in prompt:
+        return None
+    query = re.search(r"\nQuery: (.*)\n", prompt)
+    blocks = re.findall(r"<document>\n(.*?)\n</document>", prompt, re.S)
+    if query is None or len(blocks) != 2:
+        return None
+    words = {w for w in re.findall(r"[a-z]+", query.group(1).lower()) if len(w) >= 4}
+
+    def score(block: str) -> float:
+        lines = block.splitlines()
+        return sum(len(words & set(re.findall(r"[a-z]+", line.lower()))) / i for i, line in enumerate(lines, 1))
+
+    first, second = score(blocks[0]), score(blocks[1])
+    return 1 if first > second else 2 if second > first else 0
 
 
 def drafted_nuggets(prompt: str) -> list[dict[str, str]] | None:
@@ -116,8 +137,15 @@ def app(script: Script) -> Starlette:
             value = min(3, value + 1)
         label = nugget_label(prompt)
         drafted = drafted_nuggets(prompt)
+        preferred = 1 if script.first_always and "##preferred" in prompt else preference(prompt)
         if any(marker in prompt for marker in script.garbled):
             content = "I cannot decide."
+        elif preferred is not None:
+            content = (
+                json.dumps({"preferred": preferred, "explanation": "more of the query's words"})
+                if form in ("json_schema", "json_object")
+                else f"The texts differ.\n##preferred: {preferred}"
+            )
         elif drafted is not None:
             content = json.dumps({"nuggets": drafted})
         elif label is not None:

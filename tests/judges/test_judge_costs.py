@@ -42,6 +42,7 @@ def test_every_call_is_in_the_ledger_with_money_and_time(world: Engine, endpoint
     assert ledger | {"seconds": 0} == {
         "labels": 9,
         "repeats": 0,
+        "preferences": 0,
         "attempts": 9,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,

@@ -5,5 +5,6 @@ from human labels, a judge's or both; and the report of how far two sets of judg
 Modules: :mod:`.prompts` (templates, the answer's parsing), :mod:`.client` (the one HTTP path to an
 LLM, retries), :mod:`.registry` (judges add/list/show), :mod:`.running` (judges run, resumable),
 :mod:`.versions` (qrels build/versions, re-evaluation), :mod:`.compare` (judgments compare),
-:mod:`.probe` (judges probe).
+:mod:`.probe` (judges probe), :mod:`.preferences` (judges prefer, judgments
+preferences: pairwise preferences and their Bradley-Terry ratings).
 """

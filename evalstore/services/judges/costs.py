@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool
+from evalstore.db.models import Judge, JudgeLabel, JudgePreference, JudgeRepeat, Pool
 
 # a prompt's tokens before it is sent, when the judge has no call of its own to learn from: about 4
 # characters a token in English text (OpenAI's rule of thumb); an estimate, said to be one
@@ -37,7 +37,8 @@ def money(judge: Judge, input_tokens: int, output_tokens: int) -> float | None:
 
 
 def ledger(session: Session, judge: Judge) -> dict[str, Any]:
-    """The judge's calls under its configuration, summed (labels and their repeats): attempts,
+    """The judge's calls under its configuration, summed (labels, their repeats and its pairwise
+    preferences): attempts,
     tokens, seconds and money, and the unrateable labels (counted, the first ``LISTED`` listed with their reason)."""
     current = (JudgeLabel.judge_id == judge.id, JudgeLabel.config_hash == judge.config_hash)
     labels, attempts, tokens_in, tokens_out, seconds, reported = session.execute(
@@ -59,11 +60,20 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
             func.coalesce(func.sum(JudgeRepeat.seconds), 0.0),
         ).where(JudgeRepeat.judge_id == judge.id, JudgeRepeat.config_hash == judge.config_hash)
     ).one()
+    preference_rows = session.execute(
+        select(
+            func.count(JudgePreference.id),
+            func.coalesce(func.sum(JudgePreference.attempts), 0),
+            func.coalesce(func.sum(JudgePreference.input_tokens), 0),
+            func.coalesce(func.sum(JudgePreference.output_tokens), 0),
+            func.coalesce(func.sum(JudgePreference.seconds), 0.0),
+        ).where(JudgePreference.judge_id == judge.id, JudgePreference.config_hash == judge.config_hash)
+    ).one()
     repeats = int(repeat_rows[0])
-    attempts = int(attempts or 0) + int(repeat_rows[1] or 0)
-    tokens_in = int(tokens_in or 0) + int(repeat_rows[2] or 0)
-    tokens_out = int(tokens_out or 0) + int(repeat_rows[3] or 0)
-    seconds = float(seconds or 0.0) + float(repeat_rows[4] or 0.0)
+    attempts = int(attempts or 0) + int(repeat_rows[1] or 0) + int(preference_rows[1] or 0)
+    tokens_in = int(tokens_in or 0) + int(repeat_rows[2] or 0) + int(preference_rows[2] or 0)
+    tokens_out = int(tokens_out or 0) + int(repeat_rows[3] or 0) + int(preference_rows[3] or 0)
+    seconds = float(seconds or 0.0) + float(repeat_rows[4] or 0.0) + float(preference_rows[4] or 0.0)
     unrateable = session.execute(
         select(Pool.name, JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.reason)
         .join(Pool, Pool.id == JudgeLabel.pool_id)
@@ -73,6 +83,7 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
     return {
         "labels": int(labels),
         "repeats": repeats,  # answers asked again (judges run --repeats), counted in what follows
+        "preferences": int(preference_rows[0]),  # pairwise answers (judges prefer), counted in what follows
         "attempts": attempts,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,

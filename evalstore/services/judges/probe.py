@@ -37,7 +37,8 @@ def attacked(passage: str, query: str, attack: str, scale: tuple[int, int] = (0,
     return f"{INSTRUCTION} {passage}"
 
 
-def _topic_set(session: Any, name: str | None) -> str:
+def default_topic_set(session: Any, name: str | None) -> str:
+    """The topic set named, or the only one stored."""
     if name is not None:
         repo.get_topic_set(session, name)
         return name
@@ -71,7 +72,7 @@ def probe(
         judge = get_judge(session, name)
         repo.get_collection(session, collection)
         qrels = repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
-        chosen_set = _topic_set(session, topic_set)
+        chosen_set = default_topic_set(session, topic_set)
         qrels = qrels[qrels["relevance"] >= 0]
         if topics:
             qrels = qrels[qrels["topic"].isin(topics)]

@@ -3,7 +3,7 @@ segments' collection and the share of each topic's answers assessed twice; each 
 provenance (the judge that drafted it, the person who edited or reviewed it); the time a person
 spent on an assignment or a citation's support.
 
-Revision ID: 0036_h57a
+Revision ID: 0036_nugget_assessing
 Revises: 0035_nugget_judges
 Create Date: 2026-12-06 10:30:00
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0036_h57a"
+revision: str = "0036_nugget_assessing"
 down_revision: str | None = "0035_nugget_judges"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
