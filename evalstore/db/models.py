@@ -626,14 +626,17 @@ class ApiToken(Base):
 
 
 class Task(Base):
-    """A shared task: participants submit runs, which are evaluated against the task's qrels. A
-    hidden task shows scores to its organiser only, until it is released."""
+    """A shared task: participants submit runs, which are evaluated against the task's qrels, or
+    generated answers, evaluated on a nugget bank's assignments (``nugget_bank_id``; 0036): one of
+    the two is set. A hidden task shows scores to its organiser only, until it is released."""
 
     __tablename__ = "tasks"
+    __table_args__ = (CheckConstraint("(qrels_id IS NULL) <> (nugget_bank_id IS NULL)", name="judged_by"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id"), index=True)
+    qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_sets.id"), index=True)
+    nugget_bank_id: Mapped[int | None] = mapped_column(ForeignKey("nugget_banks.id"), index=True)
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

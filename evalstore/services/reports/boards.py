@@ -93,7 +93,7 @@ def board_page(
     context: AppContext,
     name: str,
     body: dict[str, Any],
-    qrels: str,
+    qrels: str | None,
     qrels_source: str | None,
     may_open: Callable[[str, str], bool],
     measures: Sequence[str] = (),
@@ -103,9 +103,11 @@ def board_page(
 ) -> BoardPage:
     """A board's body (a task's, or a collection's) as a page: sorted, with tiers and notes;
     ``may_open(run, team)`` tells which runs' pages the reader may open; ``topics``: the topics the
-    board ranks on (a split task's public ones before its release)."""
+    board ranks on (a split task's public ones before its release). ``qrels`` None: an answer
+    task's board, its measures the answer measures."""
     engine = context.engine
-    names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
+    default = [str(m) for m in resolve_measures(list(measures))] if measures and qrels is not None else list(measures)
+    names: list[str] = body.get("measures", default)
     sort = sort or (names[0] if names else "run")
     if sort not in (*names, "run", "team"):
         raise InvalidParameterError(
@@ -115,7 +117,7 @@ def board_page(
     raw = body["rows"]
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
-    if tier_measure is not None and len(raw) >= 2:
+    if tier_measure is not None and len(raw) >= 2 and qrels is not None:
         letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics)
         notes.append(
             f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
@@ -142,7 +144,7 @@ def board_page(
         for r in raw
     ]
     if sort in names:
-        rows.sort(key=lambda r: (-r.scores[sort]["mean"], r.run))
+        rows.sort(key=lambda r: (_mean(r, sort) is None, -(_mean(r, sort) or 0.0), r.run))
     else:
         rows.sort(key=lambda r: (getattr(r, sort), r.run))
     if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
@@ -154,6 +156,12 @@ def board_page(
     return BoardPage(
         name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, split, body.get("judge")
     )
+
+
+def _mean(row: BoardRow, measure: str) -> float | None:
+    """The row's mean of ``measure``; None where it has none (an answer run without citation-support
+    labels has no support_precision)."""
+    return row.scores.get(measure, {}).get("mean")
 
 
 def _tiers(

@@ -1,0 +1,37 @@
+"""Tasks that take generated answers: a task evaluates either against relevance qrels (runs) or
+against a nugget bank's assignments (answer runs), so ``qrels_id`` may be empty and
+``nugget_bank_id`` names the bank; exactly one of the two is set.
+
+Revision ID: 0036_h57b
+Revises: 0035_nugget_judges
+Create Date: 2026-12-06 10:30:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0036_h57b"
+down_revision: str | None = "0035_nugget_judges"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("tasks") as batch:
+        batch.add_column(sa.Column("nugget_bank_id", sa.Integer(), nullable=True))
+        batch.alter_column("qrels_id", existing_type=sa.Integer(), nullable=True)
+        batch.create_foreign_key("fk_tasks_nugget_bank_id_nugget_banks", "nugget_banks", ["nugget_bank_id"], ["id"])
+        batch.create_index("ix_tasks_nugget_bank_id", ["nugget_bank_id"])
+        batch.create_check_constraint("judged_by", "(qrels_id IS NULL) <> (nugget_bank_id IS NULL)")
+
+
+def downgrade() -> None:
+    op.execute("DELETE FROM tasks WHERE qrels_id IS NULL")
+    with op.batch_alter_table("tasks") as batch:
+        batch.drop_constraint("judged_by", type_="check")
+        batch.drop_index("ix_tasks_nugget_bank_id")
+        batch.drop_constraint("fk_tasks_nugget_bank_id_nugget_banks", type_="foreignkey")
+        batch.drop_column("nugget_bank_id")
+        batch.alter_column("qrels_id", existing_type=sa.Integer(), nullable=False)
