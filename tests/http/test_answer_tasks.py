@@ -7,6 +7,7 @@ example of docs/guide/answers.md."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from evalstore.services import answers, embargo, tasks
+from evalstore.services import answers, comparisons, embargo, tasks
 from evalstore.services.orchestration import work_on
 from tests.conftest import shared_path
 from tests.http.conftest import World, run_text
@@ -272,3 +273,71 @@ def test_a_task_over_a_ranking_qrels_is_not_evaluated_as_answers(world: World, c
         422,
         "Task 'open' takes ranking runs, which are evaluated as they are submitted.",
     )
+
+
+def test_an_answer_board_on_one_topic_has_no_tiers(world: World, client: TestClient) -> None:
+    answer_task(world, hidden=False)
+    for team, model in (("red", "gpt-4o"), ("blue", "command-r-plus")):
+        path = shared_path("rag24", "answers", f"baseline_rag24.test_{model}_top20.jsonl")
+        assert upload(client, world, team, f"{team}-{model}", path.read_bytes()).status_code == 201
+    answers.import_nuggets(world.engine, shared_path("rag24", "nugget_assignment.example.jsonl"), name="rag24")
+    queued = tasks.evaluate_answers(world.engine, "rag")
+    work_on(world.engine, [ref.evaluation_id for _, ref in queued.jobs], mlflow=False)
+    board = client.get("/api/v1/tasks/rag/leaderboard?measure=W").json()
+    assert [(r["run"], round(r["scores"]["W"]["mean"], 4)) for r in board["rows"]] == [
+        ("blue-command-r-plus", 0.5263),
+        ("red-gpt-4o", 0.4737),
+    ]
+    page = client.get("/tasks/rag?measure=W")
+    assert page.status_code == 200  # one topic assessed: no tiers (Tukey's HSD needs two)
+    assert page.text.count('<td class="tier"></td>') == 2
+
+
+def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: World, client: TestClient) -> None:
+    """Three teams' answers on six topics: 'best' supports every nugget, 'mid' half of them, 'none'
+    none; Tukey's HSD (the code ranking boards use) separates best from none."""
+    topics = [f"t{i}" for i in range(6)]
+    bank = world.tmp / "bank.jsonl"
+    bank.write_text(
+        "".join(
+            json.dumps({"qid": t, "query": "q", "nuggets": [{"text": f"{t} n", "importance": "vital"}]}) + "\n"
+            for t in topics
+        )
+    )
+    answers.import_nuggets(world.engine, bank, name="six")
+    tasks.create_task(world.engine, "six", nuggets_name="six", owner="owner")
+    labels = {
+        "best": ["support"] * 6,
+        "mid": ["support", "not_support"] * 3,
+        "none": ["not_support"] * 5 + ["partial_support"],
+    }
+    users = {"best": "red", "mid": "blue", "none": "owner"}
+    assessed = []
+    for run, given in labels.items():
+        lines = "\n".join(answer_line(run, t, answer=[{"text": f"{run} {t}.", "citations": [0]}]) for t in topics)
+        data = {"name": run, **({"team": "green"} if users[run] == "owner" else {})}
+        sent = client.post(
+            "/api/v1/tasks/six/runs",
+            headers=world.headers(users[run]),
+            files={"file": (f"{run}.jsonl", lines.encode())},
+            data=data,
+        )
+        assert sent.status_code == 201, sent.text
+        for t, label in zip(topics, given, strict=True):
+            nuggets = [{"text": f"{t} n", "importance": "vital", "assignment": label}]
+            record = {"qid": t, "query": "q", "nuggets": nuggets, "run_id": run, "answer_text": f"{run} {t}."}
+            assessed.append(json.dumps(record))
+    (world.tmp / "assessed.jsonl").write_text("\n".join(assessed) + "\n")
+    answers.import_nuggets(world.engine, world.tmp / "assessed.jsonl", name="six")
+    queued = client.post("/api/v1/tasks/six/evaluate", headers=world.headers("owner")).json()
+    work_on(world.engine, [j["id"] for j in queued["jobs"]], mlflow=False)
+    page = client.get("/tasks/six?measure=V_strict")
+    assert page.status_code == 200, page.text
+    tiers = re.findall(r'<td class="tier">(\w*)</td>', page.text)
+    comparison = comparisons.compare_answers(
+        world.engine, bank_name="six", answer_names=["best", "mid", "none"], measures=["V_strict"], multi="tukey"
+    )
+    significant = {(p.run, p.versus) for p in comparison.pairs if p.significant}
+    assert ("best", "none") in significant and ("best", "mid") not in significant
+    assert tiers[0] != tiers[2] and set(tiers[1]) & set(tiers[0])  # best and none apart, mid shares with best
+    assert "not significantly different on V_strict (Tukey&#39;s HSD" in page.text

@@ -117,8 +117,11 @@ def board_page(
     raw = body["rows"]
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
-    if tier_measure is not None and len(raw) >= 2 and qrels is not None:
-        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics)
+    nuggets = body.get("nuggets")
+    # Tukey's HSD needs two topics (one left it undefined: a 500 on the page)
+    enough = len(raw) >= 2 and max((r["topics"] or 0) for r in raw) >= 2
+    if tier_measure is not None and enough and (qrels is not None or nuggets is not None):
+        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics, nuggets=nuggets)
         notes.append(
             f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
             "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0"
@@ -166,34 +169,49 @@ def _mean(row: BoardRow, measure: str) -> float | None:
 
 def _tiers(
     context: AppContext,
-    qrels: str,
+    qrels: str | None,
     runs: list[str],
     measure: str,
     body: dict[str, Any],
     topics: ranking.TopicFilter | None,
+    *,
+    nuggets: str | None = None,
 ) -> dict[str, str]:
     """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
     numbers stay the same (a board's numbers change with every new result, so only the newest few
-    boards' tiers are kept)."""
+    boards' tiers are kept). On an answer task's board (``nuggets``: its bank) the same test on
+    the per-topic answer measures of the evaluations the board shows."""
     key = (
-        qrels,
+        qrels or f"nuggets:{nuggets}",
         tuple(sorted(runs)),
         measure,
-        tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]),
+        tuple((r["run"], r["scores"][measure]["mean"], r.get("evaluation")) for r in body["rows"]),
         topics,
     )
     cached = context.tiers.get(key)
     if cached is not None:
         return cached
-    comparison = comparisons.compare(
-        context.engine,
-        qrels_name=qrels,
-        run_names=runs,
-        measures=[measure],
-        multi="tukey",
-        missing="zero",
-        topic_filter=topics,
-    )
+    if qrels is None:
+        assert nuggets is not None
+        comparison = comparisons.compare_answers(
+            context.engine,
+            bank_name=nuggets,
+            answer_names=runs,
+            measures=[measure],
+            evaluation_ids={r["run"]: r["evaluation"] for r in body["rows"]},
+            multi="tukey",
+            missing="zero",
+        )
+    else:
+        comparison = comparisons.compare(
+            context.engine,
+            qrels_name=qrels,
+            run_names=runs,
+            measures=[measure],
+            multi="tukey",
+            missing="zero",
+            topic_filter=topics,
+        )
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}

@@ -244,17 +244,18 @@ def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: lis
             .where(Submission.task_id == state.task_id)
         ).all()
         scored = [
-            (run, team, run_type, answer_kind.evaluation_scores(session, job, names))
+            (run, team, run_type, job, answer_kind.evaluation_scores(session, job, names))
             for run, team, run_type, job in found
         ]
     first = names[0]
-    scored.sort(key=lambda r: (r[3][first] is None, -(r[3][first] or 0.0), r[0]))
+    scored.sort(key=lambda r: (r[4][first] is None, -(r[4][first] or 0.0), r[0]))
     body["rows"] = [
         {
             "rank": rank,
             "run": run,
             "team": team,
             "run_type": run_type,
+            "evaluation": evaluation,
             "topics": max((record[f"{m}_topics"] for m in names), default=0),
             "judged_at_10": None,
             "scores": {
@@ -262,7 +263,7 @@ def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: lis
                 for m in names
             },
         }
-        for rank, (run, team, run_type, record) in enumerate(scored, start=1)
+        for rank, (run, team, run_type, evaluation, record) in enumerate(scored, start=1)
     ]
     if len({row["topics"] for row in body["rows"]}) > 1:
         body["notes"].append("The runs are not assessed on the same topics: their means are over different topics.")
