@@ -934,3 +934,26 @@ class CitationSupport(Base):
     segment: Mapped[str] = mapped_column(String(400))
     label: Mapped[int] = mapped_column(SmallInteger)
     assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    source: Mapped[str | None] = mapped_column(Text)  # a judge's label: its provenance, as JSON (0036)
+
+
+class JudgeAnswerCall(Base):
+    """One call an answer assessor made (``purpose``: nuggets assign, support assess, nuggets
+    create), in the judges' cost ledger beside their relevance labels: what it used, whether it
+    gave a label (``labelled``; else ``reason``). ``item`` names what was asked; a label made by
+    the call names its id in its provenance."""
+
+    __tablename__ = "judge_answer_calls"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    purpose: Mapped[str] = mapped_column(String(40))
+    item: Mapped[str] = mapped_column(Text)
+    labelled: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer)
+    seconds: Mapped[float | None] = mapped_column(Double)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
