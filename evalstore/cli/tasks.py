@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(help="Create, list, show and release shared tasks.", no_args_is_help=True)
@@ -97,7 +98,7 @@ def create(
     from evalstore.services import tasks
 
     if (qrels is None) == (nuggets is None):
-        raise typer.BadParameter("give --qrels (a task of runs) or --nuggets (a task of answers), one of the two")
+        raise usage_conflict(ctx, "Give --qrels (a task of runs) or --nuggets (a task of answers), one of the two.")
     if split_seed is not None and private_topics is None:
         raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
     task = tasks.create_task(
