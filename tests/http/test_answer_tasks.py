@@ -193,6 +193,8 @@ def test_a_hidden_answer_task_from_upload_to_release(world: World, client: TestC
     mine = client.get("/api/v1/runs/red-gpt/results?per_query=true&measure=W", headers=world.headers("red")).json()
     assert mine["aggregates"] == {"W": pytest.approx(GPT4O_SCORES["W"], abs=5e-5)}
     assert list(mine["per_query"]) == ["2024-105741"]
+    page = client.get("/runs/red-gpt", headers=world.headers("red"))
+    assert page.status_code == 200 and "0.4737" in page.text  # the run's page: its answer measures
 
 
 BAD_FILES = [
