@@ -111,6 +111,18 @@ def compare(
             help="Compare prediction sets on these gold labels: McNemar, or a paired test over per-group values.",
         ),
     ] = None,
+    nuggets: Annotated[
+        str | None,
+        typer.Option(
+            "--nuggets",
+            help="Compare answer runs on this nugget bank: their per-topic answer measures (default --measure W), "
+            "from each run's newest evaluation on it.",
+        ),
+    ] = None,
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="With --nuggets: whose labels the evaluations read (human, or judge:NAME)."),
+    ] = "human",
 ) -> None:
     """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test
     statistic, p-value and corrected p-value, effect size (d_z), and per-topic wins/ties/losses.
@@ -146,27 +158,53 @@ def compare(
         )
         render(shown, list(outcome.rows[0]), fmt, title=outcome.title)
         return
-    if qrels is None or not measure:
-        raise usage_conflict(ctx, "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions).")
+    if nuggets is not None and qrels is not None:
+        raise usage_conflict(ctx, "Give --qrels (ranking runs) or --nuggets (answer runs), not both.")
+    if nuggets is not None:
+        measure = measure or ["W"]
+    elif qrels is None or not measure:
+        raise usage_conflict(
+            ctx,
+            "Give --qrels NAME and --measure M (ranking runs), --nuggets BANK (answer runs), "
+            "or --labels NAME (predictions).",
+        )
     if plot is not None and plot.suffix.lower() != ".png":
         raise InvalidParameterError(f"--plot writes a PNG image; give a path ending in .png, not '{plot}'.")
     if plot is not None:  # before any work: the plot's size is known from the arguments
         names = list(dict.fromkeys([*([baseline] if baseline else []), *runs]))
         comparisons.check_plot_size(len(measure) * len(comparisons.pairs_for(names, baseline)))
-    result = comparisons.compare(
-        state(ctx).engine(),
-        qrels_name=qrels,
-        run_names=runs,
-        measures=measure,
-        baseline=baseline,
-        test=test,
-        correction=correction,
-        alpha=alpha,
-        resamples=resamples,
-        seed=seed,
-        missing=missing,
-        multi=multi,
-    )
+    if nuggets is not None:
+        result = comparisons.compare_answers(
+            state(ctx).engine(),
+            bank_name=nuggets,
+            answer_names=runs,
+            measures=measure,
+            assessor=assessor,
+            baseline=baseline,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            resamples=resamples,
+            seed=seed,
+            missing=missing,
+            multi=multi,
+        )
+    else:
+        assert qrels is not None
+        result = comparisons.compare(
+            state(ctx).engine(),
+            qrels_name=qrels,
+            run_names=runs,
+            measures=measure,
+            baseline=baseline,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            resamples=resamples,
+            seed=seed,
+            missing=missing,
+            multi=multi,
+        )
     settings = result.settings
     if settings.seed is not None and seed is None:
         info(f"seed {settings.seed} (pass --seed {settings.seed} to reproduce)")

@@ -68,6 +68,13 @@ def assign(
         bool, typer.Option("--all-answers", help="Assess every answer run that answers a topic of the bank.")
     ] = False,
     topics: Annotated[list[str], typer.Option("--topics", help="Assess these topics only (repeatable).")] = [],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Have an LLM judge assign the bank's nuggets to the runs' answers: support, partial_support
@@ -80,6 +87,14 @@ def assign(
 
     if bool(runs) == all_answers:
         raise usage_conflict(ctx, "Give --runs RUN (repeatable) or --all-answers, one of the two.")
+    if dry_run:
+        estimate = nugget_assignment.estimate_assignment(
+            state(ctx).engine(), bank, judge_name=judge, runs=None if all_answers else runs, topics=topics or None
+        )
+        render_record(estimate, fmt, title=f"judge {judge} on nugget bank {bank}: estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
     with row_progress(f"assigning nuggets of {bank}") as advance:
         done = [0]
 
@@ -93,18 +108,26 @@ def assign(
             judge_name=judge,
             runs=None if all_answers else runs,
             topics=topics or None,
+            max_cost=max_cost,
             progress=step,
         )
     whole = result.as_dict()
-    row = {k: v for k, v in whole.items() if k not in ("failed", "labels")} | {
+    row = {k: v for k, v in whole.items() if k not in ("failed", "labels", "skipped")} | {
         "labels": json.dumps(result.labels),
         "failed": len(result.failed),
+        "skipped": len(result.skipped),
     }
     render_record(row if fmt is not OutputFormat.json else whole, fmt, title=f"judge {judge} on nugget bank {bank}")
     for item in result.failed:
         info(f"not assigned: run {item['run']}, topic {item['topic']}, nugget {item['nugget']}: {item['reason']}")
     if result.failed:
         info(f"{len(result.failed)} assignments failed (nothing stored for them); run again to ask again.")
+    if result.skipped:
+        first = result.skipped[0]
+        info(
+            f"the budget of {max_cost:g} USD was reached: {len(result.skipped)} assignments were not sent (first: "
+            f"run {first['run']}, topic {first['topic']}, nugget {first['nugget']}); run again to go on."
+        )
 
 
 @app.command("create")
@@ -117,6 +140,13 @@ def create(
         list[str],
         typer.Option("--from-runs", help="An answer run whose answers the nuggets are drawn from (repeatable)."),
     ] = [],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Have an LLM judge draft a nugget bank for the topics from the runs' answers (the nuggetizer's
@@ -126,7 +156,17 @@ def create(
 
     if not topics or not from_runs:
         raise usage_conflict(ctx, "Give --topics T (repeatable) and --from-runs RUN (repeatable).")
-    result = nugget_drafts.create_bank(state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs)
+    if dry_run:
+        estimate = nugget_drafts.estimate_bank(
+            state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs
+        )
+        render_record(estimate, fmt, title=f"judge {judge} drafting nugget bank {bank}: estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
+    result = nugget_drafts.create_bank(
+        state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs, max_cost=max_cost
+    )
     whole = result.as_dict()
     row = {k: v for k, v in whole.items() if k not in ("failed", "rejected")} | {
         "rejected": len(result.rejected),

@@ -40,6 +40,13 @@ def assess(
     ],
     runs: Annotated[list[str], typer.Option("--runs", help="Answer run to assess (repeatable).")] = [],
     topics: Annotated[list[str], typer.Option("--topics", help="Assess these topics only (repeatable).")] = [],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate the calls, tokens, money and time; send nothing.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", help="Stop sending at this many US dollars (the judge's prices); the rest waits."),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Have an LLM judge say whether each cited sentence's first citation supports it: 2 (full),
@@ -51,6 +58,14 @@ def assess(
 
     if not runs:
         raise usage_conflict(ctx, "Give --runs RUN (repeatable): the answer runs whose citations to assess.")
+    if dry_run:
+        estimate = citation_support.estimate_support(
+            state(ctx).engine(), judge_name=judge, runs=runs, collection=collection, topics=topics or None
+        )
+        render_record(estimate, fmt, title=f"judge {judge} on citations: estimate (nothing sent)")
+        if estimate["cost_usd"] is None:
+            info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
+        return
     with row_progress("assessing citations") as advance:
         done = [0]
 
@@ -64,6 +79,7 @@ def assess(
             runs=runs,
             collection=collection,
             topics=topics or None,
+            max_cost=max_cost,
             progress=step,
         )
     whole = result.as_dict()
@@ -79,6 +95,6 @@ def assess(
         info(f"not assessed: run {item['run']}, topic {item['topic']}, sentence {item['sentence']}: {item['reason']}")
     if result.skipped or result.failed:
         info(
-            f"{len(result.skipped)} sentences skipped (no segment text), {len(result.failed)} failed; nothing stored "
-            "for them. Run again to ask again."
+            f"{len(result.skipped)} sentences skipped (no segment text, or over the budget), {len(result.failed)} "
+            "failed; nothing stored for them. Run again to ask again."
         )

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from evalstore.cli._context import state
+from evalstore.cli._errors import usage_conflict
 from evalstore.cli._output import OutputFormat, info, render, render_record
 
 app = typer.Typer(help="Create, list, show and release shared tasks.", no_args_is_help=True)
@@ -13,6 +14,7 @@ app = typer.Typer(help="Create, list, show and release shared tasks.", no_args_i
 LIST_COLUMNS = [
     "name",
     "qrels",
+    "nuggets",
     "owner",
     "hidden",
     "released_at",
@@ -52,7 +54,15 @@ def _moment(value: str | None, option: str) -> datetime | None:
 def create(
     ctx: typer.Context,
     name: str,
-    qrels: Annotated[str, typer.Option("--qrels", help="Stored qrels the runs are evaluated against.")],
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Stored qrels the runs are evaluated against.")] = None,
+    nuggets: Annotated[
+        str | None,
+        typer.Option(
+            "--nuggets",
+            help="A nugget bank ('evalstore nuggets list'): the task takes generated answers (TREC RAG JSONL), "
+            "scored on the bank's assignments once assessed ('evalstore tasks evaluate').",
+        ),
+    ] = None,
     hidden: Annotated[
         bool,
         typer.Option("--hidden", help="Scores visible to the organisers only, until 'evalstore tasks release NAME'."),
@@ -83,15 +93,19 @@ def create(
     ] = None,
     split_seed: SplitSeed = None,
 ) -> None:
-    """Create a shared task over stored qrels."""
+    """Create a shared task over stored qrels (teams submit runs) or over a nugget bank (teams
+    submit answers)."""
     from evalstore.services import tasks
 
+    if (qrels is None) == (nuggets is None):
+        raise usage_conflict(ctx, "Give --qrels (a task of runs) or --nuggets (a task of answers), one of the two.")
     if split_seed is not None and private_topics is None:
         raise typer.BadParameter("--split-seed draws the private topics: give --private-topics too.")
     task = tasks.create_task(
         state(ctx).engine(),
         name,
         qrels_name=qrels,
+        nuggets_name=nuggets,
         hidden=hidden,
         opens=_moment(opens, "--opens"),
         closes=_moment(closes, "--closes"),
@@ -103,7 +117,8 @@ def create(
         private_fraction=private_topics,
         split_seed=split_seed,
     )
-    info(f"created task '{task.name}' on qrels '{task.qrels}'" + (" (hidden)" if task.hidden else ""))
+    over = f"nugget bank '{task.nuggets}' (answers)" if task.takes_answers else f"qrels '{task.qrels}'"
+    info(f"created task '{task.name}' on {over}" + (" (hidden)" if task.hidden else ""))
     if task.private_topics:
         info(_split_said(task.private_topics, task.split_seed))
 
@@ -188,6 +203,44 @@ def release(ctx: typer.Context, name: str) -> None:
 
     tasks.release_task(state(ctx).engine(), name)
     info(f"released task '{name}': its scores are visible")
+
+
+@app.command()
+def evaluate(
+    ctx: typer.Context,
+    name: str,
+    assessor: Annotated[
+        str,
+        typer.Option("--assessor", help="Whose assignments score the answers: human (default) or judge:NAME."),
+    ] = "human",
+    force: Annotated[bool, typer.Option("--force", help="Evaluate again even when nothing changed.")] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Run the jobs here when no worker is alive, and wait for them.")
+    ] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """A task over a nugget bank: queue the evaluation of every answer run submitted to it, on the
+    bank's assignments (import them with 'evalstore nuggets import', or have a judge make them
+    with 'evalstore nuggets assign'); the leaderboard shows each run's scores once its job is done.
+    Runs no one has assessed yet are listed and left waiting."""
+    from evalstore.services import jobs, orchestration, tasks
+
+    engine = state(ctx).engine()
+    queued = tasks.evaluate_answers(engine, name, assessor=assessor, force=force)
+    for run, reason in queued.waiting:
+        info(f"waiting: {run}: {reason}")
+    if wait and queued.jobs:
+        orchestration.work_on(
+            engine,
+            [ref.evaluation_id for _, ref in queued.jobs if ref.outcome != "reused"],
+            mlflow=False,
+            context=state(ctx).context(),
+        )
+    rows = []
+    for run, ref in queued.jobs:
+        view = jobs.show_job(engine, ref.evaluation_id)
+        rows.append({"run": run, "job": ref.evaluation_id, "state": view.state, "error": view.error})
+    render(rows, ["run", "job", "state", "error"], fmt, title=f"answers of task '{name}' ({assessor} assignments)")
 
 
 @app.command()

@@ -626,14 +626,17 @@ class ApiToken(Base):
 
 
 class Task(Base):
-    """A shared task: participants submit runs, which are evaluated against the task's qrels. A
-    hidden task shows scores to its organiser only, until it is released."""
+    """A shared task: participants submit runs, which are evaluated against the task's qrels, or
+    generated answers, evaluated on a nugget bank's assignments (``nugget_bank_id``; 0036): one of
+    the two is set. A hidden task shows scores to its organiser only, until it is released."""
 
     __tablename__ = "tasks"
+    __table_args__ = (CheckConstraint("(qrels_id IS NULL) <> (nugget_bank_id IS NULL)", name="judged_by"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id"), index=True)
+    qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_sets.id"), index=True)
+    nugget_bank_id: Mapped[int | None] = mapped_column(ForeignKey("nugget_banks.id"), index=True)
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -991,3 +994,26 @@ class CitationSupport(Base):
     label: Mapped[int] = mapped_column(SmallInteger)
     assessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     seconds: Mapped[float | None] = mapped_column(Double)  # a person's time on it (browser assessing)
+    source: Mapped[str | None] = mapped_column(Text)  # a judge's label: its provenance, as JSON
+
+
+class JudgeAnswerCall(Base):
+    """One call an answer assessor made (``purpose``: nuggets assign, support assess, nuggets
+    create), in the judges' cost ledger beside their relevance labels: what it used, whether it
+    gave a label (``labelled``; else ``reason``). ``item`` names what was asked; a label made by
+    the call names its id in its provenance."""
+
+    __tablename__ = "judge_answer_calls"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))
+    purpose: Mapped[str] = mapped_column(String(40))
+    item: Mapped[str] = mapped_column(Text)
+    labelled: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer)
+    seconds: Mapped[float | None] = mapped_column(Double)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

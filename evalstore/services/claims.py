@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, true
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import AuditEntry, Evaluation, Pool, Run, Submission, Task
@@ -83,20 +83,21 @@ def utc_day(now: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def runs_today(session: Session, task_id: int, team: str, day_start: datetime, holds_slot: Sequence[str]) -> int:
+def runs_today(session: Session, task_id: int, team: str, day_start: datetime, holds_slot: Sequence[str] | None) -> int:
     """The team's runs submitted to the task since ``day_start`` that hold a slot (their job in
-    ``holds_slot``), and those withdrawn since after their evaluation: the same slots a quota
-    counts, within the UTC day."""
+    ``holds_slot``; None: every submission holds one, as answers do before they are assessed),
+    and those withdrawn since after their evaluation: the same slots a quota counts, within the
+    UTC day."""
     made = (
         session.scalar(
             select(func.count())
             .select_from(Submission)
-            .join(Evaluation, Evaluation.id == Submission.evaluation_id)
+            .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
             .where(
                 Submission.task_id == task_id,
                 Submission.team == team,
                 Submission.created_at >= day_start,
-                Evaluation.state.in_(holds_slot),
+                true() if holds_slot is None else Evaluation.state.in_(holds_slot),
             )
         )
         or 0

@@ -130,6 +130,10 @@ def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | 
     """The collection-health report (`evalstore health`) over the task's runs evaluated on its
     qrels, with the task's measures when it names them (the seed drawn and recorded when None)."""
     shown = managed(engine, principal, task)
+    if shown.qrels is None:
+        raise InvalidParameterError(
+            f"Task '{task}' takes generated answers; the collection-health report is over ranking runs and qrels."
+        )
     measures = [m for m in shown.measures if not m.startswith("num_")][:3] or list(health.HEALTH_MEASURES)
     submitted = tasks.task_runs(engine, principal, task)
     done = sum(1 for run in submitted if run["state"] == "done")

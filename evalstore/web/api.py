@@ -4,6 +4,7 @@ runs them in its thread pool, as the database calls they make block."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pydantic import BaseModel, Field
 from evalstore import scratch
 from evalstore._version import __version__
 from evalstore.errors import AccessDenied, InvalidParameterError
+from evalstore.io.answers import AnswerLimits
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
@@ -202,7 +204,8 @@ def audit_log(
 
 class NewTask(BaseModel):
     name: str = Field(min_length=1, max_length=NAME_MAX)
-    qrels: str = Field(max_length=NAME_MAX)
+    qrels: str | None = Field(None, max_length=NAME_MAX)  # runs evaluated against these qrels, or
+    nuggets: str | None = Field(None, max_length=NAME_MAX)  # answers scored on this nugget bank
     hidden: bool = False
     opens: datetime | None = None
     closes: datetime | None = None
@@ -229,6 +232,7 @@ def create_task(
         server(request).engine,
         body.name,
         qrels_name=body.qrels,
+        nuggets_name=body.nuggets,
         hidden=body.hidden,
         opens=body.opens,
         closes=body.closes,
@@ -318,7 +322,13 @@ def submit_run(
     task: str,
     request: Request,
     response: Response,
-    file: Annotated[UploadFile, File(description="The run: TREC text (.gz too), CSV, TSV or Parquet.")],
+    file: Annotated[
+        UploadFile,
+        File(
+            description="The run: TREC text (.gz too), CSV, TSV or Parquet; on a task over a nugget bank, "
+            "the answers: TREC RAG 2024 or 2025 JSONL (.gz too)."
+        ),
+    ],
     name: Annotated[str, Form(min_length=1, max_length=200)],
     run_type: Annotated[Literal["automatic", "manual"], Form()] = "automatic",
     description: Annotated[str | None, Form(max_length=DESCRIPTION_MAX)] = None,
@@ -329,9 +339,39 @@ def submit_run(
     principal: Principal = needs("runs:submit", write=True),
 ) -> dict[str, Any]:
     """Validate and store a run as the caller's team's submission, and queue its evaluation: 201,
-    or 4xx with ``file:line: what is wrong`` and nothing stored."""
+    or 4xx with ``file:line: what is wrong`` and nothing stored. A task over a nugget bank takes
+    answers: stored with their references, evaluated once its organisers have assessed them
+    (``job`` null until then)."""
     check_run_name(name)
     shared = server(request)
+    if tasks.show_task(shared.engine, task).takes_answers:
+        limits = answer_limits(shared.settings.max_inflated_bytes)
+        with uploaded(file, request, limits.bounds()) as (path, shown):
+            answered = tasks.submit_answers(
+                shared.engine,
+                principal,
+                task,
+                path,
+                name=name,
+                shown_path=shown,
+                team=team,
+                run_type=run_type,
+                description=description,
+                server_daily_cap=shared.settings.runs_per_day,
+                limits=limits,
+            )
+        assert answered.answers is not None
+        return {
+            "run": answered.run.name,
+            "task": answered.task,
+            "team": answered.team,
+            "topics": answered.answers.topics,
+            "sentences": answered.answers.sentences,
+            "references": answered.run.rows,
+            "warnings": [],
+            "job": None,
+            "state": "awaiting assessment",
+        }
     with uploaded(file, request) as (path, shown):
         submitted = tasks.submit_run(
             shared.engine,
@@ -347,6 +387,7 @@ def submit_run(
             server_daily_cap=shared.settings.runs_per_day,
             context=shared.context,
         )
+    assert submitted.job is not None  # a ranking run's evaluation is queued with it
     response.headers["Location"] = f"/api/v1/jobs/{submitted.job.evaluation_id}"
     return {
         "run": submitted.run.name,
@@ -363,13 +404,42 @@ def submit_run(
     }
 
 
+def answer_limits(max_inflated_bytes: int) -> AnswerLimits:
+    """An uploaded answer file's bounds: the reader's, within the server's inflated-size limit."""
+    defaults = AnswerLimits()
+    return dataclasses.replace(defaults, max_bytes=min(defaults.max_bytes, max_inflated_bytes))
+
+
+@router.post("/tasks/{task}/evaluate")
+def evaluate_answers(
+    task: str,
+    request: Request,
+    assessor: Annotated[str, Query(max_length=NAME_MAX)] = "human",
+    principal: Principal = needs("tasks:manage", write=True),
+) -> dict[str, Any]:
+    """A task over a nugget bank (its organiser, admins): queue the evaluation of every answer run
+    submitted to it on the bank's assignments by ``assessor`` (people's, or ``judge:NAME``); the
+    runs no one has assessed yet are listed as waiting."""
+    queued = tasks.evaluate_answers(server(request).engine, task, assessor=assessor, by=principal)
+    return {
+        "task": queued.task,
+        "assessor": queued.assessor,
+        "jobs": [
+            {"run": run, "id": ref.evaluation_id, "state": ref.state, "url": f"/api/v1/jobs/{ref.evaluation_id}"}
+            for run, ref in queued.jobs
+        ],
+        "waiting": [{"run": run, "reason": reason} for run, reason in queued.waiting],
+    }
+
+
 @contextmanager
-def uploaded(file: UploadFile, request: Request) -> Iterator[tuple[Path, str]]:
+def uploaded(file: UploadFile, request: Request, bounds: Bounds | None = None) -> Iterator[tuple[Path, str]]:
     """The upload in a private folder under its own name (its suffix, .parquet, decides how it is
     read), and the name errors call it by. A gzip upload is inflated here, as a stream, up to the
-    server's limit (413 past it); text lines and fields are bounded (422 naming the line)."""
+    server's limit (413 past it); text lines and fields are bounded (422 naming the line):
+    ``bounds``, else a run's (an answer file's lines are longer)."""
     shown = Path(file.filename or "run").name
-    bounds = Bounds(server(request).settings.max_inflated_bytes)
+    bounds = bounds or Bounds(server(request).settings.max_inflated_bytes)
     with scratch.folder("upload") as folder:
         path = folder / (_UPLOAD_NAME.sub("_", shown) or "run")
         with path.open("wb") as out:

@@ -212,6 +212,8 @@ def export_qrels(request: Request, task: str) -> Response:
     principal = page_principal(request, "tasks:manage")
     engine = server(request).engine
     shown = organising.managed(engine, principal, task)
+    if shown.qrels is None:
+        raise NotFoundError(f"Task '{task}' takes generated answers: it has no qrels to download.")
     _, table = tasks.export_qrels(engine, principal, shown.qrels)
     out = io.BytesIO()
     write_qrels(table, out, "trec")

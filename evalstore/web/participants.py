@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.services import access, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, check_run_name
+from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, answer_limits, check_run_name
 from evalstore.web.api import uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
@@ -128,6 +128,22 @@ def _store_submission(
             f"A description is at most {DESCRIPTION_MAX} characters; this one has {len(kept['description'])}."
         )
     shared = server(request)
+    if tasks.show_task(shared.engine, task).takes_answers:
+        limits = answer_limits(shared.settings.max_inflated_bytes)
+        with uploaded_file(cast(FastAPIUpload, upload), request, limits.bounds()) as (path, shown):
+            tasks.submit_answers(
+                shared.engine,
+                principal,
+                task,
+                path,
+                name=kept["name"],
+                shown_path=shown,
+                run_type=kept["run_type"],
+                description=kept["description"] or None,
+                server_daily_cap=shared.settings.runs_per_day,
+                limits=limits,
+            )
+        return
     # it reads .filename and .file only, which Starlette's upload has as FastAPI's does
     with uploaded_file(cast(FastAPIUpload, upload), request) as (path, shown):
         tasks.submit_run(

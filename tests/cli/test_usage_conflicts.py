@@ -47,7 +47,8 @@ CASES = [
     ),
     (
         ["compare", "a", "b", "--qrels", "q"],
-        "Give --qrels NAME and --measure M (ranking runs), or --labels NAME (predictions).",
+        "Give --qrels NAME and --measure M (ranking runs), --nuggets BANK (answer runs), or --labels NAME "
+        "(predictions).",
     ),
     (
         ["correlate", "--qrels", "q", "--qrels", "r", "--measure", "AP", "--measure", "P@10"],

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from evalstore.services import access
+from evalstore.services import access, answers, tasks
+from tests.conftest import shared_path
 from tests.http.conftest import PASSWORD, World, client_for, run_text, wrong_statuses
 
 Request = tuple[str, str, dict[str, Any]]
@@ -34,6 +35,14 @@ def red_run_to_withdraw(world: World, caller: str) -> str:
     name = fresh("withdraw")
     world.submit("open", name, evaluate=False)
     return name
+
+
+def answer_task(world: World, caller: str) -> str:
+    """A task over a nugget bank (owner: "owner"), made once per world."""
+    if "rag" not in [t.name for t in tasks.list_tasks(world.engine)]:
+        answers.import_nuggets(world.engine, shared_path("rag24", "nuggets.example.jsonl"), name="rag24")
+        tasks.create_task(world.engine, "rag", nuggets_name="rag24", owner="owner", hidden=True)
+    return "rag"
 
 
 def alice_token_id(world: World, caller: str) -> int:
@@ -123,6 +132,10 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "POST /api/v1/tasks/{task}/runs": (
         lambda w, c: ("POST", "/api/v1/tasks/open/runs", submit_body(c)),
         "401 401 401 201 201 403 201 201 403 403",
+    ),
+    "POST /api/v1/tasks/{task}/evaluate": (
+        lambda w, c: ("POST", f"/api/v1/tasks/{answer_task(w, c)}/evaluate", {}),
+        "401 401 401 200 200 403 403 403 403 403",
     ),
     "POST /api/v1/runs": (
         lambda w, c: ("POST", "/api/v1/runs", submit_body(c)),

@@ -16,8 +16,9 @@ from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.db.models import CitationSupport
+from evalstore.db.models import CitationSupport, JudgeAnswerCall
 from evalstore.db.session import read_only
+from evalstore.services.judges import citation_support
 from tests.judges.fake_llm import Script
 
 # the stub grades 2 when the segment holds every word of 4 letters or more of the sentence, 1 when
@@ -74,6 +75,21 @@ def test_a_judge_grades_first_citations_against_the_segments_text(
     assert report["labels"] == {"0": 1, "1": 1, "2": 1}
     assert "skipped: run r, topic t1, sentence 4: collection 'segs' lacks segment s2" in done.stderr
     assert _stored(engine) == {1: ("s1", 1), 2: ("s0", 2), 5: ("s0", 0)}
+    # each label keeps its provenance, as a relevance label does, naming its call in the cost ledger
+    with read_only(engine) as session:
+        sources = [json.loads(s) for s in session.scalars(select(CitationSupport.source))]
+        calls = session.execute(
+            select(JudgeAnswerCall.id, JudgeAnswerCall.item, JudgeAnswerCall.input_tokens).where(
+                JudgeAnswerCall.purpose == "support assess"
+            )
+        ).all()
+    assert {(s["judge"], s["model"], s["prompt"], s["prompt_hash"]) for s in sources} == {
+        ("j", "m", "trec-rag-support", citation_support.PROMPT_HASH)
+    }
+    assert sorted(s["call"] for s in sources) == sorted(c.id for c in calls)
+    assert sorted(c.item for c in calls) == ["r t1 sentence 1", "r t1 sentence 2", "r t1 sentence 5"]
+    assert all(c.input_tokens for c in calls)  # the stub reports its usage
+    assert report["input_tokens"] == sum(c.input_tokens for c in calls)
     # the first citation's segment is what the judge reads, delimited
     prompts = [r["messages"][0]["content"] for r in script.requests]
     assert any(

@@ -51,6 +51,7 @@ def test_every_call_is_in_the_ledger_with_money_and_time(world: Engine, endpoint
         "cost_usd": pytest.approx(result.cost_usd),
         "unrateable": 0,
         "unrateable_listed": [],
+        "answer_calls": {},  # no answer assessed (nuggets assign, support assess, nuggets create)
     }
     assert ledger["seconds"] == pytest.approx(result.seconds)
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.db.models import AnswerRun, Nugget, NuggetAssignment
+from evalstore.db.models import AnswerRun, JudgeAnswerCall, Nugget, NuggetAssignment
 from evalstore.db.session import read_only
 from evalstore.services.judges.nugget_assignment import PROMPT_HASH, parse_label
 from tests.judges.fake_llm import Script
@@ -229,3 +229,44 @@ def test_refusals_name_what_is_wrong(cli: Any, tmp_path: Path, endpoint: str) ->
     topic = cli("nuggets", "assign", "B", "--all-answers", "--judge", "j", "--topics", "t9")
     assert "Nugget bank 'B' has no topic t9." in topic.stderr
     assert "Traceback" not in both.stderr + unknown.stderr + topic.stderr
+
+
+def test_answer_assessors_calls_go_to_the_cost_ledger_with_a_dry_run_and_a_budget(
+    cli: Any, engine: Engine, tmp_path: Path, endpoint: str, script: Script
+) -> None:
+    """Every call of `nuggets assign` is a row of the judge's ledger (tokens as the endpoint
+    reports them, here its words); a label names its call; --dry-run sends nothing; --max-cost
+    stops sending when the next call's worst case would pass it, and the rest waits."""
+    _setup(cli, tmp_path, endpoint)
+    priced = cli(
+        "judges", "add", "j", "--endpoint", endpoint, "--model", "stub-model", "--seed", "7", "--replace",
+        "--price-in", "1000", "--price-out", "1000", "--max-tokens", "20", "--max-concurrency", "1",
+    )  # fmt: skip
+    assert priced.exit_code == 0, priced.stderr
+    dry = cli("nuggets", "assign", "B", "--all-answers", "--judge", "j", "--dry-run", "--format", "json")
+    assert dry.exit_code == 0, dry.stderr
+    estimate = json.loads(dry.stdout)[0]
+    assert (estimate["items"], estimate["reused"], script.requests) == (10, 0, [])
+    assert estimate["cost_usd"] == pytest.approx((estimate["input_tokens"] + estimate["output_tokens"]) * 1e-3)
+
+    # each call's worst case: its prompt (4 characters a token) and 20 answer tokens, at 1/1000 USD a token
+    done = cli("nuggets", "assign", "B", "--all-answers", "--judge", "j", "--max-cost", "0.6", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)[0]
+    assert report["asked"] == len(script.requests) and 0 < report["asked"] < 10
+    assert len(report["skipped"]) == 10 - report["asked"]
+    assert report["cost_usd"] <= 0.6
+    assert f"the budget of 0.6 USD was reached: {10 - report['asked']} assignments were not sent" in done.stderr
+    ledger = json.loads(cli("judges", "show", "j", "--format", "json").stdout)[0]["costs"]
+    calls = ledger["answer_calls"]["nuggets assign"]
+    assert (calls["calls"], calls["labelled"]) == (report["asked"], report["asked"])
+    assert (calls["input_tokens"], calls["output_tokens"]) == (report["input_tokens"], report["output_tokens"])
+    assert calls["cost_usd"] == pytest.approx(report["cost_usd"])
+    assert ledger["input_tokens"] >= calls["input_tokens"]
+    with read_only(engine) as session:
+        made = [json.loads(s) for s in session.scalars(select(NuggetAssignment.source))]
+        ids = set(session.scalars(select(JudgeAnswerCall.id).where(JudgeAnswerCall.purpose == "nuggets assign")))
+    assert {m["call"] for m in made} <= ids and len(made) == report["asked"]
+    # the rest on the next run, within no budget
+    rest = cli("nuggets", "assign", "B", "--all-answers", "--judge", "j", "--format", "json")
+    assert json.loads(rest.stdout)[0]["asked"] == 10 - report["asked"]

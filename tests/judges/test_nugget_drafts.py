@@ -49,6 +49,9 @@ def test_a_judge_drafts_a_bank_that_is_scored_on_once_accepted(
         (tmp_path / f"{run}.jsonl").write_text(json.dumps(record) + "\n")
         assert cli("answers", "register", str(tmp_path / f"{run}.jsonl")).exit_code == 0
     assert cli("judges", "add", "j", "--endpoint", endpoint, "--model", "m").exit_code == 0
+    dry = cli("nuggets", "create", "D", "--topics", "t1", "--from-runs", "a", "--judge", "j", "--dry-run")
+    assert dry.exit_code == 0 and script.requests == []  # an estimate: nothing sent, nothing stored
+    assert "the judge declares no prices: no money estimated" in dry.stderr
     done = cli(
         "nuggets",
         "create",
@@ -68,6 +71,11 @@ def test_a_judge_drafts_a_bank_that_is_scored_on_once_accepted(
     (report,) = json.loads(done.stdout)
     assert (report["topics"], report["nuggets"], report["failed"]) == (1, 2, [])
     assert report["rejected"] == [{"topic": "t1", "text": LONG, "reason": "a nugget is 1 to 12 words"}]
+    # its one call (a topic) is in the judge's cost ledger, with the tokens the endpoint reported
+    ledger = json.loads(cli("judges", "show", "j", "--format", "json").stdout)[0]["costs"]
+    drafted = ledger["answer_calls"]["nuggets create"]
+    assert (drafted["calls"], drafted["labelled"], drafted["input_tokens"]) == (1, 1, report["input_tokens"])
+    assert report["input_tokens"] > 0 and ledger["input_tokens"] == report["input_tokens"]
     assert "'D' is a draft: review its nuggets, then 'evalstore nuggets accept D' to score on it." in done.stderr
     prompt = script.requests[-1]["messages"][0]["content"]
     assert "Search Query: why are helicopters loud\n" in prompt

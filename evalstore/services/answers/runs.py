@@ -147,7 +147,7 @@ def store_answer_run(
 ) -> AnswerRunSummary:
     """A use case: one answer run and its references' ranking run, in one unit of work."""
     with tempfile.TemporaryDirectory(prefix="evalstore-answers-") as scratch:
-        ranking = _references_file(Path(scratch), run)
+        ranking = references_file(Path(scratch), run)
         if ranking is None:
             with unit_of_work(engine) as session:
                 return add_answer_run(session, run, name, source, None, layout=layout)
@@ -155,7 +155,7 @@ def store_answer_run(
             return add_answer_run(session, run, name, source, prepared, layout=layout)
 
 
-def _references_file(scratch: Path, run: answer_files.AnswerRun) -> Path | None:
+def references_file(scratch: Path, run: answer_files.AnswerRun) -> Path | None:
     """The run's references as a TREC run file (None: no answer lists any)."""
     lines = [
         f"{answer.topic} Q0 {segment} {rank} {len(answer.references) - rank + 1} answers\n"

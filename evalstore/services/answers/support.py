@@ -105,6 +105,7 @@ def import_support(engine: Engine, path: Path, *, assessor: str = "human") -> Im
                     "assessor": assessor,
                     "segment": segment,
                     "label": label,
+                    "source": shown,  # the file imported, as a nugget assignment's
                 }
             )
         if not rows:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from evalstore.services.comparisons.boards import leaderboard
 from evalstore.services.comparisons.figures import MAX_PLOT_PANELS, check_plot_size, comparison_figure
-from evalstore.services.comparisons.matrix import MISSING_POLICIES, ScoreMatrix, log, score_matrix
+from evalstore.services.comparisons.matrix import MISSING_POLICIES, ScoreMatrix, answer_matrix, log, score_matrix
 from evalstore.services.comparisons.pairwise import (
     Comparison,
     ComparisonSettings,
     Outcomes,
     PairComparison,
     compare,
+    compare_answers,
+    compare_matrix,
     pairs_for,
 )
 from evalstore.services.comparisons.payload import log_comparison
@@ -52,7 +54,10 @@ __all__ = [
     "PredictionComparison",
     "ScoreMatrix",
     "check_plot_size",
+    "answer_matrix",
     "compare",
+    "compare_answers",
+    "compare_matrix",
     "compare_groups",
     "compare_predictions",
     "comparison_figure",

@@ -1,10 +1,11 @@
 """The score matrix: the stored per-topic values of several runs on one qrels, aligned by topic,
 read from each run's newest finished evaluation holding the measures (evaluating first where none
-does)."""
+does); or of answer runs on a nugget bank (their answer measures), for the same tests."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,10 @@ from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.metrics import parse_measure, resolve_measures
+from evalstore.metrics.answers import answer_measure
+from evalstore.services.answers import get_bank
 from evalstore.services.jobs import default_measures
+from evalstore.services.kinds.answers import latest_evaluations
 from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.services.orchestration import evaluate_runs
 
@@ -169,3 +173,69 @@ def _refuse_undefined(frames: dict[str, Any], names: list[str]) -> None:
                     "undefined there, and a comparison topic by topic needs a value on every topic. Compare a "
                     "measure defined on every topic."
                 )
+
+
+def answer_matrix(
+    engine: Engine,
+    *,
+    bank_name: str,
+    answer_names: list[str],
+    measures: list[str],
+    assessor: str = "human",
+    missing: str = "error",
+    evaluation_ids: Mapping[str, int] | None = None,
+) -> ScoreMatrix:
+    """The per-topic answer measures of answer runs on a nugget bank, aligned by topic: from each
+    run's newest finished evaluation on the bank with ``assessor``'s labels, or from the
+    ``evaluation_ids`` given (a task's board). ``qrels`` holds the bank's name. A topic a run has
+    no value on (not assessed for it; no judged citation for support_precision) is refused or,
+    with ``missing`` zero, scored 0."""
+    if missing not in MISSING_POLICIES:
+        raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
+    if len(set(answer_names)) != len(answer_names):
+        raise InvalidParameterError("A run is named twice; name each run once.")
+    names = list(dict.fromkeys(answer_measure(m).family.name for m in measures))
+    with read_only(engine) as session:
+        bank = get_bank(session, bank_name)
+        if evaluation_ids is None:
+            newest = {run.name: evaluation.id for run, evaluation in latest_evaluations(session, bank, assessor)}
+        else:
+            newest = dict(evaluation_ids)
+        lacking = [name for name in answer_names if name not in newest]
+        if lacking:
+            raise NotFoundError(
+                f"Answer run '{lacking[0]}' has no evaluation on nugget bank '{bank_name}' with {assessor} labels; "
+                f"evaluate it first ('evalstore evaluate --nuggets {bank_name} --answers {lacking[0]} --wait')."
+            )
+        frames = {}
+        for name in answer_names:
+            table = repo.result_table(session, newest[name], names).to_pandas()
+            frames[name] = table.pivot(index="query_id", columns="measure", values="value").reindex(columns=names)
+    topics = sorted({str(t) for frame in frames.values() for t in frame.index[frame.notna().any(axis=1)]})
+    zero_filled: dict[str, list[str]] = {}
+    for name, frame in frames.items():
+        aligned = frame.reindex(topics)
+        absent = sorted({str(t) for t in aligned.index[aligned.isna().any(axis=1)]})
+        if not absent:
+            continue
+        if missing == "error":
+            shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+            raise EvaluationError(
+                f"Answer run '{name}' has no {'/'.join(names)} on {len(absent)} topic(s) the other runs have "
+                f"({shown}): it is not assessed there. Assess it, or pass --missing zero to score them 0."
+            )
+        zero_filled[name] = absent
+    scores = {
+        m: np.vstack([frames[name].reindex(topics)[m].fillna(0.0).to_numpy(dtype=float) for name in answer_names])
+        for m in names
+    }
+    return ScoreMatrix(
+        bank_name,
+        list(answer_names),
+        topics,
+        names,
+        scores,
+        {name: newest[name] for name in answer_names},
+        {"assessor": assessor},
+        zero_filled,
+    )

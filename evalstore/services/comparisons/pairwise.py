@@ -4,6 +4,7 @@ measure's family, or Tukey's HSD over all runs at once; wins, ties, losses and e
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 from sqlalchemy import Engine
 
 from evalstore.errors import InvalidParameterError
-from evalstore.services.comparisons.matrix import ScoreMatrix, score_matrix
+from evalstore.services.comparisons.matrix import ScoreMatrix, answer_matrix, score_matrix
 from evalstore.services.comparisons.predictions import few_units_note
 from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.statistics import significance
@@ -115,9 +116,7 @@ def compare(
     runs at once (the family is every pair of runs, whichever pairs are reported)."""
     if baseline is not None and baseline not in run_names:
         run_names = [baseline, *run_names]
-    if len(run_names) < 2:
-        raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
-    _check_settings(test, multi, correction, alpha, resamples)
+    _check(run_names, test, multi, correction, alpha, resamples)
     matrix = score_matrix(
         engine,
         qrels_name=qrels_name,
@@ -127,6 +126,96 @@ def compare(
         evaluate_missing=evaluate_missing,
         topic_filter=topic_filter,
     )
+    return compare_matrix(
+        matrix,
+        baseline=baseline,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        missing=missing,
+        multi=multi,
+    )
+
+
+def compare_answers(
+    engine: Engine,
+    *,
+    bank_name: str,
+    answer_names: list[str],
+    measures: list[str],
+    assessor: str = "human",
+    evaluation_ids: Mapping[str, int] | None = None,
+    baseline: str | None = None,
+    test: str = "t",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int | None = None,
+    missing: str = "error",
+    multi: str | None = None,
+) -> Comparison:
+    """:func:`compare` for answer runs on a nugget bank: their per-topic nugget (and citation
+    support) scores, from each run's newest evaluation on the bank with ``assessor``'s labels (or
+    the ``evaluation_ids`` given: a task's board), compared by the same tests and corrections."""
+    if baseline is not None and baseline not in answer_names:
+        answer_names = [baseline, *answer_names]
+    _check(answer_names, test, multi, correction, alpha, resamples)
+    matrix = answer_matrix(
+        engine,
+        bank_name=bank_name,
+        answer_names=answer_names,
+        measures=measures,
+        assessor=assessor,
+        missing=missing,
+        evaluation_ids=evaluation_ids,
+    )
+    return compare_matrix(
+        matrix,
+        baseline=baseline,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        missing=missing,
+        multi=multi,
+    )
+
+
+def _check(names: list[str], test: str, multi: str | None, correction: str, alpha: float, resamples: int) -> None:
+    if len(names) < 2:
+        raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
+    if multi is None and test not in significance.TESTS:
+        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+    if multi is not None and multi not in significance.MULTI:
+        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
+    if correction not in significance.CORRECTIONS:
+        raise InvalidParameterError(
+            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
+        )
+    if not 0 < alpha < 1:
+        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
+    if resamples < 1:
+        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+
+
+def compare_matrix(
+    matrix: ScoreMatrix,
+    *,
+    baseline: str | None = None,
+    test: str = "t",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int | None = None,
+    missing: str = "error",
+    multi: str | None = None,
+) -> Comparison:
+    """The tests of :func:`compare` on a score matrix already read (a ranking run's, an answer
+    run's): the seed of a random procedure drawn when not given, and recorded in the settings."""
+    qrels_name = matrix.qrels
     random = (multi or test) in ("randomization", "bootstrap", "randomized-tukey")
     if random and seed is None:
         seed = secrets.randbits(32)  # recorded in the settings, so the output can be reproduced
@@ -154,17 +243,6 @@ def compare(
         if multi
         else _paired_outcomes(differences, test, correction, alpha, resamples, rng)
     )
-    return Comparison(settings, _pairs(matrix, differences, index_pairs, outcomes, alpha), matrix)
-
-
-def _pairs(
-    matrix: ScoreMatrix,
-    differences: dict[str, np.ndarray],
-    index_pairs: list[tuple[int, int]],
-    outcomes: dict[str, Outcomes],
-    alpha: float,
-) -> list[PairComparison]:
-    """One comparison per measure and pair, from the pairs' per-topic differences and test outcomes."""
     pairs = []
     for measure in matrix.measures:
         scores = matrix.scores[measure]
@@ -194,22 +272,7 @@ def _pairs(
                     len(matrix.topics),
                 )
             )
-    return pairs
-
-
-def _check_settings(test: str, multi: str | None, correction: str, alpha: float, resamples: int) -> None:
-    if multi is None and test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
-    if multi is not None and multi not in significance.MULTI:
-        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
-    if correction not in significance.CORRECTIONS:
-        raise InvalidParameterError(
-            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
-        )
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
-    if resamples < 1:
-        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+    return Comparison(settings, pairs, matrix)
 
 
 # per pair of one measure: statistic, p-value, corrected p-value, interval low and high

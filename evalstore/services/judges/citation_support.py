@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +33,11 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services import collections
-from evalstore.services.judges.client import Answer
+from evalstore.services.judges import costs
+from evalstore.services.judges.asking import Asked, ask_all, asker_for, label_source, record_calls
 from evalstore.services.judges.prompts import answer_schema, delimited, parse_answer
 from evalstore.services.judges.registry import get_judge
-from evalstore.services.judges.running import chat_judge, passage_text
+from evalstore.services.judges.running import passage_text
 
 SCALE = (0, 2)
 PROMPT = """In this task, you will evaluate whether a statement is supported by the passage it cites. Use the \
@@ -68,8 +68,13 @@ class SupportAssessment:
     asked: int
     labelled: int  # of those asked, with a grade
     labels: dict[str, int]  # the new labels, per grade
-    skipped: list[dict[str, str]] = field(default_factory=list)  # the segment's text is missing: run, topic, ...
+    skipped: list[dict[str, str]] = field(default_factory=list)  # the segment's text is missing, or over budget
     failed: list[dict[str, str]] = field(default_factory=list)  # no grade: run, topic, sentence, reason
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None  # None: the judge declares no prices
+    budget_usd: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -173,6 +178,20 @@ def _plan(
     return judge, items, reused, cited, skipped
 
 
+PURPOSE = "support assess"  # its calls' rows in the cost ledger
+
+
+def estimate_support(
+    engine: Engine, *, judge_name: str, runs: list[str], collection: str, topics: list[str] | None = None
+) -> dict[str, Any]:
+    """What :func:`assess_support` with these arguments would send and cost, nothing sent."""
+    judge, items, reused, cited, skipped = _plan(engine, judge_name, runs, collection, topics)
+    with read_only(engine) as session:
+        past = costs.per_answer_call(session, judge, PURPOSE)
+    found = costs.estimate(judge, [item.prompt for item in items], past)
+    return {"judge": judge.name, "cited": cited, "reused": reused, "unaskable": len(skipped), **found.__dict__}
+
+
 def assess_support(
     engine: Engine,
     *,
@@ -180,68 +199,80 @@ def assess_support(
     runs: list[str],
     collection: str,
     topics: list[str] | None = None,
+    max_cost: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> SupportAssessment:
     """Have the judge grade each cited sentence's first citation of ``runs`` (of ``topics``)
-    against the segment's text in ``collection``; what it labelled before is reused."""
+    against the segment's text in ``collection``; what it labelled before is reused. With
+    ``max_cost`` a call is sent only while the budget holds its worst case. Every call goes to the
+    judge's cost ledger; each label keeps its provenance (the judge, model, prompt hash, its call)."""
     judge, items, reused, cited, skipped = _plan(engine, judge_name, runs, collection, topics)
     assessor = f"judge:{judge.name}"
-    asker = chat_judge(
+    asker = asker_for(
         judge,
-        client=client,
-        sleep=sleep,
         schema=("citation_support", answer_schema(SCALE)),
         parse=lambda text: parse_answer(text, SCALE),
+        max_cost=max_cost,
+        client=client,
+        sleep=sleep,
     )
-    failed: list[dict[str, str]] = []
     labels: dict[str, int] = {}
-    pending: list[tuple[_Item, Answer]] = []
-    asked = 0
+
+    def store(answered: list[Asked[_Item]]) -> None:
+        _store(engine, judge, assessor, answered)
+        for asked in answered:
+            if asked.answer.relevance is not None:
+                labels[str(asked.answer.relevance)] = labels.get(str(asked.answer.relevance), 0) + 1
+
     try:
-        with ThreadPoolExecutor(max_workers=int(judge.params["max_concurrency"])) as executor:
-            futures = {executor.submit(asker.judge, item.prompt): item for item in items}
-            try:
-                for future in as_completed(futures):
-                    item, answer = futures[future], future.result()
-                    asked += 1
-                    if answer.relevance is None:
-                        failed.append(
-                            {
-                                "run": item.run,
-                                "topic": item.topic,
-                                "sentence": str(item.sentence + 1),
-                                "reason": answer.reason or "unknown",
-                            }
-                        )
-                    else:
-                        labels[str(answer.relevance)] = labels.get(str(answer.relevance), 0) + 1
-                        pending.append((item, answer))
-                    if len(pending) >= WRITE_EVERY:
-                        _store(engine, assessor, pending)
-                        pending = []
-                    if progress is not None:
-                        progress(asked, len(items))
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        tally = ask_all(
+            judge,
+            items,
+            lambda item: Asked(item, asker.once(item.prompt)),
+            store,
+            write_every=WRITE_EVERY,
+            progress=progress,
+        )
     finally:
-        if pending:
-            _store(engine, assessor, pending)
         asker.close()
-    order = {(i.run, i.topic, str(i.sentence + 1)): n for n, i in enumerate(items)}
-    failed.sort(key=lambda row: order[(row["run"], row["topic"], row["sentence"])])
+
+    def named(item: _Item, reason: str) -> dict[str, str]:
+        return {"run": item.run, "topic": item.topic, "sentence": str(item.sentence + 1), "reason": reason}
+
     return SupportAssessment(
-        judge.name, assessor, cited, reused, asked, asked - len(failed), dict(sorted(labels.items())), skipped, failed
+        judge.name,
+        assessor,
+        cited,
+        reused,
+        tally.asked,
+        tally.labelled,
+        dict(sorted(labels.items())),
+        [*skipped, *(named(item, reason) | {"segment": item.segment} for item, reason in tally.skipped)],
+        [named(item, reason) for item, reason in tally.failed],
+        tally.input_tokens,
+        tally.output_tokens,
+        tally.seconds,
+        tally.cost(judge),
+        max_cost,
     )
 
 
-def _store(engine: Engine, assessor: str, answers: list[tuple[_Item, Answer]]) -> None:
+def _store(engine: Engine, judge: Any, assessor: str, answers: list[Asked[_Item]]) -> None:
+    """The calls into the cost ledger and the grades with their provenance (a call without a grade
+    stores none), in one unit of work."""
     with unit_of_work(engine) as session:
-        for item, answer in answers:
-            assert answer.relevance is not None, "only grades are stored"
+        calls = record_calls(
+            session,
+            judge,
+            PURPOSE,
+            [(f"{a.item.run} {a.item.topic} sentence {a.item.sentence + 1}", a.answer) for a in answers],
+        )
+        for asked, call in zip(answers, calls, strict=True):
+            item, answer = asked.item, asked.answer
+            if answer.relevance is None:
+                continue
             row = session.get(CitationSupport, (item.run_id, item.topic, item.sentence, assessor))
             if row is None:
                 row = CitationSupport(
@@ -249,3 +280,4 @@ def _store(engine: Engine, assessor: str, answers: list[tuple[_Item, Answer]]) -
                 )
                 session.add(row)
             row.segment, row.label = item.segment, answer.relevance
+            row.source = label_source(judge, answer, "trec-rag-support", PROMPT_HASH, call)

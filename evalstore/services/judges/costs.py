@@ -1,4 +1,5 @@
-"""A judge's cost ledger: every label keeps the tokens its calls used (as the endpoint's ``usage``
+"""A judge's cost ledger: every label (and every call of an answer assessor: nuggets assign,
+support assess, nuggets create) keeps the tokens its calls used (as the endpoint's ``usage``
 reports them), its attempts and seconds; a judge's prices (``price_in``, ``price_out``: US dollars
 per million input and output tokens, declared with the judge) turn tokens into money. Here: the
 sums `judges show` gives, the estimate `judges run --dry-run` gives before anything is sent, and the
@@ -13,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import Judge, JudgeLabel, JudgePreference, JudgeRepeat, Pool
+from evalstore.db.models import Judge, JudgeAnswerCall, JudgeLabel, JudgePreference, JudgeRepeat, Pool
 
 # a prompt's tokens before it is sent, when the judge has no call of its own to learn from: about 4
 # characters a token in English text (OpenAI's rule of thumb); an estimate, said to be one
@@ -70,10 +71,16 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
         ).where(JudgePreference.judge_id == judge.id, JudgePreference.config_hash == judge.config_hash)
     ).one()
     repeats = int(repeat_rows[0])
+    answer_calls = _answer_calls(session, judge)
+    calls = answer_calls.values()
     attempts = int(attempts or 0) + int(repeat_rows[1] or 0) + int(preference_rows[1] or 0)
+    attempts += sum(c["attempts"] for c in calls)
     tokens_in = int(tokens_in or 0) + int(repeat_rows[2] or 0) + int(preference_rows[2] or 0)
+    tokens_in += sum(c["input_tokens"] for c in calls)
     tokens_out = int(tokens_out or 0) + int(repeat_rows[3] or 0) + int(preference_rows[3] or 0)
+    tokens_out += sum(c["output_tokens"] for c in calls)
     seconds = float(seconds or 0.0) + float(repeat_rows[4] or 0.0) + float(preference_rows[4] or 0.0)
+    seconds += sum(c["seconds"] for c in calls)
     unrateable = session.execute(
         select(Pool.name, JudgeLabel.topic, JudgeLabel.doc, JudgeLabel.reason)
         .join(Pool, Pool.id == JudgeLabel.pool_id)
@@ -95,7 +102,58 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
             {"pool": pool, "topic": topic, "doc": doc, "reason": reason}
             for pool, topic, doc, reason in unrateable[:LISTED]
         ],
+        # the answer assessors' calls (nuggets assign, support assess, nuggets create), counted above too
+        "answer_calls": answer_calls,
     }
+
+
+def _answer_calls(session: Session, judge: Judge) -> dict[str, dict[str, Any]]:
+    """The judge's answer-assessing calls under its configuration, summed per purpose."""
+    rows = session.execute(
+        select(
+            JudgeAnswerCall.purpose,
+            func.count(JudgeAnswerCall.id),
+            func.count(JudgeAnswerCall.id).filter(JudgeAnswerCall.labelled.is_(True)),
+            func.coalesce(func.sum(JudgeAnswerCall.attempts), 0),
+            func.coalesce(func.sum(JudgeAnswerCall.input_tokens), 0),
+            func.coalesce(func.sum(JudgeAnswerCall.output_tokens), 0),
+            func.coalesce(func.sum(JudgeAnswerCall.seconds), 0.0),
+        )
+        .where(JudgeAnswerCall.judge_id == judge.id, JudgeAnswerCall.config_hash == judge.config_hash)
+        .group_by(JudgeAnswerCall.purpose)
+        .order_by(JudgeAnswerCall.purpose)
+    ).all()
+    return {
+        purpose: {
+            "calls": int(calls),
+            "labelled": int(labelled),
+            "attempts": int(attempts or 0),
+            "input_tokens": int(tokens_in or 0),
+            "output_tokens": int(tokens_out or 0),
+            "seconds": float(seconds or 0.0),
+            "cost_usd": money(judge, int(tokens_in or 0), int(tokens_out or 0)),
+        }
+        for purpose, calls, labelled, attempts, tokens_in, tokens_out, seconds in rows
+    }
+
+
+def per_answer_call(session: Session, judge: Judge, purpose: str) -> tuple[float, float, float] | None:
+    """:func:`per_call` for the judge's answer-assessing calls of ``purpose`` (None: none yet)."""
+    row = session.execute(
+        select(
+            func.avg(JudgeAnswerCall.input_tokens),
+            func.avg(JudgeAnswerCall.output_tokens),
+            func.avg(JudgeAnswerCall.seconds),
+        ).where(
+            JudgeAnswerCall.judge_id == judge.id,
+            JudgeAnswerCall.config_hash == judge.config_hash,
+            JudgeAnswerCall.purpose == purpose,
+            JudgeAnswerCall.input_tokens.is_not(None),
+        )
+    ).one()
+    if row[0] is None:
+        return None
+    return float(row[0]), float(row[1] or 0.0), float(row[2] or 0.0)
 
 
 def per_call(session: Session, judge: Judge) -> tuple[float, float, float] | None:
@@ -181,6 +239,10 @@ class Budget:
         with self._lock:
             self._reserved -= reserved
             self._spent += used
+
+    @property
+    def limit(self) -> float:
+        return self._limit
 
     @property
     def spent(self) -> float:

@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +32,10 @@ from evalstore.db.models import AnswerRun, AnswerSentence, AnswerTopic, Nugget, 
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services.answers import get_bank
-from evalstore.services.judges.client import Answer
+from evalstore.services.judges import costs
+from evalstore.services.judges.asking import Asked, ask_all, asker_for, label_source, record_calls
 from evalstore.services.judges.prompts import Parsed, delimited
-from evalstore.services.judges.registry import get_judge, provenance
-from evalstore.services.judges.running import chat_judge
+from evalstore.services.judges.registry import get_judge
 
 LABELS = ("not_support", "partial_support", "support")  # a label's code is its index
 PROMPT = """Based on the query and the answer, label the nugget as support, partial_support, or not_support \
@@ -112,6 +111,9 @@ class NuggetAssignmentRun:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    cost_usd: float | None = None  # None: the judge declares no prices
+    skipped: list[dict[str, str]] = field(default_factory=list)  # not sent: the budget was reached first
+    budget_usd: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -204,6 +206,26 @@ def _plan(
     return judge, items, reused
 
 
+PURPOSE = "nuggets assign"  # its calls' rows in the cost ledger
+
+
+def estimate_assignment(
+    engine: Engine,
+    bank_name: str,
+    *,
+    judge_name: str,
+    runs: list[str] | None = None,
+    topics: list[str] | None = None,
+) -> dict[str, Any]:
+    """What :func:`assign_nuggets` with these arguments would send and cost, nothing sent
+    (:func:`evalstore.services.judges.costs.estimate`, from this judge's past assignment calls)."""
+    judge, items, reused = _plan(engine, bank_name, judge_name, runs, topics)
+    with read_only(engine) as session:
+        past = costs.per_answer_call(session, judge, PURPOSE)
+    found = costs.estimate(judge, [item.prompt for item in items], past)
+    return {"judge": judge.name, "bank": bank_name, "reused": reused, **found.__dict__}
+
+
 def assign_nuggets(
     engine: Engine,
     bank_name: str,
@@ -211,88 +233,79 @@ def assign_nuggets(
     judge_name: str,
     runs: list[str] | None = None,
     topics: list[str] | None = None,
+    max_cost: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> NuggetAssignmentRun:
     """Have the judge assign the bank's nuggets (of ``topics``) to the answers of ``runs`` (None:
-    every answer run answering one of those topics); what it assigned before is reused."""
+    every answer run answering one of those topics); what it assigned before is reused. With
+    ``max_cost`` (US dollars, the judge's prices) a call is sent only while the budget holds its
+    worst case; the rest are skipped, listed and left for the next run. Every call goes to the
+    judge's cost ledger; each label names its call in its provenance."""
     judge, items, reused = _plan(engine, bank_name, judge_name, runs, topics)
     assessor = f"judge:{judge.name}"
-    asker = chat_judge(judge, client=client, sleep=sleep, schema=SCHEMA, parse=parse_label)
-    failed: list[dict[str, str]] = []
+    asker = asker_for(judge, schema=SCHEMA, parse=parse_label, max_cost=max_cost, client=client, sleep=sleep)
     labels: dict[str, int] = {}
-    pending: list[tuple[_Item, Answer]] = []
-    asked = tokens_in = tokens_out = 0
-    seconds = 0.0
+
+    def store(answered: list[Asked[_Item]]) -> None:
+        _store(engine, judge, assessor, answered)
+        for asked in answered:
+            if asked.answer.relevance is not None:
+                label = LABELS[asked.answer.relevance]
+                labels[label] = labels.get(label, 0) + 1
+
     try:
-        with ThreadPoolExecutor(max_workers=int(judge.params["max_concurrency"])) as executor:
-            futures = {executor.submit(asker.judge, item.prompt): item for item in items}
-            try:
-                for future in as_completed(futures):
-                    item, answer = futures[future], future.result()
-                    asked += 1
-                    tokens_in += answer.input_tokens or 0
-                    tokens_out += answer.output_tokens or 0
-                    seconds += answer.seconds
-                    if answer.relevance is None:
-                        failed.append(
-                            {
-                                "run": item.run,
-                                "topic": item.topic,
-                                "nugget": str(item.position + 1),
-                                "reason": answer.reason or "unknown",
-                            }
-                        )
-                    else:
-                        label = LABELS[answer.relevance]
-                        labels[label] = labels.get(label, 0) + 1
-                        pending.append((item, answer))
-                    if len(pending) >= WRITE_EVERY:
-                        _store(engine, judge, assessor, pending)
-                        pending = []
-                    if progress is not None:
-                        progress(asked, len(items))
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        tally = ask_all(
+            judge,
+            items,
+            lambda item: Asked(item, asker.once(item.prompt)),
+            store,
+            write_every=WRITE_EVERY,
+            progress=progress,
+        )
     finally:
-        if pending:
-            _store(engine, judge, assessor, pending)
         asker.close()
-    order = {(i.run, i.topic, str(i.position + 1)): n for n, i in enumerate(items)}
-    failed.sort(key=lambda row: order[(row["run"], row["topic"], row["nugget"])])
+
+    def named(item: _Item, reason: str) -> dict[str, str]:
+        return {"run": item.run, "topic": item.topic, "nugget": str(item.position + 1), "reason": reason}
+
     return NuggetAssignmentRun(
         bank_name,
         judge.name,
         assessor,
         len(items) + reused,
         reused,
-        asked,
-        asked - len(failed),
+        tally.asked,
+        tally.labelled,
         dict(sorted(labels.items())),
-        failed,
-        tokens_in,
-        tokens_out,
-        seconds,
+        [named(item, reason) for item, reason in tally.failed],
+        tally.input_tokens,
+        tally.output_tokens,
+        tally.seconds,
+        tally.cost(judge),
+        [named(item, reason) for item, reason in tally.skipped],
+        max_cost,
     )
 
 
-def label_source(judge: Any, answer: Answer) -> str:
-    """A judge's label's provenance, as the assignment's ``source`` keeps it (JSON): the judge's
-    configuration, the assignment prompt's hash and the attempts the label took."""
-    made = provenance(judge, answer.structured) | {"prompt": "nuggetizer-assign", "prompt_hash": PROMPT_HASH}
-    return json.dumps(made | {"attempts": answer.attempts}, sort_keys=True)
-
-
-def _store(engine: Engine, judge: Any, assessor: str, answers: list[tuple[_Item, Answer]]) -> None:
+def _store(engine: Engine, judge: Any, assessor: str, answers: list[Asked[_Item]]) -> None:
+    """The calls into the cost ledger, and the labels (a call without one stores none: a missing
+    label must not read as not_support), in one unit of work."""
     with unit_of_work(engine) as session:
-        for item, answer in answers:
-            assert answer.relevance is not None, "only labels are stored"
+        calls = record_calls(
+            session,
+            judge,
+            PURPOSE,
+            [(f"{a.item.run} {a.item.topic} nugget {a.item.position + 1}", a.answer) for a in answers],
+        )
+        for asked, call in zip(answers, calls, strict=True):
+            item, answer = asked.item, asked.answer
+            if answer.relevance is None:
+                continue
             row = session.get(NuggetAssignment, (item.nugget_id, item.run_id, assessor))
             if row is None:
                 row = NuggetAssignment(nugget_id=item.nugget_id, answer_run_id=item.run_id, assessor=assessor)
                 session.add(row)
             row.label = LABELS[answer.relevance]
-            row.source = label_source(judge, answer)
+            row.source = label_source(judge, answer, "nuggetizer-assign", PROMPT_HASH, call)

@@ -26,11 +26,13 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.io import nuggets as nugget_files
 from evalstore.services.answers.nuggets import add_bank
+from evalstore.services.judges import costs
+from evalstore.services.judges.asking import Asked, ask_all, asker_for, record_calls
 from evalstore.services.judges.prompts import Parsed, delimited
 from evalstore.services.judges.registry import get_judge, provenance
-from evalstore.services.judges.running import chat_judge
 
 MAX_NUGGETS = 30
+WRITE_EVERY = 20  # calls a ledger transaction (a topic is one call)
 MAX_WORDS = 12
 ANSWER_CHARACTERS = 8000
 PROMPT = """Write the list of atomic nuggets of information (1-12 words each) that best provide the information \
@@ -77,6 +79,11 @@ class DraftedBank:
     nuggets: int
     rejected: list[dict[str, str]] = field(default_factory=list)  # topic, text, reason
     failed: list[dict[str, str]] = field(default_factory=list)  # topic, reason
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None  # None: the judge declares no prices
+    budget_usd: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -133,17 +140,14 @@ def nuggets_of(text: str | None, topic: str) -> tuple[list[nugget_files.Nugget],
     return kept, rejected
 
 
-def create_bank(
-    engine: Engine,
-    name: str,
-    *,
-    judge_name: str,
-    topics: list[str],
-    runs: list[str],
-    client: httpx.Client | None = None,
-) -> DraftedBank:
-    """Draft bank ``name`` for ``topics`` from the answers of ``runs`` and store it as the judge's
-    draft (a name taken is refused before anything is asked)."""
+PURPOSE = "nuggets create"  # its calls' rows in the cost ledger
+
+
+def _plan(
+    engine: Engine, name: str, judge_name: str, topics: list[str], runs: list[str]
+) -> tuple[Any, dict[str, str], dict[str, str | None]]:
+    """The judge (detached), each topic's prompt in the order given, and its text as a run gives
+    it; a name taken is refused."""
     if not topics or not runs:
         raise InvalidParameterError("Name the topics to draft nuggets for and the answer runs to draft them from.")
     with read_only(engine) as session:
@@ -172,27 +176,73 @@ def create_bank(
         if session.scalar(select(NuggetBank.id).where(NuggetBank.name == name)) is not None:
             raise InvalidParameterError(f"A nugget bank named '{name}' exists; choose another name.")
         session.expunge(judge)
-    asker = chat_judge(judge, client=client, schema=SCHEMA, parse=parse_draft)
-    drafted: list[nugget_files.TopicNuggets] = []
-    rejected: list[dict[str, str]] = []
-    failed: list[dict[str, str]] = []
-    structured = "none"
+    prompts = {
+        topic: render(queries.get(topic) or topic, [" ".join(t) for _, t in sorted(texts[topic].items())])
+        for topic in dict.fromkeys(topics)
+    }
+    return judge, prompts, queries
+
+
+def estimate_bank(engine: Engine, name: str, *, judge_name: str, topics: list[str], runs: list[str]) -> dict[str, Any]:
+    """What :func:`create_bank` with these arguments would send and cost, nothing sent."""
+    judge, prompts, _ = _plan(engine, name, judge_name, topics, runs)
+    with read_only(engine) as session:
+        past = costs.per_answer_call(session, judge, PURPOSE)
+    found = costs.estimate(judge, list(prompts.values()), past)
+    return {"judge": judge.name, "bank": name, **found.__dict__}
+
+
+def create_bank(
+    engine: Engine,
+    name: str,
+    *,
+    judge_name: str,
+    topics: list[str],
+    runs: list[str],
+    max_cost: float | None = None,
+    client: httpx.Client | None = None,
+) -> DraftedBank:
+    """Draft bank ``name`` for ``topics`` from the answers of ``runs`` and store it as the judge's
+    draft (a name taken is refused before anything is asked). With ``max_cost`` a topic is asked
+    only while the budget holds its worst case (the rest are listed as failed). Every call goes to
+    the judge's cost ledger."""
+    judge, planned, queries = _plan(engine, name, judge_name, topics, runs)
+    asker = asker_for(judge, schema=SCHEMA, parse=parse_draft, max_cost=max_cost, client=client, sleep=None)
+    answered: dict[str, Any] = {}
+
+    def store(batch: list[Asked[str]]) -> None:
+        with unit_of_work(engine) as session:
+            record_calls(session, judge, PURPOSE, [(f"topic {a.item}", a.answer) for a in batch])
+        answered.update((a.item, a.answer) for a in batch)
+
     try:
-        for topic in dict.fromkeys(topics):
-            answers = [" ".join(t) for _, t in sorted(texts[topic].items())]
-            answer = asker.judge(render(queries.get(topic) or topic, answers))
-            structured = answer.structured
-            if answer.relevance is None:
-                failed.append({"topic": topic, "reason": answer.reason or "unknown"})
-                continue
-            kept, refused = nuggets_of(answer.raw_output, topic)
-            rejected += refused
-            if not kept:
-                failed.append({"topic": topic, "reason": "the answer holds no valid nugget"})
-                continue
-            drafted.append(nugget_files.TopicNuggets(topic, queries.get(topic) or None, tuple(kept), 0))
+        tally = ask_all(
+            judge,
+            list(planned),
+            lambda topic: Asked(topic, asker.once(planned[topic])),
+            store,
+            write_every=WRITE_EVERY,
+        )
     finally:
         asker.close()
+    drafted: list[nugget_files.TopicNuggets] = []
+    rejected: list[dict[str, str]] = []
+    failed: list[dict[str, str]] = [{"topic": topic, "reason": reason} for topic, reason in tally.skipped]
+    structured = "none"
+    for topic in planned:
+        answer = answered.get(topic)
+        if answer is None:
+            continue  # never sent: listed above
+        structured = answer.structured
+        if answer.relevance is None:
+            failed.append({"topic": topic, "reason": answer.reason or "unknown"})
+            continue
+        kept, refused = nuggets_of(answer.raw_output, topic)
+        rejected += refused
+        if not kept:
+            failed.append({"topic": topic, "reason": "the answer holds no valid nugget"})
+            continue
+        drafted.append(nugget_files.TopicNuggets(topic, queries.get(topic) or None, tuple(kept), 0))
     if drafted:
         source = json.dumps(
             provenance(judge, structured) | {"prompt": "nuggetizer-create", "prompt_hash": PROMPT_HASH},
@@ -202,4 +252,16 @@ def create_bank(
             add_bank(
                 session, nugget_files.NuggetFile(tuple(drafted), ()), name, source, drafted_by=f"judge:{judge.name}"
             )
-    return DraftedBank(name, judge.name, len(drafted), sum(len(t.nuggets) for t in drafted), rejected, failed)
+    return DraftedBank(
+        name,
+        judge.name,
+        len(drafted),
+        sum(len(t.nuggets) for t in drafted),
+        rejected,
+        failed,
+        tally.input_tokens,
+        tally.output_tokens,
+        tally.seconds,
+        tally.cost(judge),
+        max_cost,
+    )

@@ -7,14 +7,12 @@ reason and asked again on the next run; a human label is never touched (judges' 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from sqlalchemy import Engine, select
 
-from evalstore import config
 from evalstore.db import repositories as repo
 from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
@@ -22,8 +20,9 @@ from evalstore.errors import InvalidParameterError
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.judges import consistency, costs
-from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
-from evalstore.services.judges.prompts import Parsed, render
+from evalstore.services.judges.asking import Asked, Asker, ask_all, chat_judge, check_budget
+from evalstore.services.judges.client import Answer
+from evalstore.services.judges.prompts import render
 from evalstore.services.judges.registry import get_judge, provenance
 
 WRITE_EVERY = 20  # labels per transaction: a crash loses at most these
@@ -52,48 +51,6 @@ class JudgeRun:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def api_key(judge: Judge) -> str | None:
-    if judge.api_key_env is None:
-        return None
-    key = config.secret(judge.api_key_env)
-    if not key:
-        raise InvalidParameterError(
-            f"Judge '{judge.name}' reads its API key from ${judge.api_key_env}, which is not "
-            "set; export it and run again."
-        )
-    return key
-
-
-def chat_judge(
-    judge: Judge,
-    *,
-    client: httpx.Client | None = None,
-    sleep: Callable[[float], None] | None = None,
-    schema: tuple[str, dict[str, Any]] | None = None,
-    parse: Callable[[str | None], Parsed] | None = None,
-) -> ChatJudge:
-    params = judge.params
-    settings = ChatSettings(
-        judge.endpoint,
-        judge.model,
-        api_key(judge),
-        float(params["temperature"]),
-        params.get("seed"),
-        int(params["max_tokens"]),
-        float(params["timeout"]),
-        str(params["structured"]),
-    )
-    low, high = params["scale"]
-    return ChatJudge(
-        settings,
-        (int(low), int(high)),
-        client=client,
-        schema=schema,
-        parse=parse,
-        **({"sleep": sleep} if sleep else {}),
-    )
 
 
 def query_text(statement: TopicStatement) -> str:
@@ -225,113 +182,64 @@ def run_judge(
         raise InvalidParameterError(f"The budget must be above 0 dollars; not {max_cost:g}.")
     plan = _plan(engine, name, pool_name, topics, limit)
     judge, pool = plan.judge, plan.pool
-    if max_cost is not None and costs.prices(judge) is None:
-        raise InvalidParameterError(
-            f"Judge '{judge.name}' declares no prices, so a budget cannot be kept; declare its prices per "
-            "million input and output tokens (judges add --replace)."
-        )
-    budget = costs.Budget(judge, max_cost) if max_cost is not None else None
-    asker = chat_judge(judge, client=client, sleep=sleep)
+    asker = Asker(judge, chat_judge(judge, client=client, sleep=sleep), check_budget(judge, max_cost))
 
-    def once(prompt: str) -> Answer:
-        reserved = budget.reserve(prompt) if budget is not None else 0.0
-        if reserved is None:
-            return Answer(
-                None, None, None, f"skipped: the budget of {max_cost:g} USD was reached", 0, "none", 0.0, sent=False
-            )
-        answer = asker.judge(prompt)
-        if budget is not None:
-            budget.settle(reserved, answer.input_tokens, answer.output_tokens, prompt)
-        return answer
-
-    def ask(topic: str, doc: str) -> tuple[Answer, list[Answer]]:
-        prompt = plan.prompts[(topic, doc)]
+    def ask(key: tuple[str, str]) -> Asked[tuple[str, str]]:
+        prompt = plan.prompts[key]
         if prompt is None:
-            return Answer(None, None, None, plan.missing[(topic, doc)], 0, "none", 0.0), []
-        first = once(prompt)
+            return Asked(key, Answer(None, None, None, plan.missing[key], 0, "none", 0.0))
+        first = asker.once(prompt)
         again: list[Answer] = []
         while first.sent and len(again) < repeats - 1:
-            answer = once(prompt)
+            answer = asker.once(prompt)
             if not answer.sent:  # the budget ends the repeats; the label stands
                 break
             again.append(answer)
-        return first, again
+        return Asked(key, first, tuple(again))
 
     todo = list(plan.prompts)
-    reasons: dict[str, int] = {}
-    failed: list[dict[str, str]] = []
-    skipped: list[dict[str, str]] = []
-    done = rated_now = tokens_in = tokens_out = 0
-    seconds = 0.0
-    pending: list[tuple[str, str, Answer, list[Answer]]] = []
     try:
-        with ThreadPoolExecutor(max_workers=int(judge.params["max_concurrency"])) as executor:
-            futures = {executor.submit(ask, t, d): (t, d) for t, d in todo}
-            try:
-                for future in as_completed(futures):
-                    topic, doc = futures[future]
-                    answer, again = future.result()
-                    if not answer.sent:  # never asked: no label, nothing stored; counted and listed
-                        skipped.append({"topic": topic, "doc": doc, "reason": answer.reason or ""})
-                        continue
-                    pending.append((topic, doc, answer, again))
-                    done += 1
-                    for call in (answer, *again):
-                        tokens_in += call.input_tokens or 0
-                        tokens_out += call.output_tokens or 0
-                        seconds += call.seconds
-                    if answer.relevance is None:
-                        key = (answer.reason or "unknown").split(":")[0]
-                        reasons[key] = reasons.get(key, 0) + 1
-                        failed.append({"topic": topic, "doc": doc, "reason": answer.reason or "unknown"})
-                    else:
-                        rated_now += 1
-                    if len(pending) >= WRITE_EVERY:
-                        _store(engine, judge, pool, pending)
-                        pending = []
-                    if progress is not None:
-                        progress(done + len(skipped), len(todo))
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        tally = ask_all(
+            judge,
+            todo,
+            ask,
+            lambda answered: _store(engine, judge, pool, answered),
+            write_every=WRITE_EVERY,
+            progress=progress,
+        )
     finally:
-        if pending:
-            _store(engine, judge, pool, pending)
         asker.close()
     consistent = None
     if repeats > 1:
         with read_only(engine) as session:
             consistent = consistency.self_consistency(session, get_judge(session, judge.name))
-    order = {key: i for i, key in enumerate(todo)}
-    failed.sort(key=lambda row: order[(row["topic"], row["doc"])])
-    skipped.sort(key=lambda row: order[(row["topic"], row["doc"])])
     return JudgeRun(
         judge.name,
         pool.name,
         judge.config_hash,
         plan.entries,
         plan.reused,
-        done,
-        rated_now,
-        done - rated_now,
-        reasons,
-        tokens_in,
-        tokens_out,
-        seconds,
-        costs.money(judge, tokens_in, tokens_out),
-        failed,
-        skipped,
+        tally.asked,
+        tally.labelled,
+        tally.asked - tally.labelled,
+        tally.reasons,
+        tally.input_tokens,
+        tally.output_tokens,
+        tally.seconds,
+        tally.cost(judge),
+        [{"topic": t, "doc": d, "reason": reason} for (t, d), reason in tally.failed],
+        [{"topic": t, "doc": d, "reason": reason} for (t, d), reason in tally.skipped],
         max_cost,
         repeats,
         consistent,
     )
 
 
-def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[tuple[str, str, Answer, list[Answer]]]) -> None:
+def _store(engine: Engine, judge: Judge, pool: Pool, answers: list[Asked[tuple[str, str]]]) -> None:
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
-        for topic, doc, answer, again in answers:
+        for asked in answers:
+            (topic, doc), answer, again = asked.item, asked.answer, list(asked.again)
             _store_repeats(session, judge, pool, topic, doc, again, now)
             row = session.scalar(
                 select(JudgeLabel).where(

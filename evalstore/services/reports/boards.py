@@ -93,7 +93,7 @@ def board_page(
     context: AppContext,
     name: str,
     body: dict[str, Any],
-    qrels: str,
+    qrels: str | None,
     qrels_source: str | None,
     may_open: Callable[[str, str], bool],
     measures: Sequence[str] = (),
@@ -103,9 +103,11 @@ def board_page(
 ) -> BoardPage:
     """A board's body (a task's, or a collection's) as a page: sorted, with tiers and notes;
     ``may_open(run, team)`` tells which runs' pages the reader may open; ``topics``: the topics the
-    board ranks on (a split task's public ones before its release)."""
+    board ranks on (a split task's public ones before its release). ``qrels`` None: an answer
+    task's board, its measures the answer measures."""
     engine = context.engine
-    names: list[str] = body.get("measures", [str(m) for m in resolve_measures(list(measures))] if measures else [])
+    default = [str(m) for m in resolve_measures(list(measures))] if measures and qrels is not None else list(measures)
+    names: list[str] = body.get("measures", default)
     sort = sort or (names[0] if names else "run")
     if sort not in (*names, "run", "team"):
         raise InvalidParameterError(
@@ -115,8 +117,11 @@ def board_page(
     raw = body["rows"]
     letters: dict[str, str] = {}
     notes = list(body.get("notes", []))
-    if tier_measure is not None and len(raw) >= 2:
-        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics)
+    nuggets = body.get("nuggets")
+    # Tukey's HSD needs two topics (one left it undefined: a 500 on the page)
+    enough = len(raw) >= 2 and max((r["topics"] or 0) for r in raw) >= 2
+    if tier_measure is not None and enough and (qrels is not None or nuggets is not None):
+        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics, nuggets=nuggets)
         notes.append(
             f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
             "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0"
@@ -142,7 +147,7 @@ def board_page(
         for r in raw
     ]
     if sort in names:
-        rows.sort(key=lambda r: (-r.scores[sort]["mean"], r.run))
+        rows.sort(key=lambda r: (_mean(r, sort) is None, -(_mean(r, sort) or 0.0), r.run))
     else:
         rows.sort(key=lambda r: (getattr(r, sort), r.run))
     if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
@@ -156,36 +161,57 @@ def board_page(
     )
 
 
+def _mean(row: BoardRow, measure: str) -> float | None:
+    """The row's mean of ``measure``; None where it has none (an answer run without citation-support
+    labels has no support_precision)."""
+    return row.scores.get(measure, {}).get("mean")
+
+
 def _tiers(
     context: AppContext,
-    qrels: str,
+    qrels: str | None,
     runs: list[str],
     measure: str,
     body: dict[str, Any],
     topics: ranking.TopicFilter | None,
+    *,
+    nuggets: str | None = None,
 ) -> dict[str, str]:
     """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
     numbers stay the same (a board's numbers change with every new result, so only the newest few
-    boards' tiers are kept)."""
+    boards' tiers are kept). On an answer task's board (``nuggets``: its bank) the same test on
+    the per-topic answer measures of the evaluations the board shows."""
     key = (
-        qrels,
+        qrels or f"nuggets:{nuggets}",
         tuple(sorted(runs)),
         measure,
-        tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]),
+        tuple((r["run"], r["scores"][measure]["mean"], r.get("evaluation")) for r in body["rows"]),
         topics,
     )
     cached = context.tiers.get(key)
     if cached is not None:
         return cached
-    comparison = comparisons.compare(
-        context.engine,
-        qrels_name=qrels,
-        run_names=runs,
-        measures=[measure],
-        multi="tukey",
-        missing="zero",
-        topic_filter=topics,
-    )
+    if qrels is None:
+        assert nuggets is not None
+        comparison = comparisons.compare_answers(
+            context.engine,
+            bank_name=nuggets,
+            answer_names=runs,
+            measures=[measure],
+            evaluation_ids={r["run"]: r["evaluation"] for r in body["rows"]},
+            multi="tukey",
+            missing="zero",
+        )
+    else:
+        comparison = comparisons.compare(
+            context.engine,
+            qrels_name=qrels,
+            run_names=runs,
+            measures=[measure],
+            multi="tukey",
+            missing="zero",
+            topic_filter=topics,
+        )
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}

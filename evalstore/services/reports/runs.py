@@ -64,10 +64,13 @@ def run_page(
         return RunPage(submission, results.get("scores") != tasks.HIDDEN, {}, None, [], [], [], [], [], [], 0)
 
     access = tasks.task_access(engine, principal, submission["task"])
+    qrels = access.qrels
+    if qrels is None:  # answers: their scores on the task's nugget bank, without the per-topic picture
+        return RunPage(submission, True, results["aggregates"], None, [], [], [], [], [], [], 0)
 
     def peers(measure: str) -> tuple[str, list[str]]:
         board = tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context)
-        return access.qrels, [r["run"] for r in board.body["rows"]]
+        return qrels, [r["run"] for r in board.body["rows"]]
 
     public_only = results.get("topic_set") == "public"
     if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
@@ -197,6 +200,8 @@ def compare_page(
             raise NotFoundError(f"Run '{run}' is not a run of task '{task}'.")
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
+    if access.qrels is None:
+        raise InvalidParameterError(f"Task '{task}' takes answers; comparing its runs is not on these pages yet.")
     return compared(
         engine,
         task,

@@ -10,7 +10,8 @@ it may see; the HTTP routes only pass it on.
 
 The package's modules, by job: visibility (what a principal may see: tasks, jobs, submissions,
 results), admin (organising: create, release, attach runs, export qrels), submissions (submitting
-and withdrawing runs: window, quota, the one unit of work of a submission), results (a run's
+and withdrawing runs and answers: window, quota, the one unit of work of a submission; a task over
+a nugget bank's answers queued once assessed), results (a run's
 scores as the asker may see them), boards (a task's
 leaderboard, kept in the application context) and lab_boards (a qrels set's runs, in or out of
 tasks, as a lab sees them: the pages' collections).
@@ -46,12 +47,15 @@ from evalstore.services.tasks.lab_boards import (
 )
 from evalstore.services.tasks.results import PER_TOPIC_WITHHELD, run_results
 from evalstore.services.tasks.submissions import (
+    AnswersQueued,
     Submitted,
     day_used,
+    evaluate_answers,
     quota_used,
     record_submission,
     register_run,
     submission_warning,
+    submit_answers,
     submit_run,
     withdraw_run,
 )
@@ -72,6 +76,9 @@ from evalstore.services.tasks.visibility import (
 )
 
 __all__ = [
+    "AnswersQueued",
+    "evaluate_answers",
+    "submit_answers",
     "CollectionAccess",
     "collection_access",
     "collection_board",

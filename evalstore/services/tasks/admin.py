@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Engine, select
+from sqlalchemy import ColumnElement, Engine, select
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
@@ -26,17 +26,27 @@ from evalstore.errors import (
     NotFoundError,
 )
 from evalstore.metrics import resolve_measures
-from evalstore.services import jobs, store
+from evalstore.metrics.answers import ANSWER_MEASURES, answer_measure
+from evalstore.services import answers, jobs, store
 from evalstore.services.access import Principal, audit, get_user
 from evalstore.services.tasks.topic_split import draw_split
-from evalstore.services.tasks.visibility import RUN_TYPES, TaskView, get_task, iso_text, manages, task_view
+from evalstore.services.tasks.visibility import (
+    RUN_TYPES,
+    TaskView,
+    get_task,
+    iso_text,
+    manages,
+    task_measures,
+    task_view,
+)
 
 
 def create_task(
     engine: Engine,
     name: str,
     *,
-    qrels_name: str,
+    qrels_name: str | None = None,
+    nuggets_name: str | None = None,
     hidden: bool = False,
     opens: datetime | None = None,
     closes: datetime | None = None,
@@ -49,43 +59,51 @@ def create_task(
     split_seed: int | None = None,
     by: Principal | None = None,
 ) -> TaskView:
-    """A task over stored qrels. ``owner`` (a user's name; default: ``by``) is the organiser who
-    manages it; ``daily_cap`` caps each team's runs per UTC day (default: the server's setting).
-    With ``private_fraction``, that share of the qrels' topics is drawn (from ``split_seed``; drawn
-    at random and recorded when not given) as the private topics."""
+    """A task over stored qrels (teams submit runs), or over a nugget bank (``nuggets_name``: teams
+    submit generated answers, scored on the bank's assignments); one of the two. ``owner`` (a
+    user's name; default: ``by``) is the organiser who manages it; ``daily_cap`` caps each team's
+    runs per UTC day (default: the server's setting). With ``private_fraction``, that share of the
+    qrels' topics is drawn (from ``split_seed``; drawn at random and recorded when not given) as
+    the private topics."""
+    if (qrels_name is None) == (nuggets_name is None):
+        raise InvalidParameterError(
+            "A task evaluates runs against qrels or answers on a nugget bank: name one of the two."
+        )
+    if nuggets_name is not None and private_fraction is not None:
+        raise InvalidParameterError("A task over a nugget bank keeps no private topics; leave the split out.")
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
     _check_runs(max_runs_per_team, "The quota per team")
     _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
-    names = [str(m) for m in resolve_measures(list(measures))] if measures else []
+    names = task_measures(measures, answers=nuggets_name is not None)
     with unit_of_work(engine) as session:
         if session.scalar(select(Task.id).where(Task.name == name)) is not None:
             raise ConflictError(f"A task named '{name}' exists already; choose another name.")
-        qrels = repo.get_qrels(session, qrels_name)
-        if qrels.kind != "relevance":
-            raise InvalidParameterError(f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}.")
         owner_id = get_user(session, owner).id if owner else by.user_id if by else None
-        if by is not None and not by.is_admin:
-            if owner_id != by.user_id:
-                raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
-            # a task's organiser may export its qrels: one organiser's qrels (hidden ones above all)
-            # must not be had by creating a task over them
-            others = set(session.scalars(select(Task.owner_id).where(Task.qrels_id == qrels.id))) - {by.user_id}
-            if others:
-                raise AccessDenied(
-                    f"Qrels '{qrels_name}' are the judgments of another organiser's task; an admin "
-                    "may create a task over them for you."
+        if by is not None and not by.is_admin and owner_id != by.user_id:
+            raise AccessDenied("An organiser creates tasks they own; only an admin names another owner.")
+        qrels_id = bank_id = None
+        if qrels_name is not None:
+            qrels = repo.get_qrels(session, qrels_name)
+            if qrels.kind != "relevance":
+                raise InvalidParameterError(
+                    f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}."
                 )
-            if not session.scalar(select(Task.id).where(Task.qrels_id == qrels.id).limit(1)):  # unclaimed: no owner
-                raise AccessDenied(
-                    f"Qrels '{qrels_name}' belong to no task yet; an admin creates the first task over "
-                    "them, naming its organiser (--owner)."
-                )
+            qrels_id = qrels.id
+            _refuse_others_judgments(session, by, Task.qrels_id == qrels.id, f"Qrels '{qrels_name}'", "judgments")
+        else:
+            assert nuggets_name is not None
+            bank = answers.get_bank(session, nuggets_name)
+            bank_id = bank.id
+            _refuse_others_judgments(
+                session, by, Task.nugget_bank_id == bank.id, f"Nugget bank '{nuggets_name}'", "nuggets"
+            )
         task = Task(
             name=name,
-            qrels_id=qrels.id,
+            qrels_id=qrels_id,
+            nugget_bank_id=bank_id,
             owner_id=owner_id,
             hidden=hidden,
             opens_at=_utc(opens),
@@ -93,7 +111,7 @@ def create_task(
             max_runs_per_team=max_runs_per_team,
             daily_cap=daily_cap,
             measures=names,
-            official_measure=_official(official_measure, names),
+            official_measure=_official(official_measure, names, answers=bank_id is not None),
         )
         session.add(task)
         session.flush()
@@ -104,9 +122,28 @@ def create_task(
             by.name if by else None,
             "tasks.create",
             name,
-            {"qrels": qrels_name, "hidden": hidden, "daily_cap": daily_cap},
+            {"qrels": qrels_name, "nuggets": nuggets_name, "hidden": hidden, "daily_cap": daily_cap},
         )
         return task_view(session, task)
+
+
+def _refuse_others_judgments(
+    session: Session, by: Principal | None, over: ColumnElement[bool], what: str, held: str
+) -> None:
+    """A task's organiser may export its qrels and read its assignments: one organiser's judgments
+    (hidden ones above all) must not be had by creating a task over them; judgments no task uses
+    yet belong to no organiser, so an admin creates the first task over them."""
+    if by is None or by.is_admin:
+        return
+    owners = set(session.scalars(select(Task.owner_id).where(over)))
+    if owners - {by.user_id}:
+        raise AccessDenied(
+            f"{what} are the {held} of another organiser's task; an admin may create a task over them for you."
+        )
+    if not owners:
+        raise AccessDenied(
+            f"{what} belong to no task yet; an admin creates the first task over them, naming its organiser (--owner)."
+        )
 
 
 def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> TaskView:
@@ -231,8 +268,8 @@ def change_settings(
         )
     task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
     task.daily_cap = daily_cap
-    task.measures = [str(m) for m in resolve_measures(list(measures))] if measures else []
-    task.official_measure = _official(official_measure, task.measures)
+    task.measures = task_measures(measures, answers=task.nugget_bank_id is not None)
+    task.official_measure = _official(official_measure, task.measures, answers=task.nugget_bank_id is not None)
     task.description = description or None
 
 
@@ -261,13 +298,18 @@ def _utc(moment: datetime | None) -> datetime | None:
     return moment.astimezone(UTC) if moment is not None and moment.tzinfo is not None else moment
 
 
-def _official(measure: str | None, measures: Sequence[str]) -> str | None:
+def _official(measure: str | None, measures: Sequence[str], *, answers: bool = False) -> str | None:
     """The official measure by its canonical name; it must be one the task evaluates (with the
-    default measures: one of evaluate's defaults), or the board could not rank by it."""
+    default measures: one of evaluate's defaults; on an answer task, any answer measure, as every
+    one is computed), or the board could not rank by it."""
     if not measure:
         return None
-    name = str(resolve_measures([measure])[0])
-    evaluated = list(measures) or [str(m) for m in resolve_measures(list(jobs.EvaluationOptions().measures))]
+    if answers:
+        name = answer_measure(measure).family.name
+        evaluated = list(measures) or list(ANSWER_MEASURES)
+    else:
+        name = str(resolve_measures([measure])[0])
+        evaluated = list(measures) or [str(m) for m in resolve_measures(list(jobs.EvaluationOptions().measures))]
     if name not in evaluated:
         listed = ", ".join(measures) if measures else "evaluate's defaults"
         raise InvalidParameterError(
@@ -295,6 +337,8 @@ def set_split(
                 f"Task '{name}' has submissions: its private topics are fixed (seed {task.split_seed}). "
                 "Create a new task to split its topics otherwise."
             )
+        if task.nugget_bank_id is not None:
+            raise InvalidParameterError(f"Task '{name}' takes answers on a nugget bank; it keeps no private topics.")
         if official_measure is not None:
             task.official_measure = _official(official_measure, task.measures)
         if private_fraction == 0:
@@ -371,8 +415,11 @@ def attach_runs(
     attached = []
     with unit_of_work(engine) as session:
         task = _managed_task(session, task_name, by)
-        qrels = session.get(QrelsSet, task.qrels_id)
-        assert qrels is not None
+        qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None
+        if qrels is None:
+            raise InvalidParameterError(
+                f"Task '{task_name}' takes generated answers; stored ranking runs cannot be brought into it."
+            )
         options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
         for name in run_names:
             run = repo.get_run(session, name)

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, func, select
 from evalstore.db.models import (
     Evaluation,
     JudgeProbe,
+    NuggetBank,
     QrelsSet,
     Run,
     Submission,
@@ -27,6 +28,7 @@ from evalstore.errors import (
 )
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
+from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks import judge_made
 from evalstore.services.tasks.visibility import (
@@ -36,6 +38,7 @@ from evalstore.services.tasks.visibility import (
     public_only,
     public_topics,
     scores_are_visible,
+    task_measures,
 )
 
 
@@ -62,13 +65,14 @@ class _BoardState:
     owner_id: int | None
     hidden: bool
     released_at: datetime | None
-    qrels_name: str
-    qrels_hash: str
+    qrels_name: str | None  # None: a task over a nugget bank (``bank_name``)
+    qrels_hash: str | None
     measures: tuple[str, ...]
     official_measure: str | None
     private_topics: tuple[str, ...]
     fingerprint: tuple[Any, ...]
     read_at: float
+    bank_name: str | None = None
 
 
 # How stale a board may be: each server process reads a task's state at most once a second and
@@ -84,13 +88,14 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
         return state
     with read_only(context.engine) as session:
         found = session.execute(
-            select(Task, QrelsSet.name, QrelsSet.content_hash)
-            .join(QrelsSet, QrelsSet.id == Task.qrels_id)
+            select(Task, QrelsSet.name, QrelsSet.content_hash, NuggetBank.name, NuggetBank.content_hash)
+            .outerjoin(QrelsSet, QrelsSet.id == Task.qrels_id)
+            .outerjoin(NuggetBank, NuggetBank.id == Task.nugget_bank_id)
             .where(Task.name == task_name)
         ).first()
         if found is None:
             raise NotFoundError(f"No task named '{task_name}'. See 'evalstore tasks list'.")
-        task, qrels_name, qrels_hash = found
+        task, qrels_name, qrels_hash, bank_name, bank_hash = found
         fingerprint = tuple(
             session.execute(
                 select(
@@ -113,12 +118,13 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
         task.hidden,
         task.released_at,
         qrels_name,
-        qrels_hash,
+        qrels_hash or bank_hash,
         tuple(task.measures or ()),
         task.official_measure,
         tuple(task.private_topics or ()),
         fingerprint,
         time.monotonic(),
+        bank_name,
     )
     return context.board_states.put(task_name, state)
 
@@ -144,6 +150,16 @@ def task_leaderboard(
     state = _board_state(context, task_name)
     if not scores_are_visible(principal, state):
         return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
+    if state.bank_name is not None:
+        names = task_measures(measures, answers=True) or default_measures(
+            state.official_measure, state.measures, answers=True
+        )
+        answers_key = (state.task_id, state.qrels_hash, tuple(names), state.fingerprint, "answers")
+        cached_answers: TaskBoard | None = context.boards.get(answers_key)
+        if cached_answers is not None:
+            return cached_answers
+        return context.boards.put(answers_key, TaskBoard.of(_answer_board(engine, state, task_name, names)))
+    assert state.qrels_name is not None
     names = list(measures) or default_measures(state.official_measure, state.measures)
     split = bool(state.private_topics)
     with_private = split and not public_only(principal, state)
@@ -197,17 +213,68 @@ def task_leaderboard(
     return context.boards.put(key, TaskBoard.of(body))
 
 
-def default_measures(official: str | None, measures: Sequence[str]) -> list[str]:
+def default_measures(official: str | None, measures: Sequence[str], *, answers: bool = False) -> list[str]:
     """A board's measures when none are asked for: the official measure first, then the task's
-    (up to six; per-cutoff families such as P_5 left out), else the registry's headline ones."""
-    names = [m for m in measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES)
+    (up to six; per-cutoff families such as P_5 left out), else the registry's headline ones (on
+    an answer task: the task's measures, else the nugget scores the track reports)."""
+    if answers:
+        names = list(measures)[:6] or list(answer_kind.DEFAULT_MEASURES)
+    else:
+        names = [m for m in measures if "_" not in m][:6] or list(LEADERBOARD_MEASURES)
     return [official, *(m for m in names if m != official)] if official else names
+
+
+def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: list[str]) -> dict[str, Any]:
+    """An answer task's board: each submission's evaluation on the task's bank (the one its
+    organisers queued last), each measure's mean over the topics assessed with a 95% t interval,
+    best first by the first measure. Submissions not evaluated yet are left out."""
+    body: dict[str, Any] = {
+        "task": task_name,
+        "scores": "visible",
+        "nuggets": state.bank_name,
+        "measures": names,
+        "rows": [],
+        "notes": [],
+    }
+    with read_only(engine) as session:
+        found = session.execute(
+            select(Run.name, Submission.team, Submission.run_type, Evaluation.id)
+            .join(Submission, Submission.run_id == Run.id)
+            .join(Evaluation, (Evaluation.id == Submission.evaluation_id) & (Evaluation.state == "done"))
+            .where(Submission.task_id == state.task_id)
+        ).all()
+        scored = [
+            (run, team, run_type, job, answer_kind.evaluation_scores(session, job, names))
+            for run, team, run_type, job in found
+        ]
+    first = names[0]
+    scored.sort(key=lambda r: (r[4][first] is None, -(r[4][first] or 0.0), r[0]))
+    body["rows"] = [
+        {
+            "rank": rank,
+            "run": run,
+            "team": team,
+            "run_type": run_type,
+            "evaluation": evaluation,
+            "topics": max((record[f"{m}_topics"] for m in names), default=0),
+            "judged_at_10": None,
+            "scores": {
+                m: {"mean": record[m], "ci_low": record[f"{m}_ci_low"], "ci_high": record[f"{m}_ci_high"]}
+                for m in names
+            },
+        }
+        for rank, (run, team, run_type, evaluation, record) in enumerate(scored, start=1)
+    ]
+    if len({row["topics"] for row in body["rows"]}) > 1:
+        body["notes"].append("The runs are not assessed on the same topics: their means are over different topics.")
+    return body
 
 
 def _add_private(engine: Engine, state: _BoardState, names: list[str], runs: set[str], body: dict[str, Any]) -> None:
     """Each row's ranking on the private topics (the first measure ranks), from the same stored
     per-topic values as the public one, and its swap: public rank minus private rank (> 0: it
     rose on the private topics)."""
+    assert state.qrels_name is not None
     try:
         ranked = ranking.leaderboard(
             engine, qrels_name=state.qrels_name, measures=names, runs=runs, topics=private_topics(state)

@@ -97,7 +97,8 @@ def list_collections(engine: Engine, principal: Principal) -> list[dict[str, Any
             ).all()
         )
         over: dict[int, list[Task]] = {}
-        for task in session.scalars(select(Task).order_by(Task.name)):
+        for task in session.scalars(select(Task).where(Task.qrels_id.is_not(None)).order_by(Task.name)):
+            assert task.qrels_id is not None
             over.setdefault(task.qrels_id, []).append(task)
         out = []
         for qrels in session.scalars(select(QrelsSet).where(QrelsSet.kind == "relevance").order_by(QrelsSet.name)):

@@ -14,7 +14,9 @@ from evalstore.db.models import Evaluation, QrelsSet
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError
 from evalstore.metrics import resolve_measures, summarise
+from evalstore.metrics.answers import answer_measure
 from evalstore.services.access import Principal
+from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.visibility import (
     HIDDEN,
@@ -40,6 +42,7 @@ def run_results(
         submission, task = visible_submission(session, principal, run_name)
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
         qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
+        takes_answers = task.nugget_bank_id is not None
         out: dict[str, Any] = {
             "run": run_name,
             "task": task.name,
@@ -49,7 +52,22 @@ def run_results(
         if not scores_are_visible(principal, task):
             return {**out, "scores": HIDDEN}
     if job is None or job.state != "done":
+        if takes_answers and job is None:
+            out["state"] = "awaiting assessment"
         return {**out, "scores": None}
+    if takes_answers:  # answers scored on the task's nugget bank: every topic assessed
+        evaluated = answer_kind.stored_evaluation(engine, job.id, with_topics=per_query)
+        wanted = [answer_measure(m).family.name for m in measures]
+        out["aggregates"] = {m: number_text(v) for m, v in evaluated.aggregates.items() if not wanted or m in wanted}
+        out["topics"] = max(evaluated.topic_counts.values(), default=0)
+        if per_query:
+            frame = evaluated.per_topic
+            rows: dict[Any, dict[str, Any]] = {} if frame is None else frame.to_dict(orient="index")  # type: ignore[assignment]
+            out["per_query"] = {
+                str(t): {m: number_text(v) for m, v in row.items() if not wanted or m in wanted}
+                for t, row in rows.items()
+            }
+        return out
     stored = ranking.results(
         engine, qrels_name=qrels_name, run_name=run_name, measures=list(measures) or None, evaluation_id=job.id
     )

@@ -5,6 +5,7 @@ nothing), registering runs over the service, and withdrawing them.
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, true
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
+    AnswerRun,
     Evaluation,
+    NuggetBank,
     QrelsSet,
     Run,
     RunTopic,
@@ -34,9 +37,11 @@ from evalstore.errors import (
     LimitExceeded,
     NotFoundError,
 )
-from evalstore.services import claims, jobs, store
+from evalstore.io import answers as answer_files
+from evalstore.services import answers, claims, jobs, store
 from evalstore.services.access import Principal, audit
 from evalstore.services.context import AppContext, Lru, context_for
+from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.tasks import coverage
 from evalstore.services.tasks.visibility import (
     RUN_TYPES,
@@ -59,8 +64,9 @@ class Submitted:
     run: store.Summary
     task: str
     team: str
-    job: jobs.JobRef
+    job: jobs.JobRef | None  # None: answers, evaluated once the task's organisers have assessed them
     warnings: tuple[str, ...]
+    answers: answers.AnswerRunSummary | None = None  # submitted answers (``run``: their references)
 
 
 def submit_run(
@@ -90,8 +96,11 @@ def submit_run(
         raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
     with read_only(engine) as session:
         task = get_task(session, task_name)
-        qrels = session.get(QrelsSet, task.qrels_id)
-        assert qrels is not None
+        qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None
+        if qrels is None:
+            raise InvalidParameterError(
+                f"Task '{task_name}' takes generated answers (JSONL, as the TREC RAG track's), not a ranking run."
+            )
         team = _submitting_team(principal, task, team)
         _check_window(task, jobs.db_now(session))
         _refuse_taken_name(session, principal, name)
@@ -138,6 +147,142 @@ def submit_run(
         return store.retry_on_name_race(submit)
 
 
+def submit_answers(
+    engine: Engine,
+    principal: Principal,
+    task_name: str,
+    path: Path,
+    *,
+    name: str,
+    shown_path: str | None = None,
+    team: str | None = None,
+    run_type: str = "automatic",
+    description: str | None = None,
+    server_daily_cap: int | None = None,
+    limits: answer_files.AnswerLimits | None = None,
+) -> Submitted:
+    """Validate an answer file (TREC RAG 2024 or 2025 JSONL, one run) and store it as the team's
+    submission to a task over a nugget bank, with its references as a ranking run of the same
+    name, in one transaction; or refuse it (``file:line`` for a bad line) and store nothing. The
+    same team, window, name, quota and daily-cap rules as a ranking run's. Nothing is queued: the
+    answers are evaluated once assessed on the task's bank (:func:`evaluate_answers`)."""
+    if run_type not in RUN_TYPES:
+        raise InvalidParameterError(f"run_type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+    with read_only(engine) as session:
+        task = get_task(session, task_name)
+        if task.nugget_bank_id is None:
+            raise InvalidParameterError(
+                f"Task '{task_name}' takes ranking runs; answers are submitted to a task over a nugget bank."
+            )
+        team = _submitting_team(principal, task, team)
+        _check_window(task, jobs.db_now(session))
+        _refuse_taken_name(session, principal, name)
+        _check_quota(session, task, team, server_daily_cap)  # early, before parsing; again under the lock
+    shown = shown_path or str(path)
+    runs = answer_files.read_answers(path, limits=limits, shown=shown)
+    if len(runs) > 1:
+        raise InputFormatError(
+            shown, None, f"the file holds {len(runs)} runs ({', '.join(r.name for r in runs[:3])}); submit one a file"
+        )
+    (run,) = runs
+    if not any(a.references for a in run.answers):
+        raise InputFormatError(shown, None, "no answer lists references; cite the segments the answers draw on")
+    meta = {"task": task_name, "team": team, "run_type": run_type}
+    with tempfile.TemporaryDirectory(prefix="evalstore-answers-") as scratch:
+        references = answers.references_file(Path(scratch), run)
+        assert references is not None
+
+        def submit() -> Submitted:
+            with store.prepare_run(engine, references) as prepared, store.run_unit_of_work(engine, prepared) as session:
+                _refuse_taken_name(session, principal, name)  # again: a run may have taken it meanwhile
+                summary = answers.add_answer_run(session, run, name, f"submission to {task_name}", prepared)
+                if not summary.created:
+                    _refuse_taken_name(session, principal, name)
+                ranking_run = repo.get_run(session, name)
+                ranking_run.system, ranking_run.description = team, description
+                ranking_run.metadata_ = {**(ranking_run.metadata_ or {}), **meta}
+                record_submission(
+                    session,
+                    principal,
+                    task.id,
+                    ranking_run,
+                    None,
+                    jobs.EvaluationOptions(),
+                    team=team,
+                    run_type=run_type,
+                    judging_precedence=None,
+                    server_daily_cap=server_daily_cap,
+                )
+                registered = store.run_summary(ranking_run)
+            return Submitted(registered, task_name, team, None, (), summary)
+
+        return store.retry_on_name_race(submit)
+
+
+@dataclass(frozen=True)
+class AnswersQueued:
+    """What :func:`evaluate_answers` did with a task's answer runs: the jobs queued (or reused),
+    and the runs left waiting, each with why."""
+
+    task: str
+    assessor: str
+    jobs: tuple[tuple[str, jobs.JobRef], ...]
+    waiting: tuple[tuple[str, str], ...]
+
+
+def evaluate_answers(
+    engine: Engine,
+    task_name: str,
+    *,
+    assessor: str = "human",
+    force: bool = False,
+    by: Principal | None = None,
+) -> AnswersQueued:
+    """Queue the evaluation of every answer run submitted to the task on its bank with
+    ``assessor``'s assignments (people's, or ``judge:NAME``'s), in one unit of work; each
+    submission's evaluation becomes that job, which the leaderboard reads. A run with no label on
+    the bank yet is left waiting (named in ``waiting``); one labelled in part is queued, and its
+    job fails naming the topic. Only the task's organiser and admins."""
+    queued: list[tuple[str, jobs.JobRef]] = []
+    waiting: list[tuple[str, str]] = []
+    with unit_of_work(engine) as session:
+        task = get_task(session, task_name)
+        if by is not None and not manages(by, task):
+            raise AccessDenied(f"Task '{task_name}' is managed by its organiser; you may not evaluate its runs.")
+        bank = session.get(NuggetBank, task.nugget_bank_id) if task.nugget_bank_id is not None else None
+        if bank is None:
+            raise InvalidParameterError(
+                f"Task '{task_name}' takes ranking runs, which are evaluated as they are submitted."
+            )
+        if bank.drafted_by is not None and bank.accepted_at is None:
+            raise InvalidParameterError(
+                f"Nugget bank '{bank.name}' is a draft by {bank.drafted_by}, not reviewed yet; "
+                "its nuggets are accepted before answers are scored on them."
+            )
+        labelled = set(answer_kind.assessed_runs(session, bank, assessor))
+        rows = session.execute(
+            select(Submission, AnswerRun)
+            .join(AnswerRun, AnswerRun.ranking_run_id == Submission.run_id)
+            .where(Submission.task_id == task.id)
+            .order_by(AnswerRun.name)
+        ).all()
+        for submission, answer_run in rows:
+            if answer_run.name not in labelled:
+                waiting.append((answer_run.name, f"no {assessor} assignment on nugget bank '{bank.name}' yet"))
+                continue
+            ref = answer_kind.enqueue_run(session, answer_run, bank, assessor, force=force)
+            submission.evaluation_id = ref.evaluation_id
+            queued.append((answer_run.name, ref))
+        audit(
+            session,
+            by.name if by else None,
+            "tasks.evaluate",
+            task_name,
+            {"assessor": assessor, "jobs": [ref.evaluation_id for _, ref in queued]},
+        )
+    return AnswersQueued(task_name, assessor, tuple(queued), tuple(waiting))
+
+
 def submission_warning(
     engine: Engine, principal: Principal, run_name: str, context: AppContext | None = None
 ) -> str | None:
@@ -146,8 +291,9 @@ def submission_warning(
     shared = context_for(engine, context)
     with read_only(engine) as session:
         submission, task = visible_submission(session, principal, run_name)
-        qrels = session.get(QrelsSet, task.qrels_id)
-        assert qrels is not None
+        qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None
+        if qrels is None:  # answers: no qrels to cover
+            return None
         topics = session.scalars(select(RunTopic.topic).where(RunTopic.run_id == submission.run_id)).all()
         judged = store.qrels_table_kept(session, qrels, shared.qrels)["topic"].to_pylist()
     found = coverage.coverage(topics, judged)
@@ -161,33 +307,39 @@ def record_submission(
     principal: Principal,
     task_id: int,
     run: Run,
-    qrels: QrelsSet,
+    qrels: QrelsSet | None,
     options: jobs.EvaluationOptions,
     *,
     team: str,
     run_type: str,
     judging_precedence: int | None,
     server_daily_cap: int | None = None,
-) -> jobs.JobRef:
+) -> jobs.JobRef | None:
     """A step, in the unit of work that stores the run: with the task locked, check its window and
-    the team's quota again, queue the run's evaluation and record the submission (audited)."""
+    the team's quota again, queue the run's evaluation and record the submission (audited). On a
+    task over a nugget bank (``qrels`` None) ``run`` is the answers' references and nothing is
+    queued: answers are evaluated once assessed (:func:`evaluate_answers`)."""
     locked = _lock(session, task_id)
     _check_window(locked, jobs.db_now(session))
     _check_quota(session, locked, team, server_daily_cap)
-    ref = jobs.enqueue_run(session, run, qrels, options)
+    ref = jobs.enqueue_run(session, run, qrels, options) if qrels is not None else None
     session.add(
         Submission(
             task_id=task_id,
             run_id=run.id,
             team=team,
             user_id=principal.user_id,
-            evaluation_id=ref.evaluation_id,
+            evaluation_id=ref.evaluation_id if ref else None,
             run_type=run_type,
             judging_precedence=judging_precedence,
         )
     )
     audit(
-        session, principal.name, "runs.submit", run.name, {"task": locked.name, "team": team, "job": ref.evaluation_id}
+        session,
+        principal.name,
+        "runs.submit",
+        run.name,
+        {"task": locked.name, "team": team, "job": ref.evaluation_id if ref else None},
     )
     return ref
 
@@ -326,7 +478,7 @@ def _check_daily_cap(session: Session, task: Task, team: str, server_daily_cap: 
     if cap is None:
         return
     day_start, resets = claims.utc_day(jobs.db_now(session))
-    if claims.runs_today(session, task.id, team, day_start, _HOLDS_SLOT) >= cap:
+    if claims.runs_today(session, task.id, team, day_start, _holds_slot(task)) >= cap:
         whose = "the task's" if task.daily_cap is not None else "this server's"
         raise LimitExceeded(
             "quota",
@@ -339,16 +491,27 @@ def _check_daily_cap(session: Session, task: Task, team: str, server_daily_cap: 
 def slots_used(session: Session, task: Task, team: str) -> int:
     """How many of its quota's runs the team has used on the task: runs queued, running or done,
     and evaluated runs withdrawn since (a withdrawal gives no slot back once the scores were seen)."""
+    held = _holds_slot(task)
     used = (
         session.scalar(
             select(func.count())
             .select_from(Submission)
-            .join(Evaluation, Evaluation.id == Submission.evaluation_id)
-            .where(Submission.task_id == task.id, Submission.team == team, Evaluation.state.in_(_HOLDS_SLOT))
+            .outerjoin(Evaluation, Evaluation.id == Submission.evaluation_id)
+            .where(
+                Submission.task_id == task.id,
+                Submission.team == team,
+                true() if held is None else Evaluation.state.in_(held),
+            )
         )
         or 0
     )
     return used + claims.withdrawn_slots(session, task.id, team)
+
+
+def _holds_slot(task: Task) -> tuple[str, ...] | None:
+    """The job states that keep a submission's slot; None: every submission keeps one (answers,
+    whose evaluation waits for the organisers' assessment, not for the team)."""
+    return None if task.nugget_bank_id is not None else _HOLDS_SLOT
 
 
 def quota_used(engine: Engine, principal: Principal, task_name: str) -> int:
@@ -370,7 +533,7 @@ def day_used(
         if cap is None or principal.team is None:
             return cap, 0
         day_start, _ = claims.utc_day(jobs.db_now(session))
-        return cap, claims.runs_today(session, task.id, principal.team, day_start, _HOLDS_SLOT)
+        return cap, claims.runs_today(session, task.id, principal.team, day_start, _holds_slot(task))
 
 
 def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
@@ -387,6 +550,9 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
         )
         run = repo.get_run(session, run_name)
         summary = store.run_summary(run)
+        answer_run = session.scalar(select(AnswerRun).where(AnswerRun.ranking_run_id == run.id))
+        if answer_run is not None and task.nugget_bank_id is not None:  # answers go with their references
+            session.delete(answer_run)
         repo.delete_run(session, run)
         audit(
             session,

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
     Evaluation,
+    NuggetBank,
     QrelsSet,
     Run,
     Submission,
@@ -27,7 +28,8 @@ from evalstore.errors import (
     AccessDenied,
     NotFoundError,
 )
-from evalstore.metrics import headline_measures
+from evalstore.metrics import headline_measures, resolve_measures
+from evalstore.metrics.answers import answer_measure
 from evalstore.services import jobs
 from evalstore.services.access import Principal
 from evalstore.services.kinds import ranking
@@ -44,7 +46,7 @@ LEADERBOARD_MEASURES = tuple(headline_measures("ranking"))  # the registry's hea
 @dataclass(frozen=True)
 class TaskView:
     name: str
-    qrels: str
+    qrels: str | None  # None: a task over a nugget bank (``nuggets``), which takes answers
     owner: str | None
     hidden: bool
     released_at: datetime | None
@@ -59,6 +61,11 @@ class TaskView:
     private_topics: tuple[str, ...] = ()  # a public/private split's private topics (empty: no split)
     private_fraction: float | None = None
     split_seed: int | None = None
+    nuggets: str | None = None
+
+    @property
+    def takes_answers(self) -> bool:
+        return self.nuggets is not None
 
     def as_dict(self) -> dict[str, Any]:
         """The task as anyone who may see it sees it: a split says how many topics are private and
@@ -66,6 +73,8 @@ class TaskView:
         return {
             "name": self.name,
             "qrels": self.qrels,
+            "nuggets": self.nuggets,
+            "takes": "answers" if self.takes_answers else "runs",
             "owner": self.owner,
             "hidden": self.hidden,
             "released_at": iso_text(self.released_at),
@@ -88,11 +97,16 @@ def iso_text(value: datetime | None) -> str | None:
 
 
 def task_view(session: Session, task: Task) -> TaskView:
-    qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
+    qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)) if task.qrels_id else None
+    bank_name = (
+        session.scalar(select(NuggetBank.name).where(NuggetBank.id == task.nugget_bank_id))
+        if task.nugget_bank_id
+        else None
+    )
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
     return TaskView(
         task.name,
-        str(qrels_name),
+        qrels_name,
         owner,
         task.hidden,
         task.released_at,
@@ -107,7 +121,18 @@ def task_view(session: Session, task: Task) -> TaskView:
         tuple(task.private_topics or ()),
         task.private_fraction,
         task.split_seed,
+        bank_name,
     )
+
+
+def task_measures(measures: Sequence[str], *, answers: bool) -> list[str]:
+    """A task's measures by their canonical names: ranking measures, or the answer measures
+    (nuggetizer's names taken too) on a task over a nugget bank."""
+    if not measures:
+        return []
+    if answers:
+        return list(dict.fromkeys(answer_measure(m).family.name for m in measures))
+    return [str(m) for m in resolve_measures(list(measures))]
 
 
 def get_task(session: Session, name: str) -> Task:
@@ -165,7 +190,7 @@ class TaskAccess:
     """What a principal may do with a task's results: see its scores, open which teams' runs."""
 
     task: str
-    qrels: str
+    qrels: str | None  # None: a task over a nugget bank, which takes answers
     qrels_source: str | None
     scores_visible: bool
     manages: bool
@@ -187,12 +212,11 @@ class TaskAccess:
 def task_access(engine: Engine, principal: Principal, task_name: str) -> TaskAccess:
     with read_only(engine) as session:
         task = get_task(session, task_name)
-        qrels = session.get(QrelsSet, task.qrels_id)
-        assert qrels is not None
+        qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None
         return TaskAccess(
             task.name,
-            qrels.name,
-            qrels.source,
+            qrels.name if qrels else None,
+            qrels.source if qrels else None,
             scores_are_visible(principal, task),
             manages(principal, task),
             principal.team if principal.role == "participant" else None,

@@ -10,10 +10,10 @@ board (the leaderboard on one bank), payload (what MLflow receives), kind (what 
 
 from __future__ import annotations
 
-from evalstore.services.kinds.answers.board import DEFAULT_MEASURES, leaderboard
+from evalstore.services.kinds.answers.board import DEFAULT_MEASURES, evaluation_scores, leaderboard
 from evalstore.services.kinds.answers.evaluated import Evaluated
 from evalstore.services.kinds.answers.kind import ANSWERS, AnswerKind
-from evalstore.services.kinds.answers.queueing import enqueue
+from evalstore.services.kinds.answers.queueing import assessed_runs, enqueue, enqueue_run
 from evalstore.services.kinds.answers.readback import latest_evaluations, stored_evaluation
 
 __all__ = [
@@ -21,7 +21,10 @@ __all__ = [
     "DEFAULT_MEASURES",
     "AnswerKind",
     "Evaluated",
+    "assessed_runs",
     "enqueue",
+    "enqueue_run",
+    "evaluation_scores",
     "latest_evaluations",
     "leaderboard",
     "stored_evaluation",

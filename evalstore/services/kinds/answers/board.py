@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
@@ -33,6 +34,22 @@ def _interval(values: np.ndarray) -> tuple[float, float] | None:
     return mean - half, mean + half
 
 
+def evaluation_scores(session: Session, evaluation_id: int, names: list[str]) -> dict[str, Any]:
+    """A finished evaluation's row on a board: each measure's mean (``M``), its 95% t interval
+    over the topics (``M_ci_low``, ``M_ci_high``; None under two topics) and its topics
+    (``M_topics``)."""
+    stored = {a.measure: a for a in repo.aggregate_values(session, evaluation_id)}
+    table = repo.result_table(session, evaluation_id, names)
+    record: dict[str, Any] = {}
+    for m in names:
+        per_topic = table.filter(pc.equal(table["measure"], m))["value"].to_numpy(zero_copy_only=False).astype(float)
+        record[m] = stored[m].value if m in stored else None
+        interval = _interval(per_topic) if per_topic.size else None
+        record[f"{m}_ci_low"], record[f"{m}_ci_high"] = interval if interval else (None, None)
+        record[f"{m}_topics"] = int(stored[m].query_count or 0) if m in stored else 0
+    return record
+
+
 def leaderboard(
     engine: Engine, *, bank_name: str, measures: list[str], sort: str | None, assessor: str = "human"
 ) -> Leaderboard:
@@ -49,22 +66,14 @@ def leaderboard(
                 f"No answer run is evaluated on nugget bank '{bank_name}' yet. Run 'evalstore evaluate "
                 f"--nuggets {bank_name} --all-answers --wait'."
             )
-        records: list[dict[str, Any]] = []
-        for answer_run, evaluation in latest:
-            stored = {a.measure: a for a in repo.aggregate_values(session, evaluation.id)}
-            table = repo.result_table(session, evaluation.id, names)
-            per_topic = {
-                m: table.filter(pc.equal(table["measure"], m))["value"].to_numpy(zero_copy_only=False).astype(float)
-                for m in names
+        records = [
+            {
+                "answers": answer_run.name,
+                "evaluation": evaluation.id,
+                **evaluation_scores(session, evaluation.id, names),
             }
-            record: dict[str, Any] = {"answers": answer_run.name, "evaluation": evaluation.id}
-            for m in names:
-                value = stored[m].value if m in stored else None
-                record[m] = value
-                interval = _interval(per_topic[m]) if per_topic[m].size else None
-                record[f"{m}_ci_low"], record[f"{m}_ci_high"] = interval if interval else (None, None)
-                record[f"{m}_topics"] = int(stored[m].query_count or 0) if m in stored else 0
-            records.append(record)
+            for answer_run, evaluation in latest
+        ]
     records.sort(key=lambda r: (r.get(by) is None, -(r.get(by) or 0.0), r["answers"]))
     columns = ["answers", "evaluation"]
     for m in names:

@@ -81,32 +81,43 @@ def enqueue(
                 f"No answer run has {assessor} assignments on nugget bank '{bank_name}'. Import them with "
                 f"'evalstore nuggets import FILE --name {bank_name}'."
             )
-        refs = []
-        for name in dict.fromkeys(names):
-            answer_run = get_answer_run(session, name)
-            options = {"assessor": assessor}
-            digest = hashlib.sha256(
-                json.dumps(
-                    {
-                        **options,
-                        "answers_hash": answer_run.content_hash,
-                        "bank_hash": bank.content_hash,
-                        "labels_hash": labels_hash(session, answer_run, bank, assessor),
-                    },
-                    sort_keys=True,
-                ).encode()
-            ).hexdigest()
-            refs.append(
-                jobs.enqueue_job(
-                    session,
-                    (name, bank_name),
-                    {"answer_run_id": answer_run.id, "nugget_bank_id": bank.id},
-                    digest,
-                    options,
-                    force=force,
-                    max_attempts=max_attempts,
-                    kind="answers",
-                    measures="[]",
-                )
-            )
-        return refs
+        return [
+            enqueue_run(session, get_answer_run(session, name), bank, assessor, force=force, max_attempts=max_attempts)
+            for name in dict.fromkeys(names)
+        ]
+
+
+def enqueue_run(
+    session: Session,
+    answer_run: AnswerRun,
+    bank: NuggetBank,
+    assessor: str,
+    *,
+    force: bool = False,
+    max_attempts: int = 3,
+) -> jobs.JobRef:
+    """A step: one answer run's job on the bank with ``assessor``'s labels (a finished one with
+    the same answers, bank and labels is reused)."""
+    options = {"assessor": assessor}
+    digest = hashlib.sha256(
+        json.dumps(
+            {
+                **options,
+                "answers_hash": answer_run.content_hash,
+                "bank_hash": bank.content_hash,
+                "labels_hash": labels_hash(session, answer_run, bank, assessor),
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
+    return jobs.enqueue_job(
+        session,
+        (answer_run.name, bank.name),
+        {"answer_run_id": answer_run.id, "nugget_bank_id": bank.id},
+        digest,
+        options,
+        force=force,
+        max_attempts=max_attempts,
+        kind="answers",
+        measures="[]",
+    )

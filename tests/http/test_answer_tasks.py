@@ -1,0 +1,345 @@
+"""Tasks that take generated answers (TREC RAG): teams upload answer JSONL over the API with the
+checks `answers register` makes (file:line, nothing stored on error), the task's quota and window;
+the organisers import the assessments and queue the evaluation; the scores stay hidden (pages, API,
+MLflow) until the release, and the board then shows the nugget measures, equal to the worked
+example of docs/guide/answers.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from evalstore.services import answers, comparisons, embargo, tasks
+from evalstore.services.orchestration import work_on
+from tests.conftest import shared_path
+from tests.http.conftest import World, run_text
+
+HIDDEN = "hidden until the organisers release the task"
+
+
+def gpt4o() -> bytes:
+    return shared_path("rag24", "answers", "baseline_rag24.test_gpt-4o_top20.jsonl").read_bytes()
+
+
+# docs/guide/answers.md's worked example: gpt-4o on NIST's assessment of topic 2024-105741
+GPT4O_SCORES = {"V_strict": 2 / 3, "A_strict": 7 / 16, "V": 2 / 3, "A": 7 / 16, "W": 0.4737}
+
+
+def answer_line(run: str, topic: str, sentences: int = 1, **overrides: Any) -> str:
+    record = {
+        "run_id": run,
+        "topic_id": topic,
+        "topic": "a question",
+        "references": ["seg-a", "seg-b"],
+        "response_length": 3 * sentences,
+        "answer": [{"text": f"Sentence {i}.", "citations": [0]} for i in range(sentences)],
+        **overrides,
+    }
+    return json.dumps(record)
+
+
+def counts(world: World) -> dict[str, int]:
+    with world.engine.connect() as connection:
+        return {
+            table: connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+            for table in ("runs", "answer_runs", "answer_sentences", "submissions", "evaluations")
+        }
+
+
+def answer_task(world: World, name: str = "rag", **settings: Any) -> str:
+    """A task over the rag24 example bank (owner: "owner"), hidden unless told otherwise."""
+    if answers.list_banks(world.engine) == [] or "rag24" not in [b.name for b in answers.list_banks(world.engine)]:
+        answers.import_nuggets(world.engine, shared_path("rag24", "nuggets.example.jsonl"), name="rag24")
+    tasks.create_task(world.engine, name, nuggets_name="rag24", owner="owner", **{"hidden": True, **settings})
+    return name
+
+
+def upload(
+    client: TestClient, world: World, caller: str, name: str, content: bytes, *, task: str = "rag"
+) -> httpx.Response:
+    return client.post(
+        f"/api/v1/tasks/{task}/runs",
+        headers=world.headers(caller),
+        files={"file": (f"{name}.jsonl", content)},
+        data={"name": name},
+    )
+
+
+def test_an_organiser_creates_a_task_over_a_nugget_bank(world: World, client: TestClient) -> None:
+    answers.import_nuggets(world.engine, shared_path("rag24", "nuggets.example.jsonl"), name="rag24")
+    made = client.post(
+        "/api/v1/tasks",
+        headers=world.headers("admin"),
+        json={
+            "name": "rag",
+            "nuggets": "rag24",
+            "owner": "owner",
+            "hidden": True,
+            "official_measure": "weighted_score",
+        },
+    )
+    assert made.status_code == 201, made.text
+    shown = made.json()
+    assert (shown["qrels"], shown["nuggets"], shown["takes"], shown["official_measure"]) == (
+        None,
+        "rag24",
+        "answers",
+        "W",
+    )
+    both = client.post(
+        "/api/v1/tasks", headers=world.headers("admin"), json={"name": "x", "qrels": "sample", "nuggets": "rag24"}
+    )
+    assert (both.status_code, both.json()["error"]) == (
+        422,
+        "A task evaluates runs against qrels or answers on a nugget bank: name one of the two.",
+    )
+    # one organiser's bank is not had by creating a task over it
+    other = client.post("/api/v1/tasks", headers=world.headers("organiser"), json={"name": "y", "nuggets": "rag24"})
+    assert (other.status_code, other.json()["error"]) == (
+        403,
+        "Nugget bank 'rag24' are the nuggets of another organiser's task; an admin may create a task over them "
+        "for you.",
+    )
+    measure = client.post(
+        "/api/v1/tasks",
+        headers=world.headers("admin"),
+        json={"name": "z", "nuggets": "rag24", "owner": "owner", "official_measure": "nDCG@10"},
+    )
+    assert measure.status_code == 422
+    assert measure.json()["error"].startswith("Unknown answer measure 'nDCG@10'; they are V_strict, A_strict, V, A, W")
+
+
+def test_a_hidden_answer_task_from_upload_to_release(world: World, client: TestClient) -> None:
+    answer_task(world)
+    before = counts(world)
+    sent = upload(client, world, "red", "red-gpt", gpt4o())
+    assert sent.status_code == 201, sent.text
+    assert sent.json() == {
+        "run": "red-gpt",
+        "task": "rag",
+        "team": "red",
+        "topics": 301,
+        "sentences": 3975,
+        "references": 2417,
+        "warnings": [],
+        "job": None,
+        "state": "awaiting assessment",
+    }
+    after = counts(world)
+    assert (after["answer_runs"], after["submissions"], after["evaluations"]) == (
+        before["answer_runs"] + 1,
+        before["submissions"] + 1,
+        before["evaluations"],
+    )
+    listed = client.get("/api/v1/tasks/rag/runs", headers=world.headers("red")).json()
+    assert [(r["run"], r["team"], r["state"]) for r in listed] == [("red-gpt", "red", None)]
+    assert client.get("/api/v1/tasks/rag/runs", headers=world.headers("blue")).json() == []
+    waiting = client.get("/api/v1/runs/red-gpt/results", headers=world.headers("red")).json()
+    assert waiting["scores"] == HIDDEN
+
+    # the organisers: nothing assessed yet, then NIST's assessment imported (matched by its text)
+    early = client.post("/api/v1/tasks/rag/evaluate", headers=world.headers("owner"))
+    assert early.json()["jobs"] == []
+    assert early.json()["waiting"] == [{"run": "red-gpt", "reason": "no human assignment on nugget bank 'rag24' yet"}]
+    imported = answers.import_nuggets(
+        world.engine, shared_path("rag24", "nugget_assignment.example.jsonl"), name="rag24"
+    )
+    assert {m.assessed: m.stored for m in imported.runs}["baseline_frag_rag24.test_gpt-4o_top20"] == "red-gpt"
+    for caller in ("organiser", "red", "viewer"):
+        refused = client.post("/api/v1/tasks/rag/evaluate", headers=world.headers(caller))
+        assert refused.status_code == 403, caller
+    assert client.post("/api/v1/tasks/rag/evaluate", headers=world.headers("organiser")).json()["error"] == (
+        "Task 'rag' is managed by its organiser; you may not evaluate its runs."
+    )
+    queued = client.post("/api/v1/tasks/rag/evaluate", headers=world.headers("owner")).json()
+    assert [(j["run"], j["state"]) for j in queued["jobs"]] == [("red-gpt", "queued")]
+    job = queued["jobs"][0]["id"]
+    work_on(world.engine, [job], mlflow=False)
+
+    # hidden: the organiser sees the scores; the team, others and MLflow do not
+    board = client.get("/api/v1/tasks/rag/leaderboard", headers=world.headers("owner")).json()
+    (row,) = board["rows"]
+    assert (row["run"], row["team"], row["topics"]) == ("red-gpt", "red", 1)
+    for measure, value in GPT4O_SCORES.items():
+        assert row["scores"][measure]["mean"] == pytest.approx(value, abs=5e-5), measure
+    assert board["measures"] == ["V_strict", "A_strict", "V", "A", "W"]
+    secret = json.dumps(row["scores"]["W"]["mean"])
+    for caller in ("anon", "red", "blue", "viewer", "organiser"):
+        for path in (
+            "/api/v1/tasks/rag/leaderboard",
+            "/api/v1/tasks/rag/leaderboard?measure=W",
+            "/api/v1/runs/red-gpt/results?per_query=true",
+            f"/api/v1/jobs/{job}",
+            "/tasks/rag",
+            "/tasks/rag/leaderboard.csv",
+        ):
+            body = client.get(path, headers=world.headers(caller)).text
+            assert secret not in body and secret[:6] not in body, (caller, path)
+    assert client.get("/api/v1/tasks/rag/leaderboard", headers=world.headers("red")).json()["scores"] == HIDDEN
+    assert embargo.is_embargoed(world.engine, job)
+
+    released = client.post("/api/v1/tasks/rag/release", headers=world.headers("owner"))
+    assert released.status_code == 200
+    assert not embargo.is_embargoed(world.engine, job)
+    public = client.get("/api/v1/tasks/rag/leaderboard?measure=W&measure=weighted_score&measure=V").json()
+    assert public["measures"] == ["W", "V"]
+    assert public["rows"][0]["scores"]["W"]["mean"] == pytest.approx(GPT4O_SCORES["W"], abs=5e-5)
+    mine = client.get("/api/v1/runs/red-gpt/results?per_query=true&measure=W", headers=world.headers("red")).json()
+    assert mine["aggregates"] == {"W": pytest.approx(GPT4O_SCORES["W"], abs=5e-5)}
+    assert list(mine["per_query"]) == ["2024-105741"]
+    page = client.get("/runs/red-gpt", headers=world.headers("red"))
+    assert page.status_code == 200 and "0.4737" in page.text  # the run's page: its answer measures
+
+
+BAD_FILES = [
+    (b"not json\n", "bad.jsonl:1: not valid JSON (Expecting value at column 1)"),
+    (
+        (answer_line("r", "t1") + "\n" + answer_line("r", "t1") + "\n").encode(),
+        "bad.jsonl:2: run r answers topic t1 twice (also at line 1); keep one answer",
+    ),
+    (
+        answer_line("r", "t1", 10_000).encode(),
+        "bad.jsonl:1: the answer has 10000 sentences; an answer may have at most 1000",
+    ),
+    (
+        (answer_line("r", "t1") + "\n" + answer_line("s", "t1") + "\n").encode(),
+        "bad.jsonl: the file holds 2 runs (r, s); submit one a file",
+    ),
+    (
+        answer_line("r", "t1", references=[]).replace('"citations": [0]', '"citations": []').encode(),
+        "bad.jsonl: no answer lists references; cite the segments the answers draw on",
+    ),
+    (run_text().encode(), "bad.jsonl:1: not valid JSON (Extra data at column 5)"),  # a ranking run
+]
+
+
+@pytest.mark.parametrize(("content", "message"), BAD_FILES, ids=[m.split(": ")[1][:30] for _, m in BAD_FILES])
+def test_a_bad_answer_file_is_refused_at_its_line_and_stores_nothing(
+    world: World, client: TestClient, content: bytes, message: str
+) -> None:
+    answer_task(world)
+    before = counts(world)
+    refused = client.post(
+        "/api/v1/tasks/rag/runs",
+        headers=world.headers("red"),
+        files={"file": ("bad.jsonl", content)},
+        data={"name": "bad"},
+    )
+    assert (refused.status_code, refused.json()["error"]) == (422, message)
+    assert counts(world) == before
+
+
+def test_answers_keep_the_quota_the_window_and_the_names_of_runs(world: World, client: TestClient) -> None:
+    answer_task(world, max_runs_per_team=1)
+    first = upload(client, world, "red", "red-1", answer_line("x", "t1").encode())
+    assert first.status_code == 201, first.text
+    # awaiting assessment, it holds its slot: answers need no job to count
+    second = upload(client, world, "red", "red-2", answer_line("x", "t1").encode())
+    assert (second.status_code, second.json()["error"]) == (
+        409,
+        "Team 'red' has used its 1 runs for task 'rag' (evaluated runs count, withdrawn or not; failed and "
+        "cancelled ones do not).",
+    )
+    taken = upload(client, world, "blue", "red-1", answer_line("x", "t1").encode())
+    assert (taken.status_code, taken.json()["error"]) == (
+        403,
+        "The run name 'red-1' belongs to another team's run (or one you may not see): it can be neither read "
+        "nor submitted under.",
+    )
+    ranking = client.post(
+        "/api/v1/tasks/rag/runs",
+        headers=world.headers("blue"),
+        files={"file": ("run.txt", run_text().encode())},
+        data={"name": "blue-run"},
+    )
+    assert ranking.status_code == 422
+    # a ranking task refuses answers the other way round
+    wrong = upload(client, world, "blue", "blue-answers", answer_line("x", "t1").encode(), task="open")
+    assert wrong.status_code == 422
+    assert tasks.show_task(world.engine, "rag").takes_answers
+    # withdrawn before assessment: the answers go with their references, and the slot comes back
+    assert client.delete("/api/v1/runs/red-1", headers=world.headers("red")).status_code == 204
+    assert [r.name for r in answers.list_answer_runs(world.engine)] == []
+    assert upload(client, world, "red", "red-2", answer_line("x", "t1").encode()).status_code == 201
+
+
+def test_a_task_over_a_ranking_qrels_is_not_evaluated_as_answers(world: World, client: TestClient) -> None:
+    refused = client.post("/api/v1/tasks/open/evaluate", headers=world.headers("owner"))
+    assert (refused.status_code, refused.json()["error"]) == (
+        422,
+        "Task 'open' takes ranking runs, which are evaluated as they are submitted.",
+    )
+
+
+def test_an_answer_board_on_one_topic_has_no_tiers(world: World, client: TestClient) -> None:
+    answer_task(world, hidden=False)
+    for team, model in (("red", "gpt-4o"), ("blue", "command-r-plus")):
+        path = shared_path("rag24", "answers", f"baseline_rag24.test_{model}_top20.jsonl")
+        assert upload(client, world, team, f"{team}-{model}", path.read_bytes()).status_code == 201
+    answers.import_nuggets(world.engine, shared_path("rag24", "nugget_assignment.example.jsonl"), name="rag24")
+    queued = tasks.evaluate_answers(world.engine, "rag")
+    work_on(world.engine, [ref.evaluation_id for _, ref in queued.jobs], mlflow=False)
+    board = client.get("/api/v1/tasks/rag/leaderboard?measure=W").json()
+    assert [(r["run"], round(r["scores"]["W"]["mean"], 4)) for r in board["rows"]] == [
+        ("blue-command-r-plus", 0.5263),
+        ("red-gpt-4o", 0.4737),
+    ]
+    page = client.get("/tasks/rag?measure=W")
+    assert page.status_code == 200  # one topic assessed: no tiers (Tukey's HSD needs two)
+    assert page.text.count('<td class="tier"></td>') == 2
+
+
+def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: World, client: TestClient) -> None:
+    """Three teams' answers on six topics: 'best' supports every nugget, 'mid' half of them, 'none'
+    none; Tukey's HSD (the code ranking boards use) separates best from none."""
+    topics = [f"t{i}" for i in range(6)]
+    bank = world.tmp / "bank.jsonl"
+    bank.write_text(
+        "".join(
+            json.dumps({"qid": t, "query": "q", "nuggets": [{"text": f"{t} n", "importance": "vital"}]}) + "\n"
+            for t in topics
+        )
+    )
+    answers.import_nuggets(world.engine, bank, name="six")
+    tasks.create_task(world.engine, "six", nuggets_name="six", owner="owner")
+    labels = {
+        "best": ["support"] * 6,
+        "mid": ["support", "not_support"] * 3,
+        "none": ["not_support"] * 5 + ["partial_support"],
+    }
+    users = {"best": "red", "mid": "blue", "none": "owner"}
+    assessed = []
+    for run, given in labels.items():
+        lines = "\n".join(answer_line(run, t, answer=[{"text": f"{run} {t}.", "citations": [0]}]) for t in topics)
+        data = {"name": run, **({"team": "green"} if users[run] == "owner" else {})}
+        sent = client.post(
+            "/api/v1/tasks/six/runs",
+            headers=world.headers(users[run]),
+            files={"file": (f"{run}.jsonl", lines.encode())},
+            data=data,
+        )
+        assert sent.status_code == 201, sent.text
+        for t, label in zip(topics, given, strict=True):
+            nuggets = [{"text": f"{t} n", "importance": "vital", "assignment": label}]
+            record = {"qid": t, "query": "q", "nuggets": nuggets, "run_id": run, "answer_text": f"{run} {t}."}
+            assessed.append(json.dumps(record))
+    (world.tmp / "assessed.jsonl").write_text("\n".join(assessed) + "\n")
+    answers.import_nuggets(world.engine, world.tmp / "assessed.jsonl", name="six")
+    queued = client.post("/api/v1/tasks/six/evaluate", headers=world.headers("owner")).json()
+    work_on(world.engine, [j["id"] for j in queued["jobs"]], mlflow=False)
+    page = client.get("/tasks/six?measure=V_strict")
+    assert page.status_code == 200, page.text
+    tiers = re.findall(r'<td class="tier">(\w*)</td>', page.text)
+    comparison = comparisons.compare_answers(
+        world.engine, bank_name="six", answer_names=["best", "mid", "none"], measures=["V_strict"], multi="tukey"
+    )
+    significant = {(p.run, p.versus) for p in comparison.pairs if p.significant}
+    assert ("best", "none") in significant and ("best", "mid") not in significant
+    assert tiers[0] != tiers[2] and set(tiers[1]) & set(tiers[0])  # best and none apart, mid shares with best
+    assert "not significantly different on V_strict (Tukey&#39;s HSD" in page.text
