@@ -31,6 +31,7 @@ ORGANISERS_ONLY = {
     "health.html",
     "judgments.html",
     "manage.html",
+    "people.html",
     "review.html",
 }
 READERS = {

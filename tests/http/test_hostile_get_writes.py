@@ -24,6 +24,7 @@ PATH_VALUES = {
     "token_id": "1",
     "job_id": None,
     "qrels": "sample",
+    "code": "inv_1_not-the-secret",  # an invite or reset link: a wrong one, told so
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
