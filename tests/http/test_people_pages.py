@@ -4,6 +4,7 @@ profile's token shown once after a redirect."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
+from typer.testing import CliRunner
 
+from evalstore.cli import app
 from evalstore.db.models import AccountLink
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
@@ -69,7 +72,7 @@ def test_an_admin_invites_and_the_invitee_joins_signed_in(world: World) -> None:
         again = admin.get("/people")  # a reload shows the link no more, and makes none
         assert "shown-link" not in again.text
         assert len(people.list_links(world.engine)) == 1
-        assert "<td>participant, team red</td>" in again.text
+        assert '<td>participant, team red <small class="muted">made by admin</small></td>' in again.text
     with client_for(world.engine) as invitee:
         page = invitee.get(path)
         assert page.status_code == 200
@@ -286,3 +289,34 @@ def test_names_and_teams_are_bounded(world: World) -> None:
         )
     with read_only(world.engine) as session:
         assert [k.used_at for k in session.scalars(select(AccountLink))] == [None]
+
+
+def test_the_same_from_a_terminal(world: World) -> None:
+    url = world.engine.url.render_as_string(hide_password=False)
+
+    def cli(*args: str) -> Any:
+        return CliRunner().invoke(app, ["--database-url", url, "users", *args])
+
+    made = cli("invite", "--role", "participant", "--team", "uni-a", "--url", "https://evals.example.org/")
+    assert made.exit_code == 0, made.stderr
+    assert re.fullmatch(r"https://evals\.example\.org/join/inv_1_[\w-]{43}\n", made.stdout)
+    assert made.stderr.startswith("invite 1 for a participant of team 'uni-a', until ")
+    assert made.stderr.endswith(" UTC (shown this once)\n")
+    no_team = cli("invite", "--role", "participant")
+    assert (no_team.exit_code, no_team.stderr) == (
+        1,
+        "Error: A participant belongs to a team: give the invite a team.\n",
+    )
+    reset = cli("reset-link", "red")
+    assert reset.exit_code == 0 and reset.stdout.startswith("http://127.0.0.1:8000/reset/pwr_2_")
+    listed = json.loads(cli("links", "--format", "json").stdout)
+    assert [(k["id"], k["kind"], k["team"], k["user"], k["state"]) for k in listed] == [
+        (2, "reset", None, "red", "open"),
+        (1, "invite", "uni-a", None, "open"),
+    ]
+    assert made.stdout.strip().rsplit("_", 1)[-1] not in json.dumps(listed)
+    assert cli("revoke-link", "1").exit_code == 0
+    with pytest.raises(people.LinkGone, match="was revoked"):
+        people.open_link(world.engine, made.stdout.strip().rsplit("/", 1)[1], "invite")
+    moved = cli("set-team", "blue", "red")
+    assert (moved.exit_code, moved.stderr) == (0, "'blue' is now in team 'red'\n")
