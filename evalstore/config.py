@@ -266,6 +266,15 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
+            "EVALSTORE_OPEN_SIGN_UP",
+            "on or off",
+            "off",
+            "on: anyone may ask for an account at /sign-up; it signs in once an admin approves it "
+            "(with a role and team) on the people page.",
+            _flag,
+            "Service",
+        ),
+        Variable(
             "EVALSTORE_RESET_HOURS",
             "a number of hours from 0.1 to 720",
             "24",

@@ -359,11 +359,14 @@ def revoke_link(engine: Engine, link_id: int, *, by: str | None = None) -> None:
 
 
 def list_teams(engine: Engine) -> list[Team]:
-    """Every team with its members, by name."""
+    """Every team with its members (not those still asking for an account), by name."""
     teams: dict[str, list[UserView]] = {}
-    for user in access.list_users(engine):
-        if user.team:
-            teams.setdefault(user.team, []).append(user)
+    with read_only(engine) as session:
+        users = session.scalars(
+            select(User).where(User.team.is_not(None), User.requested_at.is_(None)).order_by(User.name)
+        ).all()
+        for user in users:
+            teams.setdefault(str(user.team), []).append(access.user_view(user))
     return [Team(name, members) for name, members in sorted(teams.items())]
 
 
@@ -392,3 +395,72 @@ def team_tokens(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
             )
         ).all()
     return [t for name in sorted(names) for t in access.list_tokens(engine, name)]
+
+
+# --- open sign-up (EVALSTORE_OPEN_SIGN_UP) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AccountRequest:
+    """An account asked for at /sign-up: it cannot sign in until an admin approves it."""
+
+    name: str
+    team: str | None
+    requested_at: datetime
+
+
+def request_account(
+    engine: Engine, *, name: str, password: str, team: str | None = None, context: AppContext | None = None
+) -> AccountRequest:
+    """An account that waits for an admin's approval (disabled until then), with the team its
+    asker names (the admin may change it)."""
+    check_user_name(name)
+    team = check_team(team) if team and team.strip() else None
+    access.check_new_password(password)
+    hashed = passwords.hash_password(password, context_for(engine, context))
+    try:
+        with unit_of_work(engine) as session:
+            now = db_now(session)
+            user = User(name=name, role="viewer", team=team, password_hash=hashed, disabled_at=now, requested_at=now)
+            session.add(user)
+            session.flush()
+            access.audit(session, name, "users.request", name, {"team": team})
+            return AccountRequest(name, team, now)
+    except IntegrityError:
+        raise ConflictError(f"The user name '{name}' is taken; choose another.") from None
+
+
+def list_requests(engine: Engine) -> list[AccountRequest]:
+    with read_only(engine) as session:
+        users = session.scalars(select(User).where(User.requested_at.is_not(None)).order_by(User.requested_at))
+        return [AccountRequest(u.name, u.team, as_utc(u.requested_at)) for u in users if u.requested_at]
+
+
+def _requested(session: Any, name: str) -> User:
+    user = session.scalar(select(User).where(User.name == name, User.requested_at.is_not(None)))
+    if user is None:
+        raise NotFoundError(f"Nobody named '{name}' is asking for an account; the people page lists who is.")
+    return user
+
+
+def approve_request(
+    engine: Engine, name: str, *, role: str, team: str | None = None, by: str | None = None
+) -> UserView:
+    """The asked-for account, with ``role`` and ``team``, may sign in from now on."""
+    if role not in ROLES:
+        raise InvalidParameterError(f"Unknown role '{role}'; choose one of {', '.join(ROLES)}.")
+    team = check_team(team) if team and team.strip() else None
+    if role == "participant" and team is None:
+        raise InvalidParameterError("A participant belongs to a team: give them a team.")
+    with unit_of_work(engine) as session:
+        user = _requested(session, name)
+        user.role, user.team, user.disabled_at, user.requested_at = role, team, None, None
+        access.audit(session, by, "users.approve", name, {"role": role, "team": team})
+        return access.user_view(user)
+
+
+def reject_request(engine: Engine, name: str, *, by: str | None = None) -> None:
+    """The asked-for account is deleted (it never signed in: nothing of it is kept but the audit)."""
+    with unit_of_work(engine) as session:
+        session.delete(_requested(session, name))
+        access.audit(session, by, "users.reject", name)

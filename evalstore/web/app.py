@@ -82,7 +82,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls
-    people_pages.install(app)
+    people_pages.install(app, settings)
     judging_pages.install(app)
     organisers.install(app)
     labs.install(app)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hmac
 import secrets
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, FastAPI, Path, Request
+from fastapi import APIRouter, FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -26,7 +27,9 @@ from evalstore.web.api import RowId
 from evalstore.web.auth import SESSION_COOKIE, Server, client_address, server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
+from evalstore.web.limits import WriteRate
 from evalstore.web.pages import form_principal, page_principal, render, see_other
+from evalstore.web.settings import ServerSettings
 
 router = APIRouter(include_in_schema=False)
 PAGE = "/people"
@@ -62,6 +65,8 @@ def _people_page(
         users=access.list_users(engine),
         teams=people.list_teams(engine),
         links=people.list_links(engine),
+        requests=people.list_requests(engine),
+        open_sign_up=server(request).settings.open_sign_up,
         roles=ROLES,
         form=form or {"role": "participant", "team": ""},
         invite_days=settings.invite_days,
@@ -90,8 +95,8 @@ async def create_invite(request: Request) -> Response:
     principal, form = await form_principal(request, "users:manage")
     kept = {"role": str(form.get("role", "")), "team": str(form.get("team", ""))[:200]}
     shared = server(request)
+    # counted against the admin's write rate (form_principal), not the token mints: a class is invited at once
     try:
-        shared.mints.take(f"user:{principal.user_id}")
         issued = await run_in_threadpool(
             people.create_invite,
             shared.engine,
@@ -111,7 +116,6 @@ async def create_invite(request: Request) -> Response:
 async def create_reset_link(request: Request, name: UserName) -> Response:
     principal, _ = await form_principal(request, "users:manage")
     shared = server(request)
-    shared.mints.take(f"user:{principal.user_id}")
     issued = await run_in_threadpool(
         people.create_reset_link, shared.engine, name, by=principal.name, hours=shared.context.settings.reset_hours
     )
@@ -163,6 +167,50 @@ async def revoke_link(request: Request, link_id: RowId) -> Response:
     return see_other(PAGE)
 
 
+@router.post(PAGE + "/requests/{name}/approve")
+async def approve_request(request: Request, name: UserName) -> Response:
+    principal, form = await form_principal(request, "users:manage")
+    try:
+        await run_in_threadpool(
+            people.approve_request,
+            server(request).engine,
+            name,
+            role=str(form.get("role", "")),
+            team=str(form.get("team", ""))[:200],
+            by=principal.name,
+        )
+    except EvalstoreError as error:
+        return await run_in_threadpool(
+            _people_page, request, principal, status_code=status_for(error), error=str(error)
+        )
+    return see_other(PAGE)
+
+
+@router.post(PAGE + "/requests/{name}/reject")
+async def reject_request(request: Request, name: UserName) -> Response:
+    principal, form = await form_principal(request, "users:manage")
+    engine = server(request).engine
+    if not confirmed(form):
+        asking = await run_in_threadpool(people.list_requests, engine)
+        if not any(r.name == name for r in asking):
+            raise NotFoundError(f"Nobody named '{name}' is asking for an account; the people page lists who is.")
+        return confirmation_page(
+            request,
+            principal,
+            Confirmation(
+                heading=f"Turn down {name}'s request?",
+                consequences=[
+                    f"The account {name} asked for is deleted; the name is free again. They are not told: "
+                    "signing in as it is refused, as any wrong password is."
+                ],
+                button=f"Turn down {name}",
+                back=PAGE,
+            ),
+        )
+    await run_in_threadpool(people.reject_request, engine, name, by=principal.name)
+    return see_other(PAGE)
+
+
 # --- the invite's and reset's pages -----------------------------------------------------------------
 
 
@@ -180,6 +228,19 @@ def _guarded(shared: Server, request: Request, code: str, kind: str) -> people.O
     return opened
 
 
+def _with_form_token(request: Request, response: HTMLResponse, token: str, path: str) -> HTMLResponse:
+    response.set_cookie(
+        FORM_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path=path,
+        secure=server(request).settings.secure_cookies,
+        max_age=3600,
+    )
+    return response
+
+
 def _link_page(
     request: Request, kind: str, code: str, opened: people.OpenedLink, *, status_code: int = 200, **context: object
 ) -> HTMLResponse:
@@ -194,16 +255,7 @@ def _link_page(
         form_token=token,
         **{"error": None, "name": "", **context},
     )
-    response.set_cookie(
-        FORM_COOKIE,
-        token,
-        httponly=True,
-        samesite="strict",
-        path=people.PATHS[kind].rstrip("/"),
-        secure=server(request).settings.secure_cookies,
-        max_age=3600,
-    )
-    return response
+    return _with_form_token(request, response, token, people.PATHS[kind].rstrip("/"))
 
 
 def _signed_in_as(request: Request, name: str, back_to: str) -> Response:
@@ -222,16 +274,21 @@ def _signed_in_as(request: Request, name: str, back_to: str) -> Response:
     return response
 
 
-async def _link_form(request: Request, kind: str, code: str) -> tuple[Server, people.OpenedLink, dict[str, str]]:
-    """The post's form, its form token checked, the address's rate taken and the link read."""
+async def _checked_form(request: Request) -> dict[str, str]:
+    """A form posted before sign-in: its form token checked, the address's rate taken."""
     form = await request.form()
-    shared = server(request)
     expected = request.cookies.get(FORM_COOKIE, "")
     if not expected or not hmac.compare_digest(str(form.get("form_token", "")), expected):
-        raise AccessDenied("This form has expired or was not sent by this site; open the link again and retry.")
-    shared.writes.take(f"address:{client_address(request)}")
+        raise AccessDenied("This form has expired or was not sent by this site; open the page again and retry.")
+    server(request).writes.take(f"address:{client_address(request)}")
+    return {key: str(form.get(key, "")) for key in ("name", "password", "again", "team")}
+
+
+async def _link_form(request: Request, kind: str, code: str) -> tuple[Server, people.OpenedLink, dict[str, str]]:
+    """The post's form, checked, and the link read."""
+    fields = await _checked_form(request)
+    shared = server(request)
     opened = await run_in_threadpool(_guarded, shared, request, code, kind)
-    fields = {key: str(form.get(key, "")) for key in ("name", "password", "again")}
     return shared, opened, fields
 
 
@@ -288,5 +345,68 @@ async def reset(request: Request, code: Code) -> Response:
     return response
 
 
-def install(app: FastAPI) -> None:
+# --- open sign-up (EVALSTORE_OPEN_SIGN_UP) -------------------------------------------------------------
+
+
+def _open_sign_up(request: Request) -> None:
+    if not server(request).settings.open_sign_up:
+        raise NotFoundError("This server has no sign-up: ask the server's admin for an invite link.")
+
+
+def _sign_up_page(
+    request: Request,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    fields: dict[str, str] | None = None,
+    asked: str | None = None,
+) -> HTMLResponse:
+    token = secrets.token_urlsafe(32)
+    response = render(
+        request,
+        "sign_up.html",
+        ANONYMOUS,
+        status_code=status_code,
+        error=error,
+        form_token=token,
+        fields=fields or {"name": "", "team": ""},
+        asked=asked,
+    )
+    return _with_form_token(request, response, token, "/sign-up")
+
+
+@router.get("/sign-up")
+def sign_up_page(request: Request, asked: Annotated[str | None, Query(max_length=64)] = None) -> HTMLResponse:
+    _open_sign_up(request)
+    return _sign_up_page(request, asked=asked)
+
+
+@router.post("/sign-up")
+async def sign_up(request: Request) -> Response:
+    _open_sign_up(request)
+    fields = await _checked_form(request)
+    shared = server(request)
+    kept = {"name": fields["name"].strip(), "team": fields["team"][:200]}
+    try:
+        if fields["password"] != fields["again"]:
+            raise people.PasswordsDiffer()
+        request.app.state.sign_ups.take(f"address:{client_address(request)}")
+        await run_in_threadpool(
+            people.request_account,
+            shared.engine,
+            name=kept["name"],
+            password=fields["password"],
+            team=kept["team"],
+            context=shared.context,
+        )
+    except EvalstoreError as error:
+        return await run_in_threadpool(
+            _sign_up_page, request, status_code=status_for(error), error=str(error), fields=kept
+        )
+    return see_other("/sign-up?" + urlencode({"asked": kept["name"]}))
+
+
+def install(app: FastAPI, settings: ServerSettings) -> None:
+    # accounts asked for per client address, as many an hour as a user may make tokens
+    app.state.sign_ups = WriteRate(settings.tokens_per_hour / 60, "accounts asked for", burst=settings.tokens_per_hour)
     app.include_router(router)

@@ -1,5 +1,5 @@
 """Invites and password-reset links an admin makes in the browser: single-use, expiring, kept as
-the SHA-256 of their secret.
+the SHA-256 of their secret; and accounts asked for at /sign-up, waiting for an admin's approval.
 
 Revision ID: 0036_h61a
 Revises: 0035_nugget_judges
@@ -39,8 +39,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_account_links")),
     )
     op.create_index(op.f("ix_account_links_user_id"), "account_links", ["user_id"], unique=False)
+    with op.batch_alter_table("users") as batch:
+        batch.add_column(sa.Column("requested_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("users") as batch:
+        batch.drop_column("requested_at")
     op.drop_index(op.f("ix_account_links_user_id"), table_name="account_links")
     op.drop_table("account_links")

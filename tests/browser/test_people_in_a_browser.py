@@ -125,3 +125,38 @@ def test_an_admin_brings_people_in_without_a_terminal(
     pat.click("text=Set the password and sign in")  # type: ignore[attr-defined]
     pat.wait_for_url(f"{service}/profile")  # type: ignore[attr-defined]
     assert "pat participant, team uni-a" in pat.inner_text("h1")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_visitor_asks_for_an_account_and_the_admin_approves_it(
+    sqlite_engine: Engine, browser_page: object, width: int
+) -> None:
+    access.add_user(sqlite_engine, "ada", role="admin", password=PASSWORD)
+    url = sqlite_engine.url.render_as_string(hide_password=False)
+    settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000, open_sign_up=True)
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    with serving(create_app(settings)) as site:
+        page.goto(f"{site}/login")  # type: ignore[attr-defined]
+        page.click("text=Ask for one")  # type: ignore[attr-defined]
+        page.fill("#name", "vic")  # type: ignore[attr-defined]
+        page.fill("#team", "uni-b")  # type: ignore[attr-defined]
+        page.fill("#password", PASSWORD)  # type: ignore[attr-defined]
+        page.fill("#again", PASSWORD)  # type: ignore[attr-defined]
+        shot(page, f"people-sign-up-{width}")
+        assert axe_violations(page) == []  # type: ignore[arg-type]
+        no_sideways_scroll(page, "the sign-up page", width)
+        page.click("text=Ask for the account")  # type: ignore[attr-defined]
+        page.wait_for_url(f"{site}/sign-up?asked=vic")  # type: ignore[attr-defined]
+        assert "is with the server's admin" in page.inner_text("main")  # type: ignore[attr-defined]
+
+        admin = page.context.browser.new_context(viewport={"width": width, "height": 900}).new_page()  # type: ignore[attr-defined]
+        sign_in(admin, site, "ada", "/people")
+        shot(admin, f"people-requests-{width}")
+        assert axe_violations(admin) == []
+        admin.click("button[aria-label='Approve vic']")
+        admin.wait_for_url(f"{site}/people")
+        assert admin.locator("button[aria-label='Approve vic']").count() == 0
+
+        sign_in(page, site, "vic", "/profile")
+        assert "vic participant, team uni-b" in page.inner_text("h1")  # type: ignore[attr-defined]

@@ -137,6 +137,20 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/people/links/999999/revoke", {}),
         "303 401 401 404 403 403 403 403 403 403",
     ),
+    "POST /people/requests/{name}/approve": (
+        lambda w, c: ("POST", "/people/requests/nobody/approve", {"data": {"role": "viewer"}}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),  # nobody of that name asks
+    "POST /people/requests/{name}/reject": (
+        lambda w, c: ("POST", "/people/requests/nobody/reject", {}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),
+    # open sign-up is off by default: no page (tests/http/test_people_pages.py turns it on)
+    "GET /sign-up": (lambda w, c: ("GET", "/sign-up", {}), "404 404 404 404 404 404 404 404 404 404"),
+    "POST /sign-up": (
+        lambda w, c: ("POST", "/sign-up", {"data": {"name": fresh_name(c)}}),
+        "404 404 404 404 404 404 404 404 404 404",
+    ),
     "GET /join/{code}": (
         lambda w, c: ("GET", people.create_invite(w.engine, role="viewer").path, {}),
         "200 200 200 200 200 200 200 200 200 200",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from typing import Any
 
@@ -126,7 +127,7 @@ def test_an_expired_or_revoked_invite_is_refused_with_its_reason(world: World) -
         page = admin.get("/people")
         asked = admin.post(f"/people/links/{link_id}/revoke", data={"csrf": csrf_of(page.text)})
         assert asked.status_code == 200 and f"Revoke invite {link_id} (organiser)?" in asked.text
-        assert client_for(world.engine).get(path).status_code == 200  # asking revoked nothing
+        assert people.open_link(world.engine, path.split("/")[-1], "invite").role == "organiser"  # asked: not revoked
         done = admin.post(
             f"/people/links/{link_id}/revoke",
             data={"csrf": csrf_of(page.text), "confirm": "yes"},
@@ -320,3 +321,92 @@ def test_the_same_from_a_terminal(world: World) -> None:
         people.open_link(world.engine, made.stdout.strip().rsplit("/", 1)[1], "invite")
     moved = cli("set-team", "blue", "red")
     assert (moved.exit_code, moved.stderr) == (0, "'blue' is now in team 'red'\n")
+
+
+def test_one_invite_posted_twice_at_once_makes_one_account(world: World) -> None:
+    issued = people.create_invite(world.engine, role="viewer")
+    start = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+
+    def accept(name: str) -> None:
+        start.wait()
+        try:
+            people.accept_invite(world.engine, issued.code, name=name, password=NEW_PASSWORD)
+            outcomes[name] = "joined"
+        except people.LinkGone as gone:
+            outcomes[name] = gone.state
+
+    threads = [threading.Thread(target=accept, args=(name,)) for name in ("twin-a", "twin-b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes.values()) == ["joined", "used"]
+    names = {u.name for u in access.list_users(world.engine)}
+    assert len(names & {"twin-a", "twin-b"}) == 1  # the refused one stored nothing
+
+
+def test_open_sign_up_waits_for_an_admins_approval(world: World) -> None:
+    with client_for(world.engine) as closed:
+        refused = closed.get("/sign-up")
+        assert refused.status_code == 404
+        assert "This server has no sign-up: ask the server&#39;s admin for an invite link." in refused.text
+        assert 'href="/sign-up"' not in closed.get("/login").text
+    with client_for(world.engine, open_sign_up=True) as visitor:
+        assert 'href="/sign-up"' in visitor.get("/login").text
+        page = visitor.get("/sign-up")
+        data = {"name": "newbie", "team": "uni-b", "password": NEW_PASSWORD, "again": NEW_PASSWORD}
+        assert visitor.post("/sign-up", data=data).status_code == 403  # no form token
+        asked = visitor.post("/sign-up", data={**data, "form_token": form_token(page.text)}, follow_redirects=False)
+        assert asked.status_code == 303 and asked.headers["location"] == "/sign-up?asked=newbie"
+        assert "Your request for the account newbie is with the server" in visitor.get(asked.headers["location"]).text
+        page = visitor.get("/sign-up")  # each page has its form token
+        again = visitor.post("/sign-up", data={**data, "form_token": form_token(page.text)})
+        assert again.status_code == 409 and "The user name &#39;newbie&#39; is taken; choose another." in again.text
+        assert sign_in(visitor, "newbie", NEW_PASSWORD).status_code == 401  # not yet approved
+    assert [(r.name, r.team) for r in people.list_requests(world.engine)] == [("newbie", "uni-b")]
+    with admin_client(world) as admin:
+        page = admin.get("/people")
+        assert "Asking for an account" in page.text and 'aria-label="Approve newbie"' in page.text
+        no_team = admin.post(
+            "/people/requests/newbie/approve", data={"role": "participant", "team": "", "csrf": csrf_of(page.text)}
+        )
+        assert no_team.status_code == 422 and "A participant belongs to a team: give them a team." in no_team.text
+        approved = admin.post(
+            "/people/requests/newbie/approve",
+            data={"role": "participant", "team": "uni-b", "csrf": csrf_of(page.text)},
+            follow_redirects=False,
+        )
+        assert approved.status_code == 303
+    with client_for(world.engine) as newbie:
+        assert sign_in(newbie, "newbie", NEW_PASSWORD).status_code == 303
+        assert "newbie <small>participant, team uni-b</small>" in newbie.get("/profile").text
+    assert people.list_requests(world.engine) == []
+
+
+def test_an_admin_turns_a_request_down_after_confirming(world: World) -> None:
+    people.request_account(world.engine, name="spammer", password=NEW_PASSWORD)
+    with admin_client(world) as admin:
+        page = admin.get("/people")
+        asked = admin.post("/people/requests/spammer/reject", data={"csrf": csrf_of(page.text)})
+        assert asked.status_code == 200 and "Turn down spammer&#39;s request?" in asked.text
+        assert [r.name for r in people.list_requests(world.engine)] == ["spammer"]
+        done = admin.post(
+            "/people/requests/spammer/reject",
+            data={"csrf": csrf_of(page.text), "confirm": "yes"},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303
+    assert people.list_requests(world.engine) == []
+    assert "spammer" not in {u.name for u in access.list_users(world.engine)}
+
+
+def test_sign_up_is_bounded_per_address(world: World) -> None:
+    with client_for(world.engine, open_sign_up=True, tokens_per_hour=1) as visitor:
+        for name, status in (("first", 303), ("second", 429)):
+            page = visitor.get("/sign-up")
+            data = {"name": name, "password": NEW_PASSWORD, "again": NEW_PASSWORD, "form_token": form_token(page.text)}
+            answer = visitor.post("/sign-up", data=data, follow_redirects=False)
+            assert answer.status_code == status
+        assert "Too many accounts asked for: at most 1 an hour; try again in 3600 s." in answer.text
+    assert [r.name for r in people.list_requests(world.engine)] == ["first"]
