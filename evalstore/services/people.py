@@ -19,10 +19,11 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import CursorResult, Engine, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import ROLES, AccountLink, ApiToken, User
 from evalstore.db.session import read_only, unit_of_work
@@ -238,7 +239,7 @@ def _split(code: str, kind: str) -> tuple[int, str]:
     return int(link_id), secret
 
 
-def _find(session: Any, code: str, kind: str) -> AccountLink:
+def _find(session: Session, code: str, kind: str) -> AccountLink:
     """The link ``code`` names, its secret checked in constant time; LinkGone when it is real but
     no longer usable. Every way a code can be wrong gets one message."""
     link_id, secret = _split(code, kind)
@@ -260,7 +261,7 @@ def open_link(engine: Engine, code: str, kind: str) -> OpenedLink:
         return OpenedLink(link.id, kind, link.role, link.team, user.name if user else None, link.expires_at)
 
 
-def _use(session: Any, link: AccountLink, used_by: str) -> None:
+def _use(session: Session, link: AccountLink, used_by: str) -> None:
     """Mark the link used, unless another request used it first (then LinkGone: the caller's
     unit of work rolls back what it did)."""
     done = session.execute(
@@ -268,7 +269,7 @@ def _use(session: Any, link: AccountLink, used_by: str) -> None:
         .where(AccountLink.id == link.id, AccountLink.used_at.is_(None), AccountLink.revoked_at.is_(None))
         .values(used_at=db_now(session), used_by=used_by)
     )
-    if done.rowcount != 1:
+    if cast(CursorResult[Any], done).rowcount != 1:  # an UPDATE's result is a cursor result
         raise LinkGone(link.kind, "used")
 
 
@@ -315,16 +316,19 @@ def reset_password(engine: Engine, code: str, *, password: str, context: AppCont
         return access.user_view(user)
 
 
-def list_links(engine: Engine, *, limit: int = 200) -> list[LinkView]:
-    """The newest ``limit`` links, newest first."""
+def list_links(engine: Engine, *, limit: int = 200, link_id: int | None = None) -> list[LinkView]:
+    """The newest ``limit`` links, newest first (``link_id``: that one only, if it exists)."""
     now = datetime.now(UTC)
+    statement = (
+        select(AccountLink, User.name)
+        .outerjoin(User, User.id == AccountLink.user_id)
+        .order_by(AccountLink.id.desc())
+        .limit(limit)
+    )
+    if link_id is not None:
+        statement = statement.where(AccountLink.id == link_id)
     with read_only(engine) as session:
-        rows = session.execute(
-            select(AccountLink, User.name)
-            .outerjoin(User, User.id == AccountLink.user_id)
-            .order_by(AccountLink.id.desc())
-            .limit(limit)
-        )
+        rows = session.execute(statement)
         return [
             LinkView(
                 link.id,
@@ -436,7 +440,7 @@ def list_requests(engine: Engine) -> list[AccountRequest]:
         return [AccountRequest(u.name, u.team, as_utc(u.requested_at)) for u in users if u.requested_at]
 
 
-def _requested(session: Any, name: str) -> User:
+def _requested(session: Session, name: str) -> User:
     user = session.scalar(select(User).where(User.name == name, User.requested_at.is_not(None)))
     if user is None:
         raise NotFoundError(f"Nobody named '{name}' is asking for an account; the people page lists who is.")

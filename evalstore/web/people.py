@@ -141,8 +141,8 @@ async def revoke_link(request: Request, link_id: RowId) -> Response:
     principal, form = await form_principal(request, "users:manage")
     engine = server(request).engine
     if not confirmed(form):
-        links = await run_in_threadpool(people.list_links, engine, limit=10_000)
-        link = next((k for k in links if k.id == link_id), None)
+        links = await run_in_threadpool(people.list_links, engine, link_id=link_id)
+        link = links[0] if links else None
         if link is None:
             raise NotFoundError(f"No link {link_id}; the people page lists the links.")
         what = (
