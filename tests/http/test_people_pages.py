@@ -410,3 +410,21 @@ def test_sign_up_is_bounded_per_address(world: World) -> None:
             assert answer.status_code == status
         assert "Too many accounts asked for: at most 1 an hour; try again in 3600 s." in answer.text
     assert [r.name for r in people.list_requests(world.engine)] == ["first"]
+
+
+def test_a_shown_once_cookie_of_another_session_shows_nothing(world: World) -> None:
+    with client_for(world.engine) as first, client_for(world.engine) as second:
+        for client in (first, second):
+            assert sign_in(client, "red").status_code == 303
+        page = first.get("/profile")
+        made = first.post(
+            "/profile/tokens", data={"expires_days": "7", "csrf": csrf_of(page.text)}, follow_redirects=False
+        )
+        sealed = made.cookies.get("evalstore_shown")
+        assert sealed and "es_" not in sealed  # the secret is not in the cookie as it is
+        second.cookies.set("evalstore_shown", sealed, path="/profile")
+        other = second.get("/profile")  # another session's cookie: nothing shown, nothing broken
+        assert other.status_code == 200 and 'class="token"' not in other.text
+        second.cookies.set("evalstore_shown", "not base64 at all!", path="/profile")
+        assert 'class="token"' not in second.get("/profile").text
+        assert 'class="token"' in first.get("/profile").text
