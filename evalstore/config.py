@@ -258,6 +258,31 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
+            "EVALSTORE_INVITE_DAYS",
+            "a number of days from 0.01 to 365",
+            "7",
+            "How long an invite link an admin makes stays usable (it is single-use).",
+            _number(float, 0.01, 365),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_OPEN_SIGN_UP",
+            "on or off",
+            "off",
+            "on: anyone may ask for an account at /sign-up; it signs in once an admin approves it "
+            "(with a role and team) on the people page.",
+            _flag,
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_RESET_HOURS",
+            "a number of hours from 0.1 to 720",
+            "24",
+            "How long a password-reset link an admin makes stays usable (it is single-use).",
+            _number(float, 0.1, 720),
+            "Service",
+        ),
+        Variable(
             "EVALSTORE_TOKENS_PER_HOUR",
             "a whole number from 1 to 100000",
             "20",
@@ -480,6 +505,14 @@ def _or(name: str, default: Any) -> Any:
     return default if found is None else found
 
 
+def invite_days() -> float:
+    return float(_or("EVALSTORE_INVITE_DAYS", 7.0))
+
+
+def reset_hours() -> float:
+    return float(_or("EVALSTORE_RESET_HOURS", 24.0))
+
+
 def password_checks() -> int:
     return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
 
@@ -583,6 +616,14 @@ class Settings:
     @property
     def log_level(self) -> str:
         return log_level()
+
+    @property
+    def invite_days(self) -> float:
+        return invite_days()
+
+    @property
+    def reset_hours(self) -> float:
+        return reset_hours()
 
     @property
     def password_checks(self) -> int:

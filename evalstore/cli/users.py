@@ -9,7 +9,9 @@ import typer
 from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render
 
-app = typer.Typer(help="Add, list and disable the HTTP service's users.", no_args_is_help=True)
+app = typer.Typer(
+    help="Add, invite, list and disable the HTTP service's users; move them between teams.", no_args_is_help=True
+)
 
 
 class Role(StrEnum):
@@ -85,3 +87,76 @@ def disable(ctx: typer.Context, name: str) -> None:
 
     access.disable_user(state(ctx).engine(), name)
     info(f"disabled user '{name}'")
+
+
+@app.command()
+def invite(
+    ctx: typer.Context,
+    role: Annotated[Role, typer.Option("--role", help="The role of the account the invite makes.")],
+    team: Annotated[str | None, typer.Option("--team", help="Its team (required for participants).")] = None,
+    url: Annotated[
+        str, typer.Option("--url", help="The server's address, put before the link's path.")
+    ] = "http://127.0.0.1:8000",
+) -> None:
+    """Make a single-use invite link: whoever opens it chooses a name and password and is signed
+    in with ROLE (and TEAM). It expires after EVALSTORE_INVITE_DAYS (7) days."""
+    from evalstore.services import people
+
+    context = state(ctx).context()
+    issued = people.create_invite(
+        state(ctx).engine(), role=role.value, team=team, days=context.settings.invite_days, by=None
+    )
+    typer.echo(url.rstrip("/") + issued.path)
+    info(
+        f"invite {issued.id} for a {issued.role}"
+        + (f" of team '{issued.team}'" if issued.team else "")
+        + f", until {issued.expires_at:%Y-%m-%d %H:%M} UTC (shown this once)"
+    )
+
+
+@app.command("reset-link")
+def reset_link(
+    ctx: typer.Context,
+    name: str,
+    url: Annotated[
+        str, typer.Option("--url", help="The server's address, put before the link's path.")
+    ] = "http://127.0.0.1:8000",
+) -> None:
+    """Make a single-use link with which NAME chooses a new password in the browser (it replaces
+    their open ones; it expires after EVALSTORE_RESET_HOURS (24) hours)."""
+    from evalstore.services import people
+
+    context = state(ctx).context()
+    issued = people.create_reset_link(state(ctx).engine(), name, hours=context.settings.reset_hours)
+    typer.echo(url.rstrip("/") + issued.path)
+    info(f"reset link {issued.id} for '{name}', until {issued.expires_at:%Y-%m-%d %H:%M} UTC (shown this once)")
+
+
+@app.command("set-team")
+def set_team(ctx: typer.Context, name: str, team: str) -> None:
+    """Move NAME into TEAM: what they submit from now on is the team's (its runs, quota and daily
+    cap); their earlier runs stay their old team's."""
+    from evalstore.services import people
+
+    user = people.set_team(state(ctx).engine(), name, team)
+    info(f"'{user.name}' is now in team '{user.team}'")
+
+
+@app.command()
+def links(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
+    """List the invite and password-reset links (never their secrets), newest first."""
+    from evalstore.services import people
+
+    rows = [k.as_dict() for k in people.list_links(state(ctx).engine())]
+    render(
+        rows, ["id", "kind", "role", "team", "user", "created_by", "expires_at", "state", "used_by"], fmt, title="links"
+    )
+
+
+@app.command("revoke-link")
+def revoke_link(ctx: typer.Context, link_id: int) -> None:
+    """Revoke an open invite or reset link: it stops working at once."""
+    from evalstore.services import people
+
+    people.revoke_link(state(ctx).engine(), link_id)
+    info(f"revoked link {link_id}")

@@ -607,6 +607,8 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # asked for at /sign-up and not yet approved (disabled until an admin approves it)
+    requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ApiToken(Base):
@@ -622,6 +624,29 @@ class ApiToken(Base):
     secret_hash: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class AccountLink(Base):
+    """A single-use link an admin makes: an invite (``kind`` invite: a new account with the link's
+    role and team, the name and password chosen by whoever opens it) or a password reset (``kind``
+    reset, of ``user_id``). The secret travels in the link only; its SHA-256 is kept (256 random
+    bits need no slow hash), and the row id in the link finds it without scanning."""
+
+    __tablename__ = "account_links"
+    __table_args__ = (CheckConstraint("kind IN ('invite', 'reset')", name="kind"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str | None] = mapped_column(String(20))
+    team: Mapped[str | None] = mapped_column(String(200))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_by: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    used_by: Mapped[str | None] = mapped_column(String(200))  # the account it made or reset
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 

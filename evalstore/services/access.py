@@ -121,7 +121,7 @@ class UserView:
         }
 
 
-def _view(user: User) -> UserView:
+def user_view(user: User) -> UserView:
     return UserView(user.name, user.role, user.team, user.created_at, user.disabled_at is not None)
 
 
@@ -142,7 +142,7 @@ def add_user(
     if role == "participant" and not team:
         raise InvalidParameterError("A participant belongs to a team: give --team TEAM.")
     if password is not None:
-        _check_password(password)
+        check_new_password(password)
     hashed = passwords.hash_password(password, context_for(engine, None)) if password is not None else None
     try:
         with unit_of_work(engine) as session:
@@ -150,7 +150,7 @@ def add_user(
             session.add(user)
             session.flush()
             audit(session, by, "users.add", name, {"role": role, "team": team})
-            return _view(user)
+            return user_view(user)
     except IntegrityError:
         raise ConflictError(f"A user named '{name}' exists already; choose another name.") from None
 
@@ -160,7 +160,7 @@ def set_password(
 ) -> UserView:
     """Give a user a (new) password for the web pages' sign-in; their signed-in sessions end, so
     a password changed because it leaked locks out whoever used it. API tokens stay valid."""
-    _check_password(password)
+    check_new_password(password)
     hashed = passwords.hash_password(password, context_for(engine, context))
     with unit_of_work(engine) as session:
         user = get_user(session, name)
@@ -171,17 +171,19 @@ def set_password(
             .values(revoked_at=db_now(session))
         )
         audit(session, by, "users.set_password", name)
-        return _view(user)
+        return user_view(user)
 
 
-def _check_password(password: str) -> None:
+def check_new_password(password: str) -> None:
+    if len(password) > PASSWORD_MAX:
+        raise InvalidParameterError(f"A password has at most {PASSWORD_MAX} characters.")
     if len(password) < 8:
         raise InvalidParameterError("A password needs at least 8 characters.")
 
 
 def list_users(engine: Engine) -> list[UserView]:
     with read_only(engine) as session:
-        return [_view(u) for u in session.scalars(select(User).order_by(User.name))]
+        return [user_view(u) for u in session.scalars(select(User).order_by(User.name))]
 
 
 def disable_user(engine: Engine, name: str, *, by: str | None = None) -> UserView:
@@ -190,7 +192,7 @@ def disable_user(engine: Engine, name: str, *, by: str | None = None) -> UserVie
         user = get_user(session, name)
         user.disabled_at = user.disabled_at or db_now(session)
         audit(session, by, "users.disable", name)
-        return _view(user)
+        return user_view(user)
 
 
 # --- tokens and sessions ------------------------------------------------------------------------
@@ -233,10 +235,21 @@ def revoke_token(engine: Engine, token_id: int, *, by: Principal | None = None) 
     """Revoke a token: it stops working at once. A user may revoke their own; an admin any."""
     with unit_of_work(engine) as session:
         row = session.get(ApiToken, token_id)
-        if row is None or (by is not None and not by.is_admin and row.user_id != by.user_id):
+        if row is None or (by is not None and not by.is_admin and not _may_revoke(session, by, row)):
             raise NotFoundError(f"No token {token_id} of yours. 'evalstore tokens list' shows the tokens.")
         row.revoked_at = row.revoked_at or db_now(session)
         audit(session, by.name if by else None, "tokens.revoke", str(token_id))
+
+
+def _may_revoke(session: Session, by: Principal, row: ApiToken) -> bool:
+    """Their own token, or (a participant) a teammate's API token: a team's scripts are the team's,
+    and a leaked one must not wait for its owner to be revoked."""
+    if row.user_id == by.user_id:
+        return True
+    if by.role != "participant" or not by.team or row.purpose != "api":
+        return False
+    owner = session.get(User, row.user_id)
+    return owner is not None and owner.role == "participant" and owner.team == by.team
 
 
 def list_tokens(engine: Engine, user_name: str | None = None) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from evalstore.web import (
     pages,
     participants,
 )
+from evalstore.web import people as people_pages
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore, SecurityHeaders
 from evalstore.web.limits import ASGIApp, RequestBudget, UploadLimit, WriteRate, no_nul
@@ -82,6 +83,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     errors.install(app, pages.error_page)
     app.include_router(api.router)
     participants.install(app)  # before the pages' catch-alls
+    people_pages.install(app, settings)
     judging_pages.install(app)
     assessing_pages.install(app)
     organisers.install(app)

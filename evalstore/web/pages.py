@@ -109,7 +109,15 @@ def _safe_next(target: str | None) -> str:
 @router.get("/login")
 def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002 (the query's name)
     token = secrets.token_urlsafe(32)
-    response = render(request, "login.html", ANONYMOUS, login_token=token, next=_safe_next(next), error=None)
+    response = render(
+        request,
+        "login.html",
+        ANONYMOUS,
+        login_token=token,
+        next=_safe_next(next),
+        error=None,
+        sign_up=server(request).settings.open_sign_up,
+    )
     response.set_cookie(
         LOGIN_COOKIE,
         token,
@@ -136,7 +144,14 @@ async def login(request: Request) -> Response:
     except AuthenticationError as error:
         token = secrets.token_urlsafe(32)
         response: Response = render(
-            request, "login.html", ANONYMOUS, 401, login_token=token, next=back_to, error=str(error)
+            request,
+            "login.html",
+            ANONYMOUS,
+            401,
+            login_token=token,
+            next=back_to,
+            error=str(error),
+            sign_up=shared.settings.open_sign_up,
         )
         response.set_cookie(
             LOGIN_COOKIE,

@@ -15,8 +15,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from evalstore.errors import AuthenticationError, EvalstoreError, InvalidParameterError, NotFoundError
-from evalstore.services import access, tasks
+from evalstore.services import access, people, tasks
 from evalstore.services.access import Principal
+from evalstore.web import shown_once
 from evalstore.web.api import DESCRIPTION_MAX, NAME_MAX, RowId, answer_limits, check_run_name
 from evalstore.web.api import uploaded as uploaded_file
 from evalstore.web.auth import check_password, server
@@ -208,6 +209,7 @@ def _profile(
         principal,
         status_code=status_code,
         tokens=tokens,
+        team_tokens=people.team_tokens(server(request).engine, principal),
         error=error,
         new_token=new_token,
         message=message,
@@ -217,7 +219,9 @@ def _profile(
 @router.get("/profile")
 def profile(request: Request) -> HTMLResponse:
     principal = page_principal(request, "tasks:read")
-    return _profile(request, principal)
+    response = _profile(request, principal, new_token=shown_once.read(request))
+    shown_once.take(request, response, "/profile")
+    return response
 
 
 @router.post("/profile/tokens")
@@ -235,23 +239,29 @@ async def create_token(request: Request) -> Response:
     except (ValueError, EvalstoreError) as error:
         message = str(error) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
         return await run_in_threadpool(_profile, request, principal, status_code=400, error=message)
-    # shown once, on this response only (never in a URL, so no history or log keeps it)
-    return await run_in_threadpool(_profile, request, principal, new_token=issued.token)
+    # shown once, by the page this redirects to (a reload there makes no second token)
+    response: Response = see_other("/profile")
+    if not shown_once.keep(request, response, issued.token, "/profile"):  # a script's bearer token
+        response = await run_in_threadpool(_profile, request, principal, new_token=issued.token)
+    return response
 
 
 @router.post("/profile/tokens/{token_id}/revoke")
 async def revoke_token(request: Request, token_id: RowId) -> Response:
     principal, form = await form_principal(request, "tokens:manage")
     if not confirmed(form):
-        owned = await run_in_threadpool(access.list_tokens, server(request).engine, principal.name)
-        token = next((t for t in owned if t["id"] == token_id), None)
+        engine = server(request).engine
+        owned = await run_in_threadpool(access.list_tokens, engine, principal.name)
+        teams = await run_in_threadpool(people.team_tokens, engine, principal)
+        token = next((t for t in [*owned, *teams] if t["id"] == token_id), None)
         if token is None:
             raise NotFoundError(f"No token {token_id} of yours; your profile lists your tokens.")
+        whose = "" if token["user"] == principal.name else f" (of {token['user']}, team {principal.team})"
         return confirmation_page(
             request,
             principal,
             Confirmation(
-                heading=f"Revoke token {token_id}?",
+                heading=f"Revoke token {token_id}{whose}?",
                 consequences=[
                     f"Token {token_id} stops working at once: every script that uses it is refused from then on. "
                     "This cannot be undone; you can create a new token afterwards."

@@ -38,6 +38,8 @@ class ServerSettings:
     request_seconds: float = 120.0
     # each team's runs per task in 24 hours (None: no daily cap; a task's own quota still holds)
     runs_per_day: int | None = None
+    # anyone may ask for an account at /sign-up, to be approved by an admin (off: invites only)
+    open_sign_up: bool = False
 
     @classmethod
     def from_env(cls) -> ServerSettings:
@@ -64,4 +66,5 @@ class ServerSettings:
             max_inflated_bytes=int(float(setting("EVALSTORE_MAX_INFLATED_MB", 1024)) * 2**20),  # type: ignore[arg-type]
             request_seconds=float(setting("EVALSTORE_REQUEST_SECONDS", 120.0)),  # type: ignore[arg-type]
             runs_per_day=config.value("EVALSTORE_RUNS_PER_DAY"),
+            open_sign_up=bool(setting("EVALSTORE_OPEN_SIGN_UP", False)),
         )

@@ -173,6 +173,7 @@ PAGES = {
         "/queue?state=done",
         "/tasks/sample-task/health",
         "/profile",
+        "/people",
         "/tasks/sample-task/manage",
         "/tasks/sample-task/submit",
         "/judge",

@@ -33,6 +33,7 @@ ORGANISERS_ONLY = {
     "health.html",
     "judgments.html",
     "manage.html",
+    "people.html",
     "review.html",
 }
 READERS = {

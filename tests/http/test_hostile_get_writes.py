@@ -25,6 +25,7 @@ PATH_VALUES = {
     "job_id": None,
     "qrels": "sample",
     "bank": "bank",
+    "code": "inv_1_not-the-secret",  # an invite or reset link: a wrong one, told so
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",

@@ -4,6 +4,7 @@ and judging through the forms."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -19,14 +20,19 @@ from starlette.routing import Mount
 from evalstore.config import password_cost
 from evalstore.db.models import PoolJudgment, User
 from evalstore.db.session import read_only
-from evalstore.services import collections, judging, pools, store, tasks
+from evalstore.services import collections, judging, people, pools, store, tasks
 from tests.http.conftest import PASSWORD, World, as_principal, run_text, wrong_statuses
 
 Request = tuple[str, str, dict[str, Any]]
+_NAMES = itertools.count()
 
 
 def first_pooled(world: World) -> str:
     return str(judging.pool_entries(world.engine, as_principal(world.engine, "admin"), "pool", topic="301")[0]["doc"])
+
+
+def fresh_name(caller: str) -> str:
+    return f"{caller}-{next(_NAMES)}"
 
 
 def judge_form(world: World, caller: str) -> Request:
@@ -111,6 +117,55 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
     "POST /profile/password": (
         lambda w, c: ("POST", "/profile/password", {"data": {"current": "x"}}),
         "303 401 401 400 400 400 400 400 400 400",
+    ),
+    # people (tests/http/test_people_pages.py follows their flows): the admin's page and forms;
+    # an invite's and a reset link's page are anyone's who holds the link
+    "GET /people": (lambda w, c: ("GET", "/people", {}), "303 401 401 200 403 403 403 403 403 403"),
+    "POST /people/invites": (
+        lambda w, c: ("POST", "/people/invites", {"data": {"role": "king"}}),
+        "303 401 401 422 403 403 403 403 403 403",
+    ),  # no such role: the form again
+    "POST /people/users/{name}/reset-link": (
+        lambda w, c: ("POST", "/people/users/nobody/reset-link", {}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),
+    "POST /people/users/{name}/team": (
+        lambda w, c: ("POST", "/people/users/red/team", {"data": {"team": ""}}),
+        "303 401 401 422 403 403 403 403 403 403",
+    ),  # a participant keeps a team: the page again
+    "POST /people/links/{link_id}/revoke": (
+        lambda w, c: ("POST", "/people/links/999999/revoke", {}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),
+    "POST /people/requests/{name}/approve": (
+        lambda w, c: ("POST", "/people/requests/nobody/approve", {"data": {"role": "viewer"}}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),  # nobody of that name asks
+    "POST /people/requests/{name}/reject": (
+        lambda w, c: ("POST", "/people/requests/nobody/reject", {}),
+        "303 401 401 404 403 403 403 403 403 403",
+    ),
+    # open sign-up is off by default: no page (tests/http/test_people_pages.py turns it on)
+    "GET /sign-up": (lambda w, c: ("GET", "/sign-up", {}), "404 404 404 404 404 404 404 404 404 404"),
+    "POST /sign-up": (
+        lambda w, c: ("POST", "/sign-up", {"data": {"name": fresh_name(c)}}),
+        "404 404 404 404 404 404 404 404 404 404",
+    ),
+    "GET /join/{code}": (
+        lambda w, c: ("GET", people.create_invite(w.engine, role="viewer").path, {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),
+    "POST /join/{code}": (
+        lambda w, c: ("POST", people.create_invite(w.engine, role="viewer").path, {"data": {"name": fresh_name(c)}}),
+        "403 403 403 403 403 403 403 403 403 403",
+    ),  # no form token (the link's own page gives one)
+    "GET /reset/{code}": (
+        lambda w, c: ("GET", people.create_reset_link(w.engine, "viewer").path, {}),
+        "200 200 200 200 200 200 200 200 200 200",
+    ),
+    "POST /reset/{code}": (
+        lambda w, c: ("POST", people.create_reset_link(w.engine, "viewer").path, {}),
+        "403 403 403 403 403 403 403 403 403 403",
     ),
     # the organiser's console (tests/http/test_organiser_pages.py follows its flows): the task's
     # owner and admins; another organiser is refused on every one
