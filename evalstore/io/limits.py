@@ -36,6 +36,7 @@ _IS_SEPARATOR = np.zeros(256, dtype=bool)
 _IS_SEPARATOR[list(b" \t,\r\n")] = True
 _NEWLINE = ord("\n")
 _TEXT_SLICE = 64 * 2**10
+NUL_PROBLEM = "holds a NUL character (byte 0), which no docno, topic id, tag or label has"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class _TextCheck:
         starts = np.concatenate(([-1 - self.line_length], newlines))
         stops = np.concatenate((newlines, [data.size]))
         lengths = stops - starts - 1
+        nul = np.flatnonzero(data == 0)
+        if nul.size:  # PostgreSQL's text cannot hold one, and no id does: refused on both databases
+            line = self.line_number + int(np.searchsorted(newlines, nul[0]))
+            raise InputFormatError(self.path, line, f"the line {NUL_PROBLEM}")
         if int(lengths.max()) > self.bounds.max_line:
             line = self.line_number + int(np.argmax(lengths > self.bounds.max_line))
             raise InputFormatError(
@@ -336,9 +341,31 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
                     "size", f"{shown} decodes to more than this server's limit of {limit_mib}; split it."
                 )
             check_fields(batch, shown, bounds.max_field, first_row=first_row)
+            _check_nul(batch, shown, first_row)
             first_row += batch.num_rows
     except (pa.ArrowException, OSError) as error:
         raise InputFormatError(shown, None, f"cannot be read as PARQUET: {error}".rstrip()) from None
+
+
+def _check_nul(batch: pa.RecordBatch, shown: str, first_row: int) -> None:
+    """A text column's value with a NUL character, refused naming its row and column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if pa.types.is_string_view(values.type):
+            values = values.cast(pa.large_string())
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            continue
+        hits = pc.match_substring(values, "\x00")
+        if not pc.any(hits).as_py():
+            continue
+        if values is not column:  # the rows that refer to a dictionary value holding one
+            holding = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+            hits = pc.is_in(column.indices, value_set=pa.array(holding, column.indices.type))
+        row = int(pc.index(hits, True).as_py())
+        raise InputFormatError(shown, None, f"row {first_row + row}: column '{name}' {NUL_PROBLEM}")
 
 
 def _check_statistics(meta: pq.FileMetaData, limit: int, shown: str) -> None:

@@ -29,7 +29,9 @@ async def no_nul(request: Request) -> None:
     field (``/tasks/%00``, ``{"description": "a\\u0000b"}``) is refused before any handler runs.
     PostgreSQL's text cannot hold one (its driver raised, a 500), and no name, id, option or text
     holds one, so a path with it names nothing (404) and the rest is not valid (422). A multipart
-    body (an upload) is left to its route, which reads it after checking who sends it."""
+    body's text fields are checked too (its files are the readers', which refuse a NUL naming the
+    line): the form is parsed once, here or by the route, and :class:`SignInFirst` has let only a
+    small body or a signed-in sender's reach this point."""
     if "\x00" in request.url.path:
         raise NotFoundError("Nothing is named with a NUL character (%00); check the address.")
     if any("\x00" in key or "\x00" in value for key, value in request.query_params.multi_items()):
@@ -44,9 +46,10 @@ async def no_nul(request: Request) -> None:
                 holds = False  # not JSON: the route says so
             if holds:
                 raise InvalidParameterError("The body holds a NUL character (\\u0000): no field's value has one.")
-    elif kind == "application/x-www-form-urlencoded":
+    elif kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
         form = await request.form()  # kept by the request: the route reads the same form
         if any("\x00" in key or (isinstance(value, str) and "\x00" in value) for key, value in form.multi_items()):
+            await form.close()  # its spooled files: the route that would close them does not run
             raise InvalidParameterError("The form holds a NUL character: no field's value has one.")
 
 

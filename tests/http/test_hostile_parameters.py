@@ -4,12 +4,16 @@ databases; and the cases the hardening issue found, each with its exact answer."
 
 from __future__ import annotations
 
+import gzip
+import io
 import time
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 
-from evalstore.services import access, pools, tasks
+from evalstore.services import access, pools, store, tasks
 from tests.http.conftest import PASSWORD, World, client_for, run_text
 from tests.http.test_hostile_get_writes import _routes
 from tests.http.test_pages import csrf_of, sign_in
@@ -168,3 +172,83 @@ def test_a_nul_in_a_json_body_or_a_form_is_422(world: World) -> None:
         form = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "description": "a\u0000b"})
     assert form.status_code == 422 and "The form holds a NUL character: no field&#39;s value has one." in form.text
     assert tasks.show_task(world.engine, "open").description is None
+
+
+def _parquet_run(*, dictionary: bool) -> bytes:
+    docs = pa.array(["doc-a", "doc\x00b", "doc-c"])
+    table = pa.table(
+        {
+            "topic": ["301"] * 3,
+            "docno": docs.dictionary_encode() if dictionary else docs,
+            "rank": [1, 2, 3],
+            "score": [3.0, 2.0, 1.0],
+        }
+    )
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def test_a_nul_in_a_multipart_field_or_an_uploaded_run_is_422_and_stores_nothing(world: World) -> None:
+    """An upload's text fields go where a form's do (PostgreSQL's text cannot hold a NUL: the
+    description was a 500 there); a NUL in the file itself is the reader's, naming the line."""
+    form_refusal = "The form holds a NUL character: no field's value has one."
+    run = run_text(tag="nul").encode()
+    with client_for(world.engine, raise_errors=False) as client:
+        answers = [
+            client.post(
+                "/api/v1/tasks/open/runs",
+                headers=world.headers(caller),
+                data={"name": "nul-run", **fields},
+                files={"file": ("run.txt", run)},
+            )
+            for caller, fields in (
+                ("red", {"description": "a\x00b"}),
+                ("owner", {"team": "red\x00"}),
+                ("red", {"run_type": "automatic\x00"}),
+            )
+        ]
+        answers.append(
+            client.post(
+                "/api/v1/runs",
+                headers=world.headers("admin"),
+                data={"name": "nul-run", "system": "bm25\x00"},
+                files={"file": ("run.txt", run)},
+            )
+        )
+        in_files = [
+            client.post(
+                "/api/v1/tasks/open/runs",
+                headers=world.headers("red"),
+                data={"name": "nul-run"},
+                files={"file": (shown, content)},
+            )
+            for shown, content in (
+                ("run.txt", b"301 Q0 doc-a 1 1.0 nul\n301 Q0 doc\x00x 2 0.5 nul\n"),
+                ("run.txt.gz", gzip.compress(b"301 Q0 doc-a 1 1.0 nul\n301 Q0 doc-b 2 0.5 n\x00l\n")),
+                ("run.parquet", _parquet_run(dictionary=False)),
+                ("run.parquet", _parquet_run(dictionary=True)),
+            )
+        ]
+    assert [(a.status_code, a.json()) for a in answers] == [(422, {"error": form_refusal})] * 4
+    nul = "holds a NUL character (byte 0), which no docno, topic id, tag or label has"
+    assert [(a.status_code, a.json()["error"]) for a in in_files] == [
+        (422, f"run.txt:2: the line {nul}"),
+        (422, f"run.txt.gz:2: the line {nul}"),
+        (422, f"run.parquet: row 2: column 'docno' {nul}"),
+        (422, f"run.parquet: row 2: column 'docno' {nul}"),
+    ]
+    access.set_password(world.engine, "red", PASSWORD)
+    with client_for(world.engine, raise_errors=False) as client:
+        assert sign_in(client, "red").status_code == 303
+        page = client.get("/tasks/open/submit")
+        submitted = client.post(
+            f"/tasks/open/submit?csrf={csrf_of(page.text)}",
+            data={"csrf": csrf_of(page.text), "name": "nul-run", "description": "a\x00b"},
+            files={"file": ("run.txt", run, "text/plain")},
+        )
+    assert (
+        submitted.status_code == 422
+        and "The form holds a NUL character: no field&#39;s value has one." in submitted.text
+    )
+    assert "nul-run" not in {r.name for r in store.list_runs(world.engine)}
