@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
+from evalstore.db.keys import id_in, same_id
 from evalstore.db.models import Pool, PoolEntry, PoolJudgment
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
@@ -33,7 +34,14 @@ def revise_judgment(
     with unit_of_work(engine) as session:
         pool = judged_pool(session, principal, pool_name)
         _check_grade(pool, grade)
-        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        row = session.scalar(
+            select(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, doc),
+                PoolJudgment.assessor == principal.name,
+            )
+        )
         if row is None:
             raise NotFoundError(
                 f"You have not judged document '{doc}' of topic '{topic}' in pool '{pool_name}'; "
@@ -116,7 +124,7 @@ def _record(
     pooled = set(
         session.execute(
             select(PoolEntry.topic, PoolEntry.doc).where(
-                PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted})
+                PoolEntry.pool_id == pool.id, id_in(PoolEntry.doc, {d for _, d in wanted})
             )
         ).all()
     )
@@ -128,7 +136,14 @@ def _record(
     now = jobs.db_now(session)
     assert principal.name is not None
     for topic, doc, relevance in judgments:
-        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        row = session.scalar(
+            select(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, doc),
+                PoolJudgment.assessor == principal.name,
+            )
+        )
         if row is None:
             session.add(
                 PoolJudgment(
@@ -159,7 +174,9 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
         found = session.execute(
             select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
             .where(
-                PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic, PoolJudgment.assessor == principal.name
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                PoolJudgment.assessor == principal.name,
             )
             .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc())
             .limit(1)
@@ -170,8 +187,8 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
         session.execute(
             delete(PoolJudgment).where(
                 PoolJudgment.pool_id == pool.id,
-                PoolJudgment.topic == topic,
-                PoolJudgment.doc == newest,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, newest),
                 PoolJudgment.assessor == principal.name,
             )
         )
