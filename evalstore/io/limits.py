@@ -285,6 +285,7 @@ def check_fields(
                     raise InputFormatError(shown, first_line + before + row, problem)
                 raise InputFormatError(shown, None, f"row {first_row + before + row}: {problem}")
             before += len(chunk)
+    _check_nul(table, shown, first_line, first_row)
 
 
 def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
@@ -341,31 +342,62 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
                     "size", f"{shown} decodes to more than this server's limit of {limit_mib}; split it."
                 )
             check_fields(batch, shown, bounds.max_field, first_row=first_row)
-            _check_nul(batch, shown, first_row)
             first_row += batch.num_rows
     except (pa.ArrowException, OSError) as error:
         raise InputFormatError(shown, None, f"cannot be read as PARQUET: {error}".rstrip()) from None
 
 
-def _check_nul(batch: pa.RecordBatch, shown: str, first_row: int) -> None:
-    """A text column's value with a NUL character, refused naming its row and column."""
+def _check_nul(table: pa.Table | pa.RecordBatch, shown: str, first_line: int | None, first_row: int) -> None:
+    """A text column's value with a NUL character, refused naming its line or row and column."""
+    import pyarrow as pa
+
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        before = 0
+        for chunk in chunks:
+            row = _nul_row(chunk)
+            if row is not None:
+                problem = f"column '{name}' {NUL_PROBLEM}"
+                if first_line is not None:
+                    raise InputFormatError(shown, first_line + before + row, problem)
+                raise InputFormatError(shown, None, f"row {first_row + before + row}: {problem}")
+            before += len(chunk)
+
+
+def _nul_row(array: pa.Array) -> int | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        values = column.dictionary if pa.types.is_dictionary(column.type) else column
-        if pa.types.is_string_view(values.type):
-            values = values.cast(pa.large_string())
-        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-            continue
-        hits = pc.match_substring(values, "\x00")
-        if not pc.any(hits).as_py():
-            continue
-        if values is not column:  # the rows that refer to a dictionary value holding one
-            holding = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
-            hits = pc.is_in(column.indices, value_set=pa.array(holding, column.indices.type))
-        row = int(pc.index(hits, True).as_py())
-        raise InputFormatError(shown, None, f"row {first_row + row}: column '{name}' {NUL_PROBLEM}")
+    values = array.dictionary if pa.types.is_dictionary(array.type) else array
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.large_string())
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return None
+    hits = pc.match_substring(values, "\x00")
+    if not pc.any(hits).as_py():
+        return None
+    if values is not array:  # the rows that refer to a dictionary value holding one
+        holding = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+        hits = pc.is_in(array.indices, value_set=pa.array(holding, array.indices.type))
+    return int(pc.index(hits, True).as_py())
+
+
+def holds_nul(value: object) -> bool:
+    """Whether a decoded JSON value (a record, its lists, keys and strings) holds a NUL anywhere."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(k) or holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(holds_nul(v) for v in value)
+    return False
+
+
+def refuse_nul(data: bytes, shown: str, first_line: int = 1) -> None:
+    """Refuse text (a file's bytes, or one line of it) holding a NUL, naming its line."""
+    at = data.find(b"\x00")
+    if at >= 0:
+        raise InputFormatError(shown, first_line + data.count(b"\n", 0, at), f"the line {NUL_PROBLEM}")
 
 
 def _check_statistics(meta: pq.FileMetaData, limit: int, shown: str) -> None:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from evalstore.errors import InvalidParameterError, LimitExceeded, NotFoundError
+from evalstore.io.limits import holds_nul
 from evalstore.web.errors import error_response
 
 Scope = MutableMapping[str, Any]
@@ -41,7 +42,7 @@ async def no_nul(request: Request) -> None:
         body = await request.body()  # read once: the route's parsing reads the same bytes
         if b"\\u0000" in body or b"\x00" in body:
             try:
-                holds = _holds_nul(json.loads(body))
+                holds = holds_nul(json.loads(body))
             except ValueError:
                 holds = False  # not JSON: the route says so
             if holds:
@@ -51,16 +52,6 @@ async def no_nul(request: Request) -> None:
         if any("\x00" in key or (isinstance(value, str) and "\x00" in value) for key, value in form.multi_items()):
             await form.close()  # its spooled files: the route that would close them does not run
             raise InvalidParameterError("The form holds a NUL character: no field's value has one.")
-
-
-def _holds_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(v) for v in value)
-    return False
 
 
 class UploadLimit:

@@ -159,3 +159,42 @@ def test_4096_byte_ids_are_stored_in_every_key_on_both_databases(world: World) -
     ):
         with pytest.raises(IntegrityError), world.engine.begin() as connection:
             connection.execute(text(statement), {"d": docno})
+
+
+def test_a_nul_in_a_file_is_refused_by_the_readers_on_both_databases(world: World) -> None:
+    """PostgreSQL's text cannot hold a NUL (the command line's imports were a traceback there):
+    the readers refuse one, naming the line, on both databases, and nothing is stored."""
+    nul = "holds a NUL character (byte 0), which no docno, topic id, tag or label has"
+    files = {
+        "nul.qrels": b"301 0 doc-a 1\n301 0 doc\x00b 1\n",
+        "nul.run": b"301 Q0 doc\x00a 1 1.0 x\n",
+        "nul.csv": b"topic,doc,score\n301,doc-a,2.0\n301,doc\x00b,1.0\n",
+        "nul.jsonl": b'{"doc_id": "a\\u0000b", "text": "x"}\n',
+        "nul.tsv": b"301\ta title\n30\x002\tanother\n",
+    }
+    for name, content in files.items():
+        (world.tmp / name).write_bytes(content)
+    answers = {
+        name: _cli(world, *args).stderr.strip()
+        for name, args in {
+            "nul.qrels": ("qrels", "import", str(world.tmp / "nul.qrels"), "--name", "nq"),
+            "nul.run": ("runs", "register", str(world.tmp / "nul.run"), "--name", "nr"),
+            "nul.csv": ("runs", "register", str(world.tmp / "nul.csv"), "--name", "nr"),
+            "nul.jsonl": ("documents", "import", str(world.tmp / "nul.jsonl"), "--collection", "nc"),
+            "nul.tsv": ("topics", "import", str(world.tmp / "nul.tsv"), "--name", "nt"),
+        }.items()
+    }
+    where = {
+        "nul.qrels": f"2: the line {nul}",
+        "nul.run": f"1: the line {nul}",
+        "nul.csv": f"3: column 'doc' {nul}",
+        "nul.jsonl": f"1: the line {nul}",
+        "nul.tsv": f"2: the line {nul}",
+    }
+    assert answers == {name: f"{world.tmp / name}:{line}" for name, line in where.items()}
+    with world.engine.connect() as connection:
+        stored = [
+            connection.execute(text(f"SELECT count(*) FROM {table} WHERE name = :n"), {"n": name}).scalar()
+            for table, name in (("qrels_sets", "nq"), ("runs", "nr"), ("collections", "nc"), ("topic_sets", "nt"))
+        ]
+    assert stored == [0, 0, 0, 0]
