@@ -252,3 +252,24 @@ def test_a_nul_in_a_multipart_field_or_an_uploaded_run_is_422_and_stores_nothing
         and "The form holds a NUL character: no field&#39;s value has one." in submitted.text
     )
     assert "nul-run" not in {r.name for r in store.list_runs(world.engine)}
+
+
+def test_what_starlette_refuses_itself_is_the_apis_error_body_too(world: World) -> None:
+    """An address no route has, a method a route does not take and a multipart body that cannot be
+    parsed (a 5,000-character file name) answer ``{"error": message}`` as every API error does
+    (they were FastAPI's ``{"detail": ...}``)."""
+    with client_for(world.engine, raise_errors=False) as client:
+        nowhere = client.get("/api/v1/nowhere", headers=world.headers("red"))
+        wrong_method = client.put("/api/v1/jobs", headers=world.headers("owner"))
+        broken = client.post(
+            "/api/v1/tasks/open/runs",
+            headers=world.headers("red"),
+            data={"name": "long-file-name"},
+            files={"file": ("a" * 5000 + ".txt", run_text(tag="x").encode())},
+        )
+    assert [(r.status_code, r.json()) for r in (nowhere, wrong_method, broken)] == [
+        (404, {"error": "Nothing is at this address; the API's routes are listed at /api/v1/docs."}),
+        (405, {"error": "This address does not take PUT."}),
+        (400, {"error": "Invalid multipart data."}),
+    ]
+    assert wrong_method.headers["allow"] == "GET"
