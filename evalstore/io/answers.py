@@ -138,6 +138,8 @@ def json_object(shown: str, number: int, line: str) -> dict[str, Any]:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise InputFormatError(shown, number, f"not valid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise InputFormatError(shown, number, "not valid JSON (nested too deeply)") from None
     if not isinstance(record, dict):
         raise InputFormatError(shown, number, "not a JSON object: write one {...} per line")
     if "\\u0000" in line and holds_nul(record):

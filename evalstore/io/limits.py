@@ -383,13 +383,19 @@ def _nul_row(array: pa.Array) -> int | None:
 
 
 def holds_nul(value: object) -> bool:
-    """Whether a decoded JSON value (a record, its lists, keys and strings) holds a NUL anywhere."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(holds_nul(k) or holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(holds_nul(v) for v in value)
+    """Whether a decoded JSON value (a record, its lists, keys and strings) holds a NUL anywhere;
+    walked without recursion, so no nesting depth makes it fail."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 

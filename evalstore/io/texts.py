@@ -78,6 +78,8 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, object]:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputFormatError(str(path), number, f"not a JSON object ({exc.msg})") from None
+    except RecursionError:
+        raise InputFormatError(str(path), number, "not a JSON object (nested too deeply)") from None
     if not isinstance(record, dict):
         raise InputFormatError(str(path), number, "not a JSON object: write one {...} per line")
     if "\\u0000" in line and holds_nul(record):

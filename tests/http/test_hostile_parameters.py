@@ -273,3 +273,20 @@ def test_what_starlette_refuses_itself_is_the_apis_error_body_too(world: World) 
         (400, {"error": "Invalid multipart data."}),
     ]
     assert wrong_method.headers["allow"] == "GET"
+
+
+def test_a_json_body_nested_past_what_python_parses_is_never_a_500(world: World) -> None:
+    """A body of 100,000 nested arrays around a NUL: a route that reads a body says it cannot parse
+    it (400), one that reads none answers as without it (the NUL check's parse was a 500)."""
+    deep = ("[" * 100_000 + '"\\u0000"' + "]" * 100_000).encode()
+    sent = {**world.headers("admin"), "content-type": "application/json"}
+    with client_for(world.engine, raise_errors=False) as client:
+        answers = [
+            (client.request(method, path, content=deep, headers=sent).status_code)
+            for method, path in (
+                ("PATCH", "/api/v1/tasks/open"),
+                ("POST", "/api/v1/users/viewer/disable"),
+                ("DELETE", "/api/v1/runs/red-open"),
+            )
+        ]
+    assert answers == [400, 200, 409]
