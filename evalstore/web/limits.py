@@ -25,6 +25,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+# the methods whose requests no route reads a body of (SignInFirst lets them through unchecked)
+_BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 async def no_nul(request: Request) -> None:
     """Every route's dependency: a NUL character in the path, the query, a JSON body or a form's
     field (``/tasks/%00``, ``{"description": "a\\u0000b"}``) is refused before any handler runs.
@@ -37,6 +41,8 @@ async def no_nul(request: Request) -> None:
         raise NotFoundError("Nothing is named with a NUL character (%00); check the address.")
     if any("\x00" in key or "\x00" in value for key, value in request.query_params.multi_items()):
         raise InvalidParameterError("The query holds a NUL character (%00): no parameter's value has one.")
+    if request.method in _BODILESS:
+        return  # no route reads one: a body sent anyway is never read, nor spooled before sign-in
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
         body = await request.body()  # read once: the route's parsing reads the same bytes
