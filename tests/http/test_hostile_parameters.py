@@ -150,7 +150,7 @@ def test_a_pool_of_100k_listed_topics_is_built_in_seconds_and_more_are_refused(w
         took = time.monotonic() - started
         assert built.status_code == 303, built.text[-500:]
         assert took < 20  # over 120 s before: SQLite's reader rebuilt its parameters once per parameter
-        assert pools.show_pool(world.engine, "wide").topics == 3
+        assert pools.show_pool(world.engine, "open:wide").topics == 3  # named after its task
         more = owner.post(
             action,
             data={"csrf": csrf_of(page.text), "pool": "wider", "depth": "5", "topics": topics + " 1 2"},
