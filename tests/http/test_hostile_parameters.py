@@ -308,3 +308,23 @@ def test_a_body_sent_with_a_get_is_never_read(world: World) -> None:
             )
         ]
     assert answers == [200, 200, 200]
+
+
+def test_judgments_sent_at_once_are_bounded(world: World) -> None:
+    """40,000 judgments in one request were a 503 on PostgreSQL (past its 65,535 parameters, blamed
+    on the database); 10,000 are checked against the pool, more are refused with the bound."""
+
+    def send(n: int) -> Any:
+        body = [{"topic": "301", "doc": f"d{i}", "relevance": 1} for i in range(n)]
+        return client.post("/api/v1/pools/pool/judgments", json=body, headers=world.headers("assessor"))
+
+    with client_for(world.engine, raise_errors=False) as client:
+        most, more = send(10_000), send(10_001)
+    assert (most.status_code, most.json()) == (
+        422,
+        {"error": "Document 'd0' of topic '301' is not in pool 'pool'; nothing was recorded."},
+    )
+    assert (more.status_code, more.json()) == (
+        422,
+        {"error": "At most 10,000 judgments are recorded at once; 10,001 were sent. Send them in parts."},
+    )

@@ -21,6 +21,10 @@ NOTE_CHARACTERS = 2000
 # a judgment's time is what passed between showing the document and the key press; longer than
 # this, the assessor was away, and the time says nothing about the document
 LONGEST_JUDGMENT_SECONDS = 3600.0
+# judgments in one request: each is looked up and written in the one transaction, and the pooled
+# check names each document twice (the id and its key): 40,000 passed PostgreSQL's 65,535
+# parameters (a 503 that blamed the database)
+MAX_JUDGMENTS = 10_000
 
 
 def revise_judgment(
@@ -105,6 +109,11 @@ def record_judgments(
 ) -> int:
     """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
     a document judged again keeps the newest label. Returns how many were recorded."""
+    if len(judgments) > MAX_JUDGMENTS:
+        raise InvalidParameterError(
+            f"At most {MAX_JUDGMENTS:,} judgments are recorded at once; {len(judgments):,} were sent. "
+            "Send them in parts."
+        )
     with unit_of_work(engine) as session:
         _record(session, principal, judged_pool(session, principal, pool_name), judgments)
         return len(judgments)
