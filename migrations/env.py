@@ -5,6 +5,7 @@ works too, with ``-x url=...`` or ``$EVALSTORE_DATABASE_URL``."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from alembic import context
 from sqlalchemy import Connection
@@ -20,9 +21,24 @@ target_metadata = Base.metadata
 RUN_PARTITION = re.compile(r"run_rows_p\d+\Z")
 
 
+# PostgreSQL's unique indexes over evalstore_key() of ids (0036), in place of what SQLite keeps
+KEY_INDEX = re.compile(r"uq_\w+_key\Z")
+
+
 def _include_name(name: str | None, type_: str, _parent_names: object) -> bool:
     # Per-run partitions of run_rows (PostgreSQL) are created by the service, not by migrations.
-    return not (type_ == "table" and name is not None and RUN_PARTITION.match(name))
+    if type_ == "table" and name is not None and RUN_PARTITION.match(name):
+        return False
+    # the id-keyed indexes are expressions, which no model can say for one dialect only
+    return not (type_ == "index" and name is not None and KEY_INDEX.match(name))
+
+
+def _include_object(dialect: str) -> Callable[[object, str | None, str, bool, object], bool]:
+    def include(item: object, _name: str | None, _type: str, reflected: bool, _compare_to: object) -> bool:
+        # the constraints and indexes over ids that PostgreSQL has as evalstore_key() indexes
+        return reflected or dialect == "sqlite" or not getattr(item, "info", {}).get("sqlite_only")
+
+    return include
 
 
 def _run(connection: Connection) -> None:
@@ -30,6 +46,7 @@ def _run(connection: Connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         include_name=_include_name,
+        include_object=_include_object(connection.dialect.name),
         render_as_batch=True,  # SQLite alters tables by copy-and-move
         compare_type=True,
     )

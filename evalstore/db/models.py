@@ -48,6 +48,14 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# A key over ids read from files (topic ids, docnos: up to 4 KiB each) is on PostgreSQL a unique
+# index over each id's evalstore_key() instead (migration 0036: a B-tree entry holds at most 2704
+# bytes), named uq_<table>_key; lookups name it through evalstore.db.keys. The constraints and
+# primary keys below stay what SQLite has; those of them PostgreSQL does not have say so here,
+# and migrations/env.py leaves them out of its comparison there.
+SQLITE_ONLY = {"sqlite_only": True}
+
+
 QRELS_KINDS = ("relevance", "subtopics", "preferences")
 
 
@@ -75,9 +83,9 @@ class Judgment(Base):
 
     __tablename__ = "judgments"
     __table_args__ = (
-        UniqueConstraint("qrels_id", "topic", "doc", "iteration", "subgroup"),
+        UniqueConstraint("qrels_id", "topic", "doc", "iteration", "subgroup", info=SQLITE_ONLY),
         # serves the run-to-judgments join by itself (repositories.judged_ranks; migration 0009)
-        Index("ix_judgments_qrels_id_topic_doc_relevance", "qrels_id", "topic", "doc", "relevance"),
+        Index("ix_judgments_qrels_id_topic_doc_relevance", "qrels_id", "topic", "doc", "relevance", info=SQLITE_ONLY),
         {"sqlite_with_rowid": False},
     )
 
@@ -745,7 +753,7 @@ class JudgeLabel(Base):
     Apart from the human ``pool_judgments``: a judge never overwrites a human label."""
 
     __tablename__ = "judge_labels"
-    __table_args__ = (UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc"),)
+    __table_args__ = (UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc", info=SQLITE_ONLY),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
@@ -771,14 +779,16 @@ class JudgeRepeat(Base):
     ``JudgeLabel``), kept for the judge's self-consistency and cost, never used as a label."""
 
     __tablename__ = "judge_repeats"
-    __table_args__ = (UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc", "repeat"),)
+    __table_args__ = (
+        UniqueConstraint("judge_id", "config_hash", "pool_id", "topic", "doc", "repeat", info=SQLITE_ONLY),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     judge_id: Mapped[int] = mapped_column(ForeignKey("judges.id", ondelete="CASCADE"), index=True)
     config_hash: Mapped[str] = mapped_column(String(64))
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"))
-    topic: Mapped[str] = mapped_column(String(200))
-    doc: Mapped[str] = mapped_column(String(400))
+    topic: Mapped[str] = mapped_column(Text)
+    doc: Mapped[str] = mapped_column(Text)
     repeat: Mapped[int] = mapped_column(Integer)
     relevance: Mapped[int | None] = mapped_column(SmallInteger)
     reason: Mapped[str | None] = mapped_column(Text)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import arrow_reads, pgcopy
 from evalstore.db.arrow_reads import BATCH_ROWS
+from evalstore.db.keys import same_id
 from evalstore.db.models import (
     AggregateResult,
     Base,
@@ -126,7 +127,7 @@ def runs_sharing_no_topic(session: Session, qrels: QrelsSet) -> list[str]:
     has_topics = select(RunTopic.run_id).where(RunTopic.run_id == Run.id).exists()
     shared = (
         select(RunTopic.run_id)
-        .join(Judgment, and_(Judgment.qrels_id == qrels.id, Judgment.topic == RunTopic.topic))
+        .join(Judgment, and_(Judgment.qrels_id == qrels.id, same_id(Judgment.topic, RunTopic.topic)))
         .where(RunTopic.run_id == Run.id)
         .exists()
     )

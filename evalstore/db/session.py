@@ -36,8 +36,10 @@ _PROGRAM_LIMIT_EXCEEDED = "54000"
 
 def _unindexable(error: BaseException) -> LimitExceeded | None:
     """The refusal of a row whose key is too long for PostgreSQL's B-tree index: ids of up to the
-    readers' 4 KiB each are stored as text, but a key of several of them (a judgment's topic and
-    docno, a pool entry's) must fit one index entry. SQLite has no such bound."""
+    readers' 4 KiB each are stored as text; the keys of judgments, pools, documents, topics and
+    runs' topics index a digest of a long id (migration 0036), but the others (labels, predictions,
+    splits) still index the ids themselves, which must fit one index entry. SQLite has no such
+    bound."""
     cause = getattr(error, "orig", None) or error
     if getattr(cause, "sqlstate", None) != _PROGRAM_LIMIT_EXCEEDED or "index row size" not in str(cause):
         return None
@@ -46,8 +48,8 @@ def _unindexable(error: BaseException) -> LimitExceeded | None:
     return LimitExceeded(
         "size",
         f"A topic id, docno or other id is too long for this PostgreSQL store: its key takes {size} bytes "
-        f"of index {index}, which holds at most {limit} (ids of a judgment, pool entry, document or "
-        "topic are indexed together); shorten it.",
+        f"of index {index}, which holds at most {limit} (a label's or prediction's item id, a split's "
+        "unit and the other ids of such a key are indexed together); shorten it.",
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstore.errors import InputFormatError
-from evalstore.io.limits import Bounds, copy_bounded
+from evalstore.io.limits import NUL_PROBLEM, Bounds, copy_bounded, holds_nul, refuse_nul
 
 # the longest ids the store keeps (runs.name, run_rows.topic, run_rows.doc): an answer run's
 # references are also registered as a ranking run
@@ -126,6 +126,7 @@ def bounded_lines(path: Path, bounds: Bounds, shown: str) -> Iterator[tuple[int,
     for number, raw in enumerate(buffer.getvalue().split(b"\n"), start=1):
         if not raw.strip():
             continue
+        refuse_nul(raw, shown, number)
         try:
             yield number, raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -137,8 +138,12 @@ def json_object(shown: str, number: int, line: str) -> dict[str, Any]:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise InputFormatError(shown, number, f"not valid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise InputFormatError(shown, number, "not valid JSON (nested too deeply)") from None
     if not isinstance(record, dict):
         raise InputFormatError(shown, number, "not a JSON object: write one {...} per line")
+    if "\\u0000" in line and holds_nul(record):
+        raise InputFormatError(shown, number, f"the line {NUL_PROBLEM}")
     return record
 
 

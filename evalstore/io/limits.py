@@ -36,6 +36,7 @@ _IS_SEPARATOR = np.zeros(256, dtype=bool)
 _IS_SEPARATOR[list(b" \t,\r\n")] = True
 _NEWLINE = ord("\n")
 _TEXT_SLICE = 64 * 2**10
+NUL_PROBLEM = "holds a NUL character (byte 0), which no docno, topic id, tag or label has"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class _TextCheck:
         starts = np.concatenate(([-1 - self.line_length], newlines))
         stops = np.concatenate((newlines, [data.size]))
         lengths = stops - starts - 1
+        nul = np.flatnonzero(data == 0)
+        if nul.size:  # PostgreSQL's text cannot hold one, and no id does: refused on both databases
+            line = self.line_number + int(np.searchsorted(newlines, nul[0]))
+            raise InputFormatError(self.path, line, f"the line {NUL_PROBLEM}")
         if int(lengths.max()) > self.bounds.max_line:
             line = self.line_number + int(np.argmax(lengths > self.bounds.max_line))
             raise InputFormatError(
@@ -280,6 +285,7 @@ def check_fields(
                     raise InputFormatError(shown, first_line + before + row, problem)
                 raise InputFormatError(shown, None, f"row {first_row + before + row}: {problem}")
             before += len(chunk)
+    _check_nul(table, shown, first_line, first_row)
 
 
 def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
@@ -339,6 +345,65 @@ def check_parquet(path: Path, bounds: Bounds, shown: str) -> None:
             first_row += batch.num_rows
     except (pa.ArrowException, OSError) as error:
         raise InputFormatError(shown, None, f"cannot be read as PARQUET: {error}".rstrip()) from None
+
+
+def _check_nul(table: pa.Table | pa.RecordBatch, shown: str, first_line: int | None, first_row: int) -> None:
+    """A text column's value with a NUL character, refused naming its line or row and column."""
+    import pyarrow as pa
+
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        before = 0
+        for chunk in chunks:
+            row = _nul_row(chunk)
+            if row is not None:
+                problem = f"column '{name}' {NUL_PROBLEM}"
+                if first_line is not None:
+                    raise InputFormatError(shown, first_line + before + row, problem)
+                raise InputFormatError(shown, None, f"row {first_row + before + row}: {problem}")
+            before += len(chunk)
+
+
+def _nul_row(array: pa.Array) -> int | None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = array.dictionary if pa.types.is_dictionary(array.type) else array
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.large_string())
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return None
+    hits = pc.match_substring(values, "\x00")
+    if not pc.any(hits).as_py():
+        return None
+    if values is not array:  # the rows that refer to a dictionary value holding one
+        holding = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+        hits = pc.is_in(array.indices, value_set=pa.array(holding, array.indices.type))
+    return int(pc.index(hits, True).as_py())
+
+
+def holds_nul(value: object) -> bool:
+    """Whether a decoded JSON value (a record, its lists, keys and strings) holds a NUL anywhere;
+    walked without recursion, so no nesting depth makes it fail."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def refuse_nul(data: bytes, shown: str, first_line: int = 1) -> None:
+    """Refuse text (a file's bytes, or one line of it) holding a NUL, naming its line."""
+    at = data.find(b"\x00")
+    if at >= 0:
+        raise InputFormatError(shown, first_line + data.count(b"\n", 0, at), f"the line {NUL_PROBLEM}")
 
 
 def _check_statistics(meta: pq.FileMetaData, limit: int, shown: str) -> None:

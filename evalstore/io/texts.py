@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from evalstore.errors import InputFormatError
+from evalstore.io.limits import NUL_PROBLEM, holds_nul
 
 TOPIC_ID_KEYS = ("topic", "query_id", "qid", "id", "num")
 TOPIC_TITLE_KEYS = ("title", "query", "text")
@@ -65,6 +66,8 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
         number = 0
         try:
             for number, line in enumerate(handle, start=1):
+                if "\x00" in line:
+                    raise InputFormatError(str(path), number, f"the line {NUL_PROBLEM}")
                 yield number, line
         except UnicodeDecodeError as exc:
             raise InputFormatError(str(path), number + 1, f"not UTF-8 text ({exc.reason})") from None
@@ -75,8 +78,12 @@ def _json_record(path: Path, number: int, line: str) -> dict[str, object]:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputFormatError(str(path), number, f"not a JSON object ({exc.msg})") from None
+    except RecursionError:
+        raise InputFormatError(str(path), number, "not a JSON object (nested too deeply)") from None
     if not isinstance(record, dict):
         raise InputFormatError(str(path), number, "not a JSON object: write one {...} per line")
+    if "\\u0000" in line and holds_nul(record):
+        raise InputFormatError(str(path), number, f"the line {NUL_PROBLEM}")
     return record
 
 

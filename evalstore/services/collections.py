@@ -15,6 +15,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
+from evalstore.db.keys import id_in, same_id
 from evalstore.db.models import Collection, Document, Topic, TopicSet
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, InputFormatError
@@ -88,7 +89,7 @@ def import_documents(engine: Engine, path: Path, *, collection: str, append: boo
                 if append:
                     held = session.scalars(
                         select(Document.doc).where(
-                            Document.collection_id == collection_id, Document.doc.in_([d.doc for _, d in chunk])
+                            Document.collection_id == collection_id, id_in(Document.doc, [d.doc for _, d in chunk])
                         )
                     ).first()
                     if held is not None:
@@ -145,7 +146,7 @@ def topic_statement(session: Session, topic_set: str | None, topic: str) -> Topi
     found = session.scalar(
         select(Topic)
         .join(TopicSet, TopicSet.id == Topic.topic_set_id)
-        .where(TopicSet.name == topic_set, Topic.topic == topic)
+        .where(TopicSet.name == topic_set, same_id(Topic.topic, topic))
     )
     return None if found is None else TopicStatement(found.topic, found.title, found.description, found.narrative)
 
@@ -157,7 +158,7 @@ def document_texts(session: Session, collection: str | None, docs: Sequence[str]
     rows = session.execute(
         select(Document.doc, Document.title, Document.text)
         .join(Collection, Collection.id == Document.collection_id)
-        .where(Collection.name == collection, Document.doc.in_(list(docs)))
+        .where(Collection.name == collection, id_in(Document.doc, docs))
     ).all()
     return {doc: DocumentText(doc, title, text) for doc, title, text in rows}
 

@@ -77,10 +77,13 @@ MAX_POOL_TOPICS = 100_000
 def build_task_pool(
     engine: Engine, principal: Principal, task: str, *, name: str, depth: int, topics: list[str] | None = None
 ) -> pools.PoolSummary:
-    """A depth-k pool of the task's submitted runs (all teams'), over ``topics`` (None: all)."""
+    """A depth-k pool of the task's submitted runs (all teams'), over ``topics`` (None: all),
+    named ``<task>:<name>``: pool names are unique per task, so another organiser's pools are
+    never in the way (nor told of)."""
     managed(engine, principal, task)
     if not name:
         raise InvalidParameterError("Give the pool a name.")
+    pools.stored_pool_name(name, task)
     if not 1 <= depth <= MAX_POOL_DEPTH:
         raise InvalidParameterError(
             f"The depth is the number of top documents pooled from each run, 1 to {MAX_POOL_DEPTH}; got {depth}."

@@ -85,7 +85,15 @@ def install(app: FastAPI, page_error: PageError) -> None:
         assert isinstance(error, HTTPException)
         if _is_page(request):
             return page_error(request, error.status_code, str(error.detail))
-        return await http_exception_handler(request, error)
+        if error.status_code < 400:
+            return await http_exception_handler(request, error)
+        # the API's one error body ({"error": message}), for what Starlette refuses itself too: an
+        # address no route has, a method it does not take, a multipart body it cannot parse
+        message = {
+            404: "Nothing is at this address; the API's routes are listed at /api/v1/docs.",
+            405: f"This address does not take {request.method}.",
+        }.get(error.status_code, str(error.detail))
+        return JSONResponse({"error": message}, status_code=error.status_code, headers=error.headers)
 
     said: dict[str, float] = {}  # outage kind -> when the log last said it
 

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from evalstore.errors import InvalidParameterError, LimitExceeded, NotFoundError
+from evalstore.io.limits import holds_nul
 from evalstore.web.errors import error_response
 
 Scope = MutableMapping[str, Any]
@@ -24,40 +25,39 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+# the methods whose requests no route reads a body of (SignInFirst lets them through unchecked)
+_BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 async def no_nul(request: Request) -> None:
     """Every route's dependency: a NUL character in the path, the query, a JSON body or a form's
     field (``/tasks/%00``, ``{"description": "a\\u0000b"}``) is refused before any handler runs.
     PostgreSQL's text cannot hold one (its driver raised, a 500), and no name, id, option or text
     holds one, so a path with it names nothing (404) and the rest is not valid (422). A multipart
-    body (an upload) is left to its route, which reads it after checking who sends it."""
+    body's text fields are checked too (its files are the readers', which refuse a NUL naming the
+    line): the form is parsed once, here or by the route, and :class:`SignInFirst` has let only a
+    small body or a signed-in sender's reach this point."""
     if "\x00" in request.url.path:
         raise NotFoundError("Nothing is named with a NUL character (%00); check the address.")
     if any("\x00" in key or "\x00" in value for key, value in request.query_params.multi_items()):
         raise InvalidParameterError("The query holds a NUL character (%00): no parameter's value has one.")
+    if request.method in _BODILESS:
+        return  # no route reads one: a body sent anyway is never read, nor spooled before sign-in
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
         body = await request.body()  # read once: the route's parsing reads the same bytes
         if b"\\u0000" in body or b"\x00" in body:
             try:
-                holds = _holds_nul(json.loads(body))
-            except ValueError:
-                holds = False  # not JSON: the route says so
+                holds = holds_nul(json.loads(body))
+            except (ValueError, RecursionError):
+                holds = False  # not JSON, or nested past what Python parses: the route says so
             if holds:
                 raise InvalidParameterError("The body holds a NUL character (\\u0000): no field's value has one.")
-    elif kind == "application/x-www-form-urlencoded":
+    elif kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
         form = await request.form()  # kept by the request: the route reads the same form
         if any("\x00" in key or (isinstance(value, str) and "\x00" in value) for key, value in form.multi_items()):
+            await form.close()  # its spooled files: the route that would close them does not run
             raise InvalidParameterError("The form holds a NUL character: no field's value has one.")
-
-
-def _holds_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(v) for v in value)
-    return False
 
 
 class UploadLimit:

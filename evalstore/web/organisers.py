@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_qrels
-from evalstore.services import organising, tasks
+from evalstore.services import organising, pools, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import RowId, check_name
 from evalstore.web.auth import server
@@ -97,7 +97,7 @@ def _console(
         error_at=error_at,
         message=message,
         settings=settings or _settings_form(shown),
-        pool_form=pool_form or {"pool": f"{task}-pool", "depth": "100", "topics": ""},
+        pool_form=pool_form or {"pool": "pool", "depth": "100", "topics": ""},
         pools=organising.task_pools(engine, principal, task),
         assigned=organising.assigned_assessors(engine, principal, task),
         assessors=organising.assessors(engine, principal, task),
@@ -297,13 +297,18 @@ async def build_pool(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
+        said = (
+            f"This task has a pool named '{error.name}' already; choose another name."
+            if isinstance(error, pools.PoolNameTaken)
+            else str(error)
+        )
         return await run_in_threadpool(
             _console,
             request,
             principal,
             task,
             status_code=status_for(error),
-            error=str(error),
+            error=said,
             error_at="pool",
             pool_form=kept,
         )

@@ -7,12 +7,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from evalstore.errors import AccessDenied, LimitExceeded
-from evalstore.services import pools, store, tasks
+from evalstore.cli import app
+from evalstore.errors import AccessDenied, InvalidParameterError, LimitExceeded
+from evalstore.services import access, pools, store, tasks
 from evalstore.services.orchestration import work_on
-from tests.http.conftest import SAMPLE, World, as_principal, client_for, run_text
+from tests.http.conftest import PASSWORD, SAMPLE, World, as_principal, client_for, run_text
 from tests.http.test_hostile_daily_cap import _refusal
+from tests.http.test_pages import csrf_of, sign_in
 
 
 def test_a_withdrawn_evaluated_run_keeps_its_quota_slot(world: World) -> None:
@@ -103,3 +106,64 @@ def test_a_server_may_cap_each_teams_runs_per_day(world: World) -> None:
         refused = submit(client, "daily-2")
     assert refused.status_code == 409
     assert refused.json()["error"] == _refusal("red", 2, "open", "this server's")
+
+
+def _console_build(world: World, organiser: str, task: str, name: str) -> Any:
+    access.set_password(world.engine, organiser, PASSWORD)
+    with client_for(world.engine, raise_errors=False) as client:
+        assert sign_in(client, organiser).status_code == 303
+        page = client.get(f"/tasks/{task}/manage")
+        return client.post(
+            f"/tasks/{task}/pools",
+            data={"csrf": csrf_of(page.text), "pool": name, "depth": "5"},
+            follow_redirects=False,
+        )
+
+
+def test_two_organisers_each_build_a_pool_p_and_neither_learns_of_the_other(world: World, client: TestClient) -> None:
+    """Pool names are per task (so per organiser): the second 'p' is built as the first was, and
+    another organiser's pool answers every route as a pool that does not exist."""
+    tasks.create_task(world.engine, "theirs", qrels_name="sample", owner="organiser")
+    world.submit("theirs", "blue-theirs", team_user="blue")
+    mine = _console_build(world, "owner", "open", "p")
+    theirs = _console_build(world, "organiser", "theirs", "p")
+    assert (mine.status_code, mine.headers["location"]) == (303, "/tasks/open/manage#pools")
+    assert (theirs.status_code, theirs.headers["location"]) == (303, "/tasks/theirs/manage#pools")
+    assert [p.name for p in pools.list_pools(world.engine) if p.name.endswith(":p")] == ["open:p", "theirs:p"]
+
+    def answers(name: str) -> list[tuple[int, str]]:
+        asked = world.headers("organiser")
+        review = client.get(f"/pools/{name}/review", headers=asked)
+        api = client.post(f"/api/v1/pools/{name}/assessors", json={"user": "assessor"}, headers=asked)
+        entries = client.get(f"/api/v1/pools/{name}/entries", headers=world.headers("assessor"))
+        judge = client.get(f"/judge/{name}", headers=world.headers("assessor"))
+        return [
+            (review.status_code, review.text.replace(name, "NAME")),
+            (api.status_code, api.text.replace(name, "NAME")),
+            (entries.status_code, entries.text.replace(name, "NAME")),
+            (judge.status_code, judge.text.replace(name, "NAME")),
+        ]
+
+    assert answers("open:p") == answers("open:nothing")
+    assert [status for status, _ in answers("open:p")] == [404, 404, 404, 404]
+    with client_for(world.engine, raise_errors=False) as console:
+        access.set_password(world.engine, "organiser", PASSWORD)
+        assert sign_in(console, "organiser").status_code == 303
+        csrf = csrf_of(console.get("/tasks/theirs/manage").text)
+        other, none = (
+            console.post(f"/tasks/theirs/pools/{name}/assessors", data={"csrf": csrf, "user": "assessor"})
+            for name in ("open:p", "open:nothing")
+        )
+    assert (other.status_code, other.text.replace("open:p", "NAME")) == (
+        none.status_code,
+        none.text.replace("open:nothing", "NAME"),
+    )
+    assert other.status_code == 404
+    # the command line reaches both, by their whole names
+    url = world.engine.url.render_as_string(hide_password=False)
+    for name in ("open:p", "theirs:p"):
+        shown = CliRunner().invoke(app, ["--database-url", url, "pool", "show", name], env={"EVALSTORE_MLFLOW": "off"})
+        assert shown.exit_code == 0 and name in shown.output, shown.output
+    # a pool outside a task is named without the task's separator, so it is never in a task's way
+    with pytest.raises(InvalidParameterError, match="^A pool's name has no ':'"):
+        pools.build_pool(world.engine, name="open:q", run_names=["red-open"], depth=5)

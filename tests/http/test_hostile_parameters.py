@@ -4,12 +4,16 @@ databases; and the cases the hardening issue found, each with its exact answer."
 
 from __future__ import annotations
 
+import gzip
+import io
 import time
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 
-from evalstore.services import access, pools, tasks
+from evalstore.services import access, pools, store, tasks
 from tests.http.conftest import PASSWORD, World, client_for, run_text
 from tests.http.test_hostile_get_writes import _routes
 from tests.http.test_pages import csrf_of, sign_in
@@ -146,7 +150,7 @@ def test_a_pool_of_100k_listed_topics_is_built_in_seconds_and_more_are_refused(w
         took = time.monotonic() - started
         assert built.status_code == 303, built.text[-500:]
         assert took < 20  # over 120 s before: SQLite's reader rebuilt its parameters once per parameter
-        assert pools.show_pool(world.engine, "wide").topics == 3
+        assert pools.show_pool(world.engine, "open:wide").topics == 3  # named after its task
         more = owner.post(
             action,
             data={"csrf": csrf_of(page.text), "pool": "wider", "depth": "5", "topics": topics + " 1 2"},
@@ -168,3 +172,159 @@ def test_a_nul_in_a_json_body_or_a_form_is_422(world: World) -> None:
         form = owner.post("/tasks/open/settings", data={"csrf": csrf_of(page.text), "description": "a\u0000b"})
     assert form.status_code == 422 and "The form holds a NUL character: no field&#39;s value has one." in form.text
     assert tasks.show_task(world.engine, "open").description is None
+
+
+def _parquet_run(*, dictionary: bool) -> bytes:
+    docs = pa.array(["doc-a", "doc\x00b", "doc-c"])
+    table = pa.table(
+        {
+            "topic": ["301"] * 3,
+            "docno": docs.dictionary_encode() if dictionary else docs,
+            "rank": [1, 2, 3],
+            "score": [3.0, 2.0, 1.0],
+        }
+    )
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def test_a_nul_in_a_multipart_field_or_an_uploaded_run_is_422_and_stores_nothing(world: World) -> None:
+    """An upload's text fields go where a form's do (PostgreSQL's text cannot hold a NUL: the
+    description was a 500 there); a NUL in the file itself is the reader's, naming the line."""
+    form_refusal = "The form holds a NUL character: no field's value has one."
+    run = run_text(tag="nul").encode()
+    with client_for(world.engine, raise_errors=False) as client:
+        answers = [
+            client.post(
+                "/api/v1/tasks/open/runs",
+                headers=world.headers(caller),
+                data={"name": "nul-run", **fields},
+                files={"file": ("run.txt", run)},
+            )
+            for caller, fields in (
+                ("red", {"description": "a\x00b"}),
+                ("owner", {"team": "red\x00"}),
+                ("red", {"run_type": "automatic\x00"}),
+            )
+        ]
+        answers.append(
+            client.post(
+                "/api/v1/runs",
+                headers=world.headers("admin"),
+                data={"name": "nul-run", "system": "bm25\x00"},
+                files={"file": ("run.txt", run)},
+            )
+        )
+        in_files = [
+            client.post(
+                "/api/v1/tasks/open/runs",
+                headers=world.headers("red"),
+                data={"name": "nul-run"},
+                files={"file": (shown, content)},
+            )
+            for shown, content in (
+                ("run.txt", b"301 Q0 doc-a 1 1.0 nul\n301 Q0 doc\x00x 2 0.5 nul\n"),
+                ("run.txt.gz", gzip.compress(b"301 Q0 doc-a 1 1.0 nul\n301 Q0 doc-b 2 0.5 n\x00l\n")),
+                ("run.parquet", _parquet_run(dictionary=False)),
+                ("run.parquet", _parquet_run(dictionary=True)),
+            )
+        ]
+    assert [(a.status_code, a.json()) for a in answers] == [(422, {"error": form_refusal})] * 4
+    nul = "holds a NUL character (byte 0), which no docno, topic id, tag or label has"
+    assert [(a.status_code, a.json()["error"]) for a in in_files] == [
+        (422, f"run.txt:2: the line {nul}"),
+        (422, f"run.txt.gz:2: the line {nul}"),
+        (422, f"run.parquet: row 2: column 'docno' {nul}"),
+        (422, f"run.parquet: row 2: column 'docno' {nul}"),
+    ]
+    access.set_password(world.engine, "red", PASSWORD)
+    with client_for(world.engine, raise_errors=False) as client:
+        assert sign_in(client, "red").status_code == 303
+        page = client.get("/tasks/open/submit")
+        submitted = client.post(
+            f"/tasks/open/submit?csrf={csrf_of(page.text)}",
+            data={"csrf": csrf_of(page.text), "name": "nul-run", "description": "a\x00b"},
+            files={"file": ("run.txt", run, "text/plain")},
+        )
+    assert (
+        submitted.status_code == 422
+        and "The form holds a NUL character: no field&#39;s value has one." in submitted.text
+    )
+    assert "nul-run" not in {r.name for r in store.list_runs(world.engine)}
+
+
+def test_what_starlette_refuses_itself_is_the_apis_error_body_too(world: World) -> None:
+    """An address no route has, a method a route does not take and a multipart body that cannot be
+    parsed (a 5,000-character file name) answer ``{"error": message}`` as every API error does
+    (they were FastAPI's ``{"detail": ...}``)."""
+    with client_for(world.engine, raise_errors=False) as client:
+        nowhere = client.get("/api/v1/nowhere", headers=world.headers("red"))
+        wrong_method = client.put("/api/v1/jobs", headers=world.headers("owner"))
+        broken = client.post(
+            "/api/v1/tasks/open/runs",
+            headers=world.headers("red"),
+            data={"name": "long-file-name"},
+            files={"file": ("a" * 5000 + ".txt", run_text(tag="x").encode())},
+        )
+    assert [(r.status_code, r.json()) for r in (nowhere, wrong_method, broken)] == [
+        (404, {"error": "Nothing is at this address; the API's routes are listed at /api/v1/docs."}),
+        (405, {"error": "This address does not take PUT."}),
+        (400, {"error": "Invalid multipart data."}),
+    ]
+    assert wrong_method.headers["allow"] == "GET"
+
+
+def test_a_json_body_nested_past_what_python_parses_is_never_a_500(world: World) -> None:
+    """A body of 100,000 nested arrays around a NUL: a route that reads a body says it cannot parse
+    it (400), one that reads none answers as without it (the NUL check's parse was a 500)."""
+    deep = ("[" * 100_000 + '"\\u0000"' + "]" * 100_000).encode()
+    sent = {**world.headers("admin"), "content-type": "application/json"}
+    with client_for(world.engine, raise_errors=False) as client:
+        answers = [
+            (client.request(method, path, content=deep, headers=sent).status_code)
+            for method, path in (
+                ("PATCH", "/api/v1/tasks/open"),
+                ("POST", "/api/v1/users/viewer/disable"),
+                ("DELETE", "/api/v1/runs/red-open"),
+            )
+        ]
+    assert answers == [400, 200, 409]
+
+
+def test_a_body_sent_with_a_get_is_never_read(world: World) -> None:
+    """No GET route reads a body, and one sent anyway is not parsed before sign-in (a multipart
+    body would be spooled to disk, a JSON or form body held in memory): a NUL in it is not seen."""
+    with client_for(world.engine, raise_errors=False) as client:
+        answers = [
+            client.request("GET", "/api/v1/health/live", content=body, headers={"content-type": kind}).status_code
+            for kind, body in (
+                ("application/json", b'{"a": "\\u0000"}'),
+                ("application/x-www-form-urlencoded", b"a=%00"),
+                (
+                    "multipart/form-data; boundary=x",
+                    b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n\x00\r\n--x--\r\n',
+                ),
+            )
+        ]
+    assert answers == [200, 200, 200]
+
+
+def test_judgments_sent_at_once_are_bounded(world: World) -> None:
+    """40,000 judgments in one request were a 503 on PostgreSQL (past its 65,535 parameters, blamed
+    on the database); 10,000 are checked against the pool, more are refused with the bound."""
+
+    def send(n: int) -> Any:
+        body = [{"topic": "301", "doc": f"d{i}", "relevance": 1} for i in range(n)]
+        return client.post("/api/v1/pools/pool/judgments", json=body, headers=world.headers("assessor"))
+
+    with client_for(world.engine, raise_errors=False) as client:
+        most, more = send(10_000), send(10_001)
+    assert (most.status_code, most.json()) == (
+        422,
+        {"error": "Document 'd0' of topic '301' is not in pool 'pool'; nothing was recorded."},
+    )
+    assert (more.status_code, more.json()) == (
+        422,
+        {"error": "At most 10,000 judgments are recorded at once; 10,001 were sent. Send them in parts."},
+    )

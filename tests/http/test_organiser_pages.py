@@ -145,15 +145,21 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
         follow_redirects=False,
     )
     assert built.status_code == 303 and built.headers["location"] == "/tasks/open/manage#pools"
-    pool = pools.show_pool(world.engine, "open-pool")
+    pool = pools.show_pool(world.engine, "open:open-pool")  # named after its task
     assert sorted(pool.runs) == ["blue-open", "red-open"] and pool.params["task"] == "open" and pool.topics == 2
     assert pool.params["depth"] == 5
 
     taken = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5"})
     assert taken.status_code == 409 and 'value="open-pool"' in taken.text
+    assert "This task has a pool named &#39;open:open-pool&#39; already; choose another name." in taken.text
+    colon = owner.post("/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "a:b", "depth": "5"})
+    assert colon.status_code == 422 and (
+        "A pool&#39;s name has no &#39;:&#39;: it is kept for the pools of a task, named "
+        "&#39;&lt;task&gt;:&lt;name&gt;&#39;; got &#39;a:b&#39;." in colon.text
+    )
 
     assigned = owner.post(
-        "/tasks/open/pools/open-pool/assessors",
+        "/tasks/open/pools/open:open-pool/assessors",
         data={"csrf": csrf_of(page.text), "user": "assessor"},
         follow_redirects=False,
     )
@@ -161,9 +167,9 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
     pools_of_assessor = [
         p["name"] for p in organising.judging.assessor_pools(world.engine, as_principal(world.engine, "assessor"))
     ]
-    assert "open-pool" in pools_of_assessor
+    assert "open:open-pool" in pools_of_assessor
     not_an_assessor = owner.post(
-        "/tasks/open/pools/open-pool/assessors", data={"csrf": csrf_of(page.text), "user": "red"}
+        "/tasks/open/pools/open:open-pool/assessors", data={"csrf": csrf_of(page.text), "user": "red"}
     )
     assert not_an_assessor.status_code == 422
     assert "User &#39;red&#39; is a participant; pools are judged by assessors." in not_an_assessor.text

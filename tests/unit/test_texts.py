@@ -75,6 +75,14 @@ def test_jsonl_and_tsv_topics(tmp_path: Path) -> None:
             '{"topic": "1"}\n',
             "t.txt:1: a topic needs an id ('topic', 'query_id' or 'qid') and a title ('title' or 'query')",
         ),
+        (
+            '{"topic": "1", "title": "x"}\n{"topic": "2", "title": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+            "t.txt:2: not a JSON object (nested too deeply)",
+        ),
+        (
+            '{"topic": "1", "title": "a\\u0000b"}\n',
+            "t.txt:1: the line holds a NUL character (byte 0), which no docno, topic id, tag or label has",
+        ),
     ],
 )
 def test_bad_topics_are_refused_with_their_line(tmp_path: Path, text: str, message: str) -> None:

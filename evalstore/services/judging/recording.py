@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
+from evalstore.db.keys import id_in, same_id
 from evalstore.db.models import Pool, PoolEntry, PoolJudgment
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
@@ -20,6 +21,10 @@ NOTE_CHARACTERS = 2000
 # a judgment's time is what passed between showing the document and the key press; longer than
 # this, the assessor was away, and the time says nothing about the document
 LONGEST_JUDGMENT_SECONDS = 3600.0
+# judgments in one request: each is looked up and written in the one transaction, and the pooled
+# check names each document twice (the id and its key): 40,000 passed PostgreSQL's 65,535
+# parameters (a 503 that blamed the database)
+MAX_JUDGMENTS = 10_000
 
 
 def revise_judgment(
@@ -33,7 +38,14 @@ def revise_judgment(
     with unit_of_work(engine) as session:
         pool = judged_pool(session, principal, pool_name)
         _check_grade(pool, grade)
-        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        row = session.scalar(
+            select(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, doc),
+                PoolJudgment.assessor == principal.name,
+            )
+        )
         if row is None:
             raise NotFoundError(
                 f"You have not judged document '{doc}' of topic '{topic}' in pool '{pool_name}'; "
@@ -97,6 +109,11 @@ def record_judgments(
 ) -> int:
     """Record this assessor's judgments (topic, doc, relevance) of pooled documents, all or none;
     a document judged again keeps the newest label. Returns how many were recorded."""
+    if len(judgments) > MAX_JUDGMENTS:
+        raise InvalidParameterError(
+            f"At most {MAX_JUDGMENTS:,} judgments are recorded at once; {len(judgments):,} were sent. "
+            "Send them in parts."
+        )
     with unit_of_work(engine) as session:
         _record(session, principal, judged_pool(session, principal, pool_name), judgments)
         return len(judgments)
@@ -116,7 +133,7 @@ def _record(
     pooled = set(
         session.execute(
             select(PoolEntry.topic, PoolEntry.doc).where(
-                PoolEntry.pool_id == pool.id, PoolEntry.doc.in_({d for _, d in wanted})
+                PoolEntry.pool_id == pool.id, id_in(PoolEntry.doc, {d for _, d in wanted})
             )
         ).all()
     )
@@ -128,7 +145,14 @@ def _record(
     now = jobs.db_now(session)
     assert principal.name is not None
     for topic, doc, relevance in judgments:
-        row = session.get(PoolJudgment, (pool.id, topic, doc, principal.name))
+        row = session.scalar(
+            select(PoolJudgment).where(
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, doc),
+                PoolJudgment.assessor == principal.name,
+            )
+        )
         if row is None:
             session.add(
                 PoolJudgment(
@@ -159,7 +183,9 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
         found = session.execute(
             select(PoolJudgment.doc, PoolJudgment.relevance, PoolJudgment.note)
             .where(
-                PoolJudgment.pool_id == pool.id, PoolJudgment.topic == topic, PoolJudgment.assessor == principal.name
+                PoolJudgment.pool_id == pool.id,
+                same_id(PoolJudgment.topic, topic),
+                PoolJudgment.assessor == principal.name,
             )
             .order_by(PoolJudgment.created_at.desc(), PoolJudgment.doc.desc())
             .limit(1)
@@ -170,8 +196,8 @@ def undo_last(engine: Engine, principal: Principal, pool_name: str, topic: str) 
         session.execute(
             delete(PoolJudgment).where(
                 PoolJudgment.pool_id == pool.id,
-                PoolJudgment.topic == topic,
-                PoolJudgment.doc == newest,
+                same_id(PoolJudgment.topic, topic),
+                same_id(PoolJudgment.doc, newest),
                 PoolJudgment.assessor == principal.name,
             )
         )

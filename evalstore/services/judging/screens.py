@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from evalstore.db.keys import same_id
 from evalstore.db.models import AuditEntry, Pool, PoolEntry, PoolJudgment
 from evalstore.db.session import read_only
 from evalstore.errors import NotFoundError
@@ -31,7 +32,7 @@ def pool_entries(
         pool = judged_pool(session, principal, pool_name)
         statement = _entries_with_mine(pool, principal)
         if topic is not None:
-            statement = statement.where(PoolEntry.topic == topic)
+            statement = statement.where(same_id(PoolEntry.topic, topic))
         return [{"topic": t, "doc": d, "relevance": r} for t, d, r, _ in session.execute(statement)]
 
 
@@ -41,8 +42,8 @@ def _entries_with_mine(pool: Pool, principal: Principal) -> Any:
         .outerjoin(
             PoolJudgment,
             (PoolJudgment.pool_id == PoolEntry.pool_id)
-            & (PoolJudgment.topic == PoolEntry.topic)
-            & (PoolJudgment.doc == PoolEntry.doc)
+            & same_id(PoolJudgment.topic, PoolEntry.topic)
+            & same_id(PoolJudgment.doc, PoolEntry.doc)
             & (PoolJudgment.assessor == principal.name),
         )
         .where(PoolEntry.pool_id == pool.id)
@@ -106,7 +107,7 @@ class JudgingScreen:
 def judging_screen(engine: Engine, principal: Principal, pool_name: str, topic: str) -> JudgingScreen:
     with read_only(engine) as session:
         pool = judged_pool(session, principal, pool_name)
-        everything = session.execute(_entries_with_mine(pool, principal).where(PoolEntry.topic == topic)).all()
+        everything = session.execute(_entries_with_mine(pool, principal).where(same_id(PoolEntry.topic, topic))).all()
         if not everything:
             raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")
         first = first_assessors(session, pool).get(topic)
@@ -168,7 +169,7 @@ def my_judgments(
     with read_only(engine) as session:
         pool = judged_pool(session, principal, pool_name)
         rows = session.execute(
-            _entries_with_mine(pool, principal).add_columns(PoolJudgment.note).where(PoolEntry.topic == topic)
+            _entries_with_mine(pool, principal).add_columns(PoolJudgment.note).where(same_id(PoolEntry.topic, topic))
         ).all()
         if not rows:
             raise NotFoundError(f"Pool '{pool_name}' holds no documents for topic '{topic}'.")

@@ -22,6 +22,7 @@ from evalstore.services.pools.analysis import (
 )
 from evalstore.services.pools.build import (
     EXPORT_FORMATS,
+    PoolNameTaken,
     PoolSummary,
     build_pool,
     list_pools,
@@ -31,6 +32,7 @@ from evalstore.services.pools.build import (
     read_candidates,
     read_runs,
     show_pool,
+    stored_pool_name,
 )
 from evalstore.services.pools.judgments import (
     RESOLUTIONS,
@@ -51,6 +53,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "NextBatch",
     "PoolStats",
+    "PoolNameTaken",
     "PoolSummary",
     "RESOLUTIONS",
     "Simulation",
@@ -73,6 +76,7 @@ __all__ = [
     "resolve_labels",
     "reusability",
     "show_pool",
+    "stored_pool_name",
     "simulate",
     "simulation_figure",
 ]

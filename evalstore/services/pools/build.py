@@ -43,11 +43,44 @@ class PoolSummary:
         return out
 
 
-def _name_taken(name: str) -> ConflictError:
-    return ConflictError(
-        f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go with it), "
-        "or choose another --name."
-    )
+# A pool built for a task is named "<task>:<name>", and no other pool's name holds the separator:
+# names are unique per task, so per organiser, and building one never tells of another
+# organiser's pool (a name taken in the whole store would). The name given has no separator, so
+# the task is what comes before the last one.
+TASK_POOL_SEPARATOR = ":"
+POOL_NAME_MAX = 200  # pools.name's width
+
+
+def stored_pool_name(name: str, task: str | None) -> str:
+    """The name a pool is stored and reached under: ``name`` itself, or ``<task>:<name>`` for a
+    task's pool; refused when the separator is misplaced or the whole is too long."""
+    if TASK_POOL_SEPARATOR in name:
+        raise InvalidParameterError(
+            f"A pool's name has no '{TASK_POOL_SEPARATOR}': it is kept for the pools of a task, "
+            f"named '<task>{TASK_POOL_SEPARATOR}<name>'; got '{name}'."
+        )
+    stored = f"{task}{TASK_POOL_SEPARATOR}{name}" if task else name
+    if len(stored) > POOL_NAME_MAX:
+        raise InvalidParameterError(
+            f"A pool's name, with its task's before it, is at most {POOL_NAME_MAX} characters; "
+            f"'{stored[:80]}...' has {len(stored)}."
+        )
+    return stored
+
+
+class PoolNameTaken(ConflictError):
+    """A pool of that (stored) name exists; ``name`` says which, for each edge's own words."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go with it), "
+            "or choose another --name."
+        )
+
+
+def _name_taken(name: str) -> PoolNameTaken:
+    return PoolNameTaken(name)
 
 
 def in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
@@ -110,7 +143,9 @@ def build_pool(
     task: str | None = None,
 ) -> PoolSummary:
     """Build and store a pool from stored runs (all of them when ``run_names`` is None); ``task``
-    records the shared task whose runs it pools (its organiser then manages the pool)."""
+    records the shared task whose runs it pools (its organiser then manages the pool), and the
+    pool is named ``<task>:<name>`` (:func:`stored_pool_name`)."""
+    name = stored_pool_name(name, task)
     if strategy not in pooling.STRATEGIES:
         raise InvalidParameterError(f"--strategy must be one of {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
     if strategy == "depth" and depth is None:
