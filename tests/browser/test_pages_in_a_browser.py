@@ -201,3 +201,31 @@ def test_the_api_documentation_shows_its_operations_offline(site: str, browser_p
     assert "/api/v1/tasks/{task}/leaderboard" in [p.replace("\u200b", "") for p in paths]
     assert elsewhere == []
     shot(page, "api-docs")
+
+
+def test_the_api_reference_shows_its_operations_offline(site: str, browser_page: object) -> None:
+    """ReDoc's page loads nothing from any other site (every other address is refused here) and
+    still lists the API's operations, its search included (a worker made from a blob)."""
+    page = browser_page
+    elsewhere: list[str] = []
+
+    def only_this_site(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(site) or url.startswith("blob:"):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            elsewhere.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)  # type: ignore[attr-defined]
+    page.route("**/*", only_this_site)  # type: ignore[attr-defined]
+    page.goto(f"{site}/api/v1/redoc")  # type: ignore[attr-defined]
+    page.wait_for_selector("h2 >> text=/leaderboard/i")  # type: ignore[attr-defined]
+    assert "/api/v1/tasks/{task}/leaderboard" in page.inner_text("body")  # type: ignore[attr-defined]
+    page.fill("input[placeholder='Search...']", "leaderboard")  # type: ignore[attr-defined]
+    page.wait_for_selector("[role=search] >> text=/leaderboard/i")  # type: ignore[attr-defined]
+    assert elsewhere == []
+    # the one address ReDoc names on its own, its credit's logo, is refused by the page's policy
+    assert all("logo-mini.svg" in message for message in refused), refused
+    shot(page, "api-reference")
