@@ -12,12 +12,13 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
@@ -189,11 +190,18 @@ def leaderboard_page(
     principal = page_principal(request, "leaderboard:read", public=True)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
+    # the caller's own runs (their team's; the organiser's: every team's) not on the board yet
+    pending = (
+        [r for r in tasks.task_runs(server(request).engine, principal, task) if r["state"] in tasks.PENDING]
+        if principal.may("runs:read")
+        else []
+    )
     return render(
         request,
         "leaderboard.html",
         principal,
         task=shown,
+        pending=pending,
         **board_context(f"/tasks/{quote(task, safe='')}", page, measure),
         computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
         run_base="/runs/",
@@ -341,6 +349,20 @@ def queue_page(request: Request, state: list[str] = Query(["queued", "running"])
     waiting = any(j["state"] in ("queued", "running") for j in jobs)
     return render(
         request, "queue.html", principal, jobs=jobs, states=state, no_worker=waiting and not worker_alive(request)
+    )
+
+
+@router.get("/jobs/live")
+def live_jobs(request: Request, job: list[int] = Query([])) -> JSONResponse:
+    """The state of the jobs a page shows as queued or running (live.js asks, backing off while
+    nothing changes, and stops once none is pending): one query, whatever their number."""
+    principal = page_principal(request, "runs:read")
+    found = tasks.live_jobs(server(request).engine, principal, job)
+    return JSONResponse(
+        {
+            "jobs": [asdict(j) for j in found],
+            "pending": sum(j.state in tasks.PENDING for j in found),
+        }
     )
 
 

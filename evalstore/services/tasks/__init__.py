@@ -58,9 +58,13 @@ from evalstore.services.tasks.submissions import (
 from evalstore.services.tasks.visibility import (
     HIDDEN,
     LEADERBOARD_MEASURES,
+    LIVE_JOBS_MAX,
+    PENDING,
     RUN_TYPES,
+    LiveJob,
     TaskAccess,
     TaskView,
+    live_jobs,
     manages,
     public_only,
     public_topics,
@@ -72,6 +76,10 @@ from evalstore.services.tasks.visibility import (
 )
 
 __all__ = [
+    "LIVE_JOBS_MAX",
+    "PENDING",
+    "LiveJob",
+    "live_jobs",
     "CollectionAccess",
     "collection_access",
     "collection_board",
