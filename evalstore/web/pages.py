@@ -202,15 +202,20 @@ def leaderboard_page(
         principal,
         task=shown,
         pending=pending,
-        **board_context(f"/tasks/{quote(task, safe='')}", page, measure),
-        computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
+        **board_context(
+            f"/tasks/{quote(task, safe='')}",
+            page,
+            measure,
+            tasks.computed_measures(server(request).engine, task) if page.visible else [],
+        ),
         run_base="/runs/",
     )
 
 
-def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dict[str, Any]:
+def board_context(base: str, page: reports.BoardPage, measure: list[str], computed: list[str]) -> dict[str, Any]:
     """What leaderboard.html needs beside the board's own data, for the board at ``base`` (a
-    task's, a collection's): its sort links, downloads and compare form."""
+    task's, a collection's): its measure picker (only the ``computed`` measures: another would be
+    a dead end), sort links, downloads and compare form."""
     links = {
         m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
     }
@@ -220,6 +225,7 @@ def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dic
     }
     return {
         "page": page,
+        "picker": reports.measure_groups(computed, page.measures),
         "sort_links": links,
         "downloads": downloads,
         "warning": reports.JUDGED_WARNING,
