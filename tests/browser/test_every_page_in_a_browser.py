@@ -166,9 +166,10 @@ def test_the_boards_runs_and_comparisons_fit_a_phone(lab: str, browser_page: obj
             shot(page, name)
 
 
-# every kind of page each role can open (and a page that is not there)
+LONG_NAME = "x" * 200  # a name without a break, in an error page's message and heading
+# every kind of page each role can open (and pages that are not there, one by a 200-character name)
 PAGES = {
-    None: ["/", "/login", "/tasks/sample-task", "/tasks/nothing-here"],
+    None: ["/", "/login", "/tasks/sample-task", "/tasks/nothing-here", f"/tasks/{LONG_NAME}"],
     "root": [
         "/",
         "/tasks/sample-task",
@@ -200,8 +201,18 @@ PAGES = {
         "/collections",
         "/collections/sample",
         "/collections/sample/compare",
+        f"/tasks/{LONG_NAME}/manage",
     ],
-    "pat": ["/", "/tasks/sample-task", "/tasks/sample-task/submit", "/runs/alpha-run", "/profile", "/queue"],
+    "pat": [
+        "/",
+        "/tasks/sample-task",
+        "/tasks/sample-task/submit",
+        "/runs/alpha-run",
+        "/profile",
+        "/queue",
+        f"/runs/{LONG_NAME}",
+        f"/tasks/{LONG_NAME}/submit",
+    ],
     "judy": ["/judge", "/judge/judging", "/judge/judging/301", "/judge/judging/301/judgments", "/profile"],
     "vera": ["/", "/tasks/sample-task", "/profile"],
 }
@@ -253,7 +264,7 @@ def test_every_page_fits_a_phone_with_its_actions_in_reach(lab: str, browser_pag
                 unreachable += [f"{path} as {user or 'nobody'}: {b}" for b in page.evaluate(ACTIONS_OFF_SCREEN)]
                 if user is not None:
                     name = "-".join(filter(None, [user, *path.strip("/").split("?")[0].split("/")])) or user
-                    shot(page, f"phone-{name}")
+                    shot(page, f"phone-{name[:60]}")
         finally:
             context.close()
     assert not wide, "\n".join(wide)
