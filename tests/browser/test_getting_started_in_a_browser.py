@@ -54,7 +54,7 @@ def test_an_organisers_first_steps(lab: str, browser_page: object) -> None:
     page.click("text=Organiser's console")  # type: ignore[attr-defined]
     page.wait_for_url(f"{lab}/tasks/sample-task/manage")  # type: ignore[attr-defined]
     step(page, "organiser-console")
-    page.locator("#submissions").scroll_into_view_if_needed()  # type: ignore[attr-defined]
+    page.evaluate("document.getElementById('submissions').scrollIntoView()")  # type: ignore[attr-defined]
     assert page.locator("button", has_text="Cancel").count() == 1  # type: ignore[attr-defined]
     step(page, "organiser-submissions")
     page.click("nav >> text=Queue")  # type: ignore[attr-defined]
