@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.axe import axe_violations
 from tests.browser.test_every_page_in_a_browser import LONG_RUN, lab
 from tests.browser.test_pages_in_a_browser import SCREENSHOTS, browser_page, sign_in
 
@@ -86,6 +87,14 @@ def test_a_researchers_first_steps(lab: str, browser_page: object) -> None:
     page.click("td >> text=sample")  # type: ignore[attr-defined]
     page.wait_for_url(f"{lab}/collections/sample")  # type: ignore[attr-defined]
     step(page, "researcher-board")
+    page.click("summary >> text=Measures")  # type: ignore[attr-defined]
+    page.fill("#measure-filter", "ndcg")  # type: ignore[attr-defined]  # typing filters the checkboxes
+    shown = page.locator(".measure-picker li:visible").all_inner_texts()  # type: ignore[attr-defined]
+    assert [t.strip() for t in shown] == ["nDCG@10"]
+    assert not axe_violations(page)  # type: ignore[arg-type]
+    step(page, "researcher-measures")
+    page.fill("#measure-filter", "")  # type: ignore[attr-defined]
+    assert page.locator(".measure-picker li:visible").count() == 4  # type: ignore[attr-defined]
     page.goto(f"{lab}/collections/sample/compare?run=lab-bm25&run={LONG_RUN}")  # type: ignore[attr-defined]
     assert page.locator("h2 >> text=Tests").count() == 1  # type: ignore[attr-defined]
     step(page, "researcher-compare")
