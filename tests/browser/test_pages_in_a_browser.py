@@ -25,6 +25,7 @@ from evalstore.services import access, collections, judging, pools, store, tasks
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
+from tests.browser.axe import axe_violations
 from tests.http.conftest import SAMPLE, run_text, serving
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -229,4 +230,5 @@ def test_the_api_reference_shows_its_operations_offline(site: str, browser_page:
     assert elsewhere == []
     # the one address ReDoc names on its own, its credit's logo, is refused by the page's policy
     assert all("logo-mini.svg" in message for message in refused), refused
+    assert not axe_violations(page), axe_violations(page)
     shot(page, "api-reference")
