@@ -49,7 +49,7 @@
         headers: { Accept: "application/json" },
         credentials: "same-origin",
       });
-      if (!answer.ok) return;  // signed out, or the server refuses: the page stays as it was
+      if (!answer.ok || answer.redirected) return;  // signed out, or refused: the page stays as it was
       const { jobs } = await answer.json();
       const byId = new Map(jobs.map((j) => [String(j.id), j]));
       for (const element of elements) {
