@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from evalstore.errors import InvalidParameterError
@@ -252,3 +253,23 @@ def split_measure_names(text: str) -> list[str]:
         else:
             names.append(part)
     return names
+
+
+@cache
+def _fixed_spellings() -> dict[str, str]:
+    """The stored names that spell out a parameter trec_eval's name fixes, each with that name
+    (``IPrec(rounding=trec_eval10)@0.1`` is trec_eval's ``iprec_at_recall_0.10``)."""
+    found: dict[str, str] = {}
+    for root, trec in TREC_FAMILIES.items():
+        if not trec.fixed:
+            continue
+        for name, measure in expand_root(root, None, trec):
+            if measure is not None:
+                found[str(measure)] = name
+    return found
+
+
+def reader_name(stored: str) -> str:
+    """The name a reader knows a stored measure by: the stored name itself, unless it spells out
+    a parameter that only says which peer's definition it follows; then trec_eval's name."""
+    return _fixed_spellings().get(stored, stored) if "(" in stored else stored

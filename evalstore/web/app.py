@@ -78,6 +78,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def api_docs() -> HTMLResponse:
         return headers.api_docs("/api/v1/openapi.json", "evalstore - Swagger UI")
 
+    @app.get("/api/v1/redoc", include_in_schema=False)
+    def api_reference() -> HTMLResponse:
+        return headers.api_reference("/api/v1/openapi.json", "evalstore - API reference")
+
     # before the pages' /static mount, which would otherwise answer for these paths
     app.mount(headers.SWAGGER_UI_ASSETS, StaticFiles(directory=swagger_ui_path), name="swagger-ui")
     errors.install(app, pages.error_page)

@@ -48,8 +48,7 @@ def collection_page(
         request,
         "collection.html",
         principal,
-        **board_context(_url(qrels), page, measure),
-        computed=tasks.collection_measures(engine, qrels),
+        **board_context(_url(qrels), page, measure, tasks.collection_measures(engine, qrels)),
         run_base=f"{_url(qrels)}/runs/",
         tasks=tasks.collection_access(engine, principal, qrels).tasks,
     )

@@ -12,12 +12,13 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
@@ -204,13 +205,24 @@ def leaderboard_page(
     principal = page_principal(request, "leaderboard:read", public=True)
     page = reports.leaderboard(server(request).engine, principal, task, measure, sort, context=server(request).context)
     shown = tasks.show_task(server(request).engine, task).as_dict()
+    # the caller's own runs (their team's; the organiser's: every team's) not on the board yet
+    pending = (
+        [r for r in tasks.task_runs(server(request).engine, principal, task) if r["state"] in tasks.PENDING]
+        if principal.may("runs:read")
+        else []
+    )
     return render(
         request,
         "leaderboard.html",
         principal,
         task=shown,
-        **board_context(f"/tasks/{quote(task, safe='')}", page, measure),
-        computed=tasks.computed_measures(server(request).engine, task) if page.visible else [],
+        pending=pending,
+        **board_context(
+            f"/tasks/{quote(task, safe='')}",
+            page,
+            measure,
+            tasks.computed_measures(server(request).engine, task) if page.visible else [],
+        ),
         run_base="/runs/",
         ppi=ppi_context(request, principal, page, measure, ppi),
     )
@@ -252,9 +264,10 @@ def ppi_context(
     return offered
 
 
-def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dict[str, Any]:
+def board_context(base: str, page: reports.BoardPage, measure: list[str], computed: list[str]) -> dict[str, Any]:
     """What leaderboard.html needs beside the board's own data, for the board at ``base`` (a
-    task's, a collection's): its sort links, downloads and compare form."""
+    task's, a collection's): its measure picker (only the ``computed`` measures: another would be
+    a dead end), sort links, downloads and compare form."""
     links = {
         m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
     }
@@ -264,6 +277,7 @@ def board_context(base: str, page: reports.BoardPage, measure: list[str]) -> dic
     }
     return {
         "page": page,
+        "picker": reports.measure_groups(computed, page.measures),
         "sort_links": links,
         "downloads": downloads,
         "warning": reports.JUDGED_WARNING,
@@ -393,6 +407,20 @@ def queue_page(request: Request, state: list[str] = Query(["queued", "running"])
     waiting = any(j["state"] in ("queued", "running") for j in jobs)
     return render(
         request, "queue.html", principal, jobs=jobs, states=state, no_worker=waiting and not worker_alive(request)
+    )
+
+
+@router.get("/jobs/live")
+def live_jobs(request: Request, job: list[int] = Query([])) -> JSONResponse:
+    """The state of the jobs a page shows as queued or running (live.js asks, backing off while
+    nothing changes, and stops once none is pending): one query, whatever their number."""
+    principal = page_principal(request, "runs:read")
+    found = tasks.live_jobs(server(request).engine, principal, job)
+    return JSONResponse(
+        {
+            "jobs": [asdict(j) for j in found],
+            "pending": sum(j.state in tasks.PENDING for j in found),
+        }
     )
 
 

@@ -13,6 +13,8 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
+from evalstore.metrics.trec_names import reader_name
+
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
 
@@ -142,5 +144,6 @@ def csrf_field(request: Request) -> Markup:
 templates.env.filters["number"] = number
 templates.env.filters["p_value"] = p_value
 templates.env.filters["moment"] = moment
+templates.env.filters["reader_name"] = reader_name
 templates.env.globals["csrf_field"] = csrf_field
 templates.env.globals["highlight"] = highlight

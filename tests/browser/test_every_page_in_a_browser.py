@@ -43,7 +43,7 @@ def lab(templates: Templates, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
-    """A task of organiser olga with three evaluated runs (one with a long name), a lab run
+    """A task of organiser olga with three evaluated runs (one with a long name) and a queued one, a lab run
     evaluated on the same qrels outside the task, and a pool of the task's runs on topic 301 with
     documents, judged by judy and by kim (so the review page has disagreements); one user of each
     role, each with a password. Served by uvicorn on a free port."""
@@ -63,6 +63,9 @@ def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
         path.write_text(run_text(("301", "302", "303"), tag=team, shift=shift))
         tasks.submit_run(engine, organiser, "sample-task", path, name=name, team=team)
     work_on(engine, [j["id"] for j in tasks.queue(engine, organiser)], mlflow=False)
+    queued = tmp_path / "delta.txt"  # one run still queued: its Cancel and Withdraw buttons show
+    queued.write_text(run_text(("301", "302", "303"), tag="delta", shift=1))
+    tasks.submit_run(engine, organiser, "sample-task", queued, name="delta-queued", team="delta")
     lab_run = tmp_path / "lab.txt"
     lab_run.write_text(run_text(("301", "302", "303"), tag="lab", shift=3))
     store.register_run(engine, lab_run, name="lab-bm25", system="bm25", description="BM25 with k1 0.9, b 0.4")
@@ -114,7 +117,8 @@ def test_an_admin_reads_a_labs_collection(lab: str, browser_page: object) -> Non
     assert page.locator("figure.chart svg rect").count() == 3  # type: ignore[attr-defined]
     shot(page, "collection-run")
     page.click("text=Compare with another run")  # type: ignore[attr-defined]
-    page.select_option("#runs", ["lab-bm25", "alpha-run"])  # type: ignore[attr-defined]
+    for run in ("lab-bm25", "alpha-run"):
+        page.check(f"#runs input[value='{run}']")  # type: ignore[attr-defined]
     page.click("form.toolbar button:has-text('Compare')")  # type: ignore[attr-defined]
     page.wait_for_load_state()  # type: ignore[attr-defined]
     assert page.locator("h2 >> text=Tests").count() == 1  # type: ignore[attr-defined]
@@ -146,7 +150,8 @@ def test_the_boards_runs_and_comparisons_fit_a_phone(lab: str, browser_page: obj
             assert width > 0 and left >= 0 and right <= 390, (path, left, right)
         shot(page, name)
         page.click("label[for=all-columns]")  # type: ignore[attr-defined]  # the rest, scrolling in its box
-        assert page.locator("th >> text=Judged@10").is_visible()  # type: ignore[attr-defined]
+        assert page.locator("th >> text=Team").is_visible()  # type: ignore[attr-defined]
+        assert page.locator("th >> text=Judged@10").count() == 0  # type: ignore[attr-defined]  # none computed: no dashes
         _fits(page, f"{path} with every column")
         shot(page, f"{name}-every-column")
     for path, name in (
@@ -162,9 +167,10 @@ def test_the_boards_runs_and_comparisons_fit_a_phone(lab: str, browser_page: obj
             shot(page, name)
 
 
-# every kind of page each role can open (and a page that is not there)
+LONG_NAME = "x" * 200  # a name without a break, in an error page's message and heading
+# every kind of page each role can open (and pages that are not there, one by a 200-character name)
 PAGES = {
-    None: ["/", "/login", "/tasks/sample-task", "/tasks/nothing-here"],
+    None: ["/", "/login", "/tasks/sample-task", "/tasks/nothing-here", f"/tasks/{LONG_NAME}"],
     "root": [
         "/",
         "/tasks/sample-task",
@@ -197,8 +203,18 @@ PAGES = {
         "/collections",
         "/collections/sample",
         "/collections/sample/compare",
+        f"/tasks/{LONG_NAME}/manage",
     ],
-    "pat": ["/", "/tasks/sample-task", "/tasks/sample-task/submit", "/runs/alpha-run", "/profile", "/queue"],
+    "pat": [
+        "/",
+        "/tasks/sample-task",
+        "/tasks/sample-task/submit",
+        "/runs/alpha-run",
+        "/profile",
+        "/queue",
+        f"/runs/{LONG_NAME}",
+        f"/tasks/{LONG_NAME}/submit",
+    ],
     "judy": ["/judge", "/judge/judging", "/judge/judging/301", "/judge/judging/301/judgments", "/profile"],
     "vera": ["/", "/tasks/sample-task", "/profile"],
 }
@@ -220,3 +236,38 @@ def test_no_page_has_a_serious_accessibility_violation(lab: str, browser_page: o
         finally:
             context.close()
     assert not found, "\n".join(found)
+
+
+# buttons (every action: Withdraw, Release, Cancel, Retry, Assign...) whose box is not wholly on a
+# 390 px screen: reaching them would take a sideways scroll, of the page or of a table's box
+ACTIONS_OFF_SCREEN = """() => [...document.querySelectorAll('main button, main [type=submit]')]
+  .filter(b => b.offsetParent !== null)
+  .filter(b => { const r = b.getBoundingClientRect(); return r.left < -0.5 || r.right > window.innerWidth + 0.5; })
+  .map(b => `${b.textContent.trim() || b.value} (${Math.round(b.getBoundingClientRect().right)})`)"""
+
+
+def test_every_page_fits_a_phone_with_its_actions_in_reach(lab: str, browser_page: object) -> None:
+    """Every page each role opens, at 390 px: nothing scrolls sideways, and every button is on the
+    screen (not in a table's box scrolled away)."""
+    browser = browser_page.context.browser  # type: ignore[attr-defined]
+    wide, unreachable = [], []
+    for user, paths in PAGES.items():
+        context = browser.new_context(viewport={"width": 390, "height": 844})
+        page = context.new_page()
+        try:
+            if user is not None:
+                sign_in(page, lab, user, "/profile")
+            for path in paths:
+                response = page.goto(f"{lab}{path}")
+                assert response is not None and response.status < 500, (path, user)
+                width = page.evaluate("document.scrollingElement.scrollWidth")
+                if width > page.evaluate("window.innerWidth"):
+                    wide.append(f"{path} as {user or 'nobody'}: {width} px: {page.evaluate(WIDER_THAN_THE_SCREEN)}")
+                unreachable += [f"{path} as {user or 'nobody'}: {b}" for b in page.evaluate(ACTIONS_OFF_SCREEN)]
+                if user is not None:
+                    name = "-".join(filter(None, [user, *path.strip("/").split("?")[0].split("/")])) or user
+                    shot(page, f"phone-{name[:60]}")
+        finally:
+            context.close()
+    assert not wide, "\n".join(wide)
+    assert not unreachable, "\n".join(unreachable)

@@ -79,6 +79,10 @@ def test_an_assessor_judges_a_long_document_by_keyboard_and_revises_a_judgment(
         "(() => { const t = document.getElementById('doc-text'); return t.scrollWidth <= t.clientWidth; })()"
     )
     assert in_view(page, '#judge-form button[data-key="0"]') and in_view(page, '#judge-form button[data-key="s"]')
+    # the document starts on the first screen: its first lines above the grade buttons
+    text_top = page.evaluate("document.getElementById('doc-text').getBoundingClientRect().top")  # type: ignore[attr-defined]
+    grades_top = page.evaluate("document.getElementById('judge-form').getBoundingClientRect().top")  # type: ignore[attr-defined]
+    assert text_top + 60 <= min(grades_top, height), (text_top, grades_top)
     shot(page, f"judge-long-{device}")
 
     for key in ("j", "j", "j"):

@@ -5,7 +5,6 @@ done with only the service running (its in-process worker), then withdraws it.""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from evalstore.services import access, store, tasks
+from evalstore.services.orchestration import work_on
 from evalstore.services.worker import InProcessWorker, WorkerSettings
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
@@ -76,11 +76,8 @@ def test_a_participant_submits_and_follows_a_run(
     page.set_input_files("#file", str(good))  # type: ignore[attr-defined]
     page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
     page.wait_for_url(f"{service}/tasks/shared-task/submit?submitted=pat-1")  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 60
-    while "done" not in page.inner_text("td.state-done, td[class^=state-]"):  # type: ignore[attr-defined]
-        assert time.monotonic() < deadline, "the run was not evaluated within 60 s"
-        time.sleep(0.5)
-        page.reload()  # type: ignore[attr-defined]
+    # the page follows the run's evaluation by itself (live.js): no reload
+    page.wait_for_selector("tr[data-live-name=pat-1][data-state=done]", timeout=60_000)  # type: ignore[attr-defined]
     assert "1 of 3 runs used by team uni-a" in page.inner_text("dl.meta")  # type: ignore[attr-defined]
     shot(page, f"submit-done-{width}")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
@@ -106,6 +103,63 @@ def test_a_participant_submits_and_follows_a_run(
     page.wait_for_url(f"{service}/tasks/shared-task/submit")  # type: ignore[attr-defined]
     assert "No runs submitted yet." in page.inner_text("main")  # type: ignore[attr-defined]
     assert SCREENSHOTS.joinpath(f"submit-done-{width}.png").exists()
+
+
+def test_queued_runs_turn_done_on_screen_without_a_reload(
+    sqlite_engine: Engine, browser_page: object, tmp_path: Path
+) -> None:
+    """No worker until the pages are open: then the runs are evaluated, and the team's runs page
+    and the leaderboard show it by themselves (the page is the same page: nothing reloaded it)."""
+    engine = sqlite_engine
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
+    access.add_user(engine, "olga", role="organiser")
+    access.add_user(engine, "pat", role="participant", team="uni-a", password=PASSWORD)
+    tasks.create_task(engine, "live-task", qrels_name="sample", owner="olga", measures=["AP", "nDCG@10"])
+    pat = access.authenticate(engine, access.create_token(engine, "pat").token)
+    jobs = []
+    for i in (1, 2):
+        path = tmp_path / f"run-{i}.txt"
+        path.write_text(run_text(tag=f"pat{i}", shift=i))
+        jobs.append(tasks.submit_run(engine, pat, "live-task", path, name=f"pat-live-{i}").job.evaluation_id)
+    settings = ServerSettings(
+        database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False, writes_per_minute=1000
+    )
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
+    with serving(create_app(settings)) as site:
+        sign_in(page, site, "pat", "/tasks/live-task/submit")
+        first, second = "tr[data-live-name=pat-live-1]", "tr[data-live-name=pat-live-2]"
+        assert page.inner_text(f"{first} [data-live=state]") == "queued"  # type: ignore[attr-defined]
+        assert page.inner_text(f"{second} [data-live=position]") == "2"  # type: ignore[attr-defined]
+        shot(page, "live-queued-390")
+        page.evaluate("window.sameDocument = true")  # type: ignore[attr-defined]
+        work_on(engine, [jobs[0]], mlflow=False)
+        page.wait_for_selector(f"{first}[data-state=done]", timeout=30_000)  # type: ignore[attr-defined]
+        assert page.inner_text(f"{first} [data-live=state]") == "done"  # type: ignore[attr-defined]
+        page.wait_for_function(  # type: ignore[attr-defined]
+            f"document.querySelector('{second} [data-live=position]').textContent === '1'", timeout=30_000
+        )
+        assert page.evaluate("window.sameDocument === true")  # type: ignore[attr-defined]
+        assert page.inner_text("#live-note") == "pat-live-1: done"  # type: ignore[attr-defined]
+        shot(page, "live-done-390")
+
+        page.goto(f"{site}/tasks/live-task")  # type: ignore[attr-defined]
+        pending = page.inner_text("section.pending")  # type: ignore[attr-defined]
+        assert "Being evaluated" in pending and "pat-live-2: queued" in pending
+        assert not page.is_visible("text=Show the board with the new scores")  # type: ignore[attr-defined]
+        assert axe_violations(page) == []  # type: ignore[arg-type]
+        page.evaluate("window.sameDocument = true")  # type: ignore[attr-defined]
+        work_on(engine, [jobs[1]], mlflow=False)
+        page.wait_for_selector("text=Show the board with the new scores", timeout=30_000)  # type: ignore[attr-defined]
+        assert page.inner_text("section.pending [data-live=state]") == "done"  # type: ignore[attr-defined]
+        assert page.evaluate("window.sameDocument === true")  # type: ignore[attr-defined]
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]
+        assert overflow <= 0
+        shot(page, "live-board-390")
+        page.click("text=Show the board with the new scores")  # type: ignore[attr-defined]
+        page.wait_for_selector("table.board")  # type: ignore[attr-defined]
+        assert page.locator("table.board tbody tr").count() == 2  # type: ignore[attr-defined]
+        assert page.locator("section.pending").count() == 0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -63,6 +63,7 @@ ROUTES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         "200 200 200 200 200 200 200 200 200 200",
     ),
     "GET /api/v1/docs": (lambda w, c: ("GET", "/api/v1/docs", {}), "200 200 200 200 200 200 200 200 200 200"),
+    "GET /api/v1/redoc": (lambda w, c: ("GET", "/api/v1/redoc", {}), "200 200 200 200 200 200 200 200 200 200"),
     "GET /api/v1/health": (lambda w, c: ("GET", "/api/v1/health", {}), "200 200 200 200 200 200 200 200 200 200"),
     "GET /api/v1/health/live": (
         lambda w, c: ("GET", "/api/v1/health/live", {}),
@@ -191,11 +192,12 @@ def first_pooled(world: World) -> str:
 
 def served_routes(client: TestClient) -> set[str]:
     """Every route: the API's, as its OpenAPI document lists them (no route of ours is left out of
-    it), and the two FastAPI serves about it."""
+    it), and the pages that document it."""
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     return {f"{method.upper()} {path}" for path, methods in paths.items() for method in methods} | {
         "GET /api/v1/openapi.json",
         "GET /api/v1/docs",
+        "GET /api/v1/redoc",
     }
 
 

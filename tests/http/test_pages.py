@@ -87,6 +87,8 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("GET", "/pools/pool/review", {}),
         "303 401 401 200 200 404 403 403 403 403",
     ),  # another organiser: not theirs
+    # the state of queued and running jobs, for live.js (tests/http/test_live_state.py)
+    "GET /jobs/live": (lambda w, c: ("GET", "/jobs/live?job=1", {}), "303 401 401 200 200 200 200 200 403 403"),
     "GET /static": (lambda w, c: ("GET", "/static/style.css", {}), "200 200 200 200 200 200 200 200 200 200"),
     "GET /static/swagger-ui": (
         lambda w, c: ("GET", "/static/swagger-ui/swagger-ui.css", {}),

@@ -91,6 +91,30 @@ def test_the_api_documentation_is_served_from_this_site_only(world: World) -> No
     assert "frame-ancestors 'none'" in policy and docs.headers["x-frame-options"] == "DENY"
 
 
+def test_the_api_reference_is_served_from_this_site_only(world: World) -> None:
+    """ReDoc's bundle is this package's own file (the page works offline, trusts no CDN), started
+    by a static script, under a policy allowing this site's scripts only."""
+    with client_for(world.engine) as client:
+        reference = client.get("/api/v1/redoc")
+        assets = re.findall(r'(?:src|href)="([^"]+)"', reference.text)
+        fetched = {path: client.get(path) for path in assets}
+        licence = client.get("/static/redoc/LICENSE")
+    assert reference.status_code == 200
+    assert assets == ["/static/redoc/redoc.standalone.js", "/static/redoc-init.js"]
+    assert {path: r.status_code for path, r in fetched.items()} == dict.fromkeys(assets, 200)
+    assert "Redoc.init(" in fetched["/static/redoc-init.js"].text
+    assert len(fetched["/static/redoc/redoc.standalone.js"].content) > 500_000  # the bundle, not a stub
+    assert licence.status_code == 200 and "Rebilly" in licence.text
+    assert 'data-openapi="/api/v1/openapi.json"' in reference.text
+    assert "http" not in reference.text  # no external address at all
+    assert re.search(r"<script(?![^>]*\bsrc=)[^>]*>", reference.text) is None  # no inline script
+    policy = reference.headers["content-security-policy"]
+    (script_sources,) = re.findall(r"script-src ([^;]+);", policy)
+    assert script_sources == "'self'"
+    assert "http" not in policy and "cdn" not in policy
+    assert "frame-ancestors 'none'" in policy and reference.headers["x-frame-options"] == "DENY"
+
+
 def test_the_templates_hold_nothing_the_policy_blocks() -> None:
     found = {}
     for template in sorted(TEMPLATES.glob("*.html")):

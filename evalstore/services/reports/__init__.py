@@ -11,9 +11,12 @@ from evalstore.services.reports.boards import (
     JUDGED_WARNING,
     BoardPage,
     BoardRow,
+    MeasureChoice,
+    MeasureGroup,
     board_download,
     board_page,
     leaderboard,
+    measure_groups,
 )
 from evalstore.services.reports.runs import (
     DISAGREEING_TOPICS,
@@ -37,6 +40,9 @@ __all__ = [
     "TOP_DOCUMENTS",
     "BoardPage",
     "BoardRow",
+    "MeasureChoice",
+    "MeasureGroup",
+    "measure_groups",
     "ComparePage",
     "Disagreement",
     "RankedDocument",

@@ -15,7 +15,9 @@ from evalstore.db.models import Pool
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError
 from evalstore.io import inert
-from evalstore.metrics import resolve_measures
+from evalstore.metrics import headline_measures, resolve_measures
+from evalstore.metrics.registry import REGISTRY, parse
+from evalstore.metrics.trec_names import reader_name
 from evalstore.services import comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
@@ -56,6 +58,68 @@ class BoardPage:
     notes: list[str] = field(default_factory=list)
     split: dict[str, Any] | None = None  # a public/private split: its private topic count, whether final
     judge: dict[str, Any] | None = None  # the judge behind judge-made qrels: name, model, probe
+
+
+@dataclass(frozen=True)
+class MeasureChoice:
+    """One measure a board may show: the name it is asked by, the name a reader knows it by."""
+
+    value: str
+    label: str
+    shown: bool
+
+
+@dataclass(frozen=True)
+class MeasureGroup:
+    """The measures of one family (``common``: the headline measures, offered first)."""
+
+    family: str
+    common: bool
+    choices: list[MeasureChoice]
+
+    @property
+    def shown(self) -> int:
+        return sum(c.shown for c in self.choices)
+
+
+def measure_groups(available: Sequence[str], shown: Sequence[str]) -> list[MeasureGroup]:
+    """The measures a board's picker offers (``available``: those its runs were evaluated with),
+    grouped by family: first the common ones (the headline measures), then each family in the
+    registry's order, its members by their parameter; a name the registry does not parse under
+    "other"."""
+    names = list(dict.fromkeys([*shown, *available]))
+    common = [m for m in headline_measures("ranking") if m in names]
+    families: dict[str, list[tuple[Any, str]]] = {}
+    for name in names:
+        if name in common:
+            continue
+        try:
+            measure = parse(name)
+            key: tuple[Any, ...] = tuple(str(v) for _, v in measure.params)
+            families.setdefault(measure.family, []).append((key, name))
+        except InvalidParameterError:
+            families.setdefault("other", []).append(((name,), name))
+    order = {family: i for i, family in enumerate(REGISTRY)}
+
+    def choice(name: str) -> MeasureChoice:
+        return MeasureChoice(name, reader_name(name), name in shown)
+
+    groups = [MeasureGroup("common", True, [choice(m) for m in common])] if common else []
+    for family in sorted(families, key=lambda f: (order.get(f, len(order)), f)):
+        members = sorted(families[family], key=lambda kv: (_numeric(kv[0]), kv[1]))
+        groups.append(MeasureGroup(family, False, [choice(name) for _, name in members]))
+    return groups
+
+
+def _numeric(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A parameter tuple in numeric order where its values are numbers (P@5 before P@10)."""
+    out: list[Any] = []
+    for value in key:
+        try:
+            out.append((0, float(value), ""))
+        except ValueError:
+            out.append((1, 0.0, value))
+    return tuple(out)
 
 
 def leaderboard(

@@ -26,6 +26,7 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only
 from evalstore.errors import (
     AccessDenied,
+    InvalidParameterError,
     NotFoundError,
 )
 from evalstore.metrics import headline_measures, resolve_measures
@@ -306,6 +307,60 @@ def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any
             raise NotFoundError(f"No job {job_id} of yours.")
         job, submission, task, run_name = row
         return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name, "team": submission.team}
+
+
+PENDING = ("queued", "running")
+LIVE_JOBS_MAX = 100  # the jobs one page follows at most: a poll's cost stays bounded
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    """A submitted run's job as a page following it sees it now: its state, its place in the
+    queue while queued, and its error as the caller may read it."""
+
+    id: int
+    state: str
+    queue_position: int | None
+    error: str | None
+
+
+def live_jobs(engine: Engine, principal: Principal, job_ids: Sequence[int]) -> list[LiveJob]:
+    """The jobs among ``job_ids`` the caller may see (their team's, their tasks', an admin any
+    submitted run's); the others are left out, as jobs that are not there. One query, whatever
+    their number (at most ``LIVE_JOBS_MAX``): each queued job's place is counted in it."""
+    principal.require("runs:read")
+    if len(job_ids) > LIVE_JOBS_MAX:
+        raise InvalidParameterError(f"Follow at most {LIVE_JOBS_MAX} jobs at once; this asked for {len(job_ids)}.")
+    if not job_ids:
+        return []
+    ahead = Evaluation.__table__.alias("ahead")
+    place = (
+        select(func.count())
+        .select_from(ahead)
+        .where(ahead.c.state == "queued", ahead.c.id < Evaluation.id)
+        .scalar_subquery()
+    )
+    statement = (
+        select(Evaluation.id, Evaluation.state, Evaluation.error, place, Submission.team, Task)
+        .join(Submission, Submission.evaluation_id == Evaluation.id)
+        .join(Task, Task.id == Submission.task_id)
+        .where(Evaluation.id.in_(sorted(set(job_ids))))
+        .order_by(Evaluation.id)
+    )
+    if not principal.is_admin:  # the rows of others are not read at all
+        mine = Submission.team == principal.team if principal.role == "participant" else None
+        statement = statement.where(Task.owner_id == principal.user_id if mine is None else mine)
+    with read_only(engine) as session:
+        return [
+            LiveJob(
+                id=job_id,
+                state=state,
+                queue_position=1 + int(before or 0) if state == "queued" else None,
+                error=(error if scores_are_visible(principal, task) else HIDDEN) if error else None,
+            )
+            for job_id, state, error, before, team, task in session.execute(statement)
+            if manages(principal, task) or (principal.role == "participant" and team == principal.team)
+        ]
 
 
 def _submitted_jobs() -> Any:
