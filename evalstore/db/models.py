@@ -651,6 +651,11 @@ class Task(Base):
     private_topics: Mapped[list[str] | None] = mapped_column(JSON)
     private_fraction: Mapped[float | None] = mapped_column(Double)
     split_seed: Mapped[int | None] = mapped_column(BigInteger)
+    # the time the organiser scheduled its release at (0036): the worker releases it then; cleared
+    # by a release or a cancel
+    release_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the topic statements its participants download (0036)
+    topic_set_id: Mapped[int | None] = mapped_column(ForeignKey("topic_sets.id", ondelete="SET NULL"), index=True)
 
 
 class Submission(Base):

@@ -9,14 +9,19 @@ of their own tasks: a job of another task, or a pool built from other runs, is "
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
 
-from evalstore.db.models import Pool, PoolAssignment, User
-from evalstore.db.session import read_only
+from evalstore.db import repositories as repo
+from evalstore.db.models import Pool, PoolAssignment, QrelsSet, Task, User
+from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import AccessDenied, EvaluationError, InvalidParameterError, NotFoundError
-from evalstore.services import access, health, jobs, judging, pools, tasks
+from evalstore.services import access, collections, health, jobs, judging, pools, tasks
 from evalstore.services.access import Principal
 
 # a pool's depth from the console: TREC's customary 100 at most a few hundred, not a whole run
@@ -140,3 +145,172 @@ def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | 
         )
     runs = [run["run"] for run in submitted]
     return health.health(engine, qrels_name=shown.qrels, measures=measures, seed=seed, only_runs=runs)
+
+
+@dataclass(frozen=True)
+class QrelsChoice:
+    """A stored qrels set a task may be created over, as the console's form offers it."""
+
+    name: str
+    topics: int
+    judgments: int
+    created_at: str | None
+
+
+def qrels_choices(engine: Engine, principal: Principal) -> list[QrelsChoice]:
+    """The relevance qrels the principal may create a task over: an admin any; an organiser those
+    of the tasks they own (another organiser's qrels, or qrels no task claims yet, are an admin's
+    to hand out: tasks.create_task refuses them)."""
+    principal.require("tasks:manage")
+    with read_only(engine) as session:
+        query = select(QrelsSet).where(QrelsSet.kind == "relevance").order_by(QrelsSet.name)
+        if not principal.is_admin:
+            mine = select(Task.qrels_id).where(Task.owner_id == principal.user_id)
+            others = select(Task.qrels_id).where(Task.owner_id.is_distinct_from(principal.user_id))
+            query = query.where(QrelsSet.id.in_(mine), QrelsSet.id.not_in(others))
+        return [
+            QrelsChoice(
+                q.name,
+                q.topic_count,
+                q.row_count,
+                jobs.as_utc(q.created_at).isoformat(timespec="seconds") if q.created_at else None,
+            )
+            for q in session.scalars(query)
+        ]
+
+
+def create_console_task(
+    engine: Engine,
+    principal: Principal,
+    name: str,
+    *,
+    qrels: str,
+    hidden: bool,
+    private_fraction: float | None = None,
+    split_seed: int | None = None,
+    opens: datetime | None = None,
+    closes: datetime | None = None,
+    max_runs_per_team: int | None = None,
+    daily_cap: int | None = None,
+    measures: Sequence[str] = (),
+    official_measure: str | None = None,
+    description: str | None = None,
+    topics_file: Path | None = None,
+    topics_shown: str | None = None,
+) -> tasks.TaskView:
+    """A task created from the console, owned by the principal: its settings checked as the CLI's
+    are, its topics file (if any) read and stored with it, all in one unit of work."""
+    principal.require("tasks:manage")
+    if not name:
+        raise InvalidParameterError("Give the task a name.")
+    if not qrels:
+        raise InvalidParameterError("Choose the qrels the task's runs are evaluated against.")
+    if private_fraction is not None and not 0 < private_fraction < 1:
+        raise InvalidParameterError(
+            "The private share is the fraction of topics kept private, between 0 and 1 (e.g. 0.5); "
+            f"got {private_fraction}."
+        )
+    topics = None
+    if topics_file is not None:
+        shown = topics_shown or topics_file.name
+        topics = tasks.TopicFile(collections.read_topic_file(topics_file, shown), shown)
+    return tasks.create_task(
+        engine,
+        name,
+        qrels_name=qrels,
+        hidden=hidden,
+        opens=opens,
+        closes=closes,
+        max_runs_per_team=max_runs_per_team,
+        measures=measures,
+        daily_cap=daily_cap,
+        official_measure=official_measure,
+        private_fraction=private_fraction,
+        split_seed=split_seed,
+        description=description,
+        topics=topics,
+        by=principal,
+    )
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """An uploaded file: where it is, and the name its errors call it by."""
+
+    path: Path
+    shown: str
+
+
+@dataclass(frozen=True)
+class PoolTexts:
+    """What a pool's assessors read: its topic set and collection (names), and what was stored."""
+
+    pool: str
+    topic_set: str | None
+    collection: str | None
+    topics_stored: int = 0
+    documents_stored: int = 0
+
+
+def pool_texts(engine: Engine, principal: Principal, task: str) -> dict[str, PoolTexts]:
+    """The texts attached to each of the task's pools, by pool name."""
+    names = [p.name for p in task_pools(engine, principal, task)]
+    with read_only(engine) as session:
+        rows = session.execute(select(Pool.name, Pool.topic_set, Pool.collection).where(Pool.name.in_(names)))
+        return {name: PoolTexts(name, topic_set, collection) for name, topic_set, collection in rows}
+
+
+def text_sets(engine: Engine, principal: Principal) -> tuple[list[str], list[str]]:
+    """The imported topic sets and collections (names) an organiser may pick for a pool."""
+    principal.require("tasks:manage")
+    stored = collections.list_text_sets(engine)
+    return [t.name for t in stored if t.kind == "topics"], [t.name for t in stored if t.kind == "documents"]
+
+
+def attach_pool_texts(
+    engine: Engine,
+    principal: Principal,
+    task: str,
+    pool: str,
+    *,
+    topic_set: str | None = None,
+    collection: str | None = None,
+    topics_file: TextFile | None = None,
+    documents_file: TextFile | None = None,
+) -> PoolTexts:
+    """Attach topic statements and documents' text to one of the task's pools, each picked (an
+    imported set) or uploaded (stored as a new set named for the pool), all in one unit of work:
+    a file with an error stores nothing and names its line."""
+    if pool not in {p.name for p in task_pools(engine, principal, task)}:
+        raise NotFoundError(f"No pool named '{pool}' of task '{task}'; build one from its runs first.")
+    if topic_set and topics_file:
+        raise InvalidParameterError("Pick imported topics or upload a topics file, not both.")
+    if collection and documents_file:
+        raise InvalidParameterError("Pick an imported collection or upload a documents file, not both.")
+    if not (topic_set or collection or topics_file or documents_file):
+        raise InvalidParameterError("Pick or upload the topics or the documents to attach.")
+    statements = collections.read_topic_file(topics_file.path, topics_file.shown) if topics_file else None
+    topics_stored = documents_stored = 0
+    with unit_of_work(engine) as session:
+        row = repo.get_pool(session, pool)
+        if statements is not None:
+            topic_set = collections.free_topic_set_name(session, f"{pool}-topics")
+            collections.add_topic_set(session, topic_set, statements, topics_file.shown if topics_file else None)
+            topics_stored = len(statements)
+        elif topic_set:
+            repo.get_topic_set(session, topic_set)
+        if documents_file is not None:
+            collection = collections.free_collection_name(session, f"{pool}-documents")
+            documents_stored = collections.add_documents(
+                session, documents_file.path, collection=collection, shown=documents_file.shown
+            ).count
+        elif collection:
+            repo.get_collection(session, collection)
+        if topic_set:
+            row.topic_set = topic_set
+        if collection:
+            row.collection = collection
+        access.audit(
+            session, principal.name, "pools.texts", pool, {"topics": row.topic_set, "collection": row.collection}
+        )
+        return PoolTexts(pool, row.topic_set, row.collection, topics_stored, documents_stored)

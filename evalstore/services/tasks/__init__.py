@@ -18,18 +18,28 @@ tasks, as a lab sees them: the pages' collections).
 
 from __future__ import annotations
 
+from evalstore.services.embargo import release_due
 from evalstore.services.tasks.admin import (
     DESCRIPTION_CHARACTERS,
+    MEASURE_CHOICES,
+    SettingsConflict,
+    TopicFile,
     attach_runs,
+    cancel_scheduled_release,
     change_settings,
+    check_measures,
     computed_measures,
     create_task,
     export_qrels,
     list_tasks,
+    measure_choices,
     patch_task,
     release_task,
+    schedule_release,
     set_split,
+    settings_conflicts,
     show_task,
+    task_topics,
     update_task,
 )
 from evalstore.services.tasks.boards import (
@@ -72,6 +82,16 @@ from evalstore.services.tasks.visibility import (
 )
 
 __all__ = [
+    "MEASURE_CHOICES",
+    "SettingsConflict",
+    "TopicFile",
+    "cancel_scheduled_release",
+    "check_measures",
+    "measure_choices",
+    "release_due",
+    "schedule_release",
+    "settings_conflicts",
+    "task_topics",
     "CollectionAccess",
     "collection_access",
     "collection_board",

@@ -20,6 +20,7 @@ from evalstore.db.models import (
     Run,
     Submission,
     Task,
+    TopicSet,
     User,
 )
 from evalstore.db.session import read_only
@@ -59,6 +60,8 @@ class TaskView:
     private_topics: tuple[str, ...] = ()  # a public/private split's private topics (empty: no split)
     private_fraction: float | None = None
     split_seed: int | None = None
+    release_at: datetime | None = None  # a scheduled release, not yet performed
+    topics: str | None = None  # the topic set participants download
 
     def as_dict(self) -> dict[str, Any]:
         """The task as anyone who may see it sees it: a split says how many topics are private and
@@ -80,6 +83,8 @@ class TaskView:
             "private_topics": len(self.private_topics) if self.private_topics else None,
             "private_fraction": self.private_fraction,
             "split_seed": self.split_seed,
+            "release_at": iso_text(self.release_at),
+            "topics": self.topics,
         }
 
 
@@ -90,6 +95,9 @@ def iso_text(value: datetime | None) -> str | None:
 def task_view(session: Session, task: Task) -> TaskView:
     qrels_name = session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id))
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
+    topics = (
+        session.scalar(select(TopicSet.name).where(TopicSet.id == task.topic_set_id)) if task.topic_set_id else None
+    )
     return TaskView(
         task.name,
         str(qrels_name),
@@ -107,6 +115,8 @@ def task_view(session: Session, task: Task) -> TaskView:
         tuple(task.private_topics or ()),
         task.private_fraction,
         task.split_seed,
+        task.release_at,
+        topics,
     )
 
 

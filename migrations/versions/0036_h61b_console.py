@@ -1,0 +1,35 @@
+"""The organiser's console: a task's scheduled release (the time the worker releases it at, until
+then cancellable) and the topics file its participants download.
+
+Revision ID: 0036_h61b
+Revises: 0035_nugget_judges
+Create Date: 2026-12-06 10:30:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0036_h61b"
+down_revision: str | None = "0035_nugget_judges"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("tasks") as batch:
+        batch.add_column(sa.Column("release_at", sa.DateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column("topic_set_id", sa.Integer(), nullable=True))
+        batch.create_index("ix_tasks_topic_set_id", ["topic_set_id"])
+        batch.create_foreign_key(
+            "fk_tasks_topic_set_id_topic_sets", "topic_sets", ["topic_set_id"], ["id"], ondelete="SET NULL"
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("tasks") as batch:
+        batch.drop_constraint("fk_tasks_topic_set_id_topic_sets", type_="foreignkey")
+        batch.drop_index("ix_tasks_topic_set_id")
+        batch.drop_column("topic_set_id")
+        batch.drop_column("release_at")
