@@ -173,7 +173,7 @@ def qrels_choices(engine: Engine, principal: Principal) -> list[QrelsChoice]:
                 q.name,
                 q.topic_count,
                 q.row_count,
-                jobs.as_utc(q.created_at).isoformat(timespec="seconds") if q.created_at else None,
+                jobs.as_utc(q.created_at).isoformat(timespec="seconds"),
             )
             for q in session.scalars(query)
         ]

@@ -60,11 +60,13 @@ def create_task(
     at random and recorded when not given) as the private topics. ``topics`` (statements read from a
     file) are stored with the task, in the same unit of work, for its participants to download."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
-        raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+        raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
     _check_runs(max_runs_per_team, "The quota per team")
     _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
-        raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
+        raise InvalidParameterError(
+            f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
+        )
     _check_description(description)
     names = [str(m) for m in resolve_measures(list(measures))] if measures else []
     with unit_of_work(engine) as session:
@@ -231,6 +233,66 @@ def change_settings(
     official_measure: str | None = None,
 ) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
+    qrels = session.get(QrelsSet, task.qrels_id)
+    assert qrels is not None
+    names, official = _checked_settings(
+        qrels,
+        opens=opens,
+        closes=closes,
+        max_runs_per_team=max_runs_per_team,
+        measures=measures,
+        description=description,
+        daily_cap=daily_cap,
+        official_measure=official_measure,
+    )
+    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
+    task.daily_cap = daily_cap
+    task.measures = names
+    task.official_measure = official
+    task.description = description or None
+
+
+def check_settings(
+    engine: Engine,
+    name: str,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+    daily_cap: int | None = None,
+    official_measure: str | None = None,
+) -> None:
+    """Refuse settings :func:`update_task` would refuse, changing nothing (the console checks them
+    before it asks to confirm a change)."""
+    with read_only(engine) as session:
+        qrels = session.get(QrelsSet, get_task(session, name).qrels_id)
+        assert qrels is not None
+        _checked_settings(
+            qrels,
+            opens=opens,
+            closes=closes,
+            max_runs_per_team=max_runs_per_team,
+            measures=measures,
+            description=description,
+            daily_cap=daily_cap,
+            official_measure=official_measure,
+        )
+
+
+def _checked_settings(
+    qrels: QrelsSet,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+    daily_cap: int | None,
+    official_measure: str | None,
+) -> tuple[list[str], str | None]:
+    """The settings checked: the measures by their canonical names, and the official measure."""
     _check_daily_cap(daily_cap)
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
@@ -241,14 +303,8 @@ def change_settings(
         )
     _check_description(description)
     names = [str(m) for m in resolve_measures(list(measures))] if measures else []
-    qrels = session.get(QrelsSet, task.qrels_id)
-    assert qrels is not None
     check_measures(qrels, names)
-    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
-    task.daily_cap = daily_cap
-    task.measures = names
-    task.official_measure = _official(official_measure, task.measures)
-    task.description = description or None
+    return names, _official(official_measure, names)
 
 
 def _check_description(description: str | None) -> None:
