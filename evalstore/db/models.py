@@ -714,6 +714,9 @@ class Judge(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     config_hash: Mapped[str] = mapped_column(String(64))  # what decides a label: labels are reused under it
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the organiser who added it from the console (0036): they run and read it there; null: added
+    # on the command line (an admin's on the console)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
 
 
 class JudgeLabel(Base):

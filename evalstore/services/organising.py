@@ -9,7 +9,8 @@ of their own tasks: a job of another task, or a pool built from other runs, is "
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,11 +19,14 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Pool, PoolAssignment, QrelsSet, Task, User
+from evalstore.db.models import Judge, Pool, PoolAssignment, QrelsSet, Task, User
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import AccessDenied, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import AccessDenied, ConflictError, EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.services import access, collections, health, jobs, judging, pools, tasks
 from evalstore.services.access import Principal
+from evalstore.services.judges import probe as judges_probe
+from evalstore.services.judges import registry as judges_registry
+from evalstore.services.judges import running as judges_running
 
 # a pool's depth from the console: TREC's customary 100 at most a few hundred, not a whole run
 MAX_POOL_DEPTH = 1000
@@ -314,3 +318,183 @@ def attach_pool_texts(
             session, principal.name, "pools.texts", pool, {"topics": row.topic_set, "collection": row.collection}
         )
         return PoolTexts(pool, row.topic_set, row.collection, topics_stored, documents_stored)
+
+
+# --- judges from the console ----------------------------------------------------------------------
+
+# an organiser names the environment variable a judge's key is read from: only variables with this
+# prefix, so that no other secret of the server's (its database's URL, a cloud key) can be named
+# and sent to an endpoint the organiser chose
+JUDGE_KEY_PREFIX = "EVALSTORE_JUDGE_KEY_"
+# a run or probe from the console at most: a budget is an organiser's guard; this bounds a form
+MAX_PROBE_DOCUMENTS = 200
+
+
+def console_judges(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+    """The judges the principal may run and read on the console: an organiser's own (added from
+    the console), every judge for an admin."""
+    principal.require("tasks:manage")
+    with read_only(engine) as session:
+        query = select(Judge.name).order_by(Judge.name)
+        if not principal.is_admin:
+            query = query.where(Judge.owner_id == principal.user_id)
+        names = list(session.scalars(query))
+    return [judges_registry.show_judge(engine, name) for name in names]
+
+
+def _owned_judge(engine: Engine, principal: Principal, name: str) -> None:
+    principal.require("tasks:manage")
+    with read_only(engine) as session:
+        owner = session.execute(select(Judge.id, Judge.owner_id).where(Judge.name == name)).first()
+    if owner is None or not (principal.is_admin or owner.owner_id == principal.user_id):
+        raise NotFoundError(f"No judge named '{name}' of yours.")
+
+
+def console_judge(engine: Engine, principal: Principal, name: str) -> dict[str, Any]:
+    """One of the principal's judges as its page shows it: its configuration (the name of the
+    variable its key is read from, never the key), its labels per pool, its probes, and its cost
+    so far (tokens, time, money; the unrateable labels with their reason)."""
+    _owned_judge(engine, principal, name)
+    return judges_registry.show_judge(engine, name)
+
+
+def add_console_judge(
+    engine: Engine,
+    principal: Principal,
+    name: str,
+    *,
+    endpoint: str,
+    model: str,
+    api_key_env: str | None = None,
+    scale: str = "0-3",
+    temperature: float = 0.0,
+    max_concurrency: int = 4,
+    price_in: float | None = None,
+    price_out: float | None = None,
+) -> dict[str, Any]:
+    """A judge added from the console, owned by the principal, with the built-in prompt (a prompt
+    file is the command line's: the server reads no file a form names)."""
+    principal.require("tasks:manage")
+    if not name:
+        raise InvalidParameterError("Give the judge a name.")
+    if not model:
+        raise InvalidParameterError("Give the model's name, as the endpoint knows it.")
+    if api_key_env is not None and not (
+        api_key_env.startswith(JUDGE_KEY_PREFIX) and len(api_key_env) > len(JUDGE_KEY_PREFIX)
+    ):
+        raise InvalidParameterError(
+            f"The key's variable is one whose name begins with {JUDGE_KEY_PREFIX} (the server's operator sets it); "
+            f"'{api_key_env}' does not."
+        )
+    if not 1 <= max_concurrency <= 32:
+        raise InvalidParameterError(f"Requests at once are 1 to 32; not {max_concurrency}.")
+    with read_only(engine) as session:
+        if session.scalar(select(Judge.id).where(Judge.name == name)) is not None:
+            raise ConflictError(f"A judge named '{name}' exists already; choose another name.")
+    return judges_registry.add_judge(
+        engine,
+        name,
+        endpoint=endpoint,
+        model=model,
+        api_key_env=api_key_env,
+        scale=scale,
+        temperature=temperature,
+        max_concurrency=max_concurrency,
+        price_in=price_in,
+        price_out=price_out,
+        owner_id=principal.user_id,
+    )
+
+
+@dataclass(frozen=True)
+class JudgeablePool:
+    """A pool of one of the principal's tasks, and whether a judge can read it (its texts)."""
+
+    name: str
+    task: str
+    qrels: str
+    documents: int
+    readable: bool
+
+
+def judgeable_pools(engine: Engine, principal: Principal) -> list[JudgeablePool]:
+    """The pools of the tasks the principal manages, each with whether its topics and documents
+    are attached (what a judge reads)."""
+    principal.require("tasks:manage")
+    managed_tasks = {t.name: t.qrels for t in tasks.list_tasks(engine) if _manages(engine, principal, t.name)}
+    found = [p for p in pools.list_pools(engine) if p.params.get("task") in managed_tasks]
+    with read_only(engine) as session:
+        texts = {
+            name: topic_set is not None and collection is not None
+            for name, topic_set, collection in session.execute(
+                select(Pool.name, Pool.topic_set, Pool.collection).where(Pool.name.in_([p.name for p in found]))
+            )
+        }
+    return [
+        JudgeablePool(p.name, str(p.params["task"]), managed_tasks[str(p.params["task"])], p.documents, texts[p.name])
+        for p in found
+    ]
+
+
+def _manages(engine: Engine, principal: Principal, task: str) -> bool:
+    return tasks.task_access(engine, principal, task).manages
+
+
+def judge_pool(engine: Engine, principal: Principal, judge: str, pool: str) -> JudgeablePool:
+    """The principal's judge and one of their tasks' pools, checked before a run or a probe is
+    started: the pool must name its topics and documents (what the judge reads)."""
+    _owned_judge(engine, principal, judge)
+    found = next((p for p in judgeable_pools(engine, principal) if p.name == pool), None)
+    if found is None:
+        raise NotFoundError(f"No pool named '{pool}' of your tasks.")
+    if not found.readable:
+        raise InvalidParameterError(
+            f"Pool '{pool}' has no topics or documents attached for the judge to read; attach them on task "
+            f"{found.task}'s console first."
+        )
+    return found
+
+
+def run_console_judge(
+    engine: Engine,
+    principal: Principal,
+    judge: str,
+    pool: str,
+    *,
+    max_cost: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> judges_running.JudgeRun:
+    """Run the judge over the pool's documents it has not rated yet (resumable: labels are stored
+    as they arrive); the console calls it on a background job, never in a request."""
+    judge_pool(engine, principal, judge, pool)
+    return judges_running.run_judge(engine, judge, pool_name=pool, max_cost=max_cost, progress=progress)
+
+
+def probe_console_judge(
+    engine: Engine,
+    principal: Principal,
+    judge: str,
+    pool: str,
+    *,
+    limit: int = 10,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Probe the judge (plain and attacked passages) on documents the pool's task's qrels judge,
+    read from the pool's topics and documents; the seed is drawn and recorded when None."""
+    found = judge_pool(engine, principal, judge, pool)
+    if not 1 <= limit <= MAX_PROBE_DOCUMENTS:
+        raise InvalidParameterError(f"A probe asks about 1 to {MAX_PROBE_DOCUMENTS} documents; not {limit}.")
+    with read_only(engine) as session:
+        row = repo.get_pool(session, pool)
+        collection, topic_set = str(row.collection), str(row.topic_set)
+    return judges_probe.probe(
+        engine,
+        judge,
+        collection=collection,
+        qrels_name=found.qrels,
+        topic_set=topic_set,
+        limit=limit,
+        seed=secrets.randbits(31) if seed is None else seed,
+        progress=progress,
+    )

@@ -15,7 +15,18 @@ from evalstore._version import __version__
 from evalstore.db.engine import make_engine, verify_schema
 from evalstore.services.context import AppContext
 from evalstore.services.readiness import ReadinessCheck
-from evalstore.web import agreement_pages, api, errors, headers, judging_pages, labs, organisers, pages, participants
+from evalstore.web import (
+    agreement_pages,
+    api,
+    errors,
+    headers,
+    judge_console,
+    judging_pages,
+    labs,
+    organisers,
+    pages,
+    participants,
+)
 from evalstore.web.auth import Server
 from evalstore.web.headers import NoStore, SecurityHeaders
 from evalstore.web.limits import ASGIApp, RequestBudget, UploadLimit, WriteRate, no_nul
@@ -73,6 +84,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     participants.install(app)  # before the pages' catch-alls
     judging_pages.install(app)
     organisers.install(app)
+    judge_console.install(app)
     labs.install(app)
     agreement_pages.install(app)
     pages.install(app)

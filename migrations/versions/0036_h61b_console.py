@@ -1,5 +1,6 @@
 """The organiser's console: a task's scheduled release (the time the worker releases it at, until
-then cancellable) and the topics file its participants download.
+then cancellable), the topics file its participants download, and the organiser who added a judge
+from the console (the judges they may run and read there).
 
 Revision ID: 0036_h61b
 Revises: 0035_nugget_judges
@@ -25,9 +26,17 @@ def upgrade() -> None:
         batch.create_foreign_key(
             "fk_tasks_topic_set_id_topic_sets", "topic_sets", ["topic_set_id"], ["id"], ondelete="SET NULL"
         )
+    with op.batch_alter_table("judges") as batch:
+        batch.add_column(sa.Column("owner_id", sa.Integer(), nullable=True))
+        batch.create_index("ix_judges_owner_id", ["owner_id"])
+        batch.create_foreign_key("fk_judges_owner_id_users", "users", ["owner_id"], ["id"], ondelete="SET NULL")
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("judges") as batch:
+        batch.drop_constraint("fk_judges_owner_id_users", type_="foreignkey")
+        batch.drop_index("ix_judges_owner_id")
+        batch.drop_column("owner_id")
     with op.batch_alter_table("tasks") as batch:
         batch.drop_constraint("fk_tasks_topic_set_id_topic_sets", type_="foreignkey")
         batch.drop_index("ix_tasks_topic_set_id")

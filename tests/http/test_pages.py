@@ -168,6 +168,21 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/tasks/open/pools/pool/texts", {"data": {"topic_set": "x"}}),
         "303 401 401 404 404 403 403 403 403 403",
     ),  # not the task's pool
+    # an organiser's judges (tests/http/test_judges_console.py follows the flows)
+    "GET /judges": (lambda w, c: ("GET", "/judges", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "POST /judges": (
+        lambda w, c: ("POST", "/judges", {"data": {"name": "j", "endpoint": "ftp://x", "model": "m"}}),
+        "303 401 401 422 422 422 403 403 403 403",
+    ),  # not an http(s) endpoint: the form again
+    "GET /judges/{judge}": (lambda w, c: ("GET", "/judges/nope", {}), "303 401 401 404 404 404 403 403 403 403"),
+    "POST /judges/{judge}/run": (
+        lambda w, c: ("POST", "/judges/nope/run", {"data": {"pool": "pool"}}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
+    "POST /judges/{judge}/probe": (
+        lambda w, c: ("POST", "/judges/nope/probe", {"data": {"pool": "pool"}}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
     # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
     # qrels' tasks; another organiser is told there is none
     "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),
