@@ -1,9 +1,10 @@
 """An organiser sets a campaign up in a real browser (Playwright driving Debian's Chromium), on
 desktop and on a 390 px phone, with no terminal: creates a hidden task over the Cranfield qrels
 with a private split, ticked measures, a Markdown description and a topics file; builds a pool of
-the submitted runs and attaches Cranfield's topics and documents to it (uploaded files); schedules
-the release (asked first) and sees it on the console. The new pages pass axe's serious and
-critical rules and never scroll sideways."""
+the submitted runs and attaches Cranfield's topics and documents to it (uploaded files); adds an
+LLM judge (a local OpenAI-compatible stub), probes it, runs it on the pool and reads its report
+with its cost; schedules the release (asked first) and sees it on the console. The new pages pass
+axe's serious and critical rules and never scroll sideways."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, 
 from tests.browser.test_participant_in_a_browser import CONFIRM
 from tests.conftest import shared_path
 from tests.http.conftest import serving
+from tests.judges.fake_llm import Script, serve
 
 __all__ = ["browser_page"]  # the fixture, shared with the other browser tests
 
@@ -31,8 +33,9 @@ RUNS = ("bm25s-stem", "tfidf-cosine")
 
 
 @pytest.fixture
-def cranfield_site(sqlite_engine: Engine) -> Iterator[tuple[str, Engine, Path]]:
-    """The Cranfield qrels, handed to organiser olga by an admin's first task over them."""
+def cranfield_site(sqlite_engine: Engine) -> Iterator[tuple[str, Engine, Path, str]]:
+    """The Cranfield qrels, handed to organiser olga by an admin's first task over them; and a
+    judge's endpoint (the stub)."""
     cranfield = shared_path("cranfield")
     engine = sqlite_engine
     store.import_qrels(engine, cranfield / "qrels.txt", name="cranfield")
@@ -42,8 +45,8 @@ def cranfield_site(sqlite_engine: Engine) -> Iterator[tuple[str, Engine, Path]]:
     tasks.create_task(engine, "cranfield-practice", qrels_name="cranfield", owner="olga")
     url = engine.url.render_as_string(hide_password=False)
     settings = ServerSettings(database_url=url, secure_cookies=False, writes_per_minute=1000)
-    with serving(create_app(settings)) as site:
-        yield site, engine, cranfield
+    with serving(create_app(settings)) as site, serve(Script()) as endpoint:
+        yield site, engine, cranfield, endpoint
 
 
 def _submit_runs(engine: Engine, cranfield: Path) -> None:
@@ -56,9 +59,9 @@ def _submit_runs(engine: Engine, cranfield: Path) -> None:
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_an_organiser_sets_a_campaign_up_without_a_terminal(
-    cranfield_site: tuple[str, Engine, Path], browser_page: object, width: int
+    cranfield_site: tuple[str, Engine, Path, str], browser_page: object, width: int
 ) -> None:
-    site, engine, cranfield = cranfield_site
+    site, engine, cranfield, endpoint = cranfield_site
     page = browser_page
     page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
     sign_in(page, site, "olga", "/")
@@ -114,6 +117,35 @@ def test_an_organiser_sets_a_campaign_up_without_a_terminal(
     assert "topics cran-pool-topics" in texts and "documents cran-pool-documents" in texts
     shot(page, f"console-texts-{width}")
     _no_sideways_scroll(page, width)
+
+    # a judge: added, probed and run on the pool (background jobs: the page shows the progress)
+    page.click("main >> text=judges")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/judges")  # type: ignore[attr-defined]
+    page.fill("#name", "stub")  # type: ignore[attr-defined]
+    page.fill("#endpoint", endpoint)  # type: ignore[attr-defined]
+    page.fill("#model", "fake-model")  # type: ignore[attr-defined]
+    page.fill("#price_in", "0.5")  # type: ignore[attr-defined]
+    page.fill("#price_out", "2")  # type: ignore[attr-defined]
+    page.click("text=Add the judge")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/judges/stub?added=1")  # type: ignore[attr-defined]
+    page.fill("#limit", "3")  # type: ignore[attr-defined]
+    page.click("text=Probe the judge")  # type: ignore[attr-defined]
+    page.wait_for_load_state()  # type: ignore[attr-defined]
+    shot(page, f"judge-probing-{width}")
+    page.wait_for_selector("#probe-done, section[aria-labelledby=progress] .error", timeout=60_000)  # type: ignore[attr-defined]
+    assert page.locator("#probe-done").count() == 1, page.inner_text("main")  # type: ignore[attr-defined]
+    assert "quoted score" in page.inner_text("#probes + div, section[aria-labelledby=probes]")  # type: ignore[attr-defined]
+    page.click("text=Run the judge")  # type: ignore[attr-defined]
+    page.wait_for_selector("#run-done", timeout=60_000)  # type: ignore[attr-defined]
+    report = page.inner_text("main")  # type: ignore[attr-defined]
+    assert "The run on pool cran-pool is done" in report and "Money" in report and "$0.0" in report
+    shot(page, f"judge-report-{width}")
+    assert not axe_violations(page)
+    _no_sideways_scroll(page, width)
+    page.goto(f"{site}/judges")  # type: ignore[attr-defined]
+    shot(page, f"judges-{width}")
+    assert not axe_violations(page)
+    page.goto(f"{site}/tasks/cran/manage")  # type: ignore[attr-defined]
 
     # a release at a set time: asked first, then shown on the console, cancellable
     when = (datetime.now(UTC) + timedelta(days=3)).replace(hour=12, minute=0, second=0, microsecond=0)

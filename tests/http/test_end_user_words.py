@@ -29,8 +29,11 @@ ORGANISERS_ONLY = {
     "collection_run.html",
     "collections.html",
     "health.html",
+    "judge_report.html",
+    "judges.html",
     "judgments.html",
     "manage.html",
+    "new_task.html",
     "review.html",
 }
 READERS = {

@@ -24,6 +24,7 @@ PATH_VALUES = {
     "token_id": "1",
     "job_id": None,
     "qrels": "sample",
+    "judge": "nope",
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",
