@@ -9,6 +9,7 @@ of their own tasks: a job of another task, or a pool built from other runs, is "
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from evalstore.services.judges import probe as judges_probe
 from evalstore.services.judges import registry as judges_registry
 from evalstore.services.judges import running as judges_running
 
+# measures a task created on the console may name: a leaderboard of more is unreadable
+MAX_TASK_MEASURES = 50
 # a pool's depth from the console: TREC's customary 100 at most a few hundred, not a whole run
 MAX_POOL_DEPTH = 1000
 
@@ -209,6 +212,10 @@ def create_console_task(
         raise InvalidParameterError("Give the task a name.")
     if not qrels:
         raise InvalidParameterError("Choose the qrels the task's runs are evaluated against.")
+    if len(measures) > MAX_TASK_MEASURES:
+        raise InvalidParameterError(
+            f"A task evaluates at most {MAX_TASK_MEASURES} measures; {len(measures)} were given."
+        )
     if private_fraction is not None and not 0 < private_fraction < 1:
         raise InvalidParameterError(
             "The private share is the fraction of topics kept private, between 0 and 1 (e.g. 0.5); "
@@ -388,6 +395,16 @@ def add_console_judge(
         )
     if not 1 <= max_concurrency <= 32:
         raise InvalidParameterError(f"Requests at once are 1 to 32; not {max_concurrency}.")
+    # the registry's own checks name the command line's options; these say the same in the form's words
+    if not re.match(r"https?://", endpoint):
+        raise InvalidParameterError(
+            f"The endpoint is the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; "
+            f"not '{endpoint}'."
+        )
+    if not re.fullmatch(r"\s*\d\s*-\s*\d\s*", scale) or int(scale.split("-")[0]) >= int(scale.split("-")[1]):
+        raise InvalidParameterError(f"The grades are LOW-HIGH, 0-9 with LOW below HIGH (e.g. 0-3); not '{scale}'.")
+    if not 0 <= temperature <= 2:
+        raise InvalidParameterError(f"The temperature is 0 to 2; not {temperature:g}.")
     with read_only(engine) as session:
         if session.scalar(select(Judge.id).where(Judge.name == name)) is not None:
             raise ConflictError(f"A judge named '{name}' exists already; choose another name.")
@@ -467,6 +484,8 @@ def run_console_judge(
     """Run the judge over the pool's documents it has not rated yet (resumable: labels are stored
     as they arrive); the console calls it on a background job, never in a request."""
     judge_pool(engine, principal, judge, pool)
+    if max_cost is not None and not 0 < max_cost < 1e6:
+        raise InvalidParameterError(f"The budget is above 0 dollars (below a million); not {max_cost:g}.")
     return judges_running.run_judge(engine, judge, pool_name=pool, max_cost=max_cost, progress=progress)
 
 

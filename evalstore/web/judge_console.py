@@ -207,6 +207,8 @@ async def run_judge(request: Request, judge: str) -> Response:
     engine = server(request).engine
     try:
         budget = _number(str(form.get("max_cost", "")), "The budget")
+        if budget is not None and not 0 < budget < 1e6:
+            raise InvalidParameterError(f"The budget is above 0 dollars (below a million); not {budget:g}.")
         await run_in_threadpool(organising.judge_pool, engine, principal, judge, pool)
 
         def work(progress: Callable[[int, int], None]) -> dict[str, Any]:

@@ -157,6 +157,17 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
     keyed = owner.post("/judges", data={**base, "endpoint": "http://user:pw@127.0.0.1:9/v1"})
     assert keyed.status_code == 422 and "The endpoint&#39;s URL carries" in keyed.text
     assert "pw@" not in keyed.text and 'id="endpoint" name="endpoint" value=""' in keyed.text  # not written back
+    ftp = owner.post("/judges", data={**base, "endpoint": "ftp://x"})
+    assert (
+        ftp.status_code == 422
+        and (
+            "The endpoint is the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; "
+            "not &#39;ftp://x&#39;."
+        )
+        in ftp.text
+    )
+    scale = owner.post("/judges", data={**base, "scale": "3-1"})
+    assert "The grades are LOW-HIGH, 0-9 with LOW below HIGH (e.g. 0-3); not &#39;3-1&#39;." in scale.text
     ok = owner.post("/judges", data=base, follow_redirects=False)
     assert ok.status_code == 303
     twice = owner.post("/judges", data=base)
@@ -170,6 +181,8 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
         "open&#39;s console first."
     ) in refused.text
     assert owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "pool"}).status_code == 404
+    broke = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "bare", "max_cost": "0"})
+    assert broke.status_code == 422 and "The budget is above 0 dollars (below a million); not 0." in broke.text
 
 
 def test_another_organiser_sees_no_judge_of_others(world: World, owner: TestClient) -> None:
