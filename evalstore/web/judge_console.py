@@ -7,6 +7,7 @@ variable it is read from, never its value."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -66,8 +67,11 @@ class JudgeJobs:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def latest(self, judge: str) -> JudgeJob | None:
+        """A copy of the judge's latest job as it is now (the page reads the store after it, so a
+        copy that says finished goes with everything the job stored)."""
         with self.lock:
-            return self.jobs.get(judge)
+            found = self.jobs.get(judge)
+            return dataclasses.replace(found) if found is not None else None
 
     def start(self, job: JudgeJob, work: Callable[[Callable[[int, int], None]], dict[str, Any]]) -> JudgeJob:
         with self.lock:
@@ -178,8 +182,10 @@ def _judge_page(
     request: Request, principal: Principal, judge: str, *, status_code: int = 200, error: str | None = None
 ) -> HTMLResponse:
     engine = server(request).engine
-    shown = organising.console_judge(engine, principal, judge)
+    organising.console_judge(engine, principal, judge)  # the caller's judge, before its job is shown
+    # the job first, then what is stored: a job read as finished has stored all it will
     job = _jobs(request).latest(judge)
+    shown = organising.console_judge(engine, principal, judge)
     return render(
         request,
         "judge_report.html",
