@@ -1,5 +1,7 @@
-"""The organiser's console on their own task: its submissions with their failures, retry and
-cancel, its pools (built from its runs, with assessors assigned), and its collection-health report.
+"""The organiser's console on their own task: creating it, its submissions with their failures,
+retry and cancel, its pools (built from its runs, with the texts assessors read and assessors
+assigned), their judges (added, probed and run on the task's pools, with their cost), and its
+collection-health report.
 
 Each function checks first that the principal manages the task (its organiser, or an admin) and
 then acts through the service that owns the object (jobs, pools, judging, health), so the CLI, the

@@ -1,8 +1,10 @@
-"""The organiser's console: on their own task (admins: every task) edit its settings, release it,
-export its qrels, follow every team's submissions (failed and cancelled ones with the reason; retry,
-cancel), build a pool from its runs, assign assessors to it, and read its collection-health report.
-Forms post with the session's CSRF token; a refused form comes back with the message inline and
-the fields as they were typed."""
+"""The organiser's console: create a task (/new-task); on their own task (admins: every task) edit
+its settings (confirmed first when accepted runs would have been refused), release it now or at a
+set time (cancellable), export its qrels, follow every team's submissions (failed and cancelled
+ones with the reason; retry, cancel), build a pool from its runs, attach what its assessors read,
+assign assessors to it, and read its collection-health report; participants download its topics
+file. Forms post with the session's CSRF token (an upload form's in its action too); a refused form
+comes back with the message inline and the fields as they were typed."""
 
 from __future__ import annotations
 
