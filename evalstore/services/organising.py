@@ -246,6 +246,13 @@ def create_console_task(
     )
 
 
+def replace_topics(engine: Engine, principal: Principal, task: str, file: TextFile) -> tasks.TaskView:
+    """The task's topics file, uploaded on its console: read (errors at ``file:line``), then stored."""
+    managed(engine, principal, task)
+    statements = collections.read_topic_file(file.path, file.shown)
+    return tasks.set_topics(engine, task, tasks.TopicFile(statements, file.shown), by=principal)
+
+
 @dataclass(frozen=True)
 class TextFile:
     """An uploaded file: where it is, and the name its errors call it by."""

@@ -518,6 +518,32 @@ def download_topics(request: Request, task: str) -> Response:
     )
 
 
+@router.post("/tasks/{task}/topics")
+async def upload_topics(request: Request, task: str) -> Response:
+    """A new topics file for the task (the one participants download)."""
+    principal, form = await form_principal(request, "tasks:manage")
+    upload = form.get("topics_file")
+    try:
+        await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise InvalidParameterError("Choose the topics file to upload.")
+        await run_in_threadpool(_replace_topics, request, principal, task, upload)
+    except EvalstoreError as error:
+        if status_for(error) not in (400, 413, 422):
+            raise
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="topics"
+        )
+    finally:
+        await form.close()
+    return see_other(_console_url(task) + "?saved=topics#topics-file")
+
+
+def _replace_topics(request: Request, principal: Principal, task: str, upload: UploadFile) -> None:
+    with uploaded(cast(FastAPIUpload, upload), request) as (path, shown):
+        organising.replace_topics(server(request).engine, principal, task, organising.TextFile(path, shown))
+
+
 # --- a scheduled release ---------------------------------------------------------------------------
 
 

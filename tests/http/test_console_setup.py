@@ -102,6 +102,25 @@ def test_an_organiser_creates_a_hidden_task_with_a_private_split_and_a_topics_fi
     ]
     assert owner.get("/tasks/open/topics", headers=world.headers("red")).status_code == 404  # none attached
 
+    # a new topics file from the console: a bad one names its line and changes nothing
+    page = owner.get("/tasks/robust/manage")
+    bad = owner.post(
+        f"/tasks/robust/topics?csrf={csrf_of(page.text)}",
+        data={"csrf": csrf_of(page.text)},
+        files={"topics_file": ("new.tsv", b"401\tOne\n401\tAgain\n")},
+    )
+    assert bad.status_code == 422 and "new.tsv:2: topic 401 is given twice (also at line 1); keep one" in bad.text
+    assert tasks.show_task(world.engine, "robust").topics == "robust-topics"
+    replaced = owner.post(
+        f"/tasks/robust/topics?csrf={csrf_of(page.text)}",
+        data={"csrf": csrf_of(page.text)},
+        files={"topics_file": ("new.tsv", b"401\tOne\n402\tTwo\n")},
+        follow_redirects=False,
+    )
+    assert replaced.status_code == 303 and tasks.show_task(world.engine, "robust").topics == "robust-topics-2"
+    again = owner.get("/tasks/robust/topics", headers=world.headers("red"))
+    assert [json.loads(line)["topic"] for line in again.text.splitlines()] == ["401", "402"]
+
 
 def test_a_measure_the_qrels_cannot_compute_is_refused_with_the_reason(world: World, owner: TestClient) -> None:
     refused = _new_task(owner, name="diverse", more_measures="alpha_nDCG@10", description="kept")
@@ -160,6 +179,7 @@ def test_another_organiser_is_offered_no_qrels_and_refused_them(world: World) ->
             ("/tasks/open/release/schedule", {"release_at": "2030-01-01T00:00"}),
             ("/tasks/open/release/cancel", {}),
             ("/tasks/open/pools/pool/texts", {"topic_set": "x"}),
+            ("/tasks/open/topics", {}),
         ):
             assert other.post(url, data={"csrf": csrf_of(page.text), **data}).status_code == 403, url
         assert console.status_code == 403

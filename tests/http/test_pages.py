@@ -156,6 +156,10 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("GET", "/tasks/open/topics", {}),
         "303 401 401 404 404 404 404 404 404 404",
     ),  # no topics file attached
+    "POST /tasks/{task}/topics": (
+        lambda w, c: ("POST", "/tasks/open/topics", {}),
+        "303 401 401 422 422 403 403 403 403 403",
+    ),  # no file: the console again
     "POST /tasks/{task}/release/schedule": (
         lambda w, c: ("POST", "/tasks/to-release/release/schedule", {"data": {"release_at": "2099-01-01T00:00"}}),
         "303 401 401 200 200 403 403 403 403 403",

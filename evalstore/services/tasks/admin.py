@@ -465,6 +465,19 @@ def cancel_scheduled_release(engine: Engine, name: str, *, by: Principal | None 
         return task_view(session, task)
 
 
+def set_topics(engine: Engine, name: str, topics: TopicFile, *, by: Principal | None = None) -> TaskView:
+    """Give the task a new topics file (stored as a new topic set; the old one stays for whatever
+    else names it): participants download this one from now on."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        topic_set = collections.add_topic_set(
+            session, collections.free_topic_set_name(session, f"{name}-topics"), topics.statements, topics.source
+        )
+        task.topic_set_id = topic_set.id
+        audit(session, by.name if by else None, "tasks.topics", name, {"topics": topic_set.name})
+        return task_view(session, task)
+
+
 def task_topics(engine: Engine, principal: Principal, name: str) -> tuple[str, list[TopicStatement]]:
     """The topic statements of a task, for anyone who may see the task (statements are what
     participants run their systems on; which topics are private is never said)."""
