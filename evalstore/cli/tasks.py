@@ -197,10 +197,32 @@ def update(
 
 
 @app.command()
-def release(ctx: typer.Context, name: str) -> None:
-    """Make a hidden task's scores visible to everyone who may see the task."""
+def release(
+    ctx: typer.Context,
+    name: str,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Release at this time instead of now (ISO 8601; UTC unless it says): an evaluation worker "
+            "performs it then.",
+        ),
+    ] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="Cancel the task's scheduled release.")] = False,
+) -> None:
+    """Make a hidden task's scores visible to everyone who may see the task (now, or at a set time)."""
     from evalstore.services import tasks
 
+    if cancel:
+        tasks.cancel_scheduled_release(state(ctx).engine(), name)
+        info(f"task '{name}': its scheduled release is cancelled; its scores stay hidden")
+        return
+    if at is not None:
+        moment = _moment(at, "--at")
+        assert moment is not None
+        task = tasks.schedule_release(state(ctx).engine(), name, moment)
+        info(f"task '{name}' is released at {task.as_dict()['release_at']} (by an evaluation worker)")
+        return
     tasks.release_task(state(ctx).engine(), name)
     info(f"released task '{name}': its scores are visible")
 

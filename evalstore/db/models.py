@@ -687,6 +687,11 @@ class Task(Base):
     private_topics: Mapped[list[str] | None] = mapped_column(JSON)
     private_fraction: Mapped[float | None] = mapped_column(Double)
     split_seed: Mapped[int | None] = mapped_column(BigInteger)
+    # the time the organiser scheduled its release at (0036): the worker releases it then; cleared
+    # by a release or a cancel
+    release_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the topic statements its participants download (0036)
+    topic_set_id: Mapped[int | None] = mapped_column(ForeignKey("topic_sets.id", ondelete="SET NULL"), index=True)
 
 
 class Submission(Base):
@@ -745,6 +750,9 @@ class Judge(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     config_hash: Mapped[str] = mapped_column(String(64))  # what decides a label: labels are reused under it
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the organiser who added it from the console (0036): they run and read it there; null: added
+    # on the command line (an admin's on the console)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
 
 
 class JudgeLabel(Base):

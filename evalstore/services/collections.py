@@ -45,43 +45,90 @@ def import_topics(engine: Engine, path: Path, *, name: str, replace: bool = Fals
                 raise ConflictError(f"Topics named '{name}' exist; pass --replace to overwrite them.")
             session.delete(existing)
             session.flush()
-        topic_set = TopicSet(name=name, source=str(path))
-        session.add(topic_set)
-        session.flush()
-        session.add_all(
-            Topic(
-                topic_set_id=topic_set.id,
-                topic=t.topic,
-                title=t.title,
-                description=t.description,
-                narrative=t.narrative,
-            )
-            for t in statements
-        )
+        add_topic_set(session, name, statements, str(path))
     return TextSetSummary(name, "topics", len(statements), str(path))
+
+
+def read_topic_file(path: Path, shown: str) -> list[TopicStatement]:
+    """A topics file's statements, its errors naming the file ``shown`` (an upload's own name)."""
+    try:
+        return read_topics(path)
+    except InputFormatError as error:
+        raise InputFormatError(shown, error.line, error.problem) from None
+
+
+def add_topic_set(session: Session, name: str, statements: Sequence[TopicStatement], source: str | None) -> TopicSet:
+    """The step that stores a new topic set's statements (the caller's unit of work commits)."""
+    topic_set = TopicSet(name=name, source=source)
+    session.add(topic_set)
+    session.flush()
+    session.add_all(
+        Topic(topic_set_id=topic_set.id, topic=t.topic, title=t.title, description=t.description, narrative=t.narrative)
+        for t in statements
+    )
+    return topic_set
+
+
+def free_topic_set_name(session: Session, wanted: str) -> str:
+    """``wanted``, or ``wanted-2``, ``wanted-3``... the first no topic set holds."""
+    return _free_name(
+        set(session.scalars(select(TopicSet.name).where(TopicSet.name.startswith(wanted, autoescape=True)))), wanted
+    )
+
+
+def free_collection_name(session: Session, wanted: str) -> str:
+    """``wanted``, or ``wanted-2``, ``wanted-3``... the first no collection holds."""
+    return _free_name(
+        set(session.scalars(select(Collection.name).where(Collection.name.startswith(wanted, autoescape=True)))), wanted
+    )
+
+
+def _free_name(taken: set[str], wanted: str) -> str:
+    return next(
+        candidate
+        for candidate in itertools.chain([wanted], (f"{wanted}-{n}" for n in itertools.count(2)))
+        if candidate not in taken
+    )
+
+
+def topic_statements(session: Session, topic_set_id: int) -> list[TopicStatement]:
+    """A topic set's statements, in topic order (numbers as numbers)."""
+    rows = session.scalars(select(Topic).where(Topic.topic_set_id == topic_set_id)).all()
+    ordered = sorted(rows, key=lambda t: (0, int(t.topic), "") if t.topic.isdigit() else (1, 0, t.topic))
+    return [TopicStatement(t.topic, t.title, t.description, t.narrative) for t in ordered]
 
 
 def import_documents(engine: Engine, path: Path, *, collection: str, append: bool = False) -> TextSetSummary:
     """Store a file's documents in ``collection`` (created if new), whole or not at all. With
     ``append`` an existing collection gains the file's documents (a document it holds is refused)."""
     with unit_of_work(engine) as session:
-        found = session.scalar(select(Collection).where(Collection.name == collection))
-        if found is not None and not append:
-            raise ConflictError(f"A collection named '{collection}' exists; pass --append to add documents to it.")
-        if found is None:
-            found = Collection(name=collection, source=str(path))
-            session.add(found)
-            session.flush()
-        collection_id = found.id
-        seen: dict[str, int] = {}
+        return add_documents(session, path, collection=collection, append=append)
 
-        def batches() -> Iterable[pa.RecordBatch]:
+
+def add_documents(
+    session: Session, path: Path, *, collection: str, append: bool = False, shown: str | None = None
+) -> TextSetSummary:
+    """The step of :func:`import_documents` (the caller's unit of work commits); errors name the
+    file ``shown`` (an upload's own name), else its path."""
+    named = shown or str(path)
+    found = session.scalar(select(Collection).where(Collection.name == collection))
+    if found is not None and not append:
+        raise ConflictError(f"A collection named '{collection}' exists; pass --append to add documents to it.")
+    if found is None:
+        found = Collection(name=collection, source=named)
+        session.add(found)
+        session.flush()
+    collection_id = found.id
+    seen: dict[str, int] = {}
+
+    def batches() -> Iterable[pa.RecordBatch]:
+        try:
             documents = read_documents(path)
             while chunk := list(itertools.islice(documents, _BATCH)):
                 for line, document in chunk:
                     if document.doc in seen:
                         raise InputFormatError(
-                            str(path),
+                            named,
                             line,
                             f"document {document.doc} is given twice (also at line {seen[document.doc]}); keep one",
                         )
@@ -94,7 +141,7 @@ def import_documents(engine: Engine, path: Path, *, collection: str, append: boo
                     ).first()
                     if held is not None:
                         raise InputFormatError(
-                            str(path),
+                            named,
                             seen[held],
                             f"document {held} is in collection '{collection}' already; nothing was added",
                         )
@@ -106,11 +153,15 @@ def import_documents(engine: Engine, path: Path, *, collection: str, append: boo
                         "text": pa.array([d.text for _, d in chunk], pa.string()),
                     }
                 )
+        except InputFormatError as error:
+            if error.path == named:
+                raise
+            raise InputFormatError(named, error.line, error.problem) from None
 
-        repo.copy_batches(session, Document.__tablename__, batches())
-        if not seen:
-            raise InputFormatError(str(path), None, "the file holds no documents")
-    return TextSetSummary(collection, "documents", len(seen), str(path))
+    repo.copy_batches(session, Document.__tablename__, batches())
+    if not seen:
+        raise InputFormatError(named, None, "the file holds no documents")
+    return TextSetSummary(collection, "documents", len(seen), named)
 
 
 def list_text_sets(engine: Engine) -> list[TextSetSummary]:

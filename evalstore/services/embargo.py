@@ -10,7 +10,9 @@ from sqlalchemy import ColumnElement, Engine, exists, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import AnswerRun, Evaluation, Submission, Task
-from evalstore.db.session import read_only
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.services import jobs
+from evalstore.services.access import audit
 
 
 def embargoed() -> ColumnElement[bool]:
@@ -38,3 +40,26 @@ def is_embargoed(engine: Engine, evaluation_id: int) -> bool:
 def embargoed_in(session: Session, evaluation_id: int) -> bool:
     """A step: :func:`is_embargoed` in the caller's unit of work."""
     return bool(session.scalar(select(embargoed()).select_from(Evaluation).where(Evaluation.id == evaluation_id)))
+
+
+def release_due(engine: Engine) -> list[str]:
+    """Release every task whose scheduled time has come (the worker calls this between jobs), each
+    once: the row is locked and read again, so two workers release it once. The names released.
+    Here, below the worker, so that an idle worker performs it (tasks.schedule_release sets it)."""
+    with read_only(engine) as session:
+        now = jobs.db_now(session)
+        scheduled = session.execute(select(Task.id, Task.release_at).where(Task.release_at.is_not(None))).all()
+        # compared here, not in SQL: SQLite keeps times as text without their offset
+        due = [task_id for task_id, at in scheduled if at is not None and jobs.as_utc(at) <= now]
+    released = []
+    for task_id in due:
+        with unit_of_work(engine) as session:
+            task = session.scalar(select(Task).where(Task.id == task_id).with_for_update())
+            if task is None or task.release_at is None or jobs.as_utc(task.release_at) > jobs.db_now(session):
+                continue
+            task.released_at = task.released_at or task.release_at
+            scheduled_at = jobs.as_utc(task.release_at).isoformat(timespec="seconds")
+            audit(session, None, "tasks.release", task.name, {"scheduled": scheduled_at})
+            task.release_at = None
+            released.append(task.name)
+    return released

@@ -30,7 +30,7 @@ from evalstore.db.engine import make_engine
 from evalstore.db.outages import outage, worker_backoff
 from evalstore.db.session import unit_of_work
 from evalstore.errors import EvalstoreError
-from evalstore.services import jobs, kinds, store
+from evalstore.services import embargo, jobs, kinds, store
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_list
 
@@ -50,6 +50,8 @@ class WorkerSettings:
     # evaluation of the run then reads its judged rows through it (7M rows: ~0.1 s, not ~0.7 s)
     index_runs: bool = True
     index_interval: float = 5.0  # how often an idle worker looks for a run to index
+    # how often an idle worker releases the tasks whose scheduled release time has come
+    release_interval: float = 10.0
     # queued ranking jobs on one qrels with one set of options are claimed and computed together
     batch: jobs.BatchBound = jobs.BatchBound()
     settle: float = 0.0  # seconds of quiet in the queue before claiming (jobs.arrivals_settle_in)
@@ -118,6 +120,7 @@ class Worker:
         self.done: dict[int, EvaluationSummary] = {}
         self.stopping = False
         self._last_index_check = 0.0
+        self._last_release_check = 0.0
         # an outage of the database or its disk is waited out, never exited over
         self.backoff = worker_backoff(log, str(engine.url), lambda: self.stopping)
 
@@ -228,6 +231,16 @@ class Worker:
         log.info("run %d: docno-hash index built (%.2fs)", run_id, time.perf_counter() - started)
         return True
 
+    def _release_due(self) -> None:
+        """Release the tasks whose scheduled time has come (an idle worker's chore)."""
+        try:
+            released = embargo.release_due(self.engine)
+        except Exception as error:  # never lose the worker over a chore; the next check tries again
+            log.warning("releasing scheduled tasks failed: %s", str(error).splitlines()[0])
+            return
+        for name in released:
+            log.info("task '%s' released at its scheduled time", name)
+
     # the loop -----------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -257,6 +270,9 @@ class Worker:
                     continue
                 if self.settings.until_empty:
                     break
+                if time.monotonic() - self._last_release_check >= self.settings.release_interval:
+                    self._last_release_check = time.monotonic()
+                    self._release_due()
                 if (
                     self.settings.index_runs
                     and time.monotonic() - self._last_index_check >= self.settings.index_interval

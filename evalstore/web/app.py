@@ -21,6 +21,7 @@ from evalstore.web import (
     assessing_pages,
     errors,
     headers,
+    judge_console,
     judging_pages,
     labs,
     organisers,
@@ -91,6 +92,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     judging_pages.install(app)
     assessing_pages.install(app)
     organisers.install(app)
+    judge_console.install(app)
     labs.install(app)
     agreement_pages.install(app)
     pages.install(app)

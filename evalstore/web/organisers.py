@@ -1,26 +1,32 @@
-"""The organiser's console: on their own task (admins: every task) edit its settings, release it,
-export its qrels, follow every team's submissions (failed and cancelled ones with the reason; retry,
-cancel), build a pool from its runs, assign assessors to it, and read its collection-health report.
-Forms post with the session's CSRF token; a refused form comes back with the message inline and
-the fields as they were typed."""
+"""The organiser's console: create a task (/new-task); on their own task (admins: every task) edit
+its settings (confirmed first when accepted runs would have been refused), release it now or at a
+set time (cancellable), export its qrels, follow every team's submissions (failed and cancelled
+ones with the reason; retry, cancel), build a pool from its runs, attach what its assessors read,
+assign assessors to it, and read its collection-health report; participants download its topics
+file. Forms post with the session's CSRF token (an upload form's in its action too); a refused form
+comes back with the message inline and the fields as they were typed."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import UploadFile as FastAPIUpload
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
 
 from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_qrels
 from evalstore.services import organising, pools, tasks
 from evalstore.services.access import Principal
-from evalstore.web.api import RowId, check_name
+from evalstore.web.api import RowId, check_name, uploaded
 from evalstore.web.auth import server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
@@ -99,11 +105,14 @@ def _console(
         settings=settings or _settings_form(shown),
         pool_form=pool_form or {"pool": "pool", "depth": "100", "topics": ""},
         pools=organising.task_pools(engine, principal, task),
+        pool_texts=organising.pool_texts(engine, principal, task),
+        text_sets=organising.text_sets(engine, principal),
         assigned=organising.assigned_assessors(engine, principal, task),
         assessors=organising.assessors(engine, principal, task),
         computed=tasks.computed_measures(engine, task),
         server_daily_cap=server(request).settings.runs_per_day,
         no_worker=waiting and not worker_alive(request),
+        no_worker_for_release=bool(shown["release_at"]) and not worker_alive(request),
     )
 
 
@@ -148,14 +157,30 @@ async def edit_settings(request: Request, task: str) -> Response:
     try:
         await run_in_threadpool(organising.managed, server(request).engine, principal, task)
         measures = [m.strip() for m in re.split(r"[,\s]+", kept["measures"]) if m.strip()]
+        window: dict[str, Any] = {
+            "opens": _when(kept["opens"], kept["opens_offset"], "Opens"),
+            "closes": _when(kept["closes"], kept["closes_offset"], "Closes"),
+            "max_runs_per_team": _runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
+            "daily_cap": _runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
+        }
+        if not confirmed(form):  # runs already accepted that these settings would refuse: asked first
+            conflicts = await run_in_threadpool(tasks.settings_conflicts, server(request).engine, task, **window)
+            if conflicts:
+                await run_in_threadpool(  # checked before asking: a refused value never reaches the question
+                    tasks.check_settings,
+                    server(request).engine,
+                    task,
+                    measures=measures,
+                    official_measure=kept["official_measure"].strip() or None,
+                    description=kept["description"].strip() or None,
+                    **window,
+                )
+                return confirmation_page(request, principal, _settings_question(task, conflicts, kept))
         await run_in_threadpool(
             tasks.update_task,
             server(request).engine,
             task,
-            opens=_when(kept["opens"], kept["opens_offset"], "Opens"),
-            closes=_when(kept["closes"], kept["closes_offset"], "Closes"),
-            max_runs_per_team=_runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
-            daily_cap=_runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
+            **window,
             measures=measures,
             description=kept["description"].strip() or None,
             official_measure=kept["official_measure"].strip() or None,
@@ -175,6 +200,17 @@ async def edit_settings(request: Request, task: str) -> Response:
             settings=kept,
         )
     return see_other(_console_url(task) + "?saved=settings#settings")
+
+
+def _settings_question(task: str, conflicts: list[tasks.SettingsConflict], kept: dict[str, str]) -> Confirmation:
+    return Confirmation(
+        heading=f"Save these settings of {task}?",
+        consequences=[c.message for c in conflicts]
+        + ["Runs already accepted are never refused afterwards; the new settings apply to new submissions."],
+        button="Save the settings",
+        back=_console_url(task) + "#settings",
+        fields=kept,
+    )
 
 
 @router.post("/tasks/{task}/release")
@@ -344,6 +380,286 @@ def health_page(
             raise
         report, error = None, str(failed)
     return render(request, "health.html", principal, task=shown, report=report, error=error)
+
+
+# --- a new task ----------------------------------------------------------------------------------
+
+_NEW_TASK = (
+    "name",
+    "qrels",
+    "visibility",
+    "private_fraction",
+    "split_seed",
+    "opens",
+    "opens_offset",
+    "closes",
+    "closes_offset",
+    "max_runs_per_team",
+    "daily_cap",
+    "more_measures",
+    "official_measure",
+    "description",
+)
+
+
+def _new_task_page(
+    request: Request,
+    principal: Principal,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    form: dict[str, str] | None = None,
+    picked: list[str] | None = None,
+) -> HTMLResponse:
+    engine = server(request).engine
+    return render(
+        request,
+        "new_task.html",
+        principal,
+        status_code=status_code,
+        error=error,
+        form=form or {"visibility": "hidden", "official_measure": ""},
+        picked=picked if picked is not None else list(tasks.LEADERBOARD_MEASURES[:2]),
+        choices=tasks.measure_choices("relevance"),
+        qrels=organising.qrels_choices(engine, principal),
+        server_daily_cap=server(request).settings.runs_per_day,
+    )
+
+
+@router.get("/new-task")
+def new_task_form(request: Request) -> HTMLResponse:
+    """The form that creates a task (`evalstore tasks create`)."""
+    principal = page_principal(request, "tasks:manage")
+    return _new_task_page(request, principal)
+
+
+def _fraction(text: str) -> float | None:
+    if not text.strip():
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidParameterError(
+            f"The private share is a fraction of the topics, e.g. 0.5 (empty: no private topics); got '{text}'."
+        ) from None
+
+
+def _seed(text: str) -> int | None:
+    if not text.strip():
+        return None
+    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) > SEED_MAX:
+        raise InvalidParameterError(f"The seed is a whole number from 0 to {SEED_MAX} (empty: drawn); got '{text}'.")
+    return int(text)
+
+
+@router.post("/new-task")
+async def create_task(request: Request) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    kept = {k: str(form.get(k, "")) for k in _NEW_TASK}
+    picked = [str(m) for m in form.getlist("measure")]
+    upload = form.get("topics_file")
+    try:
+        name = kept["name"].strip()
+        check_name(name, "task")
+        measures = picked + [m.strip() for m in re.split(r"[,\s]+", kept["more_measures"]) if m.strip()]
+        settings = {
+            "qrels": kept["qrels"].strip(),
+            "hidden": kept["visibility"] != "public",
+            "private_fraction": _fraction(kept["private_fraction"]),
+            "split_seed": _seed(kept["split_seed"]),
+            "opens": _when(kept["opens"], kept["opens_offset"], "Opens"),
+            "closes": _when(kept["closes"], kept["closes_offset"], "Closes"),
+            "max_runs_per_team": _runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
+            "daily_cap": _runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
+            "measures": list(dict.fromkeys(measures)),
+            "official_measure": kept["official_measure"].strip() or None,
+            "description": kept["description"].strip() or None,
+        }
+        file = upload if isinstance(upload, UploadFile) and upload.filename else None
+        await run_in_threadpool(_create_task, request, principal, name, settings, file)
+    except EvalstoreError as error:  # the form comes back as typed, with the message above it
+        if status_for(error) not in (400, 409, 413, 422):
+            raise
+        return await run_in_threadpool(
+            _new_task_page,
+            request,
+            principal,
+            status_code=status_for(error),
+            error=str(error),
+            form=kept,
+            picked=picked,
+        )
+    finally:
+        await form.close()
+    return see_other(_console_url(name) + "?created=1")
+
+
+def _create_task(
+    request: Request, principal: Principal, name: str, settings: dict[str, Any], upload: UploadFile | None
+) -> None:
+    engine = server(request).engine
+    if upload is None:
+        organising.create_console_task(engine, principal, name, **settings)
+        return
+    with uploaded(cast(FastAPIUpload, upload), request) as (path, shown):
+        organising.create_console_task(engine, principal, name, **settings, topics_file=path, topics_shown=shown)
+
+
+@router.get("/tasks/{task}/topics")
+def download_topics(request: Request, task: str) -> Response:
+    """The task's topics file (JSON lines: topic, title, description, narrative), a download: JSON
+    strings carry no markup a browser would run, and the file is never shown inline."""
+    principal = page_principal(request, "tasks:read")
+    name, statements = tasks.task_topics(server(request).engine, principal, task)
+    lines = (
+        json.dumps(
+            {"topic": t.topic, "title": t.title, "description": t.description, "narrative": t.narrative},
+            ensure_ascii=True,  # every character outside ASCII escaped: nothing a sniffer reads as HTML
+        )
+        for t in statements
+    )
+    return Response(
+        ("\n".join(lines) + "\n").encode(),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": content_disposition(f"{name}-topics.jsonl")},
+    )
+
+
+@router.post("/tasks/{task}/topics")
+async def upload_topics(request: Request, task: str) -> Response:
+    """A new topics file for the task (the one participants download)."""
+    principal, form = await form_principal(request, "tasks:manage")
+    upload = form.get("topics_file")
+    try:
+        await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise InvalidParameterError("Choose the topics file to upload.")
+        await run_in_threadpool(_replace_topics, request, principal, task, upload)
+    except EvalstoreError as error:
+        if status_for(error) not in (400, 413, 422):
+            raise
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="topics"
+        )
+    finally:
+        await form.close()
+    return see_other(_console_url(task) + "?saved=topics#topics-file")
+
+
+def _replace_topics(request: Request, principal: Principal, task: str, upload: UploadFile) -> None:
+    with uploaded(cast(FastAPIUpload, upload), request) as (path, shown):
+        organising.replace_topics(server(request).engine, principal, task, organising.TextFile(path, shown))
+
+
+# --- a scheduled release ---------------------------------------------------------------------------
+
+
+@router.post("/tasks/{task}/release/schedule")
+async def schedule_release(request: Request, task: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    kept = {"release_at": str(form.get("release_at", "")), "release_at_offset": str(form.get("release_at_offset", ""))}
+    try:
+        shown = await run_in_threadpool(organising.managed, server(request).engine, principal, task)
+        at = _when(kept["release_at"], kept["release_at_offset"], "Release at")
+        if at is None:
+            raise InvalidParameterError("Give the date and time the scores are released at.")
+        if not confirmed(form):
+            return confirmation_page(request, principal, _schedule_question(shown.as_dict(), at, kept))
+        await run_in_threadpool(tasks.schedule_release, server(request).engine, task, at, by=principal)
+    except EvalstoreError as error:
+        if status_for(error) not in (400, 409, 422):
+            raise
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="release"
+        )
+    return see_other(_console_url(task) + "#release-h")
+
+
+def _schedule_question(task: dict[str, Any], at: datetime, kept: dict[str, str]) -> Confirmation:
+    name = task["name"]
+    said = [
+        f"At {at.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')} everyone who may see task {name} sees its scores "
+        "(an evaluation worker performs the release then)."
+    ]
+    if task["private_topics"]:
+        said.append(
+            f"The final ranking on its {task['private_topics']} private topics is then shown to every participant."
+        )
+    said.append("Until then you can cancel the scheduled release from the console; after it, it cannot be undone.")
+    return Confirmation(
+        heading=f"Release the scores of {name} at a set time?",
+        consequences=said,
+        button="Schedule the release",
+        back=_console_url(name) + "#release-h",
+        fields=kept,
+    )
+
+
+@router.post("/tasks/{task}/release/cancel")
+async def cancel_release(request: Request, task: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    try:
+        shown = (await run_in_threadpool(organising.managed, server(request).engine, principal, task)).as_dict()
+        if shown["release_at"] is None:
+            raise ConflictError(f"Task '{task}' has no scheduled release to cancel.")
+        at = datetime.fromisoformat(shown["release_at"]).strftime("%Y-%m-%d %H:%M UTC")
+        if not confirmed(form):
+            asked = Confirmation(
+                heading=f"Cancel the scheduled release of {task}?",
+                consequences=[
+                    f"The scores stay hidden after {at}, until you release them or schedule another release."
+                ],
+                button="Cancel the scheduled release",
+                back=_console_url(task) + "#release-h",
+            )
+            return confirmation_page(request, principal, asked)
+        await run_in_threadpool(tasks.cancel_scheduled_release, server(request).engine, task, by=principal)
+    except EvalstoreError as error:
+        if status_for(error) != 409:
+            raise
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=409, error=str(error), error_at="release"
+        )
+    return see_other(_console_url(task) + "#release-h")
+
+
+# --- a pool's texts ---------------------------------------------------------------------------------
+
+
+@router.post("/tasks/{task}/pools/{pool}/texts")
+async def attach_texts(request: Request, task: str, pool: str) -> Response:
+    principal, form = await form_principal(request, "tasks:manage")
+    try:
+        await run_in_threadpool(_attach_texts, request, principal, task, pool, form)
+    except EvalstoreError as error:
+        if status_for(error) not in (400, 409, 413, 422):
+            raise
+        return await run_in_threadpool(
+            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="texts"
+        )
+    finally:
+        await form.close()
+    return see_other(_console_url(task) + "?saved=texts#pools")
+
+
+def _attach_texts(request: Request, principal: Principal, task: str, pool: str, form: FormData) -> None:
+    files = {}
+    with ExitStack() as stack:
+        for field in ("topics_file", "documents_file"):
+            upload = form.get(field)
+            if isinstance(upload, UploadFile) and upload.filename:
+                path, shown = stack.enter_context(uploaded(cast(FastAPIUpload, upload), request))
+                files[field] = organising.TextFile(path, shown)
+        organising.attach_pool_texts(
+            server(request).engine,
+            principal,
+            task,
+            pool,
+            topic_set=str(form.get("topic_set", "")).strip() or None,
+            collection=str(form.get("collection", "")).strip() or None,
+            topics_file=files.get("topics_file"),
+            documents_file=files.get("documents_file"),
+        )
 
 
 def install(app: FastAPI) -> None:

@@ -194,6 +194,8 @@ PAGES = {
         "/runs/nothing-here",
     ],
     "olga": [
+        "/new-task",
+        "/judges",
         "/tasks/sample-task",
         "/tasks/sample-task/manage",
         "/tasks/sample-task/judgments?first=sample&second=sample",

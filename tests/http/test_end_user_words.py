@@ -31,9 +31,12 @@ ORGANISERS_ONLY = {
     "collection_run.html",
     "collections.html",
     "health.html",
+    "judge_report.html",
+    "judges.html",
     "judgments.html",
     "manage.html",
     "people.html",
+    "new_task.html",
     "review.html",
 }
 READERS = {

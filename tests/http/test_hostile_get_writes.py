@@ -26,6 +26,7 @@ PATH_VALUES = {
     "qrels": "sample",
     "bank": "bank",
     "code": "inv_1_not-the-secret",  # an invite or reset link: a wrong one, told so
+    "judge": "nope",
 }
 QUERIES = {
     "/tasks/{task}/compare": "?run=red-open&run=red-two&measure=RR(rel=2)",

@@ -81,7 +81,7 @@ def test_an_organiser_edits_the_settings_a_bad_value_inline_and_the_form_kept(wo
     assert "Settings saved." in again.text and 'value="2026-12-31T18:30"' in again.text
     # participants read the description on the task's pages
     board = owner.get("/tasks/open", headers=world.headers("red"))
-    assert "Rank news articles.<br>Three runs." in board.text
+    assert "<p>Rank news articles.<br>\nThree runs.</p>" in board.text  # Markdown, a line break kept
 
 
 def test_an_organiser_releases_the_task_and_exports_its_qrels(world: World, owner: TestClient) -> None:

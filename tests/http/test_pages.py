@@ -203,6 +203,47 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/tasks/open/pools/pool/assessors", {"data": {"user": "assessor"}}),
         "303 401 401 404 404 403 403 403 403 403",
     ),  # not the task's pool
+    # setting a campaign up from the console (tests/http/test_console_setup.py follows the flows)
+    "GET /new-task": (lambda w, c: ("GET", "/new-task", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "POST /new-task": (
+        lambda w, c: ("POST", "/new-task", {"data": {"name": "x"}}),
+        "303 401 401 422 422 422 403 403 403 403",
+    ),  # no qrels chosen: the form again
+    "GET /tasks/{task}/topics": (
+        lambda w, c: ("GET", "/tasks/open/topics", {}),
+        "303 401 401 404 404 404 404 404 404 404",
+    ),  # no topics file attached
+    "POST /tasks/{task}/topics": (
+        lambda w, c: ("POST", "/tasks/open/topics", {}),
+        "303 401 401 422 422 403 403 403 403 403",
+    ),  # no file: the console again
+    "POST /tasks/{task}/release/schedule": (
+        lambda w, c: ("POST", "/tasks/to-release/release/schedule", {"data": {"release_at": "2099-01-01T00:00"}}),
+        "303 401 401 200 200 403 403 403 403 403",
+    ),  # not confirmed: the question, nothing scheduled
+    "POST /tasks/{task}/release/cancel": (
+        lambda w, c: ("POST", "/tasks/to-release/release/cancel", {}),
+        "303 401 401 409 409 403 403 403 403 403",
+    ),  # nothing scheduled
+    "POST /tasks/{task}/pools/{pool}/texts": (
+        lambda w, c: ("POST", "/tasks/open/pools/pool/texts", {"data": {"topic_set": "x"}}),
+        "303 401 401 404 404 403 403 403 403 403",
+    ),  # not the task's pool
+    # an organiser's judges (tests/http/test_judges_console.py follows the flows)
+    "GET /judges": (lambda w, c: ("GET", "/judges", {}), "303 401 401 200 200 200 403 403 403 403"),
+    "POST /judges": (
+        lambda w, c: ("POST", "/judges", {"data": {"name": "j", "endpoint": "ftp://x", "model": "m"}}),
+        "303 401 401 422 422 422 403 403 403 403",
+    ),  # not an http(s) endpoint: the form again
+    "GET /judges/{judge}": (lambda w, c: ("GET", "/judges/nope", {}), "303 401 401 404 404 404 403 403 403 403"),
+    "POST /judges/{judge}/run": (
+        lambda w, c: ("POST", "/judges/nope/run", {"data": {"pool": "pool"}}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
+    "POST /judges/{judge}/probe": (
+        lambda w, c: ("POST", "/judges/nope/probe", {"data": {"pool": "pool"}}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
     # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
     # qrels' tasks; another organiser is told there is none
     "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),

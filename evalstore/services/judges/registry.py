@@ -61,6 +61,7 @@ def add_judge(
     price_in: float | None = None,
     price_out: float | None = None,
     replace: bool = False,
+    owner_id: int | None = None,
 ) -> dict[str, Any]:
     """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
     the old configuration's hash). The key is read from ``api_key_env`` when the judge runs.
@@ -118,7 +119,7 @@ def add_judge(
                 "(its labels are kept), or choose another name."
             )
         if judge is None:
-            judge = Judge(name=name)
+            judge = Judge(name=name, owner_id=owner_id)
             session.add(judge)
         judge.endpoint, judge.model, judge.api_key_env = endpoint, model, api_key_env
         judge.prompt_name, judge.prompt_template, judge.prompt_hash = prompt_name, template, prompt_hash

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,9 +27,10 @@ from evalstore.errors import (
     InvalidParameterError,
     NotFoundError,
 )
-from evalstore.metrics import resolve_measures
+from evalstore.io.texts import TopicStatement
+from evalstore.metrics import JUDGMENTS_NAMED, resolve_measures
 from evalstore.metrics.answers import ANSWER_MEASURES, answer_measure
-from evalstore.services import answers, jobs, store
+from evalstore.services import answers, collections, jobs, store
 from evalstore.services.access import Principal, audit, get_user
 from evalstore.services.tasks.topic_split import draw_split
 from evalstore.services.tasks.visibility import (
@@ -57,6 +60,8 @@ def create_task(
     official_measure: str | None = None,
     private_fraction: float | None = None,
     split_seed: int | None = None,
+    description: str | None = None,
+    topics: TopicFile | None = None,
     by: Principal | None = None,
 ) -> TaskView:
     """A task over stored qrels (teams submit runs), or over a nugget bank (``nuggets_name``: teams
@@ -64,7 +69,8 @@ def create_task(
     user's name; default: ``by``) is the organiser who manages it; ``daily_cap`` caps each team's
     runs per UTC day (default: the server's setting). With ``private_fraction``, that share of the
     qrels' topics is drawn (from ``split_seed``; drawn at random and recorded when not given) as
-    the private topics."""
+    the private topics. ``topics`` (statements read from a file) are stored with the task, in the
+    same unit of work, for its participants to download."""
     if (qrels_name is None) == (nuggets_name is None):
         raise InvalidParameterError(
             "A task evaluates runs against qrels or answers on a nugget bank: name one of the two."
@@ -72,11 +78,14 @@ def create_task(
     if nuggets_name is not None and private_fraction is not None:
         raise InvalidParameterError("A task over a nugget bank keeps no private topics; leave the split out.")
     if max_runs_per_team is not None and max_runs_per_team < 1:
-        raise InvalidParameterError(f"--max-runs-per-team must be at least 1; got {max_runs_per_team}.")
+        raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
     _check_runs(max_runs_per_team, "The quota per team")
     _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
-        raise InvalidParameterError(f"--closes ({closes.isoformat()}) must come after --opens ({opens.isoformat()}).")
+        raise InvalidParameterError(
+            f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
+        )
+    _check_description(description)
     names = task_measures(measures, answers=nuggets_name is not None)
     with unit_of_work(engine) as session:
         if session.scalar(select(Task.id).where(Task.name == name)) is not None:
@@ -91,6 +100,7 @@ def create_task(
                 raise InvalidParameterError(
                     f"Tasks evaluate against relevance qrels; '{qrels_name}' holds {qrels.kind}."
                 )
+            check_measures(qrels, names)
             qrels_id = qrels.id
             _refuse_others_judgments(session, by, Task.qrels_id == qrels.id, f"Qrels '{qrels_name}'", "judgments")
         else:
@@ -112,11 +122,16 @@ def create_task(
             daily_cap=daily_cap,
             measures=names,
             official_measure=_official(official_measure, names, answers=bank_id is not None),
+            description=description or None,
         )
         session.add(task)
         session.flush()
         if private_fraction is not None:
             draw_split(session, task, private_fraction, split_seed)
+        if topics is not None:
+            task.topic_set_id = collections.add_topic_set(
+                session, collections.free_topic_set_name(session, f"{name}-topics"), topics.statements, topics.source
+            ).id
         audit(
             session,
             by.name if by else None,
@@ -151,6 +166,7 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
     with unit_of_work(engine) as session:
         task = _managed_task(session, name, by)
         task.released_at = task.released_at or jobs.db_now(session)
+        task.release_at = None  # released now: no later release is pending
         audit(session, by.name if by else None, "tasks.release", name)
         return task_view(session, task)
 
@@ -254,6 +270,66 @@ def change_settings(
     official_measure: str | None = None,
 ) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
+    qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None  # None: answers
+    names, official = _checked_settings(
+        qrels,
+        opens=opens,
+        closes=closes,
+        max_runs_per_team=max_runs_per_team,
+        measures=measures,
+        description=description,
+        daily_cap=daily_cap,
+        official_measure=official_measure,
+    )
+    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
+    task.daily_cap = daily_cap
+    task.measures = names
+    task.official_measure = official
+    task.description = description or None
+
+
+def check_settings(
+    engine: Engine,
+    name: str,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+    daily_cap: int | None = None,
+    official_measure: str | None = None,
+) -> None:
+    """Refuse settings :func:`update_task` would refuse, changing nothing (the console checks them
+    before it asks to confirm a change)."""
+    with read_only(engine) as session:
+        task = get_task(session, name)
+        qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None  # None: answers
+        _checked_settings(
+            qrels,
+            opens=opens,
+            closes=closes,
+            max_runs_per_team=max_runs_per_team,
+            measures=measures,
+            description=description,
+            daily_cap=daily_cap,
+            official_measure=official_measure,
+        )
+
+
+def _checked_settings(
+    qrels: QrelsSet | None,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    measures: Sequence[str],
+    description: str | None,
+    daily_cap: int | None,
+    official_measure: str | None,
+) -> tuple[list[str], str | None]:
+    """The settings checked: the measures by their canonical names, and the official measure
+    (``qrels`` None: a task over a nugget bank, whose measures are answer measures)."""
     _check_daily_cap(daily_cap)
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
@@ -262,15 +338,193 @@ def change_settings(
         raise InvalidParameterError(
             f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
         )
+    _check_description(description)
+    names = task_measures(measures, answers=qrels is None)
+    if qrels is not None:
+        check_measures(qrels, names)
+    return names, _official(official_measure, names, answers=qrels is None)
+
+
+def _check_description(description: str | None) -> None:
     if description is not None and len(description) > DESCRIPTION_CHARACTERS:
         raise InvalidParameterError(
             f"The description has {len(description)} characters; at most {DESCRIPTION_CHARACTERS} fit."
         )
-    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
-    task.daily_cap = daily_cap
-    task.measures = task_measures(measures, answers=task.nugget_bank_id is not None)
-    task.official_measure = _official(official_measure, task.measures, answers=task.nugget_bank_id is not None)
-    task.description = description or None
+
+
+@dataclass(frozen=True)
+class TopicFile:
+    """Topic statements read from a file, and where they came from (the file's name)."""
+
+    statements: list[TopicStatement]
+    source: str
+
+
+# what the console offers to tick (each one checked against the qrels' judgments); any other
+# measure the registry knows can still be typed
+MEASURE_CHOICES = ("AP", "nDCG@10", "P@10", "RR", "nDCG@20", "P@5", "Rprec", "R@100", "R@1000", "Bpref", "nDCG")
+
+
+def measure_choices(kind: str = "relevance") -> list[str]:
+    """The measures offered for a task over judgments of ``kind``: those computed from them."""
+    return [str(m) for m in resolve_measures(list(MEASURE_CHOICES)) if m.spec.judgments == kind]
+
+
+def check_measures(qrels: QrelsSet, measures: Sequence[str]) -> None:
+    """Refuse a measure the qrels cannot compute (a diversity measure needs subtopic judgments), when
+    it is set rather than when every run's evaluation fails."""
+    for measure in resolve_measures(list(measures)):
+        if measure.spec.kind != "ranking" or measure.spec.judgments != qrels.kind:
+            needs = JUDGMENTS_NAMED.get(measure.spec.judgments, measure.spec.judgments)
+            raise InvalidParameterError(
+                f"{measure} is computed from {needs} judgments, and qrels '{qrels.name}' hold "
+                f"{JUDGMENTS_NAMED[qrels.kind]} judgments: a task over them cannot compute it."
+            )
+
+
+@dataclass(frozen=True)
+class SettingsConflict:
+    """Runs a task has accepted that new settings would have refused: they stay, and the organiser
+    is told before saving. ``setting`` is the one that would have refused them."""
+
+    setting: str
+    message: str
+
+
+def settings_conflicts(
+    engine: Engine,
+    name: str,
+    *,
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    daily_cap: int | None,
+) -> list[SettingsConflict]:
+    """What the task's accepted submissions say about new settings: a team holding more runs than
+    the new quota, or more in one UTC day than the new daily cap, runs submitted outside the new
+    window. Accepted runs are never refused afterwards; these are for the organiser to confirm. A
+    setting left as it is raises nothing (it was confirmed when set)."""
+    with read_only(engine) as session:
+        task = get_task(session, name)
+        rows = session.execute(
+            select(Submission.team, Submission.created_at).where(Submission.task_id == task.id)
+        ).all()
+
+    def same(new: datetime | None, old: datetime | None) -> bool:
+        return (new is None and old is None) or (
+            new is not None and old is not None and jobs.as_utc(new) == jobs.as_utc(old)
+        )
+
+    max_runs_per_team = None if max_runs_per_team == task.max_runs_per_team else max_runs_per_team
+    daily_cap = None if daily_cap == task.daily_cap else daily_cap
+    opens = None if same(opens, task.opens_at) else opens
+    closes = None if same(closes, task.closes_at) else closes
+    found: list[SettingsConflict] = []
+    per_team = Counter(team for team, _ in rows)
+    over = sorted(team for team, held in per_team.items() if max_runs_per_team is not None and held > max_runs_per_team)
+    if over:
+        found.append(
+            SettingsConflict(
+                "max_runs_per_team",
+                f"{_teams(over)} already {'holds' if len(over) == 1 else 'hold'} more than {max_runs_per_team} "
+                f"run{'s' if max_runs_per_team != 1 else ''}: "
+                f"{'its runs stay and it submits' if len(over) == 1 else 'their runs stay and they submit'} no more.",
+            )
+        )
+    per_day = Counter((team, jobs.as_utc(at).date()) for team, at in rows)
+    busy = sorted({team for (team, _), held in per_day.items() if daily_cap is not None and held > daily_cap})
+    if busy:
+        found.append(
+            SettingsConflict(
+                "daily_cap",
+                f"{_teams(busy)} submitted more than {daily_cap} run{'s' if daily_cap != 1 else ''} in one UTC day; "
+                "those runs stay.",
+            )
+        )
+    early = sum(1 for _, at in rows if opens is not None and jobs.as_utc(at) < jobs.as_utc(opens))
+    late = sum(1 for _, at in rows if closes is not None and jobs.as_utc(at) > jobs.as_utc(closes))
+    for count, when, setting in (
+        (early, "before the new opening time", "opens"),
+        (late, "after the new closing time", "closes"),
+    ):
+        if count:
+            found.append(
+                SettingsConflict(
+                    setting,
+                    f"{count} run{'s were' if count != 1 else ' was'} submitted {when}; "
+                    f"{'they stay' if count != 1 else 'it stays'}.",
+                )
+            )
+    if (
+        closes is not None
+        and jobs.as_utc(closes) <= datetime.now(UTC)
+        and (task.closes_at is None or jobs.as_utc(task.closes_at) > datetime.now(UTC))
+    ):
+        found.append(
+            SettingsConflict("closes", "The new closing time has passed: submissions close as soon as you save.")
+        )
+    return found
+
+
+def _teams(names: list[str]) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"Team{'s' if len(names) > 1 else ''} {shown}"
+
+
+def schedule_release(engine: Engine, name: str, at: datetime, *, by: Principal | None = None) -> TaskView:
+    """Release the task's scores at ``at`` (a worker performs it then: :func:`release_due`); a time
+    already past is refused (release it now instead). A released task has nothing to schedule."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        if task.released_at is not None:
+            raise ConflictError(f"Task '{name}' is released already; there is nothing to schedule.")
+        if not task.hidden and not task.private_topics:
+            raise ConflictError(f"Task '{name}' is public: its scores are shown already; there is nothing to release.")
+        now = jobs.db_now(session)
+        if at <= now:
+            raise InvalidParameterError(
+                f"The release time {iso_text(at)} has passed (now {iso_text(now)}); give a later time, or release now."
+            )
+        task.release_at = _utc(at)
+        audit(session, by.name if by else None, "tasks.schedule_release", name, {"at": iso_text(at)})
+        return task_view(session, task)
+
+
+def cancel_scheduled_release(engine: Engine, name: str, *, by: Principal | None = None) -> TaskView:
+    """Cancel the task's scheduled release; its scores stay hidden until released."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        if task.release_at is None:
+            raise ConflictError(f"Task '{name}' has no scheduled release to cancel.")
+        audit(session, by.name if by else None, "tasks.cancel_release", name, {"at": iso_text(task.release_at)})
+        task.release_at = None
+        return task_view(session, task)
+
+
+def set_topics(engine: Engine, name: str, topics: TopicFile, *, by: Principal | None = None) -> TaskView:
+    """Give the task a new topics file (stored as a new topic set; the old one stays for whatever
+    else names it): participants download this one from now on."""
+    with unit_of_work(engine) as session:
+        task = _managed_task(session, name, by)
+        topic_set = collections.add_topic_set(
+            session, collections.free_topic_set_name(session, f"{name}-topics"), topics.statements, topics.source
+        )
+        task.topic_set_id = topic_set.id
+        audit(session, by.name if by else None, "tasks.topics", name, {"topics": topic_set.name})
+        return task_view(session, task)
+
+
+def task_topics(engine: Engine, principal: Principal, name: str) -> tuple[str, list[TopicStatement]]:
+    """The topic statements of a task, for anyone who may see the task (statements are what
+    participants run their systems on; which topics are private is never said)."""
+    principal.require("tasks:read")
+    with read_only(engine) as session:
+        task = get_task(session, name)
+        if task.topic_set_id is None:
+            raise NotFoundError(f"Task '{name}' has no topics file.")
+        return name, collections.topic_statements(session, task.topic_set_id)
 
 
 def _check_daily_cap(daily_cap: int | None) -> None:

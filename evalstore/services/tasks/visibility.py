@@ -21,6 +21,7 @@ from evalstore.db.models import (
     Run,
     Submission,
     Task,
+    TopicSet,
     User,
 )
 from evalstore.db.session import read_only
@@ -63,6 +64,8 @@ class TaskView:
     private_fraction: float | None = None
     split_seed: int | None = None
     nuggets: str | None = None
+    release_at: datetime | None = None  # a scheduled release, not yet performed
+    topics: str | None = None  # the topic set participants download
 
     @property
     def takes_answers(self) -> bool:
@@ -90,6 +93,8 @@ class TaskView:
             "private_topics": len(self.private_topics) if self.private_topics else None,
             "private_fraction": self.private_fraction,
             "split_seed": self.split_seed,
+            "release_at": iso_text(self.release_at),
+            "topics": self.topics,
         }
 
 
@@ -105,6 +110,9 @@ def task_view(session: Session, task: Task) -> TaskView:
         else None
     )
     owner = session.scalar(select(User.name).where(User.id == task.owner_id)) if task.owner_id else None
+    topics = (
+        session.scalar(select(TopicSet.name).where(TopicSet.id == task.topic_set_id)) if task.topic_set_id else None
+    )
     return TaskView(
         task.name,
         qrels_name,
@@ -123,6 +131,8 @@ def task_view(session: Session, task: Task) -> TaskView:
         task.private_fraction,
         task.split_seed,
         bank_name,
+        task.release_at,
+        topics,
     )
 
 
