@@ -125,7 +125,7 @@ def _answer_run_page(
         measure,
         peers,
         first=default,
-        columns=ANSWER_MEASURES,
+        columns=list(ANSWER_MEASURES),
     )
 
 
