@@ -15,6 +15,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services import reports, tasks
 from evalstore.services.access import Principal
+from evalstore.services.comparisons import ScoreMatrix
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.visibility import iso_text, number_text
@@ -88,9 +89,9 @@ def collection_run_page(
         for topic, row in stored.frame.to_dict(orient="index").items()
     }
 
-    def peers(measure: str) -> tuple[str, list[str]]:
+    def peers(measure: str) -> ScoreMatrix:
         board = tasks.collection_board(engine, name, [measure], context=context)
-        return access.qrels, [r["run"] for r in board.body["rows"]]
+        return reports.median_peers(engine, access.qrels, [r["run"] for r in board.body["rows"]] or [run], measure)
 
     return reports.scored_run_page(engine, _run_view(engine, run), aggregates, per_query, measure, peers)
 

@@ -363,7 +363,7 @@ def compare_page(
     request: Request,
     task: str,
     run: list[str] = Query([]),
-    measure: str = "AP",
+    measure: str | None = None,
     test: str = "t",
     collection: str | None = None,
 ) -> HTMLResponse:
@@ -371,8 +371,15 @@ def compare_page(
     engine = server(request).engine
     choices = [r["run"] for r in tasks.task_runs(engine, principal, task)]
     page = (
-        reports.compare_page(engine, principal, task, run, measure, test, collection or None) if len(run) >= 2 else None
+        reports.compare_page(
+            engine, principal, task, run, measure or None, test, collection or None, context=server(request).context
+        )
+        if len(run) >= 2
+        else None
     )
+    answers = tasks.show_task(engine, task).takes_answers
+    # an answer task's board names its first measure once runs are compared
+    measure = page.measure if page is not None else measure or ("" if answers else "AP")
     return render(
         request,
         "compare.html",
@@ -385,6 +392,7 @@ def compare_page(
         measure=measure,
         test=test,
         collection=collection or "",
+        answers=answers,
     )
 
 

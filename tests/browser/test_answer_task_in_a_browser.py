@@ -79,6 +79,11 @@ def test_a_hidden_answer_task_from_upload_to_release(
     assert "1 of 2 runs used by team uni-a" in page.inner_text("dl.meta")  # type: ignore[attr-defined]
     shot(page, f"answers-submitted-{width}")
     _no_sideways_scroll(page, width)
+    second = shared_path("rag24", "answers", "baseline_rag24.test_command-r-plus_top20.jsonl")
+    page.set_input_files("#file", str(second))  # type: ignore[attr-defined]
+    page.fill("#name", "uni-a-cmdr")  # type: ignore[attr-defined]
+    page.click("form.card button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{site}/tasks/rag/submit?submitted=uni-a-cmdr")  # type: ignore[attr-defined]
 
     # the organisers assess (NIST's assignments, matched to the upload by its text) and evaluate
     answers.import_nuggets(engine, shared_path("rag24", "nugget_assignment.example.jsonl"), name="rag24")
@@ -113,9 +118,34 @@ def test_a_hidden_answer_task_from_upload_to_release(
         "Tier (W)",  # one topic assessed: no tiers (Tukey's HSD needs two)
         "Topics",
     ]
-    cells = page.locator("table.board tbody tr td").all_inner_texts()  # type: ignore[attr-defined]
+    cells = page.locator("table.board tbody tr:has-text('uni-a-gpt') td").all_inner_texts()  # type: ignore[attr-defined]
     assert cells[1] == "uni-a-gpt" and cells[4].startswith("0.4737")  # docs/guide/answers.md's worked example
     assert "Answers scored on nugget bank rag24" in page.inner_text("main")  # type: ignore[attr-defined]
     shot(page, f"answers-released-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
+    _no_sideways_scroll(page, width)
+
+    # the run's page: its topic's W against the median of the task's two runs
+    page.goto(f"{site}/runs/uni-a-gpt")  # type: ignore[attr-defined]
+    assert "uni-a-gpt: per-topic W minus the median of the task's 2 runs" in page.inner_text("main")  # type: ignore[attr-defined]
+    assert page.locator("main svg").count() >= 1  # type: ignore[attr-defined]
+    per_topic = page.locator("main table:has(th:has-text('Topic')) tbody tr").all_inner_texts()  # type: ignore[attr-defined]
+    assert len(per_topic) == 1 and per_topic[0].split()[:2] == ["2024-105741", "0.4737"]
+    shot(page, f"answers-run-{width}")
+    assert axe_violations(page) == []  # type: ignore[arg-type]
+    _no_sideways_scroll(page, width)
+
+    # compared with the team's other run, from the run page's link
+    page.click("main a:has-text('Compare with another run')")  # type: ignore[attr-defined]
+    page.select_option("#runs", ["uni-a-gpt", "uni-a-cmdr"])  # type: ignore[attr-defined]
+    page.click("main form.toolbar button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_selector("main h2:has-text('Tests')")  # type: ignore[attr-defined]
+    main = page.inner_text("main")  # type: ignore[attr-defined]
+    assert "t test, holm-corrected over the 1 pairs, alpha 0.05; 1 topics" in main
+    assert "Only 1 topics: with fewer than 10, intervals and p-values mean little." in main
+    differences = page.locator("main table:has(th:has-text('Topic')) tbody tr").all_inner_texts()  # type: ignore[attr-defined]
+    assert [d.split() for d in differences] == [["2024-105741", "-0.0526"]]  # 0.4737 - 0.5263
+    assert page.input_value("#measure") == "W"  # type: ignore[attr-defined]
+    shot(page, f"answers-compare-{width}")
     assert axe_violations(page) == []  # type: ignore[arg-type]
     _no_sideways_scroll(page, width)

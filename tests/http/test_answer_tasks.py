@@ -6,13 +6,16 @@ example of docs/guide/answers.md."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from scipy import stats
 from sqlalchemy import text
 
 from evalstore.services import answers, comparisons, embargo, tasks
@@ -295,9 +298,9 @@ def test_an_answer_board_on_one_topic_has_no_tiers(world: World, client: TestCli
     assert page.text.count('<td class="tier"></td>') == 2
 
 
-def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: World, client: TestClient) -> None:
-    """Three teams' answers on six topics: 'best' supports every nugget, 'mid' half of them, 'none'
-    none; Tukey's HSD (the code ranking boards use) separates best from none."""
+def six_topics(world: World, client: TestClient, *, hidden: bool = False) -> None:
+    """Task 'six': answers on six topics, each with one vital nugget; team red's 'best' supports
+    every nugget, its 'mid' half of them, team blue's 'none' none (a partial support on the last)."""
     topics = [f"t{i}" for i in range(6)]
     bank = world.tmp / "bank.jsonl"
     bank.write_text(
@@ -307,22 +310,21 @@ def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: Wor
         )
     )
     answers.import_nuggets(world.engine, bank, name="six")
-    tasks.create_task(world.engine, "six", nuggets_name="six", owner="owner")
+    tasks.create_task(world.engine, "six", nuggets_name="six", owner="owner", hidden=hidden)
     labels = {
         "best": ["support"] * 6,
         "mid": ["support", "not_support"] * 3,
         "none": ["not_support"] * 5 + ["partial_support"],
     }
-    users = {"best": "red", "mid": "blue", "none": "owner"}
+    users = {"best": "red", "mid": "red", "none": "blue"}
     assessed = []
     for run, given in labels.items():
         lines = "\n".join(answer_line(run, t, answer=[{"text": f"{run} {t}.", "citations": [0]}]) for t in topics)
-        data = {"name": run, **({"team": "green"} if users[run] == "owner" else {})}
         sent = client.post(
             "/api/v1/tasks/six/runs",
             headers=world.headers(users[run]),
             files={"file": (f"{run}.jsonl", lines.encode())},
-            data=data,
+            data={"name": run},
         )
         assert sent.status_code == 201, sent.text
         for t, label in zip(topics, given, strict=True):
@@ -333,6 +335,12 @@ def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: Wor
     answers.import_nuggets(world.engine, world.tmp / "assessed.jsonl", name="six")
     queued = client.post("/api/v1/tasks/six/evaluate", headers=world.headers("owner")).json()
     work_on(world.engine, [j["id"] for j in queued["jobs"]], mlflow=False)
+
+
+def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: World, client: TestClient) -> None:
+    """Three runs' answers on six topics: 'best' supports every nugget, 'mid' half of them, 'none'
+    none; Tukey's HSD (the code ranking boards use) separates best from none."""
+    six_topics(world, client)
     page = client.get("/tasks/six?measure=V_strict")
     assert page.status_code == 200, page.text
     tiers = re.findall(r'<td class="tier">(\w*)</td>', page.text)
@@ -343,3 +351,107 @@ def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: Wor
     assert ("best", "none") in significant and ("best", "mid") not in significant
     assert tiers[0] != tiers[2] and set(tiers[1]) & set(tiers[0])  # best and none apart, mid shares with best
     assert "not significantly different on V_strict (Tukey&#39;s HSD" in page.text
+
+
+def words(page: httpx.Response) -> str:
+    """A page's main text as a reader sees it: tags out, entities decoded, spaces collapsed."""
+    main = page.text.split('id="main">')[-1]
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", main)))
+
+
+def test_an_answer_tasks_runs_are_compared_as_ranking_runs_are(world: World, client: TestClient) -> None:
+    """The compare page of an answer task: the paired tests (Holm-corrected) on an answer measure,
+    the per-topic differences and the topics where the runs disagree most; a participant compares
+    only their team's runs, and only once the task is released."""
+    six_topics(world, client, hidden=True)
+    best_mid = "/tasks/six/compare?run=best&run=mid"
+    red = world.headers("red")
+    hidden = client.get(best_mid, headers=red)
+    assert (hidden.status_code, words(hidden).split(" Back to")[0].strip()) == (
+        404,
+        "Not found The scores of task 'six' are hidden until the organisers release the task.",
+    )
+    assert "0.0756" not in hidden.text
+    owner = client.get(best_mid, headers=world.headers("owner"))
+    assert owner.status_code == 200 and "0.0756" in owner.text  # the organisers see it before the release
+    assert client.post("/api/v1/tasks/six/release", headers=world.headers("owner")).status_code == 200
+
+    page = client.get(best_mid + "&measure=weighted_score", headers=red)
+    assert page.status_code == 200, page.text
+    text = words(page)
+    # best - mid on W per topic: 0, 1, 0, 1, 0, 1; the paired t test (one pair: Holm leaves p as is)
+    reference = stats.ttest_rel([1.0] * 6, [1.0, 0.0] * 3)
+    assert "t test, holm-corrected over the 1 pairs, alpha 0.05; 6 topics" in text
+    assert "Only 6 topics: with fewer than 10, intervals and p-values mean little." in text
+    assert f"best mid 1.0000 0.5000 +0.5000 (-0.075, 1.075) {reference.pvalue:.4f} {reference.pvalue:.4f} no" in text
+    assert 'value="W"' in page.text  # the alias, by the board's name
+    assert "Topic t1 spread 1.0000 best W 1.0000 mid W 0.0000" in text and "<ol>" not in page.text
+    assert "Per-topic differences Topic best − mid t1 +1.0000 t3 +1.0000 t5 +1.0000 t0 +0.0000" in text
+    assert "<svg" in page.text
+    comparison = comparisons.compare_answers(
+        world.engine, bank_name="six", answer_names=["best", "mid"], measures=["W"]
+    )  # the CLI's numbers
+    assert f"{comparison.pairs[0].p_corrected:.4f}" == f"{reference.pvalue:.4f}"
+
+    refusals = [
+        ("red", "/tasks/six/compare?run=best&run=none", 403, "The run name 'none' belongs to another team's run"),
+        ("blue", best_mid, 403, "The run name 'best' belongs to another team's run"),
+        ("viewer", best_mid, 403, "Your role (viewer) may not do this; it is for: admin, organiser, participant."),
+        (
+            "red",
+            best_mid + "&measure=support_precision",
+            422,
+            "None of these runs has support_precision on task 'six': their answers' citations are not assessed.",
+        ),
+        ("red", best_mid + "&measure=AP", 422, "Unknown answer measure 'AP'; they are V_strict, A_strict, V, A, W,"),
+        ("red", "/tasks/six/compare?run=best", 200, "Pick two or more runs."),
+    ]
+    for caller, path, status, message in refusals:
+        refused = client.get(path, headers=world.headers(caller))
+        assert (refused.status_code, message in words(refused)) == (status, True), (caller, path, words(refused))
+        assert "0.0756" not in refused.text and "Traceback" not in refused.text
+    assert "evalstore measures" not in words(client.get(best_mid + "&measure=AP", headers=red))
+
+    later = upload(client, world, "red", "late", answer_line("late", "t0").encode(), task="six")
+    assert later.status_code == 201, later.text
+    unassessed = client.get("/tasks/six/compare?run=best&run=late", headers=red)
+    assert (unassessed.status_code, words(unassessed).split(" Back to")[0].strip()) == (
+        422,
+        "Something is wrong Run 'late' has no scores yet: its answers are not assessed.",
+    )
+
+
+def test_an_answer_runs_page_shows_its_topics_against_the_median_after_the_release(
+    world: World, client: TestClient
+) -> None:
+    """An answer run's page: each topic's value of an answer measure against the median of the
+    task's runs (chart and table), hidden from its team until the release."""
+    six_topics(world, client, hidden=True)
+    red = world.headers("red")
+    before = client.get("/runs/mid?measure=A", headers=red)
+    assert before.status_code == 200
+    assert "Scores are hidden until the organisers release the task." in words(before)
+    assert "<svg" not in before.text and "Per topic" not in before.text and "median" not in before.text
+    assert "<svg" in client.get("/runs/mid", headers=world.headers("owner")).text
+    assert client.post("/api/v1/tasks/six/release", headers=world.headers("owner")).status_code == 200
+
+    page = client.get("/runs/mid?measure=A", headers=red)
+    assert page.status_code == 200, page.text
+    # A per topic: best 1 everywhere, mid 1/0 alternating, none 0 but a partial support (0.5) on t5
+    runs = np.array([[1.0] * 6, [1.0, 0.0] * 3, [0.0] * 5 + [0.5]])
+    median = np.median(runs, axis=0)
+    for topic, value, middle in zip([f"t{i}" for i in range(6)], runs[1], median, strict=True):
+        assert f"topic {topic}: A {value:.4f}, median {middle:.4f}" in page.text
+    text = words(page)
+    assert "mid: per-topic A minus the median of the task's 3 runs" in text
+    assert "Per topic Topic A V_strict A_strict V W W_strict t0 1.0000" in text
+    assert 'href="/tasks/six/compare?run=mid"' in page.text
+    default = client.get("/runs/mid", headers=red)  # the board's first measure
+    assert "mid: per-topic V_strict minus the median" in words(default)
+    refused = client.get("/runs/mid?measure=support_recall", headers=red)
+    assert (refused.status_code, words(refused).split(" Back to")[0].strip()) == (
+        422,
+        "Something is wrong Run 'mid' has no per-topic support_recall; pick one of A, A_strict, V, V_strict, W, "
+        "W_strict.",
+    )
+    assert client.get("/runs/mid", headers=world.headers("blue")).status_code == 403

@@ -28,6 +28,7 @@ from evalstore.services.reports.runs import (
     RunPage,
     compare_page,
     compared,
+    median_peers,
     run_page,
     scored_run_page,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "board_page",
     "compare_page",
     "compared",
+    "median_peers",
     "leaderboard",
     "run_page",
     "scored_run_page",

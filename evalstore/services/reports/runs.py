@@ -11,9 +11,11 @@ import numpy as np
 from sqlalchemy import Engine
 
 from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.metrics.answers import ANSWER_MEASURES, answer_measure
 from evalstore.services import collections, comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.collections import RankedDocument
+from evalstore.services.comparisons import Comparison, ScoreMatrix
 from evalstore.services.context import AppContext
 from evalstore.services.kinds import ranking
 
@@ -65,12 +67,12 @@ def run_page(
 
     access = tasks.task_access(engine, principal, submission["task"])
     qrels = access.qrels
-    if qrels is None:  # answers: their scores on the task's nugget bank, without the per-topic picture
-        return RunPage(submission, True, results["aggregates"], None, [], [], [], [], [], [], 0)
+    if qrels is None:  # answers: against the median of the task's board, on its evaluations
+        return _answer_run_page(engine, principal, submission, results, measure, context)
 
-    def peers(measure: str) -> tuple[str, list[str]]:
+    def peers(measure: str) -> ScoreMatrix:
         board = tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context)
-        return qrels, [r["run"] for r in board.body["rows"]]
+        return median_peers(engine, qrels, [r["run"] for r in board.body["rows"]] or [run], measure, access.topics)
 
     public_only = results.get("topic_set") == "public"
     if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
@@ -83,9 +85,62 @@ def run_page(
         results["per_query"],
         measure,
         peers,
-        shown=access.topics,
         public_only=public_only,
         private=split.topics if split is not None and not public_only else frozenset(),
+    )
+
+
+def _answer_run_page(
+    engine: Engine,
+    principal: Principal,
+    submission: dict[str, Any],
+    results: dict[str, Any],
+    measure: str | None,
+    context: AppContext | None,
+) -> RunPage:
+    """An answer run's page: its per-topic answer measures against the median of the task's
+    evaluated answer runs, each on the evaluation the task's board shows (an answer task keeps no
+    topic private: whoever sees its scores sees every topic's)."""
+    task = submission["task"]
+    default = tasks.task_leaderboard(engine, principal, task, context=context).body.get("measures") or []
+    if measure is not None:
+        measure = answer_measure(measure).family.name  # an alias (nuggetizer's name) as the board names it
+
+    def peers(measure: str) -> ScoreMatrix:
+        board = tasks.task_leaderboard(engine, principal, task, [measure], context=context).body
+        return comparisons.answer_matrix(
+            engine,
+            bank_name=board["nuggets"],
+            answer_names=[r["run"] for r in board["rows"]],
+            measures=[measure],
+            evaluation_ids={r["run"]: r["evaluation"] for r in board["rows"]},
+            missing="zero",
+        )
+
+    return scored_run_page(
+        engine,
+        submission,
+        results["aggregates"],
+        results["per_query"],
+        measure,
+        peers,
+        first=default,
+        columns=list(ANSWER_MEASURES),
+    )
+
+
+def median_peers(
+    engine: Engine, qrels: str, runs: list[str], measure: str, shown: ranking.TopicFilter | None = None
+) -> ScoreMatrix:
+    """The per-topic ``measure`` of ``runs`` on ``qrels`` (a task's, a collection's) that a run's
+    page sets the run against, over the topics ``shown`` (None: all)."""
+    return comparisons.score_matrix(
+        engine,
+        qrels_name=qrels,
+        run_names=runs,
+        measures=[measure],
+        missing="zero",
+        topic_filter=shown,  # a split task before its release: its public topics only
     )
 
 
@@ -95,19 +150,20 @@ def scored_run_page(
     aggregates: dict[str, Any],
     per_query: dict[str, dict[str, Any]],
     measure: str | None,
-    peers: Callable[[str], tuple[str, list[str]]],
+    peers: Callable[[str], ScoreMatrix],
     *,
-    shown: ranking.TopicFilter | None = None,
     public_only: bool = False,
     private: frozenset[str] = frozenset(),
+    first: Sequence[str] = ("AP", "nDCG@10"),
+    columns: Sequence[str] = PER_TOPIC_COLUMNS,
 ) -> RunPage:
-    """A run's page from its scores: the per-topic picture of ``measure`` against the median of
-    the runs ``peers(measure)`` gives (their qrels and names: a task's, or a collection's), over
-    the topics ``shown`` (a split task's public ones before its release; None: all); ``private``:
-    a split task's private topics, for whoever may see their values."""
+    """A run's page from its scores: the per-topic picture of ``measure`` (by default the first of
+    ``first`` it has) against the median of the runs ``peers(measure)`` holds (a task's, or a
+    collection's, over the topics their reader may see); the per-topic table's ``columns``;
+    ``private``: a split task's private topics, for whoever may see their values."""
     run = submission["run"]
     measures = [m for m in aggregates if any(isinstance(v.get(m), float) for v in per_query.values())]
-    measure = measure or next((m for m in ("AP", "nDCG@10", *measures) if m in measures), None)
+    measure = measure or next((m for m in (*first, *measures) if m in measures), None)
     if measure is not None and measure not in measures:
         raise InvalidParameterError(f"Run '{run}' has no per-topic {measure}; pick one of {', '.join(measures)}.")
     topics: list[str] = []
@@ -115,15 +171,7 @@ def scored_run_page(
     medians: list[float] = []
     others = 0
     if measure is not None:
-        qrels, done = peers(measure)
-        matrix = comparisons.score_matrix(
-            engine,
-            qrels_name=qrels,
-            run_names=done or [run],
-            measures=[measure],
-            missing="zero",
-            topic_filter=shown,  # a split task before its release: its public topics only
-        )
+        matrix = peers(measure)
         scores = matrix.scores[matrix.measures[0]]
         median = np.median(scores, axis=0)
         own = scores[matrix.runs.index(run)] if run in matrix.runs else np.zeros(len(matrix.topics))
@@ -132,8 +180,8 @@ def scored_run_page(
         values = [float(own[i]) for i in order]
         medians = [float(median[i]) for i in order]
         others = len(matrix.runs)
-    columns = [m for m in dict.fromkeys((measure or "", *PER_TOPIC_COLUMNS)) if m in measures]
-    rows = [{"topic": t, **{m: per_query[t].get(m) for m in columns}} for t in sorted(per_query, key=_topic_key)]
+    shown = [m for m in dict.fromkeys((measure or "", *columns)) if m in measures]
+    rows = [{"topic": t, **{m: per_query[t].get(m) for m in shown}} for t in sorted(per_query, key=_topic_key)]
     return RunPage(
         submission,
         True,
@@ -144,7 +192,7 @@ def scored_run_page(
         medians,
         rows,
         measures,
-        columns,
+        shown,
         others,
         public_only,
         private,
@@ -176,6 +224,7 @@ class ComparePage:
     disagreements: list[Disagreement]
     judgments_shown: bool = True  # the top documents' grades in the qrels (the organisers', or after release)
     aggregates_only: bool = False  # a split task before its release: the tests alone, no topic named
+    answers: bool = False  # answer runs: their topics' values, no ranked documents
 
 
 def compare_page(
@@ -183,13 +232,16 @@ def compare_page(
     principal: Principal,
     task: str,
     runs: Sequence[str],
-    measure: str = "AP",
+    measure: str | None = None,
     test: str = "t",
     collection: str | None = None,
+    *,
+    context: AppContext | None = None,
 ) -> ComparePage:
     """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
     per-topic differences, and the topics where the runs disagree most with their top documents
-    (with their titles and first words when ``collection`` holds them)."""
+    (with their titles and first words when ``collection`` holds them). ``measure`` None: AP, or
+    on an answer task its board's first measure."""
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:
         raise InvalidParameterError("Pick at least two runs to compare.")
@@ -201,19 +253,52 @@ def compare_page(
     if not access.scores_visible:
         raise NotFoundError(f"The scores of task '{task}' are {tasks.HIDDEN}.")
     if access.qrels is None:
-        raise InvalidParameterError(f"Task '{task}' takes answers; comparing its runs is not on these pages yet.")
+        return _compared_answers(engine, principal, task, runs, measure, test, context)
     return compared(
         engine,
         task,
         access.qrels,
         runs,
-        measure,
+        measure or "AP",
         test,
         collection,
         shown=access.topics,
         judgments=access.judgments_visible,
         per_topic=not access.aggregates_only,
     )
+
+
+def _compared_answers(
+    engine: Engine,
+    principal: Principal,
+    task: str,
+    runs: list[str],
+    measure: str | None,
+    test: str,
+    context: AppContext | None,
+) -> ComparePage:
+    """An answer task's runs compared on an answer measure, each on the evaluation the task's
+    board shows (an answer task keeps no topic private)."""
+    board = tasks.task_leaderboard(engine, principal, task, [measure] if measure else [], context=context).body
+    measure = board["measures"][0]
+    rows = {r["run"]: r for r in board["rows"]}
+    for run in runs:
+        if run not in rows:
+            raise InvalidParameterError(f"Run '{run}' has no scores yet: its answers are not assessed.")
+    if all(rows[run]["scores"][measure]["mean"] is None for run in runs):
+        raise InvalidParameterError(
+            f"None of these runs has {measure} on task '{task}': their answers' citations are not assessed."
+        )
+    comparison = comparisons.compare_answers(
+        engine,
+        bank_name=board["nuggets"],
+        answer_names=runs,
+        measures=[measure],
+        evaluation_ids={run: rows[run]["evaluation"] for run in runs},
+        test=test,
+        missing="zero",
+    )
+    return _laid_out(task, runs, comparison, answers=True)
 
 
 def compared(
@@ -243,9 +328,32 @@ def compared(
         evaluate_missing=False,
         topic_filter=shown,  # a split task before its release: its public topics only
     )  # a GET never stores
-    matrix = comparison.matrix
     if not per_topic:
-        return ComparePage(name, runs, matrix.measures[0], comparison, [], [], judgments, aggregates_only=True)
+        measure = comparison.matrix.measures[0]
+        return ComparePage(name, runs, measure, comparison, [], [], judgments, aggregates_only=True)
+    return _laid_out(
+        name,
+        runs,
+        comparison,
+        judgments=judgments,
+        documents=lambda chosen: collections.top_documents(
+            engine, qrels if judgments else None, runs, chosen, collection, TOP_DOCUMENTS
+        ),
+    )
+
+
+def _laid_out(
+    name: str,
+    runs: list[str],
+    comparison: Comparison,
+    *,
+    judgments: bool = True,
+    documents: Callable[[list[str]], dict[tuple[str, str], list[RankedDocument]]] | None = None,
+    answers: bool = False,
+) -> ComparePage:
+    """A comparison as its page: the first two runs' per-topic differences, and the topics where
+    the runs disagree most, with each run's top ``documents`` there (None: no documents)."""
+    matrix = comparison.matrix
     scores = matrix.scores[matrix.measures[0]]
     first_minus_second = scores[0] - scores[1]
     order = np.lexsort((np.array(matrix.topics), -first_minus_second))
@@ -253,14 +361,16 @@ def compared(
     spread = scores.max(axis=0) - scores.min(axis=0)
     worst = [i for i in np.lexsort((np.array(matrix.topics), -spread))[:DISAGREEING_TOPICS] if spread[i] > 0]
     chosen = [matrix.topics[i] for i in worst]
-    documents = collections.top_documents(engine, qrels if judgments else None, runs, chosen, collection, TOP_DOCUMENTS)
+    found = documents(chosen) if documents is not None else {}
     disagreements = [
         Disagreement(
             matrix.topics[i],
             [float(v) for v in scores[:, i]],
             float(spread[i]),
-            [documents.get((run, matrix.topics[i]), []) for run in runs],
+            [found.get((run, matrix.topics[i]), []) for run in runs],
         )
         for i in worst
     ]
-    return ComparePage(name, runs, matrix.measures[0], comparison, differences, disagreements, judgments)
+    return ComparePage(
+        name, runs, matrix.measures[0], comparison, differences, disagreements, judgments, answers=answers
+    )
