@@ -208,11 +208,11 @@ def test_texts_are_attached_to_a_pool_uploaded_or_picked(world: World, owner: Te
     owner_principal = as_principal(world.engine, "owner")
     organising.build_task_pool(world.engine, owner_principal, "open", name="open-pool", depth=5)
     page = owner.get("/tasks/open/manage")
-    assert 'action="/tasks/open/pools/open-pool/texts' in page.text
+    assert 'action="/tasks/open/pools/open%3Aopen-pool/texts' in page.text
     docs = '{"doc_id": "d1", "title": "One", "text": "First."}\n{"doc_id": "d2", "text": "Second."}\n'
     bad_docs = '{"doc_id": "d1", "text": "First."}\n{"doc_id": "d1", "text": "Again."}\n'
     refused = owner.post(
-        "/tasks/open/pools/open-pool/texts",
+        "/tasks/open/pools/open%3Aopen-pool/texts",
         data={"csrf": csrf_of(page.text)},
         files={
             "topics_file": ("t.txt", TOPICS.encode()),
@@ -221,33 +221,33 @@ def test_texts_are_attached_to_a_pool_uploaded_or_picked(world: World, owner: Te
     )
     assert refused.status_code == 422
     assert "docs.jsonl:2: document d1 is given twice (also at line 1); keep one" in refused.text
-    assert not [t for t in collections.list_text_sets(world.engine) if t.name.startswith("open-pool")]  # nothing kept
+    assert not [t for t in collections.list_text_sets(world.engine) if t.name.startswith("open:open-pool")]  # nothing kept
     attached = owner.post(
-        "/tasks/open/pools/open-pool/texts",
+        "/tasks/open/pools/open%3Aopen-pool/texts",
         data={"csrf": csrf_of(page.text)},
         files={"topics_file": ("t.txt", TOPICS.encode()), "documents_file": ("docs.jsonl", docs.encode())},
         follow_redirects=False,
     )
     assert attached.status_code == 303 and attached.headers["location"] == "/tasks/open/manage?saved=texts#pools"
     with read_only(world.engine) as session:
-        pool = session.scalar(select(Pool).where(Pool.name == "open-pool"))
-        assert pool is not None and (pool.topic_set, pool.collection) == ("open-pool-topics", "open-pool-documents")
+        pool = session.scalar(select(Pool).where(Pool.name == "open:open-pool"))
+        assert pool is not None and (pool.topic_set, pool.collection) == ("open:open-pool-topics", "open:open-pool-documents")
     sets = {t.name: t.count for t in collections.list_text_sets(world.engine)}
-    assert sets["open-pool-topics"] == 2 and sets["open-pool-documents"] == 2
+    assert sets["open:open-pool-topics"] == 2 and sets["open:open-pool-documents"] == 2
     # picking an imported set instead; both at once is refused
     picked = owner.post(
-        "/tasks/open/pools/open-pool/texts",
-        data={"csrf": csrf_of(page.text), "collection": "open-pool-documents", "topic_set": "open-pool-topics"},
+        "/tasks/open/pools/open%3Aopen-pool/texts",
+        data={"csrf": csrf_of(page.text), "collection": "open:open-pool-documents", "topic_set": "open:open-pool-topics"},
         follow_redirects=False,
     )
     assert picked.status_code == 303
     both = owner.post(
-        "/tasks/open/pools/open-pool/texts",
-        data={"csrf": csrf_of(page.text), "topic_set": "open-pool-topics"},
+        "/tasks/open/pools/open%3Aopen-pool/texts",
+        data={"csrf": csrf_of(page.text), "topic_set": "open:open-pool-topics"},
         files={"topics_file": ("t.txt", TOPICS.encode())},
     )
     assert both.status_code == 422 and "Pick imported topics or upload a topics file, not both." in both.text
-    nothing = owner.post("/tasks/open/pools/open-pool/texts", data={"csrf": csrf_of(page.text)})
+    nothing = owner.post("/tasks/open/pools/open%3Aopen-pool/texts", data={"csrf": csrf_of(page.text)})
     assert nothing.status_code == 422 and "Pick or upload the topics or the documents to attach." in nothing.text
     # a pool that is not the task's is not found there
     other = owner.post("/tasks/open/pools/pool/texts", data={"csrf": csrf_of(page.text), "topic_set": "x"})

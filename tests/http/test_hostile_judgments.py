@@ -75,6 +75,11 @@ def _paths(world: World, routes: list[Any]) -> list[str]:
         "token_id": ["1"],
         "job_id": [str(world.jobs["secret"]), str(world.jobs["open"])],
         "qrels": ["sample"],
+        "bank": ["bank"],
+        "code": ["inv_1_not-the-secret"],  # an invite or reset link: a wrong one
+        "judge": ["j"],
+        "link_id": ["1"],
+        "nugget": ["1"],
     }
     queries = {
         "/tasks/{task}/compare": [

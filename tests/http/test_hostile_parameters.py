@@ -22,7 +22,19 @@ from tests.http.test_pages import csrf_of, sign_in
 NUMBERS = ("1e20", "99999999999999999999999", "-9223372036854775809", "-1", "1.5", "nan", "%00")
 TEXTS = ("%00", "a%00b", "x" * 1000, "%C3%A9%E2%9C%93", "%ED%A0%80", "%FF", "1e20")
 # a valid value of each path parameter (the one swept takes the hostile values), by route prefix
-VALID = {"task": "open", "run": "red-open", "pool": "pool", "topic": "301", "fmt": "csv", "qrels": "sample"}
+VALID = {
+    "task": "open",
+    "run": "red-open",
+    "pool": "pool",
+    "topic": "301",
+    "fmt": "csv",
+    "qrels": "sample",
+    "bank": "bank",
+    "code": "inv_1_not-the-secret",
+    "nugget": "1",
+    "judge": "j",
+    "link_id": "1",
+}
 NAMES = {"/api/v1/users/": "viewer", "/api/v1/runs/": "red-open", "/api/v1/qrels/": "sample", "/api/v1/pools/": "pool"}
 
 

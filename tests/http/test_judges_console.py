@@ -46,7 +46,7 @@ def _pool_with_texts(world: World, owner: TestClient) -> list[str]:
         world.engine, as_principal(world.engine, "owner"), "open", name="open-pool", depth=3, topics=["301"]
     )
     with read_only(world.engine) as session:
-        pool_id = session.scalar(select(Pool.id).where(Pool.name == "open-pool"))
+        pool_id = session.scalar(select(Pool.id).where(Pool.name == "open:open-pool"))
         pooled = sorted(session.scalars(select(PoolEntry.doc).where(PoolEntry.pool_id == pool_id)))
     judged = {line.split()[2] for line in (SAMPLE / "qrels.test").read_text().splitlines() if line.startswith("301 ")}
     docs = sorted(set(pooled) | judged)
@@ -56,7 +56,7 @@ def _pool_with_texts(world: World, owner: TestClient) -> list[str]:
     )
     page = owner.get("/tasks/open/manage")
     attached = owner.post(
-        f"/tasks/open/pools/open-pool/texts?csrf={csrf_of(page.text)}",  # as the form's action: a large upload
+        f"/tasks/open/pools/open%3Aopen-pool/texts?csrf={csrf_of(page.text)}",  # as the form's action: a large upload
         data={"csrf": csrf_of(page.text)},
         files={"topics_file": ("topics.txt", TOPICS.encode()), "documents_file": ("docs.jsonl", texts.encode())},
         follow_redirects=False,
@@ -102,12 +102,12 @@ def test_an_organiser_adds_probes_runs_and_reads_a_judge(
     assert added.status_code == 303 and added.headers["location"] == "/judges/stub?added=1"
     shown = owner.get("/judges/stub?added=1")
     assert "Judge stub added." in shown.text and "key from <code>EVALSTORE_JUDGE_KEY_STUB</code>" in shown.text
-    assert "Not probed yet." in shown.text and 'value="open-pool"' not in shown.text  # options, by name
-    assert "<option>open-pool</option>" in shown.text
+    assert "Not probed yet." in shown.text and 'value="open:open-pool"' not in shown.text  # options, by name
+    assert "<option>open:open-pool</option>" in shown.text
 
     # the key's variable is not set on this server: the run stops with the reason, nothing sent
     started = owner.post(
-        "/judges/stub/run", data={"csrf": csrf_of(shown.text), "pool": "open-pool"}, follow_redirects=False
+        "/judges/stub/run", data={"csrf": csrf_of(shown.text), "pool": "open:open-pool"}, follow_redirects=False
     )
     assert started.status_code == 303 and started.headers["location"] == "/judges/stub#progress"
     stopped = _wait(owner, "/judges/stub", "stopped:")
@@ -118,21 +118,21 @@ def test_an_organiser_adds_probes_runs_and_reads_a_judge(
         env.setenv("EVALSTORE_JUDGE_KEY_STUB", "sk-secret-value")
         probed = owner.post(
             "/judges/stub/probe",
-            data={"csrf": csrf_of(shown.text), "pool": "open-pool", "limit": "2"},
+            data={"csrf": csrf_of(shown.text), "pool": "open:open-pool", "limit": "2"},
             follow_redirects=False,
         )
         assert probed.status_code == 303
         report = _wait(owner, "/judges/stub", 'id="probe-done"')
-        assert "The probe on pool open-pool is done: 2 documents" in report
+        assert "The probe on pool open:open-pool is done: 2 documents" in report
         assert "query words" in report and "quoted score" in report
-        owner.post("/judges/stub/run", data={"csrf": csrf_of(shown.text), "pool": "open-pool"})
+        owner.post("/judges/stub/run", data={"csrf": csrf_of(shown.text), "pool": "open:open-pool"})
         report = _wait(owner, "/judges/stub", 'id="run-done"')
     assert "sk-secret-value" not in report  # the key is sent to the endpoint, never shown
     assert script.headers and script.headers[-1].get("authorization") == "Bearer sk-secret-value"
     ledger = registry.show_judge(world.engine, "stub")["costs"]
     assert ledger["labels"] == len(pooled) and ledger["unrateable"] == 1
     assert (
-        f"The run on pool open-pool is done: {len(pooled)} documents judged ({len(pooled) - 1} rated, 1 unrateable)"
+        f"The run on pool open:open-pool is done: {len(pooled)} documents judged ({len(pooled) - 1} rated, 1 unrateable)"
         in report
     )
     assert f"<dd>{ledger['input_tokens']} input, {ledger['output_tokens']} output</dd>" in report
@@ -174,14 +174,14 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
     assert twice.status_code == 409 and "A judge named &#39;j&#39; exists already; choose another name." in twice.text
     # a pool without texts cannot be judged: said on the page, nothing started
     organising.build_task_pool(world.engine, as_principal(world.engine, "owner"), "open", name="bare", depth=2)
-    refused = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "bare"})
+    refused = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "open:bare"})
     assert refused.status_code == 422
     assert (
-        "Pool &#39;bare&#39; has no topics or documents attached for the judge to read; attach them on task "
+        "Pool &#39;open:bare&#39; has no topics or documents attached for the judge to read; attach them on task "
         "open&#39;s console first."
     ) in refused.text
     assert owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "pool"}).status_code == 404
-    broke = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "bare", "max_cost": "0"})
+    broke = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "open:bare", "max_cost": "0"})
     assert broke.status_code == 422 and "The budget is above 0 dollars (below a million); not 0." in broke.text
 
 

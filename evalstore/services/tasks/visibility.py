@@ -341,6 +341,9 @@ def live_jobs(engine: Engine, principal: Principal, job_ids: Sequence[int]) -> l
     principal.require("runs:read")
     if len(job_ids) > LIVE_JOBS_MAX:
         raise InvalidParameterError(f"Follow at most {LIVE_JOBS_MAX} jobs at once; this asked for {len(job_ids)}.")
+    # an id no row can have (a job's id is a 32-bit integer) is a job that is not there: the
+    # database is not asked about a number its column cannot hold
+    job_ids = [j for j in job_ids if 1 <= j <= 2**31 - 1]
     if not job_ids:
         return []
     ahead = Evaluation.__table__.alias("ahead")
