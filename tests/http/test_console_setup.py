@@ -221,7 +221,9 @@ def test_texts_are_attached_to_a_pool_uploaded_or_picked(world: World, owner: Te
     )
     assert refused.status_code == 422
     assert "docs.jsonl:2: document d1 is given twice (also at line 1); keep one" in refused.text
-    assert not [t for t in collections.list_text_sets(world.engine) if t.name.startswith("open:open-pool")]  # nothing kept
+    assert not [
+        t for t in collections.list_text_sets(world.engine) if t.name.startswith("open:open-pool")
+    ]  # nothing kept
     attached = owner.post(
         "/tasks/open/pools/open%3Aopen-pool/texts",
         data={"csrf": csrf_of(page.text)},
@@ -231,13 +233,20 @@ def test_texts_are_attached_to_a_pool_uploaded_or_picked(world: World, owner: Te
     assert attached.status_code == 303 and attached.headers["location"] == "/tasks/open/manage?saved=texts#pools"
     with read_only(world.engine) as session:
         pool = session.scalar(select(Pool).where(Pool.name == "open:open-pool"))
-        assert pool is not None and (pool.topic_set, pool.collection) == ("open:open-pool-topics", "open:open-pool-documents")
+        assert pool is not None and (pool.topic_set, pool.collection) == (
+            "open:open-pool-topics",
+            "open:open-pool-documents",
+        )
     sets = {t.name: t.count for t in collections.list_text_sets(world.engine)}
     assert sets["open:open-pool-topics"] == 2 and sets["open:open-pool-documents"] == 2
     # picking an imported set instead; both at once is refused
     picked = owner.post(
         "/tasks/open/pools/open%3Aopen-pool/texts",
-        data={"csrf": csrf_of(page.text), "collection": "open:open-pool-documents", "topic_set": "open:open-pool-topics"},
+        data={
+            "csrf": csrf_of(page.text),
+            "collection": "open:open-pool-documents",
+            "topic_set": "open:open-pool-topics",
+        },
         follow_redirects=False,
     )
     assert picked.status_code == 303
