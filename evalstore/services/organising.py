@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Judge, Pool, PoolAssignment, QrelsSet, Task, User
+from evalstore.db.models import Judge, NuggetBank, Pool, PoolAssignment, QrelsSet, Task, User
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import AccessDenied, ConflictError, EvaluationError, InvalidParameterError, NotFoundError
 from evalstore.services import access, collections, health, jobs, judging, pools, tasks
@@ -195,12 +195,42 @@ def qrels_choices(engine: Engine, principal: Principal) -> list[QrelsChoice]:
         ]
 
 
+@dataclass(frozen=True)
+class BankChoice:
+    """A nugget bank a task over generated answers may be created over, as the console offers it."""
+
+    name: str
+    topics: int
+    nuggets: int
+
+
+def bank_choices(engine: Engine, principal: Principal) -> list[BankChoice]:
+    """The nugget banks the principal may create an answer task over, as :func:`qrels_choices`
+    for qrels: an admin any accepted bank; an organiser those of the tasks they own. A judge's
+    draft that no person has accepted is not offered."""
+    principal.require("tasks:manage")
+    with read_only(engine) as session:
+        query = (
+            select(NuggetBank)
+            .where(NuggetBank.drafted_by.is_(None) | NuggetBank.accepted_at.is_not(None))
+            .order_by(NuggetBank.name)
+        )
+        if not principal.is_admin:
+            mine = select(Task.nugget_bank_id).where(Task.owner_id == principal.user_id)
+            others = select(Task.nugget_bank_id).where(
+                Task.owner_id.is_distinct_from(principal.user_id), Task.nugget_bank_id.is_not(None)
+            )
+            query = query.where(NuggetBank.id.in_(mine), NuggetBank.id.not_in(others))
+        return [BankChoice(b.name, b.topic_count, b.nugget_count) for b in session.scalars(query)]
+
+
 def create_console_task(
     engine: Engine,
     principal: Principal,
     name: str,
     *,
-    qrels: str,
+    qrels: str | None,
+    nuggets: str | None = None,
     hidden: bool,
     private_fraction: float | None = None,
     split_seed: int | None = None,
@@ -219,8 +249,15 @@ def create_console_task(
     principal.require("tasks:manage")
     if not name:
         raise InvalidParameterError("Give the task a name.")
-    if not qrels:
-        raise InvalidParameterError("Choose the qrels the task's runs are evaluated against.")
+    if not qrels and not nuggets:
+        raise InvalidParameterError(
+            "Choose the qrels (ranked runs) or the nugget bank (generated answers) the task's runs are evaluated "
+            "against."
+        )
+    if qrels and nuggets:
+        raise InvalidParameterError(
+            "A task evaluates ranked runs against qrels or generated answers on a nugget bank; choose one of the two."
+        )
     if len(measures) > MAX_TASK_MEASURES:
         raise InvalidParameterError(
             f"A task evaluates at most {MAX_TASK_MEASURES} measures; {len(measures)} were given."
@@ -237,7 +274,8 @@ def create_console_task(
     return tasks.create_task(
         engine,
         name,
-        qrels_name=qrels,
+        qrels_name=qrels or None,
+        nuggets_name=nuggets or None,
         hidden=hidden,
         opens=opens,
         closes=closes,

@@ -24,6 +24,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, NotFoundError
 from evalstore.io.writers import write_qrels
+from evalstore.metrics.answers import ANSWER_MEASURES
 from evalstore.services import organising, pools, tasks
 from evalstore.services.access import Principal
 from evalstore.web.api import RowId, check_name, uploaded
@@ -387,6 +388,7 @@ def health_page(
 _NEW_TASK = (
     "name",
     "qrels",
+    "nuggets",
     "visibility",
     "private_fraction",
     "split_seed",
@@ -421,7 +423,9 @@ def _new_task_page(
         form=form or {"visibility": "hidden", "official_measure": ""},
         picked=picked if picked is not None else list(tasks.LEADERBOARD_MEASURES[:2]),
         choices=tasks.measure_choices("relevance"),
+        answer_choices=list(ANSWER_MEASURES),
         qrels=organising.qrels_choices(engine, principal),
+        banks=organising.bank_choices(engine, principal),
         server_daily_cap=server(request).settings.runs_per_day,
     )
 
@@ -456,14 +460,17 @@ def _seed(text: str) -> int | None:
 async def create_task(request: Request) -> Response:
     principal, form = await form_principal(request, "tasks:manage")
     kept = {k: str(form.get(k, "")) for k in _NEW_TASK}
-    picked = [str(m) for m in form.getlist("measure")]
+    # the ranked runs' measures or the answers', as the task is over qrels or a nugget bank
+    answers = bool(kept["nuggets"].strip())
+    picked = [str(m) for m in form.getlist("answer_measure" if answers else "measure")]
     upload = form.get("topics_file")
     try:
         name = kept["name"].strip()
         check_name(name, "task")
         measures = picked + [m.strip() for m in re.split(r"[,\s]+", kept["more_measures"]) if m.strip()]
         settings = {
-            "qrels": kept["qrels"].strip(),
+            "qrels": kept["qrels"].strip() or None,
+            "nuggets": kept["nuggets"].strip() or None,
             "hidden": kept["visibility"] != "public",
             "private_fraction": _fraction(kept["private_fraction"]),
             "split_seed": _seed(kept["split_seed"]),

@@ -168,7 +168,7 @@ def test_another_organiser_is_offered_no_qrels_and_refused_them(world: World) ->
         assert sign_in(other, "organiser").status_code == 303
         page = other.get("/new-task")
         assert page.status_code == 200 and '<option value="sample"' not in page.text
-        assert "There are no qrels you may create a task over yet" in page.text
+        assert "There are no qrels or nugget banks you may create a task over yet" in page.text
         refused = other.post(
             "/new-task", data={"csrf": csrf_of(page.text), "name": "mine", "qrels": "sample"}, follow_redirects=False
         )
@@ -183,6 +183,39 @@ def test_another_organiser_is_offered_no_qrels_and_refused_them(world: World) ->
         ):
             assert other.post(url, data={"csrf": csrf_of(page.text), **data}).status_code == 403, url
         assert console.status_code == 403
+
+
+def test_an_admin_creates_a_task_over_a_nugget_bank_that_takes_answers(world: World) -> None:
+    access.set_password(world.engine, "admin", PASSWORD)
+    with client_for(world.engine) as admin:
+        assert sign_in(admin, "admin").status_code == 303
+        page = admin.get("/new-task")
+        assert '<option value="bank">bank (' in page.text and 'name="answer_measure" value="W"' in page.text
+        fields = {"csrf": csrf_of(page.text), "name": "rag", "visibility": "hidden", "official_measure": "W"}
+        both = admin.post("/new-task", data={**fields, "qrels": "sample", "nuggets": "bank"})
+        assert both.status_code == 422
+        assert (
+            "A task evaluates ranked runs against qrels or generated answers on a nugget bank; choose one of the two."
+            in both.text
+        )
+        neither = admin.post("/new-task", data={**fields, "qrels": "", "nuggets": ""})
+        assert neither.status_code == 422 and "Choose the qrels (ranked runs) or the nugget bank" in neither.text
+        split = admin.post("/new-task", data={**fields, "qrels": "", "nuggets": "bank", "private_fraction": "0.5"})
+        assert split.status_code == 422
+        assert "A task over a nugget bank keeps no private topics; leave the split out." in split.text
+        created = admin.post(
+            "/new-task",
+            data={**fields, "qrels": "", "nuggets": "bank", "answer_measure": ["W", "V_strict"], "measure": ["AP"]},
+            follow_redirects=False,
+        )
+        assert created.status_code == 303, created.text
+    shown = tasks.show_task(world.engine, "rag").as_dict()
+    assert (shown["qrels"], shown["nuggets"], shown["measures"], shown["official_measure"]) == (
+        None,
+        "bank",
+        ["W", "V_strict"],
+        "W",
+    )
 
 
 def test_settings_that_would_refuse_accepted_runs_are_confirmed_first(world: World, owner: TestClient) -> None:
