@@ -38,6 +38,9 @@ QRELS_KEPT = 4
 GOLD_KEPT = 1  # ... and set after set against the same gold labels
 VERIFIED_SECRETS_KEPT = 4096  # token strings whose argon2 check passed (one per client, roughly)
 MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests to a few
+# bootstrap draws (10,000 x topics) by topic count: a worker summarises job after job on the same
+# qrels (one topic count; a split task's public and private topics two more); 20 MB at 250 topics
+BOOTSTRAP_DRAWS_KEPT = 3
 MLFLOW_EXPERIMENTS_KEPT = 64  # experiment ids by (tracking URI, name): one per qrels or label set delivered to
 
 
@@ -96,6 +99,7 @@ class AppContext:
         self.verified_secrets: Lru[str, bool] = Lru(VERIFIED_SECRETS_KEPT)
         self.mlflow_clients: Lru[str, Any] = Lru(MLFLOW_CLIENTS_KEPT)
         self.mlflow_experiments: Lru[tuple[str, str], str] = Lru(MLFLOW_EXPERIMENTS_KEPT)
+        self.bootstrap_draws: Lru[int, Any] = Lru(BOOTSTRAP_DRAWS_KEPT)
         self._password_slots: threading.BoundedSemaphore | None = None
         self._slots_lock = threading.Lock()
         # detached `mlflow sync` processes this process started (`evaluate --wait`): a CLI leaves
@@ -111,6 +115,18 @@ class AppContext:
             if self._password_slots is None:
                 self._password_slots = threading.BoundedSemaphore(self.settings.password_checks)
             return self._password_slots
+
+    def bootstrap_counts(self, topics: int) -> Any:
+        """:func:`evalstore.statistics.significance.bootstrap_counts` for ``topics`` topics, drawn
+        once per topic count while kept (the same seed: the same draws)."""
+        counts = self.bootstrap_draws.get(topics)
+        if counts is None:
+            from evalstore.statistics import significance  # numpy, only for a process that summarises
+
+            drawn = significance.bootstrap_counts(topics)
+            # at most `topics` draws of a topic: the counts fit in 16 bits where the topics do
+            counts = self.bootstrap_draws.put(topics, drawn.astype("uint16") if topics < 65536 else drawn)
+        return counts
 
     def started(self, process: subprocess.Popen[bytes]) -> None:
         """Keep a background process, and let go of the ones that have finished. A daemon thread

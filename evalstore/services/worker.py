@@ -173,7 +173,15 @@ class Worker:
             with unit_of_work(self.engine) as session:
                 header = jobs.results_header(session, job)
                 stored = computed.stored_as(header)
-                jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
+                jobs.store_results(
+                    session,
+                    job,
+                    header,
+                    computed.per_query,
+                    computed.aggregates,
+                    computed.settings,
+                    counts=self.context.bootstrap_counts,
+                )
             heartbeat.let_go(job)  # stored: the job is done
             computed.timings.store = time.perf_counter() - started
             summary = computed.summary(stored)

@@ -19,6 +19,7 @@ from evalstore.db.models import Evaluation, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.metrics.registry import JUDGMENTS_NAMED
+from evalstore.services.jobs import summaries
 from evalstore.services.jobs.options import (
     DEFAULT_LEASE,
     ClaimedJob,
@@ -287,13 +288,19 @@ def store_results(
     per_query: repo.PerQueryValues,
     aggregates: list[dict[str, Any]],
     settings: dict[str, Any] | None = None,
+    *,
+    counts: summaries.Counts = summaries.fresh_counts,
 ) -> None:
     """A step: store the results (and a classification's settings) under ``header``
-    (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending.
-    Never commits."""
+    (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending;
+    a ranking job's measure summaries with them (:mod:`.summaries`; ``counts``: the bootstrap
+    draws, which a worker keeps from job to job). Never commits."""
     row = session.get(Evaluation, job.evaluation_id)  # held and loaded by results_header: no round trip
     assert row is not None and row.worker_id == job.worker_id, "results_header first, in this unit of work"
     repo.replace_results(session, row.id, per_query, aggregates)
+    if job.kind == "ranking" and job.qrels_id is not None:
+        filters = summaries.split_filters(session, job.qrels_id)
+        summaries.store_summaries(session, row.id, summaries.summarise(per_query, filters, counts))
     if settings is not None:
         row.settings = settings
     row.state, row.error, row.lease_expires_at = "done", None, None
