@@ -20,6 +20,7 @@ Tests check each against scipy's implementation of the same test.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -344,6 +345,33 @@ def tukey_hsd(
     p_value = np.asarray(stats.studentized_range.sf(statistic, k, df), dtype=float)
     half = float(stats.studentized_range.ppf(confidence, k, df)) * scale
     return TukeyOutcome(pairs, statistic, np.clip(p_value, 0.0, 1.0), difference - half, difference + half, mse, df)
+
+
+def tukey_hsd_different(
+    scores: np.ndarray, *, confidence: float = 0.95, critical: Callable[[int, int], float] | None = None
+) -> set[tuple[int, int]]:
+    """The pairs (i, j), i < j, that :func:`tukey_hsd` finds significantly different (p below
+    ``1 - confidence``), without a p-value per pair: a pair's p-value is below that exactly when
+    its statistic is above the studentized range's ``confidence`` quantile, so one quantile
+    decides every pair (scipy's distribution takes ~11 ms a pair, 54 s for 100 runs' 4,950
+    pairs). ``critical(k, df)``: that quantile, from a caller that keeps it."""
+    from scipy import stats
+
+    scores = np.asarray(scores, dtype=float)
+    k, n = scores.shape
+    if k < 2 or n < 2:
+        raise ValueError("Tukey HSD needs at least two systems and two topics")
+    system_means = scores.mean(axis=1)
+    mse, df = residual_variance(scores)
+    first, second = np.triu_indices(k, 1)
+    difference = system_means[first] - system_means[second]
+    scale = np.sqrt(mse / n)
+    if scale == 0:
+        different = difference != 0
+    else:
+        quantile = critical(k, df) if critical else float(stats.studentized_range.ppf(confidence, k, df))
+        different = np.abs(difference) / scale > quantile
+    return {(int(i), int(j)) for i, j in zip(first[different], second[different], strict=True)}
 
 
 def randomized_tukey_hsd(

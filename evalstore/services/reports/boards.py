@@ -8,19 +8,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Engine, select
 
-from evalstore.db.models import Pool
+from evalstore.db.models import Pool, QrelsSet
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError
 from evalstore.io import inert
 from evalstore.metrics import resolve_measures
-from evalstore.services import comparisons, tasks
+from evalstore.services import tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
-from evalstore.statistics import significance
 
 JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
 DOWNLOADS = ("csv", "json", "md", "tex")
@@ -164,35 +162,26 @@ def _tiers(
     body: dict[str, Any],
     topics: ranking.TopicFilter | None,
 ) -> dict[str, str]:
-    """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
-    numbers stay the same (a board's numbers change with every new result, so only the newest few
-    boards' tiers are kept)."""
-    key = (
-        qrels,
-        tuple(sorted(runs)),
-        measure,
-        tuple((r["run"], r["scores"][measure]["mean"]) for r in body["rows"]),
-        topics,
-    )
-    cached = context.tiers.get(key)
-    if cached is not None:
-        return cached
-    comparison = comparisons.compare(
-        context.engine,
-        qrels_name=qrels,
-        run_names=runs,
-        measures=[measure],
-        multi="tukey",
-        missing="zero",
-        topic_filter=topics,
-    )
-    means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
-    order = [int(i) for i in np.argsort(-means, kind="stable")]
-    position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
-    different = {(position[p.run], position[p.versus]) for p in comparison.pairs if p.significant}
-    letters = significance.compact_letters(len(order), different)
-    tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
-    return context.tiers.put(key, tiers)
+    """Compact letters by the measure's Tukey HSD: as a worker stored them once the board's
+    evaluations were done (``ranking.refresh_tiers``), else computed here and kept in
+    ``context.tiers`` while the board's numbers stay the same (a page never stores)."""
+    means = [(r["run"], r["scores"][measure]["mean"]) for r in body["rows"] if measure in r["scores"]]
+    scope = "all" if topics is None else topics.scope
+    with read_only(context.engine) as session:
+        found = session.execute(select(QrelsSet).where(QrelsSet.name == qrels)).scalar_one_or_none()
+        if found is None:
+            return {}
+        key = ranking.tiers_key(qrels, found.content_hash, measure, means, scope)
+        cached = context.tiers.get((key,))
+        if cached is not None:
+            return cached
+        stored = ranking.stored_tiers(session, key)
+        if stored is not None:
+            return context.tiers.put((key,), stored)
+        letters = ranking.compute_tiers(
+            session, found, measure, [run for run, _ in means], topics, critical=context.studentized_quantile
+        )
+    return context.tiers.put((key,), letters)
 
 
 def _pool_runs(engine: Engine, qrels_source: str | None) -> set[str] | None:
