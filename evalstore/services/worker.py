@@ -228,15 +228,18 @@ class Worker:
             )
 
     def refresh_boards(self) -> int:
-        """The significance tiers of the boards on the qrels this worker has stored results on
-        (:func:`ranking.refresh_tiers`), once its queue is empty: a page then reads them instead
-        of computing them on the first request (100 runs: ~2 s a measure). A failure is logged and
-        left to the page, which computes what is not stored."""
+        """Once the queue is empty, the boards on the qrels this worker has stored results on: every
+        measure's summaries of their evaluations (:func:`jobs.summarise_stored`; a job stores its
+        boards' measures' with its results) and their significance tiers
+        (:func:`ranking.refresh_tiers`), so a page reads them instead of computing them on the
+        first request (100 runs: ~2 s a measure); what was stored (summarised evaluations and
+        tiers). A failure is logged and left to the page, which computes what is not stored."""
         if not self.touched_qrels:
             return 0
         touched, self.touched_qrels = self.touched_qrels, set()
         started = time.perf_counter()
         try:
+            summarised = jobs.summarise_stored(self.engine, touched, self.context.bootstrap_counts)
             made = ranking.refresh_tiers(
                 self.engine,
                 touched,
@@ -246,9 +249,14 @@ class Worker:
         except Exception as error:  # never lose the worker over a chore; pages work without
             log.warning("refreshing the boards' tiers failed: %s", str(error).splitlines()[0])
             return 0
-        if made:
-            log.info("boards: %d tier(s) stored (%.2fs)", made, time.perf_counter() - started)
-        return made
+        if made or summarised:
+            log.info(
+                "boards: %d evaluation(s) summarised, %d tier(s) stored (%.2fs)",
+                summarised,
+                made,
+                time.perf_counter() - started,
+            )
+        return made + summarised
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""

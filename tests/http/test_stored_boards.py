@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from evalstore.db.models import BoardTiers, MeasureSummary, QrelsSet
+from evalstore.db.models import BoardTiers, MeasureSummary, QrelsSet, QueryValues
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.services import tasks
 from evalstore.services.jobs import summaries
@@ -62,6 +62,26 @@ def test_the_worker_stores_each_measures_summary_and_the_board_shows_it(world: W
     ap = stored[(summaries.ALL_TOPICS, "AP")]
     assert only["scores"]["AP"] == {"mean": ap.mean, "ci_low": ap.ci_low, "ci_high": ap.ci_high}
     assert only["topics"] == 3
+
+
+def test_the_rest_of_the_measures_are_summarised_once_the_queue_is_empty(world: World, client: TestClient) -> None:
+    first = _stored(world, world.jobs["open"])
+    with read_only(world.engine) as session:
+        numeric = set(
+            session.scalars(
+                select(QueryValues.measure).where(
+                    QueryValues.evaluation_id == world.jobs["open"], QueryValues.numbers.is_not(None)
+                )
+            )
+        )
+    assert {m for _, m in first} < numeric  # with the results: the measures the boards show
+    assert _refresh(world) >= 1
+    every = _stored(world, world.jobs["open"])
+    assert {m for _, m in every} == numeric
+    row = every[(summaries.ALL_TOPICS, "P@20")]
+    assert (row.mean, row.ci_low, row.ci_high) == pytest.approx(_reference(world, "red-open", "P@20"), rel=1e-12)
+    board = client.get("/api/v1/tasks/open/leaderboard?measure=P@20").json()
+    assert board["rows"][0]["scores"]["P@20"]["mean"] == row.mean
 
 
 def test_the_board_reads_the_stored_summary_and_computes_what_is_not_stored(world: World) -> None:

@@ -65,6 +65,7 @@ from evalstore.services.jobs.queue import (
     results_header,
     store_results,
 )
+from evalstore.services.jobs.summaries import summarise_stored
 from evalstore.services.jobs.views import (
     JobView,
     cancel,
@@ -82,6 +83,7 @@ from evalstore.services.jobs.workers import (
 )
 
 __all__ = [
+    "summarise_stored",
     "BATCH_JOBS",
     "BATCH_ROWS",
     "BatchBound",

@@ -18,11 +18,14 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import MeasureSummary, Task
+from evalstore.db.models import Evaluation, EvaluationQueries, MeasureSummary, QueryValues, Task
 from evalstore.db.repositories import PerQueryValues
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.errors import EvalstoreError
+from evalstore.metrics import headline_measures, resolve_measures
 from evalstore.statistics import significance
 
 ALL_TOPICS = "all"
@@ -57,13 +60,19 @@ def fresh_counts(topics: int) -> np.ndarray:
 
 
 def summarise(
-    per_query: PerQueryValues, filters: dict[str, tuple[frozenset[str], bool] | None], counts: Counts = fresh_counts
+    per_query: PerQueryValues,
+    filters: dict[str, tuple[frozenset[str], bool] | None],
+    counts: Counts = fresh_counts,
+    measures: Collection[str] | None = None,
 ) -> list[Summary]:
-    """Every numeric measure's summary in each scope of ``filters`` (scope -> topics and whether
-    they are excluded; None: all); none when the evaluation has more than :data:`MOST_TOPICS`."""
+    """Each numeric measure's summary (of ``measures``; None: all) in each scope of ``filters``
+    (scope -> topics and whether they are excluded; None: all); none when the evaluation has more
+    than :data:`MOST_TOPICS`."""
     if not per_query.numbers or len(per_query.query_ids) > MOST_TOPICS:
         return []
-    names = list(per_query.numbers)
+    names = [m for m in per_query.numbers if measures is None or m in measures]
+    if not names:
+        return []
     matrix = np.vstack([np.asarray(per_query.numbers[m], dtype=float) for m in names])
     out: list[Summary] = []
     for scope, chosen in filters.items():
@@ -84,6 +93,80 @@ def summarise(
             for m, mean, lo, hi in zip(names, means, low, high, strict=True)
         ]
     return out
+
+
+def board_measures(task: Task) -> list[str]:
+    """The measures a task's board shows by default and can be sorted by: its official measure,
+    its measures and the registry's headline ones (canonical names)."""
+    asked = [m for m in (task.official_measure, *(task.measures or ()), *headline_measures("ranking")) if m]
+    out: list[str] = []
+    for name in asked:
+        try:
+            resolved = [str(m) for m in resolve_measures([name])]
+        except EvalstoreError:  # not a measure the registry knows now: its board says so itself
+            continue
+        out += [m for m in resolved if m not in out]
+    return out
+
+
+def first_measures(session: Session, qrels_id: int) -> set[str]:
+    """What a worker summarises with a job's results, on the job's time: the measures the boards
+    on these qrels show (every task's :func:`board_measures`, the headline ones, Judged@10). The
+    rest waits for the worker's queue to be empty (:func:`summarise_stored`)."""
+    names = {*(str(m) for m in resolve_measures(list(headline_measures("ranking")))), "Judged@10"}
+    for task in session.scalars(select(Task).where(Task.qrels_id == qrels_id)):
+        names.update(board_measures(task))
+    return names
+
+
+def summarise_stored(engine: Engine, qrels_ids: Iterable[int], counts: Counts = fresh_counts) -> int:
+    """A use case (a worker's, once its queue is empty): every numeric measure's summaries of
+    the finished ranking evaluations on these qrels that lack some, from their stored values;
+    how many evaluations were summarised."""
+    done = 0
+    for qrels_id in sorted(set(qrels_ids)):
+        with read_only(engine) as session:
+            filters = split_filters(session, qrels_id)
+            finished = select(Evaluation.id).where(Evaluation.qrels_id == qrels_id, Evaluation.state == "done")
+            numeric = dict(
+                session.execute(
+                    select(QueryValues.evaluation_id, func.count())
+                    .where(QueryValues.evaluation_id.in_(finished), QueryValues.numbers.is_not(None))
+                    .group_by(QueryValues.evaluation_id)
+                ).all()
+            )
+            summarised = dict(
+                session.execute(
+                    select(MeasureSummary.evaluation_id, func.count())
+                    .where(MeasureSummary.evaluation_id.in_(finished), MeasureSummary.scope == ALL_TOPICS)
+                    .group_by(MeasureSummary.evaluation_id)
+                ).all()
+            )
+            lacking = sorted(e for e, count in numeric.items() if summarised.get(e, 0) < count)
+        for evaluation_id in lacking:
+            with read_only(engine) as session:
+                made = summarise(_stored_values(session, evaluation_id), filters, counts)
+            if not made:
+                continue
+            with unit_of_work(engine) as session:
+                if session.get(Evaluation, evaluation_id) is None:  # deleted meanwhile
+                    continue
+                store_summaries(session, evaluation_id, made)
+            done += 1
+    return done
+
+
+def _stored_values(session: Session, evaluation_id: int) -> PerQueryValues:
+    query_ids = session.scalar(
+        select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id)
+    )
+    rows = session.execute(
+        select(QueryValues.measure, QueryValues.numbers).where(
+            QueryValues.evaluation_id == evaluation_id, QueryValues.numbers.is_not(None)
+        )
+    )
+    numbers = {measure: np.frombuffer(blob, dtype="<f8") for measure, blob in rows if blob is not None}
+    return PerQueryValues(list(query_ids or []), numbers, {})
 
 
 def split_filters(session: Session, qrels_id: int) -> dict[str, tuple[frozenset[str], bool] | None]:

@@ -25,8 +25,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import BoardTiers, QrelsSet, Run, Submission, Task
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import NotFoundError
-from evalstore.metrics import headline_measures, resolve_measures
-from evalstore.services.jobs.summaries import Counts
+from evalstore.services.jobs.summaries import Counts, board_measures
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations, leaderboard
 from evalstore.statistics import significance
 
@@ -94,20 +93,6 @@ def compute_tiers(
     }
     letters = significance.compact_letters(len(order), different)
     return {run: letters[position[run]] for run in names}
-
-
-def board_measures(task: Task) -> list[str]:
-    """The measures a task's board can show by default and be sorted by: its official measure,
-    its measures and the registry's headline ones."""
-    asked = [m for m in (task.official_measure, *(task.measures or ()), *headline_measures("ranking")) if m]
-    out: list[str] = []
-    for name in asked:
-        try:
-            resolved = [str(m) for m in resolve_measures([name])]
-        except Exception:  # a family name the registry expands differently: its board says so itself
-            continue
-        out += [m for m in resolved if m not in out]
-    return out
 
 
 def refresh_tiers(
