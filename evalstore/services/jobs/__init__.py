@@ -53,6 +53,7 @@ from evalstore.services.jobs.options import (
 from evalstore.services.jobs.queue import (
     claim,
     claim_in,
+    claimable,
     complete,
     enqueue,
     enqueue_job,
@@ -84,6 +85,7 @@ from evalstore.services.jobs.workers import (
 
 __all__ = [
     "summarise_stored",
+    "claimable",
     "BATCH_JOBS",
     "BATCH_ROWS",
     "BatchBound",

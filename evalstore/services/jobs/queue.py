@@ -241,6 +241,17 @@ def first_claimable(session: Session, condition: Any, only: list[int] | None) ->
     return session.scalar(statement)
 
 
+def claimable(session: Session, condition: Any, only: list[int] | None, most: int) -> list[Evaluation]:
+    """The ``most`` oldest evaluations meeting ``condition`` (among ``only``), locked for this
+    transaction as :func:`first_claimable` locks one."""
+    statement = select(Evaluation).where(condition).order_by(Evaluation.id).limit(most)
+    if only is not None:
+        statement = statement.where(Evaluation.id.in_(only))
+    if session.get_bind().dialect.name == "postgresql":
+        statement = statement.with_for_update(skip_locked=True)
+    return list(session.scalars(statement))
+
+
 def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEASE) -> bool:
     """Extend the lease; False when the job is no longer this worker's (cancelled or reclaimed)."""
     with unit_of_work(engine) as session:
