@@ -96,7 +96,9 @@ def prepare(url: str, folder: Path, dataset: str) -> dict[str, Any]:
     engine.dispose()
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "evalstore", "worker", "--until-empty"], env=env, check=True)
+    # run from the scratch folder: `-m` puts the working directory first on the path, and a
+    # checkout's own folder would give its code instead of the code under test
+    subprocess.run([sys.executable, "-m", "evalstore", "worker", "--until-empty"], env=env, cwd=folder, check=True)
     worked = time.perf_counter() - started
     return {"tokens": tokens, "runs": names[:2], "worker_seconds": worked}
 
@@ -128,6 +130,7 @@ def start_server(url: str) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "evalstore", "serve", "--port", str(port), "--no-worker"],
         env=env,
+        cwd=tempfile.gettempdir(),  # not a checkout's folder (see prepare)
         stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
     )
     base = f"http://127.0.0.1:{port}"

@@ -173,6 +173,12 @@ class Worker:
                 raise outcome
             computed = outcome or kinds.get(job.kind).compute(self.engine, job, context=self.context)
             started = time.perf_counter()
+            # the measures its boards show, summarised before the write lock is taken
+            summarised = (
+                jobs.summaries_for(self.engine, job.qrels_id, computed.per_query, self.context.bootstrap_counts)
+                if job.kind == "ranking" and job.qrels_id is not None
+                else None
+            )
             with unit_of_work(self.engine) as session:
                 header = jobs.results_header(session, job)
                 stored = computed.stored_as(header)
@@ -183,7 +189,7 @@ class Worker:
                     computed.per_query,
                     computed.aggregates,
                     computed.settings,
-                    counts=self.context.bootstrap_counts,
+                    summarised=summarised,
                 )
             heartbeat.let_go(job)  # stored: the job is done
             computed.timings.store = time.perf_counter() - started

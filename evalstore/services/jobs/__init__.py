@@ -66,7 +66,7 @@ from evalstore.services.jobs.queue import (
     results_header,
     store_results,
 )
-from evalstore.services.jobs.summaries import summarise_stored
+from evalstore.services.jobs.summaries import summaries_for, summarise_stored
 from evalstore.services.jobs.views import (
     JobView,
     cancel,
@@ -85,6 +85,7 @@ from evalstore.services.jobs.workers import (
 
 __all__ = [
     "summarise_stored",
+    "summaries_for",
     "claimable",
     "BATCH_JOBS",
     "BATCH_ROWS",

@@ -300,19 +300,19 @@ def store_results(
     aggregates: list[dict[str, Any]],
     settings: dict[str, Any] | None = None,
     *,
-    counts: summaries.Counts = summaries.fresh_counts,
+    summarised: list[summaries.Summary] | None = None,
 ) -> None:
     """A step: store the results (and a classification's settings) under ``header``
     (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending;
-    a ranking job's summaries of the measures its boards show with them (:mod:`.summaries`;
-    ``counts``: the bootstrap draws, which a worker keeps from job to job). Never commits."""
+    a ranking job's summaries of the measures its boards show with them (``summarised``: made
+    before the unit of work by :func:`.summaries.summaries_for`, so the write lock is not held
+    while they are computed; else made here). Never commits."""
     row = session.get(Evaluation, job.evaluation_id)  # held and loaded by results_header: no round trip
     assert row is not None and row.worker_id == job.worker_id, "results_header first, in this unit of work"
     repo.replace_results(session, row.id, per_query, aggregates)
     if job.kind == "ranking" and job.qrels_id is not None:
-        filters = summaries.split_filters(session, job.qrels_id)
-        first = summaries.first_measures(session, job.qrels_id)
-        summaries.store_summaries(session, row.id, summaries.summarise(per_query, filters, counts, first))
+        made = summarised if summarised is not None else summaries.summarise_job(session, job.qrels_id, per_query)
+        summaries.store_summaries(session, row.id, made)
     if settings is not None:
         row.settings = settings
     row.state, row.error, row.lease_expires_at = "done", None, None

@@ -119,6 +119,20 @@ def first_measures(session: Session, qrels_id: int) -> set[str]:
     return names
 
 
+def summarise_job(
+    session: Session, qrels_id: int, per_query: PerQueryValues, counts: Counts = fresh_counts
+) -> list[Summary]:
+    """A ranking job's summaries stored with its results: the measures its boards show
+    (:func:`first_measures`), in each scope of the tasks on its qrels (:func:`split_filters`)."""
+    return summarise(per_query, split_filters(session, qrels_id), counts, first_measures(session, qrels_id))
+
+
+def summaries_for(engine: Engine, qrels_id: int, per_query: PerQueryValues, counts: Counts) -> list[Summary]:
+    """:func:`summarise_job` in a read-only session of its own, before the job's unit of work."""
+    with read_only(engine) as session:
+        return summarise_job(session, qrels_id, per_query, counts)
+
+
 def summarise_stored(engine: Engine, qrels_ids: Iterable[int], counts: Counts = fresh_counts) -> int:
     """A use case (a worker's, once its queue is empty): every numeric measure's summaries of
     the finished ranking evaluations on these qrels that lack some, from their stored values;
