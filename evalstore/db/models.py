@@ -297,6 +297,36 @@ class AggregateResult(Base):
     query_count: Mapped[int] = mapped_column(Integer)
 
 
+class MeasureSummary(Base):
+    """A measure's mean and 95% bootstrap interval over the topics of one evaluation (``scope``
+    "all"), or over a task's public or private topics (``scope`` a digest of the topic filter):
+    stored by the worker with the values, so a leaderboard reads a row per run and measure
+    instead of each run's per-topic values."""
+
+    __tablename__ = "measure_summaries"
+
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(64), primary_key=True)
+    measure: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topics: Mapped[int] = mapped_column(Integer)
+    mean: Mapped[float | None] = mapped_column(Double)
+    ci_low: Mapped[float | None] = mapped_column(Double)
+    ci_high: Mapped[float | None] = mapped_column(Double)
+
+
+class BoardTiers(Base):
+    """A board's significance letters on one measure (Tukey's HSD, runs x topics), keyed by a
+    digest of what decides them: the qrels as they are, the measure, each run's evaluation and
+    mean, the topics. Computed by a worker after evaluations finish; a page reads them."""
+
+    __tablename__ = "board_tiers"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    letters: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Pool(Base):
     """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
 

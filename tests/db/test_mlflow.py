@@ -467,3 +467,66 @@ def test_a_bad_lease_setting_is_refused_with_what_to_do(cli: Any, monkeypatch: p
     assert refused.stderr.endswith(
         "Error: EVALSTORE_MLFLOW_LEASE='soon' is not a number of seconds from 1 to 3600; unset it for the default (15).\n"
     )
+
+
+def _five_pending(engine: Engine) -> list[int]:
+    store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
+    names = [f"std{i}" for i in range(5)]
+    for name in names:
+        store.register_run(engine, SAMPLE / "results.test", name=name)
+    refs = jobs.enqueue(engine, qrels_name="test", run_names=names, options=EvaluationOptions(("P@10",)))
+    worker = Worker(engine, WorkerSettings(until_empty=True, index_runs=False))
+    while worker.process_one():
+        pass
+    return sorted(ref.evaluation_id for ref in refs)
+
+
+def test_deliveries_are_claimed_together_and_each_recorded_with_the_next_ones_confirmation(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five results: three claims (four, one, and the one that finds none left), each delivery's
+    'logged' written in the transaction that confirms the next one, the last of each claim on its
+    own: 10 write transactions where a claim, a confirmation and a record each made 16; every
+    result once."""
+    ids = _five_pending(engine)
+    monkeypatch.setenv(
+        "EVALSTORE_MLFLOW_LEASE", "600"
+    )  # no renewal on a slow machine: the writes counted are the claim's
+    writes = []
+    real = states.unit_of_work
+
+    def counted(bound: Engine) -> Any:
+        writes.append(1)
+        return real(bound)
+
+    monkeypatch.setattr(states, "unit_of_work", counted)
+    report = deliver(engine)
+    assert sorted(report.logged) == ids and report.failed == {} and report.left_pending == 0
+    assert len(writes) == 3 + 5 + 2
+    runs = _logged_runs(tracking_uri)
+    assert sorted(int(r.data.tags["evalstore.evaluation_id"]) for r in runs) == ids
+    assert {_evaluation(engine, i).mlflow_run_id for i in ids} == {r.info.run_id for r in runs}
+
+
+def test_a_failure_within_a_claim_gives_it_and_the_rest_back_and_keeps_the_ones_before(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _five_pending(engine)
+    real = mlflow_client.start_run
+    started = []
+
+    def third_fails(client: Any, experiment: str, payload: Any) -> str:
+        started.append(1)
+        if len(started) == 3:
+            raise ConnectionError("MLflow went away")
+        return real(client, experiment, payload)
+
+    monkeypatch.setattr(mlflow_client, "start_run", third_fails)
+    report = deliver(engine)
+    assert report.logged == ids[:2] and list(report.failed) == [ids[2]]
+    states_now = [(_evaluation(engine, i).mlflow_state, _evaluation(engine, i).mlflow_error) for i in ids]
+    assert states_now[:2] == [("logged", None)] * 2
+    assert states_now[2] == ("pending", "ConnectionError: MLflow went away")
+    assert states_now[3:] == [("pending", None)] * 2  # given back untried, not failed
+    assert sorted(deliver(engine).logged) == ids[2:]
+    assert len(_logged_runs(tracking_uri)) == 5

@@ -191,6 +191,30 @@ def test_tukey_hsd_blocks_topic_difficulty() -> None:
     assert one_way[0, 2] > 0.5 > sig.tukey_hsd(harder).p_value[1]
 
 
+@pytest.mark.parametrize("seed", [1, 5, 9])
+def test_tukey_hsd_different_finds_the_pairs_whose_p_value_is_below_alpha(seed: int) -> None:
+    """One quantile of the studentized range decides every pair as the per-pair p-values do."""
+    rng = np.random.default_rng(seed)
+    scores = rng.random((8, 20)) * 0.3 + np.linspace(0, 0.25, 8)[:, None]
+    outcome = sig.tukey_hsd(scores)
+    expected = {pair for pair, p in zip(outcome.pairs, outcome.p_value, strict=True) if p < 0.05}
+    assert 0 < len(expected) < len(outcome.pairs)
+    assert sig.tukey_hsd_different(scores) == expected
+    assert sig.tukey_hsd_different(scores, critical=lambda k, df: stats.studentized_range.ppf(0.95, k, df)) == expected
+
+
+def test_tukey_hsd_different_without_spread() -> None:
+    scores = np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], [0.7, 0.7, 0.7]])
+    assert sig.tukey_hsd_different(scores) == {(0, 2), (1, 2)}
+
+
+def test_bootstrap_counts_given_are_the_draws_made() -> None:
+    samples = np.random.default_rng(3).random((4, 30))
+    drawn = sig.bootstrap_mean_intervals(samples, 0.95)
+    given_counts = sig.bootstrap_mean_intervals(samples, 0.95, counts=sig.bootstrap_counts(30).astype("uint16"))
+    assert all((a == b).all() for a, b in zip(drawn, given_counts, strict=True))
+
+
 def test_randomized_tukey_with_two_systems_is_the_randomization_test() -> None:
     """With two systems, permuting within a topic is a sign flip and max - min is |mean diff|."""
     rng = np.random.default_rng(8)

@@ -53,6 +53,7 @@ from evalstore.services.jobs.options import (
 from evalstore.services.jobs.queue import (
     claim,
     claim_in,
+    claimable,
     complete,
     enqueue,
     enqueue_job,
@@ -65,6 +66,7 @@ from evalstore.services.jobs.queue import (
     results_header,
     store_results,
 )
+from evalstore.services.jobs.summaries import summaries_for, summarise_stored
 from evalstore.services.jobs.views import (
     JobView,
     cancel,
@@ -82,6 +84,9 @@ from evalstore.services.jobs.workers import (
 )
 
 __all__ = [
+    "summarise_stored",
+    "summaries_for",
+    "claimable",
     "BATCH_JOBS",
     "BATCH_ROWS",
     "BatchBound",

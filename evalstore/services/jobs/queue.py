@@ -19,6 +19,7 @@ from evalstore.db.models import Evaluation, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.metrics.registry import JUDGMENTS_NAMED
+from evalstore.services.jobs import summaries
 from evalstore.services.jobs.options import (
     DEFAULT_LEASE,
     ClaimedJob,
@@ -240,6 +241,17 @@ def first_claimable(session: Session, condition: Any, only: list[int] | None) ->
     return session.scalar(statement)
 
 
+def claimable(session: Session, condition: Any, only: list[int] | None, most: int) -> list[Evaluation]:
+    """The ``most`` oldest evaluations meeting ``condition`` (among ``only``), locked for this
+    transaction as :func:`first_claimable` locks one."""
+    statement = select(Evaluation).where(condition).order_by(Evaluation.id).limit(most)
+    if only is not None:
+        statement = statement.where(Evaluation.id.in_(only))
+    if session.get_bind().dialect.name == "postgresql":
+        statement = statement.with_for_update(skip_locked=True)
+    return list(session.scalars(statement))
+
+
 def heartbeat(engine: Engine, job: ClaimedJob, *, lease: timedelta = DEFAULT_LEASE) -> bool:
     """Extend the lease; False when the job is no longer this worker's (cancelled or reclaimed)."""
     with unit_of_work(engine) as session:
@@ -287,13 +299,20 @@ def store_results(
     per_query: repo.PerQueryValues,
     aggregates: list[dict[str, Any]],
     settings: dict[str, Any] | None = None,
+    *,
+    summarised: list[summaries.Summary] | None = None,
 ) -> None:
     """A step: store the results (and a classification's settings) under ``header``
-    (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending.
-    Never commits."""
+    (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending;
+    a ranking job's summaries of the measures its boards show with them (``summarised``: made
+    before the unit of work by :func:`.summaries.summaries_for`, so the write lock is not held
+    while they are computed; else made here). Never commits."""
     row = session.get(Evaluation, job.evaluation_id)  # held and loaded by results_header: no round trip
     assert row is not None and row.worker_id == job.worker_id, "results_header first, in this unit of work"
     repo.replace_results(session, row.id, per_query, aggregates)
+    if job.kind == "ranking" and job.qrels_id is not None:
+        made = summarised if summarised is not None else summaries.summarise_job(session, job.qrels_id, per_query)
+        summaries.store_summaries(session, row.id, made)
     if settings is not None:
         row.settings = settings
     row.state, row.error, row.lease_expires_at = "done", None, None

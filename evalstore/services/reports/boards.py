@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, select
 
-from evalstore.db.models import Pool
+from evalstore.db.models import Pool, QrelsSet
 from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError
 from evalstore.io import inert
@@ -241,41 +241,54 @@ def _tiers(
     *,
     nuggets: str | None = None,
 ) -> dict[str, str]:
-    """Compact letters by the measure's Tukey HSD; kept in ``context.tiers`` while the board's
-    numbers stay the same (a board's numbers change with every new result, so only the newest few
-    boards' tiers are kept). On an answer task's board (``nuggets``: its bank) the same test on
-    the per-topic answer measures of the evaluations the board shows."""
+    """Compact letters by the measure's Tukey HSD: as a worker stored them once the board's
+    evaluations were done (``ranking.refresh_tiers``), else computed here and kept in
+    ``context.tiers`` while the board's numbers stay the same (a page never stores). On an answer
+    task's board (``nuggets``: its bank) the same test on the per-topic answer measures of the
+    evaluations the board shows, computed here and kept."""
+    if qrels is None:
+        return _answer_tiers(context, runs, measure, body, nuggets)
+    means = [(r["run"], r["scores"][measure]["mean"]) for r in body["rows"] if measure in r["scores"]]
+    scope = "all" if topics is None else topics.scope
+    with read_only(context.engine) as session:
+        found = session.execute(select(QrelsSet).where(QrelsSet.name == qrels)).scalar_one_or_none()
+        if found is None:
+            return {}
+        key = ranking.tiers_key(qrels, found.content_hash, measure, means, scope)
+        cached = context.tiers.get((key,))
+        if cached is not None:
+            return cached
+        stored = ranking.stored_tiers(session, key)
+        if stored is not None:
+            return context.tiers.put((key,), stored)
+        letters = ranking.compute_tiers(
+            session, found, measure, [run for run, _ in means], topics, critical=context.studentized_quantile
+        )
+    return context.tiers.put((key,), letters)
+
+
+def _answer_tiers(
+    context: AppContext, runs: list[str], measure: str, body: dict[str, Any], nuggets: str | None
+) -> dict[str, str]:
+    assert nuggets is not None
     key = (
-        qrels or f"nuggets:{nuggets}",
+        f"nuggets:{nuggets}",
         tuple(sorted(runs)),
         measure,
         tuple((r["run"], r["scores"][measure]["mean"], r.get("evaluation")) for r in body["rows"]),
-        topics,
     )
     cached = context.tiers.get(key)
     if cached is not None:
         return cached
-    if qrels is None:
-        assert nuggets is not None
-        comparison = comparisons.compare_answers(
-            context.engine,
-            bank_name=nuggets,
-            answer_names=runs,
-            measures=[measure],
-            evaluation_ids={r["run"]: r["evaluation"] for r in body["rows"]},
-            multi="tukey",
-            missing="zero",
-        )
-    else:
-        comparison = comparisons.compare(
-            context.engine,
-            qrels_name=qrels,
-            run_names=runs,
-            measures=[measure],
-            multi="tukey",
-            missing="zero",
-            topic_filter=topics,
-        )
+    comparison = comparisons.compare_answers(
+        context.engine,
+        bank_name=nuggets,
+        answer_names=runs,
+        measures=[measure],
+        evaluation_ids={r["run"]: r["evaluation"] for r in body["rows"]},
+        multi="tukey",
+        missing="zero",
+    )
     means = comparison.matrix.scores[comparison.settings.measures[0]].mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}

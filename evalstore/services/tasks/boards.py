@@ -192,6 +192,7 @@ def task_leaderboard(
             measures=names,
             runs=set(teams),
             topics=public_topics(state) if split else None,
+            counts=context.bootstrap_counts,
         )
         body["measures"] = ranked.names
         body["notes"] = ranked.notes
@@ -208,7 +209,7 @@ def task_leaderboard(
             for rank, row in enumerate(ranked.rows, start=1)
         ]
         if with_private:
-            _add_private(engine, state, ranked.names, set(teams), body)
+            _add_private(context, state, ranked.names, set(teams), body)
         _mark_judge_made(engine, state.qrels_name, body)
     return context.boards.put(key, TaskBoard.of(body))
 
@@ -270,14 +271,21 @@ def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: lis
     return body
 
 
-def _add_private(engine: Engine, state: _BoardState, names: list[str], runs: set[str], body: dict[str, Any]) -> None:
+def _add_private(
+    context: AppContext, state: _BoardState, names: list[str], runs: set[str], body: dict[str, Any]
+) -> None:
     """Each row's ranking on the private topics (the first measure ranks), from the same stored
     per-topic values as the public one, and its swap: public rank minus private rank (> 0: it
     rose on the private topics)."""
     assert state.qrels_name is not None
     try:
         ranked = ranking.leaderboard(
-            engine, qrels_name=state.qrels_name, measures=names, runs=runs, topics=private_topics(state)
+            context.engine,
+            qrels_name=state.qrels_name,
+            measures=names,
+            runs=runs,
+            topics=private_topics(state),
+            counts=context.bootstrap_counts,
         )
     except NotFoundError:  # no run has a value on a private topic: nothing to show beside the public board
         return

@@ -74,43 +74,119 @@ def deliver(
     except ValueError as error:  # the setting's own message says what to do
         raise TrackingError(str(error)) from None
     while (limit is None or len(report.logged) < limit) and not (stop is not None and stop.is_set()):
-        held = states.claim(engine, only, lease)
-        if held is None:
+        most = CLAIMED_AT_ONCE if limit is None else min(CLAIMED_AT_ONCE, limit - len(report.logged))
+        claims = states.claim_many(engine, only, lease, most)
+        if not claims:
             break
-        started = time.perf_counter()
-        try:
-            with _LeaseKeeper(engine, held, lease):
-                run_id = _deliver_one(engine, held, lease, context)
-        except Exception as error:  # MLflow's own and transport errors, or the database blinked
-            context.mlflow_experiments.clear()
-            message = failure(error)
-            try:
-                states.give_back(engine, held, message)
-            except Exception as database:  # the claim runs out by its lease instead
-                log.warning("evaluation %d: could not give the delivery back: %s", held.evaluation_id, database)
-            report.failed[held.evaluation_id] = message
-            log.warning("evaluation %d: MLflow delivery failed (left pending): %s", held.evaluation_id, message)
+        recorder = _Recorder(engine, report)
+        with _LeaseKeeper(engine, claims, lease):
+            failed = _deliver_claims(engine, claims, lease, context, recorder, report, stop)
+            recorder.flush()
+        if failed:
             break
-        if run_id is not None:
-            report.logged.append(held.evaluation_id)
-            log.info(
-                "evaluation %d: logged to MLflow run %s (%.2fs)",
-                held.evaluation_id,
-                run_id,
-                time.perf_counter() - started,
-            )
     report.left_pending = states.undelivered(engine) if only is None else 0
     return report
 
 
-def _deliver_one(engine: Engine, held: states.Claim, lease: timedelta, context: AppContext) -> str | None:
-    """Deliver the claimed results; the MLflow run id, or None when the claim came to nothing
-    (the results were replaced or embargoed meanwhile, or another deliverer took them over)."""
+# Deliveries claimed in one transaction: each claim, renewal and record is a write transaction,
+# which on SQLite queues behind the workers' commits; a few at once leave the other lane work.
+CLAIMED_AT_ONCE = 4
+
+
+def _deliver_claims(
+    engine: Engine,
+    claims: list[states.Claim],
+    lease: timedelta,
+    context: AppContext,
+    recorder: _Recorder,
+    report: SyncReport,
+    stop: threading.Event | None,
+) -> bool:
+    """Deliver claimed results one after the other; whether one failed (it and the ones after it
+    are given back: the next would most likely fail the same way)."""
+    for index, held in enumerate(claims):
+        if stop is not None and stop.is_set():
+            _give_back(engine, claims[index:], None)
+            return False
+        try:
+            _deliver_one(engine, held, lease, context, recorder)
+        except Exception as error:  # MLflow's own and transport errors, or the database blinked
+            context.mlflow_experiments.clear()
+            message = failure(error)
+            _give_back(engine, [held], message)
+            _give_back(engine, claims[index + 1 :], None)
+            report.failed[held.evaluation_id] = message
+            log.warning("evaluation %d: MLflow delivery failed (left pending): %s", held.evaluation_id, message)
+            return True
+    return False
+
+
+def _give_back(engine: Engine, claims: list[states.Claim], message: str | None) -> None:
+    for held in claims:
+        try:
+            states.give_back(engine, held, message)
+        except Exception as database:  # the claim runs out by its lease instead
+            log.warning("evaluation %d: could not give the delivery back: %s", held.evaluation_id, database)
+
+
+class _Recorder:
+    """Records finished MLflow runs as ``logged``: each in the transaction that confirms the next
+    delivery of its batch (one write where there were two), the last on its own
+    (:meth:`flush`). A run finished and not yet recorded is safe: a later claim adopts it by its
+    tags."""
+
+    def __init__(self, engine: Engine, report: SyncReport) -> None:
+        self.engine, self.report = engine, report
+        self.waiting: tuple[states.Claim, str, float] | None = None
+
+    def confirm(self, held: states.Claim, lease: timedelta) -> str:
+        waiting, self.waiting = self.waiting, None
+        if waiting is None:
+            return states.confirm(self.engine, held, lease)
+        verdict, recorded = states.confirm_recording(self.engine, held, lease, waiting[0], waiting[1])
+        self._said(waiting, recorded)
+        return verdict
+
+    def finished(self, held: states.Claim, run_id: str, started: float) -> None:
+        self.flush()
+        self.waiting = (held, run_id, started)
+
+    def adopted(self, held: states.Claim, run_id: str, started: float) -> None:
+        self.flush()
+        self._said((held, run_id, started), states.mark_logged(self.engine, held, run_id))
+
+    def flush(self) -> None:
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None:
+            self._said(waiting, states.mark_logged(self.engine, waiting[0], waiting[1]))
+
+    def _said(self, waiting: tuple[states.Claim, str, float], recorded: bool) -> None:
+        held, run_id, started = waiting
+        if not recorded:
+            # taken over after our lease ran out: the next claim adopts this finished run by its tags
+            log.warning("evaluation %d: another deliverer took over MLflow run %s", held.evaluation_id, run_id)
+            return
+        self.report.logged.append(held.evaluation_id)
+        log.info(
+            "evaluation %d: logged to MLflow run %s (%.2fs)",
+            held.evaluation_id,
+            run_id,
+            time.perf_counter() - started,
+        )
+
+
+def _deliver_one(
+    engine: Engine, held: states.Claim, lease: timedelta, context: AppContext, recorder: _Recorder
+) -> None:
+    """Deliver the claimed results: the finished MLflow run goes to ``recorder``; nothing when
+    the claim came to nothing (the results were replaced or embargoed meanwhile, or another
+    deliverer took them over)."""
+    started = time.perf_counter()
     settings = context.settings
     uri = settings.mlflow_tracking_uri
     stored = results_for(engine, held.evaluation_id)
     if int(stored.header["results_version"]) != held.results_version:
-        return None  # replaced since the claim: the newer results are pending, for their own claim
+        return  # replaced since the claim: the newer results are pending, for their own claim
     payload = kinds.get(stored.kind).mlflow_run(stored)
     client = mlflow_client.open_client(uri, context.mlflow_clients)
     name = settings.mlflow_experiment_name(payload.experiment)
@@ -122,30 +198,28 @@ def _deliver_one(engine: Engine, held: states.Claim, lease: timedelta, context: 
     if not held.first:  # an earlier claim may have reached MLflow; the first cannot have
         for run_id, status in mlflow_client.runs_of(client, experiment, held.evaluation_id, held.results_version):
             if status == "FINISHED":  # its deliverer died before recording it: adopt it
-                return run_id if states.mark_logged(engine, held, run_id) else None
+                recorder.adopted(held, run_id, started)
+                return
             client.delete_run(run_id)  # its deliverer died midway: replaced by the run below
     run_id = mlflow_client.start_run(client, experiment, payload)
-    verdict = states.confirm(engine, held, lease)
+    verdict = recorder.confirm(held, lease)
     if verdict != "held":
         log.info("evaluation %d: MLflow run %s deleted, the results were %s", held.evaluation_id, run_id, verdict)
         client.delete_run(run_id)
-        return None
+        return
     mlflow_client.finish_run(client, run_id)
-    if not states.mark_logged(engine, held, run_id):
-        # taken over after our lease ran out: the next claim adopts this finished run by its tags
-        log.warning("evaluation %d: another deliverer took over MLflow run %s", held.evaluation_id, run_id)
-        return None
-    return run_id
+    recorder.finished(held, run_id, started)
 
 
 class _LeaseKeeper:
-    """Renews a claim's lease from a side thread every third of it while its deliverer talks to
-    MLflow, however long MLflow takes; a deliverer that dies stops renewing it."""
+    """Renews the leases of a batch of claims from a side thread every third of the lease while
+    its deliverer talks to MLflow, however long MLflow takes; a deliverer that dies stops
+    renewing them."""
 
-    def __init__(self, engine: Engine, held: states.Claim, lease: timedelta) -> None:
-        self.engine, self.held, self.lease = engine, held, lease
+    def __init__(self, engine: Engine, held: list[states.Claim], lease: timedelta) -> None:
+        self.engine, self.held, self.lease = engine, list(held), lease
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"mlflow-lease-{held.evaluation_id}", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=f"mlflow-lease-{held[0].evaluation_id}", daemon=True)
 
     def __enter__(self) -> _LeaseKeeper:
         self._thread.start()
@@ -158,10 +232,14 @@ class _LeaseKeeper:
     def _beat(self) -> None:
         while not self._stop.wait(self.lease.total_seconds() / 3):
             try:
-                if not states.renew(self.engine, self.held, self.lease):
-                    return  # no longer ours: the deliverer finds that out when it confirms
+                kept = states.renew_all(self.engine, self.held, self.lease)
             except Exception as error:  # the database blinked: try again at the next beat
-                log.warning("renewing the MLflow delivery of evaluation %d failed: %s", self.held.evaluation_id, error)
+                log.warning("renewing MLflow deliveries failed: %s", error)
+                continue
+            # no longer ours (delivered, given back, taken over): its deliverer knows
+            self.held = [held for held in self.held if held.evaluation_id in kept]
+            if not self.held:
+                return
 
 
 class BackgroundDeliverer:

@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Engine, and_, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only, unit_of_work
@@ -53,6 +54,19 @@ def claim(engine: Engine, only: list[int] | None, lease: timedelta) -> Claim | N
         row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + lease
         row.mlflow_attempts += 1
         return Claim(row.id, row.results_version, row.mlflow_attempts)
+
+
+def claim_many(engine: Engine, only: list[int] | None, lease: timedelta, most: int) -> list[Claim]:
+    """Claim up to ``most`` deliverable results at once, as :func:`claim` claims one: one write
+    transaction for several deliveries (each is then delivered, confirmed and recorded alone)."""
+    with unit_of_work(engine) as session:
+        now = jobs.db_now(session)
+        claims = []
+        for row in jobs.claimable(session, _claimable(now), only, most):
+            row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + lease
+            row.mlflow_attempts += 1
+            claims.append(Claim(row.id, row.results_version, row.mlflow_attempts))
+        return claims
 
 
 def _claimable(now: Any) -> Any:
@@ -96,42 +110,76 @@ def renew(engine: Engine, held: Claim, lease: timedelta) -> bool:
         return bool(cast(CursorResult[Any], renewed).rowcount)  # an UPDATE's result is a cursor result
 
 
+def renew_all(engine: Engine, held: list[Claim], lease: timedelta) -> set[int]:
+    """:func:`renew` for several claims in one transaction; the evaluations still held."""
+    kept: set[int] = set()
+    with unit_of_work(engine) as session:
+        now = jobs.db_now(session)
+        for claim_ in held:
+            renewed = session.execute(
+                update(Evaluation)
+                .where(_held(claim_))
+                .values(mlflow_lease_expires_at=now + lease)
+                .execution_options(synchronize_session=False)
+            )
+            if cast(CursorResult[Any], renewed).rowcount:
+                kept.add(claim_.evaluation_id)
+    return kept
+
+
 def confirm(engine: Engine, held: Claim, lease: timedelta) -> str:
     """Before the MLflow run is finished: renew the claim if it is still this one and the results
     are not embargoed. "held", or why not: "embargoed" (given back as pending in the same
     transaction, to be delivered after the release), "replaced" (newer results were stored) or
     "lost" (another deliverer claimed them after the lease ran out, or the evaluation is gone)."""
     with unit_of_work(engine) as session:
-        now = jobs.db_now(session)
-        renewed = session.execute(
-            update(Evaluation)
-            .where(_held(held), ~embargoed())
-            .values(mlflow_lease_expires_at=now + lease)
-            .execution_options(synchronize_session=False)
-        )
-        if cast(CursorResult[Any], renewed).rowcount:
-            return "held"
-        row = session.get(Evaluation, held.evaluation_id)
-        if row is None:
-            return "lost"
-        if row.results_version != held.results_version:
-            return "replaced"
-        if row.mlflow_state != "logging" or row.mlflow_attempts != held.attempt:
-            return "lost"
-        row.mlflow_state, row.mlflow_error, row.mlflow_lease_expires_at = "pending", None, None
-        return "embargoed"
+        return _confirm(session, held, lease)
+
+
+def confirm_recording(engine: Engine, held: Claim, lease: timedelta, finished: Claim, run_id: str) -> tuple[str, bool]:
+    """:func:`mark_logged` of the delivery finished before and :func:`confirm` of this one in one
+    transaction (one write where there were two): the verdict, and whether the finished one was
+    recorded."""
+    with unit_of_work(engine) as session:
+        recorded = _mark_logged(session, finished, run_id)
+        return _confirm(session, held, lease), recorded
+
+
+def _confirm(session: Session, held: Claim, lease: timedelta) -> str:
+    now = jobs.db_now(session)
+    renewed = session.execute(
+        update(Evaluation)
+        .where(_held(held), ~embargoed())
+        .values(mlflow_lease_expires_at=now + lease)
+        .execution_options(synchronize_session=False)
+    )
+    if cast(CursorResult[Any], renewed).rowcount:
+        return "held"
+    row = session.get(Evaluation, held.evaluation_id)
+    if row is None:
+        return "lost"
+    if row.results_version != held.results_version:
+        return "replaced"
+    if row.mlflow_state != "logging" or row.mlflow_attempts != held.attempt:
+        return "lost"
+    row.mlflow_state, row.mlflow_error, row.mlflow_lease_expires_at = "pending", None, None
+    return "embargoed"
 
 
 def mark_logged(engine: Engine, held: Claim, run_id: str) -> bool:
     """Record the finished run; False when the claim is no longer this one (nothing changed)."""
     with unit_of_work(engine) as session:
-        done = session.execute(
-            update(Evaluation)
-            .where(_held(held))
-            .values(mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None)
-            .execution_options(synchronize_session=False)
-        )
-        return bool(cast(CursorResult[Any], done).rowcount)
+        return _mark_logged(session, held, run_id)
+
+
+def _mark_logged(session: Session, held: Claim, run_id: str) -> bool:
+    done = session.execute(
+        update(Evaluation)
+        .where(_held(held))
+        .values(mlflow_state="logged", mlflow_run_id=run_id, mlflow_error=None, mlflow_lease_expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(cast(CursorResult[Any], done).rowcount)
 
 
 def give_back(engine: Engine, held: Claim, error: str | None) -> None:

@@ -37,6 +37,12 @@ from evalstore.services.kinds.ranking.readback import (
     read_back,
     results,
 )
+from evalstore.services.kinds.ranking.tiers import (
+    compute_tiers,
+    refresh_tiers,
+    stored_tiers,
+    tiers_key,
+)
 
 __all__ = [
     "LeaderboardRow",
@@ -50,11 +56,15 @@ __all__ = [
     "chosen_evaluations",
     "compute_batch",
     "compute_job",
+    "compute_tiers",
     "leaderboard",
     "log",
     "main_scores",
     "mlflow_run",
     "read_back",
+    "refresh_tiers",
     "results",
     "run_job",
+    "stored_tiers",
+    "tiers_key",
 ]

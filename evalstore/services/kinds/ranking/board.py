@@ -19,10 +19,12 @@ from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.metrics import resolve_measures
 from evalstore.services import jobs
+from evalstore.services.jobs import summaries
+from evalstore.services.jobs.summaries import Counts, Summary
 from evalstore.services.kinds.base import (
     Leaderboard,
 )
-from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, topic_count
+from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, topic_counts
 from evalstore.statistics import significance
 
 
@@ -115,6 +117,11 @@ class TopicFilter:
     def keeps(self, topic: str) -> bool:
         return (topic in self.topics) != self.exclude
 
+    @property
+    def scope(self) -> str:
+        """The scope the worker stores summaries over these topics in (jobs.summaries)."""
+        return summaries.scope_of(self.topics, self.exclude)
+
 
 @dataclass(frozen=True)
 class LeaderboardRow:
@@ -157,13 +164,16 @@ def leaderboard(
     selection: Selection | None = None,
     runs: Collection[str] | None = None,
     topics: TopicFilter | None = None,
+    counts: Counts | None = None,
 ) -> RankedRuns:
     """Every run (of ``runs``: a task's) evaluated on the qrels with ``selection``'s options (default:
     evaluate's defaults): mean and 95% percentile bootstrap interval over topics per measure (10,000 resamples, seed 0:
     the same interval every time), sorted by ``sort``, best first. A run evaluated only with other
     options, or lacking a measure under these, is named in ``notes`` with the command that fills
     the gap; it is never shown beside values that mean something else. With ``topics``, means,
-    intervals and topic counts are over the topics it keeps."""
+    intervals and topic counts are over the topics it keeps. The means and intervals are those the
+    worker stored with each evaluation (jobs.summaries); ``counts``: the bootstrap draws of a
+    caller that keeps them (a server's context), for evaluations that have none stored."""
     selection = selection or Selection()
     names = [str(m) for m in resolve_measures(measures or list(MAIN_MEASURES))]
     sort_name = str(resolve_measures([sort])[0]) if sort else names[0]
@@ -187,41 +197,42 @@ def leaderboard(
             }
             - {run.name for run, holding in chosen.values() if holding}
         )
-        per_run = [
-            (run, holding, _samples(session, holding, topics))
-            for run, holding in sorted(chosen.values(), key=lambda item: item[0].name)
-            if holding
-        ]
-        intervals = _intervals(
-            {
-                (run.name, name): sample
-                for run, _, samples in per_run
-                for name, sample in samples.items()
-                if name in names and len(sample)
-            }
+        per_run = _summarised(
+            session,
+            [item for item in sorted(chosen.values(), key=lambda item: item[0].name) if item[1]],
+            [*names, "Judged@10"],
+            topics,
+            counts,
+        )
+        counted = (
+            topic_counts(
+                session, [(holding.get(sort_name) or next(iter(holding.values()))).id for _, holding, _ in per_run]
+            )
+            if topics is None
+            else {}
         )
         rows: list[LeaderboardRow] = []
-        for run, holding, samples in per_run:
+        for run, holding, found in per_run:
             values: dict[str, tuple[float, float, float]] = {}
             for name in names:
-                sample = samples.get(name)
-                if sample is None or len(sample) == 0:
+                summary = found.get(name)
+                if summary is None:
                     notes.append(
                         f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
                         f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
                         f"{' ' + selection.flags() if selection.flags() else ''} --wait'"
                     )
                     continue
-                values[name] = (float(sample.mean()), *intervals[(run.name, name)])
-            judged = samples.get("Judged@10")
+                values[name] = (summary.mean, summary.ci_low, summary.ci_high)
+            judged = found.get("Judged@10")
             shown = holding.get(sort_name) or next(iter(holding.values()))
             rows.append(
                 LeaderboardRow(
                     run.name,
                     run.system,
-                    topic_count(session, shown.id) if topics is None else _subset_count(samples, sort_name),
+                    counted.get(shown.id, 0) if topics is None else _subset_count(found, sort_name),
                     values,
-                    float(np.mean(judged)) if judged is not None and len(judged) else None,
+                    judged.mean if judged is not None else None,
                     tuple(sorted({e.id for e in holding.values()})),
                     selection.as_dict(),
                 )
@@ -254,24 +265,66 @@ def leaderboard(
     return RankedRuns(names, rows, selection, notes)
 
 
-def _intervals(samples: dict[tuple[str, str], np.ndarray]) -> dict[tuple[str, str], tuple[float, float]]:
+def _summarised(
+    session: Session,
+    chosen: list[tuple[Run, dict[str, Evaluation]]],
+    measures: list[str],
+    topics: TopicFilter | None,
+    counts: Counts | None,
+) -> list[tuple[Run, dict[str, Evaluation], dict[str, Summary]]]:
+    """Each run's summary of each measure it holds (mean and interval over the topics ``topics``
+    keeps): as the worker stored them, and for a run whose evaluation has none (evaluated before
+    summaries were stored, over more topics than the worker summarises, or a split made after
+    it) from its per-topic values, resampled now; a measure without a value is left out."""
+    scope = summaries.ALL_TOPICS if topics is None else topics.scope
+    wanted = {evaluation.id for _, holding in chosen for m, evaluation in holding.items() if m in measures}
+    stored = summaries.read_summaries(session, wanted, measures, scope)
+    out: list[tuple[Run, dict[str, Evaluation], dict[str, Summary]]] = []
+    missing: dict[int, dict[str, np.ndarray]] = {}
+    for index, (run, holding) in enumerate(chosen):
+        found = {m: stored[(e.id, m)] for m, e in holding.items() if (e.id, m) in stored}
+        if any(m in measures and m not in found for m in holding):
+            missing[index] = _samples(session, {m: e for m, e in holding.items() if m in measures}, topics)
+        out.append((run, holding, found))
+    if missing:
+        intervals = _intervals(
+            {(index, m): sample for index, samples in missing.items() for m, sample in samples.items()},
+            counts or summaries.fresh_counts,
+        )
+        for index, samples in missing.items():
+            found = out[index][2]
+            for m, sample in samples.items():
+                low, high = intervals.get((index, m), (float("nan"), float("nan")))
+                found[m] = Summary(
+                    scope, m, len(sample), float(sample.mean()) if len(sample) else float("nan"), low, high
+                )
+    for _, _, found in out:  # a scope without the measure's values: as if it had none
+        for m in [m for m, s in found.items() if s.topics == 0]:
+            del found[m]
+    return out
+
+
+def _intervals(
+    samples: dict[tuple[int, str], np.ndarray], counts: Counts
+) -> dict[tuple[int, str], tuple[float, float]]:
     """Each (run, measure) sample's 95% percentile bootstrap interval: samples of one length are
     resampled together (one weight matrix and one matrix product for all of them)."""
-    by_length: dict[int, list[tuple[str, str]]] = {}
+    by_length: dict[int, list[tuple[int, str]]] = {}
     for key, sample in samples.items():
-        by_length.setdefault(len(sample), []).append(key)
-    out: dict[tuple[str, str], tuple[float, float]] = {}
-    for keys in by_length.values():
-        low, high = significance.bootstrap_mean_intervals(np.vstack([samples[key] for key in keys]), 0.95)
+        if len(sample):
+            by_length.setdefault(len(sample), []).append(key)
+    out: dict[tuple[int, str], tuple[float, float]] = {}
+    for length, keys in by_length.items():
+        low, high = significance.bootstrap_mean_intervals(
+            np.vstack([samples[key] for key in keys]), 0.95, counts=counts(length) if length >= 2 else None
+        )
         out.update({key: (float(lo), float(hi)) for key, lo, hi in zip(keys, low, high, strict=True)})
     return out
 
 
-def _subset_count(samples: dict[str, np.ndarray], sort_name: str) -> int:
-    sample = samples.get(sort_name)
-    if sample is None:
-        sample = next(iter(samples.values()), np.array([]))
-    return len(sample)
+def _subset_count(found: dict[str, Summary], sort_name: str) -> int:
+    summary = found.get(sort_name) or next(iter(found.values()), None)
+    return 0 if summary is None else summary.topics
 
 
 def _samples(session: Session, holding: dict[str, Evaluation], topics: TopicFilter | None) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
@@ -19,6 +19,20 @@ from evalstore.trec_eval.output import render_lines, stored_rows
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def topic_counts(session: Session, evaluation_ids: list[int]) -> dict[int, int]:
+    """:func:`topic_count` of each evaluation, in one query."""
+    found: dict[int, int] = {}
+    unique = sorted(set(evaluation_ids))
+    for start in range(0, len(unique), 500):
+        rows = session.execute(
+            select(AggregateResult.evaluation_id, func.max(AggregateResult.query_count))
+            .where(AggregateResult.evaluation_id.in_(unique[start : start + 500]))
+            .group_by(AggregateResult.evaluation_id)
+        )
+        found.update({evaluation_id: int(count or 0) for evaluation_id, count in rows})
+    return found
 
 
 def topic_count(session: Session, evaluation_id: int) -> int:
