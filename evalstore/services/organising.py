@@ -204,6 +204,15 @@ class BankChoice:
     nuggets: int
 
 
+def owner_choices(engine: Engine, principal: Principal) -> list[str]:
+    """Whom an admin may make a new task's organiser (the organisers and admins, by name); an
+    organiser owns the tasks they create, and is offered no one."""
+    principal.require("tasks:manage")
+    if not principal.is_admin:
+        return []
+    return [u.name for u in access.list_users(engine) if u.role in ("organiser", "admin") and not u.disabled]
+
+
 def bank_choices(engine: Engine, principal: Principal) -> list[BankChoice]:
     """The nugget banks the principal may create an answer task over, as :func:`qrels_choices`
     for qrels: an admin any accepted bank; an organiser those of the tasks they own. A judge's
@@ -243,9 +252,11 @@ def create_console_task(
     description: str | None = None,
     topics_file: Path | None = None,
     topics_shown: str | None = None,
+    owner: str | None = None,
 ) -> tasks.TaskView:
-    """A task created from the console, owned by the principal: its settings checked as the CLI's
-    are, its topics file (if any) read and stored with it, all in one unit of work."""
+    """A task created from the console, owned by the principal (an admin names its organiser,
+    ``owner``): its settings checked as the CLI's are, its topics file (if any) read and stored
+    with it, all in one unit of work."""
     principal.require("tasks:manage")
     if not name:
         raise InvalidParameterError("Give the task a name.")
@@ -287,6 +298,7 @@ def create_console_task(
         split_seed=split_seed,
         description=description,
         topics=topics,
+        owner=owner or None,
         by=principal,
     )
 

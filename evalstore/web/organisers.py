@@ -387,6 +387,7 @@ def health_page(
 
 _NEW_TASK = (
     "name",
+    "owner",
     "qrels",
     "nuggets",
     "visibility",
@@ -426,6 +427,7 @@ def _new_task_page(
         answer_choices=list(ANSWER_MEASURES),
         qrels=organising.qrels_choices(engine, principal),
         banks=organising.bank_choices(engine, principal),
+        owners=organising.owner_choices(engine, principal),
         server_daily_cap=server(request).settings.runs_per_day,
     )
 
@@ -469,6 +471,7 @@ async def create_task(request: Request) -> Response:
         check_name(name, "task")
         measures = picked + [m.strip() for m in re.split(r"[,\s]+", kept["more_measures"]) if m.strip()]
         settings = {
+            "owner": kept["owner"].strip() or None,
             "qrels": kept["qrels"].strip() or None,
             "nuggets": kept["nuggets"].strip() or None,
             "hidden": kept["visibility"] != "public",
