@@ -130,7 +130,9 @@ def test_a_refused_key_stops_the_run(endpoint: str, script: Script, judge: Calla
     )
 
 
-def test_a_refused_connection_is_retried_then_unrateable() -> None:
+def test_a_refused_connection_is_retried_then_stops_the_run() -> None:
+    """Nothing listening at the endpoint refuses every item alike: after its retries the first item
+    stops the run (the labels so far are kept), rather than each item waiting through them."""
     sleeps: list[float] = []
     client = httpx.Client(
         transport=httpx.MockTransport(
@@ -140,9 +142,26 @@ def test_a_refused_connection_is_retried_then_unrateable() -> None:
     with ChatJudge(
         ChatSettings("http://127.0.0.1:9/v1", "m", retries=2), (0, 3), client=client, sleep=sleeps.append
     ) as asker:
+        with pytest.raises(EvaluationError) as caught:
+            asker.judge(PROMPT)
+    assert sleeps == [1.0, 2.0]
+    assert str(caught.value) == (
+        "Could not connect to http://127.0.0.1:9/v1/chat/completions after 3 attempts (connection failed: "
+        "ConnectError: refused): is its server running? Check --endpoint."
+    )
+
+
+def test_a_dropped_connection_is_retried_then_unrateable() -> None:
+    sleeps: list[float] = []
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: (_ for _ in ()).throw(httpx.ReadError("reset", request=request)))
+    )
+    with ChatJudge(
+        ChatSettings("http://127.0.0.1:9/v1", "m", retries=2), (0, 3), client=client, sleep=sleeps.append
+    ) as asker:
         answer = asker.judge(PROMPT)
     assert answer.relevance is None and answer.attempts == 3 and sleeps == [1.0, 2.0]
-    assert answer.reason == "connection failed: ConnectError: refused (after 3 attempts)"
+    assert answer.reason == "connection failed: ReadError: reset (after 3 attempts)"
 
 
 @pytest.mark.parametrize(

@@ -154,6 +154,15 @@ class ChatJudge:
                 )
             except httpx.TimeoutException:
                 reason = f"timed out after {self.settings.timeout:g} s"
+            except httpx.ConnectError as error:
+                reason = f"connection failed: {type(error).__name__}: {self._redact(str(error))}"
+                if retried >= self.settings.retries:
+                    # nothing listens there (or the name does not resolve): every other item would
+                    # wait through the same retries, so the run stops here, its labels so far kept
+                    raise EvaluationError(
+                        f"Could not connect to {completions_url(self.settings.endpoint)} after {attempts} attempts "
+                        f"({reason}): is its server running? Check --endpoint."
+                    ) from None
             except httpx.TransportError as error:
                 reason = f"connection failed: {type(error).__name__}: {self._redact(str(error))}"
             if response is not None:
