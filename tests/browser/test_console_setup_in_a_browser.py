@@ -111,10 +111,10 @@ def test_an_organiser_sets_a_campaign_up_without_a_terminal(
     page.wait_for_url(f"{site}/tasks/cran/manage#pools")  # type: ignore[attr-defined]
     page.set_input_files("#topics_file-1", str(cranfield / "topics.tsv"))  # type: ignore[attr-defined]
     page.set_input_files("#documents_file-1", str(cranfield / "docs.jsonl"))  # type: ignore[attr-defined]
-    page.click("text=Attach to cran-pool")  # type: ignore[attr-defined]
+    page.click("text=Attach to cran:cran-pool")  # type: ignore[attr-defined]
     page.wait_for_url(f"{site}/tasks/cran/manage?saved=texts#pools")  # type: ignore[attr-defined]
-    texts = page.locator("form", has_text="Attach to cran-pool").inner_text()  # type: ignore[attr-defined]
-    assert "topics cran-pool-topics" in texts and "documents cran-pool-documents" in texts
+    texts = page.locator("form", has_text="Attach to cran:cran-pool").inner_text()  # type: ignore[attr-defined]
+    assert "topics cran:cran-pool-topics" in texts and "documents cran:cran-pool-documents" in texts
     shot(page, f"console-texts-{width}")
     _no_sideways_scroll(page, width)
 
@@ -138,7 +138,7 @@ def test_an_organiser_sets_a_campaign_up_without_a_terminal(
     page.click("text=Run the judge")  # type: ignore[attr-defined]
     page.wait_for_selector("#run-done", timeout=60_000)  # type: ignore[attr-defined]
     report = page.inner_text("main")  # type: ignore[attr-defined]
-    assert "The run on pool cran-pool is done" in report and "Money" in report and "$0.0" in report
+    assert "The run on pool cran:cran-pool is done" in report and "Money" in report and "$0.0" in report
     shot(page, f"judge-report-{width}")
     assert not axe_violations(page)
     _no_sideways_scroll(page, width)

@@ -77,7 +77,7 @@ def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
     topics.write_text('{"topic": "301", "title": "international organized crime"}\n')
     collections.import_topics(engine, topics, name="sample-topics")
     admin = access.authenticate(engine, access.create_token(engine, "root").token)
-    entries = judging.pool_entries(engine, admin, "judging", topic="301")
+    entries = judging.pool_entries(engine, admin, "sample-task:judging", topic="301")
     documents = tmp_path / "docs.jsonl"
     documents.write_text(
         "".join(
@@ -85,14 +85,14 @@ def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
         )
     )
     collections.import_documents(engine, documents, collection="sample-docs")
-    judging.configure_pool(engine, "judging", topic_set="sample-topics", collection="sample-docs")
-    judging.assign_assessor(engine, "judging", "judy")
+    judging.configure_pool(engine, "sample-task:judging", topic_set="sample-topics", collection="sample-docs")
+    judging.assign_assessor(engine, "sample-task:judging", "judy")
     judy = access.authenticate(engine, access.create_token(engine, "judy").token)
     for i, entry in enumerate(entries[:4]):
-        judging.judge_document(engine, judy, "judging", "301", entry["doc"], i % 2)
+        judging.judge_document(engine, judy, "sample-task:judging", "301", entry["doc"], i % 2)
     sheet = tmp_path / "kim.tsv"
     sheet.write_text("topic\tdoc\trelevance\n" + "".join(f"301\t{e['doc']}\t{i % 3}\n" for i, e in enumerate(entries)))
-    pools.import_judgments(engine, sheet, pool_name="judging", assessor="kim")
+    pools.import_judgments(engine, sheet, pool_name="sample-task:judging", assessor="kim")
     settings = ServerSettings(
         database_url=engine.url.render_as_string(hide_password=False), secure_cookies=False, writes_per_minute=1000
     )
@@ -183,10 +183,10 @@ PAGES = {
         "/tasks/sample-task/manage",
         "/tasks/sample-task/submit",
         "/judge",
-        "/judge/judging",
-        "/judge/judging/301",
-        "/judge/judging/301/judgments",
-        "/pools/judging/review",
+        "/judge/sample-task:judging",
+        "/judge/sample-task:judging/301",
+        "/judge/sample-task:judging/301/judgments",
+        "/pools/sample-task:judging/review",
         "/collections",
         "/collections/sample",
         "/collections/sample/runs/lab-bm25",
@@ -201,7 +201,7 @@ PAGES = {
         "/tasks/sample-task/judgments?first=sample&second=sample",
         "/tasks/sample-task/submit",
         "/queue",
-        "/pools/judging/review",
+        "/pools/sample-task:judging/review",
         "/collections",
         "/collections/sample",
         "/collections/sample/compare",
@@ -217,7 +217,13 @@ PAGES = {
         f"/runs/{LONG_NAME}",
         f"/tasks/{LONG_NAME}/submit",
     ],
-    "judy": ["/judge", "/judge/judging", "/judge/judging/301", "/judge/judging/301/judgments", "/profile"],
+    "judy": [
+        "/judge",
+        "/judge/sample-task:judging",
+        "/judge/sample-task:judging/301",
+        "/judge/sample-task:judging/301/judgments",
+        "/profile",
+    ],
     "vera": ["/", "/tasks/sample-task", "/profile"],
 }
 

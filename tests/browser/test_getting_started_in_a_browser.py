@@ -71,10 +71,10 @@ def test_an_assessors_first_steps(lab: str, browser_page: object) -> None:
     page.click("nav >> text=Judge")  # type: ignore[attr-defined]
     page.wait_for_url(f"{lab}/judge")  # type: ignore[attr-defined]
     page.click("main >> text=judging")  # type: ignore[attr-defined]
-    page.wait_for_url(f"{lab}/judge/judging")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{lab}/judge/sample-task%3Ajudging")  # type: ignore[attr-defined]
     step(page, "assessor-topics")
     page.click("main >> text=301")  # type: ignore[attr-defined]
-    page.wait_for_url(f"{lab}/judge/judging/301")  # type: ignore[attr-defined]
+    page.wait_for_url(f"{lab}/judge/sample-task%3Ajudging/301")  # type: ignore[attr-defined]
     assert page.locator("#doc-text").count() == 1  # type: ignore[attr-defined]
     step(page, "assessor-judging")
 
