@@ -77,15 +77,7 @@ def create_task(
         )
     if nuggets_name is not None and private_fraction is not None:
         raise InvalidParameterError("A task over a nugget bank keeps no private topics; leave the split out.")
-    if max_runs_per_team is not None and max_runs_per_team < 1:
-        raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
-    _check_runs(max_runs_per_team, "The quota per team")
-    _check_daily_cap(daily_cap)
-    if opens is not None and closes is not None and closes <= opens:
-        raise InvalidParameterError(
-            f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
-        )
-    _check_description(description)
+    _check_limits(opens, closes, max_runs_per_team, daily_cap, description)
     names = task_measures(measures, answers=nuggets_name is not None)
     with unit_of_work(engine) as session:
         if session.scalar(select(Task.id).where(Task.name == name)) is not None:
@@ -330,19 +322,30 @@ def _checked_settings(
 ) -> tuple[list[str], str | None]:
     """The settings checked: the measures by their canonical names, and the official measure
     (``qrels`` None: a task over a nugget bank, whose measures are answer measures)."""
-    _check_daily_cap(daily_cap)
+    _check_limits(opens, closes, max_runs_per_team, daily_cap, description)
+    names = task_measures(measures, answers=qrels is None)
+    if qrels is not None:
+        check_measures(qrels, names)
+    return names, _official(official_measure, names, answers=qrels is None)
+
+
+def _check_limits(
+    opens: datetime | None,
+    closes: datetime | None,
+    max_runs_per_team: int | None,
+    daily_cap: int | None,
+    description: str | None,
+) -> None:
+    """The checks a task's settings pass when it is created and when they change."""
     if max_runs_per_team is not None and max_runs_per_team < 1:
         raise InvalidParameterError(f"The quota per team must be at least 1 run; got {max_runs_per_team}.")
     _check_runs(max_runs_per_team, "The quota per team")
+    _check_daily_cap(daily_cap)
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidParameterError(
             f"The window must close ({closes.isoformat()}) after it opens ({opens.isoformat()})."
         )
     _check_description(description)
-    names = task_measures(measures, answers=qrels is None)
-    if qrels is not None:
-        check_measures(qrels, names)
-    return names, _official(official_measure, names, answers=qrels is None)
 
 
 def _check_description(description: str | None) -> None:
