@@ -1,6 +1,7 @@
 """`evalstore worker`: evaluate queued jobs until stopped."""
 
 import logging
+import signal
 from datetime import timedelta
 from typing import Annotated
 
@@ -8,6 +9,8 @@ import typer
 
 from evalstore.cli._context import state
 from evalstore.cli._output import info
+
+_STOPS = (signal.SIGTERM, signal.SIGINT)
 
 
 def worker(
@@ -84,8 +87,17 @@ def worker(
     cli = state(ctx)
     engine = cli.engine(check_schema=False)
     # refuse to start on an out-of-date schema; wait for a database that is not answering yet
-    waiting = worker_backoff(logging.getLogger("evalstore.worker"), cli.database_url, lambda: False)
-    waiting.call(lambda: verify_schema(engine))
+    # a stop signal while the database is not answering yet ends the wait and the worker (no job
+    # was taken); the worker's own handlers replace this one once it runs
+    stop_requests: list[int] = []
+    previous = {signum: signal.signal(signum, lambda got, _frame: stop_requests.append(got)) for signum in _STOPS}
+    waiting = worker_backoff(logging.getLogger("evalstore.worker"), cli.database_url, lambda: bool(stop_requests))
+    started = waiting.call(lambda: verify_schema(engine))
+    if not started or stop_requests:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        info("worker stopped before it took a job: 0 jobs done")
+        return
     settings = WorkerSettings(
         lease=timedelta(seconds=lease_seconds),
         poll_interval=poll_interval,
@@ -102,7 +114,8 @@ def worker(
         else None
     )
     try:
-        done = run_pool(cli.database_url, settings, concurrency)
+        # a stop that comes before the worker's own handlers are in place is passed on to them
+        done = run_pool(cli.database_url, settings, concurrency, stop_requested=lambda: bool(stop_requests))
     except BaseException:
         if deliverer is not None and not deliverer.stop(timeout=5.0):
             info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")

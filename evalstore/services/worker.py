@@ -18,6 +18,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -390,12 +391,18 @@ class InProcessWorker:
 # --- several processes -------------------------------------------------------------------------
 
 
-def run_pool(database_url: str, settings: WorkerSettings, concurrency: int) -> int:
-    """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all."""
+def run_pool(
+    database_url: str, settings: WorkerSettings, concurrency: int, stop_requested: Callable[[], bool] = lambda: False
+) -> int:
+    """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all.
+    ``stop_requested``: whether a stop signal came before this installed its handlers."""
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
+        worker.stopping = worker.stopping or stop_requested()
         return worker.run()
+    if stop_requested():
+        return 0
     import multiprocessing  # only a pool of worker processes needs it (in-process work does not)
 
     context = multiprocessing.get_context("spawn")  # no forked database connections or threads

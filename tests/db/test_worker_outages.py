@@ -136,6 +136,27 @@ def test_workers_live_through_a_postgres_outage_and_finish_the_jobs(
         assert text.count("the database answers again after") == 1, text
 
 
+@pytest.mark.postgres
+def test_a_worker_stopped_while_it_waits_for_the_database_exits_cleanly(
+    postgres_store: tuple[Engine, str], tmp_path: Path
+) -> None:
+    _, url = postgres_store
+    parsed = make_url(url)
+    proxy = TcpProxy((parsed.host or "127.0.0.1", parsed.port or 5432))
+    proxy.cut()
+    log = tmp_path / "worker.log"
+    worker = _start_worker(parsed.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False), log)
+    deadline = time.monotonic() + 60
+    while "is not answering" not in log.read_text():  # still waiting for its schema check
+        assert worker.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    assert _stop(worker) == 0, log.read_text()  # not killed by the signal it had no handler for yet
+    proxy.close()
+    text = log.read_text()
+    assert "worker stopped before it took a job: 0 jobs done" in text and "Traceback" not in text, text
+
+
 def test_a_worker_started_while_sqlite_is_locked_waits_and_then_works(templates: Templates, tmp_path: Path) -> None:
     url = migrated_copy(templates, "sqlite", tmp_path)
     engine = make_engine(url)
