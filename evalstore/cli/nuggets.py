@@ -184,11 +184,31 @@ def create(
 
 
 @app.command("accept")
-def accept(ctx: typer.Context, bank: str) -> None:
-    """Accept a nugget bank an LLM judge drafted, once a person has reviewed it: it is scored on from now on."""
+def accept(
+    ctx: typer.Context,
+    bank: str,
+    reviewed: Annotated[
+        bool,
+        typer.Option(
+            "--reviewed",
+            help="You reviewed the whole draft elsewhere (its file, say): the nuggets not reviewed on the bank's "
+            "page are recorded as reviewed from the command line.",
+        ),
+    ] = False,
+) -> None:
+    """Accept a nugget bank an LLM judge drafted, once a person has reviewed it: it is scored on from now on.
+    Every nugget must have been accepted, edited or rejected on the bank's page, or pass --reviewed."""
     from evalstore.services import answers
 
-    accepted = answers.accept_bank(state(ctx).engine(), bank)
+    try:
+        accepted = answers.accept_bank(state(ctx).engine(), bank, reviewed_as_a_whole=reviewed)
+    except answers.UnreviewedDraft as refused:
+        info(
+            f"{refused.unreviewed} nuggets of bank '{bank}' are not reviewed yet: accept, edit or reject each on "
+            f"the bank's page, or, if you reviewed the whole draft elsewhere, 'evalstore nuggets accept {bank} "
+            "--reviewed'."
+        )
+        raise typer.Exit(1) from None
     info(f"accepted nugget bank '{bank}' (drafted by {accepted.drafted_by})")
 
 

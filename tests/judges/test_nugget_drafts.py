@@ -105,9 +105,20 @@ def test_a_judge_drafts_a_bank_that_is_scored_on_once_accepted(
         "Nugget bank 'D' is a draft by judge:j, not reviewed yet; review its nuggets and accept it with "
         "'evalstore nuggets accept D' before scoring on it." in refused.stderr
     )
-    accepted = cli("nuggets", "accept", "D")
+    unreviewed = cli("nuggets", "accept", "D")  # no nugget was reviewed on the bank's page
+    assert unreviewed.exit_code == 1
+    assert unreviewed.stderr == (
+        "2 nuggets of bank 'D' are not reviewed yet: accept, edit or reject each on the bank's page, or, if you "
+        "reviewed the whole draft elsewhere, 'evalstore nuggets accept D --reviewed'.\n"
+    )
+    with read_only(engine) as session:
+        assert session.scalars(select(NuggetBank.accepted_at).where(NuggetBank.name == "D")).one() is None
+    accepted = cli("nuggets", "accept", "D", "--reviewed")
     assert accepted.exit_code == 0, accepted.stderr
     assert "accepted nugget bank 'D' (drafted by judge:j)" in accepted.stderr
+    with read_only(engine) as session:
+        reviewers = session.scalars(select(Nugget.reviewed_by).join(NuggetBank).where(NuggetBank.name == "D")).all()
+        assert reviewers == ["command line", "command line"]
     scored = cli("evaluate", "--nuggets", "D", "--all-answers", "--assessor", "judge:j", "--wait")
     assert scored.exit_code == 0, scored.stderr
     again = cli("nuggets", "create", "D", "--topics", "t1", "--from-runs", "a", "--judge", "j")

@@ -15,6 +15,7 @@ from evalstore.services.answers.nuggets import (
     BankSummary,
     ImportedNuggets,
     RunMatch,
+    UnreviewedDraft,
     accept_bank,
     bank_hash,
     get_bank,
@@ -39,6 +40,7 @@ from evalstore.services.answers.support import ImportedSupport, import_support
 
 __all__ = [
     "HUMAN",
+    "UnreviewedDraft",
     "accept_bank",
     "AnswerRunSummary",
     "BankSummary",

@@ -331,12 +331,37 @@ def get_bank(session: Session, name: str) -> NuggetBank:
     return bank
 
 
-def accept_bank(engine: Engine, name: str) -> NuggetBank:
-    """A person accepts a drafted bank after reviewing it: from now on it is scored on."""
+class UnreviewedDraft(InvalidParameterError):
+    """A drafted bank asked to be accepted while some of its nuggets have not been reviewed."""
+
+    def __init__(self, bank: str, unreviewed: int) -> None:
+        self.bank, self.unreviewed = bank, unreviewed
+        super().__init__(
+            f"{unreviewed} nuggets of bank '{bank}' are not reviewed yet: accept, edit or reject each first."
+        )
+
+
+# who reviewed a nugget that was vouched for as a whole from the command line (no person is
+# signed in there: whoever runs the commands answers for the store)
+COMMAND_LINE_REVIEWER = "command line"
+
+
+def accept_bank(engine: Engine, name: str, *, reviewed_as_a_whole: bool = False) -> NuggetBank:
+    """A person accepts a drafted bank after reviewing it: from now on it is scored on. Every nugget
+    must have been reviewed (accepted, edited or rejected on the bank's page); with
+    ``reviewed_as_a_whole`` the caller vouches for the ones that were not (reviewed elsewhere, as a
+    file), and they are recorded as reviewed from the command line."""
     with unit_of_work(engine) as session:
         bank = get_bank(session, name)
         if bank.drafted_by is None:
             raise InvalidParameterError(f"Nugget bank '{name}' is not a draft; there is nothing to accept.")
+        unreviewed = list(
+            session.scalars(select(Nugget).where(Nugget.bank_id == bank.id, Nugget.reviewed_by.is_(None)))
+        )
+        if unreviewed and not reviewed_as_a_whole:
+            raise UnreviewedDraft(name, len(unreviewed))
+        for nugget in unreviewed:
+            nugget.reviewed_by = COMMAND_LINE_REVIEWER
         if bank.accepted_at is None:
             bank.accepted_at = jobs.db_now(session)
         session.flush()
