@@ -121,7 +121,12 @@ def compare(
     ] = None,
     assessor: Annotated[
         str,
-        typer.Option("--assessor", help="With --nuggets: whose labels the evaluations read (human, or judge:NAME)."),
+        typer.Option(
+            "--assessor",
+            help="With --nuggets: whose labels the evaluations read: human (people's labels as one set: imported, "
+            "else each topic's first assessor's), "
+            "human:NAME (one person's on the nugget page) or judge:NAME.",
+        ),
     ] = "human",
 ) -> None:
     """Paired, topic-aligned comparison of runs: mean difference with its confidence interval, test

@@ -32,7 +32,9 @@ def leaderboard(
         str,
         typer.Option(
             "--assessor",
-            help="With --nuggets: whose assignments (human, human:NAME from the nugget page, or judge:NAME).",
+            help="With --nuggets: whose assignments: human (people's labels as one set: imported, "
+            "else each topic's first assessor's), "
+            "human:NAME (one person's on the nugget page) or judge:NAME.",
         ),
     ] = "human",
     relevance_level: Annotated[int, typer.Option("-l", help="Compare evaluations made with this relevance level.")] = 1,

@@ -233,7 +233,12 @@ def evaluate(
     name: str,
     assessor: Annotated[
         str,
-        typer.Option("--assessor", help="Whose assignments score the answers: human (default) or judge:NAME."),
+        typer.Option(
+            "--assessor",
+            help="Whose assignments score the answers: human (people's labels as one set: imported, "
+            "else each topic's first assessor's), "
+            "human:NAME (one person's on the nugget page) or judge:NAME (default: human).",
+        ),
     ] = "human",
     force: Annotated[bool, typer.Option("--force", help="Evaluate again even when nothing changed.")] = False,
     wait: Annotated[

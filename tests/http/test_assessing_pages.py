@@ -217,6 +217,57 @@ def test_a_second_assessor_assesses_a_blind_seeded_sample(world: World) -> None:
     assert report["labels"]["observed"] == pytest.approx(0.5)
 
 
+def test_people_s_labels_are_one_set_each_topic_its_first_assessor_s_unless_imported(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _answers(world)
+    access.add_user(world.engine, "second", role="assessor")
+    world.tokens["second"] = access.create_token(world.engine, "second", expires_days=1).token
+    assessing.configure_bank(world.engine, "bank", double_share=0.5, seed=7)
+    assessing.assign_bank_assessor(world.engine, "bank", "second")
+    vital, okay = _nuggets(world)
+    sample = assessing.double_sample(7, 0.5, "301", list(RUNS))
+    with client_for(world.engine) as client:
+        for _ in RUNS:  # the topic's first assessor: every nugget supported
+            assert _assess(client, world, "assessor", {vital: "support", okay: "support"}).status_code == 303
+        for _ in sample:  # the second, blind: the okay nugget not supported
+            assert _assess(client, world, "second", {vital: "support", okay: "not_support"}).status_code == 303
+    # one run's topic has imported labels too (NIST's): they are read for it, not the page's
+    imported = sorted(sample)[0]
+    with world.engine.begin() as connection:
+        run_id = connection.execute(select(AnswerRun.id).where(AnswerRun.name == imported)).scalar_one()
+        connection.execute(
+            NuggetAssignment.__table__.insert(),
+            [
+                {"nugget_id": vital, "answer_run_id": run_id, "assessor": "human", "label": "not_support"},
+                {"nugget_id": okay, "answer_run_id": run_id, "assessor": "human", "label": "not_support"},
+            ],
+        )
+    report = answers.compare_assignments(world.engine, "bank", "human", "human:assessor")
+    assert report["pairs"] == {"first": 8, "second": 8, "both": 8}
+    assert report["labels"]["observed"] == pytest.approx(6 / 8)  # the imported run's two labels differ
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    url = world.engine.url.render_as_string(hide_password=False)
+    runner = CliRunner()
+    for assessor in ("human", "human:assessor"):
+        evaluated = runner.invoke(
+            cli,
+            ["--database-url", url, "evaluate", "--nuggets", "bank", "--all-answers", "--assessor", assessor]
+            + ["--wait"],
+        )
+        assert evaluated.exit_code == 0, evaluated.stderr
+    scores = {}
+    for assessor in ("human", "human:assessor"):
+        board = runner.invoke(
+            cli, ["--database-url", url, "leaderboard", "--nuggets", "bank", "--assessor", assessor, "--format", "csv"]
+        )
+        assert board.exit_code == 0, board.stderr
+        scores[assessor] = {r["answers"]: float(r["W"]) for r in csv.DictReader(io.StringIO(board.stdout))}
+    # the first assessor's labels everywhere but on the imported run; never the second's
+    assert scores["human:assessor"] == dict.fromkeys(RUNS, 1.0)
+    assert scores["human"] == {**dict.fromkeys(RUNS, 1.0), imported: 0.0}
+
+
 def test_the_support_page_shows_each_cited_sentence_beside_its_segment(world: World) -> None:
     _answers(world)
     with client_for(world.engine) as client:

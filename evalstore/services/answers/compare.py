@@ -16,6 +16,7 @@ from evalstore.db.models import AnswerRun, Nugget, NuggetAssignment
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError, InvalidParameterError
 from evalstore.metrics import answers as measures
+from evalstore.services.answers import assessors
 from evalstore.services.answers.nuggets import get_bank
 from evalstore.statistics import judgment_agreement as agreement
 
@@ -36,15 +37,21 @@ def compare_assignments(
         nuggets = {
             n.id: (n.topic, n.importance) for n in session.scalars(select(Nugget).where(Nugget.bank_id == bank.id))
         }
-        rows = session.execute(
-            select(AnswerRun.name, NuggetAssignment.nugget_id, NuggetAssignment.assessor, NuggetAssignment.label)
-            .join(AnswerRun, AnswerRun.id == NuggetAssignment.answer_run_id)
+        runs = session.execute(
+            select(AnswerRun.id, AnswerRun.name)
+            .join(NuggetAssignment, AnswerRun.id == NuggetAssignment.answer_run_id)
             .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
-            .where(Nugget.bank_id == bank.id, NuggetAssignment.assessor.in_([first, second]))
+            .where(
+                Nugget.bank_id == bank.id,
+                assessors.reads(NuggetAssignment.assessor, first) | assessors.reads(NuggetAssignment.assessor, second),
+            )
+            .distinct()
         ).all()
-    labels: dict[str, dict[tuple[str, int], str]] = {first: {}, second: {}}
-    for run, nugget, assessor, label in rows:
-        labels[assessor][run, nugget] = label
+        labels: dict[str, dict[tuple[str, int], str]] = {first: {}, second: {}}
+        for run_id, run in runs:
+            for assessor in (first, second):
+                read = assessors.nugget_labels(session, bank.id, run_id, assessor).labels
+                labels[assessor].update(((run, nugget), label) for nugget, label in read.items())
     for assessor, given in labels.items():
         if not given:
             raise EvaluationError(f"'{assessor}' assigned none of the nuggets of bank '{bank_name}'.")

@@ -13,16 +13,15 @@ from evalstore.db.models import (
     AnswerCitation,
     AnswerRun,
     AnswerSentence,
-    CitationSupport,
     Evaluation,
     Nugget,
-    NuggetAssignment,
     NuggetBank,
 )
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.metrics import answers as measures
 from evalstore.services import jobs
+from evalstore.services.answers import assessors
 from evalstore.services.context import AppContext
 from evalstore.services.kinds.answers.evaluated import Evaluated
 from evalstore.services.kinds.base import ComputedJob, JobTimings, per_query_values
@@ -42,17 +41,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         nuggets = session.execute(
             select(Nugget.id, Nugget.topic, Nugget.importance).where(Nugget.bank_id == bank.id)
         ).all()
-        labels = dict(
-            session.execute(
-                select(NuggetAssignment.nugget_id, NuggetAssignment.label)
-                .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
-                .where(
-                    Nugget.bank_id == bank.id,
-                    NuggetAssignment.answer_run_id == answer_run.id,
-                    NuggetAssignment.assessor == assessor,
-                )
-            ).all()
-        )
+        given = assessors.nugget_labels(session, bank.id, answer_run.id, assessor)
         sentences = session.execute(
             select(AnswerSentence.topic, AnswerSentence.position).where(AnswerSentence.answer_run_id == answer_run.id)
         ).all()
@@ -63,19 +52,13 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
                 )
             ).all()
         )
-        support = {
-            (topic, sentence): label
-            for topic, sentence, label in session.execute(
-                select(CitationSupport.topic, CitationSupport.sentence, CitationSupport.label).where(
-                    CitationSupport.answer_run_id == answer_run.id, CitationSupport.assessor == assessor
-                )
-            )
-        }
+        support = assessors.support_labels(session, answer_run.id, assessor)
         run_name, bank_name = answer_run.name, bank.name
         header_hashes = {"answers_hash": answer_run.content_hash, "bank_hash": bank.content_hash}
     timings.load = time.perf_counter() - started
     started = time.perf_counter()
-    nugget_topics = _assessed_topics(nuggets, labels, run_name, bank_name, assessor)
+    labels = given.labels
+    nugget_topics = _assessed_topics(nuggets, given, run_name, bank_name)
     support_topics = sorted({topic for topic, _ in support})
     topics = sorted(set(nugget_topics) | set(support_topics))
     if not topics:
@@ -150,17 +133,17 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     )
 
 
-def _assessed_topics(nuggets: Any, labels: dict[int, str], run: str, bank: str, assessor: str) -> list[str]:
+def _assessed_topics(nuggets: Any, given: assessors.NuggetLabels, run: str, bank: str) -> list[str]:
     """The topics whose every nugget the assessor labelled for the run; a topic labelled in part
     is refused (its missing labels would count as not supported)."""
     by_topic: dict[str, list[bool]] = {}
     for nugget_id, topic, _ in nuggets:
-        by_topic.setdefault(topic, []).append(nugget_id in labels)
+        by_topic.setdefault(topic, []).append(nugget_id in given.labels)
     partial = [(t, sum(flags), len(flags)) for t, flags in by_topic.items() if 0 < sum(flags) < len(flags)]
     if partial:
         topic, done, total = partial[0]
         raise EvaluationError(
-            f"Answer run '{run}' has {assessor} labels for {done} of the {total} nuggets of topic {topic} "
+            f"Answer run '{run}' has {given.by[topic]} labels for {done} of the {total} nuggets of topic {topic} "
             f"in bank '{bank}'; label them all (or none) before evaluating."
         )
     return sorted(t for t, flags in by_topic.items() if all(flags))

@@ -12,33 +12,25 @@ import json
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import AnswerRun, CitationSupport, Nugget, NuggetAssignment, NuggetBank
+from evalstore.db.models import AnswerRun, Nugget, NuggetAssignment, NuggetBank
 from evalstore.db.session import unit_of_work
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.services import jobs
-from evalstore.services.answers import get_answer_run, get_bank
+from evalstore.services.answers import assessors, get_answer_run, get_bank
 
 
 def labels_hash(session: Session, answer_run: AnswerRun, bank: NuggetBank, assessor: str) -> str:
-    """The labels an evaluation reads: nugget assignments on the bank and citation support."""
+    """The labels an evaluation reads: nugget assignments on the bank and citation support (for
+    ``human``, the ones :mod:`~evalstore.services.answers.assessors` chooses, and whose they are)."""
     digest = hashlib.sha256()
-    for nugget_id, label in session.execute(
-        select(NuggetAssignment.nugget_id, NuggetAssignment.label)
-        .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
-        .where(
-            Nugget.bank_id == bank.id,
-            NuggetAssignment.answer_run_id == answer_run.id,
-            NuggetAssignment.assessor == assessor,
-        )
-        .order_by(NuggetAssignment.nugget_id)
-    ):
+    given = assessors.nugget_labels(session, bank.id, answer_run.id, assessor)
+    for nugget_id, label in sorted(given.labels.items()):
         digest.update(f"{nugget_id}:{label}\n".encode())
+    if any(who != assessors.PEOPLE for who in given.by.values()) and assessor == assessors.PEOPLE:
+        # whose labels were chosen (imported labels alone hash as they always did)
+        digest.update(json.dumps(sorted(given.by.items())).encode() + b"\n")
     digest.update(b"--\n")
-    for topic, sentence, support in session.execute(
-        select(CitationSupport.topic, CitationSupport.sentence, CitationSupport.label)
-        .where(CitationSupport.answer_run_id == answer_run.id, CitationSupport.assessor == assessor)
-        .order_by(CitationSupport.topic, CitationSupport.sentence)
-    ):
+    for (topic, sentence), support in sorted(assessors.support_labels(session, answer_run.id, assessor).items()):
         digest.update(json.dumps([topic, sentence, support]).encode() + b"\n")
     return digest.hexdigest()
 
@@ -50,7 +42,7 @@ def assessed_runs(session: Session, bank: NuggetBank, assessor: str) -> list[str
             select(AnswerRun.name)
             .join(NuggetAssignment, NuggetAssignment.answer_run_id == AnswerRun.id)
             .join(Nugget, Nugget.id == NuggetAssignment.nugget_id)
-            .where(Nugget.bank_id == bank.id, NuggetAssignment.assessor == assessor)
+            .where(Nugget.bank_id == bank.id, assessors.reads(NuggetAssignment.assessor, assessor))
             .distinct()
             .order_by(AnswerRun.name)
         )
