@@ -48,9 +48,10 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-# A key over ids read from files (topic ids, docnos: up to 4 KiB each) is on PostgreSQL a unique
-# index over each id's evalstore_key() instead (migration 0036: a B-tree entry holds at most 2704
-# bytes), named uq_<table>_key; lookups name it through evalstore.db.keys. The constraints and
+# A key over ids read from files (topic ids, docnos, item ids, split units: up to 4 KiB each) is
+# on PostgreSQL a unique index over each id's evalstore_key() instead (migrations 0040 and 0043: a
+# B-tree entry holds at most 2704 bytes), named uq_<table>_key; lookups name it through
+# evalstore.db.keys. The constraints and
 # primary keys below stay what SQLite has; those of them PostgreSQL does not have say so here,
 # and migrations/env.py leaves them out of its comparison there.
 SQLITE_ONLY = {"sqlite_only": True}

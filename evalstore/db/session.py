@@ -35,11 +35,10 @@ _PROGRAM_LIMIT_EXCEEDED = "54000"
 
 
 def _unindexable(error: BaseException) -> LimitExceeded | None:
-    """The refusal of a row whose key is too long for PostgreSQL's B-tree index: ids of up to the
-    readers' 4 KiB each are stored as text; the keys of judgments, pools, documents, topics and
-    runs' topics index a digest of a long id (migration 0036), but the others (labels, predictions,
-    splits) still index the ids themselves, which must fit one index entry. SQLite has no such
-    bound."""
+    """The refusal of a row whose key is too long for PostgreSQL's B-tree index. Ids of up to the
+    readers' 4 KiB each are stored as text, and every key over such ids indexes a digest of a long
+    one (migrations 0040 and 0043), so this answers only a key that a later table might take over
+    an id itself: in words, not as an outage. SQLite has no such bound."""
     cause = getattr(error, "orig", None) or error
     if getattr(cause, "sqlstate", None) != _PROGRAM_LIMIT_EXCEEDED or "index row size" not in str(cause):
         return None

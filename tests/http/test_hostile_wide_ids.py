@@ -161,6 +161,59 @@ def test_4096_byte_ids_are_stored_in_every_key_on_both_databases(world: World) -
             connection.execute(text(statement), {"d": docno})
 
 
+def test_4096_byte_item_ids_are_stored_in_labels_predictions_scores_and_splits_on_both_databases(
+    world: World,
+) -> None:
+    """Gold labels, predictions with per-class scores and a split of the items, over item ids of
+    4096 bytes that do not compress: stored, evaluated and split on both databases (before:
+    PostgreSQL's 2704-byte index entry refused them in words), and a second row with the same item
+    is still refused by the key."""
+    items = [_random_id(100 + i) for i in range(6)]
+    gold = ["yes", "no", "yes", "no", "yes", "no"]
+    (world.tmp / "gold.csv").write_text(
+        "item_id,label\n" + "".join(f"{i},{g}\n" for i, g in zip(items, gold, strict=True))
+    )
+    (world.tmp / "pred.csv").write_text(
+        "item_id,label,score_no,score_yes\n"
+        + "".join(
+            f"{i},{p},{1 - s},{s}\n"
+            for i, p, s in zip(
+                items, ["yes", "no", "no", "no", "yes", "yes"], [0.9, 0.2, 0.4, 0.1, 0.8, 0.6], strict=True
+            )
+        )
+    )
+    for args in (
+        ("labels", "import", str(world.tmp / "gold.csv"), "--name", "long-items"),
+        ("predictions", "register", str(world.tmp / "pred.csv"), "--name", "long-pred", "--labels", "long-items"),
+        ("splits", "make", "--labels", "long-items", "--method", "kfold", "--k", "2", "--seed", "3", "--name", "ls"),
+    ):
+        done = _cli(world, *args)
+        assert done.exit_code == 0, (args, done.output)
+    evaluated = _cli(world, "evaluate", "--labels", "long-items", "--wait", "--format", "json")
+    assert evaluated.exit_code == 0, evaluated.output
+    [row] = json.loads(evaluated.stdout)
+    assert row["accuracy"] == pytest.approx(4 / 6)
+    with world.engine.connect() as connection:
+        counts = [
+            connection.execute(text(f"SELECT count(*) FROM {table} WHERE {column} = :v"), {"v": items[0]}).scalar()
+            for table, column in (
+                ("gold_labels", "item_id"),
+                ("predictions", "item_id"),
+                ("prediction_scores", "item_id"),
+                ("split_members", "unit"),
+            )
+        ]
+    assert counts == [1, 1, 2, 2]  # two classes' scores; in one fold's train part, the other's test
+    with pytest.raises(IntegrityError), world.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO gold_labels (label_set_id, item_id, label, group_id) "
+                "SELECT label_set_id, item_id, label, group_id FROM gold_labels WHERE item_id = :i"
+            ),
+            {"i": items[0]},
+        )
+
+
 def test_a_nul_in_a_file_is_refused_by_the_readers_on_both_databases(world: World) -> None:
     """PostgreSQL's text cannot hold a NUL (the command line's imports were a traceback there):
     the readers refuse one, naming the line, on both databases, and nothing is stored."""
