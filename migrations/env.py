@@ -21,7 +21,7 @@ target_metadata = Base.metadata
 RUN_PARTITION = re.compile(r"run_rows_p\d+\Z")
 
 
-# PostgreSQL's unique indexes over evalstore_key() of ids (0036), in place of what SQLite keeps
+# PostgreSQL's unique indexes over the keys of ids (0040, 0043), in place of what SQLite keeps
 KEY_INDEX = re.compile(r"uq_\w+_key\Z")
 
 
@@ -35,7 +35,7 @@ def _include_name(name: str | None, type_: str, _parent_names: object) -> bool:
 
 def _include_object(dialect: str) -> Callable[[object, str | None, str, bool, object], bool]:
     def include(item: object, _name: str | None, _type: str, reflected: bool, _compare_to: object) -> bool:
-        # the constraints and indexes over ids that PostgreSQL has as evalstore_key() indexes
+        # the constraints and indexes over ids that PostgreSQL has as indexes over their keys
         return reflected or dialect == "sqlite" or not getattr(item, "info", {}).get("sqlite_only")
 
     return include

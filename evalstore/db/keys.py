@@ -1,31 +1,35 @@
 """Looking up rows by ids read from files (topic ids, docnos) through their keys' indexes.
 
-On PostgreSQL such a key is a unique index over ``evalstore_key(id)`` (migration 0036: a B-tree
-entry holds at most 2704 bytes, an id up to 4 KiB), which a condition on the id alone cannot use;
-:func:`same_id` and :func:`id_in` say the id and its key, so the index finds the row and the id
-itself decides. On SQLite the key is the id, and the condition is the id's."""
+On PostgreSQL such a key is a unique index over each id written out as ``CASE WHEN
+octet_length(id) <= 256 THEN id ELSE evalstore_long_key(id) END`` (migration 0043: a B-tree entry
+holds at most 2704 bytes, an id up to 4 KiB), which a condition on the id alone cannot use;
+:func:`same_id` and :func:`id_in` say the id and that expression, so the index finds the row and
+the id itself decides. The expression must be the index's, word for word, for the planner to
+match them. On SQLite the key is the id, and the condition is the id's."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ColumnElement, LargeBinary, and_, literal
+from sqlalchemy import ColumnElement, Text, and_, literal
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 
-class id_key(FunctionElement[bytes]):  # noqa: N801 (an SQL function's name)
-    """``evalstore_key(x)`` on PostgreSQL; ``x`` itself elsewhere."""
+class id_key(FunctionElement[str]):  # noqa: N801 (an SQL expression's name)
+    """The id's key on PostgreSQL (its bytes up to 256, else ``sha256:`` and its digest); ``x``
+    itself elsewhere."""
 
-    type = LargeBinary()
+    type = Text()
     inherit_cache = True
 
 
 @compiles(id_key, "postgresql")
 def _postgresql(element: id_key, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"evalstore_key({compiler.process(element.clauses, **kw)})"
+    column = compiler.process(element.clauses, **kw)
+    return f"(CASE WHEN octet_length({column}) <= 256 THEN {column} ELSE evalstore_long_key({column}) END)"
 
 
 @compiles(id_key)

@@ -49,11 +49,11 @@ class Base(DeclarativeBase):
 
 
 # A key over ids read from files (topic ids, docnos, item ids, split units: up to 4 KiB each) is
-# on PostgreSQL a unique index over each id's evalstore_key() instead (migrations 0040 and 0043: a
-# B-tree entry holds at most 2704 bytes), named uq_<table>_key; lookups name it through
-# evalstore.db.keys. The constraints and
-# primary keys below stay what SQLite has; those of them PostgreSQL does not have say so here,
-# and migrations/env.py leaves them out of its comparison there.
+# on PostgreSQL a unique index over each id's key instead (migrations 0040 and 0043: a B-tree
+# entry holds at most 2704 bytes), named uq_<table>_key; lookups name it through
+# evalstore.db.keys. The constraints and primary keys below stay what SQLite has; the unique
+# constraints PostgreSQL does not have say so here (SQLITE_ONLY), and migrations/env.py leaves
+# them out of its comparison there (Alembic does not compare primary keys).
 SQLITE_ONLY = {"sqlite_only": True}
 
 
