@@ -65,6 +65,9 @@ class WorkerSettings:
     settle: float = 0.0  # seconds of quiet in the queue before claiming (jobs.arrivals_settle_in)
     settle_longest: float = 10.0  # ... unless the oldest queued job has waited this long
     reports: tuple[Refresher, ...] = ()  # refreshed after the boards (refresh_boards)
+    # how often an idle worker looks at every qrels' reports (a task's measures changed, runs
+    # evaluated by `evaluate --wait` with no worker running); the first time the queue is empty too
+    reports_interval: float = 60.0
 
 
 class _Heartbeat:
@@ -129,9 +132,8 @@ class Worker:
         self.done: dict[int, EvaluationSummary] = {}
         # qrels this worker stored ranking results on since it last refreshed their boards' tiers
         self.touched_qrels: set[int] = set()
-        # the reports of every qrels are looked at once, when the queue is first empty: runs
-        # evaluated with no worker running (`evaluate --wait`) or before an upgrade get theirs
-        self._reports_swept = False
+        # when the reports of every qrels were last looked at (None: not yet)
+        self._reports_swept: float | None = None
         self.stopping = False
         self._last_index_check = 0.0
         self._last_release_check = 0.0
@@ -281,12 +283,18 @@ class Worker:
 
     def _refresh_reports(self, touched: set[int]) -> int:
         """The settings' reports on the ``touched`` qrels, or on every qrels the first time the
-        queue is empty (runs evaluated while no worker ran, `evaluate --wait`, get theirs); how
-        many were stored."""
-        if not self.settings.reports or (self._reports_swept and not touched):
+        queue is empty and every ``reports_interval`` after (runs evaluated while no worker ran,
+        a task's measures changed); how many were stored. Looking costs a few queries a task: a
+        report is computed only where none is stored for its inputs as they are."""
+        if not self.settings.reports:
             return 0
-        on: set[int] | None = touched if self._reports_swept else None
-        self._reports_swept = True
+        now = time.monotonic()
+        every = self._reports_swept is None or now - self._reports_swept >= self.settings.reports_interval
+        if not every and not touched:
+            return 0
+        on: set[int] | None = None if every else touched
+        if every:
+            self._reports_swept = now
         stored = 0
         for refresh in self.settings.reports:
             started = time.perf_counter()
