@@ -229,6 +229,13 @@ def test_the_health_report_is_the_workers_stored_one_and_the_page_says_when_it_i
     for run, share in direct.judged_at_10.items():
         assert share is not None and f'<td>{run}</td><td class="num">{share:.2f}</td>' in page.text
 
+    # over every topic of the qrels, a split task's private ones too: its organiser's and admins' alone
+    with client_for(world.engine) as participant:
+        refused = participant.get("/tasks/open/health", headers={"Authorization": f"Bearer {world.tokens['red']}"})
+    assert refused.status_code == 403
+    assert "Your role (participant) may not do this; it is for: admin, organiser." in refused.text
+    assert "Discriminative power" not in refused.text
+
     other_seed = owner.get("/tasks/open/health?seed=7")
     assert other_seed.status_code == 200 and "Discriminative power" in other_seed.text
     assert (
