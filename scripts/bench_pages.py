@@ -21,6 +21,7 @@ PYTHONPATH at the code); medians over --rounds, with the spread.
 
     python scripts/bench_pages.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--against CHECKOUT] [--rounds 3] [--only robust03,synthetic] [--health-synthetic]
+        [--pages 'health page,run page']
 """
 
 from __future__ import annotations
@@ -166,12 +167,17 @@ def time_page(url: str, route: str, token: str | None) -> tuple[int, float, floa
     return status, cold, statistics.median(warm)
 
 
-def one_round(stores: dict[str, dict[str, Any]], health_synthetic: bool) -> list[dict[str, Any]]:
-    """Every (dataset, page, role) once: this process's code is the code under test."""
+def one_round(
+    stores: dict[str, dict[str, Any]], health_synthetic: bool, only_pages: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every (dataset, page, role) once (of ``only_pages``, when given): this process's code is the
+    code under test."""
     rows = []
     for dataset, prepared in stores.items():
         health = dataset == "robust03" or health_synthetic
         for page, route in pages(dataset, prepared["runs"], health).items():
+            if only_pages and page not in only_pages:
+                continue
             roles = ("organiser",) if page == "health page" else ROLES
             for role in roles:
                 status, cold, warm = time_page(prepared["url"], route, prepared["tokens"].get(role))
@@ -189,7 +195,11 @@ def worker_main(args: argparse.Namespace) -> None:
         print(json.dumps(prepare(args.url, folder, args.dataset)))
     else:
         stores = json.loads(Path(args.round).read_text())
-        print(json.dumps(one_round(stores, args.health_synthetic)))
+        print(json.dumps(one_round(stores, args.health_synthetic, _page_names(args.pages))))
+
+
+def _page_names(pages: str | None) -> list[str] | None:
+    return [p.strip() for p in pages.split(",") if p.strip()] if pages else None
 
 
 def run_code(code: str, *args: str) -> Any:
@@ -218,6 +228,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=",".join(DATASETS), help="robust03,synthetic")
     parser.add_argument("--health-synthetic", action="store_true", help="the health page of the 100 x 250 task too")
+    parser.add_argument("--pages", help="these pages only, by their names in the table (e.g. 'health page')")
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -254,6 +265,7 @@ def main() -> None:
                     plan = Path(scratch) / f"round-{label.replace('/', '_')}.json"
                     plan.write_text(json.dumps(stores[label]))
                     extra = ["--health-synthetic"] if args.health_synthetic else []
+                    extra += ["--pages", args.pages] if args.pages else []
                     results[label] += run_code(code, "--round", str(plan), *extra)
                     print(f"round {round_ + 1}: {label} done", file=sys.stderr)
         finally:

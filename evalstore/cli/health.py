@@ -52,7 +52,8 @@ def health(
 ) -> None:
     """A collection's health from its runs' stored per-topic scores: discriminative power, ranking
     stability over topic subsets (swap rates), the topics needed to detect a difference, pool bias
-    (leave one run / team out), Judged@10 per run."""
+    (leave one run / team out), Judged@10 per run. Computed now, over every run evaluated on the
+    qrels: the report a worker stores for a task's health page is not read."""
     from evalstore.services import health as compute
 
     report = compute.health(

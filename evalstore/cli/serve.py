@@ -48,6 +48,7 @@ def serve(
     import uvicorn
 
     from evalstore.config import mlflow_enabled
+    from evalstore.services.health import refresh_reports
     from evalstore.services.tracking import BackgroundDeliverer
     from evalstore.services.worker import InProcessWorker
 
@@ -55,7 +56,8 @@ def serve(
     cli.engine()  # refuse to start on an out-of-date schema, with the command that fixes it
     pass_on(DATABASE_URL_ENV, cli.database_url)  # the server processes read their settings from the environment
     in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
-    background = InProcessWorker.start(cli.database_url) if in_process else None
+    # the worker stores each task's collection-health report once its queue is empty
+    background = InProcessWorker.start(cli.database_url, reports=(refresh_reports,)) if in_process else None
     # MLflow delivery on a thread of this process (not of the server processes answering requests)
     deliverer = BackgroundDeliverer(cli.engine(), context=cli.context()).start() if mlflow_enabled() else None
     info(

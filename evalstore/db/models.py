@@ -328,6 +328,22 @@ class BoardTiers(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class HealthReportRow(Base):
+    """A task's collection-health report (``services.health``), computed by a worker after
+    evaluations finish, keyed by a digest of what decides it (:func:`health.report_key`: the
+    qrels as they are, the task's runs with their finished evaluations and teams, the measures,
+    the parameters and the seed); ``error`` instead of ``report`` when the runs give none. A page
+    reads the newest; its key says whether it is still current."""
+
+    __tablename__ = "health_reports"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    report: Mapped[str | None] = mapped_column(Text)  # HealthReport as JSON text (NaN kept)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Pool(Base):
     """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
 

@@ -11,15 +11,23 @@ organiser reports in an overview paper (``evalstore health``), and per-topic sta
 - pool bias (Zobel 1998): each run, and each team, evaluated without the relevant documents only
   it brought to the depth-k pool of the runs, against the others on the full qrels;
 - Judged@10 per run.
+
+A task's report is computed by a worker once its queue is empty (:func:`refresh_reports`) and
+stored keyed by what decides it (:func:`report_key`); its health page reads the stored one
+(:func:`stored_report`) and never computes it on a request.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import math
 import secrets
 import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +35,47 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
-from evalstore.db.models import Run, Standardisation, StandardisationStatistic, StandardisedValue, Submission
+from evalstore.db.models import (
+    Evaluation,
+    HealthReportRow,
+    QrelsSet,
+    Run,
+    Standardisation,
+    StandardisationStatistic,
+    StandardisedValue,
+    Submission,
+    Task,
+)
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvalstoreError, EvaluationError, InvalidParameterError
 from evalstore.metrics import resolve_measures
 from evalstore.services import comparisons, pools
 from evalstore.services.kinds import ranking
 from evalstore.statistics import pooling, significance
 
+log = logging.getLogger("evalstore.worker")
+
 SUBSET_RESAMPLES = 1000
 HEALTH_MEASURES = ("AP", "nDCG@10", "P@10")
+# a stored report's seed: the same inputs give the same report, whichever worker computes it
+STORED_SEED = 0
+# the parameters of a stored report: the CLI's defaults
+STORED_PARAMETERS: dict[str, Any] = {
+    "test": "t",
+    "correction": "holm",
+    "alpha": 0.05,
+    "power": 0.8,
+    "difference": 0.05,
+    "resamples": SUBSET_RESAMPLES,
+    "pool_depth": 100,
+}
+# reports kept per task: the current one and a few older, shown while the current is computed
+REPORTS_KEPT_PER_TASK = 4
 
 
 @dataclass(frozen=True)
@@ -91,6 +127,18 @@ class HealthReport:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HealthReport:
+        """The report :meth:`as_dict` gave (as stored)."""
+        return cls(
+            **{
+                **data,
+                "discriminative_power": [DiscriminativePower(**d) for d in data["discriminative_power"]],
+                "stability": [Stability(**d) for d in data["stability"]],
+                "topic_set_size": [TopicSetSize(**d) for d in data["topic_set_size"]],
+            }
+        )
 
 
 def health(
@@ -254,6 +302,167 @@ def _pool_bias(
         [measure],
     )
     return [r for r in rows if "group" not in r], [r for r in rows if "group" in r]
+
+
+# --- stored reports: a task's, computed by a worker, read by its page ----------------------------
+
+
+def task_measures(task: Task) -> list[str]:
+    """The measures a task's report is over: its first three (counts left out), else
+    :data:`HEALTH_MEASURES`."""
+    return [m for m in (task.measures or ()) if not m.startswith("num_")][:3] or list(HEALTH_MEASURES)
+
+
+def report_key(session: Session, task: Task) -> str | None:
+    """What decides a task's stored report, as a digest: the qrels as they are, the measures, the
+    parameters and seed, each of the task's runs with its team and its finished evaluations on the
+    qrels (a new one, or other options, changes it); None when the task is over no qrels."""
+    if task.qrels_id is None:
+        return None
+    qrels = session.get(QrelsSet, task.qrels_id)
+    if qrels is None:
+        return None
+    runs = session.execute(
+        select(Run.id, Run.name, Run.system, Submission.team)
+        .join(Submission, Submission.run_id == Run.id)
+        .where(Submission.task_id == task.id)
+    ).all()
+    finished: dict[int | None, list[int]] = {}
+    for evaluation_id, run_id in session.execute(
+        select(Evaluation.id, Evaluation.run_id)
+        .join(Submission, Submission.run_id == Evaluation.run_id)
+        .where(Submission.task_id == task.id, Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
+    ):
+        finished.setdefault(run_id, []).append(evaluation_id)
+    payload = json.dumps(
+        [
+            qrels.name,
+            qrels.content_hash,
+            task_measures(task),
+            sorted(STORED_PARAMETERS.items()),
+            STORED_SEED,
+            sorted(
+                [name, run_id, system, team, sorted(finished.get(run_id, []))] for run_id, name, system, team in runs
+            ),
+        ],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A task's newest stored report (or the reason it has none) and whether it is ``current``:
+    computed from the task's runs as they are now."""
+
+    report: HealthReport | None
+    error: str | None
+    created_at: datetime
+    current: bool
+
+
+def stored_report(session: Session, task: Task) -> StoredReport | None:
+    """The task's report as its page shows it: the one stored under its current key, else the
+    newest stored (``current`` False); None when none is stored. Reads only."""
+    key = report_key(session, task)
+    row = session.get(HealthReportRow, key) if key is not None else None
+    if row is None:
+        row = session.scalars(
+            select(HealthReportRow)
+            .where(HealthReportRow.task_id == task.id)
+            .order_by(HealthReportRow.created_at.desc(), HealthReportRow.key)
+            .limit(1)
+        ).first()
+    if row is None:
+        return None
+    report = None if row.report is None else HealthReport.from_dict(json.loads(row.report))
+    return StoredReport(report, row.error, _aware(row.created_at), row.key == key)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # SQLite drops the zone
+
+
+def refresh_reports(engine: Engine, qrels_ids: Collection[int] | None = None) -> int:
+    """A use case (a worker's, once its queue is empty): the report of every task over these qrels
+    (None: over any qrels) with two or more runs evaluated, computed and stored where none is
+    stored under its current key; how many were stored. The runs giving no report (fewer than
+    two with the measures) store why, for the page to say."""
+    with read_only(engine) as session:
+        query = select(Task).where(Task.qrels_id.is_not(None)).order_by(Task.id)
+        if qrels_ids is not None:
+            query = query.where(Task.qrels_id.in_(sorted(set(qrels_ids))))
+        plans = []
+        for task in session.scalars(query):
+            key = report_key(session, task)
+            if key is None or session.get(HealthReportRow, key) is not None:
+                continue
+            qrels = session.get(QrelsSet, task.qrels_id)
+            runs = list(
+                session.scalars(
+                    select(Run.name)
+                    .join(Submission, Submission.run_id == Run.id)
+                    .where(Submission.task_id == task.id)
+                    .order_by(Run.name)
+                )
+            )
+            evaluated = session.scalar(
+                select(func.count(func.distinct(Evaluation.run_id))).where(
+                    Evaluation.run_id.in_(select(Submission.run_id).where(Submission.task_id == task.id)),
+                    Evaluation.qrels_id == task.qrels_id,
+                    Evaluation.state == "done",
+                )
+            )
+            if qrels is not None and (evaluated or 0) >= 2:
+                plans.append((task.id, key, qrels.name, task_measures(task), runs))
+    made = 0
+    for task_id, key, qrels_name, measures, runs in plans:
+        report, error = None, None
+        try:
+            report = health(
+                engine,
+                qrels_name=qrels_name,
+                measures=measures,
+                seed=STORED_SEED,
+                only_runs=runs,
+                **STORED_PARAMETERS,
+            )
+        except EvalstoreError as failed:  # the runs give no report: the page says why
+            error = str(failed)
+        try:
+            with unit_of_work(engine) as session:
+                if session.get(Task, task_id) is None:  # deleted meanwhile
+                    continue
+                store_report(session, key, task_id, report, error)
+        except IntegrityError:  # another worker stored the same report first
+            continue
+        made += 1
+    return made
+
+
+def store_report(session: Session, key: str, task_id: int, report: HealthReport | None, error: str | None) -> None:
+    """A step: a task's report under ``key``, and its oldest beyond :data:`REPORTS_KEPT_PER_TASK`
+    let go. Never commits."""
+    text = None if report is None else json.dumps(report.as_dict(), default=_plain, separators=(",", ":"))
+    session.add(HealthReportRow(key=key, task_id=task_id, report=text, error=error))
+    session.flush()
+    old = list(
+        session.scalars(
+            select(HealthReportRow.key)
+            .where(HealthReportRow.task_id == task_id)
+            .order_by(HealthReportRow.created_at.desc(), HealthReportRow.key)
+            .offset(REPORTS_KEPT_PER_TASK)
+        )
+    )
+    if old:
+        session.execute(delete(HealthReportRow).where(HealthReportRow.key.in_(old)))
+
+
+def _plain(value: object) -> object:
+    """numpy's scalars in a report (pool bias rows), as JSON takes them."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not stored in a health report")
 
 
 # --- standardisation ------------------------------------------------------------------------------

@@ -143,15 +143,15 @@ def assessors(engine: Engine, principal: Principal, task: str) -> list[str]:
     return [u.name for u in access.list_users(engine) if u.role == "assessor" and not u.disabled]
 
 
-def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | None = None) -> health.HealthReport:
+def task_health(engine: Engine, principal: Principal, task: str) -> health.StoredReport | None:
     """The collection-health report (`evalstore health`) over the task's runs evaluated on its
-    qrels, with the task's measures when it names them (the seed drawn and recorded when None)."""
+    qrels, with the task's measures when it names them, as a worker stored it (None: none stored
+    yet). Reads only: a report is computed by a worker after evaluations finish, never on request."""
     shown = managed(engine, principal, task)
     if shown.qrels is None:
         raise InvalidParameterError(
             f"Task '{task}' takes generated answers; the collection-health report is over ranking runs and qrels."
         )
-    measures = [m for m in shown.measures if not m.startswith("num_")][:3] or list(health.HEALTH_MEASURES)
     submitted = tasks.task_runs(engine, principal, task)
     done = sum(1 for run in submitted if run["state"] == "done")
     if done < 2:
@@ -159,8 +159,9 @@ def task_health(engine: Engine, principal: Principal, task: str, *, seed: int | 
             f"The health report compares the task's runs: it needs two or more evaluated, and "
             f"{done} {'is' if done == 1 else 'are'} so far."
         )
-    runs = [run["run"] for run in submitted]
-    return health.health(engine, qrels_name=shown.qrels, measures=measures, seed=seed, only_runs=runs)
+    with read_only(engine) as session:
+        stored = repo.get_named(session, Task, task, f"No task named '{task}'. See 'evalstore tasks list'.")
+        return health.stored_report(session, stored)
 
 
 @dataclass(frozen=True)

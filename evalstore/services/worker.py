@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -37,6 +37,12 @@ from evalstore.services.kinds import ranking
 from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_list
 
 log = logging.getLogger("evalstore.worker")
+
+
+# a report a page reads, refreshed by an idle worker on the qrels it stored results on (None: on
+# every qrels, once at start): given by the layer above the worker (the collection-health report,
+# services.health.refresh_reports), which the worker may not import; how many were stored
+Refresher = Callable[[Engine, Collection[int] | None], int]
 
 
 class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
@@ -58,6 +64,10 @@ class WorkerSettings:
     batch: jobs.BatchBound = jobs.BatchBound()
     settle: float = 0.0  # seconds of quiet in the queue before claiming (jobs.arrivals_settle_in)
     settle_longest: float = 10.0  # ... unless the oldest queued job has waited this long
+    reports: tuple[Refresher, ...] = ()  # refreshed after the boards (refresh_boards)
+    # how often an idle worker looks at every qrels' reports (a task's measures changed, runs
+    # evaluated by `evaluate --wait` with no worker running); the first time the queue is empty too
+    reports_interval: float = 60.0
 
 
 class _Heartbeat:
@@ -122,6 +132,8 @@ class Worker:
         self.done: dict[int, EvaluationSummary] = {}
         # qrels this worker stored ranking results on since it last refreshed their boards' tiers
         self.touched_qrels: set[int] = set()
+        # when the reports of every qrels were last looked at (None: not yet)
+        self._reports_swept: float | None = None
         self.stopping = False
         self._last_index_check = 0.0
         self._last_release_check = 0.0
@@ -242,23 +254,24 @@ class Worker:
         measure's summaries of their evaluations (:func:`jobs.summarise_stored`; a job stores its
         boards' measures' with its results) and their significance tiers
         (:func:`ranking.refresh_tiers`), so a page reads them instead of computing them on the
-        first request (100 runs: ~2 s a measure); what was stored (summarised evaluations and
-        tiers). A failure is logged and left to the page, which computes what is not stored."""
-        if not self.touched_qrels:
-            return 0
+        first request (100 runs: ~2 s a measure); then the settings' reports on them (on every
+        qrels the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations,
+        tiers and reports). A failure is logged and left to the page, which computes what is not
+        stored (boards) or says it is not up to date (reports)."""
         touched, self.touched_qrels = self.touched_qrels, set()
+        made = summarised = 0
         started = time.perf_counter()
         try:
-            summarised = jobs.summarise_stored(self.engine, touched, self.context.bootstrap_counts)
-            made = ranking.refresh_tiers(
-                self.engine,
-                touched,
-                counts=self.context.bootstrap_counts,
-                critical=self.context.studentized_quantile,
-            )
+            if touched:
+                summarised = jobs.summarise_stored(self.engine, touched, self.context.bootstrap_counts)
+                made = ranking.refresh_tiers(
+                    self.engine,
+                    touched,
+                    counts=self.context.bootstrap_counts,
+                    critical=self.context.studentized_quantile,
+                )
         except Exception as error:  # never lose the worker over a chore; pages work without
             log.warning("refreshing the boards' tiers failed: %s", str(error).splitlines()[0])
-            return 0
         if made or summarised:
             log.info(
                 "boards: %d evaluation(s) summarised, %d tier(s) stored (%.2fs)",
@@ -266,7 +279,34 @@ class Worker:
                 made,
                 time.perf_counter() - started,
             )
-        return made + summarised
+        return made + summarised + self._refresh_reports(touched)
+
+    def _refresh_reports(self, touched: set[int]) -> int:
+        """The settings' reports on the ``touched`` qrels, or on every qrels the first time the
+        queue is empty and every ``reports_interval`` after (runs evaluated while no worker ran,
+        a task's measures changed); how many were stored. Looking costs a few queries a task: a
+        report is computed only where none is stored for its inputs as they are."""
+        if not self.settings.reports:
+            return 0
+        now = time.monotonic()
+        every = self._reports_swept is None or now - self._reports_swept >= self.settings.reports_interval
+        if not every and not touched:
+            return 0
+        on: set[int] | None = None if every else touched
+        if every:
+            self._reports_swept = now
+        stored = 0
+        for refresh in self.settings.reports:
+            started = time.perf_counter()
+            try:
+                made = refresh(self.engine, on)
+            except Exception as error:  # never lose the worker over a chore; the page says it is behind
+                log.warning("refreshing a stored report failed: %s", str(error).splitlines()[0])
+                continue
+            if made:
+                log.info("reports: %d stored (%.2fs)", made, time.perf_counter() - started)
+            stored += made
+        return stored
 
     def _index_a_run(self) -> bool:
         """Index one large run (an idle worker's chore); whether one was indexed."""
@@ -368,9 +408,11 @@ class InProcessWorker:
         self._thread = threading.Thread(target=self._run, name="evalstore-worker", daemon=True)
 
     @classmethod
-    def start(cls, database_url: str, settings: WorkerSettings | None = None) -> InProcessWorker:
+    def start(
+        cls, database_url: str, settings: WorkerSettings | None = None, *, reports: tuple[Refresher, ...] = ()
+    ) -> InProcessWorker:
         settings = settings or WorkerSettings(
-            poll_interval=1.0, batch=jobs.batch_bound_from_env(), settle=jobs.SERVE_SETTLE
+            poll_interval=1.0, batch=jobs.batch_bound_from_env(), settle=jobs.SERVE_SETTLE, reports=reports
         )
         background = cls(Worker(make_engine(database_url), settings))
         background._thread.start()

@@ -370,17 +370,29 @@ async def assign(request: Request, task: str, pool: str) -> Response:
 def health_page(
     request: Request, task: str, seed: Annotated[int | None, Query(ge=0, le=SEED_MAX)] = None
 ) -> HTMLResponse:
-    """The collection-health report of the task's qrels (`evalstore health`)."""
+    """The collection-health report of the task's qrels (`evalstore health`), as a worker stored it
+    after the task's evaluations finished: never computed here (a GET writes nothing)."""
     principal = page_principal(request, "tasks:manage")
     engine = server(request).engine
     shown = organising.managed(engine, principal, task).as_dict()
     try:
-        report, error = organising.task_health(engine, principal, task, seed=seed), None
+        stored, error = organising.task_health(engine, principal, task), None
     except EvalstoreError as failed:  # e.g. fewer than two runs evaluated yet: said on the page
         if status_for(failed) not in (400, 422):
             raise
-        report, error = None, str(failed)
-    return render(request, "health.html", principal, task=shown, report=report, error=error)
+        stored, error = None, str(failed)
+    if stored is not None and stored.error is not None and stored.current:
+        error = stored.error  # the runs as they are give no report: why, as the worker found it
+    return render(
+        request,
+        "health.html",
+        principal,
+        task=shown,
+        stored=stored,
+        report=stored.report if stored is not None else None,
+        error=error,
+        seed=seed,
+    )
 
 
 # --- a new task ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from evalstore.db.engine import make_engine
-from evalstore.services import access, collections, judging, orchestration, pools, store, tasks
+from evalstore.services import access, collections, health, judging, orchestration, pools, store, tasks
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
@@ -63,6 +63,7 @@ def _lab(engine: Engine, tmp_path: Path) -> Iterator[str]:
         path.write_text(run_text(("301", "302", "303"), tag=team, shift=shift))
         tasks.submit_run(engine, organiser, "sample-task", path, name=name, team=team)
     work_on(engine, [j["id"] for j in tasks.queue(engine, organiser)], mlflow=False)
+    health.refresh_reports(engine)  # as a worker does once its queue is empty: the health page reads it
     queued = tmp_path / "delta.txt"  # one run still queued: its Cancel and Withdraw buttons show
     queued.write_text(run_text(("301", "302", "303"), tag="delta", shift=1))
     tasks.submit_run(engine, organiser, "sample-task", queued, name="delta-queued", team="delta")

@@ -9,9 +9,13 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
-from evalstore.services import access, jobs, organising, pools, tasks
-from tests.http.conftest import PASSWORD, World, as_principal, client_for
+from evalstore.db.models import HealthReportRow
+from evalstore.db.session import read_only
+from evalstore.services import access, health, jobs, organising, pools, tasks
+from evalstore.services.worker import Worker, WorkerSettings
+from tests.http.conftest import PASSWORD, World, as_principal, client_for, run_text
 from tests.http.test_pages import csrf_of, sign_in
 
 
@@ -178,15 +182,101 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
     assert other.status_code == 404
 
 
-def test_the_health_report_of_the_task(world: World, owner: TestClient) -> None:
+def _stored_reports(world: World) -> list[tuple[str, str | None]]:
+    with read_only(world.engine) as session:
+        return list(session.execute(select(HealthReportRow.key, HealthReportRow.error).order_by(HealthReportRow.key)))
+
+
+def test_the_health_report_is_the_workers_stored_one_and_the_page_says_when_it_is_behind(
+    world: World, owner: TestClient
+) -> None:
     alone = owner.get("/tasks/open/health")
     assert alone.status_code == 200
     assert (
         "The health report compares the task&#39;s runs: it needs two or more evaluated, and 1 is so far." in alone.text
     )
-    world.submit("open", "blue-open", team_user="blue", text=None)
-    page = owner.get("/tasks/open/health?seed=7")
-    assert page.status_code == 200 and "seed 7" in page.text and "Discriminative power" in page.text
+    world.submit("open", "blue-open", team_user="blue", text=None)  # evaluated here, by no worker
+    none_yet = owner.get("/tasks/open/health")
+    assert none_yet.status_code == 200
+    assert (
+        "No report yet: a worker computes it once its queue is empty, after the runs&#39; evaluations, and this "
+        "page shows it then. To see one now: <code>evalstore health --qrels sample</code> (over every run "
+        "evaluated on the qrels)." in none_yet.text
+    )
+    assert "Discriminative power" not in none_yet.text and _stored_reports(world) == []  # a GET computes nothing
+
+    # a worker, once its queue is empty, stores the report of every task with two runs evaluated
+    worker = Worker(world.engine, WorkerSettings(until_empty=True, reports=(health.refresh_reports,)))
+    assert worker.run() == 0
+    stored = _stored_reports(world)
+    assert len(stored) == 1 and stored[0][1] is None  # "open" alone: "secret" has one run
+    page = owner.get("/tasks/open/health")
+    assert page.status_code == 200 and "Discriminative power" in page.text
+    assert "seed 0." in page.text and "Computed by a worker <time datetime=" in page.text
+    assert "being brought up to date" not in page.text
+    direct = health.health(
+        world.engine,
+        qrels_name="sample",
+        measures=list(health.HEALTH_MEASURES),
+        seed=health.STORED_SEED,
+        only_runs=["blue-open", "red-open"],
+        **health.STORED_PARAMETERS,
+    )
+    shown = organising.task_health(world.engine, as_principal(world.engine, "owner"), "open")
+    assert shown is not None and shown.current and shown.report == direct  # the same numbers, the same seed
+    for d in direct.discriminative_power:
+        assert f'<td>{d.measure}</td><td class="num">{d.pairs}</td><td class="num">{d.significant}</td>' in page.text
+    for run, share in direct.judged_at_10.items():
+        assert share is not None and f'<td>{run}</td><td class="num">{share:.2f}</td>' in page.text
+
+    # over every topic of the qrels, a split task's private ones too: its organiser's and admins' alone
+    with client_for(world.engine) as participant:
+        refused = participant.get("/tasks/open/health", headers={"Authorization": f"Bearer {world.tokens['red']}"})
+    assert refused.status_code == 403
+    assert "Your role (participant) may not do this; it is for: admin, organiser." in refused.text
+    assert "Discriminative power" not in refused.text
+
+    other_seed = owner.get("/tasks/open/health?seed=7")
+    assert other_seed.status_code == 200 and "Discriminative power" in other_seed.text
+    assert (
+        "The stored report is drawn with seed 0; this page does not compute one. For seed 7: "
+        "<code>evalstore health --qrels sample --seed 7</code>." in other_seed.text
+    )
+
+    # a new run evaluated (by no worker): the page shows the stored report, and says it is behind
+    world.submit("open", "green-open", team_user="blue", text=run_text(tag="green", shift=3))
+    behind = owner.get("/tasks/open/health")
+    assert behind.status_code == 200
+    assert (
+        "The report is being brought up to date: the task&#39;s runs, their evaluations or its measures have "
+        "changed since this one was computed (<time datetime=" in behind.text
+    )
+    assert "). A worker computes the new one once its queue is empty.</p>" in behind.text
+    assert "Discriminative power" in behind.text and "2 runs evaluated on them" in behind.text
+    assert _stored_reports(world) == stored  # still computed by no GET
+
+    # the worker that evaluates the next run refreshes the reports on the qrels it touched
+    queued = world.submit("open", "gold-open", team_user="blue", text=run_text(tag="gold", shift=1), evaluate=False)
+    again = Worker(world.engine, WorkerSettings(reports=(health.refresh_reports,)))
+    assert again.refresh_boards() == 1  # the first time the queue is empty: every qrels' reports
+    assert again.refresh_boards() == 0  # nothing new since
+    assert again.process_one() and queued in again.done
+    assert again.refresh_boards() >= 1
+    assert len(_stored_reports(world)) == 3
+    fresh = owner.get("/tasks/open/health")
+    assert "being brought up to date" not in fresh.text and "4 runs evaluated on them" in fresh.text
+
+    # the task's measures changed: behind too, and an idle worker's next look at every task mends it
+    tasks.update_task(
+        world.engine, "open", opens=None, closes=None, max_runs_per_team=None, measures=["AP", "P@10"], description=None
+    )
+    assert "being brought up to date" in owner.get("/tasks/open/health").text
+    idle = Worker(world.engine, WorkerSettings(reports=(health.refresh_reports,), reports_interval=0.0))
+    assert idle.refresh_boards() == 1
+    assert idle.refresh_boards() == 0  # looked at again: nothing changed
+    mended = owner.get("/tasks/open/health")
+    assert "being brought up to date" not in mended.text and "<td>nDCG@10</td>" not in mended.text
+    assert "<td>P@10</td>" in mended.text
 
 
 def test_another_organiser_is_refused_on_every_action(world: World) -> None:
