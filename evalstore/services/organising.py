@@ -45,17 +45,11 @@ def managed(engine: Engine, principal: Principal, task: str) -> tasks.TaskView:
     return tasks.show_task(engine, task)
 
 
-def submissions(engine: Engine, principal: Principal, task: str) -> list[dict[str, Any]]:
+def submissions(engine: Engine, principal: Principal, task: str) -> list[tasks.SubmissionState]:
     """Every team's runs on the task, each with its job's state, queue position and, for a failed
     job, its error."""
     managed(engine, principal, task)
-    runs = tasks.task_runs(engine, principal, task)
-    for run in runs:
-        job = tasks.show_job(engine, principal, run["job"]) if run["job"] else None
-        run["queue_position"] = job["queue_position"] if job else None
-        run["error"] = job["error"] if job else None
-        run["attempts"] = job["attempts"] if job else None
-    return runs
+    return [tasks.submission_state(engine, principal, run) for run in tasks.task_runs(engine, principal, task)]
 
 
 def _task_job(engine: Engine, principal: Principal, task: str, job_id: int) -> None:
