@@ -397,7 +397,7 @@ JUDGE_KEY_PREFIX = "EVALSTORE_JUDGE_KEY_"
 MAX_PROBE_DOCUMENTS = 200
 
 
-def console_judges(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+def console_judges(engine: Engine, principal: Principal) -> list[judges_registry.JudgeView]:
     """The judges the principal may run and read on the console: an organiser's own (added from
     the console), every judge for an admin."""
     principal.require("tasks:manage")
@@ -417,7 +417,7 @@ def _owned_judge(engine: Engine, principal: Principal, name: str) -> None:
         raise NotFoundError(f"No judge named '{name}' of yours.")
 
 
-def console_judge(engine: Engine, principal: Principal, name: str) -> dict[str, Any]:
+def console_judge(engine: Engine, principal: Principal, name: str) -> judges_registry.JudgeView:
     """One of the principal's judges as its page shows it: its configuration (the name of the
     variable its key is read from, never the key), its labels per pool, its probes, and its cost
     so far (tokens, time, money; the unrateable labels with their reason)."""
@@ -438,7 +438,7 @@ def add_console_judge(
     max_concurrency: int = 4,
     price_in: float | None = None,
     price_out: float | None = None,
-) -> dict[str, Any]:
+) -> judges_registry.JudgeView:
     """A judge added from the console, owned by the principal, with the built-in prompt (a prompt
     file is the command line's: the server reads no file a form names)."""
     principal.require("tasks:manage")

@@ -22,6 +22,7 @@ from evalstore.services import comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
+from evalstore.services.tasks.judge_made import JudgeBehind
 from evalstore.statistics import significance
 
 JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
@@ -57,7 +58,7 @@ class BoardPage:
     tier_test: str | None
     notes: list[str] = field(default_factory=list)
     split: tasks.BoardSplit | None = None  # a public/private split: its private topic count, whether final
-    judge: dict[str, Any] | None = None  # the judge behind judge-made qrels: name, model, probe
+    judge: JudgeBehind | None = None  # the judge behind judge-made qrels
 
 
 @dataclass(frozen=True)

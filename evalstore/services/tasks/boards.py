@@ -99,7 +99,7 @@ class BoardBody(TypedDict):
     rows: list[BoardEntry]
     notes: list[str]
     split: NotRequired[BoardSplit]
-    judge: NotRequired[dict[str, Any]]
+    judge: NotRequired[judge_made.JudgeBehind]
 
 
 @dataclass(frozen=True)
