@@ -540,14 +540,14 @@ class Assessor(BaseModel):
 
 @router.get("/pools")
 def list_pools(request: Request, principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
-    return judging.assessor_pools(server(request).engine, principal)
+    return plain(judging.assessor_pools(server(request).engine, principal))
 
 
 @router.get("/pools/{name}/entries")
 def pool_entries(
     name: str, request: Request, topic: str | None = None, principal: Principal = needs("pools:judge")
 ) -> list[dict[str, Any]]:
-    return judging.pool_entries(server(request).engine, principal, name, topic=topic)
+    return plain(judging.pool_entries(server(request).engine, principal, name, topic=topic))
 
 
 @router.post("/pools/{name}/judgments")
