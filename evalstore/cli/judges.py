@@ -8,13 +8,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from evalstore.cli._context import state
 from evalstore.cli._output import OutputFormat, info, render, render_record, stderr
+
+if TYPE_CHECKING:  # at run time the commands import the services themselves, as they run
+    from evalstore.services.judges.compare import AgreementReport
 
 app = typer.Typer(no_args_is_help=True, help="LLM assessors: define them, let them judge a pool, probe them.")
 
@@ -95,6 +98,7 @@ def add(
 ) -> None:
     """Define an LLM judge."""
     from evalstore.services.judges import registry
+    from evalstore.services.plain import plain
 
     judge = registry.add_judge(
         state(ctx).engine(),
@@ -114,7 +118,7 @@ def add(
         price_out=price_out,
         replace=replace,
     )
-    render_record(_flat(judge), fmt, title=f"judge {name}")
+    render_record(_flat(plain(judge)), fmt, title=f"judge {name}")
 
 
 def _flat(judge: dict[str, Any]) -> dict[str, Any]:
@@ -125,9 +129,10 @@ def _flat(judge: dict[str, Any]) -> dict[str, Any]:
 def list_(ctx: typer.Context, fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table) -> None:
     """Every judge with its model and how many labels it has made under its configuration."""
     from evalstore.services.judges import registry
+    from evalstore.services.plain import plain
 
     rows = [
-        j | {"pools": ", ".join(j["labels"]), "labelled": sum(v["labels"] for v in j["labels"].values())}
+        plain(j) | {"pools": ", ".join(j.labels), "labelled": sum(v.labels for v in j.labels.values())}
         for j in registry.list_judges(state(ctx).engine())
     ]
     render(
@@ -143,8 +148,9 @@ def show(
 ) -> None:
     """A judge's configuration, labels per pool and probe results."""
     from evalstore.services.judges import registry
+    from evalstore.services.plain import plain
 
-    judge = registry.show_judge(state(ctx).engine(), name)
+    judge = plain(registry.show_judge(state(ctx).engine(), name))
     render_record(judge if fmt is OutputFormat.json else _flat(judge), fmt, title=f"judge {name}")
 
 
@@ -343,20 +349,22 @@ def qrels_build(
     """Build an immutable, content-hashed qrels version from a pool's labels; the tasks on this
     lineage move to it and their runs are queued for re-evaluation."""
     from evalstore.services.judges import versions
+    from evalstore.services.plain import plain
 
     built = versions.build_version(state(ctx).engine(), name, pool_name=pool, source=source, rule=rule)
-    if not built["created"]:
-        info(f"{built['qrels']} has this content already; no new version.")
-    for queued in built["queued"]:
-        info(f"queued run '{queued['run']}' of task '{queued['task']}' on {built['qrels']} (job {queued['job']})")
-    for task, moved in built["moved"].items():
+    if not built.created:
+        info(f"{built.qrels} has this content already; no new version.")
+    for queued in built.queued:
+        info(f"queued run '{queued.run}' of task '{queued.task}' on {built.qrels} (job {queued.job})")
+    for task, moved in built.moved.items():
         info(
-            f"task '{task}' moved from {moved['from']} to {built['qrels']}; once its runs are evaluated, "
-            f"'evalstore judgments compare --qrels {moved['from']} --qrels {built['qrels']}' shows what changed"
+            f"task '{task}' moved from {moved.previous} to {built.qrels}; once its runs are evaluated, "
+            f"'evalstore judgments compare --qrels {moved.previous} --qrels {built.qrels}' shows what changed"
         )
-    brief = {k: v for k, v in built.items() if k not in ("queued", "moved")}
-    shown = built if fmt is OutputFormat.json else _flat(brief)
-    render_record(shown, fmt, title=f"qrels {built['qrels']}")
+    whole = plain(built)
+    brief = {k: v for k, v in whole.items() if k not in ("queued", "moved")}
+    shown = whole if fmt is OutputFormat.json else _flat(brief)
+    render_record(shown, fmt, title=f"qrels {built.qrels}")
 
 
 def qrels_versions(
@@ -366,16 +374,17 @@ def qrels_versions(
 ) -> None:
     """A lineage of qrels versions: pool, sources, counts, hash and parent of each."""
     from evalstore.services.judges import versions
+    from evalstore.services.plain import plain
 
     rows = [
-        v
+        plain(v)
         | {
-            "hash": v["content_hash"][:12],
-            "counts": json.dumps(v["counts"]),
+            "hash": v.content_hash[:12],
+            "counts": json.dumps(v.counts),
             # a table shows the judge's probe as a line; JSON and CSV give its figures
-            "probe": v["probe_text"] or "-"
+            "probe": v.probe_text or "-"
             if fmt is OutputFormat.table
-            else (v["probe"] if fmt is OutputFormat.json else json.dumps(v["probe"])),
+            else (v.probe if fmt is OutputFormat.json else json.dumps(v.probe)),
         }
         for v in versions.list_versions(state(ctx).engine(), name)
     ]
@@ -516,7 +525,7 @@ SIGNIFICANCE_FIGURES = (
 )
 
 
-def _compare_tables(report: dict[str, Any]) -> None:
+def _compare_tables(report: "AgreementReport") -> None:
     labels = report["labels"]
     docs = report["documents"]
     relevant = labels["relevant"]

@@ -53,6 +53,7 @@ def repro(
     run's page) and logged to MLflow unless EVALSTORE_MLFLOW=off."""
     from evalstore.config import mlflow_enabled
     from evalstore.services import repro as service
+    from evalstore.services.plain import plain
 
     result = service.reproduce(
         state(ctx).engine(),
@@ -82,6 +83,8 @@ def repro(
             title=f"KTU and RBO per topic (top {depth})",
         )
     else:
-        render(result.figures, service.FIGURE_COLUMNS, fmt, title=f"'{reproduced}' {result.kind} of '{original}'")
+        render(
+            plain(result.figures), service.FIGURE_COLUMNS, fmt, title=f"'{reproduced}' {result.kind} of '{original}'"
+        )
     if mlflow_enabled():
         info(f"logged to MLflow run {service.log_reproduction(result)}")

@@ -45,17 +45,11 @@ def managed(engine: Engine, principal: Principal, task: str) -> tasks.TaskView:
     return tasks.show_task(engine, task)
 
 
-def submissions(engine: Engine, principal: Principal, task: str) -> list[dict[str, Any]]:
+def submissions(engine: Engine, principal: Principal, task: str) -> list[tasks.SubmissionState]:
     """Every team's runs on the task, each with its job's state, queue position and, for a failed
     job, its error."""
     managed(engine, principal, task)
-    runs = tasks.task_runs(engine, principal, task)
-    for run in runs:
-        job = tasks.show_job(engine, principal, run["job"]) if run["job"] else None
-        run["queue_position"] = job["queue_position"] if job else None
-        run["error"] = job["error"] if job else None
-        run["attempts"] = job["attempts"] if job else None
-    return runs
+    return [tasks.submission_state(engine, principal, run) for run in tasks.task_runs(engine, principal, task)]
 
 
 def _task_job(engine: Engine, principal: Principal, task: str, job_id: int) -> None:
@@ -404,7 +398,7 @@ JUDGE_KEY_PREFIX = "EVALSTORE_JUDGE_KEY_"
 MAX_PROBE_DOCUMENTS = 200
 
 
-def console_judges(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+def console_judges(engine: Engine, principal: Principal) -> list[judges_registry.JudgeView]:
     """The judges the principal may run and read on the console: an organiser's own (added from
     the console), every judge for an admin."""
     principal.require("tasks:manage")
@@ -424,7 +418,7 @@ def _owned_judge(engine: Engine, principal: Principal, name: str) -> None:
         raise NotFoundError(f"No judge named '{name}' of yours.")
 
 
-def console_judge(engine: Engine, principal: Principal, name: str) -> dict[str, Any]:
+def console_judge(engine: Engine, principal: Principal, name: str) -> judges_registry.JudgeView:
     """One of the principal's judges as its page shows it: its configuration (the name of the
     variable its key is read from, never the key), its labels per pool, its probes, and its cost
     so far (tokens, time, money; the unrateable labels with their reason)."""
@@ -445,7 +439,7 @@ def add_console_judge(
     max_concurrency: int = 4,
     price_in: float | None = None,
     price_out: float | None = None,
-) -> dict[str, Any]:
+) -> judges_registry.JudgeView:
     """A judge added from the console, owned by the principal, with the built-in prompt (a prompt
     file is the command line's: the server reads no file a form names)."""
     principal.require("tasks:manage")

@@ -35,6 +35,25 @@ FIGURE_COLUMNS = ["part", "measure", "figure", "value"]
 
 
 @dataclass(frozen=True)
+class ReproFigure:
+    """One figure of a reproduction: ``part`` is advanced, baseline or both (ER and DeltaRI);
+    ``measure`` is "" for KTU and RBO, which are over the document orderings."""
+
+    part: str
+    measure: str
+    figure: str
+    value: float | None  # NaN when computed undefined; stored (JSON has no NaN) and read back as None
+
+    def as_json(self) -> dict[str, Any]:
+        """As stored and sent: a NaN value as null."""
+        return {"part": self.part, "measure": self.measure, "figure": self.figure, "value": _json_number(self.value)}
+
+    @classmethod
+    def stored(cls, row: dict[str, Any]) -> ReproFigure:
+        return cls(str(row["part"]), str(row["measure"]), str(row["figure"]), row["value"])
+
+
+@dataclass(frozen=True)
 class Reproduction:
     kind: str  # reproducibility | replicability
     qrels: str
@@ -43,15 +62,15 @@ class Reproduction:
     evaluation_ids: dict[str, int]  # role -> the evaluation its per-topic values came from
     measures: list[str]
     params: dict[str, Any]
-    figures: list[dict[str, Any]]  # part (advanced | baseline | both), measure ("" for KTU, RBO), figure, value
+    figures: list[ReproFigure]
     per_topic: pd.DataFrame = field(repr=False)  # part, topic, KTU, RBO (reproducibility only)
     notes: list[str] = field(default_factory=list)
 
     def value(self, figure: str, measure: str = "", part: str = "advanced") -> float:
         return next(
-            float(row["value"])
+            math.nan if row.value is None else row.value
             for row in self.figures
-            if (row["figure"], row["measure"], row["part"]) == (figure, measure, part)
+            if (row.figure, row.measure, row.part) == (figure, measure, part)
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -63,7 +82,7 @@ class Reproduction:
             "evaluation_ids": self.evaluation_ids,
             "measures": self.measures,
             **self.params,
-            "figures": [{**row, "value": _json_number(row["value"])} for row in self.figures],
+            "figures": [row.as_json() for row in self.figures],
             "per_topic": [
                 {k: _json_number(v) if isinstance(v, float) else v for k, v in row.items()}
                 for row in self.per_topic.to_dict(orient="records")
@@ -108,7 +127,7 @@ def reproduce(
     judged_by = {role: (target_qrels if role.startswith("reproduced") else qrels) for role in runs}
     stored = {role: _stored(engine, judged_by[role], run, names) for role, run in runs.items()}
     values = {role: s.frame[names].astype(float) for role, s in stored.items()}
-    figures: list[dict[str, Any]] = []
+    figures: list[ReproFigure] = []
     notes: list[str] = []
     per_topic = pd.DataFrame(columns=["part", "topic", "KTU", "RBO"])
     parts = [("advanced", "original", "reproduced")]
@@ -172,8 +191,8 @@ def reproduce(
     return result
 
 
-def _row(part: str, measure: str, figure: str, value: float) -> dict[str, Any]:
-    return {"part": part, "measure": measure, "figure": figure, "value": float(value)}
+def _row(part: str, measure: str, figure: str, value: float) -> ReproFigure:
+    return ReproFigure(part, measure, figure, float(value))
 
 
 def _aligned(advanced: pd.DataFrame, baseline: pd.DataFrame, measure: str) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +239,7 @@ def _record(engine: Engine, result: Reproduction) -> None:
                 kind=result.kind,
                 **keys,
                 params={**result.params, "measures": result.measures, "runs": result.runs},
-                figures=[{**row, "value": _json_number(row["value"])} for row in result.figures],
+                figures=[row.as_json() for row in result.figures],
             )
         )
 
@@ -230,8 +249,8 @@ class StoredReproduction:
     kind: str
     runs: dict[str, str]
     evaluation_ids: dict[str, int | None]
-    params: dict[str, Any]
-    figures: list[dict[str, Any]]
+    params: dict[str, Any]  # as stored: depth, rbo_p, measures
+    figures: list[ReproFigure]
 
 
 def reproductions_of(engine: Engine, run: str) -> list[StoredReproduction]:
@@ -260,7 +279,7 @@ def reproductions_of(engine: Engine, run: str) -> list[StoredReproduction]:
                     "reproduced_baseline": r.reproduced_baseline_evaluation_id,
                 },
                 {k: v for k, v in r.params.items() if k != "runs"},
-                list(r.figures),
+                [ReproFigure.stored(row) for row in r.figures],
             )
             for r in rows
         ]
@@ -274,14 +293,10 @@ def log_reproduction(result: Reproduction) -> str:
     for row in result.figures:
         key = ".".join(
             part
-            for part in (
-                row["figure"],
-                row["measure"].replace("@", "_at_"),
-                "" if row["part"] != "baseline" else "baseline",
-            )
+            for part in (row.figure, row.measure.replace("@", "_at_"), "" if row.part != "baseline" else "baseline")
             if part
         )
-        metrics[key] = _json_number(row["value"])
+        metrics[key] = _json_number(row.value)
     payload = MlflowRun(
         experiment=result.qrels,
         name=f"{result.runs['reproduced']} reproduces {result.runs['original']}",
@@ -300,7 +315,9 @@ def log_reproduction(result: Reproduction) -> str:
         },
         metrics=metrics,
         texts={
-            "repro.csv": pd.DataFrame(result.figures, columns=FIGURE_COLUMNS).to_csv(index=False),
+            "repro.csv": pd.DataFrame([row.as_json() for row in result.figures], columns=FIGURE_COLUMNS).to_csv(
+                index=False
+            ),
             "repro_per_topic.csv": result.per_topic.to_csv(index=False),
         },
     )
@@ -309,6 +326,7 @@ def log_reproduction(result: Reproduction) -> str:
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "ReproFigure",
     "Reproduction",
     "StoredReproduction",
     "log_reproduction",

@@ -26,6 +26,7 @@ from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bou
 from evalstore.io.writers import write_qrels
 from evalstore.services import access, claims, judging, tasks
 from evalstore.services.access import Principal
+from evalstore.services.plain import plain
 from evalstore.services.readiness import ReadinessCheck
 from evalstore.web import auth, errors
 from evalstore.web.auth import SESSION_COOKIE, Requires, anyone, csrf_token, server, signed_in
@@ -173,23 +174,25 @@ class NewUser(BaseModel):
 
 @router.get("/users")
 def list_users(request: Request, _: Principal = needs("users:manage")) -> list[dict[str, Any]]:
-    return [u.as_dict() for u in access.list_users(server(request).engine)]
+    return plain(access.list_users(server(request).engine))
 
 
 @router.post("/users", status_code=201)
 def add_user(
     body: NewUser, request: Request, principal: Principal = needs("users:manage", write=True)
 ) -> dict[str, Any]:
-    return access.add_user(
-        server(request).engine, body.name, role=body.role, team=body.team, password=body.password, by=principal.name
-    ).as_dict()
+    return plain(
+        access.add_user(
+            server(request).engine, body.name, role=body.role, team=body.team, password=body.password, by=principal.name
+        )
+    )
 
 
 @router.post("/users/{name}/disable")
 def disable_user(
     name: str, request: Request, principal: Principal = needs("users:manage", write=True)
 ) -> dict[str, Any]:
-    return access.disable_user(server(request).engine, name, by=principal.name).as_dict()
+    return plain(access.disable_user(server(request).engine, name, by=principal.name))
 
 
 @router.get("/audit")
@@ -220,7 +223,7 @@ class NewTask(BaseModel):
 
 @router.get("/tasks")
 def list_tasks(request: Request, _: Principal = needs("tasks:read", public=True)) -> list[dict[str, Any]]:
-    return [t.as_dict() for t in tasks.list_tasks(server(request).engine)]
+    return plain(tasks.list_tasks(server(request).engine))
 
 
 @router.post("/tasks", status_code=201)
@@ -228,7 +231,7 @@ def create_task(
     body: NewTask, request: Request, principal: Principal = needs("tasks:manage", write=True)
 ) -> dict[str, Any]:
     check_name(body.name, "task")
-    return tasks.create_task(
+    created = tasks.create_task(
         server(request).engine,
         body.name,
         qrels_name=body.qrels,
@@ -244,12 +247,13 @@ def create_task(
         private_fraction=body.private_topics,
         split_seed=body.split_seed,
         by=principal,
-    ).as_dict()
+    )
+    return plain(created)
 
 
 @router.get("/tasks/{task}")
 def show_task(task: str, request: Request, _: Principal = needs("tasks:read", public=True)) -> dict[str, Any]:
-    return tasks.show_task(server(request).engine, task).as_dict()
+    return plain(tasks.show_task(server(request).engine, task))
 
 
 class TaskSettings(BaseModel):
@@ -272,14 +276,14 @@ def change_task(
     team (each team's runs per UTC day; null: the server's setting), the measures, the description,
     the official measure (one the task evaluates; it ranks the board)."""
     changes = {field: getattr(body, field) for field in body.model_fields_set}
-    return tasks.patch_task(server(request).engine, task, changes, by=principal).as_dict()
+    return plain(tasks.patch_task(server(request).engine, task, changes, by=principal))
 
 
 @router.post("/tasks/{task}/release")
 def release_task(
     task: str, request: Request, principal: Principal = needs("tasks:manage", write=True)
 ) -> dict[str, Any]:
-    return tasks.release_task(server(request).engine, task, by=principal).as_dict()
+    return plain(tasks.release_task(server(request).engine, task, by=principal))
 
 
 @router.get("/tasks/{task}/leaderboard")
@@ -297,7 +301,7 @@ def leaderboard(
 
 @router.get("/tasks/{task}/runs")
 def task_runs(task: str, request: Request, principal: Principal = needs("runs:read")) -> list[dict[str, Any]]:
-    return tasks.task_runs(server(request).engine, principal, task)
+    return plain(tasks.task_runs(server(request).engine, principal, task))
 
 
 _UPLOAD_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -478,7 +482,7 @@ def register_run(
 
 @router.get("/runs/{name}")
 def show_run(name: str, request: Request, principal: Principal = needs("runs:read")) -> dict[str, Any]:
-    return tasks.show_submission(server(request).engine, principal, name)
+    return plain(tasks.show_submission(server(request).engine, principal, name))
 
 
 @router.get("/runs/{name}/results")
@@ -489,7 +493,7 @@ def run_results(
     measure: list[str] = Query([]),
     principal: Principal = needs("runs:read"),
 ) -> dict[str, Any]:
-    return tasks.run_results(server(request).engine, principal, name, per_query=per_query, measures=measure)
+    return plain(tasks.run_results(server(request).engine, principal, name, per_query=per_query, measures=measure))
 
 
 @router.delete("/runs/{name}", status_code=204)
@@ -501,12 +505,12 @@ def withdraw_run(name: str, request: Request, principal: Principal = needs("runs
 def list_jobs(
     request: Request, state: list[str] = Query(["queued", "running"]), principal: Principal = needs("queue:read")
 ) -> list[dict[str, Any]]:
-    return tasks.queue(server(request).engine, principal, states=state)
+    return plain(tasks.queue(server(request).engine, principal, states=state))
 
 
 @router.get("/jobs/{job_id}")
 def show_job(job_id: RowId, request: Request, principal: Principal = needs("jobs:read")) -> dict[str, Any]:
-    return tasks.show_job(server(request).engine, principal, job_id)
+    return plain(tasks.show_job(server(request).engine, principal, job_id))
 
 
 @router.get("/qrels/{name}/export")
@@ -536,14 +540,14 @@ class Assessor(BaseModel):
 
 @router.get("/pools")
 def list_pools(request: Request, principal: Principal = needs("pools:judge")) -> list[dict[str, Any]]:
-    return judging.assessor_pools(server(request).engine, principal)
+    return plain(judging.assessor_pools(server(request).engine, principal))
 
 
 @router.get("/pools/{name}/entries")
 def pool_entries(
     name: str, request: Request, topic: str | None = None, principal: Principal = needs("pools:judge")
 ) -> list[dict[str, Any]]:
-    return judging.pool_entries(server(request).engine, principal, name, topic=topic)
+    return plain(judging.pool_entries(server(request).engine, principal, name, topic=topic))
 
 
 @router.post("/pools/{name}/judgments")

@@ -33,11 +33,7 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
     position, and the quota the caller's team has used."""
     engine = server(request).engine
     shown = tasks.show_task(engine, task)
-    runs = tasks.task_runs(engine, principal, task)
-    for run in runs:
-        job = tasks.show_job(engine, principal, run["job"]) if run["job"] else None
-        run["queue_position"] = job["queue_position"] if job else None
-        run["error"] = job["error"] if job else None
+    runs = [tasks.submission_state(engine, principal, run) for run in tasks.task_runs(engine, principal, task)]
     used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
     daily_cap, used_today = tasks.day_used(engine, principal, task, server(request).settings.runs_per_day)
     waiting = any(r["state"] in ("queued", "running") for r in runs)

@@ -3,6 +3,7 @@ not doubled), read back for the run page, logged to MLflow, and the command's fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -33,7 +34,7 @@ def test_figures_are_computed_stored_and_replaced(thirty: Engine) -> None:  # no
     assert found.kind == "reproducibility" and found.measures == ["AP", "P@5"]
     alpha = results(thirty, qrels_name="q", run_name="alpha", measures=["AP"])  # evaluated on the way
     assert found.evaluation_ids["original"] == alpha.evaluation_id
-    figures = {(row["part"], row["measure"], row["figure"]) for row in found.figures}
+    figures = {(row.part, row.measure, row.figure) for row in found.figures}
     assert ("advanced", "", "KTU") in figures and ("baseline", "AP", "RMSE") in figures
     assert ("both", "P@5", "ER") in figures and ("both", "AP", "DeltaRI") in figures
     # the baselines are the same run: nothing differs between them
@@ -59,8 +60,10 @@ def test_figures_are_computed_stored_and_replaced(thirty: Engine) -> None:  # no
     stored = repro.reproductions_of(thirty, "beta")
     assert len(stored) == 1 and stored[0].runs["original"] == "alpha"
     assert stored[0].evaluation_ids["reproduced"] == again.evaluation_ids["reproduced"]
+    # stored as JSON: an undefined (NaN) figure reads back as None
     assert stored[0].figures == [
-        {**row, "value": None if math.isnan(row["value"]) else row["value"]} for row in again.figures
+        dataclasses.replace(row, value=None if row.value is None or math.isnan(row.value) else row.value)
+        for row in again.figures
     ]
     assert repro.reproductions_of(thirty, "gamma")[0].runs["reproduced"] == "beta"  # as the reproduced baseline
     assert repro.reproductions_of(thirty, "alpha") == []

@@ -129,7 +129,7 @@ def test_an_organiser_adds_probes_runs_and_reads_a_judge(
         report = _wait(owner, "/judges/stub", 'id="run-done"')
     assert "sk-secret-value" not in report  # the key is sent to the endpoint, never shown
     assert script.headers and script.headers[-1].get("authorization") == "Bearer sk-secret-value"
-    ledger = registry.show_judge(world.engine, "stub")["costs"]
+    ledger = registry.show_judge(world.engine, "stub").costs
     assert ledger["labels"] == len(pooled) and ledger["unrateable"] == 1
     assert (
         f"The run on pool open:open-pool is done: {len(pooled)} documents judged ({len(pooled) - 1} rated, 1 unrateable)"

@@ -58,9 +58,9 @@ def test_an_ensemble_combines_its_members_grades(world: Engine, endpoint: str, s
     members = _members(world, endpoint, script)
     assert members["a"] != members["b"]  # the members disagree somewhere
     built = versions.build_version(world, "ens", pool_name="p", source="ensemble:a,b,c", rule=rule)
-    assert built["from"] == "ensemble:a,b,c" and built["sources"]["rule"] == rule
-    assert [m["judge"] for m in built["sources"]["members"]] == ["a", "b", "c"]
-    assert built["counts"] == {"ensemble": 9, "by_all_members": 9, "unjudged": 0}
+    assert built.source == "ensemble:a,b,c" and built.sources["rule"] == rule
+    assert [m["judge"] for m in built.sources["members"]] == ["a", "b", "c"]
+    assert built.counts == {"ensemble": 9, "by_all_members": 9, "unjudged": 0}
     _, table = store.qrels_rows(world, "ens")
     got = {(t, d): r for t, d, r in zip(*(table[c].to_pylist() for c in ("topic", "doc", "relevance")), strict=True)}
     assert got == _expected(members, rule)

@@ -38,7 +38,7 @@ def test_every_call_is_in_the_ledger_with_money_and_time(world: Engine, endpoint
     assert tokens_in == _fake_usage(script)[0] and tokens_out > 0
     assert (result.input_tokens, result.output_tokens) == (tokens_in, tokens_out)
     assert result.cost_usd == pytest.approx((tokens_in * 2.0 + tokens_out * 8.0) / 1e6)
-    ledger = registry.show_judge(world, "fake")["costs"]
+    ledger = registry.show_judge(world, "fake").costs
     assert ledger | {"seconds": 0} == {
         "labels": 9,
         "repeats": 0,
@@ -97,7 +97,7 @@ def test_a_budget_needs_prices_and_failures_are_listed(world: Engine, endpoint: 
     script.garbled = {"hover"}  # d5
     result = running.run_judge(world, "fake", pool_name="p", topics=["3"])
     assert result.failed == [{"topic": "3", "doc": "d5", "reason": "unparseable answer: 'I cannot decide.'"}]
-    ledger = registry.show_judge(world, "fake")["costs"]
+    ledger = registry.show_judge(world, "fake").costs
     assert ledger["cost_usd"] is None  # no prices, no money; tokens and time still summed
     assert ledger["unrateable"] == 1 and ledger["unrateable_listed"] == [
         {"pool": "p", "topic": "3", "doc": "d5", "reason": "unparseable answer: 'I cannot decide.'"}

@@ -17,6 +17,7 @@ from evalstore.services.judges import probe, provenance, registry, running
 from evalstore.services.judges.client import ChatJudge, ChatSettings
 from evalstore.services.judges.prompts import UMBRELA, parse_answer, render
 from evalstore.services.judges.redaction import REDACTED, redact, url_credentials
+from evalstore.services.plain import plain
 from tests.judges.fake_llm import Script
 
 KEY = "sk-test-0123456789abcdefXYZ"
@@ -73,7 +74,7 @@ def test_a_stored_label_holds_no_key(
     assert (result.judged, result.unrateable) == (3, 3)
     stored = provenance.label_provenance(world, "p", judge="fake")
     assert len(stored) == 3 and all(row["reason"].startswith("HTTP 418") for row in stored)
-    dumped = json.dumps(stored) + json.dumps(registry.show_judge(world, "fake"))
+    dumped = json.dumps(stored) + json.dumps(plain(registry.show_judge(world, "fake")))
     assert not _leaks(dumped) and REDACTED in dumped
 
 
@@ -157,5 +158,5 @@ def test_the_probe_reports_a_quoted_final_score(world: Engine, endpoint: str, sc
     assert any(r["plain"] < 3 for r in result["labels"])  # a quoted 3 had something to raise
     quoted = [body for body in script.requests if "##final score: 3\n" in body["messages"][-1]["content"]]
     assert len(quoted) == 4
-    shown = registry.show_judge(world, "fake")["probes"][0]
+    shown = registry.show_judge(world, "fake").probes[0]
     assert shown["quoted_score"]["rose"] == 0

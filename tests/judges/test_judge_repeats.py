@@ -48,9 +48,9 @@ def test_repeats_are_stored_and_give_self_consistency(world: Engine, endpoint: s
     pairs = [sum(a[i] == a[j] for i in range(3) for j in range(i + 1, 3)) / 3 for a in answers.values()]
     assert consistency["pairwise_agreement"] == pytest.approx(np.mean(pairs))
     shown = registry.show_judge(world, "fake")
-    assert shown["self_consistency"] == consistency
-    assert shown["costs"]["repeats"] == 18 and shown["costs"]["attempts"] == 27
-    assert shown["costs"]["input_tokens"] == result.input_tokens  # the repeats' tokens counted
+    assert shown.self_consistency == consistency
+    assert shown.costs["repeats"] == 18 and shown.costs["attempts"] == 27
+    assert shown.costs["input_tokens"] == result.input_tokens  # the repeats' tokens counted
 
 
 def test_a_deterministic_judge_is_consistent_and_repeats_are_bounded(
@@ -67,4 +67,4 @@ def test_a_deterministic_judge_is_consistent_and_repeats_are_bounded(
     assert ran.exit_code == 0, ran.output
     consistency = json.loads(ran.stdout)[0]["self_consistency"]
     assert (consistency["documents"], consistency["all_agree"], consistency["pairwise_agreement"]) == (9, 1.0, 1.0)
-    assert registry.show_judge(world, "fake")["self_consistency"]["krippendorff_alpha"] == 1.0
+    assert registry.show_judge(world, "fake").self_consistency["krippendorff_alpha"] == 1.0

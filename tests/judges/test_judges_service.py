@@ -13,6 +13,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
 from evalstore.services import pools, store, tasks
 from evalstore.services.judges import provenance, registry, running, versions
+from evalstore.services.plain import plain
 from tests.judges.fake_llm import Script
 
 
@@ -25,7 +26,7 @@ def _labels(engine: Engine) -> dict[tuple[str, str], int | None]:
 
 def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoint: str, script: Script) -> None:
     judge = registry.add_judge(world, "fake", endpoint=endpoint, model="fake-1", seed=3, max_concurrency=2)
-    assert judge["prompt"] == "umbrela" and judge["labels"] == {} and len(judge["prompt_hash"]) == 64
+    assert judge.prompt == "umbrela" and judge.labels == {} and len(judge.prompt_hash) == 64
     seen: list[tuple[int, int]] = []
     first = running.run_judge(world, "fake", pool_name="p", limit=4, progress=lambda d, t: seen.append((d, t)))
     assert (first.pooled, first.reused, first.judged, first.rated, first.unrateable) == (9, 0, 4, 4, 0)
@@ -55,8 +56,8 @@ def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoi
         "answered_in": "json_schema",
         "attempts": 1,
     }
-    assert row["provenance"]["prompt_hash"] == judge["prompt_hash"]
-    assert registry.show_judge(world, "fake")["labels"] == {"p": {"labels": 9, "unrateable": 0}}
+    assert row["provenance"]["prompt_hash"] == judge.prompt_hash
+    assert registry.show_judge(world, "fake").labels == {"p": registry.PoolLabels(9, 0)}
 
 
 def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(
@@ -155,14 +156,14 @@ def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: 
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     running.run_judge(world, "fake", pool_name="p", topics=["1", "2"])
     human = versions.build_version(world, "dl", pool_name="p", source="human")
-    assert (human["version"], human["qrels"], human["created"], human["parent"]) == (1, "dl@v1", True, None)
-    assert human["counts"] == {"human": 2, "unjudged": 7}
+    assert (human.version, human.qrels, human.created, human.parent) == (1, "dl@v1", True, None)
+    assert human.counts == {"human": 2, "unjudged": 7}
     again = versions.build_version(world, "dl", pool_name="p", source="human")
-    assert (again["version"], again["created"]) == (1, False)
+    assert (again.version, again.created) == (1, False)
     hybrid = versions.build_version(world, "dl", pool_name="p", source="hybrid")
-    assert (hybrid["version"], hybrid["parent"], hybrid["from"]) == (2, "dl@v1", "hybrid")
-    assert hybrid["counts"] == {"human": 2, "judge": 4, "unjudged": 3}
-    assert hybrid["sources"]["judge"] == "fake" and hybrid["sources"]["model"] == "m"
+    assert (hybrid.version, hybrid.parent, hybrid.source) == (2, "dl@v1", "hybrid")
+    assert hybrid.counts == {"human": 2, "judge": 4, "unjudged": 3}
+    assert hybrid.sources["judge"] == "fake" and hybrid.sources["model"] == "m"
     _, table = store.qrels_rows(world, "dl@v2")
     rows = {(t, d): r for t, d, r in zip(*(table[c].to_pylist() for c in ("topic", "doc", "relevance")), strict=True)}
     assert rows[("1", "d1")] == 2  # the human label, not the judge's 3
@@ -170,8 +171,8 @@ def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: 
     with read_only(world) as session:  # the human label is untouched
         assert session.scalar(select(PoolJudgment.relevance).where(PoolJudgment.doc == "d1")) == 2
     judge_only = versions.build_version(world, "llm", pool_name="p", source="judge:fake")
-    assert judge_only["counts"] == {"judge": 6, "unjudged": 3}
-    assert [v["version"] for v in versions.list_versions(world, "dl")] == [1, 2]
+    assert judge_only.counts == {"judge": 6, "unjudged": 3}
+    assert [v.version for v in versions.list_versions(world, "dl")] == [1, 2]
     with pytest.raises(NotFoundError) as caught:
         versions.list_versions(world, "nope")
     assert str(caught.value) == (
@@ -190,14 +191,15 @@ def test_a_new_version_of_a_tasks_qrels_queues_its_runs(world: Engine, endpoint:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     running.run_judge(world, "fake", pool_name="p")
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")
-    assert [(q["task"], q["run"], q["state"]) for q in built["queued"]] == [
+    assert [(q.task, q.run, q.state) for q in built.queued] == [
         ("shared", "good", "queued"),
         ("shared", "poor", "queued"),
     ]
     assert tasks.show_task(world, "shared").as_dict()["qrels"] == "human@v1"
     # what the new version does to the ranking is for the queued jobs to find: nothing is
     # evaluated beside them
-    assert built["moved"] == {"shared": {"from": "human", "runs": ["good", "poor"]}}
+    assert built.moved == {"shared": versions.MovedTask("human", ["good", "poor"])}
+    assert plain(built)["moved"] == {"shared": {"from": "human", "runs": ["good", "poor"]}}  # as sent
     with read_only(world) as session:
         assert session.scalar(select(func.count()).select_from(Evaluation)) == 4
 
@@ -221,4 +223,4 @@ def test_a_version_and_its_qrels_are_stored_together_or_not_at_all(
         assert session.scalar(select(func.count()).select_from(QrelsVersion)) == 0
         assert repo.find_qrels(session, "human@v1") is None
     monkeypatch.undo()
-    assert versions.build_version(world, "human", pool_name="p", source="judge:fake")["qrels"] == "human@v1"
+    assert versions.build_version(world, "human", pool_name="p", source="judge:fake").qrels == "human@v1"

@@ -46,7 +46,7 @@ def build_hybrid(
     attached += tasks.attach_runs(engine, "plain", ["good2", "fair2"])
     work_on(engine, [a["job"] for a in attached], mlflow=False)
     built = versions.build_version(engine, "human", pool_name="p", source="hybrid:fake")
-    work_on(engine, [q["job"] for q in built["queued"]], mlflow=False)
+    work_on(engine, [q.job for q in built.queued], mlflow=False)
 
 
 @pytest.fixture

@@ -136,7 +136,7 @@ def test_a_judge_prefers_in_both_orders_stores_and_resumes(world: Engine, endpoi
         assert row.input_tokens and row.output_tokens and row.attempts == 1
     prompt = script.requests[0]["messages"][0]["content"]
     assert "Ranking 1:\n<document>\n[1] d" in prompt and "##preferred: N" in prompt
-    ledger = registry.show_judge(world, "fake")["costs"]
+    ledger = registry.show_judge(world, "fake").costs
     assert ledger["preferences"] == 18 and ledger["input_tokens"] == done.input_tokens
     assert ledger["cost_usd"] == pytest.approx(done.cost_usd)
 

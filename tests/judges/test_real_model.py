@@ -154,9 +154,9 @@ def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compare
     assert {r["provenance"]["model"] for r in labels} == {"gemma-3-270m"}
 
     built = versions.build_version(engine, "cranfield", pool_name="cran", source="hybrid:gemma")
-    assert built["qrels"] == "cranfield@v1" and built["counts"]["human"] == len(sheet)
-    assert sorted(q["run"] for q in built["queued"]) == sorted(RUNS)
-    done = work_on(engine, [q["job"] for q in built["queued"]], mlflow=False)
+    assert built.qrels == "cranfield@v1" and built.counts["human"] == len(sheet)
+    assert sorted(q.run for q in built.queued) == sorted(RUNS)
+    done = work_on(engine, [q.job for q in built.queued], mlflow=False)
     assert len(done) == 4
 
     report = compare.compare(engine, "cranfield", "cranfield@v1", measures=["nDCG@10"])

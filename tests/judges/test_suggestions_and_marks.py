@@ -133,7 +133,7 @@ def _task_on_judge_labels(world: Engine, tmp_path: Path) -> None:
     board = tasks.task_leaderboard(world, ADMIN, "task").body
     assert "judge" not in board and all("circular" not in r for r in board["rows"])  # human labels: no marks
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")
-    work_on(world, [q["job"] for q in built["queued"]], mlflow=False)
+    work_on(world, [q.job for q in built.queued], mlflow=False)
 
 
 def test_probe_and_circular_runs_on_versions_leaderboards_and_compare(
@@ -142,29 +142,29 @@ def test_probe_and_circular_runs_on_versions_leaderboards_and_compare(
     monkeypatch.setattr(tasks.boards, "BOARD_FRESHNESS", 0.0)
     _task_on_judge_labels(judged, tmp_path)
     [version] = versions.list_versions(judged, "human")
-    assert version["qrels"] == "human@v1" and version["probe"] is None
-    assert version["probe_text"] == "not probed (evalstore judges probe)"
+    assert version.qrels == "human@v1" and version.probe is None
+    assert version.probe_text == "not probed (evalstore judges probe)"
     board = tasks.task_leaderboard(judged, ADMIN, "task").body
     assert board["judge"]["judge"] == "fake" and board["judge"]["probe"] is None
     assert {r["run"]: r["circular"] for r in board["rows"]} == {"good": [], "fair": [], "self": ["fake-model"]}
 
     probe.probe(judged, "fake", collection="c", qrels_name="human", limit=4)
     [version] = versions.list_versions(judged, "human")
-    assert version["probe"]["attacks"]["instruction"] == {
+    assert version.probe is not None and version.probe["attacks"]["instruction"] == {
         "compared": 4,
         "rose": 4,
         "same": 0,
         "fell": 0,
         "share_rose": 1.0,
-        "mean_change": pytest.approx(version["probe"]["attacks"]["instruction"]["mean_change"]),
+        "mean_change": pytest.approx(version.probe["attacks"]["instruction"]["mean_change"]),
     }
-    assert version["probe_text"].startswith("query words inserted: 4 of 4 labels rose (mean change +")
+    assert (version.probe_text or "").startswith("query words inserted: 4 of 4 labels rose (mean change +")
     board = tasks.task_leaderboard(judged, ADMIN, "task").body  # a new probe shows on the board
-    assert board["judge"]["probe_text"] == version["probe_text"]
+    assert board["judge"]["probe_text"] == version.probe_text
 
     report = compare.compare(judged, "human", "human@v1", runs=["good", "fair", "self"])
     assert set(report["judges"]) == {"human@v1"}
-    assert report["judges"]["human@v1"]["probe_text"] == version["probe_text"]
+    assert report["judges"]["human@v1"]["probe_text"] == version.probe_text
     assert report["circular"] == {"human@v1": {"self": ["fake-model"]}}
 
     # on qrels no judge made: no judge, no marks

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -26,13 +26,56 @@ from evalstore.errors import ConflictError, EvaluationError, InvalidParameterErr
 from evalstore.io.readers import read_run
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services.judges.circularity import circular_runs
-from evalstore.services.tasks.judge_made import judge_behind
+from evalstore.services.tasks.judge_made import JudgeBehind, judge_behind
 from evalstore.statistics import judgment_agreement as agreement
 from evalstore.statistics.prediction_powered import prediction_powered
 from evalstore.statistics.significance import CORRECTIONS, TESTS
 
 DEFAULT_MEASURES = ("nDCG@10", "AP")
 MAX_RUN_FILES = 1000  # systems compared at once: each is evaluated twice per measure, in memory
+
+
+class QrelsPair(TypedDict):
+    first: str
+    second: str
+
+
+class DocumentCounts(TypedDict):
+    first: int
+    second: int
+    both: int
+
+
+class PpiTopics(TypedDict):
+    """Prediction-powered inference's N (the topics the LLM judges) and n (those both judge)."""
+
+    llm: int
+    human: int
+
+
+class AgreementReport(TypedDict):
+    """The agreement of two qrels as `judgments compare --format json` and the agreement pages
+    give it (a TypedDict: it goes to JSON as built). ``qrels``: the stored qrels each name
+    resolved to (a lineage's name: its newest version). The figures are the statistics'
+    dataclasses as dicts: ``labels`` (:class:`~evalstore.statistics.judgment_agreement.LabelAgreement`),
+    per measure ``systems`` and ``significance``, and per measure and run ``ppi`` (the
+    prediction-powered interval). ``circular``: per side, the runs that declare the model that
+    made its labels (their scores there are suspect); ``judges``: the judge behind either side's
+    labels. With fewer than two runs, a ``note`` and no system figures."""
+
+    first: str
+    second: str
+    qrels: QrelsPair
+    documents: DocumentCounts
+    labels: dict[str, Any]
+    systems: dict[str, dict[str, Any]]
+    significance: dict[str, dict[str, Any]]
+    ppi: dict[str, dict[str, dict[str, Any]]]
+    circular: dict[str, dict[str, list[str]]]
+    judges: dict[str, JudgeBehind]
+    topics: list[str]
+    note: NotRequired[str]
+    ppi_topics: NotRequired[PpiTopics]
 
 
 def _labels(session: Any, name: str) -> tuple[str, pd.DataFrame]:
@@ -78,7 +121,7 @@ def compare(
     correction: str = "holm",
     relevant_from: int = 1,
     confidence: float = 0.95,
-) -> dict[str, Any]:
+) -> AgreementReport:
     """The three levels of agreement of ``second`` with ``first`` (the reference, e.g. human qrels):
     labels (the relevant sets at ``relevant_from`` or more), the systems' order (``top_k``: tau over
     the first's top k, swaps among them) and significance (``test`` at ``alpha``, p-values under
@@ -129,27 +172,22 @@ def compare(
         both["relevance_b"].to_numpy(),
         relevant_from=relevant_from,
     )
-    report: dict[str, Any] = {
-        "first": first,
-        "second": second,
-        # the stored qrels each name resolved to (a lineage's name: its newest version)
-        "qrels": {"first": first_stored, "second": second_stored},
-        "documents": {
-            "first": int((a["relevance"] >= 0).sum()),
-            "second": int((b["relevance"] >= 0).sum()),
-            "both": len(both),
-        },
-        "labels": asdict(labels),
-        "systems": {},
-        "significance": {},
-        "ppi": {},
-        # runs that declare the model that made one side's labels: their scores there are suspect
-        "circular": {name: runs_ for name, runs_ in circular.items() if runs_},
-        # the judge behind either side's labels, with its stored probe result
-        "judges": {name: behind for name, behind in judges.items() if behind},
-    }
     topics = sorted(set(both["topic"]))
-    report["topics"] = topics
+    report = AgreementReport(
+        first=first,
+        second=second,
+        qrels=QrelsPair(first=first_stored, second=second_stored),
+        documents=DocumentCounts(
+            first=int((a["relevance"] >= 0).sum()), second=int((b["relevance"] >= 0).sum()), both=len(both)
+        ),
+        labels=asdict(labels),
+        systems={},
+        significance={},
+        ppi={},
+        circular={name: runs_ for name, runs_ in circular.items() if runs_},
+        judges={name: behind for name, behind in judges.items() if behind},
+        topics=topics,
+    )
     if len(tables) < 2:
         report["note"] = "fewer than two runs: no system order or significance to compare"
         return report
@@ -157,7 +195,7 @@ def compare(
     # PPI's N: every topic the second (the LLM) judges; its n: the topics both judge
     llm_topics = sorted(set(b.loc[b["relevance"] >= 0, "topic"]))
     where = [llm_topics.index(t) for t in topics]
-    report["ppi_topics"] = {"llm": len(llm_topics), "human": len(topics)}
+    report["ppi_topics"] = PpiTopics(llm=len(llm_topics), human=len(topics))
     for measure in names:
         scores_a = per_topic(a, tables, measure, topics)
         scores_b = per_topic(b, tables, measure, topics)

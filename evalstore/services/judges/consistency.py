@@ -5,7 +5,7 @@ gives labels that a second run would not give again."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from sqlalchemy import select
@@ -14,7 +14,19 @@ from sqlalchemy.orm import Session
 from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat
 
 
-def self_consistency(session: Session, judge: Judge) -> dict[str, Any] | None:
+class SelfConsistency(TypedDict):
+    """A judge's agreement with itself across repeats: over how many documents and answers, the
+    share of documents whose answers all agree, the mean share of agreeing pairs, and
+    Krippendorff's ordinal alpha."""
+
+    documents: int
+    answers: int
+    all_agree: float
+    pairwise_agreement: float
+    krippendorff_alpha: float
+
+
+def self_consistency(session: Session, judge: Judge) -> SelfConsistency | None:
     """Over the documents with two or more graded answers under the judge's configuration: how
     many, the share whose answers all agree, the mean share of agreeing pairs of answers, and
     Krippendorff's ordinal alpha with the repeats as coders (the ``krippendorff`` package); None
@@ -58,10 +70,10 @@ def self_consistency(session: Session, judge: Judge) -> dict[str, Any] | None:
         if len(labels) > 1
         else 1.0
     )
-    return {
-        "documents": len(repeated),
-        "answers": int(np.isfinite(data).sum()),
-        "all_agree": float(np.mean([len(set(given.values())) == 1 for given in repeated])),
-        "pairwise_agreement": float(np.mean(pairs)),
-        "krippendorff_alpha": alpha,
-    }
+    return SelfConsistency(
+        documents=len(repeated),
+        answers=int(np.isfinite(data).sum()),
+        all_agree=float(np.mean([len(set(given.values())) == 1 for given in repeated])),
+        pairwise_agreement=float(np.mean(pairs)),
+        krippendorff_alpha=alpha,
+    )

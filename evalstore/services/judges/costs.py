@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -37,7 +37,47 @@ def money(judge: Judge, input_tokens: int, output_tokens: int) -> float | None:
     return (input_tokens * declared[0] + output_tokens * declared[1]) / 1e6
 
 
-def ledger(session: Session, judge: Judge) -> dict[str, Any]:
+class UnrateableLabel(TypedDict):
+    pool: str
+    topic: str
+    doc: str
+    reason: str | None
+
+
+class AnswerCalls(TypedDict):
+    """A judge's answer-assessing calls of one purpose, summed."""
+
+    calls: int
+    labelled: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    cost_usd: float | None
+
+
+class CostLedger(TypedDict):
+    """A judge's cost ledger as `judges show` and its console page give it (a TypedDict: it goes
+    to JSON as built). ``repeats`` and ``preferences`` are counted in the sums after them too, as
+    are the ``answer_calls`` (per purpose: nuggets assign, support assess, nuggets create);
+    ``labels_without_tokens``: labels whose endpoint reported no usage; ``cost_usd`` None: the
+    judge declares no prices."""
+
+    labels: int
+    repeats: int
+    preferences: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    labels_without_tokens: int
+    seconds: float
+    cost_usd: float | None
+    unrateable: int
+    unrateable_listed: list[UnrateableLabel]
+    answer_calls: dict[str, AnswerCalls]
+
+
+def ledger(session: Session, judge: Judge) -> CostLedger:
     """The judge's calls under its configuration, summed (labels, their repeats and its pairwise
     preferences): attempts,
     tokens, seconds and money, and the unrateable labels (counted, the first ``LISTED`` listed with their reason)."""
@@ -87,27 +127,26 @@ def ledger(session: Session, judge: Judge) -> dict[str, Any]:
         .where(*current, JudgeLabel.relevance.is_(None))
         .order_by(Pool.name, JudgeLabel.topic, JudgeLabel.doc)
     ).all()
-    return {
-        "labels": int(labels),
-        "repeats": repeats,  # answers asked again (judges run --repeats), counted in what follows
-        "preferences": int(preference_rows[0]),  # pairwise answers (judges prefer), counted in what follows
-        "attempts": attempts,
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-        "labels_without_tokens": int(labels) - int(reported),  # the endpoint reported no usage
-        "seconds": seconds,
-        "cost_usd": money(judge, tokens_in, tokens_out),
-        "unrateable": len(unrateable),
-        "unrateable_listed": [
-            {"pool": pool, "topic": topic, "doc": doc, "reason": reason}
+    return CostLedger(
+        labels=int(labels),
+        repeats=repeats,
+        preferences=int(preference_rows[0]),
+        attempts=attempts,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        labels_without_tokens=int(labels) - int(reported),
+        seconds=seconds,
+        cost_usd=money(judge, tokens_in, tokens_out),
+        unrateable=len(unrateable),
+        unrateable_listed=[
+            UnrateableLabel(pool=pool, topic=topic, doc=doc, reason=reason)
             for pool, topic, doc, reason in unrateable[:LISTED]
         ],
-        # the answer assessors' calls (nuggets assign, support assess, nuggets create), counted above too
-        "answer_calls": answer_calls,
-    }
+        answer_calls=answer_calls,
+    )
 
 
-def _answer_calls(session: Session, judge: Judge) -> dict[str, dict[str, Any]]:
+def _answer_calls(session: Session, judge: Judge) -> dict[str, AnswerCalls]:
     """The judge's answer-assessing calls under its configuration, summed per purpose."""
     rows = session.execute(
         select(
@@ -124,15 +163,15 @@ def _answer_calls(session: Session, judge: Judge) -> dict[str, dict[str, Any]]:
         .order_by(JudgeAnswerCall.purpose)
     ).all()
     return {
-        purpose: {
-            "calls": int(calls),
-            "labelled": int(labelled),
-            "attempts": int(attempts or 0),
-            "input_tokens": int(tokens_in or 0),
-            "output_tokens": int(tokens_out or 0),
-            "seconds": float(seconds or 0.0),
-            "cost_usd": money(judge, int(tokens_in or 0), int(tokens_out or 0)),
-        }
+        purpose: AnswerCalls(
+            calls=int(calls),
+            labelled=int(labelled),
+            attempts=int(attempts or 0),
+            input_tokens=int(tokens_in or 0),
+            output_tokens=int(tokens_out or 0),
+            seconds=float(seconds or 0.0),
+            cost_usd=money(judge, int(tokens_in or 0), int(tokens_out or 0)),
+        )
         for purpose, calls, labelled, attempts, tokens_in, tokens_out, seconds in rows
     }
 

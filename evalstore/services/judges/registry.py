@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, func, select
@@ -24,6 +25,62 @@ from evalstore.services.judges.redaction import url_credentials
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what decides a label; max_concurrency and timeout do not
 CONFIG_KEYS = ("scale", "temperature", "seed", "max_tokens", "structured")
+
+
+@dataclass(frozen=True)
+class PoolLabels:
+    """A judge's labels of one pool under its configuration; ``unrateable``: those it gave no grade."""
+
+    labels: int
+    unrateable: int
+
+
+@dataclass(frozen=True)
+class JudgeView:
+    """A judge as `judges show` and its console page give it: its configuration (``params`` as
+    stored: scale, temperature, seed, ...; sent among the other fields), its labels per pool, its
+    probes, its cost ledger, and the agreement of its answers across repeats (None: no document
+    was asked twice). Never its key: only the name of the variable it is read from."""
+
+    name: str
+    endpoint: str
+    model: str
+    api_key_env: str | None
+    prompt: str
+    prompt_hash: str
+    params: dict[str, Any]
+    config_hash: str
+    created_at: str
+    labels: dict[str, PoolLabels]
+    probes: list[dict[str, Any]]  # each stored probe's result, with its collection, qrels and time
+    costs: costs.CostLedger
+    self_consistency: consistency.SelfConsistency | None
+
+    @property
+    def scale(self) -> tuple[int, int]:
+        low, high = self.params["scale"]
+        return int(low), int(high)
+
+    @property
+    def temperature(self) -> float:
+        return float(self.params["temperature"])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "prompt": self.prompt,
+            "prompt_hash": self.prompt_hash,
+            **self.params,
+            "config_hash": self.config_hash,
+            "created_at": self.created_at,
+            "labels": {pool: {"labels": n.labels, "unrateable": n.unrateable} for pool, n in self.labels.items()},
+            "probes": self.probes,
+            "costs": self.costs,
+            "self_consistency": self.self_consistency,
+        }
 
 
 def parse_scale(text: str) -> tuple[int, int]:
@@ -62,7 +119,7 @@ def add_judge(
     price_out: float | None = None,
     replace: bool = False,
     owner_id: int | None = None,
-) -> dict[str, Any]:
+) -> JudgeView:
     """Define a judge (``replace``: change an existing one's configuration; its labels stay, under
     the old configuration's hash). The key is read from ``api_key_env`` when the judge runs.
     ``price_in``/``price_out``: US dollars per million input and output tokens, for its cost
@@ -138,7 +195,7 @@ def get_judge(session: Session, name: str) -> Judge:
     return judge
 
 
-def _view(session: Session, judge: Judge) -> dict[str, Any]:
+def _view(session: Session, judge: Judge) -> JudgeView:
     counts = session.execute(
         select(Pool.name, func.count(JudgeLabel.id), func.count(JudgeLabel.relevance))
         .join(Pool, Pool.id == JudgeLabel.pool_id)
@@ -151,30 +208,29 @@ def _view(session: Session, judge: Judge) -> dict[str, Any]:
         .where(JudgeProbe.judge_id == judge.id, JudgeProbe.config_hash == judge.config_hash)
         .order_by(JudgeProbe.id)
     ).all()
-    return {
-        "name": judge.name,
-        "endpoint": judge.endpoint,
-        "model": judge.model,
-        "api_key_env": judge.api_key_env,
-        "prompt": judge.prompt_name,
-        "prompt_hash": judge.prompt_hash,
-        **judge.params,
-        "config_hash": judge.config_hash,
-        "created_at": judge.created_at.isoformat(),
-        "labels": {pool: {"labels": total, "unrateable": total - rated} for pool, total, rated in counts},
-        "probes": [{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
-        "costs": costs.ledger(session, judge),
-        # agreement of the judge's answers across repeats (None: no document asked twice)
-        "self_consistency": consistency.self_consistency(session, judge),
-    }
+    return JudgeView(
+        name=judge.name,
+        endpoint=judge.endpoint,
+        model=judge.model,
+        api_key_env=judge.api_key_env,
+        prompt=judge.prompt_name,
+        prompt_hash=judge.prompt_hash,
+        params=dict(judge.params),
+        config_hash=judge.config_hash,
+        created_at=judge.created_at.isoformat(),
+        labels={pool: PoolLabels(total, total - rated) for pool, total, rated in counts},
+        probes=[{"collection": c, "qrels": q, **r, "at": at.isoformat()} for c, q, r, at in probes],
+        costs=costs.ledger(session, judge),
+        self_consistency=consistency.self_consistency(session, judge),
+    )
 
 
-def list_judges(engine: Engine) -> list[dict[str, Any]]:
+def list_judges(engine: Engine) -> list[JudgeView]:
     with read_only(engine) as session:
         return [_view(session, judge) for judge in session.scalars(select(Judge).order_by(Judge.name))]
 
 
-def show_judge(engine: Engine, name: str) -> dict[str, Any]:
+def show_judge(engine: Engine, name: str) -> JudgeView:
     with read_only(engine) as session:
         return _view(session, get_judge(session, name))
 

@@ -47,7 +47,7 @@ class JudgeRun:
     skipped: list[dict[str, str]] = field(default_factory=list)  # not sent: the budget was reached first
     budget_usd: float | None = None
     repeats: int = 1  # answers asked per document (the first is its label)
-    self_consistency: dict[str, Any] | None = None  # with repeats: the judge's, over all its repeats
+    self_consistency: consistency.SelfConsistency | None = None  # with repeats: the judge's, over all its repeats
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -8,7 +8,7 @@ any of its versions, or on qrels named NAME) and queues their runs' re-evaluatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from evalstore.io.judgments import TREC_UNJUDGED
 from evalstore.services import jobs, pools
 from evalstore.services import store as store_module
 from evalstore.services.judges.registry import get_judge
-from evalstore.services.tasks.judge_made import judge_behind
+from evalstore.services.tasks.judge_made import ProbeResult, judge_behind
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,89 @@ def judge_labels(session: Session, pool: Pool, judge: Judge, *, config_hash: str
     return pd.Series([int(r or 0) for _, _, r in rows], index=index, dtype="int64")  # None filtered out above
 
 
+@dataclass(frozen=True)
+class QrelsVersionView:
+    """A version of a qrels lineage: its qrels (``NAME@vN``), the pool and labels it was built
+    from (``source``, sent as ``from``; ``sources``: the judge and its configuration, an
+    ensemble's members, as recorded), its counts, hash and parent, and the judge's stored probe
+    (None: no judge made these labels, or it was not probed so)."""
+
+    name: str
+    version: int
+    qrels: str | None
+    pool: str
+    source: str | None
+    sources: dict[str, Any]
+    counts: dict[str, int]
+    content_hash: str
+    parent: str | None
+    created_at: str
+    probe: ProbeResult | None
+    probe_text: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "qrels": self.qrels,
+            "pool": self.pool,
+            "from": self.source,
+            "sources": self.sources,
+            "counts": self.counts,
+            "content_hash": self.content_hash,
+            "parent": self.parent,
+            "created_at": self.created_at,
+            "probe": self.probe,
+            "probe_text": self.probe_text,
+        }
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """A run of a task that moved to a new version, queued for evaluation on it."""
+
+    task: str
+    run: str
+    job: int
+    state: str
+
+
+@dataclass(frozen=True)
+class MovedTask:
+    """A task moved to a new version: the qrels it was on (sent as ``from``) and its runs."""
+
+    previous: str
+    runs: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"from": self.previous, "runs": self.runs}
+
+
+@dataclass(frozen=True)
+class BuiltVersion(QrelsVersionView):
+    """The version a build made (``created``) or found with the same content; the tasks it moved
+    (by name) and their runs' queued jobs."""
+
+    created: bool
+    queued: list[QueuedRun]
+    moved: dict[str, MovedTask]
+
+    @classmethod
+    def of(
+        cls, view: QrelsVersionView, *, created: bool, queued: list[QueuedRun], moved: dict[str, MovedTask]
+    ) -> BuiltVersion:
+        shown = {f.name: getattr(view, f.name) for f in fields(QrelsVersionView)}
+        return cls(**shown, created=created, queued=queued, moved=moved)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **super().as_dict(),
+            "created": self.created,
+            "queued": [{"task": q.task, "run": q.run, "job": q.job, "state": q.state} for q in self.queued],
+            "moved": {task: moved.as_dict() for task, moved in self.moved.items()},
+        }
+
+
 def _only_judge(session: Session, pool: Pool) -> Judge:
     labelled = select(JudgeLabel.judge_id).where(JudgeLabel.pool_id == pool.id)
     judges = list(session.scalars(select(Judge).where(Judge.id.in_(labelled)).order_by(Judge.name)))
@@ -133,7 +216,7 @@ def _only_judge(session: Session, pool: Pool) -> Judge:
     return judges[0]
 
 
-def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rule: str = "majority") -> dict[str, Any]:
+def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rule: str = "majority") -> BuiltVersion:
     """Build (or find, when the content is the newest version's) a version of the lineage ``name``
     (``rule``: how an ensemble's members' grades are combined, :func:`combine`)."""
     chosen = parse_source(source)
@@ -194,7 +277,7 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
             judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash
         )
 
-    def store(staged: StagedRows) -> dict[str, Any]:
+    def store(staged: StagedRows) -> BuiltVersion:
         # the version's qrels, its row and the re-pointed tasks with their queued jobs commit
         # together: a crash in between leaves no NAME@vN without its version, nor the reverse
         with unit_of_work(engine, staged.attach) as session:
@@ -202,7 +285,7 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
                 select(QrelsVersion).where(QrelsVersion.name == name).order_by(QrelsVersion.version.desc()).limit(1)
             )
             if newest is not None and newest.content_hash == content_hash:
-                return {**_as_dict(session, newest), "created": False, "queued": [], "moved": {}}
+                return BuiltVersion.of(_view(session, newest), created=False, queued=[], moved={})
             version = 1 if newest is None else newest.version + 1
             stored = store_module.add_qrels(
                 session,
@@ -226,14 +309,14 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
             session.add(row)
             session.flush()
             queued, moved = _requeue(session, name, qrels)
-            return {**_as_dict(session, row), "created": True, "queued": queued, "moved": moved}
+            return BuiltVersion.of(_view(session, row), created=True, queued=queued, moved=moved)
 
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
         # two builds of one lineage at once: the loser sees the winner's version and decides again
         return store_module.retry_on_name_race(lambda: store(staged))
 
 
-def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[QueuedRun], dict[str, MovedTask]]:
     """Point the lineage's tasks at the new version and queue their runs' evaluation on it; the
     queued jobs, and per task the qrels it was on and its runs. What the new version does to a
     task's ranking is for the queued jobs to find (``judgments compare`` once they are done): it is
@@ -247,11 +330,11 @@ def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[dict[st
     if plain is not None:
         lineage.add(plain.id)
     queued = []
-    moved: dict[str, dict[str, Any]] = {}
+    moved: dict[str, MovedTask] = {}
     for task in session.scalars(select(Task).where(Task.qrels_id.in_(lineage)).order_by(Task.name)):
         previous = session.get(QrelsSet, task.qrels_id)
         assert previous is not None
-        moved[task.name] = {"from": previous.name, "runs": []}
+        moved[task.name] = MovedTask(previous.name, [])
         task.qrels_id = qrels.id
         options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
         for submission in session.scalars(
@@ -261,33 +344,32 @@ def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[dict[st
             assert run is not None  # a submission's run is deleted with it
             ref = jobs.enqueue_run(session, run, qrels, options)
             submission.evaluation_id = ref.evaluation_id
-            queued.append({"task": task.name, "run": run.name, "job": ref.evaluation_id, "state": ref.state})
-            moved[task.name]["runs"].append(run.name)
+            queued.append(QueuedRun(task.name, run.name, ref.evaluation_id, ref.state))
+            moved[task.name].runs.append(run.name)
     return queued, moved
 
 
-def _as_dict(session: Session, row: QrelsVersion) -> dict[str, Any]:
+def _view(session: Session, row: QrelsVersion) -> QrelsVersionView:
     qrels = session.get(QrelsSet, row.qrels_id)
     parent = session.get(QrelsVersion, row.parent_id) if row.parent_id is not None else None
     behind = judge_behind(session, qrels.name) if qrels else None
-    return {
-        "name": row.name,
-        "version": row.version,
-        "qrels": qrels.name if qrels else None,
-        "pool": row.pool_name,
-        "from": row.sources.get("from"),
-        "sources": row.sources,
-        "counts": row.counts,
-        "content_hash": row.content_hash,
-        "parent": f"{parent.name}@v{parent.version}" if parent else None,
-        "created_at": row.created_at.isoformat(),
-        # the judge's stored probe (None: no judge made these labels, or it was not probed so)
-        "probe": behind["probe"] if behind else None,
-        "probe_text": behind["probe_text"] if behind else None,
-    }
+    return QrelsVersionView(
+        name=row.name,
+        version=row.version,
+        qrels=qrels.name if qrels else None,
+        pool=row.pool_name,
+        source=row.sources.get("from"),
+        sources=row.sources,
+        counts=row.counts,
+        content_hash=row.content_hash,
+        parent=f"{parent.name}@v{parent.version}" if parent else None,
+        created_at=row.created_at.isoformat(),
+        probe=behind["probe"] if behind else None,
+        probe_text=behind["probe_text"] if behind else None,
+    )
 
 
-def list_versions(engine: Engine, name: str) -> list[dict[str, Any]]:
+def list_versions(engine: Engine, name: str) -> list[QrelsVersionView]:
     """The lineage, oldest first."""
     with read_only(engine) as session:
         rows = list(
@@ -299,4 +381,4 @@ def list_versions(engine: Engine, name: str) -> list[dict[str, Any]]:
                 f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}); build one "
                 f"with 'evalstore qrels build {name} --pool POOL --from human'."
             )
-        return [_as_dict(session, row) for row in rows]
+        return [_view(session, row) for row in rows]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from evalstore.services.judging.assignments import (
     POOL_GRADES,
+    AssessorPool,
+    PoolSettings,
     assessor_pools,
     assign_assessor,
     configure_pool,
@@ -39,6 +41,7 @@ from evalstore.services.judging.roles import (
 )
 from evalstore.services.judging.screens import (
     UNDOS_SEARCHED,
+    EntryToJudge,
     JudgingScreen,
     MyJudgment,
     TopicProgress,
@@ -49,6 +52,9 @@ from evalstore.services.judging.screens import (
 )
 
 __all__ = [
+    "AssessorPool",
+    "EntryToJudge",
+    "PoolSettings",
     "LONGEST_JUDGMENT_SECONDS",
     "NOTE_CHARACTERS",
     "POOL_GRADES",

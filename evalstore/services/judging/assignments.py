@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
@@ -18,6 +18,28 @@ from evalstore.services.access import Principal, audit, get_user
 
 # the grades an assessor picks from when a pool names none (TREC DL's four-point scale)
 POOL_GRADES = {"0": "Not relevant", "1": "Related", "2": "Highly relevant", "3": "Perfectly relevant"}
+
+
+class PoolSettings(TypedDict):
+    """What a pool's assessors read and how they judge, as `pool configure` and the judging pages
+    give it: the topic set and collection, the grades with their labels, and the share of each
+    topic judged twice with its seed."""
+
+    pool: str
+    topics: str | None
+    collection: str | None
+    grades: dict[str, str]
+    double_share: float | None
+    double_seed: int | None
+
+
+class AssessorPool(TypedDict):
+    """A pool an assessor judges, as the API and the pools page list it."""
+
+    name: str
+    strategy: str
+    entries: int
+    judged_by_you: int
 
 
 def assign_assessor(engine: Engine, pool_name: str, user_name: str, *, by: Principal | None = None) -> None:
@@ -41,7 +63,7 @@ def configure_pool(
     grades: Mapping[int, str] | None = None,
     double_share: float | None = None,
     seed: int | None = None,
-) -> dict[str, Any]:
+) -> PoolSettings:
     """Name the topic statements and documents a pool's assessors read, its grades with their
     labels (each grade a relevance value 0-9), and the share of each topic judged twice: with a
     share, a topic is its first assessor's, and each other assessor judges that seeded share of
@@ -68,15 +90,15 @@ def configure_pool(
         return judging_settings(pool)
 
 
-def judging_settings(pool: Pool) -> dict[str, Any]:
-    return {
-        "pool": pool.name,
-        "topics": pool.topic_set,
-        "collection": pool.collection,
-        "grades": pool.grades or POOL_GRADES,
-        "double_share": pool.double_share,
-        "double_seed": pool.double_seed,
-    }
+def judging_settings(pool: Pool) -> PoolSettings:
+    return PoolSettings(
+        pool=pool.name,
+        topics=pool.topic_set,
+        collection=pool.collection,
+        grades=pool.grades or POOL_GRADES,
+        double_share=pool.double_share,
+        double_seed=pool.double_seed,
+    )
 
 
 def judged_pool(session: Session, principal: Principal, name: str) -> Pool:
@@ -89,7 +111,7 @@ def judged_pool(session: Session, principal: Principal, name: str) -> Pool:
     return pool
 
 
-def assessor_pools(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+def assessor_pools(engine: Engine, principal: Principal) -> list[AssessorPool]:
     """The pools the principal judges, with how many documents each holds and they have judged."""
     principal.require("pools:judge")
     with read_only(engine) as session:
@@ -100,15 +122,17 @@ def assessor_pools(engine: Engine, principal: Principal) -> list[dict[str, Any]]
             )
         pools = list(session.scalars(statement))
         return [
-            {
-                "name": p.name,
-                "strategy": p.strategy,
-                "entries": session.scalar(select(func.count()).select_from(PoolEntry).where(PoolEntry.pool_id == p.id)),
-                "judged_by_you": session.scalar(
+            AssessorPool(
+                name=p.name,
+                strategy=p.strategy,
+                entries=session.scalar(select(func.count()).select_from(PoolEntry).where(PoolEntry.pool_id == p.id))
+                or 0,
+                judged_by_you=session.scalar(
                     select(func.count())
                     .select_from(PoolJudgment)
                     .where(PoolJudgment.pool_id == p.id, PoolJudgment.assessor == principal.name)
-                ),
-            }
+                )
+                or 0,
+            )
             for p in pools
         ]

@@ -5,7 +5,7 @@ assessor's: judging is blind)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -17,23 +17,31 @@ from evalstore.errors import NotFoundError
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.access import Principal
-from evalstore.services.judging.assignments import POOL_GRADES, judged_pool, judging_settings
+from evalstore.services.judging.assignments import POOL_GRADES, PoolSettings, judged_pool, judging_settings
 from evalstore.services.judging.roles import first_assessors, my_share, role_of
 
 # how many of an assessor's newest undos are searched for the note of the document shown again
 UNDOS_SEARCHED = 50
 
 
+class EntryToJudge(TypedDict):
+    """A pooled document and this assessor's judgment of it so far (None: not judged)."""
+
+    topic: str
+    doc: str
+    relevance: int | None
+
+
 def pool_entries(
     engine: Engine, principal: Principal, pool_name: str, *, topic: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[EntryToJudge]:
     """The documents to judge, in judging order, with this assessor's judgments so far."""
     with read_only(engine) as session:
         pool = judged_pool(session, principal, pool_name)
         statement = _entries_with_mine(pool, principal)
         if topic is not None:
             statement = statement.where(same_id(PoolEntry.topic, topic))
-        return [{"topic": t, "doc": d, "relevance": r} for t, d, r, _ in session.execute(statement)]
+        return [EntryToJudge(topic=t, doc=d, relevance=r) for t, d, r, _ in session.execute(statement)]
 
 
 def _entries_with_mine(pool: Pool, principal: Principal) -> Any:
@@ -60,7 +68,7 @@ class TopicProgress:
     role: str  # one of the ROLE_ constants
 
 
-def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tuple[dict[str, Any], list[TopicProgress]]:
+def topic_progress(engine: Engine, principal: Principal, pool_name: str) -> tuple[PoolSettings, list[TopicProgress]]:
     """The pool's settings, and per topic the documents this assessor judges (all, or the
     double-judged share of another assessor's topic) and how many they have judged."""
     with read_only(engine) as session:

@@ -22,6 +22,7 @@ from evalstore.services import comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
+from evalstore.services.tasks.judge_made import JudgeBehind
 from evalstore.statistics import significance
 
 JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
@@ -32,15 +33,15 @@ DOWNLOADS = ("csv", "json", "md", "tex")
 class BoardRow:
     rank: int
     run: str
-    team: str
-    run_type: str
+    team: str | None  # None: a collection's run no team submitted
+    run_type: str | None
     topics: int
     judged_at_10: float | None
-    scores: dict[str, dict[str, float]]  # measure -> mean, ci_low, ci_high
+    scores: dict[str, tasks.ScoreInterval]
     tier: str  # compact letters: rows sharing a letter are not significantly different
     pooled: bool | None  # contributed to the pool the qrels came from (None: the qrels came from no pool)
     may_open: bool  # the caller may open the run's page
-    private: dict[str, Any] | None = None  # a split task's ranking on its private topics: rank, topics, scores
+    private: tasks.PrivateRanking | None = None  # a split task's ranking on its private topics
     swap: int | None = None  # public rank minus private rank (> 0: the run rose on the private topics)
     # the models of the judge that made the qrels' labels that the run declares it used (circularity)
     circular: tuple[str, ...] = ()
@@ -56,8 +57,8 @@ class BoardPage:
     tier_measure: str | None
     tier_test: str | None
     notes: list[str] = field(default_factory=list)
-    split: dict[str, Any] | None = None  # a public/private split: its private topic count, whether final
-    judge: dict[str, Any] | None = None  # the judge behind judge-made qrels: name, model, probe
+    split: tasks.BoardSplit | None = None  # a public/private split: its private topic count, whether final
+    judge: JudgeBehind | None = None  # the judge behind judge-made qrels
 
 
 @dataclass(frozen=True)
@@ -156,10 +157,10 @@ def leaderboard(
 def board_page(
     context: AppContext,
     name: str,
-    body: dict[str, Any],
+    body: tasks.BoardBody,
     qrels: str | None,
     qrels_source: str | None,
-    may_open: Callable[[str, str], bool],
+    may_open: Callable[[str, str | None], bool],
     measures: Sequence[str] = (),
     sort: str | None = None,
     *,
@@ -228,7 +229,8 @@ def board_page(
 def _mean(row: BoardRow, measure: str) -> float | None:
     """The row's mean of ``measure``; None where it has none (an answer run without citation-support
     labels has no support_precision)."""
-    return row.scores.get(measure, {}).get("mean")
+    found = row.scores.get(measure)
+    return None if found is None else found["mean"]
 
 
 def _tiers(
@@ -236,7 +238,7 @@ def _tiers(
     qrels: str | None,
     runs: list[str],
     measure: str,
-    body: dict[str, Any],
+    body: tasks.BoardBody,
     topics: ranking.TopicFilter | None,
     *,
     nuggets: str | None = None,
@@ -248,7 +250,12 @@ def _tiers(
     evaluations the board shows, computed here and kept."""
     if qrels is None:
         return _answer_tiers(context, runs, measure, body, nuggets)
-    means = [(r["run"], r["scores"][measure]["mean"]) for r in body["rows"] if measure in r["scores"]]
+    # a ranking board's means are never None (only an answer board's may be)
+    means = [
+        (r["run"], mean)
+        for r in body["rows"]
+        if measure in r["scores"] and (mean := r["scores"][measure]["mean"]) is not None
+    ]
     scope = "all" if topics is None else topics.scope
     with read_only(context.engine) as session:
         found = session.execute(select(QrelsSet).where(QrelsSet.name == qrels)).scalar_one_or_none()
@@ -268,7 +275,7 @@ def _tiers(
 
 
 def _answer_tiers(
-    context: AppContext, runs: list[str], measure: str, body: dict[str, Any], nuggets: str | None
+    context: AppContext, runs: list[str], measure: str, body: tasks.BoardBody, nuggets: str | None
 ) -> dict[str, str]:
     assert nuggets is not None
     key = (
@@ -340,14 +347,17 @@ def board_download(page: BoardPage, fmt: str) -> str:
         header += ["private rank", *(f"private {m}" for m in page.measures), "private topics", "swap"]
     body = []
     for i, r in enumerate(page.rows, start=1):
-        row = [str(i), r.run, r.team, r.run_type]
+        row = [str(i), r.run, r.team or "", r.run_type or ""]
         row += [f"{r.scores[m][key]:.4f}" for m in page.measures for key in ("mean", "ci_low", "ci_high")]
         row += [str(r.topics), r.tier, "" if r.judged_at_10 is None else f"{r.judged_at_10:.2f}"]
         if private:
-            mine = r.private or {"scores": {}}
-            row += [str(mine.get("rank", ""))]
-            row += [f"{mine['scores'][m]['mean']:.4f}" if m in mine["scores"] else "" for m in page.measures]
-            row += [str(mine.get("topics", "")), "" if r.swap is None else f"{r.swap:+d}"]
+            mine = r.private
+            row += ["" if mine is None else str(mine["rank"])]
+            row += [
+                f"{mine['scores'][m]['mean']:.4f}" if mine is not None and m in mine["scores"] else ""
+                for m in page.measures
+            ]
+            row += ["" if mine is None else str(mine["topics"]), "" if r.swap is None else f"{r.swap:+d}"]
         body.append(row)
     numeric = frozenset(i for i, h in enumerate(header) if h not in ("run", "team", "type", "tier"))
     return inert.table(header, body, fmt, right=numeric)

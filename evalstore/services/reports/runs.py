@@ -3,7 +3,7 @@ task's runs (with the topics where they disagree most)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,8 @@ PER_TOPIC_COLUMNS = (
 
 @dataclass(frozen=True)
 class RunPage:
-    run: dict[str, Any]  # the submission: team, type, rows, topics, state, ...
+    # a task's submission (tasks.SubmittedRun) or a collection's run as its lab page shows it
+    run: Mapping[str, Any]
     visible: bool
     aggregates: dict[str, Any]
     measure: str | None  # the per-topic picture's measure
@@ -78,11 +79,13 @@ def run_page(
     if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
         return RunPage(submission, True, results["aggregates"], None, [], [], [], [], [], [], 0, public_only=True)
     split = access.board_topics
+    per_query = results["per_query"]
+    assert per_query is not None  # withheld only before a split task's release, returned above
     return scored_run_page(
         engine,
         submission,
         results["aggregates"],
-        results["per_query"],
+        per_query,
         measure,
         peers,
         public_only=public_only,
@@ -93,8 +96,8 @@ def run_page(
 def _answer_run_page(
     engine: Engine,
     principal: Principal,
-    submission: dict[str, Any],
-    results: dict[str, Any],
+    submission: tasks.SubmittedRun,
+    results: tasks.RunResults,
     measure: str | None,
     context: AppContext | None,
 ) -> RunPage:
@@ -117,11 +120,13 @@ def _answer_run_page(
             missing="zero",
         )
 
+    per_query = results["per_query"]
+    assert per_query is not None  # an answer task keeps no topic private: never withheld
     return scored_run_page(
         engine,
         submission,
         results["aggregates"],
-        results["per_query"],
+        per_query,
         measure,
         peers,
         first=default,
@@ -146,7 +151,7 @@ def median_peers(
 
 def scored_run_page(
     engine: Engine,
-    submission: dict[str, Any],
+    submission: Mapping[str, Any],
     aggregates: dict[str, Any],
     per_query: dict[str, dict[str, Any]],
     measure: str | None,

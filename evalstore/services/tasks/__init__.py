@@ -46,6 +46,11 @@ from evalstore.services.tasks.admin import (
     update_task,
 )
 from evalstore.services.tasks.boards import (
+    BoardBody,
+    BoardEntry,
+    BoardSplit,
+    PrivateRanking,
+    ScoreInterval,
     TaskBoard,
     default_measures,
     task_leaderboard,
@@ -57,7 +62,7 @@ from evalstore.services.tasks.lab_boards import (
     collection_measures,
     list_collections,
 )
-from evalstore.services.tasks.results import PER_TOPIC_WITHHELD, run_results
+from evalstore.services.tasks.results import PER_TOPIC_WITHHELD, RunResults, run_results
 from evalstore.services.tasks.submissions import (
     AnswersQueued,
     Submitted,
@@ -78,7 +83,10 @@ from evalstore.services.tasks.visibility import (
     PENDING,
     RUN_TYPES,
     LiveJob,
+    SubmissionState,
+    SubmittedRun,
     TaskAccess,
+    TaskJob,
     TaskView,
     live_jobs,
     manages,
@@ -87,6 +95,8 @@ from evalstore.services.tasks.visibility import (
     queue,
     show_job,
     show_submission,
+    submission_state,
+    submitted_job,
     task_access,
     task_runs,
 )
@@ -131,8 +141,17 @@ __all__ = [
     "LEADERBOARD_MEASURES",
     "RUN_TYPES",
     "Submitted",
+    "RunResults",
+    "SubmissionState",
+    "SubmittedRun",
     "TaskAccess",
+    "BoardBody",
+    "BoardEntry",
+    "BoardSplit",
+    "PrivateRanking",
+    "ScoreInterval",
     "TaskBoard",
+    "TaskJob",
     "TaskView",
     "attach_runs",
     "create_task",
@@ -148,6 +167,8 @@ __all__ = [
     "show_job",
     "show_submission",
     "show_task",
+    "submission_state",
+    "submitted_job",
     "submission_warning",
     "submit_run",
     "task_access",

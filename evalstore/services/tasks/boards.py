@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from sqlalchemy import Engine, func, select
 
@@ -41,17 +41,77 @@ from evalstore.services.tasks.visibility import (
     task_measures,
 )
 
+# A board's body is a TypedDict, not a dataclass: it is encoded to JSON once, as built, and the
+# pages read it as it is; a dataclass would only be turned back into these dicts.
+
+
+class ScoreInterval(TypedDict):
+    """A measure's mean over the topics and its 95% interval (None: the run has no value)."""
+
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class PrivateRanking(TypedDict):
+    """A row's place on a split task's private topics."""
+
+    rank: int
+    topics: int
+    scores: dict[str, ScoreInterval]
+
+
+class BoardEntry(TypedDict):
+    """One run on a board, best first. ``evaluation``: an answer task's (the evaluation its
+    scores come from); ``private`` and ``swap``: a split task's, for whoever sees the private
+    ranking; ``circular``: on labels a judge made, the judge's models the run declares."""
+
+    rank: int
+    run: str
+    team: str | None
+    run_type: str | None
+    evaluation: NotRequired[int]
+    topics: int
+    judged_at_10: float | None
+    scores: dict[str, ScoreInterval]
+    private: NotRequired[PrivateRanking | None]
+    swap: NotRequired[int | None]
+    circular: NotRequired[list[str]]
+
+
+class BoardSplit(TypedDict):
+    """What a split task's board ranks on, and whether the private ranking is shown and final."""
+
+    public: str
+    private_topics: int
+    final: bool
+    private_shown: bool
+
+
+class BoardBody(TypedDict):
+    """A board as the API sends it. ``scores`` is "visible" or :data:`HIDDEN` (then no rows);
+    ``nuggets``: an answer task's bank; ``judge``: the judge that made the labels, if one did."""
+
+    task: str
+    scores: str
+    nuggets: NotRequired[str]
+    measures: NotRequired[list[str]]
+    rows: list[BoardEntry]
+    notes: list[str]
+    split: NotRequired[BoardSplit]
+    judge: NotRequired[judge_made.JudgeBehind]
+
 
 @dataclass(frozen=True)
 class TaskBoard:
     """A task's leaderboard as the API sends it: ``body``, and the same as JSON bytes, encoded once
     per computed board (50 clients reading one board should not each pay for encoding it)."""
 
-    body: dict[str, Any]
+    body: BoardBody
     json: bytes
 
     @classmethod
-    def of(cls, body: dict[str, Any]) -> TaskBoard:
+    def of(cls, body: BoardBody) -> TaskBoard:
         return cls(body, json.dumps(body, separators=(",", ":")).encode())
 
 
@@ -149,7 +209,7 @@ def task_leaderboard(
     context = context_for(engine, context)
     state = _board_state(context, task_name)
     if not scores_are_visible(principal, state):
-        return TaskBoard.of({"task": task_name, "scores": HIDDEN, "rows": [], "notes": []})
+        return TaskBoard.of(BoardBody(task=task_name, scores=HIDDEN, rows=[], notes=[]))
     if state.bank_name is not None:
         names = task_measures(measures, answers=True) or default_measures(
             state.official_measure, state.measures, answers=True
@@ -177,14 +237,14 @@ def task_leaderboard(
                 .where(Submission.task_id == state.task_id)
             )
         }
-    body: dict[str, Any] = {"task": task_name, "scores": "visible", "rows": [], "notes": []}
+    body = BoardBody(task=task_name, scores="visible", rows=[], notes=[])
     if split:
-        body["split"] = {
-            "public": "every topic but the private ones",
-            "private_topics": len(state.private_topics),
-            "final": final,
-            "private_shown": with_private,
-        }
+        body["split"] = BoardSplit(
+            public="every topic but the private ones",
+            private_topics=len(state.private_topics),
+            final=final,
+            private_shown=with_private,
+        )
     if state.fingerprint[2] is not None:  # some run has finished evaluating
         ranked = ranking.leaderboard(
             engine,
@@ -197,21 +257,26 @@ def task_leaderboard(
         body["measures"] = ranked.names
         body["notes"] = ranked.notes
         body["rows"] = [
-            {
-                "rank": rank,
-                "run": row.run,
-                "team": teams[row.run][0],
-                "run_type": teams[row.run][1],
-                "topics": row.topics,
-                "judged_at_10": row.judged_at_10,
-                "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()},
-            }
+            BoardEntry(
+                rank=rank,
+                run=row.run,
+                team=teams[row.run][0],
+                run_type=teams[row.run][1],
+                topics=row.topics,
+                judged_at_10=row.judged_at_10,
+                scores=intervals(row.values),
+            )
             for rank, row in enumerate(ranked.rows, start=1)
         ]
         if with_private:
             _add_private(context, state, ranked.names, set(teams), body)
         _mark_judge_made(engine, state.qrels_name, body)
     return context.boards.put(key, TaskBoard.of(body))
+
+
+def intervals(values: dict[str, tuple[float, float, float]]) -> dict[str, ScoreInterval]:
+    """A ranking row's (mean, low, high) per measure as the board sends them."""
+    return {m: ScoreInterval(mean=v[0], ci_low=v[1], ci_high=v[2]) for m, v in values.items()}
 
 
 def default_measures(official: str | None, measures: Sequence[str], *, answers: bool = False) -> list[str]:
@@ -225,18 +290,12 @@ def default_measures(official: str | None, measures: Sequence[str], *, answers: 
     return [official, *(m for m in names if m != official)] if official else names
 
 
-def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: list[str]) -> dict[str, Any]:
+def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: list[str]) -> BoardBody:
     """An answer task's board: each submission's evaluation on the task's bank (the one its
     organisers queued last), each measure's mean over the topics assessed with a 95% t interval,
     best first by the first measure. Submissions not evaluated yet are left out."""
-    body: dict[str, Any] = {
-        "task": task_name,
-        "scores": "visible",
-        "nuggets": state.bank_name,
-        "measures": names,
-        "rows": [],
-        "notes": [],
-    }
+    assert state.bank_name is not None
+    body = BoardBody(task=task_name, scores="visible", nuggets=state.bank_name, measures=names, rows=[], notes=[])
     with read_only(engine) as session:
         found = session.execute(
             select(Run.name, Submission.team, Submission.run_type, Evaluation.id)
@@ -251,19 +310,19 @@ def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: lis
     first = names[0]
     scored.sort(key=lambda r: (r[4][first] is None, -(r[4][first] or 0.0), r[0]))
     body["rows"] = [
-        {
-            "rank": rank,
-            "run": run,
-            "team": team,
-            "run_type": run_type,
-            "evaluation": evaluation,
-            "topics": max((record[f"{m}_topics"] for m in names), default=0),
-            "judged_at_10": None,
-            "scores": {
-                m: {"mean": record[m], "ci_low": record[f"{m}_ci_low"], "ci_high": record[f"{m}_ci_high"]}
+        BoardEntry(
+            rank=rank,
+            run=run,
+            team=team,
+            run_type=run_type,
+            evaluation=evaluation,
+            topics=max((record[f"{m}_topics"] for m in names), default=0),
+            judged_at_10=None,
+            scores={
+                m: ScoreInterval(mean=record[m], ci_low=record[f"{m}_ci_low"], ci_high=record[f"{m}_ci_high"])
                 for m in names
             },
-        }
+        )
         for rank, (run, team, run_type, evaluation, record) in enumerate(scored, start=1)
     ]
     if len({row["topics"] for row in body["rows"]}) > 1:
@@ -271,9 +330,7 @@ def _answer_board(engine: Engine, state: _BoardState, task_name: str, names: lis
     return body
 
 
-def _add_private(
-    context: AppContext, state: _BoardState, names: list[str], runs: set[str], body: dict[str, Any]
-) -> None:
+def _add_private(context: AppContext, state: _BoardState, names: list[str], runs: set[str], body: BoardBody) -> None:
     """Each row's ranking on the private topics (the first measure ranks), from the same stored
     per-topic values as the public one, and its swap: public rank minus private rank (> 0: it
     rose on the private topics)."""
@@ -290,11 +347,7 @@ def _add_private(
     except NotFoundError:  # no run has a value on a private topic: nothing to show beside the public board
         return
     private = {
-        row.run: {
-            "rank": rank,
-            "topics": row.topics,
-            "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()},
-        }
+        row.run: PrivateRanking(rank=rank, topics=row.topics, scores=intervals(row.values))
         for rank, row in enumerate(ranked.rows, start=1)
     }
     for row in body["rows"]:
@@ -303,7 +356,7 @@ def _add_private(
         row["swap"] = None if found is None else row["rank"] - found["rank"]
 
 
-def _mark_judge_made(engine: Engine, qrels_name: str, body: dict[str, Any]) -> None:
+def _mark_judge_made(engine: Engine, qrels_name: str, body: BoardBody) -> None:
     """On labels a judge made: the judge, its model and probe result under ``judge``, and on each
     row the judge's models the run declares (``circular``: empty when none)."""
     with read_only(engine) as session:

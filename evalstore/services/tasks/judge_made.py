@@ -14,7 +14,7 @@ and shows the probe, and the judges package builds on tasks.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -75,7 +75,34 @@ def judge_models(session: Session, qrels_name: str) -> set[str]:
     return {str(model).lower() for model in models if model}  # an ensemble: every member's
 
 
-def probe_result(session: Session, judge_name: str, config_hash: str | None) -> dict[str, Any] | None:
+class ProbeResult(TypedDict):
+    """A judge's stored probe as boards, versions and reports send it (a TypedDict: it goes to
+    JSON as built): where it was run, on how many documents, and per attack how many labels
+    rose, stayed and fell."""
+
+    collection: str
+    qrels: str
+    documents: int | None
+    at: str
+    attacks: dict[str, dict[str, Any]]
+
+
+# The judge behind judge-made labels, as a board and a version show it; in the functional form,
+# as the key "from" is a Python keyword.
+JudgeBehind = TypedDict(
+    "JudgeBehind",
+    {
+        "judge": str,
+        "model": str | None,
+        "from": str | None,
+        "version": str,
+        "probe": ProbeResult | None,
+        "probe_text": str,
+    },
+)
+
+
+def probe_result(session: Session, judge_name: str, config_hash: str | None) -> ProbeResult | None:
     """The judge's newest stored probe under the configuration that made the labels (a probe of
     another configuration says nothing about them), or None when it was never probed so."""
     row = session.execute(
@@ -93,12 +120,12 @@ def probe_result(session: Session, judge_name: str, config_hash: str | None) -> 
         for attack in ATTACK_NAMES
         if isinstance(result.get(attack), dict)
     }
-    return {"collection": collection, "qrels": qrels, "documents": result.get("documents"), "at": at.isoformat()} | {
-        "attacks": attacks
-    }
+    return ProbeResult(
+        collection=collection, qrels=qrels, documents=result.get("documents"), at=at.isoformat(), attacks=attacks
+    )
 
 
-def probe_text(probe: dict[str, Any] | None) -> str:
+def probe_text(probe: ProbeResult | None) -> str:
     """One line for a table or a page: per attack, how many labels rose and the mean change."""
     if probe is None:
         return "not probed (evalstore judges probe)"
@@ -115,7 +142,7 @@ def probe_text(probe: dict[str, Any] | None) -> str:
     return "; ".join(parts) or f"probed on {probe['documents']} documents, none rated"
 
 
-def judge_behind(session: Session, qrels_name: str) -> dict[str, Any] | None:
+def judge_behind(session: Session, qrels_name: str) -> JudgeBehind | None:
     """The judge behind a judge-made (or hybrid) qrels version: its name, model, the version's
     source, and its probe result; None for qrels no judge labelled."""
     version = _version(session, qrels_name)
@@ -123,14 +150,16 @@ def judge_behind(session: Session, qrels_name: str) -> dict[str, Any] | None:
         return None
     sources = version.sources
     probe = probe_result(session, str(sources["judge"]), sources.get("judge_config"))
-    return {
-        "judge": sources["judge"],
-        "model": sources.get("model"),
-        "from": sources.get("from"),
-        "version": f"{version.name}@v{version.version}",
-        "probe": probe,
-        "probe_text": probe_text(probe),
-    }
+    return JudgeBehind(
+        {
+            "judge": sources["judge"],
+            "model": sources.get("model"),
+            "from": sources.get("from"),
+            "version": f"{version.name}@v{version.version}",
+            "probe": probe,
+            "probe_text": probe_text(probe),
+        }
+    )
 
 
 def circular_runs(session: Session, qrels_name: str, runs: Iterable[Run]) -> dict[str, list[str]]:

@@ -25,7 +25,7 @@ from evalstore.errors import NotFoundError
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import ranking
-from evalstore.services.tasks.boards import TaskBoard
+from evalstore.services.tasks.boards import BoardBody, BoardEntry, TaskBoard, intervals
 from evalstore.services.tasks.visibility import LEADERBOARD_MEASURES, manages, public_only, scores_are_visible
 
 BOARD_MEASURES = 6  # the board's default columns when no headline measure was computed
@@ -193,21 +193,21 @@ def collection_board(
                 .where(Run.id.in_(select(Evaluation.run_id).where(Evaluation.qrels_id == qrels.id)))
             )
         }
-    body: dict[str, Any] = {"task": name, "scores": "visible", "rows": [], "notes": []}
+    body = BoardBody(task=name, scores="visible", rows=[], notes=[])
     if names:
         ranked = ranking.leaderboard(engine, qrels_name=name, measures=names)
         body["measures"] = ranked.names
         body["notes"] = ranked.notes
         body["rows"] = [
-            {
-                "rank": rank,
-                "run": row.run,
-                "team": teams.get(row.run, ("", ""))[0],
-                "run_type": teams.get(row.run, ("", ""))[1],
-                "topics": row.topics,
-                "judged_at_10": row.judged_at_10,
-                "scores": {m: {"mean": v[0], "ci_low": v[1], "ci_high": v[2]} for m, v in row.values.items()},
-            }
+            BoardEntry(
+                rank=rank,
+                run=row.run,
+                team=teams.get(row.run, ("", ""))[0],
+                run_type=teams.get(row.run, ("", ""))[1],
+                topics=row.topics,
+                judged_at_10=row.judged_at_10,
+                scores=intervals(row.values),
+            )
             for rank, row in enumerate(
                 # a run lacking a measure shown is left out; the notes say which, and how to fill it
                 (r for r in ranked.rows if all(m in r.values for m in ranked.names)),

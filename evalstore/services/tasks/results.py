@@ -5,7 +5,7 @@ task's."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine, select
@@ -33,9 +33,27 @@ PER_TOPIC_WITHHELD = (
 )
 
 
+class RunResults(TypedDict):
+    """A submitted run's results as the API sends them (a TypedDict: it goes to JSON as built).
+    ``scores``: :data:`HIDDEN`, or None while there are none; else ``aggregates`` per measure,
+    ``topics`` counted, ``topic_set`` "public" before a split task's release, and with
+    ``per_query`` asked for the values per topic (or None and ``per_query_withheld`` saying why)."""
+
+    run: str
+    task: str
+    team: str
+    state: str | None
+    scores: NotRequired[str | None]
+    aggregates: NotRequired[dict[str, Any]]
+    topics: NotRequired[int]
+    topic_set: NotRequired[str]
+    per_query: NotRequired[dict[str, dict[str, Any]] | None]
+    per_query_withheld: NotRequired[str]
+
+
 def run_results(
     engine: Engine, principal: Principal, run_name: str, *, per_query: bool = False, measures: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> RunResults:
     """A submitted run's scores on its task, or, before a hidden task's release, that it was
     evaluated and its scores are hidden."""
     with read_only(engine) as session:
@@ -43,18 +61,17 @@ def run_results(
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
         qrels_name = str(session.scalar(select(QrelsSet.name).where(QrelsSet.id == task.qrels_id)))
         takes_answers = task.nugget_bank_id is not None
-        out: dict[str, Any] = {
-            "run": run_name,
-            "task": task.name,
-            "team": submission.team,
-            "state": job.state if job is not None else None,
-        }
+        out = RunResults(
+            run=run_name, task=task.name, team=submission.team, state=job.state if job is not None else None
+        )
         if not scores_are_visible(principal, task):
-            return {**out, "scores": HIDDEN}
+            out["scores"] = HIDDEN
+            return out
     if job is None or job.state != "done":
         if takes_answers and job is None:
             out["state"] = "awaiting assessment"
-        return {**out, "scores": None}
+        out["scores"] = None
+        return out
     if takes_answers:  # answers scored on the task's nugget bank: every topic assessed
         evaluated = answer_kind.stored_evaluation(engine, job.id, with_topics=per_query)
         wanted = [answer_measure(m).family.name for m in measures]

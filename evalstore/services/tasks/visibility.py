@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine, func, select
@@ -216,7 +216,7 @@ class TaskAccess:
         (naming the public topics names the private ones, the rest of the qrels' topics)."""
         return self.topics is not None
 
-    def may_open(self, team: str) -> bool:
+    def may_open(self, team: str | None) -> bool:
         return self.manages or (self.team is not None and team == self.team)
 
 
@@ -275,7 +275,45 @@ def name_taken(run_name: str) -> AccessDenied:
     )
 
 
-def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Task) -> dict[str, Any]:
+class TaskJob(TypedDict):
+    """A submitted run's job as the API sends it (a TypedDict: it goes to JSON as built), with
+    the run, task and team it is for. ``mlflow_run_id`` only for the task's organiser and admins."""
+
+    id: int
+    state: str
+    queue_position: int | None
+    worker: str | None
+    heartbeat_at: str | None
+    attempts: int
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    mlflow_run_id: NotRequired[str | None]
+    run: str
+    task: str
+    team: str
+
+
+class SubmittedRun(TypedDict):
+    """A submitted run as the API sends it (``task``: when shown alone, not in its task's list)."""
+
+    run: str
+    team: str
+    run_type: str
+    judging_precedence: int | None
+    description: str | None
+    rows: int
+    topics: int
+    submitted_at: str | None
+    job: int | None
+    state: str | None
+    task: NotRequired[str]
+
+
+def _task_job(
+    session: Session, principal: Principal, job: Evaluation, task: Task, *, run_name: str, team: str
+) -> TaskJob:
     """A job as the principal may see it: before a hidden task's release, a participant sees the
     state and the queue, never the error text (it may quote the qrels) or the MLflow run."""
     position = None
@@ -287,36 +325,49 @@ def _job_dict(session: Session, principal: Principal, job: Evaluation, task: Tas
             or 0
         )
     open_ = scores_are_visible(principal, task)
-    out: dict[str, Any] = {
-        "id": job.id,
-        "state": job.state,
-        "queue_position": position,
-        "worker": job.worker_id,
-        "heartbeat_at": iso_text(job.heartbeat_at),
-        "attempts": job.attempts,
-        "created_at": iso_text(job.created_at),
-        "started_at": iso_text(job.started_at),
-        "finished_at": iso_text(job.finished_at),
-        "error": job.error if open_ else (HIDDEN if job.error else None),
-    }
-    if manages(principal, task):
-        out["mlflow_run_id"] = job.mlflow_run_id
-    return out
+    shown = TaskJob(
+        id=job.id,
+        state=job.state,
+        queue_position=position,
+        worker=job.worker_id,
+        heartbeat_at=iso_text(job.heartbeat_at),
+        attempts=job.attempts,
+        created_at=iso_text(job.created_at),
+        started_at=iso_text(job.started_at),
+        finished_at=iso_text(job.finished_at),
+        error=job.error if open_ else (HIDDEN if job.error else None),
+        mlflow_run_id=job.mlflow_run_id,
+        run=run_name,
+        task=task.name,
+        team=team,
+    )
+    if not manages(principal, task):
+        del shown["mlflow_run_id"]
+    return shown
 
 
-def show_job(engine: Engine, principal: Principal, job_id: int) -> dict[str, Any]:
-    """A submitted run's job: its team, the task's organiser and admins see it (admins: any job)."""
+def show_job(engine: Engine, principal: Principal, job_id: int) -> TaskJob | jobs.JobView:
+    """A submitted run's job: its team, the task's organiser and admins see it (admins: any job,
+    one not of a task as `jobs show` gives it)."""
+    principal.require("jobs:read")
+    found = submitted_job(engine, principal, job_id, admin_any=True)
+    return jobs.show_job(engine, job_id) if found is None else found
+
+
+def submitted_job(engine: Engine, principal: Principal, job_id: int, *, admin_any: bool = False) -> TaskJob | None:
+    """A submitted run's job as its team, the task's organiser and admins see it; NotFoundError for
+    anyone else (``admin_any``: None for an admin asking for a job not of a task)."""
     principal.require("jobs:read")
     with read_only(engine) as session:
         row = session.execute(_submitted_jobs().where(Evaluation.id == job_id)).first()
-        if row is None and principal.is_admin:  # a job not of a task: an admin sees it as `jobs show` does
-            return jobs.show_job(engine, job_id).as_dict()
+        if row is None and admin_any and principal.is_admin:
+            return None
         if row is None or not (
             manages(principal, row[2]) or (principal.role == "participant" and row[1].team == principal.team)
         ):
             raise NotFoundError(f"No job {job_id} of yours.")
         job, submission, task, run_name = row
-        return {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name, "team": submission.team}
+        return _task_job(session, principal, job, task, run_name=run_name, team=submission.team)
 
 
 PENDING = ("queued", "running")
@@ -388,7 +439,7 @@ def _submitted_jobs() -> Any:
 
 def queue(
     engine: Engine, principal: Principal, *, states: Sequence[str] = ("queued", "running"), limit: int = 200
-) -> list[dict[str, Any]]:
+) -> list[TaskJob]:
     """The queue as organisers see it: every job of their tasks (admins: every job)."""
     principal.require("queue:read")
     with read_only(engine) as session:
@@ -396,12 +447,12 @@ def queue(
         if not principal.is_admin:
             statement = statement.where(Task.owner_id == principal.user_id)
         return [
-            {**_job_dict(session, principal, job, task), "run": run_name, "task": task.name, "team": submission.team}
+            _task_job(session, principal, job, task, run_name=run_name, team=submission.team)
             for job, submission, task, run_name in session.execute(statement)
         ]
 
 
-def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict[str, Any]]:
+def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[SubmittedRun]:
     """The task's runs the principal may see: their team's, or all for the organiser."""
     principal.require("runs:read")
     with read_only(engine) as session:
@@ -420,28 +471,51 @@ def task_runs(engine: Engine, principal: Principal, task_name: str) -> list[dict
         return [_submission_dict(submission, run, job) for submission, run, job in session.execute(statement)]
 
 
-def show_submission(engine: Engine, principal: Principal, run_name: str) -> dict[str, Any]:
+def show_submission(engine: Engine, principal: Principal, run_name: str) -> SubmittedRun:
     """A submitted run as its team, the task's organiser and admins see it."""
     with read_only(engine) as session:
         submission, task = visible_submission(session, principal, run_name)
         run = repo.get_run(session, run_name)
         job = session.get(Evaluation, submission.evaluation_id) if submission.evaluation_id else None
-        return {**_submission_dict(submission, run, job), "task": task.name}
+        shown = _submission_dict(submission, run, job)
+        shown["task"] = task.name
+        return shown
 
 
-def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -> dict[str, Any]:
-    return {
-        "run": run.name,
-        "team": submission.team,
-        "run_type": submission.run_type,
-        "judging_precedence": submission.judging_precedence,
-        "description": run.description,
-        "rows": run.row_count,
-        "topics": run.topic_count,
-        "submitted_at": iso_text(submission.created_at),
-        "job": submission.evaluation_id,
-        "state": job.state if job is not None else None,
-    }
+class SubmissionState(SubmittedRun):
+    """A submitted run with its job's queue position, error (as the asker may read it) and
+    attempts, as the organiser's console and the team's runs page list it."""
+
+    queue_position: int | None
+    error: str | None
+    attempts: int | None
+
+
+def submission_state(engine: Engine, principal: Principal, run: SubmittedRun) -> SubmissionState:
+    """``run`` (from :func:`task_runs`) with its job's state; its job is read as :func:`show_job`
+    would show it to ``principal``."""
+    job = submitted_job(engine, principal, run["job"]) if run["job"] else None
+    return SubmissionState(
+        **run,
+        queue_position=job["queue_position"] if job else None,
+        error=job["error"] if job else None,
+        attempts=job["attempts"] if job else None,
+    )
+
+
+def _submission_dict(submission: Submission, run: Run, job: Evaluation | None) -> SubmittedRun:
+    return SubmittedRun(
+        run=run.name,
+        team=submission.team,
+        run_type=submission.run_type,
+        judging_precedence=submission.judging_precedence,
+        description=run.description,
+        rows=run.row_count,
+        topics=run.topic_count,
+        submitted_at=iso_text(submission.created_at),
+        job=submission.evaluation_id,
+        state=job.state if job is not None else None,
+    )
 
 
 def number_text(value: Any) -> Any:
