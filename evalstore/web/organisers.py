@@ -33,6 +33,7 @@ from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.headers import content_disposition
 from evalstore.web.pages import form_principal, page_principal, render, see_other, worker_alive
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 SEED_MAX = 2**63 - 1  # a seed is a non-negative whole number (numpy's generators refuse a negative one)
@@ -196,7 +197,7 @@ async def edit_settings(request: Request, task: str) -> Response:
             principal,
             task,
             status_code=status_for(error),
-            error=str(error),
+            error=for_reader(error, principal),
             error_at="settings",
             settings=kept,
         )
@@ -270,7 +271,7 @@ async def retry(request: Request, task: str, job: RowId) -> Response:
         if status_for(error) != 409:
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
+            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="jobs"
         )
     return see_other(_console_url(task) + "#submissions")
 
@@ -287,7 +288,7 @@ async def cancel(request: Request, task: str, job: RowId) -> Response:
         if status_for(error) != 409:
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
+            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="jobs"
         )
     return see_other(_console_url(task) + "#submissions")
 
@@ -337,7 +338,7 @@ async def build_pool(request: Request, task: str) -> Response:
         said = (
             f"This task has a pool named '{error.name}' already; choose another name."
             if isinstance(error, pools.PoolNameTaken)
-            else str(error)
+            else for_reader(error, principal)
         )
         return await run_in_threadpool(
             _console,
@@ -361,7 +362,13 @@ async def assign(request: Request, task: str, pool: str) -> Response:
         )
     except InvalidParameterError as error:
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="assign"
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            error_at="assign",
         )
     return see_other(_console_url(task) + "#pools")
 
@@ -379,7 +386,7 @@ def health_page(
     except EvalstoreError as failed:  # e.g. fewer than two runs evaluated yet: said on the page
         if status_for(failed) not in (400, 422):
             raise
-        report, error = None, str(failed)
+        report, error = None, for_reader(failed, principal)
     return render(request, "health.html", principal, task=shown, report=report, error=error)
 
 
@@ -495,7 +502,7 @@ async def create_task(request: Request) -> Response:
             request,
             principal,
             status_code=status_for(error),
-            error=str(error),
+            error=for_reader(error, principal),
             form=kept,
             picked=picked,
         )
@@ -549,7 +556,13 @@ async def upload_topics(request: Request, task: str) -> Response:
         if status_for(error) not in (400, 413, 422):
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="topics"
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            error_at="topics",
         )
     finally:
         await form.close()
@@ -580,7 +593,13 @@ async def schedule_release(request: Request, task: str) -> Response:
         if status_for(error) not in (400, 409, 422):
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="release"
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            error_at="release",
         )
     return see_other(_console_url(task) + "#release-h")
 
@@ -628,7 +647,7 @@ async def cancel_release(request: Request, task: str) -> Response:
         if status_for(error) != 409:
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="release"
+            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="release"
         )
     return see_other(_console_url(task) + "#release-h")
 
@@ -645,7 +664,13 @@ async def attach_texts(request: Request, task: str, pool: str) -> Response:
         if status_for(error) not in (400, 409, 413, 422):
             raise
         return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="texts"
+            _console,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            error_at="texts",
         )
     finally:
         await form.close()
