@@ -32,7 +32,7 @@ from sqlalchemy import Engine, delete, insert, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Run, Standardisation, StandardisationStatistic, StandardisedValue, Submission
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, Remedy
 from evalstore.metrics import resolve_measures
 from evalstore.services import comparisons, pools
 from evalstore.services.kinds import ranking
@@ -350,8 +350,8 @@ def read_standardisation(engine: Engine, name: str) -> Standardised:
             session,
             Standardisation,
             name,
-            f"No standardisation named '{name}'. Make one with "
-            "'evalstore standardize --qrels QRELS --measure M --name NAME'.",
+            f"No standardisation named '{name}'.",
+            Remedy(cli="Make one with 'evalstore standardize --qrels QRELS --measure M --name NAME'."),
         )
         statistics = pd.DataFrame(
             session.execute(

@@ -22,7 +22,7 @@ from evalstore.db import arrow_reads
 from evalstore.db import repositories as repo
 from evalstore.db.models import GoldLabel, LabelSet, Prediction, PredictionScore, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InvalidParameterError, Remedy
 from evalstore.io.labels import Gold, read_predictions
 from evalstore.io.labels import read_gold as read_gold_file
 from evalstore.services.context import Lru
@@ -104,7 +104,8 @@ def get_label_set(session: Session, name: str) -> LabelSet:
         session,
         LabelSet,
         name,
-        f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH --name {name}'.",
+        f"No gold labels named '{name}'.",
+        Remedy(cli=f"Import them with 'evalstore labels import PATH --name {name}'."),
     )
 
 
@@ -113,8 +114,11 @@ def get_prediction_set(session: Session, name: str) -> PredictionSet:
         session,
         PredictionSet,
         name,
-        f"No predictions named '{name}'. Register them with 'evalstore predictions register PATH "
-        f"--name {name} --labels GOLD' (or 'evalstore clusters register').",
+        f"No predictions named '{name}'.",
+        Remedy(
+            cli=f"Register them with 'evalstore predictions register PATH --name {name} --labels GOLD' "
+            "(or 'evalstore clusters register')."
+        ),
     )
 
 

@@ -244,7 +244,9 @@ async def create_token(request: Request) -> Response:
             access.create_token, server(request).engine, str(principal.name), expires_days=days, by=principal.name
         )
     except (ValueError, EvalstoreError) as error:
-        message = for_reader(error, principal) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
+        message = (
+            for_reader(error, principal) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
+        )
         return await run_in_threadpool(_profile, request, principal, status_code=400, error=message)
     # shown once, by the page this redirects to (a reload there makes no second token)
     response: Response = see_other("/profile")
