@@ -89,6 +89,12 @@ class ConflictError(EvalstoreError):
     """The name is already used by different content."""
 
 
+def replace_or_rename(it: str = "it") -> Remedy:
+    """The remedy of a name taken by other content: the CLI can replace ``it``; a page's form only
+    takes another name."""
+    return Remedy(cli=f"Pass --replace to replace {it}, or choose another --name.", web="Choose another name.")
+
+
 class SchemaOutOfDateError(EvalstoreError):
     """The database schema is missing or older than this version of evalstore."""
 

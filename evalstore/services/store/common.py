@@ -29,11 +29,6 @@ Progress = Callable[[int], None]
 T = TypeVar("T")
 
 
-def replace_or_rename(it: str = "it") -> Remedy:
-    """A name taken by other content: the CLI can replace ``it``; a page's form only takes another name."""
-    return Remedy(cli=f"Pass --replace to replace {it}, or choose another --name.", web="Choose another name.")
-
-
 @dataclass(frozen=True)
 class Summary:
     """What `list` and `show` report for a run or a qrels set."""

@@ -15,7 +15,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import QRELS_KINDS, QrelsSet, Task
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy, replace_or_rename
 from evalstore.io.formats import (
     ParsedFile,
     read_preferences,
@@ -32,7 +32,6 @@ from evalstore.services.store.common import (
     qrels_summary,
     refuse,
     refuse_repeated,
-    replace_or_rename,
     retry_on_name_race,
 )
 

@@ -19,7 +19,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows, staged_stream
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy, replace_or_rename
 from evalstore.io.formats import (
     ParsedFile,
     has_duplicate_docs,
@@ -34,7 +34,6 @@ from evalstore.services.store.common import (
     name_from_file,
     refuse,
     refuse_repeated,
-    replace_or_rename,
     retry_on_name_race,
     run_summary,
 )
