@@ -54,11 +54,16 @@ class EvalstoreError(Exception):
 
 
 def told(fact: str, remedy: str | None) -> str:
-    """``fact``, then ``remedy`` (in one edge's words): after it on its line, or on a line of its
-    own below a message of several lines (an upload's ``file:line`` problems)."""
+    """``fact``, then ``remedy`` (in one edge's words): on a line of its own below a message of
+    several lines (an upload's ``file:line`` problems); else after the fact's sentence, or, after
+    a ``path:line: problem`` (no full stop), as its next clause ("; use --name-from file")."""
     if not remedy:
         return fact
-    return f"{fact}\n{remedy}" if "\n" in fact else f"{fact} {remedy}"
+    if "\n" in fact:
+        return f"{fact}\n{remedy}"
+    if fact.endswith((".", "!", "?")) or remedy.startswith("("):
+        return f"{fact} {remedy}"
+    return f"{fact}. {remedy}" if remedy[:1].isupper() else f"{fact}; {remedy}"
 
 
 class InputFormatError(EvalstoreError):

@@ -333,7 +333,7 @@ def _score(file: TableFile, name: str, probabilities: bool) -> np.ndarray:
             raise file.error(
                 row,
                 f"{name} {values[row]:g} is outside [0, 1], and the scores were declared probabilities",
-                Remedy(cli="Drop --probabilities for unbounded scores."),
+                Remedy(cli="drop --probabilities for unbounded scores"),
             )
     return values
 

@@ -38,7 +38,7 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
             str(path),
             None,
             f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet",
-            remedy=Remedy(cli="Or name the format with --format."),
+            remedy=Remedy(cli="(or name the format with --format)"),
         )
     return "trec"
 

@@ -306,9 +306,10 @@ def _secret_matches(context: AppContext, token: str, secret: str, secret_hash: s
     return True
 
 
-_BAD_TOKEN = (
-    "The token is not valid: it is wrong, expired or revoked. "
-    "Ask an admin for a new one ('evalstore tokens create --user NAME')."
+_BAD_TOKEN = "The token is not valid: it is wrong, expired or revoked."
+_NEW_TOKEN = Remedy(
+    cli="Ask an admin for a new one ('evalstore tokens create --user NAME').",
+    web="Sign in and make a new one on your profile page, or ask an admin for one.",
 )
 
 
@@ -327,7 +328,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
         or len(token_id) > _TOKEN_ID_DIGITS
         or int(token_id) >= 2**31
     ):
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     with read_only(engine) as session:  # one round trip: this runs on every request that has a token
         row = session.execute(
             select(
@@ -345,7 +346,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
             .where(ApiToken.id == int(token_id))
         ).first()
     if row is None:
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     # this host's clock, not the database's (which costs a round trip on PostgreSQL): a token's
     # expiry is hours or days away, and hosts' clocks differ by far less
     expired = row.expires_at is not None and as_utc(row.expires_at) <= datetime.now(UTC)
@@ -356,7 +357,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
         or row.disabled_at is not None
         or not _secret_matches(context, token, secret, row.secret_hash)
     ):
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     via = "session" if purpose == "session" else "token"
     return Principal(row.id, row.name, row.role, row.team, int(token_id), via)
 

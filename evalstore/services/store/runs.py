@@ -109,7 +109,7 @@ def register_runs(
                         str(path),
                         None,
                         "no run tag to name the run after (a CSV, TSV or Parquet run has none)",
-                        remedy=Remedy(cli="Use --name-from file."),
+                        remedy=Remedy(cli="use --name-from file"),
                     )
                 )
                 continue
