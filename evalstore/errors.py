@@ -30,7 +30,8 @@ class Remedy:
     """What to do about an error, as each edge says it.
 
     ``cli``: the sentence for the command line, which names the command or option to use ("Pass
-    --replace to replace it, or choose another --name."). ``web``: the sentence for the pages and
+    --replace to replace it, or choose another --name."; after a ``path:line: problem``, a clause:
+    "use --name-from file"). ``web``: the sentence for the pages and
     the API, which names a page, field or button and never a command; None when only whoever runs
     the service can act: admins and organisers are then given ``cli``, anyone else is told to ask
     their organiser.
