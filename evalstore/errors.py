@@ -31,10 +31,9 @@ class Remedy:
 
     ``cli``: the sentence for the command line, which names the command or option to use ("Pass
     --replace to replace it, or choose another --name."; after a ``path:line: problem``, a clause:
-    "use --name-from file"). ``web``: the sentence for the pages and
-    the API, which names a page, field or button and never a command; None when only whoever runs
-    the service can act: admins and organisers are then given ``cli``, anyone else is told to ask
-    their organiser.
+    "use --name-from file"). ``web``: the sentence for the pages and the API, which names a page,
+    field or button and never a command; None when only whoever runs the service can act: admins
+    and organisers are then given ``cli``, anyone else is told to ask their organiser.
     """
 
     cli: str
