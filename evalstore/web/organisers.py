@@ -76,6 +76,29 @@ def _settings_form(task: dict[str, Any]) -> dict[str, str]:
     }
 
 
+async def _console_refused(
+    request: Request,
+    principal: Principal,
+    task: str,
+    error: EvalstoreError,
+    at: str,
+    said: str | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    """The console again, with ``error`` (or what the page ``said`` of it) in its reader's words
+    above its ``at`` section."""
+    return await run_in_threadpool(
+        _console,
+        request,
+        principal,
+        task,
+        status_code=status_for(error),
+        error=said or for_reader(error, principal),
+        error_at=at,
+        **context,
+    )
+
+
 def _console(
     request: Request,
     principal: Principal,
@@ -191,16 +214,7 @@ async def edit_settings(request: Request, task: str) -> Response:
     except EvalstoreError as error:  # the form comes back as typed, with the message above it
         if status_for(error) not in (400, 422):
             raise
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=for_reader(error, principal),
-            error_at="settings",
-            settings=kept,
-        )
+        return await _console_refused(request, principal, task, error, "settings", settings=kept)
     return see_other(_console_url(task) + "?saved=settings#settings")
 
 
@@ -270,9 +284,7 @@ async def retry(request: Request, task: str, job: RowId) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="jobs"
-        )
+        return await _console_refused(request, principal, task, error, "jobs")
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -287,9 +299,7 @@ async def cancel(request: Request, task: str, job: RowId) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="jobs"
-        )
+        return await _console_refused(request, principal, task, error, "jobs")
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -335,21 +345,10 @@ async def build_pool(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
-        said = (
-            f"This task has a pool named '{error.name}' already; choose another name."
-            if isinstance(error, pools.PoolNameTaken)
-            else for_reader(error, principal)
-        )
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=said,
-            error_at="pool",
-            pool_form=kept,
-        )
+        said = None
+        if isinstance(error, pools.PoolNameTaken):
+            said = f"This task has a pool named '{error.name}' already; choose another name."
+        return await _console_refused(request, principal, task, error, "pool", said, pool_form=kept)
     return see_other(_console_url(task) + "#pools")
 
 
@@ -361,15 +360,7 @@ async def assign(request: Request, task: str, pool: str) -> Response:
             organising.assign_assessor, server(request).engine, principal, task, pool, str(form.get("user", ""))
         )
     except InvalidParameterError as error:
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=for_reader(error, principal),
-            error_at="assign",
-        )
+        return await _console_refused(request, principal, task, error, "assign")
     return see_other(_console_url(task) + "#pools")
 
 
@@ -555,15 +546,7 @@ async def upload_topics(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 413, 422):
             raise
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=for_reader(error, principal),
-            error_at="topics",
-        )
+        return await _console_refused(request, principal, task, error, "topics")
     finally:
         await form.close()
     return see_other(_console_url(task) + "?saved=topics#topics-file")
@@ -592,15 +575,7 @@ async def schedule_release(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=for_reader(error, principal),
-            error_at="release",
-        )
+        return await _console_refused(request, principal, task, error, "release")
     return see_other(_console_url(task) + "#release-h")
 
 
@@ -646,9 +621,7 @@ async def cancel_release(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=for_reader(error, principal), error_at="release"
-        )
+        return await _console_refused(request, principal, task, error, "release")
     return see_other(_console_url(task) + "#release-h")
 
 
@@ -663,15 +636,7 @@ async def attach_texts(request: Request, task: str, pool: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 413, 422):
             raise
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=for_reader(error, principal),
-            error_at="texts",
-        )
+        return await _console_refused(request, principal, task, error, "texts")
     finally:
         await form.close()
     return see_other(_console_url(task) + "?saved=texts#pools")
