@@ -4,9 +4,9 @@ line says it and as the pages say it. A participant, an assessor or a viewer has
 the server: they are told the pages' remedy, or, when only someone who runs the service can act,
 to ask their organiser. Admins and organisers, who run the service, are also told the command.
 
-A few messages still carry their command in their text (the modules listed in
-``tests/unit/test_remedies.py``); for them, the advice is taken out of the text by
-:func:`_line_for_reader` until they give it as a remedy."""
+Some modules' messages still carry their command in their text (listed, with how many, in
+``tests/unit/test_remedies.py``); on the pages, :func:`_line_for_reader` takes that advice out of
+the text until they give it as a remedy. The API gives those messages as they are."""
 
 from __future__ import annotations
 
