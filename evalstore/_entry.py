@@ -61,7 +61,8 @@ def _trec_eval(args: list[str]) -> None:
         run(args)
     except EvalstoreError as error:
         # as the typer CLI prints them (evalstore.cli._errors): input errors like a compiler's
-        sys.stderr.write((str(error) if isinstance(error, InputFormatError) else f"Error: {error}") + "\n")
+        said = error.on_the_command_line()
+        sys.stderr.write((said if isinstance(error, InputFormatError) else f"Error: {said}") + "\n")
         raise SystemExit(1) from None
 
 

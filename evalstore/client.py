@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
+from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded, Remedy
 
 SERVER_ENV = "EVALSTORE_SERVER"
 _WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+): (?P<problem>.*)", re.DOTALL)
@@ -86,12 +86,14 @@ def error_from(response: httpx.Response) -> EvalstoreError:
     message = body.get("error") or f"The server answered {response.status_code} {response.reason_phrase}."
     errors = body.get("errors") or []
     status = response.status_code
+    said = body.get("remedy")  # already in the words of this caller's role
+    remedy = Remedy(cli=said, web=said) if isinstance(said, str) else None
     if status == 422 and errors:
         where = _WHERE.match("\n".join(errors))
         if where:
-            return InputFormatError(where["path"], int(where["line"]), where["problem"])
+            return InputFormatError(where["path"], int(where["line"]), where["problem"], remedy=remedy)
     limit = next((name for name, code in LIMIT_HTTP_STATUS.items() if code == status and code != 409), None)
     if limit is not None:  # 409 is a taken name or a full quota: a conflict either way
-        return LimitExceeded(limit, message)
+        return LimitExceeded(limit, message, remedy=remedy)
     kind = next((kind for kind, code in HTTP_STATUS if code == status and kind is not InputFormatError), EvalstoreError)
-    return kind(message)
+    return kind(message, remedy=remedy)

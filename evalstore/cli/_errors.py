@@ -26,8 +26,10 @@ class ExitCode(IntEnum):
 
 
 def message_for(exc: EvalstoreError) -> str:
+    """The fact, then what to do in the CLI's words (the command or option to use)."""
+    said = exc.on_the_command_line()
     # Input errors read like a compiler's, `path:line: problem`, so editors and greps find them.
-    return str(exc) if isinstance(exc, InputFormatError) else f"Error: {exc}"
+    return said if isinstance(exc, InputFormatError) else f"Error: {said}"
 
 
 def outage_message(found: Outage, busy_seconds: float | None) -> str:

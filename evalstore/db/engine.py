@@ -18,7 +18,7 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
 from evalstore.config import sqlite_busy_seconds
-from evalstore.errors import InvalidParameterError, SchemaOutOfDateError
+from evalstore.errors import InvalidParameterError, Remedy, SchemaOutOfDateError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -280,11 +280,12 @@ def verify_schema(engine: Engine) -> None:
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
         raise SchemaOutOfDateError(
-            f"The database {where} has no evalstore schema. Run 'evalstore db upgrade' to create it."
+            f"The database {where} has no evalstore schema.",
+            remedy=Remedy(cli="Run 'evalstore db upgrade' to create it."),
         )
     raise SchemaOutOfDateError(
-        f"The database {where} is at schema revision {current}, but this evalstore needs {head}. "
-        "Take a backup, then run 'evalstore db upgrade'."
+        f"The database {where} is at schema revision {current}, but this evalstore needs {head}.",
+        remedy=Remedy(cli="Take a backup, then run 'evalstore db upgrade'."),
     )
 
 

@@ -45,7 +45,7 @@ from evalstore.db.models import (
     TopicSet,
 )
 from evalstore.db.staging import StagedRows
-from evalstore.errors import NotFoundError
+from evalstore.errors import NotFoundError, Remedy
 from evalstore.trec_order import ranks_and_counts
 
 PARALLEL_READS = 2  # concurrent PostgreSQL reads of one large query (this service's machines: 2 cores)
@@ -60,16 +60,17 @@ def find_named(session: Session, model: type[Named], name: str) -> Named | None:
     return session.scalar(select(model).where(model.__table__.c.name == name))
 
 
-def get_named(session: Session, model: type[Named], name: str, missing: str) -> Named:
-    """:func:`find_named`, refused with ``missing`` (what is wrong and what to do) when there is none."""
+def get_named(session: Session, model: type[Named], name: str, missing: str, remedy: Remedy) -> Named:
+    """:func:`find_named`, refused with ``missing`` (what is wrong) and ``remedy`` when there is none."""
     found = find_named(session, model, name)
     if found is None:
-        raise NotFoundError(missing)
+        raise NotFoundError(missing, remedy=remedy)
     return found
 
 
 def get_run(session: Session, name: str) -> Run:
-    return get_named(session, Run, name, f"No run named '{name}'. See 'evalstore runs list' for the registered runs.")
+    remedy = Remedy(cli="See 'evalstore runs list' for the registered runs.")
+    return get_named(session, Run, name, f"No run named '{name}'.", remedy)
 
 
 def get_pool(session: Session, name: str) -> Pool:
@@ -77,8 +78,11 @@ def get_pool(session: Session, name: str) -> Pool:
         session,
         Pool,
         name,
-        f"No pool named '{name}'. List pools with 'evalstore pool list', or build "
-        f"one with 'evalstore pool build --name {name} --all-runs'.",
+        f"No pool named '{name}'.",
+        Remedy(
+            cli=f"List pools with 'evalstore pool list', or build one with "
+            f"'evalstore pool build --name {name} --all-runs'."
+        ),
     )
 
 
@@ -87,7 +91,8 @@ def get_topic_set(session: Session, name: str) -> TopicSet:
         session,
         TopicSet,
         name,
-        f"No topics named '{name}'. Import them with 'evalstore topics import PATH --name {name}'.",
+        f"No topics named '{name}'.",
+        Remedy(cli=f"Import them with 'evalstore topics import PATH --name {name}'."),
     )
 
 
@@ -96,7 +101,8 @@ def get_collection(session: Session, name: str) -> Collection:
         session,
         Collection,
         name,
-        f"No collection named '{name}'. Import it with 'evalstore documents import PATH --collection {name}'.",
+        f"No collection named '{name}'.",
+        Remedy(cli=f"Import it with 'evalstore documents import PATH --collection {name}'."),
     )
 
 
@@ -109,7 +115,8 @@ def get_split(session: Session, name: str) -> Split:
         session,
         Split,
         name,
-        f"No split named '{name}'. See 'evalstore splits list', or make one with 'evalstore splits make'.",
+        f"No split named '{name}'.",
+        Remedy(cli="See 'evalstore splits list', or make one with 'evalstore splits make'."),
     )
 
 
@@ -142,7 +149,9 @@ def get_qrels(session: Session, name: str, *, latest: bool = True) -> QrelsSet:
     if found is None and latest:
         found = newest_version(session, name)
     if found is None:
-        raise NotFoundError(f"No qrels named '{name}'. See 'evalstore qrels list' for the imported qrels.")
+        raise NotFoundError(
+            f"No qrels named '{name}'.", remedy=Remedy(cli="See 'evalstore qrels list' for the imported qrels.")
+        )
     return found
 
 

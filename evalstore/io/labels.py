@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, Remedy
 from evalstore.io.limits import check_fields
 from evalstore.io.parsed import read_bytes
 
@@ -32,10 +32,10 @@ class TableFile:
     content_hash: str
     first_line: int | None  # line of row 0 in a text file; None for Parquet
 
-    def error(self, row: int, problem: str) -> InputFormatError:
+    def error(self, row: int, problem: str, remedy: Remedy | None = None) -> InputFormatError:
         if self.first_line is None:
-            return InputFormatError(self.path, None, f"row {row + 1}: {problem}")
-        return InputFormatError(self.path, self.first_line + row, problem)
+            return InputFormatError(self.path, None, f"row {row + 1}: {problem}", remedy=remedy)
+        return InputFormatError(self.path, self.first_line + row, problem, remedy=remedy)
 
 
 def read_table_file(path: Path, what: str, fmt: str | None = None) -> TableFile:
@@ -332,8 +332,8 @@ def _score(file: TableFile, name: str, probabilities: bool) -> np.ndarray:
             row = int(np.argmax(outside))
             raise file.error(
                 row,
-                f"{name} {values[row]:g} is outside [0, 1], and the scores were declared "
-                "probabilities; drop --probabilities for unbounded scores",
+                f"{name} {values[row]:g} is outside [0, 1], and the scores were declared probabilities",
+                Remedy(cli="drop --probabilities for unbounded scores"),
             )
     return values
 

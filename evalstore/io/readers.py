@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, Remedy
 from evalstore.io.parsed import Kind, ParsedFile, has_duplicate_docs
 from evalstore.io.tables import parse_table
 from evalstore.io.trec_text import parse_trec_file, read_qrels_jg, stream_trec_run
@@ -37,7 +37,8 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
         raise InputFormatError(
             str(path),
             None,
-            f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet (or name the format with --format)",
+            f"unknown format '.{last}'; use TREC text, CSV, TSV or Parquet",
+            remedy=Remedy(cli="(or name the format with --format)"),
         )
     return "trec"
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError
+from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError, Remedy
 from evalstore.io import ir_measures_compat
 from evalstore.io.formats import (
     ParsedFile,
@@ -163,8 +163,8 @@ def compute(
     other = next((m for m in measures if m.spec.judgments != "relevance"), None)
     if other is not None:
         raise InvalidParameterError(
-            f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments, not from relevance qrels; "
-            f"evaluate it against qrels imported with --kind {other.spec.judgments}."
+            f"{other} is computed from {JUDGMENTS_NAMED[other.spec.judgments]} judgments, not from relevance qrels.",
+            remedy=Remedy(cli=f"Evaluate it against qrels imported with --kind {other.spec.judgments}."),
         )
     if rk.n > 1 and rk.n * max(rk.depth, 1) > batch_cells:
         step = max(1, batch_cells // max(rk.depth, 1))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics.registry import PREDICTION_REGISTRY, Family
 
 # a(n) by assignment, and the citation-support grades (2 / 1 / 0) as values
@@ -145,7 +145,10 @@ def _register(
     headline: int = 0,
 ) -> None:
     def computed_by_kind(rk: object, **_: object) -> np.ndarray:
-        raise InvalidParameterError(f"{name} is computed from nugget assignments by 'evalstore evaluate --nuggets'.")
+        raise InvalidParameterError(
+            f"{name} is computed from nugget assignments.",
+            remedy=Remedy(cli="Evaluate it with 'evalstore evaluate --nuggets'."),
+        )
 
     family = Family(
         name=name,
@@ -234,8 +237,8 @@ def answer_measure(name: str) -> AnswerMeasure:
     canonical = _ALIASES.get(name.strip().lower())
     if canonical is None:
         raise InvalidParameterError(
-            f"Unknown answer measure '{name}'; they are {', '.join(ANSWER_MEASURES)} "
-            "('evalstore measures --kind answers' defines them)."
+            f"Unknown answer measure '{name}'; they are {', '.join(ANSWER_MEASURES)}.",
+            remedy=Remedy(cli="'evalstore measures --kind answers' defines them."),
         )
     return ANSWER_MEASURES[canonical]
 

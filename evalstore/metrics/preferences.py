@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalstore import _kernels as pc
-from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError, Remedy
 from evalstore.io.formats import Preferences
 from evalstore.metrics.registry import register_elsewhere, trec
 
@@ -423,7 +423,8 @@ def expand_prefs_specs(specs: Iterable[str]) -> list[str]:
         else:
             raise InvalidParameterError(
                 f"Measure '{root}' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a "
-                "prefs_* measure (evalstore measures --trec lists them)."
+                "prefs_* measure.",
+                remedy=Remedy(cli="'evalstore measures --trec' lists them."),
             )
     return [name for name in ("runid", "num_q", *PREFS_MEASURES) if name in chosen]
 

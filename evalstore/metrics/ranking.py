@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics.preparation import NONPOOL, UNJUDGED, Known, Ranking, column_at, count_within
 from evalstore.metrics.registry import REQUIRED, Param, family, trec
 
@@ -1115,8 +1115,8 @@ def rbp_residual(rk: Ranking, p: float) -> np.ndarray:
 def _known(rk: Ranking, name: str) -> Known:
     if rk.known is None:
         raise InvalidParameterError(
-            f"{name} compares the ranking with what the user already knew: evaluate with "
-            "--known QRELS (the relevant documents the user knew beforehand)."
+            f"{name} compares the ranking with what the user already knew.",
+            remedy=Remedy(cli="Evaluate with --known QRELS (the relevant documents the user knew beforehand)."),
         )
     return rk.known
 

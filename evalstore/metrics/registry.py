@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 
 Kernel = Callable[..., np.ndarray]
+MEASURES_LISTED = Remedy(cli="Run 'evalstore measures' for the list.")
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,10 @@ def register_prediction_measure(
     """Register a measure of the classification suite (``kind``: classifier or clustering)."""
 
     def computed_by_suite(rk: Any, **_: Any) -> np.ndarray:
-        raise InvalidParameterError(f"{name} is computed from gold labels by 'evalstore evaluate --labels'.")
+        raise InvalidParameterError(
+            f"{name} is computed from gold labels.",
+            remedy=Remedy(cli="Evaluate it with 'evalstore evaluate --labels'."),
+        )
 
     if name in PREDICTION_REGISTRY:
         raise RuntimeError(f"prediction measure {name} registered twice")
@@ -472,8 +476,10 @@ def _parse_params(text: str, inner: str) -> dict[str, Any]:
 def unknown_measure(name: str) -> InvalidParameterError:
     if name in TREC_FAMILIES and TREC_FAMILIES[name].family not in REGISTRY:  # runid: output only
         return InvalidParameterError(
-            f"'{name}' is a line trec_eval prints (with 'evalstore trec-eval -m {name}'), not a measure to store; "
-            "the run tag is kept with every run. Run 'evalstore measures' for the measures."
+            f"'{name}' is a line trec_eval prints, not a measure to store; the run tag is kept with every run.",
+            remedy=Remedy(
+                cli=f"Run 'evalstore measures' for the measures ('evalstore trec-eval -m {name}' prints the line)."
+            ),
         )
     import difflib  # here: an error path's, not every `trec-eval`'s start-up
 
@@ -482,7 +488,7 @@ def unknown_measure(name: str) -> InvalidParameterError:
         name.lower(), [k.lower() for k in known], n=1, cutoff=0.6
     )
     hint = f" Did you mean '{_restore_case(close[0], known)}'?" if close else ""
-    return InvalidParameterError(f"Unknown measure '{name}'.{hint} Run 'evalstore measures' for the list.")
+    return InvalidParameterError(f"Unknown measure '{name}'.{hint}", remedy=MEASURES_LISTED)
 
 
 def _restore_case(lowered: str, known: list[str]) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.io.cnumbers import atof, atol
 from evalstore.metrics.registry import (
     TREC_FAMILIES,
@@ -76,7 +76,7 @@ def _check_shared_gains(chosen: dict[str, TrecRequest]) -> None:
 
 def _unknown_trec(root: str) -> InvalidParameterError:
     error = unknown_measure(root)
-    return InvalidParameterError(str(error).replace("evalstore measures", "evalstore measures --trec"))
+    return InvalidParameterError(str(error), remedy=Remedy(cli="Run 'evalstore measures --trec' for the list."))
 
 
 def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
@@ -91,8 +91,8 @@ def expand(request: TrecRequest) -> list[tuple[str, Measure | None]]:
         raise
     except (ValueError, IndexError):
         raise InvalidParameterError(
-            f"Cannot read the parameters '{raw}' of trec_eval measure '{root}'; "
-            f"run 'evalstore measures' for its parameters."
+            f"Cannot read the parameters '{raw}' of trec_eval measure '{root}'.",
+            remedy=Remedy(cli="Run 'evalstore measures' for its parameters."),
         ) from None
 
 

@@ -32,6 +32,7 @@ from evalstore.errors import (
     ConflictError,
     InvalidParameterError,
     NotFoundError,
+    Remedy,
 )
 from evalstore.services import passwords
 from evalstore.services.context import AppContext, context_for
@@ -92,8 +93,11 @@ class Principal:
         """Refuse unless the role may do ``action`` (401 for nobody, 403 for a role without it)."""
         if self.role is None:
             raise AuthenticationError(
-                "This needs a token: send 'Authorization: Bearer TOKEN' "
-                "(an admin makes one with 'evalstore tokens create --user NAME')."
+                "This needs a token: send 'Authorization: Bearer TOKEN'.",
+                remedy=Remedy(
+                    cli="An admin makes one with 'evalstore tokens create --user NAME'.",
+                    web="Sign in, and make a token on your profile page.",
+                ),
             )
         if not self.may(action):
             allowed = ", ".join(r for r in ROLES if r in ACTIONS[action])
@@ -128,7 +132,7 @@ def user_view(user: User) -> UserView:
 def get_user(session: Session, name: str) -> User:
     user = session.scalar(select(User).where(User.name == name))
     if user is None:
-        raise NotFoundError(f"No user named '{name}'. See 'evalstore users list'.")
+        raise NotFoundError(f"No user named '{name}'.", remedy=Remedy(cli="See 'evalstore users list'."))
     return user
 
 
@@ -140,7 +144,9 @@ def add_user(
     if role not in ROLES:
         raise InvalidParameterError(f"Unknown role '{role}'; use one of {', '.join(ROLES)}.")
     if role == "participant" and not team:
-        raise InvalidParameterError("A participant belongs to a team: give --team TEAM.")
+        raise InvalidParameterError(
+            "A participant belongs to a team.", remedy=Remedy(cli="Give --team TEAM.", web="Name their team.")
+        )
     if password is not None:
         check_new_password(password)
     hashed = passwords.hash_password(password, context_for(engine, None)) if password is not None else None
@@ -214,8 +220,8 @@ def create_token(
     """A bearer token for ``user_name`` (``expires_days`` None: it never expires)."""
     if expires_days is not None and not 0 < expires_days <= MAX_EXPIRES_DAYS:  # also refuses NaN
         raise InvalidParameterError(
-            f"--expires must be a positive number of days, at most {MAX_EXPIRES_DAYS} "
-            f"(or --never-expires); got {expires_days}."
+            f"A token lives a positive number of days, at most {MAX_EXPIRES_DAYS}; not {expires_days}.",
+            remedy=Remedy(cli="Give --expires DAYS, or --never-expires.", web=f"Give 1 to {MAX_EXPIRES_DAYS} days."),
         )
     secret = secrets.token_urlsafe(32)
     with unit_of_work(engine) as session:
@@ -236,7 +242,12 @@ def revoke_token(engine: Engine, token_id: int, *, by: Principal | None = None) 
     with unit_of_work(engine) as session:
         row = session.get(ApiToken, token_id)
         if row is None or (by is not None and not by.is_admin and not _may_revoke(session, by, row)):
-            raise NotFoundError(f"No token {token_id} of yours. 'evalstore tokens list' shows the tokens.")
+            raise NotFoundError(
+                f"No token {token_id} of yours.",
+                remedy=Remedy(
+                    cli="'evalstore tokens list' shows the tokens.", web="Your profile page lists your tokens."
+                ),
+            )
         row.revoked_at = row.revoked_at or db_now(session)
         audit(session, by.name if by else None, "tokens.revoke", str(token_id))
 
@@ -295,9 +306,10 @@ def _secret_matches(context: AppContext, token: str, secret: str, secret_hash: s
     return True
 
 
-_BAD_TOKEN = (
-    "The token is not valid: it is wrong, expired or revoked. "
-    "Ask an admin for a new one ('evalstore tokens create --user NAME')."
+_BAD_TOKEN = "The token is not valid: it is wrong, expired or revoked."
+_NEW_TOKEN = Remedy(
+    cli="Ask an admin for a new one ('evalstore tokens create --user NAME').",
+    web="Sign in and make a new one on your profile page, or ask an admin for one.",
 )
 
 
@@ -316,7 +328,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
         or len(token_id) > _TOKEN_ID_DIGITS
         or int(token_id) >= 2**31
     ):
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     with read_only(engine) as session:  # one round trip: this runs on every request that has a token
         row = session.execute(
             select(
@@ -334,7 +346,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
             .where(ApiToken.id == int(token_id))
         ).first()
     if row is None:
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     # this host's clock, not the database's (which costs a round trip on PostgreSQL): a token's
     # expiry is hours or days away, and hosts' clocks differ by far less
     expired = row.expires_at is not None and as_utc(row.expires_at) <= datetime.now(UTC)
@@ -345,7 +357,7 @@ def authenticate(engine: Engine, token: str, *, purpose: str = "api", context: A
         or row.disabled_at is not None
         or not _secret_matches(context, token, secret, row.secret_hash)
     ):
-        raise AuthenticationError(_BAD_TOKEN)
+        raise AuthenticationError(_BAD_TOKEN, remedy=_NEW_TOKEN)
     via = "session" if purpose == "session" else "token"
     return Principal(row.id, row.name, row.role, row.team, int(token_id), via)
 

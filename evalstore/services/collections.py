@@ -18,7 +18,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.keys import id_in, same_id
 from evalstore.db.models import Collection, Document, Topic, TopicSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError
+from evalstore.errors import ConflictError, InputFormatError, Remedy
 from evalstore.io.texts import DocumentText, TopicStatement, read_documents, read_topics
 
 _BATCH = 5_000
@@ -42,7 +42,10 @@ def import_topics(engine: Engine, path: Path, *, name: str, replace: bool = Fals
         existing = session.scalar(select(TopicSet).where(TopicSet.name == name))
         if existing is not None:
             if not replace:
-                raise ConflictError(f"Topics named '{name}' exist; pass --replace to overwrite them.")
+                raise ConflictError(
+                    f"Topics named '{name}' exist.",
+                    remedy=Remedy(cli="Pass --replace to overwrite them.", web="Choose another name."),
+                )
             session.delete(existing)
             session.flush()
         add_topic_set(session, name, statements, str(path))
@@ -113,7 +116,9 @@ def add_documents(
     named = shown or str(path)
     found = session.scalar(select(Collection).where(Collection.name == collection))
     if found is not None and not append:
-        raise ConflictError(f"A collection named '{collection}' exists; pass --append to add documents to it.")
+        raise ConflictError(
+            f"A collection named '{collection}' exists.", remedy=Remedy(cli="Pass --append to add documents to it.")
+        )
     if found is None:
         found = Collection(name=collection, source=named)
         session.add(found)

@@ -52,7 +52,7 @@ from evalstore.db.models import (
     Task,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvalstoreError, EvaluationError, InvalidParameterError
+from evalstore.errors import EvalstoreError, EvaluationError, InvalidParameterError, Remedy
 from evalstore.metrics import resolve_measures
 from evalstore.services import comparisons, pools
 from evalstore.services.kinds import ranking
@@ -559,8 +559,8 @@ def read_standardisation(engine: Engine, name: str) -> Standardised:
             session,
             Standardisation,
             name,
-            f"No standardisation named '{name}'. Make one with "
-            "'evalstore standardize --qrels QRELS --measure M --name NAME'.",
+            f"No standardisation named '{name}'.",
+            Remedy(cli="Make one with 'evalstore standardize --qrels QRELS --measure M --name NAME'."),
         )
         statistics = pd.DataFrame(
             session.execute(

@@ -22,7 +22,7 @@ from evalstore.db import arrow_reads
 from evalstore.db import repositories as repo
 from evalstore.db.models import GoldLabel, LabelSet, Prediction, PredictionScore, PredictionSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InvalidParameterError, Remedy, replace_or_rename
 from evalstore.io.labels import Gold, read_predictions
 from evalstore.io.labels import read_gold as read_gold_file
 from evalstore.services.context import Lru
@@ -104,7 +104,8 @@ def get_label_set(session: Session, name: str) -> LabelSet:
         session,
         LabelSet,
         name,
-        f"No gold labels named '{name}'. Import them with 'evalstore labels import PATH --name {name}'.",
+        f"No gold labels named '{name}'.",
+        Remedy(cli=f"Import them with 'evalstore labels import PATH --name {name}'."),
     )
 
 
@@ -113,8 +114,11 @@ def get_prediction_set(session: Session, name: str) -> PredictionSet:
         session,
         PredictionSet,
         name,
-        f"No predictions named '{name}'. Register them with 'evalstore predictions register PATH "
-        f"--name {name} --labels GOLD' (or 'evalstore clusters register').",
+        f"No predictions named '{name}'.",
+        Remedy(
+            cli=f"Register them with 'evalstore predictions register PATH --name {name} --labels GOLD' "
+            "(or 'evalstore clusters register')."
+        ),
     )
 
 
@@ -138,14 +142,16 @@ def import_labels(
                 return _label_summary(existing, created=False)
             if not replace:
                 raise ConflictError(
-                    f"Gold labels named '{name}' exist with other content. Pass --replace to "
-                    "replace them, or choose another --name."
+                    f"Gold labels named '{name}' exist with other content.", remedy=replace_or_rename("them")
                 )
             users = list(session.scalars(select(PredictionSet.name).where(PredictionSet.label_set_id == existing.id)))
             if users:
                 raise ConflictError(
-                    f"Gold labels '{name}' are used by {', '.join(users)}; delete those "
-                    "predictions first, or import the new labels under another --name."
+                    f"Gold labels '{name}' are used by {', '.join(users)}.",
+                    remedy=Remedy(
+                        cli="Delete those predictions first, or import the new labels under another --name.",
+                        web="Delete those predictions first, or choose another name.",
+                    ),
                 )
             session.execute(delete(GoldLabel).where(GoldLabel.label_set_id == existing.id))
             session.delete(existing)
@@ -223,8 +229,12 @@ def register_predictions(
                 return _prediction_summary(existing, labels_name, created=False)
             if not replace:
                 raise ConflictError(
-                    f"Predictions named '{name}' exist with other content. Pass --replace to "
-                    "replace them (their evaluations go with them), or choose another --name."
+                    f"Predictions named '{name}' exist with other content.",
+                    remedy=Remedy(
+                        cli="Pass --replace to replace them (their evaluations go with them), "
+                        "or choose another --name.",
+                        web="Choose another name.",
+                    ),
                 )
             repo.delete_prediction_set(session, existing)
         prediction_set = PredictionSet(

@@ -24,7 +24,14 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Judge, NuggetBank, Pool, PoolAssignment, QrelsSet, Task, User
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import AccessDenied, ConflictError, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import (
+    AccessDenied,
+    ConflictError,
+    EvaluationError,
+    InvalidParameterError,
+    NotFoundError,
+    Remedy,
+)
 from evalstore.services import access, collections, health, jobs, judging, pools, tasks
 from evalstore.services.access import Principal
 from evalstore.services.judges import probe as judges_probe
@@ -154,7 +161,9 @@ def task_health(engine: Engine, principal: Principal, task: str) -> health.Store
             f"{done} {'is' if done == 1 else 'are'} so far."
         )
     with read_only(engine) as session:
-        stored = repo.get_named(session, Task, task, f"No task named '{task}'. See 'evalstore tasks list'.")
+        stored = repo.get_named(
+            session, Task, task, f"No task named '{task}'.", Remedy(cli="See 'evalstore tasks list'.")
+        )
         return health.stored_report(session, stored)
 
 

@@ -214,7 +214,7 @@ class Worker:
             log.warning("job %d: result dropped, the job was cancelled or taken over", job.evaluation_id)
             return
         except EvalstoreError as error:  # bad input: trying again gives the same answer
-            state = jobs.fail(self.engine, job, str(error), retryable=False)
+            state = jobs.fail(self.engine, job, error.on_the_command_line(), retryable=False)
             log.error("job %d: %s (%s)", job.evaluation_id, error, state)
             return
         except Exception as error:  # the database or the machine: worth another attempt

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 import numpy as np
 import pyarrow as pa
 
-from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError
+from evalstore.errors import EvalstoreError, EvaluationError, InputFormatError, Remedy
 from evalstore.io.formats import ParsedFile, is_gzip_file
 from evalstore.metrics import compute, prepare_run_file, read_run_to_evaluate
 from evalstore.metrics.preparation import PrepareOptions, Ranking
@@ -118,20 +118,21 @@ class _Failure:
     path: str | None = None
     line: int | None = None
     problem: str | None = None
+    remedy: Remedy | None = None
 
     @classmethod
     def of(cls, error: EvalstoreError) -> _Failure:
         if isinstance(error, InputFormatError):
-            return cls(InputFormatError, str(error), error.path, error.line, error.problem)
-        return cls(type(error), str(error))
+            return cls(InputFormatError, str(error), error.path, error.line, error.problem, error.remedy)
+        return cls(type(error), str(error), remedy=error.remedy)
 
     def rebuilt(self) -> EvalstoreError:
         if self.kind is InputFormatError:
-            return InputFormatError(self.path or "", self.line, self.problem or "")
+            return InputFormatError(self.path or "", self.line, self.problem or "", remedy=self.remedy)
         try:
-            return self.kind(self.message)
+            return self.kind(self.message, remedy=self.remedy)
         except TypeError:  # an error class with a constructor of its own
-            return EvaluationError(self.message)
+            return EvaluationError(self.message, remedy=self.remedy)
 
 
 @dataclass

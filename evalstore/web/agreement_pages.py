@@ -21,6 +21,7 @@ from evalstore.services.tasks.judge_made import ATTACK_NAMES
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
 from evalstore.web.pages import form_principal, page_principal, render, see_other
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,7 +53,7 @@ def agreement_page(
         except EvalstoreError as failed:  # a wrong choice, or nothing in common: said on the page
             if status_for(failed) not in (400, 404, 422):
                 raise
-            error = str(failed)
+            error = for_reader(failed, principal)
     return render(
         request,
         "agreement.html",

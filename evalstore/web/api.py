@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from evalstore import scratch
 from evalstore._version import __version__
-from evalstore.errors import AccessDenied, InvalidParameterError
+from evalstore.errors import AccessDenied, InvalidParameterError, Remedy
 from evalstore.io.answers import AnswerLimits
 from evalstore.io.limits import MAX_FIELD_BYTES, Bounds, check_parquet, copy_bounded
 from evalstore.io.writers import write_qrels
@@ -138,9 +138,12 @@ def create_token(
     shared = server(request)
     if body.expires_days > shared.settings.max_token_days:
         raise InvalidParameterError(
-            f"expires_days is at most {shared.settings.max_token_days:g} on this server; "
-            f"got {body.expires_days:g}. A token that never expires is made by an admin "
-            "on the command line ('evalstore tokens create --user NAME --never-expires')."
+            f"expires_days is at most {shared.settings.max_token_days:g} on this server; got {body.expires_days:g}.",
+            remedy=Remedy(
+                cli="A token that never expires is made by an admin on the command line "
+                "('evalstore tokens create --user NAME --never-expires').",
+                web="A token that never expires is made by an admin.",
+            ),
         )
     shared.mints.take(f"user:{principal.user_id}")
     issued = access.create_token(shared.engine, user, expires_days=body.expires_days, by=principal.name)

@@ -92,10 +92,13 @@ def caller(request: Request) -> Principal:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationError("Send the token as 'Authorization: Bearer TOKEN'.")
-        return access.authenticate(shared.engine, token.strip(), context=shared.context)
+        principal = access.authenticate(shared.engine, token.strip(), context=shared.context)
+        request.state.principal = principal  # an error's remedy is worded for its reader
+        return principal
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
         principal = access.authenticate(shared.engine, cookie, purpose="session", context=shared.context)
+        request.state.principal = principal
         if request.method not in SAFE_METHODS and not hmac.compare_digest(
             request.headers.get(CSRF_HEADER, ""), csrf_token(cookie)
         ):

@@ -1,8 +1,10 @@
 """Exceptions to HTTP responses, with the status table of evalstore.errors (the CLI's exit codes:
 evalstore.cli._errors).
 
-Every error body is ``{"error": message}``; a refused upload adds ``"errors"``, one
-``file:line: what is wrong`` per problem found.
+Every error body is ``{"error": message}``, the fact; an error that says what to do adds
+``"remedy"``, in the pages' words for the caller (a command only for admins and organisers:
+evalstore.web.wording); a refused upload adds ``"errors"``, one ``file:line: what is wrong`` per
+problem found.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from starlette.exceptions import HTTPException
 
 from evalstore.db.outages import outage
 from evalstore.errors import HTTP_STATUS, LIMIT_HTTP_STATUS, EvalstoreError, InputFormatError, LimitExceeded
+from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.web.wording import remedy_for
 
 log = logging.getLogger("evalstore.web")
 
@@ -41,9 +45,13 @@ def status_for(error: EvalstoreError) -> int:
     return next((status for kind, status in HTTP_STATUS if isinstance(error, kind)), 400)
 
 
-def error_response(error: EvalstoreError) -> JSONResponse:
+def error_response(error: EvalstoreError, reader: Principal = ANONYMOUS) -> JSONResponse:
+    """``error`` as the API answers ``reader`` (anonymous: who is asking is not known, or is the error)."""
     status = status_for(error)
     body: dict[str, object] = {"error": str(error)}
+    remedy = remedy_for(error, reader)
+    if remedy is not None:
+        body["remedy"] = remedy
     headers: dict[str, str] = {}
     if isinstance(error, InputFormatError):
         body["errors"] = str(error).splitlines()
@@ -71,7 +79,7 @@ def install(app: FastAPI, page_error: PageError) -> None:
             if isinstance(error, LimitExceeded) and error.retry_after is not None:
                 response.headers["Retry-After"] = str(error.retry_after)
             return response
-        return error_response(error)
+        return error_response(error, getattr(request.state, "principal", ANONYMOUS))
 
     async def invalid_request(request: Request, error: Exception) -> Response:
         assert isinstance(error, RequestValidationError)

@@ -28,6 +28,7 @@ from evalstore.web.api import check_name
 from evalstore.web.auth import server
 from evalstore.web.errors import status_for
 from evalstore.web.pages import form_principal, page_principal, render, see_other
+from evalstore.web.wording import for_reader
 
 log = logging.getLogger("evalstore.web")
 router = APIRouter(include_in_schema=False)
@@ -90,7 +91,7 @@ class JudgeJobs:
         try:
             job.result = work(job.progress)
         except EvalstoreError as error:
-            job.error = str(error)
+            job.error = error.on_the_command_line()  # an organisers-only page: the command is theirs
         except Exception:  # the page says it stopped; the log has the why (never shown to the user)
             log.exception("judge %s: the %s on pool %s stopped", job.judge, job.kind, job.pool)
             job.error = f"The {job.kind} stopped on an unexpected error; the labels stored so far are kept."
@@ -173,7 +174,7 @@ async def add_judge(request: Request) -> Response:
         if url_credentials(kept["endpoint"]):  # a key typed into the URL is not written back into the page
             kept["endpoint"] = ""
         return await run_in_threadpool(
-            _list_page, request, principal, status_code=status_for(error), error=str(error), form=kept
+            _list_page, request, principal, status_code=status_for(error), error=for_reader(error, principal), form=kept
         )
     return see_other(_judge_url(kept["name"]) + "?added=1")
 
@@ -227,7 +228,7 @@ async def run_judge(request: Request, judge: str) -> Response:
         if status_for(error) not in (400, 409, 422):
             raise
         return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=str(error)
+            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
         )
     return see_other(_judge_url(judge) + "#progress")
 
@@ -255,7 +256,7 @@ async def probe_judge(request: Request, judge: str) -> Response:
         if status_for(error) not in (400, 409, 422):
             raise
         return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=str(error)
+            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
         )
     return see_other(_judge_url(judge) + "#progress")
 

@@ -33,6 +33,7 @@ from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.headers import content_disposition
 from evalstore.web.pages import form_principal, page_principal, render, see_other, worker_alive
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 SEED_MAX = 2**63 - 1  # a seed is a non-negative whole number (numpy's generators refuse a negative one)
@@ -73,6 +74,29 @@ def _settings_form(task: dict[str, Any]) -> dict[str, str]:
         "official_measure": task["official_measure"] or "",
         "description": task["description"] or "",
     }
+
+
+async def _console_refused(
+    request: Request,
+    principal: Principal,
+    task: str,
+    error: EvalstoreError,
+    at: str,
+    said: str | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    """The console again, with ``error`` (or what the page ``said`` of it) in its reader's words
+    above its ``at`` section."""
+    return await run_in_threadpool(
+        _console,
+        request,
+        principal,
+        task,
+        status_code=status_for(error),
+        error=said or for_reader(error, principal),
+        error_at=at,
+        **context,
+    )
 
 
 def _console(
@@ -190,16 +214,7 @@ async def edit_settings(request: Request, task: str) -> Response:
     except EvalstoreError as error:  # the form comes back as typed, with the message above it
         if status_for(error) not in (400, 422):
             raise
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=str(error),
-            error_at="settings",
-            settings=kept,
-        )
+        return await _console_refused(request, principal, task, error, "settings", settings=kept)
     return see_other(_console_url(task) + "?saved=settings#settings")
 
 
@@ -269,9 +284,7 @@ async def retry(request: Request, task: str, job: RowId) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
-        )
+        return await _console_refused(request, principal, task, error, "jobs")
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -286,9 +299,7 @@ async def cancel(request: Request, task: str, job: RowId) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="jobs"
-        )
+        return await _console_refused(request, principal, task, error, "jobs")
     return see_other(_console_url(task) + "#submissions")
 
 
@@ -334,21 +345,10 @@ async def build_pool(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
-        said = (
-            f"This task has a pool named '{error.name}' already; choose another name."
-            if isinstance(error, pools.PoolNameTaken)
-            else str(error)
-        )
-        return await run_in_threadpool(
-            _console,
-            request,
-            principal,
-            task,
-            status_code=status_for(error),
-            error=said,
-            error_at="pool",
-            pool_form=kept,
-        )
+        said = None
+        if isinstance(error, pools.PoolNameTaken):
+            said = f"This task has a pool named '{error.name}' already; choose another name."
+        return await _console_refused(request, principal, task, error, "pool", said, pool_form=kept)
     return see_other(_console_url(task) + "#pools")
 
 
@@ -360,9 +360,7 @@ async def assign(request: Request, task: str, pool: str) -> Response:
             organising.assign_assessor, server(request).engine, principal, task, pool, str(form.get("user", ""))
         )
     except InvalidParameterError as error:
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="assign"
-        )
+        return await _console_refused(request, principal, task, error, "assign")
     return see_other(_console_url(task) + "#pools")
 
 
@@ -380,7 +378,7 @@ def health_page(
     except EvalstoreError as failed:  # e.g. fewer than two runs evaluated yet: said on the page
         if status_for(failed) not in (400, 422):
             raise
-        stored, error = None, str(failed)
+        stored, error = None, for_reader(failed, principal)
     if stored is not None and stored.error is not None and stored.current:
         error = stored.error  # the runs as they are give no report: why, as the worker found it
     return render(
@@ -507,7 +505,7 @@ async def create_task(request: Request) -> Response:
             request,
             principal,
             status_code=status_for(error),
-            error=str(error),
+            error=for_reader(error, principal),
             form=kept,
             picked=picked,
         )
@@ -560,9 +558,7 @@ async def upload_topics(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 413, 422):
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="topics"
-        )
+        return await _console_refused(request, principal, task, error, "topics")
     finally:
         await form.close()
     return see_other(_console_url(task) + "?saved=topics#topics-file")
@@ -591,9 +587,7 @@ async def schedule_release(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 422):
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="release"
-        )
+        return await _console_refused(request, principal, task, error, "release")
     return see_other(_console_url(task) + "#release-h")
 
 
@@ -639,9 +633,7 @@ async def cancel_release(request: Request, task: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) != 409:
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=409, error=str(error), error_at="release"
-        )
+        return await _console_refused(request, principal, task, error, "release")
     return see_other(_console_url(task) + "#release-h")
 
 
@@ -656,9 +648,7 @@ async def attach_texts(request: Request, task: str, pool: str) -> Response:
     except EvalstoreError as error:
         if status_for(error) not in (400, 409, 413, 422):
             raise
-        return await run_in_threadpool(
-            _console, request, principal, task, status_code=status_for(error), error=str(error), error_at="texts"
-        )
+        return await _console_refused(request, principal, task, error, "texts")
     finally:
         await form.close()
     return see_other(_console_url(task) + "?saved=texts#pools")

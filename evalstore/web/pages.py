@@ -151,7 +151,7 @@ async def login(request: Request) -> Response:
             401,
             login_token=token,
             next=back_to,
-            error=str(error),
+            error=for_reader(error, ANONYMOUS),
             sign_up=shared.settings.open_sign_up,
         )
         response.set_cookie(
@@ -260,7 +260,7 @@ def ppi_context(
             server(request).engine, str(judge["version"]), measure=page.tier_measure, runs=[r.run for r in page.rows]
         )
     except EvalstoreError as error:
-        offered["error"] = for_reader(str(error), principal)
+        offered["error"] = for_reader(error, principal)
     return offered
 
 
@@ -539,7 +539,8 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
         response: Response = see_other("/login?" + urlencode({"next": request.url.path}))
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
-    return render(request, "error.html", _signed_in(request), status, status=status, message=str(error))
+    reader = _signed_in(request)
+    return render(request, "error.html", reader, status, status=status, message=for_reader(error, reader))
 
 
 def _signed_in(request: Request) -> Principal:

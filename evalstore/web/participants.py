@@ -24,6 +24,7 @@ from evalstore.web.auth import check_password, server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
 from evalstore.web.errors import status_for
 from evalstore.web.pages import form_principal, page_principal, render, see_other, worker_alive
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 
@@ -104,7 +105,13 @@ async def submit(request: Request, task: str) -> Response:
         await run_in_threadpool(_store_submission, request, principal, task, upload, kept)
     except EvalstoreError as error:  # the form comes back as it was, with the message above it
         return await run_in_threadpool(
-            _submit_page, request, principal, task, status_code=status_for(error), error=str(error), form=kept
+            _submit_page,
+            request,
+            principal,
+            task,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            form=kept,
         )
     finally:
         await form.close()
@@ -233,7 +240,9 @@ async def create_token(request: Request) -> Response:
             access.create_token, server(request).engine, str(principal.name), expires_days=days, by=principal.name
         )
     except (ValueError, EvalstoreError) as error:
-        message = str(error) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
+        message = (
+            for_reader(error, principal) if isinstance(error, EvalstoreError) else "Give the days as a number, e.g. 30."
+        )
         return await run_in_threadpool(_profile, request, principal, status_code=400, error=message)
     # shown once, by the page this redirects to (a reload there makes no second token)
     response: Response = see_other("/profile")
@@ -291,7 +300,9 @@ async def change_password(request: Request) -> Response:
             access.set_password, engine, str(principal.name), new, by=principal.name, context=shared.context
         )
     except EvalstoreError as error:
-        return await run_in_threadpool(_profile, request, principal, status_code=400, error=str(error))
+        return await run_in_threadpool(
+            _profile, request, principal, status_code=400, error=for_reader(error, principal)
+        )
     # every session ended with the change, this one too: sign in again with the new password
     return see_other("/login?next=/profile")
 

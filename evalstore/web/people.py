@@ -30,6 +30,7 @@ from evalstore.web.errors import status_for
 from evalstore.web.limits import WriteRate
 from evalstore.web.pages import form_principal, page_principal, render, see_other
 from evalstore.web.settings import ServerSettings
+from evalstore.web.wording import for_reader
 
 router = APIRouter(include_in_schema=False)
 PAGE = "/people"
@@ -107,7 +108,12 @@ async def create_invite(request: Request) -> Response:
         )
     except EvalstoreError as error:
         return await run_in_threadpool(
-            _people_page, request, principal, status_code=status_for(error), error=str(error), form=kept
+            _people_page,
+            request,
+            principal,
+            status_code=status_for(error),
+            error=for_reader(error, principal),
+            form=kept,
         )
     return await _show_link(request, principal, issued)
 
@@ -131,7 +137,7 @@ async def set_team(request: Request, name: UserName) -> Response:
         )
     except EvalstoreError as error:
         return await run_in_threadpool(
-            _people_page, request, principal, status_code=status_for(error), error=str(error)
+            _people_page, request, principal, status_code=status_for(error), error=for_reader(error, principal)
         )
     return see_other(PAGE)
 
@@ -181,7 +187,7 @@ async def approve_request(request: Request, name: UserName) -> Response:
         )
     except EvalstoreError as error:
         return await run_in_threadpool(
-            _people_page, request, principal, status_code=status_for(error), error=str(error)
+            _people_page, request, principal, status_code=status_for(error), error=for_reader(error, principal)
         )
     return see_other(PAGE)
 
@@ -312,7 +318,14 @@ async def join(request: Request, code: Code) -> Response:
         raise
     except EvalstoreError as error:  # the form again, the name kept, with what is wrong above it
         return await run_in_threadpool(
-            _link_page, request, "invite", code, opened, status_code=status_for(error), error=str(error), name=name
+            _link_page,
+            request,
+            "invite",
+            code,
+            opened,
+            status_code=status_for(error),
+            error=for_reader(error, ANONYMOUS),
+            name=name,
         )
     response = await run_in_threadpool(_signed_in_as, request, name, "/profile")
     response.delete_cookie(FORM_COOKIE, path="/join")
@@ -338,7 +351,13 @@ async def reset(request: Request, code: Code) -> Response:
         raise
     except EvalstoreError as error:
         return await run_in_threadpool(
-            _link_page, request, "reset", code, opened, status_code=status_for(error), error=str(error)
+            _link_page,
+            request,
+            "reset",
+            code,
+            opened,
+            status_code=status_for(error),
+            error=for_reader(error, ANONYMOUS),
         )
     response = await run_in_threadpool(_signed_in_as, request, user.name, "/profile")
     response.delete_cookie(FORM_COOKIE, path="/reset")
@@ -401,7 +420,7 @@ async def sign_up(request: Request) -> Response:
         )
     except EvalstoreError as error:
         return await run_in_threadpool(
-            _sign_up_page, request, status_code=status_for(error), error=str(error), fields=kept
+            _sign_up_page, request, status_code=status_for(error), error=for_reader(error, ANONYMOUS), fields=kept
         )
     return see_other("/sign-up?" + urlencode({"asked": kept["name"]}))
 

@@ -1,13 +1,18 @@
-"""A message in the words of the person reading the page. The services' messages are written for
-every edge, and many end with the command that fixes the problem ("Run 'evalstore measures' for
-the list."); a participant, an assessor or a viewer has no terminal on the server, so on their
-pages that advice is taken out and they are pointed to their organiser instead. Admins and
-organisers, who run the service, keep the command."""
+"""An error in the words of the person reading the page or calling the API. The services' errors
+carry a fact (``str(error)``) and a :class:`~evalstore.errors.Remedy`: what to do, as the command
+line says it and as the pages say it. A participant, an assessor or a viewer has no terminal on
+the server: they are told the pages' remedy, or, when only someone who runs the service can act,
+to ask their organiser. Admins and organisers, who run the service, are also told the command.
+
+Some modules' messages still carry their command in their text (listed, with how many, in
+``tests/unit/test_remedies.py``); on the pages, :func:`_line_for_reader` takes that advice out of
+the text until they give it as a remedy. The API gives those messages as they are."""
 
 from __future__ import annotations
 
 import re
 
+from evalstore.errors import EvalstoreError, told
 from evalstore.services.access import Principal
 
 ASK = "If this needs changing, ask your organiser."
@@ -28,11 +33,28 @@ def is_command_advice(text: str) -> bool:
     return bool(_COMMAND.search(text) or _OPTION.search(text))
 
 
-def for_reader(message: str, principal: Principal) -> str:
-    """``message`` as ``principal`` should read it: unchanged for admins and organisers; for
-    everyone else without command-line advice, and with :data:`ASK` where advice was taken out.
-    A clause after ';' or ':' that carries the command goes with it; a sentence that is nothing
-    but the command goes whole; a line (an upload's ``file:line`` errors) is kept line by line."""
+def remedy_for(error: EvalstoreError, principal: Principal) -> str | None:
+    """What ``principal`` is told to do about ``error``: the pages' remedy; else the command for
+    those who run the service and :data:`ASK` for everyone else; None when there is nothing to do."""
+    remedy = error.remedy
+    if remedy is None:
+        return None
+    if remedy.web is not None:
+        return remedy.web
+    return remedy.cli if runs_the_service(principal) else ASK
+
+
+def for_reader(message: EvalstoreError | str, principal: Principal) -> str:
+    """``message`` as ``principal`` should read it: an error's fact and its remedy in the words of
+    the pages (:func:`remedy_for`). A message with command-line advice in its text is unchanged
+    for admins and organisers; for everyone else the advice is taken out, with :data:`ASK` in its
+    place. A clause after ';' or ':' that carries the command goes with it; a sentence that is
+    nothing but the command goes whole; a line (an upload's ``file:line`` errors) is kept line by
+    line."""
+    if isinstance(message, EvalstoreError):
+        remedy = remedy_for(message, principal)
+        fact = for_reader(str(message), principal)
+        return fact if remedy is not None and remedy in fact else told(fact, remedy)  # an ASK put there already
     if runs_the_service(principal) or not is_command_advice(message):
         return message
     lines = [_line_for_reader(line) for line in message.splitlines()]

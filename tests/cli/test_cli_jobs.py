@@ -64,8 +64,8 @@ def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) ->
     refused = cli("jobs", "retry", "1")
     assert refused.exit_code == 1
     assert refused.stderr == (
-        "Error: Job 1 is done; only failed or cancelled jobs can be retried (to recompute "
-        "a done one: 'evalstore evaluate ... --force').\n"
+        "Error: Job 1 is done; only failed or cancelled jobs can be retried. To recompute "
+        "a done one: 'evalstore evaluate ... --force'.\n"
     )
     off = cli("mlflow", "sync")
     assert off.exit_code == 1

@@ -217,7 +217,7 @@ def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_
     (runs / "input.dense.gz").write_bytes(__import__("gzip").compress(good.format(tag="t").encode()))
     clash = cli("runs", "register", str(runs / "dense.run"), str(runs / "input.dense.gz"))
     assert clash.exit_code == 1 and clash.stderr == (
-        "Error: Two files would be registered as 'dense'; register them with --name-from tag, or one at a time with "
+        "Error: Two files would be registered as 'dense'. Register them with --name-from tag, or one at a time with "
         "--name.\n"
     )
 

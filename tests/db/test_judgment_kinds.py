@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.errors import InputFormatError, InvalidParameterError
+from evalstore.errors import InputFormatError, InvalidParameterError, Remedy
 from evalstore.io.writers import write_qrels
 from evalstore.services import store
 from evalstore.services.kinds.ranking import results
@@ -155,7 +155,7 @@ def test_measures_and_options_must_fit_the_judgments(engine: Engine, tmp_path: P
     store.register_run(engine, run, name="div")
     with pytest.raises(InvalidParameterError) as error:
         evaluate_runs(engine, qrels_name="web", run_names=["div"], measures=["AP"])
-    assert str(error.value) == (
+    assert error.value.on_the_command_line() == (
         "AP is computed from relevance judgments, and qrels 'web' hold subtopic judgments. "
         "'evalstore measures' lists the judgments each measure needs."
     )
@@ -169,9 +169,9 @@ def test_measures_and_options_must_fit_the_judgments(engine: Engine, tmp_path: P
     with pytest.raises(InvalidParameterError) as error:
         evaluate_runs(engine, qrels_name="test", run_names=["div"], measures=["alpha_nDCG@20"])
     assert str(error.value) == (
-        "alpha_nDCG@20 is computed from subtopic judgments, and qrels 'test' hold relevance "
-        "judgments. 'evalstore measures' lists the judgments each measure needs."
+        "alpha_nDCG@20 is computed from subtopic judgments, and qrels 'test' hold relevance judgments."
     )
+    assert error.value.remedy == Remedy(cli="'evalstore measures' lists the judgments each measure needs.")
 
 
 def test_the_run_to_judgments_join_looks_judgments_up_by_index(engine: Engine) -> None:

@@ -16,7 +16,7 @@ from evalstore.db.engine import make_engine, upgrade
 from evalstore.db.models import Judgment, QrelsSet, Run, RunRow
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import STAGE_SCHEMA, StagedRows
-from evalstore.errors import ConflictError, EvalstoreError, InputFormatError, NotFoundError
+from evalstore.errors import ConflictError, EvalstoreError, InputFormatError, NotFoundError, Remedy
 from evalstore.io.formats import read_qrels, read_run
 from evalstore.io.writers import write_run
 from evalstore.services import store
@@ -58,10 +58,12 @@ def test_other_content_same_name_needs_replace(engine: Engine, write) -> None:  
     other = write("b.run", "1 Q0 d9 1 9.0 x\n")
     with pytest.raises(
         ConflictError,
-        match=r"A run named 'bm25' already exists with different content .* "
-        r"Pass --replace to replace it, or choose another --name\.",
-    ):
+        match=r"^A run named 'bm25' already exists with different content \(registered [^)]*\)\.$",
+    ) as refused:
         store.register_run(engine, other, name="bm25")
+    assert refused.value.remedy == Remedy(
+        cli="Pass --replace to replace it, or choose another --name.", web="Choose another name."
+    )
     assert counts(engine)[:2] == (1, 3)
     store.register_run(engine, other, name="bm25", replace=True)
     assert counts(engine)[:2] == (1, 1)

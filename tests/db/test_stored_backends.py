@@ -207,9 +207,9 @@ def test_backends_take_relevance_qrels_only(sqlite_engine: Engine, write) -> Non
     store.register_run(sqlite_engine, write("r.run", "1 Q0 a 1 2.0 r\n1 Q0 b 2 1.0 r\n"), name="r")
     with pytest.raises(InvalidParameterError) as refused:
         evaluate_runs(sqlite_engine, qrels_name="web", run_names=["r"], backend=Backend("spark"))
-    assert str(refused.value) == (
-        "--backend spark joins runs with relevance judgments; qrels 'web' hold subtopic "
-        "judgments, which the local engine evaluates: leave --backend out."
+    assert refused.value.on_the_command_line() == (
+        "The spark backend joins runs with relevance judgments; qrels 'web' hold subtopic "
+        "judgments, which the local engine evaluates. Leave --backend out."
     )
 
 

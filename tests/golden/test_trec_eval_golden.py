@@ -152,7 +152,7 @@ def test_a_qrels_measure_in_preference_mode_names_the_mode_it_needs() -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: Measure 'map' needs -R qrels; with -R prefs or -R qrels_prefs use all_prefs, prefs or a prefs_* "
-        "measure (evalstore measures --trec lists them).\n"
+        "measure. 'evalstore measures --trec' lists them.\n"
     )
 
 

@@ -216,8 +216,8 @@ def test_a_revoked_or_expired_token_gets_one_message(world: World, client: TestC
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"] == "Bearer"
     assert response.json() == {
-        "error": "The token is not valid: it is wrong, expired or revoked. Ask an admin for "
-        "a new one ('evalstore tokens create --user NAME')."
+        "error": "The token is not valid: it is wrong, expired or revoked.",
+        "remedy": "Sign in and make a new one on your profile page, or ask an admin for one.",
     }
 
 
@@ -230,8 +230,8 @@ def test_a_wrong_secret_for_a_real_token_id_is_refused(world: World, client: Tes
 def test_no_token_where_one_is_needed_says_how_to_send_one(client: TestClient) -> None:
     response = client.get("/api/v1/me")
     assert response.json() == {
-        "error": "This needs a token: send 'Authorization: Bearer TOKEN' (an admin makes "
-        "one with 'evalstore tokens create --user NAME')."
+        "error": "This needs a token: send 'Authorization: Bearer TOKEN'.",
+        "remedy": "Sign in, and make a token on your profile page.",
     }
 
 

@@ -50,7 +50,7 @@ def test_users_tokens_and_tasks_from_the_command_line(url: str) -> None:
     )
     assert (added.exit_code, added.stderr) == (0, "added participant 'ada' of team 'red'\n")
     no_team = cli(url, "users", "add", "bea", "--role", "participant")
-    assert (no_team.exit_code, no_team.stderr) == (1, "Error: A participant belongs to a team: give --team TEAM.\n")
+    assert (no_team.exit_code, no_team.stderr) == (1, "Error: A participant belongs to a team. Give --team TEAM.\n")
     token = cli(url, "tokens", "create", "--user", "ada", "--expires", "7")
     assert token.exit_code == 0
     assert token.stdout.startswith("es_1_") and token.stdout.count("\n") == 1  # only the token on stdout

@@ -144,3 +144,19 @@ def test_a_message_in_a_participants_words(message: str, read: str) -> None:
     assert for_reader(message, READERS["participant"]) == read
     organiser = Principal(user_id=4, name="olga", role="organiser", via="session")
     assert for_reader(message, organiser) == message
+
+
+def test_the_api_gives_the_fact_and_the_remedy_in_the_callers_words(world: World) -> None:
+    with client_for(world.engine) as client:
+        participant = client.get("/api/v1/tasks/open/leaderboard?measure=nosuch", headers=world.headers("red"))
+        organiser = client.get("/api/v1/tasks/open/leaderboard?measure=nosuch", headers=world.headers("owner"))
+        no_token = client.delete("/api/v1/tokens/999999", headers=world.headers("red"))
+    assert (participant.status_code, participant.json()) == (422, {"error": "Unknown measure 'nosuch'.", "remedy": ASK})
+    assert (organiser.status_code, organiser.json()) == (
+        422,
+        {"error": "Unknown measure 'nosuch'.", "remedy": "Run 'evalstore measures' for the list."},
+    )
+    assert (no_token.status_code, no_token.json()) == (
+        404,
+        {"error": "No token 999999 of yours.", "remedy": "Your profile page lists your tokens."},
+    )

@@ -21,10 +21,10 @@ from evalstore.web.settings import ServerSettings
 from tests.http.conftest import PASSWORD, World, client_for, run_text, serving
 
 ANNOUNCED = 200 * 2**20
-NEEDS_A_TOKEN = (
-    "This needs a token: send 'Authorization: Bearer TOKEN' (an admin makes one with "
-    "'evalstore tokens create --user NAME')."
-)
+NEEDS_A_TOKEN = {
+    "error": "This needs a token: send 'Authorization: Bearer TOKEN'.",
+    "remedy": "Sign in, and make a token on your profile page.",
+}
 CSRF_REFUSAL = "This form&#39;s CSRF token is missing or wrong; reload the page and try again."
 
 
@@ -62,13 +62,13 @@ def _session(world: World, user: str = "red") -> str:
 def test_an_upload_without_a_token_is_refused_unread(world: World, base: str) -> None:
     status, _, body = _partial_post(base, "/api/v1/tasks/open/runs", {})
     assert status == 401
-    assert json.loads(body) == {"error": NEEDS_A_TOKEN}
+    assert json.loads(body) == NEEDS_A_TOKEN
 
 
 def test_a_chunked_upload_without_a_token_is_refused_unread(world: World, base: str) -> None:
     status, _, body = _partial_post(base, "/api/v1/tasks/open/runs", {}, chunked=True)
     assert status == 401
-    assert json.loads(body) == {"error": NEEDS_A_TOKEN}
+    assert json.loads(body) == NEEDS_A_TOKEN
 
 
 def test_an_upload_with_a_revoked_token_gets_the_tokens_refusal_unread(world: World, base: str) -> None:

@@ -177,7 +177,10 @@ def test_non_utf8_bytes(write) -> None:  # type: ignore[no-untyped-def]
 
 def test_unknown_format(write) -> None:  # type: ignore[no-untyped-def]
     path = write("run.xlsx", b"PK\x03\x04")
-    assert refused(read_run, path) == (
+    assert refused(read_run, path) == f"{path}: unknown format '.xlsx'; use TREC text, CSV, TSV or Parquet"
+    with pytest.raises(InputFormatError) as info:
+        read_run(path)
+    assert info.value.on_the_command_line() == (
         f"{path}: unknown format '.xlsx'; use TREC text, CSV, TSV or Parquet (or name the format with --format)"
     )
 

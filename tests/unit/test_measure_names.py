@@ -57,9 +57,9 @@ def test_unknown_measure_did_you_mean() -> None:
 def test_a_trec_eval_output_line_is_not_offered_as_its_own_correction() -> None:
     with pytest.raises(InvalidParameterError) as info:
         metrics.parse_measure("runid")
-    assert str(info.value) == (
-        "'runid' is a line trec_eval prints (with 'evalstore trec-eval -m runid'), not a measure to store; "
-        "the run tag is kept with every run. Run 'evalstore measures' for the measures."
+    assert info.value.on_the_command_line() == (
+        "'runid' is a line trec_eval prints, not a measure to store; the run tag is kept with every run. "
+        "Run 'evalstore measures' for the measures ('evalstore trec-eval -m runid' prints the line)."
     )
     assert "Did you mean" not in str(info.value)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalstore import metrics
+from evalstore.errors import InvalidParameterError
 
 
 def ranked(grades: list[int], *, judged: list[int] | None = None, total_relevant: int | None = None):  # type: ignore[no-untyped-def]
@@ -125,5 +126,8 @@ def test_user_oriented_measures_worked_by_hand() -> None:
     # (3 expected / 2 examined, at most 1), and it brings nothing new
     short = metrics.evaluate(qrels, {"q": {"a": 2, "d": 1}}, names, known=known).aggregates
     assert [short[n] for n in names] == pytest.approx([1 / 3, 0.0, 1 / 3, 1.0])
-    with pytest.raises(Exception, match="--known QRELS"):
+    with pytest.raises(
+        InvalidParameterError, match="^Coverage compares the ranking with what the user already knew"
+    ) as info:
         metrics.evaluate(qrels, run, ["Coverage"])
+    assert info.value.remedy is not None and "--known QRELS" in info.value.remedy.cli

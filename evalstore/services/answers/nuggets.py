@@ -36,7 +36,7 @@ from evalstore.db.models import (
     NuggetTopic,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.io import answers as answer_files
 from evalstore.io import nuggets as nugget_files
 from evalstore.services import jobs
@@ -327,7 +327,7 @@ def list_banks(engine: Engine) -> list[BankSummary]:
 def get_bank(session: Session, name: str) -> NuggetBank:
     bank = session.scalar(select(NuggetBank).where(NuggetBank.name == name))
     if bank is None:
-        raise NotFoundError(f"No nugget bank named '{name}'. See 'evalstore nuggets list'.")
+        raise NotFoundError(f"No nugget bank named '{name}'.", remedy=Remedy(cli="See 'evalstore nuggets list'."))
     return bank
 
 

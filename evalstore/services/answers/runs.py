@@ -33,7 +33,7 @@ from evalstore.db.models import (
     TopicSet,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, NotFoundError
+from evalstore.errors import ConflictError, NotFoundError, Remedy
 from evalstore.io import answers as answer_files
 from evalstore.services import store
 
@@ -99,7 +99,7 @@ def topic_ids(engine: Engine, topic_set: str) -> set[str]:
     with read_only(engine) as session:
         found = session.scalar(select(TopicSet).where(TopicSet.name == topic_set))
         if found is None:
-            raise NotFoundError(f"No topic set named '{topic_set}'. See 'evalstore texts list'.")
+            raise NotFoundError(f"No topic set named '{topic_set}'.", remedy=Remedy(cli="See 'evalstore texts list'."))
         return set(session.scalars(select(Topic.topic).where(Topic.topic_set_id == found.id)))
 
 
@@ -290,7 +290,7 @@ def _summary(session: Session, run: AnswerRun, *, created: bool) -> AnswerRunSum
 def get_answer_run(session: Session, name: str) -> AnswerRun:
     run = session.scalar(select(AnswerRun).where(AnswerRun.name == name))
     if run is None:
-        raise NotFoundError(f"No answer run named '{name}'. See 'evalstore answers list'.")
+        raise NotFoundError(f"No answer run named '{name}'.", remedy=Remedy(cli="See 'evalstore answers list'."))
     return run
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.backends import LOCAL, Backend
 from evalstore.db.models import QrelsSet
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics import parse_measure, resolve_measures
 from evalstore.metrics.preferences import PREFS_MEASURES
 from evalstore.metrics.registry import JUDGMENTS_NAMED
@@ -55,7 +55,8 @@ class EvaluationOptions:
     def resolved(self) -> dict[str, Any]:
         if self.missing_topics not in MISSING_POLICIES:
             raise InvalidParameterError(
-                f"--missing must be one of {', '.join(MISSING_POLICIES)}; got '{self.missing_topics}'."
+                f"Missing topics are scored by one of {', '.join(MISSING_POLICIES)}; not '{self.missing_topics}'.",
+                remedy=Remedy(cli="Choose one with --missing."),
             )
         measures = [str(m) for m in resolve_measures(self.measures)]
         resolved: dict[str, Any] = {
@@ -69,14 +70,15 @@ class EvaluationOptions:
         user_oriented = [m for m in measures if m in USER_ORIENTED_MEASURES]
         if self.known_qrels is None and user_oriented:
             raise InvalidParameterError(
-                f"{user_oriented[0]} compares a ranking with what the user already knew: "
-                "name those relevant documents with --known QRELS."
+                f"{user_oriented[0]} compares a ranking with what the user already knew.",
+                remedy=Remedy(cli="Name those relevant documents with --known QRELS."),
             )
         if self.known_qrels is not None:  # only then, so every other evaluation keeps its options hash
             if self.judged_only:
                 raise InvalidParameterError(
                     "-J closes up the ranking by the qrels' judgments; the user-oriented "
-                    "measures (--known) need the ranking whole."
+                    "measures need the ranking whole.",
+                    remedy=Remedy(cli="Leave -J out, or --known and its measures."),
                 )
             resolved["measures"] = [*measures, *(m for m in USER_ORIENTED_MEASURES if m not in measures)]
             resolved["known_qrels"] = self.known_qrels
@@ -175,8 +177,8 @@ def for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]
         needs = parse_measure(wrong[0]).spec.judgments
         raise InvalidParameterError(
             f"{wrong[0]} is computed from {JUDGMENTS_NAMED[needs]} judgments, and qrels '{qrels.name}' hold "
-            f"{JUDGMENTS_NAMED[qrels.kind]} judgments. "
-            "'evalstore measures' lists the judgments each measure needs."
+            f"{JUDGMENTS_NAMED[qrels.kind]} judgments.",
+            remedy=Remedy(cli="'evalstore measures' lists the judgments each measure needs."),
         )
     if qrels.kind != "relevance" and (options.judged_only or options.relevance_level != 1):
         reason = (

@@ -17,7 +17,7 @@ from evalstore.backends import LOCAL, Backend
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, PredictionSet, QrelsSet, Run, Worker
 from evalstore.db.session import unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.metrics.registry import JUDGMENTS_NAMED
 from evalstore.services.jobs import summaries
 from evalstore.services.jobs.options import (
@@ -30,6 +30,8 @@ from evalstore.services.jobs.options import (
     for_judgments,
     options_hash,
 )
+
+JOBS_LISTED = Remedy(cli="See 'evalstore jobs list'.")
 
 
 def enqueue(
@@ -55,18 +57,24 @@ def enqueue(
         resolved = for_judgments(options, qrels)
         if not backend.local and qrels.kind != "relevance":
             raise InvalidParameterError(
-                f"--backend {backend.name} joins runs with relevance judgments; qrels "
-                f"'{qrels.name}' hold {JUDGMENTS_NAMED[qrels.kind]} judgments, which the "
-                "local engine evaluates: leave --backend out."
+                f"The {backend.name} backend joins runs with relevance judgments; qrels "
+                f"'{qrels.name}' hold {JUDGMENTS_NAMED[qrels.kind]} judgments, which the local engine evaluates.",
+                remedy=Remedy(cli="Leave --backend out."),
             )
         if options.known_qrels is not None:  # its content decides the numbers: a new version is a new job
             known = repo.get_qrels(session, options.known_qrels)
             if known.kind != "relevance" or qrels.kind != "relevance":
-                raise InvalidParameterError("--known names relevance qrels, for runs evaluated on relevance qrels.")
+                raise InvalidParameterError(
+                    "The known relevant documents are relevance qrels, for runs evaluated on relevance qrels.",
+                    remedy=Remedy(cli="Name relevance qrels with --known."),
+                )
             resolved["known_qrels_hash"] = known.content_hash
         names = run_names if run_names is not None else [r.name for r in repo.list_runs(session)]
         if not names:
-            raise NotFoundError("No runs to evaluate. Register one with 'evalstore runs register PATH --name NAME'.")
+            raise NotFoundError(
+                "No runs to evaluate.",
+                remedy=Remedy(cli="Register one with 'evalstore runs register PATH --name NAME'."),
+            )
         refs = []
         for name in dict.fromkeys(names):
             run = repo.get_run(session, name)
@@ -226,7 +234,7 @@ def kind_of(session: Session, evaluation_id: int) -> str:
         .where(Evaluation.id == evaluation_id)
     )
     if kind is None:
-        raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
+        raise NotFoundError(f"No job {evaluation_id}.", remedy=JOBS_LISTED)
     return str(kind)
 
 

@@ -21,9 +21,9 @@ from evalstore.db.models import (
     Run,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.services.jobs.options import STATES, db_now, describe_inputs
-from evalstore.services.jobs.queue import requeue
+from evalstore.services.jobs.queue import JOBS_LISTED, requeue
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def outcome(session: Session, evaluation_id: int) -> tuple[str, str | None, int]
     """(state, error, topics or groups evaluated) of a job."""
     job = session.get(Evaluation, evaluation_id)
     if job is None:
-        raise NotFoundError(f"No job {evaluation_id}. See 'evalstore jobs list'.")
+        raise NotFoundError(f"No job {evaluation_id}.", remedy=JOBS_LISTED)
     count = session.scalar(
         select(AggregateResult.query_count).where(AggregateResult.evaluation_id == evaluation_id).limit(1)
     )
@@ -168,7 +168,7 @@ def job_states(engine: Engine, job_ids: list[int]) -> dict[int, str]:
 def _get(session: Session, job_id: int) -> tuple[Evaluation, tuple[str, str, str]]:
     row = session.execute(_jobs_with_inputs().where(Evaluation.id == job_id)).first()
     if row is None:
-        raise NotFoundError(f"No job {job_id}. See 'evalstore jobs list'.")
+        raise NotFoundError(f"No job {job_id}.", remedy=JOBS_LISTED)
     return row[0], (row[1], row[2], row[3])
 
 
@@ -178,8 +178,8 @@ def retry(engine: Engine, job_id: int) -> JobView:
         job, inputs = _get(session, job_id)
         if job.state not in ("failed", "cancelled"):
             raise ConflictError(
-                f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried "
-                f"(to recompute a done one: 'evalstore evaluate ... --force')."
+                f"Job {job_id} is {job.state}; only failed or cancelled jobs can be retried.",
+                remedy=Remedy(cli="To recompute a done one: 'evalstore evaluate ... --force'."),
             )
         requeue(job)
         return _view(job, inputs)

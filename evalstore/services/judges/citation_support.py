@@ -31,7 +31,7 @@ from evalstore.db.models import (
     Collection,
 )
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import collections
 from evalstore.services.judges import costs
 from evalstore.services.judges.asking import Asked, ask_all, asker_for, label_source, record_calls
@@ -110,7 +110,9 @@ def _plan(
         found = {r.name: r for r in session.scalars(select(AnswerRun).where(AnswerRun.name.in_(runs)))}
         missing = [r for r in runs if r not in found]
         if missing:
-            raise NotFoundError(f"No answer run named '{missing[0]}'. See 'evalstore answers list'.")
+            raise NotFoundError(
+                f"No answer run named '{missing[0]}'.", remedy=Remedy(cli="See 'evalstore answers list'.")
+            )
         planned: list[tuple[AnswerRun, str, int, str, str, str]] = []  # run, topic, sentence, segment, text, query
         reused = cited = 0
         for run in (found[r] for r in dict.fromkeys(runs)):

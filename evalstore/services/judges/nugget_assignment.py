@@ -30,7 +30,7 @@ from sqlalchemy import Engine, select
 
 from evalstore.db.models import AnswerRun, AnswerSentence, AnswerTopic, Nugget, NuggetAssignment, NuggetTopic
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services.answers import get_bank
 from evalstore.services.judges import costs
 from evalstore.services.judges.asking import Asked, ask_all, asker_for, label_source, record_calls
@@ -134,7 +134,9 @@ def _answer_runs(session: Any, runs: list[str] | None, topics: list[str]) -> lis
         found = {r.name: r for r in session.scalars(select(AnswerRun).where(AnswerRun.name.in_(runs)))}
         missing = [r for r in runs if r not in found]
         if missing:
-            raise NotFoundError(f"No answer run named '{missing[0]}'. See 'evalstore answers list'.")
+            raise NotFoundError(
+                f"No answer run named '{missing[0]}'.", remedy=Remedy(cli="See 'evalstore answers list'.")
+            )
         return [found[r] for r in dict.fromkeys(runs)]
     answering = select(AnswerTopic.answer_run_id).where(AnswerTopic.topic.in_(topics))
     return list(session.scalars(select(AnswerRun).where(AnswerRun.id.in_(answering)).order_by(AnswerRun.name)))

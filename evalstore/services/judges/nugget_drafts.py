@@ -23,7 +23,7 @@ from sqlalchemy import Engine, select
 
 from evalstore.db.models import AnswerRun, AnswerSentence, AnswerTopic, NuggetBank
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.io import nuggets as nugget_files
 from evalstore.services.answers.nuggets import add_bank
 from evalstore.services.judges import costs
@@ -155,7 +155,9 @@ def _plan(
         found = {r.name: r.id for r in session.scalars(select(AnswerRun).where(AnswerRun.name.in_(runs)))}
         missing = [r for r in runs if r not in found]
         if missing:
-            raise NotFoundError(f"No answer run named '{missing[0]}'. See 'evalstore answers list'.")
+            raise NotFoundError(
+                f"No answer run named '{missing[0]}'.", remedy=Remedy(cli="See 'evalstore answers list'.")
+            )
         texts: dict[str, dict[int, list[str]]] = {}
         for run_id, topic, text in session.execute(
             select(AnswerSentence.answer_run_id, AnswerSentence.topic, AnswerSentence.text)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, QrelsSet, QrelsVersion, Run, Submission, Task
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import jobs
 from evalstore.services.judges import compare
 
@@ -26,7 +26,7 @@ from evalstore.services.judges import compare
 def _task(session: Session, name: str) -> Task:
     task = session.scalar(select(Task).where(Task.name == name))
     if task is None:
-        raise NotFoundError(f"No task named '{name}'. See 'evalstore tasks list'.")
+        raise NotFoundError(f"No task named '{name}'.", remedy=Remedy(cli="See 'evalstore tasks list'."))
     return task
 
 

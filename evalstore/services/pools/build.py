@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Pool, PoolEntry, PoolJudgment, Run
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.statistics import pooling
 
 EXPORT_FORMATS = ("tsv", "csv", "trec")
@@ -93,7 +93,10 @@ def in_table(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
 def pool_runs(session: Session, run_names: list[str] | None) -> list[Run]:
     runs = repo.list_runs(session) if run_names is None else [repo.get_run(session, n) for n in run_names]
     if not runs:
-        raise NotFoundError("No runs are registered. Register runs with 'evalstore runs register PATH --name NAME'.")
+        raise NotFoundError(
+            "No runs are registered.",
+            remedy=Remedy(cli="Register runs with 'evalstore runs register PATH --name NAME'."),
+        )
     return runs
 
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import QrelsSet, Run
-from evalstore.errors import InputFormatError, InvalidParameterError
+from evalstore.errors import InputFormatError, InvalidParameterError, Remedy
 from evalstore.services.context import Lru
 
 log = logging.getLogger("evalstore")
@@ -114,13 +114,15 @@ def refuse(errors: list[InputFormatError], files: int) -> None:
     if errors:
         first, *rest = errors
         summary = f"nothing stored: {len(errors)} of {files} files refused"
-        raise InputFormatError(first.path, first.line, "\n".join([first.problem, *(str(e) for e in rest), summary]))
+        remedy = next((e.remedy for e in errors if e.remedy is not None), None)
+        problems = "\n".join([first.problem, *(str(e) for e in rest), summary])
+        raise InputFormatError(first.path, first.line, problems, remedy=remedy)
 
 
-def refuse_repeated(names: list[str], message: str) -> None:
+def refuse_repeated(names: list[str], message: str, remedy: Remedy) -> None:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise InvalidParameterError(message.format(name=repeated[0]))
+        raise InvalidParameterError(message.format(name=repeated[0]), remedy=remedy)
 
 
 def dropped_message(what: str, name: str, count: int) -> str:

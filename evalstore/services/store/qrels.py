@@ -15,7 +15,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import QRELS_KINDS, QrelsSet, Task
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy, replace_or_rename
 from evalstore.io.formats import (
     ParsedFile,
     read_preferences,
@@ -67,7 +67,9 @@ def import_qrels(
 def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None = None) -> ParsedFile:
     """A judgments file of ``kind`` read and validated as :func:`import_qrels` stores it."""
     if kind != "relevance" and fmt not in (None, "trec"):
-        raise InvalidParameterError(f"{kind} judgments are read from TREC text only; got --format {fmt}.")
+        raise InvalidParameterError(
+            f"{kind} judgments are read from TREC text only, not {fmt}.", remedy=Remedy(cli="Leave --format out.")
+        )
     if kind == "relevance":
         return read_qrels(path, fmt=fmt)
     if kind == "subtopics":
@@ -76,7 +78,9 @@ def read_judgments(path: str | Path, *, kind: str = "relevance", fmt: str | None
         parsed, preferences = read_preferences(path)
         check_consistent(preferences, str(path))
         return parsed
-    raise InvalidParameterError(f"--kind must be one of {', '.join(QRELS_KINDS)}; got '{kind}'.")
+    raise InvalidParameterError(
+        f"Judgments are of kind {', '.join(QRELS_KINDS)}; not '{kind}'.", remedy=Remedy(cli="Choose one with --kind.")
+    )
 
 
 def import_many_qrels(
@@ -105,7 +109,9 @@ def import_many_qrels(
         except InputFormatError as error:
             errors.append(error)
     refuse(errors, len(paths))
-    refuse_repeated(chosen, "Two files would be imported as '{name}'; import them one at a time with --name.")
+    refuse_repeated(
+        chosen, "Two files would be imported as '{name}'.", Remedy(cli="Import them one at a time with --name.")
+    )
     stored = []
     for index, (path, name, judgments) in enumerate(zip(paths, chosen, parsed, strict=True)):
         if on_file is not None:
@@ -177,9 +183,8 @@ def add_qrels(
     if existing is not None and not replace:
         what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
         raise ConflictError(
-            f"Qrels named '{name}' already exist with {what} "
-            f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
-            "Pass --replace to replace them, or choose another --name."
+            f"Qrels named '{name}' already exist with {what} (imported {existing.created_at:%Y-%m-%d %H:%M}).",
+            remedy=replace_or_rename("them"),
         )
     warnings = parsed.warnings
     if existing is not None:

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from evalstore.db import repositories as repo
 from evalstore.db.models import Run
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.io.formats import detect_format
 from evalstore.io.ir_metadata import METADATA_KEY as IR_METADATA
 from evalstore.io.ir_metadata import matches as ir_metadata_matches
@@ -33,7 +33,8 @@ def with_ir_metadata(metadata: dict[str, Any] | None, block: str | None) -> dict
     meta: dict[str, Any] = dict(metadata or {})
     if IR_METADATA in meta:
         raise InvalidParameterError(
-            f"--meta {IR_METADATA}=... is reserved for a run file's ir_metadata block; choose another key."
+            f"The metadata key '{IR_METADATA}' is reserved for a run file's ir_metadata block.",
+            remedy=Remedy(cli="Choose another key for --meta.", web="Choose another key."),
         )
     if block is not None:
         meta[IR_METADATA] = block

@@ -19,7 +19,7 @@ from evalstore.db import repositories as repo
 from evalstore.db.models import Run
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows, staged_stream
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, Remedy, replace_or_rename
 from evalstore.io.formats import (
     ParsedFile,
     has_duplicate_docs,
@@ -63,7 +63,10 @@ def register_runs(
     (:func:`name_from_file`) or run tag's (``name_from="tag"``). ``on_file(i, name)`` hears of
     each run as its storing starts, ``progress`` of the rows stored."""
     if name_from not in NAME_SOURCES:
-        raise InvalidParameterError(f"--name-from must be file or tag, not '{name_from}'.")
+        raise InvalidParameterError(
+            f"Runs are named after their file or their run tag, not '{name_from}'.",
+            remedy=Remedy(cli="Give --name-from file or --name-from tag."),
+        )
     if names is not None and len(names) != len(paths):
         raise InvalidParameterError(f"{len(names)} names for {len(paths)} files; give one name per file.")
     if len(paths) == 1 and (names is not None or name_from == "file"):
@@ -105,7 +108,8 @@ def register_runs(
                     InputFormatError(
                         str(path),
                         None,
-                        "no run tag to name the run after (a CSV, TSV or Parquet run has none); use --name-from file",
+                        "no run tag to name the run after (a CSV, TSV or Parquet run has none)",
+                        remedy=Remedy(cli="use --name-from file"),
                     )
                 )
                 continue
@@ -116,8 +120,8 @@ def register_runs(
     other = "file" if name_from == "tag" else "tag"
     refuse_repeated(
         chosen,
-        f"Two files would be registered as '{{name}}'; register them with --name-from {other}, "
-        "or one at a time with --name.",
+        "Two files would be registered as '{name}'.",
+        Remedy(cli=f"Register them with --name-from {other}, or one at a time with --name."),
     )
     registered = []
     for index, (path, name) in enumerate(zip(paths, chosen, strict=True)):
@@ -171,7 +175,10 @@ def register_run(
             settings=duckdb_settings,
         )
     if backend != "local":
-        raise InvalidParameterError(f"--backend must be local or duckdb, not '{backend}'.")
+        raise InvalidParameterError(
+            f"Runs are stored by the local or the duckdb backend, not '{backend}'.",
+            remedy=Remedy(cli="Give --backend local or --backend duckdb."),
+        )
     parsed = read_run(path, fmt=fmt, check_duplicates=False)  # checked below, alongside storing
     with read_only(engine) as session:  # the same content again: report it without staging the rows
         existing = repo.find_run(session, name)
@@ -310,8 +317,8 @@ def _replace_run(
         before_refusing()
         raise ConflictError(
             f"A run named '{name}' already exists with different content (registered "
-            f"{existing.created_at:%Y-%m-%d %H:%M}). Pass --replace to replace it, or choose another "
-            "--name."
+            f"{existing.created_at:%Y-%m-%d %H:%M}).",
+            remedy=replace_or_rename(),
         )
     dropped = repo.count_evaluations(session, run_id=existing.id)
     repo.delete_run(session, existing)

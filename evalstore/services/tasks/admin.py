@@ -26,6 +26,7 @@ from evalstore.errors import (
     ConflictError,
     InvalidParameterError,
     NotFoundError,
+    Remedy,
 )
 from evalstore.io.texts import TopicStatement
 from evalstore.metrics import JUDGMENTS_NAMED, resolve_measures
@@ -149,7 +150,8 @@ def _refuse_others_judgments(
         )
     if not owners:
         raise AccessDenied(
-            f"{what} belong to no task yet; an admin creates the first task over them, naming its organiser (--owner)."
+            f"{what} belong to no task yet; an admin creates the first task over them, naming its organiser.",
+            remedy=Remedy(cli="An admin names the organiser with --owner.", web="Ask an admin to create it for you."),
         )
 
 
@@ -668,7 +670,10 @@ def attach_runs(
     team is ``team``, else its system, else its name. Windows and quotas are the organiser's to
     waive, so they are not checked."""
     if run_type not in RUN_TYPES:
-        raise InvalidParameterError(f"--run-type must be one of {', '.join(RUN_TYPES)}; got '{run_type}'.")
+        raise InvalidParameterError(
+            f"A run's type is one of {', '.join(RUN_TYPES)}; not '{run_type}'.",
+            remedy=Remedy(cli="Choose one with --run-type."),
+        )
     attached = []
     with unit_of_work(engine) as session:
         task = _managed_task(session, task_name, by)

@@ -34,6 +34,7 @@ from evalstore.services.tasks import judge_made
 from evalstore.services.tasks.visibility import (
     HIDDEN,
     LEADERBOARD_MEASURES,
+    NO_TASK,
     private_topics,
     public_only,
     public_topics,
@@ -154,7 +155,7 @@ def _board_state(context: AppContext, task_name: str) -> _BoardState:
             .where(Task.name == task_name)
         ).first()
         if found is None:
-            raise NotFoundError(f"No task named '{task_name}'. See 'evalstore tasks list'.")
+            raise NotFoundError(f"No task named '{task_name}'.", remedy=NO_TASK)
         task, qrels_name, qrels_hash, bank_name, bank_hash = found
         fingerprint = tuple(
             session.execute(

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import Judgment, Task
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 
 
 def draw_split(session: Session, task: Task, fraction: float, seed: int | None) -> None:
@@ -17,7 +17,8 @@ def draw_split(session: Session, task: Task, fraction: float, seed: int | None) 
     permutation from ``seed``) as the task's private topics, and record the fraction and seed."""
     if not 0 < fraction < 1:
         raise InvalidParameterError(
-            f"--private-topics is the share of topics kept private, between 0 and 1; got {fraction}."
+            f"The share of topics kept private is between 0 and 1; not {fraction}.",
+            remedy=Remedy(cli="Give it with --private-topics."),
         )
     topics = sorted(set(session.scalars(select(Judgment.topic).where(Judgment.qrels_id == task.qrels_id).distinct())))
     count = round(fraction * len(topics))

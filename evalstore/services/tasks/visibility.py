@@ -29,6 +29,7 @@ from evalstore.errors import (
     AccessDenied,
     InvalidParameterError,
     NotFoundError,
+    Remedy,
 )
 from evalstore.metrics import headline_measures, resolve_measures
 from evalstore.metrics.answers import answer_measure
@@ -40,6 +41,7 @@ RUN_TYPES = ("automatic", "manual")
 
 
 HIDDEN = "hidden until the organisers release the task"
+NO_TASK = Remedy(cli="See 'evalstore tasks list'.")
 
 
 LEADERBOARD_MEASURES = tuple(headline_measures("ranking"))  # the registry's headline measures
@@ -147,7 +149,7 @@ def task_measures(measures: Sequence[str], *, answers: bool) -> list[str]:
 
 
 def get_task(session: Session, name: str) -> Task:
-    return repo.get_named(session, Task, name, f"No task named '{name}'. See 'evalstore tasks list'.")
+    return repo.get_named(session, Task, name, f"No task named '{name}'.", NO_TASK)
 
 
 class _TaskLike(Protocol):
@@ -251,7 +253,9 @@ def visible_submission(session: Session, principal: Principal, run_name: str) ->
         if repo.find_run(session, run_name) is None:
             raise NotFoundError(f"No run named '{run_name}'.")
         if principal.is_admin:
-            raise NotFoundError(f"Run '{run_name}' was not submitted to a task; see 'evalstore results show'.")
+            raise NotFoundError(
+                f"Run '{run_name}' was not submitted to a task.", remedy=Remedy(cli="See 'evalstore results show'.")
+            )
         raise name_taken(run_name)
     submission, task = row
     if not sees_submission(principal, submission, task):

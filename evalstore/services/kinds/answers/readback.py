@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import AnswerRun, Evaluation, NuggetBank
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, NotFoundError
+from evalstore.errors import EvaluationError, NotFoundError, Remedy
 from evalstore.services.kinds.answers.evaluated import Evaluated
 
 
@@ -23,7 +23,9 @@ def stored_evaluation(engine: Engine, evaluation_id: int, *, with_topics: bool =
             .where(Evaluation.id == evaluation_id)
         ).first()
         if row is None:
-            raise NotFoundError(f"No answer evaluation {evaluation_id}. See 'evalstore jobs list'.")
+            raise NotFoundError(
+                f"No answer evaluation {evaluation_id}.", remedy=Remedy(cli="See 'evalstore jobs list'.")
+            )
         evaluation, answer_run, bank = row
         if evaluation.state != "done":
             raise EvaluationError(

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, LabelSet, PredictionSet
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, NotFoundError
+from evalstore.errors import EvaluationError, NotFoundError, Remedy
 from evalstore.services.kinds.predictions.evaluated import Evaluated, evaluated_header
 from evalstore.services.labels import get_label_set, get_prediction_set
 
@@ -31,7 +31,9 @@ def stored_evaluation(engine: Engine, evaluation_id: int, *, with_groups: bool =
             .where(Evaluation.id == evaluation_id)
         ).first()
         if row is None:
-            raise NotFoundError(f"No classification evaluation {evaluation_id}. See 'evalstore jobs list'.")
+            raise NotFoundError(
+                f"No classification evaluation {evaluation_id}.", remedy=Remedy(cli="See 'evalstore jobs list'.")
+            )
         evaluation, prediction_set, label_set = row
         if evaluation.state != "done":
             raise EvaluationError(

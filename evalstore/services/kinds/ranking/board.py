@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.metrics import resolve_measures
 from evalstore.services import jobs
 from evalstore.services.jobs import summaries
@@ -41,7 +41,10 @@ class Selection:
 
     def __post_init__(self) -> None:
         if self.missing_topics not in ("zero", "skip"):
-            raise InvalidParameterError(f"--missing must be zero or skip, not '{self.missing_topics}'.")
+            raise InvalidParameterError(
+                f"Missing topics are scored zero or skipped, not '{self.missing_topics}'.",
+                remedy=Remedy(cli="Give --missing zero or --missing skip."),
+            )
 
     def matches(self, options: dict[str, Any]) -> bool:
         return all(options.get(key) == value for key, value in self.as_dict().items())
@@ -247,16 +250,20 @@ def leaderboard(
         )
     if not rows:
         raise NotFoundError(
-            f"No evaluations on qrels '{qrels_name}' with {selection.describe()} yet. "
-            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs"
-            f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
+            f"No evaluations on qrels '{qrels_name}' with {selection.describe()} yet.",
+            remedy=Remedy(
+                cli=f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs"
+                f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
+            ),
         )
     missing = [n for n in names if not any(n in r.values for r in rows)]
     if missing:
         raise NotFoundError(
-            f"Measure '{missing[0]}' was not computed for these runs. "
-            f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]}"
-            f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
+            f"Measure '{missing[0]}' was not computed for these runs.",
+            remedy=Remedy(
+                cli=f"Run 'evalstore evaluate --qrels {qrels_name} --all-runs --measures {missing[0]}"
+                f"{' ' + selection.flags() if selection.flags() else ''} --wait'."
+            ),
         )
     # best first: descending, or ascending for measures where lower is better (Unj, RBP_resid);
     # a run lacking the sort measure goes last

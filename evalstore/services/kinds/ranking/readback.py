@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import AggregateResult, Evaluation, QrelsSet, Run
 from evalstore.db.session import read_only
-from evalstore.errors import NotFoundError
+from evalstore.errors import NotFoundError, Remedy
 from evalstore.metrics import headline_measures, parse_measure, resolve_measures
 from evalstore.trec_eval.output import render_lines, stored_rows
 
@@ -100,8 +100,8 @@ def results(
             evaluation = next((e for e in newest_first if wanted_names <= set(e.options["measures"])), evaluation)
         if evaluation is None:
             raise NotFoundError(
-                f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'. "
-                f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'."
+                f"No finished evaluation of run '{run_name}' on qrels '{qrels_name}'.",
+                remedy=Remedy(cli=f"Run 'evalstore evaluate --qrels {qrels_name} --run {run_name} --wait'."),
             )
         stored = list(evaluation.options["measures"])
         wanted = stored
@@ -110,8 +110,11 @@ def results(
             absent = [m for m in wanted if m not in stored]
             if absent:
                 raise NotFoundError(
-                    f"Measure '{absent[0]}' is not in evaluation {evaluation.id}. Evaluate it with "
-                    f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'."
+                    f"Measure '{absent[0]}' is not in evaluation {evaluation.id}.",
+                    remedy=Remedy(
+                        cli="Evaluate it with "
+                        f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'."
+                    ),
                 )
         table = repo.result_table(session, evaluation.id, wanted).to_pandas()
         numbers = table.pivot(index="query_id", columns="measure", values="value")
