@@ -39,6 +39,13 @@ from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_
 log = logging.getLogger("evalstore.worker")
 
 
+# Work each process of a worker pool does beside its jobs: started with the process's engine, it
+# returns what stops it. The CLI passes MLflow's deliverer, which this module knows nothing of, so
+# that deliveries spread over the pool's processes and cores, not all on one process's GIL; it
+# must pickle (a spawned process gets it).
+BesideJobs = Callable[[Engine], Callable[[], object]]
+
+
 class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
     """Raised in the main thread by a second stop signal: release the job and leave."""
 
@@ -392,15 +399,20 @@ class InProcessWorker:
 
 
 def run_pool(
-    database_url: str, settings: WorkerSettings, concurrency: int, stop_requested: Callable[[], bool] = lambda: False
+    database_url: str,
+    settings: WorkerSettings,
+    concurrency: int,
+    stop_requested: Callable[[], bool] = lambda: False,
+    beside: BesideJobs | None = None,
 ) -> int:
     """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all.
-    ``stop_requested``: whether a stop signal came before this installed its handlers."""
+    ``stop_requested``: whether a stop signal came before this installed its handlers; ``beside``:
+    started in each worker process, and stopped when its worker stops."""
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
         worker.stopping = worker.stopping or stop_requested()
-        return worker.run()
+        return _run_beside(worker, beside)
     if stop_requested():
         return 0
     import multiprocessing  # only a pool of worker processes needs it (in-process work does not)
@@ -408,7 +420,8 @@ def run_pool(
     context = multiprocessing.get_context("spawn")  # no forked database connections or threads
     results = context.Queue()
     children = [
-        context.Process(target=_child, args=(database_url, settings, results), daemon=False) for _ in range(concurrency)
+        context.Process(target=_child, args=(database_url, settings, results, beside), daemon=False)
+        for _ in range(concurrency)
     ]
     for child in children:
         child.start()
@@ -428,11 +441,20 @@ def run_pool(
     return total
 
 
-def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
+def _child(database_url: str, settings: WorkerSettings, results: Any, beside: BesideJobs | None) -> None:
     _logging.configure_logging()
     # Ctrl-C reaches every process of the terminal's group; the parent forwards one SIGTERM per
     # signal it gets, so the children listen to that alone and count each stop request once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = Worker(make_engine(database_url), settings)
     worker.install_signal_handlers((signal.SIGTERM,))
-    results.put(worker.run())
+    results.put(_run_beside(worker, beside))
+
+
+def _run_beside(worker: Worker, beside: BesideJobs | None) -> int:
+    stop = beside(worker.engine) if beside is not None else None
+    try:
+        return worker.run()
+    finally:
+        if stop is not None:
+            stop()
