@@ -105,10 +105,10 @@ def worker(
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
-    # the deliverer runs on a thread of each worker process, never on a job's path: a slow or
-    # hung MLflow holds up deliveries, not jobs. One process's lanes share its GIL, so a pool has a
-    # lane in each of its processes (the deliveries keep up with the jobs on every core); one
-    # worker alone has two lanes beside its jobs.
+    # the deliverer runs beside the workers, never on a job's path: a slow or hung MLflow holds up
+    # deliveries, not jobs. A single worker has two lanes (threads) beside its jobs; a pool has a
+    # deliverer process with one lane beside each worker process, since one process's lanes share
+    # its GIL and fall behind the jobs of two.
     beside = (
         BesideWorker(
             poll_interval=min(poll_interval, 1.0),

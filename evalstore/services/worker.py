@@ -39,10 +39,11 @@ from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_
 log = logging.getLogger("evalstore.worker")
 
 
-# Work each process of a worker pool does beside its jobs: started with the process's engine, it
-# returns what stops it. The CLI passes MLflow's deliverer, which this module knows nothing of, so
-# that deliveries spread over the pool's processes and cores, not all on one process's GIL; it
-# must pickle (a spawned process gets it).
+# Work done beside the jobs (the CLI passes MLflow's deliverer, which this module knows nothing
+# of): started with an engine, it returns what stops it. A single worker runs it in its own
+# process; a pool runs it in a process of its own beside each worker process (it must pickle), so
+# that it neither waits on one process's GIL for all the pool's jobs nor holds a write transaction
+# open while a job's thread has that process's GIL.
 BesideJobs = Callable[[Engine], Callable[[], object]]
 
 
@@ -407,12 +408,18 @@ def run_pool(
 ) -> int:
     """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all.
     ``stop_requested``: whether a stop signal came before this installed its handlers; ``beside``:
-    started in each worker process, and stopped when its worker stops."""
+    run beside the jobs (a process of its own beside each worker process), stopped once the
+    workers have stopped."""
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
         worker.stopping = worker.stopping or stop_requested()
-        return _run_beside(worker, beside)
+        stop = beside(worker.engine) if beside is not None else None
+        try:
+            return worker.run()
+        finally:
+            if stop is not None:
+                stop()
     if stop_requested():
         return 0
     import multiprocessing  # only a pool of worker processes needs it (in-process work does not)
@@ -420,10 +427,14 @@ def run_pool(
     context = multiprocessing.get_context("spawn")  # no forked database connections or threads
     results = context.Queue()
     children = [
-        context.Process(target=_child, args=(database_url, settings, results, beside), daemon=False)
-        for _ in range(concurrency)
+        context.Process(target=_child, args=(database_url, settings, results), daemon=False) for _ in range(concurrency)
     ]
-    for child in children:
+    workers_done = context.Event()
+    besides = [
+        context.Process(target=_beside_child, args=(database_url, beside, workers_done, os.getpid()), daemon=True)
+        for _ in range(concurrency if beside is not None else 0)
+    ]
+    for child in children + besides:
         child.start()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -435,26 +446,31 @@ def run_pool(
     signal.signal(signal.SIGINT, forward)
     for child in children:
         child.join()
+    workers_done.set()
+    for child in besides:
+        child.join()
     total = 0
     while not results.empty():
         total += results.get()
     return total
 
 
-def _child(database_url: str, settings: WorkerSettings, results: Any, beside: BesideJobs | None) -> None:
+def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
     _logging.configure_logging()
     # Ctrl-C reaches every process of the terminal's group; the parent forwards one SIGTERM per
     # signal it gets, so the children listen to that alone and count each stop request once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = Worker(make_engine(database_url), settings)
     worker.install_signal_handlers((signal.SIGTERM,))
-    results.put(_run_beside(worker, beside))
+    results.put(worker.run())
 
 
-def _run_beside(worker: Worker, beside: BesideJobs | None) -> int:
-    stop = beside(worker.engine) if beside is not None else None
-    try:
-        return worker.run()
-    finally:
-        if stop is not None:
-            stop()
+def _beside_child(database_url: str, beside: BesideJobs, workers_done: Any, parent: int) -> None:
+    """A pool's work beside its jobs, until its workers have stopped (the parent says so) or the
+    parent is gone (killed outright). Ctrl-C is the workers' (the parent forwards it to them)."""
+    _logging.configure_logging()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = beside(make_engine(database_url))
+    while not workers_done.wait(1.0) and os.getppid() == parent:
+        pass
+    stop()

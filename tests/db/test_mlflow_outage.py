@@ -203,8 +203,8 @@ def test_a_pool_delivers_from_its_worker_processes_and_a_hung_mlflow_costs_it_no
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`worker --concurrency 2` has a deliverer lane in each worker process: one stuck on a hung
-    MLflow holds up neither its process's jobs nor its stop, and what it held is delivered once
+    """`worker --concurrency 2` has a deliverer process beside each worker process: one stuck on a hung
+    MLflow holds up neither the jobs nor the pool's stop, and what it held is delivered once
     MLflow is back."""
     hung = HungMlflow()
     try:

@@ -202,7 +202,7 @@ class _Beside:
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
-def test_the_work_beside_the_jobs_runs_in_each_worker_process_and_stops_with_it(
+def test_the_work_beside_the_jobs_runs_beside_each_worker_process_and_stops_with_them(
     sqlite_engine: Engine, tmp_path: Path, concurrency: int
 ) -> None:
     url = sqlite_engine.url.render_as_string(hide_password=False)
@@ -217,6 +217,6 @@ def test_the_work_beside_the_jobs_runs_in_each_worker_process_and_stops_with_it(
     stopped = sorted(path.name.split("-")[1] for path in tmp_path.glob("stopped-*"))
     assert len(started) == concurrency
     assert stopped == started
-    # in this process alone, or one in each of the pool's processes, each with its own engine
+    # in this process alone, or in a process of its own beside each worker process
     assert (started == [str(os.getpid())]) == (concurrency == 1)
     assert {path.read_text() for path in tmp_path.glob("started-*")} == {sqlite_engine.url.database}

@@ -306,11 +306,11 @@ class BackgroundDeliverer:
 
 @dataclass(frozen=True)
 class BesideWorker:
-    """A :class:`BackgroundDeliverer` in each process of ``evalstore worker`` (its pool's
-    ``beside``; a dataclass, so that it pickles into a spawned worker process). With
-    ``--concurrency 2`` and up, a lane in each worker process: the deliveries use every core the
-    workers use, not one process's GIL, which left them behind the jobs. ``stop_timeout``: at most
-    this long for the delivery in hand when the worker stops (None: as long as it takes)."""
+    """A :class:`BackgroundDeliverer` beside ``evalstore worker``'s jobs (its pool's ``beside``;
+    a dataclass, so that it pickles into a spawned process): in the worker's process, or with
+    ``--concurrency 2`` and up in a process beside each worker process, so that the deliveries
+    keep up with the jobs on every core, not on one process's GIL. ``stop_timeout``: at most this
+    long for the delivery in hand once the workers stop (None: as long as it takes)."""
 
     poll_interval: float
     lanes: int
