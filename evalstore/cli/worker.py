@@ -80,7 +80,7 @@ def worker(
     from evalstore.db.engine import verify_schema
     from evalstore.db.outages import worker_backoff
     from evalstore.services.jobs import BatchBound
-    from evalstore.services.tracking import BesideWorker, deliver
+    from evalstore.services.tracking import BackgroundDeliverer, deliver
     from evalstore.services.worker import WorkerSettings, run_pool
 
     configure_logging()
@@ -105,23 +105,26 @@ def worker(
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
     )
-    # the deliverer runs beside the workers, never on a job's path: a slow or hung MLflow holds up
-    # deliveries, not jobs. A single worker has two lanes (threads) beside its jobs; a pool has a
-    # deliverer process with one lane beside each worker process, since one process's lanes share
-    # its GIL and fall behind the jobs of two.
-    beside = (
-        BesideWorker(
-            poll_interval=min(poll_interval, 1.0),
-            lanes=2 if concurrency <= 1 else 1,
-            # stopped by a signal: at most a few seconds for the delivery in hand (a hung MLflow is
-            # left to the claim's lease); --until-empty: the deliveries in hand, then the rest below
-            stop_timeout=None if until_empty else 5.0,
-        )
+    # the deliverer runs on a thread of this process (with --concurrency above 1, the pool's
+    # parent, which otherwise only waits), never on a job's path: a slow or hung MLflow holds up
+    # deliveries, not jobs
+    deliverer = (
+        BackgroundDeliverer(cli.engine(), context=cli.context(), poll_interval=min(poll_interval, 1.0)).start()
         if mlflow and mlflow_enabled()
         else None
     )
-    # a stop that comes before the worker's own handlers are in place is passed on to them
-    done = run_pool(cli.database_url, settings, concurrency, stop_requested=lambda: bool(stop_requests), beside=beside)
-    if beside is not None and until_empty:
-        deliver(cli.engine(), context=cli.context())
+    try:
+        # a stop that comes before the worker's own handlers are in place is passed on to them
+        done = run_pool(cli.database_url, settings, concurrency, stop_requested=lambda: bool(stop_requests))
+    except BaseException:
+        if deliverer is not None and not deliverer.stop(timeout=5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        raise
+    if deliverer is not None:
+        # stopped by a signal: at most a few seconds for the delivery in hand (a hung MLflow is
+        # left to the claim's lease); --until-empty: the deliveries of what was stored, then leave
+        if not deliverer.stop(timeout=None if until_empty else 5.0):
+            info("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next deliverer")
+        elif until_empty:
+            deliver(cli.engine(), context=cli.context())
     info(f"worker stopped: {done} jobs done")

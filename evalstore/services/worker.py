@@ -39,14 +39,6 @@ from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_
 log = logging.getLogger("evalstore.worker")
 
 
-# Work done beside the jobs (the CLI passes MLflow's deliverer, which this module knows nothing
-# of): started with an engine, it returns what stops it. A single worker runs it in its own
-# process; a pool runs it in a process of its own beside each worker process (it must pickle), so
-# that it neither waits on one process's GIL for all the pool's jobs nor holds a write transaction
-# open while a job's thread has that process's GIL.
-BesideJobs = Callable[[Engine], Callable[[], object]]
-
-
 class StopNow(BaseException):  # noqa: N818  (a control-flow signal, like KeyboardInterrupt)
     """Raised in the main thread by a second stop signal: release the job and leave."""
 
@@ -400,26 +392,15 @@ class InProcessWorker:
 
 
 def run_pool(
-    database_url: str,
-    settings: WorkerSettings,
-    concurrency: int,
-    stop_requested: Callable[[], bool] = lambda: False,
-    beside: BesideJobs | None = None,
+    database_url: str, settings: WorkerSettings, concurrency: int, stop_requested: Callable[[], bool] = lambda: False
 ) -> int:
     """Run ``concurrency`` worker processes and forward stop signals to them; jobs done in all.
-    ``stop_requested``: whether a stop signal came before this installed its handlers; ``beside``:
-    run beside the jobs (a process of its own beside each worker process), stopped once the
-    workers have stopped."""
+    ``stop_requested``: whether a stop signal came before this installed its handlers."""
     if concurrency <= 1:
         worker = Worker(make_engine(database_url), settings)
         worker.install_signal_handlers()
         worker.stopping = worker.stopping or stop_requested()
-        stop = beside(worker.engine) if beside is not None else None
-        try:
-            return worker.run()
-        finally:
-            if stop is not None:
-                stop()
+        return worker.run()
     if stop_requested():
         return 0
     import multiprocessing  # only a pool of worker processes needs it (in-process work does not)
@@ -429,12 +410,7 @@ def run_pool(
     children = [
         context.Process(target=_child, args=(database_url, settings, results), daemon=False) for _ in range(concurrency)
     ]
-    workers_done = context.Event()
-    besides = [
-        context.Process(target=_beside_child, args=(database_url, beside, workers_done, os.getpid()), daemon=True)
-        for _ in range(concurrency if beside is not None else 0)
-    ]
-    for child in children + besides:
+    for child in children:
         child.start()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -445,9 +421,6 @@ def run_pool(
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     for child in children:
-        child.join()
-    workers_done.set()
-    for child in besides:
         child.join()
     total = 0
     while not results.empty():
@@ -463,14 +436,3 @@ def _child(database_url: str, settings: WorkerSettings, results: Any) -> None:
     worker = Worker(make_engine(database_url), settings)
     worker.install_signal_handlers((signal.SIGTERM,))
     results.put(worker.run())
-
-
-def _beside_child(database_url: str, beside: BesideJobs, workers_done: Any, parent: int) -> None:
-    """A pool's work beside its jobs, until its workers have stopped (the parent says so) or the
-    parent is gone (killed outright). Ctrl-C is the workers' (the parent forwards it to them)."""
-    _logging.configure_logging()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    stop = beside(make_engine(database_url))
-    while not workers_done.wait(1.0) and os.getppid() == parent:
-        pass
-    stop()

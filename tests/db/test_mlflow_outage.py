@@ -83,12 +83,11 @@ def _until(condition: Callable[[], bool], seconds: float = 120) -> None:
 
 
 @pytest.fixture
-def worker_at(engine: Engine, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Starts `evalstore worker` (one job at a time, in one process or a pool of ``concurrency``)
-    delivering to the MLflow at the URI given."""
+def worker_at(engine: Engine, tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    """Starts `evalstore worker` (one job at a time) delivering to the MLflow at the URI given."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(uri: str, concurrency: int = 1) -> subprocess.Popen[bytes]:
+    def start(uri: str) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             "EVALSTORE_DATABASE_URL": engine.url.render_as_string(hide_password=False),
@@ -101,8 +100,7 @@ def worker_at(engine: Engine, tmp_path: Path) -> Iterator[Callable[..., subproce
         }
         with (tmp_path / "worker.log").open("wb") as log:
             process = subprocess.Popen(
-                [EVALSTORE, "worker", "--poll-interval", "0.1", "--batch-jobs", "1", "--no-index-runs"]
-                + ["--concurrency", str(concurrency)],
+                [EVALSTORE, "worker", "--poll-interval", "0.1", "--batch-jobs", "1", "--no-index-runs"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -151,7 +149,7 @@ def test_mlflow_up_every_job_is_done_and_delivered_by_the_worker_process_once(
     engine: Engine,
     queued: list[int],
     mlflow_store: str,
-    worker_at: Callable[..., subprocess.Popen[bytes]],
+    worker_at: Callable[[str], subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
     worker = worker_at(mlflow_store)
@@ -166,7 +164,7 @@ def test_mlflow_hung_or_down_costs_the_queue_nothing_and_deliveries_catch_up(
     engine: Engine,
     queued: list[int],
     mlflow_store: str,
-    worker_at: Callable[..., subprocess.Popen[bytes]],
+    worker_at: Callable[[str], subprocess.Popen[bytes]],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     outage: str,
@@ -192,30 +190,4 @@ def test_mlflow_hung_or_down_costs_the_queue_nothing_and_deliveries_catch_up(
     delivered: list[int] = []
     _until(lambda: len(delivered.__iadd__(deliver(engine).logged)) == RUNS, seconds=60)
     assert sorted(delivered) == sorted(queued)
-    _each_logged_once(engine, mlflow_store, queued)
-
-
-def test_a_pool_delivers_from_its_worker_processes_and_a_hung_mlflow_costs_it_nothing(
-    engine: Engine,
-    queued: list[int],
-    mlflow_store: str,
-    worker_at: Callable[..., subprocess.Popen[bytes]],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """`worker --concurrency 2` has a deliverer process beside each worker process: one stuck on a hung
-    MLflow holds up neither the jobs nor the pool's stop, and what it held is delivered once
-    MLflow is back."""
-    hung = HungMlflow()
-    try:
-        worker = worker_at(hung.uri, concurrency=2)
-        _jobs_done_at_full_speed(engine, worker, tmp_path / "worker.log")
-        _until(lambda: len(hung.accepted) >= 1)
-        assert {e.mlflow_state for e in _evaluations(engine)} <= {"pending", "logging"}
-        _stopped_promptly(worker, tmp_path / "worker.log")
-    finally:
-        hung.close()
-    worker = worker_at(mlflow_store, concurrency=2)  # MLflow is back: the held claims run out by their lease
-    _until(lambda: all(e.mlflow_state == "logged" for e in _evaluations(engine)))
-    _stopped_promptly(worker, tmp_path / "worker.log")
     _each_logged_once(engine, mlflow_store, queued)

@@ -9,8 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,6 @@ from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
-from evalstore.services.worker import WorkerSettings, run_pool
 from tests.factories import SAMPLE
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
@@ -187,36 +184,3 @@ def test_two_worker_processes_share_a_fresh_local_mlflow_store(sqlite_engine: En
     for ref in refs:
         job = _job(engine, ref.evaluation_id)
         assert (job.state, job.mlflow_state, job.mlflow_error) == ("done", "logged", None)
-
-
-@dataclass(frozen=True)
-class _Beside:
-    """A pool's ``beside`` that leaves a file when it starts and one when it is stopped, named by
-    its process (it pickles into each spawned worker process, as MLflow's deliverer does)."""
-
-    folder: Path
-
-    def __call__(self, engine: Engine) -> Callable[[], None]:
-        (self.folder / f"started-{os.getpid()}").write_text(str(engine.url.database))
-        return lambda: (self.folder / f"stopped-{os.getpid()}").touch()
-
-
-@pytest.mark.parametrize("concurrency", [1, 2])
-def test_the_work_beside_the_jobs_runs_beside_each_worker_process_and_stops_with_them(
-    sqlite_engine: Engine, tmp_path: Path, concurrency: int
-) -> None:
-    url = sqlite_engine.url.render_as_string(hide_password=False)
-    settings = WorkerSettings(poll_interval=0.05, until_empty=True, index_runs=False)
-    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        assert run_pool(url, settings, concurrency, beside=_Beside(tmp_path)) == 0
-    finally:  # a worker in this process (concurrency 1) installs its own
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    started = sorted(path.name.split("-")[1] for path in tmp_path.glob("started-*"))
-    stopped = sorted(path.name.split("-")[1] for path in tmp_path.glob("stopped-*"))
-    assert len(started) == concurrency
-    assert stopped == started
-    # in this process alone, or in a process of its own beside each worker process
-    assert (started == [str(os.getpid())]) == (concurrency == 1)
-    assert {path.read_text() for path in tmp_path.glob("started-*")} == {sqlite_engine.url.database}

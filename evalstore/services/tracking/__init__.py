@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from evalstore.services.tracking.deliverer import (
     BackgroundDeliverer,
-    BesideWorker,
     SyncReport,
     deliver,
     log_now,
@@ -19,7 +18,6 @@ from evalstore.services.tracking.states import undelivered as pending_count
 
 __all__ = [
     "BackgroundDeliverer",
-    "BesideWorker",
     "SyncReport",
     "deliver",
     "log_now",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -302,30 +301,6 @@ class BackgroundDeliverer:
         for thread in self._threads:
             thread.join(timeout)
         return not any(thread.is_alive() for thread in self._threads)
-
-
-@dataclass(frozen=True)
-class BesideWorker:
-    """A :class:`BackgroundDeliverer` beside ``evalstore worker``'s jobs (its pool's ``beside``;
-    a dataclass, so that it pickles into a spawned process): in the worker's process, or with
-    ``--concurrency 2`` and up in a process beside each worker process, so that the deliveries
-    keep up with the jobs on every core, not on one process's GIL. ``stop_timeout``: at most this
-    long for the delivery in hand once the workers stop (None: as long as it takes)."""
-
-    poll_interval: float
-    lanes: int
-    stop_timeout: float | None
-
-    def __call__(self, engine: Engine) -> Callable[[], bool]:
-        deliverer = BackgroundDeliverer(engine, poll_interval=self.poll_interval, lanes=self.lanes).start()
-
-        def stop() -> bool:
-            if deliverer.stop(timeout=self.stop_timeout):
-                return True
-            log.warning("an MLflow delivery was still in hand at exit: its claim runs out in seconds, for the next one")
-            return False
-
-        return stop
 
 
 def warm_up(context: AppContext) -> threading.Thread:
