@@ -184,6 +184,15 @@ VARIABLES: Mapping[str, Variable] = {
             "Workers",
         ),
         Variable(
+            "EVALSTORE_WORKER_NICE",
+            "a whole number from 0 to 19",
+            "10",
+            "How far a worker process lowers its CPU priority (`worker --nice`, as nice(1) does): on a host it "
+            "shares with `evalstore serve`, uploads and pages get the cores first, evaluations what is left.",
+            _number(int, 0, 19),
+            "Workers",
+        ),
+        Variable(
             "EVALSTORE_LOG_LEVEL",
             "DEBUG, INFO, WARNING or ERROR",
             "INFO",
@@ -338,6 +347,15 @@ VARIABLES: Mapping[str, Variable] = {
             "2",
             "argon2 password checks one process runs at once (each takes its cost's memory and threads); past "
             "them a sign-in is refused at once (503 with Retry-After).",
+            _number(int, 1, 64),
+            "Service",
+        ),
+        Variable(
+            "EVALSTORE_UPLOAD_SLOTS",
+            "a whole number from 1 to 64",
+            "2",
+            "Submitted runs one server process parses, stages and stores at once; the others wait their turn, "
+            "in order.",
             _number(int, 1, 64),
             "Service",
         ),
@@ -517,6 +535,10 @@ def password_checks() -> int:
     return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
 
 
+def upload_slots() -> int:
+    return int(_or("EVALSTORE_UPLOAD_SLOTS", 2))
+
+
 def sqlite_busy_seconds() -> float:
     return float(_or("EVALSTORE_SQLITE_BUSY_SECONDS", 15.0))
 
@@ -628,6 +650,10 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
+
+    @property
+    def upload_slots(self) -> int:
+        return upload_slots()
 
     @property
     def missing_topics_warn(self) -> float:
