@@ -351,15 +351,6 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
-            "EVALSTORE_UPLOAD_SLOTS",
-            "a whole number from 1 to 64",
-            "2",
-            "Submitted runs one server process parses, stages and stores at once; the others wait their turn, "
-            "in order.",
-            _number(int, 1, 64),
-            "Service",
-        ),
-        Variable(
             "EVALSTORE_PASSWORD_COST",
             "TIME,MEMORY_KIB,LANES (e.g. 3,65536,4; TIME 1-100, LANES 1-64, MEMORY_KIB from 8 x LANES to 4194304)",
             "3,65536,4",
@@ -535,10 +526,6 @@ def password_checks() -> int:
     return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
 
 
-def upload_slots() -> int:
-    return int(_or("EVALSTORE_UPLOAD_SLOTS", 2))
-
-
 def sqlite_busy_seconds() -> float:
     return float(_or("EVALSTORE_SQLITE_BUSY_SECONDS", 15.0))
 
@@ -650,10 +637,6 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
-
-    @property
-    def upload_slots(self) -> int:
-        return upload_slots()
 
     @property
     def missing_topics_warn(self) -> float:

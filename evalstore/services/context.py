@@ -103,7 +103,6 @@ class AppContext:
         self.bootstrap_draws: Lru[int, Any] = Lru(BOOTSTRAP_DRAWS_KEPT)
         self.quantiles: Lru[tuple[int, int], float] = Lru(QUANTILES_KEPT)
         self._password_slots: threading.BoundedSemaphore | None = None
-        self._upload_slots: threading.BoundedSemaphore | None = None
         self._slots_lock = threading.Lock()
         # detached `mlflow sync` processes this process started (`evaluate --wait`): a CLI leaves
         # without waiting for them (os._exit); a longer-lived caller reaps them with wait_for_background
@@ -118,17 +117,6 @@ class AppContext:
             if self._password_slots is None:
                 self._password_slots = threading.BoundedSemaphore(self.settings.password_checks)
             return self._password_slots
-
-    @property
-    def upload_slots(self) -> threading.BoundedSemaphore:
-        """The submitted runs this process parses, stages and stores at once; the others wait,
-        woken in the order they came (``tasks.submit_run``). A burst's uploads all at once each
-        took as long as the whole burst, and the one holding SQLite's write lock shared the cores
-        with every other, so each one waited for it longer."""
-        with self._slots_lock:
-            if self._upload_slots is None:
-                self._upload_slots = threading.BoundedSemaphore(self.settings.upload_slots)
-            return self._upload_slots
 
     def bootstrap_counts(self, topics: int) -> Any:
         """:func:`evalstore.statistics.significance.bootstrap_counts` for ``topics`` topics, drawn

@@ -187,7 +187,7 @@ def test_two_worker_processes_share_a_fresh_local_mlflow_store(sqlite_engine: En
         assert (job.state, job.mlflow_state, job.mlflow_error) == ("done", "logged", None)
 
 
-@pytest.mark.parametrize(("args", "lowered"), [((), 10), (("--nice", "3"), 3), (("--nice", "0"), 0)])
+@pytest.mark.parametrize(("args", "lowered"), [((), 10), (("--nice", "0"), 0)])
 def test_worker_processes_yield_the_cores_by_their_nice_value(
     sqlite_engine: Engine, tmp_path: Path, args: tuple[str, ...], lowered: int
 ) -> None:
@@ -197,7 +197,7 @@ def test_worker_processes_yield_the_cores_by_their_nice_value(
     log = tmp_path / "worker.log"
     worker = _start_worker(sqlite_engine, log, "--concurrency", "2", *args)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # two processes importing evalstore on a loaded machine
         while len(running := jobs.live_workers(sqlite_engine, within=timedelta(minutes=1))) < 2:
             assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)

@@ -68,8 +68,7 @@ class Submitted:
     job: jobs.JobRef | None  # None: answers, evaluated once the task's organisers have assessed them
     warnings: tuple[str, ...]
     answers: answers.AnswerRunSummary | None = None  # submitted answers (``run``: their references)
-    # where the submission's time went, in seconds: "slot" (waiting for one of the process's upload
-    # slots), "parse" (reading and validating the file),
+    # where the submission's time went, in seconds: "parse" (reading and validating the file),
     # "stage" (ranking and staging its rows), "judged" (its coverage and judged ranks against the
     # task's qrels), "turn" (waiting for the write lock), "write" (the unit of work, committed)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -118,7 +117,7 @@ def submit_run(
     shared = context_for(engine, context)
     qrels_cache = shared.qrels
     seconds: dict[str, float] = {}
-    with _upload_slot(shared, seconds), _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
         started = time.perf_counter()
         with read_only(engine) as session:  # the qrels as the judged ranks below read them (cached)
             judged_topics = store.qrels_table_kept(session, qrels, qrels_cache)["topic"].to_pylist()
@@ -421,16 +420,6 @@ def _refuse_taken_name(session: Session, principal: Principal, name: str) -> Non
     if principal.is_admin or (row is not None and sees_submission(principal, *row)):
         raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
     raise name_taken(name)
-
-
-@contextmanager
-def _upload_slot(shared: AppContext, seconds: dict[str, float]) -> Iterator[None]:
-    """One of this process's upload slots (:attr:`AppContext.upload_slots`) for the block;
-    ``seconds["slot"]``: how long it waited for it."""
-    waiting = time.perf_counter()
-    with shared.upload_slots:
-        seconds["slot"] = time.perf_counter() - waiting
-        yield
 
 
 @contextmanager

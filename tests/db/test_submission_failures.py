@@ -1,11 +1,9 @@
-"""A process stores a few submitted runs at a time (``EVALSTORE_UPLOAD_SLOTS``, the application
-context's upload slots): the others wait their turn. A submission refused, or failing in its unit of
-work, gives its slot back and leaves nothing stored. SQLite and PostgreSQL."""
+"""A submission refused, or failing at the last step of its unit of work, leaves nothing stored: not
+the run, its rows, topics or judged ranks, its job, the submission or the audit entry; and one that
+is stored says where its time went. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,6 @@ from evalstore.db.session import read_only
 from evalstore.errors import InputFormatError
 from evalstore.services import access, store, tasks
 from evalstore.services.access import Principal
-from evalstore.services.context import AppContext
 from tests.factories import SAMPLE
 from tests.http.conftest import as_principal, run_text
 
@@ -25,9 +22,8 @@ STORED = (Run, RunRow, RunTopic, RunJudgedRanks, Submission, Evaluation, AuditEn
 
 
 @pytest.fixture
-def red(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Principal:
-    """A participant of team red, on a task over trec_eval's sample qrels; one upload slot."""
-    monkeypatch.setenv("EVALSTORE_UPLOAD_SLOTS", "1")
+def red(engine: Engine) -> Principal:
+    """A participant of team red, on a task over trec_eval's sample qrels."""
     store.import_qrels(engine, SAMPLE / "qrels.test", name="sample")
     access.add_user(engine, "red", role="participant", team="red")
     tasks.create_task(engine, "t", qrels_name="sample")
@@ -39,29 +35,13 @@ def _stored(engine: Engine) -> dict[str, int]:
         return {model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0 for model in STORED}
 
 
-def _slot_is_free(context: AppContext) -> bool:
-    if not context.upload_slots.acquire(timeout=0):
-        return False
-    context.upload_slots.release()
-    return True
-
-
-def test_a_submission_waits_for_a_free_slot(engine: Engine, red: Principal, tmp_path: Path) -> None:
-    context = AppContext(engine)
+def test_a_stored_submission_says_where_its_time_went(engine: Engine, red: Principal, tmp_path: Path) -> None:
     path = tmp_path / "a.txt"
     path.write_text(run_text(tag="a"))
-    before = _stored(engine)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        with context.upload_slots:  # the only one, taken
-            waiting = pool.submit(tasks.submit_run, engine, red, "t", path, name="a", context=context)
-            time.sleep(0.5)
-            assert not waiting.done()
-            assert _stored(engine) == before
-        submitted = waiting.result(timeout=120)
-    assert submitted.run.name == "a"
-    assert list(submitted.seconds) == ["slot", "parse", "stage", "judged", "turn", "write"]
-    assert submitted.seconds["slot"] >= 0.4
-    assert _slot_is_free(context)
+    submitted = tasks.submit_run(engine, red, "t", path, name="a")
+    assert list(submitted.seconds) == ["parse", "stage", "judged", "turn", "write"]
+    assert all(seconds >= 0 for seconds in submitted.seconds.values())
+    assert _stored(engine)["runs"] == 1
 
 
 @pytest.mark.parametrize(
@@ -76,20 +56,18 @@ def test_a_submission_waits_for_a_free_slot(engine: Engine, red: Principal, tmp_
         ),
     ],
 )
-def test_a_refused_submission_stores_nothing_and_frees_its_slot(
+def test_a_refused_submission_stores_nothing(
     engine: Engine, red: Principal, tmp_path: Path, text: str, problem: str
 ) -> None:
-    context = AppContext(engine)
     path = tmp_path / "bad.txt"
     path.write_text(text)
     before = _stored(engine)
     with pytest.raises(InputFormatError) as refused:
-        tasks.submit_run(engine, red, "t", path, name="bad", shown_path="bad.txt", context=context)
+        tasks.submit_run(engine, red, "t", path, name="bad", shown_path="bad.txt")
     assert str(refused.value) == f"bad.txt:{problem}"
     assert _stored(engine) == before
-    assert _slot_is_free(context)
     path.write_text(run_text(tag="good"))
-    assert tasks.submit_run(engine, red, "t", path, name="bad", context=context).run.name == "bad"
+    assert tasks.submit_run(engine, red, "t", path, name="bad").run.name == "bad"
 
 
 def test_a_failure_at_the_end_of_the_unit_of_work_stores_nothing(
@@ -97,7 +75,6 @@ def test_a_failure_at_the_end_of_the_unit_of_work_stores_nothing(
 ) -> None:
     """The run's rows, its job, the submission and the audit entry are in the transaction when its
     last step fails: all of them roll back."""
-    context = AppContext(engine)
     path = tmp_path / "a.txt"
     path.write_text(run_text(tag="a"))
     before = _stored(engine)
@@ -107,6 +84,5 @@ def test_a_failure_at_the_end_of_the_unit_of_work_stores_nothing(
 
     monkeypatch.setattr(repo, "keep_judged_ranks", failing)
     with pytest.raises(OSError, match="the disk went away"):
-        tasks.submit_run(engine, red, "t", path, name="a", context=context)
+        tasks.submit_run(engine, red, "t", path, name="a")
     assert _stored(engine) == before
-    assert _slot_is_free(context)
