@@ -184,6 +184,15 @@ VARIABLES: Mapping[str, Variable] = {
             "Workers",
         ),
         Variable(
+            "EVALSTORE_WORKER_NICE",
+            "a whole number from 0 to 19",
+            "10",
+            "How far a worker process lowers its CPU priority (`worker --nice`, as nice(1) does): on a host it "
+            "shares with `evalstore serve`, uploads and pages get the cores first, evaluations what is left.",
+            _number(int, 0, 19),
+            "Workers",
+        ),
+        Variable(
             "EVALSTORE_LOG_LEVEL",
             "DEBUG, INFO, WARNING or ERROR",
             "INFO",

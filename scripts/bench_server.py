@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
@@ -193,6 +196,16 @@ def percentile(values: list[float], share: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(share * 100) - 1]
 
 
+async def post_run(client: httpx.AsyncClient, name: str, content: bytes, token: str) -> httpx.Response:
+    """``content`` submitted to task 'dl' as run ``name``, with ``token``."""
+    return await client.post(
+        "/api/v1/tasks/dl/runs",
+        headers={"Authorization": f"Bearer {token}"},
+        files={"file": (f"{name}.txt", content)},
+        data={"name": name},
+    )
+
+
 async def submit_all(
     base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str]
 ) -> tuple[float, list[float], list[int]]:
@@ -201,12 +214,7 @@ async def submit_all(
         async def one(name: str) -> tuple[float, int]:
             team, content = files[name]
             started = time.perf_counter()
-            response = await client.post(
-                "/api/v1/tasks/dl/runs",
-                headers={"Authorization": f"Bearer {tokens[team]}"},
-                files={"file": (f"{name}.txt", content)},
-                data={"name": name},
-            )
+            response = await post_run(client, name, content, tokens[team])
             return time.perf_counter() - started, response.status_code
 
         started = time.perf_counter()
@@ -300,8 +308,7 @@ def submitted_and_evaluated(
     """Seconds from the first post until every submission is evaluated and logged to MLflow, and
     each run's stored values (measure -> per-topic values' bytes, and the aggregates)."""
 
-    from evalstore.db.engine import make_engine, upgrade
-    from evalstore.services import access, jobs, tasks
+    from evalstore.services import jobs
 
     folder.mkdir()
     env = {
@@ -311,15 +318,7 @@ def submitted_and_evaluated(
         "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
     }
     env.pop("EVALSTORE_MLFLOW", None)
-    engine = make_engine(url)
-    upgrade(engine)
-    write_qrels(folder / "dl-qrels", 43, random.Random(7))
-    cli(url, "qrels", "import", str(folder / "dl-qrels"), "--name", "dl-qrels")
-    tasks.create_task(engine, "dl", qrels_name="dl-qrels", measures=THROUGHPUT_MEASURES)
-    tokens = {}
-    for team in range(5):
-        access.add_user(engine, f"member{team}", role="participant", team=f"team{team}")
-        tokens[f"team{team}"] = access.create_token(engine, f"member{team}").token
+    engine, tokens = dl_task(url, folder, 5)
     # MLflow's store made before the clock, as a deployment has it
     subprocess.run(
         [
@@ -362,6 +361,24 @@ def submitted_and_evaluated(
     values = stored_values(engine)
     engine.dispose()
     return seconds, values
+
+
+def dl_task(url: str, folder: Path, teams: int) -> tuple[Any, dict[str, str]]:
+    """A fresh store at ``url`` with task 'dl' over 43-topic qrels, and a participant's token for
+    each of ``teams`` teams (team0, team1, ...)."""
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import access, tasks
+
+    engine = make_engine(url)
+    upgrade(engine)
+    write_qrels(folder / "dl-qrels", 43, random.Random(7))
+    cli(url, "qrels", "import", str(folder / "dl-qrels"), "--name", "dl-qrels")
+    tasks.create_task(engine, "dl", qrels_name="dl-qrels", measures=THROUGHPUT_MEASURES)
+    tokens = {}
+    for team in range(teams):
+        access.add_user(engine, f"member{team}", role="participant", team=f"team{team}")
+        tokens[f"team{team}"] = access.create_token(engine, f"member{team}").token
+    return engine, tokens
 
 
 def _batch_option(batch_jobs: int, env: dict[str, str]) -> list[str]:
@@ -468,15 +485,345 @@ async def submit_some(
         async def one(name: str) -> int:
             team, content = files[name]
             async with limit:
-                response = await client.post(
-                    "/api/v1/tasks/dl/runs",
-                    headers={"Authorization": f"Bearer {tokens[team]}"},
-                    files={"file": (f"{name}.txt", content)},
-                    data={"name": name},
-                )
+                response = await post_run(client, name, content, tokens[team])
             return response.status_code
 
         return list(await asyncio.gather(*(one(name) for name in files)))
+
+
+# where an upload's time goes, as its Server-Timing header gives it (web/api.py), in order
+BURST_PARTS = ("receive", "parse", "stage", "judged", "turn", "write")
+
+
+def burst(args: argparse.Namespace) -> dict[str, Any]:
+    """One round of the burst: a fresh SQLite store and task, `evalstore serve` with
+    --server-workers processes and 2 worker processes (`worker --concurrency 2`, MLflow off), warmed
+    by 4 submissions; then --burst-clients clients each post one DL-sized run at once. Each
+    upload's time and Server-Timing parts, and the time from its 201 until its evaluation is stored.
+    With ``args.paused_workers`` the workers are stopped (SIGSTOP) until the last 201: the uploads
+    without the evaluations competing for the cores."""
+    from sqlalchemy import select
+
+    from evalstore.db.models import Evaluation, Run
+    from evalstore.db.session import read_only
+    from evalstore.services import jobs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        url = f"sqlite:///{folder / 'burst.db'}"
+        env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(folder / "home")}
+        env["EVALSTORE_MLFLOW"] = "off"
+        env["EVALSTORE_REQUEST_SECONDS"] = "900"  # a loaded shared machine: slow answers, not 503s
+        engine, tokens = dl_task(url, folder, 10)
+        rng = random.Random(17)
+        files = {}
+        for index in range(args.burst_clients + 4):
+            path = folder / f"run{index}.txt"
+            write_run(path, 43, 1000, rng, f"run{index}")
+            files[f"burst{index}" if index >= 4 else f"warm{index}"] = (f"team{index % 10}", path.read_bytes())
+        warm = {name: files.pop(name) for name in list(files)[:4]}
+        server, base = start_server(url, args.server_workers, "--no-worker", env=env)
+        log = os.environ.get("BENCH_SERVER_LOG")
+        workers = subprocess.Popen(
+            [EVALSTORE, "worker", "--concurrency", "2", "--poll-interval", "0.2"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(f"{log}.burst-workers" if log else os.devnull, "wb"),
+            start_new_session=True,  # its own process group: SIGSTOP reaches the worker processes it starts
+        )
+        try:
+            deadline = time.monotonic() + 300
+            while len(jobs.live_workers(engine, within=timedelta(minutes=1))) < 2:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the 2 workers did not start within 5 minutes")
+                time.sleep(0.2)
+            # a running service has its imports behind it, in both server processes and the workers
+            asyncio.run(post_burst(base, warm, tokens))
+            evaluated_by(engine, len(warm), time.monotonic() + 300)
+            if args.paused_workers:
+                os.killpg(workers.pid, signal.SIGSTOP)
+            uploads = asyncio.run(post_burst(base, files, tokens))
+            if args.paused_workers:
+                os.killpg(workers.pid, signal.SIGCONT)
+            refused = sorted({status for _, _, status, _ in uploads.values() if status != 201})
+            if refused:
+                raise SystemExit(f"submissions refused: {refused}")
+            evaluated_by(engine, len(warm) + len(files), time.monotonic() + 600)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(workers.pid, signal.SIGCONT)
+            workers.terminate()
+            workers.wait(timeout=120)
+            server.terminate()
+            server.wait(timeout=30)
+        with read_only(engine) as session:
+            times = {
+                name: (jobs.as_utc(created), jobs.as_utc(started), jobs.as_utc(finished))
+                for name, created, started, finished in session.execute(
+                    select(Run.name, Evaluation.created_at, Evaluation.started_at, Evaluation.finished_at).join(
+                        Run, Run.id == Evaluation.run_id
+                    )
+                )
+            }
+        engine.dispose()
+    answered = {name: times[name][2].timestamp() - at for name, (_, at, _, _) in uploads.items()}
+    return {
+        "upload": [seconds for seconds, _, _, _ in uploads.values()],
+        "evaluated": list(answered.values()),
+        "queued": [(times[name][1] - times[name][0]).total_seconds() for name in uploads],
+        "evaluating": [(times[name][2] - times[name][1]).total_seconds() for name in uploads],
+        "parts": {
+            part: [timing[part] for _, _, _, timing in uploads.values() if part in timing]
+            for part in (*BURST_PARTS, "total")
+        },
+        "outside": [seconds - timing["total"] for seconds, _, _, timing in uploads.values() if "total" in timing],
+    }
+
+
+async def post_burst(
+    base: str, files: dict[str, tuple[str, bytes]], tokens: dict[str, str]
+) -> dict[str, tuple[float, float, int, dict[str, float]]]:
+    """Every file posted at once, each by its own client: name -> (seconds, wall time of the
+    answer, status, the Server-Timing parts in seconds)."""
+    async with httpx.AsyncClient(base_url=base, timeout=300, limits=httpx.Limits(max_connections=len(files))) as client:
+
+        async def one(name: str) -> tuple[float, float, int, dict[str, float]]:
+            team, content = files[name]
+            started = time.perf_counter()
+            response = await post_run(client, name, content, tokens[team])
+            seconds, at = time.perf_counter() - started, time.time()
+            timing = {}
+            for entry in response.headers.get("server-timing", "").split(","):
+                part, _, duration = entry.strip().partition(";dur=")
+                if duration:
+                    timing[part] = float(duration) / 1000
+            return seconds, at, response.status_code, timing
+
+        answers = await asyncio.gather(*(one(name) for name in files))
+        return dict(zip(files, answers, strict=True))
+
+
+def evaluated_by(engine: Any, count: int, deadline: float) -> None:
+    """Wait until ``count`` evaluations are done (a failed one ends the benchmark)."""
+    from sqlalchemy import select
+
+    from evalstore.db.models import Evaluation
+    from evalstore.db.session import read_only
+
+    while True:
+        with read_only(engine) as session:
+            states = session.scalars(select(Evaluation.state)).all()
+        if len(states) == count and all(state == "done" for state in states):
+            return
+        if "failed" in states:
+            raise SystemExit("an evaluation failed; run with BENCH_SERVER_LOG=path to see the workers' log")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not all evaluated in time: {sorted(set(states))}")
+        time.sleep(0.05)
+
+
+def burst_rows(label: str, figures: dict[str, Any], clients: int) -> None:
+    """The burst's rows: upload and 201-to-evaluated percentiles, and each part's."""
+    uploads, evaluated = figures["upload"], figures["evaluated"]
+    print(
+        f"{label} | {clients} clients, one DL-sized run each, at once | upload p50 {percentile(uploads, 0.5):.2f} s "
+        f"| p95 {percentile(uploads, 0.95):.2f} s | max {max(uploads):.2f} s | 201 to evaluated: p50 "
+        f"{percentile(evaluated, 0.5):.2f} s, p95 {percentile(evaluated, 0.95):.2f} s, max {max(evaluated):.2f} s"
+    )
+    parts = {**figures["parts"], "outside the handler": figures["outside"]}
+    parts.update(queued=figures["queued"], evaluating=figures["evaluating"])
+    for part, values in parts.items():
+        if values:
+            print(
+                f"{label} | part: {part} | median {statistics.median(values):.3f} s | p95 "
+                f"{percentile(values, 0.95):.3f} s | max {max(values):.3f} s"
+            )
+
+
+def burst_against(checkout: str, args: argparse.Namespace) -> None:
+    """The burst, this checkout's code and ``checkout``'s alternating over --rounds rounds, each
+    round a process of this script with PYTHONPATH at its code; medians of each round's figures."""
+    codes = {"this checkout": str(Path(__file__).resolve().parents[1]), checkout: str(Path(checkout).resolve())}
+    rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in codes}
+    for round_ in range(args.rounds):
+        for label, code in codes.items() if round_ % 2 == 0 else reversed(codes.items()):
+            done = subprocess.run(
+                [sys.executable, __file__, "--only", "burst", "--json", "--burst-clients", str(args.burst_clients)]
+                + (["--paused-workers"] if args.paused_workers else []),
+                env={**os.environ, "PYTHONPATH": code},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode:
+                raise SystemExit(f"round {round_ + 1} of {label} failed:\n{done.stderr[-2000:]}")
+            figures = json.loads(done.stdout.splitlines()[-1])
+            rounds[label].append(figures)
+            print(
+                f"round {round_ + 1}: {label}: upload p50 {percentile(figures['upload'], 0.5):.2f} s, p95 "
+                f"{percentile(figures['upload'], 0.95):.2f} s; 201 to evaluated p95 "
+                f"{percentile(figures['evaluated'], 0.95):.2f} s",
+                file=sys.stderr,
+            )
+    for label, figures in rounds.items():
+        summary = []
+        for what, key, share in (
+            ("upload p50", "upload", 0.5),
+            ("upload p95", "upload", 0.95),
+            ("201 to evaluated p95", "evaluated", 0.95),
+        ):
+            each = [percentile(f[key], share) for f in figures]
+            summary.append(f"{what} median {statistics.median(each):.2f} s ({', '.join(f'{v:.2f}' for v in each)})")
+        print(f"SQLite | {args.burst_clients} clients' burst | {label} | " + " | ".join(summary))
+
+
+class HungMlflow:
+    """Accepts connections on 127.0.0.1 and never answers them (an MLflow server that hangs)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.accepted.append(connection)
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+def mlflow_hung(args: argparse.Namespace) -> None:
+    """Jobs per minute of 2 worker processes (`worker --concurrency 2`) evaluating --jobs DL-sized
+    runs with MLflow on, its tracking URI a local MLflow store (fine), a socket that accepts and
+    never answers (hung) or a port nobody listens on (down). After an outage MLflow "comes back"
+    as a working store given to `evalstore mlflow sync` (this environment has MLflow's client
+    only, no `mlflow server` to restart on the port), timed until every result is delivered.
+    Each case on a fresh SQLite store; 2 warm-up jobs first, off the clock."""
+    for case in args.mlflow_cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            mlflow_case(args, case, Path(tmp))
+
+
+def job_states(engine: Any) -> list[tuple[str, str]]:
+    """Each evaluation's state and MLflow state."""
+    from sqlalchemy import select
+
+    from evalstore.db.models import Evaluation
+    from evalstore.db.session import read_only
+
+    with read_only(engine) as session:
+        return [(state, logged) for state, logged in session.execute(select(Evaluation.state, Evaluation.mlflow_state))]
+
+
+def until_states(engine: Any, done: Callable[[list[tuple[str, str]]], bool], seconds: float) -> None:
+    """Wait until ``done`` holds of :func:`job_states` (a failed evaluation ends the benchmark)."""
+    deadline = time.monotonic() + seconds
+    while not done(found := job_states(engine)):
+        if any(state == "failed" for state, _ in found):
+            raise SystemExit("an evaluation failed; run with BENCH_SERVER_LOG=path to see the workers' log")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not within {seconds:.0f} s: {sorted(set(found))}")
+        time.sleep(0.1)
+
+
+def mlflow_case(args: argparse.Namespace, case: str, folder: Path) -> None:
+    """One case of :func:`mlflow_hung`."""
+    from evalstore.db.engine import make_engine, upgrade
+    from evalstore.services import jobs, store
+
+    url = f"sqlite:///{folder / 'hung.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    rng = random.Random(19)
+    write_qrels(folder / "dl-qrels", 43, rng)
+    store.import_qrels(engine, folder / "dl-qrels", name="dl-qrels")
+    for index in range(args.jobs + 2):
+        write_run(folder / f"run{index}.txt", 43, 1000, rng, f"run{index}")
+        store.register_run(engine, folder / f"run{index}.txt", name=f"run{index}")
+    working = f"sqlite:///{folder / 'mlflow.db'}"
+    hung = HungMlflow() if case == "hung" else None
+    if case == "down":
+        with socket.create_server(("127.0.0.1", 0)) as closed:  # a free port, left with no listener
+            uri = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    else:
+        uri = hung.uri if hung is not None else working
+    env = {
+        **os.environ,
+        "EVALSTORE_DATABASE_URL": url,
+        "EVALSTORE_HOME": str(folder / "home"),
+        "EVALSTORE_MLFLOW": "on",
+        "MLFLOW_TRACKING_URI": uri,
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": "120",
+    }
+    # MLflow's store made before the clock, as a deployment has it
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mlflow import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()",
+        ]
+        + [working],
+        env=env,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    log = os.environ.get("BENCH_SERVER_LOG")
+    workers = subprocess.Popen(
+        [EVALSTORE, "worker", "--concurrency", "2", "--poll-interval", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(f"{log}.mlflow-{case}" if log else os.devnull, "wb"),
+    )
+    try:
+        options = jobs.EvaluationOptions()
+        jobs.enqueue(engine, qrels_name="dl-qrels", run_names=["run0", "run1"], options=options)
+        until_states(engine, lambda found: all(state == "done" for state, _ in found), 900)
+        started = time.perf_counter()
+        names = [f"run{index}" for index in range(2, args.jobs + 2)]
+        jobs.enqueue(engine, qrels_name="dl-qrels", run_names=names, options=options)
+        until_states(engine, lambda found: all(state == "done" for state, _ in found), 900)
+        seconds = time.perf_counter() - started
+        pending = sum(logged != "logged" for _, logged in job_states(engine))
+        print(
+            f"SQLite | {args.jobs} DL-sized jobs, 2 workers, MLflow {case} | {args.jobs / seconds * 60:.0f} jobs/min "
+            f"({seconds:.1f} s) | not delivered when the last job was done: {pending} of {args.jobs + 2}",
+            flush=True,
+        )
+    finally:
+        workers.terminate()
+        workers.wait(timeout=120)
+        if hung is not None:
+            hung.close()
+    if case != "fine":
+        back = time.perf_counter()
+        # what the stopped worker's deliverer held is claimable once its lease (15 s) runs out
+        while any(logged != "logged" for _, logged in job_states(engine)):
+            subprocess.run(
+                [EVALSTORE, "mlflow", "sync"],
+                env={**env, "MLFLOW_TRACKING_URI": working},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+            if time.perf_counter() - back > 900:
+                raise SystemExit(f"not delivered within 900 s: {sorted(set(job_states(engine)))}")
+        print(
+            f"SQLite | MLflow {case}, then back | all {args.jobs + 2} delivered "
+            f"{time.perf_counter() - back:.1f} s after (`mlflow sync`, a claim's 15 s lease included)",
+            flush=True,
+        )
+    engine.dispose()
 
 
 def main() -> None:
@@ -491,12 +838,36 @@ def main() -> None:
         "--only",
         type=lambda text: text.split(","),
         default=["leaderboard", "submissions", "throughput"],
-        help="comma-separated: leaderboard, submissions, throughput (default: all)",
+        help="comma-separated: leaderboard, submissions, throughput, burst, mlflow-hung (default: the first three)",
+    )
+    parser.add_argument("--burst-clients", type=int, default=30, help="clients of the burst, one run each")
+    parser.add_argument(
+        "--paused-workers", action="store_true", help="burst: the workers stopped until the last upload's answer"
+    )
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--jobs", type=int, default=40, help="mlflow-hung: DL-sized jobs per case")
+    parser.add_argument(
+        "--mlflow-cases",
+        type=lambda text: text.split(","),
+        default=["fine", "hung", "down"],
+        help="mlflow-hung: comma-separated: fine, hung, down (default: all)",
     )
     parser.add_argument("--against", metavar="CHECKOUT", help="the throughput row against the code of another checkout")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --against")
     parser.add_argument("--default-pass-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if "mlflow-hung" in args.only:
+        mlflow_hung(args)
+        return
+    if "burst" in args.only:
+        if args.against:
+            burst_against(args.against, args)
+        elif args.json:
+            print(json.dumps(burst(args)))
+        else:
+            for round_ in range(args.rounds if "--rounds" in sys.argv else 1):
+                burst_rows(f"SQLite, round {round_ + 1}", burst(args), args.burst_clients)
+        return
     if args.against:
         against(args.against, args)
         return

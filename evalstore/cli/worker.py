@@ -1,6 +1,7 @@
 """`evalstore worker`: evaluate queued jobs until stopped."""
 
 import logging
+import os
 import signal
 from datetime import timedelta
 from typing import Annotated
@@ -72,6 +73,17 @@ def worker(
             help="At most this many stored run rows in one batch (a larger run is evaluated alone).",
         ),
     ] = 500_000,
+    nice: Annotated[
+        int,
+        typer.Option(
+            "--nice",
+            min=0,
+            max=19,
+            envvar="EVALSTORE_WORKER_NICE",
+            help="Lower the worker processes' CPU priority by this much (as nice(1)): on a host shared with "
+            "'evalstore serve', uploads and pages get the cores first, evaluations what is left (0: as the shell's).",
+        ),
+    ] = 10,
 ) -> None:
     """Evaluate queued jobs until stopped. SIGTERM or Ctrl-C: finish the current job (or batch),
     then exit; a second one: put the jobs not yet stored back in the queue and exit now."""
@@ -99,6 +111,11 @@ def worker(
             signal.signal(signum, handler)
         info("worker stopped before it took a job: 0 jobs done")
         return
+    # An upload's client is waiting for its answer; an evaluation can wait seconds. On a host shared
+    # with `evalstore serve` the two compete for the same cores, and that competition is the largest
+    # part of a burst of uploads' time (scripts/bench_server.py --only burst). The pool's processes
+    # inherit the priority.
+    os.nice(nice)
     settings = WorkerSettings(
         lease=timedelta(seconds=lease_seconds),
         poll_interval=poll_interval,

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +185,24 @@ def test_two_worker_processes_share_a_fresh_local_mlflow_store(sqlite_engine: En
     for ref in refs:
         job = _job(engine, ref.evaluation_id)
         assert (job.state, job.mlflow_state, job.mlflow_error) == ("done", "logged", None)
+
+
+@pytest.mark.parametrize(("args", "lowered"), [((), 10), (("--nice", "0"), 0)])
+def test_worker_processes_yield_the_cores_by_their_nice_value(
+    sqlite_engine: Engine, tmp_path: Path, args: tuple[str, ...], lowered: int
+) -> None:
+    """A worker lowers its CPU priority (10 unless told), and the pool's processes inherit it: on a
+    host shared with the server, uploads get the cores first."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    log = tmp_path / "worker.log"
+    worker = _start_worker(sqlite_engine, log, "--concurrency", "2", *args)
+    try:
+        deadline = time.monotonic() + 600  # two processes importing evalstore on a loaded machine
+        while len(running := jobs.live_workers(sqlite_engine, within=timedelta(minutes=1))) < 2:
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        priorities = {os.getpriority(os.PRIO_PROCESS, pid) for pid in [worker.pid, *(w.pid for w in running)]}
+        assert priorities == {min(before + lowered, 19)}
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)

@@ -259,6 +259,19 @@ def test_a_submission_records_the_trec_form_and_its_job(world: World, client: Te
     assert (entry["user"], entry["target"], entry["detail"]["team"]) == ("red", "manual1", "red")
 
 
+def test_a_submission_says_where_its_time_went_and_nothing_else(world: World, client: TestClient) -> None:
+    response = upload(client, world, "red", "timed.txt", run_text(tag="timed").encode(), name="timed")
+    assert response.status_code == 201, response.text
+    parts = [entry.split(";") for entry in response.headers["Server-Timing"].split(", ")]
+    assert [name for name, _ in parts] == ["receive", "parse", "stage", "judged", "turn", "write", "total"]
+    durations = {name: float(duration.removeprefix("dur=")) for name, duration in parts}
+    assert all(duration >= 0 for duration in durations.values())
+    assert durations["total"] >= durations["parse"] + durations["write"]
+    refused = upload(client, world, "red", "timed.txt", b"301 Q0 d1 one 1.0 x\n", name="refused")
+    assert refused.status_code == 422
+    assert "Server-Timing" not in refused.headers
+
+
 # --- window and quota ---------------------------------------------------------------------------
 
 

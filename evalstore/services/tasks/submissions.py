@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,10 @@ class Submitted:
     job: jobs.JobRef | None  # None: answers, evaluated once the task's organisers have assessed them
     warnings: tuple[str, ...]
     answers: answers.AnswerRunSummary | None = None  # submitted answers (``run``: their references)
+    # where the submission's time went, in seconds: "parse" (reading and validating the file),
+    # "stage" (ranking and staging its rows), "judged" (its coverage and judged ranks against the
+    # task's qrels), "turn" (waiting for the write lock), "write" (the unit of work, committed)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def submit_run(
@@ -111,15 +116,21 @@ def submit_run(
         meta["judging_precedence"] = str(judging_precedence)
     shared = context_for(engine, context)
     qrels_cache = shared.qrels
+    seconds: dict[str, float] = {}
     with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+        started = time.perf_counter()
         with read_only(engine) as session:  # the qrels as the judged ranks below read them (cached)
             judged_topics = store.qrels_table_kept(session, qrels, qrels_cache)["topic"].to_pylist()
         found = coverage.coverage(prepared.counts["topic"].to_pylist(), judged_topics)
         covered = coverage.check(name, qrels.name, found, shared.settings)
         judged = _judged_ranks_to_keep(engine, prepared, qrels, qrels_cache)
+        seconds.update(prepared.seconds, judged=time.perf_counter() - started)
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
+            waiting = time.perf_counter()
             with store.run_unit_of_work(engine, prepared) as session:
+                session.connection()  # the transaction begins: on SQLite, once this writer's turn comes
+                writing = time.perf_counter()
                 _refuse_taken_name(session, principal, name)  # again: a run may have taken it meanwhile
                 registered = store.add_run(
                     session, prepared, name=name, system=team, metadata=meta, description=description
@@ -141,8 +152,9 @@ def submit_run(
                 )
                 if judged is not None:
                     repo.keep_judged_ranks(session, run, qrels, judged)
+            seconds.update(turn=writing - waiting, write=time.perf_counter() - writing)
             said = (*registered.warnings, covered) if covered else registered.warnings
-            return Submitted(registered.summary, task_name, team, ref, said)
+            return Submitted(registered.summary, task_name, team, ref, said, seconds=seconds)
 
         return store.retry_on_name_race(submit)
 
