@@ -88,13 +88,16 @@ def compute_tiers(
 
 # (query ids, each measure's values on them) of one evaluation
 _Stored = tuple[list[str], dict[str, np.ndarray]]
+# run -> (topics, its values on them): one measure's per-topic values on a board
+_Values = dict[str, tuple[list[str], np.ndarray]]
 
 
 def _per_topic(
     session: Session, qrels: QrelsSet, measures: Sequence[str], runs: Collection[str], topics: TopicFilter | None
-) -> dict[str, dict[str, dict[str, float]]]:
-    """measure -> run -> topic -> value, of the topics ``topics`` keeps, from the evaluation the
-    board shows for each run and measure; each evaluation's values read once for every measure."""
+) -> dict[str, _Values]:
+    """measure -> run -> (topics, values) of the topics ``topics`` keeps, from the evaluation the
+    board shows for each run and measure; each evaluation's values read once for every measure
+    (a measure without numbers: no topics)."""
     chosen = chosen_evaluations(session, qrels, list(measures), Selection())
     wanted = set(runs)
     by_evaluation: dict[int, set[str]] = {}
@@ -102,23 +105,25 @@ def _per_topic(
         if run.name in wanted:
             for measure, evaluation in holding.items():
                 by_evaluation.setdefault(evaluation.id, set()).add(measure)
-    stored = {e: _stored_values(session, e, sorted(names)) for e, names in by_evaluation.items()}
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    kept: dict[int, tuple[list[str], np.ndarray | None, dict[str, np.ndarray]]] = {}
+    for evaluation_id, names in by_evaluation.items():
+        query_ids, numbers = _stored_values(session, evaluation_id, sorted(names))
+        if topics is None:
+            kept[evaluation_id] = (query_ids, None, numbers)
+        else:
+            mask = np.array([topics.keeps(t) for t in query_ids], dtype=bool)
+            kept[evaluation_id] = ([t for t, keep in zip(query_ids, mask, strict=True) if keep], mask, numbers)
+    out: dict[str, _Values] = {}
     for run, holding in chosen.values():
         if run.name not in wanted:
             continue
         for measure, evaluation in holding.items():
-            query_ids, numbers = stored[evaluation.id]
-            found = numbers.get(measure)
-            if found is None:  # a measure with text values only: every topic None, counted 0
-                values: list[float | None] = [None] * len(query_ids)
+            shown, keep, held = kept[evaluation.id]
+            found = held.get(measure)
+            if found is None:
+                out.setdefault(measure, {})[run.name] = ([], np.zeros(0))
             else:
-                values = found.tolist()
-            out.setdefault(measure, {})[run.name] = {
-                str(t): (0.0 if v is None else float(v))
-                for t, v in zip(query_ids, values, strict=True)
-                if topics is None or topics.keeps(str(t))
-            }
+                out.setdefault(measure, {})[run.name] = (shown, found if keep is None else found[keep])
     return out
 
 
@@ -135,16 +140,25 @@ def _stored_values(session: Session, evaluation_id: int, measures: list[str]) ->
             )
         )
         numbers.update({m: np.frombuffer(blob, dtype="<f8") for m, blob in rows if blob is not None})
-    return list(query_ids or []), numbers
+    return [str(t) for t in query_ids or []], numbers
 
 
-def _letters(frames: dict[str, dict[str, float]], critical: Critical | None) -> dict[str, str]:
-    """The letters of the runs of ``frames`` (run -> topic -> value; topics a run lacks count 0)."""
+def _letters(frames: _Values, critical: Critical | None) -> dict[str, str]:
+    """The letters of the runs of ``frames`` (run -> its topics and values; topics a run lacks
+    count 0)."""
     names = sorted(frames)
-    every = sorted(set().union(*(frame.keys() for frame in frames.values()))) if frames else []
+    every = sorted(set().union(*(topics for topics, _ in frames.values()))) if frames else []
     if len(names) < 2 or len(every) < 2:
         return {}
-    scores = np.array([[frames[run].get(t, 0.0) for t in every] for run in names], dtype=float)
+    column = {topic: i for i, topic in enumerate(every)}
+    scores = np.zeros((len(names), len(every)), dtype=float)
+    placed: dict[int, np.ndarray] = {}  # runs of one evaluation share their topics' list
+    for row, run in enumerate(names):
+        topics, values = frames[run]
+        where = placed.get(id(topics))
+        if where is None:
+            where = placed[id(topics)] = np.array([column[t] for t in topics], dtype=np.intp)
+        scores[row, where] = values
     means = scores.mean(axis=1)
     order = [int(i) for i in np.argsort(-means, kind="stable")]
     position = {names[i]: rank for rank, i in enumerate(order)}
@@ -232,7 +246,7 @@ def _refresh_board(
     return made
 
 
-def _frames(values: dict[str, dict[str, float]], means: list[tuple[str, float]]) -> dict[str, dict[str, float]]:
+def _frames(values: _Values, means: list[tuple[str, float]]) -> _Values:
     """The per-topic values of the runs the board shows a mean of (as :func:`compute_tiers` takes)."""
     return {run: values[run] for run, _ in means if run in values}
 
