@@ -5,6 +5,10 @@ them, a new evaluation refreshes what it touches, and a hidden task stays hidden
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -219,3 +223,22 @@ def test_a_summary_over_no_topic_in_its_scope_is_no_value() -> None:
     made = summaries.summarise(values, {"all": None, "none": (frozenset({"9"}), False)})
     by_scope = {s.scope: s for s in made}
     assert by_scope["none"].topics == 0 and by_scope["all"].topics == 2 and by_scope["all"].mean == 0.375
+
+
+def test_the_server_prepares_its_pages_before_the_first_request(world: World) -> None:
+    # a new process, as after a restart: the mappers configured and the templates compiled by
+    # create_app, before any request (the first page would pay for them otherwise)
+    check = (
+        "from sqlalchemy import inspect\n"
+        "from evalstore.db.models import Evaluation\n"
+        "from evalstore.web.app import create_app\n"
+        "from evalstore.web.templating import templates\n"
+        "create_app()\n"
+        "assert inspect(Evaluation).configured\n"
+        "compiled = {key[1] for key in templates.env.cache}\n"
+        "assert {'leaderboard.html', 'base.html', 'run.html'} <= compiled, compiled\n"
+    )
+    url = world.engine.url.render_as_string(hide_password=False)
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
