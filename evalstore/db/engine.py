@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import configure_mappers
 
 from evalstore.config import sqlite_busy_seconds
 from evalstore.errors import InvalidParameterError, Remedy, SchemaOutOfDateError
@@ -269,6 +270,15 @@ def current_revision(engine: Engine) -> str | None:
         if not inspect(connection).has_table("alembic_version"):
             return None
         return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def configure_models() -> None:
+    """Configure the ORM's mappers now (once per process): otherwise the first query of a process
+    does it, and a server's first page after a restart pays for every model's relationships and
+    attributes (most of a leaderboard's first request)."""
+    from evalstore.db import models  # noqa: F401 (every model registered before configuring)
+
+    configure_mappers()
 
 
 def verify_schema(engine: Engine) -> None:

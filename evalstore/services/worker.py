@@ -189,7 +189,7 @@ class Worker:
                 raise outcome
             computed = outcome or kinds.get(job.kind).compute(self.engine, job, context=self.context)
             started = time.perf_counter()
-            # the measures its boards show, summarised before the write lock is taken
+            # every measure's summary, made before the write lock is taken
             summarised = (
                 jobs.summaries_for(self.engine, job.qrels_id, computed.per_query, self.context.bootstrap_counts)
                 if job.kind == "ranking" and job.qrels_id is not None
@@ -250,9 +250,9 @@ class Worker:
             )
 
     def refresh_boards(self) -> int:
-        """Once the queue is empty, the boards on the qrels this worker has stored results on: every
-        measure's summaries of their evaluations (:func:`jobs.summarise_stored`; a job stores its
-        boards' measures' with its results) and their significance tiers
+        """Once the queue is empty, the boards on the qrels this worker has stored results on: the
+        summaries of their evaluations stored without them (:func:`jobs.summarise_stored`; a job
+        stores every measure's with its results) and their significance tiers on every measure
         (:func:`ranking.refresh_tiers`), so a page reads them instead of computing them on the
         first request (100 runs: ~2 s a measure); then the settings' reports on them (on every
         qrels the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations,

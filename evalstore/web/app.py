@@ -12,7 +12,7 @@ from swagger_ui_bundle import swagger_ui_path
 
 from evalstore import scratch
 from evalstore._version import __version__
-from evalstore.db.engine import make_engine, verify_schema
+from evalstore.db.engine import configure_models, make_engine, verify_schema
 from evalstore.services.context import AppContext
 from evalstore.services.readiness import ReadinessCheck
 from evalstore.web import (
@@ -34,6 +34,7 @@ from evalstore.web.headers import NoStore, SecurityHeaders
 from evalstore.web.limits import ASGIApp, RequestBudget, UploadLimit, WriteRate, no_nul
 from evalstore.web.settings import ServerSettings
 from evalstore.web.sign_in_first import SignInFirst
+from evalstore.web.templating import compile_templates
 
 
 class _App(FastAPI):
@@ -50,6 +51,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     verify_schema(engine)
     context = AppContext(engine)  # the caches every request shares, for the server's life
+    # what the first request of each page would otherwise prepare, done before the server listens
+    configure_models()
+    compile_templates()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -20,6 +20,15 @@ from evalstore.metrics.trec_names import reader_name
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
 
+
+def compile_templates() -> None:
+    """Compile every page's template now (once per process; the environment keeps them): otherwise
+    the first request for each kind of page after a restart compiles its template and base.html
+    (the leaderboard's: ~70 ms of CPU, a fifth of its first request)."""
+    for name in templates.env.list_templates(extensions=["html"]):
+        templates.env.get_template(name)
+
+
 # words a topic title shares with every document, not worth a highlight
 _STOPWORDS = frozenset(
     "the and for are was were with what which who whom how why when where does did has have "

@@ -5,6 +5,10 @@ them, a new evaluation refreshes what it touches, and a hidden task stays hidden
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -64,7 +68,7 @@ def test_the_worker_stores_each_measures_summary_and_the_board_shows_it(world: W
     assert only["topics"] == 3
 
 
-def test_the_rest_of_the_measures_are_summarised_once_the_queue_is_empty(world: World, client: TestClient) -> None:
+def test_every_measure_is_summarised_with_the_results(world: World, client: TestClient) -> None:
     first = _stored(world, world.jobs["open"])
     with read_only(world.engine) as session:
         numeric = set(
@@ -74,14 +78,24 @@ def test_the_rest_of_the_measures_are_summarised_once_the_queue_is_empty(world: 
                 )
             )
         )
-    assert {m for _, m in first} < numeric  # with the results: the measures the boards show
-    assert _refresh(world) >= 1
-    every = _stored(world, world.jobs["open"])
-    assert {m for _, m in every} == numeric
-    row = every[(summaries.ALL_TOPICS, "P@20")]
+    # with the results, not only the measures the boards show by default
+    assert {m for _, m in first} == numeric and "P@20" in numeric
+    row = first[(summaries.ALL_TOPICS, "P@20")]
     assert (row.mean, row.ci_low, row.ci_high) == pytest.approx(_reference(world, "red-open", "P@20"), rel=1e-12)
     board = client.get("/api/v1/tasks/open/leaderboard?measure=P@20").json()
     assert board["rows"][0]["scores"]["P@20"]["mean"] == row.mean
+
+
+def test_an_evaluation_without_summaries_is_summarised_once_the_queue_is_empty(world: World) -> None:
+    with unit_of_work(world.engine) as session:  # as stored before jobs summarised every measure
+        session.execute(
+            MeasureSummary.__table__.delete().where(
+                MeasureSummary.evaluation_id == world.jobs["open"], MeasureSummary.measure != "AP"
+            )
+        )
+    assert _refresh(world) >= 1
+    row = _stored(world, world.jobs["open"])[(summaries.ALL_TOPICS, "P@20")]
+    assert (row.mean, row.ci_low, row.ci_high) == pytest.approx(_reference(world, "red-open", "P@20"), rel=1e-12)
 
 
 def test_the_board_reads_the_stored_summary_and_computes_what_is_not_stored(world: World) -> None:
@@ -125,20 +139,44 @@ def test_a_new_evaluation_refreshes_the_board_and_its_tiers(world: World, client
     assert _refresh(world) == 0
 
 
-def test_stored_letters_equal_the_letters_computed_on_the_page(world: World) -> None:
+def _five_runs_refreshed(world: World) -> list[str]:
+    """Four more runs on the open task, and what the idle worker stores for them; the task's runs."""
     for index, shift in enumerate((2, 4, 6, 9)):
         world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
     _refresh(world)
-    runs = ["red-open", *(f"run-{i}" for i in range(4))]
+    return ["red-open", *(f"run-{i}" for i in range(4))]
+
+
+def _stored_and_computed(world: World, measure: str, runs: list[str]) -> tuple[dict[str, str] | None, dict[str, str]]:
+    """The board's letters on ``measure`` as the worker stored them, and as a page computes them."""
     qrels = _qrels(world)
+    board = ranking.leaderboard(world.engine, qrels_name="sample", measures=[measure], runs=set(runs))
+    means = [(r.run, r.values[measure][0]) for r in board.rows]
     with read_only(world.engine) as session:
-        board = ranking.leaderboard(world.engine, qrels_name="sample", measures=["AP"], runs=set(runs))
-        key = ranking.tiers_key(
-            "sample", qrels.content_hash, "AP", [(r.run, r.values["AP"][0]) for r in board.rows], "all"
-        )
-        stored = ranking.stored_tiers(session, key)
-        computed = ranking.compute_tiers(session, qrels, "AP", runs, None)
+        stored = ranking.stored_tiers(session, ranking.tiers_key("sample", qrels.content_hash, measure, means, "all"))
+        return stored, ranking.compute_tiers(session, qrels, measure, runs, None)
+
+
+def test_stored_letters_equal_the_letters_computed_on_the_page(world: World) -> None:
+    runs = _five_runs_refreshed(world)
+    stored, computed = _stored_and_computed(world, "AP", runs)
     assert stored == computed and set(computed) == set(runs)
+
+
+def test_letters_are_stored_for_every_measure_the_runs_hold(world: World, client: TestClient) -> None:
+    runs = _five_runs_refreshed(world)
+    with read_only(world.engine) as session:
+        held = set(session.scalars(select(MeasureSummary.measure).where(MeasureSummary.topics > 0)))
+        stored = len(list(session.scalars(select(BoardTiers.key))))
+    assert {"P@20", "Rprec", "Bpref"} <= held and stored >= len(held)
+    for measure in ("P@20", "Rprec", "Bpref"):  # not on the board by default
+        letters, computed = _stored_and_computed(world, measure, runs)
+        assert letters == computed and set(computed) == set(runs)
+    # the page reads them: changed in the store, the page shows the change
+    with unit_of_work(world.engine) as session:
+        session.execute(update(BoardTiers).values(letters={run: "qq" for run in runs}))
+    page = client.get("/tasks/open?measure=P@20", headers=world.headers("owner"))
+    assert page.status_code == 200 and '<td class="tier">qq</td>' in page.text
 
 
 @pytest.mark.parametrize("caller", ["anon", "red", "blue", "organiser", "viewer"])
@@ -185,3 +223,22 @@ def test_a_summary_over_no_topic_in_its_scope_is_no_value() -> None:
     made = summaries.summarise(values, {"all": None, "none": (frozenset({"9"}), False)})
     by_scope = {s.scope: s for s in made}
     assert by_scope["none"].topics == 0 and by_scope["all"].topics == 2 and by_scope["all"].mean == 0.375
+
+
+def test_the_server_prepares_its_pages_before_the_first_request(world: World) -> None:
+    # a new process, as after a restart: the mappers configured and the templates compiled by
+    # create_app, before any request (the first page would pay for them otherwise)
+    check = (
+        "from sqlalchemy import inspect\n"
+        "from evalstore.db.models import Evaluation\n"
+        "from evalstore.web.app import create_app\n"
+        "from evalstore.web.templating import templates\n"
+        "create_app()\n"
+        "assert inspect(Evaluation).configured\n"
+        "compiled = {key[1] for key in templates.env.cache}\n"
+        "assert {'leaderboard.html', 'base.html', 'run.html'} <= compiled, compiled\n"
+    )
+    url = world.engine.url.render_as_string(hide_password=False)
+    env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr

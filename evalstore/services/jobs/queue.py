@@ -312,7 +312,7 @@ def store_results(
 ) -> None:
     """A step: store the results (and a classification's settings) under ``header``
     (:func:`results_header`, in the same unit of work) and mark the job done, with MLflow pending;
-    a ranking job's summaries of the measures its boards show with them (``summarised``: made
+    a ranking job's summaries of every numeric measure with them (``summarised``: made
     before the unit of work by :func:`.summaries.summaries_for`, so the write lock is not held
     while they are computed; else made here). Never commits."""
     row = session.get(Evaluation, job.evaluation_id)  # held and loaded by results_header: no round trip
