@@ -376,9 +376,11 @@ def compare_page(
         if len(run) >= 2
         else None
     )
-    answers = tasks.show_task(engine, task).takes_answers
-    # an answer task's board names its first measure once runs are compared
-    measure = page.measure if page is not None else measure or ("" if answers else "AP")
+    shown = tasks.show_task(engine, task)
+    answers = shown.takes_answers
+    # the measure the comparison is on; before one: the task's official measure (an answer task's
+    # board names its first measure once runs are compared)
+    measure = page.measure if page is not None else measure or ("" if answers else shown.official_measure or "AP")
     return render(
         request,
         "compare.html",

