@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine
 
-from evalstore.services import tasks
+from evalstore.services import access, people, tasks
 from tests.browser.axe import axe_violations
 from tests.browser.test_organiser_in_a_browser import _no_sideways_scroll
 from tests.browser.test_pages_in_a_browser import browser_page, shot, sign_in, site
+from tests.browser.test_people_in_a_browser import service
 
-__all__ = ["browser_page", "site"]  # the fixtures, shared with the other browser tests
+__all__ = ["browser_page", "service", "site"]  # the fixtures, shared with the other browser tests
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -45,3 +46,29 @@ def test_the_compare_page_is_on_the_official_measure_and_fits_a_phone(
         box = page.locator(control).bounding_box()  # type: ignore[attr-defined]
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (control, box)
         assert box["width"] >= 60, (control, box)
+
+
+LONG_TEAM = "University-of-Information-Retrieval-Research-and-Evaluation-Laboratory-North-Campus-Group-2026"
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_long_team_name_keeps_the_people_page_within_the_screen(
+    service: str, sqlite_engine: Engine, browser_page: object, width: int
+) -> None:
+    access.add_user(sqlite_engine, "pat", role="participant", team=LONG_TEAM)
+    people.create_invite(sqlite_engine, role="participant", team=LONG_TEAM, by="ada")
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    sign_in(page, service, "ada", "/people")
+    shot(page, f"people-long-team-{width}")
+    _no_sideways_scroll(page, width)
+    # no table wider than its box either: the name wraps, the Revoke and Set buttons stay in view
+    wide = page.evaluate(  # type: ignore[attr-defined]
+        "[...document.querySelectorAll('main .scroll')].filter(b => b.scrollWidth > b.clientWidth + 1).length"
+    )
+    assert wide == 0
+    for button in ("button[aria-label='Revoke link 1']", "button[aria-label='Set the team of pat']"):
+        box = page.locator(button).bounding_box()  # type: ignore[attr-defined]
+        assert box is not None and box["x"] + box["width"] <= width, (button, box)
+    assert LONG_TEAM in page.inner_text("main")  # type: ignore[attr-defined]
+    assert not axe_violations(page)
