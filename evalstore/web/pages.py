@@ -268,7 +268,12 @@ def board_context(base: str, page: reports.BoardPage, measure: list[str], comput
     """What leaderboard.html needs beside the board's own data, for the board at ``base`` (a
     task's, a collection's): its measure picker (only the ``computed`` measures: another would be
     a dead end), sort links, downloads and compare form."""
-    sorts = [*page.measures, "run", "team", *([reports.FINAL] if page.split and page.split.get("private_shown") else [])]
+    sorts = [
+        *page.measures,
+        "run",
+        "team",
+        *([reports.FINAL] if page.split and page.split.get("private_shown") else []),
+    ]
     links = {m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in sorts}
     downloads = {
         fmt: f"{base}/leaderboard.{fmt}?" + urlencode([*(("measure", x) for x in measure), ("sort", page.sort)])

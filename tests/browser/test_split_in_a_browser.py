@@ -117,6 +117,7 @@ def test_an_organiser_sets_times_in_their_own_time_zone(split_task: tuple[str, E
         page.goto(f"{site}/tasks/split-task")
         closes = page.locator("time[datetime='2027-01-31T17:00:00+00:00']")
         assert "18:00" in closes.inner_text() or "6:00" in closes.inner_text()
+        assert closes.inner_text().endswith("GMT+1")  # the zone said, as with every time shown
         assert closes.get_attribute("title") == "2027-01-31 17:00 UTC"
         assert "official measure nDCG@10" in page.inner_text("main")
         assert not axe_violations(page)

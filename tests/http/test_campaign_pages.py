@@ -4,6 +4,8 @@ a GET on a POST-only address answered in words with 405 and ``Allow``."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 
 from evalstore.services import tasks
@@ -36,3 +38,16 @@ def test_the_compare_page_is_on_the_tasks_official_measure(world: World, client:
     assert "<figcaption>Per-topic nDCG@10 of red-open minus red-two</figcaption>" in compared.text
     asked = client.get("/tasks/open/compare?run=red-open&run=red-two&measure=P@10", headers=owner)
     assert "<figcaption>Per-topic P@10 of red-open minus red-two</figcaption>" in asked.text  # the reader's choice wins
+
+
+def test_every_time_on_a_page_says_its_zone(world: World, client: TestClient) -> None:
+    """The pages write times in UTC and say so; the script (static/times.js) then shows the
+    reader's own zone, and names it."""
+    owner = world.headers("owner")
+    for path in ("/tasks/open/submit", "/runs/red-open", "/collections/sample/runs/red-open", "/queue?state=done"):
+        page = client.get(path, headers=owner)
+        assert page.status_code == 200, path
+        times = re.findall(r"<time datetime=\"[^\"]+\">([^<]*)</time>", page.text)
+        assert times and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", t) for t in times), (path, times)
+    script = client.get("/static/times.js").text
+    assert 'timeZoneName: "short"' in script

@@ -34,6 +34,7 @@ from evalstore.services.store.common import (
     refuse_repeated,
     retry_on_name_race,
 )
+from evalstore.times import utc_text
 
 
 def import_qrels(
@@ -178,7 +179,7 @@ def add_qrels(
         what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
         raise ConflictError(
             f"Qrels named '{name}' already exist with {what} "
-            f"(imported {existing.created_at:%Y-%m-%d %H:%M}). "
+            f"(imported {utc_text(existing.created_at)}). "
             "Pass --replace to replace them, or choose another --name."
         )
     warnings = parsed.warnings

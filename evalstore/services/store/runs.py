@@ -38,6 +38,7 @@ from evalstore.services.store.common import (
     run_summary,
 )
 from evalstore.services.store.run_metadata import matches_meta, read_block, run_metadata, with_ir_metadata
+from evalstore.times import utc_text
 
 if TYPE_CHECKING:
     from evalstore.backends.duckdb_engine import DuckDBSettings
@@ -310,7 +311,7 @@ def _replace_run(
         before_refusing()
         raise ConflictError(
             f"A run named '{name}' already exists with different content (registered "
-            f"{existing.created_at:%Y-%m-%d %H:%M}). Pass --replace to replace it, or choose another "
+            f"{utc_text(existing.created_at)}). Pass --replace to replace it, or choose another "
             "--name."
         )
     dropped = repo.count_evaluations(session, run_id=existing.id)

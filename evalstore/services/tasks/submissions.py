@@ -470,8 +470,7 @@ def _check_quota(session: Session, task: Task, team: str, server_daily_cap: int 
     if slots_used(session, task, team) >= task.max_runs_per_team:
         raise LimitExceeded(
             "quota",
-            f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
-            f"'{task.name}' ({_COUNTED}).",
+            f"Team '{team}' has used its {task.max_runs_per_team} runs for task '{task.name}' ({_COUNTED}).",
         )
 
 
