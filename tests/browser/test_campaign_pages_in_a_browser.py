@@ -1,9 +1,12 @@
 """The campaign's pages where a new user stumbled, in Chromium at 1280 and 390 px: the compare page
 on the task's official measure, laid out for a phone; the People page with a long team name kept
-within the screen; the judge console's cancel of a running probe. axe finds no serious violation
+within the screen; a large upload whose CSRF token travels in the form's body; the judge
+console's cancel of a running probe. axe finds no serious violation
 and no page scrolls sideways."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -11,8 +14,9 @@ from sqlalchemy import Engine
 from evalstore.services import access, people, tasks
 from tests.browser.axe import axe_violations
 from tests.browser.test_organiser_in_a_browser import _no_sideways_scroll
-from tests.browser.test_pages_in_a_browser import browser_page, shot, sign_in, site
+from tests.browser.test_pages_in_a_browser import PASSWORD, browser_page, shot, sign_in, site
 from tests.browser.test_people_in_a_browser import service
+from tests.http.conftest import run_text
 
 __all__ = ["browser_page", "service", "site"]  # the fixtures, shared with the other browser tests
 
@@ -72,3 +76,24 @@ def test_a_long_team_name_keeps_the_people_page_within_the_screen(
         assert box is not None and box["x"] + box["width"] <= width, (button, box)
     assert LONG_TEAM in page.inner_text("main")  # type: ignore[attr-defined]
     assert not axe_violations(page)
+
+
+def test_a_large_upload_from_the_submit_form_carries_its_csrf_token_in_the_body(
+    site: str, browser_page: object, sqlite_engine: Engine, tmp_path: Path
+) -> None:
+    """Over 64 KiB a body is read only once its sender is known: Chromium sends the form's csrf
+    field first, and the address carries no token."""
+    access.add_user(sqlite_engine, "pia", role="participant", team="pi", password=PASSWORD)
+    page = browser_page
+    sign_in(page, site, "pia", "/tasks/sample-task/submit")
+    action = page.get_attribute("form[enctype='multipart/form-data']", "action")  # type: ignore[attr-defined]
+    assert action == "/tasks/sample-task/submit"
+    run = tmp_path / "big.txt"
+    run.write_text("".join(line.ljust(200) + "\n" for line in run_text(tag="big").splitlines()))
+    assert run.stat().st_size > 64 * 2**10
+    page.set_input_files("#file", str(run))  # type: ignore[attr-defined]
+    page.fill("#name", "pia-big")  # type: ignore[attr-defined]
+    page.click("form[enctype='multipart/form-data'] button[type=submit]")  # type: ignore[attr-defined]
+    page.wait_for_selector("text=pia-big")  # type: ignore[attr-defined]
+    assert "csrf" not in page.url  # type: ignore[attr-defined]
+    assert "pia-big" in page.inner_text("table")  # type: ignore[attr-defined]

@@ -51,3 +51,23 @@ def test_every_time_on_a_page_says_its_zone(world: World, client: TestClient) ->
         assert times and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", t) for t in times), (path, times)
     script = client.get("/static/times.js").text
     assert 'timeZoneName: "short"' in script
+
+
+def test_a_get_on_a_post_only_address_is_told_in_words(world: World, client: TestClient) -> None:
+    page = client.get("/runs/red-open/withdraw", headers=world.headers("red"))
+    assert page.status_code == 405
+    assert page.headers["allow"] == "POST"
+    assert page.headers["content-type"].startswith("text/html")
+    assert "<h1>Not a page to open</h1>" in page.text
+    assert (
+        '<p class="error" role="alert">This address is where a form is sent (POST), not a page to open. Go back to '
+        "the page with the form and use its button, or start again from the tasks.</p>"
+    ) in page.text
+    anonymous = client.get("/logout")  # no session needed to be told
+    assert anonymous.status_code == 405 and "Not a page to open" in anonymous.text
+    api = client.get("/api/v1/tasks/open/release", headers=world.headers("owner"))
+    assert (api.status_code, api.json(), api.headers["allow"]) == (
+        405,
+        {"error": "This address does not take GET."},
+        "POST",
+    )
