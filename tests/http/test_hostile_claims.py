@@ -46,25 +46,25 @@ def test_on_a_hidden_task_a_withdrawn_run_gives_its_slot_back_until_the_release(
     assert tasks.quota_used(world.engine, red, "sealed") == 0
     world.submit("sealed", "sealed-2")  # the slot, back
 
-    client = client_for(world.engine)
-    sign_in(client, "red")
-    page = client.get("/tasks/sealed/submit")
-    assert page.status_code == 200
-    assert (
-        '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back: no score is shown before the '
-        "release. Failed and cancelled runs take no slot.</small>"
-    ) in page.text
-    asked = client.post("/runs/sealed-2/withdraw", data={"csrf": csrf_of(page.text), "task": "sealed"})
-    assert asked.status_code == 200 and "<li>Its place in team red&#39;s quota is free again.</li>" in asked.text
+    with client_for(world.engine) as client:
+        sign_in(client, "red")
+        page = client.get("/tasks/sealed/submit")
+        assert page.status_code == 200
+        assert (
+            '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back: no score is shown before the '
+            "release. Failed and cancelled runs take no slot.</small>"
+        ) in page.text
+        asked = client.post("/runs/sealed-2/withdraw", data={"csrf": csrf_of(page.text), "task": "sealed"})
+        assert asked.status_code == 200 and "<li>Its place in team red&#39;s quota is free again.</li>" in asked.text
 
-    tasks.release_task(world.engine, "sealed")
-    assert tasks.withdrawal_keeps_slot(world.engine, red, "sealed-2")
-    page = client.get("/tasks/sealed/submit")
-    assert (
-        '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back, unless it was evaluated (its '
-        "scores could be read). Failed and cancelled runs take no slot.</small>"
-    ) in page.text
-    tasks.withdraw_run(world.engine, red, "sealed-2")
+        tasks.release_task(world.engine, "sealed")
+        assert tasks.withdrawal_keeps_slot(world.engine, red, "sealed-2")
+        page = client.get("/tasks/sealed/submit")
+        assert (
+            '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back, unless it was evaluated (its '
+            "scores could be read). Failed and cancelled runs take no slot.</small>"
+        ) in page.text
+        tasks.withdraw_run(world.engine, red, "sealed-2")
     assert tasks.quota_used(world.engine, red, "sealed") == 1  # its scores were shown: it keeps its slot
 
 

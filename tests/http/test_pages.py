@@ -244,6 +244,10 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/judges/nope/probe", {"data": {"pool": "pool"}}),
         "303 401 401 404 404 404 403 403 403 403",
     ),
+    "POST /judges/{judge}/probe/cancel": (
+        lambda w, c: ("POST", "/judges/nope/probe/cancel", {}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
     # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
     # qrels' tasks; another organiser is told there is none
     "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),
