@@ -3,9 +3,10 @@ pool and judging services change by a line each.
 
 - A pool belongs to the organisers of the tasks whose runs it pools (admins: every pool). A pool
   of runs no task holds is the admins'.
-- A withdrawn run that was evaluated keeps its slot in its team's quota (the team has seen its
-  scores: a submit-read-withdraw loop would otherwise read the qrels out); the withdrawal's audit
-  entry is the record. Failed and cancelled runs still give their slot back.
+- A withdrawn run whose scores its team could read keeps its slot in the team's quota (a
+  submit-read-withdraw loop would otherwise read the qrels out); the withdrawal's audit entry is
+  the record. Every other withdrawn run gives its slot back: one not evaluated yet, failed or
+  cancelled, or evaluated on a hidden task before its release (no score of it was shown).
 - A run a pool uses cannot be withdrawn: the pool's review would lose it.
 - Each team's runs per task per UTC day may be capped: by the task (``daily_cap``) or, for tasks
   without one, the server (``EVALSTORE_RUNS_PER_DAY``); the day's slots are counted as the quota's.
@@ -65,10 +66,21 @@ def refuse_pooled_withdrawal(session: Session, run_name: str) -> None:
         )
 
 
+def keeps_slot(*, evaluated: bool, hidden: bool, released: bool) -> bool:
+    """Whether withdrawing a run leaves its slot taken: when its team could read its scores."""
+    return evaluated and (not hidden or released)
+
+
+def _holds_slot(detail: dict[str, object]) -> bool:
+    # a withdrawal recorded before "holds_slot" was: its evaluation decided, the stricter reading
+    return bool(detail.get("holds_slot", detail.get("evaluated")))
+
+
 def withdrawn_slots(session: Session, task_id: int, team: str) -> int:
-    """Evaluated runs of ``team`` withdrawn from the task: each still holds its slot."""
+    """Runs of ``team`` withdrawn from the task after it could read their scores: each still
+    holds its slot."""
     details = session.scalars(select(AuditEntry.detail).where(AuditEntry.action == WITHDRAW_ACTION))
-    return sum(1 for d in details if d and d.get("task_id") == task_id and d.get("team") == team and d.get("evaluated"))
+    return sum(1 for d in details if d and d.get("task_id") == task_id and d.get("team") == team and _holds_slot(d))
 
 
 def check_pool(engine: Engine, principal: Principal, name: str) -> None:
@@ -86,8 +98,8 @@ def utc_day(now: datetime) -> tuple[datetime, datetime]:
 def runs_today(session: Session, task_id: int, team: str, day_start: datetime, holds_slot: Sequence[str] | None) -> int:
     """The team's runs submitted to the task since ``day_start`` that hold a slot (their job in
     ``holds_slot``; None: every submission holds one, as answers do before they are assessed),
-    and those withdrawn since after their evaluation: the same slots a quota counts, within the
-    UTC day."""
+    and those withdrawn since that keep their slot: the same slots a quota counts, within the UTC
+    day."""
     made = (
         session.scalar(
             select(func.count())
@@ -112,7 +124,7 @@ def runs_today(session: Session, task_id: int, team: str, day_start: datetime, h
         if d
         and d.get("task_id") == task_id
         and d.get("team") == team
-        and d.get("evaluated")
+        and _holds_slot(d)
         and _submitted_since(d.get("submitted_at"), day_start)
     )
 

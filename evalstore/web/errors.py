@@ -92,7 +92,17 @@ def install(app: FastAPI, page_error: PageError) -> None:
     async def not_found(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
         if _is_page(request):
-            return page_error(request, error.status_code, str(error.detail))
+            message = str(error.detail)
+            if error.status_code == 405:
+                # a form's address opened as a page: a bookmark, a reload after a redirect, a typed link
+                allowed = (error.headers or {}).get("Allow", "POST")
+                message = (
+                    f"This address is where a form is sent ({allowed}), not a page to open. Go back to the page "
+                    "with the form and use its button, or start again from the tasks."
+                )
+            response = page_error(request, error.status_code, message)
+            response.headers.update(error.headers or {})
+            return response
         if error.status_code < 400:
             return await http_exception_handler(request, error)
         # the API's one error body ({"error": message}), for what Starlette refuses itself too: an

@@ -51,6 +51,8 @@ class JudgeJob:
     finished_at: datetime | None = None
     result: dict[str, Any] | None = None
     error: str | None = None
+    stop_asked_by: str | None = None  # who asked a probe to stop; it stops after its current document
+    stopped: bool = False  # stopped as asked: nothing of it was stored
 
     @property
     def running(self) -> bool:
@@ -58,6 +60,13 @@ class JudgeJob:
 
     def progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
+        if self.stop_asked_by is not None:
+            raise _Stopped
+
+
+class _Stopped(Exception):
+    """A probe asked to stop, raised from its progress between two documents: the probe stores
+    its result only once all its documents are asked, so nothing of it is stored."""
 
 
 @dataclass
@@ -73,6 +82,16 @@ class JudgeJobs:
         with self.lock:
             found = self.jobs.get(judge)
             return dataclasses.replace(found) if found is not None else None
+
+    def stop_probe(self, judge: str, by: str) -> JudgeJob:
+        """Ask the judge's running probe to stop (a run is not stopped: its labels are stored as it
+        goes, and its budget is what bounds it)."""
+        with self.lock:
+            current = self.jobs.get(judge)
+            if current is None or not current.running or current.kind != "probe":
+                raise ConflictError(f"Judge '{judge}' has no probe running; there is nothing to cancel.")
+            current.stop_asked_by = current.stop_asked_by or by
+            return dataclasses.replace(current)
 
     def start(self, job: JudgeJob, work: Callable[[Callable[[int, int], None]], dict[str, Any]]) -> JudgeJob:
         with self.lock:
@@ -90,6 +109,8 @@ class JudgeJobs:
     def _work(job: JudgeJob, work: Callable[[Callable[[int, int], None]], dict[str, Any]]) -> None:
         try:
             job.result = work(job.progress)
+        except _Stopped:
+            job.stopped = True
         except EvalstoreError as error:
             job.error = error.on_the_command_line()  # an organisers-only page: the command is theirs
         except Exception:  # the page says it stopped; the log has the why (never shown to the user)
@@ -257,6 +278,22 @@ async def probe_judge(request: Request, judge: str) -> Response:
             raise
         return await run_in_threadpool(
             _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
+        )
+    return see_other(_judge_url(judge) + "#progress")
+
+
+@router.post("/judges/{judge}/probe/cancel")
+async def cancel_probe(request: Request, judge: str) -> Response:
+    principal, _ = await form_principal(request, "tasks:manage")
+    try:
+        # the caller's judge (an admin: any), as for starting the probe
+        await run_in_threadpool(organising.console_judge, server(request).engine, principal, judge)
+        _jobs(request).stop_probe(judge, principal.name or "")
+    except EvalstoreError as error:
+        if status_for(error) != 409:
+            raise
+        return await run_in_threadpool(
+            _judge_page, request, principal, judge, status_code=status_for(error), error=str(error)
         )
     return see_other(_judge_url(judge) + "#progress")
 

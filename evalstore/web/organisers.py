@@ -27,6 +27,7 @@ from evalstore.io.writers import write_qrels
 from evalstore.metrics.answers import ANSWER_MEASURES
 from evalstore.services import organising, pools, tasks
 from evalstore.services.access import Principal
+from evalstore.times import utc_text
 from evalstore.web.api import RowId, check_name, uploaded
 from evalstore.web.auth import server
 from evalstore.web.confirming import Confirmation, confirmation_page, confirmed
@@ -594,7 +595,7 @@ async def schedule_release(request: Request, task: str) -> Response:
 def _schedule_question(task: dict[str, Any], at: datetime, kept: dict[str, str]) -> Confirmation:
     name = task["name"]
     said = [
-        f"At {at.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')} everyone who may see task {name} sees its scores "
+        f"At {utc_text(at)} everyone who may see task {name} sees its scores "
         "(an evaluation worker performs the release then)."
     ]
     if task["private_topics"]:
@@ -618,7 +619,7 @@ async def cancel_release(request: Request, task: str) -> Response:
         shown = (await run_in_threadpool(organising.managed, server(request).engine, principal, task)).as_dict()
         if shown["release_at"] is None:
             raise ConflictError(f"Task '{task}' has no scheduled release to cancel.")
-        at = datetime.fromisoformat(shown["release_at"]).strftime("%Y-%m-%d %H:%M UTC")
+        at = utc_text(datetime.fromisoformat(shown["release_at"]))
         if not confirmed(form):
             asked = Confirmation(
                 heading=f"Cancel the scheduled release of {task}?",

@@ -268,9 +268,13 @@ def board_context(base: str, page: reports.BoardPage, measure: list[str], comput
     """What leaderboard.html needs beside the board's own data, for the board at ``base`` (a
     task's, a collection's): its measure picker (only the ``computed`` measures: another would be
     a dead end), sort links, downloads and compare form."""
-    links = {
-        m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in [*page.measures, "run", "team"]
-    }
+    sorts = [
+        *page.measures,
+        "run",
+        "team",
+        *([reports.FINAL] if page.split and page.split.get("private_shown") else []),
+    ]
+    links = {m: "?" + urlencode([*(("measure", x) for x in measure), ("sort", m)]) for m in sorts}
     downloads = {
         fmt: f"{base}/leaderboard.{fmt}?" + urlencode([*(("measure", x) for x in measure), ("sort", page.sort)])
         for fmt in reports.DOWNLOADS
@@ -377,9 +381,11 @@ def compare_page(
         if len(run) >= 2
         else None
     )
-    answers = tasks.show_task(engine, task).takes_answers
-    # an answer task's board names its first measure once runs are compared
-    measure = page.measure if page is not None else measure or ("" if answers else "AP")
+    shown = tasks.show_task(engine, task)
+    answers = shown.takes_answers
+    # the measure the comparison is on; before one: the task's official measure (an answer task's
+    # board names its first measure once runs are compared)
+    measure = page.measure if page is not None else measure or ("" if answers else shown.official_measure or "AP")
     return render(
         request,
         "compare.html",

@@ -35,7 +35,7 @@ def _your_runs(request: Request, principal: Principal, task: str) -> dict[str, A
     engine = server(request).engine
     shown = tasks.show_task(engine, task)
     runs = [tasks.submission_state(engine, principal, run) for run in tasks.task_runs(engine, principal, task)]
-    used = tasks.quota_used(engine, principal, task)  # withdrawn evaluated runs too: they keep their slot
+    used = tasks.quota_used(engine, principal, task)  # withdrawn runs whose scores were seen too: they keep their slot
     daily_cap, used_today = tasks.day_used(engine, principal, task, server(request).settings.runs_per_day)
     waiting = any(r["state"] in ("queued", "running") for r in runs)
     return {
@@ -171,7 +171,7 @@ async def withdraw(request: Request, run: str) -> Response:
     back = f"/tasks/{quote(task, safe='')}/submit" if task else "/"
     if not confirmed(form):  # the run must be the caller's to withdraw before it is asked about
         shown = await run_in_threadpool(tasks.show_submission, server(request).engine, principal, run)
-        evaluated = shown["state"] == "done"
+        kept = await run_in_threadpool(tasks.withdrawal_keeps_slot, server(request).engine, principal, run)
         return confirmation_page(
             request,
             principal,
@@ -180,8 +180,9 @@ async def withdraw(request: Request, run: str) -> Response:
                 consequences=[
                     f"Run {run} of team {shown['team']} is deleted from task {shown['task']}, "
                     "with its evaluation and scores. This cannot be undone.",
-                    f"It keeps its place in team {shown['team']}'s quota: it was evaluated."
-                    if evaluated
+                    f"It keeps its place in team {shown['team']}'s quota: it was evaluated and its scores "
+                    "could be read."
+                    if kept
                     else f"Its place in team {shown['team']}'s quota is free again.",
                 ],
                 button=f"Withdraw {run}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 from evalstore.metrics.trec_names import reader_name
+from evalstore.times import as_utc, utc_text
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -78,10 +79,7 @@ def moment(value: Any, empty: str = "–") -> Markup:
         when = datetime.fromisoformat(str(value))
     except ValueError:
         return escape(str(value))
-    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-    return Markup('<time datetime="{}">{}</time>').format(
-        when.isoformat(timespec="seconds"), when.strftime("%Y-%m-%d %H:%M UTC")
-    )
+    return Markup('<time datetime="{}">{}</time>').format(as_utc(when).isoformat(timespec="seconds"), utc_text(when))
 
 
 def p_value(value: float) -> str:

@@ -90,7 +90,10 @@ def test_a_participant_submits_and_follows_a_run(
     # asked first: nothing is withdrawn until the confirmation page's button
     page.wait_for_url(f"{service}/runs/pat-1/withdraw")  # type: ignore[attr-defined]
     assert page.inner_text("h1") == "Withdraw run pat-1?"  # type: ignore[attr-defined]
-    assert "It keeps its place in team uni-a's quota: it was evaluated." in page.inner_text("main")  # type: ignore[attr-defined]
+    assert (
+        "It keeps its place in team uni-a's quota: it was evaluated and its scores could be read."
+        in page.inner_text("main")
+    )  # type: ignore[attr-defined]
     shot(page, f"withdraw-asked-{width}")
     assert axe_violations(page) == []  # type: ignore[arg-type]
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")  # type: ignore[attr-defined]

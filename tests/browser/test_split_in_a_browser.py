@@ -1,5 +1,6 @@
 """A released task with a public/private topic split, in Chromium at 1280 and 390 px: a participant
-reads the final standings (the public ranking, the private rank beside it, the swaps marked);
+reads the final standings (the final ranking on the private topics first, the public rank beside
+it, the swaps marked);
 before the release the same participant saw the public ranking only. axe finds no serious
 violation; the page does not scroll sideways on a phone."""
 
@@ -71,22 +72,28 @@ def test_a_participant_reads_the_final_standings_with_the_swaps(
     tasks.release_task(engine, "split-task")
     page.reload()  # type: ignore[attr-defined]
     assert "Final standings" in page.inner_text("#split-note")  # type: ignore[attr-defined]
-    header = page.inner_text("table.board thead")  # type: ignore[attr-defined]
-    assert "Private #" in header and "Swap" in header
+    header = page.locator("table.board thead th")  # type: ignore[attr-defined]
+    assert header.nth(0).inner_text().startswith("Final #") and header.nth(1).inner_text() == "Public #"
+    assert "Swap" in page.inner_text("table.board thead")  # type: ignore[attr-defined]
+    first = page.locator("table.board tbody tr").first  # type: ignore[attr-defined]
+    assert first.locator("td").first.inner_text() == "1"  # rows in the final order
     swapped = page.locator("table.board tr.swapped")  # type: ignore[attr-defined]
     assert swapped.count() >= 2  # a swap moves at least two runs
     assert any("gamma-run" in swapped.nth(i).inner_text() for i in range(swapped.count()))
     assert "▲" in page.inner_text("table.board")  # type: ignore[attr-defined]
     shot(page, "split-released")
     assert not axe_violations(page)
-    # on a phone the page does not scroll sideways, and run and the official measure are in view
+    # on a phone the page does not scroll sideways, and the final standings are in view
     page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
-    # the final rank too: the released ranking is not behind "Show every column"
-    for column in ("Run", "AP", "Tier", "Private #"):
+    # the final ranking too: the released ranking is not behind "Show every column"
+    shot(page, "split-released-phone")
+    for column in ("Final #", "Public #", "Run", "Final AP", "Swap"):
         box = page.locator("table.board th", has_text=column).first.bounding_box()  # type: ignore[attr-defined]
         assert box is not None and box["x"] + box["width"] <= 390, (column, box)
-    shot(page, "split-released-phone")
+    page.check("#all-columns")  # type: ignore[attr-defined]  # the public scores and tiers, scrolling in the table
+    assert page.locator("table.board th", has_text="Tier").first.is_visible()  # type: ignore[attr-defined]
     _no_sideways_scroll(page, 390)
+    shot(page, "split-released-phone-every-column")
 
 
 def test_an_organiser_sets_times_in_their_own_time_zone(split_task: tuple[str, Engine], browser_page: object) -> None:
@@ -110,6 +117,7 @@ def test_an_organiser_sets_times_in_their_own_time_zone(split_task: tuple[str, E
         page.goto(f"{site}/tasks/split-task")
         closes = page.locator("time[datetime='2027-01-31T17:00:00+00:00']")
         assert "18:00" in closes.inner_text() or "6:00" in closes.inner_text()
+        assert closes.inner_text().endswith("GMT+1")  # the zone said, as with every time shown
         assert closes.get_attribute("title") == "2027-01-31 17:00 UTC"
         assert "official measure nDCG@10" in page.inner_text("main")
         assert not axe_violations(page)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,11 @@ def test_name_conflict_and_replace(cli, write) -> None:  # type: ignore[no-untyp
     other = write("b.run", "1 Q0 d2 1 2.5 t\n")
     result = cli("runs", "register", str(other), "--name", "r")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: A run named 'r' already exists with different content (registered ")
-    assert result.stderr.endswith("Pass --replace to replace it, or choose another --name.\n")
+    assert re.fullmatch(
+        r"Error: A run named 'r' already exists with different content \(registered \d{4}-\d\d-\d\d \d\d:\d\d UTC\)\. "
+        r"Pass --replace to replace it, or choose another --name\.\n",
+        result.stderr,
+    )
     assert cli("runs", "register", str(other), "--name", "r", "--replace").exit_code == 0
 
 

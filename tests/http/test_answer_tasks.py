@@ -246,8 +246,8 @@ def test_answers_keep_the_quota_the_window_and_the_names_of_runs(world: World, c
     second = upload(client, world, "red", "red-2", answer_line("x", "t1").encode())
     assert (second.status_code, second.json()["error"]) == (
         409,
-        "Team 'red' has used its 1 runs for task 'rag' (evaluated runs count, withdrawn or not; failed and "
-        "cancelled ones do not).",
+        "Team 'red' has used its 1 runs for task 'rag' (evaluated runs count, and withdrawn ones whose scores "
+        "the team could read; failed, cancelled and other withdrawn ones do not).",
     )
     taken = upload(client, world, "blue", "red-1", answer_line("x", "t1").encode())
     assert (taken.status_code, taken.json()["error"]) == (

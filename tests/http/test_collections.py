@@ -22,7 +22,7 @@ def lab_run(world: World, name: str = "lab-bm25", *, measures: list[str] | None 
 
 
 def board_runs(html: str) -> list[str]:
-    return re.findall(r"<tr>\s*<td>\d+</td>\s*<td>(?:<a href=\"[^\"]*\">)?([^<]+)", html)
+    return re.findall(r"<tr>\s*<td>\d+</td>\s*<td class=\"run\">(?:<a href=\"[^\"]*\">)?([^<]+)", html)
 
 
 def test_a_collection_lists_every_run_evaluated_on_its_qrels(world: World, client: TestClient) -> None:

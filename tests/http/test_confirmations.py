@@ -50,7 +50,7 @@ def test_withdrawing_a_run_asks_first(world: World, red: TestClient) -> None:
     assert '<h1 class="confirm-heading">Withdraw run red-second?</h1>' in asked.text
     assert _items(asked.text) == [
         "Run red-second of team red is deleted from task open, with its evaluation and scores. This cannot be undone.",
-        "It keeps its place in team red's quota: it was evaluated.",
+        "It keeps its place in team red's quota: it was evaluated and its scores could be read.",
     ]
     form = _confirm_form(asked.text, "/runs/red-second/withdraw")
     assert '<input type="hidden" name="task" value="open">' in form

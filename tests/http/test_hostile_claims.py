@@ -25,13 +25,47 @@ def test_a_withdrawn_evaluated_run_keeps_its_quota_slot(world: World) -> None:
     world.submit("capped", "probe-2", evaluate=False)
     with pytest.raises(
         LimitExceeded,
-        match=r"^Team 'red' has used its 2 runs for task 'capped' \(evaluated runs "
-        r"count, withdrawn or not; failed and cancelled ones do not\).$",
+        match=r"^Team 'red' has used its 2 runs for task 'capped' \(evaluated runs count, and withdrawn "
+        r"ones whose scores the team could read; failed, cancelled and other withdrawn ones do not\).$",
     ):
         world.submit("capped", "probe-3")
     # a run withdrawn before its evaluation finished gives its slot back
     tasks.withdraw_run(world.engine, as_principal(world.engine, "red"), "probe-2")
     world.submit("capped", "probe-4")
+
+
+def test_on_a_hidden_task_a_withdrawn_run_gives_its_slot_back_until_the_release(world: World) -> None:
+    """No score of a hidden task's run is shown before its release: no submit-read-withdraw loop
+    to guard against, so withdrawing frees the slot; after the release it keeps it again."""
+    tasks.create_task(world.engine, "sealed", qrels_name="sample", max_runs_per_team=1, owner="owner", hidden=True)
+    red = as_principal(world.engine, "red")
+    world.submit("sealed", "sealed-1")
+    assert tasks.quota_used(world.engine, red, "sealed") == 1
+    assert not tasks.withdrawal_keeps_slot(world.engine, red, "sealed-1")
+    tasks.withdraw_run(world.engine, red, "sealed-1")
+    assert tasks.quota_used(world.engine, red, "sealed") == 0
+    world.submit("sealed", "sealed-2")  # the slot, back
+
+    with client_for(world.engine) as client:
+        sign_in(client, "red")
+        page = client.get("/tasks/sealed/submit")
+        assert page.status_code == 200
+        assert (
+            '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back: no score is shown before the '
+            "release. Failed and cancelled runs take no slot.</small>"
+        ) in page.text
+        asked = client.post("/runs/sealed-2/withdraw", data={"csrf": csrf_of(page.text), "task": "sealed"})
+        assert asked.status_code == 200 and "<li>Its place in team red&#39;s quota is free again.</li>" in asked.text
+
+        tasks.release_task(world.engine, "sealed")
+        assert tasks.withdrawal_keeps_slot(world.engine, red, "sealed-2")
+        page = client.get("/tasks/sealed/submit")
+        assert (
+            '<small class="muted" id="quota-rule">Withdrawing a run gives its slot back, unless it was evaluated (its '
+            "scores could be read). Failed and cancelled runs take no slot.</small>"
+        ) in page.text
+        tasks.withdraw_run(world.engine, red, "sealed-2")
+    assert tasks.quota_used(world.engine, red, "sealed") == 1  # its scores were shown: it keeps its slot
 
 
 def test_a_pooled_run_cannot_be_withdrawn(world: World, client: TestClient) -> None:

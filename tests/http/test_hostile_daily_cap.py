@@ -35,7 +35,8 @@ def _refusal(team: str, cap: int, task: str, whose: str) -> str:
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     return (
         f"Team '{team}' has used today's {cap} runs for task '{task}' ({whose} daily cap; evaluated runs "
-        "count, withdrawn or not; failed and cancelled ones do not). The cap resets at "
+        "count, and withdrawn ones whose scores the team could read; failed, cancelled and other withdrawn "
+        "ones do not). The cap resets at "
         f"{tomorrow}T00:00:00+00:00 (midnight UTC)."
     )
 

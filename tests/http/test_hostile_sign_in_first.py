@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from evalstore.services import access
+from evalstore.services import access, tasks
 from evalstore.web.app import create_app
 from evalstore.web.auth import csrf_token
 from evalstore.web.settings import ServerSettings
@@ -93,6 +93,24 @@ def test_a_page_upload_without_its_csrf_token_is_refused_unread(world: World, ba
     assert CSRF_REFUSAL in body
 
 
+def test_a_page_upload_with_a_wrong_first_field_token_is_refused_unread(world: World, base: str) -> None:
+    """The first field is read ahead, and no further: a wrong token there is refused while the
+    client has sent 1 KiB of the 200 MiB it announced."""
+    cookie = f"evalstore_session={_session(world)}"
+    where = urlsplit(base)
+    first = b'--x\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n' + b"0" * 64 + b"\r\n--x\r\n"
+    head = (
+        f"POST /tasks/open/submit HTTP/1.1\r\nHost: {where.netloc}\r\nCookie: {cookie}\r\n"
+        f"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: {ANNOUNCED}\r\n\r\n"
+    )
+    with socket.create_connection((where.hostname, where.port), timeout=5) as sock:
+        sock.sendall(head.encode() + first + b"a" * (1024 - len(first)))
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 403
+        assert CSRF_REFUSAL in response.read().decode()
+
+
 def test_a_large_form_before_sign_in_is_not_read(world: World, base: str) -> None:
     status, _, body = _partial_post(base, "/login", {})
     assert status == 403
@@ -119,18 +137,34 @@ def test_valid_credentials_still_upload_more_than_the_limit_before_sign_in(world
         assert by_token.status_code == 201, by_token.text
         client.cookies.set("evalstore_session", session)
         csrf = csrf_token(session)
-        by_form = client.post(
-            f"/tasks/open/submit?csrf={csrf}",
-            data={"name": "big-by-form", "run_type": "automatic", "csrf": csrf},
+        by_form = client.post(  # as the page's form sends it: the token its first field
+            "/tasks/open/submit",
+            data={"csrf": csrf, "name": "big-by-form", "run_type": "automatic"},
             files={"file": ("run2.txt", _large_run().replace(b" big", b" bg2"))},
             follow_redirects=False,
         )
         assert by_form.status_code == 303, by_form.text
-        unsent = client.post(
+        by_header = client.post(  # a script's way
             "/tasks/open/submit",
-            data={"name": "big-no-query", "run_type": "automatic", "csrf": csrf},
-            files={"file": ("run3.txt", _large_run())},
+            headers={"X-CSRF-Token": csrf},
+            data={"name": "big-by-header", "run_type": "automatic", "csrf": csrf},
+            files={"file": ("run4.txt", _large_run().replace(b" big", b" bg4"))},
             follow_redirects=False,
         )
-        assert unsent.status_code == 403  # the CSRF token is in the body, which is not read
-        assert CSRF_REFUSAL in unsent.text
+        assert by_header.status_code == 303, by_header.text
+        for refused in (
+            # the token, but not first: the body after the first field is not read before sign-in
+            {"url": "/tasks/open/submit", "data": {"name": "big-late", "run_type": "automatic", "csrf": csrf}},
+            # the token in the address only: never read there (logs and Referer headers would carry it)
+            {"url": f"/tasks/open/submit?csrf={csrf}", "data": {"name": "big-by-query", "run_type": "automatic"}},
+            # another session's token first
+            {"url": "/tasks/open/submit", "data": {"csrf": "0" * 64, "name": "big-wrong", "run_type": "automatic"}},
+        ):
+            unsent = client.post(**refused, files={"file": ("run3.txt", _large_run())}, follow_redirects=False)
+            assert unsent.status_code == 403, refused
+            assert CSRF_REFUSAL in unsent.text
+    names = {
+        r["run"]
+        for r in tasks.task_runs(world.engine, access.authenticate(world.engine, session, purpose="session"), "open")
+    }
+    assert {"big-by-form", "big-by-header"} <= names and not names & {"big-late", "big-by-query", "big-wrong"}

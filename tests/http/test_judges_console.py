@@ -56,7 +56,7 @@ def _pool_with_texts(world: World, owner: TestClient) -> list[str]:
     )
     page = owner.get("/tasks/open/manage")
     attached = owner.post(
-        f"/tasks/open/pools/open%3Aopen-pool/texts?csrf={csrf_of(page.text)}",  # as the form's action: a large upload
+        "/tasks/open/pools/open%3Aopen-pool/texts",  # a large upload: its CSRF token, the first field, read first
         data={"csrf": csrf_of(page.text)},
         files={"topics_file": ("topics.txt", TOPICS.encode()), "documents_file": ("docs.jsonl", texts.encode())},
         follow_redirects=False,
@@ -183,6 +183,45 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
     assert owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "pool"}).status_code == 404
     broke = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "open:bare", "max_cost": "0"})
     assert broke.status_code == 422 and "The budget is above 0 dollars (below a million); not 0." in broke.text
+
+
+def test_an_organiser_cancels_a_running_probe(world: World, owner: TestClient) -> None:
+    """The probe stops after the document it is on, and stores nothing; the button is a form
+    (POST, CSRF), for the judge's organiser only."""
+    script = Script(delays=[0.3] * 200)  # every request slow: the probe is still at work when cancelled
+    _pool_with_texts(world, owner)
+    with serve(script) as url:
+        page = owner.get("/judges")
+        owner.post("/judges", data={"csrf": csrf_of(page.text), "name": "slow", "endpoint": url, "model": "m"})
+        shown = owner.get("/judges/slow")
+        csrf = csrf_of(shown.text)
+        idle = owner.post("/judges/slow/probe/cancel", data={"csrf": csrf})
+        assert idle.status_code == 409
+        assert "Judge &#39;slow&#39; has no probe running; there is nothing to cancel." in idle.text
+        started = owner.post(
+            "/judges/slow/probe", data={"csrf": csrf, "pool": "open:open-pool", "limit": "3"}, follow_redirects=False
+        )
+        assert started.status_code == 303
+        working = owner.get("/judges/slow")
+        assert '<button type="submit" class="secondary" id="cancel-probe">Cancel the probe</button>' in working.text
+        assert owner.post("/judges/slow/probe/cancel", data={}).status_code == 403  # no CSRF token
+
+        access.set_password(world.engine, "organiser", PASSWORD)
+        with client_for(world.engine) as other:  # another organiser: not theirs to cancel
+            assert sign_in(other, "organiser").status_code == 303
+            listing = other.get("/judges")
+            refused = other.post("/judges/slow/probe/cancel", data={"csrf": csrf_of(listing.text)})
+            assert refused.status_code == 404 and "No judge named &#39;slow&#39; of yours." in refused.text
+
+        cancelled = owner.post("/judges/slow/probe/cancel", data={"csrf": csrf}, follow_redirects=False)
+        assert cancelled.status_code == 303 and cancelled.headers["location"] == "/judges/slow#progress"
+        asked = len(script.requests)
+        stopped = _wait(owner, "/judges/slow", 'id="probe-stopped"')
+    assert "The probe on pool open:open-pool was cancelled by owner after " in stopped
+    assert "nothing of it was stored. Probe again when you like." in stopped
+    assert "Not probed yet." in stopped and 'id="cancel-probe"' not in stopped
+    assert len(script.requests) <= asked + 4  # the document it was on, no further (a plain ask and 3 attacks)
+    assert registry.show_judge(world.engine, "slow")["probes"] == []
 
 
 def test_another_organiser_sees_no_judge_of_others(world: World, owner: TestClient) -> None:

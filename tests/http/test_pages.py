@@ -244,6 +244,10 @@ PAGES: dict[str, tuple[Callable[[World, str], Request], str]] = {
         lambda w, c: ("POST", "/judges/nope/probe", {"data": {"pool": "pool"}}),
         "303 401 401 404 404 404 403 403 403 403",
     ),
+    "POST /judges/{judge}/probe/cancel": (
+        lambda w, c: ("POST", "/judges/nope/probe/cancel", {}),
+        "303 401 401 404 404 404 403 403 403 403",
+    ),
     # a lab's collections (tests/http/test_collections.py): admins, and the organiser of the
     # qrels' tasks; another organiser is told there is none
     "GET /collections": (lambda w, c: ("GET", "/collections", {}), "303 401 401 200 200 200 403 403 403 403"),
@@ -546,7 +550,7 @@ def test_the_leaderboard_sorts_downloads_and_marks_tiers(world: World, client: T
         world.submit("open", f"red-{shift}", text=run_text(tag=f"r{shift}", shift=shift))
     page = client.get("/tasks/open?sort=run")
     assert page.status_code == 200
-    runs = re.findall(r"<td>(red-[^<]+)</td>", page.text)
+    runs = re.findall(r"<td class=\"run\">(red-[^<]+)</td>", page.text)
     assert runs == sorted(runs) and len(runs) == 3
     assert "Runs sharing a letter are not significantly different on AP" in page.text
     csv_text = client.get("/tasks/open/leaderboard.csv?measure=AP&measure=P@10").text

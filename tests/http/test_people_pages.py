@@ -73,7 +73,10 @@ def test_an_admin_invites_and_the_invitee_joins_signed_in(world: World) -> None:
         again = admin.get("/people")  # a reload shows the link no more, and makes none
         assert "shown-link" not in again.text
         assert len(people.list_links(world.engine)) == 1
-        assert '<td>participant, team red <small class="muted">made by admin</small></td>' in again.text
+        assert (
+            '<td class="name" data-label="For"><span>participant, team red <small class="muted">made by admin</small>'
+            "</span></td>"
+        ) in again.text
     with client_for(world.engine) as invitee:
         page = invitee.get(path)
         assert page.status_code == 200
@@ -224,10 +227,10 @@ def test_a_new_reset_link_replaces_the_open_one(world: World) -> None:
 def test_teammates_share_runs_and_quota_and_an_admin_moves_members(world: World) -> None:
     with admin_client(world) as admin:
         page = admin.get("/people")
-        assert '<td>red</td><td>red <small class="muted">(participant)</small></td>' in page.text
+        assert '<td class="name">red</td><td>red <small class="muted">(participant)</small></td>' in page.text
         moved = admin.post("/people/users/blue/team", data={"team": "red", "csrf": csrf_of(page.text)})
         assert moved.status_code == 200
-        assert '<td>red</td><td>blue <small class="muted">(participant)</small>, red <small' in moved.text
+        assert '<td class="name">red</td><td>blue <small class="muted">(participant)</small>, red <small' in moved.text
         emptied = admin.post("/people/users/blue/team", data={"team": "", "csrf": csrf_of(page.text)})
         assert emptied.status_code == 422
         assert "&#39;blue&#39; is a participant: a participant belongs to a team." in emptied.text

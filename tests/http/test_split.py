@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -145,10 +146,47 @@ def test_the_organiser_sees_both_rankings_and_everyone_does_after_the_release(
     results = client.get("/api/v1/runs/red-all/results?per_query=true", headers=red).json()
     assert private in results["per_query"]
     page = client.get("/tasks/split", headers=red).text
-    assert "Final standings" in page and "Private #" in page and 'class="swapped"' in page
+    assert "Final standings" in page and "Final #" in page and 'class="swapped"' in page
     download = json.loads(client.get("/tasks/split/leaderboard.json", headers=red).text)
     assert {r["run"]: r["private"]["rank"] for r in download["rows"]}["red-public"] == 3
     assert "private rank" in client.get("/tasks/split/leaderboard.csv", headers=red).text.splitlines()[0]
+
+
+def test_after_the_release_the_final_ranking_leads_the_board(
+    world: World, client: TestClient, split: tuple[str, list[str]]
+) -> None:
+    """Before the release the organiser's board is in public order with the private rank at its
+    end; after it, everyone's is in final (private) order, "Final #" first and "Public #" beside it."""
+    owner = world.headers("owner")
+    board = client.get("/api/v1/tasks/split/leaderboard", headers=owner).json()
+    public_order = [r["run"] for r in board["rows"]]
+    final_order = [r["run"] for r in sorted(board["rows"], key=lambda r: r["private"]["rank"])]
+    assert public_order != final_order  # the fixture's rankings differ
+
+    def shown(headers: dict[str, str], query: str = "") -> tuple[list[str], list[str]]:
+        page = client.get(f"/tasks/split{query}", headers=headers)
+        assert page.status_code == 200
+        table = page.text.split('<table class="board">')[1].split("</table>")[0]
+        heads = re.findall(r'<th scope="col"[^>]*>(?:<a [^>]*>)?([^<]+)', table)
+        runs = re.findall(r'<td class="run"><a href="/runs/[^"]*">([^<]+)</a>', table)
+        return [h.strip() for h in heads], runs
+
+    heads, runs = shown(owner)
+    assert heads[0] == "#" and "Private #" in heads and runs == public_order
+    assert client.post("/api/v1/tasks/split/release", headers=owner).status_code == 200
+
+    heads, runs = shown(world.headers("red"))
+    assert heads[:3] == ["Final # ▲", "Public #", "Run"] and "Private #" not in heads
+    assert runs == [r for r in final_order if r in runs] and len(runs) == 2  # red opens its own runs only
+    heads, runs = shown(owner)
+    assert runs == final_order
+    assert shown(owner, "?sort=AP")[1] == public_order  # the public ranking, a click away
+    refused = client.get("/tasks/split?sort=private", headers=owner)
+    assert refused.status_code == 422
+    assert (
+        "Sort by one of the measures shown (AP, nDCG@10, P@10, RR), final (the ranking on the private topics), run or "
+        "team; not &#39;private&#39;."
+    ) in refused.text
 
 
 def test_an_organiser_creates_a_split_task_over_the_api(world: World, client: TestClient) -> None:

@@ -297,8 +297,8 @@ def test_the_quota_counts_runs_evaluated_or_waiting_not_failed_ones(world: World
     second = upload(client, world, "red", "q2.txt", run_text(tag="q2").encode(), task="one-each")
     assert second.status_code == 409
     assert second.json() == {
-        "error": "Team 'red' has used its 1 runs for task 'one-each' (evaluated runs count, "
-        "withdrawn or not; failed and cancelled ones do not)."
+        "error": "Team 'red' has used its 1 runs for task 'one-each' (evaluated runs count, and withdrawn "
+        "ones whose scores the team could read; failed, cancelled and other withdrawn ones do not)."
     }
     assert counts(world) == before
     assert upload(client, world, "blue", "q3.txt", run_text(tag="q3").encode(), task="one-each").status_code == 201

@@ -218,7 +218,7 @@ def test_leaderboards_on_judge_labels_mark_circular_runs_and_show_the_probe(site
         assert {r["run"]: r["circular"] for r in board["rows"]} == {"good": [], "fair": [], "self": ["fake-model"]}
         page = client.get("/tasks/task", headers=_headers(site, "viewer"))
         assert page.status_code == 200
-        marks = re.findall(r"<td>(\w+)\s*<span class=\"warn circular\" title=\"([^\"]+)\"", page.text)
+        marks = re.findall(r"<td class=\"run\">(\w+)\s*<span class=\"warn circular\" title=\"([^\"]+)\"", page.text)
         assert marks == [
             (
                 "self",

@@ -84,7 +84,7 @@ def test_a_hybrid_board_offers_and_shows_the_commands_intervals(site: Engine) ->
         expected = ppi_board.ppi_board(site, "human@v1", measure="AP", runs=["good", "fair", "poor"])
         table = shown.text[shown.text.index('id="ppi-board"') :]
         table = table[: table.index("</table>")]
-        rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<td>(\w+)</td>(.*?)</tr>", table, re.S)
+        rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<td class=\"run\">(\w+)</td>(.*?)</tr>", table, re.S)
         assert [run for _, run, _ in rows] == [r["run"] for r in expected["rows"]]
         for (_, _, cells), row in zip(rows, expected["rows"], strict=True):
             numbers = re.findall(r"[-+]?\d+\.\d+", cells)

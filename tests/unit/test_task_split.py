@@ -136,10 +136,15 @@ def test_the_private_ranking_and_its_swaps_are_shown_to_the_organiser_then_to_al
     board = tasks.task_leaderboard(sqlite_engine, blue, "split").body
     assert board["split"]["final"] and board["split"]["private_shown"]
     assert {r["run"]: r["swap"] for r in board["rows"]} == {"red-public": -1, "blue-private": 1}
-    page = reports.leaderboard(sqlite_engine, blue, "split")
-    assert [(r.run, r.private["rank"] if r.private else None, r.swap) for r in page.rows] == [
-        ("red-public", 2, -1),
-        ("blue-private", 1, 1),
+    page = reports.leaderboard(sqlite_engine, blue, "split")  # the final ranking leads once released
+    assert page.sort == "final"
+    assert [(r.run, r.rank, r.private["rank"] if r.private else None, r.swap) for r in page.rows] == [
+        ("blue-private", 2, 1, 1),
+        ("red-public", 1, 2, -1),
+    ]
+    assert [r.run for r in reports.leaderboard(sqlite_engine, blue, "split", sort="AP").rows] == [
+        "red-public",
+        "blue-private",
     ]
 
 
@@ -156,7 +161,9 @@ def test_downloads_carry_interval_bounds_topic_counts_and_the_private_ranking(
     page = reports.leaderboard(sqlite_engine, blue, "split")
     lines = reports.board_download(page, "csv").splitlines()
     assert lines[0].endswith(",judged@10,private rank,private AP,private P@10,private topics,swap")
-    assert lines[1].startswith("1,red-public,red,automatic,") and lines[1].endswith(",2,0.0000,0.0000,1,-1")
+    # in the final order, as the page shows it
+    assert lines[1].startswith("1,blue-private,blue,automatic,") and lines[1].endswith(",1,0.0324,0.2000,1,+1")
+    assert lines[2].startswith("2,red-public,red,automatic,") and lines[2].endswith(",2,0.0000,0.0000,1,-1")
     assert "\\begin{tabular}{rlll" in reports.board_download(page, "tex")
     assert "| private rank |" in reports.board_download(page, "md")
 

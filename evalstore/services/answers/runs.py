@@ -36,6 +36,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import ConflictError, NotFoundError, Remedy
 from evalstore.io import answers as answer_files
 from evalstore.services import store
+from evalstore.times import utc_text
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def register_answers(
 def _taken(existing: AnswerRun) -> ConflictError:
     return ConflictError(
         f"An answer run named '{existing.name}' already exists with other answers (registered "
-        f"{existing.created_at:%Y-%m-%d %H:%M}); choose another name."
+        f"{utc_text(existing.created_at)}); choose another name."
     )
 
 

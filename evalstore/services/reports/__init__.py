@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from evalstore.services.reports.boards import (
     DOWNLOADS,
+    FINAL,
     JUDGED_WARNING,
     BoardPage,
     BoardRow,
@@ -36,6 +37,7 @@ from evalstore.services.reports.runs import (
 __all__ = [
     "DISAGREEING_TOPICS",
     "DOWNLOADS",
+    "FINAL",
     "JUDGED_WARNING",
     "PER_TOPIC_COLUMNS",
     "TOP_DOCUMENTS",

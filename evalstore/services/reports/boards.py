@@ -27,6 +27,7 @@ from evalstore.statistics import significance
 
 JUDGED_WARNING = 0.5  # Judged@10 under this: the run's scores rest on unjudged documents
 DOWNLOADS = ("csv", "json", "md", "tex")
+FINAL = "final"  # a board's sort by a split task's ranking on its private topics
 
 
 @dataclass(frozen=True)
@@ -173,10 +174,14 @@ def board_page(
     engine = context.engine
     default = [str(m) for m in resolve_measures(list(measures))] if measures and qrels is not None else list(measures)
     names: list[str] = body.get("measures", default)
-    sort = sort or (names[0] if names else "run")
-    if sort not in (*names, "run", "team"):
+    split = body.get("split")
+    private = bool(split and split.get("private_shown"))
+    # once a split task is released its private ranking is the final one, and leads the board
+    sort = sort or (FINAL if private and split and split.get("final") else names[0] if names else "run")
+    if sort not in (*names, "run", "team", *((FINAL,) if private else ())):
+        also = ", final (the ranking on the private topics)" if private else ""
         raise InvalidParameterError(
-            f"Sort by one of the measures shown ({', '.join(names)}), run or team; not '{sort}'."
+            f"Sort by one of the measures shown ({', '.join(names)}){also}, run or team; not '{sort}'."
         )
     tier_measure = sort if sort in names else (names[0] if names else None)
     raw = body["rows"]
@@ -213,6 +218,8 @@ def board_page(
     ]
     if sort in names:
         rows.sort(key=lambda r: (_mean(r, sort) is None, -(_mean(r, sort) or 0.0), r.run))
+    elif sort == FINAL:  # runs with nothing on the private topics last, in their public order
+        rows.sort(key=lambda r: (r.private is None, r.private["rank"] if r.private is not None else 0, r.rank))
     else:
         rows.sort(key=lambda r: (getattr(r, sort), r.run))
     if any(r.judged_at_10 is not None and r.judged_at_10 < JUDGED_WARNING for r in rows):
@@ -220,7 +227,6 @@ def board_page(
             f"⚠ marks a run with under {JUDGED_WARNING:.0%} of its top 10 judged: its scores count "
             "unjudged documents as not relevant, and may understate it."
         )
-    split = body.get("split")
     return BoardPage(
         name, True, names, sort, rows, tier_measure, "Tukey HSD" if letters else None, notes, split, body.get("judge")
     )

@@ -245,8 +245,8 @@ def compare_page(
 ) -> ComparePage:
     """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
     per-topic differences, and the topics where the runs disagree most with their top documents
-    (with their titles and first words when ``collection`` holds them). ``measure`` None: AP, or
-    on an answer task its board's first measure."""
+    (with their titles and first words when ``collection`` holds them). ``measure`` None: the
+    task's official measure, else AP; on an answer task its board's first measure."""
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:
         raise InvalidParameterError("Pick at least two runs to compare.")
@@ -264,7 +264,7 @@ def compare_page(
         task,
         access.qrels,
         runs,
-        measure or "AP",
+        measure or tasks.show_task(engine, task).official_measure or "AP",
         test,
         collection,
         shown=access.topics,

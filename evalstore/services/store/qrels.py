@@ -34,6 +34,7 @@ from evalstore.services.store.common import (
     refuse_repeated,
     retry_on_name_race,
 )
+from evalstore.times import utc_text
 
 
 def import_qrels(
@@ -183,7 +184,7 @@ def add_qrels(
     if existing is not None and not replace:
         what = "different content" if existing.kind == kind else f"{existing.kind} judgments"
         raise ConflictError(
-            f"Qrels named '{name}' already exist with {what} (imported {existing.created_at:%Y-%m-%d %H:%M}).",
+            f"Qrels named '{name}' already exist with {what} (imported {utc_text(existing.created_at)}).",
             remedy=replace_or_rename("them"),
         )
     warnings = parsed.warnings

@@ -39,6 +39,7 @@ from evalstore.services.store.common import (
     run_summary,
 )
 from evalstore.services.store.run_metadata import matches_meta, read_block, run_metadata, with_ir_metadata
+from evalstore.times import utc_text
 
 if TYPE_CHECKING:
     from evalstore.backends.duckdb_engine import DuckDBSettings
@@ -323,8 +324,7 @@ def _replace_run(
     if not replace:
         before_refusing()
         raise ConflictError(
-            f"A run named '{name}' already exists with different content (registered "
-            f"{existing.created_at:%Y-%m-%d %H:%M}).",
+            f"A run named '{name}' already exists with different content (registered {utc_text(existing.created_at)}).",
             remedy=replace_or_rename(),
         )
     dropped = repo.count_evaluations(session, run_id=existing.id)

@@ -75,6 +75,7 @@ from evalstore.services.tasks.submissions import (
     submit_answers,
     submit_run,
     withdraw_run,
+    withdrawal_keeps_slot,
 )
 from evalstore.services.tasks.visibility import (
     HIDDEN,
@@ -175,4 +176,5 @@ __all__ = [
     "task_leaderboard",
     "task_runs",
     "withdraw_run",
+    "withdrawal_keeps_slot",
 ]

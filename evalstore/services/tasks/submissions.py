@@ -58,6 +58,11 @@ log = logging.getLogger("evalstore.tasks")
 
 # a job's state as a slot in a team's quota: failed and cancelled runs give theirs back
 _HOLDS_SLOT = ("queued", "running", "done")
+# what a quota counts, as its refusals say it
+_COUNTED = (
+    "evaluated runs count, and withdrawn ones whose scores the team could read; failed, cancelled and "
+    "other withdrawn ones do not"
+)
 
 
 @dataclass(frozen=True)
@@ -477,9 +482,7 @@ def _check_quota(session: Session, task: Task, team: str, server_daily_cap: int 
     if slots_used(session, task, team) >= task.max_runs_per_team:
         raise LimitExceeded(
             "quota",
-            f"Team '{team}' has used its {task.max_runs_per_team} runs for task "
-            f"'{task.name}' (evaluated runs count, withdrawn or not; failed and cancelled "
-            "ones do not).",
+            f"Team '{team}' has used its {task.max_runs_per_team} runs for task '{task.name}' ({_COUNTED}).",
         )
 
 
@@ -494,15 +497,15 @@ def _check_daily_cap(session: Session, task: Task, team: str, server_daily_cap: 
         whose = "the task's" if task.daily_cap is not None else "this server's"
         raise LimitExceeded(
             "quota",
-            f"Team '{team}' has used today's {cap} runs for task '{task.name}' ({whose} daily cap; evaluated "
-            "runs count, withdrawn or not; failed and cancelled ones do not). The cap resets at "
-            f"{iso_text(resets)} (midnight UTC).",
+            f"Team '{team}' has used today's {cap} runs for task '{task.name}' ({whose} daily cap; {_COUNTED}). "
+            f"The cap resets at {iso_text(resets)} (midnight UTC).",
         )
 
 
 def slots_used(session: Session, task: Task, team: str) -> int:
     """How many of its quota's runs the team has used on the task: runs queued, running or done,
-    and evaluated runs withdrawn since (a withdrawal gives no slot back once the scores were seen)."""
+    and evaluated runs withdrawn since whose scores the team could read (a withdrawal gives no
+    slot back once the scores were seen)."""
     held = _holds_slot(task)
     used = (
         session.scalar(
@@ -548,18 +551,33 @@ def day_used(
         return cap, claims.runs_today(session, task.id, principal.team, day_start, _holds_slot(task))
 
 
+def _evaluated(session: Session, submission: Submission) -> bool:
+    return (
+        submission.evaluation_id is not None
+        and session.scalar(select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
+    )
+
+
+def withdrawal_keeps_slot(engine: Engine, principal: Principal, run_name: str) -> bool:
+    """Whether withdrawing the run now would leave its slot in its team's quota taken (what the
+    withdrawal's confirmation says)."""
+    with read_only(engine) as session:
+        submission, task = visible_submission(session, principal, run_name)
+        return claims.keeps_slot(
+            evaluated=_evaluated(session, submission), hidden=task.hidden, released=task.released_at is not None
+        )
+
+
 def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.Summary:
     """Delete a submitted run and its evaluation: its team while the task is open, or the task's
-    organiser. An evaluated run keeps its slot in the team's quota; a pooled run is not withdrawn."""
+    organiser. An evaluated run whose scores the team could read keeps its slot in the team's
+    quota (:func:`claims.keeps_slot`); a pooled run is not withdrawn."""
     with unit_of_work(engine) as session:
         submission, task = visible_submission(session, principal, run_name)
         if not manages(principal, task):
             _check_window(task, jobs.db_now(session))
         claims.refuse_pooled_withdrawal(session, run_name)
-        evaluated = (
-            submission.evaluation_id is not None
-            and session.scalar(select(Evaluation.state).where(Evaluation.id == submission.evaluation_id)) == "done"
-        )
+        evaluated = _evaluated(session, submission)
         run = repo.get_run(session, run_name)
         summary = store.run_summary(run)
         answer_run = session.scalar(select(AnswerRun).where(AnswerRun.ranking_run_id == run.id))
@@ -576,6 +594,9 @@ def withdraw_run(engine: Engine, principal: Principal, run_name: str) -> store.S
                 "team": submission.team,
                 "task_id": task.id,
                 "evaluated": evaluated,
+                "holds_slot": claims.keeps_slot(
+                    evaluated=evaluated, hidden=task.hidden, released=task.released_at is not None
+                ),
                 "submitted_at": iso_text(submission.created_at),  # the day whose daily cap it counts in
             },
         )

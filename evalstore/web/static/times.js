@@ -3,11 +3,16 @@
 (function () {
   "use strict";
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  // the zone said with every time ("GMT+1", "UTC"): a time without one is a guess for the reader
+  // (dateStyle and timeStyle cannot take timeZoneName, hence the fields one by one)
+  const shown = {
+    year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short",
+  };
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
     if (!isNaN(when)) {
       t.title = t.textContent.trim();  // the UTC text, on hover
-      t.textContent = when.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+      t.textContent = when.toLocaleString([], shown);
     }
   }
   const pad = (n) => String(n).padStart(2, "0");
