@@ -91,18 +91,14 @@ def _admin(engine: Engine) -> access.Principal:
 
 
 @pytest.fixture
-def browser_page() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
+def browser_page(chromium: object) -> Iterator[object]:
+    """A page in a context of its own of the module's Chromium (tests/browser/conftest.py)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        try:
-            yield page
-        finally:
-            browser.close()
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def shot(page: object, name: str) -> None:

@@ -6,6 +6,7 @@ cancel to about 0), in the same order wherever the scores differ."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,8 +23,15 @@ from tests.conftest import shared_path
 
 ranx = pytest.importorskip("ranx")
 
-# numba's, as it compiles ranx's functions (once: it caches them), not ours
-pytestmark = pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning")
+# the filter: numba's warning, as it compiles ranx's functions, not ours. The group: the modules
+# that call ranx run on one xdist worker. A process's first calls to ranx cost numba's compiling:
+# ranx's kernels (~40 s of CPU; cached on disk once compiled, but workers that start together each
+# compile them) and numba's typed dictionaries and lists (~7 s and more; never cached, so every
+# process compiles them again). Spread over three workers, each paid it for the same checks.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning"),
+    pytest.mark.xdist_group("ranx"),
+]
 
 PARAMS: dict[str, dict[str, float]] = {
     "rrf": {"k": 60},
@@ -340,6 +348,25 @@ def lines(run: Mapping[str, Mapping[str, float]], tag: str) -> str:
     return "".join(f"{q} Q0 {d} {i} {s!r} {tag}\n" for q, docs in run.items() for i, (d, s) in enumerate(docs.items()))
 
 
+SPLIT_TOPICS = [str(t) for t in range(1, 16)]
+
+
+@functools.cache
+def ranx_optimised(method: str, metric: str, chosen: frozenset[str]) -> dict[str, Any]:
+    """ranx's choice on the synthetic runs' ``chosen`` topics, made once for both databases' tests
+    (a choice takes ranx tens of fusions and evaluations)."""
+    runs, qrels = synthetic(11, SPLIT_TOPICS)
+    return ranx.optimize_fusion(  # type: ignore[no-any-return]
+        qrels=ranx.Qrels({q: v for q, v in qrels.items() if q in chosen}),
+        runs=[ranx.Run({q: v for q, v in run.items() if q in chosen}) for run in runs],
+        norm="min-max",
+        method=method,
+        metric=metric,
+        show_progress=False,
+        **({} if method == "rrf" else {"step": 0.1}),  # rrf: k 10 to 100 in 10s, ranx's default
+    )
+
+
 @pytest.mark.parametrize(
     ("method", "measure", "metric"),
     [
@@ -353,8 +380,7 @@ def test_weights_chosen_on_a_split_are_ranx_s(engine, write, method: str, measur
     from evalstore.services import fusion as service
     from evalstore.services import splits, store
 
-    topics = [str(t) for t in range(1, 16)]
-    runs, qrels = synthetic(11, topics)
+    runs, qrels = synthetic(11, SPLIT_TOPICS)
     store.import_qrels(
         engine,
         write("q.txt", "".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items())),
@@ -375,15 +401,7 @@ def test_weights_chosen_on_a_split_are_ranx_s(engine, write, method: str, measur
         split="h",
     )
 
-    expected = ranx.optimize_fusion(
-        qrels=ranx.Qrels({q: v for q, v in qrels.items() if q in chosen}),
-        runs=[ranx.Run({q: v for q, v in run.items() if q in chosen}) for run in runs],
-        norm="min-max",
-        method=method,
-        metric=metric,
-        show_progress=False,
-        **({} if method == "rrf" else {"step": 0.1}),  # rrf: k 10 to 100 in 10s, ranx's default
-    )
+    expected = ranx_optimised(method, metric, frozenset(chosen))
     assert made.optimised is not None
     assert made.optimised.topics == len(chosen) == 10
     if method == "rrf":
