@@ -108,8 +108,11 @@ def test_leaderboard_orders_runs_and_gives_intervals(stored: Engine, write) -> N
 
 
 def test_leaderboard_without_evaluations_says_what_to_run(stored: Engine) -> None:
-    with pytest.raises(NotFoundError, match=r"Run 'evalstore evaluate --qrels test --all-runs --wait'\.$"):
+    with pytest.raises(NotFoundError) as refused:
         leaderboard(stored, qrels_name="test")
+    assert str(refused.value) == "No evaluations on qrels 'test' with -l 1, -M none, -J off, missing topics zero yet."
+    assert refused.value.remedy is not None
+    assert refused.value.remedy.cli == "Run 'evalstore evaluate --qrels test --all-runs --wait'."
 
 
 def test_leaderboard_ranks_lower_is_better_measures_ascending(stored: Engine, write) -> None:  # type: ignore[no-untyped-def]

@@ -178,7 +178,7 @@ def test_replicability_figures_are_repro_evals(sqlite_engine: Engine, tmp_path: 
         measures=MEASURES,
     )
     assert ours.kind == "replicability"
-    assert {row["figure"] for row in ours.figures} == {"p_value", "ER", "DeltaRI"}
+    assert {row.figure for row in ours.figures} == {"p_value", "ER", "DeltaRI"}
     for measure in MEASURES:
         assert _close(ours.value("ER", measure, "both"), theirs["er"][measure]), measure
         assert _close(ours.value("DeltaRI", measure, "both"), theirs["dri"][measure]), measure

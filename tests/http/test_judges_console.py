@@ -221,7 +221,7 @@ def test_an_organiser_cancels_a_running_probe(world: World, owner: TestClient) -
     assert "nothing of it was stored. Probe again when you like." in stopped
     assert "Not probed yet." in stopped and 'id="cancel-probe"' not in stopped
     assert len(script.requests) <= asked + 4  # the document it was on, no further (a plain ask and 3 attacks)
-    assert registry.show_judge(world.engine, "slow")["probes"] == []
+    assert registry.show_judge(world.engine, "slow").probes == []
 
 
 def test_another_organiser_sees_no_judge_of_others(world: World, owner: TestClient) -> None:
