@@ -142,6 +142,16 @@ def _session_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
             os.environ.pop(name, None)
 
 
+@pytest.fixture(autouse=True)
+def _priority_kept() -> Iterator[None]:
+    """A test that runs `evalstore worker` in this process gives it --nice 0: its default lowers
+    the process's CPU priority for good, and the rest of this xdist worker's tests would run behind
+    the other workers'."""
+    before = os.nice(0)
+    yield
+    assert os.nice(0) == before, "a test lowered this process's CPU priority (give an in-process worker --nice 0)"
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
     """A scratch database created for this test session on the server in $EVALSTORE_TEST_DATABASE_URL."""

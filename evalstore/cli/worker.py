@@ -99,9 +99,9 @@ def worker(
     configure_logging()
     cli = state(ctx)
     engine = cli.engine(check_schema=False)
-    # refuse to start on an out-of-date schema; wait for a database that is not answering yet
-    # a stop signal while the database is not answering yet ends the wait and the worker (no job
-    # was taken); the worker's own handlers replace this one once it runs
+    # refuse to start on an out-of-date schema; wait for a database that is not answering yet. A
+    # stop signal meanwhile ends the wait and the worker (no job was taken); the worker's own
+    # handlers replace this one once it runs
     stop_requests: list[int] = []
     previous = {signum: signal.signal(signum, lambda got, _frame: stop_requests.append(got)) for signum in _STOPS}
     waiting = worker_backoff(logging.getLogger("evalstore.worker"), cli.database_url, lambda: bool(stop_requests))

@@ -125,7 +125,7 @@ def test_prediction_jobs_go_through_the_queue_and_the_worker(cli, tmp_path: Path
     assert (job["kind"], job["run"], job["qrels"], job["state"]) == ("classifier", "p", "fruit", "queued")
     listed = json.loads(cli("jobs", "list", "--qrels", "fruit", "--format", "json").stdout)
     assert [(j["id"], j["kind"], j["state"]) for j in listed] == [(1, "classifier", "queued")]
-    worked = cli("worker", "--until-empty", "--no-mlflow")
+    worked = cli("worker", "--until-empty", "--no-mlflow", "--nice", "0")
     assert worked.exit_code == 0 and worked.stderr.endswith("worker stopped: 1 jobs done\n")
     again = cli("evaluate", "--labels", "fruit", "--wait", "--format", "json")
     assert again.stderr.startswith("job 1: predictions 'p' on 'fruit': reused\n")

@@ -39,7 +39,8 @@ def test_queue_then_work_then_read_back(cli, monkeypatch: pytest.MonkeyPatch) ->
         "Run 'evalstore evaluate --qrels test --run std --wait'.\n"
     )
 
-    worked = cli("worker", "--until-empty", "--no-mlflow")
+    # in this process: a worker's default --nice would lower the test process's own priority for good
+    worked = cli("worker", "--until-empty", "--no-mlflow", "--nice", "0")
     assert worked.exit_code == 0, worked.stderr
     assert worked.stderr.endswith("worker stopped: 1 jobs done\n")
     listed = json.loads(cli("jobs", "list", "--format", "json").stdout)
@@ -77,7 +78,7 @@ def test_cancel_and_retry(cli) -> None:  # type: ignore[no-untyped-def]
     cancelled = cli("jobs", "cancel", "1")
     assert (cancelled.exit_code, cancelled.stderr) == (0, "job 1 cancelled (run 'std' on 'test')\n")
     assert json.loads(cli("jobs", "show", "1", "--format", "json").stdout)[0]["state"] == "cancelled"
-    assert cli("worker", "--until-empty", "--no-mlflow").stderr.endswith("worker stopped: 0 jobs done\n")
+    assert cli("worker", "--until-empty", "--no-mlflow", "--nice", "0").stderr.endswith("worker stopped: 0 jobs done\n")
     retried = cli("jobs", "retry", "1")
     assert (retried.exit_code, retried.stderr) == (0, "job 1 queued again (run 'std' on 'test')\n")
     assert json.loads(cli("jobs", "list", "--state", "queued", "--format", "json").stdout)[0]["id"] == 1
