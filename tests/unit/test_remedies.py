@@ -48,19 +48,7 @@ NOT_YET = {
     "services/judges/running.py": 2,
     "services/judges/versions.py": 5,
     "services/judging/assignments.py": 2,
-    "services/kinds/answers/board.py": 1,
-    "services/kinds/answers/queueing.py": 2,
-    "services/kinds/out_of_core.py": 3,
-    "services/kinds/predictions/board.py": 2,
-    "services/kinds/predictions/job.py": 2,
-    "services/kinds/predictions/queueing.py": 5,
-    "services/kinds/predictions/readback.py": 2,
-    "services/pools/analysis.py": 2,
-    "services/pools/build.py": 5,
-    "services/pools/judgments.py": 7,
     "services/repro.py": 3,
-    "services/splits/drawing.py": 11,
-    "services/splits/folds.py": 2,
 }
 
 PARTICIPANT = Principal(user_id=1, name="red", role="participant", team="red", via="session")
