@@ -83,9 +83,9 @@ def make_split(
             remedy=Remedy(cli="Choose one with --stratify-by."),
         )
     if stratify_by == "difficulty" and qrels is None or stratify_by == "label" and labels_name is None:
-        units, by = ("topics", "difficulty") if qrels is not None else ("items", "label")
+        given, by = ("topics", "difficulty") if qrels is not None else ("items", "label")
         raise InvalidParameterError(
-            f"Topics (of qrels) are stratified by difficulty, and items (of labels) by label; these are {units}.",
+            f"Topics (of qrels) are stratified by difficulty, and items (of labels) by label; these are {given}.",
             remedy=Remedy(cli=f"Give --stratify-by {by} or none."),
         )
     if not 0 < test_share < 1:
