@@ -27,8 +27,9 @@ from evalstore.web.wording import ASK, for_reader, remedy_for
 
 SOURCE = Path(__file__).resolve().parents[2] / "evalstore"
 ADVICE = re.compile(r"['`(]evalstore [a-z]|(?<![\w-])--[a-z]")
-# the calls whose string arguments are an error's message
-MESSAGE_TAKERS = {"get_named", "refuse_repeated"}
+# the calls whose string arguments are an error's message (``__init__``: an error class gives its
+# own message to ``super().__init__``)
+MESSAGE_TAKERS = {"get_named", "refuse_repeated", "__init__"}
 # Modules whose messages still carry their command-line advice in their text (the pages take it
 # out: evalstore.web.wording), with how many such messages each holds. A number may only go down.
 NOT_YET = {
