@@ -29,11 +29,7 @@ from evalstore.io.formats import (
 )
 from evalstore.io.hashing import doc_hashes
 from evalstore.io.tables import id_texts_of
-from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
-from evalstore.metrics import diversity as _diversity  # noqa: F401
-from evalstore.metrics import ordering as _ordering  # noqa: F401
-from evalstore.metrics import preferences as _preferences  # noqa: F401
-from evalstore.metrics import ranking as _ranking  # noqa: F401
+from evalstore.metrics import ranking as _ranking  # noqa: F401  (registers; the others: registry.LAZY_FAMILIES)
 from evalstore.metrics.preparation import PrepareOptions, Ranking, attach_known, prepare
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.registry import (
@@ -558,7 +554,9 @@ def _evaluate_subtopics(
         )
     qrels_table = _subtopic_table(qrels)
     run_table = _as_table(run, "run")
-    topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
+    from evalstore.metrics.diversity import diversity_values
+
+    topics, values = diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
     qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
     evaluated = set(topics)
     missing = [str(t) for t in qrels_topics if str(t) not in evaluated]
