@@ -16,24 +16,16 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError, Remedy
-from evalstore.io import ir_measures_compat
+from evalstore.io import formats, ir_measures_compat
 from evalstore.io.formats import (
     ParsedFile,
-    check_in_memory,
     duplicate_docno_error,
-    duplicate_row_error,
     has_duplicate_docs,
     read_qrels,
     read_run,
-    read_subtopic_qrels,
 )
 from evalstore.io.hashing import doc_hashes
-from evalstore.io.tables import id_texts_of
-from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
-from evalstore.metrics import diversity as _diversity  # noqa: F401
-from evalstore.metrics import ordering as _ordering  # noqa: F401
-from evalstore.metrics import preferences as _preferences  # noqa: F401
-from evalstore.metrics import ranking as _ranking  # noqa: F401
+from evalstore.metrics import ranking as _ranking  # noqa: F401  (registers; the others: registry.LAZY_FAMILIES)
 from evalstore.metrics.preparation import PrepareOptions, Ranking, attach_known, prepare
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.registry import (
@@ -501,7 +493,7 @@ def evaluate(
         if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
             twice = counted_duplicate(qrels_table, run_table, options)
             if twice is not None:
-                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
+                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
     if rk.n == 0:
         raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
     if known is not None:
@@ -558,7 +550,9 @@ def _evaluate_subtopics(
         )
     qrels_table = _subtopic_table(qrels)
     run_table = _as_table(run, "run")
-    topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
+    from evalstore.metrics.diversity import diversity_values
+
+    topics, values = diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
     qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
     evaluated = set(topics)
     missing = [str(t) for t in qrels_topics if str(t) not in evaluated]
@@ -581,7 +575,7 @@ def _subtopic_table(qrels: Any) -> pa.Table:
     """Subtopic qrels as ndeval reads them: a file, or a table with the subtopic in ``iteration``
     (or ``subtopic``) beside topic, doc and relevance."""
     if isinstance(qrels, (str, Path)):
-        return read_subtopic_qrels(qrels).table
+        return formats.read_subtopic_qrels(qrels).table
     if isinstance(qrels, pa.Table):
         table = qrels.rename_columns(["iteration" if c == "subtopic" else c for c in qrels.column_names])
         if {"topic", "iteration", "doc", "relevance"} <= set(table.column_names):
@@ -701,7 +695,7 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         table = source.select(["topic", "doc", value])
     else:
         table = _frame_table(source, kind, value)
-    return check_in_memory(
+    return formats.check_in_memory(
         table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}", check_duplicates=False
     ).select(["topic", "doc", value])
 
@@ -717,6 +711,8 @@ def _no_rows(source: Any) -> bool:
 
 def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
     import pandas as pd  # frames and dicts only: pandas takes ~0.2 s to import
+
+    from evalstore.io.tables import id_texts_of
 
     if isinstance(source, Mapping):
         rows = [(q, d, v) for q, docs in source.items() for d, v in docs.items()]
@@ -834,7 +830,7 @@ def _run_ranking(qrels: pa.Table, run: Any, options: PrepareOptions, known: pa.T
         if has_duplicate_docs(run_table):  # refused as evaluate refuses it for one run
             twice = counted_duplicate(qrels, run_table, options)
             if twice is not None:
-                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
+                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
     if known is not None and rk.n:
         attach_known(rk, prepare(known, run_table, options))
     return rk
