@@ -676,23 +676,7 @@ def preference_report(
     index = {n: i for i, n in enumerate(names)}
     topic_names = sorted({o.topic for o in found}, key=_topic_key)
     tindex = {t: i for i, t in enumerate(topic_names)}
-    per_topic = np.zeros((len(topic_names), len(names), len(names)))
-    counts: dict[tuple[str, str], list[int]] = {
-        (r, c): [0, 0, 0] for r in names for c in names if r != c
-    }  # the row's wins, ties, losses
-    for o in found:
-        grid = per_topic[tindex[o.topic]]
-        i, j = index[o.a], index[o.b]
-        if o.winner is None:
-            grid[i, j] += 0.5
-            grid[j, i] += 0.5
-            counts[(o.a, o.b)][1] += 1
-            counts[(o.b, o.a)][1] += 1
-        else:
-            loser = o.b if o.winner == o.a else o.a
-            grid[index[o.winner], index[loser]] += 1
-            counts[(o.winner, loser)][0] += 1
-            counts[(loser, o.winner)][2] += 1
+    per_topic, counts = _tallied(found, index, tindex)
     ratings = bradley_terry.fit(per_topic.sum(axis=0))
     intervals = bradley_terry.bootstrap(per_topic, samples=samples, seed=seed, confidence=confidence)
     totals = {n: [0, 0, 0] for n in names}
@@ -735,6 +719,32 @@ def preference_report(
         confidence,
         bradley_terry.PRIOR,
     )
+
+
+def _tallied(
+    found: list[Outcome], index: dict[str, int], tindex: dict[str, int]
+) -> tuple[np.ndarray, dict[tuple[str, str], list[int]]]:
+    """Per topic, each run's wins over each other run (a tie half a win each), and each ordered
+    pair's wins, ties and losses."""
+    names = list(index)
+    per_topic = np.zeros((len(tindex), len(names), len(names)))
+    counts: dict[tuple[str, str], list[int]] = {
+        (r, c): [0, 0, 0] for r in names for c in names if r != c
+    }  # the row's wins, ties, losses
+    for o in found:
+        grid = per_topic[tindex[o.topic]]
+        i, j = index[o.a], index[o.b]
+        if o.winner is None:
+            grid[i, j] += 0.5
+            grid[j, i] += 0.5
+            counts[(o.a, o.b)][1] += 1
+            counts[(o.b, o.a)][1] += 1
+        else:
+            loser = o.b if o.winner == o.a else o.a
+            grid[index[o.winner], index[loser]] += 1
+            counts[(o.winner, loser)][0] += 1
+            counts[(loser, o.winner)][2] += 1
+    return per_topic, counts
 
 
 def _rate(row: str, column: str, wins: int, ties: int, losses: int) -> PairRate:
