@@ -6,14 +6,18 @@ service, keep the commands. Reading another team's run does not say "choose anot
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from jinja2 import ChainableUndefined
 
+from evalstore.services import pools, splits
 from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.web.api import needs
 from evalstore.web.templating import templates
 from evalstore.web.wording import ASK, for_reader
 from tests.http.conftest import CALLERS, World, client_for
@@ -160,3 +164,60 @@ def test_the_api_gives_the_fact_and_the_remedy_in_the_callers_words(world: World
         404,
         {"error": "No token 999999 of yours.", "remedy": "Your profile page lists your tokens."},
     )
+
+
+def _calling(client: TestClient, path: str, service: Callable[[], object]) -> str:
+    """An API route at ``path`` that calls ``service`` as the API's routes call theirs, for any
+    signed-in caller: what it raises is answered by the app's own error handling."""
+
+    def route(_: Principal = needs("tasks:read")) -> None:
+        service()
+
+    client.app.router.add_api_route(path, route, methods=["GET"])  # type: ignore[attr-defined]
+    return path
+
+
+def test_the_api_gives_a_services_fact_without_its_command_and_the_remedy_in_the_callers_words(
+    world: World,
+) -> None:
+    engine = world.engine
+    with client_for(engine) as client:
+        routes = {
+            "taken": _calling(client, "/api/v1/x/taken", lambda: pools.build_pool(engine, name="pool", run_names=None)),
+            "one assessor": _calling(client, "/api/v1/x/agreement", lambda: pools.pool_agreement(engine, "pool")),
+            "no count": _calling(client, "/api/v1/x/batch", lambda: pools.next_batch(engine, "pool", count=0)),
+            "no part": _calling(client, "/api/v1/x/part", lambda: splits.export_split(engine, "s", part="dev")),
+        }
+        said = {
+            (what, who): client.get(path, headers=world.headers(who))
+            for what, path in routes.items()
+            for who in ("red", "owner")
+        }
+    got = {key: (response.status_code, response.json()) for key, response in said.items()}
+    assert got == {
+        ("taken", "red"): (409, {"error": "A pool named 'pool' exists.", "remedy": "Choose another name."}),
+        ("taken", "owner"): (409, {"error": "A pool named 'pool' exists.", "remedy": "Choose another name."}),
+        ("one assessor", "red"): (
+            400,
+            {"error": "Pool 'pool' has judgments from fewer than two assessors.", "remedy": ASK},
+        ),
+        ("one assessor", "owner"): (
+            400,
+            {
+                "error": "Pool 'pool' has judgments from fewer than two assessors.",
+                "remedy": "Import another assessor's with 'evalstore judgments import PATH --pool pool --assessor NAME'.",
+            },
+        ),
+        ("no count", "red"): (422, {"error": "A batch adds at least 1 document per topic; not 0.", "remedy": ASK}),
+        ("no count", "owner"): (
+            422,
+            {"error": "A batch adds at least 1 document per topic; not 0.", "remedy": "Give --count 1 or more."},
+        ),
+        ("no part", "red"): (422, {"error": "A fold's parts are train and test, not 'dev'.", "remedy": ASK}),
+        ("no part", "owner"): (
+            422,
+            {"error": "A fold's parts are train and test, not 'dev'.", "remedy": "Choose one with --part."},
+        ),
+    }
+    # a participant is told no command, in the fact or the remedy
+    assert [key for key, response in said.items() if key[1] == "red" and ADVICE.search(response.text)] == []

@@ -142,6 +142,16 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
     assert bad.status_code == 422
     assert "The depth is the number of top documents pooled from each run, 1 to 1000; got 0." in bad.text
     assert 'value="open-pool"' in bad.text and 'value="301"' in bad.text
+    nothing = owner.post(
+        "/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5", "topics": "999"}
+    )
+    assert nothing.status_code == 400 and 'value="999"' in nothing.text
+    # the fact, and what to do in the form: not the CLI's option
+    assert (
+        "The runs retrieve nothing for the chosen topics. Check the topics, or leave them empty to pool every one."
+        in nothing.text
+    )
+    assert "--topics" not in nothing.text
 
     built = owner.post(
         "/tasks/open/pools",

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db.models import LabelSet, PredictionSet
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InvalidParameterError, Remedy
 from evalstore.metrics import classification as measures
 from evalstore.services import jobs
 from evalstore.services.context import AppContext, context_for
@@ -132,8 +132,8 @@ def _baseline(session: Session, options: Mapping[str, Any]) -> PredictionSet:
     base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
     if base_set is None or base_set.content_hash != options["baseline_hash"]:
         raise ConflictError(
-            f"Baseline '{options['baseline']}' was deleted or replaced after this "
-            "evaluation was asked for; ask again with --baseline."
+            f"Baseline '{options['baseline']}' was deleted or replaced after this evaluation was asked for.",
+            remedy=Remedy(cli="Ask again with --baseline."),
         )
     return base_set
 
@@ -188,7 +188,10 @@ def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, *
             else (base.scores[:, kwargs["positive"]] if base.scores is not None else None)
         )
         if baseline_score is None or len(data.classes) != 2:
-            raise InvalidParameterError("--baseline needs binary scores (its own and these) to compute RelaImpr.")
+            raise InvalidParameterError(
+                "A baseline needs binary scores (its own and these) to compute RelaImpr.",
+                remedy=Remedy(cli="Leave --baseline out."),
+            )
     return measures.evaluate(
         data.y_true,
         data.classes,
