@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,10 @@ from typing import Any
 
 import httpx
 from _scratch import scratch_postgres  # scripts/_scratch.py
+
+# appended, not inserted: with --against, PYTHONPATH's evalstore (the other checkout's) comes first
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.helpers import servers  # noqa: E402 (the checkout's folder is on the path from here)
 
 HERE = Path(__file__).resolve().parents[1]
 ROBUST = HERE.parent / "shared" / "data" / "robust03"
@@ -122,31 +125,14 @@ def pages(dataset: str, runs: list[str], health: bool) -> dict[str, str]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def start_server(url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evalstore", "serve", "--port", str(port), "--no-worker"],
-        env=env,
+    return servers.start_server(
+        [sys.executable, "-m", "evalstore", "serve", "--no-worker"],
+        env,
         cwd=tempfile.gettempdir(),  # not a checkout's folder (see prepare)
         stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start within 300 s")
 
 
 def time_page(url: str, route: str, token: str | None) -> tuple[int, float, float]:

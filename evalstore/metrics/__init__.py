@@ -442,24 +442,9 @@ def evaluate(
     if _several_runs(run):  # its own path (below): the qrels read once, the runs evaluated together
         if as_ir_measures:
             raise InvalidParameterError("as_ir_measures=True takes one run; evaluate several runs one at a time.")
-        qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
-        runs = (
-            {name: ir_measures_compat.as_table(r, "run") for name, r in run.items()}
-            if isinstance(run, Mapping)
-            else [ir_measures_compat.as_table(r, "run") for r in run]
-        )
-        if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
-            wanted = resolve_measures(measures)
-
-            def one(each: Any) -> EvaluationResult:
-                return _evaluate_subtopics(
-                    qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
-                )
-
-            return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
-        return _evaluate_runs(
+        return _evaluate_several(
             qrels,
-            runs,
+            run,
             measures,
             per_query=per_query,
             relevance_level=relevance_level,
@@ -483,27 +468,7 @@ def evaluate(
             missing_topics=missing_topics,
         )
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
-    qrels_table = _as_table(qrels, "qrels")
-    if isinstance(run, (str, Path)):
-        rk, parsed = prepare_run_file(qrels_table, run, options)
-        run_table = parsed.table
-    else:
-        run_table = _as_table(run, "run")
-        rk = prepare(qrels_table, run_table, options)
-        if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
-            twice = counted_duplicate(qrels_table, run_table, options)
-            if twice is not None:
-                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
-    if rk.n == 0:
-        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
-    if known is not None:
-        if judged_only:
-            raise InvalidParameterError(
-                "-J closes up the ranking by the main qrels' judgments; the user-oriented "
-                "measures (known) need the ranking whole."
-            )
-        attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
-    del run_table
+    rk = _joined(qrels, run, options, known=known, judged_only=judged_only)
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
@@ -525,6 +490,72 @@ def evaluate(
         spelled = {str(parse_measure(m)): str(m) for m in _named(measures)}
         result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
     return result
+
+
+def _evaluate_several(
+    qrels: Any,
+    run: Any,
+    measures: Iterable[str | Measure],
+    *,
+    per_query: bool,
+    relevance_level: int,
+    max_docs: int | None,
+    judged_only: bool,
+    missing_topics: str,
+    known: Any,
+) -> Any:
+    """:func:`evaluate` of several runs (a list or a mapping of them): the qrels read once."""
+    qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
+    runs = (
+        {name: ir_measures_compat.as_table(r, "run") for name, r in run.items()}
+        if isinstance(run, Mapping)
+        else [ir_measures_compat.as_table(r, "run") for r in run]
+    )
+    if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+        wanted = resolve_measures(measures)
+
+        def one(each: Any) -> EvaluationResult:
+            return _evaluate_subtopics(
+                qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
+            )
+
+        return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
+    return _evaluate_runs(
+        qrels,
+        runs,
+        measures,
+        per_query=per_query,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        judged_only=judged_only,
+        missing_topics=missing_topics,
+        known=known,
+    )
+
+
+def _joined(qrels: Any, run: Any, options: PrepareOptions, *, known: Any, judged_only: bool) -> Ranking:
+    """The run joined with the qrels (and with the ``known`` documents), as :func:`evaluate` scores it."""
+    qrels_table = _as_table(qrels, "qrels")
+    if isinstance(run, (str, Path)):
+        rk, parsed = prepare_run_file(qrels_table, run, options)
+        run_table = parsed.table
+    else:
+        run_table = _as_table(run, "run")
+        rk = prepare(qrels_table, run_table, options)
+        if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
+            twice = counted_duplicate(qrels_table, run_table, options)
+            if twice is not None:
+                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
+    if rk.n == 0:
+        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    if known is not None:
+        if judged_only:
+            raise InvalidParameterError(
+                "-J closes up the ranking by the main qrels' judgments; the user-oriented "
+                "measures (known) need the ranking whole."
+            )
+        attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
+    return rk
 
 
 def _named(measures: Iterable[str | Measure]) -> list[str | Measure]:

@@ -228,6 +228,16 @@ def judge_page(request: Request, judge: str) -> HTMLResponse:
     return _judge_page(request, principal, judge)
 
 
+async def _refused(request: Request, principal: Principal, judge: str, error: EvalstoreError) -> Response:
+    """The judge's page again, showing why a run or a probe was refused (a bad field, a pool not the
+    organiser's, a job already running); an error that is not a refusal is raised."""
+    if status_for(error) not in (400, 409, 422):
+        raise error
+    return await run_in_threadpool(
+        _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
+    )
+
+
 @router.post("/judges/{judge}/run")
 async def run_judge(request: Request, judge: str) -> Response:
     principal, form = await form_principal(request, "tasks:manage")
@@ -246,11 +256,7 @@ async def run_judge(request: Request, judge: str) -> Response:
 
         _jobs(request).start(JudgeJob("run", judge, pool, principal.name or "", datetime.now(UTC)), work)
     except EvalstoreError as error:
-        if status_for(error) not in (400, 409, 422):
-            raise
-        return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
-        )
+        return await _refused(request, principal, judge, error)
     return see_other(_judge_url(judge) + "#progress")
 
 
@@ -274,11 +280,7 @@ async def probe_judge(request: Request, judge: str) -> Response:
             )
         _jobs(request).start(JudgeJob("probe", judge, pool, principal.name or "", datetime.now(UTC)), work)
     except EvalstoreError as error:
-        if status_for(error) not in (400, 409, 422):
-            raise
-        return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
-        )
+        return await _refused(request, principal, judge, error)
     return see_other(_judge_url(judge) + "#progress")
 
 

@@ -278,7 +278,9 @@ def test_the_health_report_is_the_workers_stored_one_and_the_page_says_when_it_i
 
     # the task's measures changed: behind too, and an idle worker's next look at every task mends it
     tasks.update_task(
-        world.engine, "open", opens=None, closes=None, max_runs_per_team=None, measures=["AP", "P@10"], description=None
+        world.engine,
+        "open",
+        tasks.TaskSettings(opens=None, closes=None, max_runs_per_team=None, measures=["AP", "P@10"], description=None),
     )
     assert "being brought up to date" in owner.get("/tasks/open/health").text
     idle = Worker(world.engine, WorkerSettings(reports=(health.refresh_reports,), reports_interval=0.0))

@@ -24,7 +24,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.io.formats import ParsedFile
 from evalstore.io.judgments import TREC_UNJUDGED, read_judgments
-from evalstore.metrics import evaluate, resolve_measures
+from evalstore.metrics import Measure, evaluate, resolve_measures
 from evalstore.services import store
 from evalstore.services.pools.build import (
     EXPORT_FORMATS,
@@ -293,38 +293,7 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     ranked = variants[["variant", "topic"]].merge(cands, on="topic")
     run_names = {i: run.name for i, run in enumerate(runs)}
 
-    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
-        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
-
-    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
-    result = evaluate(
-        pa.table(
-            {
-                "topic": key(qrels_per_run, qrels_per_run["run"]),
-                "doc": pa.array(qrels_per_run["doc"], pa.string()),
-                "relevance": pa.array(qrels_per_run["relevance"].to_numpy()),
-            }
-        ),
-        pa.table(
-            {
-                "topic": key(ranked, ranked["run"]),
-                "doc": pa.array(ranked["doc"], pa.string()),
-                "score": pa.array(-ranked["rank"].to_numpy(np.float64)),
-            }
-        ),
-        [chosen],
-        missing_topics="zero",
-    )
-    values = result.per_query[result.per_query["measure"] == str(chosen)]
-    parts = values["query_id"].str.split("\t", expand=True)
-    scores = pd.DataFrame(
-        {
-            "variant": parts[0].astype(int),
-            "run": parts[1].astype(int),
-            "topic": parts[2],
-            "value": values["value"].to_numpy(float),
-        }
-    )
+    scores = _variant_scores(qrels, ranked, list(run_names), chosen)
     base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
     base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
     means = base_scores.mean(axis=1).to_numpy()
@@ -354,6 +323,45 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
         )
     found.sort(key=lambda d: (-d.swaps, -d.largest_change, d.topic, d.doc))
     return found, pairs
+
+
+def _variant_scores(qrels: pd.DataFrame, ranked: pd.DataFrame, runs: list[int], chosen: Measure) -> pd.DataFrame:
+    """Each run's ``chosen`` value on each variant's topic (variant, run, topic, value): one
+    evaluation whose topics are the (variant, run, topic) triples."""
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": runs}), how="cross")
+    result = evaluate(
+        pa.table(
+            {
+                "topic": key(qrels_per_run, qrels_per_run["run"]),
+                "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                "relevance": pa.array(qrels_per_run["relevance"].to_numpy()),
+            }
+        ),
+        pa.table(
+            {
+                "topic": key(ranked, ranked["run"]),
+                "doc": pa.array(ranked["doc"], pa.string()),
+                "score": pa.array(-ranked["rank"].to_numpy(np.float64)),
+            }
+        ),
+        [chosen],
+        missing_topics="zero",
+    )
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame(
+        {
+            "variant": parts[0].astype(int),
+            "run": parts[1].astype(int),
+            "topic": parts[2],
+            "value": values["value"].to_numpy(float),
+        }
+    )
+    return scores
 
 
 def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
