@@ -166,6 +166,13 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
         )
         in ftp.text
     )
+    # past the form's own checks, the registry's: said in the form's words, not the command line's
+    unnamed = owner.post("/judges", data={**base, "api_key_env": "EVALSTORE_JUDGE_KEY_A-B"})
+    assert unnamed.status_code == 422 and "--api-key-env" not in unnamed.text
+    assert (
+        "&#39;EVALSTORE_JUDGE_KEY_A-B&#39; is not a variable&#39;s name. Give the variable&#39;s name as Key&#39;s "
+        "variable."
+    ) in unnamed.text
     scale = owner.post("/judges", data={**base, "scale": "3-1"})
     assert "The grades are LOW-HIGH, 0-9 with LOW below HIGH (e.g. 0-3); not &#39;3-1&#39;." in scale.text
     ok = owner.post("/judges", data=base, follow_redirects=False)
