@@ -117,7 +117,7 @@ def reproduce(
         )
     if depth < 1:
         raise InvalidParameterError(
-            f"KTU and RBO compare at least each ranking's first document; not {depth}.",
+            f"KTU and RBO compare each ranking's top documents, 1 or more; not {depth}.",
             remedy=Remedy(cli="Set how many with --depth."),
         )
     if not 0 < rbo_p < 1:

@@ -83,7 +83,7 @@ def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", rbo_p=1.5)
     assert rbo.value.on_the_command_line() == "RBO's persistence is between 0 and 1; not 1.5. Set it with --rbo-p."
     with pytest.raises(
-        InvalidParameterError, match=r"^KTU and RBO compare at least each ranking's first document; not 0\.$"
+        InvalidParameterError, match=r"^KTU and RBO compare each ranking's top documents, 1 or more; not 0\.$"
     ) as depth:
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", depth=0)
     assert depth.value.remedy == Remedy(cli="Set how many with --depth.")

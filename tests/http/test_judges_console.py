@@ -192,6 +192,26 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
     assert broke.status_code == 422 and "The budget is above 0 dollars (below a million); not 0." in broke.text
 
 
+def test_a_run_that_stops_says_what_to_do_in_the_pages_words(world: World, owner: TestClient) -> None:
+    _pool_with_texts(world, owner)
+    page = owner.get("/judges")
+    data = {"csrf": csrf_of(page.text), "name": "free", "endpoint": "http://127.0.0.1:9/v1", "model": "m"}
+    assert owner.post("/judges", data=data, follow_redirects=False).status_code == 303
+    shown = owner.get("/judges/free")
+    started = owner.post(
+        "/judges/free/run",
+        data={"csrf": csrf_of(shown.text), "pool": "open:open-pool", "max_cost": "1"},
+        follow_redirects=False,
+    )
+    assert started.status_code == 303
+    stopped = _wait(owner, "/judges/free", "stopped:")
+    assert (
+        "Judge &#39;free&#39; declares no prices, so a budget cannot be kept. Run it without a budget, or add a "
+        "judge with its prices per million input and output tokens."
+    ) in stopped
+    assert "--max-cost" not in stopped and "evalstore judges" not in stopped
+
+
 def test_an_organiser_cancels_a_running_probe(world: World, owner: TestClient) -> None:
     """The probe stops after the document it is on, and stores nothing; the button is a form
     (POST, CSRF), for the judge's organiser only."""

@@ -213,7 +213,11 @@ def test_the_compare_page_reports_the_commands_numbers_and_its_get_writes_nothin
                 "test=bootstrap",
                 "The paired test is t, wilcoxon or sign; not &#39;bootstrap&#39;. Choose one in the Test field.",
             ),
-            ("top_k=1", "The top systems the orders are compared on are at least 2; not 1. Set Top k to 2 or more."),
+            (
+                "top_k=1",
+                "The systems&#39; orders are compared over the reference&#39;s top k systems, k at least 2; not 1. "
+                "Set Top k to 2 or more.",
+            ),
             ("alpha=2", "The significance level is between 0 and 1; not 2. Set Alpha between 0 and 1."),
         ):
             refused = client.get(f"/tasks/task/judgments?first=human&second=human%40v1&{asked}", headers=owner)

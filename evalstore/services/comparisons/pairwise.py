@@ -212,7 +212,7 @@ def _check(names: list[str], test: str, multi: str | None, correction: str, alph
         )
     if resamples < 1:
         raise InvalidParameterError(
-            f"The resamples are at least 1; not {resamples}.", remedy=Remedy(cli="Set them with --resamples.")
+            f"The number of resamples is at least 1; not {resamples}.", remedy=Remedy(cli="Set it with --resamples.")
         )
 
 

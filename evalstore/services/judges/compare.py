@@ -144,8 +144,8 @@ def compare(
         )
     if top_k < 2:
         raise InvalidParameterError(
-            f"The top systems the orders are compared on are at least 2; not {top_k}.",
-            remedy=Remedy(cli="Set them with --top-k.", web="Set Top k to 2 or more."),
+            f"The systems' orders are compared over the reference's top k systems, k at least 2; not {top_k}.",
+            remedy=Remedy(cli="Set k with --top-k.", web="Set Top k to 2 or more."),
         )
     if not 0 < confidence < 1:
         raise InvalidParameterError(f"The confidence is between 0 and 1; not {confidence:g}.")
