@@ -438,7 +438,8 @@ def refresh_reports(engine: Engine, qrels_ids: Collection[int] | None = None) ->
                 **STORED_PARAMETERS,
             )
         except EvalstoreError as failed:  # the runs give no report: the page says why
-            error = str(failed)
+            # and what to do, as a failed job keeps it: the page is the organisers', who run the commands
+            error = failed.on_the_command_line()
         try:
             with unit_of_work(engine) as session:
                 if session.get(Task, task_id) is None:  # deleted meanwhile
