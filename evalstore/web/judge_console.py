@@ -20,7 +20,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError
+from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, told
 from evalstore.services import organising
 from evalstore.services.access import Principal
 from evalstore.services.judges.redaction import url_credentials
@@ -112,7 +112,10 @@ class JudgeJobs:
         except _Stopped:
             job.stopped = True
         except EvalstoreError as error:
-            job.error = error.on_the_command_line()  # an organisers-only page: the command is theirs
+            # an organisers-only page: the pages' remedy ("check the judge's endpoint"), else the
+            # command, which is theirs to run
+            remedy = error.remedy
+            job.error = told(str(error), (remedy.web or remedy.cli) if remedy is not None else None)
         except Exception:  # the page says it stopped; the log has the why (never shown to the user)
             log.exception("judge %s: the %s on pool %s stopped", job.judge, job.kind, job.pool)
             job.error = f"The {job.kind} stopped on an unexpected error; the labels stored so far are kept."

@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from evalstore.db.models import HealthReportRow
 from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError, Remedy
 from evalstore.services import access, health, jobs, organising, pools, tasks
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.http.conftest import PASSWORD, World, as_principal, client_for, run_text
@@ -371,3 +372,26 @@ def test_the_settings_take_the_official_measure_and_local_times_with_their_offse
     assert "The official measure P@10 is not one the task evaluates (AP, nDCG@10)" in bad.text
     assert 'value="P@10"' in bad.text and 'value="60"' in bad.text  # the form is kept, with the offsets
     assert tasks.show_task(world.engine, "open").official_measure == "nDCG@10"
+
+
+def test_a_stored_health_report_that_failed_keeps_why_and_what_to_do(
+    world: World, owner: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.submit("open", "blue-open", team_user="blue", text=None)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise EvaluationError(
+            "Qrels 'sample' have fewer than two runs evaluated with AP.",
+            remedy=Remedy(
+                cli="Evaluate them first: 'evalstore evaluate --qrels sample --all-runs --measures AP --wait'."
+            ),
+        )
+
+    monkeypatch.setattr(health, "health", refused)
+    assert health.refresh_reports(world.engine) == 1
+    said = (
+        "Qrels &#39;sample&#39; have fewer than two runs evaluated with AP. Evaluate them first: &#39;evalstore "
+        "evaluate --qrels sample --all-runs --measures AP --wait&#39;."
+    )
+    page = owner.get("/tasks/open/health")
+    assert page.status_code == 200 and said in page.text

@@ -32,25 +32,7 @@ ADVICE = re.compile(r"['`(]evalstore [a-z]|(?<![\w-])--[a-z]")
 MESSAGE_TAKERS = {"get_named", "refuse_repeated", "__init__"}
 # Modules whose messages still carry their command-line advice in their text (the pages take it
 # out: evalstore.web.wording), with how many such messages each holds. A number may only go down.
-NOT_YET = {
-    "services/answers/nuggets.py": 5,
-    "services/comparisons/figures.py": 1,
-    "services/comparisons/matrix.py": 6,
-    "services/comparisons/pairwise.py": 6,
-    "services/comparisons/predictions.py": 2,
-    "services/comparisons/rankings.py": 2,
-    "services/health.py": 4,
-    "services/judges/asking.py": 1,
-    "services/judges/client.py": 2,
-    "services/judges/compare.py": 3,
-    "services/judges/probe.py": 2,
-    "services/judges/prompts.py": 1,
-    "services/judges/registry.py": 8,
-    "services/judges/running.py": 2,
-    "services/judges/versions.py": 5,
-    "services/judging/assignments.py": 2,
-    "services/repro.py": 3,
-}
+NOT_YET: dict[str, int] = {}
 
 PARTICIPANT = Principal(user_id=1, name="red", role="participant", team="red", via="session")
 ORGANISER = Principal(user_id=2, name="olga", role="organiser", via="session")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.services.comparisons.matrix import ScoreMatrix, answer_matrix, score_matrix
 from evalstore.services.comparisons.predictions import few_units_note
 from evalstore.services.kinds.ranking import TopicFilter
@@ -186,19 +186,34 @@ def compare_answers(
 
 def _check(names: list[str], test: str, multi: str | None, correction: str, alpha: float, resamples: int) -> None:
     if len(names) < 2:
-        raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
+        raise InvalidParameterError(
+            f"A comparison is of two runs or more; {len(names)} named.",
+            remedy=Remedy(cli="Name at least two runs, or one run and --baseline.", web="Pick two or more runs."),
+        )
     if multi is None and test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+        raise InvalidParameterError(
+            f"The paired test is one of {', '.join(significance.TESTS)}; not '{test}'.",
+            remedy=Remedy(cli="Choose one with --test.", web="Choose one in the Test field."),
+        )
     if multi is not None and multi not in significance.MULTI:
-        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
+        raise InvalidParameterError(
+            f"The test of all runs at once is one of {', '.join(significance.MULTI)}; not '{multi}'.",
+            remedy=Remedy(cli="Choose one with --multi."),
+        )
     if correction not in significance.CORRECTIONS:
         raise InvalidParameterError(
-            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
+            f"The correction for multiple comparisons is one of {', '.join(significance.CORRECTIONS)}; "
+            f"not '{correction}'.",
+            remedy=Remedy(cli="Choose one with --correction."),
         )
     if not 0 < alpha < 1:
-        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
+        raise InvalidParameterError(
+            f"The significance level is between 0 and 1; not {alpha}.", remedy=Remedy(cli="Set it with --alpha.")
+        )
     if resamples < 1:
-        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+        raise InvalidParameterError(
+            f"The number of resamples is at least 1; not {resamples}.", remedy=Remedy(cli="Set it with --resamples.")
+        )
 
 
 def compare_matrix(

@@ -31,7 +31,7 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.io.judgments import TREC_UNJUDGED
 from evalstore.services import jobs, pools
 from evalstore.services import store as store_module
@@ -66,7 +66,8 @@ def parse_source(text: str) -> Source:
         return Source(kind, ",".join(found.members))
     if kind not in ("human", "judge", "hybrid") or (kind == "human" and judge) or (kind == "judge" and not judge):
         raise InvalidParameterError(
-            f"--from is human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not '{text}'."
+            f"A version's labels are human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not '{text}'.",
+            remedy=Remedy(cli="Name them with --from."),
         )
     return Source(kind, judge or None)
 
@@ -210,8 +211,8 @@ def _only_judge(session: Session, pool: Pool) -> Judge:
     if len(judges) != 1:
         known = ", ".join(j.name for j in judges) or "none"
         raise InvalidParameterError(
-            f"--from hybrid needs the judge's name when pool '{pool.name}' has not exactly "
-            f"one judge (judges: {known}); write hybrid:NAME."
+            f"Hybrid labels need the judge's name: pool '{pool.name}' has not exactly one judge (judges: {known}).",
+            remedy=Remedy(cli="Write --from hybrid:NAME."),
         )
     return judges[0]
 
@@ -237,8 +238,10 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
     labels, counts = _chosen_labels(chosen, rule, pool_name, human, judged, members, member_labels)
     if labels.empty:
         raise EvaluationError(
-            f"Pool '{pool_name}' has no {chosen} labels yet; judge it first ('evalstore judges run "
-            f"NAME --pool {pool_name}', or 'evalstore judgments import')."
+            f"Pool '{pool_name}' has no {chosen} labels yet.",
+            remedy=Remedy(
+                cli=f"Judge it first ('evalstore judges run NAME --pool {pool_name}', or 'evalstore judgments import')."
+            ),
         )
     keys = pd.MultiIndex.from_tuples([tuple(e) for e in entries], names=["topic", "doc"])
     parsed, combined = pools.qrels_of_labels(keys, labels)
@@ -300,8 +303,8 @@ def _chosen_labels(
         if any(found.empty for found in member_labels):
             empty = [m.name for m, found in zip(members, member_labels, strict=True) if found.empty]
             raise EvaluationError(
-                f"Pool '{pool_name}' has no labels of judge {', '.join(empty)} yet; judge it first ('evalstore "
-                f"judges run NAME --pool {pool_name}')."
+                f"Pool '{pool_name}' has no labels of judge {', '.join(empty)} yet.",
+                remedy=Remedy(cli=f"Judge it first ('evalstore judges run NAME --pool {pool_name}')."),
             )
         labels, graded = combine(member_labels, rule)
         counts = {"ensemble": len(labels), "by_all_members": int((graded == len(members)).sum())}
@@ -399,7 +402,7 @@ def list_versions(engine: Engine, name: str) -> list[QrelsVersionView]:
         if not rows:
             known = list(session.scalars(select(QrelsVersion.name).distinct().order_by(QrelsVersion.name)))
             raise NotFoundError(
-                f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}); build one "
-                f"with 'evalstore qrels build {name} --pool POOL --from human'."
+                f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}).",
+                remedy=Remedy(cli=f"Build one with 'evalstore qrels build {name} --pool POOL --from human'."),
             )
         return [_view(session, row) for row in rows]
