@@ -94,21 +94,8 @@ def _json_number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def reproduce(
-    engine: Engine,
-    *,
-    qrels: str,
-    original: str,
-    reproduced: str,
-    original_baseline: str | None = None,
-    reproduced_baseline: str | None = None,
-    reproduced_qrels: str | None = None,
-    measures: Sequence[str] | None = None,
-    depth: int = formulas.RUN_LENGTH,
-    rbo_p: float = formulas.RBO_P,
-) -> Reproduction:
-    """The reproducibility (or, with ``reproduced_qrels``, replicability) figures of ``reproduced``
-    against ``original``, and of the baselines' too when both are given; stored."""
+def _check_options(original_baseline: str | None, reproduced_baseline: str | None, depth: int, rbo_p: float) -> None:
+    """:func:`reproduce`'s options, refused before anything is read."""
     if (original_baseline is None) != (reproduced_baseline is None):
         given = "original" if original_baseline is not None else "reproduced"
         raise InvalidParameterError(
@@ -124,6 +111,24 @@ def reproduce(
         raise InvalidParameterError(
             f"RBO's persistence is between 0 and 1; not {rbo_p}.", remedy=Remedy(cli="Set it with --rbo-p.")
         )
+
+
+def reproduce(
+    engine: Engine,
+    *,
+    qrels: str,
+    original: str,
+    reproduced: str,
+    original_baseline: str | None = None,
+    reproduced_baseline: str | None = None,
+    reproduced_qrels: str | None = None,
+    measures: Sequence[str] | None = None,
+    depth: int = formulas.RUN_LENGTH,
+    rbo_p: float = formulas.RBO_P,
+) -> Reproduction:
+    """The reproducibility (or, with ``reproduced_qrels``, replicability) figures of ``reproduced``
+    against ``original``, and of the baselines' too when both are given; stored."""
+    _check_options(original_baseline, reproduced_baseline, depth, rbo_p)
     names = [str(m) for m in resolve_measures(list(measures or DEFAULT_MEASURES))]
     replicating = reproduced_qrels is not None and reproduced_qrels != qrels
     target_qrels = reproduced_qrels or qrels
