@@ -22,7 +22,7 @@ PYTHONPATH at the code); medians over --rounds, with the spread.
 
     python scripts/bench_pages.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--against CHECKOUT] [--rounds 3] [--only robust03,synthetic] [--pages leaderboard,run]
-        [--health-synthetic] [--cpu]
+        [--health-synthetic] [--cpu] [--roles organiser]
 
 --pages keeps the pages whose name holds one of its words (each (page, role) starts a server: on a
 loaded machine a round of every page takes long).
@@ -197,7 +197,10 @@ def time_page(url: str, route: str, token: str | None) -> dict[str, Any]:
 
 
 def one_round(
-    stores: dict[str, dict[str, Any]], health_synthetic: bool, kept: list[str] | None = None
+    stores: dict[str, dict[str, Any]],
+    health_synthetic: bool,
+    kept: list[str] | None = None,
+    roles: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (dataset, page, role) once (of the pages named by a word of ``kept``): this process's
     code is the code under test."""
@@ -207,8 +210,7 @@ def one_round(
         for page, route in pages(dataset, prepared["runs"], health).items():
             if kept and not any(word in page for word in kept):
                 continue
-            roles = ("organiser",) if page == "health page" else ROLES
-            for role in roles:
+            for role in ("organiser",) if page == "health page" else roles or ROLES:
                 timed = time_page(prepared["url"], route, prepared["tokens"].get(role))
                 rows.append({"dataset": dataset, "page": page, "role": role, **timed})
                 print(
@@ -226,7 +228,7 @@ def worker_main(args: argparse.Namespace) -> None:
         print(json.dumps(prepare(args.url, folder, args.dataset)))
     else:
         stores = json.loads(Path(args.round).read_text())
-        print(json.dumps(one_round(stores, args.health_synthetic, _words(args.pages))))
+        print(json.dumps(one_round(stores, args.health_synthetic, _words(args.pages), _words(args.roles))))
 
 
 def _words(text: str | None) -> list[str] | None:
@@ -261,6 +263,7 @@ def main() -> None:
     parser.add_argument("--health-synthetic", action="store_true", help="the health page of the 100 x 250 task too")
     parser.add_argument("--pages", help="only the pages whose name holds one of these words: leaderboard,run")
     parser.add_argument("--cpu", action="store_true", help="the server's CPU time per request too")
+    parser.add_argument("--roles", help="only these roles: anonymous,participant,organiser")
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -298,6 +301,7 @@ def main() -> None:
                     plan.write_text(json.dumps(stores[label]))
                     extra = ["--health-synthetic"] if args.health_synthetic else []
                     extra += ["--pages", args.pages] if args.pages else []
+                    extra += ["--roles", args.roles] if args.roles else []
                     results[label] += run_code(code, "--round", str(plan), *extra)
                     print(f"round {round_ + 1}: {label} done", file=sys.stderr)
         finally:
