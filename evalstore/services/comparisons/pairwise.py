@@ -4,7 +4,7 @@ measure's family, or Tukey's HSD over all runs at once; wins, ties, losses and e
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.services.comparisons.matrix import ScoreMatrix, answer_matrix, score_matrix
 from evalstore.services.comparisons.predictions import few_units_note
-from evalstore.services.kinds.ranking import TopicFilter
+from evalstore.services.kinds.ranking import StoredPairs, TopicFilter
 from evalstore.statistics import significance
 
 
@@ -62,6 +62,7 @@ class Comparison:
     settings: ComparisonSettings
     pairs: list[PairComparison]
     matrix: ScoreMatrix
+    prepared: bool = False  # the tests read from what a worker stored, not computed now
 
     @property
     def notes(self) -> list[str]:
@@ -110,10 +111,13 @@ def compare(
     multi: str | None = None,
     evaluate_missing: bool = True,
     topic_filter: TopicFilter | None = None,
+    stored: Callable[[ScoreMatrix], StoredPairs | None] | None = None,
 ) -> Comparison:
     """Paired comparison of runs on each measure, p-values corrected within each measure's family
     (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
-    runs at once (the family is every pair of runs, whichever pairs are reported)."""
+    runs at once (the family is every pair of runs, whichever pairs are reported). ``stored``:
+    the tests a worker stored for the matrix read (a page's), used instead of computing them when
+    it has them for this very test, alpha and seed (every pair, no baseline)."""
     if baseline is not None and baseline not in run_names:
         run_names = [baseline, *run_names]
     _check(run_names, test, multi, correction, alpha, resamples)
@@ -126,6 +130,9 @@ def compare(
         evaluate_missing=evaluate_missing,
         topic_filter=topic_filter,
     )
+    found = stored(matrix) if stored is not None and len(matrix.measures) == 1 else None
+    if found is not None and (multi, baseline, test, alpha, seed) == (None, None, found.test, found.alpha, found.seed):
+        return stored_comparison(matrix, found, test=test, correction=correction, alpha=alpha, missing=missing)
     return compare_matrix(
         matrix,
         baseline=baseline,
@@ -288,6 +295,45 @@ def compare_matrix(
                 )
             )
     return Comparison(settings, pairs, matrix)
+
+
+def stored_comparison(
+    matrix: ScoreMatrix, stored: StoredPairs, *, test: str, correction: str, alpha: float, missing: str
+) -> Comparison:
+    """:func:`compare_matrix`'s comparison of every pair of the matrix's runs on its one measure,
+    with each pair's test as a worker stored it (``stored``: this test and alpha, of these very
+    evaluations and topics) and the correction over the pairs compared: the same numbers."""
+    measure = matrix.measures[0]
+    scores = matrix.scores[measure]
+    index_pairs = pairs_for(matrix.runs, None)
+    tests = [stored.pair(matrix.runs[i], matrix.runs[j]) for i, j in index_pairs]
+    p_corrected = significance.correct(np.array([t.p_value for t in tests]), correction, alpha)
+    settings = ComparisonSettings(
+        matrix.qrels, matrix.runs, matrix.measures, None, test, correction, alpha, None, None, missing, matrix.options
+    )
+    pairs = [
+        PairComparison(
+            measure,
+            matrix.runs[i],
+            matrix.runs[j],
+            float(scores[i].mean()),
+            float(scores[j].mean()),
+            t.difference,
+            t.ci_low,
+            t.ci_high,
+            t.statistic,
+            t.p_value,
+            float(p_corrected[row]),
+            bool(p_corrected[row] < alpha),
+            t.effect_size,
+            t.wins,
+            t.ties,
+            t.losses,
+            len(matrix.topics),
+        )
+        for row, ((i, j), t) in enumerate(zip(index_pairs, tests, strict=True))
+    ]
+    return Comparison(settings, pairs, matrix, prepared=True)
 
 
 # per pair of one measure: statistic, p-value, corrected p-value, interval low and high
