@@ -74,7 +74,8 @@ class Submitted:
     job: jobs.JobRef | None  # None: answers, evaluated once the task's organisers have assessed them
     warnings: tuple[str, ...]
     answers: answers.AnswerRunSummary | None = None  # submitted answers (``run``: their references)
-    # where the submission's time went, in seconds: "parse" (reading and validating the file),
+    # where the submission's time went, in seconds: "slot" (waiting for one of the process's upload
+    # slots), "parse" (reading and validating the file),
     # "stage" (ranking and staging its rows), "judged" (its coverage and judged ranks against the
     # task's qrels), "turn" (waiting for the write lock), "write" (the unit of work, committed)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -125,7 +126,8 @@ def submit_run(
         meta["judging_precedence"] = str(judging_precedence)
     shared = context_for(engine, context)
     seconds: dict[str, float] = {}
-    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+    # parsed, staged and stored in one of the process's few upload slots, waited for in turn
+    with _upload_slot(shared, seconds), _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
         started = time.perf_counter()
         with read_only(engine) as session:  # read once (cached) for the coverage and the judged ranks
             judgments = store.qrels_table_kept(session, qrels, shared.qrels)
@@ -425,6 +427,16 @@ def _refuse_taken_name(session: Session, principal: Principal, name: str) -> Non
     if principal.is_admin or (row is not None and sees_submission(principal, *row)):
         raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
     raise name_taken(name)
+
+
+@contextmanager
+def _upload_slot(context: AppContext, seconds: dict[str, float]) -> Iterator[None]:
+    """Hold one of ``context``'s upload slots (:attr:`AppContext.upload_slots`) for the block;
+    the wait for it goes into ``seconds`` as "slot"."""
+    queued = time.perf_counter()
+    with context.upload_slots:
+        seconds["slot"] = time.perf_counter() - queued
+        yield
 
 
 @contextmanager
