@@ -499,7 +499,8 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
     """One round of the burst: a fresh SQLite store and task, `evalstore serve` with
     --server-workers processes and 2 worker processes (`worker --concurrency 2`, MLflow off), warmed
     by 4 submissions; then --burst-clients clients each post one DL-sized run at once. Each
-    upload's time and Server-Timing parts, and the time from its 201 until its evaluation is stored.
+    upload's time and Server-Timing parts, the time from its 201 until its evaluation is stored,
+    and the server processes' CPU from the first post to the last answer.
     With ``args.paused_workers`` the workers are stopped (SIGSTOP) until the last 201: the uploads
     without the evaluations competing for the cores."""
     from sqlalchemy import select
