@@ -342,6 +342,15 @@ VARIABLES: Mapping[str, Variable] = {
             "Service",
         ),
         Variable(
+            "EVALSTORE_UPLOAD_SLOTS",
+            "a whole number from 1 to 64",
+            "2",
+            "Run files one process validates and stores at once (a task's submissions); more wait their turn "
+            "(first come, first served), as many uploads at once each cost more CPU and all finish late.",
+            _number(int, 1, 64),
+            "Service",
+        ),
+        Variable(
             "EVALSTORE_PASSWORD_CHECKS",
             "a whole number from 1 to 64",
             "2",
@@ -526,6 +535,10 @@ def password_checks() -> int:
     return int(_or("EVALSTORE_PASSWORD_CHECKS", 2))
 
 
+def upload_slots() -> int:
+    return int(_or("EVALSTORE_UPLOAD_SLOTS", 2))
+
+
 def sqlite_busy_seconds() -> float:
     return float(_or("EVALSTORE_SQLITE_BUSY_SECONDS", 15.0))
 
@@ -637,6 +650,10 @@ class Settings:
     @property
     def password_checks(self) -> int:
         return password_checks()
+
+    @property
+    def upload_slots(self) -> int:
+        return upload_slots()
 
     @property
     def missing_topics_warn(self) -> float:

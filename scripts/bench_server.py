@@ -474,14 +474,15 @@ async def submit_some(
 
 
 # where an upload's time goes, as its Server-Timing header gives it (web/api.py), in order
-BURST_PARTS = ("receive", "parse", "stage", "judged", "turn", "write")
+BURST_PARTS = ("receive", "slot", "parse", "stage", "judged", "turn", "write")
 
 
 def burst(args: argparse.Namespace) -> dict[str, Any]:
     """One round of the burst: a fresh SQLite store and task, `evalstore serve` with
     --server-workers processes and 2 worker processes (`worker --concurrency 2`, MLflow off), warmed
     by 4 submissions; then --burst-clients clients each post one DL-sized run at once. Each
-    upload's time and Server-Timing parts, and the time from its 201 until its evaluation is stored.
+    upload's time and Server-Timing parts, the time from its 201 until its evaluation is stored,
+    and the server processes' CPU from the first post to the last answer.
     With ``args.paused_workers`` the workers are stopped (SIGSTOP) until the last 201: the uploads
     without the evaluations competing for the cores."""
     from sqlalchemy import select
@@ -524,7 +525,9 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
             evaluated_by(engine, len(warm), time.monotonic() + 300)
             if args.paused_workers:
                 os.killpg(workers.pid, signal.SIGSTOP)
+            cpu_before = process_tree_cpu(server.pid)
             uploads = asyncio.run(post_burst(base, files, tokens))
+            server_cpu = process_tree_cpu(server.pid) - cpu_before
             if args.paused_workers:
                 os.killpg(workers.pid, signal.SIGCONT)
             refused = sorted({status for _, _, status, _ in uploads.values() if status != 201})
@@ -559,7 +562,23 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
             for part in (*BURST_PARTS, "total")
         },
         "outside": [seconds - timing["total"] for seconds, _, _, timing in uploads.values() if "total" in timing],
+        "server_cpu": server_cpu,
     }
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its children (the server's worker
+    processes), from Linux's /proc; 0 where there is none."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if entry.parent.name == str(pid) or fields[1] == str(pid):  # fields[1]: the parent's id
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 async def post_burst(
@@ -611,6 +630,7 @@ def burst_rows(label: str, figures: dict[str, Any], clients: int) -> None:
         f"{label} | {clients} clients, one DL-sized run each, at once | upload p50 {percentile(uploads, 0.5):.2f} s "
         f"| p95 {percentile(uploads, 0.95):.2f} s | max {max(uploads):.2f} s | 201 to evaluated: p50 "
         f"{percentile(evaluated, 0.5):.2f} s, p95 {percentile(evaluated, 0.95):.2f} s, max {max(evaluated):.2f} s"
+        f" | server CPU {figures['server_cpu']:.2f} s"
     )
     parts = {**figures["parts"], "outside the handler": figures["outside"]}
     parts.update(queued=figures["queued"], evaluating=figures["evaluating"])
@@ -644,7 +664,7 @@ def burst_against(checkout: str, args: argparse.Namespace) -> None:
             print(
                 f"round {round_ + 1}: {label}: upload p50 {percentile(figures['upload'], 0.5):.2f} s, p95 "
                 f"{percentile(figures['upload'], 0.95):.2f} s; 201 to evaluated p95 "
-                f"{percentile(figures['evaluated'], 0.95):.2f} s",
+                f"{percentile(figures['evaluated'], 0.95):.2f} s; server CPU {figures['server_cpu']:.2f} s",
                 file=sys.stderr,
             )
     for label, figures in rounds.items():
@@ -656,6 +676,8 @@ def burst_against(checkout: str, args: argparse.Namespace) -> None:
         ):
             each = [percentile(f[key], share) for f in figures]
             summary.append(f"{what} median {statistics.median(each):.2f} s ({', '.join(f'{v:.2f}' for v in each)})")
+        each = [f["server_cpu"] for f in figures]
+        summary.append(f"server CPU median {statistics.median(each):.2f} s ({', '.join(f'{v:.2f}' for v in each)})")
         print(f"SQLite | {args.burst_clients} clients' burst | {label} | " + " | ".join(summary))
 
 

@@ -517,12 +517,20 @@ def judged_ranks_in_memory(rows: pa.Table, qrels: pa.Table) -> pa.Table:
     return joined.select(JUDGED_SCHEMA.names).cast(JUDGED_SCHEMA)
 
 
-def keep_judged_ranks(session: Session, run: Run, qrels: QrelsSet, judged: pa.Table) -> None:
-    """Keep a run's judged ranks against ``qrels`` (:func:`judged_ranks_in_memory`), under the
-    hashes of both, for :func:`judged_ranks` to read instead of joining."""
+def judged_ranks_bytes(judged: pa.Table) -> bytes:
+    """Judged ranks (:func:`judged_ranks_in_memory`) as :func:`keep_judged_ranks` stores them
+    (Arrow IPC): encoded before the write transaction, not inside it."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, JUDGED_SCHEMA) as writer:
         writer.write_table(judged.cast(JUDGED_SCHEMA))
+    return cast(bytes, sink.getvalue().to_pybytes())
+
+
+def keep_judged_ranks(session: Session, run: Run, qrels: QrelsSet, judged: pa.Table | bytes) -> None:
+    """Keep a run's judged ranks against ``qrels`` (:func:`judged_ranks_in_memory`, or those
+    ranks already encoded by :func:`judged_ranks_bytes`), under the hashes of both, for
+    :func:`judged_ranks` to read instead of joining."""
+    ranks = judged if isinstance(judged, bytes) else judged_ranks_bytes(judged)
     session.execute(delete(RunJudgedRanks).where(RunJudgedRanks.run_id == run.id, RunJudgedRanks.qrels_id == qrels.id))
     session.execute(
         insert(RunJudgedRanks).values(
@@ -531,7 +539,7 @@ def keep_judged_ranks(session: Session, run: Run, qrels: QrelsSet, judged: pa.Ta
             run_hash=run.content_hash,
             qrels_hash=qrels.content_hash,
             version=JUDGED_RANKS_VERSION,
-            ranks=sink.getvalue().to_pybytes(),
+            ranks=ranks,
         )
     )
 

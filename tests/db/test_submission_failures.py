@@ -4,7 +4,9 @@ is stored says where its time went. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -12,9 +14,10 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import AuditEntry, Evaluation, Run, RunJudgedRanks, RunRow, RunTopic, Submission
 from evalstore.db.session import read_only
-from evalstore.errors import InputFormatError
+from evalstore.errors import InputFormatError, NotFoundError
 from evalstore.services import access, store, tasks
 from evalstore.services.access import Principal
+from evalstore.services.context import AppContext
 from tests.factories import SAMPLE
 from tests.http.conftest import as_principal, run_text
 
@@ -39,8 +42,41 @@ def test_a_stored_submission_says_where_its_time_went(engine: Engine, red: Princ
     path = tmp_path / "a.txt"
     path.write_text(run_text(tag="a"))
     submitted = tasks.submit_run(engine, red, "t", path, name="a")
-    assert list(submitted.seconds) == ["parse", "stage", "judged", "turn", "write"]
+    assert list(submitted.seconds) == ["slot", "parse", "stage", "judged", "turn", "write"]
     assert all(seconds >= 0 for seconds in submitted.seconds.values())
+    assert _stored(engine)["runs"] == 1
+
+
+def test_a_submission_waits_for_an_upload_slot(
+    engine: Engine, red: Principal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every upload slot of the process taken, a submission passes its checks and then waits:
+    it parses nothing until a slot is given back, and is stored once one is."""
+    monkeypatch.setenv("EVALSTORE_UPLOAD_SLOTS", "1")
+    context = AppContext(engine)
+    parsing = threading.Event()
+    prepare = store.prepare_run
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        parsing.set()
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(store, "prepare_run", noted)
+    path = tmp_path / "a.txt"
+    path.write_text(run_text(tag="a"))
+    done: list[tasks.Submitted] = []
+    context.upload_slots.acquire()
+    with pytest.raises(NotFoundError):  # the checks come before the slot: a refusal waits for none
+        tasks.submit_run(engine, red, "no-such-task", path, name="a", context=context)
+    waiting = threading.Thread(
+        target=lambda: done.append(tasks.submit_run(engine, red, "t", path, name="a", context=context))
+    )
+    waiting.start()
+    assert not parsing.wait(0.5)
+    assert done == [] and _stored(engine)["runs"] == 0
+    context.upload_slots.release()
+    waiting.join()
+    assert parsing.is_set() and done[0].run.name == "a" and done[0].seconds["slot"] > 0
     assert _stored(engine)["runs"] == 1
 
 

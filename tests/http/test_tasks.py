@@ -268,7 +268,7 @@ def test_a_submission_says_where_its_time_went_and_nothing_else(world: World, cl
     response = upload(client, world, "red", "timed.txt", run_text(tag="timed").encode(), name="timed")
     assert response.status_code == 201, response.text
     parts = [entry.split(";") for entry in response.headers["Server-Timing"].split(", ")]
-    assert [name for name, _ in parts] == ["receive", "parse", "stage", "judged", "turn", "write", "total"]
+    assert [name for name, _ in parts] == ["receive", "slot", "parse", "stage", "judged", "turn", "write", "total"]
     durations = {name: float(duration.removeprefix("dur=")) for name, duration in parts}
     assert all(duration >= 0 for duration in durations.values())
     assert durations["total"] >= durations["parse"] + durations["write"]

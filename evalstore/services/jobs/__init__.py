@@ -47,6 +47,7 @@ from evalstore.services.jobs.options import (
     db_now,
     default_measures,
     describe_inputs,
+    for_judgments,
     new_worker_id,
     options_hash,
 )
@@ -117,6 +118,7 @@ __all__ = [
     "enqueue",
     "enqueue_job",
     "enqueue_run",
+    "for_judgments",
     "fail",
     "first_claimable",
     "heartbeat",

@@ -82,10 +82,13 @@ def enqueue(
         return refs
 
 
-def enqueue_run(session: Session, run: Run, qrels: QrelsSet, options: EvaluationOptions) -> JobRef:
+def enqueue_run(session: Session, run: Run, qrels: QrelsSet, options: EvaluationOptions | dict[str, Any]) -> JobRef:
     """:func:`enqueue` for one run, inside the caller's transaction (a task's submission queues its
-    evaluation in the transaction that stores the run)."""
-    return _enqueue_one(session, run, qrels, for_judgments(options, qrels), False, 3)
+    evaluation in the transaction that stores the run). ``options`` may come resolved already
+    (:func:`for_judgments` on these qrels): a submission resolves them before its write
+    transaction, where every other writer would wait for the ~100 measure names to be parsed."""
+    resolved = options if isinstance(options, dict) else for_judgments(options, qrels)
+    return _enqueue_one(session, run, qrels, resolved, False, 3)
 
 
 def _enqueue_one(

@@ -282,7 +282,7 @@ def add_run(
         tag=parsed.tag,
         content_hash=parsed.content_hash,
         row_count=parsed.table.num_rows,
-        topic_count=parsed.topic_count,
+        topic_count=prepared.counts.num_rows,  # one row per topic, counted as the rows were staged
         source=str(prepared.path),
     )
     session.add(run)

@@ -18,6 +18,7 @@ import pyarrow as pa
 from sqlalchemy import Engine, func, select, true
 from sqlalchemy.orm import Session
 
+from evalstore import _kernels as kernels
 from evalstore.db import repositories as repo
 from evalstore.db.models import (
     AnswerRun,
@@ -41,7 +42,7 @@ from evalstore.errors import (
 from evalstore.io import answers as answer_files
 from evalstore.services import answers, claims, jobs, store
 from evalstore.services.access import Principal, audit
-from evalstore.services.context import AppContext, Lru, context_for
+from evalstore.services.context import AppContext, context_for
 from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.tasks import coverage
 from evalstore.services.tasks.visibility import (
@@ -73,7 +74,8 @@ class Submitted:
     job: jobs.JobRef | None  # None: answers, evaluated once the task's organisers have assessed them
     warnings: tuple[str, ...]
     answers: answers.AnswerRunSummary | None = None  # submitted answers (``run``: their references)
-    # where the submission's time went, in seconds: "parse" (reading and validating the file),
+    # where the submission's time went, in seconds: "slot" (waiting for one of the process's upload
+    # slots), "parse" (reading and validating the file),
     # "stage" (ranking and staging its rows), "judged" (its coverage and judged ranks against the
     # task's qrels), "turn" (waiting for the write lock), "write" (the unit of work, committed)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -116,19 +118,22 @@ def submit_run(
         _refuse_taken_name(session, principal, name)
         _check_quota(session, task, team, server_daily_cap)  # early, before parsing; again under the lock
     options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+    # resolved here, not in the write transaction: parsing the ~100 measure names of the default
+    # set is pure Python that every other writer would wait on
+    resolved = jobs.for_judgments(options, qrels)
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
     shared = context_for(engine, context)
-    qrels_cache = shared.qrels
     seconds: dict[str, float] = {}
-    with _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
+    # parsed, staged and stored in one of the process's few upload slots, waited for in turn
+    with _upload_slot(shared, seconds), _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
         started = time.perf_counter()
-        with read_only(engine) as session:  # the qrels as the judged ranks below read them (cached)
-            judged_topics = store.qrels_table_kept(session, qrels, qrels_cache)["topic"].to_pylist()
-        found = coverage.coverage(prepared.counts["topic"].to_pylist(), judged_topics)
+        with read_only(engine) as session:  # read once (cached) for the coverage and the judged ranks
+            judgments = store.qrels_table_kept(session, qrels, shared.qrels)
+        found = coverage.coverage(prepared.counts["topic"].to_pylist(), kernels.unique(judgments["topic"]).to_pylist())
         covered = coverage.check(name, qrels.name, found, shared.settings)
-        judged = _judged_ranks_to_keep(engine, prepared, qrels, qrels_cache)
+        judged = _judged_ranks_to_keep(prepared, qrels, judgments)
         seconds.update(prepared.seconds, judged=time.perf_counter() - started)
 
         def submit() -> Submitted:  # the one unit of work: the run, its job, the submission, or nothing
@@ -149,7 +154,7 @@ def submit_run(
                     task.id,
                     run,
                     qrels,
-                    options,
+                    resolved,
                     team=team,
                     run_type=run_type,
                     judging_precedence=judging_precedence,
@@ -325,7 +330,7 @@ def record_submission(
     task_id: int,
     run: Run,
     qrels: QrelsSet | None,
-    options: jobs.EvaluationOptions,
+    options: jobs.EvaluationOptions | dict[str, Any],
     *,
     team: str,
     run_type: str,
@@ -333,9 +338,10 @@ def record_submission(
     server_daily_cap: int | None = None,
 ) -> jobs.JobRef | None:
     """A step, in the unit of work that stores the run: with the task locked, check its window and
-    the team's quota again, queue the run's evaluation and record the submission (audited). On a
-    task over a nugget bank (``qrels`` None) ``run`` is the answers' references and nothing is
-    queued: answers are evaluated once assessed (:func:`evaluate_answers`)."""
+    the team's quota again, queue the run's evaluation (``options`` as given, or resolved already
+    by :func:`jobs.for_judgments`) and record the submission (audited). On a task over a nugget
+    bank (``qrels`` None) ``run`` is the answers' references and nothing is queued: answers are
+    evaluated once assessed (:func:`evaluate_answers`)."""
     locked = _lock(session, task_id)
     _check_window(locked, jobs.db_now(session))
     _check_quota(session, locked, team, server_daily_cap)
@@ -361,23 +367,19 @@ def record_submission(
     return ref
 
 
-def _judged_ranks_to_keep(
-    engine: Engine, prepared: store.PreparedRun, qrels: QrelsSet, qrels_cache: Lru[tuple[int, str], Any]
-) -> pa.Table | None:
+def _judged_ranks_to_keep(prepared: store.PreparedRun, qrels: QrelsSet, judgments: pa.Table) -> bytes | None:
     """A step outside any transaction, for a run submitted to a task: its judged ranks against the
-    task's relevance qrels, worked out from the rows this process holds (an Arrow hash join,
-    :func:`repositories.judged_ranks_in_memory`) for the submission's unit of work to keep
-    (:func:`repositories.keep_judged_ranks`), so the worker reads one row instead of joining in the
-    database. The qrels come from ``qrels_cache`` (read once, outside the write transaction, for
-    submission after submission). None where nothing is kept: other kinds of judgments, rows too
-    many to hold (staged as a stream), or working them out failed (logged): the worker then joins
-    in the database, as for any run."""
+    task's relevance qrels (``judgments``, the qrels' table as the context keeps it), worked out
+    from the rows this process holds (an Arrow hash join,
+    :func:`repositories.judged_ranks_in_memory`) and encoded, for the submission's unit of work to
+    keep (:func:`repositories.keep_judged_ranks`), so the worker reads one row instead of joining
+    in the database. None where nothing is kept: other kinds of judgments, rows too many to hold
+    (staged as a stream), or working them out failed (logged): the worker then joins in the
+    database, as for any run."""
     if qrels.kind != "relevance" or prepared.staged.count is not None:
         return None
     try:
-        with read_only(engine) as session:
-            judgments = store.qrels_table_kept(session, qrels, qrels_cache)
-        return repo.judged_ranks_in_memory(prepared.staged.table, judgments)
+        return repo.judged_ranks_bytes(repo.judged_ranks_in_memory(prepared.staged.table, judgments))
     except Exception:  # noqa: BLE001 (a saving only: never the reason a submission is refused)
         log.warning(
             "the judged ranks of %s were not worked out; the worker will join them", prepared.path, exc_info=True
@@ -425,6 +427,16 @@ def _refuse_taken_name(session: Session, principal: Principal, name: str) -> Non
     if principal.is_admin or (row is not None and sees_submission(principal, *row)):
         raise ConflictError(f"A run named '{name}' exists already; submit it under another name.")
     raise name_taken(name)
+
+
+@contextmanager
+def _upload_slot(context: AppContext, seconds: dict[str, float]) -> Iterator[None]:
+    """Hold one of ``context``'s upload slots (:attr:`AppContext.upload_slots`) for the block;
+    the wait for it goes into ``seconds`` as "slot"."""
+    queued = time.perf_counter()
+    with context.upload_slots:
+        seconds["slot"] = time.perf_counter() - queued
+        yield
 
 
 @contextmanager
