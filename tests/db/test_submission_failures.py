@@ -14,10 +14,11 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import AuditEntry, Evaluation, Run, RunJudgedRanks, RunRow, RunTopic, Submission
 from evalstore.db.session import read_only
-from evalstore.errors import InputFormatError, NotFoundError
+from evalstore.errors import InputFormatError, LimitExceeded, NotFoundError
 from evalstore.services import access, store, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext
+from evalstore.services.tasks import submissions
 from tests.factories import SAMPLE
 from tests.http.conftest import as_principal, run_text
 
@@ -78,6 +79,31 @@ def test_a_submission_waits_for_an_upload_slot(
     waiting.join()
     assert parsing.is_set() and done[0].run.name == "a" and done[0].seconds["slot"] > 0
     assert _stored(engine)["runs"] == 1
+
+
+def test_a_submission_that_waits_too_long_for_a_slot_is_refused_as_busy_and_nothing_is_stored(
+    engine: Engine, red: Principal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused before anything of it is read: the sender is told to send it again, never told
+    it failed while it is stored after all."""
+    monkeypatch.setenv("EVALSTORE_UPLOAD_SLOTS", "1")
+    monkeypatch.setattr(submissions, "SLOT_WAIT_SECONDS", 0.2)
+    context = AppContext(engine)
+    path = tmp_path / "a.txt"
+    path.write_text(run_text(tag="a"))
+    context.upload_slots.acquire()
+    with pytest.raises(LimitExceeded) as refused:
+        tasks.submit_run(engine, red, "t", path, name="a", context=context)
+    assert refused.value.limit == "busy" and refused.value.retry_after == submissions.SLOT_RETRY_AFTER
+    assert str(refused.value) == (
+        "The server is storing as many uploads as it may at once and none finished within 0.2 s; "
+        "nothing of this run was stored."
+    )
+    assert _stored(engine)["runs"] == 0
+    context.upload_slots.release()  # the refused one gave back nothing it did not take
+    assert context.upload_slots.acquire(blocking=False)
+    context.upload_slots.release()
+    assert tasks.submit_run(engine, red, "t", path, name="a", context=context).run.name == "a"
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,7 @@ from evalstore.errors import (
     InvalidParameterError,
     LimitExceeded,
     NotFoundError,
+    Remedy,
 )
 from evalstore.io import answers as answer_files
 from evalstore.services import answers, claims, jobs, store
@@ -429,14 +430,34 @@ def _refuse_taken_name(session: Session, principal: Principal, name: str) -> Non
     raise name_taken(name)
 
 
+# How long a submission waits for an upload slot before it is refused as busy: well within the
+# server's request budget (EVALSTORE_REQUEST_SECONDS, 120 s by default), so the refusal, not the
+# budget's 503, is what the sender sees.
+SLOT_WAIT_SECONDS = 60.0
+SLOT_RETRY_AFTER = 30
+
+
 @contextmanager
 def _upload_slot(context: AppContext, seconds: dict[str, float]) -> Iterator[None]:
     """Hold one of ``context``'s upload slots (:attr:`AppContext.upload_slots`) for the block;
-    the wait for it goes into ``seconds`` as "slot"."""
+    the wait for it goes into ``seconds`` as "slot". A submission that waits longer than
+    :data:`SLOT_WAIT_SECONDS` is refused as busy before anything of it is read, so its sender is
+    told nothing was stored (a wait past the server's request budget would answer 503 while the
+    upload went on and was stored after all)."""
     queued = time.perf_counter()
-    with context.upload_slots:
+    if not context.upload_slots.acquire(timeout=SLOT_WAIT_SECONDS):
+        raise LimitExceeded(
+            "busy",
+            f"The server is storing as many uploads as it may at once and none finished within "
+            f"{SLOT_WAIT_SECONDS:g} s; nothing of this run was stored.",
+            retry_after=SLOT_RETRY_AFTER,
+            remedy=Remedy(cli="Submit it again in a minute.", web="Submit it again in a minute."),
+        )
+    try:
         seconds["slot"] = time.perf_counter() - queued
         yield
+    finally:
+        context.upload_slots.release()
 
 
 @contextmanager
