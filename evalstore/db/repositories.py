@@ -704,7 +704,7 @@ class StoredColumns:
 
     query_ids: list[str]
     numbers: dict[str, np.ndarray | None]
-    texts: dict[str, list[str | None] | None]
+    texts: dict[str, list[str] | None]
 
 
 def result_columns(session: Session, evaluation_id: int, measures: list[str] | None = None) -> StoredColumns:
@@ -719,7 +719,7 @@ def result_columns(session: Session, evaluation_id: int, measures: list[str] | N
     if measures is not None:
         statement = statement.where(QueryValues.measure.in_(measures))
     numbers: dict[str, np.ndarray | None] = {}
-    texts: dict[str, list[str | None] | None] = {}
+    texts: dict[str, list[str] | None] = {}
     for measure, stored, stored_texts in session.execute(statement):
         numbers[measure] = np.frombuffer(stored, dtype="<f8") if stored is not None else None
         texts[measure] = stored_texts
