@@ -704,6 +704,36 @@ def replace_results(
         session.execute(insert(_core(AggregateResult)), [{"evaluation_id": evaluation_id, **a} for a in aggregates])
 
 
+@dataclass(frozen=True)
+class StoredColumns:
+    """One evaluation's per-query values as they are stored: the query ids, and each measure's
+    values on them in that order (float64, or None for a textual measure) and its texts (or
+    None). What :func:`result_table` lays out as a long table, left as it is."""
+
+    query_ids: list[str]
+    numbers: dict[str, np.ndarray | None]
+    texts: dict[str, list[str] | None]
+
+
+def result_columns(session: Session, evaluation_id: int, measures: list[str] | None = None) -> StoredColumns:
+    """The per-query values of one evaluation (of ``measures``, or all), as stored."""
+    query_ids = (
+        session.scalar(select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id))
+        or []
+    )
+    statement = select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
+        QueryValues.evaluation_id == evaluation_id
+    )
+    if measures is not None:
+        statement = statement.where(QueryValues.measure.in_(measures))
+    numbers: dict[str, np.ndarray | None] = {}
+    texts: dict[str, list[str] | None] = {}
+    for measure, stored, stored_texts in session.execute(statement):
+        numbers[measure] = np.frombuffer(stored, dtype="<f8") if stored is not None else None
+        texts[measure] = stored_texts
+    return StoredColumns([str(q) for q in query_ids], numbers, texts)
+
+
 def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:
     """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns."""
     query_ids = (

@@ -10,6 +10,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -469,9 +470,9 @@ def test_a_bad_lease_setting_is_refused_with_what_to_do(cli: Any, monkeypatch: p
     )
 
 
-def _five_pending(engine: Engine) -> list[int]:
+def _pending(engine: Engine, how_many: int = 5) -> list[int]:
     store.import_qrels(engine, SAMPLE / "qrels.test", name="test")
-    names = [f"std{i}" for i in range(5)]
+    names = [f"std{i}" for i in range(how_many)]
     for name in names:
         store.register_run(engine, SAMPLE / "results.test", name=name)
     refs = jobs.enqueue(engine, qrels_name="test", run_names=names, options=EvaluationOptions(("P@10",)))
@@ -488,10 +489,11 @@ def test_deliveries_are_claimed_together_and_each_recorded_with_the_next_ones_co
     'logged' written in the transaction that confirms the next one, the last of each claim on its
     own: 10 write transactions where a claim, a confirmation and a record each made 16; every
     result once."""
-    ids = _five_pending(engine)
+    ids = _pending(engine)
     monkeypatch.setenv(
         "EVALSTORE_MLFLOW_LEASE", "600"
     )  # no renewal on a slow machine: the writes counted are the claim's
+    monkeypatch.setattr(states, "SHARED_AMONG", 1)  # a claim of four out of five: not shared with other lanes
     writes = []
     real = states.unit_of_work
 
@@ -508,10 +510,20 @@ def test_deliveries_are_claimed_together_and_each_recorded_with_the_next_ones_co
     assert {_evaluation(engine, i).mlflow_run_id for i in ids} == {r.info.run_id for r in runs}
 
 
+def test_the_last_deliveries_are_claimed_one_at_a_time_for_the_other_lanes_to_share(engine: Engine) -> None:
+    """A lane claims up to four at once while many wait, never more than a quarter of those
+    claimable: the last few are spread over the lanes, not delivered one after the other by one."""
+    ids = _pending(engine, 9)
+    lease = timedelta(seconds=60)
+    assert [c.evaluation_id for c in states.claim_many(engine, None, lease, 4)] == ids[:2]  # a quarter of 9
+    assert [c.evaluation_id for c in states.claim_many(engine, None, lease, 4)] == ids[2:3]  # of 7: one
+    assert [c.evaluation_id for c in states.claim_many(engine, ids[5:], lease, 4)] == ids[5:6]
+
+
 def test_a_failure_within_a_claim_gives_it_and_the_rest_back_and_keeps_the_ones_before(
     engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = _five_pending(engine)
+    ids = _pending(engine)
     real = mlflow_client.start_run
     started = []
 

@@ -56,11 +56,26 @@ def claim(engine: Engine, only: list[int] | None, lease: timedelta) -> Claim | N
         return Claim(row.id, row.results_version, row.mlflow_attempts)
 
 
+# A claim takes no more than this share of what is claimable: a deliverer's lane delivers its
+# claims one after the other, so claims taken in fours at the end of a backlog left the other
+# lanes idle while one delivered its last four (a deployment has four lanes: two beside `serve`,
+# two beside the worker).
+SHARED_AMONG = 4
+
+
 def claim_many(engine: Engine, only: list[int] | None, lease: timedelta, most: int) -> list[Claim]:
     """Claim up to ``most`` deliverable results at once, as :func:`claim` claims one: one write
-    transaction for several deliveries (each is then delivered, confirmed and recorded alone)."""
+    transaction for several deliveries (each is then delivered, confirmed and recorded alone).
+    Never more than a :data:`SHARED_AMONG` th of those claimable (one at least), so that the last
+    ones are spread over the deliverers' lanes."""
     with unit_of_work(engine) as session:
         now = jobs.db_now(session)
+        if most > 1:
+            candidates = select(Evaluation.id).where(_claimable(now)).limit(most * SHARED_AMONG)
+            if only is not None:
+                candidates = candidates.where(Evaluation.id.in_(only))
+            found = session.scalar(select(func.count()).select_from(candidates.subquery())) or 0
+            most = max(1, min(most, found // SHARED_AMONG))
         claims = []
         for row in jobs.claimable(session, _claimable(now), only, most):
             row.mlflow_state, row.mlflow_lease_expires_at = "logging", now + lease

@@ -73,11 +73,8 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, str]]:
                 title=f"{main} per topic: {stored.run} on {stored.qrels}",
             ),
         )
-    curve = sorted(
-        (parse_measure(m).param("recall"), value)
-        for m, value in stored.aggregates.items()
-        if parse_measure(m).family == "IPrec"
-    )
+    parsed = ((parse_measure(m), value) for m, value in stored.aggregates.items())  # each name once
+    curve = sorted((measure.param("recall"), value) for measure, value in parsed if measure.family == "IPrec")
     if len(curve) >= 2:
         yield (
             "precision_recall.svg",

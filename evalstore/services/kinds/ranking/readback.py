@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -65,10 +66,13 @@ class StoredResults:
         rows = stored_rows(list(measures))
         if not with_counts:
             rows = [row for row in rows if row[2] is not None]
+        # the table's values as one array, read a column at a time (a column of the frame each
+        # measure was ~0.2 ms of pandas' indexing, 20 ms of a delivery's 98 measures)
+        values, position = self.frame.to_numpy(), {name: i for i, name in enumerate(self.frame.columns)}
         return render_lines(
             rows,
             self.topics,
-            lambda m: self.frame[measures[m]].tolist(),
+            lambda m: values[:, position[measures[m]]],
             lambda m: self.aggregates[measures[m]],
             self.run_tag,
             per_query=per_query,
@@ -116,19 +120,16 @@ def results(
                         f"'evalstore evaluate --qrels {qrels_name} --run {run_name} --measures {absent[0]} --wait'."
                     ),
                 )
-        table = repo.result_table(session, evaluation.id, wanted).to_pandas()
-        numbers = table.pivot(index="query_id", columns="measure", values="value")
-        texts = table[table["text_value"].notna()]
-        frame = numbers.astype(object) if len(texts) else numbers
-        if len(texts):
-            for measure, column in texts.pivot(index="query_id", columns="measure", values="text_value").items():
-                frame[measure] = column
-        frame = frame.reindex(columns=wanted)
-        frame.columns.name = None
-        aggregates = {
-            a.measure: a.value
-            for a in repo.aggregate_values(session, evaluation.id)
-            if a.measure in wanted and a.value is not None
+        frame = per_topic_frame(repo.result_columns(session, evaluation.id, wanted), wanted)
+        named = set(wanted)
+        aggregates = {  # the columns, not ORM objects: ~100 a delivery
+            measure: value
+            for measure, value in session.execute(
+                select(AggregateResult.measure, AggregateResult.value).where(
+                    AggregateResult.evaluation_id == evaluation.id
+                )
+            )
+            if measure in named and value is not None
         }
         header = {
             "run_hash": evaluation.run_hash,
@@ -151,6 +152,38 @@ def results(
             aggregates,
             header,
         )
+
+
+def per_topic_frame(stored: repo.StoredColumns, measures: list[str]) -> pd.DataFrame:
+    """The per-topic table of ``measures`` from their stored arrays: one row per topic (sorted as
+    text), one column per measure. Each stored array is reordered once; a long (measure, topic)
+    table pivoted was about a tenth of an MLflow delivery's CPU. A textual measure (relstring)
+    holds its texts (NaN where a topic has none), and then the stored numbers are Python floats
+    in an object table, as a table of mixed columns holds them."""
+    import pandas as pd
+
+    ids = stored.query_ids
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.intp)
+    index = pd.Index([ids[i] for i in order], dtype="str", name="query_id")
+    # one float64 block, filled a column at a time (a column an array: pandas then joins them)
+    table = np.full((len(ids), len(measures)), np.nan)
+    for column, measure in enumerate(measures):
+        numbers = stored.numbers.get(measure)
+        if numbers is not None:
+            table[:, column] = numbers[order]
+    frame = pd.DataFrame(table, index=index, columns=pd.Index(measures, dtype="str"))
+    textual = {
+        measure: texts
+        for measure, texts in stored.texts.items()
+        if measure in measures and texts is not None and any(text is not None for text in texts)
+    }
+    if textual:
+        frame = frame.astype(object)
+        for measure in set(measures) - stored.numbers.keys():  # not stored: a float column of NaN
+            frame[measure] = np.full(len(ids), np.nan)
+        for measure, texts in textual.items():
+            frame[measure] = pd.Series([texts[i] for i in order], index=index, dtype="str")
+    return frame
 
 
 def main_scores(engine: Engine, evaluation_ids: list[int]) -> dict[int, dict[str, float]]:
