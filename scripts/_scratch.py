@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import uuid
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 
 def scratch_postgres(base_url: str) -> tuple[str, Callable[[], None]]:
@@ -23,3 +27,15 @@ def scratch_postgres(base_url: str) -> tuple[str, Callable[[], None]]:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     return base.set(database=name).render_as_string(hide_password=False), drop
+
+
+def servers_helper() -> ModuleType:
+    """``tests/helpers/servers.py`` of this checkout, loaded from its file: with ``--against``,
+    PYTHONPATH holds the other checkout first, whose ``tests`` package may have no such module."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "helpers" / "servers.py"
+    spec = importlib.util.spec_from_file_location("evalstore_bench_servers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

@@ -46,11 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _scratch import scratch_postgres  # scripts/_scratch.py
+from _scratch import scratch_postgres, servers_helper  # scripts/_scratch.py
 
-# appended, not inserted: with --against, PYTHONPATH's evalstore (the other checkout's) comes first
-sys.path.append(str(Path(__file__).resolve().parents[1]))
-from tests.helpers import servers  # noqa: E402 (the checkout's folder is on the path from here)
+servers = servers_helper()
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 

@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 
 import httpx
+from _scratch import servers_helper  # scripts/_scratch.py
 
-# appended, not inserted: with --checkout, PYTHONPATH's evalstore (that checkout's) comes first
-sys.path.append(str(Path(__file__).resolve().parents[1]))
-from tests.helpers.servers import free_port  # noqa: E402 (the checkout's folder is on the path from here)
+free_port = servers_helper().free_port
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 PAGE = "/tasks/bench"
