@@ -51,7 +51,7 @@ def site(world: Engine, endpoint: str, tmp_path: Path, monkeypatch: pytest.Monke
     store.register_run(world, tmp_path / "self.txt", name="self", metadata={"models": "Fake-Model"})
     tasks.create_task(world, "task", qrels_name="human", owner="owner", measures=["AP", "nDCG@10"])
     attached = tasks.attach_runs(world, "task", ["good", "fair", "self"])
-    work_on(world, [a["job"] for a in attached], mlflow=False)
+    work_on(world, [a.job for a in attached], mlflow=False)
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")
     work_on(world, [q.job for q in built.queued], mlflow=False)
     yield world

@@ -129,7 +129,7 @@ def _task_on_judge_labels(world: Engine, tmp_path: Path) -> None:
     access.add_user(world, "owner", role="organiser")
     tasks.create_task(world, "task", qrels_name="human", owner="owner", measures=["AP", "nDCG@10"])
     attached = tasks.attach_runs(world, "task", ["good", "fair", "self"])
-    work_on(world, [a["job"] for a in attached], mlflow=False)
+    work_on(world, [a.job for a in attached], mlflow=False)
     board = tasks.task_leaderboard(world, ADMIN, "task").body
     assert "judge" not in board and all("circular" not in r for r in board["rows"])  # human labels: no marks
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")

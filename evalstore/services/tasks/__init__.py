@@ -23,6 +23,7 @@ from evalstore.services.embargo import release_due
 from evalstore.services.tasks.admin import (
     DESCRIPTION_CHARACTERS,
     MEASURE_CHOICES,
+    AttachedRun,
     SettingsConflict,
     TopicFile,
     attach_runs,
@@ -154,6 +155,7 @@ __all__ = [
     "TaskBoard",
     "TaskJob",
     "TaskView",
+    "AttachedRun",
     "attach_runs",
     "create_task",
     "export_qrels",
