@@ -135,6 +135,7 @@ def compare(
     Runs without a stored evaluation holding the measures are evaluated first."""
     from evalstore._logging import configure_logging
     from evalstore.services import comparisons
+    from evalstore.services.plain import plain
 
     configure_logging()
     runs = list(runs or [])
@@ -156,12 +157,13 @@ def compare(
             info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
         for note in outcome.notes:
             warn(note)
+        rows = plain(outcome.rows)
         shown = (
-            outcome.rows
+            rows
             if fmt in (ReportFormat.json, ReportFormat.csv)
-            else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in outcome.rows]
+            else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in rows]
         )
-        render(shown, list(outcome.rows[0]), fmt, title=outcome.title)
+        render(shown, list(rows[0]), fmt, title=outcome.title)
         return
     if nuggets is not None and qrels is not None:
         raise usage_conflict(ctx, "Give --qrels (ranking runs) or --nuggets (answer runs), not both.")

@@ -29,7 +29,9 @@ from evalstore.services.comparisons.pairwise import (
 )
 from evalstore.services.comparisons.payload import log_comparison
 from evalstore.services.comparisons.predictions import (
+    GroupComparison,
     McNemar,
+    McNemarRow,
     PredictionComparison,
     compare_groups,
     compare_predictions,
@@ -48,7 +50,9 @@ __all__ = [
     "Correlation",
     "MAX_PLOT_PANELS",
     "MISSING_POLICIES",
+    "GroupComparison",
     "McNemar",
+    "McNemarRow",
     "Outcomes",
     "PairComparison",
     "PredictionComparison",
