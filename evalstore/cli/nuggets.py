@@ -245,6 +245,7 @@ def compare(
     on the order of the answer runs (Kendall's tau, tau-AP of the measure's means over the topics
     both assessed in full)."""
     from evalstore.services import answers
+    from evalstore.services.plain import plain
 
     if len(assignments) != 2:
         raise usage_conflict(ctx, "Give --assignments twice: the reference (e.g. human), then the other (judge:NAME).")
@@ -252,9 +253,9 @@ def compare(
         state(ctx).engine(), bank, assignments[0], assignments[1], measure=measure, top_k=top_k
     )
     if fmt is OutputFormat.json:
-        typer.echo(json.dumps(report, indent=2, default=str))
+        typer.echo(json.dumps(plain(report), indent=2, default=str))
         return
-    labels = report["labels"]
+    labels = plain(report.labels)
     rows = [
         {"level": "labels", "items": labels["items"], "agreement": "observed", "value": labels["observed"]},
         {"level": "labels", "items": labels["items"], "agreement": "Cohen's kappa", "value": labels["kappa"]},
@@ -277,17 +278,17 @@ def compare(
             "value": labels["krippendorff_alpha"],
         },
     ]
-    systems = report.get("systems")
+    systems = None if report.systems is None else plain(report.systems)
     if systems is not None:
         rows += [
             {
-                "level": f"runs by {report['measure']}",
+                "level": f"runs by {report.measure}",
                 "items": systems["systems"],
                 "agreement": "Kendall's tau",
                 "value": systems["kendall_tau"],
             },
             {
-                "level": f"runs by {report['measure']}",
+                "level": f"runs by {report.measure}",
                 "items": systems["systems"],
                 "agreement": "tau-AP",
                 "value": systems["tau_ap"],
@@ -297,10 +298,10 @@ def compare(
         rows,
         ["level", "items", "agreement", "value"],
         fmt,
-        title=f"{report['second']} against {report['first']} on '{bank}'",
+        title=f"{report.second} against {report.first} on '{bank}'",
     )
-    if "note" in report:
-        info(report["note"])
+    if report.note is not None:
+        info(report.note)
 
 
 @app.command("configure")
