@@ -58,6 +58,7 @@ from evalstore.services.tasks.boards import (
 )
 from evalstore.services.tasks.lab_boards import (
     CollectionAccess,
+    CollectionSummary,
     collection_access,
     collection_board,
     collection_measures,
@@ -124,6 +125,7 @@ __all__ = [
     "settings_conflicts",
     "task_topics",
     "CollectionAccess",
+    "CollectionSummary",
     "collection_access",
     "collection_board",
     "collection_measures",
