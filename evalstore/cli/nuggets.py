@@ -84,6 +84,7 @@ def assign(
     --assignments human --assignments judge:NAME' sets them against people's."""
     from evalstore.cli._progress import row_progress
     from evalstore.services.judges import nugget_assignment
+    from evalstore.services.plain import plain
 
     if bool(runs) == all_answers:
         raise usage_conflict(ctx, "Give --runs RUN (repeatable) or --all-answers, one of the two.")
@@ -91,8 +92,8 @@ def assign(
         estimate = nugget_assignment.estimate_assignment(
             state(ctx).engine(), bank, judge_name=judge, runs=None if all_answers else runs, topics=topics or None
         )
-        render_record(estimate, fmt, title=f"judge {judge} on nugget bank {bank}: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {judge} on nugget bank {bank}: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     with row_progress(f"assigning nuggets of {bank}") as advance:
@@ -153,6 +154,7 @@ def create(
     rules: 1 to 12 words each, at most 30 per topic, each vital or okay). The bank is stored as the
     judge's draft: review it, then 'evalstore nuggets accept BANK' before scoring on it."""
     from evalstore.services.judges import nugget_drafts
+    from evalstore.services.plain import plain
 
     if not topics or not from_runs:
         raise usage_conflict(ctx, "Give --topics T (repeatable) and --from-runs RUN (repeatable).")
@@ -160,8 +162,8 @@ def create(
         estimate = nugget_drafts.estimate_bank(
             state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs
         )
-        render_record(estimate, fmt, title=f"judge {judge} drafting nugget bank {bank}: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {judge} drafting nugget bank {bank}: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     result = nugget_drafts.create_bank(
