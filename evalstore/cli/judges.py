@@ -643,8 +643,9 @@ def judgments_suggestions(
     """Assessors' labels against the judge's suggestions the judging page showed them, over those
     judgments only; beside it, against the same judge where no suggestion was shown."""
     from evalstore.services.judges import suggestions
+    from evalstore.services.plain import plain
 
-    report = suggestions.suggestion_agreement(state(ctx).engine(), pool)
+    report = plain(suggestions.suggestion_agreement(state(ctx).engine(), pool))
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
         return
