@@ -207,7 +207,7 @@ def test_the_compare_page_reports_the_commands_numbers_and_its_get_writes_nothin
         assert "Task &#39;task&#39; is compared on its qrels&#39; lineage (human@v1, human); not &#39;sample&#39;." in (
             wrong.text
         )
-    assert late[0]["run"] == "poor"
+    assert late[0].run == "poor"
 
 
 def test_leaderboards_on_judge_labels_mark_circular_runs_and_show_the_probe(site: Engine) -> None:
