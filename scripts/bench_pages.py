@@ -9,11 +9,12 @@ code under test, so whatever that code prepares before anyone asks is prepared):
 - synthetic: 100 generated runs x 250 topics (100 documents each, 20 teams).
 
 Pages: the leaderboard API and page (default measures, and a measure the board does not show by
-default), a run's page, a comparison of two runs, the task's health report (organiser; robust03
-only unless --health-synthetic). Roles: no credentials, a participant (the first runs' team), the
-task's organiser. Each (page, role) is timed in a server started for it (`evalstore serve
---no-worker`, SQLite or --postgres): the first request is the cold figure, the median of the next
-three the warm one; a round does every (page, role) of every dataset.
+default), a run's page, a comparison of two runs (and of ten on the generated task), the task's
+health report (organiser; robust03 only unless --health-synthetic). Roles: no credentials, a
+participant (the first runs' team), the task's organiser. Each (page, role) is timed in a server
+started for it (`evalstore serve --no-worker`, SQLite or --postgres): the first request is the
+cold figure, the median of the next three the warm one; a round does every (page, role) of every
+dataset.
 
 With --against CHECKOUT (e.g. `git worktree add /tmp/before c2be7e7`), both checkouts' code
 alternate round by round (each its own store, prepared by its own code; this script run with
@@ -21,10 +22,14 @@ PYTHONPATH at the code); medians over --rounds, with the spread.
 
     python scripts/bench_pages.py [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--against CHECKOUT] [--rounds 3] [--only robust03,synthetic] [--pages leaderboard,run]
-        [--health-synthetic]
+        [--health-synthetic] [--cpu] [--roles organiser]
 
 --pages keeps the pages whose name holds one of its words (each (page, role) starts a server: on a
 loaded machine a round of every page takes long).
+
+--cpu adds the server process's CPU time (user + system, from /proc/PID/stat, threads included)
+spent on each request, beside the wall time: on a loaded machine a request waits for the CPU,
+and its wall time says more about the other processes than about the page.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +48,10 @@ from typing import Any
 
 import httpx
 from _scratch import scratch_postgres  # scripts/_scratch.py
+
+# appended, not inserted: with --against, PYTHONPATH's evalstore (the other checkout's) comes first
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.helpers import servers  # noqa: E402 (the checkout's folder is on the path from here)
 
 HERE = Path(__file__).resolve().parents[1]
 ROBUST = HERE.parent / "shared" / "data" / "robust03"
@@ -115,63 +123,70 @@ def pages(dataset: str, runs: list[str], health: bool) -> dict[str, str]:
         "leaderboard page": "/tasks/bench",
         f"leaderboard page, {OTHER_MEASURE}": f"/tasks/bench?measure={OTHER_MEASURE}",
         "run page": f"/runs/{first}",
-        "comparison page": f"/tasks/bench/compare?run={first}&run={second}&measure=AP",
+        "compare page": f"/tasks/bench/compare?run={first}&run={second}&measure=AP",
     }
+    if dataset == "synthetic":
+        ten = "&".join(f"run=run{i}" for i in range(10))
+        out["compare page, ten runs"] = f"/tasks/bench/compare?{ten}&measure=AP"
     if health:
         out["health page"] = "/tasks/bench/health"
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def start_server(url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_MLFLOW": "off"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evalstore", "serve", "--port", str(port), "--no-worker"],
-        env=env,
+    return servers.start_server(
+        [sys.executable, "-m", "evalstore", "serve", "--no-worker"],
+        env,
         cwd=tempfile.gettempdir(),  # not a checkout's folder (see prepare)
         stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start within 300 s")
 
 
-def time_page(url: str, route: str, token: str | None) -> tuple[int, float, float]:
-    """(status, the first request's seconds, the median of the next three) in a new server."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far, user + system, its threads included (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15 of the line
+
+
+def time_page(url: str, route: str, token: str | None) -> dict[str, Any]:
+    """The status, the first request's seconds and the server's CPU seconds on it (cold), the
+    medians of the next three (warm), in a new server."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     process, base = start_server(url)
+
+    def timed(client: httpx.Client) -> tuple[int, float, float]:
+        cpu = cpu_seconds(process.pid)
+        started = time.perf_counter()
+        status = client.get(route).status_code
+        wall = time.perf_counter() - started
+        return status, wall, cpu_seconds(process.pid) - cpu
+
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
             client.get("/api/v1/health")  # the connection, not the page
-            started = time.perf_counter()
-            status = client.get(route).status_code
-            cold = time.perf_counter() - started
-            warm = []
-            for _ in range(3):
-                started = time.perf_counter()
-                client.get(route)
-                warm.append(time.perf_counter() - started)
+            status, cold, cold_cpu = timed(client)
+            warm = [timed(client) for _ in range(3)]
     finally:
         process.terminate()
         process.wait(timeout=60)
-    return status, cold, statistics.median(warm)
+    return {
+        "status": status,
+        "cold": cold,
+        "warm": statistics.median(w for _, w, _ in warm),
+        "cold_cpu": cold_cpu,
+        "warm_cpu": statistics.median(c for _, _, c in warm),
+    }
 
 
 def one_round(
-    stores: dict[str, dict[str, Any]], health_synthetic: bool, kept: list[str] | None = None
+    stores: dict[str, dict[str, Any]],
+    health_synthetic: bool,
+    kept: list[str] | None = None,
+    roles: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (dataset, page, role) once (of the pages named by a word of ``kept``): this process's
     code is the code under test."""
@@ -181,13 +196,14 @@ def one_round(
         for page, route in pages(dataset, prepared["runs"], health).items():
             if kept and not any(word in page for word in kept):
                 continue
-            roles = ("organiser",) if page == "health page" else ROLES
-            for role in roles:
-                status, cold, warm = time_page(prepared["url"], route, prepared["tokens"].get(role))
-                rows.append(
-                    {"dataset": dataset, "page": page, "role": role, "status": status, "cold": cold, "warm": warm}
+            for role in ("organiser",) if page == "health page" else roles or ROLES:
+                timed = time_page(prepared["url"], route, prepared["tokens"].get(role))
+                rows.append({"dataset": dataset, "page": page, "role": role, **timed})
+                print(
+                    f"{dataset} | {page} | {role} | {timed['status']} | {timed['cold']:.3f} | {timed['warm']:.3f}"
+                    f" | CPU {timed['cold_cpu']:.3f} | {timed['warm_cpu']:.3f}",
+                    file=sys.stderr,
                 )
-                print(f"{dataset} | {page} | {role} | {status} | {cold:.3f} | {warm:.3f}", file=sys.stderr)
     return rows
 
 
@@ -198,7 +214,7 @@ def worker_main(args: argparse.Namespace) -> None:
         print(json.dumps(prepare(args.url, folder, args.dataset)))
     else:
         stores = json.loads(Path(args.round).read_text())
-        print(json.dumps(one_round(stores, args.health_synthetic, _words(args.pages))))
+        print(json.dumps(one_round(stores, args.health_synthetic, _words(args.pages), _words(args.roles))))
 
 
 def _words(text: str | None) -> list[str] | None:
@@ -232,6 +248,8 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(DATASETS), help="robust03,synthetic")
     parser.add_argument("--health-synthetic", action="store_true", help="the health page of the 100 x 250 task too")
     parser.add_argument("--pages", help="only the pages whose name holds one of these words: leaderboard,run")
+    parser.add_argument("--cpu", action="store_true", help="the server's CPU time per request too")
+    parser.add_argument("--roles", help="only these roles: anonymous,participant,organiser")
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -269,15 +287,16 @@ def main() -> None:
                     plan.write_text(json.dumps(stores[label]))
                     extra = ["--health-synthetic"] if args.health_synthetic else []
                     extra += ["--pages", args.pages] if args.pages else []
+                    extra += ["--roles", args.roles] if args.roles else []
                     results[label] += run_code(code, "--round", str(plan), *extra)
                     print(f"round {round_ + 1}: {label} done", file=sys.stderr)
         finally:
             for drop in drops:
                 drop()
-    report(results, "PostgreSQL" if args.postgres else "SQLite")
+    report(results, "PostgreSQL" if args.postgres else "SQLite", cpu=args.cpu)
 
 
-def report(results: dict[str, list[dict[str, Any]]], database: str) -> None:
+def report(results: dict[str, list[dict[str, Any]]], database: str, *, cpu: bool = False) -> None:
     labels = list(results)
     keys: list[tuple[str, str, str]] = []
     for row in results[labels[0]]:
@@ -287,7 +306,9 @@ def report(results: dict[str, list[dict[str, Any]]], database: str) -> None:
     header = ["dataset", "page", "role", "status"]
     for label in labels:
         header += [f"cold ms, {label}", f"warm ms, {label}"]
-    print(f"{database}; medians over rounds (min-max)")
+        if cpu:
+            header += [f"cold CPU ms, {label}", f"warm CPU ms, {label}"]
+    print(f"{database}; medians over rounds (min-max); load average {os.getloadavg()[0]:.1f}")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for key in keys:
@@ -298,6 +319,8 @@ def report(results: dict[str, list[dict[str, Any]]], database: str) -> None:
             mine = [r for r in results[label] if (r["dataset"], r["page"], r["role"]) == key]
             statuses.update(r["status"] for r in mine)
             timed += [spread([r["cold"] for r in mine]), spread([r["warm"] for r in mine])]
+            if cpu:
+                timed += [spread([r["cold_cpu"] for r in mine]), spread([r["warm_cpu"] for r in mine])]
         cells.append("/".join(str(s) for s in sorted(statuses)))
         print("| " + " | ".join(cells + timed) + " |")
 

@@ -35,7 +35,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,10 @@ from typing import Any
 
 import httpx
 from _scratch import scratch_postgres  # scripts/_scratch.py
+
+# appended, not inserted: with --against, PYTHONPATH's evalstore (the other checkout's) comes first
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.helpers import servers  # noqa: E402 (the checkout's folder is on the path from here)
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 
@@ -106,37 +109,16 @@ def prepare(url: str, folder: Path, runs: int) -> dict[str, str]:
     return tokens
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def start_server(
     url: str, workers: int, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
     env = {
         **(env or {**os.environ, "EVALSTORE_MLFLOW": "off"}),
         "EVALSTORE_DATABASE_URL": url,
         "EVALSTORE_WRITES_PER_MINUTE": "100000",
     }
-    process = subprocess.Popen(
-        [EVALSTORE, "serve", "--port", str(port), "--workers", str(workers), *args],
-        env=env,
-        stderr=open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    # a shared, loaded machine can take minutes to start two server processes
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start within 300 s")
+    log = open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "wb")
+    return servers.start_server([EVALSTORE, "serve", "--workers", str(workers), *args], env, stderr=log)
 
 
 async def read_load(base: str, clients: int, seconds: float, headers: dict[str, str]) -> tuple[list[float], int]:
@@ -677,31 +659,6 @@ def burst_against(checkout: str, args: argparse.Namespace) -> None:
         print(f"SQLite | {args.burst_clients} clients' burst | {label} | " + " | ".join(summary))
 
 
-class HungMlflow:
-    """Accepts connections on 127.0.0.1 and never answers them (an MLflow server that hangs)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.uri = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:  # closed
-                return
-            self.accepted.append(connection)
-
-    def close(self) -> None:
-        self.listener.close()
-        for connection in self.accepted:
-            connection.close()
-
-
 def mlflow_hung(args: argparse.Namespace) -> None:
     """Jobs per minute of 2 worker processes (`worker --concurrency 2`) evaluating --jobs DL-sized
     runs with MLflow on, its tracking URI a local MLflow store (fine), a socket that accepts and
@@ -751,10 +708,9 @@ def mlflow_case(args: argparse.Namespace, case: str, folder: Path) -> None:
         write_run(folder / f"run{index}.txt", 43, 1000, rng, f"run{index}")
         store.register_run(engine, folder / f"run{index}.txt", name=f"run{index}")
     working = f"sqlite:///{folder / 'mlflow.db'}"
-    hung = HungMlflow() if case == "hung" else None
+    hung = servers.HungMlflow() if case == "hung" else None
     if case == "down":
-        with socket.create_server(("127.0.0.1", 0)) as closed:  # a free port, left with no listener
-            uri = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        uri = servers.refusing_uri()
     else:
         uri = hung.uri if hung is not None else working
     env = {

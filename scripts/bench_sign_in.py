@@ -28,8 +28,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_server import free_port  # noqa: E402 (scripts/ is not a package)
+# appended, not inserted: with --checkout, PYTHONPATH's evalstore (that checkout's) comes first
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.helpers.servers import free_port  # noqa: E402 (the checkout's folder is on the path from here)
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 PAGE = "/tasks/bench"

@@ -73,7 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # tests that share one expensive session fixture run in one xdist worker (``--dist loadgroup``):
-# one Spark JVM (2 GB) for the session instead of one per worker
+# one Spark JVM (2 GB) for the session instead of one per worker; the tests of a module with a
+# module-scoped fixture run in one worker too (_module_fixture_group)
 XDIST_GROUPS = {"spark": "spark"}
 
 
@@ -87,11 +88,43 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return None
 
 
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The test's module, when the test uses a module-scoped fixture (a Chromium, a served site, a
+    model's server, generated inputs): a worker sets such a fixture up once for the module's tests
+    it runs, and the module's tests dealt one by one to three workers set it up three times."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for definitions in info.name2fixturedefs.values():
+        if any(definition.scope == "module" for definition in definitions):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+# Modules of tests that wait on processes, servers and timeouts for many seconds each (real workers
+# through outages, the wheel's install, a model's server): collected first, so that xdist deals
+# them out at the start, not as the run's last tests that the other workers wait for.
+SLOW_FIRST = (
+    "tests/db/test_mlflow_outage.py",
+    "tests/db/test_worker_outages.py",
+    "tests/packaging/",
+    "tests/judges/test_real_model.py",
+    "tests/http/test_serve_worker.py",
+    "tests/http/test_cli_service.py",
+    "tests/db/test_workers.py",
+    "tests/http/test_database_outage.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs before plain conftest ones)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # a stable sort: each module's tests stay together and in their order
+    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
             group = _xdist_group(item)
+            if group is None and item.get_closest_marker("xdist_group") is None:
+                group = _module_fixture_group(item)
             if group is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get(PG_ENV):

@@ -12,34 +12,40 @@ from evalstore.cli._output import stderr
 T = TypeVar("T")
 
 
-@contextmanager
-def row_progress(description: str) -> Iterator[Callable[[int], None]]:
-    progress = Progress(
+def _bar(*, disable: bool) -> Progress:
+    """A bar on stderr that goes when it is done: what it does, the bar, done of total, time left."""
+    return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=stderr,
         transient=True,
-        disable=not stderr.is_terminal,
+        disable=disable,
     )
+
+
+@contextmanager
+def row_progress(description: str) -> Iterator[Callable[[int], None]]:
+    progress = _bar(disable=not stderr.is_terminal)
     task = progress.add_task(description, total=None)
     with progress:
         yield lambda rows: progress.advance(task, rows)
 
 
 @contextmanager
+def step_progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar over steps whose total is known as they go: ``advance(done, total)``."""
+    progress = _bar(disable=not stderr.is_terminal)
+    task = progress.add_task(description, total=None)
+    with progress:
+        yield lambda done, total: progress.update(task, completed=done, total=total)
+
+
+@contextmanager
 def file_progress(files: int) -> Iterator[Callable[[int, str], None]]:
     """One bar over a batch of files: ``on_file(i, name)`` as the i-th starts (shown for 2 or more)."""
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=True,
-        disable=files < 2 or not stderr.is_terminal,
-    )
+    progress = _bar(disable=files < 2 or not stderr.is_terminal)
     task = progress.add_task("storing", total=files)
 
     def on_file(index: int, name: str) -> None:

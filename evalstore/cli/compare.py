@@ -135,35 +135,24 @@ def compare(
     Runs without a stored evaluation holding the measures are evaluated first."""
     from evalstore._logging import configure_logging
     from evalstore.services import comparisons
-    from evalstore.services.plain import plain
 
     configure_logging()
     runs = list(runs or [])
     if labels is not None:
         if qrels is not None:
             raise usage_conflict(ctx, "Give --qrels (ranking runs) or --labels (predictions), not both.")
-        outcome = comparisons.compare_predictions(
-            state(ctx).engine(),
-            labels_name=labels,
-            names=runs,
-            measures=measure,
+        _compare_predictions(
+            ctx,
+            labels,
+            runs,
+            measure,
             test=test,
             baseline=baseline,
             alpha=alpha,
             resamples=resamples,
             seed=seed,
+            fmt=fmt,
         )
-        if outcome.seed is not None:
-            info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
-        for note in outcome.notes:
-            warn(note)
-        rows = plain(outcome.rows)
-        shown = (
-            rows
-            if fmt in (ReportFormat.json, ReportFormat.csv)
-            else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in rows]
-        )
-        render(shown, list(rows[0]), fmt, title=outcome.title)
         return
     if nuggets is not None and qrels is not None:
         raise usage_conflict(ctx, "Give --qrels (ranking runs) or --nuggets (answer runs), not both.")
@@ -212,6 +201,15 @@ def compare(
             missing=missing,
             multi=multi,
         )
+    _report(result, seed=seed, plot=plot, mlflow=mlflow, fmt=fmt)
+
+
+def _report(
+    result: "comparisons.Comparison", *, seed: int | None, plot: Path | None, mlflow: bool, fmt: ReportFormat
+) -> None:
+    """A comparison's notes on stderr, its figure written or logged, its table printed."""
+    from evalstore.services import comparisons
+
     settings = result.settings
     if settings.seed is not None and seed is None:
         info(f"seed {settings.seed} (pass --seed {settings.seed} to reproduce)")
@@ -227,6 +225,47 @@ def compare(
     if mlflow:
         run_id = comparisons.log_comparison(result, figure)
         info(f"logged to MLflow run {run_id}")
+
+
+def _compare_predictions(
+    ctx: typer.Context,
+    labels: str,
+    runs: list[str],
+    measure: list[str],
+    *,
+    test: str,
+    baseline: str | None,
+    alpha: float,
+    resamples: int,
+    seed: int | None,
+    fmt: ReportFormat,
+) -> None:
+    """`compare --labels`: prediction sets compared on the gold labels, printed."""
+    from evalstore.services import comparisons
+    from evalstore.services.plain import plain
+
+    outcome = comparisons.compare_predictions(
+        state(ctx).engine(),
+        labels_name=labels,
+        names=runs,
+        measures=measure,
+        test=test,
+        baseline=baseline,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+    )
+    if outcome.seed is not None:
+        info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
+    for note in outcome.notes:
+        warn(note)
+    rows = plain(outcome.rows)
+    shown = (
+        rows
+        if fmt in (ReportFormat.json, ReportFormat.csv)
+        else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in rows]
+    )
+    render(shown, list(rows[0]), fmt, title=outcome.title)
 
 
 def _print_comparison(result: "comparisons.Comparison", fmt: ReportFormat) -> None:

@@ -144,6 +144,18 @@ def _tables(report: "HealthReport", qrels: str, fmt: ReportFormat) -> None:
         fmt,
         title=f"topic-set size: paired t-test, power {report.power}, alpha {report.alpha} (Sakai)",
     )
+    _pool_bias_tables(report, fmt)
+    render(
+        [{"run": run, "Judged@10": None if v is None else round(v, 4)} for run, v in report.judged_at_10.items()],
+        ["run", "Judged@10"],
+        fmt,
+        title="Judged@10 per run",
+    )
+
+
+def _pool_bias_tables(report: "HealthReport", fmt: ReportFormat) -> None:
+    """Pool bias: each run's (and team's) unique relevant documents, and its first measure with and
+    without them."""
     main = report.measures[0]
     for title, rows in (
         (f"pool bias, leave one run out (depth-{report.pool_depth} pool of the runs)", report.leave_one_run_out),
@@ -175,12 +187,6 @@ def _tables(report: "HealthReport", qrels: str, fmt: ReportFormat) -> None:
                 fmt,
                 title=title,
             )
-    render(
-        [{"run": run, "Judged@10": None if v is None else round(v, 4)} for run, v in report.judged_at_10.items()],
-        ["run", "Judged@10"],
-        fmt,
-        title="Judged@10 per run",
-    )
 
 
 def standardize(

@@ -4,17 +4,15 @@ judgments side by side; who made each label; a judge's preferences as ratings)."
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from evalstore.cli._context import state
-from evalstore.cli._output import OutputFormat, info, render, render_record, stderr
+from evalstore.cli._output import OutputFormat, info, render, render_record
+from evalstore.cli._progress import step_progress
 
 if TYPE_CHECKING:  # at run time the commands import the services themselves, as they run
     from evalstore.services.judges.compare import AgreementReport
@@ -32,23 +30,6 @@ class Structured(StrEnum):
 class CompareFormat(StrEnum):
     table = "table"
     json = "json"
-
-
-@contextmanager
-def _bar(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (on a terminal only): ``advance(done, total)``."""
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=True,
-        disable=not stderr.is_terminal,
-    )
-    task = progress.add_task(description, total=None)
-    with progress:
-        yield lambda done, total: progress.update(task, completed=done, total=total)
 
 
 @app.command("add")
@@ -184,7 +165,7 @@ def run(
         if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
-    with _bar(f"judging {pool}") as advance:
+    with step_progress(f"judging {pool}") as advance:
         result = running.run_judge(
             state(ctx).engine(),
             name,
@@ -232,7 +213,7 @@ def probe(
     inserted into documents."""
     from evalstore.services.judges import probe as probing
 
-    with _bar("probing") as advance:
+    with step_progress("probing") as advance:
         result = probing.probe(
             state(ctx).engine(),
             name,
@@ -312,7 +293,7 @@ def prefer(
         if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
-    with _bar("comparing") as advance:
+    with step_progress("comparing") as advance:
         result = preferences.prefer(state(ctx).engine(), name, chosen, max_cost=max_cost, progress=advance, **arguments)
     whole = result.as_dict()
     row = {k: v for k, v in whole.items() if k not in ("failed", "skipped")} | {

@@ -344,6 +344,27 @@ class HealthReportRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class PairTests(Base):
+    """A task's paired tests on one measure (the compare page's, for every pair of its runs),
+    computed by a worker after evaluations finish. ``slot`` is a digest of what is asked (the
+    qrels as they are, the task, the measure, the topics' scope, the test, alpha and the seed);
+    ``key`` adds what decides the numbers (each run's evaluation, the topics). ``stats`` holds the
+    pairs' arrays packed (``ranking.pairs``); a page reads the newest of a slot."""
+
+    __tablename__ = "pair_tests"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    slot: Mapped[str] = mapped_column(String(64), index=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    measure: Mapped[str] = mapped_column(String(200))
+    test: Mapped[str] = mapped_column(String(32))
+    seed: Mapped[int | None] = mapped_column(Integer)  # None: nothing random was drawn
+    runs: Mapped[dict[str, int]] = mapped_column(JSON)  # run -> the evaluation its values are from
+    topics: Mapped[str] = mapped_column(String(64))  # a digest of the topics, in order
+    stats: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Pool(Base):
     """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
 

@@ -10,14 +10,8 @@ them from here: :mod:`evalstore.io.readers` (the format told, then read),
 
 from __future__ import annotations
 
-from evalstore.io.judgment_kinds import (
-    PREFS_LAYOUT,
-    Preferences,
-    preferences_layout,
-    read_preferences,
-    read_prefs,
-    read_subtopic_qrels,
-)
+from typing import TYPE_CHECKING, Any
+
 from evalstore.io.parsed import (
     QRELS_LAYOUT,
     QRELS_SCHEMA,
@@ -35,15 +29,50 @@ from evalstore.io.readers import (
     read_qrels,
     read_run,
 )
-from evalstore.io.tables import (
-    COLUMN_ALIASES,
-    check_in_memory,
-    choose_columns,
-    duplicate_row_error,
-)
 from evalstore.io.trec_text import (
     regular_trec_text,
 )
+
+if TYPE_CHECKING:
+    from evalstore.io.judgment_kinds import (
+        PREFS_LAYOUT,
+        Preferences,
+        preferences_layout,
+        read_preferences,
+        read_prefs,
+        read_subtopic_qrels,
+    )
+    from evalstore.io.tables import (
+        COLUMN_ALIASES,
+        check_in_memory,
+        choose_columns,
+        duplicate_row_error,
+    )
+
+# named here, imported when first asked for: reading a TREC run and qrels to evaluate them
+# (`evalstore trec-eval`) needs neither the other judgment kinds nor the CSV, TSV and Parquet
+# readers, whose modules (and io.limits) were ~3 ms of its start-up
+_ELSEWHERE = {
+    **dict.fromkeys(
+        ("PREFS_LAYOUT", "Preferences", "preferences_layout", "read_preferences", "read_prefs", "read_subtopic_qrels"),
+        "evalstore.io.judgment_kinds",
+    ),
+    **dict.fromkeys(
+        ("COLUMN_ALIASES", "check_in_memory", "choose_columns", "duplicate_row_error"), "evalstore.io.tables"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COLUMN_ALIASES",

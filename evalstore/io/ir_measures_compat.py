@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow as pa
 
 from evalstore.errors import InvalidParameterError
-from evalstore.io.tables import id_texts_of
 
 PER_QUERY_COLUMNS = ["query_id", "measure", "value"]  # ir_measures' Metric(query_id, measure, value)
 
@@ -77,6 +76,8 @@ def as_table(source: Any, kind: str) -> Any:
         )
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"The {kind}' {value} values must be numbers ({exc}).") from None
+    from evalstore.io.tables import id_texts_of  # here: the table readers are no `trec-eval` start-up's
+
     return pa.table({"topic": id_texts_of(topics), "doc": id_texts_of(docs), value: column})
 
 

@@ -231,6 +231,21 @@ def read_predictions(
     _require(file, ["item_id", label_column] if clustering else ["item_id"], what)
     items = _text(file, "item_id")
     _unique_ids(file, items)
+    _check_items(file, items, gold)
+    labels = None
+    if label_column in file.table.column_names:
+        labels = _label_sets(file, label_column) if gold.multilabel else _text(file, label_column)
+    if labels is not None and not clustering:
+        _check_labels(file, labels, gold)
+    score = _score(file, "score", probabilities) if "score" in file.table.column_names else None
+    class_scores = _class_scores(file, gold, probabilities)
+    _check_what_is_predicted(file, gold, clustering=clustering, labels=labels, score=score, class_scores=class_scores)
+    groups = _text(file, "group") if "group" in file.table.column_names else None
+    return Predictions(items, labels, score, class_scores, groups, file.content_hash)
+
+
+def _check_items(file: TableFile, items: pa.ChunkedArray, gold: Gold) -> None:
+    """Every item is a gold item, and every gold item is predicted."""
     position = pc.index_in(items, value_set=gold.items.combine_chunks())
     unknown = position.is_null().to_numpy(zero_copy_only=False)
     if unknown.any():
@@ -247,20 +262,21 @@ def read_predictions(
             None,
             f"{int((~covered).sum())} gold items have no prediction (e.g. '{missing}'); predict every labelled item",
         )
-    labels = None
-    if label_column in file.table.column_names:
-        labels = _label_sets(file, label_column) if gold.multilabel else _text(file, label_column)
-    if labels is not None and not clustering:
-        each = pc.list_flatten(label_lists(labels)).combine_chunks() if gold.multilabel else labels
-        known = pc.is_in(each, value_set=pa.array(gold.classes, pa.string())).to_numpy(zero_copy_only=False)
-        if not known.all():
-            at = int(np.argmax(~known))
-            row = (
-                int(pc.list_parent_indices(label_lists(labels).combine_chunks())[at].as_py()) if gold.multilabel else at
-            )
-            raise file.error(row, f"label '{each[at].as_py()}' is not a gold class ({', '.join(gold.classes)})")
-    score = _score(file, "score", probabilities) if "score" in file.table.column_names else None
-    class_scores = {}
+
+
+def _check_labels(file: TableFile, labels: pa.ChunkedArray, gold: Gold) -> None:
+    """Every predicted label is a gold class."""
+    each = pc.list_flatten(label_lists(labels)).combine_chunks() if gold.multilabel else labels
+    known = pc.is_in(each, value_set=pa.array(gold.classes, pa.string())).to_numpy(zero_copy_only=False)
+    if not known.all():
+        at = int(np.argmax(~known))
+        row = int(pc.list_parent_indices(label_lists(labels).combine_chunks())[at].as_py()) if gold.multilabel else at
+        raise file.error(row, f"label '{each[at].as_py()}' is not a gold class ({', '.join(gold.classes)})")
+
+
+def _class_scores(file: TableFile, gold: Gold, probabilities: bool) -> dict[str, np.ndarray]:
+    """The ``score_<class>`` columns by class, each class a gold class."""
+    class_scores: dict[str, np.ndarray] = {}
     for name in file.table.column_names:
         if name.startswith(SCORE_PREFIX):
             label = name.removeprefix(SCORE_PREFIX)
@@ -271,6 +287,20 @@ def read_predictions(
                     f"column '{name}' scores class '{label}', which is not a gold class ({', '.join(gold.classes)})",
                 )
             class_scores[label] = _score(file, name, probabilities)
+    return class_scores
+
+
+def _check_what_is_predicted(
+    file: TableFile,
+    gold: Gold,
+    *,
+    clustering: bool,
+    labels: pa.ChunkedArray | None,
+    score: np.ndarray | None,
+    class_scores: dict[str, np.ndarray],
+) -> None:
+    """Something is predicted, in a shape the gold labels' task takes (one score column: two
+    classes, not multilabel; class scores: one for every class)."""
     if not clustering and labels is None and score is None and not class_scores:
         if gold.multilabel:
             raise InputFormatError(
@@ -308,8 +338,6 @@ def read_predictions(
             None,
             f"per-class scores miss {', '.join(absent)}; give one '{SCORE_PREFIX}<class>' column for every gold class",
         )
-    groups = _text(file, "group") if "group" in file.table.column_names else None
-    return Predictions(items, labels, score, class_scores, groups, file.content_hash)
 
 
 def _score(file: TableFile, name: str, probabilities: bool) -> np.ndarray:

@@ -5,7 +5,6 @@ judgments and documents, repeated qrels lines.
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -77,6 +76,8 @@ class ParsedFile:
 def duplicate_docno_error(path: str | Path, topic: str, doc: str) -> InputFormatError:
     """The refusal of a docno twice in a topic of a TREC run file, at its second line, naming the
     first (the file is read again, line by line: an error path only)."""
+    import gzip  # gzip (~1 ms to import) where a compressed file is read, not at every start-up
+
     places: list[int] = []
     with gzip.open(path, "rb") if is_gzip_file(Path(path)) else open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
@@ -125,6 +126,8 @@ def read_bytes(path: Path) -> bytes:
     with path.open("rb") as handle:
         data = handle.read()
     if data[:2] == b"\x1f\x8b":
+        import gzip
+
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from evalstore.errors import InputFormatError, Remedy
 from evalstore.io.parsed import Kind, ParsedFile, has_duplicate_docs
-from evalstore.io.tables import parse_table
 from evalstore.io.trec_text import parse_trec_file, read_qrels_jg, stream_trec_run
 
 FORMATS = ("trec", "csv", "tsv", "parquet")
@@ -103,4 +102,6 @@ def _read(
             if streamed is not None and not (check_duplicates and has_duplicate_docs(streamed.table)):
                 return streamed
         return parse_trec_file(path, kind, strict, content_hash, check_duplicates, evaluated_topic)
+    from evalstore.io.tables import parse_table  # here: CSV, TSV and Parquet are no `trec-eval` start-up's
+
     return parse_table(path, resolved, kind, check_duplicates)

@@ -26,7 +26,6 @@ import pyarrow.csv as pacsv
 from evalstore import _kernels as pc
 from evalstore.errors import InputFormatError, NoRowsError
 from evalstore.io.cnumbers import atof, atol, strict_float
-from evalstore.io.limits import refuse_nul
 from evalstore.io.parsed import (
     QRELS_LAYOUT,
     RUN_LAYOUT,
@@ -132,6 +131,8 @@ def parse_trec_file(
     """Parse a TREC file; the raw bytes are released before the (memory-hungry) validation."""
     data = read_bytes(path)
     if hash_content:  # to be stored: no id holds a NUL (evaluating a file reads it as trec_eval does)
+        from evalstore.io.limits import refuse_nul  # here: the upload limits are no `trec-eval` start-up's
+
         refuse_nul(data, str(path))
     content_hash = sha256_hex(data) if hash_content else ""
     if not data.strip():

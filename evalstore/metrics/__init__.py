@@ -16,24 +16,16 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError, NoRowsError, Remedy
-from evalstore.io import ir_measures_compat
+from evalstore.io import formats, ir_measures_compat
 from evalstore.io.formats import (
     ParsedFile,
-    check_in_memory,
     duplicate_docno_error,
-    duplicate_row_error,
     has_duplicate_docs,
     read_qrels,
     read_run,
-    read_subtopic_qrels,
 )
 from evalstore.io.hashing import doc_hashes
-from evalstore.io.tables import id_texts_of
-from evalstore.metrics import cwl as _cwl  # noqa: F401  (these register the families)
-from evalstore.metrics import diversity as _diversity  # noqa: F401
-from evalstore.metrics import ordering as _ordering  # noqa: F401
-from evalstore.metrics import preferences as _preferences  # noqa: F401
-from evalstore.metrics import ranking as _ranking  # noqa: F401
+from evalstore.metrics import ranking as _ranking  # noqa: F401  (registers; the others: registry.LAZY_FAMILIES)
 from evalstore.metrics.preparation import PrepareOptions, Ranking, attach_known, prepare
 from evalstore.metrics.ranking import MIN_GEO_MEAN
 from evalstore.metrics.registry import (
@@ -450,24 +442,9 @@ def evaluate(
     if _several_runs(run):  # its own path (below): the qrels read once, the runs evaluated together
         if as_ir_measures:
             raise InvalidParameterError("as_ir_measures=True takes one run; evaluate several runs one at a time.")
-        qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
-        runs = (
-            {name: ir_measures_compat.as_table(r, "run") for name, r in run.items()}
-            if isinstance(run, Mapping)
-            else [ir_measures_compat.as_table(r, "run") for r in run]
-        )
-        if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
-            wanted = resolve_measures(measures)
-
-            def one(each: Any) -> EvaluationResult:
-                return _evaluate_subtopics(
-                    qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
-                )
-
-            return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
-        return _evaluate_runs(
+        return _evaluate_several(
             qrels,
-            runs,
+            run,
             measures,
             per_query=per_query,
             relevance_level=relevance_level,
@@ -491,27 +468,7 @@ def evaluate(
             missing_topics=missing_topics,
         )
     options = PrepareOptions(max_docs=max_docs, judged_only=judged_only, complete=missing_topics == "zero")
-    qrels_table = _as_table(qrels, "qrels")
-    if isinstance(run, (str, Path)):
-        rk, parsed = prepare_run_file(qrels_table, run, options)
-        run_table = parsed.table
-    else:
-        run_table = _as_table(run, "run")
-        rk = prepare(qrels_table, run_table, options)
-        if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
-            twice = counted_duplicate(qrels_table, run_table, options)
-            if twice is not None:
-                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
-    if rk.n == 0:
-        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
-    if known is not None:
-        if judged_only:
-            raise InvalidParameterError(
-                "-J closes up the ranking by the main qrels' judgments; the user-oriented "
-                "measures (known) need the ranking whole."
-            )
-        attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
-    del run_table
+    rk = _joined(qrels, run, options, known=known, judged_only=judged_only)
     wanted = resolve_measures(measures)
     values = compute(rk, wanted, relevance_level=relevance_level)
     aggregates = MeasureValues({str(m): summarise(m, v, rk) for m, v in values.items()})
@@ -533,6 +490,72 @@ def evaluate(
         spelled = {str(parse_measure(m)): str(m) for m in _named(measures)}
         result._frame = ir_measures_compat.per_query_frame(result.per_query, spelled)
     return result
+
+
+def _evaluate_several(
+    qrels: Any,
+    run: Any,
+    measures: Iterable[str | Measure],
+    *,
+    per_query: bool,
+    relevance_level: int,
+    max_docs: int | None,
+    judged_only: bool,
+    missing_topics: str,
+    known: Any,
+) -> Any:
+    """:func:`evaluate` of several runs (a list or a mapping of them): the qrels read once."""
+    qrels, measures = ir_measures_compat.as_table(qrels, "qrels"), ir_measures_compat.measure_names(measures)
+    runs = (
+        {name: ir_measures_compat.as_table(r, "run") for name, r in run.items()}
+        if isinstance(run, Mapping)
+        else [ir_measures_compat.as_table(r, "run") for r in run]
+    )
+    if any(parse_measure(m).spec.judgments == "subtopics" for m in _named(measures)):
+        wanted = resolve_measures(measures)
+
+        def one(each: Any) -> EvaluationResult:
+            return _evaluate_subtopics(
+                qrels, each, wanted, max_docs=max_docs, judged_only=judged_only, missing_topics=missing_topics
+            )
+
+        return {name: one(r) for name, r in runs.items()} if isinstance(runs, Mapping) else [one(r) for r in runs]
+    return _evaluate_runs(
+        qrels,
+        runs,
+        measures,
+        per_query=per_query,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        judged_only=judged_only,
+        missing_topics=missing_topics,
+        known=known,
+    )
+
+
+def _joined(qrels: Any, run: Any, options: PrepareOptions, *, known: Any, judged_only: bool) -> Ranking:
+    """The run joined with the qrels (and with the ``known`` documents), as :func:`evaluate` scores it."""
+    qrels_table = _as_table(qrels, "qrels")
+    if isinstance(run, (str, Path)):
+        rk, parsed = prepare_run_file(qrels_table, run, options)
+        run_table = parsed.table
+    else:
+        run_table = _as_table(run, "run")
+        rk = prepare(qrels_table, run_table, options)
+        if has_duplicate_docs(run_table):  # refused where trec_eval refuses it, as for a file (counted_duplicate)
+            twice = counted_duplicate(qrels_table, run_table, options)
+            if twice is not None:
+                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
+    if rk.n == 0:
+        raise EvaluationError("The run and the qrels share no topic; check that the topic ids match.")
+    if known is not None:
+        if judged_only:
+            raise InvalidParameterError(
+                "-J closes up the ranking by the main qrels' judgments; the user-oriented "
+                "measures (known) need the ranking whole."
+            )
+        attach_known(rk, prepare(_as_table(known, "qrels"), run_table, options))
+    return rk
 
 
 def _named(measures: Iterable[str | Measure]) -> list[str | Measure]:
@@ -558,7 +581,9 @@ def _evaluate_subtopics(
         )
     qrels_table = _subtopic_table(qrels)
     run_table = _as_table(run, "run")
-    topics, values = _diversity.diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
+    from evalstore.metrics.diversity import diversity_values
+
+    topics, values = diversity_values(qrels_table, run_table, wanted, max_docs=max_docs)
     qrels_topics = sorted({int(t) for t in pc.unique(qrels_table["topic"]).to_pylist()})
     evaluated = set(topics)
     missing = [str(t) for t in qrels_topics if str(t) not in evaluated]
@@ -581,7 +606,7 @@ def _subtopic_table(qrels: Any) -> pa.Table:
     """Subtopic qrels as ndeval reads them: a file, or a table with the subtopic in ``iteration``
     (or ``subtopic``) beside topic, doc and relevance."""
     if isinstance(qrels, (str, Path)):
-        return read_subtopic_qrels(qrels).table
+        return formats.read_subtopic_qrels(qrels).table
     if isinstance(qrels, pa.Table):
         table = qrels.rename_columns(["iteration" if c == "subtopic" else c for c in qrels.column_names])
         if {"topic", "iteration", "doc", "relevance"} <= set(table.column_names):
@@ -701,7 +726,7 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         table = source.select(["topic", "doc", value])
     else:
         table = _frame_table(source, kind, value)
-    return check_in_memory(
+    return formats.check_in_memory(
         table, "qrels" if kind == "qrels" else "run", f"{kind} {type(source).__name__}", check_duplicates=False
     ).select(["topic", "doc", value])
 
@@ -717,6 +742,8 @@ def _no_rows(source: Any) -> bool:
 
 def _frame_table(source: Any, kind: str, value: str) -> pa.Table:
     import pandas as pd  # frames and dicts only: pandas takes ~0.2 s to import
+
+    from evalstore.io.tables import id_texts_of
 
     if isinstance(source, Mapping):
         rows = [(q, d, v) for q, docs in source.items() for d, v in docs.items()]
@@ -834,7 +861,7 @@ def _run_ranking(qrels: pa.Table, run: Any, options: PrepareOptions, known: pa.T
         if has_duplicate_docs(run_table):  # refused as evaluate refuses it for one run
             twice = counted_duplicate(qrels, run_table, options)
             if twice is not None:
-                raise duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
+                raise formats.duplicate_row_error(f"run {type(run).__name__}", run_table, *twice)
     if known is not None and rk.n:
         attach_known(rk, prepare(known, run_table, options))
     return rk

@@ -159,19 +159,29 @@ def health(
     """The collection's report over every run evaluated on it with ``measures`` (of ``only_runs`` only,
     when given: a task's)."""
     if test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+        raise InvalidParameterError(
+            f"The paired test is one of {', '.join(significance.TESTS)}; not '{test}'.",
+            remedy=Remedy(cli="Choose one with --test."),
+        )
     if not 0 < power < 1 or not 0 < alpha < 1:
-        raise InvalidParameterError("--power and --alpha are probabilities between 0 and 1.")
+        raise InvalidParameterError(
+            f"The power and the significance level are probabilities between 0 and 1; not {power:g} and {alpha:g}.",
+            remedy=Remedy(cli="Set them with --power and --alpha."),
+        )
     if difference <= 0:
-        raise InvalidParameterError(f"--difference must be above 0, not {difference}.")
+        raise InvalidParameterError(
+            f"The difference to detect is above 0; not {difference}.", remedy=Remedy(cli="Set it with --difference.")
+        )
     names = [str(m) for m in resolve_measures(list(measures))]
     board = ranking.leaderboard(engine, qrels_name=qrels_name, measures=names, runs=only_runs)
     runs = [row.run for row in board.rows if all(n in row.values for n in names)]
     if len(runs) < 2:
         raise EvaluationError(
-            f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}; "
-            f"evaluate them first: 'evalstore evaluate --qrels {qrels_name} --all-runs --measures "
-            f"{','.join(names)} --wait'."
+            f"Qrels '{qrels_name}' have fewer than two runs evaluated with {', '.join(names)}.",
+            remedy=Remedy(
+                cli=f"Evaluate them first: 'evalstore evaluate --qrels {qrels_name} --all-runs --measures "
+                f"{','.join(names)} --wait'."
+            ),
         )
     matrix = comparisons.score_matrix(
         engine, qrels_name=qrels_name, run_names=runs, measures=names, missing="zero", evaluate_missing=False
@@ -428,7 +438,8 @@ def refresh_reports(engine: Engine, qrels_ids: Collection[int] | None = None) ->
                 **STORED_PARAMETERS,
             )
         except EvalstoreError as failed:  # the runs give no report: the page says why
-            error = str(failed)
+            # and what to do, as a failed job keeps it: the page is the organisers', who run the commands
+            error = failed.on_the_command_line()
         try:
             with unit_of_work(engine) as session:
                 if session.get(Task, task_id) is None:  # deleted meanwhile

@@ -23,7 +23,7 @@ from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, ReproResult
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.metrics import resolve_measures
 from evalstore.services import orchestration, store, tracking
 from evalstore.services.kinds import ranking
@@ -94,6 +94,25 @@ def _json_number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
+def _check_options(original_baseline: str | None, reproduced_baseline: str | None, depth: int, rbo_p: float) -> None:
+    """:func:`reproduce`'s options, refused before anything is read."""
+    if (original_baseline is None) != (reproduced_baseline is None):
+        given = "original" if original_baseline is not None else "reproduced"
+        raise InvalidParameterError(
+            f"ER and DeltaRI compare two improvements, each over its baseline; only the {given} baseline is named.",
+            remedy=Remedy(cli="Give both --original-baseline and --reproduced-baseline, or neither."),
+        )
+    if depth < 1:
+        raise InvalidParameterError(
+            f"KTU and RBO compare each ranking's top documents, 1 or more; not {depth}.",
+            remedy=Remedy(cli="Set how many with --depth."),
+        )
+    if not 0 < rbo_p < 1:
+        raise InvalidParameterError(
+            f"RBO's persistence is between 0 and 1; not {rbo_p}.", remedy=Remedy(cli="Set it with --rbo-p.")
+        )
+
+
 def reproduce(
     engine: Engine,
     *,
@@ -109,15 +128,7 @@ def reproduce(
 ) -> Reproduction:
     """The reproducibility (or, with ``reproduced_qrels``, replicability) figures of ``reproduced``
     against ``original``, and of the baselines' too when both are given; stored."""
-    if (original_baseline is None) != (reproduced_baseline is None):
-        raise InvalidParameterError(
-            "ER and DeltaRI compare two improvements: give both --original-baseline and "
-            "--reproduced-baseline, or neither."
-        )
-    if depth < 1:
-        raise InvalidParameterError(f"--depth must be at least 1, not {depth}.")
-    if not 0 < rbo_p < 1:
-        raise InvalidParameterError(f"--rbo-p must be between 0 and 1, not {rbo_p}.")
+    _check_options(original_baseline, reproduced_baseline, depth, rbo_p)
     names = [str(m) for m in resolve_measures(list(measures or DEFAULT_MEASURES))]
     replicating = reproduced_qrels is not None and reproduced_qrels != qrels
     target_qrels = reproduced_qrels or qrels

@@ -254,7 +254,8 @@ class Worker:
         summaries of their evaluations stored without them (:func:`jobs.summarise_stored`; a job
         stores every measure's with its results) and their significance tiers on every measure
         (:func:`ranking.refresh_tiers`), so a page reads them instead of computing them on the
-        first request (100 runs: ~2 s a measure); then the settings' reports on them (on every
+        first request (100 runs: ~2 s a measure); the tasks' paired tests (the compare page's);
+        then the settings' reports on them (on every
         qrels the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations,
         tiers and reports). A failure is logged and left to the page, which computes what is not
         stored (boards) or says it is not up to date (reports)."""
@@ -279,7 +280,22 @@ class Worker:
                 made,
                 time.perf_counter() - started,
             )
-        return made + summarised + self._refresh_reports(touched)
+        return made + summarised + self._refresh_pairs(touched) + self._refresh_reports(touched)
+
+    def _refresh_pairs(self, touched: set[int]) -> int:
+        """The paired tests of the tasks on the ``touched`` qrels (:func:`ranking.refresh_pairs`),
+        so a compare page reads them; how many measures' were stored."""
+        if not touched:
+            return 0
+        started = time.perf_counter()
+        try:
+            made = ranking.refresh_pairs(self.engine, touched)
+        except Exception as error:  # never lose the worker over a chore; the page computes without
+            log.warning("refreshing the tasks' paired tests failed: %s", str(error).splitlines()[0])
+            return 0
+        if made:
+            log.info("pairs: %d measure(s) of paired tests stored (%.2fs)", made, time.perf_counter() - started)
+        return made
 
     def _refresh_reports(self, touched: set[int]) -> int:
         """The settings' reports on the ``touched`` qrels, or on every qrels the first time the

@@ -22,6 +22,10 @@ RELATION_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command's one parser: trec_eval's options (with their long names) and evalstore's.
+
+    Long because it is a table, one ``add_argument`` an option in the order of trec_eval's usage
+    text; split, an option's help would be looked for in several places."""
     p = argparse.ArgumentParser(
         prog="evalstore trec-eval",
         description="Evaluate a run against qrels exactly as trec_eval 10.0 does, with the same output.",

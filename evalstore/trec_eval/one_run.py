@@ -18,10 +18,9 @@ import pyarrow as pa
 
 from evalstore import _kernels as pc
 from evalstore.errors import EvaluationError, InvalidParameterError
-from evalstore.io.formats import ParsedFile, read_prefs, read_qrels, read_run
+from evalstore.io.formats import ParsedFile, read_qrels, read_run
 from evalstore.io.parsed_cache import ParsedCache, cache_dir
 from evalstore.metrics import compute, prepare_run_file, summarise
-from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 from evalstore.metrics.preparation import PrepareOptions, Ranking, prepare, qrels_lookups, remember_qrels_lookups
 from evalstore.metrics.registry import Measure, TrecFamily, make
 from evalstore.metrics.trec_names import expand, expand_root, expand_trec_spec, parse_trec_specs
@@ -323,6 +322,8 @@ def _preference_lines(
     """trec_eval -R prefs / -R qrels_prefs (with -Z, each value standardised and printed as
     ``Z<name>`` with 4 decimals, counts too). Without -m, the 'prefs' group (trec_eval would ask
     for its qrels-only default measures and fail)."""
+    from evalstore.io.judgment_kinds import read_prefs
+    from evalstore.metrics.preferences import evaluate_preferences, expand_prefs_specs
 
     names = expand_prefs_specs(measures or ["prefs"])
     # the prefs_* families of the registry: printed, summarised and standardised as every measure is

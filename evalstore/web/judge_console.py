@@ -20,7 +20,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError
+from evalstore.errors import ConflictError, EvalstoreError, InvalidParameterError, told
 from evalstore.services import organising
 from evalstore.services.access import Principal
 from evalstore.services.judges.redaction import url_credentials
@@ -112,7 +112,10 @@ class JudgeJobs:
         except _Stopped:
             job.stopped = True
         except EvalstoreError as error:
-            job.error = error.on_the_command_line()  # an organisers-only page: the command is theirs
+            # an organisers-only page: the pages' remedy ("check the judge's endpoint"), else the
+            # command, which is theirs to run
+            remedy = error.remedy
+            job.error = told(str(error), (remedy.web or remedy.cli) if remedy is not None else None)
         except Exception:  # the page says it stopped; the log has the why (never shown to the user)
             log.exception("judge %s: the %s on pool %s stopped", job.judge, job.kind, job.pool)
             job.error = f"The {job.kind} stopped on an unexpected error; the labels stored so far are kept."
@@ -228,6 +231,16 @@ def judge_page(request: Request, judge: str) -> HTMLResponse:
     return _judge_page(request, principal, judge)
 
 
+async def _refused(request: Request, principal: Principal, judge: str, error: EvalstoreError) -> Response:
+    """The judge's page again, showing why a run or a probe was refused (a bad field, a pool not the
+    organiser's, a job already running); an error that is not a refusal is raised."""
+    if status_for(error) not in (400, 409, 422):
+        raise error
+    return await run_in_threadpool(
+        _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
+    )
+
+
 @router.post("/judges/{judge}/run")
 async def run_judge(request: Request, judge: str) -> Response:
     principal, form = await form_principal(request, "tasks:manage")
@@ -246,11 +259,7 @@ async def run_judge(request: Request, judge: str) -> Response:
 
         _jobs(request).start(JudgeJob("run", judge, pool, principal.name or "", datetime.now(UTC)), work)
     except EvalstoreError as error:
-        if status_for(error) not in (400, 409, 422):
-            raise
-        return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
-        )
+        return await _refused(request, principal, judge, error)
     return see_other(_judge_url(judge) + "#progress")
 
 
@@ -274,11 +283,7 @@ async def probe_judge(request: Request, judge: str) -> Response:
             )
         _jobs(request).start(JudgeJob("probe", judge, pool, principal.name or "", datetime.now(UTC)), work)
     except EvalstoreError as error:
-        if status_for(error) not in (400, 409, 422):
-            raise
-        return await run_in_threadpool(
-            _judge_page, request, principal, judge, status_code=status_for(error), error=for_reader(error, principal)
-        )
+        return await _refused(request, principal, judge, error)
     return see_other(_judge_url(judge) + "#progress")
 
 

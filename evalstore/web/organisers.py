@@ -189,29 +189,19 @@ async def edit_settings(request: Request, task: str) -> Response:
             "max_runs_per_team": _runs(kept["max_runs_per_team"], "The quota per team", "no limit"),
             "daily_cap": _runs(kept["daily_cap"], "The runs per team per day", "the server's limit"),
         }
-        if not confirmed(form):  # runs already accepted that these settings would refuse: asked first
-            conflicts = await run_in_threadpool(tasks.settings_conflicts, server(request).engine, task, **window)
-            if conflicts:
-                await run_in_threadpool(  # checked before asking: a refused value never reaches the question
-                    tasks.check_settings,
-                    server(request).engine,
-                    task,
-                    measures=measures,
-                    official_measure=kept["official_measure"].strip() or None,
-                    description=kept["description"].strip() or None,
-                    **window,
-                )
-                return confirmation_page(request, principal, _settings_question(task, conflicts, kept))
-        await run_in_threadpool(
-            tasks.update_task,
-            server(request).engine,
-            task,
+        settings = tasks.TaskSettings(
             **window,
             measures=measures,
             description=kept["description"].strip() or None,
             official_measure=kept["official_measure"].strip() or None,
-            by=principal,
         )
+        if not confirmed(form):  # runs already accepted that these settings would refuse: asked first
+            conflicts = await run_in_threadpool(tasks.settings_conflicts, server(request).engine, task, **window)
+            if conflicts:
+                # checked before asking: a refused value never reaches the question
+                await run_in_threadpool(tasks.check_settings, server(request).engine, task, settings)
+                return confirmation_page(request, principal, _settings_question(task, conflicts, kept))
+        await run_in_threadpool(tasks.update_task, server(request).engine, task, settings, by=principal)
     except EvalstoreError as error:  # the form comes back as typed, with the message above it
         if status_for(error) not in (400, 422):
             raise

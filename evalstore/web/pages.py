@@ -399,6 +399,7 @@ def compare_page(
         test=test,
         collection=collection or "",
         answers=answers,
+        prepares=True,  # a task's tests are stored by a worker (a collection's are not)
     )
 
 

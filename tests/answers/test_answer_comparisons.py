@@ -122,9 +122,9 @@ def test_a_topic_one_run_was_not_assessed_on_is_refused_or_scored_zero(evalstore
     refused = evalstore("compare", "--nuggets", "b", "ra", "rb")
     assert refused.exit_code == 1
     assert (
-        "Answer run 'rb' has no W on 1 topic(s) the other runs have (t5): it is not assessed there. Assess it, or "
-        "pass --missing zero to score them 0."
-    ) in refused.stderr
+        "Error: Answer run 'rb' has no W on 1 topic(s) the other runs have (t5): it is not assessed there. Assess "
+        "it, or pass --missing zero to score them 0.\n"
+    ) == refused.stderr
     zero = evalstore("compare", "--nuggets", "b", "ra", "rb", "--missing", "zero", "--format", "json")
     assert zero.exit_code == 0, zero.stderr
     result = json.loads(zero.stdout)
@@ -133,6 +133,9 @@ def test_a_topic_one_run_was_not_assessed_on_is_refused_or_scored_zero(evalstore
     assert result["comparisons"][0]["p_value"] == pytest.approx(stats.ttest_rel(weighted("ra"), b).pvalue, abs=1e-10)
     unknown = evalstore("compare", "--nuggets", "b", "ra", "nobody")
     assert unknown.exit_code == 1
-    assert "Answer run 'nobody' has no evaluation on nugget bank 'b' with human labels" in unknown.stderr
+    assert unknown.stderr == (
+        "Error: Answer run 'nobody' has no evaluation on nugget bank 'b' with human labels. "
+        "Evaluate it first ('evalstore evaluate --nuggets b --answers nobody --wait').\n"
+    )
     both = evalstore("compare", "--nuggets", "b", "--qrels", "q", "ra", "rb")
     assert both.exit_code == 2 and "Give --qrels (ranking runs) or --nuggets (answer runs), not both." in both.stderr

@@ -28,12 +28,14 @@ def test_the_compare_page_is_on_the_official_measure_and_fits_a_phone(
     tasks.update_task(
         sqlite_engine,
         "sample-task",
-        opens=None,
-        closes=None,
-        max_runs_per_team=None,
-        measures=["AP", "nDCG@10", "P@10", "RR"],
-        description=None,
-        official_measure="nDCG@10",
+        tasks.TaskSettings(
+            opens=None,
+            closes=None,
+            max_runs_per_team=None,
+            measures=["AP", "nDCG@10", "P@10", "RR"],
+            description=None,
+            official_measure="nDCG@10",
+        ),
     )
     page = browser_page
     page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]

@@ -98,7 +98,10 @@ def test_compare_table_csv_markdown_latex_and_plot(cli, tmp_path: Path) -> None:
 def test_compare_errors_exit_1_with_the_fix(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wrong_test = cli("compare", "--qrels", "q", "--measure", "AP", "alpha", "beta", "--test", "z")
     assert wrong_test.exit_code == 1
-    assert wrong_test.stderr == "Error: --test must be one of t, randomization, bootstrap, wilcoxon, sign, not 'z'.\n"
+    assert wrong_test.stderr == (
+        "Error: The paired test is one of t, randomization, bootstrap, wilcoxon, sign; not 'z'. "
+        "Choose one with --test.\n"
+    )
     unknown = cli("compare", "--qrels", "q", "--measure", "AP", "alpha", "nobody")
     assert unknown.exit_code == 1 and "nobody" in unknown.stderr
     many = ["compare", "--qrels", "q", "alpha", "beta", "gamma"]
@@ -107,7 +110,7 @@ def test_compare_errors_exit_1_with_the_fix(cli, tmp_path: Path) -> None:  # typ
     too_big = cli(*many, "--plot", str(tmp_path / "x.png"))
     assert too_big.exit_code == 1
     assert too_big.stderr == (
-        "Error: A plot of 27 comparisons is unreadable (at most 24); name a --baseline, or fewer runs or measures.\n"
+        "Error: A plot of 27 comparisons is unreadable (at most 24). Name a --baseline, or fewer runs or measures.\n"
     )
     assert not (tmp_path / "x.png").exists()
 

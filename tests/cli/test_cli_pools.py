@@ -27,7 +27,7 @@ def test_pool_cycle_from_the_command_line(cli, tmp_path: Path) -> None:  # type:
     alone = cli("judgments", "agreement", "--pool", "p")
     assert alone.exit_code == 1
     assert alone.stderr == (
-        "Error: Pool 'p' has judgments from fewer than two assessors; import another assessor's "
+        "Error: Pool 'p' has judgments from fewer than two assessors. Import another assessor's "
         "with 'evalstore judgments import PATH --pool p --assessor NAME'.\n"
     )
     stats = json.loads(cli("pool", "stats", "p", "--format", "json").stdout)
@@ -51,7 +51,9 @@ def test_pool_simulate_table_and_plot(cli, tmp_path: Path) -> None:  # type: ign
     assert plot.read_bytes()[:4] == b"\x89PNG"
     wrong = cli("pool", "simulate", "--qrels", "q", "--strategy", "random")
     assert wrong.exit_code == 1
-    assert wrong.stderr == "Error: --strategy must be among depth, rrf, rbp, mtf, bandit, not 'random'.\n"
+    assert wrong.stderr == (
+        "Error: The pooling strategies are depth, rrf, rbp, mtf, bandit; not 'random'. Choose them with --strategy.\n"
+    )
 
 
 def test_pool_next_adds_documents_and_writes_their_sheet(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -71,4 +73,5 @@ def test_pool_next_adds_documents_and_writes_their_sheet(cli, tmp_path: Path) ->
     assert header == "topic\tdoc\trelevance" and len(rows) == 2 and all(r.startswith("401\t") for r in rows)
     assert json.loads(cli("pool", "show", "m", "--format", "json").stdout)[0]["documents"] == 3
     zero = cli("pool", "next", "m", "-", "--count", "0")
-    assert zero.exit_code == 1 and zero.stderr == "Error: --count must be at least 1 (documents per topic).\n"
+    assert zero.exit_code == 1
+    assert zero.stderr == "Error: A batch adds at least 1 document per topic; not 0. Give --count 1 or more.\n"

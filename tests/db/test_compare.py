@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from sqlalchemy import Engine
 
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, Remedy
 from evalstore.services import comparisons, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
@@ -124,7 +124,10 @@ def test_a_missing_topic_is_an_error_that_says_what_to_do(synthetic: Engine) -> 
         comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "short"], measures=["AP"])
     assert str(raised.value) == (
         "Run 'short' has no value for 2 topic(s) the other runs have (407, 408): its evaluation skipped topics "
-        "it did not retrieve for. Re-evaluate it scoring them 0 with 'evalstore evaluate --qrels q --run short "
+        "it did not retrieve for."
+    )
+    assert raised.value.remedy == Remedy(
+        cli="Re-evaluate it scoring them 0 with 'evalstore evaluate --qrels q --run short "
         "--missing zero --force --wait', or pass --missing zero to score them 0 here."
     )
     filled = comparisons.compare(
@@ -138,15 +141,26 @@ def test_a_missing_topic_is_an_error_that_says_what_to_do(synthetic: Engine) -> 
 def test_runs_evaluated_with_different_options_are_refused(synthetic: Engine) -> None:
     evaluate_runs(synthetic, qrels_name="q", run_names=["alpha"], measures=["AP"], relevance_level=2)
     evaluate_runs(synthetic, qrels_name="q", run_names=["beta"], measures=["AP"])
-    with pytest.raises(EvaluationError, match=r"different relevance_level \(2 vs 1\)"):
+    with pytest.raises(EvaluationError, match=r"different relevance_level \(2 vs 1\)") as raised:
         comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "beta"], measures=["AP"])
+    assert str(raised.value) == (
+        "Runs 'alpha' and 'beta' were evaluated with different relevance_level (2 vs 1), so their values do not "
+        "compare."
+    )
+    assert raised.value.remedy == Remedy(
+        cli="Evaluate both with the same options: 'evalstore evaluate --qrels q --run alpha --run beta --force --wait'."
+    )
 
 
 def test_bad_parameters_are_refused_before_any_work(synthetic: Engine) -> None:
-    with pytest.raises(InvalidParameterError, match="--test must be one of"):
+    with pytest.raises(InvalidParameterError, match=r"^The paired test is one of t, .*; not 'z'\.$") as wrong_test:
         comparisons.compare(synthetic, qrels_name="q", run_names=["alpha", "beta"], measures=["AP"], test="z")
-    with pytest.raises(InvalidParameterError, match="at least two runs"):
+    assert wrong_test.value.remedy == Remedy(cli="Choose one with --test.", web="Choose one in the Test field.")
+    with pytest.raises(InvalidParameterError, match=r"^A comparison is of two runs or more; 1 named\.$") as one:
         comparisons.compare(synthetic, qrels_name="q", run_names=["alpha"], measures=["AP"])
+    assert one.value.remedy == Remedy(
+        cli="Name at least two runs, or one run and --baseline.", web="Pick two or more runs."
+    )
 
 
 def test_correlate_two_measures_and_two_qrels(synthetic: Engine, write) -> None:  # type: ignore[no-untyped-def]
@@ -163,8 +177,12 @@ def test_correlate_two_measures_and_two_qrels(synthetic: Engine, write) -> None:
     evaluate_runs(synthetic, qrels_name="half", run_names=runs, measures=["AP"])
     across = comparisons.correlate(synthetic, qrels_names=["q", "half"], measures=["AP"])
     assert across.first == "AP on q" and across.second == "AP on half" and across.result.systems == 4
-    with pytest.raises(InvalidParameterError, match="one --qrels and two --measure"):
+    with pytest.raises(InvalidParameterError) as raised:
         comparisons.correlate(synthetic, qrels_names=["q"], measures=["AP"])
+    assert raised.value.on_the_command_line() == (
+        "A correlation is of two orderings: two measures on one qrels, or one measure on two qrels; not 1 "
+        "measure(s) on 1 qrels. Give one --qrels and two --measure, or two --qrels and one --measure."
+    )
 
 
 @pytest.mark.slow

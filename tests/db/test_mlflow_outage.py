@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,40 +23,13 @@ from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
 from evalstore.services.tracking import deliver
 from tests.factories import SAMPLE
+from tests.helpers.servers import HungMlflow, refusing_uri
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 RUNS = 6
 # MLflow's HTTP client gives up on a request after this long: a worker that waited on MLflow
 # would take at least this per job
 HTTP_TIMEOUT = 60
-
-
-class HungMlflow:
-    """Accepts connections on 127.0.0.1 and never answers them."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.uri = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:  # closed
-                return
-            self.accepted.append(connection)
-
-    def close(self) -> None:
-        self.listener.close()
-        for connection in self.accepted:
-            connection.close()
-
-
-def _refusing_uri() -> str:
-    with socket.create_server(("127.0.0.1", 0)) as closed:  # a free port, left with no listener
-        return f"http://127.0.0.1:{closed.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -171,7 +142,7 @@ def test_mlflow_hung_or_down_costs_the_queue_nothing_and_deliveries_catch_up(
 ) -> None:
     hung = HungMlflow() if outage == "hung" else None
     try:
-        worker = worker_at(hung.uri if hung else _refusing_uri())
+        worker = worker_at(hung.uri if hung else refusing_uri())
         _jobs_done_at_full_speed(engine, worker, tmp_path / "worker.log")
         if hung is not None:
             _until(lambda: len(hung.accepted) >= 1)  # the deliverer is waiting on it meanwhile

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import PoolJudgment
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError
+from evalstore.errors import ConflictError, EvaluationError, InputFormatError, InvalidParameterError, Remedy
 from evalstore.services import pools, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
@@ -56,10 +56,19 @@ def test_build_show_export(pooled: Engine) -> None:
         and shuffled == again
         and sorted(shuffled.splitlines()) == sorted(pools.export_pool(pooled, "p", None, fmt="csv")[0].splitlines())
     )
-    with pytest.raises(ConflictError, match="A pool named 'p' exists"):
+    with pytest.raises(ConflictError) as taken:
         pools.build_pool(pooled, name="p", run_names=["alpha"], depth=3)
-    with pytest.raises(InvalidParameterError, match="give --budget N"):
+    assert str(taken.value) == "A pool named 'p' exists."
+    assert taken.value.remedy == Remedy(
+        cli="Pass --replace to rebuild it (its judgments go with it), or choose another --name.",
+        web="Choose another name.",
+    )
+    with pytest.raises(InvalidParameterError) as no_budget:
         pools.build_pool(pooled, name="other", run_names=["alpha"], strategy="rrf")
+    assert no_budget.value.on_the_command_line() == (
+        "The rrf strategy orders the candidates, and judges as many per topic as its budget: none was given. "
+        "Give --budget N (documents to judge per topic)."
+    )
 
 
 def test_judgments_errors_name_the_line_and_store_nothing(pooled: Engine, write) -> None:  # type: ignore[no-untyped-def]
@@ -78,7 +87,8 @@ def test_judgments_errors_name_the_line_and_store_nothing(pooled: Engine, write)
     outside = write("outside.tsv", f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t1\n401\tnowhere\t1\n")
     with pytest.raises(InputFormatError) as raised:
         pools.import_judgments(pooled, outside, pool_name="p", assessor="A")
-    assert str(raised.value) == (
+    assert str(raised.value) == f"{outside}:3: topic 401 doc nowhere is not in pool 'p'"
+    assert raised.value.on_the_command_line() == (
         f"{outside}:3: topic 401 doc nowhere is not in pool 'p'; pass --allow-outside-pool to keep it anyway"
     )
     blank = write("blank.tsv", f"topic\tdoc\trelevance\n{first['topic']}\t{first['doc']}\t\n")
@@ -142,7 +152,7 @@ def test_next_batch_extends_the_pool_and_judgments_add_up(pooled: Engine, write)
     # the second batch's labels join the first's (the assessor's earlier judgments stay)
     pools.import_judgments(pooled, write("j2", "".join(f"{t} 0 {d} 0\n" for t, d in rows)), pool_name="m", assessor="a")
     assert _judgment_count(pooled) == 10 and pools.show_pool(pooled, "m").documents == 10
-    with pytest.raises(InvalidParameterError, match="--count must be at least 1"):
+    with pytest.raises(InvalidParameterError, match=r"^A batch adds at least 1 document per topic; not 0\.$"):
         pools.next_batch(pooled, "m", count=0)
     with pytest.raises(EvaluationError, match="Pool 'p' holds every document its runs offer \\(to depth 3\\)"):
         pools.next_batch(pooled, "p", count=1)

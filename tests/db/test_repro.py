@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from evalstore.db.models import ReproResult
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import repro
 from evalstore.services.kinds.ranking import results
 from tests.db.test_splits import thirty  # noqa: F401  (the fixture)
@@ -72,14 +72,21 @@ def test_figures_are_computed_stored_and_replaced(thirty: Engine) -> None:  # no
 def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
     with pytest.raises(
         InvalidParameterError,
-        match=r"^ER and DeltaRI compare two improvements: give both "
-        r"--original-baseline and --reproduced-baseline, or neither\.$",
-    ):
+        match=r"^ER and DeltaRI compare two improvements, each over its baseline; only the original baseline is "
+        r"named\.$",
+    ) as one_baseline:
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", original_baseline="gamma")
-    with pytest.raises(InvalidParameterError, match=r"^--rbo-p must be between 0 and 1, not 1\.5\.$"):
+    assert one_baseline.value.remedy == Remedy(
+        cli="Give both --original-baseline and --reproduced-baseline, or neither."
+    )
+    with pytest.raises(InvalidParameterError, match=r"^RBO's persistence is between 0 and 1; not 1\.5\.$") as rbo:
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", rbo_p=1.5)
-    with pytest.raises(InvalidParameterError, match=r"^--depth must be at least 1, not 0\.$"):
+    assert rbo.value.on_the_command_line() == "RBO's persistence is between 0 and 1; not 1.5. Set it with --rbo-p."
+    with pytest.raises(
+        InvalidParameterError, match=r"^KTU and RBO compare each ranking's top documents, 1 or more; not 0\.$"
+    ) as depth:
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", depth=0)
+    assert depth.value.remedy == Remedy(cli="Set how many with --depth.")
     with pytest.raises(NotFoundError, match="nope"):
         repro.reproduce(thirty, qrels="q", original="alpha", reproduced="nope")
     with pytest.raises(NotFoundError):
@@ -133,4 +140,8 @@ def test_the_command_prints_table_json_and_csv(tmp_path: Path, monkeypatch: pyte
     )
     assert per_topic.stdout.splitlines()[0] == "part,topic,KTU,RBO"
     bad = invoke("repro", "--qrels", "q", "--original", "orig", "--reproduced", "rep", "--original-baseline", "orig")
-    assert bad.exit_code == 1 and "give both --original-baseline and --reproduced-baseline" in bad.stderr
+    assert bad.exit_code == 1
+    assert bad.stderr == (
+        "Error: ER and DeltaRI compare two improvements, each over its baseline; only the original baseline is "
+        "named. Give both --original-baseline and --reproduced-baseline, or neither.\n"
+    )

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import labels, splits
 from tests.db.test_splits import TOPICS, thirty  # noqa: F401  (the fixture)
 
@@ -62,8 +62,9 @@ def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
     splits.make_split(thirty, "k3", qrels="q", method="kfold", k=3, seed=1)
     with pytest.raises(InvalidParameterError, match=r"^Split 'k3' has folds 1-3; there is no fold 4\.$"):
         splits.export_split(thirty, "k3", fold=4)
-    with pytest.raises(InvalidParameterError, match=r"^--part must be train or test, not 'dev'\.$"):
+    with pytest.raises(InvalidParameterError, match=r"^A fold's parts are train and test, not 'dev'\.$") as part:
         splits.export_split(thirty, "k3", part="dev")
+    assert part.value.remedy == Remedy(cli="Choose one with --part.")
     with pytest.raises(NotFoundError):
         splits.export_split(thirty, "nope")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine
 
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InvalidParameterError, Remedy
 from evalstore.services import labels, splits, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import evaluate_runs
@@ -58,8 +58,9 @@ def test_the_same_seed_gives_the_same_split(thirty: Engine) -> None:
     assert splits.members(thirty, "a")[1] == splits.members(thirty, "b")[1] != splits.members(thirty, "c")[1]
     drawn = splits.make_split(thirty, "d", qrels="q")
     assert drawn.seed is not None  # drawn and recorded
-    with pytest.raises(ConflictError, match="A split named 'a' exists"):
+    with pytest.raises(ConflictError, match=r"^A split named 'a' exists\.$") as taken:
         splits.make_split(thirty, "a", qrels="q")
+    assert taken.value.on_the_command_line() == "A split named 'a' exists. Choose another --name."
 
 
 def test_topics_stratified_by_difficulty_spread_over_the_folds(thirty: Engine) -> None:
@@ -100,8 +101,9 @@ def test_a_cross_validated_run_takes_each_topic_from_its_fold(thirty: Engine) ->
             (t, d) for t, d in zip(combined["topic"].to_pylist(), combined["doc"].to_pylist(), strict=True) if t in mine
         }
         assert got == expected
-    with pytest.raises(InvalidParameterError, match=r"tested by no fold given \(e.g. .*\); add --fold 3=RUN"):
+    with pytest.raises(InvalidParameterError, match=r"tested by no fold given \(e.g. .*\)\.$") as untested:
         splits.combine_runs(thirty, splits="k", folds={1: "alpha", 2: "beta"}, name="cv2")
+    assert untested.value.remedy == Remedy(cli="Add --fold 3=RUN.")
     splits.make_split(thirty, "sub", qrels="q", method="subsample", repeats=3, seed=1)
     with pytest.raises(InvalidParameterError, match="test parts overlap"):
         splits.combine_runs(thirty, splits="sub", folds={1: "alpha", 2: "beta", 3: "gamma"}, name="cv3")
@@ -120,12 +122,28 @@ def test_fold_values_are_the_means_over_each_folds_test_topics(thirty: Engine) -
 
 
 def test_bad_requests_say_what_to_do(thirty: Engine) -> None:
-    with pytest.raises(InvalidParameterError, match="--k must be between 2 and the 30 units"):
+    with pytest.raises(InvalidParameterError) as too_many:
         splits.make_split(thirty, "x", qrels="q", method="kfold", k=31)
-    with pytest.raises(InvalidParameterError, match="Leave-one-out tests one unit at a time"):
+    assert too_many.value.on_the_command_line() == (
+        "A k-fold split's k is between 2 and the 30 units to split, not 31. Give another --k."
+    )
+    with pytest.raises(InvalidParameterError) as no_strata:
         splits.make_split(thirty, "x", qrels="q", method="loo", stratify_by="difficulty")
-    with pytest.raises(InvalidParameterError, match="Stratify topics"):
+    assert no_strata.value.on_the_command_line() == (
+        "Leave-one-out tests one unit at a time: it has no strata. Drop --stratify-by."
+    )
+    with pytest.raises(InvalidParameterError) as by_label:
         splits.make_split(thirty, "x", qrels="q", stratify_by="label")
+    assert by_label.value.on_the_command_line() == (
+        "Topics (of qrels) are stratified by difficulty, and items (of labels) by label; these are topics. "
+        "Give --stratify-by difficulty or none."
+    )
+    with pytest.raises(InvalidParameterError) as both:
+        splits.make_split(thirty, "x", qrels="q", labels_name="g")
+    assert both.value.on_the_command_line() == (
+        "A split splits the topics of one qrels set or the items of one label set: both were named. "
+        "Give --qrels NAME or --labels NAME."
+    )
     unevaluated = splits.make_split(thirty, "by-relevant", qrels="q", stratify_by="difficulty", seed=1)
     assert unevaluated.params["strata"] == "quartiles of the number of relevant documents (no run evaluated yet)"
 

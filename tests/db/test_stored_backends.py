@@ -167,25 +167,26 @@ def test_stored_predictions_get_the_local_numbers_on_every_backend(
             "item_id,label\n1,a\n2,b\n3,c\n",
             "item_id,label\n1,a\n2,b\n3,c\n",
             {},
-            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-            "precision, log loss, Brier score and the confusion-matrix measures), and gold labels 'g' have 3 classes. "
-            "Leave --backend out: the local engine computes the whole suite.",
+            "The duckdb backend evaluates binary predictions with one score per item (it computes AUC, GAUC, "
+            "average precision, log loss, Brier score and the confusion-matrix measures), and gold labels 'g' have "
+            "3 classes. Leave --backend out: the local engine computes the whole suite.",
         ),
         (
             "item_id,label\n1,a\n2,b\n",
             "item_id,score\n1,0.2\n2,0.9\n",
             {"threshold": "youden"},
-            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-            "precision, log loss, Brier score and the confusion-matrix measures), and --threshold youden searches the "
-            "whole ROC curve; give a number. Leave --backend out: the local engine computes the whole suite.",
+            "The duckdb backend evaluates binary predictions with one score per item (it computes AUC, GAUC, "
+            "average precision, log loss, Brier score and the confusion-matrix measures), and the threshold rule "
+            "'youden' searches the whole ROC curve. Give --threshold a number, or leave --backend out: the local "
+            "engine computes the whole suite.",
         ),
         (
             "item_id,label\n1,a\n2,b\n",
             "item_id,label\n1,a\n2,b\n",
             {},
-            "--backend duckdb evaluates binary predictions with one score per item (it computes AUC, GAUC, average "
-            "precision, log loss, Brier score and the confusion-matrix measures); 'p' is predictions without a score "
-            "column. Leave --backend out: the local engine evaluates it.",
+            "The duckdb backend evaluates binary predictions with one score per item (it computes AUC, GAUC, "
+            "average precision, log loss, Brier score and the confusion-matrix measures); 'p' is predictions without "
+            "a score column. Leave --backend out: the local engine evaluates it.",
         ),
     ],
 )
@@ -198,7 +199,8 @@ def test_what_the_out_of_core_suite_cannot_honour_is_refused_before_queueing(
         evaluate_predictions(
             sqlite_engine, labels_name="g", prediction_names=["p"], backend=Backend("duckdb"), **options
         )
-    assert str(refused.value) == message
+    assert refused.value.on_the_command_line() == message
+    assert refused.value.remedy is not None and str(refused.value) == message.split(" Give --")[0].split(" Leave --")[0]
     assert jobs.list_jobs(sqlite_engine) == []
 
 

@@ -16,12 +16,14 @@ def _official(world: World, task: str, measure: str) -> None:
     tasks.update_task(
         world.engine,
         task,
-        opens=None,
-        closes=None,
-        max_runs_per_team=None,
-        measures=["AP", "nDCG@10", "P@10"],
-        description=None,
-        official_measure=measure,
+        tasks.TaskSettings(
+            opens=None,
+            closes=None,
+            max_runs_per_team=None,
+            measures=["AP", "nDCG@10", "P@10"],
+            description=None,
+            official_measure=measure,
+        ),
     )
 
 

@@ -5,15 +5,25 @@ service, keep the commands. Reading another team's run does not say "choose anot
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from jinja2 import ChainableUndefined
 
+from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.services import comparisons, pools, splits
 from evalstore.services.access import ANONYMOUS, Principal
+from evalstore.services.judges import registry
+from evalstore.services.judges import running as judges_running
+from evalstore.services.orchestration import evaluate_runs
+from evalstore.web.api import needs
+from evalstore.web.errors import error_response
 from evalstore.web.templating import templates
 from evalstore.web.wording import ASK, for_reader
 from tests.http.conftest import CALLERS, World, client_for
@@ -160,3 +170,142 @@ def test_the_api_gives_the_fact_and_the_remedy_in_the_callers_words(world: World
         404,
         {"error": "No token 999999 of yours.", "remedy": "Your profile page lists your tokens."},
     )
+
+
+def _calling(client: TestClient, path: str, service: Callable[[], object]) -> str:
+    """An API route at ``path`` that calls ``service`` as the API's routes call theirs, for any
+    signed-in caller: what it raises is answered by the app's own error handling."""
+
+    def route(_: Principal = needs("tasks:read")) -> None:
+        service()
+
+    client.app.router.add_api_route(path, route, methods=["GET"])  # type: ignore[attr-defined]
+    return path
+
+
+def test_the_api_gives_a_services_fact_without_its_command_and_the_remedy_in_the_callers_words(
+    world: World,
+) -> None:
+    engine = world.engine
+    with client_for(engine) as client:
+        routes = {
+            "taken": _calling(client, "/api/v1/x/taken", lambda: pools.build_pool(engine, name="pool", run_names=None)),
+            "one assessor": _calling(client, "/api/v1/x/agreement", lambda: pools.pool_agreement(engine, "pool")),
+            "no count": _calling(client, "/api/v1/x/batch", lambda: pools.next_batch(engine, "pool", count=0)),
+            "no part": _calling(client, "/api/v1/x/part", lambda: splits.export_split(engine, "s", part="dev")),
+        }
+        said = {
+            (what, who): client.get(path, headers=world.headers(who))
+            for what, path in routes.items()
+            for who in ("red", "owner")
+        }
+    got = {key: (response.status_code, response.json()) for key, response in said.items()}
+    assert got == {
+        ("taken", "red"): (409, {"error": "A pool named 'pool' exists.", "remedy": "Choose another name."}),
+        ("taken", "owner"): (409, {"error": "A pool named 'pool' exists.", "remedy": "Choose another name."}),
+        ("one assessor", "red"): (
+            400,
+            {"error": "Pool 'pool' has judgments from fewer than two assessors.", "remedy": ASK},
+        ),
+        ("one assessor", "owner"): (
+            400,
+            {
+                "error": "Pool 'pool' has judgments from fewer than two assessors.",
+                "remedy": "Import another assessor's with 'evalstore judgments import PATH --pool pool --assessor NAME'.",
+            },
+        ),
+        ("no count", "red"): (422, {"error": "A batch adds at least 1 document per topic; not 0.", "remedy": ASK}),
+        ("no count", "owner"): (
+            422,
+            {"error": "A batch adds at least 1 document per topic; not 0.", "remedy": "Give --count 1 or more."},
+        ),
+        ("no part", "red"): (422, {"error": "A fold's parts are train and test, not 'dev'.", "remedy": ASK}),
+        ("no part", "owner"): (
+            422,
+            {"error": "A fold's parts are train and test, not 'dev'.", "remedy": "Choose one with --part."},
+        ),
+    }
+    # a participant is told no command, in the fact or the remedy
+    assert [key for key, response in said.items() if key[1] == "red" and ADVICE.search(response.text)] == []
+
+
+def _said(page: Any) -> str:
+    found = re.search(r'<p class="error" role="alert">(.*?)</p>', page.text, re.S)
+    assert found is not None, page.text
+    return str(found.group(1))
+
+
+def test_a_comparisons_refusal_names_the_forms_field_not_the_option(world: World) -> None:
+    world.submit("open", "red-two")
+    with client_for(world.engine) as client:
+        pages = {
+            caller: client.get("/tasks/open/compare?run=red-open&run=red-two&test=z", headers=world.headers(caller))
+            for caller in ("red", "owner")
+        }
+    for page in pages.values():
+        assert page.status_code == 422
+        assert _said(page) == (
+            "The paired test is one of t, randomization, bootstrap, wilcoxon, sign; not &#39;z&#39;. "
+            "Choose one in the Test field."
+        )
+
+
+def test_runs_evaluated_apart_tell_a_participant_to_ask_and_an_organiser_the_command(world: World) -> None:
+    world.submit("open", "red-two")
+    evaluate_runs(world.engine, qrels_name="sample", run_names=["red-two"], measures=["AP"], relevance_level=2)
+    fact = (
+        "Runs &#39;red-open&#39; and &#39;red-two&#39; were evaluated with different relevance_level (1 vs 2), so "
+        "their values do not compare."
+    )
+    compare = "/tasks/open/compare?run=red-open&run=red-two&measure=AP"
+    with client_for(world.engine) as client:
+        participant = client.get(compare, headers=world.headers("red"))
+        organiser = client.get(compare, headers=world.headers("owner"))
+    assert participant.status_code == organiser.status_code == 400
+    assert _said(participant) == f"{fact} {ASK}"
+    assert _said(organiser) == (
+        f"{fact} Evaluate both with the same options: &#39;evalstore evaluate --qrels sample --run red-open "
+        "--run red-two --force --wait&#39;."
+    )
+
+
+def test_the_api_gives_a_converted_refusal_as_its_fact_and_the_callers_remedy(world: World) -> None:
+    """What the API answers (evalstore.web.errors) for the refusals of the comparisons and the
+    judges: the fact with no option in it, and the remedy in the caller's words."""
+    with pytest.raises(InvalidParameterError) as wrong_test:
+        comparisons.compare(
+            world.engine, qrels_name="sample", run_names=["red-open", "red-secret"], measures=["AP"], test="z"
+        )
+    with pytest.raises(InvalidParameterError) as bad_endpoint:
+        registry.add_judge(world.engine, "j", endpoint="localhost:8000", model="m")
+    with pytest.raises(NotFoundError) as no_judge:
+        judges_running.run_judge(world.engine, "nope", pool_name="pool")
+    participant, organiser = READERS["participant"], Principal(user_id=4, name="olga", role="organiser", via="session")
+    answers = {
+        (name, reader.role): (response.status_code, json.loads(bytes(response.body)))
+        for name, error in (("test", wrong_test), ("endpoint", bad_endpoint), ("judge", no_judge))
+        for reader in (participant, organiser)
+        for response in [error_response(error.value, reader)]
+    }
+    test_fact = "The paired test is one of t, randomization, bootstrap, wilcoxon, sign; not 'z'."
+    endpoint_fact = (
+        "A judge's endpoint is the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; "
+        "not 'localhost:8000'."
+    )
+    assert answers == {
+        ("test", "participant"): (422, {"error": test_fact, "remedy": "Choose one in the Test field."}),
+        ("test", "organiser"): (422, {"error": test_fact, "remedy": "Choose one in the Test field."}),
+        ("endpoint", "participant"): (422, {"error": endpoint_fact, "remedy": "Give the endpoint's URL."}),
+        ("endpoint", "organiser"): (422, {"error": endpoint_fact, "remedy": "Give the endpoint's URL."}),
+        ("judge", "participant"): (404, {"error": "No judge named 'nope'.", "remedy": ASK}),
+        ("judge", "organiser"): (
+            404,
+            {
+                "error": "No judge named 'nope'.",
+                "remedy": "Define one with 'evalstore judges add nope --endpoint URL --model MODEL'.",
+            },
+        ),
+    }
+    for (_, role), (_, body) in answers.items():
+        if role == "participant":
+            assert not ADVICE.search(json.dumps(body))

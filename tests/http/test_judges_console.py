@@ -166,6 +166,13 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
         )
         in ftp.text
     )
+    # past the form's own checks, the registry's: said in the form's words, not the command line's
+    unnamed = owner.post("/judges", data={**base, "api_key_env": "EVALSTORE_JUDGE_KEY_A-B"})
+    assert unnamed.status_code == 422 and "--api-key-env" not in unnamed.text
+    assert (
+        "&#39;EVALSTORE_JUDGE_KEY_A-B&#39; is not a variable&#39;s name. Give the variable&#39;s name as Key&#39;s "
+        "variable."
+    ) in unnamed.text
     scale = owner.post("/judges", data={**base, "scale": "3-1"})
     assert "The grades are LOW-HIGH, 0-9 with LOW below HIGH (e.g. 0-3); not &#39;3-1&#39;." in scale.text
     ok = owner.post("/judges", data=base, follow_redirects=False)
@@ -183,6 +190,26 @@ def test_a_judge_form_refuses_what_the_server_must_not_do(world: World, owner: T
     assert owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "pool"}).status_code == 404
     broke = owner.post("/judges/j/run", data={"csrf": csrf_of(page.text), "pool": "open:bare", "max_cost": "0"})
     assert broke.status_code == 422 and "The budget is above 0 dollars (below a million); not 0." in broke.text
+
+
+def test_a_run_that_stops_says_what_to_do_in_the_pages_words(world: World, owner: TestClient) -> None:
+    _pool_with_texts(world, owner)
+    page = owner.get("/judges")
+    data = {"csrf": csrf_of(page.text), "name": "free", "endpoint": "http://127.0.0.1:9/v1", "model": "m"}
+    assert owner.post("/judges", data=data, follow_redirects=False).status_code == 303
+    shown = owner.get("/judges/free")
+    started = owner.post(
+        "/judges/free/run",
+        data={"csrf": csrf_of(shown.text), "pool": "open:open-pool", "max_cost": "1"},
+        follow_redirects=False,
+    )
+    assert started.status_code == 303
+    stopped = _wait(owner, "/judges/free", "stopped:")
+    assert (
+        "Judge &#39;free&#39; declares no prices, so a budget cannot be kept. Run it without a budget, or add a "
+        "judge with its prices per million input and output tokens."
+    ) in stopped
+    assert "--max-cost" not in stopped and "evalstore judges" not in stopped
 
 
 def test_an_organiser_cancels_a_running_probe(world: World, owner: TestClient) -> None:

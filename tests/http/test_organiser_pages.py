@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from evalstore.db.models import HealthReportRow
 from evalstore.db.session import read_only
+from evalstore.errors import EvaluationError, Remedy
 from evalstore.services import access, health, jobs, organising, pools, tasks
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.http.conftest import PASSWORD, World, as_principal, client_for, run_text
@@ -142,6 +143,16 @@ def test_an_organiser_builds_a_pool_and_assigns_an_assessor(world: World, owner:
     assert bad.status_code == 422
     assert "The depth is the number of top documents pooled from each run, 1 to 1000; got 0." in bad.text
     assert 'value="open-pool"' in bad.text and 'value="301"' in bad.text
+    nothing = owner.post(
+        "/tasks/open/pools", data={"csrf": csrf_of(page.text), "pool": "open-pool", "depth": "5", "topics": "999"}
+    )
+    assert nothing.status_code == 400 and 'value="999"' in nothing.text
+    # the fact, and what to do in the form: not the CLI's option
+    assert (
+        "The runs retrieve nothing for the chosen topics. Check the topics, or leave them empty to pool every one."
+        in nothing.text
+    )
+    assert "--topics" not in nothing.text
 
     built = owner.post(
         "/tasks/open/pools",
@@ -268,7 +279,9 @@ def test_the_health_report_is_the_workers_stored_one_and_the_page_says_when_it_i
 
     # the task's measures changed: behind too, and an idle worker's next look at every task mends it
     tasks.update_task(
-        world.engine, "open", opens=None, closes=None, max_runs_per_team=None, measures=["AP", "P@10"], description=None
+        world.engine,
+        "open",
+        tasks.TaskSettings(opens=None, closes=None, max_runs_per_team=None, measures=["AP", "P@10"], description=None),
     )
     assert "being brought up to date" in owner.get("/tasks/open/health").text
     idle = Worker(world.engine, WorkerSettings(reports=(health.refresh_reports,), reports_interval=0.0))
@@ -359,3 +372,26 @@ def test_the_settings_take_the_official_measure_and_local_times_with_their_offse
     assert "The official measure P@10 is not one the task evaluates (AP, nDCG@10)" in bad.text
     assert 'value="P@10"' in bad.text and 'value="60"' in bad.text  # the form is kept, with the offsets
     assert tasks.show_task(world.engine, "open").official_measure == "nDCG@10"
+
+
+def test_a_stored_health_report_that_failed_keeps_why_and_what_to_do(
+    world: World, owner: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.submit("open", "blue-open", team_user="blue", text=None)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise EvaluationError(
+            "Qrels 'sample' have fewer than two runs evaluated with AP.",
+            remedy=Remedy(
+                cli="Evaluate them first: 'evalstore evaluate --qrels sample --all-runs --measures AP --wait'."
+            ),
+        )
+
+    monkeypatch.setattr(health, "health", refused)
+    assert health.refresh_reports(world.engine) == 1
+    said = (
+        "Qrels &#39;sample&#39; have fewer than two runs evaluated with AP. Evaluate them first: &#39;evalstore "
+        "evaluate --qrels sample --all-runs --measures AP --wait&#39;."
+    )
+    page = owner.get("/tasks/open/health")
+    assert page.status_code == 200 and said in page.text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.services import access, jobs
+from tests.helpers.servers import free_port
 from tests.http.conftest import PASSWORD, SAMPLE, World, client_for, run_text
 
 NO_WORKER = "No evaluation worker is running, so queued runs wait."
@@ -25,12 +25,6 @@ NO_WORKER = "No evaluation worker is running, so queued runs wait."
 
 def cli(url: str, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(app, ["--database-url", url, *args], input=input)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> None:
@@ -52,7 +46,7 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
         text=True,
         timeout=60,
     ).stdout.strip()
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([evalstore, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True)
     base, headers = f"http://127.0.0.1:{port}/api/v1", {"Authorization": f"Bearer {token}"}
     try:
@@ -106,7 +100,7 @@ def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'nw.db'}"
     assert cli(url, "db", "upgrade").exit_code == 0
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"}
-    port = _free_port()
+    port = free_port()
     evalstore = str(Path(sys.executable).parent / "evalstore")
     server = subprocess.Popen(
         [evalstore, "serve", "--port", str(port), "--no-worker"], env=env, stderr=subprocess.PIPE, text=True

@@ -107,13 +107,16 @@ def test_runs_that_declare_the_judges_model_are_marked(cli: Any, endpoint: str, 
 def test_bad_input_exits_1_with_the_message(cli: Any) -> None:
     result = cli("judges", "add", "x", "--endpoint", "localhost:8000", "--model", "m")
     assert result.exit_code == 1
-    assert (
-        "--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; not "
-        "'localhost:8000'." in result.stderr
+    assert result.stderr == (
+        "Error: A judge's endpoint is the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; "
+        "not 'localhost:8000'. Set it with --endpoint.\n"
     )
     result = cli("qrels", "build", "v", "--pool", "p", "--from", "human")
     assert result.exit_code == 1
-    assert "Pool 'p' has no human labels yet" in result.stderr
+    assert result.stderr == (
+        "Error: Pool 'p' has no human labels yet. "
+        "Judge it first ('evalstore judges run NAME --pool p', or 'evalstore judgments import').\n"
+    )
     result = cli("judgments", "compare", "--qrels", "human")
     assert result.exit_code == 2 and "give --qrels twice" in result.stderr
 

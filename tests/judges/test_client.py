@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from evalstore.errors import EvaluationError
+from evalstore.errors import EvaluationError, Remedy
 from evalstore.services.judges.client import ChatJudge, ChatSettings, completions_url
 from evalstore.services.judges.prompts import UMBRELA, answer_schema, parse_answer, render
 from tests.judges.fake_llm import Script
@@ -126,7 +126,10 @@ def test_a_refused_key_stops_the_run(endpoint: str, script: Script, judge: Calla
         judge(endpoint, []).judge(PROMPT)
     assert str(caught.value) == (
         f'{endpoint}/chat/completions answered 401: the endpoint refused the key ({{"error":{{"message":"scripted '
-        '401"}}); check --endpoint, --model and --api-key-env.'
+        '401"}}).'
+    )
+    assert caught.value.remedy == Remedy(
+        cli="Check --endpoint, --model and --api-key-env.", web="Check the judge's endpoint, model and key variable."
     )
 
 
@@ -145,9 +148,12 @@ def test_a_refused_connection_is_retried_then_stops_the_run() -> None:
         with pytest.raises(EvaluationError) as caught:
             asker.judge(PROMPT)
     assert sleeps == [1.0, 2.0]
-    assert str(caught.value) == (
+    assert caught.value.on_the_command_line() == (
         "Could not connect to http://127.0.0.1:9/v1/chat/completions after 3 attempts (connection failed: "
-        "ConnectError: refused): is its server running? Check --endpoint."
+        "ConnectError: refused). Is its server running? Check --endpoint."
+    )
+    assert caught.value.remedy is not None and caught.value.remedy.web == (
+        "Is its server running? Check the judge's endpoint."
     )
 
 

@@ -207,6 +207,21 @@ def test_the_compare_page_reports_the_commands_numbers_and_its_get_writes_nothin
         assert "Task &#39;task&#39; is compared on its qrels&#39; lineage (human@v1, human); not &#39;sample&#39;." in (
             wrong.text
         )
+        # a choice the report cannot take: what to change is said in the form's words, not the command's
+        for asked, said in (
+            (
+                "test=bootstrap",
+                "The paired test is t, wilcoxon or sign; not &#39;bootstrap&#39;. Choose one in the Test field.",
+            ),
+            (
+                "top_k=1",
+                "The systems&#39; orders are compared over the reference&#39;s top k systems, k at least 2; not 1. "
+                "Set Top k to 2 or more.",
+            ),
+            ("alpha=2", "The significance level is between 0 and 1; not 2. Set Alpha between 0 and 1."),
+        ):
+            refused = client.get(f"/tasks/task/judgments?first=human&second=human%40v1&{asked}", headers=owner)
+            assert refused.status_code == 200 and f'<p class="error" role="alert">{said}</p>' in refused.text
     assert late[0].run == "poor"
 
 

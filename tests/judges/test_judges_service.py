@@ -10,7 +10,7 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, JudgeLabel, PoolJudgment, QrelsVersion
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import pools, store, tasks
 from evalstore.services.judges import provenance, registry, running, versions
 from evalstore.services.plain import plain
@@ -86,8 +86,12 @@ def test_a_changed_configuration_judges_afresh_and_keeps_the_old_labels(
 ) -> None:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     running.run_judge(world, "fake", pool_name="p", topics=["1"])
-    with pytest.raises(ConflictError, match="A judge named 'fake' exists already; pass --replace"):
+    with pytest.raises(ConflictError, match=r"^A judge named 'fake' exists already\.$") as taken:
         registry.add_judge(world, "fake", endpoint=endpoint, model="m", temperature=0.5)
+    assert taken.value.remedy == Remedy(
+        cli="Pass --replace to change its configuration (its labels are kept), or choose another name.",
+        web="Choose another name.",
+    )
     registry.add_judge(world, "fake", endpoint=endpoint, model="m", temperature=0.5, replace=True)
     result = running.run_judge(world, "fake", pool_name="p", topics=["1"])
     assert (result.reused, result.judged) == (0, 3)
@@ -98,15 +102,18 @@ def test_a_changed_configuration_judges_afresh_and_keeps_the_old_labels(
 
 
 def test_judge_definitions_are_checked(world: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidParameterError, match="^--endpoint is an http\\(s\\) URL"):
+    with pytest.raises(InvalidParameterError, match="^A judge's endpoint is the http\\(s\\) URL"):
         registry.add_judge(world, "j", endpoint="ftp://x", model="m")
     with pytest.raises(InvalidParameterError) as caught:
         registry.add_judge(world, "j", endpoint="http://x", model="m", api_key_env="sk-123")
     assert str(caught.value) == (
-        "--api-key-env names an environment variable (the key itself is never stored); "
+        "A judge's key is read from an environment variable (the key itself is never stored); "
         "'sk-123' is not a variable's name."
     )
-    with pytest.raises(InvalidParameterError, match="^--scale is LOW-HIGH"):
+    assert caught.value.remedy == Remedy(
+        cli="Name the variable with --api-key-env.", web="Give the variable's name as Key's variable."
+    )
+    with pytest.raises(InvalidParameterError, match="^A judge's grades are LOW-HIGH"):
         registry.add_judge(world, "j", endpoint="http://x", model="m", scale="3-0")
     (tmp_path / "bad.txt").write_text("Rate {query}.")
     with pytest.raises(InvalidParameterError) as caught:
@@ -122,8 +129,11 @@ def test_judge_definitions_are_checked(world: Engine, tmp_path, monkeypatch: pyt
     assert str(caught.value) == (
         "Judge 'keyed' reads its API key from $JUDGE_TEST_KEY, which is not set; export it and run again."
     )
-    with pytest.raises(NotFoundError, match="^No judge named 'nope'"):
+    with pytest.raises(NotFoundError, match=r"^No judge named 'nope'\.$") as unknown:
         running.run_judge(world, "nope", pool_name="p")
+    assert unknown.value.on_the_command_line() == (
+        "No judge named 'nope'. Define one with 'evalstore judges add nope --endpoint URL --model MODEL'."
+    )
 
 
 def test_the_key_is_read_from_the_environment_and_never_stored(
@@ -144,9 +154,10 @@ def test_a_pool_without_texts_is_refused(world: Engine, endpoint: str) -> None:
     registry.add_judge(world, "fake", endpoint=endpoint, model="m")
     with pytest.raises(InvalidParameterError) as caught:
         running.run_judge(world, "fake", pool_name="bare")
-    assert str(caught.value) == (
-        "Pool 'bare' names no topic set or collection for its judges to read; run 'evalstore "
-        "pool configure bare --topics TOPIC_SET --collection COLLECTION'."
+    assert str(caught.value) == "Pool 'bare' names no topic set or collection for its judges to read."
+    assert caught.value.remedy == Remedy(
+        cli="Run 'evalstore pool configure bare --topics TOPIC_SET --collection COLLECTION'.",
+        web="Attach its topics and documents on its task's console.",
     )
 
 
@@ -175,12 +186,11 @@ def test_qrels_versions_human_judge_hybrid_and_lineage(world: Engine, endpoint: 
     assert [v.version for v in versions.list_versions(world, "dl")] == [1, 2]
     with pytest.raises(NotFoundError) as caught:
         versions.list_versions(world, "nope")
-    assert str(caught.value) == (
-        "No qrels versions named 'nope' (lineages: dl, llm); build one with 'evalstore qrels "
-        "build nope --pool POOL --from human'."
-    )
+    assert str(caught.value) == "No qrels versions named 'nope' (lineages: dl, llm)."
+    assert caught.value.remedy == Remedy(cli="Build one with 'evalstore qrels build nope --pool POOL --from human'.")
     with pytest.raises(
-        InvalidParameterError, match="^--from is human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not 'llm'"
+        InvalidParameterError,
+        match=r"^A version's labels are human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,\.\.\.; not 'llm'\.$",
     ):
         versions.build_version(world, "dl", pool_name="p", source="llm")
 

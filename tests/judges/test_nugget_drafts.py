@@ -102,8 +102,8 @@ def test_a_judge_drafts_a_bank_that_is_scored_on_once_accepted(
     refused = cli("evaluate", "--nuggets", "D", "--all-answers", "--assessor", "judge:j", "--wait")
     assert refused.exit_code == 1
     assert (
-        "Nugget bank 'D' is a draft by judge:j, not reviewed yet; review its nuggets and accept it with "
-        "'evalstore nuggets accept D' before scoring on it." in refused.stderr
+        "Nugget bank 'D' is a draft by judge:j, not reviewed yet: it is scored on once a person has reviewed and "
+        "accepted it. Review its nuggets and accept it with 'evalstore nuggets accept D'." in refused.stderr
     )
     unreviewed = cli("nuggets", "accept", "D")  # no nugget was reviewed on the bank's page
     assert unreviewed.exit_code == 1

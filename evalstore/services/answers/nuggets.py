@@ -208,7 +208,8 @@ def _same_nuggets(session: Session, bank: NuggetBank, parsed: nugget_files.Nugge
             raise InputFormatError(
                 source,
                 given.line,
-                f"topic {given.topic} {what} nugget bank '{bank.name}'; import it under another --name",
+                f"topic {given.topic} {what} nugget bank '{bank.name}'",
+                remedy=Remedy(cli="import it under another --name"),
             )
 
 
@@ -238,7 +239,8 @@ def _match_runs(
             match = RunMatch(run, aliases[run], "alias")
             if session.scalar(select(AnswerRun.id).where(AnswerRun.name == match.stored)) is None:
                 raise NotFoundError(
-                    f"No answer run named '{match.stored}' (the alias of {run}). See 'evalstore answers list'."
+                    f"No answer run named '{match.stored}' (the alias of {run}).",
+                    remedy=Remedy(cli="See 'evalstore answers list'."),
                 )
         elif session.scalar(select(AnswerRun.id).where(AnswerRun.name == run)) is not None:
             match = RunMatch(run, run, "name")
@@ -250,7 +252,8 @@ def _match_runs(
                     source,
                     first.line,
                     f"run {run} is not registered, and registered runs {', '.join(same)} all gave its answer "
-                    f"to topic {first.topic}; pass --run-alias {run}=NAME to say which it is",
+                    f"to topic {first.topic}",
+                    remedy=Remedy(cli=f"pass --run-alias {run}=NAME to say which it is"),
                 )
             if not same:
                 matches[run] = _register_assessed(session, run, assessments, source)
@@ -269,8 +272,8 @@ def _match_runs(
                     source,
                     assessment.line,
                     f"the answer of {run} assessed on topic {assessment.topic} is not the answer of registered run "
-                    f"'{match.stored}' (matched by {match.how}); its labels would score another answer. "
-                    "Check --run-alias",
+                    f"'{match.stored}' (matched by {match.how}); its labels would score another answer",
+                    remedy=Remedy(cli="Check --run-alias"),
                 )
         matches[run] = match
     return matches
@@ -282,8 +285,8 @@ def _register_assessed(session: Session, run: str, assessments: list[nugget_file
         raise InputFormatError(
             source,
             missing[0].line,
-            f"run {run} is not registered and the line gives no 'answer_text' to register it from; "
-            "register its answers first ('evalstore answers register') or pass --run-alias",
+            f"run {run} is not registered and the line gives no 'answer_text' to register it from",
+            remedy=Remedy(cli="register its answers first ('evalstore answers register') or pass --run-alias"),
         )
     answers = tuple(
         answer_files.Answer(

@@ -212,7 +212,13 @@ def add_answer_run(
     )
     session.add(answer_run)
     session.flush()
-    key = answer_run.id
+    _add_answers(session, answer_run.id, run)
+    session.flush()
+    return _summary(session, answer_run, created=True)
+
+
+def _add_answers(session: Session, key: int, run: answer_files.AnswerRun) -> None:
+    """The run's topics, references, sentences and citations, stored under answer run ``key``."""
     # executemany of plain rows: the ORM's unit of work took ~4 s for a run of 300 answers
     rows: list[tuple[type, list[dict[str, object]]]] = [
         (
@@ -263,8 +269,6 @@ def add_answer_run(
     for table, values in rows:
         if values:
             session.execute(insert(table), values)
-    session.flush()
-    return _summary(session, answer_run, created=True)
 
 
 def _summary(session: Session, run: AnswerRun, *, created: bool) -> AnswerRunSummary:

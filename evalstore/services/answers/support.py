@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import AnswerCitation, AnswerReference, AnswerRun, CitationSupport
 from evalstore.db.session import unit_of_work
@@ -66,22 +67,7 @@ def import_support(engine: Engine, path: Path, *, assessor: str = "human") -> Im
                 runs[run] = found
             key = (runs[run], topic)
             if key not in firsts:
-                firsts[key] = dict(
-                    session.execute(
-                        select(AnswerCitation.sentence, AnswerReference.segment)
-                        .join(
-                            AnswerReference,
-                            (AnswerReference.answer_run_id == AnswerCitation.answer_run_id)
-                            & (AnswerReference.topic == AnswerCitation.topic)
-                            & (AnswerReference.position == AnswerCitation.reference),
-                        )
-                        .where(
-                            AnswerCitation.answer_run_id == runs[run],
-                            AnswerCitation.topic == topic,
-                            AnswerCitation.position == 0,
-                        )
-                    ).all()
-                )
+                firsts[key] = _first_citations(session, runs[run], topic)
             segment = firsts[key].get(sentence - 1)
             if segment is None:
                 raise InputFormatError(
@@ -121,3 +107,23 @@ def import_support(engine: Engine, path: Path, *, assessor: str = "human") -> Im
             )
         session.execute(insert(CitationSupport), rows)
     return ImportedSupport(len(rows), len(runs), assessor)
+
+
+def _first_citations(session: Session, answer_run_id: int, topic: str) -> dict[int, str]:
+    """The segment each sentence of the run's answer on ``topic`` cites first, by sentence (from 0)."""
+    return dict(
+        session.execute(
+            select(AnswerCitation.sentence, AnswerReference.segment)
+            .join(
+                AnswerReference,
+                (AnswerReference.answer_run_id == AnswerCitation.answer_run_id)
+                & (AnswerReference.topic == AnswerCitation.topic)
+                & (AnswerReference.position == AnswerCitation.reference),
+            )
+            .where(
+                AnswerCitation.answer_run_id == answer_run_id,
+                AnswerCitation.topic == topic,
+                AnswerCitation.position == 0,
+            )
+        ).all()
+    )

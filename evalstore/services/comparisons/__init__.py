@@ -26,6 +26,7 @@ from evalstore.services.comparisons.pairwise import (
     compare_answers,
     compare_matrix,
     pairs_for,
+    stored_comparison,
 )
 from evalstore.services.comparisons.payload import log_comparison
 from evalstore.services.comparisons.predictions import (
@@ -74,4 +75,5 @@ __all__ = [
     "pairs_for",
     "pairs_of",
     "score_matrix",
+    "stored_comparison",
 ]

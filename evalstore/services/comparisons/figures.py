@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalstore import plots
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,8 +20,8 @@ MAX_PLOT_PANELS = 24
 def check_plot_size(panels: int) -> None:
     if panels > MAX_PLOT_PANELS:
         raise InvalidParameterError(
-            f"A plot of {panels} comparisons is unreadable (at most {MAX_PLOT_PANELS}); "
-            "name a --baseline, or fewer runs or measures."
+            f"A plot of {panels} comparisons is unreadable (at most {MAX_PLOT_PANELS}).",
+            remedy=Remedy(cli="Name a --baseline, or fewer runs or measures."),
         )
 
 

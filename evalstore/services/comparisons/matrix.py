@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.metrics import parse_measure, resolve_measures
 from evalstore.metrics.answers import answer_measure
 from evalstore.services.answers import get_bank
@@ -32,6 +32,14 @@ _MEANING_OPTIONS = ("relevance_level", "max_docs", "judged_only", "missing_topic
 
 
 MISSING_POLICIES = ("error", "zero")
+
+
+def _check_missing(missing: str) -> None:
+    if missing not in MISSING_POLICIES:
+        raise InvalidParameterError(
+            f"A topic a run has no value on is refused or scored 0 ({', '.join(MISSING_POLICIES)}); not '{missing}'.",
+            remedy=Remedy(cli="Choose one with --missing."),
+        )
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,7 @@ def score_matrix(
 ) -> ScoreMatrix:
     """Read (evaluating first where needed) the per-topic values of ``run_names`` on the qrels (of
     the topics ``topic_filter`` keeps: a split task's public ones)."""
-    if missing not in MISSING_POLICIES:
-        raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
+    _check_missing(missing)
     if len(set(run_names)) != len(run_names):
         raise InvalidParameterError("A run is named twice; name each run once.")
     names = [str(m) for m in resolve_measures(measures)]
@@ -94,9 +101,11 @@ def score_matrix(
             key = differing[0]
             raise EvaluationError(
                 f"Runs '{run_names[0]}' and '{run}' were evaluated with different {key} "
-                f"({first_options.get(key)} vs {options.get(key)}), so their values do not compare. "
-                f"Evaluate both with the same options: 'evalstore evaluate --qrels {qrels_name} "
-                f"--run {run_names[0]} --run {run} --force --wait'."
+                f"({first_options.get(key)} vs {options.get(key)}), so their values do not compare.",
+                remedy=Remedy(
+                    cli=f"Evaluate both with the same options: 'evalstore evaluate --qrels {qrels_name} "
+                    f"--run {run_names[0]} --run {run} --force --wait'."
+                ),
             )
     with read_only(engine) as session:
         frames = {}
@@ -116,9 +125,12 @@ def score_matrix(
             shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
             raise EvaluationError(
                 f"Run '{run}' has no value for {len(absent)} topic(s) the other runs have ({shown}): its "
-                f"evaluation skipped topics it did not retrieve for. Re-evaluate it scoring them 0 with "
-                f"'evalstore evaluate --qrels {qrels_name} --run {run} --missing zero --force --wait', "
-                f"or pass --missing zero to score them 0 here."
+                "evaluation skipped topics it did not retrieve for.",
+                remedy=Remedy(
+                    cli="Re-evaluate it scoring them 0 with "
+                    f"'evalstore evaluate --qrels {qrels_name} --run {run} --missing zero --force --wait', "
+                    "or pass --missing zero to score them 0 here."
+                ),
             )
         zero_filled[run] = absent
     scores = {
@@ -190,8 +202,7 @@ def answer_matrix(
     ``evaluation_ids`` given (a task's board). ``qrels`` holds the bank's name. A topic a run has
     no value on (not assessed for it; no judged citation for support_precision) is refused or,
     with ``missing`` zero, scored 0."""
-    if missing not in MISSING_POLICIES:
-        raise InvalidParameterError(f"--missing must be one of {', '.join(MISSING_POLICIES)}, not '{missing}'.")
+    _check_missing(missing)
     if len(set(answer_names)) != len(answer_names):
         raise InvalidParameterError("A run is named twice; name each run once.")
     names = list(dict.fromkeys(answer_measure(m).family.name for m in measures))
@@ -204,8 +215,10 @@ def answer_matrix(
         lacking = [name for name in answer_names if name not in newest]
         if lacking:
             raise NotFoundError(
-                f"Answer run '{lacking[0]}' has no evaluation on nugget bank '{bank_name}' with {assessor} labels; "
-                f"evaluate it first ('evalstore evaluate --nuggets {bank_name} --answers {lacking[0]} --wait')."
+                f"Answer run '{lacking[0]}' has no evaluation on nugget bank '{bank_name}' with {assessor} labels.",
+                remedy=Remedy(
+                    cli=f"Evaluate it first ('evalstore evaluate --nuggets {bank_name} --answers {lacking[0]} --wait')."
+                ),
             )
         frames = {}
         for name in answer_names:
@@ -222,7 +235,8 @@ def answer_matrix(
             shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
             raise EvaluationError(
                 f"Answer run '{name}' has no {'/'.join(names)} on {len(absent)} topic(s) the other runs have "
-                f"({shown}): it is not assessed there. Assess it, or pass --missing zero to score them 0."
+                f"({shown}): it is not assessed there.",
+                remedy=Remedy(cli="Assess it, or pass --missing zero to score them 0."),
             )
         zero_filled[name] = absent
     scores = {

@@ -4,17 +4,17 @@ measure's family, or Tukey's HSD over all runs at once; wins, ties, losses and e
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.services.comparisons.matrix import ScoreMatrix, answer_matrix, score_matrix
 from evalstore.services.comparisons.predictions import few_units_note
-from evalstore.services.kinds.ranking import TopicFilter
+from evalstore.services.kinds.ranking import StoredPairs, TopicFilter
 from evalstore.statistics import significance
 
 
@@ -62,6 +62,7 @@ class Comparison:
     settings: ComparisonSettings
     pairs: list[PairComparison]
     matrix: ScoreMatrix
+    prepared: bool = False  # the tests read from what a worker stored, not computed now
 
     @property
     def notes(self) -> list[str]:
@@ -110,10 +111,13 @@ def compare(
     multi: str | None = None,
     evaluate_missing: bool = True,
     topic_filter: TopicFilter | None = None,
+    stored: Callable[[ScoreMatrix], StoredPairs | None] | None = None,
 ) -> Comparison:
     """Paired comparison of runs on each measure, p-values corrected within each measure's family
     (the comparisons with the baseline, or all pairs); or, with ``multi``, Tukey's HSD over all
-    runs at once (the family is every pair of runs, whichever pairs are reported)."""
+    runs at once (the family is every pair of runs, whichever pairs are reported). ``stored``:
+    the tests a worker stored for the matrix read (a page's), used instead of computing them when
+    it has them for this very test, alpha and seed (every pair, no baseline)."""
     if baseline is not None and baseline not in run_names:
         run_names = [baseline, *run_names]
     _check(run_names, test, multi, correction, alpha, resamples)
@@ -126,6 +130,9 @@ def compare(
         evaluate_missing=evaluate_missing,
         topic_filter=topic_filter,
     )
+    found = stored(matrix) if stored is not None and len(matrix.measures) == 1 else None
+    if found is not None and (multi, baseline, test, alpha, seed) == (None, None, found.test, found.alpha, found.seed):
+        return stored_comparison(matrix, found, test=test, correction=correction, alpha=alpha, missing=missing)
     return compare_matrix(
         matrix,
         baseline=baseline,
@@ -186,19 +193,34 @@ def compare_answers(
 
 def _check(names: list[str], test: str, multi: str | None, correction: str, alpha: float, resamples: int) -> None:
     if len(names) < 2:
-        raise InvalidParameterError("Name at least two runs to compare (or one run and --baseline).")
+        raise InvalidParameterError(
+            f"A comparison is of two runs or more; {len(names)} named.",
+            remedy=Remedy(cli="Name at least two runs, or one run and --baseline.", web="Pick two or more runs."),
+        )
     if multi is None and test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be one of {', '.join(significance.TESTS)}, not '{test}'.")
+        raise InvalidParameterError(
+            f"The paired test is one of {', '.join(significance.TESTS)}; not '{test}'.",
+            remedy=Remedy(cli="Choose one with --test.", web="Choose one in the Test field."),
+        )
     if multi is not None and multi not in significance.MULTI:
-        raise InvalidParameterError(f"--multi must be one of {', '.join(significance.MULTI)}, not '{multi}'.")
+        raise InvalidParameterError(
+            f"The test of all runs at once is one of {', '.join(significance.MULTI)}; not '{multi}'.",
+            remedy=Remedy(cli="Choose one with --multi."),
+        )
     if correction not in significance.CORRECTIONS:
         raise InvalidParameterError(
-            f"--correction must be one of {', '.join(significance.CORRECTIONS)}, not '{correction}'."
+            f"The correction for multiple comparisons is one of {', '.join(significance.CORRECTIONS)}; "
+            f"not '{correction}'.",
+            remedy=Remedy(cli="Choose one with --correction."),
         )
     if not 0 < alpha < 1:
-        raise InvalidParameterError(f"--alpha must be between 0 and 1, not {alpha}.")
+        raise InvalidParameterError(
+            f"The significance level is between 0 and 1; not {alpha}.", remedy=Remedy(cli="Set it with --alpha.")
+        )
     if resamples < 1:
-        raise InvalidParameterError(f"--resamples must be at least 1, not {resamples}.")
+        raise InvalidParameterError(
+            f"The number of resamples is at least 1; not {resamples}.", remedy=Remedy(cli="Set it with --resamples.")
+        )
 
 
 def compare_matrix(
@@ -273,6 +295,45 @@ def compare_matrix(
                 )
             )
     return Comparison(settings, pairs, matrix)
+
+
+def stored_comparison(
+    matrix: ScoreMatrix, stored: StoredPairs, *, test: str, correction: str, alpha: float, missing: str
+) -> Comparison:
+    """:func:`compare_matrix`'s comparison of every pair of the matrix's runs on its one measure,
+    with each pair's test as a worker stored it (``stored``: this test and alpha, of these very
+    evaluations and topics) and the correction over the pairs compared: the same numbers."""
+    measure = matrix.measures[0]
+    scores = matrix.scores[measure]
+    index_pairs = pairs_for(matrix.runs, None)
+    tests = [stored.pair(matrix.runs[i], matrix.runs[j]) for i, j in index_pairs]
+    p_corrected = significance.correct(np.array([t.p_value for t in tests]), correction, alpha)
+    settings = ComparisonSettings(
+        matrix.qrels, matrix.runs, matrix.measures, None, test, correction, alpha, None, None, missing, matrix.options
+    )
+    pairs = [
+        PairComparison(
+            measure,
+            matrix.runs[i],
+            matrix.runs[j],
+            float(scores[i].mean()),
+            float(scores[j].mean()),
+            t.difference,
+            t.ci_low,
+            t.ci_high,
+            t.statistic,
+            t.p_value,
+            float(p_corrected[row]),
+            bool(p_corrected[row] < alpha),
+            t.effect_size,
+            t.wins,
+            t.ties,
+            t.losses,
+            len(matrix.topics),
+        )
+        for row, ((i, j), t) in enumerate(zip(index_pairs, tests, strict=True))
+    ]
+    return Comparison(settings, pairs, matrix, prepared=True)
 
 
 # per pair of one measure: statistic, p-value, corrected p-value, interval low and high

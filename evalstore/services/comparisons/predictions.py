@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import Engine
 
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics import classification as measures_of_labels
 from evalstore.services.kinds.predictions import aligned, group_values, latest_evaluations
 from evalstore.services.labels import get_label_set, get_prediction_set, read_with_gold
@@ -131,7 +131,10 @@ def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
     """The pairs to compare: each name with the baseline, or every pair."""
     everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
     if len(everyone) < 2:
-        raise InvalidParameterError("Name two prediction sets (or one and --baseline).")
+        raise InvalidParameterError(
+            f"A comparison is of two prediction sets or more; {len(everyone)} named.",
+            remedy=Remedy(cli="Name two, or one and --baseline."),
+        )
     if baseline:
         return [(baseline, name) for name in everyone[1:]]
     return [(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1 :]]
@@ -151,7 +154,10 @@ def compare_groups(
     """Paired tests over the groups both sets have a value for (the per-query comparison of
     ranking runs, with groups as topics), through :func:`evalstore.statistics.significance.paired_test`."""
     if test not in significance.TESTS:
-        raise InvalidParameterError(f"--test must be mcnemar or one of {', '.join(significance.TESTS)}, not '{test}'.")
+        raise InvalidParameterError(
+            f"The paired test is mcnemar or one of {', '.join(significance.TESTS)}; not '{test}'.",
+            remedy=Remedy(cli="Choose one with --test."),
+        )
     rng = np.random.default_rng(seed)
     rows = []
     for measure in measures_:

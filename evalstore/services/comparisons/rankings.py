@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, Remedy
 from evalstore.metrics import resolve_measures
 from evalstore.services.kinds.ranking import Selection, chosen_evaluations
 from evalstore.statistics import significance
@@ -55,7 +55,11 @@ def correlate(
     elif len(qrels_names) == 2 and len(measures) == 1:
         orderings = [(qrels_names[0], measures[0]), (qrels_names[1], measures[0])]
     else:
-        raise InvalidParameterError("Give one --qrels and two --measure, or two --qrels and one --measure.")
+        raise InvalidParameterError(
+            "A correlation is of two orderings: two measures on one qrels, or one measure on two qrels; "
+            f"not {len(measures)} measure(s) on {len(qrels_names)} qrels.",
+            remedy=Remedy(cli="Give one --qrels and two --measure, or two --qrels and one --measure."),
+        )
     means: list[dict[str, float]] = []
     for qrels_name, measure in orderings:
         name = str(resolve_measures([measure])[0])
@@ -64,7 +68,8 @@ def correlate(
     if len(systems) < 2:
         raise EvaluationError(
             f"Fewer than two runs have both {orderings[0][1]} on '{orderings[0][0]}' and {orderings[1][1]} on "
-            f"'{orderings[1][0]}'. Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'."
+            f"'{orderings[1][0]}'.",
+            remedy=Remedy(cli="Evaluate them first: 'evalstore evaluate --qrels QRELS --all-runs --wait'."),
         )
     first = np.array([means[0][s] for s in systems])
     second = np.array([means[1][s] for s in systems])

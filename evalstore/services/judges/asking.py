@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from evalstore import config
 from evalstore.db.models import Judge, JudgeAnswerCall
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.services import jobs
 from evalstore.services.judges import costs
 from evalstore.services.judges.client import Answer, ChatJudge, ChatSettings
@@ -80,8 +80,13 @@ def check_budget(judge: Judge, max_cost: float | None) -> costs.Budget | None:
         raise InvalidParameterError(f"The budget must be above 0 dollars; not {max_cost:g}.")
     if costs.prices(judge) is None:
         raise InvalidParameterError(
-            f"Judge '{judge.name}' declares no prices, so a budget cannot be kept; declare its prices per "
-            "million input and output tokens (judges add --replace)."
+            f"Judge '{judge.name}' declares no prices, so a budget cannot be kept.",
+            remedy=Remedy(
+                cli="Declare its prices per million input and output tokens "
+                f"('evalstore judges add {judge.name} ... --price-in X --price-out Y --replace'), or run it without "
+                "--max-cost.",
+                web="Run it without a budget, or add a judge with its prices per million input and output tokens.",
+            ),
         )
     return costs.Budget(judge, max_cost)
 

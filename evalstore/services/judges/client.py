@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from evalstore.errors import EvaluationError
+from evalstore.errors import EvaluationError, Remedy
 from evalstore.services.judges.prompts import Parsed, answer_schema, parse_answer
 from evalstore.services.judges.redaction import redact
 
@@ -161,7 +161,11 @@ class ChatJudge:
                     # wait through the same retries, so the run stops here, its labels so far kept
                     raise EvaluationError(
                         f"Could not connect to {completions_url(self.settings.endpoint)} after {attempts} attempts "
-                        f"({reason}): is its server running? Check --endpoint."
+                        f"({reason}).",
+                        remedy=Remedy(
+                            cli="Is its server running? Check --endpoint.",
+                            web="Is its server running? Check the judge's endpoint.",
+                        ),
                     ) from None
             except httpx.TransportError as error:
                 reason = f"connection failed: {type(error).__name__}: {self._redact(str(error))}"
@@ -170,8 +174,11 @@ class ChatJudge:
                 if status in FATAL_STATUS:
                     raise EvaluationError(
                         f"{completions_url(self.settings.endpoint)} answered {status}: "
-                        f"{FATAL_STATUS[status]} ({self._excerpt(response)}); check --endpoint, "
-                        "--model and --api-key-env."
+                        f"{FATAL_STATUS[status]} ({self._excerpt(response)}).",
+                        remedy=Remedy(
+                            cli="Check --endpoint, --model and --api-key-env.",
+                            web="Check the judge's endpoint, model and key variable.",
+                        ),
                     )
                 if _refused_format(response) and mode != "none" and self.settings.structured == "auto":
                     with self._lock:  # this server does not take this kind of structured output

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Run
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError
+from evalstore.errors import ConflictError, EvaluationError, InvalidParameterError, Remedy
 from evalstore.io.readers import read_run
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services.judges.circularity import circular_runs
@@ -107,6 +107,31 @@ def _run_files(paths: list[Path]) -> dict[str, pa.Table]:
     return tables
 
 
+def _check_options(test: str, correction: str, alpha: float, top_k: int, confidence: float, relevant_from: int) -> None:
+    """:func:`compare`'s options, refused before anything is read."""
+    if test not in TESTS or test in ("randomization", "bootstrap"):
+        raise InvalidParameterError(
+            f"The paired test is t, wilcoxon or sign; not '{test}'.",
+            remedy=Remedy(cli="Choose one with --test.", web="Choose one in the Test field."),
+        )
+    if correction not in CORRECTIONS:
+        raise InvalidParameterError(f"The correction is one of {', '.join(CORRECTIONS)}; not '{correction}'.")
+    if not 0 < alpha < 1:
+        raise InvalidParameterError(
+            f"The significance level is between 0 and 1; not {alpha:g}.",
+            remedy=Remedy(cli="Set it with --alpha.", web="Set Alpha between 0 and 1."),
+        )
+    if top_k < 2:
+        raise InvalidParameterError(
+            f"The systems' orders are compared over the reference's top k systems, k at least 2; not {top_k}.",
+            remedy=Remedy(cli="Set k with --top-k.", web="Set Top k to 2 or more."),
+        )
+    if not 0 < confidence < 1:
+        raise InvalidParameterError(f"The confidence is between 0 and 1; not {confidence:g}.")
+    if relevant_from < 1:
+        raise InvalidParameterError(f"The relevant grade is at least 1; not {relevant_from}.")
+
+
 def compare(
     engine: Engine,
     first: str,
@@ -130,18 +155,7 @@ def compare(
     each system's prediction-powered mean and interval at ``confidence``: the LLM's scores on
     every topic it judges corrected by people's on the topics both judge
     (:mod:`evalstore.statistics.prediction_powered`)."""
-    if test not in TESTS or test in ("randomization", "bootstrap"):
-        raise InvalidParameterError("--test is t, wilcoxon or sign.")
-    if correction not in CORRECTIONS:
-        raise InvalidParameterError(f"The correction is one of {', '.join(CORRECTIONS)}; not '{correction}'.")
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"--alpha is between 0 and 1; not {alpha:g}.")
-    if top_k < 2:
-        raise InvalidParameterError(f"--top-k is at least 2; not {top_k}.")
-    if not 0 < confidence < 1:
-        raise InvalidParameterError(f"The confidence is between 0 and 1; not {confidence:g}.")
-    if relevant_from < 1:
-        raise InvalidParameterError(f"The relevant grade is at least 1; not {relevant_from}.")
+    _check_options(test, correction, alpha, top_k, confidence, relevant_from)
     names = [str(m) for m in resolve_measures(list(measures or DEFAULT_MEASURES))]
     files = _run_files(list(run_files or []))
     with read_only(engine) as session:

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.models import AnswerSentence, AnswerTopic, Judge, JudgePreference, Topic, TopicSet
@@ -36,7 +37,7 @@ from evalstore.io.texts import TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.answers.runs import get_answer_run
 from evalstore.services.judges import costs
-from evalstore.services.judges.client import Answer
+from evalstore.services.judges.client import Answer, ChatJudge
 from evalstore.services.judges.probe import default_topic_set
 from evalstore.services.judges.prompts import CLOSE, Parsed, delimited
 from evalstore.services.judges.registry import CONFIG_KEYS, get_judge
@@ -179,66 +180,13 @@ def _plan(
 ) -> _Plan:
     depth = _check(kind, depth)
     chosen = _runs(runs)
-    blocks: dict[tuple[str, str], str] = {}  # (run, topic) -> what the judge reads of it
-    queries: dict[str, str | None] = {}
     skipped: list[dict[str, str]] = []
     with read_only(engine) as session:
         judge = get_judge(session, judge_name)
         if kind == "ranking":
-            if collection is None:
-                raise InvalidParameterError("Name the collection whose texts the judge reads of the rankings.")
-            repo.get_collection(session, collection)
-            statements_set = default_topic_set(session, topic_set)
-            ids = {repo.get_run(session, name).id: name for name in chosen}
-            table = repo.top_ranked(session, list(ids), depth, topics or None).to_pandas()
-            ranked: dict[tuple[str, str], list[str]] = {}
-            for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
-                ranked[(ids[int(run_id)], str(topic))] = [str(d) for d in group["doc"]]
-            shared = set.intersection(*({t for (r, t) in ranked if r == name} for name in chosen))
-            texts = collections.document_texts(
-                session, collection, sorted({d for docs in ranked.values() for d in docs})
-            )
-            statements = {
-                row.topic: query_text(TopicStatement(row.topic, row.title, row.description))
-                for row in session.scalars(
-                    select(Topic)
-                    .join(TopicSet, TopicSet.id == Topic.topic_set_id)
-                    .where(TopicSet.name == statements_set, Topic.topic.in_(sorted(shared)))
-                )
-            }
-            for (run, topic), docs in ranked.items():
-                if topic in shared:
-                    blocks[(run, topic)] = ranking_text(docs, texts)
-            for topic in shared:
-                queries[topic] = statements.get(topic)
+            blocks, queries = _ranking_blocks(session, chosen, depth, topics, collection, topic_set)
         else:
-            found = {name: get_answer_run(session, name) for name in chosen}
-            ids_a = {run.id: name for name, run in found.items()}
-            sentences: dict[tuple[str, str], list[str]] = {}
-            statement = select(AnswerSentence.answer_run_id, AnswerSentence.topic, AnswerSentence.text).where(
-                AnswerSentence.answer_run_id.in_(list(ids_a))
-            )
-            if topics:
-                statement = statement.where(AnswerSentence.topic.in_(topics))
-            for run_id, topic, text in session.execute(statement.order_by(AnswerSentence.position)):
-                sentences.setdefault((ids_a[run_id], topic), []).append(text)
-            answered = select(AnswerTopic.answer_run_id, AnswerTopic.topic, AnswerTopic.topic_text).where(
-                AnswerTopic.answer_run_id.in_(list(ids_a))
-            )
-            by_run: dict[str, set[str]] = {name: set() for name in chosen}
-            for run_id, topic, topic_text in session.execute(answered):
-                if topics and topic not in topics:
-                    continue
-                by_run[ids_a[run_id]].add(topic)
-                if topic_text:
-                    queries.setdefault(topic, topic_text)
-                queries.setdefault(topic, None)
-            shared = set.intersection(*by_run.values())
-            for name in chosen:
-                for topic in shared:
-                    text = " ".join(sentences.get((name, topic), [])) or "(an empty answer)"
-                    blocks[(name, topic)] = text[:ANSWER_CHARACTERS]
-            queries = {t: q for t, q in queries.items() if t in shared}
+            blocks, queries = _answer_blocks(session, chosen, topics)
         if not queries:
             raise InvalidParameterError(f"The runs {', '.join(chosen)} share no topic to compare them on.")
         done = {
@@ -275,6 +223,82 @@ def _plan(
                         continue
                     asks.append(_Ask(topic, first, second, prompt, digest))
     return _Plan(judge, kind, depth, chosen, ordered_topics, pairs, asks, reused, skipped)
+
+
+def _ranking_blocks(
+    session: Session,
+    chosen: list[str],
+    depth: int,
+    topics: list[str] | None,
+    collection: str | None,
+    topic_set: str | None,
+) -> tuple[dict[tuple[str, str], str], dict[str, str | None]]:
+    """What the judge reads of each ranking on each topic the runs share (its top ``depth``
+    documents' texts), by (run, topic), and each shared topic's statement (None: none stored)."""
+    blocks: dict[tuple[str, str], str] = {}  # (run, topic) -> what the judge reads of it
+    queries: dict[str, str | None] = {}
+    if collection is None:
+        raise InvalidParameterError("Name the collection whose texts the judge reads of the rankings.")
+    repo.get_collection(session, collection)
+    statements_set = default_topic_set(session, topic_set)
+    ids = {repo.get_run(session, name).id: name for name in chosen}
+    table = repo.top_ranked(session, list(ids), depth, topics or None).to_pandas()
+    ranked: dict[tuple[str, str], list[str]] = {}
+    for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
+        ranked[(ids[int(run_id)], str(topic))] = [str(d) for d in group["doc"]]
+    shared = set.intersection(*({t for (r, t) in ranked if r == name} for name in chosen))
+    texts = collections.document_texts(session, collection, sorted({d for docs in ranked.values() for d in docs}))
+    statements = {
+        row.topic: query_text(TopicStatement(row.topic, row.title, row.description))
+        for row in session.scalars(
+            select(Topic)
+            .join(TopicSet, TopicSet.id == Topic.topic_set_id)
+            .where(TopicSet.name == statements_set, Topic.topic.in_(sorted(shared)))
+        )
+    }
+    for (run, topic), docs in ranked.items():
+        if topic in shared:
+            blocks[(run, topic)] = ranking_text(docs, texts)
+    for topic in shared:
+        queries[topic] = statements.get(topic)
+    return blocks, queries
+
+
+def _answer_blocks(
+    session: Session, chosen: list[str], topics: list[str] | None
+) -> tuple[dict[tuple[str, str], str], dict[str, str | None]]:
+    """What the judge reads of each answer run on each topic the runs share (its answer's
+    sentences), by (run, topic), and each shared topic's text (None: none stored)."""
+    blocks: dict[tuple[str, str], str] = {}
+    queries: dict[str, str | None] = {}
+    found = {name: get_answer_run(session, name) for name in chosen}
+    ids_a = {run.id: name for name, run in found.items()}
+    sentences: dict[tuple[str, str], list[str]] = {}
+    statement = select(AnswerSentence.answer_run_id, AnswerSentence.topic, AnswerSentence.text).where(
+        AnswerSentence.answer_run_id.in_(list(ids_a))
+    )
+    if topics:
+        statement = statement.where(AnswerSentence.topic.in_(topics))
+    for run_id, topic, text in session.execute(statement.order_by(AnswerSentence.position)):
+        sentences.setdefault((ids_a[run_id], topic), []).append(text)
+    answered = select(AnswerTopic.answer_run_id, AnswerTopic.topic, AnswerTopic.topic_text).where(
+        AnswerTopic.answer_run_id.in_(list(ids_a))
+    )
+    by_run: dict[str, set[str]] = {name: set() for name in chosen}
+    for run_id, topic, topic_text in session.execute(answered):
+        if topics and topic not in topics:
+            continue
+        by_run[ids_a[run_id]].add(topic)
+        if topic_text:
+            queries.setdefault(topic, topic_text)
+        queries.setdefault(topic, None)
+    shared = set.intersection(*by_run.values())
+    for name in chosen:
+        for topic in shared:
+            text = " ".join(sentences.get((name, topic), [])) or "(an empty answer)"
+            blocks[(name, topic)] = text[:ANSWER_CHARACTERS]
+    queries = {t: q for t, q in queries.items() if t in shared}
+    return blocks, queries
 
 
 def _topic_key(topic: str) -> tuple[int, int, str]:
@@ -402,17 +426,7 @@ def prefer(
     budget = costs.Budget(judge, max_cost) if max_cost is not None else None
     asker = chat_judge(judge, client=client, sleep=sleep, schema=("preference", ANSWER_SCHEMA), parse=parse_preference)
 
-    def ask(item: _Ask) -> Answer:
-        reserved = budget.reserve(item.prompt) if budget is not None else 0.0
-        if reserved is None:
-            return Answer(
-                None, None, None, f"skipped: the budget of {max_cost:g} USD was reached", 0, "none", 0.0, sent=False
-            )
-        answer = asker.judge(item.prompt)
-        if budget is not None:
-            budget.settle(reserved, answer.input_tokens, answer.output_tokens, item.prompt)
-        return answer
-
+    ask = _asking(asker, budget, max_cost)
     failed: list[dict[str, str]] = []
     skipped = list(plan.skipped)
     pending: list[tuple[_Ask, Answer]] = []
@@ -473,6 +487,23 @@ def prefer(
         failed,
         skipped,
     )
+
+
+def _asking(asker: ChatJudge, budget: costs.Budget | None, max_cost: float | None) -> Callable[[_Ask], Answer]:
+    """Asks the judge one ordered pair, within the budget: past it, an answer not sent."""
+
+    def ask(item: _Ask) -> Answer:
+        reserved = budget.reserve(item.prompt) if budget is not None else 0.0
+        if reserved is None:
+            return Answer(
+                None, None, None, f"skipped: the budget of {max_cost:g} USD was reached", 0, "none", 0.0, sent=False
+            )
+        answer = asker.judge(item.prompt)
+        if budget is not None:
+            budget.settle(reserved, answer.input_tokens, answer.output_tokens, item.prompt)
+        return answer
+
+    return ask
 
 
 def _store(engine: Engine, plan: _Plan, answers: list[tuple[_Ask, Answer]]) -> None:
@@ -674,23 +705,7 @@ def preference_report(
     index = {n: i for i, n in enumerate(names)}
     topic_names = sorted({o.topic for o in found}, key=_topic_key)
     tindex = {t: i for i, t in enumerate(topic_names)}
-    per_topic = np.zeros((len(topic_names), len(names), len(names)))
-    counts: dict[tuple[str, str], list[int]] = {
-        (r, c): [0, 0, 0] for r in names for c in names if r != c
-    }  # the row's wins, ties, losses
-    for o in found:
-        grid = per_topic[tindex[o.topic]]
-        i, j = index[o.a], index[o.b]
-        if o.winner is None:
-            grid[i, j] += 0.5
-            grid[j, i] += 0.5
-            counts[(o.a, o.b)][1] += 1
-            counts[(o.b, o.a)][1] += 1
-        else:
-            loser = o.b if o.winner == o.a else o.a
-            grid[index[o.winner], index[loser]] += 1
-            counts[(o.winner, loser)][0] += 1
-            counts[(loser, o.winner)][2] += 1
+    per_topic, counts = _tallied(found, index, tindex)
     ratings = bradley_terry.fit(per_topic.sum(axis=0))
     intervals = bradley_terry.bootstrap(per_topic, samples=samples, seed=seed, confidence=confidence)
     totals = {n: [0, 0, 0] for n in names}
@@ -733,6 +748,32 @@ def preference_report(
         confidence,
         bradley_terry.PRIOR,
     )
+
+
+def _tallied(
+    found: list[Outcome], index: dict[str, int], tindex: dict[str, int]
+) -> tuple[np.ndarray, dict[tuple[str, str], list[int]]]:
+    """Per topic, each run's wins over each other run (a tie half a win each), and each ordered
+    pair's wins, ties and losses."""
+    names = list(index)
+    per_topic = np.zeros((len(tindex), len(names), len(names)))
+    counts: dict[tuple[str, str], list[int]] = {
+        (r, c): [0, 0, 0] for r in names for c in names if r != c
+    }  # the row's wins, ties, losses
+    for o in found:
+        grid = per_topic[tindex[o.topic]]
+        i, j = index[o.a], index[o.b]
+        if o.winner is None:
+            grid[i, j] += 0.5
+            grid[j, i] += 0.5
+            counts[(o.a, o.b)][1] += 1
+            counts[(o.b, o.a)][1] += 1
+        else:
+            loser = o.b if o.winner == o.a else o.a
+            grid[index[o.winner], index[loser]] += 1
+            counts[(o.winner, loser)][0] += 1
+            counts[(loser, o.winner)][2] += 1
+    return per_topic, counts
 
 
 def _rate(row: str, column: str, wins: int, ties: int, losses: int) -> PairRate:

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import JudgeProbe, Topic, TopicSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, Remedy
 from evalstore.io.texts import TopicStatement
 from evalstore.services import collections
 from evalstore.services.judges.prompts import render
@@ -45,7 +45,9 @@ def default_topic_set(session: Any, name: str | None) -> str:
     names = list(session.scalars(select(TopicSet.name).order_by(TopicSet.name)))
     if len(names) != 1:
         raise InvalidParameterError(
-            f"Name the topic statements to read with --topic-set ({', '.join(names) or 'none'} stored)."
+            f"No topic set is named to read the topic statements from, and {len(names)} are stored "
+            f"({', '.join(names) or 'none'}).",
+            remedy=Remedy(cli="Name one with --topic-set."),
         )
     return str(names[0])
 
@@ -67,7 +69,9 @@ def probe(
     """Probe with ``limit`` judged documents drawn (seeded) from the qrels, the not-relevant ones
     first: an attack shows best on a document that should stay low."""
     if limit < 1:
-        raise InvalidParameterError(f"--limit must be at least 1; not {limit}.")
+        raise InvalidParameterError(
+            f"A probe reads at least 1 document; not {limit}.", remedy=Remedy(cli="Set how many with --limit.")
+        )
     with read_only(engine) as session:
         judge = get_judge(session, name)
         repo.get_collection(session, collection)

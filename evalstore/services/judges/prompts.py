@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 
 UMBRELA = """Given a query and a passage, you must provide a score on an integer scale of {min} to {max} with the \
 following meanings:
@@ -60,7 +60,10 @@ def load_template(prompt: str) -> tuple[str, str]:
         return prompt, BUILT_IN[prompt]
     path = Path(prompt)
     if not path.is_file():
-        raise InvalidParameterError(f"--prompt is 'umbrela' or a template file; '{prompt}' is neither.")
+        raise InvalidParameterError(
+            f"A judge's prompt is 'umbrela' or a template file; '{prompt}' is neither.",
+            remedy=Remedy(cli="Name one with --prompt."),
+        )
     template = path.read_text(encoding="utf-8")
     missing = [p for p in ("{query}", "{passage}") if p not in template]
     if missing:

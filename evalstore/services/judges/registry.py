@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db.models import Judge, JudgeLabel, JudgeProbe, Pool
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.services.judges import consistency, costs
 from evalstore.services.judges.client import STRUCTURED_MODES
 from evalstore.services.judges.prompts import load_template, template_hash
@@ -86,7 +86,10 @@ class JudgeView:
 def parse_scale(text: str) -> tuple[int, int]:
     found = re.fullmatch(r"\s*(\d)\s*-\s*(\d)\s*", text)
     if not found or int(found.group(1)) >= int(found.group(2)):
-        raise InvalidParameterError(f"--scale is LOW-HIGH with grades 0-9, LOW below HIGH (e.g. 0-3); not '{text}'.")
+        raise InvalidParameterError(
+            f"A judge's grades are LOW-HIGH, 0-9 with LOW below HIGH (e.g. 0-3); not '{text}'.",
+            remedy=Remedy(cli="Set them with --scale.", web="Set the grades as LOW-HIGH."),
+        )
     return int(found.group(1)), int(found.group(2))
 
 
@@ -126,8 +129,9 @@ def add_judge(
     ledger (both or neither; they do not decide a label, so they are not in its configuration)."""
     if not re.match(r"https?://", endpoint):
         raise InvalidParameterError(
-            f"--endpoint is an http(s) URL of an OpenAI-compatible API, e.g. "
-            f"http://127.0.0.1:8000/v1; not '{endpoint}'."
+            f"A judge's endpoint is the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; "
+            f"not '{endpoint}'.",
+            remedy=Remedy(cli="Set it with --endpoint.", web="Give the endpoint's URL."),
         )
     credentials = url_credentials(endpoint)
     if credentials:
@@ -138,15 +142,28 @@ def add_judge(
         )
     if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
         raise InvalidParameterError(
-            f"--api-key-env names an environment variable (the key itself is never "
-            f"stored); '{api_key_env}' is not a variable's name."
+            f"A judge's key is read from an environment variable (the key itself is never stored); "
+            f"'{api_key_env}' is not a variable's name.",
+            remedy=Remedy(
+                cli="Name the variable with --api-key-env.", web="Give the variable's name as Key's variable."
+            ),
         )
     if structured not in STRUCTURED_MODES:
-        raise InvalidParameterError(f"--structured is one of {', '.join(STRUCTURED_MODES)}; not '{structured}'.")
+        raise InvalidParameterError(
+            f"A judge's structured output is one of {', '.join(STRUCTURED_MODES)}; not '{structured}'.",
+            remedy=Remedy(cli="Choose one with --structured."),
+        )
     if not 0 <= temperature <= 2:
-        raise InvalidParameterError(f"--temperature is 0 to 2; not {temperature:g}.")
+        raise InvalidParameterError(
+            f"A judge's temperature is 0 to 2; not {temperature:g}.",
+            remedy=Remedy(cli="Set it with --temperature.", web="Set the temperature from 0 to 2."),
+        )
     if max_concurrency < 1 or max_tokens < 1 or timeout <= 0:
-        raise InvalidParameterError("--max-concurrency, --max-tokens and --timeout must be positive.")
+        raise InvalidParameterError(
+            "A judge's requests at once, tokens per answer and timeout are above 0; "
+            f"not {max_concurrency}, {max_tokens} and {timeout:g}.",
+            remedy=Remedy(cli="Set them with --max-concurrency, --max-tokens and --timeout."),
+        )
     if (price_in is None) != (price_out is None):
         raise InvalidParameterError("A judge's prices are two: per million input tokens and per million output tokens.")
     for price in (price_in, price_out):
@@ -172,8 +189,11 @@ def add_judge(
         judge = session.scalar(select(Judge).where(Judge.name == name))
         if judge is not None and not replace:
             raise ConflictError(
-                f"A judge named '{name}' exists already; pass --replace to change its configuration "
-                "(its labels are kept), or choose another name."
+                f"A judge named '{name}' exists already.",
+                remedy=Remedy(
+                    cli="Pass --replace to change its configuration (its labels are kept), or choose another name.",
+                    web="Choose another name.",
+                ),
             )
         if judge is None:
             judge = Judge(name=name, owner_id=owner_id)
@@ -190,7 +210,8 @@ def get_judge(session: Session, name: str) -> Judge:
     judge = session.scalar(select(Judge).where(Judge.name == name))
     if judge is None:
         raise NotFoundError(
-            f"No judge named '{name}'. Define one with 'evalstore judges add {name} --endpoint URL --model MODEL'."
+            f"No judge named '{name}'.",
+            remedy=Remedy(cli=f"Define one with 'evalstore judges add {name} --endpoint URL --model MODEL'."),
         )
     return judge
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Judge, JudgeLabel, JudgeRepeat, Pool, PoolEntry
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.io.texts import DocumentText, TopicStatement
 from evalstore.services import collections, jobs
 from evalstore.services.judges import consistency, costs
@@ -67,9 +67,11 @@ def check_texts(pool: Pool) -> None:
     """A judge reads the topics' statements and the documents' text the pool names."""
     if pool.topic_set is None or pool.collection is None:
         raise InvalidParameterError(
-            f"Pool '{pool.name}' names no topic set or collection for its judges to read; "
-            f"run 'evalstore pool configure {pool.name} --topics TOPIC_SET --collection "
-            "COLLECTION'."
+            f"Pool '{pool.name}' names no topic set or collection for its judges to read.",
+            remedy=Remedy(
+                cli=f"Run 'evalstore pool configure {pool.name} --topics TOPIC_SET --collection COLLECTION'.",
+                web="Attach its topics and documents on its task's console.",
+            ),
         )
 
 
@@ -87,7 +89,9 @@ def _plan(engine: Engine, name: str, pool_name: str, topics: list[str] | None, l
     """What a run would ask: the pool's documents (of ``topics``; at most ``limit``) this judge's
     configuration has not rated yet, in judging order, with their prompts."""
     if limit is not None and limit < 1:
-        raise InvalidParameterError(f"--limit must be at least 1; not {limit}.")
+        raise InvalidParameterError(
+            f"A run judges at least 1 document; not {limit}.", remedy=Remedy(cli="Set how many with --limit.")
+        )
     with read_only(engine) as session:
         judge = get_judge(session, name)
         pool = repo.get_pool(session, pool_name)

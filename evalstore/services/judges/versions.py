@@ -31,7 +31,7 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.db.staging import StagedRows, staged_rows
-from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError
+from evalstore.errors import EvaluationError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.io.judgments import TREC_UNJUDGED
 from evalstore.services import jobs, pools
 from evalstore.services import store as store_module
@@ -66,7 +66,8 @@ def parse_source(text: str) -> Source:
         return Source(kind, ",".join(found.members))
     if kind not in ("human", "judge", "hybrid") or (kind == "human" and judge) or (kind == "judge" and not judge):
         raise InvalidParameterError(
-            f"--from is human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not '{text}'."
+            f"A version's labels are human, judge:NAME, hybrid, hybrid:NAME or ensemble:A,B,...; not '{text}'.",
+            remedy=Remedy(cli="Name them with --from."),
         )
     return Source(kind, judge or None)
 
@@ -210,8 +211,8 @@ def _only_judge(session: Session, pool: Pool) -> Judge:
     if len(judges) != 1:
         known = ", ".join(j.name for j in judges) or "none"
         raise InvalidParameterError(
-            f"--from hybrid needs the judge's name when pool '{pool.name}' has not exactly "
-            f"one judge (judges: {known}); write hybrid:NAME."
+            f"Hybrid labels need the judge's name: pool '{pool.name}' has not exactly one judge (judges: {known}).",
+            remedy=Remedy(cli="Write --from hybrid:NAME."),
         )
     return judges[0]
 
@@ -234,48 +235,19 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
         judged = judge_labels(session, pool, judge) if judge is not None else None
         members = [get_judge(session, member) for member in chosen.members] if chosen.kind == "ensemble" else []
         member_labels = [judge_labels(session, pool, member).rename(member.name) for member in members]
-    if chosen.kind == "ensemble":
-        if any(found.empty for found in member_labels):
-            empty = [m.name for m, found in zip(members, member_labels, strict=True) if found.empty]
-            raise EvaluationError(
-                f"Pool '{pool_name}' has no labels of judge {', '.join(empty)} yet; judge it first ('evalstore "
-                f"judges run NAME --pool {pool_name}')."
-            )
-        labels, graded = combine(member_labels, rule)
-        counts = {"ensemble": len(labels), "by_all_members": int((graded == len(members)).sum())}
-    elif chosen.kind == "human":
-        assert human is not None
-        labels, counts = human, {"human": len(human)}
-    elif chosen.kind == "judge":
-        assert judged is not None
-        labels, counts = judged, {"judge": len(judged)}
-    else:
-        assert human is not None and judged is not None
-        from_judge = judged[~judged.index.isin(human.index)]
-        labels = pd.concat([human, from_judge])
-        counts = {"human": len(human), "judge": len(from_judge)}
+    labels, counts = _chosen_labels(chosen, rule, pool_name, human, judged, members, member_labels)
     if labels.empty:
         raise EvaluationError(
-            f"Pool '{pool_name}' has no {chosen} labels yet; judge it first ('evalstore judges run "
-            f"NAME --pool {pool_name}', or 'evalstore judgments import')."
+            f"Pool '{pool_name}' has no {chosen} labels yet.",
+            remedy=Remedy(
+                cli=f"Judge it first ('evalstore judges run NAME --pool {pool_name}', or 'evalstore judgments import')."
+            ),
         )
     keys = pd.MultiIndex.from_tuples([tuple(e) for e in entries], names=["topic", "doc"])
     parsed, combined = pools.qrels_of_labels(keys, labels)
     counts["unjudged"] = int((combined == TREC_UNJUDGED).sum())
     content_hash = parsed.content_hash
-    sources: dict[str, Any] = {"from": str(chosen), "pool": pool_name}
-    if chosen.kind == "ensemble":
-        # each member's labels stay in judge_labels under its configuration: `judgments provenance
-        # --judge MEMBER` shows every member's label of a document, with its own provenance
-        sources["rule"] = rule
-        sources["members"] = [
-            {"judge": m.name, "judge_config": m.config_hash, "model": m.model, "prompt_hash": m.prompt_hash}
-            for m in members
-        ]
-    if judge is not None:
-        sources.update(
-            judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash
-        )
+    sources = _sources(chosen, pool_name, rule, members, judge)
 
     def store(staged: StagedRows) -> BuiltVersion:
         # the version's qrels, its row and the re-pointed tasks with their queued jobs commit
@@ -314,6 +286,58 @@ def build_version(engine: Engine, name: str, *, pool_name: str, source: str, rul
     with staged_rows(engine, repo.judgments_to_store(parsed.table)) as staged:
         # two builds of one lineage at once: the loser sees the winner's version and decides again
         return store_module.retry_on_name_race(lambda: store(staged))
+
+
+def _chosen_labels(
+    chosen: Source,
+    rule: str,
+    pool_name: str,
+    human: pd.Series | None,
+    judged: pd.Series | None,
+    members: list[Judge],
+    member_labels: list[pd.Series],
+) -> tuple[pd.Series, dict[str, int]]:
+    """The labels ``chosen`` names (a human's, a judge's, both, or an ensemble's members'
+    combined by ``rule``), and how many came from where."""
+    if chosen.kind == "ensemble":
+        if any(found.empty for found in member_labels):
+            empty = [m.name for m, found in zip(members, member_labels, strict=True) if found.empty]
+            raise EvaluationError(
+                f"Pool '{pool_name}' has no labels of judge {', '.join(empty)} yet.",
+                remedy=Remedy(cli=f"Judge it first ('evalstore judges run NAME --pool {pool_name}')."),
+            )
+        labels, graded = combine(member_labels, rule)
+        counts = {"ensemble": len(labels), "by_all_members": int((graded == len(members)).sum())}
+    elif chosen.kind == "human":
+        assert human is not None
+        labels, counts = human, {"human": len(human)}
+    elif chosen.kind == "judge":
+        assert judged is not None
+        labels, counts = judged, {"judge": len(judged)}
+    else:
+        assert human is not None and judged is not None
+        from_judge = judged[~judged.index.isin(human.index)]
+        labels = pd.concat([human, from_judge])
+        counts = {"human": len(human), "judge": len(from_judge)}
+    return labels, counts
+
+
+def _sources(chosen: Source, pool_name: str, rule: str, members: list[Judge], judge: Judge | None) -> dict[str, Any]:
+    """Where a version's labels came from, as its row keeps it."""
+    sources: dict[str, Any] = {"from": str(chosen), "pool": pool_name}
+    if chosen.kind == "ensemble":
+        # each member's labels stay in judge_labels under its configuration: `judgments provenance
+        # --judge MEMBER` shows every member's label of a document, with its own provenance
+        sources["rule"] = rule
+        sources["members"] = [
+            {"judge": m.name, "judge_config": m.config_hash, "model": m.model, "prompt_hash": m.prompt_hash}
+            for m in members
+        ]
+    if judge is not None:
+        sources.update(
+            judge=judge.name, judge_config=judge.config_hash, model=judge.model, prompt_hash=judge.prompt_hash
+        )
+    return sources
 
 
 def _requeue(session: Session, name: str, qrels: QrelsSet) -> tuple[list[QueuedRun], dict[str, MovedTask]]:
@@ -378,7 +402,7 @@ def list_versions(engine: Engine, name: str) -> list[QrelsVersionView]:
         if not rows:
             known = list(session.scalars(select(QrelsVersion.name).distinct().order_by(QrelsVersion.name)))
             raise NotFoundError(
-                f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}); build one "
-                f"with 'evalstore qrels build {name} --pool POOL --from human'."
+                f"No qrels versions named '{name}' (lineages: {', '.join(known) or 'none'}).",
+                remedy=Remedy(cli=f"Build one with 'evalstore qrels build {name} --pool POOL --from human'."),
             )
         return [_view(session, row) for row in rows]

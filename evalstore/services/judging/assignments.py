@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from evalstore.db import repositories as repo
 from evalstore.db.models import Pool, PoolAssignment, PoolEntry, PoolJudgment
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services.access import Principal, audit, get_user
 
 # the grades an assessor picks from when a pool names none (TREC DL's four-point scale)
@@ -80,11 +80,18 @@ def configure_pool(
         if grades is not None:
             wrong = [g for g in grades if not 0 <= g <= 9]
             if wrong or not grades:
-                raise InvalidParameterError("Give grades as VALUE=LABEL with VALUE 0-9, e.g. --grade '0=Not relevant'.")
+                shown = ", ".join(str(g) for g in wrong) or "none"
+                raise InvalidParameterError(
+                    f"A pool's grades are one or more relevance values 0-9, each with its label; not {shown}.",
+                    remedy=Remedy(cli="Give each as --grade VALUE=LABEL, e.g. --grade '0=Not relevant'."),
+                )
             pool.grades = {str(g): label for g, label in sorted(grades.items())}
         if double_share is not None:
             if not 0 <= double_share <= 1:
-                raise InvalidParameterError(f"--double-share is a share of each topic, 0 to 1; not {double_share}.")
+                raise InvalidParameterError(
+                    f"The share of each topic judged twice is 0 to 1; not {double_share}.",
+                    remedy=Remedy(cli="Set it with --double-share."),
+                )
             pool.double_share = double_share
             pool.double_seed = seed if seed is not None else secrets.randbits(31)
         return judging_settings(pool)

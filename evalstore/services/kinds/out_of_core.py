@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from evalstore.backends import Backend
 from evalstore.db import repositories as repo
 from evalstore.db.models import LabelSet, PredictionSet, Run
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics.classification import BinaryCounts
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ WHAT_IT_TAKES = (
 def check_label_set(label_set: LabelSet, options: dict[str, Any], backend: Backend) -> None:
     """Refuse, before queueing, gold labels or options the out-of-core suite cannot honour."""
     problem = None
+    remedy = "Leave --backend out: the local engine computes the whole suite."
     if label_set.multilabel:
         problem = f"gold labels '{label_set.name}' are multilabel"
     elif len(label_set.classes) != 2:
@@ -47,13 +48,13 @@ def check_label_set(label_set: LabelSet, options: dict[str, Any], backend: Backe
     elif label_set.weighted:
         problem = f"gold labels '{label_set.name}' carry sample weights"
     elif options["baseline"] is not None:
-        problem = "--baseline compares two prediction sets item by item"
+        problem = "a baseline compares two prediction sets item by item"
     elif isinstance(options["threshold"], str):
-        problem = f"--threshold {options['threshold']} searches the whole ROC curve; give a number"
+        problem = f"the threshold rule '{options['threshold']}' searches the whole ROC curve"
+        remedy = "Give --threshold a number, or leave --backend out: the local engine computes the whole suite."
     if problem is not None:
         raise InvalidParameterError(
-            f"--backend {backend.name} evaluates {WHAT_IT_TAKES}, and {problem}. Leave "
-            "--backend out: the local engine computes the whole suite."
+            f"The {backend.name} backend evaluates {WHAT_IT_TAKES}, and {problem}.", remedy=Remedy(cli=remedy)
         )
 
 
@@ -61,8 +62,8 @@ def check_prediction_set(prediction_set: PredictionSet, backend: Backend) -> Non
     if prediction_set.kind != "classifier" or not prediction_set.has_score:
         what = "a clustering" if prediction_set.kind != "classifier" else "predictions without a score column"
         raise InvalidParameterError(
-            f"--backend {backend.name} evaluates {WHAT_IT_TAKES}; '{prediction_set.name}' "
-            f"is {what}. Leave --backend out: the local engine evaluates it."
+            f"The {backend.name} backend evaluates {WHAT_IT_TAKES}; '{prediction_set.name}' is {what}.",
+            remedy=Remedy(cli="Leave --backend out: the local engine evaluates it."),
         )
 
 
@@ -142,7 +143,10 @@ def spark_session(master: str | None) -> SparkSession:
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # an optional extra
-        raise InvalidParameterError("--backend spark needs pyspark: pip install 'evalstore[spark]'.") from None
+        raise InvalidParameterError(
+            "The spark backend needs pyspark, which is not installed here.",
+            remedy=Remedy(cli="Install it with pip install 'evalstore[spark]'."),
+        ) from None
     running = SparkSession.getActiveSession()
     if running is not None:
         if master is not None and running.sparkContext.master != master:

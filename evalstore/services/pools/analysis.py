@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError
+from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics import evaluate, resolve_measures
 from evalstore.services.pools.build import in_table, pool_entries, pool_judgments, pool_runs, read_candidates, read_runs
 from evalstore.statistics import pooling
@@ -164,9 +164,16 @@ def simulate(
     """Replay strategies against known qrels: relevant documents found per judgment spent."""
     for strategy in strategies:
         if strategy not in pooling.STRATEGIES:
-            raise InvalidParameterError(f"--strategy must be among {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
+            raise InvalidParameterError(
+                f"The pooling strategies are {', '.join(pooling.STRATEGIES)}; not '{strategy}'.",
+                remedy=Remedy(cli="Choose them with --strategy."),
+            )
     if not budgets or min(budgets) < 1:
-        raise InvalidParameterError("Give --budget N (judgments per topic, at least 1; repeatable).")
+        raise InvalidParameterError(
+            "A simulation spends one or more budgets, each of at least 1 judgment per topic; "
+            f"got {', '.join(map(str, budgets)) if budgets else 'none'}.",
+            remedy=Remedy(cli="Give --budget N, once for each budget."),
+        )
     budgets = sorted(set(budgets))
     if bandit_policy == "thompson" and seed is None:
         seed = secrets.randbits(31)

@@ -74,8 +74,11 @@ class PoolNameTaken(ConflictError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(
-            f"A pool named '{name}' exists. Pass --replace to rebuild it (its judgments go with it), "
-            "or choose another --name."
+            f"A pool named '{name}' exists.",
+            remedy=Remedy(
+                cli="Pass --replace to rebuild it (its judgments go with it), or choose another --name.",
+                web="Choose another name.",
+            ),
         )
 
 
@@ -150,17 +153,27 @@ def build_pool(
     pool is named ``<task>:<name>`` (:func:`stored_pool_name`)."""
     name = stored_pool_name(name, task)
     if strategy not in pooling.STRATEGIES:
-        raise InvalidParameterError(f"--strategy must be one of {', '.join(pooling.STRATEGIES)}, not '{strategy}'.")
+        raise InvalidParameterError(
+            f"A pool's strategy is one of {', '.join(pooling.STRATEGIES)}; not '{strategy}'.",
+            remedy=Remedy(cli="Choose one with --strategy."),
+        )
     if strategy == "depth" and depth is None:
         depth = 100
     if strategy != "depth" and budget is None:
         raise InvalidParameterError(
-            f"--strategy {strategy} orders the candidates; give --budget N (documents to judge per topic)."
+            f"The {strategy} strategy orders the candidates, and judges as many per topic as its budget: "
+            "none was given.",
+            remedy=Remedy(cli="Give --budget N (documents to judge per topic)."),
         )
     if bandit_policy not in pooling.BANDIT_POLICIES:
-        raise InvalidParameterError(f"--policy must be one of {', '.join(pooling.BANDIT_POLICIES)}.")
+        raise InvalidParameterError(
+            f"The bandit's policy is one of {', '.join(pooling.BANDIT_POLICIES)}; not '{bandit_policy}'.",
+            remedy=Remedy(cli="Choose one with --policy."),
+        )
     if not 0 < rbp_p < 1:
-        raise InvalidParameterError(f"--rbp-p must be between 0 and 1, not {rbp_p}.")
+        raise InvalidParameterError(
+            f"RBP's persistence p is between 0 and 1, not {rbp_p}.", remedy=Remedy(cli="Give another --rbp-p.")
+        )
     random = strategy == "bandit" and bandit_policy == "thompson"
     if random and seed is None:
         seed = secrets.randbits(31)
@@ -170,7 +183,10 @@ def build_pool(
         runs = pool_runs(session, run_names)
         cands = read_candidates(session, runs, depth, topics)
     if cands.num_rows == 0:
-        raise EvaluationError("The runs retrieve nothing for the chosen topics; check --topics.")
+        raise EvaluationError(
+            "The runs retrieve nothing for the chosen topics.",
+            remedy=Remedy(cli="Check --topics.", web="Check the topics, or leave them empty to pool every one."),
+        )
     settings = pooling.PoolSettings(strategy, depth, budget, seed if random else None, rbp_p, bandit_policy)
     run_names = [run.name for run in runs]
     pool_frame = pooling.build(cands, run_names, settings)

@@ -21,10 +21,10 @@ from sqlalchemy import Engine, delete, insert, select, tuple_
 from evalstore.db import repositories as repo
 from evalstore.db.models import Pool, PoolEntry, PoolJudgment
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.errors import EvaluationError, InputFormatError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.io.formats import ParsedFile
 from evalstore.io.judgments import TREC_UNJUDGED, read_judgments
-from evalstore.metrics import evaluate, resolve_measures
+from evalstore.metrics import Measure, evaluate, resolve_measures
 from evalstore.services import store
 from evalstore.services.pools.build import (
     EXPORT_FORMATS,
@@ -45,7 +45,7 @@ def export_pool(
     """Assessor sheets: one row per pooled document, in judging order (or shuffled within each
     topic, seeded, so assessors cannot infer rank). Returns the text and the seed used."""
     if fmt not in EXPORT_FORMATS:
-        raise InvalidParameterError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not '{fmt}'.")
+        raise _unknown_format(fmt)
     if shuffle and seed is None:
         seed = secrets.randbits(31)
     with read_only(engine) as session:
@@ -57,6 +57,13 @@ def export_pool(
     if path is not None:
         path.write_text(text)
     return text, seed if shuffle else None
+
+
+def _unknown_format(fmt: str) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"Assessor sheets are written as {', '.join(EXPORT_FORMATS)}; not '{fmt}'.",
+        remedy=Remedy(cli="Choose one with --format."),
+    )
 
 
 def _sheet(entries: pd.DataFrame, fmt: str) -> str:
@@ -94,9 +101,11 @@ def next_batch(
     ``count`` 1). For depth, RRF and RBP the order is fixed and the batch is its continuation.
     """
     if count < 1:
-        raise InvalidParameterError("--count must be at least 1 (documents per topic).")
+        raise InvalidParameterError(
+            f"A batch adds at least 1 document per topic; not {count}.", remedy=Remedy(cli="Give --count 1 or more.")
+        )
     if fmt not in EXPORT_FORMATS:
-        raise InvalidParameterError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not '{fmt}'.")
+        raise _unknown_format(fmt)
     with read_only(engine) as session:
         pool = repo.get_pool(session, name)
         pool_id, strategy, params, seed = pool.id, pool.strategy, dict(pool.params), pool.seed
@@ -193,8 +202,8 @@ def import_judgments(
                     raise InputFormatError(
                         str(path),
                         line,
-                        f"topic {topic} doc {doc} is not in pool '{pool_name}'; "
-                        "pass --allow-outside-pool to keep it anyway",
+                        f"topic {topic} doc {doc} is not in pool '{pool_name}'",
+                        remedy=Remedy(cli="pass --allow-outside-pool to keep it anyway"),
                     )
         # judgments arrive in batches (pool next): a file adds to the assessor's earlier ones and
         # relabels only the documents it names
@@ -223,9 +232,10 @@ def pool_agreement(engine: Engine, name: str) -> pooling.Agreement:
         judgments = pool_judgments(session, repo.get_pool(session, name))
     if judgments["assessor"].nunique() < 2:
         raise EvaluationError(
-            f"Pool '{name}' has judgments from fewer than two assessors; import another "
-            "assessor's with 'evalstore judgments import PATH --pool "
-            f"{name} --assessor NAME'."
+            f"Pool '{name}' has judgments from fewer than two assessors.",
+            remedy=Remedy(
+                cli=f"Import another assessor's with 'evalstore judgments import PATH --pool {name} --assessor NAME'."
+            ),
         )
     labels = pd.DataFrame(
         {
@@ -283,38 +293,7 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     ranked = variants[["variant", "topic"]].merge(cands, on="topic")
     run_names = {i: run.name for i, run in enumerate(runs)}
 
-    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
-        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
-
-    qrels_per_run = qrels.merge(pd.DataFrame({"run": list(run_names)}), how="cross")
-    result = evaluate(
-        pa.table(
-            {
-                "topic": key(qrels_per_run, qrels_per_run["run"]),
-                "doc": pa.array(qrels_per_run["doc"], pa.string()),
-                "relevance": pa.array(qrels_per_run["relevance"].to_numpy()),
-            }
-        ),
-        pa.table(
-            {
-                "topic": key(ranked, ranked["run"]),
-                "doc": pa.array(ranked["doc"], pa.string()),
-                "score": pa.array(-ranked["rank"].to_numpy(np.float64)),
-            }
-        ),
-        [chosen],
-        missing_topics="zero",
-    )
-    values = result.per_query[result.per_query["measure"] == str(chosen)]
-    parts = values["query_id"].str.split("\t", expand=True)
-    scores = pd.DataFrame(
-        {
-            "variant": parts[0].astype(int),
-            "run": parts[1].astype(int),
-            "topic": parts[2],
-            "value": values["value"].to_numpy(float),
-        }
-    )
+    scores = _variant_scores(qrels, ranked, list(run_names), chosen)
     base_scores = scores[scores["variant"] == 0].pivot(index="run", columns="topic", values="value")
     base_scores = base_scores.reindex(index=list(run_names), columns=topics).fillna(0.0)
     means = base_scores.mean(axis=1).to_numpy()
@@ -346,6 +325,45 @@ def disagreements(engine: Engine, name: str, *, measure: str = "AP") -> tuple[li
     return found, pairs
 
 
+def _variant_scores(qrels: pd.DataFrame, ranked: pd.DataFrame, runs: list[int], chosen: Measure) -> pd.DataFrame:
+    """Each run's ``chosen`` value on each variant's topic (variant, run, topic, value): one
+    evaluation whose topics are the (variant, run, topic) triples."""
+
+    def key(frame: pd.DataFrame, run: pd.Series) -> pa.Array:
+        return pa.array(frame["variant"].astype(str) + "\t" + run.astype(str) + "\t" + frame["topic"], pa.string())
+
+    qrels_per_run = qrels.merge(pd.DataFrame({"run": runs}), how="cross")
+    result = evaluate(
+        pa.table(
+            {
+                "topic": key(qrels_per_run, qrels_per_run["run"]),
+                "doc": pa.array(qrels_per_run["doc"], pa.string()),
+                "relevance": pa.array(qrels_per_run["relevance"].to_numpy()),
+            }
+        ),
+        pa.table(
+            {
+                "topic": key(ranked, ranked["run"]),
+                "doc": pa.array(ranked["doc"], pa.string()),
+                "score": pa.array(-ranked["rank"].to_numpy(np.float64)),
+            }
+        ),
+        [chosen],
+        missing_topics="zero",
+    )
+    values = result.per_query[result.per_query["measure"] == str(chosen)]
+    parts = values["query_id"].str.split("\t", expand=True)
+    scores = pd.DataFrame(
+        {
+            "variant": parts[0].astype(int),
+            "run": parts[1].astype(int),
+            "topic": parts[2],
+            "value": values["value"].to_numpy(float),
+        }
+    )
+    return scores
+
+
 def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
     """One label per judged (topic, doc): the most frequent (ties: the higher label), the highest,
     or one assessor's (``assessor:NAME``)."""
@@ -357,7 +375,10 @@ def resolve_labels(judgments: pd.DataFrame, resolve: str) -> pd.Series:
             raise InvalidParameterError(f"No judgments by assessor '{who}' in this pool (assessors: {known}).")
         return mine.set_index(["topic", "doc"])["relevance"]
     if resolve not in RESOLUTIONS:
-        raise InvalidParameterError("--resolve must be majority, max or assessor:NAME.")
+        raise InvalidParameterError(
+            f"Judgments are resolved by majority, max or assessor:NAME; not '{resolve}'.",
+            remedy=Remedy(cli="Choose one with --resolve."),
+        )
     grouped = judgments.groupby(["topic", "doc"])["relevance"]
     if resolve == "max":
         return grouped.max()
@@ -392,8 +413,8 @@ def pool_qrels(engine: Engine, name: str, *, qrels_name: str, resolve: str = "ma
         judgments = pool_judgments(session, pool)
     if judgments.empty:
         raise EvaluationError(
-            f"Pool '{name}' has no judgments yet; import them with 'evalstore judgments import "
-            f"PATH --pool {name} --assessor NAME'."
+            f"Pool '{name}' has no judgments yet.",
+            remedy=Remedy(cli=f"Import them with 'evalstore judgments import PATH --pool {name} --assessor NAME'."),
         )
     keys = pd.MultiIndex.from_frame(entries[["topic", "doc"]])
     parsed, _ = qrels_of_labels(keys, resolve_labels(judgments, resolve))

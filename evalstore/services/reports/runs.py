@@ -270,6 +270,7 @@ def compare_page(
         shown=access.topics,
         judgments=access.judgments_visible,
         per_topic=not access.aggregates_only,
+        task=task,
     )
 
 
@@ -318,11 +319,27 @@ def compared(
     shown: ranking.TopicFilter | None = None,
     judgments: bool = True,
     per_topic: bool = True,
+    task: str | None = None,
 ) -> ComparePage:
     """The comparison of runs the caller may see, on ``qrels``, for the page of ``name`` (a task or
     a collection), over the topics ``shown`` (None: all); only what their evaluations stored is
     used. ``judgments``: whether the top documents carry their grades in the qrels; without
-    ``per_topic``, the tests alone (no topic's difference, no disagreement named)."""
+    ``per_topic``, the tests alone (no topic's difference, no disagreement named). ``task``: the
+    task whose paired tests a worker stored (read when they are of these runs' evaluations)."""
+
+    def stored(matrix: ScoreMatrix) -> ranking.StoredPairs | None:
+        if task is None:
+            return None
+        return ranking.stored_pairs(
+            engine,
+            task=task,
+            qrels_name=qrels,
+            measure=matrix.measures[0],
+            topics=shown,
+            evaluations=matrix.evaluation_ids,
+            topic_list=matrix.topics,
+        )
+
     comparison = comparisons.compare(
         engine,
         qrels_name=qrels,
@@ -332,6 +349,7 @@ def compared(
         missing="zero",
         evaluate_missing=False,
         topic_filter=shown,  # a split task before its release: its public topics only
+        stored=stored,
     )  # a GET never stores
     if not per_topic:
         measure = comparison.matrix.measures[0]

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, func, select
 from evalstore.db import repositories as repo
 from evalstore.db.models import Split, SplitMember
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError
+from evalstore.errors import ConflictError, InputFormatError, InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import labels
 from evalstore.services.kinds import ranking
 
@@ -27,6 +27,7 @@ IMPORTED = "given"  # the method of a split read from a file (a collection's off
 STRATA = ("none", "difficulty", "label")
 HOLDOUT_SHARE = 1 / 3  # the textbook's holdout: two thirds to train, one third to test
 PARTITIONING = ("holdout", "kfold", "loo", IMPORTED)  # test parts never overlap: a cross-validated run is defined
+_ANOTHER_NAME = Remedy(cli="Choose another --name.", web="Choose another name.")
 
 
 @dataclass(frozen=True)
@@ -66,30 +67,54 @@ def make_split(
 ) -> SplitSummary:
     """Split a qrels set's topics (or a label set's items) and store the split with its seed."""
     if (qrels is None) == (labels_name is None):
-        raise InvalidParameterError("Split the topics of --qrels NAME or the items of --labels NAME (one of them).")
+        raise InvalidParameterError(
+            "A split splits the topics of one qrels set or the items of one label set: "
+            + ("both were named." if qrels is not None else "neither was named."),
+            remedy=Remedy(cli="Give --qrels NAME or --labels NAME."),
+        )
     if method not in METHODS:
-        raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, not '{method}'.")
+        raise InvalidParameterError(
+            f"A split's method is one of {', '.join(METHODS)}; not '{method}'.",
+            remedy=Remedy(cli="Choose one with --method."),
+        )
     if stratify_by not in STRATA:
-        raise InvalidParameterError(f"--stratify-by must be one of {', '.join(STRATA)}, not '{stratify_by}'.")
+        raise InvalidParameterError(
+            f"A split is stratified by one of {', '.join(STRATA)}; not '{stratify_by}'.",
+            remedy=Remedy(cli="Choose one with --stratify-by."),
+        )
     if stratify_by == "difficulty" and qrels is None or stratify_by == "label" and labels_name is None:
-        raise InvalidParameterError("Stratify topics (--qrels) by difficulty, and items (--labels) by label.")
+        given, by = ("topics", "difficulty") if qrels is not None else ("items", "label")
+        raise InvalidParameterError(
+            f"Topics (of qrels) are stratified by difficulty, and items (of labels) by label; these are {given}.",
+            remedy=Remedy(cli=f"Give --stratify-by {by} or none."),
+        )
     if not 0 < test_share < 1:
-        raise InvalidParameterError(f"--test-share must be between 0 and 1, not {test_share}.")
+        raise InvalidParameterError(
+            f"The test share is between 0 and 1, not {test_share}.", remedy=Remedy(cli="Give another --test-share.")
+        )
     seed = secrets.randbits(31) if seed is None else seed
     with read_only(engine) as session:
         if repo.find_split(session, name) is not None:
-            raise ConflictError(f"A split named '{name}' exists; choose another --name.")
+            raise ConflictError(f"A split named '{name}' exists.", remedy=_ANOTHER_NAME)
     if method == "loo" and stratify_by != "none":
-        raise InvalidParameterError("Leave-one-out tests one unit at a time: it has no strata; drop --stratify-by.")
+        raise InvalidParameterError(
+            "Leave-one-out tests one unit at a time: it has no strata.", remedy=Remedy(cli="Drop --stratify-by.")
+        )
     units, strata, strata_note = (
         split_topics(engine, qrels, stratify_by)
         if qrels is not None
         else split_items(engine, labels_name or "", stratify_by)
     )
     if method == "kfold" and not 2 <= k <= len(units):
-        raise InvalidParameterError(f"--k must be between 2 and the {len(units)} units to split, not {k}.")
+        raise InvalidParameterError(
+            f"A k-fold split's k is between 2 and the {len(units)} units to split, not {k}.",
+            remedy=Remedy(cli="Give another --k."),
+        )
     if repeats < 1:
-        raise InvalidParameterError(f"--repeats must be at least 1, not {repeats}.")
+        raise InvalidParameterError(
+            f"A split's draws are repeated at least once, not {repeats} times.",
+            remedy=Remedy(cli="Give --repeats 1 or more."),
+        )
     folds = _draw(method, len(units), strata, test_share, k, repeats, seed)
     params: dict[str, Any] = {"stratify_by": stratify_by}
     if method in ("holdout", "subsample"):
@@ -129,7 +154,7 @@ def _store(engine: Engine, split: Split, units: list[str], folds: list[tuple[np.
             rows["weight"] += counts[chosen].tolist()
     with unit_of_work(engine) as session:
         if repo.find_split(session, split.name) is not None:
-            raise ConflictError(f"A split named '{split.name}' exists; choose another --name.")
+            raise ConflictError(f"A split named '{split.name}' exists.", remedy=_ANOTHER_NAME)
         session.add(split)
         session.flush()
         table = pa.table(
@@ -350,7 +375,9 @@ class SplitExport:
 def export_split(engine: Engine, name: str, *, fold: int | None = None, part: str | None = None) -> SplitExport:
     """The units of each fold (or of ``fold``), train and test (or ``part`` only)."""
     if part is not None and part not in ("train", "test"):
-        raise InvalidParameterError(f"--part must be train or test, not '{part}'.")
+        raise InvalidParameterError(
+            f"A fold's parts are train and test, not '{part}'.", remedy=Remedy(cli="Choose one with --part.")
+        )
     summary = show_split(engine, name)
     if fold is not None and not 1 <= fold <= summary.folds:
         raise InvalidParameterError(f"Split '{name}' has folds 1-{summary.folds}; there is no fold {fold}.")

@@ -17,7 +17,7 @@ from evalstore._version import __version__
 from evalstore.db import repositories as repo
 from evalstore.db.models import Evaluation, FoldResult, Run
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.errors import EvaluationError, InvalidParameterError
+from evalstore.errors import EvaluationError, InvalidParameterError, Remedy
 from evalstore.io.writers import write_run
 from evalstore.metrics import resolve_measures
 from evalstore.services import store, tracking
@@ -33,7 +33,8 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
     split, tests = members(engine, splits)
     if split.source_kind != "qrels":
         raise InvalidParameterError(
-            f"Split '{splits}' splits items of labels '{split.source}'; runs combine topics (a split of --qrels)."
+            f"Split '{splits}' splits items of labels '{split.source}'; runs combine topics (a split of qrels).",
+            remedy=Remedy(cli="Name a split made with --qrels."),
         )
     unknown = sorted(set(folds) - set(tests))
     if unknown:
@@ -53,8 +54,8 @@ def combine_runs(engine: Engine, *, splits: str, folds: Mapping[int, str], name:
     if untested:
         missing = sorted({f for f, topics in tests.items() if set(topics) & set(untested)} - set(folds))
         raise InvalidParameterError(
-            f"{len(untested)} topic(s) are tested by no fold given (e.g. {untested[0]}); "
-            f"add --fold {missing[0] if missing else '?'}=RUN."
+            f"{len(untested)} topic(s) are tested by no fold given (e.g. {untested[0]}).",
+            remedy=Remedy(cli=f"Add --fold {missing[0] if missing else '?'}=RUN."),
         )
     parts = []
     for fold, run_name in sorted(folds.items()):

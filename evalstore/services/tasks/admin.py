@@ -169,46 +169,38 @@ def release_task(engine: Engine, name: str, *, by: Principal | None = None) -> T
 DESCRIPTION_CHARACTERS = 20_000
 
 
-def update_task(
-    engine: Engine,
-    name: str,
-    *,
-    opens: datetime | None,
-    closes: datetime | None,
-    max_runs_per_team: int | None,
-    measures: Sequence[str],
-    description: str | None,
-    daily_cap: int | None = None,
-    official_measure: str | None = None,
-    by: Principal | None = None,
-) -> TaskView:
+@dataclass(frozen=True)
+class TaskSettings:
+    """A task's settings as the organiser's form shows them, all at once: its submission window, a
+    team's quota and daily cap, its measures, its official measure and its description."""
+
+    opens: datetime | None
+    closes: datetime | None
+    max_runs_per_team: int | None
+    measures: Sequence[str]
+    description: str | None
+    daily_cap: int | None = None
+    official_measure: str | None = None
+
+
+def update_task(engine: Engine, name: str, settings: TaskSettings, *, by: Principal | None = None) -> TaskView:
     """Change a task's settings, all at once (the organiser's form shows every one): its
     submission window, a team's quota and daily cap, its measures (runs submitted from now on are
     evaluated with them; past evaluations keep theirs) and its description. Only its organiser and
     admins."""
     with unit_of_work(engine) as session:
         task = _managed_task(session, name, by)
-        change_settings(
-            session,
-            task,
-            opens=opens,
-            closes=closes,
-            max_runs_per_team=max_runs_per_team,
-            measures=measures,
-            description=description,
-            daily_cap=daily_cap,
-            official_measure=official_measure,
-        )
+        change_settings(session, task, settings)
         audit(
             session,
             by.name if by else None,
             "tasks.update",
             name,
             {
-                "opens": iso_text(opens),
-                "closes": iso_text(closes),
-                "max_runs_per_team": max_runs_per_team,
-                "daily_cap": daily_cap,
+                "opens": iso_text(settings.opens),
+                "closes": iso_text(settings.closes),
+                "max_runs_per_team": settings.max_runs_per_team,
+                "daily_cap": settings.daily_cap,
                 "measures": list(task.measures),
                 "official_measure": task.official_measure,
             },
@@ -240,7 +232,7 @@ def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Pri
         }
         merged = {**current, **changes}
         merged["measures"] = merged["measures"] or []
-        change_settings(session, task, **merged)
+        change_settings(session, task, TaskSettings(**merged))
         audit(
             session,
             by.name if by else None,
@@ -251,84 +243,35 @@ def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Pri
         return task_view(session, task)
 
 
-def change_settings(
-    session: Session,
-    task: Task,
-    *,
-    opens: datetime | None,
-    closes: datetime | None,
-    max_runs_per_team: int | None,
-    measures: Sequence[str],
-    description: str | None,
-    daily_cap: int | None = None,
-    official_measure: str | None = None,
-) -> None:
+def change_settings(session: Session, task: Task, settings: TaskSettings) -> None:
     """The step of :func:`update_task`: check the settings as create_task does, and set them."""
     qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None  # None: answers
-    names, official = _checked_settings(
-        qrels,
-        opens=opens,
-        closes=closes,
-        max_runs_per_team=max_runs_per_team,
-        measures=measures,
-        description=description,
-        daily_cap=daily_cap,
-        official_measure=official_measure,
-    )
-    task.opens_at, task.closes_at, task.max_runs_per_team = _utc(opens), _utc(closes), max_runs_per_team
-    task.daily_cap = daily_cap
+    names, official = _checked_settings(qrels, settings)
+    task.opens_at, task.closes_at = _utc(settings.opens), _utc(settings.closes)
+    task.max_runs_per_team = settings.max_runs_per_team
+    task.daily_cap = settings.daily_cap
     task.measures = names
     task.official_measure = official
-    task.description = description or None
+    task.description = settings.description or None
 
 
-def check_settings(
-    engine: Engine,
-    name: str,
-    *,
-    opens: datetime | None,
-    closes: datetime | None,
-    max_runs_per_team: int | None,
-    measures: Sequence[str],
-    description: str | None,
-    daily_cap: int | None = None,
-    official_measure: str | None = None,
-) -> None:
+def check_settings(engine: Engine, name: str, settings: TaskSettings) -> None:
     """Refuse settings :func:`update_task` would refuse, changing nothing (the console checks them
     before it asks to confirm a change)."""
     with read_only(engine) as session:
         task = get_task(session, name)
         qrels = session.get(QrelsSet, task.qrels_id) if task.qrels_id is not None else None  # None: answers
-        _checked_settings(
-            qrels,
-            opens=opens,
-            closes=closes,
-            max_runs_per_team=max_runs_per_team,
-            measures=measures,
-            description=description,
-            daily_cap=daily_cap,
-            official_measure=official_measure,
-        )
+        _checked_settings(qrels, settings)
 
 
-def _checked_settings(
-    qrels: QrelsSet | None,
-    *,
-    opens: datetime | None,
-    closes: datetime | None,
-    max_runs_per_team: int | None,
-    measures: Sequence[str],
-    description: str | None,
-    daily_cap: int | None,
-    official_measure: str | None,
-) -> tuple[list[str], str | None]:
+def _checked_settings(qrels: QrelsSet | None, settings: TaskSettings) -> tuple[list[str], str | None]:
     """The settings checked: the measures by their canonical names, and the official measure
     (``qrels`` None: a task over a nugget bank, whose measures are answer measures)."""
-    _check_limits(opens, closes, max_runs_per_team, daily_cap, description)
-    names = task_measures(measures, answers=qrels is None)
+    _check_limits(settings.opens, settings.closes, settings.max_runs_per_team, settings.daily_cap, settings.description)
+    names = task_measures(settings.measures, answers=qrels is None)
     if qrels is not None:
         check_measures(qrels, names)
-    return names, _official(official_measure, names, answers=qrels is None)
+    return names, _official(settings.official_measure, names, answers=qrels is None)
 
 
 def _check_limits(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
 from evalstore.db.session import read_only
-from evalstore.errors import NotFoundError
+from evalstore.errors import NotFoundError, Remedy
 from evalstore.metrics.answers import answer_measure
 from evalstore.services.answers import get_bank
 from evalstore.services.kinds.answers.readback import latest_evaluations
@@ -63,8 +63,8 @@ def leaderboard(
         latest = latest_evaluations(session, bank, assessor)
         if not latest:
             raise NotFoundError(
-                f"No answer run is evaluated on nugget bank '{bank_name}' yet. Run 'evalstore evaluate "
-                f"--nuggets {bank_name} --all-answers --wait'."
+                f"No answer run is evaluated on nugget bank '{bank_name}' yet.",
+                remedy=Remedy(cli=f"Run 'evalstore evaluate --nuggets {bank_name} --all-answers --wait'."),
             )
         records = [
             {

@@ -4,6 +4,7 @@ every answer measure computed per topic (:mod:`evalstore.metrics.answers`), noth
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,82 @@ from evalstore.services.kinds.answers.evaluated import Evaluated
 from evalstore.services.kinds.base import ComputedJob, JobTimings, per_query_values
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """What an answers job reads: the bank's nuggets, the run's sentences and first citations, and
+    the assessor's nugget and support labels."""
+
+    nuggets: Any
+    given: assessors.NuggetLabels
+    sentences: Any
+    cited: set[Any]
+    support: Any
+    run_name: str
+    bank_name: str
+    header_hashes: dict[str, Any]
+
+
 def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
     """Compute a claimed answers job, storing nothing (JobLost if its run or bank was deleted)."""
     timings = JobTimings()
     started = time.perf_counter()
     assessor = str(job.options["assessor"])
+    stored = _read(engine, job, assessor)
+    run_name, bank_name = stored.run_name, stored.bank_name
+    timings.load = time.perf_counter() - started
+    started = time.perf_counter()
+    nugget_topics = _assessed_topics(stored.nuggets, stored.given, run_name, bank_name)
+    support_topics = sorted({topic for topic, _ in stored.support})
+    topics = sorted(set(nugget_topics) | set(support_topics))
+    if not topics:
+        raise EvaluationError(
+            f"No topic of answer run '{run_name}' has {assessor} labels on nugget bank '{bank_name}'."
+        )
+    code = {topic: i for i, topic in enumerate(topics)}
+    values: dict[str, np.ndarray] = {}
+    if nugget_topics:
+        values.update(_nugget_values(stored, nugget_topics, code))
+    if stored.support:
+        values.update(_support_values(stored, support_topics, code))
+    aggregates, means, counts = [], {}, {}
+    for name, per_topic in values.items():
+        finite = per_topic[np.isfinite(per_topic)]
+        mean = float(finite.mean()) if finite.size else None
+        means[name], counts[name] = mean, int(finite.size)
+        aggregates.append({"measure": name, "value": mean, "text_value": None, "query_count": int(finite.size)})
+    timings.compute = time.perf_counter() - started
+    options = dict(job.options)
+
+    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+        import pandas as pd
+
+        frame = pd.DataFrame(values, index=pd.Index(topics, name="topic"))
+        return Evaluated(
+            run_name,
+            bank_name,
+            job.evaluation_id,
+            means,
+            counts,
+            options,
+            {**stored.header_hashes, **header},
+            frame,
+        )
+
+    return ComputedJob(
+        job.evaluation_id,
+        run_name,
+        bank_name,
+        len(topics),
+        (),
+        timings,
+        per_query_values(topics, values),
+        aggregates,
+        None,
+        evaluated_as,
+    )
+
+
+def _read(engine: Engine, job: jobs.ClaimedJob, assessor: str) -> _Stored:
     with read_only(engine) as session:
         evaluation = session.get(Evaluation, job.evaluation_id)
         answer_run = session.get(AnswerRun, evaluation.answer_run_id) if evaluation else None
@@ -53,84 +125,56 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
             ).all()
         )
         support = assessors.support_labels(session, answer_run.id, assessor)
-        run_name, bank_name = answer_run.name, bank.name
-        header_hashes = {"answers_hash": answer_run.content_hash, "bank_hash": bank.content_hash}
-    timings.load = time.perf_counter() - started
-    started = time.perf_counter()
-    labels = given.labels
-    nugget_topics = _assessed_topics(nuggets, given, run_name, bank_name)
-    support_topics = sorted({topic for topic, _ in support})
-    topics = sorted(set(nugget_topics) | set(support_topics))
-    if not topics:
-        raise EvaluationError(
-            f"No topic of answer run '{run_name}' has {assessor} labels on nugget bank '{bank_name}'."
+        return _Stored(
+            nuggets,
+            given,
+            sentences,
+            cited,
+            support,
+            answer_run.name,
+            bank.name,
+            {"answers_hash": answer_run.content_hash, "bank_hash": bank.content_hash},
         )
-    code = {topic: i for i, topic in enumerate(topics)}
+
+
+def _nugget_values(stored: _Stored, nugget_topics: list[str], code: dict[str, int]) -> dict[str, np.ndarray]:
+    """The nugget measures per topic (NaN on a topic with support labels only)."""
+    labels = stored.given.labels
     values: dict[str, np.ndarray] = {}
-    if nugget_topics:
-        kept = [(topic, importance, labels[i]) for i, topic, importance in nuggets if topic in nugget_topics]
-        table = measures.NuggetTable(
-            np.array([code[t] for t, _, _ in kept], dtype=np.int64),
-            np.array([importance == "vital" for _, importance, _ in kept], dtype=bool),
-            np.array([measures.ASSIGNMENT_VALUE[label] for _, _, label in kept], dtype=np.float64),
-            len(topics),
-        )
-        assessed = np.isin(np.arange(len(topics)), [code[t] for t in nugget_topics])
-        for name in measures.NUGGET_MEASURES:
-            function = measures.ANSWER_MEASURES[name].nuggets
-            assert function is not None
-            values[name] = np.where(assessed, function(table), np.nan)
-    if support:
-        rows = [(topic, position) for topic, position in sentences if topic in code and topic in support_topics]
-        table_s = measures.SentenceTable(
-            np.array([code[t] for t, _ in rows], dtype=np.int64),
-            np.array([(t, p) in cited for t, p in rows], dtype=bool),
-            np.array(
-                [measures.SUPPORT_VALUE[support[t, p]] if (t, p) in support else np.nan for t, p in rows],
-                dtype=np.float64,
-            ),
-            len(topics),
-        )
-        for name in measures.SUPPORT_MEASURES:
-            function_s = measures.ANSWER_MEASURES[name].sentences
-            assert function_s is not None
-            values[name] = function_s(table_s)
-    aggregates, means, counts = [], {}, {}
-    for name, per_topic in values.items():
-        finite = per_topic[np.isfinite(per_topic)]
-        mean = float(finite.mean()) if finite.size else None
-        means[name], counts[name] = mean, int(finite.size)
-        aggregates.append({"measure": name, "value": mean, "text_value": None, "query_count": int(finite.size)})
-    timings.compute = time.perf_counter() - started
-    options = dict(job.options)
-
-    def evaluated_as(header: dict[str, Any]) -> Evaluated:
-        import pandas as pd
-
-        frame = pd.DataFrame(values, index=pd.Index(topics, name="topic"))
-        return Evaluated(
-            run_name,
-            bank_name,
-            job.evaluation_id,
-            means,
-            counts,
-            options,
-            {**header_hashes, **header},
-            frame,
-        )
-
-    return ComputedJob(
-        job.evaluation_id,
-        run_name,
-        bank_name,
-        len(topics),
-        (),
-        timings,
-        per_query_values(topics, values),
-        aggregates,
-        None,
-        evaluated_as,
+    kept = [(topic, importance, labels[i]) for i, topic, importance in stored.nuggets if topic in nugget_topics]
+    table = measures.NuggetTable(
+        np.array([code[t] for t, _, _ in kept], dtype=np.int64),
+        np.array([importance == "vital" for _, importance, _ in kept], dtype=bool),
+        np.array([measures.ASSIGNMENT_VALUE[label] for _, _, label in kept], dtype=np.float64),
+        len(code),
     )
+    assessed = np.isin(np.arange(len(code)), [code[t] for t in nugget_topics])
+    for name in measures.NUGGET_MEASURES:
+        function = measures.ANSWER_MEASURES[name].nuggets
+        assert function is not None
+        values[name] = np.where(assessed, function(table), np.nan)
+    return values
+
+
+def _support_values(stored: _Stored, support_topics: list[str], code: dict[str, int]) -> dict[str, np.ndarray]:
+    """The citation-support measures per topic, from the sentences of the topics with support labels."""
+    support, cited = stored.support, stored.cited
+    values: dict[str, np.ndarray] = {}
+    rows = [(topic, position) for topic, position in stored.sentences if topic in code and topic in support_topics]
+    table_s = measures.SentenceTable(
+        np.array([code[t] for t, _ in rows], dtype=np.int64),
+        np.array([(t, p) in cited for t, p in rows], dtype=bool),
+        np.array(
+            [measures.SUPPORT_VALUE[support[t, p]] if (t, p) in support else np.nan for t, p in rows],
+            dtype=np.float64,
+        ),
+        len(code),
+    )
+    for name in measures.SUPPORT_MEASURES:
+        function_s = measures.ANSWER_MEASURES[name].sentences
+        assert function_s is not None
+        values[name] = function_s(table_s)
+    return values
 
 
 def _assessed_topics(nuggets: Any, given: assessors.NuggetLabels, run: str, bank: str) -> list[str]:

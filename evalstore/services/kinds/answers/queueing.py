@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db.models import AnswerRun, Nugget, NuggetAssignment, NuggetBank
 from evalstore.db.session import unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import jobs
 from evalstore.services.answers import assessors, get_answer_run, get_bank
 
@@ -64,14 +64,18 @@ def enqueue(
         bank = get_bank(session, bank_name)
         if bank.drafted_by is not None and bank.accepted_at is None:
             raise InvalidParameterError(
-                f"Nugget bank '{bank_name}' is a draft by {bank.drafted_by}, not reviewed yet; review its nuggets "
-                f"and accept it with 'evalstore nuggets accept {bank_name}' before scoring on it."
+                f"Nugget bank '{bank_name}' is a draft by {bank.drafted_by}, not reviewed yet: it is scored on "
+                "once a person has reviewed and accepted it.",
+                remedy=Remedy(
+                    cli=f"Review its nuggets and accept it with 'evalstore nuggets accept {bank_name}'.",
+                    web="Review its nuggets on the bank's page, then accept the bank for scoring there.",
+                ),
             )
         names = answer_names or assessed_runs(session, bank, assessor)
         if not names:
             raise NotFoundError(
-                f"No answer run has {assessor} assignments on nugget bank '{bank_name}'. Import them with "
-                f"'evalstore nuggets import FILE --name {bank_name}'."
+                f"No answer run has {assessor} assignments on nugget bank '{bank_name}'.",
+                remedy=Remedy(cli=f"Import them with 'evalstore nuggets import FILE --name {bank_name}'."),
             )
         return [
             enqueue_run(session, get_answer_run(session, name), bank, assessor, force=force, max_attempts=max_attempts)

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, select
 
 from evalstore.db.models import AggregateResult
 from evalstore.db.session import read_only
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.metrics import headline_measures, higher_is_better
 from evalstore.services.kinds.base import (
     Leaderboard,
@@ -32,8 +32,8 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
         latest = latest_evaluations(session, label_set)
         if not latest:
             raise NotFoundError(
-                f"Nothing is evaluated against '{labels_name}' yet. Run 'evalstore evaluate "
-                f"--labels {labels_name} --wait'."
+                f"Nothing is evaluated against '{labels_name}' yet.",
+                remedy=Remedy(cli=f"Run 'evalstore evaluate --labels {labels_name} --wait'."),
             )
         ids = [e.id for _, e in latest]
         values = session.execute(
@@ -50,8 +50,8 @@ def leaderboard(engine: Engine, *, labels_name: str, measure_names: list[str]) -
     if unknown:
         raise InvalidParameterError(
             f"No stored values for {', '.join(unknown)}. Classification measures include "
-            f"{', '.join(headline_measures('classifier'))}; clusterings: {', '.join(headline_measures('clustering'))} "
-            "('evalstore measures --kind classifier' lists them all)."
+            f"{', '.join(headline_measures('classifier'))}; clusterings: {', '.join(headline_measures('clustering'))}.",
+            remedy=Remedy(cli="'evalstore measures --kind classifier' lists them all."),
         )
     rows = [
         {

@@ -5,14 +5,16 @@ labels (the context keeps the labels for the next job) and the suite computed.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import LabelSet, PredictionSet
 from evalstore.db.session import read_only
-from evalstore.errors import ConflictError, InvalidParameterError
+from evalstore.errors import ConflictError, InvalidParameterError, Remedy
 from evalstore.metrics import classification as measures
 from evalstore.services import jobs
 from evalstore.services.context import AppContext, context_for
@@ -21,6 +23,7 @@ from evalstore.services.kinds.base import (
     ComputedJob,
     EvaluationSummary,
     JobTimings,
+    PerQueryValues,
     per_query_values,
     store_computed,
 )
@@ -57,13 +60,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         assert label_set is not None, "labels in use cannot be deleted"
         sets = [prediction_set]
         if options["baseline"] is not None:
-            base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
-            if base_set is None or base_set.content_hash != options["baseline_hash"]:
-                raise ConflictError(
-                    f"Baseline '{options['baseline']}' was deleted or replaced after this "
-                    "evaluation was asked for; ask again with --baseline."
-                )
-            sets.append(base_set)
+            sets.append(_baseline(session, options))
         classes = list(label_set.classes)
         positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
         costs = np.asarray(options["cost_matrix"], dtype=np.float64) if options["cost_matrix"] is not None else None
@@ -98,19 +95,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
             group_names = data.group_names
     if not job.backend.local:  # which engine counted, as the settings (and MLflow's copy of them) say
         suite.settings["backend"] = job.backend.name
-    settings = {k: v for k, v in suite.settings.items() if k != "classes"}
-    if suite.curve is not None:
-        settings["curve"] = measures.curve_points(suite.curve)
-    per_group = _per_group_frame(group_names, suite.per_group)
-    per_query = per_query_values(
-        [] if per_group is None else per_group.index,
-        {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group},
-    )
-    aggregates = [
-        {"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
-        for name, value in suite.aggregates.items()
-    ]
-    values = {name: _finite(value) for name, value in suite.aggregates.items()}
+    settings, per_group, per_query, aggregates, values = _results(suite, group_names)
     timings.compute = time.perf_counter() - started
 
     def evaluated_as(header: dict[str, Any]) -> Evaluated:
@@ -142,6 +127,38 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     )
 
 
+def _baseline(session: Session, options: Mapping[str, Any]) -> PredictionSet:
+    """The baseline's predictions, as they were when the evaluation was asked for."""
+    base_set = session.scalar(select(PredictionSet).where(PredictionSet.name == options["baseline"]))
+    if base_set is None or base_set.content_hash != options["baseline_hash"]:
+        raise ConflictError(
+            f"Baseline '{options['baseline']}' was deleted or replaced after this evaluation was asked for.",
+            remedy=Remedy(cli="Ask again with --baseline."),
+        )
+    return base_set
+
+
+def _results(
+    suite: measures.Suite, group_names: list[str]
+) -> tuple[dict[str, Any], pd.DataFrame | None, PerQueryValues, list[dict[str, Any]], dict[str, float | None]]:
+    """The suite as a job's results: its settings (with the curve's points), the per-group frame
+    and values, the aggregates' rows and the values by measure."""
+    settings = {k: v for k, v in suite.settings.items() if k != "classes"}
+    if suite.curve is not None:
+        settings["curve"] = measures.curve_points(suite.curve)
+    per_group = _per_group_frame(group_names, suite.per_group)
+    per_query = per_query_values(
+        [] if per_group is None else per_group.index,
+        {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group},
+    )
+    aggregates = [
+        {"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
+        for name, value in suite.aggregates.items()
+    ]
+    values = {name: _finite(value) for name, value in suite.aggregates.items()}
+    return settings, per_group, per_query, aggregates, values
+
+
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:
     if prediction_set.kind == "clustering":
         assert data.y_pred is not None, "a clustering is stored with a cluster id per item"
@@ -171,7 +188,10 @@ def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, *
             else (base.scores[:, kwargs["positive"]] if base.scores is not None else None)
         )
         if baseline_score is None or len(data.classes) != 2:
-            raise InvalidParameterError("--baseline needs binary scores (its own and these) to compute RelaImpr.")
+            raise InvalidParameterError(
+                "A baseline needs binary scores (its own and these) to compute RelaImpr.",
+                remedy=Remedy(cli="Leave --baseline out."),
+            )
     return measures.evaluate(
         data.y_true,
         data.classes,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from evalstore.backends import LOCAL, Backend
 from evalstore.db.models import LabelSet, PredictionSet
 from evalstore.db.session import unit_of_work
-from evalstore.errors import InvalidParameterError, NotFoundError
+from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.io.labels import read_cost_matrix
 from evalstore.metrics import classification as measures
 from evalstore.services import jobs
@@ -40,31 +40,42 @@ def _evaluation_options(
             threshold = float(threshold)
         except ValueError:
             raise InvalidParameterError(
-                f"--threshold must be a number or one of {', '.join(measures.THRESHOLD_RULES)}, not '{threshold}'."
+                f"A threshold is a number or one of {', '.join(measures.THRESHOLD_RULES)}; not '{threshold}'.",
+                remedy=Remedy(cli="Give one with --threshold."),
             ) from None
     if prior is not None and not 0 < prior < 1:
-        raise InvalidParameterError(f"--prior must be between 0 and 1 (P(positive class)), not {prior}.")
+        raise InvalidParameterError(
+            f"The prior, P(positive class), is between 0 and 1; not {prior}.",
+            remedy=Remedy(cli="Give another --prior."),
+        )
     classes = list(label_set.classes)
     if label_set.multilabel:
         given = [
-            flag
-            for flag, value in (
-                ("--positive", positive),
-                ("--cost-matrix", cost_matrix),
-                ("--baseline", baseline),
-                ("--prior", prior),
+            (what, flag)
+            for what, flag, value in (
+                ("a positive class", "--positive", positive),
+                ("a cost matrix", "--cost-matrix", cost_matrix),
+                ("a baseline", "--baseline", baseline),
+                ("a prior", "--prior", prior),
             )
             if value is not None
         ]
         if isinstance(threshold, str):
-            given.append(f"--threshold {threshold}")
+            given.append((f"the threshold rule '{threshold}'", f"--threshold {threshold}"))
         if given:
             raise InvalidParameterError(
-                f"'{label_set.name}' is multilabel: {', '.join(given)} applies to binary or "
-                "multiclass labels only. A number for --threshold cuts per-class scores."
+                f"'{label_set.name}' is multilabel: {', '.join(what for what, _ in given)} "
+                f"{'applies' if len(given) == 1 else 'apply'} to binary or multiclass labels only.",
+                remedy=Remedy(
+                    cli=f"Leave out {', '.join(flag for _, flag in given)}; a number for --threshold cuts "
+                    "per-class scores."
+                ),
             )
     if positive is not None and positive not in classes:
-        raise InvalidParameterError(f"--positive '{positive}' is not a gold class ({', '.join(classes)}).")
+        raise InvalidParameterError(
+            f"The positive class '{positive}' is not a gold class ({', '.join(classes)}).",
+            remedy=Remedy(cli="Choose one of them with --positive."),
+        )
     base_set = get_prediction_set(session, baseline) if baseline else None
     costs = read_cost_matrix(cost_matrix, classes) if cost_matrix is not None else None
     positive_code = classes.index(positive) if positive is not None else len(classes) - 1
@@ -109,8 +120,10 @@ def enqueue(
         )
         if not names:
             raise NotFoundError(
-                f"No predictions are registered for '{labels_name}'. Register them with "
-                f"'evalstore predictions register PATH --name NAME --labels {labels_name}'."
+                f"No predictions are registered for '{labels_name}'.",
+                remedy=Remedy(
+                    cli=f"Register them with 'evalstore predictions register PATH --name NAME --labels {labels_name}'."
+                ),
             )
         options = _evaluation_options(
             session,

@@ -79,8 +79,10 @@ def newest_results(
         evaluation = dict((p.id, e) for p, e in latest_evaluations(session, label_set)).get(prediction_set.id)
     if evaluation is None:
         raise NotFoundError(
-            f"'{prediction_name}' is not evaluated on '{labels_name}' yet; run 'evalstore evaluate "
-            f"--labels {labels_name} --predictions {prediction_name} --wait'."
+            f"'{prediction_name}' is not evaluated on '{labels_name}' yet.",
+            remedy=Remedy(
+                cli=f"Run 'evalstore evaluate --labels {labels_name} --predictions {prediction_name} --wait'."
+            ),
         )
     result = stored_evaluation(engine, evaluation.id)
     if not measures:
@@ -120,8 +122,10 @@ def group_values(engine: Engine, *, labels_name: str, prediction_name: str, meas
         evaluation = latest.get(prediction_set.id)
         if evaluation is None:
             raise NotFoundError(
-                f"'{prediction_name}' is not evaluated yet; run 'evalstore evaluate --labels "
-                f"{labels_name} --predictions {prediction_name} --wait'."
+                f"'{prediction_name}' is not evaluated yet.",
+                remedy=Remedy(
+                    cli=f"Run 'evalstore evaluate --labels {labels_name} --predictions {prediction_name} --wait'."
+                ),
             )
         table = repo.result_table(session, evaluation.id, [measure])
     if not table.num_rows:

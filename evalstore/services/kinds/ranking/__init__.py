@@ -2,7 +2,8 @@
 (claimed jobs on one qrels computed in one pass, their rankings stacked), readback
 (a finished evaluation read back, as `results show` and MLflow get it), board (the leaderboard of
 runs on one qrels: which evaluations count, means and intervals), payload (what MLflow receives) and
-kind (the RankingKind the registry holds).
+kind (the RankingKind the registry holds); tiers (a board's letters) and pairs (a task's paired
+tests), stored by an idle worker.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ from evalstore.services.kinds.ranking.kind import (
     RANKING,
     RankingKind,
 )
+from evalstore.services.kinds.ranking.pairs import (
+    PairStats,
+    StoredPairs,
+    refresh_pairs,
+    stored_pairs,
+)
 from evalstore.services.kinds.ranking.payload import (
     mlflow_run,
 )
@@ -47,10 +54,12 @@ from evalstore.services.kinds.ranking.tiers import (
 __all__ = [
     "LeaderboardRow",
     "MAIN_MEASURES",
+    "PairStats",
     "RANKING",
     "RankedRuns",
     "RankingKind",
     "Selection",
+    "StoredPairs",
     "StoredResults",
     "TopicFilter",
     "chosen_evaluations",
@@ -62,9 +71,11 @@ __all__ = [
     "main_scores",
     "mlflow_run",
     "read_back",
+    "refresh_pairs",
     "refresh_tiers",
     "results",
     "run_job",
+    "stored_pairs",
     "stored_tiers",
     "tiers_key",
 ]

@@ -188,18 +188,8 @@ def leaderboard(
         chosen = chosen_evaluations(session, qrels, [*names, "Judged@10"], selection)
         if runs is not None:
             chosen = {run_id: item for run_id, item in chosen.items() if item[0].name in runs}
-        other_options = sorted(
-            {
-                run.name
-                for _, run in session.execute(
-                    select(Evaluation.id, Run)
-                    .join(Run, Run.id == Evaluation.run_id)
-                    .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done")
-                )
-                if runs is None or run.name in runs
-            }
-            - {run.name for run, holding in chosen.values() if holding}
-        )
+        shown = {run.name for run, holding in chosen.values() if holding}
+        other_options = _other_options(session, qrels.id, runs, shown)
         per_run = _summarised(
             session,
             [item for item in sorted(chosen.values(), key=lambda item: item[0].name) if item[1]],
@@ -214,32 +204,7 @@ def leaderboard(
             if topics is None
             else {}
         )
-        rows: list[LeaderboardRow] = []
-        for run, holding, found in per_run:
-            values: dict[str, tuple[float, float, float]] = {}
-            for name in names:
-                summary = found.get(name)
-                if summary is None:
-                    notes.append(
-                        f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
-                        f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
-                        f"{' ' + selection.flags() if selection.flags() else ''} --wait'"
-                    )
-                    continue
-                values[name] = (summary.mean, summary.ci_low, summary.ci_high)
-            judged = found.get("Judged@10")
-            shown = holding.get(sort_name) or next(iter(holding.values()))
-            rows.append(
-                LeaderboardRow(
-                    run.name,
-                    run.system,
-                    counted.get(shown.id, 0) if topics is None else _subset_count(found, sort_name),
-                    values,
-                    judged.mean if judged is not None else None,
-                    tuple(sorted({e.id for e in holding.values()})),
-                    selection.as_dict(),
-                )
-            )
+        rows = _rows(per_run, names, sort_name, selection, qrels_name, topics, counted, notes)
     few = [f"{r.run} ({r.topics})" for r in rows if r.topics < significance.FEW_TOPICS]
     if few:
         notes.append(f"fewer than {significance.FEW_TOPICS} topics: the intervals of {', '.join(few)} mean little")
@@ -270,6 +235,62 @@ def leaderboard(
     direction = -1.0 if resolve_measures([sort_name])[0].spec.higher_is_better else 1.0
     rows.sort(key=lambda r: direction * r.values.get(sort_name, (direction * math.inf,))[0])
     return RankedRuns(names, rows, selection, notes)
+
+
+def _other_options(session: Session, qrels_id: int, runs: Collection[str] | None, shown: set[str]) -> list[str]:
+    """The runs evaluated on the qrels (of ``runs``) but not ``shown``: only with other options."""
+    return sorted(
+        {
+            run.name
+            for _, run in session.execute(
+                select(Evaluation.id, Run)
+                .join(Run, Run.id == Evaluation.run_id)
+                .where(Evaluation.qrels_id == qrels_id, Evaluation.state == "done")
+            )
+            if runs is None or run.name in runs
+        }
+        - shown
+    )
+
+
+def _rows(
+    per_run: list[tuple[Run, dict[str, Evaluation], dict[str, Summary]]],
+    names: list[str],
+    sort_name: str,
+    selection: Selection,
+    qrels_name: str,
+    topics: TopicFilter | None,
+    counted: dict[int, int],
+    notes: list[str],
+) -> list[LeaderboardRow]:
+    """A row a run, in ``per_run``'s order; a measure a run lacks is named in ``notes`` instead."""
+    rows: list[LeaderboardRow] = []
+    for run, holding, found in per_run:
+        values: dict[str, tuple[float, float, float]] = {}
+        for name in names:
+            summary = found.get(name)
+            if summary is None:
+                notes.append(
+                    f"run '{run.name}' has no {name} evaluated with {selection.describe()}; "
+                    f"run 'evalstore evaluate --qrels {qrels_name} --run {run.name} --measures {name}"
+                    f"{' ' + selection.flags() if selection.flags() else ''} --wait'"
+                )
+                continue
+            values[name] = (summary.mean, summary.ci_low, summary.ci_high)
+        judged = found.get("Judged@10")
+        shown = holding.get(sort_name) or next(iter(holding.values()))
+        rows.append(
+            LeaderboardRow(
+                run.name,
+                run.system,
+                counted.get(shown.id, 0) if topics is None else _subset_count(found, sort_name),
+                values,
+                judged.mean if judged is not None else None,
+                tuple(sorted({e.id for e in holding.values()})),
+                selection.as_dict(),
+            )
+        )
+    return rows
 
 
 def _summarised(

@@ -1,0 +1,1 @@
+"""Helpers the tests and the benchmark scripts share (the scripts import them by the checkout's path)."""
