@@ -242,6 +242,7 @@ def _compare_predictions(
 ) -> None:
     """`compare --labels`: prediction sets compared on the gold labels, printed."""
     from evalstore.services import comparisons
+    from evalstore.services.plain import plain
 
     outcome = comparisons.compare_predictions(
         state(ctx).engine(),
@@ -258,12 +259,13 @@ def _compare_predictions(
         info(f"seed {outcome.seed} (pass --seed {outcome.seed} to reproduce)")
     for note in outcome.notes:
         warn(note)
+    rows = plain(outcome.rows)
     shown = (
-        outcome.rows
+        rows
         if fmt in (ReportFormat.json, ReportFormat.csv)
-        else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in outcome.rows]
+        else [{key: format_p(value) if key == "p" else value for key, value in row.items()} for row in rows]
     )
-    render(shown, list(outcome.rows[0]), fmt, title=outcome.title)
+    render(shown, list(rows[0]), fmt, title=outcome.title)
 
 
 def _print_comparison(result: "comparisons.Comparison", fmt: ReportFormat) -> None:

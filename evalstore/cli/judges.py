@@ -157,11 +157,12 @@ def run(
 ) -> None:
     """Judge the pool's documents this judge has not rated yet (resumable: run it again to go on)."""
     from evalstore.services.judges import running
+    from evalstore.services.plain import plain
 
     if dry_run:
         estimate = running.estimate_run(state(ctx).engine(), name, pool_name=pool, topics=topics or None, limit=limit)
-        render_record(estimate, fmt, title=f"judge {name} on {pool}: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {name} on {pool}: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     with step_progress(f"judging {pool}") as advance:
@@ -272,6 +273,7 @@ def prefer(
     """Ask the judge which of two runs serves each topic better, for every pair of the runs, in
     both orders (resumable: run it again to go on)."""
     from evalstore.services.judges import preferences
+    from evalstore.services.plain import plain
 
     arguments: dict[str, Any] = {
         "kind": kind.value,
@@ -285,9 +287,10 @@ def prefer(
     chosen = _names(runs)
     if dry_run:
         estimate = preferences.estimate_preferences(state(ctx).engine(), name, chosen, **arguments)
-        shown = estimate if fmt is OutputFormat.json else estimate | {"runs": ", ".join(estimate["runs"])}
+        figures = plain(estimate)
+        shown = figures if fmt is OutputFormat.json else figures | {"runs": ", ".join(estimate.runs)}
         render_record(shown, fmt, title=f"judge {name}: preferences estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     with step_progress("comparing") as advance:
@@ -621,8 +624,9 @@ def judgments_suggestions(
     """Assessors' labels against the judge's suggestions the judging page showed them, over those
     judgments only; beside it, against the same judge where no suggestion was shown."""
     from evalstore.services.judges import suggestions
+    from evalstore.services.plain import plain
 
-    report = suggestions.suggestion_agreement(state(ctx).engine(), pool)
+    report = plain(suggestions.suggestion_agreement(state(ctx).engine(), pool))
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
         return

@@ -84,6 +84,7 @@ def assign(
     --assignments human --assignments judge:NAME' sets them against people's."""
     from evalstore.cli._progress import row_progress
     from evalstore.services.judges import nugget_assignment
+    from evalstore.services.plain import plain
 
     if bool(runs) == all_answers:
         raise usage_conflict(ctx, "Give --runs RUN (repeatable) or --all-answers, one of the two.")
@@ -91,8 +92,8 @@ def assign(
         estimate = nugget_assignment.estimate_assignment(
             state(ctx).engine(), bank, judge_name=judge, runs=None if all_answers else runs, topics=topics or None
         )
-        render_record(estimate, fmt, title=f"judge {judge} on nugget bank {bank}: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {judge} on nugget bank {bank}: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     with row_progress(f"assigning nuggets of {bank}") as advance:
@@ -153,6 +154,7 @@ def create(
     rules: 1 to 12 words each, at most 30 per topic, each vital or okay). The bank is stored as the
     judge's draft: review it, then 'evalstore nuggets accept BANK' before scoring on it."""
     from evalstore.services.judges import nugget_drafts
+    from evalstore.services.plain import plain
 
     if not topics or not from_runs:
         raise usage_conflict(ctx, "Give --topics T (repeatable) and --from-runs RUN (repeatable).")
@@ -160,8 +162,8 @@ def create(
         estimate = nugget_drafts.estimate_bank(
             state(ctx).engine(), bank, judge_name=judge, topics=topics, runs=from_runs
         )
-        render_record(estimate, fmt, title=f"judge {judge} drafting nugget bank {bank}: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {judge} drafting nugget bank {bank}: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     result = nugget_drafts.create_bank(
@@ -245,6 +247,7 @@ def compare(
     on the order of the answer runs (Kendall's tau, tau-AP of the measure's means over the topics
     both assessed in full)."""
     from evalstore.services import answers
+    from evalstore.services.plain import plain
 
     if len(assignments) != 2:
         raise usage_conflict(ctx, "Give --assignments twice: the reference (e.g. human), then the other (judge:NAME).")
@@ -252,9 +255,9 @@ def compare(
         state(ctx).engine(), bank, assignments[0], assignments[1], measure=measure, top_k=top_k
     )
     if fmt is OutputFormat.json:
-        typer.echo(json.dumps(report, indent=2, default=str))
+        typer.echo(json.dumps(plain(report), indent=2, default=str))
         return
-    labels = report["labels"]
+    labels = plain(report.labels)
     rows = [
         {"level": "labels", "items": labels["items"], "agreement": "observed", "value": labels["observed"]},
         {"level": "labels", "items": labels["items"], "agreement": "Cohen's kappa", "value": labels["kappa"]},
@@ -277,17 +280,17 @@ def compare(
             "value": labels["krippendorff_alpha"],
         },
     ]
-    systems = report.get("systems")
+    systems = None if report.systems is None else plain(report.systems)
     if systems is not None:
         rows += [
             {
-                "level": f"runs by {report['measure']}",
+                "level": f"runs by {report.measure}",
                 "items": systems["systems"],
                 "agreement": "Kendall's tau",
                 "value": systems["kendall_tau"],
             },
             {
-                "level": f"runs by {report['measure']}",
+                "level": f"runs by {report.measure}",
                 "items": systems["systems"],
                 "agreement": "tau-AP",
                 "value": systems["tau_ap"],
@@ -297,10 +300,10 @@ def compare(
         rows,
         ["level", "items", "agreement", "value"],
         fmt,
-        title=f"{report['second']} against {report['first']} on '{bank}'",
+        title=f"{report.second} against {report.first} on '{bank}'",
     )
-    if "note" in report:
-        info(report["note"])
+    if report.note is not None:
+        info(report.note)
 
 
 @app.command("configure")

@@ -113,14 +113,16 @@ def stats(
 ) -> None:
     """Size, judged and relevant per topic; contributed and unique documents and judged@k per run."""
     from evalstore.services import pools
+    from evalstore.services.plain import plain
 
     result = pools.pool_stats(state(ctx).engine(), name, k=k)
+    per_topic, per_run = plain(result.per_topic), plain(result.per_run)
     if fmt is ReportFormat.json:
-        sys.stdout.write(json.dumps({"topics": result.per_topic, "runs": result.per_run}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"topics": per_topic, "runs": per_run}, indent=2) + "\n")
         return
-    render(result.per_run, ["run", "contributed", "unique", f"judged@{k}"], fmt, title=f"pool {name}: runs")
+    render(per_run, ["run", "contributed", "unique", f"judged@{k}"], fmt, title=f"pool {name}: runs")
     if fmt is not ReportFormat.csv:
-        render(result.per_topic, ["topic", "documents", "judged", "relevant"], fmt, title=f"pool {name}: topics")
+        render(per_topic, ["topic", "documents", "judged", "relevant"], fmt, title=f"pool {name}: topics")
 
 
 @app.command("export")

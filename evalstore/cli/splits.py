@@ -123,13 +123,7 @@ def export(
         sys.stdout.write(json.dumps(exported.as_dict(), indent=2) + "\n")
         return
     awkward = next(
-        (
-            u
-            for e in exported.folds
-            for p in ("train", "test")
-            for u in e.get(p, [])
-            if "\t" in u or "\n" in u or "\r" in u
-        ),
+        (u for e in exported.folds for p in (e.train, e.test) for u in p or () if "\t" in u or "\n" in u or "\r" in u),
         None,
     )
     if awkward is not None:
@@ -138,11 +132,10 @@ def export(
         )
     sys.stdout.write("fold\tpart\tunit\tweight\n")
     for entry in exported.folds:
-        weights = entry.get("train_weights", {})
-        for part_name in ("train", "test"):
-            for unit in entry.get(part_name, []):
-                weight = weights.get(unit, 1) if part_name == "train" else 1
-                sys.stdout.write(f"{entry['fold']}\t{part_name}\t{unit}\t{weight}\n")
+        for part_name, units in (("train", entry.train), ("test", entry.test)):
+            for unit in units or ():
+                weight = entry.train_weights.get(unit, 1) if part_name == "train" else 1
+                sys.stdout.write(f"{entry.fold}\t{part_name}\t{unit}\t{weight}\n")
 
 
 @app.command("results")

@@ -55,6 +55,7 @@ def assess(
     skipped and listed."""
     from evalstore.cli._progress import row_progress
     from evalstore.services.judges import citation_support
+    from evalstore.services.plain import plain
 
     if not runs:
         raise usage_conflict(ctx, "Give --runs RUN (repeatable): the answer runs whose citations to assess.")
@@ -62,8 +63,8 @@ def assess(
         estimate = citation_support.estimate_support(
             state(ctx).engine(), judge_name=judge, runs=runs, collection=collection, topics=topics or None
         )
-        render_record(estimate, fmt, title=f"judge {judge} on citations: estimate (nothing sent)")
-        if estimate["cost_usd"] is None:
+        render_record(plain(estimate), fmt, title=f"judge {judge} on citations: estimate (nothing sent)")
+        if estimate.estimate.cost_usd is None:
             info("the judge declares no prices: no money estimated (judges add --replace --price-in --price-out)")
         return
     with row_progress("assessing citations") as advance:

@@ -284,9 +284,10 @@ def attach(
     """Make stored runs submissions of a task (e.g. a past campaign's runs), queueing their
     evaluation with the task's measures (a finished one is reused)."""
     from evalstore.services import tasks
+    from evalstore.services.plain import plain
 
     rows = tasks.attach_runs(state(ctx).engine(), name, run, team=team, run_type=run_type)
-    render(rows, ["run", "team", "job", "state"], fmt, title=f"runs attached to task '{name}'")
+    render(plain(rows), ["run", "team", "job", "state"], fmt, title=f"runs attached to task '{name}'")
 
 
 @app.command("list")

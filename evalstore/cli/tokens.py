@@ -34,9 +34,10 @@ def list_(
 ) -> None:
     """List tokens (never their secrets)."""
     from evalstore.services import access
+    from evalstore.services.plain import plain
 
     render(
-        access.list_tokens(state(ctx).engine(), user),
+        plain(access.list_tokens(state(ctx).engine(), user)),
         ["id", "user", "created_at", "expires_at", "revoked_at"],
         fmt,
         title="tokens",

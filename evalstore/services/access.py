@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -263,7 +263,27 @@ def _may_revoke(session: Session, by: Principal, row: ApiToken) -> bool:
     return owner is not None and owner.role == "participant" and owner.team == by.team
 
 
-def list_tokens(engine: Engine, user_name: str | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class TokenView:
+    """An API token as its owner and admins see it: never its secret."""
+
+    id: int
+    user: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "user": self.user,
+            "created_at": _iso(self.created_at),
+            "expires_at": _iso(self.expires_at),
+            "revoked_at": _iso(self.revoked_at),
+        }
+
+
+def list_tokens(engine: Engine, user_name: str | None = None) -> list[TokenView]:
     """Tokens (never their secrets): id, user, created, expires, revoked."""
     with read_only(engine) as session:
         statement = (
@@ -275,14 +295,7 @@ def list_tokens(engine: Engine, user_name: str | None = None) -> list[dict[str, 
         if user_name is not None:
             statement = statement.where(User.name == user_name)
         return [
-            {
-                "id": t.id,
-                "user": name,
-                "created_at": _iso(t.created_at),
-                "expires_at": _iso(t.expires_at),
-                "revoked_at": _iso(t.revoked_at),
-            }
-            for t, name in session.execute(statement)
+            TokenView(t.id, name, t.created_at, t.expires_at, t.revoked_at) for t, name in session.execute(statement)
         ]
 
 
@@ -406,20 +419,32 @@ def audit(
     session.add(AuditEntry(at=db_now(session), user_name=user_name, action=action, target=target, detail=detail or {}))
 
 
-def audit_log(engine: Engine, *, limit: int = 200, actions: Sequence[str] = ()) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class AuditRecord:
+    """One entry of the audit log; ``detail`` is the JSON document stored with it."""
+
+    id: int
+    at: datetime
+    user: str | None
+    action: str
+    target: str | None
+    detail: Mapping[str, object]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "at": _iso(self.at),
+            "user": self.user,
+            "action": self.action,
+            "target": self.target,
+            "detail": self.detail,
+        }
+
+
+def audit_log(engine: Engine, *, limit: int = 200, actions: Sequence[str] = ()) -> list[AuditRecord]:
     """The newest ``limit`` entries, newest first."""
     with read_only(engine) as session:
         statement = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
         if actions:
             statement = statement.where(AuditEntry.action.in_(actions))
-        return [
-            {
-                "id": e.id,
-                "at": _iso(e.at),
-                "user": e.user_name,
-                "action": e.action,
-                "target": e.target,
-                "detail": e.detail,
-            }
-            for e in session.scalars(statement)
-        ]
+        return [AuditRecord(e.id, e.at, e.user_name, e.action, e.target, e.detail) for e in session.scalars(statement)]

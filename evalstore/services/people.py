@@ -388,7 +388,7 @@ def set_team(engine: Engine, user_name: str, team: str | None, *, by: str | None
         return access.user_view(user)
 
 
-def team_tokens(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+def team_tokens(engine: Engine, principal: Principal) -> list[access.TokenView]:
     """The API tokens of the caller's teammates (a participant's team), never their secrets."""
     if principal.role != "participant" or not principal.team:
         return []

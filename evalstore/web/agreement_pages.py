@@ -7,7 +7,6 @@ runs with no stored evaluation on either qrels are listed, with a form that queu
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, FastAPI, Query, Request
@@ -42,7 +41,7 @@ def agreement_page(
     engine = server(request).engine
     shown = organising.managed(engine, principal, task).as_dict()
     choices = task_agreement.qrels_choices(engine, task)
-    report: dict[str, Any] | None = None
+    report: task_agreement.TaskAgreementReport | None = None
     error = None
     measures = [m for text in measure for m in re.split(r"[,\s]+", text) if m]
     if first and second:

@@ -158,7 +158,7 @@ def create_token(
 
 @router.get("/tokens")
 def list_tokens(request: Request, principal: Principal = needs("tokens:manage")) -> list[dict[str, Any]]:
-    return access.list_tokens(server(request).engine, None if principal.is_admin else principal.name)
+    return plain(access.list_tokens(server(request).engine, None if principal.is_admin else principal.name))
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
@@ -203,7 +203,7 @@ def disable_user(
 def audit_log(
     request: Request, limit: int = Query(200, ge=1, le=10_000), _: Principal = needs("audit:read")
 ) -> list[dict[str, Any]]:
-    return access.audit_log(server(request).engine, limit=limit)
+    return plain(access.audit_log(server(request).engine, limit=limit))
 
 
 # --- tasks --------------------------------------------------------------------------------------

@@ -259,10 +259,10 @@ async def revoke_token(request: Request, token_id: RowId) -> Response:
         engine = server(request).engine
         owned = await run_in_threadpool(access.list_tokens, engine, principal.name)
         teams = await run_in_threadpool(people.team_tokens, engine, principal)
-        token = next((t for t in [*owned, *teams] if t["id"] == token_id), None)
+        token = next((t for t in [*owned, *teams] if t.id == token_id), None)
         if token is None:
             raise NotFoundError(f"No token {token_id} of yours; your profile lists your tokens.")
-        whose = "" if token["user"] == principal.name else f" (of {token['user']}, team {principal.team})"
+        whose = "" if token.user == principal.name else f" (of {token.user}, team {principal.team})"
         return confirmation_page(
             request,
             principal,

@@ -42,7 +42,7 @@ def judged_site(sqlite_engine: Engine, tmp_path: Path) -> Iterator[str]:
         running.run_judge(engine, "fake", pool_name="p")
     tasks.create_task(engine, "task", qrels_name="human", owner="olga", measures=["AP"])
     attached = tasks.attach_runs(engine, "task", ["good", "fair", "poor"])
-    work_on(engine, [a["job"] for a in attached], mlflow=False)
+    work_on(engine, [a.job for a in attached], mlflow=False)
     versions.build_version(engine, "human", pool_name="p", source="judge:fake")
     suggestions.set_suggestions(engine, "p", "fake")
     url = engine.url.render_as_string(hide_password=False)

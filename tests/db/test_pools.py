@@ -124,10 +124,10 @@ def test_agreement_qrels_and_reusability(pooled: Engine, write) -> None:  # type
         pools.pool_qrels(pooled, "p", qrels_name="by-c", resolve="assessor:C")
 
     reuse = pools.reusability(pooled, qrels_name="by-max", pool_name="p", measures=["AP"])
-    stats = {r["run"]: r for r in pools.pool_stats(pooled, "p").per_run}
+    stats = {r.run: r for r in pools.pool_stats(pooled, "p").per_run}
     assert [r["run"] for r in reuse] == ["alpha", "beta", "gamma"]
     for row in reuse:
-        assert row["unique_docs"] == stats[row["run"]]["unique"]
+        assert row["unique_docs"] == stats[str(row["run"])].unique
         assert row["AP change"] <= 1e-12  # losing its own relevant documents never helps a run
         assert row["AP rank without"] >= row["AP rank"]
 

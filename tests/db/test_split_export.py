@@ -19,15 +19,15 @@ def test_kfold_test_parts_partition_the_topics_and_round_trip(thirty: Engine) ->
     splits.make_split(thirty, "k5", qrels="q", method="kfold", k=5, seed=7)
     exported = splits.export_split(thirty, "k5")
     assert exported.summary.seed == 7 and exported.summary.method == "kfold"
-    tests = [fold["test"] for fold in exported.folds]
+    tests = [fold.test or [] for fold in exported.folds]
     assert sorted(t for part in tests for t in part) == sorted(TOPICS)  # a partition: each topic tested once
     assert sum(len(part) for part in tests) == len(TOPICS)
     _, recorded = splits.members(thirty, "k5")
-    assert {fold["fold"]: fold["test"] for fold in exported.folds} == recorded
+    assert {fold.fold: fold.test for fold in exported.folds} == recorded
     _, recorded_train = splits.members(thirty, "k5", part="train")
     for fold in exported.folds:
-        assert fold["train"] == recorded_train[fold["fold"]] == sorted(set(TOPICS) - set(fold["test"]))
-        assert "train_weights" not in fold
+        assert fold.train == recorded_train[fold.fold] == sorted(set(TOPICS) - set(fold.test or []))
+        assert not fold.train_weights and "train_weights" not in fold.as_dict()
     # the same seed draws the same folds again
     splits.make_split(thirty, "again", qrels="q", method="kfold", k=5, seed=7)
     assert splits.export_split(thirty, "again").folds == exported.folds
@@ -36,16 +36,16 @@ def test_kfold_test_parts_partition_the_topics_and_round_trip(thirty: Engine) ->
 def test_one_fold_one_part_and_bootstrap_weights(thirty: Engine) -> None:  # noqa: F811
     splits.make_split(thirty, "k3", qrels="q", method="kfold", k=3, seed=1)
     only = splits.export_split(thirty, "k3", fold=2, part="test")
-    assert only.folds == [{"fold": 2, "test": splits.members(thirty, "k3")[1][2]}]
+    assert [fold.as_dict() for fold in only.folds] == [{"fold": 2, "test": splits.members(thirty, "k3")[1][2]}]
     splits.make_split(thirty, "boot", qrels="q", method="bootstrap", repeats=3, seed=4)
     for fold, size in zip(
         splits.export_split(thirty, "boot").folds, splits.show_split(thirty, "boot").sizes, strict=True
     ):
-        weights = fold.get("train_weights", {})
-        assert len(fold["train"]) == size["train_distinct"]
-        assert sum(weights.get(t, 1) for t in fold["train"]) == size["train"] == 30
+        weights, train = fold.train_weights, fold.train or []
+        assert len(train) == size["train_distinct"]
+        assert sum(weights.get(t, 1) for t in train) == size["train"] == 30
         assert weights and min(weights.values()) >= 2
-        assert not set(fold["train"]) & set(fold["test"])
+        assert not set(train) & set(fold.test or [])
 
 
 def test_items_come_in_the_splits_unit_order(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
@@ -54,8 +54,8 @@ def test_items_come_in_the_splits_unit_order(engine: Engine, write) -> None:  # 
     splits.make_split(engine, "items", labels_name="gold", method="kfold", k=3, seed=2)
     items, _, _ = splits.split_items(engine, "gold", "none")  # the order the split numbered the units in
     for fold in splits.export_split(engine, "items").folds:
-        for part in ("train", "test"):
-            assert fold[part] == sorted(fold[part], key=items.index)
+        for part in (fold.train or [], fold.test or []):
+            assert part == sorted(part, key=items.index)
 
 
 def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811

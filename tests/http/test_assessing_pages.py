@@ -213,8 +213,8 @@ def test_a_second_assessor_assesses_a_blind_seeded_sample(world: World) -> None:
             assert _assess(client, world, "second", {vital: "support", okay: "not_support"}).status_code == 303
     assert {run for run, _ in _labels(world, "human:second")} == sample
     report = answers.compare_assignments(world.engine, "bank", "human:assessor", "human:second")
-    assert report["pairs"] == {"first": 8, "second": 4, "both": 4}
-    assert report["labels"]["observed"] == pytest.approx(0.5)
+    assert (report.pairs.first, report.pairs.second, report.pairs.both) == (8, 4, 4)
+    assert report.labels.observed == pytest.approx(0.5)
 
 
 def test_people_s_labels_are_one_set_each_topic_its_first_assessor_s_unless_imported(
@@ -244,8 +244,8 @@ def test_people_s_labels_are_one_set_each_topic_its_first_assessor_s_unless_impo
             ],
         )
     report = answers.compare_assignments(world.engine, "bank", "human", "human:assessor")
-    assert report["pairs"] == {"first": 8, "second": 8, "both": 8}
-    assert report["labels"]["observed"] == pytest.approx(6 / 8)  # the imported run's two labels differ
+    assert (report.pairs.first, report.pairs.second, report.pairs.both) == (8, 8, 8)
+    assert report.labels.observed == pytest.approx(6 / 8)  # the imported run's two labels differ
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
     url = world.engine.url.render_as_string(hide_password=False)
     runner = CliRunner()

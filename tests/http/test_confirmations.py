@@ -146,7 +146,7 @@ def test_revoking_a_token_asks_first(world: World, red: TestClient) -> None:
         follow_redirects=False,
     )
     assert done.status_code == 303 and done.headers["location"] == "/profile"
-    assert made.id in [t["id"] for t in access.list_tokens(world.engine, "red") if t["revoked_at"]]
+    assert made.id in [t.id for t in access.list_tokens(world.engine, "red") if t.revoked_at]
     missing = red.post("/profile/tokens/999999/revoke", data={"csrf": csrf_of(asked.text)})
     assert missing.status_code == 404 and "No token 999999 of yours; your profile lists your tokens." in missing.text
 

@@ -571,7 +571,7 @@ def test_an_organiser_can_bring_stored_runs_into_a_task(world: World, tmp_path: 
     path.write_text(run_text(tag="old", shift=1))
     store.register_run(world.engine, path, name="old-run", system="legacy")
     attached = tasks.attach_runs(world.engine, "open", ["old-run"], by=as_principal(world.engine, "owner"))
-    assert attached[0]["team"] == "legacy"
+    assert attached[0].team == "legacy"
     with pytest.raises(Exception, match="is a submission already"):
         tasks.attach_runs(world.engine, "open", ["old-run"])
     with pytest.raises(Exception, match="managed by its organiser"):

@@ -272,7 +272,7 @@ def test_a_participant_manages_the_teams_tokens_and_a_reload_makes_no_second_one
             follow_redirects=False,
         )
         assert done.status_code == 303
-    assert access.list_tokens(world.engine, "red")[-1]["revoked_at"] is not None
+    assert access.list_tokens(world.engine, "red")[-1].revoked_at is not None
     viewer_token = access.create_token(world.engine, "viewer")
     with pytest.raises(NotFoundError):  # another role's token is nobody's team's
         access.revoke_token(world.engine, viewer_token.id, by=as_principal(world.engine, "red"))

@@ -261,7 +261,7 @@ def test_a_submission_records_the_trec_form_and_its_job(world: World, client: Te
     job = client.get(body["job"]["url"], headers=world.headers("red")).json()
     assert (job["state"], job["queue_position"]) == ("queued", 1)
     entry = access.audit_log(world.engine, actions=["runs.submit"])[0]
-    assert (entry["user"], entry["target"], entry["detail"]["team"]) == ("red", "manual1", "red")
+    assert (entry.user, entry.target, entry.detail["team"]) == ("red", "manual1", "red")
 
 
 def test_a_submission_says_where_its_time_went_and_nothing_else(world: World, client: TestClient) -> None:
@@ -370,7 +370,7 @@ def test_a_wrong_sign_in_says_the_same_whatever_was_wrong(
     response = client.post("/api/v1/sessions", json={"name": name, "password": password})
     assert response.status_code == 401
     assert response.json() == {"error": "Wrong user name or password."}
-    assert access.audit_log(world.engine, actions=["sessions.refused"])[0]["target"] == name
+    assert access.audit_log(world.engine, actions=["sessions.refused"])[0].target == name
 
 
 def test_a_session_token_is_not_a_bearer_token(world: World, client: TestClient) -> None:

@@ -60,14 +60,15 @@ def test_a_dry_run_estimates_and_sends_nothing(world: Engine, endpoint: str, scr
     registry.add_judge(world, "fake", endpoint=endpoint, model="m", price_in=1.0, price_out=4.0, max_tokens=50)
     estimate = running.estimate_run(world, "fake", pool_name="p", topics=["1", "2"])
     assert script.requests == []  # nothing sent
-    assert (estimate["items"], estimate["reused"], estimate["unaskable"]) == (6, 0, 0)
-    assert estimate["output_tokens"] == 6 * 50  # answers at their longest
-    assert estimate["cost_usd"] == pytest.approx((estimate["input_tokens"] * 1.0 + 300 * 4.0) / 1e6)
-    assert estimate["seconds"] is None and estimate["basis"].startswith("prompt length")
+    found = estimate.estimate
+    assert (found.items, estimate.reused, estimate.unaskable) == (6, 0, 0)
+    assert found.output_tokens == 6 * 50  # answers at their longest
+    assert found.cost_usd == pytest.approx((found.input_tokens * 1.0 + 300 * 4.0) / 1e6)
+    assert found.seconds is None and found.basis.startswith("prompt length")
     running.run_judge(world, "fake", pool_name="p", topics=["1"])
-    learned = running.estimate_run(world, "fake", pool_name="p")  # topics 2 and 3 left, from topic 1's calls
-    assert learned["items"] == 6 and learned["basis"].startswith("this judge's past calls")
-    assert learned["output_tokens"] < 6 * 50 and learned["seconds"] is not None
+    learned = running.estimate_run(world, "fake", pool_name="p").estimate  # topics 2 and 3 left, from topic 1's calls
+    assert learned.items == 6 and learned.basis.startswith("this judge's past calls")
+    assert learned.output_tokens < 6 * 50 and learned.seconds is not None
 
 
 def test_a_budget_stops_sending_cleanly_and_lists_what_it_left(world: Engine, endpoint: str, script: Script) -> None:

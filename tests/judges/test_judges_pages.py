@@ -51,7 +51,7 @@ def site(world: Engine, endpoint: str, tmp_path: Path, monkeypatch: pytest.Monke
     store.register_run(world, tmp_path / "self.txt", name="self", metadata={"models": "Fake-Model"})
     tasks.create_task(world, "task", qrels_name="human", owner="owner", measures=["AP", "nDCG@10"])
     attached = tasks.attach_runs(world, "task", ["good", "fair", "self"])
-    work_on(world, [a["job"] for a in attached], mlflow=False)
+    work_on(world, [a.job for a in attached], mlflow=False)
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")
     work_on(world, [q.job for q in built.queued], mlflow=False)
     yield world
@@ -222,7 +222,7 @@ def test_the_compare_page_reports_the_commands_numbers_and_its_get_writes_nothin
         ):
             refused = client.get(f"/tasks/task/judgments?first=human&second=human%40v1&{asked}", headers=owner)
             assert refused.status_code == 200 and f'<p class="error" role="alert">{said}</p>' in refused.text
-    assert late[0]["run"] == "poor"
+    assert late[0].run == "poor"
 
 
 def test_leaderboards_on_judge_labels_mark_circular_runs_and_show_the_probe(site: Engine) -> None:

@@ -44,7 +44,7 @@ def build_hybrid(
         (tmp_path / f"{name}2.txt").write_text(run_text(name))
         store.register_run(engine, tmp_path / f"{name}2.txt", name=f"{name}2")
     attached += tasks.attach_runs(engine, "plain", ["good2", "fair2"])
-    work_on(engine, [a["job"] for a in attached], mlflow=False)
+    work_on(engine, [a.job for a in attached], mlflow=False)
     built = versions.build_version(engine, "human", pool_name="p", source="hybrid:fake")
     work_on(engine, [q.job for q in built.queued], mlflow=False)
 

@@ -191,8 +191,9 @@ def test_a_dry_run_sends_nothing_and_a_budget_stops_cleanly(world: Engine, endpo
     )
     estimate = preferences.estimate_preferences(world, "fake", ["good", "fair", "poor"], collection="c", depth=3)
     assert script.requests == []
-    assert (estimate["items"], estimate["pairs"], estimate["reused"], estimate["output_tokens"]) == (18, 9, 0, 180)
-    assert estimate["cost_usd"] == pytest.approx(180 * 1000.0 / 1e6)
+    found = estimate.estimate
+    assert (found.items, estimate.pairs, estimate.reused, found.output_tokens) == (18, 9, 0, 180)
+    assert found.cost_usd == pytest.approx(180 * 1000.0 / 1e6)
     # a call's worst case is 10 tokens out, 0.01 USD
     run = preferences.prefer(world, "fake", ["good", "fair", "poor"], collection="c", depth=3, max_cost=0.035)
     assert run.asked == len(script.requests) and 0 < run.asked < 18

@@ -99,17 +99,18 @@ def test_agreement_with_suggestions_is_reported_over_the_judgments_they_were_sho
     for doc, grade, shown in (("d5", 3, 3), ("d6", 0, 1)):
         suggestions.judge_document(judged, bob, "p", "3", doc, grade, suggested=shown, suggested_by="fake")
     report = suggestions.suggestion_agreement(judged, "p")
-    assert (report["judge"], report["judges_shown"], report["judgments"]) == ("fake", ["fake"], 8)
-    shown = report["shown"]
-    assert (shown["items"], shown["observed"], shown["rated_higher"], shown["rated_lower"]) == (5, 3 / 5, 1, 1)
-    assert shown["mean_difference"] == 0.0  # the judge - the assessor: one up (d6), one down (d2)
-    assert shown["confusion"] == [[1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 2]]  # rows: the assessor
-    not_shown = report["not_shown"]
-    assert (not_shown["items"], not_shown["observed"], not_shown["mean_difference"]) == (3, 1 / 3, pytest.approx(2 / 3))
-    assert report["assessors"] == [
-        {"assessor": "ann", "shown": 3, "followed": 2, "share_followed": 2 / 3},
-        {"assessor": "bob", "shown": 2, "followed": 1, "share_followed": 0.5},
+    assert (report.judge, report.judges_shown, report.judgments) == ("fake", ["fake"], 8)
+    shown, not_shown = report.shown, report.not_shown
+    assert shown is not None and not_shown is not None
+    assert (shown.items, shown.observed, shown.rated_higher, shown.rated_lower) == (5, 3 / 5, 1, 1)
+    assert shown.mean_difference == 0.0  # the judge - the assessor: one up (d6), one down (d2)
+    assert shown.confusion == [[1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 2]]  # rows: the assessor
+    assert (not_shown.items, not_shown.observed, not_shown.mean_difference) == (3, 1 / 3, pytest.approx(2 / 3))
+    assert [(a.assessor, a.shown, a.followed, a.share_followed) for a in report.assessors] == [
+        ("ann", 3, 2, 2 / 3),
+        ("bob", 2, 1, 0.5),
     ]
+    assert "per_topic" not in report.as_dict()["shown"]  # type: ignore[operator]
 
 
 def test_runs_declare_models_by_meta_or_in_their_ir_metadata() -> None:
@@ -129,7 +130,7 @@ def _task_on_judge_labels(world: Engine, tmp_path: Path) -> None:
     access.add_user(world, "owner", role="organiser")
     tasks.create_task(world, "task", qrels_name="human", owner="owner", measures=["AP", "nDCG@10"])
     attached = tasks.attach_runs(world, "task", ["good", "fair", "self"])
-    work_on(world, [a["job"] for a in attached], mlflow=False)
+    work_on(world, [a.job for a in attached], mlflow=False)
     board = tasks.task_leaderboard(world, ADMIN, "task").body
     assert "judge" not in board and all("circular" not in r for r in board["rows"])  # human labels: no marks
     built = versions.build_version(world, "human", pool_name="p", source="judge:fake")

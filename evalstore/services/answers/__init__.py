@@ -9,7 +9,7 @@ agreement and the order of the runs).
 
 from __future__ import annotations
 
-from evalstore.services.answers.compare import compare_assignments
+from evalstore.services.answers.compare import AssessedPairs, AssignmentComparison, compare_assignments
 from evalstore.services.answers.nuggets import (
     HUMAN,
     BankSummary,
@@ -47,6 +47,8 @@ __all__ = [
     "ImportedNuggets",
     "ImportedSupport",
     "RunMatch",
+    "AssessedPairs",
+    "AssignmentComparison",
     "compare_assignments",
     "ShownAnswer",
     "ShownSentence",

@@ -6,7 +6,7 @@ judges' qrels are compared with (:mod:`evalstore.statistics.judgment_agreement`)
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,9 +23,47 @@ from evalstore.statistics import judgment_agreement as agreement
 ORDINAL = {"not_support": 0, "partial_support": 1, "support": 2}
 
 
+@dataclass(frozen=True)
+class AssessedPairs:
+    """The (run, nugget) pairs each assessor labelled, and both."""
+
+    first: int
+    second: int
+    both: int
+
+
+@dataclass(frozen=True)
+class AssignmentComparison:
+    """Two assessors' nugget assignments on a bank compared: on the labels of the pairs both
+    labelled, and (with two runs or more assessed by both) on the order of the runs by
+    ``measure``; ``topics``: per run, the topics both assessed in full."""
+
+    bank: str
+    first: str
+    second: str
+    pairs: AssessedPairs
+    labels: agreement.LabelAgreement
+    measure: str
+    topics: dict[str, int]
+    systems: agreement.SystemAgreement | None = None
+    note: str | None = None  # why there is no run order to compare
+
+    def as_dict(self) -> dict[str, object]:
+        head = {
+            "bank": self.bank,
+            "first": self.first,
+            "second": self.second,
+            "pairs": self.pairs,
+            "labels": self.labels,
+            "measure": self.measure,
+            "topics": self.topics,
+        }
+        return head | ({"systems": self.systems} if self.systems is not None else {"note": self.note})
+
+
 def compare_assignments(
     engine: Engine, bank_name: str, first: str, second: str, *, measure: str = "W", top_k: int = 5
-) -> dict[str, Any]:
+) -> AssignmentComparison:
     """The agreement of ``second``'s assignments with ``first``'s (the reference, e.g. ``human``)."""
     if first == second:
         raise InvalidParameterError("Name two different assessors to compare (human, judge:NAME).")
@@ -58,35 +96,31 @@ def compare_assignments(
     both = sorted(set(labels[first]) & set(labels[second]))
     if not both:
         raise EvaluationError(f"'{first}' and '{second}' label no (run, nugget) in common on bank '{bank_name}'.")
-    report: dict[str, Any] = {
-        "bank": bank_name,
-        "first": first,
-        "second": second,
-        "pairs": {"first": len(labels[first]), "second": len(labels[second]), "both": len(both)},
-        "labels": asdict(
-            agreement.label_agreement(
-                np.array([nuggets[n][0] for _, n in both], dtype=object),
-                np.array([ORDINAL[labels[first][key]] for key in both]),
-                np.array([ORDINAL[labels[second][key]] for key in both]),
-            )
-        ),
-        "measure": function.family.name,
-    }
+    label_agreement = agreement.label_agreement(
+        np.array([nuggets[n][0] for _, n in both], dtype=object),
+        np.array([ORDINAL[labels[first][key]] for key in both]),
+        np.array([ORDINAL[labels[second][key]] for key in both]),
+    )
     scores = _run_scores(nuggets, labels[first], labels[second], function.nuggets)
-    report["topics"] = scores["topics"]
+    report = AssignmentComparison(
+        bank_name,
+        first,
+        second,
+        AssessedPairs(len(labels[first]), len(labels[second]), len(both)),
+        label_agreement,
+        function.family.name,
+        scores["topics"],
+    )
     names = sorted(scores["first"])
     if len(names) < 2:
-        report["note"] = "fewer than two answer runs are assessed by both: no run order to compare"
-        return report
-    report["systems"] = asdict(
-        agreement.system_agreement(
-            names,
-            np.array([scores["first"][n] for n in names]),
-            np.array([scores["second"][n] for n in names]),
-            top_k=top_k,
-        )
+        return replace(report, note="fewer than two answer runs are assessed by both: no run order to compare")
+    systems = agreement.system_agreement(
+        names,
+        np.array([scores["first"][n] for n in names]),
+        np.array([scores["second"][n] for n in names]),
+        top_k=top_k,
     )
-    return report
+    return replace(report, systems=systems)
 
 
 def _run_scores(

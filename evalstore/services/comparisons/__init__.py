@@ -30,7 +30,9 @@ from evalstore.services.comparisons.pairwise import (
 )
 from evalstore.services.comparisons.payload import log_comparison
 from evalstore.services.comparisons.predictions import (
+    GroupComparison,
     McNemar,
+    McNemarRow,
     PredictionComparison,
     compare_groups,
     compare_predictions,
@@ -49,7 +51,9 @@ __all__ = [
     "Correlation",
     "MAX_PLOT_PANELS",
     "MISSING_POLICIES",
+    "GroupComparison",
     "McNemar",
+    "McNemarRow",
     "Outcomes",
     "PairComparison",
     "PredictionComparison",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
@@ -73,6 +72,61 @@ def mcnemar(engine: Engine, *, labels_name: str, first: str, second: str) -> McN
     return McNemar(first, second, b, c, float(result.statistic), float(result.pvalue))
 
 
+@dataclass(frozen=True)
+class McNemarRow:
+    """McNemar's test of a pair, as a row to show (columns named in words)."""
+
+    first: str
+    second: str
+    only_first_right: int
+    only_second_right: int
+    statistic: float
+    p: float
+    significant: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "first": self.first,
+            "second": self.second,
+            "only first right": self.only_first_right,
+            "only second right": self.only_second_right,
+            "statistic": self.statistic,
+            "p": self.p,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """A paired test of a pair over the groups both have a value for, as a row to show; the
+    difference is first minus second."""
+
+    measure: str
+    first: str
+    second: str
+    groups: int
+    mean_first: float
+    mean_second: float
+    difference: float
+    statistic: float
+    p: float
+    significant: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "measure": self.measure,
+            "first": self.first,
+            "second": self.second,
+            "groups": self.groups,
+            "mean first": self.mean_first,
+            "mean second": self.mean_second,
+            "difference": self.difference,
+            "statistic": self.statistic,
+            "p": self.p,
+            "significant": self.significant,
+        }
+
+
 def pairs_of(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
     """The pairs to compare: each name with the baseline, or every pair."""
     everyone = list(dict.fromkeys([*([baseline] if baseline else []), *names]))
@@ -96,7 +150,7 @@ def compare_groups(
     alpha: float,
     resamples: int,
     seed: int,
-) -> list[dict[str, Any]]:
+) -> list[GroupComparison]:
     """Paired tests over the groups both sets have a value for (the per-query comparison of
     ranking runs, with groups as topics), through :func:`evalstore.statistics.significance.paired_test`."""
     if test not in significance.TESTS:
@@ -114,18 +168,18 @@ def compare_groups(
             diffs = (a[both] - b[both]).to_numpy()  # first minus second, as ranking compare reports
             outcome = significance.paired_test(diffs[None, :], test, confidence=1 - alpha, resamples=resamples, rng=rng)
             rows.append(
-                {
-                    "measure": measure,
-                    "first": first,
-                    "second": second,
-                    "groups": len(both),
-                    "mean first": float(a[both].mean()),
-                    "mean second": float(b[both].mean()),
-                    "difference": float(diffs.mean()),
-                    "statistic": float(outcome.statistic[0]),
-                    "p": float(outcome.p_value[0]),
-                    "significant": bool(outcome.p_value[0] < alpha),
-                }
+                GroupComparison(
+                    measure,
+                    first,
+                    second,
+                    len(both),
+                    float(a[both].mean()),
+                    float(b[both].mean()),
+                    float(diffs.mean()),
+                    float(outcome.statistic[0]),
+                    float(outcome.p_value[0]),
+                    bool(outcome.p_value[0] < alpha),
+                )
             )
     return rows
 
@@ -143,7 +197,7 @@ class PredictionComparison:
     """McNemar's test per pair, or a paired test over per-group values, as rows to show."""
 
     title: str
-    rows: list[dict[str, Any]]
+    rows: list[McNemarRow] | list[GroupComparison]
     seed: int | None  # drawn for the resampling tests when none was given (printed to reproduce)
     notes: list[str] = field(default_factory=list)
 
@@ -162,22 +216,22 @@ def compare_predictions(
 ) -> PredictionComparison:
     """McNemar on item-level correctness, or a paired test over per-group values."""
     pairs = pairs_of(names, baseline)
-    rows: list[dict[str, Any]] = []
     if test == "mcnemar":
+        tested = []
         for first, second in pairs:
             result = mcnemar(engine, labels_name=labels_name, first=first, second=second)
-            rows.append(
-                {
-                    "first": first,
-                    "second": second,
-                    "only first right": result.only_first_right,
-                    "only second right": result.only_second_right,
-                    "statistic": result.statistic,
-                    "p": result.p_value,
-                    "significant": result.p_value < alpha,
-                }
+            tested.append(
+                McNemarRow(
+                    first,
+                    second,
+                    result.only_first_right,
+                    result.only_second_right,
+                    result.statistic,
+                    result.p_value,
+                    result.p_value < alpha,
+                )
             )
-        return PredictionComparison(f"McNemar on '{labels_name}'", rows, None)
+        return PredictionComparison(f"McNemar on '{labels_name}'", tested, None)
     drawn = secrets.randbits(31) if seed is None else seed
     rows = compare_groups(
         engine,
@@ -193,5 +247,5 @@ def compare_predictions(
         f"per-group comparison on '{labels_name}' ({test})",
         rows,
         drawn,
-        few_units_note(min(int(row["groups"]) for row in rows), "groups"),
+        few_units_note(min(row.groups for row in rows), "groups"),
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -183,15 +183,31 @@ def _plan(
 PURPOSE = "support assess"  # its calls' rows in the cost ledger
 
 
+@dataclass(frozen=True)
+class SupportEstimate:
+    """What :func:`assess_support` would send and cost: the citations, those assessed already
+    under the judge's configuration, and those that cannot be asked (a text is missing)."""
+
+    judge: str
+    cited: int
+    reused: int
+    unaskable: int
+    estimate: costs.Estimate
+
+    def as_dict(self) -> dict[str, object]:
+        head = {"judge": self.judge, "cited": self.cited, "reused": self.reused, "unaskable": self.unaskable}
+        return head | asdict(self.estimate)
+
+
 def estimate_support(
     engine: Engine, *, judge_name: str, runs: list[str], collection: str, topics: list[str] | None = None
-) -> dict[str, Any]:
+) -> SupportEstimate:
     """What :func:`assess_support` with these arguments would send and cost, nothing sent."""
     judge, items, reused, cited, skipped = _plan(engine, judge_name, runs, collection, topics)
     with read_only(engine) as session:
         past = costs.per_answer_call(session, judge, PURPOSE)
     found = costs.estimate(judge, [item.prompt for item in items], past)
-    return {"judge": judge.name, "cited": cited, "reused": reused, "unaskable": len(skipped), **found.__dict__}
+    return SupportEstimate(judge.name, cited, reused, len(skipped), found)
 
 
 def assess_support(

@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -211,6 +211,20 @@ def _plan(
 PURPOSE = "nuggets assign"  # its calls' rows in the cost ledger
 
 
+@dataclass(frozen=True)
+class AssignmentEstimate:
+    """What :func:`assign_nuggets` would send and cost; ``reused``: what this judge assigned
+    before, not asked again."""
+
+    judge: str
+    bank: str
+    reused: int
+    estimate: costs.Estimate
+
+    def as_dict(self) -> dict[str, object]:
+        return {"judge": self.judge, "bank": self.bank, "reused": self.reused} | asdict(self.estimate)
+
+
 def estimate_assignment(
     engine: Engine,
     bank_name: str,
@@ -218,14 +232,14 @@ def estimate_assignment(
     judge_name: str,
     runs: list[str] | None = None,
     topics: list[str] | None = None,
-) -> dict[str, Any]:
+) -> AssignmentEstimate:
     """What :func:`assign_nuggets` with these arguments would send and cost, nothing sent
     (:func:`evalstore.services.judges.costs.estimate`, from this judge's past assignment calls)."""
     judge, items, reused = _plan(engine, bank_name, judge_name, runs, topics)
     with read_only(engine) as session:
         past = costs.per_answer_call(session, judge, PURPOSE)
     found = costs.estimate(judge, [item.prompt for item in items], past)
-    return {"judge": judge.name, "bank": bank_name, "reused": reused, **found.__dict__}
+    return AssignmentEstimate(judge.name, bank_name, reused, found)
 
 
 def assign_nuggets(

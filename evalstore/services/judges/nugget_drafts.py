@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -185,13 +185,25 @@ def _plan(
     return judge, prompts, queries
 
 
-def estimate_bank(engine: Engine, name: str, *, judge_name: str, topics: list[str], runs: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BankEstimate:
+    """What :func:`create_bank` would send and cost."""
+
+    judge: str
+    bank: str
+    estimate: costs.Estimate
+
+    def as_dict(self) -> dict[str, object]:
+        return {"judge": self.judge, "bank": self.bank} | asdict(self.estimate)
+
+
+def estimate_bank(engine: Engine, name: str, *, judge_name: str, topics: list[str], runs: list[str]) -> BankEstimate:
     """What :func:`create_bank` with these arguments would send and cost, nothing sent."""
     judge, prompts, _ = _plan(engine, name, judge_name, topics, runs)
     with read_only(engine) as session:
         past = costs.per_answer_call(session, judge, PURPOSE)
     found = costs.estimate(judge, list(prompts.values()), past)
-    return {"judge": judge.name, "bank": name, **found.__dict__}
+    return BankEstimate(judge.name, name, found)
 
 
 def create_bank(

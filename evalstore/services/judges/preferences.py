@@ -332,6 +332,35 @@ class PreferenceRun:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class PreferenceEstimate:
+    """What :func:`prefer` would send and cost: the (topic, pair of runs) to compare, those
+    answered already under the judge's configuration, and those that cannot be asked (a text is
+    missing)."""
+
+    judge: str
+    kind: str
+    depth: int
+    runs: list[str]
+    topics: int
+    pairs: int
+    reused: int
+    estimate: costs.Estimate
+    unaskable: int
+
+    def as_dict(self) -> dict[str, object]:
+        head = {
+            "judge": self.judge,
+            "kind": self.kind,
+            "depth": self.depth,
+            "runs": self.runs,
+            "topics": self.topics,
+            "pairs": self.pairs,
+            "reused": self.reused,
+        }
+        return head | asdict(self.estimate) | {"unaskable": self.unaskable}
+
+
 def estimate_preferences(
     engine: Engine,
     judge_name: str,
@@ -342,7 +371,7 @@ def estimate_preferences(
     topics: list[str] | None = None,
     collection: str | None = None,
     topic_set: str | None = None,
-) -> dict[str, Any]:
+) -> PreferenceEstimate:
     """What :func:`prefer` would send and cost; nothing is sent
     (:func:`evalstore.services.judges.costs.estimate`)."""
     plan = _plan(
@@ -351,17 +380,17 @@ def estimate_preferences(
     with read_only(engine) as session:
         past = costs.per_call(session, get_judge(session, judge_name))
     found = costs.estimate(plan.judge, [a.prompt for a in plan.asks], past)
-    return {
-        "judge": plan.judge.name,
-        "kind": plan.kind,
-        "depth": plan.depth,
-        "runs": plan.runs,
-        "topics": len(plan.topics),
-        "pairs": plan.pairs,
-        "reused": plan.reused,
-        **asdict(found),
-        "unaskable": len(plan.skipped),
-    }
+    return PreferenceEstimate(
+        plan.judge.name,
+        plan.kind,
+        plan.depth,
+        plan.runs,
+        len(plan.topics),
+        plan.pairs,
+        plan.reused,
+        found,
+        len(plan.skipped),
+    )
 
 
 def prefer(

@@ -7,7 +7,7 @@ reason and asked again on the next run; a human label is never touched (judges' 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -140,9 +140,27 @@ def _plan(engine: Engine, name: str, pool_name: str, topics: list[str] | None, l
     return _Plan(judge, pool, len(entries), reused, prompts, missing)
 
 
+@dataclass(frozen=True)
+class RunEstimate:
+    """What judging a pool would send and cost: its pooled documents, those rated already under
+    the judge's configuration, and those that cannot be asked (a text is missing: they would be
+    stored unrateable, not sent)."""
+
+    judge: str
+    pool: str
+    pooled: int
+    reused: int
+    estimate: costs.Estimate
+    unaskable: int
+
+    def as_dict(self) -> dict[str, object]:
+        head = {"judge": self.judge, "pool": self.pool, "pooled": self.pooled, "reused": self.reused}
+        return head | asdict(self.estimate) | {"unaskable": self.unaskable}
+
+
 def estimate_run(
     engine: Engine, name: str, *, pool_name: str, topics: list[str] | None = None, limit: int | None = None
-) -> dict[str, Any]:
+) -> RunEstimate:
     """What ``run_judge`` with these arguments would send and cost, nothing sent
     (:func:`evalstore.services.judges.costs.estimate`)."""
     plan = _plan(engine, name, pool_name, topics, limit)
@@ -150,14 +168,7 @@ def estimate_run(
         past = costs.per_call(session, get_judge(session, name))
     sent = [p for p in plan.prompts.values() if p is not None]
     found = costs.estimate(plan.judge, sent, past)
-    return {
-        "judge": plan.judge.name,
-        "pool": plan.pool.name,
-        "pooled": plan.entries,
-        "reused": plan.reused,
-        **found.__dict__,
-        "unaskable": len(plan.missing),  # a text is missing: would be stored unrateable, not sent
-    }
+    return RunEstimate(plan.judge.name, plan.pool.name, plan.entries, plan.reused, found, len(plan.missing))
 
 
 def run_judge(

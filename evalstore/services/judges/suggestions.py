@@ -10,7 +10,6 @@ with the same judge where it was not shown (the difference is how far assessors 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, select
@@ -123,7 +122,46 @@ def judge_document(
     )
 
 
-def suggestion_agreement(engine: Engine, pool_name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AssessorFollowing:
+    """How often an assessor gave the label the judge suggested, of the suggestions shown to them."""
+
+    assessor: str
+    shown: int
+    followed: int
+    share_followed: float
+
+
+@dataclass(frozen=True)
+class SuggestionAgreement:
+    """Human labels against a judge's: where its suggestion was shown (``shown``), where it was
+    not (``not_shown``: the same judge's labels); None with nothing to compare. Sent without the
+    agreements' per-topic figures."""
+
+    pool: str
+    judge: str | None  # the judge the pool shows now
+    judges_shown: list[str]  # every judge whose suggestions were shown
+    judgments: int
+    shown: agreement.LabelAgreement | None
+    not_shown: agreement.LabelAgreement | None
+    assessors: list[AssessorFollowing]
+
+    def as_dict(self) -> dict[str, object]:
+        def overall(labels: agreement.LabelAgreement | None) -> dict[str, object] | None:
+            return None if labels is None else {k: v for k, v in asdict(labels).items() if k != "per_topic"}
+
+        return {
+            "pool": self.pool,
+            "judge": self.judge,
+            "judges_shown": self.judges_shown,
+            "judgments": self.judgments,
+            "shown": overall(self.shown),
+            "not_shown": overall(self.not_shown),
+            "assessors": self.assessors,
+        }
+
+
+def suggestion_agreement(engine: Engine, pool_name: str) -> SuggestionAgreement:
     """Human labels against the judge's suggestions, over the judgments a suggestion was shown for
     (``shown``); beside it, against the same judge's labels where none was shown (``not_shown``,
     when the pool names a judge), and per assessor how often they gave the suggested label."""
@@ -160,27 +198,26 @@ def suggestion_agreement(engine: Engine, pool_name: str) -> dict[str, Any]:
     for _, _, assessor, human, suggested, _ in rows:
         if suggested is not None:
             assessors.setdefault(assessor, []).append(human == suggested)
-    return {
-        "pool": pool_name,
-        "judge": pool.suggest_judge,
-        "judges_shown": sorted({str(by) for *_, s, by in rows if s is not None}),
-        "judgments": len(rows),
-        "shown": _agreement(shown),
-        "not_shown": _agreement(unshown),
-        "assessors": [
-            {"assessor": name, "shown": len(same), "followed": sum(same), "share_followed": sum(same) / len(same)}
+    return SuggestionAgreement(
+        pool_name,
+        pool.suggest_judge,
+        sorted({str(by) for *_, s, by in rows if s is not None}),
+        len(rows),
+        _agreement(shown),
+        _agreement(unshown),
+        [
+            AssessorFollowing(name, len(same), sum(same), sum(same) / len(same))
             for name, same in sorted(assessors.items())
         ],
-    }
+    )
 
 
-def _agreement(rows: list[tuple[str, int, int]]) -> dict[str, Any] | None:
+def _agreement(rows: list[tuple[str, int, int]]) -> agreement.LabelAgreement | None:
     """Human (first) against the judge (second), or None with nothing to compare."""
     if not rows:
         return None
     topics, human, judge = (np.array(column, dtype=object) for column in zip(*rows, strict=True))
-    labels = agreement.label_agreement(topics, human.astype(np.int64), judge.astype(np.int64))
-    return {k: v for k, v in asdict(labels).items() if k != "per_topic"}
+    return agreement.label_agreement(topics, human.astype(np.int64), judge.astype(np.int64))
 
 
 def shown_by(engine: Engine, pool_name: str) -> str | None:

@@ -10,7 +10,7 @@ The caller checks that the principal manages the task (services.organising.manag
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -89,6 +89,24 @@ def _chosen(session: Session, task: Task, names: list[str]) -> None:
             )
 
 
+class TaskAgreementReport(compare.AgreementReport):
+    """The agreement of two qrels over a task's runs, as the agreement page shows it (a TypedDict,
+    as :class:`~evalstore.services.judges.compare.AgreementReport` is); ``missing``: per qrels, the
+    task's runs with no finished evaluation on it."""
+
+    missing: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class QueuedEvaluation:
+    """A task's run queued for evaluation on one of the qrels (a job already queued is reused)."""
+
+    run: str
+    qrels: str
+    job: int
+    state: str
+
+
 def task_report(
     engine: Engine,
     task: str,
@@ -99,7 +117,7 @@ def task_report(
     top_k: int = 5,
     test: str = "t",
     alpha: float = 0.05,
-) -> dict[str, Any]:
+) -> TaskAgreementReport:
     """The agreement report of ``second`` with ``first`` over the task's runs, and the runs with
     no stored evaluation on either (``missing``)."""
     with read_only(engine) as session:
@@ -112,10 +130,10 @@ def task_report(
     report = compare.compare(
         engine, first, second, measures=measures, runs=runs, top_k=top_k, test=test, alpha=alpha, correction="none"
     )
-    return report | {"missing": missing}
+    return {**report, "missing": missing}
 
 
-def queue_missing(engine: Engine, task: str, qrels: list[str]) -> list[dict[str, Any]]:
+def queue_missing(engine: Engine, task: str, qrels: list[str]) -> list[QueuedEvaluation]:
     """Queue the evaluation, with the task's measures, of each of the task's runs that has none
     finished on each of ``qrels``; the jobs queued (a job already queued is reused)."""
     with unit_of_work(engine) as session:
@@ -127,5 +145,5 @@ def queue_missing(engine: Engine, task: str, qrels: list[str]) -> list[dict[str,
             target = repo.get_qrels(session, name)
             for run in runs:
                 ref = jobs.enqueue_run(session, repo.get_run(session, run), target, options)
-                queued.append({"run": run, "qrels": name, "job": ref.evaluation_id, "state": ref.state})
+                queued.append(QueuedEvaluation(run, name, ref.evaluation_id, ref.state))
         return queued

@@ -12,7 +12,9 @@ judgments) and analysis (pool statistics, reusability, replaying strategies).
 from __future__ import annotations
 
 from evalstore.services.pools.analysis import (
+    PoolRunStats,
     PoolStats,
+    PoolTopicStats,
     Simulation,
     leave_out,
     pool_stats,
@@ -52,9 +54,11 @@ __all__ = [
     "Disagreement",
     "EXPORT_FORMATS",
     "NextBatch",
+    "PoolRunStats",
     "PoolStats",
     "PoolNameTaken",
     "PoolSummary",
+    "PoolTopicStats",
     "RESOLUTIONS",
     "Simulation",
     "pool_entries",

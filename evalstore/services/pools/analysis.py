@@ -22,9 +22,30 @@ from evalstore.statistics import pooling
 
 
 @dataclass(frozen=True)
+class PoolTopicStats:
+    topic: str
+    documents: int
+    judged: int
+    relevant: int  # documents whose highest label (over assessors) is above 0
+
+
+@dataclass(frozen=True)
+class PoolRunStats:
+    run: str
+    contributed: int
+    unique: int  # documents no other run brought
+    judged: float  # share of the run's top k judged, averaged over the pool's topics
+    k: int
+
+    def as_dict(self) -> dict[str, object]:
+        judged = {f"judged@{self.k}": self.judged}
+        return {"run": self.run, "contributed": self.contributed, "unique": self.unique, **judged}
+
+
+@dataclass(frozen=True)
 class PoolStats:
-    per_topic: list[dict[str, Any]]  # topic, documents, judged, relevant (any assessor's max label > 0)
-    per_run: list[dict[str, Any]]  # run, contributed, unique, judged@k
+    per_topic: list[PoolTopicStats]
+    per_run: list[PoolRunStats]
 
 
 def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
@@ -38,12 +59,12 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     best = judgments.groupby(["topic", "doc"])["relevance"].max().reset_index()
     labelled = entries[["topic", "doc"]].merge(best, on=["topic", "doc"], how="left")
     per_topic = [
-        {
-            "topic": topic,
-            "documents": int(len(group)),
-            "judged": int(group["relevance"].notna().sum()),
-            "relevant": int((group["relevance"] > 0).sum()),
-        }
+        PoolTopicStats(
+            str(topic),
+            int(len(group)),
+            int(group["relevance"].notna().sum()),
+            int((group["relevance"] > 0).sum()),
+        )
         for topic, group in labelled.groupby("topic", sort=True)
     ]
     exploded = entries[["topic", "doc", "contributors"]].explode("contributors")
@@ -53,12 +74,13 @@ def pool_stats(engine: Engine, name: str, *, k: int = 10) -> PoolStats:
     # share of each run's top k judged, averaged over the pool's topics (a topic it misses counts 0)
     judged_per_run = judged.groupby(tops["run"]).sum() / (k * len(pool_topics)) if pool_topics else judged
     per_run = [
-        {
-            "run": run.name,
-            "contributed": int(contributed.get(run.name, 0)),
-            "unique": int(unique.get(run.name, 0)),
-            f"judged@{k}": float(judged_per_run.get(code, 0.0)),
-        }
+        PoolRunStats(
+            run.name,
+            int(contributed.get(run.name, 0)),
+            int(unique.get(run.name, 0)),
+            float(judged_per_run.get(code, 0.0)),
+            k,
+        )
         for code, run in enumerate(runs)
     ]
     return PoolStats(per_topic, per_run)

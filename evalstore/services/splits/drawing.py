@@ -344,16 +344,32 @@ def members(engine: Engine, name: str, part: str = "test") -> tuple[Split, dict[
 
 
 @dataclass(frozen=True)
+class FoldUnits:
+    """A fold's train and test units (None: the part was not asked for); ``train_weights``: the
+    train units drawn more than once (a bootstrap's), with how many times."""
+
+    fold: int
+    train: list[str] | None
+    test: list[str] | None
+    train_weights: dict[str, int]
+
+    def as_dict(self) -> dict[str, object]:
+        parts = {name: units for name, units in (("train", self.train), ("test", self.test)) if units is not None}
+        weights = {"train_weights": self.train_weights} if self.train_weights else {}
+        return {"fold": self.fold, **parts, **weights}
+
+
+@dataclass(frozen=True)
 class SplitExport:
     """Each fold's train and test units, in the split's own unit order (the qrels' topics sorted as
     ``splits make`` sorted them; a label set's items in the gold file's order), with the seed the
     split recorded. ``weights``: per fold, the train units a bootstrap drew more than once."""
 
     summary: SplitSummary
-    folds: list[dict[str, Any]]  # fold, train, test (lists of units), and train_weights when a unit repeats
+    folds: list[FoldUnits]
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.summary.as_dict(), "fold_sets": self.folds}
+        return {**self.summary.as_dict(), "fold_sets": [fold.as_dict() for fold in self.folds]}
 
 
 def export_split(engine: Engine, name: str, *, fold: int | None = None, part: str | None = None) -> SplitExport:
@@ -383,13 +399,18 @@ def export_split(engine: Engine, name: str, *, fold: int | None = None, part: st
         order = {item: i for i, item in enumerate(items)}
     # in Python, not ORDER BY: a database's collation may order text otherwise than the split did
     rows.sort(key=lambda r: (r.fold, r.part != "train", order[r.unit] if order is not None else 0, r.unit))
-    by_fold: dict[int, dict[str, Any]] = {}
     wanted = [part] if part is not None else ["train", "test"]
-    for number in [fold] if fold is not None else range(1, summary.folds + 1):
-        by_fold[number] = {"fold": number, **{p: [] for p in wanted}}
+    numbers = [fold] if fold is not None else list(range(1, summary.folds + 1))
+    units: dict[tuple[int, str], list[str]] = {(number, p): [] for number in numbers for p in wanted}
+    weights: dict[int, dict[str, int]] = {number: {} for number in numbers}
     for row in rows:
-        entry = by_fold[int(row.fold)]
-        entry[row.part].append(row.unit)
+        units[int(row.fold), row.part].append(row.unit)
         if row.weight != 1:
-            entry.setdefault("train_weights", {})[row.unit] = int(row.weight)
-    return SplitExport(summary, [by_fold[f] for f in sorted(by_fold)])
+            weights[int(row.fold)][row.unit] = int(row.weight)
+    return SplitExport(
+        summary,
+        [
+            FoldUnits(number, units.get((number, "train")), units.get((number, "test")), weights[number])
+            for number in sorted(numbers)
+        ],
+    )

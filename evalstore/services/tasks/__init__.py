@@ -23,6 +23,7 @@ from evalstore.services.embargo import release_due
 from evalstore.services.tasks.admin import (
     DESCRIPTION_CHARACTERS,
     MEASURE_CHOICES,
+    AttachedRun,
     SettingsConflict,
     TaskSettings,
     TopicFile,
@@ -58,6 +59,7 @@ from evalstore.services.tasks.boards import (
 )
 from evalstore.services.tasks.lab_boards import (
     CollectionAccess,
+    CollectionSummary,
     collection_access,
     collection_board,
     collection_measures,
@@ -124,6 +126,7 @@ __all__ = [
     "settings_conflicts",
     "task_topics",
     "CollectionAccess",
+    "CollectionSummary",
     "collection_access",
     "collection_board",
     "collection_measures",
@@ -155,6 +158,7 @@ __all__ = [
     "TaskBoard",
     "TaskJob",
     "TaskView",
+    "AttachedRun",
     "TaskSettings",
     "attach_runs",
     "create_task",

@@ -599,6 +599,16 @@ def export_qrels(engine: Engine, principal: Principal, qrels_name: str) -> tuple
     return store.qrels_rows(engine, qrels_name)
 
 
+@dataclass(frozen=True)
+class AttachedRun:
+    """A stored run made a task's submission, and its evaluation (a job id, or a reused one's)."""
+
+    run: str
+    team: str
+    job: int
+    state: str
+
+
 def attach_runs(
     engine: Engine,
     task_name: str,
@@ -607,7 +617,7 @@ def attach_runs(
     team: str | None = None,
     run_type: str = "automatic",
     by: Principal | None = None,
-) -> list[dict[str, Any]]:
+) -> list[AttachedRun]:
     """Make stored runs submissions of a task (a past campaign's runs brought into a task), all or
     none, each evaluated with the task's measures (a finished equal evaluation is reused). A run's
     team is ``team``, else its system, else its name. Windows and quotas are the organiser's to
@@ -642,6 +652,6 @@ def attach_runs(
                     run_type=run_type,
                 )
             )
-            attached.append({"run": name, "team": run_team, "job": ref.evaluation_id, "state": ref.state})
+            attached.append(AttachedRun(name, run_team, ref.evaluation_id, ref.state))
         audit(session, by.name if by else None, "tasks.attach", task_name, {"runs": list(run_names)})
     return attached

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
@@ -83,7 +82,20 @@ def collection_access(engine: Engine, principal: Principal, name: str) -> Collec
         return CollectionAccess(qrels.name, qrels.source, tuple(t.name for t in tasks_over), closed)
 
 
-def list_collections(engine: Engine, principal: Principal) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CollectionSummary:
+    """A collection (a set of relevance qrels) as the collections page lists it; ``runs``: the
+    runs with a finished evaluation on the qrels as they are now."""
+
+    name: str
+    description: str | None
+    topics: int
+    judgments: int
+    runs: int
+    tasks: tuple[str, ...]  # the tasks over the qrels
+
+
+def list_collections(engine: Engine, principal: Principal) -> list[CollectionSummary]:
     """The collections ``principal`` may see: each with its topics, judgments, the runs evaluated
     against it and the tasks over it."""
     principal.require("collections:read")
@@ -105,14 +117,14 @@ def list_collections(engine: Engine, principal: Principal) -> list[dict[str, Any
             tasks_over = over.get(qrels.id, [])
             if _sees(principal, tasks_over):
                 out.append(
-                    {
-                        "name": qrels.name,
-                        "description": qrels.description,
-                        "topics": qrels.topic_count,
-                        "judgments": qrels.row_count,
-                        "runs": runs.get(qrels.id, 0),
-                        "tasks": [t.name for t in tasks_over],
-                    }
+                    CollectionSummary(
+                        qrels.name,
+                        qrels.description,
+                        qrels.topic_count,
+                        qrels.row_count,
+                        runs.get(qrels.id, 0),
+                        tuple(t.name for t in tasks_over),
+                    )
                 )
         return out
 
