@@ -735,31 +735,23 @@ def result_columns(session: Session, evaluation_id: int, measures: list[str] | N
 
 
 def result_table(session: Session, evaluation_id: int, measures: list[str] | None = None) -> pa.Table:
-    """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns."""
-    query_ids = (
-        session.scalar(select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id))
-        or []
-    )
-    statement = select(QueryValues.measure, QueryValues.numbers, QueryValues.texts).where(
-        QueryValues.evaluation_id == evaluation_id
-    )
-    if measures is not None:
-        statement = statement.where(QueryValues.measure.in_(measures))
-    rows = session.execute(statement).all()
-    n = len(query_ids)
+    """(measure, query_id, value, text_value) rows of one evaluation, as Arrow columns: the
+    stored columns (:func:`result_columns`) laid out as a long table."""
+    stored = result_columns(session, evaluation_id, measures)
+    n, names = len(stored.query_ids), list(stored.numbers)
     values = [
-        pa.array(np.frombuffer(numbers, dtype="<f8"), pa.float64())
-        if numbers is not None
-        else pa.nulls(n, pa.float64())
-        for _, numbers, _ in rows
+        pa.array(numbers, pa.float64()) if (numbers := stored.numbers[name]) is not None else pa.nulls(n, pa.float64())
+        for name in names
     ]
-    texts = [pa.array(texts, pa.string()) if texts is not None else pa.nulls(n, pa.string()) for _, _, texts in rows]
-    names = pa.array([measure for measure, _, _ in rows], pa.string())
+    texts = [
+        pa.array(found, pa.string()) if (found := stored.texts[name]) is not None else pa.nulls(n, pa.string())
+        for name in names
+    ]
     return pa.table(
         {
-            "measure": pc.take(names, pa.array(np.repeat(np.arange(len(rows)), n), pa.int64())),
+            "measure": pc.take(pa.array(names, pa.string()), pa.array(np.repeat(np.arange(len(names)), n), pa.int64())),
             "query_id": pc.take(
-                pa.array(query_ids, pa.string()), pa.array(np.tile(np.arange(n), len(rows)), pa.int64())
+                pa.array(stored.query_ids, pa.string()), pa.array(np.tile(np.arange(n), len(names)), pa.int64())
             ),
             "value": pa.concat_arrays(values) if values else pa.array([], pa.float64()),
             "text_value": pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
