@@ -599,8 +599,9 @@ def judgments_provenance(
     """Every label of a pool's documents with who made it, when, and how (a judge's configuration,
     raw answer and explanation; the reason when unrateable)."""
     from evalstore.services.judges import provenance
+    from evalstore.services.plain import plain
 
-    rows = provenance.label_provenance(state(ctx).engine(), pool, topic=topic, doc=doc, judge=judge)
+    rows = plain(provenance.label_provenance(state(ctx).engine(), pool, topic=topic, doc=doc, judge=judge))
     if fmt is OutputFormat.table:
         rows = [
             r | {"model": r["provenance"].get("model"), "prompt_hash": (r["provenance"].get("prompt_hash") or "")[:12]}

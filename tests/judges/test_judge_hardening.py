@@ -73,8 +73,8 @@ def test_a_stored_label_holds_no_key(
     result = running.run_judge(world, "fake", pool_name="p", topics=["1"])
     assert (result.judged, result.unrateable) == (3, 3)
     stored = provenance.label_provenance(world, "p", judge="fake")
-    assert len(stored) == 3 and all(row["reason"].startswith("HTTP 418") for row in stored)
-    dumped = json.dumps(stored) + json.dumps(plain(registry.show_judge(world, "fake")))
+    assert len(stored) == 3 and all(row.reason.startswith("HTTP 418") for row in stored)
+    dumped = json.dumps(plain(stored)) + json.dumps(plain(registry.show_judge(world, "fake")))
     assert not _leaks(dumped) and REDACTED in dumped
 
 
