@@ -212,9 +212,10 @@ def probe(
     """How many labels rise when the query's words, an instruction, or a quoted final score are
     inserted into documents."""
     from evalstore.services.judges import probe as probing
+    from evalstore.services.plain import plain
 
     with step_progress("probing") as advance:
-        result = probing.probe(
+        probed = probing.probe(
             state(ctx).engine(),
             name,
             collection=collection,
@@ -225,6 +226,7 @@ def probe(
             seed=seed,
             progress=advance,
         )
+    result = plain(probed)
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
