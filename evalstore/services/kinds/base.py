@@ -83,7 +83,7 @@ class ComputedJob:
     per_query: PerQueryValues
     aggregates: list[dict[str, Any]]
     settings: dict[str, Any] | None
-    stored_as: Callable[[dict[str, Any]], StoredEvaluation]
+    stored_as: Callable[[jobs.ResultsHeader], StoredEvaluation]
 
     def summary(self, stored: StoredEvaluation) -> EvaluationSummary:
         return EvaluationSummary(

@@ -74,7 +74,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     timings.compute = time.perf_counter() - started
     options = dict(job.options)
 
-    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
         import pandas as pd
 
         frame = pd.DataFrame(values, index=pd.Index(topics, name="topic"))

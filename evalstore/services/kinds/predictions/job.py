@@ -98,7 +98,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     settings, per_group, per_query, aggregates, values = _results(suite, group_names)
     timings.compute = time.perf_counter() - started
 
-    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
         return Evaluated(
             prediction_set.name,
             label_set.name,

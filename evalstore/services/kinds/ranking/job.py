@@ -152,7 +152,7 @@ def finish_job(
     frame = _frame(topics, values)
     system, metadata = run.system, dict(run.metadata_ or {})
 
-    def stored_as(header: dict[str, Any]) -> StoredResults:
+    def stored_as(header: jobs.ResultsHeader) -> StoredResults:
         return StoredResults(
             job.evaluation_id,
             run.name,
