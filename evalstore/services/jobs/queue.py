@@ -319,7 +319,7 @@ def store_results(
     job: ClaimedJob,
     header: ResultsHeader,
     per_query: repo.PerQueryValues,
-    aggregates: list[dict[str, Any]],
+    aggregates: list[repo.AggregateRow],
     settings: dict[str, Any] | None = None,
     *,
     summarised: list[summaries.Summary] | None = None,
@@ -348,7 +348,7 @@ def complete(
     engine: Engine,
     job: ClaimedJob,
     per_query: repo.PerQueryValues,
-    aggregates: list[dict[str, Any]],
+    aggregates: list[repo.AggregateRow],
     settings: dict[str, Any] | None = None,
 ) -> ResultsHeader:
     """Store the results (and a classification's settings) and mark the job done, in one
