@@ -212,9 +212,10 @@ def probe(
     """How many labels rise when the query's words, an instruction, or a quoted final score are
     inserted into documents."""
     from evalstore.services.judges import probe as probing
+    from evalstore.services.plain import plain
 
     with step_progress("probing") as advance:
-        result = probing.probe(
+        probed = probing.probe(
             state(ctx).engine(),
             name,
             collection=collection,
@@ -225,6 +226,7 @@ def probe(
             seed=seed,
             progress=advance,
         )
+    result = plain(probed)
     if fmt is CompareFormat.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
@@ -599,8 +601,9 @@ def judgments_provenance(
     """Every label of a pool's documents with who made it, when, and how (a judge's configuration,
     raw answer and explanation; the reason when unrateable)."""
     from evalstore.services.judges import provenance
+    from evalstore.services.plain import plain
 
-    rows = provenance.label_provenance(state(ctx).engine(), pool, topic=topic, doc=doc, judge=judge)
+    rows = plain(provenance.label_provenance(state(ctx).engine(), pool, topic=topic, doc=doc, judge=judge))
     if fmt is OutputFormat.table:
         rows = [
             r | {"model": r["provenance"].get("model"), "prompt_hash": (r["provenance"].get("prompt_hash") or "")[:12]}

@@ -116,8 +116,9 @@ def leaderboard(
 
 def _ppi_board(ctx: typer.Context, qrels: str, measure: str, fmt: ReportFormat) -> None:
     from evalstore.services.judges import ppi_board
+    from evalstore.services.plain import plain
 
-    board = ppi_board.ppi_board(state(ctx).engine(), qrels, measure=measure)
+    board = plain(ppi_board.ppi_board(state(ctx).engine(), qrels, measure=measure))
     columns = ["tier", "run", "mean", "low", "high", "half_width", "llm_mean", "correction", "human_mean"]
     columns += ["human_half_width", "half_width_independent"]
     title = (

@@ -9,7 +9,7 @@ import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -670,13 +670,22 @@ class PerQueryValues:
     texts: dict[str, list[str]]
 
 
+class AggregateRow(TypedDict):
+    """One measure's aggregate as an evaluation stores it (models.AggregateResult's columns)."""
+
+    measure: str
+    value: float | None
+    text_value: str | None
+    query_count: int
+
+
 def _core(model: type[Any]) -> sa.Table:
     """A mapped class's table, for Core statements."""
     return cast(sa.Table, model.__table__)
 
 
 def replace_results(
-    session: Session, evaluation_id: int, per_query: PerQueryValues, aggregates: list[dict[str, Any]]
+    session: Session, evaluation_id: int, per_query: PerQueryValues, aggregates: list[AggregateRow]
 ) -> None:
     """Swap an evaluation's stored values for new ones (aggregates: measure, value, text_value,
     query_count): one row per measure, its values side by side (models.QueryValues)."""

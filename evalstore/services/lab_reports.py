@@ -5,7 +5,7 @@ as a task's (reports)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import Engine, select
 
@@ -39,6 +39,20 @@ def collection_leaderboard(
     )
 
 
+class LabRun(TypedDict):
+    """A collection's run as its page shows it (the keys of a task's ``SubmittedRun`` it has)."""
+
+    run: str
+    team: str | None  # the submitting team, else the run's system
+    run_type: str | None
+    description: str | None
+    rows: int
+    topics: int
+    submitted_at: str | None
+    state: str
+    task: str | None
+
+
 def _openable(engine: Engine, principal: Principal, name: str, run: str) -> tasks.CollectionAccess:
     access = tasks.collection_access(engine, principal, name)
     if not access.may_open(run):
@@ -46,7 +60,7 @@ def _openable(engine: Engine, principal: Principal, name: str, run: str) -> task
     return access
 
 
-def _run_view(engine: Engine, run_name: str) -> dict[str, Any]:
+def _run_view(engine: Engine, run_name: str) -> LabRun:
     """The run as a run page shows it: a task's submission with its team, else the run's system."""
     with read_only(engine) as session:
         run = repo.get_run(session, run_name)
@@ -54,17 +68,17 @@ def _run_view(engine: Engine, run_name: str) -> dict[str, Any]:
             select(Submission, Task.name).join(Task, Task.id == Submission.task_id).where(Submission.run_id == run.id)
         ).first()
         submission, task = found if found is not None else (None, None)
-        return {
-            "run": run.name,
-            "team": submission.team if submission else run.system,
-            "run_type": submission.run_type if submission else None,
-            "description": run.description,
-            "rows": run.row_count,
-            "topics": run.topic_count,
-            "submitted_at": iso_text(submission.created_at if submission else run.created_at),
-            "state": "done",
-            "task": task,
-        }
+        return LabRun(
+            run=run.name,
+            team=submission.team if submission else run.system,
+            run_type=submission.run_type if submission else None,
+            description=run.description,
+            rows=run.row_count,
+            topics=run.topic_count,
+            submitted_at=iso_text(submission.created_at if submission else run.created_at),
+            state="done",
+            task=task,
+        )
 
 
 def collection_run_page(

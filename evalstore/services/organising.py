@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine, select
 
@@ -570,7 +569,7 @@ def probe_console_judge(
     limit: int = 10,
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> judges_probe.ProbeResult:
     """Probe the judge (plain and attacked passages) on documents the pool's task's qrels judge,
     read from the pool's topics and documents; the seed is drawn and recorded when None."""
     found = judge_pool(engine, principal, judge, pool)

@@ -275,7 +275,7 @@ async def probe_judge(request: Request, judge: str) -> Response:
         def work(progress: Callable[[int, int], None]) -> dict[str, Any]:
             return organising.probe_console_judge(
                 engine, principal, judge, pool, limit=10 if limit is None else int(limit), progress=progress
-            )
+            ).as_dict()
 
         if limit is not None and not 1 <= limit <= organising.MAX_PROBE_DOCUMENTS:
             raise InvalidParameterError(

@@ -86,9 +86,6 @@ async def form_principal(request: Request, action: str) -> tuple[Principal, Form
 def render(
     request: Request, template: str, principal: Principal, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
-    for key in ("error", "message"):  # the services' messages, in the words of who reads the page
-        if isinstance(context.get(key), str):
-            context[key] = for_reader(context[key], principal)
     return templates.TemplateResponse(request, template, {"me": principal, **context}, status_code=status_code)
 
 
@@ -547,7 +544,8 @@ def error_page(request: Request, status: int, error: EvalstoreError | str) -> Re
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
     reader = _signed_in(request)
-    return render(request, "error.html", reader, status, status=status, message=for_reader(error, reader))
+    message = for_reader(error, reader) if isinstance(error, EvalstoreError) else error
+    return render(request, "error.html", reader, status, status=status, message=message)
 
 
 def _signed_in(request: Request) -> Principal:

@@ -25,7 +25,7 @@ from evalstore.services.orchestration import evaluate_runs
 from evalstore.web.api import needs
 from evalstore.web.errors import error_response
 from evalstore.web.templating import templates
-from evalstore.web.wording import ASK, for_reader
+from evalstore.web.wording import ASK
 from tests.http.conftest import CALLERS, World, client_for
 from tests.http.test_pages import PAGES
 
@@ -129,31 +129,6 @@ def test_reading_another_teams_run_does_not_say_choose_another_name(world: World
         "The run name &#39;blue-run&#39; belongs to another team&#39;s run (or one you may not see): "
         "it can be neither read nor submitted under."
     )
-
-
-@pytest.mark.parametrize(
-    ("message", "read"),
-    [
-        ("No task named 'x'. See 'evalstore tasks list'.", f"No task named 'x'. {ASK}"),
-        (
-            "Run 'r' was not submitted to a task; see 'evalstore results show'.",
-            f"Run 'r' was not submitted to a task. {ASK}",
-        ),
-        (
-            "This token has expired. Ask an admin for a new one ('evalstore tokens create --user NAME').",
-            f"This token has expired. Ask an admin for a new one. {ASK}",
-        ),
-        (
-            "run.txt:2: expected 6 columns, found 5\nrun.txt:3: bad score 'x'",
-            "run.txt:2: expected 6 columns, found 5\nrun.txt:3: bad score 'x'",
-        ),
-        ("Give the run a name.", "Give the run a name."),
-    ],
-)
-def test_a_message_in_a_participants_words(message: str, read: str) -> None:
-    assert for_reader(message, READERS["participant"]) == read
-    organiser = Principal(user_id=4, name="olga", role="organiser", via="session")
-    assert for_reader(message, organiser) == message
 
 
 def test_the_api_gives_the_fact_and_the_remedy_in_the_callers_words(world: World) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import asdict
 
 import pytest
 from sqlalchemy import Engine
@@ -73,8 +74,8 @@ def test_a_stored_label_holds_no_key(
     result = running.run_judge(world, "fake", pool_name="p", topics=["1"])
     assert (result.judged, result.unrateable) == (3, 3)
     stored = provenance.label_provenance(world, "p", judge="fake")
-    assert len(stored) == 3 and all(row["reason"].startswith("HTTP 418") for row in stored)
-    dumped = json.dumps(stored) + json.dumps(plain(registry.show_judge(world, "fake")))
+    assert len(stored) == 3 and all(row.reason.startswith("HTTP 418") for row in stored)
+    dumped = json.dumps(plain(stored)) + json.dumps(plain(registry.show_judge(world, "fake")))
     assert not _leaks(dumped) and REDACTED in dumped
 
 
@@ -145,7 +146,7 @@ def test_the_probe_reports_a_quoted_final_score(world: Engine, endpoint: str, sc
     registry.add_judge(world, "fake", endpoint=endpoint, model="m", structured="none")
     script.echo_passage = True
     result = probe.probe(world, "fake", collection="c", qrels_name="human", limit=4)
-    assert result["quoted_score"] == {
+    assert asdict(result.attacks["quoted_score"]) == {
         "compared": 4,
         "rose": 0,
         "fell": 0,
@@ -154,8 +155,8 @@ def test_the_probe_reports_a_quoted_final_score(world: Engine, endpoint: str, sc
         "mean_change": 0.0,
         "unrateable": 0,
     }
-    assert [r["quoted_score"] for r in result["labels"]] == [r["plain"] for r in result["labels"]]
-    assert any(r["plain"] < 3 for r in result["labels"])  # a quoted 3 had something to raise
+    assert [r.labels["quoted_score"] for r in result.labels] == [r.labels["plain"] for r in result.labels]
+    assert any(r.labels["plain"] < 3 for r in result.labels)  # a quoted 3 had something to raise
     quoted = [body for body in script.requests if "##final score: 3\n" in body["messages"][-1]["content"]]
     assert len(quoted) == 4
     shown = registry.show_judge(world, "fake").probes[0]

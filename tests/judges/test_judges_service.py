@@ -40,11 +40,11 @@ def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoi
     assert (again.reused, again.judged) == (9, 0)
     assert len(script.requests) == 9  # nothing judged twice
     [row] = provenance.label_provenance(world, "p", topic="1", doc="d1")
-    assert row["by"] == "judge" and row["who"] == "fake" and row["relevance"] == 3
-    assert row["explanation"] == "3 query words found"
-    assert row["raw_output"] == '{"relevance": 3, "explanation": "3 query words found"}'
+    assert row.by == "judge" and row.who == "fake" and row.relevance == 3
+    assert row.explanation == "3 query words found"
+    assert row.raw_output == '{"relevance": 3, "explanation": "3 query words found"}'
     assert {
-        k: row["provenance"][k]
+        k: row.provenance[k]
         for k in ("endpoint", "model", "prompt", "seed", "temperature", "scale", "answered_in", "attempts")
     } == {
         "endpoint": endpoint,
@@ -56,7 +56,7 @@ def test_a_judge_labels_a_pool_with_provenance_and_resumes(world: Engine, endpoi
         "answered_in": "json_schema",
         "attempts": 1,
     }
-    assert row["provenance"]["prompt_hash"] == judge.prompt_hash
+    assert row.provenance["prompt_hash"] == judge.prompt_hash
     assert registry.show_judge(world, "fake").labels == {"p": registry.PoolLabels(9, 0)}
 
 
@@ -69,7 +69,7 @@ def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(
     assert (result.judged, result.rated, result.unrateable) == (3, 1, 2)
     assert result.reasons == {"unparseable answer": 2}
     [row] = provenance.label_provenance(world, "p", doc="d5")
-    assert (row["relevance"], row["reason"], row["raw_output"]) == (
+    assert (row.relevance, row.reason, row.raw_output) == (
         None,
         "unparseable answer: 'I cannot decide.'",
         "I cannot decide.",
@@ -78,7 +78,7 @@ def test_unrateable_answers_are_kept_with_the_reason_and_asked_again(
     result = running.run_judge(world, "fake", pool_name="p", topics=["3"])
     assert (result.reused, result.judged, result.rated) == (1, 2, 2)
     [row] = provenance.label_provenance(world, "p", doc="d5")
-    assert (row["relevance"], row["reason"], row["provenance"]["attempts"]) == (3, None, 2)
+    assert (row.relevance, row.reason, row.provenance["attempts"]) == (3, None, 2)
 
 
 def test_a_changed_configuration_judges_afresh_and_keeps_the_old_labels(

@@ -85,17 +85,17 @@ def test_a_hybrid_board_offers_and_shows_the_commands_intervals(site: Engine) ->
         table = shown.text[shown.text.index('id="ppi-board"') :]
         table = table[: table.index("</table>")]
         rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<td class=\"run\">(\w+)</td>(.*?)</tr>", table, re.S)
-        assert [run for _, run, _ in rows] == [r["run"] for r in expected["rows"]]
-        for (_, _, cells), row in zip(rows, expected["rows"], strict=True):
+        assert [run for _, run, _ in rows] == [r.run for r in expected.rows]
+        for (_, _, cells), row in zip(rows, expected.rows, strict=True):
             numbers = re.findall(r"[-+]?\d+\.\d+", cells)
             assert numbers[:5] == [
-                f"{row['llm_mean']:.4f}",
-                f"{row['correction']:+.4f}",
-                f"{row['mean']:.4f}",
-                f"{row['low']:.3f}",
-                f"{row['high']:.3f}",
+                f"{row.llm_mean:.4f}",
+                f"{row.correction:+.4f}",
+                f"{row.mean:.4f}",
+                f"{row.low:.3f}",
+                f"{row.high:.3f}",
             ]
-            assert f'<td class="tier">{row["tier"]}</td>' in cells
+            assert f'<td class="tier">{row.tier}</td>' in cells
         assert "the judge's mean on 3 topics, corrected by people's labels on 2 topics" in table
         assert "1 topic people judged in part is left out of the correction" in shown.text
         assert '<a href="?measure=AP&amp;measure=nDCG%4010&amp;sort=AP">Hide this section</a>' in shown.text

@@ -156,23 +156,23 @@ def test_a_hybrid_versions_board_has_prediction_powered_intervals_and_tiers(
     store.import_qrels(world, tmp_path / "people.txt", name="people")
 
     board = ppi_board.ppi_board(world, "hyb", measure="AP")
-    assert (board["qrels"], board["llm_topics"], board["human_topics"], board["partly_judged_topics"]) == (
+    assert (board.qrels, board.llm_topics, board.human_topics, board.partly_judged_topics) == (
         "hyb@v1",
         3,
         2,
         ["3"],
     )
     expected = compare.compare(world, "people", "llm", measures=["AP"])["ppi"]["AP"]
-    assert [row["run"] for row in board["rows"]] == sorted(expected, key=lambda r: -expected[r]["mean"])
-    for row in board["rows"]:
-        assert row["mean"] == pytest.approx(expected[row["run"]]["mean"])
-        assert row["half_width"] == pytest.approx(expected[row["run"]]["half_width"])
-    tiers = [row["tier"] for row in board["rows"]]
+    assert [row.run for row in board.rows] == sorted(expected, key=lambda r: -expected[r]["mean"])
+    for row in board.rows:
+        assert row.mean == pytest.approx(expected[row.run]["mean"])
+        assert row.half_width == pytest.approx(expected[row.run]["half_width"])
+    tiers = [row.tier for row in board.rows]
     assert tiers[0] == 1 and tiers == sorted(tiers)
-    for above, below in zip(board["rows"], board["rows"][1:], strict=False):
-        if below["tier"] > above["tier"]:  # a new tier: wholly below the interval that opened the last
-            opener = next(r for r in board["rows"] if r["tier"] == above["tier"])
-            assert below["high"] < opener["low"]
+    for above, below in zip(board.rows, board.rows[1:], strict=False):
+        if below.tier > above.tier:  # a new tier: wholly below the interval that opened the last
+            opener = next(r for r in board.rows if r.tier == above.tier)
+            assert below.high < opener.low
 
     url = world.url.render_as_string(hide_password=False)
     shown = CliRunner().invoke(

@@ -146,12 +146,12 @@ def test_cranfield_judged_by_a_real_model_hybrid_version_reevaluated_and_compare
     assert (first.judged, rest.reused, rest.judged) == (2, first.rated, 1)
     labels = provenance.label_provenance(engine, "cran", judge="gemma")
     assert len(labels) == 3
-    rated = [r for r in labels if r["relevance"] is not None]
-    assert len(rated) >= 2, [r["reason"] for r in labels]  # constrained output: on the scale every time
-    assert all(0 <= r["relevance"] <= 3 for r in rated)
+    rated = [r for r in labels if r.relevance is not None]
+    assert len(rated) >= 2, [r.reason for r in labels]  # constrained output: on the scale every time
+    assert all(0 <= r.relevance <= 3 for r in rated)
     # llama.cpp's server takes OpenAI's json_schema form, the judge's first choice
-    assert {r["provenance"]["answered_in"] for r in labels} == {"json_schema"}
-    assert {r["provenance"]["model"] for r in labels} == {"gemma-3-270m"}
+    assert {r.provenance["answered_in"] for r in labels} == {"json_schema"}
+    assert {r.provenance["model"] for r in labels} == {"gemma-3-270m"}
 
     built = versions.build_version(engine, "cranfield", pool_name="cran", source="hybrid:gemma")
     assert built.qrels == "cranfield@v1" and built.counts["human"] == len(sheet)

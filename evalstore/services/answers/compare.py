@@ -109,18 +109,27 @@ def compare_assignments(
         AssessedPairs(len(labels[first]), len(labels[second]), len(both)),
         label_agreement,
         function.family.name,
-        scores["topics"],
+        scores.topics,
     )
-    names = sorted(scores["first"])
+    names = sorted(scores.first)
     if len(names) < 2:
         return replace(report, note="fewer than two answer runs are assessed by both: no run order to compare")
     systems = agreement.system_agreement(
         names,
-        np.array([scores["first"][n] for n in names]),
-        np.array([scores["second"][n] for n in names]),
+        np.array([scores.first[n] for n in names]),
+        np.array([scores.second[n] for n in names]),
         top_k=top_k,
     )
     return replace(report, systems=systems)
+
+
+@dataclass(frozen=True)
+class _RunScores:
+    """Each run's mean under each assessor, and how many topics both labelled in full."""
+
+    first: dict[str, float]
+    second: dict[str, float]
+    topics: dict[str, int]
 
 
 def _run_scores(
@@ -128,26 +137,26 @@ def _run_scores(
     first: dict[tuple[str, int], str],
     second: dict[tuple[str, int], str],
     function: Any,
-) -> dict[str, Any]:
+) -> _RunScores:
     """Each run's mean ``function`` under each assessor, over the topics both labelled in full."""
     by_topic: dict[str, list[int]] = {}
     for nugget, (topic, _) in nuggets.items():
         by_topic.setdefault(topic, []).append(nugget)
     runs = sorted({run for run, _ in first} & {run for run, _ in second})
-    out: dict[str, Any] = {"first": {}, "second": {}, "topics": {}}
+    out = _RunScores({}, {}, {})
     for run in runs:
         topics = sorted(t for t, ids in by_topic.items() if all((run, i) in first and (run, i) in second for i in ids))
         if not topics:
             continue
-        out["topics"][run] = len(topics)
+        out.topics[run] = len(topics)
         code = {t: i for i, t in enumerate(topics)}
         ids = [i for t in topics for i in by_topic[t]]
-        for side, given in (("first", first), ("second", second)):
+        for side, given in ((out.first, first), (out.second, second)):
             table = measures.NuggetTable(
                 np.array([code[nuggets[i][0]] for i in ids], dtype=np.int64),
                 np.array([nuggets[i][1] == "vital" for i in ids], dtype=bool),
                 np.array([measures.ASSIGNMENT_VALUE[given[run, i]] for i in ids], dtype=np.float64),
                 len(topics),
             )
-            out[side][run] = float(function(table).mean())
+            side[run] = float(function(table).mean())
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine, select
@@ -23,6 +23,9 @@ from evalstore.services.jobs import default_measures
 from evalstore.services.kinds.answers import latest_evaluations
 from evalstore.services.kinds.ranking import TopicFilter
 from evalstore.services.orchestration import evaluate_runs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("evalstore.compare")
 
@@ -108,7 +111,7 @@ def score_matrix(
                 ),
             )
     with read_only(engine) as session:
-        frames = {}
+        frames: dict[str, pd.DataFrame] = {}
         for run in run_names:
             table = repo.result_table(session, chosen[run].id, names).to_pandas()
             frame = table.pivot(index="query_id", columns="measure", values="value")
@@ -170,7 +173,7 @@ def _newest_evaluations(
     return chosen
 
 
-def _refuse_undefined(frames: dict[str, Any], names: list[str]) -> None:
+def _refuse_undefined(frames: dict[str, pd.DataFrame], names: list[str]) -> None:
     """A stored value that is no number (Accuracy on a topic with no relevant document retrieved,
     trec_eval's 0/0) would be read as 0 by the paired tests below: refused, with where it is."""
     for run, frame in frames.items():

@@ -52,6 +52,7 @@ from evalstore.services.jobs.options import (
     options_hash,
 )
 from evalstore.services.jobs.queue import (
+    ResultsHeader,
     claim,
     claim_in,
     claimable,
@@ -131,6 +132,7 @@ __all__ = [
     "outcome",
     "register_worker",
     "release",
+    "ResultsHeader",
     "results_header",
     "retry",
     "show_job",

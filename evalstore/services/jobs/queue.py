@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import CursorResult, Engine, and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +32,17 @@ from evalstore.services.jobs.options import (
 )
 
 JOBS_LISTED = Remedy(cli="See 'evalstore jobs list'.")
+
+
+class ResultsHeader(TypedDict):
+    """What a job's results are stored under: its inputs' hashes and the versions (a TypedDict:
+    each kind adds its own keys to it for MLflow's tags)."""
+
+    run_hash: str | None  # None where the evaluation row has none (a kind whose inputs are not a run on qrels)
+    qrels_hash: str | None
+    options_hash: str
+    evalstore_version: str
+    results_version: int
 
 
 def enqueue(
@@ -289,26 +300,26 @@ def _held(session: Session, job: ClaimedJob) -> Evaluation:
     return row
 
 
-def results_header(session: Session, job: ClaimedJob) -> dict[str, Any]:
+def results_header(session: Session, job: ClaimedJob) -> ResultsHeader:
     """A step: the header the job's results will be stored under (hashes, the next results
     version), as :func:`evaluations.results` gives it; JobLost if the job is no longer held. Call
     it, then :func:`store_results`, in one unit of work."""
     row = _held(session, job)
-    return {
-        "run_hash": row.run_hash,
-        "qrels_hash": row.qrels_hash,
-        "options_hash": row.options_hash,
-        "evalstore_version": __version__,
-        "results_version": row.results_version + 1,
-    }
+    return ResultsHeader(
+        run_hash=row.run_hash,
+        qrels_hash=row.qrels_hash,
+        options_hash=row.options_hash,
+        evalstore_version=__version__,
+        results_version=row.results_version + 1,
+    )
 
 
 def store_results(
     session: Session,
     job: ClaimedJob,
-    header: dict[str, Any],
+    header: ResultsHeader,
     per_query: repo.PerQueryValues,
-    aggregates: list[dict[str, Any]],
+    aggregates: list[repo.AggregateRow],
     settings: dict[str, Any] | None = None,
     *,
     summarised: list[summaries.Summary] | None = None,
@@ -337,9 +348,9 @@ def complete(
     engine: Engine,
     job: ClaimedJob,
     per_query: repo.PerQueryValues,
-    aggregates: list[dict[str, Any]],
+    aggregates: list[repo.AggregateRow],
     settings: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ResultsHeader:
     """Store the results (and a classification's settings) and mark the job done, in one
     transaction; JobLost if no longer held. Returns the stored results' header (hashes,
     versions)."""

@@ -28,6 +28,7 @@ from evalstore.io import nuggets as nugget_files
 from evalstore.services.answers.nuggets import add_bank
 from evalstore.services.judges import costs
 from evalstore.services.judges.asking import Asked, ask_all, asker_for, record_calls
+from evalstore.services.judges.client import Answer
 from evalstore.services.judges.prompts import Parsed, delimited
 from evalstore.services.judges.registry import get_judge, provenance
 
@@ -222,7 +223,7 @@ def create_bank(
     the judge's cost ledger."""
     judge, planned, queries = _plan(engine, name, judge_name, topics, runs)
     asker = asker_for(judge, schema=SCHEMA, parse=parse_draft, max_cost=max_cost, client=client, sleep=None)
-    answered: dict[str, Any] = {}
+    answered: dict[str, Answer] = {}
 
     def store(batch: list[Asked[str]]) -> None:
         with unit_of_work(engine) as session:

@@ -10,8 +10,7 @@ evaluations mix both kinds of labels and cannot be separated again."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 from sqlalchemy import Engine, select
@@ -24,7 +23,42 @@ from evalstore.metrics import resolve_measures
 from evalstore.services.judges.compare import per_topic
 from evalstore.services.judges.registry import get_judge
 from evalstore.services.judges.versions import human_labels, judge_labels
-from evalstore.statistics.prediction_powered import prediction_powered
+from evalstore.statistics.prediction_powered import PredictionPowered, prediction_powered
+
+
+@dataclass(frozen=True, slots=True)
+class PpiRow:
+    """One run's prediction-powered mean and interval (:class:`PredictionPowered`'s figures), and its tier."""
+
+    run: str
+    mean: float
+    low: float
+    high: float
+    half_width: float
+    half_width_independent: float
+    llm_mean: float
+    correction: float
+    human_mean: float
+    human_half_width: float
+    llm_topics: int
+    human_topics: int
+    confidence: float
+    tier: int
+
+
+@dataclass(frozen=True)
+class PpiBoard:
+    """A hybrid qrels version's board on one measure, best first."""
+
+    qrels: str
+    measure: str
+    judge: str
+    pool: str
+    confidence: float
+    llm_topics: int
+    human_topics: int
+    partly_judged_topics: list[str]  # left out of the correction
+    rows: list[PpiRow]
 
 
 def _frame(labels: pd.Series) -> pd.DataFrame:
@@ -39,7 +73,7 @@ def ppi_board(
     measure: str = "nDCG@10",
     runs: list[str] | None = None,
     confidence: float = 0.95,
-) -> dict[str, Any]:
+) -> PpiBoard:
     """The board of the hybrid version ``qrels_name`` (or a lineage's newest version) on ``measure``:
     per run the prediction-powered mean and interval and its tier, best first."""
     if not 0 < confidence < 1:
@@ -87,23 +121,22 @@ def ppi_board(
     where = [llm_topics.index(t) for t in human_topics]
     people = per_topic(human_frame, tables, name, human_topics)
     intervals = prediction_powered(llm_all, people, llm_all[:, where], confidence=confidence)
-    rows = sorted(
-        ({"run": run, **asdict(i)} for run, i in zip(tables, intervals, strict=True)),
-        key=lambda row: (-row["mean"], row["run"]),
+    ranked: list[tuple[str, PredictionPowered]] = sorted(
+        zip(tables, intervals, strict=True), key=lambda pair: (-pair[1].mean, pair[0])
     )
-    tier, opener = 0, None
-    for row in rows:
-        if opener is None or row["high"] < opener["low"]:
-            tier, opener = tier + 1, row
-        row["tier"] = tier
-    return {
-        "qrels": stored_name,
-        "measure": name,
-        "judge": judge.name,
-        "pool": pool.name,
-        "confidence": confidence,
-        "llm_topics": len(llm_topics),
-        "human_topics": len(human_topics),
-        "partly_judged_topics": partial,
-        "rows": rows,
-    }
+    rows, tier, opener = [], 0, None
+    for run, interval in ranked:
+        if opener is None or interval.high < opener.low:
+            tier, opener = tier + 1, interval
+        rows.append(PpiRow(run=run, **asdict(interval), tier=tier))
+    return PpiBoard(
+        qrels=stored_name,
+        measure=name,
+        judge=judge.name,
+        pool=pool.name,
+        confidence=confidence,
+        llm_topics=len(llm_topics),
+        human_topics=len(human_topics),
+        partly_judged_topics=partial,
+        rows=rows,
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from sqlalchemy import Engine, select
 
@@ -11,15 +12,32 @@ from evalstore.db.models import Judge, JudgeLabel, PoolJudgment
 from evalstore.db.session import read_only
 
 
+@dataclass(frozen=True, slots=True)
+class LabelProvenance:
+    """One label of a pool's document, with who made it, when and how."""
+
+    topic: str
+    doc: str
+    by: Literal["human", "judge"]
+    who: str  # the assessor, or the judge's name
+    relevance: int | None  # None: unrateable
+    reason: str | None  # why it is unrateable
+    at: str  # ISO 8601
+    seconds: float | None  # the time spent
+    explanation: str | None  # the assessor's note, the judge's explanation
+    raw_output: str | None  # the judge's answer as it came
+    provenance: dict[str, Any]  # the assessor; a judge's configuration as stored with the label
+
+
 def label_provenance(
     engine: Engine, pool_name: str, *, topic: str | None = None, doc: str | None = None, judge: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[LabelProvenance]:
     """The pool's labels (of one topic or document when named), humans' first: a human's is who
     (the assessor) and when, with the time spent and the note; a judge's is the configuration it
     was made under, the raw answer and the explanation, or the reason it is unrateable."""
     with read_only(engine) as session:
         pool = repo.get_pool(session, pool_name)
-        found: list[dict[str, Any]] = []
+        found: list[LabelProvenance] = []
         if judge is None:
             human = select(PoolJudgment).where(PoolJudgment.pool_id == pool.id)
             if topic is not None:
@@ -28,19 +46,19 @@ def label_provenance(
                 human = human.where(PoolJudgment.doc == doc)
             for row in session.scalars(human.order_by(PoolJudgment.topic, PoolJudgment.doc, PoolJudgment.assessor)):
                 found.append(
-                    {
-                        "topic": row.topic,
-                        "doc": row.doc,
-                        "by": "human",
-                        "who": row.assessor,
-                        "relevance": None if row.relevance < 0 else row.relevance,
-                        "reason": "skipped: not rateable" if row.relevance < 0 else None,
-                        "at": row.created_at.isoformat(),
-                        "seconds": row.seconds,
-                        "explanation": row.note,
-                        "raw_output": None,
-                        "provenance": {"assessor": row.assessor},
-                    }
+                    LabelProvenance(
+                        topic=row.topic,
+                        doc=row.doc,
+                        by="human",
+                        who=row.assessor,
+                        relevance=None if row.relevance < 0 else row.relevance,
+                        reason="skipped: not rateable" if row.relevance < 0 else None,
+                        at=row.created_at.isoformat(),
+                        seconds=row.seconds,
+                        explanation=row.note,
+                        raw_output=None,
+                        provenance={"assessor": row.assessor},
+                    )
                 )
         made = (
             select(JudgeLabel, Judge.name)
@@ -55,18 +73,18 @@ def label_provenance(
             made = made.where(Judge.name == judge)
         for label, name in session.execute(made.order_by(JudgeLabel.topic, JudgeLabel.doc, Judge.name, JudgeLabel.id)):
             found.append(
-                {
-                    "topic": label.topic,
-                    "doc": label.doc,
-                    "by": "judge",
-                    "who": name,
-                    "relevance": label.relevance,
-                    "reason": label.reason,
-                    "at": label.created_at.isoformat(),
-                    "seconds": label.seconds,
-                    "explanation": label.explanation,
-                    "raw_output": label.raw_output,
-                    "provenance": {**label.provenance, "config_hash": label.config_hash, "attempts": label.attempts},
-                }
+                LabelProvenance(
+                    topic=label.topic,
+                    doc=label.doc,
+                    by="judge",
+                    who=name,
+                    relevance=label.relevance,
+                    reason=label.reason,
+                    at=label.created_at.isoformat(),
+                    seconds=label.seconds,
+                    explanation=label.explanation,
+                    raw_output=label.raw_output,
+                    provenance={**label.provenance, "config_hash": label.config_hash, "attempts": label.attempts},
+                )
             )
         return found

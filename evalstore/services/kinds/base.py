@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from sqlalchemy import Engine
 
-from evalstore.db.repositories import PerQueryValues
+from evalstore.db.repositories import AggregateRow, PerQueryValues
 from evalstore.db.session import unit_of_work
 from evalstore.services import jobs
 from evalstore.services.context import AppContext
@@ -81,9 +81,9 @@ class ComputedJob:
     missing_topics: tuple[str, ...]
     timings: JobTimings
     per_query: PerQueryValues
-    aggregates: list[dict[str, Any]]
+    aggregates: list[AggregateRow]
     settings: dict[str, Any] | None
-    stored_as: Callable[[dict[str, Any]], StoredEvaluation]
+    stored_as: Callable[[jobs.ResultsHeader], StoredEvaluation]
 
     def summary(self, stored: StoredEvaluation) -> EvaluationSummary:
         return EvaluationSummary(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -221,18 +221,17 @@ def patch_task(engine: Engine, name: str, changes: Mapping[str, Any], *, by: Pri
         )
     with unit_of_work(engine) as session:
         task = _managed_task(session, name, by)
-        current: dict[str, Any] = {
-            "opens": jobs.as_utc(task.opens_at) if task.opens_at else None,
-            "closes": jobs.as_utc(task.closes_at) if task.closes_at else None,
-            "max_runs_per_team": task.max_runs_per_team,
-            "daily_cap": task.daily_cap,
-            "measures": list(task.measures or []),
-            "description": task.description,
-            "official_measure": task.official_measure,
-        }
-        merged = {**current, **changes}
-        merged["measures"] = merged["measures"] or []
-        change_settings(session, task, TaskSettings(**merged))
+        current = TaskSettings(
+            opens=jobs.as_utc(task.opens_at) if task.opens_at else None,
+            closes=jobs.as_utc(task.closes_at) if task.closes_at else None,
+            max_runs_per_team=task.max_runs_per_team,
+            daily_cap=task.daily_cap,
+            measures=list(task.measures or []),
+            description=task.description,
+            official_measure=task.official_measure,
+        )
+        merged = replace(current, **changes)
+        change_settings(session, task, replace(merged, measures=merged.measures or []))
         audit(
             session,
             by.name if by else None,

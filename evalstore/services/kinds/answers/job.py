@@ -18,6 +18,7 @@ from evalstore.db.models import (
     Nugget,
     NuggetBank,
 )
+from evalstore.db.repositories import AggregateRow
 from evalstore.db.session import read_only
 from evalstore.errors import EvaluationError
 from evalstore.metrics import answers as measures
@@ -65,7 +66,9 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         values.update(_nugget_values(stored, nugget_topics, code))
     if stored.support:
         values.update(_support_values(stored, support_topics, code))
-    aggregates, means, counts = [], {}, {}
+    aggregates: list[AggregateRow] = []
+    means: dict[str, float | None] = {}
+    counts: dict[str, int] = {}
     for name, per_topic in values.items():
         finite = per_topic[np.isfinite(per_topic)]
         mean = float(finite.mean()) if finite.size else None
@@ -74,7 +77,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     timings.compute = time.perf_counter() - started
     options = dict(job.options)
 
-    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
         import pandas as pd
 
         frame = pd.DataFrame(values, index=pd.Index(topics, name="topic"))

@@ -3,6 +3,7 @@ from the store), and the hashes and versions MLflow tags it with."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ class Evaluated:
     metadata: dict[str, Any] | None = None  # the prediction set's system and metadata
 
 
-def evaluated_header(header: dict[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
+def evaluated_header(header: Mapping[str, Any], prediction_set: PredictionSet, label_set: LabelSet) -> dict[str, Any]:
     return {
         "predictions_hash": prediction_set.content_hash,
         "labels_hash": label_set.content_hash,

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import LabelSet, PredictionSet
+from evalstore.db.repositories import AggregateRow
 from evalstore.db.session import read_only
 from evalstore.errors import ConflictError, InvalidParameterError, Remedy
 from evalstore.metrics import classification as measures
@@ -98,7 +99,7 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     settings, per_group, per_query, aggregates, values = _results(suite, group_names)
     timings.compute = time.perf_counter() - started
 
-    def evaluated_as(header: dict[str, Any]) -> Evaluated:
+    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
         return Evaluated(
             prediction_set.name,
             label_set.name,
@@ -140,7 +141,7 @@ def _baseline(session: Session, options: Mapping[str, Any]) -> PredictionSet:
 
 def _results(
     suite: measures.Suite, group_names: list[str]
-) -> tuple[dict[str, Any], pd.DataFrame | None, PerQueryValues, list[dict[str, Any]], dict[str, float | None]]:
+) -> tuple[dict[str, Any], pd.DataFrame | None, PerQueryValues, list[AggregateRow], dict[str, float | None]]:
     """The suite as a job's results: its settings (with the curve's points), the per-group frame
     and values, the aggregates' rows and the values by measure."""
     settings = {k: v for k, v in suite.settings.items() if k != "classes"}
@@ -151,7 +152,7 @@ def _results(
         [] if per_group is None else per_group.index,
         {} if per_group is None else {str(m): per_group[m].to_numpy() for m in per_group},
     )
-    aggregates = [
+    aggregates: list[AggregateRow] = [
         {"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
         for name, value in suite.aggregates.items()
     ]

@@ -152,7 +152,7 @@ def finish_job(
     frame = _frame(topics, values)
     system, metadata = run.system, dict(run.metadata_ or {})
 
-    def stored_as(header: dict[str, Any]) -> StoredResults:
+    def stored_as(header: jobs.ResultsHeader) -> StoredResults:
         return StoredResults(
             job.evaluation_id,
             run.name,
@@ -160,7 +160,9 @@ def finish_job(
             qrels.name,
             dict(options),
             *frame,
-            {a["measure"]: a["value"] for a in aggregates},
+            {
+                a["measure"]: a["value"] for a in aggregates if a["value"] is not None
+            },  # all of them: _result_tables leaves out a None
             {**header, "system": system, "run_metadata": metadata},
         )
 
@@ -195,7 +197,7 @@ def _judgment_kind_values(
 
 def _result_tables(
     topics: list[str], values: dict[Measure, np.ndarray], rk: Ranking | None
-) -> tuple[repo.PerQueryValues, list[dict[str, Any]]]:
+) -> tuple[repo.PerQueryValues, list[repo.AggregateRow]]:
     """The per-query values (:func:`per_query_values`) and the aggregates; ``rk`` is the ranking of
     an evaluation against relevance qrels (some measures summarise from it under -c)."""
     per_query = per_query_values(
@@ -203,7 +205,7 @@ def _result_tables(
         {str(m): values[m] for m in values if m.spec.value_type != "str"},
         {str(m): values[m] for m in values if m.spec.value_type == "str"},
     )
-    aggregates = []
+    aggregates: list[repo.AggregateRow] = []
     for measure, per_topic in values.items():
         summary = summarise(measure, per_topic, rk)
         if summary is not None:
