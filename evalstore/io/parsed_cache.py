@@ -37,7 +37,6 @@ import stat
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -74,12 +73,14 @@ def cache_dir() -> Path | None:
         return None
 
 
-@dataclass(frozen=True)
 class ParsedCache:
-    """Parsed files kept in ``folder`` (see the module's text)."""
+    """Parsed files kept in ``folder`` (see the module's text). A plain class, not a dataclass: a
+    frozen dataclass compiles six methods from source text each time its module is imported (~0.1
+    ms each, in every `trec-eval` process), and a cache is never compared, hashed or printed."""
 
-    folder: Path
-    settled_seconds: float | None = None  # SETTLED_SECONDS
+    def __init__(self, folder: Path, settled_seconds: float | None = None) -> None:
+        self.folder = folder
+        self.settled_seconds = settled_seconds  # None: SETTLED_SECONDS
 
     def read(
         self,
