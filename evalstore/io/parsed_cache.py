@@ -58,9 +58,10 @@ FORMAT = "evalstore-parsed-qrels-2"
 TABLE, DERIVED = "table:", "derived:"
 # between the warnings kept in one metadata value (no reader's message has it)
 _SEPARATOR = "\x1f"
-# the only names this module writes, and so the only ones it deletes
-_ENTRY = re.compile(r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow")
-_PARTIAL = re.compile(r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial")
+# the only names this module writes, and so the only ones it deletes (patterns compiled by re when
+# first used: a command that finds its qrels kept deletes nothing)
+_ENTRY = r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow"
+_PARTIAL = r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial"
 # the code whose work is kept: its modules' sizes and times are part of what a copy was made from
 _CODE = ("io", "metrics/preparation.py", "_kernels.py", "trec_order.py")
 
@@ -148,9 +149,9 @@ class ParsedCache:
         entries, stale = [], []
         for child in self.folder.iterdir():
             with contextlib.suppress(OSError):
-                if _ENTRY.fullmatch(child.name):
+                if re.fullmatch(_ENTRY, child.name):
                     entries.append((child.stat().st_mtime_ns, child))
-                elif _PARTIAL.fullmatch(child.name) and time.time() - child.stat().st_mtime > ABANDONED_SECONDS:
+                elif re.fullmatch(_PARTIAL, child.name) and time.time() - child.stat().st_mtime > ABANDONED_SECONDS:
                     stale.append(child)
         for child in [child for _, child in sorted(entries, reverse=True)[KEPT_FILES:]] + stale:
             with contextlib.suppress(OSError):
