@@ -47,10 +47,12 @@ def _word_hashes(words: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         live = lengths > k
         rows: slice | np.ndarray = slice(None) if live.all() else np.flatnonzero(live)
         word = words[starts[rows] + k] & _BYTE_MASKS[np.minimum(lengths[rows] - k, 8)]
-        mixed = h[rows]
+        mixed = h[rows]  # h itself when every string takes the pass (a slice's view)
         mixed ^= word
         mixed *= _MULT
-        h[rows] = _finalise(mixed)
+        _finalise(mixed)
+        if not isinstance(rows, slice):
+            h[rows] = mixed
     return h
 
 
