@@ -6,7 +6,6 @@ order; ``form_res_rels.c``, ``comp_sim_docno``); the run file's rank column is n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -59,20 +58,31 @@ MAX_TIE_LENGTH = 256
 TIE_PAIRS_PER_ROW = 0.25
 
 
-@dataclass(frozen=True)
 class EncodedRanks:
     """A run's topics as integer codes into ``topics`` (in order of first appearance), and each
-    row's 1-based rank within its topic in trec_eval order."""
+    row's 1-based rank within its topic in trec_eval order.
 
-    topics: pa.Array
-    codes: np.ndarray
-    run: pa.Table = field(repr=False)
-    # each topic's first row, when the run lists each topic's rows together by score descending
-    # (a row's rank then follows from its place, computed only for the rows asked about)
-    starts: np.ndarray | None
-    # with ``starts``, the scores when some are tied (ties may be listed in any order: Anserini's
-    # runs list them by docno ascending, trec_eval ranks them by docno descending)
-    tied_scores: np.ndarray | None
+    A plain class, not a dataclass: a frozen dataclass compiles six methods from source text each
+    time its module is imported (~0.1 ms each, in every `trec-eval` process), and this one is
+    never compared, hashed or printed."""
+
+    def __init__(
+        self,
+        topics: pa.Array,
+        codes: np.ndarray,
+        run: pa.Table,
+        starts: np.ndarray | None,
+        tied_scores: np.ndarray | None,
+    ) -> None:
+        self.topics = topics
+        self.codes = codes
+        self.run = run
+        # each topic's first row, when the run lists each topic's rows together by score descending
+        # (a row's rank then follows from its place, computed only for the rows asked about)
+        self.starts = starts
+        # with ``starts``, the scores when some are tied (ties may be listed in any order: Anserini's
+        # runs list them by docno ascending, trec_eval ranks them by docno descending)
+        self.tied_scores = tied_scores
 
     @cached_property
     def ranks(self) -> np.ndarray:

@@ -37,7 +37,6 @@ import stat
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,9 +58,10 @@ FORMAT = "evalstore-parsed-qrels-2"
 TABLE, DERIVED = "table:", "derived:"
 # between the warnings kept in one metadata value (no reader's message has it)
 _SEPARATOR = "\x1f"
-# the only names this module writes, and so the only ones it deletes
-_ENTRY = re.compile(r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow")
-_PARTIAL = re.compile(r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial")
+# the only names this module writes, and so the only ones it deletes (patterns compiled by re when
+# first used: a command that finds its qrels kept deletes nothing)
+_ENTRY = r"qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow"
+_PARTIAL = r"\.qrels-[0-9]+-[0-9]+-[0-9a-f]{8}\.arrow\.[0-9]+\.partial"
 # the code whose work is kept: its modules' sizes and times are part of what a copy was made from
 _CODE = ("io", "metrics/preparation.py", "_kernels.py", "trec_order.py")
 
@@ -74,12 +74,14 @@ def cache_dir() -> Path | None:
         return None
 
 
-@dataclass(frozen=True)
 class ParsedCache:
-    """Parsed files kept in ``folder`` (see the module's text)."""
+    """Parsed files kept in ``folder`` (see the module's text). A plain class, not a dataclass: a
+    frozen dataclass compiles six methods from source text each time its module is imported (~0.1
+    ms each, in every `trec-eval` process), and a cache is never compared, hashed or printed."""
 
-    folder: Path
-    settled_seconds: float | None = None  # SETTLED_SECONDS
+    def __init__(self, folder: Path, settled_seconds: float | None = None) -> None:
+        self.folder = folder
+        self.settled_seconds = settled_seconds  # None: SETTLED_SECONDS
 
     def read(
         self,
@@ -147,9 +149,9 @@ class ParsedCache:
         entries, stale = [], []
         for child in self.folder.iterdir():
             with contextlib.suppress(OSError):
-                if _ENTRY.fullmatch(child.name):
+                if re.fullmatch(_ENTRY, child.name):
                     entries.append((child.stat().st_mtime_ns, child))
-                elif _PARTIAL.fullmatch(child.name) and time.time() - child.stat().st_mtime > ABANDONED_SECONDS:
+                elif re.fullmatch(_PARTIAL, child.name) and time.time() - child.stat().st_mtime > ABANDONED_SECONDS:
                     stale.append(child)
         for child in [child for _, child in sorted(entries, reverse=True)[KEPT_FILES:]] + stale:
             with contextlib.suppress(OSError):

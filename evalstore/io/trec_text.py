@@ -16,6 +16,7 @@ import io
 import math
 import re
 import threading
+from functools import cache
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -65,26 +66,40 @@ def read_qrels_jg(path: Path, strict: bool) -> ParsedFile:
     return ParsedFile(whole.select(["topic", "iteration", "doc", "relevance"]), sha256_hex(data), None)
 
 
-_COMMENT_LINES = re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
+# The patterns below are compiled when first used, not at import (~0.1 ms a pattern): an ordinary
+# `trec-eval` uses none of them when its qrels are kept, one when it reads them.
+
+
+@cache
+def _comment_lines() -> re.Pattern[bytes]:
+    return re.compile(rb"(?m)^[ \t]*#[^\n]*(\n|$)")
 
 
 # pyarrow reads an integer field '0x3' as hexadecimal (3) where C's atol reads 0: such files
 # (a docno beginning 0x, too) go the precise way
-_HEX_PREFIX = re.compile(rb"(?:^|[ \t])[+-]?0[xX]", re.MULTILINE)
+@cache
+def _hex_prefix() -> re.Pattern[bytes]:
+    return re.compile(rb"(?:^|[ \t])[+-]?0[xX]", re.MULTILINE)
 
 
 # qrels lines the precise reader must see: blank ones, comments (indented or not). Three
 # scans, not one multiline pattern (^...|^...\Z, tried at every byte: 27 ms of robust03's 2.7 MB
 # qrels, a tenth of an ordinary trec-eval; these take 3 ms): the first line, every line after a
 # newline, and the last line when it is white space only.
-_FIRST_LINE_IRREGULAR = re.compile(rb"[ \t\r\f\v]*[#\n]")
-_LATER_LINE_IRREGULAR = re.compile(rb"\n[ \t\r\f\v]*[#\n]")
+@cache
+def _first_line_irregular() -> re.Pattern[bytes]:
+    return re.compile(rb"[ \t\r\f\v]*[#\n]")
+
+
+@cache
+def _later_line_irregular_pattern() -> re.Pattern[bytes]:
+    return re.compile(rb"\n[ \t\r\f\v]*[#\n]")
 
 
 def _qrels_irregular(data: bytes) -> bool:
     last = data[data.rfind(b"\n") + 1 :]
     return bool(
-        _FIRST_LINE_IRREGULAR.match(data) or _later_line_irregular(data) or (last and not last.strip(b" \t\r\f\v"))
+        _first_line_irregular().match(data) or _later_line_irregular(data) or (last and not last.strip(b" \t\r\f\v"))
     )
 
 
@@ -95,14 +110,14 @@ _LINE_START[[ord(c) for c in " \t\r\f\v"]] = 2
 
 
 def _later_line_irregular(data: bytes) -> bool:
-    """``_LATER_LINE_IRREGULAR.search(data)``, answered from the first byte of every line after the
-    first in numpy; the pattern runs only when a line begins with white space (~0.5 ms where the
-    pattern's scan took ~2 of robust03's qrels)."""
+    """``_later_line_irregular_pattern().search(data)``, answered from the first byte of every
+    line after the first in numpy; the pattern runs only when a line begins with white space
+    (~0.5 ms where the pattern's scan took ~2 of robust03's qrels)."""
     codes = np.frombuffer(data, dtype=np.uint8)
     starts = _LINE_START[codes[np.flatnonzero(codes[:-1] == 0x0A) + 1]]
     if (starts == 1).any():
         return True
-    return bool((starts == 2).any()) and _LATER_LINE_IRREGULAR.search(data) is not None
+    return bool((starts == 2).any()) and _later_line_irregular_pattern().search(data) is not None
 
 
 def _has_hex_prefix(data: bytes) -> bool:
@@ -114,10 +129,12 @@ def _has_hex_prefix(data: bytes) -> bool:
         return False
     codes = np.frombuffer(data, dtype=np.uint8)
     maybe = ((codes[:-1] == 0x30) & ((codes[1:] | 0x20) == 0x78)).any()
-    return bool(maybe) and _HEX_PREFIX.search(data) is not None
+    return bool(maybe) and _hex_prefix().search(data) is not None
 
 
-_WHITESPACE_RUNS = re.compile(rb"[ \t\r\f\v]+")
+@cache
+def _whitespace_runs() -> re.Pattern[bytes]:
+    return re.compile(rb"[ \t\r\f\v]+")
 
 
 def parse_trec_file(
@@ -243,14 +260,21 @@ def _read_run_columns(path: Path, delimiter: str, coded_topics: bool) -> pa.Tabl
         return None
 
 
+# Each piece is read into new memory and makes two arrays its size; the next piece reuses what the
+# last one freed. A piece of 4 MB would make a 4 MB run (robust03's) take 12 MB of new memory, each page a
+# fault on first touch (~2,900 faults, ~6 ms of CPU of an ordinary trec-eval); a piece of 256 kB takes
+# ~250 faults, and a 300 MB file ~1,200 passes of a few numpy calls.
+SCANNED_PIECE = 1 << 18
+
+
 def regular_trec_text(handle: BinaryIO | IO[bytes], delimiter: bytes) -> bool:
     """Whether the rest of ``handle`` has no white space but ``delimiter`` and line ends, and no
     empty field: no two of those side by side, none at the start (byte searches and one numpy
-    pass, in 4 MB pieces; a file with Windows line ends or blank lines is read the precise way).
-    With that, a row pyarrow parses into six fields has six non-empty ones."""
+    pass, in :data:`SCANNED_PIECE` pieces; a file with Windows line ends or blank lines is read
+    the precise way). With that, a row pyarrow parses into six fields has six non-empty ones."""
     others = [white for white in (b" ", b"\t", b"\r", b"\v", b"\f") if white != delimiter]
     before = b"\n"
-    while piece := handle.read(1 << 22):
+    while piece := handle.read(SCANNED_PIECE):
         if any(white in piece for white in others):
             return False
         # bytes up to 32 are now the delimiter, line ends and control characters (never in a regular file)
@@ -279,8 +303,8 @@ def _fast_trec_table(data: bytes, kind: Kind) -> pa.Table | None:
             return table
     # trec_eval 10.0: lines starting with '#' are comments ('#' inside a docno is not); fields
     # are separated by any run of white space.
-    data = _COMMENT_LINES.sub(b"", data)
-    data = _WHITESPACE_RUNS.sub(b"\t", data).replace(b"\n\t", b"\n").replace(b"\t\n", b"\n")
+    data = _comment_lines().sub(b"", data)
+    data = _whitespace_runs().sub(b"\t", data).replace(b"\n\t", b"\n").replace(b"\t\n", b"\n")
     data = data.removeprefix(b"\t").removesuffix(b"\t")
     table = _pyarrow_trec(data, kind, "\t")
     return None if table is None or _has_comment_rows(table) else table
@@ -492,12 +516,14 @@ def _qrels_row(
     return (topic, fields[1], doc, relevance)
 
 
-_INT_PATTERN = re.compile(r"[+-]?[0-9]+\Z")  # ASCII digits: \d would take other scripts' digits
+@cache
+def _int_pattern() -> re.Pattern[str]:
+    return re.compile(r"[+-]?[0-9]+\Z")  # ASCII digits: \d would take other scripts' digits
 
 
 def _parse_int(text: str) -> int | None:
     # Same grammar as pyarrow's int64 conversion: optional sign and decimal digits.
-    if not _INT_PATTERN.match(text):
+    if not _int_pattern().match(text):
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None

@@ -43,15 +43,19 @@ class PrepareOptions:
     complete: bool = False  # evaluate every qrels topic; missing ones as empty rankings [-c]
 
 
-@dataclass(frozen=True)
+# Known, _Topics and _JudgedDocs are plain classes, not dataclasses: a dataclass compiles its
+# methods from source text each time its module is imported (~0.1 ms a method, six for a frozen
+# one), in every `trec-eval` process; these records are only built and read here, never compared,
+# hashed or printed.
 class Known:
     """What the user already knew, for the user-oriented measures: per topic row, the number of
     relevant documents in the known set, and the row and position of each retrieved one (positions
     are the ranking's own: both come from the same ranking, cut at the same -M)."""
 
-    relevant: np.ndarray  # (n,) int64
-    row: np.ndarray
-    position: np.ndarray
+    def __init__(self, relevant: np.ndarray, row: np.ndarray, position: np.ndarray) -> None:
+        self.relevant = relevant  # (n,) int64
+        self.row = row
+        self.position = position
 
 
 @dataclass
@@ -199,17 +203,27 @@ def column_at(matrix: np.ndarray, k: np.ndarray | int) -> np.ndarray:
     return np.where(k > 0, values, 0)
 
 
-@dataclass(frozen=True)
 class _Topics:
-    """Which topics are evaluated, and each run topic's row in the matrices."""
+    """Which topics are evaluated, and each run topic's row in the matrices (a plain class: see
+    :class:`Known`)."""
 
-    qrels_topics: pa.Array  # every qrels topic, sorted: topic codes index this
-    judgment_code: np.ndarray  # per qrels row: its topic's code
-    code: np.ndarray  # per given run topic value: its qrels code, -1 when the qrels lack it
-    row_of: np.ndarray  # qrels code -> row in the matrices, -1 when not evaluated
-    topics: list[str]
-    missing: list[str]
-    dropped: list[str]
+    def __init__(
+        self,
+        qrels_topics: pa.Array,
+        judgment_code: np.ndarray,
+        code: np.ndarray,
+        row_of: np.ndarray,
+        topics: list[str],
+        missing: list[str],
+        dropped: list[str],
+    ) -> None:
+        self.qrels_topics = qrels_topics  # every qrels topic, sorted: topic codes index this
+        self.judgment_code = judgment_code  # per qrels row: its topic's code
+        self.code = code  # per given run topic value: its qrels code, -1 when the qrels lack it
+        self.row_of = row_of  # qrels code -> row in the matrices, -1 when not evaluated
+        self.topics = topics
+        self.missing = missing
+        self.dropped = dropped
 
 
 def _column_key(column: pa.ChunkedArray | pa.Array) -> tuple[tuple[int, ...], ...]:
@@ -398,20 +412,19 @@ def _ranking(
 HASHED_LOOKUP_ROWS = 1_000_000
 
 
-@dataclass(frozen=True)
 class _JudgedDocs:
     """A qrels table's judged docnos (``docs``): as their 64-bit hashes, and as codes, each
-    judgment's, into the distinct docnos (``values``). Each is computed when first asked for."""
+    judgment's, into the distinct docnos (``values``). Each is computed when first asked for (a
+    plain class: see :class:`Known`)."""
 
-    docs: pa.ChunkedArray
-    # the judgments' (topic row, docno code) keys, sorted, and their judgments, for the last
-    # topic rows seen (keyed by row_of's bytes): the runs of a campaign nearly all have every topic
-    sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
-    # the judgments' (topic, docno) hash keys indexed, for the last qrels topic column seen (kept
-    # alive beside its _column_key)
-    pairs: dict[tuple[tuple[int, ...], ...], tuple[pa.ChunkedArray, KeyIndex]] = field(
-        default_factory=dict, compare=False
-    )
+    def __init__(self, docs: pa.ChunkedArray) -> None:
+        self.docs = docs
+        # the judgments' (topic row, docno code) keys, sorted, and their judgments, for the last
+        # topic rows seen (keyed by row_of's bytes): the runs of a campaign nearly all have every topic
+        self.sorted_keys: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        # the judgments' (topic, docno) hash keys indexed, for the last qrels topic column seen
+        # (kept alive beside its _column_key)
+        self.pairs: dict[tuple[tuple[int, ...], ...], tuple[pa.ChunkedArray, KeyIndex]] = {}
 
     @cached_property
     def hashes(self) -> np.ndarray:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -23,10 +22,14 @@ from evalstore.metrics.registry import (
 )
 
 
-@dataclass(frozen=True)
 class TrecRequest:
-    root: str
-    raw: str | None  # parameter text after the first '.', as typed
+    """One ``-m`` measure asked for. A plain class, not a dataclass: a frozen dataclass compiles
+    six methods from source text each time its module is imported (~0.1 ms each, in every
+    `trec-eval` process), and a request is never compared, hashed or printed."""
+
+    def __init__(self, root: str, raw: str | None) -> None:
+        self.root = root
+        self.raw = raw  # parameter text after the first '.', as typed
 
 
 def parse_trec_specs(specs: Iterable[str]) -> list[TrecRequest]:
@@ -205,15 +208,17 @@ def expand_trec_spec(spec: str) -> list[tuple[str, Measure | None]]:
 
 # ir_measures' parse_trec_measure (after pytrec_eval): a trec_eval name with its parameters after
 # '_' or '.', several separated by commas (P_5,10, ndcg_cut.5,10, iprec_at_recall_0.1,0.2)
-_TREC_LIST = re.compile(r"^(?P<root>\w+?)(?P<sep>[._])(?P<values>[0-9]+(?:\.[0-9]+)?(?:,[0-9]+(?:\.[0-9]+)?)*)$")
-_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
+# (patterns as text, compiled by re when first matched: ~0.1 ms each at import otherwise, and an
+# ordinary `trec-eval` matches neither)
+_TREC_LIST = r"^(?P<root>\w+?)(?P<sep>[._])(?P<values>[0-9]+(?:\.[0-9]+)?(?:,[0-9]+(?:\.[0-9]+)?)*)$"
+_NUMBER = r"^[0-9]+(?:\.[0-9]+)?$"
 
 
 def trec_list(name: str) -> list[Measure] | None:
     """The measures of a trec_eval name with a list of cutoffs or levels, as ir_measures'
     ``parse_trec_measure`` accepts it (``P_5,10``, ``P.5,10``, ``ndcg_cut_5,10``), each meaning
     what the trec_eval name means (``P_5``, ``P_10``); None for any other name."""
-    match = _TREC_LIST.match(name.strip())
+    match = re.match(_TREC_LIST, name.strip())
     if match is None or ("," not in match["values"] and match["sep"] == "_"):
         return None  # P_10 and iprec_at_recall_0.10 are names of one measure: parse reads them
     spec = TREC_FAMILIES.get(match["root"])
@@ -245,8 +250,8 @@ def split_measure_names(text: str) -> list[str]:
     for part in (p for p in parts if p):
         if (
             names
-            and _NUMBER.match(part)
-            and _TREC_LIST.match(f"{names[-1]},{part}")
+            and re.match(_NUMBER, part)
+            and re.match(_TREC_LIST, f"{names[-1]},{part}")
             and trec_list(f"{names[-1]},{part}")
         ):
             names[-1] = f"{names[-1]},{part}"
