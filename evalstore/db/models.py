@@ -318,12 +318,15 @@ class MeasureSummary(Base):
 class BoardTiers(Base):
     """A board's significance letters on one measure (Tukey's HSD, runs x topics), keyed by a
     digest of what decides them: the qrels as they are, the measure, each run's evaluation and
-    mean, the topics. Computed by a worker after evaluations finish; a page reads them."""
+    mean, the topics. Computed by a worker after evaluations finish; a page reads them. ``slot``:
+    a digest of what a page asks for (the qrels as they are, the measure, the topics' scope), so a
+    page whose board is ahead of the stored letters shows the newest of its slot."""
 
     __tablename__ = "board_tiers"
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    slot: Mapped[str | None] = mapped_column(String(64), index=True)  # None: stored before slots
     letters: Mapped[dict[str, str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

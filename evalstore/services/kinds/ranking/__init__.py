@@ -31,6 +31,7 @@ from evalstore.services.kinds.ranking.kind import (
 from evalstore.services.kinds.ranking.pairs import (
     PairStats,
     StoredPairs,
+    prepare_pairs,
     refresh_pairs,
     stored_pairs,
 )
@@ -46,9 +47,11 @@ from evalstore.services.kinds.ranking.readback import (
 )
 from evalstore.services.kinds.ranking.tiers import (
     compute_tiers,
+    nearest_tiers,
     refresh_tiers,
     stored_tiers,
     tiers_key,
+    tiers_slot,
 )
 
 __all__ = [
@@ -71,6 +74,8 @@ __all__ = [
     "main_scores",
     "mlflow_run",
     "read_back",
+    "nearest_tiers",
+    "prepare_pairs",
     "refresh_pairs",
     "refresh_tiers",
     "results",
@@ -78,4 +83,5 @@ __all__ = [
     "stored_pairs",
     "stored_tiers",
     "tiers_key",
+    "tiers_slot",
 ]
