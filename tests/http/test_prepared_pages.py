@@ -44,10 +44,13 @@ def _queued(world: World, count: int) -> None:
 
 
 def _worker(world: World, behind: float = 3600.0, **settings: Any) -> Worker:
-    """A worker that takes one job at a time (no batch), its boards at most ``behind`` seconds behind."""
-    return Worker(
+    """A running worker (registered, as `evalstore worker` is) that takes one job at a time (no
+    batch), its boards at most ``behind`` seconds behind."""
+    worker = Worker(
         world.engine, WorkerSettings(index_runs=False, boards_behind=behind, batch=jobs.BatchBound(jobs=1), **settings)
     )
+    jobs.register_worker(world.engine, worker.worker_id)
+    return worker
 
 
 def _refuse(*args: object, **kwargs: object) -> None:
@@ -147,7 +150,8 @@ def test_a_busy_worker_refreshes_the_board_measures_letters_once_behind_and_ever
 
 def test_a_worker_run_keeps_the_letters_within_bounds_during_a_burst(world: World) -> None:
     _queued(world, 3)
-    worker = _worker(world, behind=0.0, until_empty=True)
+    settings = WorkerSettings(index_runs=False, until_empty=True, boards_behind=0.0, batch=jobs.BatchBound(jobs=1))
+    worker = Worker(world.engine, settings)  # registers itself as it starts
     refreshed: list[bool] = []
     real = worker.refresh_boards
 
@@ -158,3 +162,15 @@ def test_a_worker_run_keeps_the_letters_within_bounds_during_a_burst(world: Worl
     worker.refresh_boards = spy  # type: ignore[method-assign]
     assert worker.run() == 3
     assert refreshed == [True, True, True, False]  # after each job (0 s behind allowed), then idle
+
+
+def test_with_no_worker_running_the_board_computes_its_letters(world: World, client: TestClient) -> None:
+    """Runs evaluated by `evaluate --wait` alone: no worker will store their letters, so the page
+    computes them (and keeps them in memory), as it did before any were stored."""
+    for index in range(2):
+        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=2 + index))
+    before = _counts(world)
+    page = client.get("/tasks/open?measure=AP", headers=world.headers("owner"))
+    assert page.status_code == 200 and _counts(world) == before
+    assert "" not in _letters(page.text) and len(_letters(page.text)) == 3
+    assert BEHIND not in page.text and PREPARING not in page.text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from evalstore.metrics.trec_names import reader_name
 from evalstore.services import comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
+from evalstore.services.jobs import live_workers
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.judge_made import JudgeBehind
 from evalstore.statistics import significance
@@ -259,11 +261,12 @@ def _tiers(
 ) -> tuple[dict[str, str], str | None]:
     """Compact letters by the measure's Tukey HSD, and a note when they are not of the board as it
     is: as a worker stored them for the board's evaluations (``ranking.refresh_tiers``); on a task's
-    board (``prepared``) while the worker has not stored them yet, the newest it stored for the
-    board (fewer runs, older evaluations), never computed on the request; on another board
-    computed here and kept in ``context.tiers`` while the board's numbers stay the same (a page
-    never stores). On an answer task's board (``nuggets``: its bank) the same test on the
-    per-topic answer measures of the evaluations the board shows, computed here and kept."""
+    board (``prepared``) while a running worker has not stored them yet, the newest it stored for
+    the board (fewer runs, older evaluations), never computed on the request; on another board, or
+    with no worker running to store them, computed here and kept in ``context.tiers`` while the
+    board's numbers stay the same (a page never stores). On an answer task's board (``nuggets``:
+    its bank) the same test on the per-topic answer measures of the evaluations the board shows,
+    computed here and kept."""
     if qrels is None:
         return _answer_tiers(context, runs, measure, body, nuggets), None
     # a ranking board's means are never None (only an answer board's may be)
@@ -284,12 +287,17 @@ def _tiers(
         stored = ranking.stored_tiers(session, key)
         if stored is not None:
             return context.tiers.put((key,), stored), None
-        if prepared:
+        if prepared and live_workers(context.engine, within=WORKER_SILENCE):
             return _nearest_tiers(session, ranking.tiers_slot(qrels, found.content_hash, measure, scope), means)
+        # no worker is running to store them (runs evaluated by `evaluate --wait` alone): computed
         letters = ranking.compute_tiers(
             session, found, measure, [run for run, _ in means], topics, critical=context.studentized_quantile
         )
     return context.tiers.put((key,), letters), None
+
+
+# a worker silent this long is not running (its heartbeat comes every few seconds while alive)
+WORKER_SILENCE = timedelta(seconds=90)
 
 
 def _nearest_tiers(session: Session, slot: str, means: list[tuple[str, float]]) -> tuple[dict[str, str], str]:

@@ -27,9 +27,10 @@ import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -320,56 +321,75 @@ def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: s
     return wanted
 
 
-def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, _Held]) -> list[PairTests]:
+def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, _Held]) -> list[dict[str, Any]]:
     """The rows of the ``lacking`` pairs: the pairs of one measure, scope and topics computed
     together, from one matrix of their runs' scores."""
     groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
     for key in lacking:
         _, measure, scope, _, _, every = wanted[key]
         groups.setdefault((measure, scope, every), []).append(key)
-    rows: list[PairTests] = []
+    rows: list[dict[str, Any]] = []
+    placed: dict[tuple[int, int], np.ndarray] = {}
+    lists: dict[tuple[str, ...], list[str]] = {}  # one list per topics, for placed's keys
     for (measure, scope, every), keys in groups.items():
         by_run = held[scope][measure]
         runs = sorted({run for key in keys for run in wanted[key][3:5]})
         index = {run: i for i, run in enumerate(runs)}
         first = np.array([index[wanted[key][3]] for key in keys], dtype=np.intp)
         second = np.array([index[wanted[key][4]] for key in keys], dtype=np.intp)
-        arrays = paired_arrays(_scores(by_run, runs, list(every)), pairs=(first, second))
+        listed = lists.setdefault(every, list(every))
+        arrays = paired_arrays(_scores(by_run, runs, listed, placed), pairs=(first, second))
+        packed = np.empty(len(keys), dtype=_PAIR)
+        for name in _PAIR.names or ():
+            packed[name] = arrays[name]
+        digest = topics_digest(every)
         for row, key in enumerate(keys):
             slot, _, _, a, b, _ = wanted[key]
             rows.append(
-                PairTests(
-                    key=key,
-                    slot=slot,
-                    task_id=task_id,
-                    measure=measure,
-                    test=PAIRED_TEST,
-                    seed=None,
-                    runs={a: by_run[a][0], b: by_run[b][0]},
-                    topics=topics_digest(every),
-                    stats=pack({name: values[row : row + 1] for name, values in arrays.items()}),
-                )
+                {
+                    "key": key,
+                    "slot": slot,
+                    "task_id": task_id,
+                    "measure": measure,
+                    "test": PAIRED_TEST,
+                    "seed": None,
+                    "runs": {a: by_run[a][0], b: by_run[b][0]},
+                    "topics": digest,
+                    "stats": packed[row].tobytes(),  # as pack() lays out one pair's arrays
+                }
             )
     return rows
 
 
-def store_pairs(session: Session, rows: list[PairTests]) -> int:
-    """A step: pairs' tests by key (each kept if another worker stored it first); how many were
-    new. Never commits."""
-    have = set(session.scalars(select(PairTests.key).where(PairTests.key.in_([r.key for r in rows]))))
-    new = [r for r in rows if r.key not in have]
-    session.add_all(new)
-    session.flush()
+def store_pairs(session: Session, rows: list[dict[str, Any]]) -> int:
+    """A step: pairs' tests (:class:`PairTests` columns) by key, each kept if another worker
+    stored it first; how many were new. Never commits."""
+    have = set(session.scalars(select(PairTests.key).where(PairTests.key.in_([r["key"] for r in rows]))))
+    new = [r for r in rows if r["key"] not in have]
+    if new:
+        session.execute(insert(PairTests), new)
     return len(new)
 
 
-def _scores(by_run: dict[str, tuple[int, list[str], np.ndarray]], runs: list[str], every: list[str]) -> np.ndarray:
-    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero")."""
-    column = {topic: i for i, topic in enumerate(every)}
+def _scores(
+    by_run: dict[str, tuple[int, list[str], np.ndarray]],
+    runs: list[str],
+    every: list[str],
+    placed: dict[tuple[int, int], np.ndarray] | None = None,
+) -> np.ndarray:
+    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero").
+    ``placed``: each topics' list's columns in ``every``, kept from call to call (an evaluation's
+    list is shared by its measures)."""
+    placed = {} if placed is None else placed
+    column: dict[str, int] | None = None
     scores = np.zeros((len(runs), len(every)), dtype=float)
     for row, run in enumerate(runs):
         _, shown, values = by_run[run]
-        scores[row, [column[t] for t in shown]] = values
+        where = placed.get((id(shown), id(every)))
+        if where is None:
+            column = column or {topic: i for i, topic in enumerate(every)}
+            where = placed[(id(shown), id(every))] = np.array([column[t] for t in shown], dtype=np.intp)
+        scores[row, where] = values
     return scores
 
 
