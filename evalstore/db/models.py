@@ -368,6 +368,24 @@ class PairTests(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class TopicMedians(Base):
+    """The per-topic medians of a task's runs on one measure (a run's page sets the run against
+    them), computed by a worker as evaluations finish. ``slot`` is a digest of what a page asks
+    for (the qrels as they are, the task, the measure, the topics' scope); ``key`` adds each run's
+    evaluation. ``topics`` in the medians' order (sorted); ``medians`` float64 little-endian."""
+
+    __tablename__ = "topic_medians"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    slot: Mapped[str] = mapped_column(String(64), index=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    measure: Mapped[str] = mapped_column(String(200))
+    runs: Mapped[dict[str, int]] = mapped_column(JSON)  # run -> the evaluation its values are from
+    topics: Mapped[list[str]] = mapped_column(JSON)
+    medians: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Pool(Base):
     """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
 

@@ -13,16 +13,17 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from evalstore.db.models import BoardTiers, HealthReportRow, MeasureSummary, PairTests, QrelsSet
-from evalstore.db.session import read_only
-from evalstore.services import jobs
+from evalstore.db.models import BoardTiers, HealthReportRow, MeasureSummary, PairTests, QrelsSet, TopicMedians
+from evalstore.db.session import read_only, unit_of_work
+from evalstore.services import jobs, reports
 from evalstore.services.comparisons import pairwise
 from evalstore.services.kinds import ranking
 from evalstore.services.kinds.ranking import pairs
+from evalstore.services.reports import runs as reports_runs
 from evalstore.services.worker import Worker, WorkerSettings
-from tests.http.conftest import World, run_text
+from tests.http.conftest import World, as_principal, run_text
 
 TOPICS = ("301", "302", "303")
 BEHIND = "newer evaluations are being added"
@@ -174,3 +175,47 @@ def test_with_no_worker_running_the_board_computes_its_letters(world: World, cli
     assert page.status_code == 200 and _counts(world) == before
     assert "" not in _letters(page.text) and len(_letters(page.text)) == 3
     assert BEHIND not in page.text and PREPARING not in page.text
+
+
+def _picture(page: reports.RunPage) -> tuple[object, ...]:
+    return page.measure, page.topics, page.values, page.medians, page.task_runs
+
+
+def test_the_run_page_reads_the_stored_medians_which_are_the_computed_ones(world: World, client: TestClient) -> None:
+    for index in range(4):  # five runs, each job storing the task's medians as it finishes
+        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=2 + index))
+    owner = as_principal(world.engine, "owner")
+    with read_only(world.engine) as session:
+        assert session.scalar(select(func.count()).select_from(TopicMedians)) == len(BOARD)  # newest of each slot
+    for run in ("red-open", "run-0", "run-3"):
+        for measure in ("AP", "nDCG@10", "P@10"):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(reports_runs, "median_peers", _refuse)
+                stored = reports.run_page(world.engine, owner, run, measure)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(ranking, "stored_medians", lambda *a, **k: None)
+                computed = reports.run_page(world.engine, owner, run, measure)
+            assert _picture(stored) == _picture(computed) and stored.task_runs == 5  # to the bit
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports_runs, "median_peers", _refuse)
+        page = client.get("/runs/run-0", headers=world.headers("owner"))
+    assert page.status_code == 200
+    # P@20 is not a measure the task evaluates: computed on the request, as before
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports_runs, "median_peers", _refuse)
+        with pytest.raises(AssertionError, match="computed on a GET"):
+            reports.run_page(world.engine, owner, "run-0", "P@20")
+
+
+def test_a_run_page_computes_while_the_stored_medians_are_not_of_the_runs_evaluations(world: World) -> None:
+    world.submit("open", "run-0", text=run_text(TOPICS, tag="run-0", shift=2))
+    world.submit("open", "run-1", text=run_text(TOPICS, tag="run-1", shift=3), evaluate=False)  # queued
+    owner = as_principal(world.engine, "owner")
+    assert reports.run_page(world.engine, owner, "run-0", "AP").task_runs == 2  # run-1 not on the board yet
+    with unit_of_work(world.engine) as session:  # as if another evaluation were newer than the stored one
+        session.execute(update(TopicMedians).values(runs={"red-open": 1, "run-0": 999999}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports_runs, "median_peers", _refuse)
+        with pytest.raises(AssertionError, match="computed on a GET"):
+            reports.run_page(world.engine, owner, "run-0", "AP")
+    assert reports.run_page(world.engine, owner, "run-0", "AP").task_runs == 2

@@ -28,6 +28,11 @@ from evalstore.services.kinds.ranking.kind import (
     RANKING,
     RankingKind,
 )
+from evalstore.services.kinds.ranking.medians import (
+    StoredMedians,
+    run_values,
+    stored_medians,
+)
 from evalstore.services.kinds.ranking.pairs import (
     PairStats,
     StoredPairs,
@@ -62,6 +67,7 @@ __all__ = [
     "RankedRuns",
     "RankingKind",
     "Selection",
+    "StoredMedians",
     "StoredPairs",
     "StoredResults",
     "TopicFilter",
@@ -80,6 +86,8 @@ __all__ = [
     "refresh_tiers",
     "results",
     "run_job",
+    "run_values",
+    "stored_medians",
     "stored_pairs",
     "stored_tiers",
     "tiers_key",

@@ -46,6 +46,7 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.services.jobs.summaries import board_measures
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
+from evalstore.services.kinds.ranking.medians import medians_row, medians_slot, store_medians
 from evalstore.statistics import significance
 
 log = logging.getLogger("evalstore.worker")
@@ -266,6 +267,7 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str |
     the task's stored pairs not wanted any more let go."""
     held: dict[str, _Held] = {}  # scope -> its values
     wanted: _Wanted = {}
+    medians: list[dict[str, Any]] = []
     with read_only(engine) as session:
         for topics in plan.scopes:
             scope = "all" if topics is None else topics.scope
@@ -275,6 +277,7 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str |
                 for m in held[scope]
             }
             wanted.update(_wanted_pairs(held[scope], slot_of, scope, involving))
+            medians += _medians_rows(qrels, plan, scope, held[scope])
         if involving is None:
             have = set(session.scalars(select(PairTests.key).where(PairTests.task_id == plan.task_id)))
         else:
@@ -284,6 +287,12 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str |
                 have.update(session.scalars(select(PairTests.key).where(PairTests.key.in_(keys[start : start + 500]))))
     lacking = [key for key in wanted if key not in have]
     rows = _computed_rows(plan.task_id, wanted, lacking, held)
+    if medians:
+        try:
+            with unit_of_work(engine) as session:
+                store_medians(session, medians)
+        except IntegrityError:  # another worker stored the same first
+            pass
     made = 0
     for start in range(0, len(rows), PAIRS_PER_WRITE):
         try:
@@ -319,6 +328,22 @@ def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: s
             key = pair_key(slot_of[measure], (a, by_run[a][0]), (b, by_run[b][0]), digest)
             wanted[key] = (slot_of[measure], measure, scope, a, b, every)
     return wanted
+
+
+def _medians_rows(qrels: QrelsSet, plan: _Plan, scope: str, held: _Held) -> list[dict[str, Any]]:
+    """The per-topic medians of the task's runs on each measure (a run's page's), where every run
+    holding the measure has a value on each of its topics (a page refuses a measure without)."""
+    rows = []
+    placed: dict[tuple[int, int], np.ndarray] = {}
+    for measure, by_run in held.items():
+        names = sorted(by_run)
+        if not names or any(np.isnan(by_run[run][2]).any() for run in names):
+            continue
+        every = sorted(set().union(*(by_run[run][1] for run in names)))
+        slot = medians_slot(qrels.name, qrels.content_hash, plan.task, measure, scope)
+        evaluations = {run: by_run[run][0] for run in names}
+        rows.append(medians_row(plan.task_id, slot, measure, evaluations, every, _scores(by_run, names, every, placed)))
+    return rows
 
 
 def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, _Held]) -> list[dict[str, Any]]:
