@@ -33,9 +33,7 @@ def upgrade() -> None:
         sa.Column("topics", sa.JSON(), nullable=False),
         sa.Column("medians", sa.LargeBinary(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["task_id"], ["tasks.id"], name="fk_topic_medians_task_id_tasks", ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["task_id"], ["tasks.id"], name="fk_topic_medians_task_id_tasks", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("key", name="pk_topic_medians"),
     )
     op.create_index("ix_topic_medians_slot", "topic_medians", ["slot"])
