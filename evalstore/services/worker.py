@@ -68,9 +68,9 @@ class WorkerSettings:
     # how often an idle worker looks at every qrels' reports (a task's measures changed, runs
     # evaluated by `evaluate --wait` with no worker running); the first time the queue is empty too
     reports_interval: float = 60.0
-    # how far a busy worker lets its boards' letters and reports fall behind the evaluations it
-    # stores: past this many seconds it refreshes them between jobs (the board measures' letters
-    # only; every measure's once the queue is empty)
+    # how far a busy worker lets its boards' letters fall behind the evaluations it stores: past
+    # this many seconds it refreshes them between jobs (the board measures' letters only; every
+    # measure's, and the reports, once the queue is empty)
     boards_behind: float = 30.0
 
 
@@ -274,7 +274,7 @@ class Worker:
         return time.perf_counter() - started
 
     def boards_behind(self) -> bool:
-        """Whether the boards' letters and reports are more than ``settings.boards_behind`` seconds
+        """Whether the boards' letters are more than ``settings.boards_behind`` seconds
         behind the evaluations this worker stored (a busy worker then refreshes them)."""
         since = self._behind_since
         return since is not None and time.monotonic() - since >= self.settings.boards_behind
@@ -285,9 +285,9 @@ class Worker:
         evaluations stored without them (:func:`jobs.summarise_stored`; a job stores every
         measure's with its results) and their significance tiers (:func:`ranking.refresh_tiers`:
         on every measure, or busy on the tasks' board measures alone), so a page reads them and
-        never computes them (100 runs: ~2 s a measure); idle, the tasks' paired tests a job left
-        missing (:meth:`_refresh_pairs`); then the settings' reports on them (on every qrels the
-        first time: :meth:`_refresh_reports`). What was stored (summarised evaluations, tiers,
+        never computes them (100 runs: ~2 s a measure); idle only, the tasks' paired tests a job
+        left missing (:meth:`_refresh_pairs`), then the settings' reports on them (on every qrels
+        the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations, tiers,
         pairs and reports). A failure is logged: a page shows what was stored last and says it is
         behind."""
         if busy:  # every measure's letters still wait for the empty queue
@@ -317,8 +317,9 @@ class Worker:
                 made,
                 time.perf_counter() - started,
             )
-        pairs = 0 if busy else self._refresh_pairs(touched)
-        return made + summarised + pairs + self._refresh_reports(touched)
+        if busy:  # a health report of 100 runs takes minutes: its page says it is behind meanwhile
+            return made + summarised
+        return made + summarised + self._refresh_pairs(touched) + self._refresh_reports(touched)
 
     def _refresh_pairs(self, touched: set[int]) -> int:
         """The paired tests of the tasks on the ``touched`` qrels that the jobs left missing, the
