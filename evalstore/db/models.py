@@ -318,12 +318,15 @@ class MeasureSummary(Base):
 class BoardTiers(Base):
     """A board's significance letters on one measure (Tukey's HSD, runs x topics), keyed by a
     digest of what decides them: the qrels as they are, the measure, each run's evaluation and
-    mean, the topics. Computed by a worker after evaluations finish; a page reads them."""
+    mean, the topics. Computed by a worker after evaluations finish; a page reads them. ``slot``:
+    a digest of what a page asks for (the qrels as they are, the measure, the topics' scope), so a
+    page whose board is ahead of the stored letters shows the newest of its slot."""
 
     __tablename__ = "board_tiers"
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     qrels_id: Mapped[int] = mapped_column(ForeignKey("qrels_sets.id", ondelete="CASCADE"), index=True)
+    slot: Mapped[str | None] = mapped_column(String(64), index=True)  # None: stored before slots
     letters: Mapped[dict[str, str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -362,6 +365,24 @@ class PairTests(Base):
     runs: Mapped[dict[str, int]] = mapped_column(JSON)  # run -> the evaluation its values are from
     topics: Mapped[str] = mapped_column(String(64))  # a digest of the topics, in order
     stats: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TopicMedians(Base):
+    """The per-topic medians of a task's runs on one measure (a run's page sets the run against
+    them), computed by a worker as evaluations finish. ``slot`` is a digest of what a page asks
+    for (the qrels as they are, the task, the measure, the topics' scope); ``key`` adds each run's
+    evaluation. ``topics`` in the medians' order (sorted); ``medians`` float64 little-endian."""
+
+    __tablename__ = "topic_medians"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    slot: Mapped[str] = mapped_column(String(64), index=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    measure: Mapped[str] = mapped_column(String(200))
+    runs: Mapped[dict[str, int]] = mapped_column(JSON)  # run -> the evaluation its values are from
+    topics: Mapped[list[str]] = mapped_column(JSON)
+    medians: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -68,6 +68,10 @@ class WorkerSettings:
     # how often an idle worker looks at every qrels' reports (a task's measures changed, runs
     # evaluated by `evaluate --wait` with no worker running); the first time the queue is empty too
     reports_interval: float = 60.0
+    # how far a busy worker lets its boards' letters fall behind the evaluations it stores: past
+    # this many seconds it refreshes them between jobs (the board measures' letters only; every
+    # measure's, and the reports, once the queue is empty)
+    boards_behind: float = 30.0
 
 
 class _Heartbeat:
@@ -132,6 +136,8 @@ class Worker:
         self.done: dict[int, EvaluationSummary] = {}
         # qrels this worker stored ranking results on since it last refreshed their boards' tiers
         self.touched_qrels: set[int] = set()
+        # when the first evaluation its boards have not caught up with was stored (None: none)
+        self._behind_since: float | None = None
         # when the reports of every qrels were last looked at (None: not yet)
         self._reports_swept: float | None = None
         self.stopping = False
@@ -227,11 +233,16 @@ class Worker:
             return
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
+        pairs = 0.0
         if job.kind == "ranking" and job.qrels_id is not None:
             self.touched_qrels.add(job.qrels_id)
+            if self._behind_since is None:
+                self._behind_since = time.monotonic()
+            if job.run_id is not None:
+                pairs = self._prepare_pairs(job)
         t = summary.timings
         log.info(
-            "job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
+            "job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs, pairs %.2fs)",
             job.evaluation_id,
             summary.inputs,
             summary.judgments,
@@ -239,6 +250,7 @@ class Worker:
             t.load,
             t.compute,
             t.store,
+            pairs,
         )
         if summary.missing_topics:  # one line per job: DL19's 43 topics x 6 runs made 180 lines before
             log.warning(
@@ -249,17 +261,40 @@ class Worker:
                 job.options["missing_topics"],
             )
 
-    def refresh_boards(self) -> int:
-        """Once the queue is empty, the boards on the qrels this worker has stored results on: the
-        summaries of their evaluations stored without them (:func:`jobs.summarise_stored`; a job
-        stores every measure's with its results) and their significance tiers on every measure
-        (:func:`ranking.refresh_tiers`), so a page reads them instead of computing them on the
-        first request (100 runs: ~2 s a measure); the tasks' paired tests (the compare page's);
-        then the settings' reports on them (on every
-        qrels the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations,
-        tiers and reports). A failure is logged and left to the page, which computes what is not
-        stored (boards) or says it is not up to date (reports)."""
-        touched, self.touched_qrels = self.touched_qrels, set()
+    def _prepare_pairs(self, job: jobs.ClaimedJob) -> float:
+        """The paired tests of the job's run with its tasks' other runs (:func:`ranking.prepare_pairs`),
+        stored right after its results, so a compare page reads them even while the queue is busy;
+        the seconds it took. A failure is logged: the idle refresh stores what is missing."""
+        started = time.perf_counter()
+        try:
+            assert job.qrels_id is not None and job.run_id is not None
+            ranking.prepare_pairs(self.engine, job.qrels_id, job.run_id)
+        except Exception as error:  # never fail a stored job over a chore; the idle refresh tries again
+            log.warning("job %d: storing its paired tests failed: %s", job.evaluation_id, str(error).splitlines()[0])
+        return time.perf_counter() - started
+
+    def boards_behind(self) -> bool:
+        """Whether the boards' letters are more than ``settings.boards_behind`` seconds
+        behind the evaluations this worker stored (a busy worker then refreshes them)."""
+        since = self._behind_since
+        return since is not None and time.monotonic() - since >= self.settings.boards_behind
+
+    def refresh_boards(self, *, busy: bool = False) -> int:
+        """The boards on the qrels this worker has stored results on, once the queue is empty (or,
+        ``busy``, between jobs once they are :meth:`boards_behind`): the summaries of their
+        evaluations stored without them (:func:`jobs.summarise_stored`; a job stores every
+        measure's with its results) and their significance tiers (:func:`ranking.refresh_tiers`:
+        on every measure, or busy on the tasks' board measures alone), so a page reads them and
+        never computes them (100 runs: ~2 s a measure); idle only, the tasks' paired tests a job
+        left missing (:meth:`_refresh_pairs`), then the settings' reports on them (on every qrels
+        the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations, tiers,
+        pairs and reports). A failure is logged: a page shows what was stored last and says it is
+        behind."""
+        if busy:  # every measure's letters still wait for the empty queue
+            touched = set(self.touched_qrels)
+        else:
+            touched, self.touched_qrels = self.touched_qrels, set()
+        self._behind_since = None
         made = summarised = 0
         started = time.perf_counter()
         try:
@@ -270,21 +305,26 @@ class Worker:
                     touched,
                     counts=self.context.bootstrap_counts,
                     critical=self.context.studentized_quantile,
+                    every_measure=not busy,
                 )
         except Exception as error:  # never lose the worker over a chore; pages work without
             log.warning("refreshing the boards' tiers failed: %s", str(error).splitlines()[0])
         if made or summarised:
             log.info(
-                "boards: %d evaluation(s) summarised, %d tier(s) stored (%.2fs)",
+                "boards%s: %d evaluation(s) summarised, %d tier(s) stored (%.2fs)",
+                " (queue busy)" if busy else "",
                 summarised,
                 made,
                 time.perf_counter() - started,
             )
+        if busy:  # a health report of 100 runs takes minutes: its page says it is behind meanwhile
+            return made + summarised
         return made + summarised + self._refresh_pairs(touched) + self._refresh_reports(touched)
 
     def _refresh_pairs(self, touched: set[int]) -> int:
-        """The paired tests of the tasks on the ``touched`` qrels (:func:`ranking.refresh_pairs`),
-        so a compare page reads them; how many measures' were stored."""
+        """The paired tests of the tasks on the ``touched`` qrels that the jobs left missing, the
+        pairs of evaluations no longer shown let go (:func:`ranking.refresh_pairs`); how many
+        pairs were stored."""
         if not touched:
             return 0
         started = time.perf_counter()
@@ -294,7 +334,7 @@ class Worker:
             log.warning("refreshing the tasks' paired tests failed: %s", str(error).splitlines()[0])
             return 0
         if made:
-            log.info("pairs: %d measure(s) of paired tests stored (%.2fs)", made, time.perf_counter() - started)
+            log.info("pairs: %d pair(s) of paired tests stored (%.2fs)", made, time.perf_counter() - started)
         return made
 
     def _refresh_reports(self, touched: set[int]) -> int:
@@ -374,6 +414,8 @@ class Worker:
                     continue
                 self.backoff.answered()
                 if worked:
+                    if self.boards_behind():  # a long burst: the boards no further behind than this
+                        self.refresh_boards(busy=True)
                     continue
                 self.refresh_boards()  # the queue is empty: the boards its jobs changed
                 if self.settings.until_empty:

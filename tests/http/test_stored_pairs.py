@@ -1,38 +1,50 @@
-"""Comparison pages ready before anyone asks: once its queue is empty the worker stores a task's
-paired tests for every pair of its runs on every measure they hold; the compare page reads them
-(the same numbers as computed on the request), computes them while what is stored is not of the
-runs' evaluations as they are, and says so (both databases)."""
+"""Comparison pages ready before anyone asks: as each job finishes the worker stores its run's
+paired tests with the task's other runs on the task's measures, and once its queue is empty any
+pair still missing; the compare page reads them (the same numbers as computed on the request),
+computes them while a pair of the runs' evaluations as they are is missing, and says so (both
+databases)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 
 from evalstore.db.models import PairTests, QrelsSet
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.services import comparisons, tasks
+from evalstore.services import comparisons, orchestration, tasks
 from evalstore.services.comparisons import ScoreMatrix
 from evalstore.services.kinds import ranking
 from evalstore.services.kinds.ranking import pairs
 from evalstore.services.worker import Worker, WorkerSettings
-from tests.http.conftest import World, run_text
+from tests.http.conftest import World, as_principal, run_text
 
 TOPICS = ("301", "302", "303")
 RUNS = ["red-open", *(f"run-{i}" for i in range(4))]
 PREPARING = "These tests are being prepared"
 
 
+def _qrels_id(world: World) -> int:
+    with read_only(world.engine) as session:
+        found = session.scalar(select(QrelsSet.id).where(QrelsSet.name == "sample"))
+    assert found is not None
+    return found
+
+
 def _refresh(world: World) -> int:
     """What a worker does once its queue is empty, after storing results on the qrels."""
-    with read_only(world.engine) as session:
-        qrels_id = session.scalar(select(QrelsSet.id).where(QrelsSet.name == "sample"))
     worker = Worker(world.engine, WorkerSettings(until_empty=True, index_runs=False))
-    worker.touched_qrels = {qrels_id}
+    worker.touched_qrels = {_qrels_id(world)}
     return worker.refresh_boards()
+
+
+def _refresh_pairs(world: World) -> int:
+    """The pairs an idle worker stores (and lets go); how many it stored."""
+    return ranking.refresh_pairs(world.engine, [_qrels_id(world)])
 
 
 def _five_runs(world: World, *, refresh: bool = True) -> None:
@@ -73,24 +85,50 @@ def _both(world: World, runs: list[str], measure: str) -> tuple[comparisons.Comp
     )
 
 
-@pytest.mark.parametrize("measure", ["AP", "P@20", "nDCG@10", "Bpref"])
+@pytest.mark.parametrize("measure", ["AP", "nDCG@10", "P@10", "RR"])
 def test_the_stored_tests_are_the_tests_computed_on_request(world: World, measure: str) -> None:
-    _five_runs(world)
+    _five_runs(world, refresh=False)  # each job stored its run's pairs: no idle refresh needed
     for runs in (RUNS[:2], RUNS[1::-1], ["run-3", "run-0", "red-open"], RUNS, list(reversed(RUNS))):
         stored, computed = _both(world, runs, measure)
         assert stored.prepared and not computed.prepared
         assert stored.as_dict() == computed.as_dict()  # every number to the bit, every pair's order
 
 
-def test_every_measure_the_runs_hold_is_stored_once(world: World) -> None:
+def test_a_measure_the_task_does_not_evaluate_is_computed_on_request(world: World) -> None:
     _five_runs(world)
+    stored, computed = _both(world, RUNS[:3], "P@20")
+    assert not stored.prepared and stored.as_dict() == computed.as_dict()
+
+
+def _rows(world: World) -> dict[str, tuple[str, dict[str, int], bytes]]:
     with read_only(world.engine) as session:
-        rows = session.execute(select(PairTests.measure, PairTests.runs, PairTests.seed, PairTests.test)).all()
-    measures = {m for m, _, _, _ in rows}
-    assert {"AP", "P@20", "nDCG@10", "Rprec", "Bpref", "RR"} <= measures
-    assert len(rows) == len(measures)  # one a measure: the open task's (the secret one has one run)
-    assert all(set(runs) == set(RUNS) and seed is None and test == "t" for _, runs, seed, test in rows)
-    assert _refresh(world) == 0  # nothing new: what is stored is current
+        return {
+            key: (measure, runs, stats)
+            for key, measure, runs, stats in session.execute(
+                select(PairTests.key, PairTests.measure, PairTests.runs, PairTests.stats)
+            )
+        }
+
+
+def test_each_pair_of_the_tasks_measures_is_stored_once_as_its_jobs_finish(world: World) -> None:
+    _five_runs(world, refresh=False)
+    rows = _rows(world)
+    by_measure: dict[str, list[dict[str, int]]] = {}
+    for measure, runs, _ in rows.values():
+        by_measure.setdefault(measure, []).append(runs)
+    assert set(by_measure) == {"AP", "nDCG@10", "P@10", "RR"}  # the open task's board measures alone
+    for held in by_measure.values():  # every pair of the five runs, once (the secret task has one run)
+        assert sorted(tuple(sorted(r)) for r in held) == sorted(itertools.combinations(sorted(RUNS), 2))
+    assert _refresh_pairs(world) == 0  # nothing missing: what the jobs stored is current
+
+
+def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -> None:
+    _five_runs(world, refresh=False)
+    incremental = _rows(world)
+    with unit_of_work(world.engine) as session:
+        session.execute(delete(PairTests))
+    assert _refresh_pairs(world) == len(incremental)
+    assert _rows(world) == incremental  # the same keys, the same bytes
 
 
 def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClient) -> None:
@@ -100,11 +138,11 @@ def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClien
     assert page.status_code == 200 and PREPARING not in page.text
     # changed in the store, the page shows the change: read, not computed
     with unit_of_work(world.engine) as session:
-        row = session.scalars(select(PairTests).where(PairTests.measure == "AP")).one()
-        count = len(RUNS) * (len(RUNS) - 1) // 2
-        arrays = {k: v.copy() for k, v in pairs.unpack(row.stats, count).items()}
+        row = session.scalars(select(PairTests).where(PairTests.measure == "AP")).all()
+        (pair,) = [r for r in row if set(r.runs) == {"red-open", "run-2"}]
+        arrays = {k: v.copy() for k, v in pairs.unpack(pair.stats, 1).items()}
         arrays["effect_size"][:] = 7.77
-        session.execute(update(PairTests).where(PairTests.key == row.key).values(stats=pairs.pack(arrays)))
+        session.execute(update(PairTests).where(PairTests.key == pair.key).values(stats=pairs.pack(arrays)))
     page = client.get(url, headers=world.headers("owner"))
     assert '<td class="num" data-label="Effect dz">7.77</td>' in page.text
     # another test than the stored one: computed, and never said to be prepared
@@ -112,30 +150,48 @@ def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClien
     assert other.status_code == 200 and "7.77" not in other.text and PREPARING not in other.text
 
 
-def test_the_page_computes_and_says_so_until_the_worker_stored_the_runs_as_they_are(
+def _keys_of(world: World, run: str) -> set[str]:
+    with read_only(world.engine) as session:
+        return {key for key, runs in session.execute(select(PairTests.key, PairTests.runs)) if run in runs}
+
+
+def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
     world: World, client: TestClient
 ) -> None:
-    _five_runs(world, refresh=False)
+    _five_runs(world)
+    old = _keys_of(world, "run-2")
+    # evaluated again on the same inputs: the same evaluation, the same numbers, nothing recomputed
+    orchestration.evaluate(world.engine, orchestration.RankingRequest("sample", ["run-2"], force=True), wait=True)
+    assert _keys_of(world, "run-2") == old and _refresh_pairs(world) == 0
+    # withdrawn and submitted again with other rankings: its job stores its pairs as it finishes
+    tasks.withdraw_run(world.engine, as_principal(world.engine, "owner"), "run-2")
+    world.submit("open", "run-2", text=run_text(TOPICS, tag="run-2", shift=7))
+    url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
+    page = client.get(url, headers=world.headers("owner"))
+    assert page.status_code == 200 and PREPARING not in page.text
+    now = _keys_of(world, "run-2")
+    assert now - old and old <= now  # the older evaluation's pairs wait for the idle refresh
+    assert _refresh_pairs(world) == 0
+    assert _keys_of(world, "run-2") == now - old and len(now - old) == 4 * 4  # four other runs, four measures
+    # withdrawn for good: its pairs are let go by the next idle refresh
+    tasks.withdraw_run(world.engine, as_principal(world.engine, "owner"), "run-2")
+    _refresh_pairs(world)
+    assert not _keys_of(world, "run-2")
+    with read_only(world.engine) as session:
+        assert session.scalar(select(func.count()).select_from(PairTests)) == 6 * 4  # four runs' pairs
+
+
+def test_the_page_computes_and_says_so_while_a_pair_is_missing(world: World, client: TestClient) -> None:
+    _five_runs(world)
+    with unit_of_work(world.engine) as session:
+        session.execute(delete(PairTests))
     url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
     before = client.get(url, headers=world.headers("owner"))
     assert before.status_code == 200 and PREPARING in before.text
     with read_only(world.engine) as session:  # a GET never writes
         assert session.scalar(select(func.count()).select_from(PairTests)) == 0
     assert _refresh(world) >= 1
-    ready = client.get(url, headers=world.headers("owner"))
-    assert PREPARING not in ready.text
-    # a run evaluated again: the stored tests are of its older evaluation, so the page computes
-    world.submit("open", "blue-five", team_user="blue", text=run_text(TOPICS, tag="blue-five", shift=5))
-    assert PREPARING not in client.get(url, headers=world.headers("owner")).text  # its runs' tests still hold
-    with read_only(world.engine) as session:
-        old = set(session.scalars(select(PairTests.key)))
-    with_new = client.get(url.replace("run-2", "blue-five"), headers=world.headers("owner"))
-    assert with_new.status_code == 200 and PREPARING in with_new.text
-    assert _refresh(world) >= 1
-    with read_only(world.engine) as session:
-        new = set(session.scalars(select(PairTests.key)))
-    assert not old & new  # each measure's newest only
-    assert PREPARING not in client.get(url.replace("run-2", "blue-five"), headers=world.headers("owner")).text
+    assert PREPARING not in client.get(url, headers=world.headers("owner")).text
 
 
 def test_a_split_tasks_public_topics_are_stored_for_its_participants(world: World, client: TestClient) -> None:

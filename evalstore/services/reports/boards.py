@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import Pool, QrelsSet
 from evalstore.db.session import read_only
@@ -21,6 +23,7 @@ from evalstore.metrics.trec_names import reader_name
 from evalstore.services import comparisons, tasks
 from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
+from evalstore.services.jobs import live_workers
 from evalstore.services.kinds import ranking
 from evalstore.services.tasks.judge_made import JudgeBehind
 from evalstore.statistics import significance
@@ -152,6 +155,7 @@ def leaderboard(
         measures,
         sort,
         topics=access.board_topics,
+        prepared=True,
     )
 
 
@@ -166,11 +170,13 @@ def board_page(
     sort: str | None = None,
     *,
     topics: ranking.TopicFilter | None = None,
+    prepared: bool = False,
 ) -> BoardPage:
     """A board's body (a task's, or a collection's) as a page: sorted, with tiers and notes;
     ``may_open(run, team)`` tells which runs' pages the reader may open; ``topics``: the topics the
     board ranks on (a split task's public ones before its release). ``qrels`` None: an answer
-    task's board, its measures the answer measures."""
+    task's board, its measures the answer measures. ``prepared``: a task's ranking board, whose
+    letters a worker stores; the page reads them and never computes them."""
     engine = context.engine
     default = [str(m) for m in resolve_measures(list(measures))] if measures and qrels is not None else list(measures)
     names: list[str] = body.get("measures", default)
@@ -191,7 +197,10 @@ def board_page(
     # Tukey's HSD needs two topics (one left it undefined: a 500 on the page)
     enough = len(raw) >= 2 and max((r["topics"] or 0) for r in raw) >= 2
     if tier_measure is not None and enough and (qrels is not None or nuggets is not None):
-        letters = _tiers(context, qrels, [r["run"] for r in raw], tier_measure, body, topics, nuggets=nuggets)
+        letters, behind = _tiers(
+            context, qrels, [r["run"] for r in raw], tier_measure, body, topics, nuggets=nuggets, prepared=prepared
+        )
+        notes += [behind] if behind else []
         notes.append(
             f"Runs sharing a letter are not significantly different on {tier_measure} (Tukey's HSD, "
             "two-way: runs x topics, family-wise alpha 0.05; topics a run lacks count 0"
@@ -248,14 +257,18 @@ def _tiers(
     topics: ranking.TopicFilter | None,
     *,
     nuggets: str | None = None,
-) -> dict[str, str]:
-    """Compact letters by the measure's Tukey HSD: as a worker stored them once the board's
-    evaluations were done (``ranking.refresh_tiers``), else computed here and kept in
-    ``context.tiers`` while the board's numbers stay the same (a page never stores). On an answer
-    task's board (``nuggets``: its bank) the same test on the per-topic answer measures of the
-    evaluations the board shows, computed here and kept."""
+    prepared: bool = False,
+) -> tuple[dict[str, str], str | None]:
+    """Compact letters by the measure's Tukey HSD, and a note when they are not of the board as it
+    is: as a worker stored them for the board's evaluations (``ranking.refresh_tiers``); on a task's
+    board (``prepared``) while a running worker has not stored them yet, the newest it stored for
+    the board (fewer runs, older evaluations), never computed on the request; on another board, or
+    with no worker running to store them, computed here and kept in ``context.tiers`` while the
+    board's numbers stay the same (a page never stores). On an answer task's board (``nuggets``:
+    its bank) the same test on the per-topic answer measures of the evaluations the board shows,
+    computed here and kept."""
     if qrels is None:
-        return _answer_tiers(context, runs, measure, body, nuggets)
+        return _answer_tiers(context, runs, measure, body, nuggets), None
     # a ranking board's means are never None (only an answer board's may be)
     means = [
         (r["run"], mean)
@@ -266,18 +279,40 @@ def _tiers(
     with read_only(context.engine) as session:
         found = session.execute(select(QrelsSet).where(QrelsSet.name == qrels)).scalar_one_or_none()
         if found is None:
-            return {}
+            return {}, None
         key = ranking.tiers_key(qrels, found.content_hash, measure, means, scope)
         cached = context.tiers.get((key,))
         if cached is not None:
-            return cached
+            return cached, None
         stored = ranking.stored_tiers(session, key)
         if stored is not None:
-            return context.tiers.put((key,), stored)
+            return context.tiers.put((key,), stored), None
+        if prepared and live_workers(context.engine, within=WORKER_SILENCE):
+            return _nearest_tiers(session, ranking.tiers_slot(qrels, found.content_hash, measure, scope), means)
+        # no worker is running to store them (runs evaluated by `evaluate --wait` alone): computed
         letters = ranking.compute_tiers(
             session, found, measure, [run for run, _ in means], topics, critical=context.studentized_quantile
         )
-    return context.tiers.put((key,), letters)
+    return context.tiers.put((key,), letters), None
+
+
+# a worker silent this long is not running (its heartbeat comes every few seconds while alive)
+WORKER_SILENCE = timedelta(seconds=90)
+
+
+def _nearest_tiers(session: Session, slot: str, means: list[tuple[str, float]]) -> tuple[dict[str, str], str]:
+    """The newest letters a worker stored for a task's board on the measure (of fewer runs or older
+    evaluations than it shows now: a worker is adding them), with a note that says so."""
+    nearest = ranking.nearest_tiers(session, slot)
+    if nearest is None:
+        return {}, "The significance letters are being prepared: a worker stores them as evaluations finish."
+    shown = {run for run, _ in means}
+    letters = {run: letter for run, letter in nearest.items() if run in shown}
+    return letters, (
+        "The significance letters are those a worker stored for an earlier state of this board "
+        f"({len(letters)} of its {len(shown)} runs lettered): newer evaluations are being added, "
+        "and their letters follow shortly."
+    )
 
 
 def _answer_tiers(

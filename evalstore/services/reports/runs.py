@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
+from evalstore.db.models import EvaluationQueries, QrelsSet
+from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError
 from evalstore.metrics.answers import ANSWER_MEASURES, answer_measure
 from evalstore.services import collections, comparisons, tasks
@@ -72,8 +74,14 @@ def run_page(
         return _answer_run_page(engine, principal, submission, results, measure, context)
 
     def peers(measure: str) -> ScoreMatrix:
+        return median_peers(engine, qrels, board_runs(measure), measure, access.topics)
+
+    def board_runs(measure: str) -> list[str]:
         board = tasks.task_leaderboard(engine, principal, submission["task"], [measure], context=context)
-        return median_peers(engine, qrels, [r["run"] for r in board.body["rows"]] or [run], measure, access.topics)
+        return [r["run"] for r in board.body["rows"]] or [run]
+
+    def stored(measure: str) -> Picture | None:
+        return stored_picture(engine, qrels, submission["task"], run, board_runs(measure), measure, access.topics)
 
     public_only = results.get("topic_set") == "public"
     if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
@@ -90,6 +98,7 @@ def run_page(
         peers,
         public_only=public_only,
         private=split.topics if split is not None and not public_only else frozenset(),
+        stored=stored,
     )
 
 
@@ -149,6 +158,45 @@ def median_peers(
     )
 
 
+# a run's picture on one measure: the topics, its values and the medians on them, how many runs
+Picture = tuple[list[str], np.ndarray, np.ndarray, int]
+
+
+def stored_picture(
+    engine: Engine,
+    qrels_name: str,
+    task: str,
+    run: str,
+    runs: list[str],
+    measure: str,
+    shown: ranking.TopicFilter | None,
+) -> Picture | None:
+    """The run's picture against the medians a worker stored for the task's ``runs`` on
+    ``measure`` (over the topics ``shown``), when they are of the evaluations the page reads;
+    else None (the page computes them)."""
+    scope = "all" if shown is None else shown.scope
+    with read_only(engine) as session:
+        qrels = session.scalar(select(QrelsSet).where(QrelsSet.name == qrels_name))
+        if qrels is None:
+            return None
+        found = ranking.stored_medians(session, qrels=qrels, task=task, measure=measure, scope=scope, runs=runs)
+        if found is None:
+            return None
+        own = np.zeros(len(found.topics))
+        if run in found.runs:
+            listed = session.scalar(
+                select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == found.runs[run])
+            )
+            values = ranking.run_values(session, found.runs[run], measure)
+            if values is None or listed is None:
+                return None
+            column = {topic: i for i, topic in enumerate(found.topics)}
+            for topic, value in zip((str(t) for t in listed), values, strict=True):
+                if shown is None or shown.keeps(topic):
+                    own[column[topic]] = value
+    return found.topics, own, found.medians, len(found.runs)
+
+
 def scored_run_page(
     engine: Engine,
     submission: Mapping[str, Any],
@@ -161,6 +209,7 @@ def scored_run_page(
     private: frozenset[str] = frozenset(),
     first: Sequence[str] = ("AP", "nDCG@10"),
     columns: Sequence[str] = PER_TOPIC_COLUMNS,
+    stored: Callable[[str], Picture | None] | None = None,
 ) -> RunPage:
     """A run's page from its scores: the per-topic picture of ``measure`` (by default the first of
     ``first`` it has) against the median of the runs ``peers(measure)`` holds (a task's, or a
@@ -176,15 +225,17 @@ def scored_run_page(
     medians: list[float] = []
     others = 0
     if measure is not None:
-        matrix = peers(measure)
-        scores = matrix.scores[matrix.measures[0]]
-        median = np.median(scores, axis=0)
-        own = scores[matrix.runs.index(run)] if run in matrix.runs else np.zeros(len(matrix.topics))
-        order = np.lexsort((np.array(matrix.topics), -(own - median)))
-        topics = [matrix.topics[i] for i in order]
+        picture = stored(measure) if stored is not None else None
+        if picture is None:  # none stored for these runs' evaluations: computed (never stored here)
+            matrix = peers(measure)
+            scores = matrix.scores[matrix.measures[0]]
+            own = scores[matrix.runs.index(run)] if run in matrix.runs else np.zeros(len(matrix.topics))
+            picture = (matrix.topics, own, np.median(scores, axis=0), len(matrix.runs))
+        listed, own, median, others = picture
+        order = np.lexsort((np.array(listed), -(own - median)))
+        topics = [listed[i] for i in order]
         values = [float(own[i]) for i in order]
         medians = [float(median[i]) for i in order]
-        others = len(matrix.runs)
     shown = [m for m in dict.fromkeys((measure or "", *columns)) if m in measures]
     rows = [{"topic": t, **{m: per_query[t].get(m) for m in shown}} for t in sorted(per_query, key=_topic_key)]
     return RunPage(

@@ -28,9 +28,15 @@ from evalstore.services.kinds.ranking.kind import (
     RANKING,
     RankingKind,
 )
+from evalstore.services.kinds.ranking.medians import (
+    StoredMedians,
+    run_values,
+    stored_medians,
+)
 from evalstore.services.kinds.ranking.pairs import (
     PairStats,
     StoredPairs,
+    prepare_pairs,
     refresh_pairs,
     stored_pairs,
 )
@@ -46,9 +52,11 @@ from evalstore.services.kinds.ranking.readback import (
 )
 from evalstore.services.kinds.ranking.tiers import (
     compute_tiers,
+    nearest_tiers,
     refresh_tiers,
     stored_tiers,
     tiers_key,
+    tiers_slot,
 )
 
 __all__ = [
@@ -59,6 +67,7 @@ __all__ = [
     "RankedRuns",
     "RankingKind",
     "Selection",
+    "StoredMedians",
     "StoredPairs",
     "StoredResults",
     "TopicFilter",
@@ -71,11 +80,16 @@ __all__ = [
     "main_scores",
     "mlflow_run",
     "read_back",
+    "nearest_tiers",
+    "prepare_pairs",
     "refresh_pairs",
     "refresh_tiers",
     "results",
     "run_job",
+    "run_values",
+    "stored_medians",
     "stored_pairs",
     "stored_tiers",
     "tiers_key",
+    "tiers_slot",
 ]

@@ -1,15 +1,22 @@
-"""A task's paired tests, ready before anyone asks: for every pair of its runs, on every measure
-they hold, the numbers the compare page shows for a pair (mean difference and its interval, the
-test's statistic and p-value, the effect size, wins/ties/losses). A worker computes them once its
-queue is empty, after the letters (:func:`refresh_pairs`), and stores them per task, measure and
-topics' scope (:class:`~evalstore.db.models.PairTests`); the page reads them (:func:`stored_pairs`)
-and computes a comparison itself only when nothing stored matches the runs' evaluations and topics.
+"""A task's paired tests, ready before anyone asks: for every pair of its runs, on the measures
+the task evaluates (its board's: :func:`~evalstore.services.jobs.summaries.board_measures`), the
+numbers the compare page shows for a pair (mean difference and its interval, the test's statistic
+and p-value, the effect size, wins/ties/losses). One row a pair (:class:`~evalstore.db.models.PairTests`),
+keyed by what decides its numbers: the task, the measure, the topics' scope, the two runs'
+evaluations and the topics they are over. A pair's numbers depend on its two runs alone, so they
+are made as evaluations finish: right after a job stores a run's results, the worker stores that
+run's pairs with the task's other runs (:func:`prepare_pairs` with the run: 99 pairs a measure at
+100 runs); once its queue is empty it stores any pair still missing (two workers finishing two runs
+of a task at once each miss the other's) and lets go of the pairs of evaluations no longer shown.
+The page reads them (:func:`stored_pairs`) and computes a comparison itself only when a pair of
+the runs' evaluations as they are is missing.
 
 Only the page's default test is stored (the t-test, alpha 0.05: nothing random drawn, so no seed);
 the Holm correction is over the pairs a page compares, so it is applied when the page reads them.
 
-Every pair at once: one matrix of differences (pairs x topics) per measure, the t-test vectorised
-over its rows. 100 runs are 4,950 pairs: ~0.3 MB a measure (six float64 and two uint32 a pair).
+The pairs made together are one matrix of differences (pairs x topics) a measure, the t-test
+vectorised over its rows; a row's numbers are those of the pair alone (numpy reduces each row of a
+C-ordered matrix alone). A stored pair is six float64 and two uint32.
 """
 
 from __future__ import annotations
@@ -19,14 +26,15 @@ import json
 import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import (
-    Evaluation,
     EvaluationQueries,
     PairTests,
     QrelsSet,
@@ -36,15 +44,19 @@ from evalstore.db.models import (
     Task,
 )
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.services.jobs.summaries import board_measures
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
+from evalstore.services.kinds.ranking.medians import medians_row, medians_slot, store_medians
 from evalstore.statistics import significance
 
 log = logging.getLogger("evalstore.worker")
 
 PAIRED_TEST = "t"  # the compare page's default
 PAIRED_ALPHA = 0.05
-PAIRS_PER_WRITE = 16  # measures stored per unit of work (100 runs: ~5 MB): a short write turn
+PAIRS_PER_WRITE = 2000  # pairs stored per unit of work (~0.7 MB): a short write turn
 _FLOATS = ("difference", "ci_low", "ci_high", "statistic", "p_value", "effect_size")
+# one stored pair, as pack() lays out the arrays of one pair
+_PAIR = np.dtype([*((name, "<f8") for name in _FLOATS), ("wins", "<u4"), ("losses", "<u4")])
 
 
 def slot_key(qrels_name: str, qrels_hash: str, task: str, measure: str, scope: str, test: str, alpha: float) -> str:
@@ -60,8 +72,10 @@ def topics_digest(topics: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(list(topics), separators=(",", ":")).encode()).hexdigest()
 
 
-def _key(slot: str, evaluations: dict[str, int], topics: str) -> str:
-    payload = json.dumps([slot, sorted(evaluations.items()), topics], separators=(",", ":"))
+def pair_key(slot: str, first: tuple[str, int], second: tuple[str, int], topics: str) -> str:
+    """One pair's stored tests: the slot, its two runs (the first by name) with the evaluations
+    their values are from, the digest of the topics the test is over."""
+    payload = json.dumps([slot, *first, *second, topics], separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -130,10 +144,13 @@ def unpack(blob: bytes, pairs: int) -> dict[str, np.ndarray]:
     return out
 
 
-def paired_arrays(scores: np.ndarray, alpha: float = PAIRED_ALPHA) -> dict[str, np.ndarray]:
-    """Every pair's t-test of ``scores`` (runs x topics), as the compare page computes one pair's:
-    the same functions on the same rows of differences."""
-    first, second = np.triu_indices(len(scores), 1)
+def paired_arrays(
+    scores: np.ndarray, alpha: float = PAIRED_ALPHA, pairs: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """The t-tests of ``pairs`` (rows of ``scores``, runs x topics; None: every pair, in
+    ``np.triu_indices`` order), as the compare page computes one pair's: the same functions on the
+    same rows of differences."""
+    first, second = np.triu_indices(len(scores), 1) if pairs is None else pairs
     diffs = scores[first] - scores[second]
     outcome = significance.paired_test(diffs, PAIRED_TEST, confidence=1 - alpha)
     wins, _, losses = significance.wins_ties_losses(diffs)
@@ -162,191 +179,284 @@ def stored_pairs(
     test: str = PAIRED_TEST,
     alpha: float = PAIRED_ALPHA,
 ) -> StoredPairs | None:
-    """The stored tests of the task's runs on ``measure`` over ``topic_list`` (the runs compared:
-    their evaluations) when a worker stored them from these very evaluations and topics; else
-    None (the caller computes)."""
+    """The stored tests of every pair of the task's runs compared (``evaluations``: run -> the
+    evaluation its values are from) on ``measure`` over ``topic_list``, when a worker stored each
+    pair from these very evaluations and topics; else None (the caller computes)."""
     scope = "all" if topics is None else topics.scope
+    runs = sorted(evaluations)
+    digest = topics_digest(topic_list)
     with read_only(engine) as session:
         qrels = session.scalar(select(QrelsSet).where(QrelsSet.name == qrels_name))
         if qrels is None:
             return None
         slot = slot_key(qrels.name, qrels.content_hash, task, measure, scope, test, alpha)
-        row = session.execute(
-            select(PairTests.runs, PairTests.topics, PairTests.stats, PairTests.seed)
-            .where(PairTests.slot == slot)
-            .order_by(PairTests.created_at.desc(), PairTests.key)
-            .limit(1)
-        ).first()
-    if row is None:
+        keys = [pair_key(slot, (a, evaluations[a]), (b, evaluations[b]), digest) for a, b in combinations(runs, 2)]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):  # bounded IN lists
+            rows = session.execute(
+                select(PairTests.key, PairTests.stats).where(PairTests.key.in_(keys[start : start + 500]))
+            )
+            found.update((key, stats) for key, stats in rows)
+    if len(found) < len(keys):
         return None
-    held, digest, blob, seed = row
-    if digest != topics_digest(topic_list) or any(held.get(run) != e for run, e in evaluations.items()):
-        return None
-    runs = sorted(held)
-    pairs = len(runs) * (len(runs) - 1) // 2
-    return StoredPairs(runs, len(topic_list), unpack(blob, pairs), test, alpha, seed)
+    packed = np.frombuffer(b"".join(found[key] for key in keys), dtype=_PAIR)
+    arrays = {name: packed[name] for name in (*_FLOATS, "wins", "losses")}
+    return StoredPairs(runs, len(topic_list), arrays, test, alpha, None)
 
 
 # --- the worker's side ----------------------------------------------------------------------------
 
 
-def refresh_pairs(engine: Engine, qrels_ids: Iterable[int]) -> int:
-    """A use case (a worker's, once its queue is empty, after the letters): the paired tests of
-    every task on these qrels, on every measure its runs hold, over each scope its pages show
-    (every topic; a split task's public ones too), computed and stored where the stored ones are
-    not of the runs' evaluations as they are; how many measures' were stored."""
-    made = 0
-    for qrels_id in sorted(set(qrels_ids)):
-        with read_only(engine) as session:
-            qrels = session.get(QrelsSet, qrels_id)
-            if qrels is None:
-                continue
-            plans = []
-            for task in session.scalars(select(Task).where(Task.qrels_id == qrels_id).order_by(Task.id)):
-                runs = sorted(
-                    session.scalars(
-                        select(Run.name)
-                        .join(Submission, Submission.run_id == Run.id)
-                        .where(Submission.task_id == task.id)
-                    )
+@dataclass(frozen=True)
+class _Plan:
+    task_id: int
+    task: str
+    runs: list[str]
+    scopes: list[TopicFilter | None]
+    measures: list[str]
+
+
+def prepare_pairs(engine: Engine, qrels_id: int, run_id: int | None = None) -> int:
+    """A use case (a worker's): the paired tests of the tasks on these qrels, on the measures each
+    task evaluates, over each scope its pages show (every topic; a split task's public ones too),
+    stored where missing. ``run_id``: only that run's pairs with its tasks' other runs (right
+    after a job stored its results: nothing else changed); None: every pair, and the stored pairs
+    that are no longer of the tasks' runs' evaluations as they are let go (an idle worker's).
+    How many pairs were stored."""
+    with read_only(engine) as session:
+        qrels = session.get(QrelsSet, qrels_id)
+        if qrels is None:
+            return 0
+        chosen = select(Task).where(Task.qrels_id == qrels_id).order_by(Task.id)
+        involving = None
+        if run_id is not None:
+            involving = session.scalar(select(Run.name).where(Run.id == run_id))
+            chosen = chosen.join(Submission, Submission.task_id == Task.id).where(Submission.run_id == run_id)
+        plans = []
+        for task in session.scalars(chosen):
+            runs = sorted(
+                session.scalars(
+                    select(Run.name).join(Submission, Submission.run_id == Run.id).where(Submission.task_id == task.id)
                 )
-                scopes: list[TopicFilter | None] = [None]
-                if task.private_topics:
-                    scopes.append(TopicFilter(frozenset(task.private_topics), exclude=True))
-                plans.append((task.id, task.name, runs, scopes))
-        for task_id, name, runs, scopes in plans:
-            if len(runs) < 2:
-                continue
-            for topics in scopes:
-                made += _refresh_task(engine, qrels, task_id, name, runs, topics)
+            )
+            scopes: list[TopicFilter | None] = [None]
+            if task.private_topics:
+                scopes.append(TopicFilter(frozenset(task.private_topics), exclude=True))
+            plans.append(_Plan(task.id, task.name, runs, scopes, board_measures(task)))
+    made = 0
+    for plan in plans:
+        if run_id is None or (involving is not None and len(plan.runs) >= 2):
+            made += _prepare_task(engine, qrels, plan, involving)
     return made
+
+
+def refresh_pairs(engine: Engine, qrels_ids: Iterable[int]) -> int:
+    """Every pair of the tasks on these qrels (:func:`prepare_pairs` without a run: an idle
+    worker's); how many pairs were stored."""
+    return sum(prepare_pairs(engine, qrels_id) for qrels_id in sorted(set(qrels_ids)))
 
 
 # measure -> run -> (evaluation id, topics, values)
 _Held = dict[str, dict[str, tuple[int, list[str], np.ndarray]]]
+# key -> (slot, measure, scope, first run, second run, topics)
+_Wanted = dict[str, tuple[str, str, str, str, str, tuple[str, ...]]]
 
 
-def _refresh_task(
-    engine: Engine, qrels: QrelsSet, task_id: int, task: str, runs: list[str], topics: TopicFilter | None
-) -> int:
-    scope = "all" if topics is None else topics.scope
+def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str | None) -> int:
+    """One task's pairs (``involving``: only that run's), stored where missing; without a run,
+    the task's stored pairs not wanted any more let go."""
+    held: dict[str, _Held] = {}  # scope -> its values
+    wanted: _Wanted = {}
+    medians: list[dict[str, Any]] = []
     with read_only(engine) as session:
-        held = _held_values(session, qrels, runs, topics)
-        planned: dict[str, tuple[str, str, dict[str, int], list[str]]] = {}
-        for measure, by_run in held.items():
-            names = sorted(run for run, (_, shown, values) in by_run.items() if shown and not np.isnan(values).any())
-            if len(names) < 2:
-                continue
-            every = sorted(set().union(*(by_run[run][1] for run in names)))
-            slot = slot_key(qrels.name, qrels.content_hash, task, measure, scope, PAIRED_TEST, PAIRED_ALPHA)
-            evaluations = {run: by_run[run][0] for run in names}
-            planned[measure] = (slot, _key(slot, evaluations, topics_digest(every)), evaluations, every)
-        have = set(
-            session.scalars(
-                select(PairTests.key).where(PairTests.key.in_(sorted(k for _, k, _, _ in planned.values())))
-            )
-        )
-    lacking = [m for m, (_, key, _, _) in planned.items() if key not in have]
-    made = 0
-    for start in range(0, len(lacking), PAIRS_PER_WRITE):
-        rows = []
-        for measure in lacking[start : start + PAIRS_PER_WRITE]:
-            slot, key, evaluations, every = planned[measure]
-            scores = _scores(held[measure], sorted(evaluations), every)
-            rows.append(
-                PairTests(
-                    key=key,
-                    slot=slot,
-                    task_id=task_id,
-                    measure=measure,
-                    test=PAIRED_TEST,
-                    seed=None,
-                    runs=evaluations,
-                    topics=topics_digest(every),
-                    stats=pack(paired_arrays(scores)),
-                )
-            )
+        for topics in plan.scopes:
+            scope = "all" if topics is None else topics.scope
+            held[scope] = _held_values(session, qrels, plan.runs, topics, plan.measures)
+            slot_of = {
+                m: slot_key(qrels.name, qrels.content_hash, plan.task, m, scope, PAIRED_TEST, PAIRED_ALPHA)
+                for m in held[scope]
+            }
+            wanted.update(_wanted_pairs(held[scope], slot_of, scope, involving))
+            medians += _medians_rows(qrels, plan, scope, held[scope])
+        if involving is None:
+            have = set(session.scalars(select(PairTests.key).where(PairTests.task_id == plan.task_id)))
+        else:
+            keys = sorted(wanted)
+            have = set()
+            for start in range(0, len(keys), 500):  # bounded IN lists
+                have.update(session.scalars(select(PairTests.key).where(PairTests.key.in_(keys[start : start + 500]))))
+    lacking = [key for key in wanted if key not in have]
+    rows = _computed_rows(plan.task_id, wanted, lacking, held)
+    if medians:
         try:
             with unit_of_work(engine) as session:
-                made += store_pairs(session, rows)
+                store_medians(session, medians)
+        except IntegrityError:  # another worker stored the same first
+            pass
+    made = 0
+    for start in range(0, len(rows), PAIRS_PER_WRITE):
+        try:
+            with unit_of_work(engine) as session:
+                made += store_pairs(session, rows[start : start + PAIRS_PER_WRITE])
         except IntegrityError:  # another worker stored some of them first: the next refresh
             continue
+    if involving is None:
+        let_go = sorted(have - set(wanted))
+        for start in range(0, len(let_go), 500):
+            with unit_of_work(engine) as session:
+                session.execute(delete(PairTests).where(PairTests.key.in_(let_go[start : start + 500])))
     return made
 
 
-def store_pairs(session: Session, rows: list[PairTests]) -> int:
-    """A step: each measure's pairs (kept if another worker stored the same first), the older ones
-    of their slots let go (a page reads only the newest); how many were new. Never commits."""
-    have = set(session.scalars(select(PairTests.key).where(PairTests.key.in_([r.key for r in rows]))))
-    new = [r for r in rows if r.key not in have]
-    session.add_all(new)
-    session.flush()
-    for row in new:
-        session.execute(delete(PairTests).where(PairTests.slot == row.slot, PairTests.key != row.key))
+def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: str | None) -> _Wanted:
+    """The key of each pair of runs with every value of a measure (``involving``: only that run's
+    pairs), each over the topics either run has (the page's missing="zero")."""
+    wanted: _Wanted = {}
+    for measure, by_run in held.items():
+        names = sorted(run for run, (_, shown, values) in by_run.items() if shown and not np.isnan(values).any())
+        if involving is not None and involving not in names:
+            continue
+        topics = {run: tuple(sorted(by_run[run][1])) for run in names}
+        digests: dict[tuple[str, ...], str] = {}
+        for a, b in combinations(names, 2):
+            if involving is not None and involving not in (a, b):
+                continue
+            every = topics[a] if topics[a] == topics[b] else tuple(sorted(set(topics[a]) | set(topics[b])))
+            digest = digests.get(every)
+            if digest is None:
+                digest = digests[every] = topics_digest(every)
+            key = pair_key(slot_of[measure], (a, by_run[a][0]), (b, by_run[b][0]), digest)
+            wanted[key] = (slot_of[measure], measure, scope, a, b, every)
+    return wanted
+
+
+def _medians_rows(qrels: QrelsSet, plan: _Plan, scope: str, held: _Held) -> list[dict[str, Any]]:
+    """The per-topic medians of the task's runs on each measure (a run's page's), where every run
+    holding the measure has a value on each of its topics (a page refuses a measure without)."""
+    rows = []
+    placed: dict[tuple[int, int], np.ndarray] = {}
+    for measure, by_run in held.items():
+        names = sorted(by_run)
+        if not names or any(np.isnan(by_run[run][2]).any() for run in names):
+            continue
+        every = sorted(set().union(*(by_run[run][1] for run in names)))
+        slot = medians_slot(qrels.name, qrels.content_hash, plan.task, measure, scope)
+        evaluations = {run: by_run[run][0] for run in names}
+        rows.append(medians_row(plan.task_id, slot, measure, evaluations, every, _scores(by_run, names, every, placed)))
+    return rows
+
+
+def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, _Held]) -> list[dict[str, Any]]:
+    """The rows of the ``lacking`` pairs: the pairs of one measure, scope and topics computed
+    together, from one matrix of their runs' scores."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for key in lacking:
+        _, measure, scope, _, _, every = wanted[key]
+        groups.setdefault((measure, scope, every), []).append(key)
+    rows: list[dict[str, Any]] = []
+    placed: dict[tuple[int, int], np.ndarray] = {}
+    lists: dict[tuple[str, ...], list[str]] = {}  # one list per topics, for placed's keys
+    for (measure, scope, every), keys in groups.items():
+        by_run = held[scope][measure]
+        runs = sorted({run for key in keys for run in wanted[key][3:5]})
+        index = {run: i for i, run in enumerate(runs)}
+        first = np.array([index[wanted[key][3]] for key in keys], dtype=np.intp)
+        second = np.array([index[wanted[key][4]] for key in keys], dtype=np.intp)
+        listed = lists.setdefault(every, list(every))
+        arrays = paired_arrays(_scores(by_run, runs, listed, placed), pairs=(first, second))
+        packed = np.empty(len(keys), dtype=_PAIR)
+        for name in _PAIR.names or ():
+            packed[name] = arrays[name]
+        digest = topics_digest(every)
+        for row, key in enumerate(keys):
+            slot, _, _, a, b, _ = wanted[key]
+            rows.append(
+                {
+                    "key": key,
+                    "slot": slot,
+                    "task_id": task_id,
+                    "measure": measure,
+                    "test": PAIRED_TEST,
+                    "seed": None,
+                    "runs": {a: by_run[a][0], b: by_run[b][0]},
+                    "topics": digest,
+                    "stats": packed[row].tobytes(),  # as pack() lays out one pair's arrays
+                }
+            )
+    return rows
+
+
+def store_pairs(session: Session, rows: list[dict[str, Any]]) -> int:
+    """A step: pairs' tests (:class:`PairTests` columns) by key, each kept if another worker
+    stored it first; how many were new. Never commits."""
+    have = set(session.scalars(select(PairTests.key).where(PairTests.key.in_([r["key"] for r in rows]))))
+    new = [r for r in rows if r["key"] not in have]
+    if new:
+        session.execute(insert(PairTests), new)
     return len(new)
 
 
-def _scores(by_run: dict[str, tuple[int, list[str], np.ndarray]], runs: list[str], every: list[str]) -> np.ndarray:
-    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero")."""
-    column = {topic: i for i, topic in enumerate(every)}
+def _scores(
+    by_run: dict[str, tuple[int, list[str], np.ndarray]],
+    runs: list[str],
+    every: list[str],
+    placed: dict[tuple[int, int], np.ndarray] | None = None,
+) -> np.ndarray:
+    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero").
+    ``placed``: each topics' list's columns in ``every``, kept from call to call (an evaluation's
+    list is shared by its measures)."""
+    placed = {} if placed is None else placed
+    column: dict[str, int] | None = None
     scores = np.zeros((len(runs), len(every)), dtype=float)
     for row, run in enumerate(runs):
         _, shown, values = by_run[run]
-        scores[row, [column[t] for t in shown]] = values
+        where = placed.get((id(shown), id(every)))
+        if where is None:
+            column = column or {topic: i for i, topic in enumerate(every)}
+            where = placed[(id(shown), id(every))] = np.array([column[t] for t in shown], dtype=np.intp)
+        scores[row, where] = values
     return scores
 
 
-def _held_values(session: Session, qrels: QrelsSet, runs: Collection[str], topics: TopicFilter | None) -> _Held:
-    """measure -> run -> (its evaluation, topics ``topics`` keeps, values) for every numeric
-    measure of the evaluations a board shows for ``runs`` (evaluate's default options), each
-    evaluation's values read once."""
+def _held_values(
+    session: Session, qrels: QrelsSet, runs: Collection[str], topics: TopicFilter | None, measures: list[str]
+) -> _Held:
+    """measure -> run -> (its evaluation, topics ``topics`` keeps, values) for each of ``measures``
+    the evaluations a board shows for ``runs`` hold (evaluate's default options), in a few reads."""
     wanted = set(runs)
-    options = session.scalars(
-        select(Evaluation.options)
-        .join(Run, Run.id == Evaluation.run_id)
-        .where(
-            Evaluation.qrels_id == qrels.id,
-            Evaluation.state == "done",
-            Evaluation.qrels_hash == qrels.content_hash,
-            Run.name.in_(sorted(wanted)),
-        )
-    )
-    candidates = sorted({str(m) for o in options for m in o.get("measures", ())})
-    chosen = chosen_evaluations(session, qrels, candidates, Selection())
-    by_evaluation: dict[int, set[str]] = {}
-    for run, holding in chosen.values():
-        if run.name in wanted:
-            for measure, evaluation in holding.items():
-                by_evaluation.setdefault(evaluation.id, set()).add(measure)
-    read: dict[int, tuple[list[str], dict[str, np.ndarray]]] = {}
-    for evaluation_id, names in by_evaluation.items():
-        query_ids = [
-            str(t)
-            for t in session.scalar(
-                select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == evaluation_id)
+    chosen = [(run, holding) for run, holding in chosen_evaluations(session, qrels, measures, Selection()).values()]
+    chosen = [(run, holding) for run, holding in chosen if run.name in wanted]
+    ids = sorted({evaluation.id for _, holding in chosen for evaluation in holding.values()})
+    names = sorted({measure for _, holding in chosen for measure in holding})
+    query_ids: dict[int, list[str]] = {}
+    numbers: dict[tuple[int, str], bytes] = {}
+    for start in range(0, len(ids), 200):  # bounded IN lists
+        some = ids[start : start + 200]
+        for evaluation_id, listed in session.execute(
+            select(EvaluationQueries.evaluation_id, EvaluationQueries.query_ids).where(
+                EvaluationQueries.evaluation_id.in_(some)
             )
-            or []
-        ]
-        keep = None if topics is None else np.array([topics.keeps(t) for t in query_ids], dtype=bool)
-        shown = query_ids if keep is None else [t for t, k in zip(query_ids, keep, strict=True) if k]
-        numbers: dict[str, np.ndarray] = {}
-        ordered = sorted(names)
-        for start in range(0, len(ordered), 500):  # bounded IN lists
-            for measure, blob in session.execute(
-                select(QueryValues.measure, QueryValues.numbers).where(
-                    QueryValues.evaluation_id == evaluation_id, QueryValues.measure.in_(ordered[start : start + 500])
-                )
-            ):
-                if blob is not None:
-                    values = np.frombuffer(blob, dtype="<f8")
-                    numbers[measure] = values if keep is None else values[keep]
-        read[evaluation_id] = (shown, numbers)
+        ):
+            query_ids[evaluation_id] = [str(t) for t in listed or []]
+        for evaluation_id, measure, blob in session.execute(
+            select(QueryValues.evaluation_id, QueryValues.measure, QueryValues.numbers).where(
+                QueryValues.evaluation_id.in_(some), QueryValues.measure.in_(names)
+            )
+        ):
+            if blob is not None:
+                numbers[(evaluation_id, measure)] = blob
+    kept: dict[int, tuple[list[str], np.ndarray | None]] = {}
+    for evaluation_id in ids:
+        listed = query_ids.get(evaluation_id, [])
+        keep = None if topics is None else np.array([topics.keeps(t) for t in listed], dtype=bool)
+        kept[evaluation_id] = (listed if keep is None else [t for t, k in zip(listed, keep, strict=True) if k], keep)
     out: _Held = {}
-    for run, holding in chosen.values():
-        if run.name not in wanted:
-            continue
+    for run, holding in chosen:
         for measure, evaluation in holding.items():
-            shown, numbers = read[evaluation.id]
-            if measure in numbers:
-                out.setdefault(measure, {})[run.name] = (evaluation.id, shown, numbers[measure])
+            blob = numbers.get((evaluation.id, measure))
+            if blob is None:
+                continue
+            shown, keep = kept[evaluation.id]
+            values = np.frombuffer(blob, dtype="<f8")
+            out.setdefault(measure, {})[run.name] = (evaluation.id, shown, values if keep is None else values[keep])
     return out

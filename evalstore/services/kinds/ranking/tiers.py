@@ -1,9 +1,11 @@
 """A board's significance letters: Tukey's HSD on the two-way design (runs x topics, topics a run
-lacks scored 0) on one measure, as compact letters. A worker computes them for every task on the
-qrels it has just evaluated runs on, on every measure its runs hold, once its queue is empty
-(:func:`refresh_tiers`), and stores them keyed by what decides them (:func:`tiers_key`); a page
-reads them (:func:`stored_tiers`) and computes them itself only when none are stored for the
-board it shows.
+lacks scored 0) on one measure, as compact letters. They depend on every run of the board at once,
+so they are not made pair by pair: a worker computes them for every task on the qrels it has just
+evaluated runs on (:func:`refresh_tiers`), on the task's board measures while its queue is busy
+(at most a set time behind the evaluations) and on every measure its runs hold once the queue is
+empty, and stores them keyed by what decides them (:func:`tiers_key`) in the slot a page asks for
+(:func:`tiers_slot`). A task's page reads them (:func:`stored_tiers`); while its board is ahead of
+them it shows the newest of its slot (:func:`nearest_tiers`) and says so, never computing them.
 
 100 runs' letters take ~2 s (Piepho's algorithm over ~4,000 different pairs, and the studentized
 range's quantile), the rest of a board a few milliseconds: that is why they are made before anyone
@@ -65,8 +67,25 @@ def tiers_key(qrels_name: str, qrels_hash: str, measure: str, means: Iterable[tu
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def tiers_slot(qrels_name: str, qrels_hash: str, measure: str, scope: str) -> str:
+    """What a page asks letters for: the qrels as they are, the measure, the topics' scope."""
+    payload = json.dumps([qrels_name, qrels_hash, measure, scope], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 def stored_tiers(session: Session, key: str) -> dict[str, str] | None:
     letters = session.scalar(select(BoardTiers.letters).where(BoardTiers.key == key))
+    return None if letters is None else {str(run): str(letter) for run, letter in letters.items()}
+
+
+def nearest_tiers(session: Session, slot: str) -> dict[str, str] | None:
+    """The newest letters stored in ``slot`` (of the board as it was then), or None."""
+    letters = session.scalar(
+        select(BoardTiers.letters)
+        .where(BoardTiers.slot == slot)
+        .order_by(BoardTiers.created_at.desc(), BoardTiers.key)
+        .limit(1)
+    )
     return None if letters is None else {str(run): str(letter) for run, letter in letters.items()}
 
 
@@ -172,13 +191,18 @@ def _letters(frames: _Values, critical: Critical | None) -> dict[str, str]:
 
 
 def refresh_tiers(
-    engine: Engine, qrels_ids: Iterable[int], *, counts: Counts | None = None, critical: Critical | None = None
+    engine: Engine,
+    qrels_ids: Iterable[int],
+    *,
+    counts: Counts | None = None,
+    critical: Critical | None = None,
+    every_measure: bool = True,
 ) -> int:
-    """A use case (a worker's, once its queue is empty): the letters of every measure the runs of
-    every task on these qrels hold (its board's measures first), on the task's topics (a split
-    task's public ones) for its runs, computed and stored where not stored yet; how many were
-    stored. A board on any measure then reads its letters; who may see them is decided when a
-    page reads them."""
+    """A use case (a worker's): the letters of every measure the runs of every task on these qrels
+    hold (its board's measures first; without ``every_measure`` those alone, as a busy worker
+    does), on the task's topics (a split task's public ones) for its runs, computed and stored
+    where not stored yet; how many were stored. A board on any measure then reads its letters;
+    who may see them is decided when a page reads them."""
     made = 0
     for qrels_id in sorted(set(qrels_ids)):
         with read_only(engine) as session:
@@ -198,7 +222,7 @@ def refresh_tiers(
                 topics = TopicFilter(frozenset(task.private_topics), exclude=True) if task.private_topics else None
                 plans.append((runs, topics, board_measures(task)))
         for runs, topics, first in plans:
-            made += _refresh_board(engine, qrels, runs, topics, first, counts, critical)
+            made += _refresh_board(engine, qrels, runs, topics, first, counts, critical, every_measure)
     return made
 
 
@@ -210,15 +234,18 @@ def _refresh_board(
     first: list[str],
     counts: Counts | None,
     critical: Critical | None,
+    every_measure: bool = True,
 ) -> int:
-    """The letters of one task's board on each measure its runs hold, where not stored: the board's
-    means on every measure in one read of the stored summaries, each evaluation's per-topic values
-    in one read for every measure whose letters are missing."""
+    """The letters of one task's board on each measure its runs hold (``first`` alone without
+    ``every_measure``), where not stored: the board's means on every measure in one read of the
+    stored summaries, each evaluation's per-topic values in one read for every measure whose
+    letters are missing."""
     if len(runs) < 2:
         return 0
     scope = "all" if topics is None else topics.scope
     with read_only(engine) as session:
-        measures = [*first, *(m for m in _held_measures(session, qrels, runs, scope) if m not in first)]
+        others = _held_measures(session, qrels, runs, scope) if every_measure else []
+        measures = [*first, *(m for m in others if m not in first)]
     means_of: dict[str, list[tuple[str, float]]] = {}
     for names in (first, measures[len(first) :]):
         held = _held(engine, qrels, names, runs, topics, counts)
@@ -238,9 +265,10 @@ def _refresh_board(
     for start in range(0, len(lacking), TIERS_PER_WRITE):
         batch = lacking[start : start + TIERS_PER_WRITE]
         letters = {keys[m]: _letters(_frames(values.get(m, {}), means_of[m]), critical) for m in batch}
+        slots = {keys[m]: tiers_slot(qrels.name, qrels.content_hash, m, scope) for m in batch}
         try:
             with unit_of_work(engine) as session:
-                made += store_tiers(session, qrels.id, letters)
+                made += store_tiers(session, qrels.id, letters, slots)
         except IntegrityError:  # another worker stored some of the same letters first: the next refresh
             continue
     return made
@@ -305,12 +333,18 @@ def _held(
         return rows
 
 
-def store_tiers(session: Session, qrels_id: int, letters: dict[str, dict[str, str]]) -> int:
-    """A step: boards' letters by key (each kept if another worker stored it first), then the
-    qrels' oldest letters beyond :data:`TIERS_KEPT_PER_QRELS` let go; how many were new. Never
-    commits."""
+def store_tiers(
+    session: Session, qrels_id: int, letters: dict[str, dict[str, str]], slots: dict[str, str] | None = None
+) -> int:
+    """A step: boards' letters by key (each kept if another worker stored it first), in their
+    ``slots`` (key -> :func:`tiers_slot`), then the qrels' oldest letters beyond
+    :data:`TIERS_KEPT_PER_QRELS` let go; how many were new. Never commits."""
     have = set(session.scalars(select(BoardTiers.key).where(BoardTiers.key.in_(sorted(letters)))))
-    new = [BoardTiers(key=key, qrels_id=qrels_id, letters=made) for key, made in letters.items() if key not in have]
+    new = [
+        BoardTiers(key=key, qrels_id=qrels_id, slot=(slots or {}).get(key), letters=made)
+        for key, made in letters.items()
+        if key not in have
+    ]
     session.add_all(new)
     session.flush()
     kept = select(BoardTiers.key).where(BoardTiers.qrels_id == qrels_id)

@@ -1,0 +1,110 @@
+"""A task's per-topic medians, ready before anyone asks: a run's page draws the run's value on
+each topic minus the median of the task's runs there. A worker stores them with each run's paired
+tests (:func:`~evalstore.services.kinds.ranking.pairs.prepare_pairs`: the same values, read once),
+per task, measure and topics' scope, keyed by each run's evaluation (:func:`medians_key`); the page
+reads them (:func:`stored_medians`) and computes them itself only when none are of the runs'
+evaluations as they are.
+
+A median over 100 runs x 250 topics is a few microseconds of numpy; reading the runs' values is
+what a page would pay (a query and a table pivot a run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from evalstore.db.models import Evaluation, QrelsSet, QueryValues, Run, TopicMedians
+
+
+def medians_slot(qrels_name: str, qrels_hash: str, task: str, measure: str, scope: str) -> str:
+    """What a page asks for: the qrels as they are, the task, the measure, the topics' scope."""
+    payload = json.dumps([qrels_name, qrels_hash, task, measure, scope], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def medians_key(slot: str, evaluations: Mapping[str, int]) -> str:
+    payload = json.dumps([slot, sorted(evaluations.items())], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredMedians:
+    runs: dict[str, int]  # run -> the evaluation its values are from
+    topics: list[str]
+    medians: np.ndarray
+
+
+def medians_row(
+    task_id: int, slot: str, measure: str, evaluations: dict[str, int], topics: list[str], scores: np.ndarray
+) -> dict[str, object]:
+    """The row of the medians of ``scores`` (runs x ``topics``, a topic a run lacks scored 0),
+    as a run's page computes them (``np.median`` over the runs)."""
+    return {
+        "key": medians_key(slot, evaluations),
+        "slot": slot,
+        "task_id": task_id,
+        "measure": measure,
+        "runs": evaluations,
+        "topics": topics,
+        "medians": np.ascontiguousarray(np.median(scores, axis=0), dtype="<f8").tobytes(),
+    }
+
+
+def store_medians(session: Session, rows: list[dict[str, object]]) -> int:
+    """A step: each row kept if stored already, the older rows of its slot let go (a page reads
+    the one of its runs' evaluations); how many were new. Never commits."""
+    keys = [str(r["key"]) for r in rows]
+    have = set(session.scalars(select(TopicMedians.key).where(TopicMedians.key.in_(keys))))
+    new = [r for r in rows if r["key"] not in have]
+    for row in new:
+        session.add(TopicMedians(**row))
+    session.flush()
+    for row in new:
+        session.execute(delete(TopicMedians).where(TopicMedians.slot == row["slot"], TopicMedians.key != row["key"]))
+    return len(new)
+
+
+def stored_medians(
+    session: Session, *, qrels: QrelsSet, task: str, measure: str, scope: str, runs: list[str]
+) -> StoredMedians | None:
+    """The stored medians of ``runs`` on ``measure``, when their evaluations are those a page
+    reads (each run's newest finished evaluation on the qrels holding the measure); else None."""
+    slot = medians_slot(qrels.name, qrels.content_hash, task, measure, scope)
+    row = session.execute(
+        select(TopicMedians.runs, TopicMedians.topics, TopicMedians.medians).where(TopicMedians.slot == slot)
+    ).first()
+    if row is None:
+        return None
+    held, topics, blob = row
+    if sorted(held) != sorted(runs) or newest_evaluations(session, qrels, runs, measure) != held:
+        return None
+    return StoredMedians(dict(held), [str(t) for t in topics], np.frombuffer(blob, dtype="<f8"))
+
+
+def newest_evaluations(session: Session, qrels: QrelsSet, runs: list[str], measure: str) -> dict[str, int]:
+    """Each run's newest finished evaluation on the qrels holding ``measure`` (the one the page's
+    score matrix reads), in one query."""
+    chosen: dict[str, int] = {}
+    for evaluation_id, name, options in session.execute(
+        select(Evaluation.id, Run.name, Evaluation.options)
+        .join(Run, Run.id == Evaluation.run_id)
+        .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done", Run.name.in_(runs))
+        .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())
+    ):
+        if name not in chosen and measure in options["measures"]:
+            chosen[name] = evaluation_id
+    return chosen
+
+
+def run_values(session: Session, evaluation_id: int, measure: str) -> np.ndarray | None:
+    blob = session.scalar(
+        select(QueryValues.numbers).where(QueryValues.evaluation_id == evaluation_id, QueryValues.measure == measure)
+    )
+    return None if blob is None else np.frombuffer(blob, dtype="<f8")
