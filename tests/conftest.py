@@ -10,14 +10,18 @@ from evalstore._entry import tune_collector
 # ~0.6 s of CPU). Set before the imports below.
 tune_collector()
 
+import gc
 import os
 import queue
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +187,74 @@ def _priority_kept() -> Iterator[None]:
     before = os.nice(0)
     yield
     assert os.nice(0) == before, "a test lowered this process's CPU priority (give an in-process worker --nice 0)"
+
+
+# the programs of this checkout's environment: `evalstore ...`, `python -c ...`, uv
+_OUR_PROGRAMS = str(Path(sys.executable).parent) + os.sep
+
+
+def _children() -> set[int]:
+    """The processes this one started from this environment's programs that have not been waited
+    for (the kernel's list). A browser, a JVM and Playwright's driver are left out: a module or
+    session fixture may start them in the middle of a test, for the tests after it."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids = [int(pid) for pid in task.read_text().split()]
+        except OSError:  # the thread has just ended
+            continue
+        for pid in pids:
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+                # no command line: a zombie, or a child between its fork and its exec (ours)
+                ours = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:  # gone meanwhile
+                continue
+            if any(argv) and not any(arg.decode(errors="replace").startswith(_OUR_PROGRAMS) for arg in argv):
+                ours = False
+            if ours:
+                found.add(pid)
+    return found
+
+
+@contextmanager
+def processes_killed_at_the_end() -> Iterator[None]:
+    """Processes of this environment's programs started in the block and still running at its end
+    are killed (with their process group, when they lead one)."""
+    if not Path("/proc/self/task").is_dir():  # not Linux: nothing to look at
+        yield
+        return
+    before = _children()
+    yield
+    killed = _children() - before
+    for pid in killed:
+        try:
+            os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # gone meanwhile
+            pass
+    if killed:
+        # waited for through their Popen objects: a Popen collected while it knows no exit code
+        # warns "still running" (an error under the tests' warning filter) in whichever later test
+        # the collector happens to run
+        for found in gc.get_objects():
+            if isinstance(found, subprocess.Popen) and found.pid in killed:
+                with suppress(subprocess.TimeoutExpired):  # SIGKILL ends it at once
+                    found.wait(timeout=60)
+                killed.discard(found.pid)
+        for pid in killed:  # started some other way
+            with suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """A process a test started and left running (a worker or a server of a test that failed
+    before its own clean-up) is killed when the test ends: left, it would poll its database on
+    the cores for the rest of the run, slowing every later test, and hold the xdist worker open
+    at its end. Processes of module and session fixtures were started before the test; a test's
+    own fixtures have stopped theirs by now."""
+    with processes_killed_at_the_end():
+        yield
 
 
 @pytest.fixture(scope="session")

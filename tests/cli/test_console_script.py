@@ -5,6 +5,7 @@ exit code, output flushed to a pipe, and writes committed."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,20 @@ def test_exit_codes_piped_output_and_committed_writes(tmp_path: Path) -> None:
     assert missing.stderr == "Error: No run named 'nope'. See 'evalstore runs list' for the registered runs.\n"
     usage = _run(tmp_path, "runs", "frobnicate")
     assert usage.returncode == 2 and "No such command 'frobnicate'" in usage.stderr
+
+
+def test_a_process_a_test_leaves_running_is_killed_when_it_ends() -> None:
+    """tests/conftest.py's clean-up after each test: a worker left by a failed test would poll
+    on the cores for the rest of the run. What was running before the test is left alone."""
+    from tests.conftest import processes_killed_at_the_end
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
+    kept = subprocess.Popen(sleep)
+    try:
+        with processes_killed_at_the_end():
+            left = subprocess.Popen(sleep)
+        assert left.returncode == -signal.SIGKILL  # killed, and waited for through its Popen
+        assert kept.poll() is None
+    finally:
+        kept.kill()
+        kept.wait()

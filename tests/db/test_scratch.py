@@ -105,7 +105,7 @@ def _serve(url: str, tmp: Path, port: int) -> subprocess.Popen[str]:
     server = subprocess.Popen(
         [EVALSTORE, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # only ends a server that would never answer (as start_server)
     while True:
         try:
             httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
@@ -142,7 +142,7 @@ def test_a_killed_servers_upload_is_removed_when_it_starts_again(templates: Temp
     sender = threading.Thread(target=upload)
     sender.start()
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # only ends an upload that would never get in
         while not list(tmp.glob("evalstore-stage-*/rows.db")):  # the upload is in, being stored
             assert server.poll() is None and time.monotonic() < deadline
             time.sleep(0.005)

@@ -64,7 +64,12 @@ def _job(engine: Engine, job_id: int) -> Evaluation:
         return job
 
 
-def _wait_for_state(engine: Engine, job_id: int, state: str, timeout: float = 60) -> Evaluation:
+# how long a worker process may take to get somewhere: the bound only ends a test that would never
+# get there (a worker at nice 19 importing evalstore at a load average of 35-40 took over 60 s)
+PROGRESS_SECONDS = 600
+
+
+def _wait_for_state(engine: Engine, job_id: int, state: str, timeout: float = PROGRESS_SECONDS) -> Evaluation:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = _job(engine, job_id)
@@ -74,7 +79,7 @@ def _wait_for_state(engine: Engine, job_id: int, state: str, timeout: float = 60
     raise AssertionError(f"job {job_id} never reached {state}: {_job(engine, job_id).state}")
 
 
-def _wait_for_log(log: Path, text: str, timeout: float = 60) -> None:
+def _wait_for_log(log: Path, text: str, timeout: float = PROGRESS_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while text not in log.read_text():
         assert time.monotonic() < deadline, f"'{text}' never appeared in {log}"

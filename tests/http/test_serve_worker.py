@@ -23,6 +23,12 @@ from tests.http.conftest import PASSWORD, SAMPLE, World, client_for, run_text
 NO_WORKER = "No evaluation worker is running, so queued runs wait."
 
 
+# seconds a server process may take to answer its first request: it only ends a test whose server
+# would never answer (as tests/helpers/servers.py's start_server; at a load average of 35-40 a
+# server took over 60 s)
+STARTING = 300
+
+
 def cli(url: str, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(app, ["--database-url", url, *args], input=input)
 
@@ -50,13 +56,13 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
     server = subprocess.Popen([evalstore, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True)
     base, headers = f"http://127.0.0.1:{port}/api/v1", {"Authorization": f"Bearer {token}"}
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTING
         while True:
             try:
                 httpx.get(f"{base}/health", timeout=1)
                 break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "evalstore serve did not answer within 60 s"
+                assert time.monotonic() < deadline, f"evalstore serve did not answer within {STARTING} s"
                 time.sleep(0.1)
         run = tmp_path / "mine.txt"
         run.write_text(run_text(tag="mine"))
@@ -106,13 +112,13 @@ def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path) -> None:
         [evalstore, "serve", "--port", str(port), "--no-worker"], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTING
         while True:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
                 break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "evalstore serve did not answer within 60 s"
+                assert time.monotonic() < deadline, f"evalstore serve did not answer within {STARTING} s"
                 time.sleep(0.1)
     finally:
         server.send_signal(signal.SIGTERM)
