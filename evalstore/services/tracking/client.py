@@ -245,20 +245,23 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(path)
         return
     kinds, block = columns
-    empty = tuple(kind == "object" and bool(np.isnan(row).all()) for kind, row in zip(kinds, block, strict=True))
+    all_nan = np.isnan(block).all(axis=1).tolist()
+    empty = tuple(kind == "object" and nan for kind, nan in zip(kinds, all_nan, strict=True))
     key = (tuple(frame.columns), tuple(map(repr, frame.dtypes)), empty, index.name, repr(index.dtype))
     schema = _PARQUET_SCHEMAS.get(key)
     if schema is None:
         frame.to_parquet(path)
         _PARQUET_SCHEMAS.put(key, pa.Schema.from_pandas(frame))
         return
+    # the whole block in one Arrow array, each column a slice of it (an array a column took ~20x longer)
+    numbers, rows = pa.array(block.ravel(), pa.float64(), from_pandas=True), len(frame)
     arrays: list[Any] = []
-    for column, (kind, row) in enumerate(zip(kinds, block, strict=True)):
+    for column, kind in enumerate(kinds):
         field = schema.field(column).type
         if kind == "text":
             arrays.append(pa.array(frame.iloc[:, column], field, from_pandas=True))
         else:
-            arrays.append(pa.nulls(len(frame)) if pa.types.is_null(field) else pa.array(row, field, from_pandas=True))
+            arrays.append(pa.nulls(rows) if pa.types.is_null(field) else numbers.slice(column * rows, rows))
     arrays.append(pa.array(index, schema.field(len(arrays)).type, from_pandas=True))
     pq.write_table(pa.Table.from_arrays(arrays, schema=schema), path)
 
@@ -299,8 +302,8 @@ def _columns_of(frame: pd.DataFrame) -> tuple[list[str], np.ndarray] | None:
     numeric = [i for i, kind in enumerate(kinds) if kind != "text"]
     block = np.full((len(kinds), len(frame)), np.nan)
     if numeric:
-        values = frame.iloc[:, numeric].to_numpy()
-        if values.dtype == object and not set(map(type, values.ravel().tolist())) <= {float}:
+        values = frame.to_numpy()[:, numeric]  # the frame's blocks as one array: no copy of its columns first
+        if values.dtype == object and not set(map(type, values.ravel().tolist())) <= {float, np.float64}:
             return None
         block[numeric] = values.astype(np.float64).T
     return kinds, block
