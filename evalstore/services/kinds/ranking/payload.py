@@ -9,11 +9,11 @@ from typing import Any
 
 from evalstore import svg_charts
 from evalstore._version import __version__
-from evalstore.metrics import mlflow_key, parse_measure
+from evalstore.metrics import mlflow_key
 from evalstore.services.kinds.base import (
     MlflowRun,
 )
-from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, StoredResults
+from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, StoredResults, parsed_measure
 
 
 def mlflow_run(stored: StoredResults) -> MlflowRun:
@@ -73,7 +73,7 @@ def _figures(stored: StoredResults) -> Iterator[tuple[str, str]]:
                 title=f"{main} per topic: {stored.run} on {stored.qrels}",
             ),
         )
-    parsed = ((parse_measure(m), value) for m, value in stored.aggregates.items())  # each name once
+    parsed = ((parsed_measure(m), value) for m, value in stored.aggregates.items())
     curve = sorted((measure.param("recall"), value) for measure, value in parsed if measure.family == "IPrec")
     if len(curve) >= 2:
         yield (
