@@ -13,6 +13,14 @@ from pathlib import Path
 
 import pytest
 
+# ranx, the reference of *fusion_against_ranx.py, runs its kernels as the Python they are written
+# in, not compiled by numba: the tests' runs are small (hand-made ones, three topics of real ones),
+# where numba compiling each kernel and typed container in each process (and again in a new
+# checkout's .venv, which numba's cache does not know) cost 20x the CPU of interpreting them
+# (docs/benchmarks.md). The algorithm and its float64 arithmetic are ranx's own either way. Set before numba is
+# imported (it reads this once); NUMBA_DISABLE_JIT=0 compiles them as ranx's users run them.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 TOOLS = Path(__file__).resolve().parents[2].parent / "shared" / "tools"
 BINARY_ENV = "EVALSTORE_TREC_EVAL"
 NDEVAL_ENV = "EVALSTORE_NDEVAL"

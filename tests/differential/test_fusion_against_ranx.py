@@ -23,15 +23,9 @@ from tests.conftest import shared_path
 
 ranx = pytest.importorskip("ranx")
 
-# the filter: numba's warning, as it compiles ranx's functions, not ours. The group: the modules
-# that call ranx run on one xdist worker. A process's first calls to ranx cost numba's compiling:
-# ranx's kernels (~40 s of CPU; cached on disk once compiled, but workers that start together each
-# compile them) and numba's typed dictionaries and lists (~7 s and more; never cached, so every
-# process compiles them again). Spread over three workers, each paid it for the same checks.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning"),
-    pytest.mark.xdist_group("ranx"),
-]
+# numba's warning, as it compiles ranx's functions, not ours (where NUMBA_DISABLE_JIT=0 compiles
+# them: tests/differential/conftest.py)
+pytestmark = pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning")
 
 PARAMS: dict[str, dict[str, float]] = {
     "rrf": {"k": 60},

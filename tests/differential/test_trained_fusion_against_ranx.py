@@ -23,11 +23,7 @@ from tests.differential.test_fusion_against_ranx import HAND_MADE, Runs, assert_
 ranx = pytest.importorskip("ranx")
 from ranx import fusion as ranx_fusion  # noqa: E402
 
-# on the worker of the other ranx tests (test_fusion_against_ranx.py says why)
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning"),
-    pytest.mark.xdist_group("ranx"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning")  # as there
 
 TRAINED = [m for m in METHODS if METHODS[m].trained]
 PARAMS: dict[str, dict[str, int]] = {"probfuse": {"n_segments": 2}, "slidefuse": {"w": 1}}
