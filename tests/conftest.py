@@ -193,10 +193,17 @@ def _priority_kept() -> Iterator[None]:
 _OUR_PROGRAMS = str(Path(sys.executable).parent) + os.sep
 
 
+# multiprocessing's resource tracker and fork server: started by the first test that uses
+# multiprocessing and kept by Python for the rest of the process (a later test finding the tracker
+# killed warns "resource_tracker: process died unexpectedly", an error under the warning filter)
+_PROCESS_LONG_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
+
+
 def _children() -> set[int]:
     """The processes this one started from this environment's programs that have not been waited
     for (the kernel's list). A browser, a JVM and Playwright's driver are left out: a module or
-    session fixture may start them in the middle of a test, for the tests after it."""
+    session fixture may start them in the middle of a test, for the tests after it; so are
+    multiprocessing's own helpers (:data:`_PROCESS_LONG_HELPERS`)."""
     found: set[int] = set()
     for task in Path("/proc/self/task").glob("*/children"):
         try:
@@ -205,12 +212,15 @@ def _children() -> set[int]:
             continue
         for pid in pids:
             try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                argv = cmdline.split(b"\0")[:2]
                 # no command line: a zombie, or a child between its fork and its exec (ours)
                 ours = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
             except OSError:  # gone meanwhile
                 continue
             if any(argv) and not any(arg.decode(errors="replace").startswith(_OUR_PROGRAMS) for arg in argv):
+                ours = False
+            if any(helper in cmdline for helper in _PROCESS_LONG_HELPERS):
                 ours = False
             if ours:
                 found.add(pid)
