@@ -37,6 +37,9 @@ from evalstore.services.kinds import ranking
 from evalstore.services.kinds.base import ComputedJob, EvaluationSummary, topic_list
 
 log = logging.getLogger("evalstore.worker")
+# how often an idle worker's chores look for a queued job (a query each time), so a job waits at
+# most about this long plus the step in hand (a measure's letters, an evaluation's summaries)
+_LOOK_FOR_JOBS = 0.5
 
 
 # a report a page reads, refreshed by an idle worker on the qrels it stored results on (None: on
@@ -143,6 +146,7 @@ class Worker:
         self.stopping = False
         self._last_index_check = 0.0
         self._last_release_check = 0.0
+        self._looked_for_jobs = 0.0  # when an idle chore last looked for queued jobs
         # an outage of the database or its disk is waited out, never exited over
         self.backoff = worker_backoff(log, str(engine.url), lambda: self.stopping)
 
@@ -175,8 +179,10 @@ class Worker:
                     if len(claimed) == 1
                     else list(kinds.compute_many(self.engine, claimed, context=self.context))
                 )
+                stored: list[jobs.ClaimedJob] = []
                 for job, outcome in zip(claimed, outcomes, strict=True):
-                    self._finish(job, outcome, heartbeat)
+                    if self._finish(job, outcome, heartbeat):
+                        stored.append(job)
                     held.remove(job)
                     heartbeat.let_go(job)
         except StopNow:
@@ -184,12 +190,14 @@ class Worker:
                 jobs.release(self.engine, job)
                 log.info("job %d: released to the queue (worker stopping)", job.evaluation_id)
             raise
+        self._prepare_pairs(stored)
         return True
 
-    def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> None:
+    def _finish(self, job: jobs.ClaimedJob, outcome: ComputedJob | Exception | None, heartbeat: _Heartbeat) -> bool:
         """The use case of one job, from its computed ``outcome`` (computed here when None): in one
         unit of work read the header its results get and store them, their MLflow delivery
-        ``pending`` (the deliverer's from then on). An error fails this job alone."""
+        ``pending`` (the deliverer's from then on); whether they were stored. An error fails this
+        job alone."""
         try:
             if isinstance(outcome, Exception):
                 raise outcome
@@ -218,11 +226,11 @@ class Worker:
             summary = computed.summary(stored)
         except jobs.JobLost:
             log.warning("job %d: result dropped, the job was cancelled or taken over", job.evaluation_id)
-            return
+            return False
         except EvalstoreError as error:  # bad input: trying again gives the same answer
             state = jobs.fail(self.engine, job, error.on_the_command_line(), retryable=False)
             log.error("job %d: %s (%s)", job.evaluation_id, error, state)
-            return
+            return False
         except Exception as error:  # the database or the machine: worth another attempt
             found = outage(error, str(self.engine.url))
             if found is not None:  # not the job's doing: back in the queue, why shown, attempt uncounted
@@ -230,19 +238,16 @@ class Worker:
                 raise  # the loop waits the outage out
             state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
             log.error("job %d: failed (%s)", job.evaluation_id, state, exc_info=error)
-            return
+            return False
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
-        pairs = 0.0
         if job.kind == "ranking" and job.qrels_id is not None:
             self.touched_qrels.add(job.qrels_id)
             if self._behind_since is None:
                 self._behind_since = time.monotonic()
-            if job.run_id is not None:
-                pairs = self._prepare_pairs(job)
         t = summary.timings
         log.info(
-            "job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs, pairs %.2fs)",
+            "job %d: done, '%s' on '%s', %d topics or groups (load %.2fs, compute %.2fs, store %.2fs)",
             job.evaluation_id,
             summary.inputs,
             summary.judgments,
@@ -250,7 +255,6 @@ class Worker:
             t.load,
             t.compute,
             t.store,
-            pairs,
         )
         if summary.missing_topics:  # one line per job: DL19's 43 topics x 6 runs made 180 lines before
             log.warning(
@@ -260,18 +264,33 @@ class Worker:
                 topic_list(summary.missing_topics),
                 job.options["missing_topics"],
             )
+        return True
 
-    def _prepare_pairs(self, job: jobs.ClaimedJob) -> float:
-        """The paired tests of the job's run with its tasks' other runs (:func:`ranking.prepare_pairs`),
-        stored right after its results, so a compare page reads them even while the queue is busy;
-        the seconds it took. A failure is logged: the idle refresh stores what is missing."""
-        started = time.perf_counter()
-        try:
-            assert job.qrels_id is not None and job.run_id is not None
-            ranking.prepare_pairs(self.engine, job.qrels_id, job.run_id)
-        except Exception as error:  # never fail a stored job over a chore; the idle refresh tries again
-            log.warning("job %d: storing its paired tests failed: %s", job.evaluation_id, str(error).splitlines()[0])
-        return time.perf_counter() - started
+    def _prepare_pairs(self, stored: list[jobs.ClaimedJob]) -> None:
+        """The paired tests of the ranking runs whose results a batch ``stored`` with their tasks'
+        other runs (:func:`ranking.prepare_pairs`, the batch's runs together: a batch has one
+        qrels), and the tasks' medians, stored right after the results, so a compare page and a
+        run page read them even while the queue is busy. A failure is logged: the idle refresh
+        stores what is missing."""
+        by_qrels: dict[int, list[int]] = {}
+        for job in stored:
+            if job.kind == "ranking" and job.qrels_id is not None and job.run_id is not None:
+                by_qrels.setdefault(job.qrels_id, []).append(job.run_id)
+        for qrels_id, run_ids in by_qrels.items():
+            started = time.perf_counter()
+            try:
+                made = ranking.prepare_pairs(self.engine, qrels_id, run_ids)
+            except Exception as error:  # never fail a stored job over a chore; the idle refresh tries again
+                log.warning(
+                    "storing the paired tests of %d run(s) failed: %s", len(run_ids), str(error).splitlines()[0]
+                )
+                continue
+            log.info(
+                "paired tests of %d run(s) with their tasks' other runs: %d stored (%.2fs)",
+                len(run_ids),
+                made,
+                time.perf_counter() - started,
+            )
 
     def boards_behind(self) -> bool:
         """Whether the boards' letters are more than ``settings.boards_behind`` seconds
@@ -279,34 +298,57 @@ class Worker:
         since = self._behind_since
         return since is not None and time.monotonic() - since >= self.settings.boards_behind
 
-    def refresh_boards(self, *, busy: bool = False) -> int:
+    def refresh_boards(self, *, busy: bool = False, interruptible: bool = False) -> int:
         """The boards on the qrels this worker has stored results on, once the queue is empty (or,
-        ``busy``, between jobs once they are :meth:`boards_behind`): the summaries of their
-        evaluations stored without them (:func:`jobs.summarise_stored`; a job stores every
-        measure's with its results) and their significance tiers (:func:`ranking.refresh_tiers`:
-        on every measure, or busy on the tasks' board measures alone), so a page reads them and
-        never computes them (100 runs: ~2 s a measure); idle only, the tasks' paired tests a job
-        left missing (:meth:`_refresh_pairs`), then the settings' reports on them (on every qrels
-        the first time: :meth:`_refresh_reports`). What was stored (summarised evaluations, tiers,
-        pairs and reports). A failure is logged: a page shows what was stored last and says it is
-        behind."""
+        ``busy``, between jobs once they are :meth:`boards_behind`): the summaries their
+        evaluations lack (:func:`jobs.summarise_stored`: a job stores those of the boards'
+        measures with its results, the others wait for the empty queue; busy, the boards' measures
+        alone) and their significance tiers (:func:`ranking.refresh_tiers`: on every measure, or
+        busy on the tasks' board measures alone), so a page reads them and never computes them
+        (100 runs: ~2 s a measure); idle only, the tasks' paired tests a job left missing
+        (:meth:`_refresh_pairs`), then the settings' reports on them (on every qrels the first
+        time: :meth:`_refresh_reports`). What was stored (summarised evaluations, tiers, pairs
+        and reports). A failure is logged: a page shows what was stored last and says it is
+        behind. ``interruptible`` (the idle loop's): the chores stop as soon as a job is queued
+        or the worker is stopping (:meth:`_jobs_waiting`), what they stored kept and the rest
+        left for the next idle moment, so a submission never waits for them."""
+        interrupted = self._jobs_waiting if interruptible and not busy else jobs.never
         if busy:  # every measure's letters still wait for the empty queue
             touched = set(self.touched_qrels)
         else:
             touched, self.touched_qrels = self.touched_qrels, set()
         self._behind_since = None
+        started = time.perf_counter()
+        try:
+            stored = self._refresh_tiers(touched, busy, interrupted)
+            if busy:  # a health report of 100 runs takes minutes: its page says it is behind meanwhile
+                return stored
+            return stored + self._refresh_pairs(touched, interrupted) + self._refresh_reports(touched, interrupted)
+        except jobs.ChoreInterrupted:
+            self.touched_qrels |= touched  # what is not stored yet: at the next idle moment
+            log.info("boards: put off after %.2fs, jobs are waiting", time.perf_counter() - started)
+            return 0
+
+    def _refresh_tiers(self, touched: set[int], busy: bool, interrupted: jobs.Interrupted) -> int:
+        """The summaries and letters of :meth:`refresh_boards`; how many were stored."""
+        if not touched:
+            return 0
         made = summarised = 0
         started = time.perf_counter()
         try:
-            if touched:
-                summarised = jobs.summarise_stored(self.engine, touched, self.context.bootstrap_counts)
-                made = ranking.refresh_tiers(
-                    self.engine,
-                    touched,
-                    counts=self.context.bootstrap_counts,
-                    critical=self.context.studentized_quantile,
-                    every_measure=not busy,
-                )
+            summarised = jobs.summarise_stored(
+                self.engine, touched, self.context.bootstrap_counts, shown_only=busy, interrupted=interrupted
+            )
+            made = ranking.refresh_tiers(
+                self.engine,
+                touched,
+                counts=self.context.bootstrap_counts,
+                critical=self.context.studentized_quantile,
+                every_measure=not busy,
+                interrupted=interrupted,
+            )
+        except jobs.ChoreInterrupted:
+            raise
         except Exception as error:  # never lose the worker over a chore; pages work without
             log.warning("refreshing the boards' tiers failed: %s", str(error).splitlines()[0])
         if made or summarised:
@@ -317,11 +359,20 @@ class Worker:
                 made,
                 time.perf_counter() - started,
             )
-        if busy:  # a health report of 100 runs takes minutes: its page says it is behind meanwhile
-            return made + summarised
-        return made + summarised + self._refresh_pairs(touched) + self._refresh_reports(touched)
+        return made + summarised
 
-    def _refresh_pairs(self, touched: set[int]) -> int:
+    def _jobs_waiting(self) -> bool:
+        """Whether an idle chore should stop now: the worker is stopping, or a job is queued
+        (looked up at most every ``_LOOK_FOR_JOBS`` seconds: a query each time)."""
+        if self.stopping:
+            return True
+        now = time.monotonic()
+        if now - self._looked_for_jobs < _LOOK_FOR_JOBS:
+            return False
+        self._looked_for_jobs = now
+        return jobs.jobs_waiting(self.engine, self.only)
+
+    def _refresh_pairs(self, touched: set[int], interrupted: jobs.Interrupted = jobs.never) -> int:
         """The paired tests of the tasks on the ``touched`` qrels that the jobs left missing, the
         pairs of evaluations no longer shown let go (:func:`ranking.refresh_pairs`); how many
         pairs were stored."""
@@ -329,7 +380,9 @@ class Worker:
             return 0
         started = time.perf_counter()
         try:
-            made = ranking.refresh_pairs(self.engine, touched)
+            made = ranking.refresh_pairs(self.engine, touched, interrupted=interrupted)
+        except jobs.ChoreInterrupted:
+            raise
         except Exception as error:  # never lose the worker over a chore; the page computes without
             log.warning("refreshing the tasks' paired tests failed: %s", str(error).splitlines()[0])
             return 0
@@ -337,11 +390,13 @@ class Worker:
             log.info("pairs: %d pair(s) of paired tests stored (%.2fs)", made, time.perf_counter() - started)
         return made
 
-    def _refresh_reports(self, touched: set[int]) -> int:
+    def _refresh_reports(self, touched: set[int], interrupted: jobs.Interrupted = jobs.never) -> int:
         """The settings' reports on the ``touched`` qrels, or on every qrels the first time the
         queue is empty and every ``reports_interval`` after (runs evaluated while no worker ran,
         a task's measures changed); how many were stored. Looking costs a few queries a task: a
-        report is computed only where none is stored for its inputs as they are."""
+        report is computed only where none is stored for its inputs as they are. Raises
+        :class:`jobs.ChoreInterrupted` between reports once ``interrupted()`` (the sweep is then
+        due again)."""
         if not self.settings.reports:
             return 0
         now = time.monotonic()
@@ -349,10 +404,14 @@ class Worker:
         if not every and not touched:
             return 0
         on: set[int] | None = None if every else touched
+        swept_before = self._reports_swept
         if every:
             self._reports_swept = now
         stored = 0
         for refresh in self.settings.reports:
+            if interrupted():
+                self._reports_swept = swept_before
+                raise jobs.ChoreInterrupted
             started = time.perf_counter()
             try:
                 made = refresh(self.engine, on)
@@ -417,7 +476,7 @@ class Worker:
                     if self.boards_behind():  # a long burst: the boards no further behind than this
                         self.refresh_boards(busy=True)
                     continue
-                self.refresh_boards()  # the queue is empty: the boards its jobs changed
+                self.refresh_boards(interruptible=True)  # the queue is empty: the boards its jobs changed
                 if self.settings.until_empty:
                     break
                 if time.monotonic() - self._last_release_check >= self.settings.release_interval:

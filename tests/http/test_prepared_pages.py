@@ -156,13 +156,37 @@ def test_a_worker_run_keeps_the_letters_within_bounds_during_a_burst(world: Worl
     refreshed: list[bool] = []
     real = worker.refresh_boards
 
-    def spy(*, busy: bool = False) -> int:
+    def spy(*, busy: bool = False, interruptible: bool = False) -> int:
         refreshed.append(busy)
-        return real(busy=busy)
+        assert interruptible != busy  # the idle refresh gives way to jobs; the busy one is short
+        return real(busy=busy, interruptible=interruptible)
 
     worker.refresh_boards = spy  # type: ignore[method-assign]
     assert worker.run() == 3
     assert refreshed == [True, True, True, False]  # after each job (0 s behind allowed), then idle
+
+
+def test_an_idle_refresh_gives_way_to_a_queued_job_and_finishes_at_the_next_idle_moment(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    _queued(world, 2)
+    worker = _worker(world)
+    assert worker.process_one()
+    # a job is waiting: the idle chores stop before their first step, their qrels kept for later
+    with caplog.at_level("INFO", logger="evalstore.worker"):
+        assert worker.refresh_boards(interruptible=True) == 0
+    assert "put off" in caplog.text and worker.touched_qrels == {_qrels_id(world)}
+    assert _slots(world) == 0
+    assert worker.process_one() and not worker.process_one()  # the queue is empty
+    worker._looked_for_jobs = 0.0  # as after half a second
+    assert worker.refresh_boards(interruptible=True) > 0
+    assert _slots(world) > 20 and not worker.touched_qrels  # every measure the runs hold
+    # a stopping worker's chores stop too
+    worker.touched_qrels = {_qrels_id(world)}
+    worker.stopping = True
+    with unit_of_work(world.engine) as session:
+        session.execute(BoardTiers.__table__.delete())
+    assert worker.refresh_boards(interruptible=True) == 0 and _slots(world) == 0
 
 
 def test_with_no_worker_running_the_board_computes_its_letters(world: World, client: TestClient) -> None:

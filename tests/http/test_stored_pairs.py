@@ -122,6 +122,23 @@ def test_each_pair_of_the_tasks_measures_is_stored_once_as_its_jobs_finish(world
     assert _refresh_pairs(world) == 0  # nothing missing: what the jobs stored is current
 
 
+def test_a_batchs_runs_store_their_pairs_together_as_a_full_refresh_would(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    for index, shift in enumerate((2, 4, 6, 9)):
+        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift), evaluate=False)
+    worker = Worker(world.engine, WorkerSettings(index_runs=False, settle=0))
+    with caplog.at_level("INFO", logger="evalstore.worker"):
+        assert worker.process_one()  # the four jobs in one batch, their pairs stored once it is done
+    assert "in a batch of 4" in caplog.text and "paired tests of 4 run(s)" in caplog.text
+    batched = _rows(world)
+    assert len(batched) == 4 * 10  # every pair of the five runs, on the board's four measures
+    with unit_of_work(world.engine) as session:
+        session.execute(delete(PairTests))
+    assert _refresh_pairs(world) == len(batched)
+    assert _rows(world) == batched
+
+
 def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -> None:
     _five_runs(world, refresh=False)
     incremental = _rows(world)

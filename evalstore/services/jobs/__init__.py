@@ -30,6 +30,7 @@ from evalstore.services.jobs.batches import (
     arrivals_settle_in,
     batch_bound_from_env,
     claim_batch,
+    jobs_waiting,
 )
 from evalstore.services.jobs.options import (
     DEFAULT_LEASE,
@@ -39,8 +40,10 @@ from evalstore.services.jobs.options import (
     STATES,
     TERMINAL,
     USER_ORIENTED_MEASURES,
+    ChoreInterrupted,
     ClaimedJob,
     EvaluationOptions,
+    Interrupted,
     JobLost,
     JobRef,
     as_utc,
@@ -48,6 +51,7 @@ from evalstore.services.jobs.options import (
     default_measures,
     describe_inputs,
     for_judgments,
+    never,
     new_worker_id,
     options_hash,
 )
@@ -86,6 +90,10 @@ from evalstore.services.jobs.workers import (
 )
 
 __all__ = [
+    "never",
+    "ChoreInterrupted",
+    "Interrupted",
+    "jobs_waiting",
     "summarise_stored",
     "summaries_for",
     "claimable",

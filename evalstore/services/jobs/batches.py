@@ -141,6 +141,16 @@ def _live_workers(session: Session, worker_id: str, now: datetime, lease: timede
     return 1 + (others or 0)
 
 
+def jobs_waiting(engine: Engine, only: list[int] | None = None) -> bool:
+    """Whether a queued job is waiting (of ``only``, when given): an idle worker's chores stop
+    for it (:class:`~evalstore.services.jobs.options.ChoreInterrupted`)."""
+    chosen = select(Evaluation.id).where(Evaluation.state == "queued")
+    if only is not None:
+        chosen = chosen.where(Evaluation.id.in_(only))
+    with read_only(engine) as session:
+        return session.scalar(chosen.limit(1)) is not None
+
+
 def arrivals_settle_in(engine: Engine, settle: float, longest: float) -> float:
     """Seconds until the queue has been quiet for ``settle`` seconds: 0 when no job arrived in
     the last ``settle`` seconds, or when the oldest queued job has waited ``longest`` already (a

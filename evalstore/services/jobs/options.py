@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -125,6 +126,19 @@ class ClaimedJob:
 
 class JobLost(Exception):
     """The worker no longer holds the job (cancelled, or claimed again after its lease ran out)."""
+
+
+class ChoreInterrupted(Exception):
+    """An idle worker's chore (summaries, letters, paired tests) stopped part-way because jobs
+    are waiting or the worker is stopping: what it stored stays, the rest is done at the next
+    idle moment (each chore stores only what is missing)."""
+
+
+Interrupted = Callable[[], bool]  # whether a chore should stop now (ChoreInterrupted)
+
+
+def never() -> bool:
+    return False
 
 
 def options_hash(options: dict[str, Any], run_hash: str, qrels_hash: str) -> str:

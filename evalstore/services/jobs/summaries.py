@@ -26,6 +26,7 @@ from evalstore.db.repositories import PerQueryValues
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import EvalstoreError
 from evalstore.metrics import headline_measures, resolve_measures
+from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
 from evalstore.statistics import significance
 
 ALL_TOPICS = "all"
@@ -112,11 +113,13 @@ def board_measures(task: Task) -> list[str]:
 def summarise_job(
     session: Session, qrels_id: int, per_query: PerQueryValues, counts: Counts = fresh_counts
 ) -> list[Summary]:
-    """A ranking job's summaries stored with its results: every numeric measure it computed (a
-    board on any of them reads them, not only the default measures), in each scope of the tasks
-    on its qrels (:func:`split_filters`). One matrix product per scope gives them all: all_trec's
-    ~130 measures cost the job a few tens of milliseconds more than the default board's ~10."""
-    return summarise(per_query, split_filters(session, qrels_id), counts)
+    """A ranking job's summaries stored with its results: the measures the boards of the tasks on
+    its qrels show and sort by (:func:`shown_measures`), in each scope of those tasks
+    (:func:`split_filters`), so a board mid-burst reads them. Its other measures are summarised
+    once the worker's queue is empty (:func:`summarise_stored`): all_trec's ~100 measures' draws
+    cost a job as much again as its paired tests, and a board on one of them computes the few
+    runs' intervals stored since the worker last went idle."""
+    return summarise(per_query, split_filters(session, qrels_id), counts, shown_measures(session, qrels_id))
 
 
 def summaries_for(engine: Engine, qrels_id: int, per_query: PerQueryValues, counts: Counts) -> list[Summary]:
@@ -125,40 +128,58 @@ def summaries_for(engine: Engine, qrels_id: int, per_query: PerQueryValues, coun
         return summarise_job(session, qrels_id, per_query, counts)
 
 
-def summarise_stored(engine: Engine, qrels_ids: Iterable[int], counts: Counts = fresh_counts) -> int:
-    """A use case (a worker's, once its queue is empty): every numeric measure's summaries of
-    the finished ranking evaluations on these qrels that lack some (stored before their jobs
-    summarised every measure, or by ``evaluate`` in a process that summarised none), from their
-    stored values; how many evaluations were summarised."""
+def shown_measures(session: Session, qrels_id: int) -> set[str]:
+    """What the boards over these qrels show by default and sort by: each task's
+    :func:`board_measures` (the registry's headline ones without a task), and the judged share
+    every ranking board shows."""
+    shown = {"Judged@10", *(str(m) for m in resolve_measures(headline_measures("ranking")))}
+    for task in session.scalars(select(Task).where(Task.qrels_id == qrels_id)):
+        shown.update(board_measures(task))
+    return shown
+
+
+def summarise_stored(
+    engine: Engine,
+    qrels_ids: Iterable[int],
+    counts: Counts = fresh_counts,
+    *,
+    shown_only: bool = False,
+    interrupted: Interrupted = never,
+) -> int:
+    """A use case (a worker's): the summaries of the finished ranking evaluations on these qrels
+    that lack some (every numeric measure once its queue is empty; ``shown_only``, between jobs,
+    the boards' :func:`shown_measures` alone, for evaluations stored by ``evaluate`` in a process
+    that summarised none), from their stored values; how many evaluations were summarised.
+    Raises :class:`ChoreInterrupted` between evaluations once ``interrupted()``."""
     done = 0
     for qrels_id in sorted(set(qrels_ids)):
         with read_only(engine) as session:
             filters = split_filters(session, qrels_id)
+            shown = shown_measures(session, qrels_id) if shown_only else None
             finished = select(Evaluation.id).where(Evaluation.qrels_id == qrels_id, Evaluation.state == "done")
-            numeric = dict(
-                session.execute(
-                    select(QueryValues.evaluation_id, func.count())
-                    .where(QueryValues.evaluation_id.in_(finished), QueryValues.numbers.is_not(None))
-                    .group_by(QueryValues.evaluation_id)
-                ).all()
+            values = select(QueryValues.evaluation_id, func.count()).where(
+                QueryValues.evaluation_id.in_(finished), QueryValues.numbers.is_not(None)
             )
-            summarised = dict(
-                session.execute(
-                    select(MeasureSummary.evaluation_id, func.count())
-                    .where(MeasureSummary.evaluation_id.in_(finished), MeasureSummary.scope == ALL_TOPICS)
-                    .group_by(MeasureSummary.evaluation_id)
-                ).all()
+            held = select(MeasureSummary.evaluation_id, func.count()).where(
+                MeasureSummary.evaluation_id.in_(finished), MeasureSummary.scope == ALL_TOPICS
             )
+            if shown is not None:
+                values = values.where(QueryValues.measure.in_(sorted(shown)))
+                held = held.where(MeasureSummary.measure.in_(sorted(shown)))
+            numeric = dict(session.execute(values.group_by(QueryValues.evaluation_id)).all())
+            summarised = dict(session.execute(held.group_by(MeasureSummary.evaluation_id)).all())
             lacking = sorted(e for e, count in numeric.items() if summarised.get(e, 0) < count)
         for evaluation_id in lacking:
+            if interrupted():
+                raise ChoreInterrupted
             with read_only(engine) as session:
-                made = summarise(_stored_values(session, evaluation_id), filters, counts)
+                made = summarise(_stored_values(session, evaluation_id), filters, counts, shown)
             if not made:
                 continue
             with unit_of_work(engine) as session:
                 if session.get(Evaluation, evaluation_id) is None:  # deleted meanwhile
                     continue
-                store_summaries(session, evaluation_id, made)
+                store_summaries(session, evaluation_id, made, replace=shown is None)
             done += 1
     return done
 
@@ -188,9 +209,16 @@ def split_filters(session: Session, qrels_id: int) -> dict[str, tuple[frozenset[
     return filters
 
 
-def store_summaries(session: Session, evaluation_id: int, summaries: Iterable[Summary]) -> None:
-    """A step: an evaluation's summaries in place of any it had. Never commits."""
-    session.execute(delete(MeasureSummary).where(MeasureSummary.evaluation_id == evaluation_id))
+def store_summaries(
+    session: Session, evaluation_id: int, summaries: Iterable[Summary], *, replace: bool = True
+) -> None:
+    """A step: an evaluation's summaries in place of any it had (``replace`` False: in place of
+    those of the same measures alone). Never commits."""
+    summaries = list(summaries)
+    chosen = delete(MeasureSummary).where(MeasureSummary.evaluation_id == evaluation_id)
+    if not replace:
+        chosen = chosen.where(MeasureSummary.measure.in_(sorted({s.measure for s in summaries})))
+    session.execute(chosen)
     rows = [
         {
             "evaluation_id": evaluation_id,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import Evaluation, QrelsSet, QueryValues, Run, TopicMedians
@@ -63,11 +63,15 @@ def store_medians(session: Session, rows: list[dict[str, object]]) -> int:
     keys = [str(r["key"]) for r in rows]
     have = set(session.scalars(select(TopicMedians.key).where(TopicMedians.key.in_(keys))))
     new = [r for r in rows if r["key"] not in have]
-    for row in new:
-        session.add(TopicMedians(**row))
-    session.flush()
-    for row in new:
-        session.execute(delete(TopicMedians).where(TopicMedians.slot == row["slot"], TopicMedians.key != row["key"]))
+    if not new:
+        return 0
+    # the older rows of the new rows' slots, in one statement (a slot holds one row at a time)
+    session.execute(
+        delete(TopicMedians).where(
+            TopicMedians.slot.in_([r["slot"] for r in new]), TopicMedians.key.not_in([r["key"] for r in new])
+        )
+    )
+    session.execute(insert(TopicMedians), new)
     return len(new)
 
 

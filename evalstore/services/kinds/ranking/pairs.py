@@ -44,6 +44,7 @@ from evalstore.db.models import (
     Task,
 )
 from evalstore.db.session import read_only, unit_of_work
+from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
 from evalstore.services.jobs.summaries import board_measures
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
 from evalstore.services.kinds.ranking.medians import medians_row, medians_slot, store_medians
@@ -216,22 +217,29 @@ class _Plan:
     measures: list[str]
 
 
-def prepare_pairs(engine: Engine, qrels_id: int, run_id: int | None = None) -> int:
+def prepare_pairs(
+    engine: Engine, qrels_id: int, run_ids: Collection[int] | None = None, *, interrupted: Interrupted = never
+) -> int:
     """A use case (a worker's): the paired tests of the tasks on these qrels, on the measures each
-    task evaluates, over each scope its pages show (every topic; a split task's public ones too),
-    stored where missing. ``run_id``: only that run's pairs with its tasks' other runs (right
-    after a job stored its results: nothing else changed); None: every pair, and the stored pairs
+    task evaluates (its board's), over each scope its pages show (every topic; a split task's
+    public ones too), stored where missing. ``run_ids``: only those runs' pairs with their tasks'
+    other runs (right after a worker stored their results: nothing else changed; a batch's runs
+    together, so the task's values are read once a batch); None: every pair, and the stored pairs
     that are no longer of the tasks' runs' evaluations as they are let go (an idle worker's).
-    How many pairs were stored."""
+    How many pairs were stored. Raises :class:`ChoreInterrupted` between tasks once
+    ``interrupted()``."""
     with read_only(engine) as session:
         qrels = session.get(QrelsSet, qrels_id)
         if qrels is None:
             return 0
         chosen = select(Task).where(Task.qrels_id == qrels_id).order_by(Task.id)
-        involving = None
-        if run_id is not None:
-            involving = session.scalar(select(Run.name).where(Run.id == run_id))
-            chosen = chosen.join(Submission, Submission.task_id == Task.id).where(Submission.run_id == run_id)
+        involving: frozenset[str] | None = None
+        if run_ids is not None:
+            ids = sorted(set(run_ids))
+            involving = frozenset(session.scalars(select(Run.name).where(Run.id.in_(ids))))
+            chosen = chosen.where(
+                Task.id.in_(select(Submission.task_id).where(Submission.run_id.in_(ids)).scalar_subquery())
+            )
         plans = []
         for task in session.scalars(chosen):
             runs = sorted(
@@ -245,15 +253,18 @@ def prepare_pairs(engine: Engine, qrels_id: int, run_id: int | None = None) -> i
             plans.append(_Plan(task.id, task.name, runs, scopes, board_measures(task)))
     made = 0
     for plan in plans:
-        if run_id is None or (involving is not None and len(plan.runs) >= 2):
+        if interrupted():
+            raise ChoreInterrupted
+        if run_ids is None or (involving and len(plan.runs) >= 2):
             made += _prepare_task(engine, qrels, plan, involving)
     return made
 
 
-def refresh_pairs(engine: Engine, qrels_ids: Iterable[int]) -> int:
+def refresh_pairs(engine: Engine, qrels_ids: Iterable[int], *, interrupted: Interrupted = never) -> int:
     """Every pair of the tasks on these qrels (:func:`prepare_pairs` without a run: an idle
-    worker's); how many pairs were stored."""
-    return sum(prepare_pairs(engine, qrels_id) for qrels_id in sorted(set(qrels_ids)))
+    worker's); how many pairs were stored. Raises :class:`ChoreInterrupted` between tasks once
+    ``interrupted()``."""
+    return sum(prepare_pairs(engine, qrels_id, interrupted=interrupted) for qrels_id in sorted(set(qrels_ids)))
 
 
 # measure -> run -> (evaluation id, topics, values)
@@ -262,8 +273,8 @@ _Held = dict[str, dict[str, tuple[int, list[str], np.ndarray]]]
 _Wanted = dict[str, tuple[str, str, str, str, str, tuple[str, ...]]]
 
 
-def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str | None) -> int:
-    """One task's pairs (``involving``: only that run's), stored where missing; without a run,
+def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: frozenset[str] | None) -> int:
+    """One task's pairs (``involving``: only those runs'), stored where missing; without runs,
     the task's stored pairs not wanted any more let go."""
     held: dict[str, _Held] = {}  # scope -> its values
     wanted: _Wanted = {}
@@ -295,11 +306,17 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str |
             pass
     made = 0
     for start in range(0, len(rows), PAIRS_PER_WRITE):
-        try:
+        chunk = rows[start : start + PAIRS_PER_WRITE]
+        try:  # the keys were looked up above: inserted without a second look
             with unit_of_work(engine) as session:
-                made += store_pairs(session, rows[start : start + PAIRS_PER_WRITE])
-        except IntegrityError:  # another worker stored some of them first: the next refresh
-            continue
+                session.execute(insert(PairTests), chunk)
+            made += len(chunk)
+        except IntegrityError:  # another worker stored some of them first: the rest stored, theirs kept
+            try:
+                with unit_of_work(engine) as session:
+                    made += store_pairs(session, chunk)
+            except IntegrityError:  # and again meanwhile: the idle refresh stores what is missing
+                continue
     if involving is None:
         let_go = sorted(have - set(wanted))
         for start in range(0, len(let_go), 500):
@@ -308,18 +325,18 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: str |
     return made
 
 
-def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: str | None) -> _Wanted:
-    """The key of each pair of runs with every value of a measure (``involving``: only that run's
-    pairs), each over the topics either run has (the page's missing="zero")."""
+def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: frozenset[str] | None) -> _Wanted:
+    """The key of each pair of runs with every value of a measure (``involving``: only the pairs
+    of those runs), each over the topics either run has (the page's missing="zero")."""
     wanted: _Wanted = {}
     for measure, by_run in held.items():
         names = sorted(run for run, (_, shown, values) in by_run.items() if shown and not np.isnan(values).any())
-        if involving is not None and involving not in names:
+        if involving is not None and involving.isdisjoint(names):
             continue
         topics = {run: tuple(sorted(by_run[run][1])) for run in names}
         digests: dict[tuple[str, ...], str] = {}
         for a, b in combinations(names, 2):
-            if involving is not None and involving not in (a, b):
+            if involving is not None and a not in involving and b not in involving:
                 continue
             every = topics[a] if topics[a] == topics[b] else tuple(sorted(set(topics[a]) | set(topics[b])))
             digest = digests.get(every)

@@ -37,6 +37,7 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import NotFoundError
+from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
 from evalstore.services.jobs.summaries import Counts, board_measures
 from evalstore.services.kinds.ranking.board import (
     LeaderboardRow,
@@ -197,12 +198,14 @@ def refresh_tiers(
     counts: Counts | None = None,
     critical: Critical | None = None,
     every_measure: bool = True,
+    interrupted: Interrupted = never,
 ) -> int:
     """A use case (a worker's): the letters of every measure the runs of every task on these qrels
     hold (its board's measures first; without ``every_measure`` those alone, as a busy worker
     does), on the task's topics (a split task's public ones) for its runs, computed and stored
     where not stored yet; how many were stored. A board on any measure then reads its letters;
-    who may see them is decided when a page reads them."""
+    who may see them is decided when a page reads them. Raises :class:`ChoreInterrupted` between
+    boards and between writes once ``interrupted()``."""
     made = 0
     for qrels_id in sorted(set(qrels_ids)):
         with read_only(engine) as session:
@@ -222,7 +225,9 @@ def refresh_tiers(
                 topics = TopicFilter(frozenset(task.private_topics), exclude=True) if task.private_topics else None
                 plans.append((runs, topics, board_measures(task)))
         for runs, topics, first in plans:
-            made += _refresh_board(engine, qrels, runs, topics, first, counts, critical, every_measure)
+            if interrupted():
+                raise ChoreInterrupted
+            made += _refresh_board(engine, qrels, runs, topics, first, counts, critical, every_measure, interrupted)
     return made
 
 
@@ -235,6 +240,7 @@ def _refresh_board(
     counts: Counts | None,
     critical: Critical | None,
     every_measure: bool = True,
+    interrupted: Interrupted = never,
 ) -> int:
     """The letters of one task's board on each measure its runs hold (``first`` alone without
     ``every_measure``), where not stored: the board's means on every measure in one read of the
@@ -263,14 +269,23 @@ def _refresh_board(
         values = _per_topic(session, qrels, lacking, wanted, topics)
     made = 0
     for start in range(0, len(lacking), TIERS_PER_WRITE):
-        batch = lacking[start : start + TIERS_PER_WRITE]
-        letters = {keys[m]: _letters(_frames(values.get(m, {}), means_of[m]), critical) for m in batch}
-        slots = {keys[m]: tiers_slot(qrels.name, qrels.content_hash, m, scope) for m in batch}
-        try:
-            with unit_of_work(engine) as session:
-                made += store_tiers(session, qrels.id, letters, slots)
-        except IntegrityError:  # another worker stored some of the same letters first: the next refresh
-            continue
+        letters: dict[str, dict[str, str]] = {}
+        slots: dict[str, str] = {}
+        stop = False
+        for m in lacking[start : start + TIERS_PER_WRITE]:
+            if interrupted():  # what was computed is stored first
+                stop = True
+                break
+            letters[keys[m]] = _letters(_frames(values.get(m, {}), means_of[m]), critical)
+            slots[keys[m]] = tiers_slot(qrels.name, qrels.content_hash, m, scope)
+        if letters:
+            try:
+                with unit_of_work(engine) as session:
+                    made += store_tiers(session, qrels.id, letters, slots)
+            except IntegrityError:  # another worker stored some of the same letters first: the next refresh
+                pass
+        if stop:
+            raise ChoreInterrupted
     return made
 
 
