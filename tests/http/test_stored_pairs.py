@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
-from evalstore.db.models import PairTests, QrelsSet
+from evalstore.db.models import PairTests, QrelsSet, Task
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.services import comparisons, orchestration, tasks
 from evalstore.services.comparisons import ScoreMatrix
@@ -87,7 +87,9 @@ def _both(world: World, runs: list[str], measure: str) -> tuple[comparisons.Comp
 
 @pytest.mark.parametrize("measure", ["AP", "nDCG@10", "P@10", "RR"])
 def test_the_stored_tests_are_the_tests_computed_on_request(world: World, measure: str) -> None:
-    _five_runs(world, refresh=False)  # each job stored its run's pairs: no idle refresh needed
+    # each job stored its run's pairs on the measure the pages open on (AP: the task names no
+    # official measure); the board's others once the queue is empty
+    _five_runs(world, refresh=measure != "AP")
     for runs in (RUNS[:2], RUNS[1::-1], ["run-3", "run-0", "red-open"], RUNS, list(reversed(RUNS))):
         stored, computed = _both(world, runs, measure)
         assert stored.prepared and not computed.prepared
@@ -110,16 +112,30 @@ def _rows(world: World) -> dict[str, tuple[str, dict[str, int], bytes]]:
         }
 
 
-def test_each_pair_of_the_tasks_measures_is_stored_once_as_its_jobs_finish(world: World) -> None:
-    _five_runs(world, refresh=False)
-    rows = _rows(world)
+def _by_measure(world: World) -> dict[str, list[dict[str, int]]]:
     by_measure: dict[str, list[dict[str, int]]] = {}
-    for measure, runs, _ in rows.values():
+    for measure, runs, _ in _rows(world).values():
         by_measure.setdefault(measure, []).append(runs)
+    return by_measure
+
+
+def test_each_pair_is_stored_once_as_its_jobs_finish_and_the_boards_other_measures_when_idle(world: World) -> None:
+    _five_runs(world, refresh=False)
+    by_measure = _by_measure(world)
+    assert set(by_measure) == {"AP"}  # the measure the pages open on, as the jobs finish
+    assert _refresh_pairs(world) == 3 * 10  # the board's three others once the queue is empty
+    by_measure = _by_measure(world)
     assert set(by_measure) == {"AP", "nDCG@10", "P@10", "RR"}  # the open task's board measures alone
     for held in by_measure.values():  # every pair of the five runs, once (the secret task has one run)
         assert sorted(tuple(sorted(r)) for r in held) == sorted(itertools.combinations(sorted(RUNS), 2))
-    assert _refresh_pairs(world) == 0  # nothing missing: what the jobs stored is current
+    assert _refresh_pairs(world) == 0  # nothing missing now
+
+
+def test_an_official_measure_is_the_one_stored_as_jobs_finish(world: World) -> None:
+    with unit_of_work(world.engine) as session:
+        session.execute(update(Task).where(Task.name == "open").values(official_measure="nDCG@10"))
+    _five_runs(world, refresh=False)
+    assert set(_by_measure(world)) == {"nDCG@10"}
 
 
 def test_a_batchs_runs_store_their_pairs_together_as_a_full_refresh_would(
@@ -132,11 +148,11 @@ def test_a_batchs_runs_store_their_pairs_together_as_a_full_refresh_would(
         assert worker.process_one()  # the four jobs in one batch, their pairs stored once it is done
     assert "in a batch of 4" in caplog.text and "paired tests of 4 run(s)" in caplog.text
     batched = _rows(world)
-    assert len(batched) == 4 * 10  # every pair of the five runs, on the board's four measures
+    assert len(batched) == 10  # every pair of the five runs, on the measure the pages open on
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
-    assert _refresh_pairs(world) == len(batched)
-    assert _rows(world) == batched
+    assert _refresh_pairs(world) == 4 * 10
+    assert {key: row for key, row in _rows(world).items() if row[0] == "AP"} == batched
 
 
 def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -> None:
@@ -144,8 +160,9 @@ def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -
     incremental = _rows(world)
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
-    assert _refresh_pairs(world) == len(incremental)
-    assert _rows(world) == incremental  # the same keys, the same bytes
+    assert _refresh_pairs(world) == 4 * len(incremental)
+    full = {key: row for key, row in _rows(world).items() if row[0] == "AP"}
+    assert full == incremental  # the same keys, the same bytes
 
 
 def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClient) -> None:
@@ -188,8 +205,10 @@ def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
     assert page.status_code == 200 and PREPARING not in page.text
     now = _keys_of(world, "run-2")
     assert now - old and old <= now  # the older evaluation's pairs wait for the idle refresh
-    assert _refresh_pairs(world) == 0
-    assert _keys_of(world, "run-2") == now - old and len(now - old) == 4 * 4  # four other runs, four measures
+    assert len(now - old) == 4  # four other runs, on the measure the pages open on
+    assert _refresh_pairs(world) == 3 * 4  # the board's three other measures once idle
+    after = _keys_of(world, "run-2")
+    assert now - old <= after and not after & old and len(after) == 4 * 4  # four other runs, four measures
     # withdrawn for good: its pairs are let go by the next idle refresh
     tasks.withdraw_run(world.engine, as_principal(world.engine, "owner"), "run-2")
     _refresh_pairs(world)
