@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,19 +134,42 @@ def _world_template(templates: Templates, backend: str) -> tuple[dict[str, str],
     return tokens, jobs
 
 
-@pytest.fixture
-def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
-    """The world, in a database of the test's own: a copy of the one built once per session
-    (building it took 2-3 s a test), so tests may change whatever they like."""
-    backend = db_backend
+@contextmanager
+def copied_world(
+    templates: Templates,
+    backend: str,
+    tmp_path: Path,
+    more: tuple[str, Callable[[World], None]] | None = None,
+) -> Iterator[World]:
+    """The world in a database of the test's own, copied from the session's template; with
+    ``more`` (a name and what it adds to a world), from a template of the world with that added,
+    itself built once per session on a copy of the world's."""
     tokens, jobs = _world_template(templates, backend)
-    url = templates.copy(backend, "world", tmp_path / "evalstore.db")
+    name = "world"
+    if more is not None:
+        name, add = more
+
+        def build(engine: Engine) -> None:
+            folder = templates.folder / f"{name}-{backend}"  # the files its runs were read from
+            folder.mkdir(exist_ok=True)
+            add(World(engine, folder, dict(tokens), dict(jobs)))
+
+        templates.build(backend, name, build, based_on="world")
+    url = templates.copy(backend, name, tmp_path / "evalstore.db")
     engine = make_engine(url)
     try:
         yield World(engine, tmp_path, dict(tokens), dict(jobs))
     finally:
         engine.dispose()
         templates.drop(url)
+
+
+@pytest.fixture
+def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world, in a database of the test's own: a copy of the one built once per session
+    (building it took 2-3 s a test), so tests may change whatever they like."""
+    with copied_world(templates, db_backend, tmp_path) as copied:
+        yield copied
 
 
 def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]:

@@ -7,7 +7,8 @@ databases)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,8 @@ from evalstore.services.comparisons import ScoreMatrix
 from evalstore.services.kinds import ranking
 from evalstore.services.kinds.ranking import pairs
 from evalstore.services.worker import Worker, WorkerSettings
-from tests.http.conftest import World, as_principal, run_text
+from tests.conftest import Templates
+from tests.http.conftest import World, as_principal, client_for, copied_world, run_text
 
 TOPICS = ("301", "302", "303")
 RUNS = ["red-open", *(f"run-{i}" for i in range(4))]
@@ -47,11 +49,25 @@ def _refresh_pairs(world: World) -> int:
     return ranking.refresh_pairs(world.engine, [_qrels_id(world)])
 
 
-def _five_runs(world: World, *, refresh: bool = True) -> None:
+def _four_runs_submitted(world: World) -> None:
+    """Four more runs of the open task, each evaluated by its job (which stores its pairs)."""
     for index, shift in enumerate((2, 4, 6, 9)):
         world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
-    if refresh:
-        _refresh(world)
+
+
+@pytest.fixture
+def five_runs(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world with the open task's five runs, as their jobs left it, and no idle refresh yet: a
+    copy of a template built once per session (submitting and evaluating the runs was most of
+    each test's time)."""
+    with copied_world(templates, db_backend, tmp_path, ("world-five-runs", _four_runs_submitted)) as world:
+        yield world
+
+
+@pytest.fixture
+def five_runs_client(five_runs: World) -> Iterator[TestClient]:
+    with client_for(five_runs.engine) as test_client:
+        yield test_client
 
 
 def _stored_for(
@@ -86,16 +102,17 @@ def _both(world: World, runs: list[str], measure: str) -> tuple[comparisons.Comp
 
 
 @pytest.mark.parametrize("measure", ["AP", "nDCG@10", "P@10", "RR"])
-def test_the_stored_tests_are_the_tests_computed_on_request(world: World, measure: str) -> None:
-    _five_runs(world, refresh=False)  # each job stored its run's pairs: no idle refresh needed
+def test_the_stored_tests_are_the_tests_computed_on_request(five_runs: World, measure: str) -> None:
+    world = five_runs  # each job stored its run's pairs: no idle refresh needed
     for runs in (RUNS[:2], RUNS[1::-1], ["run-3", "run-0", "red-open"], RUNS, list(reversed(RUNS))):
         stored, computed = _both(world, runs, measure)
         assert stored.prepared and not computed.prepared
         assert stored.as_dict() == computed.as_dict()  # every number to the bit, every pair's order
 
 
-def test_a_measure_the_task_does_not_evaluate_is_computed_on_request(world: World) -> None:
-    _five_runs(world)
+def test_a_measure_the_task_does_not_evaluate_is_computed_on_request(five_runs: World) -> None:
+    world = five_runs
+    _refresh(world)
     stored, computed = _both(world, RUNS[:3], "P@20")
     assert not stored.prepared and stored.as_dict() == computed.as_dict()
 
@@ -110,8 +127,8 @@ def _rows(world: World) -> dict[str, tuple[str, dict[str, int], bytes]]:
         }
 
 
-def test_each_pair_of_the_tasks_measures_is_stored_once_as_its_jobs_finish(world: World) -> None:
-    _five_runs(world, refresh=False)
+def test_each_pair_of_the_tasks_measures_is_stored_once_as_its_jobs_finish(five_runs: World) -> None:
+    world = five_runs
     rows = _rows(world)
     by_measure: dict[str, list[dict[str, int]]] = {}
     for measure, runs, _ in rows.values():
@@ -139,8 +156,8 @@ def test_a_batchs_runs_store_their_pairs_together_as_a_full_refresh_would(
     assert _rows(world) == batched
 
 
-def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -> None:
-    _five_runs(world, refresh=False)
+def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(five_runs: World) -> None:
+    world = five_runs
     incremental = _rows(world)
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
@@ -148,8 +165,9 @@ def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -
     assert _rows(world) == incremental  # the same keys, the same bytes
 
 
-def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClient) -> None:
-    _five_runs(world)
+def test_the_compare_page_reads_the_stored_tests(five_runs: World, five_runs_client: TestClient) -> None:
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
     page = client.get(url, headers=world.headers("owner"))
     assert page.status_code == 200 and PREPARING not in page.text
@@ -173,9 +191,10 @@ def _keys_of(world: World, run: str) -> set[str]:
 
 
 def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
-    world: World, client: TestClient
+    five_runs: World, five_runs_client: TestClient
 ) -> None:
-    _five_runs(world)
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     old = _keys_of(world, "run-2")
     # evaluated again on the same inputs: the same evaluation, the same numbers, nothing recomputed
     orchestration.evaluate(world.engine, orchestration.RankingRequest("sample", ["run-2"], force=True), wait=True)
@@ -198,8 +217,9 @@ def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
         assert session.scalar(select(func.count()).select_from(PairTests)) == 6 * 4  # four runs' pairs
 
 
-def test_the_page_computes_and_says_so_while_a_pair_is_missing(world: World, client: TestClient) -> None:
-    _five_runs(world)
+def test_the_page_computes_and_says_so_while_a_pair_is_missing(five_runs: World, five_runs_client: TestClient) -> None:
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
     url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
