@@ -172,6 +172,31 @@ def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[Wor
         yield copied
 
 
+FIVE_RUN_TOPICS = ("301", "302", "303")
+
+
+def four_runs_submitted(world: World) -> None:
+    """Four more runs of the open task (run-0 to run-3, on three topics), each evaluated by its job
+    (which stores its pairs): with red-open, the open task's five runs."""
+    for index, shift in enumerate((2, 4, 6, 9)):
+        world.submit("open", f"run-{index}", text=run_text(FIVE_RUN_TOPICS, tag=f"run-{index}", shift=shift))
+
+
+@pytest.fixture
+def five_runs(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world with the open task's five runs, as their jobs left it, and no idle refresh yet: a
+    copy of a template built once per test process (submitting and evaluating the runs was most
+    of each such test's time)."""
+    with copied_world(templates, db_backend, tmp_path, ("world-five-runs", four_runs_submitted)) as world:
+        yield world
+
+
+@pytest.fixture
+def five_runs_client(five_runs: World) -> Iterator[TestClient]:
+    with client_for(five_runs.engine) as test_client:
+        yield test_client
+
+
 def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]:
     """Each route of ``table`` (route -> (request for a caller, expected statuses in CALLERS
     order)) asked by every caller: the cells whose status differs from the table's."""

@@ -7,8 +7,7 @@ databases)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -22,8 +21,7 @@ from evalstore.services.comparisons import ScoreMatrix
 from evalstore.services.kinds import ranking
 from evalstore.services.kinds.ranking import pairs
 from evalstore.services.worker import Worker, WorkerSettings
-from tests.conftest import Templates
-from tests.http.conftest import World, as_principal, client_for, copied_world, run_text
+from tests.http.conftest import World, as_principal, run_text
 
 TOPICS = ("301", "302", "303")
 RUNS = ["red-open", *(f"run-{i}" for i in range(4))]
@@ -47,27 +45,6 @@ def _refresh(world: World) -> int:
 def _refresh_pairs(world: World) -> int:
     """The pairs an idle worker stores (and lets go); how many it stored."""
     return ranking.refresh_pairs(world.engine, [_qrels_id(world)])
-
-
-def _four_runs_submitted(world: World) -> None:
-    """Four more runs of the open task, each evaluated by its job (which stores its pairs)."""
-    for index, shift in enumerate((2, 4, 6, 9)):
-        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
-
-
-@pytest.fixture
-def five_runs(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
-    """The world with the open task's five runs, as their jobs left it, and no idle refresh yet: a
-    copy of a template built once per session (submitting and evaluating the runs was most of
-    each test's time)."""
-    with copied_world(templates, db_backend, tmp_path, ("world-five-runs", _four_runs_submitted)) as world:
-        yield world
-
-
-@pytest.fixture
-def five_runs_client(five_runs: World) -> Iterator[TestClient]:
-    with client_for(five_runs.engine) as test_client:
-        yield test_client
 
 
 def _stored_for(
