@@ -42,7 +42,10 @@ def test_a_tracking_server_is_not_opened_again(cli: Cli, monkeypatch: pytest.Mon
     )
 
 
-def test_the_ui_shows_what_evalstore_logged(cli: Cli, tmp_path: Path) -> None:
+def test_the_ui_shows_what_evalstore_logged(cli: Cli, tmp_path: Path, mlflow_store: str) -> None:
+    # the MLflow store in EVALSTORE_HOME (the test's folder) has its schema already (mlflow_store):
+    # creating one is tests/db/test_workers.py's to check, and its migrations cost seconds of CPU
+    assert mlflow_store == f"sqlite:///{cli.folder / 'mlflow.db'}"
     cli.upgrade()
     assert cli("qrels", "import", str(SAMPLE / "qrels.test"), "--name", "sample").exit_code == 0
     assert cli("runs", "register", str(SAMPLE / "results.test"), "--name", "STANDARD").exit_code == 0
@@ -62,16 +65,17 @@ def test_the_ui_shows_what_evalstore_logged(cli: Cli, tmp_path: Path) -> None:
     api = f"http://127.0.0.1:{port}/api/2.0/mlflow"
     try:
         deadline = time.monotonic() + 300  # the first time on a machine, uv fetches the release
-        while True:
-            assert ui.poll() is None, (tmp_path / "ui.log").read_text()
-            try:
-                answer = httpx.get(f"{api}/experiments/search", params={"max_results": 10}, timeout=5)
-                if answer.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, (tmp_path / "ui.log").read_text()
-            time.sleep(0.1)  # a probe is one local request: a second's step only added to the wait
+        with httpx.Client() as http:  # one client for the probes (httpx.get: a TLS context, ~50 ms of CPU, each)
+            while True:
+                assert ui.poll() is None, (tmp_path / "ui.log").read_text()
+                try:
+                    answer = http.get(f"{api}/experiments/search", params={"max_results": 10}, timeout=5)
+                    if answer.status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, (tmp_path / "ui.log").read_text()
+                time.sleep(0.1)  # a probe is one local request: a second's step only added to the wait
         experiments = {e["name"]: e["experiment_id"] for e in answer.json()["experiments"]}
         assert "evalstore/sample" in experiments, experiments
         runs = httpx.post(

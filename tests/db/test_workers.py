@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,10 +17,12 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine
 
+from evalstore.db.engine import make_engine, upgrade
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from evalstore.services import jobs, store
 from evalstore.services.jobs import EvaluationOptions
+from tests.conftest import Templates
 from tests.factories import SAMPLE
 
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
@@ -40,6 +43,20 @@ def big_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     run.write_text("".join(run_lines))
     qrels.write_text("".join(qrels_lines))
     return run, qrels
+
+
+def _big_store(templates: Templates, backend: str, tmp_path: Path, big_inputs: tuple[Path, Path]) -> Engine:
+    """A migrated database holding the big qrels and run (as "big"), copied from a template built
+    once per test process (importing and registering them took ~2.5 s of CPU a test)."""
+    run, qrels = big_inputs
+
+    def register(engine: Engine) -> None:
+        store.import_qrels(engine, qrels, name="big")
+        store.register_run(engine, run, name="big")
+
+    templates.build(backend, "migrated", upgrade)
+    templates.build(backend, "big-run", register, based_on="migrated")
+    return make_engine(templates.copy(backend, "big-run", tmp_path / "evalstore.db"))
 
 
 def _start_worker(engine: Engine, log: Path, *args: str) -> subprocess.Popen[bytes]:
@@ -106,12 +123,19 @@ def test_four_workers_evaluate_sixty_jobs_each_exactly_once(engine: Engine, tmp_
         assert (job.state, job.attempts, job.results_version) == ("done", 1, 1), job_id
 
 
-def test_a_killed_workers_job_is_finished_by_another_after_its_lease(
-    engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]
-) -> None:
-    run, qrels = big_inputs
-    store.import_qrels(engine, qrels, name="big")
-    store.register_run(engine, run, name="big")
+@pytest.fixture
+def big_engine(
+    db_backend: str, templates: Templates, tmp_path: Path, big_inputs: tuple[Path, Path]
+) -> Iterator[Engine]:
+    """The big qrels and run stored (as "big"), on SQLite and PostgreSQL."""
+    engine = _big_store(templates, db_backend, tmp_path, big_inputs)
+    yield engine
+    engine.dispose()
+    templates.drop(engine.url.render_as_string(hide_password=False))
+
+
+def test_a_killed_workers_job_is_finished_by_another_after_its_lease(big_engine: Engine, tmp_path: Path) -> None:
+    engine = big_engine
     [ref] = jobs.enqueue(engine, qrels_name="big", run_names=["big"], options=EvaluationOptions(("all_trec",)))
     doomed = _start_worker(engine, tmp_path / "doomed.log", "--lease-seconds", "1.5")
     try:
@@ -129,13 +153,18 @@ def test_a_killed_workers_job_is_finished_by_another_after_its_lease(
     assert job.worker_id != running.worker_id
 
 
+@pytest.fixture
+def big_sqlite_engine(templates: Templates, tmp_path: Path, big_inputs: tuple[Path, Path]) -> Iterator[Engine]:
+    """The big qrels and run stored (as "big"), on SQLite."""
+    engine = _big_store(templates, "sqlite", tmp_path, big_inputs)
+    yield engine
+    engine.dispose()
+
+
 def test_sigterm_finishes_the_current_job_and_a_second_one_releases_it(
-    sqlite_engine: Engine, tmp_path: Path, big_inputs: tuple[Path, Path]
+    big_sqlite_engine: Engine, tmp_path: Path
 ) -> None:
-    run, qrels = big_inputs
-    engine = sqlite_engine
-    store.import_qrels(engine, qrels, name="big")
-    store.register_run(engine, run, name="big")
+    engine = big_sqlite_engine
     [first] = jobs.enqueue(engine, qrels_name="big", run_names=["big"], options=EvaluationOptions(("all_trec",)))
     worker = _start_worker(engine, tmp_path / "graceful.log")
     _wait_for_state(engine, first.evaluation_id, "running")

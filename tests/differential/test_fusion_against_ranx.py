@@ -21,7 +21,14 @@ from evalstore.errors import InvalidParameterError
 from evalstore.fusion import METHODS, NORMS, Fused, fuse
 from tests.conftest import shared_path
 
-ranx = pytest.importorskip("ranx")
+
+def ranx() -> Any:
+    """ranx, imported by the first test that uses it, not as this module is collected: ranx imports
+    numba and matplotlib (~1.5 s of CPU), which every xdist worker paid to collect this module
+    and test_trained_fusion_against_ranx.py, though one worker runs each (their module fixtures
+    keep a module's tests together). Without ranx the test skips (and fails under CI)."""
+    return pytest.importorskip("ranx")
+
 
 # numba's warning, as it compiles ranx's functions, not ours (where NUMBA_DISABLE_JIT=0 compiles
 # them: tests/differential/conftest.py)
@@ -97,7 +104,7 @@ def ranx_runs(runs: Runs) -> list[Any]:
     making them is most of what the reference costs."""
     made = _RANX_RUNS.get(id(runs))
     if made is None or made[0] is not runs:
-        made = _RANX_RUNS[id(runs)] = (runs, [ranx.Run(r) for r in runs])
+        made = _RANX_RUNS[id(runs)] = (runs, [ranx().Run(r) for r in runs])
     return made[1]
 
 
@@ -105,7 +112,7 @@ def theirs(runs: Runs, method: str, norm: str) -> dict[str, dict[str, float]]:
     params: dict[str, Any] = dict(PARAMS.get(method, {}))
     if METHODS[method].weighted:
         params["weights"] = WEIGHTS[: len(runs)]
-    fused = ranx.fuse(
+    fused = ranx().fuse(
         ranx_runs(runs), norm=None if norm == "none" else norm, method=METHODS[method].ranx, params=params
     )
     return {q: dict(docs) for q, docs in fused.to_dict().items()}
@@ -350,9 +357,9 @@ def ranx_optimised(method: str, metric: str, chosen: frozenset[str]) -> dict[str
     """ranx's choice on the synthetic runs' ``chosen`` topics, made once for both databases' tests
     (a choice takes ranx tens of fusions and evaluations)."""
     runs, qrels = synthetic(11, SPLIT_TOPICS)
-    return ranx.optimize_fusion(  # type: ignore[no-any-return]
-        qrels=ranx.Qrels({q: v for q, v in qrels.items() if q in chosen}),
-        runs=[ranx.Run({q: v for q, v in run.items() if q in chosen}) for run in runs],
+    return ranx().optimize_fusion(  # type: ignore[no-any-return]
+        qrels=ranx().Qrels({q: v for q, v in qrels.items() if q in chosen}),
+        runs=[ranx().Run({q: v for q, v in run.items() if q in chosen}) for run in runs],
         norm="min-max",
         method=method,
         metric=metric,

@@ -18,10 +18,13 @@ import pytest
 from evalstore.errors import InvalidParameterError
 from evalstore.fusion import METHODS, fuse
 from tests.conftest import shared_path
-from tests.differential.test_fusion_against_ranx import HAND_MADE, Runs, assert_same, real_runs, table
+from tests.differential.test_fusion_against_ranx import HAND_MADE, Runs, assert_same, ranx, real_runs, table
 
-ranx = pytest.importorskip("ranx")
-from ranx import fusion as ranx_fusion  # noqa: E402
+
+def ranx_fusion() -> Any:
+    """ranx's fusion module, imported by the first test that uses it (as ranx: ranx())."""
+    return pytest.importorskip("ranx.fusion")
+
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64:Warning")  # as there
 
@@ -56,13 +59,13 @@ def qrels_table(qrels: Qrels) -> pa.Table:
 
 
 def theirs(runs: Runs, qrels: Qrels, method: str, params: Mapping[str, int]) -> dict[str, dict[str, float]]:
-    train = getattr(ranx_fusion, f"{method}_train")
+    train = getattr(ranx_fusion(), f"{method}_train")
     extra = [params["n_segments"]] if method == "probfuse" else []
-    learnt = train(ranx.Qrels(qrels), [ranx.Run(r) for r in runs], *extra)
+    learnt = train(ranx().Qrels(qrels), [ranx().Run(r) for r in runs], *extra)
     given: dict[str, Any] = {TRAINED_AS.get(method, "probs"): learnt}
     if method == "slidefuse":
         given["w"] = params["w"]
-    fused = ranx.fuse([ranx.Run(r) for r in runs], norm="min-max", method=method, params=given)
+    fused = ranx().fuse([ranx().Run(r) for r in runs], norm="min-max", method=method, params=given)
     return {q: dict(docs) for q, docs in fused.to_dict().items()}
 
 
@@ -152,9 +155,9 @@ def test_trained_on_a_split_learns_from_its_training_topics_and_records_them(eng
         engine, ["r0", "r1", "r2"], service.Recipe("mapfuse", "min-max", depth=None), name="fused", split="h"
     )
 
-    expected = ranx_fusion.mapfuse_train(
-        ranx.Qrels({q: v for q, v in qrels.items() if q in chosen}),
-        [ranx.Run({q: v for q, v in run.items() if q in chosen}) for run in in_score_order(runs)],
+    expected = ranx_fusion().mapfuse_train(
+        ranx().Qrels({q: v for q, v in qrels.items() if q in chosen}),
+        [ranx().Run({q: v for q, v in run.items() if q in chosen}) for run in in_score_order(runs)],
     )
     learnt = json.loads(made.provenance["fusion.trained"])
     np.testing.assert_allclose([v[0] for v in learnt], expected, rtol=1e-9)

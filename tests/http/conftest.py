@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,19 +134,67 @@ def _world_template(templates: Templates, backend: str) -> tuple[dict[str, str],
     return tokens, jobs
 
 
-@pytest.fixture
-def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
-    """The world, in a database of the test's own: a copy of the one built once per session
-    (building it took 2-3 s a test), so tests may change whatever they like."""
-    backend = db_backend
+@contextmanager
+def copied_world(
+    templates: Templates,
+    backend: str,
+    tmp_path: Path,
+    more: tuple[str, Callable[[World], None]] | None = None,
+) -> Iterator[World]:
+    """The world in a database of the test's own, copied from the session's template; with
+    ``more`` (a name and what it adds to a world), from a template of the world with that added,
+    itself built once per session on a copy of the world's."""
     tokens, jobs = _world_template(templates, backend)
-    url = templates.copy(backend, "world", tmp_path / "evalstore.db")
+    name = "world"
+    if more is not None:
+        name, add = more
+
+        def build(engine: Engine) -> None:
+            folder = templates.folder / f"{name}-{backend}"  # the files its runs were read from
+            folder.mkdir(exist_ok=True)
+            add(World(engine, folder, dict(tokens), dict(jobs)))
+
+        templates.build(backend, name, build, based_on="world")
+    url = templates.copy(backend, name, tmp_path / "evalstore.db")
     engine = make_engine(url)
     try:
         yield World(engine, tmp_path, dict(tokens), dict(jobs))
     finally:
         engine.dispose()
         templates.drop(url)
+
+
+@pytest.fixture
+def world(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world, in a database of the test's own: a copy of the one built once per session
+    (building it took 2-3 s a test), so tests may change whatever they like."""
+    with copied_world(templates, db_backend, tmp_path) as copied:
+        yield copied
+
+
+FIVE_RUN_TOPICS = ("301", "302", "303")
+
+
+def four_runs_submitted(world: World) -> None:
+    """Four more runs of the open task (run-0 to run-3, on three topics), each evaluated by its job
+    (which stores its pairs): with red-open, the open task's five runs."""
+    for index, shift in enumerate((2, 4, 6, 9)):
+        world.submit("open", f"run-{index}", text=run_text(FIVE_RUN_TOPICS, tag=f"run-{index}", shift=shift))
+
+
+@pytest.fixture
+def five_runs(db_backend: str, templates: Templates, tmp_path: Path) -> Iterator[World]:
+    """The world with the open task's five runs, as their jobs left it, and no idle refresh yet: a
+    copy of a template built once per test process (submitting and evaluating the runs was most
+    of each such test's time)."""
+    with copied_world(templates, db_backend, tmp_path, ("world-five-runs", four_runs_submitted)) as world:
+        yield world
+
+
+@pytest.fixture
+def five_runs_client(five_runs: World) -> Iterator[TestClient]:
+    with client_for(five_runs.engine) as test_client:
+        yield test_client
 
 
 def wrong_statuses(world: World, table: dict[str, tuple[Any, str]]) -> list[str]:

@@ -29,6 +29,21 @@ NO_WORKER = "No evaluation worker is running, so queued runs wait."
 STARTING = 300
 
 
+def _wait_for_health(url: str) -> None:
+    """Until ``url`` answers (an `evalstore serve` starting), probing through one client:
+    httpx.get makes a client, and a TLS context with it, each time (~50 ms of CPU a probe, every
+    0.1 s for the seconds a loaded machine takes to start the server)."""
+    deadline = time.monotonic() + STARTING
+    with httpx.Client() as http:
+        while True:
+            try:
+                http.get(url, timeout=1)
+                return
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, f"evalstore serve did not answer within {STARTING} s"
+                time.sleep(0.1)
+
+
 def cli(url: str, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(app, ["--database-url", url, *args], input=input)
 
@@ -56,14 +71,7 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
     server = subprocess.Popen([evalstore, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True)
     base, headers = f"http://127.0.0.1:{port}/api/v1", {"Authorization": f"Bearer {token}"}
     try:
-        deadline = time.monotonic() + STARTING
-        while True:
-            try:
-                httpx.get(f"{base}/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, f"evalstore serve did not answer within {STARTING} s"
-                time.sleep(0.1)
+        _wait_for_health(f"{base}/health")
         run = tmp_path / "mine.txt"
         run.write_text(run_text(tag="mine"))
         submitted = subprocess.run(
@@ -86,13 +94,14 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
         )
         assert submitted.returncode == 0, submitted.stderr
         deadline = time.monotonic() + 60
-        while True:  # no `evalstore worker` runs: the server's own worker evaluates the run
-            state = httpx.get(f"{base}/runs/mine", headers=headers, timeout=5).json()["state"]
-            if state == "done":
-                break
-            assert state in ("queued", "running"), state
-            assert time.monotonic() < deadline, f"the run is still {state} after 60 s"
-            time.sleep(0.2)
+        with httpx.Client() as http:  # one client for the polls (httpx.get: a TLS context each)
+            while True:  # no `evalstore worker` runs: the server's own worker evaluates the run
+                state = http.get(f"{base}/runs/mine", headers=headers, timeout=5).json()["state"]
+                if state == "done":
+                    break
+                assert state in ("queued", "running"), state
+                assert time.monotonic() < deadline, f"the run is still {state} after 60 s"
+                time.sleep(0.2)
         board = httpx.get(f"{base}/tasks/t/leaderboard", headers=headers, timeout=5).json()
         assert [row["run"] for row in board["rows"]] == ["mine"]
     finally:
@@ -112,14 +121,7 @@ def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path) -> None:
         [evalstore, "serve", "--port", str(port), "--no-worker"], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + STARTING
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, f"evalstore serve did not answer within {STARTING} s"
-                time.sleep(0.1)
+        _wait_for_health(f"http://127.0.0.1:{port}/api/v1/health")
     finally:
         server.send_signal(signal.SIGTERM)
         _, stderr = server.communicate(timeout=60)

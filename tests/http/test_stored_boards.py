@@ -156,9 +156,8 @@ def test_a_new_evaluation_refreshes_the_board_and_its_tiers(world: World, client
 
 
 def _five_runs_refreshed(world: World) -> list[str]:
-    """Four more runs on the open task, and what the idle worker stores for them; the task's runs."""
-    for index, shift in enumerate((2, 4, 6, 9)):
-        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
+    """What the idle worker stores for the open task's five runs (the ``five_runs`` world); the
+    task's runs."""
     _refresh(world)
     return ["red-open", *(f"run-{i}" for i in range(4))]
 
@@ -173,13 +172,15 @@ def _stored_and_computed(world: World, measure: str, runs: list[str]) -> tuple[d
         return stored, ranking.compute_tiers(session, qrels, measure, runs, None)
 
 
-def test_stored_letters_equal_the_letters_computed_on_the_page(world: World) -> None:
+def test_stored_letters_equal_the_letters_computed_on_the_page(five_runs: World) -> None:
+    world = five_runs
     runs = _five_runs_refreshed(world)
     stored, computed = _stored_and_computed(world, "AP", runs)
     assert stored == computed and set(computed) == set(runs)
 
 
-def test_letters_are_stored_for_every_measure_the_runs_hold(world: World, client: TestClient) -> None:
+def test_letters_are_stored_for_every_measure_the_runs_hold(five_runs: World, five_runs_client: TestClient) -> None:
+    world, client = five_runs, five_runs_client
     runs = _five_runs_refreshed(world)
     with read_only(world.engine) as session:
         held = set(session.scalars(select(MeasureSummary.measure).where(MeasureSummary.topics > 0)))

@@ -47,13 +47,6 @@ def _refresh_pairs(world: World) -> int:
     return ranking.refresh_pairs(world.engine, [_qrels_id(world)])
 
 
-def _five_runs(world: World, *, refresh: bool = True) -> None:
-    for index, shift in enumerate((2, 4, 6, 9)):
-        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
-    if refresh:
-        _refresh(world)
-
-
 def _stored_for(
     world: World, task: str = "open", shown: ranking.TopicFilter | None = None
 ) -> Callable[[ScoreMatrix], ranking.StoredPairs | None]:
@@ -86,18 +79,21 @@ def _both(world: World, runs: list[str], measure: str) -> tuple[comparisons.Comp
 
 
 @pytest.mark.parametrize("measure", ["AP", "nDCG@10", "P@10", "RR"])
-def test_the_stored_tests_are_the_tests_computed_on_request(world: World, measure: str) -> None:
+def test_the_stored_tests_are_the_tests_computed_on_request(five_runs: World, measure: str) -> None:
     # each job stored its run's pairs on the measure the pages open on (AP: the task names no
     # official measure); the board's others once the queue is empty
-    _five_runs(world, refresh=measure != "AP")
+    world = five_runs
+    if measure != "AP":
+        _refresh(world)
     for runs in (RUNS[:2], RUNS[1::-1], ["run-3", "run-0", "red-open"], RUNS, list(reversed(RUNS))):
         stored, computed = _both(world, runs, measure)
         assert stored.prepared and not computed.prepared
         assert stored.as_dict() == computed.as_dict()  # every number to the bit, every pair's order
 
 
-def test_a_measure_the_task_does_not_evaluate_is_computed_on_request(world: World) -> None:
-    _five_runs(world)
+def test_a_measure_the_task_does_not_evaluate_is_computed_on_request(five_runs: World) -> None:
+    world = five_runs
+    _refresh(world)
     stored, computed = _both(world, RUNS[:3], "P@20")
     assert not stored.prepared and stored.as_dict() == computed.as_dict()
 
@@ -119,10 +115,11 @@ def _by_measure(world: World) -> dict[str, list[dict[str, int]]]:
     return by_measure
 
 
-def test_each_pair_is_stored_once_as_its_jobs_finish_and_the_boards_other_measures_when_idle(world: World) -> None:
-    _five_runs(world, refresh=False)
-    by_measure = _by_measure(world)
-    assert set(by_measure) == {"AP"}  # the measure the pages open on, as the jobs finish
+def test_each_pair_is_stored_once_as_its_jobs_finish_and_the_boards_other_measures_when_idle(
+    five_runs: World,
+) -> None:
+    world = five_runs
+    assert set(_by_measure(world)) == {"AP"}  # the measure the pages open on, as the jobs finish
     assert _refresh_pairs(world) == 3 * 10  # the board's three others once the queue is empty
     by_measure = _by_measure(world)
     assert set(by_measure) == {"AP", "nDCG@10", "P@10", "RR"}  # the open task's board measures alone
@@ -134,7 +131,8 @@ def test_each_pair_is_stored_once_as_its_jobs_finish_and_the_boards_other_measur
 def test_an_official_measure_is_the_one_stored_as_jobs_finish(world: World) -> None:
     with unit_of_work(world.engine) as session:
         session.execute(update(Task).where(Task.name == "open").values(official_measure="nDCG@10"))
-    _five_runs(world, refresh=False)
+    for index, shift in enumerate((2, 4, 6, 9)):
+        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=shift))
     assert set(_by_measure(world)) == {"nDCG@10"}
 
 
@@ -155,8 +153,8 @@ def test_a_batchs_runs_store_their_pairs_together_as_a_full_refresh_would(
     assert {key: row for key, row in _rows(world).items() if row[0] == "AP"} == batched
 
 
-def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -> None:
-    _five_runs(world, refresh=False)
+def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(five_runs: World) -> None:
+    world = five_runs
     incremental = _rows(world)
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
@@ -165,8 +163,9 @@ def test_the_pairs_stored_job_by_job_are_those_of_a_full_refresh(world: World) -
     assert full == incremental  # the same keys, the same bytes
 
 
-def test_the_compare_page_reads_the_stored_tests(world: World, client: TestClient) -> None:
-    _five_runs(world)
+def test_the_compare_page_reads_the_stored_tests(five_runs: World, five_runs_client: TestClient) -> None:
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
     page = client.get(url, headers=world.headers("owner"))
     assert page.status_code == 200 and PREPARING not in page.text
@@ -190,9 +189,10 @@ def _keys_of(world: World, run: str) -> set[str]:
 
 
 def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
-    world: World, client: TestClient
+    five_runs: World, five_runs_client: TestClient
 ) -> None:
-    _five_runs(world)
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     old = _keys_of(world, "run-2")
     # evaluated again on the same inputs: the same evaluation, the same numbers, nothing recomputed
     orchestration.evaluate(world.engine, orchestration.RankingRequest("sample", ["run-2"], force=True), wait=True)
@@ -217,8 +217,9 @@ def test_a_run_replaced_has_its_pairs_stored_by_its_job_and_the_old_ones_let_go(
         assert session.scalar(select(func.count()).select_from(PairTests)) == 6 * 4  # four runs' pairs
 
 
-def test_the_page_computes_and_says_so_while_a_pair_is_missing(world: World, client: TestClient) -> None:
-    _five_runs(world)
+def test_the_page_computes_and_says_so_while_a_pair_is_missing(five_runs: World, five_runs_client: TestClient) -> None:
+    world, client = five_runs, five_runs_client
+    _refresh(world)
     with unit_of_work(world.engine) as session:
         session.execute(delete(PairTests))
     url = "/tasks/open/compare?run=red-open&run=run-2&measure=AP"
