@@ -3,13 +3,17 @@ another organiser tried in issue 36, each refused."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from evalstore.cli import app
+from evalstore.db.models import Submission
+from evalstore.db.session import unit_of_work
 from evalstore.errors import AccessDenied, InvalidParameterError, LimitExceeded
 from evalstore.services import access, pools, store, tasks
 from evalstore.services.orchestration import work_on
@@ -134,6 +138,8 @@ def test_a_server_may_cap_each_teams_runs_per_day(world: World) -> None:
             files={"file": ("run.txt", run_text(tag=name).encode())},
         )
 
+    with unit_of_work(world.engine) as session:  # the world's template may be from before midnight
+        session.execute(update(Submission).values(created_at=datetime.now(UTC)))
     with client_for(world.engine, runs_per_day=2) as client:
         # red-open was submitted today already (the world's): one more fits, then none
         assert submit(client, "daily-1").status_code == 201
