@@ -362,15 +362,19 @@ class Worker:
         return made + summarised
 
     def _jobs_waiting(self) -> bool:
-        """Whether an idle chore should stop now: the worker is stopping, or a job is queued
-        (looked up at most every ``_LOOK_FOR_JOBS`` seconds: a query each time)."""
+        """Whether an idle chore should stop now: the worker is stopping, a job is queued (looked
+        up at most every ``_LOOK_FOR_JOBS`` seconds: a query each time), or that query failed (the
+        run loop meets the outage next, and waits it out; raised here, it ended the worker)."""
         if self.stopping:
             return True
         now = time.monotonic()
         if now - self._looked_for_jobs < _LOOK_FOR_JOBS:
             return False
         self._looked_for_jobs = now
-        return jobs.jobs_waiting(self.engine, self.only)
+        try:
+            return jobs.jobs_waiting(self.engine, self.only)
+        except Exception:  # the database is failing: the chore stops, the loop waits the outage out
+            return True
 
     def _refresh_pairs(self, touched: set[int], interrupted: jobs.Interrupted = jobs.never) -> int:
         """The paired tests of the tasks on the ``touched`` qrels that the jobs left missing, the

@@ -124,8 +124,8 @@ def test_workers_live_through_a_postgres_outage_and_finish_the_jobs(
     assert started_in_outage.poll() is None, logs[1].read_text()
     proxy.restore()
     _wait_done(engine, later, *logs)
-    assert _stop(running) == 0
-    assert _stop(started_in_outage) == 0
+    assert _stop(running) == 0, logs[0].read_text()
+    assert _stop(started_in_outage) == 0, logs[1].read_text()
     proxy.close()
     reference, rows = _stored(engine, first)
     assert set(reference) >= set(MEASURES) and rows > 0

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import OperationalError
 
 from evalstore.db.models import BoardTiers, HealthReportRow, MeasureSummary, PairTests, QrelsSet, Task, TopicMedians
 from evalstore.db.session import read_only, unit_of_work
@@ -187,6 +188,26 @@ def test_an_idle_refresh_gives_way_to_a_queued_job_and_finishes_at_the_next_idle
     with unit_of_work(world.engine) as session:
         session.execute(BoardTiers.__table__.delete())
     assert worker.refresh_boards(interruptible=True) == 0 and _slots(world) == 0
+
+
+def test_an_idle_refresh_whose_look_for_jobs_fails_stops_and_the_worker_lives(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database failing between two chores: the look for queued jobs raised out of the
+    refresh, past the run loop's wait for the database, and ended the worker (exit code 1)."""
+    _queued(world, 1)
+    worker = _worker(world)
+    assert worker.process_one() and not worker.process_one()
+
+    def failing(*_: object) -> bool:
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(jobs, "jobs_waiting", failing)
+    assert worker.refresh_boards(interruptible=True) == 0
+    assert worker.touched_qrels == {_qrels_id(world)} and _slots(world) == 0  # for the next idle moment
+    monkeypatch.undo()
+    worker._looked_for_jobs = 0.0
+    assert worker.refresh_boards(interruptible=True) > 0 and _slots(world) > 20
 
 
 def test_with_no_worker_running_the_board_computes_its_letters(world: World, client: TestClient) -> None:
