@@ -41,7 +41,7 @@ PARTS = {
     "MLflow set_terminated": [("mlflow", "MlflowClient", "set_terminated")],
     "claims and records (our database)": [
         ("evalstore.services.tracking.states", None, name)
-        for name in ("claim_many", "confirm", "confirm_recording", "mark_logged", "undelivered")
+        for name in ("claim_many", "still_held", "confirm", "mark_all_logged", "undelivered")
     ],
 }
 

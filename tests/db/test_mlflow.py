@@ -482,13 +482,14 @@ def _pending(engine: Engine, how_many: int = 5) -> list[int]:
     return sorted(ref.evaluation_id for ref in refs)
 
 
-def test_deliveries_are_claimed_together_and_each_recorded_with_the_next_ones_confirmation(
+def test_deliveries_are_claimed_together_confirmed_by_reads_and_recorded_together(
     engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Five results: three claims (four, one, and the one that finds none left), each delivery's
-    'logged' written in the transaction that confirms the next one, the last of each claim on its
-    own: 10 write transactions where a claim, a confirmation and a record each made 16; every
-    result once."""
+    """Five results: three claims (four, one, and the one that finds none left), each delivery
+    confirmed by a read while its lease has more than half to run, each claim's finished runs
+    recorded in one transaction: 5 write transactions where a claim, a confirmation and a record
+    each made 16 (SQLite has one write lock, which the workers' commits queue on); every result
+    once."""
     ids = _pending(engine)
     monkeypatch.setenv(
         "EVALSTORE_MLFLOW_LEASE", "600"
@@ -504,10 +505,28 @@ def test_deliveries_are_claimed_together_and_each_recorded_with_the_next_ones_co
     monkeypatch.setattr(states, "unit_of_work", counted)
     report = deliver(engine)
     assert sorted(report.logged) == ids and report.failed == {} and report.left_pending == 0
-    assert len(writes) == 3 + 5 + 2
+    assert len(writes) == 3 + 2
     runs = _logged_runs(tracking_uri)
     assert sorted(int(r.data.tags["evalstore.evaluation_id"]) for r in runs) == ids
     assert {_evaluation(engine, i).mlflow_run_id for i in ids} == {r.info.run_id for r in runs}
+
+
+def test_a_claim_is_confirmed_by_a_read_only_while_half_its_lease_is_left(engine: Engine) -> None:
+    """A read says "held" only for this claim, on results not embargoed, with half its lease
+    left; otherwise the write confirmation renews the lease or says why not."""
+    [first, *_] = _pending(engine, 1)
+    lease = timedelta(seconds=60)
+    [held] = states.claim_many(engine, None, lease, 1)
+    assert held.evaluation_id == first and states.still_held(engine, held, lease)
+    with unit_of_work(engine) as session:  # 20 s of 60 left, as when the lease keeper fell behind
+        now = jobs.db_now(session)
+        session.execute(
+            update(Evaluation).where(Evaluation.id == first).values(mlflow_lease_expires_at=now + lease / 3)
+        )
+    assert not states.still_held(engine, held, lease)
+    assert states.confirm(engine, held, lease) == "held" and states.still_held(engine, held, lease)  # renewed
+    taken_over = states.Claim(held.evaluation_id, held.results_version, held.attempt + 1)
+    assert not states.still_held(engine, taken_over, lease) and states.confirm(engine, taken_over, lease) == "lost"
 
 
 def test_the_last_deliveries_are_claimed_one_at_a_time_for_the_other_lanes_to_share(engine: Engine) -> None:

@@ -151,13 +151,20 @@ def confirm(engine: Engine, held: Claim, lease: timedelta) -> str:
         return _confirm(session, held, lease)
 
 
-def confirm_recording(engine: Engine, held: Claim, lease: timedelta, finished: Claim, run_id: str) -> tuple[str, bool]:
-    """:func:`mark_logged` of the delivery finished before and :func:`confirm` of this one in one
-    transaction (one write where there were two): the verdict, and whether the finished one was
-    recorded."""
-    with unit_of_work(engine) as session:
-        recorded = _mark_logged(session, finished, run_id)
-        return _confirm(session, held, lease), recorded
+def still_held(engine: Engine, held: Claim, lease: timedelta) -> bool:
+    """Whether the claim is still this one, its results not embargoed, with at least half its
+    ``lease`` left: then :func:`confirm` would change nothing a reader needs (the lease keeper
+    renews it every third of the lease), and a read does where a write took SQLite's one write
+    lock, which the workers' commits queue on. False: call :func:`confirm` (it renews the lease,
+    or says why not)."""
+    with read_only(engine) as session:
+        now = jobs.db_now(session)
+        found = session.scalar(
+            select(Evaluation.id).where(
+                _held(held), ~embargoed(), Evaluation.mlflow_lease_expires_at >= now + lease / 2
+            )
+        )
+        return found is not None
 
 
 def _confirm(session: Session, held: Claim, lease: timedelta) -> str:
@@ -185,6 +192,13 @@ def mark_logged(engine: Engine, held: Claim, run_id: str) -> bool:
     """Record the finished run; False when the claim is no longer this one (nothing changed)."""
     with unit_of_work(engine) as session:
         return _mark_logged(session, held, run_id)
+
+
+def mark_all_logged(engine: Engine, finished: list[tuple[Claim, str]]) -> list[bool]:
+    """:func:`mark_logged` for several finished runs in one transaction (one write for a batch
+    of deliveries); for each, whether it was recorded."""
+    with unit_of_work(engine) as session:
+        return [_mark_logged(session, held, run_id) for held, run_id in finished]
 
 
 def _mark_logged(session: Session, held: Claim, run_id: str) -> bool:
