@@ -382,7 +382,7 @@ def compare_page(
     answers = shown.takes_answers
     # the measure the comparison is on; before one: the task's official measure (an answer task's
     # board names its first measure once runs are compared)
-    measure = page.measure if page is not None else measure or ("" if answers else shown.official_measure or "AP")
+    measure = page.measure if page is not None else measure or ("" if answers else shown.opening_measure)
     return render(
         request,
         "compare.html",

@@ -72,7 +72,7 @@ from evalstore.services.jobs.queue import (
     results_header,
     store_results,
 )
-from evalstore.services.jobs.summaries import summaries_for, summarise_stored
+from evalstore.services.jobs.summaries import opening_measure, summaries_for, summarise_stored
 from evalstore.services.jobs.views import (
     JobView,
     cancel,
@@ -95,6 +95,7 @@ __all__ = [
     "Interrupted",
     "jobs_waiting",
     "summarise_stored",
+    "opening_measure",
     "summaries_for",
     "claimable",
     "BATCH_JOBS",

@@ -96,6 +96,18 @@ def summarise(
     return out
 
 
+# the measure a ranking task's compare and run pages open on when the task names no official one:
+# the measure trec_eval's summary and most TREC overviews lead with
+FALLBACK_OPENING_MEASURE = "AP"
+
+
+def opening_measure(official_measure: str | None) -> str:
+    """The measure a ranking task's compare and run pages open on when none is asked for (and
+    the one whose paired tests a job stores): the task's official measure (stored by its
+    canonical name), else :data:`FALLBACK_OPENING_MEASURE`."""
+    return official_measure or FALLBACK_OPENING_MEASURE
+
+
 def board_measures(task: Task) -> list[str]:
     """The measures a task's board shows by default and can be sorted by: its official measure,
     its measures and the registry's headline ones (canonical names)."""

@@ -315,7 +315,7 @@ def compare_page(
         task,
         access.qrels,
         runs,
-        measure or tasks.show_task(engine, task).official_measure or "AP",
+        measure or tasks.show_task(engine, task).opening_measure,
         test,
         collection,
         shown=access.topics,

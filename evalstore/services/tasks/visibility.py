@@ -73,6 +73,11 @@ class TaskView:
     def takes_answers(self) -> bool:
         return self.nuggets is not None
 
+    @property
+    def opening_measure(self) -> str:
+        """The measure the task's compare and run pages open on (:func:`jobs.opening_measure`)."""
+        return jobs.opening_measure(self.official_measure)
+
     def as_dict(self) -> dict[str, Any]:
         """The task as anyone who may see it sees it: a split says how many topics are private and
         how they were drawn, never which (the organisers' `tasks show` lists them)."""

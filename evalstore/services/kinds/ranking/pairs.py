@@ -45,7 +45,7 @@ from evalstore.db.models import (
 )
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
-from evalstore.services.jobs.summaries import board_measures
+from evalstore.services.jobs.summaries import board_measures, opening_measure
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
 from evalstore.services.kinds.ranking.medians import medians_row, medians_slot, store_medians
 from evalstore.statistics import significance
@@ -255,7 +255,7 @@ def prepare_pairs(
                 scopes.append(TopicFilter(frozenset(task.private_topics), exclude=True))
             measures = board_measures(task)
             if run_ids is not None:  # the compare and run pages' first measure: the others when idle
-                measures = measures[:1] if task.official_measure else [m for m in measures if m == "AP"]
+                measures = [m for m in measures if m == opening_measure(task.official_measure)]
             plans.append(_Plan(task.id, task.name, runs, scopes, measures))
     made = 0
     for plan in plans:
