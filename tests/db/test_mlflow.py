@@ -529,6 +529,34 @@ def test_a_claim_is_confirmed_by_a_read_only_while_half_its_lease_is_left(engine
     assert not states.still_held(engine, taken_over, lease) and states.confirm(engine, taken_over, lease) == "lost"
 
 
+class _Died(BaseException):
+    """The deliverer's process ending where it stands (no handler of ours runs)."""
+
+
+def test_a_deliverer_that_dies_before_recording_its_batch_has_the_runs_adopted_not_logged_again(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim's finished runs are recorded together when the claim is done: a deliverer that
+    dies after MLflow finished them and before that write leaves them FINISHED and unrecorded.
+    After the lease, the next claim adopts each by its tags: every result logged once."""
+    ids = _pending(engine, 4)
+    monkeypatch.setattr(states, "SHARED_AMONG", 1)  # the four in one claim
+
+    def died(*_: object) -> list[bool]:
+        raise _Died
+
+    with monkeypatch.context() as dying, pytest.raises(_Died):
+        dying.setattr(states, "mark_all_logged", died)
+        deliver(engine)
+    finished = {r.info.run_id for r in _logged_runs(tracking_uri)}
+    assert len(finished) == 4 and {_evaluation(engine, i).mlflow_state for i in ids} == {"logging"}
+    assert deliver(engine).logged == []  # held under the dead deliverer's lease
+    _expire_lease(engine)
+    assert sorted(deliver(engine).logged) == ids
+    assert {r.info.run_id for r in _logged_runs(tracking_uri)} == finished and _deleted_runs(tracking_uri) == []
+    assert {_evaluation(engine, i).mlflow_run_id for i in ids} == finished
+
+
 def test_the_last_deliveries_are_claimed_one_at_a_time_for_the_other_lanes_to_share(engine: Engine) -> None:
     """A lane claims up to four at once while many wait, never more than a quarter of those
     claimable: the last few are spread over the lanes, not delivered one after the other by one."""
