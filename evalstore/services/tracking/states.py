@@ -188,15 +188,9 @@ def _confirm(session: Session, held: Claim, lease: timedelta) -> str:
     return "embargoed"
 
 
-def mark_logged(engine: Engine, held: Claim, run_id: str) -> bool:
-    """Record the finished run; False when the claim is no longer this one (nothing changed)."""
-    with unit_of_work(engine) as session:
-        return _mark_logged(session, held, run_id)
-
-
 def mark_all_logged(engine: Engine, finished: list[tuple[Claim, str]]) -> list[bool]:
-    """:func:`mark_logged` for several finished runs in one transaction (one write for a batch
-    of deliveries); for each, whether it was recorded."""
+    """Record each finished run (one transaction for a batch of deliveries); for each, whether it
+    was recorded: False when its claim is no longer this one (nothing changed)."""
     with unit_of_work(engine) as session:
         return [_mark_logged(session, held, run_id) for held, run_id in finished]
 

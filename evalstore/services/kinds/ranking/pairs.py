@@ -255,7 +255,8 @@ def prepare_pairs(
                 scopes.append(TopicFilter(frozenset(task.private_topics), exclude=True))
             measures = board_measures(task)
             if run_ids is not None:  # the compare and run pages' first measure: the others when idle
-                measures = [m for m in measures if m == opening_measure(task.official_measure)]
+                opening = opening_measure(task.official_measure)
+                measures = [m for m in measures if m == opening]
             plans.append(_Plan(task.id, task.name, runs, scopes, measures))
     made = 0
     for plan in plans:
