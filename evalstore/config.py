@@ -402,9 +402,10 @@ def secret(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def child_environment(**overrides: str) -> dict[str, str]:
-    """The environment a process this one starts gets: this one's, with ``overrides``."""
-    return {**os.environ, **overrides}
+def child_environment(defaults: Mapping[str, str] | None = None, /, **overrides: str) -> dict[str, str]:
+    """The environment a process this one starts gets: this one's, with ``defaults`` where it
+    sets none of them, and ``overrides``."""
+    return {**(defaults or {}), **os.environ, **overrides}
 
 
 def terminal_columns() -> int:

@@ -48,6 +48,12 @@ def status(ctx: typer.Context) -> None:
     typer.echo(f"pending: {pending_count(state(ctx).engine())}")
 
 
+# MLflow's server otherwise starts a job runner and a Huey consumer beside it, for its GenAI jobs
+# (scorers, issue detection, trace roll-ups): two more processes that each import MLflow, for
+# nothing evalstore logs, and the UI answered ~2.5 s later. A user who sets the variable keeps theirs.
+UI_DEFAULTS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+
+
 @app.command("ui")
 def ui(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (this machine only by default).")] = (
@@ -84,7 +90,7 @@ def ui(
         return
     info(f"MLflow's UI on {uri}: http://{host}:{port} (Ctrl-C stops it)")
     try:
-        raise typer.Exit(subprocess.call(command, env=child_environment(MLFLOW_TRACKING_URI=uri)))
+        raise typer.Exit(subprocess.call(command, env=child_environment(UI_DEFAULTS, MLFLOW_TRACKING_URI=uri)))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 

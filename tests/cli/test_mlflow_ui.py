@@ -83,6 +83,10 @@ def test_the_ui_shows_what_evalstore_logged(cli: Cli, tmp_path: Path, mlflow_sto
         ).json()["runs"]
         assert len(runs) == 1
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).status_code == 200  # the UI's page itself
+        # MLflow's GenAI job runner and Huey consumer are not started (evalstore's runs need neither)
+        started = _commands_in_session(ui.pid)
+        assert any("mlflow" in command for command in started), started
+        assert not [c for c in started if "huey" in c or "job_runner" in c], started
     finally:
         os.killpg(ui.pid, 15)
         try:
@@ -91,3 +95,17 @@ def test_the_ui_shows_what_evalstore_logged(cli: Cli, tmp_path: Path, mlflow_sto
             os.killpg(ui.pid, 9)
             ui.wait()
         log.close()
+
+
+def _commands_in_session(session: int) -> list[str]:
+    """The command lines of the live processes in ``session`` (a process started with
+    ``start_new_session`` leads its own)."""
+    commands = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # after the command's name in parentheses: state, parent, process group, session
+            if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == session:
+                commands.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError, IndexError):  # gone meanwhile
+            continue
+    return commands

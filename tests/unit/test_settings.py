@@ -78,3 +78,16 @@ def test_values_are_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.sqlite_busy_seconds == 2.5
     monkeypatch.delenv("EVALSTORE_SQLITE_BUSY_SECONDS")
     assert settings.sqlite_busy_seconds == 15.0
+
+
+def test_a_child_gets_the_defaults_its_parent_does_not_set_and_the_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALSTORE_TEST_MINE", "mine")
+    monkeypatch.delenv("EVALSTORE_TEST_UNSET", raising=False)
+    child = config.child_environment(
+        {"EVALSTORE_TEST_MINE": "default", "EVALSTORE_TEST_UNSET": "default"}, EVALSTORE_TEST_FORCED="forced"
+    )
+    assert (child["EVALSTORE_TEST_MINE"], child["EVALSTORE_TEST_UNSET"], child["EVALSTORE_TEST_FORCED"]) == (
+        "mine",
+        "default",
+        "forced",
+    )
