@@ -85,12 +85,13 @@ def ui(
     artifacts = mlflow_artifact_root(uri)
     if artifacts is not None:
         command += ["--default-artifact-root", str(artifacts)]
-    if print_only:
-        typer.echo(shlex.join(command))
+    env = child_environment(UI_DEFAULTS, MLFLOW_TRACKING_URI=uri)
+    if print_only:  # as a shell runs it: the variables it is given, then the command
+        typer.echo(shlex.join([*(f"{name}={env[name]}" for name in UI_DEFAULTS), *command]))
         return
     info(f"MLflow's UI on {uri}: http://{host}:{port} (Ctrl-C stops it)")
     try:
-        raise typer.Exit(subprocess.call(command, env=child_environment(UI_DEFAULTS, MLFLOW_TRACKING_URI=uri)))
+        raise typer.Exit(subprocess.call(command, env=env))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 

@@ -26,7 +26,7 @@ def test_the_ui_runs_the_same_mlflow_release_through_uv_on_evalstores_store(cli:
     release = version("mlflow-skinny")
     store = cli.folder / "mlflow.db"
     assert result.stdout.strip() == (
-        f"{Path(sys.executable).parent / 'uv'} tool run --from mlflow=={release} mlflow ui "
+        f"MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false {Path(sys.executable).parent / 'uv'} tool run --from mlflow=={release} mlflow ui "
         f"--backend-store-uri sqlite:///{store} --host 127.0.0.1 --port 5055 "
         f"--workers 1 --default-artifact-root {cli.folder / 'mlartifacts'}"
     )
