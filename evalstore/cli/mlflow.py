@@ -49,8 +49,8 @@ def status(ctx: typer.Context) -> None:
 
 
 # MLflow's server otherwise starts a job runner and a Huey consumer beside it, for its GenAI jobs
-# (scorers, issue detection, trace roll-ups): two more processes that each import MLflow, for
-# nothing evalstore logs, and the UI answered ~2.5 s later. A user who sets the variable keeps theirs.
+# (scorers, issue detection, trace roll-ups): two more processes that each import MLflow while the
+# UI starts, for nothing evalstore logs. A user who sets the variable keeps theirs.
 UI_DEFAULTS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
