@@ -55,3 +55,26 @@ def test_a_process_a_test_leaves_running_is_killed_when_it_ends() -> None:
     finally:
         kept.kill()
         kept.wait()
+
+
+def test_a_command_that_builds_no_table_does_not_import_pandas(tmp_path: Path) -> None:
+    """pandas takes ~0.2 s to import: a command loads it only when it makes a table (pyarrow
+    imports it at the first array it builds from Python objects, so no module of ours builds one
+    at import)."""
+    url = f"sqlite:///{tmp_path / 'console.db'}"
+    assert _run(tmp_path, "db", "upgrade").returncode == 0
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'pandas imported: {\"pandas\" in sys.modules}\\n'))\n"
+        f"sys.argv = ['evalstore', '--database-url', {url!r}, 'runs', 'list']\n"
+        "from evalstore._entry import main\n"
+        "main()\n"
+    )
+    listed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"},
+    )
+    assert (listed.returncode, listed.stderr.strip().splitlines()[-1]) == (0, "pandas imported: False"), listed.stderr
