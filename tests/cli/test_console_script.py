@@ -15,10 +15,12 @@ from tests.conftest import shared_path
 EVALSTORE = str(Path(sys.executable).parent / "evalstore")
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, command: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``evalstore --database-url <the test's store> ARGS`` (or ``command`` as it is), in an
+    environment of its own."""
     url = f"sqlite:///{tmp_path / 'console.db'}"
     return subprocess.run(
-        [EVALSTORE, "--database-url", url, *args],
+        list(command) or [EVALSTORE, "--database-url", url, *args],
         capture_output=True,
         text=True,
         check=False,
@@ -70,11 +72,5 @@ def test_a_command_that_builds_no_table_does_not_import_pandas(tmp_path: Path) -
         "from evalstore._entry import main\n"
         "main()\n"
     )
-    listed = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"},
-    )
+    listed = _run(tmp_path, command=(sys.executable, "-c", probe))
     assert (listed.returncode, listed.stderr.strip().splitlines()[-1]) == (0, "pandas imported: False"), listed.stderr
