@@ -133,11 +133,10 @@ def evaluate_preferences(
 def check_consistent(prefs: Preferences, path: str) -> None:
     """Refuse judgments trec_eval would refuse when it evaluates (a document both relevant and
     not in one group, a cycle of preferences), at import rather than at the first evaluation."""
-    empty_run = pa.table(
-        {"topic": pa.array([], pa.string()), "doc": pa.array([], pa.string()), "score": pa.array([], pa.float64())}
-    )
+    from evalstore.metrics import _EMPTY_RUN  # the package's empty run (this module is part of it)
+
     try:
-        evaluate_preferences(prefs, empty_run, complete=True)
+        evaluate_preferences(prefs, _EMPTY_RUN, complete=True)
     except EvaluationError as exc:
         raise InputFormatError(path, None, str(exc)) from None
 

@@ -297,7 +297,8 @@ def compare_page(
     """Two or more of a task's runs: the paired tests of `evalstore compare` (Holm-corrected), the
     per-topic differences, and the topics where the runs disagree most with their top documents
     (with their titles and first words when ``collection`` holds them). ``measure`` None: the
-    task's official measure, else AP; on an answer task its board's first measure."""
+    measure the task's pages open on (:attr:`TaskView.opening_measure`); on an answer task its
+    board's first measure."""
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:
         raise InvalidParameterError("Pick at least two runs to compare.")

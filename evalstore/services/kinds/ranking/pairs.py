@@ -223,7 +223,7 @@ def prepare_pairs(
     """A use case (a worker's): the paired tests of the tasks on these qrels, on the measures each
     task evaluates (its board's), over each scope its pages show (every topic; a split task's
     public ones too), stored where missing. ``run_ids``: only those runs' pairs with their tasks'
-    other runs, on the measure the task's pages open on (its official measure, else AP), right
+    other runs, on the measure the task's pages open on (:func:`opening_measure`), right
     after a worker stored their results (nothing else changed; a batch's runs together, so the
     task's values are read once a batch); None: every pair on every board measure, and the stored
     pairs that are no longer of the tasks' runs' evaluations as they are let go (an idle
