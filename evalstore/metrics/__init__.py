@@ -638,12 +638,13 @@ def read_run_to_evaluate(path: str | Path) -> ParsedFile:
                 "is a file of comment lines (# ...), or no rows in memory",
                 zero_bytes=True,
             ) from None
-        return ParsedFile(_EMPTY_RUN, "", None)
+        return ParsedFile(EMPTY_RUN, "", None)
 
 
-# made of nulls, not pa.array([]): pyarrow imports pandas to look at the first Python object it is
-# given, and at this module's import that cost every command ~0.2 s, most of which build no array
-_EMPTY_RUN = pa.Table.from_arrays(
+# A run with no rows, made of nulls, not pa.array([]): pyarrow imports pandas to look at the first
+# Python objects it is given, which at this module's import loaded pandas into every command, most
+# of which build no array
+EMPTY_RUN = pa.Table.from_arrays(
     [pa.nulls(0, pa.string()), pa.nulls(0, pa.string()), pa.nulls(0, pa.float64())], names=["topic", "doc", "score"]
 )
 
@@ -718,7 +719,7 @@ def _as_table(source: Any, kind: str) -> pa.Table:
         return parsed.table
     value = "relevance" if kind == "qrels" else "score"
     if kind == "run" and _no_rows(source):  # a run with no results: -c scores every qrels topic 0
-        return _EMPTY_RUN
+        return EMPTY_RUN
     if isinstance(source, pa.Table):
         missing = [name for name in ("topic", "doc", value) if name not in source.column_names]
         if missing:

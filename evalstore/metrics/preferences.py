@@ -133,10 +133,10 @@ def evaluate_preferences(
 def check_consistent(prefs: Preferences, path: str) -> None:
     """Refuse judgments trec_eval would refuse when it evaluates (a document both relevant and
     not in one group, a cycle of preferences), at import rather than at the first evaluation."""
-    from evalstore.metrics import _EMPTY_RUN  # the package's empty run (this module is part of it)
+    from evalstore.metrics import EMPTY_RUN  # here: this module is imported as part of that package
 
     try:
-        evaluate_preferences(prefs, _EMPTY_RUN, complete=True)
+        evaluate_preferences(prefs, EMPTY_RUN, complete=True)
     except EvaluationError as exc:
         raise InputFormatError(path, None, str(exc)) from None
 
