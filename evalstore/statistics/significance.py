@@ -4,15 +4,17 @@ Pure numpy/scipy over score matrices: no database here (:mod:`evalstore.services
 reads the matrices). Every comparison is *paired by topic*: row ``i`` of a difference matrix holds
 one pair's per-topic differences ``run - versus``.
 
-scipy gives the t-test, Wilcoxon, sign test (binomial), the studentized range distribution and the
-rank correlations; statsmodels gives the corrections. Two procedures are ours, because running
-scipy's once per pair is hundreds of times slower on a leaderboard's worth of pairs:
+scipy gives the t-test, Wilcoxon, sign test (binomial) and the rank correlations; statsmodels gives
+the corrections. Three things are ours, because running scipy's once per pair or value is hundreds
+of times slower on a leaderboard's worth of pairs:
 
 - the randomization (sign-flip permutation) test and the paired bootstrap draw ONE matrix of
   random signs / resampling weights per call and apply it to every pair with a single matrix
   product (scipy's ``permutation_test``/``bootstrap`` redraw per pair, in Python);
 - the two-way (system x topic) Tukey HSD and the randomized Tukey HSD (Carterette 2012) are not
-  in scipy or statsmodels (their Tukey is one-way, which ignores that topics differ in difficulty).
+  in scipy or statsmodels (their Tukey is one-way, which ignores that topics differ in difficulty);
+- the studentized range distribution behind Tukey's p-values and intervals
+  (:mod:`evalstore.statistics.studentized_range`: scipy's, integrated for every pair at once).
 
 Tests check each against scipy's implementation of the same test.
 """
@@ -324,9 +326,9 @@ def tukey_hsd(
     The error term is the residual of the additive model score = grand + system + topic, with
     (k-1)(n-1) degrees of freedom, so per-topic difficulty is blocked out (statsmodels'
     pairwise_tukeyhsd is one-way and would count it as noise). p-values and intervals come from
-    scipy's studentized range distribution with k systems.
+    the studentized range distribution with k systems (:mod:`.studentized_range`, scipy's to 1e-9).
     """
-    from scipy import stats
+    from evalstore.statistics import studentized_range  # scipy.special: only where Tukey is asked for
 
     scores = np.asarray(scores, dtype=float)
     k, n = scores.shape
@@ -342,8 +344,8 @@ def tukey_hsd(
         statistic = np.where(difference == 0, 0.0, np.inf)
         return TukeyOutcome(pairs, statistic, np.where(difference == 0, 1.0, 0.0), difference, difference, mse, df)
     statistic = np.abs(difference) / scale
-    p_value = np.asarray(stats.studentized_range.sf(statistic, k, df), dtype=float)
-    half = float(stats.studentized_range.ppf(confidence, k, df)) * scale
+    p_value = studentized_range.sf(statistic, k, df)
+    half = studentized_range.ppf(confidence, k, df) * scale
     return TukeyOutcome(pairs, statistic, np.clip(p_value, 0.0, 1.0), difference - half, difference + half, mse, df)
 
 
@@ -353,9 +355,8 @@ def tukey_hsd_different(
     """The pairs (i, j), i < j, that :func:`tukey_hsd` finds significantly different (p below
     ``1 - confidence``), without a p-value per pair: a pair's p-value is below that exactly when
     its statistic is above the studentized range's ``confidence`` quantile, so one quantile
-    decides every pair (scipy's distribution takes ~11 ms a pair, 54 s for 100 runs' 4,950
-    pairs). ``critical(k, df)``: that quantile, from a caller that keeps it."""
-    from scipy import stats
+    decides every pair. ``critical(k, df)``: that quantile, from a caller that keeps it."""
+    from evalstore.statistics import studentized_range
 
     scores = np.asarray(scores, dtype=float)
     k, n = scores.shape
@@ -369,7 +370,7 @@ def tukey_hsd_different(
     if scale == 0:
         different = difference != 0
     else:
-        quantile = critical(k, df) if critical else float(stats.studentized_range.ppf(confidence, k, df))
+        quantile = critical(k, df) if critical else studentized_range.ppf(confidence, k, df)
         different = np.abs(difference) / scale > quantile
     return {(int(i), int(j)) for i, j in zip(first[different], second[different], strict=True)}
 

@@ -7,9 +7,8 @@ empty, and stores them keyed by what decides them (:func:`tiers_key`) in the slo
 (:func:`tiers_slot`). A task's page reads them (:func:`stored_tiers`); while its board is ahead of
 them it shows the newest of its slot (:func:`nearest_tiers`) and says so, never computing them.
 
-100 runs' letters take ~2 s (Piepho's algorithm over ~4,000 different pairs, and the studentized
-range's quantile), the rest of a board a few milliseconds: that is why they are made before anyone
-asks.
+100 runs' letters take seconds (Piepho's algorithm over ~4,000 different pairs), the rest of a board
+a few milliseconds: that is why they are made before anyone asks.
 """
 
 from __future__ import annotations

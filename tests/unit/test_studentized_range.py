@@ -1,0 +1,68 @@
+"""The studentized range distribution (evalstore.statistics.studentized_range) against scipy's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from evalstore.statistics import studentized_range as sr
+
+# from two systems to a hundred; from one degree of freedom (2 runs x 2 topics) past scipy's switch
+# to the infinite-df form at 100,000
+SYSTEMS = (2, 3, 17, 100)
+DEGREES = (1, 2, 7, 60, 1584, 24750, 200_000)
+
+
+@pytest.mark.parametrize("k", SYSTEMS)
+@pytest.mark.parametrize("df", DEGREES)
+def test_cdf_and_sf_equal_scipys_to_1e_9(k: int, df: int) -> None:
+    q = np.array([0.2, 1.5, 3.5, 5.0, 7.0, 25.0])
+    expected = stats.studentized_range.cdf(q, k, df)
+    cdf, sf = sr.cdf_sf(q, k, df)
+    assert np.abs(cdf - expected).max() < 1e-9
+    assert np.abs(sf - (1 - expected)).max() < 1e-9
+
+
+@pytest.mark.parametrize(("k", "df"), [(2, 1), (3, 10), (17, 1584), (100, 2), (100, 24750), (5, 200_000)])
+def test_the_quantile_equals_scipys(k: int, df: int) -> None:
+    assert sr.ppf(0.95, k, df) == pytest.approx(stats.studentized_range.ppf(0.95, k, df), rel=1e-9)
+
+
+def test_two_systems_with_infinite_df_is_the_range_of_two_normals() -> None:
+    """|X - Y| / 1 for two standard normals: P(Q <= q) = 2 Phi(q / sqrt 2) - 1, exactly."""
+    q = np.linspace(0.01, 9, 50)
+    cdf, sf = sr.cdf_sf(q, 2, 10**6)
+    assert cdf == pytest.approx(2 * special.ndtr(q / np.sqrt(2)) - 1, abs=1e-13)
+    # the survival function keeps its relative precision where one minus the CDF is noise
+    assert sf == pytest.approx(2 * special.ndtr(-q / np.sqrt(2)), rel=1e-9)
+
+
+def test_small_p_values_go_on_falling_where_one_minus_scipys_cdf_stops() -> None:
+    """scipy's survival function is one minus its CDF, which misses ~1.7e-13 of the mass here: its
+    p-values stop falling there. Ours are a sum of positive terms (absolute error below 1e-14)."""
+    q = np.arange(12.0, 20.0, 2.0)
+    floor = 1 - stats.studentized_range.cdf(q, 5, 1000)
+    assert np.ptp(floor) < 1e-15 and floor[0] > 1e-13
+    sf = sr.sf(q, 5, 1000)
+    assert (sf > 0).all() and (np.diff(sf) < 0).all() and sf[0] < floor[0]
+
+
+def test_cdf_plus_sf_is_one_and_the_shape_is_kept() -> None:
+    q = np.linspace(0, 12, 24).reshape(4, 6)
+    cdf, sf = sr.cdf_sf(q, 17, 300)
+    assert cdf.shape == sf.shape == (4, 6)
+    assert cdf + sf == pytest.approx(np.ones((4, 6)), abs=1e-12)
+    assert (np.diff(cdf.ravel()) >= 0).all()
+
+
+def test_the_ends_and_nan() -> None:
+    cdf, sf = sr.cdf_sf(np.array([-1.0, 0.0, np.inf, np.nan]), 4, 30)
+    assert cdf[:3].tolist() == [0.0, 0.0, 1.0] and sf[:3].tolist() == [1.0, 1.0, 0.0]
+    assert np.isnan(cdf[3]) and np.isnan(sf[3])
+
+
+@pytest.mark.parametrize(("k", "df", "p"), [(1, 10, 0.95), (3, 0, 0.95), (3, 10, 1.0), (3, 10, 0.0)])
+def test_values_outside_the_distribution_are_refused(k: int, df: int, p: float) -> None:
+    with pytest.raises(ValueError, match="studentized range needs|quantile needs"):
+        sr.ppf(p, k, df)
