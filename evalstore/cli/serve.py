@@ -70,7 +70,7 @@ def serve(
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         uvicorn.run(
-            "evalstore.web.app:create_app",
+            "evalstore.web.app:create_served_app",
             factory=True,
             host=host,
             port=port,

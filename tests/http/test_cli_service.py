@@ -236,3 +236,26 @@ def test_tokens_expire(world: World) -> None:
     time.sleep(0.01)
     with pytest.raises(access.AuthenticationError):
         access.authenticate(world.engine, issued.token)
+
+
+def test_the_served_app_prepares_its_routes_and_freezes_its_start_before_it_listens(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evalstore serve` runs create_served_app: the API description made (every route built on
+    the way, not on each page group's first request) and the start-up's objects frozen out of
+    the collector's full collections; the library's create_app leaves both to the first request."""
+    import gc
+
+    from evalstore.web.app import create_app, create_served_app
+    from evalstore.web.settings import ServerSettings
+
+    monkeypatch.setenv("EVALSTORE_DATABASE_URL", url)
+    assert create_app(ServerSettings(database_url=url)).openapi_schema is None
+    gc.unfreeze()
+    try:
+        served = create_served_app()
+        assert served.openapi_schema is not None
+        assert "/api/v1/tasks/{task}/runs" in served.openapi_schema["paths"]
+        assert gc.get_freeze_count() > 100_000
+    finally:
+        gc.unfreeze()
