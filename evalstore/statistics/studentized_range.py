@@ -22,6 +22,8 @@ than one minus a number close to one (scipy's p-values, one minus its CDF, stop 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import special
 
@@ -110,13 +112,17 @@ def sf(q: np.ndarray | float, k: int, df: float) -> np.ndarray:
 
 
 def ppf(p: float, k: int, df: float) -> float:
-    """The ``p`` quantile: the q with P(Q <= q) = p (Tukey's HSD critical value at p = 1 - alpha)."""
+    """The ``p`` quantile: the q with P(Q <= q) = p (Tukey's HSD critical value at p = 1 - alpha).
+    As scipy's: 0 at p = 0, infinity at p = 1, NaN outside [0, 1]; infinity too for a p so close
+    to 1 that the integral cannot tell it from 1 (the tails it leaves out hold ~1e-15)."""
     from scipy.optimize import brentq
 
     _check(k, df)
     if not 0 < p < 1:
-        raise ValueError(f"a quantile needs 0 < p < 1 (got {p})")
+        return 0.0 if p == 0 else math.inf if p == 1 else math.nan
     high = 8.0
     while cdf_sf(high, k, df)[0] < p:
+        if high > 1e18:
+            return math.inf
         high *= 2
     return float(brentq(lambda x: float(cdf_sf(x, k, df)[0]) - p, 0.0, high, xtol=1e-13, rtol=1e-15))
