@@ -61,7 +61,7 @@ def _range_cdf_sf(w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore"):  # log1p(-1) at w = 0: -inf, and exp/expm1 take it
         for start in range(0, w.size, step):
             part = w[start : start + step, None]
-            ratio = special.ndtr(_Z - part) / _CDF_Z  # ndtr is exact to its last bits below 0
+            ratio = special.ndtr(_Z - part) / _CDF_Z  # ndtr keeps its relative precision below 0
             power = (k - 1) * np.log1p(-np.minimum(ratio, 1.0))
             cdf[start : start + step] = k * (weight * np.exp(power)).sum(axis=1)
             sf[start : start + step] = k * (weight * -np.expm1(power)).sum(axis=1)
@@ -97,11 +97,13 @@ def cdf_sf(q: np.ndarray | float, k: int, df: float) -> tuple[np.ndarray, np.nda
     s, density = _scale_rule(df)
     cdf = np.where(flat > 0, 1.0, 0.0)  # +inf: 1; 0 and below: 0
     sf = 1.0 - cdf
-    if inside.any():
-        w = (flat[inside, None] * s).ravel()
-        range_cdf, range_sf = _range_cdf_sf(w, k)
-        cdf[inside] = range_cdf.reshape(-1, s.size) @ density
-        sf[inside] = range_sf.reshape(-1, s.size) @ density
+    where = np.flatnonzero(inside)
+    block = max(1, _CHUNK // s.size)  # values at a time: memory stays bounded for any number of pairs
+    for start in range(0, where.size, block):
+        at = where[start : start + block]
+        range_cdf, range_sf = _range_cdf_sf((flat[at, None] * s).ravel(), k)
+        cdf[at] = range_cdf.reshape(-1, s.size) @ density
+        sf[at] = range_sf.reshape(-1, s.size) @ density
     cdf[np.isnan(flat)] = sf[np.isnan(flat)] = np.nan
     return np.clip(cdf, 0.0, 1.0).reshape(values.shape), np.clip(sf, 0.0, 1.0).reshape(values.shape)
 
