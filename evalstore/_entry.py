@@ -33,6 +33,15 @@ tune_collector()
 
 
 def main() -> None:
+    # One BLAS thread, set before numpy is imported and passed on to the processes a command starts
+    # (a worker's pool, the server's processes): evalstore multiplies only small matrices (a job's
+    # bootstrap draws by its topics), and OpenBLAS otherwise keeps a thread per core spinning after
+    # each product. A worker's job took ~15 ms of CPU more on those threads than on its own
+    # (~35 against ~20 ms for a DL-sized run), taken from the other processes on the same cores;
+    # `compare` on robust03's 17 runs takes the same time either way (scripts/bench_compare.py)
+    from evalstore.config import limit_blas_threads
+
+    limit_blas_threads()
     _tune_allocator()
     try:
         if sys.argv[1:2] == ["trec-eval"]:
@@ -47,12 +56,6 @@ def main() -> None:
 
 
 def _trec_eval(args: list[str]) -> None:
-    # One BLAS thread: nothing here multiplies matrices of any size, and OpenBLAS otherwise starts
-    # a thread per core at numpy's import that spins beside pyarrow's (user time of numpy's import
-    # 0.17-0.19 s against 0.07 s on the 2-core benchmark VM)
-    from evalstore.config import limit_blas_threads
-
-    limit_blas_threads()
     _pyarrow_without_pandas()
     from evalstore.errors import EvalstoreError, InputFormatError
     from evalstore.trec_eval.command_line import run

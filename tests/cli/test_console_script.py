@@ -5,6 +5,7 @@ exit code, output flushed to a pipe, and writes committed."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -74,3 +75,38 @@ def test_a_command_that_builds_no_table_does_not_import_pandas(tmp_path: Path) -
     )
     listed = _run(tmp_path, command=(sys.executable, "-c", probe))
     assert (listed.returncode, listed.stderr.strip().splitlines()[-1]) == (0, "pandas imported: False"), listed.stderr
+
+
+# Run as the `evalstore` command is, with the interpreter's exit replaced by a report of numpy's
+# BLAS threads (threadpoolctl reads them from the loaded library) and of the variable a process the
+# command starts inherits.
+_BLAS_PROBE = """
+import os, sys, threadpoolctl
+from evalstore import _entry
+def report(code):
+    blas = [pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
+    print(blas, os.environ.get("OPENBLAS_NUM_THREADS"), file=sys.stderr, flush=True)
+    os._exit(0)
+_entry._exit_without_teardown = report
+sys.argv = ["evalstore", *sys.argv[1:]]
+_entry.main()
+"""
+
+
+def test_every_command_runs_numpy_with_one_blas_thread_and_passes_it_on(tmp_path: Path) -> None:
+    """Not only `trec-eval`: a worker's pool and the server's processes evaluate side by side on
+    the machine's cores, and OpenBLAS's own threads spun beside them after each small product."""
+    sample = [str(shared_path("trec_eval_test", name)) for name in ("qrels.test", "results.test")]
+    for args in (["measures", "--format", "json"], ["trec-eval", *sample]):
+        probed = _run(tmp_path, command=(sys.executable, "-c", _BLAS_PROBE, *args))
+        assert probed.stderr.splitlines()[-1] == "[1] 1", probed.stderr
+    # the variable decides it: without it numpy starts a thread per core
+    plain = _run(
+        tmp_path,
+        command=(
+            sys.executable,
+            "-c",
+            "import numpy, threadpoolctl; print(threadpoolctl.threadpool_info()[0]['num_threads'])",
+        ),
+    )
+    assert int(plain.stdout) == (os.cpu_count() or 1)
