@@ -437,6 +437,41 @@ def test_the_background_deliverer_backs_off_while_mlflow_is_down_and_catches_up(
     assert deliverer.failures == 0 and len(_logged_runs(tracking_uri)) == 1
 
 
+def test_the_background_deliverer_opens_mlflow_as_it_starts_not_at_its_first_delivery(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is pending: MLflow is opened all the same, so the first results that come in
+    are delivered without its import; the lanes wait for that opening, not beside it."""
+    opened: list[str] = []
+    real_open = mlflow_client.open_client
+
+    def counted(uri: str, clients: Any) -> Any:
+        opened.append(uri)
+        return real_open(uri, clients)
+
+    monkeypatch.setattr(mlflow_client, "open_client", counted)
+    deliverer = tracking.BackgroundDeliverer(engine, poll_interval=0.05).start()
+    try:
+        _until(lambda: deliverer.context.mlflow_clients.get(tracking_uri) is not None)
+        assert opened == [tracking_uri] and pending_count(engine) == 0
+        evaluation_id = _queued_sample(engine)
+        assert Worker(engine, WorkerSettings()).process_one()
+        _until(lambda: _evaluation(engine, evaluation_id).mlflow_state == "logged")
+    finally:
+        assert deliverer.stop()
+    assert set(opened) == {tracking_uri} and len(_logged_runs(tracking_uri)) == 1
+
+
+def test_a_background_deliverer_with_mlflow_off_opens_nothing(
+    engine: Engine, tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
+    deliverer = tracking.BackgroundDeliverer(engine, poll_interval=0.05).start()
+    time.sleep(0.3)
+    assert deliverer.stop()
+    assert deliverer.context.mlflow_clients.get(tracking_uri) is None
+
+
 def test_the_back_off_doubles_up_to_its_bound(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     deliverer = tracking.BackgroundDeliverer(engine, poll_interval=0.25)
     waits = []

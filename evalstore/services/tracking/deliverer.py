@@ -246,7 +246,13 @@ class BackgroundDeliverer:
     delivers them, and while MLflow fails they wait 1, 2, 4 ... seconds between attempts, up to the
     settings' back-off (``EVALSTORE_MLFLOW_BACKOFF``), then catch up once MLflow answers. A
     delivery spends most of its time waiting (MLflow's store, our database's write lock), so two
-    lanes deliver about twice as many as one while jobs keep coming."""
+    lanes deliver about twice as many as one while jobs keep coming.
+
+    MLflow is imported and its store opened as soon as the deliverer starts (:func:`warm_up`),
+    while its process starts up or waits for its first jobs: otherwise the first delivery pays
+    for it (~2 s of CPU, several on a loaded machine), when results are already coming in and
+    the import competes with the jobs and uploads for the same cores. The lanes wait for that
+    opening rather than open MLflow a second time beside it."""
 
     def __init__(
         self, engine: Engine, *, context: AppContext | None = None, poll_interval: float = 0.5, lanes: int = 2
@@ -260,8 +266,11 @@ class BackgroundDeliverer:
         self._threads = [
             threading.Thread(target=self._run, name=f"mlflow-deliverer-{lane}", daemon=True) for lane in range(lanes)
         ]
+        self._opening: threading.Thread | None = None
 
     def start(self) -> BackgroundDeliverer:
+        if self.context.settings.mlflow_enabled:
+            self._opening = warm_up(self.context)
         for thread in self._threads:
             thread.start()
         return self
@@ -282,6 +291,9 @@ class BackgroundDeliverer:
             self.failures = self.failures + 1 if failed else 0
 
     def _run(self) -> None:
+        opening = self._opening
+        while opening is not None and opening.is_alive() and not self._stop.is_set():
+            opening.join(0.2)  # a hung MLflow: still stoppable
         while not self._stop.is_set():
             try:
                 if self.context.settings.mlflow_enabled and states.any_claimable(self.engine):
