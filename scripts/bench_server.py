@@ -14,7 +14,8 @@
    --against CHECKOUT, the default pass only, this checkout's code and CHECKOUT's (an older commit,
    e.g. `git worktree add /tmp/old c5c2f6e`) alternating over --rounds rounds, each a process of
    this script with PYTHONPATH at its code (CHECKOUT's workers are started without --batch-jobs
-   when they do not take it); medians.
+   when they do not take it); medians. Each pass also says (on stderr) the CPU time the server's
+   processes and the workers' took while its clock ran, the deliverers beside them included.
 
 The server is `evalstore serve --workers W` in its own process, as deployed; the clients run in
 this process (asyncio + httpx) on the same 2-core machine, so they take CPU from the server too.
@@ -330,9 +331,16 @@ def submitted_and_evaluated(
         warm = {f"warm{i}": (team, content.replace(b"dl", b"warm")) for i, (team, content) in enumerate(files.values())}
         warm = dict(list(warm.items())[:2])
         all_evaluated(engine, base, warm, tokens, 0)
+        cpu_before = process_tree_cpu(server.pid), process_tree_cpu(workers.pid)
         started = time.perf_counter()
         all_evaluated(engine, base, files, tokens, len(warm))
         seconds = time.perf_counter() - started
+        cpu_after = process_tree_cpu(server.pid), process_tree_cpu(workers.pid)
+        print(
+            f"CPU while the clock ran: server {cpu_after[0] - cpu_before[0]:.1f} s, "
+            f"workers {cpu_after[1] - cpu_before[1]:.1f} s",
+            file=sys.stderr,
+        )
     finally:
         try:
             stop_workers(workers)
@@ -396,7 +404,8 @@ def against(checkout: str, args: argparse.Namespace) -> None:
             )
             rate = float(done.stdout.split(" jobs/min")[0].rsplit("| ", 1)[1])
             rates[label].append(rate)
-            print(f"round {round_ + 1}: {label}: {rate:.0f} jobs/min", file=sys.stderr)
+            cpu = done.stderr[done.stderr.rindex("CPU while the clock ran") :].splitlines()[0]
+            print(f"round {round_ + 1}: {label}: {rate:.0f} jobs/min; {cpu}", file=sys.stderr)
     for label, values in rates.items():
         print(
             f"SQLite | {args.submissions} DL-sized submissions, `evalstore serve`, 2 workers, MLflow on | {label} | "
