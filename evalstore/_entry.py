@@ -36,9 +36,8 @@ def main() -> None:
     # One BLAS thread, set before numpy is imported and passed on to the processes a command starts
     # (a worker's pool, the server's processes): evalstore multiplies only small matrices (a job's
     # bootstrap draws by its topics), and OpenBLAS otherwise keeps a thread per core spinning after
-    # each product. A worker's job took ~15 ms of CPU more on those threads than on its own
-    # (~35 against ~20 ms for a DL-sized run), taken from the other processes on the same cores;
-    # `compare` on robust03's 17 runs takes the same time either way (scripts/bench_compare.py)
+    # each product, CPU taken from the other processes on the same cores for no gain
+    # (docs/benchmarks.md, "MLflow delivery")
     from evalstore.config import limit_blas_threads
 
     limit_blas_threads()

@@ -425,9 +425,8 @@ def pass_on(name: str, text: str) -> None:
 def limit_blas_threads() -> None:
     """One BLAS thread, before numpy is imported (the ``evalstore`` command's first step; the
     processes it starts inherit it): evalstore multiplies only small matrices, and OpenBLAS
-    otherwise starts a thread per core at numpy's import that spins after each product (user
-    time of numpy's import 0.17-0.19 s against 0.07 s on a 2-core machine). The user's own
-    setting wins."""
+    otherwise starts a thread per core at numpy's import that spins after each product, taking
+    CPU from the other processes on the machine. The user's own setting wins."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 

@@ -250,9 +250,9 @@ class BackgroundDeliverer:
 
     MLflow is imported and its store opened as soon as the deliverer starts (:func:`warm_up`),
     while its process starts up or waits for its first jobs: otherwise the first delivery pays
-    for it (~2 s of CPU, several on a loaded machine), when results are already coming in and
-    the import competes with the jobs and uploads for the same cores. The lanes wait for that
-    opening rather than open MLflow a second time beside it."""
+    for MLflow's import when results are already coming in, and the import competes with the jobs
+    and uploads for the same cores. The lanes wait for that opening rather than open MLflow a
+    second time beside it."""
 
     def __init__(
         self, engine: Engine, *, context: AppContext | None = None, poll_interval: float = 0.5, lanes: int = 2
