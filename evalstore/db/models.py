@@ -386,6 +386,20 @@ class TopicMedians(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class AnswerTiers(Base):
+    """An answer task's board's significance letters on one measure (Tukey's HSD on the answer
+    runs' per-topic scores), keyed by a digest of what decides them: the nugget bank, the measure,
+    each run's evaluation and mean. Computed by a worker after evaluations finish; a page reads
+    them."""
+
+    __tablename__ = "answer_tiers"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    letters: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Pool(Base):
     """A judging pool built from runs by a strategy; the same inputs and seed give the same pool."""
 

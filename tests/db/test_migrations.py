@@ -57,7 +57,7 @@ def test_upgrade_downgrade_upgrade_and_check(database_url: str) -> None:
 
 
 def test_single_head_is_the_revision_commands_check_for() -> None:
-    assert head_revision() == SCHEMA_REVISION == "0046_prepared_pages"
+    assert head_revision() == SCHEMA_REVISION == "0047_answer_tiers"
 
 
 def test_0003_and_0006_rank_and_count_stored_rows(database_url: str) -> None:
