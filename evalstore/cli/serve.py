@@ -49,6 +49,7 @@ def serve(
 
     from evalstore.config import mlflow_enabled
     from evalstore.services.health import refresh_reports
+    from evalstore.services.reports.boards import refresh_answer_tiers
     from evalstore.services.tracking import BackgroundDeliverer
     from evalstore.services.worker import InProcessWorker
 
@@ -57,7 +58,9 @@ def serve(
     pass_on(DATABASE_URL_ENV, cli.database_url)  # the server processes read their settings from the environment
     in_process = worker if worker is not None else cli.database_url.startswith("sqlite")
     # the worker stores each task's collection-health report once its queue is empty
-    background = InProcessWorker.start(cli.database_url, reports=(refresh_reports,)) if in_process else None
+    background = (
+        InProcessWorker.start(cli.database_url, reports=(refresh_reports, refresh_answer_tiers)) if in_process else None
+    )
     # MLflow delivery on a thread of this process (not of the server processes answering requests)
     deliverer = BackgroundDeliverer(cli.engine(), context=cli.context()).start() if mlflow_enabled() else None
     info(

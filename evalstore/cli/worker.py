@@ -93,6 +93,7 @@ def worker(
     from evalstore.db.outages import worker_backoff
     from evalstore.services.health import refresh_reports
     from evalstore.services.jobs import BatchBound
+    from evalstore.services.reports.boards import refresh_answer_tiers
     from evalstore.services.tracking import BackgroundDeliverer, deliver
     from evalstore.services.worker import WorkerSettings, run_pool
 
@@ -122,7 +123,8 @@ def worker(
         until_empty=until_empty,
         index_runs=index_runs,
         batch=BatchBound(jobs=batch_jobs, rows=batch_rows),
-        reports=(refresh_reports,),  # each task's collection-health report, once the queue is empty
+        # each task's collection-health report and each answer task's board letters, once the queue is empty
+        reports=(refresh_reports, refresh_answer_tiers),
     )
     # the deliverer runs on a thread of this process (with --concurrency above 1, the pool's
     # parent, which otherwise only waits), never on a job's path: a slow or hung MLflow holds up

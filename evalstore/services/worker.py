@@ -143,6 +143,9 @@ class Worker:
         self._behind_since: float | None = None
         # when the reports of every qrels were last looked at (None: not yet)
         self._reports_swept: float | None = None
+        # an answer run's results were stored since: its task's board letters are due (the reports'
+        # sweep looks at every answer task; they have no qrels to be touched by)
+        self._answers_stored = False
         self.stopping = False
         self._last_index_check = 0.0
         self._last_release_check = 0.0
@@ -241,6 +244,8 @@ class Worker:
             return False
         # kept without the results themselves: a long-lived worker would otherwise hold every job's
         self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
+        if job.kind == "answers":
+            self._answers_stored = True
         if job.kind == "ranking" and job.qrels_id is not None:
             self.touched_qrels.add(job.qrels_id)
             if self._behind_since is None:
@@ -404,17 +409,21 @@ class Worker:
         if not self.settings.reports:
             return 0
         now = time.monotonic()
-        every = self._reports_swept is None or now - self._reports_swept >= self.settings.reports_interval
+        every = (
+            self._reports_swept is None
+            or now - self._reports_swept >= self.settings.reports_interval
+            or self._answers_stored
+        )
         if not every and not touched:
             return 0
         on: set[int] | None = None if every else touched
-        swept_before = self._reports_swept
+        swept_before, answers_before = self._reports_swept, self._answers_stored
         if every:
-            self._reports_swept = now
+            self._reports_swept, self._answers_stored = now, False
         stored = 0
         for refresh in self.settings.reports:
             if interrupted():
-                self._reports_swept = swept_before
+                self._reports_swept, self._answers_stored = swept_before, answers_before
                 raise jobs.ChoreInterrupted
             started = time.perf_counter()
             try:

@@ -19,9 +19,12 @@ from scipy import stats
 from sqlalchemy import text
 
 from evalstore.services import answers, comparisons, embargo, tasks
+from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.orchestration import work_on
+from evalstore.services.reports.boards import refresh_answer_tiers
+from evalstore.services.worker import Worker, WorkerSettings
 from tests.conftest import shared_path
-from tests.http.conftest import World, run_text
+from tests.http.conftest import World, as_principal, client_for, run_text
 
 HIDDEN = "hidden until the organisers release the task"
 
@@ -351,6 +354,56 @@ def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: Wor
     assert ("best", "none") in significant and ("best", "mid") not in significant
     assert tiers[0] != tiers[2] and set(tiers[1]) & set(tiers[0])  # best and none apart, mid shares with best
     assert "not significantly different on V_strict (Tukey&#39;s HSD" in page.text
+
+
+def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
+    world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages ready before anyone asks: once its queue is empty a worker stores the letters of each
+    answer task's board on each of its measures; the page shows them without comparing a run (a
+    page never stores), and a newer evaluation changes what decides them."""
+    six_topics(world, client)  # evaluated by `evaluate --wait` alone: nothing stored yet
+    assert _answer_tiers_stored(world) == 0
+    computed = re.findall(r'<td class="tier">(\w*)</td>', client.get("/tasks/six?measure=V_strict").text)
+    assert _answer_tiers_stored(world) == 0  # GET never writes
+    worker = Worker(world.engine, WorkerSettings(until_empty=True, index_runs=False, reports=(refresh_answer_tiers,)))
+    worker.run()
+    board = tasks.task_leaderboard(world.engine, as_principal(world.engine, "owner"), "six").body
+    assert _answer_tiers_stored(world) == len(board["measures"])  # each of the board's measures
+    assert refresh_answer_tiers(world.engine) == 0  # nothing missing now
+
+    def no_comparison(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the page compared the runs")
+
+    monkeypatch.setattr(comparisons, "compare_answers", no_comparison)
+    with client_for(world.engine) as fresh:  # a server process of its own: nothing kept in memory
+        for measure in board["measures"]:
+            page = fresh.get(f"/tasks/six?measure={measure}")
+            assert page.status_code == 200, page.text
+        stored = re.findall(r'<td class="tier">(\w*)</td>', fresh.get("/tasks/six?measure=V_strict").text)
+    assert stored == computed and len(set(stored)) >= 2
+
+
+def test_a_worker_stores_the_answer_letters_after_it_evaluates_answer_runs(world: World, client: TestClient) -> None:
+    """Not only at its sweep (its first idle moment, then each minute): the answer jobs a worker
+    finished have it look at the answer tasks' letters as soon as its queue is empty."""
+    six_topics(world, client)
+    worker = Worker(world.engine, WorkerSettings(until_empty=True, index_runs=False, reports=(refresh_answer_tiers,)))
+    worker.run()  # its first sweep
+    assert _answer_tiers_stored(world) > 0
+    with world.engine.begin() as connection:
+        connection.execute(text("DELETE FROM answer_tiers"))
+    refs = answer_kind.enqueue(world.engine, bank_name="six", answer_names=["best", "mid", "none"], force=True)
+    assert len(refs) == 3
+    while worker.process_one():  # within the minute of its sweep: its answer jobs ask for the next one
+        pass
+    worker.refresh_boards(interruptible=True)  # its queue is empty
+    assert _answer_tiers_stored(world) > 0
+
+
+def _answer_tiers_stored(world: World) -> int:
+    with world.engine.connect() as connection:
+        return int(connection.execute(text("SELECT count(*) FROM answer_tiers")).scalar_one())
 
 
 def words(page: httpx.Response) -> str:

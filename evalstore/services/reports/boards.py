@@ -4,7 +4,7 @@ task's private ranking and swaps; and its downloads."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -13,8 +13,8 @@ import numpy as np
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import Pool, QrelsSet
-from evalstore.db.session import read_only
+from evalstore.db.models import Pool, QrelsSet, Task
+from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError
 from evalstore.io import inert
 from evalstore.metrics import headline_measures, resolve_measures
@@ -25,6 +25,7 @@ from evalstore.services.access import Principal
 from evalstore.services.context import AppContext, context_for
 from evalstore.services.jobs import live_workers
 from evalstore.services.kinds import ranking
+from evalstore.services.kinds.answers import tiers as answer_tiers
 from evalstore.services.tasks.judge_made import JudgeBehind
 from evalstore.statistics import significance
 
@@ -318,18 +319,33 @@ def _nearest_tiers(session: Session, slot: str, means: list[tuple[str, float]]) 
 def _answer_tiers(
     context: AppContext, runs: list[str], measure: str, body: tasks.BoardBody, nuggets: str | None
 ) -> dict[str, str]:
+    """An answer board's letters: as a worker stored them for the board as it is
+    (:func:`refresh_answer_tiers`), else computed here and kept while the board stays the same (a
+    page never stores; a board of runs evaluated while no worker ran)."""
     assert nuggets is not None
-    key = (
-        f"nuggets:{nuggets}",
-        tuple(sorted(runs)),
-        measure,
-        tuple((r["run"], r["scores"][measure]["mean"], r.get("evaluation")) for r in body["rows"]),
-    )
-    cached = context.tiers.get(key)
+    key = answer_tiers.tiers_key(nuggets, measure, _answer_rows(body, measure))
+    cached = context.tiers.get((key,))
     if cached is not None:
         return cached
+    with read_only(context.engine) as session:
+        stored = answer_tiers.stored_tiers(session, key)
+    if stored is not None:
+        return context.tiers.put((key,), stored)
+    return context.tiers.put((key,), _answer_letters(context.engine, nuggets, runs, measure, body))
+
+
+def _answer_rows(body: tasks.BoardBody, measure: str) -> list[tuple[str, int | None, float | None]]:
+    """Each row's run, evaluation and mean on ``measure``: what decides the board's letters."""
+    return [(r["run"], r.get("evaluation"), r["scores"][measure]["mean"]) for r in body["rows"]]
+
+
+def _answer_letters(
+    engine: Engine, nuggets: str, runs: list[str], measure: str, body: tasks.BoardBody
+) -> dict[str, str]:
+    """Compact letters of an answer board's runs by Tukey's HSD on ``measure``, over the per-topic
+    scores of the evaluations the board shows."""
     comparison = comparisons.compare_answers(
-        context.engine,
+        engine,
         bank_name=nuggets,
         answer_names=runs,
         measures=[measure],
@@ -342,8 +358,43 @@ def _answer_tiers(
     position = {comparison.matrix.runs[i]: rank for rank, i in enumerate(order)}
     different = {(position[p.run], position[p.versus]) for p in comparison.pairs if p.significant}
     letters = significance.compact_letters(len(order), different)
-    tiers = {run: letters[position[run]] for run in comparison.matrix.runs}
-    return context.tiers.put(key, tiers)
+    return {run: letters[position[run]] for run in comparison.matrix.runs}
+
+
+# Who the worker reads an answer task's board as: its letters are of the board every reader who
+# may see the task's scores is shown (all its evaluated runs); never a caller of a route
+_WORKER = Principal(user_id=None, name="evalstore worker", role="admin")
+
+
+def refresh_answer_tiers(engine: Engine, qrels_ids: Collection[int] | None = None) -> int:
+    """A use case (a worker's refresher, once its queue is empty): every answer task's letters on
+    each of its board's measures, stored where not stored for the board as it is, so its page
+    reads them; how many were stored. ``qrels_ids``: the worker's qrels touched by ranking jobs,
+    which no answer task is on (only the sweep, None, looks at them)."""
+    if qrels_ids is not None:
+        return 0
+    with read_only(engine) as session:
+        found = session.execute(
+            select(Task.id, Task.name).where(Task.nugget_bank_id.is_not(None)).order_by(Task.id)
+        ).all()
+    made = 0
+    for task_id, name in found:
+        body = tasks.task_leaderboard(engine, _WORKER, name).body
+        nuggets, rows = body.get("nuggets"), body["rows"]
+        # as the page: Tukey's HSD needs two runs and two topics
+        if nuggets is None or len(rows) < 2 or max((r["topics"] or 0) for r in rows) < 2:
+            continue
+        letters: dict[str, dict[str, str]] = {}
+        for measure in body.get("measures", []):
+            key = answer_tiers.tiers_key(nuggets, measure, _answer_rows(body, measure))
+            with read_only(engine) as session:
+                if answer_tiers.stored_tiers(session, key) is not None:
+                    continue
+            letters[key] = _answer_letters(engine, nuggets, [r["run"] for r in rows], measure, body)
+        if letters:
+            with unit_of_work(engine) as session:
+                made += answer_tiers.store_tiers(session, task_id, letters)
+    return made
 
 
 def _pool_runs(engine: Engine, qrels_source: str | None) -> set[str] | None:
