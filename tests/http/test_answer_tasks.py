@@ -17,9 +17,11 @@ import pytest
 from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from evalstore.services import answers, comparisons, embargo, tasks
 from evalstore.services.kinds import answers as answer_kind
+from evalstore.services.kinds.answers import tiers as answer_tiers
 from evalstore.services.orchestration import work_on
 from evalstore.services.reports.boards import refresh_answer_tiers
 from evalstore.services.worker import Worker, WorkerSettings
@@ -399,6 +401,18 @@ def test_a_worker_stores_the_answer_letters_after_it_evaluates_answer_runs(world
         pass
     worker.refresh_boards(interruptible=True)  # its queue is empty
     assert _answer_tiers_stored(world) > 0
+
+
+def test_letters_another_worker_stored_first_are_left_to_it(
+    world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    six_topics(world, client)
+
+    def stored_meanwhile(*_: Any) -> int:
+        raise IntegrityError("INSERT INTO answer_tiers", {}, Exception("UNIQUE constraint failed: answer_tiers.key"))
+
+    monkeypatch.setattr(answer_tiers, "store_tiers", stored_meanwhile)
+    assert refresh_answer_tiers(world.engine) == 0  # no error: the next sweep finds them stored
 
 
 def _answer_tiers_stored(world: World) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import Pool, QrelsSet, Task
@@ -392,8 +393,11 @@ def refresh_answer_tiers(engine: Engine, qrels_ids: Collection[int] | None = Non
                     continue
             letters[key] = _answer_letters(engine, nuggets, [r["run"] for r in rows], measure, body)
         if letters:
-            with unit_of_work(engine) as session:
-                made += answer_tiers.store_tiers(session, task_id, letters)
+            try:
+                with unit_of_work(engine) as session:
+                    made += answer_tiers.store_tiers(session, task_id, letters)
+            except IntegrityError:  # another worker stored some of the same letters first: the next sweep
+                continue
     return made
 
 
