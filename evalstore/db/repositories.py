@@ -770,3 +770,15 @@ def result_table(session: Session, evaluation_id: int, measures: list[str] | Non
 
 def aggregate_values(session: Session, evaluation_id: int) -> list[AggregateResult]:
     return list(session.scalars(select(AggregateResult).where(AggregateResult.evaluation_id == evaluation_id)))
+
+
+def let_go_oldest(session: Session, model: Any, owned: Any, kept: int) -> None:
+    """A step: of the prepared rows of ``model`` (a table keyed by ``key`` with ``created_at``:
+    stored letters, reports) that match ``owned``, those beyond the ``kept`` newest deleted (by
+    creation, then key), so what a worker prepares for newer states does not pile up. Never
+    commits."""
+    old = list(
+        session.scalars(select(model.key).where(owned).order_by(model.created_at.desc(), model.key).offset(kept))
+    )
+    if old:
+        session.execute(delete(model).where(model.key.in_(old)))

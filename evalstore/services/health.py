@@ -457,16 +457,7 @@ def store_report(session: Session, key: str, task_id: int, report: HealthReport 
     text = None if report is None else json.dumps(report.as_dict(), default=_plain, separators=(",", ":"))
     session.add(HealthReportRow(key=key, task_id=task_id, report=text, error=error))
     session.flush()
-    old = list(
-        session.scalars(
-            select(HealthReportRow.key)
-            .where(HealthReportRow.task_id == task_id)
-            .order_by(HealthReportRow.created_at.desc(), HealthReportRow.key)
-            .offset(REPORTS_KEPT_PER_TASK)
-        )
-    )
-    if old:
-        session.execute(delete(HealthReportRow).where(HealthReportRow.key.in_(old)))
+    repo.let_go_oldest(session, HealthReportRow, HealthReportRow.task_id == task_id, REPORTS_KEPT_PER_TASK)
 
 
 def _plain(value: object) -> object:

@@ -19,6 +19,7 @@ from scipy import stats
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from evalstore.db.session import unit_of_work
 from evalstore.services import answers, comparisons, embargo, tasks
 from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.kinds.answers import tiers as answer_tiers
@@ -413,6 +414,27 @@ def test_letters_another_worker_stored_first_are_left_to_it(
 
     monkeypatch.setattr(answer_tiers, "store_tiers", stored_meanwhile)
     assert refresh_answer_tiers(world.engine) == 0  # no error: the next sweep finds them stored
+
+
+def test_an_answer_task_keeps_its_newest_letters(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a worker prepared for older states of a board is let go beyond the newest kept."""
+    tasks.create_task(world.engine, "kept", nuggets_name=_small_bank(world), owner="owner")
+    monkeypatch.setattr(answer_tiers, "TIERS_KEPT_PER_TASK", 2)
+    with world.engine.connect() as connection:
+        task_id = connection.execute(text("SELECT id FROM tasks WHERE name = 'kept'")).scalar_one()
+    for state in ("first", "second", "third"):  # each stored after the one before
+        with unit_of_work(world.engine) as session:
+            assert answer_tiers.store_tiers(session, task_id, {state: {"best": "a"}}) == 1
+    with world.engine.connect() as connection:
+        kept = set(connection.execute(text("SELECT key FROM answer_tiers")).scalars())
+    assert kept == {"second", "third"}
+
+
+def _small_bank(world: World) -> str:
+    bank = world.tmp / "small-bank.jsonl"
+    bank.write_text(json.dumps({"qid": "t0", "query": "q", "nuggets": [{"text": "n", "importance": "vital"}]}) + "\n")
+    answers.import_nuggets(world.engine, bank, name="small")
+    return "small"
 
 
 def _answer_tiers_stored(world: World) -> int:

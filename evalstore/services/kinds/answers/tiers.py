@@ -9,10 +9,11 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import AnswerTiers
+from evalstore.db.repositories import let_go_oldest
 
 # letters kept per answer task: each board measure for the newest states of its board
 TIERS_KEPT_PER_TASK = 256
@@ -38,10 +39,5 @@ def store_tiers(session: Session, task_id: int, letters: dict[str, dict[str, str
     new = [AnswerTiers(key=key, task_id=task_id, letters=made) for key, made in letters.items() if key not in have]
     session.add_all(new)
     session.flush()
-    kept = select(AnswerTiers.key).where(AnswerTiers.task_id == task_id)
-    old = list(
-        session.scalars(kept.order_by(AnswerTiers.created_at.desc(), AnswerTiers.key).offset(TIERS_KEPT_PER_TASK))
-    )
-    if old:
-        session.execute(delete(AnswerTiers).where(AnswerTiers.key.in_(old)))
+    let_go_oldest(session, AnswerTiers, AnswerTiers.task_id == task_id, TIERS_KEPT_PER_TASK)
     return len(new)

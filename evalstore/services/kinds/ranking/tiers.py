@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -34,6 +34,7 @@ from evalstore.db.models import (
     Submission,
     Task,
 )
+from evalstore.db.repositories import let_go_oldest
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import NotFoundError
 from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
@@ -361,10 +362,5 @@ def store_tiers(
     ]
     session.add_all(new)
     session.flush()
-    kept = select(BoardTiers.key).where(BoardTiers.qrels_id == qrels_id)
-    old = list(
-        session.scalars(kept.order_by(BoardTiers.created_at.desc(), BoardTiers.key).offset(TIERS_KEPT_PER_QRELS))
-    )
-    if old:
-        session.execute(delete(BoardTiers).where(BoardTiers.key.in_(old)))
+    let_go_oldest(session, BoardTiers, BoardTiers.qrels_id == qrels_id, TIERS_KEPT_PER_QRELS)
     return len(new)
