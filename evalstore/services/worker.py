@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import signal
 import threading
@@ -75,6 +76,13 @@ class WorkerSettings:
     # this many seconds it refreshes them between jobs (the board measures' letters only; every
     # measure's, and the reports, once the queue is empty)
     boards_behind: float = 30.0
+    # an idle worker's chores (every measure's summaries and letters, the paired tests, the
+    # reports) wait until it has stored no job for this many seconds. In a burst of submissions the
+    # queue empties between arrivals again and again: each empty moment started the chores anew,
+    # on boards the next evaluation changed again, and they took the cores the uploads and the
+    # evaluations needed. Meanwhile a busy worker keeps the board measures' letters within
+    # ``boards_behind``; with ``until_empty`` the chores run as soon as the queue is empty.
+    chores_after: float = 2.0
 
 
 class _Heartbeat:
@@ -150,6 +158,7 @@ class Worker:
         self._last_index_check = 0.0
         self._last_release_check = 0.0
         self._looked_for_jobs = 0.0  # when an idle chore last looked for queued jobs
+        self._worked_at = -math.inf  # when it last claimed a job (its idle chores wait for quiet)
         # an outage of the database or its disk is waited out, never exited over
         self.backoff = worker_backoff(log, str(engine.url), lambda: self.stopping)
 
@@ -296,6 +305,11 @@ class Worker:
                 made,
                 time.perf_counter() - started,
             )
+
+    def quiet(self) -> bool:
+        """Whether this worker has claimed no job for ``settings.chores_after`` seconds (its idle
+        chores wait for that)."""
+        return time.monotonic() - self._worked_at >= self.settings.chores_after
 
     def boards_behind(self) -> bool:
         """Whether the boards' letters are more than ``settings.boards_behind`` seconds
@@ -486,10 +500,12 @@ class Worker:
                     continue
                 self.backoff.answered()
                 if worked:
+                    self._worked_at = time.monotonic()
                     if self.boards_behind():  # a long burst: the boards no further behind than this
                         self.refresh_boards(busy=True)
                     continue
-                self.refresh_boards(interruptible=True)  # the queue is empty: the boards its jobs changed
+                if self.settings.until_empty or self.quiet():  # the boards its jobs changed
+                    self.refresh_boards(interruptible=True)
                 if self.settings.until_empty:
                     break
                 if time.monotonic() - self._last_release_check >= self.settings.release_interval:

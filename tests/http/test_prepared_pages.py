@@ -7,6 +7,8 @@ is empty (both databases)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -165,6 +167,43 @@ def test_a_worker_run_keeps_the_letters_within_bounds_during_a_burst(world: Worl
     worker.refresh_boards = spy  # type: ignore[method-assign]
     assert worker.run() == 3
     assert refreshed == [True, True, True, False]  # after each job (0 s behind allowed), then idle
+
+
+@pytest.mark.parametrize("after", [0.0, 1.5])
+def test_an_idle_workers_chores_wait_for_a_quiet_queue(world: World, after: float) -> None:
+    """In a burst the queue empties between arrivals again and again: the chores wait until the
+    worker has claimed nothing for ``chores_after`` seconds, then run once (0: at once)."""
+    _queued(world, 2)
+    settings = WorkerSettings(index_runs=False, poll_interval=0.05, chores_after=after, batch=jobs.BatchBound(jobs=1))
+    worker = Worker(world.engine, settings)
+    claims: list[float] = []
+    idle: list[float] = []
+    real_process, real_refresh = worker.process_one, worker.refresh_boards
+
+    def process() -> bool:
+        worked = real_process()
+        if worked:
+            claims.append(time.monotonic())
+        return worked
+
+    def refresh(*, busy: bool = False, interruptible: bool = False) -> int:
+        if busy:
+            return real_refresh(busy=busy, interruptible=interruptible)
+        idle.append(time.monotonic())
+        stored = real_refresh(busy=busy, interruptible=interruptible)
+        worker.stopping = True  # the first idle chores are all this test waits for
+        return stored
+
+    worker.process_one = process  # type: ignore[method-assign]
+    worker.refresh_boards = refresh  # type: ignore[method-assign]
+    runner = threading.Thread(target=worker.run)
+    runner.start()
+    runner.join(timeout=30)
+    assert not runner.is_alive()
+    assert len(claims) == 2 and len(idle) == 1
+    waited = idle[0] - claims[-1]
+    assert after <= waited < after + 1.0, waited
+    assert _slots(world) > 20  # every measure's letters, once
 
 
 def test_an_idle_refresh_gives_way_to_a_queued_job_and_finishes_at_the_next_idle_moment(
