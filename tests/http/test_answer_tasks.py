@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from evalstore.db.session import unit_of_work
+from evalstore.metrics.answers import ANSWER_MEASURES, NUGGET_MEASURES, SUPPORT_MEASURES
 from evalstore.services import answers, comparisons, embargo, tasks
 from evalstore.services.kinds import answers as answer_kind
 from evalstore.services.kinds.answers import tiers as answer_tiers
@@ -363,8 +364,9 @@ def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
     world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages ready before anyone asks: once its queue is empty a worker stores the letters of each
-    answer task's board on each of its measures; the page shows them without comparing a run (a
-    page never stores), and a newer evaluation changes what decides them."""
+    answer task's board on every measure the task evaluates (not only the board's); the page shows
+    them without comparing a run (a page never stores), and a newer evaluation changes what
+    decides them. The runs have no citations: no letters on citation support, none compared."""
     six_topics(world, client)  # evaluated by `evaluate --wait` alone: nothing stored yet
     assert _answer_tiers_stored(world) == 0
     computed = re.findall(r'<td class="tier">(\w*)</td>', client.get("/tasks/six?measure=V_strict").text)
@@ -372,7 +374,8 @@ def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
     worker = Worker(world.engine, WorkerSettings(until_empty=True, index_runs=False, reports=(refresh_answer_tiers,)))
     worker.run()
     board = tasks.task_leaderboard(world.engine, as_principal(world.engine, "owner"), "six").body
-    assert _answer_tiers_stored(world) == len(board["measures"])  # each of the board's measures
+    assert len(board["measures"]) == len(answer_kind.DEFAULT_MEASURES)
+    assert _answer_tiers_stored(world) == len(NUGGET_MEASURES)  # the board's and the others
     assert refresh_answer_tiers(world.engine) == 0  # nothing missing now
 
     def no_comparison(*_: Any, **__: Any) -> Any:
@@ -380,9 +383,10 @@ def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
 
     monkeypatch.setattr(comparisons, "compare_answers", no_comparison)
     with client_for(world.engine) as fresh:  # a server process of its own: nothing kept in memory
-        for measure in board["measures"]:
+        for measure in ANSWER_MEASURES:
             page = fresh.get(f"/tasks/six?measure={measure}")
             assert page.status_code == 200, page.text
+            assert ('<td class="tier"></td>' in page.text) == (measure in SUPPORT_MEASURES), measure
         stored = re.findall(r'<td class="tier">(\w*)</td>', fresh.get("/tasks/six?measure=V_strict").text)
     assert stored == computed and len(set(stored)) >= 2
 

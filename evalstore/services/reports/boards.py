@@ -19,6 +19,7 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.errors import InvalidParameterError
 from evalstore.io import inert
 from evalstore.metrics import headline_measures, resolve_measures
+from evalstore.metrics.answers import ANSWER_MEASURES
 from evalstore.metrics.registry import REGISTRY, parse
 from evalstore.metrics.trec_names import reader_name
 from evalstore.services import comparisons, tasks
@@ -324,6 +325,8 @@ def _answer_tiers(
     (:func:`refresh_answer_tiers`), else computed here and kept while the board stays the same (a
     page never stores; a board of runs evaluated while no worker ran)."""
     assert nuggets is not None
+    if not _comparable(body, measure):
+        return {}
     key = answer_tiers.tiers_key(nuggets, measure, _answer_rows(body, measure))
     cached = context.tiers.get((key,))
     if cached is not None:
@@ -333,6 +336,12 @@ def _answer_tiers(
     if stored is not None:
         return context.tiers.put((key,), stored)
     return context.tiers.put((key,), _answer_letters(context.engine, nuggets, runs, measure, body))
+
+
+def _comparable(body: tasks.BoardBody, measure: str) -> bool:
+    """Whether two of an answer board's runs have a mean on ``measure`` (citation support: runs
+    without citations have none), so that letters can tell them apart."""
+    return sum(r["scores"][measure]["mean"] is not None for r in body["rows"]) >= 2
 
 
 def _answer_rows(body: tasks.BoardBody, measure: str) -> list[tuple[str, int | None, float | None]]:
@@ -369,24 +378,28 @@ _WORKER = Principal(user_id=None, name="evalstore worker", role="admin")
 
 def refresh_answer_tiers(engine: Engine, qrels_ids: Collection[int] | None = None) -> int:
     """A use case (a worker's refresher, once its queue is empty): every answer task's letters on
-    each of its board's measures, stored where not stored for the board as it is, so its page
-    reads them; how many were stored. ``qrels_ids``: the worker's qrels touched by ranking jobs,
-    which no answer task is on (only the sweep, None, looks at them)."""
+    each measure the task evaluates (its measures, else every answer measure: a reader may pick
+    any of them, not only the board's), stored where not stored for the board as it is, so its
+    page reads them; how many were stored. ``qrels_ids``: the worker's qrels touched by ranking
+    jobs, which no answer task is on (only the sweep, None, looks at them)."""
     if qrels_ids is not None:
         return 0
     with read_only(engine) as session:
         found = session.execute(
-            select(Task.id, Task.name).where(Task.nugget_bank_id.is_not(None)).order_by(Task.id)
+            select(Task.id, Task.name, Task.measures).where(Task.nugget_bank_id.is_not(None)).order_by(Task.id)
         ).all()
     made = 0
-    for task_id, name in found:
-        body = tasks.task_leaderboard(engine, _WORKER, name).body
+    for task_id, name, measures in found:
+        evaluated = list(measures or []) or list(ANSWER_MEASURES)
+        body = tasks.task_leaderboard(engine, _WORKER, name, evaluated).body
         nuggets, rows = body.get("nuggets"), body["rows"]
         # as the page: Tukey's HSD needs two runs and two topics
         if nuggets is None or len(rows) < 2 or max((r["topics"] or 0) for r in rows) < 2:
             continue
         letters: dict[str, dict[str, str]] = {}
         for measure in body.get("measures", []):
+            if not _comparable(body, measure):
+                continue
             key = answer_tiers.tiers_key(nuggets, measure, _answer_rows(body, measure))
             with read_only(engine) as session:
                 if answer_tiers.stored_tiers(session, key) is not None:
