@@ -437,7 +437,11 @@ def migrated_copy(templates: Templates, backend: str, tmp_path: Path) -> str:
     return templates.copy(backend, "migrated", tmp_path / "evalstore.db")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# the database systems a test runs on: SQLite, and PostgreSQL (marked ``postgres``)
+BOTH_DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BOTH_DATABASES)
 def db_backend(request: pytest.FixtureRequest) -> str:
     """The database system a test runs on: SQLite, and PostgreSQL (marked ``postgres``)."""
     return str(request.param)

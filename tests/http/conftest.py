@@ -23,7 +23,7 @@ from evalstore.services.access import Principal
 from evalstore.services.orchestration import work_on
 from evalstore.web.app import create_app
 from evalstore.web.settings import ServerSettings
-from tests.conftest import Templates
+from tests.conftest import BOTH_DATABASES, Templates
 from tests.factories import SAMPLE
 
 PASSWORD = "correct horse battery"
@@ -162,6 +162,25 @@ def copied_world(
     finally:
         engine.dispose()
         templates.drop(url)
+
+
+@pytest.fixture(params=["sqlite"])
+def db_backend(request: pytest.FixtureRequest) -> str:
+    """The service's tests run on SQLite; a module or test whose outcome depends on the database
+    is marked ``both_databases`` and runs on PostgreSQL too (:func:`pytest_generate_tests`): the
+    sweeps of every page and every parameter (queries only a page runs), the GET routes' writes,
+    concurrent writers and claims, wide ids and long names, and what the worker stores for the
+    pages. The rest checks routes, roles, words and flows: the same code over the same services,
+    which tests/db runs on both databases."""
+    return str(request.param)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest reads the parametrize marks
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``both_databases`` that takes a database gets it parametrized, as a mark (the
+    fixture's own SQLite alone then gives way, as to any test's parametrize mark)."""
+    if "db_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_databases"):
+        metafunc.definition.add_marker(pytest.mark.parametrize("db_backend", BOTH_DATABASES, indirect=True))
 
 
 @pytest.fixture

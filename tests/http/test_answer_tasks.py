@@ -360,6 +360,7 @@ def test_an_answer_board_has_tiers_from_tukeys_hsd_on_its_runs_topics(world: Wor
     assert "not significantly different on V_strict (Tukey&#39;s HSD" in page.text
 
 
+@pytest.mark.both_databases
 def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
     world: World, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,11 +7,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from evalstore.services import access, tasks
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.http.conftest import LiveServer, World, run_text
+
+pytestmark = pytest.mark.both_databases
 
 TEAMS = 5
 RUNS_PER_TEAM = 4

@@ -21,6 +21,8 @@ from tests.http.conftest import PASSWORD, SAMPLE, World, as_principal, client_fo
 from tests.http.test_hostile_daily_cap import _refusal
 from tests.http.test_pages import csrf_of, sign_in
 
+pytestmark = pytest.mark.both_databases
+
 
 def test_a_withdrawn_evaluated_run_keeps_its_quota_slot(world: World) -> None:
     tasks.create_task(world.engine, "capped", qrels_name="sample", max_runs_per_team=2, owner="owner")

@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from typer.testing import CliRunner
@@ -20,6 +21,8 @@ from evalstore.services.orchestration import work_on
 from tests.cli.usage import usage_message
 from tests.http.conftest import PASSWORD, World, as_principal, client_for, run_text
 from tests.http.test_pages import csrf_of, sign_in
+
+pytestmark = pytest.mark.both_databases
 
 
 def _submit(client: TestClient, world: World, caller: str, task: str, name: str) -> Any:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, MetaData, select
 
 from evalstore.db.models import Evaluation
 from evalstore.db.session import read_only
 from tests.http.conftest import World, client_for, run_text
+
+pytestmark = pytest.mark.both_databases
 
 # a value for each path parameter of the app's GET routes (a route with one this lacks fails the test)
 PATH_VALUES = {

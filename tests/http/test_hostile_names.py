@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
 from evalstore.services import access, store
 from tests.http.conftest import PASSWORD, World, client_for, run_text
 from tests.http.test_pages import csrf_of, sign_in
+
+pytestmark = pytest.mark.both_databases
 
 
 def taken(name: str) -> str:

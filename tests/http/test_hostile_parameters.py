@@ -11,12 +11,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from fastapi.testclient import TestClient
 
 from evalstore.services import access, pools, store, tasks
 from tests.http.conftest import PASSWORD, World, client_for, run_text
 from tests.http.test_hostile_get_writes import _routes
 from tests.http.test_pages import csrf_of, sign_in
+
+pytestmark = pytest.mark.both_databases
 
 # what a number's place gets, and what a name's (each also gets the other's NUL)
 NUMBERS = ("1e20", "99999999999999999999999", "-9223372036854775809", "-1", "1.5", "nan", "%00")

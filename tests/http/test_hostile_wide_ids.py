@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from tests.http.conftest import World, client_for
 
+pytestmark = pytest.mark.both_databases
+
 
 def _url_docno(seed: int, length: int = 4096) -> str:
     """A URL of ``length`` bytes whose path does not repeat (so no database compresses it away)."""

@@ -23,6 +23,8 @@ from evalstore.db.session import read_only
 from evalstore.services import collections, judging, people, pools, store, tasks
 from tests.http.conftest import PASSWORD, World, as_principal, run_text, wrong_statuses
 
+pytestmark = pytest.mark.both_databases
+
 Request = tuple[str, str, dict[str, Any]]
 _NAMES = itertools.count()
 

@@ -20,6 +20,8 @@ from evalstore.services import access, jobs
 from tests.helpers.servers import free_port
 from tests.http.conftest import PASSWORD, SAMPLE, World, client_for, run_text
 
+pytestmark = pytest.mark.both_databases
+
 NO_WORKER = "No evaluation worker is running, so queued runs wait."
 
 

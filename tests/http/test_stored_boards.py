@@ -23,6 +23,8 @@ from evalstore.services.worker import Worker, WorkerSettings
 from evalstore.statistics import significance
 from tests.http.conftest import World, run_text
 
+pytestmark = pytest.mark.both_databases
+
 TOPICS = ("301", "302", "303")
 
 

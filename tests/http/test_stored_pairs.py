@@ -23,6 +23,8 @@ from evalstore.services.kinds.ranking import pairs
 from evalstore.services.worker import Worker, WorkerSettings
 from tests.http.conftest import World, as_principal, run_text
 
+pytestmark = pytest.mark.both_databases
+
 TOPICS = ("301", "302", "303")
 RUNS = ["red-open", *(f"run-{i}" for i in range(4))]
 PREPARING = "These tests are being prepared"
