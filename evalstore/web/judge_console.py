@@ -203,6 +203,18 @@ async def add_judge(request: Request) -> Response:
     return see_other(_judge_url(kept["name"]) + "?added=1")
 
 
+# a running job's page reloads itself: each second for its first few looks (a probe of a few
+# documents is often done within them), then every three seconds; ``?working=N`` counts the looks
+_QUICK_LOOKS = 5
+_LOOKS = {str(n): n for n in range(1, _QUICK_LOOKS + 1)}
+
+
+def _reload(request: Request) -> tuple[int, int]:
+    """The seconds until a running job's page reloads itself, and its next look's count."""
+    looked = _LOOKS.get(request.query_params.get("working", ""), 0)
+    return (1, looked + 1) if looked < _QUICK_LOOKS else (3, _QUICK_LOOKS)
+
+
 def _judge_page(
     request: Request, principal: Principal, judge: str, *, status_code: int = 200, error: str | None = None
 ) -> HTMLResponse:
@@ -222,6 +234,7 @@ def _judge_page(
         listed=LISTED,
         pools=organising.judgeable_pools(engine, principal),
         key_prefix=organising.JUDGE_KEY_PREFIX,
+        reload=_reload(request),
     )
 
 

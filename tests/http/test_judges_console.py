@@ -231,6 +231,16 @@ def test_an_organiser_cancels_a_running_probe(world: World, owner: TestClient) -
         assert started.status_code == 303
         working = owner.get("/judges/slow")
         assert '<button type="submit" class="secondary" id="cancel-probe">Cancel the probe</button>' in working.text
+        # the page reloads itself each second for its first five looks, then every three seconds
+        reloads = {
+            "": "1; url=/judges/slow?working=1",
+            "?working=4": "1; url=/judges/slow?working=5",
+            "?working=5": "3; url=/judges/slow?working=5",
+            "?working=1e400": "1; url=/judges/slow?working=1",
+            "?working=%C2%B2": "1; url=/judges/slow?working=1",
+        }
+        for query, reload in reloads.items():
+            assert f'<meta http-equiv="refresh" content="{reload}">' in owner.get(f"/judges/slow{query}").text
         assert owner.post("/judges/slow/probe/cancel", data={}).status_code == 403  # no CSRF token
 
         access.set_password(world.engine, "organiser", PASSWORD)
