@@ -106,9 +106,11 @@ def _module_fixture_group(item: pytest.Item) -> str | None:
 
 
 # Modules of tests that wait on processes, servers and timeouts for many seconds each (real workers
-# through outages, the wheel's install, a model's server): collected first, so that xdist deals
-# them out at the start, not as the run's last tests that the other workers wait for.
+# through outages, the wheel's install, a model's server), and the Spark group's first module (one
+# worker runs the group, ~75 s with its JVM): collected first, so that xdist deals them out at the
+# start, not as the run's last tests that the other workers wait for.
 SLOW_FIRST = (
+    "tests/db/test_stored_backends.py",
     "tests/db/test_mlflow_outage.py",
     "tests/db/test_worker_outages.py",
     "tests/packaging/",
