@@ -77,7 +77,7 @@ class WorkerSettings:
     # measure's, and the reports, once the queue is empty)
     boards_behind: float = 30.0
     # an idle worker's chores (every measure's summaries and letters, the paired tests, the
-    # reports) wait until it has stored no job for this many seconds. In a burst of submissions the
+    # reports) wait until it has claimed no job for this many seconds. In a burst of submissions the
     # queue empties between arrivals again and again: each empty moment started the chores anew,
     # on boards the next evaluation changed again, and they took the cores the uploads and the
     # evaluations needed. Meanwhile a busy worker keeps the board measures' letters within

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from scipy import stats
-from sqlalchemy import text
+from sqlalchemy import text, update
 from sqlalchemy.exc import IntegrityError
 
+from evalstore.db.models import Task
 from evalstore.db.session import unit_of_work
 from evalstore.metrics.answers import ANSWER_MEASURES, NUGGET_MEASURES, SUPPORT_MEASURES
 from evalstore.services import answers, comparisons, embargo, tasks
@@ -369,13 +370,15 @@ def test_an_idle_worker_stores_an_answer_boards_letters_and_the_page_reads_them(
     them without comparing a run (a page never stores), and a newer evaluation changes what
     decides them. The runs have no citations: no letters on citation support, none compared."""
     six_topics(world, client)  # evaluated by `evaluate --wait` alone: nothing stored yet
+    with unit_of_work(world.engine) as session:  # a board of two measures: the others are picked by ?measure=
+        session.execute(update(Task).where(Task.name == "six").values(measures=["W", "V_strict"]))
     assert _answer_tiers_stored(world) == 0
     computed = re.findall(r'<td class="tier">(\w*)</td>', client.get("/tasks/six?measure=V_strict").text)
     assert _answer_tiers_stored(world) == 0  # GET never writes
     worker = Worker(world.engine, WorkerSettings(until_empty=True, index_runs=False, reports=(refresh_answer_tiers,)))
     worker.run()
     board = tasks.task_leaderboard(world.engine, as_principal(world.engine, "owner"), "six").body
-    assert len(board["measures"]) == len(answer_kind.DEFAULT_MEASURES)
+    assert board["measures"] == ["W", "V_strict"]
     assert _answer_tiers_stored(world) == len(NUGGET_MEASURES)  # the board's and the others
     assert refresh_answer_tiers(world.engine) == 0  # nothing missing now
 

@@ -378,20 +378,19 @@ _WORKER = Principal(user_id=None, name="evalstore worker", role="admin")
 
 def refresh_answer_tiers(engine: Engine, qrels_ids: Collection[int] | None = None) -> int:
     """A use case (a worker's refresher, once its queue is empty): every answer task's letters on
-    each measure the task evaluates (its measures, else every answer measure: a reader may pick
-    any of them, not only the board's), stored where not stored for the board as it is, so its
-    page reads them; how many were stored. ``qrels_ids``: the worker's qrels touched by ranking
-    jobs, which no answer task is on (only the sweep, None, looks at them)."""
+    every answer measure (an answer evaluation computes each of them, and a reader may pick any,
+    not only the board's), stored where not stored for the board as it is, so its page reads
+    them; how many were stored. ``qrels_ids``: the worker's qrels touched by ranking jobs, which
+    no answer task is on (only the sweep, None, looks at them)."""
     if qrels_ids is not None:
         return 0
     with read_only(engine) as session:
         found = session.execute(
-            select(Task.id, Task.name, Task.measures).where(Task.nugget_bank_id.is_not(None)).order_by(Task.id)
+            select(Task.id, Task.name).where(Task.nugget_bank_id.is_not(None)).order_by(Task.id)
         ).all()
     made = 0
-    for task_id, name, measures in found:
-        evaluated = list(measures or []) or list(ANSWER_MEASURES)
-        body = tasks.task_leaderboard(engine, _WORKER, name, evaluated).body
+    for task_id, name in found:
+        body = tasks.task_leaderboard(engine, _WORKER, name, list(ANSWER_MEASURES)).body
         nuggets, rows = body.get("nuggets"), body["rows"]
         # as the page: Tukey's HSD needs two runs and two topics
         if nuggets is None or len(rows) < 2 or max((r["topics"] or 0) for r in rows) < 2:
