@@ -1,4 +1,4 @@
-"""Answers assessed in the browser, through the pages' forms, on SQLite and PostgreSQL: the nugget
+"""Answers assessed in the browser, through the pages' forms: the nugget
 page (labels stored as ``human:NAME`` with their time, revised, refused whole when one is missing,
 scored by ``evaluate --nuggets --assessor human:NAME``), blind double assessment, the support
 page, and the bank's page (add, edit, merge, split, reject, a judge's draft reviewed and

@@ -23,14 +23,6 @@ from evalstore.io.limits import MIN_ROW_BYTES, Bounds
 from tests.http.conftest import World, client_for, run_text
 
 
-@pytest.fixture
-def db_backend() -> str:
-    """SQLite only, not both databases: a Parquet file is refused while it is read, before any
-    transaction, and a valid one is stored by the same code as any run (a stored run's wide ids
-    on PostgreSQL: tests/http/test_hostile_wide_ids.py)."""
-    return "sqlite"
-
-
 def _parquet(rows: int, *, doc: Any = None, dictionary: bool = True, row_group: int | None = None) -> bytes:
     """A run of ``rows`` rows over three topics, as Parquet (zstd)."""
     docs = doc if doc is not None else [f"d{i}" for i in range(rows)]

@@ -25,15 +25,6 @@ from evalstore.io import labels, tables
 from evalstore.io.limits import Bounds, copy_bounded
 from tests.http.conftest import World, client_for, run_text
 
-
-@pytest.fixture
-def db_backend() -> str:
-    """SQLite only, not both databases: every bound here is checked while the upload is read,
-    before any transaction, and a valid one is stored by the same code as any run (a stored run's
-    wide ids on PostgreSQL: tests/http/test_hostile_wide_ids.py)."""
-    return "sqlite"
-
-
 FIELD_REFUSAL = (
     "column 'docno' holds a field longer than this server's limit of 4096 bytes (a docno, topic id, tag or label)"
 )

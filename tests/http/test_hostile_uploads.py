@@ -18,14 +18,6 @@ from evalstore.io.limits import Bounds, copy_bounded
 from tests.http.conftest import World, client_for, run_text
 
 
-@pytest.fixture
-def db_backend() -> str:
-    """SQLite only, not both databases: a bomb, a huge docno and a bad name are refused while the
-    upload is read, before any transaction (a stored run's wide ids on PostgreSQL:
-    tests/http/test_hostile_wide_ids.py)."""
-    return "sqlite"
-
-
 def _runs_of_open(world: World) -> int:
     with world.engine.connect() as connection:
         return len(connection.exec_driver_sql("SELECT id FROM runs").fetchall())

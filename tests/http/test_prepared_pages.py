@@ -2,7 +2,7 @@
 task's leaderboard and compare pages read what the worker stored (each job's pairs, the letters of
 the board as it last stored them) and say when the letters are behind; a busy worker refreshes the
 letters once they are a set time behind, on the board's measures, and every measure once its queue
-is empty (both databases)."""
+is empty."""
 
 from __future__ import annotations
 

@@ -8,19 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from evalstore.web import headers
 from tests.http.conftest import World, client_for
-
-
-@pytest.fixture
-def db_backend() -> str:
-    """SQLite only, not both databases: the headers are set by the app's middleware on every
-    response, whatever database answered it; the pages' queries on PostgreSQL run in
-    tests/http/test_pages.py and test_authorization.py."""
-    return "sqlite"
-
 
 EXPECTED = {
     "content-security-policy": (
