@@ -122,6 +122,12 @@ def pages(dataset: str, runs: list[str], health: bool) -> dict[str, str]:
         f"leaderboard page, {OTHER_MEASURE}": f"/tasks/bench?measure={OTHER_MEASURE}",
         "run page": f"/runs/{first}",
         "compare page": f"/tasks/bench/compare?run={first}&run={second}&measure=AP",
+        # the same pages of the task's collection (its qrels: every run evaluated on them, in a
+        # task or not), which its organiser and admins see
+        "collection page": "/collections/qrels",
+        f"collection page, {OTHER_MEASURE}": f"/collections/qrels?measure={OTHER_MEASURE}",
+        "collection run page": f"/collections/qrels/runs/{first}",
+        "collection compare page": f"/collections/qrels/compare?run={first}&run={second}&measure=AP",
     }
     if dataset == "synthetic":
         ten = "&".join(f"run=run{i}" for i in range(10))

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from evalstore.db import arrow_reads, pgcopy
 from evalstore.db.arrow_reads import BATCH_ROWS
-from evalstore.db.keys import same_id
+from evalstore.db.keys import id_in, same_id
 from evalstore.db.models import (
     AggregateResult,
     Base,
@@ -651,6 +651,31 @@ def qrels_table(session: Session, qrels: QrelsSet) -> pa.Table:
         ["topic", "iteration", "doc", "relevance"],
         [pa.string(), pa.string(), pa.string(), pa.int64()],
     )
+
+
+def grades_of(session: Session, qrels: QrelsSet, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The relevance of each (topic, doc) of ``pairs`` that ``qrels`` judges, read through the
+    judgments' index for those topics and documents alone (a page shows a few dozen of a qrels'
+    100,000s); a pair judged more than once (one row a subtopic) gets its last row in file order,
+    as a dict built from :func:`qrels_table` would."""
+    wanted = set(pairs)
+    if not wanted:
+        return {}
+    topics = sorted({topic for topic, _ in wanted})
+    docs = sorted({doc for _, doc in wanted})
+    grades: dict[tuple[str, str], int] = {}
+    for start in range(0, len(docs), 500):  # bounded IN lists
+        rows = session.execute(
+            select(Judgment.topic, Judgment.doc, Judgment.relevance)
+            .where(
+                Judgment.qrels_id == qrels.id,
+                id_in(Judgment.topic, topics),
+                id_in(Judgment.doc, docs[start : start + 500]),
+            )
+            .order_by(Judgment.position)
+        )
+        grades.update(((topic, doc), int(relevance)) for topic, doc, relevance in rows if (topic, doc) in wanted)
+    return grades
 
 
 def count_run_rows(session: Session, run: Run) -> int:

@@ -241,24 +241,12 @@ def top_documents(
     with read_only(engine) as session:
         stored = {repo.get_run(session, name).id: name for name in runs}
         table = repo.top_ranked(session, list(stored), depth, topics).to_pandas()
-        qrels = (
-            repo.qrels_table(session, repo.get_qrels(session, qrels_name)).to_pandas()
-            if qrels_name is not None
-            else None
-        )
+        shown = zip(table["topic"].astype(str), table["doc"].astype(str), strict=True)
+        # the grades of the documents shown only, not the whole qrels read for them
+        labels = repo.grades_of(session, repo.get_qrels(session, qrels_name), shown) if qrels_name is not None else {}
         if collection is not None:
             repo.get_collection(session, collection)  # a name that is not there: say so
         texts = document_texts(session, collection, sorted(set(table["doc"])))
-    wanted = set(topics)
-    labels = (
-        {}
-        if qrels is None
-        else {
-            (t, d): int(r)
-            for t, d, r in zip(qrels["topic"], qrels["doc"], qrels["relevance"], strict=True)
-            if t in wanted
-        }
-    )
     out: dict[tuple[str, str], list[RankedDocument]] = {}
     for (run_id, topic), group in table.sort_values("rank").groupby(["run_id", "topic"], sort=False):
         out[(stored[int(run_id)], str(topic))] = [

@@ -103,11 +103,26 @@ def collection_run_page(
         for topic, row in stored.frame.to_dict(orient="index").items()
     }
 
-    def peers(measure: str) -> ScoreMatrix:
+    def board_runs(measure: str) -> list[str]:
         board = tasks.collection_board(engine, name, [measure], context=context)
-        return reports.median_peers(engine, access.qrels, [r["run"] for r in board.body["rows"]] or [run], measure)
+        return [r["run"] for r in board.body["rows"]] or [run]
 
-    return reports.scored_run_page(engine, _run_view(engine, run), aggregates, per_query, measure, peers)
+    def peers(measure: str) -> ScoreMatrix:
+        return reports.median_peers(engine, access.qrels, board_runs(measure), measure)
+
+    def prepared(measure: str) -> reports.Picture | None:
+        # the medians a worker stored for a task over the qrels, when its runs are the collection's
+        # (a median is its runs' evaluations' alone, whichever task stored it)
+        runs = board_runs(measure)
+        for task in access.tasks:
+            picture = reports.stored_picture(engine, access.qrels, task, run, runs, measure, None)
+            if picture is not None:
+                return picture
+        return None
+
+    return reports.scored_run_page(
+        engine, _run_view(engine, run), aggregates, per_query, measure, peers, stored=prepared
+    )
 
 
 def collection_runs(engine: Engine, principal: Principal, name: str) -> list[str]:
@@ -136,4 +151,4 @@ def collection_compare_page(
     for run in runs:
         if not access.may_open(run):
             raise NotFoundError(f"No run named '{run}' of collection '{name}' that you may open.")
-    return reports.compared(engine, name, access.qrels, runs, measure, test, collection)
+    return reports.compared(engine, name, access.qrels, runs, measure, test, collection, tasks=access.tasks)

@@ -213,3 +213,26 @@ def test_robust03_and_dl_hard_runs_compare_as_scipy_says(sqlite_engine: Engine) 
     for pair in comparison.pairs:
         wins, losses = pair.wins, pair.losses
         assert pair.p_value == pytest.approx(stats.binomtest(wins, wins + losses).pvalue, rel=1e-9)
+
+
+def test_the_compare_pages_grades_are_the_qrels_last_row_of_each_shown_document(engine: Engine, write) -> None:  # type: ignore[no-untyped-def]
+    """The top documents' grades are read for the documents shown alone, and are what a dict built
+    from the whole qrels in file order holds: a document judged once a subtopic gets its last row,
+    an unjudged one none, a long id (a digest key on PostgreSQL) its own."""
+    from evalstore.db import repositories as repo
+    from evalstore.db.session import read_only
+
+    long_doc = "d" * 300
+    lines = [f"1 {sub} d{doc} {(doc + sub) % 3}" for doc in range(40) for sub in (1, 2, 3)]
+    lines += [f"2 1 {long_doc} 2", "2 2 d7 1", "2 1 d7 0"]
+    store.import_qrels(engine, write("subtopics", "\n".join(lines) + "\n"), name="sub", kind="subtopics")
+    wanted = [("1", "d3"), ("1", "d39"), ("1", "d40"), ("2", long_doc), ("2", "d7"), ("3", "d1")]
+    wanted += [("1", f"d{doc}") for doc in range(0, 40, 2)] + [("1", f"u{doc}") for doc in range(600)]  # two IN lists
+    with read_only(engine) as session:
+        qrels = repo.get_qrels(session, "sub")
+        table = repo.qrels_table(session, qrels).to_pylist()
+        whole = {(row["topic"], row["doc"]): row["relevance"] for row in table}
+        grades = repo.grades_of(session, qrels, wanted)
+    assert grades == {pair: whole[pair] for pair in wanted if pair in whole}
+    assert grades[("1", "d3")] == 0 and grades[("2", "d7")] == 0 and grades[("2", long_doc)] == 2
+    assert ("1", "d40") not in grades and ("3", "d1") not in grades

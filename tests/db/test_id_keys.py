@@ -11,7 +11,7 @@ from sqlalchemy import Engine, select, text
 
 from evalstore.db.engine import make_engine
 from evalstore.db.keys import id_in, id_key, same_id
-from evalstore.db.models import Document, GoldLabel, PoolEntry
+from evalstore.db.models import Document, GoldLabel, Judgment, PoolEntry
 from tests.conftest import Templates, migrated_copy
 
 pytestmark = pytest.mark.postgres
@@ -46,8 +46,14 @@ def _plan(engine: Engine, statement: object) -> str:
             select(GoldLabel.label).where(GoldLabel.label_set_id == 1, same_id(GoldLabel.item_id, "i")),
             "uq_gold_labels_key",
         ),
+        (  # the compare page's grades of the documents it shows (repositories.grades_of)
+            select(Judgment.relevance).where(
+                Judgment.qrels_id == 1, id_in(Judgment.topic, ["301"]), id_in(Judgment.doc, ["d1", "x" * 300])
+            ),
+            "uq_judgments_key",
+        ),
     ],
-    ids=["same_id", "id_in", "a key's prefix", "an item"],
+    ids=["same_id", "id_in", "a key's prefix", "an item", "judgments"],
 )
 def test_a_lookup_by_id_is_answered_by_the_key_s_index(engine: Engine, statement: object, index: str) -> None:
     plan = _plan(engine, statement)

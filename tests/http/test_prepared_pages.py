@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from evalstore.db.models import BoardTiers, HealthReportRow, MeasureSummary, PairTests, QrelsSet, Task, TopicMedians
 from evalstore.db.session import read_only, unit_of_work
-from evalstore.services import jobs, reports
+from evalstore.services import jobs, lab_reports, reports, store
 from evalstore.services.comparisons import pairwise
 from evalstore.services.kinds import ranking
 from evalstore.services.kinds.ranking import pairs
@@ -293,6 +293,41 @@ def test_the_run_page_reads_the_stored_medians_which_are_the_computed_ones(world
         patch.setattr(reports_runs, "median_peers", _refuse)
         with pytest.raises(AssertionError, match="computed on a GET"):
             reports.run_page(world.engine, owner, "run-0", "P@20")
+
+
+def test_a_collections_pages_read_what_a_task_over_its_qrels_stored(world: World, client: TestClient) -> None:
+    """A collection's run and compare pages read the medians and paired tests a task over its
+    qrels stored, when they are of the runs and evaluations the page shows (a median or a pair is
+    its evaluations' alone, whichever task stored it); else they compute them."""
+    for index in range(3):
+        world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=2 + index))
+    ranking.refresh_pairs(world.engine, [_qrels_id(world)])
+    owner = as_principal(world.engine, "owner")
+    run_page = "/collections/sample/runs/run-0?measure=AP"
+    compare = "/collections/sample/compare?run=red-open&run=run-0&measure=AP"
+    # the collection also holds the secret task's run: no task stored the medians of its runs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
+        with pytest.raises(AssertionError, match="computed on a GET"):
+            lab_reports.collection_run_page(world.engine, owner, "sample", "run-0", "AP")
+    # a pair of the open task's runs is the open task's stored pair
+    with nothing_computed():
+        assert client.get(compare, headers=world.headers("owner")).status_code == 200
+    store.delete_run(world.engine, "red-secret")  # now the collection's runs are the open task's
+    for run in ("red-open", "run-0", "run-2"):
+        for measure in ("AP", "nDCG@10", "P@10"):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
+                stored = lab_reports.collection_run_page(world.engine, owner, "sample", run, measure)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(ranking, "stored_medians", lambda *a, **k: None)
+                computed = lab_reports.collection_run_page(world.engine, owner, "sample", run, measure)
+            assert _picture(stored) == _picture(computed) and stored.task_runs == 4  # to the bit
+    with nothing_computed(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
+        for url in (run_page, compare, compare.replace("measure=AP", "measure=P%4010")):
+            page = client.get(url, headers=world.headers("owner"))
+            assert page.status_code == 200, (url, page.text)
 
 
 def test_a_run_page_computes_while_the_stored_medians_are_not_of_the_runs_evaluations(world: World) -> None:

@@ -25,6 +25,7 @@ from evalstore.services.reports.runs import (
     TOP_DOCUMENTS,
     ComparePage,
     Disagreement,
+    Picture,
     RankedDocument,
     RunPage,
     compare_page,
@@ -32,6 +33,7 @@ from evalstore.services.reports.runs import (
     median_peers,
     run_page,
     scored_run_page,
+    stored_picture,
 )
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "measure_groups",
     "ComparePage",
     "Disagreement",
+    "Picture",
     "RankedDocument",
     "RunPage",
     "board_download",
@@ -58,4 +61,5 @@ __all__ = [
     "leaderboard",
     "run_page",
     "scored_run_page",
+    "stored_picture",
 ]

@@ -322,7 +322,7 @@ def compare_page(
         shown=access.topics,
         judgments=access.judgments_visible,
         per_topic=not access.aggregates_only,
-        task=task,
+        tasks=(task,),
     )
 
 
@@ -371,26 +371,30 @@ def compared(
     shown: ranking.TopicFilter | None = None,
     judgments: bool = True,
     per_topic: bool = True,
-    task: str | None = None,
+    tasks: Sequence[str] = (),
 ) -> ComparePage:
     """The comparison of runs the caller may see, on ``qrels``, for the page of ``name`` (a task or
     a collection), over the topics ``shown`` (None: all); only what their evaluations stored is
     used. ``judgments``: whether the top documents carry their grades in the qrels; without
-    ``per_topic``, the tests alone (no topic's difference, no disagreement named). ``task``: the
-    task whose paired tests a worker stored (read when they are of these runs' evaluations)."""
+    ``per_topic``, the tests alone (no topic's difference, no disagreement named). ``tasks``: the
+    tasks whose paired tests a worker stored, the first holding every pair read (a pair's numbers
+    are its two evaluations' and topics' alone, whichever task stored them: a collection's page
+    reads those of a task over its qrels)."""
 
     def stored(matrix: ScoreMatrix) -> ranking.StoredPairs | None:
-        if task is None:
-            return None
-        return ranking.stored_pairs(
-            engine,
-            task=task,
-            qrels_name=qrels,
-            measure=matrix.measures[0],
-            topics=shown,
-            evaluations=matrix.evaluation_ids,
-            topic_list=matrix.topics,
-        )
+        for task in tasks:
+            found = ranking.stored_pairs(
+                engine,
+                task=task,
+                qrels_name=qrels,
+                measure=matrix.measures[0],
+                topics=shown,
+                evaluations=matrix.evaluation_ids,
+                topic_list=matrix.topics,
+            )
+            if found is not None:
+                return found
+        return None
 
     comparison = comparisons.compare(
         engine,
