@@ -112,13 +112,14 @@ def collection_run_page(
 
     def prepared(measure: str) -> reports.Picture | None:
         # the medians a worker stored for a task over the qrels, when its runs are the collection's
-        # (a median is its runs' evaluations' alone, whichever task stored it)
+        # (a median is its runs' evaluations' alone, whichever task stored it); else the runs'
+        # stored values' (a collection holding several tasks' runs, or runs of none)
         runs = board_runs(measure)
         for task in access.tasks:
             picture = reports.stored_picture(engine, access.qrels, task, run, runs, measure, None)
             if picture is not None:
                 return picture
-        return None
+        return reports.values_picture(engine, access.qrels, run, runs, measure)
 
     return reports.scored_run_page(
         engine, _run_view(engine, run), aggregates, per_query, measure, peers, stored=prepared

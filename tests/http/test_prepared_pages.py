@@ -295,36 +295,51 @@ def test_the_run_page_reads_the_stored_medians_which_are_the_computed_ones(world
             reports.run_page(world.engine, owner, "run-0", "P@20")
 
 
+def _collection_pictures(world: World, run: str, measure: str) -> tuple[reports.RunPage, ...]:
+    """A collection's run page as the page reads it (no median computed through the score
+    matrix), from the runs' stored values only (no task's medians), and computed."""
+    owner = as_principal(world.engine, "owner")
+    pages = []
+    for refused in (("median_peers",), ("median_peers", "stored_picture"), ("stored_picture", "values_picture")):
+        with pytest.MonkeyPatch.context() as patch:
+            for name in refused:  # as lab_reports calls them
+                patch.setattr(reports, name, _refuse if name == "median_peers" else lambda *a, **k: None)
+            pages.append(lab_reports.collection_run_page(world.engine, owner, "sample", run, measure))
+    return tuple(pages)
+
+
+@pytest.mark.both_databases  # the page's reads of stored medians, pairs and values
 def test_a_collections_pages_read_what_a_task_over_its_qrels_stored(world: World, client: TestClient) -> None:
     """A collection's run and compare pages read the medians and paired tests a task over its
     qrels stored, when they are of the runs and evaluations the page shows (a median or a pair is
-    its evaluations' alone, whichever task stored it); else they compute them."""
+    its evaluations' alone, whichever task stored it); a collection of several tasks' runs has its
+    medians from the runs' stored values. Both are what the page would compute, to the bit."""
     for index in range(3):
         world.submit("open", f"run-{index}", text=run_text(TOPICS, tag=f"run-{index}", shift=2 + index))
     ranking.refresh_pairs(world.engine, [_qrels_id(world)])
-    owner = as_principal(world.engine, "owner")
     run_page = "/collections/sample/runs/run-0?measure=AP"
     compare = "/collections/sample/compare?run=red-open&run=run-0&measure=AP"
     # the collection also holds the secret task's run: no task stored the medians of its runs
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
-        with pytest.raises(AssertionError, match="computed on a GET"):
-            lab_reports.collection_run_page(world.engine, owner, "sample", "run-0", "AP")
-    # a pair of the open task's runs is the open task's stored pair
-    with nothing_computed():
-        assert client.get(compare, headers=world.headers("owner")).status_code == 200
+    for run in ("red-open", "run-0", "red-secret"):
+        read, from_values, computed = _collection_pictures(world, run, "AP")
+        assert _picture(read) == _picture(from_values) == _picture(computed) and read.task_runs == 5
+    with nothing_computed(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports, "median_peers", _refuse)
+        for url in (run_page, compare):  # a pair of the open task's runs is the open task's stored pair
+            assert client.get(url, headers=world.headers("owner")).status_code == 200, url
     store.delete_run(world.engine, "red-secret")  # now the collection's runs are the open task's
     for run in ("red-open", "run-0", "run-2"):
         for measure in ("AP", "nDCG@10", "P@10"):
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
-                stored = lab_reports.collection_run_page(world.engine, owner, "sample", run, measure)
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(ranking, "stored_medians", lambda *a, **k: None)
-                computed = lab_reports.collection_run_page(world.engine, owner, "sample", run, measure)
-            assert _picture(stored) == _picture(computed) and stored.task_runs == 4  # to the bit
+                patch.setattr(reports, "median_peers", _refuse)
+                patch.setattr(reports, "values_picture", _refuse)  # the task's stored medians are read
+                stored = lab_reports.collection_run_page(
+                    world.engine, as_principal(world.engine, "owner"), "sample", run, measure
+                )
+            _, from_values, computed = _collection_pictures(world, run, measure)
+            assert _picture(stored) == _picture(from_values) == _picture(computed) and stored.task_runs == 4
     with nothing_computed(), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reports, "median_peers", _refuse)  # as lab_reports calls it
+        patch.setattr(reports, "median_peers", _refuse)
         for url in (run_page, compare, compare.replace("measure=AP", "measure=P%4010")):
             page = client.get(url, headers=world.headers("owner"))
             assert page.status_code == 200, (url, page.text)

@@ -34,6 +34,7 @@ from evalstore.services.reports.runs import (
     run_page,
     scored_run_page,
     stored_picture,
+    values_picture,
 )
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "run_page",
     "scored_run_page",
     "stored_picture",
+    "values_picture",
 ]

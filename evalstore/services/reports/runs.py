@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from evalstore.db.models import EvaluationQueries, QrelsSet
 from evalstore.db.session import read_only
@@ -180,20 +181,37 @@ def stored_picture(
         if qrels is None:
             return None
         found = ranking.stored_medians(session, qrels=qrels, task=task, measure=measure, scope=scope, runs=runs)
-        if found is None:
+        return None if found is None else _picture_of(session, found, run, measure, shown)
+
+
+def values_picture(engine: Engine, qrels_name: str, run: str, runs: list[str], measure: str) -> Picture | None:
+    """The run's picture against the medians of ``runs`` on ``measure`` over every topic, from
+    their stored per-topic values (:func:`~evalstore.services.kinds.ranking.medians_from_values`:
+    a collection's runs, no task's alone, have none stored); None when they lack them."""
+    with read_only(engine) as session:
+        qrels = session.scalar(select(QrelsSet).where(QrelsSet.name == qrels_name))
+        if qrels is None:
             return None
-        own = np.zeros(len(found.topics))
-        if run in found.runs:
-            listed = session.scalar(
-                select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == found.runs[run])
-            )
-            values = ranking.run_values(session, found.runs[run], measure)
-            if values is None or listed is None:
-                return None
-            column = {topic: i for i, topic in enumerate(found.topics)}
-            for topic, value in zip((str(t) for t in listed), values, strict=True):
-                if shown is None or shown.keeps(topic):
-                    own[column[topic]] = value
+        found = ranking.medians_from_values(session, qrels=qrels, runs=runs, measure=measure)
+        return None if found is None else _picture_of(session, found, run, measure, None)
+
+
+def _picture_of(
+    session: Session, found: ranking.StoredMedians, run: str, measure: str, shown: ranking.TopicFilter | None
+) -> Picture | None:
+    """The run's own values on the medians' topics (0 where it has none, or is not of them)."""
+    own = np.zeros(len(found.topics))
+    if run in found.runs:
+        listed = session.scalar(
+            select(EvaluationQueries.query_ids).where(EvaluationQueries.evaluation_id == found.runs[run])
+        )
+        values = ranking.run_values(session, found.runs[run], measure)
+        if values is None or listed is None:
+            return None
+        column = {topic: i for i, topic in enumerate(found.topics)}
+        for topic, value in zip((str(t) for t in listed), values, strict=True):
+            if shown is None or shown.keeps(topic):
+                own[column[topic]] = value
     return found.topics, own, found.medians, len(found.runs)
 
 

@@ -30,6 +30,7 @@ from evalstore.services.kinds.ranking.kind import (
 )
 from evalstore.services.kinds.ranking.medians import (
     StoredMedians,
+    medians_from_values,
     run_values,
     stored_medians,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "refresh_tiers",
     "results",
     "run_job",
+    "medians_from_values",
     "run_values",
     "stored_medians",
     "stored_pairs",

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from evalstore.db.models import Evaluation, QrelsSet, QueryValues, Run, TopicMedians
+from evalstore.db.models import Evaluation, EvaluationQueries, QrelsSet, QueryValues, Run, TopicMedians
 
 
 def medians_slot(qrels_name: str, qrels_hash: str, task: str, measure: str, scope: str) -> str:
@@ -90,6 +90,52 @@ def stored_medians(
     if sorted(held) != sorted(runs) or newest_evaluations(session, qrels, runs, measure) != held:
         return None
     return StoredMedians(dict(held), [str(t) for t in topics], np.frombuffer(blob, dtype="<f8"))
+
+
+def medians_from_values(session: Session, *, qrels: QrelsSet, runs: list[str], measure: str) -> StoredMedians | None:
+    """The per-topic medians of ``runs`` on ``measure`` over every topic, from each run's stored
+    values (its newest finished evaluation on the qrels holding the measure, as a page's score
+    matrix reads it; a topic a run lacks scored 0), as a worker computes the ones it stores: two
+    reads, where the score matrix reads and pivots a table a run (~0.5 s for 100 runs x 250
+    topics). None when a run has no such evaluation or no value on one of its topics (the page
+    then says why through the score matrix)."""
+    chosen = newest_evaluations(session, qrels, runs, measure)
+    if not runs or sorted(chosen) != sorted(runs):
+        return None
+    ids = sorted(set(chosen.values()))
+    listed: dict[int, list[str]] = {}
+    blobs: dict[int, bytes] = {}
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        some = ids[start : start + 500]
+        listed.update(
+            (evaluation_id, [str(t) for t in topics or []])
+            for evaluation_id, topics in session.execute(
+                select(EvaluationQueries.evaluation_id, EvaluationQueries.query_ids).where(
+                    EvaluationQueries.evaluation_id.in_(some)
+                )
+            )
+        )
+        blobs.update(
+            (evaluation_id, blob)
+            for evaluation_id, blob in session.execute(
+                select(QueryValues.evaluation_id, QueryValues.numbers).where(
+                    QueryValues.evaluation_id.in_(some), QueryValues.measure == measure
+                )
+            )
+            if blob is not None
+        )
+    if any(evaluation_id not in blobs or evaluation_id not in listed for evaluation_id in ids):
+        return None
+    topics = sorted(set().union(*(listed[evaluation_id] for evaluation_id in ids)))
+    column = {topic: i for i, topic in enumerate(topics)}
+    scores = np.zeros((len(runs), len(topics)))
+    for row, run in enumerate(sorted(runs)):
+        evaluation_id = chosen[run]
+        values = np.frombuffer(blobs[evaluation_id], dtype="<f8")
+        if len(values) != len(listed[evaluation_id]) or np.isnan(values).any():
+            return None
+        scores[row, [column[t] for t in listed[evaluation_id]]] = values
+    return StoredMedians(chosen, topics, np.median(scores, axis=0))
 
 
 def newest_evaluations(session: Session, qrels: QrelsSet, runs: list[str], measure: str) -> dict[str, int]:
