@@ -288,11 +288,15 @@ def test_the_run_page_reads_the_stored_medians_which_are_the_computed_ones(world
         patch.setattr(reports_runs, "median_peers", _refuse)
         page = client.get("/runs/run-0", headers=world.headers("owner"))
     assert page.status_code == 200
-    # P@20 is not a measure the task evaluates: computed on the request, as before
+    # P@20 is not a measure the task evaluates: no medians stored, made from the runs' stored
+    # values on the request, what the score matrix would give
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reports_runs, "median_peers", _refuse)
-        with pytest.raises(AssertionError, match="computed on a GET"):
-            reports.run_page(world.engine, owner, "run-0", "P@20")
+        from_values = reports.run_page(world.engine, owner, "run-0", "P@20")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports_runs, "values_picture", lambda *a, **k: None)
+        computed = reports.run_page(world.engine, owner, "run-0", "P@20")
+    assert _picture(from_values) == _picture(computed) and computed.task_runs == 5
 
 
 def _collection_pictures(world: World, run: str, measure: str) -> tuple[reports.RunPage, ...]:
@@ -346,14 +350,21 @@ def test_a_collections_pages_read_what_a_task_over_its_qrels_stored(world: World
 
 
 def test_a_run_page_computes_while_the_stored_medians_are_not_of_the_runs_evaluations(world: World) -> None:
+    """Stored medians of other evaluations than the page's are not read: the page makes them from
+    the runs' stored values, or through the score matrix where those are missing."""
     world.submit("open", "run-0", text=run_text(TOPICS, tag="run-0", shift=2))
     world.submit("open", "run-1", text=run_text(TOPICS, tag="run-1", shift=3), evaluate=False)  # queued
     owner = as_principal(world.engine, "owner")
-    assert reports.run_page(world.engine, owner, "run-0", "AP").task_runs == 2  # run-1 not on the board yet
+    expected = _picture(reports.run_page(world.engine, owner, "run-0", "AP"))
+    assert expected[-1] == 2  # run-1 not on the board yet
     with unit_of_work(world.engine) as session:  # as if another evaluation were newer than the stored one
-        session.execute(update(TopicMedians).values(runs={"red-open": 1, "run-0": 999999}))
+        session.execute(update(TopicMedians).values(runs={"red-open": 1, "run-0": 999999}, medians=b"\0" * 24))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reports_runs, "median_peers", _refuse)
+        assert _picture(reports.run_page(world.engine, owner, "run-0", "AP")) == expected  # the values'
+        patch.setattr(reports_runs, "values_picture", lambda *a, **k: None)
         with pytest.raises(AssertionError, match="computed on a GET"):
             reports.run_page(world.engine, owner, "run-0", "AP")
-    assert reports.run_page(world.engine, owner, "run-0", "AP").task_runs == 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reports_runs, "values_picture", lambda *a, **k: None)
+        assert _picture(reports.run_page(world.engine, owner, "run-0", "AP")) == expected

@@ -200,3 +200,42 @@ def test_an_organiser_creates_a_split_task_over_the_api(world: World, client: Te
         "/api/v1/tasks", json={**body, "name": "x", "private_topics": 1.5}, headers=world.headers("owner")
     )
     assert refused.status_code == 422
+
+
+def test_a_run_pages_medians_from_the_stored_values_are_the_computed_ones_for_every_reader(
+    world: World, split: tuple[str, list[str]]
+) -> None:
+    """A run's page on a measure the worker stored no medians for (P@20, off the board; AP once
+    its stored medians are set aside) makes them from the runs' stored values over the topics its
+    reader may see: the score matrix's picture, to the bit, before and after the release."""
+    from evalstore.services import reports
+    from evalstore.services.reports import runs as reports_runs
+    from tests.http.conftest import as_principal
+
+    def picture(page: reports.RunPage) -> tuple[object, ...]:
+        return page.measure, page.topics, page.values, page.medians, page.task_runs, page.public_only
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("computed through the score matrix")
+
+    seen = 0
+    for released in (False, True):
+        if released:
+            tasks.release_task(world.engine, "split")
+        for reader in ("owner", "red", "blue"):
+            principal = as_principal(world.engine, reader)
+            for run in ("red-all", "red-public", "blue-private"):
+                if reader != "owner" and not run.startswith(reader):
+                    continue  # another team's run page is not a participant's
+                for measure in ("AP", "P@20"):
+                    with pytest.MonkeyPatch.context() as patch:
+                        patch.setattr(reports_runs, "stored_picture", lambda *a, **k: None)
+                        patch.setattr(reports_runs, "median_peers", refuse)
+                        from_values = reports.run_page(world.engine, principal, run, measure)
+                    with pytest.MonkeyPatch.context() as patch:
+                        patch.setattr(reports_runs, "stored_picture", lambda *a, **k: None)
+                        patch.setattr(reports_runs, "values_picture", lambda *a, **k: None)
+                        computed = reports.run_page(world.engine, principal, run, measure)
+                    assert picture(from_values) == picture(computed), (released, reader, run, measure)
+                    seen += bool(computed.topics)
+    assert seen >= 12  # pictures drawn, not only a split task's aggregates before its release

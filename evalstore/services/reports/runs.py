@@ -82,7 +82,10 @@ def run_page(
         return [r["run"] for r in board.body["rows"]] or [run]
 
     def stored(measure: str) -> Picture | None:
-        return stored_picture(engine, qrels, submission["task"], run, board_runs(measure), measure, access.topics)
+        runs = board_runs(measure)
+        return stored_picture(engine, qrels, submission["task"], run, runs, measure, access.topics) or values_picture(
+            engine, qrels, run, runs, measure, access.topics
+        )
 
     public_only = results.get("topic_set") == "public"
     if access.aggregates_only:  # a split task before its release: no topic is named, so none is known
@@ -184,16 +187,24 @@ def stored_picture(
         return None if found is None else _picture_of(session, found, run, measure, shown)
 
 
-def values_picture(engine: Engine, qrels_name: str, run: str, runs: list[str], measure: str) -> Picture | None:
-    """The run's picture against the medians of ``runs`` on ``measure`` over every topic, from
-    their stored per-topic values (:func:`~evalstore.services.kinds.ranking.medians_from_values`:
-    a collection's runs, no task's alone, have none stored); None when they lack them."""
+def values_picture(
+    engine: Engine,
+    qrels_name: str,
+    run: str,
+    runs: list[str],
+    measure: str,
+    shown: ranking.TopicFilter | None = None,
+) -> Picture | None:
+    """The run's picture against the medians of ``runs`` on ``measure`` over the topics ``shown``,
+    from their stored per-topic values (:func:`~evalstore.services.kinds.ranking.medians_from_values`),
+    where no worker stored those medians: a measure off the task's board, a collection of several
+    tasks' runs; None when the runs lack them (the page then computes through the score matrix)."""
     with read_only(engine) as session:
         qrels = session.scalar(select(QrelsSet).where(QrelsSet.name == qrels_name))
         if qrels is None:
             return None
-        found = ranking.medians_from_values(session, qrels=qrels, runs=runs, measure=measure)
-        return None if found is None else _picture_of(session, found, run, measure, None)
+        found = ranking.medians_from_values(session, qrels=qrels, runs=runs, measure=measure, shown=shown)
+        return None if found is None else _picture_of(session, found, run, measure, shown)
 
 
 def _picture_of(

@@ -21,6 +21,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import Evaluation, EvaluationQueries, QrelsSet, QueryValues, Run, TopicMedians
+from evalstore.services.kinds.ranking.board import TopicFilter
 
 
 def medians_slot(qrels_name: str, qrels_hash: str, task: str, measure: str, scope: str) -> str:
@@ -92,8 +93,10 @@ def stored_medians(
     return StoredMedians(dict(held), [str(t) for t in topics], np.frombuffer(blob, dtype="<f8"))
 
 
-def medians_from_values(session: Session, *, qrels: QrelsSet, runs: list[str], measure: str) -> StoredMedians | None:
-    """The per-topic medians of ``runs`` on ``measure`` over every topic, from each run's stored
+def medians_from_values(
+    session: Session, *, qrels: QrelsSet, runs: list[str], measure: str, shown: TopicFilter | None = None
+) -> StoredMedians | None:
+    """The per-topic medians of ``runs`` on ``measure`` over the topics ``shown`` (None: all), from each run's stored
     values (its newest finished evaluation on the qrels holding the measure, as a page's score
     matrix reads it; a topic a run lacks scored 0), as a worker computes the ones it stores: two
     reads, where the score matrix reads and pivots a table a run (~0.5 s for 100 runs x 250
@@ -126,15 +129,22 @@ def medians_from_values(session: Session, *, qrels: QrelsSet, runs: list[str], m
         )
     if any(evaluation_id not in blobs or evaluation_id not in listed for evaluation_id in ids):
         return None
-    topics = sorted(set().union(*(listed[evaluation_id] for evaluation_id in ids)))
+    kept = {
+        evaluation_id: np.array([shown is None or shown.keeps(t) for t in listed[evaluation_id]], dtype=bool)
+        for evaluation_id in ids
+    }
+    topics = sorted(set().union(*(np.array(listed[i], dtype=object)[kept[i]].tolist() for i in ids)))
     column = {topic: i for i, topic in enumerate(topics)}
     scores = np.zeros((len(runs), len(topics)))
     for row, run in enumerate(sorted(runs)):
         evaluation_id = chosen[run]
         values = np.frombuffer(blobs[evaluation_id], dtype="<f8")
-        if len(values) != len(listed[evaluation_id]) or np.isnan(values).any():
+        if len(values) != len(listed[evaluation_id]):
             return None
-        scores[row, [column[t] for t in listed[evaluation_id]]] = values
+        values = values[kept[evaluation_id]]
+        if np.isnan(values).any():
+            return None
+        scores[row, [column[t] for t, k in zip(listed[evaluation_id], kept[evaluation_id], strict=True) if k]] = values
     return StoredMedians(chosen, topics, np.median(scores, axis=0))
 
 
