@@ -9,7 +9,9 @@ code under test, so whatever that code prepares before anyone asks is prepared):
 - synthetic: 100 generated runs x 250 topics (100 documents each, 20 teams).
 
 Pages: the leaderboard API and page (default measures, and a measure the board does not show by
-default), a run's page, a comparison of two runs (and of ten on the generated task), the task's
+default), a run's page, a comparison of two runs (and of ten on the generated task; and of two on
+a measure off the board and by Wilcoxon's test, which are tested on the request), the same pages
+of the task's collection (its qrels, as an admin or the task's organiser sees it), the task's
 health report (organiser; robust03 only unless --health-synthetic). Roles: no credentials, a
 participant (the first runs' team), the task's organiser. Each (page, role) is timed in a server
 started for it (`evalstore serve --no-worker`, SQLite or --postgres): the first request is the
@@ -122,6 +124,9 @@ def pages(dataset: str, runs: list[str], health: bool) -> dict[str, str]:
         f"leaderboard page, {OTHER_MEASURE}": f"/tasks/bench?measure={OTHER_MEASURE}",
         "run page": f"/runs/{first}",
         "compare page": f"/tasks/bench/compare?run={first}&run={second}&measure=AP",
+        # tested on the request: a measure off the board, a test other than the stored t-test
+        f"compare page, {OTHER_MEASURE}": f"/tasks/bench/compare?run={first}&run={second}&measure={OTHER_MEASURE}",
+        "compare page, Wilcoxon": f"/tasks/bench/compare?run={first}&run={second}&measure=AP&test=wilcoxon",
         # the same pages of the task's collection (its qrels: every run evaluated on them, in a
         # task or not), which its organiser and admins see
         "collection page": "/collections/qrels",
