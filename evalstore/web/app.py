@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -126,21 +125,19 @@ def create_served_app() -> FastAPI:
     request would otherwise wait through)."""
     app = create_app()
     app.openapi()
+    prepare_statistics()
     gc.collect()
     gc.freeze()
-    threading.Thread(target=prepare_statistics, name=PREPARE_STATISTICS, daemon=True).start()
     return app
 
 
-PREPARE_STATISTICS = "prepare-statistics"
-
-
 def prepare_statistics() -> None:
-    """Import scipy.stats beside the first requests (a served process's thread): a compare page
-    that tests on the request (a test other than the stored t-test, a measure off the board, two
-    runs of different tasks) imports it, ~0.7 s of the first such page after a restart. Imported
-    here, that page answers as it does later (30-200 ms at 100 runs x 250 topics); a failure is
-    left for that page to meet and report."""
+    """Import scipy.stats before the process listens: a compare page that tests on the request (a
+    test other than the stored t-test, a measure off the board, two runs of different tasks)
+    imports it, ~0.7 s of the first such page after a restart, which then answers as it does later
+    (30-200 ms at 100 runs x 250 topics). Imported on a thread beside the first requests instead,
+    it slowed every page's first request (a leaderboard's from ~50 to ~400 ms). A failure is left
+    for that page to meet and report."""
     try:
         importlib.import_module("scipy.stats")
     except Exception as error:  # the page that needs it says what is wrong
