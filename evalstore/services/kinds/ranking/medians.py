@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,59 +93,93 @@ def stored_medians(
     return StoredMedians(dict(held), [str(t) for t in topics], np.frombuffer(blob, dtype="<f8"))
 
 
+# measure -> run -> (its evaluation, the topics kept, its values on them)
+HeldValues = dict[str, dict[str, tuple[int, list[str], np.ndarray]]]
+
+
+def held_values(
+    session: Session, chosen: Iterable[tuple[str, Mapping[str, int]]], topics: TopicFilter | None
+) -> HeldValues:
+    """The stored per-topic values of each run's evaluations (``chosen``: run -> measure -> the
+    evaluation holding it) over the topics ``topics`` keeps (None: all), in a few reads; a measure
+    an evaluation has no numbers for is left out."""
+    chosen = [(run, dict(holding)) for run, holding in chosen]
+    ids = sorted({evaluation_id for _, holding in chosen for evaluation_id in holding.values()})
+    names = sorted({measure for _, holding in chosen for measure in holding})
+    query_ids: dict[int, list[str]] = {}
+    numbers: dict[tuple[int, str], bytes] = {}
+    for start in range(0, len(ids), 200):  # bounded IN lists
+        some = ids[start : start + 200]
+        for evaluation_id, listed in session.execute(
+            select(EvaluationQueries.evaluation_id, EvaluationQueries.query_ids).where(
+                EvaluationQueries.evaluation_id.in_(some)
+            )
+        ):
+            query_ids[evaluation_id] = [str(t) for t in listed or []]
+        for evaluation_id, measure, blob in session.execute(
+            select(QueryValues.evaluation_id, QueryValues.measure, QueryValues.numbers).where(
+                QueryValues.evaluation_id.in_(some), QueryValues.measure.in_(names)
+            )
+        ):
+            if blob is not None:
+                numbers[(evaluation_id, measure)] = blob
+    kept: dict[int, tuple[list[str], np.ndarray | None]] = {}
+    for evaluation_id in ids:
+        listed = query_ids.get(evaluation_id, [])
+        keep = None if topics is None else np.array([topics.keeps(t) for t in listed], dtype=bool)
+        kept[evaluation_id] = (listed if keep is None else [t for t, k in zip(listed, keep, strict=True) if k], keep)
+    out: HeldValues = {}
+    for run, holding in chosen:
+        for measure, evaluation_id in holding.items():
+            blob = numbers.get((evaluation_id, measure))
+            if blob is None:
+                continue
+            shown, keep = kept[evaluation_id]
+            values = np.frombuffer(blob, dtype="<f8")
+            out.setdefault(measure, {})[run] = (evaluation_id, shown, values if keep is None else values[keep])
+    return out
+
+
+def score_rows(
+    by_run: dict[str, tuple[int, list[str], np.ndarray]],
+    runs: list[str],
+    every: list[str],
+    placed: dict[tuple[int, int], np.ndarray] | None = None,
+) -> np.ndarray:
+    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero").
+    ``placed``: each topics' list's columns in ``every``, kept from call to call (an evaluation's
+    list is shared by its measures)."""
+    placed = {} if placed is None else placed
+    column: dict[str, int] | None = None
+    scores = np.zeros((len(runs), len(every)), dtype=float)
+    for row, run in enumerate(runs):
+        _, shown, values = by_run[run]
+        where = placed.get((id(shown), id(every)))
+        if where is None:
+            column = column or {topic: i for i, topic in enumerate(every)}
+            where = placed[(id(shown), id(every))] = np.array([column[t] for t in shown], dtype=np.intp)
+        scores[row, where] = values
+    return scores
+
+
 def medians_from_values(
     session: Session, *, qrels: QrelsSet, runs: list[str], measure: str, shown: TopicFilter | None = None
 ) -> StoredMedians | None:
-    """The per-topic medians of ``runs`` on ``measure`` over the topics ``shown`` (None: all), from each run's stored
-    values (its newest finished evaluation on the qrels holding the measure, as a page's score
-    matrix reads it; a topic a run lacks scored 0), as a worker computes the ones it stores: two
-    reads, where the score matrix reads and pivots a table a run (~0.5 s for 100 runs x 250
-    topics). None when a run has no such evaluation or no value on one of its topics (the page
-    then says why through the score matrix)."""
+    """The per-topic medians of ``runs`` on ``measure`` over the topics ``shown`` (None: all),
+    from each run's stored values (its newest finished evaluation on the qrels holding the
+    measure, as a page's score matrix reads it; a topic a run lacks scored 0), as a worker computes
+    the ones it stores (:func:`held_values`, :func:`score_rows`): two reads, where the score matrix
+    reads and pivots a table a run (~0.5 s for 100 runs x 250 topics). None when a run has no such
+    evaluation or no value on one of its topics (the page then says why through the score matrix)."""
     chosen = newest_evaluations(session, qrels, runs, measure)
-    if not runs or sorted(chosen) != sorted(runs):
+    names = sorted(runs)
+    if not runs or sorted(chosen) != names:
         return None
-    ids = sorted(set(chosen.values()))
-    listed: dict[int, list[str]] = {}
-    blobs: dict[int, bytes] = {}
-    for start in range(0, len(ids), 500):  # bounded IN lists
-        some = ids[start : start + 500]
-        listed.update(
-            (evaluation_id, [str(t) for t in topics or []])
-            for evaluation_id, topics in session.execute(
-                select(EvaluationQueries.evaluation_id, EvaluationQueries.query_ids).where(
-                    EvaluationQueries.evaluation_id.in_(some)
-                )
-            )
-        )
-        blobs.update(
-            (evaluation_id, blob)
-            for evaluation_id, blob in session.execute(
-                select(QueryValues.evaluation_id, QueryValues.numbers).where(
-                    QueryValues.evaluation_id.in_(some), QueryValues.measure == measure
-                )
-            )
-            if blob is not None
-        )
-    if any(evaluation_id not in blobs or evaluation_id not in listed for evaluation_id in ids):
+    by_run = held_values(session, [(run, {measure: chosen[run]}) for run in names], shown).get(measure, {})
+    if sorted(by_run) != names or any(np.isnan(values).any() for _, _, values in by_run.values()):
         return None
-    kept = {
-        evaluation_id: np.array([shown is None or shown.keeps(t) for t in listed[evaluation_id]], dtype=bool)
-        for evaluation_id in ids
-    }
-    topics = sorted(set().union(*(np.array(listed[i], dtype=object)[kept[i]].tolist() for i in ids)))
-    column = {topic: i for i, topic in enumerate(topics)}
-    scores = np.zeros((len(runs), len(topics)))
-    for row, run in enumerate(sorted(runs)):
-        evaluation_id = chosen[run]
-        values = np.frombuffer(blobs[evaluation_id], dtype="<f8")
-        if len(values) != len(listed[evaluation_id]):
-            return None
-        values = values[kept[evaluation_id]]
-        if np.isnan(values).any():
-            return None
-        scores[row, [column[t] for t, k in zip(listed[evaluation_id], kept[evaluation_id], strict=True) if k]] = values
-    return StoredMedians(chosen, topics, np.median(scores, axis=0))
+    every = sorted(set().union(*(by_run[run][1] for run in names)))
+    return StoredMedians(chosen, every, np.median(score_rows(by_run, names, every), axis=0))
 
 
 def newest_evaluations(session: Session, qrels: QrelsSet, runs: list[str], measure: str) -> dict[str, int]:

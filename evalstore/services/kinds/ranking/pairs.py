@@ -35,10 +35,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from evalstore.db.models import (
-    EvaluationQueries,
     PairTests,
     QrelsSet,
-    QueryValues,
     Run,
     Submission,
     Task,
@@ -47,7 +45,14 @@ from evalstore.db.session import read_only, unit_of_work
 from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
 from evalstore.services.jobs.summaries import board_measures, opening_measure
 from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
-from evalstore.services.kinds.ranking.medians import medians_row, medians_slot, store_medians
+from evalstore.services.kinds.ranking.medians import (
+    HeldValues,
+    held_values,
+    medians_row,
+    medians_slot,
+    score_rows,
+    store_medians,
+)
 from evalstore.statistics import significance
 
 log = logging.getLogger("evalstore.worker")
@@ -274,8 +279,6 @@ def refresh_pairs(engine: Engine, qrels_ids: Iterable[int], *, interrupted: Inte
     return sum(prepare_pairs(engine, qrels_id, interrupted=interrupted) for qrels_id in sorted(set(qrels_ids)))
 
 
-# measure -> run -> (evaluation id, topics, values)
-_Held = dict[str, dict[str, tuple[int, list[str], np.ndarray]]]
 # key -> (slot, measure, scope, first run, second run, topics)
 _Wanted = dict[str, tuple[str, str, str, str, str, tuple[str, ...]]]
 
@@ -283,7 +286,7 @@ _Wanted = dict[str, tuple[str, str, str, str, str, tuple[str, ...]]]
 def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: frozenset[str] | None) -> int:
     """One task's pairs (``involving``: only those runs'), stored where missing; without runs,
     the task's stored pairs not wanted any more let go."""
-    held: dict[str, _Held] = {}  # scope -> its values
+    held: dict[str, HeldValues] = {}  # scope -> its values
     wanted: _Wanted = {}
     medians: list[dict[str, Any]] = []
     with read_only(engine) as session:
@@ -332,7 +335,7 @@ def _prepare_task(engine: Engine, qrels: QrelsSet, plan: _Plan, involving: froze
     return made
 
 
-def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: frozenset[str] | None) -> _Wanted:
+def _wanted_pairs(held: HeldValues, slot_of: dict[str, str], scope: str, involving: frozenset[str] | None) -> _Wanted:
     """The key of each pair of runs with every value of a measure (``involving``: only the pairs
     of those runs), each over the topics either run has (the page's missing="zero")."""
     wanted: _Wanted = {}
@@ -354,7 +357,7 @@ def _wanted_pairs(held: _Held, slot_of: dict[str, str], scope: str, involving: f
     return wanted
 
 
-def _medians_rows(qrels: QrelsSet, plan: _Plan, scope: str, held: _Held) -> list[dict[str, Any]]:
+def _medians_rows(qrels: QrelsSet, plan: _Plan, scope: str, held: HeldValues) -> list[dict[str, Any]]:
     """The per-topic medians of the task's runs on each measure (a run's page's), where every run
     holding the measure has a value on each of its topics (a page refuses a measure without)."""
     rows = []
@@ -366,11 +369,15 @@ def _medians_rows(qrels: QrelsSet, plan: _Plan, scope: str, held: _Held) -> list
         every = sorted(set().union(*(by_run[run][1] for run in names)))
         slot = medians_slot(qrels.name, qrels.content_hash, plan.task, measure, scope)
         evaluations = {run: by_run[run][0] for run in names}
-        rows.append(medians_row(plan.task_id, slot, measure, evaluations, every, _scores(by_run, names, every, placed)))
+        rows.append(
+            medians_row(plan.task_id, slot, measure, evaluations, every, score_rows(by_run, names, every, placed))
+        )
     return rows
 
 
-def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, _Held]) -> list[dict[str, Any]]:
+def _computed_rows(
+    task_id: int, wanted: _Wanted, lacking: list[str], held: dict[str, HeldValues]
+) -> list[dict[str, Any]]:
     """The rows of the ``lacking`` pairs: the pairs of one measure, scope and topics computed
     together, from one matrix of their runs' scores."""
     groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
@@ -387,7 +394,7 @@ def _computed_rows(task_id: int, wanted: _Wanted, lacking: list[str], held: dict
         first = np.array([index[wanted[key][3]] for key in keys], dtype=np.intp)
         second = np.array([index[wanted[key][4]] for key in keys], dtype=np.intp)
         listed = lists.setdefault(every, list(every))
-        arrays = paired_arrays(_scores(by_run, runs, listed, placed), pairs=(first, second))
+        arrays = paired_arrays(score_rows(by_run, runs, listed, placed), pairs=(first, second))
         packed = np.empty(len(keys), dtype=_PAIR)
         for name in _PAIR.names or ():
             packed[name] = arrays[name]
@@ -420,67 +427,15 @@ def store_pairs(session: Session, rows: list[dict[str, Any]]) -> int:
     return len(new)
 
 
-def _scores(
-    by_run: dict[str, tuple[int, list[str], np.ndarray]],
-    runs: list[str],
-    every: list[str],
-    placed: dict[tuple[int, int], np.ndarray] | None = None,
-) -> np.ndarray:
-    """runs x ``every`` topics, a topic a run has no value on scored 0 (the page's missing="zero").
-    ``placed``: each topics' list's columns in ``every``, kept from call to call (an evaluation's
-    list is shared by its measures)."""
-    placed = {} if placed is None else placed
-    column: dict[str, int] | None = None
-    scores = np.zeros((len(runs), len(every)), dtype=float)
-    for row, run in enumerate(runs):
-        _, shown, values = by_run[run]
-        where = placed.get((id(shown), id(every)))
-        if where is None:
-            column = column or {topic: i for i, topic in enumerate(every)}
-            where = placed[(id(shown), id(every))] = np.array([column[t] for t in shown], dtype=np.intp)
-        scores[row, where] = values
-    return scores
-
-
 def _held_values(
     session: Session, qrels: QrelsSet, runs: Collection[str], topics: TopicFilter | None, measures: list[str]
-) -> _Held:
+) -> HeldValues:
     """measure -> run -> (its evaluation, topics ``topics`` keeps, values) for each of ``measures``
     the evaluations a board shows for ``runs`` hold (evaluate's default options), in a few reads."""
     wanted = set(runs)
-    chosen = [(run, holding) for run, holding in chosen_evaluations(session, qrels, measures, Selection()).values()]
-    chosen = [(run, holding) for run, holding in chosen if run.name in wanted]
-    ids = sorted({evaluation.id for _, holding in chosen for evaluation in holding.values()})
-    names = sorted({measure for _, holding in chosen for measure in holding})
-    query_ids: dict[int, list[str]] = {}
-    numbers: dict[tuple[int, str], bytes] = {}
-    for start in range(0, len(ids), 200):  # bounded IN lists
-        some = ids[start : start + 200]
-        for evaluation_id, listed in session.execute(
-            select(EvaluationQueries.evaluation_id, EvaluationQueries.query_ids).where(
-                EvaluationQueries.evaluation_id.in_(some)
-            )
-        ):
-            query_ids[evaluation_id] = [str(t) for t in listed or []]
-        for evaluation_id, measure, blob in session.execute(
-            select(QueryValues.evaluation_id, QueryValues.measure, QueryValues.numbers).where(
-                QueryValues.evaluation_id.in_(some), QueryValues.measure.in_(names)
-            )
-        ):
-            if blob is not None:
-                numbers[(evaluation_id, measure)] = blob
-    kept: dict[int, tuple[list[str], np.ndarray | None]] = {}
-    for evaluation_id in ids:
-        listed = query_ids.get(evaluation_id, [])
-        keep = None if topics is None else np.array([topics.keeps(t) for t in listed], dtype=bool)
-        kept[evaluation_id] = (listed if keep is None else [t for t, k in zip(listed, keep, strict=True) if k], keep)
-    out: _Held = {}
-    for run, holding in chosen:
-        for measure, evaluation in holding.items():
-            blob = numbers.get((evaluation.id, measure))
-            if blob is None:
-                continue
-            shown, keep = kept[evaluation.id]
-            values = np.frombuffer(blob, dtype="<f8")
-            out.setdefault(measure, {})[run.name] = (evaluation.id, shown, values if keep is None else values[keep])
-    return out
+    chosen = chosen_evaluations(session, qrels, measures, Selection()).values()
+    return held_values(
+        session,
+        [(run.name, {m: e.id for m, e in holding.items()}) for run, holding in chosen if run.name in wanted],
+        topics,
+    )
