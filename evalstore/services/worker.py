@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from evalstore import _logging, scratch
+from evalstore import _logging, scratch, statistics
 from evalstore.db.engine import make_engine
 from evalstore.db.outages import outage, worker_backoff
 from evalstore.db.session import unit_of_work
@@ -479,6 +479,10 @@ class Worker:
     def run(self) -> int:
         """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
         scratch.clean_stale()  # what killed processes of this user left in the temporary directory
+        if not self.settings.until_empty:
+            # a worker that stays tests pairs of a task's runs after its batches (the pages'
+            # tests): scipy's statistics imported now, not in its first batch's time
+            statistics.import_ahead()
         try:  # stopped (once, or twice: StopNow) before the database came back: nothing to undo
             if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
                 return 0

@@ -4,8 +4,6 @@ for tests and other hosts."""
 from __future__ import annotations
 
 import gc
-import importlib
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
-from evalstore import scratch
+from evalstore import scratch, statistics
 from evalstore._version import __version__
 from evalstore.db.engine import configure_models, make_engine, verify_schema
 from evalstore.services.context import AppContext
@@ -125,20 +123,11 @@ def create_served_app() -> FastAPI:
     request would otherwise wait through)."""
     app = create_app()
     app.openapi()
-    prepare_statistics()
+    # a compare page that tests on the request (a test other than the stored t-test, a measure off
+    # the board, two runs of different tasks) would import scipy.stats, ~0.7 s of the first such
+    # page after a restart; imported on a thread beside the first requests instead, it slowed every
+    # page's first request (a leaderboard's from ~50 to ~400 ms)
+    statistics.import_ahead()
     gc.collect()
     gc.freeze()
     return app
-
-
-def prepare_statistics() -> None:
-    """Import scipy.stats before the process listens: a compare page that tests on the request (a
-    test other than the stored t-test, a measure off the board, two runs of different tasks)
-    imports it, ~0.7 s of the first such page after a restart, which then answers as it does later
-    (30-200 ms at 100 runs x 250 topics). Imported on a thread beside the first requests instead,
-    it slowed every page's first request (a leaderboard's from ~50 to ~400 ms). A failure is left
-    for that page to meet and report."""
-    try:
-        importlib.import_module("scipy.stats")
-    except Exception as error:  # the page that needs it says what is wrong
-        logging.getLogger("evalstore.web").warning("could not import scipy.stats ahead: %s", error)
