@@ -42,6 +42,7 @@ MLFLOW_CLIENTS_KEPT = 8  # one per tracking URI; a process talks to one, tests t
 # qrels (one topic count; a split task's public and private topics two more); 20 MB at 250 topics
 BOOTSTRAP_DRAWS_KEPT = 3
 QUANTILES_KEPT = 64  # the studentized range's quantiles by (runs, degrees of freedom): a float each
+RESOLVED_OPTIONS_KEPT = 64  # evaluation options resolved for a kind of judgments: a task's, upload after upload
 MLFLOW_EXPERIMENTS_KEPT = 64  # experiment ids by (tracking URI, name): one per qrels or label set delivered to
 
 
@@ -102,6 +103,7 @@ class AppContext:
         self.mlflow_experiments: Lru[tuple[str, str], str] = Lru(MLFLOW_EXPERIMENTS_KEPT)
         self.bootstrap_draws: Lru[int, Any] = Lru(BOOTSTRAP_DRAWS_KEPT)
         self.quantiles: Lru[tuple[int, int], float] = Lru(QUANTILES_KEPT)
+        self.resolved_options: Lru[tuple[Any, str], dict[str, Any]] = Lru(RESOLVED_OPTIONS_KEPT)
         self._password_slots: threading.BoundedSemaphore | None = None
         self._upload_slots: threading.BoundedSemaphore | None = None
         self._slots_lock = threading.Lock()

@@ -54,6 +54,7 @@ from evalstore.services.jobs.options import (
     never,
     new_worker_id,
     options_hash,
+    resolved_for,
 )
 from evalstore.services.jobs.queue import (
     ResultsHeader,
@@ -129,6 +130,7 @@ __all__ = [
     "enqueue_job",
     "enqueue_run",
     "for_judgments",
+    "resolved_for",
     "fail",
     "first_claimable",
     "heartbeat",

@@ -23,6 +23,7 @@ from evalstore.errors import InvalidParameterError, Remedy
 from evalstore.metrics import parse_measure, resolve_measures
 from evalstore.metrics.preferences import PREFS_MEASURES
 from evalstore.metrics.registry import JUDGMENTS_NAMED
+from evalstore.services.context import AppContext
 
 STATES = ("queued", "running", "done", "failed", "cancelled")
 
@@ -178,6 +179,17 @@ DEFAULT_MEASURES_BY_KIND = {
 def default_measures(kind: str) -> tuple[str, ...]:
     """What an evaluation against judgments of this kind computes when no measures are named."""
     return DEFAULT_MEASURES_BY_KIND.get(kind, DEFAULT_MEASURE_SET)
+
+
+def resolved_for(context: AppContext, options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]:
+    """:func:`for_judgments`, kept in ``context`` by the options and the kind of judgments (all
+    that decides it): a server resolves a task's options upload after upload, ~2 ms of parsing
+    the default set's ~100 measure names each time. A refusal is not kept (it names the qrels)."""
+    key = (options, qrels.kind)
+    kept = context.resolved_options.get(key)
+    if kept is None:
+        kept = context.resolved_options.put(key, for_judgments(options, qrels))
+    return {**kept, "measures": list(kept["measures"])}  # the caller's own to change
 
 
 def for_judgments(options: EvaluationOptions, qrels: QrelsSet) -> dict[str, Any]:

@@ -119,13 +119,14 @@ def submit_run(
         _refuse_taken_name(session, principal, name)
         _check_quota(session, task, team, server_daily_cap)  # early, before parsing; again under the lock
     options = jobs.EvaluationOptions(measures=tuple(task.measures)) if task.measures else jobs.EvaluationOptions()
+    shared = context_for(engine, context)
     # resolved here, not in the write transaction: parsing the ~100 measure names of the default
-    # set is pure Python that every other writer would wait on
-    resolved = jobs.for_judgments(options, qrels)
+    # set is pure Python that every other writer would wait on (and kept: the task's next upload
+    # resolves the same options)
+    resolved = jobs.resolved_for(shared, options, qrels)
     meta = {**(metadata or {}), "task": task_name, "team": team, "run_type": run_type}
     if judging_precedence is not None:
         meta["judging_precedence"] = str(judging_precedence)
-    shared = context_for(engine, context)
     seconds: dict[str, float] = {}
     # parsed, staged and stored in one of the process's few upload slots, waited for in turn
     with _upload_slot(shared, seconds), _named_as(path, shown_path), store.prepare_run(engine, path) as prepared:
