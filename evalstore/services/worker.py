@@ -476,19 +476,29 @@ class Worker:
 
     # the loop -----------------------------------------------------------------------------
 
+    def _import_ahead(self) -> None:
+        """A worker that stays, on a store holding a task, tests pairs of the task's runs after its
+        batches (the compare pages' stored t-tests): scipy's statistics are imported now (~1 s of
+        CPU), not in its first batch's time. On a store without tasks it is left to the batch that
+        needs it (a task made later), as a one-off worker (``until_empty``) leaves it."""
+        try:
+            wanted = ranking.holds_a_task(self.engine)
+        except Exception:  # the database's trouble is the loop's to meet
+            return
+        if wanted:
+            statistics.import_ahead()
+
     def run(self) -> int:
         """Work until stopped (or until the queue is empty with ``until_empty``); jobs done."""
         scratch.clean_stale()  # what killed processes of this user left in the temporary directory
-        if not self.settings.until_empty:
-            # a worker that stays tests pairs of a task's runs after its batches (the pages'
-            # tests): scipy's statistics imported now, not in its first batch's time
-            statistics.import_ahead()
         try:  # stopped (once, or twice: StopNow) before the database came back: nothing to undo
             if not self.backoff.call(lambda: jobs.register_worker(self.engine, self.worker_id)):
                 return 0
         except StopNow:
             return 0
         log.info("worker %s started", self.worker_id)
+        if not self.settings.until_empty:
+            self._import_ahead()
         beat_every = max(self.settings.lease.total_seconds() / 3, 0.2)
         last_beat = time.monotonic()
         try:

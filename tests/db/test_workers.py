@@ -245,28 +245,39 @@ def test_worker_processes_yield_the_cores_by_their_nice_value(
 def test_a_worker_that_stays_imports_the_statistics_of_its_paired_tests_before_its_first_job(
     sqlite_engine: Engine,
 ) -> None:
-    """After its batches a worker tests each new run against the task's others (the pages' stored
-    t-tests), which needs scipy.stats (~0.7 s to import): a worker that stays imports it before it
-    takes a job, so its first batch does not pay for it; `--until-empty`, a one-off, leaves it to
-    the job that needs it."""
+    """After its batches a worker tests each new run of a task against the task's others (the
+    pages' stored t-tests), which needs scipy.stats (~1 s to import): a worker that stays, on a
+    store holding a task, imports it before it takes a job, so its first batch does not pay for
+    it; a one-off (`--until-empty`), or a store without tasks, leaves it to the job that needs it."""
     script = (
         "import sys\n"
         "from evalstore.db.engine import make_engine\n"
+        "from evalstore.services import store, tasks\n"
         "from evalstore.services.worker import Worker, WorkerSettings\n"
         "engine = make_engine(sys.argv[1])\n"
-        "Worker(engine, WorkerSettings(until_empty=True, index_runs=False)).run()\n"
-        "print('scipy.stats' in sys.modules)\n"
-        "staying = Worker(engine, WorkerSettings(index_runs=False))\n"
-        "staying.stopping = True  # stopped at once: before any job\n"
-        "staying.run()\n"
-        "print('scipy.stats' in sys.modules)\n"
+        "def stopped_at_once(**settings):\n"
+        "    worker = Worker(engine, WorkerSettings(index_runs=False, **settings))\n"
+        "    worker.stopping = True  # before any job\n"
+        "    worker.run()\n"
+        "    print('scipy.stats' in sys.modules)\n"
+        "stopped_at_once()\n"
+        "store.import_qrels(engine, sys.argv[2], name='sample')\n"
+        "tasks.create_task(engine, 'shared', qrels_name='sample')\n"
+        "stopped_at_once(until_empty=True)\n"
+        "stopped_at_once()\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, sqlite_engine.url.render_as_string(hide_password=False)],
+        [
+            sys.executable,
+            "-c",
+            script,
+            sqlite_engine.url.render_as_string(hide_password=False),
+            str(SAMPLE / "qrels.test"),
+        ],
         env={**os.environ, "EVALSTORE_MLFLOW": "off"},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert done.stdout.split() == ["False", "False", "True"]

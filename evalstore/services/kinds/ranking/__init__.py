@@ -37,6 +37,7 @@ from evalstore.services.kinds.ranking.medians import (
 from evalstore.services.kinds.ranking.pairs import (
     PairStats,
     StoredPairs,
+    holds_a_task,
     prepare_pairs,
     refresh_pairs,
     stored_pairs,
@@ -77,6 +78,7 @@ __all__ = [
     "compute_job",
     "compute_tiers",
     "leaderboard",
+    "holds_a_task",
     "log",
     "main_scores",
     "mlflow_run",

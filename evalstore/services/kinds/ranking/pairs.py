@@ -222,6 +222,13 @@ class _Plan:
     measures: list[str]
 
 
+def holds_a_task(engine: Engine) -> bool:
+    """Whether the store holds a task: the runs whose pairs a worker tests after its batches
+    (:func:`prepare_pairs`) are a task's."""
+    with read_only(engine) as session:
+        return session.scalar(select(Task.id).limit(1)) is not None
+
+
 def prepare_pairs(
     engine: Engine, qrels_id: int, run_ids: Collection[int] | None = None, *, interrupted: Interrupted = never
 ) -> int:
