@@ -196,3 +196,32 @@ def test_prompts_replace_literally_and_urls_are_completed() -> None:
     assert text == "Q=a { passage} b P=<document>\n{query} c\n</document> {x} 0-2"
     assert completions_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
     assert completions_url("http://h:1/v1/chat/completions") == "http://h:1/v1/chat/completions"
+
+
+def test_judges_share_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every judge's client verifies its endpoint as httpx does by default, with a TLS context made
+    once per process: made per client, loading the CA bundle cost more CPU than a local model's
+    answer."""
+    import ssl
+
+    from evalstore.services.judges import client
+
+    made: list[ssl.SSLContext] = []
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    create = httpx.create_ssl_context
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    client.tls_context.cache_clear()
+    try:
+        judges = [ChatJudge(ChatSettings("https://llm.invalid/v1", "fake"), (0, 3)) for _ in range(3)]
+        for asker in judges:
+            asker.close()
+        assert len(made) == 1
+        [context] = made
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+        assert client.tls_context() is context
+    finally:
+        client.tls_context.cache_clear()

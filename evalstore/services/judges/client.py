@@ -16,6 +16,8 @@ The back-off is a dozen lines rather than tenacity's: one more dependency for on
 
 from __future__ import annotations
 
+import functools
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,16 @@ FATAL_STATUS = {
     403: "the endpoint refused the key",
     404: "the endpoint or model was not found",
 }
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every judge's client verifies its endpoint with: httpx's own default (the
+    CA bundle of certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), made once per process. Made
+    anew, as each ``httpx.Client()`` makes it, it loads the whole CA bundle: ~24 ms of CPU per
+    judge run, probe or nugget bank, more than a local model's answer. An ``SSLContext`` is safe
+    to share between clients and threads; only its connections are not."""
+    return httpx.create_ssl_context()
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,7 @@ class ChatJudge:
             raise ValueError(f"structured output is one of {', '.join(STRUCTURED_MODES)}")
         self.settings = settings
         self.scale = scale
-        self._client = client or httpx.Client(timeout=settings.timeout)
+        self._client = client or httpx.Client(timeout=settings.timeout, verify=tls_context())
         self._sleep = sleep
         self._schema = schema or ("relevance_judgment", answer_schema(scale))
         self._parse = parse or (lambda text: parse_answer(text, scale))
