@@ -31,9 +31,9 @@ from tests.http.conftest import SAMPLE, run_text, serving
 
 # Chromium's headless shell where it is installed (Debian's chromium-headless-shell, the build
 # Playwright itself runs headless): the same Blink, without the full browser's UI, its WebUI
-# renderers and its profile's services. The browser tests took ~88 s of CPU with it against ~146 s
-# with the full browser's headless mode (two alternating rounds of tests/browser, -n 3), and half
-# the wall time. The full browser stays the fallback.
+# renderers and its profile's services, which the full browser's headless mode starts too; the
+# browser tests take about half the CPU with it (docs/benchmarks.md, "The test suite"). The full
+# browser stays the fallback.
 CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOTS = Path(
     os.environ.get("EVALSTORE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "screenshots")
