@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalstore.cli import app
-from tests.conftest import shared_path
+from tests.conftest import Templates, migrated_copy, shared_path
 
 # one xdist worker builds the module's store (six robust03 runs evaluated) for all of its tests
 pytestmark = pytest.mark.xdist_group("cli_health")
@@ -20,9 +20,9 @@ RUNS = ("pircRBa1", "aplrob03a", "uwmtCR0", "SABIR03BASE", "humR03dc", "rutcor03
 
 
 @pytest.fixture(scope="module")
-def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def cli(tmp_path_factory: pytest.TempPathFactory, templates: Templates):  # type: ignore[no-untyped-def]
     folder = tmp_path_factory.mktemp("health")
-    url = f"sqlite:///{folder / 'cli.db'}"
+    url = migrated_copy(templates, "sqlite", folder)  # as `db upgrade` leaves it
     runner = CliRunner()
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
@@ -32,7 +32,6 @@ def cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
 
     invoke.url = url  # type: ignore[attr-defined]  # for tests that read the store themselves
     robust = shared_path("robust03", "robust03_qrels.txt").parent
-    assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(robust / "robust03_qrels.txt"), "--name", "robust03").exit_code == 0
     registered = invoke("runs", "register", *(str(robust / "runs" / f"input.{r}.gz") for r in RUNS))
     assert registered.exit_code == 0, registered.stderr

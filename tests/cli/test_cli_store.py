@@ -26,7 +26,7 @@ def test_command_on_a_database_without_schema_says_to_upgrade(cli, tmp_path: Pat
 
 
 def test_register_list_show_export_delete(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert cli("db", "upgrade").exit_code == 0
+    cli.upgrade()
     source = shared_path("trec_eval_test", "results.test")
     result = cli("runs", "register", str(source), "--name", "std", "--system", "smart", "--meta", "k1=0.9")
     assert result.exit_code == 0, result.stderr
@@ -58,7 +58,7 @@ def test_register_list_show_export_delete(cli, tmp_path: Path) -> None:  # type:
 
 
 def test_bad_run_file_exit_1_with_path_and_line_and_nothing_stored(cli, write) -> None:  # type: ignore[no-untyped-def]
-    cli("db", "upgrade")
+    cli.upgrade()
     path = write("bad.run", "1 Q0 d1 1 2.5 t\n1 Q0 d2 2 NaN t\n")
     result = cli("runs", "register", str(path), "--name", "bad")
     assert result.exit_code == 1
@@ -67,7 +67,7 @@ def test_bad_run_file_exit_1_with_path_and_line_and_nothing_stored(cli, write) -
 
 
 def test_name_conflict_and_replace(cli, write) -> None:  # type: ignore[no-untyped-def]
-    cli("db", "upgrade")
+    cli.upgrade()
     cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r")
     other = write("b.run", "1 Q0 d2 1 2.5 t\n")
     result = cli("runs", "register", str(other), "--name", "r")
@@ -81,14 +81,14 @@ def test_name_conflict_and_replace(cli, write) -> None:  # type: ignore[no-untyp
 
 
 def test_bad_meta_is_a_usage_error(cli, write) -> None:  # type: ignore[no-untyped-def]
-    cli("db", "upgrade")
+    cli.upgrade()
     result = cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r", "--meta", "novalue")
     assert result.exit_code == 2
     assert "'novalue' is not KEY=VALUE" in result.stderr
 
 
 def test_qrels_import_list_show_delete(cli) -> None:  # type: ignore[no-untyped-def]
-    cli("db", "upgrade")
+    cli.upgrade()
     source = shared_path("dl-hard", "dl_hard-passage.qrels")
     result = cli("qrels", "import", str(source), "--name", "dlhard", "--description", "DL-HARD passage")
     assert result.exit_code == 0, result.stderr
@@ -103,7 +103,7 @@ def test_qrels_import_list_show_delete(cli) -> None:  # type: ignore[no-untyped-
 
 
 def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
-    cli("db", "upgrade")
+    cli.upgrade()
     path = write("q.txt", "1 0 d1 1\n1 0 d1 0\n")
     result = cli("qrels", "import", str(path), "--name", "q")
     assert result.exit_code == 1
@@ -113,9 +113,10 @@ def test_conflicting_qrels(cli, write) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def test_db_current(cli) -> None:  # type: ignore[no-untyped-def]
+def test_db_current(cli, mlflow_store: str) -> None:  # type: ignore[no-untyped-def]
+    # the MLflow store beside it made already (mlflow_store): making one is tests/db/test_mlflow.py's
     assert cli("db", "current").stdout == f"current: none\nhead: {SCHEMA_REVISION}\n"
-    cli("db", "upgrade")
+    assert cli("db", "upgrade").exit_code == 0
     assert cli("db", "current").stdout == f"current: {SCHEMA_REVISION}\nhead: {SCHEMA_REVISION}\n"
 
 
@@ -127,7 +128,7 @@ def test_subtopic_qrels_through_the_cli(cli, tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
     (tmp_path / "web.qrels").write_text(SUBTOPICS)
     (tmp_path / "run.txt").write_text(RUN)
-    cli("db", "upgrade")
+    cli.upgrade()
     imported = cli("qrels", "import", str(tmp_path / "web.qrels"), "--name", "web", "--kind", "subtopics")
     assert imported.stderr == "imported qrels 'web': 9 judgments, 3 topics\n"
     assert json.loads(cli("qrels", "list", "--format", "json").stdout)[0]["kind"] == "subtopics"
@@ -155,7 +156,7 @@ def test_replacing_a_run_or_qrels_says_which_evaluations_went(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    cli("db", "upgrade")
+    cli.upgrade()
     cli("qrels", "import", str(write("q", "1 0 d1 1\n1 0 d2 0\n")), "--name", "q")
     cli("runs", "register", str(write("a.run", "1 Q0 d1 1 2.5 t\n")), "--name", "r")
     assert cli("evaluate", "--qrels", "q", "--run", "r", "--measures", "AP", "--wait").exit_code == 0
@@ -186,7 +187,7 @@ def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_
     run tags; a bad file anywhere stores nothing and every bad file is named with its line."""
     from tests.cli.usage import usage_message
 
-    assert cli("db", "upgrade").exit_code == 0
+    cli.upgrade()
     runs = tmp_path / "runs"
     runs.mkdir()
     good = "301 Q0 d1 1 2.0 {tag}\n301 Q0 d2 2 1.0 {tag}\n"
@@ -227,7 +228,7 @@ def test_registering_many_run_files_names_them_and_validates_all_first(cli, tmp_
 
 
 def test_importing_many_qrels_files_validates_all_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert cli("db", "upgrade").exit_code == 0
+    cli.upgrade()
     folder = tmp_path / "qrels"
     folder.mkdir()
     (folder / "qrels.dl19.txt").write_text("301 0 d1 1\n301 0 d2 0\n")

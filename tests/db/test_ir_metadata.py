@@ -14,6 +14,7 @@ from evalstore.cli import app
 from evalstore.errors import InputFormatError, InvalidParameterError, NotFoundError
 from evalstore.io.ir_metadata import read_ir_metadata
 from evalstore.services import store
+from tests.conftest import Templates, migrated_copy
 
 # as repro_eval's MetadataHandler.write_metadata writes it: '# ' + YAML line + ' \n'
 BLOCK = (
@@ -111,10 +112,10 @@ def test_a_broken_block_stores_nothing(engine: Engine, write) -> None:  # type: 
     assert store.list_runs(engine) == []
 
 
-def test_the_commands_keep_the_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_commands_keep_the_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates) -> None:
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = migrated_copy(templates, "sqlite", tmp_path)  # as `db upgrade` leaves it
     runner = CliRunner()
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
@@ -122,7 +123,6 @@ def test_the_commands_keep_the_block(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     (tmp_path / "run.txt").write_text(BLOCK + ROWS)
     (tmp_path / "bad.txt").write_text(BLOCK.replace("#     lang: python \n", "#     lang: 'python\n") + ROWS)
-    assert invoke("db", "upgrade").exit_code == 0
     registered = invoke("runs", "register", str(tmp_path / "run.txt"), "--name", "r")
     assert registered.exit_code == 0, registered.output
     refused = invoke("runs", "register", str(tmp_path / "bad.txt"), "--name", "bad")

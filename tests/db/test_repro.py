@@ -18,6 +18,7 @@ from evalstore.db.session import read_only
 from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import repro
 from evalstore.services.kinds.ranking import results
+from tests.conftest import Templates, migrated_copy
 from tests.db.test_splits import thirty  # noqa: F401  (the fixture)
 
 
@@ -93,10 +94,14 @@ def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
         repro.reproduce(thirty, qrels="nope", original="alpha", reproduced="beta")
 
 
-def test_the_figures_are_logged_to_mlflow(thirty: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_the_figures_are_logged_to_mlflow(
+    thirty: Engine,  # noqa: F811
+    mlflow_store: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store  # a store with its schema made (MLflow's migrations are not what this checks)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     found = repro.reproduce(thirty, qrels="q", original="alpha", reproduced="beta", measures=["nDCG@10"])
     logged = MlflowClient(uri).get_run(repro.log_reproduction(found))
@@ -107,19 +112,20 @@ def test_the_figures_are_logged_to_mlflow(thirty: Engine, tmp_path: Path, monkey
     assert logged.data.tags["evalstore.kind"] == "repro"
 
 
-def test_the_command_prints_table_json_and_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_prints_table_json_and_csv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates
+) -> None:
     from tests.db.test_compare import _qrels_text, _run_text
 
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = migrated_copy(templates, "sqlite", tmp_path)  # as `db upgrade` leaves it
     runner = CliRunner()
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
         return runner.invoke(app, ["--database-url", url, *args])
 
     (tmp_path / "qrels").write_text(_qrels_text())
-    assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(tmp_path / "qrels"), "--name", "q").exit_code == 0
     for seed, name in enumerate(["orig", "rep"]):
         (tmp_path / name).write_text(_run_text(seed, name))

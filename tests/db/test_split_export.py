@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from evalstore.errors import InvalidParameterError, NotFoundError, Remedy
 from evalstore.services import labels, splits
+from tests.conftest import Templates, migrated_copy
 from tests.db.test_splits import TOPICS, thirty  # noqa: F401  (the fixture)
 
 
@@ -69,17 +70,16 @@ def test_bad_requests_say_what_to_do(thirty: Engine) -> None:  # noqa: F811
         splits.export_split(thirty, "nope")
 
 
-def test_the_command_writes_json_and_tsv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_writes_json_and_tsv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates) -> None:
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = migrated_copy(templates, "sqlite", tmp_path)  # as `db upgrade` leaves it
     runner = CliRunner()
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
         return runner.invoke(app, ["--database-url", url, *args])
 
     (tmp_path / "qrels").write_text("".join(f"{t} 0 d{t} 1\n" for t in range(1, 11)))
-    assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(tmp_path / "qrels"), "--name", "q").exit_code == 0
     assert (
         invoke(

@@ -24,7 +24,7 @@ from evalstore.services import jobs, labels, store
 from evalstore.services.kinds.ranking import results
 from evalstore.services.orchestration import RankingRequest, evaluate, evaluate_predictions, evaluate_runs
 from tests.cli.usage import usage_message
-from tests.conftest import shared_path
+from tests.conftest import Templates, migrated_copy, shared_path
 
 SUMMED = {"average_precision", "log_loss", "brier"}  # floating sums: equal to rounding
 
@@ -226,16 +226,15 @@ def test_a_worker_claims_a_job_with_its_backend_and_a_new_request_changes_a_wait
     assert claimed is not None and claimed.backend == spark
 
 
-def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_evaluate_with_a_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates) -> None:
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
     runner = CliRunner()
-    url = ["--database-url", f"sqlite:///{tmp_path / 'cli.db'}"]
+    url = ["--database-url", migrated_copy(templates, "sqlite", tmp_path)]  # as `db upgrade` leaves it
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
         return runner.invoke(app, [*url, *args])
 
-    assert invoke("db", "upgrade").exit_code == 0
     assert invoke("qrels", "import", str(shared_path("trec_eval_test", "qrels.test")), "--name", "q").exit_code == 0
     assert invoke("runs", "register", str(shared_path("trec_eval_test", "results.test")), "--name", "r").exit_code == 0
     local = invoke("evaluate", "--qrels", "q", "--run", "r", "--wait", "--format", "csv")

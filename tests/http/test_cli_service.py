@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from evalstore.cli import app
 from evalstore.services import access
 from tests.cli.usage import usage_message
+from tests.conftest import Templates, migrated_copy
 from tests.http.conftest import SAMPLE, LiveServer, World, run_text
 
 
@@ -26,11 +27,10 @@ def cli(url: str, *args: str, input: str | None = None):  # type: ignore[no-unty
 
 
 @pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, templates: Templates) -> str:
     monkeypatch.setenv("EVALSTORE_HOME", str(tmp_path))
     monkeypatch.setenv("EVALSTORE_MLFLOW", "off")
-    database = f"sqlite:///{tmp_path / 'cli.db'}"
-    assert cli(database, "db", "upgrade").exit_code == 0
+    database = migrated_copy(templates, "sqlite", tmp_path)  # as `db upgrade` leaves it
     assert cli(database, "qrels", "import", str(SAMPLE / "qrels.test"), "--name", "sample").exit_code == 0
     return database
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from evalstore.cli import app
 from evalstore.services import access, jobs
+from tests.conftest import Templates, migrated_copy
 from tests.helpers.servers import free_port
 from tests.http.conftest import PASSWORD, SAMPLE, World, client_for, run_text
 
@@ -113,9 +114,8 @@ def test_serve_on_sqlite_evaluates_a_submitted_run_by_itself(tmp_path: Path) -> 
     assert "evaluating submitted runs in this process" in stderr
 
 
-def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'nw.db'}"
-    assert cli(url, "db", "upgrade").exit_code == 0
+def test_serve_without_its_worker_leaves_runs_queued(tmp_path: Path, templates: Templates) -> None:
+    url = migrated_copy(templates, "sqlite", tmp_path)  # as `db upgrade` leaves it
     env = {**os.environ, "EVALSTORE_DATABASE_URL": url, "EVALSTORE_HOME": str(tmp_path), "EVALSTORE_MLFLOW": "off"}
     port = free_port()
     evalstore = str(Path(sys.executable).parent / "evalstore")
