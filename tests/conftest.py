@@ -81,7 +81,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """What a test process holds once its tests are collected (the modules they import, ~1M
     objects) lives as long as it does: it is moved out of the cyclic collector's sight, as
     `evalstore serve` does before it listens. A full collection had walked all of it again each
-    time: ~8% of a test process's CPU went to collections, a quarter less with this."""
+    time: ~8% of a test process's CPU went to collections (3.6 s of 43 s in one process on four of
+    the HTTP, unit and judges modules), 2.7 s with this."""
     gc.collect()
     gc.freeze()
 
