@@ -371,13 +371,7 @@ class Templates:
     def _disconnect(self, database: str | None) -> None:
         admin = self._admin()
         with admin.connect() as connection:
-            connection.execute(
-                text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = :name AND pid <> pg_backend_pid()"
-                ),
-                {"name": database},
-            )
+            _end_other_sessions(connection, database)
         admin.dispose()
 
     def _empty(self, backend: str, name: str) -> str:
@@ -515,6 +509,16 @@ SELECT md5(string_agg(item, E'\\n' ORDER BY item)) FROM (
 """
 
 
+def _end_other_sessions(connection: Any, database: str | None) -> None:
+    """End every session on PostgreSQL database ``database`` but ``connection``'s own."""
+    connection.execute(
+        text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name AND pid <> pg_backend_pid()"
+        ),
+        {"name": database},
+    )
+
+
 def _public_tables(connection: Any) -> list[str]:
     return list(
         connection.execute(
@@ -551,12 +555,7 @@ def _emptied(url: str, fingerprint: str) -> bool:
     engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as connection:
-            connection.execute(
-                text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                )
-            )
+            _end_other_sessions(connection, make_url(url).database)
             for table in _public_tables(connection):
                 if table.startswith("run_rows_p"):
                     connection.execute(text(f'DROP TABLE "{table}"'))
