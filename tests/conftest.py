@@ -317,7 +317,7 @@ class Templates:
     On PostgreSQL a copy of a template that holds no rows (``"migrated"``) is not dropped when its
     test is done but emptied and handed to the next test that asks for one: creating and dropping
     a database cost the server ~110 ms of CPU (writing and then unlinking its ~1,000 files, and the
-    checkpoint every drop waits for), emptying it ~10 ms. A copy is handed on only if it then has
+    checkpoint every drop waits for), emptying it ~45 ms. A copy is handed on only if it then has
     exactly the template's schema (tables, columns, indexes, constraints, functions, triggers,
     schemas, extensions, settings, the alembic version); anything else a test left is dropped."""
 

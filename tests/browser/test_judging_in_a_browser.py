@@ -13,9 +13,9 @@ from sqlalchemy import Engine
 
 from evalstore.services import access, collections, judging
 from tests.browser.axe import axe_violations
-from tests.browser.test_pages_in_a_browser import CHROMIUM, browser_page, shot, sign_in, site  # noqa: F401 (browser_page and site are fixtures)
+from tests.browser.test_pages_in_a_browser import NEEDS_CHROMIUM, browser_page, shot, sign_in, site  # noqa: F401 (browser_page and site are fixtures)
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium-headless-shell)")
+pytestmark = NEEDS_CHROMIUM
 
 # ~3,700 px, and no hyphen or other place a browser breaks a line at unless told to break words
 LONG_URL = "https://archive.example.org/reports?id=" + "Internationalcrimering2024" * 17 + "&page=1"

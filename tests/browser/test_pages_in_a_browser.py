@@ -45,7 +45,11 @@ if CHROMIUM is None and os.environ.get("CI") == "true":
         "CI must run the browser tests: scripts/test installs Debian's chromium-headless-shell when CI=true",
         pytrace=False,
     )
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (apt-get install chromium-headless-shell)")
+# every browser test module's mark
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium here (apt-get install chromium-headless-shell)"
+)
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture

@@ -120,7 +120,6 @@ def test_compare_logs_to_mlflow(cli, mlflow_store: str) -> None:  # type: ignore
 
     # the store in the test's folder has its schema made (mlflow_store): MLflow's migrations are not
     # what this checks
-
     logged = cli(
         "compare",
         "--qrels",
