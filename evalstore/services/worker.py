@@ -12,7 +12,6 @@ its jobs over when the leases run out.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
@@ -223,7 +222,6 @@ class Worker:
             )
             with unit_of_work(self.engine) as session:
                 header = jobs.results_header(session, job)
-                stored = computed.stored_as(header)
                 jobs.store_results(
                     session,
                     job,
@@ -235,7 +233,7 @@ class Worker:
                 )
             heartbeat.let_go(job)  # stored: the job is done
             computed.timings.store = time.perf_counter() - started
-            summary = computed.summary(stored)
+            summary = computed.summary()
         except jobs.JobLost:
             log.warning("job %d: result dropped, the job was cancelled or taken over", job.evaluation_id)
             return False
@@ -251,8 +249,7 @@ class Worker:
             state = jobs.fail(self.engine, job, f"{type(error).__name__}: {error}", retryable=True)
             log.error("job %d: failed (%s)", job.evaluation_id, state, exc_info=error)
             return False
-        # kept without the results themselves: a long-lived worker would otherwise hold every job's
-        self.done[job.evaluation_id] = dataclasses.replace(summary, stored=None)
+        self.done[job.evaluation_id] = summary
         if job.kind == "answers":
             self._answers_stored = True
         if job.kind == "ranking" and job.qrels_id is not None:

@@ -60,8 +60,6 @@ class EvaluationSummary:
     topics: int  # topics of a ranking, groups of a classification
     missing_topics: tuple[str, ...] = ()
     timings: JobTimings = field(default_factory=JobTimings)
-    # the results just computed, for MLflow (not when reused)
-    stored: StoredEvaluation | None = None
 
 
 # (artifact file, figure): SVG text (evalstore.svg_charts) or a matplotlib Figure (evalstore.plots)
@@ -71,8 +69,7 @@ Figures = Callable[[], Iterator[tuple[str, Any]]]
 @dataclass
 class ComputedJob:
     """A claimed job's results, computed and not yet stored: what :func:`jobs.store_results`
-    writes, and ``stored_as``, which makes of the header they are stored under
-    (:func:`jobs.results_header`) the evaluation as MLflow gets it."""
+    writes. MLflow gets them later, read back from the store by the deliverer."""
 
     evaluation_id: int
     inputs: str
@@ -83,30 +80,23 @@ class ComputedJob:
     per_query: PerQueryValues
     aggregates: list[AggregateRow]
     settings: dict[str, Any] | None
-    stored_as: Callable[[jobs.ResultsHeader], StoredEvaluation]
 
-    def summary(self, stored: StoredEvaluation) -> EvaluationSummary:
+    def summary(self) -> EvaluationSummary:
         return EvaluationSummary(
-            self.evaluation_id,
-            self.inputs,
-            self.judgments,
-            False,
-            self.topics,
-            self.missing_topics,
-            self.timings,
-            stored,
+            self.evaluation_id, self.inputs, self.judgments, False, self.topics, self.missing_topics, self.timings
         )
 
 
 def store_computed(engine: Engine, job: ClaimedJob, computed: ComputedJob) -> EvaluationSummary:
-    """Store a computed job's results in one unit of work (JobLost if the job was taken away); the
-    worker does the same with MLflow logging ahead (:meth:`Worker.process_one`)."""
+    """Store a computed job's results in one unit of work (JobLost if the job was taken away), their
+    MLflow delivery pending; the worker does the same with every measure's summaries
+    (:meth:`Worker.process_one`)."""
     started = time.perf_counter()
     with unit_of_work(engine) as session:
         header = jobs.results_header(session, job)
         jobs.store_results(session, job, header, computed.per_query, computed.aggregates, computed.settings)
     computed.timings.store = time.perf_counter() - started
-    return computed.summary(computed.stored_as(header))
+    return computed.summary()
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from evalstore.metrics import answers as measures
 from evalstore.services import jobs
 from evalstore.services.answers import assessors
 from evalstore.services.context import AppContext
-from evalstore.services.kinds.answers.evaluated import Evaluated
 from evalstore.services.kinds.base import ComputedJob, JobTimings, per_query_values
 
 
@@ -41,7 +40,6 @@ class _Stored:
     support: Any
     run_name: str
     bank_name: str
-    header_hashes: dict[str, Any]
 
 
 def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | None = None) -> ComputedJob:
@@ -67,31 +65,11 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
     if stored.support:
         values.update(_support_values(stored, support_topics, code))
     aggregates: list[AggregateRow] = []
-    means: dict[str, float | None] = {}
-    counts: dict[str, int] = {}
     for name, per_topic in values.items():
         finite = per_topic[np.isfinite(per_topic)]
         mean = float(finite.mean()) if finite.size else None
-        means[name], counts[name] = mean, int(finite.size)
         aggregates.append({"measure": name, "value": mean, "text_value": None, "query_count": int(finite.size)})
     timings.compute = time.perf_counter() - started
-    options = dict(job.options)
-
-    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
-        import pandas as pd
-
-        frame = pd.DataFrame(values, index=pd.Index(topics, name="topic"))
-        return Evaluated(
-            run_name,
-            bank_name,
-            job.evaluation_id,
-            means,
-            counts,
-            options,
-            {**stored.header_hashes, **header},
-            frame,
-        )
-
     return ComputedJob(
         job.evaluation_id,
         run_name,
@@ -102,7 +80,6 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         per_query_values(topics, values),
         aggregates,
         None,
-        evaluated_as,
     )
 
 
@@ -136,7 +113,6 @@ def _read(engine: Engine, job: jobs.ClaimedJob, assessor: str) -> _Stored:
             support,
             answer_run.name,
             bank.name,
-            {"answers_hash": answer_run.content_hash, "bank_hash": bank.content_hash},
         )
 
 

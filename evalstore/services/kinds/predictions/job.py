@@ -29,7 +29,6 @@ from evalstore.services.kinds.base import (
     store_computed,
 )
 from evalstore.services.kinds.predictions.alignment import Aligned, aligned
-from evalstore.services.kinds.predictions.evaluated import Evaluated, evaluated_header
 from evalstore.services.labels import read_with_gold
 
 if TYPE_CHECKING:
@@ -65,7 +64,6 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         classes = list(label_set.classes)
         positive = classes.index(options["positive"]) if options["positive"] is not None else len(classes) - 1
         costs = np.asarray(options["cost_matrix"], dtype=np.float64) if options["cost_matrix"] is not None else None
-        metadata = {"system": prediction_set.system, **dict(prediction_set.metadata_ or {})}
         if not job.backend.local:  # DuckDB or Spark counts the stored set; the counts decide the measures
             by_label = options["threshold"] is None and prediction_set.has_label
             threshold = 0.5 if options["threshold"] is None else float(options["threshold"])
@@ -96,23 +94,8 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
             group_names = data.group_names
     if not job.backend.local:  # which engine counted, as the settings (and MLflow's copy of them) say
         suite.settings["backend"] = job.backend.name
-    settings, per_group, per_query, aggregates, values = _results(suite, group_names)
+    settings, per_query, aggregates = _results(suite, group_names)
     timings.compute = time.perf_counter() - started
-
-    def evaluated_as(header: jobs.ResultsHeader) -> Evaluated:
-        return Evaluated(
-            prediction_set.name,
-            label_set.name,
-            prediction_set.kind,
-            job.evaluation_id,
-            values,
-            settings,
-            dict(options),
-            True,
-            evaluated_header(header, prediction_set, label_set),
-            per_group,
-            metadata,
-        )
 
     return ComputedJob(
         job.evaluation_id,
@@ -124,7 +107,6 @@ def compute_job(engine: Engine, job: jobs.ClaimedJob, *, context: AppContext | N
         per_query,
         aggregates,
         settings,
-        evaluated_as,
     )
 
 
@@ -141,9 +123,9 @@ def _baseline(session: Session, options: Mapping[str, Any]) -> PredictionSet:
 
 def _results(
     suite: measures.Suite, group_names: list[str]
-) -> tuple[dict[str, Any], pd.DataFrame | None, PerQueryValues, list[AggregateRow], dict[str, float | None]]:
-    """The suite as a job's results: its settings (with the curve's points), the per-group frame
-    and values, the aggregates' rows and the values by measure."""
+) -> tuple[dict[str, Any], PerQueryValues, list[AggregateRow]]:
+    """The suite as a job's results: its settings (with the curve's points), the per-group values
+    and the aggregates' rows."""
     settings = {k: v for k, v in suite.settings.items() if k != "classes"}
     if suite.curve is not None:
         settings["curve"] = measures.curve_points(suite.curve)
@@ -156,8 +138,7 @@ def _results(
         {"measure": name, "value": _finite(value), "text_value": None, "query_count": len(group_names)}
         for name, value in suite.aggregates.items()
     ]
-    values = {name: _finite(value) for name, value in suite.aggregates.items()}
-    return settings, per_group, per_query, aggregates, values
+    return settings, per_query, aggregates
 
 
 def _suite(prediction_set: PredictionSet, data: Aligned, base: Aligned | None, **kwargs: Any) -> measures.Suite:

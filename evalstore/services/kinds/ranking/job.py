@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,10 +33,6 @@ from evalstore.services.kinds.base import (
     per_query_values,
     store_computed,
 )
-from evalstore.services.kinds.ranking.readback import StoredResults
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 log = logging.getLogger("evalstore.worker")
 
@@ -149,26 +145,9 @@ def finish_job(
     if not topics:
         raise EvaluationError(f"Run '{run.name}' and qrels '{qrels.name}' share no topic; check the topic ids.")
     per_query, aggregates = _result_tables(topics, values, rk)
-    frame = _frame(topics, values)
-    system, metadata = run.system, dict(run.metadata_ or {})
-
-    def stored_as(header: jobs.ResultsHeader) -> StoredResults:
-        return StoredResults(
-            job.evaluation_id,
-            run.name,
-            run.tag,
-            qrels.name,
-            dict(options),
-            *frame,
-            {
-                a["measure"]: a["value"] for a in aggregates if a["value"] is not None
-            },  # all of them: _result_tables leaves out a None
-            {**header, "system": system, "run_metadata": metadata},
-        )
-
     timings.compute = time.perf_counter() - started
     return ComputedJob(
-        job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates, None, stored_as
+        job.evaluation_id, run.name, qrels.name, len(topics), missing, timings, per_query, aggregates, None
     )
 
 
@@ -213,18 +192,3 @@ def _result_tables(
                 {"measure": str(measure), "value": summary, "text_value": None, "query_count": len(topics)}
             )
     return per_query, aggregates
-
-
-def _frame(topics: list[str], values: dict[Measure, np.ndarray]) -> tuple[list[str], list[str], pd.DataFrame]:
-    """(topics, measures, frame) as :func:`results` reads them back: topics sorted as text, one
-    float column per measure (text for relstring-like ones), in the measures' order."""
-    import pandas as pd  # here, not at the top: `evalstore` commands that never build a frame skip its import
-
-    frame = pd.DataFrame(
-        {
-            str(m): [str(v) for v in column] if m.spec.value_type == "str" else np.asarray(column, dtype=np.float64)
-            for m, column in values.items()
-        },
-        index=pd.Index(topics, name="query_id"),
-    ).sort_index()
-    return frame.index.tolist(), list(frame.columns), frame
