@@ -153,8 +153,63 @@ def bootstrap_mean_intervals(
     weights = counts / n  # the same draws as ``counts`` given: the same intervals, bit for bit
     means = samples @ weights.T  # (rows x resamples)
     tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail], axis=1)
+    low, high = row_quantiles(means, (tail, 1 - tail))
     return low, high
+
+
+def row_quantiles(values: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
+    """``np.quantile(values, quantiles, axis=1)`` (its default, linear interpolation) of a 2-D
+    float array, bit for bit: a row per quantile.
+
+    Ours because numpy's is slow for this shape: it moves the axis to the front and partitions
+    each row at all four order statistics at once, ~18 ms for 100 rows of 10,000 resampled means,
+    most of a job's summaries; this takes ~5 ms. A quantile needs two neighbouring order
+    statistics, ``k`` and ``k + 1``. numpy's partition of contiguous rows at the one index ``k`` (a
+    vectorised selection) puts the ``k``-th in place with only larger values after it, whose
+    minimum is the ``(k + 1)``-th. An interval's two quantiles share one copy: partitioned at the
+    upper one, the values before it are each row's smallest, and the lower one is found among
+    them. The interpolation is numpy's own (``_lerp``), and a row holding a NaN gives NaN, as
+    numpy's does."""
+    values = np.asarray(values, dtype=float)
+    rows, n = values.shape
+    out = np.empty((len(quantiles), rows))
+    if not all(0 <= quantile <= 1 for quantile in quantiles):
+        raise ValueError(f"quantiles must be in [0, 1], not {quantiles}")
+    if rows == 0:
+        return out
+    if n == 0:
+        raise ValueError("no values to take quantiles of")
+    # numpy's virtual index for the linear method, its lower neighbour and the weight between them
+    places = [(k := int(np.floor(virtual)), virtual - k) for virtual in ((n - 1) * np.float64(q) for q in quantiles)]
+    ks = [k for k, _ in places]
+    if len(ks) == 2 and ks[0] + 1 < ks[1] < n - 1:  # an interval: the two share one copy
+        work = values.copy()
+        work.partition(ks[1], axis=1)
+        upper = (work[:, ks[1]], work[:, ks[1] + 1 :].min(axis=1))
+        smallest = work[:, : ks[1]]  # each row's ks[1] smallest values
+        smallest.partition(ks[0] + 1, axis=1)
+        neighbours = [(smallest[:, : ks[0] + 1].max(axis=1), smallest[:, ks[0] + 1]), upper]
+    else:
+        neighbours = [_order_statistics(values, k) for k in ks]
+    for at, ((below, above), (_, gamma)) in enumerate(zip(neighbours, places, strict=True)):
+        diff = above - below  # numpy's _lerp, operation for operation
+        out[at] = above - diff * (1 - gamma) if gamma >= 0.5 else below + diff * gamma
+    out[:, np.isnan(values).any(axis=1)] = np.nan
+    return out
+
+
+def _order_statistics(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k``-th and ``(k + 1)``-th smallest values (0-based); numpy's neighbours of the
+    largest index are the largest value twice."""
+    n = values.shape[1]
+    if k >= n - 1:
+        largest = values.max(axis=1)
+        return largest, largest
+    if k < n // 2:  # the k + 1 smallest before the (k + 1)-th: the largest of them is the k-th
+        part = np.partition(values, k + 1, axis=1)
+        return part[:, : k + 1].max(axis=1), part[:, k + 1]
+    part = np.partition(values, k, axis=1)
+    return part[:, k], part[:, k + 1 :].min(axis=1)
 
 
 def effect_size(diffs: np.ndarray) -> np.ndarray:
@@ -251,15 +306,15 @@ def _bootstrap(
     observed = diffs.mean(axis=1)
     threshold = np.abs(observed) * (1 - _RELATIVE_TOLERANCE)
     extreme = np.zeros(len(diffs), dtype=np.int64)
-    means = np.empty((resamples, len(diffs)))
+    means = np.empty((len(diffs), resamples))  # a row a pair: row_quantiles reads contiguous rows
     start = 0
     for size in _chunks(resamples):
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)
         block = weights @ diffs.T / n
-        means[start : start + size] = block
+        means[:, start : start + size] = block.T
         extreme += (np.abs(block - observed) >= threshold).sum(axis=0)
         start += size
-    low, high = np.quantile(means, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
+    low, high = row_quantiles(means, (0.5 - confidence / 2, 0.5 + confidence / 2))
     return observed, (extreme + 1) / (resamples + 1), low, high
 
 
