@@ -131,8 +131,8 @@ def collection_runs(engine: Engine, principal: Principal, name: str) -> list[str
     access = tasks.collection_access(engine, principal, name)
     with read_only(engine) as session:
         qrels = repo.get_qrels(session, access.qrels)
-        runs = ranking.chosen_evaluations(session, qrels, [], ranking.Selection())
-        return sorted(r.name for r, _ in runs.values() if access.may_open(r.name))
+        runs = ranking.chosen_evaluation_ids(session, qrels, [], ranking.Selection())
+        return sorted(run for run, _ in runs.values() if access.may_open(run))
 
 
 def collection_compare_page(

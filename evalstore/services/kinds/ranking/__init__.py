@@ -16,6 +16,7 @@ from evalstore.services.kinds.ranking.board import (
     RankedRuns,
     Selection,
     TopicFilter,
+    chosen_evaluation_ids,
     chosen_evaluations,
     leaderboard,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "StoredPairs",
     "StoredResults",
     "TopicFilter",
+    "chosen_evaluation_ids",
     "chosen_evaluations",
     "compute_batch",
     "compute_job",

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, select
 from sqlalchemy.orm import Session
 
 from evalstore.db import repositories as repo
@@ -26,6 +26,10 @@ from evalstore.services.kinds.base import (
 )
 from evalstore.services.kinds.ranking.readback import MAIN_MEASURES, topic_counts
 from evalstore.statistics import significance
+
+R = TypeVar("R")  # a run, or its name
+E = TypeVar("E")  # an evaluation, or its id
+S = TypeVar("S", bound=Select[*tuple[Any, ...]])  # a select of any columns
 
 
 @dataclass(frozen=True)
@@ -91,20 +95,44 @@ def chosen_evaluations(
     made with ``selection``'s options that holds it. A measure is looked up across all of a run's
     evaluations with those options, not only the newest: `evaluate --measures nDCG@5` after an
     all_trec one does not hide the older one's values."""
-    rows = session.execute(
-        select(Evaluation, Run)
-        .join(Run, Run.id == Evaluation.run_id)
+    rows = session.execute(_newest_first(select(Evaluation, Run), qrels)).all()
+    return _choose(((run.id, run, evaluation, evaluation.options) for evaluation, run in rows), measures, selection)
+
+
+def chosen_evaluation_ids(
+    session: Session, qrels: QrelsSet, measures: list[str], selection: Selection
+) -> dict[int, tuple[str, dict[str, int]]]:
+    """:func:`chosen_evaluations` as run names and evaluation ids, read as columns: a job's paired
+    tests, an idle worker's letters and a collection's run list need no more, and making an
+    evaluation and a run object of every row cost ~9 ms a call on a task of 200 runs."""
+    rows = session.execute(_newest_first(select(Evaluation.id, Evaluation.options, Run.id, Run.name), qrels)).all()
+    return _choose(
+        ((run_id, name, evaluation_id, options) for evaluation_id, options, run_id, name in rows), measures, selection
+    )
+
+
+def _newest_first(statement: S, qrels: QrelsSet) -> S:
+    """The finished evaluations on ``qrels`` as they are now, with their runs, newest first."""
+    return (
+        statement.join(Run, Run.id == Evaluation.run_id)
         .where(Evaluation.qrels_id == qrels.id, Evaluation.state == "done", Evaluation.qrels_hash == qrels.content_hash)
         .order_by(Evaluation.finished_at.desc(), Evaluation.id.desc())
-    ).all()
-    chosen: dict[int, tuple[Run, dict[str, Evaluation]]] = {}
-    for evaluation, run in rows:
-        if not selection.matches(evaluation.options):
+    )
+
+
+def _choose(
+    rows: Iterable[tuple[int, R, E, dict[str, Any]]], measures: list[str], selection: Selection
+) -> dict[int, tuple[R, dict[str, E]]]:
+    """The choice of :func:`chosen_evaluations` from (run id, run, evaluation, its options) rows,
+    newest first."""
+    chosen: dict[int, tuple[R, dict[str, E]]] = {}
+    for run_id, run, evaluation, options in rows:
+        if not selection.matches(options):
             continue
-        holding = chosen.setdefault(run.id, (run, {}))[1]
-        stored = set(evaluation.options["measures"])
+        holding = chosen.setdefault(run_id, (run, {}))[1]
+        stored = set(options["measures"])
         for measure in measures:
-            if measure in stored and measure not in holding and selection.holds(measure, evaluation.options):
+            if measure in stored and measure not in holding and selection.holds(measure, options):
                 holding[measure] = evaluation
     return chosen
 

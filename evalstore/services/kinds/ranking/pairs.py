@@ -44,7 +44,7 @@ from evalstore.db.models import (
 from evalstore.db.session import read_only, unit_of_work
 from evalstore.services.jobs.options import ChoreInterrupted, Interrupted, never
 from evalstore.services.jobs.summaries import board_measures, opening_measure
-from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluations
+from evalstore.services.kinds.ranking.board import Selection, TopicFilter, chosen_evaluation_ids
 from evalstore.services.kinds.ranking.medians import (
     HeldValues,
     held_values,
@@ -440,9 +440,5 @@ def _held_values(
     """measure -> run -> (its evaluation, topics ``topics`` keeps, values) for each of ``measures``
     the evaluations a board shows for ``runs`` hold (evaluate's default options), in a few reads."""
     wanted = set(runs)
-    chosen = chosen_evaluations(session, qrels, measures, Selection()).values()
-    return held_values(
-        session,
-        [(run.name, {m: e.id for m, e in holding.items()}) for run, holding in chosen if run.name in wanted],
-        topics,
-    )
+    chosen = chosen_evaluation_ids(session, qrels, measures, Selection()).values()
+    return held_values(session, [(run, holding) for run, holding in chosen if run in wanted], topics)

@@ -43,7 +43,7 @@ from evalstore.services.kinds.ranking.board import (
     LeaderboardRow,
     Selection,
     TopicFilter,
-    chosen_evaluations,
+    chosen_evaluation_ids,
     leaderboard,
 )
 from evalstore.statistics import significance
@@ -100,7 +100,7 @@ def compute_tiers(
     critical: Critical | None = None,
 ) -> dict[str, str]:
     """Compact letters of ``runs`` by Tukey's HSD on ``measure`` (family-wise alpha 0.05), from the
-    per-topic values of the evaluations the board shows (``chosen_evaluations``, evaluate's
+    per-topic values of the evaluations the board shows (``chosen_evaluation_ids``, evaluate's
     default options); a run without the measure gets none."""
     values = _per_topic(session, qrels, [measure], runs, topics)
     return _letters(values.get(measure, {}), critical)
@@ -118,13 +118,13 @@ def _per_topic(
     """measure -> run -> (topics, values) of the topics ``topics`` keeps, from the evaluation the
     board shows for each run and measure; each evaluation's values read once for every measure
     (a measure without numbers: no topics)."""
-    chosen = chosen_evaluations(session, qrels, list(measures), Selection())
+    chosen = chosen_evaluation_ids(session, qrels, list(measures), Selection())
     wanted = set(runs)
     by_evaluation: dict[int, set[str]] = {}
     for run, holding in chosen.values():
-        if run.name in wanted:
-            for measure, evaluation in holding.items():
-                by_evaluation.setdefault(evaluation.id, set()).add(measure)
+        if run in wanted:
+            for measure, evaluation_id in holding.items():
+                by_evaluation.setdefault(evaluation_id, set()).add(measure)
     kept: dict[int, tuple[list[str], np.ndarray | None, dict[str, np.ndarray]]] = {}
     for evaluation_id, names in by_evaluation.items():
         query_ids, numbers = _stored_values(session, evaluation_id, sorted(names))
@@ -135,15 +135,15 @@ def _per_topic(
             kept[evaluation_id] = ([t for t, keep in zip(query_ids, mask, strict=True) if keep], mask, numbers)
     out: dict[str, _Values] = {}
     for run, holding in chosen.values():
-        if run.name not in wanted:
+        if run not in wanted:
             continue
-        for measure, evaluation in holding.items():
-            shown, keep, held = kept[evaluation.id]
+        for measure, evaluation_id in holding.items():
+            shown, keep, held = kept[evaluation_id]
             found = held.get(measure)
             if found is None:
-                out.setdefault(measure, {})[run.name] = ([], np.zeros(0))
+                out.setdefault(measure, {})[run] = ([], np.zeros(0))
             else:
-                out.setdefault(measure, {})[run.name] = (shown, found if keep is None else found[keep])
+                out.setdefault(measure, {})[run] = (shown, found if keep is None else found[keep])
     return out
 
 
@@ -297,7 +297,7 @@ def _frames(values: _Values, means: list[tuple[str, float]]) -> _Values:
 def _held_measures(session: Session, qrels: QrelsSet, runs: list[str], scope: str) -> list[str]:
     """The measures with a value in ``scope`` in the stored summaries of the runs' finished
     evaluations on the qrels as they are, of those the board's evaluations hold (evaluate's
-    default options: ``chosen_evaluations``)."""
+    default options: ``chosen_evaluation_ids``)."""
     found = session.scalars(
         select(MeasureSummary.measure)
         .distinct()
@@ -316,8 +316,8 @@ def _held_measures(session: Session, qrels: QrelsSet, runs: list[str], scope: st
     wanted = set(runs)
     held = {
         measure
-        for run, holding in chosen_evaluations(session, qrels, candidates, Selection()).values()
-        if run.name in wanted
+        for run, holding in chosen_evaluation_ids(session, qrels, candidates, Selection()).values()
+        if run in wanted
         for measure in holding
     }
     return [m for m in candidates if m in held]
